@@ -1,0 +1,88 @@
+"""Errors raised by the clients: remote errors rebuilt from their code and kind."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class MakaError(Exception):
+    """Base of every client-side error."""
+
+
+class DaemonUnavailable(MakaError):
+    """No daemon answers on the socket."""
+
+    def __init__(self, socket_path: str, reason: str) -> None:
+        super().__init__(
+            f"no makad is running on {socket_path} ({reason}); start one with `makad` "
+            f"or `scripts/run`, or pass --socket / set MAKAD_SOCKET")
+        self.socket_path = socket_path
+        self.reason = reason
+
+
+class ProtocolError(MakaError):
+    """The daemon's reply could not be understood, or the connection broke mid-reply."""
+
+
+class RemoteError(MakaError):
+    """A JSON-RPC error reply. ``kind`` is the stable machine-readable reason."""
+
+    code: int
+    kind: str
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data if isinstance(data, dict) else {}
+        self.kind = str(self.data.get("kind", "unknown"))
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.kind}, code {self.code})"
+
+
+class InvalidParams(RemoteError): ...
+class MethodNotFound(RemoteError): ...
+class NotFound(RemoteError): ...
+class Conflict(RemoteError): ...
+class IncognitoBlocked(RemoteError): ...
+class Disabled(RemoteError): ...
+class GateClosed(RemoteError): ...
+class TooLarge(RemoteError): ...
+class SafeMode(RemoteError): ...
+class InvalidSummary(RemoteError): ...
+class IOFailure(RemoteError): ...
+class InvalidWorkspace(RemoteError): ...
+class InsufficientEvidence(RemoteError): ...
+class CircuitOpen(RemoteError): ...
+class ShuttingDown(RemoteError): ...
+class InternalError(RemoteError): ...
+
+
+BY_KIND: dict[str, type[RemoteError]] = {
+    "invalid_params": InvalidParams,
+    "method_not_found": MethodNotFound,
+    "not_found": NotFound,
+    "conflict": Conflict,
+    "incognito_blocked": IncognitoBlocked,
+    "disabled": Disabled,
+    "gate_closed": GateClosed,
+    "too_large": TooLarge,
+    "safe_mode": SafeMode,
+    "invalid_summary": InvalidSummary,
+    "io_error": IOFailure,
+    "invalid_workspace": InvalidWorkspace,
+    "insufficient_evidence": InsufficientEvidence,
+    "circuit_open": CircuitOpen,
+    "shutting_down": ShuttingDown,
+    "internal": InternalError,
+}
+
+
+def from_error_object(error: Any) -> RemoteError:
+    if not isinstance(error, dict):
+        return RemoteError(-32603, "malformed error reply")
+    data = error.get("data")
+    kind = data.get("kind") if isinstance(data, dict) else None
+    cls = BY_KIND.get(kind, RemoteError) if isinstance(kind, str) else RemoteError
+    return cls(int(error.get("code", -32603)), str(error.get("message", "")), data)

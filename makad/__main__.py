@@ -1,0 +1,5 @@
+import sys
+
+from makad.daemon import main
+
+sys.exit(main())

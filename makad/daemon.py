@@ -1,0 +1,173 @@
+"""Composition root: settings → stores → services → server; signals; systemd.
+
+Start-up order matters: the single-instance lock is taken *before* anything
+touches the socket path, because binding over a live daemon's socket would
+silently steal its address (DESIGN §6).
+"""
+
+from __future__ import annotations
+
+import errno
+import fcntl
+import os
+import signal
+import socket
+import stat
+import sys
+from contextlib import ExitStack
+from pathlib import Path
+from typing import IO
+
+import anyio
+import structlog
+from anyio.abc import SocketListener
+
+from makad import __version__, logs, systemd
+from makad import openrpc as openrpc_doc
+from makad.rpc.dispatch import Dispatcher, Handler
+from makad.rpc.server import Server
+from makad.service.system import DaemonInfo, SystemService
+from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
+from makad.wire import CATALOGUE
+
+log = structlog.get_logger("makad")
+
+
+class StartupError(Exception):
+    """The daemon cannot start; the message says why and what to do."""
+
+
+def ensure_private_dir(path: Path) -> None:
+    """Create a directory (and parents) with mode 0700; refuse a symlink."""
+    if path.is_symlink():
+        raise StartupError(f"{path} is a symlink; refusing to use it")
+    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+
+def check_socket_path(path: Path) -> None:
+    if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
+        raise StartupError(
+            f"socket path is {len(os.fsencode(path))} bytes, over the AF_UNIX limit of "
+            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter --socket path")
+
+
+def take_instance_lock(settings: DaemonSettings) -> IO[str]:
+    """Hold an exclusive flock on the lock file for the life of the process."""
+    lock_path = settings.lock_path
+    handle = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until exit
+    os.chmod(lock_path, 0o600)
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        if exc.errno not in (errno.EAGAIN, errno.EACCES):
+            raise
+        handle.seek(0)
+        pid = handle.read().strip() or "unknown"
+        handle.close()
+        raise StartupError(
+            f"another makad (pid {pid}) is already serving {settings.socket_path}") from None
+    handle.seek(0)
+    handle.truncate()
+    handle.write(str(os.getpid()))
+    handle.flush()
+    return handle
+
+
+def bind_socket(path: Path) -> socket.socket:
+    """Bind a fresh listening socket, replacing a stale socket file (we hold the lock)."""
+    try:
+        st = path.lstat()
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(st.st_mode):
+            raise StartupError(f"{path} exists and is not a socket; refusing to replace it")
+        path.unlink()
+        log.info("stale_socket_removed", socket=str(path))
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old_umask = os.umask(0o177)
+    try:
+        sock.bind(os.fspath(path))
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    sock.listen(128)
+    return sock
+
+
+def build_handlers(info: DaemonInfo) -> dict[str, Handler]:
+    doc = openrpc_doc.generate(CATALOGUE)
+    handlers: dict[str, Handler] = {}
+    for service in (SystemService(info, doc),):
+        handlers.update(service.handlers())
+    return handlers
+
+
+async def run(settings: DaemonSettings) -> int:
+    info = DaemonInfo(settings=settings)
+    with ExitStack() as stack:
+        activated = systemd.activated_socket()
+        if activated is None:
+            check_socket_path(settings.socket_path)
+            ensure_private_dir(settings.socket_path.parent)
+        ensure_private_dir(settings.data_dir)
+        if activated is None:
+            stack.enter_context(take_instance_lock(settings))
+            raw = bind_socket(settings.socket_path)
+            stack.callback(_unlink_quietly, settings.socket_path)
+        else:
+            raw = activated
+        listener: SocketListener = await SocketListener.from_socket(raw)
+
+        dispatcher = Dispatcher(CATALOGUE, build_handlers(info))
+        server = Server(dispatcher, settings.max_message_bytes, settings.shutdown_grace_s)
+        info.connection_count = lambda: len(server.connections)
+        info.request_stop = server.request_stop
+        info.stopping = lambda: server.stopping
+
+        async with anyio.create_task_group() as tg:
+            await tg.start(_stop_on_signals, server)
+            where = "systemd socket" if activated is not None else str(settings.socket_path)
+            print(f"makad {__version__} listening on {where}", flush=True)
+            log.info("listening", socket=where, data_dir=str(settings.data_dir), pid=os.getpid())
+            systemd.notify("READY=1")
+            await server.run(listener)
+            systemd.notify("STOPPING=1")
+            tg.cancel_scope.cancel()
+        log.info("stopped")
+    return 0
+
+
+async def _stop_on_signals(
+    server: Server, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
+) -> None:
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        task_status.started()
+        async for signum in signals:
+            log.info("signal", signal=signal.Signals(signum).name)
+            server.request_stop()
+            return
+
+
+def _unlink_quietly(path: Path) -> None:
+    try:
+        if stat.S_ISSOCK(path.lstat().st_mode):
+            path.unlink()
+    except OSError:
+        pass
+
+
+def main(argv: list[str] | None = None) -> int:
+    settings = load(argv, stderr_is_tty=sys.stderr.isatty())
+    logs.configure(settings.log_format, settings.log_level)
+    try:
+        return anyio.run(run, settings, backend="asyncio")
+    except StartupError as exc:
+        print(f"makad: {exc}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,65 @@
+"""The OpenRPC document, generated from the wire types of the catalogue."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from makad import __version__
+from makad.errors import ALL_ERRORS, MakadError
+from makad.wire.base import MethodSpec
+
+REF_TEMPLATE = "#/components/schemas/{name}"
+
+
+def _error_entry(err: type[MakadError]) -> dict[str, Any]:
+    return {"code": err.code, "message": err.kind, "data": {"kind": err.kind}}
+
+
+def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
+    specs = list(catalogue.values())
+    types: list[Any] = []
+    for spec in specs:
+        types.append(spec.params)
+        types.append(spec.result)
+    schemas, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
+    methods = []
+    for index, spec in enumerate(specs):
+        params_schema = components[spec.params.__name__]
+        required = set(params_schema.get("required", []))
+        params = [
+            {"name": name, "required": name in required, "schema": schema}
+            for name, schema in params_schema.get("properties", {}).items()
+        ]
+        method: dict[str, Any] = {
+            "name": spec.name,
+            "summary": spec.summary,
+            "paramStructure": "by-name",
+            "params": params,
+            "result": {"name": "result", "schema": schemas[2 * index + 1]},
+        }
+        if spec.description:
+            method["description"] = spec.description
+        if spec.errors:
+            method["errors"] = [_error_entry(err) for err in spec.errors]
+        methods.append(method)
+    return {
+        "openrpc": "1.3.2",
+        "info": {
+            "title": "makad",
+            "version": __version__,
+            "description": "JSON-RPC 2.0 over a Unix socket (NDJSON or Content-Length framing). "
+                           "See protocol/PROTOCOL.md.",
+        },
+        "methods": methods,
+        "components": {
+            "schemas": dict(sorted(components.items())),
+            "errors": {err.kind: _error_entry(err) for err in ALL_ERRORS},
+        },
+    }
+
+
+def encode(doc: dict[str, Any]) -> bytes:
+    """Stable, human-diffable bytes of the document (as checked in)."""
+    return msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"

@@ -1,0 +1,1 @@
+"""Framing, connection handling and dispatch: the only importer of jsonrpcserver."""

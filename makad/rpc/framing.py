@@ -1,0 +1,129 @@
+"""Sans-IO message framing: NDJSON lines or LSP-style Content-Length headers.
+
+The framing of a connection is chosen from its first non-blank byte: ``C``
+means Content-Length headers, anything else is one JSON message per line (so
+garbage still gets a JSON-RPC parse error rather than a silent close).
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+Framing = Literal["ndjson", "lsp"]
+
+MAX_HEADER_BYTES = 8 * 1024
+_WHITESPACE = b" \t\r\n"
+
+
+class FrameError(Exception):
+    """The byte stream cannot be framed; the connection must be closed after replying."""
+
+    def __init__(self, reason: str, kind: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.kind = kind
+
+
+class Decoder(Protocol):
+    def feed(self, data: bytes) -> list[bytes]: ...
+
+    def has_partial(self) -> bool: ...
+
+
+def detect(buffer: bytes) -> Framing | None:
+    """Framing of a connection from its first bytes, or None while only blanks arrived."""
+    stripped = buffer.lstrip(_WHITESPACE)
+    if not stripped:
+        return None
+    return "lsp" if stripped[:1] == b"C" else "ndjson"
+
+
+class NdjsonDecoder:
+    """Splits a byte stream into ``\\n``-terminated messages, blank lines skipped."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        out: list[bytes] = []
+        start = 0
+        while True:
+            end = self._buf.find(b"\n", start)
+            if end < 0:
+                break
+            line = bytes(self._buf[start:end])
+            start = end + 1
+            if len(line) > self._max:
+                raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+            if line.strip(_WHITESPACE):
+                out.append(line)
+        del self._buf[:start]
+        if len(self._buf) > self._max:
+            raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+        return out
+
+    def has_partial(self) -> bool:
+        return bool(self._buf.strip(_WHITESPACE))
+
+
+class LspDecoder:
+    """Parses ``Content-Length: N\\r\\n\\r\\n<N bytes>`` frames."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max = max_bytes
+        self._buf = bytearray()
+        self._need: int | None = None
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        out: list[bytes] = []
+        while True:
+            if self._need is None:
+                # Blank bytes between frames are tolerated.
+                blanks = len(self._buf) - len(self._buf.lstrip(_WHITESPACE))
+                del self._buf[:blanks]
+                end = self._buf.find(b"\r\n\r\n")
+                if end < 0:
+                    if len(self._buf) > MAX_HEADER_BYTES:
+                        raise FrameError("header block too large", "bad_frame")
+                    return out
+                self._need = self._content_length(bytes(self._buf[:end]))
+                del self._buf[: end + 4]
+            if len(self._buf) < self._need:
+                return out
+            out.append(bytes(self._buf[: self._need]))
+            del self._buf[: self._need]
+            self._need = None
+
+    def _content_length(self, header_block: bytes) -> int:
+        length: int | None = None
+        for raw in header_block.split(b"\r\n"):
+            name, sep, value = raw.partition(b":")
+            if not sep:
+                raise FrameError("malformed header line", "bad_frame")
+            if name.strip().lower() == b"content-length":
+                try:
+                    length = int(value.strip())
+                except ValueError:
+                    raise FrameError("Content-Length is not a number", "bad_frame") from None
+        if length is None or length < 0:
+            raise FrameError("missing Content-Length header", "bad_frame")
+        if length > self._max:
+            raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+        return length
+
+    def has_partial(self) -> bool:
+        return self._need is not None or bool(self._buf.strip(_WHITESPACE))
+
+
+def make_decoder(framing: Framing, max_bytes: int) -> Decoder:
+    return LspDecoder(max_bytes) if framing == "lsp" else NdjsonDecoder(max_bytes)
+
+
+def encode(framing: Framing, payload: bytes) -> bytes:
+    """One outgoing message in the connection's framing."""
+    if framing == "lsp":
+        return b"Content-Length: %d\r\n\r\n%s" % (len(payload), payload)
+    return payload + b"\n"

@@ -1,0 +1,1 @@
+"""One async method per RPC method; composes the pure core and the stores, knows no JSON."""

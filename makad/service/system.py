@@ -1,0 +1,64 @@
+"""ping, status, rpc.discover and shutdown."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from makad import __version__
+from makad.errors import ShuttingDown
+from makad.rpc.dispatch import Handler
+from makad.service.peer import Peer
+from makad.settings import DaemonSettings
+from makad.wire.system import NoParams, ShutdownResult, StatusResult
+
+
+@dataclass
+class DaemonInfo:
+    """Facts about the running daemon, wired up by the composition root."""
+
+    settings: DaemonSettings
+    started: float = field(default_factory=time.monotonic)
+    connection_count: Callable[[], int] = lambda: 0
+    request_stop: Callable[[], None] = lambda: None
+    stopping: Callable[[], bool] = lambda: False
+
+
+class SystemService:
+    def __init__(self, info: DaemonInfo, discover_doc: dict[str, Any]) -> None:
+        self._info = info
+        self._doc = discover_doc
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "ping": self.ping,
+            "status": self.status,
+            "rpc.discover": self.discover,
+            "shutdown": self.shutdown,
+        }
+
+    async def ping(self, params: NoParams, peer: Peer) -> str:
+        return "pong"
+
+    async def status(self, params: NoParams, peer: Peer) -> StatusResult:
+        info = self._info
+        return StatusResult(
+            version=__version__,
+            pid=os.getpid(),
+            uptime_ms=int((time.monotonic() - info.started) * 1000),
+            socket=str(info.settings.socket_path),
+            data_dir=str(info.settings.data_dir),
+            connections=info.connection_count(),
+        )
+
+    async def discover(self, params: NoParams, peer: Peer) -> dict[str, Any]:
+        return self._doc
+
+    async def shutdown(self, params: NoParams, peer: Peer) -> ShutdownResult:
+        if self._info.stopping():
+            raise ShuttingDown("the daemon is already stopping")
+        self._info.request_stop()
+        return ShutdownResult(stopping=True)

@@ -1,0 +1,110 @@
+"""The only reader of flags, environment variables and platform paths.
+
+Everything configurable is resolved once, at start-up, into a frozen
+``DaemonSettings``. Test-only switches (fault injection) are read here too so
+no other module peeks at the environment.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+import platformdirs
+
+from makad import __version__
+
+APP_NAME = "maka"
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
+# AF_UNIX sun_path is 108 bytes on Linux, including the terminating NUL.
+MAX_SOCKET_PATH_BYTES = 107
+
+
+@dataclass(frozen=True)
+class DaemonSettings:
+    socket_path: Path
+    data_dir: Path
+    log_format: str  # "json" | "console"
+    log_level: str
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
+    shutdown_grace_s: float = 5.0
+    watch_debounce_ms: int = 50
+    # Test-only: name of a step at which the process kills itself (fault injection).
+    fault_point: str | None = None
+    # Test-only: fail memory-file writes as if the disk were full.
+    fault_disk_full: bool = False
+
+    @property
+    def lock_path(self) -> Path:
+        return self.socket_path.with_name(self.socket_path.name + ".lock")
+
+
+def default_socket_path() -> Path:
+    runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+    return Path(runtime) / "makad.sock"
+
+
+def default_data_dir() -> Path:
+    return Path(platformdirs.user_data_dir(APP_NAME, appauthor=False))
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="makad",
+        description="makad: the local memory daemon for AI agents (JSON-RPC 2.0 over a Unix socket).",
+    )
+    parser.add_argument("--version", action="version", version=f"makad {__version__}")
+    parser.add_argument("--socket", help="socket path (env MAKAD_SOCKET; default: user runtime dir)")
+    parser.add_argument("--data-dir", help="data directory (env MAKAD_DATA_DIR; default: user data dir)")
+    parser.add_argument("--log-format", choices=["json", "console"], default=None,
+                        help="log rendering (default: console on a TTY, else json)")
+    parser.add_argument("--log-level", default=None,
+                        help="debug, info, warning or error (env MAKAD_LOG_LEVEL; default info)")
+    parser.add_argument("--max-message-bytes", type=int, default=None,
+                        help=f"largest accepted message (default {DEFAULT_MAX_MESSAGE_BYTES})")
+    return parser
+
+
+def _int_env(env: dict[str, str], name: str, default: int) -> int:
+    raw = env.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise SystemExit(f"makad: {name} must be an integer, got {raw!r}") from None
+    if value <= 0:
+        raise SystemExit(f"makad: {name} must be positive")
+    return value
+
+
+def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
+         stderr_is_tty: bool = False) -> DaemonSettings:
+    """Resolve settings from flags, then environment, then platform defaults."""
+    env = dict(os.environ) if env is None else env
+    args = build_parser().parse_args(argv)
+    socket_raw = args.socket or env.get("MAKAD_SOCKET") or str(default_socket_path())
+    data_raw = args.data_dir or env.get("MAKAD_DATA_DIR") or str(default_data_dir())
+    log_format = args.log_format or env.get("MAKAD_LOG_FORMAT") or (
+        "console" if stderr_is_tty else "json")
+    if log_format not in ("json", "console"):
+        raise SystemExit("makad: log format must be json or console")
+    level = (args.log_level or env.get("MAKAD_LOG_LEVEL") or "info").lower()
+    if level not in ("debug", "info", "warning", "error"):
+        raise SystemExit("makad: log level must be debug, info, warning or error")
+    max_msg = args.max_message_bytes or _int_env(env, "MAKAD_MAX_MESSAGE_BYTES",
+                                                 DEFAULT_MAX_MESSAGE_BYTES)
+    return DaemonSettings(
+        socket_path=Path(socket_raw).expanduser().absolute(),
+        data_dir=Path(data_raw).expanduser().absolute(),
+        log_format=log_format,
+        log_level=level,
+        max_message_bytes=max_msg,
+        memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
+        fault_point=env.get("MAKAD_FAULT_POINT") or None,
+        fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
+    )

@@ -1,0 +1,25 @@
+"""The method catalogue: every RPC method's name, params and result types.
+
+Each domain module lists its methods in ``METHODS``; this package joins them.
+The OpenRPC document and the dispatcher are both built from ``CATALOGUE``.
+"""
+
+from __future__ import annotations
+
+from makad.wire import system
+from makad.wire.base import MethodSpec
+
+_MODULES = (system,)
+
+
+def _build() -> dict[str, MethodSpec]:
+    catalogue: dict[str, MethodSpec] = {}
+    for module in _MODULES:
+        for spec in module.METHODS:
+            if spec.name in catalogue:
+                raise RuntimeError(f"method {spec.name} declared twice")
+            catalogue[spec.name] = spec
+    return catalogue
+
+
+CATALOGUE: dict[str, MethodSpec] = _build()

@@ -1,0 +1,36 @@
+"""Base classes for wire types and the shape of one catalogue entry."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import msgspec
+
+from makad.errors import MakadError
+
+
+class Params(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """Base of every method's by-name params: camelCase keys, unknown keys refused."""
+
+
+class Result(msgspec.Struct, kw_only=True, rename="camel"):
+    """Base of every structured result."""
+
+
+class WorkspaceParams(Params):
+    """Params of a workspace-scoped method."""
+
+    workspace: str
+
+
+@dataclass(frozen=True)
+class MethodSpec:
+    """One RPC method: its name, typed params and result, and the errors it may raise."""
+
+    name: str
+    params: type[Params]
+    result: Any
+    summary: str
+    errors: tuple[type[MakadError], ...] = field(default=())
+    description: str = ""

@@ -1,0 +1,39 @@
+"""scripts/bench entry point: run the named benchmarks (default all), print one JSON object."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+ALL = ["startup", "rpc", "read_state", "watch", "ledger", "build_context"]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(prog="scripts/bench")
+    parser.add_argument("names", nargs="*", help=f"benchmarks to run (default: all of {ALL})")
+    parser.add_argument("--quick", action="store_true", help="short CI smoke run: shape only")
+    args = parser.parse_args()
+    names = args.names or ALL
+    unknown = [n for n in names if n not in ALL]
+    if unknown:
+        parser.error(f"unknown benchmark(s): {unknown}")
+    report: dict[str, object] = {"quick": args.quick}
+    for name in names:
+        try:
+            module = importlib.import_module(f"benchmarks.{name}")
+        except ModuleNotFoundError:
+            report[name] = {"skipped": "not implemented yet"}
+            continue
+        report.update(module.run(args.quick))
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,39 @@
+"""Shared fixtures: a real makad subprocess on a real socket in a short temp dir."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.support import DaemonProcess
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    """Run async tests on asyncio only (the daemon's backend)."""
+    return "asyncio"
+
+
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A temp dir with a short path: AF_UNIX socket paths are limited to ~108 bytes."""
+    path = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def daemon(short_tmp: Path) -> Iterator[DaemonProcess]:
+    """A started makad with its own socket, data dir and workspace root."""
+    proc = DaemonProcess(short_tmp)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()

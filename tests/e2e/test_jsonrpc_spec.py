@@ -1,0 +1,133 @@
+"""The JSON-RPC 2.0 specification's examples, adapted to makad, in both framings."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.support import DaemonProcess, RawConnection
+
+FRAMINGS = ["ndjson", "lsp"]
+
+
+@pytest.fixture(params=FRAMINGS)
+def conn(request: pytest.FixtureRequest, daemon: DaemonProcess):  # type: ignore[no-untyped-def]
+    with RawConnection(daemon.socket, request.param) as c:
+        yield c
+
+
+def test_call_with_named_params(conn: RawConnection) -> None:
+    """A call with by-name params gets its result and id back."""
+    reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": {}, "id": 1})
+    assert reply == {"jsonrpc": "2.0", "result": "pong", "id": 1}
+
+
+def test_call_without_params_and_string_id(conn: RawConnection) -> None:
+    """Params may be omitted; a string id is echoed."""
+    reply = conn.request({"jsonrpc": "2.0", "method": "ping", "id": "abc"})
+    assert reply == {"jsonrpc": "2.0", "result": "pong", "id": "abc"}
+
+
+def test_positional_params_are_invalid(conn: RawConnection) -> None:
+    """Positional params to a method that takes none give -32602."""
+    reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": [42, 23], "id": 2})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"]["kind"] == "invalid_params"
+    assert reply["id"] == 2
+
+
+def test_notification_gets_no_reply(conn: RawConnection) -> None:
+    """A notification is processed without a reply: the next reply is for the next call."""
+    conn.send(json.dumps({"jsonrpc": "2.0", "method": "ping"}))
+    reply = conn.request({"jsonrpc": "2.0", "method": "ping", "id": 7})
+    assert reply["id"] == 7
+
+
+def test_unknown_method(conn: RawConnection) -> None:
+    """A method that does not exist gives -32601 with a stable kind."""
+    reply = conn.request({"jsonrpc": "2.0", "method": "foobar", "id": "1"})
+    assert reply == {"jsonrpc": "2.0", "id": "1", "error": {
+        "code": -32601, "message": "Method not found",
+        "data": {"kind": "method_not_found", "method": "foobar"}}}
+
+
+def test_invalid_json(conn: RawConnection) -> None:
+    """Invalid JSON gives -32700 with a null id."""
+    conn.send('{"jsonrpc": "2.0", "method": "foobar, "params": "bar", "baz]')
+    reply = conn.recv_message()
+    assert reply["error"]["code"] == -32700
+    assert reply["id"] is None
+
+
+def test_invalid_request_object(conn: RawConnection) -> None:
+    """A request whose method is not a string gives -32600 with a null id."""
+    reply = conn.request({"jsonrpc": "2.0", "method": 1, "params": "bar"})
+    assert reply["error"]["code"] == -32600
+    assert reply["id"] is None
+
+
+def test_batch_with_invalid_json(conn: RawConnection) -> None:
+    """A batch that is not valid JSON gives one -32700."""
+    conn.send('[{"jsonrpc": "2.0", "method": "ping", "params": {}, "id": "1"},'
+              '{"jsonrpc": "2.0", "method"]')
+    reply = conn.recv_message()
+    assert isinstance(reply, dict)
+    assert reply["error"]["code"] == -32700
+
+
+def test_empty_batch(conn: RawConnection) -> None:
+    """An empty array gives a single -32600, not an array."""
+    reply = conn.request([])
+    assert isinstance(reply, dict)
+    assert reply["error"]["code"] == -32600
+    assert reply["id"] is None
+
+
+def test_batch_of_one_non_request(conn: RawConnection) -> None:
+    """[1] gives an array holding one -32600."""
+    reply = conn.request([1])
+    assert isinstance(reply, list) and len(reply) == 1
+    assert reply[0]["error"]["code"] == -32600 and reply[0]["id"] is None
+
+
+def test_batch_of_three_non_requests(conn: RawConnection) -> None:
+    """[1,2,3] gives three -32600 errors, one per element."""
+    reply = conn.request([1, 2, 3])
+    assert [r["error"]["code"] for r in reply] == [-32600, -32600, -32600]
+
+
+def test_mixed_batch(conn: RawConnection) -> None:
+    """A mixed batch answers each call, skips notifications and flags the invalid element."""
+    reply = conn.request([
+        {"jsonrpc": "2.0", "method": "ping", "params": {}, "id": "1"},
+        {"jsonrpc": "2.0", "method": "ping", "params": {}},
+        {"jsonrpc": "2.0", "method": "ping", "params": [42, 23], "id": "2"},
+        {"foo": "boo"},
+        {"jsonrpc": "2.0", "method": "foo.get", "params": {"name": "myself"}, "id": "5"},
+        {"jsonrpc": "2.0", "method": "status", "id": "9"},
+    ])
+    by_id = {r["id"]: r for r in reply if r["id"] is not None}
+    assert len(reply) == 5
+    assert by_id["1"]["result"] == "pong"
+    assert by_id["2"]["error"]["code"] == -32602
+    assert by_id["5"]["error"]["code"] == -32601
+    assert by_id["9"]["result"]["pid"] > 0
+    nulls = [r for r in reply if r["id"] is None]
+    assert len(nulls) == 1 and nulls[0]["error"]["code"] == -32600
+
+
+def test_all_notification_batch_gets_no_reply(conn: RawConnection) -> None:
+    """A batch of notifications gets no reply at all."""
+    conn.send(json.dumps([{"jsonrpc": "2.0", "method": "ping"},
+                          {"jsonrpc": "2.0", "method": "status"}]))
+    reply = conn.request({"jsonrpc": "2.0", "method": "ping", "id": 99})
+    assert reply["id"] == 99
+
+
+def test_wrong_param_type_reports_the_path(conn: RawConnection) -> None:
+    """Unknown or mistyped params give -32602 with the validation path in data."""
+    reply = conn.request({"jsonrpc": "2.0", "method": "status", "params": {"x": 1}, "id": 3})
+    assert reply["error"]["code"] == -32602
+    assert reply["error"]["data"]["path"] == "$"
+    assert "x" in reply["error"]["data"]["reason"]

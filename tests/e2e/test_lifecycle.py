@@ -1,0 +1,191 @@
+"""Socket lifecycle: single instance, stale sockets, signals, modes, systemd activation."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from maka import Client
+from maka.errors import DaemonUnavailable
+from tests.support import DaemonProcess, RawConnection, ping_ok, wait_listening
+
+
+def test_socket_and_dirs_are_private(daemon: DaemonProcess) -> None:
+    """The socket is mode 0600 and the data directory 0700."""
+    assert stat.S_IMODE(daemon.socket.stat().st_mode) == 0o600
+    assert stat.S_IMODE(daemon.data_dir.stat().st_mode) == 0o700
+
+
+def test_second_instance_is_refused(daemon: DaemonProcess) -> None:
+    """A second makad on the same socket exits non-zero naming the running pid; the first serves on."""
+    second = subprocess.run(daemon.command(), capture_output=True, text=True, timeout=20)
+    assert second.returncode != 0
+    assert daemon.proc is not None
+    assert f"pid {daemon.proc.pid}" in second.stderr
+    assert ping_ok(daemon.socket)
+
+
+def test_stale_socket_is_recovered(short_tmp: Path) -> None:
+    """A socket file left by a kill -9'd daemon does not stop the next one."""
+    first = DaemonProcess(short_tmp)
+    first.start()
+    first.kill9()
+    assert first.socket.exists()
+    second = DaemonProcess(short_tmp)
+    second.start()
+    try:
+        assert ping_ok(second.socket)
+    finally:
+        second.stop()
+
+
+def test_sigterm_with_client_connected_exits_zero(daemon: DaemonProcess) -> None:
+    """SIGTERM while a client is connected stops the daemon with exit status 0."""
+    with RawConnection(daemon.socket) as conn:
+        assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 1})["result"] == "pong"
+        assert daemon.proc is not None
+        daemon.proc.send_signal(signal.SIGTERM)
+        assert daemon.proc.wait(timeout=15) == 0
+    assert not daemon.socket.exists()
+
+
+def test_shutdown_method_exits_zero(daemon: DaemonProcess) -> None:
+    """The shutdown method answers, then the daemon exits 0."""
+    assert daemon.call("shutdown") == {"stopping": True}
+    assert daemon.proc is not None
+    assert daemon.proc.wait(timeout=15) == 0
+
+
+def test_too_long_socket_path_is_a_clear_error(short_tmp: Path) -> None:
+    """A socket path over the AF_UNIX limit fails before bind with a clear message."""
+    long_path = short_tmp / ("x" * 120) / "s.sock"
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--socket", str(long_path),
+         "--data-dir", str(short_tmp / "d")], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1
+    assert "AF_UNIX" in result.stderr and "shorter" in result.stderr
+
+
+def test_a_regular_file_at_the_socket_path_is_not_replaced(short_tmp: Path) -> None:
+    """makad refuses to delete a non-socket file sitting at its socket path."""
+    target = short_tmp / "s.sock"
+    target.write_text("precious")
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--socket", str(target),
+         "--data-dir", str(short_tmp / "d")], capture_output=True, text=True, timeout=20)
+    assert result.returncode == 1
+    assert target.read_text() == "precious"
+
+
+def test_version_flag() -> None:
+    """makad --version prints the version."""
+    result = subprocess.run([sys.executable, "-m", "makad", "--version"],
+                            capture_output=True, text=True, timeout=20)
+    assert result.returncode == 0 and result.stdout.startswith("makad ")
+
+
+def test_environment_fallbacks(short_tmp: Path) -> None:
+    """MAKAD_SOCKET and MAKAD_DATA_DIR are used when no flags are given."""
+    env = {**os.environ, "MAKAD_SOCKET": str(short_tmp / "env.sock"),
+           "MAKAD_DATA_DIR": str(short_tmp / "envdata")}
+    proc = subprocess.Popen([sys.executable, "-m", "makad"], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True, env=env)
+    try:
+        wait_listening(proc)
+        status = Client(str(short_tmp / "env.sock")).call("status")
+        assert status["dataDir"] == str(short_tmp / "envdata")
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_socket_activation(short_tmp: Path) -> None:
+    """A pre-bound socket handed over through LISTEN_FDS/LISTEN_PID is served."""
+    path = short_tmp / "act.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    listener.listen(16)
+    fd = listener.fileno()
+
+    def as_fd3() -> None:
+        os.dup2(fd, 3)
+        os.set_inheritable(3, True)
+
+    env = {**os.environ, "LISTEN_FDS": "1"}
+    script = ('LISTEN_PID=$$ exec "$0" -m makad --data-dir "$1" --socket "$2"')
+    proc = subprocess.Popen(["sh", "-c", script, sys.executable, str(short_tmp / "d"),
+                             str(short_tmp / "unused.sock")],
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
+                            env=env, preexec_fn=as_fd3, pass_fds=(fd, 3))
+    listener.close()
+    try:
+        line = wait_listening(proc)
+        assert "systemd" in line
+        assert ping_ok(path)
+        assert not (short_tmp / "unused.sock").exists()
+    finally:
+        proc.terminate()
+        assert proc.wait(timeout=15) == 0
+        assert proc.stdout is not None
+        proc.stdout.close()
+
+
+def test_sd_notify_ready_and_stopping(short_tmp: Path) -> None:
+    """Under NOTIFY_SOCKET the daemon sends READY=1 once listening and STOPPING=1 on stop."""
+    notify_path = short_tmp / "notify"
+    receiver = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    receiver.bind(str(notify_path))
+    receiver.settimeout(15)
+    d = DaemonProcess(short_tmp, env={"NOTIFY_SOCKET": str(notify_path)})
+    d.start()
+    try:
+        assert receiver.recv(256) == b"READY=1"
+    finally:
+        d.stop()
+    assert receiver.recv(256) == b"STOPPING=1"
+    receiver.close()
+
+
+SYSTEM_PYTHON = "/usr/bin/python3"
+
+
+@pytest.mark.skipif(os.getuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK),
+                    reason="needs root (to act as another uid) and a system python3")
+def test_other_uid_is_refused(daemon: DaemonProcess) -> None:
+    """A connection from another uid is closed without an answer (SO_PEERCRED)."""
+    os.chmod(daemon.socket.parent, 0o755)
+    os.chmod(daemon.socket, 0o666)
+    code = ("import socket,sys\n"
+            "s=socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+            "s.sendall(b'{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\\n')\n"
+            "try:\n    data=s.recv(100)\n"
+            "except ConnectionResetError:\n    data=b''\n"
+            "sys.exit(0 if data==b'' else 3)\n")
+    result = subprocess.run([SYSTEM_PYTHON, "-c", code, str(daemon.socket)],
+                            user=65534, group=65534, capture_output=True, timeout=20)
+    assert result.returncode == 0, result.stderr
+    assert ping_ok(daemon.socket)
+
+
+def test_client_reports_no_daemon(short_tmp: Path) -> None:
+    """The client says clearly that no daemon runs on the socket."""
+    with pytest.raises(DaemonUnavailable) as info:
+        Client(str(short_tmp / "none.sock")).call("ping")
+    assert "start one" in str(info.value)
+
+
+def test_client_reconnects_after_restart(daemon: DaemonProcess) -> None:
+    """A client's next call after a daemon restart reconnects transparently."""
+    with daemon.client() as client:
+        first = client.call("status")["pid"]
+        daemon.restart()
+        assert client.call("status")["pid"] != first
