@@ -18,7 +18,7 @@ import msgspec
 import structlog
 from anyio.abc import SocketAttribute, SocketListener, SocketStream
 
-from makad.rpc.dispatch import Dispatcher, error_response
+from makad.rpc.dispatch import Dispatcher, Prepared, error_response
 from makad.rpc.framing import Decoder, FrameError, Framing, detect, encode, make_decoder
 
 log = structlog.get_logger("makad.server")
@@ -172,9 +172,17 @@ class Server:
                     log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
                     break
                 for message in messages:
+                    prepared = self._dispatcher.prepare(message)
+                    if isinstance(prepared, bytes):
+                        await conn.send(prepared)
+                        continue
                     await limiter.acquire()
                     self._begin()
-                    tg.start_soon(self._handle, conn, message, limiter)
+                    if prepared.inline:
+                        # No IO behind it: answering in place beats spawning a task.
+                        await self._handle(conn, prepared, limiter)
+                    else:
+                        tg.start_soon(self._handle, conn, prepared, limiter)
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
 
@@ -187,9 +195,9 @@ class Server:
         if self._in_flight == 0:
             self._idle.set()
 
-    async def _handle(self, conn: Connection, message: bytes, limiter: anyio.Semaphore) -> None:
+    async def _handle(self, conn: Connection, prepared: Prepared, limiter: anyio.Semaphore) -> None:
         try:
-            reply = await self._dispatcher.dispatch(message, conn)
+            reply = await self._dispatcher.run(prepared, conn)
             if reply is not None:
                 await conn.send(reply)
         finally:

@@ -34,3 +34,5 @@ class MethodSpec:
     summary: str
     errors: tuple[type[MakadError], ...] = field(default=())
     description: str = ""
+    # In-memory only (no IO, no waiting): run on the connection's reader task itself.
+    inline: bool = False

@@ -26,11 +26,12 @@ class ShutdownResult(Result):
 
 
 METHODS: list[MethodSpec] = [
-    MethodSpec("ping", NoParams, str, "Liveness check: answers \"pong\"."),
+    MethodSpec("ping", NoParams, str, "Liveness check: answers \"pong\".", inline=True),
     MethodSpec("status", NoParams, StatusResult,
-               "Daemon version, pid, uptime, socket, data directory and open connections."),
+               "Daemon version, pid, uptime, socket, data directory and open connections.",
+               inline=True),
     MethodSpec("rpc.discover", NoParams, dict[str, Any],
-               "This daemon's OpenRPC document (protocol/openrpc.json)."),
+               "This daemon's OpenRPC document (protocol/openrpc.json).", inline=True),
     MethodSpec("shutdown", NoParams, ShutdownResult,
                "Stop accepting connections, let in-flight requests finish, exit 0.",
                errors=(ShuttingDown,)),
