@@ -1,0 +1,33 @@
+"""Memory import: recognise a file's format and read its memories (pure; the service reads files).
+
+Formats: ``mem0`` (``get_all`` JSON), ``openmemory`` (``memories.json`` / ``.jsonl``),
+``chatgpt`` (``[date] - text`` lines), ``claude_code`` (``MEMORY.md`` index + topic
+files), ``claude_md`` (``CLAUDE.md`` bullets), ``mcp_memory`` (the MCP memory
+server's JSONL graph), ``letta`` (``.af`` memory blocks), ``markdown`` (bullets).
+
+Every item keeps its source id (or a content hash) and timestamps; a malformed
+item becomes an ``ItemError`` and the rest still import. ``content_key`` is what
+the service compares to make a re-import add nothing.
+"""
+
+from makad.core.importers.parsing import parse
+from makad.core.importers.records import (
+    FORMATS,
+    FormatName,
+    ImportItem,
+    ImportResult,
+    ItemError,
+    content_key,
+)
+from makad.core.importers.sniffing import sniff
+
+__all__ = [
+    "FORMATS",
+    "FormatName",
+    "ImportItem",
+    "ImportResult",
+    "ItemError",
+    "content_key",
+    "parse",
+    "sniff",
+]

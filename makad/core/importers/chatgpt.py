@@ -1,0 +1,45 @@
+"""ChatGPT saved memories, copied from Settings → Personalization → Manage memories.
+
+ChatGPT has no memory export button; the list is copied by hand or asked for
+("list my saved memories with their dates"), which yields one memory a line as
+``[2024-05-12] - text`` (also numbered or bulleted, with ``.``/``:``/``—`` after the date).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+from makad.core.importers.collect import Collector
+from makad.core.importers.records import ImportResult, ItemProblem
+from makad.core.importers.timestamps import to_epoch_ms
+
+LINE: Final = re.compile(
+    r"^\s*(?:[-*+•]\s+|\d+[.)]\s+)?\[(?P<date>[^\]\n]{4,40})\]\s*(?:[-–—:.]\s*)?(?P<text>\S.*)$"
+)
+
+
+def dated_line(line: str) -> tuple[int, str] | None:
+    """``(created_at_ms, text)`` for a ``[date] - text`` line whose date parses."""
+    match = LINE.match(line)
+    if match is None:
+        return None
+    created = to_epoch_ms(match.group("date"))
+    return (created, match.group("text")) if created is not None else None
+
+
+def parse_chatgpt(text: str) -> ImportResult:
+    out = Collector("chatgpt")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            out.read(f"line {number}", _line_item, out, number, line)
+    return out.result()
+
+
+def _line_item(out: Collector, number: int, line: str) -> None:
+    parsed = dated_line(line)
+    if parsed is None:
+        reason = "date not recognised" if LINE.match(line) else "not a '[date] - text' line"
+        raise ItemProblem(reason)
+    created, body = parsed
+    out.item(f"line {number}", body, created=created)

@@ -1,0 +1,138 @@
+"""Shared plumbing for format readers: JSON records with locators, and per-item error capture."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from makad.core.importers.records import (
+    INTERNAL_REASON,
+    FormatName,
+    ImportItem,
+    ImportResult,
+    ItemError,
+    ItemProblem,
+    ItemSkipped,
+    derive_title,
+    hash_id,
+    normalize_tags,
+)
+from makad.core.importers.timestamps import to_epoch_ms
+
+
+class FileProblem(Exception):
+    """The input as a whole cannot be read as the requested format."""
+
+
+class Collector:
+    """Accumulates one parse's items, per-item errors and deliberate skips."""
+
+    def __init__(self, fmt: FormatName) -> None:
+        self.format: FormatName = fmt
+        self.items: list[ImportItem] = []
+        self.errors: list[ItemError] = []
+        self.skipped: list[ItemError] = []
+
+    def item(
+        self,
+        locator: str,
+        content: object,
+        *,
+        title: object = None,
+        tags: Iterable[object] = (),
+        source_id: object = None,
+        created: object = None,
+        updated: object = None,
+    ) -> None:
+        """Add one item, or raise ``ItemProblem`` when its content is missing or not text."""
+        if not isinstance(content, str):
+            raise ItemProblem("content is missing or not text")
+        body = content.strip()
+        if not body:
+            raise ItemProblem("content is empty")
+        given_title = title if isinstance(title, str) else None
+        sid = source_id if isinstance(source_id, str | int) and str(source_id).strip() else None
+        self.items.append(
+            ImportItem(
+                title=derive_title(given_title, body),
+                content=body,
+                tags=normalize_tags(tags),
+                source_id=str(sid).strip() if sid is not None else hash_id(body),
+                created_at_ms=to_epoch_ms(created),
+                updated_at_ms=to_epoch_ms(updated),
+                source_format=self.format,
+                locator=locator,
+            )
+        )
+
+    def read(self, locator: str, reader: Callable[..., None], *args: Any) -> None:
+        """Run ``reader(*args)`` for one item; its failure becomes an error for that item alone."""
+        try:
+            reader(*args)
+        except ItemSkipped as skip:
+            self.skipped.append(ItemError(locator=locator, reason=str(skip)))
+        except ItemProblem as problem:
+            self.errors.append(ItemError(locator=locator, reason=str(problem)))
+        except Exception:
+            self.errors.append(ItemError(locator=locator, reason=INTERNAL_REASON))
+
+    def error(self, locator: str, reason: str) -> None:
+        self.errors.append(ItemError(locator=locator, reason=reason))
+
+    def result(self) -> ImportResult:
+        return ImportResult(format=self.format, items=self.items, errors=self.errors, skipped=self.skipped)
+
+
+def load_json(text: str) -> tuple[bool, Any]:
+    """(True, document) when the whole text is one JSON document, else (False, None)."""
+    try:
+        return True, json.loads(text)
+    except (ValueError, RecursionError):
+        return False, None
+
+
+def json_lines(text: str, out: Collector) -> list[tuple[str, Any]]:
+    """Each non-blank line as a JSON value with its ``line N`` locator; bad lines become errors."""
+    records: list[tuple[str, Any]] = []
+    for number, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        ok, value = load_json(line)
+        if ok:
+            records.append((f"line {number}", value))
+        else:
+            out.error(f"line {number}", "not valid JSON")
+    return records
+
+
+def json_records(text: str, list_keys: Sequence[str], out: Collector) -> list[tuple[str, Any]]:
+    """The records of a JSON document (a list, or a list under one of ``list_keys``) or JSONL."""
+    ok, document = load_json(text)
+    if not ok:
+        records = json_lines(text, out)
+        if not records and not out.errors:
+            raise FileProblem("no records found")
+        return records
+    if isinstance(document, list):
+        return [(f"[{i}]", value) for i, value in enumerate(document)]
+    if isinstance(document, dict):
+        for key in list_keys:
+            value = document.get(key)
+            if isinstance(value, list):
+                return [(f"{key}[{i}]", item) for i, item in enumerate(value)]
+        if len(text.splitlines()) == 1:
+            return [("line 1", document)]
+    raise FileProblem("expected a list of records")
+
+
+def as_object(record: object) -> dict[str, Any]:
+    """The record as a JSON object, or ``ItemProblem`` when it is anything else."""
+    if not isinstance(record, dict):
+        raise ItemProblem("not a JSON object")
+    return record
+
+
+def string_list(value: object) -> list[str]:
+    """The strings of a JSON list (anything else yields nothing)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []

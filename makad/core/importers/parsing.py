@@ -1,0 +1,60 @@
+"""Dispatch one import to its format's reader; never raise, whatever the input."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from typing import Final
+
+from makad.core.importers.chatgpt import parse_chatgpt
+from makad.core.importers.claude import parse_claude_code, parse_claude_md
+from makad.core.importers.collect import FileProblem
+from makad.core.importers.letta import parse_letta
+from makad.core.importers.markdown import parse_bullets
+from makad.core.importers.mcp_memory import parse_mcp_memory
+from makad.core.importers.mem0 import parse_mem0, parse_openmemory
+from makad.core.importers.records import (
+    FORMATS,
+    INTERNAL_REASON,
+    FormatName,
+    ImportResult,
+    ItemError,
+)
+
+_READERS: Final[dict[FormatName, Callable[[str], ImportResult]]] = {
+    "mem0": parse_mem0,
+    "openmemory": parse_openmemory,
+    "chatgpt": parse_chatgpt,
+    "claude_md": parse_claude_md,
+    "mcp_memory": parse_mcp_memory,
+    "letta": parse_letta,
+    "markdown": parse_bullets,
+}
+
+
+def parse(data: str | bytes, format: FormatName, files: Mapping[str, str] | None = None) -> ImportResult:
+    """Items and per-item errors of ``data`` read as ``format``.
+
+    ``files`` (relative path → text) carries a Claude Code memory directory's topic
+    files; other formats ignore it. A problem with the input as a whole is one
+    error with locator ``file``.
+    """
+    if format not in FORMATS:
+        return _failed("markdown", "unknown format")
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return _failed(format, "not UTF-8 text")
+    text = data.removeprefix("\ufeff")
+    try:
+        if format == "claude_code":
+            return parse_claude_code(text, files)
+        return _READERS[format](text)
+    except FileProblem as problem:
+        return _failed(format, str(problem))
+    except Exception:
+        return _failed(format, INTERNAL_REASON)
+
+
+def _failed(format: FormatName, reason: str) -> ImportResult:
+    return ImportResult(format=format, errors=[ItemError(locator="file", reason=reason)])

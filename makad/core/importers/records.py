@@ -1,0 +1,130 @@
+"""What an import yields: items, per-item errors, and the keys that make re-imports idempotent."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import unicodedata
+from collections.abc import Iterable
+from typing import Final, Literal
+
+import msgspec
+
+from makad.core.types import Record
+
+FormatName = Literal[
+    "mem0", "openmemory", "chatgpt", "claude_code", "claude_md", "mcp_memory", "letta", "markdown"
+]
+FORMATS: Final[tuple[FormatName, ...]] = (
+    "mem0",
+    "openmemory",
+    "chatgpt",
+    "claude_code",
+    "claude_md",
+    "mcp_memory",
+    "letta",
+    "markdown",
+)
+
+TITLE_MAX_CHARS: Final = 80
+MAX_TAGS: Final = 10
+TAG_MAX_CHARS: Final = 40
+FALLBACK_TITLE: Final = "Imported memory"
+# A reason that means a parser bug, not bad input: tests assert it never appears.
+INTERNAL_REASON: Final = "internal parser error"
+
+
+class ImportItem(Record):
+    """One memory found in a source, ready to be proposed with origin ``imported``."""
+
+    title: str
+    content: str
+    source_id: str
+    source_format: FormatName
+    tags: list[str] = msgspec.field(default_factory=list)
+    created_at_ms: int | None = None
+    updated_at_ms: int | None = None
+    locator: str = ""
+
+
+class ItemError(Record):
+    """Why one item (or the whole input, locator ``file``) was not imported; never its content."""
+
+    locator: str
+    reason: str
+
+
+class ImportResult(Record):
+    """Everything one parse found: what to import, what was wrong, what was left out on purpose."""
+
+    format: FormatName
+    items: list[ImportItem] = msgspec.field(default_factory=list)
+    errors: list[ItemError] = msgspec.field(default_factory=list)
+    skipped: list[ItemError] = msgspec.field(default_factory=list)
+
+
+class ItemProblem(Exception):
+    """Raised by a format's item reader: the item is malformed, for this reason."""
+
+
+class ItemSkipped(Exception):
+    """Raised by a format's item reader: the item is valid but not a memory to import."""
+
+
+def _normalized(text: str) -> str:
+    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+
+
+def content_key(title: str, content: str) -> str:
+    """sha256 of the casefolded, whitespace-collapsed title and content: equal memories collide."""
+    return hashlib.sha256(f"{_normalized(title)}\n{_normalized(content)}".encode()).hexdigest()
+
+
+def hash_id(content: str) -> str:
+    """A source id for items whose source has none: stable across re-imports of the same text."""
+    return "sha256:" + hashlib.sha256(_normalized(content).encode()).hexdigest()[:16]
+
+
+_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+_MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+|>\s*)+")
+_EMPHASIS = re.compile(r"(\*\*|__|`)")
+
+
+def clean_title(text: str, limit: int = TITLE_MAX_CHARS) -> str:
+    """One line of at most ``limit`` characters, cut at a word boundary, Markdown removed."""
+    line = next((ln for ln in text.splitlines() if ln.strip()), "")
+    line = _LINK.sub(r"\1", line.strip())
+    line = _MARKUP.sub("", line)
+    line = " ".join(_EMPHASIS.sub("", line).split())
+    if len(line) > limit:
+        cut = line[: limit - 1]
+        space = cut.rfind(" ")
+        line = (cut[:space] if space >= limit // 2 else cut).rstrip(" ,;:-") + "…"
+    return line
+
+
+def derive_title(*candidates: str | None) -> str:
+    """The first candidate that yields a usable title, else a fixed fallback."""
+    for candidate in candidates:
+        if candidate:
+            title = clean_title(candidate)
+            if title:
+                return title
+    return FALLBACK_TITLE
+
+
+_TAG_JUNK = re.compile(r"[^\w.\-]+")
+_DASHES = re.compile(r"-{2,}")
+
+
+def normalize_tags(tags: Iterable[object]) -> list[str]:
+    """Lowercase slugs safe inside a MEMORY.md metadata comment, deduplicated, in order."""
+    out: list[str] = []
+    for tag in tags:
+        if not isinstance(tag, str):
+            continue
+        slug = _TAG_JUNK.sub("-", tag.casefold()).strip("-.")
+        slug = _DASHES.sub("-", slug)[:TAG_MAX_CHARS].strip("-.")
+        if slug and slug not in out:
+            out.append(slug)
+    return out[:MAX_TAGS]

@@ -1,0 +1,94 @@
+"""Recognise an import's format from its structure (the file name only breaks ties)."""
+
+from __future__ import annotations
+
+import posixpath
+from collections import Counter
+from typing import Any, Final
+
+from makad.core.importers.chatgpt import dated_line
+from makad.core.importers.claude import INDEX_NAME, is_index, is_topic_file
+from makad.core.importers.collect import load_json
+from makad.core.importers.records import FormatName
+from makad.errors import InvalidParams
+
+_SAMPLE_LINES: Final = 50
+_CLAUDE_MD_NAMES: Final = frozenset({"claude.md", "claude.local.md"})
+
+
+def decode(data: str | bytes) -> str:
+    """Text without a byte-order mark; undecodable bytes become U+FFFD (sniffing only)."""
+    text = data.decode("utf-8", errors="replace") if isinstance(data, bytes) else data
+    return text.removeprefix("\ufeff")
+
+
+def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
+    """The format of ``data``; ``InvalidParams`` for JSON that matches no known format."""
+    text = decode(data)
+    name = posixpath.basename((filename or "").replace("\\", "/")).casefold()
+    if name.endswith(".af"):
+        return "letta"
+    if name in _CLAUDE_MD_NAMES:
+        return "claude_md"
+    ok, document = load_json(text)
+    if ok and isinstance(document, dict | list):
+        found = _json_format(document)
+        if found is None:
+            raise InvalidParams("unrecognised JSON import; pass the format explicitly")
+        return found
+    lines = [line for line in text.splitlines() if line.strip()]
+    if lines and sum(line.lstrip().startswith("{") for line in lines) * 2 > len(lines):
+        found = _jsonl_format(lines[:_SAMPLE_LINES])
+        if found is None:
+            raise InvalidParams("unrecognised JSON lines import; pass the format explicitly")
+        return found
+    if is_topic_file(text) or is_index(text):
+        return "claude_code"
+    if name == INDEX_NAME.casefold() and text.lstrip().startswith("---"):
+        return "claude_code"
+    dated = sum(dated_line(line) is not None for line in lines[:_SAMPLE_LINES])
+    if dated and dated * 2 >= min(len(lines), _SAMPLE_LINES):
+        return "chatgpt"
+    return "markdown"
+
+
+def _record_format(record: Any) -> FormatName | None:
+    if not isinstance(record, dict):
+        return None
+    if record.get("type") in ("entity", "relation"):
+        return "mcp_memory"
+    if isinstance(record.get("memory"), str):
+        return "mem0"
+    if isinstance(record.get("content"), str):
+        return "openmemory"
+    return None
+
+
+def _vote(records: list[Any]) -> FormatName | None:
+    votes = Counter(f for f in map(_record_format, records) if f is not None)
+    return votes.most_common(1)[0][0] if votes else None
+
+
+def _json_format(document: dict[str, Any] | list[Any]) -> FormatName | None:
+    if isinstance(document, list):
+        return _vote(document[:_SAMPLE_LINES]) if document else "mem0"
+    if any(key in document for key in ("agents", "core_memory")) or (
+        isinstance(document.get("blocks"), list)
+    ):
+        return "letta"
+    if isinstance(document.get("results"), list):
+        return "mem0"
+    if isinstance(document.get("memories"), list):
+        return _vote(document["memories"][:_SAMPLE_LINES]) or "openmemory"
+    if isinstance(document.get("entities"), list) or isinstance(document.get("relations"), list):
+        return "mcp_memory"
+    return _record_format(document)
+
+
+def _jsonl_format(lines: list[str]) -> FormatName | None:
+    records = []
+    for line in lines:
+        ok, value = load_json(line)
+        if ok:
+            records.append(value)
+    return _vote(records)

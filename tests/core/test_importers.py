@@ -1,0 +1,387 @@
+"""Memory import: format sniffing, parsing of each format, per-item errors, idempotence keys."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from makad.core.importers import (
+    FORMATS,
+    FormatName,
+    ImportResult,
+    content_key,
+    parse,
+    sniff,
+)
+from makad.core.importers.records import INTERNAL_REASON, clean_title, normalize_tags
+from makad.core.importers.timestamps import to_epoch_ms
+from makad.errors import InvalidParams
+
+FIXTURES = Path(__file__).parent / "fixtures" / "import"
+
+
+def _read(name: str) -> bytes:
+    return (FIXTURES / name).read_bytes()
+
+
+def _claude_dir() -> dict[str, str]:
+    return {p.name: p.read_text("utf-8") for p in sorted((FIXTURES / "claude_code").iterdir())}
+
+
+def _parse_fixture(name: str) -> ImportResult:
+    data = _read(name)
+    return parse(data, sniff(data, name))
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("mem0_get_all.json", "mem0"),
+        ("mem0_legacy_list.json", "mem0"),
+        ("mem0_mixed_malformed.json", "mem0"),
+        ("openmemory_memories.json", "openmemory"),
+        ("openmemory_memories.jsonl", "openmemory"),
+        ("chatgpt_memories.txt", "chatgpt"),
+        ("CLAUDE.md", "claude_md"),
+        ("mcp_memory.jsonl", "mcp_memory"),
+        ("mcp_memory_mixed.jsonl", "mcp_memory"),
+        ("letta_agent.af", "letta"),
+        ("letta_v1.af", "letta"),
+        ("notes.md", "markdown"),
+        ("claude_code/MEMORY.md", "claude_code"),
+        ("claude_code/feedback_testing.md", "claude_code"),
+    ],
+)
+def test_sniff_recognises_each_fixture(name: str, expected: FormatName) -> None:
+    """Each fixture is recognised by its structure and its file name."""
+    assert sniff(_read(name), name) == expected
+
+
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        ("mem0_get_all.json", "mem0"),
+        ("openmemory_memories.json", "openmemory"),
+        ("openmemory_memories.jsonl", "openmemory"),
+        ("chatgpt_memories.txt", "chatgpt"),
+        ("mcp_memory.jsonl", "mcp_memory"),
+        ("letta_agent.af", "letta"),
+        ("letta_v1.af", "letta"),
+        ("notes.md", "markdown"),
+        ("claude_code/MEMORY.md", "claude_code"),
+    ],
+)
+def test_sniff_needs_no_file_name_for_structured_formats(name: str, expected: FormatName) -> None:
+    """Structure alone identifies every format but CLAUDE.md."""
+    assert sniff(_read(name).decode("utf-8")) == expected
+
+
+def test_sniff_rejects_json_of_no_known_shape() -> None:
+    """Unknown JSON is an invalid_params error naming no content, not a guess."""
+    with pytest.raises(InvalidParams):
+        sniff(json.dumps({"foo": [1, 2]}))
+    with pytest.raises(InvalidParams):
+        sniff('{"a": 1}\n{"b": 2}\n')
+
+
+def test_mem0_items_keep_ids_timestamps_and_categories() -> None:
+    """mem0 get_all keeps each memory's id, created/updated times and categories."""
+    result = _parse_fixture("mem0_get_all.json")
+    assert not result.errors
+    first = result.items[0]
+    assert first.source_id == "7f3a2c1e-4b5d-4e6f-8a9b-0c1d2e3f4a5b"
+    assert first.content == "Prefers pytest over unittest for new test suites"
+    assert first.title == first.content
+    assert first.created_at_ms == 1721463825123  # 2024-07-20T01:23:45.123-07:00
+    assert first.updated_at_ms == 1721577600000
+    assert first.tags == ["technology", "preferences"]
+    assert first.source_format == "mem0"
+    assert [i.locator for i in result.items] == ["results[0]", "results[1]", "results[2]"]
+
+
+def test_mem0_bare_list_from_older_versions() -> None:
+    """Older mem0 returned a bare list; it reads the same way."""
+    result = _parse_fixture("mem0_legacy_list.json")
+    assert [i.content for i in result.items] == ["Likes to hike on weekends", "Vegetarian"]
+    assert result.items[1].source_id == "6f4922f4-5568-361a-8cdf-4ad2299f6d23"
+
+
+def test_malformed_items_get_errors_while_good_ones_import() -> None:
+    """Each malformed record has its own error; the valid records still import."""
+    result = _parse_fixture("mem0_mixed_malformed.json")
+    assert [i.source_id for i in result.items] == ["aaaa0001", "aaaa0006"]
+    assert [(e.locator, e.reason) for e in result.errors] == [
+        ("results[1]", "content is missing or not text"),
+        ("results[2]", "content is missing or not text"),
+        ("results[3]", "not a JSON object"),
+        ("results[4]", "content is empty"),
+    ]
+    assert result.items[1].created_at_ms is None  # an unreadable date is dropped, not fatal
+
+
+def test_malformed_jsonl_lines_get_errors_while_good_ones_import() -> None:
+    """Broken lines, nameless entities and unknown types are per-line errors."""
+    result = _parse_fixture("mcp_memory_mixed.jsonl")
+    assert [i.source_id for i in result.items] == [
+        "entity:Build_System",
+        "relation:Build_System|runs_in|CI",
+    ]
+    assert [e.locator for e in result.errors] == ["line 2", "line 3", "line 5", "line 6", "line 7"]
+    assert result.errors[0].reason == "not valid JSON"
+    assert [(s.locator, s.reason) for s in result.skipped] == [("line 8", "entity has no observations")]
+
+
+def test_openmemory_export_maps_categories_and_skips_deleted() -> None:
+    """memories.json resolves category ids to names and leaves deleted memories out."""
+    result = _parse_fixture("openmemory_memories.json")
+    assert [i.source_id for i in result.items] == [
+        "a1b2c3d4-e5f6-4a7b-8c9d-0e1f2a3b4c5d",
+        "b2c3d4e5-f6a7-4b8c-9d0e-1f2a3b4c5d6e",
+    ]
+    assert result.items[0].tags == ["coding-preferences"]
+    assert result.items[1].updated_at_ms == 1736755200000
+    assert [(s.locator, s.reason) for s in result.skipped] == [("memories[2]", "deleted in the source")]
+
+
+def test_openmemory_jsonl_uses_category_names() -> None:
+    """The per-line export carries category names directly."""
+    result = _parse_fixture("openmemory_memories.jsonl")
+    assert [i.tags for i in result.items] == [["coding-preferences"], ["work"], []]
+    assert result.items[2].created_at_ms == 1736841600000
+
+
+def test_chatgpt_lines_keep_their_dates() -> None:
+    """Each '[date] - text' line is one memory created on that date."""
+    result = _parse_fixture("chatgpt_memories.txt")
+    assert len(result.items) == 4
+    assert result.items[2].content == "Has a dog named Biscuit."
+    assert result.items[2].created_at_ms == 1718841600000  # 2024-06-20
+    assert result.items[0].source_id.startswith("sha256:")
+
+
+def test_chatgpt_tolerates_numbering_and_flags_stray_lines() -> None:
+    """Numbered and bulleted variants parse; other lines are per-line errors."""
+    text = "Here are your saved memories:\n1. [2024-01-02]. Likes tea\n- [Mar 5, 2024]: Has two cats\n"
+    result = parse(text, "chatgpt")
+    assert [i.content for i in result.items] == ["Likes tea", "Has two cats"]
+    assert result.items[1].created_at_ms == to_epoch_ms("2024-03-05")
+    assert [(e.locator, e.reason) for e in result.errors] == [("line 1", "not a '[date] - text' line")]
+
+
+def test_claude_code_directory_reads_topic_files_through_the_index() -> None:
+    """MEMORY.md links resolve to topic files; frontmatter gives titles and types."""
+    files = _claude_dir()
+    result = parse(files["MEMORY.md"], "claude_code", files)
+    assert not result.errors
+    assert [(i.title, i.tags, i.source_id) for i in result.items] == [
+        ("User role", ["user"], "user_role.md"),
+        ("Testing feedback", ["feedback"], "feedback_testing.md"),
+        ("Release freeze", ["project"], "project_release_freeze.md"),
+        ("Bug tracker", ["reference"], "reference_linear.md"),
+    ]
+    assert result.items[1].content.startswith("Integration tests must hit a real database")
+    assert "**How to apply:**" in result.items[1].content
+
+
+def test_claude_code_reports_missing_topics_and_keeps_unlinked_ones() -> None:
+    """A link to an absent file is an error; files the index forgot still import."""
+    files = _claude_dir()
+    del files["user_role.md"]
+    files["MEMORY.md"] += "- Always answer in British English\n"
+    files["extra_note.md"] = "---\nname: Extra\ntype: user\n---\nLikes long walks.\n"
+    result = parse("", "claude_code", files)
+    assert [(e.locator, e.reason) for e in result.errors] == [
+        ("MEMORY.md:1", "linked topic file was not provided")
+    ]
+    titles = [i.title for i in result.items]
+    assert "Always answer in British English" in titles
+    assert titles[-1] == "Extra"
+
+
+def test_claude_code_single_topic_file_and_unclosed_frontmatter() -> None:
+    """A lone topic file is one item; an unclosed frontmatter is that item's error."""
+    single = parse(_read("claude_code/reference_linear.md"), "claude_code")
+    assert [i.title for i in single.items] == ["Bug tracker"]
+    broken = parse("- [Bad](bad.md) — x\n", "claude_code", {"bad.md": "---\nname: Bad\nbody\n"})
+    assert [(e.locator, e.reason) for e in broken.errors] == [("bad.md", "frontmatter is not closed")]
+
+
+def test_claude_md_bullets_are_tagged_by_section_and_skip_imports() -> None:
+    """CLAUDE.md bullets become items tagged with their heading; @imports are not memories."""
+    result = _parse_fixture("CLAUDE.md")
+    assert [i.tags for i in result.items] == [["build"], ["build"], ["style"], ["style"]]
+    assert result.items[3].content == (
+        "Prefer early returns over nested conditionals.\nGuard clauses go at the top of the function."
+    )
+    assert all("@" not in i.content for i in result.items)
+
+
+def test_mcp_memory_entities_and_relations() -> None:
+    """An entity becomes its observations; a relation becomes a one-line fact."""
+    result = _parse_fixture("mcp_memory.jsonl")
+    entity, _, relation = result.items
+    assert entity.title == "John_Smith"
+    assert entity.content.splitlines() == [
+        "- Speaks fluent Spanish",
+        "- Graduated in 2019",
+        "- Prefers morning meetings",
+    ]
+    assert entity.tags == ["person"]
+    assert relation.content == "John_Smith works at Anthropic"
+    assert relation.source_id == "relation:John_Smith|works_at|Anthropic"
+
+
+def test_mcp_memory_legacy_json_graph() -> None:
+    """The older single-document memory.json reads the same way."""
+    graph = {
+        "entities": [{"name": "Ada", "entityType": "person", "observations": ["Writes Ada"]}],
+        "relations": [{"from": "Ada", "to": "Ada", "relationType": "knows"}],
+    }
+    data = json.dumps(graph)
+    assert sniff(data) == "mcp_memory"
+    assert [i.source_id for i in parse(data, "mcp_memory").items] == [
+        "entity:Ada",
+        "relation:Ada|knows|Ada",
+    ]
+
+
+def test_letta_blocks_from_both_schema_versions() -> None:
+    """Current .af files keep blocks top-level, v1 under core_memory; empty blocks are skipped."""
+    current = _parse_fixture("letta_agent.af")
+    assert [(i.title, i.source_id) for i in current.items] == [
+        ("Human", "letta:support_agent/human"),
+        ("Persona", "letta:support_agent/persona"),
+    ]
+    assert current.items[0].content.startswith("First name: Chad")
+    assert [s.reason for s in current.skipped] == ["empty memory block"]
+    v1 = _parse_fixture("letta_v1.af")
+    assert v1.items[0].source_id == "letta:chef/human"
+    assert v1.items[0].created_at_ms == to_epoch_ms("2025-03-20T18:02:11Z")
+    assert v1.items[0].updated_at_ms == to_epoch_ms("2025-03-21T09:30:00Z")
+
+
+def test_markdown_bullets_with_nesting_checkboxes_and_fences() -> None:
+    """Top-level bullets are items; nested lines join them; fenced bullets are ignored."""
+    result = _parse_fixture("notes.md")
+    assert [i.title for i in result.items] == [
+        "Use uv to manage Python environments.",
+        "The staging database is refreshed every Sunday night.",
+        "Rotate the deploy key every quarter",
+        "Maria owns the billing service.",
+        "Ask Tom before touching the search cluster.",
+    ]
+    assert result.items[1].content.endswith("- Refreshes take about forty minutes.")
+    assert result.items[3].tags == ["people"]
+
+
+def test_markdown_without_bullets_says_so() -> None:
+    """A file with no bullets imports nothing and says why."""
+    result = parse("Just prose.\n", "markdown")
+    assert not result.items
+    assert [(e.locator, e.reason) for e in result.errors] == [("file", "no bullet items found")]
+
+
+def test_whole_file_problems_are_one_error() -> None:
+    """Undecodable bytes, non-JSON for a JSON format and unknown formats never raise."""
+    assert parse(b"\xff\xfe\x00", "mem0").errors[0].reason == "not UTF-8 text"
+    assert parse("hello", "letta").errors[0].locator == "file"
+    assert parse("x", "nope").errors[0].reason == "unknown format"  # type: ignore[arg-type]
+
+
+def test_reimport_yields_identical_content_keys() -> None:
+    """Parsing the same file twice gives the same keys, so the service adds nothing new."""
+    first = [content_key(i.title, i.content) for i in _parse_fixture("notes.md").items]
+    again = [content_key(i.title, i.content) for i in _parse_fixture("notes.md").items]
+    assert first == again and len(set(first)) == len(first)
+
+
+def test_content_key_ignores_case_and_whitespace_only() -> None:
+    """Keys collide across case and spacing, not across different words."""
+    assert content_key("Tea", "Likes  green\ntea") == content_key("tea", "likes green tea")
+    assert content_key("Tea", "Likes green tea") != content_key("Tea", "Likes black tea")
+
+
+def test_titles_are_short_single_lines_without_markup() -> None:
+    """Derived titles drop Markdown and stop at a word boundary within 80 characters."""
+    title = clean_title("## **Bold** [link](http://x) " + "word " * 40)
+    assert title.startswith("Bold link word")
+    assert len(title) <= 80 and title.endswith("…") and "\n" not in title
+
+
+def test_tags_are_safe_slugs() -> None:
+    """Tags cannot break the metadata comment they are written into."""
+    assert normalize_tags(["Coding Preferences", "a,b-->c", "", 3, "coding preferences"]) == [
+        "coding-preferences",
+        "a-b-c",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [
+        ("2024-07-20T01:23:45.123456-07:00", 1721463825123),
+        ("2024-06-20", 1718841600000),
+        (1718841600, 1718841600000),
+        (1718841600000, 1718841600000),
+        ("1718841600", 1718841600000),
+        ("June 20, 2024", 1718841600000),
+        ("yesterday", None),
+        (True, None),
+        (10**400, None),
+        (float("nan"), None),
+    ],
+)
+def test_timestamps_become_unix_milliseconds(value: object, expected: int | None) -> None:
+    """ISO strings, dates and epoch seconds or milliseconds all convert; junk is None."""
+    assert to_epoch_ms(value) == expected
+
+
+_KEY_LIST = (
+    "results memories memory content id hash created_at updated_at categories category_ids "
+    "state type name entityType observations from to relationType agents blocks block_ids "
+    "core_memory memory_blocks label value entities relations"
+)
+_KEYS = _KEY_LIST.split()
+_json = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=20),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.sampled_from(_KEYS), inner, max_size=6),
+    max_leaves=25,
+)
+_inputs = st.one_of(
+    st.text(max_size=300),
+    st.binary(max_size=200),
+    _json.map(json.dumps),
+    st.lists(_json, max_size=5).map(lambda rows: "\n".join(json.dumps(r) for r in rows)),
+)
+
+
+def _check(result: ImportResult) -> None:
+    reasons = [e.reason for e in result.errors + result.skipped]
+    assert INTERNAL_REASON not in reasons
+    for item in result.items:
+        assert item.content.strip() and item.title and "\n" not in item.title
+        assert len(item.title) <= 80
+
+
+@settings(max_examples=200, deadline=None)
+@given(_inputs, st.sampled_from(FORMATS))
+def test_parse_never_raises_on_arbitrary_input(data: Any, fmt: FormatName) -> None:
+    """Any input gives items and errors, never an exception or an internal failure."""
+    files = {"MEMORY.md": data} if isinstance(data, str) and fmt == "claude_code" else None
+    _check(parse(data, fmt, files))
+
+
+@settings(max_examples=200, deadline=None)
+@given(_inputs, st.sampled_from([None, "x.json", "memory.jsonl", "a.af", "CLAUDE.md", "MEMORY.md"]))
+def test_sniff_then_parse_never_fails_unexpectedly(data: Any, filename: str | None) -> None:
+    """Sniffing picks a format or refuses with invalid_params; parsing what it picks never raises."""
+    try:
+        fmt = sniff(data, filename)
+    except InvalidParams:
+        return
+    _check(parse(data, fmt))
