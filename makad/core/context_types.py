@@ -1,0 +1,198 @@
+"""What context assembly takes in and gives back.
+
+The output Structs (``ContextPack`` and its parts) are wire-ready: camelCase
+keys, keyword-only. The inputs (``ContextInputs``) are what the service layer
+gathers from the stores before calling ``makad.core.assembly.assemble``.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+import msgspec
+
+from makad.core.types import Checkpoint, Entry, Event, WorkingState
+
+SegmentKind = Literal["memory", "working_state", "summary", "recall"]
+# Priority order: a kind earlier in this tuple is served first from the budget.
+SEGMENT_KINDS: tuple[SegmentKind, ...] = ("working_state", "summary", "memory", "recall")
+AllocationKind = Literal["memory", "working_state", "summary", "recall", "history"]
+Role = Literal["user", "assistant", "tool", "system"]
+
+
+class _Wire(msgspec.Struct, kw_only=True, rename="camel"):
+    """Base of the output records: camelCase keys, keyword-only."""
+
+
+# ---------------------------------------------------------------- output ---
+
+
+class Segment(_Wire):
+    """One part of the system prompt; ``tokens`` is ``counter.count(text)``."""
+
+    kind: SegmentKind
+    text: str
+    tokens: int
+    source_ids: list[str]
+
+
+class ToolCall(_Wire):
+    id: str
+    name: str
+    arguments: str
+
+
+class Message(_Wire, omit_defaults=True):
+    """One provider-neutral history message; ``source_id`` is its event ref."""
+
+    role: Role
+    content: str
+    source_id: str
+    tool_calls: list[ToolCall] | None = None
+    tool_call_id: str | None = None
+
+
+class ScoreParts(_Wire):
+    """The normalized parts a candidate's score is made of, each in [0, 1]."""
+
+    bm25: float
+    recency: float
+    tags: float
+
+
+class TraceCandidate(_Wire):
+    """One memory entry or recall hit considered, and what became of it."""
+
+    kind: Literal["memory", "recall"]
+    source_id: str
+    score: float
+    parts: ScoreParts
+    included: bool
+    reason: str | None = None
+    tokens: int = 0
+    # Memory only: the hash the service records in the session's shown-manifest.
+    content_hash: str | None = None
+
+
+class Allocation(_Wire):
+    """What one kind was allowed (``cap``) and what it used."""
+
+    kind: AllocationKind
+    cap: int
+    used: int
+    truncated: bool = False
+
+
+class Trace(_Wire):
+    """Why the pack looks the way it does.
+
+    - ``candidates``: every memory entry and recall hit, best first per kind;
+    - ``dropped``: how many candidates each reason left out;
+    - ``allocation``: per kind, in priority order, history last;
+    - ``minimum_tokens``: the newest user message, the least a pack can be;
+    - ``history_dropped``: live-history messages left out (events beyond the
+      look-back horizon count one each);
+    - ``history_repaired``: messages and calls removed to close tool pairs;
+    - ``placeholders``: refs of tool results replaced by a placeholder.
+    """
+
+    path: Literal["fast", "bounded"]
+    candidates: list[TraceCandidate]
+    dropped: dict[str, int]
+    allocation: list[Allocation]
+    minimum_tokens: int
+    history_dropped: int
+    history_repaired: int
+    placeholders: list[str]
+
+
+class ContextPack(_Wire):
+    """The result of ``build_context``; the service fills ``call_id`` and ``revision``."""
+
+    segments: list[Segment]
+    messages: list[Message]
+    total_tokens: int
+    budget_tokens: int
+    compact_recommended: bool
+    trace: Trace
+    call_id: str = ""
+    revision: int = 0
+
+
+# ----------------------------------------------------------------- input ---
+
+
+class RecallHit(msgspec.Struct, kw_only=True):
+    """One event found by full-text search, with the events around it.
+
+    ``bm25`` is SQLite FTS5's ``bm25()`` (negative; more negative is better).
+    ``neighbours`` are the events near the hit in its own session, e.g. the
+    two before and two after it; other sessions' events are ignored.
+    """
+
+    event: Event
+    bm25: float
+    neighbours: list[Event] = []
+
+
+class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
+    """Every knob of context assembly, with its default.
+
+    Shares are whole percents of the budget. See ``makad.core.budget`` for how
+    they combine.
+    """
+
+    working_state_share: int = 15
+    working_state_max_tokens: int = 2_000
+    summary_share: int = 20
+    summary_max_tokens: int = 4_000
+    memory_share: int = 20
+    memory_max_tokens: int = 5_000
+    memory_top_k: int = 10
+    memory_entry_max_bytes: int = 4_096
+    recall_share: int = 15
+    recall_max_tokens: int = 3_000
+    recall_top_k: int = 5
+    recall_line_max_chars: int = 400
+    history_floor_share: int = 40
+    compact_share: int = 60
+    stale_after_ms: int = 86_400_000
+    keep_tool_results_turns: int = 3
+    large_tool_result_tokens: int = 400
+
+
+class ContextInputs(msgspec.Struct, kw_only=True):
+    """Everything ``assemble`` needs, fetched by the service.
+
+    - ``memory_enabled``: enabled && agentReadEnabled && !incognito; when false
+      no memory segment is built whatever ``memory_entries`` holds.
+    - ``memory_entries``: candidate entries (e.g. the top ~200 by bm25 plus the
+      most recent ones); scope and status are checked again here.
+    - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
+    - ``already_shown``: ``memory:<id>`` → content hash shown in this session
+      since its last compaction (see ``makad.core.render.entry_hash``).
+    - ``history``: the session's events after its latest checkpoint, at least
+      the newest ones covering about twice the budget and starting at a user
+      message if possible; order does not matter (sorted by seq here).
+    - ``live_history_tokens``: the estimated size of the whole live history
+      (e.g. ``SUM(tokens)`` after the checkpoint) when only a tail is passed;
+      ``None`` means ``history`` is the whole live history.
+    - ``recall_hits``: FTS hits from other (non-incognito) sessions and from the
+      compacted part of this one.
+    """
+
+    budget_tokens: int
+    now_ms: int
+    session_id: str | None = None
+    query: str | None = None
+    include: frozenset[SegmentKind] = frozenset(SEGMENT_KINDS)
+    memory_enabled: bool = True
+    memory_entries: list[Entry] = []
+    memory_bm25: dict[str, float] = {}
+    already_shown: dict[str, str] = {}
+    working_state: WorkingState | None = None
+    checkpoint: Checkpoint | None = None
+    history: list[Event] = []
+    live_history_tokens: int | None = None
+    recall_hits: list[RecallHit] = []
+    limits: ContextLimits = ContextLimits()

@@ -1,0 +1,149 @@
+"""Scores for memory entries and recall hits, and their deterministic order.
+
+Every part of a score is normalized to [0, 1] and rounded to 6 decimals, so the
+same inputs always give the same numbers and the same order (ties break by id):
+
+- ``bm25``: SQLite FTS5's ``bm25()`` is negative, more negative is better. It is
+  negated and divided by the best (most negative) value among the candidates,
+  so the best match scores 1 and a candidate without a hit scores 0.
+- ``recency``: ``0.5 ** (age / half-life)`` from the entry's ``updated_at``
+  (or the event's ``ts``): 1 now, 0.5 one half-life ago.
+- ``tags`` (memory only): the share of an entry's matching tags, saturating at
+  two: a tag matches when all its words occur in the query.
+
+With a query, memory scores ``0.7 bm25 + 0.2 recency + 0.1 tags`` and recall
+``0.8 bm25 + 0.2 recency``. Without a query memory is ordered most recent first
+(the score is the recency alone) and recall is not built at all.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from makad.core.context_types import RecallHit, ScoreParts
+from makad.core.types import Entry
+
+MEMORY_HALF_LIFE_MS = 30 * 86_400_000
+RECALL_HALF_LIFE_MS = 180 * 86_400_000
+MEMORY_WEIGHTS = (0.7, 0.2, 0.1)
+RECALL_WEIGHTS = (0.8, 0.2)
+TAG_SATURATION = 2
+
+_WORD = re.compile(r"\w+")
+
+
+def rounded(value: float) -> float:
+    """Round to 6 decimals; -0.0 becomes 0.0 so encodings stay identical."""
+    return round(value, 6) + 0.0
+
+
+def query_terms(query: str | None) -> frozenset[str]:
+    """The lower-cased words of a query."""
+    return frozenset(_WORD.findall(query.lower())) if query else frozenset()
+
+
+def best_bm25(raw_scores: Iterable[float]) -> float:
+    """The strength of the best FTS5 match: the largest negated finite score."""
+    return max((-s for s in raw_scores if math.isfinite(s) and s < 0), default=0.0)
+
+
+def bm25_part(raw: float | None, best: float) -> float:
+    """Normalize one FTS5 ``bm25()`` value against the best one (see module doc)."""
+    if raw is None or not math.isfinite(raw) or raw >= 0 or best <= 0:
+        return 0.0
+    return min(1.0, -raw / best)
+
+
+def recency_part(age_ms: int, half_life_ms: int) -> float:
+    """1 for now, halving every ``half_life_ms``; the future counts as now."""
+    return math.pow(0.5, max(age_ms, 0) / half_life_ms)
+
+
+def tags_part(tags: Iterable[str], terms: frozenset[str]) -> float:
+    """Matching tags over ``TAG_SATURATION``, capped at 1 (see module doc)."""
+    if not terms:
+        return 0.0
+    matched = 0
+    for tag in tags:
+        words = _WORD.findall(tag.lower())
+        if words and all(word in terms for word in words):
+            matched += 1
+    return min(matched, TAG_SATURATION) / TAG_SATURATION
+
+
+@dataclass(frozen=True, slots=True)
+class RankedEntry:
+    index: int  # position in the input
+    entry: Entry
+    score: float
+    parts: ScoreParts
+
+
+@dataclass(frozen=True, slots=True)
+class RankedHit:
+    index: int  # position in the input
+    hit: RecallHit
+    score: float
+    parts: ScoreParts
+
+
+def rank_entries(
+    entries: Iterable[Entry],
+    bm25: Mapping[str, float],
+    query: str | None,
+    now_ms: int,
+    *,
+    normalize_over: Iterable[Entry] | None = None,
+) -> list[RankedEntry]:
+    """Score entries and order them best first (most recent first without a query).
+
+    bm25 is normalized over ``normalize_over`` (default: ``entries``), so entries
+    that cannot be shown can still be scored without moving the others' scores.
+    """
+    terms = query_terms(query)
+    entries = list(entries)
+    basis = entries if normalize_over is None else normalize_over
+    best = best_bm25(bm25.get(e.id, 0.0) for e in basis) if terms else 0.0
+    w_bm25, w_recency, w_tags = MEMORY_WEIGHTS
+    ranked = []
+    for index, entry in enumerate(entries):
+        updated = entry.updated_at or entry.created_at
+        recency = rounded(recency_part(now_ms - updated, MEMORY_HALF_LIFE_MS))
+        if terms:
+            parts = ScoreParts(
+                bm25=rounded(bm25_part(bm25.get(entry.id), best)),
+                recency=recency,
+                tags=rounded(tags_part(entry.tags, terms)),
+            )
+            score = w_bm25 * parts.bm25 + w_recency * parts.recency + w_tags * parts.tags
+        else:
+            parts = ScoreParts(bm25=0.0, recency=recency, tags=0.0)
+            score = recency
+        ranked.append(RankedEntry(index, entry, rounded(score), parts))
+    ranked.sort(
+        key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index)
+    )
+    return ranked
+
+
+def rank_hits(
+    hits: Iterable[RecallHit], now_ms: int, *, normalize_over: Iterable[RecallHit] | None = None
+) -> list[RankedHit]:
+    """Score recall hits and order them best first; ties break by session and seq."""
+    hits = list(hits)
+    best = best_bm25(h.bm25 for h in (hits if normalize_over is None else normalize_over))
+    w_bm25, w_recency = RECALL_WEIGHTS
+    ranked = []
+    for index, hit in enumerate(hits):
+        parts = ScoreParts(
+            bm25=rounded(bm25_part(hit.bm25, best)),
+            recency=rounded(recency_part(now_ms - hit.event.ts, RECALL_HALF_LIFE_MS)),
+            tags=0.0,
+        )
+        score = rounded(w_bm25 * parts.bm25 + w_recency * parts.recency)
+        ranked.append(RankedHit(index, hit, score, parts))
+    ranked.sort(key=lambda r: (-r.score, r.hit.event.session_id, r.hit.event.seq, r.index))
+    return ranked

@@ -1,0 +1,401 @@
+"""assemble(): budget, allocation, segments, trace and determinism."""
+
+from __future__ import annotations
+
+import random
+
+import msgspec
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from makad.core.assembly import assemble
+from makad.core.budget import share
+from makad.core.context_types import (
+    SEGMENT_KINDS,
+    AllocationKind,
+    ContextInputs,
+    ContextLimits,
+    ContextPack,
+    RecallHit,
+    SegmentKind,
+)
+from makad.core.history import message_tokens
+from makad.core.render import entry_hash
+from makad.core.tokens import HeuristicCounter
+from makad.core.types import Checkpoint, Coverage, Entry, Event, EventType, WorkingState
+from makad.errors import InvalidParams, TooLarge
+from tests.core.test_history import assert_closed, event_streams
+
+NOW = 1_700_000_000_000
+DAY = 86_400_000
+COUNTER = HeuristicCounter()
+
+
+def ev(seq: int, type_: EventType, text: str, sid: str = "s1", **kw: str) -> Event:
+    return Event(session_id=sid, seq=seq, ts=NOW - DAY + seq, type=type_, text=text, **kw)  # type: ignore[arg-type]
+
+
+def entry(entry_id: str, content: str = "some fact", age_days: float = 0, **kw: object) -> Entry:
+    return Entry(
+        id=entry_id, title=f"title {entry_id}", content=content,
+        updated_at=NOW - int(age_days * DAY), created_at=NOW - int(age_days * DAY) - 1,
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+def hit(sid: str, seq: int, bm25: float = -1.0, text: str = "berlin move", around: int = 1) -> RecallHit:
+    neighbours = [
+        Event(session_id=sid, seq=seq + d, ts=NOW - 30 * DAY, type="assistant_message", text=f"n{d}")
+        for d in range(-around, around + 1) if d
+    ]
+    event = Event(session_id=sid, seq=seq, ts=NOW - 30 * DAY, type="user_message", text=text)
+    return RecallHit(event=event, bm25=bm25, neighbours=neighbours)
+
+
+def conversation(turns: int = 3, words: int = 20) -> list[Event]:
+    events = []
+    for t in range(turns):
+        events.append(ev(t * 2 + 1, "user_message", f"question {t} " + "word " * words))
+        events.append(ev(t * 2 + 2, "assistant_message", f"answer {t} " + "word " * words))
+    events.append(ev(turns * 2 + 1, "user_message", "latest question"))
+    return events
+
+
+def checkpoint(to_seq: int = 10, summary: str = "Set up the repo.") -> Checkpoint:
+    return Checkpoint(
+        checkpoint_id="cp1", session_id="s1", boundary_seq=to_seq,
+        coverage=Coverage(from_seq=1, to_seq=to_seq), covered_hash="h", summary=summary,
+        summary_tokens=5, preserved_from_seq=to_seq + 1, mode="checkpoint", reason="manual",
+        created_at=NOW,
+    )
+
+
+def inputs(**kw: object) -> ContextInputs:
+    base: dict[str, object] = {"budget_tokens": 4000, "now_ms": NOW, "session_id": "s1"}
+    base.update(kw)
+    return ContextInputs(**base)  # type: ignore[arg-type]
+
+
+def kinds(pack: ContextPack) -> list[str]:
+    return [s.kind for s in pack.segments]
+
+
+def reasons(pack: ContextPack) -> dict[str, str | None]:
+    return {c.source_id: c.reason for c in pack.trace.candidates}
+
+
+def check_pack(pack: ContextPack, budget: int) -> None:
+    assert pack.total_tokens <= budget
+    assert pack.total_tokens == sum(s.tokens for s in pack.segments) + sum(
+        message_tokens(m, COUNTER) for m in pack.messages
+    )
+    assert all(s.tokens == COUNTER.count(s.text) for s in pack.segments)
+    assert_closed(pack.messages)
+
+
+# ------------------------------------------------------------- properties ---
+
+_WORDS = st.text(alphabet="abc 数 ", min_size=1, max_size=300)
+
+
+@st.composite
+def random_inputs(draw: st.DrawFn) -> ContextInputs:
+    history = [msgspec.structs.replace(e, session_id="s1") for e in draw(event_streams())]
+    entries = [
+        Entry(
+            id=f"e{i}", title=draw(_WORDS), content=draw(_WORDS),
+            updated_at=NOW - draw(st.integers(0, 90)) * DAY,
+            status=draw(st.sampled_from(["active", "active", "archived"])),
+            scope=draw(st.sampled_from(["workspace", "session"])),
+            session_id=draw(st.sampled_from(["s1", "s2"])),
+        )
+        for i in range(draw(st.integers(0, 12)))
+    ]
+    bm25 = {e.id: -draw(st.floats(0, 20)) for e in entries}
+    hits = [hit(f"o{i % 3}", i * 3, -draw(st.floats(0, 9)), draw(_WORDS)) for i in range(draw(st.integers(0, 8)))]
+    return inputs(
+        budget_tokens=draw(st.integers(0, 1500)),
+        query=draw(st.sampled_from([None, "", "abc 数", "berlin"])),
+        memory_entries=entries,
+        memory_bm25=bm25,
+        working_state=WorkingState(goals=[draw(_WORDS)], notes={"Current State": draw(_WORDS)}),
+        checkpoint=checkpoint(0, draw(_WORDS)),
+        history=history,
+        recall_hits=hits,
+        include=frozenset(draw(st.sets(st.sampled_from(SEGMENT_KINDS)))),
+        memory_enabled=draw(st.booleans()),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(random_inputs())
+def test_never_over_budget_closed_and_user_first(params: ContextInputs) -> None:
+    """Any inputs: within budget with closed tool pairs, or too_large with figures."""
+    try:
+        pack = assemble(params)
+    except TooLarge as err:
+        assert err.details["minimumTokens"] > err.details["budgetTokens"] == params.budget_tokens
+        return
+    check_pack(pack, params.budget_tokens)
+
+
+@settings(max_examples=75, deadline=None)
+@given(random_inputs(), st.randoms(use_true_random=False))
+def test_same_inputs_give_identical_bytes(params: ContextInputs, rnd: random.Random) -> None:
+    """Repeated or reordered inputs encode to byte-identical packs."""
+    try:
+        first = msgspec.json.encode(assemble(params))
+    except TooLarge:
+        return
+    shuffled = msgspec.structs.replace(
+        params,
+        history=rnd.sample(params.history, len(params.history)),
+        memory_entries=rnd.sample(params.memory_entries, len(params.memory_entries)),
+        recall_hits=rnd.sample(params.recall_hits, len(params.recall_hits)),
+    )
+    assert msgspec.json.encode(assemble(params)) == first
+    assert msgspec.json.encode(assemble(shuffled)) == first
+
+
+# ------------------------------------------------------------ too_large ---
+
+
+def test_too_large_when_the_newest_user_message_cannot_fit() -> None:
+    """The error carries the budget and the minimum instead of an oversized pack."""
+    params = inputs(budget_tokens=50, history=[ev(1, "user_message", "word " * 100)])
+    with pytest.raises(TooLarge) as caught:
+        assemble(params)
+    assert caught.value.details == {"budgetTokens": 50, "minimumTokens": 4 + 125}
+
+
+def test_the_minimum_alone_fits_exactly() -> None:
+    """A budget equal to the newest user message keeps just that message."""
+    params = inputs(budget_tokens=4 + 125, history=[ev(1, "user_message", "word " * 100)],
+                    working_state=WorkingState(goals=["g"]), memory_entries=[entry("a")])
+    pack = assemble(params)
+    assert pack.segments == [] and [m.source_id for m in pack.messages] == ["event:s1:1"]
+    assert pack.total_tokens == 129 and pack.trace.minimum_tokens == 129
+
+
+def test_a_negative_budget_is_invalid() -> None:
+    """A negative budget is a parameter error, not a too_large."""
+    with pytest.raises(InvalidParams):
+        assemble(inputs(budget_tokens=-1))
+
+
+def test_an_empty_session_fits_any_budget() -> None:
+    """No history and no segments: an empty pack, even at budget zero."""
+    pack = assemble(inputs(budget_tokens=0))
+    assert pack.total_tokens == 0 and pack.messages == [] and pack.trace.path == "fast"
+
+
+# --------------------------------------------------------------- memory ---
+
+
+def test_memory_needs_the_service_flag() -> None:
+    """memory_enabled false: no memory segment, every candidate marked disabled."""
+    pack = assemble(inputs(memory_entries=[entry("a")], memory_enabled=False))
+    assert "memory" not in kinds(pack)
+    assert reasons(pack) == {"memory:a": "disabled"}
+
+
+def test_entries_scoped_to_another_session_never_show() -> None:
+    """Session-scoped entries reach only their own session."""
+    entries = [
+        entry("mine", scope="session", session_id="s1"),
+        entry("theirs", scope="session", session_id="s2"),
+        entry("shared"),
+    ]
+    pack = assemble(inputs(memory_entries=entries))
+    assert pack.segments[0].source_ids == ["memory:mine", "memory:shared"]
+    assert reasons(pack)["memory:theirs"] == "scope"
+    assert "theirs" not in pack.segments[0].text
+
+
+def test_archived_inactive_and_expired_entries_are_left_out() -> None:
+    """Only active, unexpired entries are candidates; the trace says why."""
+    entries = [
+        entry("gone", status="archived"),
+        entry("draft", status="draft"),
+        entry("old", decay_ttl_ms=DAY, age_days=2),
+        entry("ok"),
+    ]
+    pack = assemble(inputs(memory_entries=entries))
+    assert reasons(pack) == {
+        "memory:ok": None, "memory:gone": "archived", "memory:draft": "inactive",
+        "memory:old": "expired",
+    }
+    assert pack.trace.dropped == {"archived": 1, "expired": 1, "inactive": 1}
+
+
+def test_stale_entries_carry_their_age() -> None:
+    """An entry last updated three days ago says so, with a caveat."""
+    pack = assemble(inputs(memory_entries=[entry("a", age_days=3.2)]))
+    assert "memory:a · updated 3 days ago · may be outdated" in pack.segments[0].text
+
+
+def test_already_shown_entries_are_not_repeated_unless_changed() -> None:
+    """An unchanged entry in the shown-manifest is skipped; a changed one returns."""
+    same, changed = entry("same"), entry("changed", content="new text")
+    shown = {"memory:same": entry_hash(same), "memory:changed": entry_hash(entry("changed"))}
+    pack = assemble(inputs(memory_entries=[same, changed], already_shown=shown))
+    assert pack.segments[0].source_ids == ["memory:changed"]
+    assert reasons(pack)["memory:same"] == "already_shown"
+    included = [c for c in pack.trace.candidates if c.included]
+    assert included[0].content_hash == entry_hash(changed)
+
+
+def test_query_ranks_memory_and_top_k_caps_it() -> None:
+    """The best bm25 match comes first; entries past top-K are dropped with a reason."""
+    entries = [entry(f"e{i}") for i in range(5)]
+    params = inputs(memory_entries=entries, memory_bm25={"e3": -9.0, "e1": -3.0}, query="fact",
+                    limits=ContextLimits(memory_top_k=2))
+    pack = assemble(params)
+    assert pack.segments[0].source_ids == ["memory:e3", "memory:e1"]
+    assert [c.reason for c in pack.trace.candidates] == [None, None, "top_k", "top_k", "top_k"]
+    assert pack.trace.path == "bounded"
+
+
+def test_memory_segment_stays_within_its_cap() -> None:
+    """Memory uses at most the smaller of 20% of the budget and 5,000 tokens."""
+    entries = [entry(f"e{i:02d}", content="word " * 200) for i in range(10)]
+    pack = assemble(inputs(budget_tokens=2000, memory_entries=entries))
+    memory = pack.segments[0]
+    assert memory.kind == "memory" and memory.tokens <= 400
+    assert "budget" in pack.trace.dropped
+    big = assemble(inputs(budget_tokens=100_000, memory_entries=entries * 1,
+                          limits=ContextLimits(memory_top_k=50, memory_max_tokens=300)))
+    assert big.segments[0].tokens <= 300
+
+
+# --------------------------------------------------------------- include ---
+
+
+@pytest.mark.parametrize("off", SEGMENT_KINDS)
+def test_include_switches_a_kind_off(off: SegmentKind) -> None:
+    """A kind missing from include is absent; the others remain."""
+    params = inputs(
+        query="berlin",
+        memory_entries=[entry("a")],
+        working_state=WorkingState(goals=["g"]),
+        checkpoint=checkpoint(),
+        history=[ev(20, "user_message", "hello")],
+        recall_hits=[hit("other", 5)],
+        include=frozenset(k for k in SEGMENT_KINDS if k != off),
+    )
+    pack = assemble(params)
+    assert sorted(kinds(pack)) == sorted(k for k in SEGMENT_KINDS if k != off)
+    if off in ("memory", "recall"):
+        assert "excluded" in pack.trace.dropped
+
+
+def test_segments_come_in_a_stable_order() -> None:
+    """memory, summary, working_state, recall: the most stable first."""
+    pack = assemble(inputs(
+        query="berlin", memory_entries=[entry("a")], working_state=WorkingState(goals=["g"]),
+        checkpoint=checkpoint(), history=[ev(20, "user_message", "hi")],
+        recall_hits=[hit("other", 5)],
+    ))
+    assert kinds(pack) == ["memory", "summary", "working_state", "recall"]
+    assert pack.segments[1].source_ids == ["checkpoint:cp1", "event:s1:1-10"]
+
+
+# ------------------------------------------------------------ allocation ---
+
+
+def test_unused_segment_share_flows_to_history() -> None:
+    """History may use far more than its floor when the segments need little."""
+    history = conversation(turns=60)
+    params = inputs(budget_tokens=2000, history=history, working_state=WorkingState(goals=["g"]))
+    pack = assemble(params)
+    alloc = {a.kind: a for a in pack.trace.allocation}
+    segment_used = sum(a.used for a in pack.trace.allocation if a.kind != "history")
+    assert alloc["history"].cap == 2000 - segment_used
+    assert alloc["history"].used > share(2000, 85)
+    assert pack.trace.history_dropped > 0 and pack.trace.path == "bounded"
+
+
+def test_history_floor_is_reserved_against_greedy_segments() -> None:
+    """Big segments cannot push history below its 40% floor."""
+    params = inputs(
+        budget_tokens=2000,
+        query="fact",
+        history=conversation(turns=60, words=3),
+        working_state=WorkingState(notes={"Worklog": "step done\n" * 400}),
+        checkpoint=checkpoint(summary="summary line\n" * 400),
+        memory_entries=[entry(f"e{i}", content="fact " * 100) for i in range(20)],
+        recall_hits=[hit(f"o{i}", 10, text="fact " * 60) for i in range(10)],
+    )
+    pack = assemble(params)
+    alloc = {a.kind: a for a in pack.trace.allocation}
+    assert alloc["history"].cap >= share(2000, 40)
+    assert alloc["working_state"].truncated and alloc["summary"].truncated
+    caps: list[tuple[AllocationKind, int]] = [
+        ("working_state", 15), ("summary", 20), ("memory", 20), ("recall", 15)
+    ]
+    for kind, percent in caps:
+        assert alloc[kind].used <= alloc[kind].cap <= share(2000, percent)
+    check_pack(pack, 2000)
+
+
+def test_compaction_is_recommended_past_sixty_percent() -> None:
+    """compactRecommended follows the live history's share of the budget."""
+    small = assemble(inputs(history=conversation(turns=2)))
+    assert not small.compact_recommended
+    big = assemble(inputs(budget_tokens=1000, history=conversation(turns=40)))
+    assert big.compact_recommended
+    told = assemble(inputs(history=conversation(turns=2), live_history_tokens=2401))
+    assert told.compact_recommended
+
+
+def test_fast_path_when_everything_fits_untouched() -> None:
+    """No query and room for all: the trace reports the fast path."""
+    pack = assemble(inputs(history=conversation(), memory_entries=[entry("a")]))
+    assert pack.trace.path == "fast" and pack.trace.history_dropped == 0
+    assert pack.messages[0].role == "user"
+
+
+# ---------------------------------------------------------------- recall ---
+
+
+def test_recall_needs_a_query() -> None:
+    """Without a query no recall segment is built."""
+    pack = assemble(inputs(recall_hits=[hit("other", 5)]))
+    assert "recall" not in kinds(pack)
+    assert reasons(pack) == {"event:other:5": "no_query"}
+
+
+def test_recall_skips_this_sessions_live_history() -> None:
+    """Hits in this session after the checkpoint are already in the history."""
+    params = inputs(query="berlin", checkpoint=checkpoint(to_seq=10),
+                    recall_hits=[hit("s1", 5), hit("s1", 15), hit("other", 7)])
+    pack = assemble(params)
+    assert reasons(pack) == {"event:s1:5": None, "event:other:7": None, "event:s1:15": "in_history"}
+
+
+def test_neighbouring_hits_merge_into_one_window() -> None:
+    """Hits whose neighbourhoods touch form one window with a range ref."""
+    params = inputs(query="berlin", recall_hits=[hit("o", 5), hit("o", 8), hit("o", 30)])
+    pack = assemble(params)
+    recall = pack.segments[0]
+    assert recall.source_ids == ["event:o:4-9", "event:o:29-31"]
+    assert recall.text.count("[event:o:") == 9
+
+
+def test_recall_respects_top_k_windows() -> None:
+    """Only the best recall_top_k windows are kept."""
+    hits = [hit(f"o{i}", 10, bm25=-float(i + 1)) for i in range(4)]
+    pack = assemble(inputs(query="berlin", recall_hits=hits, limits=ContextLimits(recall_top_k=2)))
+    assert pack.segments[0].source_ids == ["event:o3:9-11", "event:o2:9-11"]
+    assert pack.trace.dropped == {"top_k": 2}
+
+
+def test_a_window_too_big_falls_back_to_its_hit_line() -> None:
+    """When the neighbours do not fit, the hit alone is kept."""
+    big = hit("o", 10, text="berlin", around=3)
+    big.neighbours = [msgspec.structs.replace(n, text="word " * 80) for n in big.neighbours]
+    pack = assemble(inputs(budget_tokens=1000, query="berlin", recall_hits=[big]))
+    recall = pack.segments[0]
+    assert recall.text.count("[event:o:") == 1
+    assert recall.tokens <= share(1000, 15)
