@@ -15,8 +15,9 @@ import socket
 import stat
 import sys
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 import anyio
 import structlog
@@ -26,8 +27,12 @@ from makad import __version__, logs, systemd
 from makad import openrpc as openrpc_doc
 from makad.rpc.dispatch import Dispatcher, Handler
 from makad.rpc.server import Server
+from makad.service.common import Context
+from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.system import DaemonInfo, SystemService
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
+from makad.store.workspaces import WorkspaceRegistry
+from makad.watcher import Watcher
 from makad.wire import CATALOGUE
 
 log = structlog.get_logger("makad")
@@ -95,12 +100,31 @@ def bind_socket(path: Path) -> socket.socket:
     return sock
 
 
-def build_handlers(info: DaemonInfo) -> dict[str, Handler]:
-    doc = openrpc_doc.generate(CATALOGUE)
+@dataclass
+class App:
+    """Everything the composition root builds before serving."""
+
+    handlers: dict[str, Handler]
+    registry: WorkspaceRegistry
+    watcher: Watcher
+
+
+def build_app(info: DaemonInfo) -> App:
+    settings = info.settings
+    registry = WorkspaceRegistry(settings.data_dir)
+    ctx = Context(settings=settings, registry=registry)
+    memory_files = MemoryFiles(ctx)
+    memory = MemoryService(ctx, memory_files)
+    watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
+    ctx.on_access = watcher.ensure
+    services: list[Any] = [
+        SystemService(info, openrpc_doc.generate(CATALOGUE)),
+        memory,
+    ]
     handlers: dict[str, Handler] = {}
-    for service in (SystemService(info, doc),):
+    for service in services:
         handlers.update(service.handlers())
-    return handlers
+    return App(handlers=handlers, registry=registry, watcher=watcher)
 
 
 async def run(settings: DaemonSettings) -> int:
@@ -119,7 +143,9 @@ async def run(settings: DaemonSettings) -> int:
             raw = activated
         listener: SocketListener = await SocketListener.from_socket(raw)
 
-        dispatcher = Dispatcher(CATALOGUE, build_handlers(info))
+        app = build_app(info)
+        stack.callback(app.registry.close)
+        dispatcher = Dispatcher(CATALOGUE, app.handlers)
         server = Server(dispatcher, settings.max_message_bytes, settings.shutdown_grace_s)
         info.connection_count = lambda: len(server.connections)
         info.request_stop = server.request_stop
@@ -127,12 +153,14 @@ async def run(settings: DaemonSettings) -> int:
 
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, server)
+            app.watcher.start(tg)
             where = "systemd socket" if activated is not None else str(settings.socket_path)
             print(f"makad {__version__} listening on {where}", flush=True)
             log.info("listening", socket=where, data_dir=str(settings.data_dir), pid=os.getpid())
             systemd.notify("READY=1")
             await server.run(listener)
             systemd.notify("STOPPING=1")
+            app.watcher.stop()
             tg.cancel_scope.cancel()
         log.info("stopped")
     return 0

@@ -1,0 +1,142 @@
+"""What every domain service shares: worker threads, revisions, notifications, idempotency."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Literal, TypeVar
+
+import anyio
+import anyio.to_thread
+import msgspec
+import structlog
+
+from makad.errors import Disabled, IncognitoBlocked
+from makad.service.peer import Peer
+from makad.settings import DaemonSettings
+from makad.store.workspaces import Workspace, WorkspaceRegistry
+from makad.wire.memory import ChangeNotification, Settings
+
+T = TypeVar("T")
+R = TypeVar("R")
+log = structlog.get_logger("makad.service")
+
+REVISION_KEY = "__revision__"
+Channel = Literal["memory_changed", "proposals_changed", "settings_changed"]
+Cause = Literal["external_edit", "daemon", "settings"]
+
+
+async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """Run blocking IO (SQLite, files) off the event loop."""
+    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+@dataclass
+class Context:
+    """Dependencies shared by the domain services."""
+
+    settings: DaemonSettings
+    registry: WorkspaceRegistry
+    # Called whenever a workspace is used (the watcher starts watching it).
+    on_access: Callable[[Workspace], None] = lambda ws: None
+
+    async def workspace(self, raw: str) -> Workspace:
+        ws = await self.registry.get(raw)
+        self.on_access(ws)
+        return ws
+
+    # --- settings -------------------------------------------------------------
+
+    async def load_settings(self, ws: Workspace) -> Settings:
+        cached = ws.extra.get("settings")
+        if isinstance(cached, Settings):
+            return cached
+        raw = await in_thread(ws.ledger.get_settings_json)
+        fields = {k: v for k, v in raw.items() if not k.startswith("__")}
+        try:
+            settings = msgspec.convert(fields, Settings)
+        except msgspec.ValidationError:
+            log.warning("settings_unreadable", workspace_id=ws.id)
+            settings = Settings()
+        settings = derive(settings)
+        ws.extra["settings"] = settings
+        revision = raw.get(REVISION_KEY)
+        if ws.revision is None:
+            ws.revision = revision if isinstance(revision, int) else 0
+        return settings
+
+    async def store_settings(self, ws: Workspace, settings: Settings) -> Settings:
+        settings = derive(settings)
+        values = msgspec.to_builtins(settings)
+        values.pop("extractToolEffective", None)
+        await in_thread(ws.ledger.put_settings_json, values)
+        ws.extra["settings"] = settings
+        return settings
+
+    async def require_writable(self, ws: Workspace) -> Settings:
+        """The settings, or the error that forbids any memory write."""
+        settings = await self.load_settings(ws)
+        if not settings.enabled:
+            raise Disabled("memory is disabled for this workspace")
+        if settings.incognito:
+            raise IncognitoBlocked("incognito is on: nothing is written")
+        return settings
+
+    # --- revisions and notifications -----------------------------------------------
+
+    async def revision(self, ws: Workspace) -> int:
+        if ws.revision is None:
+            await self.load_settings(ws)
+        assert ws.revision is not None
+        return ws.revision
+
+    async def bump(self, ws: Workspace, channel: Channel, cause: Cause) -> int:
+        """Advance the workspace revision (persisted) and notify subscribers."""
+        revision = await self.revision(ws) + 1
+        await in_thread(ws.ledger.put_settings_json, {REVISION_KEY: revision})
+        ws.revision = revision
+        note = ChangeNotification(workspace=str(ws.path), revision=revision, cause=cause)
+        for peer in list(ws.subscribers):
+            await _notify(peer, channel, note)
+        return revision
+
+    def subscribe(self, ws: Workspace, peer: Peer) -> None:
+        if peer in ws.subscribers:
+            return
+        ws.subscribers.add(peer)
+        peer.on_close(lambda closed: ws.subscribers.discard(closed))
+
+    # --- idempotency -------------------------------------------------------------------
+
+    async def idempotent(self, ws: Workspace, request_id: str | None, method: str,
+                         result_type: type[R], run: Callable[[], Awaitable[R]]) -> R:
+        """Run once per requestId: a retry gets the first result back."""
+        if request_id is None:
+            return await run()
+        key = f"{method}:{request_id}"
+        stored = await in_thread(ws.ledger.get_request_result, key)
+        if stored is not None:
+            return msgspec.json.decode(stored.result, type=result_type)
+        result = await run()
+        await in_thread(ws.ledger.put_request_result, key, method, msgspec.json.encode(result))
+        return result
+
+
+def derive(settings: Settings) -> Settings:
+    effective = settings.extract_tool_enabled and settings.agent_read_enabled
+    if settings.extract_tool_effective == effective:
+        return settings
+    return msgspec.structs.replace(settings, extract_tool_effective=effective)
+
+
+async def _notify(peer: Peer, channel: Channel, note: ChangeNotification) -> None:
+    try:
+        await peer.notify(channel, note)
+    except Exception:  # a broken subscriber must not fail the write that notified it
+        log.warning("notify_failed", channel=channel)

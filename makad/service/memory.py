@@ -1,0 +1,459 @@
+"""MEMORY.md: read_state, settings, the user's own entry operations, backups, subscriptions.
+
+Every daemon write follows one path (``MemoryFiles.write``): under the workspace
+lock, re-read the file; if the user changed it since the daemon last looked,
+ingest that first; apply the operation to the file *as it is now* (the
+entry-level merge); refuse with ``conflict`` when the operation touches an entry
+the user has just changed; back up the old text; write atomically.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+import msgspec
+from msgspec import UNSET
+
+from makad.core import memory_format as fmt
+from makad.core.redaction import redact
+from makad.core.types import Entry
+from makad.errors import (
+    Conflict,
+    InvalidParams,
+    InvalidWorkspace,
+    IOFailure,
+    NotFound,
+    SafeMode,
+    TooLarge,
+)
+from makad.rpc.dispatch import Handler
+from makad.service.common import Channel, Context, in_thread, now_ms
+from makad.service.peer import Peer
+from makad.store import memory_files as files
+from makad.store.tracked import TrackedFile
+from makad.store.workspaces import Workspace
+from makad.wire.memory import (
+    AddEntryParams,
+    BackupsResult,
+    EntryIdParams,
+    EntryResult,
+    GetSettingsParams,
+    ListBackupsParams,
+    LocalMemoryState,
+    ReadStateParams,
+    RestoreBackupParams,
+    RestoreBackupResult,
+    SetSettingsParams,
+    Settings,
+    SubscribeParams,
+    SubscribeResult,
+    UpdateEntryParams,
+)
+
+T = TypeVar("T")
+DAY_MS = 86_400_000
+MAX_TITLE_CHARS = 300
+MAX_ENTRY_BYTES = 32 * 1024
+MAX_WRITE_ATTEMPTS = 5
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an operation did to a document: the new document and the ids it touched."""
+
+    doc: fmt.MemoryDocument
+    touched: frozenset[str]
+
+
+def changed_ids(before: fmt.MemoryDocument, after: fmt.MemoryDocument) -> set[str]:
+    """Ids whose section bytes differ between two documents (added, removed or edited)."""
+    old = {s.entry.id: s.raw for s in before.sections}
+    new = {s.entry.id: s.raw for s in after.sections}
+    return {i for i in old.keys() | new.keys() if old.get(i) != new.get(i)}
+
+
+def normalize_tags(tags: list[str]) -> list[str]:
+    out: list[str] = []
+    for tag in tags:
+        slug = "-".join(tag.strip().lower().split())
+        if slug and slug not in out:
+            out.append(slug)
+    return out
+
+
+class MemoryFiles:
+    """The single write path for MEMORY.md and PENDING.md, and ingestion of user edits."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def _tracked(self, ws: Workspace, which: str) -> tuple[TrackedFile, Path, Channel]:
+        if which == "memory":
+            return ws.memory, ws.memory_path, "memory_changed"
+        return ws.pending, ws.pending_path, "proposals_changed"
+
+    async def refresh(self, ws: Workspace, which: str) -> None:
+        """Under ws.lock: ingest a user's edit of the file, if any."""
+        tracked, path, channel = self._tracked(ws, which)
+        before = tracked.doc
+        if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
+            await self._record_user_edits(ws, before, tracked.doc, which)
+            await self._ctx.bump(ws, channel, "external_edit")
+
+    async def _record_user_edits(self, ws: Workspace, before: fmt.MemoryDocument,
+                                 after: fmt.MemoryDocument, which: str) -> None:
+        ids = sorted(changed_ids(before, after))
+        if not ids:
+            return
+        present = {s.entry.id for s in after.sections}
+
+        def record() -> None:
+            for entry_id in ids[:200]:
+                action = "edited" if entry_id in present else "deleted"
+                ws.ledger.append_memory_event(action=action, actor="user", entry_id=entry_id,
+                                              data={"file": which, "via": "external_edit"})
+
+        await in_thread(record)
+
+    async def write(self, ws: Workspace, which: str, op: Callable[[fmt.MemoryDocument], Change],
+                    *, expected_revision: int | None = None, bump: bool = True) -> Change:
+        """Apply ``op`` to the current file and write it; caller holds ``ws.lock``.
+
+        If the user saves the file between our read and our rename, the write is
+        abandoned and redone on top of their version (a few times at most).
+        """
+        for _attempt in range(MAX_WRITE_ATTEMPTS - 1):
+            try:
+                return await self._write_once(ws, which, op, expected_revision, bump)
+            except files.ChangedUnderfoot:
+                continue
+        return await self._write_once(ws, which, op, expected_revision, bump)
+
+    async def _write_once(self, ws: Workspace, which: str,
+                          op: Callable[[fmt.MemoryDocument], Change],
+                          expected_revision: int | None, bump: bool) -> Change:
+        tracked, path, channel = self._tracked(ws, which)
+        seen = tracked.doc
+        if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
+            await self._record_user_edits(ws, seen, tracked.doc, which)
+            await self._ctx.bump(ws, channel, "external_edit")
+        user_changed = changed_ids(seen, tracked.doc)
+        revision = await self._ctx.revision(ws)
+        if expected_revision is not None and expected_revision != revision:
+            raise Conflict("the workspace changed since that revision",
+                           currentRevision=revision, expectedRevision=expected_revision)
+        if tracked.too_large:
+            raise SafeMode(f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "
+                           "cap; shrink it before the daemon writes to it")
+        current = tracked.doc if not tracked.missing else fmt.new_document()
+        change = op(current)
+        both = change.touched & user_changed
+        if both:
+            raise Conflict("the user changed the same entry; their version was kept",
+                           ids=sorted(both), currentRevision=revision)
+        text = fmt.render(change.doc)
+        if len(text.encode("utf-8", "surrogateescape")) > self._ctx.settings.memory_max_bytes:
+            raise TooLarge(f"the write would take {path.name} over its size cap",
+                           capBytes=self._ctx.settings.memory_max_bytes)
+        if text == (tracked.text or "") and not tracked.missing:
+            return change
+        old_text = tracked.text
+        based_on = tracked.signature
+        disk_full = self._ctx.settings.fault_disk_full
+        kind = "MEMORY" if which == "memory" else "PENDING"
+
+        def do_write() -> str:
+            if old_text is not None:
+                files.save_backup(ws.backups_dir, kind, old_text)
+            return files.atomic_write(path, text, disk_full=disk_full, expect=based_on)
+
+        sha = await in_thread(do_write)
+        tracked.remember(path, text, sha)
+        self._ctx.on_access(ws)
+        if bump:
+            await self._ctx.bump(ws, channel, "daemon")
+        return change
+
+
+class MemoryService:
+    def __init__(self, ctx: Context, memory_files: MemoryFiles) -> None:
+        self._ctx = ctx
+        self._files = memory_files
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "get_settings": self.get_settings,
+            "set_settings": self.set_settings,
+            "read_state": self.read_state,
+            "add_entry": self.add_entry,
+            "update_entry": self.update_entry,
+            "archive_entry": self.archive_entry,
+            "restore_entry": self.restore_entry,
+            "delete_entry": self.delete_entry,
+            "list_backups": self.list_backups,
+            "restore_backup": self.restore_backup,
+            "subscribe": self.subscribe,
+            "unsubscribe": self.unsubscribe,
+        }
+
+    # --- settings -----------------------------------------------------------------
+
+    async def get_settings(self, params: GetSettingsParams, peer: Peer) -> Settings:
+        ws = await self._ctx.workspace(params.workspace)
+        return await self._ctx.load_settings(ws)
+
+    async def set_settings(self, params: SetSettingsParams, peer: Peer) -> Settings:
+        ws = await self._ctx.workspace(params.workspace)
+        if params.default_decay_days is not UNSET and params.default_decay_days is not None \
+                and params.default_decay_days <= 0:
+            raise InvalidParams("defaultDecayDays must be positive or null",
+                                path="$.defaultDecayDays")
+        async with ws.lock:
+            current = await self._ctx.load_settings(ws)
+            patch = {name: getattr(params, name) for name in Settings.__struct_fields__
+                     if getattr(params, name, UNSET) is not UNSET}
+            updated = msgspec.structs.replace(current, **patch)
+            if updated != current:
+                updated = await self._ctx.store_settings(ws, updated)
+                await self._ctx.bump(ws, "settings_changed", "settings")
+            return updated
+
+    # --- reading ------------------------------------------------------------------
+
+    async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState:
+        ws = await self._ctx.workspace(params.workspace)
+        settings = await self._ctx.load_settings(ws)
+        base: dict[str, Any] = {"path": str(ws.memory_path), "enabled": settings.enabled,
+                                "agent_read_enabled": settings.agent_read_enabled}
+        if not settings.enabled:
+            return LocalMemoryState(**base, status="disabled", content="", entry_count=0,
+                                    latest_entry=None, reason="memory is disabled",
+                                    revision=await self._ctx.revision(ws), sha256=None,
+                                    pending_count=0)
+        if settings.incognito:
+            return LocalMemoryState(**base, status="incognito_blocked", content="",
+                                    entry_count=0, latest_entry=None,
+                                    reason="incognito is on: memory is not read",
+                                    revision=await self._ctx.revision(ws), sha256=None,
+                                    pending_count=0)
+        try:
+            async with ws.lock:
+                await self._files.refresh(ws, "memory")
+                await self.apply_decay(ws)
+                await self._files.refresh(ws, "pending")
+        except (IOFailure, InvalidWorkspace) as exc:  # the contract's error status
+            reason = exc.message
+            return LocalMemoryState(**base, status="error", content="", entry_count=0,
+                                    latest_entry=None, reason=reason,
+                                    revision=await self._ctx.revision(ws), sha256=None,
+                                    pending_count=0)
+        revision = await self._ctx.revision(ws)
+        pending_count = sum(1 for s in ws.pending.doc.sections
+                            if s.entry.status in ("review_required", "draft"))
+        if ws.memory.too_large:
+            return LocalMemoryState(
+                **base, status="safe_mode", content="", entry_count=0, latest_entry=None,
+                reason=f"MEMORY.md is {ws.memory.size} bytes, over the "
+                       f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries are read "
+                       "until it is shrunk", revision=revision, sha256=None,
+                pending_count=pending_count)
+        all_entries = fmt.entries(ws.memory.doc)
+        active = [e for e in all_entries if e.status == "active"]
+        latest = max(active, key=lambda e: (e.updated_at, e.created_at), default=None)
+        shown = None
+        if params.include_entries:
+            shown = all_entries if params.include_archived else active
+        return LocalMemoryState(
+            **base, status="ok", content=ws.memory.text or "", entry_count=len(active),
+            latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,
+            pending_count=pending_count, entries=shown)
+
+    async def ingest(self, ws: Workspace) -> None:
+        """Pick up whatever changed on disk (the watcher calls this after each batch)."""
+        settings = await self._ctx.load_settings(ws)
+        if not settings.enabled or settings.incognito:
+            return
+        async with ws.lock:
+            await self._files.refresh(ws, "memory")
+            await self.apply_decay(ws)
+            await self._files.refresh(ws, "pending")
+
+    async def apply_decay(self, ws: Workspace) -> None:
+        """Under ws.lock: archive expired entries in place (a write the user sees)."""
+        if ws.memory.missing or ws.memory.too_large:
+            return
+        now = now_ms()
+        _, expired = fmt.apply_decay(ws.memory.doc, now)
+        if not expired:
+            return
+
+        def op(doc: fmt.MemoryDocument) -> Change:
+            new_doc, _ = fmt.apply_decay(doc, now)
+            return Change(new_doc, frozenset())
+
+        await self._files.write(ws, "memory", op)
+
+        def record() -> None:
+            for entry_id in expired:
+                ws.ledger.append_memory_event(action="decayed", actor="daemon", entry_id=entry_id)
+
+        await in_thread(record)
+
+    # --- the user's own operations ------------------------------------------------------
+
+    async def add_entry(self, params: AddEntryParams, peer: Peer) -> EntryResult:
+        ws = await self._ctx.workspace(params.workspace)
+
+        async def run() -> EntryResult:
+            settings = await self._ctx.require_writable(ws)
+            title, content, redactions = self._clean(params.title, params.content)
+            if params.scope == "session" and not params.session_id:
+                raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
+            now = now_ms()
+            decay = params.decay_ttl_ms
+            if decay is None and settings.default_decay_days is not None:
+                decay = int(settings.default_decay_days * DAY_MS)
+            entry = Entry(id=fmt.new_entry_id(content, now), title=title, content=content,
+                          origin="manual", created_at=now, updated_at=now, status="active",
+                          tags=normalize_tags(params.tags), decay_ttl_ms=decay,
+                          scope=params.scope, session_id=params.session_id)
+
+            def op(doc: fmt.MemoryDocument) -> Change:
+                return Change(fmt.upsert(doc, entry), frozenset({entry.id}))
+
+            async with ws.lock:
+                await self._files.write(ws, "memory", op,
+                                        expected_revision=params.expected_revision)
+                revision = await self._ctx.revision(ws)
+            await in_thread(ws.ledger.append_memory_event, action="added", actor="user",
+                            entry_id=entry.id, data={"redactions": redactions})
+            return EntryResult(entry=entry, revision=revision, redactions=redactions)
+
+        return await self._ctx.idempotent(ws, params.request_id, "add_entry", EntryResult, run)
+
+    async def update_entry(self, params: UpdateEntryParams, peer: Peer) -> EntryResult:
+        ws = await self._ctx.workspace(params.workspace)
+
+        def change(entry: Entry) -> tuple[Entry, int]:
+            title = entry.title if params.title is UNSET else params.title
+            content = entry.content if params.content is UNSET else params.content
+            title, content, redactions = self._clean(title, content)
+            tags = entry.tags if params.tags is UNSET else normalize_tags(params.tags)
+            return msgspec.structs.replace(entry, title=title, content=content, tags=tags,
+                                           updated_at=now_ms()), redactions
+
+        return await self._modify(ws, params.id, "update_entry", "updated", change,
+                                  params.expected_revision, params.request_id)
+
+    async def archive_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
+        ws = await self._ctx.workspace(params.workspace)
+        return await self._modify(
+            ws, params.id, "archive_entry", "archived",
+            lambda e: (msgspec.structs.replace(e, status="archived", updated_at=now_ms()), 0),
+            params.expected_revision, params.request_id)
+
+    async def restore_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
+        ws = await self._ctx.workspace(params.workspace)
+
+        def restore(entry: Entry) -> tuple[Entry, int]:
+            now = now_ms()
+            # A decayed entry would be archived again at once: restoring restarts its clock.
+            return msgspec.structs.replace(entry, status="active", updated_at=now,
+                                           created_at=entry.created_at if entry.decay_ttl_ms
+                                           is None else now), 0
+
+        return await self._modify(ws, params.id, "restore_entry", "restored", restore,
+                                  params.expected_revision, params.request_id)
+
+    async def delete_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
+        ws = await self._ctx.workspace(params.workspace)
+        return await self._modify(ws, params.id, "delete_entry", "deleted", None,
+                                  params.expected_revision, params.request_id)
+
+    async def _modify(self, ws: Workspace, entry_id: str, method: str, action: str,
+                      change: Callable[[Entry], tuple[Entry, int]] | None,
+                      expected_revision: int | None, request_id: str | None) -> EntryResult:
+        async def run() -> EntryResult:
+            await self._ctx.require_writable(ws)
+            result: dict[str, Any] = {}
+
+            def op(doc: fmt.MemoryDocument) -> Change:
+                section = fmt.find(doc, entry_id)
+                if section is None:
+                    raise NotFound("no entry with that id", id=entry_id)
+                if change is None:
+                    result["entry"], result["redactions"] = section.entry, 0
+                    return Change(fmt.remove(doc, entry_id), frozenset({entry_id}))
+                updated, redactions = change(section.entry)
+                result["entry"], result["redactions"] = updated, redactions
+                return Change(fmt.upsert(doc, updated), frozenset({entry_id}))
+
+            async with ws.lock:
+                await self._files.write(ws, "memory", op, expected_revision=expected_revision)
+                revision = await self._ctx.revision(ws)
+            await in_thread(ws.ledger.append_memory_event, action=action, actor="user",
+                            entry_id=entry_id)
+            return EntryResult(entry=result["entry"], revision=revision,
+                               redactions=result["redactions"])
+
+        return await self._ctx.idempotent(ws, request_id, method, EntryResult, run)
+
+    @staticmethod
+    def _clean(title: str, content: str) -> tuple[str, str, int]:
+        title = " ".join(title.split())
+        if not title:
+            raise InvalidParams("title must not be empty", path="$.title")
+        if len(title) > MAX_TITLE_CHARS:
+            raise TooLarge(f"title is over {MAX_TITLE_CHARS} characters",
+                           limit=MAX_TITLE_CHARS, actual=len(title))
+        if len(content.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
+            raise TooLarge(f"content is over {MAX_ENTRY_BYTES} bytes", limit=MAX_ENTRY_BYTES)
+        red_title, red_content = redact(title), redact(content)
+        return red_title.text, red_content.text.strip("\n"), red_title.count + red_content.count
+
+    # --- backups ---------------------------------------------------------------------
+
+    async def list_backups(self, params: ListBackupsParams, peer: Peer) -> BackupsResult:
+        ws = await self._ctx.workspace(params.workspace)
+        return BackupsResult(backups=await in_thread(files.list_backups, ws.backups_dir))
+
+    async def restore_backup(self, params: RestoreBackupParams, peer: Peer) -> RestoreBackupResult:
+        ws = await self._ctx.workspace(params.workspace)
+        await self._ctx.require_writable(ws)
+        found = await in_thread(files.read_backup, ws.backups_dir, params.backup_id)
+        if found is None:
+            raise NotFound("no backup with that id", backupId=params.backup_id)
+        kind, text = found
+        which = "memory" if kind == "MEMORY" else "pending"
+        target = fmt.parse(text)
+
+        def op(doc: fmt.MemoryDocument) -> Change:
+            return Change(target, frozenset())
+
+        async with ws.lock:
+            await self._files.write(ws, which, op, expected_revision=params.expected_revision)
+            revision = await self._ctx.revision(ws)
+        backups = await in_thread(files.list_backups, ws.backups_dir)
+        undo = next((b.backup_id for b in backups if b.file == kind), None)
+        return RestoreBackupResult(revision=revision, restored=params.backup_id,
+                                   undo_backup_id=undo if undo != params.backup_id else None)
+
+    # --- subscriptions -----------------------------------------------------------------
+
+    async def subscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
+        ws = await self._ctx.workspace(params.workspace)
+        self._ctx.subscribe(ws, peer)
+        return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
+
+    async def unsubscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
+        ws = await self._ctx.workspace(params.workspace)
+        ws.subscribers.discard(peer)
+        return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
+
+
+def content_sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

@@ -1,0 +1,211 @@
+"""Memory files on disk: guarded reads, atomic writes, and rolling backups.
+
+Writes go to a unique temp file in the same directory, are fsynced, renamed over
+the target and the directory is fsynced, so a crash leaves the old file or the
+new one, never half of either. Nothing is written outside the memory directory,
+and symlinks there are refused.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import hashlib
+import os
+import re
+import stat
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from makad.errors import InvalidWorkspace, IOFailure
+
+MAX_BACKUPS = 20
+_BACKUP_NAME = re.compile(r"^(\d{13})-(\d{6})-(MEMORY|PENDING)\.md$")
+
+
+@dataclass(frozen=True)
+class FileRead:
+    """One read of a memory file."""
+
+    text: str | None  # None when missing or too large
+    sha256: str | None
+    size: int
+    missing: bool = False
+    too_large: bool = False
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def _generalize(exc: OSError) -> IOFailure:
+    if exc.errno == errno.ENOSPC:
+        return IOFailure("the disk is full", reason="disk_full")
+    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return IOFailure("permission denied on the memory directory", reason="permission_denied")
+    if exc.errno == errno.EISDIR:
+        return IOFailure("a memory file is a directory", reason="not_a_file")
+    return IOFailure("the memory file could not be read or written", reason="io_error")
+
+
+def check_not_symlink(path: Path, what: str) -> None:
+    """Refuse a symlink where the daemon reads or writes memory."""
+    try:
+        mode = path.lstat().st_mode
+    except FileNotFoundError:
+        return
+    except OSError:
+        return
+    if stat.S_ISLNK(mode):
+        raise InvalidWorkspace(f"the {what} is a symlink; makad refuses to follow it",
+                               reason="symlink")
+
+
+def read_memory_file(path: Path, max_bytes: int) -> FileRead:
+    """Read a memory file as UTF-8 (undecodable bytes kept as surrogates)."""
+    check_not_symlink(path.parent, "memory directory")
+    check_not_symlink(path, "memory file")
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return FileRead(None, None, 0, missing=True)
+    except OSError as exc:
+        raise _generalize(exc) from None
+    if not stat.S_ISREG(st.st_mode):
+        raise IOFailure("a memory file is not a regular file", reason="not_a_file")
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except OSError as exc:
+        raise _generalize(exc) from None
+    if len(data) > max_bytes:
+        return FileRead(None, None, st.st_size, too_large=True)
+    text = data.decode("utf-8", "surrogateescape")
+    return FileRead(text, hashlib.sha256(data).hexdigest(), len(data))
+
+
+def ensure_memory_dir(memory_dir: Path) -> None:
+    check_not_symlink(memory_dir, "memory directory")
+    try:
+        memory_dir.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise _generalize(exc) from None
+    if not memory_dir.is_dir():
+        raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
+
+
+class ChangedUnderfoot(Exception):
+    """The file changed on disk between the daemon's read and its rename."""
+
+
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+_UNCHECKED = object()
+
+
+def atomic_write(path: Path, text: str, *, disk_full: bool = False,
+                 expect: object = _UNCHECKED) -> str:
+    """Replace ``path`` with ``text`` atomically; returns the sha256 of the bytes written.
+
+    With ``expect`` (a ``file_signature``), the file must still be the one the text was
+    computed from right before the rename, else ``ChangedUnderfoot`` and nothing changes.
+    """
+    data = text.encode("utf-8", "surrogateescape")
+    ensure_memory_dir(path.parent)
+    check_not_symlink(path, "memory file")
+    if path.exists() and not path.is_file():
+        raise IOFailure("a memory file is not a regular file", reason="not_a_file")
+    tmp_name: str | None = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            if disk_full:
+                raise OSError(errno.ENOSPC, "No space left on device (injected)")
+            view = memoryview(data)
+            while view:
+                written = os.write(fd, view)
+                view = view[written:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if expect is not _UNCHECKED and file_signature(path) != expect:
+            raise ChangedUnderfoot(str(path))
+        os.replace(tmp_name, path)
+        tmp_name = None
+        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
+    except OSError as exc:
+        raise _generalize(exc) from None
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+    return hashlib.sha256(data).hexdigest()
+
+
+class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
+    backup_id: str
+    file: str  # "MEMORY" | "PENDING"
+    created_at: int
+    size: int
+    sha256: str
+
+
+def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
+    """Keep a copy of the text being replaced; only the newest MAX_BACKUPS stay."""
+    backups_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    existing = sorted(p.name for p in backups_dir.iterdir() if _BACKUP_NAME.match(p.name))
+    counter = int(existing[-1].split("-")[1]) + 1 if existing else 1
+    name = f"{time.time_ns() // 1_000_000:013d}-{counter % 1_000_000:06d}-{file_kind}.md"
+    target = backups_dir / name
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        os.write(fd, text.encode("utf-8", "surrogateescape"))
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    mine = sorted(p for p in backups_dir.iterdir()
+                  if _BACKUP_NAME.match(p.name) and p.name.endswith(f"-{file_kind}.md"))
+    for old in mine[:-MAX_BACKUPS]:
+        old.unlink(missing_ok=True)
+
+
+def list_backups(backups_dir: Path) -> list[BackupInfo]:
+    if not backups_dir.is_dir():
+        return []
+    out: list[BackupInfo] = []
+    for path in sorted(backups_dir.iterdir(), reverse=True):
+        match = _BACKUP_NAME.match(path.name)
+        if not match:
+            continue
+        data = path.read_bytes()
+        out.append(BackupInfo(backup_id=path.name.removesuffix(".md"), file=match.group(3),
+                              created_at=int(match.group(1)), size=len(data),
+                              sha256=hashlib.sha256(data).hexdigest()))
+    return out
+
+
+def read_backup(backups_dir: Path, backup_id: str) -> tuple[str, str] | None:
+    """(file kind, text) of a backup, or None when there is no such backup."""
+    name = f"{backup_id}.md"
+    match = _BACKUP_NAME.match(name)
+    if not match:
+        return None
+    path = backups_dir / name
+    if not path.is_file():
+        return None
+    return match.group(3), path.read_bytes().decode("utf-8", "surrogateescape")

@@ -1,0 +1,182 @@
+"""Wire types of MEMORY.md, settings, backups and subscriptions."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from msgspec import UNSET, UnsetType
+
+from makad.core.types import Entry
+from makad.errors import (
+    Conflict,
+    Disabled,
+    IncognitoBlocked,
+    InvalidParams,
+    InvalidWorkspace,
+    IOFailure,
+    NotFound,
+    SafeMode,
+    TooLarge,
+)
+from makad.store.memory_files import BackupInfo
+from makad.wire.base import MethodSpec, Result, WorkspaceParams
+
+MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]
+
+
+class Settings(Result):
+    """A workspace's privacy and memory switches (persisted across restarts)."""
+
+    enabled: bool = True
+    agent_read_enabled: bool = False
+    default_decay_days: float | None = None
+    extract_tool_enabled: bool = False
+    incognito: bool = False
+    history_recall_enabled: bool = False
+    # Derived: extractToolEnabled only counts while agentReadEnabled is on.
+    extract_tool_effective: bool = False
+
+
+class GetSettingsParams(WorkspaceParams):
+    pass
+
+
+class SetSettingsParams(WorkspaceParams):
+    """Patch semantics: only the fields given change."""
+
+    enabled: bool | UnsetType = UNSET
+    agent_read_enabled: bool | UnsetType = UNSET
+    default_decay_days: float | UnsetType | None = UNSET
+    extract_tool_enabled: bool | UnsetType = UNSET
+    incognito: bool | UnsetType = UNSET
+    history_recall_enabled: bool | UnsetType = UNSET
+
+
+class ReadStateParams(WorkspaceParams):
+    include_entries: bool = False
+    include_archived: bool = False
+
+
+class LocalMemoryState(Result):
+    """The contract's LocalMemoryState plus revision, sha256, pendingCount and entries."""
+
+    path: str
+    enabled: bool
+    agent_read_enabled: bool
+    status: MemoryStatus
+    content: str
+    entry_count: int
+    latest_entry: Entry | None
+    reason: str | None
+    revision: int
+    sha256: str | None
+    pending_count: int
+    entries: list[Entry] | None = None
+
+
+class AddEntryParams(WorkspaceParams):
+    title: str
+    content: str
+    tags: list[str] = []
+    scope: Literal["workspace", "session", "global"] = "workspace"
+    session_id: str | None = None
+    decay_ttl_ms: int | None = None
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class UpdateEntryParams(WorkspaceParams):
+    id: str
+    title: str | UnsetType = UNSET
+    content: str | UnsetType = UNSET
+    tags: list[str] | UnsetType = UNSET
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class EntryIdParams(WorkspaceParams):
+    id: str
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class EntryResult(Result):
+    entry: Entry
+    revision: int
+    redactions: int = 0
+
+
+class ListBackupsParams(WorkspaceParams):
+    pass
+
+
+class BackupsResult(Result):
+    backups: list[BackupInfo]
+
+
+class RestoreBackupParams(WorkspaceParams):
+    backup_id: str
+    expected_revision: int | None = None
+
+
+class RestoreBackupResult(Result):
+    revision: int
+    restored: str
+    # The backup holding what the restore replaced: restore it to undo.
+    undo_backup_id: str | None
+
+
+class SubscribeParams(WorkspaceParams):
+    pass
+
+
+class SubscribeResult(Result):
+    workspace: str
+    revision: int
+
+
+class ChangeNotification(Result):
+    """Params of memory_changed / proposals_changed / settings_changed notifications."""
+
+    workspace: str
+    revision: int
+    cause: Literal["external_edit", "daemon", "settings"]
+
+
+_WS = (InvalidWorkspace,)
+_WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFailure)
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("get_settings", GetSettingsParams, Settings, "A workspace's settings.",
+               errors=_WS),
+    MethodSpec("set_settings", SetSettingsParams, Settings,
+               "Change some of a workspace's settings (patch); returns all of them.",
+               errors=(*_WS, IOFailure)),
+    MethodSpec("read_state", ReadStateParams, LocalMemoryState,
+               "The state of MEMORY.md: status, content, counts, revision and (optionally) "
+               "its entries. disabled and incognito_blocked read nothing.",
+               errors=(*_WS, IOFailure)),
+    MethodSpec("add_entry", AddEntryParams, EntryResult,
+               "The user's own new entry (origin manual, active at once, secrets redacted).",
+               errors=(*_WRITE, InvalidParams)),
+    MethodSpec("update_entry", UpdateEntryParams, EntryResult,
+               "Change an entry's title, content or tags.", errors=(*_WRITE, NotFound)),
+    MethodSpec("archive_entry", EntryIdParams, EntryResult, "Archive an entry.",
+               errors=(*_WRITE, NotFound)),
+    MethodSpec("restore_entry", EntryIdParams, EntryResult, "Make an archived entry active again.",
+               errors=(*_WRITE, NotFound)),
+    MethodSpec("delete_entry", EntryIdParams, EntryResult,
+               "Remove an entry from MEMORY.md and every index; returns what was deleted.",
+               errors=(*_WRITE, NotFound)),
+    MethodSpec("list_backups", ListBackupsParams, BackupsResult,
+               "The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.",
+               errors=_WS),
+    MethodSpec("restore_backup", RestoreBackupParams, RestoreBackupResult,
+               "Put a backup back in place (the replaced text is itself backed up).",
+               errors=(*_WRITE, NotFound)),
+    MethodSpec("subscribe", SubscribeParams, SubscribeResult,
+               "Receive memory_changed, proposals_changed and settings_changed notifications "
+               "for a workspace on this connection.", errors=_WS),
+    MethodSpec("unsubscribe", SubscribeParams, SubscribeResult,
+               "Stop notifications for a workspace on this connection.", errors=_WS),
+]
