@@ -1,0 +1,66 @@
+"""CJK-aware search text: bigram index text and safe FTS5 queries (pure)."""
+
+from __future__ import annotations
+
+import re
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from makad.core.cjk import (
+    MAX_QUERY_TERMS,
+    cjk_grams,
+    index_text,
+    is_cjk,
+    match_expression,
+    query_terms,
+    query_tokens,
+)
+
+TERM = re.compile(r'"[^"\s]+"\*?')
+
+
+def test_runs_become_bigrams_plus_their_last_character() -> None:
+    """A CJK run is indexed as overlapping bigrams and its final character."""
+    assert cjk_grams("東京大学") == ["東京", "京大", "大学", "学"]
+    assert cjk_grams("猫") == ["猫"]
+    assert index_text("我爱Python和SQLite").split() == ["我爱", "爱", "Python", "和", "SQLite"]
+
+
+def test_punctuation_splits_runs_and_latin_is_left_to_fts() -> None:
+    """CJK punctuation ends a run; Latin text passes through NFKC unchanged."""
+    assert index_text("東京。大阪").split() == ["東京", "京", "。", "大阪", "阪"]
+    assert index_text("Ｈｅｌｌｏ, wörld") == "Hello, wörld"
+
+
+def test_is_cjk_covers_han_kana_hangul_not_punctuation() -> None:
+    """Ideographs, kana, the long-vowel mark and hangul are CJK letters; 、。・ are not."""
+    assert all(is_cjk(c) for c in "漢ひカー한々")
+    assert not any(is_cjk(c) for c in "、。・a1 ")
+
+
+def test_query_terms_drop_stop_words_and_quote_everything() -> None:
+    """Stop words go, words are lower-cased and quoted, CJK runs become bigrams."""
+    assert query_terms("What is the Deploy process?") == ['"deploy"', '"process"']
+    assert query_terms("数据库") == ['"数据"', '"据库"']
+    assert query_terms("猫") == ['"猫"*']
+    assert query_terms("the the") == ['"the"']
+    assert match_expression("...") is None
+    assert match_expression("tabs spaces") == '"tabs" OR "spaces"'
+
+
+def test_long_queries_keep_the_longest_terms() -> None:
+    """Over MAX_QUERY_TERMS distinct terms, the longest are kept."""
+    words = [f"w{'x' * i}" for i in range(MAX_QUERY_TERMS + 10)]
+    kept = query_tokens(" ".join(words))
+    assert len(kept) == MAX_QUERY_TERMS
+    assert kept[0][0] == words[-1]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(max_size=60))
+def test_match_expression_is_only_quoted_terms(query: str) -> None:
+    """Whatever the input, the expression is quoted terms joined by OR, nothing else."""
+    expression = match_expression(query)
+    if expression is not None:
+        assert all(TERM.fullmatch(part) for part in expression.split(" OR "))

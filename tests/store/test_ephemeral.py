@@ -1,0 +1,69 @@
+"""Incognito sessions in memory: the ledger's rules, no disk."""
+
+from __future__ import annotations
+
+import pytest
+
+from makad.errors import Conflict, NotFound
+from makad.store.ephemeral import EphemeralSessions
+from makad.store.ledger import Ledger
+from makad.store.ledger_schema import AppendResult, NewEvent
+
+
+def batch(*texts: str) -> list[NewEvent]:
+    return [NewEvent(type="assistant_message", text=t, ts=7) for t in texts]
+
+
+def test_hash_chain_matches_the_sqlite_ledger(ledger: Ledger) -> None:
+    """The same events get the same seqs and hashes in memory as on disk."""
+    memory = EphemeralSessions()
+    memory.open_session("s")
+    ledger.open_session("s")
+    for texts in (("a", "b"), ("東京",)):
+        assert memory.append_events("s", batch(*texts)) == ledger.append_events("s", batch(*texts))
+    assert memory.read_events("s") == ledger.read_events("s")
+    assert memory.verify_chain("s") == (True, None)
+
+
+def test_conflict_replay_and_close_follow_the_ledger_rules() -> None:
+    """expectedSeq conflicts, requestId replays, closed sessions refuse appends."""
+    memory = EphemeralSessions()
+    sid = memory.open_session().session_id
+    first = memory.append_events(sid, batch("a"), request_id="r")
+    assert (
+        memory.append_events(sid, batch("a"), request_id="r")
+        == first
+        == AppendResult(first_seq=1, last_seq=1)
+    )
+    with pytest.raises(Conflict) as caught:
+        memory.append_events(sid, batch("b"), expected_seq=0)
+    assert caught.value.data()["currentSeq"] == 1
+    memory.close_session(sid)
+    with pytest.raises(Conflict):
+        memory.append_events(sid, batch("c"))
+
+
+def test_read_retrieve_search_and_delete() -> None:
+    """Reads page by seq, refs verify, search finds CJK, delete forgets the session."""
+    memory = EphemeralSessions()
+    memory.open_session("s")
+    memory.append_events("s", batch("deploy plan", "数据库迁移", "lunch"))
+    assert [e.seq for e in memory.read_events("s", after_seq=1, limit=1)] == [2]
+    (ref,) = memory.retrieve(["event:s:2-3"])
+    assert ref.ok and [e.text for e in ref.events] == ["数据库迁移", "lunch"]
+    assert [h.event.seq for h in memory.search_history("数据库")] == [2]
+    assert [h.event.seq for h in memory.search_history("Deploy")] == [1]
+    assert memory.delete_session("s") == 3
+    assert not memory.has_session("s")
+    with pytest.raises(NotFound):
+        memory.read_events("s")
+
+
+def test_returned_events_cannot_corrupt_the_store() -> None:
+    """Mutating an event a read returned does not change the stored chain."""
+    memory = EphemeralSessions()
+    memory.open_session("s")
+    memory.append_events("s", batch("a"))
+    memory.read_events("s")[0].text = "changed"
+    assert memory.read_events("s")[0].text == "a"
+    assert memory.verify_chain("s") == (True, None)

@@ -1,0 +1,158 @@
+"""search_history and the recall search: BM25 over English, Chinese and Japanese text."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from makad.errors import NotFound
+from makad.store import ledger as ledger_module
+from makad.store.ledger import Ledger
+from makad.store.ledger_schema import NewEvent
+
+FIXTURE = {
+    "en": [
+        "We decided to migrate the billing service to PostgreSQL next sprint.",
+        "The user prefers tabs over spaces in Python files.",
+        "Run the test suite with pytest before every commit.",
+        "Lunch was pizza again.",
+    ],
+    "zh": [
+        "我们决定下周把数据库迁移到新的服务器上。",
+        "用户喜欢在代码里使用四个空格缩进。",
+        "今天中午吃了饺子，味道不错。",
+        "数据分析报告已经发给老板了。",
+    ],
+    "ja": [
+        "来週、データベースを新しいサーバーに移行することにしました。",
+        "ユーザーはインデントにスペースを四つ使うのが好きです。",
+        "東京の天気は晴れです。",
+        "昼ご飯はラーメンでした。",
+    ],
+}
+
+
+@pytest.fixture
+def corpus(ledger: Ledger) -> Ledger:
+    """One session per language, events in the order listed, ts = 100 * seq."""
+    for lang, texts in FIXTURE.items():
+        ledger.open_session(lang)
+        ledger.append_events(
+            lang,
+            [NewEvent(type="user_message", text=t, ts=100 * (i + 1)) for i, t in enumerate(texts)],
+        )
+    return ledger
+
+
+def top(ledger: Ledger, query: str, **kw: object) -> tuple[str, int]:
+    hits = ledger.search_history(query, **kw)  # type: ignore[arg-type]
+    assert hits, query
+    return hits[0].event.session_id, hits[0].event.seq
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ("database migration to postgres", ("en", 1)),
+        ("Which indentation does the user prefer, tabs or spaces?", ("en", 2)),
+        ("running tests", ("en", 3)),
+        ("数据库迁移", ("zh", 1)),
+        ("用户喜欢什么缩进", ("zh", 2)),
+        ("饺子", ("zh", 3)),
+        ("データベースの移行", ("ja", 1)),
+        ("インデント", ("ja", 2)),
+        ("東京の天気", ("ja", 3)),
+        ("ラーメン", ("ja", 4)),
+    ],
+)
+def test_search_finds_its_target_in_each_language(
+    corpus: Ledger, query: str, expected: tuple[str, int]
+) -> None:
+    """English (stemmed), Chinese and Japanese queries rank their target first."""
+    assert top(corpus, query) == expected
+
+
+def test_single_cjk_character_matches_anywhere_in_a_run(corpus: Ledger) -> None:
+    """A one-character query finds the character at the start, middle or end of a run."""
+    assert {h.event.seq for h in corpus.search_history("器", session_id="zh")} == {1}
+    assert {h.event.seq for h in corpus.search_history("饺", session_id="zh")} == {3}
+    assert {h.event.seq for h in corpus.search_history("晴", session_id="ja")} == {3}
+
+
+def test_full_width_and_half_width_forms_match(ledger: Ledger) -> None:
+    """NFKC folds full-width Latin and half-width katakana on both sides."""
+    ledger.open_session("s")
+    ledger.append_events("s", [NewEvent(type="note", text="ＳＱＬｉｔｅ と ﾃﾞｰﾀﾍﾞｰｽ")])
+    assert top(ledger, "sqlite") == ("s", 1)
+    assert top(ledger, "データベース") == ("s", 1)
+
+
+def test_scores_are_positive_and_best_first(corpus: Ledger) -> None:
+    """Hits carry a positive score (negated bm25), sorted from best to worst."""
+    hits = corpus.search_history("user database spaces 数据库 データベース", limit=50)
+    scores = [h.score for h in hits]
+    assert scores and all(s > 0 for s in scores)
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_filters_by_session_time_and_limit(corpus: Ledger) -> None:
+    """sessionId, before/after (exclusive, ms) and limit narrow the hits."""
+    assert {h.event.session_id for h in corpus.search_history("user 用户 ユーザー", session_id="zh")} == {
+        "zh"
+    }
+    timed = corpus.search_history("user preferences tabs pizza test", after=100, before=400)
+    assert timed and all(100 < h.event.ts < 400 for h in timed)
+    assert len(corpus.search_history("the user 用户", limit=1)) == 1
+    with pytest.raises(NotFound):
+        corpus.search_history("x", session_id="ghost")
+
+
+def test_recall_search_excludes_sessions_and_caps_seqs(corpus: Ledger) -> None:
+    """search_events_ranked drops excluded sessions and events past a session's max seq."""
+    hits = corpus.search_events_ranked(
+        "数据库 billing データベース 用户 user ユーザー",
+        limit=50,
+        exclude_sessions=["ja"],
+        max_seq_by_session={"zh": 1},
+    )
+    found = {(h.event.session_id, h.event.seq) for h in hits}
+    assert ("zh", 1) in found and ("en", 1) in found
+    assert all(s != "ja" for s, _ in found) and ("zh", 2) not in found
+
+
+def test_only_the_most_recent_window_is_ranked(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With more matches than SEARCH_WINDOW, the newest window is ranked, filters first."""
+    monkeypatch.setattr(ledger_module, "SEARCH_WINDOW", 3)
+    ledger.open_session("a")
+    ledger.open_session("b")
+    ledger.append_events("a", [NewEvent(type="note", text="apple " * 9)])
+    ledger.append_events("b", [NewEvent(type="note", text=f"apple {i}") for i in range(5)])
+    assert {h.event.seq for h in ledger.search_history("apple", limit=10)} == {3, 4, 5}
+    assert [h.event.session_id for h in ledger.search_history("apple", session_id="a")] == ["a"]
+    narrowed = ledger.search_events_ranked("apple", limit=10, exclude_sessions=["b"])
+    assert [h.event.session_id for h in narrowed] == ["a"]
+
+
+def test_rebuilt_index_answers_the_same(corpus: Ledger) -> None:
+    """rebuild_search_index re-derives an index that gives the same hits."""
+    before = [(h.event.session_id, h.event.seq) for h in corpus.search_history("数据 user 天気")]
+    corpus.rebuild_search_index()
+    after = [(h.event.session_id, h.event.seq) for h in corpus.search_history("数据 user 天気")]
+    assert before == after and before
+
+
+@pytest.mark.parametrize(
+    "query", ['"unbalanced', "NEAR(a b)", "a AND OR NOT", "*", "-x", "col:foo", "^a", "", "  ", "()"]
+)
+def test_fts_syntax_in_queries_is_inert(corpus: Ledger, query: str) -> None:
+    """Queries that would be FTS5 syntax errors are searched as words (or match nothing)."""
+    assert isinstance(corpus.search_history(query), list)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.text(max_size=40))
+def test_any_text_is_a_safe_query(corpus: Ledger, query: str) -> None:
+    """No user text makes search raise."""
+    for hit in corpus.search_history(query, limit=3):
+        assert hit.score > 0

@@ -1,0 +1,251 @@
+"""The ledger's other tables: working state, manifests, checkpoints, lineage, queues, settings."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import msgspec
+import pytest
+
+from makad.core.types import NOTE_SECTIONS, Checkpoint, Coverage, Entry, WorkingState
+from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from makad.store.ledger import Ledger
+from makad.store.ledger_schema import ManifestItem, NewEvent, RequestRecord
+
+# ---------------------------------------------------------------------- working state
+
+
+def test_working_state_starts_empty_and_merges_note_sections(ledger: Ledger) -> None:
+    """Set replaces given lists, merges notes by section, and bumps the revision."""
+    ledger.open_session("s")
+    assert ledger.get_working_state("s") == WorkingState()
+    first = ledger.set_working_state("s", goals=["ship"], notes={"Workflow": "a", "Learnings": "b"})
+    assert first.revision == 1
+    second = ledger.set_working_state("s", decisions=["use sqlite"], notes={"Workflow": ""})
+    assert second.goals == ["ship"] and second.decisions == ["use sqlite"]
+    assert second.notes == {"Learnings": "b"} and second.revision == 2
+    assert ledger.get_working_state("s") == second
+
+
+def test_working_state_unknown_session_is_not_found(ledger: Ledger) -> None:
+    """Working state belongs to an existing session."""
+    with pytest.raises(NotFound):
+        ledger.get_working_state("ghost")
+    with pytest.raises(NotFound):
+        ledger.set_working_state("ghost", goals=["x"])
+
+
+@pytest.mark.parametrize(("field", "cap"), [("goals", 8), ("open_threads", 12), ("decisions", 20)])
+def test_working_state_list_caps(ledger: Ledger, field: str, cap: int) -> None:
+    """A list at its cap is accepted; one more item is TooLarge and nothing changes."""
+    ledger.open_session("s")
+    ledger.set_working_state("s", **{field: ["x"] * cap})
+    with pytest.raises(TooLarge) as caught:
+        ledger.set_working_state("s", **{field: ["x"] * (cap + 1)})
+    assert caught.value.data()["limit"] == cap
+    assert ledger.get_working_state("s").revision == 1
+
+
+def test_note_caps_per_section_and_in_all(ledger: Ledger) -> None:
+    """A section over 2,000 tokens, or notes over 12,000 in all, are TooLarge."""
+    ledger.open_session("s")
+    at_cap = "abcd" * 2_000  # 2,000 tokens
+    ledger.set_working_state("s", notes={NOTE_SECTIONS[0]: at_cap})
+    with pytest.raises(TooLarge):
+        ledger.set_working_state("s", notes={NOTE_SECTIONS[1]: at_cap + "abcd"})
+    with pytest.raises(TooLarge) as caught:
+        ledger.set_working_state("s", notes=dict.fromkeys(NOTE_SECTIONS[1:7], at_cap))
+    assert caught.value.data()["limit"] == 12_000
+
+
+def test_unknown_note_section_is_invalid(ledger: Ledger) -> None:
+    """Notes are keyed by NOTE_SECTIONS only."""
+    ledger.open_session("s")
+    with pytest.raises(InvalidParams):
+        ledger.set_working_state("s", notes={"Random": "x"})
+
+
+def test_working_state_compare_and_swap_and_replay(ledger: Ledger) -> None:
+    """A stale expectedRevision conflicts; a retried requestId returns the first state."""
+    ledger.open_session("s")
+    first = ledger.set_working_state("s", goals=["a"], expected_revision=0, request_id="r")
+    with pytest.raises(Conflict) as caught:
+        ledger.set_working_state("s", goals=["b"], expected_revision=0)
+    assert caught.value.data()["currentRevision"] == 1
+    assert ledger.set_working_state("s", goals=["c"], request_id="r") == first
+    assert ledger.get_working_state("s").goals == ["a"]
+
+
+# ---------------------------------------------------------------------- manifests
+
+
+def test_manifest_records_and_returns_the_latest_call(ledger: Ledger) -> None:
+    """get_manifest returns a named call, or the latest; re-recording a call replaces it."""
+    ledger.record_manifest("s", "c1", [("memory:a", 10, "h1")], created_at=1)
+    ledger.record_manifest(
+        "s", "c2", [ManifestItem(source_id="event:s:1", tokens=5, content_hash="h2")], created_at=2
+    )
+    assert ledger.get_manifest("s").call_id == "c2"
+    assert ledger.get_manifest("s", "c1").items == [
+        ManifestItem(source_id="memory:a", tokens=10, content_hash="h1")
+    ]
+    ledger.record_manifest("s", "c1", [("x", 1, "y"), ("z", 2, "w")], created_at=3)
+    assert [i.source_id for i in ledger.get_manifest("s", "c1").items] == ["x", "z"]
+    with pytest.raises(NotFound):
+        ledger.get_manifest("s", "nope")
+
+
+# ---------------------------------------------------------------------- checkpoints
+
+
+def _checkpoint(ledger: Ledger, cid: str, to_seq: int, created_at: int = 1) -> Checkpoint:
+    covered = ledger.read_events("s")[to_seq - 1]
+    return Checkpoint(
+        checkpoint_id=cid,
+        session_id="s",
+        boundary_seq=to_seq,
+        coverage=Coverage(from_seq=1, to_seq=to_seq),
+        covered_hash=covered.hash,
+        summary="summary",
+        summary_tokens=2,
+        preserved_from_seq=to_seq + 1,
+        mode="checkpoint",
+        reason="manual",
+        created_at=created_at,
+    )
+
+
+def test_checkpoints_store_and_list_in_order(ledger: Ledger) -> None:
+    """Added checkpoints come back by id, latest, and in order."""
+    ledger.open_session("s")
+    ledger.append_events("s", [NewEvent(type="note", text=str(i)) for i in range(6)])
+    assert ledger.latest_checkpoint("s") is None
+    one = ledger.add_checkpoint(_checkpoint(ledger, "cp1", 3))
+    two = ledger.add_checkpoint(_checkpoint(ledger, "cp2", 5, created_at=2))
+    assert ledger.latest_checkpoint("s") == two
+    assert ledger.list_checkpoints("s") == [one, two]
+    assert ledger.get_checkpoint("cp1") == one
+    with pytest.raises(NotFound):
+        ledger.get_checkpoint("cp9")
+
+
+def test_checkpoint_must_match_the_ledger(ledger: Ledger) -> None:
+    """A wrong covered hash, a range past the end or a reused id is refused."""
+    ledger.open_session("s")
+    ledger.append_events("s", [NewEvent(type="note", text=str(i)) for i in range(4)])
+    good = _checkpoint(ledger, "cp", 2)
+    with pytest.raises(Conflict):
+        ledger.add_checkpoint(msgspec.structs.replace(good, covered_hash="0" * 64))
+    with pytest.raises(InvalidParams):
+        ledger.add_checkpoint(msgspec.structs.replace(good, coverage=Coverage(from_seq=1, to_seq=9)))
+    ledger.add_checkpoint(good)
+    with pytest.raises(Conflict):
+        ledger.add_checkpoint(good)
+    assert len(ledger.list_checkpoints("s")) == 1
+
+
+def test_checkpoint_stores_its_request_in_the_same_transaction(ledger: Ledger) -> None:
+    """A request record given with a write is stored with it; a replay is refused."""
+    ledger.open_session("s")
+    ledger.append_events("s", [NewEvent(type="note", text="a")])
+    record = RequestRecord(request_id="rq", method="compact", result=b'{"ok":true}')
+    ledger.add_checkpoint(_checkpoint(ledger, "cp", 1), request=record)
+    stored = ledger.get_request_result("rq")
+    assert stored is not None and stored.result == b'{"ok":true}'
+    with pytest.raises(Conflict) as caught:
+        ledger.add_checkpoint(_checkpoint(ledger, "cp-retry", 1), request=record)
+    assert caught.value.data()["reason"] == "duplicate"
+    assert len(ledger.list_checkpoints("s")) == 1
+
+
+# ---------------------------------------------------------------------- memory lineage
+
+
+def test_memory_history_follows_a_proposal_into_its_entry(ledger: Ledger) -> None:
+    """An entry's history includes the events of the proposal it came from, in order."""
+    ledger.append_memory_event(action="proposed", actor="agent", proposal_id="p1", data={"title": "t"}, ts=1)
+    ledger.append_memory_event(action="approved", actor="user", proposal_id="p1", entry_id="e1", ts=2)
+    ledger.append_memory_event(action="edited", actor="user", entry_id="e1", ts=3)
+    ledger.append_memory_event(action="added", actor="user", entry_id="other", ts=4)
+    history = ledger.memory_history("e1")
+    assert [h.action for h in history] == ["proposed", "approved", "edited"]
+    assert history[0].data == {"title": "t"}
+    assert [h.action for h in ledger.memory_history("p1")] == ["proposed", "approved"]
+
+
+def test_memory_events_validate_and_stay_append_only(ledger: Ledger) -> None:
+    """Unknown actions or actors are invalid; the table refuses updates."""
+    with pytest.raises(InvalidParams):
+        ledger.append_memory_event(action="frobbed", actor="user", entry_id="e")
+    with pytest.raises(InvalidParams):
+        ledger.append_memory_event(action="added", actor="robot", entry_id="e")
+    ledger.append_memory_event(action="added", actor="user", entry_id="e")
+    conn = sqlite3.connect(ledger.path)
+    with pytest.raises(sqlite3.IntegrityError):
+        conn.execute("UPDATE memory_events SET action = 'deleted'")
+    conn.close()
+
+
+# ---------------------------------------------------------------------- rejections, requests, intents
+
+
+def test_rejections_are_found_by_content_hash(ledger: Ledger) -> None:
+    """A recorded rejection is found by its hash; an unknown hash is None."""
+    ledger.record_rejection("h1", reason="duplicate", proposal_id="p", ts=5)
+    found = ledger.find_rejection("h1")
+    assert found is not None and (found.proposal_id, found.reason, found.ts) == ("p", "duplicate", 5)
+    assert ledger.find_rejection("h2") is None
+
+
+def test_request_results_first_write_wins_and_prune(ledger: Ledger) -> None:
+    """put_request_result keeps the first result; prune drops old ones."""
+    assert ledger.put_request_result("r", "m", b"1", ts=10).result == b"1"
+    assert ledger.put_request_result("r", "m", b"2", ts=20).result == b"1"
+    ledger.put_request_result("new", "m", b"3", ts=30)
+    assert ledger.prune_requests(older_than=25) == 1
+    assert ledger.get_request_result("r") is None
+    assert ledger.get_request_result("new") is not None
+
+
+def test_intents_stay_open_until_finished(ledger: Ledger) -> None:
+    """Begun intents are listed until finished; finishing an unknown one is NotFound."""
+    a = ledger.begin_intent("approve", {"proposalId": "p1"}, ts=1)
+    b = ledger.begin_intent("archive", {"entryId": "e"}, intent_id="fixed", ts=2)
+    assert [i.id for i in ledger.open_intents()] == [a.id, "fixed"]
+    assert ledger.open_intents()[0].payload == {"proposalId": "p1"}
+    ledger.finish_intent(a.id)
+    ledger.finish_intent(a.id)
+    assert [i.id for i in ledger.open_intents()] == [b.id]
+    with pytest.raises(NotFound):
+        ledger.finish_intent("ghost")
+    with pytest.raises(Conflict):
+        ledger.begin_intent("x", {}, intent_id="fixed")
+
+
+# ---------------------------------------------------------------------- memory index, settings
+
+
+def test_memory_index_is_replaced_and_searched(ledger: Ledger) -> None:
+    """search_memory ranks entries by title, content and tags; replacing drops old entries."""
+    ledger.replace_memory_index(
+        [
+            Entry(id="e1", title="Deploy process", content="We deploy with blue-green."),
+            Entry(id="e2", title="偏好", content="用户喜欢使用数据库迁移工具", tags=["数据库"]),
+            Entry(id="e3", title="Coffee", content="The user likes coffee.", tags=["deploy"]),
+        ]
+    )
+    ranked = ledger.search_memory("how do we deploy")
+    assert [entry_id for entry_id, _ in ranked][:1] == ["e1"] and len(ranked) == 2
+    assert all(score > 0 for _, score in ranked)
+    assert [e for e, _ in ledger.search_memory("数据库迁移")] == ["e2"]
+    ledger.replace_memory_index([Entry(id="e9", title="Other", content="nothing")])
+    assert ledger.search_memory("deploy") == []
+
+
+def test_settings_round_trip_as_json(ledger: Ledger) -> None:
+    """Settings are upserted by key, or replaced wholesale."""
+    ledger.put_settings_json({"agentReadEnabled": True, "budget": {"tokens": 4000}})
+    ledger.put_settings_json({"agentReadEnabled": False})
+    assert ledger.get_settings_json() == {"agentReadEnabled": False, "budget": {"tokens": 4000}}
+    ledger.put_settings_json({"x": [1, "二"]}, replace=True)
+    assert ledger.get_settings_json() == {"x": [1, "二"]}
