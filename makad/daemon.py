@@ -29,6 +29,7 @@ from makad.rpc.dispatch import Dispatcher, Handler
 from makad.rpc.server import Server
 from makad.service.common import Context
 from makad.service.memory import MemoryFiles, MemoryService
+from makad.service.proposals import ProposalService
 from makad.service.system import DaemonInfo, SystemService
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.store.workspaces import WorkspaceRegistry
@@ -115,11 +116,14 @@ def build_app(info: DaemonInfo) -> App:
     ctx = Context(settings=settings, registry=registry)
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)
+    proposals = ProposalService(ctx, memory_files, memory)
+    ctx.recovery.append(proposals.recover)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
         SystemService(info, openrpc_doc.generate(CATALOGUE)),
         memory,
+        proposals,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, Literal, TypeVar
 
@@ -37,6 +37,26 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+class Hooks:
+    """Default domain hooks: no evidence gate, nothing to propagate."""
+
+    async def check_consolidation(self, ws: Workspace, consolidates: Any,
+                                  session_id: str | None) -> None:
+        from makad.errors import InsufficientEvidence
+
+        raise InsufficientEvidence("consolidation is not available")
+
+    async def consolidation_queued(self, ws: Workspace, consolidates: Any,
+                                   proposal_id: str) -> None:
+        return None
+
+    async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
+        return None
+
+    async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
+        return None
+
+
 @dataclass
 class Context:
     """Dependencies shared by the domain services."""
@@ -45,11 +65,41 @@ class Context:
     registry: WorkspaceRegistry
     # Called whenever a workspace is used (the watcher starts watching it).
     on_access: Callable[[Workspace], None] = lambda ws: None
+    # Run once per workspace, under its lock, before its first use (crash recovery).
+    recovery: list[Callable[[Workspace], Awaitable[None]]] = field(default_factory=list)
+    # Domain hooks other services plug in (episodes and evidence, incognito sessions).
+    hooks: Hooks = field(default_factory=lambda: Hooks())
 
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.get(raw)
+        if not ws.extra.get("recovered"):
+            async with ws.lock:
+                if not ws.extra.get("recovered"):
+                    for recover in self.recovery:
+                        await recover(ws)
+                    ws.extra["recovered"] = True
         self.on_access(ws)
         return ws
+
+    def incognito_sessions(self, ws: Workspace) -> set[str]:
+        """Ids of this workspace's incognito sessions (kept in memory only)."""
+        found = ws.extra.setdefault("incognito_sessions", set())
+        assert isinstance(found, set)
+        return found
+
+    async def check_consolidation(self, ws: Workspace, consolidates: Any,
+                                  session_id: str | None) -> None:
+        await self.hooks.check_consolidation(ws, consolidates, session_id)
+
+    async def consolidation_queued(self, ws: Workspace, consolidates: Any,
+                                   proposal_id: str) -> None:
+        await self.hooks.consolidation_queued(ws, consolidates, proposal_id)
+
+    async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
+        await self.hooks.approved(ws, items)
+
+    async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
+        await self.hooks.rejected(ws, proposal_ids)
 
     # --- settings -------------------------------------------------------------
 

@@ -138,10 +138,11 @@ class MemoryFiles:
                           expected_revision: int | None, bump: bool) -> Change:
         tracked, path, channel = self._tracked(ws, which)
         seen = tracked.doc
+        user_changed: set[str] = set()
         if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
+            user_changed = changed_ids(seen, tracked.doc)
             await self._record_user_edits(ws, seen, tracked.doc, which)
             await self._ctx.bump(ws, channel, "external_edit")
-        user_changed = changed_ids(seen, tracked.doc)
         revision = await self._ctx.revision(ws)
         if expected_revision is not None and expected_revision != revision:
             raise Conflict("the workspace changed since that revision",
@@ -310,7 +311,7 @@ class MemoryService:
 
         async def run() -> EntryResult:
             settings = await self._ctx.require_writable(ws)
-            title, content, redactions = self._clean(params.title, params.content)
+            title, content, redactions = self.clean(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
             now = now_ms()
@@ -341,7 +342,7 @@ class MemoryService:
         def change(entry: Entry) -> tuple[Entry, int]:
             title = entry.title if params.title is UNSET else params.title
             content = entry.content if params.content is UNSET else params.content
-            title, content, redactions = self._clean(title, content)
+            title, content, redactions = self.clean(title, content)
             tags = entry.tags if params.tags is UNSET else normalize_tags(params.tags)
             return msgspec.structs.replace(entry, title=title, content=content, tags=tags,
                                            updated_at=now_ms()), redactions
@@ -403,7 +404,7 @@ class MemoryService:
         return await self._ctx.idempotent(ws, request_id, method, EntryResult, run)
 
     @staticmethod
-    def _clean(title: str, content: str) -> tuple[str, str, int]:
+    def clean(title: str, content: str) -> tuple[str, str, int]:
         title = " ".join(title.split())
         if not title:
             raise InvalidParams("title must not be empty", path="$.title")

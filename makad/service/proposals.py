@@ -1,0 +1,518 @@
+"""The approval gate: propose into PENDING.md, approve into MEMORY.md, reject, lineage.
+
+Approval is crash-safe: the whole plan (new entry ids and content, what is
+superseded) is recorded in the ledger as an intent *before* MEMORY.md is
+written, then PENDING.md, then the intent is closed. After a crash an open
+intent is completed from its record, and every step is idempotent (upsert by
+the planned id, remove by proposal id), so each approved proposal ends up in
+MEMORY.md exactly once and out of PENDING.md.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import signal
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import structlog
+from msgspec import UNSET
+from rapidfuzz import fuzz
+
+from makad.core import importers
+from makad.core import memory_format as fmt
+from makad.core.redaction import redact
+from makad.core.types import Entry
+from makad.errors import GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
+from makad.rpc.dispatch import Handler
+from makad.service.common import Context, in_thread, now_ms
+from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags
+from makad.service.peer import Peer
+from makad.store.workspaces import Workspace
+from makad.wire.proposals import (
+    Approved,
+    ApproveParams,
+    ApproveResult,
+    ExportParams,
+    ExportResult,
+    HistoryParams,
+    HistoryResult,
+    ImportParams,
+    ImportResultWire,
+    LineageEvent,
+    ListProposalsParams,
+    ProposalsResult,
+    ProposalView,
+    ProposeParams,
+    ProposeResult,
+    RejectionInfo,
+    RejectParams,
+    RejectResult,
+)
+
+log = structlog.get_logger("makad.proposals")
+
+# Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
+SIMILARITY_THRESHOLD = 85
+MAX_IMPORT_BYTES = 16 * 1024 * 1024
+OPEN_STATUSES = ("review_required", "draft")
+
+
+def normalized(text: str) -> str:
+    return " ".join(text.casefold().split())
+
+
+def content_hash(content: str) -> str:
+    """What makes two memories the same: their content, case and spacing aside."""
+    return hashlib.sha256(normalized(content).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def similar_ids(content: str, candidates: list[Entry], exclude: str | None = None) -> list[str]:
+    target = normalized(content)
+    scored = [
+        (fuzz.token_sort_ratio(target, normalized(e.content)), e.id)
+        for e in candidates if e.id != exclude
+    ]
+    return [i for score, i in sorted(scored, key=lambda p: (-p[0], p[1]))
+            if score >= SIMILARITY_THRESHOLD][:5]
+
+
+class ProposalService:
+    def __init__(self, ctx: Context, memory_files: MemoryFiles, memory: MemoryService) -> None:
+        self._ctx = ctx
+        self._files = memory_files
+        self._memory = memory
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "propose": self.propose,
+            "list_proposals": self.list_proposals,
+            "approve": self.approve,
+            "reject": self.reject,
+            "memory_history": self.memory_history,
+            "import_memories": self.import_memories,
+            "export_memories": self.export_memories,
+        }
+
+    # --- faults (tests only) --------------------------------------------------------
+
+    def _fault(self, point: str) -> None:
+        if self._ctx.settings.fault_point == point:
+            log.warning("fault_injected", point=point)
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    # --- propose ------------------------------------------------------------------------
+
+    async def propose(self, params: ProposeParams, peer: Peer) -> ProposeResult:
+        ws = await self._ctx.workspace(params.workspace)
+
+        async def run() -> ProposeResult:
+            settings = await self._ctx.require_writable(ws)
+            if params.session_id and params.session_id in self._ctx.incognito_sessions(ws):
+                raise IncognitoBlocked("the session is incognito: nothing is written")
+            if params.origin == "extracted" and not settings.extract_tool_effective:
+                raise GateClosed("agent proposals need extractToolEnabled and agentReadEnabled",
+                                 extractToolEnabled=settings.extract_tool_enabled,
+                                 agentReadEnabled=settings.agent_read_enabled)
+            title, content, redactions = MemoryService.clean(params.title, params.content)
+            if params.scope == "session" and not params.session_id:
+                raise InvalidParams("a session-scoped proposal needs sessionId", path="$.sessionId")
+            if params.consolidates is not None:
+                await self._ctx.check_consolidation(ws, params.consolidates, params.session_id)
+            digest = content_hash(content)
+            rejection = await in_thread(ws.ledger.find_rejection, digest)
+            if rejection is not None:
+                return ProposeResult(proposal=None, queued=False, redactions=redactions,
+                                     previously_rejected=RejectionInfo(
+                                         proposal_id=rejection.proposal_id or "",
+                                         reason=rejection.reason or None,
+                                         rejected_at=rejection.ts),
+                                     revision=await self._ctx.revision(ws))
+            async with ws.lock:
+                await self._files.refresh(ws, "memory")
+                await self._files.refresh(ws, "pending")
+                active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
+                open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
+                for existing in [*active, *open_]:
+                    if content_hash(existing.content) == digest:
+                        return ProposeResult(proposal=existing, queued=False,
+                                             duplicate_of=existing.id, redactions=redactions,
+                                             revision=await self._ctx.revision(ws))
+                now = now_ms()
+                proposal = Entry(
+                    id=fmt.new_entry_id(content, now), title=title, content=content,
+                    origin=params.origin, created_at=now, updated_at=now,
+                    status="draft" if params.draft else "review_required",
+                    tags=normalize_tags(params.tags), decay_ttl_ms=params.decay_ttl_ms,
+                    scope=params.scope, session_id=params.session_id,
+                    source_refs=list(params.source_refs), supersedes=params.supersedes)
+                similar = similar_ids(content, [*active, *open_])
+
+                def op(doc: fmt.MemoryDocument) -> Change:
+                    return Change(fmt.upsert(doc, proposal), frozenset({proposal.id}))
+
+                await self._files.write(ws, "pending", op)
+                if params.consolidates is not None:
+                    await self._ctx.consolidation_queued(ws, params.consolidates, proposal.id)
+                revision = await self._ctx.revision(ws)
+            await in_thread(ws.ledger.append_memory_event, action="proposed",
+                            actor="import" if params.origin == "imported" else "agent",
+                            proposal_id=proposal.id,
+                            data={"origin": params.origin, "sourceRefs": params.source_refs,
+                                  "redactions": redactions, "similarTo": similar})
+            return ProposeResult(proposal=proposal, queued=True, similar_to=similar,
+                                 redactions=redactions, revision=revision)
+
+        return await self._ctx.idempotent(ws, params.request_id, "propose", ProposeResult, run)
+
+    async def list_proposals(self, params: ListProposalsParams, peer: Peer) -> ProposalsResult:
+        ws = await self._ctx.workspace(params.workspace)
+        async with ws.lock:
+            await self._files.refresh(ws, "memory")
+            await self._files.refresh(ws, "pending")
+        active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
+        open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
+        views = [ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_],
+                                                                 exclude=p.id)) for p in open_]
+        return ProposalsResult(proposals=views, revision=await self._ctx.revision(ws))
+
+    # --- approve ------------------------------------------------------------------------
+
+    async def approve(self, params: ApproveParams, peer: Peer) -> ApproveResult:
+        ws = await self._ctx.workspace(params.workspace)
+        if not params.ids:
+            raise InvalidParams("ids must name at least one proposal", path="$.ids")
+        unknown_edits = set(params.edits) - set(params.ids)
+        if unknown_edits:
+            raise InvalidParams("edits name proposals not being approved", path="$.edits")
+
+        async def run() -> ApproveResult:
+            await self._ctx.require_writable(ws)
+            async with ws.lock:
+                await self._files.refresh(ws, "pending")
+                revision = await self._ctx.revision(ws)
+                if params.expected_revision is not None and params.expected_revision != revision:
+                    from makad.errors import Conflict
+
+                    raise Conflict("the workspace changed since that revision",
+                                   currentRevision=revision)
+                plan, redactions = self._plan(ws, params)
+                intent = await in_thread(ws.ledger.begin_intent, "approve", plan)
+                self._fault("approve_after_intent")
+                try:
+                    approved = await self._complete(ws, plan)
+                except MakadError:
+                    await in_thread(ws.ledger.finish_intent, intent.id, state="aborted")
+                    raise
+                await in_thread(ws.ledger.finish_intent, intent.id)
+                revision = await self._ctx.revision(ws)
+            return ApproveResult(approved=approved, revision=revision, redactions=redactions)
+
+        return await self._ctx.idempotent(ws, params.request_id, "approve", ApproveResult, run)
+
+    def _plan(self, ws: Workspace, params: ApproveParams) -> tuple[dict[str, Any], int]:
+        """The full approval, decided up front so a crash can finish it from the record."""
+        pending = {s.entry.id: s.entry for s in ws.pending.doc.sections}
+        missing = [i for i in params.ids if i not in pending
+                   or pending[i].status not in OPEN_STATUSES]
+        if missing:
+            raise NotFound("no open proposal with that id", ids=missing)
+        now = now_ms()
+        items: list[dict[str, Any]] = []
+        redactions = 0
+        used: set[str] = set()
+        for offset, proposal_id in enumerate(dict.fromkeys(params.ids)):
+            proposal = pending[proposal_id]
+            edit = params.edits.get(proposal_id)
+            title = proposal.title
+            content = proposal.content
+            tags = proposal.tags
+            if edit is not None:
+                title = title if edit.title is UNSET else edit.title
+                content = content if edit.content is UNSET else edit.content
+                tags = tags if edit.tags is UNSET else normalize_tags(edit.tags)
+            # The user may have edited PENDING.md by hand: redact what is approved, again.
+            title, content, count = MemoryService.clean(title, content)
+            redactions += count
+            created = now + offset
+            entry_id = fmt.new_entry_id(content, created)
+            while entry_id in used:
+                created += 1
+                entry_id = fmt.new_entry_id(content, created)
+            used.add(entry_id)
+            entry = Entry(id=entry_id, title=title, content=content, origin=proposal.origin,
+                          created_at=created, updated_at=created, status="active", tags=tags,
+                          decay_ttl_ms=proposal.decay_ttl_ms, scope=proposal.scope,
+                          session_id=proposal.session_id, source_refs=proposal.source_refs,
+                          supersedes=proposal.supersedes)
+            items.append({"proposalId": proposal_id, "entry": msgspec.to_builtins(entry),
+                          "edited": edit is not None})
+        return {"items": items, "at": now}, redactions
+
+    async def _complete(self, ws: Workspace, plan: dict[str, Any]) -> list[Approved]:
+        """Carry out a planned approval; every step may be repeated safely."""
+        items = [(i["proposalId"], msgspec.convert(i["entry"], Entry), bool(i.get("edited")))
+                 for i in plan["items"]]
+        at = int(plan["at"])
+        superseded: dict[str, str] = {}
+
+        def memory_op(doc: fmt.MemoryDocument) -> Change:
+            touched: set[str] = set()
+            for _, entry, _ in items:
+                doc = fmt.upsert(doc, entry)
+                touched.add(entry.id)
+                target = fmt.find(doc, entry.supersedes) if entry.supersedes else None
+                if target is not None and target.entry.status == "active":
+                    doc = fmt.upsert(doc, msgspec.structs.replace(
+                        target.entry, status="archived", updated_at=at))
+                    touched.add(target.entry.id)
+                    superseded[entry.id] = target.entry.id
+            return Change(doc, frozenset(touched))
+
+        await self._files.write(ws, "memory", memory_op)
+        self._fault("approve_after_memory")
+
+        def pending_op(doc: fmt.MemoryDocument) -> Change:
+            for proposal_id, _, _ in items:
+                doc = fmt.remove(doc, proposal_id)
+            return Change(doc, frozenset())
+
+        await self._files.write(ws, "pending", pending_op)
+        self._fault("approve_after_pending")
+
+        def record() -> None:
+            for proposal_id, entry, edited in items:
+                history = ws.ledger.memory_history(proposal_id)
+                if any(e.action == "approved" for e in history):
+                    continue
+                if edited:
+                    ws.ledger.append_memory_event(action="edited", actor="user",
+                                                  proposal_id=proposal_id, entry_id=entry.id)
+                ws.ledger.append_memory_event(action="approved", actor="user",
+                                              proposal_id=proposal_id, entry_id=entry.id,
+                                              data={"sourceRefs": entry.source_refs})
+                if entry.id in superseded:
+                    ws.ledger.append_memory_event(action="archived", actor="user",
+                                                  entry_id=superseded[entry.id],
+                                                  data={"supersededBy": entry.id})
+
+        await in_thread(record)
+        await self._ctx.approved(ws, [(p, e) for p, e, _ in items])
+        return [Approved(proposal_id=p, entry=e, superseded=superseded.get(e.id))
+                for p, e, _ in items]
+
+    async def recover(self, ws: Workspace) -> None:
+        """Finish approvals a crash interrupted (called once per workspace, under ws.lock)."""
+        for intent in await in_thread(ws.ledger.open_intents):
+            if intent.kind != "approve":
+                continue
+            try:
+                await self._complete(ws, intent.payload)
+            except MakadError as exc:
+                log.warning("approval_recovery_failed", workspace_id=ws.id, kind=exc.kind)
+                await in_thread(ws.ledger.finish_intent, intent.id, state="aborted")
+                continue
+            await in_thread(ws.ledger.finish_intent, intent.id)
+            log.info("approval_recovered", workspace_id=ws.id, intent=intent.id)
+
+    # --- reject ------------------------------------------------------------------------
+
+    async def reject(self, params: RejectParams, peer: Peer) -> RejectResult:
+        ws = await self._ctx.workspace(params.workspace)
+        if not params.ids:
+            raise InvalidParams("ids must name at least one proposal", path="$.ids")
+        reason = redact(params.reason).text if params.reason else ""
+
+        async def run() -> RejectResult:
+            await self._ctx.require_writable(ws)
+            rejected: list[Entry] = []
+
+            def op(doc: fmt.MemoryDocument) -> Change:
+                rejected.clear()
+                for proposal_id in dict.fromkeys(params.ids):
+                    section = fmt.find(doc, proposal_id)
+                    if section is None or section.entry.status not in OPEN_STATUSES:
+                        raise NotFound("no open proposal with that id", ids=[proposal_id])
+                    rejected.append(section.entry)
+                    doc = fmt.remove(doc, proposal_id)
+                return Change(doc, frozenset(e.id for e in rejected))
+
+            async with ws.lock:
+                await self._files.write(ws, "pending", op,
+                                        expected_revision=params.expected_revision)
+                revision = await self._ctx.revision(ws)
+
+            def record() -> None:
+                for entry in rejected:
+                    ws.ledger.record_rejection(content_hash(entry.content), reason=reason,
+                                               proposal_id=entry.id)
+                    ws.ledger.append_memory_event(action="rejected", actor="user",
+                                                  proposal_id=entry.id,
+                                                  data={"reason": reason or None})
+
+            await in_thread(record)
+            await self._ctx.rejected(ws, [e.id for e in rejected])
+            return RejectResult(rejected=[e.id for e in rejected], revision=revision)
+
+        return await self._ctx.idempotent(ws, params.request_id, "reject", RejectResult, run)
+
+    # --- lineage ------------------------------------------------------------------------
+
+    async def memory_history(self, params: HistoryParams, peer: Peer) -> HistoryResult:
+        ws = await self._ctx.workspace(params.workspace)
+        events = await in_thread(ws.ledger.memory_history, params.id)
+        async with ws.lock:
+            await self._files.refresh(ws, "memory")
+            await self._files.refresh(ws, "pending")
+        section = fmt.find(ws.memory.doc, params.id) or fmt.find(ws.pending.doc, params.id)
+        if not events and section is None:
+            raise NotFound("no entry or proposal with that id", id=params.id)
+        approved = next((e for e in events if e.action == "approved"), None)
+        proposal_id = approved.proposal_id if approved else next(
+            (e.proposal_id for e in events if e.proposal_id), None)
+        entry = section.entry if section else None
+        refs = list(entry.source_refs) if entry else []
+        if not refs:
+            for event in events:
+                data_refs = (event.data or {}).get("sourceRefs")
+                if isinstance(data_refs, list) and data_refs:
+                    refs = [str(r) for r in data_refs]
+                    break
+        return HistoryResult(
+            id=params.id, entry=entry, proposal_id=proposal_id, source_refs=refs,
+            approved_by=approved.actor if approved else None,
+            approved_at=approved.ts if approved else None,
+            events=[LineageEvent(id=e.id, ts=e.ts, action=e.action, actor=e.actor,
+                                 entry_id=e.entry_id, proposal_id=e.proposal_id, data=e.data)
+                    for e in events])
+
+    # --- import / export ------------------------------------------------------------------
+
+    async def import_memories(self, params: ImportParams, peer: Peer) -> ImportResultWire:
+        ws = await self._ctx.workspace(params.workspace)
+        if (params.path is None) == (params.data is None):
+            raise InvalidParams("give exactly one of path or data", path="$")
+
+        async def run() -> ImportResultWire:
+            await self._ctx.require_writable(ws)
+            data, files_, filename = await in_thread(_read_import_source, params.path, params.data)
+            fmt_name = params.format
+            if fmt_name is not None and fmt_name not in importers.FORMATS:
+                raise InvalidParams("unknown import format", path="$.format",
+                                    formats=sorted(importers.FORMATS))
+            chosen: importers.FormatName
+            if fmt_name is not None:
+                chosen = fmt_name
+            elif files_ is not None:
+                chosen = "claude_code"
+            else:
+                chosen = importers.sniff(data, filename)
+            parsed = importers.parse(data, chosen, files=files_)
+            imported: list[str] = []
+            duplicates = 0
+            async with ws.lock:
+                await self._files.refresh(ws, "memory")
+                await self._files.refresh(ws, "pending")
+                known = {content_hash(e.content) for e in
+                         [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)]}
+                now = now_ms()
+                new: list[Entry] = []
+                for offset, item in enumerate(parsed.items):
+                    try:
+                        title, content, _ = MemoryService.clean(item.title or "Imported memory",
+                                                                item.content)
+                    except MakadError as exc:
+                        parsed.errors.append(importers.ItemError(locator=item.locator,
+                                                                 reason=exc.message))
+                        continue
+                    digest = content_hash(content)
+                    rejection = await in_thread(ws.ledger.find_rejection, digest)
+                    if digest in known or rejection is not None:
+                        duplicates += 1
+                        continue
+                    known.add(digest)
+                    created = item.created_at_ms or now + offset
+                    new.append(Entry(
+                        id=fmt.new_entry_id(content, created), title=title, content=content,
+                        origin="imported", created_at=created,
+                        updated_at=item.updated_at_ms or created, status="review_required",
+                        tags=normalize_tags(item.tags),
+                        source_refs=[f"import:{parsed.format}:{item.source_id}"]))
+
+                def op(doc: fmt.MemoryDocument) -> Change:
+                    for entry in new:
+                        doc = fmt.upsert(doc, entry)
+                    return Change(doc, frozenset(e.id for e in new))
+
+                if new:
+                    await self._files.write(ws, "pending", op)
+                imported = [e.id for e in new]
+                revision = await self._ctx.revision(ws)
+
+            def record() -> None:
+                for entry in new:
+                    ws.ledger.append_memory_event(action="imported", actor="import",
+                                                  proposal_id=entry.id,
+                                                  data={"format": parsed.format,
+                                                        "sourceRefs": entry.source_refs})
+
+            await in_thread(record)
+            return ImportResultWire(format=parsed.format, imported=imported,
+                                    duplicates=duplicates, errors=parsed.errors,
+                                    skipped=parsed.skipped, revision=revision)
+
+        return await self._ctx.idempotent(ws, params.request_id, "import_memories",
+                                          ImportResultWire, run)
+
+    async def export_memories(self, params: ExportParams, peer: Peer) -> ExportResult:
+        ws = await self._ctx.workspace(params.workspace)
+        settings = await self._ctx.load_settings(ws)
+        if settings.incognito:
+            raise IncognitoBlocked("incognito is on: memory is not read")
+        async with ws.lock:
+            await self._files.refresh(ws, "memory")
+        chosen = [e for e in fmt.entries(ws.memory.doc)
+                  if e.status == "active" or params.include_archived]
+        if params.format == "json":
+            data = msgspec.json.format(msgspec.json.encode({"entries": chosen}), indent=2).decode()
+        else:
+            doc = fmt.new_document()
+            for entry in chosen:
+                doc = fmt.upsert(doc, entry)
+            data = fmt.render(doc)
+        return ExportResult(format=params.format, data=data, count=len(chosen))
+
+
+def _read_import_source(path: str | None, data: str | None
+                        ) -> tuple[str, dict[str, str] | None, str | None]:
+    """(text, files of a directory import, file name) — the only file IO of an import."""
+    if data is not None:
+        if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
+            from makad.errors import TooLarge
+
+            raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
+        return data, None, None
+    assert path is not None
+    if not os.path.isabs(path):
+        raise InvalidParams("path must be absolute", path="$.path")
+    target = Path(path)
+    if target.is_dir():
+        found: dict[str, str] = {}
+        total = 0
+        for child in sorted(target.rglob("*.md")):
+            if child.is_file() and not child.is_symlink():
+                text = child.read_text(encoding="utf-8", errors="replace")
+                total += len(text)
+                if total > MAX_IMPORT_BYTES:
+                    break
+                found[str(child.relative_to(target))] = text
+        return found.get("MEMORY.md", ""), found, "MEMORY.md"
+    if not target.is_file():
+        raise NotFound("no file at that path", path="$.path")
+    if target.stat().st_size > MAX_IMPORT_BYTES:
+        from makad.errors import TooLarge
+
+        raise TooLarge("import file is over 16 MiB", limit=MAX_IMPORT_BYTES)
+    return target.read_text(encoding="utf-8", errors="replace"), None, target.name

@@ -1,0 +1,200 @@
+"""Wire types of the approval gate: proposals, approval, rejection, lineage, import, export."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from msgspec import UNSET, UnsetType
+
+from makad.core.importers import ItemError
+from makad.core.types import Entry
+from makad.errors import (
+    Conflict,
+    Disabled,
+    GateClosed,
+    IncognitoBlocked,
+    InsufficientEvidence,
+    InvalidParams,
+    InvalidWorkspace,
+    IOFailure,
+    NotFound,
+    SafeMode,
+    TooLarge,
+)
+from makad.wire.base import MethodSpec, Params, Result, WorkspaceParams
+
+
+class Consolidates(Params):
+    """A profile proposal's evidence: the tag and the episodes it consolidates."""
+
+    tag: str
+    episode_ids: list[str]
+
+
+class ProposeParams(WorkspaceParams):
+    title: str
+    content: str
+    origin: Literal["extracted", "imported", "manual", "unknown"] = "extracted"
+    tags: list[str] = []
+    scope: Literal["workspace", "session", "global"] = "workspace"
+    session_id: str | None = None
+    source_refs: list[str] = []
+    supersedes: str | None = None
+    decay_ttl_ms: int | None = None
+    draft: bool = False
+    consolidates: Consolidates | None = None
+    request_id: str | None = None
+
+
+class RejectionInfo(Result):
+    proposal_id: str
+    reason: str | None
+    rejected_at: int
+
+
+class ProposeResult(Result):
+    """``proposal`` is what was queued, or the existing duplicate when nothing was queued."""
+
+    proposal: Entry | None
+    queued: bool
+    duplicate_of: str | None = None
+    similar_to: list[str] = []
+    previously_rejected: RejectionInfo | None = None
+    redactions: int = 0
+    revision: int = 0
+
+
+class ListProposalsParams(WorkspaceParams):
+    pass
+
+
+class ProposalView(Result):
+    proposal: Entry
+    similar_to: list[str] = []
+
+
+class ProposalsResult(Result):
+    proposals: list[ProposalView]
+    revision: int
+
+
+class ProposalEdit(Params):
+    title: str | UnsetType = UNSET
+    content: str | UnsetType = UNSET
+    tags: list[str] | UnsetType = UNSET
+
+
+class ApproveParams(WorkspaceParams):
+    ids: list[str]
+    edits: dict[str, ProposalEdit] = {}
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class Approved(Result):
+    proposal_id: str
+    entry: Entry
+    superseded: str | None = None
+
+
+class ApproveResult(Result):
+    approved: list[Approved]
+    revision: int
+    redactions: int = 0
+
+
+class RejectParams(WorkspaceParams):
+    ids: list[str]
+    reason: str | None = None
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class RejectResult(Result):
+    rejected: list[str]
+    revision: int
+
+
+class HistoryParams(WorkspaceParams):
+    id: str
+
+
+class LineageEvent(Result):
+    id: int
+    ts: int
+    action: str
+    actor: str
+    entry_id: str | None = None
+    proposal_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+class HistoryResult(Result):
+    """Why the daemon believes an entry: its proposal, sources, approval and later edits."""
+
+    id: str
+    entry: Entry | None
+    proposal_id: str | None
+    source_refs: list[str]
+    approved_by: str | None
+    approved_at: int | None
+    events: list[LineageEvent]
+
+
+class ImportParams(WorkspaceParams):
+    """Either ``path`` (a file, or a Claude Code memory directory) or ``data`` (the text)."""
+
+    path: str | None = None
+    data: str | None = None
+    format: str | None = None
+    request_id: str | None = None
+
+
+class ImportResultWire(Result):
+    format: str
+    imported: list[str]
+    duplicates: int
+    errors: list[ItemError]
+    skipped: list[ItemError]
+    revision: int
+
+
+class ExportParams(WorkspaceParams):
+    format: Literal["json", "markdown"] = "json"
+    include_archived: bool = False
+
+
+class ExportResult(Result):
+    format: str
+    data: str
+    count: int
+
+
+_WS = (InvalidWorkspace,)
+_WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFailure)
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("propose", ProposeParams, ProposeResult,
+               "Queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). "
+               "Gates in order: disabled, incognito_blocked, gate_closed (origin extracted "
+               "needs extractToolEnabled && agentReadEnabled), too_large.",
+               errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence)),
+    MethodSpec("list_proposals", ListProposalsParams, ProposalsResult,
+               "Open proposals with the ids of similar entries.", errors=(*_WS, IOFailure)),
+    MethodSpec("approve", ApproveParams, ApproveResult,
+               "Activate proposals (optionally edited) in MEMORY.md and remove them from "
+               "PENDING.md; a supersedes target is archived in the same write.",
+               errors=(*_WRITE, NotFound)),
+    MethodSpec("reject", RejectParams, RejectResult,
+               "Reject proposals: removed from PENDING.md, recorded so the same one is not "
+               "queued again.", errors=(*_WRITE, NotFound)),
+    MethodSpec("memory_history", HistoryParams, HistoryResult,
+               "Why do you believe this? The lineage of an entry or proposal.",
+               errors=(*_WS, NotFound)),
+    MethodSpec("import_memories", ImportParams, ImportResultWire,
+               "Import memories from another tool into PENDING.md (origin imported); "
+               "re-importing adds nothing.", errors=(*_WRITE, InvalidParams)),
+    MethodSpec("export_memories", ExportParams, ExportResult,
+               "Export active (and optionally archived) entries as JSON or Markdown.",
+               errors=(*_WS, IOFailure)),
+]
