@@ -28,8 +28,10 @@ from makad import openrpc as openrpc_doc
 from makad.rpc.dispatch import Dispatcher, Handler
 from makad.rpc.server import Server
 from makad.service.common import Context
+from makad.service.context import ContextService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
+from makad.service.sessions import Sessions
 from makad.service.system import DaemonInfo, SystemService
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.store.workspaces import WorkspaceRegistry
@@ -118,12 +120,15 @@ def build_app(info: DaemonInfo) -> App:
     memory = MemoryService(ctx, memory_files)
     proposals = ProposalService(ctx, memory_files, memory)
     ctx.recovery.append(proposals.recover)
+    sessions = Sessions(ctx)
+    context = ContextService(ctx, memory_files, sessions)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
         SystemService(info, openrpc_doc.generate(CATALOGUE)),
         memory,
         proposals,
+        context,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

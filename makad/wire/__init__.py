@@ -6,10 +6,10 @@ The OpenRPC document and the dispatcher are both built from ``CATALOGUE``.
 
 from __future__ import annotations
 
-from makad.wire import memory, proposals, system
+from makad.wire import context, memory, proposals, system
 from makad.wire.base import MethodSpec
 
-_MODULES = (system, memory, proposals)
+_MODULES = (system, memory, proposals, context)
 
 
 def _build() -> dict[str, MethodSpec]:

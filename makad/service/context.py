@@ -1,0 +1,232 @@
+"""build_context: fetch candidates from the stores, let the pure core assemble, record it.
+
+The service only gathers bounded inputs — the top memory candidates by BM25
+plus the most recent, the tail of the live history that can matter for this
+budget, recall hits with their neighbours — so the cost does not grow with the
+size of the workspace. ``makad.core.assembly`` makes every choice.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+import msgspec
+
+from makad.core import memory_format as fmt
+from makad.core.assembly import assemble
+from makad.core.context_types import SEGMENT_KINDS, ContextInputs, ContextPack, RecallHit
+from makad.core.render import entry_hash
+from makad.core.types import Checkpoint, Entry, Event
+from makad.errors import InvalidParams
+from makad.rpc.dispatch import Handler
+from makad.service.common import Context, in_thread, now_ms
+from makad.service.memory import MemoryFiles
+from makad.service.peer import Peer
+from makad.service.sessions import Sessions
+from makad.store.workspaces import Workspace
+from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
+
+MEMORY_BM25_CANDIDATES = 200
+MEMORY_RECENT_CANDIDATES = 50
+RECALL_HITS = 30
+RECALL_NEIGHBOURS = 2
+# History tail to read: events covering this multiple of the budget (older ones cannot fit).
+HISTORY_TAIL_FACTOR = 2
+HISTORY_FIRST_READ = 256
+
+
+@dataclass
+class MemorySnapshot:
+    """Active entries of one MEMORY.md version, newest first, and the index it was built into."""
+
+    sha: str | None
+    by_id: dict[str, Entry]
+    recent: list[Entry]
+
+
+class ContextService:
+    def __init__(self, ctx: Context, memory_files: MemoryFiles, sessions: Sessions) -> None:
+        self._ctx = ctx
+        self._files = memory_files
+        self._sessions = sessions
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"build_context": self.build_context}
+
+    async def build_context(self, params: BuildContextParams, peer: Peer) -> ContextPack:
+        if params.budget_tokens < 0 or params.budget_tokens > MAX_BUDGET_TOKENS:
+            raise InvalidParams(f"budgetTokens must be between 0 and {MAX_BUDGET_TOKENS}",
+                                path="$.budgetTokens")
+        ws = await self._ctx.workspace(params.workspace)
+        settings = await self._ctx.load_settings(ws)
+        sid = params.session_id
+        if sid is not None:
+            await self._sessions.require(ws, sid)
+        session_incognito = sid is not None and self._sessions.is_incognito(ws, sid)
+        include = frozenset(params.include) if params.include is not None else frozenset(
+            SEGMENT_KINDS)
+        query = (params.query or "").strip() or None
+        memory_ok = (settings.enabled and settings.agent_read_enabled and not settings.incognito
+                     and not session_incognito and "memory" in include)
+
+        checkpoint = await self._sessions.latest_checkpoint(ws, sid) if sid else None
+        history: list[Event] = []
+        live_tokens: int | None = None
+        last_seq = 0
+        if sid is not None:
+            history, live_tokens, last_seq = await self._history_tail(
+                ws, sid, checkpoint, params.budget_tokens)
+        working_state = (await self._sessions.working_state(ws, sid)
+                         if sid and "working_state" in include else None)
+
+        entries: list[Entry] = []
+        bm25: dict[str, float] = {}
+        if memory_ok:
+            entries, bm25 = await self._memory_candidates(ws, query)
+        recall: list[RecallHit] = []
+        if (settings.history_recall_enabled and query and "recall" in include
+                and not session_incognito):
+            recall = await self._recall(ws, query, sid, checkpoint)
+
+        revision = await self._ctx.revision(ws)
+        call_id = _call_id(str(ws.path), revision, sid, last_seq, params.budget_tokens, query,
+                           include)
+        already_shown, carried = await self._already_shown(ws, sid, checkpoint, call_id,
+                                                           session_incognito)
+        inputs = ContextInputs(
+            budget_tokens=params.budget_tokens, now_ms=now_ms(), session_id=sid, query=query,
+            include=include, memory_enabled=memory_ok, memory_entries=entries,
+            memory_bm25=bm25, already_shown=already_shown, working_state=working_state,
+            checkpoint=checkpoint, history=history, live_history_tokens=live_tokens,
+            recall_hits=recall)
+        pack = await in_thread(assemble, inputs)
+        pack = msgspec.structs.replace(pack, call_id=call_id, revision=revision)
+        if sid is not None and not session_incognito:
+            await self._record(ws, sid, call_id, pack, carried)
+        return pack
+
+    # --- inputs -----------------------------------------------------------------------
+
+    async def _history_tail(self, ws: Workspace, sid: str, checkpoint: Checkpoint | None,
+                            budget: int) -> tuple[list[Event], int | None, int]:
+        """Events after the checkpoint, newest covering ~2x the budget (or all of them)."""
+        floor = checkpoint.coverage.to_seq if checkpoint else 0
+        want = max(budget, 1) * HISTORY_TAIL_FACTOR
+        count = HISTORY_FIRST_READ
+        last = await self._last_seq(ws, sid)
+        while True:
+            after = max(floor, last - count)
+            events = await self._sessions.read_events(ws, sid, after_seq=after)
+            tokens = sum(e.tokens for e in events)
+            if after == floor:
+                return events, None, last
+            if tokens >= want:
+                # Older events are beyond what could fit; their exact size does not matter.
+                return events, tokens + 1, last
+            count *= 4
+
+    async def _last_seq(self, ws: Workspace, sid: str) -> int:
+        if self._sessions.is_incognito(ws, sid):
+            return self._sessions.ephemeral(ws).get_session(sid).last_seq
+        info = await in_thread(ws.ledger.get_session, sid)
+        return info.last_seq
+
+    async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
+        async with ws.lock:
+            await self._files.refresh(ws, "memory")
+        sha = ws.memory.sha256 if not ws.memory.too_large else None
+        snap = ws.extra.get("memory_snapshot")
+        if isinstance(snap, MemorySnapshot) and snap.sha == sha:
+            return snap
+        active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
+        await in_thread(ws.ledger.replace_memory_index, active)
+        recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
+        snap = MemorySnapshot(sha=sha, by_id={e.id: e for e in active}, recent=recent)
+        ws.extra["memory_snapshot"] = snap
+        return snap
+
+    async def _memory_candidates(self, ws: Workspace, query: str | None
+                                 ) -> tuple[list[Entry], dict[str, float]]:
+        snap = await self._snapshot(ws)
+        bm25: dict[str, float] = {}
+        chosen: dict[str, Entry] = {}
+        if query:
+            for entry_id, score in await in_thread(ws.ledger.search_memory, query,
+                                                   MEMORY_BM25_CANDIDATES):
+                entry = snap.by_id.get(entry_id)
+                if entry is not None:
+                    chosen[entry_id] = entry
+                    bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
+        limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_BM25_CANDIDATES
+        for entry in snap.recent[:limit]:
+            chosen.setdefault(entry.id, entry)
+        return list(chosen.values()), bm25
+
+    async def _recall(self, ws: Workspace, query: str, sid: str | None,
+                      checkpoint: Checkpoint | None) -> list[RecallHit]:
+        """Ranked events of other sessions and of this session's compacted part."""
+        max_seq = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+
+        def search() -> list[RecallHit]:
+            hits = ws.ledger.search_events_ranked(query, limit=RECALL_HITS,
+                                                  max_seq_by_session=max_seq)
+            out: list[RecallHit] = []
+            for hit in hits:
+                event = hit.event
+                start = max(0, event.seq - RECALL_NEIGHBOURS - 1)
+                around = ws.ledger.read_events(event.session_id, after_seq=start,
+                                               limit=2 * RECALL_NEIGHBOURS + 1)
+                if max_seq and event.session_id in max_seq:
+                    around = [e for e in around if e.seq <= max_seq[event.session_id]]
+                out.append(RecallHit(event=event, bm25=-hit.score,
+                                     neighbours=[e for e in around if e.seq != event.seq]))
+            return out
+
+        return await in_thread(search)
+
+    async def _already_shown(self, ws: Workspace, sid: str | None,
+                             checkpoint: Checkpoint | None, call_id: str,
+                             incognito: bool) -> tuple[dict[str, str], dict[str, str]]:
+        """(what this call must not repeat, what its manifest carries forward)."""
+        if sid is None or incognito:
+            return {}, {}
+        from makad.errors import NotFound
+
+        try:
+            manifest = await in_thread(ws.ledger.get_manifest, sid)
+        except NotFound:
+            return {}, {}
+        if checkpoint is not None and manifest.created_at < checkpoint.created_at:
+            return {}, {}
+        # Items with tokens == 0 were carried from earlier calls; a repeat of the same call
+        # must see exactly what that call saw, so it only skips what came before it.
+        carried = {i.source_id: i.content_hash for i in manifest.items if i.tokens == 0}
+        if manifest.call_id == call_id:
+            return carried, carried
+        everything = {i.source_id: i.content_hash for i in manifest.items}
+        return everything, everything
+
+    async def _record(self, ws: Workspace, sid: str, call_id: str, pack: ContextPack,
+                      carried: dict[str, str]) -> None:
+        items: dict[str, tuple[str, int, str]] = {
+            source: (source, 0, digest) for source, digest in carried.items()}
+        for candidate in pack.trace.candidates:
+            if candidate.kind == "memory" and candidate.included and candidate.content_hash:
+                items[candidate.source_id] = (candidate.source_id, max(candidate.tokens, 1),
+                                              candidate.content_hash)
+        for segment in pack.segments:
+            if segment.kind != "memory":
+                for source in segment.source_ids:
+                    items.setdefault(source, (source, segment.tokens, ""))
+        await in_thread(ws.ledger.record_manifest, sid, call_id, list(items.values()))
+
+
+def _call_id(workspace: str, revision: int, sid: str | None, last_seq: int, budget: int,
+             query: str | None, include: frozenset[str]) -> str:
+    key = msgspec.json.encode([workspace, revision, sid, last_seq, budget, query,
+                               sorted(include)])
+    return hashlib.sha256(key).hexdigest()[:24]
+
+
+__all__ = ["ContextService", "entry_hash"]
