@@ -28,6 +28,7 @@ from makad import openrpc as openrpc_doc
 from makad.rpc.dispatch import Dispatcher, Handler
 from makad.rpc.server import Server
 from makad.service.common import Context
+from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
@@ -122,6 +123,7 @@ def build_app(info: DaemonInfo) -> App:
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
     context = ContextService(ctx, memory_files, sessions)
+    compaction = CompactionService(ctx, sessions)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
@@ -129,6 +131,7 @@ def build_app(info: DaemonInfo) -> App:
         memory,
         proposals,
         context,
+        compaction,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

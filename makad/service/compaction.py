@@ -1,0 +1,143 @@
+"""compact: checkpoint a session without deleting anything.
+
+A checkpoint is written in one SQLite transaction, so a crash leaves the old
+checkpoint in force or the new one, never half. Validation fails closed: an
+invalid summary changes nothing. The circuit breaker stops automatic
+(``budget``/``overflow``) retries after 3 consecutive failures of a session.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+
+import msgspec
+import structlog
+
+from makad.core import compaction as plan_core
+from makad.core.redaction import redact
+from makad.core.tokens import estimate_tokens
+from makad.core.types import Checkpoint, Coverage
+from makad.errors import InvalidParams, MakadError, NotFound
+from makad.rpc.dispatch import Handler
+from makad.service.common import Context, in_thread, now_ms
+from makad.service.peer import Peer
+from makad.service.sessions import Sessions
+from makad.store.ledger_schema import RequestRecord
+from makad.store.workspaces import Workspace
+from makad.wire.compaction import (
+    CheckpointsResult,
+    CompactParams,
+    GetCheckpointParams,
+    ListCheckpointsParams,
+)
+
+log = structlog.get_logger("makad.compaction")
+AUTOMATIC = ("budget", "overflow")
+
+
+class CompactionService:
+    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+        self._ctx = ctx
+        self._sessions = sessions
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"compact": self.compact, "list_checkpoints": self.list_checkpoints,
+                "get_checkpoint": self.get_checkpoint}
+
+    def _breaker(self, ws: Workspace, sid: str) -> plan_core.BreakerState:
+        breakers = ws.extra.setdefault("breakers", {})
+        state = breakers.get(sid)
+        return state if isinstance(state, plan_core.BreakerState) else plan_core.BreakerState()
+
+    def _set_breaker(self, ws: Workspace, sid: str, state: plan_core.BreakerState) -> None:
+        ws.extra.setdefault("breakers", {})[sid] = state
+
+    async def compact(self, params: CompactParams, peer: Peer) -> Checkpoint:
+        ws = await self._ctx.workspace(params.workspace)
+        sid = params.session_id
+        await self._sessions.require(ws, sid)
+        if params.request_id is not None:
+            stored = await in_thread(ws.ledger.get_request_result, f"compact:{params.request_id}")
+            if stored is not None:
+                return msgspec.json.decode(stored.result, type=Checkpoint)
+        if params.reason in AUTOMATIC:
+            plan_core.ensure_closed(self._breaker(ws, sid), sid)
+        try:
+            async with ws.lock:
+                checkpoint = await self._compact(ws, params)
+        except MakadError:
+            self._set_breaker(ws, sid, plan_core.record_failure(self._breaker(ws, sid)))
+            raise
+        self._set_breaker(ws, sid, plan_core.record_success(self._breaker(ws, sid)))
+        return checkpoint
+
+    async def _compact(self, ws: Workspace, params: CompactParams) -> Checkpoint:
+        sid = params.session_id
+        previous = await self._sessions.latest_checkpoint(ws, sid)
+        floor = previous.coverage.to_seq if previous else 0
+        events = await self._sessions.read_events(ws, sid, after_seq=floor)
+        plan = plan_core.plan_keep_window(events, params.keep_recent_tokens, params.reason,
+                                          previous_boundary_seq=floor)
+        if plan is None:
+            raise InvalidParams("nothing to compact: the live history fits the keep window",
+                                path="$.keepRecentTokens")
+        covered = [e for e in events if plan.covered_from_seq <= e.seq <= plan.covered_to_seq]
+        if params.mode == "semantic":
+            if params.summary is None:
+                raise InvalidParams("semantic compaction needs a summary", path="$.summary")
+            summary = plan_core.validate_summary(params.summary,
+                                                 find_secrets=lambda t: redact(t).count)
+        else:
+            if params.summary is not None:
+                raise InvalidParams("checkpoint compaction builds its own summary",
+                                    path="$.summary")
+            state = await self._sessions.working_state(ws, sid)
+            summary = plan_core.checkpoint_summary(
+                covered, state, previous.summary if previous else None)
+            summary = redact(summary).text
+        checkpoint = Checkpoint(
+            checkpoint_id=secrets.token_hex(12), session_id=sid,
+            boundary_seq=plan.boundary_seq,
+            coverage=Coverage(from_seq=plan.covered_from_seq, to_seq=plan.covered_to_seq),
+            covered_hash=plan_core.covered_hash(covered), summary=summary,
+            summary_tokens=estimate_tokens(summary), preserved_from_seq=plan.preserved_from_seq,
+            mode=params.mode, reason=params.reason, created_at=now_ms())
+        self._fault("compact_before_commit")
+        if self._sessions.is_incognito(ws, sid):
+            ws.extra.setdefault("ephemeral_checkpoints", {})[sid] = checkpoint
+        else:
+            request = None
+            if params.request_id is not None:
+                request = RequestRecord(request_id=f"compact:{params.request_id}",
+                                        method="compact", result=msgspec.json.encode(checkpoint))
+            await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request)
+        self._fault("compact_after_commit")
+        log.info("compacted", mode=params.mode, reason=params.reason,
+                 covered=plan.covered_to_seq - plan.covered_from_seq + 1)
+        return checkpoint
+
+    def _fault(self, point: str) -> None:
+        if self._ctx.settings.fault_point == point:
+            os.kill(os.getpid(), signal.SIGKILL)
+
+    async def list_checkpoints(self, params: ListCheckpointsParams, peer: Peer) -> CheckpointsResult:
+        ws = await self._ctx.workspace(params.workspace)
+        await self._sessions.require(ws, params.session_id)
+        if self._sessions.is_incognito(ws, params.session_id):
+            found = ws.extra.get("ephemeral_checkpoints", {}).get(params.session_id)
+            return CheckpointsResult(checkpoints=[found] if found else [])
+        return CheckpointsResult(
+            checkpoints=await in_thread(ws.ledger.list_checkpoints, params.session_id))
+
+    async def get_checkpoint(self, params: GetCheckpointParams, peer: Peer) -> Checkpoint:
+        ws = await self._ctx.workspace(params.workspace)
+        for found in ws.extra.get("ephemeral_checkpoints", {}).values():
+            if isinstance(found, Checkpoint) and found.checkpoint_id == params.checkpoint_id:
+                return found
+        try:
+            return await in_thread(ws.ledger.get_checkpoint, params.checkpoint_id)
+        except NotFound:
+            raise NotFound("no checkpoint with that id",
+                           checkpointId=params.checkpoint_id) from None
