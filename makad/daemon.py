@@ -30,6 +30,7 @@ from makad.rpc.server import Server
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
+from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
 from makad.service.sessions import Sessions
@@ -132,6 +133,7 @@ def build_app(info: DaemonInfo) -> App:
         proposals,
         context,
         compaction,
+        LedgerService(ctx, sessions),
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

@@ -96,13 +96,21 @@ class MemoryFiles:
             return ws.memory, ws.memory_path, "memory_changed"
         return ws.pending, ws.pending_path, "proposals_changed"
 
-    async def refresh(self, ws: Workspace, which: str) -> None:
-        """Under ws.lock: ingest a user's edit of the file, if any."""
-        tracked, path, channel = self._tracked(ws, which)
-        before = tracked.doc
-        if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
-            await self._record_user_edits(ws, before, tracked.doc, which)
-            await self._ctx.bump(ws, channel, "external_edit")
+    async def refresh(self, ws: Workspace, *which: str) -> None:
+        """Under ws.lock: ingest a user's edit of the files (default both), if any."""
+        names = which or ("memory", "pending")
+        cap = self._ctx.settings.memory_max_bytes
+        tracked = [self._tracked(ws, name) for name in names]
+        before = [t.doc for t, _, _ in tracked]
+
+        def check() -> list[bool]:  # one worker-thread hop for all files
+            return [t.refresh(path, cap) for t, path, _ in tracked]
+
+        for name, (t, _, channel), old, changed in zip(names, tracked, before, await in_thread(check),
+                                                       strict=True):
+            if changed:
+                await self._record_user_edits(ws, old, t.doc, name)
+                await self._ctx.bump(ws, channel, "external_edit")
 
     async def _record_user_edits(self, ws: Workspace, before: fmt.MemoryDocument,
                                  after: fmt.MemoryDocument, which: str) -> None:
@@ -243,9 +251,8 @@ class MemoryService:
                                     pending_count=0)
         try:
             async with ws.lock:
-                await self._files.refresh(ws, "memory")
+                await self._files.refresh(ws)
                 await self.apply_decay(ws)
-                await self._files.refresh(ws, "pending")
         except (IOFailure, InvalidWorkspace) as exc:  # the contract's error status
             reason = exc.message
             return LocalMemoryState(**base, status="error", content="", entry_count=0,
@@ -262,9 +269,7 @@ class MemoryService:
                        f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries are read "
                        "until it is shrunk", revision=revision, sha256=None,
                 pending_count=pending_count)
-        all_entries = fmt.entries(ws.memory.doc)
-        active = [e for e in all_entries if e.status == "active"]
-        latest = max(active, key=lambda e: (e.updated_at, e.created_at), default=None)
+        all_entries, active, latest = self._derived(ws)
         shown = None
         if params.include_entries:
             shown = all_entries if params.include_archived else active
@@ -273,21 +278,33 @@ class MemoryService:
             latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,
             pending_count=pending_count, entries=shown)
 
+    @staticmethod
+    def _derived(ws: Workspace) -> tuple[list[Entry], list[Entry], Entry | None]:
+        """(all entries, active ones, the latest active) of MEMORY.md, cached per version."""
+        cached = ws.extra.get("derived")
+        if isinstance(cached, tuple) and cached[0] is ws.memory.doc:
+            return cached[1], cached[2], cached[3]
+        all_entries = fmt.entries(ws.memory.doc)
+        active = [e for e in all_entries if e.status == "active"]
+        latest = max(active, key=lambda e: (e.updated_at, e.created_at), default=None)
+        ws.extra["derived"] = (ws.memory.doc, all_entries, active, latest)
+        return all_entries, active, latest
+
     async def ingest(self, ws: Workspace) -> None:
         """Pick up whatever changed on disk (the watcher calls this after each batch)."""
         settings = await self._ctx.load_settings(ws)
         if not settings.enabled or settings.incognito:
             return
         async with ws.lock:
-            await self._files.refresh(ws, "memory")
+            await self._files.refresh(ws)
             await self.apply_decay(ws)
-            await self._files.refresh(ws, "pending")
 
     async def apply_decay(self, ws: Workspace) -> None:
         """Under ws.lock: archive expired entries in place (a write the user sees)."""
-        if ws.memory.missing or ws.memory.too_large:
-            return
         now = now_ms()
+        due = ws.memory.next_expiry
+        if ws.memory.missing or ws.memory.too_large or due is None or now <= due:
+            return
         _, expired = fmt.apply_decay(ws.memory.doc, now)
         if not expired:
             return

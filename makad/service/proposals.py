@@ -131,8 +131,7 @@ class ProposalService:
                                          rejected_at=rejection.ts),
                                      revision=await self._ctx.revision(ws))
             async with ws.lock:
-                await self._files.refresh(ws, "memory")
-                await self._files.refresh(ws, "pending")
+                await self._files.refresh(ws)
                 active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
                 open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
                 for existing in [*active, *open_]:
@@ -170,8 +169,7 @@ class ProposalService:
     async def list_proposals(self, params: ListProposalsParams, peer: Peer) -> ProposalsResult:
         ws = await self._ctx.workspace(params.workspace)
         async with ws.lock:
-            await self._files.refresh(ws, "memory")
-            await self._files.refresh(ws, "pending")
+            await self._files.refresh(ws)
         active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
         open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
         views = [ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_],
@@ -364,8 +362,7 @@ class ProposalService:
         ws = await self._ctx.workspace(params.workspace)
         events = await in_thread(ws.ledger.memory_history, params.id)
         async with ws.lock:
-            await self._files.refresh(ws, "memory")
-            await self._files.refresh(ws, "pending")
+            await self._files.refresh(ws)
         section = fmt.find(ws.memory.doc, params.id) or fmt.find(ws.pending.doc, params.id)
         if not events and section is None:
             raise NotFound("no entry or proposal with that id", id=params.id)
@@ -413,8 +410,7 @@ class ProposalService:
             imported: list[str] = []
             duplicates = 0
             async with ws.lock:
-                await self._files.refresh(ws, "memory")
-                await self._files.refresh(ws, "pending")
+                await self._files.refresh(ws)
                 known = {content_hash(e.content) for e in
                          [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)]}
                 now = now_ms()

@@ -1,17 +1,52 @@
 """Where a session's events live: the workspace ledger, or memory only when incognito.
 
-Every service that reads sessions (ledger methods, build_context, compact,
-episodes) goes through ``Sessions`` so an incognito session is never looked up
-in, or written to, SQLite by mistake.
+Every service that reads or writes sessions (ledger methods, build_context,
+compact, episodes) goes through ``Sessions`` so an incognito session is never
+looked up in, or written to, SQLite by mistake.
+
+The rules it enforces for every caller:
+
+- An incognito session (``Context.incognito_sessions``) lives in
+  ``EphemeralSessions``: events, working state, request ids — memory only.
+- While the workspace setting ``incognito`` is on, new sessions are incognito
+  and persistent sessions are not written (``IncognitoBlocked``); they can
+  still be read, and deleted.
+- Session ids are unique across both stores: a session keeps the kind it was
+  created with.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+
 from makad.core.types import Checkpoint, Event, WorkingState
-from makad.errors import NotFound
-from makad.service.common import Context, in_thread
+from makad.errors import Conflict, IncognitoBlocked, NotFound
+from makad.service.common import Context, in_thread, now_ms
 from makad.store.ephemeral import EphemeralSessions
+from makad.store.ledger_schema import (
+    AppendResult,
+    Manifest,
+    NewEvent,
+    RefResult,
+    SearchHit,
+    SessionInfo,
+    parse_event_refs,
+    verify_span,
+)
 from makad.store.workspaces import Workspace
+
+
+@dataclass(frozen=True)
+class Forgotten:
+    """What ``delete`` removed."""
+
+    session_id: str
+    deleted_at: int
+    event_count: int
+    incognito: bool
 
 
 class Sessions:
@@ -51,9 +86,7 @@ class Sessions:
 
     async def working_state(self, ws: Workspace, session_id: str) -> WorkingState:
         if self.is_incognito(ws, session_id):
-            states = ws.extra.setdefault("ephemeral_working_state", {})
-            state = states.get(session_id)
-            return state if isinstance(state, WorkingState) else WorkingState()
+            return self.ephemeral(ws).get_working_state(session_id)
         return await in_thread(ws.ledger.get_working_state, session_id)
 
     async def latest_checkpoint(self, ws: Workspace, session_id: str) -> Checkpoint | None:
@@ -62,3 +95,148 @@ class Sessions:
             found = checkpoints.get(session_id)
             return found if isinstance(found, Checkpoint) else None
         return await in_thread(ws.ledger.latest_checkpoint, session_id)
+
+    # --- sessions -------------------------------------------------------------------
+
+    async def info(self, ws: Workspace, session_id: str) -> SessionInfo:
+        if self.is_incognito(ws, session_id):
+            return self.ephemeral(ws).get_session(session_id)
+        return await in_thread(ws.ledger.get_session, session_id)
+
+    async def open(self, ws: Workspace, session_id: str | None, *, title: str | None,
+                   incognito: bool | None) -> tuple[SessionInfo, bool]:
+        """Create or reopen a session; ``incognito=None`` follows the workspace setting
+        for a new session and the session's own kind for an existing one."""
+        workspace_incognito = (await self._ctx.load_settings(ws)).incognito
+        async with self._open_lock(ws):
+            existing_incognito = session_id is not None and self.is_incognito(ws, session_id)
+            existing = existing_incognito or (
+                session_id is not None and await self.exists(ws, session_id))
+            if existing:
+                if incognito is not None and incognito != existing_incognito:
+                    raise Conflict("the session exists with the other kind", sessionId=session_id,
+                                   incognito=existing_incognito)
+                make_incognito = existing_incognito
+            else:
+                make_incognito = workspace_incognito if incognito is None else incognito
+            if make_incognito:
+                info = self.ephemeral(ws).open_session(session_id, title=title)
+                self._ctx.incognito_sessions(ws).add(info.session_id)
+                return info, True
+            if workspace_incognito:
+                raise IncognitoBlocked("incognito is on: persistent sessions are not written")
+            return await in_thread(ws.ledger.open_session, session_id, title=title), False
+
+    async def list_sessions(self, ws: Workspace, *, include_closed: bool = True
+                            ) -> list[tuple[SessionInfo, bool]]:
+        """Every session with whether it is incognito, newest first."""
+        stored = await in_thread(ws.ledger.list_sessions, include_closed=include_closed)
+        kept = self.ephemeral(ws).list_sessions(include_closed=include_closed)
+        both = [(i, False) for i in stored] + [(i, True) for i in kept]
+        return sorted(both, key=lambda pair: (pair[0].created_at, pair[0].session_id),
+                      reverse=True)
+
+    async def close(self, ws: Workspace, session_id: str) -> SessionInfo:
+        if self.is_incognito(ws, session_id):
+            return self.ephemeral(ws).close_session(session_id)
+        await self._guard_persistent_write(ws, session_id)
+        return await in_thread(ws.ledger.close_session, session_id)
+
+    async def delete(self, ws: Workspace, session_id: str) -> Forgotten:
+        """The user's explicit forget, allowed in every mode (it only removes)."""
+        if self.is_incognito(ws, session_id):
+            count = self.ephemeral(ws).delete_session(session_id)
+            self._ctx.incognito_sessions(ws).discard(session_id)
+            ws.extra.setdefault("ephemeral_checkpoints", {}).pop(session_id, None)
+            return Forgotten(session_id, now_ms(), count, True)
+        tombstone = await in_thread(ws.ledger.delete_session, session_id)
+        return Forgotten(session_id, tombstone.ts, tombstone.event_count, False)
+
+    # --- events ---------------------------------------------------------------------
+
+    async def append(self, ws: Workspace, session_id: str, events: Sequence[NewEvent], *,
+                     expected_seq: int | None = None, request_id: str | None = None,
+                     redactions: int = 0) -> AppendResult:
+        """Append events that are already redacted; ``redactions`` says how many secrets
+        that took (kept with the result for retries)."""
+        key = None if request_id is None else f"append_events:{request_id}"
+        if self.is_incognito(ws, session_id):
+            store = self.ephemeral(ws)
+            return await in_thread(store.append_events, session_id, events,
+                                   expected_seq=expected_seq, request_id=key,
+                                   redactions=redactions)
+        await self._guard_persistent_write(ws, session_id)
+        return await in_thread(ws.ledger.append_events, session_id, events,
+                               expected_seq=expected_seq, request_id=key, redactions=redactions)
+
+    async def search(self, ws: Workspace, query: str, *, session_id: str | None, limit: int,
+                     before: int | None, after: int | None) -> list[SearchHit]:
+        """Incognito events are searched only when their own session is named."""
+        if session_id is not None and self.is_incognito(ws, session_id):
+            return self.ephemeral(ws).search_history(query, session_id=session_id, limit=limit,
+                                                     before=before, after=after)
+        # Incognito sessions never reach SQLite, so the ledger alone is the rest.
+        return await in_thread(ws.ledger.search_history, query, session_id=session_id,
+                               limit=limit, before=before, after=after)
+
+    async def retrieve(self, ws: Workspace, refs: Sequence[str], *,
+                       asking: str | None = None) -> list[RefResult]:
+        """Verified events for ``event:`` refs, in the order given. A ref into an
+        incognito session resolves only when ``asking`` is that session."""
+        spans = parse_event_refs(refs)
+        incognito = self._ctx.incognito_sessions(ws)
+        results: list[RefResult | None] = [None] * len(spans)
+        stored = [i for i, span in enumerate(spans) if span[1] not in incognito]
+        own = [i for i, span in enumerate(spans) if span[1] in incognito and span[1] == asking]
+        for i, span in enumerate(spans):
+            if span[1] in incognito and span[1] != asking:
+                results[i] = verify_span(span, {}, None)  # reported missing, like no session
+        if stored:
+            found = await in_thread(ws.ledger.retrieve, [spans[i][0] for i in stored])
+            for i, result in zip(stored, found, strict=True):
+                results[i] = result
+        if own:
+            found = self.ephemeral(ws).retrieve([spans[i][0] for i in own])
+            for i, result in zip(own, found, strict=True):
+                results[i] = result
+        return [r for r in results if r is not None]
+
+    # --- working state and manifests ----------------------------------------------------
+
+    async def set_working_state(self, ws: Workspace, session_id: str, *,
+                                goals: list[str] | None = None,
+                                open_threads: list[str] | None = None,
+                                decisions: list[str] | None = None,
+                                notes: dict[str, str] | None = None,
+                                expected_revision: int | None = None,
+                                request_id: str | None = None) -> WorkingState:
+        key = None if request_id is None else f"set_working_state:{request_id}"
+        if self.is_incognito(ws, session_id):
+            return self.ephemeral(ws).set_working_state(
+                session_id, goals=goals, open_threads=open_threads, decisions=decisions,
+                notes=notes, expected_revision=expected_revision, request_id=key)
+        await self._guard_persistent_write(ws, session_id)
+        return await in_thread(ws.ledger.set_working_state, session_id, goals=goals,
+                               open_threads=open_threads, decisions=decisions, notes=notes,
+                               expected_revision=expected_revision, request_id=key)
+
+    async def manifest(self, ws: Workspace, session_id: str, call_id: str | None) -> Manifest:
+        """A recorded build_context manifest; incognito sessions record none."""
+        if self.is_incognito(ws, session_id):
+            self.ephemeral(ws).get_session(session_id)
+            raise NotFound("no such manifest", sessionId=session_id, callId=call_id)
+        return await in_thread(ws.ledger.get_manifest, session_id, call_id)
+
+    # --- plumbing ---------------------------------------------------------------------
+
+    async def _guard_persistent_write(self, ws: Workspace, session_id: str) -> None:
+        if (await self._ctx.load_settings(ws)).incognito:
+            raise IncognitoBlocked("incognito is on: persistent sessions are not written",
+                                   sessionId=session_id)
+
+    @staticmethod
+    def _open_lock(ws: Workspace) -> anyio.Lock:
+        lock = ws.extra.get("sessions_lock")
+        if not isinstance(lock, anyio.Lock):
+            lock = ws.extra["sessions_lock"] = anyio.Lock()
+        return lock

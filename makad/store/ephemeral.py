@@ -1,10 +1,11 @@
 """Incognito sessions: the ledger's session and event API, held in memory only.
 
-An incognito session's events never touch disk, so they live here and vanish
-with the process. The rules match the SQLite ledger — gap-free seqs from 1,
-the same hash chain, ``expectedSeq`` conflicts, ``requestId`` replay — so the
-service can treat both stores alike. Search is a plain term count over the
-same CJK-aware tokens (no BM25): incognito sessions are small.
+An incognito session's events and working state never touch disk, so they live
+here and vanish with the process. The rules match the SQLite ledger — gap-free
+seqs from 1, the same hash chain, ``expectedSeq`` conflicts, ``requestId``
+replay, the working-state caps — so the service can treat both stores alike.
+Search is a plain term count over the same CJK-aware tokens (no BM25):
+incognito sessions are small.
 """
 
 from __future__ import annotations
@@ -18,8 +19,9 @@ from dataclasses import dataclass, field
 from typing import Final
 
 from makad.core.cjk import index_text, query_tokens
-from makad.core.types import Event
+from makad.core.types import Event, WorkingState
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from makad.store.ledger import patch_working_state
 from makad.store.ledger_schema import (
     MAX_APPEND_EVENTS,
     AppendResult,
@@ -44,6 +46,8 @@ class _Session:
     info: SessionInfo
     events: list[Event] = field(default_factory=list)
     requests: dict[str, AppendResult] = field(default_factory=dict)
+    state: WorkingState = field(default_factory=WorkingState)
+    state_requests: dict[str, WorkingState] = field(default_factory=dict)
 
 
 class EphemeralSessions:
@@ -112,6 +116,7 @@ class EphemeralSessions:
         *,
         expected_seq: int | None = None,
         request_id: str | None = None,
+        redactions: int = 0,
         now: int | None = None,
     ) -> AppendResult:
         """Same contract as ``Ledger.append_events``, minus durability."""
@@ -135,7 +140,9 @@ class EphemeralSessions:
                     expectedSeq=expected_seq,
                     currentSeq=info.last_seq,
                 )
-            result = AppendResult(first_seq=info.last_seq + 1, last_seq=info.last_seq + len(drafts))
+            result = AppendResult(
+                first_seq=info.last_seq + 1, last_seq=info.last_seq + len(drafts), redactions=redactions
+            )
             for event in drafts:
                 event.session_id = session_id
                 event.seq = info.last_seq + 1
@@ -171,6 +178,42 @@ class EphemeralSessions:
             session = self._get(session_id)
             bad = first_bad_seq(session.events, session.info.last_seq, session.info.last_hash)
         return bad is None, bad
+
+    def get_working_state(self, session_id: str) -> WorkingState:
+        with self._lock:
+            return copy.deepcopy(self._get(session_id).state)
+
+    def set_working_state(
+        self,
+        session_id: str,
+        *,
+        goals: list[str] | None = None,
+        open_threads: list[str] | None = None,
+        decisions: list[str] | None = None,
+        notes: dict[str, str] | None = None,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+    ) -> WorkingState:
+        """Same contract as ``Ledger.set_working_state``."""
+        with self._lock:
+            session = self._get(session_id)
+            if request_id is not None and request_id in session.state_requests:
+                return copy.deepcopy(session.state_requests[request_id])
+            current = session.state
+            if expected_revision is not None and expected_revision != current.revision:
+                raise Conflict(
+                    "the working state has changed",
+                    sessionId=session_id,
+                    expectedRevision=expected_revision,
+                    currentRevision=current.revision,
+                )
+            state = patch_working_state(
+                current, goals=goals, open_threads=open_threads, decisions=decisions, notes=notes
+            )
+            session.state = state
+            if request_id is not None:
+                session.state_requests[request_id] = state
+            return copy.deepcopy(state)
 
     def search_history(
         self,

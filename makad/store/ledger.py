@@ -148,10 +148,16 @@ class Ledger:
     def open_session(
         self, session_id: str | None = None, *, title: str | None = None, now: int | None = None
     ) -> SessionInfo:
-        """Create a session, or reopen an existing one (a new title replaces the old)."""
+        """Create a session, or reopen an existing one (a new title replaces the old).
+
+        A deleted session's id is refused (``Conflict``, reason ``deleted``): its old
+        ``event:`` refs must never name new events.
+        """
         at = now_ms() if now is None else now
         sid = new_session_id(at) if session_id is None else checked_session_id(session_id)
         with self._writing() as conn:
+            if conn.execute("SELECT 1 FROM tombstones WHERE session_id = ?", (sid,)).fetchone():
+                raise Conflict("that session was deleted; open a new one", sessionId=sid, reason="deleted")
             conn.execute(
                 "INSERT INTO sessions (session_id, title, created_at) VALUES (?, ?, ?)"
                 " ON CONFLICT (session_id) DO UPDATE SET closed_at = NULL,"
@@ -245,6 +251,7 @@ class Ledger:
         *,
         expected_seq: int | None = None,
         request_id: str | None = None,
+        redactions: int = 0,
         now: int | None = None,
     ) -> AppendResult:
         """Append events atomically; durable once this returns.
@@ -252,6 +259,7 @@ class Ledger:
         ``expected_seq`` must equal the session's last seq (else ``Conflict`` with
         ``currentSeq``). A ``request_id`` seen before returns the first result
         and appends nothing; it is stored in the same transaction as the events.
+        ``redactions`` (how many secrets the caller took out) is kept in the result.
         """
         if not events:
             raise InvalidParams("append_events needs at least one event")
@@ -290,7 +298,9 @@ class Ledger:
                 rows,
             )
             conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
-            result = AppendResult(first_seq=last_seq + 1, last_seq=last_seq + len(drafts))
+            result = AppendResult(
+                first_seq=last_seq + 1, last_seq=last_seq + len(drafts), redactions=redactions
+            )
             conn.execute(
                 "UPDATE sessions SET last_seq = ?, last_hash = ?, event_count = event_count + ?"
                 " WHERE session_id = ?",
@@ -471,20 +481,9 @@ class Ledger:
                     expectedRevision=expected_revision,
                     currentRevision=current.revision,
                 )
-            merged = dict(current.notes)
-            for section, text in (notes or {}).items():
-                if text:
-                    merged[section] = text
-                else:
-                    merged.pop(section, None)
-            state = WorkingState(
-                goals=list(current.goals if goals is None else goals),
-                open_threads=list(current.open_threads if open_threads is None else open_threads),
-                decisions=list(current.decisions if decisions is None else decisions),
-                notes=merged,
-                revision=current.revision + 1,
+            state = patch_working_state(
+                current, goals=goals, open_threads=open_threads, decisions=decisions, notes=notes
             )
-            check_working_state(state)
             conn.execute(
                 "INSERT OR REPLACE INTO working_state (session_id, state, revision, updated_at)"
                 " VALUES (?, ?, ?, ?)",
@@ -1037,6 +1036,35 @@ def _working_state(conn: sqlite3.Connection, session_id: str) -> WorkingState:
         return WorkingState()
     state = msgspec.json.decode(row[0], type=WorkingState)
     state.revision = row[1]
+    return state
+
+
+def patch_working_state(
+    current: WorkingState,
+    *,
+    goals: list[str] | None = None,
+    open_threads: list[str] | None = None,
+    decisions: list[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> WorkingState:
+    """The next revision: given lists replace, ``notes`` merge by section ("" removes one).
+
+    Over a cap → ``TooLarge`` (see ``check_working_state``).
+    """
+    merged = dict(current.notes)
+    for section, text in (notes or {}).items():
+        if text:
+            merged[section] = text
+        else:
+            merged.pop(section, None)
+    state = WorkingState(
+        goals=list(current.goals if goals is None else goals),
+        open_threads=list(current.open_threads if open_threads is None else open_threads),
+        decisions=list(current.decisions if decisions is None else decisions),
+        notes=merged,
+        revision=current.revision + 1,
+    )
+    check_working_state(state)
     return state
 
 

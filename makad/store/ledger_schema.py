@@ -247,8 +247,11 @@ class SessionInfo(Record):
 
 
 class AppendResult(Record):
+    """The seqs an append was given; ``redactions`` is what the caller redacted from it."""
+
     first_seq: int
     last_seq: int
+    redactions: int = 0
 
 
 class SearchHit(Record):

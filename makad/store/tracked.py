@@ -30,12 +30,20 @@ class TrackedFile:
     too_large: bool = False
     size: int = 0
     loaded: bool = False
+    # Earliest createdAt + decayTtlMs among active entries (decay is due after it).
+    next_expiry: int | None = None
+
+    def _derive(self) -> None:
+        expiries = [e.created_at + e.decay_ttl_ms for e in fmt.entries(self.doc)
+                    if e.status == "active" and e.decay_ttl_ms is not None]
+        self.next_expiry = min(expiries) if expiries else None
 
     def remember(self, path: Path, text: str, sha256: str) -> None:
         """Record the daemon's own write so it is not mistaken for a user edit."""
         self.text = text
         self.sha256 = sha256
         self.doc = fmt.parse(text)
+        self._derive()
         self.missing = False
         self.too_large = False
         self.size = len(text.encode("utf-8", "surrogateescape"))
@@ -51,6 +59,7 @@ class TrackedFile:
             changed = self.loaded and not self.missing
             self.signature, self.sha256, self.text = None, None, None
             self.doc = fmt.MemoryDocument()
+            self.next_expiry = None
             self.missing, self.too_large, self.size, self.loaded = True, False, 0, True
             return changed
         if stat_mod.S_ISLNK(st.st_mode):
@@ -68,6 +77,7 @@ class TrackedFile:
         self.sha256 = read.sha256
         self.text = read.text
         self.doc = fmt.parse(read.text) if read.text is not None else fmt.MemoryDocument()
+        self._derive()
         was_loaded = self.loaded
         self.loaded = True
         return was_loaded and before != (self.sha256, self.too_large, self.missing)

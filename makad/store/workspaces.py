@@ -24,6 +24,7 @@ from makad.store.tracked import TrackedFile
 MEMORY_DIR = "memory"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
+MAX_CACHED_SPELLINGS = 10_000
 
 
 def workspace_id(path: Path) -> str:
@@ -84,6 +85,8 @@ class WorkspaceRegistry:
     def __init__(self, data_dir: Path, on_open: Callable[[Workspace], None] | None = None) -> None:
         self._data_dir = data_dir
         self._open: dict[Path, Workspace] = {}
+        # The spellings clients used for each workspace, so a path is resolved once.
+        self._by_raw: dict[str, Workspace] = {}
         self._lock = anyio.Lock()
         self._on_open = on_open
 
@@ -91,6 +94,9 @@ class WorkspaceRegistry:
         self._on_open = hook
 
     async def get(self, raw_path: str) -> Workspace:
+        known = self._by_raw.get(raw_path)
+        if known is not None:
+            return known
         path = await anyio.to_thread.run_sync(resolve_workspace, raw_path)
         workspace = self._open.get(path)
         if workspace is not None:
@@ -102,6 +108,8 @@ class WorkspaceRegistry:
                 self._open[path] = workspace
                 if self._on_open is not None:
                     self._on_open(workspace)
+        if len(self._by_raw) < MAX_CACHED_SPELLINGS:
+            self._by_raw[raw_path] = workspace
         return workspace
 
     def _open_workspace(self, path: Path) -> Workspace:

@@ -45,9 +45,10 @@ class Daemon:
         self.workspace.mkdir()
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
+        self.start_s = 0.0
 
     def __enter__(self) -> Daemon:
-        self.start()
+        self.start_s = self.start()
         return self
 
     def __exit__(self, *exc: object) -> None:

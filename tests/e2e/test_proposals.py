@@ -10,7 +10,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from maka.errors import RemoteError
+from maka.errors import Conflict, RemoteError
 from makad.core import memory_format as fmt
 from tests.support import DaemonProcess
 
@@ -271,7 +271,14 @@ def test_interleavings_keep_approved_once_and_rejected_out(short_tmp: Path, acti
                 target = ids[n % len(ids)]
                 content = next(e.content for e in fmt.entries(fmt.parse(
                     (d.workspace / "memory" / "PENDING.md").read_text())) if e.id == target)
-                d.call(action, {"workspace": ws(d), "ids": [target]})
+                try:
+                    d.call(action, {"workspace": ws(d), "ids": [target]})
+                except Conflict:
+                    # The user's unseen edit to this very proposal wins; the client re-reads
+                    # and decides again on what the user wrote.
+                    content = next(e.content for e in fmt.entries(fmt.parse(
+                        (d.workspace / "memory" / "PENDING.md").read_text())) if e.id == target)
+                    d.call(action, {"workspace": ws(d), "ids": [target]})
                 (approved_contents if action == "approve" else rejected_contents).append(content)
             elif action == "edit_pending" and ids:
                 path = d.workspace / "memory" / "PENDING.md"

@@ -1,0 +1,193 @@
+"""Sessions and their ledger over RPC: open/list/close/delete, append, read, search,
+retrieve, working state and manifests.
+
+Where a session lives (SQLite or memory) and what incognito forbids is decided by
+``Sessions``; this service validates, redacts and shapes the wire results.
+``enabled=false`` does not stop the ledger: that switch is about MEMORY.md, while
+the ledger is the session's own history (build_context and compaction need it).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from makad.core.redaction import redact
+from makad.core.types import Event, WorkingState
+from makad.rpc.dispatch import Handler
+from makad.service.common import Context, in_thread
+from makad.service.peer import Peer
+from makad.service.sessions import Sessions
+from makad.store.ledger_schema import Manifest, NewEvent, SessionInfo
+from makad.wire.ledger import (
+    AppendEventsParams,
+    AppendEventsResult,
+    DeleteSessionResult,
+    EventInput,
+    GetManifestParams,
+    HistoryHit,
+    ListSessionsParams,
+    OpenSessionParams,
+    ReadEventsParams,
+    ReadEventsResult,
+    RetrieveParams,
+    RetrieveResult,
+    SearchHistoryParams,
+    SearchHistoryResult,
+    SessionParams,
+    SessionsResult,
+    SessionView,
+    SetWorkingStateParams,
+    SetWorkingStateResult,
+)
+
+
+def redact_events(events: Sequence[EventInput]) -> tuple[list[NewEvent], int]:
+    """The events with secrets replaced in their text and meta values, and how many."""
+    out: list[NewEvent] = []
+    count = 0
+    for event in events:
+        text = redact(event.text)
+        count += text.count
+        meta = None
+        if event.meta is not None:
+            meta = {}
+            for key, value in event.meta.items():
+                cleaned = redact(value)
+                count += cleaned.count
+                meta[key] = cleaned.text
+        out.append(NewEvent(type=event.type, text=text.text, ts=event.ts,
+                            tool_call_id=event.tool_call_id, tool_name=event.tool_name,
+                            meta=meta, tokens=event.tokens))
+    return out, count
+
+
+def redact_texts(texts: list[str] | None) -> tuple[list[str] | None, int]:
+    if texts is None:
+        return None, 0
+    cleaned = [redact(text) for text in texts]
+    return [c.text for c in cleaned], sum(c.count for c in cleaned)
+
+
+def redact_notes(notes: dict[str, str] | None) -> tuple[dict[str, str] | None, int]:
+    if notes is None:
+        return None, 0
+    cleaned = {section: redact(text) for section, text in notes.items()}
+    return {s: c.text for s, c in cleaned.items()}, sum(c.count for c in cleaned.values())
+
+
+def session_view(info: SessionInfo, incognito: bool) -> SessionView:
+    return SessionView(session_id=info.session_id, title=info.title, created_at=info.created_at,
+                       closed_at=info.closed_at, event_count=info.event_count,
+                       last_seq=info.last_seq, last_hash=info.last_hash, incognito=incognito)
+
+
+def event_ref(event: Event) -> str:
+    return f"event:{event.session_id}:{event.seq}"
+
+
+class LedgerService:
+    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+        self._ctx = ctx
+        self._sessions = sessions
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "open_session": self.open_session,
+            "list_sessions": self.list_sessions,
+            "close_session": self.close_session,
+            "delete_session": self.delete_session,
+            "append_events": self.append_events,
+            "read_events": self.read_events,
+            "search_history": self.search_history,
+            "retrieve": self.retrieve,
+            "get_working_state": self.get_working_state,
+            "set_working_state": self.set_working_state,
+            "get_manifest": self.get_manifest,
+        }
+
+    # --- sessions -------------------------------------------------------------------
+
+    async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
+        ws = await self._ctx.workspace(params.workspace)
+        title = None if params.title is None else redact(params.title).text
+        info, incognito = await self._sessions.open(ws, params.session_id, title=title,
+                                                    incognito=params.incognito)
+        return session_view(info, incognito)
+
+    async def list_sessions(self, params: ListSessionsParams, peer: Peer) -> SessionsResult:
+        ws = await self._ctx.workspace(params.workspace)
+        found = await self._sessions.list_sessions(ws, include_closed=params.include_closed)
+        return SessionsResult(sessions=[session_view(info, inc) for info, inc in found])
+
+    async def close_session(self, params: SessionParams, peer: Peer) -> SessionView:
+        ws = await self._ctx.workspace(params.workspace)
+        info = await self._sessions.close(ws, params.session_id)
+        return session_view(info, self._sessions.is_incognito(ws, params.session_id))
+
+    async def delete_session(self, params: SessionParams, peer: Peer) -> DeleteSessionResult:
+        ws = await self._ctx.workspace(params.workspace)
+        gone = await self._sessions.delete(ws, params.session_id)
+        return DeleteSessionResult(session_id=gone.session_id, deleted_at=gone.deleted_at,
+                                   event_count=gone.event_count, incognito=gone.incognito)
+
+    # --- events ---------------------------------------------------------------------
+
+    async def append_events(self, params: AppendEventsParams, peer: Peer) -> AppendEventsResult:
+        ws = await self._ctx.workspace(params.workspace)
+        events, redactions = await in_thread(redact_events, params.events)
+        result = await self._sessions.append(ws, params.session_id, events,
+                                             expected_seq=params.expected_seq,
+                                             request_id=params.request_id,
+                                             redactions=redactions)
+        return AppendEventsResult(first_seq=result.first_seq, last_seq=result.last_seq,
+                                  redactions=result.redactions)
+
+    async def read_events(self, params: ReadEventsParams, peer: Peer) -> ReadEventsResult:
+        ws = await self._ctx.workspace(params.workspace)
+        events = await self._sessions.read_events(ws, params.session_id,
+                                                  after_seq=params.after_seq, limit=params.limit)
+        info = await self._sessions.info(ws, params.session_id)
+        last_read = events[-1].seq if events else params.after_seq
+        return ReadEventsResult(events=events, last_seq=info.last_seq,
+                                has_more=last_read < info.last_seq)
+
+    async def search_history(self, params: SearchHistoryParams, peer: Peer
+                             ) -> SearchHistoryResult:
+        ws = await self._ctx.workspace(params.workspace)
+        hits = await self._sessions.search(ws, params.query, session_id=params.session_id,
+                                           limit=params.limit, before=params.before,
+                                           after=params.after)
+        return SearchHistoryResult(hits=[
+            HistoryHit(ref=event_ref(hit.event), score=hit.score, event=hit.event)
+            for hit in hits])
+
+    async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
+        ws = await self._ctx.workspace(params.workspace)
+        results = await self._sessions.retrieve(ws, params.refs, asking=params.session_id)
+        return RetrieveResult(results=results)
+
+    # --- working state and manifests ----------------------------------------------------
+
+    async def get_working_state(self, params: SessionParams, peer: Peer) -> WorkingState:
+        ws = await self._ctx.workspace(params.workspace)
+        return await self._sessions.working_state(ws, params.session_id)
+
+    async def set_working_state(self, params: SetWorkingStateParams, peer: Peer
+                                ) -> SetWorkingStateResult:
+        ws = await self._ctx.workspace(params.workspace)
+        goals, n_goals = redact_texts(params.goals)
+        threads, n_threads = redact_texts(params.open_threads)
+        decisions, n_decisions = redact_texts(params.decisions)
+        notes, n_notes = redact_notes(params.notes)
+        state = await self._sessions.set_working_state(
+            ws, params.session_id, goals=goals, open_threads=threads, decisions=decisions,
+            notes=notes, expected_revision=params.expected_revision,
+            request_id=params.request_id)
+        return SetWorkingStateResult(goals=state.goals, open_threads=state.open_threads,
+                                     decisions=state.decisions, notes=state.notes,
+                                     revision=state.revision,
+                                     redactions=n_goals + n_threads + n_decisions + n_notes)
+
+    async def get_manifest(self, params: GetManifestParams, peer: Peer) -> Manifest:
+        ws = await self._ctx.workspace(params.workspace)
+        return await self._sessions.manifest(ws, params.session_id, params.call_id)

@@ -1,0 +1,220 @@
+"""Wire types of sessions and their ledger: events, search, retrieval, working state, manifests."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta
+
+from makad.core.types import Event, EventType, WorkingState
+from makad.errors import (
+    Conflict,
+    IncognitoBlocked,
+    InvalidParams,
+    InvalidWorkspace,
+    IOFailure,
+    NotFound,
+    TooLarge,
+)
+from makad.store.ledger_schema import Manifest, RefResult
+from makad.wire.base import MethodSpec, Params, Result, WorkspaceParams
+
+MAX_READ_LIMIT = 10_000
+MAX_SEARCH_LIMIT = 1_000
+
+ReadLimit = Annotated[int, Meta(ge=1, le=MAX_READ_LIMIT)]
+SearchLimit = Annotated[int, Meta(ge=1, le=MAX_SEARCH_LIMIT)]
+Seq = Annotated[int, Meta(ge=0)]
+
+
+class OpenSessionParams(WorkspaceParams):
+    """``incognito`` unset: a new session is incognito while the workspace is."""
+
+    session_id: str | None = None
+    title: str | None = None
+    incognito: bool | None = None
+
+
+class SessionParams(WorkspaceParams):
+    session_id: str
+
+
+class ListSessionsParams(WorkspaceParams):
+    include_closed: bool = True
+
+
+class SessionView(Result):
+    """A session's head. ``incognito``: kept in memory only, gone when the daemon stops."""
+
+    session_id: str
+    title: str | None
+    created_at: int
+    closed_at: int | None
+    event_count: int
+    last_seq: int
+    last_hash: str
+    incognito: bool
+
+
+class SessionsResult(Result):
+    sessions: list[SessionView]
+
+
+class DeleteSessionResult(Result):
+    session_id: str
+    deleted_at: int
+    event_count: int
+    incognito: bool
+
+
+class EventInput(Params):
+    """An event as appended: the daemon assigns seq and hash, and ts/tokens when absent."""
+
+    type: EventType
+    text: str
+    ts: int | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    meta: dict[str, str] | None = None
+    tokens: Annotated[int, Meta(ge=0)] | None = None
+
+
+class AppendEventsParams(WorkspaceParams):
+    session_id: str
+    events: list[EventInput]
+    expected_seq: Seq | None = None
+    request_id: str | None = None
+
+
+class AppendEventsResult(Result):
+    """``redactions``: secrets replaced in the events' text and meta values."""
+
+    first_seq: int
+    last_seq: int
+    redactions: int = 0
+
+
+class ReadEventsParams(WorkspaceParams):
+    session_id: str
+    after_seq: Seq = 0
+    limit: ReadLimit = 1_000
+
+
+class ReadEventsResult(Result):
+    events: list[Event]
+    last_seq: int
+    has_more: bool
+
+
+class SearchHistoryParams(WorkspaceParams):
+    """Without ``sessionId`` incognito sessions are never searched; with an incognito
+    session's id, only that session is."""
+
+    query: str
+    session_id: str | None = None
+    limit: SearchLimit = 20
+    before: int | None = None
+    after: int | None = None
+
+
+class HistoryHit(Result):
+    """``score``: higher is better (negated BM25; a term count in incognito sessions)."""
+
+    ref: str
+    score: float
+    event: Event
+
+
+class SearchHistoryResult(Result):
+    hits: list[HistoryHit]
+
+
+class RetrieveParams(WorkspaceParams):
+    """``sessionId``: the asking session; refs into an incognito session resolve only
+    from that session itself (elsewhere they come back missing)."""
+
+    refs: list[str]
+    session_id: str | None = None
+
+
+class RetrieveResult(Result):
+    results: list[RefResult]
+
+
+class SetWorkingStateParams(WorkspaceParams):
+    """Lists given replace the stored ones; ``notes`` merge by section ("" removes one)."""
+
+    session_id: str
+    goals: list[str] | None = None
+    open_threads: list[str] | None = None
+    decisions: list[str] | None = None
+    notes: dict[str, str] | None = None
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class SetWorkingStateResult(Result):
+    goals: list[str]
+    open_threads: list[str]
+    decisions: list[str]
+    notes: dict[str, str]
+    revision: int
+    redactions: int = 0
+
+
+class GetManifestParams(WorkspaceParams):
+    session_id: str
+    call_id: str | None = None
+
+
+_WS = (InvalidWorkspace,)
+_READ = (*_WS, NotFound, IOFailure)
+_WRITE = (*_WS, NotFound, IncognitoBlocked, IOFailure)
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("open_session", OpenSessionParams, SessionView,
+               "Create a session (or reopen one by id). Incognito sessions live in memory only.",
+               errors=(*_WS, InvalidParams, Conflict, IncognitoBlocked, IOFailure),
+               description="A persistent session cannot be opened while the workspace is "
+                           "incognito (incognito_blocked); a session keeps the kind it was "
+                           "created with (conflict); a deleted session's id is refused "
+                           "(conflict, reason deleted)."),
+    MethodSpec("list_sessions", ListSessionsParams, SessionsResult,
+               "The workspace's sessions, newest first (incognito ones flagged).",
+               errors=(*_WS, IOFailure)),
+    MethodSpec("close_session", SessionParams, SessionView,
+               "Close a session: appends are refused until it is opened again.", errors=_WRITE),
+    MethodSpec("delete_session", SessionParams, DeleteSessionResult,
+               "Forget a session: its events, working state, manifests and checkpoints are "
+               "erased; a tombstone (id, time, count, last hash) remains.",
+               errors=(*_WS, NotFound, IOFailure),
+               description="Always allowed, also while the workspace is incognito or disabled."),
+    MethodSpec("append_events", AppendEventsParams, AppendEventsResult,
+               "Append up to 10,000 events atomically; secrets are redacted first. "
+               "Acknowledged means durable.",
+               errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+               description="expectedSeq not the session's last seq: conflict with "
+                           "data.currentSeq. A closed session: conflict, reason closed. While "
+                           "the workspace is incognito, a persistent session is not written "
+                           "(incognito_blocked)."),
+    MethodSpec("read_events", ReadEventsParams, ReadEventsResult,
+               "A session's events after afterSeq, in order.", errors=_READ),
+    MethodSpec("search_history", SearchHistoryParams, SearchHistoryResult,
+               "BM25 search over session events (Chinese and Japanese included).",
+               errors=_READ),
+    MethodSpec("retrieve", RetrieveParams, RetrieveResult,
+               "The exact events named by event: refs, each verified against the hash chain.",
+               errors=(*_WS, InvalidParams, TooLarge, IOFailure),
+               description="ok is false when an event is missing or its stored hash does "
+                           "not match its content (mismatchedSeqs, chainIntact)."),
+    MethodSpec("get_working_state", SessionParams, WorkingState,
+               "A session's working state: goals, open threads, decisions, notes.",
+               errors=_READ),
+    MethodSpec("set_working_state", SetWorkingStateParams, SetWorkingStateResult,
+               "Change a session's working state (goals <= 8, open threads <= 12, decisions "
+               "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
+               errors=(*_WRITE, InvalidParams, Conflict, TooLarge)),
+    MethodSpec("get_manifest", GetManifestParams, Manifest,
+               "What one build_context call sent (the session's latest without callId).",
+               errors=_READ),
+]

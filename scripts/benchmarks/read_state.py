@@ -1,0 +1,49 @@
+"""read_state on a ~128 KiB MEMORY.md of 500 entries, against ping under the same load."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from typing import Any
+
+from benchmarks.common import Daemon, closed_loop
+from makad.core import memory_format as fmt
+from makad.core.types import Entry
+
+
+def memory_text(entries: int, target_bytes: int) -> str:
+    doc = fmt.new_document()
+    filler = max(10, target_bytes // entries - 190)
+    for i in range(entries):
+        content = f"Fact {i}: " + ("lorem ipsum dolor sit amet " * 40)[:filler]
+        doc = fmt.upsert(doc, Entry(id=f"{i:016x}", title=f"Entry {i}", content=content,
+                                    origin="manual", created_at=1_700_000_000_000 + i,
+                                    updated_at=1_700_000_000_000 + i, tags=["bench"]))
+    return fmt.render(doc)
+
+
+def run(quick: bool) -> dict[str, Any]:
+    seconds = 0.5 if quick else 3.0
+    conns = 4
+    with Daemon() as daemon:
+        mem = daemon.workspace / "memory"
+        mem.mkdir(mode=0o700)
+        text = memory_text(500, 126 * 1024)
+        (mem / "MEMORY.md").write_text(text)
+        request = json.dumps({"jsonrpc": "2.0", "method": "read_state", "id": 0,
+                              "params": {"workspace": str(daemon.workspace)}}).encode()
+
+        def read_state(i: int) -> bytes:
+            return request + b"\n"
+
+        def ping(i: int) -> bytes:
+            return b'{"jsonrpc":"2.0","method":"ping","id":%d}\n' % i
+
+        asyncio.run(closed_loop(str(daemon.socket), 1, 0.2, read_state))  # warm the cache
+        ping_r = asyncio.run(closed_loop(str(daemon.socket), conns, seconds, ping))
+        state_r = asyncio.run(closed_loop(str(daemon.socket), conns, seconds, read_state))
+    return {"read_state": {
+        "entries": 500, "file_bytes": len(text.encode()), "conns": conns,
+        "rps": state_r["rps"], "ping_rps": ping_r["rps"],
+        "ratio": round(state_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
+        "p50_ms": state_r["p50_ms"], "p99_ms": state_r["p99_ms"]}}
