@@ -158,7 +158,12 @@ class Dispatcher:
             return invalid
         request = Request(obj["method"], obj.get("params", []), obj.get("id", NOID))
         method = self._methods.get(request.method)
-        if method is None:
+        if method is not None and isinstance(obj.get("params"), list):
+            # Every method takes by-name params; even an empty array is positional.
+            result = Error(INVALID_PARAMS, "Invalid params", {
+                "kind": "invalid_params",
+                "reason": "params must be an object of named parameters"})
+        elif method is None:
             result = Error(METHOD_NOT_FOUND, "Method not found",
                            {"kind": "method_not_found", "method": request.method})
         else:

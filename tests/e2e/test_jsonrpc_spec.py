@@ -131,3 +131,9 @@ def test_wrong_param_type_reports_the_path(conn: RawConnection) -> None:
     assert reply["error"]["code"] == -32602
     assert reply["error"]["data"]["path"] == "$"
     assert "x" in reply["error"]["data"]["reason"]
+
+
+def test_empty_positional_params_are_invalid(conn: RawConnection) -> None:
+    """An empty params array is still positional: -32602."""
+    reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": [], "id": 4})
+    assert reply["error"]["code"] == -32602

@@ -166,9 +166,11 @@ def test_other_uid_is_refused(daemon: DaemonProcess) -> None:
     os.chmod(daemon.socket, 0o666)
     code = ("import socket,sys\n"
             "s=socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
-            "s.sendall(b'{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\\n')\n"
-            "try:\n    data=s.recv(100)\n"
-            "except ConnectionResetError:\n    data=b''\n"
+            "try:\n"
+            "    s.sendall(b'{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\\n')\n"
+            "    data=s.recv(100)\n"
+            "except (ConnectionResetError, BrokenPipeError):\n"
+            "    data=b''\n"
             "sys.exit(0 if data==b'' else 3)\n")
     result = subprocess.run([SYSTEM_PYTHON, "-c", code, str(daemon.socket)],
                             user=65534, group=65534, capture_output=True, timeout=20)
