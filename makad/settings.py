@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -44,7 +45,10 @@ class DaemonSettings:
 
 
 def default_socket_path() -> Path:
-    runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR platformdirs warns and falls back to /tmp/runtime-<uid>.
+        warnings.simplefilter("ignore")
+        runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
     return Path(runtime) / "makad.sock"
 
 

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
+from maka.cli import main
 from tests.support import DaemonProcess
 
 
@@ -52,3 +56,28 @@ def test_no_daemon_says_how_to_start(short_tmp: Path) -> None:
     result = maka("--socket", str(short_tmp / "none.sock"), "status")
     assert result.returncode == 3
     assert "start one" in result.stderr
+
+
+def test_help_documents_exit_codes() -> None:
+    """maka --help ends with the exit-code table."""
+    result = maka("--help")
+    assert result.returncode == 0
+    for line in ("0    success", "1    the daemon answered", "2    usage error",
+                 "3    no daemon", "4    the connection broke", "130  interrupted"):
+        assert line in result.stdout
+
+
+def test_json_flag_after_the_command(daemon: DaemonProcess) -> None:
+    """--json works after the command name as well as before it."""
+    result = maka("--socket", str(daemon.socket), "status", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["socket"] == str(daemon.socket)
+
+
+def test_mcp_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch,
+                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """Without the mcp package, maka mcp exits 2 and names the extra to install."""
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec",
+                        lambda name, *a: None if name == "mcp" else real(name, *a))
+    assert main(["--socket", "/nonexistent.sock", "mcp"]) == 2
+    assert "pip install 'makad[mcp]'" in capsys.readouterr().err

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,11 @@ def default_socket_path() -> str:
     env = os.environ.get("MAKAD_SOCKET")
     if env:
         return env
-    return str(Path(platformdirs.user_runtime_dir("maka", appauthor=False)) / "makad.sock")
+    with warnings.catch_warnings():
+        # Without XDG_RUNTIME_DIR platformdirs warns and falls back, exactly as the daemon does.
+        warnings.simplefilter("ignore")
+        runtime = platformdirs.user_runtime_dir("maka", appauthor=False)
+    return str(Path(runtime) / "makad.sock")
 
 
 class Codec:

@@ -1,0 +1,92 @@
+"""`maka`: the command-line client of makad.
+
+One module per command group; each has ``register(sub, parents)``. Commands take a
+connected-on-demand ``Client`` and the parsed args and return an exit code:
+
+0 success; 1 the daemon answered with an error; 2 usage error; 3 no daemon is running;
+4 the connection broke or the reply was malformed; 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+
+from maka.cli import completion, context, mcp, memory, proposals, review, system, watch
+from maka.cli.common import (
+    EXIT_CODES_HELP,
+    EXIT_INTERRUPTED,
+    EXIT_NO_DAEMON,
+    EXIT_OK,
+    EXIT_PROTOCOL,
+    EXIT_REMOTE,
+    EXIT_USAGE,
+    CliError,
+    Parents,
+)
+from maka.client import Client
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+
+__all__ = ["EXIT_NO_DAEMON", "EXIT_OK", "EXIT_PROTOCOL", "EXIT_REMOTE", "EXIT_USAGE",
+           "build_parser", "main"]
+
+GROUPS = (system, memory, proposals, review, watch, context, completion, mcp)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="maka", description="Talk to the makad memory daemon.", epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--socket", metavar="SOCKET",
+                        help="daemon socket (env MAKAD_SOCKET; default: runtime dir)")
+    parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    parents = Parents()
+    for group in GROUPS:
+        group.register(sub, parents)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["__complete"]:
+        return completion.complete_ids(argv[1:])
+    args = build_parser().parse_args(argv)
+    try:
+        with Client(args.socket, timeout=args.timeout) as client:
+            code: int = args.func(client, args)
+            return code
+    except CliError as exc:
+        print(f"maka: {exc}", file=sys.stderr)
+        return exc.code
+    except DaemonUnavailable as exc:
+        print(f"maka: {exc}", file=sys.stderr)
+        return EXIT_NO_DAEMON
+    except RemoteError as exc:
+        if args.json:
+            print(json.dumps({"error": {"code": exc.code, "message": exc.message,
+                                        "data": exc.data}}), file=sys.stderr)
+        else:
+            print(f"maka: {exc}", file=sys.stderr)
+            detail = {k: v for k, v in exc.data.items() if k != "kind"}
+            if detail:
+                print(f"  {json.dumps(detail, ensure_ascii=False)}", file=sys.stderr)
+        return EXIT_REMOTE
+    except (ProtocolError, TimeoutError) as exc:
+        print(f"maka: {exc or 'timed out'}", file=sys.stderr)
+        return EXIT_PROTOCOL
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:
+        # `maka … | head`: the reader went away, which is not a failure. Point stdout at
+        # /dev/null so the interpreter's final flush does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,5 @@
+import sys
+
+from maka.cli import main
+
+sys.exit(main())

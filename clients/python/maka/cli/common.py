@@ -1,0 +1,169 @@
+"""What every command group shares: exit codes, common options, ids, the editor."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from maka.client import Client
+
+EXIT_OK, EXIT_REMOTE, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PROTOCOL = 0, 1, 2, 3, 4
+EXIT_INTERRUPTED = 130
+
+EXIT_CODES_HELP = """\
+exit codes:
+  0    success
+  1    the daemon answered with an error (its kind is printed, e.g. not_found)
+  2    usage error: bad arguments, an ambiguous id, invalid JSON, a missing optional extra
+  3    no daemon is running on the socket
+  4    the connection broke, the reply was malformed, or it timed out
+  130  interrupted (Ctrl-C)
+"""
+
+Command = Callable[[Client, argparse.Namespace], int]
+
+
+class CliError(Exception):
+    """A failure the CLI itself detects: printed as ``maka: message``, exits with ``code``."""
+
+    def __init__(self, message: str, code: int = EXIT_USAGE) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def default_workspace() -> str:
+    """$MAKA_WORKSPACE, else the current directory; always absolute."""
+    return absolute(os.environ.get("MAKA_WORKSPACE") or os.getcwd())
+
+
+def absolute(path: str) -> str:
+    return os.path.abspath(os.path.expanduser(path))
+
+
+@dataclass
+class Parents:
+    """Parent parsers so that ``--json`` and ``--workspace`` work after any command name."""
+
+    json: argparse.ArgumentParser = field(default_factory=lambda: _json_parent())
+    workspace: argparse.ArgumentParser = field(default_factory=lambda: _workspace_parent())
+
+    @property
+    def scoped(self) -> list[argparse.ArgumentParser]:
+        return [self.json, self.workspace]
+
+
+def _json_parent() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: given after the command it sets the flag; absent, the top-level value stays.
+    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
+                        help="print machine-readable JSON")
+    return parser
+
+
+def _workspace_parent() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None,
+                        help="workspace directory (env MAKA_WORKSPACE; default: the current one)")
+    return parser
+
+
+def workspace_of(args: argparse.Namespace) -> str:
+    ws: str | None = getattr(args, "workspace", None)
+    return ws or default_workspace()
+
+
+def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
+    """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
+
+    An id that matches nothing is passed on unchanged so the daemon reports it.
+    """
+    pool = list(dict.fromkeys(known))
+    out: list[str] = []
+    for wanted in given:
+        if wanted in pool:
+            out.append(wanted)
+            continue
+        matches = [k for k in pool if k.startswith(wanted)]
+        if len(matches) > 1:
+            raise CliError(f"id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
+        out.append(matches[0] if matches else wanted)
+    return out
+
+
+def read_text_arg(value: str) -> str:
+    """A text argument, where ``-`` means standard input."""
+    return sys.stdin.read() if value == "-" else value
+
+
+# ---------------------------------------------------------------- editor ---
+
+FORM_SEPARATOR = "--- content below this line (empty content cancels) ---"
+
+
+def entry_form(title: str, tags: list[str], content: str) -> str:
+    return (f"# Lines starting with # above the separator are ignored.\n"
+            f"Title: {title}\nTags: {', '.join(tags)}\n{FORM_SEPARATOR}\n{content}\n")
+
+
+@dataclass
+class EntryEdit:
+    title: str
+    tags: list[str]
+    content: str
+
+    def changes(self, entry: dict[str, Any]) -> dict[str, Any]:
+        """The fields that differ from ``entry``, named as the daemon names them."""
+        out: dict[str, Any] = {}
+        if self.title != entry.get("title"):
+            out["title"] = self.title
+        if self.content != entry.get("content"):
+            out["content"] = self.content
+        if self.tags != list(entry.get("tags", [])):
+            out["tags"] = self.tags
+        return out
+
+
+def parse_entry_form(text: str) -> EntryEdit | None:
+    """The edited form, or None when its content is empty (the user cancelled)."""
+    lines = text.replace("\r\n", "\n").split("\n")
+    title, tags = "", []
+    body_start = len(lines)
+    for i, line in enumerate(lines):
+        if line.startswith("---"):
+            body_start = i + 1
+            break
+        if line.startswith("#"):
+            continue
+        key, _, value = line.partition(":")
+        if key.strip().lower() == "title":
+            title = value.strip()
+        elif key.strip().lower() == "tags":
+            tags = [t.strip() for t in value.split(",") if t.strip()]
+    content = "\n".join(lines[body_start:]).strip("\n")
+    if not content.strip():
+        return None
+    return EntryEdit(title=title or content.strip().splitlines()[0][:80], tags=tags,
+                     content=content)
+
+
+def edit_in_editor(initial: str) -> str:
+    """Open $VISUAL or $EDITOR (default vi) on a private temp file and return what was saved."""
+    editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    with tempfile.TemporaryDirectory(prefix="maka-") as tmp:  # 0700: memory is private
+        path = Path(tmp) / "entry.md"
+        path.write_text(initial, encoding="utf-8")
+        try:
+            code = subprocess.call([*shlex.split(editor), str(path)])
+        except OSError as exc:
+            raise CliError(f"cannot run the editor {editor!r}: {exc.strerror}") from None
+        if code != 0:
+            raise CliError(f"the editor exited with {code}; nothing changed")
+        return path.read_text(encoding="utf-8")

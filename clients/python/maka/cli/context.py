@@ -1,0 +1,172 @@
+"""`maka context` (build_context) and `maka compact` (compact)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, workspace_of
+from maka.cli.output import print_json, table, terminal_width
+from maka.client import Client
+
+SEGMENT_KINDS = ("memory", "working_state", "summary", "recall")
+
+
+def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
+    """A build_context result for people: totals, each segment, the messages, the trace."""
+    t = pack.get("trace") or {}
+    head = (f"Context pack: {pack.get('totalTokens', '?')} of {pack.get('budgetTokens', '?')} "
+            f"tokens · {t.get('path', '?')} path · revision {pack.get('revision', '?')}")
+    if pack.get("callId"):
+        head += f" · call {pack['callId']}"
+    lines = [head]
+    if pack.get("compactRecommended"):
+        lines.append("Compaction recommended: run `maka compact` for this session.")
+    segments = pack.get("segments") or []
+    if not segments and not pack.get("messages"):
+        lines.append("(empty: nothing relevant, or reading is turned off for this workspace)")
+    for segment in segments:
+        lines += ["", f"━━ {segment.get('kind')} · {segment.get('tokens', 0)} tokens", ""]
+        lines += str(segment.get("text", "")).splitlines()
+        if segment.get("sourceIds"):
+            lines += ["", "   sources: " + ", ".join(segment["sourceIds"])]
+    messages = pack.get("messages") or []
+    if messages:
+        lines += ["", f"━━ history · {len(messages)} messages", ""]
+        for message in messages:
+            lines += render_message(message)
+    if trace and t:
+        lines += ["", *render_trace(t)]
+    return lines
+
+
+def render_message(message: dict[str, Any]) -> list[str]:
+    role = str(message.get("role", "?"))
+    if message.get("toolCallId"):
+        role += f" ← {message['toolCallId']}"
+    calls = message.get("toolCalls") or []
+    text = str(message.get("content", ""))
+    body = text.splitlines() or [""]
+    lines = [f"{role}: {body[0]}", *("    " + line for line in body[1:])]
+    for call in calls:
+        lines.append(f"    → call {call.get('name')}({call.get('arguments', '')}) [{call.get('id')}]")
+    return lines
+
+
+def render_trace(trace: dict[str, Any]) -> list[str]:
+    width = terminal_width()
+    lines = ["━━ trace", ""]
+    candidates = trace.get("candidates") or []
+    if candidates:
+        rows = []
+        for c in candidates:
+            parts = c.get("parts") or {}
+            rows.append([c.get("kind", ""), f"{c.get('score', 0):.3f}",
+                         f"{parts.get('bm25', 0):.2f}", f"{parts.get('recency', 0):.2f}",
+                         f"{parts.get('tags', 0):.2f}", str(c.get("tokens", 0)),
+                         "yes" if c.get("included") else "no", c.get("reason") or "-",
+                         c.get("sourceId", "")])
+        lines += table(["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON",
+                        "SOURCE"], rows, width).splitlines()
+    else:
+        lines.append("No memory or recall candidates.")
+    allocation = trace.get("allocation") or []
+    if allocation:
+        rows = [[a.get("kind", ""), str(a.get("cap", "")), str(a.get("used", "")),
+                 "yes" if a.get("truncated") else "no"] for a in allocation]
+        lines += ["", *table(["KIND", "CAP", "USED", "TRUNCATED"], rows).splitlines()]
+    dropped = trace.get("dropped") or {}
+    if dropped:
+        lines += ["", "dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items())]
+    extra = [f"{label} {trace[key]}" for key, label in (
+        ("minimumTokens", "minimum tokens"), ("historyDropped", "history messages dropped"),
+        ("historyRepaired", "tool pairs repaired")) if trace.get(key)]
+    if trace.get("placeholders"):
+        extra.append(f"{len(trace['placeholders'])} tool results shown as placeholders")
+    if extra:
+        lines += ["", " · ".join(extra)]
+    return lines
+
+
+def cmd_context(client: Client, args: argparse.Namespace) -> int:
+    if args.budget <= 0:
+        raise CliError("--budget must be a positive number of tokens")
+    params: dict[str, Any] = {"workspace": workspace_of(args), "budgetTokens": args.budget}
+    if args.session:
+        params["sessionId"] = args.session
+    if args.query is not None:
+        params["query"] = args.query
+    if args.include:
+        params["include"] = list(dict.fromkeys(args.include))
+    pack = client.call("build_context", params)
+    if args.json:
+        print_json(pack)
+    else:
+        print("\n".join(render_pack(pack, args.trace)))
+    return EXIT_OK
+
+
+def render_checkpoint(result: dict[str, Any]) -> list[str]:
+    coverage = result.get("coverage") or {}
+    return [
+        f"Checkpoint {result.get('checkpointId')} ({result.get('mode')}, {result.get('reason')})",
+        f"  covers events {coverage.get('fromSeq')}–{coverage.get('toSeq')} "
+        f"(boundary seq {result.get('boundarySeq')}, hash {str(result.get('coveredHash', ''))[:12]})",
+        f"  summary {result.get('summaryTokens')} tokens; live history from seq "
+        f"{result.get('preservedFromSeq')}",
+        "  Nothing was deleted: compacted events stay searchable and retrievable.",
+    ]
+
+
+def cmd_compact(client: Client, args: argparse.Namespace) -> int:
+    summary = read_text_arg(args.summary_file) if args.summary_file == "-" else None
+    if args.summary_file and args.summary_file != "-":
+        try:
+            with open(args.summary_file, encoding="utf-8") as f:
+                summary = f.read()
+        except OSError as exc:
+            raise CliError(f"{args.summary_file}: {exc.strerror}") from None
+    mode = args.mode or ("semantic" if summary is not None else "checkpoint")
+    params: dict[str, Any] = {"workspace": workspace_of(args), "sessionId": args.session,
+                              "mode": mode}
+    if summary is not None:
+        params["summary"] = summary
+    if args.keep_recent_tokens is not None:
+        params["keepRecentTokens"] = args.keep_recent_tokens
+    if args.reason:
+        params["reason"] = args.reason
+    result = client.call("compact", params)
+    if args.json:
+        print_json(result)
+    else:
+        print("\n".join(render_checkpoint(result)))
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    p = sub.add_parser("context", parents=parents.scoped,
+                       help="show the context pack build_context gives an agent",
+                       description="What the agent would get for this query and budget: "
+                                   "segments, history messages and, with --trace, why.")
+    p.add_argument("-q", "--query", help="the current user turn, used to rank memory and recall")
+    p.add_argument("-b", "--budget", type=int, default=4000, metavar="N",
+                   help="token budget (default 4000)")
+    p.add_argument("-s", "--session", metavar="SESSION_ID", help="the session to build for")
+    p.add_argument("--include", action="append", choices=SEGMENT_KINDS, metavar="KIND",
+                   help=f"only these segment kinds (repeatable: {', '.join(SEGMENT_KINDS)})")
+    p.add_argument("--trace", action="store_true",
+                   help="also show every candidate's score, what was dropped and why")
+    p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser("compact", parents=parents.scoped,
+                       help="compact a session's history into a checkpoint (compact)",
+                       description="Writes a checkpoint that covers older events; the events "
+                                   "are kept. Mode defaults to semantic with --summary-file, "
+                                   "else checkpoint (no model needed).")
+    p.add_argument("-s", "--session", required=True, metavar="SESSION_ID")
+    p.add_argument("--summary-file", metavar="FILE", help="the summary to store (- for stdin)")
+    p.add_argument("--mode", choices=["semantic", "checkpoint"])
+    p.add_argument("--keep-recent-tokens", type=int, metavar="N",
+                   help="tokens of recent history to keep live")
+    p.add_argument("--reason", choices=["manual", "budget", "overflow"])
+    p.set_defaults(func=cmd_compact)

@@ -1,0 +1,242 @@
+"""`maka memory list|show|add|edit|archive|restore|delete`: the user's own MEMORY.md operations."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from maka.cli.common import (
+    EXIT_OK,
+    EXIT_REMOTE,
+    CliError,
+    Command,
+    Parents,
+    edit_in_editor,
+    entry_form,
+    parse_entry_form,
+    read_text_arg,
+    resolve_ids,
+    workspace_of,
+)
+from maka.cli.output import age, entry_card, print_json, short_id, table, terminal_width, timestamp
+from maka.client import Client
+from maka.errors import MethodNotFound
+
+
+def csv_tags(value: str) -> list[str]:
+    return [t.strip() for t in value.split(",") if t.strip()]
+
+
+def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
+    state: dict[str, Any] = client.call("read_state", {"workspace": ws, "includeEntries": True,
+                                                       "includeArchived": archived})
+    return state
+
+
+def warn_status(state: dict[str, Any]) -> None:
+    if state.get("status") != "ok":
+        reason = f": {state['reason']}" if state.get("reason") else ""
+        print(f"maka: memory is {state.get('status')}{reason}", file=sys.stderr)
+
+
+def entry_ids(client: Client, ws: str) -> list[str]:
+    return [e["id"] for e in read_entries(client, ws).get("entries") or []]
+
+
+def cmd_list(client: Client, args: argparse.Namespace) -> int:
+    state = read_entries(client, workspace_of(args), archived=args.archived)
+    if args.json:
+        print_json(state)
+        return EXIT_OK
+    warn_status(state)
+    entries = [e for e in state.get("entries") or []
+               if not args.tag or set(args.tag) <= set(e.get("tags", []))]
+    if not entries:
+        print("No entries." if state.get("status") == "ok" else "Nothing to show.")
+        return EXIT_OK
+    rows = [[short_id(e["id"]), e.get("status", ""), e.get("origin", ""), age(e.get("updatedAt")),
+             ",".join(e.get("tags", [])) or "-", e.get("title", "")] for e in entries]
+    print(table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows,
+                terminal_width()))
+    return EXIT_OK
+
+
+def cmd_show(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    state = read_entries(client, ws)
+    entries = {e["id"]: e for e in state.get("entries") or []}
+    pending = _pending_ids(client, ws)
+    (entry_id,) = resolve_ids([*entries, *pending], [args.id])
+    try:
+        history: dict[str, Any] | None = client.call("memory_history",
+                                                     {"workspace": ws, "id": entry_id})
+    except MethodNotFound:
+        history = None
+    entry = (history or {}).get("entry") or entries.get(entry_id)
+    if args.json:
+        print_json(history if history is not None else entry)
+        return EXIT_OK
+    if entry is None and history is None:
+        raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
+    if entry is not None:
+        print("\n".join(entry_card(entry)))
+    else:
+        print(f"{entry_id}: no longer in MEMORY.md or PENDING.md")
+    if history is not None:
+        print()
+        print("Why it is here:")
+        if history.get("sourceRefs") and not (entry or {}).get("sourceRefs"):
+            print("  sources " + ", ".join(history["sourceRefs"]))
+        for event in history.get("events", []):
+            who = event.get("actor", "?")
+            extra = ""
+            if event.get("proposalId") and event.get("proposalId") != entry_id:
+                extra = f" (proposal {short_id(event['proposalId'])})"
+            print(f"  {timestamp(event.get('ts'))}  {event.get('action')} by {who}{extra}")
+    return EXIT_OK
+
+
+def _pending_ids(client: Client, ws: str) -> list[str]:
+    try:
+        listing = client.call("list_proposals", {"workspace": ws})
+    except MethodNotFound:
+        return []
+    return [v["proposal"]["id"] for v in listing.get("proposals", [])]
+
+
+def cmd_add(client: Client, args: argparse.Namespace) -> int:
+    title: str = args.title
+    tags = csv_tags(args.tags) if args.tags is not None else []
+    if args.content is not None:
+        content = read_text_arg(args.content)
+    elif not sys.stdin.isatty():
+        content = sys.stdin.read()
+    else:
+        edited = parse_entry_form(edit_in_editor(entry_form(title, tags, "")))
+        if edited is None:
+            print("Cancelled: the content was empty.", file=sys.stderr)
+            return EXIT_OK
+        title, tags, content = edited.title, edited.tags, edited.content
+    params: dict[str, Any] = {"workspace": workspace_of(args), "title": title,
+                              "content": content.strip("\n"), "tags": tags}
+    if args.session:
+        params.update(scope="session", sessionId=args.session)
+    if args.decay_days is not None:
+        params["decayTtlMs"] = int(args.decay_days * 86_400_000)
+    result = client.call("add_entry", params)
+    if args.json:
+        print_json(result)
+    else:
+        entry = result["entry"]
+        print(f"Added {entry['id']}: {entry['title']}")
+        _warn_redactions(result)
+    return EXIT_OK
+
+
+def _warn_redactions(result: dict[str, Any]) -> None:
+    if result.get("redactions"):
+        print(f"note: {result['redactions']} secret(s) were redacted before writing",
+              file=sys.stderr)
+
+
+def cmd_edit(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    state = read_entries(client, ws)
+    entries = {e["id"]: e for e in state.get("entries") or []}
+    (entry_id,) = resolve_ids(entries, [args.id])
+    params: dict[str, Any] = {"workspace": ws, "id": entry_id}
+    if args.title is not None:
+        params["title"] = args.title
+    if args.content is not None:
+        params["content"] = read_text_arg(args.content).strip("\n")
+    if args.tags is not None:
+        params["tags"] = csv_tags(args.tags)
+    if len(params) == 2:
+        entry = entries.get(entry_id)
+        if entry is None:
+            raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
+        edited = parse_entry_form(edit_in_editor(
+            entry_form(entry["title"], entry.get("tags", []), entry["content"])))
+        if edited is None:
+            print("Cancelled: the content was empty.", file=sys.stderr)
+            return EXIT_OK
+        changes = edited.changes(entry)
+        if not changes:
+            print("Nothing changed.", file=sys.stderr)
+            return EXIT_OK
+        # The editor may stay open a long time: refuse to overwrite a change made meanwhile.
+        params.update(changes, expectedRevision=state["revision"])
+    result = client.call("update_entry", params)
+    if args.json:
+        print_json(result)
+    else:
+        print(f"Updated {result['entry']['id']}: {result['entry']['title']}")
+        _warn_redactions(result)
+    return EXIT_OK
+
+
+def _each(method: str, verb: str) -> Command:
+    def run(client: Client, args: argparse.Namespace) -> int:
+        ws = workspace_of(args)
+        ids = resolve_ids(entry_ids(client, ws), args.ids)
+        if method == "delete_entry" and not args.yes and sys.stdin.isatty():
+            answer = input(f"Delete {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} "
+                           f"from MEMORY.md? (backups are kept) [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("Nothing deleted.", file=sys.stderr)
+                return EXIT_OK
+        results = [client.call(method, {"workspace": ws, "id": i}) for i in ids]
+        if args.json:
+            print_json(results if len(results) > 1 else results[0])
+        else:
+            for result in results:
+                print(f"{verb} {result['entry']['id']}: {result['entry']['title']}")
+        return EXIT_OK
+    return run
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    group = sub.add_parser("memory", help="list, show and change entries of MEMORY.md",
+                           description="The user's own operations on MEMORY.md.")
+    msub = group.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
+
+    p = msub.add_parser("list", parents=parents.scoped, help="list entries (read_state)")
+    p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
+    p.add_argument("-t", "--tag", action="append", help="only entries with this tag (repeatable)")
+    p.set_defaults(func=cmd_list)
+
+    p = msub.add_parser("show", parents=parents.scoped,
+                        help="an entry and why it is there (memory_history)")
+    p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")
+    p.set_defaults(func=cmd_show)
+
+    p = msub.add_parser("add", parents=parents.scoped,
+                        help="add your own entry, active at once (add_entry)",
+                        description="CONTENT may be - for stdin; without it, stdin is read when "
+                                    "it is not a terminal, else $EDITOR opens.")
+    p.add_argument("title")
+    p.add_argument("content", nargs="?")
+    p.add_argument("--tags", metavar="CSV", help="comma-separated tags")
+    p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")
+    p.add_argument("--decay-days", type=float, metavar="DAYS",
+                   help="archive the entry automatically after this many days")
+    p.set_defaults(func=cmd_add)
+
+    p = msub.add_parser("edit", parents=parents.scoped,
+                        help="change an entry (update_entry); $EDITOR when no field is given")
+    p.add_argument("id", metavar="ENTRY_ID")
+    p.add_argument("--title")
+    p.add_argument("--content", help="new content, or - for stdin")
+    p.add_argument("--tags", metavar="CSV", help="replace the tags (\"\" clears them)")
+    p.set_defaults(func=cmd_edit)
+
+    for name, method, verb, text in (
+            ("archive", "archive_entry", "Archived", "archive entries (archive_entry)"),
+            ("restore", "restore_entry", "Restored", "make archived entries active (restore_entry)"),
+            ("delete", "delete_entry", "Deleted", "delete entries (delete_entry; backups kept)")):
+        p = msub.add_parser(name, parents=parents.scoped, help=text)
+        p.add_argument("ids", nargs="+", metavar="ENTRY_ID")
+        if name == "delete":
+            p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
+        p.set_defaults(func=_each(method, verb))

@@ -1,0 +1,162 @@
+"""`maka pending`, `approve`, `reject`, `import` and `export`: the approval queue."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from maka.cli.common import EXIT_OK, CliError, Parents, absolute, resolve_ids, workspace_of
+from maka.cli.output import age, print_json, short_id, table, terminal_width
+from maka.client import Client
+
+
+def list_proposals(client: Client, ws: str) -> dict[str, Any]:
+    listing: dict[str, Any] = client.call("list_proposals", {"workspace": ws})
+    return listing
+
+
+def pending_ids(client: Client, ws: str) -> list[str]:
+    return [v["proposal"]["id"] for v in list_proposals(client, ws)["proposals"]]
+
+
+def cmd_pending(client: Client, args: argparse.Namespace) -> int:
+    listing = list_proposals(client, workspace_of(args))
+    if args.json:
+        print_json(listing)
+        return EXIT_OK
+    views = listing["proposals"]
+    if not views:
+        print("No proposals waiting.")
+        return EXIT_OK
+    rows = []
+    for view in views:
+        p = view["proposal"]
+        similar = str(len(view.get("similarTo", []))) if view.get("similarTo") else "-"
+        status = "draft" if p.get("status") == "draft" else ""
+        rows.append([short_id(p["id"]), p.get("origin", ""), age(p.get("createdAt")), similar,
+                     ",".join(p.get("tags", [])) or "-",
+                     f"{p.get('title', '')}{' (draft)' if status else ''}"])
+    print(table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows, terminal_width()))
+    print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
+    return EXIT_OK
+
+
+def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str]]:
+    ws = workspace_of(args)
+    known = pending_ids(client, ws)
+    if args.all:
+        if args.ids:
+            raise CliError("give proposal ids or --all, not both")
+        if not known:
+            raise CliError("no proposals waiting", EXIT_OK)
+        return ws, known
+    if not args.ids:
+        raise CliError("name at least one proposal id, or --all")
+    return ws, resolve_ids(known, args.ids)
+
+
+def cmd_approve(client: Client, args: argparse.Namespace) -> int:
+    ws, ids = _chosen(client, args)
+    result = client.call("approve", {"workspace": ws, "ids": ids})
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    for item in result["approved"]:
+        entry = item["entry"]
+        line = f"Approved {short_id(item['proposalId'])} → entry {entry['id']}: {entry['title']}"
+        if item.get("superseded"):
+            line += f" (archived {short_id(item['superseded'])})"
+        print(line)
+    if result.get("redactions"):
+        print(f"note: {result['redactions']} secret(s) were redacted", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_reject(client: Client, args: argparse.Namespace) -> int:
+    ws, ids = _chosen(client, args)
+    params: dict[str, Any] = {"workspace": ws, "ids": ids}
+    if args.reason:
+        params["reason"] = args.reason
+    result = client.call("reject", params)
+    if args.json:
+        print_json(result)
+    else:
+        for rejected in result["rejected"]:
+            print(f"Rejected {rejected}")
+    return EXIT_OK
+
+
+def cmd_import(client: Client, args: argparse.Namespace) -> int:
+    path = absolute(args.file)
+    if not os.path.exists(path):
+        raise CliError(f"{args.file}: no such file or directory")
+    params: dict[str, Any] = {"workspace": workspace_of(args), "path": path}
+    if args.format:
+        params["format"] = args.format
+    result = client.call("import_memories", params)
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    imported = len(result["imported"])
+    print(f"Imported {imported} memor{'y' if imported == 1 else 'ies'} from {result['format']} "
+          f"into PENDING.md ({result['duplicates']} already known).")
+    for problem in result.get("errors", []):
+        print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)
+    for skipped in result.get("skipped", []):
+        print(f"  skipped {skipped.get('locator', '?')}: {skipped.get('reason', '')}",
+              file=sys.stderr)
+    if imported:
+        print("Nothing is active until approved: run `maka review` or `maka approve`.")
+    return EXIT_OK
+
+
+def cmd_export(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("export_memories", {"workspace": workspace_of(args),
+                                             "format": args.format,
+                                             "includeArchived": args.archived})
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    data: str = result["data"]
+    if args.output:
+        Path(args.output).write_text(data, encoding="utf-8")
+        print(f"Exported {result['count']} entries to {args.output}", file=sys.stderr)
+    else:
+        sys.stdout.write(data if data.endswith("\n") else data + "\n")
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    p = sub.add_parser("pending", parents=parents.scoped,
+                       help="list the proposals waiting for approval (list_proposals)")
+    p.set_defaults(func=cmd_pending)
+
+    for name, func, text in (("approve", cmd_approve, "activate proposals in MEMORY.md (approve)"),
+                             ("reject", cmd_reject, "reject proposals (reject)")):
+        p = sub.add_parser(name, parents=parents.scoped, help=text)
+        p.add_argument("ids", nargs="*", metavar="PROPOSAL_ID",
+                       help="proposal ids or unique prefixes of them")
+        p.add_argument("--all", action="store_true", help="every proposal waiting")
+        if name == "reject":
+            p.add_argument("--reason", help="why (kept in the ledger)")
+        p.set_defaults(func=func)
+
+    p = sub.add_parser("import", parents=parents.scoped,
+                       help="import memories from another tool into PENDING.md (import_memories)",
+                       description="FILE is an export file of another tool or a Claude Code "
+                                   "memory directory; the daemon reads it, so it is sent as "
+                                   "an absolute path.")
+    p.add_argument("file", metavar="FILE")
+    p.add_argument("--format", help="mem0, openmemory, chatgpt, claude_code, claude_md, "
+                                     "mcp_memory, letta or markdown (default: detected)")
+    p.set_defaults(func=cmd_import)
+
+    p = sub.add_parser("export", parents=parents.scoped,
+                       help="print active entries as JSON or Markdown (export_memories)")
+    p.add_argument("--format", choices=["json", "markdown"], default="json")
+    p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
+    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.set_defaults(func=cmd_export)

@@ -1,0 +1,214 @@
+"""`maka review`: one pass over the proposal queue, each proposal beside its similar entries.
+
+Keys: a approve · e edit then approve · r reject (asks for a reason) · s skip · q quit · ? help.
+On a terminal one key press is enough; from a pipe each line is a key (and the line after
+``r`` is the reason), so ``printf 'a\\nr\\nstale\\n' | maka review`` works too.
+Each decision is sent at once: quitting keeps what was decided so far.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import sys
+import termios
+import tty
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from maka.cli.common import (
+    EXIT_OK,
+    Parents,
+    edit_in_editor,
+    entry_form,
+    parse_entry_form,
+    workspace_of,
+)
+from maka.cli.output import entry_card, print_json, short_id, side_by_side
+from maka.client import Client
+from maka.errors import NotFound
+
+KEYS_HELP = "a approve · e edit then approve · r reject · s skip · q quit"
+PROMPT = "[a]pprove [e]dit [r]eject [s]kip [q]uit [?] "
+SIDE_BY_SIDE_MIN_WIDTH = 100
+SIMILAR_CONTENT_LINES = 4
+
+
+class Keys:
+    """One key at a time from a terminal (cbreak mode), or one line per key from a pipe."""
+
+    def __init__(self, stdin: TextIO, out: TextIO) -> None:
+        self.stdin = stdin
+        self.out = out
+        self.tty = stdin.isatty()
+
+    def key(self, prompt: str) -> str:
+        self.out.write(prompt)
+        self.out.flush()
+        if not self.tty:
+            line = self.stdin.readline()
+            if not line:
+                self.out.write("\n")
+                return "q"
+            key = line.strip()[:1].lower()
+            self.out.write(key + "\n")
+            return key
+        fd = self.stdin.fileno()
+        saved = termios.tcgetattr(fd)
+        try:
+            # TCSANOW, not the default TCSAFLUSH: keys typed ahead must not be thrown away.
+            tty.setcbreak(fd, termios.TCSANOW)
+            data = os.read(fd, 1)
+        finally:
+            termios.tcsetattr(fd, termios.TCSANOW, saved)
+        if data in (b"", b"\x04"):
+            self.out.write("\n")
+            return "q"
+        char = data.decode("utf-8", errors="replace")
+        self.out.write((char if char.isprintable() else "") + "\n")
+        return char.lower()
+
+    def line(self, prompt: str) -> str:
+        self.out.write(prompt)
+        self.out.flush()
+        text = self.stdin.readline()
+        if not self.tty:
+            self.out.write(text if text.endswith("\n") else text + "\n")
+        return text.strip()
+
+
+@dataclass
+class Outcome:
+    approved: list[dict[str, Any]] = field(default_factory=list)
+    rejected: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)
+    gone: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"approved": self.approved, "rejected": self.rejected,
+                "skipped": self.skipped, "gone": self.gone}
+
+
+def card(view: dict[str, Any], index: int, total: int, memory: dict[str, dict[str, Any]],
+         pending: dict[str, dict[str, Any]], width: int) -> list[str]:
+    """A proposal, with its similar entries (and what it replaces) beside or below it."""
+    proposal = view["proposal"]
+    title = f"── Proposal {index}/{total} "
+    lines = ["", title + "─" * max(0, min(width, 100) - len(title)), ""]
+    left = entry_card(proposal)
+    right: list[str] = []
+    target = proposal.get("supersedes")
+    if target:
+        right.append("Replaces:")
+        right.extend(_brief(target, memory, pending))
+        right.append("")
+    similar = [s for s in view.get("similarTo", []) if s != target]
+    right.append("Similar entries:" if similar else "No similar entries.")
+    for other in similar:
+        right.extend(_brief(other, memory, pending))
+    if width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
+        lines.extend(side_by_side(left, right, width))
+    else:
+        lines.extend([*left, "", *right])
+    return [*lines, ""]
+
+
+def _brief(entry_id: str, memory: dict[str, dict[str, Any]],
+           pending: dict[str, dict[str, Any]]) -> list[str]:
+    entry = memory.get(entry_id) or pending.get(entry_id)
+    if entry is None:
+        return [f"• {short_id(entry_id)} (no longer there)"]
+    where = "in MEMORY.md" if entry_id in memory else "also pending"
+    head = f"• {entry.get('title', '')}  ({where}, {short_id(entry_id)})"
+    body = str(entry.get("content", "")).splitlines()
+    more = ["  …"] if len(body) > SIMILAR_CONTENT_LINES else []
+    return [head, *("  " + line for line in body[:SIMILAR_CONTENT_LINES]), *more]
+
+
+def cmd_review(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    out = sys.stderr if args.json else sys.stdout
+    views: list[dict[str, Any]] = client.call("list_proposals", {"workspace": ws})["proposals"]
+    outcome = Outcome()
+    if not views:
+        print("No proposals waiting.", file=out)
+        return _finish(outcome, args, out)
+    state = client.call("read_state", {"workspace": ws, "includeEntries": True})
+    memory = {e["id"]: e for e in state.get("entries") or []}
+    pending = {v["proposal"]["id"]: v["proposal"] for v in views}
+    keys = Keys(sys.stdin, out)
+    width = shutil.get_terminal_size((100, 24)).columns
+    for index, view in enumerate(views, 1):
+        print("\n".join(card(view, index, len(views), memory, pending, width)), file=out)
+        if not _decide(client, ws, view["proposal"], keys, outcome, out):
+            outcome.skipped.extend(v["proposal"]["id"] for v in views[index - 1:])
+            break
+    return _finish(outcome, args, out)
+
+
+def _decide(client: Client, ws: str, proposal: dict[str, Any], keys: Keys, outcome: Outcome,
+            out: TextIO) -> bool:
+    """Ask until one decision is made for this proposal; False when the user quits."""
+    pid = proposal["id"]
+    while True:
+        key = keys.key(PROMPT)
+        try:
+            if key == "a":
+                _approve(client, ws, pid, {}, outcome, out)
+                return True
+            if key == "e":
+                edited = parse_entry_form(edit_in_editor(
+                    entry_form(proposal["title"], proposal.get("tags", []), proposal["content"])))
+                if edited is None:
+                    print("Empty content: not approved. Choose again.", file=out)
+                    continue
+                _approve(client, ws, pid, edited.changes(proposal), outcome, out)
+                return True
+            if key == "r":
+                reason = keys.line("Reason (optional, Enter to skip): ")
+                params: dict[str, Any] = {"workspace": ws, "ids": [pid]}
+                if reason:
+                    params["reason"] = reason
+                client.call("reject", params)
+                outcome.rejected.append(pid)
+                print(f"Rejected {short_id(pid)}.", file=out)
+                return True
+        except NotFound:
+            print(f"{short_id(pid)} is no longer waiting (decided elsewhere).", file=out)
+            outcome.gone.append(pid)
+            return True
+        if key == "s":
+            outcome.skipped.append(pid)
+            return True
+        if key == "q":
+            return False
+        print(KEYS_HELP, file=out)
+
+
+def _approve(client: Client, ws: str, pid: str, changes: dict[str, Any], outcome: Outcome,
+             out: TextIO) -> None:
+    params: dict[str, Any] = {"workspace": ws, "ids": [pid]}
+    if changes:
+        params["edits"] = {pid: changes}
+    result = client.call("approve", params)
+    for item in result["approved"]:
+        outcome.approved.append({"proposalId": item["proposalId"], "entryId": item["entry"]["id"]})
+        edited = " (edited)" if changes else ""
+        print(f"Approved{edited} → entry {short_id(item['entry']['id'])}.", file=out)
+
+
+def _finish(outcome: Outcome, args: argparse.Namespace, out: TextIO) -> int:
+    if args.json:
+        print_json(outcome.as_dict())
+    elif outcome.approved or outcome.rejected or outcome.skipped or outcome.gone:
+        print(f"Done: {len(outcome.approved)} approved, {len(outcome.rejected)} rejected, "
+              f"{len(outcome.skipped)} left waiting.", file=out)
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    p = sub.add_parser("review", parents=parents.scoped,
+                       help="go through the proposals one by one: approve, edit, reject, skip",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.set_defaults(func=cmd_review)

@@ -1,0 +1,90 @@
+"""`maka status`, `ping`, `call` and `settings`."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from maka.cli.common import EXIT_OK, CliError, Parents, workspace_of
+from maka.cli.output import print_json, table
+from maka.client import Client
+
+
+def cmd_status(client: Client, args: argparse.Namespace) -> int:
+    status = client.call("status")
+    if args.json:
+        print_json(status)
+    else:
+        width = max(len(k) for k in status)
+        for key, value in status.items():
+            print(f"{key:<{width}}  {value}")
+    return EXIT_OK
+
+
+def cmd_ping(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("ping")
+    print_json(result) if args.json else print(result)
+    return EXIT_OK
+
+
+def cmd_call(client: Client, args: argparse.Namespace) -> int:
+    params: Any = None
+    if args.params is not None:
+        raw = sys.stdin.read() if args.params == "-" else args.params
+        try:
+            params = json.loads(raw)
+        except json.JSONDecodeError as exc:
+            raise CliError(f"PARAMS is not valid JSON: {exc}") from None
+    print_json(client.call(args.method, params))
+    return EXIT_OK
+
+
+def parse_setting(pair: str) -> tuple[str, Any]:
+    """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off."""
+    key, sep, raw = pair.partition("=")
+    if not sep or not key:
+        raise CliError(f"expected KEY=VALUE, got {pair!r}")
+    words = {"on": True, "off": False, "yes": True, "no": False}
+    if raw.lower() in words:
+        return key, words[raw.lower()]
+    try:
+        return key, json.loads(raw)
+    except json.JSONDecodeError:
+        raise CliError(f"{key}: {raw!r} is not true/false/on/off, a number or null") from None
+
+
+def cmd_settings(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    changes = dict(parse_setting(p) for p in args.set)
+    if changes:
+        result = client.call("set_settings", {"workspace": ws, **changes})
+    else:
+        result = client.call("get_settings", {"workspace": ws})
+    if args.json:
+        print_json(result)
+    else:
+        rows = [[key, json.dumps(value)] for key, value in result.items()]
+        print(table(["SETTING", "VALUE"], rows))
+    return EXIT_OK
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    p = sub.add_parser("status", parents=[parents.json], help="show the daemon's status")
+    p.set_defaults(func=cmd_status)
+    p = sub.add_parser("ping", parents=[parents.json], help="check the daemon answers")
+    p.set_defaults(func=cmd_ping)
+    p = sub.add_parser("call", parents=[parents.json],
+                       help="call any method: maka call METHOD ['{\"json\": \"params\"}']")
+    p.add_argument("method")
+    p.add_argument("params", nargs="?", help="by-name params as a JSON object, or - for stdin")
+    p.set_defaults(func=cmd_call)
+    p = sub.add_parser(
+        "settings", parents=parents.scoped, help="show or change a workspace's settings",
+        description="Without KEY=VALUE: get_settings. With them: set_settings (a patch). "
+                    "Keys: enabled, agentReadEnabled, extractToolEnabled, incognito, "
+                    "historyRecallEnabled, defaultDecayDays.")
+    p.add_argument("set", nargs="*", metavar="KEY=VALUE",
+                   help="e.g. agentReadEnabled=on incognito=off defaultDecayDays=30")
+    p.set_defaults(func=cmd_settings)

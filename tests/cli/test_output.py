@@ -1,0 +1,96 @@
+"""The CLI's pure helpers: widths, tables, ages, the entry form, id prefixes, settings."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from maka.cli.common import CliError, EntryEdit, entry_form, parse_entry_form, resolve_ids
+from maka.cli.output import age, display_width, side_by_side, table, truncate
+from maka.cli.system import parse_setting
+
+DAY = 86_400_000
+
+
+def test_cjk_takes_two_columns() -> None:
+    """Wide characters count double and truncation respects that."""
+    assert display_width("日本語") == 6
+    cut = truncate("日本語のメモです", 7)
+    assert cut.endswith("…") and display_width(cut) <= 7
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.text(), st.integers(min_value=2, max_value=80))
+def test_truncate_never_exceeds_width(text: str, width: int) -> None:
+    """A truncated text fits the width, and an untouched one is returned as is."""
+    cut = truncate(text, width)
+    if display_width(text) <= width:
+        assert cut == text
+    else:
+        assert display_width(cut) <= width and cut.endswith("…")
+
+
+def test_table_cuts_only_the_last_column() -> None:
+    """Columns align; with a width the last column is cut, without one it is whole."""
+    rows = [["a", "x" * 200], ["bbb", "short"]]
+    assert table(["K", "V"], rows).splitlines()[1] == "a    " + "x" * 200
+    cut = table(["K", "V"], rows, width=40).splitlines()
+    assert all(display_width(line) <= 40 for line in cut) and cut[2] == "bbb  short"
+
+
+def test_side_by_side_fits_the_width() -> None:
+    """Both columns fit the width and the gap is kept."""
+    lines = side_by_side(["left " * 30], ["right " * 30, "second"], 80)
+    assert len(lines) == 2 and all(display_width(line) <= 80 for line in lines)
+    assert "│" in lines[0]
+
+
+def test_age_reads_like_a_person() -> None:
+    """Ages are relative and coarse; very old ones are dates."""
+    now = 1_700_000_000_000
+    assert age(now - 5_000, now) == "just now"
+    assert age(now - 3 * 60_000, now) == "3 min ago"
+    assert age(now - DAY, now) == "1 day ago" and age(now - 3 * DAY, now) == "3 days ago"
+    assert age(now - 400 * DAY, now)[:2] == "20" and age(None, now) == "-"
+
+
+@settings(max_examples=200, deadline=None)
+@given(title=st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=40)
+       .map(str.strip).filter(bool),
+       tags=st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), max_size=4),
+       content=st.text(max_size=200).map(lambda t: t.strip("\n")).filter(lambda t: t.strip()))
+def test_entry_form_round_trips(title: str, tags: list[str], content: str) -> None:
+    """What the editor form shows is what parsing it gives back, when nothing was edited."""
+    content = content.replace("\r", "")
+    parsed = parse_entry_form(entry_form(title, tags, content))
+    assert parsed == EntryEdit(title=title, tags=tags, content=content.strip("\n"))
+
+
+def test_entry_form_empty_content_cancels() -> None:
+    """An emptied content means the user cancelled."""
+    assert parse_entry_form(entry_form("T", [], "x").split("---")[0] + "---\n\n") is None
+
+
+def test_entry_changes_only_what_differs() -> None:
+    """changes() names only the fields the user changed."""
+    entry = {"title": "T", "content": "c", "tags": ["a"]}
+    assert EntryEdit("T", ["a"], "c2").changes(entry) == {"content": "c2"}
+    assert EntryEdit("T2", [], "c").changes(entry) == {"title": "T2", "tags": []}
+
+
+def test_resolve_ids_by_unique_prefix() -> None:
+    """Exact ids and unique prefixes resolve; unknown ones pass through; ambiguous ones fail."""
+    known = ["abc123", "abd456", "ffff00"]
+    assert resolve_ids(known, ["abc", "ff", "abd456", "zzz"]) == ["abc123", "ffff00", "abd456", "zzz"]
+    with pytest.raises(CliError, match="ambiguous"):
+        resolve_ids(known, ["ab"])
+
+
+def test_parse_setting_values() -> None:
+    """Setting values are on/off or JSON."""
+    assert parse_setting("incognito=on") == ("incognito", True)
+    assert parse_setting("defaultDecayDays=null") == ("defaultDecayDays", None)
+    assert parse_setting("defaultDecayDays=7.5") == ("defaultDecayDays", 7.5)
+    with pytest.raises(CliError):
+        parse_setting("incognito=maybe")

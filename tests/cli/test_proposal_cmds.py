@@ -1,0 +1,116 @@
+"""`maka pending`, `approve`, `reject`, `import` and `export` against a real daemon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.cli.helpers import call, run_maka
+from tests.support import DaemonProcess
+
+
+def propose(d: DaemonProcess, title: str, content: str, **kw: Any) -> str:
+    result = call(d, "propose", title=title, content=content, origin="manual", **kw)
+    proposal_id: str = result["proposal"]["id"]
+    return proposal_id
+
+
+def read(path: Path) -> str:
+    return path.read_text() if path.exists() else ""
+
+
+def files(d: DaemonProcess) -> tuple[str, str]:
+    """The text of MEMORY.md and PENDING.md ("" when absent)."""
+    mem = d.workspace / "memory"
+    return read(mem / "MEMORY.md"), read(mem / "PENDING.md")
+
+
+def test_pending_lists_the_queue(daemon: DaemonProcess) -> None:
+    """pending shows each proposal with its origin and similar count; --json is list_proposals."""
+    propose(daemon, "Tabs", "The user prefers tabs for indentation in Go code.")
+    propose(daemon, "Tabs again", "The user prefers tabs for indentation in all Go code.")
+    table = run_maka(daemon, "pending")
+    assert table.returncode == 0
+    rows = table.stdout.splitlines()
+    assert rows[0].split() == ["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"]
+    assert sum("manual" in r for r in rows) == 2 and "2 waiting" in table.stdout
+    listing = json.loads(run_maka(daemon, "pending", "--json").stdout)
+    assert len(listing["proposals"]) == 2 and listing["proposals"][0]["similarTo"]
+
+
+def test_empty_queue(daemon: DaemonProcess) -> None:
+    """pending on an empty queue says so and exits 0."""
+    result = run_maka(daemon, "pending")
+    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+
+
+def test_approve_by_prefix_moves_into_memory(daemon: DaemonProcess) -> None:
+    """approve ID… (prefixes accepted) activates proposals in MEMORY.md and empties PENDING.md."""
+    first = propose(daemon, "One", "first fact")
+    second = propose(daemon, "Two", "second fact")
+    result = run_maka(daemon, "approve", first[:8], second)
+    assert result.returncode == 0 and result.stdout.count("Approved ") == 2
+    memory, pending = files(daemon)
+    assert "first fact" in memory and "second fact" in memory
+    assert "first fact" not in pending and "second fact" not in pending
+
+
+def test_reject_with_reason_and_no_requeue(daemon: DaemonProcess) -> None:
+    """reject --reason removes the proposal; proposing it again is refused as rejected."""
+    pid = propose(daemon, "Wrong", "the user likes spaces")
+    result = run_maka(daemon, "reject", pid, "--reason", "not true")
+    assert result.returncode == 0 and result.stdout.strip() == f"Rejected {pid}"
+    assert "likes spaces" not in files(daemon)[1]
+    again = call(daemon, "propose", title="Wrong", content="the user likes spaces", origin="manual")
+    assert again["queued"] is False and again["previouslyRejected"]["reason"] == "not true"
+
+
+def test_approve_all_and_reject_all(daemon: DaemonProcess) -> None:
+    """--all acts on the whole queue; ids and --all together are a usage error."""
+    propose(daemon, "A", "alpha fact")
+    propose(daemon, "B", "beta fact")
+    assert run_maka(daemon, "approve", "--all", "x").returncode == 2
+    assert run_maka(daemon, "approve").returncode == 2
+    assert run_maka(daemon, "approve", "--all").returncode == 0
+    assert call(daemon, "read_state")["entryCount"] == 2
+    propose(daemon, "C", "gamma fact")
+    assert run_maka(daemon, "reject", "--all").returncode == 0
+    assert call(daemon, "list_proposals")["proposals"] == []
+
+
+def test_approve_unknown_id_is_remote_error(daemon: DaemonProcess) -> None:
+    """An unknown proposal id gives the daemon's not_found and exit 1."""
+    result = run_maka(daemon, "approve", "ffffffffffffffff")
+    assert result.returncode == 1 and "not_found" in result.stderr
+
+
+def test_import_relative_path_lands_in_pending(daemon: DaemonProcess, short_tmp: Path) -> None:
+    """import FILE sends an absolute path; the memories wait in PENDING.md, not MEMORY.md."""
+    source = short_tmp / "notes.md"
+    source.write_text("- The user deploys on Tuesdays\n- The user's editor is helix\n")
+    result = run_maka(daemon, "import", "notes.md", "--format", "markdown", cwd=short_tmp)
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 memories" in result.stdout
+    memory, pending = files(daemon)
+    assert "deploys on Tuesdays" in pending and "deploys on Tuesdays" not in memory
+    again = run_maka(daemon, "--json", "import", str(source), "--format", "markdown")
+    assert json.loads(again.stdout)["imported"] == []
+
+
+def test_import_missing_file_is_usage_error(daemon: DaemonProcess) -> None:
+    """A FILE that does not exist exits 2 before asking the daemon."""
+    result = run_maka(daemon, "import", "/nonexistent/file.json")
+    assert result.returncode == 2 and "no such file" in result.stderr
+
+
+def test_export_json_and_markdown(daemon: DaemonProcess, short_tmp: Path) -> None:
+    """export prints the data itself (JSON or Markdown); -o writes it to a file."""
+    call(daemon, "add_entry", title="Lang", content="Go and Python")
+    as_json = run_maka(daemon, "export")
+    assert json.loads(as_json.stdout)["entries"][0]["content"] == "Go and Python"
+    as_md = run_maka(daemon, "export", "--format", "markdown")
+    assert "## Lang" in as_md.stdout
+    target = short_tmp / "out.md"
+    written = run_maka(daemon, "export", "--format", "markdown", "-o", str(target))
+    assert written.stdout == "" and "## Lang" in target.read_text()

@@ -1,0 +1,110 @@
+"""`maka review`: driven through a pseudo-terminal, through a pipe, and its card layout."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from maka.cli.output import display_width
+from maka.cli.review import card
+from tests.cli.helpers import MAKA, Pty, call, editor_script, run_maka
+from tests.support import DaemonProcess
+
+PROMPT = "[q]uit [?] "
+
+
+def propose(d: DaemonProcess, title: str, content: str) -> str:
+    pid: str = call(d, "propose", title=title, content=content, origin="manual")["proposal"]["id"]
+    return pid
+
+
+def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
+    """On a pty single keys edit+approve, reject with a reason, skip and approve, in order."""
+    call(daemon, "add_entry", title="Indentation", content="The user prefers tabs for indentation in Go code.")
+    edited = propose(daemon, "Tabs", "The user prefers tabs for indentation in all Go code.")
+    rejected = propose(daemon, "Spaces", "The user likes two-space indents.")
+    skipped = propose(daemon, "Later", "Decide about this later.")
+    approved = propose(daemon, "Editor", "The user's editor is helix.")
+    editor = editor_script(short_tmp, "path.write_text(text.replace('in all Go code', 'in Go and C'))")
+    env = {**os.environ, "EDITOR": editor, "VISUAL": "", "COLUMNS": "120", "TERM": "dumb"}
+    pty = Pty([*MAKA, "--socket", str(daemon.socket), "review", "-w", str(daemon.workspace)], env)
+
+    first = pty.expect(PROMPT)
+    assert "Proposal 1/4" in first and "Similar entries:" in first
+    assert any("│" in line and "Tabs" in line for line in first.splitlines())  # side by side
+    pty.send("e")
+    assert "Approved (edited)" in pty.expect(PROMPT)
+    pty.send("r")
+    pty.expect("Reason")
+    pty.send("stale\n")
+    assert "Rejected" in pty.expect(PROMPT)
+    pty.send("s")
+    assert "Proposal 4/4" in pty.expect(PROMPT)
+    pty.send("a")
+    code, rest = pty.wait()
+    assert code == 0
+    assert "Done: 2 approved, 1 rejected, 1 left waiting." in rest
+
+    contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
+    assert "The user prefers tabs for indentation in Go and C." in contents
+    assert "The user's editor is helix." in contents
+    waiting = [v["proposal"]["id"] for v in call(daemon, "list_proposals")["proposals"]]
+    assert waiting == [skipped] and edited not in waiting and approved not in waiting
+    again = call(daemon, "propose", title="Spaces", content="The user likes two-space indents.",
+                 origin="manual")
+    assert again["previouslyRejected"]["reason"] == "stale"
+    assert again["previouslyRejected"]["proposalId"] == rejected
+
+
+def test_review_quit_keeps_earlier_decisions(daemon: DaemonProcess) -> None:
+    """From a pipe each line is a key; q stops and what was decided stays decided."""
+    first = propose(daemon, "One", "first fact")
+    second = propose(daemon, "Two", "second fact")
+    result = run_maka(daemon, "review", input="x\na\nq\n")
+    assert result.returncode == 0
+    assert "a approve · e edit then approve" in result.stdout  # help after an unknown key
+    assert "Done: 1 approved, 0 rejected, 1 left waiting." in result.stdout
+    waiting = [v["proposal"]["id"] for v in call(daemon, "list_proposals")["proposals"]]
+    assert waiting == [second] and first not in waiting
+
+
+def test_review_json_summary(daemon: DaemonProcess) -> None:
+    """With --json the cards go to stderr and stdout holds only the decisions as JSON."""
+    pid = propose(daemon, "One", "first fact")
+    result = run_maka(daemon, "review", "--json", input="r\n\n")
+    assert json.loads(result.stdout) == {"approved": [], "rejected": [pid], "skipped": [],
+                                         "gone": []}
+    assert "Proposal 1/1" in result.stderr
+
+
+def test_review_empty_queue(daemon: DaemonProcess) -> None:
+    """An empty queue ends at once."""
+    result = run_maka(daemon, "review")
+    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+
+
+def sample_view() -> dict[str, Any]:
+    proposal = {"id": "p" * 16, "title": "New", "content": "tabs in all Go code", "origin": "extracted",
+                "status": "review_required", "tags": [], "createdAt": 1, "updatedAt": 1,
+                "supersedes": "m" * 16}
+    return {"proposal": proposal, "similarTo": ["s" * 16]}
+
+
+def test_card_side_by_side_when_wide() -> None:
+    """On a wide terminal similar entries (and what is replaced) sit beside the proposal."""
+    memory = {"m" * 16: {"id": "m" * 16, "title": "Old", "content": "tabs in Go"},
+              "s" * 16: {"id": "s" * 16, "title": "Near", "content": "tabs please"}}
+    lines = card(sample_view(), 1, 1, memory, {}, width=120)
+    assert any(line.startswith("New") and "Replaces:" in line for line in lines)
+    assert any("Near" in line and "│" in line for line in lines)
+    assert all(display_width(line) <= 120 for line in lines)
+
+
+def test_card_stacked_when_narrow() -> None:
+    """On a narrow terminal the similar entries come below the proposal."""
+    lines = card(sample_view(), 2, 3, {}, {}, width=60)
+    assert not any("│" in line for line in lines)
+    assert lines.index("Similar entries:") > lines.index("New")
+    assert any("no longer there" in line for line in lines)
