@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
+from typing import Protocol
 
 import msgspec
 
 from makad.core import memory_format as fmt
 from makad.core.assembly import assemble
-from makad.core.context_types import SEGMENT_KINDS, ContextInputs, ContextPack, RecallHit
+from makad.core.context_types import (
+    SEGMENT_KINDS,
+    ContextInputs,
+    ContextPack,
+    RecallHit,
+    SegmentKind,
+)
 from makad.core.render import entry_hash
-from makad.core.types import Checkpoint, Entry, Event
-from makad.errors import InvalidParams
+from makad.core.types import Checkpoint, Entry, Event, WorkingState
+from makad.errors import InvalidParams, NotFound
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.memory import MemoryFiles
@@ -61,76 +68,63 @@ class ContextService:
         ws = await self._ctx.workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
         sid = params.session_id
-        if sid is not None:
-            await self._sessions.require(ws, sid)
-        session_incognito = sid is not None and self._sessions.is_incognito(ws, sid)
+        incognito = sid is not None and self._sessions.is_incognito(ws, sid)
         include = frozenset(params.include) if params.include is not None else frozenset(
             SEGMENT_KINDS)
         query = (params.query or "").strip() or None
         memory_ok = (settings.enabled and settings.agent_read_enabled and not settings.incognito
-                     and not session_incognito and "memory" in include)
+                     and not incognito and "memory" in include)
+        snapshot = await self._snapshot(ws) if memory_ok else None
+        plan = _Plan(
+            sid=sid, incognito=incognito, include=include, query=query,
+            budget=params.budget_tokens, snapshot=snapshot,
+            recall=bool(settings.history_recall_enabled and query and "recall" in include
+                        and not incognito),
+            revision=await self._ctx.revision(ws), workspace=str(ws.path))
+        source: SessionSource | None = None
+        if sid is not None:
+            source = (_EphemeralSource(self._sessions, ws) if incognito
+                      else _LedgerSource(ws))
+        # One worker-thread hop gathers every input and assembles: hops are not free.
+        pack, record = await in_thread(self._gather_and_assemble, ws, plan, source)
+        if record is not None and sid is not None:
+            await in_thread(ws.ledger.record_manifest, sid, pack.call_id, record)
+        return pack
 
-        checkpoint = await self._sessions.latest_checkpoint(ws, sid) if sid else None
+    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None
+                             ) -> tuple[ContextPack, list[tuple[str, int, str]] | None]:
+        sid = plan.sid
+        checkpoint: Checkpoint | None = None
         history: list[Event] = []
         live_tokens: int | None = None
         last_seq = 0
-        if sid is not None:
-            history, live_tokens, last_seq = await self._history_tail(
-                ws, sid, checkpoint, params.budget_tokens)
-        working_state = (await self._sessions.working_state(ws, sid)
-                         if sid and "working_state" in include else None)
-
+        working_state = None
+        if sid is not None and source is not None:
+            last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
+            checkpoint = source.latest_checkpoint(sid)
+            history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
+            if "working_state" in plan.include:
+                working_state = source.working_state(sid)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
-        if memory_ok:
-            entries, bm25 = await self._memory_candidates(ws, query)
-        recall: list[RecallHit] = []
-        if (settings.history_recall_enabled and query and "recall" in include
-                and not session_incognito):
-            recall = await self._recall(ws, query, sid, checkpoint)
-
-        revision = await self._ctx.revision(ws)
-        call_id = _call_id(str(ws.path), revision, sid, last_seq, params.budget_tokens, query,
-                           include)
-        already_shown, carried = await self._already_shown(ws, sid, checkpoint, call_id,
-                                                           session_incognito)
+        if plan.snapshot is not None:
+            entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query)
+        recall = _recall(ws, plan.query or "", sid, checkpoint) if plan.recall else []
+        call_id = _call_id(plan.workspace, plan.revision, sid, last_seq, plan.budget,
+                           plan.query, plan.include)
+        already_shown: dict[str, str] = {}
+        carried: dict[str, str] = {}
+        if sid is not None and not plan.incognito:
+            already_shown, carried = _already_shown(ws, sid, checkpoint, call_id)
         inputs = ContextInputs(
-            budget_tokens=params.budget_tokens, now_ms=now_ms(), session_id=sid, query=query,
-            include=include, memory_enabled=memory_ok, memory_entries=entries,
-            memory_bm25=bm25, already_shown=already_shown, working_state=working_state,
-            checkpoint=checkpoint, history=history, live_history_tokens=live_tokens,
-            recall_hits=recall)
-        pack = await in_thread(assemble, inputs)
-        pack = msgspec.structs.replace(pack, call_id=call_id, revision=revision)
-        if sid is not None and not session_incognito:
-            await self._record(ws, sid, call_id, pack, carried)
-        return pack
-
-    # --- inputs -----------------------------------------------------------------------
-
-    async def _history_tail(self, ws: Workspace, sid: str, checkpoint: Checkpoint | None,
-                            budget: int) -> tuple[list[Event], int | None, int]:
-        """Events after the checkpoint, newest covering ~2x the budget (or all of them)."""
-        floor = checkpoint.coverage.to_seq if checkpoint else 0
-        want = max(budget, 1) * HISTORY_TAIL_FACTOR
-        count = HISTORY_FIRST_READ
-        last = await self._last_seq(ws, sid)
-        while True:
-            after = max(floor, last - count)
-            events = await self._sessions.read_events(ws, sid, after_seq=after)
-            tokens = sum(e.tokens for e in events)
-            if after == floor:
-                return events, None, last
-            if tokens >= want:
-                # Older events are beyond what could fit; their exact size does not matter.
-                return events, tokens + 1, last
-            count *= 4
-
-    async def _last_seq(self, ws: Workspace, sid: str) -> int:
-        if self._sessions.is_incognito(ws, sid):
-            return self._sessions.ephemeral(ws).get_session(sid).last_seq
-        info = await in_thread(ws.ledger.get_session, sid)
-        return info.last_seq
+            budget_tokens=plan.budget, now_ms=now_ms(), session_id=sid, query=plan.query,
+            include=plan.include, memory_enabled=plan.snapshot is not None,
+            memory_entries=entries, memory_bm25=bm25, already_shown=already_shown,
+            working_state=working_state, checkpoint=checkpoint, history=history,
+            live_history_tokens=live_tokens, recall_hits=recall)
+        pack = msgspec.structs.replace(assemble(inputs), call_id=call_id, revision=plan.revision)
+        record = None if sid is None or plan.incognito else _manifest_items(pack, carried)
+        return pack, record
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
         async with ws.lock:
@@ -146,80 +140,149 @@ class ContextService:
         ws.extra["memory_snapshot"] = snap
         return snap
 
-    async def _memory_candidates(self, ws: Workspace, query: str | None
-                                 ) -> tuple[list[Entry], dict[str, float]]:
-        snap = await self._snapshot(ws)
-        bm25: dict[str, float] = {}
-        chosen: dict[str, Entry] = {}
-        if query:
-            for entry_id, score in await in_thread(ws.ledger.search_memory, query,
-                                                   MEMORY_BM25_CANDIDATES):
-                entry = snap.by_id.get(entry_id)
-                if entry is not None:
-                    chosen[entry_id] = entry
-                    bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
-        limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_BM25_CANDIDATES
-        for entry in snap.recent[:limit]:
-            chosen.setdefault(entry.id, entry)
-        return list(chosen.values()), bm25
 
-    async def _recall(self, ws: Workspace, query: str, sid: str | None,
-                      checkpoint: Checkpoint | None) -> list[RecallHit]:
-        """Ranked events of other sessions and of this session's compacted part."""
-        max_seq = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+@dataclass(frozen=True)
+class _Plan:
+    """What build_context decided before touching the stores."""
 
-        def search() -> list[RecallHit]:
-            hits = ws.ledger.search_events_ranked(query, limit=RECALL_HITS,
-                                                  max_seq_by_session=max_seq)
-            out: list[RecallHit] = []
-            for hit in hits:
-                event = hit.event
-                start = max(0, event.seq - RECALL_NEIGHBOURS - 1)
-                around = ws.ledger.read_events(event.session_id, after_seq=start,
-                                               limit=2 * RECALL_NEIGHBOURS + 1)
-                if max_seq and event.session_id in max_seq:
-                    around = [e for e in around if e.seq <= max_seq[event.session_id]]
-                out.append(RecallHit(event=event, bm25=-hit.score,
-                                     neighbours=[e for e in around if e.seq != event.seq]))
-            return out
+    sid: str | None
+    incognito: bool
+    include: frozenset[SegmentKind]
+    query: str | None
+    budget: int
+    snapshot: MemorySnapshot | None
+    recall: bool
+    revision: int
+    workspace: str
 
-        return await in_thread(search)
 
-    async def _already_shown(self, ws: Workspace, sid: str | None,
-                             checkpoint: Checkpoint | None, call_id: str,
-                             incognito: bool) -> tuple[dict[str, str], dict[str, str]]:
-        """(what this call must not repeat, what its manifest carries forward)."""
-        if sid is None or incognito:
-            return {}, {}
-        from makad.errors import NotFound
+class SessionSource(Protocol):
+    """Synchronous reads of one kind of session store (called from a worker thread)."""
 
-        try:
-            manifest = await in_thread(ws.ledger.get_manifest, sid)
-        except NotFound:
-            return {}, {}
-        if checkpoint is not None and manifest.created_at < checkpoint.created_at:
-            return {}, {}
-        # Items with tokens == 0 were carried from earlier calls; a repeat of the same call
-        # must see exactly what that call saw, so it only skips what came before it.
-        carried = {i.source_id: i.content_hash for i in manifest.items if i.tokens == 0}
-        if manifest.call_id == call_id:
-            return carried, carried
-        everything = {i.source_id: i.content_hash for i in manifest.items}
-        return everything, everything
+    def last_seq(self, sid: str) -> int: ...
+    def latest_checkpoint(self, sid: str) -> Checkpoint | None: ...
+    def read_events(self, sid: str, after_seq: int) -> list[Event]: ...
+    def working_state(self, sid: str) -> WorkingState: ...
 
-    async def _record(self, ws: Workspace, sid: str, call_id: str, pack: ContextPack,
-                      carried: dict[str, str]) -> None:
-        items: dict[str, tuple[str, int, str]] = {
-            source: (source, 0, digest) for source, digest in carried.items()}
-        for candidate in pack.trace.candidates:
-            if candidate.kind == "memory" and candidate.included and candidate.content_hash:
-                items[candidate.source_id] = (candidate.source_id, max(candidate.tokens, 1),
-                                              candidate.content_hash)
-        for segment in pack.segments:
-            if segment.kind != "memory":
-                for source in segment.source_ids:
-                    items.setdefault(source, (source, segment.tokens, ""))
-        await in_thread(ws.ledger.record_manifest, sid, call_id, list(items.values()))
+
+class _LedgerSource:
+    def __init__(self, ws: Workspace) -> None:
+        self._ledger = ws.ledger
+
+    def last_seq(self, sid: str) -> int:
+        return self._ledger.get_session(sid).last_seq
+
+    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
+        return self._ledger.latest_checkpoint(sid)
+
+    def read_events(self, sid: str, after_seq: int) -> list[Event]:
+        return self._ledger.read_events(sid, after_seq=after_seq)
+
+    def working_state(self, sid: str) -> WorkingState:
+        return self._ledger.get_working_state(sid)
+
+
+class _EphemeralSource:
+    def __init__(self, sessions: Sessions, ws: Workspace) -> None:
+        self._store = sessions.ephemeral(ws)
+        self._checkpoints = ws.extra.setdefault("ephemeral_checkpoints", {})
+
+    def last_seq(self, sid: str) -> int:
+        return self._store.get_session(sid).last_seq
+
+    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
+        found = self._checkpoints.get(sid)
+        return found if isinstance(found, Checkpoint) else None
+
+    def read_events(self, sid: str, after_seq: int) -> list[Event]:
+        return self._store.read_events(sid, after_seq=after_seq)
+
+    def working_state(self, sid: str) -> WorkingState:
+        return self._store.get_working_state(sid)
+
+
+def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None,
+                  last: int, budget: int) -> tuple[list[Event], int | None]:
+    """Events after the checkpoint, the newest covering ~2x the budget (or all of them)."""
+    floor = checkpoint.coverage.to_seq if checkpoint else 0
+    want = max(budget, 1) * HISTORY_TAIL_FACTOR
+    count = HISTORY_FIRST_READ
+    while True:
+        after = max(floor, last - count)
+        events = source.read_events(sid, after)
+        if after == floor:
+            return events, None
+        tokens = sum(e.tokens for e in events)
+        if tokens >= want:
+            # Older events are beyond what could fit; their exact size does not matter.
+            return events, tokens + 1
+        count *= 4
+
+
+def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None
+                       ) -> tuple[list[Entry], dict[str, float]]:
+    bm25: dict[str, float] = {}
+    chosen: dict[str, Entry] = {}
+    if query:
+        for entry_id, score in ws.ledger.search_memory(query, MEMORY_BM25_CANDIDATES):
+            entry = snap.by_id.get(entry_id)
+            if entry is not None:
+                chosen[entry_id] = entry
+                bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
+    limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_BM25_CANDIDATES
+    for entry in snap.recent[:limit]:
+        chosen.setdefault(entry.id, entry)
+    return list(chosen.values()), bm25
+
+
+def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None
+            ) -> list[RecallHit]:
+    """Ranked events of other sessions and of this session's compacted part."""
+    max_seq = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+    hits = ws.ledger.search_events_ranked(query, limit=RECALL_HITS, max_seq_by_session=max_seq)
+    out: list[RecallHit] = []
+    for hit in hits:
+        event = hit.event
+        start = max(0, event.seq - RECALL_NEIGHBOURS - 1)
+        around = ws.ledger.read_events(event.session_id, after_seq=start,
+                                       limit=2 * RECALL_NEIGHBOURS + 1)
+        if max_seq and event.session_id in max_seq:
+            around = [e for e in around if e.seq <= max_seq[event.session_id]]
+        out.append(RecallHit(event=event, bm25=-hit.score,
+                             neighbours=[e for e in around if e.seq != event.seq]))
+    return out
+
+
+def _already_shown(ws: Workspace, sid: str, checkpoint: Checkpoint | None, call_id: str
+                   ) -> tuple[dict[str, str], dict[str, str]]:
+    """(what this call must not repeat, what its manifest carries forward)."""
+    try:
+        manifest = ws.ledger.get_manifest(sid)
+    except NotFound:
+        return {}, {}
+    if checkpoint is not None and manifest.created_at < checkpoint.created_at:
+        return {}, {}
+    # Items with tokens == 0 were carried from earlier calls; a repeat of the same call
+    # must see exactly what that call saw, so it only skips what came before it.
+    carried = {i.source_id: i.content_hash for i in manifest.items if i.tokens == 0}
+    if manifest.call_id == call_id:
+        return carried, carried
+    everything = {i.source_id: i.content_hash for i in manifest.items}
+    return everything, everything
+
+
+def _manifest_items(pack: ContextPack, carried: dict[str, str]) -> list[tuple[str, int, str]]:
+    items: dict[str, tuple[str, int, str]] = {
+        source: (source, 0, digest) for source, digest in carried.items()}
+    for candidate in pack.trace.candidates:
+        if candidate.kind == "memory" and candidate.included and candidate.content_hash:
+            items[candidate.source_id] = (candidate.source_id, max(candidate.tokens, 1),
+                                          candidate.content_hash)
+    for segment in pack.segments:
+        if segment.kind != "memory":
+            for source in segment.source_ids:
+                items.setdefault(source, (source, segment.tokens, ""))
+    return list(items.values())
 
 
 def _call_id(workspace: str, revision: int, sid: str | None, last_seq: int, budget: int,

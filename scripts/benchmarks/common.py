@@ -53,6 +53,10 @@ class Daemon:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+        if exc[0] is not None:
+            log = self.root / "makad.log"
+            if log.exists():
+                sys.stderr.write(log.read_text(errors="replace")[-4000:])
         shutil.rmtree(self.root, ignore_errors=True)
 
     def start(self) -> float:
@@ -64,7 +68,8 @@ class Daemon:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "makad", "--socket", str(self.socket), "--data-dir",
              str(self.data_dir), "--log-level", "warning"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, text=True, env=self.env)
+            stdout=subprocess.DEVNULL, stderr=open(self.root / "makad.log", "ab"),  # noqa: SIM115
+            text=True, env=self.env)
         while True:
             try:
                 with Client(str(self.socket), timeout=5) as c:

@@ -67,3 +67,24 @@ def test_returned_events_cannot_corrupt_the_store() -> None:
     memory.read_events("s")[0].text = "changed"
     assert memory.read_events("s")[0].text == "a"
     assert memory.verify_chain("s") == (True, None)
+
+
+def test_working_state_follows_the_ledger_rules(ledger: Ledger) -> None:
+    """In memory, working state merges, caps, conflicts and replays exactly as on disk."""
+    from makad.errors import TooLarge
+
+    memory = EphemeralSessions()
+    memory.open_session("s")
+    ledger.open_session("s")
+    for store in (memory, ledger):
+        store.set_working_state("s", goals=["ship"], notes={"Workflow": "a", "Learnings": "b"})
+        store.set_working_state("s", decisions=["d"], notes={"Workflow": ""}, request_id="r")
+        assert store.set_working_state("s", goals=["other"], request_id="r").goals == ["ship"]
+        with pytest.raises(Conflict):
+            store.set_working_state("s", goals=["x"], expected_revision=0)
+        with pytest.raises(TooLarge):
+            store.set_working_state("s", goals=[str(i) for i in range(9)])
+    assert memory.get_working_state("s") == ledger.get_working_state("s")
+    assert memory.get_working_state("s").notes == {"Learnings": "b"}
+    memory.get_working_state("s").goals.append("mutated")
+    assert memory.get_working_state("s").goals == ["ship"]

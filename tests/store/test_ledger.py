@@ -161,7 +161,15 @@ def test_request_id_replays_the_first_result(ledger: Ledger) -> None:
     assert len(ledger.read_events("s")) == 2
     stored = ledger.get_request_result("r1")
     assert stored is not None and stored.method == "append_events"
-    assert msgspec.json.decode(stored.result) == {"firstSeq": 1, "lastSeq": 2}
+    assert msgspec.json.decode(stored.result) == {"firstSeq": 1, "lastSeq": 2, "redactions": 0}
+
+
+def test_redaction_count_is_replayed_with_the_result(ledger: Ledger) -> None:
+    """The caller's redaction count is stored with the result, so a retry reports it too."""
+    ledger.open_session("s")
+    first = ledger.append_events("s", msgs("a"), request_id="r1", redactions=2)
+    again = ledger.append_events("s", msgs("a"), request_id="r1")
+    assert first == again and again.redactions == 2
 
 
 def test_failed_append_stores_no_request_result(ledger: Ledger) -> None:
@@ -298,6 +306,9 @@ def test_delete_session_forgets_everything_and_leaves_a_tombstone(ledger: Ledger
     assert (tombstone.session_id, tombstone.ts, tombstone.event_count) == ("gone", 99, 2)
     assert tombstone.last_hash == last
     assert ledger.list_tombstones() == [tombstone]
+    with pytest.raises(Conflict) as refused:
+        ledger.open_session("gone")
+    assert refused.value.details["reason"] == "deleted"
     with pytest.raises(NotFound):
         ledger.read_events("gone")
     with pytest.raises(NotFound):
