@@ -45,7 +45,7 @@ from typing import Any, Final, Literal, TypeVar, cast
 
 import msgspec
 
-from makad.core.cjk import index_text, match_expression
+from makad.core.cjk import index_text, match_expression, query_terms
 from makad.core.tokens import estimate_tokens
 from makad.core.types import (
     NOTE_SECTIONS,
@@ -87,6 +87,11 @@ from makad.store.ledger_schema import (
 
 MAX_SEARCH_LIMIT: Final = 1_000
 SEARCH_WINDOW: Final = 10_000
+# Query pruning (see Ledger._selective_match): below this size every term is ranked.
+SMALL_LEDGER_EVENTS: Final = 20_000
+COMMON_TERM_SHARE: Final = 0.05
+MAX_RANKED_TERMS: Final = 8
+DF_CACHE_SIZE: Final = 50_000
 _MAX_ROWID: Final = 2**63 - 1
 MAX_GOALS: Final = 8
 MAX_OPEN_THREADS: Final = 12
@@ -124,6 +129,7 @@ class Ledger:
             os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
+        self._df_cache: dict[str, tuple[int, int]] = {}
         try:
             self._writer: sqlite3.Connection | None = _connect(path, synchronous)
             migrate(self._writer)
@@ -385,8 +391,11 @@ class Ledger:
         recent ``SEARCH_WINDOW`` of them are ranked: this bounds a query of
         common words to milliseconds on a million events.
         """
-        match = match_expression(query)
-        if match is None or limit <= 0:
+        if limit <= 0:
+            return []
+        with self._read_lock:
+            match = self._selective_match(query)
+        if match is None:
             return []
         clauses: list[str] = []
         params: list[Any] = []
@@ -434,6 +443,38 @@ class Ledger:
                 [match, low if floor is None else floor[0], high, *params, min(limit, MAX_SEARCH_LIMIT)],
             ).fetchall()
         return [SearchHit(event=_event(row), score=-float(row[0])) for row in rows]
+
+    def _selective_match(self, query: str) -> str | None:
+        """The query's terms minus the very common ones, the rarest first (reader lock held).
+
+        Ranking cost grows with the number of matching rows; a term found in more
+        than ``COMMON_TERM_SHARE`` of all events adds rows while barely moving
+        BM25 (its IDF is near zero), so it is dropped when rarer terms remain, and
+        at most ``MAX_RANKED_TERMS`` of the rarest are kept. Document frequencies
+        are counted once and cached until the ledger has doubled in size.
+        """
+        terms = query_terms(query)
+        if len(terms) <= 1:
+            return terms[0] if terms else None
+        conn = _live(self._reader)
+        total = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+        if total < SMALL_LEDGER_EVENTS:
+            return " OR ".join(terms)
+        frequency = {term: self._document_frequency(conn, term, total) for term in terms}
+        rare = [t for t in terms if frequency[t] <= total * COMMON_TERM_SHARE]
+        kept = sorted(rare or terms, key=lambda t: (frequency[t], t))[:MAX_RANKED_TERMS]
+        return " OR ".join(kept)
+
+    def _document_frequency(self, conn: sqlite3.Connection, term: str, total: int) -> int:
+        cached = self._df_cache.get(term)
+        if cached is not None and total < cached[1] * 2:
+            return cached[0]
+        count = int(conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
+                                 (term,)).fetchone()[0])
+        if len(self._df_cache) > DF_CACHE_SIZE:
+            self._df_cache.clear()
+        self._df_cache[term] = (count, total)
+        return count
 
     def rebuild_search_index(self) -> None:
         """Re-derive the event index from the events; clear the memory index."""

@@ -1,0 +1,498 @@
+// MakaClient: one Unix-socket connection to makad, promise calls, notifications as events.
+
+import { EventEmitter } from "node:events";
+import { createConnection, type Socket } from "node:net";
+
+import {
+  AbortError,
+  ClientClosedError,
+  ConnectionLostError,
+  DaemonUnavailableError,
+  MakaError,
+  ProtocolError,
+  TimeoutError,
+} from "./errors.js";
+import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
+import { METHOD_NAMES, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
+import { remoteErrorFrom } from "./remote.js";
+import { defaultSocketPath } from "./socket-path.js";
+
+export interface ReconnectOptions {
+  /** Connect attempts after the first failed one before giving up (0: fail at once). */
+  retries: number;
+  /** Delay before the first retry; doubled on each further one. */
+  baseMs: number;
+  /** Ceiling of the delay. */
+  maxMs: number;
+}
+
+export interface ClientOptions {
+  /** Default: `defaultSocketPath()` (the daemon's own default). */
+  socketPath?: string;
+  /** Wire framing; the daemon detects it per connection. Default `"ndjson"`. */
+  framing?: Framing;
+  /** Default per-call timeout; `0` or `Infinity` means none. Default 30 000 ms. */
+  timeoutMs?: number;
+  /** Connect/reconnect policy, or `false` for a single attempt. */
+  reconnect?: Partial<ReconnectOptions> | false;
+  /** Largest message accepted from the daemon. Default 64 MiB. */
+  maxMessageBytes?: number;
+}
+
+export interface CallOptions {
+  /** Aborting rejects the call with AbortError (the daemon may still complete it). */
+  signal?: AbortSignal;
+  /** Overrides the client's `timeoutMs` for this call. */
+  timeoutMs?: number;
+}
+
+/** Params of `memory_changed`, `proposals_changed` and `settings_changed`. */
+export interface ChangeNotification {
+  workspace: string;
+  revision: number;
+  cause?: string;
+  [key: string]: unknown;
+}
+
+export const CHANGE_NOTIFICATIONS = ["memory_changed", "proposals_changed", "settings_changed"] as const;
+export type ChangeNotificationName = (typeof CHANGE_NOTIFICATIONS)[number];
+
+/** Events a MakaClient emits, with their listener arguments. */
+export interface ClientEvents {
+  memory_changed: [params: ChangeNotification];
+  proposals_changed: [params: ChangeNotification];
+  settings_changed: [params: ChangeNotification];
+  /** Every notification from the daemon, known or not. */
+  notification: [method: string, params: unknown];
+  /** A connection is up (`reconnect`: after a loss; subscriptions are renewed by then, re-read state). */
+  connect: [info: { reconnect: boolean }];
+  /** The connection was lost (not by `close()`). */
+  disconnect: [info: { error: Error | undefined }];
+  /** A connect attempt failed; the next one is in `delayMs`. */
+  reconnecting: [info: { attempt: number; delayMs: number; error: Error }];
+  /** A subscription could not be renewed after a reconnect. */
+  subscription_lost: [info: { params: unknown; error: Error }];
+}
+
+type EventName = keyof ClientEvents;
+type Listener<E extends EventName> = (...args: ClientEvents[E]) => void;
+
+/** Arguments of a call: params may be left out when the method has no required param. */
+export type CallArgs<M extends MethodName> =
+  {} extends ParamsOf<M>
+    ? [params?: ParamsOf<M>, options?: CallOptions]
+    : [params: ParamsOf<M>, options?: CallOptions];
+
+/** `client.m.read_state({...})`: one typed function per method of the document. */
+export type MethodProxy = { readonly [M in MethodName]: (...args: CallArgs<M>) => Promise<ResultOf<M>> };
+
+const DEFAULT_TIMEOUT_MS = 30_000;
+const DEFAULT_RECONNECT: ReconnectOptions = { retries: 6, baseMs: 50, maxMs: 2_000 };
+const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
+
+interface Pending {
+  readonly id: number;
+  readonly method: string;
+  readonly message: Record<string, unknown>;
+  settled: boolean;
+  /** The request reached the socket's kernel buffer: a lost connection leaves its outcome unknown. */
+  written: boolean;
+  /** Bound to one connection (a subscription renewal): never moved to another. */
+  readonly pinned: boolean;
+  connection: Connection | null;
+  finish(error: Error | null, result?: unknown): void;
+}
+
+class Connection {
+  readonly inflight = new Set<Pending>();
+  closed = false;
+  /** A reply arrived on it: the daemon really serves this connection. */
+  answered = false;
+  /** Why the daemon is dropping us (an error reply with id null, e.g. too_large). */
+  fatal: Error | undefined;
+  error: Error | undefined;
+
+  constructor(
+    readonly socket: Socket,
+    readonly decoder: Decoder,
+  ) {}
+}
+
+export interface MakaClient {
+  on<E extends EventName>(event: E, listener: Listener<E>): this;
+  once<E extends EventName>(event: E, listener: Listener<E>): this;
+  off<E extends EventName>(event: E, listener: Listener<E>): this;
+  addListener<E extends EventName>(event: E, listener: Listener<E>): this;
+  removeListener<E extends EventName>(event: E, listener: Listener<E>): this;
+  emit<E extends EventName>(event: E, ...args: ClientEvents[E]): boolean;
+}
+
+/**
+ * A client of makad. Connects lazily on the first call, reconnects with exponential
+ * backoff after the daemon restarts, and renews `subscribe`s on the new connection.
+ * Like any open socket, a connected client keeps the Node process alive until `close()`.
+ */
+export class MakaClient extends EventEmitter {
+  readonly socketPath: string;
+  readonly framing: Framing;
+  readonly timeoutMs: number;
+  readonly reconnect: Readonly<ReconnectOptions>;
+  /** One typed function per method: `await client.m.status()`. */
+  readonly m: MethodProxy;
+
+  private readonly maxMessageBytes: number;
+  private readonly pending = new Map<number, Pending>();
+  /** Params of each active `subscribe`, keyed by workspace, renewed after a reconnect. */
+  private readonly subscriptions = new Map<string, Record<string, unknown>>();
+  private nextId = 1;
+  private connection: Connection | null = null;
+  private connecting: Promise<Connection> | null = null;
+  private everConnected = false;
+  /** Connections in a row that closed before any reply: a daemon that drops us at once. */
+  private strikes = 0;
+  private closed = false;
+  /** Resolvers of backoff sleeps, so close() ends them at once. */
+  private readonly wakers = new Set<() => void>();
+
+  constructor(options: ClientOptions = {}) {
+    super();
+    this.socketPath = options.socketPath ?? defaultSocketPath();
+    this.framing = options.framing ?? "ndjson";
+    if (this.framing !== "ndjson" && this.framing !== "lsp") throw new TypeError(`unknown framing ${String(this.framing)}`);
+    this.timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+    this.reconnect = options.reconnect === false
+      ? { retries: 0, baseMs: 0, maxMs: 0 }
+      : { ...DEFAULT_RECONNECT, ...options.reconnect };
+    this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    const m: Record<string, unknown> = {};
+    for (const name of METHOD_NAMES) {
+      m[name] = (params?: Record<string, unknown>, callOptions?: CallOptions) => this.callRaw(name, params, callOptions);
+    }
+    this.m = Object.freeze(m) as unknown as MethodProxy;
+  }
+
+  /** Call a method of the document with its typed params; resolves to its typed result. */
+  call<M extends MethodName>(method: M, ...args: CallArgs<M>): Promise<ResultOf<M>> {
+    const [params, options] = args as [Record<string, unknown> | undefined, CallOptions | undefined];
+    return this.callRaw(method, params, options) as Promise<ResultOf<M>>;
+  }
+
+  /** Call any method by name, untyped (methods newer than these types, or deliberate misuse). */
+  callRaw(method: string, params?: unknown, options: CallOptions = {}): Promise<unknown> {
+    return this.request(method, params, options, null);
+  }
+
+  /** A request sent on `via` (a connection being set up), else on the client's connection. */
+  private request(method: string, params: unknown, options: CallOptions, via: Connection | null): Promise<unknown> {
+    if (this.closed) return Promise.reject(new ClientClosedError());
+    const { signal } = options;
+    if (signal?.aborted) return Promise.reject(new AbortError(method, signal.reason));
+    const timeoutMs = options.timeoutMs ?? this.timeoutMs;
+
+    return new Promise<unknown>((resolve, reject) => {
+      const id = this.nextId++;
+      const message: Record<string, unknown> = { jsonrpc: "2.0", id, method };
+      if (params !== undefined) message["params"] = params;
+      let timer: NodeJS.Timeout | undefined;
+      const onAbort = () => pending.finish(new AbortError(method, signal?.reason));
+      const pending: Pending = {
+        id,
+        method,
+        message,
+        settled: false,
+        written: false,
+        pinned: via !== null,
+        connection: null,
+        finish: (error, result) => {
+          if (pending.settled) return;
+          pending.settled = true;
+          this.pending.delete(id);
+          pending.connection?.inflight.delete(pending);
+          if (timer !== undefined) clearTimeout(timer);
+          signal?.removeEventListener("abort", onAbort);
+          if (error) reject(error);
+          else {
+            this.trackSubscription(method, params);
+            resolve(result);
+          }
+        },
+      };
+      this.pending.set(id, pending);
+      if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
+        timer = setTimeout(() => pending.finish(new TimeoutError(method, timeoutMs)), timeoutMs);
+      }
+      signal?.addEventListener("abort", onAbort, { once: true });
+      if (via) {
+        this.send(via, pending);
+        return;
+      }
+      this.ensureConnected().then(
+        (connection) => this.send(connection, pending),
+        (error: Error) => pending.finish(error),
+      );
+    });
+  }
+
+  /** Send a JSON-RPC notification (no reply). Resolves once it is written. */
+  async notify(method: string, params?: unknown): Promise<void> {
+    if (this.closed) throw new ClientClosedError();
+    const connection = await this.ensureConnected();
+    const message: Record<string, unknown> = { jsonrpc: "2.0", method };
+    if (params !== undefined) message["params"] = params;
+    await new Promise<void>((resolve, reject) => {
+      connection.socket.write(encodeMessage(message, this.framing), (error) => (error ? reject(error) : resolve()));
+    });
+  }
+
+  /** Connect now rather than on the first call. */
+  async connect(): Promise<void> {
+    if (this.closed) throw new ClientClosedError();
+    await this.ensureConnected();
+  }
+
+  /** Whether a connection is currently open. */
+  get connected(): boolean {
+    return this.connection !== null && !this.connection.closed;
+  }
+
+  /** Close the connection; pending calls fail with ClientClosedError. */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    for (const pending of [...this.pending.values()]) pending.finish(new ClientClosedError());
+    this.subscriptions.clear();
+    for (const wake of [...this.wakers]) wake();
+    const connection = this.connection;
+    this.connection = null;
+    if (connection && !connection.closed) {
+      await new Promise<void>((resolve) => {
+        connection.socket.once("close", () => resolve());
+        connection.socket.end(() => connection.socket.destroy());
+      });
+    }
+  }
+
+  private trackSubscription(method: string, params: unknown): void {
+    if (method !== "subscribe" && method !== "unsubscribe") return;
+    if (typeof params !== "object" || params === null) return;
+    const record = params as Record<string, unknown>;
+    const key = typeof record["workspace"] === "string" ? record["workspace"] : JSON.stringify(record);
+    if (method === "subscribe") this.subscriptions.set(key, record);
+    else this.subscriptions.delete(key);
+  }
+
+  private send(connection: Connection, pending: Pending): void {
+    if (pending.settled) return;
+    if (connection.closed && pending.pinned) {
+      pending.finish(new ConnectionLostError(pending.method, { cause: connection.error }));
+      return;
+    }
+    if (connection.closed) {
+      // Lost between connect and send: this request never left, so try again.
+      this.ensureConnected().then(
+        (next) => this.send(next, pending),
+        (error: Error) => pending.finish(error),
+      );
+      return;
+    }
+    pending.connection = connection;
+    connection.inflight.add(pending);
+    connection.socket.write(encodeMessage(pending.message, this.framing), (error) => {
+      if (!error) pending.written = true;
+    });
+  }
+
+  private ensureConnected(): Promise<Connection> {
+    if (this.connection && !this.connection.closed) return Promise.resolve(this.connection);
+    if (!this.connecting) {
+      this.connecting = this.connectWithRetry().finally(() => {
+        this.connecting = null;
+      });
+    }
+    return this.connecting;
+  }
+
+  private backoff(attempt: number): number {
+    return Math.min(this.reconnect.maxMs, this.reconnect.baseMs * 2 ** attempt);
+  }
+
+  private async connectWithRetry(): Promise<Connection> {
+    for (let attempt = 0; ; attempt++) {
+      if (this.closed) throw new ClientClosedError();
+      try {
+        const socket = await this.openSocket();
+        if (this.closed) {
+          socket.destroy();
+          throw new ClientClosedError();
+        }
+        return await this.adopt(socket);
+      } catch (caught) {
+        const error = caught instanceof Error ? caught : new Error(String(caught));
+        if (error instanceof MakaError) throw error;
+        if (attempt >= this.reconnect.retries) {
+          const code = (error as NodeJS.ErrnoException).code ?? error.message;
+          throw new DaemonUnavailableError(this.socketPath, code, { cause: error });
+        }
+        const delayMs = this.backoff(attempt);
+        this.announce("reconnecting", { attempt: attempt + 1, delayMs, error });
+        await this.sleep(delayMs);
+      }
+    }
+  }
+
+  private sleep(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      const wake = () => {
+        clearTimeout(timer);
+        this.wakers.delete(wake);
+        resolve();
+      };
+      const timer = setTimeout(wake, ms);
+      this.wakers.add(wake);
+    });
+  }
+
+  /**
+   * Emit without letting a throwing listener corrupt the client's state: the exception
+   * is rethrown on its own tick, where it surfaces as Node reports any uncaught error.
+   */
+  private announce<E extends EventName>(event: E, ...args: ClientEvents[E]): void {
+    try {
+      this.emit(event, ...args);
+    } catch (error) {
+      process.nextTick(() => {
+        throw error;
+      });
+    }
+  }
+
+  private openSocket(): Promise<Socket> {
+    return new Promise((resolve, reject) => {
+      const socket = createConnection({ path: this.socketPath });
+      const onError = (error: Error) => {
+        socket.destroy();
+        reject(error);
+      };
+      socket.once("error", onError);
+      socket.once("connect", () => {
+        socket.off("error", onError);
+        resolve(socket);
+      });
+    });
+  }
+
+  private async adopt(socket: Socket): Promise<Connection> {
+    const connection = new Connection(socket, createDecoder(this.framing, this.maxMessageBytes));
+    socket.on("data", (chunk: Buffer) => this.receive(connection, chunk));
+    socket.on("error", (error) => {
+      connection.error = error;
+    });
+    socket.on("close", () => this.lost(connection));
+    this.connection = connection;
+    const reconnect = this.everConnected;
+    this.everConnected = true;
+    if (reconnect && this.subscriptions.size > 0) await this.renewSubscriptions(connection);
+    this.announce("connect", { reconnect });
+    return connection;
+  }
+
+  private async renewSubscriptions(connection: Connection): Promise<void> {
+    const renewals = [...this.subscriptions.values()].map(async (params) => {
+      try {
+        await this.request("subscribe", params, {}, connection);
+      } catch (caught) {
+        if (this.closed) return;
+        const error = caught instanceof Error ? caught : new Error(String(caught));
+        const key = typeof params["workspace"] === "string" ? params["workspace"] : JSON.stringify(params);
+        this.subscriptions.delete(key);
+        this.announce("subscription_lost", { params, error });
+      }
+    });
+    await Promise.all(renewals);
+  }
+
+  private receive(connection: Connection, chunk: Buffer): void {
+    let messages: unknown[];
+    try {
+      messages = connection.decoder.push(chunk);
+    } catch (error) {
+      connection.fatal = error instanceof Error ? error : new ProtocolError(String(error));
+      connection.socket.destroy();
+      return;
+    }
+    for (const message of messages) {
+      for (const one of Array.isArray(message) ? message : [message]) this.dispatch(connection, one);
+    }
+  }
+
+  private dispatch(connection: Connection, message: unknown): void {
+    if (typeof message !== "object" || message === null) return;
+    const record = message as Record<string, unknown>;
+    connection.answered = true;
+    this.strikes = 0;
+    const id = record["id"];
+    if (typeof record["method"] === "string") {
+      // The daemon sends no requests; a message with a method and no id is a notification.
+      if (id === undefined) this.notification(record["method"], record["params"]);
+      return;
+    }
+    if (id === null || id === undefined) {
+      if (record["error"] !== undefined) connection.fatal = remoteErrorFrom(record["error"]);
+      return;
+    }
+    const pending = typeof id === "number" ? this.pending.get(id) : undefined;
+    if (!pending) return;
+    if (record["error"] !== undefined) pending.finish(remoteErrorFrom(record["error"], pending.method));
+    else pending.finish(null, record["result"]);
+  }
+
+  private notification(method: string, params: unknown): void {
+    this.announce("notification", method, params);
+    if ((CHANGE_NOTIFICATIONS as readonly string[]).includes(method)) {
+      this.announce(method as ChangeNotificationName, params as ChangeNotification);
+    }
+  }
+
+  private lost(connection: Connection): void {
+    connection.closed = true;
+    if (this.connection === connection) this.connection = null;
+    const unsent: Pending[] = [];
+    for (const pending of [...connection.inflight]) {
+      if (pending.written || pending.pinned) {
+        pending.finish(connection.fatal ?? new ConnectionLostError(pending.method, { cause: connection.error }));
+      } else {
+        pending.connection = null;
+        unsent.push(pending);
+      }
+    }
+    connection.inflight.clear();
+    if (this.closed) return;
+    this.strikes = connection.answered ? 0 : this.strikes + 1;
+    this.announce("disconnect", { error: connection.fatal ?? connection.error });
+    if (unsent.length === 0 && this.subscriptions.size === 0) return;
+    if (this.strikes > this.reconnect.retries) {
+      const error = connection.fatal ?? new ConnectionLostError("subscribe", { cause: connection.error });
+      for (const pending of unsent) pending.finish(error);
+      this.dropSubscriptions(error);
+      return;
+    }
+    const delay = this.strikes > 0 ? this.sleep(this.backoff(this.strikes - 1)) : Promise.resolve();
+    delay
+      .then(() => this.ensureConnected())
+      .then(
+        (next) => {
+          for (const pending of unsent) this.send(next, pending);
+        },
+        (error: Error) => {
+          for (const pending of unsent) pending.finish(error);
+          this.dropSubscriptions(error);
+        },
+      );
+  }
+
+  private dropSubscriptions(error: Error): void {
+    if (this.closed) return;
+    for (const params of this.subscriptions.values()) this.announce("subscription_lost", { params, error });
+    this.subscriptions.clear();
+  }
+}

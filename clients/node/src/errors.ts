@@ -1,0 +1,106 @@
+// Client-side errors. Remote errors (JSON-RPC error replies) get one subclass per
+// `error.data.kind`, generated from the OpenRPC document into generated.ts.
+
+import type { ErrorKind } from "./generated.js";
+
+/** Base of every error this package throws. */
+export class MakaError extends Error {
+  override name = "MakaError";
+}
+
+/** `error.data` of a reply: always carries `kind`, plus kind-specific details. */
+export interface RemoteErrorData {
+  kind: string;
+  [key: string]: unknown;
+}
+
+/** A JSON-RPC error reply from the daemon. `kind` is the stable reason; `message` is for people. */
+export class RemoteError<K extends string = ErrorKind | (string & {})> extends MakaError {
+  override name = "RemoteError";
+  readonly code: number;
+  readonly kind: K;
+  readonly data: RemoteErrorData;
+  /** The daemon's own message (`message` adds kind, code and method to it). */
+  readonly remoteMessage: string;
+  /** The method of the call that failed (absent for connection-level errors). */
+  readonly method: string | undefined;
+
+  constructor(code: number, message: string, data: RemoteErrorData, method?: string) {
+    super(`${message} (${data.kind}, code ${code}${method ? `, method ${method}` : ""})`);
+    this.code = code;
+    this.remoteMessage = message;
+    this.kind = data.kind as K;
+    this.data = data;
+    this.method = method;
+  }
+}
+
+/** No daemon accepted a connection on the socket (after the reconnect attempts). */
+export class DaemonUnavailableError extends MakaError {
+  override name = "DaemonUnavailableError";
+  readonly socketPath: string;
+  /** The last connect failure, e.g. `ENOENT` or `ECONNREFUSED`. */
+  readonly reason: string;
+
+  constructor(socketPath: string, reason: string, options?: { cause?: unknown }) {
+    super(
+      `no makad is running on ${socketPath} (${reason}); start one with \`makad\`, ` +
+        "or pass socketPath / set MAKAD_SOCKET",
+      options,
+    );
+    this.socketPath = socketPath;
+    this.reason = reason;
+  }
+}
+
+/**
+ * The connection broke after the request was written: the daemon may or may not have
+ * run it. Mutating calls can be retried safely with the same `requestId`.
+ */
+export class ConnectionLostError extends MakaError {
+  override name = "ConnectionLostError";
+  readonly method: string;
+
+  constructor(method: string, options?: { cause?: unknown }) {
+    super(`the connection to makad was lost before ${method} was answered`, options);
+    this.method = method;
+  }
+}
+
+/** The call got no reply within its timeout. */
+export class TimeoutError extends MakaError {
+  override name = "TimeoutError";
+  readonly method: string;
+  readonly timeoutMs: number;
+
+  constructor(method: string, timeoutMs: number) {
+    super(`${method} got no reply within ${timeoutMs} ms`);
+    this.method = method;
+    this.timeoutMs = timeoutMs;
+  }
+}
+
+/** The call's AbortSignal fired before the reply came. `cause` is the signal's reason. */
+export class AbortError extends MakaError {
+  override name = "AbortError";
+  readonly method: string;
+
+  constructor(method: string, reason?: unknown) {
+    super(`${method} was aborted`, { cause: reason });
+    this.method = method;
+  }
+}
+
+/** The daemon sent bytes that are not JSON-RPC 2.0 in the connection's framing. */
+export class ProtocolError extends MakaError {
+  override name = "ProtocolError";
+}
+
+/** The client was closed with `close()`; pending and later calls fail with this. */
+export class ClientClosedError extends MakaError {
+  override name = "ClientClosedError";
+
+  constructor() {
+    super("the makad client is closed");
+  }
+}

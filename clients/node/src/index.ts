@@ -1,0 +1,29 @@
+// makad-client: a typed promise client for makad (JSON-RPC 2.0 over a Unix socket).
+
+export {
+  MakaClient,
+  CHANGE_NOTIFICATIONS,
+  type CallArgs,
+  type CallOptions,
+  type ChangeNotification,
+  type ChangeNotificationName,
+  type ClientEvents,
+  type ClientOptions,
+  type MethodProxy,
+  type ReconnectOptions,
+} from "./client.js";
+export {
+  AbortError,
+  ClientClosedError,
+  ConnectionLostError,
+  DaemonUnavailableError,
+  MakaError,
+  ProtocolError,
+  RemoteError,
+  TimeoutError,
+  type RemoteErrorData,
+} from "./errors.js";
+export { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
+export { remoteErrorFrom } from "./remote.js";
+export { defaultSocketPath, type SocketPathContext } from "./socket-path.js";
+export * from "./generated.js";

@@ -1,0 +1,214 @@
+// Timeouts, cancellation, lost connections and reconnecting to a restarted makad.
+
+import assert from "node:assert/strict";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, describe, it } from "node:test";
+
+import {
+  AbortError,
+  ConnectionLostError,
+  DaemonUnavailableError,
+  MakaClient,
+  METHOD_NAMES,
+  TimeoutError,
+  TooLargeError,
+  type ClientEvents,
+} from "../src/index.js";
+import { Daemon, shortTempDir } from "./helpers/daemon.js";
+import { fakeServer } from "./helpers/fake-server.js";
+
+const HAS_SUBSCRIBE = (METHOD_NAMES as readonly string[]).includes("subscribe");
+const HAS_SETTINGS = (METHOD_NAMES as readonly string[]).includes("set_settings");
+
+function nextEvent<E extends keyof ClientEvents>(
+  client: MakaClient,
+  event: E,
+  accept: (...args: ClientEvents[E]) => boolean = () => true,
+): Promise<ClientEvents[E]> {
+  return new Promise((resolve) => {
+    const listener = (...args: ClientEvents[E]) => {
+      if (!accept(...args)) return;
+      client.off(event, listener);
+      resolve(args);
+    };
+    client.on(event, listener);
+  });
+}
+
+describe("a server that never answers", () => {
+  it("a call times out with TimeoutError after the request was sent", async () => {
+    const server = await fakeServer();
+    const client = new MakaClient({ socketPath: server.socketPath, timeoutMs: 60_000 });
+    try {
+      await assert.rejects(client.call("ping", {}, { timeoutMs: 50 }), (error: unknown) => {
+        assert.ok(error instanceof TimeoutError);
+        assert.equal(error.method, "ping");
+        assert.equal(error.timeoutMs, 50);
+        return true;
+      });
+      assert.match(server.received(), /"method":"ping"/);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it("the client's default timeout applies when the call sets none", async () => {
+    const server = await fakeServer();
+    const client = new MakaClient({ socketPath: server.socketPath, timeoutMs: 30 });
+    try {
+      await assert.rejects(client.call("status"), TimeoutError);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it("an in-flight call rejects with AbortError when its signal fires", async () => {
+    const server = await fakeServer();
+    const client = new MakaClient({ socketPath: server.socketPath, framing: "lsp" });
+    try {
+      const controller = new AbortController();
+      const call = client.call("status", {}, { signal: controller.signal });
+      await server.waitFor('"method":"status"');
+      assert.match(server.received(), /^Content-Length: \d+\r\n\r\n\{/);
+      controller.abort();
+      await assert.rejects(call, AbortError);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it("a connection closed after the request was written rejects with ConnectionLostError", async () => {
+    const server = await fakeServer((socket) => socket.destroy());
+    const client = new MakaClient({ socketPath: server.socketPath });
+    try {
+      await assert.rejects(client.call("ping"), ConnectionLostError);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+});
+
+describe("no daemon", () => {
+  let dir = "";
+  before(() => {
+    dir = shortTempDir();
+  });
+  after(() => {
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it("rejects with DaemonUnavailableError after the retries, reporting each attempt", async () => {
+    const socketPath = join(dir, "absent.sock");
+    const client = new MakaClient({ socketPath, reconnect: { retries: 2, baseMs: 1, maxMs: 2 } });
+    const attempts: ClientEvents["reconnecting"][0][] = [];
+    client.on("reconnecting", (info) => attempts.push(info));
+    await assert.rejects(client.call("ping"), (error: unknown) => {
+      assert.ok(error instanceof DaemonUnavailableError);
+      assert.equal(error.socketPath, socketPath);
+      assert.equal(error.reason, "ENOENT");
+      return true;
+    });
+    assert.deepEqual(attempts.map((a) => [a.attempt, a.delayMs]), [[1, 1], [2, 2]]);
+    await client.close();
+  });
+
+  it("reconnect: false fails on the first attempt", async () => {
+    const client = new MakaClient({ socketPath: join(dir, "absent.sock"), reconnect: false });
+    let attempts = 0;
+    client.on("reconnecting", () => attempts++);
+    await assert.rejects(client.call("ping"), DaemonUnavailableError);
+    assert.equal(attempts, 0);
+    await client.close();
+  });
+});
+
+describe("a restarted daemon", () => {
+  it("the next call reconnects after makad is stopped (SIGTERM) and started again", async () => {
+    const daemon = await Daemon.start();
+    const client = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      const before = await client.call("status");
+      const disconnected = nextEvent(client, "disconnect");
+      assert.equal(await daemon.stop(), 0);
+      await disconnected;
+      await daemon.start();
+      const reconnected = nextEvent(client, "connect");
+      const after = await client.call("status");
+      assert.notEqual(after.pid, before.pid);
+      assert.deepEqual(await reconnected, [{ reconnect: true }]);
+    } finally {
+      await client.close();
+      await daemon.dispose();
+    }
+  });
+
+  it("a call made while makad is down waits through the backoff until it is back", async () => {
+    const daemon = await Daemon.start();
+    const client = new MakaClient({ socketPath: daemon.socketPath, reconnect: { retries: 200, baseMs: 10, maxMs: 100 } });
+    try {
+      assert.equal(await client.call("ping"), "pong");
+      await daemon.stop();
+      const restarted = nextEvent(client, "reconnecting").then(() => daemon.start());
+      const answer = client.call("ping");
+      await restarted;
+      assert.equal(await answer, "pong");
+    } finally {
+      await client.close();
+      await daemon.dispose();
+    }
+  });
+
+  it(
+    "subscriptions are renewed on the new connection",
+    { skip: !HAS_SUBSCRIBE || !HAS_SETTINGS ? "subscribe/set_settings not in protocol/openrpc.json yet" : false },
+    async () => {
+      const daemon = await Daemon.start();
+      const client = new MakaClient({
+        socketPath: daemon.socketPath,
+        framing: "lsp",
+        reconnect: { retries: 200, baseMs: 10, maxMs: 100 },
+      });
+      const other = new MakaClient({ socketPath: daemon.socketPath });
+      try {
+        await client.callRaw("subscribe", { workspace: daemon.workspace });
+        const reconnected = nextEvent(client, "connect", (info) => info.reconnect);
+        await daemon.restart();
+        // No call of ours: the client reconnects by itself because it has a subscription.
+        await reconnected;
+        const changed = nextEvent(client, "settings_changed", (p) => p.workspace === daemon.workspace);
+        await other.callRaw("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
+        const [params] = await changed;
+        assert.equal(params.workspace, daemon.workspace);
+      } finally {
+        await client.close();
+        await other.close();
+        await daemon.dispose();
+      }
+    },
+  );
+});
+
+describe("connection-level errors", () => {
+  it("a request over the daemon's size cap rejects with TooLargeError from the id:null reply", async () => {
+    const daemon = await Daemon.start(["--max-message-bytes", "4096"]);
+    const client = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      await assert.rejects(client.callRaw("status", { padding: "x".repeat(10_000) }), (error: unknown) => {
+        assert.ok(error instanceof TooLargeError);
+        assert.equal(error.kind, "too_large");
+        assert.equal(error.code, -32600);
+        return true;
+      });
+      // The daemon closed that connection; the client opens a new one.
+      assert.equal(await client.call("ping"), "pong");
+    } finally {
+      await client.close();
+      await daemon.dispose();
+    }
+  });
+});

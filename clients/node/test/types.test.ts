@@ -1,0 +1,47 @@
+// The typed API: params and results follow the catalogue (checked by tsc when tests build).
+
+import assert from "node:assert/strict";
+import { describe, it } from "node:test";
+
+import { MakaClient, type ParamsOf, type ResultOf, type StatusResult } from "../src/index.js";
+
+type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
+const assertType = <T extends true>(value: T): T => value;
+
+// Never called: only compiled. Each @ts-expect-error fails the build if the line type-checks.
+async function typedCalls(client: MakaClient): Promise<void> {
+  const pong: string = await client.call("ping");
+  const status: StatusResult = await client.m.status();
+  await client.call("status", {}, { timeoutMs: 5 });
+  // @ts-expect-error unknown method
+  await client.call("no_such_method");
+  // @ts-expect-error unknown param
+  await client.call("ping", { bogus: 1 });
+  const loose: unknown = await client.callRaw("anything", { at: "all" });
+  void [pong, status, loose];
+}
+
+async function typedWorkspaceCalls(client: MakaClient): Promise<void> {
+  // @ts-expect-error workspace is required
+  await client.call("get_settings");
+  // @ts-expect-error workspace must be a string
+  await client.call("get_settings", { workspace: 1 });
+  await client.call("get_settings", { workspace: "/w" });
+}
+
+describe("types", () => {
+  it("results and params come from the catalogue", () => {
+    assertType<Equal<ResultOf<"ping">, string>>(true);
+    assertType<Equal<ResultOf<"status">, StatusResult>>(true);
+    assertType<Equal<ParamsOf<"ping">, Record<string, never>>>(true);
+    assert.equal(typeof typedCalls, "function");
+    assert.equal(typeof typedWorkspaceCalls, "function");
+  });
+
+  it("the method proxy has one function per method", () => {
+    const client = new MakaClient({ socketPath: "/nonexistent.sock" });
+    assert.equal(typeof client.m.ping, "function");
+    assert.equal(typeof client.m["rpc.discover"], "function");
+    assert.ok(Object.isFrozen(client.m));
+  });
+});
