@@ -36,19 +36,25 @@ from makad.core.context_types import (
     SEGMENT_KINDS,
     Allocation,
     ContextInputs,
+    ContextLimits,
     ContextPack,
+    RecallHit,
     Segment,
     SegmentKind,
     Trace,
     TraceCandidate,
 )
 from makad.core.history import PreparedHistory, event_ref
-from makad.core.ranking import RankedHit, query_terms, rank_entries, rank_hits
+from makad.core.ranking import query_terms, rank_entries
+from makad.core.recall import rank_events
 from makad.core.render import (
+    RECALL_GAP,
     entry_hash,
     fit_body,
     memory_block,
     memory_text,
+    recall_block,
+    recall_header,
     recall_line,
     recall_text,
     summary_span,
@@ -58,6 +64,7 @@ from makad.core.render import (
 )
 from makad.core.tokens import HeuristicCounter, TokenCounter
 from makad.core.types import Entry, Event
+from makad.core.when import DAY_MS
 from makad.errors import InvalidParams, TooLarge
 
 OUTPUT_ORDER: tuple[SegmentKind, ...] = ("memory", "summary", "working_state", "recall")
@@ -75,6 +82,8 @@ class _Built:
     segment: Segment | None = None
     truncated: bool = False
     candidates: list[TraceCandidate] = field(default_factory=list)
+    # Reasons of the candidates left out, when not all of them are listed.
+    dropped: Counter[str] | None = None
 
 
 def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> ContextPack:
@@ -105,8 +114,9 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     }
     built: dict[SegmentKind, _Built] = {}
     allocation: list[Allocation] = []
+    alone = len(inputs.include & set(SEGMENT_KINDS)) == 1
     for kind in SEGMENT_KINDS:
-        cap = min(segment_cap(kind, budget, limits), available)
+        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
         result = builders[kind](inputs, cap, counter)
         used = result.segment.tokens if result.segment else 0
         available -= used
@@ -127,7 +137,12 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
         raise TooLarge("The context does not fit.", budgetTokens=budget, minimumTokens=total)
 
     candidates = built["memory"].candidates + built["recall"].candidates
-    dropped = Counter(c.reason for c in candidates if not c.included and c.reason)
+    dropped: Counter[str] = Counter()
+    for kind in ("memory", "recall"):
+        part = built[kind]
+        dropped += part.dropped if part.dropped is not None else Counter(
+            c.reason for c in part.candidates if not c.included and c.reason
+        )
     compact_limit = share(budget, limits.compact_share)
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
@@ -299,125 +314,159 @@ def _memory(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
 # -------------------------------------------------------------- recall ---
 
 
-@dataclass(slots=True)
-class _Window:
-    """Hits of one session merged with the events around them."""
-
-    session_id: str
-    first: int
-    last: int
-    events: dict[int, Event]
-    hits: list[RankedHit]
-    score: float
-
-
-def _hit_exclusion(event: Event, inputs: ContextInputs) -> str | None:
+def _event_exclusion(inputs: ContextInputs) -> Callable[[Event], str | None]:
+    """Why an event cannot be recalled in this call, if it cannot."""
+    reason = None
     if "recall" not in inputs.include:
-        return "excluded"
-    if not query_terms(inputs.query):
-        return "no_query"
-    if event.session_id == inputs.session_id and (
-        inputs.checkpoint is None or event.seq > inputs.checkpoint.coverage.to_seq
-    ):
-        return "in_history"
-    return None
+        reason = "excluded"
+    elif not query_terms(inputs.query):
+        reason = "no_query"
+    session_id = inputs.session_id
+    horizon = inputs.checkpoint.coverage.to_seq if inputs.checkpoint is not None else 0
+
+    def exclusion(event: Event) -> str | None:
+        if reason is None and event.session_id == session_id and event.seq > horizon:
+            return "in_history"
+        return reason
+
+    return exclusion
 
 
-def _windows(hits: list[RankedHit]) -> list[_Window]:
-    """Merge hits whose neighbourhoods overlap or touch; best window first."""
-    single: list[_Window] = []
-    for ranked in hits:
-        hit = ranked.hit
-        sid = hit.event.session_id
-        events = {hit.event.seq: hit.event}
-        for event in hit.neighbours:
-            if event.session_id == sid:
-                events.setdefault(event.seq, event)
-        single.append(_Window(sid, min(events), max(events), events, [ranked], ranked.score))
-    single.sort(key=lambda w: (w.session_id, w.first, w.last))
-    merged: list[_Window] = []
-    for window in single:
-        last = merged[-1] if merged else None
-        if last and last.session_id == window.session_id and window.first <= last.last + 1:
-            for seq, event in window.events.items():
-                last.events.setdefault(seq, event)
-            last.last = max(last.last, window.last)
-            last.hits.extend(window.hits)
-            last.score = max(last.score, window.score)
+@dataclass(slots=True)
+class _Group:
+    """The chosen events of one session on one day: one block of the segment."""
+
+    events: dict[int, Event] = field(default_factory=dict)
+
+    def runs(self) -> list[tuple[int, int]]:
+        seqs = sorted(self.events)
+        out: list[tuple[int, int]] = []
+        for seq in seqs:
+            if out and seq == out[-1][1] + 1:
+                out[-1] = (out[-1][0], seq)
+            else:
+                out.append((seq, seq))
+        return out
+
+
+class _RecallPacker:
+    """Chooses recall events best first while their blocks fit in ``cap``.
+
+    A block's cost is estimated as the sum of its pieces (header, lines, ``…``
+    gap lines, separators), which the heuristic counter never undercounts;
+    ``text`` then re-counts exactly and gives back the worst choices if needed.
+    """
+
+    def __init__(self, cap: int, counter: TokenCounter, limits: ContextLimits) -> None:
+        self.cap = cap
+        self.counter = counter
+        self.limits = limits
+        self.used = counter.count(recall_text([]))
+        self.groups: dict[tuple[str, int], _Group] = {}  # (session, UTC day); rank order
+        self.chosen: list[tuple[tuple[str, int], int]] = []
+        self.gap_tokens = counter.count(f"{RECALL_GAP}\n")
+
+    def could_fit(self, event: Event) -> bool:
+        """False when the event's line surely cannot fit, judged without rendering it.
+
+        The bound assumes at least a token per six characters: true of the
+        heuristic counter and of real tokenizers, whatever the language.
+        """
+        return self.used + min(len(event.text), self.limits.recall_line_max_chars) // 6 <= self.cap
+
+    def line_tokens(self, event: Event) -> int:
+        return self.counter.count(recall_line(event, self.limits) + "\n")
+
+    def offer(self, event: Event, line_tokens: int) -> bool:
+        key = (event.session_id, event.ts // DAY_MS)
+        group = self.groups.get(key)
+        cost = line_tokens
+        if group is None:
+            header = recall_header(event.session_id, event.ts)
+            cost += self.counter.count(header + "\n") + BLOCK_SEPARATOR_TOKENS
         else:
-            merged.append(window)
-    merged.sort(key=lambda w: (-w.score, w.session_id, w.first))
-    return merged
+            # Runs of consecutive seqs are separated by one gap line each.
+            touching = ((event.seq - 1) in group.events) + ((event.seq + 1) in group.events)
+            cost += self.gap_tokens * (1 - touching)
+        if self.used + cost > self.cap:
+            return False
+        self.used += cost
+        self.groups.setdefault(key, _Group()).events[event.seq] = event
+        self.chosen.append((key, event.seq))
+        return True
+
+    def _render(self) -> tuple[str, list[str]]:
+        blocks: list[str] = []
+        refs: list[str] = []
+        for (sid, _), group in self.groups.items():
+            if group.events:
+                blocks.append(recall_block(list(group.events.values()), self.limits))
+                refs.extend(event_ref(sid, first, last) for first, last in group.runs())
+        return recall_text(blocks), refs
+
+    def text(self) -> tuple[str, list[str], list[tuple[str, int]]]:
+        """The segment text, its refs, and the (session, seq) of events given back."""
+        text, refs = self._render()
+        returned: list[tuple[str, int]] = []
+        while self.chosen and self.counter.count(text) > self.cap:  # a tokenizer need not be additive
+            key, seq = self.chosen.pop()
+            returned.append((key[0], seq))
+            del self.groups[key].events[seq]
+            text, refs = self._render()
+        return text, refs, returned
 
 
 def _recall(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
     if not inputs.recall_hits:
         return _Built()
-    exclusions: dict[int, str] = {}  # input position → reason
+    exclusion = _event_exclusion(inputs)
+    eligible: list[RecallHit] = []
     seen: set[tuple[str, int]] = set()
-    for index, hit in enumerate(inputs.recall_hits):
+    for hit in inputs.recall_hits:
         key = (hit.event.session_id, hit.event.seq)
-        reason = _hit_exclusion(hit.event, inputs)
-        if reason is None and key in seen:
-            reason = "duplicate"
-        if reason is None:
-            seen.add(key)
-        else:
-            exclusions[index] = reason
-    eligible = [h for i, h in enumerate(inputs.recall_hits) if i not in exclusions]
-    ranked = rank_hits(inputs.recall_hits, inputs.now_ms, normalize_over=eligible)
-    # input position → (reason, tokens)
-    outcome: dict[int, tuple[str | None, int]] = {i: (r, 0) for i, r in exclusions.items()}
+        if key not in seen and exclusion(hit.event) is None:
+            eligible.append(hit)
+        seen.add(key)
+    ranked = rank_events(inputs.recall_hits, inputs.query or "", inputs.now_ms, eligible=eligible)
     limits = inputs.limits
-    used = counter.count(recall_text([]))
-    chosen: list[tuple[str, _Window]] = []
-    truncated = False
-    for window in _windows([r for r in ranked if r.index not in exclusions]):
-        if len(chosen) >= limits.recall_top_k:
-            _settle(outcome, window, "top_k", 0)
-            continue
-        block = "\n".join(recall_line(window.events[s], limits) for s in sorted(window.events))
-        tokens = counter.count(block)
-        if used + tokens + BLOCK_SEPARATOR_TOKENS > cap:
-            hit_seqs = sorted({r.hit.event.seq for r in window.hits})
-            block = "\n".join(recall_line(window.events[s], limits) for s in hit_seqs)
-            tokens = counter.count(block)
-            truncated = True
-        if used + tokens + BLOCK_SEPARATOR_TOKENS > cap:
-            _settle(outcome, window, "budget", tokens)
-            continue
-        used += tokens + BLOCK_SEPARATOR_TOKENS
-        chosen.append((block, window))
-        _settle(outcome, window, None, tokens)
-    text = recall_text(block for block, _ in chosen)
-    while chosen and counter.count(text) > cap:  # a tokenizer need not be additive
-        _, window = chosen.pop()
-        _settle(outcome, window, "budget", outcome[window.hits[0].index][1])
-        text = recall_text(block for block, _ in chosen)
-    candidates = []
-    for r in ranked:
-        reason, tokens = outcome[r.index]
-        candidates.append(
-            TraceCandidate(
-                kind="recall",
-                source_id=event_ref(r.hit.event.session_id, r.hit.event.seq),
-                score=r.score,
-                parts=r.parts,
-                included=reason is None,
-                reason=reason,
-                tokens=tokens,
-            )
+    packer = _RecallPacker(cap, counter, limits)
+    outcome: list[tuple[str | None, int]] = []
+    for item in ranked:
+        reason = exclusion(item.event)
+        tokens = 0
+        if reason is None and len(packer.chosen) >= limits.recall_top_k:
+            reason = "top_k"
+        elif reason is None and not packer.could_fit(item.event):
+            reason = "budget"
+        elif reason is None:
+            tokens = packer.line_tokens(item.event)
+            if not packer.offer(item.event, tokens):
+                reason = "budget"
+        outcome.append((reason, tokens))
+    text, source_ids, returned = packer.text()
+    if returned:
+        back = set(returned)
+        for index, item in enumerate(ranked):
+            if (item.event.session_id, item.event.seq) in back:
+                outcome[index] = ("budget", outcome[index][1])
+    trace_max = max(limits.recall_trace_max, 0)
+    candidates = [
+        TraceCandidate(
+            kind="recall",
+            source_id=event_ref(item.event.session_id, item.event.seq),
+            score=item.score,
+            parts=item.parts(),
+            included=reason is None,
+            reason=reason,
+            tokens=tokens,
         )
-    truncated = truncated or any(c.reason in ("top_k", "budget") for c in candidates)
-    if not chosen:
-        return _Built(None, truncated, candidates)
-    source_ids = [event_ref(w.session_id, w.first, w.last) for _, w in chosen]
-    segment = Segment(kind="recall", text=text, tokens=counter.count(text), source_ids=source_ids)
-    return _Built(segment, truncated, candidates)
-
-
-def _settle(
-    outcome: dict[int, tuple[str | None, int]], window: _Window, reason: str | None, tokens: int
-) -> None:
-    for ranked in window.hits:
-        outcome[ranked.index] = (reason, tokens)
+        for index, (item, (reason, tokens)) in enumerate(zip(ranked, outcome, strict=True))
+        if index < trace_max or reason is None
+    ]
+    dropped = Counter(reason for reason, _ in outcome if reason is not None)
+    truncated = bool(dropped["top_k"] or dropped["budget"])
+    built = _Built(None, truncated, candidates, dropped)
+    if not packer.chosen:
+        return built
+    built.segment = Segment(kind="recall", text=text, tokens=counter.count(text), source_ids=source_ids)
+    return built

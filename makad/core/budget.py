@@ -13,6 +13,9 @@ In order:
    before it; it uses only what its content needs. Default caps:
    working_state 15 % / 2,000, summary 20 % / 4,000, memory 20 % / 5,000,
    recall 15 % / 3,000. Segments have no floor: a tight budget leaves them out.
+   When ``include`` asks for one segment kind alone, the split between kinds
+   has nothing to balance: that kind may use everything history does not
+   reserve (its share and max tokens do not apply).
 4. **History** — gets everything the segments did not use.
 """
 
@@ -25,8 +28,10 @@ def share(budget: int, percent: int) -> int:
     return budget * percent // 100
 
 
-def segment_cap(kind: SegmentKind, budget: int, limits: ContextLimits) -> int:
+def segment_cap(kind: SegmentKind, budget: int, limits: ContextLimits, *, alone: bool = False) -> int:
     """The most a segment kind may use of ``budget`` (before what others took)."""
+    if alone:
+        return budget
     if kind == "working_state":
         return min(share(budget, limits.working_state_share), limits.working_state_max_tokens)
     if kind == "summary":

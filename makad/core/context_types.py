@@ -53,15 +53,27 @@ class Message(_Wire, omit_defaults=True):
 
 
 class ScoreParts(_Wire):
-    """The normalized parts a candidate's score is made of, each in [0, 1]."""
+    """The normalized parts a candidate's score is made of, each in [0, 1].
+
+    Memory uses ``bm25``, ``recency`` and ``tags``; recall uses the others too
+    (see ``makad.core.recall``) and leaves ``tags`` at 0.
+    """
 
     bm25: float
     recency: float
     tags: float
+    context: float = 0.0
+    session: float = 0.0
+    speaker: float = 0.0
+    time: float = 0.0
+    semantic: float = 0.0
 
 
 class TraceCandidate(_Wire):
-    """One memory entry or recall hit considered, and what became of it."""
+    """One memory entry or recall candidate considered, and what became of it.
+
+    A recall candidate is one event: a full-text hit or a neighbour of one.
+    """
 
     kind: Literal["memory", "recall"]
     source_id: str
@@ -86,8 +98,9 @@ class Allocation(_Wire):
 class Trace(_Wire):
     """Why the pack looks the way it does.
 
-    - ``candidates``: every memory entry and recall hit, best first per kind;
-    - ``dropped``: how many candidates each reason left out;
+    - ``candidates``: every memory entry and the best ``recall_trace_max``
+      recall candidates, best first per kind;
+    - ``dropped``: how many candidates each reason left out (listed or not);
     - ``allocation``: per kind, in priority order, history last;
     - ``minimum_tokens``: the newest user message, the least a pack can be;
     - ``history_dropped``: live-history messages left out (events beyond the
@@ -125,21 +138,27 @@ class ContextPack(_Wire):
 class RecallHit(msgspec.Struct, kw_only=True):
     """One event found by full-text search, with the events around it.
 
-    ``bm25`` is SQLite FTS5's ``bm25()`` (negative; more negative is better).
-    ``neighbours`` are the events near the hit in its own session, e.g. the
-    two before and two after it; other sessions' events are ignored.
+    ``bm25`` is SQLite FTS5's ``bm25()`` (negative; more negative is better;
+    0 for an event found another way). ``neighbours`` are the events near the
+    hit in its own session, the two before and two after it
+    (``makad.core.recall`` looks that far); other sessions' events are ignored.
+    ``similarity`` is an optional semantic match in [-1, 1] (e.g. the cosine of
+    sentence embeddings of the query and the event), when a caller has one.
     """
 
     event: Event
     bm25: float
     neighbours: list[Event] = []
+    similarity: float | None = None
 
 
 class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     """Every knob of context assembly, with its default.
 
     Shares are whole percents of the budget. See ``makad.core.budget`` for how
-    they combine.
+    they combine. ``memory_top_k`` counts entries, ``recall_top_k`` events
+    (lines of the recall segment); ``recall_trace_max`` bounds how many recall
+    candidates the trace lists.
     """
 
     working_state_share: int = 15
@@ -152,8 +171,9 @@ class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     memory_entry_max_bytes: int = 4_096
     recall_share: int = 15
     recall_max_tokens: int = 3_000
-    recall_top_k: int = 5
+    recall_top_k: int = 100
     recall_line_max_chars: int = 400
+    recall_trace_max: int = 100
     history_floor_share: int = 40
     compact_share: int = 60
     stale_after_ms: int = 86_400_000
@@ -178,7 +198,8 @@ class ContextInputs(msgspec.Struct, kw_only=True):
       (e.g. ``SUM(tokens)`` after the checkpoint) when only a tail is passed;
       ``None`` means ``history`` is the whole live history.
     - ``recall_hits``: FTS hits from other (non-incognito) sessions and from the
-      compacted part of this one.
+      compacted part of this one: the best ~200 for the query, plus those
+      within the periods it names (``makad.core.when.query_periods``).
     """
 
     budget_tokens: int

@@ -1,4 +1,4 @@
-"""Scores for memory entries and recall hits, and their deterministic order.
+"""Scores for memory entries, their deterministic order, and the parts recall shares.
 
 Every part of a score is normalized to [0, 1] and rounded to 6 decimals, so the
 same inputs always give the same numbers and the same order (ties break by id):
@@ -11,9 +11,9 @@ same inputs always give the same numbers and the same order (ties break by id):
 - ``tags`` (memory only): the share of an entry's matching tags, saturating at
   two: a tag matches when all its words occur in the query.
 
-With a query, memory scores ``0.7 bm25 + 0.2 recency + 0.1 tags`` and recall
-``0.8 bm25 + 0.2 recency``. Without a query memory is ordered most recent first
-(the score is the recency alone) and recall is not built at all.
+With a query, memory scores ``0.7 bm25 + 0.2 recency + 0.1 tags``. Without a
+query memory is ordered most recent first (the score is the recency alone).
+Recall events are ranked by ``makad.core.recall`` from the same parts and more.
 """
 
 from __future__ import annotations
@@ -23,13 +23,12 @@ import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
-from makad.core.context_types import RecallHit, ScoreParts
+from makad.core.context_types import ScoreParts
 from makad.core.types import Entry
 
 MEMORY_HALF_LIFE_MS = 30 * 86_400_000
 RECALL_HALF_LIFE_MS = 180 * 86_400_000
 MEMORY_WEIGHTS = (0.7, 0.2, 0.1)
-RECALL_WEIGHTS = (0.8, 0.2)
 TAG_SATURATION = 2
 
 _WORD = re.compile(r"\w+")
@@ -82,14 +81,6 @@ class RankedEntry:
     parts: ScoreParts
 
 
-@dataclass(frozen=True, slots=True)
-class RankedHit:
-    index: int  # position in the input
-    hit: RecallHit
-    score: float
-    parts: ScoreParts
-
-
 def rank_entries(
     entries: Iterable[Entry],
     bm25: Mapping[str, float],
@@ -126,24 +117,4 @@ def rank_entries(
     ranked.sort(
         key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index)
     )
-    return ranked
-
-
-def rank_hits(
-    hits: Iterable[RecallHit], now_ms: int, *, normalize_over: Iterable[RecallHit] | None = None
-) -> list[RankedHit]:
-    """Score recall hits and order them best first; ties break by session and seq."""
-    hits = list(hits)
-    best = best_bm25(h.bm25 for h in (hits if normalize_over is None else normalize_over))
-    w_bm25, w_recency = RECALL_WEIGHTS
-    ranked = []
-    for index, hit in enumerate(hits):
-        parts = ScoreParts(
-            bm25=rounded(bm25_part(hit.bm25, best)),
-            recency=rounded(recency_part(now_ms - hit.event.ts, RECALL_HALF_LIFE_MS)),
-            tags=0.0,
-        )
-        score = rounded(w_bm25 * parts.bm25 + w_recency * parts.recency)
-        ranked.append(RankedHit(index, hit, score, parts))
-    ranked.sort(key=lambda r: (-r.score, r.hit.event.session_id, r.hit.event.seq, r.index))
     return ranked

@@ -31,13 +31,12 @@ from makad.service.common import Context, in_thread, now_ms
 from makad.service.memory import MemoryFiles
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
+from makad.store import recall_source
 from makad.store.workspaces import Workspace
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
 
 MEMORY_BM25_CANDIDATES = 200
 MEMORY_RECENT_CANDIDATES = 50
-RECALL_HITS = 30
-RECALL_NEIGHBOURS = 2
 # History tail to read: events covering this multiple of the budget (older ones cannot fit).
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
@@ -109,7 +108,8 @@ class ContextService:
         bm25: dict[str, float] = {}
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query)
-        recall = _recall(ws, plan.query or "", sid, checkpoint) if plan.recall else []
+        now = now_ms()
+        recall = _recall(ws, plan.query or "", sid, checkpoint, now) if plan.recall else []
         call_id = _call_id(plan.workspace, plan.revision, sid, last_seq, plan.budget,
                            plan.query, plan.include)
         already_shown: dict[str, str] = {}
@@ -117,7 +117,7 @@ class ContextService:
         if sid is not None and not plan.incognito:
             already_shown, carried = _already_shown(ws, sid, checkpoint, call_id)
         inputs = ContextInputs(
-            budget_tokens=plan.budget, now_ms=now_ms(), session_id=sid, query=plan.query,
+            budget_tokens=plan.budget, now_ms=now, session_id=sid, query=plan.query,
             include=plan.include, memory_enabled=plan.snapshot is not None,
             memory_entries=entries, memory_bm25=bm25, already_shown=already_shown,
             working_state=working_state, checkpoint=checkpoint, history=history,
@@ -235,22 +235,11 @@ def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None
     return list(chosen.values()), bm25
 
 
-def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None
-            ) -> list[RecallHit]:
+def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None,
+            now: int) -> list[RecallHit]:
     """Ranked events of other sessions and of this session's compacted part."""
     max_seq = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
-    hits = ws.ledger.search_events_ranked(query, limit=RECALL_HITS, max_seq_by_session=max_seq)
-    out: list[RecallHit] = []
-    for hit in hits:
-        event = hit.event
-        start = max(0, event.seq - RECALL_NEIGHBOURS - 1)
-        around = ws.ledger.read_events(event.session_id, after_seq=start,
-                                       limit=2 * RECALL_NEIGHBOURS + 1)
-        if max_seq and event.session_id in max_seq:
-            around = [e for e in around if e.seq <= max_seq[event.session_id]]
-        out.append(RecallHit(event=event, bm25=-hit.score,
-                             neighbours=[e for e in around if e.seq != event.seq]))
-    return out
+    return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
 
 
 def _already_shown(ws: Workspace, sid: str, checkpoint: Checkpoint | None, call_id: str

@@ -359,43 +359,123 @@ def test_fast_path_when_everything_fits_untouched() -> None:
 # ---------------------------------------------------------------- recall ---
 
 
+def included(pack: ContextPack) -> list[str]:
+    return [c.source_id for c in pack.trace.candidates if c.kind == "recall" and c.included]
+
+
 def test_recall_needs_a_query() -> None:
-    """Without a query no recall segment is built."""
+    """Without a query no recall segment is built; the hit and its neighbours say why."""
     pack = assemble(inputs(recall_hits=[hit("other", 5)]))
     assert "recall" not in kinds(pack)
-    assert reasons(pack) == {"event:other:5": "no_query"}
+    assert reasons(pack) == {f"event:other:{s}": "no_query" for s in (4, 5, 6)}
 
 
 def test_recall_skips_this_sessions_live_history() -> None:
-    """Hits in this session after the checkpoint are already in the history."""
+    """Events of this session after the checkpoint are already in the history."""
     params = inputs(query="berlin", checkpoint=checkpoint(to_seq=10),
                     recall_hits=[hit("s1", 5), hit("s1", 15), hit("other", 7)])
-    pack = assemble(params)
-    assert reasons(pack) == {"event:s1:5": None, "event:other:7": None, "event:s1:15": "in_history"}
+    got = reasons(assemble(params))
+    assert {ref: got[ref] for ref in ("event:s1:5", "event:s1:6", "event:other:7")} == {
+        "event:s1:5": None, "event:s1:6": None, "event:other:7": None}
+    assert {got[f"event:s1:{s}"] for s in (14, 15, 16)} == {"in_history"}
 
 
-def test_neighbouring_hits_merge_into_one_window() -> None:
-    """Hits whose neighbourhoods touch form one window with a range ref."""
+def test_neighbours_join_their_hits_in_one_block_with_range_refs() -> None:
+    """A session's chosen events form one block; each run of seqs is one range ref."""
     params = inputs(query="berlin", recall_hits=[hit("o", 5), hit("o", 8), hit("o", 30)])
-    pack = assemble(params)
-    recall = pack.segments[0]
+    recall = assemble(params).segments[0]
     assert recall.source_ids == ["event:o:4-9", "event:o:29-31"]
-    assert recall.text.count("[event:o:") == 9
+    assert recall.text.count("event:o ·") == 1
+    body = recall.text.split("\n\n", 1)[1]
+    numbered = [line.split(" ", 1)[0] for line in body.splitlines()[1:-1]]
+    assert numbered == ["4", "5", "6", "7", "8", "9", "…", "29", "30", "31"]
 
 
-def test_recall_respects_top_k_windows() -> None:
-    """Only the best recall_top_k windows are kept."""
+def test_a_neighbour_of_a_strong_hit_outranks_a_weak_hit() -> None:
+    """The turn after a strong match comes before an unrelated weak match."""
+    strong, weak = hit("a", 10, bm25=-10.0), hit("b", 50, bm25=-2.0)
+    pack = assemble(inputs(query="berlin", recall_hits=[weak, strong]))
+    order = [c.source_id for c in pack.trace.candidates]
+    assert order[0] == "event:a:10"
+    assert order.index("event:a:11") < order.index("event:b:50")
+
+
+def test_recall_respects_top_k_events() -> None:
+    """Only the best recall_top_k events are shown; the others are dropped for top_k."""
     hits = [hit(f"o{i}", 10, bm25=-float(i + 1)) for i in range(4)]
     pack = assemble(inputs(query="berlin", recall_hits=hits, limits=ContextLimits(recall_top_k=2)))
-    assert pack.segments[0].source_ids == ["event:o3:9-11", "event:o2:9-11"]
-    assert pack.trace.dropped == {"top_k": 2}
+    assert included(pack) == ["event:o3:10", "event:o3:9"]
+    assert pack.segments[0].source_ids == ["event:o3:9-10"]
+    assert pack.trace.dropped == {"top_k": 10}
 
 
-def test_a_window_too_big_falls_back_to_its_hit_line() -> None:
-    """When the neighbours do not fit, the hit alone is kept."""
+def test_an_event_too_big_for_the_budget_leaves_room_for_smaller_ones() -> None:
+    """A neighbour that cannot fit is dropped for budget while the hit line is kept."""
     big = hit("o", 10, text="berlin", around=3)
     big.neighbours = [msgspec.structs.replace(n, text="word " * 80) for n in big.neighbours]
     pack = assemble(inputs(budget_tokens=1000, query="berlin", recall_hits=[big]))
     recall = pack.segments[0]
-    assert recall.text.count("[event:o:") == 1
+    assert included(pack) == ["event:o:10"]
+    assert recall.source_ids == ["event:o:10"]
     assert recall.tokens <= share(1000, 15)
+    assert pack.trace.dropped == {"budget": 6}
+
+
+def test_recall_alone_may_use_the_whole_budget() -> None:
+    """With include = {recall} the 15 % share does not apply; the budget still does."""
+    hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
+    alone = assemble(inputs(session_id=None, budget_tokens=2000, query="berlin", recall_hits=hits,
+                            include=frozenset({"recall"})))
+    mixed = assemble(inputs(session_id=None, budget_tokens=2000, query="berlin", recall_hits=hits))
+    assert share(2000, 15) < alone.segments[0].tokens <= 2000
+    assert mixed.segments[0].tokens <= share(2000, 15)
+    check_pack(alone, 2000)
+
+
+def test_the_trace_lists_the_best_candidates_and_counts_them_all() -> None:
+    """Past recall_trace_max only included candidates are listed; dropped counts every one."""
+    hits = [hit(f"o{i}", 10, bm25=-1.0 - i) for i in range(6)]
+    pack = assemble(inputs(query="berlin", recall_hits=hits,
+                           limits=ContextLimits(recall_trace_max=2, recall_top_k=3)))
+    listed = [c for c in pack.trace.candidates if c.kind == "recall"]
+    assert [c.included for c in listed] == [True, True, True]
+    assert sum(pack.trace.dropped.values()) == 18 - 3
+
+
+def shown_refs(pack: ContextPack) -> set[str]:
+    """The event refs the recall text shows: block header session + line number."""
+    shown: set[str] = set()
+    for segment in pack.segments:
+        session = ""
+        for line in segment.text.splitlines():
+            head = line.split(" ", 1)[0]
+            if head.startswith("event:"):
+                session = head[len("event:"):]
+            elif session and head.isdigit():
+                shown.add(f"event:{session}:{head}")
+    return shown
+
+
+def expanded(refs: list[str]) -> set[str]:
+    out: set[str] = set()
+    for ref in refs:
+        _, sid, span = ref.split(":")
+        first, _, last = span.partition("-")
+        out.update(f"event:{sid}:{seq}" for seq in range(int(first), int(last or first) + 1))
+    return out
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.tuples(st.integers(0, 3), st.integers(3, 60), st.floats(0.1, 20),
+                       st.integers(0, 120)), max_size=25),
+    st.integers(0, 3000),
+)
+def test_recall_segment_refs_match_its_lines(spec: list[tuple[int, int, float, int]], budget: int) -> None:
+    """Every ref of the recall segment names exactly the numbered lines shown, all included."""
+    hits = [hit(f"s{sid}", seq, -score, text="berlin " + "x" * size) for sid, seq, score, size in spec]
+    pack = assemble(inputs(session_id=None, budget_tokens=budget, query="berlin", recall_hits=hits,
+                           include=frozenset({"recall"})))
+    check_pack(pack, budget)
+    refs = expanded([r for s in pack.segments for r in s.source_ids])
+    assert refs == shown_refs(pack) == set(included(pack))

@@ -1,4 +1,4 @@
-"""Score parts and the deterministic order of memory entries and recall hits."""
+"""Score parts and the deterministic order of memory entries."""
 
 from __future__ import annotations
 
@@ -8,19 +8,17 @@ import random
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from makad.core.context_types import RecallHit
 from makad.core.ranking import (
     MEMORY_HALF_LIFE_MS,
     best_bm25,
     bm25_part,
     query_terms,
     rank_entries,
-    rank_hits,
     recency_part,
     rounded,
     tags_part,
 )
-from makad.core.types import Entry, Event
+from makad.core.types import Entry
 
 NOW = 1_700_000_000_000
 DAY = 86_400_000
@@ -117,19 +115,3 @@ def test_entry_order_does_not_depend_on_input_order(scores: list[float]) -> None
         (r.entry.id, r.score, r.parts) for r in second
     ]
     assert all(r.score == round(r.score, 6) for r in first)
-
-
-def test_hits_rank_by_bm25_then_recency() -> None:
-    """Recall hits weigh relevance first; ties break by session and seq."""
-
-    def hit(sid: str, seq: int, bm25: float, age_days: int = 0) -> RecallHit:
-        event = Event(session_id=sid, seq=seq, ts=NOW - age_days * DAY, type="user_message", text="t")
-        return RecallHit(event=event, bm25=bm25)
-
-    ranked = rank_hits([hit("b", 1, -1.0), hit("a", 2, -1.0), hit("c", 3, -4.0, 400)], NOW)
-    assert [(r.hit.event.session_id, r.hit.event.seq) for r in ranked] == [
-        ("c", 3),
-        ("a", 2),
-        ("b", 1),
-    ]
-    assert ranked[0].parts.bm25 == 1.0 and ranked[1].parts.bm25 == 0.25

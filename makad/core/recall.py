@@ -1,0 +1,182 @@
+"""Ranking earlier events for recall: full-text hits, their neighbours, and what the query says.
+
+The candidates are the FTS hits and their neighbours in the same session: the
+turn that answers a question rarely repeats its words, but it sits right after
+the turn that does. Each candidate's score is the weighted mean of parts in
+[0, 1] (weights in ``WEIGHTS``), rounded to 6 decimals, ties broken by session
+and seq, so the same inputs always give the same order:
+
+- ``bm25``: the event's own FTS5 match, negated and divided by the best one
+  among the eligible hits, then squared so that weak partial matches (one
+  common word of a long query) count for much less than strong ones;
+- ``context``: the ``bm25`` of the events around it — the one before and the
+  one after weigh 0.5 each, two away 0.2 each — capped at 1;
+- ``session``: how strongly its session matches (the sum of the session's
+  three best ``bm25``, divided by the best session's);
+- ``speaker``: 1 when the event's text opens with a speaker label
+  (``Caroline: …``, as in transcripts and imported chats) naming someone the
+  query names with a capital letter;
+- ``time``: 1 when the query names a period (``in May 2023``, ``last week``,
+  see ``makad.core.when``) and the event happened in it;
+- ``recency``: ``0.5 ** (age / 180 days)``, a tie-breaker between old events;
+- ``semantic``: a hit's ``similarity``, when the caller passes one (clipped at
+  0); its weight counts only when some hit has one.
+
+Weights were chosen on the development half of LoCoMo (scripts/recall_lab.py):
+a broad plateau, so round values.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Final
+
+from makad.core.context_types import RecallHit, ScoreParts
+from makad.core.ranking import RECALL_HALF_LIFE_MS, best_bm25, bm25_part, recency_part, rounded
+from makad.core.render import SPEAKER_LABEL
+from makad.core.types import Event
+from makad.core.when import Period, in_periods, query_periods
+
+# Part → weight; the order is that of ``RankedEvent.values``.
+WEIGHTS: Final = {
+    "bm25": 1.0,
+    "context": 1.4,
+    "session": 0.1,
+    "speaker": 0.5,
+    "time": 0.5,
+    "recency": 0.1,
+    "semantic": 0.5,
+}
+# Neighbour offset → share of its bm25 passed on (context part).
+CONTEXT_SPREAD: Final = {-2: 0.2, -1: 0.5, 1: 0.5, 2: 0.2}
+SESSION_TOP: Final = 3
+
+_CAPITALIZED = re.compile(r"\b[^\W\d_a-z][\w'-]*")
+
+Key = tuple[str, int]
+
+
+@dataclass(frozen=True, slots=True)
+class RankedEvent:
+    """One recall candidate: an FTS hit (``is_hit``) or a neighbour of one.
+
+    ``values`` are the raw parts in ``WEIGHTS`` order; ``parts()`` rounds them
+    for the trace (only the candidates listed there need it).
+    """
+
+    event: Event
+    score: float
+    values: tuple[float, ...]
+    is_hit: bool
+
+    def parts(self) -> ScoreParts:
+        bm25, context, session, speaker, time, recency, semantic = (rounded(v) for v in self.values)
+        return ScoreParts(
+            bm25=bm25, recency=recency, tags=0.0, context=context, session=session,
+            speaker=speaker, time=time, semantic=semantic,
+        )
+
+
+def speaker_label(text: str) -> str | None:
+    """The speaker a text opens with (``"Ann Lee: hi"`` → ``"Ann Lee"``), if any."""
+    match = SPEAKER_LABEL.match(text)
+    return match.group(1) if match else None
+
+
+def named_people(query: str) -> frozenset[str]:
+    """Lower-cased capitalized words of the query: the names it may mention."""
+    return frozenset(word.lower() for word in _CAPITALIZED.findall(query))
+
+
+def speaker_part(event: Event, names: frozenset[str]) -> float:
+    if not names or ":" not in event.text[:100]:
+        return 0.0
+    label = speaker_label(event.text)
+    if label is None:
+        return 0.0
+    return 1.0 if all(word.lower() in names for word in label.split()) else 0.0
+
+
+def _pool(hits: list[RecallHit]) -> tuple[dict[Key, Event], set[Key]]:
+    """Every hit and every neighbour of it in its own session, by (session, seq).
+
+    A hit's own event wins over the same event passed as someone's neighbour,
+    so the pool does not depend on the order of the hits.
+    """
+    events: dict[Key, Event] = {}
+    for hit in hits:
+        events.setdefault((hit.event.session_id, hit.event.seq), hit.event)
+    hit_keys = set(events)
+    for hit in hits:
+        for near in hit.neighbours:
+            if near.session_id == hit.event.session_id:
+                events.setdefault((near.session_id, near.seq), near)
+    return events, hit_keys
+
+
+def _session_parts(own: Mapping[Key, float]) -> dict[str, float]:
+    by_session: dict[str, list[float]] = defaultdict(list)
+    for (sid, _), value in own.items():
+        by_session[sid].append(value)
+    sums = {sid: sum(sorted(values)[-SESSION_TOP:]) for sid, values in by_session.items()}
+    best = max(sums.values(), default=0.0)
+    return {sid: total / best for sid, total in sums.items()} if best > 0 else {}
+
+
+def rank_events(
+    hits: Iterable[RecallHit],
+    query: str,
+    now_ms: int,
+    *,
+    eligible: Iterable[RecallHit] | None = None,
+    periods: list[Period] | None = None,
+) -> list[RankedEvent]:
+    """Score every hit and neighbour (see module doc) and order them best first.
+
+    ``eligible`` (default: all hits) are the hits whose match counts: the best
+    of them normalizes ``bm25``, and only they pass score on to neighbours and
+    sessions, so excluded hits cannot lift their surroundings.
+    """
+    hits = list(hits)
+    counted = hits if eligible is None else list(eligible)
+    best = best_bm25(h.bm25 for h in counted)
+    own: dict[Key, float] = {}
+    similar: dict[Key, float] = {}
+    for hit in counted:
+        key = (hit.event.session_id, hit.event.seq)
+        own[key] = max(own.get(key, 0.0), bm25_part(hit.bm25, best) ** 2)
+        if hit.similarity is not None and math.isfinite(hit.similarity):
+            similar[key] = max(similar.get(key, 0.0), min(hit.similarity, 1.0))
+    sessions = _session_parts(own)
+    names = named_people(query)
+    if periods is None:
+        periods = query_periods(query, now_ms)
+    events, hit_keys = _pool(hits)
+    weights = tuple(WEIGHTS.values())
+    total_weight = sum(weights) - (0.0 if similar else WEIGHTS["semantic"])
+    near = tuple(CONTEXT_SPREAD.items())
+    ranked: list[RankedEvent] = []
+    for key, event in events.items():
+        sid, seq = key
+        context = 0.0
+        for offset, share in near:
+            context += share * own.get((sid, seq + offset), 0.0)
+        values = (
+            own.get(key, 0.0),
+            min(context, 1.0),
+            sessions.get(sid, 0.0),
+            speaker_part(event, names),
+            1.0 if periods and in_periods(event.ts, periods) else 0.0,
+            recency_part(now_ms - event.ts, RECALL_HALF_LIFE_MS),
+            similar.get(key, 0.0),
+        )
+        score = sum(w * v for w, v in zip(weights, values, strict=True)) / total_weight
+        if not math.isfinite(score):
+            score = 0.0
+        ranked.append(RankedEvent(event, rounded(score), values, key in hit_keys))
+    ranked.sort(key=lambda r: (-r.score, r.event.session_id, r.event.seq))
+    return ranked

@@ -1,0 +1,92 @@
+"""The recall inputs of build_context, read from a workspace's ledger.
+
+``recall_hits`` runs the full-text search for a query (the best ``limit``
+events), plus one search inside each period the query names (``in May 2023``,
+``last week``: ``makad.core.when``), so that events of that time are
+candidates even when words common elsewhere outrank them. It then reads the
+``radius`` events on each side of every hit, in a few range reads per session
+rather than one read per hit: the pure core (``makad.core.recall``) scores a
+hit's neighbours too.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from typing import Final
+
+from makad.core.context_types import RecallHit
+from makad.core.types import Event
+from makad.core.when import query_periods
+from makad.store.ledger import Ledger
+from makad.store.ledger_schema import SearchHit
+
+RECALL_LIMIT: Final = 200
+PERIOD_LIMIT: Final = 50
+RADIUS: Final = 2
+# Neighbourhoods closer than this many events are read in one range.
+MERGE_GAP: Final = 24
+
+
+def _spans(seqs: Iterable[int], radius: int, ceiling: int | None) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    for seq in sorted(set(seqs)):
+        first, last = max(seq - radius, 1), seq + radius
+        if ceiling is not None:
+            last = min(last, ceiling)
+        if spans and first <= spans[-1][1] + MERGE_GAP:
+            spans[-1] = (spans[-1][0], max(spans[-1][1], last))
+        else:
+            spans.append((first, last))
+    return spans
+
+
+def recall_hits(
+    ledger: Ledger,
+    query: str,
+    *,
+    now_ms: int,
+    limit: int = RECALL_LIMIT,
+    radius: int = RADIUS,
+    max_seq_by_session: Mapping[str, int] | None = None,
+    exclude_sessions: Iterable[str] = (),
+) -> list[RecallHit]:
+    """FTS hits for ``query`` with their neighbours, best first (see module doc).
+
+    ``max_seq_by_session`` and ``exclude_sessions`` are passed to the search
+    (e.g. ``{current session: its checkpoint's to_seq}`` keeps out the live
+    history); neighbours past such a ceiling are not read either.
+    """
+    excluded = list(exclude_sessions)
+
+    def search(count: int, after: int | None = None, before: int | None = None) -> list[SearchHit]:
+        return ledger.search_events_ranked(
+            query, limit=count, exclude_sessions=excluded, max_seq_by_session=max_seq_by_session,
+            after=after, before=before,
+        )
+
+    found: dict[tuple[str, int], SearchHit] = {}
+    for hit in search(limit):
+        found.setdefault((hit.event.session_id, hit.event.seq), hit)
+    for period in query_periods(query, now_ms):
+        if period.month is None:
+            for hit in search(PERIOD_LIMIT, after=period.start_ms - 1, before=period.end_ms):
+                found.setdefault((hit.event.session_id, hit.event.seq), hit)
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for sid, seq in found:
+        by_session[sid].append(seq)
+    around: dict[tuple[str, int], Event] = {}
+    ceilings = max_seq_by_session or {}
+    for sid, seqs in by_session.items():
+        for first, last in _spans(seqs, radius, ceilings.get(sid)):
+            for event in ledger.read_events(sid, after_seq=first - 1, limit=last - first + 1):
+                around[(sid, event.seq)] = event
+    hits = sorted(found.values(), key=lambda h: (-h.score, h.event.session_id, h.event.seq))
+    out: list[RecallHit] = []
+    for hit in hits:
+        sid, seq = hit.event.session_id, hit.event.seq
+        neighbours = [
+            around[(sid, s)] for s in range(seq - radius, seq + radius + 1) if s != seq and (sid, s) in around
+        ]
+        out.append(RecallHit(event=hit.event, bm25=-hit.score, neighbours=neighbours))
+    return out

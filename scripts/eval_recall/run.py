@@ -1,0 +1,325 @@
+"""scripts/eval-recall: evidence recall of build_context on LoCoMo-format data, through a real daemon.
+
+For each conversation: a workspace of its own, one ledger session per LoCoMo
+session appended in order (``eval_recall.locomo`` says how turns become
+events), ``historyRecallEnabled`` on. For each question: a fresh session and one
+``build_context`` call with the question as the query, ``include: ["recall"]``
+and the budget. From the reply:
+
+- ``recall@k``: the share of the question's evidence turns among the first k
+  recall candidates of the trace (they are listed best first);
+- ``recallAtBudget``: the share among the refs of the recall segment, i.e. what
+  the model would actually see;
+- ``meanTokens``: the recall segment's tokens.
+
+Categories 1–4 are averaged into ``overall``; every category, 5 (adversarial)
+included, is also reported on its own. A question without evidence counts 1.
+
+Baselines, computed client-side from the same ingested data (their token costs
+use ``makad.core.tokens.estimate_tokens`` on a plain ``<ref> <text>`` line):
+
+- ``bm25-plain``: ``search_history`` (FTS5 BM25 over single events), best first;
+- ``recent``: the newest events, newest first;
+- ``full``: every event — recall 1 by construction (short of evidence ids that
+  name no turn), reported for its token cost; its recall@k is that of everything.
+
+Artifacts in ``--out``: ``summary.json`` (what is printed), ``questions.csv``
+(one row per variant and question: metrics, tokens, latency, ranked and
+in-budget refs with the dia_ids they map to) and ``refs.csv`` (every ingested
+event ref → its dia_id), enough to recompute every figure.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from eval_recall.locomo import Conversation, load, sha256_file
+from eval_recall.metrics import covered, expand_ref, mean, percentile, recall
+from maka import Client
+from makad.core.tokens import estimate_tokens
+
+ROOT = Path(__file__).resolve().parents[2]
+DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
+VARIANTS = ("default", "bm25-plain", "recent", "full")
+CATEGORIES = (1, 2, 3, 4, 5)
+OVERALL_CATEGORIES = (1, 2, 3, 4)
+APPEND_BATCH = 1_000
+STARTUP_TIMEOUT_S = 30.0
+
+
+@dataclass(slots=True)
+class Row:
+    """One question answered by one variant."""
+
+    variant: str
+    qid: str
+    category: int
+    evidence: list[str]
+    ranked: list[str]
+    in_budget: list[str]
+    tokens: int
+    latency_ms: float
+    at_k: dict[int, float] = field(default_factory=dict)
+    at_budget: float = 0.0
+
+
+@dataclass(slots=True)
+class Ingested:
+    conv: Conversation
+    workspace: str
+    turn_of: dict[tuple[str, int], str]
+    lines: list[tuple[str, int, int]]  # (ref, ts, tokens of "<ref> <text>"), oldest first
+
+
+class Daemon:
+    """``python -m makad`` on a socket in a short temp dir; stopped and removed on exit."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.socket = root / "s.sock"
+        self.proc: subprocess.Popen[str] | None = None
+
+    def __enter__(self) -> Daemon:
+        command = [sys.executable, "-m", "makad", "--socket", str(self.socket),
+                   "--data-dir", str(self.root / "data"), "--log-level", "warning"]
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
+            [str(ROOT), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")])}
+        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True, env=env)
+        deadline = time.monotonic() + STARTUP_TIMEOUT_S
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if "listening on" in line:
+                return self
+            if time.monotonic() > deadline:
+                break
+        self.__exit__()
+        raise RuntimeError("makad did not start (no 'listening on' line)")
+
+    def __exit__(self, *exc: object) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.terminate()
+                try:
+                    self.proc.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.proc.kill()
+                    self.proc.wait()
+            if self.proc.stdout is not None:
+                self.proc.stdout.close()
+            self.proc = None
+
+    def client(self) -> Client:
+        return Client(str(self.socket), timeout=300)
+
+
+def ingest(client: Client, conv: Conversation, workspace: Path) -> Ingested:
+    workspace.mkdir(parents=True, exist_ok=True)
+    ws = str(workspace)
+    client.call("set_settings", workspace=ws, historyRecallEnabled=True, agentReadEnabled=True)
+    turn_of: dict[tuple[str, int], str] = {}
+    lines: list[tuple[str, int, int]] = []
+    for session in conv.sessions:
+        opened = client.call("open_session", workspace=ws,
+                             title=f"{conv.sample_id} session {session.number}")
+        sid = opened["sessionId"]
+        for start in range(0, len(session.turns), APPEND_BATCH):
+            batch = session.turns[start : start + APPEND_BATCH]
+            result = client.call("append_events", workspace=ws, sessionId=sid, events=[
+                {"type": t.event_type, "text": t.text, "ts": t.ts} for t in batch])
+            for offset, turn in enumerate(batch):
+                seq = result["firstSeq"] + offset
+                ref = f"event:{sid}:{seq}"
+                turn_of[(sid, seq)] = turn.dia_id
+                lines.append((ref, turn.ts, estimate_tokens(f"{ref} {turn.text}") + 1))
+    return Ingested(conv, ws, turn_of, lines)
+
+
+def budget_prefix(lines: Sequence[tuple[str, int]], budget: int) -> tuple[list[str], int]:
+    """The refs of the leading ``(ref, tokens)`` lines that fit in ``budget``, and their tokens."""
+    used, refs = 0, []
+    for ref, tokens in lines:
+        if used + tokens > budget:
+            break
+        used += tokens
+        refs.append(ref)
+    return refs, used
+
+
+Outcome = tuple[list[str], list[str], int, float]  # ranked refs, in-budget refs, tokens, ms
+
+
+def run_default(client: Client, data: Ingested, question: str, budget: int) -> Outcome:
+    session = client.call("open_session", workspace=data.workspace, title="eval question")
+    started = time.perf_counter()
+    pack = client.call("build_context", workspace=data.workspace, budgetTokens=budget,
+                       sessionId=session["sessionId"], query=question, include=["recall"])
+    latency = (time.perf_counter() - started) * 1000
+    ranked = [c["sourceId"] for c in pack["trace"]["candidates"] if c["kind"] == "recall"]
+    segments = [s for s in pack["segments"] if s["kind"] == "recall"]
+    in_budget = [ref for s in segments for ref in s["sourceIds"]]
+    return ranked, in_budget, sum(s["tokens"] for s in segments), latency
+
+
+def run_bm25(client: Client, data: Ingested, question: str, budget: int, depth: int) -> Outcome:
+    started = time.perf_counter()
+    hits = client.call("search_history", workspace=data.workspace, query=question,
+                       limit=max(depth, 200))["hits"]
+    latency = (time.perf_counter() - started) * 1000
+    ranked = [f"event:{h['event']['sessionId']}:{h['event']['seq']}" for h in hits]
+    cost = {ref: tokens for ref, _, tokens in data.lines}
+    in_budget, used = budget_prefix([(ref, cost.get(ref, 0)) for ref in ranked], budget)
+    return ranked, in_budget, used, latency
+
+
+def score(rows: list[Row], ks: Sequence[int], turn_of: dict[tuple[str, int], str]) -> None:
+    for row in rows:
+        row.at_k = {k: recall(row.evidence, covered(row.ranked[:k], turn_of)) for k in ks}
+        row.at_budget = recall(row.evidence, covered(row.in_budget, turn_of))
+
+
+def summarize(rows: list[Row], ks: Sequence[int]) -> dict[str, Any]:
+    def block(selected: list[Row]) -> dict[str, Any]:
+        out: dict[str, Any] = {f"recall@{k}": mean(r.at_k[k] for r in selected) for k in ks}
+        out["recallAtBudget"] = mean(r.at_budget for r in selected)
+        out["meanTokens"] = round(mean(r.tokens for r in selected), 1)
+        out["questions"] = len(selected)
+        return out
+
+    latencies = [r.latency_ms for r in rows]
+    overall = block([r for r in rows if r.category in OVERALL_CATEGORIES])
+    return {
+        "questions": len(rows),
+        "overall": overall,
+        "byCategory": {str(c): block([r for r in rows if r.category == c])
+                       for c in CATEGORIES if any(r.category == c for r in rows)},
+        "latency": {"p50_ms": round(percentile(latencies, 0.50), 3),
+                    "p95_ms": round(percentile(latencies, 0.95), 3)},
+    }
+
+
+def commit() -> str:
+    try:
+        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
+                             text=True, timeout=10, check=True)
+        return out.stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def write_artifacts(out: Path, report: dict[str, Any], rows: list[Row], ingested: list[Ingested],
+                    ks: Sequence[int]) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "summary.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    turn_of = {key: dia for data in ingested for key, dia in data.turn_of.items()}
+
+    def dia(ref: str) -> str:
+        return "+".join(turn_of.get(key, "?") for key in expand_ref(ref))
+
+    depth = max(ks)
+    with (out / "questions.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["variant", "question_id", "category", "evidence",
+                         *[f"recall@{k}" for k in ks], "recall_at_budget", "tokens", "latency_ms",
+                         "ranked", "in_budget"])
+        for r in rows:
+            writer.writerow([
+                r.variant, r.qid, r.category, " ".join(r.evidence),
+                *[f"{r.at_k[k]:.4f}" for k in ks], f"{r.at_budget:.4f}", r.tokens,
+                f"{r.latency_ms:.3f}",
+                " ".join(f"{rank}:{ref}={dia(ref)}" for rank, ref in enumerate(r.ranked[:depth], 1)),
+                " ".join(f"{ref}={dia(ref)}" for ref in r.in_budget),
+            ])
+    with (out / "refs.csv").open("w", newline="", encoding="utf-8") as fh:
+        writer = csv.writer(fh)
+        writer.writerow(["conversation", "ref", "dia_id", "line_tokens"])
+        for data in ingested:
+            for ref, _, tokens in data.lines:
+                writer.writerow([data.conv.sample_id, ref, dia(ref), tokens])
+
+
+def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+    ks = sorted({int(k) for k in args.k.split(",") if k.strip()})
+    variants = list(dict.fromkeys([args.variant, *([] if args.no_baselines else VARIANTS)]))
+    conversations = load(args.dataset)[: args.limit_conversations]
+    rows: list[Row] = []
+    ingested: list[Ingested] = []
+    root = Path(tempfile.mkdtemp(prefix="mkev", dir="/tmp"))
+    try:
+        with Daemon(root) as daemon, daemon.client() as client:
+            for index, conv in enumerate(conversations):
+                data = ingest(client, conv, root / f"ws{index}")
+                ingested.append(data)
+                questions = conv.questions[: args.limit_questions]
+                newest_first = [(ref, tokens) for ref, _, tokens in reversed(data.lines)]
+                everything = [ref for ref, _ in newest_first]
+                full_tokens = sum(tokens for _, tokens in newest_first)
+                recent, recent_tokens = budget_prefix(newest_first, args.budget_tokens)
+                for q in questions:
+                    for variant in variants:
+                        if variant == "default":
+                            ranked, fit, tokens, ms = run_default(client, data, q.text, args.budget_tokens)
+                        elif variant == "bm25-plain":
+                            ranked, fit, tokens, ms = run_bm25(client, data, q.text, args.budget_tokens,
+                                                               max(ks))
+                        elif variant == "recent":
+                            ranked, fit, tokens, ms = everything, recent, recent_tokens, 0.0
+                        else:
+                            ranked, fit, tokens, ms = [], everything, full_tokens, 0.0
+                        row = Row(variant, q.qid, q.category, q.evidence, ranked, fit, tokens, ms)
+                        score([row], ks, data.turn_of)
+                        if variant == "full":
+                            row.at_k = {k: row.at_budget for k in ks}
+                        rows.append(row)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    by_variant = {v: summarize([r for r in rows if r.variant == v], ks) for v in variants}
+    primary = by_variant[args.variant]
+    report: dict[str, Any] = {
+        "dataset": str(args.dataset),
+        "datasetSha256": sha256_file(args.dataset),
+        "commit": commit(),
+        "variant": args.variant,
+        "budgetTokens": args.budget_tokens,
+        "conversations": len(conversations),
+        **primary,
+        "variants": by_variant,
+    }
+    if args.out is not None:
+        write_artifacts(args.out, report, rows, ingested, ks)
+    return report
+
+
+def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="scripts/eval-recall", description=__doc__.split("\n")[0])
+    parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
+    parser.add_argument("--budget-tokens", type=int, default=2000)
+    parser.add_argument("--k", default="5,10,25,50", help="comma-separated cut-offs")
+    parser.add_argument("--out", type=Path, default=None, help="directory for the artifacts")
+    parser.add_argument("--variant", choices=VARIANTS, default="default",
+                        help="the variant the top-level figures describe")
+    parser.add_argument("--no-baselines", action="store_true", help="run only --variant")
+    parser.add_argument("--limit-conversations", type=int, default=None)
+    parser.add_argument("--limit-questions", type=int, default=None, help="per conversation")
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse(argv)
+    if not args.dataset.is_file():
+        print(f"eval-recall: no dataset at {args.dataset}", file=sys.stderr)
+        return 2
+    print(json.dumps(evaluate(args), indent=2))
+    return 0

@@ -1,0 +1,54 @@
+"""recall_hits: FTS hits for a query, period searches, and neighbours read in ranges."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from makad.store.ledger import Ledger
+from makad.store.ledger_schema import NewEvent
+from makad.store.recall_source import recall_hits
+
+NOW = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
+
+
+def ms(year: int, month: int, day: int) -> int:
+    return int(datetime(year, month, day, tzinfo=UTC).timestamp() * 1000)
+
+
+def fill(ledger: Ledger, sid: str, texts: list[str], ts: int) -> None:
+    ledger.open_session(sid, now=ts)
+    ledger.append_events(sid, [NewEvent(type="user_message", text=t, ts=ts + i) for i, t in enumerate(texts)])
+
+
+def test_hits_come_best_first_with_two_neighbours_each_side(ledger: Ledger) -> None:
+    """Each hit carries the events around it in its own session, hits in bm25 order."""
+    fill(ledger, "a", [f"filler {i}" for i in range(1, 11)] + ["the berlin move"] + ["more"] * 5, ms(2023, 1, 1))
+    fill(ledger, "b", ["berlin", "x"], ms(2023, 2, 1))
+    hits = recall_hits(ledger, "berlin move", now_ms=NOW)
+    assert [(h.event.session_id, h.event.seq) for h in hits] == [("a", 11), ("b", 1)]
+    assert [n.seq for n in hits[0].neighbours] == [9, 10, 12, 13]
+    assert [n.seq for n in hits[1].neighbours] == [2]
+    assert hits[0].bm25 < 0
+
+
+def test_a_ceiling_keeps_the_live_history_out(ledger: Ledger) -> None:
+    """max_seq_by_session hides later events, as hits and as neighbours."""
+    fill(ledger, "s", ["berlin one", "two", "three", "berlin four", "five"], ms(2023, 1, 1))
+    hits = recall_hits(ledger, "berlin", now_ms=NOW, max_seq_by_session={"s": 2})
+    assert [(h.event.seq, [n.seq for n in h.neighbours]) for h in hits] == [(1, [2])]
+
+
+def test_a_named_period_brings_in_hits_beyond_the_limit(ledger: Ledger) -> None:
+    """Events of the period the query names are searched on their own."""
+    fill(ledger, "old", ["painting class"] * 5, ms(2022, 1, 1))
+    fill(ledger, "may", ["a painting"], ms(2023, 5, 10))
+    plain = recall_hits(ledger, "painting", now_ms=NOW, limit=3)
+    dated = recall_hits(ledger, "painting in May 2023", now_ms=NOW, limit=3)
+    assert "may" not in {h.event.session_id for h in plain}
+    assert "may" in {h.event.session_id for h in dated}
+
+
+def test_no_terms_no_hits(ledger: Ledger) -> None:
+    """A query with no searchable term finds nothing."""
+    fill(ledger, "s", ["hello"], ms(2023, 1, 1))
+    assert recall_hits(ledger, "?!", now_ms=NOW) == []
