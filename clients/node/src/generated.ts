@@ -568,11 +568,26 @@ export interface RetrieveResult {
   results: RefResult[];
 }
 
-/** The normalized parts a candidate's score is made of, each in [0, 1]. */
+/**
+ * The normalized parts a candidate's score is made of, each in [0, 1].
+ *
+ * Memory uses ``bm25``, ``recency`` and ``tags``; recall uses the others too
+ * (see ``makad.core.recall``) and leaves ``tags`` at 0.
+ */
 export interface ScoreParts {
   bm25: number;
   recency: number;
   tags: number;
+  /** @default 0 */
+  context?: number;
+  /** @default 0 */
+  session?: number;
+  /** @default 0 */
+  speaker?: number;
+  /** @default 0 */
+  time?: number;
+  /** @default 0 */
+  semantic?: number;
 }
 
 /**
@@ -713,8 +728,9 @@ export interface ToolCall {
 /**
  * Why the pack looks the way it does.
  *
- * - ``candidates``: every memory entry and recall hit, best first per kind;
- * - ``dropped``: how many candidates each reason left out;
+ * - ``candidates``: every memory entry and the best ``recall_trace_max``
+ *   recall candidates, best first per kind;
+ * - ``dropped``: how many candidates each reason left out (listed or not);
  * - ``allocation``: per kind, in priority order, history last;
  * - ``minimum_tokens``: the newest user message, the least a pack can be;
  * - ``history_dropped``: live-history messages left out (events beyond the
@@ -733,7 +749,11 @@ export interface Trace {
   placeholders: string[];
 }
 
-/** One memory entry or recall hit considered, and what became of it. */
+/**
+ * One memory entry or recall candidate considered, and what became of it.
+ *
+ * A recall candidate is one event: a full-text hit or a neighbour of one.
+ */
 export interface TraceCandidate {
   kind: "memory" | "recall";
   sourceId: string;
