@@ -30,6 +30,7 @@ from makad.rpc.server import Server
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
+from makad.service.episodes import EpisodeHooks, EpisodeService
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
@@ -125,6 +126,8 @@ def build_app(info: DaemonInfo) -> App:
     sessions = Sessions(ctx)
     context = ContextService(ctx, memory_files, sessions)
     compaction = CompactionService(ctx, sessions)
+    episodes = EpisodeService(ctx, sessions, proposals)
+    ctx.hooks = EpisodeHooks(episodes)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
@@ -134,6 +137,7 @@ def build_app(info: DaemonInfo) -> App:
         context,
         compaction,
         LedgerService(ctx, sessions),
+        episodes,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

@@ -56,6 +56,12 @@ class Hooks:
     async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
         return None
 
+    async def deleted(self, ws: Workspace, entry_id: str) -> None:
+        return None
+
+    async def session_closed(self, ws: Workspace, session_id: str) -> None:
+        return None
+
 
 @dataclass
 class Context:

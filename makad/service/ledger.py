@@ -125,6 +125,7 @@ class LedgerService:
     async def close_session(self, params: SessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.workspace(params.workspace)
         info = await self._sessions.close(ws, params.session_id)
+        await self._ctx.hooks.session_closed(ws, params.session_id)
         return session_view(info, self._sessions.is_incognito(ws, params.session_id))
 
     async def delete_session(self, params: SessionParams, peer: Peer) -> DeleteSessionResult:

@@ -415,6 +415,8 @@ class MemoryService:
                 revision = await self._ctx.revision(ws)
             await in_thread(ws.ledger.append_memory_event, action=action, actor="user",
                             entry_id=entry_id)
+            if action == "deleted":
+                await self._ctx.hooks.deleted(ws, entry_id)
             return EntryResult(entry=result["entry"], revision=revision,
                                redactions=result["redactions"])
 

@@ -54,6 +54,7 @@ MemoryAction = Literal[
     "decayed",
     "added",
     "updated",
+    "consolidated",
 ]
 MemoryActor = Literal["user", "agent", "import", "daemon"]
 MEMORY_ACTIONS: Final[frozenset[str]] = frozenset(get_args(MemoryAction))
@@ -178,8 +179,64 @@ _V1: Final[tuple[str, ...]] = (
     f"INSERT INTO meta (key, value) VALUES ('search_text_version', '{SEARCH_TEXT_VERSION}')",
 )
 
+# Episodes and the evidence behind profile proposals. ``episodes.id`` is the
+# recording order; a tag's offset (``consolidation_offsets.after_episode``) is the
+# last episode id already consolidated for that tag. ``summary_key`` makes one
+# remark one episode per session; it is cleared with the summary when the session
+# is deleted (the episode is then a tombstone: id, session, times only).
+_V2: Final[tuple[str, ...]] = (
+    """CREATE TABLE episodes (
+        id INTEGER PRIMARY KEY,
+        episode_id TEXT NOT NULL UNIQUE,
+        session_id TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        summary TEXT NOT NULL,
+        summary_key TEXT UNIQUE,
+        at INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        deleted_at INTEGER
+    )""",
+    "CREATE INDEX episodes_by_session ON episodes (session_id)",
+    "CREATE INDEX episodes_by_at ON episodes (at, id)",
+    """CREATE TABLE episode_tags (
+        tag TEXT NOT NULL,
+        episode_ref INTEGER NOT NULL REFERENCES episodes (id),
+        position INTEGER NOT NULL,
+        PRIMARY KEY (tag, episode_ref)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX episode_tags_by_episode ON episode_tags (episode_ref)",
+    """CREATE TABLE episode_refs (
+        episode_ref INTEGER NOT NULL REFERENCES episodes (id),
+        position INTEGER NOT NULL,
+        ref TEXT NOT NULL,
+        session_id TEXT NOT NULL,
+        PRIMARY KEY (episode_ref, position)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX episode_refs_by_session ON episode_refs (session_id)",
+    """CREATE TABLE consolidation_offsets (
+        tag TEXT PRIMARY KEY,
+        after_episode INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE consolidations (
+        proposal_id TEXT PRIMARY KEY,
+        tag TEXT NOT NULL,
+        state TEXT NOT NULL,
+        entry_id TEXT,
+        created_at INTEGER NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    "CREATE INDEX consolidations_by_entry ON consolidations (entry_id)",
+    """CREATE TABLE consolidation_episodes (
+        proposal_id TEXT NOT NULL REFERENCES consolidations (proposal_id),
+        episode_ref INTEGER NOT NULL REFERENCES episodes (id),
+        PRIMARY KEY (proposal_id, episode_ref)
+    ) WITHOUT ROWID""",
+    "CREATE INDEX consolidation_episodes_by_episode ON consolidation_episodes (episode_ref)",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1,)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
@@ -352,6 +409,55 @@ class Intent(Record):
     finished_at: int | None = None
 
 
+EpisodeKind = Literal["client", "session_close"]
+ConsolidationState = Literal["queued", "approved", "rejected", "deleted"]
+
+
+class NewEpisode(Record):
+    """An episode to record; its text is already redacted and its tags normalized."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+
+
+class ConsolidationMark(Record):
+    """A consolidation that cited an episode: the proposal, its tag and what became of it."""
+
+    proposal_id: str
+    tag: str
+    state: ConsolidationState
+    entry_id: str | None = None
+
+
+class EpisodeRecord(Record):
+    """One stored episode. ``ordinal`` is the recording order the tag offsets count on;
+    a deleted session's episodes keep only their id, session and times."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+    created_at: int
+    ordinal: int
+    deleted_at: int | None = None
+    consolidations: list[ConsolidationMark] = msgspec.field(default_factory=list)
+
+
+class AddedEpisode(Record):
+    """What ``add_episode`` did: ``created`` is false when the same remark was recorded."""
+
+    episode: EpisodeRecord
+    created: bool
+
+
 # --------------------------------------------------------------------------- hash chain
 
 
@@ -425,6 +531,12 @@ def first_bad_seq(events: Iterable[Event], last_seq: int, last_hash: str) -> int
     if chain != last_hash:
         return max(last_seq, 1)
     return None
+
+
+def episode_summary_key(session_id: str, summary: str) -> str:
+    """What makes two episodes one remark: the session and the summary, case and spacing aside."""
+    normalized = " ".join(summary.casefold().split())
+    return hashlib.sha256(f"{session_id}\n{normalized}".encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def parse_event_refs(refs: Sequence[str]) -> list[tuple[str, str, int, int]]:

@@ -6,10 +6,10 @@ The OpenRPC document and the dispatcher are both built from ``CATALOGUE``.
 
 from __future__ import annotations
 
-from makad.wire import compaction, context, ledger, memory, proposals, system
+from makad.wire import compaction, context, episodes, ledger, memory, proposals, system
 from makad.wire.base import MethodSpec
 
-_MODULES = (system, memory, proposals, context, compaction, ledger)
+_MODULES = (system, memory, proposals, context, compaction, ledger, episodes)
 
 
 def _build() -> dict[str, MethodSpec]:

@@ -14,7 +14,7 @@ from maka.cli.completion import fish_script, tree, zsh_script
 from tests.cli.helpers import call
 from tests.support import DaemonProcess
 
-TOP = {"status", "ping", "call", "settings", "memory", "pending", "approve", "reject", "import",
+TOP = {"episodes", "consolidate", "status", "ping", "call", "settings", "memory", "pending", "approve", "reject", "import",
        "export", "review", "watch", "context", "compact", "completion", "mcp"}
 
 

@@ -101,6 +101,35 @@ export interface BuildContextParams {
   include?: Array<"memory" | "recall" | "summary" | "working_state"> | null;
 }
 
+/** A tag's evidence since its last consolidation. */
+export interface Candidate {
+  tag: string;
+  episodeCount: number;
+  sessionCount: number;
+  eligible: boolean;
+  episodes: Episode[];
+}
+
+/**
+ * Lower thresholds show tags that are getting close; ``eligible`` says whether a
+ * proposal would pass the daemon's evidence gate.
+ */
+export interface CandidatesParams {
+  workspace: string;
+  /** @default null */
+  tag?: string | null;
+  /** @default 5 */
+  minEpisodes?: number;
+  /** @default 2 */
+  minSessions?: number;
+}
+
+export interface CandidatesResult {
+  candidates: Candidate[];
+  minEpisodes: number;
+  minSessions: number;
+}
+
 /** What one compaction covers: never deletes the events it summarizes. */
 export interface Checkpoint {
   checkpointId: string;
@@ -134,10 +163,29 @@ export interface CompactParams {
   requestId?: string | null;
 }
 
+/** Queue the deterministic digest of a tag's evidence as a proposal. */
+export interface ConsolidateParams {
+  workspace: string;
+  tag: string;
+  /** @default null */
+  sessionId?: string | null;
+  /** @default null */
+  requestId?: string | null;
+}
+
 /** A profile proposal's evidence: the tag and the episodes it consolidates. */
 export interface Consolidates {
   tag: string;
   episodeIds: string[];
+}
+
+/** A consolidation that cited an episode: the proposal, its tag and what became of it. */
+export interface ConsolidationMark {
+  proposalId: string;
+  tag: string;
+  state: "approved" | "deleted" | "queued" | "rejected";
+  /** @default null */
+  entryId?: string | null;
 }
 
 /** The result of ``build_context``; the service fills ``call_id`` and ``revision``. */
@@ -207,6 +255,27 @@ export interface EntryResult {
   revision: number;
   /** @default 0 */
   redactions?: number;
+}
+
+/**
+ * One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
+ * by close_session). ``consolidations``: the proposals that cited it and their fate.
+ * A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
+ * set and their summary, tags and refs erased.
+ */
+export interface Episode {
+  episodeId: string;
+  sessionId: string;
+  kind: "client" | "session_close";
+  summary: string;
+  tags: string[];
+  sourceRefs: string[];
+  at: number;
+  createdAt: number;
+  /** @default null */
+  deletedAt?: number | null;
+  /** @default [] */
+  consolidations?: ConsolidationMark[];
 }
 
 /** One ledger event as stored: immutable once acknowledged. */
@@ -345,6 +414,27 @@ export interface ListBackupsParams {
 export interface ListCheckpointsParams {
   workspace: string;
   sessionId: string;
+}
+
+/** Filters combine; ``ids`` takes episode ids or ``episode:<id>`` refs. */
+export interface ListEpisodesParams {
+  workspace: string;
+  /** @default null */
+  tag?: string | null;
+  /** @default null */
+  sessionId?: string | null;
+  /** @default null */
+  since?: number | null;
+  /** @default null */
+  ids?: string[] | null;
+  /** @default false */
+  includeDeleted?: boolean;
+  /** @default 1000 */
+  limit?: number;
+}
+
+export interface ListEpisodesResult {
+  episodes: Episode[];
 }
 
 export interface ListProposalsParams {
@@ -493,6 +583,35 @@ export interface ReadStateParams {
   includeEntries?: boolean;
   /** @default false */
   includeArchived?: boolean;
+}
+
+/**
+ * ``summary``: one line, at most 200 characters; ``sourceRefs``: ``event:`` refs
+ * to stored events; ``at``: when it happened (Unix ms, default now).
+ */
+export interface RecordEpisodeParams {
+  workspace: string;
+  sessionId: string;
+  summary: string;
+  sourceRefs: string[];
+  /** @default [] */
+  tags?: string[];
+  /** @default null */
+  at?: number | null;
+  /** @default null */
+  requestId?: string | null;
+}
+
+/**
+ * ``recorded`` is false when the session already had this remark (that episode is
+ * returned); ``redactions``: secrets replaced in the summary.
+ */
+export interface RecordEpisodeResult {
+  episodeId: string;
+  episode: Episode;
+  recorded: boolean;
+  /** @default 0 */
+  redactions?: number;
 }
 
 /**
@@ -1278,6 +1397,73 @@ export interface Methods {
     result: Manifest;
     errors: "invalid_workspace" | "io_error" | "not_found";
   };
+  /**
+   * Record an episode: a one-line, redacted summary of something that happened in a session, with tags and the events it came from.
+   * sourceRefs must name stored events of non-incognito sessions (invalid_params with data.ref otherwise). Refused while the workspace or the session is incognito.
+   */
+  record_episode: {
+    params: {
+      workspace: string;
+      sessionId: string;
+      summary: string;
+      sourceRefs: string[];
+      /** @default [] */
+      tags?: string[];
+      /** @default null */
+      at?: number | null;
+      /** @default null */
+      requestId?: string | null;
+    };
+    result: RecordEpisodeResult;
+    errors: "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";
+  };
+  /** Episodes, oldest first, filtered by tag, session, time or id. */
+  list_episodes: {
+    params: {
+      workspace: string;
+      /** @default null */
+      tag?: string | null;
+      /** @default null */
+      sessionId?: string | null;
+      /** @default null */
+      since?: number | null;
+      /** @default null */
+      ids?: string[] | null;
+      /** @default false */
+      includeDeleted?: boolean;
+      /** @default 1000 */
+      limit?: number;
+    };
+    result: ListEpisodesResult;
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
+  };
+  /** Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes. */
+  consolidation_candidates: {
+    params: {
+      workspace: string;
+      /** @default null */
+      tag?: string | null;
+      /** @default 5 */
+      minEpisodes?: number;
+      /** @default 2 */
+      minSessions?: number;
+    };
+    result: CandidatesResult;
+    errors: "invalid_workspace" | "io_error";
+  };
+  /** Propose the digest of a tag's evidence (origin extracted, consolidating the episodes); the user approves or rejects it like any proposal. */
+  consolidate: {
+    params: {
+      workspace: string;
+      tag: string;
+      /** @default null */
+      sessionId?: string | null;
+      /** @default null */
+      requestId?: string | null;
+    };
+    result: ProposeResult;
+    errors: "disabled" | "gate_closed" | "incognito_blocked" | "insufficient_evidence" | "invalid_params" | "invalid_workspace" | "io_error" | "safe_mode" | "too_large";
+  };
 }
 
 export type MethodName = keyof Methods;
@@ -1285,7 +1471,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

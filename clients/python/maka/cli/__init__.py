@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from maka.cli import completion, context, mcp, memory, proposals, review, system, watch
+from maka.cli import completion, context, episodes, mcp, memory, proposals, review, system, watch
 from maka.cli.common import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
@@ -32,7 +32,7 @@ from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
 __all__ = ["EXIT_NO_DAEMON", "EXIT_OK", "EXIT_PROTOCOL", "EXIT_REMOTE", "EXIT_USAGE",
            "build_parser", "main"]
 
-GROUPS = (system, memory, proposals, review, watch, context, completion, mcp)
+GROUPS = (system, memory, proposals, review, episodes, watch, context, completion, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:

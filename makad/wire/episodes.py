@@ -1,0 +1,147 @@
+"""Wire types of episodes and the evidence behind profile proposals."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from msgspec import Meta
+
+from makad.errors import (
+    Disabled,
+    GateClosed,
+    IncognitoBlocked,
+    InsufficientEvidence,
+    InvalidParams,
+    InvalidWorkspace,
+    IOFailure,
+    NotFound,
+    SafeMode,
+    TooLarge,
+)
+from makad.store.ledger_schema import ConsolidationMark, EpisodeKind
+from makad.wire.base import MethodSpec, Result, WorkspaceParams
+from makad.wire.proposals import ProposeResult
+
+# The evidence a consolidation needs by default: this many episodes from this many sessions.
+MIN_EPISODES = 5
+MIN_SESSIONS = 2
+MAX_SUMMARY_CHARS = 200
+MAX_EPISODE_TAGS = 16
+MAX_EPISODE_REFS = 64
+MAX_LIST_LIMIT = 10_000
+
+Threshold = Annotated[int, Meta(ge=1, le=10_000)]
+ListLimit = Annotated[int, Meta(ge=1, le=MAX_LIST_LIMIT)]
+
+
+class RecordEpisodeParams(WorkspaceParams):
+    """``summary``: one line, at most 200 characters; ``sourceRefs``: ``event:`` refs
+    to stored events; ``at``: when it happened (Unix ms, default now)."""
+
+    session_id: str
+    summary: str
+    source_refs: list[str]
+    tags: list[str] = []
+    at: Annotated[int, Meta(ge=0)] | None = None
+    request_id: str | None = None
+
+
+class Episode(Result):
+    """One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
+    by close_session). ``consolidations``: the proposals that cited it and their fate.
+    A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
+    set and their summary, tags and refs erased."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+    created_at: int
+    deleted_at: int | None = None
+    consolidations: list[ConsolidationMark] = []
+
+
+class RecordEpisodeResult(Result):
+    """``recorded`` is false when the session already had this remark (that episode is
+    returned); ``redactions``: secrets replaced in the summary."""
+
+    episode_id: str
+    episode: Episode
+    recorded: bool
+    redactions: int = 0
+
+
+class ListEpisodesParams(WorkspaceParams):
+    """Filters combine; ``ids`` takes episode ids or ``episode:<id>`` refs."""
+
+    tag: str | None = None
+    session_id: str | None = None
+    since: int | None = None
+    ids: list[str] | None = None
+    include_deleted: bool = False
+    limit: ListLimit = 1_000
+
+
+class ListEpisodesResult(Result):
+    episodes: list[Episode]
+
+
+class CandidatesParams(WorkspaceParams):
+    """Lower thresholds show tags that are getting close; ``eligible`` says whether a
+    proposal would pass the daemon's evidence gate."""
+
+    tag: str | None = None
+    min_episodes: Threshold = MIN_EPISODES
+    min_sessions: Threshold = MIN_SESSIONS
+
+
+class Candidate(Result):
+    """A tag's evidence since its last consolidation."""
+
+    tag: str
+    episode_count: int
+    session_count: int
+    eligible: bool
+    episodes: list[Episode]
+
+
+class CandidatesResult(Result):
+    candidates: list[Candidate]
+    min_episodes: int
+    min_sessions: int
+
+
+class ConsolidateParams(WorkspaceParams):
+    """Queue the deterministic digest of a tag's evidence as a proposal."""
+
+    tag: str
+    session_id: str | None = None
+    request_id: str | None = None
+
+
+_WS = (InvalidWorkspace,)
+
+METHODS: list[MethodSpec] = [
+    MethodSpec("record_episode", RecordEpisodeParams, RecordEpisodeResult,
+               "Record an episode: a one-line, redacted summary of something that happened in "
+               "a session, with tags and the events it came from.",
+               errors=(*_WS, InvalidParams, NotFound, IncognitoBlocked, TooLarge, IOFailure),
+               description="sourceRefs must name stored events of non-incognito sessions "
+                           "(invalid_params with data.ref otherwise). Refused while the "
+                           "workspace or the session is incognito."),
+    MethodSpec("list_episodes", ListEpisodesParams, ListEpisodesResult,
+               "Episodes, oldest first, filtered by tag, session, time or id.",
+               errors=(*_WS, InvalidParams, IOFailure)),
+    MethodSpec("consolidation_candidates", CandidatesParams, CandidatesResult,
+               "Tags whose episodes since their last consolidation reach the threshold "
+               "(default 5 episodes from 2 sessions), with those episodes.",
+               errors=(*_WS, IOFailure)),
+    MethodSpec("consolidate", ConsolidateParams, ProposeResult,
+               "Propose the digest of a tag's evidence (origin extracted, consolidating the "
+               "episodes); the user approves or rejects it like any proposal.",
+               errors=(*_WS, Disabled, IncognitoBlocked, GateClosed, InsufficientEvidence,
+                       InvalidParams, TooLarge, SafeMode, IOFailure)),
+]
