@@ -147,7 +147,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
     ranked = bool(query_terms(inputs.query)) and any(
-        c.reason in (None, "top_k", "budget", "already_shown") for c in candidates
+        c.reason in (None, "top_k", "budget", "already_shown", "irrelevant") for c in candidates
     )
     bounded = ranked or history_cut or any(a.truncated for a in allocation)
     return ContextPack(
@@ -260,6 +260,12 @@ def _memory(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
         normalize_over=eligible,
     )
     frame_tokens = counter.count(memory_text([]))
+    # When everything fits there is nothing to choose; otherwise, with a query, an entry
+    # that shares no word or tag with it is not relevant to this turn and takes no slot.
+    everything_fits = len(eligible) <= inputs.limits.memory_top_k and frame_tokens + sum(
+        counter.count(memory_block(e, inputs.now_ms, inputs.limits)) + BLOCK_SEPARATOR_TOKENS
+        for e in eligible) <= cap
+    relevance_gate = bool(query_terms(inputs.query)) and not everything_fits
     used = frame_tokens
     chosen: list[tuple[str, int]] = []  # (block, index in candidates)
     candidates: list[TraceCandidate] = []
@@ -269,7 +275,9 @@ def _memory(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
         digest = entry_hash(entry)
         reason = exclusions.get(item.index)
         tokens = 0
-        if reason is None and inputs.already_shown.get(source_id) == digest:
+        if reason is None and relevance_gate and item.parts.bm25 <= 0 and item.parts.tags <= 0:
+            reason = "irrelevant"
+        elif reason is None and inputs.already_shown.get(source_id) == digest:
             reason = "already_shown"
         elif reason is None and len(chosen) >= inputs.limits.memory_top_k:
             reason = "top_k"

@@ -247,14 +247,34 @@ def test_already_shown_entries_are_not_repeated_unless_changed() -> None:
 
 
 def test_query_ranks_memory_and_top_k_caps_it() -> None:
-    """The best bm25 match comes first; entries past top-K are dropped with a reason."""
+    """The best bm25 match comes first; past top-K, matches drop as top_k, the rest as irrelevant."""
     entries = [entry(f"e{i}") for i in range(5)]
-    params = inputs(memory_entries=entries, memory_bm25={"e3": -9.0, "e1": -3.0}, query="fact",
-                    limits=ContextLimits(memory_top_k=2))
+    params = inputs(memory_entries=entries, memory_bm25={"e3": -9.0, "e1": -3.0, "e0": -1.0},
+                    query="fact", limits=ContextLimits(memory_top_k=2))
     pack = assemble(params)
     assert pack.segments[0].source_ids == ["memory:e3", "memory:e1"]
-    assert [c.reason for c in pack.trace.candidates] == [None, None, "top_k", "top_k", "top_k"]
+    assert [c.reason for c in pack.trace.candidates] == [None, None, "top_k", "irrelevant",
+                                                         "irrelevant"]
     assert pack.trace.path == "bounded"
+
+
+def test_unrelated_entry_does_not_take_a_dropped_matchs_place() -> None:
+    """With a query, an entry sharing nothing with it is not included when choosing is needed."""
+    entries = [entry("match", content="deploy " * 60), entry("other")]
+    params = inputs(memory_entries=entries, memory_bm25={"match": -5.0}, query="deploy",
+                    budget_tokens=300)
+    pack = assemble(params)
+    reasons = {c.source_id: c.reason for c in pack.trace.candidates}
+    assert reasons["memory:other"] == "irrelevant"
+    assert all(s.kind != "memory" or "memory:other" not in s.source_ids for s in pack.segments)
+
+
+def test_everything_fits_includes_unrelated_entries() -> None:
+    """When all entries fit, nothing needs choosing: unrelated ones are included too."""
+    entries = [entry("a"), entry("b")]
+    pack = assemble(inputs(memory_entries=entries, memory_bm25={"a": -5.0}, query="fact",
+                           budget_tokens=8000))
+    assert {c.source_id for c in pack.trace.candidates if c.included} == {"memory:a", "memory:b"}
 
 
 def test_memory_segment_stays_within_its_cap() -> None:
