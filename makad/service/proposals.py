@@ -41,7 +41,6 @@ from makad.wire.proposals import (
     HistoryResult,
     ImportParams,
     ImportResultWire,
-    LineageEvent,
     ListProposalsParams,
     ProposalsResult,
     ProposalView,
@@ -381,9 +380,7 @@ class ProposalService:
             id=params.id, entry=entry, proposal_id=proposal_id, source_refs=refs,
             approved_by=approved.actor if approved else None,
             approved_at=approved.ts if approved else None,
-            events=[LineageEvent(id=e.id, ts=e.ts, action=e.action, actor=e.actor,
-                                 entry_id=e.entry_id, proposal_id=e.proposal_id, data=e.data)
-                    for e in events])
+            events=events)
 
     # --- import / export ------------------------------------------------------------------
 

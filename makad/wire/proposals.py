@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Literal
 
 from msgspec import UNSET, UnsetType
 
@@ -21,6 +21,7 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
+from makad.store.ledger_schema import MemoryEvent
 from makad.wire.base import MethodSpec, Params, Result, WorkspaceParams
 
 
@@ -119,16 +120,6 @@ class HistoryParams(WorkspaceParams):
     id: str
 
 
-class LineageEvent(Result):
-    id: int
-    ts: int
-    action: str
-    actor: str
-    entry_id: str | None = None
-    proposal_id: str | None = None
-    data: dict[str, Any] | None = None
-
-
 class HistoryResult(Result):
     """Why the daemon believes an entry: its proposal, sources, approval and later edits."""
 
@@ -138,7 +129,7 @@ class HistoryResult(Result):
     source_refs: list[str]
     approved_by: str | None
     approved_at: int | None
-    events: list[LineageEvent]
+    events: list[MemoryEvent]
 
 
 class ImportParams(WorkspaceParams):

@@ -363,7 +363,7 @@ export interface HistoryResult {
   sourceRefs: string[];
   approvedBy: string | null;
   approvedAt: number | null;
-  events: LineageEvent[];
+  events: MemoryEvent[];
 }
 
 /** Either ``path`` (a file, or a Claude Code memory directory) or ``data`` (the text). */
@@ -392,19 +392,6 @@ export interface ImportResultWire {
 export interface ItemError {
   locator: string;
   reason: string;
-}
-
-export interface LineageEvent {
-  id: number;
-  ts: number;
-  action: string;
-  actor: string;
-  /** @default null */
-  entryId?: string | null;
-  /** @default null */
-  proposalId?: string | null;
-  /** @default null */
-  data?: Record<string, unknown> | null;
 }
 
 export interface ListBackupsParams {
@@ -476,6 +463,20 @@ export interface ManifestItem {
   sourceId: string;
   tokens: number;
   contentHash: string;
+}
+
+/** One step in the lineage of a memory entry or proposal. */
+export interface MemoryEvent {
+  id: number;
+  ts: number;
+  action: string;
+  actor: string;
+  /** @default null */
+  entryId?: string | null;
+  /** @default null */
+  proposalId?: string | null;
+  /** @default null */
+  data?: Record<string, unknown> | null;
 }
 
 /** One provider-neutral history message; ``source_id`` is its event ref. */
