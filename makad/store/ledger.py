@@ -93,6 +93,7 @@ from makad.store.ledger_schema import (
 
 MAX_SEARCH_LIMIT: Final = 1_000
 SEARCH_WINDOW: Final = 10_000
+SPANS_PER_QUERY: Final = 500
 # Query pruning (see Ledger._selective_match): below this size every term is ranked.
 SMALL_LEDGER_EVENTS: Final = 20_000
 COMMON_TERM_SHARE: Final = 0.05
@@ -341,6 +342,22 @@ class Ledger:
                 (session_id, after_seq, -1 if limit is None else max(limit, 0)),
             ).fetchall()
         return [_event(row) for row in rows]
+
+    def read_event_spans(self, spans: Sequence[tuple[str, int, int]]) -> list[Event]:
+        """Events of many ``(session_id, first_seq, last_seq)`` ranges in one query."""
+        found: list[Event] = []
+        with self._reading() as conn:
+            for start in range(0, len(spans), SPANS_PER_QUERY):
+                chunk = spans[start : start + SPANS_PER_QUERY]
+                values = ", ".join("(?, ?, ?)" for _ in chunk)
+                rows = conn.execute(
+                    f"WITH s(sid, lo, hi) AS (VALUES {values})"
+                    f" SELECT 0, {_E_EVENT_COLUMNS} FROM s CROSS JOIN events AS e"
+                    " ON e.session_id = s.sid AND e.seq BETWEEN s.lo AND s.hi",
+                    [value for span in chunk for value in span],
+                ).fetchall()
+                found.extend(_event(row) for row in rows)
+        return found
 
     def retrieve(self, refs: Sequence[str]) -> list[RefResult]:
         """The exact events each ``event:`` ref names, verified against the chain (see

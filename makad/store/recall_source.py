@@ -21,7 +21,7 @@ from makad.core.when import query_periods
 from makad.store.ledger import Ledger
 from makad.store.ledger_schema import SearchHit
 
-RECALL_LIMIT: Final = 200
+RECALL_LIMIT: Final = 100
 PERIOD_LIMIT: Final = 50
 RADIUS: Final = 2
 # Neighbourhoods closer than this many events are read in one range.
@@ -77,10 +77,10 @@ def recall_hits(
         by_session[sid].append(seq)
     around: dict[tuple[str, int], Event] = {}
     ceilings = max_seq_by_session or {}
-    for sid, seqs in by_session.items():
-        for first, last in _spans(seqs, radius, ceilings.get(sid)):
-            for event in ledger.read_events(sid, after_seq=first - 1, limit=last - first + 1):
-                around[(sid, event.seq)] = event
+    spans = [(sid, first, last) for sid, seqs in by_session.items()
+             for first, last in _spans(seqs, radius, ceilings.get(sid))]
+    for event in ledger.read_event_spans(spans):
+        around[(event.session_id, event.seq)] = event
     hits = sorted(found.values(), key=lambda h: (-h.score, h.event.session_id, h.event.seq))
     out: list[RecallHit] = []
     for hit in hits:
