@@ -1,10 +1,16 @@
-"""Watches each workspace's memory directory and ingests the user's own edits.
+"""Watches every workspace's memory directory and ingests the user's own edits.
 
-The directory is watched, not the files: editors that save by writing a temp
-file and renaming it replace the inode, which a file watch would miss. Event
-types are not trusted (editors emit unordered add/delete batches and probe
-files); after each batch the files are re-read and compared by content hash,
-so the daemon's own writes are never taken for user edits.
+One ``watchfiles`` watcher covers all memory directories: each watcher holds a
+worker thread for as long as it runs, so a watcher per workspace would starve
+anyio's thread pool (40 threads) that every SQLite and file call goes through.
+When a directory is added the watch restarts over the new set, and every watched
+workspace is re-read once so nothing saved during the restart is missed.
+
+Directories are watched, not files: editors that save by writing a temp file and
+renaming it replace the inode, which a file watch would miss. Event types are
+not trusted (editors emit unordered add/delete batches and probe files); after
+each batch the files are re-read and compared by content hash, so the daemon's
+own writes are never taken for user edits.
 """
 
 from __future__ import annotations
@@ -31,33 +37,75 @@ class Watcher:
     def __init__(self, ingest: Callable[[Workspace], Awaitable[None]], debounce_ms: int) -> None:
         self._ingest = ingest
         self._debounce_ms = debounce_ms
-        self._tg: TaskGroup | None = None
+        self._dirs: dict[Path, Workspace] = {}
+        self._changed = anyio.Event()
         self._stop = anyio.Event()
+        self._tg: TaskGroup | None = None
 
     def start(self, tg: TaskGroup) -> None:
         self._tg = tg
+        tg.start_soon(self._run)
 
     def stop(self) -> None:
         self._stop.set()
+        self._changed.set()
 
     def ensure(self, ws: Workspace) -> None:
         """Start watching a workspace's memory directory once it exists."""
-        if ws.watching or self._tg is None or not ws.memory_dir.is_dir():
+        if ws.watching or not ws.memory_dir.is_dir():
             return
         ws.watching = True
-        self._tg.start_soon(self._watch, ws)
+        self._dirs[ws.memory_dir] = ws
+        self._changed.set()
 
-    async def _watch(self, ws: Workspace) -> None:
+    async def _run(self) -> None:
+        while not self._stop.is_set():
+            await self._changed.wait()
+            if self._stop.is_set():
+                return
+            self._changed = anyio.Event()
+            self._forget_missing()
+            if not self._dirs:
+                continue
+            # Whatever was saved while the watch was being (re)started is caught here.
+            for ws in list(self._dirs.values()):
+                await self._ingest_quietly(ws)
+            await self._watch_until_changed()
+
+    def _forget_missing(self) -> None:
+        for path, ws in list(self._dirs.items()):
+            if not path.is_dir():
+                del self._dirs[path]
+                ws.watching = False
+
+    async def _watch_until_changed(self) -> None:
+        restart = anyio.Event()
+        changed = self._changed
+
+        async def relay() -> None:
+            await changed.wait()
+            restart.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(relay)
+            try:
+                async for batch in watchfiles.awatch(
+                    *self._dirs, watch_filter=_only_memory_files, debounce=self._debounce_ms,
+                    step=10, recursive=False, stop_event=restart,
+                    ignore_permission_denied=True,
+                ):
+                    touched = {Path(path).parent for _, path in batch}
+                    for directory in touched:
+                        ws = self._dirs.get(directory)
+                        if ws is not None:
+                            await self._ingest_quietly(ws)
+            except Exception as exc:  # a vanished directory ends the watch: restart it
+                log.warning("watch_restarting", error=type(exc).__name__)
+                self._changed.set()
+            tg.cancel_scope.cancel()
+
+    async def _ingest_quietly(self, ws: Workspace) -> None:
         try:
-            async for _changes in watchfiles.awatch(
-                ws.memory_dir, watch_filter=_only_memory_files, debounce=self._debounce_ms,
-                step=10, recursive=False, stop_event=self._stop, ignore_permission_denied=True,
-            ):
-                try:
-                    await self._ingest(ws)
-                except Exception as exc:  # one bad read must not end the watch
-                    log.warning("ingest_failed", workspace_id=ws.id, error=type(exc).__name__)
-        except Exception as exc:
-            log.warning("watch_stopped", workspace_id=ws.id, error=type(exc).__name__)
-        finally:
-            ws.watching = False
+            await self._ingest(ws)
+        except Exception as exc:  # one bad read must not end the watch
+            log.warning("ingest_failed", workspace_id=ws.id, error=type(exc).__name__)

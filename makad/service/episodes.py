@@ -91,7 +91,8 @@ STOPWORDS = frozenset(_STOPWORDS.split())
 
 def slug(tag: str) -> str:
     """A tag as a slug: case-folded, runs of anything but letters and digits as ``-``."""
-    return _NOT_SLUG.sub("-", tag.casefold()).strip("-")[:MAX_TAG_CHARS].strip("-")
+    clean = redact(tag).text  # a secret pasted as a tag must not survive as a slug
+    return _NOT_SLUG.sub("-", clean.casefold()).strip("-")[:MAX_TAG_CHARS].strip("-")
 
 
 def episode_tags(tags: list[str]) -> list[str]:

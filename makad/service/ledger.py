@@ -55,12 +55,20 @@ def redact_events(events: Sequence[EventInput]) -> tuple[list[NewEvent], int]:
         if event.meta is not None:
             meta = {}
             for key, value in event.meta.items():
-                cleaned = redact(value)
-                count += cleaned.count
-                meta[key] = cleaned.text
+                clean_key, clean_value = redact(key), redact(value)
+                count += clean_key.count + clean_value.count
+                meta[clean_key.text] = clean_value.text
+        call_id = tool = None
+        if event.tool_call_id is not None:
+            cleaned = redact(event.tool_call_id)
+            count += cleaned.count
+            call_id = cleaned.text
+        if event.tool_name is not None:
+            cleaned = redact(event.tool_name)
+            count += cleaned.count
+            tool = cleaned.text
         out.append(NewEvent(type=event.type, text=text.text, ts=event.ts,
-                            tool_call_id=event.tool_call_id, tool_name=event.tool_name,
-                            meta=meta, tokens=event.tokens))
+                            tool_call_id=call_id, tool_name=tool, meta=meta, tokens=event.tokens))
     return out, count
 
 

@@ -76,10 +76,15 @@ def changed_ids(before: fmt.MemoryDocument, after: fmt.MemoryDocument) -> set[st
     return {i for i in old.keys() | new.keys() if old.get(i) != new.get(i)}
 
 
+def redact_all(values: list[str]) -> list[str]:
+    return [redact(value).text for value in values]
+
+
 def normalize_tags(tags: list[str]) -> list[str]:
     out: list[str] = []
     for tag in tags:
-        slug = "-".join(tag.strip().lower().split())
+        # A secret pasted as a tag must not survive as a slug.
+        slug = "-".join(redact(tag).text.strip().lower().split())
         if slug and slug not in out:
             out.append(slug)
     return out
@@ -340,13 +345,28 @@ class MemoryService:
                           tags=normalize_tags(params.tags), decay_ttl_ms=decay,
                           scope=params.scope, session_id=params.session_id)
 
+            intent_id = None
+            if params.request_id is not None:
+                # A retry after a crash between the file write and the stored result must
+                # add the very same entry (same id), not a second one.
+                intent_id = f"add_entry:{params.request_id}"
+                planned = await in_thread(ws.ledger.get_intent, intent_id)
+                if planned is not None:
+                    entry = msgspec.convert(planned.payload["entry"], Entry)
+                else:
+                    await in_thread(ws.ledger.begin_intent, "request",
+                                    {"entry": msgspec.to_builtins(entry)}, intent_id=intent_id)
+            planned_entry = entry
+
             def op(doc: fmt.MemoryDocument) -> Change:
-                return Change(fmt.upsert(doc, entry), frozenset({entry.id}))
+                return Change(fmt.upsert(doc, planned_entry), frozenset({planned_entry.id}))
 
             async with ws.lock:
                 await self._files.write(ws, "memory", op,
                                         expected_revision=params.expected_revision)
                 revision = await self._ctx.revision(ws)
+            if intent_id is not None:
+                await in_thread(ws.ledger.finish_intent, intent_id)
             await in_thread(ws.ledger.append_memory_event, action="added", actor="user",
                             entry_id=entry.id, data={"redactions": redactions})
             return EntryResult(entry=entry, revision=revision, redactions=redactions)

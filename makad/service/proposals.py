@@ -28,7 +28,7 @@ from makad.core.types import Entry
 from makad.errors import GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
-from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags
+from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags, redact_all
 from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
 from makad.wire.proposals import (
@@ -145,7 +145,7 @@ class ProposalService:
                     status="draft" if params.draft else "review_required",
                     tags=normalize_tags(params.tags), decay_ttl_ms=params.decay_ttl_ms,
                     scope=params.scope, session_id=params.session_id,
-                    source_refs=list(params.source_refs), supersedes=params.supersedes)
+                    source_refs=redact_all(params.source_refs), supersedes=params.supersedes)
                 similar = similar_ids(content, [*active, *open_])
 
                 def op(doc: fmt.MemoryDocument) -> Change:
@@ -158,7 +158,7 @@ class ProposalService:
             await in_thread(ws.ledger.append_memory_event, action="proposed",
                             actor="import" if params.origin == "imported" else "agent",
                             proposal_id=proposal.id,
-                            data={"origin": params.origin, "sourceRefs": params.source_refs,
+                            data={"origin": params.origin, "sourceRefs": proposal.source_refs,
                                   "redactions": redactions, "similarTo": similar})
             return ProposeResult(proposal=proposal, queued=True, similar_to=similar,
                                  redactions=redactions, revision=revision)
@@ -185,8 +185,21 @@ class ProposalService:
         if unknown_edits:
             raise InvalidParams("edits name proposals not being approved", path="$.edits")
 
+        intent_id = None if params.request_id is None else f"approve:{params.request_id}"
+
         async def run() -> ApproveResult:
             await self._ctx.require_writable(ws)
+            if intent_id is not None:
+                earlier = await in_thread(ws.ledger.get_intent, intent_id)
+                if earlier is not None and earlier.state != "aborted":
+                    # A retry of an approval a crash interrupted (and recovery finished):
+                    # answer from its recorded plan; completing it again changes nothing.
+                    async with ws.lock:
+                        approved = await self._complete(ws, earlier.payload)
+                        await in_thread(ws.ledger.finish_intent, intent_id)
+                        revision = await self._ctx.revision(ws)
+                    return ApproveResult(approved=approved, revision=revision,
+                                         redactions=int(earlier.payload.get("redactions", 0)))
             async with ws.lock:
                 await self._files.refresh(ws, "pending")
                 revision = await self._ctx.revision(ws)
@@ -196,7 +209,9 @@ class ProposalService:
                     raise Conflict("the workspace changed since that revision",
                                    currentRevision=revision)
                 plan, redactions = self._plan(ws, params)
-                intent = await in_thread(ws.ledger.begin_intent, "approve", plan)
+                plan["redactions"] = redactions
+                intent = await in_thread(ws.ledger.begin_intent, "approve", plan,
+                                         intent_id=intent_id)
                 self._fault("approve_after_intent")
                 try:
                     approved = await self._complete(ws, plan)
@@ -432,7 +447,7 @@ class ProposalService:
                         origin="imported", created_at=created,
                         updated_at=item.updated_at_ms or created, status="review_required",
                         tags=normalize_tags(item.tags),
-                        source_refs=[f"import:{parsed.format}:{item.source_id}"]))
+                        source_refs=[redact(f"import:{parsed.format}:{item.source_id}").text]))
 
                 def op(doc: fmt.MemoryDocument) -> Change:
                     for entry in new:

@@ -137,6 +137,8 @@ class Ledger:
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._df_cache: dict[str, tuple[int, int]] = {}
+        st = os.stat(path)
+        self._identity = (st.st_dev, st.st_ino)
         try:
             self._writer: sqlite3.Connection | None = _connect(path, synchronous)
             migrate(self._writer)
@@ -1119,6 +1121,15 @@ class Ledger:
                 raise Conflict("an intent with this id exists", intentId=iid) from exc
         return Intent(id=iid, kind=kind, payload=dict(payload), state="open", ts=at)
 
+    def get_intent(self, intent_id: str) -> Intent | None:
+        with self._reading() as conn:
+            row = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?",
+                               (intent_id,)).fetchone()
+        if row is None:
+            return None
+        return Intent(id=row[0], kind=row[1], payload=msgspec.json.decode(row[2]), state=row[3],
+                      ts=row[4], finished_at=row[5])
+
     def finish_intent(self, intent_id: str, *, state: str = "done", ts: int | None = None) -> None:
         """Close an intent (``done``, ``aborted``…); finishing it twice is harmless."""
         if state == "open":
@@ -1205,6 +1216,7 @@ class Ledger:
         """One ``BEGIN IMMEDIATE`` transaction on the writer, committed on success."""
         with self._write_lock:
             conn = _live(self._writer)
+            self._check_file()
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
@@ -1216,6 +1228,19 @@ class Ledger:
                 if isinstance(exc, sqlite3.Error):
                     raise IOFailure("the ledger write failed") from exc
                 raise
+
+    def _check_file(self) -> None:
+        """Refuse to write when the database file was deleted or replaced under us.
+
+        SQLite would go on writing to the unlinked inode: every acknowledged write
+        would then vanish at the next start. Refusing is what a user can act on.
+        """
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            raise IOFailure("the ledger file is missing", reason="ledger_missing") from None
+        if (st.st_dev, st.st_ino) != self._identity:
+            raise IOFailure("the ledger file was replaced", reason="ledger_replaced")
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:

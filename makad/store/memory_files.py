@@ -42,7 +42,7 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def _generalize(exc: OSError) -> IOFailure:
+def generalize(exc: OSError) -> IOFailure:
     if exc.errno == errno.ENOSPC:
         return IOFailure("the disk is full", reason="disk_full")
     if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
@@ -74,14 +74,14 @@ def read_memory_file(path: Path, max_bytes: int) -> FileRead:
     except FileNotFoundError:
         return FileRead(None, None, 0, missing=True)
     except OSError as exc:
-        raise _generalize(exc) from None
+        raise generalize(exc) from None
     if not stat.S_ISREG(st.st_mode):
         raise IOFailure("a memory file is not a regular file", reason="not_a_file")
     try:
         with open(path, "rb") as fh:
             data = fh.read(max_bytes + 1)
     except OSError as exc:
-        raise _generalize(exc) from None
+        raise generalize(exc) from None
     if len(data) > max_bytes:
         return FileRead(None, None, st.st_size, too_large=True)
     text = data.decode("utf-8", "surrogateescape")
@@ -93,7 +93,7 @@ def ensure_memory_dir(memory_dir: Path) -> None:
     try:
         memory_dir.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise _generalize(exc) from None
+        raise generalize(exc) from None
     if not memory_dir.is_dir():
         raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
 
@@ -149,7 +149,7 @@ def atomic_write(path: Path, text: str, *, disk_full: bool = False,
         finally:
             os.close(dir_fd)
     except OSError as exc:
-        raise _generalize(exc) from None
+        raise generalize(exc) from None
     finally:
         if tmp_name is not None:
             with contextlib.suppress(OSError):
@@ -167,17 +167,31 @@ class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
 
 def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
     """Keep a copy of the text being replaced; only the newest MAX_BACKUPS stay."""
+    try:
+        _save_backup(backups_dir, file_kind, text)
+    except OSError as exc:
+        raise generalize(exc) from None
+
+
+def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
     backups_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     existing = sorted(p.name for p in backups_dir.iterdir() if _BACKUP_NAME.match(p.name))
     counter = int(existing[-1].split("-")[1]) + 1 if existing else 1
     name = f"{time.time_ns() // 1_000_000:013d}-{counter % 1_000_000:06d}-{file_kind}.md"
     target = backups_dir / name
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    partial = backups_dir / f".{name}.partial"
+    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        os.write(fd, text.encode("utf-8", "surrogateescape"))
+        data = memoryview(text.encode("utf-8", "surrogateescape"))
+        while data:
+            data = data[os.write(fd, data):]
         os.fsync(fd)
-    finally:
+    except OSError:
         os.close(fd)
+        partial.unlink(missing_ok=True)
+        raise
+    os.close(fd)
+    os.replace(partial, target)
     mine = sorted(p for p in backups_dir.iterdir()
                   if _BACKUP_NAME.match(p.name) and p.name.endswith(f"-{file_kind}.md"))
     for old in mine[:-MAX_BACKUPS]:
@@ -192,7 +206,10 @@ def list_backups(backups_dir: Path) -> list[BackupInfo]:
         match = _BACKUP_NAME.match(path.name)
         if not match:
             continue
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:  # pruned by a concurrent write since the listing
+            continue
         out.append(BackupInfo(backup_id=path.name.removesuffix(".md"), file=match.group(3),
                               created_at=int(match.group(1)), size=len(data),
                               sha256=hashlib.sha256(data).hexdigest()))
@@ -205,7 +222,8 @@ def read_backup(backups_dir: Path, backup_id: str) -> tuple[str, str] | None:
     match = _BACKUP_NAME.match(name)
     if not match:
         return None
-    path = backups_dir / name
-    if not path.is_file():
+    try:
+        data = (backups_dir / name).read_bytes()
+    except (FileNotFoundError, IsADirectoryError):
         return None
-    return match.group(3), path.read_bytes().decode("utf-8", "surrogateescape")
+    return match.group(3), data.decode("utf-8", "surrogateescape")
