@@ -7,6 +7,7 @@ silently steal its address (DESIGN §6).
 
 from __future__ import annotations
 
+import ctypes
 import errno
 import fcntl
 import os
@@ -42,6 +43,7 @@ from makad.watcher import Watcher
 from makad.wire import CATALOGUE
 
 log = structlog.get_logger("makad")
+M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
 
 
 class StartupError(Exception):
@@ -203,7 +205,24 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
+def limit_malloc_arenas(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX would).
+
+    Each of the worker threads that run SQLite and file IO would otherwise get an
+    arena of its own, and memory freed in them is kept: under sustained load the
+    daemon's resident size kept growing from that fragmentation alone.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+        libc.mallopt(M_ARENA_MAX, arenas)
+    except (OSError, AttributeError):
+        pass
+
+
 def main(argv: list[str] | None = None) -> int:
+    limit_malloc_arenas()
     settings = load(argv, stderr_is_tty=sys.stderr.isatty())
     logs.configure(settings.log_format, settings.log_level)
     try:

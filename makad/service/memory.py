@@ -9,8 +9,9 @@ the user has just changed; back up the old text; write atomically.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -59,6 +60,9 @@ DAY_MS = 86_400_000
 MAX_TITLE_CHARS = 300
 MAX_ENTRY_BYTES = 32 * 1024
 MAX_WRITE_ATTEMPTS = 5
+
+
+BeforeWrite = Callable[["Change"], Awaitable[None]]
 
 
 @dataclass(frozen=True)
@@ -133,7 +137,8 @@ class MemoryFiles:
         await in_thread(record)
 
     async def write(self, ws: Workspace, which: str, op: Callable[[fmt.MemoryDocument], Change],
-                    *, expected_revision: int | None = None, bump: bool = True) -> Change:
+                    *, expected_revision: int | None = None, bump: bool = True,
+                    before_write: BeforeWrite | None = None) -> Change:
         """Apply ``op`` to the current file and write it; caller holds ``ws.lock``.
 
         If the user saves the file between our read and our rename, the write is
@@ -141,14 +146,16 @@ class MemoryFiles:
         """
         for _attempt in range(MAX_WRITE_ATTEMPTS - 1):
             try:
-                return await self._write_once(ws, which, op, expected_revision, bump)
+                return await self._write_once(ws, which, op, expected_revision, bump,
+                                              before_write)
             except files.ChangedUnderfoot:
                 continue
-        return await self._write_once(ws, which, op, expected_revision, bump)
+        return await self._write_once(ws, which, op, expected_revision, bump, before_write)
 
     async def _write_once(self, ws: Workspace, which: str,
                           op: Callable[[fmt.MemoryDocument], Change],
-                          expected_revision: int | None, bump: bool) -> Change:
+                          expected_revision: int | None, bump: bool,
+                          before_write: BeforeWrite | None = None) -> Change:
         tracked, path, channel = self._tracked(ws, which)
         seen = tracked.doc
         user_changed: set[str] = set()
@@ -185,6 +192,8 @@ class MemoryFiles:
                 files.save_backup(ws.backups_dir, kind, old_text)
             return files.atomic_write(path, text, disk_full=disk_full, expect=based_on)
 
+        if before_write is not None:
+            await before_write(change)
         sha = await in_thread(do_write)
         tracked.remember(path, text, sha)
         self._ctx.on_access(ws)
@@ -418,8 +427,22 @@ class MemoryService:
         async def run() -> EntryResult:
             await self._ctx.require_writable(ws)
             result: dict[str, Any] = {}
+            intent_id = None if request_id is None else f"{method}:{request_id}"
+            earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent,
+                                                                      intent_id)
 
             def op(doc: fmt.MemoryDocument) -> Change:
+                if earlier is not None:
+                    # A retry of a change whose first attempt may have reached the file:
+                    # apply the recorded outcome again (a no-op when it is already there).
+                    planned = msgspec.convert(earlier.payload["entry"], Entry)
+                    result["entry"] = planned
+                    result["redactions"] = int(earlier.payload.get("redactions", 0))
+                    if change is None:
+                        return Change(fmt.remove(doc, entry_id), frozenset())
+                    if fmt.find(doc, entry_id) is None:
+                        return Change(doc, frozenset())
+                    return Change(fmt.upsert(doc, planned), frozenset())
                 section = fmt.find(doc, entry_id)
                 if section is None:
                     raise NotFound("no entry with that id", id=entry_id)
@@ -430,13 +453,26 @@ class MemoryService:
                 result["entry"], result["redactions"] = updated, redactions
                 return Change(fmt.upsert(doc, updated), frozenset({entry_id}))
 
+            async def plan(_: Change) -> None:
+                if intent_id is None or earlier is not None:
+                    return
+                payload = {"entry": msgspec.to_builtins(result["entry"]),
+                           "redactions": result["redactions"]}
+                with contextlib.suppress(Conflict):  # recorded by an attempt redone above
+                    await in_thread(ws.ledger.begin_intent, "request", payload,
+                                    intent_id=intent_id)
+
             async with ws.lock:
-                await self._files.write(ws, "memory", op, expected_revision=expected_revision)
+                await self._files.write(ws, "memory", op, expected_revision=expected_revision,
+                                        before_write=plan)
                 revision = await self._ctx.revision(ws)
-            await in_thread(ws.ledger.append_memory_event, action=action, actor="user",
-                            entry_id=entry_id)
-            if action == "deleted":
-                await self._ctx.hooks.deleted(ws, entry_id)
+            if earlier is None or earlier.state == "open":
+                await in_thread(ws.ledger.append_memory_event, action=action, actor="user",
+                                entry_id=entry_id)
+                if action == "deleted":
+                    await self._ctx.hooks.deleted(ws, entry_id)
+            if intent_id is not None:
+                await in_thread(ws.ledger.finish_intent, intent_id)
             return EntryResult(entry=result["entry"], revision=revision,
                                redactions=result["redactions"])
 

@@ -10,6 +10,7 @@ MEMORY.md exactly once and out of PENDING.md.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import signal
@@ -25,7 +26,14 @@ from makad.core import importers
 from makad.core import memory_format as fmt
 from makad.core.redaction import redact
 from makad.core.types import Entry
-from makad.errors import GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
+from makad.errors import (
+    Conflict,
+    GateClosed,
+    IncognitoBlocked,
+    InvalidParams,
+    MakadError,
+    NotFound,
+)
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags, redact_all
@@ -204,8 +212,6 @@ class ProposalService:
                 await self._files.refresh(ws, "pending")
                 revision = await self._ctx.revision(ws)
                 if params.expected_revision is not None and params.expected_revision != revision:
-                    from makad.errors import Conflict
-
                     raise Conflict("the workspace changed since that revision",
                                    currentRevision=revision)
                 plan, redactions = self._plan(ws, params)
@@ -337,11 +343,22 @@ class ProposalService:
             raise InvalidParams("ids must name at least one proposal", path="$.ids")
         reason = redact(params.reason).text if params.reason else ""
 
+        intent_id = None if params.request_id is None else f"reject:{params.request_id}"
+
         async def run() -> RejectResult:
             await self._ctx.require_writable(ws)
             rejected: list[Entry] = []
+            earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent,
+                                                                      intent_id)
+            if earlier is not None:
+                rejected.extend(msgspec.convert(earlier.payload["rejected"], list[Entry]))
 
             def op(doc: fmt.MemoryDocument) -> Change:
+                if earlier is not None:
+                    # A retry whose first attempt may have reached PENDING.md: finish it.
+                    for entry in rejected:
+                        doc = fmt.remove(doc, entry.id)
+                    return Change(doc, frozenset())
                 rejected.clear()
                 for proposal_id in dict.fromkeys(params.ids):
                     section = fmt.find(doc, proposal_id)
@@ -351,21 +368,34 @@ class ProposalService:
                     doc = fmt.remove(doc, proposal_id)
                 return Change(doc, frozenset(e.id for e in rejected))
 
+            async def plan(_: Change) -> None:
+                if intent_id is None or earlier is not None:
+                    return
+                with contextlib.suppress(Conflict):  # recorded by an attempt redone above
+                    await in_thread(ws.ledger.begin_intent, "request",
+                                    {"rejected": msgspec.to_builtins(rejected)},
+                                    intent_id=intent_id)
+
             async with ws.lock:
                 await self._files.write(ws, "pending", op,
-                                        expected_revision=params.expected_revision)
+                                        expected_revision=params.expected_revision,
+                                        before_write=plan)
                 revision = await self._ctx.revision(ws)
 
             def record() -> None:
                 for entry in rejected:
-                    ws.ledger.record_rejection(content_hash(entry.content), reason=reason,
-                                               proposal_id=entry.id)
-                    ws.ledger.append_memory_event(action="rejected", actor="user",
-                                                  proposal_id=entry.id,
-                                                  data={"reason": reason or None})
+                    digest = content_hash(entry.content)
+                    if ws.ledger.find_rejection(digest) is None:
+                        ws.ledger.record_rejection(digest, reason=reason, proposal_id=entry.id)
+                    if earlier is None or earlier.state == "open":
+                        ws.ledger.append_memory_event(action="rejected", actor="user",
+                                                      proposal_id=entry.id,
+                                                      data={"reason": reason or None})
 
             await in_thread(record)
             await self._ctx.rejected(ws, [e.id for e in rejected])
+            if intent_id is not None:
+                await in_thread(ws.ledger.finish_intent, intent_id)
             return RejectResult(rejected=[e.id for e in rejected], revision=revision)
 
         return await self._ctx.idempotent(ws, params.request_id, "reject", RejectResult, run)

@@ -1282,7 +1282,9 @@ def _connect(path: Path, synchronous: Synchronous) -> sqlite3.Connection:
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")
-    conn.execute("PRAGMA cache_size = -32768")
+    # 8 MiB of page cache per connection (two per open workspace): searches stay fast
+    # while a daemon serving many workspaces does not grow without bound.
+    conn.execute("PRAGMA cache_size = -8192")
     conn.execute("PRAGMA temp_store = MEMORY")
     return conn
 
