@@ -44,6 +44,7 @@ from makad.wire import CATALOGUE
 
 log = structlog.get_logger("makad")
 M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
+TRIM_INTERVAL_S = 10.0
 
 
 class StartupError(Exception):
@@ -174,6 +175,8 @@ async def run(settings: DaemonSettings) -> int:
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, server)
             app.watcher.start(tg)
+            if sys.platform.startswith("linux"):
+                tg.start_soon(trim_heap_forever)
             where = "systemd socket" if activated is not None else str(settings.socket_path)
             print(f"makad {__version__} listening on {where}", flush=True)
             log.info("listening", socket=where, data_dir=str(settings.data_dir), pid=os.getpid())
@@ -219,6 +222,21 @@ def limit_malloc_arenas(arenas: int = 2) -> None:
         libc.mallopt(M_ARENA_MAX, arenas)
     except (OSError, AttributeError):
         pass
+
+
+async def trim_heap_forever(interval_s: float = TRIM_INTERVAL_S) -> None:
+    """Hand memory glibc has freed back to the OS now and then (malloc_trim).
+
+    Freed blocks scattered across the heap otherwise keep the resident size at its
+    high-water mark after bursts of large messages and query results.
+    """
+    try:
+        trim = ctypes.CDLL("libc.so.6").malloc_trim
+    except (OSError, AttributeError):
+        return
+    while True:
+        await anyio.sleep(interval_s)
+        trim(0)
 
 
 def main(argv: list[str] | None = None) -> int:

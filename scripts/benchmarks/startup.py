@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import statistics
 import subprocess
 import sys
@@ -10,6 +11,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.build_context import Text, _memory_file
 from benchmarks.common import Daemon
 from benchmarks.rpc import ECHO_SERVER
 from maka import Client
@@ -30,18 +32,23 @@ def _echo_ready_s() -> float:
 
 
 def _load(daemon: Daemon, entries: int, events: int) -> None:
+    """10,000 entries (written as one MEMORY.md, as a user's file would be) and 100,000
+    events appended over the socket, then read through read_state and build_context."""
     ws = str(daemon.workspace)
-    with Client(str(daemon.socket), timeout=120) as c:
-        for i in range(entries):
-            c.call("add_entry", {"workspace": ws, "title": f"Entry {i}",
-                                 "content": f"Fact number {i} about topic {i % 97}"})
-        if events and "append_events" in {m["name"] for m in c.call("rpc.discover")["methods"]}:
-            sid = c.call("open_session", {"workspace": ws})["sessionId"]
-            batch = [{"type": "user_message", "text": f"message {j} about topic {j % 89}"}
-                     for j in range(1000)]
-            for _ in range(events // 1000):
-                c.call("append_events", {"workspace": ws, "sessionId": sid, "events": batch})
-        c.call("build_context", {"workspace": ws, "budgetTokens": 8000, "query": "topic 5"})
+    mem = daemon.workspace / "memory"
+    mem.mkdir(mode=0o700, exist_ok=True)
+    (mem / "MEMORY.md").write_text(_memory_file(Text(random.Random(3)), entries))
+    with Client(str(daemon.socket), timeout=300) as c:
+        c.call("set_settings", {"workspace": ws, "agentReadEnabled": True,
+                                "historyRecallEnabled": True})
+        sid = c.call("open_session", {"workspace": ws})["sessionId"]
+        batch = [{"type": "user_message", "text": f"message {j} about topic {j % 89}"}
+                 for j in range(1000)]
+        for _ in range(events // 1000):
+            c.call("append_events", {"workspace": ws, "sessionId": sid, "events": batch})
+        c.call("read_state", {"workspace": ws})
+        c.call("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 8000,
+                                 "query": "topic 5"})
 
 
 def run(quick: bool) -> dict[str, Any]:
