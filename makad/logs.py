@@ -14,7 +14,13 @@ _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARN
            "error": logging.ERROR}
 
 
+# Whether debug lines are kept: hot paths skip even building them otherwise.
+debug_enabled = False
+
+
 def configure(log_format: str, level: str) -> None:
+    global debug_enabled
+    debug_enabled = _LEVELS[level] <= logging.DEBUG
     shared: list[structlog.types.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.processors.add_log_level,

@@ -23,6 +23,7 @@ from jsonrpcserver.result import Error, Success
 from jsonrpcserver.sentinels import NOID
 from oslash.either import Left
 
+from makad import logs
 from makad.errors import MakadError
 from makad.wire.base import MethodSpec
 
@@ -103,7 +104,7 @@ class Dispatcher:
                     "kind": "invalid_params",
                     "path": match.group(1) if match else "$",
                     "reason": _PATH.sub("", text)})
-            started = time.perf_counter()
+            started = time.perf_counter() if logs.debug_enabled else 0.0
             try:
                 result = await handler(params, context)
             except MakadError as exc:
@@ -113,8 +114,9 @@ class Dispatcher:
                 ref = uuid.uuid4().hex[:12]
                 log.error("request_crashed", method=spec.name, ref=ref, exc_info=True)
                 return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref})
-            log.debug("request", method=spec.name,
-                      duration_ms=round((time.perf_counter() - started) * 1000, 3))
+            if logs.debug_enabled:
+                log.debug("request", method=spec.name,
+                          duration_ms=round((time.perf_counter() - started) * 1000, 3))
             return Success(result)
 
         return call

@@ -57,11 +57,16 @@ class Connection:
     async def send(self, payload: bytes) -> None:
         if self.closed:
             return
-        async with self._lock:
-            try:
-                await self._stream.send(encode(self.framing, payload))
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                self.closed = True
+        try:
+            self._lock.acquire_nowait()  # no scheduling round trip when uncontended
+        except anyio.WouldBlock:
+            await self._lock.acquire()
+        try:
+            await self._stream.send(encode(self.framing, payload))
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+            self.closed = True
+        finally:
+            self._lock.release()
 
     async def notify(self, method: str, params: Any) -> None:
         """Send a JSON-RPC notification (no id) to this client."""
@@ -84,8 +89,8 @@ class Server:
         self._uid = os.getuid()
         self._stop = anyio.Event()
         self._in_flight = 0
-        self._idle = anyio.Event()
-        self._idle.set()
+        # Created only while shutdown waits for in-flight requests (not per request).
+        self._idle: anyio.Event | None = None
         self.connections: set[Connection] = set()
 
     def request_stop(self) -> None:
@@ -124,7 +129,9 @@ class Server:
             await listener.aclose()
             log.info("stopping", in_flight=self._in_flight)
             with anyio.move_on_after(self._grace):
-                await self._idle.wait()
+                if self._in_flight:
+                    self._idle = anyio.Event()
+                    await self._idle.wait()
             tg.cancel_scope.cancel()
 
     async def _serve_connection(self, stream: SocketStream) -> None:
@@ -176,30 +183,35 @@ class Server:
                     if isinstance(prepared, bytes):
                         await conn.send(prepared)
                         continue
-                    await limiter.acquire()
                     self._begin()
                     if prepared.inline:
-                        # No IO behind it: answering in place beats spawning a task.
-                        await self._handle(conn, prepared, limiter)
-                    else:
-                        tg.start_soon(self._handle, conn, prepared, limiter)
+                        # No IO behind it: answering in place beats spawning a task, and
+                        # the reader itself is the bound on how many run at once.
+                        await self._handle(conn, prepared, None)
+                        continue
+                    try:
+                        limiter.acquire_nowait()  # no scheduling round trip when free
+                    except anyio.WouldBlock:
+                        await limiter.acquire()
+                    tg.start_soon(self._handle, conn, prepared, limiter)
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
 
     def _begin(self) -> None:
         self._in_flight += 1
-        self._idle = anyio.Event() if self._idle.is_set() else self._idle
 
     def _end(self) -> None:
         self._in_flight -= 1
-        if self._in_flight == 0:
+        if self._in_flight == 0 and self._idle is not None:
             self._idle.set()
 
-    async def _handle(self, conn: Connection, prepared: Prepared, limiter: anyio.Semaphore) -> None:
+    async def _handle(self, conn: Connection, prepared: Prepared,
+                      limiter: anyio.Semaphore | None) -> None:
         try:
             reply = await self._dispatcher.run(prepared, conn)
             if reply is not None:
                 await conn.send(reply)
         finally:
             self._end()
-            limiter.release()
+            if limiter is not None:
+                limiter.release()
