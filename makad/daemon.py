@@ -125,6 +125,7 @@ def build_app(info: DaemonInfo) -> App:
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)
     proposals = ProposalService(ctx, memory_files, memory)
+    ctx.recovery.append(memory.clean_temp_files)
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
     context = ContextService(ctx, memory_files, sessions)

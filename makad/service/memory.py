@@ -304,6 +304,10 @@ class MemoryService:
         ws.extra["derived"] = (ws.memory.doc, all_entries, active, latest)
         return all_entries, active, latest
 
+    async def clean_temp_files(self, ws: Workspace) -> None:
+        """Recovery: drop half-written temp files a kill -9 left in the memory directory."""
+        await in_thread(files.remove_stale_temp_files, ws.memory_dir)
+
     async def ingest(self, ws: Workspace) -> None:
         """Pick up whatever changed on disk (the watcher calls this after each batch)."""
         settings = await self._ctx.load_settings(ws)

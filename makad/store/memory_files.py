@@ -157,6 +157,22 @@ def atomic_write(path: Path, text: str, *, disk_full: bool = False,
     return hashlib.sha256(data).hexdigest()
 
 
+_TEMP_NAME = re.compile(r"^\.(MEMORY|PENDING)\.md\..+\.tmp$")
+
+
+def remove_stale_temp_files(memory_dir: Path) -> int:
+    """Delete temp files a killed daemon left mid-write (before any write of ours starts)."""
+    if memory_dir.is_symlink() or not memory_dir.is_dir():
+        return 0
+    removed = 0
+    for path in memory_dir.iterdir():
+        if _TEMP_NAME.match(path.name) and path.is_file() and not path.is_symlink():
+            with contextlib.suppress(OSError):
+                path.unlink()
+                removed += 1
+    return removed
+
+
 class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
     backup_id: str
     file: str  # "MEMORY" | "PENDING"

@@ -349,3 +349,14 @@ def test_kill9_during_add_stream_keeps_every_acknowledged_entry(daemon: DaemonPr
     assert set(acknowledged) <= ids
     state = daemon.call("read_state", {"workspace": ws_of(daemon)})
     assert state["status"] == "ok" and state["entryCount"] >= len(acknowledged)
+
+
+def test_temp_files_left_by_a_killed_write_are_removed(daemon: DaemonProcess) -> None:
+    """A half-written temp file from a killed daemon is removed when the workspace is next used."""
+    add(daemon, "Seed", "seed")
+    stray = daemon.workspace / "memory" / ".MEMORY.md.abc123.tmp"
+    stray.write_text("half a file")
+    daemon.restart()
+    daemon.call("read_state", {"workspace": ws_of(daemon)})
+    assert not stray.exists()
+    assert memory_file(daemon).exists()
