@@ -166,7 +166,15 @@ class Context:
         if peer in ws.subscribers:
             return
         ws.subscribers.add(peer)
-        peer.on_close(lambda closed: ws.subscribers.discard(closed))
+        hooked: set[int] = ws.extra.setdefault("close_hooked", set())
+        if peer.id not in hooked:  # once per connection, however often it resubscribes
+            hooked.add(peer.id)
+
+            def forget(closed: Any) -> None:
+                ws.subscribers.discard(closed)
+                hooked.discard(peer.id)
+
+            peer.on_close(forget)
 
     # --- idempotency -------------------------------------------------------------------
 
