@@ -216,7 +216,7 @@ def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None
         if tokens >= want:
             # Older events are beyond what could fit; their exact size does not matter.
             return events, tokens + 1
-        count *= 4
+        count *= 2
 
 
 def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None

@@ -137,6 +137,7 @@ class Ledger:
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._df_cache: dict[str, tuple[int, int]] = {}
+        self._synchronous = synchronous
         st = os.stat(path)
         self._identity = (st.st_dev, st.st_ino)
         try:
@@ -582,7 +583,7 @@ class Ledger:
             else ManifestItem(source_id=item[0], tokens=item[1], content_hash=item[2])
             for item in items
         ]
-        with self._writing() as conn:
+        with self._writing(relaxed=True) as conn:
             conn.execute(
                 "DELETE FROM manifest_items WHERE call_ref IN"
                 " (SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?)",
@@ -1212,11 +1213,18 @@ class Ledger:
     # ------------------------------------------------------------------ plumbing
 
     @contextlib.contextmanager
-    def _writing(self) -> Iterator[sqlite3.Connection]:
-        """One ``BEGIN IMMEDIATE`` transaction on the writer, committed on success."""
+    def _writing(self, *, relaxed: bool = False) -> Iterator[sqlite3.Connection]:
+        """One ``BEGIN IMMEDIATE`` transaction on the writer, committed on success.
+
+        ``relaxed``: commit without fsyncing the WAL (synchronous=NORMAL) — for records
+        that may be lost to a power cut without harm (manifests); the next durable
+        commit fsyncs them anyway.
+        """
         with self._write_lock:
             conn = _live(self._writer)
             self._check_file()
+            if relaxed:
+                conn.execute("PRAGMA synchronous = NORMAL")
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
@@ -1228,6 +1236,10 @@ class Ledger:
                 if isinstance(exc, sqlite3.Error):
                     raise IOFailure("the ledger write failed") from exc
                 raise
+            finally:
+                if relaxed:
+                    with contextlib.suppress(sqlite3.Error):
+                        conn.execute(f"PRAGMA synchronous = {self._synchronous}")
 
     def _check_file(self) -> None:
         """Refuse to write when the database file was deleted or replaced under us.
