@@ -13,7 +13,7 @@ import anyio.to_thread
 import msgspec
 import structlog
 
-from makad.errors import Disabled, IncognitoBlocked
+from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
 from makad.store.workspaces import Workspace, WorkspaceRegistry
@@ -42,8 +42,6 @@ class Hooks:
 
     async def check_consolidation(self, ws: Workspace, consolidates: Any,
                                   session_id: str | None) -> None:
-        from makad.errors import InsufficientEvidence
-
         raise InsufficientEvidence("consolidation is not available")
 
     async def consolidation_queued(self, ws: Workspace, consolidates: Any,

@@ -23,7 +23,6 @@ from makad.core.context_types import (
     RecallHit,
     SegmentKind,
 )
-from makad.core.render import entry_hash
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams, NotFound
 from makad.rpc.dispatch import Handler
@@ -280,5 +279,3 @@ def _call_id(workspace: str, revision: int, sid: str | None, last_seq: int, budg
                                sorted(include)])
     return hashlib.sha256(key).hexdigest()[:24]
 
-
-__all__ = ["ContextService", "entry_hash"]

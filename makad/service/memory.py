@@ -10,7 +10,6 @@ the user has just changed; back up the old text; write atomically.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -533,7 +532,3 @@ class MemoryService:
         ws = await self._ctx.workspace(params.workspace)
         ws.subscribers.discard(peer)
         return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
-
-
-def content_sha(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

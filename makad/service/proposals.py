@@ -33,6 +33,7 @@ from makad.errors import (
     InvalidParams,
     MakadError,
     NotFound,
+    TooLarge,
 )
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
@@ -528,8 +529,6 @@ def _read_import_source(path: str | None, data: str | None
     """(text, files of a directory import, file name) — the only file IO of an import."""
     if data is not None:
         if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
-            from makad.errors import TooLarge
-
             raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
         return data, None, None
     assert path is not None
@@ -550,7 +549,5 @@ def _read_import_source(path: str | None, data: str | None
     if not target.is_file():
         raise NotFound("no file at that path", path="$.path")
     if target.stat().st_size > MAX_IMPORT_BYTES:
-        from makad.errors import TooLarge
-
         raise TooLarge("import file is over 16 MiB", limit=MAX_IMPORT_BYTES)
     return target.read_text(encoding="utf-8", errors="replace"), None, target.name
