@@ -106,7 +106,7 @@ class CompactionService:
             mode=params.mode, reason=params.reason, created_at=now_ms())
         self._fault("compact_before_commit")
         if self._sessions.is_incognito(ws, sid):
-            ws.extra.setdefault("ephemeral_checkpoints", {})[sid] = checkpoint
+            self._sessions.ephemeral_checkpoints(ws)[sid] = checkpoint
         else:
             request = None
             if params.request_id is not None:
@@ -126,15 +126,15 @@ class CompactionService:
         ws = await self._ctx.workspace(params.workspace)
         await self._sessions.require(ws, params.session_id)
         if self._sessions.is_incognito(ws, params.session_id):
-            found = ws.extra.get("ephemeral_checkpoints", {}).get(params.session_id)
+            found = self._sessions.ephemeral_checkpoints(ws).get(params.session_id)
             return CheckpointsResult(checkpoints=[found] if found else [])
         return CheckpointsResult(
             checkpoints=await in_thread(ws.ledger.list_checkpoints, params.session_id))
 
     async def get_checkpoint(self, params: GetCheckpointParams, peer: Peer) -> Checkpoint:
         ws = await self._ctx.workspace(params.workspace)
-        for found in ws.extra.get("ephemeral_checkpoints", {}).values():
-            if isinstance(found, Checkpoint) and found.checkpoint_id == params.checkpoint_id:
+        for found in self._sessions.ephemeral_checkpoints(ws).values():
+            if found.checkpoint_id == params.checkpoint_id:
                 return found
         try:
             return await in_thread(ws.ledger.get_checkpoint, params.checkpoint_id)

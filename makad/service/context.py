@@ -184,14 +184,13 @@ class _LedgerSource:
 class _EphemeralSource:
     def __init__(self, sessions: Sessions, ws: Workspace) -> None:
         self._store = sessions.ephemeral(ws)
-        self._checkpoints = ws.extra.setdefault("ephemeral_checkpoints", {})
+        self._checkpoints = sessions.ephemeral_checkpoints(ws)
 
     def last_seq(self, sid: str) -> int:
         return self._store.get_session(sid).last_seq
 
     def latest_checkpoint(self, sid: str) -> Checkpoint | None:
-        found = self._checkpoints.get(sid)
-        return found if isinstance(found, Checkpoint) else None
+        return self._checkpoints.get(sid)
 
     def read_events(self, sid: str, after_seq: int) -> list[Event]:
         return self._store.read_events(sid, after_seq=after_seq)

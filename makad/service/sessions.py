@@ -61,6 +61,14 @@ class Sessions:
             ws.extra["ephemeral"] = store
         return store
 
+    def ephemeral_checkpoints(self, ws: Workspace) -> dict[str, Checkpoint]:
+        """The latest checkpoint of each incognito session (memory only, like its events)."""
+        found = ws.extra.get("ephemeral_checkpoints")
+        if not isinstance(found, dict):
+            found = {}
+            ws.extra["ephemeral_checkpoints"] = found
+        return found
+
     def is_incognito(self, ws: Workspace, session_id: str) -> bool:
         return session_id in self._ctx.incognito_sessions(ws)
 
@@ -91,9 +99,7 @@ class Sessions:
 
     async def latest_checkpoint(self, ws: Workspace, session_id: str) -> Checkpoint | None:
         if self.is_incognito(ws, session_id):
-            checkpoints = ws.extra.setdefault("ephemeral_checkpoints", {})
-            found = checkpoints.get(session_id)
-            return found if isinstance(found, Checkpoint) else None
+            return self.ephemeral_checkpoints(ws).get(session_id)
         return await in_thread(ws.ledger.latest_checkpoint, session_id)
 
     # --- sessions -------------------------------------------------------------------
@@ -147,7 +153,7 @@ class Sessions:
         if self.is_incognito(ws, session_id):
             count = self.ephemeral(ws).delete_session(session_id)
             self._ctx.incognito_sessions(ws).discard(session_id)
-            ws.extra.setdefault("ephemeral_checkpoints", {}).pop(session_id, None)
+            self.ephemeral_checkpoints(ws).pop(session_id, None)
             return Forgotten(session_id, now_ms(), count, True)
         tombstone = await in_thread(ws.ledger.delete_session, session_id)
         return Forgotten(session_id, tombstone.ts, tombstone.event_count, False)
