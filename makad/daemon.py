@@ -7,7 +7,6 @@ silently steal its address (DESIGN §6).
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import fcntl
 import os
@@ -24,7 +23,7 @@ import anyio
 import structlog
 from anyio.abc import SocketListener
 
-from makad import __version__, logs, systemd
+from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
 from makad.rpc.dispatch import Dispatcher, Handler
 from makad.rpc.server import Server
@@ -43,8 +42,6 @@ from makad.watcher import Watcher
 from makad.wire import CATALOGUE
 
 log = structlog.get_logger("makad")
-M_ARENA_MAX = -8  # mallopt parameter number in glibc's malloc.h
-TRIM_INTERVAL_S = 10.0
 
 
 class StartupError(Exception):
@@ -176,8 +173,7 @@ async def run(settings: DaemonSettings) -> int:
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, server)
             app.watcher.start(tg)
-            if sys.platform.startswith("linux"):
-                tg.start_soon(trim_heap_forever)
+            tg.start_soon(heap.housekeeping_forever)
             where = "systemd socket" if activated is not None else str(settings.socket_path)
             print(f"makad {__version__} listening on {where}", flush=True)
             log.info("listening", socket=where, data_dir=str(settings.data_dir), pid=os.getpid())
@@ -209,39 +205,8 @@ def _unlink_quietly(path: Path) -> None:
         pass
 
 
-def limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX would).
-
-    Each of the worker threads that run SQLite and file IO would otherwise get an
-    arena of its own, and memory freed in them is kept: under sustained load the
-    daemon's resident size kept growing from that fragmentation alone.
-    """
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        libc = ctypes.CDLL("libc.so.6")
-        libc.mallopt(M_ARENA_MAX, arenas)
-    except (OSError, AttributeError):
-        pass
-
-
-async def trim_heap_forever(interval_s: float = TRIM_INTERVAL_S) -> None:
-    """Hand memory glibc has freed back to the OS now and then (malloc_trim).
-
-    Freed blocks scattered across the heap otherwise keep the resident size at its
-    high-water mark after bursts of large messages and query results.
-    """
-    try:
-        trim = ctypes.CDLL("libc.so.6").malloc_trim
-    except (OSError, AttributeError):
-        return
-    while True:
-        await anyio.sleep(interval_s)
-        trim(0)
-
-
 def main(argv: list[str] | None = None) -> int:
-    limit_malloc_arenas()
+    heap.limit_malloc_arenas()
     settings = load(argv, stderr_is_tty=sys.stderr.isatty())
     logs.configure(settings.log_format, settings.log_level)
     try:
