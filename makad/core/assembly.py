@@ -75,6 +75,10 @@ OUTPUT_ORDER: tuple[SegmentKind, ...] = ("memory", "summary", "working_state", "
 HORIZON_FACTOR = 2
 # What joining two blocks of a segment costs at most ("\n\n").
 BLOCK_SEPARATOR_TOKENS = 1
+# Once this many recall candidates in a row did not fit, the segment is full: the
+# rest are dropped for budget without measuring each line (hundreds of them, for
+# the few tokens a lower-ranked short line might still fill).
+RECALL_GIVE_UP_AFTER = 32
 
 
 @dataclass(slots=True)
@@ -372,6 +376,7 @@ class _RecallPacker:
         self.used = counter.count(recall_text([]))
         self.groups: dict[tuple[str, int], _Group] = {}  # (session, UTC day); rank order
         self.chosen: list[tuple[tuple[str, int], int]] = []
+        self.header_tokens: dict[tuple[str, int], int] = {}
         self.gap_tokens = counter.count(f"{RECALL_GAP}\n")
 
     def could_fit(self, event: Event) -> bool:
@@ -385,13 +390,21 @@ class _RecallPacker:
     def line_tokens(self, event: Event) -> int:
         return self.counter.count(recall_line(event, self.limits) + "\n")
 
+    def _header_tokens(self, key: tuple[str, int], event: Event) -> int:
+        tokens = self.header_tokens.get(key)
+        if tokens is None:
+            tokens = self.counter.count(recall_header(event.session_id, event.ts) + "\n")
+            self.header_tokens[key] = tokens
+        return tokens
+
     def offer(self, event: Event, line_tokens: int) -> bool:
+        if self.used + line_tokens > self.cap:
+            return False
         key = (event.session_id, event.ts // DAY_MS)
         group = self.groups.get(key)
         cost = line_tokens
         if group is None:
-            header = recall_header(event.session_id, event.ts)
-            cost += self.counter.count(header + "\n") + BLOCK_SEPARATOR_TOKENS
+            cost += self._header_tokens(key, event) + BLOCK_SEPARATOR_TOKENS
         else:
             # Runs of consecutive seqs are separated by one gap line each.
             touching = ((event.seq - 1) in group.events) + ((event.seq + 1) in group.events)
@@ -439,17 +452,22 @@ def _recall(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
     limits = inputs.limits
     packer = _RecallPacker(cap, counter, limits)
     outcome: list[tuple[str | None, int]] = []
+    misses = 0  # consecutive candidates the remaining room could not take
     for item in ranked:
         reason = exclusion(item.event)
         tokens = 0
         if reason is None and len(packer.chosen) >= limits.recall_top_k:
             reason = "top_k"
-        elif reason is None and not packer.could_fit(item.event):
+        elif reason is None and (misses >= RECALL_GIVE_UP_AFTER
+                                 or not packer.could_fit(item.event)):
             reason = "budget"
         elif reason is None:
             tokens = packer.line_tokens(item.event)
-            if not packer.offer(item.event, tokens):
+            if packer.offer(item.event, tokens):
+                misses = 0
+            else:
                 reason = "budget"
+                misses += 1
         outcome.append((reason, tokens))
     text, source_ids, returned = packer.text()
     if returned:

@@ -24,7 +24,7 @@ from makad.core.context_types import (
     SegmentKind,
 )
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
-from makad.errors import InvalidParams, NotFound
+from makad.errors import InvalidParams
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.memory import MemoryFiles
@@ -112,9 +112,8 @@ class ContextService:
         call_id = _call_id(plan.workspace, plan.revision, sid, last_seq, plan.budget,
                            plan.query, plan.include)
         already_shown: dict[str, str] = {}
-        carried: dict[str, str] = {}
-        if sid is not None and not plan.incognito:
-            already_shown, carried = _already_shown(ws, sid, checkpoint, call_id)
+        if sid is not None and not plan.incognito and plan.snapshot is not None:
+            already_shown = _already_shown(ws, sid, checkpoint, call_id, entries)
         inputs = ContextInputs(
             budget_tokens=plan.budget, now_ms=now, session_id=sid, query=plan.query,
             include=plan.include, memory_enabled=plan.snapshot is not None,
@@ -122,7 +121,7 @@ class ContextService:
             working_state=working_state, checkpoint=checkpoint, history=history,
             live_history_tokens=live_tokens, recall_hits=recall)
         pack = msgspec.structs.replace(assemble(inputs), call_id=call_id, revision=plan.revision)
-        record = None if sid is None or plan.incognito else _manifest_items(pack, carried)
+        record = None if sid is None or plan.incognito else _manifest_items(pack)
         return pack, record
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
@@ -160,7 +159,7 @@ class SessionSource(Protocol):
 
     def last_seq(self, sid: str) -> int: ...
     def latest_checkpoint(self, sid: str) -> Checkpoint | None: ...
-    def read_events(self, sid: str, after_seq: int) -> list[Event]: ...
+    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]: ...
     def working_state(self, sid: str) -> WorkingState: ...
 
 
@@ -174,8 +173,8 @@ class _LedgerSource:
     def latest_checkpoint(self, sid: str) -> Checkpoint | None:
         return self._ledger.latest_checkpoint(sid)
 
-    def read_events(self, sid: str, after_seq: int) -> list[Event]:
-        return self._ledger.read_events(sid, after_seq=after_seq)
+    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
+        return self._ledger.read_events(sid, after_seq=after_seq, limit=limit)
 
     def working_state(self, sid: str) -> WorkingState:
         return self._ledger.get_working_state(sid)
@@ -192,8 +191,8 @@ class _EphemeralSource:
     def latest_checkpoint(self, sid: str) -> Checkpoint | None:
         return self._checkpoints.get(sid)
 
-    def read_events(self, sid: str, after_seq: int) -> list[Event]:
-        return self._store.read_events(sid, after_seq=after_seq)
+    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
+        return self._store.read_events(sid, after_seq=after_seq, limit=limit)
 
     def working_state(self, sid: str) -> WorkingState:
         return self._store.get_working_state(sid)
@@ -201,20 +200,29 @@ class _EphemeralSource:
 
 def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None,
                   last: int, budget: int) -> tuple[list[Event], int | None]:
-    """Events after the checkpoint, the newest covering ~2x the budget (or all of them)."""
+    """Events after the checkpoint, the newest covering ~2x the budget (or all of them).
+
+    Read newest first in doubling steps, each step only the events not read yet;
+    the second value is None when every live event was read, else a lower bound
+    of the live history's size.
+    """
     floor = checkpoint.coverage.to_seq if checkpoint else 0
     want = max(budget, 1) * HISTORY_TAIL_FACTOR
-    count = HISTORY_FIRST_READ
-    while True:
-        after = max(floor, last - count)
-        events = source.read_events(sid, after)
-        if after == floor:
-            return events, None
-        tokens = sum(e.tokens for e in events)
-        if tokens >= want:
-            # Older events are beyond what could fit; their exact size does not matter.
-            return events, tokens + 1
-        count *= 2
+    after = last
+    step = HISTORY_FIRST_READ
+    events: list[Event] = []
+    tokens = 0
+    while after > floor and tokens < want:
+        start = max(floor, after - step)
+        older = source.read_events(sid, start, after - start)
+        events = older + events
+        tokens += sum(e.tokens for e in older)
+        after = start
+        step *= 2
+    if after <= floor:
+        return events, None
+    # Older events are beyond what could fit; their exact size does not matter.
+    return events, tokens + 1
 
 
 def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None
@@ -240,27 +248,19 @@ def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint |
     return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
 
 
-def _already_shown(ws: Workspace, sid: str, checkpoint: Checkpoint | None, call_id: str
-                   ) -> tuple[dict[str, str], dict[str, str]]:
-    """(what this call must not repeat, what its manifest carries forward)."""
-    try:
-        manifest = ws.ledger.get_manifest(sid)
-    except NotFound:
-        return {}, {}
-    if checkpoint is not None and manifest.created_at < checkpoint.created_at:
-        return {}, {}
-    # Items with tokens == 0 were carried from earlier calls; a repeat of the same call
-    # must see exactly what that call saw, so it only skips what came before it.
-    carried = {i.source_id: i.content_hash for i in manifest.items if i.tokens == 0}
-    if manifest.call_id == call_id:
-        return carried, carried
-    everything = {i.source_id: i.content_hash for i in manifest.items}
-    return everything, everything
+def _already_shown(ws: Workspace, sid: str, checkpoint: Checkpoint | None, call_id: str,
+                   entries: list[Entry]) -> dict[str, str]:
+    """The memory entries (id → hash shown) this call must not repeat: those shown since the
+    session's latest compaction. A repeat of the session's latest call must see exactly what
+    that call saw, so it does not count what that call itself showed."""
+    shown = ws.ledger.shown_memory(sid, checkpoint.created_at if checkpoint else 0,
+                                   [f"memory:{entry.id}" for entry in entries])
+    skip = shown.latest_call_ref if shown.latest_call_id == call_id else None
+    return {source: digest for source, (digest, ref) in shown.items.items() if ref != skip}
 
 
-def _manifest_items(pack: ContextPack, carried: dict[str, str]) -> list[tuple[str, int, str]]:
-    items: dict[str, tuple[str, int, str]] = {
-        source: (source, 0, digest) for source, digest in carried.items()}
+def _manifest_items(pack: ContextPack) -> list[tuple[str, int, str]]:
+    items: dict[str, tuple[str, int, str]] = {}
     for candidate in pack.trace.candidates:
         if candidate.kind == "memory" and candidate.included and candidate.content_hash:
             items[candidate.source_id] = (candidate.source_id, max(candidate.tokens, 1),

@@ -78,6 +78,7 @@ from makad.store.ledger_schema import (
     RequestRecord,
     SearchHit,
     SessionInfo,
+    ShownMemory,
     StoredRequest,
     Tombstone,
     checked_session_id,
@@ -93,6 +94,8 @@ from makad.store.ledger_schema import (
 
 MAX_SEARCH_LIMIT: Final = 1_000
 SEARCH_WINDOW: Final = 10_000
+# Manifests of a session's earlier calls beyond these are dropped (what was shown is kept).
+MANIFEST_CALLS_KEPT: Final = 64
 SPANS_PER_QUERY: Final = 500
 # Query pruning (see Ledger._selective_match): below this size every term is ranked.
 SMALL_LEDGER_EVENTS: Final = 20_000
@@ -234,6 +237,7 @@ class Ledger:
                 "DELETE FROM manifest_items WHERE call_ref IN"
                 " (SELECT id FROM manifest_calls WHERE session_id = ?)",
                 "DELETE FROM manifest_calls WHERE session_id = ?",
+                "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",
                 "DELETE FROM sessions WHERE session_id = ?",
             ):
@@ -453,23 +457,39 @@ class Ledger:
                     return []
                 low, high = span
             # The rowid of the window's oldest event: FTS5 walks the doclists
-            # newest first and stops there, without scoring anything.
-            joined = " CROSS JOIN events AS e ON e.id = f.rowid" if where else ""
-            floor = conn.execute(
-                f"SELECT f.rowid FROM events_fts AS f{joined}"
-                f" WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ?{where}"
-                " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
-                [match, low, high, *params, SEARCH_WINDOW - 1],
-            ).fetchone()
-            rows = conn.execute(
-                f"SELECT hits.score, {_E_EVENT_COLUMNS} FROM"
-                " (SELECT rowid AS id, bm25(events_fts) AS score FROM events_fts"
-                "  WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?) AS hits"
-                f" CROSS JOIN events AS e ON e.id = hits.id WHERE 1{where}"
-                " ORDER BY hits.score LIMIT ?",
-                [match, low if floor is None else floor[0], high, *params, min(limit, MAX_SEARCH_LIMIT)],
-            ).fetchall()
-        return [SearchHit(event=_event(row), score=-float(row[0])) for row in rows]
+            # newest first and stops there, without scoring anything. Filters
+            # apply first (the live session must not eat the window), which needs
+            # a join; that is only worth it when the unfiltered matches overflow.
+            floor = _window_floor(conn, match, low, high, "", [])
+            if floor is not None and where:
+                floor = _window_floor(conn, match, low, high, where, params)
+            if floor is not None:
+                low = floor
+            wanted = min(limit, MAX_SEARCH_LIMIT)
+            # Rank in the index alone, then read (and filter) only the best rows:
+            # joining every match to its event row cost more than scoring it.
+            # Filtered-out rows (the live part of the current session, mostly) can
+            # crowd the top, so the fetch grows until enough pass or none are left.
+            fetch = max(wanted * 2, 64) if where else wanted
+            while True:
+                ranked = conn.execute(
+                    "SELECT rowid, bm25(events_fts) AS score FROM events_fts"
+                    " WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                    " ORDER BY score, rowid LIMIT ?",
+                    (match, low, high, fetch),
+                ).fetchall()
+                rows = conn.execute(
+                    f"SELECT e.id, {_E_EVENT_COLUMNS} FROM events AS e"
+                    f" WHERE e.id IN (SELECT value FROM json_each(?)){where}",
+                    [msgspec.json.encode([rowid for rowid, _ in ranked]), *params],
+                ).fetchall()
+                if len(rows) >= wanted or len(ranked) < fetch:
+                    break
+                fetch *= 4
+        events = {row[0]: _event(row) for row in rows}
+        hits = [SearchHit(event=events[rowid], score=-float(score))
+                for rowid, score in ranked if rowid in events]
+        return hits[:wanted]
 
     def _selective_match(self, query: str) -> str | None:
         """The query's terms minus the very common ones, the rarest first (reader lock held).
@@ -575,7 +595,12 @@ class Ledger:
         items: Sequence[ManifestItem | tuple[str, int, str]],
         created_at: int | None = None,
     ) -> Manifest:
-        """Record what one build_context call sent; recording a call id again replaces it."""
+        """Record what one build_context call sent; recording a call id again replaces it.
+
+        Items with a content hash (memory entries) also update what the session
+        has been shown (``shown_memory``). Only the latest ``MANIFEST_CALLS_KEPT``
+        calls of a session are kept.
+        """
         at = now_ms() if created_at is None else created_at
         listed = [
             item
@@ -584,28 +609,52 @@ class Ledger:
             for item in items
         ]
         with self._writing(relaxed=True) as conn:
-            conn.execute(
-                "DELETE FROM manifest_items WHERE call_ref IN"
-                " (SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?)",
-                (session_id, call_id),
-            )
-            conn.execute(
-                "DELETE FROM manifest_calls WHERE session_id = ? AND call_id = ?",
-                (session_id, call_id),
-            )
+            _delete_manifest_calls(
+                conn, "SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?",
+                (session_id, call_id))
             cursor = conn.execute(
                 "INSERT INTO manifest_calls (session_id, call_id, created_at) VALUES (?, ?, ?)",
                 (session_id, call_id, at),
             )
+            ref = cursor.lastrowid
             conn.executemany(
                 "INSERT INTO manifest_items (call_ref, position, source_id, tokens, content_hash)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [
-                    (cursor.lastrowid, position, i.source_id, i.tokens, i.content_hash)
-                    for position, i in enumerate(listed)
-                ],
+                [(ref, position, i.source_id, i.tokens, i.content_hash)
+                 for position, i in enumerate(listed)],
             )
+            conn.executemany(
+                "INSERT INTO manifest_shown (session_id, source_id, content_hash, call_ref, shown_at)"
+                " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, source_id) DO UPDATE SET"
+                " content_hash = excluded.content_hash, call_ref = excluded.call_ref,"
+                " shown_at = excluded.shown_at",
+                [(session_id, i.source_id, i.content_hash, ref, at)
+                 for i in listed if i.content_hash],
+            )
+            _delete_manifest_calls(
+                conn, "SELECT id FROM manifest_calls WHERE session_id = ?"
+                " ORDER BY id DESC LIMIT -1 OFFSET ?", (session_id, MANIFEST_CALLS_KEPT))
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
+
+    def shown_memory(self, session_id: str, since: int, among: Sequence[str]) -> ShownMemory:
+        """Which of the sources ``among`` the session was shown at or after ``since`` (ms),
+        the latest version of each."""
+        with self._reading() as conn:
+            head = conn.execute(
+                "SELECT id, call_id FROM manifest_calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                (session_id,),
+            ).fetchone()
+            rows = conn.execute(
+                "SELECT source_id, content_hash, call_ref FROM manifest_shown"
+                " WHERE session_id = ? AND source_id IN (SELECT value FROM json_each(?))"
+                " AND shown_at >= ?",
+                (session_id, msgspec.json.encode(list(among)), since),
+            ).fetchall()
+        return ShownMemory(
+            latest_call_id=head[1] if head else None,
+            latest_call_ref=head[0] if head else None,
+            items={source: (digest, ref) for source, digest, ref in rows},
+        )
 
     def get_manifest(self, session_id: str, call_id: str | None = None) -> Manifest:
         """One call's manifest, or the session's latest one when ``call_id`` is None."""
@@ -1305,6 +1354,28 @@ def _live(conn: sqlite3.Connection | None) -> sqlite3.Connection:
     if conn is None:
         raise IOFailure("the ledger is closed")
     return conn
+
+
+def _window_floor(conn: sqlite3.Connection, match: str, low: int, high: int, where: str,
+                  params: Sequence[Any]) -> int | None:
+    """The rowid of the ``SEARCH_WINDOW``-th newest match passing ``where``, if there are that many."""
+    joined = " CROSS JOIN events AS e ON e.id = f.rowid" if where else ""
+    row = conn.execute(
+        f"SELECT f.rowid FROM events_fts AS f{joined}"
+        f" WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ?{where}"
+        " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
+        [match, low, high, *params, SEARCH_WINDOW - 1],
+    ).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _delete_manifest_calls(conn: sqlite3.Connection, select_ids: str, params: tuple[Any, ...]) -> None:
+    """Delete the manifest calls (and their items) whose ids ``select_ids`` returns."""
+    ids = [row[0] for row in conn.execute(select_ids, params)]
+    if ids:
+        marks = ", ".join("?" * len(ids))
+        conn.execute(f"DELETE FROM manifest_items WHERE call_ref IN ({marks})", ids)
+        conn.execute(f"DELETE FROM manifest_calls WHERE id IN ({marks})", ids)
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:

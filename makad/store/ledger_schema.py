@@ -23,6 +23,7 @@ import re
 import secrets
 import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Final, Literal, get_args
 
 import msgspec
@@ -235,8 +236,30 @@ _V2: Final[tuple[str, ...]] = (
     "CREATE INDEX consolidation_episodes_by_episode ON consolidation_episodes (episode_ref)",
 )
 
+# What each session has been shown of memory: one row per entry, its latest shown
+# version. build_context reads it to avoid repeats; writing a call touches only the
+# entries that call sent, so the cost does not grow with the session's length.
+# Filled from each session's latest manifest, which carried everything shown.
+_V3: Final[tuple[str, ...]] = (
+    """CREATE TABLE manifest_shown (
+        session_id TEXT NOT NULL,
+        source_id TEXT NOT NULL,
+        content_hash TEXT NOT NULL,
+        call_ref INTEGER NOT NULL,
+        shown_at INTEGER NOT NULL,
+        PRIMARY KEY (session_id, source_id)
+    ) WITHOUT ROWID""",
+    """INSERT INTO manifest_shown (session_id, source_id, content_hash, call_ref, shown_at)
+        SELECT c.session_id, i.source_id, i.content_hash, c.id, c.created_at
+        FROM manifest_calls AS c JOIN manifest_items AS i ON i.call_ref = c.id
+        WHERE i.content_hash != ''
+          AND c.id = (SELECT max(id) FROM manifest_calls WHERE session_id = c.session_id)""",
+    "DELETE FROM manifest_items WHERE tokens = 0",
+    "CREATE INDEX manifest_calls_by_session ON manifest_calls (session_id, id)",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 
@@ -354,12 +377,23 @@ class ManifestItem(Record):
 
 
 class Manifest(Record):
-    """What one build_context call put in front of the model."""
+    """What one build_context call put in front of the model: each memory entry it
+    sent (with the hash of the text shown) and the sources of its other segments."""
 
     session_id: str
     call_id: str
     created_at: int
     items: list[ManifestItem]
+
+
+@dataclass(frozen=True)
+class ShownMemory:
+    """The memory entries a session was shown since a time, and its latest call."""
+
+    latest_call_id: str | None
+    latest_call_ref: int | None
+    # source id → (content hash, the call that last showed it)
+    items: dict[str, tuple[str, int]]
 
 
 class MemoryEvent(Record):

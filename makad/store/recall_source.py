@@ -25,7 +25,7 @@ RECALL_LIMIT: Final = 100
 PERIOD_LIMIT: Final = 50
 RADIUS: Final = 2
 # Neighbourhoods closer than this many events are read in one range.
-MERGE_GAP: Final = 24
+MERGE_GAP: Final = 4
 
 
 def _spans(seqs: Iterable[int], radius: int, ceiling: int | None) -> list[tuple[int, int]]:

@@ -215,6 +215,8 @@ METHODS: list[MethodSpec] = [
                "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
                errors=(*_WRITE, InvalidParams, Conflict, TooLarge)),
     MethodSpec("get_manifest", GetManifestParams, Manifest,
-               "What one build_context call sent (the session's latest without callId).",
+               "What one build_context call sent (the session's latest without callId): each "
+               "memory entry with the hash of the text shown, and the sources of the other "
+               "segments. A session keeps its latest 64 calls' manifests.",
                errors=_READ),
 ]

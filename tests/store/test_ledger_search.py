@@ -134,6 +134,19 @@ def test_only_the_most_recent_window_is_ranked(ledger: Ledger, monkeypatch: pyte
     assert [h.event.session_id for h in narrowed] == ["a"]
 
 
+def test_filtered_rows_crowding_the_top_do_not_shrink_the_result(ledger: Ledger) -> None:
+    """When the best matches are all filtered out, the search reads further until it has enough."""
+    ledger.open_session("live")
+    ledger.open_session("old")
+    ledger.append_events("live", [NewEvent(type="note", text="apple apple") for _ in range(300)])
+    ledger.append_events("old", [NewEvent(type="note", text=f"apple pie number {i} of many")
+                                 for i in range(10)])
+    hits = ledger.search_events_ranked("apple", limit=5, max_seq_by_session={"live": 0})
+    assert [h.event.session_id for h in hits] == ["old"] * 5
+    best = ledger.search_events_ranked("apple", limit=5)
+    assert {h.event.session_id for h in best} == {"live"}
+
+
 def test_rebuilt_index_answers_the_same(corpus: Ledger) -> None:
     """rebuild_search_index re-derives an index that gives the same hits."""
     before = [(h.event.session_id, h.event.seq) for h in corpus.search_history("数据 user 天気")]

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import sqlite3
+from pathlib import Path
 
 import msgspec
 import pytest
 
 from makad.core.types import NOTE_SECTIONS, Checkpoint, Coverage, Entry, WorkingState
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import ManifestItem, NewEvent, RequestRecord
+from makad.store.ledger_schema import (
+    MIGRATIONS,
+    ManifestItem,
+    NewEvent,
+    RequestRecord,
+    migrate,
+)
 
 # ---------------------------------------------------------------------- working state
 
@@ -93,6 +101,53 @@ def test_manifest_records_and_returns_the_latest_call(ledger: Ledger) -> None:
     assert [i.source_id for i in ledger.get_manifest("s", "c1").items] == ["x", "z"]
     with pytest.raises(NotFound):
         ledger.get_manifest("s", "nope")
+
+
+def test_shown_memory_keeps_the_latest_version_of_each_entry(ledger: Ledger) -> None:
+    """Each memory item a call sends updates what the session was shown; others are not kept."""
+    ledger.record_manifest("s", "c1", [("memory:a", 10, "h1"), ("event:s:1", 5, "")],
+                           created_at=1)
+    ledger.record_manifest("s", "c2", [("memory:a", 10, "h2"), ("memory:b", 3, "hb")],
+                           created_at=5)
+    everything = ["memory:a", "memory:b", "memory:c", "event:s:1"]
+    shown = ledger.shown_memory("s", 0, everything)
+    assert shown.latest_call_id == "c2"
+    ref = shown.latest_call_ref
+    assert shown.items == {"memory:a": ("h2", ref), "memory:b": ("hb", ref)}
+    assert ledger.shown_memory("s", 0, ["memory:b"]).items == {"memory:b": ("hb", ref)}
+    assert ledger.shown_memory("s", 6, everything).items == {}
+    assert ledger.shown_memory("other", 0, everything) == type(shown)(None, None, {})
+
+
+def test_manifest_keeps_only_the_latest_calls(ledger: Ledger) -> None:
+    """Old calls' manifests are dropped past MANIFEST_CALLS_KEPT; what they showed stays known."""
+    kept = ledger_module.MANIFEST_CALLS_KEPT
+    for n in range(kept + 5):
+        ledger.record_manifest("s", f"c{n}", [(f"memory:{n}", 1, f"h{n}")], created_at=n)
+    with pytest.raises(NotFound):
+        ledger.get_manifest("s", "c0")
+    assert ledger.get_manifest("s", "c5").items[0].source_id == "memory:5"
+    every = [f"memory:{n}" for n in range(kept + 5)]
+    assert len(ledger.shown_memory("s", 0, every).items) == kept + 5
+
+
+def test_migration_to_v3_carries_what_the_latest_manifest_showed(tmp_path: Path) -> None:
+    """A version-2 ledger's latest manifest per session becomes its shown memory."""
+    path = tmp_path / "v2.db"
+    conn = sqlite3.connect(path, isolation_level=None)
+    migrate(conn, MIGRATIONS[:2])
+    conn.execute("INSERT INTO manifest_calls (id, session_id, call_id, created_at)"
+                 " VALUES (1, 's', 'old', 1), (2, 's', 'new', 2)")
+    conn.execute("INSERT INTO manifest_items VALUES (1, 0, 'memory:x', 4, 'hx'),"
+                 " (2, 0, 'memory:x', 0, 'hx'), (2, 1, 'memory:y', 3, 'hy'),"
+                 " (2, 2, 'event:s:1', 2, '')")
+    conn.close()
+    ledger = Ledger(path)
+    try:
+        assert ledger.shown_memory("s", 0, ["memory:x", "memory:y"]).items == {"memory:x": ("hx", 2), "memory:y": ("hy", 2)}
+        assert [i.source_id for i in ledger.get_manifest("s").items] == ["memory:y", "event:s:1"]
+    finally:
+        ledger.close()
 
 
 # ---------------------------------------------------------------------- checkpoints

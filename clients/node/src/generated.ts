@@ -451,7 +451,10 @@ export interface LocalMemoryState {
   entries?: Entry[] | null;
 }
 
-/** What one build_context call put in front of the model. */
+/**
+ * What one build_context call put in front of the model: each memory entry it
+ * sent (with the hash of the text shown) and the sources of its other segments.
+ */
 export interface Manifest {
   sessionId: string;
   callId: string;
@@ -1387,7 +1390,7 @@ export interface Methods {
     result: SetWorkingStateResult;
     errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";
   };
-  /** What one build_context call sent (the session's latest without callId). */
+  /** What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, and the sources of the other segments. A session keeps its latest 64 calls' manifests. */
   get_manifest: {
     params: {
       workspace: string;
