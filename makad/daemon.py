@@ -206,7 +206,7 @@ def _unlink_quietly(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    heap.limit_malloc_arenas()
+    heap.configure_malloc()
     settings = load(argv, stderr_is_tty=sys.stderr.isatty())
     logs.configure(settings.log_format, settings.log_level)
     try:

@@ -1,8 +1,9 @@
 """Keeping the daemon's heap small and its pauses short: allocator and garbage-collector policy.
 
-- glibc arenas are capped and freed memory is handed back to the OS now and then:
-  each worker thread would otherwise get an arena of its own, and under sustained
-  load the resident size kept growing from that fragmentation alone.
+- glibc arenas are capped, its mmap threshold pinned, and freed memory handed back
+  to the OS now and then: each worker thread would otherwise get an arena of its
+  own, large buffers would end up in the heap, and under sustained load the
+  resident size kept growing from that fragmentation alone.
 - Long-lived objects (parsed memory files, their snapshots, imported modules) are
   moved out of the cyclic collector's reach with ``gc.freeze()``: a full
   collection walks every tracked object, and with a 10,000-entry MEMORY.md that
@@ -21,7 +22,10 @@ from typing import Final
 
 import anyio
 
-M_ARENA_MAX: Final = -8  # mallopt parameter number in glibc's malloc.h
+# mallopt parameter numbers in glibc's malloc.h
+M_MMAP_THRESHOLD: Final = -3
+M_ARENA_MAX: Final = -8
+MMAP_THRESHOLD_BYTES: Final = 128 * 1024
 TICK_S: Final = 10.0
 FULL_COLLECT_EVERY: Final = 30  # ticks: five minutes
 
@@ -38,10 +42,16 @@ def _libc() -> ctypes.CDLL | None:
 _LIBC: Final = _libc()
 
 
-def limit_malloc_arenas(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX would)."""
+def configure_malloc(arenas: int = 2) -> None:
+    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX would) and pin the mmap threshold.
+
+    glibc raises its mmap threshold each time a large mmapped block is freed, after
+    which large buffers (replies, query results) come from the heap and leave holes
+    there; a fixed threshold keeps them in mmapped blocks that go back on free.
+    """
     if _LIBC is not None and hasattr(_LIBC, "mallopt"):
         _LIBC.mallopt(M_ARENA_MAX, arenas)
+        _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
 
 
 def _malloc_trim() -> None:

@@ -94,9 +94,16 @@ from makad.store.ledger_schema import (
 
 MAX_SEARCH_LIMIT: Final = 1_000
 SEARCH_WINDOW: Final = 10_000
+# SQLite's page caches: up to this much per connection (two per workspace), and
+# all of SQLite's memory in the process held near the soft limit (SQLite then
+# recycles cache pages instead of growing). Without the process-wide limit the
+# caches grew with every workspace opened and every MB its ledger gained; reads
+# past the cache come from the OS page cache, which build_context barely notices
+# (measured at 100,000 events).
+CACHE_KIB_PER_CONNECTION: Final = 8192
+SQLITE_SOFT_HEAP_LIMIT_BYTES: Final = 8 << 20
 # Manifests of a session's earlier calls beyond these are dropped (what was shown is kept).
 MANIFEST_CALLS_KEPT: Final = 64
-SPANS_PER_QUERY: Final = 500
 # Query pruning (see Ledger._selective_match): below this size every term is ranked.
 SMALL_LEDGER_EVENTS: Final = 20_000
 COMMON_TERM_SHARE: Final = 0.05
@@ -351,20 +358,22 @@ class Ledger:
         return [_event(row) for row in rows]
 
     def read_event_spans(self, spans: Sequence[tuple[str, int, int]]) -> list[Event]:
-        """Events of many ``(session_id, first_seq, last_seq)`` ranges in one query."""
-        found: list[Event] = []
+        """Events of many ``(session_id, first_seq, last_seq)`` ranges in one query.
+
+        The spans travel as one JSON parameter, so the statement text (and the
+        connection's cache of prepared statements) is the same for any count.
+        """
+        if not spans:
+            return []
         with self._reading() as conn:
-            for start in range(0, len(spans), SPANS_PER_QUERY):
-                chunk = spans[start : start + SPANS_PER_QUERY]
-                values = ", ".join("(?, ?, ?)" for _ in chunk)
-                rows = conn.execute(
-                    f"WITH s(sid, lo, hi) AS (VALUES {values})"
-                    f" SELECT 0, {_E_EVENT_COLUMNS} FROM s CROSS JOIN events AS e"
-                    " ON e.session_id = s.sid AND e.seq BETWEEN s.lo AND s.hi",
-                    [value for span in chunk for value in span],
-                ).fetchall()
-                found.extend(_event(row) for row in rows)
-        return found
+            rows = conn.execute(
+                "WITH s(sid, lo, hi) AS (SELECT json_extract(value, '$[0]'),"
+                " json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))"
+                f" SELECT 0, {_E_EVENT_COLUMNS} FROM s CROSS JOIN events AS e"
+                " ON e.session_id = s.sid AND e.seq BETWEEN s.lo AND s.hi",
+                (msgspec.json.encode(list(spans)),),
+            ).fetchall()
+        return [_event(row) for row in rows]
 
     def retrieve(self, refs: Sequence[str]) -> list[RefResult]:
         """The exact events each ``event:`` ref names, verified against the chain (see
@@ -435,8 +444,8 @@ class Ledger:
             params.append(session_id)
         excluded = list(exclude_sessions)
         if excluded:
-            clauses.append(f"e.session_id NOT IN ({', '.join('?' * len(excluded))})")
-            params.extend(excluded)
+            clauses.append("e.session_id NOT IN (SELECT value FROM json_each(?))")
+            params.append(msgspec.json.encode(excluded))
         for sid, max_seq in (max_seq_by_session or {}).items():
             clauses.append("NOT (e.session_id = ? AND e.seq > ?)")
             params.extend((sid, max_seq))
@@ -1343,9 +1352,8 @@ def _connect(path: Path, synchronous: Synchronous) -> sqlite3.Connection:
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA secure_delete = ON")
-    # 8 MiB of page cache per connection (two per open workspace): searches stay fast
-    # while a daemon serving many workspaces does not grow without bound.
-    conn.execute("PRAGMA cache_size = -8192")
+    conn.execute(f"PRAGMA cache_size = -{CACHE_KIB_PER_CONNECTION}")
+    conn.execute(f"PRAGMA soft_heap_limit = {SQLITE_SOFT_HEAP_LIMIT_BYTES}")
     conn.execute("PRAGMA temp_store = MEMORY")
     return conn
 
@@ -1373,9 +1381,11 @@ def _delete_manifest_calls(conn: sqlite3.Connection, select_ids: str, params: tu
     """Delete the manifest calls (and their items) whose ids ``select_ids`` returns."""
     ids = [row[0] for row in conn.execute(select_ids, params)]
     if ids:
-        marks = ", ".join("?" * len(ids))
-        conn.execute(f"DELETE FROM manifest_items WHERE call_ref IN ({marks})", ids)
-        conn.execute(f"DELETE FROM manifest_calls WHERE id IN ({marks})", ids)
+        listed = msgspec.json.encode(ids)
+        conn.execute("DELETE FROM manifest_items WHERE call_ref IN (SELECT value FROM json_each(?))",
+                     (listed,))
+        conn.execute("DELETE FROM manifest_calls WHERE id IN (SELECT value FROM json_each(?))",
+                     (listed,))
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:

@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 
 from makad.core.tokens import estimate_tokens
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
+from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
 from makad.store.ledger_schema import (
     SCHEMA_VERSION,
@@ -475,3 +476,13 @@ def test_acknowledged_appends_survive_kill_9(tmp_path: Path) -> None:
         assert led.verify_chain("s") == (True, None)
     finally:
         led.close()
+
+
+def test_sqlite_memory_is_held_to_the_process_wide_soft_limit(ledger: Ledger) -> None:
+    """Opening a ledger caps SQLite's memory for the whole process (page caches recycle)."""
+    probe = sqlite3.connect(":memory:")
+    try:
+        limit = probe.execute("PRAGMA soft_heap_limit").fetchone()[0]
+    finally:
+        probe.close()
+    assert limit == ledger_module.SQLITE_SOFT_HEAP_LIMIT_BYTES > 0
