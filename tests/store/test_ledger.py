@@ -301,7 +301,7 @@ def test_delete_session_forgets_everything_and_leaves_a_tombstone(ledger: Ledger
     ledger.append_events("gone", msgs("secret zebra plan", "more"))
     ledger.append_events("kept", msgs("zebra crossing"))
     ledger.set_working_state("gone", goals=["g"])
-    ledger.record_manifest("gone", "call-1", [("event:gone:1", 3, "h")])
+    ledger.record_manifest("gone", "call-1", [("event:gone:1", 3, ""), ("memory:m", 2, "h")])
     last = ledger.get_session("gone").last_hash
     tombstone = ledger.delete_session("gone", now=99)
     assert (tombstone.session_id, tombstone.ts, tombstone.event_count) == ("gone", 99, 2)
@@ -318,6 +318,8 @@ def test_delete_session_forgets_everything_and_leaves_a_tombstone(ledger: Ledger
     conn = sqlite3.connect(ledger.path)
     assert conn.execute("SELECT count(*) FROM events WHERE session_id='gone'").fetchone() == (0,)
     assert conn.execute("SELECT count(*) FROM working_state").fetchone() == (0,)
+    for table in ("manifest_calls", "manifest_items", "manifest_shown"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,)
     conn.execute("INSERT INTO events_fts (events_fts, rank) VALUES ('integrity-check', 0)")
     conn.close()
 
