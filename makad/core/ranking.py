@@ -73,7 +73,7 @@ def tags_part(tags: Iterable[str], terms: frozenset[str]) -> float:
     return min(matched, TAG_SATURATION) / TAG_SATURATION
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: made for every candidate of every call
 class RankedEntry:
     index: int  # position in the input
     entry: Entry
