@@ -25,7 +25,9 @@ log = structlog.get_logger("makad.server")
 _encoder = msgspec.json.Encoder()
 _ids = itertools.count(1)
 
-READ_CHUNK = 256 * 1024
+# Below glibc's pinned mmap threshold (makad.heap): each recv allocates this much and
+# shrinks it to what arrived; a larger size cost an mmap and munmap per read.
+READ_CHUNK = 64 * 1024
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 
 
