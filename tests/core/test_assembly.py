@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from makad.core.assembly import assemble
+from makad.core.assembly import RECALL_GIVE_UP_AFTER, assemble
 from makad.core.budget import share
 from makad.core.context_types import (
     SEGMENT_KINDS,
@@ -499,3 +499,21 @@ def test_recall_segment_refs_match_its_lines(spec: list[tuple[int, int, float, i
     check_pack(pack, budget)
     refs = expanded([r for s in pack.segments for r in s.source_ids])
     assert refs == shown_refs(pack) == set(included(pack))
+
+
+def test_recall_packing_gives_up_once_the_segment_is_full() -> None:
+    """After RECALL_GIVE_UP_AFTER lines in a row did not fit, the rest are dropped unmeasured."""
+    dense = "berlin " + "12 " * 100  # ~130 tokens, while the cheap lower bound says ~50
+    hits = [hit(f"o{i:03}", 10, bm25=-1.0 - i / 100, text=dense, around=0) for i in range(100)]
+    pack = assemble(inputs(session_id=None, budget_tokens=500, query="berlin", recall_hits=hits,
+                           include=frozenset({"recall"}),
+                           limits=ContextLimits(recall_trace_max=200)))
+    listed = [c for c in pack.trace.candidates if c.kind == "recall"]
+    assert len(listed) == 100 and any(c.included for c in listed)
+    last_in = max(i for i, c in enumerate(listed) if c.included)
+    after = listed[last_in + 1:]
+    measured = [c for c in after if c.tokens > 0]
+    assert len(measured) == RECALL_GIVE_UP_AFTER
+    assert all(c.reason == "budget" for c in after)
+    assert all(c.tokens == 0 for c in after[RECALL_GIVE_UP_AFTER:])
+    check_pack(pack, 500)
