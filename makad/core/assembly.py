@@ -52,6 +52,7 @@ from makad.core.render import (
     entry_hash,
     fit_body,
     memory_block,
+    memory_ref,
     memory_text,
     recall_block,
     recall_header,
@@ -275,7 +276,7 @@ def _memory(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
     candidates: list[TraceCandidate] = []
     for item in ranked:
         entry = item.entry
-        source_id = f"memory:{entry.id}"
+        source_id = memory_ref(entry.id)
         digest = entry_hash(entry)
         reason = exclusions.get(item.index)
         tokens = 0

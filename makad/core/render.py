@@ -93,10 +93,15 @@ def fenced(tag: str, header: str, body: str) -> str:
 # ---------------------------------------------------------------- memory ---
 
 
+def memory_ref(entry_id: str) -> str:
+    """The ref a memory entry goes by in segments, traces and manifests."""
+    return f"memory:{entry_id}"
+
+
 def memory_block(entry: Entry, now_ms: int, limits: ContextLimits) -> str:
     """One entry: title, its ref (and age with a caveat when stale), its content."""
     title = one_line(entry.title, TITLE_MAX_CHARS) or "(untitled)"
-    ref = f"memory:{entry.id}"
+    ref = memory_ref(entry.id)
     meta = ref
     updated = entry.updated_at or entry.created_at
     age_ms = now_ms - updated

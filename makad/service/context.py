@@ -23,6 +23,7 @@ from makad.core.context_types import (
     RecallHit,
     SegmentKind,
 )
+from makad.core.render import memory_ref
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams
 from makad.rpc.dispatch import Handler
@@ -31,6 +32,7 @@ from makad.service.memory import MemoryFiles
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
 from makad.store import recall_source
+from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
 
@@ -82,7 +84,7 @@ class ContextService:
         source: SessionSource | None = None
         if sid is not None:
             source = (_EphemeralSource(self._sessions, ws) if incognito
-                      else _LedgerSource(ws))
+                      else _LedgerSource(ws.ledger))
         # One worker-thread hop gathers every input and assembles: hops are not free.
         pack, record = await in_thread(self._gather_and_assemble, ws, plan, source)
         if record is not None and sid is not None:
@@ -164,8 +166,8 @@ class SessionSource(Protocol):
 
 
 class _LedgerSource:
-    def __init__(self, ws: Workspace) -> None:
-        self._ledger = ws.ledger
+    def __init__(self, ledger: Ledger) -> None:
+        self._ledger = ledger
 
     def last_seq(self, sid: str) -> int:
         return self._ledger.get_session(sid).last_seq
@@ -254,7 +256,7 @@ def _already_shown(ws: Workspace, sid: str, checkpoint: Checkpoint | None, call_
     session's latest compaction. A repeat of the session's latest call must see exactly what
     that call saw, so it does not count what that call itself showed."""
     shown = ws.ledger.shown_memory(sid, checkpoint.created_at if checkpoint else 0,
-                                   [f"memory:{entry.id}" for entry in entries])
+                                   [memory_ref(entry.id) for entry in entries])
     skip = shown.latest_call_ref if shown.latest_call_id == call_id else None
     return {source: digest for source, (digest, ref) in shown.items.items() if ref != skip}
 

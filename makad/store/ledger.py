@@ -239,11 +239,10 @@ class Ledger:
             conn.execute("DELETE FROM meta WHERE key = 'forgetting'")
             if not intact:
                 _reindex_events(conn)
+            _delete_manifest_calls(
+                conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
                 "DELETE FROM working_state WHERE session_id = ?",
-                "DELETE FROM manifest_items WHERE call_ref IN"
-                " (SELECT id FROM manifest_calls WHERE session_id = ?)",
-                "DELETE FROM manifest_calls WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",
                 "DELETE FROM sessions WHERE session_id = ?",
@@ -1379,13 +1378,8 @@ def _window_floor(conn: sqlite3.Connection, match: str, low: int, high: int, whe
 
 def _delete_manifest_calls(conn: sqlite3.Connection, select_ids: str, params: tuple[Any, ...]) -> None:
     """Delete the manifest calls (and their items) whose ids ``select_ids`` returns."""
-    ids = [row[0] for row in conn.execute(select_ids, params)]
-    if ids:
-        listed = msgspec.json.encode(ids)
-        conn.execute("DELETE FROM manifest_items WHERE call_ref IN (SELECT value FROM json_each(?))",
-                     (listed,))
-        conn.execute("DELETE FROM manifest_calls WHERE id IN (SELECT value FROM json_each(?))",
-                     (listed,))
+    conn.execute(f"DELETE FROM manifest_items WHERE call_ref IN ({select_ids})", params)
+    conn.execute(f"DELETE FROM manifest_calls WHERE id IN ({select_ids})", params)
 
 
 def _session_row(conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:

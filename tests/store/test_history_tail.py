@@ -2,31 +2,27 @@
 
 from __future__ import annotations
 
-from makad.core.types import Checkpoint, Coverage, Event, WorkingState
-from makad.service.context import HISTORY_FIRST_READ, HISTORY_TAIL_FACTOR, _history_tail
+from makad.core.types import Checkpoint, Coverage, Event
+from makad.service.context import (
+    HISTORY_FIRST_READ,
+    HISTORY_TAIL_FACTOR,
+    _history_tail,
+    _LedgerSource,
+)
 from makad.store.ledger import Ledger
 from makad.store.ledger_schema import NewEvent
 
 
-class CountingSource:
-    """A real ledger behind the SessionSource protocol, recording each read."""
+class CountingSource(_LedgerSource):
+    """The service's ledger source, recording each read."""
 
     def __init__(self, ledger: Ledger) -> None:
-        self.ledger = ledger
+        super().__init__(ledger)
         self.reads: list[tuple[int, int]] = []
-
-    def last_seq(self, sid: str) -> int:
-        return self.ledger.get_session(sid).last_seq
-
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
-        return self.ledger.latest_checkpoint(sid)
 
     def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
         self.reads.append((after_seq, limit))
-        return self.ledger.read_events(sid, after_seq=after_seq, limit=limit)
-
-    def working_state(self, sid: str) -> WorkingState:
-        return self.ledger.get_working_state(sid)
+        return super().read_events(sid, after_seq, limit)
 
 
 def fill(ledger: Ledger, count: int) -> None:
