@@ -70,11 +70,17 @@ export interface ApproveResult {
   redactions?: number;
 }
 
+/**
+ * One approved proposal. ``duplicateOf``: its content was already active as that
+ * entry (the same canonical content), so no second entry was added and ``entry`` is it.
+ */
 export interface Approved {
   proposalId: string;
   entry: Entry;
   /** @default null */
   superseded?: string | null;
+  /** @default null */
+  duplicateOf?: string | null;
 }
 
 export interface BackupInfo {
@@ -434,7 +440,13 @@ export interface ListSessionsParams {
   includeClosed?: boolean;
 }
 
-/** The contract's LocalMemoryState plus revision, sha256, pendingCount and entries. */
+/**
+ * The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
+ *
+ * ``warnings`` tells what the read found without failing: ``not_utf8`` names each
+ * line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
+ * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line.
+ */
 export interface LocalMemoryState {
   path: string;
   enabled: boolean;
@@ -449,6 +461,8 @@ export interface LocalMemoryState {
   pendingCount: number;
   /** @default null */
   entries?: Entry[] | null;
+  /** @default [] */
+  warnings?: Warning[];
 }
 
 /**
@@ -522,6 +536,8 @@ export interface ProposalView {
 export interface ProposalsResult {
   proposals: ProposalView[];
   revision: number;
+  /** @default [] */
+  warnings?: Warning[];
 }
 
 export interface ProposeParams {
@@ -901,6 +917,19 @@ export interface UpdateEntryParams {
   expectedRevision?: number | null;
   /** @default null */
   requestId?: string | null;
+}
+
+/**
+ * Something a read found worth telling the user; the read still succeeded.
+ *
+ * ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+ * about one line of a file, ``message`` is for people.
+ */
+export interface Warning {
+  kind: string;
+  /** @default null */
+  line?: number | null;
+  message: string;
 }
 
 /** A session's working state: what the agent is doing right now. */
