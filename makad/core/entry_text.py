@@ -31,6 +31,7 @@ the loop does not settle in a few rounds the content is indented four spaces
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -112,36 +113,46 @@ class Prepared:
     """Content as stored, the lines written for it, and whether a blank line must follow."""
 
     content: str
-    lines: list[str]
+    lines: tuple[str, ...]
     blank_after: bool = False
 
 
+@functools.lru_cache(maxsize=16)  # a write prepares the same content to clean it, then to render it
 def prepare(content: str) -> Prepared:
     """Close or neutralize what ``content`` leaves open; idempotent (see the module doc)."""
     lines = content_lines(content)
     if not _RISKY.search(content):
-        return Prepared("\n".join(lines), lines)
+        return Prepared("\n".join(lines), tuple(lines))
     for _ in range(_MAX_ROUNDS):
-        written = escape(lines)
-        if written is None:
+        escaped = _escape_and_parse(lines)
+        if escaped is None:
             break
-        env: dict[str, Any] = {}
-        tokens = block_tokens(written, env)
-        if tokens is None:
-            break
-        definitions = _definition_lines(written, tokens, env)
+        written, parsed = escaped
+        definitions = _definition_lines(written, parsed.tokens, parsed.env)
         if definitions:
             lines = [_neutralize_definition(line) if i in definitions else line
                      for i, line in enumerate(lines)]
             continue
-        state, closer = _closure(written)
+        state, closer = _closure(written, parsed.tokens)
         if state != "open":
-            return Prepared("\n".join(lines), written, blank_after=state == "blank")
+            return Prepared("\n".join(lines), tuple(written), blank_after=state == "blank")
         if closer is None:
             break
         lines = [*lines, closer]
     indented = ["    " + line if line.strip() else line for line in lines]
-    return Prepared("\n".join(indented), indented)
+    return Prepared("\n".join(indented), tuple(indented))
+
+
+@dataclass(frozen=True, slots=True)
+class _Parsed:
+    tokens: list[Token]
+    env: dict[str, Any]
+
+
+def _parse(lines: Sequence[str]) -> _Parsed | None:
+    env: dict[str, Any] = {}
+    tokens = block_tokens(lines, env)
+    return None if tokens is None else _Parsed(tokens, env)
 
 
 # --- section starts ----------------------------------------------------------------
@@ -151,14 +162,23 @@ def escape(lines: Sequence[str]) -> list[str] | None:
     """``lines`` with every section-starting line escaped; None if no stable form is found."""
     if not any(_ESCAPABLE.match(line) for line in lines):
         return list(lines)
-    chosen: set[int] = set()
+    escaped = _escape_and_parse(lines)
+    return None if escaped is None else escaped[0]
+
+
+def _escape_and_parse(lines: Sequence[str]) -> tuple[list[str], _Parsed] | None:
+    """The escaped lines and their parse (each round re-parses what it would write)."""
+    # First guess: every candidate line. Only lines inside fences come back out, so
+    # content without a fenced `## ` line settles with a single parse.
+    chosen = {i for i, line in enumerate(lines) if _ESCAPABLE.match(line)}
     for _ in range(_MAX_ROUNDS):
         written = [_add_backslash(line) if i in chosen else line for i, line in enumerate(lines)]
-        wanted = _escaped_lines(written, with_backslash=False)
-        if wanted is None:
+        parsed = _parse(written)
+        if parsed is None:
             return None
+        wanted = _escaped_lines(written, with_backslash=False, tokens=parsed.tokens)
         if wanted == chosen:
-            return written
+            return written, parsed
         chosen = wanted
     return None
 
@@ -167,15 +187,17 @@ def unescape(lines: Sequence[str]) -> list[str]:
     """The inverse of ``escape``: one backslash removed from each escaped line."""
     if not any(_has_escape(line) for line in lines):
         return list(lines)
-    escaped = _escaped_lines(lines, with_backslash=True) or set()
+    tokens = block_tokens(lines) if _may_fence(lines) else []
+    escaped = _escaped_lines(lines, with_backslash=True, tokens=tokens or [])
     return [_drop_backslash(line) if i in escaped else line for i, line in enumerate(lines)]
 
 
-def _escaped_lines(lines: Sequence[str], *, with_backslash: bool) -> set[int] | None:
+def _may_fence(lines: Sequence[str]) -> bool:
+    return any("```" in line or "~~~" in line for line in lines)
+
+
+def _escaped_lines(lines: Sequence[str], *, with_backslash: bool, tokens: list[Token]) -> set[int]:
     """Lines ``escape`` escapes (or, with_backslash, the ones it has escaped)."""
-    tokens = block_tokens(lines)
-    if tokens is None:
-        return None
     fenced: set[int] = set()
     for token in tokens:
         if token.type == "fence" and token.map is not None:
@@ -217,17 +239,23 @@ def _comment_follows(lines: Sequence[str], index: int) -> bool:
 # --- blocks left open ------------------------------------------------------------------
 
 
-def _closure(written: list[str]) -> tuple[str, str | None]:
-    """("closed" | "blank" | "open", the closer line for an open block if one exists)."""
-    tight = block_tokens([*written, _PROBE])
-    loose = block_tokens([*written, "", _PROBE])
+def _closure(written: list[str], tokens: list[Token]) -> tuple[str, str | None]:
+    """("closed" | "blank" | "open", the closer line for an open block if one exists).
+
+    Only the last top-level block can be open at the end: the probes re-parse from
+    where it starts (nothing before it is open there), not the whole content.
+    """
+    start = max((t.map[0] for t in tokens if t.level == 0 and t.map is not None), default=0)
+    tail = written[start:]
+    tight = block_tokens([*tail, _PROBE])
+    loose = block_tokens([*tail, "", _PROBE])
     if tight is None or loose is None:
         return "open", None
-    tight_ok = _is_heading(tight, len(written))
-    loose_ok = _is_heading(loose, len(written) + 1)
+    tight_ok = _is_heading(tight, len(tail))
+    loose_ok = _is_heading(loose, len(tail) + 1)
     if tight_ok and loose_ok:
         return "closed", None
-    swallower = _swallower(tight if not tight_ok else loose, len(written) + (0 if not tight_ok else 1))
+    swallower = _swallower(tight, len(tail)) if not tight_ok else _swallower(loose, len(tail) + 1)
     closer = _closer(swallower)
     if closer is None and loose_ok:
         return "blank", None
