@@ -25,6 +25,7 @@ from makad.core import memory_format as fmt
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.redaction import redact
 from makad.core.types import Entry
+from makad.core.undecodable import display
 from makad.errors import (
     Conflict,
     GateClosed,
@@ -539,7 +540,7 @@ def _read_import_source(path: str | None, data: str | None
         total = 0
         for child in sorted(target.rglob("*.md")):
             if child.is_file() and not child.is_symlink():
-                text = child.read_text(encoding="utf-8", errors="replace")
+                text = _read_text(child)
                 total += len(text)
                 if total > MAX_IMPORT_BYTES:
                     break
@@ -549,4 +550,9 @@ def _read_import_source(path: str | None, data: str | None
         raise NotFound("no file at that path", path="$.path")
     if target.stat().st_size > MAX_IMPORT_BYTES:
         raise TooLarge("import file is over 16 MiB", limit=MAX_IMPORT_BYTES)
-    return target.read_text(encoding="utf-8", errors="replace"), None, target.name
+    return _read_text(target), None, target.name
+
+
+def _read_text(path: Path) -> str:
+    """A file to import as text; bytes that are not UTF-8 read as cp1252, like memory files."""
+    return display(path.read_bytes().decode("utf-8", "surrogateescape"))

@@ -121,6 +121,17 @@ def test_not_utf8_warning_names_the_lines(daemon: DaemonProcess) -> None:
     assert proposals["proposals"][0]["proposal"]["content"] == "été"
 
 
+def test_importing_a_latin1_file_reads_it_as_cp1252(daemon: DaemonProcess) -> None:
+    """A Latin-1 notes file imports with its accented letters, not replacement characters."""
+    ws = fresh_workspace(daemon)
+    notes = daemon.root / "notes.md"
+    notes.write_bytes("- Prefers caf\u00e9 au lait\n- Likes cr\u00e8me br\u00fbl\u00e9e\n".encode("latin-1"))
+    imported = call(daemon, "import_memories", ws, path=str(notes), format="markdown")["imported"]
+    assert len(imported) == 2
+    contents = sorted(v["proposal"]["content"] for v in call(daemon, "list_proposals", ws)["proposals"])
+    assert contents == ["Likes crème brûlée", "Prefers café au lait"]
+
+
 # --- 3. agent text cannot swallow the user's notes -------------------------------------------
 
 _BLOCKY = st.lists(st.one_of(st.sampled_from([
