@@ -14,9 +14,9 @@ import contextlib
 import hashlib
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import structlog
 from msgspec import UNSET
@@ -33,10 +33,10 @@ from makad.errors import (
     InvalidParams,
     MakadError,
     NotFound,
-    TooLarge,
 )
 from makad.rpc.dispatch import Handler
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import Context, in_limited_thread, in_thread, now_ms
+from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags, redact_all
 from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
@@ -64,8 +64,8 @@ log = structlog.get_logger("makad.proposals")
 
 # Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
 SIMILARITY_THRESHOLD = 85
-MAX_IMPORT_BYTES = 16 * 1024 * 1024
 OPEN_STATUSES = ("review_required", "draft")
+IMPORT_THREADS = 4
 
 
 def normalized(text: str) -> str:
@@ -92,6 +92,9 @@ class ProposalService:
         self._ctx = ctx
         self._files = memory_files
         self._memory = memory
+        # Imports read and parse off the event loop, but never on more than a few of
+        # the worker threads every other call needs.
+        self._import_readers = anyio.CapacityLimiter(IMPORT_THREADS)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -437,7 +440,8 @@ class ProposalService:
 
         async def run() -> ImportResultWire:
             await self._ctx.require_writable(ws)
-            data, files_, filename = await in_thread(_read_import_source, params.path, params.data)
+            data, files_, filename = await in_limited_thread(
+                self._import_readers, read_import_source, params.path, params.data)
             fmt_name = params.format
             if fmt_name is not None and fmt_name not in importers.FORMATS:
                 raise InvalidParams("unknown import format", path="$.format",
@@ -449,7 +453,8 @@ class ProposalService:
                 chosen = "claude_code"
             else:
                 chosen = importers.sniff(data, filename)
-            parsed = importers.parse(data, chosen, files=files_)
+            parsed = await in_limited_thread(self._import_readers, importers.parse, data, chosen,
+                                             files=files_)
             imported: list[str] = []
             duplicates = 0
             async with ws.lock:
@@ -522,32 +527,3 @@ class ProposalService:
                 doc = fmt.upsert(doc, entry)
             data = fmt.render(doc)
         return ExportResult(format=params.format, data=data, count=len(chosen))
-
-
-def _read_import_source(path: str | None, data: str | None
-                        ) -> tuple[str, dict[str, str] | None, str | None]:
-    """(text, files of a directory import, file name) — the only file IO of an import."""
-    if data is not None:
-        if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
-            raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
-        return data, None, None
-    assert path is not None
-    if not os.path.isabs(path):
-        raise InvalidParams("path must be absolute", path="$.path")
-    target = Path(path)
-    if target.is_dir():
-        found: dict[str, str] = {}
-        total = 0
-        for child in sorted(target.rglob("*.md")):
-            if child.is_file() and not child.is_symlink():
-                text = child.read_text(encoding="utf-8", errors="replace")
-                total += len(text)
-                if total > MAX_IMPORT_BYTES:
-                    break
-                found[str(child.relative_to(target))] = text
-        return found.get("MEMORY.md", ""), found, "MEMORY.md"
-    if not target.is_file():
-        raise NotFound("no file at that path", path="$.path")
-    if target.stat().st_size > MAX_IMPORT_BYTES:
-        raise TooLarge("import file is over 16 MiB", limit=MAX_IMPORT_BYTES)
-    return target.read_text(encoding="utf-8", errors="replace"), None, target.name
