@@ -14,9 +14,8 @@ from typing import Any
 
 import msgspec
 
-from makad.errors import TooLarge
+from makad.errors import ReplyTooLarge
 
-REPLY_TOO_LARGE = "reply_too_large"
 # Marks a batch element that gets no reply (a notification).
 NO_REPLY: Any = object()
 
@@ -26,11 +25,11 @@ _encoder = msgspec.json.Encoder()
 def too_large_reply(id_: Any, limit: int, *, ran: bool, batch: bool = False) -> bytes:
     """The error that stands in for a reply past the cap; ``ran`` says whether the
     request was executed (its result was dropped) or not run at all."""
-    data: dict[str, Any] = {"kind": REPLY_TOO_LARGE, "limit": limit, "ran": ran}
+    data: dict[str, Any] = {"kind": ReplyTooLarge.kind, "limit": limit, "ran": ran}
     if batch:
         data["reason"] = "too many requests in the batch to answer within the limit"
     return _encoder.encode({"jsonrpc": "2.0", "error": {
-        "code": TooLarge.code, "message": "Reply too large", "data": data}, "id": id_})
+        "code": ReplyTooLarge.code, "message": "Reply too large", "data": data}, "id": id_})
 
 
 class BatchBudget:

@@ -21,6 +21,7 @@ import msgspec
 import structlog
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 
+from makad.errors import TooManyConnections
 from makad.rpc.connection import Connection
 from makad.rpc.dispatch import (
     Dispatcher,
@@ -45,7 +46,6 @@ _encoder = msgspec.json.Encoder()
 # shrinks it to what arrived; a larger size cost an mmap and munmap per read.
 READ_CHUNK = 64 * 1024
 MAX_IN_FLIGHT_PER_CONNECTION = 64
-TOO_MANY_CONNECTIONS = -32014
 # Refusals are logged at most this often (a flood of connects is one line a second).
 REFUSAL_LOG_INTERVAL_S = 1.0
 
@@ -73,8 +73,8 @@ def peer_uid(stream: SocketStream) -> int | None:
 
 def refusal_line(limit: int) -> bytes:
     return _encoder.encode(error_response(
-        TOO_MANY_CONNECTIONS, "Too many connections",
-        {"kind": "too_many_connections", "limit": limit})) + b"\n"
+        TooManyConnections.code, "Too many connections",
+        {"kind": TooManyConnections.kind, "limit": limit})) + b"\n"
 
 
 class Server:
