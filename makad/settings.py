@@ -12,10 +12,13 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 
 from makad import __version__
+
+N = TypeVar("N", int, float)
 
 APP_NAME = "maka"
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
@@ -89,34 +92,27 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _int_env(env: dict[str, str], name: str, default: int) -> int:
+def _number_env(env: dict[str, str], name: str, default: N, kind: type[N]) -> N:
+    """A positive number from the environment (``kind`` int or float), else ``default``."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
-        raise SystemExit(f"makad: {name} must be an integer, got {raw!r}") from None
-    if value <= 0:
-        raise SystemExit(f"makad: {name} must be positive")
+        raise SystemExit(f"makad: {name} must be {'an integer' if kind is int else 'a number'}, "
+                         f"got {raw!r}") from None
+    _positive(name, value)
     return value
+
+
+def _int_env(env: dict[str, str], name: str, default: int) -> int:
+    return _number_env(env, name, default, int)
 
 
 def _positive(name: str, value: float | None) -> None:
     if value is not None and not value > 0:
         raise SystemExit(f"makad: {name} must be positive")
-
-
-def _float_env(env: dict[str, str], name: str, default: float) -> float:
-    raw = env.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError:
-        raise SystemExit(f"makad: {name} must be a number, got {raw!r}") from None
-    _positive(name, value)
-    return value
 
 
 def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
@@ -147,8 +143,8 @@ def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
                                                          DEFAULT_MAX_REPLY_BYTES),
         max_connections=args.max_connections or _int_env(env, "MAKAD_MAX_CONNECTIONS",
                                                          DEFAULT_MAX_CONNECTIONS),
-        idle_timeout_s=args.idle_timeout or _float_env(env, "MAKAD_IDLE_TIMEOUT_S",
-                                                       DEFAULT_IDLE_TIMEOUT_S),
+        idle_timeout_s=args.idle_timeout or _number_env(env, "MAKAD_IDLE_TIMEOUT_S",
+                                                        DEFAULT_IDLE_TIMEOUT_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",

@@ -18,6 +18,7 @@ with other connections' work instead of holding the event loop.
 from __future__ import annotations
 
 import itertools
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from typing import Any
@@ -44,7 +45,7 @@ class _Slot:
 
     __slots__ = ("group", "latest")
 
-    def __init__(self, group: Hashable | None) -> None:
+    def __init__(self, group: Hashable) -> None:
         self.group = group
         self.latest: dict[str, Any] = {}
 
@@ -72,6 +73,7 @@ class Connection:
         # Workspaces this connection follows: it is never idle while it follows one.
         self.subscriptions: set[Hashable] = set()
         self.in_flight = 0
+        # time.monotonic() (the event loop's clock, without anyio's per-call lookup).
         self.last_active = now
         self.scope = anyio.CancelScope()
 
@@ -80,17 +82,15 @@ class Connection:
     def on_close(self, hook: Callable[[Any], None]) -> None:
         self._close_hooks.append(hook)
 
-    def notify(self, method: str, params: Any, group: Hashable | None = None) -> None:
+    def notify(self, method: str, params: Any, group: Hashable) -> None:
         """Queue a notification (no id); never waits. Waiting notifications of the same
         ``group`` are coalesced, the latest per method kept."""
         if self.closed:
             return
-        slot = self._waiting_slots.get(group) if group is not None else None
+        slot = self._waiting_slots.get(group)
         if slot is None:
-            slot = _Slot(group)
+            slot = self._waiting_slots[group] = _Slot(group)
             self._outbox.append(slot)
-            if group is not None:
-                self._waiting_slots[group] = slot
         slot.post(method, params)
         if not self._writing:
             self._wake.set()
@@ -102,12 +102,32 @@ class Connection:
         if self.closed:
             return
         frame = encode(self.framing, payload)
+        if not self._writing and not self._outbox and len(frame) <= WRITE_CHUNK:
+            # A quiet connection (every ping's path): straight to the socket.
+            self._writing = True
+            try:
+                await self._stream.send(frame)
+            except _BROKEN:
+                self.mark_closed()
+            finally:
+                self._writing_done()
+            if self._outbox:  # notifications posted meanwhile
+                await self._drain()
+            return
         self._outbox.append(frame)
         self._reply_bytes += len(frame)
         if not self._writing:
             await self._drain()
             return
-        while self._reply_bytes > OUTBOX_HIGH_WATER and not self.closed:
+        await self.wait_for_room()
+
+    @property
+    def backlogged(self) -> bool:
+        """More reply bytes wait than a client that reads lets pile up."""
+        return self._reply_bytes > OUTBOX_HIGH_WATER and not self.closed
+
+    async def wait_for_room(self) -> None:
+        while self.backlogged:
             if self._room is None:
                 self._room = anyio.Event()
             await self._room.wait()
@@ -124,7 +144,8 @@ class Connection:
 
     @property
     def idle(self) -> bool:
-        """Nothing in flight and no workspace followed (``last_active`` says since when)."""
+        """No handler running and no workspace followed; ``last_active`` says since when
+        a byte last came in or went out (a reply the client never reads is no activity)."""
         return self.in_flight == 0 and not self.subscriptions
 
     # --- the writer ------------------------------------------------------------------
@@ -147,16 +168,18 @@ class Connection:
                     self._make_room()
                     await self._write(item)
                 else:
-                    if item.group is not None:
-                        self._waiting_slots.pop(item.group, None)
+                    self._waiting_slots.pop(item.group, None)
                     await self._write(self._slot_bytes(item))
         except _BROKEN:
             self.mark_closed()
         finally:
-            self._writing = False
-            if self._drained is not None:
-                self._drained.set()
-                self._drained = None
+            self._writing_done()
+
+    def _writing_done(self) -> None:
+        self._writing = False
+        if self._drained is not None:
+            self._drained.set()
+            self._drained = None
 
     async def _write(self, data: bytes) -> None:
         if len(data) <= WRITE_CHUNK:
@@ -164,6 +187,7 @@ class Connection:
             return
         for start in range(0, len(data), WRITE_CHUNK):
             await self._stream.send(data[start:start + WRITE_CHUNK])
+            self.last_active = time.monotonic()  # a slow reader is not an idle one
 
     def _slot_bytes(self, slot: _Slot) -> bytes:
         frames = []

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import socket
 import struct
+import time
 from dataclasses import dataclass
 
 import anyio
@@ -152,7 +153,7 @@ class Server:
         finally:
             await stream.aclose()
         self._refused += 1
-        now = anyio.current_time()
+        now = time.monotonic()
         if now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL_S:
             log.warning("connection_refused", reason="too many connections",
                         limit=self._limits.max_connections, refused=self._refused)
@@ -164,7 +165,7 @@ class Server:
         interval = min(max(timeout / 4, 0.05), 5.0)
         while True:
             await anyio.sleep(interval)
-            now = anyio.current_time()
+            now = time.monotonic()
             for conn in list(self.connections):
                 if conn.idle and now - conn.last_active >= timeout:
                     log.info("connection_idle_closed", conn=conn.id, idle_s=round(timeout, 1))
@@ -177,7 +178,7 @@ class Server:
                 if uid is not None and uid != self._uid:
                     log.warning("connection_refused", reason="peer uid differs")
                     return
-                await self._serve(Connection(stream, anyio.current_time()), stream)
+                await self._serve(Connection(stream, time.monotonic()), stream)
         except Exception:  # the boundary: this connection ends, the daemon does not
             log.error("connection_crashed", ref=new_ref(), exc_info=True)
         finally:
@@ -203,6 +204,8 @@ class Server:
         max_bytes = self._limits.max_message_bytes
         async with anyio.create_task_group() as tg:
             while not self._stop.is_set() and not conn.closed:
+                if conn.backlogged:  # it does not read its replies: stop taking requests
+                    await conn.wait_for_room()
                 try:
                     chunk = await stream.receive(READ_CHUNK)
                 except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
@@ -210,7 +213,7 @@ class Server:
                     if decoder is not None and decoder.has_partial():
                         log.debug("client_closed_mid_message", conn=conn.id)
                     break
-                conn.last_active = anyio.current_time()
+                conn.last_active = time.monotonic()
                 if decoder is None:
                     pending += chunk
                     framing = detect(pending)
@@ -256,9 +259,7 @@ class Server:
         self._in_flight += 1
         conn.in_flight += 1
 
-    def _end(self, conn: Connection) -> None:
-        conn.in_flight -= 1
-        conn.last_active = anyio.current_time()
+    def _end(self) -> None:
         self._in_flight -= 1
         if self._in_flight == 0 and self._idle is not None:
             self._idle.set()
@@ -272,13 +273,17 @@ class Server:
                 ref = new_ref()
                 log.error("request_crashed", stage="dispatch", ref=ref, exc_info=True)
                 reply = _crash_reply(prepared, ref)
+            finally:
+                # Handled: waiting to write the reply no longer keeps the connection busy.
+                conn.in_flight -= 1
+                conn.last_active = time.monotonic()
             if reply is not None:
                 await conn.send(reply)
         except Exception:  # writing failed in a way the outbox did not expect
             log.error("connection_crashed", conn=conn.id, ref=new_ref(), exc_info=True)
             conn.scope.cancel()
         finally:
-            self._end(conn)
+            self._end()
             if limiter is not None:
                 limiter.release()
 

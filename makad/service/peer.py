@@ -13,7 +13,7 @@ class Peer(Protocol):
     # What it follows (workspace ids): a connection that follows something is never idle.
     subscriptions: set[Hashable]
 
-    def notify(self, method: str, params: Any, group: Hashable | None = None) -> None:
+    def notify(self, method: str, params: Any, group: Hashable) -> None:
         """Queue a notification; never waits. Waiting ones of one ``group`` may coalesce."""
 
     def on_close(self, hook: Callable[[Any], None]) -> None: ...

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import resource
+import select
 import threading
 import time
 from pathlib import Path
@@ -47,7 +48,7 @@ def test_past_the_cap_a_connection_gets_one_error_line_then_idle_ones_time_out(
         d.stop()
 
 
-def test_a_subscriber_or_a_busy_connection_is_never_idle(short_tmp: Path) -> None:
+def test_a_subscriber_is_never_idle(short_tmp: Path) -> None:
     """With a 0.5 s idle timeout, a connection that follows a workspace stays open long
     after a silent one was closed, and still answers."""
     d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.5"})
@@ -74,6 +75,33 @@ def connect_patiently(path: Path) -> RawConnection:
             if time.monotonic() > deadline:
                 raise
             time.sleep(0.01)
+
+
+def test_a_client_that_stops_reading_and_sending_is_closed_after_the_idle_timeout(
+        short_tmp: Path) -> None:
+    """A client that asked for more than its buffers hold and then neither reads nor
+    sends is closed once idle (what it was owed is dropped), while it follows nothing."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.5"})
+    d.start()
+    try:
+        with RawConnection(d.socket, timeout=30) as stalled:
+            stalled.send_raw(b"".join(json.dumps(request("rpc.discover", i)).encode() + b"\n"
+                                      for i in range(60)))
+            # Wait (without reading) for the daemon to hang up on it.
+            poller = select.poll()
+            poller.register(stalled.sock, select.POLLRDHUP)
+            assert poller.poll(30_000), "the stalled connection was never closed"
+            replies = 0
+            try:
+                while True:
+                    stalled.recv_message()
+                    replies += 1
+            except (EOFError, ConnectionResetError):
+                pass
+            assert replies < 60
+        assert ping_ok(d.socket)
+    finally:
+        d.stop()
 
 
 class LowNofileDaemon(DaemonProcess):

@@ -4,8 +4,6 @@ reply does not starve other connections (issue 15, point 5)."""
 from __future__ import annotations
 
 import json
-import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -17,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from makad.settings import DEFAULT_MAX_REPLY_BYTES
-from tests.support import DaemonProcess, RawConnection
+from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
 
 SMALL_CAP = 64 * 1024
 
@@ -67,14 +65,7 @@ def assert_capped_batch(replies: list[dict[str, Any]], limit: int) -> None:
 @pytest.fixture(scope="module")
 def small_cap_daemon() -> Iterator[DaemonProcess]:
     """A daemon whose replies are capped at 64 KiB (the OpenRPC document is larger)."""
-    root = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
-    proc = DaemonProcess(root, env={"MAKAD_MAX_REPLY_BYTES": str(SMALL_CAP)})
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from daemon_in_tmp({"MAKAD_MAX_REPLY_BYTES": str(SMALL_CAP)})
 
 
 def test_478_kib_of_discover_gets_a_capped_reply_and_others_keep_being_served(
