@@ -39,8 +39,10 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 
-# A long batch yields to other connections this often (its elements may all be inline).
+# A long batch yields to other connections after this many elements or reply bytes
+# (its elements may all be inline, so nothing else would let the event loop turn).
 YIELD_EVERY = 64
+YIELD_BYTES = 1024 * 1024
 
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 _encoder = msgspec.json.Encoder()
@@ -183,9 +185,11 @@ class Dispatcher:
                         limit=self.max_reply_bytes)
             return too_large_reply(None, self.max_reply_bytes, ran=False, batch=True)
         parts: list[bytes] = []
+        unyielded = 0
         for index, obj in enumerate(messages):
-            if index and index % YIELD_EVERY == 0:
+            if (index and index % YIELD_EVERY == 0) or unyielded > YIELD_BYTES:
                 await anyio.lowlevel.checkpoint()
+                unyielded = 0
             if budget.spent:
                 if ids[index] is not NO_REPLY:
                     parts.append(too_large_reply(ids[index], self.max_reply_bytes, ran=False))
@@ -194,6 +198,7 @@ class Dispatcher:
             if reply is None:
                 continue
             encoded = self._encode(reply)
+            unyielded += len(encoded)
             if budget.take(index, len(encoded)):
                 parts.append(encoded)
             else:
