@@ -555,5 +555,5 @@ class MemoryService:
 
     async def unsubscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
-        ws.subscribers.discard(peer)
+        self._ctx.unsubscribe(ws, peer)
         return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))

@@ -13,9 +13,9 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import structlog
 from msgspec import UNSET
@@ -25,7 +25,6 @@ from makad.core import memory_format as fmt
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.redaction import redact
 from makad.core.types import Entry
-from makad.core.undecodable import display
 from makad.errors import (
     Conflict,
     GateClosed,
@@ -33,11 +32,11 @@ from makad.errors import (
     InvalidParams,
     MakadError,
     NotFound,
-    TooLarge,
 )
 from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import Context, in_limited_thread, in_thread, now_ms
+from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags, redact_all
 from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
@@ -63,8 +62,8 @@ from makad.wire.proposals import (
 
 log = structlog.get_logger("makad.proposals")
 
-MAX_IMPORT_BYTES = 16 * 1024 * 1024
 OPEN_STATUSES = ("review_required", "draft")
+IMPORT_THREADS = 4
 
 
 class ProposalService:
@@ -72,6 +71,9 @@ class ProposalService:
         self._ctx = ctx
         self._files = memory_files
         self._memory = memory
+        # Imports read and parse off the event loop, but never on more than a few of
+        # the worker threads every other call needs.
+        self._import_readers = anyio.CapacityLimiter(IMPORT_THREADS)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -437,7 +439,8 @@ class ProposalService:
 
         async def run() -> ImportResultWire:
             await self._ctx.require_writable(ws)
-            data, files_, filename = await in_thread(_read_import_source, params.path, params.data)
+            data, files_, filename = await in_limited_thread(
+                self._import_readers, read_import_source, params.path, params.data)
             fmt_name = params.format
             if fmt_name is not None and fmt_name not in importers.FORMATS:
                 raise InvalidParams("unknown import format", path="$.format",
@@ -449,7 +452,8 @@ class ProposalService:
                 chosen = "claude_code"
             else:
                 chosen = importers.sniff(data, filename)
-            parsed = importers.parse(data, chosen, files=files_)
+            parsed = await in_limited_thread(self._import_readers, importers.parse, data, chosen,
+                                             files=files_)
             imported: list[str] = []
             duplicates = 0
             async with ws.lock:
@@ -522,37 +526,3 @@ class ProposalService:
                 doc = fmt.upsert(doc, entry)
             data = fmt.render(doc)
         return ExportResult(format=params.format, data=data, count=len(chosen))
-
-
-def _read_import_source(path: str | None, data: str | None
-                        ) -> tuple[str, dict[str, str] | None, str | None]:
-    """(text, files of a directory import, file name) — the only file IO of an import."""
-    if data is not None:
-        if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
-            raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
-        return data, None, None
-    assert path is not None
-    if not os.path.isabs(path):
-        raise InvalidParams("path must be absolute", path="$.path")
-    target = Path(path)
-    if target.is_dir():
-        found: dict[str, str] = {}
-        total = 0
-        for child in sorted(target.rglob("*.md")):
-            if child.is_file() and not child.is_symlink():
-                text = _read_text(child)
-                total += len(text)
-                if total > MAX_IMPORT_BYTES:
-                    break
-                found[str(child.relative_to(target))] = text
-        return found.get("MEMORY.md", ""), found, "MEMORY.md"
-    if not target.is_file():
-        raise NotFound("no file at that path", path="$.path")
-    if target.stat().st_size > MAX_IMPORT_BYTES:
-        raise TooLarge("import file is over 16 MiB", limit=MAX_IMPORT_BYTES)
-    return _read_text(target), None, target.name
-
-
-def _read_text(path: Path) -> str:
-    """A file to import as text; bytes that are not UTF-8 read as cp1252, like memory files."""
-    return display(path.read_bytes().decode("utf-8", "surrogateescape"))

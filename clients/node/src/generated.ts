@@ -1515,6 +1515,7 @@ export const DOMAIN_ERROR_CODES = {
   disabled: -32004,
   gate_closed: -32005,
   too_large: -32006,
+  reply_too_large: -32006,
   safe_mode: -32007,
   invalid_summary: -32008,
   io_error: -32009,
@@ -1522,6 +1523,7 @@ export const DOMAIN_ERROR_CODES = {
   insufficient_evidence: -32011,
   circuit_open: -32012,
   shutting_down: -32013,
+  too_many_connections: -32014,
 } as const;
 export type DomainErrorKind = keyof typeof DOMAIN_ERROR_CODES;
 
@@ -1538,7 +1540,7 @@ export const PROTOCOL_ERROR_CODES = {
 } as const;
 
 /** Every `error.data.kind` the daemon may send. */
-export const ERROR_KINDS = ["parse_error", "too_deep", "invalid_request", "too_large", "bad_frame", "method_not_found", "invalid_params", "internal", "not_found", "conflict", "incognito_blocked", "disabled", "gate_closed", "safe_mode", "invalid_summary", "io_error", "invalid_workspace", "insufficient_evidence", "circuit_open", "shutting_down"] as const;
+export const ERROR_KINDS = ["parse_error", "too_deep", "invalid_request", "too_large", "bad_frame", "method_not_found", "invalid_params", "internal", "not_found", "conflict", "incognito_blocked", "disabled", "gate_closed", "reply_too_large", "safe_mode", "invalid_summary", "io_error", "invalid_workspace", "insufficient_evidence", "circuit_open", "shutting_down", "too_many_connections"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** `parse_error` (code -32700). */
@@ -1606,6 +1608,11 @@ export class GateClosedError extends RemoteError<"gate_closed"> {
   static readonly kind = "gate_closed";
   override name = "GateClosedError";
 }
+/** `reply_too_large` (code -32006). */
+export class ReplyTooLargeError extends RemoteError<"reply_too_large"> {
+  static readonly kind = "reply_too_large";
+  override name = "ReplyTooLargeError";
+}
 /** `safe_mode` (code -32007). */
 export class SafeModeError extends RemoteError<"safe_mode"> {
   static readonly kind = "safe_mode";
@@ -1641,6 +1648,11 @@ export class ShuttingDownError extends RemoteError<"shutting_down"> {
   static readonly kind = "shutting_down";
   override name = "ShuttingDownError";
 }
+/** `too_many_connections` (code -32014). */
+export class TooManyConnectionsError extends RemoteError<"too_many_connections"> {
+  static readonly kind = "too_many_connections";
+  override name = "TooManyConnectionsError";
+}
 
 export type RemoteErrorClass<K extends string = string> = (new (
   code: number, message: string, data: RemoteErrorData, method?: string,
@@ -1661,6 +1673,7 @@ export const ERROR_CLASSES: { readonly [K in ErrorKind]: RemoteErrorClass<K> } =
   incognito_blocked: IncognitoBlockedError,
   disabled: DisabledError,
   gate_closed: GateClosedError,
+  reply_too_large: ReplyTooLargeError,
   safe_mode: SafeModeError,
   invalid_summary: InvalidSummaryError,
   io_error: IoError,
@@ -1668,4 +1681,5 @@ export const ERROR_CLASSES: { readonly [K in ErrorKind]: RemoteErrorClass<K> } =
   insufficient_evidence: InsufficientEvidenceError,
   circuit_open: CircuitOpenError,
   shutting_down: ShuttingDownError,
+  too_many_connections: TooManyConnectionsError,
 };
