@@ -1,6 +1,6 @@
 """Secret redaction, applied to every text before it is written anywhere.
 
-Each secret becomes ``[REDACTED:<kind>]``. Detection has three layers; where
+Each secret becomes ``[REDACTED:<kind>]``. Detection has four layers; where
 their findings overlap, the earlier layer wins:
 
 1. Formats: high-precision patterns for current credential formats (OpenAI,
@@ -14,6 +14,17 @@ their findings overlap, the earlier layer wins:
    also pass a stricter test than detect-secrets' own (no spaces, 6+ chars,
    no placeholder or reference, and an unquoted value needs a digit or a
    symbol), because prose says "secret:" far more often than code does.
+4. Base64: a run of 20+ base64 characters that decodes to UTF-8 text holding a
+   secret is replaced whole (``base64_<kind>``; nested once more at most).
+
+Detection runs on a normalized view of the text (``secret_views``): invisible
+characters (format and default-ignorable code points: zero-width spaces and
+joiners, soft hyphens, BOMs…) are dropped and full-width / mathematical forms of
+ASCII are folded, so ``sk-ant-\u200bapi03…`` is found; the replacement covers
+the original characters and nothing outside the secret changes. ``redact_joined``
+reads consecutive texts (one append's events) as one stream, so a token split
+across two events is redacted in both. Identifiers cannot take a marker (two
+would merge): ``identifier_stand_in`` replaces one holding a secret by a keyed hash.
 
 Not used from detect-secrets: the high-entropy plugins (they only look inside
 quoted strings -- no hit at all on LoCoMo -- and on CPython's stdlib all 9 of
@@ -35,10 +46,11 @@ and word boundaries are checked in code so that prefix optimisation holds.
 from __future__ import annotations
 
 import bisect
+import hashlib
 import re
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import Any, Final
 
 import msgspec
 from detect_secrets.filters.heuristic import (
@@ -64,7 +76,13 @@ from detect_secrets.plugins.pypi_token import PypiTokenDetector
 from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 
+from makad.core.secret_views import BASE64_RUN, decode_base64_run, normalized_view, visible
+from makad.core.types import Entry
+
 MARKER_PREFIX: Final = "[REDACTED:"
+IDENTIFIER_PREFIX: Final = "redacted-"
+# base64 inside base64 is looked into once more, no deeper.
+MAX_BASE64_DEPTH = 2
 
 Span = tuple[int, int, str]
 
@@ -259,6 +277,23 @@ _REFERENCE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")  # a call or a l
 
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
+    return _apply(text, find_spans(text))
+
+
+def find_spans(text: str, depth: int = 0) -> list[Span]:
+    """The secrets in ``text``: sorted, non-overlapping ``(start, end, kind)``.
+
+    Detection runs on the normalized view (invisible characters dropped, ASCII
+    look-alikes folded); each span is mapped back so it covers the original
+    characters, the invisible ones inside the secret included.
+    """
+    view = normalized_view(text)
+    if view is None:
+        return _find(text, depth)
+    return [(*view.original(start, end), kind) for start, end, kind in _find(view.text, depth)]
+
+
+def _find(text: str, depth: int) -> list[Span]:
     folded = text.lower()
     if len(folded) == len(text):
         keyword, lowered = _KEYWORD, folded
@@ -266,19 +301,21 @@ def redact(text: str) -> Redacted:
     else:  # lower() lengthened a character (e.g. U+0130): positions would drift
         keyword, lowered = _KEYWORD_ANY_CASE, text
         has_keyword = keyword.search(text) is not None
-    has_format = (
-        _LONG_RUN.search(text) is not None
-        or "://" in text
-        or "-----BEGIN" in text
-        or "PuTTY-User-Key-File" in text
-    )
+    has_run = _LONG_RUN.search(text) is not None
+    has_format = has_run or "://" in text or "-----BEGIN" in text or "PuTTY-User-Key-File" in text
     if not (has_keyword or has_format):
-        return Redacted(text, 0, [])
+        return []
     spans: list[Span] = []
     if has_format:
         _add(spans, _rule_spans(text, folded))
     if has_keyword:
         _add(spans, _keyword_spans(text, keyword.finditer(lowered)))
+    if has_run and depth < MAX_BASE64_DEPTH:
+        _add(spans, _base64_spans(text, depth))
+    return spans
+
+
+def _apply(text: str, spans: list[Span]) -> Redacted:
     if not spans:
         return Redacted(text, 0, [])
     pieces: list[str] = []
@@ -289,6 +326,204 @@ def redact(text: str) -> Redacted:
         cursor = end
     pieces.append(text[cursor:])
     return Redacted("".join(pieces), len(spans), sorted({kind for _, _, kind in spans}))
+
+
+def _base64_spans(text: str, depth: int) -> Iterator[Span]:
+    """Whole base64 runs whose decoded text holds a secret (kind ``base64_<inner kind>``)."""
+    for match in BASE64_RUN.finditer(text):
+        decoded = decode_base64_run(match.group())
+        if decoded is None:
+            continue
+        inner = find_spans(decoded, depth + 1)
+        if inner:
+            yield match.start(), match.end(), "base64_" + inner[0][2].removeprefix("base64_")
+
+
+# --- several texts as one -----------------------------------------------------------------
+
+# How far on each side of a boundary the joined text is looked at first; a secret
+# found within JOIN_SLACK of a window edge may go on past it, so the window grows.
+JOIN_WINDOW = 256
+JOIN_SLACK = 64
+
+
+def redact_joined(texts: Sequence[str]) -> tuple[list[Redacted], int]:
+    """Redact consecutive texts (one append's events) as one stream.
+
+    Each text is redacted on its own, and the text around every boundary is
+    scanned joined: a secret split across two texts (a streamed token, a key
+    whose ``api_key =`` is in the previous text) is redacted in each text it
+    touches. Returns the texts and how many secrets there were (a split secret
+    counts once).
+    """
+    own = [find_spans(text) for text in texts]
+    if len(texts) < 2:
+        return [_apply(text, spans) for text, spans in zip(texts, own, strict=True)], \
+            sum(map(len, own))
+    offsets = [0]
+    for text in texts:
+        offsets.append(offsets[-1] + len(text))
+    joined = "".join(texts)
+    extra: list[list[Span]] = [[] for _ in texts]
+    split = 0
+    for start, end, kind in _joined_spans(joined, offsets, own):
+        first = bisect.bisect_right(offsets, start) - 1
+        pieces = 0
+        index = first
+        while index < len(texts) and offsets[index] < end:
+            low, high = max(start, offsets[index]), min(end, offsets[index + 1])
+            if high > low:
+                extra[index].append((low - offsets[index], high - offsets[index], kind))
+                pieces += 1
+            index += 1
+        split += max(0, pieces - 1)
+    results = [_apply(text, _union(spans, more))
+               for text, spans, more in zip(texts, own, extra, strict=True)]
+    return results, sum(r.count for r in results) - split
+
+
+def _joined_spans(joined: str, offsets: list[int], own: list[list[Span]]) -> list[Span]:
+    """Secrets of the joined text that only the join reveals: those crossing a boundary,
+    or on a line that does (their context is on the other side)."""
+    size = len(joined)
+    boundaries = [b for b in offsets[1:-1] if 0 < b < size]
+    regions: list[list[int]] = []
+    for k in range(1, len(offsets) - 1):
+        at = offsets[k]
+        if not 0 < at < size:
+            continue
+        low, high = max(0, at - JOIN_WINDOW), min(size, at + JOIN_WINDOW)
+        before, after = own[k - 1], own[k]
+        # A secret of either text on the line of the boundary (or ending right before it,
+        # like a private key cut inside its last line) is looked at whole.
+        if before and before[-1][1] + 1 >= _line_start(joined, at) - offsets[k - 1]:
+            low = min(low, offsets[k - 1] + before[-1][0])
+        if after and after[0][0] <= _line_end(joined, at) + 1 - at:
+            high = max(high, at + after[0][1])
+        if regions and low <= regions[-1][1]:
+            regions[-1][1] = max(regions[-1][1], high)
+        else:
+            regions.append([low, high])
+    found: list[Span] = []
+    for low, high in regions:
+        low, high = _line_edges(joined, low, high)
+        while True:
+            kept = [(start + low, end + low, kind)
+                    for start, end, kind in find_spans(joined[low:high])
+                    if _spans_boundary(joined, boundaries, start + low, end + low)
+                    and (kind != "generic_secret"
+                         or _joined_value(joined, boundaries, start + low, end + low))]
+            grow = any((start - low < JOIN_SLACK and low > 0) or (high - end < JOIN_SLACK and high < size)
+                       for start, end, _ in kept)
+            if not grow:
+                break
+            width = high - low
+            low, high = _line_edges(joined, max(0, low - width), min(size, high + width))
+        _add(found, kept)
+    return found
+
+
+def _joined_value(text: str, boundaries: list[int], start: int, end: int) -> bool:
+    """Whether a keyword's value found across texts is really split by a boundary: one cuts
+    the value mid-word (no blank on either side, no sentence end before it unless the value
+    is quoted), or one falls
+    between the keyword and the value (nothing but blanks and quotes in between). Prose
+    that ends one text and starts the next ("secret: patience." + "git@...") is neither."""
+    index = bisect.bisect_right(boundaries, start)
+    if index < len(boundaries) and boundaries[index] < end:
+        at = boundaries[index]
+        if text[at - 1].isspace() or text[at].isspace():
+            return False
+        quoted = start > 0 and end < len(text) and text[start - 1] == text[end] and text[end] in "'\"`"
+        return quoted or text[at - 1] not in ".!?,;:"
+    before = boundaries[index - 1] if index else -1
+    return before >= 0 and not text[before:start].strip(" \t\"'`")
+
+
+def _line_edges(text: str, low: int, high: int) -> tuple[int, int]:
+    """Widen ``[low, high)`` to whole lines, unless a line is too long to take whole."""
+    end = _line_end(text, high, _LONG_LINE)
+    return _line_start(text, low), (end if end < min(len(text), high + _LONG_LINE) else high)
+
+
+def _line_start(text: str, pos: int, limit: int = _LONG_LINE) -> int:
+    """Where the line holding ``pos`` starts, looking back at most ``limit`` characters."""
+    floor = max(0, pos - limit)
+    start = max(text.rfind("\n", floor, pos), text.rfind("\r", floor, pos)) + 1
+    return start if start > floor or floor == 0 else pos
+
+
+def _spans_boundary(text: str, boundaries: list[int], start: int, end: int) -> bool:
+    """Whether a boundary lies inside the span, or on the line around it (within reach)."""
+    line_start = _line_start(text, start, JOIN_WINDOW)
+    line_end = _line_end(text, end, JOIN_WINDOW)
+    index = bisect.bisect_right(boundaries, line_start)
+    return index < len(boundaries) and boundaries[index] < line_end
+
+
+def _union(spans: list[Span], more: list[Span]) -> list[Span]:
+    """Both sets of spans, overlapping ones merged into one (the earlier span's kind)."""
+    if not more:
+        return spans
+    merged: list[Span] = []
+    for start, end, kind in sorted([*spans, *more]):
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+# --- secrets as values --------------------------------------------------------------------
+
+
+def secrets_in(text: str) -> frozenset[str]:
+    """The secrets in a text as values (invisible characters dropped), to compare texts."""
+    return frozenset(visible(text[start:end]) for start, end, _ in find_spans(text))
+
+
+def redact_values(text: str, values: frozenset[str]) -> Redacted:
+    """Redact only the secrets whose value (see ``secrets_in``) is one of ``values``."""
+    return _apply(text, [span for span in find_spans(text)
+                         if visible(text[span[0]:span[1]]) in values])
+
+
+def redact_tree(value: Any) -> Any:
+    """A JSON-like value with every string in it (keys included) redacted."""
+    if isinstance(value, str):
+        return redact(value).text
+    if isinstance(value, dict):
+        return {redact_tree(k): redact_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [redact_tree(item) for item in value]
+    return value
+
+
+def redact_entry(entry: Entry) -> Entry:
+    """A memory entry with its text fields redacted (the same entry when it holds none)."""
+    title, content = redact(entry.title), redact(entry.content)
+    tags = [redact(tag) for tag in entry.tags]
+    refs = [redact(ref) for ref in entry.source_refs]
+    if not (title.count or content.count or any(t.count for t in tags)
+            or any(r.count for r in refs)):
+        return entry
+    return msgspec.structs.replace(entry, title=title.text, content=content.text,
+                                   tags=[t.text for t in tags], source_refs=[r.text for r in refs])
+
+
+def identifier_stand_in(value: str, key: bytes) -> str:
+    """An identifier (session id, request id, entry id) with no secret in it.
+
+    Returned unchanged when it holds none; else ``redacted-<16 hex>``, a keyed
+    hash of the whole value: distinct identifiers stay distinct (a retry or a
+    later call with the same value finds the same record), the stand-in is a
+    valid session id, and without the key it cannot be checked against a guess.
+    """
+    if not find_spans(value):
+        return value
+    digest = hashlib.blake2b(value.encode("utf-8", "surrogatepass"), key=key, digest_size=8)
+    return f"{IDENTIFIER_PREFIX}{digest.hexdigest()}"
 
 
 def _may_hold_keyword(lowered: str) -> bool:
@@ -359,9 +594,12 @@ def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
                 yield start + value_start, start + value_end, "generic_secret"
 
 
-def _line_end(text: str, pos: int) -> int:
-    ends = [found for found in (text.find("\n", pos), text.find("\r", pos)) if found >= 0]
-    return min(ends, default=len(text))
+def _line_end(text: str, pos: int, limit: int | None = None) -> int:
+    """Where the line holding ``pos`` ends; with ``limit``, at most that far ahead."""
+    stop = len(text) if limit is None else min(len(text), pos + limit)
+    ends = [found for found in (text.find("\n", pos, stop), text.find("\r", pos, stop))
+            if found >= 0]
+    return min(ends, default=stop)
 
 
 def _keyword_values(line: str) -> Iterator[tuple[int, int]]:
