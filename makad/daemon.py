@@ -33,6 +33,7 @@ from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
 from makad.service.episodes import EpisodeHooks, EpisodeService
+from makad.service.identifiers import Identifiers, load_or_create_key
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
@@ -168,7 +169,8 @@ class App:
 def build_app(info: DaemonInfo) -> App:
     settings = info.settings
     registry = WorkspaceRegistry(settings.data_dir)
-    ctx = Context(settings=settings, registry=registry)
+    ctx = Context(settings=settings, registry=registry,
+                  identifiers=Identifiers(load_or_create_key(settings.data_dir)))
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)
     proposals = ProposalService(ctx, memory_files, memory)
@@ -194,6 +196,7 @@ def build_app(info: DaemonInfo) -> App:
     for service in services:
         handlers.update(service.handlers())
     inject_faults(settings, handlers)
+    handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
     return App(handlers=handlers, registry=registry, watcher=watcher)
 
 

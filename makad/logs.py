@@ -1,6 +1,8 @@
 """structlog configuration: JSON lines to stderr, console rendering on a TTY.
 
 Exceptions are rendered without local variables: locals can hold memory content.
+Every string of every line (exception text included, where a path may name a
+workspace directory) goes through the redactor last, before rendering.
 """
 
 from __future__ import annotations
@@ -9,6 +11,9 @@ import logging
 import sys
 
 import structlog
+from structlog.types import EventDict, WrappedLogger
+
+from makad.core.redaction import redact_tree
 
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
            "error": logging.ERROR}
@@ -28,12 +33,13 @@ def configure(log_format: str, level: str) -> None:
     ]
     renderer: list[structlog.types.Processor]
     if log_format == "console":
-        renderer = [structlog.dev.ConsoleRenderer(
-            exception_formatter=structlog.dev.plain_traceback)]
+        renderer = [structlog.processors.format_exc_info, redact_event,
+                    structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)]
     else:
         renderer = [
             structlog.processors.ExceptionRenderer(
                 structlog.tracebacks.ExceptionDictTransformer(show_locals=False)),
+            redact_event,
             structlog.processors.JSONRenderer(),
         ]
     structlog.configure(
@@ -44,3 +50,9 @@ def configure(log_format: str, level: str) -> None:
     )
     # Libraries that log through stdlib logging (jsonrpcserver) must not print exception text.
     logging.getLogger("jsonrpcserver").setLevel(logging.CRITICAL + 1)
+
+
+def redact_event(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
+    """Redact every string in a log line, keys and nested values included."""
+    cleaned: EventDict = redact_tree(event)
+    return cleaned

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -13,7 +14,9 @@ import anyio.to_thread
 import msgspec
 import structlog
 
+from makad.core.redaction import redact_tree
 from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence
+from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
 from makad.store.workspaces import Workspace, WorkspaceRegistry
@@ -79,6 +82,8 @@ class Context:
     recovery: list[Callable[[Workspace], Awaitable[None]]] = field(default_factory=list)
     # Domain hooks other services plug in (episodes and evidence, incognito sessions).
     hooks: Hooks = field(default_factory=lambda: Hooks())
+    # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
+    identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
 
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.get(raw)
@@ -200,7 +205,9 @@ class Context:
         if stored is not None:
             return msgspec.json.decode(stored.result, type=result_type)
         result = await run()
-        await in_thread(ws.ledger.put_request_result, key, method, msgspec.json.encode(result))
+        # Stored redacted: a result may quote MEMORY.md, where the user may have typed a secret.
+        stored_text = msgspec.json.encode(redact_tree(msgspec.to_builtins(result)))
+        await in_thread(ws.ledger.put_request_result, key, method, stored_text)
         return result
 
 

@@ -23,6 +23,7 @@ from makad.core.context_types import (
     RecallHit,
     SegmentKind,
 )
+from makad.core.redaction import redact_entry
 from makad.core.render import memory_ref
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams
@@ -133,12 +134,20 @@ class ContextService:
         snap = ws.extra.get("memory_snapshot")
         if isinstance(snap, MemorySnapshot) and snap.sha == sha:
             return snap
-        active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
-        await in_thread(ws.ledger.replace_memory_index, active)
+        entries = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
+        active = await in_thread(_index_redacted, ws.ledger, entries)
         recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
         snap = MemorySnapshot(sha=sha, by_id={e.id: e for e in active}, recent=recent)
         ws.extra["memory_snapshot"] = snap
         return snap
+
+
+def _index_redacted(ledger: Ledger, entries: list[Entry]) -> list[Entry]:
+    """The entries as the agent may see them (a secret the user typed into MEMORY.md is
+    redacted), indexed for search: the index holds no secret either."""
+    clean = [redact_entry(entry) for entry in entries]
+    ledger.replace_memory_index(clean)
+    return clean
 
 
 @dataclass(frozen=True)

@@ -218,7 +218,8 @@ class EpisodeService:
             raise TooLarge(f"at most {MAX_EPISODE_REFS} source refs", limit=MAX_EPISODE_REFS,
                            count=len(params.source_refs))
         incognito = self._ctx.incognito_sessions(ws)
-        for ref in params.source_refs:
+        source_refs = self._ctx.identifiers.scrub_refs(params.source_refs)
+        for ref in source_refs:
             parts = ref.split(":")
             if len(parts) == 3 and parts[1] in incognito:
                 raise InvalidParams("a source ref names an incognito session", path="$.sourceRefs",
@@ -226,7 +227,7 @@ class EpisodeService:
         now = now_ms()
         new = NewEpisode(episode_id=new_session_id(now), session_id=params.session_id,
                          kind="client", summary=summary, tags=tags,
-                         source_refs=list(dict.fromkeys(params.source_refs)),
+                         source_refs=list(dict.fromkeys(source_refs)),
                          at=now if params.at is None else params.at)
         key = None if params.request_id is None else f"record_episode:{params.request_id}"
         added = await in_thread(ws.ledger.add_episode, new, request_id=key)

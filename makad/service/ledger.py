@@ -9,9 +9,9 @@ the ledger is the session's own history (build_context and compaction need it).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
-from makad.core.redaction import redact
+from makad.core.redaction import redact, redact_joined
 from makad.core.types import Event, WorkingState
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread
@@ -44,13 +44,14 @@ from makad.wire.ledger import (
 INLINE_REDACTION_CHARS = 4_096
 
 
-def redact_events(events: Sequence[EventInput]) -> tuple[list[NewEvent], int]:
-    """The events with secrets replaced in their text and meta values, and how many."""
+def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]
+                  ) -> tuple[list[NewEvent], int]:
+    """The events with secrets replaced in their text (read as one stream, so a secret
+    split across two events is caught), meta and tool name, and how many; tool call ids
+    go through ``scrub`` (an identifier's stand-in keeps calls paired with results)."""
+    texts, count = redact_joined([event.text for event in events])
     out: list[NewEvent] = []
-    count = 0
-    for event in events:
-        text = redact(event.text)
-        count += text.count
+    for event, text in zip(events, texts, strict=True):
         meta = None
         if event.meta is not None:
             meta = {}
@@ -58,15 +59,13 @@ def redact_events(events: Sequence[EventInput]) -> tuple[list[NewEvent], int]:
                 clean_key, clean_value = redact(key), redact(value)
                 count += clean_key.count + clean_value.count
                 meta[clean_key.text] = clean_value.text
-        call_id = tool = None
-        if event.tool_call_id is not None:
-            cleaned = redact(event.tool_call_id)
-            count += cleaned.count
-            call_id = cleaned.text
+        tool = None
         if event.tool_name is not None:
             cleaned = redact(event.tool_name)
             count += cleaned.count
             tool = cleaned.text
+        call_id = None if event.tool_call_id is None else scrub(event.tool_call_id)
+        count += call_id != event.tool_call_id
         out.append(NewEvent(type=event.type, text=text.text, ts=event.ts,
                             tool_call_id=call_id, tool_name=tool, meta=meta, tokens=event.tokens))
     return out, count
@@ -147,10 +146,11 @@ class LedgerService:
     async def append_events(self, params: AppendEventsParams, peer: Peer) -> AppendEventsResult:
         ws = await self._ctx.workspace(params.workspace)
         size = sum(len(e.text) + sum(map(len, (e.meta or {}).values())) for e in params.events)
+        scrub = self._ctx.identifiers.scrub
         if size <= INLINE_REDACTION_CHARS:
-            events, redactions = redact_events(params.events)
+            events, redactions = redact_events(params.events, scrub)
         else:
-            events, redactions = await in_thread(redact_events, params.events)
+            events, redactions = await in_thread(redact_events, params.events, scrub)
         result = await self._sessions.append(ws, params.session_id, events,
                                              expected_seq=params.expected_seq,
                                              request_id=params.request_id,
@@ -179,7 +179,8 @@ class LedgerService:
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
         ws = await self._ctx.workspace(params.workspace)
-        results = await self._sessions.retrieve(ws, params.refs, asking=params.session_id)
+        refs = self._ctx.identifiers.scrub_refs(params.refs)
+        results = await self._sessions.retrieve(ws, refs, asking=params.session_id)
         return RetrieveResult(results=results)
 
     # --- working state and manifests ----------------------------------------------------

@@ -34,6 +34,7 @@ from makad.errors import (
 )
 from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
+from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, Context, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.store import memory_files as files
@@ -83,6 +84,13 @@ def changed_ids(before: fmt.MemoryDocument, after: fmt.MemoryDocument) -> set[st
     return {i for i in old.keys() | new.keys() if old.get(i) != new.get(i)}
 
 
+def default_decay_ms(settings: Settings) -> int | None:
+    """The decay a new active entry without its own gets: the workspace's defaultDecayDays."""
+    if settings.default_decay_days is None:
+        return None
+    return int(settings.default_decay_days * DAY_MS)
+
+
 def redact_all(values: list[str]) -> list[str]:
     return [redact(value).text for value in values]
 
@@ -114,15 +122,19 @@ class MemoryFiles:
         cap = self._ctx.settings.memory_max_bytes
         tracked = [self._tracked(ws, name) for name in names]
         before = [t.doc for t, _, _ in tracked]
+        before_texts = [t.text for t, _, _ in tracked]
 
         def check() -> list[bool]:  # one worker-thread hop for all files
             return [t.refresh(path, cap) for t, path, _ in tracked]
 
-        for name, (t, _, channel), old, changed in zip(names, tracked, before, await in_thread(check),
-                                                       strict=True):
+        results = await in_thread(check)
+        for name, (t, _, channel), old, changed in zip(names, tracked, before, results, strict=True):
             if changed:
                 await self._record_user_edits(ws, old, t.doc, name)
                 await self._ctx.bump(ws, channel, "external_edit")
+        if any(results):
+            await scrub_removed_secrets(ws, [text for text, changed in zip(before_texts, results,
+                                                                            strict=True) if changed])
 
     async def _record_user_edits(self, ws: Workspace, before: fmt.MemoryDocument,
                                  after: fmt.MemoryDocument, which: str) -> None:
@@ -161,11 +173,13 @@ class MemoryFiles:
                           before_write: BeforeWrite | None = None) -> Change:
         tracked, path, channel = self._tracked(ws, which)
         seen = tracked.doc
+        seen_text = tracked.text
         user_changed: set[str] = set()
         if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
             user_changed = changed_ids(seen, tracked.doc)
             await self._record_user_edits(ws, seen, tracked.doc, which)
             await self._ctx.bump(ws, channel, "external_edit")
+            await scrub_removed_secrets(ws, [seen_text])
         revision = await self._ctx.revision(ws)
         if expected_revision is not None and expected_revision != revision:
             raise Conflict("the workspace changed since that revision",
@@ -199,6 +213,7 @@ class MemoryFiles:
             await before_write(change)
         sha = await in_thread(do_write)
         tracked.remember(path, text, sha)
+        await scrub_removed_secrets(ws, [old_text])
         self._ctx.on_access(ws)
         if bump:
             await self._ctx.bump(ws, channel, "daemon")
@@ -368,9 +383,8 @@ class MemoryService:
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
             now = now_ms()
-            decay = params.decay_ttl_ms
-            if decay is None and settings.default_decay_days is not None:
-                decay = int(settings.default_decay_days * DAY_MS)
+            decay = params.decay_ttl_ms if params.decay_ttl_ms is not None else default_decay_ms(
+                settings)
             entry = Entry(id=fmt.new_entry_id(content, now), title=title, content=content,
                           origin="manual", created_at=now, updated_at=now, status="active",
                           tags=normalize_tags(params.tags), decay_ttl_ms=decay,

@@ -136,7 +136,8 @@ class ProposalService:
                     status="draft" if params.draft else "review_required",
                     tags=normalize_tags(params.tags), decay_ttl_ms=params.decay_ttl_ms,
                     scope=params.scope, session_id=params.session_id,
-                    source_refs=redact_all(params.source_refs), supersedes=params.supersedes)
+                    source_refs=self._ctx.identifiers.scrub_refs(params.source_refs),
+                    supersedes=params.supersedes)
                 similar = similar_ids(content, [*active, *open_])
 
                 def op(doc: fmt.MemoryDocument) -> Change:
@@ -255,11 +256,13 @@ class ProposalService:
                 created += 1
                 entry_id = fmt.new_entry_id(content, created)
             used.add(entry_id)
+            scrub = self._ctx.identifiers
             entry = Entry(id=entry_id, title=title, content=content, origin=proposal.origin,
-                          created_at=created, updated_at=created, status="active", tags=tags,
-                          decay_ttl_ms=proposal.decay_ttl_ms, scope=proposal.scope,
-                          session_id=proposal.session_id, source_refs=proposal.source_refs,
-                          supersedes=proposal.supersedes)
+                          created_at=created, updated_at=created, status="active",
+                          tags=redact_all(tags), decay_ttl_ms=proposal.decay_ttl_ms,
+                          scope=proposal.scope, session_id=scrub.scrub_optional(proposal.session_id),
+                          source_refs=scrub.scrub_refs(proposal.source_refs),
+                          supersedes=scrub.scrub_optional(proposal.supersedes))
             items.append({"proposalId": proposal_id, "entry": msgspec.to_builtins(entry),
                           "edited": edit is not None})
             active[content_hash(content)] = entry

@@ -46,6 +46,7 @@ from typing import Any, Final, Literal, TypeVar, cast
 import msgspec
 
 from makad.core.cjk import index_text, match_expression, query_terms
+from makad.core.redaction import redact_tree
 from makad.core.tokens import estimate_tokens
 from makad.core.types import (
     NOTE_SECTIONS,
@@ -1168,7 +1169,8 @@ class Ledger:
         """Record a multi-step operation before its first step, so a restart can finish it."""
         at = now_ms() if ts is None else ts
         iid = intent_id or secrets.token_hex(16)
-        body = msgspec.json.encode(dict(payload)).decode()
+        # The payload may quote the user's files: no secret in it reaches the ledger.
+        body = msgspec.json.encode(redact_tree(dict(payload))).decode()
         with self._writing() as conn:
             try:
                 conn.execute(

@@ -16,6 +16,7 @@ import re
 import stat
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -194,7 +195,15 @@ def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
     existing = sorted(p.name for p in backups_dir.iterdir() if _BACKUP_NAME.match(p.name))
     counter = int(existing[-1].split("-")[1]) + 1 if existing else 1
     name = f"{time.time_ns() // 1_000_000:013d}-{counter % 1_000_000:06d}-{file_kind}.md"
-    target = backups_dir / name
+    _write_private(backups_dir, name, text)
+    mine = sorted(p for p in backups_dir.iterdir()
+                  if _BACKUP_NAME.match(p.name) and p.name.endswith(f"-{file_kind}.md"))
+    for old in mine[:-MAX_BACKUPS]:
+        old.unlink(missing_ok=True)
+
+
+def _write_private(backups_dir: Path, name: str, text: str) -> None:
+    """Write a backup file whole (mode 0600): fsynced under a temp name, then renamed."""
     partial = backups_dir / f".{name}.partial"
     fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
@@ -207,11 +216,7 @@ def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
         partial.unlink(missing_ok=True)
         raise
     os.close(fd)
-    os.replace(partial, target)
-    mine = sorted(p for p in backups_dir.iterdir()
-                  if _BACKUP_NAME.match(p.name) and p.name.endswith(f"-{file_kind}.md"))
-    for old in mine[:-MAX_BACKUPS]:
-        old.unlink(missing_ok=True)
+    os.replace(partial, backups_dir / name)
 
 
 def list_backups(backups_dir: Path) -> list[BackupInfo]:
@@ -243,3 +248,28 @@ def read_backup(backups_dir: Path, backup_id: str) -> tuple[str, str] | None:
     except (FileNotFoundError, IsADirectoryError):
         return None
     return match.group(3), data.decode("utf-8", "surrogateescape")
+
+
+def rewrite_backups(backups_dir: Path, transform: Callable[[str], str]) -> int:
+    """Apply ``transform`` to every backup and rewrite (atomically) those it changes."""
+    if not backups_dir.is_dir():
+        return 0
+    rewritten = 0
+    for path in sorted(backups_dir.iterdir()):
+        if not _BACKUP_NAME.match(path.name):
+            continue
+        try:
+            text = path.read_bytes().decode("utf-8", "surrogateescape")
+        except FileNotFoundError:  # pruned by a concurrent write since the listing
+            continue
+        except OSError as exc:
+            raise generalize(exc) from None
+        new = transform(text)
+        if new == text:
+            continue
+        try:
+            _write_private(backups_dir, path.name, new)
+        except OSError as exc:
+            raise generalize(exc) from None
+        rewritten += 1
+    return rewritten

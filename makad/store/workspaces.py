@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace
 from makad.store.ledger import Ledger
 from makad.store.tracked import TrackedFile
@@ -117,8 +118,8 @@ class WorkspaceRegistry:
         data_dir = self._data_dir / "workspaces" / ws_id
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         marker = data_dir / "workspace-path"
-        if not marker.exists():
-            marker.write_text(str(path), encoding="utf-8")
+        if not marker.exists():  # for people browsing the data dir: redacted like any text
+            marker.write_text(redact(str(path)).text, encoding="utf-8")
         ledger = Ledger(data_dir / "ledger.sqlite3")
         return Workspace(path=path, id=ws_id, data_dir=data_dir, ledger=ledger)
 

@@ -1,0 +1,112 @@
+"""Identifiers a client chooses (session ids, request ids, entry ids it names, tool call ids)
+with no secret in them, consistently across calls.
+
+Text fields are redacted where each service reads them (they count ``redactions``).
+An identifier cannot become ``[REDACTED:kind]``: two different ids would merge
+(two sessions into one, a retry answered with another request's result). So an
+identifier holding a secret is replaced, before any handler sees it, by a keyed
+hash of itself (``identifier_stand_in``): the same raw id always maps to the
+same stand-in, so every later call that names it finds what the first one
+stored, and the stand-in is itself a valid id (calls may use either).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from collections.abc import Mapping
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from makad.core.redaction import identifier_stand_in, redact
+from makad.rpc.dispatch import Handler
+from makad.wire.base import MethodSpec
+
+# Params fields holding an identifier the daemon stores or looks up by (Python names).
+IDENTIFIER_FIELDS = frozenset({"session_id", "request_id", "supersedes"})
+KEY_FILE = "identifier.key"
+KEY_BYTES = 32
+
+
+class Identifiers:
+    """Stand-ins for identifiers that hold a secret, keyed by this data directory's key."""
+
+    def __init__(self, key: bytes) -> None:
+        self._key = key
+        self.scrub = lru_cache(maxsize=8192)(self._scrub)
+
+    def _scrub(self, value: str) -> str:
+        return identifier_stand_in(value, self._key)
+
+    def scrub_optional(self, value: str | None) -> str | None:
+        return None if value is None else self.scrub(value)
+
+    def scrub_ref(self, ref: str) -> str:
+        """A source ref: the session id of ``event:<session>:<seqs>`` as an identifier (so
+        the ref still resolves), anything else redacted as text."""
+        kind, sep, rest = ref.partition(":")
+        session, sep2, seqs = rest.rpartition(":")
+        if kind == "event" and sep and sep2 and session:
+            return f"event:{self.scrub(session)}:{redact(seqs).text}"
+        return redact(ref).text
+
+    def scrub_refs(self, refs: list[str]) -> list[str]:
+        return [self.scrub_ref(ref) for ref in refs]
+
+    def wrap(self, catalogue: Mapping[str, MethodSpec], handlers: Mapping[str, Handler]
+             ) -> dict[str, Handler]:
+        """The handlers, each taking params whose identifier fields are already scrubbed."""
+        wrapped: dict[str, Handler] = {}
+        for name, handler in handlers.items():
+            spec = catalogue.get(name)
+            fields = () if spec is None else tuple(
+                f for f in spec.params.__struct_fields__ if f in IDENTIFIER_FIELDS)
+            wrapped[name] = self._wrap_one(handler, fields) if fields else handler
+        return wrapped
+
+    def _wrap_one(self, handler: Handler, fields: tuple[str, ...]) -> Handler:
+        async def scrubbed(params: Any, peer: Any) -> Any:
+            changes = {}
+            for name in fields:
+                value = getattr(params, name)
+                if isinstance(value, str):
+                    clean = self.scrub(value)
+                    if clean != value:
+                        changes[name] = clean
+            if changes:
+                params = msgspec.structs.replace(params, **changes)
+            return await handler(params, peer)
+
+        return scrubbed
+
+
+def load_or_create_key(data_dir: Path) -> bytes:
+    """This data directory's identifier key: created once (mode 0600), never torn.
+
+    Written to a temp file, then linked into place, so a crash leaves either no key
+    or a whole one, and two daemons starting at once agree on the first. A key of
+    the wrong size is replaced (only stand-ins made with it stop matching).
+    """
+    path = data_dir / KEY_FILE
+    with contextlib.suppress(FileNotFoundError):
+        key = path.read_bytes()
+        if len(key) == KEY_BYTES:
+            return key
+        path.unlink()
+    fd, tmp = tempfile.mkstemp(prefix=".identifier.", dir=data_dir)
+    try:
+        try:
+            os.fchmod(fd, 0o600)
+            os.write(fd, os.urandom(KEY_BYTES))
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        with contextlib.suppress(FileExistsError):
+            os.link(tmp, path)
+    finally:
+        os.unlink(tmp)
+    return path.read_bytes()
