@@ -24,7 +24,7 @@ from makad.core import importers
 from makad.core import memory_format as fmt
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.redaction import redact
-from makad.core.types import Entry
+from makad.core.types import Entry, Origin
 from makad.errors import (
     Conflict,
     GateClosed,
@@ -37,7 +37,14 @@ from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
 from makad.service.common import Context, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
-from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags, redact_all
+from makad.service.memory import (
+    Change,
+    MemoryFiles,
+    MemoryService,
+    default_decay_ms,
+    normalize_tags,
+    redact_all,
+)
 from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
 from makad.wire.proposals import (
@@ -102,10 +109,16 @@ class ProposalService:
             settings = await self._ctx.require_writable(ws)
             if params.session_id and params.session_id in self._ctx.incognito_sessions(ws):
                 raise IncognitoBlocked("the session is incognito: nothing is written")
-            if params.origin == "extracted" and not settings.extract_tool_effective:
+            # propose is the agent's path, whatever origin it claims: the gate comes first.
+            if not settings.extract_tool_effective:
                 raise GateClosed("agent proposals need extractToolEnabled and agentReadEnabled",
                                  extractToolEnabled=settings.extract_tool_enabled,
                                  agentReadEnabled=settings.agent_read_enabled)
+            if params.origin != "extracted":
+                raise InvalidParams(
+                    "propose is the agent's path and its origin is extracted: the user's own "
+                    "entries go through add_entry, other tools' memories through import_memories",
+                    path="$.origin", allowed=["extracted"])
             title, content, redactions = MemoryService.clean(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped proposal needs sessionId", path="$.sessionId")
@@ -147,8 +160,7 @@ class ProposalService:
                 if params.consolidates is not None:
                     await self._ctx.consolidation_queued(ws, params.consolidates, proposal.id)
                 revision = await self._ctx.revision(ws)
-            await in_thread(ws.ledger.append_memory_event, action="proposed",
-                            actor="import" if params.origin == "imported" else "agent",
+            await in_thread(ws.ledger.append_memory_event, action="proposed", actor="agent",
                             proposal_id=proposal.id,
                             data={"origin": params.origin, "sourceRefs": proposal.source_refs,
                                   "redactions": redactions, "similarTo": similar})
@@ -181,7 +193,7 @@ class ProposalService:
         intent_id = None if params.request_id is None else f"approve:{params.request_id}"
 
         async def run() -> ApproveResult:
-            await self._ctx.require_writable(ws)
+            settings = await self._ctx.require_writable(ws)
             if intent_id is not None:
                 earlier = await in_thread(ws.ledger.get_intent, intent_id)
                 if earlier is not None and earlier.state != "aborted":
@@ -199,7 +211,8 @@ class ProposalService:
                 if params.expected_revision is not None and params.expected_revision != revision:
                     raise Conflict("the workspace changed since that revision",
                                    currentRevision=revision)
-                plan, redactions = self._plan(ws, params)
+                origins = await in_thread(_recorded_origins, ws, params.ids)
+                plan, redactions = self._plan(ws, params, origins, default_decay_ms(settings))
                 plan["redactions"] = redactions
                 intent = await in_thread(ws.ledger.begin_intent, "approve", plan,
                                          intent_id=intent_id)
@@ -215,8 +228,14 @@ class ProposalService:
 
         return await self._ctx.idempotent(ws, params.request_id, "approve", ApproveResult, run)
 
-    def _plan(self, ws: Workspace, params: ApproveParams) -> tuple[dict[str, Any], int]:
-        """The full approval, decided up front so a crash can finish it from the record."""
+    def _plan(self, ws: Workspace, params: ApproveParams, origins: dict[str, Origin],
+              default_decay_ms: int | None) -> tuple[dict[str, Any], int]:
+        """The full approval, decided up front so a crash can finish it from the record.
+
+        An entry's origin is what the ledger recorded when it was queued (``extracted``
+        for the agent, ``imported`` for an import), not what PENDING.md says now; its
+        decay is its own, else the workspace's ``defaultDecayDays``.
+        """
         pending = {s.entry.id: s.entry for s in ws.pending.doc.sections}
         missing = [i for i in params.ids if i not in pending
                    or pending[i].status not in OPEN_STATUSES]
@@ -257,9 +276,12 @@ class ProposalService:
                 entry_id = fmt.new_entry_id(content, created)
             used.add(entry_id)
             scrub = self._ctx.identifiers
-            entry = Entry(id=entry_id, title=title, content=content, origin=proposal.origin,
+            entry = Entry(id=entry_id, title=title, content=content,
+                          origin=origins.get(proposal_id, proposal.origin),
                           created_at=created, updated_at=created, status="active",
-                          tags=redact_all(tags), decay_ttl_ms=proposal.decay_ttl_ms,
+                          tags=redact_all(tags),
+                          decay_ttl_ms=(default_decay_ms if proposal.decay_ttl_ms is None
+                                        else proposal.decay_ttl_ms),
                           scope=proposal.scope, session_id=scrub.scrub_optional(proposal.session_id),
                           source_refs=scrub.scrub_refs(proposal.source_refs),
                           supersedes=scrub.scrub_optional(proposal.supersedes))
@@ -529,3 +551,19 @@ class ProposalService:
                 doc = fmt.upsert(doc, entry)
             data = fmt.render(doc)
         return ExportResult(format=params.format, data=data, count=len(chosen))
+
+
+def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:
+    """The origin each proposal was queued with, from the ledger (blocking)."""
+    found: dict[str, Origin] = {}
+    for proposal_id in dict.fromkeys(ids):
+        for event in ws.ledger.memory_history(proposal_id):
+            if event.proposal_id != proposal_id:
+                continue
+            if event.action == "imported" or (event.action == "proposed" and event.actor == "import"):
+                found[proposal_id] = "imported"
+                break
+            if event.action == "proposed":
+                found[proposal_id] = "extracted"
+                break
+    return found

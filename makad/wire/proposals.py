@@ -172,9 +172,10 @@ _WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFail
 
 METHODS: list[MethodSpec] = [
     MethodSpec("propose", ProposeParams, ProposeResult,
-               "Queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). "
-               "Gates in order: disabled, incognito_blocked, gate_closed (origin extracted "
-               "needs extractToolEnabled && agentReadEnabled), too_large.",
+               "The agent's path: queue a memory for the user's approval in PENDING.md (never "
+               "writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed "
+               "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
+               "unless origin is extracted, too_large.",
                errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence)),
     MethodSpec("list_proposals", ListProposalsParams, ProposalsResult,
                "Open proposals with the ids of similar entries.", errors=(*_WS, IOFailure)),

@@ -66,6 +66,7 @@ class CrashLoop:
             self.daemon.start()
             with Client(str(self.daemon.socket)) as client:
                 client.call("set_settings", {"workspace": self.run.ws, "agentReadEnabled": True,
+                                             "extractToolEnabled": True,
                                              "historyRecallEnabled": True})
             for cycle in range(self.cycles):
                 self.cycle()

@@ -328,7 +328,6 @@ class LoadClient:
         text = self.unique("proposal")
         result = await self.call("propose", {"workspace": self.home, "title": text,
                                              "content": f"{text}: deploys happen on Fridays.",
-                                             "origin": self.rng.choice(["manual", "extracted"]),
                                              "sourceRefs": [f"event:{self.session}:1"]})
         if result is not None and result["queued"]:
             self.pending.append(result["proposal"]["id"])

@@ -345,7 +345,7 @@ class ProposalWorker(Worker):
             self.run.expectations.ack(marker, state, found["id"])
 
         self.execute(Op("propose", {"workspace": self.run.ws, "title": marker,
-                                    "content": content(marker, 0), "origin": "manual",
+                                    "content": content(marker, 0),
                                     "requestId": request_id()}, on_ack=ack))
 
     def approve(self, marker: str, proposal_id: str, version: int) -> None:

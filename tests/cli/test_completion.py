@@ -65,7 +65,8 @@ def test_bash_completes_directories_for_workspace(script: Path, short_tmp: Path)
 def test_bash_completes_pending_ids_from_the_daemon(script: Path, daemon: DaemonProcess,
                                                     short_tmp: Path) -> None:
     """approve completes the ids of waiting proposals, asking the daemon named on the line."""
-    pid = call(daemon, "propose", title="T", content="complete me", origin="manual")["proposal"]["id"]
+    call(daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    pid = call(daemon, "propose", title="T", content="complete me")["proposal"]["id"]
     wrapper = short_tmp / "maka"
     wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -m maka.cli \"$@\"\n")
     wrapper.chmod(0o755)

@@ -11,7 +11,8 @@ from tests.support import DaemonProcess
 
 
 def propose(d: DaemonProcess, title: str, content: str, **kw: Any) -> str:
-    result = call(d, "propose", title=title, content=content, origin="manual", **kw)
+    call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    result = call(d, "propose", title=title, content=content, **kw)
     proposal_id: str = result["proposal"]["id"]
     return proposal_id
 
@@ -34,7 +35,7 @@ def test_pending_lists_the_queue(daemon: DaemonProcess) -> None:
     assert table.returncode == 0
     rows = table.stdout.splitlines()
     assert rows[0].split() == ["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"]
-    assert sum("manual" in r for r in rows) == 2 and "2 waiting" in table.stdout
+    assert sum("extracted" in r for r in rows) == 2 and "2 waiting" in table.stdout
     listing = json.loads(run_maka(daemon, "pending", "--json").stdout)
     assert len(listing["proposals"]) == 2 and listing["proposals"][0]["similarTo"]
 
@@ -62,7 +63,7 @@ def test_reject_with_reason_and_no_requeue(daemon: DaemonProcess) -> None:
     result = run_maka(daemon, "reject", pid, "--reason", "not true")
     assert result.returncode == 0 and result.stdout.strip() == f"Rejected {pid}"
     assert "likes spaces" not in files(daemon)[1]
-    again = call(daemon, "propose", title="Wrong", content="the user likes spaces", origin="manual")
+    again = call(daemon, "propose", title="Wrong", content="the user likes spaces")
     assert again["queued"] is False and again["previouslyRejected"]["reason"] == "not true"
 
 

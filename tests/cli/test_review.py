@@ -16,7 +16,8 @@ PROMPT = "[q]uit [?] "
 
 
 def propose(d: DaemonProcess, title: str, content: str) -> str:
-    pid: str = call(d, "propose", title=title, content=content, origin="manual")["proposal"]["id"]
+    call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    pid: str = call(d, "propose", title=title, content=content)["proposal"]["id"]
     return pid
 
 
@@ -52,8 +53,7 @@ def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
     assert "The user's editor is helix." in contents
     waiting = [v["proposal"]["id"] for v in call(daemon, "list_proposals")["proposals"]]
     assert waiting == [skipped] and edited not in waiting and approved not in waiting
-    again = call(daemon, "propose", title="Spaces", content="The user likes two-space indents.",
-                 origin="manual")
+    again = call(daemon, "propose", title="Spaces", content="The user likes two-space indents.")
     assert again["previouslyRejected"]["reason"] == "stale"
     assert again["previouslyRejected"]["proposalId"] == rejected
 

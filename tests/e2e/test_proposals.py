@@ -91,13 +91,6 @@ def test_gates_in_order(daemon: DaemonProcess) -> None:
                 {"workspace": w, "title": "T", "content": "x" * 40_000})
 
 
-def test_manual_origin_skips_extract_gate(daemon: DaemonProcess) -> None:
-    """A proposal the user makes (origin manual) does not need the extract gate."""
-    result = propose(daemon, "user's own idea", origin="manual")
-    assert result["queued"] and result["proposal"]["status"] == "review_required"
-    assert memory_entries(daemon) == []
-
-
 def test_propose_writes_pending_not_memory_and_redacts(daemon: DaemonProcess) -> None:
     """A proposal lands in PENDING.md only, with secrets redacted (invariant 5)."""
     open_gate(daemon)

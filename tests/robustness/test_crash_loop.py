@@ -32,8 +32,9 @@ def test_approve_retried_after_a_crash_gets_its_result(daemon: DaemonProcess) ->
     approval at restart, and the client's retry with the same requestId is answered with
     the approval, not not_found."""
     w = str(daemon.workspace)
-    proposal = daemon.call("propose", {"workspace": w, "title": "T", "content": "approve me",
-                                       "origin": "manual"})["proposal"]["id"]
+    daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+    proposal = daemon.call("propose", {"workspace": w, "title": "T",
+                                       "content": "approve me"})["proposal"]["id"]
     daemon.restart({"MAKAD_FAULT_POINT": "approve_after_memory"})
     params = {"workspace": w, "ids": [proposal], "requestId": "approve-1"}
     with pytest.raises(ProtocolError):

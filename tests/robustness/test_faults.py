@@ -40,11 +40,12 @@ def ledger_dir(d: DaemonProcess) -> Path:
 
 
 def seed(d: DaemonProcess) -> dict[str, Any]:
-    """Two entries, two open proposals and a session with events."""
+    """Two entries, two open proposals (the extract gate open) and a session with events."""
+    d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True, "extractToolEnabled": True})
     entry = d.call("add_entry", {"workspace": ws(d), "title": "Build", "content": "use make"})
     d.call("add_entry", {"workspace": ws(d), "title": "Style", "content": "4 spaces"})
     proposals = [d.call("propose", {"workspace": ws(d), "title": f"P{i}",
-                                    "content": f"proposal number {i}", "origin": "manual"})["proposal"]["id"]
+                                    "content": f"proposal number {i}"})["proposal"]["id"]
                  for i in range(2)]
     sid = d.call("open_session", {"workspace": ws(d)})["sessionId"]
     d.call("append_events", {"workspace": ws(d), "sessionId": sid,
@@ -69,7 +70,7 @@ def test_disk_full_switch_refuses_every_memory_write(daemon: DaemonProcess) -> N
         ("update_entry", {"workspace": w, "id": seeded["entry"], "content": "changed"}),
         ("archive_entry", {"workspace": w, "id": seeded["entry"]}),
         ("delete_entry", {"workspace": w, "id": seeded["entry"]}),
-        ("propose", {"workspace": w, "title": "Q", "content": "a new proposal", "origin": "manual"}),
+        ("propose", {"workspace": w, "title": "Q", "content": "a new proposal"}),
         ("approve", {"workspace": w, "ids": [seeded["proposals"][0]]}),
         ("reject", {"workspace": w, "ids": [seeded["proposals"][1]], "reason": "no"}),
         ("import_memories", {"workspace": w, "format": "markdown",
@@ -185,7 +186,7 @@ def test_read_only_memory_dir(daemon: DaemonProcess) -> None:
     with read_only_dir(memory_dir(daemon)):
         for method, params in [
             ("add_entry", {"workspace": w, "title": "New", "content": "refused"}),
-            ("propose", {"workspace": w, "title": "Q", "content": "refused too", "origin": "manual"}),
+            ("propose", {"workspace": w, "title": "Q", "content": "refused too"}),
         ]:
             exc = remote_error(daemon, method, params)
             assert (exc.kind, exc.data.get("reason")) == ("io_error", "permission_denied")
@@ -235,7 +236,7 @@ def test_memory_file_replaced_by_a_symlink(daemon: DaemonProcess) -> None:
     assert daemon.call("read_state", {"workspace": w})["status"] == "error"
     for method, params in [
         ("add_entry", {"workspace": w, "title": "T", "content": "c"}),
-        ("propose", {"workspace": w, "title": "P", "content": "p", "origin": "manual"}),
+        ("propose", {"workspace": w, "title": "P", "content": "p"}),
     ]:
         exc = remote_error(daemon, method, params)
         assert (exc.kind, exc.data.get("reason")) == ("invalid_workspace", "symlink")
@@ -345,8 +346,10 @@ def test_failed_change_retried_with_its_request_id_gets_its_result(daemon: Daemo
                                            "content": "remove me"})["entry"]["id"]
         params = {"workspace": w, "id": target, "requestId": "r-1"}
     else:
-        target = daemon.call("propose", {"workspace": w, "title": "Gone", "content": "remove me",
-                                         "origin": "manual"})["proposal"]["id"]
+        daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True,
+                                     "extractToolEnabled": True})
+        target = daemon.call("propose", {"workspace": w, "title": "Gone",
+                                         "content": "remove me"})["proposal"]["id"]
         params = {"workspace": w, "ids": [target], "reason": "no", "requestId": "r-1"}
     with immutable_file(ledger_dir(daemon) / "ledger.sqlite3-wal"):
         assert remote_error(daemon, method, params).kind == "io_error"

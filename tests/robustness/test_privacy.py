@@ -6,8 +6,6 @@ A connection from another uid is refused: tests/e2e/test_lifecycle.py::test_othe
 
 from __future__ import annotations
 
-import hashlib
-import string
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,16 +14,10 @@ import pytest
 
 from maka.errors import RemoteError
 from makad.core.redaction import redact
+from tests.robustness.planting import github_token
 from tests.support import DaemonProcess
 
-ALNUM = string.ascii_letters + string.digits
 SUMMARY = "# Current Goal\nShip it.\n\n# Current State\nHalf done.\n\n# Next Step\nTest.\n"
-
-
-def github_token(label: str) -> str:
-    """A fabricated, label-specific token in GitHub's format (no one issued it)."""
-    digest = hashlib.sha256(label.encode()).digest() * 2
-    return "ghp_" + "".join(ALNUM[b % len(ALNUM)] for b in digest[:36])
 
 
 def files_under(*roots: Path) -> list[Path]:
@@ -143,8 +135,7 @@ def test_incognito_leaves_no_trace_on_disk(daemon: DaemonProcess) -> None:
         assert hits["hits"], "the incognito session is searchable by its own id"
         with pytest.raises(RemoteError) as refused:
             daemon.client().call("propose", {"workspace": w, "title": "P", "sessionId": sid,
-                                             "content": needles[f"{marker}{n + 3}"],
-                                             "origin": "manual"})
+                                             "content": needles[f"{marker}{n + 3}"]})
         assert refused.value.kind == "incognito_blocked"
 
     private = setup_session(daemon, incognito=True, title="private session")
@@ -168,9 +159,10 @@ def test_info_logs_carry_no_memory_content(daemon: DaemonProcess) -> None:
     words = {name: f"quokka-{name}-{i}" for i, name in enumerate(
         ["title", "content", "proposal", "event", "goal", "summary", "query", "reason",
          "episode", "import"])}
-    daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True})
+    daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True,
+                                 "extractToolEnabled": True})
     daemon.call("add_entry", {"workspace": w, "title": words["title"], "content": words["content"]})
-    proposed = daemon.call("propose", {"workspace": w, "title": "P", "origin": "manual",
+    proposed = daemon.call("propose", {"workspace": w, "title": "P",
                                        "content": words["proposal"]})["proposal"]["id"]
     daemon.call("reject", {"workspace": w, "ids": [proposed], "reason": words["reason"]})
     daemon.call("import_memories", {"workspace": w, "format": "markdown",
@@ -212,6 +204,8 @@ def test_a_secret_in_tags_and_event_fields_never_reaches_disk(daemon: DaemonProc
         except RemoteError as exc:  # refusing the field is as good as redacting it
             assert exc.kind in ("invalid_params", "too_large")
 
+    daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True,
+                                 "extractToolEnabled": True})
     sid = setup_session(daemon)
     attempt("append_events", {"workspace": w, "sessionId": sid, "events": [
         {"type": "tool_call", "text": "{}", "toolCallId": secret("event.toolCallId"),
@@ -220,7 +214,7 @@ def test_a_secret_in_tags_and_event_fields_never_reaches_disk(daemon: DaemonProc
                                   "events": [{"type": "user_message", "text": "hello"}]})
     attempt("add_entry", {"workspace": w, "title": "T", "content": "c",
                           "tags": [secret("entry.tag")]})
-    attempt("propose", {"workspace": w, "title": "P", "content": "p", "origin": "manual",
+    attempt("propose", {"workspace": w, "title": "P", "content": "p",
                         "tags": [secret("proposal.tag")],
                         "sourceRefs": [f"event:{sid}:1", secret("proposal.sourceRef")]})
     attempt("record_episode", {"workspace": w, "sessionId": sid, "summary": "s",

@@ -1118,7 +1118,7 @@ export interface Methods {
     result: SubscribeResult;
     errors: "invalid_workspace";
   };
-  /** Queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (origin extracted needs extractToolEnabled && agentReadEnabled), too_large. */
+  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. */
   propose: {
     params: {
       workspace: string;
