@@ -277,7 +277,8 @@ _REFERENCE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")  # a call or a l
 
 def redact(text: str) -> Redacted:
     """Replace every secret in ``text`` with ``[REDACTED:<kind>]``."""
-    return _apply(text, find_spans(text))
+    spans = _find(text, 0) if text.isascii() else find_spans(text)
+    return _apply(text, spans) if spans else Redacted(text, 0, [])
 
 
 def find_spans(text: str, depth: int = 0) -> list[Span]:

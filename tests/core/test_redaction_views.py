@@ -37,8 +37,11 @@ SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
 def gone(secret: str, text: str, size: int = 10) -> bool:
-    """No chunk of the secret (10 characters, every 5) is left in the text."""
-    return not any(secret[i:i + size] in text for i in range(0, max(1, len(secret) - size + 1), 5))
+    """No chunk of the secret (10 characters, every 5) is left in the text, read the way
+    the detector reads it (invisible characters dropped, look-alikes folded)."""
+    view = normalized_view(text)
+    seen = text if view is None else view.text
+    return not any(secret[i:i + size] in seen for i in range(0, max(1, len(secret) - size + 1), 5))
 
 
 def test_every_format_character_is_invisible_to_the_detector() -> None:
@@ -71,7 +74,7 @@ def test_full_width_letters_do_not_hide_a_secret(case: SecretCase) -> None:
     """A token written in full-width (compatibility) characters is redacted as its kind."""
     wide = "".join(chr(ord(c) + 0xFEE0) if "!" <= c <= "~" else c for c in case.secret)
     result = redact(case.text.replace(case.secret, wide))
-    assert wide not in result.text and f"{MARKER_PREFIX}{case.kind}]" in result.text
+    assert gone(case.secret, result.text) and f"{MARKER_PREFIX}{case.kind}]" in result.text
 
 
 def test_text_without_suspects_needs_no_view() -> None:
