@@ -76,7 +76,13 @@ from detect_secrets.plugins.pypi_token import PypiTokenDetector
 from detect_secrets.plugins.sendgrid import SendGridDetector
 from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 
-from makad.core.secret_views import BASE64_RUN, decode_base64_run, normalized_view, visible
+from makad.core.secret_views import (
+    BASE64_RUN,
+    decode_base64_run,
+    has_suspects,
+    normalized_view,
+    visible,
+)
 from makad.core.types import Entry
 
 MARKER_PREFIX: Final = "[REDACTED:"
@@ -385,28 +391,47 @@ def redact_joined(texts: Sequence[str]) -> tuple[list[Redacted], int]:
 
 def _joined_spans(joined: str, offsets: list[int], own: list[list[Span]]) -> list[Span]:
     """Secrets of the joined text that only the join reveals: those crossing a boundary,
-    or on a line that does (their context is on the other side)."""
+    or on a line that does (their context is on the other side).
+
+    Most boundaries need nothing; a long word cut in two is scanned alone (cheap); a
+    line holding a context (a keyword, a URL, a key header), characters the normalized
+    view changes, or an own secret near the boundary is scanned in a window that grows
+    while a secret reaches its edge.
+    """
     size = len(joined)
     boundaries = [b for b in offsets[1:-1] if 0 < b < size]
-    regions: list[list[int]] = []
+    windows: list[list[int]] = []
+    found: list[Span] = []
     for k in range(1, len(offsets) - 1):
         at = offsets[k]
         if not 0 < at < size:
             continue
-        low, high = max(0, at - JOIN_WINDOW), min(size, at + JOIN_WINDOW)
         before, after = own[k - 1], own[k]
         # A secret of either text on the line of the boundary (or ending right before it,
         # like a private key cut inside its last line) is looked at whole.
-        if before and before[-1][1] + 1 >= _line_start(joined, at) - offsets[k - 1]:
+        left = bool(before) and before[-1][1] + 1 >= _line_start(joined, at) - offsets[k - 1]
+        right = bool(after) and after[0][0] <= _line_end(joined, at) + 1 - at
+        need = "window" if left or right else _crossing_need(joined, at)
+        if need is None:
+            continue
+        if isinstance(need, tuple):  # a long word cut in two: only it can hold the secret
+            low, high = need
+            _add(found, [(start + low, end + low, kind)
+                         for start, end, kind in find_spans(joined[low:high])
+                         if start + low < at < end + low
+                         and (kind != "generic_secret"
+                              or _joined_value(joined, boundaries, start + low, end + low))])
+            continue
+        low, high = max(0, at - JOIN_WINDOW), min(size, at + JOIN_WINDOW)
+        if left:
             low = min(low, offsets[k - 1] + before[-1][0])
-        if after and after[0][0] <= _line_end(joined, at) + 1 - at:
+        if right:
             high = max(high, at + after[0][1])
-        if regions and low <= regions[-1][1]:
-            regions[-1][1] = max(regions[-1][1], high)
+        if windows and low <= windows[-1][1]:
+            windows[-1][1] = max(windows[-1][1], high)
         else:
-            regions.append([low, high])
-    found: list[Span] = []
-    for low, high in regions:
+            windows.append([low, high])
+    for low, high in windows:
         low, high = _line_edges(joined, low, high)
         while True:
             kept = [(start + low, end + low, kind)
@@ -424,12 +449,50 @@ def _joined_spans(joined: str, offsets: list[int], own: list[list[Span]]) -> lis
     return found
 
 
+# Every format holds a run this long (see ``_LONG_RUN``): a shorter cut word holds none.
+_SPLIT_WORD = 20
+# The formats whose secrets can be letters alone (AWS access keys, Google API keys).
+_LETTERS_ONLY_PREFIXES: Final = ("AKIA", "ASIA", "ABIA", "ACCA", "AIza")
+# What the context rules and multi-word formats need before a value, lower-cased.
+_CONTEXT_WORDS: Final = ("://", "-----begin", "putty-user-key-file", "bearer", "token", "aws")
+
+
+def _crossing_need(joined: str, at: int) -> str | tuple[int, int] | None:
+    """What the boundary at ``at`` needs scanned, judged the way ``_find``'s fast path
+    judges a text, on the line up to the end of the word the boundary cuts: ``"window"``
+    when it holds a keyword, a URL, a key header or another context (every context comes
+    before its value), or characters the normalized view changes; the span of the cut
+    word alone when that word is 20+ characters long; else nothing."""
+    floor, ceiling = max(0, at - JOIN_WINDOW), min(len(joined), at + JOIN_WINDOW)
+    start = at
+    while start > floor and not joined[start - 1].isspace():
+        start -= 1
+    end = at
+    while end < ceiling and not joined[end].isspace():
+        end += 1
+    line = max(joined.rfind("\n", floor, start), joined.rfind("\r", floor, start), floor - 1) + 1
+    before = joined[line:end]
+    lowered = before.lower()
+    if (has_suspects(before) or any(word in lowered for word in _CONTEXT_WORDS)
+            or (_may_hold_keyword(lowered) and _KEYWORD.search(lowered) is not None)):
+        return "window"
+    if end - start < _SPLIT_WORD or not start < at < end:
+        return None
+    word = joined[start:end]
+    # Only two formats can be letters alone; any other secret has a digit or a symbol.
+    if word.isalpha() and not any(prefix in word for prefix in _LETTERS_ONLY_PREFIXES):
+        return None
+    return start, end
+
+
 def _joined_value(text: str, boundaries: list[int], start: int, end: int) -> bool:
-    """Whether a keyword's value found across texts is really split by a boundary: one cuts
-    the value mid-word (no blank on either side, no sentence end before it unless the value
-    is quoted), or one falls
-    between the keyword and the value (nothing but blanks and quotes in between). Prose
-    that ends one text and starts the next ("secret: patience." + "git@...") is neither."""
+    """Whether a keyword's value found across texts is really split off by a boundary: one
+    cuts the value mid-word (no blank on either side, and no sentence end before it unless
+    the value is quoted), or one falls between the keyword and the value (nothing but
+    blanks and quotes in between), or one cuts the keyword itself (``pass`` + ``word = …``).
+    Prose that ends one text and starts the next ("secret: patience." + "git@…"), or a
+    keyword from the other text lending its context to a value ("${DB_PASSWORD}" + a JSON
+    object), is none of these."""
     index = bisect.bisect_right(boundaries, start)
     if index < len(boundaries) and boundaries[index] < end:
         at = boundaries[index]
@@ -437,8 +500,22 @@ def _joined_value(text: str, boundaries: list[int], start: int, end: int) -> boo
             return False
         quoted = start > 0 and end < len(text) and text[start - 1] == text[end] and text[end] in "'\"`"
         return quoted or text[at - 1] not in ".!?,;:"
-    before = boundaries[index - 1] if index else -1
-    return before >= 0 and not text[before:start].strip(" \t\"'`")
+    if index == 0 or boundaries[index - 1] < _line_start(text, start, JOIN_WINDOW):
+        return False
+    at = boundaries[index - 1]
+    if not text[at:start].strip(" \t\"'`"):
+        return True
+    word_start = at
+    while word_start > 0 and not text[word_start - 1].isspace():
+        word_start -= 1
+    word = text[word_start:start].lower()
+    return any(word_start + hit.start() < at < word_start + hit.end()
+               and _KEY_TAIL.fullmatch(text, word_start + hit.end(), start) is not None
+               for hit in _KEYWORD.finditer(word))
+
+
+# What may follow a keyword before its value: the rest of the name, an operator, a quote.
+_KEY_TAIL: Final = re.compile(r"[A-Za-z0-9_]*['\"]?\s*(?::=|[:=]{1,3}>?)\s*['\"`]?")
 
 
 def _line_edges(text: str, low: int, high: int) -> tuple[int, int]:

@@ -46,6 +46,11 @@ _IGNORABLE: Final = re.compile(f"[{_char_class(_IGNORABLE_RANGES)}]")
 _SUSPECT: Final = re.compile(f"[{_char_class(_IGNORABLE_RANGES + _FOLDABLE_RANGES)}]")
 
 
+def has_suspects(text: str) -> bool:
+    """Whether the normalized view of ``text`` would differ from it."""
+    return not text.isascii() and _SUSPECT.search(text) is not None
+
+
 def is_ignorable(char: str) -> bool:
     """Whether a character is invisible for detection (format or default-ignorable)."""
     return _IGNORABLE.fullmatch(char) is not None
@@ -85,7 +90,7 @@ class View:
 def normalized_view(text: str) -> View | None:
     """The text without invisible characters and with ASCII look-alikes folded; None when
     that changes nothing (the common case, decided by one regex scan)."""
-    if text.isascii() or _SUSPECT.search(text) is None:
+    if not has_suspects(text):
         return None
     pieces: list[str] = []
     starts: list[int] = []

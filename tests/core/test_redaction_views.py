@@ -143,11 +143,11 @@ def test_a_secret_split_across_texts_is_redacted_in_each(case: SecretCase,
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(st.sampled_from(PROSE + NEAR_MISSES + ["", " ", "\n", "ok", "sk-", "ghp_"]),
-                min_size=2, max_size=8))
+@given(st.lists(st.sampled_from(PROSE + NEAR_MISSES + ["", " ", "\n"]), min_size=2, max_size=8))
 def test_joining_texts_without_secrets_finds_none(texts: list[str]) -> None:
-    """Consecutive texts with no secret in any of them, joined at their boundaries, stay
-    exactly as they were."""
+    """Consecutive messages with no secret in any of them, joined at their boundaries, stay
+    exactly as they were. (Bare fragments glued mid-word are another matter: the stream
+    reads them as the word they make, as it would in one text.)"""
     results, count = redact_joined(texts)
     assert count == 0 and [r.text for r in results] == texts
 
@@ -157,6 +157,28 @@ def test_a_key_whose_name_is_in_the_previous_text_is_found() -> None:
     results, count = redact_joined(["export api_key =", " Zq81xk29Lp0q77abc", " next"])
     assert [r.text for r in results] == ["export api_key =", " [REDACTED:generic_secret]", " next"]
     assert count == 1
+
+
+@pytest.mark.parametrize("texts", [
+    ["aws key AKIAQWERTYUI", "OPASDFGH done"],  # letters only: still a split key
+    ["the google key AIzaSyAbcdefghijklmnopq", "rstuvwxyzABCDEFG now"],
+    ["db pass", "word = Tr0ub4dor&3x"],  # the keyword itself cut in two
+    ["Authorization: Bearer ejNxudDE41", "oapkKhzkiJ46GDhZ37jMG4 ok"],  # context a word away
+])
+def test_splits_the_cheap_checks_must_not_skip(texts: list[str]) -> None:
+    """Boundaries the joined scan could skip by its cheap tests, but must not: a key of
+    letters alone, a keyword cut in two, a value whose context is a word before the cut."""
+    results, count = redact_joined(texts)
+    assert count == 1 and any(MARKER_PREFIX in r.text for r in results)
+    joined = "".join(r.text for r in results)
+    assert "QWERTYUIOPASDFGH" not in joined and "rstuvwxyz" not in joined
+    assert "Tr0ub4dor" not in joined and "oapkKhzkiJ" not in joined
+
+
+def test_long_words_cut_in_two_are_left_alone() -> None:
+    """Prose whose long words run across a boundary (streamed text) is kept as is."""
+    texts = ["internationali", "zationcharacteristically yes", "incomprehensibilities", "andmore"]
+    assert redact_joined(texts) == ([redact(t) for t in texts], 0)
 
 
 def test_a_private_key_split_far_from_its_header_is_redacted_to_its_end() -> None:
