@@ -105,8 +105,14 @@ def load_or_create_key(data_dir: Path) -> bytes:
             os.fsync(fd)
         finally:
             os.close(fd)
-        with contextlib.suppress(FileExistsError):
+        try:
             os.link(tmp, path)
+        except FileExistsError:
+            pass  # another daemon made it first: use theirs
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(tmp, path)
     finally:
-        os.unlink(tmp)
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
     return path.read_bytes()

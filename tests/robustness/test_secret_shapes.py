@@ -20,6 +20,7 @@ from hypothesis import strategies as st
 from makad import logs
 from makad.core.redaction import IDENTIFIER_PREFIX
 from makad.core.secret_views import normalized_view
+from makad.service.identifiers import KEY_BYTES, KEY_FILE, load_or_create_key
 from tests.core.secret_corpus import CASES
 from tests.robustness.planting import github_token
 from tests.support import DaemonProcess
@@ -235,3 +236,16 @@ def test_redacted_logs_keep_ordinary_values() -> None:
     event: dict[str, Any] = {"event": "listening", "socket": "/run/maka.sock", "pid": 12,
                              "nested": {"ok": [1, "two"]}}
     assert logs.redact_event(None, "info", dict(event)) == event
+
+
+def test_identifier_key_is_made_once_private_and_whole(short_tmp: Path) -> None:
+    """The identifier key is created with mode 0600, read back unchanged by every later
+    start, and a damaged (wrong-size) key file is replaced rather than trusted."""
+    key = load_or_create_key(short_tmp)
+    path = short_tmp / KEY_FILE
+    assert len(key) == KEY_BYTES and path.stat().st_mode & 0o777 == 0o600
+    assert load_or_create_key(short_tmp) == key
+    assert [p.name for p in short_tmp.iterdir()] == [KEY_FILE]  # no temp file left behind
+    path.write_bytes(b"short")
+    fresh = load_or_create_key(short_tmp)
+    assert len(fresh) == KEY_BYTES and fresh != key
