@@ -46,6 +46,15 @@ def resolve_workspace(raw: str) -> Path:
     return resolved
 
 
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should hear about a workspace (read_state and status warnings)."""
+
+    kind: str  # "ledger_reset"
+    message: str
+    at: int
+
+
 @dataclass
 class Workspace:
     """Per-workspace runtime state; all mutation happens under ``lock``."""
@@ -61,6 +70,9 @@ class Workspace:
     subscribers: set[Any] = field(default_factory=set)
     watching: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    notices: list[Notice] = field(default_factory=list)
+    # The last revision of the workspace this one replaced: revisions continue after it.
+    revision_floor: int = 0
 
     @property
     def memory_dir(self) -> Path:
@@ -77,6 +89,15 @@ class Workspace:
     @property
     def backups_dir(self) -> Path:
         return self.data_dir / "backups"
+
+    def warnings(self) -> list[Notice]:
+        """Ledger resets (and other notices) seen since this workspace was opened."""
+        resets = [Notice("ledger_reset",
+                         "the ledger was corrupt: it was moved aside (kept as "
+                         f"{reset.moved_to}) and a fresh one started; sessions, history and "
+                         "settings start over, privacy switches at their defaults", reset.at)
+                  for reset in self.ledger.resets]
+        return [*self.notices, *resets]
 
 
 class WorkspaceRegistry:
