@@ -3,12 +3,16 @@
 A workspace is a directory the client names by absolute path. Its memory files
 live in ``<workspace>/memory/``; its ledger, backups and settings live under
 ``<data>/workspaces/<id>/`` where ``id`` is derived from the resolved path.
+Which directory on disk the data belongs to is ``makad.store.identity``'s job:
+the registry re-checks it on every call and opens a new workspace when the
+directory at a path (or behind a spelling) is no longer the one it knew.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat as stat_mod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -17,8 +21,12 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
-from makad.errors import InvalidWorkspace
-from makad.store.ledger import Ledger
+from makad.errors import InvalidWorkspace, IOFailure, MakadError
+from makad.store import identity
+from makad.store.identity import Stamp
+from makad.store.ledger import Ledger, now_ms
+from makad.store.ledger_recovery import stored_revision
+from makad.store.memory_files import ensure_memory_dir
 from makad.store.tracked import TrackedFile
 
 MEMORY_DIR = "memory"
@@ -50,7 +58,7 @@ def resolve_workspace(raw: str) -> Path:
 class Notice:
     """Something the user should hear about a workspace (read_state and status warnings)."""
 
-    kind: str  # "ledger_reset"
+    kind: str  # "new_workspace" | "ledger_reset"
     message: str
     at: int
 
@@ -70,6 +78,10 @@ class Workspace:
     subscribers: set[Any] = field(default_factory=set)
     watching: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # The id in memory/.maka-id the data directory is bound to (None: not bound yet).
+    identity: str | None = None
+    # identity.stamp of the directory when it was last checked.
+    stamp: Stamp | None = None
     notices: list[Notice] = field(default_factory=list)
     # The last revision of the workspace this one replaced: revisions continue after it.
     revision_floor: int = 0
@@ -91,7 +103,7 @@ class Workspace:
         return self.data_dir / "backups"
 
     def warnings(self) -> list[Notice]:
-        """Ledger resets (and other notices) seen since this workspace was opened."""
+        """Identity changes and ledger resets seen since this workspace was opened."""
         resets = [Notice("ledger_reset",
                          "the ledger was corrupt: it was moved aside (kept as "
                          f"{reset.moved_to}) and a fresh one started; sessions, history and "
@@ -101,7 +113,14 @@ class Workspace:
 
 
 class WorkspaceRegistry:
-    """Opens each workspace once and hands out the same state to every service."""
+    """Opens each workspace once and hands out the same state to every service.
+
+    Every call re-checks, with two ``stat`` calls on the event loop (no worker
+    thread hop: this is the hot path of every request), that the spelling still
+    names the same directory with the same id file (``identity.stamp``). When it
+    does not — a symlink repointed, a folder deleted and made again, the id file
+    changed — the path is resolved again and the workspace re-opened.
+    """
 
     def __init__(self, data_dir: Path, on_open: Callable[[Workspace], None] | None = None) -> None:
         self._data_dir = data_dir
@@ -116,32 +135,73 @@ class WorkspaceRegistry:
 
     async def get(self, raw_path: str) -> Workspace:
         known = self._by_raw.get(raw_path)
-        if known is not None:
+        if known is not None and known.stamp is not None and identity.stamp(raw_path) == known.stamp:
             return known
         path = await anyio.to_thread.run_sync(resolve_workspace, raw_path)
-        workspace = self._open.get(path)
-        if workspace is not None:
-            return workspace
         async with self._lock:
             workspace = self._open.get(path)
-            if workspace is None:
-                workspace = await anyio.to_thread.run_sync(self._open_workspace, path)
-                self._open[path] = workspace
-                if self._on_open is not None:
-                    self._on_open(workspace)
-        if len(self._by_raw) < MAX_CACHED_SPELLINGS:
+            if workspace is None or identity.stamp(path) != workspace.stamp:
+                try:
+                    workspace = await anyio.to_thread.run_sync(self._reopen, path, workspace)
+                except OSError as exc:
+                    raise IOFailure("the workspace could not be opened: its identity or "
+                                    "data directory is unreadable", reason="io_error") from exc
+        if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
             self._by_raw[raw_path] = workspace
         return workspace
 
-    def _open_workspace(self, path: Path) -> Workspace:
+    def _reopen(self, path: Path, previous: Workspace | None) -> Workspace:
+        """The workspace at ``path`` now: ``previous`` when it is still the same directory."""
+        now_stamp = identity.stamp(path)
+        found = identity.read_id(path / MEMORY_DIR)
+        if previous is not None and found == previous.identity and (
+                found is not None or _same_directory(previous.stamp, now_stamp)):
+            previous.stamp = now_stamp  # e.g. the id file touched, or written by the binder
+            return previous
+        workspace = self._open_workspace(path, found, previous)
+        self._open[path] = workspace
+        if self._on_open is not None:
+            self._on_open(workspace)
+        return workspace
+
+    def _open_workspace(self, path: Path, found: str | None,
+                        previous: Workspace | None) -> Workspace:
         ws_id = workspace_id(path)
         data_dir = self._data_dir / "workspaces" / ws_id
+        if previous is not None:
+            previous.ledger.close()
+        bound = identity.read_binding(data_dir)
+        notices: list[Notice] = []
+        floor = 0
+        if bound is not None and bound != found:
+            retired = identity.retire(self._data_dir, data_dir)
+            floor = (previous.revision if previous is not None and previous.revision is not None
+                     else stored_revision(retired / LEDGER_FILE) or 0)
+            notices.append(Notice(
+                "new_workspace",
+                "this folder is not the one makad knew at this path (its memory/.maka-id is "
+                "missing or different): it is a new workspace, its settings start at their "
+                "defaults (privacy switches off) and the previous workspace's data is kept "
+                "aside", now_ms()))
+        if found is None and _is_real_directory(path / MEMORY_DIR):
+            found = _mint_quietly(path / MEMORY_DIR)
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         marker = data_dir / "workspace-path"
         if not marker.exists():
             marker.write_text(str(path), encoding="utf-8")
-        ledger = Ledger(data_dir / "ledger.sqlite3")
-        return Workspace(path=path, id=ws_id, data_dir=data_dir, ledger=ledger)
+        if found is not None and identity.read_binding(data_dir) != found:
+            identity.write_binding(data_dir, found)
+        binder = None if found is not None else _Binder(path, data_dir)
+        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder)
+        workspace = Workspace(path=path, id=ws_id, data_dir=data_dir, ledger=ledger,
+                              identity=found, stamp=identity.stamp(path), notices=notices,
+                              revision_floor=floor)
+        if binder is not None:
+            binder.workspace = workspace
+        if previous is not None:  # a subscription names the path: it carries over
+            workspace.subscribers = previous.subscribers
+            workspace.extra["close_hooked"] = previous.extra.get("close_hooked", set())
+        return workspace
 
     def all(self) -> list[Workspace]:
         return list(self._open.values())
@@ -150,3 +210,48 @@ class WorkspaceRegistry:
         for workspace in self._open.values():
             workspace.ledger.close()
         self._open.clear()
+
+
+LEDGER_FILE = "ledger.sqlite3"
+
+
+class _Binder:
+    """Binds a workspace's data directory to its folder before the first ledger write:
+    creates ``memory/`` (mode 0700) and its id file if needed and records the id."""
+
+    def __init__(self, path: Path, data_dir: Path) -> None:
+        self.path = path
+        self.data_dir = data_dir
+        self.workspace: Workspace | None = None
+
+    def __call__(self) -> bool:
+        memory_dir = self.path / MEMORY_DIR
+        try:
+            ensure_memory_dir(memory_dir)
+            found = identity.read_id(memory_dir) or identity.write_id(memory_dir)
+            if self.workspace is not None:
+                self.workspace.identity = found
+            identity.write_binding(self.data_dir, found)
+        except (OSError, MakadError):
+            return False  # a read-only workspace stays unbound; tried again at the next write
+        if self.workspace is not None:
+            self.workspace.stamp = identity.stamp(self.path)
+        return True
+
+
+def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:
+    return before is not None and now is not None and before[:2] == now[:2]
+
+
+def _is_real_directory(path: Path) -> bool:
+    try:
+        return stat_mod.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _mint_quietly(memory_dir: Path) -> str | None:
+    try:
+        return identity.write_id(memory_dir)
+    except OSError:
+        return None  # read-only: bound later, if ever
