@@ -47,13 +47,18 @@ Stamp = tuple[int, int, int, int]
 NO_ID_FILE = (0, 0)
 
 
-def stamp(path: str | os.PathLike[str]) -> Stamp | None:
-    """Two stats that change when the directory at ``path`` is no longer the same one.
+def id_path(workspace: str | os.PathLike[str]) -> str:
+    """Where a workspace's id file is, through whatever spelling ``workspace`` uses."""
+    return os.path.join(workspace, "memory", ID_FILE)
 
-    Cheap enough for every request: a symlink repointed changes the directory's
-    (dev, ino); a folder deleted and created again changes the id file (gone, or
-    another inode), even when the filesystem hands the directory its old inode.
-    ``None`` when ``path`` is not a directory.
+
+def stamp(path: str | os.PathLike[str], id_file: str | None = None) -> Stamp | None:
+    """What changes when the directory at ``path`` is no longer the same one.
+
+    A symlink repointed changes the directory's (dev, ino); a folder deleted and
+    created again changes its id file (gone, or another inode and mtime), even
+    when the filesystem hands the directory its old inode. ``None`` when
+    ``path`` is not a directory. ``id_file``: ``id_path(path)``, if known.
     """
     try:
         st = os.stat(path)
@@ -61,11 +66,18 @@ def stamp(path: str | os.PathLike[str]) -> Stamp | None:
         return None
     if not stat.S_ISDIR(st.st_mode):
         return None
+    found = id_stamp(id_file if id_file is not None else id_path(path))
+    return (st.st_dev, st.st_ino, *(found or NO_ID_FILE))
+
+
+def id_stamp(id_file: str) -> tuple[int, int] | None:
+    """(st_ino, st_mtime_ns) of an id file, None when there is none. One ``stat``: for a
+    bound workspace this alone tells a spelling still names it (see ``WorkspaceRegistry``)."""
     try:
-        id_st = os.stat(os.path.join(path, "memory", ID_FILE))
+        st = os.stat(id_file)
     except (OSError, ValueError):
-        return (st.st_dev, st.st_ino, *NO_ID_FILE)
-    return (st.st_dev, st.st_ino, id_st.st_ino, id_st.st_mtime_ns)
+        return None
+    return (st.st_ino, st.st_mtime_ns)
 
 
 def read_id(memory_dir: Path) -> str | None:

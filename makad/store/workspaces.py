@@ -115,18 +115,20 @@ class Workspace:
 class WorkspaceRegistry:
     """Opens each workspace once and hands out the same state to every service.
 
-    Every call re-checks, with two ``stat`` calls on the event loop (no worker
-    thread hop: this is the hot path of every request), that the spelling still
-    names the same directory with the same id file (``identity.stamp``). When it
-    does not — a symlink repointed, a folder deleted and made again, the id file
-    changed — the path is resolved again and the workspace re-opened.
+    Every call re-checks that the spelling still names the same directory, on the
+    event loop (no worker-thread hop: this is the hot path of every request). A
+    bound workspace needs one ``stat`` of its id file through the spelling: a
+    symlink repointed, a folder deleted and made again or an id changed all give
+    another inode (or none). A workspace not bound yet is checked by its stamp (the
+    directory's dev/ino too: two stats). When the check fails, the path is resolved
+    again and the workspace re-opened (``makad.store.identity``).
     """
 
     def __init__(self, data_dir: Path, on_open: Callable[[Workspace], None] | None = None) -> None:
         self._data_dir = data_dir
         self._open: dict[Path, Workspace] = {}
-        # The spellings clients used for each workspace, so a path is resolved once.
-        self._by_raw: dict[str, Workspace] = {}
+        # The spellings clients used, each with its workspace and its id file's path.
+        self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
         self._on_open = on_open
 
@@ -135,8 +137,13 @@ class WorkspaceRegistry:
 
     async def get(self, raw_path: str) -> Workspace:
         known = self._by_raw.get(raw_path)
-        if known is not None and known.stamp is not None and identity.stamp(raw_path) == known.stamp:
-            return known
+        if known is not None:
+            cached, id_file = known
+            stamp = cached.stamp
+            if stamp is not None and (
+                    identity.id_stamp(id_file) == stamp[2:] if cached.identity is not None
+                    else identity.stamp(raw_path, id_file) == stamp):
+                return cached
         path = await anyio.to_thread.run_sync(resolve_workspace, raw_path)
         async with self._lock:
             workspace = self._open.get(path)
@@ -147,7 +154,7 @@ class WorkspaceRegistry:
                     raise IOFailure("the workspace could not be opened: its identity or "
                                     "data directory is unreadable", reason="io_error") from exc
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
-            self._by_raw[raw_path] = workspace
+            self._by_raw[raw_path] = (workspace, identity.id_path(raw_path))
         return workspace
 
     def _reopen(self, path: Path, previous: Workspace | None) -> Workspace:
