@@ -124,3 +124,18 @@ def test_an_intact_pack_has_no_tampered_trace(daemon: DaemonProcess) -> None:
     pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s",
                                          "budgetTokens": 2000})
     assert pack["trace"]["tampered"] == [] and "tampered" not in pack["trace"]["dropped"]
+
+
+def test_a_checkpoint_summary_is_built_without_altered_events(daemon: DaemonProcess) -> None:
+    """compact in checkpoint mode summarizes the covered user messages: an altered one is
+    left out of the summary (the range is still covered, nothing is deleted)."""
+    filler = " and keep the public interface exactly as it is today" * 6
+    texts = [f"please refactor module {i}{filler}" if i % 2 == 0 else f"done with module {i}"
+             for i in range(60)]
+    session(daemon, "s", texts)
+    forge(daemon, "s", 3, f"please refactor module 2 {INJECTED}", rehash=False)
+    checkpoint = daemon.call("compact", {"workspace": ws(daemon), "sessionId": "s",
+                                         "mode": "checkpoint", "keepRecentTokens": 1000})
+    assert checkpoint["coverage"]["fromSeq"] == 1 and checkpoint["coverage"]["toSeq"] >= 3
+    assert INJECTED not in checkpoint["summary"]
+    assert "module 4" in checkpoint["summary"]
