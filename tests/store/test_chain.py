@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sqlite3
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from makad.core.types import Event
 from makad.store import chain
 from makad.store.ledger import Ledger
 from makad.store.ledger_schema import NewEvent, event_hash
+from tests.store.test_ledger import tamper
 
 
 def built(texts: list[str], sid: str = "s") -> tuple[list[Event], tuple[int, str]]:
@@ -90,14 +90,6 @@ def test_runs_split_at_gaps_and_sessions() -> None:
     assert sorted(chain.runs(picked)) == [("s", 1, 2), ("s", 4, 4), ("t", 2, 2)]
     assert sorted(chain.edge_spans(picked)) == [("s", 3, 3), ("s", 3, 3), ("s", 5, 5),
                                                ("t", 1, 1), ("t", 3, 3)]
-
-
-def tamper(path: Path, sql: str, *params: object) -> None:
-    conn = sqlite3.connect(path)
-    conn.execute("DROP TRIGGER IF EXISTS events_append_only")
-    conn.execute(sql, params)
-    conn.commit()
-    conn.close()
 
 
 @pytest.fixture
