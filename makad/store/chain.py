@@ -62,35 +62,46 @@ def unverified(events: Sequence[Event], edges: Iterable[Event],
 
     ``edges`` are the stored rows ``edge_spans`` named (absent where none exists);
     ``heads`` each session's ``(last_seq, last_hash)`` (absent: session gone).
+    One pass over the events in (session, seq) order hashes each event and each
+    edge row after a run once.
     """
-    known: dict[EventKey, Event] = {(e.session_id, e.seq): e for e in edges}
-    known.update(((e.session_id, e.seq), e) for e in events)
-    links: dict[EventKey, bool] = {}
-
-    def chains_on(key: EventKey) -> bool:
-        """The event at ``key`` chains onto its predecessor (each event hashed once)."""
-        found = links.get(key)
-        if found is None:
-            sid, seq = key
-            event = known[key]
-            before = "" if seq == 1 else _hash_of(known.get((sid, seq - 1)))
-            found = links[key] = before is not None and event_hash(before, event) == event.hash
-        return found
-
+    around = {(e.session_id, e.seq): e for e in edges}
+    ordered = sorted(events, key=lambda e: (e.session_id, e.seq))
     bad: set[EventKey] = set()
-    for event in events:
-        key = (event.session_id, event.seq)
-        head = heads.get(event.session_id)
-        if head is None or not chains_on(key):
-            bad.add(key)
-            continue
-        successor = (event.session_id, event.seq + 1)
-        if successor in known:
-            if not chains_on(successor):
-                bad.add(key)
-        elif (event.seq, event.hash) != head:
-            bad.add(key)
+    previous: Event | None = None
+    # Whether the previous event chains onto its own predecessor (None: no previous).
+    previous_ok: bool | None = None
+    for event in ordered:
+        sid, seq = event.session_id, event.seq
+        follows = previous is not None and previous.session_id == sid and previous.seq == seq - 1
+        if follows:
+            assert previous is not None
+            before: str | None = previous.hash
+        elif seq == 1:
+            before = ""
+        else:
+            before = _hash_of(around.get((sid, seq - 1)))
+        ok = before is not None and event_hash(before, event) == event.hash
+        if previous is not None:
+            if follows:
+                if not (previous_ok and ok):
+                    bad.add((previous.session_id, previous.seq))
+            elif not (previous_ok and _closes(previous, around, heads)):
+                bad.add((previous.session_id, previous.seq))
+        if heads.get(sid) is None:
+            ok = False
+        previous, previous_ok = event, ok
+    if previous is not None and not (previous_ok and _closes(previous, around, heads)):
+        bad.add((previous.session_id, previous.seq))
     return bad
+
+
+def _closes(last: Event, around: Mapping[EventKey, Event], heads: Mapping[str, Head]) -> bool:
+    """The event that ends a run is chained onto by the stored row after it, or is the head."""
+    successor = around.get((last.session_id, last.seq + 1))
+    if successor is not None:
+        return event_hash(last.hash, successor) == successor.hash
+    return (last.seq, last.hash) == heads.get(last.session_id)
 
 
 def _hash_of(event: Event | None) -> str | None:

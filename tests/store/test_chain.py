@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from makad.core.types import Event
 from makad.store import chain
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent, event_hash
+from makad.store.ledger_schema import NewEvent, canonical_event, event_hash
 from tests.store.test_ledger import tamper
 
 
@@ -32,6 +33,28 @@ def judge(events: list[Event], head: tuple[int, str], lo: int, hi: int) -> set[i
     wanted = {(sid, a) for sid, a, _ in chain.edge_spans(chosen)}
     edges = [e for e in events if (e.session_id, e.seq) in wanted]
     return {seq for _, seq in chain.unverified(chosen, edges, {"s": head})}
+
+
+def reference_canonical(event: Event) -> bytes:
+    """The hashed bytes as PROTOCOL.md defines them: a dict of the fields, keys sorted."""
+    return msgspec.json.encode({
+        "sessionId": event.session_id, "seq": event.seq, "ts": event.ts, "type": event.type,
+        "text": event.text, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
+        "meta": event.meta, "tokens": event.tokens}, order="sorted")
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(), meta=st.none() | st.dictionaries(st.text(), st.text(), max_size=4),
+       call=st.none() | st.text(max_size=8), tool=st.none() | st.text(max_size=8),
+       seq=st.integers(1, 2**40), ts=st.integers(-(2**53), 2**53), tokens=st.integers(0, 2**31))
+def test_the_canonical_bytes_are_the_documented_ones(text: str, meta: dict[str, str] | None,
+                                                     call: str | None, tool: str | None,
+                                                     seq: int, ts: int, tokens: int) -> None:
+    """The fast canonical encoding is byte for byte the documented one (stored hashes keep
+    verifying): any text, meta keys in any order, absent fields as null."""
+    event = Event(session_id="s-1", seq=seq, ts=ts, type="tool_call", text=text,
+                  tool_call_id=call, tool_name=tool, meta=meta, tokens=tokens)
+    assert canonical_event(event) == reference_canonical(event)
 
 
 def test_an_intact_chain_verifies_in_every_window() -> None:
