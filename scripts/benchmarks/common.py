@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -103,31 +102,6 @@ class Daemon:
         return 0.0
 
 
-def daemon_cpu_us(pid: int, socket_path: str, payload: bytes, count: int,
-                  batch: int = 50) -> float | None:
-    """The daemon's CPU time (user + system, from /proc) per request, ``count`` requests sent
-    ``batch`` at a time on one connection. Unlike throughput, it barely moves when other
-    processes load the machine. None where /proc is not available."""
-    stat_path = Path(f"/proc/{pid}/stat")
-    if not stat_path.exists():
-        return None
-
-    def cpu_s() -> float:
-        fields = stat_path.read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-
-    with socket.socket(socket.AF_UNIX) as sock:
-        sock.connect(socket_path)
-        replies = sock.makefile("rb")
-        before = cpu_s()
-        for _ in range(max(count // batch, 1)):
-            sock.sendall(payload * batch)
-            for _ in range(batch):
-                replies.readline()
-        used = cpu_s() - before
-    return round(used / (max(count // batch, 1) * batch) * 1e6, 1)
-
-
 async def closed_loop(socket_path: str, conns: int, seconds: float,
                       make_request: Callable[[int], bytes]) -> dict[str, Any]:
     """Each connection sends one NDJSON request, waits for its line, repeats."""
@@ -153,3 +127,12 @@ async def closed_loop(socket_path: str, conns: int, seconds: float,
     await asyncio.gather(*(worker(i) for i in range(conns)))
     elapsed = time.perf_counter() - t0
     return {"rps": round(count / elapsed, 1), **summary_ms(latencies), "n": count}
+
+
+def measured(pid: int, socket_path: str, conns: int, seconds: float,
+             make_request: Callable[[int], bytes]) -> tuple[dict[str, Any], float]:
+    """``closed_loop``'s figures, and the server's CPU microseconds per request."""
+    cpu_before = cpu_seconds(pid)
+    result = asyncio.run(closed_loop(socket_path, conns, seconds, make_request))
+    cpu = cpu_seconds(pid) - cpu_before
+    return result, round(cpu / result["n"] * 1e6, 2) if result["n"] else 0.0
