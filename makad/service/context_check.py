@@ -16,7 +16,7 @@ one per row.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable
+from collections.abc import Callable, Collection, Iterable, Mapping
 
 import msgspec
 
@@ -24,10 +24,10 @@ from makad.core.assembly import assemble
 from makad.core.context_types import ContextInputs, ContextPack
 from makad.core.types import Event
 from makad.store.chain import EventKey
-from makad.store.ledger_schema import EVENT_REF
 
 MAX_PASSES = 3
-Check = Callable[[list[Event]], set[EventKey]]
+# (events to check, stored rows already read that may sit around them) -> the failing keys
+Check = Callable[[list[Event], Mapping[EventKey, Event]], set[EventKey]]
 
 
 def assemble_checked(inputs: ContextInputs, check: Check | None) -> ContextPack:
@@ -43,14 +43,14 @@ def assemble_checked(inputs: ContextInputs, check: Check | None) -> ContextPack:
         fresh = _used(pack) & pool.keys() - checked
         if not fresh:
             return _traced(pack, tampered)
-        bad = check([pool[key] for key in sorted(fresh)])
+        bad = check([pool[key] for key in fresh], pool)
         checked |= fresh
         if not bad:
             return _traced(pack, tampered)
         tampered |= bad
         pack = assemble(_without(inputs, tampered))
     rest = pool.keys() - checked
-    bad = check([pool[key] for key in sorted(rest)]) if rest else set()
+    bad = check([pool[key] for key in rest], pool) if rest else set()
     if bad:
         tampered |= bad
         pack = assemble(_without(inputs, tampered))
@@ -74,14 +74,16 @@ def _used(pack: ContextPack) -> set[EventKey]:
 
 
 def _keys(refs: Iterable[str]) -> Iterable[EventKey]:
+    """The (session, seq) of each ``event:<session>:<seq>`` or ``event:<session>:<a>-<b>``
+    (session ids hold no ``:``); other refs are skipped."""
     for ref in refs:
-        match = EVENT_REF.fullmatch(ref)
-        if match is None:
+        kind, _, rest = ref.partition(":")
+        session, _, seqs = rest.rpartition(":")
+        first, _, last = seqs.partition("-")
+        if kind != "event" or not session or not first.isdigit() or not (last or first).isdigit():
             continue
-        first = int(match["first"])
-        last = first if match["last"] is None else int(match["last"])
-        for seq in range(first, last + 1):
-            yield match["session"], seq
+        for seq in range(int(first), int(last or first) + 1):
+            yield session, seq
 
 
 def _without(inputs: ContextInputs, tampered: Collection[EventKey]) -> ContextInputs:

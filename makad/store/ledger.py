@@ -439,13 +439,24 @@ class Ledger:
         with self._reading() as conn:
             return _span_events(conn, spans)
 
-    def unverified(self, events: Sequence[Event]) -> set[tuple[str, int]]:
+    def unverified(self, events: Sequence[Event],
+                   around: Mapping[tuple[str, int], Event] | None = None) -> set[tuple[str, int]]:
         """``(session_id, seq)`` of the given stored events that do not verify against the
-        hash chain (``makad.store.chain``): reads the rows around them and their heads."""
+        hash chain (``makad.store.chain``): reads their heads and the rows around them,
+        except those the caller already read (``around``, e.g. recall's neighbours)."""
         if not events:
             return set()
+        known = around or {}
+        edges: list[Event] = []
+        missing: list[tuple[str, int, int]] = []
+        for span in chain.edge_spans(events):
+            found = known.get(span[:2])
+            if found is None:
+                missing.append(span)
+            else:
+                edges.append(found)
         with self._reading() as conn:
-            edges = _span_events(conn, chain.edge_spans(events))
+            edges += _span_events(conn, missing) if missing else []
             sids = sorted({event.session_id for event in events})
             heads = {
                 str(sid): (int(last_seq), str(last_hash))
