@@ -38,7 +38,7 @@ from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
 from makad.service.sessions import Sessions
-from makad.service.system import DaemonInfo, SystemService
+from makad.service.system import DaemonInfo, SystemService, registry_warnings
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.store.workspaces import WorkspaceRegistry
 from makad.watcher import Watcher
@@ -169,6 +169,7 @@ class App:
 def build_app(info: DaemonInfo) -> App:
     settings = info.settings
     registry = WorkspaceRegistry(settings.data_dir)
+    info.warnings = lambda: registry_warnings(registry)
     ctx = Context(settings=settings, registry=registry,
                   identifiers=Identifiers(load_or_create_key(settings.data_dir)))
     memory_files = MemoryFiles(ctx)

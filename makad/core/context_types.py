@@ -106,7 +106,9 @@ class Trace(_Wire):
     - ``history_dropped``: live-history messages left out (events beyond the
       look-back horizon count one each);
     - ``history_repaired``: messages and calls removed to close tool pairs;
-    - ``placeholders``: refs of tool results replaced by a placeholder.
+    - ``placeholders``: refs of tool results replaced by a placeholder;
+    - ``tampered``: refs of events left out because they fail their hash
+      check (``dropped["tampered"]`` counts them).
     """
 
     path: Literal["fast", "bounded"]
@@ -117,6 +119,7 @@ class Trace(_Wire):
     history_dropped: int
     history_repaired: int
     placeholders: list[str]
+    tampered: list[str] = []
 
 
 class ContextPack(_Wire):

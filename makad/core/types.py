@@ -63,6 +63,10 @@ class Event(Record):
     meta: dict[str, str] | None = None
     tokens: int = 0
     hash: str = ""
+    # False when a read found that the event does not chain (it may have been altered
+    # on disk): read_events, search_history and retrieve check every event they return.
+    # Not part of the hash.
+    verified: bool = True
 
 
 class WorkingState(Record):

@@ -15,18 +15,19 @@ import msgspec
 import structlog
 
 from makad.core.redaction import redact_tree
-from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence
+from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence, MakadError
 from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
+from makad.store.ledger_recovery import REVISION_KEY
 from makad.store.workspaces import Workspace, WorkspaceRegistry
+from makad.wire.base import Warning
 from makad.wire.memory import ChangeNotification, Settings
 
 T = TypeVar("T")
 R = TypeVar("R")
 log = structlog.get_logger("makad.service")
 
-REVISION_KEY = "__revision__"
 Channel = Literal["memory_changed", "proposals_changed", "settings_changed"]
 Cause = Literal["external_edit", "daemon", "settings"]
 
@@ -87,14 +88,42 @@ class Context:
 
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.get(raw)
-        if not ws.extra.get("recovered"):
-            async with ws.lock:
-                if not ws.extra.get("recovered"):
-                    for recover in self.recovery:
-                        await recover(ws)
-                    ws.extra["recovered"] = True
+        if ws.extra.get("settled") != ws.ledger.generation:
+            await self._settle(ws)
         self.on_access(ws)
         return ws
+
+    async def _settle(self, ws: Workspace) -> None:
+        """Once per workspace, and again after each ledger reset: crash recovery (first
+        time), then, when the workspace replaced another or its ledger started over,
+        forget what was cached from the old ledger and move the revision past the old one
+        (a settings change: the privacy switches are back at their defaults)."""
+        async with ws.lock:
+            settled = ws.extra.get("settled")
+            generation = ws.ledger.generation
+            if settled == generation:
+                return
+            if settled is None:
+                await self._recover(ws)
+            if settled is not None or generation or ws.revision_floor:
+                ws.extra.pop("settings", None)
+                ws.extra.pop("memory_snapshot", None)
+                floor = max([ws.revision_floor, *(r.previous_revision or 0
+                                                  for r in ws.ledger.resets)])
+                ws.revision = max(await self.revision(ws), floor)
+                for notice in ws.warnings():
+                    log.warning("workspace_notice", workspace_id=ws.id, kind=notice.kind)
+                await self.bump(ws, "settings_changed", "settings")
+            ws.extra["settled"] = generation
+
+    async def _recover(self, ws: Workspace) -> None:
+        for recover in self.recovery:
+            try:
+                await recover(ws)
+            except MakadError:
+                raise  # e.g. the disk: tried again at the next call
+            except Exception as exc:  # unreadable leftovers must not lock the workspace for good
+                log.warning("recovery_failed", workspace_id=ws.id, error=type(exc).__name__)
 
     def incognito_sessions(self, ws: Workspace) -> set[str]:
         """Ids of this workspace's incognito sessions (kept in memory only)."""
@@ -209,6 +238,10 @@ class Context:
         stored_text = msgspec.json.encode(redact_tree(msgspec.to_builtins(result)))
         await in_thread(ws.ledger.put_request_result, key, method, stored_text)
         return result
+
+
+def workspace_warnings(ws: Workspace) -> list[Warning]:
+    return [Warning(kind=notice.kind, message=notice.message) for notice in ws.warnings()]
 
 
 def derive(settings: Settings) -> Settings:

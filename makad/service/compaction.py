@@ -77,7 +77,7 @@ class CompactionService:
         sid = params.session_id
         previous = await self._sessions.latest_checkpoint(ws, sid)
         floor = previous.coverage.to_seq if previous else 0
-        events = await self._sessions.read_events(ws, sid, after_seq=floor)
+        events = await self._sessions.read_checked_events(ws, sid, after_seq=floor)
         plan = plan_core.plan_keep_window(events, params.keep_recent_tokens, params.reason,
                                           previous_boundary_seq=floor)
         if plan is None:
@@ -94,8 +94,9 @@ class CompactionService:
                 raise InvalidParams("checkpoint compaction builds its own summary",
                                     path="$.summary")
             state = await self._sessions.working_state(ws, sid)
+            # An event altered on disk (verified false) must not reach the agent via a summary.
             summary = plan_core.checkpoint_summary(
-                covered, state, previous.summary if previous else None)
+                [e for e in covered if e.verified], state, previous.summary if previous else None)
             summary = redact(summary).text
         checkpoint = Checkpoint(
             checkpoint_id=secrets.token_hex(12), session_id=sid,

@@ -15,7 +15,6 @@ from typing import Protocol
 import msgspec
 
 from makad.core import memory_format as fmt
-from makad.core.assembly import assemble
 from makad.core.context_types import (
     SEGMENT_KINDS,
     ContextInputs,
@@ -29,6 +28,7 @@ from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
+from makad.service.context_check import assemble_checked
 from makad.service.memory import MemoryFiles
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
@@ -123,7 +123,8 @@ class ContextService:
             memory_entries=entries, memory_bm25=bm25, already_shown=already_shown,
             working_state=working_state, checkpoint=checkpoint, history=history,
             live_history_tokens=live_tokens, recall_hits=recall)
-        pack = msgspec.structs.replace(assemble(inputs), call_id=call_id, revision=plan.revision)
+        checked = assemble_checked(inputs, None if plan.incognito else ws.ledger.unverified)
+        pack = msgspec.structs.replace(checked, call_id=call_id, revision=plan.revision)
         record = None if sid is None or plan.incognito else _manifest_items(pack)
         return pack, record
 

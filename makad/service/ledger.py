@@ -160,8 +160,9 @@ class LedgerService:
 
     async def read_events(self, params: ReadEventsParams, peer: Peer) -> ReadEventsResult:
         ws = await self._ctx.workspace(params.workspace)
-        events = await self._sessions.read_events(ws, params.session_id,
-                                                  after_seq=params.after_seq, limit=params.limit)
+        events = await self._sessions.read_checked_events(ws, params.session_id,
+                                                          after_seq=params.after_seq,
+                                                          limit=params.limit)
         info = await self._sessions.info(ws, params.session_id)
         last_read = events[-1].seq if events else params.after_seq
         return ReadEventsResult(events=events, last_seq=info.last_seq,

@@ -35,7 +35,7 @@ from makad.errors import (
 from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
 from makad.service.backup_scrub import scrub_removed_secrets
-from makad.service.common import Channel, Context, in_thread, now_ms
+from makad.service.common import Channel, Context, in_thread, now_ms, workspace_warnings
 from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.tracked import TrackedFile
@@ -268,8 +268,10 @@ class MemoryService:
     async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState:
         ws = await self._ctx.workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
+        notices = workspace_warnings(ws)  # a replaced workspace, a reset ledger
         base: dict[str, Any] = {"path": str(ws.memory_path), "enabled": settings.enabled,
-                                "agent_read_enabled": settings.agent_read_enabled}
+                                "agent_read_enabled": settings.agent_read_enabled,
+                                "warnings": notices}
         if not settings.enabled:
             return LocalMemoryState(**base, status="disabled", content="", entry_count=0,
                                     latest_entry=None, reason="memory is disabled",
@@ -307,9 +309,9 @@ class MemoryService:
             shown = all_entries if params.include_archived else active
         content, warnings = self._shown_text(ws)
         return LocalMemoryState(
-            **base, status="ok", content=content, entry_count=len(active),
-            latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,
-            pending_count=pending_count, entries=shown, warnings=warnings)
+            **{**base, "warnings": [*notices, *warnings]}, status="ok", content=content,
+            entry_count=len(active), latest_entry=latest, reason=None, revision=revision,
+            sha256=ws.memory.sha256, pending_count=pending_count, entries=shown)
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:

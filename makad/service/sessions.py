@@ -92,6 +92,20 @@ class Sessions:
         return await in_thread(ws.ledger.read_events, session_id, after_seq=after_seq,
                                limit=limit)
 
+    async def read_checked_events(self, ws: Workspace, session_id: str, *, after_seq: int = 0,
+                                  limit: int | None = None) -> list[Event]:
+        """``read_events`` with each stored event checked against the hash chain
+        (``verified: false`` when it does not chain); memory-only events cannot be altered."""
+        if self.is_incognito(ws, session_id):
+            return self.ephemeral(ws).read_events(session_id, after_seq=after_seq, limit=limit)
+
+        def read() -> list[Event]:
+            events = ws.ledger.read_events(session_id, after_seq=after_seq, limit=limit)
+            ws.ledger.mark_unverified(events)
+            return events
+
+        return await in_thread(read)
+
     async def working_state(self, ws: Workspace, session_id: str) -> WorkingState:
         if self.is_incognito(ws, session_id):
             return self.ephemeral(ws).get_working_state(session_id)

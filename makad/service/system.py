@@ -13,7 +13,8 @@ from makad.errors import ShuttingDown
 from makad.rpc.dispatch import Handler
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
-from makad.wire.system import NoParams, ShutdownResult, StatusResult
+from makad.store.workspaces import WorkspaceRegistry
+from makad.wire.system import NoParams, ShutdownResult, StatusResult, WorkspaceWarning
 
 
 @dataclass
@@ -25,6 +26,15 @@ class DaemonInfo:
     connection_count: Callable[[], int] = lambda: 0
     request_stop: Callable[[], None] = lambda: None
     stopping: Callable[[], bool] = lambda: False
+    warnings: Callable[[], list[WorkspaceWarning]] = lambda: []
+
+
+def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
+    """Every open workspace's warnings, oldest first."""
+    found = [WorkspaceWarning(workspace=str(ws.path), kind=notice.kind, message=notice.message,
+                              at=notice.at)
+             for ws in registry.all() for notice in ws.warnings()]
+    return sorted(found, key=lambda w: w.at)
 
 
 class SystemService:
@@ -52,6 +62,7 @@ class SystemService:
             socket=str(info.settings.socket_path),
             data_dir=str(info.settings.data_dir),
             connections=info.connection_count(),
+            warnings=info.warnings(),
         )
 
     async def discover(self, params: NoParams, peer: Peer) -> dict[str, Any]:

@@ -39,7 +39,7 @@ import secrets
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, Literal, TypeVar, cast
 
@@ -58,6 +58,20 @@ from makad.core.types import (
     WorkingState,
 )
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
+from makad.store import chain
+from makad.store.ledger_recovery import (
+    LedgerCorrupt,
+    LedgerReset,
+    LedgerUndecodable,
+    check_schema,
+    failure,
+    lossy_text,
+    move_aside,
+    open_failure,
+    recovering,
+    revision_of,
+    stored_revision,
+)
 from makad.store.ledger_schema import (
     MAX_APPEND_EVENTS,
     MEMORY_ACTIONS,
@@ -137,28 +151,86 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+@recovering(skip=frozenset({"close"}))
 class Ledger:
-    """One workspace's SQLite ledger. Thread-safe; every method is blocking IO."""
+    """One workspace's SQLite ledger. Thread-safe; every method is blocking IO.
 
-    def __init__(self, path: Path, *, synchronous: Synchronous = "FULL") -> None:
+    A corrupt database is moved aside and replaced by a fresh one, at open or at
+    the first call that meets the damage (``makad.store.ledger_recovery``);
+    ``resets`` lists those, ``generation`` counts them.
+    ``before_first_write`` runs (under the write lock) before the first write
+    until it returns True: the workspace binds its identity there.
+    """
+
+    def __init__(self, path: Path, *, synchronous: Synchronous = "FULL",
+                 before_first_write: Callable[[], bool] | None = None) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         self._df_cache: dict[str, tuple[int, int]] = {}
         self._synchronous = synchronous
-        st = os.stat(path)
-        self._identity = (st.st_dev, st.st_ino)
+        self._before_first_write = before_first_write
+        self._writer: sqlite3.Connection | None = None
+        self._reader: sqlite3.Connection | None = None
+        self.generation = 0
+        self.resets: list[LedgerReset] = []
         try:
-            self._writer: sqlite3.Connection | None = _connect(path, synchronous)
-            migrate(self._writer)
-            self._reader: sqlite3.Connection | None = _connect(path, synchronous)
-        except sqlite3.Error as exc:
-            raise IOFailure("the ledger database could not be opened") from exc
+            self._open()
+        except LedgerCorrupt:
+            self._replace("corrupt_at_open", stored_revision(path))
         if self._meta("search_text_version") != SEARCH_TEXT_VERSION:
             self.rebuild_search_index()
+
+    def _open(self) -> None:
+        """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
+        with contextlib.suppress(FileExistsError):
+            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        st = os.stat(self.path)
+        self._identity = (st.st_dev, st.st_ino)
+        opened: list[sqlite3.Connection] = []
+        try:
+            opened.append(_connect(self.path, self._synchronous))
+            migrate(opened[0])
+            check_schema(opened[0])
+            opened.append(_connect(self.path, self._synchronous))
+        except (sqlite3.Error, IOFailure, msgspec.DecodeError, UnicodeDecodeError) as exc:
+            # (SQLite's message about a damaged schema can itself be undecodable.)
+            for conn in opened:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+            raise open_failure(exc) from exc
+        self._writer, self._reader = opened
+
+    def recover(self, found: IOFailure, generation: int) -> None:
+        """Called by a method that met ``found`` (see ``recovering``): reset or decode lossily."""
+        with self._write_lock, self._read_lock:
+            if generation != self.generation:
+                return  # a concurrent call has already reset the ledger
+            if isinstance(found, LedgerUndecodable):
+                for conn in (self._writer, self._reader):
+                    if conn is not None:
+                        conn.text_factory = lossy_text
+                return
+            self._replace("corrupt", revision_of(self._reader))
+
+    def _replace(self, cause: str, previous_revision: int | None) -> None:
+        """Move the damaged files aside (kept) and open a fresh database (locks held or init)."""
+        for conn in (self._reader, self._writer):
+            if conn is not None:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.close()
+        self._reader = self._writer = None
+        at = now_ms()
+        try:
+            moved = move_aside(self.path, at)
+        except OSError as exc:
+            raise IOFailure("the corrupt ledger could not be moved aside") from exc
+        self._open()
+        self._df_cache.clear()
+        self.generation += 1
+        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause,
+                                       previous_revision=previous_revision))
 
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""
@@ -366,21 +438,54 @@ class Ledger:
         if not spans:
             return []
         with self._reading() as conn:
-            rows = conn.execute(
-                "WITH s(sid, lo, hi) AS (SELECT json_extract(value, '$[0]'),"
-                " json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))"
-                f" SELECT 0, {_E_EVENT_COLUMNS} FROM s CROSS JOIN events AS e"
-                " ON e.session_id = s.sid AND e.seq BETWEEN s.lo AND s.hi",
-                (msgspec.json.encode(list(spans)),),
-            ).fetchall()
-        return [_event(row) for row in rows]
+            return _span_events(conn, spans)
+
+    def unverified(self, events: Sequence[Event],
+                   around: Mapping[tuple[str, int], Event] | None = None) -> set[tuple[str, int]]:
+        """``(session_id, seq)`` of the given stored events that do not verify against the
+        hash chain (``makad.store.chain``): reads their heads and the rows around them,
+        except those the caller already read (``around``, e.g. recall's neighbours)."""
+        if not events:
+            return set()
+        known = around or {}
+        edges: list[Event] = []
+        missing: list[tuple[str, int, int]] = []
+        for span in chain.edge_spans(events):
+            found = known.get(span[:2])
+            if found is None:
+                missing.append(span)
+            else:
+                edges.append(found)
+        with self._reading() as conn:
+            edges += _span_events(conn, missing) if missing else []
+            sids = sorted({event.session_id for event in events})
+            heads = {
+                str(sid): (int(last_seq), str(last_hash))
+                for sid, last_seq, last_hash in conn.execute(
+                    "SELECT session_id, last_seq, last_hash FROM sessions"
+                    " WHERE session_id IN (SELECT value FROM json_each(?))",
+                    (msgspec.json.encode(sids),),
+                )
+            }
+        return chain.unverified(events, edges, heads)
+
+    def mark_unverified(self, events: Sequence[Event]) -> int:
+        """Set ``verified = False`` on the events that do not verify; how many."""
+        bad = self.unverified(events)
+        for event in events:
+            if (event.session_id, event.seq) in bad:
+                event.verified = False
+        return len(bad)
 
     def retrieve(self, refs: Sequence[str]) -> list[RefResult]:
         """The exact events each ``event:`` ref names, verified against the chain (see
         ``RefResult``): a row changed behind the store's back is reported, never hidden."""
         spans = parse_event_refs(refs)
         with self._reading() as conn:
-            return [_retrieve_span(conn, span) for span in spans]
+            results = [_retrieve_span(conn, span) for span in spans]
+        for result in results:
+            _mark_span(result)
+        return results
 
     def verify_chain(self, session_id: str) -> tuple[bool, int | None]:
         """Walk a session's chain: ``(True, None)`` or ``(False, first bad seq)``."""
@@ -407,9 +512,11 @@ class Ledger:
         """BM25-ranked events matching ``query`` (ts strictly between ``after`` and ``before``)."""
         if session_id is not None:
             self.get_session(session_id)
-        return self.search_events_ranked(
+        hits = self.search_events_ranked(
             query, limit=limit, session_id=session_id, before=before, after=after
         )
+        self.mark_unverified([hit.event for hit in hits])
+        return hits
 
     def search_events_ranked(
         self,
@@ -1282,6 +1389,8 @@ class Ledger:
         with self._write_lock:
             conn = _live(self._writer)
             self._check_file()
+            if self._before_first_write is not None and self._before_first_write():
+                self._before_first_write = None
             if relaxed:
                 conn.execute("PRAGMA synchronous = NORMAL")
             try:
@@ -1293,7 +1402,7 @@ class Ledger:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise IOFailure("the ledger write failed") from exc
+                    raise failure(exc, "the ledger write failed") from exc
                 raise
             finally:
                 if relaxed:
@@ -1322,7 +1431,7 @@ class Ledger:
                 conn.execute("BEGIN")
                 yield conn
             except sqlite3.Error as exc:
-                raise IOFailure("the ledger read failed") from exc
+                raise failure(exc, "the ledger read failed") from exc
             finally:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
@@ -1363,6 +1472,18 @@ def _live(conn: sqlite3.Connection | None) -> sqlite3.Connection:
     if conn is None:
         raise IOFailure("the ledger is closed")
     return conn
+
+
+def _span_events(conn: sqlite3.Connection, spans: Sequence[tuple[str, int, int]]) -> list[Event]:
+    """Events of ``(session_id, first_seq, last_seq)`` ranges, in one statement for any count."""
+    rows = conn.execute(
+        "WITH s(sid, lo, hi) AS (SELECT json_extract(value, '$[0]'),"
+        " json_extract(value, '$[1]'), json_extract(value, '$[2]') FROM json_each(?))"
+        f" SELECT 0, {_E_EVENT_COLUMNS} FROM s CROSS JOIN events AS e"
+        " ON e.session_id = s.sid AND e.seq BETWEEN s.lo AND s.hi",
+        (msgspec.json.encode(list(spans)),),
+    ).fetchall()
+    return [_event(row) for row in rows]
 
 
 def _window_floor(conn: sqlite3.Connection, match: str, low: int, high: int, where: str,
@@ -1457,6 +1578,18 @@ def _retrieve_span(conn: sqlite3.Connection, span: tuple[str, str, int, int]) ->
     ).fetchall()
     by_seq = {event.seq: event for event in map(_event, rows)}
     return verify_span(span, by_seq, None if head is None else (int(head[0]), str(head[1])))
+
+
+def _mark_span(result: RefResult) -> None:
+    """Per-event ``verified`` for a retrieved range, as ``makad.store.chain`` judges it: an
+    event fails when it or its successor does not chain (the tail: ``chain_intact``)."""
+    broken = set(result.mismatched_seqs) | set(result.missing_seqs)
+    tail = result.events[-1].seq if result.events else None
+    for event in result.events:
+        if event.seq == tail:
+            event.verified = event.seq not in broken and result.chain_intact
+        else:
+            event.verified = event.seq not in broken and event.seq + 1 not in broken
 
 
 def _load_episodes(conn: sqlite3.Connection, ordinals: Sequence[int]) -> list[EpisodeRecord]:

@@ -495,29 +495,35 @@ class AddedEpisode(Record):
 # --------------------------------------------------------------------------- hash chain
 
 
+class _Canonical(msgspec.Struct, rename="camel"):
+    """An event's hashed fields, declared in the sorted order of their keys."""
+
+    meta: dict[str, str] | None
+    seq: int
+    session_id: str
+    text: str
+    tokens: int
+    tool_call_id: str | None
+    tool_name: str | None
+    ts: int
+    type: str
+
+
+# Sorting also orders meta's keys; a Struct encodes ~40% faster than the equivalent dict,
+# which matters to reads that verify every event they return.
+_CANONICAL = msgspec.json.Encoder(order="sorted")
+
+
 def canonical_event(event: Event) -> bytes:
     """The bytes an event's hash covers (see the module docstring)."""
-    return msgspec.json.encode(
-        {
-            "sessionId": event.session_id,
-            "seq": event.seq,
-            "ts": event.ts,
-            "type": event.type,
-            "text": event.text,
-            "toolCallId": event.tool_call_id,
-            "toolName": event.tool_name,
-            "meta": event.meta,
-            "tokens": event.tokens,
-        },
-        order="sorted",
-    )
+    return _CANONICAL.encode(_Canonical(event.meta, event.seq, event.session_id, event.text,
+                                        event.tokens, event.tool_call_id, event.tool_name,
+                                        event.ts, event.type))
 
 
 def event_hash(previous_hash: str, event: Event) -> str:
     """Chain ``event`` onto ``previous_hash``."""
-    digest = hashlib.sha256(previous_hash.encode("utf-8"))
-    digest.update(canonical_event(event))
-    return digest.hexdigest()
+    return hashlib.sha256(previous_hash.encode("utf-8") + canonical_event(event)).hexdigest()
 
 
 def new_session_id(at_ms: int) -> str:

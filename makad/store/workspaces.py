@@ -3,12 +3,16 @@
 A workspace is a directory the client names by absolute path. Its memory files
 live in ``<workspace>/memory/``; its ledger, backups and settings live under
 ``<data>/workspaces/<id>/`` where ``id`` is derived from the resolved path.
+Which directory on disk the data belongs to is ``makad.store.identity``'s job:
+the registry re-checks it on every call and opens a new workspace when the
+directory at a path (or behind a spelling) is no longer the one it knew.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import stat as stat_mod
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -18,8 +22,12 @@ import anyio
 import anyio.to_thread
 
 from makad.core.redaction import redact
-from makad.errors import InvalidWorkspace
-from makad.store.ledger import Ledger
+from makad.errors import InvalidWorkspace, IOFailure, MakadError
+from makad.store import identity
+from makad.store.identity import Stamp
+from makad.store.ledger import Ledger, now_ms
+from makad.store.ledger_recovery import stored_revision
+from makad.store.memory_files import ensure_memory_dir
 from makad.store.tracked import TrackedFile
 
 MEMORY_DIR = "memory"
@@ -47,6 +55,15 @@ def resolve_workspace(raw: str) -> Path:
     return resolved
 
 
+@dataclass(frozen=True)
+class Notice:
+    """Something the user should hear about a workspace (read_state and status warnings)."""
+
+    kind: str  # "new_workspace" | "ledger_reset"
+    message: str
+    at: int
+
+
 @dataclass
 class Workspace:
     """Per-workspace runtime state; all mutation happens under ``lock``."""
@@ -62,6 +79,13 @@ class Workspace:
     subscribers: set[Any] = field(default_factory=set)
     watching: bool = False
     extra: dict[str, Any] = field(default_factory=dict)
+    # The id in memory/.maka-id the data directory is bound to (None: not bound yet).
+    identity: str | None = None
+    # identity.stamp of the directory when it was last checked.
+    stamp: Stamp | None = None
+    notices: list[Notice] = field(default_factory=list)
+    # The last revision of the workspace this one replaced: revisions continue after it.
+    revision_floor: int = 0
 
     @property
     def memory_dir(self) -> Path:
@@ -79,15 +103,33 @@ class Workspace:
     def backups_dir(self) -> Path:
         return self.data_dir / "backups"
 
+    def warnings(self) -> list[Notice]:
+        """Identity changes and ledger resets seen since this workspace was opened."""
+        resets = [Notice("ledger_reset",
+                         "the ledger was corrupt: it was moved aside (kept as "
+                         f"{reset.moved_to}) and a fresh one started; sessions, history and "
+                         "settings start over, privacy switches at their defaults", reset.at)
+                  for reset in self.ledger.resets]
+        return [*self.notices, *resets]
+
 
 class WorkspaceRegistry:
-    """Opens each workspace once and hands out the same state to every service."""
+    """Opens each workspace once and hands out the same state to every service.
+
+    Every call re-checks that the spelling still names the same directory, on the
+    event loop (no worker-thread hop: this is the hot path of every request). A
+    bound workspace needs one ``stat`` of its id file through the spelling: a
+    symlink repointed, a folder deleted and made again or an id changed all give
+    another inode (or none). A workspace not bound yet is checked by its stamp (the
+    directory's dev/ino too: two stats). When the check fails, the path is resolved
+    again and the workspace re-opened (``makad.store.identity``).
+    """
 
     def __init__(self, data_dir: Path, on_open: Callable[[Workspace], None] | None = None) -> None:
         self._data_dir = data_dir
         self._open: dict[Path, Workspace] = {}
-        # The spellings clients used for each workspace, so a path is resolved once.
-        self._by_raw: dict[str, Workspace] = {}
+        # The spellings clients used, each with its workspace and its id file's path.
+        self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
         self._on_open = on_open
 
@@ -97,31 +139,77 @@ class WorkspaceRegistry:
     async def get(self, raw_path: str) -> Workspace:
         known = self._by_raw.get(raw_path)
         if known is not None:
-            return known
+            cached, id_file = known
+            stamp = cached.stamp
+            if stamp is not None and (
+                    identity.id_stamp(id_file) == stamp[2:] if cached.identity is not None
+                    else identity.stamp(raw_path, id_file) == stamp):
+                return cached
         path = await anyio.to_thread.run_sync(resolve_workspace, raw_path)
-        workspace = self._open.get(path)
-        if workspace is not None:
-            return workspace
         async with self._lock:
             workspace = self._open.get(path)
-            if workspace is None:
-                workspace = await anyio.to_thread.run_sync(self._open_workspace, path)
-                self._open[path] = workspace
-                if self._on_open is not None:
-                    self._on_open(workspace)
-        if len(self._by_raw) < MAX_CACHED_SPELLINGS:
-            self._by_raw[raw_path] = workspace
+            if workspace is None or identity.stamp(path) != workspace.stamp:
+                try:
+                    workspace = await anyio.to_thread.run_sync(self._reopen, path, workspace)
+                except OSError as exc:
+                    raise IOFailure("the workspace could not be opened: its identity or "
+                                    "data directory is unreadable", reason="io_error") from exc
+        if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
+            self._by_raw[raw_path] = (workspace, identity.id_path(raw_path))
         return workspace
 
-    def _open_workspace(self, path: Path) -> Workspace:
+    def _reopen(self, path: Path, previous: Workspace | None) -> Workspace:
+        """The workspace at ``path`` now: ``previous`` when it is still the same directory."""
+        now_stamp = identity.stamp(path)
+        found = identity.read_id(path / MEMORY_DIR)
+        if previous is not None and found == previous.identity and (
+                found is not None or _same_directory(previous.stamp, now_stamp)):
+            previous.stamp = now_stamp  # e.g. the id file touched, or written by the binder
+            return previous
+        workspace = self._open_workspace(path, found, previous)
+        self._open[path] = workspace
+        if self._on_open is not None:
+            self._on_open(workspace)
+        return workspace
+
+    def _open_workspace(self, path: Path, found: str | None,
+                        previous: Workspace | None) -> Workspace:
         ws_id = workspace_id(path)
         data_dir = self._data_dir / "workspaces" / ws_id
+        if previous is not None:
+            previous.ledger.close()
+        bound = identity.read_binding(data_dir)
+        notices: list[Notice] = []
+        floor = 0
+        if bound is not None and bound != found:
+            retired = identity.retire(self._data_dir, data_dir)
+            floor = (previous.revision if previous is not None and previous.revision is not None
+                     else stored_revision(retired / LEDGER_FILE) or 0)
+            notices.append(Notice(
+                "new_workspace",
+                "this folder is not the one makad knew at this path (its memory/.maka-id is "
+                "missing or different): it is a new workspace, its settings start at their "
+                "defaults (privacy switches off) and the previous workspace's data is kept "
+                "aside", now_ms()))
+        if found is None and _is_real_directory(path / MEMORY_DIR):
+            found = _mint_quietly(path / MEMORY_DIR)
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         marker = data_dir / "workspace-path"
         if not marker.exists():  # for people browsing the data dir: redacted like any text
             marker.write_text(redact(str(path)).text, encoding="utf-8")
-        ledger = Ledger(data_dir / "ledger.sqlite3")
-        return Workspace(path=path, id=ws_id, data_dir=data_dir, ledger=ledger)
+        if found is not None and identity.read_binding(data_dir) != found:
+            identity.write_binding(data_dir, found)
+        binder = None if found is not None else _Binder(path, data_dir)
+        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder)
+        workspace = Workspace(path=path, id=ws_id, data_dir=data_dir, ledger=ledger,
+                              identity=found, stamp=identity.stamp(path), notices=notices,
+                              revision_floor=floor)
+        if binder is not None:
+            binder.workspace = workspace
+        if previous is not None:  # a subscription names the path: it carries over
+            workspace.subscribers = previous.subscribers
+            workspace.extra["close_hooked"] = previous.extra.get("close_hooked", set())
+        return workspace
 
     def all(self) -> list[Workspace]:
         return list(self._open.values())
@@ -130,3 +218,48 @@ class WorkspaceRegistry:
         for workspace in self._open.values():
             workspace.ledger.close()
         self._open.clear()
+
+
+LEDGER_FILE = "ledger.sqlite3"
+
+
+class _Binder:
+    """Binds a workspace's data directory to its folder before the first ledger write:
+    creates ``memory/`` (mode 0700) and its id file if needed and records the id."""
+
+    def __init__(self, path: Path, data_dir: Path) -> None:
+        self.path = path
+        self.data_dir = data_dir
+        self.workspace: Workspace | None = None
+
+    def __call__(self) -> bool:
+        memory_dir = self.path / MEMORY_DIR
+        try:
+            ensure_memory_dir(memory_dir)
+            found = identity.read_id(memory_dir) or identity.write_id(memory_dir)
+            if self.workspace is not None:
+                self.workspace.identity = found
+            identity.write_binding(self.data_dir, found)
+        except (OSError, MakadError):
+            return False  # a read-only workspace stays unbound; tried again at the next write
+        if self.workspace is not None:
+            self.workspace.stamp = identity.stamp(self.path)
+        return True
+
+
+def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:
+    return before is not None and now is not None and before[:2] == now[:2]
+
+
+def _is_real_directory(path: Path) -> bool:
+    try:
+        return stat_mod.S_ISDIR(path.lstat().st_mode)
+    except OSError:
+        return False
+
+
+def _mint_quietly(memory_dir: Path) -> str | None:
+    try:
+        return identity.write_id(memory_dir)
+    except OSError:
+        return None  # read-only: bound later, if ever

@@ -198,7 +198,9 @@ METHODS: list[MethodSpec] = [
                            "the workspace is incognito, a persistent session is not written "
                            "(incognito_blocked)."),
     MethodSpec("read_events", ReadEventsParams, ReadEventsResult,
-               "A session's events after afterSeq, in order.", errors=_READ),
+               "A session's events after afterSeq, in order.", errors=_READ,
+               description="Each event is checked against the hash chain: verified is false "
+                           "when it does not chain (altered on disk)."),
     MethodSpec("search_history", SearchHistoryParams, SearchHistoryResult,
                "BM25 search over session events (Chinese and Japanese included).",
                errors=_READ),

@@ -62,7 +62,10 @@ class LocalMemoryState(Result):
 
     ``warnings`` tells what the read found without failing: ``not_utf8`` names each
     line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
-    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line.
+    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
+    ``new_workspace``: the folder at this path is not the one the daemon knew (settings
+    start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
+    started over (privacy switches at their defaults).
     """
 
     path: str

@@ -12,6 +12,15 @@ class NoParams(Params):
     """A method that takes no params (an empty object, or none at all)."""
 
 
+class WorkspaceWarning(Result, kw_only=True):
+    """A workspace warning (as in read_state) the daemon has seen since it started."""
+
+    workspace: str
+    kind: str
+    message: str
+    at: int
+
+
 class StatusResult(Result):
     version: str
     pid: int
@@ -19,6 +28,8 @@ class StatusResult(Result):
     socket: str
     data_dir: str
     connections: int
+    # Workspaces the daemon found replaced (new_workspace) or whose ledger it reset.
+    warnings: list[WorkspaceWarning] = []
 
 
 class ShutdownResult(Result):
@@ -28,7 +39,8 @@ class ShutdownResult(Result):
 METHODS: list[MethodSpec] = [
     MethodSpec("ping", NoParams, str, "Liveness check: answers \"pong\".", inline=True),
     MethodSpec("status", NoParams, StatusResult,
-               "Daemon version, pid, uptime, socket, data directory and open connections.",
+               "Daemon version, pid, uptime, socket, data directory, open connections, "
+               "and warnings (a corrupt ledger reset, a workspace replaced).",
                inline=True),
     MethodSpec("rpc.discover", NoParams, dict[str, Any],
                "This daemon's OpenRPC document (protocol/openrpc.json).", inline=True),

@@ -127,3 +127,12 @@ async def closed_loop(socket_path: str, conns: int, seconds: float,
     await asyncio.gather(*(worker(i) for i in range(conns)))
     elapsed = time.perf_counter() - t0
     return {"rps": round(count / elapsed, 1), **summary_ms(latencies), "n": count}
+
+
+def measured(pid: int, socket_path: str, conns: int, seconds: float,
+             make_request: Callable[[int], bytes]) -> tuple[dict[str, Any], float]:
+    """``closed_loop``'s figures, and the server's CPU microseconds per request."""
+    cpu_before = cpu_seconds(pid)
+    result = asyncio.run(closed_loop(socket_path, conns, seconds, make_request))
+    cpu = cpu_seconds(pid) - cpu_before
+    return result, round(cpu / result["n"] * 1e6, 2) if result["n"] else 0.0

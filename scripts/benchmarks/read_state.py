@@ -1,4 +1,11 @@
-"""read_state on a ~128 KiB MEMORY.md of 500 entries, against ping under the same load."""
+"""read_state on a ~128 KiB MEMORY.md of 500 entries, against ping under the same load.
+
+``get_settings`` under the same load shows the per-call cost of finding the
+workspace (the spelling cache re-checked with a stat of the workspace's id
+file), which the 110 KB reply of read_state hides. ``cpu_us`` is the daemon's
+CPU time per request for each: the figure to compare across commits on a busy
+machine (throughput there swings with the neighbours' load).
+"""
 
 from __future__ import annotations
 
@@ -6,7 +13,7 @@ import asyncio
 import json
 from typing import Any
 
-from benchmarks.common import Daemon, closed_loop
+from benchmarks.common import Daemon, closed_loop, measured
 from makad.core import memory_format as fmt
 from makad.core.types import Entry
 
@@ -39,11 +46,21 @@ def run(quick: bool) -> dict[str, Any]:
         def ping(i: int) -> bytes:
             return b'{"jsonrpc":"2.0","method":"ping","id":%d}\n' % i
 
+        settings = json.dumps({"jsonrpc": "2.0", "method": "get_settings", "id": 0,
+                               "params": {"workspace": str(daemon.workspace)}}).encode() + b"\n"
+
         asyncio.run(closed_loop(str(daemon.socket), 1, 0.2, read_state))  # warm the cache
-        ping_r = asyncio.run(closed_loop(str(daemon.socket), conns, seconds, ping))
-        state_r = asyncio.run(closed_loop(str(daemon.socket), conns, seconds, read_state))
+        assert daemon.proc is not None
+        pid, path = daemon.proc.pid, str(daemon.socket)
+        ping_r, ping_cpu = measured(pid, path, conns, seconds, ping)
+        state_r, state_cpu = measured(pid, path, conns, seconds, read_state)
+        settings_r, settings_cpu = measured(pid, path, conns, seconds, lambda i: settings)
     return {"read_state": {
         "entries": 500, "file_bytes": len(text.encode()), "conns": conns,
         "rps": state_r["rps"], "ping_rps": ping_r["rps"],
         "ratio": round(state_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
-        "p50_ms": state_r["p50_ms"], "p99_ms": state_r["p99_ms"]}}
+        "p50_ms": state_r["p50_ms"], "p99_ms": state_r["p99_ms"],
+        "get_settings_rps": settings_r["rps"],
+        "get_settings_ratio": round(settings_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
+        "get_settings_p50_ms": settings_r["p50_ms"],
+        "cpu_us": {"ping": ping_cpu, "read_state": state_cpu, "get_settings": settings_cpu}}}

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import asyncio
 import subprocess
 import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Daemon, closed_loop, cpu_seconds
+from benchmarks.common import Daemon, measured
 
 ECHO_SERVER = r"""
 import anyio, sys
@@ -39,10 +38,7 @@ def _ping(i: int) -> bytes:
 def _measured(pid: int, socket_path: str, conns: int, seconds: float
               ) -> tuple[dict[str, Any], float]:
     """The closed loop's figures, and the server's CPU microseconds per request."""
-    cpu_before = cpu_seconds(pid)
-    result = asyncio.run(closed_loop(socket_path, conns, seconds, _ping))
-    cpu = cpu_seconds(pid) - cpu_before
-    return result, round(cpu / result["n"] * 1e6, 2) if result["n"] else 0.0
+    return measured(pid, socket_path, conns, seconds, _ping)
 
 
 def run(quick: bool) -> dict[str, Any]:

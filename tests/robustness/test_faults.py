@@ -272,8 +272,10 @@ def test_ledger_file_deleted_while_running(daemon: DaemonProcess) -> None:
 
 
 def test_ledger_file_truncated_while_running(daemon: DaemonProcess) -> None:
-    """The SQLite file cut in half under a running daemon: ledger calls are io_error with a
-    generalized reason, memory files are untouched, other workspaces are served."""
+    """The SQLite file cut in half under a running daemon: the first call that meets the
+    damage moves the file aside and every ledger call is then answered on a fresh ledger
+    (the session is gone: not_found; searches find nothing) — never an io_error; memory
+    files are untouched, other workspaces are served."""
     seeded = seed(daemon)
     w = ws(daemon)
     daemon.call("append_events", {"workspace": w, "sessionId": seeded["session"],
@@ -284,17 +286,23 @@ def test_ledger_file_truncated_while_running(daemon: DaemonProcess) -> None:
     database = ledger_dir(daemon) / "ledger.sqlite3"
     os.truncate(database, database.stat().st_size // 2)
     memory_before = snapshot(memory_dir(daemon))
-    calls: list[tuple[str, dict[str, Any]]] = [
+    outcomes = []
+    for method, params in [
+        ("read_events", {"workspace": w, "sessionId": seeded["session"], "afterSeq": 1990}),
         ("append_events", {"workspace": w, "sessionId": seeded["session"],
                            "events": [{"type": "user_message", "text": "after the cut"}]}),
-        ("read_events", {"workspace": w, "sessionId": seeded["session"], "afterSeq": 1990}),
         ("search_history", {"workspace": w, "query": "event"}),
         ("retrieve", {"workspace": w, "refs": [f"event:{seeded['session']}:1-2001"]}),
-    ]
-    for method, params in calls:
-        exc = remote_error(daemon, method, params)
-        assert (method, exc.kind) == (method, "io_error")
-        assert generalized(exc, str(daemon.root), "sqlite")
+    ]:
+        with daemon.client() as client:
+            try:
+                result = client.call(method, params)
+                outcomes.append((method, "ok", result))
+            except RemoteError as exc:
+                outcomes.append((method, exc.kind, None))
+    assert [kind for _, kind, _ in outcomes] == ["not_found", "not_found", "ok", "ok"]
+    assert outcomes[2][2]["hits"] == [] and outcomes[3][2]["results"][0]["ok"] is False
+    assert [p for p in ledger_dir(daemon).iterdir() if ".corrupt-" in p.name]
     assert snapshot(memory_dir(daemon)) == memory_before
     serves_other_workspace(daemon, daemon.root / "other")
     assert daemon.proc is not None and daemon.proc.poll() is None

@@ -371,14 +371,22 @@ def test_failed_migration_leaves_the_old_version(tmp_path: Path) -> None:
     assert conn.execute("SELECT name FROM sqlite_master").fetchall() == []
 
 
-def test_database_from_a_newer_makad_is_refused(tmp_path: Path) -> None:
-    """A user_version above what this code knows is an IOFailure, not a guess."""
+def test_database_from_a_newer_makad_is_moved_aside_not_used(tmp_path: Path) -> None:
+    """A user_version above what this code knows is never guessed at: the file is kept
+    aside (a downgrade must not block the workspace) and a fresh ledger starts."""
     path = tmp_path / "new.db"
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
     conn.close()
-    with pytest.raises(IOFailure):
-        Ledger(path)
+    led = Ledger(path)
+    try:
+        [reset] = led.resets
+        kept = sqlite3.connect(tmp_path / reset.moved_to)
+        assert kept.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
+        kept.close()
+        assert user_version(sqlite3.connect(path)) == SCHEMA_VERSION
+    finally:
+        led.close()
 
 
 def test_stale_search_index_is_rebuilt_on_open(tmp_path: Path) -> None:

@@ -301,6 +301,8 @@ export interface Event {
   tokens?: number;
   /** @default "" */
   hash?: string;
+  /** @default true */
+  verified?: boolean;
 }
 
 /** An event as appended: the daemon assigns seq and hash, and ts/tokens when absent. */
@@ -445,7 +447,10 @@ export interface ListSessionsParams {
  *
  * ``warnings`` tells what the read found without failing: ``not_utf8`` names each
  * line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
- * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line.
+ * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
+ * ``new_workspace``: the folder at this path is not the one the daemon knew (settings
+ * start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
+ * started over (privacy switches at their defaults).
  */
 export interface LocalMemoryState {
   path: string;
@@ -847,6 +852,8 @@ export interface StatusResult {
   socket: string;
   dataDir: string;
   connections: number;
+  /** @default [] */
+  warnings?: WorkspaceWarning[];
 }
 
 export interface SubscribeParams {
@@ -875,7 +882,9 @@ export interface ToolCall {
  * - ``history_dropped``: live-history messages left out (events beyond the
  *   look-back horizon count one each);
  * - ``history_repaired``: messages and calls removed to close tool pairs;
- * - ``placeholders``: refs of tool results replaced by a placeholder.
+ * - ``placeholders``: refs of tool results replaced by a placeholder;
+ * - ``tampered``: refs of events left out because they fail their hash
+ *   check (``dropped["tampered"]`` counts them).
  */
 export interface Trace {
   path: "bounded" | "fast";
@@ -886,6 +895,8 @@ export interface Trace {
   historyDropped: number;
   historyRepaired: number;
   placeholders: string[];
+  /** @default [] */
+  tampered?: string[];
 }
 
 /**
@@ -946,6 +957,14 @@ export interface WorkingState {
   revision?: number;
 }
 
+/** A workspace warning (as in read_state) the daemon has seen since it started. */
+export interface WorkspaceWarning {
+  workspace: string;
+  kind: string;
+  message: string;
+  at: number;
+}
+
 /** Every method of the daemon: by-name params, result and the domain errors it declares. */
 export interface Methods {
   /** Liveness check: answers "pong". */
@@ -954,7 +973,7 @@ export interface Methods {
     result: string;
     errors: never;
   };
-  /** Daemon version, pid, uptime, socket, data directory and open connections. */
+  /** Daemon version, pid, uptime, socket, data directory, open connections, and warnings (a corrupt ledger reset, a workspace replaced). */
   status: {
     params: Record<string, never>;
     result: StatusResult;
@@ -1345,7 +1364,10 @@ export interface Methods {
     result: AppendEventsResult;
     errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";
   };
-  /** A session's events after afterSeq, in order. */
+  /**
+   * A session's events after afterSeq, in order.
+   * Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+   */
   read_events: {
     params: {
       workspace: string;

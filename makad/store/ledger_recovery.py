@@ -1,0 +1,243 @@
+"""A corrupt ledger never blocks a workspace: detect it, move it aside, start a fresh one.
+
+The ledger is the daemon's own bookkeeping; MEMORY.md and PENDING.md are the
+user's and do not depend on it. So when SQLite reports the database file
+corrupt (``SQLITE_CORRUPT``: "database disk image is malformed", a truncated
+file; ``SQLITE_NOTADB``: a garbage header) or a stored record is not valid JSON
+any more, the ledger renames its files to ``ledger.sqlite3.corrupt-<unix ms>``
+(with ``-wal``/``-shm``), keeps them, opens a fresh database at the same path
+and retries the call once on it. That happens at open or at the first call that
+runs into the damage, whichever comes first. The reset is recorded
+(``Ledger.resets``) for the service to report and to react to: everything the
+ledger held — settings included, so privacy switches fall back to their
+defaults — is gone from the live workspace.
+
+Only corruption resets. A full disk, a permission error or any other IO error
+is reported as ``io_error`` and nothing is moved: a healthy database must never
+be put aside because the disk was briefly unhappy.
+
+Text that is not UTF-8 (a flipped byte inside an event's text) is not a reason
+to reset: the ledger switches its connections to a lossy decoder and retries,
+and the damaged event then fails its hash check (``makad.store.chain``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import inspect
+import os
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Final, Protocol, TypeVar
+
+import msgspec
+
+from makad.errors import IOFailure
+from makad.store.ledger_schema import migrate
+
+# The settings key under which the workspace revision is persisted.
+REVISION_KEY: Final = "__revision__"
+SQLITE_CORRUPT: Final = 11
+SQLITE_NOTADB: Final = 26
+# Primary result codes that say something about the environment, not the file's
+# content: at open these are reported (io_error) and the database is left alone.
+ENVIRONMENTAL: Final = frozenset({
+    3,   # SQLITE_PERM
+    5,   # SQLITE_BUSY
+    6,   # SQLITE_LOCKED
+    7,   # SQLITE_NOMEM
+    8,   # SQLITE_READONLY
+    9,   # SQLITE_INTERRUPT
+    10,  # SQLITE_IOERR
+    13,  # SQLITE_FULL
+    14,  # SQLITE_CANTOPEN
+    15,  # SQLITE_PROTOCOL
+    23,  # SQLITE_AUTH
+})
+MAX_ATTEMPTS: Final = 3
+_UNDECODABLE_TEXT: Final = "Could not decode to UTF-8"
+
+
+class LedgerCorrupt(IOFailure):
+    """The database file is damaged; the ledger resets itself when it sees this."""
+
+
+class LedgerUndecodable(IOFailure):
+    """A text column holds bytes that are not UTF-8."""
+
+
+@dataclass(frozen=True)
+class LedgerReset:
+    """One corrupt ledger moved aside: when, where its files went, and its last revision."""
+
+    at: int
+    moved_to: str  # the file name, next to the ledger
+    cause: str  # "corrupt_at_open" | "corrupt"
+    previous_revision: int | None = None
+
+
+def failure(exc: sqlite3.Error, message: str) -> IOFailure:
+    """The error a SQLite failure becomes: corruption and undecodable text are told apart."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int) and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return LedgerCorrupt("the ledger database is corrupt", reason="ledger_corrupt")
+    if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_UNDECODABLE_TEXT):
+        return LedgerUndecodable("the ledger holds text that is not UTF-8", reason="not_utf8")
+    return IOFailure(message)
+
+
+def open_failure(exc: BaseException) -> IOFailure:
+    """What an error while opening a ledger means.
+
+    At open the daemon has written nothing yet, so any failure that is not about
+    the environment means the file cannot serve as a ledger: a damaged page or
+    schema, a header that is not SQLite's, a schema version no makad wrote, an
+    unreadable settings record. Those are ``LedgerCorrupt`` (the file is moved
+    aside); the environmental ones stay plain ``IOFailure``.
+    """
+    if isinstance(exc, sqlite3.Error) and not isinstance(failure(exc, ""), LedgerUndecodable):
+        code = getattr(exc, "sqlite_errorcode", None)
+        if not isinstance(code, int) or code & 0xFF in ENVIRONMENTAL:
+            return IOFailure("the ledger database could not be opened")
+    return LedgerCorrupt("the ledger database is unusable", reason="ledger_corrupt")
+
+
+def check_schema(conn: sqlite3.Connection) -> None:
+    """Raise ``LedgerCorrupt`` unless the schema is the one the migrations build and the
+    small tables read back (settings are decoded: the privacy switches live there).
+
+    Every table must be there, and every table, index and trigger there must be defined
+    exactly as a freshly migrated ledger defines it: a flipped byte in the stored schema
+    (a renamed column, say) would otherwise fail every later statement that uses it. A
+    missing trigger or index is not damage to the data and is not a reason to start over.
+    """
+    expected = _expected_schema()
+    found = dict(conn.execute(_SCHEMA_QUERY).fetchall())
+    tables = {name for name, sql in expected.items() if sql.startswith("CREATE TABLE")
+              or sql.startswith("CREATE VIRTUAL TABLE")}
+    if not tables <= found.keys() or any(
+            sql != expected[name] for name, sql in found.items() if name in expected):
+        raise LedgerCorrupt("the ledger schema is damaged", reason="ledger_corrupt")
+    for (value,) in conn.execute("SELECT value FROM settings"):
+        msgspec.json.decode(value)
+    conn.execute("SELECT count(*) FROM meta").fetchone()
+    conn.execute("SELECT count(*) FROM sessions").fetchone()
+
+
+_SCHEMA_QUERY: Final = "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+
+
+@functools.cache
+def _expected_schema() -> dict[str, str]:
+    """Name → definition of each schema object a freshly migrated ledger has."""
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    try:
+        migrate(conn)
+        return dict(conn.execute(_SCHEMA_QUERY).fetchall())
+    finally:
+        conn.close()
+
+
+def lossy_text(data: bytes) -> str:
+    return data.decode("utf-8", "replace")
+
+
+def move_aside(path: Path, at: int) -> Path:
+    """Rename the database and its ``-wal``/``-shm`` files to ``<name>.corrupt-<at>``."""
+    target = path.with_name(f"{path.name}.corrupt-{at}")
+    suffix = 0
+    while target.exists():
+        suffix += 1
+        target = path.with_name(f"{path.name}.corrupt-{at}-{suffix}")
+    for extension in ("-wal", "-shm"):
+        with contextlib.suppress(FileNotFoundError):
+            os.rename(f"{path}{extension}", f"{target}{extension}")
+    os.rename(path, target)
+    return target
+
+
+def revision_of(conn: sqlite3.Connection | None) -> int | None:
+    """The revision stored in a (possibly damaged) ledger, if it can still be read."""
+    if conn is None:
+        return None
+    try:
+        row = conn.execute("SELECT value FROM settings WHERE key = ?", (REVISION_KEY,)).fetchone()
+        value = None if row is None else msgspec.json.decode(row[0])
+    except Exception:  # best effort on a damaged file: anything unreadable is unknown
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def stored_revision(path: Path) -> int | None:
+    """The revision of a ledger file nobody has open (read-only; None when unreadable)."""
+    if not path.is_file():
+        return None
+    try:
+        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)
+    except sqlite3.Error:
+        return None
+    try:
+        return revision_of(conn)
+    finally:
+        conn.close()
+
+
+class Recoverable(Protocol):
+    generation: int
+
+    def recover(self, failure: IOFailure, generation: int) -> None: ...
+
+
+L = TypeVar("L")
+_F = TypeVar("_F", bound=Callable[..., Any])
+
+
+def recovering(*, skip: frozenset[str]) -> Callable[[type[L]], type[L]]:
+    """Class decorator: every public method recovers from corruption and retries.
+
+    A call that meets a corrupt database asks the object to ``recover`` (reset,
+    or switch to lossy text) and runs again, at most ``MAX_ATTEMPTS`` times in
+    all. ``generation`` tells a recovery already done by a concurrent call from
+    one still to do. Any other SQLite error becomes ``IOFailure``.
+    """
+
+    def decorate(cls: type[L]) -> type[L]:
+        for name, member in list(vars(cls).items()):
+            if name.startswith("_") or name in skip or not inspect.isfunction(member):
+                continue
+            setattr(cls, name, _guard(member))
+        return cls
+
+    return decorate
+
+
+def _guard(method: _F) -> _F:
+    @functools.wraps(method)
+    def guarded(self: Recoverable, *args: Any, **kwargs: Any) -> Any:
+        for attempt in range(MAX_ATTEMPTS):
+            generation = self.generation
+            try:
+                return method(self, *args, **kwargs)
+            except (LedgerCorrupt, LedgerUndecodable) as exc:
+                found: IOFailure = exc
+                cause: BaseException = exc
+            except sqlite3.Error as exc:
+                found, cause = failure(exc, "the ledger failed"), exc
+                if not isinstance(found, LedgerCorrupt | LedgerUndecodable):
+                    raise found from exc
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+                if isinstance(exc, msgspec.ValidationError):
+                    raise  # well-formed JSON of another shape is a bug, not damage
+                # Not JSON any more, or SQLite describing a damaged schema in bytes that
+                # are not UTF-8 (the sqlite3 module then fails to decode its message).
+                found = LedgerCorrupt("a ledger record is unreadable", reason="ledger_corrupt")
+                cause = exc
+            if attempt == MAX_ATTEMPTS - 1:
+                raise found from cause
+            self.recover(found, generation)
+        raise AssertionError("unreachable")
+
+    return guarded  # type: ignore[return-value]
