@@ -20,6 +20,8 @@ from makad import __version__
 APP_NAME = "maka"
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
+# Memory shown to one session between compactions (Claude Code's 60 KB).
+DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
 # AF_UNIX sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
 
@@ -32,6 +34,7 @@ class DaemonSettings:
     log_level: str
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
+    session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
     shutdown_grace_s: float = 5.0
     watch_debounce_ms: int = 50
     # Test-only: name of a step at which the process kills itself (fault injection).
@@ -109,6 +112,8 @@ def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
         log_level=level,
         max_message_bytes=max_msg,
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
+        session_memory_cap_bytes=_int_env(env, "MAKAD_SESSION_MEMORY_CAP_BYTES",
+                                          DEFAULT_SESSION_MEMORY_CAP_BYTES),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
     )

@@ -19,6 +19,7 @@ import msgspec
 from msgspec import UNSET
 
 from makad.core import memory_format as fmt
+from makad.core.confidence import derive, user_values
 from makad.core.redaction import redact
 from makad.core.types import Entry
 from makad.errors import (
@@ -31,6 +32,7 @@ from makad.errors import (
     TooLarge,
 )
 from makad.rpc.dispatch import Handler
+from makad.service import entry_dates
 from makad.service.common import Channel, Context, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.store import memory_files as files
@@ -116,6 +118,8 @@ class MemoryFiles:
 
         for name, (t, _, channel), old, changed in zip(names, tracked, before, await in_thread(check),
                                                        strict=True):
+            if name == "memory":
+                await entry_dates.observe(ws, old, t.doc)
             if changed:
                 await self._record_user_edits(ws, old, t.doc, name)
                 await self._ctx.bump(ws, channel, "external_edit")
@@ -158,7 +162,10 @@ class MemoryFiles:
         tracked, path, channel = self._tracked(ws, which)
         seen = tracked.doc
         user_changed: set[str] = set()
-        if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
+        refreshed = await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes)
+        if which == "memory":
+            await entry_dates.observe(ws, seen, tracked.doc)
+        if refreshed:
             user_changed = changed_ids(seen, tracked.doc)
             await self._record_user_edits(ws, seen, tracked.doc, which)
             await self._ctx.bump(ws, channel, "external_edit")
@@ -284,12 +291,15 @@ class MemoryService:
                 pending_count=pending_count)
         all_entries, active, latest = self._derived(ws)
         shown = None
+        trust = None
         if params.include_entries:
             shown = all_entries if params.include_archived else active
+            user_set, now = user_values(ws.memory.doc), now_ms()
+            trust = {e.id: derive(e, now, user_set.get(e.id)) for e in shown}
         return LocalMemoryState(
             **base, status="ok", content=ws.memory.text or "", entry_count=len(active),
             latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,
-            pending_count=pending_count, entries=shown)
+            pending_count=pending_count, entries=shown, confidence=trust)
 
     @staticmethod
     def _derived(ws: Workspace) -> tuple[list[Entry], list[Entry], Entry | None]:
@@ -297,7 +307,7 @@ class MemoryService:
         cached = ws.extra.get("derived")
         if isinstance(cached, tuple) and cached[0] is ws.memory.doc:
             return cached[1], cached[2], cached[3]
-        all_entries = fmt.entries(ws.memory.doc)
+        all_entries = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
         active = [e for e in all_entries if e.status == "active"]
         latest = max(active, key=lambda e: (e.updated_at, e.created_at), default=None)
         ws.extra["derived"] = (ws.memory.doc, all_entries, active, latest)
@@ -452,7 +462,8 @@ class MemoryService:
                 if change is None:
                     result["entry"], result["redactions"] = section.entry, 0
                     return Change(fmt.remove(doc, entry_id), frozenset({entry_id}))
-                updated, redactions = change(section.entry)
+                # Touching an entry writes the dates the daemon kept for it into its comment.
+                updated, redactions = change(entry_dates.dated_entry(ws, section.entry))
                 result["entry"], result["redactions"] = updated, redactions
                 return Change(fmt.upsert(doc, updated), frozenset({entry_id}))
 

@@ -57,6 +57,7 @@ from makad.core.types import (
     WorkingState,
 )
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
+from makad.store import pack_state
 from makad.store.ledger_schema import (
     MAX_APPEND_EVENTS,
     MEMORY_ACTIONS,
@@ -242,6 +243,7 @@ class Ledger:
             _delete_manifest_calls(
                 conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
+                *pack_state.SESSION_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",
@@ -602,12 +604,17 @@ class Ledger:
         call_id: str,
         items: Sequence[ManifestItem | tuple[str, int, str]],
         created_at: int | None = None,
+        *,
+        memory_bytes: int = 0,
+        since: int = 0,
     ) -> Manifest:
         """Record what one build_context call sent; recording a call id again replaces it.
 
         Items with a content hash (memory entries) also update what the session
-        has been shown (``shown_memory``). Only the latest ``MANIFEST_CALLS_KEPT``
-        calls of a session are kept.
+        has been shown (``shown_memory``), and ``memory_bytes`` (their size) the
+        session's total since ``since``, its latest compaction
+        (``pack_state.session_memory_bytes``). Only the latest
+        ``MANIFEST_CALLS_KEPT`` calls of a session are kept.
         """
         at = now_ms() if created_at is None else created_at
         listed = [
@@ -642,6 +649,7 @@ class Ledger:
             _delete_manifest_calls(
                 conn, "SELECT id FROM manifest_calls WHERE session_id = ?"
                 " ORDER BY id DESC LIMIT -1 OFFSET ?", (session_id, MANIFEST_CALLS_KEPT))
+            pack_state.add_session_memory(conn, session_id, since, call_id, memory_bytes)
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str]) -> ShownMemory:
@@ -1268,6 +1276,14 @@ class Ledger:
             conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", rows)
 
     # ------------------------------------------------------------------ plumbing
+
+    def transaction(self, *, relaxed: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, for stores that keep their own tables in this ledger."""
+        return self._writing(relaxed=relaxed)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A read transaction, for stores that keep their own tables in this ledger."""
+        return self._reading()
 
     @contextlib.contextmanager
     def _writing(self, *, relaxed: bool = False) -> Iterator[sqlite3.Connection]:

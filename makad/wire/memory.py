@@ -6,6 +6,7 @@ from typing import Literal
 
 from msgspec import UNSET, UnsetType
 
+from makad.core.confidence import Confidence
 from makad.core.types import Entry
 from makad.errors import (
     Conflict,
@@ -58,7 +59,11 @@ class ReadStateParams(WorkspaceParams):
 
 
 class LocalMemoryState(Result):
-    """The contract's LocalMemoryState plus revision, sha256, pendingCount and entries."""
+    """The contract's LocalMemoryState plus revision, sha256, pendingCount and entries.
+
+    ``confidence`` (with ``entries``): entry id → how far it can be trusted and why,
+    derived from who wrote it, its source refs and its age (or set by the user).
+    """
 
     path: str
     enabled: bool
@@ -72,6 +77,7 @@ class LocalMemoryState(Result):
     sha256: str | None
     pending_count: int
     entries: list[Entry] | None = None
+    confidence: dict[str, Confidence] | None = None
 
 
 class AddEntryParams(WorkspaceParams):
