@@ -110,7 +110,11 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             minimumTokens=minimum,
         )
     floor = share(budget, limits.history_floor_share)
-    available = budget - history_reserve(budget, minimum, history.tokens_up_to(floor), limits)
+    reserve = history_reserve(budget, minimum, history.tokens_up_to(floor), limits)
+    available = budget - reserve
+    alone = len(inputs.include & set(SEGMENT_KINDS)) == 1
+    # In the flow, history comes before recall: what it would use beyond its reserve.
+    history_wants = 0 if alone else max(min(history.tokens_up_to(budget), budget) - reserve, 0)
 
     builders: dict[SegmentKind, _Builder] = {
         "working_state": _working_state(inputs, counter),
@@ -120,12 +124,12 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     }
     built: dict[SegmentKind, Built] = {}
     allocation: dict[SegmentKind, Allocation] = {}
-    alone = len(inputs.include & set(SEGMENT_KINDS)) == 1
     for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
         cap = min(segment_cap(kind, budget, limits, alone=alone), available)
         if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
             # What step 4 would give the last kind anyway: build it once, not twice.
-            cap = min(max(cap, ceiling(kind, budget, limits, alone=alone)), available)
+            top = ceiling(kind, budget, limits, alone=alone)
+            cap = max(cap, min(top, available - history_wants))
         result = builders[kind].build(cap)
         used = result.segment.tokens if result.segment else 0
         available -= used
@@ -137,7 +141,8 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
         if before.cap > own:  # the last kind, built at once with what would flow to it
             allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - own)
             continue
-        top = min(ceiling(kind, budget, limits, alone=alone), before.used + available)
+        room = available - history_wants if kind == "recall" else available
+        top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
         if available <= 0 or not built[kind].wants_more or top <= before.cap:
             continue
         result = builders[kind].build(top)

@@ -16,11 +16,15 @@ In order:
    20 % / 12,500, memory 20 % / 16,000, recall 15 % / 8,000. The floor is a
    floor of the cap, not a reservation: a tight budget still leaves a segment
    out when the kinds before it took the room.
-4. **Flow of unused shares** — what the kinds left unused, in the same priority
-   order, goes to each kind that still has candidates it left out for lack of
-   room (a cut working state or summary, memory entries or recall events
-   dropped for ``budget``), up to that kind's ceiling. Entries dropped by
-   ``top_k`` or as ``irrelevant`` do not ask for more.
+4. **Flow of unused shares** — what the kinds left unused goes, in the order
+   working_state, summary, memory, **history**, recall, to each kind that still
+   has candidates it left out for lack of room (a cut working state or summary,
+   memory entries or recall events dropped for ``budget``, live history beyond
+   its reserve), up to that kind's ceiling. The session's own state and durable
+   memory come first, then the live conversation, then excerpts of other
+   sessions: in a fresh session (little history) recall gets what is unused, in
+   a long one the conversation does. Entries dropped by ``top_k`` or as
+   ``irrelevant`` do not ask for more.
 5. **History** — gets everything the segments did not use.
 
 When ``include`` asks for one segment kind alone, the split between kinds has

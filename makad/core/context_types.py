@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 
 from makad.core.confidence import Confidence
-from makad.core.types import Checkpoint, Entry, Event, WorkingState
+from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, Entry, Event, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "recall"]
 # Priority order: a kind earlier in this tuple is served first from the budget.
@@ -212,7 +212,7 @@ class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     """
 
     working_state_share: int = 15
-    working_state_max_tokens: int = 14_000
+    working_state_max_tokens: int = MAX_NOTES_TOKENS + 2_000  # the notes and the lists
     summary_share: int = 20
     summary_max_tokens: int = 12_500
     memory_share: int = 20

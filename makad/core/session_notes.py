@@ -33,12 +33,10 @@ import msgspec
 
 from makad.core.compaction import abbreviate, paths_in
 from makad.core.tokens import estimate_tokens
-from makad.core.types import Event, WorkingState
+from makad.core.types import MAX_NOTE_SECTION_TOKENS, MAX_NOTES_TOKENS, Event, WorkingState
 
 FIRST_UPDATE_TOKENS: Final = 10_000
 UPDATE_EVERY_TOKENS: Final = 5_000
-SECTION_MAX_TOKENS: Final = 2_000
-NOTES_MAX_TOKENS: Final = 12_000
 MAX_ITEMS: Final = 200
 REFS_PER_FILE: Final = 3
 LINE_CHARS: Final = 160
@@ -252,5 +250,5 @@ def allowance(notes: Mapping[str, str], writable: list[str]) -> dict[str, int]:
         return {}
     client = sum(estimate_tokens(text) for section, text in notes.items()
                  if section not in writable)
-    room = max(NOTES_MAX_TOKENS - client, 0) // len(writable)
-    return {section: min(SECTION_MAX_TOKENS, room) for section in writable if room >= 50}
+    room = max(MAX_NOTES_TOKENS - client, 0) // len(writable)
+    return {section: min(MAX_NOTE_SECTION_TOKENS, room) for section in writable if room >= 50}

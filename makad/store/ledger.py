@@ -48,6 +48,8 @@ import msgspec
 from makad.core.cjk import index_text, match_expression, query_terms
 from makad.core.tokens import estimate_tokens
 from makad.core.types import (
+    MAX_NOTE_SECTION_TOKENS,
+    MAX_NOTES_TOKENS,
     NOTE_SECTIONS,
     Checkpoint,
     Coverage,
@@ -114,8 +116,6 @@ _MAX_ROWID: Final = 2**63 - 1
 MAX_GOALS: Final = 8
 MAX_OPEN_THREADS: Final = 12
 MAX_DECISIONS: Final = 20
-MAX_NOTE_SECTION_TOKENS: Final = 2_000
-MAX_NOTES_TOKENS: Final = 12_000
 
 
 _EVENT_COLUMNS: Final = "session_id, seq, ts, type, text, tool_call_id, tool_name, meta, tokens, hash"

@@ -297,6 +297,24 @@ def test_memory_segment_stays_within_its_ceiling() -> None:
     assert "budget" in big.trace.dropped
 
 
+def test_a_long_conversation_takes_unused_shares_before_recall() -> None:
+    """History comes before recall in the flow: with a long live history recall keeps its share."""
+    hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
+    long = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
+                           history=conversation(turns=60)))
+    alloc = {a.kind: a for a in long.trace.allocation}
+    assert alloc["recall"].flowed == 0 and alloc["recall"].used <= share(2000, 15)
+    assert alloc["history"].used > 2000 - share(2000, 15) - 50
+    short = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
+                            history=conversation(turns=1)))
+    alloc = {a.kind: a for a in short.trace.allocation}
+    assert alloc["recall"].flowed > 0
+    assert alloc["history"].used == sum(message_tokens(m, COUNTER) for m in short.messages)
+    assert len(short.messages) == 3  # the whole conversation, recall took only what was left
+    check_pack(long, 2000)
+    check_pack(short, 2000)
+
+
 def test_kinds_get_their_shares_before_unused_budget_flows() -> None:
     """Memory and recall both want more: each keeps its share, the rest goes to memory first."""
     entries = [entry(f"e{i:02d}", content="berlin " + "word " * 200) for i in range(10)]

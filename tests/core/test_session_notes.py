@@ -77,8 +77,8 @@ def test_a_client_section_is_never_written_and_shrinks_the_room() -> None:
     writable = notes.sections_to_write(client)
     assert "Worklog" not in writable and set(writable) == set(notes.SECTIONS) - {"Worklog"}
     room = notes.allowance(client, writable)
-    left = notes.NOTES_MAX_TOKENS - estimate_tokens(client["Learnings"]) - estimate_tokens("mine")
-    assert sum(room.values()) <= left and all(v <= notes.SECTION_MAX_TOKENS for v in room.values())
+    left = notes.MAX_NOTES_TOKENS - estimate_tokens(client["Learnings"]) - estimate_tokens("mine")
+    assert sum(room.values()) <= left and all(v <= notes.MAX_NOTE_SECTION_TOKENS for v in room.values())
     derived = {"Worklog": notes.DERIVED_MARK + "event:s:1-2; …)\n- x"}
     assert "Worklog" in notes.sections_to_write(derived)
 
