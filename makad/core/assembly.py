@@ -122,35 +122,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
         "memory": MemoryBuilder(inputs, counter),
         "recall": _RecallBuilder(inputs, counter),
     }
-    built: dict[SegmentKind, Built] = {}
-    allocation: dict[SegmentKind, Allocation] = {}
-    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
-        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
-        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
-            # What step 4 would give the last kind anyway: build it once, not twice.
-            top = ceiling(kind, budget, limits, alone=alone)
-            cap = max(cap, min(top, available - history_wants))
-        result = builders[kind].build(cap)
-        used = result.segment.tokens if result.segment else 0
-        available -= used
-        built[kind] = result
-        allocation[kind] = Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated)
-    for kind in SEGMENT_KINDS:  # step 4: unused shares flow, in the same order
-        before = allocation[kind]
-        own = min(segment_cap(kind, budget, limits, alone=alone), before.cap)
-        if before.cap > own:  # the last kind, built at once with what would flow to it
-            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - own)
-            continue
-        room = available - history_wants if kind == "recall" else available
-        top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
-        if available <= 0 or not built[kind].wants_more or top <= before.cap:
-            continue
-        result = builders[kind].build(top)
-        used = result.segment.tokens if result.segment else 0
-        available -= used - before.used
-        built[kind] = result
-        allocation[kind] = Allocation(kind=kind, cap=top, used=used, truncated=result.truncated,
-                                      flowed=top - before.cap)
+    built, allocation = _share(builders, budget, limits, available, history_wants, alone)
 
     segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
     segment_tokens = sum(s.tokens for s in segments)
@@ -201,6 +173,46 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             memory_session_bytes=inputs.memory_session_bytes + shown_bytes,
         ),
     )
+
+
+def _share(builders: dict[SegmentKind, _Builder], budget: int, limits: ContextLimits,
+           available: int, history_wants: int, alone: bool
+           ) -> tuple[dict[SegmentKind, Built], dict[SegmentKind, Allocation]]:
+    """Build each segment kind within its cap, then let unused shares flow (see budget doc).
+
+    ``available``: what history's reserve leaves; ``history_wants``: what history would
+    take beyond it, which it gets before recall.
+    """
+    built: dict[SegmentKind, Built] = {}
+    allocation: dict[SegmentKind, Allocation] = {}
+    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
+        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
+        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
+            # What step 4 would give the last kind anyway: build it once, not twice.
+            top = ceiling(kind, budget, limits, alone=alone)
+            cap = max(cap, min(top, available - history_wants))
+        result = builders[kind].build(cap)
+        used = result.segment.tokens if result.segment else 0
+        available -= used
+        built[kind] = result
+        allocation[kind] = Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated)
+    for kind in SEGMENT_KINDS:  # step 4: unused shares flow, in the same order
+        before = allocation[kind]
+        own = min(segment_cap(kind, budget, limits, alone=alone), before.cap)
+        if before.cap > own:  # the last kind, built at once with what would flow to it
+            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - own)
+            continue
+        room = available - history_wants if kind == "recall" else available
+        top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
+        if available <= 0 or not built[kind].wants_more or top <= before.cap:
+            continue
+        result = builders[kind].build(top)
+        used = result.segment.tokens if result.segment else 0
+        available -= used - before.used
+        built[kind] = result
+        allocation[kind] = Allocation(kind=kind, cap=top, used=used, truncated=result.truncated,
+                                      flowed=top - before.cap)
+    return built, allocation
 
 
 # ------------------------------------------------------- working state ---
