@@ -166,6 +166,20 @@ def is_derived(text: str) -> bool:
     return text.lstrip().startswith(DERIVED_MARK)
 
 
+def make_room_for_client_notes(notes: dict[str, str], written: set[str]) -> None:
+    """Client text wins: when a client's write would take the notes over their total cap,
+    derived sections it did not write are dropped in section order to make room; the
+    daemon derives them again within what is left."""
+    total = sum(estimate_tokens(text) for text in notes.values())
+    for section in SECTIONS:
+        if total <= MAX_NOTES_TOKENS:
+            return
+        text = notes.get(section)
+        if text is not None and section not in written and is_derived(text):
+            total -= estimate_tokens(text)
+            del notes[section]
+
+
 def sections_to_write(notes: Mapping[str, str]) -> list[str]:
     """The derived sections the daemon may write: absent ones and its own."""
     return [s for s in SECTIONS if s not in notes or is_derived(notes[s])]

@@ -106,9 +106,17 @@ class SessionNotesKeeper:
                     await self.update(ws, key[1])
                 except MakadError as exc:  # deleted, closed ledger, incognito…: nothing to do
                     log.info("session_notes_skipped", kind=exc.kind)
+                    self._retry_later(key)
                 except Exception:
                     log.exception("session_notes_failed")
+                    self._retry_later(key)
             self._idle.set()
+
+    def _retry_later(self, key: tuple[str, str]) -> None:
+        """After a failed update, try again once the session has grown by another step."""
+        progress = self._progress.get(key)
+        if progress is not None:
+            progress.threshold = progress.tokens + notes.UPDATE_EVERY_TOKENS
 
     async def update(self, ws: Workspace, session_id: str) -> None:
         """Read what is new in the session; write the notes when an update is due."""

@@ -46,6 +46,7 @@ from typing import Any, Final, Literal, TypeVar, cast
 import msgspec
 
 from makad.core.cjk import index_text, match_expression, query_terms
+from makad.core.session_notes import make_room_for_client_notes
 from makad.core.tokens import estimate_tokens
 from makad.core.types import (
     MAX_NOTE_SECTION_TOKENS,
@@ -1588,6 +1589,7 @@ def patch_working_state(
             merged[section] = text
         else:
             merged.pop(section, None)
+    make_room_for_client_notes(merged, set(notes or ()))
     state = WorkingState(
         goals=list(current.goals if goals is None else goals),
         open_threads=list(current.open_threads if open_threads is None else open_threads),

@@ -122,3 +122,17 @@ def test_every_section_fits_its_allowance(spec: list[tuple[str, str, bool]], roo
                                       dict.fromkeys(notes.SECTIONS, room)).items():
         assert estimate_tokens(text) <= room, section
         assert text.startswith(notes.DERIVED_MARK)
+
+
+def test_a_client_write_makes_room_by_dropping_derived_sections() -> None:
+    """Client text wins the total cap too: derived sections it did not write give way."""
+    from makad.store.ledger import patch_working_state
+
+    derived = notes.DERIVED_MARK + "event:s:1-9; write this section to replace it)\n" + "a b " * 1_900
+    current = WorkingState(notes={s: derived for s in notes.SECTIONS})
+    mine = {s: "x " * 3_500 for s in ("Learnings", "Key results", "Workflow")}
+    state = patch_working_state(current, notes=mine)
+    assert all(state.notes[s] == text for s, text in mine.items())
+    kept = [s for s in notes.SECTIONS if s in state.notes]
+    assert kept and len(kept) < len(notes.SECTIONS)
+    assert sum(estimate_tokens(t) for t in state.notes.values()) <= notes.MAX_NOTES_TOKENS
