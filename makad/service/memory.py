@@ -19,7 +19,6 @@ import msgspec
 from msgspec import UNSET
 
 from makad.core import memory_format as fmt
-from makad.core.confidence import derive, user_values
 from makad.core.redaction import redact
 from makad.core.types import Entry
 from makad.errors import (
@@ -34,6 +33,7 @@ from makad.errors import (
 from makad.rpc.dispatch import Handler
 from makad.service import entry_dates
 from makad.service.common import Channel, Context, in_thread, now_ms
+from makad.service.confidence import confidence_map
 from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.tracked import TrackedFile
@@ -294,8 +294,7 @@ class MemoryService:
         trust = None
         if params.include_entries:
             shown = all_entries if params.include_archived else active
-            user_set, now = user_values(ws.memory.doc), now_ms()
-            trust = {e.id: derive(e, now, user_set.get(e.id)) for e in shown}
+            trust = await confidence_map(ws, shown, params.include_archived)
         return LocalMemoryState(
             **base, status="ok", content=ws.memory.text or "", entry_count=len(active),
             latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,
