@@ -243,6 +243,8 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
     - ``already_shown``: ``memory:<id>`` → content hash shown in this session
       since its last compaction (see ``makad.core.render.entry_hash``).
+    - ``memory_hashes``: entry id → ``entry_hash`` of it, when the caller keeps them
+      (computed here otherwise).
     - ``memory_confidence``: entry id → the ``confidence=`` value the user wrote
       in its metadata comment (only entries that have one).
     - ``memory_session_bytes``: the memory this session was shown since its last
@@ -268,6 +270,7 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_entries: list[Entry] = []
     memory_bm25: dict[str, float] = {}
     already_shown: dict[str, str] = {}
+    memory_hashes: dict[str, str] = {}
     memory_confidence: dict[str, str] = {}
     memory_session_bytes: int = 0
     memory_skipped: Skipped | None = None

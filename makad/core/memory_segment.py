@@ -128,7 +128,8 @@ class MemoryBuilder:
     def _digest(self, item: RankedEntry) -> str:
         digest = self._digests.get(item.index)
         if digest is None:
-            digest = self._digests[item.index] = entry_hash(item.entry)
+            digest = self._inputs.memory_hashes.get(item.entry.id) or entry_hash(item.entry)
+            self._digests[item.index] = digest
         return digest
 
     def _unchanged(self, item: RankedEntry) -> bool:

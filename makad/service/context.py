@@ -26,7 +26,7 @@ from makad.core.context_types import (
     Skipped,
 )
 from makad.core.history import message_tokens
-from makad.core.render import memory_ref
+from makad.core.render import entry_hash, memory_ref
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams, IOFailure
@@ -41,8 +41,12 @@ from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
 
-MEMORY_BM25_CANDIDATES = 200
+# Memory candidates: with a query the best FTS matches plus the most recent entries (an
+# entry past the 100th match that is not among the recent ones rarely reaches the top 10);
+# without one the most recent entries, all of which may be shown when they fit.
+MEMORY_BM25_CANDIDATES = 100
 MEMORY_RECENT_CANDIDATES = 50
+MEMORY_NO_QUERY_CANDIDATES = 200
 # History tail to read: events covering this multiple of the budget (older ones cannot fit).
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
@@ -62,6 +66,8 @@ class MemorySnapshot:
     recent: list[Entry]
     user_confidence: dict[str, str] = field(default_factory=dict)
     skipped: Skipped | None = None
+    # entry id → entry_hash, filled as entries become candidates (same for every call).
+    hashes: dict[str, str] = field(default_factory=dict)
 
 
 class ContextService:
@@ -140,6 +146,7 @@ class ContextService:
             include=plan.include, memory_enabled=snapshot is not None,
             memory_entries=entries, memory_bm25=bm25, already_shown=already_shown,
             memory_confidence=snapshot.user_confidence if snapshot is not None else {},
+            memory_hashes=_hashes(snapshot, entries) if snapshot is not None else {},
             memory_session_bytes=session_bytes,
             memory_skipped=snapshot.skipped if snapshot is not None else None,
             working_state=working_state, checkpoint=checkpoint, history=history,
@@ -276,10 +283,19 @@ def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None
             if entry is not None:
                 chosen[entry_id] = entry
                 bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
-    limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_BM25_CANDIDATES
+    limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_NO_QUERY_CANDIDATES
     for entry in snap.recent[:limit]:
         chosen.setdefault(entry.id, entry)
     return list(chosen.values()), bm25
+
+
+def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
+    """The candidates' content hashes, each computed once per MEMORY.md version."""
+    known = snap.hashes
+    for entry in entries:
+        if entry.id not in known:
+            known[entry.id] = entry_hash(entry)
+    return known
 
 
 def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None,
