@@ -105,15 +105,12 @@ class ContextService:
         if sid is not None:
             source = (_EphemeralSource(self._sessions, ws) if incognito
                       else _LedgerSource(ws.ledger))
-        # One worker-thread hop gathers every input and assembles: hops are not free.
-        pack, record = await in_thread(self._gather_and_assemble, ws, plan, source)
-        if record is not None and sid is not None:
-            await in_thread(ws.ledger.record_manifest, sid, pack.call_id, record.items,
-                            memory_bytes=record.memory_bytes, since=record.since)
-        return pack
+        # One worker-thread hop gathers every input, assembles and records the manifest:
+        # hops are not free.
+        return await in_thread(self._gather_and_assemble, ws, plan, source)
 
     def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None
-                             ) -> tuple[ContextPack, _ManifestRecord | None]:
+                             ) -> ContextPack:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -152,8 +149,11 @@ class ContextService:
             working_state=working_state, checkpoint=checkpoint, history=history,
             live_history_tokens=live_tokens, recall_hits=recall, limits=self._limits)
         pack = msgspec.structs.replace(assemble(inputs), call_id=call_id, revision=plan.revision)
-        record = None if sid is None or plan.incognito else _manifest(pack, since)
-        return pack, record
+        if sid is not None and not plan.incognito:
+            items, memory_bytes = _manifest(pack)
+            ws.ledger.record_manifest(sid, pack.call_id, items, memory_bytes=memory_bytes,
+                                      since=since)
+        return pack
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
         try:
@@ -315,18 +315,9 @@ def _already_shown(ws: Workspace, sid: str, since: int, call_id: str,
     return {source: digest for source, (digest, ref) in shown.items.items() if ref != skip}
 
 
-@dataclass(frozen=True)
-class _ManifestRecord:
-    """What the session's manifest keeps of one call."""
-
-    items: list[tuple[str, int, str]]
-    memory_bytes: int
-    since: int
-
-
-def _manifest(pack: ContextPack, since: int) -> _ManifestRecord:
-    """Every source the model saw: memory entries (with the hash of the text shown), the
-    other segments' sources, then each history message's ref."""
+def _manifest(pack: ContextPack) -> tuple[list[tuple[str, int, str]], int]:
+    """Every source the model saw — memory entries (with the hash of the text shown), the
+    other segments' sources, then each history message's ref — and the memory's bytes."""
     items: dict[str, tuple[str, int, str]] = {}
     memory_bytes = 0
     for candidate in pack.trace.candidates:
@@ -342,7 +333,7 @@ def _manifest(pack: ContextPack, since: int) -> _ManifestRecord:
     for message in pack.messages:
         items.setdefault(message.source_id,
                          (message.source_id, message_tokens(message, counter), ""))
-    return _ManifestRecord(list(items.values()), memory_bytes, since)
+    return list(items.values()), memory_bytes
 
 
 def _call_id(workspace: str, revision: int, sid: str | None, last_seq: int, budget: int,
