@@ -294,7 +294,8 @@ class MemoryService:
         trust = None
         if params.include_entries:
             shown = all_entries if params.include_archived else active
-            trust = await confidence_map(ws, shown, params.include_archived)
+            if params.include_confidence:
+                trust = await confidence_map(ws, shown, params.include_archived)
         return LocalMemoryState(
             **base, status="ok", content=ws.memory.text or "", entry_count=len(active),
             latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,

@@ -54,15 +54,18 @@ class SetSettingsParams(WorkspaceParams):
 
 
 class ReadStateParams(WorkspaceParams):
+    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence."""
+
     include_entries: bool = False
     include_archived: bool = False
+    include_confidence: bool = False
 
 
 class LocalMemoryState(Result):
     """The contract's LocalMemoryState plus revision, sha256, pendingCount and entries.
 
-    ``confidence`` (with ``entries``): entry id → how far it can be trusted and why,
-    derived from who wrote it, its source refs and its age (or set by the user).
+    ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
+    and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
 
     path: str

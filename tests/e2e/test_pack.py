@@ -210,7 +210,9 @@ def test_confidence_differs_by_author_evidence_and_age(daemon: DaemonProcess) ->
     path.write_text(path.read_text() + "\n## Old tool\n<!-- maka-memory: id=imp1 origin=imported "
                     f"createdAt={year_ago} updatedAt={year_ago} status=active tags= -->\n"
                     "The team used svn.\n")
-    state = daemon.call("read_state", {"workspace": w, "includeEntries": True})
+    state = daemon.call("read_state", {"workspace": w, "includeEntries": True,
+                                       "includeConfidence": True})
+    assert daemon.call("read_state", {"workspace": w, "includeEntries": True})["confidence"] is None
     levels = {key: state["confidence"][key]["level"] for key in (typed, agent, "imp1")}
     assert levels == {typed: "high", agent: "medium", "imp1": "low"}
     scores = [state["confidence"][key]["score"] for key in (typed, agent, "imp1")]
@@ -233,7 +235,8 @@ def test_a_user_set_confidence_wins(daemon: DaemonProcess) -> None:
     memory_file(daemon).write_text(
         "# Maka Memory\n\n## Hunch\n<!-- maka-memory: id=h1 origin=manual createdAt=1 "
         "updatedAt=1 status=active tags= confidence=low -->\nMaybe it is DNS.\n")
-    state = daemon.call("read_state", {"workspace": ws(daemon), "includeEntries": True})
+    state = daemon.call("read_state", {"workspace": ws(daemon), "includeEntries": True,
+                                       "includeConfidence": True})
     assert state["confidence"]["h1"] == {"level": "low", "score": 0.3, "reason": "set by the user"}
 
 

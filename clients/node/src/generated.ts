@@ -450,8 +450,8 @@ export interface ListSessionsParams {
 /**
  * The contract's LocalMemoryState plus revision, sha256, pendingCount and entries.
  *
- * ``confidence`` (with ``entries``): entry id → how far it can be trusted and why,
- * derived from who wrote it, its source refs and its age (or set by the user).
+ * ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
+ * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
 export interface LocalMemoryState {
   path: string;
@@ -601,12 +601,15 @@ export interface ReadEventsResult {
   hasMore: boolean;
 }
 
+/** ``includeConfidence`` (with ``includeEntries``): also each entry's confidence. */
 export interface ReadStateParams {
   workspace: string;
   /** @default false */
   includeEntries?: boolean;
   /** @default false */
   includeArchived?: boolean;
+  /** @default false */
+  includeConfidence?: boolean;
 }
 
 /**
@@ -1016,6 +1019,8 @@ export interface Methods {
       includeEntries?: boolean;
       /** @default false */
       includeArchived?: boolean;
+      /** @default false */
+      includeConfidence?: boolean;
     };
     result: LocalMemoryState;
     errors: "invalid_workspace" | "io_error";
