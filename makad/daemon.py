@@ -10,6 +10,7 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
+import resource
 import signal
 import socket
 import stat
@@ -20,13 +21,14 @@ from pathlib import Path
 from typing import IO, Any
 
 import anyio
+import msgspec
 import structlog
 from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
 from makad.rpc.dispatch import Dispatcher, Handler
-from makad.rpc.server import Server
+from makad.rpc.server import Limits, Server
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
@@ -43,6 +45,11 @@ from makad.watcher import Watcher
 from makad.wire import CATALOGUE
 
 log = structlog.get_logger("makad")
+
+# Descriptors kept for everything but client connections (ledgers, watcher, backups…).
+RESERVED_FDS = 256
+# Linux refuses a soft limit over fs.nr_open; when the hard limit is "unlimited" aim here.
+NOFILE_CEILING = 1 << 20
 
 
 class StartupError(Exception):
@@ -103,8 +110,51 @@ def bind_socket(path: Path) -> socket.socket:
     finally:
         os.umask(old_umask)
     os.chmod(path, 0o600)
-    sock.listen(128)
+    sock.listen(socket.SOMAXCONN)  # a burst of clients waits instead of failing (EAGAIN)
     return sock
+
+
+def raise_open_file_limit() -> int:
+    """Lift the soft RLIMIT_NOFILE to the hard one; the soft limit now in force."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = NOFILE_CEILING if hard == resource.RLIM_INFINITY else hard
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            log.warning("nofile_not_raised", soft=soft, hard=hard)
+    return NOFILE_CEILING if soft == resource.RLIM_INFINITY else soft
+
+
+def connection_cap(configured: int, nofile: int) -> int:
+    """The configured cap, lowered so connections cannot take the daemon's own descriptors."""
+    room = nofile - RESERVED_FDS if nofile > 2 * RESERVED_FDS else nofile // 2
+    return max(1, min(configured, room))
+
+
+def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
+    cap = connection_cap(settings.max_connections, nofile)
+    if cap < settings.max_connections:
+        log.warning("connection_cap_lowered", configured=settings.max_connections, cap=cap,
+                    nofile=nofile)
+    return Limits(max_message_bytes=settings.max_message_bytes, max_connections=cap,
+                  idle_timeout_s=settings.idle_timeout_s,
+                  shutdown_grace_s=settings.shutdown_grace_s)
+
+
+def inject_faults(settings: DaemonSettings, handlers: dict[str, Handler]) -> None:
+    """Test-only: ``unencodable_reply`` makes ``status`` answer a string that cannot be
+    encoded as UTF-8 (as a file name in a legacy encoding would)."""
+    if settings.fault_point != "unencodable_reply":
+        return
+    status = handlers["status"]
+
+    async def unencodable_status(params: Any, peer: Any) -> Any:
+        result = await status(params, peer)
+        return msgspec.structs.replace(result, socket=result.socket + "\udcff")
+
+    handlers["status"] = unencodable_status
 
 
 @dataclass
@@ -146,6 +196,7 @@ def build_app(info: DaemonInfo) -> App:
     handlers: dict[str, Handler] = {}
     for service in services:
         handlers.update(service.handlers())
+    inject_faults(settings, handlers)
     return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes)
 
 
@@ -167,8 +218,8 @@ async def run(settings: DaemonSettings) -> int:
 
         app = build_app(info)
         stack.callback(app.registry.close)
-        dispatcher = Dispatcher(CATALOGUE, app.handlers)
-        server = Server(dispatcher, settings.max_message_bytes, settings.shutdown_grace_s)
+        dispatcher = Dispatcher(CATALOGUE, app.handlers, settings.max_reply_bytes)
+        server = Server(dispatcher, limits_for(settings, raise_open_file_limit()))
         info.connection_count = lambda: len(server.connections)
         info.request_stop = server.request_stop
         info.stopping = lambda: server.stopping

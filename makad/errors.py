@@ -8,13 +8,15 @@
     ├── Disabled                    -32004 disabled
     ├── GateClosed                  -32005 gate_closed
     ├── TooLarge                    -32006 too_large
+    │   └── ReplyTooLarge           -32006 reply_too_large
     ├── SafeMode                    -32007 safe_mode
     ├── InvalidSummary              -32008 invalid_summary
     ├── IOFailure                   -32009 io_error
     ├── InvalidWorkspace            -32010 invalid_workspace
     ├── InsufficientEvidence        -32011 insufficient_evidence
     ├── CircuitOpen                 -32012 circuit_open
-    └── ShuttingDown                -32013 shutting_down
+    ├── ShuttingDown                -32013 shutting_down
+    └── TooManyConnections          -32014 too_many_connections
 
 The message is written for people and must never contain memory content or
 exception text; ``data`` carries machine-readable details (always with ``kind``).
@@ -75,6 +77,12 @@ class TooLarge(MakadError):
     kind = "too_large"
 
 
+class ReplyTooLarge(TooLarge):
+    """A reply over the reply cap (written by the dispatcher, not raised by handlers)."""
+
+    kind = "reply_too_large"
+
+
 class SafeMode(MakadError):
     code = -32007
     kind = "safe_mode"
@@ -110,6 +118,13 @@ class ShuttingDown(MakadError):
     kind = "shutting_down"
 
 
+class TooManyConnections(MakadError):
+    """The connection cap is reached (written once to a refused connection, id null)."""
+
+    code = -32014
+    kind = "too_many_connections"
+
+
 ALL_ERRORS: tuple[type[MakadError], ...] = (
     InvalidParams,
     NotFound,
@@ -118,6 +133,7 @@ ALL_ERRORS: tuple[type[MakadError], ...] = (
     Disabled,
     GateClosed,
     TooLarge,
+    ReplyTooLarge,
     SafeMode,
     InvalidSummary,
     IOFailure,
@@ -125,4 +141,5 @@ ALL_ERRORS: tuple[type[MakadError], ...] = (
     InsufficientEvidence,
     CircuitOpen,
     ShuttingDown,
+    TooManyConnections,
 )

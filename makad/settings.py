@@ -12,13 +12,19 @@ import os
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import platformdirs
 
 from makad import __version__
 
+N = TypeVar("N", int, float)
+
 APP_NAME = "maka"
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+DEFAULT_MAX_CONNECTIONS = 4096
+DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
 DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
@@ -33,6 +39,9 @@ class DaemonSettings:
     log_format: str  # "json" | "console"
     log_level: str
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
     session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
     shutdown_grace_s: float = 5.0
@@ -73,20 +82,40 @@ def build_parser() -> argparse.ArgumentParser:
                         help="debug, info, warning or error (env MAKAD_LOG_LEVEL; default info)")
     parser.add_argument("--max-message-bytes", type=int, default=None,
                         help=f"largest accepted message (default {DEFAULT_MAX_MESSAGE_BYTES})")
+    parser.add_argument("--max-reply-bytes", type=int, default=None,
+                        help="largest reply to one request or batch (env MAKAD_MAX_REPLY_BYTES; "
+                             f"default {DEFAULT_MAX_REPLY_BYTES})")
+    parser.add_argument("--max-connections", type=int, default=None,
+                        help="connections served at once (env MAKAD_MAX_CONNECTIONS; "
+                             f"default {DEFAULT_MAX_CONNECTIONS})")
+    parser.add_argument("--idle-timeout", type=float, default=None,
+                        help="seconds after which a connection that sends nothing and follows "
+                             "no workspace is closed (env MAKAD_IDLE_TIMEOUT_S; "
+                             f"default {DEFAULT_IDLE_TIMEOUT_S:g})")
     return parser
 
 
-def _int_env(env: dict[str, str], name: str, default: int) -> int:
+def _number_env(env: dict[str, str], name: str, default: N, kind: type[N]) -> N:
+    """A positive number from the environment (``kind`` int or float), else ``default``."""
     raw = env.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = kind(raw)
     except ValueError:
-        raise SystemExit(f"makad: {name} must be an integer, got {raw!r}") from None
-    if value <= 0:
-        raise SystemExit(f"makad: {name} must be positive")
+        raise SystemExit(f"makad: {name} must be {'an integer' if kind is int else 'a number'}, "
+                         f"got {raw!r}") from None
+    _positive(name, value)
     return value
+
+
+def _int_env(env: dict[str, str], name: str, default: int) -> int:
+    return _number_env(env, name, default, int)
+
+
+def _positive(name: str, value: float | None) -> None:
+    if value is not None and not value > 0:
+        raise SystemExit(f"makad: {name} must be positive")
 
 
 def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
@@ -103,6 +132,8 @@ def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
     level = (args.log_level or env.get("MAKAD_LOG_LEVEL") or "info").lower()
     if level not in ("debug", "info", "warning", "error"):
         raise SystemExit("makad: log level must be debug, info, warning or error")
+    for flag in ("max_message_bytes", "max_reply_bytes", "max_connections", "idle_timeout"):
+        _positive("--" + flag.replace("_", "-"), getattr(args, flag))
     max_msg = args.max_message_bytes or _int_env(env, "MAKAD_MAX_MESSAGE_BYTES",
                                                  DEFAULT_MAX_MESSAGE_BYTES)
     return DaemonSettings(
@@ -111,6 +142,12 @@ def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
         log_format=log_format,
         log_level=level,
         max_message_bytes=max_msg,
+        max_reply_bytes=args.max_reply_bytes or _int_env(env, "MAKAD_MAX_REPLY_BYTES",
+                                                         DEFAULT_MAX_REPLY_BYTES),
+        max_connections=args.max_connections or _int_env(env, "MAKAD_MAX_CONNECTIONS",
+                                                         DEFAULT_MAX_CONNECTIONS),
+        idle_timeout_s=args.idle_timeout or _number_env(env, "MAKAD_IDLE_TIMEOUT_S",
+                                                        DEFAULT_IDLE_TIMEOUT_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
         session_memory_cap_bytes=_int_env(env, "MAKAD_SESSION_MEMORY_CAP_BYTES",
                                           DEFAULT_SESSION_MEMORY_CAP_BYTES),

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +82,19 @@ class DaemonProcess:
 
     def log_text(self) -> str:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
+
+
+def daemon_in_tmp(env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
+    """A started daemon in its own short temp dir, stopped and removed afterwards
+    (the body of a module-scoped fixture: ``yield from daemon_in_tmp()``)."""
+    root = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
+    proc = DaemonProcess(root, env=env)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def wait_listening(proc: subprocess.Popen[str]) -> str:

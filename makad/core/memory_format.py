@@ -16,23 +16,27 @@ comment. Everything before the first entry is the preamble.
 A section runs from its heading line to the next one (exclusive), trailing
 blank lines and any prose included. Its entry's content is the text after the
 metadata comment (or after the heading when there is none), with line endings
-normalised to ``\\n`` and leading and trailing blank lines removed; rendering
-writes the content followed by one newline, and appending puts one blank line
-between sections.
+normalised to ``\\n`` and leading and trailing blank lines removed. Content the
+daemon writes is escaped and closed so it cannot change how the rest of the
+file parses, and the escape is invisible to readers (``makad.core.entry_text``).
+
+Bytes that are not UTF-8 arrive as lone surrogates (``surrogateescape``) and
+stay in ``raw``, so untouched sections are written back byte for byte; every
+value read from them (title, content, comment values) is shown through
+``makad.core.undecodable.display``, so no surrogate leaves this module.
 
 Identity -- new ids are ``sha256(content + str(createdAt))[:16]``; old
 ``manual-<ms>`` ids stay as they are. An entry without an id (no comment, or a
-comment without ``id=``) gets ``h-`` + ``sha256(title + "\\n" + content)[:16]``:
-stable across restarts, and persisted the first time the entry is rewritten.
-When ids repeat, every section is kept; the second one reports ``<id>~2``, the
-third ``<id>~3``, and so on.
+comment without ``id=``) gets ``h-`` + ``sha256(title + "\\n" + content)[:16]``
+(the content as the file spells it): stable across restarts, and persisted the
+first time the entry is rewritten. When ids repeat, every section is kept; the
+second one reports ``<id>~2``, the third ``<id>~3``, and so on.
 
-Comment values that may hold spaces, commas, ``%``, ``<``, ``>`` or ``=``
-(ids, tags, source refs, session, supersedes) are percent-encoded for those
-characters only, so slugs, refs like ``event:s1:3-9`` and CJK text stay
-readable. ``decayTtlMs`` is written only when set; ``scope``, ``session``,
-``source`` and ``supersedes`` only when not default. Unknown ``key=value``
-tokens are kept verbatim and written back after the known fields.
+Metadata -- the comment is read and edited by ``makad.core.entry_comment``:
+values this version does not understand are held byte for byte, and rewriting
+an entry only changes the tokens of the fields that changed. A rewritten
+section keeps its heading line when the title is the same and its content
+lines when the content is the same.
 
 Fail-open -- parsing never raises, keeps every section, and marks an entry
 whose comment is unclosed, has stray text, a token without ``=`` or a bad
@@ -45,45 +49,32 @@ import hashlib
 import re
 from dataclasses import dataclass, replace
 from itertools import pairwise
-from typing import Final, get_args
-from urllib.parse import quote, unquote
+from typing import Final
 
 import msgspec
-from markdown_it import MarkdownIt
 
-from makad.core.types import Entry, EntryStatus, Origin, Scope
+from makad.core.entry_comment import CommentFields, edit_tokens, field_tokens, held_keys, read_comment
+from makad.core.entry_text import (
+    COMMENT,
+    EOL,
+    H2,
+    block_tokens,
+    is_blank,
+    join_content,
+    prepare,
+    split_lines,
+    strip_eol,
+    unescape,
+)
+from makad.core.types import Entry
+from makad.core.undecodable import display
 
 HEADER: Final = "# Maka Memory\n\n"
 
-_ORIGINS: Final[frozenset[str]] = frozenset(get_args(Origin))
-_STATUSES: Final[frozenset[str]] = frozenset(get_args(EntryStatus))
-_SCOPES: Final[frozenset[str]] = frozenset(get_args(Scope))
-_KNOWN_KEYS: Final = (
-    "id",
-    "origin",
-    "createdAt",
-    "updatedAt",
-    "status",
-    "tags",
-    "decayTtlMs",
-    "scope",
-    "session",
-    "source",
-    "supersedes",
-)
-_MAX_INT: Final = 2**63 - 1
-
-_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
-_EOL = re.compile(r"(?:\r\n|\r|\n)\Z")
-_H2 = re.compile(r" {0,3}##(?=[ \t]|\Z)")
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*\Z")
-_COMMENT = re.compile(r"[ \t]*<!--[ \t]*maka-memory:")
-_UNSAFE_VALUE = re.compile(r"[%,<>=\s\x00-\x1f\x7f]")
 _BLANK_END = re.compile(r"(?:\A|\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)\Z")
-_DIGITS = re.compile(r"[0-9]+")
-
-# Only block structure matters here; inline parsing would be wasted work.
-_MARKDOWN: Final = MarkdownIt("commonmark").disable(["inline", "text_join"])
+# Decay needs all three understood: a held createdAt reads as 0 and would archive at once.
+_DECAY_KEYS: Final = frozenset({"createdAt", "decayTtlMs", "status"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +86,8 @@ class Section:
     declared_id: str
     has_comment: bool = False
     comment_malformed: bool = False
+    # Comment tokens the entry does not represent, kept byte for byte: unknown keys,
+    # tokens without ``=``, and known keys whose value was not understood or repeated.
     unknown_fields: tuple[str, ...] = ()
 
 
@@ -115,9 +108,9 @@ def parse(text: str) -> MemoryDocument:
     """Split ``text`` into preamble and sections; never raises."""
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
-    lines = _split_lines(body)
+    lines = split_lines(body)
     newline = _newline_style(lines)
-    starts = _heading_lines([_strip_eol(line) for line in lines])
+    starts = _heading_lines([strip_eol(line) for line in lines])
     bounds = [*starts, len(lines)]
     preamble = "".join(lines[: bounds[0]])
     raws = ["".join(lines[a:b]) for a, b in pairwise(bounds)]
@@ -156,51 +149,36 @@ def derived_entry_id(title: str, content: str) -> str:
     return "h-" + _sha16(title + "\n" + content)
 
 
-def _split_lines(text: str) -> list[str]:
-    # Same line breaks as markdown-it (\r\n, \r, \n), so its line map lines up.
-    return _LINE.findall(text)
-
-
-def _strip_eol(line: str) -> str:
-    return _EOL.sub("", line)
-
-
 def _newline_style(lines: list[str]) -> str:
     for line in lines:
-        match = _EOL.search(line)
+        match = EOL.search(line)
         if match:
             return match.group()
     return "\n"
 
 
-def _is_blank(line: str) -> bool:
-    return not line.strip(" \t\r\n")
-
-
 def _comment_follows(bodies: list[str], index: int) -> bool:
     for body in bodies[index + 1 :]:
-        if not _is_blank(body):
-            return bool(_COMMENT.match(body))
+        if not is_blank(body):
+            return bool(COMMENT.match(body))
     return False
 
 
 def _heading_lines(bodies: list[str]) -> list[int]:
     """Indexes of the lines that start a section."""
-    anchored = [i for i, body in enumerate(bodies) if _H2.match(body) and _comment_follows(bodies, i)]
+    anchored = [i for i, body in enumerate(bodies) if H2.match(body) and _comment_follows(bodies, i)]
     found = set(anchored)
     bounds = sorted({0, *anchored, len(bodies)})
     for start, end in pairwise(bounds):
-        # A metadata comment is blanked so an unclosed one cannot swallow the
+        # Metadata comments read as blank lines, so an unclosed one cannot swallow the
         # rest of the chunk as an HTML block.
-        chunk = "\n".join("" if _COMMENT.match(b) else b for b in bodies[start:end])
-        found.update(start + line for line in _top_level_h2(chunk))
+        found.update(start + line for line in _top_level_h2(bodies[start:end]))
     return sorted(found)
 
 
-def _top_level_h2(source: str) -> list[int]:
-    try:
-        tokens = _MARKDOWN.parse(source)
-    except Exception:  # fail-open: fall back to the anchored headings only
+def _top_level_h2(bodies: list[str]) -> list[int]:
+    tokens = block_tokens(bodies)
+    if tokens is None:  # fail-open: fall back to the anchored headings only
         return []
     return [
         token.map[0]
@@ -214,38 +192,33 @@ def _top_level_h2(source: str) -> list[int]:
 
 
 def _title(heading: str) -> str:
-    text = _H2.sub("", heading, count=1).strip(" \t")
+    text = H2.sub("", heading, count=1).strip(" \t")
     return _CLOSING_HASHES.sub("", text).strip(" \t")
 
 
-@dataclass(slots=True)
-class _Fields:
-    """Values read from a metadata comment, before they become an Entry."""
-
-    values: dict[str, object]
-    unknown: list[str]
-    malformed: bool = False
+def _comment_index(bodies: list[str]) -> int:
+    """Index of the line a metadata comment would be on: the first non-blank after the heading."""
+    index = 1
+    while index < len(bodies) and is_blank(bodies[index]):
+        index += 1
+    return index
 
 
 def _read_section(raw: str) -> Section:
-    bodies = [_strip_eol(line) for line in _split_lines(raw)]
-    title = _title(bodies[0]) if bodies else ""
-    index = 1
-    while index < len(bodies) and _is_blank(bodies[index]):
-        index += 1
-    comment = _COMMENT.match(bodies[index]) if index < len(bodies) else None
-    has_comment = comment is not None
-    fields = _Fields(values={}, unknown=[])
+    bodies = [strip_eol(line) for line in split_lines(raw)]
+    title = display(_title(bodies[0])) if bodies else ""
+    index = _comment_index(bodies)
+    comment = COMMENT.match(bodies[index]) if index < len(bodies) else None
+    fields = CommentFields()
     content_lines = bodies[1:]
     if comment is not None:
-        trailing = _read_comment(bodies[index][comment.end() :], fields)
-        content_lines = ([trailing] if trailing else []) + bodies[index + 1 :]
-    content = _join_content(content_lines)
+        fields = read_comment(bodies[index][comment.end() :])
+        content_lines = ([fields.trailing] if fields.trailing else []) + bodies[index + 1 :]
+    spelled = join_content([display(line) for line in content_lines])
+    content = "\n".join(unescape(spelled.split("\n"))) if spelled else ""
     values = fields.values
     declared = values.get("id")
-    entry_id = declared if isinstance(declared, str) else derived_entry_id(title, content)
-    if has_comment and declared is None:
-        fields.malformed = True
+    entry_id = declared if isinstance(declared, str) else derived_entry_id(title, spelled)
     created = _int_or(values.get("createdAt"), 0)
     entry = Entry(
         id=entry_id,
@@ -266,9 +239,9 @@ def _read_section(raw: str) -> Section:
         raw=raw,
         entry=entry,
         declared_id=entry_id,
-        has_comment=has_comment,
-        comment_malformed=fields.malformed,
-        unknown_fields=tuple(fields.unknown),
+        has_comment=comment is not None,
+        comment_malformed=fields.malformed or (comment is not None and declared is None),
+        unknown_fields=tuple(fields.held),
     )
 
 
@@ -278,66 +251,6 @@ def _int_or(value: object, default: int) -> int:
 
 def _list_or(value: object) -> list[str]:
     return list(value) if isinstance(value, list) else []
-
-
-def _read_comment(rest: str, fields: _Fields) -> str:
-    """Fill ``fields`` from the comment text after ``maka-memory:``; return stray text."""
-    end = rest.find("-->")
-    trailing = ""
-    if end < 0:
-        fields.malformed = True
-        end = len(rest)
-    else:
-        trailing = rest[end + 3 :].strip(" \t")
-        fields.malformed = bool(trailing)
-    for token in rest[:end].split():
-        key, sep, value = token.partition("=")
-        if not sep:
-            fields.malformed = True
-            fields.unknown.append(token)
-        elif key not in _KNOWN_KEYS:
-            fields.unknown.append(token)
-        elif key in fields.values:
-            fields.malformed = True
-        else:
-            parsed = _parse_value(key, value)
-            if parsed is _INVALID:
-                fields.malformed = True
-            else:
-                fields.values[key] = parsed
-    return trailing
-
-
-_INVALID: Final = object()
-
-
-def _parse_value(key: str, value: str) -> object:
-    if key == "id":
-        return unquote(value) or _INVALID
-    if key in ("session", "supersedes"):
-        return unquote(value) or None
-    if key in ("tags", "source"):
-        return [unquote(item) for item in value.split(",") if item]
-    if key == "origin":
-        return value if value in _ORIGINS else _INVALID
-    if key == "status":
-        return value if value in _STATUSES else _INVALID
-    if key == "scope":
-        return value if value in _SCOPES else _INVALID
-    if key == "decayTtlMs" and value.lower() in ("", "null", "none"):
-        return None
-    if _DIGITS.fullmatch(value) and len(value) <= 19 and int(value) <= _MAX_INT:
-        return int(value)
-    return _INVALID
-
-
-def _join_content(lines: list[str]) -> str:
-    start, end = 0, len(lines)
-    while start < end and _is_blank(lines[start]):
-        start += 1
-    while end > start and _is_blank(lines[end - 1]):
-        end -= 1
-    return "\n".join(lines[start:end])
 
 
 def _assemble(preamble: str, sections: list[Section], newline: str, bom: bool) -> MemoryDocument:
@@ -365,69 +278,70 @@ def _sha16(text: str) -> str:
 
 
 def render_entry(entry: Entry, unknown_fields: tuple[str, ...] | list[str] = (), newline: str = "\n") -> str:
-    """One section as the daemon writes it, ending with a single newline."""
-    fields = [
-        f"id={_encode(entry.id)}",
-        f"origin={entry.origin}",
-        f"createdAt={entry.created_at}",
-        f"updatedAt={entry.updated_at}",
-        f"status={entry.status}",
-        "tags=" + ",".join(_encode(tag) for tag in entry.tags),
-    ]
-    if entry.decay_ttl_ms is not None:
-        fields.append(f"decayTtlMs={entry.decay_ttl_ms}")
-    if entry.scope != "workspace":
-        fields.append(f"scope={entry.scope}")
-    if entry.session_id:
-        fields.append(f"session={_encode(entry.session_id)}")
-    if entry.source_refs:
-        fields.append("source=" + ",".join(_encode(ref) for ref in entry.source_refs))
-    if entry.supersedes:
-        fields.append(f"supersedes={_encode(entry.supersedes)}")
-    fields.extend(unknown_fields)
-    title = re.sub(r"[\r\n]+", " ", entry.title).strip(" \t")
-    lines = [f"## {title}".rstrip(" "), f"<!-- maka-memory: {' '.join(fields)} -->"]
-    lines.extend(_escape_headings(_content_lines(entry.content)))
-    return newline.join(lines) + newline
+    """One section as the daemon writes it, ending with a newline (two when a block needs it)."""
+    tokens = [*field_tokens(entry).values(), *unknown_fields]
+    head = _heading(entry.title) + newline + _comment(tokens) + newline
+    return head + _body(entry.content, newline, "")
 
 
-def _encode(value: str) -> str:
-    return _UNSAFE_VALUE.sub(lambda match: quote(match.group(), safe=""), value)
+def _heading(title: str) -> str:
+    title = re.sub(r"[\r\n]+", " ", title).strip(" \t")
+    if title.endswith("#"):  # a closing sequence keeps the title's own final '#'
+        title += " #"
+    return f"## {title}".rstrip(" ")
 
 
-def _content_lines(content: str) -> list[str]:
-    joined = _join_content([_strip_eol(line) for line in _split_lines(content)])
-    return joined.split("\n") if joined else []
+def _comment(tokens: list[str]) -> str:
+    return f"<!-- maka-memory: {' '.join(tokens)} -->"
 
 
-def _escape_headings(lines: list[str]) -> list[str]:
-    """Backslash-escape content lines that would otherwise start a new section."""
-    if not any(_H2.match(line) for line in lines):
-        return lines
-    starts = set(_heading_lines(lines))
-    return ["\\" + line.lstrip(" ") if i in starts else line for i, line in enumerate(lines)]
+def _body(content: str, newline: str, trailing: str) -> str:
+    """Content lines as written, then ``trailing`` blank lines (at least one if a block needs it)."""
+    prepared = prepare(content)
+    text = newline.join(prepared.lines) + newline if prepared.lines else ""
+    return text + (trailing or (newline if prepared.blank_after else ""))
+
+
+def _rewrite(section: Section, entry: Entry, newline: str) -> str:
+    """``section`` holding ``entry`` instead: only what changed gets new bytes."""
+    lines = split_lines(section.raw)
+    before = section.entry
+    heading = lines[0] if entry.title == before.title else _heading(entry.title)
+    head = heading if EOL.search(heading) else heading + newline
+    bodies = [strip_eol(line) for line in lines]
+    index = _comment_index(bodies)
+    comment = COMMENT.match(bodies[index]) if section.has_comment and index < len(bodies) else None
+    if comment is not None:
+        fields = read_comment(bodies[index][comment.end() :])
+        tokens = edit_tokens(fields.tokens, before, section.declared_id, entry)
+        gap, rest = "".join(lines[1:index]), lines[index + 1 :]
+        eol = EOL.search(lines[index])
+        comment_line = _comment(tokens) + (eol.group() if eol else newline)
+        keep_body = fields.closed and not fields.trailing
+    else:
+        gap, rest = "", lines[1:]
+        comment_line = _comment(list(field_tokens(entry).values())) + newline
+        keep_body = True
+    if keep_body and entry.content == before.content:
+        return head + gap + comment_line + "".join(rest)
+    return head + gap + comment_line + _body(entry.content, newline, _trailing_blank_lines(section.raw))
 
 
 # --- operations --------------------------------------------------------------
 
 
-def upsert(
-    doc: MemoryDocument, entry: Entry, unknown_fields: tuple[str, ...] | None = None
-) -> MemoryDocument:
-    """Replace the section with ``entry.id`` in place, or append a new one.
+def upsert(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
+    """Replace the section with ``entry.id`` in place (a minimal edit), or append a new one.
 
-    Unknown comment fields of the replaced section are kept unless given.
     An entry equal to what is already there leaves the document untouched.
     """
     index = _index_of(doc, entry.id)
     if index is None:
-        return _append(doc, render_entry(entry, unknown_fields or (), doc.newline))
+        return _append(doc, render_entry(entry, (), doc.newline))
     section = doc.sections[index]
-    fields = section.unknown_fields if unknown_fields is None else tuple(unknown_fields)
-    if section.entry == entry and fields == section.unknown_fields:
+    if section.entry == entry:
         return doc
-    raw = render_entry(entry, fields, doc.newline) + _trailing_blank_lines(section.raw)
-    return _replace_raw(doc, index, raw)
+    return _replace_raw(doc, index, _rewrite(section, entry, doc.newline))
 
 
 def remove(doc: MemoryDocument, entry_id: str) -> MemoryDocument:
@@ -443,8 +357,10 @@ def remove(doc: MemoryDocument, entry_id: str) -> MemoryDocument:
 def apply_decay(doc: MemoryDocument, now_ms: int) -> tuple[MemoryDocument, list[str]]:
     """Archive active entries past ``createdAt + decayTtlMs`` (0 means never).
 
-    Only the ``status=`` token of each expired entry's comment is rewritten.
-    Returns the new document and the archived ids.
+    Only the ``status=`` token of each expired entry's comment is rewritten. An
+    entry holding a value this version does not understand for ``createdAt``,
+    ``decayTtlMs`` or ``status`` is left alone. Returns the new document and the
+    archived ids.
     """
     archived: list[str] = []
     for index, section in enumerate(doc.sections):
@@ -453,8 +369,10 @@ def apply_decay(doc: MemoryDocument, now_ms: int) -> tuple[MemoryDocument, list[
             entry.status == "active"
             and entry.decay_ttl_ms  # None or 0: never decays
             and now_ms > entry.created_at + entry.decay_ttl_ms
+            and not held_keys(section.unknown_fields) & _DECAY_KEYS
         ):
-            doc = _replace_raw(doc, index, _set_comment_field(section.raw, "status", "archived"))
+            archived_entry = msgspec.structs.replace(entry, status="archived")
+            doc = _replace_raw(doc, index, _rewrite(section, archived_entry, doc.newline))
             archived.append(entry.id)
     return doc, archived
 
@@ -497,7 +415,7 @@ def merge_by_id(base: MemoryDocument, ours: MemoryDocument, theirs: MemoryDocume
             assert index is not None
             merged = _replace_raw(merged, index, o.raw)
         else:
-            merged = upsert(merged, o.entry, o.unknown_fields)
+            merged = upsert(merged, o.entry)
     return MergeResult(merged, conflicts)
 
 
@@ -537,40 +455,14 @@ def _append(doc: MemoryDocument, raw: str) -> MemoryDocument:
 def _with_blank_line_end(text: str, newline: str) -> str:
     if not text or _BLANK_END.search(text):
         return text
-    if not _EOL.search(text):
+    if not EOL.search(text):
         text += newline
     return text if _BLANK_END.search(text) else text + newline
 
 
 def _trailing_blank_lines(raw: str) -> str:
-    lines = _split_lines(raw)
+    lines = split_lines(raw)
     end = len(lines)
-    while end > 1 and _is_blank(lines[end - 1]) and _EOL.search(lines[end - 2]):
+    while end > 1 and is_blank(lines[end - 1]) and EOL.search(lines[end - 2]):
         end -= 1
     return "".join(lines[end:])
-
-
-def _set_comment_field(raw: str, key: str, value: str) -> str:
-    """Set ``key=value`` inside the section's metadata comment, touching nothing else."""
-    lines = _split_lines(raw)
-    index = 1
-    while index < len(lines) and _is_blank(lines[index]):
-        index += 1
-    match = _COMMENT.match(lines[index]) if index < len(lines) else None
-    if match is None:
-        newline = _newline_style(lines)
-        head = lines[0] if _EOL.search(lines[0]) else lines[0] + newline
-        comment = f"<!-- maka-memory: {key}={value} -->{newline}"
-        return head + comment + "".join(lines[1:])
-    line, start = lines[index], match.end()
-    close = line.find("-->", start)
-    stop = close if close >= 0 else len(_strip_eol(line))
-    for token in re.finditer(r"\S+", line[start:stop]):
-        if token.group().partition("=")[0] == key:
-            a, b = start + token.start(), start + token.end()
-            lines[index] = f"{line[:a]}{key}={value}{line[b:]}"
-            return "".join(lines)
-    gap = " " if close >= 0 else ""
-    head = line[:stop].rstrip(" \t")
-    lines[index] = f"{head} {key}={value}{gap}{line[stop:]}"
-    return "".join(lines)

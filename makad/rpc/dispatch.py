@@ -4,7 +4,8 @@ jsonrpcserver finds and calls the method; everything around it is ours because
 its defaults do not fit (see DESIGN §6): each request and each batch element is
 validated here with msgspec-decoded values (no jsonschema), positional params
 are refused, params are decoded into the method's msgspec Struct, and no
-exception text ever reaches the wire.
+exception text ever reaches the wire. Every reply is encoded here, under the
+reply cap (``reply_budget``), and an unencodable one becomes -32603.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import uuid
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+import anyio.lowlevel
 import msgspec
 import structlog
 from jsonrpcserver.async_dispatcher import call
@@ -25,6 +27,8 @@ from oslash.either import Left
 
 from makad import logs
 from makad.errors import MakadError
+from makad.rpc.reply_budget import NO_REPLY, BatchBudget, too_large_reply
+from makad.settings import DEFAULT_MAX_REPLY_BYTES
 from makad.wire.base import MethodSpec
 
 Handler = Callable[[Any, Any], Awaitable[Any]]
@@ -34,6 +38,11 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+
+# A long batch yields to other connections after this many elements or reply bytes
+# (its elements may all be inline, so nothing else would let the event loop turn).
+YIELD_EVERY = 64
+YIELD_BYTES = 1024 * 1024
 
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 _encoder = msgspec.json.Encoder()
@@ -47,6 +56,16 @@ def error_object(code: int, message: str, data: dict[str, Any]) -> dict[str, Any
 
 def error_response(code: int, message: str, data: dict[str, Any], id_: Any = None) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "error": error_object(code, message, data), "id": id_}
+
+
+def internal_error(ref: str, id_: Any = None) -> bytes:
+    """The bytes of a -32603 reply pointing at the log line ``ref``."""
+    return _encoder.encode(error_response(INTERNAL_ERROR, "Internal error",
+                                          {"kind": "internal", "ref": ref}, id_))
+
+
+def new_ref() -> str:
+    return uuid.uuid4().hex[:12]
 
 
 def _valid_id(value: Any) -> bool:
@@ -79,7 +98,9 @@ def _check_request(obj: Any) -> dict[str, Any] | None:
 class Dispatcher:
     """Turns one framed payload into the bytes of its reply (or None for no reply)."""
 
-    def __init__(self, catalogue: dict[str, MethodSpec], handlers: dict[str, Handler]) -> None:
+    def __init__(self, catalogue: dict[str, MethodSpec], handlers: dict[str, Handler],
+                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+        self.max_reply_bytes = max_reply_bytes
         missing = set(catalogue) - set(handlers)
         if missing:
             raise RuntimeError(f"no handler for {sorted(missing)}")
@@ -111,7 +132,7 @@ class Dispatcher:
                 log.info("request_failed", method=spec.name, kind=exc.kind)
                 return Error(exc.code, exc.message, exc.data())
             except Exception:
-                ref = uuid.uuid4().hex[:12]
+                ref = new_ref()
                 log.error("request_crashed", method=spec.name, ref=ref, exc_info=True)
                 return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref})
             if logs.debug_enabled:
@@ -142,11 +163,59 @@ class Dispatcher:
 
     async def run(self, prepared: Prepared, context: Any) -> bytes | None:
         """Execute prepared requests; the reply bytes, or None when nothing is to be sent."""
-        replies = [await self._one(element, context) for element in prepared.messages]
-        kept = [reply for reply in replies if reply is not None]
-        if not kept:
+        if prepared.batch:
+            return await self._run_batch(prepared.messages, context)
+        obj = prepared.messages[0]
+        reply = await self._one(obj, context)
+        if reply is None:
             return None
-        return _encoder.encode(kept if prepared.batch else kept[0])
+        encoded = self._encode(reply)
+        if len(encoded) > self.max_reply_bytes and "result" in reply:
+            log.warning("reply_too_large", size=len(encoded), limit=self.max_reply_bytes)
+            return too_large_reply(reply["id"], self.max_reply_bytes, ran=True)
+        return encoded
+
+    async def _run_batch(self, messages: list[Any], context: Any) -> bytes | None:
+        """Elements in order, the array within the cap: a result past it becomes
+        ``reply_too_large`` and the requests after it are not run."""
+        ids = [reply_id(obj) if expects_reply(obj) else NO_REPLY for obj in messages]
+        budget = BatchBudget(self.max_reply_bytes, ids)
+        if not budget.fits:
+            log.warning("batch_reply_too_large", requests=len(messages),
+                        limit=self.max_reply_bytes)
+            return too_large_reply(None, self.max_reply_bytes, ran=False, batch=True)
+        parts: list[bytes] = []
+        unyielded = 0
+        for index, obj in enumerate(messages):
+            if (index and index % YIELD_EVERY == 0) or unyielded > YIELD_BYTES:
+                await anyio.lowlevel.checkpoint()
+                unyielded = 0
+            if budget.spent:
+                if ids[index] is not NO_REPLY:
+                    parts.append(too_large_reply(ids[index], self.max_reply_bytes, ran=False))
+                continue
+            reply = await self._one(obj, context)
+            if reply is None:
+                continue
+            encoded = self._encode(reply)
+            unyielded += len(encoded)
+            if budget.take(index, len(encoded)):
+                parts.append(encoded)
+            else:
+                log.warning("reply_too_large", batch_index=index, limit=self.max_reply_bytes)
+                parts.append(too_large_reply(reply["id"], self.max_reply_bytes, ran=True))
+        if not parts:
+            return None
+        return b"[" + b",".join(parts) + b"]"
+
+    def _encode(self, reply: dict[str, Any]) -> bytes:
+        """The reply's bytes; one that cannot be encoded (a lone surrogate…) is -32603."""
+        try:
+            return _encoder.encode(reply)
+        except Exception:
+            ref = new_ref()
+            log.error("request_crashed", stage="encode_reply", ref=ref, exc_info=True)
+            return internal_error(ref, reply.get("id"))
 
     async def dispatch(self, payload: bytes, context: Any) -> bytes | None:
         prepared = self.prepare(payload)
@@ -180,6 +249,17 @@ class Dispatcher:
             return {"jsonrpc": "2.0", "error": error_object(err.code, err.message, data),
                     "id": request.id}
         return {"jsonrpc": "2.0", "result": result._value.result, "id": request.id}
+
+
+def expects_reply(obj: Any) -> bool:
+    """Whether this batch element is answered (all but valid notifications are)."""
+    return not (isinstance(obj, dict) and "id" not in obj and _check_request(obj) is None)
+
+
+def reply_id(obj: Any) -> Any:
+    """The id its reply carries: the request's, or null when that is not a valid id."""
+    id_ = obj.get("id") if isinstance(obj, dict) else None
+    return id_ if _valid_id(id_) else None
 
 
 class Prepared:

@@ -44,13 +44,16 @@ class NdjsonDecoder:
     def __init__(self, max_bytes: int) -> None:
         self._max = max_bytes
         self._buf = bytearray()
+        # Bytes of the buffer already known to hold no newline: a message arriving in
+        # many reads is scanned once, not once per read.
+        self._scanned = 0
 
     def feed(self, data: bytes) -> list[bytes]:
         self._buf += data
         out: list[bytes] = []
         start = 0
         while True:
-            end = self._buf.find(b"\n", start)
+            end = self._buf.find(b"\n", max(start, self._scanned))
             if end < 0:
                 break
             line = bytes(self._buf[start:end])
@@ -60,6 +63,7 @@ class NdjsonDecoder:
             if line.strip(_WHITESPACE):
                 out.append(line)
         del self._buf[:start]
+        self._scanned = len(self._buf)
         if len(self._buf) > self._max:
             raise FrameError(f"message exceeds {self._max} bytes", "too_large")
         return out

@@ -1,34 +1,64 @@
-"""Connections on the Unix socket: peer check, framing, concurrent requests, shutdown.
+"""Connections on the Unix socket: peer check, caps, framing, concurrent requests, shutdown.
 
 One task reads each connection; every framed message is dispatched in its own
 task (bounded per connection) so a slow call never holds up a ``ping`` behind
-it. Replies and daemon notifications share one write lock per connection.
+it. Output goes through the connection's outbox (``makad.rpc.connection``).
+
+Nothing one client does can end the process: every connection is served inside
+a boundary that logs what escaped with a ref, answers -32603 where a reply is
+possible and otherwise closes that connection alone.
 """
 
 from __future__ import annotations
 
-import itertools
 import os
 import socket
 import struct
-from typing import Any
+import time
+from dataclasses import dataclass
 
 import anyio
 import msgspec
 import structlog
-from anyio.abc import SocketAttribute, SocketListener, SocketStream
+from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 
-from makad.rpc.dispatch import Dispatcher, Prepared, error_response
-from makad.rpc.framing import Decoder, FrameError, Framing, detect, encode, make_decoder
+from makad.errors import TooManyConnections
+from makad.rpc.connection import Connection
+from makad.rpc.dispatch import (
+    Dispatcher,
+    Prepared,
+    error_response,
+    expects_reply,
+    internal_error,
+    new_ref,
+    reply_id,
+)
+from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
+from makad.settings import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_MESSAGE_BYTES,
+)
 
 log = structlog.get_logger("makad.server")
 _encoder = msgspec.json.Encoder()
-_ids = itertools.count(1)
 
 # Below glibc's pinned mmap threshold (makad.heap): each recv allocates this much and
 # shrinks it to what arrived; a larger size cost an mmap and munmap per read.
 READ_CHUNK = 64 * 1024
 MAX_IN_FLIGHT_PER_CONNECTION = 64
+# Refusals are logged at most this often (a flood of connects is one line a second).
+REFUSAL_LOG_INTERVAL_S = 1.0
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What one server lets its clients take."""
+
+    max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    shutdown_grace_s: float = 5.0
 
 
 def peer_uid(stream: SocketStream) -> int | None:
@@ -42,58 +72,28 @@ def peer_uid(stream: SocketStream) -> int | None:
     return int(uid)
 
 
-class Connection:
-    """One client connection: its framing, its write lock and its close hooks."""
-
-    def __init__(self, stream: SocketStream) -> None:
-        self.id = next(_ids)
-        self._stream = stream
-        self._lock = anyio.Lock()
-        self.framing: Framing = "ndjson"
-        self.closed = False
-        self._close_hooks: list[Any] = []
-
-    def on_close(self, hook: Any) -> None:
-        self._close_hooks.append(hook)
-
-    async def send(self, payload: bytes) -> None:
-        if self.closed:
-            return
-        try:
-            self._lock.acquire_nowait()  # no scheduling round trip when uncontended
-        except anyio.WouldBlock:
-            await self._lock.acquire()
-        try:
-            await self._stream.send(encode(self.framing, payload))
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-            self.closed = True
-        finally:
-            self._lock.release()
-
-    async def notify(self, method: str, params: Any) -> None:
-        """Send a JSON-RPC notification (no id) to this client."""
-        await self.send(_encoder.encode({"jsonrpc": "2.0", "method": method, "params": params}))
-
-    def run_close_hooks(self) -> None:
-        self.closed = True
-        for hook in self._close_hooks:
-            hook(self)
-        self._close_hooks.clear()
+def refusal_line(limit: int) -> bytes:
+    return _encoder.encode(error_response(
+        TooManyConnections.code, "Too many connections",
+        {"kind": TooManyConnections.kind, "limit": limit})) + b"\n"
 
 
 class Server:
     """Accepts connections and serves them until asked to stop."""
 
-    def __init__(self, dispatcher: Dispatcher, max_message_bytes: int, grace_s: float) -> None:
+    def __init__(self, dispatcher: Dispatcher, limits: Limits | None = None) -> None:
         self._dispatcher = dispatcher
-        self._max = max_message_bytes
-        self._grace = grace_s
+        self._limits = limits or Limits()
         self._uid = os.getuid()
         self._stop = anyio.Event()
         self._in_flight = 0
         # Created only while shutdown waits for in-flight requests (not per request).
         self._idle: anyio.Event | None = None
         self.connections: set[Connection] = set()
+        # Accepted and not yet finished (counted before their task starts).
+        self._open = 0
+        self._refused = 0
+        self._refusal_logged_at = -REFUSAL_LOG_INTERVAL_S
 
     def request_stop(self) -> None:
         self._stop.set()
@@ -109,53 +109,103 @@ class Server:
 
             async def accept_loop() -> None:
                 try:
-                    await _accept_forever()
+                    with accept_scope:
+                        await self._accept_forever(listener, tg)
                 finally:
                     accept_done.set()
 
-            async def _accept_forever() -> None:
-                with accept_scope:
-                    while True:
-                        try:
-                            stream = await listener.accept()
-                        except (anyio.BrokenResourceError, OSError) as exc:
-                            log.warning("accept_failed", error=type(exc).__name__)
-                            await anyio.sleep(0.05)
-                            continue
-                        tg.start_soon(self._serve_connection, stream)
-
             tg.start_soon(accept_loop)
+            tg.start_soon(self._close_idle_forever)
             await self._stop.wait()
             accept_scope.cancel()
             await accept_done.wait()
             await listener.aclose()
             log.info("stopping", in_flight=self._in_flight)
-            with anyio.move_on_after(self._grace):
+            with anyio.move_on_after(self._limits.shutdown_grace_s):
                 if self._in_flight:
                     self._idle = anyio.Event()
                     await self._idle.wait()
             tg.cancel_scope.cancel()
 
-    async def _serve_connection(self, stream: SocketStream) -> None:
-        async with stream:
-            uid = peer_uid(stream)
-            if uid is not None and uid != self._uid:
-                log.warning("connection_refused", reason="peer uid differs")
-                return
-            conn = Connection(stream)
-            self.connections.add(conn)
+    async def _accept_forever(self, listener: SocketListener, tg: TaskGroup) -> None:
+        while True:
             try:
-                await self._read_loop(conn, stream)
-            finally:
-                self.connections.discard(conn)
-                conn.run_close_hooks()
+                stream = await listener.accept()
+            except Exception as exc:  # EMFILE and the like: keep accepting once it passes
+                log.warning("accept_failed", error=type(exc).__name__)
+                await anyio.sleep(0.05)
+                continue
+            if self._open >= self._limits.max_connections:
+                await self._refuse(stream)
+                continue
+            self._open += 1
+            tg.start_soon(self._serve_connection, stream)
+
+    async def _refuse(self, stream: SocketStream) -> None:
+        """One error line, then close: written without waiting (a fresh socket has room)."""
+        try:
+            uid = peer_uid(stream)
+            if uid is None or uid == self._uid:
+                raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
+                raw.send(refusal_line(self._limits.max_connections))
+        except OSError:
+            pass
+        finally:
+            await stream.aclose()
+        self._refused += 1
+        now = time.monotonic()
+        if now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL_S:
+            log.warning("connection_refused", reason="too many connections",
+                        limit=self._limits.max_connections, refused=self._refused)
+            self._refusal_logged_at = now
+            self._refused = 0
+
+    async def _close_idle_forever(self) -> None:
+        timeout = self._limits.idle_timeout_s
+        interval = min(max(timeout / 4, 0.05), 5.0)
+        while True:
+            await anyio.sleep(interval)
+            now = time.monotonic()
+            for conn in list(self.connections):
+                if conn.idle and now - conn.last_active >= timeout:
+                    log.info("connection_idle_closed", conn=conn.id, idle_s=round(timeout, 1))
+                    conn.scope.cancel()
+
+    async def _serve_connection(self, stream: SocketStream) -> None:
+        try:
+            async with stream:
+                uid = peer_uid(stream)
+                if uid is not None and uid != self._uid:
+                    log.warning("connection_refused", reason="peer uid differs")
+                    return
+                await self._serve(Connection(stream, time.monotonic()), stream)
+        except Exception:  # the boundary: this connection ends, the daemon does not
+            log.error("connection_crashed", ref=new_ref(), exc_info=True)
+        finally:
+            self._open -= 1
+
+    async def _serve(self, conn: Connection, stream: SocketStream) -> None:
+        self.connections.add(conn)
+        try:
+            with conn.scope:
+                async with anyio.create_task_group() as writer:
+                    writer.start_soon(conn.write_forever)
+                    await self._read_loop(conn, stream)
+                    await conn.flush()
+                    writer.cancel_scope.cancel()
+        finally:
+            self.connections.discard(conn)
+            conn.run_close_hooks()
 
     async def _read_loop(self, conn: Connection, stream: SocketStream) -> None:
         decoder: Decoder | None = None
         pending = b""
         limiter = anyio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION)
+        max_bytes = self._limits.max_message_bytes
         async with anyio.create_task_group() as tg:
-            while not self._stop.is_set():
+            while not self._stop.is_set() and not conn.closed:
+                if conn.backlogged:  # it does not read its replies: stop taking requests
+                    await conn.wait_for_room()
                 try:
                     chunk = await stream.receive(READ_CHUNK)
                 except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
@@ -163,15 +213,16 @@ class Server:
                     if decoder is not None and decoder.has_partial():
                         log.debug("client_closed_mid_message", conn=conn.id)
                     break
+                conn.last_active = time.monotonic()
                 if decoder is None:
                     pending += chunk
                     framing = detect(pending)
                     if framing is None:
-                        if len(pending) > self._max:
+                        if len(pending) > max_bytes:
                             break
                         continue
                     conn.framing = framing
-                    decoder = make_decoder(framing, self._max)
+                    decoder = make_decoder(framing, max_bytes)
                     chunk, pending = pending, b""
                 try:
                     messages = decoder.feed(chunk)
@@ -181,11 +232,16 @@ class Server:
                     log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
                     break
                 for message in messages:
-                    prepared = self._dispatcher.prepare(message)
+                    try:
+                        prepared = self._dispatcher.prepare(message)
+                    except Exception:
+                        ref = new_ref()
+                        log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
+                        prepared = internal_error(ref)
                     if isinstance(prepared, bytes):
                         await conn.send(prepared)
                         continue
-                    self._begin()
+                    self._begin(conn)
                     if prepared.inline:
                         # No IO behind it: answering in place beats spawning a task, and
                         # the reader itself is the bound on how many run at once.
@@ -199,8 +255,9 @@ class Server:
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
 
-    def _begin(self) -> None:
+    def _begin(self, conn: Connection) -> None:
         self._in_flight += 1
+        conn.in_flight += 1
 
     def _end(self) -> None:
         self._in_flight -= 1
@@ -210,10 +267,30 @@ class Server:
     async def _handle(self, conn: Connection, prepared: Prepared,
                       limiter: anyio.Semaphore | None) -> None:
         try:
-            reply = await self._dispatcher.run(prepared, conn)
+            try:
+                reply = await self._dispatcher.run(prepared, conn)
+            except Exception:
+                ref = new_ref()
+                log.error("request_crashed", stage="dispatch", ref=ref, exc_info=True)
+                reply = _crash_reply(prepared, ref)
+            finally:
+                # Handled: waiting to write the reply no longer keeps the connection busy.
+                conn.in_flight -= 1
+                conn.last_active = time.monotonic()
             if reply is not None:
                 await conn.send(reply)
+        except Exception:  # writing failed in a way the outbox did not expect
+            log.error("connection_crashed", conn=conn.id, ref=new_ref(), exc_info=True)
+            conn.scope.cancel()
         finally:
             self._end()
             if limiter is not None:
                 limiter.release()
+
+
+def _crash_reply(prepared: Prepared, ref: str) -> bytes | None:
+    """-32603 for a request that crashed outside its handler (a batch gets one, id null)."""
+    if prepared.batch:
+        return internal_error(ref)
+    obj = prepared.messages[0]
+    return internal_error(ref, reply_id(obj)) if expects_reply(obj) else None

@@ -33,6 +33,12 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
 
 
+async def in_limited_thread(limiter: anyio.CapacityLimiter, fn: Callable[..., T], *args: Any,
+                            **kwargs: Any) -> T:
+    """``in_thread`` on at most ``limiter``'s share of the worker threads."""
+    return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=limiter)
+
+
 def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
@@ -151,16 +157,20 @@ class Context:
         return ws.revision
 
     async def bump(self, ws: Workspace, channel: Channel, cause: Cause) -> int:
-        """Advance the workspace revision (persisted) and notify subscribers."""
+        """Advance the workspace revision (persisted) and notify subscribers.
+
+        Notifying only queues on each subscriber's connection: a subscriber that stops
+        reading never holds up this write (callers may hold the workspace lock)."""
         revision = await self.revision(ws) + 1
         await in_thread(ws.ledger.put_settings_json, {REVISION_KEY: revision})
         ws.revision = revision
         note = ChangeNotification(workspace=str(ws.path), revision=revision, cause=cause)
         for peer in list(ws.subscribers):
-            await _notify(peer, channel, note)
+            _notify(peer, channel, note, ws.id)
         return revision
 
     def subscribe(self, ws: Workspace, peer: Peer) -> None:
+        peer.subscriptions.add(ws.id)
         if peer in ws.subscribers:
             return
         ws.subscribers.add(peer)
@@ -173,6 +183,10 @@ class Context:
                 hooked.discard(peer.id)
 
             peer.on_close(forget)
+
+    def unsubscribe(self, ws: Workspace, peer: Peer) -> None:
+        ws.subscribers.discard(peer)
+        peer.subscriptions.discard(ws.id)
 
     # --- idempotency -------------------------------------------------------------------
 
@@ -197,8 +211,8 @@ def derive(settings: Settings) -> Settings:
     return msgspec.structs.replace(settings, extract_tool_effective=effective)
 
 
-async def _notify(peer: Peer, channel: Channel, note: ChangeNotification) -> None:
+def _notify(peer: Peer, channel: Channel, note: ChangeNotification, workspace_id: str) -> None:
     try:
-        await peer.notify(channel, note)
+        peer.notify(channel, note, group=workspace_id)
     except Exception:  # a broken subscriber must not fail the write that notified it
-        log.warning("notify_failed", channel=channel)
+        log.warning("notify_failed", channel=channel, exc_info=True)

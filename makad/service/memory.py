@@ -19,8 +19,10 @@ import msgspec
 from msgspec import UNSET
 
 from makad.core import memory_format as fmt
+from makad.core.entry_text import prepare
 from makad.core.redaction import redact
 from makad.core.types import Entry
+from makad.core.undecodable import display
 from makad.errors import (
     Conflict,
     InvalidParams,
@@ -31,13 +33,14 @@ from makad.errors import (
     TooLarge,
 )
 from makad.rpc.dispatch import Handler
-from makad.service import entry_dates
+from makad.service import entry_dates, file_warnings
 from makad.service.common import Channel, Context, in_thread, now_ms
 from makad.service.confidence import confidence_map
 from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
+from makad.wire.base import Warning
 from makad.wire.memory import (
     AddEntryParams,
     BackupsResult,
@@ -296,10 +299,25 @@ class MemoryService:
             shown = all_entries if params.include_archived else active
             if params.include_confidence:
                 trust = await confidence_map(ws, shown, params.include_archived)
+        content, warnings = self._shown_text(ws)
         return LocalMemoryState(
-            **base, status="ok", content=ws.memory.text or "", entry_count=len(active),
+            **base, status="ok", content=content, entry_count=len(active),
             latest_entry=latest, reason=None, revision=revision, sha256=ws.memory.sha256,
-            pending_count=pending_count, entries=shown, confidence=trust)
+            pending_count=pending_count, entries=shown, warnings=warnings, confidence=trust)
+
+    @staticmethod
+    def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
+        """MEMORY.md's text as read_state shows it, and the not_utf8 warnings of both files."""
+        key = (ws.memory.text, ws.pending.text)
+        cached = ws.extra.get("shown_text")
+        if isinstance(cached, tuple) and cached[0][0] is key[0] and cached[0][1] is key[1]:
+            return cached[1], cached[2]
+        text = ws.memory.text or ""
+        warnings = [*file_warnings.not_utf8(text, "MEMORY.md"),
+                    *file_warnings.not_utf8(ws.pending.text, "PENDING.md", per_line=False)]
+        shown = display(text)
+        ws.extra["shown_text"] = (key, shown, warnings)
+        return shown, warnings
 
     @staticmethod
     def _derived(ws: Workspace) -> tuple[list[Entry], list[Entry], Entry | None]:
@@ -421,10 +439,13 @@ class MemoryService:
 
         def restore(entry: Entry) -> tuple[Entry, int]:
             now = now_ms()
-            # A decayed entry would be archived again at once: restoring restarts its clock.
+            decay = entry.decay_ttl_ms
+            if decay and now > entry.created_at + decay:
+                # Past its deadline it would be archived again at once: the clock restarts
+                # by lengthening the TTL, so createdAt keeps saying when it was created.
+                decay = now - entry.created_at + decay
             return msgspec.structs.replace(entry, status="active", updated_at=now,
-                                           created_at=entry.created_at if entry.decay_ttl_ms
-                                           is None else now), 0
+                                           decay_ttl_ms=decay), 0
 
         return await self._modify(ws, params.id, "restore_entry", "restored", restore,
                                   params.expected_revision, params.request_id)
@@ -503,7 +524,10 @@ class MemoryService:
         if len(content.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
             raise TooLarge(f"content is over {MAX_ENTRY_BYTES} bytes", limit=MAX_ENTRY_BYTES)
         red_title, red_content = redact(title), redact(content)
-        return red_title.text, red_content.text.strip("\n"), red_title.count + red_content.count
+        # Stored as it will read back: line endings normalised, blocks it leaves open
+        # closed, link reference definitions neutralized (makad.core.entry_text).
+        stored = prepare(red_content.text).content
+        return red_title.text, stored, red_title.count + red_content.count
 
     # --- backups ---------------------------------------------------------------------
 
@@ -541,5 +565,5 @@ class MemoryService:
 
     async def unsubscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
-        ws.subscribers.discard(peer)
+        self._ctx.unsubscribe(ws, peer)
         return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))

@@ -11,19 +11,18 @@ MEMORY.md exactly once and out of PENDING.md.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import signal
-from pathlib import Path
 from typing import Any
 
+import anyio
 import msgspec
 import structlog
 from msgspec import UNSET
-from rapidfuzz import fuzz
 
 from makad.core import importers
 from makad.core import memory_format as fmt
+from makad.core.canonical import content_hash, similar_ids
 from makad.core.redaction import redact
 from makad.core.types import Entry
 from makad.errors import (
@@ -33,10 +32,11 @@ from makad.errors import (
     InvalidParams,
     MakadError,
     NotFound,
-    TooLarge,
 )
 from makad.rpc.dispatch import Handler
-from makad.service.common import Context, in_thread, now_ms
+from makad.service import file_warnings
+from makad.service.common import Context, in_limited_thread, in_thread, now_ms
+from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles, MemoryService, normalize_tags, redact_all
 from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
@@ -62,29 +62,8 @@ from makad.wire.proposals import (
 
 log = structlog.get_logger("makad.proposals")
 
-# Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
-SIMILARITY_THRESHOLD = 85
-MAX_IMPORT_BYTES = 16 * 1024 * 1024
 OPEN_STATUSES = ("review_required", "draft")
-
-
-def normalized(text: str) -> str:
-    return " ".join(text.casefold().split())
-
-
-def content_hash(content: str) -> str:
-    """What makes two memories the same: their content, case and spacing aside."""
-    return hashlib.sha256(normalized(content).encode("utf-8", "surrogatepass")).hexdigest()
-
-
-def similar_ids(content: str, candidates: list[Entry], exclude: str | None = None) -> list[str]:
-    target = normalized(content)
-    scored = [
-        (fuzz.token_sort_ratio(target, normalized(e.content)), e.id)
-        for e in candidates if e.id != exclude
-    ]
-    return [i for score, i in sorted(scored, key=lambda p: (-p[0], p[1]))
-            if score >= SIMILARITY_THRESHOLD][:5]
+IMPORT_THREADS = 4
 
 
 class ProposalService:
@@ -92,6 +71,9 @@ class ProposalService:
         self._ctx = ctx
         self._files = memory_files
         self._memory = memory
+        # Imports read and parse off the event loop, but never on more than a few of
+        # the worker threads every other call needs.
+        self._import_readers = anyio.CapacityLimiter(IMPORT_THREADS)
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -182,7 +164,8 @@ class ProposalService:
         open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
         views = [ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_],
                                                                  exclude=p.id)) for p in open_]
-        return ProposalsResult(proposals=views, revision=await self._ctx.revision(ws))
+        return ProposalsResult(proposals=views, revision=await self._ctx.revision(ws),
+                               warnings=file_warnings.not_utf8(ws.pending.text, "PENDING.md"))
 
     # --- approve ------------------------------------------------------------------------
 
@@ -210,7 +193,7 @@ class ProposalService:
                     return ApproveResult(approved=approved, revision=revision,
                                          redactions=int(earlier.payload.get("redactions", 0)))
             async with ws.lock:
-                await self._files.refresh(ws, "pending")
+                await self._files.refresh(ws)
                 revision = await self._ctx.revision(ws)
                 if params.expected_revision is not None and params.expected_revision != revision:
                     raise Conflict("the workspace changed since that revision",
@@ -242,6 +225,12 @@ class ProposalService:
         items: list[dict[str, Any]] = []
         redactions = 0
         used: set[str] = set()
+        # The same content is never approved twice: a proposal whose canonical content is
+        # already active (or earlier in this batch) resolves to that entry.
+        active: dict[str, Entry] = {}
+        for existing in fmt.entries(ws.memory.doc):
+            if existing.status == "active":
+                active.setdefault(content_hash(existing.content), existing)
         for offset, proposal_id in enumerate(dict.fromkeys(params.ids)):
             proposal = pending[proposal_id]
             edit = params.edits.get(proposal_id)
@@ -255,6 +244,11 @@ class ProposalService:
             # The user may have edited PENDING.md by hand: redact what is approved, again.
             title, content, count = MemoryService.clean(title, content)
             redactions += count
+            same = active.get(content_hash(content))
+            if same is not None:
+                items.append({"proposalId": proposal_id, "entry": msgspec.to_builtins(same),
+                              "edited": edit is not None, "duplicateOf": same.id})
+                continue
             created = now + offset
             entry_id = fmt.new_entry_id(content, created)
             while entry_id in used:
@@ -268,18 +262,23 @@ class ProposalService:
                           supersedes=proposal.supersedes)
             items.append({"proposalId": proposal_id, "entry": msgspec.to_builtins(entry),
                           "edited": edit is not None})
+            active[content_hash(content)] = entry
         return {"items": items, "at": now}, redactions
 
     async def _complete(self, ws: Workspace, plan: dict[str, Any]) -> list[Approved]:
         """Carry out a planned approval; every step may be repeated safely."""
         items = [(i["proposalId"], msgspec.convert(i["entry"], Entry), bool(i.get("edited")))
                  for i in plan["items"]]
+        duplicates = {i["proposalId"]: str(i["duplicateOf"]) for i in plan["items"]
+                      if i.get("duplicateOf")}
         at = int(plan["at"])
         superseded: dict[str, str] = {}
 
         def memory_op(doc: fmt.MemoryDocument) -> Change:
             touched: set[str] = set()
-            for _, entry, _ in items:
+            for proposal_id, entry, _ in items:
+                if proposal_id in duplicates:  # already active: nothing to write
+                    continue
                 doc = fmt.upsert(doc, entry)
                 touched.add(entry.id)
                 target = fmt.find(doc, entry.supersedes) if entry.supersedes else None
@@ -309,9 +308,12 @@ class ProposalService:
                 if edited:
                     ws.ledger.append_memory_event(action="edited", actor="user",
                                                   proposal_id=proposal_id, entry_id=entry.id)
+                data: dict[str, Any] = {"sourceRefs": entry.source_refs}
+                if proposal_id in duplicates:
+                    data["duplicateOf"] = duplicates[proposal_id]
                 ws.ledger.append_memory_event(action="approved", actor="user",
                                               proposal_id=proposal_id, entry_id=entry.id,
-                                              data={"sourceRefs": entry.source_refs})
+                                              data=data)
                 if entry.id in superseded:
                     ws.ledger.append_memory_event(action="archived", actor="user",
                                                   entry_id=superseded[entry.id],
@@ -319,8 +321,8 @@ class ProposalService:
 
         await in_thread(record)
         await self._ctx.approved(ws, [(p, e) for p, e, _ in items])
-        return [Approved(proposal_id=p, entry=e, superseded=superseded.get(e.id))
-                for p, e, _ in items]
+        return [Approved(proposal_id=p, entry=e, superseded=superseded.get(e.id),
+                         duplicate_of=duplicates.get(p)) for p, e, _ in items]
 
     async def recover(self, ws: Workspace) -> None:
         """Finish approvals a crash interrupted (called once per workspace, under ws.lock)."""
@@ -437,7 +439,8 @@ class ProposalService:
 
         async def run() -> ImportResultWire:
             await self._ctx.require_writable(ws)
-            data, files_, filename = await in_thread(_read_import_source, params.path, params.data)
+            data, files_, filename = await in_limited_thread(
+                self._import_readers, read_import_source, params.path, params.data)
             fmt_name = params.format
             if fmt_name is not None and fmt_name not in importers.FORMATS:
                 raise InvalidParams("unknown import format", path="$.format",
@@ -449,7 +452,8 @@ class ProposalService:
                 chosen = "claude_code"
             else:
                 chosen = importers.sniff(data, filename)
-            parsed = importers.parse(data, chosen, files=files_)
+            parsed = await in_limited_thread(self._import_readers, importers.parse, data, chosen,
+                                             files=files_)
             imported: list[str] = []
             duplicates = 0
             async with ws.lock:
@@ -522,32 +526,3 @@ class ProposalService:
                 doc = fmt.upsert(doc, entry)
             data = fmt.render(doc)
         return ExportResult(format=params.format, data=data, count=len(chosen))
-
-
-def _read_import_source(path: str | None, data: str | None
-                        ) -> tuple[str, dict[str, str] | None, str | None]:
-    """(text, files of a directory import, file name) — the only file IO of an import."""
-    if data is not None:
-        if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
-            raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
-        return data, None, None
-    assert path is not None
-    if not os.path.isabs(path):
-        raise InvalidParams("path must be absolute", path="$.path")
-    target = Path(path)
-    if target.is_dir():
-        found: dict[str, str] = {}
-        total = 0
-        for child in sorted(target.rglob("*.md")):
-            if child.is_file() and not child.is_symlink():
-                text = child.read_text(encoding="utf-8", errors="replace")
-                total += len(text)
-                if total > MAX_IMPORT_BYTES:
-                    break
-                found[str(child.relative_to(target))] = text
-        return found.get("MEMORY.md", ""), found, "MEMORY.md"
-    if not target.is_file():
-        raise NotFound("no file at that path", path="$.path")
-    if target.stat().st_size > MAX_IMPORT_BYTES:
-        raise TooLarge("import file is over 16 MiB", limit=MAX_IMPORT_BYTES)
-    return target.read_text(encoding="utf-8", errors="replace"), None, target.name

@@ -18,6 +18,18 @@ class Result(msgspec.Struct, kw_only=True, rename="camel"):
     """Base of every structured result."""
 
 
+class Warning(Result, kw_only=True, omit_defaults=True):
+    """Something a read found worth telling the user; the read still succeeded.
+
+    ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+    about one line of a file, ``message`` is for people.
+    """
+
+    kind: str
+    line: int | None = None
+    message: str
+
+
 class WorkspaceParams(Params):
     """Params of a workspace-scoped method."""
 

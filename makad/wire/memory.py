@@ -20,7 +20,7 @@ from makad.errors import (
     TooLarge,
 )
 from makad.store.memory_files import BackupInfo
-from makad.wire.base import MethodSpec, Result, WorkspaceParams
+from makad.wire.base import MethodSpec, Result, Warning, WorkspaceParams
 
 MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]
 
@@ -62,8 +62,11 @@ class ReadStateParams(WorkspaceParams):
 
 
 class LocalMemoryState(Result):
-    """The contract's LocalMemoryState plus revision, sha256, pendingCount and entries.
+    """The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
 
+    ``warnings`` tells what the read found without failing: ``not_utf8`` names each
+    line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
+    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -80,6 +83,7 @@ class LocalMemoryState(Result):
     sha256: str | None
     pending_count: int
     entries: list[Entry] | None = None
+    warnings: list[Warning] = []
     confidence: dict[str, Confidence] | None = None
 
 

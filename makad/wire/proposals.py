@@ -22,7 +22,7 @@ from makad.errors import (
     TooLarge,
 )
 from makad.store.ledger_schema import MemoryEvent
-from makad.wire.base import MethodSpec, Params, Result, WorkspaceParams
+from makad.wire.base import MethodSpec, Params, Result, Warning, WorkspaceParams
 
 
 class Consolidates(Params):
@@ -77,6 +77,8 @@ class ProposalView(Result):
 class ProposalsResult(Result):
     proposals: list[ProposalView]
     revision: int
+    # ``not_utf8`` for each line of PENDING.md that is not valid UTF-8 (see read_state).
+    warnings: list[Warning] = []
 
 
 class ProposalEdit(Params):
@@ -93,9 +95,13 @@ class ApproveParams(WorkspaceParams):
 
 
 class Approved(Result):
+    """One approved proposal. ``duplicateOf``: its content was already active as that
+    entry (the same canonical content), so no second entry was added and ``entry`` is it."""
+
     proposal_id: str
     entry: Entry
     superseded: str | None = None
+    duplicate_of: str | None = None
 
 
 class ApproveResult(Result):

@@ -34,6 +34,13 @@ def summary_ms(samples_s: list[float]) -> dict[str, float]:
             "mean_ms": round(statistics.fmean(ms), 3) if ms else 0.0}
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time a process has used so far (steadier than throughput when
+    the machine is shared: it does not count the time it waited for a core)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 class Daemon:
     """A makad subprocess in its own short temp dir."""
 

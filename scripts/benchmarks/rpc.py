@@ -9,7 +9,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from benchmarks.common import Daemon, closed_loop
+from benchmarks.common import Daemon, closed_loop, cpu_seconds
 
 ECHO_SERVER = r"""
 import anyio, sys
@@ -36,6 +36,15 @@ def _ping(i: int) -> bytes:
     return b'{"jsonrpc":"2.0","method":"ping","id":%d}\n' % i
 
 
+def _measured(pid: int, socket_path: str, conns: int, seconds: float
+              ) -> tuple[dict[str, Any], float]:
+    """The closed loop's figures, and the server's CPU microseconds per request."""
+    cpu_before = cpu_seconds(pid)
+    result = asyncio.run(closed_loop(socket_path, conns, seconds, _ping))
+    cpu = cpu_seconds(pid) - cpu_before
+    return result, round(cpu / result["n"] * 1e6, 2) if result["n"] else 0.0
+
+
 def run(quick: bool) -> dict[str, Any]:
     seconds = 0.5 if quick else 3.0
     out: dict[str, Any] = {}
@@ -46,15 +55,19 @@ def run(quick: bool) -> dict[str, Any]:
         assert echo.stdout is not None
         echo.stdout.readline()
         try:
+            assert daemon.proc is not None
             for conns in (1, 16):
                 # Interleave to spread machine noise evenly over both sides.
-                echo_r = asyncio.run(closed_loop(str(echo_path), conns, seconds, _ping))
-                ping_r = asyncio.run(closed_loop(str(daemon.socket), conns, seconds, _ping))
+                echo_r, echo_cpu = _measured(echo.pid, str(echo_path), conns, seconds)
+                ping_r, ping_cpu = _measured(daemon.proc.pid, str(daemon.socket), conns, seconds)
                 out[str(conns)] = {
                     "echo_rps": echo_r["rps"], "ping_rps": ping_r["rps"],
                     "ratio": round(ping_r["rps"] / echo_r["rps"], 3) if echo_r["rps"] else 0,
                     "p50_ms": ping_r["p50_ms"], "p99_ms": ping_r["p99_ms"],
                     "echo_p50_ms": echo_r["p50_ms"], "echo_p99_ms": echo_r["p99_ms"],
+                    # Server CPU per request: the ratio that survives a busy machine.
+                    "echo_cpu_us": echo_cpu, "ping_cpu_us": ping_cpu,
+                    "cpu_ratio": round(echo_cpu / ping_cpu, 3) if ping_cpu else 0,
                 }
         finally:
             echo.terminate()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from maka.cli.output import short_ids
 from tests.cli.helpers import call, editor_script, run_maka
 from tests.support import DaemonProcess
 
@@ -158,3 +159,27 @@ def test_edit_refuses_to_overwrite_a_change_made_meanwhile(daemon: DaemonProcess
     assert result.returncode == 1 and "conflict" in result.stderr
     contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
     assert contents == {"bash", "added while editing"}
+
+
+def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(daemon: DaemonProcess) -> None:
+    """Legacy `manual-<ms>` ids sharing 12+ characters are listed long enough to stay unambiguous."""
+    memory = daemon.workspace / "memory"
+    memory.mkdir(exist_ok=True)
+    memory.joinpath("MEMORY.md").write_text("# Maka Memory\n\n" + "".join(
+        f"## Legacy {n}\n<!-- maka-memory: id=manual-171430000000{n} origin=manual createdAt=1 "
+        f"updatedAt=1 status=active tags= -->\nold entry {n}\n\n" for n in range(3)), encoding="utf-8")
+    listed = run_maka(daemon, "memory", "list")
+    assert listed.returncode == 0
+    shown = [line.split()[0] for line in listed.stdout.splitlines()[1:]]
+    assert sorted(shown) == [f"manual-171430000000{n}" for n in range(3)]
+    for n, short in enumerate(sorted(shown)):
+        result = run_maka(daemon, "memory", "show", short)
+        assert result.returncode == 0, result.stderr
+        assert f"old entry {n}" in result.stdout
+
+
+def test_short_ids_are_the_shortest_unambiguous_prefix() -> None:
+    """Ids are cut at 12 characters unless another id shares that prefix; prefixes of others stay whole."""
+    ids = ["0123456789abcdef", "0123456789abXXXX", "fedcba9876543210", "h-abc", "h-abc~2"]
+    assert short_ids(ids) == {"0123456789abcdef": "0123456789abc", "0123456789abXXXX": "0123456789abX",
+                              "fedcba9876543210": "fedcba987654", "h-abc": "h-abc", "h-abc~2": "h-abc~2"}

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,20 +16,13 @@ from makad.errors import InvalidParams
 from makad.service.episodes import close_summary, close_tags, digest, episode_tags, slug
 from makad.store.ledger_schema import EpisodeRecord
 from tests.cli.helpers import run_maka
-from tests.support import DaemonProcess
+from tests.support import DaemonProcess, daemon_in_tmp
 
 
 @pytest.fixture(scope="module")
 def shared() -> Iterator[DaemonProcess]:
     """One daemon for the tests that never restart it (each gets its own workspace)."""
-    root = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
-    proc = DaemonProcess(root)
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from daemon_in_tmp()
 
 
 @pytest.fixture

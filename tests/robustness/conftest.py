@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-import shutil
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import DaemonProcess
+from tests.support import DaemonProcess, daemon_in_tmp
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
 if str(SCRIPTS) not in sys.path:
@@ -20,11 +18,4 @@ if str(SCRIPTS) not in sys.path:
 @pytest.fixture(scope="module")
 def shared_daemon() -> Iterator[DaemonProcess]:
     """One makad for a whole module (hypothesis examples reuse it)."""
-    root = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
-    proc = DaemonProcess(root)
-    proc.start()
-    try:
-        yield proc
-    finally:
-        proc.stop()
-        shutil.rmtree(root, ignore_errors=True)
+    yield from daemon_in_tmp()

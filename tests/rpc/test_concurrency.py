@@ -9,7 +9,7 @@ import anyio
 import pytest
 
 from makad.rpc.dispatch import Dispatcher
-from makad.rpc.server import Server
+from makad.rpc.server import Limits, Server
 from makad.wire.base import MethodSpec
 from makad.wire.system import NoParams
 
@@ -29,7 +29,8 @@ async def test_slow_call_does_not_block_ping(short_tmp: Path) -> None:
 
     catalogue = {"slow": MethodSpec("slow", NoParams, str, "test"),
                  "ping": MethodSpec("ping", NoParams, str, "test")}
-    server = Server(Dispatcher(catalogue, {"slow": slow, "ping": ping}), 1 << 20, 1.0)
+    server = Server(Dispatcher(catalogue, {"slow": slow, "ping": ping}),
+                    Limits(max_message_bytes=1 << 20, shutdown_grace_s=1.0))
     listener = await anyio.create_unix_listener(short_tmp / "c.sock")
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.run, listener)

@@ -76,11 +76,17 @@ export interface ApproveResult {
   redactions?: number;
 }
 
+/**
+ * One approved proposal. ``duplicateOf``: its content was already active as that
+ * entry (the same canonical content), so no second entry was added and ``entry`` is it.
+ */
 export interface Approved {
   proposalId: string;
   entry: Entry;
   /** @default null */
   superseded?: string | null;
+  /** @default null */
+  duplicateOf?: string | null;
 }
 
 export interface BackupInfo {
@@ -448,8 +454,11 @@ export interface ListSessionsParams {
 }
 
 /**
- * The contract's LocalMemoryState plus revision, sha256, pendingCount and entries.
+ * The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
  *
+ * ``warnings`` tells what the read found without failing: ``not_utf8`` names each
+ * line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
+ * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line.
  * ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
@@ -467,6 +476,8 @@ export interface LocalMemoryState {
   pendingCount: number;
   /** @default null */
   entries?: Entry[] | null;
+  /** @default [] */
+  warnings?: Warning[];
   /** @default null */
   confidence?: Record<string, Confidence> | null;
 }
@@ -542,6 +553,8 @@ export interface ProposalView {
 export interface ProposalsResult {
   proposals: ProposalView[];
   revision: number;
+  /** @default [] */
+  warnings?: Warning[];
 }
 
 export interface ProposeParams {
@@ -947,6 +960,19 @@ export interface UpdateEntryParams {
   expectedRevision?: number | null;
   /** @default null */
   requestId?: string | null;
+}
+
+/**
+ * Something a read found worth telling the user; the read still succeeded.
+ *
+ * ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+ * about one line of a file, ``message`` is for people.
+ */
+export interface Warning {
+  kind: string;
+  /** @default null */
+  line?: number | null;
+  message: string;
 }
 
 /** A session's working state: what the agent is doing right now. */
@@ -1537,6 +1563,7 @@ export const DOMAIN_ERROR_CODES = {
   disabled: -32004,
   gate_closed: -32005,
   too_large: -32006,
+  reply_too_large: -32006,
   safe_mode: -32007,
   invalid_summary: -32008,
   io_error: -32009,
@@ -1544,6 +1571,7 @@ export const DOMAIN_ERROR_CODES = {
   insufficient_evidence: -32011,
   circuit_open: -32012,
   shutting_down: -32013,
+  too_many_connections: -32014,
 } as const;
 export type DomainErrorKind = keyof typeof DOMAIN_ERROR_CODES;
 
@@ -1560,7 +1588,7 @@ export const PROTOCOL_ERROR_CODES = {
 } as const;
 
 /** Every `error.data.kind` the daemon may send. */
-export const ERROR_KINDS = ["parse_error", "too_deep", "invalid_request", "too_large", "bad_frame", "method_not_found", "invalid_params", "internal", "not_found", "conflict", "incognito_blocked", "disabled", "gate_closed", "safe_mode", "invalid_summary", "io_error", "invalid_workspace", "insufficient_evidence", "circuit_open", "shutting_down"] as const;
+export const ERROR_KINDS = ["parse_error", "too_deep", "invalid_request", "too_large", "bad_frame", "method_not_found", "invalid_params", "internal", "not_found", "conflict", "incognito_blocked", "disabled", "gate_closed", "reply_too_large", "safe_mode", "invalid_summary", "io_error", "invalid_workspace", "insufficient_evidence", "circuit_open", "shutting_down", "too_many_connections"] as const;
 export type ErrorKind = (typeof ERROR_KINDS)[number];
 
 /** `parse_error` (code -32700). */
@@ -1628,6 +1656,11 @@ export class GateClosedError extends RemoteError<"gate_closed"> {
   static readonly kind = "gate_closed";
   override name = "GateClosedError";
 }
+/** `reply_too_large` (code -32006). */
+export class ReplyTooLargeError extends RemoteError<"reply_too_large"> {
+  static readonly kind = "reply_too_large";
+  override name = "ReplyTooLargeError";
+}
 /** `safe_mode` (code -32007). */
 export class SafeModeError extends RemoteError<"safe_mode"> {
   static readonly kind = "safe_mode";
@@ -1663,6 +1696,11 @@ export class ShuttingDownError extends RemoteError<"shutting_down"> {
   static readonly kind = "shutting_down";
   override name = "ShuttingDownError";
 }
+/** `too_many_connections` (code -32014). */
+export class TooManyConnectionsError extends RemoteError<"too_many_connections"> {
+  static readonly kind = "too_many_connections";
+  override name = "TooManyConnectionsError";
+}
 
 export type RemoteErrorClass<K extends string = string> = (new (
   code: number, message: string, data: RemoteErrorData, method?: string,
@@ -1683,6 +1721,7 @@ export const ERROR_CLASSES: { readonly [K in ErrorKind]: RemoteErrorClass<K> } =
   incognito_blocked: IncognitoBlockedError,
   disabled: DisabledError,
   gate_closed: GateClosedError,
+  reply_too_large: ReplyTooLargeError,
   safe_mode: SafeModeError,
   invalid_summary: InvalidSummaryError,
   io_error: IoError,
@@ -1690,4 +1729,5 @@ export const ERROR_CLASSES: { readonly [K in ErrorKind]: RemoteErrorClass<K> } =
   insufficient_evidence: InsufficientEvidenceError,
   circuit_open: CircuitOpenError,
   shutting_down: ShuttingDownError,
+  too_many_connections: TooManyConnectionsError,
 };

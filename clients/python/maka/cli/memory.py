@@ -19,7 +19,16 @@ from maka.cli.common import (
     resolve_ids,
     workspace_of,
 )
-from maka.cli.output import age, entry_card, print_json, short_id, table, terminal_width, timestamp
+from maka.cli.output import (
+    age,
+    entry_card,
+    print_json,
+    short_id,
+    short_ids,
+    table,
+    terminal_width,
+    timestamp,
+)
 from maka.client import Client
 from maka.errors import MethodNotFound
 
@@ -45,17 +54,22 @@ def entry_ids(client: Client, ws: str) -> list[str]:
 
 
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
-    state = read_entries(client, workspace_of(args), archived=args.archived)
+    ws = workspace_of(args)
     if args.json:
-        print_json(state)
+        print_json(read_entries(client, ws, archived=args.archived))
         return EXIT_OK
+    state = read_entries(client, ws)
     warn_status(state)
-    entries = [e for e in state.get("entries") or []
-               if not args.tag or set(args.tag) <= set(e.get("tags", []))]
+    every = state.get("entries") or []
+    # Short ids must stay unambiguous for `maka memory show`, which also knows proposals.
+    shown_ids = short_ids([*(e["id"] for e in every), *_pending_ids(client, ws)])
+    entries = [e for e in every
+               if (args.archived or e.get("status") == "active")
+               and (not args.tag or set(args.tag) <= set(e.get("tags", [])))]
     if not entries:
         print("No entries." if state.get("status") == "ok" else "Nothing to show.")
         return EXIT_OK
-    rows = [[short_id(e["id"]), e.get("status", ""), e.get("origin", ""), age(e.get("updatedAt")),
+    rows = [[shown_ids[e["id"]], e.get("status", ""), e.get("origin", ""), age(e.get("updatedAt")),
              ",".join(e.get("tags", [])) or "-", e.get("title", "")] for e in entries]
     print(table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows,
                 terminal_width()))

@@ -7,7 +7,7 @@ import shutil
 import sys
 import time
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 
@@ -104,8 +104,35 @@ def timestamp(ms: int | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(ms / 1000))
 
 
+SHORT_ID_CHARS = 12
+
+
 def short_id(entry_id: str) -> str:
-    return entry_id[:12]
+    return entry_id[:SHORT_ID_CHARS]
+
+
+def short_ids(ids: Iterable[str]) -> dict[str, str]:
+    """Each id's shortest prefix of at least SHORT_ID_CHARS that no other id starts with.
+
+    Legacy ``manual-<ms>`` ids share long prefixes, so a fixed cut would collide; an id
+    that is itself the start of another (``x`` and ``x~2``) is shown whole (exact ids win).
+    """
+    pool = sorted(set(ids))
+    out: dict[str, str] = {}
+    for index, entry_id in enumerate(pool):
+        shared = max((_common_prefix(entry_id, pool[j]) for j in (index - 1, index + 1)
+                      if 0 <= j < len(pool)), default=0)
+        out[entry_id] = entry_id[:max(SHORT_ID_CHARS, shared + 1)]
+    return out
+
+
+def _common_prefix(a: str, b: str) -> int:
+    length = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        length += 1
+    return length
 
 
 def entry_card(entry: dict[str, Any], now: int | None = None) -> list[str]:

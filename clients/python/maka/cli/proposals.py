@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from maka.cli.common import EXIT_OK, CliError, Parents, absolute, resolve_ids, workspace_of
-from maka.cli.output import age, print_json, short_id, table, terminal_width
+from maka.cli.output import age, print_json, short_id, short_ids, table, terminal_width
 from maka.client import Client
 
 
@@ -32,11 +32,12 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
         print("No proposals waiting.")
         return EXIT_OK
     rows = []
+    shown_ids = short_ids(v["proposal"]["id"] for v in views)
     for view in views:
         p = view["proposal"]
         similar = str(len(view.get("similarTo", []))) if view.get("similarTo") else "-"
         status = "draft" if p.get("status") == "draft" else ""
-        rows.append([short_id(p["id"]), p.get("origin", ""), age(p.get("createdAt")), similar,
+        rows.append([shown_ids[p["id"]], p.get("origin", ""), age(p.get("createdAt")), similar,
                      ",".join(p.get("tags", [])) or "-",
                      f"{p.get('title', '')}{' (draft)' if status else ''}"])
     print(table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows, terminal_width()))

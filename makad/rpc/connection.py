@@ -1,0 +1,226 @@
+"""One client connection: what it owes the client, written in bounded chunks.
+
+Everything leaving a connection goes through its outbox, in order. Replies wait
+for room there, so a client that stops reading stops its own requests, nobody
+else's. Notifications never wait: they are posted while a workspace lock may be
+held, so posting only queues. Notifications of one group (a workspace) that are
+still waiting are coalesced into one slot, which keeps the latest per method in
+the order they were last posted: a subscriber that falls behind costs at most a
+slot per workspace it follows, and still sees each channel's latest revision,
+never an older one after a newer one, and never after a reply it preceded.
+
+One writer at a time drains the outbox: a reply's own task when the connection
+is quiet (no hand-off on the ping path), else a per-connection writer task.
+Each socket write is at most ``WRITE_CHUNK`` bytes, so a large reply interleaves
+with other connections' work instead of holding the event loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections import deque
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import anyio
+import msgspec
+import structlog
+from anyio.abc import SocketStream
+
+from makad.rpc.framing import Framing, encode
+
+log = structlog.get_logger("makad.server")
+_encoder = msgspec.json.Encoder()
+_ids = itertools.count(1)
+
+WRITE_CHUNK = 64 * 1024
+# Unsent reply bytes past which a new reply waits for the client to read.
+OUTBOX_HIGH_WATER = 1024 * 1024
+_BROKEN = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+class _Slot:
+    """Notifications of one group waiting to be written: the latest per method."""
+
+    __slots__ = ("group", "latest")
+
+    def __init__(self, group: Hashable) -> None:
+        self.group = group
+        self.latest: dict[str, Any] = {}
+
+    def post(self, method: str, params: Any) -> None:
+        self.latest.pop(method, None)  # re-inserted last: the order of the latest posts
+        self.latest[method] = params
+
+
+class Connection:
+    """One client connection: framing, outbox, subscriptions, activity, close hooks."""
+
+    def __init__(self, stream: SocketStream, now: float = 0.0) -> None:
+        self.id = next(_ids)
+        self._stream = stream
+        self.framing: Framing = "ndjson"
+        self.closed = False
+        self._close_hooks: list[Callable[[Any], None]] = []
+        self._outbox: deque[bytes | _Slot] = deque()
+        self._waiting_slots: dict[Hashable, _Slot] = {}
+        self._reply_bytes = 0
+        self._writing = False
+        self._wake = anyio.Event()
+        self._room: anyio.Event | None = None
+        self._drained: anyio.Event | None = None
+        # Workspaces this connection follows: it is never idle while it follows one.
+        self.subscriptions: set[Hashable] = set()
+        self.in_flight = 0
+        # time.monotonic() (the event loop's clock, without anyio's per-call lookup).
+        self.last_active = now
+        self.scope = anyio.CancelScope()
+
+    # --- what handlers see (makad.service.peer.Peer) -----------------------------
+
+    def on_close(self, hook: Callable[[Any], None]) -> None:
+        self._close_hooks.append(hook)
+
+    def notify(self, method: str, params: Any, group: Hashable) -> None:
+        """Queue a notification (no id); never waits. Waiting notifications of the same
+        ``group`` are coalesced, the latest per method kept."""
+        if self.closed:
+            return
+        slot = self._waiting_slots.get(group)
+        if slot is None:
+            slot = self._waiting_slots[group] = _Slot(group)
+            self._outbox.append(slot)
+        slot.post(method, params)
+        if not self._writing:
+            self._wake.set()
+
+    # --- replies -----------------------------------------------------------------------
+
+    async def send(self, payload: bytes) -> None:
+        """Queue one reply and see it written (or wait for room while others write)."""
+        if self.closed:
+            return
+        frame = encode(self.framing, payload)
+        if not self._writing and not self._outbox and len(frame) <= WRITE_CHUNK:
+            # A quiet connection (every ping's path): straight to the socket.
+            self._writing = True
+            try:
+                await self._stream.send(frame)
+            except _BROKEN:
+                self.mark_closed()
+            finally:
+                self._writing_done()
+            if self._outbox:  # notifications posted meanwhile
+                await self._drain()
+            return
+        self._outbox.append(frame)
+        self._reply_bytes += len(frame)
+        if not self._writing:
+            await self._drain()
+            return
+        await self.wait_for_room()
+
+    @property
+    def backlogged(self) -> bool:
+        """More reply bytes wait than a client that reads lets pile up."""
+        return self._reply_bytes > OUTBOX_HIGH_WATER and not self.closed
+
+    async def wait_for_room(self) -> None:
+        while self.backlogged:
+            if self._room is None:
+                self._room = anyio.Event()
+            await self._room.wait()
+
+    async def flush(self) -> None:
+        """Wait until everything queued has been written (or the connection broke)."""
+        while (self._outbox or self._writing) and not self.closed:
+            if not self._writing:
+                await self._drain()
+                continue
+            if self._drained is None:
+                self._drained = anyio.Event()
+            await self._drained.wait()
+
+    @property
+    def idle(self) -> bool:
+        """No handler running and no workspace followed; ``last_active`` says since when
+        a byte last came in or went out (a reply the client never reads is no activity)."""
+        return self.in_flight == 0 and not self.subscriptions
+
+    # --- the writer ------------------------------------------------------------------
+
+    async def write_forever(self) -> None:
+        """Drain what notifications queue while no reply is being written."""
+        while not self.closed:
+            await self._wake.wait()
+            self._wake = anyio.Event()
+            if not self._writing:
+                await self._drain()
+
+    async def _drain(self) -> None:
+        self._writing = True
+        try:
+            while self._outbox and not self.closed:
+                item = self._outbox.popleft()
+                if isinstance(item, bytes):
+                    self._reply_bytes -= len(item)
+                    self._make_room()
+                    await self._write(item)
+                else:
+                    self._waiting_slots.pop(item.group, None)
+                    await self._write(self._slot_bytes(item))
+        except _BROKEN:
+            self.mark_closed()
+        finally:
+            self._writing_done()
+
+    def _writing_done(self) -> None:
+        self._writing = False
+        if self._drained is not None:
+            self._drained.set()
+            self._drained = None
+
+    async def _write(self, data: bytes) -> None:
+        if len(data) <= WRITE_CHUNK:
+            await self._stream.send(data)
+            return
+        for start in range(0, len(data), WRITE_CHUNK):
+            await self._stream.send(data[start:start + WRITE_CHUNK])
+            self.last_active = time.monotonic()  # a slow reader is not an idle one
+
+    def _slot_bytes(self, slot: _Slot) -> bytes:
+        frames = []
+        for method, params in slot.latest.items():
+            try:
+                payload = _encoder.encode({"jsonrpc": "2.0", "method": method, "params": params})
+            except Exception:  # one unencodable notice must not end the connection
+                log.error("notification_unencodable", conn=self.id, method=method, exc_info=True)
+                continue
+            frames.append(encode(self.framing, payload))
+        return b"".join(frames)
+
+    def _make_room(self) -> None:
+        if self._room is not None and self._reply_bytes <= OUTBOX_HIGH_WATER:
+            self._room.set()
+            self._room = None
+
+    # --- closing -------------------------------------------------------------------------
+
+    def mark_closed(self) -> None:
+        """Nothing more is written: queued output is dropped, waiting replies released."""
+        self.closed = True
+        self._outbox.clear()
+        self._waiting_slots.clear()
+        self._reply_bytes = 0
+        self._make_room()
+        self._wake.set()
+
+    def run_close_hooks(self) -> None:
+        self.mark_closed()
+        hooks, self._close_hooks = self._close_hooks, []
+        for hook in hooks:
+            try:
+                hook(self)
+            except Exception:  # one failing hook must not skip the others or end the daemon
+                log.error("close_hook_failed", conn=self.id, exc_info=True)

@@ -1,0 +1,82 @@
+"""Reading what ``import_memories`` is pointed at: a file or a memory directory, bounded.
+
+The walk of a directory is bounded before any file is read: a directory with more
+than ``MAX_DIR_ENTRIES`` entries below it (``/``, a home directory, a source tree)
+is not a memory directory and is refused at once, and the sizes of its Markdown
+files are summed from ``stat`` before one of them is opened. A file is read with a
+bound too, because some (``/proc``) report a size of 0 and hold more.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from makad.core.undecodable import display
+from makad.errors import InvalidParams, NotFound, TooLarge
+
+MAX_IMPORT_BYTES = 16 * 1024 * 1024
+# A Claude Code memory directory holds MEMORY.md and tens of topic files.
+MAX_DIR_ENTRIES = 2_000
+
+
+def read_import_source(path: str | None, data: str | None
+                       ) -> tuple[str, dict[str, str] | None, str | None]:
+    """(text, files of a directory import, file name) — the only file IO of an import."""
+    if data is not None:
+        if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
+            raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
+        return data, None, None
+    assert path is not None
+    if not os.path.isabs(path):
+        raise InvalidParams("path must be absolute", path="$.path")
+    target = Path(path)
+    if target.is_dir():
+        found = {str(child.relative_to(target)): _read_bounded(child, MAX_IMPORT_BYTES)
+                 for child in markdown_files(target)}
+        return found.get("MEMORY.md", ""), found, "MEMORY.md"
+    if not target.is_file():
+        raise NotFound("no file at that path", path="$.path")
+    return _read_bounded(target, MAX_IMPORT_BYTES), None, target.name
+
+
+def markdown_files(root: Path) -> list[Path]:
+    """The ``.md`` files under ``root`` (symlinks not followed), in path order; refused
+    with ``too_large`` when the tree is too big to be a memory directory or its files
+    are over the import cap together — before any of them is read."""
+    files: list[Path] = []
+    seen = 0
+    total = 0
+    pending = [root]
+    while pending:
+        try:
+            listing = os.scandir(pending.pop())
+        except OSError:  # an unreadable subdirectory: nothing to import from it
+            continue
+        with listing:
+            for entry in listing:
+                seen += 1
+                if seen > MAX_DIR_ENTRIES:
+                    raise TooLarge(f"the directory holds more than {MAX_DIR_ENTRIES} entries: "
+                                   "point the import at a memory directory or a file",
+                                   limit=MAX_DIR_ENTRIES, path="$.path")
+                if entry.is_symlink():
+                    continue
+                if entry.is_dir(follow_symlinks=False):
+                    pending.append(Path(entry.path))
+                elif entry.name.endswith(".md") and entry.is_file(follow_symlinks=False):
+                    total += entry.stat(follow_symlinks=False).st_size
+                    files.append(Path(entry.path))
+    if total > MAX_IMPORT_BYTES:
+        raise TooLarge("the directory's Markdown files are over 16 MiB together",
+                       limit=MAX_IMPORT_BYTES, path="$.path")
+    return sorted(files)
+
+
+def _read_bounded(path: Path, limit: int) -> str:
+    with open(path, "rb") as handle:
+        raw = handle.read(limit + 1)
+    if len(raw) > limit:
+        raise TooLarge("import file is over 16 MiB", limit=limit, path="$.path")
+    # Bytes that are not UTF-8 read as cp1252, like memory files.
+    return display(raw.decode("utf-8", "surrogateescape"))

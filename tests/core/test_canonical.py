@@ -1,0 +1,37 @@
+"""One canonical form for duplicate, near-duplicate and rejection checks."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from makad.core.canonical import canonical, content_hash, similar_ids
+from makad.core.entry_text import escape, prepare
+from makad.core.types import Entry
+
+
+def test_spellings_of_the_same_content_hash_alike() -> None:
+    """Escaped `## ` lines, CRLF, case and spacing make no difference."""
+    variants = ["## Deploy\nOn Tuesdays", "\\## Deploy\nOn Tuesdays", "\\\\## deploy\r\non  tuesdays",
+                "  ## DEPLOY\r\nOn Tuesdays  "]
+    assert len({content_hash(v) for v in variants}) == 1
+    assert content_hash("## Deploy\nOn Wednesdays") != content_hash(variants[0])
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(["## a", "\\## b", "text", "```", "- x", "", "#"]), max_size=8))
+def test_the_written_form_hashes_like_the_content(lines: list[str]) -> None:
+    """What the daemon writes on disk (escaped) compares equal to the content it came from."""
+    content = prepare("\n".join(lines)).content
+    written = escape(content.split("\n"))
+    assert written is not None
+    assert content_hash("\r\n".join(written)) == content_hash(content)
+
+
+def test_similar_ids_use_the_canonical_form() -> None:
+    """Near duplicates are found whatever the escaping; the excluded id never comes back."""
+    candidates = [Entry(id="a", title="t", content="\\## Deploy days\nwe deploy on tuesdays"),
+                  Entry(id="b", title="t", content="something else entirely")]
+    assert similar_ids("## deploy days\nWe deploy on Tuesdays!", candidates) == ["a"]
+    assert similar_ids("## deploy days\nwe deploy on tuesdays", candidates, exclude="a") == []
+    assert canonical("A\r\n\\## B") == "a ## b"

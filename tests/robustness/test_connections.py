@@ -1,0 +1,200 @@
+"""Cheap denial of service (issue 15, point 8): idle connections, the connection cap,
+the open-file limit, and imports pointed at whole trees."""
+
+from __future__ import annotations
+
+import json
+import os
+import resource
+import select
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from makad.service.import_source import MAX_DIR_ENTRIES
+from tests.support import DaemonProcess, RawConnection, ping_ok
+
+FIXTURES = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "import"
+
+
+def request(method: str, id_: Any = 1, **params: Any) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
+
+
+def test_past_the_cap_a_connection_gets_one_error_line_then_idle_ones_time_out(
+        short_tmp: Path) -> None:
+    """Cap 8: the 9th connection reads one too_many_connections error (id null) and EOF;
+    the 8 idle ones are closed after the idle timeout, and a new client is then served."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "8",
+                                      "MAKAD_IDLE_TIMEOUT_S": "1"})
+    d.start()
+    idle = [RawConnection(d.socket, timeout=30) for _ in range(8)]
+    try:
+        with RawConnection(d.socket, timeout=30) as refused:
+            error = refused.recv_message()
+            assert refused.at_eof()
+        assert error["id"] is None and error["error"]["code"] == -32014
+        assert error["error"]["data"] == {"kind": "too_many_connections", "limit": 8}
+        for conn in idle:
+            assert conn.at_eof(), "an idle connection outlived the idle timeout"
+        assert ping_ok(d.socket)
+        assert '"connection_refused"' in d.log_text()
+    finally:
+        for conn in idle:
+            conn.close()
+        d.stop()
+
+
+def test_a_subscriber_is_never_idle(short_tmp: Path) -> None:
+    """With a 0.5 s idle timeout, a connection that follows a workspace stays open long
+    after a silent one was closed, and still answers."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.5"})
+    d.start()
+    try:
+        with RawConnection(d.socket, timeout=30) as sub:
+            sub.request(request("subscribe", workspace=str(d.workspace)))
+            with RawConnection(d.socket, timeout=30) as silent:
+                assert silent.at_eof()
+            with RawConnection(d.socket, timeout=30) as silent:
+                assert silent.at_eof()
+            assert sub.request(request("ping", 2))["result"] == "pong"
+    finally:
+        d.stop()
+
+
+def connect_patiently(path: Path) -> RawConnection:
+    """Connect, retrying while the listen backlog is full (EAGAIN) — a burst, not a refusal."""
+    deadline = time.monotonic() + 30
+    while True:
+        try:
+            return RawConnection(path, timeout=30)
+        except BlockingIOError:
+            if time.monotonic() > deadline:
+                raise
+            time.sleep(0.01)
+
+
+def test_a_client_that_stops_reading_and_sending_is_closed_after_the_idle_timeout(
+        short_tmp: Path) -> None:
+    """A client that asked for more than its buffers hold and then neither reads nor
+    sends is closed once idle (what it was owed is dropped), while it follows nothing."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.5"})
+    d.start()
+    try:
+        with RawConnection(d.socket, timeout=30) as stalled:
+            stalled.send_raw(b"".join(json.dumps(request("rpc.discover", i)).encode() + b"\n"
+                                      for i in range(60)))
+            # Wait (without reading) for the daemon to hang up on it.
+            poller = select.poll()
+            poller.register(stalled.sock, select.POLLRDHUP)
+            assert poller.poll(30_000), "the stalled connection was never closed"
+            replies = 0
+            try:
+                while True:
+                    stalled.recv_message()
+                    replies += 1
+            except (EOFError, ConnectionResetError):
+                pass
+            assert replies < 60
+        assert ping_ok(d.socket)
+    finally:
+        d.stop()
+
+
+class LowNofileDaemon(DaemonProcess):
+    """A daemon started with a soft open-file limit of 1024 (a common default)."""
+
+    def command(self) -> list[str]:
+        return ["sh", "-c", 'ulimit -Sn 1024 && exec "$@"', "sh", *super().command()]
+
+
+def open_file_limits(pid: int) -> tuple[int, int]:
+    for line in Path(f"/proc/{pid}/limits").read_text().splitlines():
+        if line.startswith("Max open files"):
+            soft, hard = line.split()[3:5]
+            return int(soft), int(hard)
+    raise AssertionError("no open-file limit")
+
+
+def test_1100_idle_connections_do_not_lock_out_a_new_client(short_tmp: Path) -> None:
+    """Started with a soft limit of 1024 descriptors, the daemon lifts it to the hard
+    limit; with 1,100 idle connections open a new client is still served (no EMFILE
+    lock-out), and so is each of the idle ones."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1400:
+        pytest.skip(f"the hard open-file limit ({hard}) leaves no room for 1,100 connections")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    d = LowNofileDaemon(short_tmp)
+    d.start()
+    conns: list[RawConnection] = []
+    try:
+        assert d.proc is not None
+        daemon_soft, daemon_hard = open_file_limits(d.proc.pid)
+        assert daemon_soft == daemon_hard > 1024
+        conns = [connect_patiently(d.socket) for _ in range(1100)]
+        with d.client(timeout=30) as client:
+            assert client.call("ping") == "pong"
+            assert client.call("status")["connections"] >= 1101
+        for conn in (conns[0], conns[549], conns[-1]):
+            assert conn.request(request("ping"))["result"] == "pong"
+    finally:
+        for conn in conns:
+            conn.close()
+        d.stop()
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+
+def test_45_imports_of_the_root_are_refused_at_once_and_the_daemon_stays_responsive(
+        daemon: DaemonProcess) -> None:
+    """45 concurrent import_memories {path: "/"}: each is too_large (more entries than
+    a memory directory holds) without walking the tree; meanwhile another client's
+    reads are answered, and afterwards a real memory directory still imports."""
+    ws = str(daemon.workspace)
+    answered: list[str] = []
+
+    def reader() -> None:
+        with daemon.client(timeout=60) as client:
+            for _ in range(20):
+                answered.append(client.call("read_state", {"workspace": ws})["status"])
+
+    with RawConnection(daemon.socket, timeout=120) as conn:
+        conn.send_raw(b"".join(json.dumps(request("import_memories", i, workspace=ws,
+                                                  path="/")).encode() + b"\n"
+                               for i in range(45)))
+        thread = threading.Thread(target=reader)
+        thread.start()
+        replies = [conn.recv_message() for _ in range(45)]
+        thread.join()
+    assert sorted(r["id"] for r in replies) == list(range(45))
+    for reply in replies:
+        assert reply["error"]["data"]["kind"] == "too_large", reply
+        assert reply["error"]["data"]["limit"] == MAX_DIR_ENTRIES
+    assert answered == ["ok"] * 20
+    imported = daemon.call("import_memories", {"workspace": ws,
+                                               "path": str(FIXTURES / "claude_code")})
+    assert imported["imported"] and imported["errors"] == []
+
+
+def test_imports_of_oversized_files_and_directories_are_refused_before_reading(
+        daemon: DaemonProcess, short_tmp: Path) -> None:
+    """A 17 MiB (sparse) file, and a directory whose Markdown files add up past 16 MiB:
+    too_large, and no proposal is queued."""
+    ws = str(daemon.workspace)
+    big = short_tmp / "big.md"
+    with open(big, "wb") as handle:
+        handle.truncate(17 * 1024 * 1024)
+    folder = short_tmp / "memdir"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("# Memory\n")
+    for name in ("a.md", "b.md"):
+        with open(folder / name, "wb") as handle:
+            handle.truncate(9 * 1024 * 1024)
+    with RawConnection(daemon.socket) as conn:
+        for i, path in enumerate((big, folder)):
+            reply = conn.request(request("import_memories", i, workspace=ws, path=str(path)))
+            assert reply["error"]["data"]["kind"] == "too_large", reply
+    assert not (daemon.workspace / "memory" / "PENDING.md").exists()
+    assert os.path.exists(big)

@@ -1,0 +1,119 @@
+"""Peers that stop reading: they hold up nobody but themselves (issue 15, point 2)."""
+
+from __future__ import annotations
+
+import json
+import socket
+from typing import Any
+
+from tests.support import DaemonProcess, RawConnection
+
+# rpc.discover answers the whole OpenRPC document (tens of KiB): a few unread replies
+# fill any socket buffer, so the daemon's writes to that peer block for good.
+UNREAD_DISCOVERS = 60
+
+
+def stalled_subscriber(daemon: DaemonProcess) -> RawConnection:
+    """A connection with a tiny receive buffer that subscribes, then asks for far more
+    than its buffers hold and never reads again."""
+    conn = RawConnection.__new__(RawConnection)
+    conn.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    conn.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    conn.sock.settimeout(30)
+    conn.sock.connect(str(daemon.socket))
+    conn.framing = "ndjson"
+    conn.buffer = b""
+    reply = conn.request({"jsonrpc": "2.0", "id": "sub", "method": "subscribe",
+                          "params": {"workspace": str(daemon.workspace)}})
+    assert reply["result"]["revision"] >= 0
+    conn.send_raw(b"".join(
+        json.dumps({"jsonrpc": "2.0", "id": f"d{i}", "method": "rpc.discover"}).encode() + b"\n"
+        for i in range(UNREAD_DISCOVERS)))
+    return conn
+
+
+def read_all(conn: RawConnection, replies: int) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """Read until ``replies`` replies have arrived: (replies by id, notifications in order)."""
+    got: dict[str, Any] = {}
+    notes: list[dict[str, Any]] = []
+    while len(got) < replies:
+        message = conn.recv_message()
+        if "id" in message:
+            got[message["id"]] = message
+        else:
+            notes.append(message)
+    return got, notes
+
+
+def test_a_subscriber_that_never_reads_blocks_no_writer(daemon: DaemonProcess) -> None:
+    """With a subscriber stalled on a full socket, other clients' writes and reads of its
+    workspace all complete; when it reads again it gets every reply, and notifications
+    coalesced to the latest revision, never an older one after a newer one."""
+    ws = str(daemon.workspace)
+    stalled = stalled_subscriber(daemon)
+    last_revision = 0
+    # The client timeout only turns a hang (the old behaviour) into a failure.
+    with daemon.client(timeout=20) as writer, daemon.client(timeout=20) as reader:
+        for i in range(40):
+            added = writer.call("add_entry", {"workspace": ws, "title": f"T{i}",
+                                              "content": f"written while a peer is stalled {i}"})
+            last_revision = added["revision"]
+            state = reader.call("read_state", {"workspace": ws, "includeEntries": True})
+            assert state["revision"] >= added["revision"]
+        proposals = writer.call("list_proposals", {"workspace": ws})
+        assert proposals["proposals"] == []
+    replies, notes = read_all(stalled, UNREAD_DISCOVERS)
+    stalled.close()
+    assert all("result" in replies[f"d{i}"] for i in range(UNREAD_DISCOVERS))
+    revisions = [n["params"]["revision"] for n in notes if n["method"] == "memory_changed"]
+    assert revisions, notes
+    assert revisions == sorted(set(revisions))
+    assert revisions[-1] == last_revision
+    assert len(revisions) < 40  # coalesced while it was not reading
+
+
+def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(
+        short_tmp: Any) -> None:
+    """A stalled subscriber outlives the idle timeout (it follows a workspace), and
+    writes keep completing the whole time."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.3"})
+    d.start()
+    try:
+        stalled = stalled_subscriber(d)
+        with d.client(timeout=20) as writer:
+            for i in range(10):
+                writer.call("add_entry", {"workspace": str(d.workspace), "title": f"T{i}",
+                                          "content": f"still writable {i}"})
+                writer.call("ping")
+            # A connection that only connects is closed once it has been idle 0.3 s;
+            # by then the stalled subscriber has been silent longer than that.
+            with RawConnection(d.socket, timeout=20) as probe:
+                assert probe.at_eof(), "an idle connection should have been closed"
+        replies, _ = read_all(stalled, UNREAD_DISCOVERS)
+        assert len(replies) == UNREAD_DISCOVERS
+        stalled.close()
+    finally:
+        d.stop()
+
+
+def test_notification_precedes_the_reply_of_the_write_that_caused_it(
+        daemon: DaemonProcess) -> None:
+    """On one connection, a write's notification arrives before the write's reply,
+    carrying at least the revision the reply reports."""
+    ws = str(daemon.workspace)
+    with RawConnection(daemon.socket) as conn:
+        conn.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe",
+                      "params": {"workspace": ws}})
+        for i in range(5):
+            conn.send(json.dumps({"jsonrpc": "2.0", "id": f"a{i}", "method": "add_entry",
+                                  "params": {"workspace": ws, "title": f"T{i}",
+                                             "content": f"ordered {i}"}}))
+            seen = 0
+            while True:
+                message = conn.recv_message()
+                if "id" not in message:
+                    seen = max(seen, message["params"]["revision"])
+                    continue
+                assert message["id"] == f"a{i}"
+                assert seen >= message["result"]["revision"]
+                break

@@ -1,0 +1,64 @@
+"""The server's limits: flags, environment, defaults, and the cap the open-file limit allows."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from makad.daemon import RESERVED_FDS, connection_cap
+from makad.settings import (
+    DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_MAX_CONNECTIONS,
+    DEFAULT_MAX_REPLY_BYTES,
+    load,
+)
+
+BASE = ["--socket", "/tmp/x.sock", "--data-dir", "/tmp/x"]
+
+
+def test_defaults_when_nothing_is_given() -> None:
+    """No flag and no environment: the documented defaults."""
+    settings = load(BASE, env={})
+    assert settings.max_reply_bytes == DEFAULT_MAX_REPLY_BYTES == 16 * 1024 * 1024
+    assert settings.max_connections == DEFAULT_MAX_CONNECTIONS == 4096
+    assert settings.idle_timeout_s == DEFAULT_IDLE_TIMEOUT_S == 300.0
+
+
+def test_flags_win_over_the_environment() -> None:
+    """Each limit comes from its flag, else its environment variable."""
+    env = {"MAKAD_MAX_REPLY_BYTES": "1000", "MAKAD_MAX_CONNECTIONS": "10",
+           "MAKAD_IDLE_TIMEOUT_S": "2.5"}
+    from_env = load(BASE, env=env)
+    assert (from_env.max_reply_bytes, from_env.max_connections, from_env.idle_timeout_s) == (
+        1000, 10, 2.5)
+    flagged = load([*BASE, "--max-reply-bytes", "2000", "--max-connections", "20",
+                    "--idle-timeout", "0.5"], env=env)
+    assert (flagged.max_reply_bytes, flagged.max_connections, flagged.idle_timeout_s) == (
+        2000, 20, 0.5)
+
+
+@pytest.mark.parametrize("argv,env", [
+    (["--max-reply-bytes", "-1"], {}),
+    (["--max-connections", "0"], {}),
+    (["--idle-timeout", "-3"], {}),
+    ([], {"MAKAD_IDLE_TIMEOUT_S": "soon"}),
+    ([], {"MAKAD_MAX_CONNECTIONS": "-5"}),
+])
+def test_nonsense_limits_stop_the_start(argv: list[str], env: dict[str, str]) -> None:
+    """A limit that is not a positive number is refused at start, with a message."""
+    with pytest.raises(SystemExit) as stopped:
+        load([*BASE, *argv], env=env)
+    assert "makad:" in str(stopped.value)
+
+
+@given(st.integers(1, 100_000), st.integers(3, 2_000_000))
+def test_connection_cap_leaves_the_daemon_its_descriptors(configured: int, nofile: int) -> None:
+    """The cap never passes the configured one, is at least 1, and leaves 256 descriptors
+    (or half of a tiny limit) to the daemon's own files."""
+    cap = connection_cap(configured, nofile)
+    assert 1 <= cap <= configured
+    if nofile > 2 * RESERVED_FDS:
+        assert cap <= nofile - RESERVED_FDS
+    else:
+        assert cap <= max(1, nofile // 2)
