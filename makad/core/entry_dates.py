@@ -7,9 +7,10 @@ rank last on recency. So the daemon keeps its own dates, never rewriting the
 user's text for them:
 
 - ``first_seen``: the first time the daemon read an entry without a
-  ``createdAt``; an entry without a metadata comment whose text changed gets a
-  new derived id, and inherits the first date of the entry it replaced (same
-  title, gone in the same edit);
+  ``createdAt`` (one it could not read is the user's, and stays as written);
+  an entry without a metadata comment whose text changed gets a new derived
+  id, and inherits the first date of the entry it replaced (same title, gone
+  in the same edit);
 - ``edited_at``: when the daemon saw a hand edit change an entry's title,
   content or tags.
 
@@ -25,6 +26,7 @@ from typing import NamedTuple
 import msgspec
 
 from makad.core import memory_format as fmt
+from makad.core.entry_comment import held_keys
 from makad.core.types import Entry
 
 
@@ -42,6 +44,8 @@ def changes(before: fmt.MemoryDocument, after: fmt.MemoryDocument, known: dict[s
     """The rows to write and the ids to forget after the file went from ``before`` to ``after``."""
     old = {s.entry.id: s.entry for s in before.sections}
     new = {s.entry.id: s.entry for s in after.sections}
+    # A createdAt the parser could not read is the user's: it is never replaced by a date.
+    held = {s.entry.id for s in after.sections if "createdAt" in held_keys(s.unknown_fields)}
     removed_by_title: dict[str, str] = {}
     for entry_id, entry in old.items():
         if entry_id not in new:
@@ -50,6 +54,11 @@ def changes(before: fmt.MemoryDocument, after: fmt.MemoryDocument, known: dict[s
     for entry_id, entry in new.items():
         dates = known.get(entry_id)
         previous = old.get(entry_id)
+        if entry_id in held:
+            edited = now if previous is not None and _text(previous) != _text(entry) else 0
+            if edited or (dates is not None and dates.first_seen):
+                changed[entry_id] = EntryDates(0, edited or (dates.edited_at if dates else 0))
+            continue
         if previous is not None:
             if _text(previous) != _text(entry):
                 first = dates.first_seen if dates is not None else entry.created_at or now

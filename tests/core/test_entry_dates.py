@@ -60,3 +60,12 @@ def test_effective_fills_missing_dates_and_takes_the_later_edit() -> None:
     bumped = effective(dated, {"x": EntryDates(5, 99)})
     assert (bumped.created_at, bumped.updated_at) == (5, 99)
     assert effective(dated, {}) is dated
+
+
+def test_a_created_at_the_parser_cannot_read_is_never_replaced() -> None:
+    """createdAt=<garbage> is the user's value: no first sighting, only an edit date."""
+    odd = "## Odd\n<!-- maka-memory: id=o createdAt=2024-01-01 status=active -->\nv1\n"
+    assert changes(fmt.MemoryDocument(), doc(odd), {}, NOW) == ({}, [])
+    edited, _ = changes(doc(odd), doc(odd.replace("v1", "v2")), {"o": EntryDates(5, 0)}, NOW)
+    assert edited == {"o": EntryDates(0, NOW)}
+    assert effective(doc(odd).sections[0].entry, edited).created_at == 0
