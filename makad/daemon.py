@@ -37,6 +37,7 @@ from makad.service.identifiers import Identifiers, load_or_create_key
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
+from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.service.system import DaemonInfo, SystemService, registry_warnings
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
@@ -164,6 +165,7 @@ class App:
     handlers: dict[str, Handler]
     registry: WorkspaceRegistry
     watcher: Watcher
+    notes: SessionNotesKeeper
 
 
 def build_app(info: DaemonInfo) -> App:
@@ -178,6 +180,7 @@ def build_app(info: DaemonInfo) -> App:
     ctx.recovery.append(memory.clean_temp_files)
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
+    notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, memory_files, sessions)
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals)
@@ -190,7 +193,7 @@ def build_app(info: DaemonInfo) -> App:
         proposals,
         context,
         compaction,
-        LedgerService(ctx, sessions),
+        LedgerService(ctx, sessions, notes),
         episodes,
     ]
     handlers: dict[str, Handler] = {}
@@ -198,7 +201,7 @@ def build_app(info: DaemonInfo) -> App:
         handlers.update(service.handlers())
     inject_faults(settings, handlers)
     handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
-    return App(handlers=handlers, registry=registry, watcher=watcher)
+    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes)
 
 
 async def run(settings: DaemonSettings) -> int:
@@ -228,6 +231,7 @@ async def run(settings: DaemonSettings) -> int:
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, server)
             app.watcher.start(tg)
+            app.notes.start(tg)
             tg.start_soon(heap.housekeeping_forever)
             where = "systemd socket" if activated is not None else str(settings.socket_path)
             print(f"makad {__version__} listening on {where}", flush=True)

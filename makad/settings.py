@@ -26,6 +26,8 @@ DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
+# Memory shown to one session between compactions (Claude Code's 60 KB).
+DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
 # AF_UNIX sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
 
@@ -41,6 +43,7 @@ class DaemonSettings:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
+    session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
     shutdown_grace_s: float = 5.0
     watch_debounce_ms: int = 50
     # Test-only: name of a step at which the process kills itself (fault injection).
@@ -146,6 +149,8 @@ def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
         idle_timeout_s=args.idle_timeout or _number_env(env, "MAKAD_IDLE_TIMEOUT_S",
                                                         DEFAULT_IDLE_TIMEOUT_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
+        session_memory_cap_bytes=_int_env(env, "MAKAD_SESSION_MEMORY_CAP_BYTES",
+                                          DEFAULT_SESSION_MEMORY_CAP_BYTES),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
     )

@@ -1,7 +1,9 @@
 """The pure core of ``build_context``: inputs in, a ``ContextPack`` out.
 
-``assemble`` shares the budget as ``makad.core.budget`` describes, builds each
-segment inside its allotment, then fits the history into what is left, so
+``assemble`` shares the budget as ``makad.core.budget`` describes: it builds
+each segment inside its own cap, lets what the segments left unused flow to
+those that still have candidates (rebuilding them with the larger cap; the
+ranking is done once), then fits the history into what is left, so
 ``total_tokens <= budget_tokens`` always holds; when not even the newest user
 message fits it raises ``TooLarge`` instead.
 
@@ -13,9 +15,11 @@ what became of it. Reasons a candidate is left out: ``disabled`` (memory reads
 are off for this call), ``excluded`` (its kind is not in ``include``),
 ``scope`` (scoped to another session), ``archived``, ``inactive`` (draft or
 under review), ``expired`` (past its decay TTL), ``duplicate``,
-``already_shown`` (shown in this session since its last compaction and
-unchanged), ``top_k``, ``budget``, ``no_query`` (recall needs a query) and
-``in_history`` (the event is still in this session's live history).
+``irrelevant``, ``already_shown`` (shown in this session since its last
+compaction and unchanged), ``top_k``, ``session_cap`` (see
+``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a query)
+and ``in_history`` (the event is still in this session's live history).
+``trace.skipped`` says when memory was left out whole (safe mode, unreadable).
 
 The path is ``fast`` when nothing was ranked against a query and everything fit
 untouched (no candidate or history message dropped, nothing cut or replaced by a
@@ -30,11 +34,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Protocol
 
-from makad.core.budget import history_reserve, segment_cap, share
+import msgspec
+
+from makad.core.budget import ceiling, history_reserve, segment_cap, share
 from makad.core.context_types import (
     SEGMENT_KINDS,
     Allocation,
+    Built,
     ContextInputs,
     ContextLimits,
     ContextPack,
@@ -45,15 +53,12 @@ from makad.core.context_types import (
     TraceCandidate,
 )
 from makad.core.history import PreparedHistory, event_ref
-from makad.core.ranking import query_terms, rank_entries
-from makad.core.recall import rank_events
+from makad.core.memory_segment import BLOCK_SEPARATOR_TOKENS, MemoryBuilder
+from makad.core.ranking import query_terms
+from makad.core.recall import RankedEvent, rank_events
 from makad.core.render import (
     RECALL_GAP,
-    entry_hash,
     fit_body,
-    memory_block,
-    memory_ref,
-    memory_text,
     recall_block,
     recall_header,
     recall_line,
@@ -64,31 +69,26 @@ from makad.core.render import (
     working_state_text,
 )
 from makad.core.tokens import HeuristicCounter, TokenCounter
-from makad.core.types import Entry, Event
+from makad.core.types import Event
 from makad.core.when import DAY_MS
 from makad.errors import InvalidParams, TooLarge
 
 OUTPUT_ORDER: tuple[SegmentKind, ...] = ("memory", "summary", "working_state", "recall")
 # History older than this many budgets' worth of text is never looked at: the
 # lower bound it is measured with (a quarter token a character) holds for the
-# default estimator, and the factor leaves room for a tokenizer that packs
-# characters tighter.
+# default estimator, so one budget is enough with it; the factor leaves room for
+# another tokenizer that packs characters tighter.
 HORIZON_FACTOR = 2
-# What joining two blocks of a segment costs at most ("\n\n").
-BLOCK_SEPARATOR_TOKENS = 1
 # Once this many recall candidates in a row did not fit, the segment is full: the
 # rest are dropped for budget without measuring each line (hundreds of them, for
 # the few tokens a lower-ranked short line might still fill).
 RECALL_GIVE_UP_AFTER = 32
 
 
-@dataclass(slots=True)
-class _Built:
-    segment: Segment | None = None
-    truncated: bool = False
-    candidates: list[TraceCandidate] = field(default_factory=list)
-    # Reasons of the candidates left out, when not all of them are listed.
-    dropped: Counter[str] | None = None
+class _Builder(Protocol):
+    """Builds one segment kind within a cap; may be asked again with a larger one."""
+
+    def build(self, cap: int) -> Built: ...
 
 
 def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> ContextPack:
@@ -98,8 +98,9 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     limits = inputs.limits
     if budget < 0:
         raise InvalidParams("budgetTokens must not be negative.", budgetTokens=budget)
+    factor = 1 if type(counter) is HeuristicCounter else HORIZON_FACTOR
     history = PreparedHistory(
-        inputs.history, inputs.session_id, counter, limits, horizon_tokens=HORIZON_FACTOR * budget
+        inputs.history, inputs.session_id, counter, limits, horizon_tokens=factor * budget
     )
     minimum = history.minimum_tokens()
     if minimum > budget:
@@ -109,30 +110,26 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             minimumTokens=minimum,
         )
     floor = share(budget, limits.history_floor_share)
-    available = budget - history_reserve(budget, minimum, history.tokens_up_to(floor), limits)
-
-    builders: dict[SegmentKind, Callable[[ContextInputs, int, TokenCounter], _Built]] = {
-        "working_state": _working_state,
-        "summary": _summary,
-        "memory": _memory,
-        "recall": _recall,
-    }
-    built: dict[SegmentKind, _Built] = {}
-    allocation: list[Allocation] = []
+    reserve = history_reserve(budget, minimum, history.tokens_up_to(floor), limits)
+    available = budget - reserve
     alone = len(inputs.include & set(SEGMENT_KINDS)) == 1
-    for kind in SEGMENT_KINDS:
-        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
-        result = builders[kind](inputs, cap, counter)
-        used = result.segment.tokens if result.segment else 0
-        available -= used
-        built[kind] = result
-        allocation.append(Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated))
+    # In the flow, history comes before recall: what it would use beyond its reserve.
+    history_wants = 0 if alone else max(min(history.tokens_up_to(budget), budget) - reserve, 0)
+
+    builders: dict[SegmentKind, _Builder] = {
+        "working_state": _working_state(inputs, counter),
+        "summary": _summary(inputs, counter),
+        "memory": MemoryBuilder(inputs, counter),
+        "recall": _RecallBuilder(inputs, counter),
+    }
+    built, allocation = _share(builders, budget, limits, available, history_wants, alone)
 
     segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
     segment_tokens = sum(s.tokens for s in segments)
     fitted = history.fit(budget - segment_tokens)
     history_cut = bool(fitted.dropped or fitted.placeholders or fitted.shrunk)
-    allocation.append(
+    allocations = [allocation[kind] for kind in SEGMENT_KINDS]
+    allocations.append(
         Allocation(
             kind="history", cap=budget - segment_tokens, used=fitted.tokens, truncated=history_cut
         )
@@ -152,9 +149,11 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
     ranked = bool(query_terms(inputs.query)) and any(
-        c.reason in (None, "top_k", "budget", "already_shown", "irrelevant") for c in candidates
+        c.reason in (None, "top_k", "budget", "already_shown", "irrelevant", "session_cap")
+        for c in candidates
     )
-    bounded = ranked or history_cut or any(a.truncated for a in allocation)
+    bounded = ranked or history_cut or any(a.truncated for a in allocations)
+    shown_bytes = sum(c.bytes for c in built["memory"].candidates if c.included)
     return ContextPack(
         segments=segments,
         messages=fitted.messages,
@@ -165,38 +164,95 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             path="bounded" if bounded else "fast",
             candidates=candidates,
             dropped={reason: dropped[reason] for reason in sorted(dropped)},
-            allocation=allocation,
+            allocation=allocations,
             minimum_tokens=minimum,
             history_dropped=fitted.dropped,
             history_repaired=history.repaired,
             placeholders=fitted.placeholders,
+            skipped=[inputs.memory_skipped] if inputs.memory_skipped is not None else [],
+            memory_session_bytes=inputs.memory_session_bytes + shown_bytes,
         ),
     )
+
+
+def _share(builders: dict[SegmentKind, _Builder], budget: int, limits: ContextLimits,
+           available: int, history_wants: int, alone: bool
+           ) -> tuple[dict[SegmentKind, Built], dict[SegmentKind, Allocation]]:
+    """Build each segment kind within its cap, then let unused shares flow (see budget doc).
+
+    ``available``: what history's reserve leaves; ``history_wants``: what history would
+    take beyond it, which it gets before recall.
+    """
+    built: dict[SegmentKind, Built] = {}
+    allocation: dict[SegmentKind, Allocation] = {}
+    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
+        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
+        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
+            # What step 4 would give the last kind anyway: build it once, not twice.
+            top = ceiling(kind, budget, limits, alone=alone)
+            cap = max(cap, min(top, available - history_wants))
+        result = builders[kind].build(cap)
+        used = result.segment.tokens if result.segment else 0
+        available -= used
+        built[kind] = result
+        allocation[kind] = Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated)
+    for kind in SEGMENT_KINDS:  # step 4: unused shares flow, in the same order
+        before = allocation[kind]
+        own = min(segment_cap(kind, budget, limits, alone=alone), before.cap)
+        if before.cap > own:  # the last kind, built at once with what would flow to it
+            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - own)
+            continue
+        room = available - history_wants if kind == "recall" else available
+        top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
+        if available <= 0 or not built[kind].wants_more or top <= before.cap:
+            continue
+        result = builders[kind].build(top)
+        used = result.segment.tokens if result.segment else 0
+        available -= used - before.used
+        built[kind] = result
+        allocation[kind] = Allocation(kind=kind, cap=top, used=used, truncated=result.truncated,
+                                      flowed=top - before.cap)
+    return built, allocation
 
 
 # ------------------------------------------------------- working state ---
 
 
-def _working_state(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
+class _BodyBuilder:
+    """A segment that is one body of text, cut at a line when it does not fit."""
+
+    def __init__(self, kind: SegmentKind, counter: TokenCounter, frame: Callable[[str], str],
+                 body: str, note: str, source_ids: list[str]) -> None:
+        self._kind: SegmentKind = kind
+        self._counter = counter
+        self._frame = frame
+        self._body = body
+        self._note = note
+        self._source_ids = source_ids
+
+    def build(self, cap: int) -> Built:
+        if not self._body:
+            return Built()
+        fitted = fit_body(self._frame, self._body, self._note, cap, self._counter)
+        if fitted is None:
+            return Built(truncated=True, wants_more=True)
+        text, cut = fitted
+        segment = Segment(kind=self._kind, text=text, tokens=self._counter.count(text),
+                          source_ids=list(self._source_ids))
+        return Built(segment, cut, wants_more=cut)
+
+
+def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
     state = inputs.working_state
-    if state is None or "working_state" not in inputs.include:
-        return _Built()
-    body = working_state_body(state)
-    if not body:
-        return _Built()
-    note = "[… working state cut to fit the budget]"
-    fitted = fit_body(working_state_text, body, note, cap, counter)
-    if fitted is None:
-        return _Built(truncated=True)
-    text, cut = fitted
-    segment = Segment(kind="working_state", text=text, tokens=counter.count(text), source_ids=[])
-    return _Built(segment, cut)
+    body = "" if state is None or "working_state" not in inputs.include else working_state_body(state)
+    return _BodyBuilder("working_state", counter, working_state_text, body,
+                        "[… working state cut to fit the budget]", [])
 
 
 # ------------------------------------------------------------- summary ---
 
 
-def _summary(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
+def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
     checkpoint = inputs.checkpoint
     if (
         checkpoint is None
@@ -204,124 +260,13 @@ def _summary(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
         or checkpoint.session_id != inputs.session_id
         or not checkpoint.summary.strip()
     ):
-        return _Built()
+        return _BodyBuilder("summary", counter, str, "", "", [])
     span = summary_span(checkpoint)
-    note = f"[… summary cut to fit the budget; the events stay retrievable: {span}]"
-    fitted = fit_body(
-        lambda body: summary_text(checkpoint, body), checkpoint.summary.strip(), note, cap, counter
-    )
-    if fitted is None:
-        return _Built(truncated=True)
-    text, cut = fitted
-    segment = Segment(
-        kind="summary",
-        text=text,
-        tokens=counter.count(text),
-        source_ids=[f"checkpoint:{checkpoint.checkpoint_id}", span],
-    )
-    return _Built(segment, cut)
-
-
-# -------------------------------------------------------------- memory ---
-
-
-def _memory_exclusion(entry: Entry, inputs: ContextInputs) -> str | None:
-    if not inputs.memory_enabled:
-        return "disabled"
-    if "memory" not in inputs.include:
-        return "excluded"
-    if entry.scope == "session" and (
-        inputs.session_id is None or entry.session_id != inputs.session_id
-    ):
-        return "scope"
-    if entry.status == "archived":
-        return "archived"
-    if entry.status != "active":
-        return "inactive"
-    if entry.decay_ttl_ms is not None and inputs.now_ms > entry.created_at + entry.decay_ttl_ms:
-        return "expired"
-    return None
-
-
-def _memory(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
-    if not inputs.memory_entries:
-        return _Built()
-    exclusions: dict[int, str] = {}  # input position → reason
-    seen: set[str] = set()
-    for index, entry in enumerate(inputs.memory_entries):
-        reason = _memory_exclusion(entry, inputs)
-        if reason is None and entry.id in seen:
-            reason = "duplicate"
-        if reason is None:
-            seen.add(entry.id)
-        else:
-            exclusions[index] = reason
-    eligible = [e for i, e in enumerate(inputs.memory_entries) if i not in exclusions]
-    ranked = rank_entries(
-        inputs.memory_entries,
-        inputs.memory_bm25,
-        inputs.query,
-        inputs.now_ms,
-        normalize_over=eligible,
-    )
-    frame_tokens = counter.count(memory_text([]))
-    # When everything fits there is nothing to choose; otherwise, with a query, an entry
-    # that shares no word or tag with it is not relevant to this turn and takes no slot.
-    everything_fits = len(eligible) <= inputs.limits.memory_top_k and frame_tokens + sum(
-        counter.count(memory_block(e, inputs.now_ms, inputs.limits)) + BLOCK_SEPARATOR_TOKENS
-        for e in eligible) <= cap
-    relevance_gate = bool(query_terms(inputs.query)) and not everything_fits
-    used = frame_tokens
-    chosen: list[tuple[str, int]] = []  # (block, index in candidates)
-    candidates: list[TraceCandidate] = []
-    for item in ranked:
-        entry = item.entry
-        source_id = memory_ref(entry.id)
-        digest = entry_hash(entry)
-        reason = exclusions.get(item.index)
-        tokens = 0
-        if reason is None and relevance_gate and item.parts.bm25 <= 0 and item.parts.tags <= 0:
-            reason = "irrelevant"
-        elif reason is None and inputs.already_shown.get(source_id) == digest:
-            reason = "already_shown"
-        elif reason is None and len(chosen) >= inputs.limits.memory_top_k:
-            reason = "top_k"
-        elif reason is None:
-            block = memory_block(entry, inputs.now_ms, inputs.limits)
-            tokens = counter.count(block)
-            if used + tokens + BLOCK_SEPARATOR_TOKENS <= cap:
-                used += tokens + BLOCK_SEPARATOR_TOKENS
-                chosen.append((block, len(candidates)))
-            else:
-                reason = "budget"
-        candidates.append(
-            TraceCandidate(
-                kind="memory",
-                source_id=source_id,
-                score=item.score,
-                parts=item.parts,
-                included=reason is None,
-                reason=reason,
-                tokens=tokens,
-                content_hash=digest,
-            )
-        )
-    text = memory_text(block for block, _ in chosen)
-    while chosen and counter.count(text) > cap:  # a tokenizer need not be additive
-        _, index = chosen.pop()
-        candidates[index].included = False
-        candidates[index].reason = "budget"
-        text = memory_text(block for block, _ in chosen)
-    truncated = any(c.reason in ("top_k", "budget") for c in candidates)
-    if not chosen:
-        return _Built(None, truncated, candidates)
-    segment = Segment(
-        kind="memory",
-        text=text,
-        tokens=counter.count(text),
-        source_ids=[candidates[index].source_id for _, index in chosen],
-    )
-    return _Built(segment, truncated, candidates)
+    return _BodyBuilder(
+        "summary", counter, lambda body: summary_text(checkpoint, body),
+        checkpoint.summary.strip(),
+        f"[… summary cut to fit the budget; the events stay retrievable: {span}]",
+        [f"checkpoint:{checkpoint.checkpoint_id}", span])
 
 
 # -------------------------------------------------------------- recall ---
@@ -370,10 +315,12 @@ class _RecallPacker:
     ``text`` then re-counts exactly and gives back the worst choices if needed.
     """
 
-    def __init__(self, cap: int, counter: TokenCounter, limits: ContextLimits) -> None:
+    def __init__(self, cap: int, counter: TokenCounter, limits: ContextLimits,
+                 line_cache: dict[tuple[str, int], tuple[str, int]]) -> None:
         self.cap = cap
         self.counter = counter
         self.limits = limits
+        self.line_cache = line_cache
         self.used = counter.count(recall_text([]))
         self.groups: dict[tuple[str, int], _Group] = {}  # (session, UTC day); rank order
         self.chosen: list[tuple[tuple[str, int], int]] = []
@@ -388,8 +335,17 @@ class _RecallPacker:
         """
         return self.used + min(len(event.text), self.limits.recall_line_max_chars) // 6 <= self.cap
 
+    def _line(self, event: Event) -> tuple[str, int]:
+        """An event's line and what it costs (with its newline), rendered once per call."""
+        key = (event.session_id, event.seq)
+        found = self.line_cache.get(key)
+        if found is None:
+            line = recall_line(event, self.limits)
+            found = self.line_cache[key] = (line, self.counter.count(line + "\n"))
+        return found
+
     def line_tokens(self, event: Event) -> int:
-        return self.counter.count(recall_line(event, self.limits) + "\n")
+        return self._line(event)[1]
 
     def _header_tokens(self, key: tuple[str, int], event: Event) -> int:
         tokens = self.header_tokens.get(key)
@@ -422,7 +378,8 @@ class _RecallPacker:
         refs: list[str] = []
         for (sid, _), group in self.groups.items():
             if group.events:
-                blocks.append(recall_block(list(group.events.values()), self.limits))
+                blocks.append(recall_block(list(group.events.values()), self.limits,
+                                           lambda event: self._line(event)[0]))
                 refs.extend(event_ref(sid, first, last) for first, last in group.runs())
         return recall_text(blocks), refs
 
@@ -438,62 +395,76 @@ class _RecallPacker:
         return text, refs, returned
 
 
-def _recall(inputs: ContextInputs, cap: int, counter: TokenCounter) -> _Built:
-    if not inputs.recall_hits:
-        return _Built()
-    exclusion = _event_exclusion(inputs)
-    eligible: list[RecallHit] = []
-    seen: set[tuple[str, int]] = set()
-    for hit in inputs.recall_hits:
-        key = (hit.event.session_id, hit.event.seq)
-        if key not in seen and exclusion(hit.event) is None:
-            eligible.append(hit)
-        seen.add(key)
-    ranked = rank_events(inputs.recall_hits, inputs.query or "", inputs.now_ms, eligible=eligible)
-    limits = inputs.limits
-    packer = _RecallPacker(cap, counter, limits)
-    outcome: list[tuple[str | None, int]] = []
-    misses = 0  # consecutive candidates the remaining room could not take
-    for item in ranked:
-        reason = exclusion(item.event)
-        tokens = 0
-        if reason is None and len(packer.chosen) >= limits.recall_top_k:
-            reason = "top_k"
-        elif reason is None and (misses >= RECALL_GIVE_UP_AFTER
-                                 or not packer.could_fit(item.event)):
-            reason = "budget"
-        elif reason is None:
-            tokens = packer.line_tokens(item.event)
-            if packer.offer(item.event, tokens):
-                misses = 0
-            else:
+class _RecallBuilder:
+    """Ranks the recall candidates once; ``build`` packs them into a cap."""
+
+    def __init__(self, inputs: ContextInputs, counter: TokenCounter) -> None:
+        self._inputs = inputs
+        self._counter = counter
+        self._exclusion = _event_exclusion(inputs)
+        self._ranked: list[RankedEvent] = []
+        self._lines: dict[tuple[str, int], tuple[str, int]] = {}
+        if not inputs.recall_hits:
+            return
+        eligible: list[RecallHit] = []
+        seen: set[tuple[str, int]] = set()
+        for hit in inputs.recall_hits:
+            key = (hit.event.session_id, hit.event.seq)
+            if key not in seen and self._exclusion(hit.event) is None:
+                eligible.append(hit)
+            seen.add(key)
+        self._ranked = rank_events(inputs.recall_hits, inputs.query or "", inputs.now_ms,
+                                   eligible=eligible)
+
+    def build(self, cap: int) -> Built:
+        if not self._ranked:
+            return Built()
+        ranked, exclusion = self._ranked, self._exclusion
+        limits = self._inputs.limits
+        packer = _RecallPacker(cap, self._counter, limits, self._lines)
+        outcome: list[tuple[str | None, int]] = []
+        misses = 0  # consecutive candidates the remaining room could not take
+        for item in ranked:
+            reason = exclusion(item.event)
+            tokens = 0
+            if reason is None and len(packer.chosen) >= limits.recall_top_k:
+                reason = "top_k"
+            elif reason is None and (misses >= RECALL_GIVE_UP_AFTER
+                                     or not packer.could_fit(item.event)):
                 reason = "budget"
-                misses += 1
-        outcome.append((reason, tokens))
-    text, source_ids, returned = packer.text()
-    if returned:
-        back = set(returned)
-        for index, item in enumerate(ranked):
-            if (item.event.session_id, item.event.seq) in back:
-                outcome[index] = ("budget", outcome[index][1])
-    trace_max = max(limits.recall_trace_max, 0)
-    candidates = [
-        TraceCandidate(
-            kind="recall",
-            source_id=event_ref(item.event.session_id, item.event.seq),
-            score=item.score,
-            parts=item.parts(),
-            included=reason is None,
-            reason=reason,
-            tokens=tokens,
-        )
-        for index, (item, (reason, tokens)) in enumerate(zip(ranked, outcome, strict=True))
-        if index < trace_max or reason is None
-    ]
-    dropped = Counter(reason for reason, _ in outcome if reason is not None)
-    truncated = bool(dropped["top_k"] or dropped["budget"])
-    built = _Built(None, truncated, candidates, dropped)
-    if not packer.chosen:
+            elif reason is None:
+                tokens = packer.line_tokens(item.event)
+                if packer.offer(item.event, tokens):
+                    misses = 0
+                else:
+                    reason = "budget"
+                    misses += 1
+            outcome.append((reason, tokens))
+        text, source_ids, returned = packer.text()
+        if returned:
+            back = set(returned)
+            for index, item in enumerate(ranked):
+                if (item.event.session_id, item.event.seq) in back:
+                    outcome[index] = ("budget", outcome[index][1])
+        trace_max = max(limits.recall_trace_max, 0)
+        candidates = [
+            TraceCandidate(
+                kind="recall",
+                source_id=event_ref(item.event.session_id, item.event.seq),
+                score=item.score,
+                parts=item.parts(),
+                included=reason is None,
+                reason=reason,
+                tokens=tokens,
+            )
+            for index, (item, (reason, tokens)) in enumerate(zip(ranked, outcome, strict=True))
+            if index < trace_max or reason is None
+        ]
+        dropped = Counter(reason for reason, _ in outcome if reason is not None)
+        truncated = bool(dropped["top_k"] or dropped["budget"])
+        built = Built(None, truncated, candidates, dropped, wants_more=bool(dropped["budget"]))
+        if not packer.chosen:
+            return built
+        built.segment = Segment(kind="recall", text=text, tokens=self._counter.count(text),
+                                source_ids=source_ids)
         return built
-    built.segment = Segment(kind="recall", text=text, tokens=counter.count(text), source_ids=source_ids)
-    return built

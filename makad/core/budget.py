@@ -7,16 +7,29 @@ In order:
 2. **History floor** — history reserves ``history_floor_share`` % of the budget
    (40 % by default), or less when the live history is smaller, and never less
    than the minimum. Segments cannot take that share away.
-3. **Segments, by priority** — working_state, then summary, then memory, then
-   recall. Each may use up to its cap, ``min(share % of the budget, max
-   tokens)``, and no more than is left after the reservation and the kinds
-   before it; it uses only what its content needs. Default caps:
-   working_state 15 % / 2,000, summary 20 % / 4,000, memory 20 % / 5,000,
-   recall 15 % / 3,000. Segments have no floor: a tight budget leaves them out.
-   When ``include`` asks for one segment kind alone, the split between kinds
-   has nothing to balance: that kind may use everything history does not
-   reserve (its share and max tokens do not apply).
-4. **History** — gets everything the segments did not use.
+3. **Shares, by priority** — working_state, then summary, then memory, then
+   recall. Each may use up to its cap and no more than is left after the
+   reservation and the kinds before it; it uses only what its content needs.
+   A cap scales with the budget: ``share % of the budget``, raised to the floor
+   (``segment_floor_tokens``, 200) and lowered to the kind's ceiling
+   (``*_max_tokens``). Defaults: working_state 15 % / ceiling 14,000, summary
+   20 % / 12,500, memory 20 % / 16,000, recall 15 % / 8,000. The floor is a
+   floor of the cap, not a reservation: a tight budget still leaves a segment
+   out when the kinds before it took the room.
+4. **Flow of unused shares** — what the kinds left unused goes, in the order
+   working_state, summary, memory, **history**, recall, to each kind that still
+   has candidates it left out for lack of room (a cut working state or summary,
+   memory entries or recall events dropped for ``budget``, live history beyond
+   its reserve), up to that kind's ceiling. The session's own state and durable
+   memory come first, then the live conversation, then excerpts of other
+   sessions: in a fresh session (little history) recall gets what is unused, in
+   a long one the conversation does. Entries dropped by ``top_k`` or as
+   ``irrelevant`` do not ask for more.
+5. **History** — gets everything the segments did not use.
+
+When ``include`` asks for one segment kind alone, the split between kinds has
+nothing to balance: that kind may use everything history does not reserve (its
+share, floor and ceiling do not apply).
 """
 
 from __future__ import annotations
@@ -28,17 +41,31 @@ def share(budget: int, percent: int) -> int:
     return budget * percent // 100
 
 
-def segment_cap(kind: SegmentKind, budget: int, limits: ContextLimits, *, alone: bool = False) -> int:
-    """The most a segment kind may use of ``budget`` (before what others took)."""
+def ceiling(kind: SegmentKind, budget: int, limits: ContextLimits, *, alone: bool = False) -> int:
+    """The most a segment kind may ever use of ``budget``, flow included."""
     if alone:
         return budget
     if kind == "working_state":
-        return min(share(budget, limits.working_state_share), limits.working_state_max_tokens)
+        return limits.working_state_max_tokens
     if kind == "summary":
-        return min(share(budget, limits.summary_share), limits.summary_max_tokens)
+        return limits.summary_max_tokens
     if kind == "memory":
-        return min(share(budget, limits.memory_share), limits.memory_max_tokens)
-    return min(share(budget, limits.recall_share), limits.recall_max_tokens)
+        return limits.memory_max_tokens
+    return limits.recall_max_tokens
+
+
+def segment_cap(kind: SegmentKind, budget: int, limits: ContextLimits, *, alone: bool = False) -> int:
+    """A segment kind's own cap of ``budget`` (step 3, before what others took)."""
+    if alone:
+        return budget
+    percent = {
+        "working_state": limits.working_state_share,
+        "summary": limits.summary_share,
+        "memory": limits.memory_share,
+        "recall": limits.recall_share,
+    }[kind]
+    top = ceiling(kind, budget, limits)
+    return min(max(share(budget, percent), limits.segment_floor_tokens), top, budget)
 
 
 def history_reserve(budget: int, minimum: int, history_tokens: int, limits: ContextLimits) -> int:

@@ -368,19 +368,24 @@ def _paths_in_result(text: str) -> list[str]:
     return [s.strip() for s in strings if looks_like_path(s.strip())]
 
 
+def paths_in(event: Event) -> list[str]:
+    """The paths a tool call or result names (its arguments, its whole values, its meta)."""
+    if event.type == "tool_call":
+        paths = _paths_in_call(event.text)
+    elif event.type == "tool_result":
+        paths = _paths_in_result(event.text)
+    else:
+        return []
+    if event.meta:
+        paths += [v for v in event.meta.values() if looks_like_path(v)]
+    return paths
+
+
 def files_touched(events: Iterable[Event]) -> list[str]:
     """Paths named by tool calls and results, most often touched first, then by name."""
     counts: dict[str, int] = {}
     for event in events:
-        if event.type == "tool_call":
-            paths = _paths_in_call(event.text)
-        elif event.type == "tool_result":
-            paths = _paths_in_result(event.text)
-        else:
-            continue
-        if event.meta:
-            paths += [v for v in event.meta.values() if looks_like_path(v)]
-        for path in paths:
+        for path in paths_in(event):
             counts[path] = counts.get(path, 0) + 1
     return sorted(counts, key=lambda p: (-counts[p], p))
 

@@ -7,11 +7,14 @@ gathers from the stores before calling ``makad.core.assembly.assemble``.
 
 from __future__ import annotations
 
+from collections import Counter
+from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
 
-from makad.core.types import Checkpoint, Entry, Event, WorkingState
+from makad.core.confidence import Confidence
+from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, Entry, Event, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "recall"]
 # Priority order: a kind earlier in this tuple is served first from the budget.
@@ -84,15 +87,35 @@ class TraceCandidate(_Wire):
     tokens: int = 0
     # Memory only: the hash the service records in the session's shown-manifest.
     content_hash: str | None = None
+    # Memory only: how far the entry can be trusted, and why (``makad.core.confidence``).
+    confidence: Confidence | None = None
+    # Memory only: the UTF-8 size of the block shown (counts toward the session cap).
+    bytes: int = 0
 
 
 class Allocation(_Wire):
-    """What one kind was allowed (``cap``) and what it used."""
+    """What one kind was allowed (``cap``) and what it used.
+
+    ``flowed``: the part of ``cap`` that came from other kinds' unused shares.
+    """
 
     kind: AllocationKind
     cap: int
     used: int
     truncated: bool = False
+    flowed: int = 0
+
+
+class Skipped(_Wire):
+    """A source left out of the pack as a whole, and why.
+
+    ``reason``: ``safe_mode`` (MEMORY.md is over its size cap) or ``unreadable``
+    (it could not be read); ``message`` is for people.
+    """
+
+    source: Literal["memory"]
+    reason: Literal["safe_mode", "unreadable"]
+    message: str
 
 
 class Trace(_Wire):
@@ -108,7 +131,10 @@ class Trace(_Wire):
     - ``history_repaired``: messages and calls removed to close tool pairs;
     - ``placeholders``: refs of tool results replaced by a placeholder;
     - ``tampered``: refs of events left out because they fail their hash
-      check (``dropped["tampered"]`` counts them).
+      check (``dropped["tampered"]`` counts them);
+    - ``skipped``: sources left out whole (memory in safe mode, unreadable);
+    - ``memory_session_bytes``: memory shown in this session since its last
+      compaction, this call included (the cumulative cap's measure).
     """
 
     path: Literal["fast", "bounded"]
@@ -120,6 +146,8 @@ class Trace(_Wire):
     history_repaired: int
     placeholders: list[str]
     tampered: list[str] = []
+    skipped: list[Skipped] = []
+    memory_session_bytes: int = 0
 
 
 class ContextPack(_Wire):
@@ -133,6 +161,22 @@ class ContextPack(_Wire):
     trace: Trace
     call_id: str = ""
     revision: int = 0
+
+
+@dataclass(slots=True)
+class Built:
+    """One segment kind built within a cap (internal to assembly).
+
+    ``wants_more``: it left candidates out for lack of room, so unused budget
+    can flow to it (``makad.core.budget`` step 4).
+    """
+
+    segment: Segment | None = None
+    truncated: bool = False
+    candidates: list[TraceCandidate] = field(default_factory=list)
+    # Reasons of the candidates left out, when not all of them are listed.
+    dropped: Counter[str] | None = None
+    wants_more: bool = False
 
 
 # ----------------------------------------------------------------- input ---
@@ -158,25 +202,33 @@ class RecallHit(msgspec.Struct, kw_only=True):
 class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     """Every knob of context assembly, with its default.
 
-    Shares are whole percents of the budget. See ``makad.core.budget`` for how
-    they combine. ``memory_top_k`` counts entries, ``recall_top_k`` events
-    (lines of the recall segment); ``recall_trace_max`` bounds how many recall
-    candidates the trace lists.
+    Shares are whole percents of the budget; ``*_max_tokens`` are the ceilings
+    and ``segment_floor_tokens`` the floor of each segment kind's cap. See
+    ``makad.core.budget`` for how they combine. The working-state ceiling holds
+    everything ``set_working_state`` accepts (12,000 tokens of notes plus the
+    lists), the summary ceiling a 12,000-token semantic summary.
+    ``memory_top_k`` counts entries and applies only when memory must choose
+    among entries matching a query; ``recall_top_k`` counts events (lines of the
+    recall segment); ``recall_trace_max`` bounds how many recall candidates the
+    trace lists. ``memory_session_cap_bytes`` bounds the memory shown to one
+    session between compactions (see ``makad.core.assembly``).
     """
 
     working_state_share: int = 15
-    working_state_max_tokens: int = 2_000
+    working_state_max_tokens: int = MAX_NOTES_TOKENS + 2_000  # the notes and the lists
     summary_share: int = 20
-    summary_max_tokens: int = 4_000
+    summary_max_tokens: int = 12_500
     memory_share: int = 20
-    memory_max_tokens: int = 5_000
+    memory_max_tokens: int = 16_000
     memory_top_k: int = 10
     memory_entry_max_bytes: int = 4_096
+    memory_session_cap_bytes: int = 61_440
     recall_share: int = 15
-    recall_max_tokens: int = 3_000
+    recall_max_tokens: int = 8_000
     recall_top_k: int = 100
     recall_line_max_chars: int = 400
     recall_trace_max: int = 100
+    segment_floor_tokens: int = 200
     history_floor_share: int = 40
     compact_share: int = 60
     stale_after_ms: int = 86_400_000
@@ -194,6 +246,13 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
     - ``already_shown``: ``memory:<id>`` → content hash shown in this session
       since its last compaction (see ``makad.core.render.entry_hash``).
+    - ``memory_hashes``: entry id → ``entry_hash`` of it, when the caller keeps them
+      (computed here otherwise).
+    - ``memory_confidence``: entry id → the ``confidence=`` value the user wrote
+      in its metadata comment (only entries that have one).
+    - ``memory_session_bytes``: the memory this session was shown since its last
+      compaction, before this call (see ``ContextLimits.memory_session_cap_bytes``).
+    - ``memory_skipped``: why memory was left out whole, when it was.
     - ``history``: the session's events after its latest checkpoint, at least
       the newest ones covering about twice the budget and starting at a user
       message if possible; order does not matter (sorted by seq here).
@@ -214,6 +273,10 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_entries: list[Entry] = []
     memory_bm25: dict[str, float] = {}
     already_shown: dict[str, str] = {}
+    memory_hashes: dict[str, str] = {}
+    memory_confidence: dict[str, str] = {}
+    memory_session_bytes: int = 0
+    memory_skipped: Skipped | None = None
     working_state: WorkingState | None = None
     checkpoint: Checkpoint | None = None
     history: list[Event] = []

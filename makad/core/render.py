@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 
+from makad.core.confidence import Confidence
 from makad.core.context_types import ContextLimits
 from makad.core.tokens import TokenCounter
 from makad.core.types import NOTE_SECTIONS, Checkpoint, Entry, Event, WorkingState
@@ -98,17 +99,19 @@ def memory_ref(entry_id: str) -> str:
     return f"memory:{entry_id}"
 
 
-def memory_block(entry: Entry, now_ms: int, limits: ContextLimits) -> str:
-    """One entry: title, its ref (and age with a caveat when stale), its content."""
+def memory_block(
+    entry: Entry, now_ms: int, limits: ContextLimits, confidence: Confidence | None = None
+) -> str:
+    """One entry: title, its ref (its confidence; its age with a caveat when stale), content."""
     title = one_line(entry.title, TITLE_MAX_CHARS) or "(untitled)"
     ref = memory_ref(entry.id)
-    meta = ref
+    meta = ref if confidence is None else f"{ref} · confidence {confidence.level}"
     updated = entry.updated_at or entry.created_at
     age_ms = now_ms - updated
     if updated <= 0:
-        meta = f"{ref} · age unknown · {STALE_CAVEAT}"
+        meta = f"{meta} · age unknown · {STALE_CAVEAT}"
     elif age_ms > limits.stale_after_ms:
-        meta = f"{ref} · {age_text(age_ms)} · {STALE_CAVEAT}"
+        meta = f"{meta} · {age_text(age_ms)} · {STALE_CAVEAT}"
     content = entry.content.strip()
     raw = content.encode()
     if len(raw) > limits.memory_entry_max_bytes:
@@ -192,14 +195,18 @@ def recall_line(event: Event, limits: ContextLimits) -> str:
     return f"{event.seq} {label}: {text}"
 
 
-def recall_block(events: list[Event], limits: ContextLimits) -> str:
-    """One session-day: its header, then its events in seq order with ``…`` over gaps."""
+def recall_block(events: list[Event], limits: ContextLimits,
+                 line: Callable[[Event], str] | None = None) -> str:
+    """One session-day: its header, then its events in seq order with ``…`` over gaps.
+
+    ``line`` renders one event (default ``recall_line``; a caller may pass a cached one).
+    """
     ordered = sorted(events, key=lambda e: e.seq)
     lines = [recall_header(ordered[0].session_id, ordered[0].ts)]
     for index, event in enumerate(ordered):
         if index and event.seq != ordered[index - 1].seq + 1:
             lines.append(RECALL_GAP)
-        lines.append(recall_line(event, limits))
+        lines.append(recall_line(event, limits) if line is None else line(event))
     return escape_fence("\n".join(lines), "recall")
 
 

@@ -26,6 +26,9 @@ NOTE_SECTIONS: tuple[str, ...] = (
     "Key results",
     "Worklog",
 )
+# What a working state's notes may hold (set_working_state refuses more).
+MAX_NOTE_SECTION_TOKENS = 2_000
+MAX_NOTES_TOKENS = 12_000
 
 
 class Record(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=False):

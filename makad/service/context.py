@@ -9,48 +9,66 @@ size of the workspace. ``makad.core.assembly`` makes every choice.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import msgspec
 
-from makad.core import memory_format as fmt
+from makad.core.confidence import user_values
 from makad.core.context_types import (
     SEGMENT_KINDS,
     ContextInputs,
+    ContextLimits,
     ContextPack,
     RecallHit,
     SegmentKind,
+    Skipped,
 )
+from makad.core.history import message_tokens
 from makad.core.redaction import redact_entry
-from makad.core.render import memory_ref
+from makad.core.render import entry_hash, memory_ref
+from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
-from makad.errors import InvalidParams
+from makad.errors import InvalidParams, IOFailure
 from makad.rpc.dispatch import Handler
+from makad.service import entry_dates
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.context_check import assemble_checked
 from makad.service.memory import MemoryFiles
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
-from makad.store import recall_source
+from makad.store import pack_state, recall_source
 from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
 
-MEMORY_BM25_CANDIDATES = 200
+# Memory candidates: with a query the best FTS matches plus the most recent entries (an
+# entry past the 100th match that is not among the recent ones rarely reaches the top 10);
+# without one the most recent entries, all of which may be shown when they fit.
+MEMORY_BM25_CANDIDATES = 100
 MEMORY_RECENT_CANDIDATES = 50
+MEMORY_NO_QUERY_CANDIDATES = 200
 # History tail to read: events covering this multiple of the budget (older ones cannot fit).
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
+HISTORY_MIN_READ = 64
 
 
 @dataclass
 class MemorySnapshot:
-    """Active entries of one MEMORY.md version, newest first, and the index it was built into."""
+    """Active entries of one MEMORY.md version, newest first, and the index it was built into.
+
+    ``user_confidence``: entry id → the ``confidence=`` its comment carries (only those);
+    ``skipped``: why no entry can be read (safe mode, unreadable file), when so.
+    """
 
     sha: str | None
     by_id: dict[str, Entry]
     recent: list[Entry]
+    user_confidence: dict[str, str] = field(default_factory=dict)
+    skipped: Skipped | None = None
+    # entry id → entry_hash, filled as entries become candidates (same for every call).
+    hashes: dict[str, str] = field(default_factory=dict)
 
 
 class ContextService:
@@ -58,6 +76,8 @@ class ContextService:
         self._ctx = ctx
         self._files = memory_files
         self._sessions = sessions
+        self._limits = ContextLimits(
+            memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
 
     def handlers(self) -> dict[str, Handler]:
         return {"build_context": self.build_context}
@@ -86,14 +106,12 @@ class ContextService:
         if sid is not None:
             source = (_EphemeralSource(self._sessions, ws) if incognito
                       else _LedgerSource(ws.ledger))
-        # One worker-thread hop gathers every input and assembles: hops are not free.
-        pack, record = await in_thread(self._gather_and_assemble, ws, plan, source)
-        if record is not None and sid is not None:
-            await in_thread(ws.ledger.record_manifest, sid, pack.call_id, record)
-        return pack
+        # One worker-thread hop gathers every input, assembles and records the manifest:
+        # hops are not free.
+        return await in_thread(self._gather_and_assemble, ws, plan, source)
 
     def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None
-                             ) -> tuple[ContextPack, list[tuple[str, int, str]] | None]:
+                             ) -> ContextPack:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -115,30 +133,54 @@ class ContextService:
         call_id = _call_id(plan.workspace, plan.revision, sid, last_seq, plan.budget,
                            plan.query, plan.include)
         already_shown: dict[str, str] = {}
-        if sid is not None and not plan.incognito and plan.snapshot is not None:
-            already_shown = _already_shown(ws, sid, checkpoint, call_id, entries)
+        session_bytes = 0
+        since = checkpoint.created_at if checkpoint else 0
+        if sid is not None and not plan.incognito and plan.snapshot is not None and entries:
+            already_shown = _already_shown(ws, sid, since, call_id, entries)
+            session_bytes = pack_state.session_memory_bytes(ws.ledger, sid, since, call_id)
+        snapshot = plan.snapshot
         inputs = ContextInputs(
             budget_tokens=plan.budget, now_ms=now, session_id=sid, query=plan.query,
-            include=plan.include, memory_enabled=plan.snapshot is not None,
+            include=plan.include, memory_enabled=snapshot is not None,
             memory_entries=entries, memory_bm25=bm25, already_shown=already_shown,
+            memory_confidence=snapshot.user_confidence if snapshot is not None else {},
+            memory_hashes=_hashes(snapshot, entries) if snapshot is not None else {},
+            memory_session_bytes=session_bytes,
+            memory_skipped=snapshot.skipped if snapshot is not None else None,
             working_state=working_state, checkpoint=checkpoint, history=history,
-            live_history_tokens=live_tokens, recall_hits=recall)
+            live_history_tokens=live_tokens, recall_hits=recall, limits=self._limits)
         checked = assemble_checked(inputs, None if plan.incognito else ws.ledger.unverified)
         pack = msgspec.structs.replace(checked, call_id=call_id, revision=plan.revision)
-        record = None if sid is None or plan.incognito else _manifest_items(pack)
-        return pack, record
+        if sid is not None and not plan.incognito:
+            items, memory_bytes = _manifest(pack)
+            ws.ledger.record_manifest(sid, pack.call_id, items, memory_bytes=memory_bytes,
+                                      since=since)
+        return pack
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
-        async with ws.lock:
-            await self._files.refresh(ws, "memory")
-        sha = ws.memory.sha256 if not ws.memory.too_large else None
+        try:
+            async with ws.lock:
+                await self._files.refresh(ws, "memory")
+        except IOFailure as exc:
+            return MemorySnapshot(None, {}, [], skipped=Skipped(
+                source="memory", reason="unreadable",
+                message=f"MEMORY.md could not be read ({exc.message}); no entries were used"))
+        if ws.memory.too_large:
+            return MemorySnapshot(None, {}, [], skipped=Skipped(
+                source="memory", reason="safe_mode",
+                message=f"MEMORY.md is {ws.memory.size} bytes, over the "
+                        f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries were used "
+                        "until it is shrunk"))
+        sha = ws.memory.sha256
         snap = ws.extra.get("memory_snapshot")
-        if isinstance(snap, MemorySnapshot) and snap.sha == sha:
+        if isinstance(snap, MemorySnapshot) and snap.sha == sha and snap.skipped is None:
             return snap
-        entries = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
-        active = await in_thread(_index_redacted, ws.ledger, entries)
+        sections = [s for s in ws.memory.doc.sections if s.entry.status == "active"]
+        dated = entry_dates.dated(ws, [s.entry for s in sections])
+        active = await in_thread(_index_redacted, ws.ledger, dated)
         recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
-        snap = MemorySnapshot(sha=sha, by_id={e.id: e for e in active}, recent=recent)
+        snap = MemorySnapshot(sha=sha, by_id={e.id: e for e in active}, recent=recent,
+                              user_confidence=user_values(ws.memory.doc))
         ws.extra["memory_snapshot"] = snap
         return snap
 
@@ -214,7 +256,8 @@ def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None
                   last: int, budget: int) -> tuple[list[Event], int | None]:
     """Events after the checkpoint, the newest covering ~2x the budget (or all of them).
 
-    Read newest first in doubling steps, each step only the events not read yet;
+    Read newest first in steps sized by what is still missing (at most doubling), each
+    step only the events not read yet;
     the second value is None when every live event was read, else a lower bound
     of the live history's size.
     """
@@ -230,7 +273,10 @@ def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None
         events = older + events
         tokens += sum(e.tokens for e in older)
         after = start
-        step *= 2
+        # The next step: about what the events read so far say is missing, a quarter more,
+        # and never more than double the last one.
+        average = max(tokens / max(len(events), 1), 1.0)
+        step = min(step * 2, max(HISTORY_MIN_READ, int((want - tokens) / average * 1.25)))
     if after <= floor:
         return events, None
     # Older events are beyond what could fit; their exact size does not matter.
@@ -247,10 +293,19 @@ def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None
             if entry is not None:
                 chosen[entry_id] = entry
                 bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
-    limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_BM25_CANDIDATES
+    limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_NO_QUERY_CANDIDATES
     for entry in snap.recent[:limit]:
         chosen.setdefault(entry.id, entry)
     return list(chosen.values()), bm25
+
+
+def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
+    """The candidates' content hashes, each computed once per MEMORY.md version."""
+    known = snap.hashes
+    for entry in entries:
+        if entry.id not in known:
+            known[entry.id] = entry_hash(entry)
+    return known
 
 
 def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None,
@@ -260,28 +315,35 @@ def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint |
     return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
 
 
-def _already_shown(ws: Workspace, sid: str, checkpoint: Checkpoint | None, call_id: str,
+def _already_shown(ws: Workspace, sid: str, since: int, call_id: str,
                    entries: list[Entry]) -> dict[str, str]:
     """The memory entries (id → hash shown) this call must not repeat: those shown since the
     session's latest compaction. A repeat of the session's latest call must see exactly what
     that call saw, so it does not count what that call itself showed."""
-    shown = ws.ledger.shown_memory(sid, checkpoint.created_at if checkpoint else 0,
-                                   [memory_ref(entry.id) for entry in entries])
+    shown = ws.ledger.shown_memory(sid, since, [memory_ref(entry.id) for entry in entries])
     skip = shown.latest_call_ref if shown.latest_call_id == call_id else None
     return {source: digest for source, (digest, ref) in shown.items.items() if ref != skip}
 
 
-def _manifest_items(pack: ContextPack) -> list[tuple[str, int, str]]:
+def _manifest(pack: ContextPack) -> tuple[list[tuple[str, int, str]], int]:
+    """Every source the model saw — memory entries (with the hash of the text shown), the
+    other segments' sources, then each history message's ref — and the memory's bytes."""
     items: dict[str, tuple[str, int, str]] = {}
+    memory_bytes = 0
     for candidate in pack.trace.candidates:
         if candidate.kind == "memory" and candidate.included and candidate.content_hash:
             items[candidate.source_id] = (candidate.source_id, max(candidate.tokens, 1),
                                           candidate.content_hash)
+            memory_bytes += candidate.bytes
     for segment in pack.segments:
         if segment.kind != "memory":
             for source in segment.source_ids:
                 items.setdefault(source, (source, segment.tokens, ""))
-    return list(items.values())
+    counter = HeuristicCounter()
+    for message in pack.messages:
+        items.setdefault(message.source_id,
+                         (message.source_id, message_tokens(message, counter), ""))
+    return list(items.values()), memory_bytes
 
 
 def _call_id(workspace: str, revision: int, sid: str | None, last_seq: int, budget: int,

@@ -16,6 +16,7 @@ from makad.core.types import Event, WorkingState
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread
 from makad.service.peer import Peer
+from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.store.ledger_schema import Manifest, NewEvent, SessionInfo
 from makad.wire.ledger import (
@@ -96,9 +97,11 @@ def event_ref(event: Event) -> str:
 
 
 class LedgerService:
-    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+    def __init__(self, ctx: Context, sessions: Sessions,
+                 notes: SessionNotesKeeper | None = None) -> None:
         self._ctx = ctx
         self._sessions = sessions
+        self._notes = notes
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -155,6 +158,8 @@ class LedgerService:
                                              expected_seq=params.expected_seq,
                                              request_id=params.request_id,
                                              redactions=redactions)
+        if self._notes is not None:
+            self._notes.appended(ws, params.session_id, events)
         return AppendEventsResult(first_seq=result.first_seq, last_seq=result.last_seq,
                                   redactions=result.redactions)
 

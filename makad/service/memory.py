@@ -33,9 +33,10 @@ from makad.errors import (
     TooLarge,
 )
 from makad.rpc.dispatch import Handler
-from makad.service import file_warnings
+from makad.service import entry_dates, file_warnings
 from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, Context, in_thread, now_ms, workspace_warnings
+from makad.service.confidence import confidence_map
 from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.tracked import TrackedFile
@@ -129,6 +130,8 @@ class MemoryFiles:
 
         results = await in_thread(check)
         for name, (t, _, channel), old, changed in zip(names, tracked, before, results, strict=True):
+            if name == "memory":
+                await entry_dates.observe(ws, old, t.doc)
             if changed:
                 await self._record_user_edits(ws, old, t.doc, name)
                 await self._ctx.bump(ws, channel, "external_edit")
@@ -175,7 +178,10 @@ class MemoryFiles:
         seen = tracked.doc
         seen_text = tracked.text
         user_changed: set[str] = set()
-        if await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes):
+        refreshed = await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes)
+        if which == "memory":
+            await entry_dates.observe(ws, seen, tracked.doc)
+        if refreshed:
             user_changed = changed_ids(seen, tracked.doc)
             await self._record_user_edits(ws, seen, tracked.doc, which)
             await self._ctx.bump(ws, channel, "external_edit")
@@ -305,13 +311,17 @@ class MemoryService:
                 pending_count=pending_count)
         all_entries, active, latest = self._derived(ws)
         shown = None
+        trust = None
         if params.include_entries:
             shown = all_entries if params.include_archived else active
+            if params.include_confidence:
+                trust = await confidence_map(ws, shown, params.include_archived)
         content, warnings = self._shown_text(ws)
         return LocalMemoryState(
             **{**base, "warnings": [*notices, *warnings]}, status="ok", content=content,
             entry_count=len(active), latest_entry=latest, reason=None, revision=revision,
-            sha256=ws.memory.sha256, pending_count=pending_count, entries=shown)
+            sha256=ws.memory.sha256, pending_count=pending_count, entries=shown,
+            confidence=trust)
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
@@ -333,7 +343,7 @@ class MemoryService:
         cached = ws.extra.get("derived")
         if isinstance(cached, tuple) and cached[0] is ws.memory.doc:
             return cached[1], cached[2], cached[3]
-        all_entries = fmt.entries(ws.memory.doc)
+        all_entries = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
         active = [e for e in all_entries if e.status == "active"]
         latest = max(active, key=lambda e: (e.updated_at, e.created_at), default=None)
         ws.extra["derived"] = (ws.memory.doc, all_entries, active, latest)
@@ -490,7 +500,8 @@ class MemoryService:
                 if change is None:
                     result["entry"], result["redactions"] = section.entry, 0
                     return Change(fmt.remove(doc, entry_id), frozenset({entry_id}))
-                updated, redactions = change(section.entry)
+                # Touching an entry writes the dates the daemon kept for it into its comment.
+                updated, redactions = change(entry_dates.dated_entry(ws, section.entry))
                 result["entry"], result["redactions"] = updated, redactions
                 return Change(fmt.upsert(doc, updated), frozenset({entry_id}))
 

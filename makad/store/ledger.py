@@ -47,8 +47,11 @@ import msgspec
 
 from makad.core.cjk import index_text, match_expression, query_terms
 from makad.core.redaction import redact_tree
+from makad.core.session_notes import make_room_for_client_notes
 from makad.core.tokens import estimate_tokens
 from makad.core.types import (
+    MAX_NOTE_SECTION_TOKENS,
+    MAX_NOTES_TOKENS,
     NOTE_SECTIONS,
     Checkpoint,
     Coverage,
@@ -58,7 +61,7 @@ from makad.core.types import (
     WorkingState,
 )
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
-from makad.store import chain
+from makad.store import chain, pack_state
 from makad.store.ledger_recovery import (
     LedgerCorrupt,
     LedgerReset,
@@ -128,8 +131,6 @@ _MAX_ROWID: Final = 2**63 - 1
 MAX_GOALS: Final = 8
 MAX_OPEN_THREADS: Final = 12
 MAX_DECISIONS: Final = 20
-MAX_NOTE_SECTION_TOKENS: Final = 2_000
-MAX_NOTES_TOKENS: Final = 12_000
 
 
 _EVENT_COLUMNS: Final = "session_id, seq, ts, type, text, tool_call_id, tool_name, meta, tokens, hash"
@@ -315,6 +316,7 @@ class Ledger:
             _delete_manifest_calls(
                 conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
+                *pack_state.SESSION_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",
@@ -710,12 +712,17 @@ class Ledger:
         call_id: str,
         items: Sequence[ManifestItem | tuple[str, int, str]],
         created_at: int | None = None,
+        *,
+        memory_bytes: int = 0,
+        since: int = 0,
     ) -> Manifest:
         """Record what one build_context call sent; recording a call id again replaces it.
 
         Items with a content hash (memory entries) also update what the session
-        has been shown (``shown_memory``). Only the latest ``MANIFEST_CALLS_KEPT``
-        calls of a session are kept.
+        has been shown (``shown_memory``), and ``memory_bytes`` (their size) the
+        session's total since ``since``, its latest compaction
+        (``pack_state.session_memory_bytes``). Only the latest
+        ``MANIFEST_CALLS_KEPT`` calls of a session are kept.
         """
         at = now_ms() if created_at is None else created_at
         listed = [
@@ -750,6 +757,7 @@ class Ledger:
             _delete_manifest_calls(
                 conn, "SELECT id FROM manifest_calls WHERE session_id = ?"
                 " ORDER BY id DESC LIMIT -1 OFFSET ?", (session_id, MANIFEST_CALLS_KEPT))
+            pack_state.add_session_memory(conn, session_id, since, call_id, memory_bytes)
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str]) -> ShownMemory:
@@ -1378,6 +1386,14 @@ class Ledger:
 
     # ------------------------------------------------------------------ plumbing
 
+    def transaction(self, *, relaxed: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, for stores that keep their own tables in this ledger."""
+        return self._writing(relaxed=relaxed)
+
+    def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A read transaction, for stores that keep their own tables in this ledger."""
+        return self._reading()
+
     @contextlib.contextmanager
     def _writing(self, *, relaxed: bool = False) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction on the writer, committed on success.
@@ -1707,6 +1723,7 @@ def patch_working_state(
             merged[section] = text
         else:
             merged.pop(section, None)
+    make_room_for_client_notes(merged, set(notes or ()))
     state = WorkingState(
         goals=list(current.goals if goals is None else goals),
         open_threads=list(current.open_threads if open_threads is None else open_threads),

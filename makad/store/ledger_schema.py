@@ -258,8 +258,32 @@ _V3: Final[tuple[str, ...]] = (
     "CREATE INDEX manifest_calls_by_session ON manifest_calls (session_id, id)",
 )
 
+# The daemon's own bookkeeping behind the pack (``makad.store.pack_state``): when it
+# first saw a hand-written entry and saw it edited by hand, how much memory each
+# session was shown since its last compaction, and how far its derived session
+# notes have read.
+_V4: Final[tuple[str, ...]] = (
+    """CREATE TABLE entry_dates (
+        entry_id TEXT PRIMARY KEY,
+        first_seen INTEGER NOT NULL,
+        edited_at INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID""",
+    """CREATE TABLE memory_session_totals (
+        session_id TEXT PRIMARY KEY,
+        since INTEGER NOT NULL,
+        bytes INTEGER NOT NULL,
+        last_call_id TEXT NOT NULL,
+        last_call_bytes INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE session_notes (
+        session_id TEXT PRIMARY KEY,
+        derived_to_seq INTEGER NOT NULL,
+        state BLOB NOT NULL
+    ) WITHOUT ROWID""",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

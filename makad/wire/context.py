@@ -29,7 +29,9 @@ METHODS: list[MethodSpec] = [
         "summary and recall segments plus the live history, with a trace of every choice.",
         description=(
             "totalTokens never exceeds budgetTokens; when even the newest user message cannot "
-            "fit, a too_large error carries budgetTokens and minimumTokens. The memory segment "
+            "fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its "
+            "share of the budget, then what the others left unused flows to the kinds that "
+            "still have candidates, in priority order (PROTOCOL.md). The memory segment "
             "exists only when enabled && agentReadEnabled && !incognito (workspace and session); "
             "recall only with historyRecallEnabled and a query. The same inputs (revision, last "
             "seq, budget, query, include) give byte-identical output."),

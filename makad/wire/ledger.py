@@ -215,10 +215,15 @@ METHODS: list[MethodSpec] = [
     MethodSpec("set_working_state", SetWorkingStateParams, SetWorkingStateResult,
                "Change a session's working state (goals <= 8, open threads <= 12, decisions "
                "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
-               errors=(*_WRITE, InvalidParams, Conflict, TooLarge)),
+               errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+               description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
+                           "writes the note sections it derives itself (Current State, Files "
+                           "and Functions, Errors & Corrections, Worklog), marked as derived; "
+                           "a section a client writes is never overwritten."),
     MethodSpec("get_manifest", GetManifestParams, Manifest,
                "What one build_context call sent (the session's latest without callId): each "
-               "memory entry with the hash of the text shown, and the sources of the other "
-               "segments. A session keeps its latest 64 calls' manifests.",
+               "memory entry with the hash of the text shown, the sources of the other "
+               "segments and the ref of every history message. A session keeps its latest 64 "
+               "calls' manifests.",
                errors=_READ),
 ]

@@ -6,6 +6,7 @@ from typing import Literal
 
 from msgspec import UNSET, UnsetType
 
+from makad.core.confidence import Confidence
 from makad.core.types import Entry
 from makad.errors import (
     Conflict,
@@ -53,8 +54,11 @@ class SetSettingsParams(WorkspaceParams):
 
 
 class ReadStateParams(WorkspaceParams):
+    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence."""
+
     include_entries: bool = False
     include_archived: bool = False
+    include_confidence: bool = False
 
 
 class LocalMemoryState(Result):
@@ -66,6 +70,8 @@ class LocalMemoryState(Result):
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
     started over (privacy switches at their defaults).
+    ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
+    and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
 
     path: str
@@ -81,6 +87,7 @@ class LocalMemoryState(Result):
     pending_count: int
     entries: list[Entry] | None = None
     warnings: list[Warning] = []
+    confidence: dict[str, Confidence] | None = None
 
 
 class AddEntryParams(WorkspaceParams):

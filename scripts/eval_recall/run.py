@@ -12,6 +12,14 @@ and the budget. From the reply:
   the model would actually see;
 - ``meanTokens``: the recall segment's tokens.
 
+``default-pack`` is the same question asked as a new user's agent would ask it:
+a fresh session, one ``build_context`` call with the query and the budget and no
+``include`` filter (every segment kind competes for the budget). Its
+``recallAtBudget`` is also reported in the top-level ``overall`` as
+``defaultPackRecall``, beside the recall-only ``recallAtBudget`` (it runs with
+``default`` even under ``--no-baselines``); its ``meanTokens`` counts the recall
+segment only, ``meanPackTokens`` the whole pack.
+
 Categories 1–4 are averaged into ``overall``; every category, 5 (adversarial)
 included, is also reported on its own. A question without evidence counts 1.
 
@@ -52,7 +60,7 @@ from makad.core.tokens import estimate_tokens
 
 ROOT = Path(__file__).resolve().parents[2]
 DEFAULT_DATASET = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-VARIANTS = ("default", "bm25-plain", "recent", "full")
+VARIANTS = ("default", "default-pack", "bm25-plain", "recent", "full")
 CATEGORIES = (1, 2, 3, 4, 5)
 OVERALL_CATEGORIES = (1, 2, 3, 4)
 APPEND_BATCH = 1_000
@@ -73,6 +81,7 @@ class Row:
     latency_ms: float
     at_k: dict[int, float] = field(default_factory=dict)
     at_budget: float = 0.0
+    pack_tokens: int | None = None
 
 
 @dataclass(slots=True)
@@ -162,11 +171,31 @@ Outcome = tuple[list[str], list[str], int, float]  # ranked refs, in-budget refs
 
 
 def run_default(client: Client, data: Ingested, question: str, budget: int) -> Outcome:
+    pack, latency = fresh_pack(client, data, question, budget, ["recall"])
+    return recall_outcome(pack, latency)
+
+
+def run_default_pack(client: Client, data: Ingested, question: str, budget: int
+                     ) -> tuple[Outcome, int]:
+    """A fresh session's pack with no ``include`` filter; also its total tokens."""
+    pack, latency = fresh_pack(client, data, question, budget, None)
+    return recall_outcome(pack, latency), pack["totalTokens"]
+
+
+def fresh_pack(client: Client, data: Ingested, question: str, budget: int,
+               include: list[str] | None) -> tuple[dict[str, Any], float]:
+    """One build_context call in a new session; the pack and its latency in ms."""
     session = client.call("open_session", workspace=data.workspace, title="eval question")
+    params: dict[str, Any] = {"workspace": data.workspace, "budgetTokens": budget,
+                              "sessionId": session["sessionId"], "query": question}
+    if include is not None:
+        params["include"] = include
     started = time.perf_counter()
-    pack = client.call("build_context", workspace=data.workspace, budgetTokens=budget,
-                       sessionId=session["sessionId"], query=question, include=["recall"])
-    latency = (time.perf_counter() - started) * 1000
+    pack = client.call("build_context", params)
+    return pack, (time.perf_counter() - started) * 1000
+
+
+def recall_outcome(pack: dict[str, Any], latency: float) -> Outcome:
     ranked = [c["sourceId"] for c in pack["trace"]["candidates"] if c["kind"] == "recall"]
     segments = [s for s in pack["segments"] if s["kind"] == "recall"]
     in_budget = [ref for s in segments for ref in s["sourceIds"]]
@@ -195,6 +224,8 @@ def summarize(rows: list[Row], ks: Sequence[int]) -> dict[str, Any]:
         out: dict[str, Any] = {f"recall@{k}": mean(r.at_k[k] for r in selected) for k in ks}
         out["recallAtBudget"] = mean(r.at_budget for r in selected)
         out["meanTokens"] = round(mean(r.tokens for r in selected), 1)
+        if any(r.pack_tokens is not None for r in selected):
+            out["meanPackTokens"] = round(mean(r.pack_tokens or 0 for r in selected), 1)
         out["questions"] = len(selected)
         return out
 
@@ -252,7 +283,10 @@ def write_artifacts(out: Path, report: dict[str, Any], rows: list[Row], ingested
 
 def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     ks = sorted({int(k) for k in args.k.split(",") if k.strip()})
-    variants = list(dict.fromkeys([args.variant, *([] if args.no_baselines else VARIANTS)]))
+    # The default-pack figure goes with the default one, baselines or not.
+    companion = ["default-pack"] if args.variant == "default" else []
+    variants = list(dict.fromkeys([args.variant, *companion,
+                                   *([] if args.no_baselines else VARIANTS)]))
     conversations = load(args.dataset)[: args.limit_conversations]
     rows: list[Row] = []
     ingested: list[Ingested] = []
@@ -269,8 +303,12 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                 recent, recent_tokens = budget_prefix(newest_first, args.budget_tokens)
                 for q in questions:
                     for variant in variants:
+                        pack_tokens = None
                         if variant == "default":
                             ranked, fit, tokens, ms = run_default(client, data, q.text, args.budget_tokens)
+                        elif variant == "default-pack":
+                            (ranked, fit, tokens, ms), pack_tokens = run_default_pack(
+                                client, data, q.text, args.budget_tokens)
                         elif variant == "bm25-plain":
                             ranked, fit, tokens, ms = run_bm25(client, data, q.text, args.budget_tokens,
                                                                max(ks))
@@ -278,7 +316,8 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                             ranked, fit, tokens, ms = everything, recent, recent_tokens, 0.0
                         else:
                             ranked, fit, tokens, ms = [], everything, full_tokens, 0.0
-                        row = Row(variant, q.qid, q.category, q.evidence, ranked, fit, tokens, ms)
+                        row = Row(variant, q.qid, q.category, q.evidence, ranked, fit, tokens, ms,
+                                  pack_tokens=pack_tokens)
                         score([row], ks, data.turn_of)
                         if variant == "full":
                             row.at_k = {k: row.at_budget for k in ks}
@@ -286,7 +325,11 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     by_variant = {v: summarize([r for r in rows if r.variant == v], ks) for v in variants}
-    primary = by_variant[args.variant]
+    primary = dict(by_variant[args.variant])
+    pack = by_variant.get("default-pack")
+    if pack is not None and args.variant != "default-pack":
+        primary["overall"] = {**primary["overall"],
+                              "defaultPackRecall": pack["overall"]["recallAtBudget"]}
     report: dict[str, Any] = {
         "dataset": str(args.dataset),
         "datasetSha256": sha256_file(args.dataset),

@@ -28,7 +28,10 @@ PACK: dict[str, Any] = {
          "parts": {"bm25": 0.8, "recency": 0.5, "tags": 0.0}},
         {"kind": "memory", "sourceId": "memory:def", "score": 0.2, "included": False,
          "reason": "below_threshold", "tokens": 30, "parts": {"bm25": 0.1, "recency": 0.9, "tags": 0.0}}],
-        "dropped": {"below_threshold": 1}, "allocation": [{"kind": "memory", "cap": 100, "used": 9}],
+        "dropped": {"below_threshold": 1},
+        "allocation": [{"kind": "memory", "cap": 100, "used": 9},
+                       {"kind": "recall", "cap": 400, "used": 380, "flowed": 300, "truncated": True}],
+        "skipped": [{"source": "memory", "reason": "safe_mode", "message": "MEMORY.md is too big"}],
         "minimumTokens": 3, "historyDropped": 0, "historyRepaired": 0, "placeholders": []},
 }
 
@@ -49,6 +52,14 @@ def test_render_trace_lists_every_candidate() -> None:
     assert rows and rows[0][:8] == ["memory", "0.200", "0.10", "0.90", "0.00", "30", "no",
                                     "below_threshold"]
     assert any(line.startswith("dropped: below_threshold 1") for line in lines)
+
+
+def test_render_trace_shows_the_flow_and_what_was_skipped() -> None:
+    """The allocation table says how much of each cap flowed in; a skipped source is named."""
+    lines = render_pack(PACK, trace=True)
+    assert [line.split() for line in lines if line.startswith("recall ")][-1] == [
+        "recall", "400", "380", "300", "yes"]
+    assert "memory skipped (safe_mode): MEMORY.md is too big" in lines
 
 
 def test_render_checkpoint() -> None:

@@ -232,7 +232,7 @@ def test_archived_inactive_and_expired_entries_are_left_out() -> None:
 def test_stale_entries_carry_their_age() -> None:
     """An entry last updated three days ago says so, with a caveat."""
     pack = assemble(inputs(memory_entries=[entry("a", age_days=3.2)]))
-    assert "memory:a · updated 3 days ago · may be outdated" in pack.segments[0].text
+    assert "memory:a · confidence high · updated 3 days ago · may be outdated" in pack.segments[0].text
 
 
 def test_already_shown_entries_are_not_repeated_unless_changed() -> None:
@@ -247,10 +247,10 @@ def test_already_shown_entries_are_not_repeated_unless_changed() -> None:
 
 
 def test_query_ranks_memory_and_top_k_caps_it() -> None:
-    """The best bm25 match comes first; past top-K, matches drop as top_k, the rest as irrelevant."""
-    entries = [entry(f"e{i}") for i in range(5)]
+    """When not all fit: the best bm25 match first; past top-K matches drop as top_k, the rest as irrelevant."""
+    entries = [entry(f"e{i}", content="fact " * 40) for i in range(5)]
     params = inputs(memory_entries=entries, memory_bm25={"e3": -9.0, "e1": -3.0, "e0": -1.0},
-                    query="fact", limits=ContextLimits(memory_top_k=2))
+                    query="fact", budget_tokens=1000, limits=ContextLimits(memory_top_k=2))
     pack = assemble(params)
     assert pack.segments[0].source_ids == ["memory:e3", "memory:e1"]
     assert [c.reason for c in pack.trace.candidates] == [None, None, "top_k", "irrelevant",
@@ -258,15 +258,26 @@ def test_query_ranks_memory_and_top_k_caps_it() -> None:
     assert pack.trace.path == "bounded"
 
 
+def test_top_k_does_not_cut_when_everything_fits() -> None:
+    """With room for every entry nothing is chosen: top-K applies only when choosing is needed."""
+    entries = [entry(f"e{i:02d}", content=f"small fact {i}") for i in range(16)]
+    for query in (None, "fact"):
+        pack = assemble(inputs(budget_tokens=8000, memory_entries=entries, query=query,
+                               memory_bm25={e.id: -1.0 for e in entries}))
+        assert len(pack.segments[0].source_ids) == 16
+        assert all(c.included for c in pack.trace.candidates)
+
+
 def test_unrelated_entry_does_not_take_a_dropped_matchs_place() -> None:
     """With a query, an entry sharing nothing with it is not included when choosing is needed."""
-    entries = [entry("match", content="deploy " * 60), entry("other")]
+    entries = [entry("match", content="deploy " * 120), entry("other")]
     params = inputs(memory_entries=entries, memory_bm25={"match": -5.0}, query="deploy",
                     budget_tokens=300)
     pack = assemble(params)
     reasons = {c.source_id: c.reason for c in pack.trace.candidates}
-    assert reasons["memory:other"] == "irrelevant"
-    assert all(s.kind != "memory" or "memory:other" not in s.source_ids for s in pack.segments)
+    assert reasons == {"memory:match": None, "memory:other": "irrelevant"}
+    memory = {a.kind: a for a in pack.trace.allocation}["memory"]
+    assert memory.flowed > 0 and memory.used <= memory.cap <= 300
 
 
 def test_everything_fits_includes_unrelated_entries() -> None:
@@ -277,16 +288,47 @@ def test_everything_fits_includes_unrelated_entries() -> None:
     assert {c.source_id for c in pack.trace.candidates if c.included} == {"memory:a", "memory:b"}
 
 
-def test_memory_segment_stays_within_its_cap() -> None:
-    """Memory uses at most the smaller of 20% of the budget and 5,000 tokens."""
+def test_memory_segment_stays_within_its_ceiling() -> None:
+    """However much budget is unused, memory never grows past its ceiling."""
     entries = [entry(f"e{i:02d}", content="word " * 200) for i in range(10)]
-    pack = assemble(inputs(budget_tokens=2000, memory_entries=entries))
-    memory = pack.segments[0]
-    assert memory.kind == "memory" and memory.tokens <= 400
-    assert "budget" in pack.trace.dropped
-    big = assemble(inputs(budget_tokens=100_000, memory_entries=entries * 1,
-                          limits=ContextLimits(memory_top_k=50, memory_max_tokens=300)))
-    assert big.segments[0].tokens <= 300
+    big = assemble(inputs(budget_tokens=100_000, memory_entries=entries,
+                          limits=ContextLimits(memory_max_tokens=400)))
+    assert big.segments[0].tokens <= 400
+    assert "budget" in big.trace.dropped
+
+
+def test_a_long_conversation_takes_unused_shares_before_recall() -> None:
+    """History comes before recall in the flow: with a long live history recall keeps its share."""
+    hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
+    long = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
+                           history=conversation(turns=60)))
+    alloc = {a.kind: a for a in long.trace.allocation}
+    assert alloc["recall"].flowed == 0 and alloc["recall"].used <= share(2000, 15)
+    assert alloc["history"].used > 2000 - share(2000, 15) - 50
+    short = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
+                            history=conversation(turns=1)))
+    alloc = {a.kind: a for a in short.trace.allocation}
+    assert alloc["recall"].flowed > 0
+    assert alloc["history"].used == sum(message_tokens(m, COUNTER) for m in short.messages)
+    assert len(short.messages) == 3  # the whole conversation, recall took only what was left
+    check_pack(long, 2000)
+    check_pack(short, 2000)
+
+
+def test_kinds_get_their_shares_before_unused_budget_flows() -> None:
+    """Memory and recall both want more: each keeps its share, the rest goes to memory first."""
+    entries = [entry(f"e{i:02d}", content="berlin " + "word " * 200) for i in range(10)]
+    hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
+    pack = assemble(inputs(budget_tokens=4000, query="berlin", memory_entries=entries,
+                           memory_bm25={e.id: -2.0 for e in entries}, recall_hits=hits,
+                           history=conversation(turns=60)))
+    alloc = {a.kind: a for a in pack.trace.allocation}
+    assert alloc["recall"].cap - alloc["recall"].flowed == share(4000, 15)
+    assert alloc["recall"].used > share(4000, 15) // 2
+    assert alloc["memory"].flowed > alloc["recall"].flowed
+    assert alloc["memory"].used > share(4000, 20)
+    assert alloc["history"].cap >= share(4000, 40)
+    check_pack(pack, 4000)
 
 
 # --------------------------------------------------------------- include ---
@@ -337,7 +379,7 @@ def test_unused_segment_share_flows_to_history() -> None:
 
 
 def test_history_floor_is_reserved_against_greedy_segments() -> None:
-    """Big segments cannot push history below its 40% floor."""
+    """Big segments cannot push history below its 40% floor, flow included."""
     params = inputs(
         budget_tokens=2000,
         query="fact",
@@ -355,7 +397,8 @@ def test_history_floor_is_reserved_against_greedy_segments() -> None:
         ("working_state", 15), ("summary", 20), ("memory", 20), ("recall", 15)
     ]
     for kind, percent in caps:
-        assert alloc[kind].used <= alloc[kind].cap <= share(2000, percent)
+        assert alloc[kind].used <= alloc[kind].cap
+        assert alloc[kind].cap - alloc[kind].flowed <= max(share(2000, percent), 200)
     check_pack(pack, 2000)
 
 
@@ -433,11 +476,12 @@ def test_an_event_too_big_for_the_budget_leaves_room_for_smaller_ones() -> None:
     """A neighbour that cannot fit is dropped for budget while the hit line is kept."""
     big = hit("o", 10, text="berlin", around=3)
     big.neighbours = [msgspec.structs.replace(n, text="word " * 80) for n in big.neighbours]
-    pack = assemble(inputs(budget_tokens=1000, query="berlin", recall_hits=[big]))
+    limits = ContextLimits(recall_max_tokens=150, segment_floor_tokens=0)
+    pack = assemble(inputs(budget_tokens=1000, query="berlin", recall_hits=[big], limits=limits))
     recall = pack.segments[0]
     assert included(pack) == ["event:o:10"]
     assert recall.source_ids == ["event:o:10"]
-    assert recall.tokens <= share(1000, 15)
+    assert recall.tokens <= 150
     assert pack.trace.dropped == {"budget": 6}
 
 
@@ -446,10 +490,19 @@ def test_recall_alone_may_use_the_whole_budget() -> None:
     hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
     alone = assemble(inputs(session_id=None, budget_tokens=2000, query="berlin", recall_hits=hits,
                             include=frozenset({"recall"})))
-    mixed = assemble(inputs(session_id=None, budget_tokens=2000, query="berlin", recall_hits=hits))
     assert share(2000, 15) < alone.segments[0].tokens <= 2000
-    assert mixed.segments[0].tokens <= share(2000, 15)
     check_pack(alone, 2000)
+
+
+def test_unused_shares_flow_to_recall_in_a_fresh_session() -> None:
+    """Nothing else to show: the default pack spends at least 70 % of the budget on recall."""
+    hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
+    pack = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
+                           memory_entries=[], working_state=WorkingState()))
+    recall = {a.kind: a for a in pack.trace.allocation}["recall"]
+    assert pack.total_tokens >= 0.7 * 2000 and recall.used == pack.segments[0].tokens
+    assert recall.flowed > 0 and recall.cap - recall.flowed == share(2000, 15)
+    check_pack(pack, 2000)
 
 
 def test_the_trace_lists_the_best_candidates_and_counts_them_all() -> None:

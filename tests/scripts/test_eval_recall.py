@@ -61,7 +61,8 @@ def test_report_has_the_issue_keys(run: tuple[dict[str, object], Path]) -> None:
     latency = report["latency"]
     assert isinstance(latency, dict) and 0 < latency["p50_ms"] <= latency["p95_ms"]
     variants = report["variants"]
-    assert isinstance(variants, dict) and set(variants) == {"default", "bm25-plain", "recent", "full"}
+    assert isinstance(variants, dict) and set(variants) == {"default", "default-pack", "bm25-plain",
+                                                            "recent", "full"}
     assert variants["full"]["overall"]["recallAtBudget"] >= variants["default"]["overall"]["recallAtBudget"]
     assert variants["full"]["overall"]["meanTokens"] > 2000
 
@@ -88,3 +89,20 @@ def test_figures_are_recomputed_from_the_daemon_replies(run: tuple[dict[str, obj
         sum(float(r["recall@10"]) for r in scored) / len(scored), abs=1e-3)
     assert report["overall"]["recallAtBudget"] == pytest.approx(  # type: ignore[index]
         sum(float(r["recall_at_budget"]) for r in scored) / len(scored), abs=1e-3)
+
+
+def test_default_pack_recall_is_reported_beside_recall_at_budget(
+        run: tuple[dict[str, object], Path]) -> None:
+    """The default-pack figure (no include filter, fresh session) sits beside recallAtBudget and
+    is the mean of its own rows; its pack never exceeds the budget."""
+    report, out = run
+    overall = report["overall"]
+    assert isinstance(overall, dict) and 0.0 <= overall["defaultPackRecall"] <= 1.0
+    pack_rows = [r for r in rows(out) if r["variant"] == "default-pack"]
+    assert len(pack_rows) == 10 and all(int(r["tokens"]) <= 2000 for r in pack_rows)
+    scored = [r for r in pack_rows if r["category"] != "5"]
+    assert overall["defaultPackRecall"] == pytest.approx(
+        sum(float(r["recall_at_budget"]) for r in scored) / len(scored), abs=1e-3)
+    variants = report["variants"]
+    assert isinstance(variants, dict)
+    assert 0 < variants["default-pack"]["overall"]["meanPackTokens"] <= 2000

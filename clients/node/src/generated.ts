@@ -25,13 +25,19 @@ export interface AddEntryParams {
   requestId?: string | null;
 }
 
-/** What one kind was allowed (``cap``) and what it used. */
+/**
+ * What one kind was allowed (``cap``) and what it used.
+ *
+ * ``flowed``: the part of ``cap`` that came from other kinds' unused shares.
+ */
 export interface Allocation {
   kind: "history" | "memory" | "recall" | "summary" | "working_state";
   cap: number;
   used: number;
   /** @default false */
   truncated?: boolean;
+  /** @default 0 */
+  flowed?: number;
 }
 
 export interface AppendEventsParams {
@@ -167,6 +173,13 @@ export interface CompactParams {
   reason?: "budget" | "manual" | "overflow";
   /** @default null */
   requestId?: string | null;
+}
+
+/** ``level`` for people and models, ``score`` in [0, 1], ``reason`` says why. */
+export interface Confidence {
+  level: "high" | "low" | "medium";
+  score: number;
+  reason: string;
 }
 
 /** Queue the deterministic digest of a tag's evidence as a proposal. */
@@ -451,6 +464,8 @@ export interface ListSessionsParams {
  * ``new_workspace``: the folder at this path is not the one the daemon knew (settings
  * start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
  * started over (privacy switches at their defaults).
+ * ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
+ * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
 export interface LocalMemoryState {
   path: string;
@@ -468,6 +483,8 @@ export interface LocalMemoryState {
   entries?: Entry[] | null;
   /** @default [] */
   warnings?: Warning[];
+  /** @default null */
+  confidence?: Record<string, Confidence> | null;
 }
 
 /**
@@ -602,12 +619,15 @@ export interface ReadEventsResult {
   hasMore: boolean;
 }
 
+/** ``includeConfidence`` (with ``includeEntries``): also each entry's confidence. */
 export interface ReadStateParams {
   workspace: string;
   /** @default false */
   includeEntries?: boolean;
   /** @default false */
   includeArchived?: boolean;
+  /** @default false */
+  includeConfidence?: boolean;
 }
 
 /**
@@ -845,6 +865,18 @@ export interface ShutdownResult {
   stopping: boolean;
 }
 
+/**
+ * A source left out of the pack as a whole, and why.
+ *
+ * ``reason``: ``safe_mode`` (MEMORY.md is over its size cap) or ``unreadable``
+ * (it could not be read); ``message`` is for people.
+ */
+export interface Skipped {
+  source: "memory";
+  reason: "safe_mode" | "unreadable";
+  message: string;
+}
+
 export interface StatusResult {
   version: string;
   pid: number;
@@ -884,7 +916,10 @@ export interface ToolCall {
  * - ``history_repaired``: messages and calls removed to close tool pairs;
  * - ``placeholders``: refs of tool results replaced by a placeholder;
  * - ``tampered``: refs of events left out because they fail their hash
- *   check (``dropped["tampered"]`` counts them).
+ *   check (``dropped["tampered"]`` counts them);
+ * - ``skipped``: sources left out whole (memory in safe mode, unreadable);
+ * - ``memory_session_bytes``: memory shown in this session since its last
+ *   compaction, this call included (the cumulative cap's measure).
  */
 export interface Trace {
   path: "bounded" | "fast";
@@ -897,6 +932,10 @@ export interface Trace {
   placeholders: string[];
   /** @default [] */
   tampered?: string[];
+  /** @default [] */
+  skipped?: Skipped[];
+  /** @default 0 */
+  memorySessionBytes?: number;
 }
 
 /**
@@ -916,6 +955,10 @@ export interface TraceCandidate {
   tokens?: number;
   /** @default null */
   contentHash?: string | null;
+  /** @default null */
+  confidence?: Confidence | null;
+  /** @default 0 */
+  bytes?: number;
 }
 
 export interface UpdateEntryParams {
@@ -1021,6 +1064,8 @@ export interface Methods {
       includeEntries?: boolean;
       /** @default false */
       includeArchived?: boolean;
+      /** @default false */
+      includeConfidence?: boolean;
     };
     result: LocalMemoryState;
     errors: "invalid_workspace" | "io_error";
@@ -1244,7 +1289,7 @@ export interface Methods {
   };
   /**
    * What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
-   * totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
+   * totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
    */
   build_context: {
     params: {
@@ -1420,7 +1465,10 @@ export interface Methods {
     result: WorkingState;
     errors: "invalid_workspace" | "io_error" | "not_found";
   };
-  /** Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all). */
+  /**
+   * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+   * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+   */
   set_working_state: {
     params: {
       workspace: string;
@@ -1441,7 +1489,7 @@ export interface Methods {
     result: SetWorkingStateResult;
     errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";
   };
-  /** What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, and the sources of the other segments. A session keeps its latest 64 calls' manifests. */
+  /** What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message. A session keeps its latest 64 calls' manifests. */
   get_manifest: {
     params: {
       workspace: string;

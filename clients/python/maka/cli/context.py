@@ -73,8 +73,12 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
     allocation = trace.get("allocation") or []
     if allocation:
         rows = [[a.get("kind", ""), str(a.get("cap", "")), str(a.get("used", "")),
-                 "yes" if a.get("truncated") else "no"] for a in allocation]
-        lines += ["", *table(["KIND", "CAP", "USED", "TRUNCATED"], rows).splitlines()]
+                 str(a.get("flowed", 0)), "yes" if a.get("truncated") else "no"]
+                for a in allocation]
+        lines += ["", *table(["KIND", "CAP", "USED", "FLOWED", "TRUNCATED"], rows).splitlines()]
+    for skipped in trace.get("skipped") or []:
+        lines += ["", f"{skipped.get('source', '')} skipped ({skipped.get('reason', '')}): "
+                      f"{skipped.get('message', '')}"]
     dropped = trace.get("dropped") or {}
     if dropped:
         lines += ["", "dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items())]
