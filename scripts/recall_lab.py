@@ -207,8 +207,12 @@ def main() -> int:
     parser.add_argument("--strategy", action="append", choices=sorted(STRATEGIES))
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--by-category", action="store_true")
+    parser.add_argument("--conversations", default=None,
+                        help="comma-separated indexes into the dataset (tune on some, check on others)")
     args = parser.parse_args()
     conversations = load(args.dataset)
+    if args.conversations:
+        conversations = [conversations[int(i)] for i in args.conversations.split(",")]
     with tempfile.TemporaryDirectory(prefix="recall-lab") as tmp:
         loaded = [ingest(conv, Path(tmp)) for conv in conversations]
         for name in args.strategy or DEFAULT_STRATEGIES:
