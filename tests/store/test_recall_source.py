@@ -52,3 +52,23 @@ def test_no_terms_no_hits(ledger: Ledger) -> None:
     """A query with no searchable term finds nothing."""
     fill(ledger, "s", ["hello"], ms(2023, 1, 1))
     assert recall_hits(ledger, "?!", now_ms=NOW) == []
+
+
+def test_feedback_brings_in_the_turn_that_shares_no_word_with_the_query(ledger: Ledger) -> None:
+    """Paraphrase: "package manager" is never said; the frontend turns say pnpm, and so does the answer."""
+    fill(ledger, "a", ["Ann: the frontend build runs on pnpm workspaces", "Bo: ok"]
+         + [f"filler {i}" for i in range(10)], ms(2023, 1, 1))
+    fill(ledger, "b", [f"other {i}" for i in range(10)] + ["Bo: we prefer pnpm over npm"], ms(2023, 2, 1))
+    hits = {(h.event.session_id, h.event.seq): h.bm25 for h in recall_hits(
+        ledger, "which package manager does the frontend use", now_ms=NOW)}
+    assert ("b", 11) in hits
+    assert hits[("b", 11)] > hits[("a", 1)]  # below the direct match (bm25 is negative)
+
+
+def test_feedback_bridges_a_second_hop(ledger: Ledger) -> None:
+    """Multi-hop: the question names the dog, the dog's turn names the vet, the vet's turn is the answer."""
+    fill(ledger, "a", ["Ann: my dog Rex saw doctor Okafor today"], ms(2023, 1, 1))
+    fill(ledger, "b", ["Bo: Okafor prescribed antibiotics, twice a day"], ms(2023, 3, 1))
+    found = {(h.event.session_id, h.event.seq) for h in recall_hits(
+        ledger, "What did Ann's dog get from the vet?", now_ms=NOW)}
+    assert ("b", 1) in found
