@@ -14,9 +14,10 @@ and never outrank what the question matched directly.
 
 Words are compared by their Porter stem (snowball's ``porter``, the algorithm
 of the FTS5 ``porter`` tokenizer the ledger indexes with), so "activity" does
-not come back as an expansion of "activities"; stop words, words of three
-letters or fewer, numbers and the speaker labels that open transcript lines
-are not candidates. Pure and deterministic: ties break alphabetically.
+not come back as an expansion of "activities"; stop words and the words that
+frame questions (``makad.core.cjk``), words of three letters or fewer, numbers
+and the speaker labels that open transcript lines are not candidates. Pure and
+deterministic: ties break alphabetically.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from typing import Final
 
 import snowballstemmer  # type: ignore[import-untyped]
 
-from makad.core.cjk import ENGLISH_STOP_WORDS, query_tokens
+from makad.core.cjk import QUERY_NOISE_WORDS, query_tokens
 from makad.core.ranking import best_bm25
 from makad.core.render import SPEAKER_LABEL
 
@@ -56,7 +57,7 @@ def _content_words(text: str) -> set[str]:
         text = text[label.end():]
     return {
         word for word in (w.lower() for w in _WORD.findall(text))
-        if len(word) >= MIN_WORD_LENGTH and word not in ENGLISH_STOP_WORDS
+        if len(word) >= MIN_WORD_LENGTH and word not in QUERY_NOISE_WORDS
     }
 
 

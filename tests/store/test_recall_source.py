@@ -72,3 +72,12 @@ def test_feedback_bridges_a_second_hop(ledger: Ledger) -> None:
     found = {(h.event.session_id, h.event.seq) for h in recall_hits(
         ledger, "What did Ann's dog get from the vet?", now_ms=NOW)}
     assert ("b", 1) in found
+
+
+def test_a_question_framing_word_does_not_pick_the_turns(ledger: Ledger) -> None:
+    """Entity question: "likely" is rare in the ledger, but the turn about Ann's hiking is the one to find."""
+    fill(ledger, "a", ["Bo: likely rain later, likely storms", "Ann: trails in the mountains again",
+                       "Ann: I went hiking with Bo"], ms(2023, 1, 1))
+    hits = recall_hits(ledger, "Would Ann likely enjoy hiking?", now_ms=NOW)
+    assert (hits[0].event.session_id, hits[0].event.seq) == ("a", 3)
+    assert ("a", 1) not in {(h.event.session_id, h.event.seq) for h in hits}
