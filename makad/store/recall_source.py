@@ -26,7 +26,7 @@ from makad.store.ledger_schema import SearchHit
 
 RECALL_LIMIT: Final = 100
 PERIOD_LIMIT: Final = 50
-FEEDBACK_LIMIT: Final = 100
+FEEDBACK_LIMIT: Final = 50
 RADIUS: Final = 2
 # Neighbourhoods closer than this many events are read in one range.
 MERGE_GAP: Final = 4
