@@ -23,6 +23,11 @@ use ``makad.core.tokens.estimate_tokens`` on a plain ``<ref> <text>`` line):
 - ``full``: every event — recall 1 by construction (short of evidence ids that
   name no turn), reported for its token cost; its recall@k is that of everything.
 
+``--peer basic-memory`` also runs the same questions against Basic Memory's
+search (``eval_recall.peer_basic_memory``), reported as variant
+``peer:basic-memory``; when it is not installed the run goes on without it and
+``peers`` in the report says why.
+
 Artifacts in ``--out``: ``summary.json`` (what is printed), ``questions.csv``
 (one row per variant and question: metrics, tokens, latency, ranked and
 in-budget refs with the dia_ids they map to) and ``refs.csv`` (every ingested
