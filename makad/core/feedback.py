@@ -37,6 +37,7 @@ from makad.core.render import SPEAKER_LABEL
 FEEDBACK_DOCS: Final = 10
 FEEDBACK_TERMS: Final = 10
 FEEDBACK_SHARE: Final = 0.3
+MIN_SHARED_HITS: Final = 2
 MIN_WORD_LENGTH: Final = 4
 
 # Letters only (no digits or "_"), so numbers and identifiers' fragments never expand a query.
@@ -79,12 +80,16 @@ def feedback_terms(
         return []
     best = max(strength for _, strength in head)
     weight: dict[str, float] = {}
+    seen_in: dict[str, int] = {}
     for text, strength in head:
         for word in _content_words(text):
             weight[word] = weight.get(word, 0.0) + strength / best
+            seen_in[word] = seen_in.get(word, 0) + 1
     taken = {stem(token) for token, _ in query_tokens(query)}
     chosen: list[str] = []
     for word, _ in sorted(weight.items(), key=lambda item: (-item[1], item[0])):
+        if seen_in[word] < MIN_SHARED_HITS:
+            continue
         root = stem(word)
         if root in taken:
             continue

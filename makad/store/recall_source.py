@@ -64,10 +64,10 @@ def recall_hits(
     excluded = list(exclude_sessions)
 
     def search(count: int, after: int | None = None, before: int | None = None,
-               text: str = query) -> list[SearchHit]:
+               text: str = query, rare_only: bool = False) -> list[SearchHit]:
         return ledger.search_events_ranked(
             text, limit=count, exclude_sessions=excluded, max_seq_by_session=max_seq_by_session,
-            after=after, before=before,
+            after=after, before=before, rare_only=rare_only,
         )
 
     found: dict[tuple[str, int], SearchHit] = {}
@@ -76,7 +76,9 @@ def recall_hits(
         found.setdefault((hit.event.session_id, hit.event.seq), hit)
     expansion = feedback_terms(query, [(hit.event.text, hit.score) for hit in first])
     if expansion:
-        more = search(FEEDBACK_LIMIT, text=" ".join(expansion))
+        # Only the rarer expansion words: the common ones the best hits share anyway
+        # would match (and cost ranking) a large part of the ledger for little.
+        more = search(FEEDBACK_LIMIT, text=" ".join(expansion), rare_only=True)
         first_best = max(hit.score for hit in first)
         for hit, bm25 in zip(more, scaled_bm25((-h.score for h in more), first_best), strict=True):
             found.setdefault((hit.event.session_id, hit.event.seq),

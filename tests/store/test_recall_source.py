@@ -55,9 +55,10 @@ def test_no_terms_no_hits(ledger: Ledger) -> None:
 
 
 def test_feedback_brings_in_the_turn_that_shares_no_word_with_the_query(ledger: Ledger) -> None:
-    """Paraphrase: "package manager" is never said; the frontend turns say pnpm, and so does the answer."""
-    fill(ledger, "a", ["Ann: the frontend build runs on pnpm workspaces", "Bo: ok"]
-         + [f"filler {i}" for i in range(10)], ms(2023, 1, 1))
+    """Paraphrase: "package manager" is never said; both frontend turns say pnpm, and so does the answer."""
+    fill(ledger, "a", ["Ann: the frontend build runs on pnpm workspaces", "Bo: ok",
+                       "Bo: frontend lint runs on pnpm too"] + [f"filler {i}" for i in range(10)],
+         ms(2023, 1, 1))
     fill(ledger, "b", [f"other {i}" for i in range(10)] + ["Bo: we prefer pnpm over npm"], ms(2023, 2, 1))
     hits = {(h.event.session_id, h.event.seq): h.bm25 for h in recall_hits(
         ledger, "which package manager does the frontend use", now_ms=NOW)}
@@ -66,8 +67,9 @@ def test_feedback_brings_in_the_turn_that_shares_no_word_with_the_query(ledger: 
 
 
 def test_feedback_bridges_a_second_hop(ledger: Ledger) -> None:
-    """Multi-hop: the question names the dog, the dog's turn names the vet, the vet's turn is the answer."""
-    fill(ledger, "a", ["Ann: my dog Rex saw doctor Okafor today"], ms(2023, 1, 1))
+    """Multi-hop: the question names the dog, the dog's turns name the vet, the vet's turn is the answer."""
+    fill(ledger, "a", ["Ann: my dog Rex saw doctor Okafor today", "Bo: nice", "Bo: nice",
+                       "Ann: the dog likes Okafor"], ms(2023, 1, 1))
     fill(ledger, "b", ["Bo: Okafor prescribed antibiotics, twice a day"], ms(2023, 3, 1))
     found = {(h.event.session_id, h.event.seq) for h in recall_hits(
         ledger, "What did Ann's dog get from the vet?", now_ms=NOW)}
