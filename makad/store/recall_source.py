@@ -3,7 +3,9 @@
 ``recall_hits`` runs the full-text search for a query (the best ``limit``
 events), plus one search inside each period the query names (``in May 2023``,
 ``last week``: ``makad.core.when``), so that events of that time are
-candidates even when words common elsewhere outrank them. It then reads the
+candidates even when words common elsewhere outrank them, plus one search for
+the words its best hits share (``makad.core.feedback``: the answer often uses
+the words of the turns that match, not the question's). It then reads the
 ``radius`` events on each side of every hit, in a few range reads per session
 rather than one read per hit: the pure core (``makad.core.recall``) scores a
 hit's neighbours too.
@@ -16,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Final
 
 from makad.core.context_types import RecallHit
+from makad.core.feedback import feedback_terms, scaled_bm25
 from makad.core.types import Event
 from makad.core.when import query_periods
 from makad.store.ledger import Ledger
@@ -23,6 +26,7 @@ from makad.store.ledger_schema import SearchHit
 
 RECALL_LIMIT: Final = 100
 PERIOD_LIMIT: Final = 50
+FEEDBACK_LIMIT: Final = 50
 RADIUS: Final = 2
 # Neighbourhoods closer than this many events are read in one range.
 MERGE_GAP: Final = 4
@@ -59,15 +63,26 @@ def recall_hits(
     """
     excluded = list(exclude_sessions)
 
-    def search(count: int, after: int | None = None, before: int | None = None) -> list[SearchHit]:
+    def search(count: int, after: int | None = None, before: int | None = None,
+               text: str = query, rare_only: bool = False) -> list[SearchHit]:
         return ledger.search_events_ranked(
-            query, limit=count, exclude_sessions=excluded, max_seq_by_session=max_seq_by_session,
-            after=after, before=before,
+            text, limit=count, exclude_sessions=excluded, max_seq_by_session=max_seq_by_session,
+            after=after, before=before, rare_only=rare_only,
         )
 
     found: dict[tuple[str, int], SearchHit] = {}
-    for hit in search(limit):
+    first = search(limit)
+    for hit in first:
         found.setdefault((hit.event.session_id, hit.event.seq), hit)
+    expansion = feedback_terms(query, [(hit.event.text, hit.score) for hit in first])
+    if expansion:
+        # Only the rarer expansion words: the common ones the best hits share anyway
+        # would match (and cost ranking) a large part of the ledger for little.
+        more = search(FEEDBACK_LIMIT, text=" ".join(expansion), rare_only=True)
+        first_best = max(hit.score for hit in first)
+        for hit, bm25 in zip(more, scaled_bm25((-h.score for h in more), first_best), strict=True):
+            found.setdefault((hit.event.session_id, hit.event.seq),
+                             SearchHit(event=hit.event, score=-bm25))
     for period in query_periods(query, now_ms):
         if period.month is None:
             for hit in search(PERIOD_LIMIT, after=period.start_ms - 1, before=period.end_ms):

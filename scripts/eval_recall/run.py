@@ -31,6 +31,11 @@ use ``makad.core.tokens.estimate_tokens`` on a plain ``<ref> <text>`` line):
 - ``full``: every event — recall 1 by construction (short of evidence ids that
   name no turn), reported for its token cost; its recall@k is that of everything.
 
+``--peer basic-memory`` also runs the same questions against Basic Memory's
+search (``eval_recall.peer_basic_memory``), reported as variant
+``peer:basic-memory``; when it is not installed the run goes on without it and
+``peers`` in the report says why.
+
 Artifacts in ``--out``: ``summary.json`` (what is printed), ``questions.csv``
 (one row per variant and question: metrics, tokens, latency, ranked and
 in-budget refs with the dia_ids they map to) and ``refs.csv`` (every ingested
@@ -53,6 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from eval_recall import peer_basic_memory
 from eval_recall.locomo import Conversation, load, sha256_file
 from eval_recall.metrics import covered, expand_ref, mean, percentile, recall
 from maka import Client
@@ -324,6 +330,12 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                         rows.append(row)
     finally:
         shutil.rmtree(root, ignore_errors=True)
+    peers: dict[str, str] = {}
+    if args.peer is not None:
+        peer_rows, peers[args.peer] = run_peer(args, conversations, ks)
+        if peer_rows:
+            rows.extend(peer_rows)
+            variants.append(f"peer:{args.peer}")
     by_variant = {v: summarize([r for r in rows if r.variant == v], ks) for v in variants}
     primary = dict(by_variant[args.variant])
     pack = by_variant.get("default-pack")
@@ -339,10 +351,33 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "conversations": len(conversations),
         **primary,
         "variants": by_variant,
+        **({"peers": peers} if peers else {}),
     }
     if args.out is not None:
         write_artifacts(args.out, report, rows, ingested, ks)
     return report
+
+
+def run_peer(args: argparse.Namespace, conversations: list[Conversation],
+             ks: Sequence[int]) -> tuple[list[Row], str]:
+    """The questions answered by a peer system (``--peer``), or none and why it was skipped."""
+    command = peer_basic_memory.find_command(args.peer_command)
+    if command is None:
+        message = peer_basic_memory.skip_message(args.peer_command)
+        print(message, file=sys.stderr)
+        return [], message
+    rows: list[Row] = []
+    variant = f"peer:{args.peer}"
+    for conv in conversations:
+        with peer_basic_memory.BasicMemory(command, conv, max(ks)) as peer:
+            turn_of = peer.turn_of()
+            for q in conv.questions[: args.limit_questions]:
+                answer = peer.ask(q.text, args.budget_tokens)
+                row = Row(variant, q.qid, q.category, q.evidence, answer.ranked, answer.in_budget,
+                          answer.tokens, answer.latency_ms)
+                score([row], ks, turn_of)
+                rows.append(row)
+    return rows, f"ran {command}"
 
 
 def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
@@ -356,6 +391,11 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--no-baselines", action="store_true", help="run only --variant")
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--limit-questions", type=int, default=None, help="per conversation")
+    parser.add_argument("--peer", choices=("basic-memory",), default=None,
+                        help="also run the protocol against a peer's search (optional; skipped "
+                             "with a message when it is not installed)")
+    parser.add_argument("--peer-command", default=None,
+                        help="the peer's executable (default: basic-memory on PATH)")
     return parser.parse_args(argv)
 
 

@@ -49,6 +49,13 @@ def test_query_terms_drop_stop_words_and_quote_everything() -> None:
     assert match_expression("tabs spaces") == '"tabs" OR "spaces"'
 
 
+def test_question_framing_words_are_dropped_unless_alone() -> None:
+    """"Would Ann likely enjoy…" searches for what it asks about, not for "likely"."""
+    assert query_terms("Would Ann likely enjoy hiking?") == ['"ann"', '"enjoy"', '"hiking"']
+    assert query_terms("Has Bo ever mentioned both things?") == ['"bo"']
+    assert query_terms("likely") == ['"likely"']
+
+
 def test_long_queries_keep_the_longest_terms() -> None:
     """Over MAX_QUERY_TERMS distinct terms, the longest are kept."""
     words = [f"w{'x' * i}" for i in range(MAX_QUERY_TERMS + 10)]

@@ -169,3 +169,14 @@ def test_any_text_is_a_safe_query(corpus: Ledger, query: str) -> None:
     """No user text makes search raise."""
     for hit in corpus.search_history(query, limit=3):
         assert hit.score > 0
+
+
+def test_rare_only_searches_only_the_uncommon_terms(ledger: Ledger) -> None:
+    """A term in more than COMMON_TERM_FLOOR events of a small ledger is left out; alone, nothing is searched."""
+    ledger.open_session("s", now=1)
+    ledger.append_events("s", [NewEvent(type="note", text=f"common word {i}", ts=i + 1) for i in range(60)]
+                         + [NewEvent(type="note", text="common zebra", ts=100)])
+    assert len(ledger.search_events_ranked("common zebra", limit=100)) == 61
+    rare = ledger.search_events_ranked("common zebra", limit=100, rare_only=True)
+    assert [hit.event.seq for hit in rare] == [61]
+    assert ledger.search_events_ranked("common", limit=100, rare_only=True) == []
