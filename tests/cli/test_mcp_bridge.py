@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import json
+import signal
+import subprocess
+import sys
 from typing import Any
 
+import anyio
 import pytest
 from mcp import types
 
@@ -309,3 +314,56 @@ async def test_workspace_is_found_from_a_subdirectory(daemon: DaemonProcess) -> 
     assert "Deploys" in text
     assert not (nested / "memory").exists() and not (daemon.workspace / "src" / "memory").exists()
 
+
+
+async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
+    """After the daemon restarts, the bridge is subscribed again (a switch change still
+    reaches the host as tools/list_changed) and recording goes on in the same session."""
+    async with host(daemon) as h:
+        _, first = await h.tool("session_record", turns=[{"role": "user", "text": "before"}])
+        await anyio.to_thread.run_sync(daemon.restart)
+        assert "memory_propose" not in await h.tool_names()  # a request reconnects at the latest
+        open_gates(daemon)
+        await h.wait_for(types.ToolListChangedNotification)
+        assert "memory_propose" in await h.tool_names()
+        _, second = await h.tool("session_record", turns=[{"role": "user", "text": "after"}])
+    sid = first.split("session ")[1].split(" ")[0]
+    assert f"as event:{sid}:1." in first and f"as event:{sid}:2." in second
+
+
+def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
+    """A host that stops the server with SIGTERM still gets its ledger session closed."""
+    proc = subprocess.Popen([sys.executable, "-m", "maka.cli", "--socket", str(daemon.socket), "mcp",
+                             "-w", str(daemon.workspace)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    def reply(request_id: int) -> dict[str, Any]:
+        assert proc.stdout is not None
+        while True:
+            message: dict[str, Any] = json.loads(proc.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    assert reply(1)["result"]["serverInfo"]["version"] == __version__
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "session_record", "arguments": {"turns": [{"role": "user", "text": "hello"}]}}})
+    assert not reply(2)["result"].get("isError")
+    (session,) = call(daemon, "list_sessions")["sessions"]
+    assert session["closedAt"] is None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    proc.stdin.close()
+    proc.stdout.close()
+    assert proc.stderr is not None
+    proc.stderr.close()
+    (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    assert closed["closedAt"] is not None

@@ -19,11 +19,14 @@ The logic (and every privacy gate) is in ``maka.mcp_tools``; this module is the 
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
 import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+import anyio
 import msgspec
 from mcp import types
 from mcp.server.lowlevel import NotificationOptions, Server
@@ -37,7 +40,7 @@ from mcp.server.subscriptions import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
-from maka.mcp_tools import Bridge, ToolFailure, propose_open
+from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge, ToolFailure, propose_open
 from makad import __version__
 
 MEMORY_URI = "maka://memory/MEMORY.md"
@@ -201,16 +204,27 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
 
 
 async def serve_async(bridge: Bridge) -> None:
-    """Serve on stdin/stdout until the host disconnects; then close the ledger session."""
+    """Serve on stdin/stdout until the host disconnects (or stops the server with a signal);
+    then close the ledger session."""
     server, _ = build_server(bridge)
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-    async with bridge, stdio_server() as (read, write):
+    async with bridge, stdio_server() as (read, write), anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signals, bridge)
         await server.run(read, write, options)
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(bridge: Bridge) -> None:
+    """SIGTERM, SIGHUP or SIGINT: close the session, then exit at once. Cancelling is not
+    enough, since the SDK reads stdin in a thread that only a closed pipe ends."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+        async for _ in signals:
+            with anyio.move_on_after(CLOSE_TIMEOUT_S):
+                await bridge.close_session()
+            os._exit(0)
 
 
 def serve(socket_path: str | None, workspace: str, autostart: bool = True) -> None:
     """Run the MCP server on stdin/stdout (blocking)."""
-    import anyio
-
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
     anyio.run(serve_async, Bridge(socket_path, workspace, autostart=autostart), backend="asyncio")

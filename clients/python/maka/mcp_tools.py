@@ -188,10 +188,10 @@ class Bridge:
             return self.session_id
 
     async def close_session(self) -> None:
-        if self.session_id is None:
-            return
-        with contextlib.suppress(ToolFailure):
-            await self.call("close_session", {"sessionId": self.session_id})
+        session, self.session_id = self.session_id, None
+        if session is not None:
+            with contextlib.suppress(ToolFailure):
+                await self.call("close_session", {"sessionId": session})
 
     def own(self, session_id: str | None) -> bool:
         return session_id is not None and session_id == self.session_id
