@@ -176,7 +176,7 @@ class Client:
             try:
                 self._connect()
                 return
-            except DaemonUnavailable as exc:
+            except (DaemonUnavailable, ProtocolError) as exc:  # gone again while renewing
                 if attempt == self.reconnect_retries:
                     self._notifications.extend(self._subscriptions.lost(exc))
                     return

@@ -83,10 +83,16 @@ class ApproveResult(TypedDict):
 
 
 class Approved(TypedDict):
+    """One approved proposal. ``duplicateOf``: its content was already active as that
+    entry (the same canonical content), so no second entry was added and ``entry`` is it.
+    """
+
     proposalId: str
     entry: Entry
     # default: null
     superseded: NotRequired[str | None]
+    # default: null
+    duplicateOf: NotRequired[str | None]
 
 
 class BackupInfo(TypedDict):
@@ -462,7 +468,12 @@ class ListSessionsParams(TypedDict):
 
 
 class LocalMemoryState(TypedDict):
-    """The contract's LocalMemoryState plus revision, sha256, pendingCount and entries."""
+    """The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
+
+    ``warnings`` tells what the read found without failing: ``not_utf8`` names each
+    line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
+    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line.
+    """
 
     path: str
     enabled: bool
@@ -477,6 +488,8 @@ class LocalMemoryState(TypedDict):
     pendingCount: int
     # default: null
     entries: NotRequired[list[Entry] | None]
+    # default: []
+    warnings: NotRequired[list[WarningSchema]]
 
 
 class Manifest(TypedDict):
@@ -554,6 +567,8 @@ class ProposalView(TypedDict):
 class ProposalsResult(TypedDict):
     proposals: list[ProposalView]
     revision: int
+    # default: []
+    warnings: NotRequired[list[WarningSchema]]
 
 
 class ProposeParams(TypedDict):
@@ -939,6 +954,19 @@ class UpdateEntryParams(TypedDict):
     expectedRevision: NotRequired[int | None]
     # default: null
     requestId: NotRequired[str | None]
+
+
+class WarningSchema(TypedDict):
+    """Something a read found worth telling the user; the read still succeeded.
+
+    ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+    about one line of a file, ``message`` is for people.
+    """
+
+    kind: str
+    # default: null
+    line: NotRequired[int | None]
+    message: str
 
 
 class WorkingState(TypedDict):
@@ -2012,6 +2040,7 @@ DOMAIN_ERROR_CODES = {
     "disabled": -32004,
     "gate_closed": -32005,
     "too_large": -32006,
+    "reply_too_large": -32006,
     "safe_mode": -32007,
     "invalid_summary": -32008,
     "io_error": -32009,
@@ -2019,4 +2048,5 @@ DOMAIN_ERROR_CODES = {
     "insufficient_evidence": -32011,
     "circuit_open": -32012,
     "shutting_down": -32013,
+    "too_many_connections": -32014,
 }
