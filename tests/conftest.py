@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import tempfile
 from collections.abc import Iterator
@@ -10,6 +11,10 @@ from pathlib import Path
 import pytest
 
 from tests.support import DaemonProcess
+
+# No test may start a daemon on the user's own data directory by accident (the CLI and
+# `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
+os.environ["MAKA_NO_AUTOSTART"] = "1"
 
 
 @pytest.fixture

@@ -314,11 +314,7 @@ class LoadClient:
         await self.call("subscribe", {"workspace": self.home})
         await self.call("ping")
         await self.call("unsubscribe", {"workspace": self.home})
-        while True:
-            try:
-                self.client.notifications.receive_nowait()
-            except anyio.WouldBlock:
-                break
+        self.client.drain_notifications()
 
     # --- proposals --------------------------------------------------------------------
 

@@ -2,57 +2,70 @@
 
 from __future__ import annotations
 
-import os
+import json
+import signal
+import subprocess
 import sys
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
 import pytest
+from mcp import types
 
-pytest.importorskip("mcp")
-
-from mcp import ClientSession, StdioServerParameters
-from mcp.client.stdio import stdio_client
-
-from tests.cli.helpers import call, methods
+from makad import __version__
+from tests.cli.helpers import call
+from tests.cli.mcp_session import bridge_env, mcp_host
 from tests.support import DaemonProcess
 
-pytestmark = pytest.mark.anyio
-TOOLS = {"memory_search", "memory_propose", "memory_context", "history_search"}
+pytestmark = [pytest.mark.anyio,
+              # Hosts of today speak the handshake era, where resources/subscribe is how it works.
+              pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
+READ_TOOLS = {"memory_search", "memory_context", "memory_list", "memory_resolve",
+              "history_search", "session_record"}
+MEMORY_URI = "maka://memory/MEMORY.md"
+PENDING_URI = "maka://memory/PENDING.md"
 
 
-@asynccontextmanager
-async def bridge(d: DaemonProcess) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "maka.cli", "--socket", str(d.socket), "mcp", "-w", str(d.workspace)],
-        env=dict(os.environ))
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
-
-
-async def tool(session: ClientSession, name: str, **arguments: Any) -> tuple[bool, str]:
-    """(is_error, text) of a tool call."""
-    result = await session.call_tool(name, arguments)
-    is_error = bool(getattr(result, "is_error", None) or getattr(result, "isError", False))
-    text = "\n".join(getattr(block, "text", "") for block in result.content)
-    return is_error, text
+def host(d: DaemonProcess, **kw: Any) -> Any:
+    return mcp_host(d.socket, workspace=d.workspace, **kw)
 
 
 def open_gates(d: DaemonProcess, **extra: bool) -> None:
     call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True, **extra)
 
 
-async def test_propose_lands_in_pending_not_memory(daemon: DaemonProcess) -> None:
-    """The tools are listed; memory_propose queues a proposal in PENDING.md, never MEMORY.md."""
+def described(schema: dict[str, Any]) -> list[str]:
+    """Paths of the properties (nested ones included) that carry no description."""
+    missing = []
+    for name, prop in (schema.get("properties") or {}).items():
+        if not str(prop.get("description", "")).strip():
+            missing.append(name)
+        items = prop.get("items") or {}
+        missing += [f"{name}[].{inner}" for inner in described(items)]
+    return missing
+
+
+async def test_server_info_and_schemas(daemon: DaemonProcess) -> None:
+    """serverInfo carries makad's version; every parameter of every tool has a description."""
     open_gates(daemon)
-    async with bridge(daemon) as session:
-        listed = await session.list_tools()
-        assert {t.name for t in listed.tools} == TOOLS
-        is_error, text = await tool(session, "memory_propose", title="Deploy day",
-                                    content="The team deploys on Tuesdays.", tags=["ops"])
+    async with host(daemon) as h:
+        assert h.init.server_info.name == "maka"
+        assert h.init.server_info.version == __version__
+        assert h.init.capabilities.tools is not None and h.init.capabilities.tools.list_changed
+        assert h.init.capabilities.resources is not None and h.init.capabilities.resources.subscribe
+        tools = (await h.session.list_tools()).tools
+    assert {t.name for t in tools} == READ_TOOLS | {"memory_propose"}
+    for tool in tools:
+        assert tool.description and described(tool.input_schema) == [], tool.name
+        assert tool.input_schema["properties"], tool.name
+
+
+async def test_propose_lands_in_pending_not_memory(daemon: DaemonProcess) -> None:
+    """memory_propose queues a proposal in PENDING.md, never MEMORY.md."""
+    open_gates(daemon)
+    async with host(daemon) as h:
+        is_error, text = await h.tool("memory_propose", title="Deploy day",
+                                      content="The team deploys on Tuesdays.", tags=["ops"])
     assert not is_error, text
     assert "queued in PENDING.md" in text
     memory_dir = daemon.workspace / "memory"
@@ -64,54 +77,293 @@ async def test_propose_lands_in_pending_not_memory(daemon: DaemonProcess) -> Non
 
 
 async def test_gates_closed_by_default(daemon: DaemonProcess) -> None:
-    """With agent read off, reads say so and return nothing; a proposal fails with gate_closed."""
-    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    async with bridge(daemon) as session:
+    """With agent read off, every read (tools and resources) says so and returns nothing;
+    memory_propose is not listed, and calling it anyway fails with gate_closed."""
+    entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    async with host(daemon) as h:
+        assert await h.tool_names() == READ_TOOLS
         for name, args in (("memory_search", {"query": "deploys"}),
                            ("memory_context", {"query": "deploys"}),
+                           ("memory_list", {}),
+                           ("memory_resolve", {"refs": [f"memory:{entry['entry']['id']}"]}),
                            ("history_search", {"query": "deploys"})):
-            is_error, text = await tool(session, name, **args)
-            assert not is_error and text.startswith("Agent read is off"), (name, text)
+            is_error, text = await h.tool(name, **args)
+            assert not is_error and "Agent read is off" in text, (name, text)
             assert "Tuesdays" not in text
-        is_error, text = await tool(session, "memory_propose", title="T", content="c")
+        for uri in (MEMORY_URI, PENDING_URI):
+            text = await h.read(uri)
+            assert text.startswith("Agent read is off") and "Tuesdays" not in text
+        is_error, text = await h.tool("memory_propose", title="T", content="c")
     assert is_error and "gate_closed" in text
     assert not (daemon.workspace / "memory" / "PENDING.md").exists()
 
 
 async def test_incognito_blocks_everything(daemon: DaemonProcess) -> None:
-    """Incognito on: reads return nothing and proposals fail with incognito_blocked."""
+    """Incognito on: reads return nothing, propose is unlisted and fails with incognito_blocked."""
     call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
     open_gates(daemon, incognito=True)
-    async with bridge(daemon) as session:
-        is_error, text = await tool(session, "memory_search", query="deploys")
+    async with host(daemon) as h:
+        assert "memory_propose" not in await h.tool_names()
+        is_error, text = await h.tool("memory_search", query="deploys")
         assert not is_error and text.startswith("Incognito is on") and "Tuesdays" not in text
-        is_error, text = await tool(session, "memory_propose", title="T", content="c")
+        assert (await h.read(MEMORY_URI)).startswith("Incognito is on")
+        is_error, text = await h.tool("memory_propose", title="T", content="c")
     assert is_error and "incognito_blocked" in text
 
 
-async def test_search_and_context_with_read_on(daemon: DaemonProcess) -> None:
-    """With agent read on, memory_search finds an entry and cites its ref."""
-    if "build_context" not in methods(daemon):
-        pytest.skip("this makad has no build_context yet")
+async def test_search_and_plain_context_with_read_on(daemon: DaemonProcess) -> None:
+    """memory_search cites the entry's ref; memory_context is the pack's own text, no CLI chrome."""
     entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    ref = f"memory:{entry['entry']['id']}"
     open_gates(daemon)
-    async with bridge(daemon) as session:
-        is_error, found = await tool(session, "memory_search", query="when does the team deploy")
-        _, context = await tool(session, "memory_context", query="deploy", budget_tokens=1000)
-        _, history = await tool(session, "history_search", query="deploy")
-    assert not is_error and "Tuesdays" in found and f"memory:{entry['entry']['id']}" in found
-    assert "Tuesdays" in context and context.startswith("Context pack:")
+    async with host(daemon) as h:
+        is_error, found = await h.tool("memory_search", query="when does the team deploy")
+        _, context = await h.tool("memory_context", query="deploy", budget_tokens=1000)
+        _, history = await h.tool("history_search", query="deploy")
+    assert not is_error and "Tuesdays" in found and ref in found
+    assert context.startswith("<memory>") and context.rstrip().endswith("</memory>")
+    assert "Tuesdays" in context and ref in context
+    assert "Context pack" not in context and "━━" not in context and "tokens ·" not in context
     assert history.startswith("History recall is off")
+
+
+async def test_bad_arguments_are_a_tool_error(daemon: DaemonProcess) -> None:
+    """A wrong type or a missing argument is a tool error naming the field; the server carries on."""
+    open_gates(daemon)
+    async with host(daemon) as h:
+        is_error, text = await h.tool("memory_search", query=["not", "text"])
+        assert is_error and text.startswith("invalid_params") and "query" in text
+        is_error, text = await h.tool("session_record", turns=[{"role": "robot", "text": "x"}])
+        assert is_error and "invalid_params" in text and "role" in text
+        is_error, text = await h.tool("session_record", turns=[])
+        assert is_error and "invalid_params" in text
+        is_error, text = await h.tool("memory_search", query="still serving")
+    assert not is_error, text
+
+
+async def test_list_tool(daemon: DaemonProcess) -> None:
+    """memory_list shows each entry's ref, title and tags, newest first, filtered by tag;
+    an entry scoped to another session is not shown."""
+    first = call(daemon, "add_entry", title="Deploys", content="Tuesdays.", tags=["ops"])
+    second = call(daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
+    other = call(daemon, "open_session")["sessionId"]
+    call(daemon, "add_entry", title="Scoped", content="Only for one session.", scope="session",
+         sessionId=other)
+    open_gates(daemon)
+    async with host(daemon) as h:
+        _, everything = await h.tool("memory_list")
+        _, ops = await h.tool("memory_list", tag="ops")
+    lines = everything.splitlines()
+    assert lines[0] == "2 entries:"
+    assert lines[1].startswith(f"memory:{second['entry']['id']}  Editor [tools]")
+    assert lines[2].startswith(f"memory:{first['entry']['id']}  Deploys [ops]")
+    assert "Scoped" not in everything
+    assert "Deploys" in ops and "Editor" not in ops
+
+
+async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
+    """session_record opens one ledger session for the connection and appends to it;
+    history_search finds the turns, memory_resolve quotes them verified, and the session
+    is closed when the host disconnects."""
+    open_gates(daemon, historyRecallEnabled=True)
+    async with host(daemon) as h:
+        is_error, first = await h.tool("session_record", turns=[
+            {"role": "user", "text": "Our staging database is called heron."},
+            {"role": "assistant", "text": "Noted: staging is heron."}])
+        assert not is_error, first
+        _, second = await h.tool("session_record", turns=[
+            {"role": "tool_call", "text": "{\"q\": 1}", "tool_name": "lookup", "tool_call_id": "c1"},
+            {"role": "tool_result", "text": "ok", "tool_name": "lookup", "tool_call_id": "c1"}])
+        sessions = call(daemon, "list_sessions")["sessions"]
+        assert len(sessions) == 1
+        sid = sessions[0]["sessionId"]
+        assert f"as event:{sid}:1-2." in first and f"as event:{sid}:3-4." in second
+        _, found = await h.tool("history_search", query="heron staging")
+        _, quoted = await h.tool("memory_resolve", refs=[f"event:{sid}:1-2", f"event:{sid}:3"])
+    assert f"[event:{sid}:1] user_message:" in found
+    assert "1 user_message: Our staging database is called heron." in quoted
+    assert "2 assistant_message: Noted: staging is heron." in quoted
+    assert "3 tool_call lookup:" in quoted
+    assert quoted.count("(verified against the session's hash chain)") == 2
+    (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    assert closed["sessionId"] == sid and closed["closedAt"] is not None
+    assert [e["type"] for e in call(daemon, "read_events", sessionId=sid)["events"]] == [
+        "user_message", "assistant_message", "tool_call", "tool_result"]
+
+
+async def test_each_connection_records_its_own_session(daemon: DaemonProcess) -> None:
+    """Two MCP connections record into two sessions; a connection that records nothing
+    opens none."""
+    async with host(daemon) as h:
+        await h.tool("session_record", turns=[{"role": "user", "text": "one"}])
+    async with host(daemon) as h:
+        await h.tool("session_record", turns=[{"role": "user", "text": "two"}])
+    async with host(daemon) as h:
+        await h.tool("memory_list")
+    sessions = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    assert len(sessions) == 2 and len({s["sessionId"] for s in sessions}) == 2
+
+
+async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
+    """memory:, event:, checkpoint: and unknown refs resolve to text or say why not; refs
+    into another session need history recall, the connection's own ones do not."""
+    entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    other = call(daemon, "open_session")["sessionId"]
+    call(daemon, "append_events", sessionId=other, events=[
+        {"type": ("user_message", "assistant_message")[i % 2],
+         "text": f"older turn {i} " + "words of the conversation " * 40} for i in range(8)])
+    checkpoint = call(daemon, "compact", sessionId=other, mode="checkpoint", keepRecentTokens=300)
+    open_gates(daemon)
+    async with host(daemon) as h:
+        _, mine = await h.tool("session_record", turns=[{"role": "user", "text": "my own turn"}])
+        own_ref = mine.split(" as ")[1].rstrip(".")
+        _, text = await h.tool("memory_resolve", refs=[
+            f"memory:{entry['entry']['id']}", "memory:0000000000000000", own_ref,
+            f"event:{other}:1", f"checkpoint:{checkpoint['checkpointId']}", "http://x"])
+        call(daemon, "set_settings", historyRecallEnabled=True)
+        _, allowed = await h.tool("memory_resolve", refs=[
+            f"event:{other}:1-2", f"checkpoint:{checkpoint['checkpointId']}"])
+    blocks = dict(b.split("\n", 1) for b in text.split("\n\n[") if "\n" in b)
+    assert "The team deploys on Tuesdays." in blocks[f"[memory:{entry['entry']['id']}]"]
+    assert blocks["memory:0000000000000000]"].startswith("Not found")
+    assert "user_message: my own turn" in blocks[f"{own_ref}]"]
+    assert blocks[f"event:{other}:1]"].startswith("History recall is off")
+    assert blocks[f"checkpoint:{checkpoint['checkpointId']}]"].startswith("History recall is off")
+    assert blocks["http://x]"].startswith("Not a ref this server knows")
+    assert "1 user_message: older turn 0 words" in allowed
+    assert "2 assistant_message: older turn 1 words" in allowed
+    assert f"Summary of event:{other}:" in allowed
 
 
 async def test_history_search_with_recall_on(daemon: DaemonProcess) -> None:
     """With history recall on, history_search returns matching events with their refs."""
-    if "search_history" not in methods(daemon):
-        pytest.skip("this makad has no search_history yet")
     sid = call(daemon, "open_session")["sessionId"]
     call(daemon, "append_events", sessionId=sid,
          events=[{"type": "user_message", "text": "remember the staging password rotation"}])
     open_gates(daemon, historyRecallEnabled=True)
-    async with bridge(daemon) as session:
-        is_error, text = await tool(session, "history_search", query="rotation")
+    async with host(daemon) as h:
+        is_error, text = await h.tool("history_search", query="rotation")
     assert not is_error and f"[event:{sid}:1] user_message:" in text
+
+
+async def test_resources_show_the_files(daemon: DaemonProcess) -> None:
+    """MEMORY.md is served as the user's file; PENDING.md lists what waits for review."""
+    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="manual")
+    open_gates(daemon)
+    async with host(daemon) as h:
+        listed = (await h.session.list_resources()).resources
+        memory = await h.read(MEMORY_URI)
+        pending = await h.read(PENDING_URI)
+    assert {str(r.uri) for r in listed} == {MEMORY_URI, PENDING_URI}
+    assert memory == (daemon.workspace / "memory" / "MEMORY.md").read_text()
+    assert "# Pending proposals (1)" in pending and "The user edits with vim." in pending
+    assert "Tuesdays" not in pending
+
+
+async def test_subscribed_resource_is_notified(daemon: DaemonProcess) -> None:
+    """A subscribed resource gets notifications/resources/updated when its file changes;
+    an unsubscribed one does not."""
+    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    open_gates(daemon)
+    memory = daemon.workspace / "memory" / "MEMORY.md"
+    async with host(daemon) as h:
+        await h.session.subscribe_resource(MEMORY_URI)
+        call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="manual")
+        saved = memory.with_name(".MEMORY.md.swp")  # an editor's save: write, then rename
+        saved.write_text(memory.read_text() + "\n## Edited by hand\nThe user wrote this.\n")
+        saved.replace(memory)
+        await h.wait_for(types.ResourceUpdatedNotification, MEMORY_URI)
+        assert "The user wrote this." in await h.read(MEMORY_URI)
+    updated = [str(n.params.uri) for n in h.seen if isinstance(n, types.ResourceUpdatedNotification)]
+    assert PENDING_URI not in updated
+
+
+async def test_propose_listed_only_while_the_gate_is_open(daemon: DaemonProcess) -> None:
+    """Contract test 4: memory_propose is registered only while extractToolEnabled &&
+    agentReadEnabled (and not incognito); each change of a switch sends tools/list_changed."""
+    async with host(daemon) as h:
+        assert "memory_propose" not in await h.tool_names()
+        steps: list[tuple[dict[str, bool], bool]] = [
+            ({"extractToolEnabled": True}, False),     # no change: agent read still off
+            ({"agentReadEnabled": True}, True),
+            ({"incognito": True}, False),
+            ({"incognito": False}, True),
+            ({"extractToolEnabled": False}, False),
+        ]
+        listed = False
+        for change, expected in steps:
+            call(daemon, "set_settings", **change)
+            if expected != listed:
+                await h.wait_for(types.ToolListChangedNotification)
+            assert ("memory_propose" in await h.tool_names()) is expected, change
+            listed = expected
+    changes = [n for n in h.seen if isinstance(n, types.ToolListChangedNotification)]
+    assert len(changes) == 4
+
+
+async def test_workspace_is_found_from_a_subdirectory(daemon: DaemonProcess) -> None:
+    """Started in a subdirectory without --workspace, maka mcp serves the enclosing workspace."""
+    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    open_gates(daemon)
+    nested = daemon.workspace / "src" / "deep"
+    nested.mkdir(parents=True)
+    env = bridge_env(drop=("MAKA_WORKSPACE",))
+    async with mcp_host(daemon.socket, env=env, cwd=nested) as h:
+        _, text = await h.tool("memory_list")
+    assert "Deploys" in text
+    assert not (nested / "memory").exists() and not (daemon.workspace / "src" / "memory").exists()
+
+
+
+async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
+    """After the daemon restarts, the bridge is subscribed again (a switch change still
+    reaches the host as tools/list_changed) and recording goes on in the same session."""
+    async with host(daemon) as h:
+        _, first = await h.tool("session_record", turns=[{"role": "user", "text": "before"}])
+        await anyio.to_thread.run_sync(daemon.restart)
+        assert "memory_propose" not in await h.tool_names()  # a request reconnects at the latest
+        open_gates(daemon)
+        await h.wait_for(types.ToolListChangedNotification)
+        assert "memory_propose" in await h.tool_names()
+        _, second = await h.tool("session_record", turns=[{"role": "user", "text": "after"}])
+    sid = first.split("session ")[1].split(" ")[0]
+    assert f"as event:{sid}:1." in first and f"as event:{sid}:2." in second
+
+
+def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
+    """A host that stops the server with SIGTERM still gets its ledger session closed."""
+    proc = subprocess.Popen([sys.executable, "-m", "maka.cli", "--socket", str(daemon.socket), "mcp",
+                             "-w", str(daemon.workspace)], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdin is not None and proc.stdout is not None
+
+    def send(message: dict[str, Any]) -> None:
+        assert proc.stdin is not None
+        proc.stdin.write(json.dumps(message) + "\n")
+        proc.stdin.flush()
+
+    def reply(request_id: int) -> dict[str, Any]:
+        assert proc.stdout is not None
+        while True:
+            message: dict[str, Any] = json.loads(proc.stdout.readline())
+            if message.get("id") == request_id:
+                return message
+
+    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    assert reply(1)["result"]["serverInfo"]["version"] == __version__
+    send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+        "name": "session_record", "arguments": {"turns": [{"role": "user", "text": "hello"}]}}})
+    assert not reply(2)["result"].get("isError")
+    (session,) = call(daemon, "list_sessions")["sessions"]
+    assert session["closedAt"] is None
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 0
+    proc.stdin.close()
+    proc.stdout.close()
+    assert proc.stderr is not None
+    proc.stderr.close()
+    (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    assert closed["closedAt"] is not None

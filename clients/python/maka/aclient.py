@@ -2,35 +2,64 @@
 
 from __future__ import annotations
 
+import contextlib
 import math
+from collections.abc import AsyncIterator
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream
+from anyio.abc import SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
+from maka import autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
-from maka.errors import DaemonUnavailable, ProtocolError
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+from maka.generated import AsyncMethods
+from maka.notifications import (
+    RECONNECT_RETRIES,
+    RECONNECTED,
+    Notification,
+    Subscriptions,
+    backoff,
+    lost_marker,
+    marker,
+)
+
+Item = Notification | BaseException  # an exception ends the notification stream
 
 
 class AsyncClient:
-    """``async with AsyncClient() as c: await c.call("ping")``."""
+    """``async with AsyncClient() as c: await c.call("ping")`` (or ``await c.m.ping()``).
 
-    def __init__(self, socket_path: str | None = None, timeout: float | None = 30.0) -> None:
+    Behaves as ``Client`` does: connects on the first call, reconnects after the daemon
+    restarted and renews its subscriptions — here without waiting for a call, so
+    ``notifications()`` carries on across a restart. ``autostart`` is off by default, as
+    for ``Client``.
+    """
+
+    def __init__(self, socket_path: str | None = None, timeout: float | None = 30.0, *,
+                 autostart: bool = False, reconnect_retries: int = RECONNECT_RETRIES) -> None:
         self.socket_path = socket_path or default_socket_path()
         self.timeout = timeout
+        self.autostart = autostart
+        self.reconnect_retries = reconnect_retries
+        self.m = AsyncMethods(self.call)
         self._stream: SocketStream | None = None
         self._codec = Codec()
         self._waiters: dict[int, MemoryObjectSendStream[dict[str, Any]]] = {}
         self._send_lock = anyio.Lock()
         self._connect_lock = anyio.Lock()
-        self._tg: anyio.abc.TaskGroup | None = None
-        notes: tuple[MemoryObjectSendStream[dict[str, Any]],
-                     MemoryObjectReceiveStream[dict[str, Any]]] = (
-            anyio.create_memory_object_stream[dict[str, Any]](math.inf))
-        self._note_send, self.notifications = notes
+        self._tg: TaskGroup | None = None
+        self._subscriptions = Subscriptions()
+        self._ever_connected = False
+        self._closing = False
+        self._resuming = False
+        notes: tuple[MemoryObjectSendStream[Item], MemoryObjectReceiveStream[Item]] = (
+            anyio.create_memory_object_stream[Item](math.inf))
+        self._note_send, self._note_receive = notes
 
     async def __aenter__(self) -> AsyncClient:
+        self._closing = False
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -43,22 +72,58 @@ class AsyncClient:
             self._tg = None
 
     async def aclose(self) -> None:
+        """Close the connection and forget its subscriptions."""
+        self._closing = True
+        self._subscriptions.clear()
         if self._stream is not None:
             await self._stream.aclose()
             self._stream = None
 
+    async def _dial(self) -> SocketStream:
+        return await anyio.connect_unix(self.socket_path)
+
+    async def _open(self) -> SocketStream:
+        try:
+            return await self._dial()
+        except OSError as exc:
+            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
+                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
+        return await autostart.start_and_connect_async(self.socket_path, self._dial)
+
     async def _ensure(self) -> SocketStream:
         async with self._connect_lock:
-            if self._stream is None:
-                if self._tg is None:
-                    raise RuntimeError("use `async with AsyncClient(...)`")
+            if self._stream is not None:
+                return self._stream
+            if self._tg is None:
+                raise RuntimeError("use `async with AsyncClient(...)`")
+            stream = await self._open()
+            self._stream = stream
+            self._closing = False
+            self._codec.reset()
+            self._tg.start_soon(self._reader, stream)
+            renew = self._ever_connected and bool(self._subscriptions)
+            self._ever_connected = True
+            if renew:
                 try:
-                    self._stream = await anyio.connect_unix(self.socket_path)
-                except OSError as exc:
-                    raise DaemonUnavailable(self.socket_path, type(exc).__name__) from None
-                self._codec.reset()
-                self._tg.start_soon(self._reader, self._stream)
-            return self._stream
+                    await self._renew(stream)
+                except BaseException:
+                    self._stream = None
+                    await stream.aclose()
+                    raise
+            return stream
+
+    async def _renew(self, stream: SocketStream) -> None:
+        """Subscribe again on a new connection; a refusal becomes a ``subscription_lost``."""
+        renewed = []
+        for params in self._subscriptions.all():
+            try:
+                await self._request(stream, "subscribe", params)
+            except RemoteError as exc:
+                self._subscriptions.drop(params)
+                self._note_send.send_nowait(lost_marker(params, exc))
+                continue
+            renewed.append(params.get("workspace"))
+        self._note_send.send_nowait(marker(RECONNECTED, workspaces=renewed))
 
     async def _reader(self, stream: SocketStream) -> None:
         try:
@@ -66,38 +131,101 @@ class AsyncClient:
                 data = await stream.receive(1 << 20)
                 for message in self._codec.feed(data):
                     if is_notification(message):
-                        await self._note_send.send(message)
+                        self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
                     waiter = self._waiters.pop(message.get("id"), None)  # type: ignore[arg-type]
                     if waiter is not None:
-                        await waiter.send(message)
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                        with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                            waiter.send_nowait(message)  # its caller may have timed out
+        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
+                ProtocolError, OSError):
             pass
         finally:
-            if self._stream is stream:
+            lost = self._stream is stream
+            if lost:
                 self._stream = None
             for waiter in self._waiters.values():
                 await waiter.aclose()
             self._waiters.clear()
+            if (lost and not self._closing and not self._resuming and self._subscriptions
+                    and self._tg is not None):
+                self._resuming = True
+                self._tg.start_soon(self._resume)
+
+    async def _resume(self) -> None:
+        """Reconnect after a loss (with backoff); on failure, every subscription is lost."""
+        try:
+            for attempt in range(self.reconnect_retries + 1):
+                if self._closing or not self._subscriptions:
+                    return
+                try:
+                    await self._ensure()
+                    return
+                except (DaemonUnavailable, ProtocolError, TimeoutError) as exc:
+                    if attempt == self.reconnect_retries:
+                        for note in self._subscriptions.lost(exc):
+                            self._note_send.send_nowait(note)
+                        self._note_send.send_nowait(exc)
+                        return
+                await anyio.sleep(backoff(attempt))
+        finally:
+            self._resuming = False
 
     async def call(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
+        """Call a method with by-name params (a dict and/or keywords) and return its result."""
         if kw:
             params = {**(params or {}), **kw}
+        stream = await self._ensure()
+        try:
+            result = await self._request(stream, method, params)
+        except _NotSent:
+            # The daemon restarted since our last call: the request never reached it.
+            if self._stream is stream:
+                self._stream = None
+            result = await self._request(await self._ensure(), method, params)
+        self._subscriptions.track(method, params)
+        return result
+
+    async def _request(self, stream: SocketStream, method: str, params: dict[str, Any] | None) -> Any:
         request_id, payload = self._codec.request(method, params)
         send, receive = anyio.create_memory_object_stream[dict[str, Any]](1)
         self._waiters[request_id] = send
-        stream = await self._ensure()
         try:
-            async with self._send_lock:
-                await stream.send(payload)
-        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-            self._stream = None
-            stream = await self._ensure()
-            async with self._send_lock:
-                await stream.send(payload)
-        with anyio.fail_after(self.timeout if self.timeout is not None else math.inf):
             try:
-                message = await receive.receive()
-            except anyio.EndOfStream:
-                raise ProtocolError("the daemon closed the connection") from None
+                async with self._send_lock:
+                    await stream.send(payload)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                raise _NotSent from None
+            with anyio.fail_after(self.timeout if self.timeout is not None else math.inf):
+                try:
+                    message = await receive.receive()
+                except anyio.EndOfStream:
+                    raise ProtocolError("the daemon closed the connection") from None
+        finally:
+            self._waiters.pop(request_id, None)
+            receive.close()
         return unwrap(message)
+
+    async def notifications(self) -> AsyncIterator[Notification]:
+        """Notifications (after ``subscribe``), as ``Client.notifications`` yields them:
+        ``reconnected`` after a restart, ``subscription_lost`` then ``DaemonUnavailable``
+        when the daemon cannot be reached again."""
+        async for item in self._note_receive:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+
+    def drain_notifications(self) -> list[Notification]:
+        """The notifications received so far, without waiting for more."""
+        out: list[Notification] = []
+        while True:
+            try:
+                item = self._note_receive.receive_nowait()
+            except anyio.WouldBlock:
+                return out
+            if not isinstance(item, BaseException):
+                out.append(item)
+
+
+class _NotSent(Exception):
+    """The request could not be written: it never reached the daemon."""

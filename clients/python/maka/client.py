@@ -4,22 +4,46 @@ from __future__ import annotations
 
 import collections
 import socket
+import time
 from collections.abc import Iterator
 from typing import Any
 
+from maka import autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
-from maka.errors import DaemonUnavailable, ProtocolError
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+from maka.generated import Methods
+from maka.notifications import (
+    RECONNECT_RETRIES,
+    RECONNECTED,
+    Notification,
+    Subscriptions,
+    backoff,
+    lost_marker,
+    marker,
+)
 
 
 class Client:
-    """``Client().call("ping")`` → ``"pong"``. Reconnects on the next call after a restart."""
+    """``Client().call("ping")`` → ``"pong"``; ``Client().m.status()`` → a typed ``StatusResult``.
 
-    def __init__(self, socket_path: str | None = None, timeout: float | None = 30.0) -> None:
+    Connects on the first call and reconnects on the next call after the daemon restarted,
+    renewing its ``subscribe``s. With ``autostart=True`` a missing daemon is started (see
+    ``maka.autostart``); it is off by default because a library is often used next to a
+    supervisor (systemd, a test harness, an app) that starts makad itself.
+    """
+
+    def __init__(self, socket_path: str | None = None, timeout: float | None = 30.0, *,
+                 autostart: bool = False, reconnect_retries: int = RECONNECT_RETRIES) -> None:
         self.socket_path = socket_path or default_socket_path()
         self.timeout = timeout
+        self.autostart = autostart
+        self.reconnect_retries = reconnect_retries
+        self.m = Methods(self.call)
         self._sock: socket.socket | None = None
         self._codec = Codec()
-        self._notifications: collections.deque[dict[str, Any]] = collections.deque()
+        self._notifications: collections.deque[Notification] = collections.deque()
+        self._subscriptions = Subscriptions()
+        self._ever_connected = False
 
     def __enter__(self) -> Client:
         return self
@@ -28,41 +52,77 @@ class Client:
         self.close()
 
     def close(self) -> None:
+        """Close the connection and forget its subscriptions; a later call connects anew."""
+        self._subscriptions.clear()
+        self._drop()
+
+    def _drop(self) -> None:
         if self._sock is not None:
             self._sock.close()
             self._sock = None
         self._codec.reset()
 
+    def _dial(self) -> socket.socket:
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(self.timeout)
+        try:
+            sock.connect(self.socket_path)
+        except OSError:
+            sock.close()
+            raise
+        return sock
+
+    def _open(self) -> socket.socket:
+        try:
+            return self._dial()
+        except OSError as exc:
+            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
+                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
+        return autostart.start_and_connect(self.socket_path, self._dial)
+
     def _connect(self) -> socket.socket:
         if self._sock is None:
-            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-            sock.settimeout(self.timeout)
-            try:
-                sock.connect(self.socket_path)
-            except (FileNotFoundError, ConnectionRefusedError) as exc:
-                sock.close()
-                raise DaemonUnavailable(self.socket_path, type(exc).__name__) from None
-            except OSError as exc:
-                sock.close()
-                raise DaemonUnavailable(self.socket_path, exc.strerror or str(exc)) from None
-            self._sock = sock
+            self._sock = self._open()
+            self._codec.reset()
+            if self._ever_connected and self._subscriptions:
+                self._renew()
+            self._ever_connected = True
+        assert self._sock is not None
         return self._sock
+
+    def _renew(self) -> None:
+        """Subscribe again on a new connection; a refusal becomes a ``subscription_lost``."""
+        renewed = []
+        for params in self._subscriptions.all():
+            try:
+                self._roundtrip("subscribe", params)
+            except RemoteError as exc:
+                self._subscriptions.drop(params)
+                self._notifications.append(lost_marker(params, exc))
+                continue
+            renewed.append(params.get("workspace"))
+        self._notifications.append(marker(RECONNECTED, workspaces=renewed))
 
     def call(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         """Call a method with by-name params (a dict and/or keywords) and return its result."""
         if kw:
             params = {**(params or {}), **kw}
+        result = self._roundtrip(method, params)
+        self._subscriptions.track(method, params)
+        return result
+
+    def _roundtrip(self, method: str, params: dict[str, Any] | None) -> Any:
         request_id, payload = self._codec.request(method, params)
         try:
             self._connect().sendall(payload)
         except (BrokenPipeError, ConnectionResetError):
             # The daemon restarted since our last call: the request never reached it.
-            self.close()
+            self._drop()
             self._connect().sendall(payload)
         while True:
             for message in self._read():
                 if is_notification(message):
-                    self._notifications.append(message)
+                    self._notifications.append(message)  # type: ignore[arg-type]
                 elif message.get("id") == request_id:
                     return unwrap(message)
 
@@ -77,18 +137,47 @@ class Client:
         except TimeoutError:
             raise
         except OSError as exc:
-            self.close()
+            self._drop()
             raise ProtocolError(f"connection lost: {exc}") from None
         if not data:
-            self.close()
+            self._drop()
             raise ProtocolError("the daemon closed the connection")
         return self._codec.feed(data)
 
-    def notifications(self) -> Iterator[dict[str, Any]]:
-        """Yield daemon notifications (after ``subscribe``), blocking for the next one."""
+    def notifications(self) -> Iterator[Notification]:
+        """Yield notifications (after ``subscribe``), blocking for the next one.
+
+        A lost connection is re-established with backoff and the subscriptions renewed
+        (a ``reconnected`` marker follows); when that fails, a ``subscription_lost`` marker
+        per workspace, then ``DaemonUnavailable``. Waiting longer than ``timeout`` raises
+        ``TimeoutError``; iterating again goes on waiting.
+        """
         while True:
             while self._notifications:
                 yield self._notifications.popleft()
-            for message in self._read():
-                if is_notification(message):
-                    self._notifications.append(message)
+            try:
+                messages = self._read()
+            except ProtocolError:
+                if not self._subscriptions:
+                    raise
+                self._resume()
+                continue
+            self._notifications.extend(m for m in messages if is_notification(m))  # type: ignore[misc]
+
+    def drain_notifications(self) -> list[Notification]:
+        """The notifications received so far, without waiting for more."""
+        out = list(self._notifications)
+        self._notifications.clear()
+        return out
+
+    def _resume(self) -> None:
+        """Reconnect after a loss (with backoff); on failure, every subscription is lost."""
+        for attempt in range(self.reconnect_retries + 1):
+            try:
+                self._connect()
+                return
+            except (DaemonUnavailable, ProtocolError) as exc:  # gone again while renewing
+                if attempt == self.reconnect_retries:
+                    self._notifications.extend(self._subscriptions.lost(exc))
+                    return
+            time.sleep(backoff(attempt))

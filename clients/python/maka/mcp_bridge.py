@@ -1,219 +1,230 @@
 """`maka mcp`: a stdio MCP server giving an agent gated access to one workspace's memory.
 
-Tools: ``memory_search`` (bounded recall with refs), ``memory_context`` (a build_context
-pack), ``history_search`` (past sessions) and ``memory_propose`` (a proposal for the user to
-approve — it never writes MEMORY.md). Every gate holds: with agent read off, memory disabled
-or incognito on, the read tools say so and return nothing; history also needs
-historyRecallEnabled; proposals pass the daemon's extract gate, and its refusals come back
-as tool errors carrying the error kind (``gate_closed``, ``incognito_blocked``, ``disabled``).
+Built on the official SDK's low-level server (mcp 2.x), which lets the tool list change
+while connected and carries resource subscriptions. What it serves:
 
-Needs the optional extra: ``pip install 'makad[mcp]'`` (works with mcp 1.x and 2.x).
+- tools: ``memory_search``, ``memory_context``, ``memory_list``, ``memory_resolve``,
+  ``history_search``, ``session_record`` and — only while the user allows agents to propose
+  (``extractToolEnabled && agentReadEnabled``, memory on, not incognito) — ``memory_propose``.
+  When a switch changes, the host gets ``notifications/tools/list_changed``.
+- resources: ``maka://memory/MEMORY.md`` and ``maka://memory/PENDING.md``, with
+  ``notifications/resources/updated`` for the ones the host subscribed to, driven by the
+  daemon's own change notifications.
+- one ledger session per MCP connection, opened at the first ``session_record`` and
+  closed when the host disconnects.
+
+The logic (and every privacy gate) is in ``maka.mcp_tools``; this module is the wiring.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any
 
-from maka.aclient import AsyncClient
-from maka.cli.context import render_pack
-from maka.errors import DaemonUnavailable, MakaError, MethodNotFound, RemoteError
+import anyio
+import msgspec
+from mcp import types
+from mcp.server.lowlevel import NotificationOptions, Server
+from mcp.server.stdio import stdio_server
+from mcp.server.subscriptions import (
+    InMemorySubscriptionBus,
+    ListenHandler,
+    ResourceUpdated,
+    ToolsListChanged,
+)
+from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
-MAX_BUDGET_TOKENS = 16_000
-MAX_HISTORY_HITS = 50
-HIT_TEXT_CHARS = 400
+from maka import mcp_args as a
+from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge, ToolFailure, propose_open
+from makad import __version__
+
+MEMORY_URI = "maka://memory/MEMORY.md"
+PENDING_URI = "maka://memory/PENDING.md"
+PROPOSE = "memory_propose"
 
 
-class ToolFailure(Exception):
-    """A tool call that failed; ``kind`` is the daemon's error kind (or the bridge's own)."""
+@dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    args: type[msgspec.Struct]
+    run: Callable[[Bridge, Any], Awaitable[str]]
+    description: str
+    read_only: bool = True
 
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
+    def tool(self) -> types.Tool:
+        return types.Tool(name=self.name, description=self.description,
+                          input_schema=a.input_schema(self.args),
+                          annotations=types.ToolAnnotations(read_only_hint=self.read_only,
+                                                            open_world_hint=False))
 
 
-def _clamp(value: int, low: int, high: int) -> int:
-    return max(low, min(high, int(value)))
+TOOLS = (
+    ToolSpec("memory_search", a.SearchArgs, Bridge.memory_search,
+             "Find the saved memory entries relevant to `query`, within `budget_tokens`. Each "
+             "entry is cited as memory:<id>. Search before asking the user something they may "
+             "have said before. Returns nothing while the user has not allowed agents to read "
+             "memory."),
+    ToolSpec("memory_context", a.ContextArgs, Bridge.memory_context,
+             "The context pack for the current turn, as plain text to read: the relevant "
+             "memory, and with `session_id` that session's working state and summary, plus "
+             "recall of earlier sessions when the user allows it. Every quoted item names "
+             "its ref."),
+    ToolSpec("memory_list", a.ListArgs, Bridge.memory_list,
+             "List the entries in memory (newest first): ref, title, tags and date. Read one "
+             "with memory_resolve."),
+    ToolSpec("memory_resolve", a.ResolveArgs, Bridge.memory_resolve,
+             "Show what refs name: memory:<id> → the entry; event:<session>:<seq> or "
+             "event:<session>:<from>-<to> → the events, verified against the session's hash "
+             "chain; checkpoint:<id> → its summary; episode:<id> → the episode. Use it to "
+             "quote a source exactly instead of from recollection."),
+    ToolSpec("history_search", a.HistoryArgs, Bridge.history_search,
+             "Full-text search of past sessions' events; each hit is cited as "
+             "event:<session>:<seq>. Needs the user's history-recall permission."),
+    ToolSpec("session_record", a.RecordArgs, Bridge.session_record,
+             "Record this conversation's turns (since the last call) in the workspace's "
+             "ledger, so later sessions can find them (history_search, recall). Returns the "
+             "refs of the recorded events. Secrets are redacted; in incognito nothing is kept "
+             "after the daemon stops.", read_only=False),
+    ToolSpec(PROPOSE, a.ProposeArgs, Bridge.memory_propose,
+             "Propose a durable memory: a stable fact, preference or decision worth keeping "
+             "across sessions. It is queued for the user's approval (PENDING.md) and never "
+             "written to memory directly. Cite supporting events in `source_refs`.",
+             read_only=False),
+)
+BY_NAME = {spec.name: spec for spec in TOOLS}
+RESOURCES = {
+    MEMORY_URI: ("MEMORY.md", "The workspace's memory file as the user keeps it (Markdown).",
+                 Bridge.memory_file),
+    PENDING_URI: ("PENDING.md", "Proposals waiting for the user's review; none of them is "
+                                "memory yet.", Bridge.pending_file),
+}
 
 
-class Bridge:
-    """The tools' logic, free of the MCP SDK: each returns text or raises ToolFailure."""
+class Host:
+    """The connected MCP client, as far as pushing notifications to it goes."""
 
-    def __init__(self, socket_path: str | None, workspace: str, timeout: float = 30.0) -> None:
-        self.socket_path = socket_path
-        self.workspace = workspace
-        self.timeout = timeout
+    def __init__(self) -> None:
+        self.session: Any = None  # the SDK's ServerSession of a handshake-era connection
+        self.subscribed: set[str] = set()
+        self.bus = InMemorySubscriptionBus()  # for 2026-era clients (subscriptions/listen)
 
-    async def call(self, method: str, params: dict[str, Any]) -> Any:
+    def saw(self, ctx: Any) -> None:
+        if self.session is None and ctx.protocol_version not in MODERN_PROTOCOL_VERSIONS:
+            self.session = ctx.session
+
+    async def changed(self, what: str) -> None:
+        if what == "tools":
+            await self.bus.publish(ToolsListChanged())
+            if self.session is not None:
+                await self.session.send_tool_list_changed()
+            return
+        uri = MEMORY_URI if what == "memory" else PENDING_URI
+        await self.bus.publish(ResourceUpdated(uri=uri))
+        if self.session is not None and uri in self.subscribed:
+            await self.session.send_resource_updated(uri)
+
+
+def text_result(text: str, is_error: bool = False) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                is_error=is_error)
+
+
+def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
+    host = Host()
+    bridge.listeners.append(host.changed)
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        host.saw(ctx)
+        with contextlib.suppress(ToolFailure):  # no daemon: list what needs no permission
+            await bridge.connect()
+        listed = [s.tool() for s in TOOLS if s.name != PROPOSE or propose_open(bridge.settings)]
+        return types.ListToolsResult(tools=listed)
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        host.saw(ctx)
+        spec = BY_NAME.get(params.name)
+        if spec is None:
+            return text_result(f"unknown_tool: no tool named {params.name!r}", is_error=True)
         try:
-            async with AsyncClient(self.socket_path, timeout=self.timeout) as client:
-                return await client.call(method, {"workspace": self.workspace, **params})
-        except MethodNotFound:
-            raise ToolFailure("method_not_found",
-                              f"this makad does not offer {method} (it may be older than "
-                              f"this client)") from None
-        except RemoteError as exc:
-            raise ToolFailure(exc.kind, exc.message) from None
-        except DaemonUnavailable:
-            raise ToolFailure("daemon_unavailable", "no makad is running; the user can start "
-                              "it with `makad`") from None
-        except (MakaError, TimeoutError) as exc:
-            raise ToolFailure("connection", str(exc) or "timed out") from None
-
-    async def refusal(self, history: bool = False) -> str | None:
-        """Why reading is not allowed in this workspace right now, or None when it is."""
-        s = await self.call("get_settings", {})
-        if s.get("incognito"):
-            return "Incognito is on for this workspace: nothing is read or written."
-        if not s.get("enabled", True):
-            return "Memory is disabled for this workspace: nothing is returned."
-        if not s.get("agentReadEnabled"):
-            return ("Agent read is off for this workspace: the user has not allowed agents to "
-                    "read memory, so nothing is returned.")
-        if history and not s.get("historyRecallEnabled"):
-            return ("History recall is off for this workspace: the user has not allowed "
-                    "searching past sessions, so nothing is returned.")
-        return None
-
-    async def memory_search(self, query: str, budget_tokens: int = 2000) -> str:
-        refusal = await self.refusal()
-        if refusal:
-            return refusal
-        pack = await self.call("build_context", {
-            "query": query, "include": ["memory"],
-            "budgetTokens": _clamp(budget_tokens, 50, MAX_BUDGET_TOKENS)})
-        segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
-        if not segments:
-            return f"No memory entries match {query!r}."
-        refs = [ref for s in segments for ref in s.get("sourceIds") or []]
-        text = "\n\n".join(str(s.get("text", "")).strip() for s in segments)
-        return f"{text}\n\nRefs: {', '.join(refs) if refs else '(none)'}"
-
-    async def memory_context(self, query: str, budget_tokens: int = 4000,
-                             session_id: str | None = None) -> str:
-        refusal = await self.refusal()
-        if refusal:
-            return refusal
-        params: dict[str, Any] = {"query": query,
-                                  "budgetTokens": _clamp(budget_tokens, 50, MAX_BUDGET_TOKENS)}
-        if session_id:
-            params["sessionId"] = session_id
-        pack = await self.call("build_context", params)
-        return "\n".join(render_pack(pack, trace=False))
-
-    async def history_search(self, query: str, limit: int = 10,
-                             session_id: str | None = None) -> str:
-        refusal = await self.refusal(history=True)
-        if refusal:
-            return refusal
-        params: dict[str, Any] = {"query": query, "limit": _clamp(limit, 1, MAX_HISTORY_HITS)}
-        if session_id:
-            params["sessionId"] = session_id
-        result = await self.call("search_history", params)
-        hits = result.get("hits", []) if isinstance(result, dict) else result
-        if not hits:
-            return f"No past events match {query!r}."
-        return "\n".join(render_hit(hit) for hit in hits)
-
-    async def memory_propose(self, title: str, content: str, tags: list[str] | None = None,
-                             session_id: str | None = None,
-                             source_refs: list[str] | None = None) -> str:
-        params: dict[str, Any] = {"title": title, "content": content, "origin": "extracted"}
-        if tags:
-            params["tags"] = tags
-        if session_id:
-            params["sessionId"] = session_id
-        if source_refs:
-            params["sourceRefs"] = source_refs
-        result = await self.call("propose", params)
-        notes = []
-        if result.get("redactions"):
-            notes.append(f"{result['redactions']} secret(s) were redacted.")
-        if result.get("queued"):
-            proposal = result["proposal"]
-            if result.get("similarTo"):
-                notes.append("Similar entries already exist: " + ", ".join(result["similarTo"]))
-            return " ".join([f"Proposed {proposal['id']}: queued in PENDING.md for the user's "
-                             "review. It is not part of memory until the user approves it.",
-                             *notes])
-        if result.get("duplicateOf"):
-            known = result.get("proposal") or {}
-            where = ("is already waiting for the user's review" if known.get("status") in
-                     ("review_required", "draft") else "is already in memory")
-            return f"Not queued: the same memory {where} ({result['duplicateOf']})."
-        rejected = result.get("previouslyRejected") or {}
-        reason = f" (reason: {rejected['reason']})" if rejected.get("reason") else ""
-        return f"Not queued: the user rejected this memory before{reason}."
-
-
-def render_hit(hit: dict[str, Any]) -> str:
-    event = hit.get("event", hit)
-    text = " ".join(str(event.get("text", "")).split())
-    if len(text) > HIT_TEXT_CHARS:
-        text = text[: HIT_TEXT_CHARS - 1] + "…"
-    ref = hit.get("ref") or f"event:{event.get('sessionId')}:{event.get('seq')}"
-    return f"[{ref}] {event.get('type', '?')}: {text}"
-
-
-def build_server(bridge: Bridge) -> Any:
-    """The MCP server (mcp 2.x MCPServer, or mcp 1.x FastMCP) with the four tools."""
-    try:
-        from mcp.server.mcpserver import MCPServer as Server
-        from mcp.server.mcpserver.exceptions import ToolError
-    except ImportError:  # mcp 1.x
-        from mcp.server.fastmcp import (  # type: ignore[no-redef,attr-defined,unused-ignore]
-            FastMCP as Server,
-        )
-        from mcp.server.fastmcp.exceptions import (  # type: ignore[no-redef,import-not-found,unused-ignore]
-            ToolError,
-        )
-
-    server = Server(
-        name="maka",
-        instructions=(f"Memory of the workspace {bridge.workspace}, kept by makad. Search it "
-                      "before asking the user something they may have said before. "
-                      "memory_propose only queues a proposal: the user decides what is kept."),
-        log_level="WARNING",
-    )
-
-    async def run(coro: Any) -> str:
+            args = msgspec.convert(params.arguments or {}, spec.args, strict=False)
+        except msgspec.ValidationError as exc:
+            return text_result(f"invalid_params: {exc}", is_error=True)
         try:
-            text: str = await coro
+            # memory_propose runs even while unlisted: the daemon's gate then refuses it
+            # with its own kind, which tells the agent more than "unknown tool".
+            return text_result(await spec.run(bridge, args))
         except ToolFailure as exc:
-            raise ToolError(str(exc)) from None
-        return text
+            return text_result(str(exc), is_error=True)
 
-    @server.tool(description=(
-        "Find saved memory entries relevant to `query`, within `budget_tokens` (default "
-        "2000). Each entry is cited as memory:<id>. Returns nothing when the user has not "
-        "allowed agents to read memory."))
-    async def memory_search(query: str, budget_tokens: int = 2000) -> str:
-        return await run(bridge.memory_search(query, budget_tokens))
+    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        host.saw(ctx)
+        return types.ListResourcesResult(resources=[
+            types.Resource(uri=uri, name=name, description=f"{about} Workspace: {bridge.workspace}",
+                           mime_type="text/markdown")
+            for uri, (name, about, _) in RESOURCES.items()])
 
-    @server.tool(description=(
-        "The context pack for the current turn within `budget_tokens`: relevant memory, and "
-        "for `session_id` its working state, summary and recall of earlier sessions."))
-    async def memory_context(query: str, budget_tokens: int = 4000,
-                             session_id: str | None = None) -> str:
-        return await run(bridge.memory_context(query, budget_tokens, session_id))
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        host.saw(ctx)
+        uri = str(params.uri)
+        if uri not in RESOURCES:
+            raise ValueError(f"unknown resource {uri}")
+        try:
+            body = await RESOURCES[uri][2](bridge)
+        except ToolFailure as exc:
+            body = str(exc)
+        return types.ReadResourceResult(contents=[
+            types.TextResourceContents(uri=uri, mime_type="text/markdown", text=body)])
 
-    @server.tool(description=(
-        "Full-text search of past sessions' events (at most `limit`); each hit is cited as "
-        "event:<session>:<seq>. Needs the user's history-recall permission."))
-    async def history_search(query: str, limit: int = 10, session_id: str | None = None) -> str:
-        return await run(bridge.history_search(query, limit, session_id))
+    async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
+        host.saw(ctx)
+        host.subscribed.add(str(params.uri))
+        with contextlib.suppress(ToolFailure):
+            await bridge.connect()
+        return types.EmptyResult()
 
-    @server.tool(description=(
-        "Propose a durable memory: a stable fact, preference or decision worth keeping across "
-        "sessions. It is queued for the user's approval and never written to memory directly. "
-        "`source_refs` may cite the event refs (event:<session>:<seq>) that support it."))
-    async def memory_propose(title: str, content: str, tags: list[str] | None = None,
-                             session_id: str | None = None,
-                             source_refs: list[str] | None = None) -> str:
-        return await run(bridge.memory_propose(title, content, tags, session_id, source_refs))
+    async def unsubscribe(ctx: Any, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+        host.subscribed.discard(str(params.uri))
+        return types.EmptyResult()
 
-    return server
+    server: Server[Any] = Server(
+        "maka", version=__version__, title="makad memory",
+        instructions=(f"Memory of the workspace {bridge.workspace}, kept by makad. Search it "
+                      "before asking the user something they may have said before; cite what "
+                      "you use by its ref. memory_propose only queues a proposal: the user "
+                      "decides what is kept."),
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        on_read_resource=read_resource, on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe, on_subscriptions_listen=ListenHandler(host.bus))
+    return server, host
 
 
-def serve(socket_path: str | None, workspace: str) -> None:
-    """Run the MCP server on stdin/stdout until the client disconnects."""
-    build_server(Bridge(socket_path, workspace)).run()
+async def serve_async(bridge: Bridge) -> None:
+    """Serve on stdin/stdout until the host disconnects (or stops the server with a signal);
+    then close the ledger session."""
+    server, _ = build_server(bridge)
+    options = server.create_initialization_options(NotificationOptions(tools_changed=True))
+    async with bridge, stdio_server() as (read, write), anyio.create_task_group() as tg:
+        tg.start_soon(_stop_on_signals, bridge)
+        await server.run(read, write, options)
+        tg.cancel_scope.cancel()
+
+
+async def _stop_on_signals(bridge: Bridge) -> None:
+    """SIGTERM, SIGHUP or SIGINT: close the session, then exit at once. Cancelling is not
+    enough, since the SDK reads stdin in a thread that only a closed pipe ends."""
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGHUP, signal.SIGINT) as signals:
+        async for _ in signals:
+            with anyio.move_on_after(CLOSE_TIMEOUT_S):
+                await bridge.close_session()
+            os._exit(0)
+
+
+def serve(socket_path: str | None, workspace: str, autostart: bool = True) -> None:
+    """Run the MCP server on stdin/stdout (blocking)."""
+    print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
+    anyio.run(serve_async, Bridge(socket_path, workspace, autostart=autostart), backend="asyncio")

@@ -25,6 +25,7 @@ from maka.cli.common import (
     EXIT_USAGE,
     CliError,
     Parents,
+    announce_autostart,
 )
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
@@ -43,6 +44,8 @@ def build_parser() -> argparse.ArgumentParser:
                         help="daemon socket (env MAKAD_SOCKET; default: runtime dir)")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
+    parser.add_argument("--no-autostart", action="store_true",
+                        help="do not start makad when none answers (env MAKA_NO_AUTOSTART=1)")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     parents = Parents()
     for group in GROUPS:
@@ -55,8 +58,9 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["__complete"]:
         return completion.complete_ids(argv[1:])
     args = build_parser().parse_args(argv)
+    announce_autostart()
     try:
-        with Client(args.socket, timeout=args.timeout) as client:
+        with Client(args.socket, timeout=args.timeout, autostart=not args.no_autostart) as client:
             code: int = args.func(client, args)
             return code
     except CliError as exc:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import logging
 import os
 import shlex
 import subprocess
@@ -101,6 +102,22 @@ def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
 def read_text_arg(value: str) -> str:
     """A text argument, where ``-`` means standard input."""
     return sys.stdin.read() if value == "-" else value
+
+
+class _StderrNote(logging.Handler):
+    """Prints to whatever sys.stderr is at the time (tests redirect it)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        print(f"maka: {record.getMessage()}", file=sys.stderr, flush=True)
+
+
+def announce_autostart() -> None:
+    """Say on stderr when a command starts the daemon (the library only logs it)."""
+    logger = logging.getLogger("maka.autostart")
+    if not any(isinstance(h, _StderrNote) for h in logger.handlers):
+        logger.addHandler(_StderrNote(logging.INFO))
+        logger.setLevel(logging.INFO)
+        logger.propagate = False
 
 
 # ---------------------------------------------------------------- editor ---

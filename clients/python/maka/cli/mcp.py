@@ -1,20 +1,22 @@
-"""`maka mcp`: run the MCP bridge on stdin/stdout (needs the optional `mcp` extra)."""
+"""`maka mcp`: run the MCP bridge on stdin/stdout."""
 
 from __future__ import annotations
 
 import argparse
 import importlib.util
 
-from maka.cli.common import EXIT_OK, CliError, Parents, workspace_of
+from maka.cli.common import EXIT_OK, CliError, Parents
 from maka.client import Client
+from maka.workspace import resolve_workspace
 
 
 def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
-        raise CliError("the MCP bridge needs the optional extra: pip install 'makad[mcp]'")
+        raise CliError("the MCP bridge needs the mcp package, a dependency of makad: "
+                       "reinstall makad, or pip install 'makad[mcp]'")
     from maka.mcp_bridge import serve
 
-    serve(client.socket_path, workspace_of(args))
+    serve(client.socket_path, resolve_workspace(args.workspace), autostart=client.autostart)
     return EXIT_OK
 
 
@@ -22,7 +24,11 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p = sub.add_parser(
         "mcp", parents=[parents.workspace],
         help="serve the workspace's memory to an agent over MCP (stdio)",
-        description="A stdio MCP server with the tools memory_search, memory_context, "
-                    "history_search and memory_propose. Every privacy gate applies; "
-                    "memory_propose only queues proposals in PENDING.md.")
+        description="A stdio MCP server for one workspace: --workspace, else $MAKA_WORKSPACE, "
+                    "else the nearest folder at or above the current one holding "
+                    "memory/MEMORY.md (or PENDING.md) or .git. Tools memory_search, "
+                    "memory_context, memory_list, memory_resolve, history_search, "
+                    "session_record and (while the user allows it) memory_propose; resources "
+                    "MEMORY.md and PENDING.md. Starts makad when none answers (unless "
+                    "--no-autostart). Every privacy gate applies; see docs/MCP.md.")
     p.set_defaults(func=cmd_mcp)

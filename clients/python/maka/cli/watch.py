@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Mapping
 from typing import Any
 
 from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace
@@ -12,7 +13,7 @@ from maka.cli.output import now_ms, timestamp
 from maka.client import Client
 
 
-def describe(note: dict[str, Any], now_ms: int, show_workspace: bool) -> str:
+def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     params = note.get("params") or {}
     line = (f"{timestamp(now_ms)}  {note.get('method', '?'):<18} "
             f"rev {params.get('revision', '?'):<5} {params.get('cause', '')}")

@@ -1,0 +1,188 @@
+"""Start makad on demand when nothing answers on the socket, the way gpg-agent is started.
+
+A client that finds no daemon (no socket file, or one a killed daemon left behind) runs
+``python -m makad --socket SOCKET`` with the same interpreter, detached: a session of its
+own, stdin from /dev/null, stdout and stderr appended to ``<user log dir>/makad.log``
+(``~/.local/state/maka/log/makad.log`` on Linux), working directory ``/``. Everything else is
+makad's default or comes from the environment the client runs in (``MAKAD_DATA_DIR`` …), so
+an autostarted daemon is the one ``makad`` would have started. The client then waits, at
+most ``START_TIMEOUT_S``, for the socket to answer.
+
+Race-safe without a lock of its own: two clients that find nothing at the same moment both
+start a process, but makad takes an exclusive lock before it touches the socket; the
+second process exits at once ("already serving") and both clients connect to the first.
+
+``MAKA_NO_AUTOSTART=1`` refuses everywhere (also where the caller asked for autostart).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.util
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TypeVar
+
+import anyio
+import platformdirs
+
+from maka.errors import DaemonUnavailable
+
+NO_AUTOSTART_ENV = "MAKA_NO_AUTOSTART"
+START_TIMEOUT_S = 15.0
+LOG_ROTATE_BYTES = 4 << 20
+# Variables addressed to the client's own supervisor: a daemon that inherited them would
+# take a socket or send readiness meant for someone else.
+SUPERVISOR_ENV = ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET")
+LOST_RACE = "already serving"
+
+log = logging.getLogger("maka.autostart")
+T = TypeVar("T")
+
+
+def refused() -> bool:
+    """True when the environment says never to start a daemon (MAKA_NO_AUTOSTART set)."""
+    return os.environ.get(NO_AUTOSTART_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
+def nobody_listening(exc: OSError) -> bool:
+    """A connect error that means no daemon runs there (as opposed to one we may not use)."""
+    return isinstance(exc, FileNotFoundError | ConnectionRefusedError)
+
+
+def unavailable(socket_path: str, exc: OSError, requested: bool) -> DaemonUnavailable:
+    """The error for a failed connect, saying when autostart was refused by the environment."""
+    reason = type(exc).__name__ if nobody_listening(exc) else (exc.strerror or str(exc))
+    if requested and nobody_listening(exc) and refused():
+        reason += f"; autostart is off ({NO_AUTOSTART_ENV} is set)"
+    return DaemonUnavailable(socket_path, reason)
+
+
+def log_path() -> Path:
+    return Path(platformdirs.user_log_dir("maka", appauthor=False)) / "makad.log"
+
+
+def daemon_command(socket_path: str) -> list[str]:
+    """makad from this interpreter (the same installation as the client), else from PATH."""
+    if sys.executable and importlib.util.find_spec("makad") is not None:
+        return [sys.executable, "-m", "makad", "--socket", socket_path]
+    found = shutil.which("makad")
+    if found is None:
+        raise DaemonUnavailable(socket_path, "no daemon, and makad is not installed here to start one")
+    return [found, "--socket", socket_path]
+
+
+@dataclass
+class Launch:
+    """A makad process this client started, and where its output goes."""
+
+    socket_path: str
+    proc: subprocess.Popen[bytes]
+    log: Path
+    log_offset: int
+
+    def failure(self) -> str | None:
+        """Why it gave up, or None while it runs or when it lost the start race to another."""
+        code = self.proc.poll()
+        if code is None:
+            return None
+        said = _read_from(self.log, self.log_offset)
+        if LOST_RACE in said:
+            return None  # another makad holds the lock: it answers shortly
+        last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
+        return (f"autostarted makad exited with status {code}"
+                + (f": {last[:300]}" if last else "") + f" (log: {self.log})")
+
+    def timed_out(self, timeout: float) -> DaemonUnavailable:
+        return DaemonUnavailable(self.socket_path, f"autostarted makad (pid {self.proc.pid}) did not "
+                                                   f"answer within {timeout:g} s (log: {self.log})")
+
+
+def launch(socket_path: str) -> Launch:
+    """Start a detached makad for ``socket_path`` (blocking: a few milliseconds)."""
+    command = daemon_command(socket_path)
+    path = log_path()
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    _rotate(path)
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        offset = os.fstat(fd).st_size
+        env = {k: v for k, v in os.environ.items() if k not in SUPERVISOR_ENV}
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd="/",
+                                env=env, start_new_session=True, close_fds=True)
+    finally:
+        os.close(fd)
+    # Reap it whenever it exits, so a long-lived client never keeps a zombie; when the
+    # client exits first, the daemon is re-parented and carries on.
+    threading.Thread(target=proc.wait, name=f"makad-{proc.pid}-reaper", daemon=True).start()
+    log.info("no makad answered on %s: started one (pid %d, log %s)", socket_path, proc.pid, path)
+    return Launch(socket_path, proc, path, offset)
+
+
+class _Wait:
+    """The bounded wait for a launched daemon: what to do after each refused connect."""
+
+    def __init__(self, started: Launch, timeout: float) -> None:
+        self.started = started
+        self.timeout = timeout
+        self.deadline = time.monotonic() + timeout
+        self.delay = 0.01
+
+    def pause_after(self, exc: OSError) -> float:
+        """Seconds to wait before the next attempt; raises once waiting cannot help."""
+        if not nobody_listening(exc):
+            raise unavailable(self.started.socket_path, exc, True) from None
+        why = self.started.failure()
+        if why is not None:
+            raise DaemonUnavailable(self.started.socket_path, why)
+        if time.monotonic() >= self.deadline:
+            raise self.started.timed_out(self.timeout)
+        delay, self.delay = self.delay, min(self.delay * 2, 0.2)
+        return delay
+
+
+def start_and_connect(socket_path: str, connect: Callable[[], T],
+                      wait_s: float = START_TIMEOUT_S) -> T:
+    """Launch makad, then ``connect()`` until it answers (bounded by ``wait_s``)."""
+    wait = _Wait(launch(socket_path), wait_s)
+    while True:
+        try:
+            return connect()
+        except OSError as exc:
+            pause = wait.pause_after(exc)
+        time.sleep(pause)
+
+
+async def start_and_connect_async(socket_path: str, connect: Callable[[], Awaitable[T]],
+                                  wait_s: float = START_TIMEOUT_S) -> T:
+    """``start_and_connect`` for async clients: the launch runs in a worker thread."""
+    wait = _Wait(await anyio.to_thread.run_sync(launch, socket_path), wait_s)
+    while True:
+        try:
+            return await connect()
+        except OSError as exc:
+            pause = wait.pause_after(exc)
+        await anyio.sleep(pause)
+
+
+def _rotate(path: Path) -> None:
+    with contextlib.suppress(OSError):
+        if path.stat().st_size > LOG_ROTATE_BYTES:
+            os.replace(path, path.with_name(path.name + ".1"))
+
+
+def _read_from(path: Path, offset: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            return f.read(64 << 10).decode("utf-8", errors="replace")
+    except OSError:
+        return ""

@@ -1,0 +1,2126 @@
+"""Types of the daemon's methods, generated from protocol/openrpc.json: do not edit.
+
+Regenerate with ``python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``
+runs it); a test fails when this file drifts from the document.
+"""
+# ruff: noqa: E501
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, Unpack, cast
+
+#: Version of the OpenRPC document (the daemon's version) these types come from.
+PROTOCOL_VERSION = "0.1.0"
+
+Call = Callable[[str, dict[str, Any] | None], Any]
+AsyncCall = Callable[[str, dict[str, Any] | None], Awaitable[Any]]
+
+
+class AddEntryParams(TypedDict):
+    workspace: str
+    title: str
+    content: str
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: "workspace"
+    scope: NotRequired[Literal["global", "session", "workspace"]]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    decayTtlMs: NotRequired[int | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class Allocation(TypedDict):
+    """What one kind was allowed (``cap``) and what it used.
+
+    ``flowed``: the part of ``cap`` that came from other kinds' unused shares.
+    """
+
+    kind: Literal["history", "memory", "recall", "summary", "working_state"]
+    cap: int
+    used: int
+    # default: false
+    truncated: NotRequired[bool]
+    # default: 0
+    flowed: NotRequired[int]
+
+
+class AppendEventsParams(TypedDict):
+    workspace: str
+    sessionId: str
+    events: list[EventInput]
+    # default: null
+    expectedSeq: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class AppendEventsResult(TypedDict):
+    """``redactions``: secrets replaced in the events' text and meta values."""
+
+    firstSeq: int
+    lastSeq: int
+    # default: 0
+    redactions: NotRequired[int]
+
+
+class ApproveParams(TypedDict):
+    workspace: str
+    ids: list[str]
+    # default: {}
+    edits: NotRequired[dict[str, ProposalEdit]]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ApproveResult(TypedDict):
+    approved: list[Approved]
+    revision: int
+    # default: 0
+    redactions: NotRequired[int]
+
+
+class Approved(TypedDict):
+    """One approved proposal. ``duplicateOf``: its content was already active as that
+    entry (the same canonical content), so no second entry was added and ``entry`` is it.
+    """
+
+    proposalId: str
+    entry: Entry
+    # default: null
+    superseded: NotRequired[str | None]
+    # default: null
+    duplicateOf: NotRequired[str | None]
+
+
+class BackupInfo(TypedDict):
+    backupId: str
+    file: str
+    createdAt: int
+    size: int
+    sha256: str
+
+
+class BackupsResult(TypedDict):
+    backups: list[BackupInfo]
+
+
+class BuildContextParams(TypedDict):
+    """``include`` lists the segment kinds wanted (default all); history is always built."""
+
+    workspace: str
+    budgetTokens: int
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    query: NotRequired[str | None]
+    # default: null
+    include: NotRequired[list[Literal["memory", "recall", "summary", "working_state"]] | None]
+
+
+class Candidate(TypedDict):
+    """A tag's evidence since its last consolidation."""
+
+    tag: str
+    episodeCount: int
+    sessionCount: int
+    eligible: bool
+    episodes: list[Episode]
+
+
+class CandidatesParams(TypedDict):
+    """Lower thresholds show tags that are getting close; ``eligible`` says whether a
+    proposal would pass the daemon's evidence gate.
+    """
+
+    workspace: str
+    # default: null
+    tag: NotRequired[str | None]
+    # default: 5
+    minEpisodes: NotRequired[int]
+    # default: 2
+    minSessions: NotRequired[int]
+
+
+class CandidatesResult(TypedDict):
+    candidates: list[Candidate]
+    minEpisodes: int
+    minSessions: int
+
+
+class Checkpoint(TypedDict):
+    """What one compaction covers: never deletes the events it summarizes."""
+
+    checkpointId: str
+    sessionId: str
+    boundarySeq: int
+    coverage: Coverage
+    coveredHash: str
+    summary: str
+    summaryTokens: int
+    preservedFromSeq: int
+    mode: Literal["checkpoint", "semantic"]
+    reason: Literal["budget", "manual", "overflow"]
+    createdAt: int
+
+
+class CheckpointsResult(TypedDict):
+    checkpoints: list[Checkpoint]
+
+
+class CompactParams(TypedDict):
+    workspace: str
+    sessionId: str
+    mode: Literal["checkpoint", "semantic"]
+    # default: null
+    summary: NotRequired[str | None]
+    # default: null
+    keepRecentTokens: NotRequired[int | None]
+    # default: "manual"
+    reason: NotRequired[Literal["budget", "manual", "overflow"]]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class Confidence(TypedDict):
+    """``level`` for people and models, ``score`` in [0, 1], ``reason`` says why."""
+
+    level: Literal["high", "low", "medium"]
+    score: float
+    reason: str
+
+
+class ConsolidateParams(TypedDict):
+    """Queue the deterministic digest of a tag's evidence as a proposal."""
+
+    workspace: str
+    tag: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class Consolidates(TypedDict):
+    """A profile proposal's evidence: the tag and the episodes it consolidates."""
+
+    tag: str
+    episodeIds: list[str]
+
+
+class ConsolidationMark(TypedDict):
+    """A consolidation that cited an episode: the proposal, its tag and what became of it."""
+
+    proposalId: str
+    tag: str
+    state: Literal["approved", "deleted", "queued", "rejected"]
+    # default: null
+    entryId: NotRequired[str | None]
+
+
+class ContextPack(TypedDict):
+    """The result of ``build_context``; the service fills ``call_id`` and ``revision``."""
+
+    segments: list[Segment]
+    messages: list[Message]
+    totalTokens: int
+    budgetTokens: int
+    compactRecommended: bool
+    trace: Trace
+    # default: ""
+    callId: NotRequired[str]
+    # default: 0
+    revision: NotRequired[int]
+
+
+class Coverage(TypedDict):
+    fromSeq: int
+    toSeq: int
+
+
+class DeleteSessionResult(TypedDict):
+    sessionId: str
+    deletedAt: int
+    eventCount: int
+    incognito: bool
+
+
+class Entry(TypedDict):
+    """One memory entry (active or archived in MEMORY.md, open in PENDING.md)."""
+
+    id: str
+    title: str
+    content: str
+    # default: "unknown"
+    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    # default: 0
+    createdAt: NotRequired[int]
+    # default: 0
+    updatedAt: NotRequired[int]
+    # default: "active"
+    status: NotRequired[Literal["active", "archived", "draft", "review_required"]]
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: null
+    decayTtlMs: NotRequired[int | None]
+    # default: "workspace"
+    scope: NotRequired[Literal["global", "session", "workspace"]]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: []
+    sourceRefs: NotRequired[list[str]]
+    # default: null
+    supersedes: NotRequired[str | None]
+
+
+class EntryIdParams(TypedDict):
+    workspace: str
+    id: str
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class EntryResult(TypedDict):
+    entry: Entry
+    revision: int
+    # default: 0
+    redactions: NotRequired[int]
+
+
+class Episode(TypedDict):
+    """One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
+    by close_session). ``consolidations``: the proposals that cited it and their fate.
+    A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
+    set and their summary, tags and refs erased.
+    """
+
+    episodeId: str
+    sessionId: str
+    kind: Literal["client", "session_close"]
+    summary: str
+    tags: list[str]
+    sourceRefs: list[str]
+    at: int
+    createdAt: int
+    # default: null
+    deletedAt: NotRequired[int | None]
+    # default: []
+    consolidations: NotRequired[list[ConsolidationMark]]
+
+
+class Event(TypedDict):
+    """One ledger event as stored: immutable once acknowledged."""
+
+    sessionId: str
+    seq: int
+    ts: int
+    type: Literal["assistant_message", "note", "system", "tool_call", "tool_result", "user_message"]
+    text: str
+    # default: null
+    toolCallId: NotRequired[str | None]
+    # default: null
+    toolName: NotRequired[str | None]
+    # default: null
+    meta: NotRequired[dict[str, str] | None]
+    # default: 0
+    tokens: NotRequired[int]
+    # default: ""
+    hash: NotRequired[str]
+    # default: true
+    verified: NotRequired[bool]
+
+
+class EventInput(TypedDict):
+    """An event as appended: the daemon assigns seq and hash, and ts/tokens when absent."""
+
+    type: Literal["assistant_message", "note", "system", "tool_call", "tool_result", "user_message"]
+    text: str
+    # default: null
+    ts: NotRequired[int | None]
+    # default: null
+    toolCallId: NotRequired[str | None]
+    # default: null
+    toolName: NotRequired[str | None]
+    # default: null
+    meta: NotRequired[dict[str, str] | None]
+    # default: null
+    tokens: NotRequired[int | None]
+
+
+class ExportParams(TypedDict):
+    workspace: str
+    # default: "json"
+    format: NotRequired[Literal["json", "markdown"]]
+    # default: false
+    includeArchived: NotRequired[bool]
+
+
+class ExportResult(TypedDict):
+    format: str
+    data: str
+    count: int
+
+
+class GetCheckpointParams(TypedDict):
+    workspace: str
+    checkpointId: str
+
+
+class GetManifestParams(TypedDict):
+    workspace: str
+    sessionId: str
+    # default: null
+    callId: NotRequired[str | None]
+
+
+class GetSettingsParams(TypedDict):
+    workspace: str
+
+
+class HistoryHit(TypedDict):
+    """``score``: higher is better (negated BM25; a term count in incognito sessions)."""
+
+    ref: str
+    score: float
+    event: Event
+
+
+class HistoryParams(TypedDict):
+    workspace: str
+    id: str
+
+
+class HistoryResult(TypedDict):
+    """Why the daemon believes an entry: its proposal, sources, approval and later edits."""
+
+    id: str
+    entry: Entry | None
+    proposalId: str | None
+    sourceRefs: list[str]
+    approvedBy: str | None
+    approvedAt: int | None
+    events: list[MemoryEvent]
+
+
+class ImportParams(TypedDict):
+    """Either ``path`` (a file, or a Claude Code memory directory) or ``data`` (the text)."""
+
+    workspace: str
+    # default: null
+    path: NotRequired[str | None]
+    # default: null
+    data: NotRequired[str | None]
+    # default: null
+    format: NotRequired[str | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ImportResultWire(TypedDict):
+    format: str
+    imported: list[str]
+    duplicates: int
+    errors: list[ItemError]
+    skipped: list[ItemError]
+    revision: int
+
+
+class ItemError(TypedDict):
+    """Why one item (or the whole input, locator ``file``) was not imported; never its content."""
+
+    locator: str
+    reason: str
+
+
+class ListBackupsParams(TypedDict):
+    workspace: str
+
+
+class ListCheckpointsParams(TypedDict):
+    workspace: str
+    sessionId: str
+
+
+class ListEpisodesParams(TypedDict):
+    """Filters combine; ``ids`` takes episode ids or ``episode:<id>`` refs."""
+
+    workspace: str
+    # default: null
+    tag: NotRequired[str | None]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    since: NotRequired[int | None]
+    # default: null
+    ids: NotRequired[list[str] | None]
+    # default: false
+    includeDeleted: NotRequired[bool]
+    # default: 1000
+    limit: NotRequired[int]
+
+
+class ListEpisodesResult(TypedDict):
+    episodes: list[Episode]
+
+
+class ListProposalsParams(TypedDict):
+    workspace: str
+
+
+class ListSessionsParams(TypedDict):
+    workspace: str
+    # default: true
+    includeClosed: NotRequired[bool]
+
+
+class LocalMemoryState(TypedDict):
+    """The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
+
+    ``warnings`` tells what the read found without failing: ``not_utf8`` names each
+    line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
+    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
+    ``new_workspace``: the folder at this path is not the one the daemon knew (settings
+    start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
+    started over (privacy switches at their defaults).
+    ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
+    and why, derived from who wrote it, its source refs and its age (or set by the user).
+    """
+
+    path: str
+    enabled: bool
+    agentReadEnabled: bool
+    status: Literal["disabled", "error", "incognito_blocked", "ok", "safe_mode"]
+    content: str
+    entryCount: int
+    latestEntry: Entry | None
+    reason: str | None
+    revision: int
+    sha256: str | None
+    pendingCount: int
+    # default: null
+    entries: NotRequired[list[Entry] | None]
+    # default: []
+    warnings: NotRequired[list[WarningSchema]]
+    # default: null
+    confidence: NotRequired[dict[str, Confidence] | None]
+
+
+class Manifest(TypedDict):
+    """What one build_context call put in front of the model: each memory entry it
+    sent (with the hash of the text shown) and the sources of its other segments.
+    """
+
+    sessionId: str
+    callId: str
+    createdAt: int
+    items: list[ManifestItem]
+
+
+class ManifestItem(TypedDict):
+    sourceId: str
+    tokens: int
+    contentHash: str
+
+
+class MemoryEvent(TypedDict):
+    """One step in the lineage of a memory entry or proposal."""
+
+    id: int
+    ts: int
+    action: str
+    actor: str
+    # default: null
+    entryId: NotRequired[str | None]
+    # default: null
+    proposalId: NotRequired[str | None]
+    # default: null
+    data: NotRequired[dict[str, Any] | None]
+
+
+class Message(TypedDict):
+    """One provider-neutral history message; ``source_id`` is its event ref."""
+
+    role: Literal["assistant", "system", "tool", "user"]
+    content: str
+    sourceId: str
+    # default: null
+    toolCalls: NotRequired[list[ToolCall] | None]
+    # default: null
+    toolCallId: NotRequired[str | None]
+
+
+# A method that takes no params (an empty object, or none at all).
+NoParams: TypeAlias = "dict[str, Any]"
+
+
+class OpenSessionParams(TypedDict):
+    """``incognito`` unset: a new session is incognito while the workspace is."""
+
+    workspace: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    title: NotRequired[str | None]
+    # default: null
+    incognito: NotRequired[bool | None]
+
+
+class ProposalEdit(TypedDict):
+    title: NotRequired[str]
+    content: NotRequired[str]
+    tags: NotRequired[list[str]]
+
+
+class ProposalView(TypedDict):
+    proposal: Entry
+    # default: []
+    similarTo: NotRequired[list[str]]
+
+
+class ProposalsResult(TypedDict):
+    proposals: list[ProposalView]
+    revision: int
+    # default: []
+    warnings: NotRequired[list[WarningSchema]]
+
+
+class ProposeParams(TypedDict):
+    workspace: str
+    title: str
+    content: str
+    # default: "extracted"
+    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: "workspace"
+    scope: NotRequired[Literal["global", "session", "workspace"]]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: []
+    sourceRefs: NotRequired[list[str]]
+    # default: null
+    supersedes: NotRequired[str | None]
+    # default: null
+    decayTtlMs: NotRequired[int | None]
+    # default: false
+    draft: NotRequired[bool]
+    # default: null
+    consolidates: NotRequired[Consolidates | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ProposeResult(TypedDict):
+    """``proposal`` is what was queued, or the existing duplicate when nothing was queued."""
+
+    proposal: Entry | None
+    queued: bool
+    # default: null
+    duplicateOf: NotRequired[str | None]
+    # default: []
+    similarTo: NotRequired[list[str]]
+    # default: null
+    previouslyRejected: NotRequired[RejectionInfo | None]
+    # default: 0
+    redactions: NotRequired[int]
+    # default: 0
+    revision: NotRequired[int]
+
+
+class ReadEventsParams(TypedDict):
+    workspace: str
+    sessionId: str
+    # default: 0
+    afterSeq: NotRequired[int]
+    # default: 1000
+    limit: NotRequired[int]
+
+
+class ReadEventsResult(TypedDict):
+    events: list[Event]
+    lastSeq: int
+    hasMore: bool
+
+
+class ReadStateParams(TypedDict):
+    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence."""
+
+    workspace: str
+    # default: false
+    includeEntries: NotRequired[bool]
+    # default: false
+    includeArchived: NotRequired[bool]
+    # default: false
+    includeConfidence: NotRequired[bool]
+
+
+class RecordEpisodeParams(TypedDict):
+    """``summary``: one line, at most 200 characters; ``sourceRefs``: ``event:`` refs
+    to stored events; ``at``: when it happened (Unix ms, default now).
+    """
+
+    workspace: str
+    sessionId: str
+    summary: str
+    sourceRefs: list[str]
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: null
+    at: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class RecordEpisodeResult(TypedDict):
+    """``recorded`` is false when the session already had this remark (that episode is
+    returned); ``redactions``: secrets replaced in the summary.
+    """
+
+    episodeId: str
+    episode: Episode
+    recorded: bool
+    # default: 0
+    redactions: NotRequired[int]
+
+
+class RefResult(TypedDict):
+    """The events one ``event:`` ref names, and whether they verify against the chain.
+
+    ``mismatched_seqs``: rows whose stored hash does not match their content.
+    ``chain_intact``: the range's last event links to its successor (or is the
+    session head); false when a row's hash was rewritten to match new content,
+    or when the next event was altered — the two look the same from here.
+    """
+
+    ref: str
+    sessionId: str
+    fromSeq: int
+    toSeq: int
+    events: list[Event]
+    ok: bool
+    # default: true
+    chainIntact: NotRequired[bool]
+    # default: []
+    mismatchedSeqs: NotRequired[list[int]]
+    # default: []
+    missingSeqs: NotRequired[list[int]]
+
+
+class RejectParams(TypedDict):
+    workspace: str
+    ids: list[str]
+    # default: null
+    reason: NotRequired[str | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class RejectResult(TypedDict):
+    rejected: list[str]
+    revision: int
+
+
+class RejectionInfo(TypedDict):
+    proposalId: str
+    reason: str | None
+    rejectedAt: int
+
+
+class RestoreBackupParams(TypedDict):
+    workspace: str
+    backupId: str
+    # default: null
+    expectedRevision: NotRequired[int | None]
+
+
+class RestoreBackupResult(TypedDict):
+    revision: int
+    restored: str
+    undoBackupId: str | None
+
+
+class RetrieveParams(TypedDict):
+    """``sessionId``: the asking session; refs into an incognito session resolve only
+    from that session itself (elsewhere they come back missing).
+    """
+
+    workspace: str
+    refs: list[str]
+    # default: null
+    sessionId: NotRequired[str | None]
+
+
+class RetrieveResult(TypedDict):
+    results: list[RefResult]
+
+
+class ScoreParts(TypedDict):
+    """The normalized parts a candidate's score is made of, each in [0, 1].
+
+    Memory uses ``bm25``, ``recency`` and ``tags``; recall uses the others too
+    (see ``makad.core.recall``) and leaves ``tags`` at 0.
+    """
+
+    bm25: float
+    recency: float
+    tags: float
+    # default: 0.0
+    context: NotRequired[float]
+    # default: 0.0
+    session: NotRequired[float]
+    # default: 0.0
+    speaker: NotRequired[float]
+    # default: 0.0
+    time: NotRequired[float]
+    # default: 0.0
+    semantic: NotRequired[float]
+
+
+class SearchHistoryParams(TypedDict):
+    """Without ``sessionId`` incognito sessions are never searched; with an incognito
+    session's id, only that session is.
+    """
+
+    workspace: str
+    query: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: 20
+    limit: NotRequired[int]
+    # default: null
+    before: NotRequired[int | None]
+    # default: null
+    after: NotRequired[int | None]
+
+
+class SearchHistoryResult(TypedDict):
+    hits: list[HistoryHit]
+
+
+class Segment(TypedDict):
+    """One part of the system prompt; ``tokens`` is ``counter.count(text)``."""
+
+    kind: Literal["memory", "recall", "summary", "working_state"]
+    text: str
+    tokens: int
+    sourceIds: list[str]
+
+
+class SessionParams(TypedDict):
+    workspace: str
+    sessionId: str
+
+
+class SessionView(TypedDict):
+    """A session's head. ``incognito``: kept in memory only, gone when the daemon stops."""
+
+    sessionId: str
+    title: str | None
+    createdAt: int
+    closedAt: int | None
+    eventCount: int
+    lastSeq: int
+    lastHash: str
+    incognito: bool
+
+
+class SessionsResult(TypedDict):
+    sessions: list[SessionView]
+
+
+class SetSettingsParams(TypedDict):
+    """Patch semantics: only the fields given change."""
+
+    workspace: str
+    enabled: NotRequired[bool]
+    agentReadEnabled: NotRequired[bool]
+    defaultDecayDays: NotRequired[float | None]
+    extractToolEnabled: NotRequired[bool]
+    incognito: NotRequired[bool]
+    historyRecallEnabled: NotRequired[bool]
+
+
+class SetWorkingStateParams(TypedDict):
+    """Lists given replace the stored ones; ``notes`` merge by section ("" removes one)."""
+
+    workspace: str
+    sessionId: str
+    # default: null
+    goals: NotRequired[list[str] | None]
+    # default: null
+    openThreads: NotRequired[list[str] | None]
+    # default: null
+    decisions: NotRequired[list[str] | None]
+    # default: null
+    notes: NotRequired[dict[str, str] | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class SetWorkingStateResult(TypedDict):
+    goals: list[str]
+    openThreads: list[str]
+    decisions: list[str]
+    notes: dict[str, str]
+    revision: int
+    # default: 0
+    redactions: NotRequired[int]
+
+
+class Settings(TypedDict):
+    """A workspace's privacy and memory switches (persisted across restarts)."""
+
+    # default: true
+    enabled: NotRequired[bool]
+    # default: false
+    agentReadEnabled: NotRequired[bool]
+    # default: null
+    defaultDecayDays: NotRequired[float | None]
+    # default: false
+    extractToolEnabled: NotRequired[bool]
+    # default: false
+    incognito: NotRequired[bool]
+    # default: false
+    historyRecallEnabled: NotRequired[bool]
+    # default: false
+    extractToolEffective: NotRequired[bool]
+
+
+class ShutdownResult(TypedDict):
+    stopping: bool
+
+
+class Skipped(TypedDict):
+    """A source left out of the pack as a whole, and why.
+
+    ``reason``: ``safe_mode`` (MEMORY.md is over its size cap) or ``unreadable``
+    (it could not be read); ``message`` is for people.
+    """
+
+    source: Literal["memory"]
+    reason: Literal["safe_mode", "unreadable"]
+    message: str
+
+
+class StatusResult(TypedDict):
+    version: str
+    pid: int
+    uptimeMs: int
+    socket: str
+    dataDir: str
+    connections: int
+    # default: []
+    warnings: NotRequired[list[WorkspaceWarning]]
+
+
+class SubscribeParams(TypedDict):
+    workspace: str
+
+
+class SubscribeResult(TypedDict):
+    workspace: str
+    revision: int
+
+
+class ToolCall(TypedDict):
+    id: str
+    name: str
+    arguments: str
+
+
+class Trace(TypedDict):
+    """Why the pack looks the way it does.
+
+    - ``candidates``: every memory entry and the best ``recall_trace_max``
+      recall candidates, best first per kind;
+    - ``dropped``: how many candidates each reason left out (listed or not);
+    - ``allocation``: per kind, in priority order, history last;
+    - ``minimum_tokens``: the newest user message, the least a pack can be;
+    - ``history_dropped``: live-history messages left out (events beyond the
+      look-back horizon count one each);
+    - ``history_repaired``: messages and calls removed to close tool pairs;
+    - ``placeholders``: refs of tool results replaced by a placeholder;
+    - ``tampered``: refs of events left out because they fail their hash
+      check (``dropped["tampered"]`` counts them);
+    - ``skipped``: sources left out whole (memory in safe mode, unreadable);
+    - ``memory_session_bytes``: memory shown in this session since its last
+      compaction, this call included (the cumulative cap's measure).
+    """
+
+    path: Literal["bounded", "fast"]
+    candidates: list[TraceCandidate]
+    dropped: dict[str, int]
+    allocation: list[Allocation]
+    minimumTokens: int
+    historyDropped: int
+    historyRepaired: int
+    placeholders: list[str]
+    # default: []
+    tampered: NotRequired[list[str]]
+    # default: []
+    skipped: NotRequired[list[Skipped]]
+    # default: 0
+    memorySessionBytes: NotRequired[int]
+
+
+class TraceCandidate(TypedDict):
+    """One memory entry or recall candidate considered, and what became of it.
+
+    A recall candidate is one event: a full-text hit or a neighbour of one.
+    """
+
+    kind: Literal["memory", "recall"]
+    sourceId: str
+    score: float
+    parts: ScoreParts
+    included: bool
+    # default: null
+    reason: NotRequired[str | None]
+    # default: 0
+    tokens: NotRequired[int]
+    # default: null
+    contentHash: NotRequired[str | None]
+    # default: null
+    confidence: NotRequired[Confidence | None]
+    # default: 0
+    bytes: NotRequired[int]
+
+
+class UpdateEntryParams(TypedDict):
+    workspace: str
+    id: str
+    title: NotRequired[str]
+    content: NotRequired[str]
+    tags: NotRequired[list[str]]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class WarningSchema(TypedDict):
+    """Something a read found worth telling the user; the read still succeeded.
+
+    ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+    about one line of a file, ``message`` is for people.
+    """
+
+    kind: str
+    # default: null
+    line: NotRequired[int | None]
+    message: str
+
+
+class WorkingState(TypedDict):
+    """A session's working state: what the agent is doing right now."""
+
+    # default: []
+    goals: NotRequired[list[str]]
+    # default: []
+    openThreads: NotRequired[list[str]]
+    # default: []
+    decisions: NotRequired[list[str]]
+    # default: {}
+    notes: NotRequired[dict[str, str]]
+    # default: 0
+    revision: NotRequired[int]
+
+
+class WorkspaceWarning(TypedDict):
+    """A workspace warning (as in read_state) the daemon has seen since it started."""
+
+    workspace: str
+    kind: str
+    message: str
+    at: int
+
+
+class GetSettingsArgs(TypedDict):
+    """Params of ``get_settings``."""
+
+    workspace: str
+
+
+class SetSettingsArgs(TypedDict):
+    """Params of ``set_settings``."""
+
+    workspace: str
+    enabled: NotRequired[bool]
+    agentReadEnabled: NotRequired[bool]
+    defaultDecayDays: NotRequired[float | None]
+    extractToolEnabled: NotRequired[bool]
+    incognito: NotRequired[bool]
+    historyRecallEnabled: NotRequired[bool]
+
+
+class ReadStateArgs(TypedDict):
+    """Params of ``read_state``."""
+
+    workspace: str
+    # default: false
+    includeEntries: NotRequired[bool]
+    # default: false
+    includeArchived: NotRequired[bool]
+    # default: false
+    includeConfidence: NotRequired[bool]
+
+
+class AddEntryArgs(TypedDict):
+    """Params of ``add_entry``."""
+
+    workspace: str
+    title: str
+    content: str
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: "workspace"
+    scope: NotRequired[Literal["global", "session", "workspace"]]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    decayTtlMs: NotRequired[int | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class UpdateEntryArgs(TypedDict):
+    """Params of ``update_entry``."""
+
+    workspace: str
+    id: str
+    title: NotRequired[str]
+    content: NotRequired[str]
+    tags: NotRequired[list[str]]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ArchiveEntryArgs(TypedDict):
+    """Params of ``archive_entry``."""
+
+    workspace: str
+    id: str
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class RestoreEntryArgs(TypedDict):
+    """Params of ``restore_entry``."""
+
+    workspace: str
+    id: str
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class DeleteEntryArgs(TypedDict):
+    """Params of ``delete_entry``."""
+
+    workspace: str
+    id: str
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ListBackupsArgs(TypedDict):
+    """Params of ``list_backups``."""
+
+    workspace: str
+
+
+class RestoreBackupArgs(TypedDict):
+    """Params of ``restore_backup``."""
+
+    workspace: str
+    backupId: str
+    # default: null
+    expectedRevision: NotRequired[int | None]
+
+
+class SubscribeArgs(TypedDict):
+    """Params of ``subscribe``."""
+
+    workspace: str
+
+
+class UnsubscribeArgs(TypedDict):
+    """Params of ``unsubscribe``."""
+
+    workspace: str
+
+
+class ProposeArgs(TypedDict):
+    """Params of ``propose``."""
+
+    workspace: str
+    title: str
+    content: str
+    # default: "extracted"
+    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: "workspace"
+    scope: NotRequired[Literal["global", "session", "workspace"]]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: []
+    sourceRefs: NotRequired[list[str]]
+    # default: null
+    supersedes: NotRequired[str | None]
+    # default: null
+    decayTtlMs: NotRequired[int | None]
+    # default: false
+    draft: NotRequired[bool]
+    # default: null
+    consolidates: NotRequired[Consolidates | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ListProposalsArgs(TypedDict):
+    """Params of ``list_proposals``."""
+
+    workspace: str
+
+
+class ApproveArgs(TypedDict):
+    """Params of ``approve``."""
+
+    workspace: str
+    ids: list[str]
+    # default: {}
+    edits: NotRequired[dict[str, ProposalEdit]]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class RejectArgs(TypedDict):
+    """Params of ``reject``."""
+
+    workspace: str
+    ids: list[str]
+    # default: null
+    reason: NotRequired[str | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class MemoryHistoryArgs(TypedDict):
+    """Params of ``memory_history``."""
+
+    workspace: str
+    id: str
+
+
+class ImportMemoriesArgs(TypedDict):
+    """Params of ``import_memories``."""
+
+    workspace: str
+    # default: null
+    path: NotRequired[str | None]
+    # default: null
+    data: NotRequired[str | None]
+    # default: null
+    format: NotRequired[str | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ExportMemoriesArgs(TypedDict):
+    """Params of ``export_memories``."""
+
+    workspace: str
+    # default: "json"
+    format: NotRequired[Literal["json", "markdown"]]
+    # default: false
+    includeArchived: NotRequired[bool]
+
+
+class BuildContextArgs(TypedDict):
+    """Params of ``build_context``."""
+
+    workspace: str
+    budgetTokens: int
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    query: NotRequired[str | None]
+    # default: null
+    include: NotRequired[list[Literal["memory", "recall", "summary", "working_state"]] | None]
+
+
+class CompactArgs(TypedDict):
+    """Params of ``compact``."""
+
+    workspace: str
+    sessionId: str
+    mode: Literal["checkpoint", "semantic"]
+    # default: null
+    summary: NotRequired[str | None]
+    # default: null
+    keepRecentTokens: NotRequired[int | None]
+    # default: "manual"
+    reason: NotRequired[Literal["budget", "manual", "overflow"]]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ListCheckpointsArgs(TypedDict):
+    """Params of ``list_checkpoints``."""
+
+    workspace: str
+    sessionId: str
+
+
+class GetCheckpointArgs(TypedDict):
+    """Params of ``get_checkpoint``."""
+
+    workspace: str
+    checkpointId: str
+
+
+class OpenSessionArgs(TypedDict):
+    """Params of ``open_session``."""
+
+    workspace: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    title: NotRequired[str | None]
+    # default: null
+    incognito: NotRequired[bool | None]
+
+
+class ListSessionsArgs(TypedDict):
+    """Params of ``list_sessions``."""
+
+    workspace: str
+    # default: true
+    includeClosed: NotRequired[bool]
+
+
+class CloseSessionArgs(TypedDict):
+    """Params of ``close_session``."""
+
+    workspace: str
+    sessionId: str
+
+
+class DeleteSessionArgs(TypedDict):
+    """Params of ``delete_session``."""
+
+    workspace: str
+    sessionId: str
+
+
+class AppendEventsArgs(TypedDict):
+    """Params of ``append_events``."""
+
+    workspace: str
+    sessionId: str
+    events: list[EventInput]
+    # default: null
+    expectedSeq: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ReadEventsArgs(TypedDict):
+    """Params of ``read_events``."""
+
+    workspace: str
+    sessionId: str
+    # default: 0
+    afterSeq: NotRequired[int]
+    # default: 1000
+    limit: NotRequired[int]
+
+
+class SearchHistoryArgs(TypedDict):
+    """Params of ``search_history``."""
+
+    workspace: str
+    query: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: 20
+    limit: NotRequired[int]
+    # default: null
+    before: NotRequired[int | None]
+    # default: null
+    after: NotRequired[int | None]
+
+
+class RetrieveArgs(TypedDict):
+    """Params of ``retrieve``."""
+
+    workspace: str
+    refs: list[str]
+    # default: null
+    sessionId: NotRequired[str | None]
+
+
+class GetWorkingStateArgs(TypedDict):
+    """Params of ``get_working_state``."""
+
+    workspace: str
+    sessionId: str
+
+
+class SetWorkingStateArgs(TypedDict):
+    """Params of ``set_working_state``."""
+
+    workspace: str
+    sessionId: str
+    # default: null
+    goals: NotRequired[list[str] | None]
+    # default: null
+    openThreads: NotRequired[list[str] | None]
+    # default: null
+    decisions: NotRequired[list[str] | None]
+    # default: null
+    notes: NotRequired[dict[str, str] | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class GetManifestArgs(TypedDict):
+    """Params of ``get_manifest``."""
+
+    workspace: str
+    sessionId: str
+    # default: null
+    callId: NotRequired[str | None]
+
+
+class RecordEpisodeArgs(TypedDict):
+    """Params of ``record_episode``."""
+
+    workspace: str
+    sessionId: str
+    summary: str
+    sourceRefs: list[str]
+    # default: []
+    tags: NotRequired[list[str]]
+    # default: null
+    at: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class ListEpisodesArgs(TypedDict):
+    """Params of ``list_episodes``."""
+
+    workspace: str
+    # default: null
+    tag: NotRequired[str | None]
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    since: NotRequired[int | None]
+    # default: null
+    ids: NotRequired[list[str] | None]
+    # default: false
+    includeDeleted: NotRequired[bool]
+    # default: 1000
+    limit: NotRequired[int]
+
+
+class ConsolidationCandidatesArgs(TypedDict):
+    """Params of ``consolidation_candidates``."""
+
+    workspace: str
+    # default: null
+    tag: NotRequired[str | None]
+    # default: 5
+    minEpisodes: NotRequired[int]
+    # default: 2
+    minSessions: NotRequired[int]
+
+
+class ConsolidateArgs(TypedDict):
+    """Params of ``consolidate``."""
+
+    workspace: str
+    tag: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class Methods:
+    """One typed function per method: ``client.m.read_state(workspace=ws)``."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call: Call) -> None:
+        self._call = call
+
+    def ping(self) -> str:
+        """Liveness check: answers "pong"."""
+        return cast("str", self._call("ping", None))
+
+    def status(self) -> StatusResult:
+        """Daemon version, pid, uptime, socket, data directory, open connections, and warnings (a corrupt ledger reset, a workspace replaced)."""
+        return cast("StatusResult", self._call("status", None))
+
+    def rpc_discover(self) -> dict[str, Any]:
+        """This daemon's OpenRPC document (protocol/openrpc.json)."""
+        return cast("dict[str, Any]", self._call("rpc.discover", None))
+
+    def shutdown(self) -> ShutdownResult:
+        """Stop accepting connections, let in-flight requests finish, exit 0.
+
+        Errors: shutting_down.
+        """
+        return cast("ShutdownResult", self._call("shutdown", None))
+
+    def get_settings(self, **params: Unpack[GetSettingsArgs]) -> Settings:
+        """A workspace's settings.
+
+        Errors: invalid_workspace.
+        """
+        return cast("Settings", self._call("get_settings", dict(params)))
+
+    def set_settings(self, **params: Unpack[SetSettingsArgs]) -> Settings:
+        """Change some of a workspace's settings (patch); returns all of them.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("Settings", self._call("set_settings", dict(params)))
+
+    def read_state(self, **params: Unpack[ReadStateArgs]) -> LocalMemoryState:
+        """The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("LocalMemoryState", self._call("read_state", dict(params)))
+
+    def add_entry(self, **params: Unpack[AddEntryArgs]) -> EntryResult:
+        """The user's own new entry (origin manual, active at once, secrets redacted).
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("add_entry", dict(params)))
+
+    def update_entry(self, **params: Unpack[UpdateEntryArgs]) -> EntryResult:
+        """Change an entry's title, content or tags.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("update_entry", dict(params)))
+
+    def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
+        """Archive an entry.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("archive_entry", dict(params)))
+
+    def restore_entry(self, **params: Unpack[RestoreEntryArgs]) -> EntryResult:
+        """Make an archived entry active again.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("restore_entry", dict(params)))
+
+    def delete_entry(self, **params: Unpack[DeleteEntryArgs]) -> EntryResult:
+        """Remove an entry from MEMORY.md and every index; returns what was deleted.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("delete_entry", dict(params)))
+
+    def list_backups(self, **params: Unpack[ListBackupsArgs]) -> BackupsResult:
+        """The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.
+
+        Errors: invalid_workspace.
+        """
+        return cast("BackupsResult", self._call("list_backups", dict(params)))
+
+    def restore_backup(self, **params: Unpack[RestoreBackupArgs]) -> RestoreBackupResult:
+        """Put a backup back in place (the replaced text is itself backed up).
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("RestoreBackupResult", self._call("restore_backup", dict(params)))
+
+    def subscribe(self, **params: Unpack[SubscribeArgs]) -> SubscribeResult:
+        """Receive memory_changed, proposals_changed and settings_changed notifications for a workspace on this connection.
+
+        Errors: invalid_workspace.
+        """
+        return cast("SubscribeResult", self._call("subscribe", dict(params)))
+
+    def unsubscribe(self, **params: Unpack[UnsubscribeArgs]) -> SubscribeResult:
+        """Stop notifications for a workspace on this connection.
+
+        Errors: invalid_workspace.
+        """
+        return cast("SubscribeResult", self._call("unsubscribe", dict(params)))
+
+    def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large.
+
+        Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("ProposeResult", self._call("propose", dict(params)))
+
+    def list_proposals(self, **params: Unpack[ListProposalsArgs]) -> ProposalsResult:
+        """Open proposals with the ids of similar entries.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("ProposalsResult", self._call("list_proposals", dict(params)))
+
+    def approve(self, **params: Unpack[ApproveArgs]) -> ApproveResult:
+        """Activate proposals (optionally edited) in MEMORY.md and remove them from PENDING.md; a supersedes target is archived in the same write.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("ApproveResult", self._call("approve", dict(params)))
+
+    def reject(self, **params: Unpack[RejectArgs]) -> RejectResult:
+        """Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("RejectResult", self._call("reject", dict(params)))
+
+    def memory_history(self, **params: Unpack[MemoryHistoryArgs]) -> HistoryResult:
+        """Why do you believe this? The lineage of an entry or proposal.
+
+        Errors: invalid_workspace, not_found.
+        """
+        return cast("HistoryResult", self._call("memory_history", dict(params)))
+
+    def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("ImportResultWire", self._call("import_memories", dict(params)))
+
+    def export_memories(self, **params: Unpack[ExportMemoriesArgs]) -> ExportResult:
+        """Export active (and optionally archived) entries as JSON or Markdown.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("ExportResult", self._call("export_memories", dict(params)))
+
+    def build_context(self, **params: Unpack[BuildContextArgs]) -> ContextPack:
+        """What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
+
+        totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
+
+        Errors: invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("ContextPack", self._call("build_context", dict(params)))
+
+    def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
+        """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
+
+        A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, at most 40,000; halved for reason overflow) and 5 text messages, never splitting a tool call from its result. After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
+
+        Errors: circuit_open, conflict, incognito_blocked, invalid_params, invalid_summary, invalid_workspace, io_error, not_found.
+        """
+        return cast("Checkpoint", self._call("compact", dict(params)))
+
+    def list_checkpoints(self, **params: Unpack[ListCheckpointsArgs]) -> CheckpointsResult:
+        """A session's checkpoints, oldest first.
+
+        Errors: invalid_workspace, not_found.
+        """
+        return cast("CheckpointsResult", self._call("list_checkpoints", dict(params)))
+
+    def get_checkpoint(self, **params: Unpack[GetCheckpointArgs]) -> Checkpoint:
+        """One checkpoint by id.
+
+        Errors: invalid_workspace, not_found.
+        """
+        return cast("Checkpoint", self._call("get_checkpoint", dict(params)))
+
+    def open_session(self, **params: Unpack[OpenSessionArgs]) -> SessionView:
+        """Create a session (or reopen one by id). Incognito sessions live in memory only.
+
+        A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error.
+        """
+        return cast("SessionView", self._call("open_session", dict(params)))
+
+    def list_sessions(self, **params: Unpack[ListSessionsArgs]) -> SessionsResult:
+        """The workspace's sessions, newest first (incognito ones flagged).
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("SessionsResult", self._call("list_sessions", dict(params)))
+
+    def close_session(self, **params: Unpack[CloseSessionArgs]) -> SessionView:
+        """Close a session: appends are refused until it is opened again.
+
+        Errors: incognito_blocked, invalid_workspace, io_error, not_found.
+        """
+        return cast("SessionView", self._call("close_session", dict(params)))
+
+    def delete_session(self, **params: Unpack[DeleteSessionArgs]) -> DeleteSessionResult:
+        """Forget a session: its events, working state, manifests and checkpoints are erased; a tombstone (id, time, count, last hash) remains.
+
+        Always allowed, also while the workspace is incognito or disabled.
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("DeleteSessionResult", self._call("delete_session", dict(params)))
+
+    def append_events(self, **params: Unpack[AppendEventsArgs]) -> AppendEventsResult:
+        """Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
+
+        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("AppendEventsResult", self._call("append_events", dict(params)))
+
+    def read_events(self, **params: Unpack[ReadEventsArgs]) -> ReadEventsResult:
+        """A session's events after afterSeq, in order.
+
+        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("ReadEventsResult", self._call("read_events", dict(params)))
+
+    def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
+        """BM25 search over session events (Chinese and Japanese included).
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("SearchHistoryResult", self._call("search_history", dict(params)))
+
+    def retrieve(self, **params: Unpack[RetrieveArgs]) -> RetrieveResult:
+        """The exact events named by event: refs, each verified against the hash chain.
+
+        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact).
+
+        Errors: invalid_params, invalid_workspace, io_error, too_large.
+        """
+        return cast("RetrieveResult", self._call("retrieve", dict(params)))
+
+    def get_working_state(self, **params: Unpack[GetWorkingStateArgs]) -> WorkingState:
+        """A session's working state: goals, open threads, decisions, notes.
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("WorkingState", self._call("get_working_state", dict(params)))
+
+    def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
+        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("SetWorkingStateResult", self._call("set_working_state", dict(params)))
+
+    def get_manifest(self, **params: Unpack[GetManifestArgs]) -> Manifest:
+        """What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message. A session keeps its latest 64 calls' manifests.
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("Manifest", self._call("get_manifest", dict(params)))
+
+    def record_episode(self, **params: Unpack[RecordEpisodeArgs]) -> RecordEpisodeResult:
+        """Record an episode: a one-line, redacted summary of something that happened in a session, with tags and the events it came from.
+
+        sourceRefs must name stored events of non-incognito sessions (invalid_params with data.ref otherwise). Refused while the workspace or the session is incognito.
+
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("RecordEpisodeResult", self._call("record_episode", dict(params)))
+
+    def list_episodes(self, **params: Unpack[ListEpisodesArgs]) -> ListEpisodesResult:
+        """Episodes, oldest first, filtered by tag, session, time or id.
+
+        Errors: invalid_params, invalid_workspace, io_error.
+        """
+        return cast("ListEpisodesResult", self._call("list_episodes", dict(params)))
+
+    def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
+        """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("CandidatesResult", self._call("consolidation_candidates", dict(params)))
+
+    def consolidate(self, **params: Unpack[ConsolidateArgs]) -> ProposeResult:
+        """Propose the digest of a tag's evidence (origin extracted, consolidating the episodes); the user approves or rejects it like any proposal.
+
+        Errors: disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("ProposeResult", self._call("consolidate", dict(params)))
+
+
+class AsyncMethods:
+    """One typed function per method: ``await client.m.read_state(workspace=ws)``."""
+
+    __slots__ = ("_call",)
+
+    def __init__(self, call: AsyncCall) -> None:
+        self._call = call
+
+    async def ping(self) -> str:
+        """Liveness check: answers "pong"."""
+        return cast("str", await self._call("ping", None))
+
+    async def status(self) -> StatusResult:
+        """Daemon version, pid, uptime, socket, data directory, open connections, and warnings (a corrupt ledger reset, a workspace replaced)."""
+        return cast("StatusResult", await self._call("status", None))
+
+    async def rpc_discover(self) -> dict[str, Any]:
+        """This daemon's OpenRPC document (protocol/openrpc.json)."""
+        return cast("dict[str, Any]", await self._call("rpc.discover", None))
+
+    async def shutdown(self) -> ShutdownResult:
+        """Stop accepting connections, let in-flight requests finish, exit 0.
+
+        Errors: shutting_down.
+        """
+        return cast("ShutdownResult", await self._call("shutdown", None))
+
+    async def get_settings(self, **params: Unpack[GetSettingsArgs]) -> Settings:
+        """A workspace's settings.
+
+        Errors: invalid_workspace.
+        """
+        return cast("Settings", await self._call("get_settings", dict(params)))
+
+    async def set_settings(self, **params: Unpack[SetSettingsArgs]) -> Settings:
+        """Change some of a workspace's settings (patch); returns all of them.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("Settings", await self._call("set_settings", dict(params)))
+
+    async def read_state(self, **params: Unpack[ReadStateArgs]) -> LocalMemoryState:
+        """The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("LocalMemoryState", await self._call("read_state", dict(params)))
+
+    async def add_entry(self, **params: Unpack[AddEntryArgs]) -> EntryResult:
+        """The user's own new entry (origin manual, active at once, secrets redacted).
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("add_entry", dict(params)))
+
+    async def update_entry(self, **params: Unpack[UpdateEntryArgs]) -> EntryResult:
+        """Change an entry's title, content or tags.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("update_entry", dict(params)))
+
+    async def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
+        """Archive an entry.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("archive_entry", dict(params)))
+
+    async def restore_entry(self, **params: Unpack[RestoreEntryArgs]) -> EntryResult:
+        """Make an archived entry active again.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("restore_entry", dict(params)))
+
+    async def delete_entry(self, **params: Unpack[DeleteEntryArgs]) -> EntryResult:
+        """Remove an entry from MEMORY.md and every index; returns what was deleted.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("delete_entry", dict(params)))
+
+    async def list_backups(self, **params: Unpack[ListBackupsArgs]) -> BackupsResult:
+        """The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.
+
+        Errors: invalid_workspace.
+        """
+        return cast("BackupsResult", await self._call("list_backups", dict(params)))
+
+    async def restore_backup(self, **params: Unpack[RestoreBackupArgs]) -> RestoreBackupResult:
+        """Put a backup back in place (the replaced text is itself backed up).
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("RestoreBackupResult", await self._call("restore_backup", dict(params)))
+
+    async def subscribe(self, **params: Unpack[SubscribeArgs]) -> SubscribeResult:
+        """Receive memory_changed, proposals_changed and settings_changed notifications for a workspace on this connection.
+
+        Errors: invalid_workspace.
+        """
+        return cast("SubscribeResult", await self._call("subscribe", dict(params)))
+
+    async def unsubscribe(self, **params: Unpack[UnsubscribeArgs]) -> SubscribeResult:
+        """Stop notifications for a workspace on this connection.
+
+        Errors: invalid_workspace.
+        """
+        return cast("SubscribeResult", await self._call("unsubscribe", dict(params)))
+
+    async def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large.
+
+        Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("ProposeResult", await self._call("propose", dict(params)))
+
+    async def list_proposals(self, **params: Unpack[ListProposalsArgs]) -> ProposalsResult:
+        """Open proposals with the ids of similar entries.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("ProposalsResult", await self._call("list_proposals", dict(params)))
+
+    async def approve(self, **params: Unpack[ApproveArgs]) -> ApproveResult:
+        """Activate proposals (optionally edited) in MEMORY.md and remove them from PENDING.md; a supersedes target is archived in the same write.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("ApproveResult", await self._call("approve", dict(params)))
+
+    async def reject(self, **params: Unpack[RejectArgs]) -> RejectResult:
+        """Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("RejectResult", await self._call("reject", dict(params)))
+
+    async def memory_history(self, **params: Unpack[MemoryHistoryArgs]) -> HistoryResult:
+        """Why do you believe this? The lineage of an entry or proposal.
+
+        Errors: invalid_workspace, not_found.
+        """
+        return cast("HistoryResult", await self._call("memory_history", dict(params)))
+
+    async def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("ImportResultWire", await self._call("import_memories", dict(params)))
+
+    async def export_memories(self, **params: Unpack[ExportMemoriesArgs]) -> ExportResult:
+        """Export active (and optionally archived) entries as JSON or Markdown.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("ExportResult", await self._call("export_memories", dict(params)))
+
+    async def build_context(self, **params: Unpack[BuildContextArgs]) -> ContextPack:
+        """What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
+
+        totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
+
+        Errors: invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("ContextPack", await self._call("build_context", dict(params)))
+
+    async def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
+        """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
+
+        A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, at most 40,000; halved for reason overflow) and 5 text messages, never splitting a tool call from its result. After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
+
+        Errors: circuit_open, conflict, incognito_blocked, invalid_params, invalid_summary, invalid_workspace, io_error, not_found.
+        """
+        return cast("Checkpoint", await self._call("compact", dict(params)))
+
+    async def list_checkpoints(self, **params: Unpack[ListCheckpointsArgs]) -> CheckpointsResult:
+        """A session's checkpoints, oldest first.
+
+        Errors: invalid_workspace, not_found.
+        """
+        return cast("CheckpointsResult", await self._call("list_checkpoints", dict(params)))
+
+    async def get_checkpoint(self, **params: Unpack[GetCheckpointArgs]) -> Checkpoint:
+        """One checkpoint by id.
+
+        Errors: invalid_workspace, not_found.
+        """
+        return cast("Checkpoint", await self._call("get_checkpoint", dict(params)))
+
+    async def open_session(self, **params: Unpack[OpenSessionArgs]) -> SessionView:
+        """Create a session (or reopen one by id). Incognito sessions live in memory only.
+
+        A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error.
+        """
+        return cast("SessionView", await self._call("open_session", dict(params)))
+
+    async def list_sessions(self, **params: Unpack[ListSessionsArgs]) -> SessionsResult:
+        """The workspace's sessions, newest first (incognito ones flagged).
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("SessionsResult", await self._call("list_sessions", dict(params)))
+
+    async def close_session(self, **params: Unpack[CloseSessionArgs]) -> SessionView:
+        """Close a session: appends are refused until it is opened again.
+
+        Errors: incognito_blocked, invalid_workspace, io_error, not_found.
+        """
+        return cast("SessionView", await self._call("close_session", dict(params)))
+
+    async def delete_session(self, **params: Unpack[DeleteSessionArgs]) -> DeleteSessionResult:
+        """Forget a session: its events, working state, manifests and checkpoints are erased; a tombstone (id, time, count, last hash) remains.
+
+        Always allowed, also while the workspace is incognito or disabled.
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("DeleteSessionResult", await self._call("delete_session", dict(params)))
+
+    async def append_events(self, **params: Unpack[AppendEventsArgs]) -> AppendEventsResult:
+        """Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
+
+        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("AppendEventsResult", await self._call("append_events", dict(params)))
+
+    async def read_events(self, **params: Unpack[ReadEventsArgs]) -> ReadEventsResult:
+        """A session's events after afterSeq, in order.
+
+        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("ReadEventsResult", await self._call("read_events", dict(params)))
+
+    async def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
+        """BM25 search over session events (Chinese and Japanese included).
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("SearchHistoryResult", await self._call("search_history", dict(params)))
+
+    async def retrieve(self, **params: Unpack[RetrieveArgs]) -> RetrieveResult:
+        """The exact events named by event: refs, each verified against the hash chain.
+
+        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact).
+
+        Errors: invalid_params, invalid_workspace, io_error, too_large.
+        """
+        return cast("RetrieveResult", await self._call("retrieve", dict(params)))
+
+    async def get_working_state(self, **params: Unpack[GetWorkingStateArgs]) -> WorkingState:
+        """A session's working state: goals, open threads, decisions, notes.
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("WorkingState", await self._call("get_working_state", dict(params)))
+
+    async def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
+        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("SetWorkingStateResult", await self._call("set_working_state", dict(params)))
+
+    async def get_manifest(self, **params: Unpack[GetManifestArgs]) -> Manifest:
+        """What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message. A session keeps its latest 64 calls' manifests.
+
+        Errors: invalid_workspace, io_error, not_found.
+        """
+        return cast("Manifest", await self._call("get_manifest", dict(params)))
+
+    async def record_episode(self, **params: Unpack[RecordEpisodeArgs]) -> RecordEpisodeResult:
+        """Record an episode: a one-line, redacted summary of something that happened in a session, with tags and the events it came from.
+
+        sourceRefs must name stored events of non-incognito sessions (invalid_params with data.ref otherwise). Refused while the workspace or the session is incognito.
+
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
+        """
+        return cast("RecordEpisodeResult", await self._call("record_episode", dict(params)))
+
+    async def list_episodes(self, **params: Unpack[ListEpisodesArgs]) -> ListEpisodesResult:
+        """Episodes, oldest first, filtered by tag, session, time or id.
+
+        Errors: invalid_params, invalid_workspace, io_error.
+        """
+        return cast("ListEpisodesResult", await self._call("list_episodes", dict(params)))
+
+    async def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
+        """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
+
+        Errors: invalid_workspace, io_error.
+        """
+        return cast("CandidatesResult", await self._call("consolidation_candidates", dict(params)))
+
+    async def consolidate(self, **params: Unpack[ConsolidateArgs]) -> ProposeResult:
+        """Propose the digest of a tag's evidence (origin extracted, consolidating the episodes); the user approves or rejects it like any proposal.
+
+        Errors: disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("ProposeResult", await self._call("consolidate", dict(params)))
+
+
+#: Method names in document order.
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+
+#: Domain error kinds (``error.data.kind``) and their codes.
+DOMAIN_ERROR_CODES = {
+    "invalid_params": -32602,
+    "not_found": -32001,
+    "conflict": -32002,
+    "incognito_blocked": -32003,
+    "disabled": -32004,
+    "gate_closed": -32005,
+    "too_large": -32006,
+    "reply_too_large": -32006,
+    "safe_mode": -32007,
+    "invalid_summary": -32008,
+    "io_error": -32009,
+    "invalid_workspace": -32010,
+    "insufficient_evidence": -32011,
+    "circuit_open": -32012,
+    "shutting_down": -32013,
+    "too_many_connections": -32014,
+}

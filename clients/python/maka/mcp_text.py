@@ -1,0 +1,120 @@
+"""Plain text the MCP tools and resources return to an agent (no terminal chrome)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+HIT_TEXT_CHARS = 400
+EVENT_TEXT_CHARS = 2_000
+EVENTS_PER_REF = 200
+RESOLVE_MAX_CHARS = 40_000
+
+
+def one_line(text: Any, limit: int) -> str:
+    flat = " ".join(str(text).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def date_of(ms: Any) -> str:
+    if not isinstance(ms, int) or ms <= 0:
+        return "date unknown"
+    return datetime.fromtimestamp(ms // 1000, tz=UTC).strftime("%Y-%m-%d")
+
+
+def event_ref(session_id: str, first: int, last: int) -> str:
+    return f"event:{session_id}:{first}" if first == last else f"event:{session_id}:{first}-{last}"
+
+
+def render_hit(hit: dict[str, Any]) -> str:
+    """One search_history hit: ``[ref] type: text``."""
+    event = hit.get("event", hit)
+    ref = hit.get("ref") or f"event:{event.get('sessionId')}:{event.get('seq')}"
+    return f"[{ref}] {event.get('type', '?')}: {one_line(event.get('text', ''), HIT_TEXT_CHARS)}"
+
+
+def pack_text(pack: dict[str, Any]) -> str:
+    """A build_context pack as an agent uses it: its segments' text, in order (each names
+    the refs it quotes). History messages are left out: the host holds the conversation."""
+    return "\n\n".join(str(s.get("text", "")).strip() for s in pack.get("segments") or []
+                       if str(s.get("text", "")).strip())
+
+
+def entry_line(entry: dict[str, Any]) -> str:
+    tags = f" [{', '.join(entry['tags'])}]" if entry.get("tags") else ""
+    archived = " (archived)" if entry.get("status") == "archived" else ""
+    updated = entry.get("updatedAt") or entry.get("createdAt")
+    return (f"memory:{entry.get('id')}  {one_line(entry.get('title', ''), 120)}{tags}{archived}"
+            f"  · updated {date_of(updated)}")
+
+
+def entry_block(entry: dict[str, Any]) -> str:
+    return f"{entry_line(entry)}\n{str(entry.get('content', '')).strip()}"
+
+
+def events_block(result: dict[str, Any]) -> str:
+    """What one ``event:`` ref names, with the outcome of its hash-chain check."""
+    events = result.get("events") or []
+    lines = []
+    for event in events[:EVENTS_PER_REF]:
+        who = event.get("type", "?")
+        if event.get("toolName"):
+            who += f" {event['toolName']}"
+        lines.append(f"{event.get('seq')} {who}: {one_line(event.get('text', ''), EVENT_TEXT_CHARS)}")
+    if len(events) > EVENTS_PER_REF:
+        lines.append(f"… {len(events) - EVENTS_PER_REF} more events: resolve a narrower range")
+    if result.get("ok"):
+        lines.append("(verified against the session's hash chain)")
+    else:
+        problems = [f"{label} {result[key]}" for key, label in (
+            ("missingSeqs", "missing seqs"), ("mismatchedSeqs", "altered seqs")) if result.get(key)]
+        if result.get("chainIntact") is False:
+            problems.append("the chain after this range does not match")
+        lines.append("(NOT verified: " + ("; ".join(problems) or "unknown problem") + ")")
+    return "\n".join(lines)
+
+
+def checkpoint_block(checkpoint: dict[str, Any]) -> str:
+    cover = checkpoint.get("coverage") or {}
+    span = event_ref(str(checkpoint.get("sessionId")), int(cover.get("fromSeq", 0)),
+                     int(cover.get("toSeq", 0)))
+    return f"Summary of {span} ({checkpoint.get('mode')} checkpoint):\n" \
+           f"{str(checkpoint.get('summary', '')).strip()}"
+
+
+def episode_block(episode: dict[str, Any]) -> str:
+    tags = f" [{', '.join(episode['tags'])}]" if episode.get("tags") else ""
+    refs = ", ".join(episode.get("sourceRefs") or [])
+    return f"{episode.get('summary', '')}{tags}" + (f"\nfrom {refs}" if refs else "")
+
+
+def join_blocks(blocks: list[tuple[str, str]]) -> str:
+    """``[ref]`` then its text, for each ref, within RESOLVE_MAX_CHARS."""
+    out: list[str] = []
+    size = 0
+    for ref, text in blocks:
+        block = f"[{ref}]\n{text}"
+        if size + len(block) > RESOLVE_MAX_CHARS and out:
+            out.append(f"… output cut at {RESOLVE_MAX_CHARS} characters: resolve fewer refs at once")
+            break
+        out.append(block)
+        size += len(block)
+    return "\n\n".join(out)
+
+
+def pending_markdown(proposals: list[dict[str, Any]]) -> str:
+    """PENDING.md as the agent may read it: every proposal waiting for the user."""
+    if not proposals:
+        return "# Pending proposals\n\nNothing is waiting for the user's review.\n"
+    parts = [f"# Pending proposals ({len(proposals)})",
+             "Waiting for the user's review: none of these is part of memory yet."]
+    for view in proposals:
+        p = view.get("proposal", view)
+        meta = [f"id {p.get('id')}", f"origin {p.get('origin', 'unknown')}"]
+        if p.get("tags"):
+            meta.append("tags " + ", ".join(p["tags"]))
+        if view.get("similarTo"):
+            meta.append("similar to " + ", ".join(view["similarTo"]))
+        parts += [f"## {one_line(p.get('title', ''), 200)}", " · ".join(meta),
+                  str(p.get("content", "")).strip()]
+    return "\n\n".join(parts) + "\n"

@@ -1,0 +1,381 @@
+"""What the MCP bridge does, free of the MCP SDK: one workspace, one daemon connection
+(subscribed to the workspace's changes), one ledger session per MCP connection.
+
+Every tool returns text or raises ToolFailure (``kind: message``, the kind being the
+daemon's error kind or the bridge's own). The gates are read fresh for every read, because
+a stale "agent read is on" must never leak memory: with agent read off, memory disabled or
+incognito on, the read tools say so and return nothing; past sessions (history_search and
+refs into other sessions) also need ``historyRecallEnabled``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+from anyio.abc import TaskGroup
+
+from maka import mcp_text as text
+from maka.aclient import AsyncClient
+from maka.errors import DaemonUnavailable, MakaError, MethodNotFound, RemoteError
+from maka.mcp_args import (
+    MAX_BUDGET_TOKENS,
+    MAX_HISTORY_HITS,
+    MAX_LIST,
+    MAX_REFS,
+    MAX_TURNS,
+    ContextArgs,
+    HistoryArgs,
+    ListArgs,
+    ProposeArgs,
+    RecordArgs,
+    ResolveArgs,
+    SearchArgs,
+)
+from maka.notifications import RECONNECTED, SUBSCRIPTION_LOST
+
+log = logging.getLogger("maka.mcp")
+ROLE_TO_TYPE = {"user": "user_message", "assistant": "assistant_message", "tool_call": "tool_call",
+                "tool_result": "tool_result", "note": "note", "system": "system"}
+CLOSE_TIMEOUT_S = 5.0
+Listener = Callable[[str], Awaitable[None]]  # called with "tools", "memory" or "pending"
+
+
+class ToolFailure(Exception):
+    """A tool call that failed; ``kind`` is the daemon's error kind (or the bridge's own)."""
+
+    def __init__(self, kind: str, message: str) -> None:
+        super().__init__(f"{kind}: {message}")
+        self.kind = kind
+
+
+def clamp(value: int, low: int, high: int) -> int:
+    return max(low, min(high, int(value)))
+
+
+def propose_open(settings: dict[str, Any] | None) -> bool:
+    """Contract test 4: agents may propose only while extractToolEnabled && agentReadEnabled
+    (memory enabled, incognito off)."""
+    s = settings or {}
+    return bool(s.get("enabled", True) and s.get("agentReadEnabled") and s.get("extractToolEnabled")
+                and not s.get("incognito"))
+
+
+def refusal(settings: dict[str, Any], history: bool = False) -> str | None:
+    """Why reading is not allowed in this workspace right now, or None when it is."""
+    if settings.get("incognito"):
+        return "Incognito is on for this workspace: nothing is read or written."
+    if not settings.get("enabled", True):
+        return "Memory is disabled for this workspace: nothing is returned."
+    if not settings.get("agentReadEnabled"):
+        return ("Agent read is off for this workspace: the user has not allowed agents to "
+                "read memory, so nothing is returned.")
+    if history and not settings.get("historyRecallEnabled"):
+        return ("History recall is off for this workspace: the user has not allowed "
+                "searching past sessions, so nothing is returned.")
+    return None
+
+
+class Bridge:
+    """Use as ``async with Bridge(...) as bridge``; on exit its ledger session is closed."""
+
+    def __init__(self, socket_path: str | None, workspace: str, *, autostart: bool = True,
+                 timeout: float = 30.0) -> None:
+        self.workspace = workspace
+        self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart)
+        self.settings: dict[str, Any] | None = None
+        self.session_id: str | None = None
+        self.session_title = "MCP session"
+        self.listeners: list[Listener] = []
+        self._subscribed = False
+        self._connect_lock = anyio.Lock()
+        self._session_lock = anyio.Lock()
+        self._tg: TaskGroup | None = None
+
+    async def __aenter__(self) -> Bridge:
+        await self.client.__aenter__()
+        self._tg = anyio.create_task_group()
+        await self._tg.__aenter__()
+        self._tg.start_soon(self._pump)
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        with anyio.CancelScope(shield=True), anyio.move_on_after(CLOSE_TIMEOUT_S):
+            await self.close_session()
+        if self._tg is not None:
+            self._tg.cancel_scope.cancel()
+            await self._tg.__aexit__(None, None, None)
+            self._tg = None
+        await self.client.__aexit__(None, None, None)
+
+    # ------------------------------------------------------------ daemon ---
+
+    async def call(self, method: str, params: dict[str, Any]) -> Any:
+        try:
+            return await self.client.call(method, {"workspace": self.workspace, **params})
+        except MethodNotFound:
+            raise ToolFailure("method_not_found", f"this makad does not offer {method} (it may "
+                              "be older than this client)") from None
+        except RemoteError as exc:
+            raise ToolFailure(exc.kind, exc.message) from None
+        except DaemonUnavailable as exc:
+            raise ToolFailure("daemon_unavailable", str(exc)) from None
+        except (MakaError, TimeoutError) as exc:
+            raise ToolFailure("connection", str(exc) or "timed out") from None
+
+    async def connect(self) -> None:
+        """Subscribe to the workspace's changes (starting makad if need be) and read its
+        settings; once per connection to the daemon."""
+        async with self._connect_lock:
+            if self._subscribed:
+                return
+            await self.call("subscribe", {})
+            self._subscribed = True
+            await self._settings_changed(await self.call("get_settings", {}))
+
+    async def fresh_settings(self) -> dict[str, Any]:
+        await self.connect()
+        settings: dict[str, Any] = await self.call("get_settings", {})
+        await self._settings_changed(settings)
+        return settings
+
+    async def _settings_changed(self, settings: dict[str, Any]) -> None:
+        before, self.settings = self.settings, settings
+        if before is not None and propose_open(before) != propose_open(settings):
+            await self._announce("tools")
+
+    async def _announce(self, what: str) -> None:
+        for listener in list(self.listeners):
+            try:
+                await listener(what)
+            except Exception:  # a host that went away must not stop the bridge
+                log.debug("listener failed for %s", what, exc_info=True)
+
+    async def _pump(self) -> None:
+        """Turn the daemon's notifications into tools/resources changes for the host."""
+        while True:
+            try:
+                async for note in self.client.notifications():
+                    await self._on_notification(note.get("method", ""), note.get("params") or {})
+            except DaemonUnavailable:
+                self._subscribed = False  # the next request subscribes again
+
+    async def _on_notification(self, method: str, params: dict[str, Any]) -> None:
+        if method == SUBSCRIPTION_LOST:
+            self._subscribed = False
+            return
+        if params.get("workspace") not in (None, self.workspace) and method != RECONNECTED:
+            return
+        if method in ("settings_changed", RECONNECTED):
+            with contextlib.suppress(ToolFailure):
+                await self._settings_changed(await self.call("get_settings", {}))
+        # Settings change what the resources show; after a reconnect anything may have.
+        if method in ("memory_changed", "settings_changed", RECONNECTED):
+            await self._announce("memory")
+        if method in ("proposals_changed", "settings_changed", RECONNECTED):
+            await self._announce("pending")
+
+    # ----------------------------------------------------------- session ---
+
+    async def ensure_session(self) -> str:
+        async with self._session_lock:
+            if self.session_id is None:
+                opened = await self.call("open_session", {"title": self.session_title})
+                self.session_id = str(opened["sessionId"])
+            return self.session_id
+
+    async def close_session(self) -> None:
+        session, self.session_id = self.session_id, None
+        if session is not None:
+            with contextlib.suppress(ToolFailure):
+                await self.call("close_session", {"sessionId": session})
+
+    def own(self, session_id: str | None) -> bool:
+        return session_id is not None and session_id == self.session_id
+
+    # ------------------------------------------------------------- tools ---
+
+    async def read_refusal(self, history: bool = False) -> str | None:
+        return refusal(await self.fresh_settings(), history)
+
+    async def memory_search(self, args: SearchArgs) -> str:
+        if why := await self.read_refusal():
+            return why
+        pack = await self.call("build_context", {
+            "query": args.query, "include": ["memory"],
+            "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS)})
+        segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
+        if not segments:
+            return f"No memory entries match {args.query!r}."
+        refs = [ref for s in segments for ref in s.get("sourceIds") or []]
+        body = "\n\n".join(str(s.get("text", "")).strip() for s in segments)
+        return f"{body}\n\nRefs: {', '.join(refs) if refs else '(none)'}"
+
+    async def memory_context(self, args: ContextArgs) -> str:
+        if why := await self.read_refusal():
+            return why
+        params: dict[str, Any] = {"query": args.query,
+                                  "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS)}
+        if args.session_id:
+            params["sessionId"] = args.session_id
+        pack = await self.call("build_context", params)
+        return text.pack_text(pack) or "Nothing in memory bears on this turn."
+
+    async def memory_list(self, args: ListArgs) -> str:
+        if why := await self.read_refusal():
+            return why
+        state = await self.call("read_state", {"includeEntries": True,
+                                               "includeArchived": args.include_archived})
+        if state.get("status") != "ok":
+            return f"MEMORY.md cannot be read now ({state.get('status')}): {state.get('reason') or ''}"
+        entries = [e for e in self._visible(state.get("entries") or [])
+                   if args.tag is None or args.tag in (e.get("tags") or [])]
+        entries.sort(key=lambda e: e.get("updatedAt") or e.get("createdAt") or 0, reverse=True)
+        shown = entries[: clamp(args.limit, 1, MAX_LIST)]
+        if not shown:
+            return "No entries" + (f" tagged {args.tag!r}." if args.tag else " in memory.")
+        head = f"{len(entries)} entries" + (f", the newest {len(shown)}:" if len(shown) < len(entries)
+                                            else ":")
+        return "\n".join([head, *(text.entry_line(e) for e in shown)])
+
+    def _visible(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Entries scoped to another session never reach this one (invariant 7)."""
+        return [e for e in entries if e.get("scope") != "session" or self.own(e.get("sessionId"))]
+
+    async def history_search(self, args: HistoryArgs) -> str:
+        if why := await self.read_refusal(history=True):
+            return why
+        params: dict[str, Any] = {"query": args.query,
+                                  "limit": clamp(args.limit, 1, MAX_HISTORY_HITS)}
+        if args.session_id:
+            params["sessionId"] = args.session_id
+        hits = (await self.call("search_history", params)).get("hits") or []
+        if not hits:
+            return f"No past events match {args.query!r}."
+        return "\n".join(text.render_hit(hit) for hit in hits)
+
+    async def session_record(self, args: RecordArgs) -> str:
+        if not 1 <= len(args.turns) <= MAX_TURNS:
+            raise ToolFailure("too_large" if args.turns else "invalid_params",
+                              f"send between 1 and {MAX_TURNS} turns per call")
+        events = []
+        for turn in args.turns:
+            event: dict[str, Any] = {"type": ROLE_TO_TYPE[turn.role], "text": turn.text}
+            if turn.tool_name:
+                event["toolName"] = turn.tool_name
+            if turn.tool_call_id:
+                event["toolCallId"] = turn.tool_call_id
+            events.append(event)
+        session = await self.ensure_session()
+        try:
+            result = await self.call("append_events", {"sessionId": session, "events": events})
+        except ToolFailure as exc:
+            if exc.kind != "not_found":
+                raise
+            # An incognito session vanishes with a daemon restart: start a new one.
+            self.session_id = None
+            session = await self.ensure_session()
+            result = await self.call("append_events", {"sessionId": session, "events": events})
+        ref = text.event_ref(session, int(result["firstSeq"]), int(result["lastSeq"]))
+        note = f" {result['redactions']} secret(s) were redacted." if result.get("redactions") else ""
+        return f"Recorded {len(events)} turn(s) in session {session} as {ref}.{note}"
+
+    async def memory_resolve(self, args: ResolveArgs) -> str:
+        refs = list(dict.fromkeys(r.strip() for r in args.refs if r.strip()))
+        if not refs:
+            raise ToolFailure("invalid_params", "give at least one ref")
+        if len(refs) > MAX_REFS:
+            raise ToolFailure("too_large", f"at most {MAX_REFS} refs per call")
+        settings = await self.fresh_settings()
+        blocks = [(ref, await self._resolve_one(ref, settings)) for ref in refs]
+        return text.join_blocks(blocks)
+
+    async def _resolve_one(self, ref: str, settings: dict[str, Any]) -> str:
+        kind, _, rest = ref.partition(":")
+        try:
+            if kind == "memory" and rest:
+                return await self._resolve_memory(rest, settings)
+            if kind == "event" and rest:
+                return await self._resolve_events(ref, rest.split(":", 1)[0], settings)
+            if kind == "checkpoint" and rest:
+                found = await self.call("get_checkpoint", {"checkpointId": rest})
+                return (refusal(settings, history=not self.own(found.get("sessionId")))
+                        or text.checkpoint_block(found))
+            if kind == "episode" and rest:
+                if why := refusal(settings, history=True):
+                    return why
+                found = (await self.call("list_episodes", {"ids": [rest]})).get("episodes") or []
+                return text.episode_block(found[0]) if found else "Not found."
+        except ToolFailure as exc:
+            return "Not found." if exc.kind == "not_found" else f"Not resolved ({exc})."
+        return ("Not a ref this server knows: use memory:<id>, event:<session>:<seq>[-<seq>], "
+                "checkpoint:<id> or episode:<id>.")
+
+    async def _resolve_memory(self, entry_id: str, settings: dict[str, Any]) -> str:
+        if why := refusal(settings):
+            return why
+        state = await self.call("read_state", {"includeEntries": True, "includeArchived": True})
+        for entry in self._visible(state.get("entries") or []):
+            if entry.get("id") == entry_id:
+                return text.entry_block(entry)
+        return "Not found (it may have been deleted, or it is waiting in PENDING.md)."
+
+    async def _resolve_events(self, ref: str, session_id: str, settings: dict[str, Any]) -> str:
+        # The agent's own recorded turns are its own; other sessions are past sessions.
+        if not self.own(session_id) and (why := refusal(settings, history=True)):
+            return why
+        params: dict[str, Any] = {"refs": [ref]}
+        if self.session_id:
+            params["sessionId"] = self.session_id  # so refs into an incognito session resolve
+        results = (await self.call("retrieve", params)).get("results") or []
+        if not results or not results[0].get("events"):
+            return "Not found."
+        return text.events_block(results[0])
+
+    async def memory_propose(self, args: ProposeArgs) -> str:
+        params: dict[str, Any] = {"title": args.title, "content": args.content, "origin": "extracted"}
+        if args.tags:
+            params["tags"] = args.tags
+        session = args.session_id or self.session_id
+        if session:
+            params["sessionId"] = session
+        if args.source_refs:
+            params["sourceRefs"] = args.source_refs
+        result = await self.call("propose", params)
+        notes = []
+        if result.get("redactions"):
+            notes.append(f"{result['redactions']} secret(s) were redacted.")
+        if result.get("queued"):
+            proposal = result["proposal"]
+            if result.get("similarTo"):
+                notes.append("Similar entries already exist: " + ", ".join(result["similarTo"]))
+            return " ".join([f"Proposed {proposal['id']}: queued in PENDING.md for the user's "
+                             "review. It is not part of memory until the user approves it.",
+                             *notes])
+        if result.get("duplicateOf"):
+            known = result.get("proposal") or {}
+            where = ("is already waiting for the user's review" if known.get("status") in
+                     ("review_required", "draft") else "is already in memory")
+            return f"Not queued: the same memory {where} ({result['duplicateOf']})."
+        rejected = result.get("previouslyRejected") or {}
+        reason = f" (reason: {rejected['reason']})" if rejected.get("reason") else ""
+        return f"Not queued: the user rejected this memory before{reason}."
+
+    # --------------------------------------------------------- resources ---
+
+    async def memory_file(self) -> str:
+        if why := await self.read_refusal():
+            return why
+        state = await self.call("read_state", {})
+        if state.get("status") != "ok":
+            return f"MEMORY.md cannot be read now ({state.get('status')}): {state.get('reason') or ''}"
+        return str(state.get("content", ""))
+
+    async def pending_file(self) -> str:
+        if why := await self.read_refusal():
+            return why
+        proposals = (await self.call("list_proposals", {})).get("proposals") or []
+        return text.pending_markdown(proposals)

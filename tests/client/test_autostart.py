@@ -1,0 +1,139 @@
+"""Autostart: clients start makad when nothing answers, detached, logged, one daemon only."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from maka import AsyncClient, Client
+from maka.errors import DaemonUnavailable
+from tests.client.autostart_support import AutostartHome, wait_gone
+from tests.support import DaemonProcess
+
+MAKA = [sys.executable, "-m", "maka.cli"]
+
+
+def maka(home: AutostartHome, *args: str) -> subprocess.Popen[str]:
+    return subprocess.Popen([*MAKA, "--socket", str(home.socket), *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+
+
+def test_library_default_does_not_start_a_daemon(autostart_home: AutostartHome) -> None:
+    """Client() without autostart=True says no daemon runs, and starts none."""
+    with pytest.raises(DaemonUnavailable, match="start one"):
+        Client(str(autostart_home.socket)).call("ping")
+    assert not autostart_home.socket.exists() and not autostart_home.log.exists()
+
+
+def test_client_starts_one_detached_and_logged(autostart_home: AutostartHome) -> None:
+    """Client(autostart=True) starts makad on its socket with the default data dir from the
+    environment, in a session of its own, logging to the user's log dir; it outlives the client."""
+    with Client(str(autostart_home.socket), autostart=True) as c:
+        status = c.call("status")
+    assert status["socket"] == str(autostart_home.socket)
+    assert status["dataDir"] == str(autostart_home.data_dir)
+    pid = int(status["pid"])
+    assert os.getsid(pid) == pid != os.getsid(0)  # its own session: no terminal's signals reach it
+    assert os.readlink(f"/proc/{pid}/cwd") == "/"
+    assert os.readlink(f"/proc/{pid}/fd/2") == str(autostart_home.log)
+    assert "listening on" in autostart_home.log.read_text()
+    assert autostart_home.status()["pid"] == pid  # still serving after the client closed
+
+
+def test_async_client_starts_one(autostart_home: AutostartHome) -> None:
+    """AsyncClient(autostart=True) starts makad the same way."""
+
+    async def go() -> str:
+        async with AsyncClient(str(autostart_home.socket), autostart=True) as c:
+            result: str = await c.call("ping")
+            return result
+
+    assert anyio.run(go) == "pong"
+    assert autostart_home.running()
+
+
+def test_environment_refuses(autostart_home: AutostartHome, monkeypatch: pytest.MonkeyPatch) -> None:
+    """MAKA_NO_AUTOSTART=1 wins over autostart=True, and the error says autostart is off."""
+    monkeypatch.setenv("MAKA_NO_AUTOSTART", "1")
+    with pytest.raises(DaemonUnavailable, match="autostart is off"):
+        Client(str(autostart_home.socket), autostart=True).call("ping")
+    assert not autostart_home.log.exists()
+
+
+def test_stale_socket_is_replaced(autostart_home: AutostartHome) -> None:
+    """A socket file left by a killed daemon counts as no daemon: a new one is started."""
+    d = DaemonProcess(autostart_home.root)
+    d.socket = autostart_home.socket
+    d.socket.parent.mkdir(mode=0o700, exist_ok=True)
+    d.start()
+    d.kill9()
+    assert d.socket.exists()
+    with Client(str(autostart_home.socket), autostart=True) as c:
+        assert c.call("ping") == "pong"
+
+
+def test_a_daemon_that_cannot_start_is_reported(autostart_home: AutostartHome,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """When the started makad exits with an error, the client says so and names the log."""
+    blocker = autostart_home.root / "file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("MAKAD_DATA_DIR", str(blocker / "data"))
+    with pytest.raises(DaemonUnavailable) as info:
+        Client(str(autostart_home.socket), autostart=True).call("ping")
+    message = str(info.value)
+    assert "autostarted makad exited with status 1" in message and str(autostart_home.log) in message
+
+
+def test_cli_autostarts_and_says_so(autostart_home: AutostartHome) -> None:
+    """A maka command with no daemon running starts one and says so on stderr."""
+    proc = maka(autostart_home, "--json", "status")
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    pid = json.loads(out)["pid"]
+    assert f"started one (pid {pid}" in err and str(autostart_home.log) in err
+
+
+def test_cli_no_autostart_flag(autostart_home: AutostartHome) -> None:
+    """maka --no-autostart exits 3 without starting anything."""
+    proc = maka(autostart_home, "--no-autostart", "status")
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 3 and "start one" in err
+    assert not autostart_home.socket.exists()
+
+
+def test_two_clients_at_once_get_one_daemon(autostart_home: AutostartHome) -> None:
+    """Several maka commands starting at the same moment all reach one and the same daemon;
+    the extra makad processes exit because the first holds the lock."""
+    procs = [maka(autostart_home, "--json", "status") for _ in range(4)]
+    results = [p.communicate(timeout=60) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in results]
+    pids = {json.loads(out)["pid"] for out, _ in results}
+    assert len(pids) == 1
+    started = [int(line.split("(pid ")[1].split(",")[0]) for _, err in results
+               for line in err.splitlines() if "started one (pid" in line]
+    (winner,) = pids
+    assert winner in started
+    for pid in started:
+        if pid != winner:
+            wait_gone(pid)  # lost the lock: exited at once
+    log = autostart_home.log.read_text()
+    assert log.count("listening on") == 1
+    assert log.count("already serving") == len(started) - 1
+
+
+def test_log_never_follows_a_symlink(autostart_home: AutostartHome) -> None:
+    """A symlink planted at the log's path is refused, not written through."""
+    target = autostart_home.root / "victim"
+    target.write_text("keep me")
+    autostart_home.log.parent.mkdir(parents=True)
+    autostart_home.log.symlink_to(target)
+    with pytest.raises(OSError):
+        Client(str(autostart_home.socket), autostart=True).call("ping")
+    assert target.read_text() == "keep me"
+    assert not Path(autostart_home.socket).exists()
