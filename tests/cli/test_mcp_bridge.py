@@ -249,8 +249,8 @@ async def test_history_search_with_recall_on(daemon: DaemonProcess) -> None:
 async def test_resources_show_the_files(daemon: DaemonProcess) -> None:
     """MEMORY.md is served as the user's file; PENDING.md lists what waits for review."""
     call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="manual")
     open_gates(daemon)
+    call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="extracted")
     async with host(daemon) as h:
         listed = (await h.session.list_resources()).resources
         memory = await h.read(MEMORY_URI)
@@ -269,7 +269,8 @@ async def test_subscribed_resource_is_notified(daemon: DaemonProcess) -> None:
     memory = daemon.workspace / "memory" / "MEMORY.md"
     async with host(daemon) as h:
         await h.session.subscribe_resource(MEMORY_URI)
-        call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="manual")
+        call(daemon, "propose", title="Editor", content="The user edits with vim.",
+             origin="extracted")
         saved = memory.with_name(".MEMORY.md.swp")  # an editor's save: write, then rename
         saved.write_text(memory.read_text() + "\n## Edited by hand\nThe user wrote this.\n")
         saved.replace(memory)

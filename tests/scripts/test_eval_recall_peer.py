@@ -66,7 +66,7 @@ def test_absent_peer_is_skipped_with_a_message(tmp_path: Path) -> None:
     assert "peer basic-memory skipped" in done.stderr
     report = json.loads(done.stdout)
     assert "skipped" in report["peers"]["basic-memory"]
-    assert set(report["variants"]) == {"default"}
+    assert set(report["variants"]) == {"default", "default-pack"}
 
 
 def test_present_peer_is_scored_with_the_same_protocol(tmp_path: Path) -> None:
