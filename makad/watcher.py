@@ -67,9 +67,6 @@ class Watcher:
             self._forget_missing()
             if not self._dirs:
                 continue
-            # Whatever was saved while the watch was being (re)started is caught here.
-            for ws in list(self._dirs.values()):
-                await self._ingest_quietly(ws)
             await self._watch_until_changed()
 
     def _forget_missing(self) -> None:
@@ -86,8 +83,18 @@ class Watcher:
             await changed.wait()
             restart.set()
 
+        async def catch_up() -> None:
+            # Whatever was saved while the watch was (re)starting is read here. This task
+            # first runs when the watch below suspends for the first time, and watchfiles
+            # registers its watches before that: a save made before then is read here,
+            # one made after arrives as a batch. (Reading before starting the watch left
+            # a window in which a save was seen by neither.)
+            for ws in list(self._dirs.values()):
+                await self._ingest_quietly(ws)
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(relay)
+            tg.start_soon(catch_up)
             try:
                 async for batch in watchfiles.awatch(
                     *self._dirs, watch_filter=_only_memory_files, debounce=self._debounce_ms,

@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar, cast
+from typing import Any, Final, Literal, TypeVar, cast, get_args
 
 import msgspec
 
@@ -66,6 +66,7 @@ from makad.store.ledger_recovery import (
     LedgerCorrupt,
     LedgerReset,
     LedgerUndecodable,
+    check_header,
     check_schema,
     failure,
     lossy_text,
@@ -193,12 +194,15 @@ class Ledger:
         self._identity = (st.st_dev, st.st_ino)
         opened: list[sqlite3.Connection] = []
         try:
+            check_header(self.path)
             opened.append(_connect(self.path, self._synchronous))
             migrate(opened[0])
             check_schema(opened[0])
             opened.append(_connect(self.path, self._synchronous))
-        except (sqlite3.Error, IOFailure, msgspec.DecodeError, UnicodeDecodeError) as exc:
-            # (SQLite's message about a damaged schema can itself be undecodable.)
+        except Exception as exc:
+            # Nothing is written yet: whatever fails here that is not the environment
+            # (open_failure tells them apart) means the file cannot serve as a ledger —
+            # including a damaged record that decodes to the wrong type.
             for conn in opened:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
@@ -1426,7 +1430,10 @@ class Ledger:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
                 if isinstance(exc, sqlite3.Error):
-                    raise failure(exc, "the ledger write failed") from exc
+                    found = failure(exc, "the ledger write failed")
+                    if type(found) is IOFailure and _damaged(conn, exc):
+                        found = LedgerCorrupt("the ledger database is corrupt", reason="ledger_corrupt")
+                    raise found from exc
                 raise
             finally:
                 if relaxed:
@@ -1572,7 +1579,13 @@ def _event_values(event: Event) -> tuple[Any, ...]:
 
 
 def _event(row: Sequence[Any]) -> Event:
-    """An Event from ``(anything, *_EVENT_COLUMNS)``."""
+    """An Event from ``(anything, *_EVENT_COLUMNS)``.
+
+    SQLite keeps whatever storage class a record's header names, so a damaged page can
+    hand back an int where text was written (or bytes, or NULL). Such values are coerced
+    here rather than trusted; the hash check then marks the event unverified.
+    """
+    row = row if _well_typed(row) else _coerced(row)
     meta: dict[str, str] | None = None
     if row[8] is not None:
         with contextlib.suppress(msgspec.DecodeError, msgspec.ValidationError):
@@ -1589,6 +1602,63 @@ def _event(row: Sequence[Any]) -> Event:
         tokens=row[9],
         hash=row[10],
     )
+
+
+_EVENT_TYPES: Final = frozenset(get_args(EventType))
+# Expected Python type of each of _EVENT_COLUMNS (index 1..10 of an event row).
+_EVENT_ROW_TYPES: Final = (str, int, int, str, str, (str, type(None)), (str, type(None)),
+                           (str, type(None)), int, str)
+
+
+def _well_typed(row: Sequence[Any]) -> bool:
+    return all(isinstance(value, kind) for value, kind in zip(row[1:11], _EVENT_ROW_TYPES, strict=True))
+
+
+def _damaged(conn: sqlite3.Connection, exc: sqlite3.Error) -> bool:
+    """Whether a write error that names no corruption comes from a damaged file anyway.
+
+    A damaged b-tree can surface as a constraint violation (an autoincrement id that
+    collides) and a damaged header as "readonly"; only those errors pay for a check.
+    """
+    if not isinstance(exc, sqlite3.IntegrityError | sqlite3.OperationalError):
+        return False
+    if isinstance(exc, sqlite3.OperationalError) and "readonly" not in str(exc):
+        return False
+    try:
+        rows = conn.execute("PRAGMA quick_check(1)").fetchall()
+    except sqlite3.Error:
+        return True
+    return rows != [("ok",)]
+
+
+def _as_text(value: Any) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    return "" if value is None else str(value)
+
+
+def _as_int(value: Any) -> int:
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def _coerced(row: Sequence[Any]) -> tuple[Any, ...]:
+    """The row with every value of the wrong storage class turned into the right type."""
+    out: list[Any] = [row[0]]
+    for value, kind in zip(row[1:11], _EVENT_ROW_TYPES, strict=True):
+        if isinstance(value, kind):
+            out.append(value)
+        elif kind is int:
+            out.append(_as_int(value))
+        elif isinstance(kind, tuple):  # optional text: keep NULL, coerce the rest
+            out.append(None if value is None else _as_text(value))
+        else:
+            out.append(_as_text(value))
+    if out[4] not in _EVENT_TYPES:
+        out[4] = "system"
+    return tuple(out)
 
 
 def _retrieve_span(conn: sqlite3.Connection, span: tuple[str, str, int, int]) -> RefResult:

@@ -98,6 +98,8 @@ def open_failure(exc: BaseException) -> IOFailure:
     unreadable settings record. Those are ``LedgerCorrupt`` (the file is moved
     aside); the environmental ones stay plain ``IOFailure``.
     """
+    if isinstance(exc, OSError):
+        return IOFailure("the ledger database could not be opened")
     if isinstance(exc, sqlite3.Error) and not isinstance(failure(exc, ""), LedgerUndecodable):
         code = getattr(exc, "sqlite_errorcode", None)
         if not isinstance(code, int) or code & 0xFF in ENVIRONMENTAL:
@@ -125,6 +127,25 @@ def check_schema(conn: sqlite3.Connection) -> None:
         msgspec.json.decode(value)
     conn.execute("SELECT count(*) FROM meta").fetchone()
     conn.execute("SELECT count(*) FROM sessions").fetchone()
+
+
+_MAGIC: Final = b"SQLite format 3\x00"
+
+
+def check_header(path: Path) -> None:
+    """Raise ``LedgerCorrupt`` when the file's header is not one SQLite can write.
+
+    A flipped bit in the read/write version bytes makes SQLite open the file
+    read-only (every write then fails as if the disk were read-only) instead of
+    reporting damage; an empty file is a new database.
+    """
+    with open(path, "rb") as fh:
+        header = fh.read(100)
+    if not header:
+        return
+    if len(header) < 100 or not header.startswith(_MAGIC) or header[18] not in (1, 2) \
+            or header[19] not in (1, 2):
+        raise LedgerCorrupt("the ledger header is damaged", reason="ledger_corrupt")
 
 
 _SCHEMA_QUERY: Final = "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"

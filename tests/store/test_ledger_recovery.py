@@ -86,6 +86,60 @@ def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
     led.close()
 
 
+def test_a_header_that_makes_sqlite_read_only_is_damage_not_a_read_only_disk(
+        tmp_path: Path, template: bytes) -> None:
+    """A flipped bit in the header's write-version byte makes SQLite open the file read-only:
+    that is damage (moved aside at open), so the next append succeeds instead of io_error."""
+    path = tmp_path / "ledger.sqlite3"
+    damaged = bytearray(template)
+    damaged[18] ^= 0x10
+    path.write_bytes(bytes(damaged))
+    led = Ledger(path)
+    assert [r.cause for r in led.resets] == ["corrupt_at_open"]
+    led.open_session("s9")
+    assert led.append_events("s9", [NewEvent(type="user_message", text="after")])
+    led.close()
+
+
+def test_a_null_settings_record_resets_at_open(tmp_path: Path, template: bytes) -> None:
+    """A record whose storage class changed (NULL where JSON text was) is damage, not a crash."""
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(template)
+    conn = sqlite3.connect(path, isolation_level=None)
+    [(sql,)] = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'settings'")
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'settings'",
+                 (sql.replace("NOT NULL", ""),))
+    conn.close()
+    conn = sqlite3.connect(path, isolation_level=None)
+    conn.execute("UPDATE settings SET value = NULL WHERE key = 'agentReadEnabled'")
+    conn.execute("PRAGMA writable_schema = ON")
+    conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'settings'", (sql,))
+    conn.close()
+    led = Ledger(path)
+    assert [r.cause for r in led.resets] == ["corrupt_at_open"]
+    assert led.get_settings_json() == {}
+    led.close()
+
+
+def test_an_event_row_of_the_wrong_storage_class_reads_back_unverified(
+        tmp_path: Path, template: bytes) -> None:
+    """An event whose text became a blob and whose timestamp became text on disk is read,
+    coerced to the record's types and marked unverified; nothing raises."""
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(template)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER IF EXISTS events_append_only")
+    conn.execute("UPDATE events SET text = x'31323334ff', ts = 'soon' WHERE session_id = 's0' AND seq = 3")
+    conn.commit()
+    conn.close()
+    led = Ledger(path)
+    events = led.read_events("s0", after_seq=0, limit=5)
+    assert (events[2].text, events[2].ts) == ("1234\ufffd", 0)
+    assert led.unverified(events) >= {("s0", 3)}
+    led.close()
+
+
 def test_damage_found_later_resets_and_the_call_runs_on_the_fresh_ledger(
         tmp_path: Path, template: bytes) -> None:
     """A file cut short under an open ledger: the first read that reaches the missing pages
