@@ -69,6 +69,8 @@ class MemorySnapshot:
     skipped: Skipped | None = None
     # entry id → entry_hash, filled as entries become candidates (same for every call).
     hashes: dict[str, str] = field(default_factory=dict)
+    # The ledger's index_generation the entries were indexed under (a rebuilt index is empty).
+    index_generation: int = 0
 
 
 class ContextService:
@@ -173,14 +175,16 @@ class ContextService:
                         "until it is shrunk"))
         sha = ws.memory.sha256
         snap = ws.extra.get("memory_snapshot")
-        if isinstance(snap, MemorySnapshot) and snap.sha == sha and snap.skipped is None:
+        if (isinstance(snap, MemorySnapshot) and snap.sha == sha and snap.skipped is None
+                and snap.index_generation == ws.ledger.index_generation):
             return snap
         sections = [s for s in ws.memory.doc.sections if s.entry.status == "active"]
         dated = entry_dates.dated(ws, [s.entry for s in sections])
         active = await in_thread(_index_redacted, ws.ledger, dated)
         recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
         snap = MemorySnapshot(sha=sha, by_id={e.id: e for e in active}, recent=recent,
-                              user_confidence=user_values(ws.memory.doc))
+                              user_confidence=user_values(ws.memory.doc),
+                              index_generation=ws.ledger.index_generation)
         ws.extra["memory_snapshot"] = snap
         return snap
 

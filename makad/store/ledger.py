@@ -64,6 +64,7 @@ from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
 from makad.store import chain, pack_state
 from makad.store.ledger_recovery import (
     LedgerCorrupt,
+    LedgerIndexDamaged,
     LedgerReset,
     LedgerUndecodable,
     check_header,
@@ -74,6 +75,7 @@ from makad.store.ledger_recovery import (
     open_failure,
     recovering,
     revision_of,
+    schema_statement,
     stored_revision,
 )
 from makad.store.ledger_schema import (
@@ -178,6 +180,8 @@ class Ledger:
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         self.generation = 0
+        # Bumped when a damaged search index was rebuilt (the memory index is then empty).
+        self.index_generation = 0
         self.resets: list[LedgerReset] = []
         try:
             self._open()
@@ -219,7 +223,28 @@ class Ledger:
                     if conn is not None:
                         conn.text_factory = lossy_text
                 return
+            if isinstance(found, LedgerIndexDamaged) and self._rebuild_indexes():
+                return
             self._replace("corrupt", revision_of(self._reader))
+
+    def _rebuild_indexes(self) -> bool:
+        """Drop and re-create both full-text indexes from the events (locks held); the
+        memory index comes back empty and ``index_generation`` tells the service to fill
+        it again. False when that fails too: the file is then damaged beyond the index."""
+        conn = _live(self._writer)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for name in ("events_fts", "memory_fts"):
+                conn.execute(f"DROP TABLE IF EXISTS {name}")
+                conn.execute(schema_statement(name))
+            _reindex_events(conn)
+            conn.execute("COMMIT")
+        except sqlite3.Error:
+            with contextlib.suppress(sqlite3.Error):
+                conn.execute("ROLLBACK")
+            return False
+        self.index_generation += 1
+        return True
 
     def _replace(self, cause: str, previous_revision: int | None) -> None:
         """Move the damaged files aside (kept) and open a fresh database (locks held or init)."""
@@ -1606,8 +1631,9 @@ def _event(row: Sequence[Any]) -> Event:
 
 _EVENT_TYPES: Final = frozenset(get_args(EventType))
 # Expected Python type of each of _EVENT_COLUMNS (index 1..10 of an event row).
-_EVENT_ROW_TYPES: Final = (str, int, int, str, str, (str, type(None)), (str, type(None)),
-                           (str, type(None)), int, str)
+_OPTIONAL_TEXT: Final = (str, type(None))
+_EVENT_ROW_TYPES: Final[tuple[type | tuple[type, ...], ...]] = (
+    str, int, int, str, str, _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT, int, str)
 
 
 def _well_typed(row: Sequence[Any]) -> bool:

@@ -42,6 +42,7 @@ from makad.store.ledger_schema import migrate
 REVISION_KEY: Final = "__revision__"
 SQLITE_CORRUPT: Final = 11
 SQLITE_NOTADB: Final = 26
+SQLITE_CORRUPT_VTAB: Final = SQLITE_CORRUPT | (1 << 8)
 # Primary result codes that say something about the environment, not the file's
 # content: at open these are reported (io_error) and the database is left alone.
 ENVIRONMENTAL: Final = frozenset({
@@ -69,6 +70,10 @@ class LedgerUndecodable(IOFailure):
     """A text column holds bytes that are not UTF-8."""
 
 
+class LedgerIndexDamaged(IOFailure):
+    """A full-text index is damaged: it is a projection, rebuilt from the events."""
+
+
 @dataclass(frozen=True)
 class LedgerReset:
     """One corrupt ledger moved aside: when, where its files went, and its last revision."""
@@ -82,10 +87,12 @@ class LedgerReset:
 def failure(exc: sqlite3.Error, message: str) -> IOFailure:
     """The error a SQLite failure becomes: corruption and undecodable text are told apart."""
     code = getattr(exc, "sqlite_errorcode", None)
-    if isinstance(code, int) and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB):
-        return LedgerCorrupt("the ledger database is corrupt", reason="ledger_corrupt")
     if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_UNDECODABLE_TEXT):
         return LedgerUndecodable("the ledger holds text that is not UTF-8", reason="not_utf8")
+    if code == SQLITE_CORRUPT_VTAB or "fts5" in str(exc):
+        return LedgerIndexDamaged("the ledger's search index is damaged", reason="index_damaged")
+    if isinstance(code, int) and code & 0xFF in (SQLITE_CORRUPT, SQLITE_NOTADB):
+        return LedgerCorrupt("the ledger database is corrupt", reason="ledger_corrupt")
     return IOFailure(message)
 
 
@@ -149,6 +156,11 @@ def check_header(path: Path) -> None:
 
 
 _SCHEMA_QUERY: Final = "SELECT name, sql FROM sqlite_master WHERE sql IS NOT NULL"
+
+
+def schema_statement(name: str) -> str:
+    """The statement that creates schema object ``name`` in a freshly migrated ledger."""
+    return _expected_schema()[name]
 
 
 @functools.cache
@@ -220,7 +232,7 @@ def recovering(*, skip: frozenset[str]) -> Callable[[type[L]], type[L]]:
     """Class decorator: every public method recovers from corruption and retries.
 
     A call that meets a corrupt database asks the object to ``recover`` (reset,
-    or switch to lossy text) and runs again, at most ``MAX_ATTEMPTS`` times in
+    rebuild a damaged search index, or switch to lossy text) and runs again, at most ``MAX_ATTEMPTS`` times in
     all. ``generation`` tells a recovery already done by a concurrent call from
     one still to do. Any other SQLite error becomes ``IOFailure``.
     """
@@ -242,12 +254,12 @@ def _guard(method: _F) -> _F:
             generation = self.generation
             try:
                 return method(self, *args, **kwargs)
-            except (LedgerCorrupt, LedgerUndecodable) as exc:
+            except (LedgerCorrupt, LedgerUndecodable, LedgerIndexDamaged) as exc:
                 found: IOFailure = exc
                 cause: BaseException = exc
             except sqlite3.Error as exc:
                 found, cause = failure(exc, "the ledger failed"), exc
-                if not isinstance(found, LedgerCorrupt | LedgerUndecodable):
+                if not isinstance(found, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged):
                     raise found from exc
             except (msgspec.DecodeError, UnicodeDecodeError) as exc:
                 if isinstance(exc, msgspec.ValidationError):

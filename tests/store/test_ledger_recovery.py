@@ -140,6 +140,23 @@ def test_an_event_row_of_the_wrong_storage_class_reads_back_unverified(
     led.close()
 
 
+def test_a_damaged_search_index_is_rebuilt_in_place_and_history_stays(
+        tmp_path: Path, template: bytes) -> None:
+    """The full-text index is a projection: damage to it rebuilds it from the events (no
+    reset, nothing moved aside), and the search that met it is answered."""
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(template)
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events_fts_data SET block = randomblob(length(block)) WHERE id > 10")
+    conn.commit()
+    conn.close()
+    led = Ledger(path)
+    hits = led.search_history("session turn build", limit=5)
+    assert len(hits) == 5 and led.resets == [] and led.index_generation == 1
+    assert len(led.read_events("s1")) == 400 and aside(path) == []
+    led.close()
+
+
 def test_damage_found_later_resets_and_the_call_runs_on_the_fresh_ledger(
         tmp_path: Path, template: bytes) -> None:
     """A file cut short under an open ledger: the first read that reaches the missing pages
