@@ -68,7 +68,8 @@ def check_socket_path(path: Path) -> None:
     if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
         raise StartupError(
             f"socket path is {len(os.fsencode(path))} bytes, over the AF_UNIX limit of "
-            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter --socket path")
+            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter --socket path"
+        )
 
 
 def take_instance_lock(settings: DaemonSettings) -> IO[str]:
@@ -84,8 +85,7 @@ def take_instance_lock(settings: DaemonSettings) -> IO[str]:
         handle.seek(0)
         pid = handle.read().strip() or "unknown"
         handle.close()
-        raise StartupError(
-            f"another makad (pid {pid}) is already serving {settings.socket_path}") from None
+        raise StartupError(f"another makad (pid {pid}) is already serving {settings.socket_path}") from None
     handle.seek(0)
     handle.truncate()
     handle.write(str(os.getpid()))
@@ -137,11 +137,13 @@ def connection_cap(configured: int, nofile: int) -> int:
 def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
     cap = connection_cap(settings.max_connections, nofile)
     if cap < settings.max_connections:
-        log.warning("connection_cap_lowered", configured=settings.max_connections, cap=cap,
-                    nofile=nofile)
-    return Limits(max_message_bytes=settings.max_message_bytes, max_connections=cap,
-                  idle_timeout_s=settings.idle_timeout_s,
-                  shutdown_grace_s=settings.shutdown_grace_s)
+        log.warning("connection_cap_lowered", configured=settings.max_connections, cap=cap, nofile=nofile)
+    return Limits(
+        max_message_bytes=settings.max_message_bytes,
+        max_connections=cap,
+        idle_timeout_s=settings.idle_timeout_s,
+        shutdown_grace_s=settings.shutdown_grace_s,
+    )
 
 
 def inject_faults(settings: DaemonSettings, handlers: dict[str, Handler]) -> None:
@@ -172,8 +174,9 @@ def build_app(info: DaemonInfo) -> App:
     settings = info.settings
     registry = WorkspaceRegistry(settings.data_dir)
     info.warnings = lambda: registry_warnings(registry)
-    ctx = Context(settings=settings, registry=registry,
-                  identifiers=Identifiers(load_or_create_key(settings.data_dir)))
+    ctx = Context(
+        settings=settings, registry=registry, identifiers=Identifiers(load_or_create_key(settings.data_dir))
+    )
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)
     proposals = ProposalService(ctx, memory_files, memory)

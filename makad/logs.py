@@ -15,8 +15,7 @@ from structlog.types import EventDict, WrappedLogger
 
 from makad.core.redaction import redact_tree
 
-_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING,
-           "error": logging.ERROR}
+_LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
 # Whether debug lines are kept: hot paths skip even building them otherwise.
@@ -33,12 +32,16 @@ def configure(log_format: str, level: str) -> None:
     ]
     renderer: list[structlog.types.Processor]
     if log_format == "console":
-        renderer = [structlog.processors.format_exc_info, redact_event,
-                    structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback)]
+        renderer = [
+            structlog.processors.format_exc_info,
+            redact_event,
+            structlog.dev.ConsoleRenderer(exception_formatter=structlog.dev.plain_traceback),
+        ]
     else:
         renderer = [
             structlog.processors.ExceptionRenderer(
-                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)),
+                structlog.tracebacks.ExceptionDictTransformer(show_locals=False)
+            ),
             redact_event,
             structlog.processors.JSONRenderer(),
         ]

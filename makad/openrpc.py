@@ -50,7 +50,7 @@ def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
             "title": "makad",
             "version": __version__,
             "description": "JSON-RPC 2.0 over a Unix socket (NDJSON or Content-Length framing). "
-                           "See protocol/PROTOCOL.md.",
+            "See protocol/PROTOCOL.md.",
         },
         "methods": methods,
         "components": {

@@ -76,22 +76,42 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"makad {__version__}")
     parser.add_argument("--socket", help="socket path (env MAKAD_SOCKET; default: user runtime dir)")
     parser.add_argument("--data-dir", help="data directory (env MAKAD_DATA_DIR; default: user data dir)")
-    parser.add_argument("--log-format", choices=["json", "console"], default=None,
-                        help="log rendering (default: console on a TTY, else json)")
-    parser.add_argument("--log-level", default=None,
-                        help="debug, info, warning or error (env MAKAD_LOG_LEVEL; default info)")
-    parser.add_argument("--max-message-bytes", type=int, default=None,
-                        help=f"largest accepted message (default {DEFAULT_MAX_MESSAGE_BYTES})")
-    parser.add_argument("--max-reply-bytes", type=int, default=None,
-                        help="largest reply to one request or batch (env MAKAD_MAX_REPLY_BYTES; "
-                             f"default {DEFAULT_MAX_REPLY_BYTES})")
-    parser.add_argument("--max-connections", type=int, default=None,
-                        help="connections served at once (env MAKAD_MAX_CONNECTIONS; "
-                             f"default {DEFAULT_MAX_CONNECTIONS})")
-    parser.add_argument("--idle-timeout", type=float, default=None,
-                        help="seconds after which a connection that sends nothing and follows "
-                             "no workspace is closed (env MAKAD_IDLE_TIMEOUT_S; "
-                             f"default {DEFAULT_IDLE_TIMEOUT_S:g})")
+    parser.add_argument(
+        "--log-format",
+        choices=["json", "console"],
+        default=None,
+        help="log rendering (default: console on a TTY, else json)",
+    )
+    parser.add_argument(
+        "--log-level", default=None, help="debug, info, warning or error (env MAKAD_LOG_LEVEL; default info)"
+    )
+    parser.add_argument(
+        "--max-message-bytes",
+        type=int,
+        default=None,
+        help=f"largest accepted message (default {DEFAULT_MAX_MESSAGE_BYTES})",
+    )
+    parser.add_argument(
+        "--max-reply-bytes",
+        type=int,
+        default=None,
+        help="largest reply to one request or batch (env MAKAD_MAX_REPLY_BYTES; "
+        f"default {DEFAULT_MAX_REPLY_BYTES})",
+    )
+    parser.add_argument(
+        "--max-connections",
+        type=int,
+        default=None,
+        help=f"connections served at once (env MAKAD_MAX_CONNECTIONS; default {DEFAULT_MAX_CONNECTIONS})",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=None,
+        help="seconds after which a connection that sends nothing and follows "
+        "no workspace is closed (env MAKAD_IDLE_TIMEOUT_S; "
+        f"default {DEFAULT_IDLE_TIMEOUT_S:g})",
+    )
     return parser
 
 
@@ -103,8 +123,9 @@ def _number_env(env: dict[str, str], name: str, default: N, kind: type[N]) -> N:
     try:
         value = kind(raw)
     except ValueError:
-        raise SystemExit(f"makad: {name} must be {'an integer' if kind is int else 'a number'}, "
-                         f"got {raw!r}") from None
+        raise SystemExit(
+            f"makad: {name} must be {'an integer' if kind is int else 'a number'}, got {raw!r}"
+        ) from None
     _positive(name, value)
     return value
 
@@ -118,15 +139,15 @@ def _positive(name: str, value: float | None) -> None:
         raise SystemExit(f"makad: {name} must be positive")
 
 
-def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
-         stderr_is_tty: bool = False) -> DaemonSettings:
+def load(
+    argv: list[str] | None = None, env: dict[str, str] | None = None, stderr_is_tty: bool = False
+) -> DaemonSettings:
     """Resolve settings from flags, then environment, then platform defaults."""
     env = dict(os.environ) if env is None else env
     args = build_parser().parse_args(argv)
     socket_raw = args.socket or env.get("MAKAD_SOCKET") or str(default_socket_path())
     data_raw = args.data_dir or env.get("MAKAD_DATA_DIR") or str(default_data_dir())
-    log_format = args.log_format or env.get("MAKAD_LOG_FORMAT") or (
-        "console" if stderr_is_tty else "json")
+    log_format = args.log_format or env.get("MAKAD_LOG_FORMAT") or ("console" if stderr_is_tty else "json")
     if log_format not in ("json", "console"):
         raise SystemExit("makad: log format must be json or console")
     level = (args.log_level or env.get("MAKAD_LOG_LEVEL") or "info").lower()
@@ -134,23 +155,23 @@ def load(argv: list[str] | None = None, env: dict[str, str] | None = None,
         raise SystemExit("makad: log level must be debug, info, warning or error")
     for flag in ("max_message_bytes", "max_reply_bytes", "max_connections", "idle_timeout"):
         _positive("--" + flag.replace("_", "-"), getattr(args, flag))
-    max_msg = args.max_message_bytes or _int_env(env, "MAKAD_MAX_MESSAGE_BYTES",
-                                                 DEFAULT_MAX_MESSAGE_BYTES)
+    max_msg = args.max_message_bytes or _int_env(env, "MAKAD_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES)
     return DaemonSettings(
         socket_path=Path(socket_raw).expanduser().absolute(),
         data_dir=Path(data_raw).expanduser().absolute(),
         log_format=log_format,
         log_level=level,
         max_message_bytes=max_msg,
-        max_reply_bytes=args.max_reply_bytes or _int_env(env, "MAKAD_MAX_REPLY_BYTES",
-                                                         DEFAULT_MAX_REPLY_BYTES),
-        max_connections=args.max_connections or _int_env(env, "MAKAD_MAX_CONNECTIONS",
-                                                         DEFAULT_MAX_CONNECTIONS),
-        idle_timeout_s=args.idle_timeout or _number_env(env, "MAKAD_IDLE_TIMEOUT_S",
-                                                        DEFAULT_IDLE_TIMEOUT_S, float),
+        max_reply_bytes=args.max_reply_bytes
+        or _int_env(env, "MAKAD_MAX_REPLY_BYTES", DEFAULT_MAX_REPLY_BYTES),
+        max_connections=args.max_connections
+        or _int_env(env, "MAKAD_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS),
+        idle_timeout_s=args.idle_timeout
+        or _number_env(env, "MAKAD_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
-        session_memory_cap_bytes=_int_env(env, "MAKAD_SESSION_MEMORY_CAP_BYTES",
-                                          DEFAULT_SESSION_MEMORY_CAP_BYTES),
+        session_memory_cap_bytes=_int_env(
+            env, "MAKAD_SESSION_MEMORY_CAP_BYTES", DEFAULT_SESSION_MEMORY_CAP_BYTES
+        ),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
     )

@@ -97,8 +97,12 @@ class Watcher:
             tg.start_soon(catch_up)
             try:
                 async for batch in watchfiles.awatch(
-                    *self._dirs, watch_filter=_only_memory_files, debounce=self._debounce_ms,
-                    step=10, recursive=False, stop_event=restart,
+                    *self._dirs,
+                    watch_filter=_only_memory_files,
+                    debounce=self._debounce_ms,
+                    step=10,
+                    recursive=False,
+                    stop_event=restart,
                     ignore_permission_denied=True,
                 ):
                     touched = {Path(path).parent for _, path in batch}

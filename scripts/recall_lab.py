@@ -156,10 +156,18 @@ def hybrid_minilm(dense_k: int = 50) -> Strategy:
                 session = loaded.events[event.session_id]
                 around = [e for e in session[max(event.seq - 3, 0) : event.seq + 2] if e.seq != event.seq]
                 hits.append(RecallHit(event=event, bm25=0.0, neighbours=around))
-        hits = [msgspec.structs.replace(h, similarity=by_key.get((h.event.session_id, h.event.seq)))
-                for h in hits]
-        pack = assemble(ContextInputs(budget_tokens=budget, now_ms=now, query=question,
-                                      include=frozenset({"recall"}), recall_hits=hits))
+        hits = [
+            msgspec.structs.replace(h, similarity=by_key.get((h.event.session_id, h.event.seq))) for h in hits
+        ]
+        pack = assemble(
+            ContextInputs(
+                budget_tokens=budget,
+                now_ms=now,
+                query=question,
+                include=frozenset({"recall"}),
+                recall_hits=hits,
+            )
+        )
         ranked = [c.source_id for c in pack.trace.candidates if c.kind == "recall"]
         fit = [ref for seg in pack.segments if seg.kind == "recall" for ref in seg.source_ids]
         return Outcome(ranked, fit, pack.total_tokens)
@@ -200,8 +208,10 @@ def evaluate(loaded_all: list[Loaded], strategy: Strategy, budget: int) -> dict[
     return {
         "overall": summary([r for r in rows if r[0] in (1, 2, 3, 4)]),
         "byCategory": {str(c): summary([r for r in rows if r[0] == c]) for c in (1, 2, 3, 4, 5)},
-        "latency": {"p50_ms": round(percentile(latencies, 0.5), 2),
-                    "p95_ms": round(percentile(latencies, 0.95), 2)},
+        "latency": {
+            "p50_ms": round(percentile(latencies, 0.5), 2),
+            "p95_ms": round(percentile(latencies, 0.95), 2),
+        },
     }
 
 
@@ -211,8 +221,11 @@ def main() -> int:
     parser.add_argument("--strategy", action="append", choices=sorted(STRATEGIES))
     parser.add_argument("--budget", type=int, default=2000)
     parser.add_argument("--by-category", action="store_true")
-    parser.add_argument("--conversations", default=None,
-                        help="comma-separated indexes into the dataset (tune on some, check on others)")
+    parser.add_argument(
+        "--conversations",
+        default=None,
+        help="comma-separated indexes into the dataset (tune on some, check on others)",
+    )
     args = parser.parse_args()
     conversations = load(args.dataset)
     if args.conversations:

@@ -34,14 +34,24 @@ class DaemonProcess:
         self.stderr_path = root / "makad.log"
 
     def command(self) -> list[str]:
-        return [sys.executable, "-m", "makad", "--socket", str(self.socket),
-                "--data-dir", str(self.data_dir), "--log-format", "json"]
+        return [
+            sys.executable,
+            "-m",
+            "makad",
+            "--socket",
+            str(self.socket),
+            "--data-dir",
+            str(self.data_dir),
+            "--log-format",
+            "json",
+        ]
 
     def start(self, extra_env: dict[str, str] | None = None) -> None:
         env = {**os.environ, **self.extra_env, **(extra_env or {})}
         self._log = open(self.stderr_path, "a", encoding="utf-8")  # noqa: SIM115
-        self.proc = subprocess.Popen(self.command(), stdout=subprocess.PIPE, stderr=self._log,
-                                     text=True, env=env)
+        self.proc = subprocess.Popen(
+            self.command(), stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
+        )
         wait_listening(self.proc)
 
     def client(self, timeout: float = 30.0) -> Client:

@@ -130,9 +130,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     history_cut = bool(fitted.dropped or fitted.placeholders or fitted.shrunk)
     allocations = [allocation[kind] for kind in SEGMENT_KINDS]
     allocations.append(
-        Allocation(
-            kind="history", cap=budget - segment_tokens, used=fitted.tokens, truncated=history_cut
-        )
+        Allocation(kind="history", cap=budget - segment_tokens, used=fitted.tokens, truncated=history_cut)
     )
     total = segment_tokens + fitted.tokens
     if total > budget:  # unreachable by construction; never hand out an oversized pack
@@ -142,8 +140,10 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     dropped: Counter[str] = Counter()
     for kind in ("memory", "recall"):
         part = built[kind]
-        dropped += part.dropped if part.dropped is not None else Counter(
-            c.reason for c in part.candidates if not c.included and c.reason
+        dropped += (
+            part.dropped
+            if part.dropped is not None
+            else Counter(c.reason for c in part.candidates if not c.included and c.reason)
         )
     compact_limit = share(budget, limits.compact_share)
     live = inputs.live_history_tokens
@@ -175,9 +175,14 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     )
 
 
-def _share(builders: dict[SegmentKind, _Builder], budget: int, limits: ContextLimits,
-           available: int, history_wants: int, alone: bool
-           ) -> tuple[dict[SegmentKind, Built], dict[SegmentKind, Allocation]]:
+def _share(
+    builders: dict[SegmentKind, _Builder],
+    budget: int,
+    limits: ContextLimits,
+    available: int,
+    history_wants: int,
+    alone: bool,
+) -> tuple[dict[SegmentKind, Built], dict[SegmentKind, Allocation]]:
     """Build each segment kind within its cap, then let unused shares flow (see budget doc).
 
     ``available``: what history's reserve leaves; ``history_wants``: what history would
@@ -210,8 +215,9 @@ def _share(builders: dict[SegmentKind, _Builder], budget: int, limits: ContextLi
         used = result.segment.tokens if result.segment else 0
         available -= used - before.used
         built[kind] = result
-        allocation[kind] = Allocation(kind=kind, cap=top, used=used, truncated=result.truncated,
-                                      flowed=top - before.cap)
+        allocation[kind] = Allocation(
+            kind=kind, cap=top, used=used, truncated=result.truncated, flowed=top - before.cap
+        )
     return built, allocation
 
 
@@ -221,8 +227,15 @@ def _share(builders: dict[SegmentKind, _Builder], budget: int, limits: ContextLi
 class _BodyBuilder:
     """A segment that is one body of text, cut at a line when it does not fit."""
 
-    def __init__(self, kind: SegmentKind, counter: TokenCounter, frame: Callable[[str], str],
-                 body: str, note: str, source_ids: list[str]) -> None:
+    def __init__(
+        self,
+        kind: SegmentKind,
+        counter: TokenCounter,
+        frame: Callable[[str], str],
+        body: str,
+        note: str,
+        source_ids: list[str],
+    ) -> None:
         self._kind: SegmentKind = kind
         self._counter = counter
         self._frame = frame
@@ -237,16 +250,18 @@ class _BodyBuilder:
         if fitted is None:
             return Built(truncated=True, wants_more=True)
         text, cut = fitted
-        segment = Segment(kind=self._kind, text=text, tokens=self._counter.count(text),
-                          source_ids=list(self._source_ids))
+        segment = Segment(
+            kind=self._kind, text=text, tokens=self._counter.count(text), source_ids=list(self._source_ids)
+        )
         return Built(segment, cut, wants_more=cut)
 
 
 def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
     state = inputs.working_state
     body = "" if state is None or "working_state" not in inputs.include else working_state_body(state)
-    return _BodyBuilder("working_state", counter, working_state_text, body,
-                        "[… working state cut to fit the budget]", [])
+    return _BodyBuilder(
+        "working_state", counter, working_state_text, body, "[… working state cut to fit the budget]", []
+    )
 
 
 # ------------------------------------------------------------- summary ---
@@ -263,10 +278,13 @@ def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
         return _BodyBuilder("summary", counter, str, "", "", [])
     span = summary_span(checkpoint)
     return _BodyBuilder(
-        "summary", counter, lambda body: summary_text(checkpoint, body),
+        "summary",
+        counter,
+        lambda body: summary_text(checkpoint, body),
         checkpoint.summary.strip(),
         f"[… summary cut to fit the budget; the events stay retrievable: {span}]",
-        [f"checkpoint:{checkpoint.checkpoint_id}", span])
+        [f"checkpoint:{checkpoint.checkpoint_id}", span],
+    )
 
 
 # -------------------------------------------------------------- recall ---
@@ -315,8 +333,13 @@ class _RecallPacker:
     ``text`` then re-counts exactly and gives back the worst choices if needed.
     """
 
-    def __init__(self, cap: int, counter: TokenCounter, limits: ContextLimits,
-                 line_cache: dict[tuple[str, int], tuple[str, int]]) -> None:
+    def __init__(
+        self,
+        cap: int,
+        counter: TokenCounter,
+        limits: ContextLimits,
+        line_cache: dict[tuple[str, int], tuple[str, int]],
+    ) -> None:
         self.cap = cap
         self.counter = counter
         self.limits = limits
@@ -378,8 +401,9 @@ class _RecallPacker:
         refs: list[str] = []
         for (sid, _), group in self.groups.items():
             if group.events:
-                blocks.append(recall_block(list(group.events.values()), self.limits,
-                                           lambda event: self._line(event)[0]))
+                blocks.append(
+                    recall_block(list(group.events.values()), self.limits, lambda event: self._line(event)[0])
+                )
                 refs.extend(event_ref(sid, first, last) for first, last in group.runs())
         return recall_text(blocks), refs
 
@@ -413,8 +437,7 @@ class _RecallBuilder:
             if key not in seen and self._exclusion(hit.event) is None:
                 eligible.append(hit)
             seen.add(key)
-        self._ranked = rank_events(inputs.recall_hits, inputs.query or "", inputs.now_ms,
-                                   eligible=eligible)
+        self._ranked = rank_events(inputs.recall_hits, inputs.query or "", inputs.now_ms, eligible=eligible)
 
     def build(self, cap: int) -> Built:
         if not self._ranked:
@@ -429,8 +452,7 @@ class _RecallBuilder:
             tokens = 0
             if reason is None and len(packer.chosen) >= limits.recall_top_k:
                 reason = "top_k"
-            elif reason is None and (misses >= RECALL_GIVE_UP_AFTER
-                                     or not packer.could_fit(item.event)):
+            elif reason is None and (misses >= RECALL_GIVE_UP_AFTER or not packer.could_fit(item.event)):
                 reason = "budget"
             elif reason is None:
                 tokens = packer.line_tokens(item.event)
@@ -465,6 +487,7 @@ class _RecallBuilder:
         built = Built(None, truncated, candidates, dropped, wants_more=bool(dropped["budget"]))
         if not packer.chosen:
             return built
-        built.segment = Segment(kind="recall", text=text, tokens=self._counter.count(text),
-                                source_ids=source_ids)
+        built.segment = Segment(
+            kind="recall", text=text, tokens=self._counter.count(text), source_ids=source_ids
+        )
         return built

@@ -39,7 +39,9 @@ def content_hash(content: str) -> str:
 def similar_ids(content: str, candidates: Iterable[Entry], exclude: str | None = None) -> list[str]:
     """Ids of the candidates most like ``content`` (best first, at most MAX_SIMILAR)."""
     target = canonical(content)
-    scored = [(fuzz.token_sort_ratio(target, canonical(e.content)), e.id)
-              for e in candidates if e.id != exclude]
-    return [i for score, i in sorted(scored, key=lambda p: (-p[0], p[1]))
-            if score >= SIMILARITY_THRESHOLD][:MAX_SIMILAR]
+    scored = [
+        (fuzz.token_sort_ratio(target, canonical(e.content)), e.id) for e in candidates if e.id != exclude
+    ]
+    return [i for score, i in sorted(scored, key=lambda p: (-p[0], p[1])) if score >= SIMILARITY_THRESHOLD][
+        :MAX_SIMILAR
+    ]

@@ -67,8 +67,11 @@ def user_value(unknown_fields: tuple[str, ...] | list[str]) -> str | None:
 
 def user_values(doc: fmt.MemoryDocument) -> dict[str, str]:
     """Entry id → the ``confidence=`` its comment carries, for the entries that have one."""
-    return {s.entry.id: value for s in doc.sections
-            if s.unknown_fields and (value := user_value(s.unknown_fields)) is not None}
+    return {
+        s.entry.id: value
+        for s in doc.sections
+        if s.unknown_fields and (value := user_value(s.unknown_fields)) is not None
+    }
 
 
 def _user_score(value: str) -> float | None:

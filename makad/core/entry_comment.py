@@ -67,7 +67,7 @@ def read_comment(rest: str) -> CommentFields:
         fields.malformed, fields.closed = True, False
         end = len(rest)
     else:
-        fields.trailing = rest[end + 3:].strip(" \t")
+        fields.trailing = rest[end + 3 :].strip(" \t")
         fields.malformed = bool(fields.trailing)
     for token in rest[:end].split():
         fields.tokens.append(token)
@@ -153,8 +153,11 @@ def field_tokens(entry: Entry) -> dict[str, str]:
 def edit_tokens(tokens: Sequence[str], before: Entry, declared_id: str, after: Entry) -> list[str]:
     """The comment tokens for ``after``, changing only what differs from ``before``."""
     fresh = field_tokens(after)
-    changed = {key for key, attr in FIELDS.items()
-               if getattr(after, attr) != (declared_id if key == "id" else getattr(before, attr))}
+    changed = {
+        key
+        for key, attr in FIELDS.items()
+        if getattr(after, attr) != (declared_id if key == "id" else getattr(before, attr))
+    }
     out: list[str] = []
     seen: set[str] = set()
     last_known = -1
@@ -170,5 +173,5 @@ def edit_tokens(tokens: Sequence[str], before: Entry, declared_id: str, after: E
         else:
             out.append(token)
     missing = [fresh[key] for key in fresh if key not in seen and (key in changed or key == "id")]
-    out[last_known + 1:last_known + 1] = missing
+    out[last_known + 1 : last_known + 1] = missing
     return out

@@ -39,8 +39,9 @@ def _text(entry: Entry) -> tuple[str, str, list[str]]:
     return entry.title, entry.content, entry.tags
 
 
-def changes(before: fmt.MemoryDocument, after: fmt.MemoryDocument, known: dict[str, EntryDates],
-            now: int) -> tuple[dict[str, EntryDates], list[str]]:
+def changes(
+    before: fmt.MemoryDocument, after: fmt.MemoryDocument, known: dict[str, EntryDates], now: int
+) -> tuple[dict[str, EntryDates], list[str]]:
     """The rows to write and the ids to forget after the file went from ``before`` to ``after``."""
     old = {s.entry.id: s.entry for s in before.sections}
     new = {s.entry.id: s.entry for s in after.sections}

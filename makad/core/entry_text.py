@@ -54,11 +54,12 @@ _ESCAPABLE: Final = re.compile(r"( {0,3})(\\*)(?=##(?:[ \t]|\Z))")
 _RISKY: Final = re.compile(r"[`~<#\[]")
 _PROBE: Final = "## probe"
 _MAX_ROUNDS: Final = 8
-_LEAF_BLOCKS: Final = frozenset(
-    {"paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr"})
+_LEAF_BLOCKS: Final = frozenset({"paragraph_open", "heading_open", "fence", "code_block", "html_block", "hr"})
 _HTML_CLOSERS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]], ...]] = (
-    (re.compile(r"<(script|pre|style|textarea)(?=[ \t>]|\Z)", re.IGNORECASE),
-     lambda m: f"</{m.group(1).lower()}>"),
+    (
+        re.compile(r"<(script|pre|style|textarea)(?=[ \t>]|\Z)", re.IGNORECASE),
+        lambda m: f"</{m.group(1).lower()}>",
+    ),
     (re.compile(r"<!--"), lambda m: "-->"),
     (re.compile(r"<\?"), lambda m: "?>"),
     (re.compile(r"<!\[CDATA\["), lambda m: "]]>"),
@@ -130,8 +131,9 @@ def prepare(content: str) -> Prepared:
         written, parsed = escaped
         definitions = _definition_lines(written, parsed.tokens, parsed.env)
         if definitions:
-            lines = [_neutralize_definition(line) if i in definitions else line
-                     for i, line in enumerate(lines)]
+            lines = [
+                _neutralize_definition(line) if i in definitions else line for i, line in enumerate(lines)
+            ]
             continue
         state, closer = _closure(written, parsed.tokens)
         if state != "open":
@@ -219,18 +221,18 @@ def _has_escape(line: str) -> bool:
 def _add_backslash(line: str) -> str:
     match = _ESCAPABLE.match(line)
     assert match is not None
-    return line[: match.end(1)] + "\\" + line[match.end(1):]
+    return line[: match.end(1)] + "\\" + line[match.end(1) :]
 
 
 def _drop_backslash(line: str) -> str:
     match = _ESCAPABLE.match(line)
     assert match is not None
-    return line[: match.end(1)] + line[match.end(1) + 1:]
+    return line[: match.end(1)] + line[match.end(1) + 1 :]
 
 
 def _comment_follows(lines: Sequence[str], index: int) -> bool:
     """True when the next non-blank line is a metadata comment (an anchored heading)."""
-    for line in lines[index + 1:]:
+    for line in lines[index + 1 :]:
         if not is_blank(line):
             return COMMENT.match(line) is not None
     return False
@@ -263,15 +265,24 @@ def _closure(written: list[str], tokens: list[Token]) -> tuple[str, str | None]:
 
 
 def _is_heading(tokens: list[Token], line: int) -> bool:
-    return any(t.type == "heading_open" and t.level == 0 and t.markup == "##"
-               and t.map is not None and t.map[0] == line for t in tokens)
+    return any(
+        t.type == "heading_open"
+        and t.level == 0
+        and t.markup == "##"
+        and t.map is not None
+        and t.map[0] == line
+        for t in tokens
+    )
 
 
 def _swallower(tokens: list[Token], line: int) -> Token | None:
     found = None
     for token in tokens:
-        if token.type in ("fence", "html_block") and token.map is not None \
-                and token.map[0] <= line < token.map[1]:
+        if (
+            token.type in ("fence", "html_block")
+            and token.map is not None
+            and token.map[0] <= line < token.map[1]
+        ):
             found = token
     return found
 

@@ -55,9 +55,10 @@ def _content_words(text: str) -> set[str]:
     """The lower-cased candidate words of an event's text, its speaker label left out."""
     label = SPEAKER_LABEL.match(text)
     if label is not None:
-        text = text[label.end():]
+        text = text[label.end() :]
     return {
-        word for word in (w.lower() for w in _WORD.findall(text))
+        word
+        for word in (w.lower() for w in _WORD.findall(text))
         if len(word) >= MIN_WORD_LENGTH and word not in QUERY_NOISE_WORDS
     }
 

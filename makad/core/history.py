@@ -110,9 +110,7 @@ def to_messages(events: Iterable[Event]) -> list[Message]:
         seen.add(event.seq)
         sid, seq = event.session_id, event.seq
         if event.type == "tool_call":
-            call = ToolCall(
-                id=event.tool_call_id or "", name=event.tool_name or "", arguments=event.text
-            )
+            call = ToolCall(id=event.tool_call_id or "", name=event.tool_name or "", arguments=event.text)
             if calls_attach:
                 drafts[-1].calls.append(call)
                 drafts[-1].last = seq
@@ -225,8 +223,7 @@ def close_units(messages: list[Message]) -> tuple[list[list[Message]], int]:
             )
             units.append([head, *results])
         elif message.content:
-            units.append([Message(role="assistant", content=message.content,
-                                  source_id=message.source_id)])
+            units.append([Message(role="assistant", content=message.content, source_id=message.source_id)])
         else:
             removed += 1
     return units, removed
@@ -246,9 +243,7 @@ def _horizon_start(events: list[Event], horizon_tokens: int) -> int:
     while index > 0 and total <= horizon_tokens:
         index -= 1
         event = events[index]
-        if event.type in ("user_message", "system") or (
-            event.type == "assistant_message" and event.text
-        ):
+        if event.type in ("user_message", "system") or (event.type == "assistant_message" and event.text):
             total += len(event.text) // 4 + MESSAGE_OVERHEAD
     if total <= horizon_tokens:
         return 0

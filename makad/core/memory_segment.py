@@ -45,9 +45,7 @@ def memory_exclusion(entry: Entry, inputs: ContextInputs) -> str | None:
         return "disabled"
     if "memory" not in inputs.include:
         return "excluded"
-    if entry.scope == "session" and (
-        inputs.session_id is None or entry.session_id != inputs.session_id
-    ):
+    if entry.scope == "session" and (inputs.session_id is None or entry.session_id != inputs.session_id):
         return "scope"
     if entry.status == "archived":
         return "archived"
@@ -83,10 +81,17 @@ class MemoryBuilder:
             else:
                 self._exclusions[index] = reason
         eligible = [e for i, e in enumerate(inputs.memory_entries) if i not in self._exclusions]
-        self._ranked = rank_entries(
-            inputs.memory_entries, inputs.memory_bm25, inputs.query, inputs.now_ms,
-            normalize_over=eligible,
-        ) if inputs.memory_entries else []
+        self._ranked = (
+            rank_entries(
+                inputs.memory_entries,
+                inputs.memory_bm25,
+                inputs.query,
+                inputs.now_ms,
+                normalize_over=eligible,
+            )
+            if inputs.memory_entries
+            else []
+        )
         self._has_query = bool(query_terms(inputs.query))
         self._frame_tokens = counter.count(memory_text([]))
         self._blocks: dict[int, _Block] = {}
@@ -110,8 +115,9 @@ class MemoryBuilder:
         A quarter token a character of the content shown is a lower bound of a
         block's cost: when even that does not fit, no block is rendered to know it.
         """
-        showable = [item for item in self._ranked
-                    if item.index not in self._exclusions and not self._unchanged(item)]
+        showable = [
+            item for item in self._ranked if item.index not in self._exclusions and not self._unchanged(item)
+        ]
         least = self._frame_tokens
         shown_max = self._inputs.limits.memory_entry_max_bytes  # a cut keeps at most this many
         for item in showable:

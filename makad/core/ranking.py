@@ -114,7 +114,5 @@ def rank_entries(
             parts = ScoreParts(bm25=0.0, recency=recency, tags=0.0)
             score = recency
         ranked.append(RankedEntry(index, entry, rounded(score), parts))
-    ranked.sort(
-        key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index)
-    )
+    ranked.sort(key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index))
     return ranked

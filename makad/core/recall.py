@@ -76,8 +76,14 @@ class RankedEvent:
     def parts(self) -> ScoreParts:
         bm25, context, session, speaker, time, recency, semantic = (rounded(v) for v in self.values)
         return ScoreParts(
-            bm25=bm25, recency=recency, tags=0.0, context=context, session=session,
-            speaker=speaker, time=time, semantic=semantic,
+            bm25=bm25,
+            recency=recency,
+            tags=0.0,
+            context=context,
+            session=session,
+            speaker=speaker,
+            time=time,
+            semantic=semantic,
         )
 
 
@@ -175,9 +181,15 @@ def rank_events(
             recency_part(now_ms - event.ts, RECALL_HALF_LIFE_MS),
             similar.get(key, 0.0),
         )
-        score = (w_bm25 * values[0] + w_context * values[1] + w_session * values[2]
-                 + w_speaker * values[3] + w_time * values[4] + w_recency * values[5]
-                 + w_semantic * values[6]) / total_weight
+        score = (
+            w_bm25 * values[0]
+            + w_context * values[1]
+            + w_session * values[2]
+            + w_speaker * values[3]
+            + w_time * values[4]
+            + w_recency * values[5]
+            + w_semantic * values[6]
+        ) / total_weight
         if not math.isfinite(score):
             score = 0.0
         ranked.append(RankedEvent(event, rounded(score), values, key in hit_keys))

@@ -365,8 +365,7 @@ def redact_joined(texts: Sequence[str]) -> tuple[list[Redacted], int]:
     """
     own = [find_spans(text) for text in texts]
     if len(texts) < 2:
-        return [_apply(text, spans) for text, spans in zip(texts, own, strict=True)], \
-            sum(map(len, own))
+        return [_apply(text, spans) for text, spans in zip(texts, own, strict=True)], sum(map(len, own))
     offsets = [0]
     for text in texts:
         offsets.append(offsets[-1] + len(text))
@@ -384,8 +383,7 @@ def redact_joined(texts: Sequence[str]) -> tuple[list[Redacted], int]:
                 pieces += 1
             index += 1
         split += max(0, pieces - 1)
-    results = [_apply(text, _union(spans, more))
-               for text, spans, more in zip(texts, own, extra, strict=True)]
+    results = [_apply(text, _union(spans, more)) for text, spans, more in zip(texts, own, extra, strict=True)]
     return results, sum(r.count for r in results) - split
 
 
@@ -416,11 +414,17 @@ def _joined_spans(joined: str, offsets: list[int], own: list[list[Span]]) -> lis
             continue
         if isinstance(need, tuple):  # a long word cut in two: only it can hold the secret
             low, high = need
-            _add(found, [(start + low, end + low, kind)
-                         for start, end, kind in find_spans(joined[low:high])
-                         if start + low < at < end + low
-                         and (kind != "generic_secret"
-                              or _joined_value(joined, boundaries, start + low, end + low))])
+            _add(
+                found,
+                [
+                    (start + low, end + low, kind)
+                    for start, end, kind in find_spans(joined[low:high])
+                    if start + low < at < end + low
+                    and (
+                        kind != "generic_secret" or _joined_value(joined, boundaries, start + low, end + low)
+                    )
+                ],
+            )
             continue
         low, high = max(0, at - JOIN_WINDOW), min(size, at + JOIN_WINDOW)
         if left:
@@ -434,13 +438,16 @@ def _joined_spans(joined: str, offsets: list[int], own: list[list[Span]]) -> lis
     for low, high in windows:
         low, high = _line_edges(joined, low, high)
         while True:
-            kept = [(start + low, end + low, kind)
-                    for start, end, kind in find_spans(joined[low:high])
-                    if _spans_boundary(joined, boundaries, start + low, end + low)
-                    and (kind != "generic_secret"
-                         or _joined_value(joined, boundaries, start + low, end + low))]
-            grow = any((start - low < JOIN_SLACK and low > 0) or (high - end < JOIN_SLACK and high < size)
-                       for start, end, _ in kept)
+            kept = [
+                (start + low, end + low, kind)
+                for start, end, kind in find_spans(joined[low:high])
+                if _spans_boundary(joined, boundaries, start + low, end + low)
+                and (kind != "generic_secret" or _joined_value(joined, boundaries, start + low, end + low))
+            ]
+            grow = any(
+                (start - low < JOIN_SLACK and low > 0) or (high - end < JOIN_SLACK and high < size)
+                for start, end, _ in kept
+            )
             if not grow:
                 break
             width = high - low
@@ -473,8 +480,11 @@ def _crossing_need(joined: str, at: int) -> str | tuple[int, int] | None:
     line = max(joined.rfind("\n", floor, start), joined.rfind("\r", floor, start), floor - 1) + 1
     before = joined[line:end]
     lowered = before.lower()
-    if (has_suspects(before) or any(word in lowered for word in _CONTEXT_WORDS)
-            or (_may_hold_keyword(lowered) and _KEYWORD.search(lowered) is not None)):
+    if (
+        has_suspects(before)
+        or any(word in lowered for word in _CONTEXT_WORDS)
+        or (_may_hold_keyword(lowered) and _KEYWORD.search(lowered) is not None)
+    ):
         return "window"
     if end - start < _SPLIT_WORD or not start < at < end:
         return None
@@ -509,9 +519,11 @@ def _joined_value(text: str, boundaries: list[int], start: int, end: int) -> boo
     while word_start > 0 and not text[word_start - 1].isspace():
         word_start -= 1
     word = text[word_start:start].lower()
-    return any(word_start + hit.start() < at < word_start + hit.end()
-               and _KEY_TAIL.fullmatch(text, word_start + hit.end(), start) is not None
-               for hit in _KEYWORD.finditer(word))
+    return any(
+        word_start + hit.start() < at < word_start + hit.end()
+        and _KEY_TAIL.fullmatch(text, word_start + hit.end(), start) is not None
+        for hit in _KEYWORD.finditer(word)
+    )
 
 
 # What may follow a keyword before its value: the rest of the name, an operator, a quote.
@@ -563,8 +575,7 @@ def secrets_in(text: str) -> frozenset[str]:
 
 def redact_values(text: str, values: frozenset[str]) -> Redacted:
     """Redact only the secrets whose value (see ``secrets_in``) is one of ``values``."""
-    return _apply(text, [span for span in find_spans(text)
-                         if visible(text[span[0]:span[1]]) in values])
+    return _apply(text, [span for span in find_spans(text) if visible(text[span[0] : span[1]]) in values])
 
 
 def redact_tree(value: Any) -> Any:
@@ -583,11 +594,15 @@ def redact_entry(entry: Entry) -> Entry:
     title, content = redact(entry.title), redact(entry.content)
     tags = [redact(tag) for tag in entry.tags]
     refs = [redact(ref) for ref in entry.source_refs]
-    if not (title.count or content.count or any(t.count for t in tags)
-            or any(r.count for r in refs)):
+    if not (title.count or content.count or any(t.count for t in tags) or any(r.count for r in refs)):
         return entry
-    return msgspec.structs.replace(entry, title=title.text, content=content.text,
-                                   tags=[t.text for t in tags], source_refs=[r.text for r in refs])
+    return msgspec.structs.replace(
+        entry,
+        title=title.text,
+        content=content.text,
+        tags=[t.text for t in tags],
+        source_refs=[r.text for r in refs],
+    )
 
 
 def identifier_stand_in(value: str, key: bytes) -> str:
@@ -675,8 +690,7 @@ def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
 def _line_end(text: str, pos: int, limit: int | None = None) -> int:
     """Where the line holding ``pos`` ends; with ``limit``, at most that far ahead."""
     stop = len(text) if limit is None else min(len(text), pos + limit)
-    ends = [found for found in (text.find("\n", pos, stop), text.find("\r", pos, stop))
-            if found >= 0]
+    ends = [found for found in (text.find("\n", pos, stop), text.find("\r", pos, stop)) if found >= 0]
     return min(ends, default=stop)
 
 

@@ -195,8 +195,9 @@ def recall_line(event: Event, limits: ContextLimits) -> str:
     return f"{event.seq} {label}: {text}"
 
 
-def recall_block(events: list[Event], limits: ContextLimits,
-                 line: Callable[[Event], str] | None = None) -> str:
+def recall_block(
+    events: list[Event], limits: ContextLimits, line: Callable[[Event], str] | None = None
+) -> str:
     """One session-day: its header, then its events in seq order with ``…`` over gaps.
 
     ``line`` renders one event (default ``recall_line``; a caller may pass a cached one).

@@ -24,12 +24,30 @@ from typing import Final
 # Default-ignorable code points (Unicode 15.1 DerivedCoreProperties) plus every
 # format character (category Cf): nothing a person sees, so nothing a secret needs.
 _IGNORABLE_RANGES: Final = (
-    (0x00AD, 0x00AD), (0x034F, 0x034F), (0x0600, 0x0605), (0x061C, 0x061C),
-    (0x06DD, 0x06DD), (0x070F, 0x070F), (0x0890, 0x0891), (0x08E2, 0x08E2),
-    (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x200B, 0x200F),
-    (0x202A, 0x202E), (0x2060, 0x206F), (0x3164, 0x3164), (0xFE00, 0xFE0F),
-    (0xFEFF, 0xFEFF), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFFB), (0x110BD, 0x110BD),
-    (0x110CD, 0x110CD), (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A),
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x0600, 0x0605),
+    (0x061C, 0x061C),
+    (0x06DD, 0x06DD),
+    (0x070F, 0x070F),
+    (0x0890, 0x0891),
+    (0x08E2, 0x08E2),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0F),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFFB),
+    (0x110BD, 0x110BD),
+    (0x110CD, 0x110CD),
+    (0x13430, 0x1343F),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
     (0xE0000, 0xE0FFF),
 )
 # Compatibility forms of ASCII letters, digits and symbols: full-width forms and
@@ -38,8 +56,7 @@ _FOLDABLE_RANGES: Final = ((0xFF01, 0xFF5E), (0x1D400, 0x1D7FF))
 
 
 def _char_class(ranges: tuple[tuple[int, int], ...]) -> str:
-    return "".join(f"\\U{low:08x}" if low == high else f"\\U{low:08x}-\\U{high:08x}"
-                   for low, high in ranges)
+    return "".join(f"\\U{low:08x}" if low == high else f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
 
 
 _IGNORABLE: Final = re.compile(f"[{_char_class(_IGNORABLE_RANGES)}]")
@@ -147,8 +164,7 @@ def decode_base64_run(run: str) -> str | None:
         body = body[:-1]
     padded = body + "=" * (-len(body) % 4)
     try:
-        raw = (base64.b64decode(padded, validate=True) if standard
-               else base64.urlsafe_b64decode(padded))
+        raw = base64.b64decode(padded, validate=True) if standard else base64.urlsafe_b64decode(padded)
         decoded = raw.decode("utf-8")
     except (binascii.Error, ValueError):
         return None

@@ -151,8 +151,7 @@ def due(state: Gathered) -> bool:
     """Whether the notes should be written now: past 10,000 tokens, then every 5,000 more."""
     if state.tokens < FIRST_UPDATE_TOKENS:
         return False
-    return not state.rendered_at_tokens or (
-        state.tokens - state.rendered_at_tokens >= UPDATE_EVERY_TOKENS)
+    return not state.rendered_at_tokens or (state.tokens - state.rendered_at_tokens >= UPDATE_EVERY_TOKENS)
 
 
 def next_threshold(state: Gathered) -> int:
@@ -206,8 +205,9 @@ def _fit(head: str, lines: list[str], max_tokens: int, omitted: int = 0) -> str:
     return "\n".join([head, *kept])
 
 
-def render(state: Gathered, session_id: str, working: WorkingState,
-           allowance: Mapping[str, int]) -> dict[str, str]:
+def render(
+    state: Gathered, session_id: str, working: WorkingState, allowance: Mapping[str, int]
+) -> dict[str, str]:
     """The text of each section in ``allowance`` (section → most tokens it may take)."""
     span = f"event:{session_id}:{state.first_seq}-{state.last_seq}"
     head = f"{DERIVED_MARK}{span}; write this section to replace it)"
@@ -222,13 +222,11 @@ def render(state: Gathered, session_id: str, working: WorkingState,
 
 def _section_lines(section: str, state: Gathered, sid: str, working: WorkingState) -> list[str]:
     if section == "Files and Functions":
-        return [f"- {note.path} ({', '.join(_ref(sid, s) for s in note.seqs)})"
-                for note in state.files]
+        return [f"- {note.path} ({', '.join(_ref(sid, s) for s in note.seqs)})" for note in state.files]
     if section == "Errors & Corrections":
         lines = []
         for error in state.errors:
-            outcome = (f"fixed at {_ref(sid, error.fixed_seq)}" if error.fixed_seq
-                       else "not fixed yet")
+            outcome = f"fixed at {_ref(sid, error.fixed_seq)}" if error.fixed_seq else "not fixed yet"
             lines.append(f"- {error.tool}: {error.text} ({_ref(sid, error.seq)}) → {outcome}")
         return lines
     if section == "Worklog":
@@ -262,7 +260,6 @@ def allowance(notes: Mapping[str, str], writable: list[str]) -> dict[str, int]:
     own sections leave of the notes' total cap."""
     if not writable:
         return {}
-    client = sum(estimate_tokens(text) for section, text in notes.items()
-                 if section not in writable)
+    client = sum(estimate_tokens(text) for section, text in notes.items() if section not in writable)
     room = max(MAX_NOTES_TOKENS - client, 0) // len(writable)
     return {section: min(MAX_NOTE_SECTION_TOKENS, room) for section in writable if room >= 50}

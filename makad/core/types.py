@@ -13,9 +13,7 @@ import msgspec
 Origin = Literal["manual", "extracted", "imported", "unknown"]
 EntryStatus = Literal["active", "archived", "review_required", "draft"]
 Scope = Literal["workspace", "session", "global"]
-EventType = Literal[
-    "user_message", "assistant_message", "tool_call", "tool_result", "system", "note"
-]
+EventType = Literal["user_message", "assistant_message", "tool_call", "tool_result", "system", "note"]
 NOTE_SECTIONS: tuple[str, ...] = (
     "Current State",
     "Task specification",

@@ -44,5 +44,4 @@ def undecodable_lines(text: str) -> list[int]:
     """1-based numbers of the lines (split at CR, LF and CRLF) holding undecodable bytes."""
     if not has_undecodable(text):
         return []
-    return [number for number, line in enumerate(_LINE.findall(text), start=1)
-            if _SURROGATE.search(line)]
+    return [number for number, line in enumerate(_LINE.findall(text), start=1) if _SURROGATE.search(line)]

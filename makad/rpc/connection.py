@@ -186,7 +186,7 @@ class Connection:
             await self._stream.send(data)
             return
         for start in range(0, len(data), WRITE_CHUNK):
-            await self._stream.send(data[start:start + WRITE_CHUNK])
+            await self._stream.send(data[start : start + WRITE_CHUNK])
             self.last_active = time.monotonic()  # a slow reader is not an idle one
 
     def _slot_bytes(self, slot: _Slot) -> bytes:

@@ -60,8 +60,9 @@ def error_response(code: int, message: str, data: dict[str, Any], id_: Any = Non
 
 def internal_error(ref: str, id_: Any = None) -> bytes:
     """The bytes of a -32603 reply pointing at the log line ``ref``."""
-    return _encoder.encode(error_response(INTERNAL_ERROR, "Internal error",
-                                          {"kind": "internal", "ref": ref}, id_))
+    return _encoder.encode(
+        error_response(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref}, id_)
+    )
 
 
 def new_ref() -> str:
@@ -73,8 +74,9 @@ def _valid_id(value: Any) -> bool:
 
 
 def _invalid_request(reason: str, id_: Any = None) -> dict[str, Any]:
-    return error_response(INVALID_REQUEST, "Invalid Request",
-                          {"kind": "invalid_request", "reason": reason}, id_)
+    return error_response(
+        INVALID_REQUEST, "Invalid Request", {"kind": "invalid_request", "reason": reason}, id_
+    )
 
 
 def _check_request(obj: Any) -> dict[str, Any] | None:
@@ -98,8 +100,12 @@ def _check_request(obj: Any) -> dict[str, Any] | None:
 class Dispatcher:
     """Turns one framed payload into the bytes of its reply (or None for no reply)."""
 
-    def __init__(self, catalogue: dict[str, MethodSpec], handlers: dict[str, Handler],
-                 max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES) -> None:
+    def __init__(
+        self,
+        catalogue: dict[str, MethodSpec],
+        handlers: dict[str, Handler],
+        max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
+    ) -> None:
         self.max_reply_bytes = max_reply_bytes
         missing = set(catalogue) - set(handlers)
         if missing:
@@ -113,18 +119,25 @@ class Dispatcher:
 
         async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
             if args:
-                return Error(INVALID_PARAMS, "Invalid params", {
-                    "kind": "invalid_params",
-                    "reason": "params must be an object of named parameters"})
+                return Error(
+                    INVALID_PARAMS,
+                    "Invalid params",
+                    {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
+                )
             try:
                 params = decode_params(kwargs)
             except msgspec.ValidationError as exc:
                 text = str(exc)
                 match = _PATH.search(text)
-                return Error(INVALID_PARAMS, "Invalid params", {
-                    "kind": "invalid_params",
-                    "path": match.group(1) if match else "$",
-                    "reason": _PATH.sub("", text)})
+                return Error(
+                    INVALID_PARAMS,
+                    "Invalid params",
+                    {
+                        "kind": "invalid_params",
+                        "path": match.group(1) if match else "$",
+                        "reason": _PATH.sub("", text),
+                    },
+                )
             started = time.perf_counter() if logs.debug_enabled else 0.0
             try:
                 result = await handler(params, context)
@@ -136,8 +149,9 @@ class Dispatcher:
                 log.error("request_crashed", method=spec.name, ref=ref, exc_info=True)
                 return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref})
             if logs.debug_enabled:
-                log.debug("request", method=spec.name,
-                          duration_ms=round((time.perf_counter() - started) * 1000, 3))
+                log.debug(
+                    "request", method=spec.name, duration_ms=round((time.perf_counter() - started) * 1000, 3)
+                )
             return Success(result)
 
         return call
@@ -147,11 +161,17 @@ class Dispatcher:
         try:
             message = _decoder.decode(payload)
         except msgspec.DecodeError:
-            return _encoder.encode(error_response(
-                PARSE_ERROR, "Parse error", {"kind": "parse_error", "reason": "invalid JSON or UTF-8"}))
+            return _encoder.encode(
+                error_response(
+                    PARSE_ERROR, "Parse error", {"kind": "parse_error", "reason": "invalid JSON or UTF-8"}
+                )
+            )
         except RecursionError:
-            return _encoder.encode(error_response(
-                PARSE_ERROR, "Parse error", {"kind": "too_deep", "reason": "JSON nested too deeply"}))
+            return _encoder.encode(
+                error_response(
+                    PARSE_ERROR, "Parse error", {"kind": "too_deep", "reason": "JSON nested too deeply"}
+                )
+            )
         if isinstance(message, list):
             if not message:
                 return _encoder.encode(_invalid_request("empty batch"))
@@ -181,8 +201,7 @@ class Dispatcher:
         ids = [reply_id(obj) if expects_reply(obj) else NO_REPLY for obj in messages]
         budget = BatchBudget(self.max_reply_bytes, ids)
         if not budget.fits:
-            log.warning("batch_reply_too_large", requests=len(messages),
-                        limit=self.max_reply_bytes)
+            log.warning("batch_reply_too_large", requests=len(messages), limit=self.max_reply_bytes)
             return too_large_reply(None, self.max_reply_bytes, ran=False, batch=True)
         parts: list[bytes] = []
         unyielded = 0
@@ -231,12 +250,15 @@ class Dispatcher:
         method = self._methods.get(request.method)
         if method is not None and isinstance(obj.get("params"), list):
             # Every method takes by-name params; even an empty array is positional.
-            result = Error(INVALID_PARAMS, "Invalid params", {
-                "kind": "invalid_params",
-                "reason": "params must be an object of named parameters"})
+            result = Error(
+                INVALID_PARAMS,
+                "Invalid params",
+                {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
+            )
         elif method is None:
-            result = Error(METHOD_NOT_FOUND, "Method not found",
-                           {"kind": "method_not_found", "method": request.method})
+            result = Error(
+                METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": request.method}
+            )
         else:
             # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
             # signature binding (validate_args, ~10 µs) can never fail: skip it.
@@ -246,8 +268,7 @@ class Dispatcher:
         if isinstance(result, Left):
             err = result._error
             data = err.data if isinstance(err.data, dict) else {"kind": "internal"}
-            return {"jsonrpc": "2.0", "error": error_object(err.code, err.message, data),
-                    "id": request.id}
+            return {"jsonrpc": "2.0", "error": error_object(err.code, err.message, data), "id": request.id}
         return {"jsonrpc": "2.0", "result": result._value.result, "id": request.id}
 
 

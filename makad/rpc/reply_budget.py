@@ -28,8 +28,13 @@ def too_large_reply(id_: Any, limit: int, *, ran: bool, batch: bool = False) -> 
     data: dict[str, Any] = {"kind": ReplyTooLarge.kind, "limit": limit, "ran": ran}
     if batch:
         data["reason"] = "too many requests in the batch to answer within the limit"
-    return _encoder.encode({"jsonrpc": "2.0", "error": {
-        "code": ReplyTooLarge.code, "message": "Reply too large", "data": data}, "id": id_})
+    return _encoder.encode(
+        {
+            "jsonrpc": "2.0",
+            "error": {"code": ReplyTooLarge.code, "message": "Reply too large", "data": data},
+            "id": id_,
+        }
+    )
 
 
 class BatchBudget:
@@ -38,8 +43,7 @@ class BatchBudget:
     def __init__(self, limit: int, reply_ids: Sequence[Any]) -> None:
         # Each answered element may need its error plus a comma; ``false`` is the longer flag.
         base = len(too_large_reply(None, limit, ran=False)) - len(b"null") + 1
-        self._reserves = [0 if id_ is NO_REPLY else base + len(_encoder.encode(id_))
-                          for id_ in reply_ids]
+        self._reserves = [0 if id_ is NO_REPLY else base + len(_encoder.encode(id_)) for id_ in reply_ids]
         self._free = limit - len(b"[]") - sum(self._reserves)
         self.fits = self._free >= 0
         self.spent = False

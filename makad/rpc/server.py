@@ -73,9 +73,16 @@ def peer_uid(stream: SocketStream) -> int | None:
 
 
 def refusal_line(limit: int) -> bytes:
-    return _encoder.encode(error_response(
-        TooManyConnections.code, "Too many connections",
-        {"kind": TooManyConnections.kind, "limit": limit})) + b"\n"
+    return (
+        _encoder.encode(
+            error_response(
+                TooManyConnections.code,
+                "Too many connections",
+                {"kind": TooManyConnections.kind, "limit": limit},
+            )
+        )
+        + b"\n"
+    )
 
 
 class Server:
@@ -155,8 +162,12 @@ class Server:
         self._refused += 1
         now = time.monotonic()
         if now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL_S:
-            log.warning("connection_refused", reason="too many connections",
-                        limit=self._limits.max_connections, refused=self._refused)
+            log.warning(
+                "connection_refused",
+                reason="too many connections",
+                limit=self._limits.max_connections,
+                refused=self._refused,
+            )
             self._refusal_logged_at = now
             self._refused = 0
 
@@ -208,8 +219,7 @@ class Server:
                     await conn.wait_for_room()
                 try:
                     chunk = await stream.receive(READ_CHUNK)
-                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
-                        OSError):
+                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                     if decoder is not None and decoder.has_partial():
                         log.debug("client_closed_mid_message", conn=conn.id)
                     break
@@ -227,8 +237,13 @@ class Server:
                 try:
                     messages = decoder.feed(chunk)
                 except FrameError as exc:
-                    await conn.send(_encoder.encode(error_response(
-                        -32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason})))
+                    await conn.send(
+                        _encoder.encode(
+                            error_response(
+                                -32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason}
+                            )
+                        )
+                    )
                     log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
                     break
                 for message in messages:
@@ -264,8 +279,7 @@ class Server:
         if self._in_flight == 0 and self._idle is not None:
             self._idle.set()
 
-    async def _handle(self, conn: Connection, prepared: Prepared,
-                      limiter: anyio.Semaphore | None) -> None:
+    async def _handle(self, conn: Connection, prepared: Prepared, limiter: anyio.Semaphore | None) -> None:
         try:
             try:
                 reply = await self._dispatcher.run(prepared, conn)

@@ -45,8 +45,7 @@ async def scrub_removed_secrets(ws: Workspace, old_texts: list[str | None]) -> N
 def _scrub(ws: Workspace, olds: list[str]) -> int:
     held = frozenset().union(*(_secrets(ws, text) for text in olds), ws.extra.get(PENDING_KEY, ()))
     # Looked at even when nothing was held: the live versions are the next write's old ones.
-    live = frozenset().union(*(_secrets(ws, text) for text in (ws.memory.text, ws.pending.text)
-                               if text))
+    live = frozenset().union(*(_secrets(ws, text) for text in (ws.memory.text, ws.pending.text) if text))
     gone = held - live
     if gone:
         # An editor saving in place shows a truncated file for a moment: what is on disk

@@ -37,8 +37,9 @@ async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs))
 
 
-async def in_limited_thread(limiter: anyio.CapacityLimiter, fn: Callable[..., T], *args: Any,
-                            **kwargs: Any) -> T:
+async def in_limited_thread(
+    limiter: anyio.CapacityLimiter, fn: Callable[..., T], *args: Any, **kwargs: Any
+) -> T:
     """``in_thread`` on at most ``limiter``'s share of the worker threads."""
     return await anyio.to_thread.run_sync(partial(fn, *args, **kwargs), limiter=limiter)
 
@@ -50,12 +51,10 @@ def now_ms() -> int:
 class Hooks:
     """Default domain hooks: no evidence gate, nothing to propagate."""
 
-    async def check_consolidation(self, ws: Workspace, consolidates: Any,
-                                  session_id: str | None) -> None:
+    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
         raise InsufficientEvidence("consolidation is not available")
 
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any,
-                                   proposal_id: str) -> None:
+    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
         return None
 
     async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
@@ -108,8 +107,7 @@ class Context:
             if settled is not None or generation or ws.revision_floor:
                 ws.extra.pop("settings", None)
                 ws.extra.pop("memory_snapshot", None)
-                floor = max([ws.revision_floor, *(r.previous_revision or 0
-                                                  for r in ws.ledger.resets)])
+                floor = max([ws.revision_floor, *(r.previous_revision or 0 for r in ws.ledger.resets)])
                 ws.revision = max(await self.revision(ws), floor)
                 for notice in ws.warnings():
                     log.warning("workspace_notice", workspace_id=ws.id, kind=notice.kind)
@@ -131,12 +129,10 @@ class Context:
         assert isinstance(found, set)
         return found
 
-    async def check_consolidation(self, ws: Workspace, consolidates: Any,
-                                  session_id: str | None) -> None:
+    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
         await self.hooks.check_consolidation(ws, consolidates, session_id)
 
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any,
-                                   proposal_id: str) -> None:
+    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
         await self.hooks.consolidation_queued(ws, consolidates, proposal_id)
 
     async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
@@ -224,8 +220,14 @@ class Context:
 
     # --- idempotency -------------------------------------------------------------------
 
-    async def idempotent(self, ws: Workspace, request_id: str | None, method: str,
-                         result_type: type[R], run: Callable[[], Awaitable[R]]) -> R:
+    async def idempotent(
+        self,
+        ws: Workspace,
+        request_id: str | None,
+        method: str,
+        result_type: type[R],
+        run: Callable[[], Awaitable[R]],
+    ) -> R:
         """Run once per requestId: a retry gets the first result back."""
         if request_id is None:
             return await run()

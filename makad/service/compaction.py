@@ -43,8 +43,11 @@ class CompactionService:
         self._sessions = sessions
 
     def handlers(self) -> dict[str, Handler]:
-        return {"compact": self.compact, "list_checkpoints": self.list_checkpoints,
-                "get_checkpoint": self.get_checkpoint}
+        return {
+            "compact": self.compact,
+            "list_checkpoints": self.list_checkpoints,
+            "get_checkpoint": self.get_checkpoint,
+        }
 
     def _breaker(self, ws: Workspace, sid: str) -> plan_core.BreakerState:
         breakers = ws.extra.setdefault("breakers", {})
@@ -78,45 +81,59 @@ class CompactionService:
         previous = await self._sessions.latest_checkpoint(ws, sid)
         floor = previous.coverage.to_seq if previous else 0
         events = await self._sessions.read_checked_events(ws, sid, after_seq=floor)
-        plan = plan_core.plan_keep_window(events, params.keep_recent_tokens, params.reason,
-                                          previous_boundary_seq=floor)
+        plan = plan_core.plan_keep_window(
+            events, params.keep_recent_tokens, params.reason, previous_boundary_seq=floor
+        )
         if plan is None:
-            raise InvalidParams("nothing to compact: the live history fits the keep window",
-                                path="$.keepRecentTokens")
+            raise InvalidParams(
+                "nothing to compact: the live history fits the keep window", path="$.keepRecentTokens"
+            )
         covered = [e for e in events if plan.covered_from_seq <= e.seq <= plan.covered_to_seq]
         if params.mode == "semantic":
             if params.summary is None:
                 raise InvalidParams("semantic compaction needs a summary", path="$.summary")
-            summary = plan_core.validate_summary(params.summary,
-                                                 find_secrets=lambda t: redact(t).count)
+            summary = plan_core.validate_summary(params.summary, find_secrets=lambda t: redact(t).count)
         else:
             if params.summary is not None:
-                raise InvalidParams("checkpoint compaction builds its own summary",
-                                    path="$.summary")
+                raise InvalidParams("checkpoint compaction builds its own summary", path="$.summary")
             state = await self._sessions.working_state(ws, sid)
             # An event altered on disk (verified false) must not reach the agent via a summary.
             summary = plan_core.checkpoint_summary(
-                [e for e in covered if e.verified], state, previous.summary if previous else None)
+                [e for e in covered if e.verified], state, previous.summary if previous else None
+            )
             summary = redact(summary).text
         checkpoint = Checkpoint(
-            checkpoint_id=secrets.token_hex(12), session_id=sid,
+            checkpoint_id=secrets.token_hex(12),
+            session_id=sid,
             boundary_seq=plan.boundary_seq,
             coverage=Coverage(from_seq=plan.covered_from_seq, to_seq=plan.covered_to_seq),
-            covered_hash=plan_core.covered_hash(covered), summary=summary,
-            summary_tokens=estimate_tokens(summary), preserved_from_seq=plan.preserved_from_seq,
-            mode=params.mode, reason=params.reason, created_at=now_ms())
+            covered_hash=plan_core.covered_hash(covered),
+            summary=summary,
+            summary_tokens=estimate_tokens(summary),
+            preserved_from_seq=plan.preserved_from_seq,
+            mode=params.mode,
+            reason=params.reason,
+            created_at=now_ms(),
+        )
         self._fault("compact_before_commit")
         if self._sessions.is_incognito(ws, sid):
             self._sessions.ephemeral_checkpoints(ws)[sid] = checkpoint
         else:
             request = None
             if params.request_id is not None:
-                request = RequestRecord(request_id=f"compact:{params.request_id}",
-                                        method="compact", result=msgspec.json.encode(checkpoint))
+                request = RequestRecord(
+                    request_id=f"compact:{params.request_id}",
+                    method="compact",
+                    result=msgspec.json.encode(checkpoint),
+                )
             await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request)
         self._fault("compact_after_commit")
-        log.info("compacted", mode=params.mode, reason=params.reason,
-                 covered=plan.covered_to_seq - plan.covered_from_seq + 1)
+        log.info(
+            "compacted",
+            mode=params.mode,
+            reason=params.reason,
+            covered=plan.covered_to_seq - plan.covered_from_seq + 1,
+        )
         return checkpoint
 
     def _fault(self, point: str) -> None:
@@ -129,8 +146,7 @@ class CompactionService:
         if self._sessions.is_incognito(ws, params.session_id):
             found = self._sessions.ephemeral_checkpoints(ws).get(params.session_id)
             return CheckpointsResult(checkpoints=[found] if found else [])
-        return CheckpointsResult(
-            checkpoints=await in_thread(ws.ledger.list_checkpoints, params.session_id))
+        return CheckpointsResult(checkpoints=await in_thread(ws.ledger.list_checkpoints, params.session_id))
 
     async def get_checkpoint(self, params: GetCheckpointParams, peer: Peer) -> Checkpoint:
         ws = await self._ctx.workspace(params.workspace)
@@ -140,5 +156,4 @@ class CompactionService:
         try:
             return await in_thread(ws.ledger.get_checkpoint, params.checkpoint_id)
         except NotFound:
-            raise NotFound("no checkpoint with that id",
-                           checkpointId=params.checkpoint_id) from None
+            raise NotFound("no checkpoint with that id", checkpointId=params.checkpoint_id) from None

@@ -16,14 +16,17 @@ from makad.store.workspaces import Workspace
 _CACHE = "confidence"
 
 
-async def confidence_map(ws: Workspace, entries: list[Entry], archived: bool
-                         ) -> dict[str, Confidence]:
+async def confidence_map(ws: Workspace, entries: list[Entry], archived: bool) -> dict[str, Confidence]:
     """Entry id → confidence for ``entries`` of the current MEMORY.md (``archived``: whether
     they include the archived ones, part of what is cached)."""
     doc, now = ws.memory.doc, now_ms()
     cached = ws.extra.get(_CACHE)
-    if (isinstance(cached, tuple) and cached[0] is doc and cached[1] == now // DAY_MS
-            and cached[2] == archived):
+    if (
+        isinstance(cached, tuple)
+        and cached[0] is doc
+        and cached[1] == now // DAY_MS
+        and cached[2] == archived
+    ):
         found: dict[str, Confidence] = cached[3]
         return found
 

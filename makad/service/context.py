@@ -78,42 +78,49 @@ class ContextService:
         self._ctx = ctx
         self._files = memory_files
         self._sessions = sessions
-        self._limits = ContextLimits(
-            memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
+        self._limits = ContextLimits(memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
 
     def handlers(self) -> dict[str, Handler]:
         return {"build_context": self.build_context}
 
     async def build_context(self, params: BuildContextParams, peer: Peer) -> ContextPack:
         if params.budget_tokens < 0 or params.budget_tokens > MAX_BUDGET_TOKENS:
-            raise InvalidParams(f"budgetTokens must be between 0 and {MAX_BUDGET_TOKENS}",
-                                path="$.budgetTokens")
+            raise InvalidParams(
+                f"budgetTokens must be between 0 and {MAX_BUDGET_TOKENS}", path="$.budgetTokens"
+            )
         ws = await self._ctx.workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
         sid = params.session_id
         incognito = sid is not None and self._sessions.is_incognito(ws, sid)
-        include = frozenset(params.include) if params.include is not None else frozenset(
-            SEGMENT_KINDS)
+        include = frozenset(params.include) if params.include is not None else frozenset(SEGMENT_KINDS)
         query = (params.query or "").strip() or None
-        memory_ok = (settings.enabled and settings.agent_read_enabled and not settings.incognito
-                     and not incognito and "memory" in include)
+        memory_ok = (
+            settings.enabled
+            and settings.agent_read_enabled
+            and not settings.incognito
+            and not incognito
+            and "memory" in include
+        )
         snapshot = await self._snapshot(ws) if memory_ok else None
         plan = _Plan(
-            sid=sid, incognito=incognito, include=include, query=query,
-            budget=params.budget_tokens, snapshot=snapshot,
-            recall=bool(settings.history_recall_enabled and query and "recall" in include
-                        and not incognito),
-            revision=await self._ctx.revision(ws), workspace=str(ws.path))
+            sid=sid,
+            incognito=incognito,
+            include=include,
+            query=query,
+            budget=params.budget_tokens,
+            snapshot=snapshot,
+            recall=bool(settings.history_recall_enabled and query and "recall" in include and not incognito),
+            revision=await self._ctx.revision(ws),
+            workspace=str(ws.path),
+        )
         source: SessionSource | None = None
         if sid is not None:
-            source = (_EphemeralSource(self._sessions, ws) if incognito
-                      else _LedgerSource(ws.ledger))
+            source = _EphemeralSource(self._sessions, ws) if incognito else _LedgerSource(ws.ledger)
         # One worker-thread hop gathers every input, assembles and records the manifest:
         # hops are not free.
         return await in_thread(self._gather_and_assemble, ws, plan, source)
 
-    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None
-                             ) -> ContextPack:
+    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> ContextPack:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -132,8 +139,9 @@ class ContextService:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query)
         now = now_ms()
         recall = _recall(ws, plan.query or "", sid, checkpoint, now) if plan.recall else []
-        call_id = _call_id(plan.workspace, plan.revision, sid, last_seq, plan.budget,
-                           plan.query, plan.include)
+        call_id = _call_id(
+            plan.workspace, plan.revision, sid, last_seq, plan.budget, plan.query, plan.include
+        )
         already_shown: dict[str, str] = {}
         session_bytes = 0
         since = checkpoint.created_at if checkpoint else 0
@@ -142,21 +150,31 @@ class ContextService:
             session_bytes = pack_state.session_memory_bytes(ws.ledger, sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
-            budget_tokens=plan.budget, now_ms=now, session_id=sid, query=plan.query,
-            include=plan.include, memory_enabled=snapshot is not None,
-            memory_entries=entries, memory_bm25=bm25, already_shown=already_shown,
+            budget_tokens=plan.budget,
+            now_ms=now,
+            session_id=sid,
+            query=plan.query,
+            include=plan.include,
+            memory_enabled=snapshot is not None,
+            memory_entries=entries,
+            memory_bm25=bm25,
+            already_shown=already_shown,
             memory_confidence=snapshot.user_confidence if snapshot is not None else {},
             memory_hashes=_hashes(snapshot, entries) if snapshot is not None else {},
             memory_session_bytes=session_bytes,
             memory_skipped=snapshot.skipped if snapshot is not None else None,
-            working_state=working_state, checkpoint=checkpoint, history=history,
-            live_history_tokens=live_tokens, recall_hits=recall, limits=self._limits)
+            working_state=working_state,
+            checkpoint=checkpoint,
+            history=history,
+            live_history_tokens=live_tokens,
+            recall_hits=recall,
+            limits=self._limits,
+        )
         checked = assemble_checked(inputs, None if plan.incognito else ws.ledger.unverified)
         pack = msgspec.structs.replace(checked, call_id=call_id, revision=plan.revision)
         if sid is not None and not plan.incognito:
             items, memory_bytes = _manifest(pack)
-            ws.ledger.record_manifest(sid, pack.call_id, items, memory_bytes=memory_bytes,
-                                      since=since)
+            ws.ledger.record_manifest(sid, pack.call_id, items, memory_bytes=memory_bytes, since=since)
         return pack
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
@@ -164,27 +182,49 @@ class ContextService:
             async with ws.lock:
                 await self._files.refresh(ws, "memory")
         except IOFailure as exc:
-            return MemorySnapshot(None, {}, [], skipped=Skipped(
-                source="memory", reason="unreadable",
-                message=f"MEMORY.md could not be read ({exc.message}); no entries were used"))
+            return MemorySnapshot(
+                None,
+                {},
+                [],
+                skipped=Skipped(
+                    source="memory",
+                    reason="unreadable",
+                    message=f"MEMORY.md could not be read ({exc.message}); no entries were used",
+                ),
+            )
         if ws.memory.too_large:
-            return MemorySnapshot(None, {}, [], skipped=Skipped(
-                source="memory", reason="safe_mode",
-                message=f"MEMORY.md is {ws.memory.size} bytes, over the "
-                        f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries were used "
-                        "until it is shrunk"))
+            return MemorySnapshot(
+                None,
+                {},
+                [],
+                skipped=Skipped(
+                    source="memory",
+                    reason="safe_mode",
+                    message=f"MEMORY.md is {ws.memory.size} bytes, over the "
+                    f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries were used "
+                    "until it is shrunk",
+                ),
+            )
         sha = ws.memory.sha256
         snap = ws.extra.get("memory_snapshot")
-        if (isinstance(snap, MemorySnapshot) and snap.sha == sha and snap.skipped is None
-                and snap.index_generation == ws.ledger.index_generation):
+        if (
+            isinstance(snap, MemorySnapshot)
+            and snap.sha == sha
+            and snap.skipped is None
+            and snap.index_generation == ws.ledger.index_generation
+        ):
             return snap
         sections = [s for s in ws.memory.doc.sections if s.entry.status == "active"]
         dated = entry_dates.dated(ws, [s.entry for s in sections])
         active = await in_thread(_index_redacted, ws.ledger, dated)
         recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
-        snap = MemorySnapshot(sha=sha, by_id={e.id: e for e in active}, recent=recent,
-                              user_confidence=user_values(ws.memory.doc),
-                              index_generation=ws.ledger.index_generation)
+        snap = MemorySnapshot(
+            sha=sha,
+            by_id={e.id: e for e in active},
+            recent=recent,
+            user_confidence=user_values(ws.memory.doc),
+            index_generation=ws.ledger.index_generation,
+        )
         ws.extra["memory_snapshot"] = snap
         return snap
 
@@ -256,8 +296,9 @@ class _EphemeralSource:
         return self._store.get_working_state(sid)
 
 
-def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None,
-                  last: int, budget: int) -> tuple[list[Event], int | None]:
+def _history_tail(
+    source: SessionSource, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
+) -> tuple[list[Event], int | None]:
     """Events after the checkpoint, the newest covering ~2x the budget (or all of them).
 
     Read newest first in steps sized by what is still missing (at most doubling), each
@@ -287,8 +328,9 @@ def _history_tail(source: SessionSource, sid: str, checkpoint: Checkpoint | None
     return events, tokens + 1
 
 
-def _memory_candidates(ws: Workspace, snap: MemorySnapshot, query: str | None
-                       ) -> tuple[list[Entry], dict[str, float]]:
+def _memory_candidates(
+    ws: Workspace, snap: MemorySnapshot, query: str | None
+) -> tuple[list[Entry], dict[str, float]]:
     bm25: dict[str, float] = {}
     chosen: dict[str, Entry] = {}
     if query:
@@ -312,15 +354,15 @@ def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
     return known
 
 
-def _recall(ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None,
-            now: int) -> list[RecallHit]:
+def _recall(
+    ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None, now: int
+) -> list[RecallHit]:
     """Ranked events of other sessions and of this session's compacted part."""
     max_seq = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
     return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
 
 
-def _already_shown(ws: Workspace, sid: str, since: int, call_id: str,
-                   entries: list[Entry]) -> dict[str, str]:
+def _already_shown(ws: Workspace, sid: str, since: int, call_id: str, entries: list[Entry]) -> dict[str, str]:
     """The memory entries (id → hash shown) this call must not repeat: those shown since the
     session's latest compaction. A repeat of the session's latest call must see exactly what
     that call saw, so it does not count what that call itself showed."""
@@ -336,8 +378,11 @@ def _manifest(pack: ContextPack) -> tuple[list[tuple[str, int, str]], int]:
     memory_bytes = 0
     for candidate in pack.trace.candidates:
         if candidate.kind == "memory" and candidate.included and candidate.content_hash:
-            items[candidate.source_id] = (candidate.source_id, max(candidate.tokens, 1),
-                                          candidate.content_hash)
+            items[candidate.source_id] = (
+                candidate.source_id,
+                max(candidate.tokens, 1),
+                candidate.content_hash,
+            )
             memory_bytes += candidate.bytes
     for segment in pack.segments:
         if segment.kind != "memory":
@@ -345,14 +390,18 @@ def _manifest(pack: ContextPack) -> tuple[list[tuple[str, int, str]], int]:
                 items.setdefault(source, (source, segment.tokens, ""))
     counter = HeuristicCounter()
     for message in pack.messages:
-        items.setdefault(message.source_id,
-                         (message.source_id, message_tokens(message, counter), ""))
+        items.setdefault(message.source_id, (message.source_id, message_tokens(message, counter), ""))
     return list(items.values()), memory_bytes
 
 
-def _call_id(workspace: str, revision: int, sid: str | None, last_seq: int, budget: int,
-             query: str | None, include: frozenset[str]) -> str:
-    key = msgspec.json.encode([workspace, revision, sid, last_seq, budget, query,
-                               sorted(include)])
+def _call_id(
+    workspace: str,
+    revision: int,
+    sid: str | None,
+    last_seq: int,
+    budget: int,
+    query: str | None,
+    include: frozenset[str],
+) -> str:
+    key = msgspec.json.encode([workspace, revision, sid, last_seq, budget, query, sorted(include)])
     return hashlib.sha256(key).hexdigest()[:24]
-

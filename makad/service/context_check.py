@@ -68,8 +68,7 @@ def _events(inputs: ContextInputs) -> dict[EventKey, Event]:
 def _used(pack: ContextPack) -> set[EventKey]:
     """Every event the pack shows: history messages and the recall segment's ranges."""
     refs: list[str] = [message.source_id for message in pack.messages]
-    refs += [ref for segment in pack.segments if segment.kind == "recall"
-             for ref in segment.source_ids]
+    refs += [ref for segment in pack.segments if segment.kind == "recall" for ref in segment.source_ids]
     return set(_keys(refs))
 
 
@@ -90,10 +89,12 @@ def _without(inputs: ContextInputs, tampered: Collection[EventKey]) -> ContextIn
     def kept(event: Event) -> bool:
         return (event.session_id, event.seq) not in tampered
 
-    hits = [msgspec.structs.replace(hit, neighbours=[n for n in hit.neighbours if kept(n)])
-            for hit in inputs.recall_hits if kept(hit.event)]
-    return msgspec.structs.replace(inputs, history=[e for e in inputs.history if kept(e)],
-                                   recall_hits=hits)
+    hits = [
+        msgspec.structs.replace(hit, neighbours=[n for n in hit.neighbours if kept(n)])
+        for hit in inputs.recall_hits
+        if kept(hit.event)
+    ]
+    return msgspec.structs.replace(inputs, history=[e for e in inputs.history if kept(e)], recall_hits=hits)
 
 
 def _traced(pack: ContextPack, tampered: Collection[EventKey]) -> ContextPack:
@@ -101,6 +102,8 @@ def _traced(pack: ContextPack, tampered: Collection[EventKey]) -> ContextPack:
         return pack
     dropped = {**pack.trace.dropped, "tampered": len(tampered)}
     trace = msgspec.structs.replace(
-        pack.trace, dropped={reason: dropped[reason] for reason in sorted(dropped)},
-        tampered=[f"event:{sid}:{seq}" for sid, seq in sorted(tampered)])
+        pack.trace,
+        dropped={reason: dropped[reason] for reason in sorted(dropped)},
+        tampered=[f"event:{sid}:{seq}" for sid, seq in sorted(tampered)],
+    )
     return msgspec.structs.replace(pack, trace=trace)

@@ -117,8 +117,9 @@ def clean_summary(summary: str) -> tuple[str, int]:
     if "\n" in text or "\r" in text:
         raise InvalidParams("summary must be one line", path="$.summary")
     if len(text) > MAX_SUMMARY_CHARS:
-        raise TooLarge(f"summary is over {MAX_SUMMARY_CHARS} characters",
-                       limit=MAX_SUMMARY_CHARS, actual=len(text))
+        raise TooLarge(
+            f"summary is over {MAX_SUMMARY_CHARS} characters", limit=MAX_SUMMARY_CHARS, actual=len(text)
+        )
     cleaned = redact(text)
     return cleaned.text, cleaned.count
 
@@ -128,7 +129,7 @@ def one_line(text: str) -> str:
 
 
 def clip(text: str, limit: int = MAX_SUMMARY_CHARS) -> str:
-    return text if len(text) <= limit else text[:limit - 1].rstrip() + "…"
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def close_summary(state: WorkingState) -> str | None:
@@ -150,8 +151,11 @@ def close_tags(state: WorkingState) -> list[str]:
     picked = list(dict.fromkeys(t for t in hashtags if t))
     if picked:
         return picked[:MAX_EPISODE_TAGS]
-    words = [w for w in (slug(m) for m in _WORD.findall(text.casefold()))
-             if 4 <= len(w) <= 32 and w not in STOPWORDS]
+    words = [
+        w
+        for w in (slug(m) for m in _WORD.findall(text.casefold()))
+        if 4 <= len(w) <= 32 and w not in STOPWORDS
+    ]
     counts = Counter(words)
     first = {w: i for i, w in reversed(list(enumerate(words)))}
     return sorted(counts, key=lambda w: (-counts[w], first[w]))[:CLOSE_TAGS]
@@ -164,8 +168,7 @@ def digest(tag: str, episodes: list[EpisodeRecord]) -> tuple[str, str]:
     shown = episodes[-DIGEST_LINES:]
     if len(episodes) > len(shown):
         lines.append(f"- … and {len(episodes) - len(shown)} earlier episodes")
-    lines += [f"- {time.strftime('%Y-%m-%d', time.gmtime(e.at / 1000))} {e.summary}"
-              for e in shown]
+    lines += [f"- {time.strftime('%Y-%m-%d', time.gmtime(e.at / 1000))} {e.summary}" for e in shown]
     return f"Recurring: {tag}", "\n".join(lines)
 
 
@@ -174,18 +177,33 @@ def episode_id_of(ref_or_id: str) -> str:
 
 
 def episode_view(record: EpisodeRecord) -> Episode:
-    return Episode(episode_id=record.episode_id, session_id=record.session_id, kind=record.kind,
-                   summary=record.summary, tags=record.tags, source_refs=record.source_refs,
-                   at=record.at, created_at=record.created_at, deleted_at=record.deleted_at,
-                   consolidations=record.consolidations)
+    return Episode(
+        episode_id=record.episode_id,
+        session_id=record.session_id,
+        kind=record.kind,
+        summary=record.summary,
+        tags=record.tags,
+        source_refs=record.source_refs,
+        at=record.at,
+        created_at=record.created_at,
+        deleted_at=record.deleted_at,
+        consolidations=record.consolidations,
+    )
 
 
 # --- the service -----------------------------------------------------------------------
 
 
 class EpisodeService:
-    def __init__(self, ctx: Context, sessions: Sessions, proposals: ProposalService, *,
-                 min_episodes: int = MIN_EPISODES, min_sessions: int = MIN_SESSIONS) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        sessions: Sessions,
+        proposals: ProposalService,
+        *,
+        min_episodes: int = MIN_EPISODES,
+        min_sessions: int = MIN_SESSIONS,
+    ) -> None:
         self._ctx = ctx
         self._sessions = sessions
         self._proposals = proposals
@@ -215,33 +233,47 @@ class EpisodeService:
         if not params.source_refs:
             raise InvalidParams("an episode needs at least one source ref", path="$.sourceRefs")
         if len(params.source_refs) > MAX_EPISODE_REFS:
-            raise TooLarge(f"at most {MAX_EPISODE_REFS} source refs", limit=MAX_EPISODE_REFS,
-                           count=len(params.source_refs))
+            raise TooLarge(
+                f"at most {MAX_EPISODE_REFS} source refs",
+                limit=MAX_EPISODE_REFS,
+                count=len(params.source_refs),
+            )
         incognito = self._ctx.incognito_sessions(ws)
         source_refs = self._ctx.identifiers.scrub_refs(params.source_refs)
         for ref in source_refs:
             parts = ref.split(":")
             if len(parts) == 3 and parts[1] in incognito:
-                raise InvalidParams("a source ref names an incognito session", path="$.sourceRefs",
-                                    ref=ref)
+                raise InvalidParams("a source ref names an incognito session", path="$.sourceRefs", ref=ref)
         now = now_ms()
-        new = NewEpisode(episode_id=new_session_id(now), session_id=params.session_id,
-                         kind="client", summary=summary, tags=tags,
-                         source_refs=list(dict.fromkeys(source_refs)),
-                         at=now if params.at is None else params.at)
+        new = NewEpisode(
+            episode_id=new_session_id(now),
+            session_id=params.session_id,
+            kind="client",
+            summary=summary,
+            tags=tags,
+            source_refs=list(dict.fromkeys(source_refs)),
+            at=now if params.at is None else params.at,
+        )
         key = None if params.request_id is None else f"record_episode:{params.request_id}"
         added = await in_thread(ws.ledger.add_episode, new, request_id=key)
-        return RecordEpisodeResult(episode_id=added.episode.episode_id,
-                                   episode=episode_view(added.episode), recorded=added.created,
-                                   redactions=redactions)
+        return RecordEpisodeResult(
+            episode_id=added.episode.episode_id,
+            episode=episode_view(added.episode),
+            recorded=added.created,
+            redactions=redactions,
+        )
 
     async def list_episodes(self, params: ListEpisodesParams, peer: Peer) -> ListEpisodesResult:
         ws = await self._ctx.workspace(params.workspace)
         found = await in_thread(
-            ws.ledger.list_episodes, tag=None if params.tag is None else slug(params.tag),
-            session_id=params.session_id, since=params.since,
+            ws.ledger.list_episodes,
+            tag=None if params.tag is None else slug(params.tag),
+            session_id=params.session_id,
+            since=params.since,
             episode_ids=None if params.ids is None else [episode_id_of(i) for i in params.ids],
-            include_deleted=params.include_deleted, limit=params.limit)
+            include_deleted=params.include_deleted,
+            limit=params.limit,
+        )
         return ListEpisodesResult(episodes=[episode_view(e) for e in found])
 
     async def record_close_episode(self, ws: Workspace, session_id: str) -> EpisodeRecord | None:
@@ -257,17 +289,20 @@ class EpisodeService:
             return None
         info = await self._sessions.info(ws, session_id)
         now = now_ms()
-        new = NewEpisode(episode_id=new_session_id(now), session_id=session_id,
-                         kind="session_close", summary=redact(summary).text,
-                         tags=close_tags(state),
-                         source_refs=[f"event:{session_id}:{seq}" for seq in seqs[:MAX_EPISODE_REFS]],
-                         at=info.closed_at or now)
+        new = NewEpisode(
+            episode_id=new_session_id(now),
+            session_id=session_id,
+            kind="session_close",
+            summary=redact(summary).text,
+            tags=close_tags(state),
+            source_refs=[f"event:{session_id}:{seq}" for seq in seqs[:MAX_EPISODE_REFS]],
+            at=info.closed_at or now,
+        )
         return (await in_thread(ws.ledger.add_episode, new)).episode
 
     # --- evidence ------------------------------------------------------------------------
 
-    async def consolidation_candidates(self, params: CandidatesParams, peer: Peer
-                                       ) -> CandidatesResult:
+    async def consolidation_candidates(self, params: CandidatesParams, peer: Peer) -> CandidatesResult:
         ws = await self._ctx.workspace(params.workspace)
         tag = None if params.tag is None else slug(params.tag)
         evidence = await in_thread(ws.ledger.evidence, tag)
@@ -275,13 +310,19 @@ class EpisodeService:
         for name, episodes in evidence.items():
             sessions = len({e.session_id for e in episodes})
             if len(episodes) >= params.min_episodes and sessions >= params.min_sessions:
-                candidates.append(Candidate(
-                    tag=name, episode_count=len(episodes), session_count=sessions,
-                    eligible=self._meets_threshold(len(episodes), sessions),
-                    episodes=[episode_view(e) for e in episodes]))
+                candidates.append(
+                    Candidate(
+                        tag=name,
+                        episode_count=len(episodes),
+                        session_count=sessions,
+                        eligible=self._meets_threshold(len(episodes), sessions),
+                        episodes=[episode_view(e) for e in episodes],
+                    )
+                )
         candidates.sort(key=lambda c: (-c.episode_count, -c.session_count, c.tag))
-        return CandidatesResult(candidates=candidates, min_episodes=params.min_episodes,
-                                min_sessions=params.min_sessions)
+        return CandidatesResult(
+            candidates=candidates, min_episodes=params.min_episodes, min_sessions=params.min_sessions
+        )
 
     async def consolidate(self, params: ConsolidateParams, peer: Peer) -> ProposeResult:
         ws = await self._ctx.workspace(params.workspace)
@@ -290,49 +331,79 @@ class EpisodeService:
             raise InvalidParams("a tag needs a letter or a digit", path="$.tag")
         episodes = (await in_thread(ws.ledger.evidence, tag)).get(tag, [])
         if not episodes:
-            raise InsufficientEvidence("the tag has no evidence since its last consolidation",
-                                       reason="below_threshold", tag=tag, episodes=0, sessions=0,
-                                       minEpisodes=self.min_episodes,
-                                       minSessions=self.min_sessions)
+            raise InsufficientEvidence(
+                "the tag has no evidence since its last consolidation",
+                reason="below_threshold",
+                tag=tag,
+                episodes=0,
+                sessions=0,
+                minEpisodes=self.min_episodes,
+                minSessions=self.min_sessions,
+            )
         title, content = digest(tag, episodes)
         ids = [e.episode_id for e in episodes]
-        return await self._proposals.propose(ProposeParams(
-            workspace=params.workspace, title=title, content=content, origin="extracted",
-            tags=[tag], session_id=params.session_id,
-            source_refs=[f"{EPISODE_REF}{i}" for i in ids],
-            consolidates=Consolidates(tag=tag, episode_ids=ids),
-            request_id=None if params.request_id is None else f"consolidate:{params.request_id}",
-        ), peer)
+        return await self._proposals.propose(
+            ProposeParams(
+                workspace=params.workspace,
+                title=title,
+                content=content,
+                origin="extracted",
+                tags=[tag],
+                session_id=params.session_id,
+                source_refs=[f"{EPISODE_REF}{i}" for i in ids],
+                consolidates=Consolidates(tag=tag, episode_ids=ids),
+                request_id=None if params.request_id is None else f"consolidate:{params.request_id}",
+            ),
+            peer,
+        )
 
     async def check_evidence(self, ws: Workspace, consolidates: Consolidates) -> None:
         """The evidence gate of a profile proposal (InsufficientEvidence, nothing written)."""
         tag = slug(consolidates.tag)
         ids = list(dict.fromkeys(episode_id_of(i) for i in consolidates.episode_ids))
         if not tag or not ids:
-            raise InsufficientEvidence("a consolidation cites a tag and its episodes",
-                                       reason="no_episodes")
-        found = {e.episode_id: e for e in await in_thread(
-            ws.ledger.list_episodes, episode_ids=ids, include_deleted=True, limit=len(ids))}
+            raise InsufficientEvidence("a consolidation cites a tag and its episodes", reason="no_episodes")
+        found = {
+            e.episode_id: e
+            for e in await in_thread(
+                ws.ledger.list_episodes, episode_ids=ids, include_deleted=True, limit=len(ids)
+            )
+        }
         unknown = [i for i in ids if i not in found or found[i].deleted_at is not None]
         if unknown:
-            raise InsufficientEvidence("the proposal cites episodes this workspace does not have",
-                                       reason="unknown_episodes", episodeIds=unknown[:20])
+            raise InsufficientEvidence(
+                "the proposal cites episodes this workspace does not have",
+                reason="unknown_episodes",
+                episodeIds=unknown[:20],
+            )
         foreign = [i for i in ids if tag not in found[i].tags]
         if foreign:
-            raise InsufficientEvidence("the proposal cites episodes without its tag",
-                                       reason="foreign_tag", tag=tag, episodeIds=foreign[:20])
+            raise InsufficientEvidence(
+                "the proposal cites episodes without its tag",
+                reason="foreign_tag",
+                tag=tag,
+                episodeIds=foreign[:20],
+            )
         open_ = {e.episode_id for e in (await in_thread(ws.ledger.evidence, tag)).get(tag, [])}
         spent = [i for i in ids if i not in open_]
         if spent:
-            raise InsufficientEvidence("the proposal cites episodes already consolidated",
-                                       reason="already_consolidated", tag=tag,
-                                       episodeIds=spent[:20])
+            raise InsufficientEvidence(
+                "the proposal cites episodes already consolidated",
+                reason="already_consolidated",
+                tag=tag,
+                episodeIds=spent[:20],
+            )
         sessions = len({found[i].session_id for i in ids})
         if not self._meets_threshold(len(ids), sessions):
-            raise InsufficientEvidence("too few episodes or sessions for a consolidation",
-                                       reason="below_threshold", tag=tag, episodes=len(ids),
-                                       sessions=sessions, minEpisodes=self.min_episodes,
-                                       minSessions=self.min_sessions)
+            raise InsufficientEvidence(
+                "too few episodes or sessions for a consolidation",
+                reason="below_threshold",
+                tag=tag,
+                episodes=len(ids),
+                sessions=sessions,
+                minEpisodes=self.min_episodes,
+                minSessions=self.min_sessions,
+            )
 
     async def queued(self, ws: Workspace, consolidates: Consolidates, proposal_id: str) -> None:
         """Right after PENDING.md holds the proposal: link it and advance the tag's offset
@@ -357,8 +428,7 @@ class EpisodeService:
         if (await self._ctx.load_settings(ws)).incognito:
             raise IncognitoBlocked("incognito is on: nothing is written")
         if self._sessions.is_incognito(ws, session_id):
-            raise IncognitoBlocked("the session is incognito: it records no episodes",
-                                   sessionId=session_id)
+            raise IncognitoBlocked("the session is incognito: it records no episodes", sessionId=session_id)
 
 
 class EpisodeHooks(Hooks):
@@ -367,18 +437,20 @@ class EpisodeHooks(Hooks):
     def __init__(self, episodes: EpisodeService) -> None:
         self._episodes = episodes
 
-    async def check_consolidation(self, ws: Workspace, consolidates: Any,
-                                  session_id: str | None) -> None:
+    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
         await self._episodes.check_evidence(ws, _consolidates(consolidates))
 
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any,
-                                   proposal_id: str) -> None:
+    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
         await self._episodes.queued(ws, _consolidates(consolidates), proposal_id)
 
     async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
-        await self._episodes.settle(ws, {
-            proposal_id: ("approved", entry.id if isinstance(entry, Entry) else None)
-            for proposal_id, entry in items})
+        await self._episodes.settle(
+            ws,
+            {
+                proposal_id: ("approved", entry.id if isinstance(entry, Entry) else None)
+                for proposal_id, entry in items
+            },
+        )
 
     async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
         await self._episodes.settle(ws, {p: ("rejected", None) for p in proposal_ids})

@@ -57,14 +57,18 @@ class Identifiers:
     def scrub_refs(self, refs: list[str]) -> list[str]:
         return [self.scrub_ref(ref) for ref in refs]
 
-    def wrap(self, catalogue: Mapping[str, MethodSpec], handlers: Mapping[str, Handler]
-             ) -> dict[str, Handler]:
+    def wrap(
+        self, catalogue: Mapping[str, MethodSpec], handlers: Mapping[str, Handler]
+    ) -> dict[str, Handler]:
         """The handlers, each taking params whose identifier fields are already scrubbed."""
         wrapped: dict[str, Handler] = {}
         for name, handler in handlers.items():
             spec = catalogue.get(name)
-            fields = () if spec is None else tuple(
-                f for f in spec.params.__struct_fields__ if f in IDENTIFIER_FIELDS)
+            fields = (
+                ()
+                if spec is None
+                else tuple(f for f in spec.params.__struct_fields__ if f in IDENTIFIER_FIELDS)
+            )
             wrapped[name] = self._wrap_one(handler, fields) if fields else handler
         return wrapped
 

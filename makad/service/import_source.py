@@ -20,8 +20,7 @@ MAX_IMPORT_BYTES = 16 * 1024 * 1024
 MAX_DIR_ENTRIES = 2_000
 
 
-def read_import_source(path: str | None, data: str | None
-                       ) -> tuple[str, dict[str, str] | None, str | None]:
+def read_import_source(path: str | None, data: str | None) -> tuple[str, dict[str, str] | None, str | None]:
     """(text, files of a directory import, file name) — the only file IO of an import."""
     if data is not None:
         if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
@@ -32,8 +31,10 @@ def read_import_source(path: str | None, data: str | None
         raise InvalidParams("path must be absolute", path="$.path")
     target = Path(path)
     if target.is_dir():
-        found = {str(child.relative_to(target)): _read_bounded(child, MAX_IMPORT_BYTES)
-                 for child in markdown_files(target)}
+        found = {
+            str(child.relative_to(target)): _read_bounded(child, MAX_IMPORT_BYTES)
+            for child in markdown_files(target)
+        }
         return found.get("MEMORY.md", ""), found, "MEMORY.md"
     if not target.is_file():
         raise NotFound("no file at that path", path="$.path")
@@ -57,9 +58,12 @@ def markdown_files(root: Path) -> list[Path]:
             for entry in listing:
                 seen += 1
                 if seen > MAX_DIR_ENTRIES:
-                    raise TooLarge(f"the directory holds more than {MAX_DIR_ENTRIES} entries: "
-                                   "point the import at a memory directory or a file",
-                                   limit=MAX_DIR_ENTRIES, path="$.path")
+                    raise TooLarge(
+                        f"the directory holds more than {MAX_DIR_ENTRIES} entries: "
+                        "point the import at a memory directory or a file",
+                        limit=MAX_DIR_ENTRIES,
+                        path="$.path",
+                    )
                 if entry.is_symlink():
                     continue
                 if entry.is_dir(follow_symlinks=False):
@@ -68,8 +72,9 @@ def markdown_files(root: Path) -> list[Path]:
                     total += entry.stat(follow_symlinks=False).st_size
                     files.append(Path(entry.path))
     if total > MAX_IMPORT_BYTES:
-        raise TooLarge("the directory's Markdown files are over 16 MiB together",
-                       limit=MAX_IMPORT_BYTES, path="$.path")
+        raise TooLarge(
+            "the directory's Markdown files are over 16 MiB together", limit=MAX_IMPORT_BYTES, path="$.path"
+        )
     return sorted(files)
 
 

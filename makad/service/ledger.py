@@ -45,8 +45,7 @@ from makad.wire.ledger import (
 INLINE_REDACTION_CHARS = 4_096
 
 
-def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]
-                  ) -> tuple[list[NewEvent], int]:
+def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[NewEvent], int]:
     """The events with secrets replaced in their text (read as one stream, so a secret
     split across two events is caught), meta and tool name, and how many; tool call ids
     go through ``scrub`` (an identifier's stand-in keeps calls paired with results)."""
@@ -67,8 +66,17 @@ def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]
             tool = cleaned.text
         call_id = None if event.tool_call_id is None else scrub(event.tool_call_id)
         count += call_id != event.tool_call_id
-        out.append(NewEvent(type=event.type, text=text.text, ts=event.ts,
-                            tool_call_id=call_id, tool_name=tool, meta=meta, tokens=event.tokens))
+        out.append(
+            NewEvent(
+                type=event.type,
+                text=text.text,
+                ts=event.ts,
+                tool_call_id=call_id,
+                tool_name=tool,
+                meta=meta,
+                tokens=event.tokens,
+            )
+        )
     return out, count
 
 
@@ -87,9 +95,16 @@ def redact_notes(notes: dict[str, str] | None) -> tuple[dict[str, str] | None, i
 
 
 def session_view(info: SessionInfo, incognito: bool) -> SessionView:
-    return SessionView(session_id=info.session_id, title=info.title, created_at=info.created_at,
-                       closed_at=info.closed_at, event_count=info.event_count,
-                       last_seq=info.last_seq, last_hash=info.last_hash, incognito=incognito)
+    return SessionView(
+        session_id=info.session_id,
+        title=info.title,
+        created_at=info.created_at,
+        closed_at=info.closed_at,
+        event_count=info.event_count,
+        last_seq=info.last_seq,
+        last_hash=info.last_hash,
+        incognito=incognito,
+    )
 
 
 def event_ref(event: Event) -> str:
@@ -97,8 +112,7 @@ def event_ref(event: Event) -> str:
 
 
 class LedgerService:
-    def __init__(self, ctx: Context, sessions: Sessions,
-                 notes: SessionNotesKeeper | None = None) -> None:
+    def __init__(self, ctx: Context, sessions: Sessions, notes: SessionNotesKeeper | None = None) -> None:
         self._ctx = ctx
         self._sessions = sessions
         self._notes = notes
@@ -123,8 +137,9 @@ class LedgerService:
     async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.workspace(params.workspace)
         title = None if params.title is None else redact(params.title).text
-        info, incognito = await self._sessions.open(ws, params.session_id, title=title,
-                                                    incognito=params.incognito)
+        info, incognito = await self._sessions.open(
+            ws, params.session_id, title=title, incognito=params.incognito
+        )
         return session_view(info, incognito)
 
     async def list_sessions(self, params: ListSessionsParams, peer: Peer) -> SessionsResult:
@@ -141,8 +156,12 @@ class LedgerService:
     async def delete_session(self, params: SessionParams, peer: Peer) -> DeleteSessionResult:
         ws = await self._ctx.workspace(params.workspace)
         gone = await self._sessions.delete(ws, params.session_id)
-        return DeleteSessionResult(session_id=gone.session_id, deleted_at=gone.deleted_at,
-                                   event_count=gone.event_count, incognito=gone.incognito)
+        return DeleteSessionResult(
+            session_id=gone.session_id,
+            deleted_at=gone.deleted_at,
+            event_count=gone.event_count,
+            incognito=gone.incognito,
+        )
 
     # --- events ---------------------------------------------------------------------
 
@@ -154,34 +173,42 @@ class LedgerService:
             events, redactions = redact_events(params.events, scrub)
         else:
             events, redactions = await in_thread(redact_events, params.events, scrub)
-        result = await self._sessions.append(ws, params.session_id, events,
-                                             expected_seq=params.expected_seq,
-                                             request_id=params.request_id,
-                                             redactions=redactions)
+        result = await self._sessions.append(
+            ws,
+            params.session_id,
+            events,
+            expected_seq=params.expected_seq,
+            request_id=params.request_id,
+            redactions=redactions,
+        )
         if self._notes is not None:
             self._notes.appended(ws, params.session_id, events)
-        return AppendEventsResult(first_seq=result.first_seq, last_seq=result.last_seq,
-                                  redactions=result.redactions)
+        return AppendEventsResult(
+            first_seq=result.first_seq, last_seq=result.last_seq, redactions=result.redactions
+        )
 
     async def read_events(self, params: ReadEventsParams, peer: Peer) -> ReadEventsResult:
         ws = await self._ctx.workspace(params.workspace)
-        events = await self._sessions.read_checked_events(ws, params.session_id,
-                                                          after_seq=params.after_seq,
-                                                          limit=params.limit)
+        events = await self._sessions.read_checked_events(
+            ws, params.session_id, after_seq=params.after_seq, limit=params.limit
+        )
         info = await self._sessions.info(ws, params.session_id)
         last_read = events[-1].seq if events else params.after_seq
-        return ReadEventsResult(events=events, last_seq=info.last_seq,
-                                has_more=last_read < info.last_seq)
+        return ReadEventsResult(events=events, last_seq=info.last_seq, has_more=last_read < info.last_seq)
 
-    async def search_history(self, params: SearchHistoryParams, peer: Peer
-                             ) -> SearchHistoryResult:
+    async def search_history(self, params: SearchHistoryParams, peer: Peer) -> SearchHistoryResult:
         ws = await self._ctx.workspace(params.workspace)
-        hits = await self._sessions.search(ws, params.query, session_id=params.session_id,
-                                           limit=params.limit, before=params.before,
-                                           after=params.after)
-        return SearchHistoryResult(hits=[
-            HistoryHit(ref=event_ref(hit.event), score=hit.score, event=hit.event)
-            for hit in hits])
+        hits = await self._sessions.search(
+            ws,
+            params.query,
+            session_id=params.session_id,
+            limit=params.limit,
+            before=params.before,
+            after=params.after,
+        )
+        return SearchHistoryResult(
+            hits=[HistoryHit(ref=event_ref(hit.event), score=hit.score, event=hit.event) for hit in hits]
+        )
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
         ws = await self._ctx.workspace(params.workspace)
@@ -195,21 +222,30 @@ class LedgerService:
         ws = await self._ctx.workspace(params.workspace)
         return await self._sessions.working_state(ws, params.session_id)
 
-    async def set_working_state(self, params: SetWorkingStateParams, peer: Peer
-                                ) -> SetWorkingStateResult:
+    async def set_working_state(self, params: SetWorkingStateParams, peer: Peer) -> SetWorkingStateResult:
         ws = await self._ctx.workspace(params.workspace)
         goals, n_goals = redact_texts(params.goals)
         threads, n_threads = redact_texts(params.open_threads)
         decisions, n_decisions = redact_texts(params.decisions)
         notes, n_notes = redact_notes(params.notes)
         state = await self._sessions.set_working_state(
-            ws, params.session_id, goals=goals, open_threads=threads, decisions=decisions,
-            notes=notes, expected_revision=params.expected_revision,
-            request_id=params.request_id)
-        return SetWorkingStateResult(goals=state.goals, open_threads=state.open_threads,
-                                     decisions=state.decisions, notes=state.notes,
-                                     revision=state.revision,
-                                     redactions=n_goals + n_threads + n_decisions + n_notes)
+            ws,
+            params.session_id,
+            goals=goals,
+            open_threads=threads,
+            decisions=decisions,
+            notes=notes,
+            expected_revision=params.expected_revision,
+            request_id=params.request_id,
+        )
+        return SetWorkingStateResult(
+            goals=state.goals,
+            open_threads=state.open_threads,
+            decisions=state.decisions,
+            notes=state.notes,
+            revision=state.revision,
+            redactions=n_goals + n_threads + n_decisions + n_notes,
+        )
 
     async def get_manifest(self, params: GetManifestParams, peer: Peer) -> Manifest:
         ws = await self._ctx.workspace(params.workspace)

@@ -136,11 +136,13 @@ class MemoryFiles:
                 await self._record_user_edits(ws, old, t.doc, name)
                 await self._ctx.bump(ws, channel, "external_edit")
         if any(results):
-            await scrub_removed_secrets(ws, [text for text, changed in zip(before_texts, results,
-                                                                            strict=True) if changed])
+            await scrub_removed_secrets(
+                ws, [text for text, changed in zip(before_texts, results, strict=True) if changed]
+            )
 
-    async def _record_user_edits(self, ws: Workspace, before: fmt.MemoryDocument,
-                                 after: fmt.MemoryDocument, which: str) -> None:
+    async def _record_user_edits(
+        self, ws: Workspace, before: fmt.MemoryDocument, after: fmt.MemoryDocument, which: str
+    ) -> None:
         ids = sorted(changed_ids(before, after))
         if not ids:
             return
@@ -149,14 +151,25 @@ class MemoryFiles:
         def record() -> None:
             for entry_id in ids[:200]:
                 action = "edited" if entry_id in present else "deleted"
-                ws.ledger.append_memory_event(action=action, actor="user", entry_id=entry_id,
-                                              data={"file": which, "via": "external_edit"})
+                ws.ledger.append_memory_event(
+                    action=action,
+                    actor="user",
+                    entry_id=entry_id,
+                    data={"file": which, "via": "external_edit"},
+                )
 
         await in_thread(record)
 
-    async def write(self, ws: Workspace, which: str, op: Callable[[fmt.MemoryDocument], Change],
-                    *, expected_revision: int | None = None, bump: bool = True,
-                    before_write: BeforeWrite | None = None) -> Change:
+    async def write(
+        self,
+        ws: Workspace,
+        which: str,
+        op: Callable[[fmt.MemoryDocument], Change],
+        *,
+        expected_revision: int | None = None,
+        bump: bool = True,
+        before_write: BeforeWrite | None = None,
+    ) -> Change:
         """Apply ``op`` to the current file and write it; caller holds ``ws.lock``.
 
         If the user saves the file between our read and our rename, the write is
@@ -164,16 +177,20 @@ class MemoryFiles:
         """
         for _attempt in range(MAX_WRITE_ATTEMPTS - 1):
             try:
-                return await self._write_once(ws, which, op, expected_revision, bump,
-                                              before_write)
+                return await self._write_once(ws, which, op, expected_revision, bump, before_write)
             except files.ChangedUnderfoot:
                 continue
         return await self._write_once(ws, which, op, expected_revision, bump, before_write)
 
-    async def _write_once(self, ws: Workspace, which: str,
-                          op: Callable[[fmt.MemoryDocument], Change],
-                          expected_revision: int | None, bump: bool,
-                          before_write: BeforeWrite | None = None) -> Change:
+    async def _write_once(
+        self,
+        ws: Workspace,
+        which: str,
+        op: Callable[[fmt.MemoryDocument], Change],
+        expected_revision: int | None,
+        bump: bool,
+        before_write: BeforeWrite | None = None,
+    ) -> Change:
         tracked, path, channel = self._tracked(ws, which)
         seen = tracked.doc
         seen_text = tracked.text
@@ -188,21 +205,31 @@ class MemoryFiles:
             await scrub_removed_secrets(ws, [seen_text])
         revision = await self._ctx.revision(ws)
         if expected_revision is not None and expected_revision != revision:
-            raise Conflict("the workspace changed since that revision",
-                           currentRevision=revision, expectedRevision=expected_revision)
+            raise Conflict(
+                "the workspace changed since that revision",
+                currentRevision=revision,
+                expectedRevision=expected_revision,
+            )
         if tracked.too_large:
-            raise SafeMode(f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "
-                           "cap; shrink it before the daemon writes to it")
+            raise SafeMode(
+                f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "
+                "cap; shrink it before the daemon writes to it"
+            )
         current = tracked.doc if not tracked.missing else fmt.new_document()
         change = op(current)
         both = change.touched & user_changed
         if both:
-            raise Conflict("the user changed the same entry; their version was kept",
-                           ids=sorted(both), currentRevision=revision)
+            raise Conflict(
+                "the user changed the same entry; their version was kept",
+                ids=sorted(both),
+                currentRevision=revision,
+            )
         text = fmt.render(change.doc)
         if len(text.encode("utf-8", "surrogateescape")) > self._ctx.settings.memory_max_bytes:
-            raise TooLarge(f"the write would take {path.name} over its size cap",
-                           capBytes=self._ctx.settings.memory_max_bytes)
+            raise TooLarge(
+                f"the write would take {path.name} over its size cap",
+                capBytes=self._ctx.settings.memory_max_bytes,
+            )
         if text == (tracked.text or "") and not tracked.missing:
             return change
         old_text = tracked.text
@@ -255,14 +282,19 @@ class MemoryService:
 
     async def set_settings(self, params: SetSettingsParams, peer: Peer) -> Settings:
         ws = await self._ctx.workspace(params.workspace)
-        if params.default_decay_days is not UNSET and params.default_decay_days is not None \
-                and params.default_decay_days <= 0:
-            raise InvalidParams("defaultDecayDays must be positive or null",
-                                path="$.defaultDecayDays")
+        if (
+            params.default_decay_days is not UNSET
+            and params.default_decay_days is not None
+            and params.default_decay_days <= 0
+        ):
+            raise InvalidParams("defaultDecayDays must be positive or null", path="$.defaultDecayDays")
         async with ws.lock:
             current = await self._ctx.load_settings(ws)
-            patch = {name: getattr(params, name) for name in Settings.__struct_fields__
-                     if getattr(params, name, UNSET) is not UNSET}
+            patch = {
+                name: getattr(params, name)
+                for name in Settings.__struct_fields__
+                if getattr(params, name, UNSET) is not UNSET
+            }
             updated = msgspec.structs.replace(current, **patch)
             if updated != current:
                 updated = await self._ctx.store_settings(ws, updated)
@@ -275,40 +307,71 @@ class MemoryService:
         ws = await self._ctx.workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
         notices = workspace_warnings(ws)  # a replaced workspace, a reset ledger
-        base: dict[str, Any] = {"path": str(ws.memory_path), "enabled": settings.enabled,
-                                "agent_read_enabled": settings.agent_read_enabled,
-                                "warnings": notices}
+        base: dict[str, Any] = {
+            "path": str(ws.memory_path),
+            "enabled": settings.enabled,
+            "agent_read_enabled": settings.agent_read_enabled,
+            "warnings": notices,
+        }
         if not settings.enabled:
-            return LocalMemoryState(**base, status="disabled", content="", entry_count=0,
-                                    latest_entry=None, reason="memory is disabled",
-                                    revision=await self._ctx.revision(ws), sha256=None,
-                                    pending_count=0)
+            return LocalMemoryState(
+                **base,
+                status="disabled",
+                content="",
+                entry_count=0,
+                latest_entry=None,
+                reason="memory is disabled",
+                revision=await self._ctx.revision(ws),
+                sha256=None,
+                pending_count=0,
+            )
         if settings.incognito:
-            return LocalMemoryState(**base, status="incognito_blocked", content="",
-                                    entry_count=0, latest_entry=None,
-                                    reason="incognito is on: memory is not read",
-                                    revision=await self._ctx.revision(ws), sha256=None,
-                                    pending_count=0)
+            return LocalMemoryState(
+                **base,
+                status="incognito_blocked",
+                content="",
+                entry_count=0,
+                latest_entry=None,
+                reason="incognito is on: memory is not read",
+                revision=await self._ctx.revision(ws),
+                sha256=None,
+                pending_count=0,
+            )
         try:
             async with ws.lock:
                 await self._files.refresh(ws)
                 await self.apply_decay(ws)
         except (IOFailure, InvalidWorkspace) as exc:  # the contract's error status
             reason = exc.message
-            return LocalMemoryState(**base, status="error", content="", entry_count=0,
-                                    latest_entry=None, reason=reason,
-                                    revision=await self._ctx.revision(ws), sha256=None,
-                                    pending_count=0)
+            return LocalMemoryState(
+                **base,
+                status="error",
+                content="",
+                entry_count=0,
+                latest_entry=None,
+                reason=reason,
+                revision=await self._ctx.revision(ws),
+                sha256=None,
+                pending_count=0,
+            )
         revision = await self._ctx.revision(ws)
-        pending_count = sum(1 for s in ws.pending.doc.sections
-                            if s.entry.status in ("review_required", "draft"))
+        pending_count = sum(
+            1 for s in ws.pending.doc.sections if s.entry.status in ("review_required", "draft")
+        )
         if ws.memory.too_large:
             return LocalMemoryState(
-                **base, status="safe_mode", content="", entry_count=0, latest_entry=None,
+                **base,
+                status="safe_mode",
+                content="",
+                entry_count=0,
+                latest_entry=None,
                 reason=f"MEMORY.md is {ws.memory.size} bytes, over the "
-                       f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries are read "
-                       "until it is shrunk", revision=revision, sha256=None,
-                pending_count=pending_count)
+                f"{self._ctx.settings.memory_max_bytes}-byte cap: no entries are read "
+                "until it is shrunk",
+                revision=revision,
+                sha256=None,
+                pending_count=pending_count,
+            )
         all_entries, active, latest = self._derived(ws)
         shown = None
         trust = None
@@ -318,10 +381,18 @@ class MemoryService:
                 trust = await confidence_map(ws, shown, params.include_archived)
         content, warnings = self._shown_text(ws)
         return LocalMemoryState(
-            **{**base, "warnings": [*notices, *warnings]}, status="ok", content=content,
-            entry_count=len(active), latest_entry=latest, reason=None, revision=revision,
-            sha256=ws.memory.sha256, pending_count=pending_count, entries=shown,
-            confidence=trust)
+            **{**base, "warnings": [*notices, *warnings]},
+            status="ok",
+            content=content,
+            entry_count=len(active),
+            latest_entry=latest,
+            reason=None,
+            revision=revision,
+            sha256=ws.memory.sha256,
+            pending_count=pending_count,
+            entries=shown,
+            confidence=trust,
+        )
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
@@ -331,8 +402,10 @@ class MemoryService:
         if isinstance(cached, tuple) and cached[0][0] is key[0] and cached[0][1] is key[1]:
             return cached[1], cached[2]
         text = ws.memory.text or ""
-        warnings = [*file_warnings.not_utf8(text, "MEMORY.md"),
-                    *file_warnings.not_utf8(ws.pending.text, "PENDING.md", per_line=False)]
+        warnings = [
+            *file_warnings.not_utf8(text, "MEMORY.md"),
+            *file_warnings.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
+        ]
         shown = display(text)
         ws.extra["shown_text"] = (key, shown, warnings)
         return shown, warnings
@@ -395,12 +468,20 @@ class MemoryService:
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
             now = now_ms()
-            decay = params.decay_ttl_ms if params.decay_ttl_ms is not None else default_decay_ms(
-                settings)
-            entry = Entry(id=fmt.new_entry_id(content, now), title=title, content=content,
-                          origin="manual", created_at=now, updated_at=now, status="active",
-                          tags=normalize_tags(params.tags), decay_ttl_ms=decay,
-                          scope=params.scope, session_id=params.session_id)
+            decay = params.decay_ttl_ms if params.decay_ttl_ms is not None else default_decay_ms(settings)
+            entry = Entry(
+                id=fmt.new_entry_id(content, now),
+                title=title,
+                content=content,
+                origin="manual",
+                created_at=now,
+                updated_at=now,
+                status="active",
+                tags=normalize_tags(params.tags),
+                decay_ttl_ms=decay,
+                scope=params.scope,
+                session_id=params.session_id,
+            )
 
             intent_id = None
             if params.request_id is not None:
@@ -411,21 +492,29 @@ class MemoryService:
                 if planned is not None:
                     entry = msgspec.convert(planned.payload["entry"], Entry)
                 else:
-                    await in_thread(ws.ledger.begin_intent, "request",
-                                    {"entry": msgspec.to_builtins(entry)}, intent_id=intent_id)
+                    await in_thread(
+                        ws.ledger.begin_intent,
+                        "request",
+                        {"entry": msgspec.to_builtins(entry)},
+                        intent_id=intent_id,
+                    )
             planned_entry = entry
 
             def op(doc: fmt.MemoryDocument) -> Change:
                 return Change(fmt.upsert(doc, planned_entry), frozenset({planned_entry.id}))
 
             async with ws.lock:
-                await self._files.write(ws, "memory", op,
-                                        expected_revision=params.expected_revision)
+                await self._files.write(ws, "memory", op, expected_revision=params.expected_revision)
                 revision = await self._ctx.revision(ws)
             if intent_id is not None:
                 await in_thread(ws.ledger.finish_intent, intent_id)
-            await in_thread(ws.ledger.append_memory_event, action="added", actor="user",
-                            entry_id=entry.id, data={"redactions": redactions})
+            await in_thread(
+                ws.ledger.append_memory_event,
+                action="added",
+                actor="user",
+                entry_id=entry.id,
+                data={"redactions": redactions},
+            )
             return EntryResult(entry=entry, revision=revision, redactions=redactions)
 
         return await self._ctx.idempotent(ws, params.request_id, "add_entry", EntryResult, run)
@@ -438,18 +527,25 @@ class MemoryService:
             content = entry.content if params.content is UNSET else params.content
             title, content, redactions = self.clean(title, content)
             tags = entry.tags if params.tags is UNSET else normalize_tags(params.tags)
-            return msgspec.structs.replace(entry, title=title, content=content, tags=tags,
-                                           updated_at=now_ms()), redactions
+            return msgspec.structs.replace(
+                entry, title=title, content=content, tags=tags, updated_at=now_ms()
+            ), redactions
 
-        return await self._modify(ws, params.id, "update_entry", "updated", change,
-                                  params.expected_revision, params.request_id)
+        return await self._modify(
+            ws, params.id, "update_entry", "updated", change, params.expected_revision, params.request_id
+        )
 
     async def archive_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
         return await self._modify(
-            ws, params.id, "archive_entry", "archived",
+            ws,
+            params.id,
+            "archive_entry",
+            "archived",
             lambda e: (msgspec.structs.replace(e, status="archived", updated_at=now_ms()), 0),
-            params.expected_revision, params.request_id)
+            params.expected_revision,
+            params.request_id,
+        )
 
     async def restore_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
@@ -461,26 +557,33 @@ class MemoryService:
                 # Past its deadline it would be archived again at once: the clock restarts
                 # by lengthening the TTL, so createdAt keeps saying when it was created.
                 decay = now - entry.created_at + decay
-            return msgspec.structs.replace(entry, status="active", updated_at=now,
-                                           decay_ttl_ms=decay), 0
+            return msgspec.structs.replace(entry, status="active", updated_at=now, decay_ttl_ms=decay), 0
 
-        return await self._modify(ws, params.id, "restore_entry", "restored", restore,
-                                  params.expected_revision, params.request_id)
+        return await self._modify(
+            ws, params.id, "restore_entry", "restored", restore, params.expected_revision, params.request_id
+        )
 
     async def delete_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
-        return await self._modify(ws, params.id, "delete_entry", "deleted", None,
-                                  params.expected_revision, params.request_id)
+        return await self._modify(
+            ws, params.id, "delete_entry", "deleted", None, params.expected_revision, params.request_id
+        )
 
-    async def _modify(self, ws: Workspace, entry_id: str, method: str, action: str,
-                      change: Callable[[Entry], tuple[Entry, int]] | None,
-                      expected_revision: int | None, request_id: str | None) -> EntryResult:
+    async def _modify(
+        self,
+        ws: Workspace,
+        entry_id: str,
+        method: str,
+        action: str,
+        change: Callable[[Entry], tuple[Entry, int]] | None,
+        expected_revision: int | None,
+        request_id: str | None,
+    ) -> EntryResult:
         async def run() -> EntryResult:
             await self._ctx.require_writable(ws)
             result: dict[str, Any] = {}
             intent_id = None if request_id is None else f"{method}:{request_id}"
-            earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent,
-                                                                      intent_id)
+            earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent, intent_id)
 
             def op(doc: fmt.MemoryDocument) -> Change:
                 if earlier is not None:
@@ -508,25 +611,22 @@ class MemoryService:
             async def plan(_: Change) -> None:
                 if intent_id is None or earlier is not None:
                     return
-                payload = {"entry": msgspec.to_builtins(result["entry"]),
-                           "redactions": result["redactions"]}
+                payload = {"entry": msgspec.to_builtins(result["entry"]), "redactions": result["redactions"]}
                 with contextlib.suppress(Conflict):  # recorded by an attempt redone above
-                    await in_thread(ws.ledger.begin_intent, "request", payload,
-                                    intent_id=intent_id)
+                    await in_thread(ws.ledger.begin_intent, "request", payload, intent_id=intent_id)
 
             async with ws.lock:
-                await self._files.write(ws, "memory", op, expected_revision=expected_revision,
-                                        before_write=plan)
+                await self._files.write(
+                    ws, "memory", op, expected_revision=expected_revision, before_write=plan
+                )
                 revision = await self._ctx.revision(ws)
             if earlier is None or earlier.state == "open":
-                await in_thread(ws.ledger.append_memory_event, action=action, actor="user",
-                                entry_id=entry_id)
+                await in_thread(ws.ledger.append_memory_event, action=action, actor="user", entry_id=entry_id)
                 if action == "deleted":
                     await self._ctx.hooks.deleted(ws, entry_id)
             if intent_id is not None:
                 await in_thread(ws.ledger.finish_intent, intent_id)
-            return EntryResult(entry=result["entry"], revision=revision,
-                               redactions=result["redactions"])
+            return EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
 
         return await self._ctx.idempotent(ws, request_id, method, EntryResult, run)
 
@@ -536,8 +636,9 @@ class MemoryService:
         if not title:
             raise InvalidParams("title must not be empty", path="$.title")
         if len(title) > MAX_TITLE_CHARS:
-            raise TooLarge(f"title is over {MAX_TITLE_CHARS} characters",
-                           limit=MAX_TITLE_CHARS, actual=len(title))
+            raise TooLarge(
+                f"title is over {MAX_TITLE_CHARS} characters", limit=MAX_TITLE_CHARS, actual=len(title)
+            )
         if len(content.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
             raise TooLarge(f"content is over {MAX_ENTRY_BYTES} bytes", limit=MAX_ENTRY_BYTES)
         red_title, red_content = redact(title), redact(content)
@@ -570,8 +671,11 @@ class MemoryService:
             revision = await self._ctx.revision(ws)
         backups = await in_thread(files.list_backups, ws.backups_dir)
         undo = next((b.backup_id for b in backups if b.file == kind), None)
-        return RestoreBackupResult(revision=revision, restored=params.backup_id,
-                                   undo_backup_id=undo if undo != params.backup_id else None)
+        return RestoreBackupResult(
+            revision=revision,
+            restored=params.backup_id,
+            undo_backup_id=undo if undo != params.backup_id else None,
+        )
 
     # --- subscriptions -----------------------------------------------------------------
 

@@ -111,14 +111,18 @@ class ProposalService:
                 raise IncognitoBlocked("the session is incognito: nothing is written")
             # propose is the agent's path, whatever origin it claims: the gate comes first.
             if not settings.extract_tool_effective:
-                raise GateClosed("agent proposals need extractToolEnabled and agentReadEnabled",
-                                 extractToolEnabled=settings.extract_tool_enabled,
-                                 agentReadEnabled=settings.agent_read_enabled)
+                raise GateClosed(
+                    "agent proposals need extractToolEnabled and agentReadEnabled",
+                    extractToolEnabled=settings.extract_tool_enabled,
+                    agentReadEnabled=settings.agent_read_enabled,
+                )
             if params.origin != "extracted":
                 raise InvalidParams(
                     "propose is the agent's path and its origin is extracted: the user's own "
                     "entries go through add_entry, other tools' memories through import_memories",
-                    path="$.origin", allowed=["extracted"])
+                    path="$.origin",
+                    allowed=["extracted"],
+                )
             title, content, redactions = MemoryService.clean(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped proposal needs sessionId", path="$.sessionId")
@@ -127,30 +131,46 @@ class ProposalService:
             digest = content_hash(content)
             rejection = await in_thread(ws.ledger.find_rejection, digest)
             if rejection is not None:
-                return ProposeResult(proposal=None, queued=False, redactions=redactions,
-                                     previously_rejected=RejectionInfo(
-                                         proposal_id=rejection.proposal_id or "",
-                                         reason=rejection.reason or None,
-                                         rejected_at=rejection.ts),
-                                     revision=await self._ctx.revision(ws))
+                return ProposeResult(
+                    proposal=None,
+                    queued=False,
+                    redactions=redactions,
+                    previously_rejected=RejectionInfo(
+                        proposal_id=rejection.proposal_id or "",
+                        reason=rejection.reason or None,
+                        rejected_at=rejection.ts,
+                    ),
+                    revision=await self._ctx.revision(ws),
+                )
             async with ws.lock:
                 await self._files.refresh(ws)
                 active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
                 open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
                 for existing in [*active, *open_]:
                     if content_hash(existing.content) == digest:
-                        return ProposeResult(proposal=existing, queued=False,
-                                             duplicate_of=existing.id, redactions=redactions,
-                                             revision=await self._ctx.revision(ws))
+                        return ProposeResult(
+                            proposal=existing,
+                            queued=False,
+                            duplicate_of=existing.id,
+                            redactions=redactions,
+                            revision=await self._ctx.revision(ws),
+                        )
                 now = now_ms()
                 proposal = Entry(
-                    id=fmt.new_entry_id(content, now), title=title, content=content,
-                    origin=params.origin, created_at=now, updated_at=now,
+                    id=fmt.new_entry_id(content, now),
+                    title=title,
+                    content=content,
+                    origin=params.origin,
+                    created_at=now,
+                    updated_at=now,
                     status="draft" if params.draft else "review_required",
-                    tags=normalize_tags(params.tags), decay_ttl_ms=params.decay_ttl_ms,
-                    scope=params.scope, session_id=params.session_id,
+                    tags=normalize_tags(params.tags),
+                    decay_ttl_ms=params.decay_ttl_ms,
+                    scope=params.scope,
+                    session_id=params.session_id,
                     source_refs=self._ctx.identifiers.scrub_refs(params.source_refs),
-                    supersedes=params.supersedes)
+                    supersedes=params.supersedes,
+                )
                 similar = similar_ids(content, [*active, *open_])
 
                 def op(doc: fmt.MemoryDocument) -> Change:
@@ -160,12 +180,21 @@ class ProposalService:
                 if params.consolidates is not None:
                     await self._ctx.consolidation_queued(ws, params.consolidates, proposal.id)
                 revision = await self._ctx.revision(ws)
-            await in_thread(ws.ledger.append_memory_event, action="proposed", actor="agent",
-                            proposal_id=proposal.id,
-                            data={"origin": params.origin, "sourceRefs": proposal.source_refs,
-                                  "redactions": redactions, "similarTo": similar})
-            return ProposeResult(proposal=proposal, queued=True, similar_to=similar,
-                                 redactions=redactions, revision=revision)
+            await in_thread(
+                ws.ledger.append_memory_event,
+                action="proposed",
+                actor="agent",
+                proposal_id=proposal.id,
+                data={
+                    "origin": params.origin,
+                    "sourceRefs": proposal.source_refs,
+                    "redactions": redactions,
+                    "similarTo": similar,
+                },
+            )
+            return ProposeResult(
+                proposal=proposal, queued=True, similar_to=similar, redactions=redactions, revision=revision
+            )
 
         return await self._ctx.idempotent(ws, params.request_id, "propose", ProposeResult, run)
 
@@ -175,10 +204,15 @@ class ProposalService:
             await self._files.refresh(ws)
         active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
         open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
-        views = [ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_],
-                                                                 exclude=p.id)) for p in open_]
-        return ProposalsResult(proposals=views, revision=await self._ctx.revision(ws),
-                               warnings=file_warnings.not_utf8(ws.pending.text, "PENDING.md"))
+        views = [
+            ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_], exclude=p.id))
+            for p in open_
+        ]
+        return ProposalsResult(
+            proposals=views,
+            revision=await self._ctx.revision(ws),
+            warnings=file_warnings.not_utf8(ws.pending.text, "PENDING.md"),
+        )
 
     # --- approve ------------------------------------------------------------------------
 
@@ -203,19 +237,20 @@ class ProposalService:
                         approved = await self._complete(ws, earlier.payload)
                         await in_thread(ws.ledger.finish_intent, intent_id)
                         revision = await self._ctx.revision(ws)
-                    return ApproveResult(approved=approved, revision=revision,
-                                         redactions=int(earlier.payload.get("redactions", 0)))
+                    return ApproveResult(
+                        approved=approved,
+                        revision=revision,
+                        redactions=int(earlier.payload.get("redactions", 0)),
+                    )
             async with ws.lock:
                 await self._files.refresh(ws)
                 revision = await self._ctx.revision(ws)
                 if params.expected_revision is not None and params.expected_revision != revision:
-                    raise Conflict("the workspace changed since that revision",
-                                   currentRevision=revision)
+                    raise Conflict("the workspace changed since that revision", currentRevision=revision)
                 origins = await in_thread(_recorded_origins, ws, params.ids)
                 plan, redactions = self._plan(ws, params, origins, default_decay_ms(settings))
                 plan["redactions"] = redactions
-                intent = await in_thread(ws.ledger.begin_intent, "approve", plan,
-                                         intent_id=intent_id)
+                intent = await in_thread(ws.ledger.begin_intent, "approve", plan, intent_id=intent_id)
                 self._fault("approve_after_intent")
                 try:
                     approved = await self._complete(ws, plan)
@@ -228,8 +263,9 @@ class ProposalService:
 
         return await self._ctx.idempotent(ws, params.request_id, "approve", ApproveResult, run)
 
-    def _plan(self, ws: Workspace, params: ApproveParams, origins: dict[str, Origin],
-              default_decay_ms: int | None) -> tuple[dict[str, Any], int]:
+    def _plan(
+        self, ws: Workspace, params: ApproveParams, origins: dict[str, Origin], default_decay_ms: int | None
+    ) -> tuple[dict[str, Any], int]:
         """The full approval, decided up front so a crash can finish it from the record.
 
         An entry's origin is what the ledger recorded when it was queued (``extracted``
@@ -237,8 +273,7 @@ class ProposalService:
         decay is its own, else the workspace's ``defaultDecayDays``.
         """
         pending = {s.entry.id: s.entry for s in ws.pending.doc.sections}
-        missing = [i for i in params.ids if i not in pending
-                   or pending[i].status not in OPEN_STATUSES]
+        missing = [i for i in params.ids if i not in pending or pending[i].status not in OPEN_STATUSES]
         if missing:
             raise NotFound("no open proposal with that id", ids=missing)
         now = now_ms()
@@ -266,8 +301,14 @@ class ProposalService:
             redactions += count
             same = active.get(content_hash(content))
             if same is not None:
-                items.append({"proposalId": proposal_id, "entry": msgspec.to_builtins(same),
-                              "edited": edit is not None, "duplicateOf": same.id})
+                items.append(
+                    {
+                        "proposalId": proposal_id,
+                        "entry": msgspec.to_builtins(same),
+                        "edited": edit is not None,
+                        "duplicateOf": same.id,
+                    }
+                )
                 continue
             created = now + offset
             entry_id = fmt.new_entry_id(content, created)
@@ -276,26 +317,34 @@ class ProposalService:
                 entry_id = fmt.new_entry_id(content, created)
             used.add(entry_id)
             scrub = self._ctx.identifiers
-            entry = Entry(id=entry_id, title=title, content=content,
-                          origin=origins.get(proposal_id, proposal.origin),
-                          created_at=created, updated_at=created, status="active",
-                          tags=redact_all(tags),
-                          decay_ttl_ms=(default_decay_ms if proposal.decay_ttl_ms is None
-                                        else proposal.decay_ttl_ms),
-                          scope=proposal.scope, session_id=scrub.scrub_optional(proposal.session_id),
-                          source_refs=scrub.scrub_refs(proposal.source_refs),
-                          supersedes=scrub.scrub_optional(proposal.supersedes))
-            items.append({"proposalId": proposal_id, "entry": msgspec.to_builtins(entry),
-                          "edited": edit is not None})
+            entry = Entry(
+                id=entry_id,
+                title=title,
+                content=content,
+                origin=origins.get(proposal_id, proposal.origin),
+                created_at=created,
+                updated_at=created,
+                status="active",
+                tags=redact_all(tags),
+                decay_ttl_ms=(default_decay_ms if proposal.decay_ttl_ms is None else proposal.decay_ttl_ms),
+                scope=proposal.scope,
+                session_id=scrub.scrub_optional(proposal.session_id),
+                source_refs=scrub.scrub_refs(proposal.source_refs),
+                supersedes=scrub.scrub_optional(proposal.supersedes),
+            )
+            items.append(
+                {"proposalId": proposal_id, "entry": msgspec.to_builtins(entry), "edited": edit is not None}
+            )
             active[content_hash(content)] = entry
         return {"items": items, "at": now}, redactions
 
     async def _complete(self, ws: Workspace, plan: dict[str, Any]) -> list[Approved]:
         """Carry out a planned approval; every step may be repeated safely."""
-        items = [(i["proposalId"], msgspec.convert(i["entry"], Entry), bool(i.get("edited")))
-                 for i in plan["items"]]
-        duplicates = {i["proposalId"]: str(i["duplicateOf"]) for i in plan["items"]
-                      if i.get("duplicateOf")}
+        items = [
+            (i["proposalId"], msgspec.convert(i["entry"], Entry), bool(i.get("edited")))
+            for i in plan["items"]
+        ]
+        duplicates = {i["proposalId"]: str(i["duplicateOf"]) for i in plan["items"] if i.get("duplicateOf")}
         at = int(plan["at"])
         superseded: dict[str, str] = {}
 
@@ -308,8 +357,9 @@ class ProposalService:
                 touched.add(entry.id)
                 target = fmt.find(doc, entry.supersedes) if entry.supersedes else None
                 if target is not None and target.entry.status == "active":
-                    doc = fmt.upsert(doc, msgspec.structs.replace(
-                        target.entry, status="archived", updated_at=at))
+                    doc = fmt.upsert(
+                        doc, msgspec.structs.replace(target.entry, status="archived", updated_at=at)
+                    )
                     touched.add(target.entry.id)
                     superseded[entry.id] = target.entry.id
             return Change(doc, frozenset(touched))
@@ -331,23 +381,29 @@ class ProposalService:
                 if any(e.action == "approved" for e in history):
                     continue
                 if edited:
-                    ws.ledger.append_memory_event(action="edited", actor="user",
-                                                  proposal_id=proposal_id, entry_id=entry.id)
+                    ws.ledger.append_memory_event(
+                        action="edited", actor="user", proposal_id=proposal_id, entry_id=entry.id
+                    )
                 data: dict[str, Any] = {"sourceRefs": entry.source_refs}
                 if proposal_id in duplicates:
                     data["duplicateOf"] = duplicates[proposal_id]
-                ws.ledger.append_memory_event(action="approved", actor="user",
-                                              proposal_id=proposal_id, entry_id=entry.id,
-                                              data=data)
+                ws.ledger.append_memory_event(
+                    action="approved", actor="user", proposal_id=proposal_id, entry_id=entry.id, data=data
+                )
                 if entry.id in superseded:
-                    ws.ledger.append_memory_event(action="archived", actor="user",
-                                                  entry_id=superseded[entry.id],
-                                                  data={"supersededBy": entry.id})
+                    ws.ledger.append_memory_event(
+                        action="archived",
+                        actor="user",
+                        entry_id=superseded[entry.id],
+                        data={"supersededBy": entry.id},
+                    )
 
         await in_thread(record)
         await self._ctx.approved(ws, [(p, e) for p, e, _ in items])
-        return [Approved(proposal_id=p, entry=e, superseded=superseded.get(e.id),
-                         duplicate_of=duplicates.get(p)) for p, e, _ in items]
+        return [
+            Approved(proposal_id=p, entry=e, superseded=superseded.get(e.id), duplicate_of=duplicates.get(p))
+            for p, e, _ in items
+        ]
 
     async def recover(self, ws: Workspace) -> None:
         """Finish approvals a crash interrupted (called once per workspace, under ws.lock)."""
@@ -376,8 +432,7 @@ class ProposalService:
         async def run() -> RejectResult:
             await self._ctx.require_writable(ws)
             rejected: list[Entry] = []
-            earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent,
-                                                                      intent_id)
+            earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent, intent_id)
             if earlier is not None:
                 rejected.extend(msgspec.convert(earlier.payload["rejected"], list[Entry]))
 
@@ -400,14 +455,17 @@ class ProposalService:
                 if intent_id is None or earlier is not None:
                     return
                 with contextlib.suppress(Conflict):  # recorded by an attempt redone above
-                    await in_thread(ws.ledger.begin_intent, "request",
-                                    {"rejected": msgspec.to_builtins(rejected)},
-                                    intent_id=intent_id)
+                    await in_thread(
+                        ws.ledger.begin_intent,
+                        "request",
+                        {"rejected": msgspec.to_builtins(rejected)},
+                        intent_id=intent_id,
+                    )
 
             async with ws.lock:
-                await self._files.write(ws, "pending", op,
-                                        expected_revision=params.expected_revision,
-                                        before_write=plan)
+                await self._files.write(
+                    ws, "pending", op, expected_revision=params.expected_revision, before_write=plan
+                )
                 revision = await self._ctx.revision(ws)
 
             def record() -> None:
@@ -416,9 +474,12 @@ class ProposalService:
                     if ws.ledger.find_rejection(digest) is None:
                         ws.ledger.record_rejection(digest, reason=reason, proposal_id=entry.id)
                     if earlier is None or earlier.state == "open":
-                        ws.ledger.append_memory_event(action="rejected", actor="user",
-                                                      proposal_id=entry.id,
-                                                      data={"reason": reason or None})
+                        ws.ledger.append_memory_event(
+                            action="rejected",
+                            actor="user",
+                            proposal_id=entry.id,
+                            data={"reason": reason or None},
+                        )
 
             await in_thread(record)
             await self._ctx.rejected(ws, [e.id for e in rejected])
@@ -439,8 +500,9 @@ class ProposalService:
         if not events and section is None:
             raise NotFound("no entry or proposal with that id", id=params.id)
         approved = next((e for e in events if e.action == "approved"), None)
-        proposal_id = approved.proposal_id if approved else next(
-            (e.proposal_id for e in events if e.proposal_id), None)
+        proposal_id = (
+            approved.proposal_id if approved else next((e.proposal_id for e in events if e.proposal_id), None)
+        )
         entry = section.entry if section else None
         refs = list(entry.source_refs) if entry else []
         if not refs:
@@ -450,10 +512,14 @@ class ProposalService:
                     refs = [str(r) for r in data_refs]
                     break
         return HistoryResult(
-            id=params.id, entry=entry, proposal_id=proposal_id, source_refs=refs,
+            id=params.id,
+            entry=entry,
+            proposal_id=proposal_id,
+            source_refs=refs,
             approved_by=approved.actor if approved else None,
             approved_at=approved.ts if approved else None,
-            events=events)
+            events=events,
+        )
 
     # --- import / export ------------------------------------------------------------------
 
@@ -465,11 +531,13 @@ class ProposalService:
         async def run() -> ImportResultWire:
             await self._ctx.require_writable(ws)
             data, files_, filename = await in_limited_thread(
-                self._import_readers, read_import_source, params.path, params.data)
+                self._import_readers, read_import_source, params.path, params.data
+            )
             fmt_name = params.format
             if fmt_name is not None and fmt_name not in importers.FORMATS:
-                raise InvalidParams("unknown import format", path="$.format",
-                                    formats=sorted(importers.FORMATS))
+                raise InvalidParams(
+                    "unknown import format", path="$.format", formats=sorted(importers.FORMATS)
+                )
             chosen: importers.FormatName
             if fmt_name is not None:
                 chosen = fmt_name
@@ -477,23 +545,24 @@ class ProposalService:
                 chosen = "claude_code"
             else:
                 chosen = importers.sniff(data, filename)
-            parsed = await in_limited_thread(self._import_readers, importers.parse, data, chosen,
-                                             files=files_)
+            parsed = await in_limited_thread(
+                self._import_readers, importers.parse, data, chosen, files=files_
+            )
             imported: list[str] = []
             duplicates = 0
             async with ws.lock:
                 await self._files.refresh(ws)
-                known = {content_hash(e.content) for e in
-                         [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)]}
+                known = {
+                    content_hash(e.content)
+                    for e in [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)]
+                }
                 now = now_ms()
                 new: list[Entry] = []
                 for offset, item in enumerate(parsed.items):
                     try:
-                        title, content, _ = MemoryService.clean(item.title or "Imported memory",
-                                                                item.content)
+                        title, content, _ = MemoryService.clean(item.title or "Imported memory", item.content)
                     except MakadError as exc:
-                        parsed.errors.append(importers.ItemError(locator=item.locator,
-                                                                 reason=exc.message))
+                        parsed.errors.append(importers.ItemError(locator=item.locator, reason=exc.message))
                         continue
                     digest = content_hash(content)
                     rejection = await in_thread(ws.ledger.find_rejection, digest)
@@ -502,12 +571,19 @@ class ProposalService:
                         continue
                     known.add(digest)
                     created = item.created_at_ms or now + offset
-                    new.append(Entry(
-                        id=fmt.new_entry_id(content, created), title=title, content=content,
-                        origin="imported", created_at=created,
-                        updated_at=item.updated_at_ms or created, status="review_required",
-                        tags=normalize_tags(item.tags),
-                        source_refs=[redact(f"import:{parsed.format}:{item.source_id}").text]))
+                    new.append(
+                        Entry(
+                            id=fmt.new_entry_id(content, created),
+                            title=title,
+                            content=content,
+                            origin="imported",
+                            created_at=created,
+                            updated_at=item.updated_at_ms or created,
+                            status="review_required",
+                            tags=normalize_tags(item.tags),
+                            source_refs=[redact(f"import:{parsed.format}:{item.source_id}").text],
+                        )
+                    )
 
                 def op(doc: fmt.MemoryDocument) -> Change:
                     for entry in new:
@@ -521,18 +597,24 @@ class ProposalService:
 
             def record() -> None:
                 for entry in new:
-                    ws.ledger.append_memory_event(action="imported", actor="import",
-                                                  proposal_id=entry.id,
-                                                  data={"format": parsed.format,
-                                                        "sourceRefs": entry.source_refs})
+                    ws.ledger.append_memory_event(
+                        action="imported",
+                        actor="import",
+                        proposal_id=entry.id,
+                        data={"format": parsed.format, "sourceRefs": entry.source_refs},
+                    )
 
             await in_thread(record)
-            return ImportResultWire(format=parsed.format, imported=imported,
-                                    duplicates=duplicates, errors=parsed.errors,
-                                    skipped=parsed.skipped, revision=revision)
+            return ImportResultWire(
+                format=parsed.format,
+                imported=imported,
+                duplicates=duplicates,
+                errors=parsed.errors,
+                skipped=parsed.skipped,
+                revision=revision,
+            )
 
-        return await self._ctx.idempotent(ws, params.request_id, "import_memories",
-                                          ImportResultWire, run)
+        return await self._ctx.idempotent(ws, params.request_id, "import_memories", ImportResultWire, run)
 
     async def export_memories(self, params: ExportParams, peer: Peer) -> ExportResult:
         ws = await self._ctx.workspace(params.workspace)
@@ -541,8 +623,7 @@ class ProposalService:
             raise IncognitoBlocked("incognito is on: memory is not read")
         async with ws.lock:
             await self._files.refresh(ws, "memory")
-        chosen = [e for e in fmt.entries(ws.memory.doc)
-                  if e.status == "active" or params.include_archived]
+        chosen = [e for e in fmt.entries(ws.memory.doc) if e.status == "active" or params.include_archived]
         if params.format == "json":
             data = msgspec.json.format(msgspec.json.encode({"entries": chosen}), indent=2).decode()
         else:

@@ -127,11 +127,15 @@ class SessionNotesKeeper:
             gathered = self._memory_state(ws).get(session_id, notes.Gathered())
         else:
             stored = await in_thread(pack_state.load_notes_state, ws.ledger, session_id)
-            gathered = (msgspec.json.decode(stored[1], type=notes.Gathered)
-                        if stored is not None else notes.Gathered())
+            gathered = (
+                msgspec.json.decode(stored[1], type=notes.Gathered)
+                if stored is not None
+                else notes.Gathered()
+            )
         while True:
-            page = await self._sessions.read_events(ws, session_id, after_seq=gathered.last_seq,
-                                                    limit=READ_PAGE)
+            page = await self._sessions.read_events(
+                ws, session_id, after_seq=gathered.last_seq, limit=READ_PAGE
+            )
             gathered = await in_thread(notes.gather, gathered, page)
             if len(page) < READ_PAGE:
                 break
@@ -148,23 +152,28 @@ class SessionNotesKeeper:
             progress.tokens = max(progress.tokens, gathered.tokens)
             progress.threshold = notes.next_threshold(gathered)
 
-    async def _write_notes(self, ws: Workspace, session_id: str, gathered: notes.Gathered,
-                           incognito: bool) -> None:
+    async def _write_notes(
+        self, ws: Workspace, session_id: str, gathered: notes.Gathered, incognito: bool
+    ) -> None:
         for _ in range(WRITE_ATTEMPTS):
             state: WorkingState = await self._sessions.working_state(ws, session_id)
             writable = notes.sections_to_write(state.notes)
-            texts = notes.render(gathered, session_id, state,
-                                 notes.allowance(state.notes, writable))
+            texts = notes.render(gathered, session_id, state, notes.allowance(state.notes, writable))
             changed = {s: t for s, t in texts.items() if state.notes.get(s) != t}
             if not changed:
                 return
             try:
                 if incognito:
                     self._sessions.ephemeral(ws).set_working_state(
-                        session_id, notes=changed, expected_revision=state.revision)
+                        session_id, notes=changed, expected_revision=state.revision
+                    )
                 else:
-                    await in_thread(ws.ledger.set_working_state, session_id, notes=changed,
-                                    expected_revision=state.revision)
+                    await in_thread(
+                        ws.ledger.set_working_state,
+                        session_id,
+                        notes=changed,
+                        expected_revision=state.revision,
+                    )
                 return
             except Conflict:  # a client wrote meanwhile: its text wins, derive again
                 continue

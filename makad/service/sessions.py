@@ -85,15 +85,16 @@ class Sessions:
         if not await self.exists(ws, session_id):
             raise NotFound("no session with that id", sessionId=session_id)
 
-    async def read_events(self, ws: Workspace, session_id: str, *, after_seq: int = 0,
-                          limit: int | None = None) -> list[Event]:
+    async def read_events(
+        self, ws: Workspace, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Event]:
         if self.is_incognito(ws, session_id):
             return self.ephemeral(ws).read_events(session_id, after_seq=after_seq, limit=limit)
-        return await in_thread(ws.ledger.read_events, session_id, after_seq=after_seq,
-                               limit=limit)
+        return await in_thread(ws.ledger.read_events, session_id, after_seq=after_seq, limit=limit)
 
-    async def read_checked_events(self, ws: Workspace, session_id: str, *, after_seq: int = 0,
-                                  limit: int | None = None) -> list[Event]:
+    async def read_checked_events(
+        self, ws: Workspace, session_id: str, *, after_seq: int = 0, limit: int | None = None
+    ) -> list[Event]:
         """``read_events`` with each stored event checked against the hash chain
         (``verified: false`` when it does not chain); memory-only events cannot be altered."""
         if self.is_incognito(ws, session_id):
@@ -123,19 +124,22 @@ class Sessions:
             return self.ephemeral(ws).get_session(session_id)
         return await in_thread(ws.ledger.get_session, session_id)
 
-    async def open(self, ws: Workspace, session_id: str | None, *, title: str | None,
-                   incognito: bool | None) -> tuple[SessionInfo, bool]:
+    async def open(
+        self, ws: Workspace, session_id: str | None, *, title: str | None, incognito: bool | None
+    ) -> tuple[SessionInfo, bool]:
         """Create or reopen a session; ``incognito=None`` follows the workspace setting
         for a new session and the session's own kind for an existing one."""
         workspace_incognito = (await self._ctx.load_settings(ws)).incognito
         async with self._open_lock(ws):
             existing_incognito = session_id is not None and self.is_incognito(ws, session_id)
-            existing = existing_incognito or (
-                session_id is not None and await self.exists(ws, session_id))
+            existing = existing_incognito or (session_id is not None and await self.exists(ws, session_id))
             if existing:
                 if incognito is not None and incognito != existing_incognito:
-                    raise Conflict("the session exists with the other kind", sessionId=session_id,
-                                   incognito=existing_incognito)
+                    raise Conflict(
+                        "the session exists with the other kind",
+                        sessionId=session_id,
+                        incognito=existing_incognito,
+                    )
                 make_incognito = existing_incognito
             else:
                 make_incognito = workspace_incognito if incognito is None else incognito
@@ -147,14 +151,14 @@ class Sessions:
                 raise IncognitoBlocked("incognito is on: persistent sessions are not written")
             return await in_thread(ws.ledger.open_session, session_id, title=title), False
 
-    async def list_sessions(self, ws: Workspace, *, include_closed: bool = True
-                            ) -> list[tuple[SessionInfo, bool]]:
+    async def list_sessions(
+        self, ws: Workspace, *, include_closed: bool = True
+    ) -> list[tuple[SessionInfo, bool]]:
         """Every session with whether it is incognito, newest first."""
         stored = await in_thread(ws.ledger.list_sessions, include_closed=include_closed)
         kept = self.ephemeral(ws).list_sessions(include_closed=include_closed)
         both = [(i, False) for i in stored] + [(i, True) for i in kept]
-        return sorted(both, key=lambda pair: (pair[0].created_at, pair[0].session_id),
-                      reverse=True)
+        return sorted(both, key=lambda pair: (pair[0].created_at, pair[0].session_id), reverse=True)
 
     async def close(self, ws: Workspace, session_id: str) -> SessionInfo:
         if self.is_incognito(ws, session_id):
@@ -174,33 +178,62 @@ class Sessions:
 
     # --- events ---------------------------------------------------------------------
 
-    async def append(self, ws: Workspace, session_id: str, events: Sequence[NewEvent], *,
-                     expected_seq: int | None = None, request_id: str | None = None,
-                     redactions: int = 0) -> AppendResult:
+    async def append(
+        self,
+        ws: Workspace,
+        session_id: str,
+        events: Sequence[NewEvent],
+        *,
+        expected_seq: int | None = None,
+        request_id: str | None = None,
+        redactions: int = 0,
+    ) -> AppendResult:
         """Append events that are already redacted; ``redactions`` says how many secrets
         that took (kept with the result for retries)."""
         key = None if request_id is None else f"append_events:{request_id}"
         if self.is_incognito(ws, session_id):
             store = self.ephemeral(ws)
-            return await in_thread(store.append_events, session_id, events,
-                                   expected_seq=expected_seq, request_id=key,
-                                   redactions=redactions)
+            return await in_thread(
+                store.append_events,
+                session_id,
+                events,
+                expected_seq=expected_seq,
+                request_id=key,
+                redactions=redactions,
+            )
         await self._guard_persistent_write(ws, session_id)
-        return await in_thread(ws.ledger.append_events, session_id, events,
-                               expected_seq=expected_seq, request_id=key, redactions=redactions)
+        return await in_thread(
+            ws.ledger.append_events,
+            session_id,
+            events,
+            expected_seq=expected_seq,
+            request_id=key,
+            redactions=redactions,
+        )
 
-    async def search(self, ws: Workspace, query: str, *, session_id: str | None, limit: int,
-                     before: int | None, after: int | None) -> list[SearchHit]:
+    async def search(
+        self,
+        ws: Workspace,
+        query: str,
+        *,
+        session_id: str | None,
+        limit: int,
+        before: int | None,
+        after: int | None,
+    ) -> list[SearchHit]:
         """Incognito events are searched only when their own session is named."""
         if session_id is not None and self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).search_history(query, session_id=session_id, limit=limit,
-                                                     before=before, after=after)
+            return self.ephemeral(ws).search_history(
+                query, session_id=session_id, limit=limit, before=before, after=after
+            )
         # Incognito sessions never reach SQLite, so the ledger alone is the rest.
-        return await in_thread(ws.ledger.search_history, query, session_id=session_id,
-                               limit=limit, before=before, after=after)
+        return await in_thread(
+            ws.ledger.search_history, query, session_id=session_id, limit=limit, before=before, after=after
+        )
 
-    async def retrieve(self, ws: Workspace, refs: Sequence[str], *,
-                       asking: str | None = None) -> list[RefResult]:
+    async def retrieve(
+        self, ws: Workspace, refs: Sequence[str], *, asking: str | None = None
+    ) -> list[RefResult]:
         """Verified events for ``event:`` refs, in the order given. A ref into an
         incognito session resolves only when ``asking`` is that session."""
         spans = parse_event_refs(refs)
@@ -223,22 +256,40 @@ class Sessions:
 
     # --- working state and manifests ----------------------------------------------------
 
-    async def set_working_state(self, ws: Workspace, session_id: str, *,
-                                goals: list[str] | None = None,
-                                open_threads: list[str] | None = None,
-                                decisions: list[str] | None = None,
-                                notes: dict[str, str] | None = None,
-                                expected_revision: int | None = None,
-                                request_id: str | None = None) -> WorkingState:
+    async def set_working_state(
+        self,
+        ws: Workspace,
+        session_id: str,
+        *,
+        goals: list[str] | None = None,
+        open_threads: list[str] | None = None,
+        decisions: list[str] | None = None,
+        notes: dict[str, str] | None = None,
+        expected_revision: int | None = None,
+        request_id: str | None = None,
+    ) -> WorkingState:
         key = None if request_id is None else f"set_working_state:{request_id}"
         if self.is_incognito(ws, session_id):
             return self.ephemeral(ws).set_working_state(
-                session_id, goals=goals, open_threads=open_threads, decisions=decisions,
-                notes=notes, expected_revision=expected_revision, request_id=key)
+                session_id,
+                goals=goals,
+                open_threads=open_threads,
+                decisions=decisions,
+                notes=notes,
+                expected_revision=expected_revision,
+                request_id=key,
+            )
         await self._guard_persistent_write(ws, session_id)
-        return await in_thread(ws.ledger.set_working_state, session_id, goals=goals,
-                               open_threads=open_threads, decisions=decisions, notes=notes,
-                               expected_revision=expected_revision, request_id=key)
+        return await in_thread(
+            ws.ledger.set_working_state,
+            session_id,
+            goals=goals,
+            open_threads=open_threads,
+            decisions=decisions,
+            notes=notes,
+            expected_revision=expected_revision,
+            request_id=key,
+        )
 
     async def manifest(self, ws: Workspace, session_id: str, call_id: str | None) -> Manifest:
         """A recorded build_context manifest; incognito sessions record none."""
@@ -251,8 +302,9 @@ class Sessions:
 
     async def _guard_persistent_write(self, ws: Workspace, session_id: str) -> None:
         if (await self._ctx.load_settings(ws)).incognito:
-            raise IncognitoBlocked("incognito is on: persistent sessions are not written",
-                                   sessionId=session_id)
+            raise IncognitoBlocked(
+                "incognito is on: persistent sessions are not written", sessionId=session_id
+            )
 
     @staticmethod
     def _open_lock(ws: Workspace) -> anyio.Lock:

@@ -31,9 +31,11 @@ class DaemonInfo:
 
 def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
     """Every open workspace's warnings, oldest first."""
-    found = [WorkspaceWarning(workspace=str(ws.path), kind=notice.kind, message=notice.message,
-                              at=notice.at)
-             for ws in registry.all() for notice in ws.warnings()]
+    found = [
+        WorkspaceWarning(workspace=str(ws.path), kind=notice.kind, message=notice.message, at=notice.at)
+        for ws in registry.all()
+        for notice in ws.warnings()
+    ]
     return sorted(found, key=lambda w: w.at)
 
 

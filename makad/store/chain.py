@@ -56,8 +56,7 @@ def edge_spans(events: Iterable[Event]) -> list[tuple[str, int, int]]:
     return spans
 
 
-def unverified(events: Sequence[Event], edges: Iterable[Event],
-               heads: Mapping[str, Head]) -> set[EventKey]:
+def unverified(events: Sequence[Event], edges: Iterable[Event], heads: Mapping[str, Head]) -> set[EventKey]:
     """Keys of the ``events`` that do not chain both ways (see the module docstring).
 
     ``edges`` are the stored rows ``edge_spans`` named (absent where none exists);

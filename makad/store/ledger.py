@@ -168,8 +168,13 @@ class Ledger:
     until it returns True: the workspace binds its identity there.
     """
 
-    def __init__(self, path: Path, *, synchronous: Synchronous = "FULL",
-                 before_first_write: Callable[[], bool] | None = None) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: Synchronous = "FULL",
+        before_first_write: Callable[[], bool] | None = None,
+    ) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         self._write_lock = threading.Lock()
@@ -261,8 +266,9 @@ class Ledger:
         self._open()
         self._df_cache.clear()
         self.generation += 1
-        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause,
-                                       previous_revision=previous_revision))
+        self.resets.append(
+            LedgerReset(at=at, moved_to=moved.name, cause=cause, previous_revision=previous_revision)
+        )
 
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""
@@ -344,8 +350,7 @@ class Ledger:
             conn.execute("DELETE FROM meta WHERE key = 'forgetting'")
             if not intact:
                 _reindex_events(conn)
-            _delete_manifest_calls(
-                conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
+            _delete_manifest_calls(conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
                 *pack_state.SESSION_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
@@ -473,8 +478,9 @@ class Ledger:
         with self._reading() as conn:
             return _span_events(conn, spans)
 
-    def unverified(self, events: Sequence[Event],
-                   around: Mapping[tuple[str, int], Event] | None = None) -> set[tuple[str, int]]:
+    def unverified(
+        self, events: Sequence[Event], around: Mapping[tuple[str, int], Event] | None = None
+    ) -> set[tuple[str, int]]:
         """``(session_id, seq)`` of the given stored events that do not verify against the
         hash chain (``makad.store.chain``): reads their heads and the rows around them,
         except those the caller already read (``around``, e.g. recall's neighbours)."""
@@ -639,8 +645,9 @@ class Ledger:
                     break
                 fetch *= 4
         events = {row[0]: _event(row) for row in rows}
-        hits = [SearchHit(event=events[rowid], score=-float(score))
-                for rowid, score in ranked if rowid in events]
+        hits = [
+            SearchHit(event=events[rowid], score=-float(score)) for rowid, score in ranked if rowid in events
+        ]
         return hits[:wanted]
 
     def _selective_match(self, query: str, *, rare_only: bool = False) -> str | None:
@@ -671,8 +678,9 @@ class Ledger:
         cached = self._df_cache.get(term)
         if cached is not None and total < cached[1] * 2:
             return cached[0]
-        count = int(conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?",
-                                 (term,)).fetchone()[0])
+        count = int(
+            conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (term,)).fetchone()[0]
+        )
         if len(self._df_cache) > DF_CACHE_SIZE:
             self._df_cache.clear()
         self._df_cache[term] = (count, total)
@@ -770,8 +778,10 @@ class Ledger:
         ]
         with self._writing(relaxed=True) as conn:
             _delete_manifest_calls(
-                conn, "SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?",
-                (session_id, call_id))
+                conn,
+                "SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?",
+                (session_id, call_id),
+            )
             cursor = conn.execute(
                 "INSERT INTO manifest_calls (session_id, call_id, created_at) VALUES (?, ?, ?)",
                 (session_id, call_id, at),
@@ -780,20 +790,20 @@ class Ledger:
             conn.executemany(
                 "INSERT INTO manifest_items (call_ref, position, source_id, tokens, content_hash)"
                 " VALUES (?, ?, ?, ?, ?)",
-                [(ref, position, i.source_id, i.tokens, i.content_hash)
-                 for position, i in enumerate(listed)],
+                [(ref, position, i.source_id, i.tokens, i.content_hash) for position, i in enumerate(listed)],
             )
             conn.executemany(
                 "INSERT INTO manifest_shown (session_id, source_id, content_hash, call_ref, shown_at)"
                 " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id, source_id) DO UPDATE SET"
                 " content_hash = excluded.content_hash, call_ref = excluded.call_ref,"
                 " shown_at = excluded.shown_at",
-                [(session_id, i.source_id, i.content_hash, ref, at)
-                 for i in listed if i.content_hash],
+                [(session_id, i.source_id, i.content_hash, ref, at) for i in listed if i.content_hash],
             )
             _delete_manifest_calls(
-                conn, "SELECT id FROM manifest_calls WHERE session_id = ?"
-                " ORDER BY id DESC LIMIT -1 OFFSET ?", (session_id, MANIFEST_CALLS_KEPT))
+                conn,
+                "SELECT id FROM manifest_calls WHERE session_id = ? ORDER BY id DESC LIMIT -1 OFFSET ?",
+                (session_id, MANIFEST_CALLS_KEPT),
+            )
             pack_state.add_session_memory(conn, session_id, since, call_id, memory_bytes)
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
 
@@ -1335,12 +1345,17 @@ class Ledger:
 
     def get_intent(self, intent_id: str) -> Intent | None:
         with self._reading() as conn:
-            row = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?",
-                               (intent_id,)).fetchone()
+            row = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?", (intent_id,)).fetchone()
         if row is None:
             return None
-        return Intent(id=row[0], kind=row[1], payload=msgspec.json.decode(row[2]), state=row[3],
-                      ts=row[4], finished_at=row[5])
+        return Intent(
+            id=row[0],
+            kind=row[1],
+            payload=msgspec.json.decode(row[2]),
+            state=row[3],
+            ts=row[4],
+            finished_at=row[5],
+        )
 
     def finish_intent(self, intent_id: str, *, state: str = "done", ts: int | None = None) -> None:
         """Close an intent (``done``, ``aborted``…); finishing it twice is harmless."""
@@ -1542,8 +1557,9 @@ def _span_events(conn: sqlite3.Connection, spans: Sequence[tuple[str, int, int]]
     return [_event(row) for row in rows]
 
 
-def _window_floor(conn: sqlite3.Connection, match: str, low: int, high: int, where: str,
-                  params: Sequence[Any]) -> int | None:
+def _window_floor(
+    conn: sqlite3.Connection, match: str, low: int, high: int, where: str, params: Sequence[Any]
+) -> int | None:
     """The rowid of the ``SEARCH_WINDOW``-th newest match passing ``where``, if there are that many."""
     joined = " CROSS JOIN events AS e ON e.id = f.rowid" if where else ""
     row = conn.execute(
@@ -1633,7 +1649,17 @@ _EVENT_TYPES: Final = frozenset(get_args(EventType))
 # Expected Python type of each of _EVENT_COLUMNS (index 1..10 of an event row).
 _OPTIONAL_TEXT: Final = (str, type(None))
 _EVENT_ROW_TYPES: Final[tuple[type | tuple[type, ...], ...]] = (
-    str, int, int, str, str, _OPTIONAL_TEXT, _OPTIONAL_TEXT, _OPTIONAL_TEXT, int, str)
+    str,
+    int,
+    int,
+    str,
+    str,
+    _OPTIONAL_TEXT,
+    _OPTIONAL_TEXT,
+    _OPTIONAL_TEXT,
+    int,
+    str,
+)
 
 
 def _well_typed(row: Sequence[Any]) -> bool:

@@ -45,19 +45,21 @@ SQLITE_NOTADB: Final = 26
 SQLITE_CORRUPT_VTAB: Final = SQLITE_CORRUPT | (1 << 8)
 # Primary result codes that say something about the environment, not the file's
 # content: at open these are reported (io_error) and the database is left alone.
-ENVIRONMENTAL: Final = frozenset({
-    3,   # SQLITE_PERM
-    5,   # SQLITE_BUSY
-    6,   # SQLITE_LOCKED
-    7,   # SQLITE_NOMEM
-    8,   # SQLITE_READONLY
-    9,   # SQLITE_INTERRUPT
-    10,  # SQLITE_IOERR
-    13,  # SQLITE_FULL
-    14,  # SQLITE_CANTOPEN
-    15,  # SQLITE_PROTOCOL
-    23,  # SQLITE_AUTH
-})
+ENVIRONMENTAL: Final = frozenset(
+    {
+        3,  # SQLITE_PERM
+        5,  # SQLITE_BUSY
+        6,  # SQLITE_LOCKED
+        7,  # SQLITE_NOMEM
+        8,  # SQLITE_READONLY
+        9,  # SQLITE_INTERRUPT
+        10,  # SQLITE_IOERR
+        13,  # SQLITE_FULL
+        14,  # SQLITE_CANTOPEN
+        15,  # SQLITE_PROTOCOL
+        23,  # SQLITE_AUTH
+    }
+)
 MAX_ATTEMPTS: Final = 3
 _UNDECODABLE_TEXT: Final = "Could not decode to UTF-8"
 
@@ -125,10 +127,14 @@ def check_schema(conn: sqlite3.Connection) -> None:
     """
     expected = _expected_schema()
     found = dict(conn.execute(_SCHEMA_QUERY).fetchall())
-    tables = {name for name, sql in expected.items() if sql.startswith("CREATE TABLE")
-              or sql.startswith("CREATE VIRTUAL TABLE")}
+    tables = {
+        name
+        for name, sql in expected.items()
+        if sql.startswith("CREATE TABLE") or sql.startswith("CREATE VIRTUAL TABLE")
+    }
     if not tables <= found.keys() or any(
-            sql != expected[name] for name, sql in found.items() if name in expected):
+        sql != expected[name] for name, sql in found.items() if name in expected
+    ):
         raise LedgerCorrupt("the ledger schema is damaged", reason="ledger_corrupt")
     for (value,) in conn.execute("SELECT value FROM settings"):
         msgspec.json.decode(value)
@@ -150,8 +156,12 @@ def check_header(path: Path) -> None:
         header = fh.read(100)
     if not header:
         return
-    if len(header) < 100 or not header.startswith(_MAGIC) or header[18] not in (1, 2) \
-            or header[19] not in (1, 2):
+    if (
+        len(header) < 100
+        or not header.startswith(_MAGIC)
+        or header[18] not in (1, 2)
+        or header[19] not in (1, 2)
+    ):
         raise LedgerCorrupt("the ledger header is damaged", reason="ledger_corrupt")
 
 

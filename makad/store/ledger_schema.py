@@ -540,9 +540,19 @@ _CANONICAL = msgspec.json.Encoder(order="sorted")
 
 def canonical_event(event: Event) -> bytes:
     """The bytes an event's hash covers (see the module docstring)."""
-    return _CANONICAL.encode(_Canonical(event.meta, event.seq, event.session_id, event.text,
-                                        event.tokens, event.tool_call_id, event.tool_name,
-                                        event.ts, event.type))
+    return _CANONICAL.encode(
+        _Canonical(
+            event.meta,
+            event.seq,
+            event.session_id,
+            event.text,
+            event.tokens,
+            event.tool_call_id,
+            event.tool_name,
+            event.ts,
+            event.type,
+        )
+    )
 
 
 def event_hash(previous_hash: str, event: Event) -> str:

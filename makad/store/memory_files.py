@@ -62,8 +62,7 @@ def check_not_symlink(path: Path, what: str) -> None:
     except OSError:
         return
     if stat.S_ISLNK(mode):
-        raise InvalidWorkspace(f"the {what} is a symlink; makad refuses to follow it",
-                               reason="symlink")
+        raise InvalidWorkspace(f"the {what} is a symlink; makad refuses to follow it", reason="symlink")
 
 
 def read_memory_file(path: Path, max_bytes: int) -> FileRead:
@@ -114,8 +113,7 @@ def file_signature(path: Path) -> tuple[int, int, int] | None:
 _UNCHECKED = object()
 
 
-def atomic_write(path: Path, text: str, *, disk_full: bool = False,
-                 expect: object = _UNCHECKED) -> str:
+def atomic_write(path: Path, text: str, *, disk_full: bool = False, expect: object = _UNCHECKED) -> str:
     """Replace ``path`` with ``text`` atomically; returns the sha256 of the bytes written.
 
     With ``expect`` (a ``file_signature``), the file must still be the one the text was
@@ -196,8 +194,9 @@ def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
     counter = int(existing[-1].split("-")[1]) + 1 if existing else 1
     name = f"{time.time_ns() // 1_000_000:013d}-{counter % 1_000_000:06d}-{file_kind}.md"
     _write_private(backups_dir, name, text)
-    mine = sorted(p for p in backups_dir.iterdir()
-                  if _BACKUP_NAME.match(p.name) and p.name.endswith(f"-{file_kind}.md"))
+    mine = sorted(
+        p for p in backups_dir.iterdir() if _BACKUP_NAME.match(p.name) and p.name.endswith(f"-{file_kind}.md")
+    )
     for old in mine[:-MAX_BACKUPS]:
         old.unlink(missing_ok=True)
 
@@ -209,7 +208,7 @@ def _write_private(backups_dir: Path, name: str, text: str) -> None:
     try:
         data = memoryview(text.encode("utf-8", "surrogateescape"))
         while data:
-            data = data[os.write(fd, data):]
+            data = data[os.write(fd, data) :]
         os.fsync(fd)
     except OSError:
         os.close(fd)
@@ -231,9 +230,15 @@ def list_backups(backups_dir: Path) -> list[BackupInfo]:
             data = path.read_bytes()
         except FileNotFoundError:  # pruned by a concurrent write since the listing
             continue
-        out.append(BackupInfo(backup_id=path.name.removesuffix(".md"), file=match.group(3),
-                              created_at=int(match.group(1)), size=len(data),
-                              sha256=hashlib.sha256(data).hexdigest()))
+        out.append(
+            BackupInfo(
+                backup_id=path.name.removesuffix(".md"),
+                file=match.group(3),
+                created_at=int(match.group(1)),
+                size=len(data),
+                sha256=hashlib.sha256(data).hexdigest(),
+            )
+        )
     return out
 
 

@@ -42,8 +42,7 @@ def load_entry_dates(ledger: Ledger) -> dict[str, EntryDates]:
     return {entry_id: EntryDates(first, edited) for entry_id, first, edited in rows}
 
 
-def save_entry_dates(ledger: Ledger, changed: Mapping[str, EntryDates],
-                     removed: Iterable[str]) -> None:
+def save_entry_dates(ledger: Ledger, changed: Mapping[str, EntryDates], removed: Iterable[str]) -> None:
     gone = list(removed)
     if not changed and not gone:
         return
@@ -64,25 +63,30 @@ def session_memory_bytes(ledger: Ledger, session_id: str, since: int, call_id: s
     with ledger.snapshot() as conn:
         row = conn.execute(
             "SELECT since, bytes, last_call_id, last_call_bytes FROM memory_session_totals"
-            " WHERE session_id = ?", (session_id,)).fetchone()
+            " WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
     if row is None or row[0] != since:
         return 0
     return int(row[1]) - (int(row[3]) if row[2] == call_id else 0)
 
 
-def add_session_memory(conn: sqlite3.Connection, session_id: str, since: int, call_id: str,
-                       size: int) -> None:
+def add_session_memory(
+    conn: sqlite3.Connection, session_id: str, since: int, call_id: str, size: int
+) -> None:
     """Inside the manifest's transaction: count one call's memory toward the session."""
     row = conn.execute(
-        "SELECT since, bytes, last_call_id, last_call_bytes FROM memory_session_totals"
-        " WHERE session_id = ?", (session_id,)).fetchone()
+        "SELECT since, bytes, last_call_id, last_call_bytes FROM memory_session_totals WHERE session_id = ?",
+        (session_id,),
+    ).fetchone()
     total = size
     if row is not None and row[0] == since:
         total += int(row[1]) - (int(row[3]) if row[2] == call_id else 0)
     conn.execute(
         "INSERT OR REPLACE INTO memory_session_totals"
         " (session_id, since, bytes, last_call_id, last_call_bytes) VALUES (?, ?, ?, ?, ?)",
-        (session_id, since, total, call_id, size))
+        (session_id, since, total, call_id, size),
+    )
 
 
 # ------------------------------------------------------------------ session notes
@@ -91,11 +95,14 @@ def add_session_memory(conn: sqlite3.Connection, session_id: str, since: int, ca
 def load_notes_state(ledger: Ledger, session_id: str) -> tuple[int, bytes] | None:
     """(the last seq the derived notes have read, their gathered state), if any."""
     with ledger.snapshot() as conn:
-        row = conn.execute("SELECT derived_to_seq, state FROM session_notes WHERE session_id = ?",
-                           (session_id,)).fetchone()
+        row = conn.execute(
+            "SELECT derived_to_seq, state FROM session_notes WHERE session_id = ?", (session_id,)
+        ).fetchone()
     return None if row is None else (int(row[0]), bytes(row[1]))
 
 
 def save_notes_state(conn: sqlite3.Connection, session_id: str, to_seq: int, state: bytes) -> None:
-    conn.execute("INSERT OR REPLACE INTO session_notes (session_id, derived_to_seq, state)"
-                 " VALUES (?, ?, ?)", (session_id, to_seq, state))
+    conn.execute(
+        "INSERT OR REPLACE INTO session_notes (session_id, derived_to_seq, state) VALUES (?, ?, ?)",
+        (session_id, to_seq, state),
+    )

@@ -63,11 +63,21 @@ def recall_hits(
     """
     excluded = list(exclude_sessions)
 
-    def search(count: int, after: int | None = None, before: int | None = None,
-               text: str = query, rare_only: bool = False) -> list[SearchHit]:
+    def search(
+        count: int,
+        after: int | None = None,
+        before: int | None = None,
+        text: str = query,
+        rare_only: bool = False,
+    ) -> list[SearchHit]:
         return ledger.search_events_ranked(
-            text, limit=count, exclude_sessions=excluded, max_seq_by_session=max_seq_by_session,
-            after=after, before=before, rare_only=rare_only,
+            text,
+            limit=count,
+            exclude_sessions=excluded,
+            max_seq_by_session=max_seq_by_session,
+            after=after,
+            before=before,
+            rare_only=rare_only,
         )
 
     found: dict[tuple[str, int], SearchHit] = {}
@@ -81,8 +91,7 @@ def recall_hits(
         more = search(FEEDBACK_LIMIT, text=" ".join(expansion), rare_only=True)
         first_best = max(hit.score for hit in first)
         for hit, bm25 in zip(more, scaled_bm25((-h.score for h in more), first_best), strict=True):
-            found.setdefault((hit.event.session_id, hit.event.seq),
-                             SearchHit(event=hit.event, score=-bm25))
+            found.setdefault((hit.event.session_id, hit.event.seq), SearchHit(event=hit.event, score=-bm25))
     for period in query_periods(query, now_ms):
         if period.month is None:
             for hit in search(PERIOD_LIMIT, after=period.start_ms - 1, before=period.end_ms):
@@ -92,8 +101,11 @@ def recall_hits(
         by_session[sid].append(seq)
     around: dict[tuple[str, int], Event] = {}
     ceilings = max_seq_by_session or {}
-    spans = [(sid, first, last) for sid, seqs in by_session.items()
-             for first, last in _spans(seqs, radius, ceilings.get(sid))]
+    spans = [
+        (sid, first, last)
+        for sid, seqs in by_session.items()
+        for first, last in _spans(seqs, radius, ceilings.get(sid))
+    ]
     for event in ledger.read_event_spans(spans):
         around[(event.session_id, event.seq)] = event
     hits = sorted(found.values(), key=lambda h: (-h.score, h.event.session_id, h.event.seq))

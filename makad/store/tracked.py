@@ -34,8 +34,11 @@ class TrackedFile:
     next_expiry: int | None = None
 
     def _derive(self) -> None:
-        expiries = [e.created_at + e.decay_ttl_ms for e in fmt.entries(self.doc)
-                    if e.status == "active" and e.decay_ttl_ms is not None]
+        expiries = [
+            e.created_at + e.decay_ttl_ms
+            for e in fmt.entries(self.doc)
+            if e.status == "active" and e.decay_ttl_ms is not None
+        ]
         self.next_expiry = min(expiries) if expiries else None
 
     def remember(self, path: Path, text: str, sha256: str) -> None:
@@ -63,8 +66,9 @@ class TrackedFile:
             self.missing, self.too_large, self.size, self.loaded = True, False, 0, True
             return changed
         if stat_mod.S_ISLNK(st.st_mode):
-            raise InvalidWorkspace("the memory file is a symlink; makad refuses to follow it",
-                                   reason="symlink")
+            raise InvalidWorkspace(
+                "the memory file is a symlink; makad refuses to follow it", reason="symlink"
+            )
         signature = (st.st_ino, st.st_size, st.st_mtime_ns)
         if self.loaded and signature == self.signature:
             return False

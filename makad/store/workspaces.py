@@ -105,11 +105,16 @@ class Workspace:
 
     def warnings(self) -> list[Notice]:
         """Identity changes and ledger resets seen since this workspace was opened."""
-        resets = [Notice("ledger_reset",
-                         "the ledger was corrupt: it was moved aside (kept as "
-                         f"{reset.moved_to}) and a fresh one started; sessions, history and "
-                         "settings start over, privacy switches at their defaults", reset.at)
-                  for reset in self.ledger.resets]
+        resets = [
+            Notice(
+                "ledger_reset",
+                "the ledger was corrupt: it was moved aside (kept as "
+                f"{reset.moved_to}) and a fresh one started; sessions, history and "
+                "settings start over, privacy switches at their defaults",
+                reset.at,
+            )
+            for reset in self.ledger.resets
+        ]
         return [*self.notices, *resets]
 
 
@@ -142,8 +147,10 @@ class WorkspaceRegistry:
             cached, id_file = known
             stamp = cached.stamp
             if stamp is not None and (
-                    identity.id_stamp(id_file) == stamp[2:] if cached.identity is not None
-                    else identity.stamp(raw_path, id_file) == stamp):
+                identity.id_stamp(id_file) == stamp[2:]
+                if cached.identity is not None
+                else identity.stamp(raw_path, id_file) == stamp
+            ):
                 return cached
         path = await anyio.to_thread.run_sync(resolve_workspace, raw_path)
         async with self._lock:
@@ -152,8 +159,10 @@ class WorkspaceRegistry:
                 try:
                     workspace = await anyio.to_thread.run_sync(self._reopen, path, workspace)
                 except OSError as exc:
-                    raise IOFailure("the workspace could not be opened: its identity or "
-                                    "data directory is unreadable", reason="io_error") from exc
+                    raise IOFailure(
+                        "the workspace could not be opened: its identity or data directory is unreadable",
+                        reason="io_error",
+                    ) from exc
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
             self._by_raw[raw_path] = (workspace, identity.id_path(raw_path))
         return workspace
@@ -162,8 +171,11 @@ class WorkspaceRegistry:
         """The workspace at ``path`` now: ``previous`` when it is still the same directory."""
         now_stamp = identity.stamp(path)
         found = identity.read_id(path / MEMORY_DIR)
-        if previous is not None and found == previous.identity and (
-                found is not None or _same_directory(previous.stamp, now_stamp)):
+        if (
+            previous is not None
+            and found == previous.identity
+            and (found is not None or _same_directory(previous.stamp, now_stamp))
+        ):
             previous.stamp = now_stamp  # e.g. the id file touched, or written by the binder
             return previous
         workspace = self._open_workspace(path, found, previous)
@@ -172,8 +184,7 @@ class WorkspaceRegistry:
             self._on_open(workspace)
         return workspace
 
-    def _open_workspace(self, path: Path, found: str | None,
-                        previous: Workspace | None) -> Workspace:
+    def _open_workspace(self, path: Path, found: str | None, previous: Workspace | None) -> Workspace:
         ws_id = workspace_id(path)
         data_dir = self._data_dir / "workspaces" / ws_id
         if previous is not None:
@@ -183,14 +194,21 @@ class WorkspaceRegistry:
         floor = 0
         if bound is not None and bound != found:
             retired = identity.retire(self._data_dir, data_dir)
-            floor = (previous.revision if previous is not None and previous.revision is not None
-                     else stored_revision(retired / LEDGER_FILE) or 0)
-            notices.append(Notice(
-                "new_workspace",
-                "this folder is not the one makad knew at this path (its memory/.maka-id is "
-                "missing or different): it is a new workspace, its settings start at their "
-                "defaults (privacy switches off) and the previous workspace's data is kept "
-                "aside", now_ms()))
+            floor = (
+                previous.revision
+                if previous is not None and previous.revision is not None
+                else stored_revision(retired / LEDGER_FILE) or 0
+            )
+            notices.append(
+                Notice(
+                    "new_workspace",
+                    "this folder is not the one makad knew at this path (its memory/.maka-id is "
+                    "missing or different): it is a new workspace, its settings start at their "
+                    "defaults (privacy switches off) and the previous workspace's data is kept "
+                    "aside",
+                    now_ms(),
+                )
+            )
         if found is None and _is_real_directory(path / MEMORY_DIR):
             found = _mint_quietly(path / MEMORY_DIR)
         data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -201,9 +219,16 @@ class WorkspaceRegistry:
             identity.write_binding(data_dir, found)
         binder = None if found is not None else _Binder(path, data_dir)
         ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder)
-        workspace = Workspace(path=path, id=ws_id, data_dir=data_dir, ledger=ledger,
-                              identity=found, stamp=identity.stamp(path), notices=notices,
-                              revision_floor=floor)
+        workspace = Workspace(
+            path=path,
+            id=ws_id,
+            data_dir=data_dir,
+            ledger=ledger,
+            identity=found,
+            stamp=identity.stamp(path),
+            notices=notices,
+            revision_floor=floor,
+        )
         if binder is not None:
             binder.workspace = workspace
         if previous is not None:  # a subscription names the path: it carries over

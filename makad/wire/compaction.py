@@ -41,7 +41,9 @@ class GetCheckpointParams(WorkspaceParams):
 
 METHODS: list[MethodSpec] = [
     MethodSpec(
-        "compact", CompactParams, Checkpoint,
+        "compact",
+        CompactParams,
+        Checkpoint,
         "Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: "
         "built without a model) replaces the covered events in build_context. Nothing is "
         "deleted: every event stays reachable through retrieve and search_history.",
@@ -52,11 +54,31 @@ METHODS: list[MethodSpec] = [
             "keepRecentTokens (default 10,000, at most 40,000; halved for reason overflow) and "
             "5 text messages, never splitting a tool call from its result. After 3 consecutive "
             "failed automatic compactions (reason budget or overflow) of a session, circuit_open "
-            "until a manual compaction succeeds."),
-        errors=(InvalidWorkspace, NotFound, InvalidParams, InvalidSummary, CircuitOpen,
-                Conflict, IncognitoBlocked, IOFailure)),
-    MethodSpec("list_checkpoints", ListCheckpointsParams, CheckpointsResult,
-               "A session's checkpoints, oldest first.", errors=(InvalidWorkspace, NotFound)),
-    MethodSpec("get_checkpoint", GetCheckpointParams, Checkpoint, "One checkpoint by id.",
-               errors=(InvalidWorkspace, NotFound)),
+            "until a manual compaction succeeds."
+        ),
+        errors=(
+            InvalidWorkspace,
+            NotFound,
+            InvalidParams,
+            InvalidSummary,
+            CircuitOpen,
+            Conflict,
+            IncognitoBlocked,
+            IOFailure,
+        ),
+    ),
+    MethodSpec(
+        "list_checkpoints",
+        ListCheckpointsParams,
+        CheckpointsResult,
+        "A session's checkpoints, oldest first.",
+        errors=(InvalidWorkspace, NotFound),
+    ),
+    MethodSpec(
+        "get_checkpoint",
+        GetCheckpointParams,
+        Checkpoint,
+        "One checkpoint by id.",
+        errors=(InvalidWorkspace, NotFound),
+    ),
 ]

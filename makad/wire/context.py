@@ -24,7 +24,9 @@ class BuildContextParams(WorkspaceParams):
 
 METHODS: list[MethodSpec] = [
     MethodSpec(
-        "build_context", BuildContextParams, ContextPack,
+        "build_context",
+        BuildContextParams,
+        ContextPack,
         "What the model should see this turn, within budgetTokens: memory, working state, "
         "summary and recall segments plus the live history, with a trace of every choice.",
         description=(
@@ -34,6 +36,8 @@ METHODS: list[MethodSpec] = [
             "still have candidates, in priority order (PROTOCOL.md). The memory segment "
             "exists only when enabled && agentReadEnabled && !incognito (workspace and session); "
             "recall only with historyRecallEnabled and a query. The same inputs (revision, last "
-            "seq, budget, query, include) give byte-identical output."),
-        errors=(InvalidWorkspace, InvalidParams, NotFound, TooLarge, IOFailure)),
+            "seq, budget, query, include) give byte-identical output."
+        ),
+        errors=(InvalidWorkspace, InvalidParams, NotFound, TooLarge, IOFailure),
+    ),
 ]

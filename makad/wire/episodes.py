@@ -125,23 +125,48 @@ class ConsolidateParams(WorkspaceParams):
 _WS = (InvalidWorkspace,)
 
 METHODS: list[MethodSpec] = [
-    MethodSpec("record_episode", RecordEpisodeParams, RecordEpisodeResult,
-               "Record an episode: a one-line, redacted summary of something that happened in "
-               "a session, with tags and the events it came from.",
-               errors=(*_WS, InvalidParams, NotFound, IncognitoBlocked, TooLarge, IOFailure),
-               description="sourceRefs must name stored events of non-incognito sessions "
-                           "(invalid_params with data.ref otherwise). Refused while the "
-                           "workspace or the session is incognito."),
-    MethodSpec("list_episodes", ListEpisodesParams, ListEpisodesResult,
-               "Episodes, oldest first, filtered by tag, session, time or id.",
-               errors=(*_WS, InvalidParams, IOFailure)),
-    MethodSpec("consolidation_candidates", CandidatesParams, CandidatesResult,
-               "Tags whose episodes since their last consolidation reach the threshold "
-               "(default 5 episodes from 2 sessions), with those episodes.",
-               errors=(*_WS, IOFailure)),
-    MethodSpec("consolidate", ConsolidateParams, ProposeResult,
-               "Propose the digest of a tag's evidence (origin extracted, consolidating the "
-               "episodes); the user approves or rejects it like any proposal.",
-               errors=(*_WS, Disabled, IncognitoBlocked, GateClosed, InsufficientEvidence,
-                       InvalidParams, TooLarge, SafeMode, IOFailure)),
+    MethodSpec(
+        "record_episode",
+        RecordEpisodeParams,
+        RecordEpisodeResult,
+        "Record an episode: a one-line, redacted summary of something that happened in "
+        "a session, with tags and the events it came from.",
+        errors=(*_WS, InvalidParams, NotFound, IncognitoBlocked, TooLarge, IOFailure),
+        description="sourceRefs must name stored events of non-incognito sessions "
+        "(invalid_params with data.ref otherwise). Refused while the "
+        "workspace or the session is incognito.",
+    ),
+    MethodSpec(
+        "list_episodes",
+        ListEpisodesParams,
+        ListEpisodesResult,
+        "Episodes, oldest first, filtered by tag, session, time or id.",
+        errors=(*_WS, InvalidParams, IOFailure),
+    ),
+    MethodSpec(
+        "consolidation_candidates",
+        CandidatesParams,
+        CandidatesResult,
+        "Tags whose episodes since their last consolidation reach the threshold "
+        "(default 5 episodes from 2 sessions), with those episodes.",
+        errors=(*_WS, IOFailure),
+    ),
+    MethodSpec(
+        "consolidate",
+        ConsolidateParams,
+        ProposeResult,
+        "Propose the digest of a tag's evidence (origin extracted, consolidating the "
+        "episodes); the user approves or rejects it like any proposal.",
+        errors=(
+            *_WS,
+            Disabled,
+            IncognitoBlocked,
+            GateClosed,
+            InsufficientEvidence,
+            InvalidParams,
+            TooLarge,
+            SafeMode,
+            IOFailure,
+        ),
+    ),
 ]

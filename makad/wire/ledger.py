@@ -172,58 +172,103 @@ _READ = (*_WS, NotFound, IOFailure)
 _WRITE = (*_WS, NotFound, IncognitoBlocked, IOFailure)
 
 METHODS: list[MethodSpec] = [
-    MethodSpec("open_session", OpenSessionParams, SessionView,
-               "Create a session (or reopen one by id). Incognito sessions live in memory only.",
-               errors=(*_WS, InvalidParams, Conflict, IncognitoBlocked, IOFailure),
-               description="A persistent session cannot be opened while the workspace is "
-                           "incognito (incognito_blocked); a session keeps the kind it was "
-                           "created with (conflict); a deleted session's id is refused "
-                           "(conflict, reason deleted)."),
-    MethodSpec("list_sessions", ListSessionsParams, SessionsResult,
-               "The workspace's sessions, newest first (incognito ones flagged).",
-               errors=(*_WS, IOFailure)),
-    MethodSpec("close_session", SessionParams, SessionView,
-               "Close a session: appends are refused until it is opened again.", errors=_WRITE),
-    MethodSpec("delete_session", SessionParams, DeleteSessionResult,
-               "Forget a session: its events, working state, manifests and checkpoints are "
-               "erased; a tombstone (id, time, count, last hash) remains.",
-               errors=(*_WS, NotFound, IOFailure),
-               description="Always allowed, also while the workspace is incognito or disabled."),
-    MethodSpec("append_events", AppendEventsParams, AppendEventsResult,
-               "Append up to 10,000 events atomically; secrets are redacted first. "
-               "Acknowledged means durable.",
-               errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
-               description="expectedSeq not the session's last seq: conflict with "
-                           "data.currentSeq. A closed session: conflict, reason closed. While "
-                           "the workspace is incognito, a persistent session is not written "
-                           "(incognito_blocked)."),
-    MethodSpec("read_events", ReadEventsParams, ReadEventsResult,
-               "A session's events after afterSeq, in order.", errors=_READ,
-               description="Each event is checked against the hash chain: verified is false "
-                           "when it does not chain (altered on disk)."),
-    MethodSpec("search_history", SearchHistoryParams, SearchHistoryResult,
-               "BM25 search over session events (Chinese and Japanese included).",
-               errors=_READ),
-    MethodSpec("retrieve", RetrieveParams, RetrieveResult,
-               "The exact events named by event: refs, each verified against the hash chain.",
-               errors=(*_WS, InvalidParams, TooLarge, IOFailure),
-               description="ok is false when an event is missing or its stored hash does "
-                           "not match its content (mismatchedSeqs, chainIntact)."),
-    MethodSpec("get_working_state", SessionParams, WorkingState,
-               "A session's working state: goals, open threads, decisions, notes.",
-               errors=_READ),
-    MethodSpec("set_working_state", SetWorkingStateParams, SetWorkingStateResult,
-               "Change a session's working state (goals <= 8, open threads <= 12, decisions "
-               "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
-               errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
-               description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
-                           "writes the note sections it derives itself (Current State, Files "
-                           "and Functions, Errors & Corrections, Worklog), marked as derived; "
-                           "a section a client writes is never overwritten."),
-    MethodSpec("get_manifest", GetManifestParams, Manifest,
-               "What one build_context call sent (the session's latest without callId): each "
-               "memory entry with the hash of the text shown, the sources of the other "
-               "segments and the ref of every history message. A session keeps its latest 64 "
-               "calls' manifests.",
-               errors=_READ),
+    MethodSpec(
+        "open_session",
+        OpenSessionParams,
+        SessionView,
+        "Create a session (or reopen one by id). Incognito sessions live in memory only.",
+        errors=(*_WS, InvalidParams, Conflict, IncognitoBlocked, IOFailure),
+        description="A persistent session cannot be opened while the workspace is "
+        "incognito (incognito_blocked); a session keeps the kind it was "
+        "created with (conflict); a deleted session's id is refused "
+        "(conflict, reason deleted).",
+    ),
+    MethodSpec(
+        "list_sessions",
+        ListSessionsParams,
+        SessionsResult,
+        "The workspace's sessions, newest first (incognito ones flagged).",
+        errors=(*_WS, IOFailure),
+    ),
+    MethodSpec(
+        "close_session",
+        SessionParams,
+        SessionView,
+        "Close a session: appends are refused until it is opened again.",
+        errors=_WRITE,
+    ),
+    MethodSpec(
+        "delete_session",
+        SessionParams,
+        DeleteSessionResult,
+        "Forget a session: its events, working state, manifests and checkpoints are "
+        "erased; a tombstone (id, time, count, last hash) remains.",
+        errors=(*_WS, NotFound, IOFailure),
+        description="Always allowed, also while the workspace is incognito or disabled.",
+    ),
+    MethodSpec(
+        "append_events",
+        AppendEventsParams,
+        AppendEventsResult,
+        "Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.",
+        errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+        description="expectedSeq not the session's last seq: conflict with "
+        "data.currentSeq. A closed session: conflict, reason closed. While "
+        "the workspace is incognito, a persistent session is not written "
+        "(incognito_blocked).",
+    ),
+    MethodSpec(
+        "read_events",
+        ReadEventsParams,
+        ReadEventsResult,
+        "A session's events after afterSeq, in order.",
+        errors=_READ,
+        description="Each event is checked against the hash chain: verified is false "
+        "when it does not chain (altered on disk).",
+    ),
+    MethodSpec(
+        "search_history",
+        SearchHistoryParams,
+        SearchHistoryResult,
+        "BM25 search over session events (Chinese and Japanese included).",
+        errors=_READ,
+    ),
+    MethodSpec(
+        "retrieve",
+        RetrieveParams,
+        RetrieveResult,
+        "The exact events named by event: refs, each verified against the hash chain.",
+        errors=(*_WS, InvalidParams, TooLarge, IOFailure),
+        description="ok is false when an event is missing or its stored hash does "
+        "not match its content (mismatchedSeqs, chainIntact).",
+    ),
+    MethodSpec(
+        "get_working_state",
+        SessionParams,
+        WorkingState,
+        "A session's working state: goals, open threads, decisions, notes.",
+        errors=_READ,
+    ),
+    MethodSpec(
+        "set_working_state",
+        SetWorkingStateParams,
+        SetWorkingStateResult,
+        "Change a session's working state (goals <= 8, open threads <= 12, decisions "
+        "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
+        errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+        description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
+        "writes the note sections it derives itself (Current State, Files "
+        "and Functions, Errors & Corrections, Worklog), marked as derived; "
+        "a section a client writes is never overwritten.",
+    ),
+    MethodSpec(
+        "get_manifest",
+        GetManifestParams,
+        Manifest,
+        "What one build_context call sent (the session's latest without callId): each "
+        "memory entry with the hash of the text shown, the sources of the other "
+        "segments and the ref of every history message. A session keeps its latest 64 "
+        "calls' manifests.",
+        errors=_READ,
+    ),
 ]

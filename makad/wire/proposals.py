@@ -171,28 +171,57 @@ _WS = (InvalidWorkspace,)
 _WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFailure)
 
 METHODS: list[MethodSpec] = [
-    MethodSpec("propose", ProposeParams, ProposeResult,
-               "The agent's path: queue a memory for the user's approval in PENDING.md (never "
-               "writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed "
-               "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
-               "unless origin is extracted, too_large.",
-               errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence)),
-    MethodSpec("list_proposals", ListProposalsParams, ProposalsResult,
-               "Open proposals with the ids of similar entries.", errors=(*_WS, IOFailure)),
-    MethodSpec("approve", ApproveParams, ApproveResult,
-               "Activate proposals (optionally edited) in MEMORY.md and remove them from "
-               "PENDING.md; a supersedes target is archived in the same write.",
-               errors=(*_WRITE, NotFound)),
-    MethodSpec("reject", RejectParams, RejectResult,
-               "Reject proposals: removed from PENDING.md, recorded so the same one is not "
-               "queued again.", errors=(*_WRITE, NotFound)),
-    MethodSpec("memory_history", HistoryParams, HistoryResult,
-               "Why do you believe this? The lineage of an entry or proposal.",
-               errors=(*_WS, NotFound)),
-    MethodSpec("import_memories", ImportParams, ImportResultWire,
-               "Import memories from another tool into PENDING.md (origin imported); "
-               "re-importing adds nothing.", errors=(*_WRITE, InvalidParams)),
-    MethodSpec("export_memories", ExportParams, ExportResult,
-               "Export active (and optionally archived) entries as JSON or Markdown.",
-               errors=(*_WS, IOFailure)),
+    MethodSpec(
+        "propose",
+        ProposeParams,
+        ProposeResult,
+        "The agent's path: queue a memory for the user's approval in PENDING.md (never "
+        "writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed "
+        "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
+        "unless origin is extracted, too_large.",
+        errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence),
+    ),
+    MethodSpec(
+        "list_proposals",
+        ListProposalsParams,
+        ProposalsResult,
+        "Open proposals with the ids of similar entries.",
+        errors=(*_WS, IOFailure),
+    ),
+    MethodSpec(
+        "approve",
+        ApproveParams,
+        ApproveResult,
+        "Activate proposals (optionally edited) in MEMORY.md and remove them from "
+        "PENDING.md; a supersedes target is archived in the same write.",
+        errors=(*_WRITE, NotFound),
+    ),
+    MethodSpec(
+        "reject",
+        RejectParams,
+        RejectResult,
+        "Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.",
+        errors=(*_WRITE, NotFound),
+    ),
+    MethodSpec(
+        "memory_history",
+        HistoryParams,
+        HistoryResult,
+        "Why do you believe this? The lineage of an entry or proposal.",
+        errors=(*_WS, NotFound),
+    ),
+    MethodSpec(
+        "import_memories",
+        ImportParams,
+        ImportResultWire,
+        "Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.",
+        errors=(*_WRITE, InvalidParams),
+    ),
+    MethodSpec(
+        "export_memories",
+        ExportParams,
+        ExportResult,
+        "Export active (and optionally archived) entries as JSON or Markdown.",
+        errors=(*_WS, IOFailure),
+    ),
 ]

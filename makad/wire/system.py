@@ -37,14 +37,27 @@ class ShutdownResult(Result):
 
 
 METHODS: list[MethodSpec] = [
-    MethodSpec("ping", NoParams, str, "Liveness check: answers \"pong\".", inline=True),
-    MethodSpec("status", NoParams, StatusResult,
-               "Daemon version, pid, uptime, socket, data directory, open connections, "
-               "and warnings (a corrupt ledger reset, a workspace replaced).",
-               inline=True),
-    MethodSpec("rpc.discover", NoParams, dict[str, Any],
-               "This daemon's OpenRPC document (protocol/openrpc.json).", inline=True),
-    MethodSpec("shutdown", NoParams, ShutdownResult,
-               "Stop accepting connections, let in-flight requests finish, exit 0.",
-               errors=(ShuttingDown,)),
+    MethodSpec("ping", NoParams, str, 'Liveness check: answers "pong".', inline=True),
+    MethodSpec(
+        "status",
+        NoParams,
+        StatusResult,
+        "Daemon version, pid, uptime, socket, data directory, open connections, "
+        "and warnings (a corrupt ledger reset, a workspace replaced).",
+        inline=True,
+    ),
+    MethodSpec(
+        "rpc.discover",
+        NoParams,
+        dict[str, Any],
+        "This daemon's OpenRPC document (protocol/openrpc.json).",
+        inline=True,
+    ),
+    MethodSpec(
+        "shutdown",
+        NoParams,
+        ShutdownResult,
+        "Stop accepting connections, let in-flight requests finish, exit 0.",
+        errors=(ShuttingDown,),
+    ),
 ]

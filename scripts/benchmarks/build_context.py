@@ -16,10 +16,46 @@ from makad.core import memory_format as fmt
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Entry
 
-TOPICS = ["database", "deploy", "editor", "testing", "python", "docker", "review", "budget",
-          "latency", "privacy", "backup", "schema", "frontend", "billing", "search", "cache"]
-_SYLLABLES = ["ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "zu", "pe", "da", "fo", "gi", "ha",
-              "ju", "ko", "li", "mo", "nu", "pi"]
+TOPICS = [
+    "database",
+    "deploy",
+    "editor",
+    "testing",
+    "python",
+    "docker",
+    "review",
+    "budget",
+    "latency",
+    "privacy",
+    "backup",
+    "schema",
+    "frontend",
+    "billing",
+    "search",
+    "cache",
+]
+_SYLLABLES = [
+    "ka",
+    "lo",
+    "mi",
+    "ne",
+    "ru",
+    "sa",
+    "to",
+    "vi",
+    "zu",
+    "pe",
+    "da",
+    "fo",
+    "gi",
+    "ha",
+    "ju",
+    "ko",
+    "li",
+    "mo",
+    "nu",
+    "pi",
+]
 
 
 def _vocabulary(rng: random.Random, size: int) -> list[str]:
@@ -52,9 +88,15 @@ def _memory_file(text: Text, entries: int) -> str:
     sections = []
     for i in range(entries):
         topic = TOPICS[i % len(TOPICS)]
-        entry = Entry(id=f"{i:016x}", title=f"{topic} note {i}",
-                      content=text.sentence(topic, 14), origin="manual",
-                      created_at=base + i * 1000, updated_at=base + i * 1000, tags=[topic])
+        entry = Entry(
+            id=f"{i:016x}",
+            title=f"{topic} note {i}",
+            content=text.sentence(topic, 14),
+            origin="manual",
+            created_at=base + i * 1000,
+            updated_at=base + i * 1000,
+            tags=[topic],
+        )
         sections.append(fmt.render_entry(entry))
     return fmt.render(doc) + "\n".join(sections)
 
@@ -68,8 +110,7 @@ def _scenario(entries: int, events: int, calls: int) -> dict[str, Any]:
         mem.mkdir(mode=0o700)
         (mem / "MEMORY.md").write_text(_memory_file(text, entries))
         with Client(str(daemon.socket), timeout=600) as c:
-            c.call("set_settings", {"workspace": ws, "agentReadEnabled": True,
-                                    "historyRecallEnabled": True})
+            c.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
             sessions = max(1, events // 1000)
             sid = ""
             for s in range(sessions):
@@ -94,21 +135,30 @@ def _scenario(entries: int, events: int, calls: int) -> dict[str, Any]:
                 t0 = time.perf_counter()
                 state = c.call("read_state", {"workspace": ws, "includeEntries": True})
                 history = c.call("read_events", {"workspace": ws, "sessionId": sid})
-                naive_text = "\n\n".join(f"## {e['title']}\n{e['content']}"
-                                         for e in state["entries"])
+                naive_text = "\n\n".join(f"## {e['title']}\n{e['content']}" for e in state["entries"])
                 naive_text += "\n".join(e["text"] for e in history["events"])
                 cut = naive_text[: 8000 * 4]
                 estimate_tokens(cut)
                 naive.append(time.perf_counter() - t0)
     mine, base = summary_ms(ours), summary_ms(naive)
-    return {"p50_ms": mine["p50_ms"], "p95_ms": mine["p95_ms"], "naive_p50_ms": base["p50_ms"],
-            "naive_p95_ms": base["p95_ms"], "calls": calls, "entries": entries,
-            "events": events, "budget_tokens": 8000}
+    return {
+        "p50_ms": mine["p50_ms"],
+        "p95_ms": mine["p95_ms"],
+        "naive_p50_ms": base["p50_ms"],
+        "naive_p95_ms": base["p95_ms"],
+        "calls": calls,
+        "entries": entries,
+        "events": events,
+        "budget_tokens": 8000,
+    }
 
 
 def run(quick: bool) -> dict[str, Any]:
     if quick:
-        return {"build_context": {"1k_10k": _scenario(100, 1_000, 5),
-                                  "10k_100k": _scenario(200, 2_000, 5)}}
-    return {"build_context": {"1k_10k": _scenario(1_000, 10_000, 100),
-                              "10k_100k": _scenario(10_000, 100_000, 100)}}
+        return {"build_context": {"1k_10k": _scenario(100, 1_000, 5), "10k_100k": _scenario(200, 2_000, 5)}}
+    return {
+        "build_context": {
+            "1k_10k": _scenario(1_000, 10_000, 100),
+            "10k_100k": _scenario(10_000, 100_000, 100),
+        }
+    }

@@ -29,9 +29,12 @@ def percentile(values: list[float], q: float) -> float:
 
 def summary_ms(samples_s: list[float]) -> dict[str, float]:
     ms = [s * 1000 for s in samples_s]
-    return {"p50_ms": round(percentile(ms, 0.50), 3), "p95_ms": round(percentile(ms, 0.95), 3),
-            "p99_ms": round(percentile(ms, 0.99), 3),
-            "mean_ms": round(statistics.fmean(ms), 3) if ms else 0.0}
+    return {
+        "p50_ms": round(percentile(ms, 0.50), 3),
+        "p95_ms": round(percentile(ms, 0.95), 3),
+        "p99_ms": round(percentile(ms, 0.99), 3),
+        "mean_ms": round(statistics.fmean(ms), 3) if ms else 0.0,
+    }
 
 
 def cpu_seconds(pid: int) -> float:
@@ -73,10 +76,22 @@ class Daemon:
 
         started = time.perf_counter()
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "makad", "--socket", str(self.socket), "--data-dir",
-             str(self.data_dir), "--log-level", "warning"],
-            stdout=subprocess.DEVNULL, stderr=open(self.root / "makad.log", "ab"),  # noqa: SIM115
-            text=True, env=self.env)
+            [
+                sys.executable,
+                "-m",
+                "makad",
+                "--socket",
+                str(self.socket),
+                "--data-dir",
+                str(self.data_dir),
+                "--log-level",
+                "warning",
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=open(self.root / "makad.log", "ab"),  # noqa: SIM115
+            text=True,
+            env=self.env,
+        )
         while True:
             try:
                 with Client(str(self.socket), timeout=5) as c:
@@ -102,8 +117,9 @@ class Daemon:
         return 0.0
 
 
-async def closed_loop(socket_path: str, conns: int, seconds: float,
-                      make_request: Callable[[int], bytes]) -> dict[str, Any]:
+async def closed_loop(
+    socket_path: str, conns: int, seconds: float, make_request: Callable[[int], bytes]
+) -> dict[str, Any]:
     """Each connection sends one NDJSON request, waits for its line, repeats."""
     latencies: list[float] = []
     count = 0
@@ -129,8 +145,9 @@ async def closed_loop(socket_path: str, conns: int, seconds: float,
     return {"rps": round(count / elapsed, 1), **summary_ms(latencies), "n": count}
 
 
-def measured(pid: int, socket_path: str, conns: int, seconds: float,
-             make_request: Callable[[int], bytes]) -> tuple[dict[str, Any], float]:
+def measured(
+    pid: int, socket_path: str, conns: int, seconds: float, make_request: Callable[[int], bytes]
+) -> tuple[dict[str, Any], float]:
     """``closed_loop``'s figures, and the server's CPU microseconds per request."""
     cpu_before = cpu_seconds(pid)
     result = asyncio.run(closed_loop(socket_path, conns, seconds, make_request))

@@ -36,8 +36,28 @@ HANZI = (
 
 
 def _words(rng: random.Random) -> list[str]:
-    syllables = ["ka", "to", "ri", "mu", "sen", "lo", "pha", "dri", "qu", "ne", "vor", "tal",
-                 "is", "bel", "gu", "xe", "mon", "ya", "fre", "ost"]
+    syllables = [
+        "ka",
+        "to",
+        "ri",
+        "mu",
+        "sen",
+        "lo",
+        "pha",
+        "dri",
+        "qu",
+        "ne",
+        "vor",
+        "tal",
+        "is",
+        "bel",
+        "gu",
+        "xe",
+        "mon",
+        "ya",
+        "fre",
+        "ost",
+    ]
     seen: set[str] = set()
     while len(seen) < VOCABULARY:
         seen.add("".join(rng.choices(syllables, k=rng.randint(2, 4))))
@@ -55,21 +75,27 @@ class Corpus:
     def text(self) -> str:
         if self.rng.random() < 0.1:
             return "".join(self.rng.choices(HANZI, k=40))
-        return " ".join(self.rng.choices(self.words, cum_weights=self.weights,
-                                         k=WORDS_PER_EVENT))
+        return " ".join(self.rng.choices(self.words, cum_weights=self.weights, k=WORDS_PER_EVENT))
 
     def query(self) -> str:
         if self.rng.random() < 0.1:
             start = self.rng.randrange(len(HANZI) - 4)
-            return HANZI[start:start + 4]
+            return HANZI[start : start + 4]
         # Mid-frequency words: what a recall query looks like (rare enough to discriminate).
         return " ".join(self.rng.choice(self.words[50:5_000]) for _ in range(self.rng.randint(1, 3)))
 
 
 def _append_payload(session_id: str, workspace: str, texts: list[str]) -> bytes:
-    request = {"jsonrpc": "2.0", "id": 1, "method": "append_events",
-               "params": {"workspace": workspace, "sessionId": session_id,
-                          "events": [{"type": "user_message", "text": t} for t in texts]}}
+    request = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "append_events",
+        "params": {
+            "workspace": workspace,
+            "sessionId": session_id,
+            "events": [{"type": "user_message", "text": t} for t in texts],
+        },
+    }
     return json.dumps(request).encode() + b"\n"
 
 
@@ -79,10 +105,10 @@ def _socket_eps(daemon: Daemon, corpus: Corpus, batch: int, seconds: float) -> f
     with Client(str(daemon.socket)) as c:
         sid = c.call("open_session", {"workspace": str(daemon.workspace)})["sessionId"]
     # Pre-encode a few payloads; ids need not be unique on a closed loop.
-    payloads = [_append_payload(sid, str(daemon.workspace), [corpus.text() for _ in range(batch)])
-                for _ in range(16)]
-    result = asyncio.run(closed_loop(str(daemon.socket), 1, seconds,
-                                     lambda i: payloads[i % len(payloads)]))
+    payloads = [
+        _append_payload(sid, str(daemon.workspace), [corpus.text() for _ in range(batch)]) for _ in range(16)
+    ]
+    result = asyncio.run(closed_loop(str(daemon.socket), 1, seconds, lambda i: payloads[i % len(payloads)]))
     return float(result["rps"]) * batch
 
 
@@ -92,8 +118,10 @@ def _sqlite_eps(root: Path, corpus: Corpus, batch: int, seconds: float) -> float
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute("PRAGMA synchronous = FULL")
-    conn.execute("CREATE TABLE events (id INTEGER PRIMARY KEY, session_id TEXT, seq INTEGER,"
-                 " ts INTEGER, type TEXT, text TEXT, tokens INTEGER, hash TEXT)")
+    conn.execute(
+        "CREATE TABLE events (id INTEGER PRIMARY KEY, session_id TEXT, seq INTEGER,"
+        " ts INTEGER, type TEXT, text TEXT, tokens INTEGER, hash TEXT)"
+    )
     texts = [corpus.text() for _ in range(batch * 16)]
     seq = 0
     deadline = time.perf_counter() + seconds
@@ -104,8 +132,10 @@ def _sqlite_eps(root: Path, corpus: Corpus, batch: int, seconds: float) -> float
             seq += 1
             rows.append(("s", seq, seq, "user_message", texts[seq % len(texts)], 50, "h" * 64))
         conn.execute("BEGIN IMMEDIATE")
-        conn.executemany("INSERT INTO events (session_id, seq, ts, type, text, tokens, hash)"
-                         " VALUES (?, ?, ?, ?, ?, ?, ?)", rows)
+        conn.executemany(
+            "INSERT INTO events (session_id, seq, ts, type, text, tokens, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            rows,
+        )
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()
@@ -131,8 +161,10 @@ def _build_workspace(daemon: Daemon, corpus: Corpus, events: int) -> list[str]:
             sid = ledger.open_session(now=ts).session_id
             sessions.append(sid)
             count = min(per_session, events - start)
-            batch = [NewEvent(type="user_message" if i % 2 else "assistant_message",
-                              text=corpus.text(), ts=ts + i) for i in range(count)]
+            batch = [
+                NewEvent(type="user_message" if i % 2 else "assistant_message", text=corpus.text(), ts=ts + i)
+                for i in range(count)
+            ]
             ledger.append_events(sid, batch)
             ts += count
     finally:
@@ -140,8 +172,7 @@ def _build_workspace(daemon: Daemon, corpus: Corpus, events: int) -> list[str]:
     return sessions
 
 
-def _search_latencies(daemon: Daemon, corpus: Corpus, sessions: list[str], n: int
-                      ) -> list[float]:
+def _search_latencies(daemon: Daemon, corpus: Corpus, sessions: list[str], n: int) -> list[float]:
     from maka import Client
 
     samples: list[float] = []
@@ -159,8 +190,7 @@ def _search_latencies(daemon: Daemon, corpus: Corpus, sessions: list[str], n: in
 def run(quick: bool) -> dict[str, Any]:
     seconds = 0.5 if quick else 3.0
     corpus = Corpus()
-    out: dict[str, Any] = {"durability": "WAL, synchronous=FULL", "conns": 1,
-                           "batch_size": BATCH}
+    out: dict[str, Any] = {"durability": "WAL, synchronous=FULL", "conns": 1, "batch_size": BATCH}
     root = Path(tempfile.mkdtemp(prefix="mkl", dir="/tmp"))
     try:
         with Daemon() as daemon:
@@ -173,14 +203,16 @@ def run(quick: bool) -> dict[str, Any]:
         for path in root.iterdir():
             path.unlink()
         root.rmdir()
-    out.update({
-        "batched_eps": round(batched, 1),
-        "single_eps": round(single, 1),
-        "sqlite_baseline_eps": round(base_batched, 1),
-        "sqlite_baseline_single_eps": round(base_single, 1),
-        "ratio": round(batched / base_batched, 3) if base_batched else 0.0,
-        "ratio_single": round(single / base_single, 3) if base_single else 0.0,
-    })
+    out.update(
+        {
+            "batched_eps": round(batched, 1),
+            "single_eps": round(single, 1),
+            "sqlite_baseline_eps": round(base_batched, 1),
+            "sqlite_baseline_single_eps": round(base_single, 1),
+            "ratio": round(batched / base_batched, 3) if base_batched else 0.0,
+            "ratio_single": round(single / base_single, 3) if base_single else 0.0,
+        }
+    )
     size = 20_000 if quick else 1_000_000
     daemon = Daemon()
     try:
@@ -189,13 +221,14 @@ def run(quick: bool) -> dict[str, Any]:
         out["search_build_s"] = round(time.perf_counter() - started, 1)
         daemon.start()
         _search_latencies(daemon, corpus, sessions, 10)  # open the workspace, warm the cache
-        samples = [s * 1000 for s in _search_latencies(daemon, corpus, sessions,
-                                                       50 if quick else 400)]
+        samples = [s * 1000 for s in _search_latencies(daemon, corpus, sessions, 50 if quick else 400)]
     finally:
         daemon.__exit__(None, None, None)
-    out.update({
-        "search_events": size,
-        "search_p50_ms": round(percentile(samples, 0.50), 3),
-        "search_p95_ms_1m": round(percentile(samples, 0.95), 3),
-    })
+    out.update(
+        {
+            "search_events": size,
+            "search_p50_ms": round(percentile(samples, 0.50), 3),
+            "search_p95_ms_1m": round(percentile(samples, 0.95), 3),
+        }
+    )
     return {"ledger": out}

@@ -21,9 +21,18 @@ from makad.core.types import Entry
 def _file(entries: int, content: Callable[[int], str]) -> str:
     doc = fmt.new_document()
     for i in range(entries):
-        doc = fmt.upsert(doc, Entry(id=f"{i:016x}", title=f"Entry {i}", content=content(i),
-                                    origin="manual", created_at=1_700_000_000_000 + i,
-                                    updated_at=1_700_000_000_000 + i, tags=["bench"]))
+        doc = fmt.upsert(
+            doc,
+            Entry(
+                id=f"{i:016x}",
+                title=f"Entry {i}",
+                content=content(i),
+                origin="manual",
+                created_at=1_700_000_000_000 + i,
+                updated_at=1_700_000_000_000 + i,
+                tags=["bench"],
+            ),
+        )
     return fmt.render(doc)
 
 
@@ -42,21 +51,24 @@ def run(quick: bool) -> dict[str, Any]:
     plain = _file(entries, lambda i: f"Fact {i}: " + "lorem ipsum dolor sit amet " * 8)
     markdown = _file(entries, lambda i: f"## Step {i}\nrun `make`\n```sh\necho {i}\n```\n- [x](y)")
     latin = plain.encode("utf-8").replace(b"lorem", b"l\xf6rem").decode("utf-8", "surrogateescape")
-    chunk = ("## Step\nrun `make`\n```sh\necho 1\n```\n- item [link](http://x)\n<b>x</b>\n\n"
-             * 500)[: (4 if quick else 32) * 1024]
+    chunk = ("## Step\nrun `make`\n```sh\necho 1\n```\n- item [link](http://x)\n<b>x</b>\n\n" * 500)[
+        : (4 if quick else 32) * 1024
+    ]
     plain_ms = _best_ms(lambda: fmt.parse(plain), repeats)
     markdown_ms = _best_ms(lambda: fmt.parse(markdown), repeats)
     latin_ms = _best_ms(lambda: fmt.parse(latin), repeats)
     prepare_ms = _best_ms(lambda: prepare.__wrapped__(chunk), repeats)
     one_parse_ms = _best_ms(lambda: block_tokens(chunk.split("\n")), repeats)
-    return {"memory_format": {
-        "entries": entries,
-        "parse_plain_ms": plain_ms,
-        "parse_markdown_ms": markdown_ms,
-        "parse_not_utf8_ms": latin_ms,
-        "markdown_vs_plain": round(markdown_ms / plain_ms, 2) if plain_ms else 0,
-        "not_utf8_vs_plain": round(latin_ms / plain_ms, 2) if plain_ms else 0,
-        "content_bytes": len(chunk.encode()),
-        "prepare_ms": prepare_ms,
-        "prepare_vs_one_parse": round(prepare_ms / one_parse_ms, 2) if one_parse_ms else 0,
-    }}
+    return {
+        "memory_format": {
+            "entries": entries,
+            "parse_plain_ms": plain_ms,
+            "parse_markdown_ms": markdown_ms,
+            "parse_not_utf8_ms": latin_ms,
+            "markdown_vs_plain": round(markdown_ms / plain_ms, 2) if plain_ms else 0,
+            "not_utf8_vs_plain": round(latin_ms / plain_ms, 2) if plain_ms else 0,
+            "content_bytes": len(chunk.encode()),
+            "prepare_ms": prepare_ms,
+            "prepare_vs_one_parse": round(prepare_ms / one_parse_ms, 2) if one_parse_ms else 0,
+        }
+    }

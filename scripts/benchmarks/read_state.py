@@ -23,9 +23,18 @@ def memory_text(entries: int, target_bytes: int) -> str:
     filler = max(10, target_bytes // entries - 190)
     for i in range(entries):
         content = f"Fact {i}: " + ("lorem ipsum dolor sit amet " * 40)[:filler]
-        doc = fmt.upsert(doc, Entry(id=f"{i:016x}", title=f"Entry {i}", content=content,
-                                    origin="manual", created_at=1_700_000_000_000 + i,
-                                    updated_at=1_700_000_000_000 + i, tags=["bench"]))
+        doc = fmt.upsert(
+            doc,
+            Entry(
+                id=f"{i:016x}",
+                title=f"Entry {i}",
+                content=content,
+                origin="manual",
+                created_at=1_700_000_000_000 + i,
+                updated_at=1_700_000_000_000 + i,
+                tags=["bench"],
+            ),
+        )
     return fmt.render(doc)
 
 
@@ -37,8 +46,14 @@ def run(quick: bool) -> dict[str, Any]:
         mem.mkdir(mode=0o700)
         text = memory_text(500, 126 * 1024)
         (mem / "MEMORY.md").write_text(text)
-        request = json.dumps({"jsonrpc": "2.0", "method": "read_state", "id": 0,
-                              "params": {"workspace": str(daemon.workspace)}}).encode()
+        request = json.dumps(
+            {
+                "jsonrpc": "2.0",
+                "method": "read_state",
+                "id": 0,
+                "params": {"workspace": str(daemon.workspace)},
+            }
+        ).encode()
 
         def read_state(i: int) -> bytes:
             return request + b"\n"
@@ -46,8 +61,17 @@ def run(quick: bool) -> dict[str, Any]:
         def ping(i: int) -> bytes:
             return b'{"jsonrpc":"2.0","method":"ping","id":%d}\n' % i
 
-        settings = json.dumps({"jsonrpc": "2.0", "method": "get_settings", "id": 0,
-                               "params": {"workspace": str(daemon.workspace)}}).encode() + b"\n"
+        settings = (
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "method": "get_settings",
+                    "id": 0,
+                    "params": {"workspace": str(daemon.workspace)},
+                }
+            ).encode()
+            + b"\n"
+        )
 
         asyncio.run(closed_loop(str(daemon.socket), 1, 0.2, read_state))  # warm the cache
         assert daemon.proc is not None
@@ -55,12 +79,19 @@ def run(quick: bool) -> dict[str, Any]:
         ping_r, ping_cpu = measured(pid, path, conns, seconds, ping)
         state_r, state_cpu = measured(pid, path, conns, seconds, read_state)
         settings_r, settings_cpu = measured(pid, path, conns, seconds, lambda i: settings)
-    return {"read_state": {
-        "entries": 500, "file_bytes": len(text.encode()), "conns": conns,
-        "rps": state_r["rps"], "ping_rps": ping_r["rps"],
-        "ratio": round(state_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
-        "p50_ms": state_r["p50_ms"], "p99_ms": state_r["p99_ms"],
-        "get_settings_rps": settings_r["rps"],
-        "get_settings_ratio": round(settings_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
-        "get_settings_p50_ms": settings_r["p50_ms"],
-        "cpu_us": {"ping": ping_cpu, "read_state": state_cpu, "get_settings": settings_cpu}}}
+    return {
+        "read_state": {
+            "entries": 500,
+            "file_bytes": len(text.encode()),
+            "conns": conns,
+            "rps": state_r["rps"],
+            "ping_rps": ping_r["rps"],
+            "ratio": round(state_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
+            "p50_ms": state_r["p50_ms"],
+            "p99_ms": state_r["p99_ms"],
+            "get_settings_rps": settings_r["rps"],
+            "get_settings_ratio": round(settings_r["rps"] / ping_r["rps"], 3) if ping_r["rps"] else 0,
+            "get_settings_p50_ms": settings_r["p50_ms"],
+            "cpu_us": {"ping": ping_cpu, "read_state": state_cpu, "get_settings": settings_cpu},
+        }
+    }

@@ -35,8 +35,7 @@ def _ping(i: int) -> bytes:
     return b'{"jsonrpc":"2.0","method":"ping","id":%d}\n' % i
 
 
-def _measured(pid: int, socket_path: str, conns: int, seconds: float
-              ) -> tuple[dict[str, Any], float]:
+def _measured(pid: int, socket_path: str, conns: int, seconds: float) -> tuple[dict[str, Any], float]:
     """The closed loop's figures, and the server's CPU microseconds per request."""
     return measured(pid, socket_path, conns, seconds, _ping)
 
@@ -46,8 +45,9 @@ def run(quick: bool) -> dict[str, Any]:
     out: dict[str, Any] = {}
     with Daemon() as daemon:
         echo_path = Path(tempfile.mkdtemp(prefix="mke", dir="/tmp")) / "e.sock"
-        echo = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(echo_path)],
-                                stdout=subprocess.PIPE, text=True)
+        echo = subprocess.Popen(
+            [sys.executable, "-c", ECHO_SERVER, str(echo_path)], stdout=subprocess.PIPE, text=True
+        )
         assert echo.stdout is not None
         echo.stdout.readline()
         try:
@@ -57,12 +57,16 @@ def run(quick: bool) -> dict[str, Any]:
                 echo_r, echo_cpu = _measured(echo.pid, str(echo_path), conns, seconds)
                 ping_r, ping_cpu = _measured(daemon.proc.pid, str(daemon.socket), conns, seconds)
                 out[str(conns)] = {
-                    "echo_rps": echo_r["rps"], "ping_rps": ping_r["rps"],
+                    "echo_rps": echo_r["rps"],
+                    "ping_rps": ping_r["rps"],
                     "ratio": round(ping_r["rps"] / echo_r["rps"], 3) if echo_r["rps"] else 0,
-                    "p50_ms": ping_r["p50_ms"], "p99_ms": ping_r["p99_ms"],
-                    "echo_p50_ms": echo_r["p50_ms"], "echo_p99_ms": echo_r["p99_ms"],
+                    "p50_ms": ping_r["p50_ms"],
+                    "p99_ms": ping_r["p99_ms"],
+                    "echo_p50_ms": echo_r["p50_ms"],
+                    "echo_p99_ms": echo_r["p99_ms"],
                     # Server CPU per request: the ratio that survives a busy machine.
-                    "echo_cpu_us": echo_cpu, "ping_cpu_us": ping_cpu,
+                    "echo_cpu_us": echo_cpu,
+                    "ping_cpu_us": ping_cpu,
                     "cpu_ratio": round(echo_cpu / ping_cpu, 3) if ping_cpu else 0,
                 }
         finally:

@@ -20,8 +20,7 @@ from maka import Client
 def _echo_ready_s() -> float:
     path = Path(tempfile.mkdtemp(prefix="mke", dir="/tmp")) / "e.sock"
     started = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(path)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen([sys.executable, "-c", ECHO_SERVER, str(path)], stdout=subprocess.PIPE, text=True)
     assert proc.stdout is not None
     proc.stdout.readline()
     elapsed = time.perf_counter() - started
@@ -39,16 +38,13 @@ def _load(daemon: Daemon, entries: int, events: int) -> None:
     mem.mkdir(mode=0o700, exist_ok=True)
     (mem / "MEMORY.md").write_text(_memory_file(Text(random.Random(3)), entries))
     with Client(str(daemon.socket), timeout=300) as c:
-        c.call("set_settings", {"workspace": ws, "agentReadEnabled": True,
-                                "historyRecallEnabled": True})
+        c.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
         sid = c.call("open_session", {"workspace": ws})["sessionId"]
-        batch = [{"type": "user_message", "text": f"message {j} about topic {j % 89}"}
-                 for j in range(1000)]
+        batch = [{"type": "user_message", "text": f"message {j} about topic {j % 89}"} for j in range(1000)]
         for _ in range(events // 1000):
             c.call("append_events", {"workspace": ws, "sessionId": sid, "events": batch})
         c.call("read_state", {"workspace": ws})
-        c.call("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 8000,
-                                 "query": "topic 5"})
+        c.call("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 8000, "query": "topic 5"})
 
 
 def run(quick: bool) -> dict[str, Any]:
@@ -66,8 +62,13 @@ def run(quick: bool) -> dict[str, Any]:
         idle = daemon.rss_mib()
         _load(daemon, entries, events)
         loaded = daemon.rss_mib()
-    return {"startup": {
-        "ready_ms": round(statistics.median(ready) * 1000, 1),
-        "baseline_ready_ms": round(statistics.median(baseline) * 1000, 1),
-        "rss_mib_idle": idle, "rss_mib_loaded": loaded,
-        "loaded_entries": entries, "loaded_events": events}}
+    return {
+        "startup": {
+            "ready_ms": round(statistics.median(ready) * 1000, 1),
+            "baseline_ready_ms": round(statistics.median(baseline) * 1000, 1),
+            "rss_mib_idle": idle,
+            "rss_mib_loaded": loaded,
+            "loaded_entries": entries,
+            "loaded_events": events,
+        }
+    }

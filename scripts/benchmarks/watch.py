@@ -34,5 +34,4 @@ def run(quick: bool) -> dict[str, Any]:
                     samples.append(time.perf_counter() - start)
                     time.sleep(0.05)
     stats = summary_ms(samples)
-    return {"watch": {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "n": n,
-                      "debounce_ms": 50}}
+    return {"watch": {"p50_ms": stats["p50_ms"], "p99_ms": stats["p99_ms"], "n": n, "debounce_ms": 50}}

@@ -91,9 +91,7 @@ def turn_text(turn: dict[str, Any]) -> str:
 def conversation(record: dict[str, Any]) -> Conversation:
     conv = record["conversation"]
     first, second = conv["speaker_a"], conv["speaker_b"]
-    numbers = sorted(
-        int(m[1]) for key in conv if (m := _SESSION_KEY.fullmatch(key)) and conv[key]
-    )
+    numbers = sorted(int(m[1]) for key in conv if (m := _SESSION_KEY.fullmatch(key)) and conv[key])
     sessions: list[Session] = []
     for number in numbers:
         start = parse_when(conv[f"session_{number}_date_time"])

@@ -41,8 +41,9 @@ def load_safetensors(path: Path) -> dict[str, Any]:
             continue
         start, end = meta["data_offsets"]
         dtype = np.dtype(kinds[meta["dtype"]])
-        array = np.frombuffer(raw, dtype=dtype, count=(end - start) // dtype.itemsize,
-                              offset=8 + size + start)
+        array = np.frombuffer(
+            raw, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + size + start
+        )
         out[name] = array.reshape(meta["shape"]).copy()
     return out
 
@@ -55,9 +56,19 @@ def _is_punct(ch: str) -> bool:
 
 
 def _is_cjk(cp: int) -> bool:
-    return any(lo <= cp <= hi for lo, hi in (
-        (0x4E00, 0x9FFF), (0x3400, 0x4DBF), (0x20000, 0x2A6DF), (0x2A700, 0x2B73F),
-        (0x2B740, 0x2B81F), (0x2B820, 0x2CEAF), (0xF900, 0xFAFF), (0x2F800, 0x2FA1F)))
+    return any(
+        lo <= cp <= hi
+        for lo, hi in (
+            (0x4E00, 0x9FFF),
+            (0x3400, 0x4DBF),
+            (0x20000, 0x2A6DF),
+            (0x2A700, 0x2B73F),
+            (0x2B740, 0x2B81F),
+            (0x2B820, 0x2CEAF),
+            (0xF900, 0xFAFF),
+            (0x2F800, 0x2FA1F),
+        )
+    )
 
 
 class WordPiece:
@@ -124,7 +135,7 @@ def _erf(x: Any) -> Any:
     # Abramowitz & Stegun 7.1.26, |error| < 1.5e-7: numpy has no erf.
     sign, a = np.sign(x), np.abs(x)
     t = 1.0 / (1.0 + 0.3275911 * a)
-    poly = ((((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592)
+    poly = (((1.061405429 * t - 1.453152027) * t + 1.421413741) * t - 0.284496736) * t + 0.254829592
     return sign * (1.0 - poly * t * np.exp(-a * a))
 
 
@@ -148,14 +159,22 @@ class MiniLM:
             p = f"encoder.layer.{i}."
             qkv = np.concatenate([w[p + f"attention.self.{n}.weight"] for n in ("query", "key", "value")])
             qkv_bias = np.concatenate([w[p + f"attention.self.{n}.bias"] for n in ("query", "key", "value")])
-            self.layers.append((
-                qkv.T.copy(), qkv_bias,
-                w[p + "attention.output.dense.weight"].T.copy(), w[p + "attention.output.dense.bias"],
-                w[p + "attention.output.LayerNorm.weight"], w[p + "attention.output.LayerNorm.bias"],
-                w[p + "intermediate.dense.weight"].T.copy(), w[p + "intermediate.dense.bias"],
-                w[p + "output.dense.weight"].T.copy(), w[p + "output.dense.bias"],
-                w[p + "output.LayerNorm.weight"], w[p + "output.LayerNorm.bias"],
-            ))
+            self.layers.append(
+                (
+                    qkv.T.copy(),
+                    qkv_bias,
+                    w[p + "attention.output.dense.weight"].T.copy(),
+                    w[p + "attention.output.dense.bias"],
+                    w[p + "attention.output.LayerNorm.weight"],
+                    w[p + "attention.output.LayerNorm.bias"],
+                    w[p + "intermediate.dense.weight"].T.copy(),
+                    w[p + "intermediate.dense.bias"],
+                    w[p + "output.dense.weight"].T.copy(),
+                    w[p + "output.dense.bias"],
+                    w[p + "output.LayerNorm.weight"],
+                    w[p + "output.LayerNorm.bias"],
+                )
+            )
 
     def _forward(self, batch: list[list[int]]) -> Any:
         width, count = max(len(ids) for ids in batch), len(batch)

@@ -65,8 +65,10 @@ def find_command(explicit: str | None) -> str | None:
 
 def skip_message(explicit: str | None) -> str:
     where = explicit or "basic-memory on PATH"
-    return (f"eval-recall: peer {NAME} skipped: {where} not found "
-            "(pip install basic-memory, Python >= 3.12; or pass --peer-command)")
+    return (
+        f"eval-recall: peer {NAME} skipped: {where} not found "
+        "(pip install basic-memory, Python >= 3.12; or pass --peer-command)"
+    )
 
 
 def note_ref(sample_id: str, session: int, index: int) -> str:
@@ -85,14 +87,23 @@ def write_notes(conv: Conversation, directory: Path) -> dict[str, str]:
     for session in conv.sessions:
         day = datetime.fromtimestamp(session.ts / 1000, tz=UTC).date().isoformat()
         title = f"{conv.sample_id} session {session.number}"
-        lines = ["---", f"title: {title}", "type: conversation", f"date: {day}", "---", "",
-                 f"# {title}", "", "## Observations", ""]
+        lines = [
+            "---",
+            f"title: {title}",
+            "type: conversation",
+            f"date: {day}",
+            "---",
+            "",
+            f"# {title}",
+            "",
+            "## Observations",
+            "",
+        ]
         for index, turn in enumerate(session.turns, start=1):
             text = normalized(turn.text)
             lines.append(f"- [turn] {text}")
             by_text.setdefault(text, note_ref(conv.sample_id, session.number, index))
-        (directory / f"session-{session.number:03d}.md").write_text("\n".join(lines) + "\n",
-                                                                      encoding="utf-8")
+        (directory / f"session-{session.number:03d}.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     return by_text
 
 
@@ -123,11 +134,13 @@ class BasicMemory:
         self.conv = conv
         self.depth = depth
         self.root = Path(tempfile.mkdtemp(prefix="mkbm", dir="/tmp"))
-        self.env = {**os.environ,
-                    "BASIC_MEMORY_CONFIG_DIR": str(self.root / "config"),
-                    "BASIC_MEMORY_SEMANTIC_SEARCH_ENABLED": "false",
-                    "BASIC_MEMORY_LOG_LEVEL": "WARNING",
-                    "NO_COLOR": "1"}
+        self.env = {
+            **os.environ,
+            "BASIC_MEMORY_CONFIG_DIR": str(self.root / "config"),
+            "BASIC_MEMORY_SEMANTIC_SEARCH_ENABLED": "false",
+            "BASIC_MEMORY_LOG_LEVEL": "WARNING",
+            "NO_COLOR": "1",
+        }
         self.by_text = write_notes(conv, self.root / "notes")
         self.lines = {ref: estimate_tokens(f"{ref} {text}") + 1 for text, ref in self.by_text.items()}
 
@@ -139,22 +152,45 @@ class BasicMemory:
         shutil.rmtree(self.root, ignore_errors=True)
 
     def _run(self, args: Sequence[str]) -> str:
-        done = subprocess.run([self.command, *args], capture_output=True, text=True, env=self.env,
-                              timeout=CALL_TIMEOUT_S, check=False)
+        done = subprocess.run(
+            [self.command, *args],
+            capture_output=True,
+            text=True,
+            env=self.env,
+            timeout=CALL_TIMEOUT_S,
+            check=False,
+        )
         if done.returncode != 0:
-            raise RuntimeError(f"{NAME} {' '.join(args[:3])} failed ({done.returncode}): "
-                               f"{done.stderr.strip()[-500:]}")
+            raise RuntimeError(
+                f"{NAME} {' '.join(args[:3])} failed ({done.returncode}): {done.stderr.strip()[-500:]}"
+            )
         return done.stdout
 
     def ask(self, question: str, budget: int) -> PeerAnswer:
         started = time.perf_counter()
-        out = self._run(["tool", "search-notes", question, "--json", "--entity-type", "observation",
-                         "--page-size", str(self.depth), "--project", PROJECT, "--local"])
+        out = self._run(
+            [
+                "tool",
+                "search-notes",
+                question,
+                "--json",
+                "--entity-type",
+                "observation",
+                "--page-size",
+                str(self.depth),
+                "--project",
+                PROJECT,
+                "--local",
+            ]
+        )
         latency = (time.perf_counter() - started) * 1000
         start = out.find("{") if "{" in out else out.find("[")
         payload = json.loads(out[start:]) if start >= 0 else []
-        ranked = list(dict.fromkeys(ref for hit in results_of(payload)
-                                    if (ref := hit_ref(hit, self.by_text)) is not None))
+        ranked = list(
+            dict.fromkeys(
+                ref for hit in results_of(payload) if (ref := hit_ref(hit, self.by_text)) is not None
+            )
+        )
         used, fit = 0, []
         for ref in ranked:
             cost = self.lines[ref]

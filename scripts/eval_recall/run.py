@@ -107,12 +107,26 @@ class Daemon:
         self.proc: subprocess.Popen[str] | None = None
 
     def __enter__(self) -> Daemon:
-        command = [sys.executable, "-m", "makad", "--socket", str(self.socket),
-                   "--data-dir", str(self.root / "data"), "--log-level", "warning"]
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(
-            [str(ROOT), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")])}
-        self.proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True, env=env)
+        command = [
+            sys.executable,
+            "-m",
+            "makad",
+            "--socket",
+            str(self.socket),
+            "--data-dir",
+            str(self.root / "data"),
+            "--log-level",
+            "warning",
+        ]
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(
+                [str(ROOT), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
+            ),
+        }
+        self.proc = subprocess.Popen(
+            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+        )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         assert self.proc.stdout is not None
         for line in self.proc.stdout:
@@ -147,13 +161,16 @@ def ingest(client: Client, conv: Conversation, workspace: Path) -> Ingested:
     turn_of: dict[tuple[str, int], str] = {}
     lines: list[tuple[str, int, int]] = []
     for session in conv.sessions:
-        opened = client.call("open_session", workspace=ws,
-                             title=f"{conv.sample_id} session {session.number}")
+        opened = client.call("open_session", workspace=ws, title=f"{conv.sample_id} session {session.number}")
         sid = opened["sessionId"]
         for start in range(0, len(session.turns), APPEND_BATCH):
             batch = session.turns[start : start + APPEND_BATCH]
-            result = client.call("append_events", workspace=ws, sessionId=sid, events=[
-                {"type": t.event_type, "text": t.text, "ts": t.ts} for t in batch])
+            result = client.call(
+                "append_events",
+                workspace=ws,
+                sessionId=sid,
+                events=[{"type": t.event_type, "text": t.text, "ts": t.ts} for t in batch],
+            )
             for offset, turn in enumerate(batch):
                 seq = result["firstSeq"] + offset
                 ref = f"event:{sid}:{seq}"
@@ -181,19 +198,23 @@ def run_default(client: Client, data: Ingested, question: str, budget: int) -> O
     return recall_outcome(pack, latency)
 
 
-def run_default_pack(client: Client, data: Ingested, question: str, budget: int
-                     ) -> tuple[Outcome, int]:
+def run_default_pack(client: Client, data: Ingested, question: str, budget: int) -> tuple[Outcome, int]:
     """A fresh session's pack with no ``include`` filter; also its total tokens."""
     pack, latency = fresh_pack(client, data, question, budget, None)
     return recall_outcome(pack, latency), pack["totalTokens"]
 
 
-def fresh_pack(client: Client, data: Ingested, question: str, budget: int,
-               include: list[str] | None) -> tuple[dict[str, Any], float]:
+def fresh_pack(
+    client: Client, data: Ingested, question: str, budget: int, include: list[str] | None
+) -> tuple[dict[str, Any], float]:
     """One build_context call in a new session; the pack and its latency in ms."""
     session = client.call("open_session", workspace=data.workspace, title="eval question")
-    params: dict[str, Any] = {"workspace": data.workspace, "budgetTokens": budget,
-                              "sessionId": session["sessionId"], "query": question}
+    params: dict[str, Any] = {
+        "workspace": data.workspace,
+        "budgetTokens": budget,
+        "sessionId": session["sessionId"],
+        "query": question,
+    }
     if include is not None:
         params["include"] = include
     started = time.perf_counter()
@@ -210,8 +231,9 @@ def recall_outcome(pack: dict[str, Any], latency: float) -> Outcome:
 
 def run_bm25(client: Client, data: Ingested, question: str, budget: int, depth: int) -> Outcome:
     started = time.perf_counter()
-    hits = client.call("search_history", workspace=data.workspace, query=question,
-                       limit=max(depth, 200))["hits"]
+    hits = client.call("search_history", workspace=data.workspace, query=question, limit=max(depth, 200))[
+        "hits"
+    ]
     latency = (time.perf_counter() - started) * 1000
     ranked = [f"event:{h['event']['sessionId']}:{h['event']['seq']}" for h in hits]
     cost = {ref: tokens for ref, _, tokens in data.lines}
@@ -240,24 +262,35 @@ def summarize(rows: list[Row], ks: Sequence[int]) -> dict[str, Any]:
     return {
         "questions": len(rows),
         "overall": overall,
-        "byCategory": {str(c): block([r for r in rows if r.category == c])
-                       for c in CATEGORIES if any(r.category == c for r in rows)},
-        "latency": {"p50_ms": round(percentile(latencies, 0.50), 3),
-                    "p95_ms": round(percentile(latencies, 0.95), 3)},
+        "byCategory": {
+            str(c): block([r for r in rows if r.category == c])
+            for c in CATEGORIES
+            if any(r.category == c for r in rows)
+        },
+        "latency": {
+            "p50_ms": round(percentile(latencies, 0.50), 3),
+            "p95_ms": round(percentile(latencies, 0.95), 3),
+        },
     }
 
 
 def commit() -> str:
     try:
-        out = subprocess.run(["git", "-C", str(ROOT), "rev-parse", "HEAD"], capture_output=True,
-                             text=True, timeout=10, check=True)
+        out = subprocess.run(
+            ["git", "-C", str(ROOT), "rev-parse", "HEAD"],
+            capture_output=True,
+            text=True,
+            timeout=10,
+            check=True,
+        )
         return out.stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
 
 
-def write_artifacts(out: Path, report: dict[str, Any], rows: list[Row], ingested: list[Ingested],
-                    ks: Sequence[int]) -> None:
+def write_artifacts(
+    out: Path, report: dict[str, Any], rows: list[Row], ingested: list[Ingested], ks: Sequence[int]
+) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
     turn_of = {key: dia for data in ingested for key, dia in data.turn_of.items()}
@@ -268,17 +301,35 @@ def write_artifacts(out: Path, report: dict[str, Any], rows: list[Row], ingested
     depth = max(ks)
     with (out / "questions.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
-        writer.writerow(["variant", "question_id", "category", "evidence",
-                         *[f"recall@{k}" for k in ks], "recall_at_budget", "tokens", "latency_ms",
-                         "ranked", "in_budget"])
+        writer.writerow(
+            [
+                "variant",
+                "question_id",
+                "category",
+                "evidence",
+                *[f"recall@{k}" for k in ks],
+                "recall_at_budget",
+                "tokens",
+                "latency_ms",
+                "ranked",
+                "in_budget",
+            ]
+        )
         for r in rows:
-            writer.writerow([
-                r.variant, r.qid, r.category, " ".join(r.evidence),
-                *[f"{r.at_k[k]:.4f}" for k in ks], f"{r.at_budget:.4f}", r.tokens,
-                f"{r.latency_ms:.3f}",
-                " ".join(f"{rank}:{ref}={dia(ref)}" for rank, ref in enumerate(r.ranked[:depth], 1)),
-                " ".join(f"{ref}={dia(ref)}" for ref in r.in_budget),
-            ])
+            writer.writerow(
+                [
+                    r.variant,
+                    r.qid,
+                    r.category,
+                    " ".join(r.evidence),
+                    *[f"{r.at_k[k]:.4f}" for k in ks],
+                    f"{r.at_budget:.4f}",
+                    r.tokens,
+                    f"{r.latency_ms:.3f}",
+                    " ".join(f"{rank}:{ref}={dia(ref)}" for rank, ref in enumerate(r.ranked[:depth], 1)),
+                    " ".join(f"{ref}={dia(ref)}" for ref in r.in_budget),
+                ]
+            )
     with (out / "refs.csv").open("w", newline="", encoding="utf-8") as fh:
         writer = csv.writer(fh)
         writer.writerow(["conversation", "ref", "dia_id", "line_tokens"])
@@ -291,8 +342,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     ks = sorted({int(k) for k in args.k.split(",") if k.strip()})
     # The default-pack figure goes with the default one, baselines or not.
     companion = ["default-pack"] if args.variant == "default" else []
-    variants = list(dict.fromkeys([args.variant, *companion,
-                                   *([] if args.no_baselines else VARIANTS)]))
+    variants = list(dict.fromkeys([args.variant, *companion, *([] if args.no_baselines else VARIANTS)]))
     conversations = load(args.dataset)[: args.limit_conversations]
     rows: list[Row] = []
     ingested: list[Ingested] = []
@@ -314,16 +364,27 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
                             ranked, fit, tokens, ms = run_default(client, data, q.text, args.budget_tokens)
                         elif variant == "default-pack":
                             (ranked, fit, tokens, ms), pack_tokens = run_default_pack(
-                                client, data, q.text, args.budget_tokens)
+                                client, data, q.text, args.budget_tokens
+                            )
                         elif variant == "bm25-plain":
-                            ranked, fit, tokens, ms = run_bm25(client, data, q.text, args.budget_tokens,
-                                                               max(ks))
+                            ranked, fit, tokens, ms = run_bm25(
+                                client, data, q.text, args.budget_tokens, max(ks)
+                            )
                         elif variant == "recent":
                             ranked, fit, tokens, ms = everything, recent, recent_tokens, 0.0
                         else:
                             ranked, fit, tokens, ms = [], everything, full_tokens, 0.0
-                        row = Row(variant, q.qid, q.category, q.evidence, ranked, fit, tokens, ms,
-                                  pack_tokens=pack_tokens)
+                        row = Row(
+                            variant,
+                            q.qid,
+                            q.category,
+                            q.evidence,
+                            ranked,
+                            fit,
+                            tokens,
+                            ms,
+                            pack_tokens=pack_tokens,
+                        )
                         score([row], ks, data.turn_of)
                         if variant == "full":
                             row.at_k = {k: row.at_budget for k in ks}
@@ -340,8 +401,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     primary = dict(by_variant[args.variant])
     pack = by_variant.get("default-pack")
     if pack is not None and args.variant != "default-pack":
-        primary["overall"] = {**primary["overall"],
-                              "defaultPackRecall": pack["overall"]["recallAtBudget"]}
+        primary["overall"] = {**primary["overall"], "defaultPackRecall": pack["overall"]["recallAtBudget"]}
     report: dict[str, Any] = {
         "dataset": str(args.dataset),
         "datasetSha256": sha256_file(args.dataset),
@@ -358,8 +418,9 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     return report
 
 
-def run_peer(args: argparse.Namespace, conversations: list[Conversation],
-             ks: Sequence[int]) -> tuple[list[Row], str]:
+def run_peer(
+    args: argparse.Namespace, conversations: list[Conversation], ks: Sequence[int]
+) -> tuple[list[Row], str]:
     """The questions answered by a peer system (``--peer``), or none and why it was skipped."""
     command = peer_basic_memory.find_command(args.peer_command)
     if command is None:
@@ -373,8 +434,16 @@ def run_peer(args: argparse.Namespace, conversations: list[Conversation],
             turn_of = peer.turn_of()
             for q in conv.questions[: args.limit_questions]:
                 answer = peer.ask(q.text, args.budget_tokens)
-                row = Row(variant, q.qid, q.category, q.evidence, answer.ranked, answer.in_budget,
-                          answer.tokens, answer.latency_ms)
+                row = Row(
+                    variant,
+                    q.qid,
+                    q.category,
+                    q.evidence,
+                    answer.ranked,
+                    answer.in_budget,
+                    answer.tokens,
+                    answer.latency_ms,
+                )
                 score([row], ks, turn_of)
                 rows.append(row)
     return rows, f"ran {command}"
@@ -386,16 +455,22 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--budget-tokens", type=int, default=2000)
     parser.add_argument("--k", default="5,10,25,50", help="comma-separated cut-offs")
     parser.add_argument("--out", type=Path, default=None, help="directory for the artifacts")
-    parser.add_argument("--variant", choices=VARIANTS, default="default",
-                        help="the variant the top-level figures describe")
+    parser.add_argument(
+        "--variant", choices=VARIANTS, default="default", help="the variant the top-level figures describe"
+    )
     parser.add_argument("--no-baselines", action="store_true", help="run only --variant")
     parser.add_argument("--limit-conversations", type=int, default=None)
     parser.add_argument("--limit-questions", type=int, default=None, help="per conversation")
-    parser.add_argument("--peer", choices=("basic-memory",), default=None,
-                        help="also run the protocol against a peer's search (optional; skipped "
-                             "with a message when it is not installed)")
-    parser.add_argument("--peer-command", default=None,
-                        help="the peer's executable (default: basic-memory on PATH)")
+    parser.add_argument(
+        "--peer",
+        choices=("basic-memory",),
+        default=None,
+        help="also run the protocol against a peer's search (optional; skipped "
+        "with a message when it is not installed)",
+    )
+    parser.add_argument(
+        "--peer-command", default=None, help="the peer's executable (default: basic-memory on PATH)"
+    )
     return parser.parse_args(argv)
 
 

@@ -12,12 +12,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="scripts/soak", description=__doc__)
     parser.add_argument("--crash", type=int, metavar="N", help="kill -9 the daemon N times")
     parser.add_argument("--minutes", type=float, metavar="M", help="run the load for M minutes")
-    parser.add_argument("--clients", type=int, default=32, metavar="C",
-                        help="concurrent clients of the load run (default 32)")
+    parser.add_argument(
+        "--clients", type=int, default=32, metavar="C", help="concurrent clients of the load run (default 32)"
+    )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
-    parser.add_argument("--daemon-env", action="append", default=[], metavar="KEY=VALUE",
-                        help="extra environment for the daemon (repeatable), "
-                             "e.g. MALLOC_ARENA_MAX=2")
+    parser.add_argument(
+        "--daemon-env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra environment for the daemon (repeatable), e.g. MALLOC_ARENA_MAX=2",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir for inspection")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
@@ -43,8 +48,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.minutes is not None:
         from soaklib.load import run_load
 
-        load = run_load(args.minutes * 60, args.clients, args.seed, progress=progress,
-                        keep=args.keep, env=env)
+        load = run_load(
+            args.minutes * 60, args.clients, args.seed, progress=progress, keep=args.keep, env=env
+        )
         result.update(load)
         ok &= load["load"]["passed"]
     print(json.dumps(result, indent=2, ensure_ascii=False))

@@ -36,10 +36,15 @@ JOIN_TIMEOUT_S = 60.0
 
 
 class CrashLoop:
-    def __init__(self, cycles: int, seed: int, max_uptime_s: float = 1.2,
-                 root: Path | None = None,
-                 progress: Callable[[str], None] | None = None,
-                 env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        cycles: int,
+        seed: int,
+        max_uptime_s: float = 1.2,
+        root: Path | None = None,
+        progress: Callable[[str], None] | None = None,
+        env: dict[str, str] | None = None,
+    ) -> None:
         self.cycles = cycles
         self.rng = random.Random(seed)
         self.max_uptime_s = max_uptime_s
@@ -48,11 +53,16 @@ class CrashLoop:
         workspace = self.root / "ws"
         workspace.mkdir(exist_ok=True)
         self.daemon = Daemon(self.root, env=env)
-        self.run = Run(socket=self.daemon.socket, workspace=workspace,
-                       expectations=Expectations(), rng_seed=seed)
+        self.run = Run(
+            socket=self.daemon.socket, workspace=workspace, expectations=Expectations(), rng_seed=seed
+        )
         self.workers: list[Worker] = [
-            EntryWorker(self.run, 1), EntryWorker(self.run, 2), ProposalWorker(self.run, 3),
-            LedgerWorker(self.run, 4), LedgerWorker(self.run, 5), ReaderWorker(self.run, 6),
+            EntryWorker(self.run, 1),
+            EntryWorker(self.run, 2),
+            ProposalWorker(self.run, 3),
+            LedgerWorker(self.run, 4),
+            LedgerWorker(self.run, 5),
+            ReaderWorker(self.run, 6),
             HandEditor(self.run, 7),
         ]
         self.problems: dict[str, Problem] = {}
@@ -65,14 +75,22 @@ class CrashLoop:
         try:
             self.daemon.start()
             with Client(str(self.daemon.socket)) as client:
-                client.call("set_settings", {"workspace": self.run.ws, "agentReadEnabled": True,
-                                             "extractToolEnabled": True,
-                                             "historyRecallEnabled": True})
+                client.call(
+                    "set_settings",
+                    {
+                        "workspace": self.run.ws,
+                        "agentReadEnabled": True,
+                        "extractToolEnabled": True,
+                        "historyRecallEnabled": True,
+                    },
+                )
             for cycle in range(self.cycles):
                 self.cycle()
-                self.progress(f"cycle {cycle + 1}/{self.cycles}: "
-                              f"{self.run.acked_writes + self.run.hand_edits} acknowledged, "
-                              f"{len(self.problems)} problems")
+                self.progress(
+                    f"cycle {cycle + 1}/{self.cycles}: "
+                    f"{self.run.acked_writes + self.run.hand_edits} acknowledged, "
+                    f"{len(self.problems)} problems"
+                )
             self.daemon.stop()
             self.daemon.start()
             self.check()
@@ -132,8 +150,13 @@ class CrashLoop:
             if len(state) > 1:
                 self.add(Problem("duplicated", f"marker:{marker}", f"found at {state}"))
             elif state not in tracked.acceptable():
-                self.add(Problem("lost", f"marker:{marker}",
-                                 f"found {state}, expected {tracked.must} or one of {tracked.may}"))
+                self.add(
+                    Problem(
+                        "lost",
+                        f"marker:{marker}",
+                        f"found {state}, expected {tracked.must} or one of {tracked.may}",
+                    )
+                )
         for marker, entry_id in ids.items():
             expectations.learn_id(marker, entry_id)
         expectations.settle(observed)
@@ -141,19 +164,26 @@ class CrashLoop:
             self._check_daemon_view(client, memory, pending)
             self._check_sessions(client)
 
-    def _check_daemon_view(self, client: Client, memory: verify.MemoryFile,
-                           pending: verify.MemoryFile) -> None:
+    def _check_daemon_view(
+        self, client: Client, memory: verify.MemoryFile, pending: verify.MemoryFile
+    ) -> None:
         state = client.call("read_state", {"workspace": self.run.ws})
         active = [s for s in memory.sections if s.entry.status == "active"]
         if state["status"] != "ok":
             self.add(Problem("corrupt", "read_state", f"status {state['status']}"))
         elif state["entryCount"] != len(active):
-            self.add(Problem("corrupt", "read_state:count",
-                             f"{state['entryCount']} entries served, {len(active)} in the file"))
-        listed = {p["proposal"]["id"] for p in
-                  client.call("list_proposals", {"workspace": self.run.ws})["proposals"]}
-        on_disk = {s.entry.id for s in pending.sections
-                   if s.entry.status in ("review_required", "draft")}
+            self.add(
+                Problem(
+                    "corrupt",
+                    "read_state:count",
+                    f"{state['entryCount']} entries served, {len(active)} in the file",
+                )
+            )
+        listed = {
+            p["proposal"]["id"]
+            for p in client.call("list_proposals", {"workspace": self.run.ws})["proposals"]
+        }
+        on_disk = {s.entry.id for s in pending.sections if s.entry.status in ("review_required", "draft")}
         if listed != on_disk:
             self.add(Problem("corrupt", "list_proposals", "served proposals differ from PENDING.md"))
 
@@ -172,14 +202,14 @@ class CrashLoop:
             if sid not in by_id:
                 self.add(Problem("lost", f"session:{sid}", "an opened session is gone"))
 
-    def _check_session_model(self, client: Client, model: Any,
-                             checked: verify.SessionCheck) -> None:
+    def _check_session_model(self, client: Client, model: Any, checked: verify.SessionCheck) -> None:
         sid = model.session_id
         texts = [e["text"] for e in checked.events]
         for first, batch in model.batches:
-            if texts[first - 1:first - 1 + len(batch)] != batch:
-                self.add(Problem("lost", f"append:{sid}:{first}",
-                                 "acknowledged events are not at their seqs"))
+            if texts[first - 1 : first - 1 + len(batch)] != batch:
+                self.add(
+                    Problem("lost", f"append:{sid}:{first}", "acknowledged events are not at their seqs")
+                )
         seen: dict[str, int] = {}
         for text in texts:
             seen[text] = seen.get(text, 0) + 1
@@ -193,8 +223,11 @@ class CrashLoop:
             state = client.call("get_working_state", {"workspace": self.run.ws, "sessionId": sid})
             allowed = [model.goals_must or [], *model.goals_may]
             if state["goals"] not in allowed:
-                self.add(Problem("lost", f"working_state:{sid}",
-                                 f"goals {state['goals']}, expected one of {allowed}"))
+                self.add(
+                    Problem(
+                        "lost", f"working_state:{sid}", f"goals {state['goals']}, expected one of {allowed}"
+                    )
+                )
             elif model.goals_may:
                 model.goals_must, model.goals_may = state["goals"], []
         if model.closed and checked.info["closedAt"] is None:
@@ -205,33 +238,39 @@ class CrashLoop:
         for problem in self.problems.values():
             counts[problem.category] += 1
         run = self.run
-        return {"crash": {
-            "cycles": self.cycles,
-            "acknowledged": run.acked_writes + run.hand_edits,
-            **counts,
-            "unexpected_errors": sum(run.unexpected.values()),
-            "in_flight_at_kill": self.in_flight_at_kill,
-            "retried": run.retried,
-            "hand_edits": run.hand_edits,
-            "stray_temp_files": self.stray_temp_files,
-            "events": sum(len(b) for m in run.sessions.values() for _, b in m.batches),
-            "sessions": len(run.sessions),
-            "acknowledged_by_method": dict(sorted(run.acked_ops.items())),
-            "expected_refusals": dict(sorted(run.expected_refusals.items())),
-            "unexpected": dict(sorted(run.unexpected.items())),
-            "problems": [f"{p.category} {p.key}: {p.detail}"
-                         for p in list(self.problems.values())[:30]],
-            "seconds": round(seconds, 1),
-        }}
+        return {
+            "crash": {
+                "cycles": self.cycles,
+                "acknowledged": run.acked_writes + run.hand_edits,
+                **counts,
+                "unexpected_errors": sum(run.unexpected.values()),
+                "in_flight_at_kill": self.in_flight_at_kill,
+                "retried": run.retried,
+                "hand_edits": run.hand_edits,
+                "stray_temp_files": self.stray_temp_files,
+                "events": sum(len(b) for m in run.sessions.values() for _, b in m.batches),
+                "sessions": len(run.sessions),
+                "acknowledged_by_method": dict(sorted(run.acked_ops.items())),
+                "expected_refusals": dict(sorted(run.expected_refusals.items())),
+                "unexpected": dict(sorted(run.unexpected.items())),
+                "problems": [f"{p.category} {p.key}: {p.detail}" for p in list(self.problems.values())[:30]],
+                "seconds": round(seconds, 1),
+            }
+        }
 
     def cleanup(self) -> None:
         if self.own_root:
             shutil.rmtree(self.root, ignore_errors=True)
 
 
-def run_crash(cycles: int, seed: int, max_uptime_s: float = 1.2,
-              progress: Callable[[str], None] | None = None, keep: bool = False,
-              env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_crash(
+    cycles: int,
+    seed: int,
+    max_uptime_s: float = 1.2,
+    progress: Callable[[str], None] | None = None,
+    keep: bool = False,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run the crash loop and return ``{"crash": {...}}``; ``env`` is added to the daemon's."""
     loop = CrashLoop(cycles, seed, max_uptime_s, progress=progress, env=env)
     try:

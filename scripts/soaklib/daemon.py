@@ -16,8 +16,7 @@ STARTUP_TIMEOUT_S = 30.0
 class Daemon:
     """makad on ``<root>/s.sock`` with its data in ``<root>/data`` and logs in ``<root>/makad.log``."""
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None,
-                 log_level: str = "info") -> None:
+    def __init__(self, root: Path, env: dict[str, str] | None = None, log_level: str = "info") -> None:
         self.root = root
         self.socket = root / "s.sock"
         self.data_dir = root / "data"
@@ -35,10 +34,24 @@ class Daemon:
     def start(self) -> None:
         self._log = open(self.log_path, "a", encoding="utf-8")  # noqa: SIM115 - closed in _reap
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "makad", "--socket", str(self.socket), "--data-dir",
-             str(self.data_dir), "--log-format", "json", "--log-level", self.log_level],
-            stdout=subprocess.PIPE, stderr=self._log, text=True,
-            env={**os.environ, **self.env})
+            [
+                sys.executable,
+                "-m",
+                "makad",
+                "--socket",
+                str(self.socket),
+                "--data-dir",
+                str(self.data_dir),
+                "--log-format",
+                "json",
+                "--log-level",
+                self.log_level,
+            ],
+            stdout=subprocess.PIPE,
+            stderr=self._log,
+            text=True,
+            env={**os.environ, **self.env},
+        )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         assert self.proc.stdout is not None
         while time.monotonic() < deadline:

@@ -71,8 +71,11 @@ class Stats:
         out = {}
         for method, samples in sorted(self.latency.items()):
             ordered = sorted(samples)
-            out[method] = {"n": len(ordered), "p50_ms": round(percentile(ordered, 0.50) * 1000, 2),
-                           "p99_ms": round(percentile(ordered, 0.99) * 1000, 2)}
+            out[method] = {
+                "n": len(ordered),
+                "p50_ms": round(percentile(ordered, 0.50) * 1000, 2),
+                "p99_ms": round(percentile(ordered, 0.99) * 1000, 2),
+            }
         return out
 
 
@@ -109,8 +112,12 @@ class LoadClient:
 
     # --- plumbing ---------------------------------------------------------------
 
-    async def call(self, method: str, params: dict[str, Any] | None = None,
-                   expect: frozenset[str] | set[str] = frozenset()) -> Any:
+    async def call(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        expect: frozenset[str] | set[str] = frozenset(),
+    ) -> Any:
         assert self.client is not None
         started = time.perf_counter()
         self.called.add(method)
@@ -137,8 +144,10 @@ class LoadClient:
     async def main(self, deadline: float) -> None:
         async with AsyncClient(str(self.socket), timeout=60) as client:
             self.client = client
-            await self.call("open_session", {"workspace": self.home, "sessionId": self.session,
-                                             "title": f"load client {self.index}"})
+            await self.call(
+                "open_session",
+                {"workspace": self.home, "sessionId": self.session, "title": f"load client {self.index}"},
+            )
             wanted = set(_catalogue()) - NOT_EXERCISED
             for _ in range(MAX_TOURS):
                 await self.tour()
@@ -175,14 +184,18 @@ class LoadClient:
             "reject": (0.8, self.reject),
             "history": (1, self.history),
             "import": (0.25, self.import_memories),
-            "export": (0.5, lambda: self.call("export_memories", {"workspace": self.home,
-                                                                  "format": "markdown"})),
+            "export": (
+                0.5,
+                lambda: self.call("export_memories", {"workspace": self.home, "format": "markdown"}),
+            ),
             "build_context": (3.5, self.build_context),
             "compact": (0.8, self.compact),
             "checkpoints": (0.6, self.checkpoints_read),
             "temp_session": (0.4, self.temp_session),
-            "list_sessions": (0.5, lambda: self.call("list_sessions", {"workspace": self.home,
-                                                                       "includeClosed": False})),
+            "list_sessions": (
+                0.5,
+                lambda: self.call("list_sessions", {"workspace": self.home, "includeClosed": False}),
+            ),
             "append": (6, self.append),
             "stale_append": (0.5, self.stale_append),
             "read_events": (2.5, self.read_events),
@@ -191,10 +204,13 @@ class LoadClient:
             "working_state": (1.5, self.working_state),
             "manifest": (0.7, self.manifest),
             "episode": (0.8, self.episode),
-            "list_episodes": (0.5, lambda: self.call("list_episodes", {
-                "workspace": self.home, "sessionId": self.session, "limit": 20})),
-            "candidates": (0.3, lambda: self.call("consolidation_candidates",
-                                                   {"workspace": self.home})),
+            "list_episodes": (
+                0.5,
+                lambda: self.call(
+                    "list_episodes", {"workspace": self.home, "sessionId": self.session, "limit": 20}
+                ),
+            ),
+            "candidates": (0.3, lambda: self.call("consolidation_candidates", {"workspace": self.home})),
             "consolidate": (0.2, self.consolidate),
         }
 
@@ -217,8 +233,17 @@ class LoadClient:
         await self.reject()
         await self.history()
         await self.import_memories()
-        for name in ("ping", "status", "discover", "get_settings", "set_settings", "read_state",
-                     "list_proposals", "export", "list_sessions"):
+        for name in (
+            "ping",
+            "status",
+            "discover",
+            "get_settings",
+            "set_settings",
+            "read_state",
+            "list_proposals",
+            "export",
+            "list_sessions",
+        ):
             await self.steps()[name][1]()
         await self.build_context()
         await self.manifest()
@@ -238,12 +263,14 @@ class LoadClient:
     # --- memory ---------------------------------------------------------------------
 
     async def set_settings(self) -> None:
-        await self.call("set_settings", {"workspace": self.home,
-                                         "historyRecallEnabled": self.rng.random() < 0.5})
+        await self.call(
+            "set_settings", {"workspace": self.home, "historyRecallEnabled": self.rng.random() < 0.5}
+        )
 
     async def read_state(self) -> None:
-        state = await self.call("read_state", {"workspace": self.home,
-                                               "includeEntries": self.rng.random() < 0.5})
+        state = await self.call(
+            "read_state", {"workspace": self.home, "includeEntries": self.rng.random() < 0.5}
+        )
         if state is not None and state["status"] != "ok":
             self.stats.surprise(f"read_state:status:{state['status']}", str(state["reason"]))
 
@@ -252,9 +279,16 @@ class LoadClient:
             await self.delete(self.entries.pop(0))
             return
         text = self.unique("entry")
-        result = await self.call("add_entry", {"workspace": self.home, "title": text,
-                                               "content": f"{text}: the build uses make.",
-                                               "tags": ["load"], "requestId": uuid.uuid4().hex})
+        result = await self.call(
+            "add_entry",
+            {
+                "workspace": self.home,
+                "title": text,
+                "content": f"{text}: the build uses make.",
+                "tags": ["load"],
+                "requestId": uuid.uuid4().hex,
+            },
+        )
         if result is not None:
             self.entries.append(result["entry"]["id"])
 
@@ -265,8 +299,14 @@ class LoadClient:
     async def update(self) -> None:
         if not self.entries:
             return await self.add_or_delete()
-        await self.call("update_entry", {"workspace": self.home, "id": self.rng.choice(self.entries),
-                                         "content": self.unique("updated entry")})
+        await self.call(
+            "update_entry",
+            {
+                "workspace": self.home,
+                "id": self.rng.choice(self.entries),
+                "content": self.unique("updated entry"),
+            },
+        )
 
     async def archive_restore(self) -> None:
         if not self.entries:
@@ -283,10 +323,16 @@ class LoadClient:
         if state is None:
             return
         revision = (await self.call("read_state", {"workspace": self.home}) or {}).get("revision")
-        await self.call("update_entry", {"workspace": self.home, "id": self.rng.choice(self.entries),
-                                         "content": self.unique("cas"),
-                                         "expectedRevision": max(0, (revision or 1) - 1)},
-                        expect={"conflict"})
+        await self.call(
+            "update_entry",
+            {
+                "workspace": self.home,
+                "id": self.rng.choice(self.entries),
+                "content": self.unique("cas"),
+                "expectedRevision": max(0, (revision or 1) - 1),
+            },
+            expect={"conflict"},
+        )
 
     async def delete_twice(self) -> None:
         """Archive an id this client deleted itself: not_found is the plan."""
@@ -295,19 +341,23 @@ class LoadClient:
             if self.entries:
                 await self.delete(self.entries.pop())
         if self.deleted:
-            await self.call("archive_entry", {"workspace": self.home, "id": self.deleted[-1]},
-                            expect={"not_found"})
+            await self.call(
+                "archive_entry", {"workspace": self.home, "id": self.deleted[-1]}, expect={"not_found"}
+            )
 
     async def backups(self, force_restore: bool = False) -> None:
         ws = str(self.layout.restore)
-        await self.call("add_entry", {"workspace": ws, "title": self.unique("volatile"),
-                                      "content": "restore playground"})
+        await self.call(
+            "add_entry", {"workspace": ws, "title": self.unique("volatile"), "content": "restore playground"}
+        )
         found = await self.call("list_backups", {"workspace": ws})
         if found and found["backups"] and (force_restore or self.rng.random() < 0.4):
             # Another client's write may prune that backup first: not_found is expected.
-            await self.call("restore_backup", {"workspace": ws,
-                                               "backupId": found["backups"][-1]["backupId"]},
-                            expect={"not_found"})
+            await self.call(
+                "restore_backup",
+                {"workspace": ws, "backupId": found["backups"][-1]["backupId"]},
+                expect={"not_found"},
+            )
 
     async def subscribe(self) -> None:
         assert self.client is not None
@@ -322,20 +372,35 @@ class LoadClient:
         if len(self.pending) >= MAX_OWN_PENDING:
             return await self.reject()
         text = self.unique("proposal")
-        result = await self.call("propose", {"workspace": self.home, "title": text,
-                                             "content": f"{text}: deploys happen on Fridays.",
-                                             "sourceRefs": [f"event:{self.session}:1"]})
+        result = await self.call(
+            "propose",
+            {
+                "workspace": self.home,
+                "title": text,
+                "content": f"{text}: deploys happen on Fridays.",
+                "sourceRefs": [f"event:{self.session}:1"],
+            },
+        )
         if result is not None and result["queued"]:
             self.pending.append(result["proposal"]["id"])
 
     async def gated_propose(self) -> None:
-        await self.call("propose", {"workspace": str(self.layout.gated), "title": "gated",
-                                    "content": self.unique("gated"), "origin": "extracted"},
-                        expect={"gate_closed"})
+        await self.call(
+            "propose",
+            {
+                "workspace": str(self.layout.gated),
+                "title": "gated",
+                "content": self.unique("gated"),
+                "origin": "extracted",
+            },
+            expect={"gate_closed"},
+        )
 
     async def approve(self) -> None:
-        if len(self.approved) >= MAX_OWN_APPROVED and await self.call(
-                "delete_entry", {"workspace": self.home, "id": self.approved.pop(0)}) is None:
+        if (
+            len(self.approved) >= MAX_OWN_APPROVED
+            and await self.call("delete_entry", {"workspace": self.home, "id": self.approved.pop(0)}) is None
+        ):
             return
         if not self.pending:
             await self.propose()
@@ -343,8 +408,7 @@ class LoadClient:
                 return
         proposal_id = self.pending.pop(0)
         edits = {proposal_id: {"title": self.unique("edited")}} if self.rng.random() < 0.3 else {}
-        result = await self.call("approve", {"workspace": self.home, "ids": [proposal_id],
-                                             "edits": edits})
+        result = await self.call("approve", {"workspace": self.home, "ids": [proposal_id], "edits": edits})
         if result is not None:
             self.approved.append(result["approved"][0]["entry"]["id"])
 
@@ -353,8 +417,9 @@ class LoadClient:
             await self.propose()
             if not self.pending:
                 return
-        await self.call("reject", {"workspace": self.home, "ids": [self.pending.pop(0)],
-                                   "reason": "not needed"})
+        await self.call(
+            "reject", {"workspace": self.home, "ids": [self.pending.pop(0)], "reason": "not needed"}
+        )
 
     async def history(self) -> None:
         ids = self.entries + self.approved + self.pending
@@ -364,9 +429,14 @@ class LoadClient:
 
     async def import_memories(self) -> None:
         fact = self.unique("imported fact")
-        result = await self.call("import_memories", {
-            "workspace": self.home, "format": "markdown",
-            "data": f"# Notes\n\n## Imported\n- {fact} about the staging database\n"})
+        result = await self.call(
+            "import_memories",
+            {
+                "workspace": self.home,
+                "format": "markdown",
+                "data": f"# Notes\n\n## Imported\n- {fact} about the staging database\n",
+            },
+        )
         if result is not None and result["imported"]:
             await self.call("reject", {"workspace": self.home, "ids": result["imported"]})
 
@@ -379,18 +449,32 @@ class LoadClient:
         return [
             {"type": "user_message", "text": f"Please fix module_{module}.py ({n})."},
             {"type": "assistant_message", "text": f"Reading module_{module}.py first."},
-            {"type": "tool_call", "text": f'{{"path": "src/module_{module}.py"}}',
-             "toolCallId": call_id, "toolName": "read_file"},
-            {"type": "tool_result", "text": "def f():\n    return 1\n" * self.rng.randrange(1, 30),
-             "toolCallId": call_id, "toolName": "read_file"},
+            {
+                "type": "tool_call",
+                "text": f'{{"path": "src/module_{module}.py"}}',
+                "toolCallId": call_id,
+                "toolName": "read_file",
+            },
+            {
+                "type": "tool_result",
+                "text": "def f():\n    return 1\n" * self.rng.randrange(1, 30),
+                "toolCallId": call_id,
+                "toolName": "read_file",
+            },
         ]
 
     async def append(self) -> None:
         events = self.turn()
-        result = await self.call("append_events", {"workspace": self.home,
-                                                   "sessionId": self.session, "events": events,
-                                                   "expectedSeq": self.last_seq,
-                                                   "requestId": uuid.uuid4().hex})
+        result = await self.call(
+            "append_events",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "events": events,
+                "expectedSeq": self.last_seq,
+                "requestId": uuid.uuid4().hex,
+            },
+        )
         if result is not None:
             self.last_seq = result["lastSeq"]
             self.since_compact += len(events)
@@ -399,14 +483,27 @@ class LoadClient:
         """An append against a seq that is already taken: conflict is the plan."""
         if self.last_seq == 0:
             await self.append()
-        await self.call("append_events", {"workspace": self.home, "sessionId": self.session,
-                                          "events": self.turn(), "expectedSeq": self.last_seq - 1},
-                        expect={"conflict"})
+        await self.call(
+            "append_events",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "events": self.turn(),
+                "expectedSeq": self.last_seq - 1,
+            },
+            expect={"conflict"},
+        )
 
     async def build_context(self) -> None:
-        result = await self.call("build_context", {
-            "workspace": self.home, "sessionId": self.session, "budgetTokens": 4000,
-            "query": f"module_{self.rng.randrange(40)}.py"})
+        result = await self.call(
+            "build_context",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "budgetTokens": 4000,
+                "query": f"module_{self.rng.randrange(40)}.py",
+            },
+        )
         if result is not None:
             self.call_id = result["callId"]
 
@@ -414,17 +511,25 @@ class LoadClient:
         if self.call_id is None:
             await self.build_context()
         if self.call_id is not None:
-            await self.call("get_manifest", {"workspace": self.home, "sessionId": self.session,
-                                             "callId": self.call_id})
+            await self.call(
+                "get_manifest", {"workspace": self.home, "sessionId": self.session, "callId": self.call_id}
+            )
 
     async def compact(self) -> None:
         if self.since_compact < 12:
             for _ in range(3):
                 await self.append()
         # "Nothing to compact" (invalid_params) is fine when the live history is short.
-        result = await self.call("compact", {"workspace": self.home, "sessionId": self.session,
-                                             "mode": "checkpoint", "keepRecentTokens": 300},
-                                 expect={"invalid_params"})
+        result = await self.call(
+            "compact",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "mode": "checkpoint",
+                "keepRecentTokens": 300,
+            },
+            expect={"invalid_params"},
+        )
         if result is not None:
             self.since_compact = 0
             self.checkpoints = [*self.checkpoints[-3:], result["checkpointId"]]
@@ -432,61 +537,83 @@ class LoadClient:
     async def checkpoints_read(self) -> None:
         await self.call("list_checkpoints", {"workspace": self.home, "sessionId": self.session})
         if self.checkpoints:
-            await self.call("get_checkpoint", {"workspace": self.home,
-                                               "checkpointId": self.checkpoints[-1]})
+            await self.call("get_checkpoint", {"workspace": self.home, "checkpointId": self.checkpoints[-1]})
 
     async def temp_session(self) -> None:
         """A short-lived session (incognito half the time): open, append, close, forget."""
         sid = f"tmp-{self.index}-{uuid.uuid4().hex[:12]}"
-        opened = await self.call("open_session", {"workspace": self.home, "sessionId": sid,
-                                                  "incognito": self.rng.random() < 0.5})
+        opened = await self.call(
+            "open_session", {"workspace": self.home, "sessionId": sid, "incognito": self.rng.random() < 0.5}
+        )
         if opened is None:
             return
-        await self.call("append_events", {"workspace": self.home, "sessionId": sid,
-                                          "events": self.turn()})
-        await self.call("build_context", {"workspace": self.home, "sessionId": sid,
-                                          "budgetTokens": 2000})
+        await self.call("append_events", {"workspace": self.home, "sessionId": sid, "events": self.turn()})
+        await self.call("build_context", {"workspace": self.home, "sessionId": sid, "budgetTokens": 2000})
         await self.call("close_session", {"workspace": self.home, "sessionId": sid})
         await self.call("delete_session", {"workspace": self.home, "sessionId": sid})
 
     async def episode(self) -> None:
         if self.last_seq == 0:
             await self.append()
-        await self.call("record_episode", {
-            "workspace": self.home, "sessionId": self.session,
-            "summary": self.unique("fixed a module"), "tags": [f"topic{self.rng.randrange(3)}"],
-            "sourceRefs": [f"event:{self.session}:{max(1, self.last_seq)}"],
-            "requestId": uuid.uuid4().hex})
+        await self.call(
+            "record_episode",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "summary": self.unique("fixed a module"),
+                "tags": [f"topic{self.rng.randrange(3)}"],
+                "sourceRefs": [f"event:{self.session}:{max(1, self.last_seq)}"],
+                "requestId": uuid.uuid4().hex,
+            },
+        )
 
     async def consolidate(self) -> None:
         """Another client may have consolidated the tag first: insufficient_evidence is fine."""
-        result = await self.call("consolidate", {"workspace": self.home, "sessionId": self.session,
-                                                 "tag": f"topic{self.rng.randrange(3)}"},
-                                 expect={"insufficient_evidence"})
+        result = await self.call(
+            "consolidate",
+            {"workspace": self.home, "sessionId": self.session, "tag": f"topic{self.rng.randrange(3)}"},
+            expect={"insufficient_evidence"},
+        )
         if result is not None and result["queued"]:
             self.pending.append(result["proposal"]["id"])
 
     async def read_events(self) -> None:
-        await self.call("read_events", {"workspace": self.home, "sessionId": self.session,
-                                        "afterSeq": max(0, self.last_seq - 20), "limit": 20})
+        await self.call(
+            "read_events",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "afterSeq": max(0, self.last_seq - 20),
+                "limit": 20,
+            },
+        )
 
     async def search(self) -> None:
-        await self.call("search_history", {"workspace": self.home, "limit": 10,
-                                           "query": f"module_{self.rng.randrange(40)}"})
+        await self.call(
+            "search_history",
+            {"workspace": self.home, "limit": 10, "query": f"module_{self.rng.randrange(40)}"},
+        )
 
     async def retrieve(self) -> None:
         if self.last_seq == 0:
             await self.append()
         low = max(1, self.last_seq - 8)
-        result = await self.call("retrieve", {"workspace": self.home,
-                                              "refs": [f"event:{self.session}:{low}-{self.last_seq}"]})
+        result = await self.call(
+            "retrieve", {"workspace": self.home, "refs": [f"event:{self.session}:{low}-{self.last_seq}"]}
+        )
         if result is not None and not all(r["ok"] for r in result["results"]):
             self.stats.surprise("retrieve:not_ok", str(result["results"])[:200])
 
     async def working_state(self) -> None:
-        await self.call("set_working_state", {"workspace": self.home, "sessionId": self.session,
-                                              "goals": [self.unique("goal")],
-                                              "notes": {"Worklog": self.unique("step")}})
+        await self.call(
+            "set_working_state",
+            {
+                "workspace": self.home,
+                "sessionId": self.session,
+                "goals": [self.unique("goal")],
+                "notes": {"Worklog": self.unique("step")},
+            },
+        )
         await self.call("get_working_state", {"workspace": self.home, "sessionId": self.session})
 
 
@@ -496,8 +623,12 @@ def make_layout(root: Path, workspaces: int = SHARED_WORKSPACES) -> Layout:
         path.mkdir()
         return path
 
-    return Layout(root=root, shared=[directory(f"ws{i}") for i in range(workspaces)],
-                  gated=directory("gated"), restore=directory("restore"))
+    return Layout(
+        root=root,
+        shared=[directory(f"ws{i}") for i in range(workspaces)],
+        gated=directory("gated"),
+        restore=directory("restore"),
+    )
 
 
 async def _prepare(socket: Path, layout: Layout) -> None:
@@ -505,11 +636,13 @@ async def _prepare(socket: Path, layout: Layout) -> None:
     directory (so its watcher runs before the descriptors are first counted)."""
     async with AsyncClient(str(socket)) as client:
         for ws in layout.shared:
-            await client.call("set_settings", {"workspace": str(ws), "agentReadEnabled": True,
-                                               "extractToolEnabled": True})
+            await client.call(
+                "set_settings", {"workspace": str(ws), "agentReadEnabled": True, "extractToolEnabled": True}
+            )
         for ws in [*layout.shared, layout.gated, layout.restore]:
-            added = await client.call("add_entry", {"workspace": str(ws), "title": "Seed",
-                                                    "content": "the load starts"})
+            added = await client.call(
+                "add_entry", {"workspace": str(ws), "title": "Seed", "content": "the load starts"}
+            )
             await client.call("delete_entry", {"workspace": str(ws), "id": added["entry"]["id"]})
 
 
@@ -527,8 +660,15 @@ async def _idle_fds(daemon: Daemon) -> int:
         return readings[-1]
 
 
-async def _drive(daemon: Daemon, layout: Layout, seconds: float, clients: int, seed: int,
-                 stats: Stats, progress: Callable[[str], None]) -> dict[str, Any]:
+async def _drive(
+    daemon: Daemon,
+    layout: Layout,
+    seconds: float,
+    clients: int,
+    seed: int,
+    stats: Stats,
+    progress: Callable[[str], None],
+) -> dict[str, Any]:
     await _prepare(daemon.socket, layout)
     samples: dict[str, Any] = {"rss_start": daemon.rss_kib(), "fds_start": await _idle_fds(daemon)}
     started = time.monotonic()
@@ -545,8 +685,10 @@ async def _drive(daemon: Daemon, layout: Layout, seconds: float, clients: int, s
                 samples["rss_warm"], samples["fds_warm"] = daemon.rss_kib(), daemon.fd_count()
             if now >= next_report:
                 calls = sum(len(v) for v in stats.latency.values())
-                progress(f"{now - started:.0f}s: {calls} calls, rss {daemon.rss_kib()} KiB, "
-                         f"fds {daemon.fd_count()}, unexpected {sum(stats.unexpected.values())}")
+                progress(
+                    f"{now - started:.0f}s: {calls} calls, rss {daemon.rss_kib()} KiB, "
+                    f"fds {daemon.fd_count()}, unexpected {sum(stats.unexpected.values())}"
+                )
                 next_report += 15
             await anyio.sleep(min(0.25, max(0.0, deadline - now)))
         samples["rss_end"], samples["fds_end"] = daemon.rss_kib(), daemon.fd_count()
@@ -563,9 +705,14 @@ async def _drive(daemon: Daemon, layout: Layout, seconds: float, clients: int, s
     return samples
 
 
-def run_load(seconds: float, clients: int, seed: int = 1,
-             progress: Callable[[str], None] | None = None, keep: bool = False,
-             env: dict[str, str] | None = None) -> dict[str, Any]:
+def run_load(
+    seconds: float,
+    clients: int,
+    seed: int = 1,
+    progress: Callable[[str], None] | None = None,
+    keep: bool = False,
+    env: dict[str, str] | None = None,
+) -> dict[str, Any]:
     """Run the load and return ``{"load": {...}}``; ``env`` is added to the daemon's."""
     root = Path(tempfile.mkdtemp(prefix="mkl", dir="/tmp"))
     daemon = Daemon(root, env=env)
@@ -589,9 +736,15 @@ def run_load(seconds: float, clients: int, seed: int = 1,
     growth = (samples["rss_end"] - samples["rss_warm"]) / samples["rss_warm"]
     calls = sum(m["n"] for m in methods.values())
     unexpected = sum(stats.unexpected.values())
-    passed = (unexpected == 0 and not missing and not stats.incomplete_clients
-              and growth <= RSS_GROWTH_LIMIT and samples["fds_idle_end"] <= samples["fds_start"]
-              and exit_code == 0 and crashed_requests == 0)
+    passed = (
+        unexpected == 0
+        and not missing
+        and not stats.incomplete_clients
+        and growth <= RSS_GROWTH_LIMIT
+        and samples["fds_idle_end"] <= samples["fds_start"]
+        and exit_code == 0
+        and crashed_requests == 0
+    )
     result: dict[str, Any] = {
         "seconds": round(samples["elapsed"], 1),
         "clients": clients,
@@ -603,11 +756,19 @@ def run_load(seconds: float, clients: int, seed: int = 1,
         "expected_errors": sum(stats.expected.values()),
         "expected": dict(sorted(stats.expected.items())),
         "request_crashed_in_log": crashed_requests,
-        "rss_kib": {"start": samples["rss_start"], "after_warmup": samples["rss_warm"],
-                    "end": samples["rss_end"], "max": samples["rss_max"],
-                    "growth_after_warmup_pct": round(growth * 100, 1)},
-        "fds": {"idle_start": samples["fds_start"], "after_warmup": samples["fds_warm"],
-                "end": samples["fds_end"], "idle_end": samples["fds_idle_end"]},
+        "rss_kib": {
+            "start": samples["rss_start"],
+            "after_warmup": samples["rss_warm"],
+            "end": samples["rss_end"],
+            "max": samples["rss_max"],
+            "growth_after_warmup_pct": round(growth * 100, 1),
+        },
+        "fds": {
+            "idle_start": samples["fds_start"],
+            "after_warmup": samples["fds_warm"],
+            "end": samples["fds_end"],
+            "idle_end": samples["fds_idle_end"],
+        },
         "exit_code": exit_code,
         "daemon_pid": pid,
         "methods_not_called": missing,

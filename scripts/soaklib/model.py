@@ -95,8 +95,9 @@ class Expectations:
             return {m: Tracked(t.must, set(t.may), t.entry_id) for m, t in self.objects.items()}
 
 
-def observe(memory: fmt.MemoryDocument, pending: fmt.MemoryDocument
-            ) -> tuple[dict[str, State], dict[str, str]]:
+def observe(
+    memory: fmt.MemoryDocument, pending: fmt.MemoryDocument
+) -> tuple[dict[str, State], dict[str, str]]:
     """Where each marker is, and the entry id it has (last seen wins)."""
     found: dict[str, list[Location]] = {}
     ids: dict[str, str] = {}

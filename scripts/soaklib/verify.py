@@ -64,13 +64,19 @@ def read_memory_file(path: Path) -> MemoryFile:
         out.problems.append(Problem("corrupt", f"{name}:roundtrip", "render(parse(text)) != text"))
     for section in doc.sections:
         if not section.has_comment or section.comment_malformed:
-            out.problems.append(Problem("corrupt", f"{name}:section:{section.entry.title[:40]}",
-                                        "section without a well-formed metadata comment"))
+            out.problems.append(
+                Problem(
+                    "corrupt",
+                    f"{name}:section:{section.entry.title[:40]}",
+                    "section without a well-formed metadata comment",
+                )
+            )
     ids = Counter(s.declared_id for s in doc.sections if s.has_comment)
     for entry_id, count in ids.items():
         if count > 1:
-            out.problems.append(Problem("duplicated", f"{name}:id:{entry_id}",
-                                        f"entry id appears {count} times"))
+            out.problems.append(
+                Problem("duplicated", f"{name}:id:{entry_id}", f"entry id appears {count} times")
+            )
     return out
 
 
@@ -89,8 +95,10 @@ def read_all_events(client: Client, workspace: str, session_id: str) -> list[dic
     events: list[dict[str, Any]] = []
     after = 0
     while True:
-        page = client.call("read_events", {"workspace": workspace, "sessionId": session_id,
-                                           "afterSeq": after, "limit": READ_PAGE})
+        page = client.call(
+            "read_events",
+            {"workspace": workspace, "sessionId": session_id, "afterSeq": after, "limit": READ_PAGE},
+        )
         events += page["events"]
         if not page["hasMore"] or not page["events"]:
             return events
@@ -118,14 +126,22 @@ def check_session(client: Client, workspace: str, info: dict[str, Any]) -> Sessi
     if seqs != list(range(1, len(events) + 1)):
         problems.append(Problem("corrupt", f"session:{sid}:seqs", "seqs are not 1..n without gaps"))
     if len(events) != info["lastSeq"]:
-        problems.append(Problem("corrupt", f"session:{sid}:count",
-                                f"{len(events)} events read, lastSeq {info['lastSeq']}"))
+        problems.append(
+            Problem(
+                "corrupt", f"session:{sid}:count", f"{len(events)} events read, lastSeq {info['lastSeq']}"
+            )
+        )
     previous = ""
     for event in events:
         expected = chain_hash(previous, event)
         if event["hash"] != expected:
-            problems.append(Problem("corrupt", f"session:{sid}:hash:{event['seq']}",
-                                    "stored hash does not match the recomputed chain"))
+            problems.append(
+                Problem(
+                    "corrupt",
+                    f"session:{sid}:hash:{event['seq']}",
+                    "stored hash does not match the recomputed chain",
+                )
+            )
             break
         previous = event["hash"]
     if events and info["lastHash"] != events[-1]["hash"]:
@@ -134,16 +150,21 @@ def check_session(client: Client, workspace: str, info: dict[str, Any]) -> Sessi
         ref = f"event:{sid}:1-{len(events)}"
         got = client.call("retrieve", {"workspace": workspace, "refs": [ref]})["results"][0]
         if not got["ok"] or not got["chainIntact"] or got["mismatchedSeqs"] or got["missingSeqs"]:
-            problems.append(Problem("corrupt", f"session:{sid}:retrieve",
-                                    f"retrieve reports ok={got['ok']} chainIntact={got['chainIntact']}"))
-    checkpoints = client.call("list_checkpoints", {"workspace": workspace,
-                                                   "sessionId": sid})["checkpoints"]
+            problems.append(
+                Problem(
+                    "corrupt",
+                    f"session:{sid}:retrieve",
+                    f"retrieve reports ok={got['ok']} chainIntact={got['chainIntact']}",
+                )
+            )
+    checkpoints = client.call("list_checkpoints", {"workspace": workspace, "sessionId": sid})["checkpoints"]
     problems += check_checkpoints(sid, events, checkpoints)
     return SessionCheck(sid, events, info, checkpoints, problems)
 
 
-def check_checkpoints(sid: str, events: list[dict[str, Any]],
-                      checkpoints: list[dict[str, Any]]) -> list[Problem]:
+def check_checkpoints(
+    sid: str, events: list[dict[str, Any]], checkpoints: list[dict[str, Any]]
+) -> list[Problem]:
     """Each checkpoint lies within the session, commits to the hash of its last covered
     event, has a summary, and starts where the previous one ended."""
     problems: list[Problem] = []
@@ -152,8 +173,7 @@ def check_checkpoints(sid: str, events: list[dict[str, Any]],
     ids = Counter(c["checkpointId"] for c in checkpoints)
     for checkpoint_id, count in ids.items():
         if count > 1:
-            problems.append(Problem("duplicated", f"checkpoint:{checkpoint_id}",
-                                    f"listed {count} times"))
+            problems.append(Problem("duplicated", f"checkpoint:{checkpoint_id}", f"listed {count} times"))
     for cp in checkpoints:
         key = f"checkpoint:{cp['checkpointId']}"
         first, last = cp["coverage"]["fromSeq"], cp["coverage"]["toSeq"]

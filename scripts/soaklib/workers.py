@@ -256,12 +256,29 @@ class EntryWorker(Worker):
             self.run.expectations.ack(marker, state, result["entry"]["id"])
             self.stale_revision = self.stale_revision or result["revision"]
 
-        self.execute(Op("add_entry", {"workspace": self.run.ws, "title": marker,
-                                      "content": content(marker, 0), "tags": ["soak"],
-                                      "requestId": request_id()}, on_ack=ack))
+        self.execute(
+            Op(
+                "add_entry",
+                {
+                    "workspace": self.run.ws,
+                    "title": marker,
+                    "content": content(marker, 0),
+                    "tags": ["soak"],
+                    "requestId": request_id(),
+                },
+                on_ack=ack,
+            )
+        )
 
-    def _change(self, method: str, marker: str, entry_id: str, state: State,
-                extra: dict[str, Any], expected: frozenset[str] = frozenset()) -> None:
+    def _change(
+        self,
+        method: str,
+        marker: str,
+        entry_id: str,
+        state: State,
+        extra: dict[str, Any],
+        expected: frozenset[str] = frozenset(),
+    ) -> None:
         self.run.expectations.begin(marker, state)
 
         def ack(result: Any) -> None:
@@ -269,14 +286,24 @@ class EntryWorker(Worker):
             if self.rng.random() < 0.3:
                 self.stale_revision = result["revision"]
 
-        self.execute(Op(method, {"workspace": self.run.ws, "id": entry_id,
-                                 "requestId": request_id(), **extra}, on_ack=ack,
-                        on_refused=lambda kind: self.run.expectations.refused(marker, state),
-                        expected=expected))
+        self.execute(
+            Op(
+                method,
+                {"workspace": self.run.ws, "id": entry_id, "requestId": request_id(), **extra},
+                on_ack=ack,
+                on_refused=lambda kind: self.run.expectations.refused(marker, state),
+                expected=expected,
+            )
+        )
 
     def update(self, marker: str, entry_id: str, status: str, version: int) -> None:
-        self._change("update_entry", marker, entry_id, located("memory", status, version + 1),
-                     {"content": content(marker, version + 1)})
+        self._change(
+            "update_entry",
+            marker,
+            entry_id,
+            located("memory", status, version + 1),
+            {"content": content(marker, version + 1)},
+        )
 
     def toggle(self, marker: str, entry_id: str, status: str, version: int) -> None:
         method = "archive_entry" if status == "active" else "restore_entry"
@@ -290,10 +317,14 @@ class EntryWorker(Worker):
         """A compare-and-swap against a revision seen earlier: conflict is the plan."""
         if self.stale_revision is None:
             return
-        self._change("update_entry", marker, entry_id, located("memory", status, version + 1),
-                     {"content": content(marker, version + 1),
-                      "expectedRevision": self.stale_revision},
-                     expected=frozenset({"conflict"}))
+        self._change(
+            "update_entry",
+            marker,
+            entry_id,
+            located("memory", status, version + 1),
+            {"content": content(marker, version + 1), "expectedRevision": self.stale_revision},
+            expected=frozenset({"conflict"}),
+        )
 
 
 # ----------------------------------------------------------------- proposals
@@ -344,16 +375,24 @@ class ProposalWorker(Worker):
                 return
             self.run.expectations.ack(marker, state, found["id"])
 
-        self.execute(Op("propose", {"workspace": self.run.ws, "title": marker,
-                                    "content": content(marker, 0),
-                                    "requestId": request_id()}, on_ack=ack))
+        self.execute(
+            Op(
+                "propose",
+                {
+                    "workspace": self.run.ws,
+                    "title": marker,
+                    "content": content(marker, 0),
+                    "requestId": request_id(),
+                },
+                on_ack=ack,
+            )
+        )
 
     def approve(self, marker: str, proposal_id: str, version: int) -> None:
         edited = self.rng.random() < 0.3
         version = version + 1 if edited else version
         state = located("memory", "active", version)
-        params: dict[str, Any] = {"workspace": self.run.ws, "ids": [proposal_id],
-                                  "requestId": request_id()}
+        params: dict[str, Any] = {"workspace": self.run.ws, "ids": [proposal_id], "requestId": request_id()}
         if edited:
             params["edits"] = {proposal_id: {"content": content(marker, version)}}
         self.run.expectations.begin(marker, state)
@@ -365,16 +404,28 @@ class ProposalWorker(Worker):
 
     def reject(self, marker: str, proposal_id: str, version: int) -> None:
         self.run.expectations.begin(marker, ABSENT)
-        self.execute(Op("reject", {"workspace": self.run.ws, "ids": [proposal_id],
-                                   "reason": f"not useful ({marker})",
-                                   "requestId": request_id()},
-                        on_ack=lambda result: self.run.expectations.ack(marker, ABSENT)))
+        self.execute(
+            Op(
+                "reject",
+                {
+                    "workspace": self.run.ws,
+                    "ids": [proposal_id],
+                    "reason": f"not useful ({marker})",
+                    "requestId": request_id(),
+                },
+                on_ack=lambda result: self.run.expectations.ack(marker, ABSENT),
+            )
+        )
 
     def delete(self, marker: str, entry_id: str, version: int) -> None:
         self.run.expectations.begin(marker, ABSENT)
-        self.execute(Op("delete_entry", {"workspace": self.run.ws, "id": entry_id,
-                                         "requestId": request_id()},
-                        on_ack=lambda result: self.run.expectations.ack(marker, ABSENT)))
+        self.execute(
+            Op(
+                "delete_entry",
+                {"workspace": self.run.ws, "id": entry_id, "requestId": request_id()},
+                on_ack=lambda result: self.run.expectations.ack(marker, ABSENT),
+            )
+        )
 
 
 # -------------------------------------------------------------------- ledger
@@ -409,19 +460,36 @@ class LedgerWorker(Worker):
         elif roll < 0.73 and self.since_compact >= 6:
             self.compact()
         elif roll < 0.83:
-            self.execute(Op("build_context", {"workspace": self.run.ws, "budgetTokens": 3000,
-                                              "sessionId": self.session_id,
-                                              "query": f"module {self.rng.randrange(50)}"},
-                            writes=False))
+            self.execute(
+                Op(
+                    "build_context",
+                    {
+                        "workspace": self.run.ws,
+                        "budgetTokens": 3000,
+                        "sessionId": self.session_id,
+                        "query": f"module {self.rng.randrange(50)}",
+                    },
+                    writes=False,
+                )
+            )
         elif roll < 0.9:
-            self.execute(Op("search_history", {"workspace": self.run.ws,
-                                               "query": f"module_{self.rng.randrange(50)}"},
-                            writes=False))
+            self.execute(
+                Op(
+                    "search_history",
+                    {"workspace": self.run.ws, "query": f"module_{self.rng.randrange(50)}"},
+                    writes=False,
+                )
+            )
         elif roll < 0.97 and self.last_seq:
             seq = self.rng.randint(1, self.last_seq)
-            self.execute(Op("retrieve", {"workspace": self.run.ws,
-                                         "refs": [f"event:{self.session_id}:{seq}"]},
-                            on_ack=self._check_retrieved, writes=False))
+            self.execute(
+                Op(
+                    "retrieve",
+                    {"workspace": self.run.ws, "refs": [f"event:{self.session_id}:{seq}"]},
+                    on_ack=self._check_retrieved,
+                    writes=False,
+                )
+            )
         elif self.last_seq > 30:
             self.close()
 
@@ -440,8 +508,13 @@ class LedgerWorker(Worker):
             with self.run.lock:
                 self.run.sessions.setdefault(sid, SessionModel(sid))
 
-        self.execute(Op("open_session", {"workspace": self.run.ws, "sessionId": sid,
-                                         "title": f"soak session {sid}"}, on_ack=ack))
+        self.execute(
+            Op(
+                "open_session",
+                {"workspace": self.run.ws, "sessionId": sid, "title": f"soak session {sid}"},
+                on_ack=ack,
+            )
+        )
 
     def append(self) -> None:
         texts: list[str] = []
@@ -454,10 +527,19 @@ class LedgerWorker(Worker):
             turn: list[dict[str, Any]] = [
                 {"type": "user_message", "text": f"{n}/u please fix module_{module}.py{extra}"},
                 {"type": "assistant_message", "text": f"{n}/a looking at module_{module}.py"},
-                {"type": "tool_call", "text": f'{{"path": "src/module_{module}.py"}} {n}/c',
-                 "toolCallId": call_id, "toolName": "read_file"},
-                {"type": "tool_result", "text": f"{n}/r contents " + "x" * self.rng.randrange(200),
-                 "toolCallId": call_id, "toolName": "read_file", "meta": {"exit": "0"}},
+                {
+                    "type": "tool_call",
+                    "text": f'{{"path": "src/module_{module}.py"}} {n}/c',
+                    "toolCallId": call_id,
+                    "toolName": "read_file",
+                },
+                {
+                    "type": "tool_result",
+                    "text": f"{n}/r contents " + "x" * self.rng.randrange(200),
+                    "toolCallId": call_id,
+                    "toolName": "read_file",
+                    "meta": {"exit": "0"},
+                },
             ]
             events += turn
             texts += [e["text"] for e in turn]
@@ -472,9 +554,19 @@ class LedgerWorker(Worker):
             self.last_seq = result["lastSeq"]
             self.since_compact += len(texts)
 
-        self.execute(Op("append_events", {"workspace": self.run.ws, "sessionId": sid,
-                                          "events": events, "expectedSeq": self.last_seq,
-                                          "requestId": request_id()}, on_ack=ack))
+        self.execute(
+            Op(
+                "append_events",
+                {
+                    "workspace": self.run.ws,
+                    "sessionId": sid,
+                    "events": events,
+                    "expectedSeq": self.last_seq,
+                    "requestId": request_id(),
+                },
+                on_ack=ack,
+            )
+        )
 
     def set_goals(self) -> None:
         self.goal_version += 1
@@ -488,10 +580,19 @@ class LedgerWorker(Worker):
                 model.goals_must = goals
                 model.goals_may.clear()
 
-        self.execute(Op("set_working_state", {"workspace": self.run.ws,
-                                              "sessionId": self.session_id, "goals": goals,
-                                              "notes": {"Worklog": f"step {self.goal_version}"},
-                                              "requestId": request_id()}, on_ack=ack))
+        self.execute(
+            Op(
+                "set_working_state",
+                {
+                    "workspace": self.run.ws,
+                    "sessionId": self.session_id,
+                    "goals": goals,
+                    "notes": {"Worklog": f"step {self.goal_version}"},
+                    "requestId": request_id(),
+                },
+                on_ack=ack,
+            )
+        )
 
     def compact(self) -> None:
         model = self.model
@@ -501,10 +602,20 @@ class LedgerWorker(Worker):
                 model.checkpoints.add(result["checkpointId"])
             self.since_compact = 0
 
-        self.execute(Op("compact", {"workspace": self.run.ws, "sessionId": self.session_id,
-                                    "mode": "checkpoint", "keepRecentTokens": 150,
-                                    "requestId": request_id()}, on_ack=ack,
-                        expected=frozenset({"invalid_params"})))
+        self.execute(
+            Op(
+                "compact",
+                {
+                    "workspace": self.run.ws,
+                    "sessionId": self.session_id,
+                    "mode": "checkpoint",
+                    "keepRecentTokens": 150,
+                    "requestId": request_id(),
+                },
+                on_ack=ack,
+                expected=frozenset({"invalid_params"}),
+            )
+        )
 
     def close(self) -> None:
         model = self.model
@@ -513,14 +624,14 @@ class LedgerWorker(Worker):
             model.closed = True
             self.opened = False
 
-        self.execute(Op("close_session", {"workspace": self.run.ws,
-                                          "sessionId": self.session_id}, on_ack=ack))
+        self.execute(
+            Op("close_session", {"workspace": self.run.ws, "sessionId": self.session_id}, on_ack=ack)
+        )
 
     def resync(self, client: Client) -> None:
         """After a restart: continue from the session's head as the daemon has it."""
         if self.opened:
-            info = client.call("open_session", {"workspace": self.run.ws,
-                                                "sessionId": self.session_id})
+            info = client.call("open_session", {"workspace": self.run.ws, "sessionId": self.session_id})
             self.last_seq = info["lastSeq"]
             if info["closedAt"] is not None:
                 self.opened = False
@@ -536,11 +647,16 @@ class ReaderWorker(Worker):
         ws = self.run.ws
         roll = self.rng.random()
         if roll < 0.3:
-            op = Op("build_context", {"workspace": ws, "budgetTokens": 4000,
-                                      "query": f"E-{self.rng.randrange(100)}"})
+            op = Op(
+                "build_context",
+                {"workspace": ws, "budgetTokens": 4000, "query": f"E-{self.rng.randrange(100)}"},
+            )
         elif roll < 0.5:
-            op = Op("read_state", {"workspace": ws, "includeEntries": True,
-                                   "includeArchived": True}, on_ack=self._check_state)
+            op = Op(
+                "read_state",
+                {"workspace": ws, "includeEntries": True, "includeArchived": True},
+                on_ack=self._check_state,
+            )
         elif roll < 0.65:
             op = Op("list_proposals", {"workspace": ws})
         elif roll < 0.75:
@@ -585,13 +701,11 @@ class HandEditor(Worker):
         elif roll < 0.6 and self.entries:
             self.edit_entry(self.rng.choice(sorted(self.entries)))
         elif roll < 0.7 and len(self.entries) > 4:
-            self.remove(self.run.workspace / "memory" / "MEMORY.md",
-                        self.rng.choice(sorted(self.entries)))
+            self.remove(self.run.workspace / "memory" / "MEMORY.md", self.rng.choice(sorted(self.entries)))
         elif roll < 0.85 and len(self.proposals) < 4:
             self.add_proposal()
         elif self.proposals:
-            self.remove(self.run.workspace / "memory" / "PENDING.md",
-                        self.rng.choice(sorted(self.proposals)))
+            self.remove(self.run.workspace / "memory" / "PENDING.md", self.rng.choice(sorted(self.proposals)))
 
     @staticmethod
     def _read(path: Path) -> str:
@@ -609,9 +723,11 @@ class HandEditor(Worker):
 
     @staticmethod
     def _section(marker: str, status: str, version: int) -> str:
-        return (f"## {marker}\n<!-- maka-memory: id=hand-{marker} origin=manual "
-                f"createdAt=1700000000000 updatedAt=1700000000000 status={status} tags=hand -->\n"
-                f"{content(marker, version)} written by hand\n")
+        return (
+            f"## {marker}\n<!-- maka-memory: id=hand-{marker} origin=manual "
+            f"createdAt=1700000000000 updatedAt=1700000000000 status={status} tags=hand -->\n"
+            f"{content(marker, version)} written by hand\n"
+        )
 
     def _append(self, path: Path, section: str) -> None:
         text = self._read(path)
@@ -624,8 +740,7 @@ class HandEditor(Worker):
 
     def add_entry(self) -> None:
         marker = self.new_marker("U")
-        self._append(self.run.workspace / "memory" / "MEMORY.md",
-                     self._section(marker, "active", 0))
+        self._append(self.run.workspace / "memory" / "MEMORY.md", self._section(marker, "active", 0))
         self.entries[marker] = 0
         self.run.expectations.ack(marker, located("memory", "active", 0), f"hand-{marker}")
 
@@ -643,11 +758,11 @@ class HandEditor(Worker):
 
     def add_proposal(self) -> None:
         marker = self.new_marker("Q")
-        self._append(self.run.workspace / "memory" / "PENDING.md",
-                     self._section(marker, "review_required", 0))
+        self._append(
+            self.run.workspace / "memory" / "PENDING.md", self._section(marker, "review_required", 0)
+        )
         self.proposals.add(marker)
-        self.run.expectations.ack(marker, located("pending", "review_required", 0),
-                                  f"hand-{marker}")
+        self.run.expectations.ack(marker, located("pending", "review_required", 0), f"hand-{marker}")
 
     def remove(self, path: Path, marker: str) -> None:
         doc = fmt.parse(self._read(path))

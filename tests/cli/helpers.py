@@ -28,8 +28,14 @@ class Result:
     stderr: str
 
 
-def run_maka(d: DaemonProcess, *args: str, input: str = "", env: dict[str, str] | None = None,
-             cwd: Path | None = None, workspace: bool = True) -> Result:
+def run_maka(
+    d: DaemonProcess,
+    *args: str,
+    input: str = "",
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+    workspace: bool = True,
+) -> Result:
     """`maka --socket S ARGS… [-w WS]` run in this process, stdin from ``input`` (not a tty).
 
     In-process to keep the tests fast; `test_maka_cli.py` covers the real entry point.
@@ -41,8 +47,11 @@ def run_maka(d: DaemonProcess, *args: str, input: str = "", env: dict[str, str] 
         sys.stdin = io.StringIO(input)
         if cwd is not None:
             os.chdir(cwd)
-        with mock.patch.dict(os.environ, env or {}), contextlib.redirect_stdout(out), \
-                contextlib.redirect_stderr(err):
+        with (
+            mock.patch.dict(os.environ, env or {}),
+            contextlib.redirect_stdout(out),
+            contextlib.redirect_stderr(err),
+        ):
             try:
                 code = main(["--socket", str(d.socket), *args, *ws])
             except SystemExit as exc:  # argparse usage errors
@@ -69,8 +78,9 @@ def editor_script(directory: Path, body: str) -> str:
     """
     script = directory / "fake-editor.py"
     script.write_text(
-        "import pathlib, sys\npath = pathlib.Path(sys.argv[1])\ntext = path.read_text()\n"
-        + body + "\n", encoding="utf-8")
+        "import pathlib, sys\npath = pathlib.Path(sys.argv[1])\ntext = path.read_text()\n" + body + "\n",
+        encoding="utf-8",
+    )
     script.chmod(script.stat().st_mode | stat.S_IXUSR)
     return f"{sys.executable} {script}"
 
@@ -81,8 +91,7 @@ class Pty:
     def __init__(self, argv: list[str], env: dict[str, str]) -> None:
         master, slave = os.openpty()
         self.master = master
-        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env,
-                                     close_fds=True)
+        self.proc = subprocess.Popen(argv, stdin=slave, stdout=slave, stderr=slave, env=env, close_fds=True)
         os.close(slave)
         self.output = ""
 

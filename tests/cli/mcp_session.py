@@ -58,22 +58,33 @@ def bridge_env(drop: tuple[str, ...] = (), **extra: str) -> dict[str, str]:
 
 
 @asynccontextmanager
-async def mcp_host(socket: Path, *args: str, workspace: Path | None = None,
-                   env: dict[str, str] | None = None, cwd: Path | None = None) -> AsyncIterator[Host]:
+async def mcp_host(
+    socket: Path,
+    *args: str,
+    workspace: Path | None = None,
+    env: dict[str, str] | None = None,
+    cwd: Path | None = None,
+) -> AsyncIterator[Host]:
     """`maka --socket S ARGS… mcp [-w WS]` as a stdio MCP server, initialized."""
     ws = ["-w", str(workspace)] if workspace is not None else []
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "maka.cli", "--socket", str(socket), *args, "mcp", *ws],
-        env=env if env is not None else bridge_env(), cwd=cwd)
+        command=sys.executable,
+        args=["-m", "maka.cli", "--socket", str(socket), *args, "mcp", *ws],
+        env=env if env is not None else bridge_env(),
+        cwd=cwd,
+    )
     pair: tuple[MemoryObjectSendStream[Any], MemoryObjectReceiveStream[Any]] = (
-        anyio.create_memory_object_stream[Any](math.inf))
+        anyio.create_memory_object_stream[Any](math.inf)
+    )
     send, receive = pair
 
     async def keep(message: Any) -> None:
         if not isinstance(message, Exception):
             send.send_nowait(message)
 
-    async with stdio_client(params) as (read, write), \
-            ClientSession(read, write, message_handler=keep) as session:
+    async with (
+        stdio_client(params) as (read, write),
+        ClientSession(read, write, message_handler=keep) as session,
+    ):
         init = await session.initialize()
         yield Host(session, init, receive)

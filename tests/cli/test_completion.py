@@ -14,15 +14,34 @@ from maka.cli.completion import fish_script, tree, zsh_script
 from tests.cli.helpers import call
 from tests.support import DaemonProcess
 
-TOP = {"episodes", "consolidate", "status", "ping", "call", "settings", "memory", "pending", "approve", "reject", "import",
-       "export", "review", "watch", "context", "compact", "completion", "mcp"}
+TOP = {
+    "episodes",
+    "consolidate",
+    "status",
+    "ping",
+    "call",
+    "settings",
+    "memory",
+    "pending",
+    "approve",
+    "reject",
+    "import",
+    "export",
+    "review",
+    "watch",
+    "context",
+    "compact",
+    "completion",
+    "mcp",
+}
 
 
 @pytest.fixture(scope="module")
 def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("completion") / "maka.bash"
-    out = subprocess.run([sys.executable, "-m", "maka.cli", "completion", "bash"],
-                         capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "maka.cli", "completion", "bash"], capture_output=True, text=True, check=True
+    )
     path.write_text(out.stdout)
     return path
 
@@ -30,10 +49,13 @@ def script(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def complete(script: Path, *words: str, cwd: Path | None = None) -> list[str]:
     """What bash offers for the last word of ``words`` (the first word is the command)."""
     quoted = " ".join("'" + w.replace("'", "'\\''") + "'" for w in words)
-    program = (f"source '{script}'; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; "
-               "_maka; printf '%s\\n' \"${COMPREPLY[@]}\"")
-    out = subprocess.run(["bash", "--norc", "--noprofile", "-c", program], capture_output=True,
-                         text=True, timeout=20, cwd=cwd)
+    program = (
+        f"source '{script}'; COMP_WORDS=({quoted}); COMP_CWORD={len(words) - 1}; "
+        "_maka; printf '%s\\n' \"${COMPREPLY[@]}\""
+    )
+    out = subprocess.run(
+        ["bash", "--norc", "--noprofile", "-c", program], capture_output=True, text=True, timeout=20, cwd=cwd
+    )
     assert out.returncode == 0, out.stderr
     return [line for line in out.stdout.splitlines() if line]
 
@@ -42,8 +64,15 @@ def test_tree_has_every_command() -> None:
     """The completion tree is the parser's: every command and memory action is in it."""
     root = tree(build_parser())
     assert set(root.children) == TOP
-    assert set(root.children["memory"].children) == {"list", "show", "add", "edit", "archive",
-                                                     "restore", "delete"}
+    assert set(root.children["memory"].children) == {
+        "list",
+        "show",
+        "add",
+        "edit",
+        "archive",
+        "restore",
+        "delete",
+    }
     assert root.children["export"].values["--format"] == "w:json markdown"
 
 
@@ -62,23 +91,28 @@ def test_bash_completes_directories_for_workspace(script: Path, short_tmp: Path)
     assert complete(script, "maka", "pending", "--workspace", "ws", cwd=short_tmp) == ["wsdir"]
 
 
-def test_bash_completes_pending_ids_from_the_daemon(script: Path, daemon: DaemonProcess,
-                                                    short_tmp: Path) -> None:
+def test_bash_completes_pending_ids_from_the_daemon(
+    script: Path, daemon: DaemonProcess, short_tmp: Path
+) -> None:
     """approve completes the ids of waiting proposals, asking the daemon named on the line."""
     call(daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
     pid = call(daemon, "propose", title="T", content="complete me")["proposal"]["id"]
     wrapper = short_tmp / "maka"
-    wrapper.write_text(f"#!/bin/sh\nexec {sys.executable} -m maka.cli \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\nexec {sys.executable} -m maka.cli "$@"\n')
     wrapper.chmod(0o755)
-    offered = complete(script, str(wrapper), "--socket", str(daemon.socket), "approve",
-                       "-w", str(daemon.workspace), "")
+    offered = complete(
+        script, str(wrapper), "--socket", str(daemon.socket), "approve", "-w", str(daemon.workspace), ""
+    )
     assert pid in offered
 
 
 def test_complete_ids_is_silent_without_a_daemon(short_tmp: Path) -> None:
     """The helper behind id completion prints nothing and exits 0 when no daemon answers."""
-    out = subprocess.run([sys.executable, "-m", "maka.cli", "__complete", "memory", "--socket",
-                          str(short_tmp / "none.sock")], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "maka.cli", "__complete", "memory", "--socket", str(short_tmp / "none.sock")],
+        capture_output=True,
+        text=True,
+    )
     assert (out.returncode, out.stdout, out.stderr) == (0, "", "")
 
 
@@ -93,8 +127,11 @@ def test_zsh_script_loads_bash_completion() -> None:
 def test_fish_script_covers_every_command() -> None:
     """The fish script offers each top-level command at the top level."""
     text = fish_script(tree(build_parser()))
-    top = [line for line in text.splitlines() if line.startswith("complete -c maka -n '__maka_at ")
-           and " -a " in line and "\\'\\'" in line]
+    top = [
+        line
+        for line in text.splitlines()
+        if line.startswith("complete -c maka -n '__maka_at ") and " -a " in line and "\\'\\'" in line
+    ]
     offered = {line.split(" -a ")[1].split()[0].strip("'") for line in top}
     assert offered == TOP
     if shutil.which("fish"):

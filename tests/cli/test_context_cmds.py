@@ -13,26 +13,56 @@ from tests.cli.helpers import call, methods, run_maka
 from tests.support import DaemonProcess
 
 PACK: dict[str, Any] = {
-    "segments": [{"kind": "memory", "text": "- Deploys happen on Tuesdays.", "tokens": 9,
-                  "sourceIds": ["memory:abc"]}],
+    "segments": [
+        {"kind": "memory", "text": "- Deploys happen on Tuesdays.", "tokens": 9, "sourceIds": ["memory:abc"]}
+    ],
     "messages": [
         {"role": "user", "content": "deploy it", "sourceId": "event:s:1"},
-        {"role": "assistant", "content": "", "sourceId": "event:s:2",
-         "toolCalls": [{"id": "c1", "name": "shell", "arguments": "{\"cmd\": \"make\"}"}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "sourceId": "event:s:2",
+            "toolCalls": [{"id": "c1", "name": "shell", "arguments": '{"cmd": "make"}'}],
+        },
         {"role": "tool", "content": "ok", "toolCallId": "c1", "sourceId": "event:s:3"},
     ],
-    "totalTokens": 40, "budgetTokens": 500, "callId": "call-1", "revision": 3,
+    "totalTokens": 40,
+    "budgetTokens": 500,
+    "callId": "call-1",
+    "revision": 3,
     "compactRecommended": True,
-    "trace": {"path": "bounded", "candidates": [
-        {"kind": "memory", "sourceId": "memory:abc", "score": 0.91, "included": True, "tokens": 9,
-         "parts": {"bm25": 0.8, "recency": 0.5, "tags": 0.0}},
-        {"kind": "memory", "sourceId": "memory:def", "score": 0.2, "included": False,
-         "reason": "below_threshold", "tokens": 30, "parts": {"bm25": 0.1, "recency": 0.9, "tags": 0.0}}],
+    "trace": {
+        "path": "bounded",
+        "candidates": [
+            {
+                "kind": "memory",
+                "sourceId": "memory:abc",
+                "score": 0.91,
+                "included": True,
+                "tokens": 9,
+                "parts": {"bm25": 0.8, "recency": 0.5, "tags": 0.0},
+            },
+            {
+                "kind": "memory",
+                "sourceId": "memory:def",
+                "score": 0.2,
+                "included": False,
+                "reason": "below_threshold",
+                "tokens": 30,
+                "parts": {"bm25": 0.1, "recency": 0.9, "tags": 0.0},
+            },
+        ],
         "dropped": {"below_threshold": 1},
-        "allocation": [{"kind": "memory", "cap": 100, "used": 9},
-                       {"kind": "recall", "cap": 400, "used": 380, "flowed": 300, "truncated": True}],
+        "allocation": [
+            {"kind": "memory", "cap": 100, "used": 9},
+            {"kind": "recall", "cap": 400, "used": 380, "flowed": 300, "truncated": True},
+        ],
         "skipped": [{"source": "memory", "reason": "safe_mode", "message": "MEMORY.md is too big"}],
-        "minimumTokens": 3, "historyDropped": 0, "historyRepaired": 0, "placeholders": []},
+        "minimumTokens": 3,
+        "historyDropped": 0,
+        "historyRepaired": 0,
+        "placeholders": [],
+    },
 }
 
 
@@ -49,8 +79,7 @@ def test_render_trace_lists_every_candidate() -> None:
     """--trace adds a row per candidate with its score parts and why it was left out."""
     lines = render_pack(PACK, trace=True)
     rows = [line.split() for line in lines if "memory:def" in line]
-    assert rows and rows[0][:8] == ["memory", "0.200", "0.10", "0.90", "0.00", "30", "no",
-                                    "below_threshold"]
+    assert rows and rows[0][:8] == ["memory", "0.200", "0.10", "0.90", "0.00", "30", "no", "below_threshold"]
     assert any(line.startswith("dropped: below_threshold 1") for line in lines)
 
 
@@ -58,16 +87,30 @@ def test_render_trace_shows_the_flow_and_what_was_skipped() -> None:
     """The allocation table says how much of each cap flowed in; a skipped source is named."""
     lines = render_pack(PACK, trace=True)
     assert [line.split() for line in lines if line.startswith("recall ")][-1] == [
-        "recall", "400", "380", "300", "yes"]
+        "recall",
+        "400",
+        "380",
+        "300",
+        "yes",
+    ]
     assert "memory skipped (safe_mode): MEMORY.md is too big" in lines
 
 
 def test_render_checkpoint() -> None:
     """A compact result reads as what it covers and where live history starts."""
-    lines = render_checkpoint({"checkpointId": "cp1", "boundarySeq": 40, "mode": "checkpoint",
-                               "reason": "manual", "coverage": {"fromSeq": 1, "toSeq": 40},
-                               "coveredHash": "ab" * 32, "summaryTokens": 120,
-                               "preservedFromSeq": 41, "createdAt": 1})
+    lines = render_checkpoint(
+        {
+            "checkpointId": "cp1",
+            "boundarySeq": 40,
+            "mode": "checkpoint",
+            "reason": "manual",
+            "coverage": {"fromSeq": 1, "toSeq": 40},
+            "coveredHash": "ab" * 32,
+            "summaryTokens": 120,
+            "preservedFromSeq": 41,
+            "createdAt": 1,
+        }
+    )
     assert lines[0] == "Checkpoint cp1 (checkpoint, manual)"
     assert "events 1–40" in lines[1] and "from seq 41" in lines[2]
 
@@ -84,8 +127,17 @@ def test_context_against_the_daemon(daemon: DaemonProcess) -> None:
         pytest.skip("this makad has no build_context yet")
     call(daemon, "set_settings", agentReadEnabled=True)
     call(daemon, "add_entry", title="Deploys", content="Deploys happen on Tuesdays.")
-    result = run_maka(daemon, "context", "--json", "--query", "when do deploys happen",
-                      "--budget", "800", "--include", "memory")
+    result = run_maka(
+        daemon,
+        "context",
+        "--json",
+        "--query",
+        "when do deploys happen",
+        "--budget",
+        "800",
+        "--include",
+        "memory",
+    )
     assert result.returncode == 0, result.stderr
     pack = json.loads(result.stdout)
     assert pack["totalTokens"] <= 800
@@ -99,14 +151,29 @@ def test_compact_against_the_daemon(daemon: DaemonProcess, short_tmp: Path) -> N
     if not {"compact", "open_session", "append_events"} <= methods(daemon):
         pytest.skip("this makad has no compact / ledger methods yet")
     sid = call(daemon, "open_session")["sessionId"]
-    events = [{"type": "user_message" if i % 2 == 0 else "assistant_message",
-               "text": f"message {i} about the deploy " + "words " * 40} for i in range(40)]
+    events = [
+        {
+            "type": "user_message" if i % 2 == 0 else "assistant_message",
+            "text": f"message {i} about the deploy " + "words " * 40,
+        }
+        for i in range(40)
+    ]
     call(daemon, "append_events", sessionId=sid, events=events)
     summary = short_tmp / "summary.md"
-    summary.write_text("# Current Goal\nShip the deploy.\n# Current State\nTests pass.\n"
-                       "# Next Step\nTag the release.\n")
-    result = run_maka(daemon, "--json", "compact", "--session", sid, "--summary-file",
-                      str(summary), "--keep-recent-tokens", "100")
+    summary.write_text(
+        "# Current Goal\nShip the deploy.\n# Current State\nTests pass.\n# Next Step\nTag the release.\n"
+    )
+    result = run_maka(
+        daemon,
+        "--json",
+        "compact",
+        "--session",
+        sid,
+        "--summary-file",
+        str(summary),
+        "--keep-recent-tokens",
+        "100",
+    )
     assert result.returncode == 0, result.stderr
     checkpoint = json.loads(result.stdout)
     assert checkpoint["mode"] == "semantic" and checkpoint["coverage"]["fromSeq"] >= 1

@@ -15,8 +15,9 @@ from tests.support import DaemonProcess
 
 
 def maka(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "maka.cli", *args], capture_output=True,
-                          text=True, timeout=30)
+    return subprocess.run(
+        [sys.executable, "-m", "maka.cli", *args], capture_output=True, text=True, timeout=30
+    )
 
 
 def test_status_json(daemon: DaemonProcess) -> None:
@@ -62,8 +63,14 @@ def test_help_documents_exit_codes() -> None:
     """maka --help ends with the exit-code table."""
     result = maka("--help")
     assert result.returncode == 0
-    for line in ("0    success", "1    the daemon answered", "2    usage error",
-                 "3    no daemon", "4    the connection broke", "130  interrupted"):
+    for line in (
+        "0    success",
+        "1    the daemon answered",
+        "2    usage error",
+        "3    no daemon",
+        "4    the connection broke",
+        "130  interrupted",
+    ):
         assert line in result.stdout
 
 
@@ -73,11 +80,13 @@ def test_json_flag_after_the_command(daemon: DaemonProcess) -> None:
     assert result.returncode == 0 and json.loads(result.stdout)["socket"] == str(daemon.socket)
 
 
-def test_mcp_without_the_extra_says_how_to_install(monkeypatch: pytest.MonkeyPatch,
-                                                   capsys: pytest.CaptureFixture[str]) -> None:
+def test_mcp_without_the_extra_says_how_to_install(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """Without the mcp package, maka mcp exits 2 and names the extra to install."""
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == "mcp" else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
     assert main(["--socket", "/nonexistent.sock", "mcp"]) == 2
     assert "pip install 'makad[mcp]'" in capsys.readouterr().err

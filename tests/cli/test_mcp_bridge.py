@@ -17,11 +17,19 @@ from tests.cli.helpers import call
 from tests.cli.mcp_session import bridge_env, mcp_host
 from tests.support import DaemonProcess
 
-pytestmark = [pytest.mark.anyio,
-              # Hosts of today speak the handshake era, where resources/subscribe is how it works.
-              pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
-READ_TOOLS = {"memory_search", "memory_context", "memory_list", "memory_resolve",
-              "history_search", "session_record"}
+pytestmark = [
+    pytest.mark.anyio,
+    # Hosts of today speak the handshake era, where resources/subscribe is how it works.
+    pytest.mark.filterwarnings("ignore:resources/subscribe is removed"),
+]
+READ_TOOLS = {
+    "memory_search",
+    "memory_context",
+    "memory_list",
+    "memory_resolve",
+    "history_search",
+    "session_record",
+}
 MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
 
@@ -64,8 +72,9 @@ async def test_propose_lands_in_pending_not_memory(daemon: DaemonProcess) -> Non
     """memory_propose queues a proposal in PENDING.md, never MEMORY.md."""
     open_gates(daemon)
     async with host(daemon) as h:
-        is_error, text = await h.tool("memory_propose", title="Deploy day",
-                                      content="The team deploys on Tuesdays.", tags=["ops"])
+        is_error, text = await h.tool(
+            "memory_propose", title="Deploy day", content="The team deploys on Tuesdays.", tags=["ops"]
+        )
     assert not is_error, text
     assert "queued in PENDING.md" in text
     memory_dir = daemon.workspace / "memory"
@@ -82,11 +91,13 @@ async def test_gates_closed_by_default(daemon: DaemonProcess) -> None:
     entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
     async with host(daemon) as h:
         assert await h.tool_names() == READ_TOOLS
-        for name, args in (("memory_search", {"query": "deploys"}),
-                           ("memory_context", {"query": "deploys"}),
-                           ("memory_list", {}),
-                           ("memory_resolve", {"refs": [f"memory:{entry['entry']['id']}"]}),
-                           ("history_search", {"query": "deploys"})):
+        for name, args in (
+            ("memory_search", {"query": "deploys"}),
+            ("memory_context", {"query": "deploys"}),
+            ("memory_list", {}),
+            ("memory_resolve", {"refs": [f"memory:{entry['entry']['id']}"]}),
+            ("history_search", {"query": "deploys"}),
+        ):
             is_error, text = await h.tool(name, **args)
             assert not is_error and "Agent read is off" in text, (name, text)
             assert "Tuesdays" not in text
@@ -147,8 +158,9 @@ async def test_list_tool(daemon: DaemonProcess) -> None:
     first = call(daemon, "add_entry", title="Deploys", content="Tuesdays.", tags=["ops"])
     second = call(daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
     other = call(daemon, "open_session")["sessionId"]
-    call(daemon, "add_entry", title="Scoped", content="Only for one session.", scope="session",
-         sessionId=other)
+    call(
+        daemon, "add_entry", title="Scoped", content="Only for one session.", scope="session", sessionId=other
+    )
     open_gates(daemon)
     async with host(daemon) as h:
         _, everything = await h.tool("memory_list")
@@ -167,13 +179,21 @@ async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
     is closed when the host disconnects."""
     open_gates(daemon, historyRecallEnabled=True)
     async with host(daemon) as h:
-        is_error, first = await h.tool("session_record", turns=[
-            {"role": "user", "text": "Our staging database is called heron."},
-            {"role": "assistant", "text": "Noted: staging is heron."}])
+        is_error, first = await h.tool(
+            "session_record",
+            turns=[
+                {"role": "user", "text": "Our staging database is called heron."},
+                {"role": "assistant", "text": "Noted: staging is heron."},
+            ],
+        )
         assert not is_error, first
-        _, second = await h.tool("session_record", turns=[
-            {"role": "tool_call", "text": "{\"q\": 1}", "tool_name": "lookup", "tool_call_id": "c1"},
-            {"role": "tool_result", "text": "ok", "tool_name": "lookup", "tool_call_id": "c1"}])
+        _, second = await h.tool(
+            "session_record",
+            turns=[
+                {"role": "tool_call", "text": '{"q": 1}', "tool_name": "lookup", "tool_call_id": "c1"},
+                {"role": "tool_result", "text": "ok", "tool_name": "lookup", "tool_call_id": "c1"},
+            ],
+        )
         sessions = call(daemon, "list_sessions")["sessions"]
         assert len(sessions) == 1
         sid = sessions[0]["sessionId"]
@@ -188,7 +208,11 @@ async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
     (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
     assert closed["sessionId"] == sid and closed["closedAt"] is not None
     assert [e["type"] for e in call(daemon, "read_events", sessionId=sid)["events"]] == [
-        "user_message", "assistant_message", "tool_call", "tool_result"]
+        "user_message",
+        "assistant_message",
+        "tool_call",
+        "tool_result",
+    ]
 
 
 async def test_each_connection_records_its_own_session(daemon: DaemonProcess) -> None:
@@ -209,20 +233,38 @@ async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
     into another session need history recall, the connection's own ones do not."""
     entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
     other = call(daemon, "open_session")["sessionId"]
-    call(daemon, "append_events", sessionId=other, events=[
-        {"type": ("user_message", "assistant_message")[i % 2],
-         "text": f"older turn {i} " + "words of the conversation " * 40} for i in range(8)])
+    call(
+        daemon,
+        "append_events",
+        sessionId=other,
+        events=[
+            {
+                "type": ("user_message", "assistant_message")[i % 2],
+                "text": f"older turn {i} " + "words of the conversation " * 40,
+            }
+            for i in range(8)
+        ],
+    )
     checkpoint = call(daemon, "compact", sessionId=other, mode="checkpoint", keepRecentTokens=300)
     open_gates(daemon)
     async with host(daemon) as h:
         _, mine = await h.tool("session_record", turns=[{"role": "user", "text": "my own turn"}])
         own_ref = mine.split(" as ")[1].rstrip(".")
-        _, text = await h.tool("memory_resolve", refs=[
-            f"memory:{entry['entry']['id']}", "memory:0000000000000000", own_ref,
-            f"event:{other}:1", f"checkpoint:{checkpoint['checkpointId']}", "http://x"])
+        _, text = await h.tool(
+            "memory_resolve",
+            refs=[
+                f"memory:{entry['entry']['id']}",
+                "memory:0000000000000000",
+                own_ref,
+                f"event:{other}:1",
+                f"checkpoint:{checkpoint['checkpointId']}",
+                "http://x",
+            ],
+        )
         call(daemon, "set_settings", historyRecallEnabled=True)
-        _, allowed = await h.tool("memory_resolve", refs=[
-            f"event:{other}:1-2", f"checkpoint:{checkpoint['checkpointId']}"])
+        _, allowed = await h.tool(
+            "memory_resolve", refs=[f"event:{other}:1-2", f"checkpoint:{checkpoint['checkpointId']}"]
+        )
     blocks = dict(b.split("\n", 1) for b in text.split("\n\n[") if "\n" in b)
     assert "The team deploys on Tuesdays." in blocks[f"[memory:{entry['entry']['id']}]"]
     assert blocks["memory:0000000000000000]"].startswith("Not found")
@@ -238,8 +280,12 @@ async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
 async def test_history_search_with_recall_on(daemon: DaemonProcess) -> None:
     """With history recall on, history_search returns matching events with their refs."""
     sid = call(daemon, "open_session")["sessionId"]
-    call(daemon, "append_events", sessionId=sid,
-         events=[{"type": "user_message", "text": "remember the staging password rotation"}])
+    call(
+        daemon,
+        "append_events",
+        sessionId=sid,
+        events=[{"type": "user_message", "text": "remember the staging password rotation"}],
+    )
     open_gates(daemon, historyRecallEnabled=True)
     async with host(daemon) as h:
         is_error, text = await h.tool("history_search", query="rotation")
@@ -269,8 +315,7 @@ async def test_subscribed_resource_is_notified(daemon: DaemonProcess) -> None:
     memory = daemon.workspace / "memory" / "MEMORY.md"
     async with host(daemon) as h:
         await h.session.subscribe_resource(MEMORY_URI)
-        call(daemon, "propose", title="Editor", content="The user edits with vim.",
-             origin="extracted")
+        call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="extracted")
         saved = memory.with_name(".MEMORY.md.swp")  # an editor's save: write, then rename
         saved.write_text(memory.read_text() + "\n## Edited by hand\nThe user wrote this.\n")
         saved.replace(memory)
@@ -286,7 +331,7 @@ async def test_propose_listed_only_while_the_gate_is_open(daemon: DaemonProcess)
     async with host(daemon) as h:
         assert "memory_propose" not in await h.tool_names()
         steps: list[tuple[dict[str, bool], bool]] = [
-            ({"extractToolEnabled": True}, False),     # no change: agent read still off
+            ({"extractToolEnabled": True}, False),  # no change: agent read still off
             ({"agentReadEnabled": True}, True),
             ({"incognito": True}, False),
             ({"incognito": False}, True),
@@ -316,7 +361,6 @@ async def test_workspace_is_found_from_a_subdirectory(daemon: DaemonProcess) -> 
     assert not (nested / "memory").exists() and not (daemon.workspace / "src" / "memory").exists()
 
 
-
 async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
     """After the daemon restarts, the bridge is subscribed again (a switch change still
     reaches the host as tools/list_changed) and recording goes on in the same session."""
@@ -334,9 +378,22 @@ async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
 
 def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
     """A host that stops the server with SIGTERM still gets its ledger session closed."""
-    proc = subprocess.Popen([sys.executable, "-m", "maka.cli", "--socket", str(daemon.socket), "mcp",
-                             "-w", str(daemon.workspace)], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "maka.cli",
+            "--socket",
+            str(daemon.socket),
+            "mcp",
+            "-w",
+            str(daemon.workspace),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdin is not None and proc.stdout is not None
 
     def send(message: dict[str, Any]) -> None:
@@ -351,12 +408,28 @@ def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
             if message.get("id") == request_id:
                 return message
 
-    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": "2025-06-18",
+                "capabilities": {},
+                "clientInfo": {"name": "t", "version": "0"},
+            },
+        }
+    )
     assert reply(1)["result"]["serverInfo"]["version"] == __version__
     send({"jsonrpc": "2.0", "method": "notifications/initialized"})
-    send({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
-        "name": "session_record", "arguments": {"turns": [{"role": "user", "text": "hello"}]}}})
+    send(
+        {
+            "jsonrpc": "2.0",
+            "id": 2,
+            "method": "tools/call",
+            "params": {"name": "session_record", "arguments": {"turns": [{"role": "user", "text": "hello"}]}},
+        }
+    )
     assert not reply(2)["result"].get("isError")
     (session,) = call(daemon, "list_sessions")["sessions"]
     assert session["closedAt"] is None

@@ -35,13 +35,16 @@ def test_user_prompt_submit_hook_injects_the_pack(daemon: DaemonProcess, short_t
     hook.write_text("#!/bin/sh\n" + script)
     hook.chmod(0o755)
     call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    env = {**os.environ, "CLAUDE_PROJECT_DIR": str(daemon.workspace), "MAKAD_SOCKET": str(daemon.socket),
-           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    env = {
+        **os.environ,
+        "CLAUDE_PROJECT_DIR": str(daemon.workspace),
+        "MAKAD_SOCKET": str(daemon.socket),
+        "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    }
     prompt = json.dumps({"prompt": "when do we deploy?", "cwd": str(daemon.workspace)})
 
     def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run([str(hook)], input=prompt, capture_output=True, text=True, env=env,
-                              timeout=60)
+        return subprocess.run([str(hook)], input=prompt, capture_output=True, text=True, env=env, timeout=60)
 
     closed = run()
     assert closed.returncode == 0 and closed.stdout == ""

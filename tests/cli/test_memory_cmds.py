@@ -41,14 +41,15 @@ def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Pa
     call(daemon, "add_entry", title="Here", content="in the workspace")
     other = short_tmp / "elsewhere"
     other.mkdir()
-    by_env = run_maka(daemon, "memory", "list", workspace=False, cwd=other,
-                      env={"MAKA_WORKSPACE": str(daemon.workspace)})
+    by_env = run_maka(
+        daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": str(daemon.workspace)}
+    )
     assert "Here" in by_env.stdout
-    by_cwd = run_maka(daemon, "memory", "list", workspace=False, cwd=daemon.workspace,
-                      env={"MAKA_WORKSPACE": ""})
+    by_cwd = run_maka(
+        daemon, "memory", "list", workspace=False, cwd=daemon.workspace, env={"MAKA_WORKSPACE": ""}
+    )
     assert "Here" in by_cwd.stdout
-    empty = run_maka(daemon, "memory", "list", workspace=False, cwd=other,
-                     env={"MAKA_WORKSPACE": ""})
+    empty = run_maka(daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": ""})
     assert "Here" not in empty.stdout and "No entries." in empty.stdout
 
 
@@ -69,8 +70,10 @@ def test_show_unknown_id_is_a_remote_error(daemon: DaemonProcess) -> None:
 
 def test_ambiguous_prefix_is_a_usage_error(daemon: DaemonProcess) -> None:
     """A prefix matching two ids exits 2 and names the candidates."""
-    ids = [call(daemon, "add_entry", title=f"T{i}", content=f"content number {i}")["entry"]["id"]
-           for i in range(40)]
+    ids = [
+        call(daemon, "add_entry", title=f"T{i}", content=f"content number {i}")["entry"]["id"]
+        for i in range(40)
+    ]
     first = {i[0] for i in ids}
     shared = next(c for c in sorted(first) if sum(i.startswith(c) for i in ids) > 1)
     result = run_maka(daemon, "memory", "archive", shared)
@@ -80,8 +83,7 @@ def test_ambiguous_prefix_is_a_usage_error(daemon: DaemonProcess) -> None:
 def test_edit_with_flags(daemon: DaemonProcess) -> None:
     """memory edit --content/--tags changes only those fields."""
     entry = call(daemon, "add_entry", title="Editor", content="vim", tags=["tools"])["entry"]
-    result = run_maka(daemon, "--json", "memory", "edit", entry["id"], "--content", "helix",
-                      "--tags", "")
+    result = run_maka(daemon, "--json", "memory", "edit", entry["id"], "--content", "helix", "--tags", "")
     updated = json.loads(result.stdout)["entry"]
     assert updated["content"] == "helix" and updated["tags"] == [] and updated["title"] == "Editor"
 
@@ -89,14 +91,20 @@ def test_edit_with_flags(daemon: DaemonProcess) -> None:
 def test_edit_in_editor(daemon: DaemonProcess, short_tmp: Path) -> None:
     """Without field flags memory edit opens $EDITOR on a form and applies what was saved."""
     entry = call(daemon, "add_entry", title="Shell", content="bash", tags=["tools"])["entry"]
-    editor = editor_script(short_tmp, "path.write_text(text.replace('Title: Shell', 'Title: Login shell')"
-                                      ".replace('bash', 'zsh with oh-my-zsh'))")
+    editor = editor_script(
+        short_tmp,
+        "path.write_text(text.replace('Title: Shell', 'Title: Login shell')"
+        ".replace('bash', 'zsh with oh-my-zsh'))",
+    )
     result = run_maka(daemon, "memory", "edit", entry["id"], env={"EDITOR": editor, "VISUAL": ""})
     assert result.returncode == 0, result.stderr
     state = call(daemon, "read_state", includeEntries=True)
     (after,) = state["entries"]
     assert (after["title"], after["content"], after["tags"]) == (
-        "Login shell", "zsh with oh-my-zsh", ["tools"])
+        "Login shell",
+        "zsh with oh-my-zsh",
+        ["tools"],
+    )
 
 
 def test_edit_cancelled_by_empty_content(daemon: DaemonProcess, short_tmp: Path) -> None:
@@ -120,8 +128,7 @@ def test_archive_restore_delete(daemon: DaemonProcess) -> None:
     assert run_maka(daemon, "memory", "restore", a).returncode == 0
     deleted = run_maka(daemon, "memory", "delete", a)
     assert deleted.returncode == 0 and deleted.stdout.startswith("Deleted ")
-    ids = {e["id"] for e in call(daemon, "read_state", includeEntries=True,
-                                 includeArchived=True)["entries"]}
+    ids = {e["id"] for e in call(daemon, "read_state", includeEntries=True, includeArchived=True)["entries"]}
     assert ids == {b}
 
 
@@ -146,16 +153,22 @@ def test_incognito_list_says_so(daemon: DaemonProcess) -> None:
     assert "incognito_blocked" in result.stderr
 
 
-def test_edit_refuses_to_overwrite_a_change_made_meanwhile(daemon: DaemonProcess,
-                                                           short_tmp: Path) -> None:
+def test_edit_refuses_to_overwrite_a_change_made_meanwhile(daemon: DaemonProcess, short_tmp: Path) -> None:
     """A change made while $EDITOR is open makes the edit fail with conflict; nothing is lost."""
     entry = call(daemon, "add_entry", title="Shell", content="bash")["entry"]
-    meanwhile = (f"from maka import Client\n"
-                 f"Client({str(daemon.socket)!r}).call('add_entry', workspace={str(daemon.workspace)!r}, "
-                 f"title='Meanwhile', content='added while editing')\n"
-                 f"path.write_text(text.replace('bash', 'zsh'))")
-    result = run_maka(daemon, "memory", "edit", entry["id"],
-                      env={"EDITOR": editor_script(short_tmp, meanwhile), "VISUAL": ""})
+    meanwhile = (
+        f"from maka import Client\n"
+        f"Client({str(daemon.socket)!r}).call('add_entry', workspace={str(daemon.workspace)!r}, "
+        f"title='Meanwhile', content='added while editing')\n"
+        f"path.write_text(text.replace('bash', 'zsh'))"
+    )
+    result = run_maka(
+        daemon,
+        "memory",
+        "edit",
+        entry["id"],
+        env={"EDITOR": editor_script(short_tmp, meanwhile), "VISUAL": ""},
+    )
     assert result.returncode == 1 and "conflict" in result.stderr
     contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
     assert contents == {"bash", "added while editing"}
@@ -165,9 +178,15 @@ def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(daemon: DaemonPr
     """Legacy `manual-<ms>` ids sharing 12+ characters are listed long enough to stay unambiguous."""
     memory = daemon.workspace / "memory"
     memory.mkdir(exist_ok=True)
-    memory.joinpath("MEMORY.md").write_text("# Maka Memory\n\n" + "".join(
-        f"## Legacy {n}\n<!-- maka-memory: id=manual-171430000000{n} origin=manual createdAt=1 "
-        f"updatedAt=1 status=active tags= -->\nold entry {n}\n\n" for n in range(3)), encoding="utf-8")
+    memory.joinpath("MEMORY.md").write_text(
+        "# Maka Memory\n\n"
+        + "".join(
+            f"## Legacy {n}\n<!-- maka-memory: id=manual-171430000000{n} origin=manual createdAt=1 "
+            f"updatedAt=1 status=active tags= -->\nold entry {n}\n\n"
+            for n in range(3)
+        ),
+        encoding="utf-8",
+    )
     listed = run_maka(daemon, "memory", "list")
     assert listed.returncode == 0
     shown = [line.split()[0] for line in listed.stdout.splitlines()[1:]]
@@ -181,5 +200,10 @@ def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(daemon: DaemonPr
 def test_short_ids_are_the_shortest_unambiguous_prefix() -> None:
     """Ids are cut at 12 characters unless another id shares that prefix; prefixes of others stay whole."""
     ids = ["0123456789abcdef", "0123456789abXXXX", "fedcba9876543210", "h-abc", "h-abc~2"]
-    assert short_ids(ids) == {"0123456789abcdef": "0123456789abc", "0123456789abXXXX": "0123456789abX",
-                              "fedcba9876543210": "fedcba987654", "h-abc": "h-abc", "h-abc~2": "h-abc~2"}
+    assert short_ids(ids) == {
+        "0123456789abcdef": "0123456789abc",
+        "0123456789abXXXX": "0123456789abX",
+        "fedcba9876543210": "fedcba987654",
+        "h-abc": "h-abc",
+        "h-abc~2": "h-abc~2",
+    }

@@ -56,10 +56,13 @@ def test_age_reads_like_a_person() -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(title=st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=40)
-       .map(str.strip).filter(bool),
-       tags=st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), max_size=4),
-       content=st.text(max_size=200).map(lambda t: t.strip("\n")).filter(lambda t: t.strip()))
+@given(
+    title=st.text(st.characters(blacklist_categories=("Cc", "Cs", "Zl", "Zp")), max_size=40)
+    .map(str.strip)
+    .filter(bool),
+    tags=st.lists(st.from_regex(r"[a-z][a-z0-9-]{0,10}", fullmatch=True), max_size=4),
+    content=st.text(max_size=200).map(lambda t: t.strip("\n")).filter(lambda t: t.strip()),
+)
 def test_entry_form_round_trips(title: str, tags: list[str], content: str) -> None:
     """What the editor form shows is what parsing it gives back, when nothing was edited."""
     content = content.replace("\r", "")

@@ -23,7 +23,9 @@ def propose(d: DaemonProcess, title: str, content: str) -> str:
 
 def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
     """On a pty single keys edit+approve, reject with a reason, skip and approve, in order."""
-    call(daemon, "add_entry", title="Indentation", content="The user prefers tabs for indentation in Go code.")
+    call(
+        daemon, "add_entry", title="Indentation", content="The user prefers tabs for indentation in Go code."
+    )
     edited = propose(daemon, "Tabs", "The user prefers tabs for indentation in all Go code.")
     rejected = propose(daemon, "Spaces", "The user likes two-space indents.")
     skipped = propose(daemon, "Later", "Decide about this later.")
@@ -74,8 +76,7 @@ def test_review_json_summary(daemon: DaemonProcess) -> None:
     """With --json the cards go to stderr and stdout holds only the decisions as JSON."""
     pid = propose(daemon, "One", "first fact")
     result = run_maka(daemon, "review", "--json", input="r\n\n")
-    assert json.loads(result.stdout) == {"approved": [], "rejected": [pid], "skipped": [],
-                                         "gone": []}
+    assert json.loads(result.stdout) == {"approved": [], "rejected": [pid], "skipped": [], "gone": []}
     assert "Proposal 1/1" in result.stderr
 
 
@@ -86,16 +87,26 @@ def test_review_empty_queue(daemon: DaemonProcess) -> None:
 
 
 def sample_view() -> dict[str, Any]:
-    proposal = {"id": "p" * 16, "title": "New", "content": "tabs in all Go code", "origin": "extracted",
-                "status": "review_required", "tags": [], "createdAt": 1, "updatedAt": 1,
-                "supersedes": "m" * 16}
+    proposal = {
+        "id": "p" * 16,
+        "title": "New",
+        "content": "tabs in all Go code",
+        "origin": "extracted",
+        "status": "review_required",
+        "tags": [],
+        "createdAt": 1,
+        "updatedAt": 1,
+        "supersedes": "m" * 16,
+    }
     return {"proposal": proposal, "similarTo": ["s" * 16]}
 
 
 def test_card_side_by_side_when_wide() -> None:
     """On a wide terminal similar entries (and what is replaced) sit beside the proposal."""
-    memory = {"m" * 16: {"id": "m" * 16, "title": "Old", "content": "tabs in Go"},
-              "s" * 16: {"id": "s" * 16, "title": "Near", "content": "tabs please"}}
+    memory = {
+        "m" * 16: {"id": "m" * 16, "title": "Old", "content": "tabs in Go"},
+        "s" * 16: {"id": "s" * 16, "title": "Near", "content": "tabs please"},
+    }
     lines = card(sample_view(), 1, 1, memory, {}, width=120)
     assert any(line.startswith("New") and "Replaces:" in line for line in lines)
     assert any("Near" in line and "│" in line for line in lines)

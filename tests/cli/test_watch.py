@@ -12,9 +12,12 @@ from tests.support import DaemonProcess
 
 def test_watch_prints_each_notification_as_json(daemon: DaemonProcess) -> None:
     """watch --json -n 2 prints one JSON notification per line, then exits 0."""
-    proc = subprocess.Popen([*MAKA, "--socket", str(daemon.socket), "watch", "--json", "-n", "2",
-                             "-w", str(daemon.workspace)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [*MAKA, "--socket", str(daemon.socket), "watch", "--json", "-n", "2", "-w", str(daemon.workspace)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stderr is not None and proc.stdout is not None
     assert proc.stderr.readline().startswith(f"watching {daemon.workspace} (revision ")
     call(daemon, "add_entry", title="T", content="watched")
@@ -29,8 +32,10 @@ def test_watch_prints_each_notification_as_json(daemon: DaemonProcess) -> None:
 
 def test_describe_is_one_readable_line() -> None:
     """A notification reads as time, method, revision and cause (and workspace when asked)."""
-    note = {"method": "memory_changed", "params": {"workspace": "/w", "revision": 7,
-                                                   "cause": "external_edit"}}
+    note = {
+        "method": "memory_changed",
+        "params": {"workspace": "/w", "revision": 7, "cause": "external_edit"},
+    }
     line = describe(note, 1_700_000_000_000, show_workspace=True)
     assert line.split()[2:] == ["memory_changed", "rev", "7", "external_edit", "/w"]
     assert "/w" not in describe(note, 1_700_000_000_000, show_workspace=False)

@@ -75,8 +75,12 @@ def autostart_home(short_tmp: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator
     monkeypatch.delenv("MAKAD_SOCKET", raising=False)
     monkeypatch.setenv("MAKAD_DATA_DIR", str(short_tmp / "data"))
     monkeypatch.setenv("XDG_STATE_HOME", str(short_tmp / "state"))
-    home = AutostartHome(short_tmp, short_tmp / "run" / "m.sock", short_tmp / "data",
-                         short_tmp / "state" / "maka" / "log" / "makad.log")
+    home = AutostartHome(
+        short_tmp,
+        short_tmp / "run" / "m.sock",
+        short_tmp / "data",
+        short_tmp / "state" / "maka" / "log" / "makad.log",
+    )
     (short_tmp / "ws").mkdir()
     try:
         yield home

@@ -20,8 +20,12 @@ MAKA = [sys.executable, "-m", "maka.cli"]
 
 
 def maka(home: AutostartHome, *args: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([*MAKA, "--socket", str(home.socket), *args], stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [*MAKA, "--socket", str(home.socket), *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_library_default_does_not_start_a_daemon(autostart_home: AutostartHome) -> None:
@@ -78,8 +82,9 @@ def test_stale_socket_is_replaced(autostart_home: AutostartHome) -> None:
         assert c.call("ping") == "pong"
 
 
-def test_a_daemon_that_cannot_start_is_reported(autostart_home: AutostartHome,
-                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_daemon_that_cannot_start_is_reported(
+    autostart_home: AutostartHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """When the started makad exits with an error, the client says so and names the log."""
     blocker = autostart_home.root / "file"
     blocker.write_text("not a directory")
@@ -115,8 +120,12 @@ def test_two_clients_at_once_get_one_daemon(autostart_home: AutostartHome) -> No
     assert [p.returncode for p in procs] == [0, 0, 0, 0], [err for _, err in results]
     pids = {json.loads(out)["pid"] for out, _ in results}
     assert len(pids) == 1
-    started = [int(line.split("(pid ")[1].split(",")[0]) for _, err in results
-               for line in err.splitlines() if "started one (pid" in line]
+    started = [
+        int(line.split("(pid ")[1].split(",")[0])
+        for _, err in results
+        for line in err.splitlines()
+        if "started one (pid" in line
+    ]
     (winner,) = pids
     assert winner in started
     for pid in started:

@@ -47,8 +47,9 @@ def test_every_method_and_error_kind_is_covered() -> None:
         assert callable(getattr(generated.Methods, attr)) and callable(getattr(generated.AsyncMethods, attr))
     assert set(generated.DOMAIN_ERROR_CODES) <= set(BY_KIND)
     for kind, cls in BY_KIND.items():
-        assert cls.__name__ and (kind in generated.DOMAIN_ERROR_CODES or kind in (
-            "method_not_found", "internal"))
+        assert cls.__name__ and (
+            kind in generated.DOMAIN_ERROR_CODES or kind in ("method_not_found", "internal")
+        )
 
 
 def test_the_generator_handles_other_schemas() -> None:
@@ -56,18 +57,32 @@ def test_the_generator_handles_other_schemas() -> None:
     gen = generator()
     doc: dict[str, Any] = {
         "info": {"version": "9.9.9"},
-        "components": {"schemas": {
-            "Odd": {"type": "object", "properties": {
-                "from": {"type": "string"}, "a-b": {"type": "integer"},
-                "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]},
-                "mode": {"enum": ["x", None]},
-                "map": {"type": "object", "additionalProperties": {"$ref": "#/components/schemas/list"}},
-            }, "required": ["from"]},
-            "list": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "shadowing"},
-        }},
-        "methods": [{"name": "do.it", "params": [{"name": "class", "required": True,
-                                                   "schema": {"type": "boolean"}}],
-                     "result": {"schema": {"$ref": "#/components/schemas/Odd"}}}],
+        "components": {
+            "schemas": {
+                "Odd": {
+                    "type": "object",
+                    "properties": {
+                        "from": {"type": "string"},
+                        "a-b": {"type": "integer"},
+                        "pair": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "number"}]},
+                        "mode": {"enum": ["x", None]},
+                        "map": {
+                            "type": "object",
+                            "additionalProperties": {"$ref": "#/components/schemas/list"},
+                        },
+                    },
+                    "required": ["from"],
+                },
+                "list": {"anyOf": [{"type": "string"}, {"type": "null"}], "description": "shadowing"},
+            }
+        },
+        "methods": [
+            {
+                "name": "do.it",
+                "params": [{"name": "class", "required": True, "schema": {"type": "boolean"}}],
+                "result": {"schema": {"$ref": "#/components/schemas/Odd"}},
+            }
+        ],
     }
     text = gen.generate(doc)
     namespace: dict[str, Any] = {}
@@ -92,22 +107,35 @@ def test_typed_results_match_the_daemon(daemon: DaemonProcess) -> None:
     ws = str(daemon.workspace)
     with daemon.client() as c:
         typed(c.m.status(), generated.StatusResult)
-        typed(c.m.set_settings(workspace=ws, agentReadEnabled=True, extractToolEnabled=True),
-              generated.Settings)
-        typed(c.m.add_entry(workspace=ws, title="Deploys", content="On Tuesdays.", tags=["ops"]),
-              generated.EntryResult)
+        typed(
+            c.m.set_settings(workspace=ws, agentReadEnabled=True, extractToolEnabled=True), generated.Settings
+        )
+        typed(
+            c.m.add_entry(workspace=ws, title="Deploys", content="On Tuesdays.", tags=["ops"]),
+            generated.EntryResult,
+        )
         typed(c.m.read_state(workspace=ws, includeEntries=True), generated.LocalMemoryState)
-        typed(c.m.propose(workspace=ws, title="Editor", content="Uses vim.", origin="extracted"),
-              generated.ProposeResult)
+        typed(
+            c.m.propose(workspace=ws, title="Editor", content="Uses vim.", origin="extracted"),
+            generated.ProposeResult,
+        )
         typed(c.m.list_proposals(workspace=ws), generated.ProposalsResult)
         session = typed(c.m.open_session(workspace=ws), generated.SessionView)
         sid = session["sessionId"]
-        typed(c.m.append_events(workspace=ws, sessionId=sid, events=[
-            {"type": "user_message", "text": "deploys happen on tuesdays"}]), generated.AppendEventsResult)
+        typed(
+            c.m.append_events(
+                workspace=ws,
+                sessionId=sid,
+                events=[{"type": "user_message", "text": "deploys happen on tuesdays"}],
+            ),
+            generated.AppendEventsResult,
+        )
         typed(c.m.search_history(workspace=ws, query="deploys"), generated.SearchHistoryResult)
         typed(c.m.retrieve(workspace=ws, refs=[f"event:{sid}:1"]), generated.RetrieveResult)
-        typed(c.m.build_context(workspace=ws, budgetTokens=2000, query="deploys", sessionId=sid),
-              generated.ContextPack)
+        typed(
+            c.m.build_context(workspace=ws, budgetTokens=2000, query="deploys", sessionId=sid),
+            generated.ContextPack,
+        )
         typed(c.m.list_sessions(workspace=ws), generated.SessionsResult)
         assert c.m.ping() == "pong"
         with pytest.raises(msgspec.ValidationError):

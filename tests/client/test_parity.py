@@ -90,12 +90,14 @@ async def test_async_notifications_carry_on_across_a_restart(daemon: DaemonProce
         await anyio.to_thread.run_sync(daemon.restart)
         with anyio.fail_after(60):
             marker = await anext(notes)
-            assert marker == {"jsonrpc": "2.0", "method": "reconnected",
-                              "params": {"workspaces": [ws]}}
+            assert marker == {"jsonrpc": "2.0", "method": "reconnected", "params": {"workspaces": [ws]}}
             revision = await anyio.to_thread.run_sync(change, daemon, "after the restart")
             note = await anext(notes)
-    assert note == {"jsonrpc": "2.0", "method": "memory_changed",
-                    "params": {"workspace": ws, "revision": revision, "cause": "daemon"}}
+    assert note == {
+        "jsonrpc": "2.0",
+        "method": "memory_changed",
+        "params": {"workspace": ws, "revision": revision, "cause": "daemon"},
+    }
 
 
 async def test_async_subscription_lost_then_unavailable(daemon: DaemonProcess) -> None:

@@ -26,9 +26,11 @@ def plant(directory: Path, marker: str) -> None:
 
 
 @settings(max_examples=60, deadline=None)
-@given(depth=st.integers(1, 6),
-       planted=st.dictionaries(st.integers(0, 6), st.sampled_from(MARKERS), max_size=4),
-       home_level=st.integers(-1, 6))
+@given(
+    depth=st.integers(1, 6),
+    planted=st.dictionaries(st.integers(0, 6), st.sampled_from(MARKERS), max_size=4),
+    home_level=st.integers(-1, 6),
+)
 def test_nearest_root_wins(depth: int, planted: dict[int, str], home_level: int) -> None:
     """The deepest folder on the way up holding memory/MEMORY.md, memory/PENDING.md or .git is
     chosen; an empty or unrelated memory/ is not a root; nothing above home is looked at;

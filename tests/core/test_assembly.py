@@ -38,8 +38,11 @@ def ev(seq: int, type_: EventType, text: str, sid: str = "s1", **kw: str) -> Eve
 
 def entry(entry_id: str, content: str = "some fact", age_days: float = 0, **kw: object) -> Entry:
     return Entry(
-        id=entry_id, title=f"title {entry_id}", content=content,
-        updated_at=NOW - int(age_days * DAY), created_at=NOW - int(age_days * DAY) - 1,
+        id=entry_id,
+        title=f"title {entry_id}",
+        content=content,
+        updated_at=NOW - int(age_days * DAY),
+        created_at=NOW - int(age_days * DAY) - 1,
         **kw,  # type: ignore[arg-type]
     )
 
@@ -47,7 +50,8 @@ def entry(entry_id: str, content: str = "some fact", age_days: float = 0, **kw: 
 def hit(sid: str, seq: int, bm25: float = -1.0, text: str = "berlin move", around: int = 1) -> RecallHit:
     neighbours = [
         Event(session_id=sid, seq=seq + d, ts=NOW - 30 * DAY, type="assistant_message", text=f"n{d}")
-        for d in range(-around, around + 1) if d
+        for d in range(-around, around + 1)
+        if d
     ]
     event = Event(session_id=sid, seq=seq, ts=NOW - 30 * DAY, type="user_message", text=text)
     return RecallHit(event=event, bm25=bm25, neighbours=neighbours)
@@ -64,9 +68,16 @@ def conversation(turns: int = 3, words: int = 20) -> list[Event]:
 
 def checkpoint(to_seq: int = 10, summary: str = "Set up the repo.") -> Checkpoint:
     return Checkpoint(
-        checkpoint_id="cp1", session_id="s1", boundary_seq=to_seq,
-        coverage=Coverage(from_seq=1, to_seq=to_seq), covered_hash="h", summary=summary,
-        summary_tokens=5, preserved_from_seq=to_seq + 1, mode="checkpoint", reason="manual",
+        checkpoint_id="cp1",
+        session_id="s1",
+        boundary_seq=to_seq,
+        coverage=Coverage(from_seq=1, to_seq=to_seq),
+        covered_hash="h",
+        summary=summary,
+        summary_tokens=5,
+        preserved_from_seq=to_seq + 1,
+        mode="checkpoint",
+        reason="manual",
         created_at=NOW,
     )
 
@@ -104,7 +115,9 @@ def random_inputs(draw: st.DrawFn) -> ContextInputs:
     history = [msgspec.structs.replace(e, session_id="s1") for e in draw(event_streams())]
     entries = [
         Entry(
-            id=f"e{i}", title=draw(_WORDS), content=draw(_WORDS),
+            id=f"e{i}",
+            title=draw(_WORDS),
+            content=draw(_WORDS),
             updated_at=NOW - draw(st.integers(0, 90)) * DAY,
             status=draw(st.sampled_from(["active", "active", "archived"])),
             scope=draw(st.sampled_from(["workspace", "session"])),
@@ -113,7 +126,9 @@ def random_inputs(draw: st.DrawFn) -> ContextInputs:
         for i in range(draw(st.integers(0, 12)))
     ]
     bm25 = {e.id: -draw(st.floats(0, 20)) for e in entries}
-    hits = [hit(f"o{i % 3}", i * 3, -draw(st.floats(0, 9)), draw(_WORDS)) for i in range(draw(st.integers(0, 8)))]
+    hits = [
+        hit(f"o{i % 3}", i * 3, -draw(st.floats(0, 9)), draw(_WORDS)) for i in range(draw(st.integers(0, 8)))
+    ]
     return inputs(
         budget_tokens=draw(st.integers(0, 1500)),
         query=draw(st.sampled_from([None, "", "abc 数", "berlin"])),
@@ -171,8 +186,12 @@ def test_too_large_when_the_newest_user_message_cannot_fit() -> None:
 
 def test_the_minimum_alone_fits_exactly() -> None:
     """A budget equal to the newest user message keeps just that message."""
-    params = inputs(budget_tokens=4 + 125, history=[ev(1, "user_message", "word " * 100)],
-                    working_state=WorkingState(goals=["g"]), memory_entries=[entry("a")])
+    params = inputs(
+        budget_tokens=4 + 125,
+        history=[ev(1, "user_message", "word " * 100)],
+        working_state=WorkingState(goals=["g"]),
+        memory_entries=[entry("a")],
+    )
     pack = assemble(params)
     assert pack.segments == [] and [m.source_id for m in pack.messages] == ["event:s1:1"]
     assert pack.total_tokens == 129 and pack.trace.minimum_tokens == 129
@@ -223,7 +242,9 @@ def test_archived_inactive_and_expired_entries_are_left_out() -> None:
     ]
     pack = assemble(inputs(memory_entries=entries))
     assert reasons(pack) == {
-        "memory:ok": None, "memory:gone": "archived", "memory:draft": "inactive",
+        "memory:ok": None,
+        "memory:gone": "archived",
+        "memory:draft": "inactive",
         "memory:old": "expired",
     }
     assert pack.trace.dropped == {"archived": 1, "expired": 1, "inactive": 1}
@@ -249,12 +270,16 @@ def test_already_shown_entries_are_not_repeated_unless_changed() -> None:
 def test_query_ranks_memory_and_top_k_caps_it() -> None:
     """When not all fit: the best bm25 match first; past top-K matches drop as top_k, the rest as irrelevant."""
     entries = [entry(f"e{i}", content="fact " * 40) for i in range(5)]
-    params = inputs(memory_entries=entries, memory_bm25={"e3": -9.0, "e1": -3.0, "e0": -1.0},
-                    query="fact", budget_tokens=1000, limits=ContextLimits(memory_top_k=2))
+    params = inputs(
+        memory_entries=entries,
+        memory_bm25={"e3": -9.0, "e1": -3.0, "e0": -1.0},
+        query="fact",
+        budget_tokens=1000,
+        limits=ContextLimits(memory_top_k=2),
+    )
     pack = assemble(params)
     assert pack.segments[0].source_ids == ["memory:e3", "memory:e1"]
-    assert [c.reason for c in pack.trace.candidates] == [None, None, "top_k", "irrelevant",
-                                                         "irrelevant"]
+    assert [c.reason for c in pack.trace.candidates] == [None, None, "top_k", "irrelevant", "irrelevant"]
     assert pack.trace.path == "bounded"
 
 
@@ -262,8 +287,14 @@ def test_top_k_does_not_cut_when_everything_fits() -> None:
     """With room for every entry nothing is chosen: top-K applies only when choosing is needed."""
     entries = [entry(f"e{i:02d}", content=f"small fact {i}") for i in range(16)]
     for query in (None, "fact"):
-        pack = assemble(inputs(budget_tokens=8000, memory_entries=entries, query=query,
-                               memory_bm25={e.id: -1.0 for e in entries}))
+        pack = assemble(
+            inputs(
+                budget_tokens=8000,
+                memory_entries=entries,
+                query=query,
+                memory_bm25={e.id: -1.0 for e in entries},
+            )
+        )
         assert len(pack.segments[0].source_ids) == 16
         assert all(c.included for c in pack.trace.candidates)
 
@@ -271,8 +302,7 @@ def test_top_k_does_not_cut_when_everything_fits() -> None:
 def test_unrelated_entry_does_not_take_a_dropped_matchs_place() -> None:
     """With a query, an entry sharing nothing with it is not included when choosing is needed."""
     entries = [entry("match", content="deploy " * 120), entry("other")]
-    params = inputs(memory_entries=entries, memory_bm25={"match": -5.0}, query="deploy",
-                    budget_tokens=300)
+    params = inputs(memory_entries=entries, memory_bm25={"match": -5.0}, query="deploy", budget_tokens=300)
     pack = assemble(params)
     reasons = {c.source_id: c.reason for c in pack.trace.candidates}
     assert reasons == {"memory:match": None, "memory:other": "irrelevant"}
@@ -283,16 +313,16 @@ def test_unrelated_entry_does_not_take_a_dropped_matchs_place() -> None:
 def test_everything_fits_includes_unrelated_entries() -> None:
     """When all entries fit, nothing needs choosing: unrelated ones are included too."""
     entries = [entry("a"), entry("b")]
-    pack = assemble(inputs(memory_entries=entries, memory_bm25={"a": -5.0}, query="fact",
-                           budget_tokens=8000))
+    pack = assemble(inputs(memory_entries=entries, memory_bm25={"a": -5.0}, query="fact", budget_tokens=8000))
     assert {c.source_id for c in pack.trace.candidates if c.included} == {"memory:a", "memory:b"}
 
 
 def test_memory_segment_stays_within_its_ceiling() -> None:
     """However much budget is unused, memory never grows past its ceiling."""
     entries = [entry(f"e{i:02d}", content="word " * 200) for i in range(10)]
-    big = assemble(inputs(budget_tokens=100_000, memory_entries=entries,
-                          limits=ContextLimits(memory_max_tokens=400)))
+    big = assemble(
+        inputs(budget_tokens=100_000, memory_entries=entries, limits=ContextLimits(memory_max_tokens=400))
+    )
     assert big.segments[0].tokens <= 400
     assert "budget" in big.trace.dropped
 
@@ -300,13 +330,15 @@ def test_memory_segment_stays_within_its_ceiling() -> None:
 def test_a_long_conversation_takes_unused_shares_before_recall() -> None:
     """History comes before recall in the flow: with a long live history recall keeps its share."""
     hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
-    long = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
-                           history=conversation(turns=60)))
+    long = assemble(
+        inputs(budget_tokens=2000, query="berlin", recall_hits=hits, history=conversation(turns=60))
+    )
     alloc = {a.kind: a for a in long.trace.allocation}
     assert alloc["recall"].flowed == 0 and alloc["recall"].used <= share(2000, 15)
     assert alloc["history"].used > 2000 - share(2000, 15) - 50
-    short = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
-                            history=conversation(turns=1)))
+    short = assemble(
+        inputs(budget_tokens=2000, query="berlin", recall_hits=hits, history=conversation(turns=1))
+    )
     alloc = {a.kind: a for a in short.trace.allocation}
     assert alloc["recall"].flowed > 0
     assert alloc["history"].used == sum(message_tokens(m, COUNTER) for m in short.messages)
@@ -319,9 +351,16 @@ def test_kinds_get_their_shares_before_unused_budget_flows() -> None:
     """Memory and recall both want more: each keeps its share, the rest goes to memory first."""
     entries = [entry(f"e{i:02d}", content="berlin " + "word " * 200) for i in range(10)]
     hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
-    pack = assemble(inputs(budget_tokens=4000, query="berlin", memory_entries=entries,
-                           memory_bm25={e.id: -2.0 for e in entries}, recall_hits=hits,
-                           history=conversation(turns=60)))
+    pack = assemble(
+        inputs(
+            budget_tokens=4000,
+            query="berlin",
+            memory_entries=entries,
+            memory_bm25={e.id: -2.0 for e in entries},
+            recall_hits=hits,
+            history=conversation(turns=60),
+        )
+    )
     alloc = {a.kind: a for a in pack.trace.allocation}
     assert alloc["recall"].cap - alloc["recall"].flowed == share(4000, 15)
     assert alloc["recall"].used > share(4000, 15) // 2
@@ -354,11 +393,16 @@ def test_include_switches_a_kind_off(off: SegmentKind) -> None:
 
 def test_segments_come_in_a_stable_order() -> None:
     """memory, summary, working_state, recall: the most stable first."""
-    pack = assemble(inputs(
-        query="berlin", memory_entries=[entry("a")], working_state=WorkingState(goals=["g"]),
-        checkpoint=checkpoint(), history=[ev(20, "user_message", "hi")],
-        recall_hits=[hit("other", 5)],
-    ))
+    pack = assemble(
+        inputs(
+            query="berlin",
+            memory_entries=[entry("a")],
+            working_state=WorkingState(goals=["g"]),
+            checkpoint=checkpoint(),
+            history=[ev(20, "user_message", "hi")],
+            recall_hits=[hit("other", 5)],
+        )
+    )
     assert kinds(pack) == ["memory", "summary", "working_state", "recall"]
     assert pack.segments[1].source_ids == ["checkpoint:cp1", "event:s1:1-10"]
 
@@ -394,7 +438,10 @@ def test_history_floor_is_reserved_against_greedy_segments() -> None:
     assert alloc["history"].cap >= share(2000, 40)
     assert alloc["working_state"].truncated and alloc["summary"].truncated
     caps: list[tuple[AllocationKind, int]] = [
-        ("working_state", 15), ("summary", 20), ("memory", 20), ("recall", 15)
+        ("working_state", 15),
+        ("summary", 20),
+        ("memory", 20),
+        ("recall", 15),
     ]
     for kind, percent in caps:
         assert alloc[kind].used <= alloc[kind].cap
@@ -435,11 +482,17 @@ def test_recall_needs_a_query() -> None:
 
 def test_recall_skips_this_sessions_live_history() -> None:
     """Events of this session after the checkpoint are already in the history."""
-    params = inputs(query="berlin", checkpoint=checkpoint(to_seq=10),
-                    recall_hits=[hit("s1", 5), hit("s1", 15), hit("other", 7)])
+    params = inputs(
+        query="berlin",
+        checkpoint=checkpoint(to_seq=10),
+        recall_hits=[hit("s1", 5), hit("s1", 15), hit("other", 7)],
+    )
     got = reasons(assemble(params))
     assert {ref: got[ref] for ref in ("event:s1:5", "event:s1:6", "event:other:7")} == {
-        "event:s1:5": None, "event:s1:6": None, "event:other:7": None}
+        "event:s1:5": None,
+        "event:s1:6": None,
+        "event:other:7": None,
+    }
     assert {got[f"event:s1:{s}"] for s in (14, 15, 16)} == {"in_history"}
 
 
@@ -488,8 +541,15 @@ def test_an_event_too_big_for_the_budget_leaves_room_for_smaller_ones() -> None:
 def test_recall_alone_may_use_the_whole_budget() -> None:
     """With include = {recall} the 15 % share does not apply; the budget still does."""
     hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
-    alone = assemble(inputs(session_id=None, budget_tokens=2000, query="berlin", recall_hits=hits,
-                            include=frozenset({"recall"})))
+    alone = assemble(
+        inputs(
+            session_id=None,
+            budget_tokens=2000,
+            query="berlin",
+            recall_hits=hits,
+            include=frozenset({"recall"}),
+        )
+    )
     assert share(2000, 15) < alone.segments[0].tokens <= 2000
     check_pack(alone, 2000)
 
@@ -497,8 +557,15 @@ def test_recall_alone_may_use_the_whole_budget() -> None:
 def test_unused_shares_flow_to_recall_in_a_fresh_session() -> None:
     """Nothing else to show: the default pack spends at least 70 % of the budget on recall."""
     hits = [hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(40)]
-    pack = assemble(inputs(budget_tokens=2000, query="berlin", recall_hits=hits,
-                           memory_entries=[], working_state=WorkingState()))
+    pack = assemble(
+        inputs(
+            budget_tokens=2000,
+            query="berlin",
+            recall_hits=hits,
+            memory_entries=[],
+            working_state=WorkingState(),
+        )
+    )
     recall = {a.kind: a for a in pack.trace.allocation}["recall"]
     assert pack.total_tokens >= 0.7 * 2000 and recall.used == pack.segments[0].tokens
     assert recall.flowed > 0 and recall.cap - recall.flowed == share(2000, 15)
@@ -508,8 +575,9 @@ def test_unused_shares_flow_to_recall_in_a_fresh_session() -> None:
 def test_the_trace_lists_the_best_candidates_and_counts_them_all() -> None:
     """Past recall_trace_max only included candidates are listed; dropped counts every one."""
     hits = [hit(f"o{i}", 10, bm25=-1.0 - i) for i in range(6)]
-    pack = assemble(inputs(query="berlin", recall_hits=hits,
-                           limits=ContextLimits(recall_trace_max=2, recall_top_k=3)))
+    pack = assemble(
+        inputs(query="berlin", recall_hits=hits, limits=ContextLimits(recall_trace_max=2, recall_top_k=3))
+    )
     listed = [c for c in pack.trace.candidates if c.kind == "recall"]
     assert [c.included for c in listed] == [True, True, True]
     assert sum(pack.trace.dropped.values()) == 18 - 3
@@ -523,7 +591,7 @@ def shown_refs(pack: ContextPack) -> set[str]:
         for line in segment.text.splitlines():
             head = line.split(" ", 1)[0]
             if head.startswith("event:"):
-                session = head[len("event:"):]
+                session = head[len("event:") :]
             elif session and head.isdigit():
                 shown.add(f"event:{session}:{head}")
     return shown
@@ -540,15 +608,23 @@ def expanded(refs: list[str]) -> set[str]:
 
 @settings(max_examples=100, deadline=None)
 @given(
-    st.lists(st.tuples(st.integers(0, 3), st.integers(3, 60), st.floats(0.1, 20),
-                       st.integers(0, 120)), max_size=25),
+    st.lists(
+        st.tuples(st.integers(0, 3), st.integers(3, 60), st.floats(0.1, 20), st.integers(0, 120)), max_size=25
+    ),
     st.integers(0, 3000),
 )
 def test_recall_segment_refs_match_its_lines(spec: list[tuple[int, int, float, int]], budget: int) -> None:
     """Every ref of the recall segment names exactly the numbered lines shown, all included."""
     hits = [hit(f"s{sid}", seq, -score, text="berlin " + "x" * size) for sid, seq, score, size in spec]
-    pack = assemble(inputs(session_id=None, budget_tokens=budget, query="berlin", recall_hits=hits,
-                           include=frozenset({"recall"})))
+    pack = assemble(
+        inputs(
+            session_id=None,
+            budget_tokens=budget,
+            query="berlin",
+            recall_hits=hits,
+            include=frozenset({"recall"}),
+        )
+    )
     check_pack(pack, budget)
     refs = expanded([r for s in pack.segments for r in s.source_ids])
     assert refs == shown_refs(pack) == set(included(pack))
@@ -558,13 +634,20 @@ def test_recall_packing_gives_up_once_the_segment_is_full() -> None:
     """After RECALL_GIVE_UP_AFTER lines in a row did not fit, the rest are dropped unmeasured."""
     dense = "berlin " + "12 " * 100  # ~130 tokens, while the cheap lower bound says ~50
     hits = [hit(f"o{i:03}", 10, bm25=-1.0 - i / 100, text=dense, around=0) for i in range(100)]
-    pack = assemble(inputs(session_id=None, budget_tokens=500, query="berlin", recall_hits=hits,
-                           include=frozenset({"recall"}),
-                           limits=ContextLimits(recall_trace_max=200)))
+    pack = assemble(
+        inputs(
+            session_id=None,
+            budget_tokens=500,
+            query="berlin",
+            recall_hits=hits,
+            include=frozenset({"recall"}),
+            limits=ContextLimits(recall_trace_max=200),
+        )
+    )
     listed = [c for c in pack.trace.candidates if c.kind == "recall"]
     assert len(listed) == 100 and any(c.included for c in listed)
     last_in = max(i for i, c in enumerate(listed) if c.included)
-    after = listed[last_in + 1:]
+    after = listed[last_in + 1 :]
     measured = [c for c in after if c.tokens > 0]
     assert len(measured) == RECALL_GIVE_UP_AFTER
     assert all(c.reason == "budget" for c in after)

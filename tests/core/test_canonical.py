@@ -12,8 +12,12 @@ from makad.core.types import Entry
 
 def test_spellings_of_the_same_content_hash_alike() -> None:
     """Escaped `## ` lines, CRLF, case and spacing make no difference."""
-    variants = ["## Deploy\nOn Tuesdays", "\\## Deploy\nOn Tuesdays", "\\\\## deploy\r\non  tuesdays",
-                "  ## DEPLOY\r\nOn Tuesdays  "]
+    variants = [
+        "## Deploy\nOn Tuesdays",
+        "\\## Deploy\nOn Tuesdays",
+        "\\\\## deploy\r\non  tuesdays",
+        "  ## DEPLOY\r\nOn Tuesdays  ",
+    ]
     assert len({content_hash(v) for v in variants}) == 1
     assert content_hash("## Deploy\nOn Wednesdays") != content_hash(variants[0])
 
@@ -30,8 +34,10 @@ def test_the_written_form_hashes_like_the_content(lines: list[str]) -> None:
 
 def test_similar_ids_use_the_canonical_form() -> None:
     """Near duplicates are found whatever the escaping; the excluded id never comes back."""
-    candidates = [Entry(id="a", title="t", content="\\## Deploy days\nwe deploy on tuesdays"),
-                  Entry(id="b", title="t", content="something else entirely")]
+    candidates = [
+        Entry(id="a", title="t", content="\\## Deploy days\nwe deploy on tuesdays"),
+        Entry(id="b", title="t", content="something else entirely"),
+    ]
     assert similar_ids("## deploy days\nWe deploy on Tuesdays!", candidates) == ["a"]
     assert similar_ids("## deploy days\nwe deploy on tuesdays", candidates, exclude="a") == []
     assert canonical("A\r\n\\## B") == "a ## b"

@@ -15,8 +15,15 @@ DAY = 86_400_000
 
 def entry(origin: str = "manual", refs: tuple[str, ...] = (), age_days: float = 0) -> Entry:
     at = NOW - int(age_days * DAY)
-    return Entry(id="e", title="t", content="c", origin=origin, created_at=at,  # type: ignore[arg-type]
-                 updated_at=at, source_refs=list(refs))
+    return Entry(
+        id="e",
+        title="t",
+        content="c",
+        origin=origin,
+        created_at=at,  # type: ignore[arg-type]
+        updated_at=at,
+        source_refs=list(refs),
+    )
 
 
 def test_typed_by_the_user_beats_an_agent_proposal_beats_an_old_import() -> None:
@@ -32,8 +39,7 @@ def test_typed_by_the_user_beats_an_agent_proposal_beats_an_old_import() -> None
 
 def test_evidence_counts_only_refs_the_daemon_keeps() -> None:
     """An import: ref names where an entry came from; it is not evidence for it."""
-    assert derive(entry("imported", ("import:mem0:1",)), NOW).score == derive(
-        entry("imported"), NOW).score
+    assert derive(entry("imported", ("import:mem0:1",)), NOW).score == derive(entry("imported"), NOW).score
     assert derive(entry("imported", ("episode:a",)), NOW).score > derive(entry("imported"), NOW).score
 
 
@@ -54,17 +60,21 @@ def test_a_user_value_overrides_and_nonsense_is_ignored() -> None:
 
 def test_the_field_is_read_from_the_comment_and_kept_there() -> None:
     """confidence= stays an unknown field: parsed here, written back byte for byte."""
-    text = ("# Maka Memory\n\n## A\n<!-- maka-memory: id=a origin=manual createdAt=1 updatedAt=1 "
-            "status=active tags= confidence=high -->\nx\n\n## B\nno comment\n")
+    text = (
+        "# Maka Memory\n\n## A\n<!-- maka-memory: id=a origin=manual createdAt=1 updatedAt=1 "
+        "status=active tags= confidence=high -->\nx\n\n## B\nno comment\n"
+    )
     doc = fmt.parse(text)
     assert user_values(doc) == {"a": "high"}
     assert fmt.render(doc) == text
     assert user_value(("confidence=",)) is None
 
 
-@given(st.sampled_from(["manual", "unknown", "extracted", "imported"]),
-       st.lists(st.sampled_from(["event:s:1", "episode:e", "import:x:1", "memory:m"]), max_size=5),
-       st.integers(min_value=-10, max_value=5_000))
+@given(
+    st.sampled_from(["manual", "unknown", "extracted", "imported"]),
+    st.lists(st.sampled_from(["event:s:1", "episode:e", "import:x:1", "memory:m"]), max_size=5),
+    st.integers(min_value=-10, max_value=5_000),
+)
 def test_scores_stay_in_range_and_match_their_level(origin: str, refs: list[str], days: int) -> None:
     """Any entry: a score in [0.05, 1] whose level follows the thresholds."""
     found = derive(entry(origin, tuple(refs), days), NOW)

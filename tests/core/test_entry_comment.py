@@ -10,12 +10,26 @@ from makad.core.entry_comment import FIELDS, edit_tokens, read_comment
 from makad.core.memory_format import Section, apply_decay, entries, find, parse, render, upsert
 from makad.core.types import Entry
 
-_HELD = st.sampled_from([
-    "origin=robot", "status=frozen", "scope=planet", "createdAt=2024-01-01",
-    "createdAt=99999999999999999999", "updatedAt=soon", "decayTtlMs=forever", "x-future=1",
-    "stray", "origin=manual", "status=archived", "tags=a,b", "reviewer=alice",
-    "supersedes=%E2%9C%93", "session=s%201", "id=dup",
-])
+_HELD = st.sampled_from(
+    [
+        "origin=robot",
+        "status=frozen",
+        "scope=planet",
+        "createdAt=2024-01-01",
+        "createdAt=99999999999999999999",
+        "updatedAt=soon",
+        "decayTtlMs=forever",
+        "x-future=1",
+        "stray",
+        "origin=manual",
+        "status=archived",
+        "tags=a,b",
+        "reviewer=alice",
+        "supersedes=%E2%9C%93",
+        "session=s%201",
+        "id=dup",
+    ]
+)
 
 
 def _section(tokens: list[str], content: str = "body") -> tuple[str, Section]:
@@ -41,8 +55,10 @@ def _changed_keys(before: Entry, after: Entry) -> set[str]:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.lists(_HELD, max_size=6), st.sampled_from(["update_content", "update_title", "retag",
-                                                     "archive", "restore"]))
+@given(
+    st.lists(_HELD, max_size=6),
+    st.sampled_from(["update_content", "update_title", "retag", "archive", "restore"]),
+)
 def test_touching_an_entry_keeps_what_it_did_not_change(tokens: list[str], op: str) -> None:
     """Every token whose field the operation did not change is written back byte for byte."""
     text, section = _section(tokens)
@@ -64,19 +80,25 @@ def test_touching_an_entry_keeps_what_it_did_not_change(tokens: list[str], op: s
 
 def test_future_created_at_and_unknown_origin_survive_update_archive_restore() -> None:
     """`createdAt` past int64, `origin=robot` and `status=frozen` are never rewritten to defaults."""
-    text = ("## T\n<!-- maka-memory: id=a origin=robot createdAt=99999999999999999999 updatedAt=1 "
-            "status=frozen scope=planet -->\nbody\n")
+    text = (
+        "## T\n<!-- maka-memory: id=a origin=robot createdAt=99999999999999999999 updatedAt=1 "
+        "status=frozen scope=planet -->\nbody\n"
+    )
     doc = parse(text)
     entry = entries(doc)[0]
     assert (entry.origin, entry.created_at, entry.status) == ("unknown", 0, "active")
-    for after in (msgspec.structs.replace(entry, content="new body", updated_at=2),
-                  msgspec.structs.replace(entry, title="Renamed", updated_at=3)):
+    for after in (
+        msgspec.structs.replace(entry, content="new body", updated_at=2),
+        msgspec.structs.replace(entry, title="Renamed", updated_at=3),
+    ):
         raw = upsert(doc, after).sections[0].raw
         assert "origin=robot createdAt=99999999999999999999" in raw
         assert "status=frozen scope=planet" in raw
     archived = upsert(doc, msgspec.structs.replace(entry, status="archived", updated_at=4))
-    assert "origin=robot createdAt=99999999999999999999 updatedAt=4 status=archived scope=planet" \
+    assert (
+        "origin=robot createdAt=99999999999999999999 updatedAt=4 status=archived scope=planet"
         in archived.sections[0].raw
+    )
 
 
 def test_unchanged_heading_and_content_keep_their_bytes() -> None:
@@ -84,8 +106,9 @@ def test_unchanged_heading_and_content_keep_their_bytes() -> None:
     text = "##   Odd  heading ##\n\n<!-- maka-memory:   id=a   status=active   x=1 -->\ncontent  \n\n\n"
     doc = parse(text)
     after = upsert(doc, msgspec.structs.replace(entries(doc)[0], status="archived"))
-    assert render(after) == ("##   Odd  heading ##\n\n<!-- maka-memory: id=a status=archived x=1 -->\n"
-                             "content  \n\n\n")
+    assert render(after) == (
+        "##   Odd  heading ##\n\n<!-- maka-memory: id=a status=archived x=1 -->\ncontent  \n\n\n"
+    )
 
 
 def test_a_section_without_comment_gets_one_and_keeps_its_text() -> None:
@@ -102,8 +125,12 @@ def test_edit_tokens_adds_missing_fields_after_the_last_known_one() -> None:
     """A changed field the comment lacked goes after the last known token, before unknown ones."""
     before = Entry(id="a", title="t", content="c")
     after = msgspec.structs.replace(before, decay_ttl_ms=5)
-    assert edit_tokens(["id=a", "origin=robot", "k=v"], before, "a", after) == \
-        ["id=a", "origin=robot", "decayTtlMs=5", "k=v"]
+    assert edit_tokens(["id=a", "origin=robot", "k=v"], before, "a", after) == [
+        "id=a",
+        "origin=robot",
+        "decayTtlMs=5",
+        "k=v",
+    ]
 
 
 def test_decay_leaves_entries_with_held_clock_values_alone() -> None:

@@ -54,8 +54,10 @@ def test_an_emptied_file_forgets_nothing() -> None:
 def test_effective_fills_missing_dates_and_takes_the_later_edit() -> None:
     """Missing createdAt comes from the first sighting; updatedAt is the later of file and edit."""
     undated = Entry(id="x", title="t", content="c")
-    assert (effective(undated, {"x": EntryDates(10, 0)}).created_at,
-            effective(undated, {"x": EntryDates(10, 0)}).updated_at) == (10, 10)
+    assert (
+        effective(undated, {"x": EntryDates(10, 0)}).created_at,
+        effective(undated, {"x": EntryDates(10, 0)}).updated_at,
+    ) == (10, 10)
     dated = Entry(id="x", title="t", content="c", created_at=5, updated_at=7)
     bumped = effective(dated, {"x": EntryDates(5, 99)})
     assert (bumped.created_at, bumped.updated_at) == (5, 99)

@@ -11,14 +11,62 @@ from makad.core.memory_format import entries, new_document, parse, render, upser
 from makad.core.types import Entry
 
 # Every CommonMark block construct that can be left open, plus what interacts with them.
-_BLOCK_PIECES = st.sampled_from([
-    "```", "````", "~~~", "~~~~~", "```py", "  ```", "<pre>", "</pre>", "<PRE class=x>",
-    "<script>", "<style>", "<textarea>", "<!--", "-->", "<?php", "?>", "<!DOCTYPE html",
-    "<![CDATA[", "]]>", "<details>", "</details>", "<div>", "<div class='x'>", "<custom-tag>",
-    "</span>", "[foo]: /url", "[foo]:", "[foo]", " [bar]: <x> 't'", "> ", ">", "- ", "* ", "1. ",
-    "    ", "\t", "## ", "##", "\\## ", "\\\\## ", "# ", "### ", "---", "===", "<!-- maka-memory: id=x -->",
-    "<!-- maka-memory: ", "\n", "\n\n", "\r\n", " ", "text", "日本",
-])
+_BLOCK_PIECES = st.sampled_from(
+    [
+        "```",
+        "````",
+        "~~~",
+        "~~~~~",
+        "```py",
+        "  ```",
+        "<pre>",
+        "</pre>",
+        "<PRE class=x>",
+        "<script>",
+        "<style>",
+        "<textarea>",
+        "<!--",
+        "-->",
+        "<?php",
+        "?>",
+        "<!DOCTYPE html",
+        "<![CDATA[",
+        "]]>",
+        "<details>",
+        "</details>",
+        "<div>",
+        "<div class='x'>",
+        "<custom-tag>",
+        "</span>",
+        "[foo]: /url",
+        "[foo]:",
+        "[foo]",
+        " [bar]: <x> 't'",
+        "> ",
+        ">",
+        "- ",
+        "* ",
+        "1. ",
+        "    ",
+        "\t",
+        "## ",
+        "##",
+        "\\## ",
+        "\\\\## ",
+        "# ",
+        "### ",
+        "---",
+        "===",
+        "<!-- maka-memory: id=x -->",
+        "<!-- maka-memory: ",
+        "\n",
+        "\n\n",
+        "\r\n",
+        " ",
+        "text",
+        "日本",
+    ]
+)
 _CONTENT = st.lists(st.one_of(_BLOCK_PIECES, st.text(max_size=6)), max_size=30).map("".join)
 _USER_SECTION = "## User note\nbody typed by the user\n"
 
@@ -76,8 +124,22 @@ def test_escaping_is_invisible_to_readers(content: str) -> None:
 
 
 _PLAIN_LINE = st.one_of(
-    st.sampled_from(["## heading", "##", "\\## escaped", "\\\\## twice", "   ## indented", "text",
-                     "- item", "> quote", "    code", "### three", "#", ""]),
+    st.sampled_from(
+        [
+            "## heading",
+            "##",
+            "\\## escaped",
+            "\\\\## twice",
+            "   ## indented",
+            "text",
+            "- item",
+            "> quote",
+            "    code",
+            "### three",
+            "#",
+            "",
+        ]
+    ),
     st.text(alphabet="abc #\\", max_size=10),
 )
 
@@ -91,19 +153,22 @@ def test_content_with_heading_lines_reads_back_exactly(lines: list[str]) -> None
     assert [e.content for e in entries(parse(_written(content)))] == [content]
 
 
-@pytest.mark.parametrize(("content", "closer"), [
-    ("```py\ncode", "```"),
-    ("````\n```\ncode", "````"),
-    ("~~~~~\ncode\n~~~", "~~~~~"),
-    ("<pre>\nx", "</pre>"),
-    ("<SCRIPT>\nx", "</script>"),
-    ("<style>\nx", "</style>"),
-    ("<textarea>\nx", "</textarea>"),
-    ("<!-- c", "-->"),
-    ("<?php x", "?>"),
-    ("<!DOCTYPE x", ">"),
-    ("<![CDATA[ x", "]]>"),
-])
+@pytest.mark.parametrize(
+    ("content", "closer"),
+    [
+        ("```py\ncode", "```"),
+        ("````\n```\ncode", "````"),
+        ("~~~~~\ncode\n~~~", "~~~~~"),
+        ("<pre>\nx", "</pre>"),
+        ("<SCRIPT>\nx", "</script>"),
+        ("<style>\nx", "</style>"),
+        ("<textarea>\nx", "</textarea>"),
+        ("<!-- c", "-->"),
+        ("<?php x", "?>"),
+        ("<!DOCTYPE x", ">"),
+        ("<![CDATA[ x", "]]>"),
+    ],
+)
 def test_blocks_left_open_get_their_closer(content: str, closer: str) -> None:
     """Fences and marker-ended HTML blocks are closed with their own closing line."""
     prepared = prepare(content)
@@ -111,8 +176,10 @@ def test_blocks_left_open_get_their_closer(content: str, closer: str) -> None:
     assert not prepared.blank_after
 
 
-@pytest.mark.parametrize("content", ["<div>\nx", "<details>\n<summary>s</summary>", "</details>",
-                                     "<custom-tag>", "text\n\n<div class='a'>"])
+@pytest.mark.parametrize(
+    "content",
+    ["<div>\nx", "<details>\n<summary>s</summary>", "</details>", "<custom-tag>", "text\n\n<div class='a'>"],
+)
 def test_blank_line_html_blocks_get_a_blank_line_after_the_section(content: str) -> None:
     """HTML blocks only a blank line ends keep their content; the section ends with a blank line."""
     prepared = prepare(content)
@@ -122,8 +189,10 @@ def test_blank_line_html_blocks_get_a_blank_line_after_the_section(content: str)
 
 def test_link_reference_definitions_are_neutralized() -> None:
     """A definition in content would apply to the user's text: its `[` is escaped."""
-    assert prepare("[foo]: https://evil.example\nsee [foo]").content == \
-        "\\[foo]: https://evil.example\nsee [foo]"
+    assert (
+        prepare("[foo]: https://evil.example\nsee [foo]").content
+        == "\\[foo]: https://evil.example\nsee [foo]"
+    )
     assert prepare("> [a]: /x").content == "> \\[a]: /x"
     assert prepare("[a]: /1\n\n[a]: /2").content == "\\[a]: /1\n\n\\[a]: /2"
 

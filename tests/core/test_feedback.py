@@ -22,9 +22,11 @@ def test_the_word_the_best_hits_share_comes_first() -> None:
 
 
 def test_query_stems_labels_stop_words_and_numbers_are_never_expansions() -> None:
-    """"activity" is "activities" again, "Melanie:" is a label, "there"/"2023" carry no topic."""
-    hits = [("Melanie: there was pottery activity in 2023", 1.0),
-            ("Melanie: pottery there, activity 2023", 1.0)]
+    """ "activity" is "activities" again, "Melanie:" is a label, "there"/"2023" carry no topic."""
+    hits = [
+        ("Melanie: there was pottery activity in 2023", 1.0),
+        ("Melanie: pottery there, activity 2023", 1.0),
+    ]
     assert feedback_terms("What activities does Caroline do?", hits) == ["pottery"]
 
 
@@ -56,7 +58,9 @@ words = st.text(alphabet="abcdefghij ", min_size=0, max_size=40)
 
 
 @given(st.lists(st.tuples(words, st.floats(0, 100)), max_size=12), words)
-def test_expansions_are_new_distinct_stems_in_a_fixed_order(hits: list[tuple[str, float]], query: str) -> None:
+def test_expansions_are_new_distinct_stems_in_a_fixed_order(
+    hits: list[tuple[str, float]], query: str
+) -> None:
     """Never a query word's stem, never two words of one stem, never more than asked, same every time."""
     terms = feedback_terms(query, hits, terms=5)
     assert len(terms) <= 5

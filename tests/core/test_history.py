@@ -26,7 +26,12 @@ LIMITS = ContextLimits()
 
 def ev(seq: int, type_: EventType, text: str = "", call: str | None = None, name: str | None = None) -> Event:
     return Event(
-        session_id="s", seq=seq, ts=seq * 1000, type=type_, text=text, tool_call_id=call,
+        session_id="s",
+        seq=seq,
+        ts=seq * 1000,
+        type=type_,
+        text=text,
+        tool_call_id=call,
         tool_name=name,
     )
 
@@ -56,8 +61,12 @@ def assert_closed(messages: Sequence[Message]) -> None:
 def test_roles_follow_event_types_and_notes_are_skipped() -> None:
     """user/assistant/system events become messages; notes do not."""
     messages = to_messages(
-        [ev(1, "user_message", "hi"), ev(2, "note", "n"), ev(3, "system", "sys"),
-         ev(4, "assistant_message", "hello")]
+        [
+            ev(1, "user_message", "hi"),
+            ev(2, "note", "n"),
+            ev(3, "system", "sys"),
+            ev(4, "assistant_message", "hello"),
+        ]
     )
     assert [(m.role, m.content, m.source_id) for m in messages] == [
         ("user", "hi", "event:s:1"),
@@ -69,9 +78,14 @@ def test_roles_follow_event_types_and_notes_are_skipped() -> None:
 def test_tool_calls_attach_to_the_preceding_assistant_message() -> None:
     """A run of calls joins the assistant message before it, with a range ref."""
     messages = to_messages(
-        [ev(1, "user_message", "go"), ev(2, "assistant_message", "Reading."),
-         ev(3, "tool_call", '{"p":1}', "c1", "read"), ev(4, "note", "n"),
-         ev(5, "tool_call", '{"p":2}', "c2", "read"), ev(6, "tool_result", "r1", "c1")]
+        [
+            ev(1, "user_message", "go"),
+            ev(2, "assistant_message", "Reading."),
+            ev(3, "tool_call", '{"p":1}', "c1", "read"),
+            ev(4, "note", "n"),
+            ev(5, "tool_call", '{"p":2}', "c2", "read"),
+            ev(6, "tool_result", "r1", "c1"),
+        ]
     )
     assert messages[1] == Message(
         role="assistant",
@@ -88,8 +102,12 @@ def test_tool_calls_attach_to_the_preceding_assistant_message() -> None:
 def test_tool_calls_without_an_assistant_message_get_an_empty_one() -> None:
     """Calls after a tool result or a user message form their own assistant message."""
     messages = to_messages(
-        [ev(1, "user_message", "go"), ev(2, "tool_call", "{}", "c1", "ls"),
-         ev(3, "tool_result", "a", "c1"), ev(4, "tool_call", "{}", "c2", "ls")]
+        [
+            ev(1, "user_message", "go"),
+            ev(2, "tool_call", "{}", "c1", "ls"),
+            ev(3, "tool_result", "a", "c1"),
+            ev(4, "tool_call", "{}", "c2", "ls"),
+        ]
     )
     assert [(m.role, m.content, [c.id for c in m.tool_calls or []]) for m in messages] == [
         ("user", "go", []),
@@ -104,8 +122,12 @@ def test_message_cost_counts_overheads_calls_and_ids() -> None:
     call = ToolCall(id="c1", name="read", arguments='{"p":1}')
     message = Message(role="assistant", content="ok", source_id="event:s:1", tool_calls=[call])
     expected = (
-        MESSAGE_OVERHEAD + estimate_tokens("ok") + TOOL_CALL_OVERHEAD
-        + estimate_tokens("c1") + estimate_tokens("read") + estimate_tokens('{"p":1}')
+        MESSAGE_OVERHEAD
+        + estimate_tokens("ok")
+        + TOOL_CALL_OVERHEAD
+        + estimate_tokens("c1")
+        + estimate_tokens("read")
+        + estimate_tokens('{"p":1}')
     )
     assert message_tokens(message, COUNTER) == expected
 
@@ -116,9 +138,14 @@ def test_message_cost_counts_overheads_calls_and_ids() -> None:
 def test_orphan_results_and_unanswered_calls_are_removed() -> None:
     """A result without a call goes; an unanswered call is stripped, content kept."""
     messages = to_messages(
-        [ev(1, "user_message", "go"), ev(2, "tool_result", "orphan", "zz"),
-         ev(3, "assistant_message", "Trying both."), ev(4, "tool_call", "{}", "a", "x"),
-         ev(5, "tool_call", "{}", "b", "x"), ev(6, "tool_result", "ra", "a")]
+        [
+            ev(1, "user_message", "go"),
+            ev(2, "tool_result", "orphan", "zz"),
+            ev(3, "assistant_message", "Trying both."),
+            ev(4, "tool_call", "{}", "a", "x"),
+            ev(5, "tool_call", "{}", "b", "x"),
+            ev(6, "tool_result", "ra", "a"),
+        ]
     )
     units, removed = close_units(messages)
     flat = [m for unit in units for m in unit]
@@ -138,9 +165,13 @@ def test_an_empty_assistant_message_with_only_unanswered_calls_is_dropped() -> N
 def test_a_result_separated_from_its_call_is_dropped() -> None:
     """A result after an intervening user message no longer closes the call."""
     messages = to_messages(
-        [ev(1, "user_message", "go"), ev(2, "assistant_message", "x"),
-         ev(3, "tool_call", "{}", "a", "x"), ev(4, "user_message", "wait"),
-         ev(5, "tool_result", "late", "a")]
+        [
+            ev(1, "user_message", "go"),
+            ev(2, "assistant_message", "x"),
+            ev(3, "tool_call", "{}", "a", "x"),
+            ev(4, "user_message", "wait"),
+            ev(5, "tool_result", "late", "a"),
+        ]
     )
     units, _ = close_units(messages)
     flat = [m for unit in units for m in unit]
@@ -152,7 +183,9 @@ def test_history_starts_at_the_first_user_message() -> None:
     """Messages before the first user message are dropped."""
     history = PreparedHistory(
         [ev(1, "assistant_message", "late reply"), ev(2, "user_message", "q")],
-        "s", COUNTER, LIMITS,
+        "s",
+        COUNTER,
+        LIMITS,
     )
     fitted = history.fit(1000)
     assert [m.content for m in fitted.messages] == ["q"]

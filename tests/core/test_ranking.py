@@ -68,18 +68,14 @@ def test_a_tag_matches_when_all_its_words_are_in_the_query() -> None:
 
 def test_without_a_query_the_most_recent_entry_comes_first() -> None:
     """No query: order by recency, bm25 ignored."""
-    ranked = rank_entries(
-        [_entry("old", 9), _entry("new", 1), _entry("mid", 4)], {"old": -9.0}, None, NOW
-    )
+    ranked = rank_entries([_entry("old", 9), _entry("new", 1), _entry("mid", 4)], {"old": -9.0}, None, NOW)
     assert [r.entry.id for r in ranked] == ["new", "mid", "old"]
     assert all(r.parts.bm25 == 0.0 for r in ranked)
 
 
 def test_with_a_query_relevance_outweighs_recency() -> None:
     """A strong bm25 match ranks above a fresher entry that does not match."""
-    ranked = rank_entries(
-        [_entry("fresh", 0), _entry("match", 30)], {"match": -5.0}, "deploy", NOW
-    )
+    ranked = rank_entries([_entry("fresh", 0), _entry("match", 30)], {"match": -5.0}, "deploy", NOW)
     assert [r.entry.id for r in ranked] == ["match", "fresh"]
     assert ranked[0].parts.bm25 == 1.0
     assert ranked[0].score == rounded(0.7 * 1.0 + 0.2 * 0.5)
@@ -94,9 +90,7 @@ def test_ties_break_by_id() -> None:
 def test_normalization_can_ignore_some_entries() -> None:
     """normalize_over leaves out entries that must not move the others' scores."""
     entries = [_entry("a"), _entry("archived")]
-    ranked = rank_entries(
-        entries, {"a": -1.0, "archived": -10.0}, "q", NOW, normalize_over=entries[:1]
-    )
+    ranked = rank_entries(entries, {"a": -1.0, "archived": -10.0}, "q", NOW, normalize_over=entries[:1])
     parts = {r.entry.id: r.parts.bm25 for r in ranked}
     assert parts == {"a": 1.0, "archived": 1.0}
 
@@ -111,7 +105,5 @@ def test_entry_order_does_not_depend_on_input_order(scores: list[float]) -> None
     shuffled = entries[:]
     random.Random(len(scores)).shuffle(shuffled)
     second = rank_entries(shuffled, bm25, "query", NOW)
-    assert [(r.entry.id, r.score, r.parts) for r in first] == [
-        (r.entry.id, r.score, r.parts) for r in second
-    ]
+    assert [(r.entry.id, r.score, r.parts) for r in first] == [(r.entry.id, r.score, r.parts) for r in second]
     assert all(r.score == round(r.score, 6) for r in first)

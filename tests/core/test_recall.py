@@ -20,8 +20,9 @@ def event(sid: str, seq: int, text: str = "t", ts: int = NOW - 30 * DAY) -> Even
     return Event(session_id=sid, seq=seq, ts=ts, type="user_message", text=text)
 
 
-def hit(sid: str, seq: int, bm25: float, text: str = "t", ts: int = NOW - 30 * DAY,
-        around: int = 2) -> RecallHit:
+def hit(
+    sid: str, seq: int, bm25: float, text: str = "t", ts: int = NOW - 30 * DAY, around: int = 2
+) -> RecallHit:
     near = [event(sid, seq + d, f"n{d}", ts) for d in range(-around, around + 1) if d and seq + d > 0]
     return RecallHit(event=event(sid, seq, text, ts), bm25=bm25, neighbours=near)
 
@@ -32,8 +33,10 @@ def order(hits: list[RecallHit], query: str = "q") -> list[str]:
 
 def test_the_best_match_scores_bm25_one_and_others_squared() -> None:
     """bm25 is normalized to the best eligible hit, then squared."""
-    ranked = {f"{r.event.session_id}:{r.event.seq}": r for r in
-              rank_events([hit("a", 10, -4.0), hit("b", 10, -2.0)], "q", NOW)}
+    ranked = {
+        f"{r.event.session_id}:{r.event.seq}": r
+        for r in rank_events([hit("a", 10, -4.0), hit("b", 10, -2.0)], "q", NOW)
+    }
     assert ranked["a:10"].parts().bm25 == 1.0
     assert ranked["b:10"].parts().bm25 == 0.25
     assert ranked["a:11"].parts().context == 0.5 and ranked["a:12"].parts().context == 0.2
@@ -49,8 +52,10 @@ def test_neighbours_are_candidates_ranked_by_the_hits_around_them() -> None:
 def test_excluded_hits_neither_count_nor_lift_their_neighbours() -> None:
     """Only eligible hits normalize bm25 and pass score to neighbours."""
     strong, other = hit("live", 10, -50.0), hit("old", 3, -1.0)
-    ranked = {f"{r.event.session_id}:{r.event.seq}": r
-              for r in rank_events([strong, other], "q", NOW, eligible=[other])}
+    ranked = {
+        f"{r.event.session_id}:{r.event.seq}": r
+        for r in rank_events([strong, other], "q", NOW, eligible=[other])
+    }
     assert ranked["old:3"].parts().bm25 == 1.0
     assert ranked["live:10"].parts().bm25 == 0.0 and ranked["live:11"].parts().context == 0.0
 
@@ -95,8 +100,10 @@ def test_neighbours_from_other_sessions_are_ignored() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 30), st.floats(-20, 0)), max_size=20),
-       st.randoms(use_true_random=False))
+@given(
+    st.lists(st.tuples(st.sampled_from("abc"), st.integers(1, 30), st.floats(-20, 0)), max_size=20),
+    st.randoms(use_true_random=False),
+)
 def test_order_and_scores_do_not_depend_on_input_order(
     spec: list[tuple[str, int, float]], rnd: random.Random
 ) -> None:
@@ -114,8 +121,11 @@ def test_a_similarity_lifts_a_hit_and_only_counts_when_given() -> None:
     lexical = [hit("a", 5, -2.0, around=0), hit("b", 5, -2.0, around=0)]
     plain = rank_events(lexical, "q", NOW)
     assert [r.parts().semantic for r in plain] == [0.0, 0.0]
-    semantic = [lexical[0], RecallHit(event=lexical[1].event, bm25=-2.0, similarity=0.8),
-                RecallHit(event=event("c", 9), bm25=0.0, similarity=-0.4)]
+    semantic = [
+        lexical[0],
+        RecallHit(event=lexical[1].event, bm25=-2.0, similarity=0.8),
+        RecallHit(event=event("c", 9), bm25=0.0, similarity=-0.4),
+    ]
     ranked = {r.event.session_id: r for r in rank_events(semantic, "q", NOW)}
     assert ranked["b"].score > ranked["a"].score
     assert ranked["b"].parts().semantic == 0.8 and ranked["c"].parts().semantic == 0.0

@@ -31,8 +31,19 @@ from tests.core.secret_corpus import CASES, NEAR_MISSES, SecretCase
 from tests.core.test_redaction import PROSE
 
 TOKENS = [c for c in CASES if " " not in c.secret and "\n" not in c.secret and len(c.secret) >= 20]
-INVISIBLE = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u00ad", "\u180e", "\u2062",
-             "\u034f", "\ufe0f", "\U000e0020"]
+INVISIBLE = [
+    "\u200b",
+    "\u200c",
+    "\u200d",
+    "\u2060",
+    "\ufeff",
+    "\u00ad",
+    "\u180e",
+    "\u2062",
+    "\u034f",
+    "\ufe0f",
+    "\U000e0020",
+]
 SESSION_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
 
 
@@ -41,20 +52,22 @@ def gone(secret: str, text: str, size: int = 10) -> bool:
     the detector reads it (invisible characters dropped, look-alikes folded)."""
     view = normalized_view(text)
     seen = text if view is None else view.text
-    return not any(secret[i:i + size] in seen for i in range(0, max(1, len(secret) - size + 1), 5))
+    return not any(secret[i : i + size] in seen for i in range(0, max(1, len(secret) - size + 1), 5))
 
 
 def test_every_format_character_is_invisible_to_the_detector() -> None:
     """Each code point of category Cf in this Python's Unicode database is dropped."""
-    missing = [hex(c) for c in range(sys.maxunicode + 1)
-               if unicodedata.category(chr(c)) == "Cf" and not is_ignorable(chr(c))]
+    missing = [
+        hex(c)
+        for c in range(sys.maxunicode + 1)
+        if unicodedata.category(chr(c)) == "Cf" and not is_ignorable(chr(c))
+    ]
     assert missing == []
 
 
 @settings(max_examples=300, deadline=None)
 @given(st.sampled_from(TOKENS), st.data())
-def test_invisible_characters_inside_a_secret_do_not_hide_it(case: SecretCase,
-                                                              data: st.DataObject) -> None:
+def test_invisible_characters_inside_a_secret_do_not_hide_it(case: SecretCase, data: st.DataObject) -> None:
     """Zero-width and other format characters anywhere inside a token: it is redacted whole,
     and every character outside it — invisible ones included — is kept."""
     positions = data.draw(st.lists(st.integers(1, len(case.secret) - 1), min_size=1, max_size=4))
@@ -107,8 +120,7 @@ def test_base64_inside_base64_is_found() -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.one_of(st.binary(min_size=15, max_size=200),
-                 st.sampled_from(PROSE + NEAR_MISSES).map(str.encode)))
+@given(st.one_of(st.binary(min_size=15, max_size=200), st.sampled_from(PROSE + NEAR_MISSES).map(str.encode)))
 def test_base64_of_binary_or_prose_is_left_alone(raw: bytes) -> None:
     """Base64 that decodes to binary data or to text without a secret is not redacted."""
     for encode in ENCODINGS:
@@ -125,21 +137,20 @@ def test_base64_runs_are_decoded_only_when_plausible() -> None:
 
 @settings(max_examples=400, deadline=None)
 @given(st.sampled_from(CASES), st.data())
-def test_a_secret_split_across_texts_is_redacted_in_each(case: SecretCase,
-                                                         data: st.DataObject) -> None:
+def test_a_secret_split_across_texts_is_redacted_in_each(case: SecretCase, data: st.DataObject) -> None:
     """Cut anywhere inside the secret into two to four consecutive texts: no piece of the
     secret is left in any of them, the text around it is kept, and it counts once."""
     start = case.text.index(case.secret)
-    cuts = data.draw(st.lists(st.integers(start + 1, start + len(case.secret) - 1),
-                              min_size=1, max_size=3, unique=True))
+    cuts = data.draw(
+        st.lists(st.integers(start + 1, start + len(case.secret) - 1), min_size=1, max_size=3, unique=True)
+    )
     bounds = [0, *sorted(cuts), len(case.text)]
     texts = [case.text[a:b] for a, b in itertools.pairwise(bounds)]
     results, count = redact_joined(texts)
     joined = "".join(r.text for r in results)
     assert gone(case.secret, joined)
     assert count == 1
-    assert joined.startswith(case.text[:start]) or case.kind in ("telegram_bot_token",
-                                                                 "mailchimp_key")
+    assert joined.startswith(case.text[:start]) or case.kind in ("telegram_bot_token", "mailchimp_key")
 
 
 @settings(max_examples=300, deadline=None)
@@ -159,12 +170,15 @@ def test_a_key_whose_name_is_in_the_previous_text_is_found() -> None:
     assert count == 1
 
 
-@pytest.mark.parametrize("texts", [
-    ["aws key AKIAQWERTYUI", "OPASDFGH done"],  # letters only: still a split key
-    ["the google key AIzaSyAbcdefghijklmnopq", "rstuvwxyzABCDEFG now"],
-    ["db pass", "word = Tr0ub4dor&3x"],  # the keyword itself cut in two
-    ["Authorization: Bearer ejNxudDE41", "oapkKhzkiJ46GDhZ37jMG4 ok"],  # context a word away
-])
+@pytest.mark.parametrize(
+    "texts",
+    [
+        ["aws key AKIAQWERTYUI", "OPASDFGH done"],  # letters only: still a split key
+        ["the google key AIzaSyAbcdefghijklmnopq", "rstuvwxyzABCDEFG now"],
+        ["db pass", "word = Tr0ub4dor&3x"],  # the keyword itself cut in two
+        ["Authorization: Bearer ejNxudDE41", "oapkKhzkiJ46GDhZ37jMG4 ok"],  # context a word away
+    ],
+)
 def test_splits_the_cheap_checks_must_not_skip(texts: list[str]) -> None:
     """Boundaries the joined scan could skip by its cheap tests, but must not: a key of
     letters alone, a keyword cut in two, a value whose context is a word before the cut."""
@@ -203,8 +217,9 @@ def test_identifier_stand_ins_are_stable_distinct_and_valid() -> None:
     assert one == identifier_stand_in(first, b"k1") and one.startswith(IDENTIFIER_PREFIX)
     assert SESSION_ID.fullmatch(one) and first not in one
     assert one != identifier_stand_in(second, b"k1") != identifier_stand_in(first, b"k2")
-    assert identifier_stand_in("01a2307cf5de17cee0273488fa6e5f21", b"k1") == \
-        "01a2307cf5de17cee0273488fa6e5f21"
+    assert (
+        identifier_stand_in("01a2307cf5de17cee0273488fa6e5f21", b"k1") == "01a2307cf5de17cee0273488fa6e5f21"
+    )
     assert identifier_stand_in(one, b"k1") == one
 
 
@@ -214,8 +229,7 @@ def test_secret_values_compare_across_spellings() -> None:
     token, other = TOKENS[0].secret, TOKENS[1].secret
     assert secrets_in(f"a {token[:6]}\u200b{token[6:]} b") == secrets_in(f"x {token}") == {token}
     text = f"{token} and {other}"
-    assert redact_values(text, frozenset({token})).text == \
-        f"[REDACTED:{TOKENS[0].kind}] and {other}"
+    assert redact_values(text, frozenset({token})).text == f"[REDACTED:{TOKENS[0].kind}] and {other}"
 
 
 def test_redact_tree_and_entry() -> None:
@@ -223,10 +237,14 @@ def test_redact_tree_and_entry() -> None:
     content, tags and refs are, and a clean entry is returned as is."""
     token = TOKENS[0].secret
     assert redact_tree({token: [token, 1, {"k": (token,)}], "n": None}) == {
-        f"[REDACTED:{TOKENS[0].kind}]": [f"[REDACTED:{TOKENS[0].kind}]", 1,
-                                        {"k": [f"[REDACTED:{TOKENS[0].kind}]"]}], "n": None}
+        f"[REDACTED:{TOKENS[0].kind}]": [
+            f"[REDACTED:{TOKENS[0].kind}]",
+            1,
+            {"k": [f"[REDACTED:{TOKENS[0].kind}]"]},
+        ],
+        "n": None,
+    }
     clean = Entry(id="e1", title="T", content="fine")
     assert redact_entry(clean) is clean
-    dirty = redact_entry(Entry(id="e1", title=token, content=f"c {token}", tags=[token],
-                               source_refs=[token]))
+    dirty = redact_entry(Entry(id="e1", title=token, content=f"c {token}", tags=[token], source_refs=[token]))
     assert token not in repr(dirty) and dirty.id == "e1"

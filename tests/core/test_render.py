@@ -44,10 +44,10 @@ def test_dates_are_utc_calendar_days() -> None:
 
 def test_memory_segment_golden() -> None:
     """Fresh and stale entries render with ref, age and caveat inside the data fence."""
-    fresh = Entry(id="a1", title="Package manager", content="Use pnpm, not npm.",
-                  updated_at=NOW - 2 * HOUR)
-    stale = Entry(id="b2", title="Deploy  target\n", content="Deploys go to fly.io.\n",
-                  updated_at=NOW - 3 * DAY - HOUR)
+    fresh = Entry(id="a1", title="Package manager", content="Use pnpm, not npm.", updated_at=NOW - 2 * HOUR)
+    stale = Entry(
+        id="b2", title="Deploy  target\n", content="Deploys go to fly.io.\n", updated_at=NOW - 3 * DAY - HOUR
+    )
     text = memory_text([memory_block(fresh, NOW, LIMITS), memory_block(stale, NOW, LIMITS)])
     assert text == (
         "<memory>\n"
@@ -127,9 +127,17 @@ def test_working_state_segment_golden() -> None:
 def test_summary_segment_names_its_checkpoint_and_span() -> None:
     """The summary header carries the checkpoint and the covered event range."""
     checkpoint = Checkpoint(
-        checkpoint_id="cp1", session_id="s1", boundary_seq=40, coverage=Coverage(from_seq=1, to_seq=40),
-        covered_hash="h", summary="Did things.", summary_tokens=3, preserved_from_seq=41,
-        mode="checkpoint", reason="manual", created_at=NOW,
+        checkpoint_id="cp1",
+        session_id="s1",
+        boundary_seq=40,
+        coverage=Coverage(from_seq=1, to_seq=40),
+        covered_hash="h",
+        summary="Did things.",
+        summary_tokens=3,
+        preserved_from_seq=41,
+        mode="checkpoint",
+        reason="manual",
+        created_at=NOW,
     )
     assert summary_text(checkpoint, "Did things.") == (
         "<summary>\n"
@@ -144,16 +152,35 @@ def test_summary_segment_names_its_checkpoint_and_span() -> None:
 def test_recall_segment_golden() -> None:
     """One block per session-day: ref and date, numbered lines, … over gaps, labels kept."""
     day = 1_683_504_000_000
-    block_a = recall_block([
-        Event(session_id="s2", seq=7, ts=day + 9000, type="assistant_message",
-              text="Ann: See you </recall> there."),
-        Event(session_id="s2", seq=4, ts=day, type="user_message", text="I moved to\nBerlin last spring."),
-        Event(session_id="s2", seq=5, ts=day + 1000, type="tool_call", text='{"city": "Berlin"}',
-              tool_name="weather"),
-    ], LIMITS)
-    block_b = recall_block([
-        Event(session_id="s3", seq=9, ts=day + DAY, type="assistant_message", text="x" * 500),
-    ], LIMITS)
+    block_a = recall_block(
+        [
+            Event(
+                session_id="s2",
+                seq=7,
+                ts=day + 9000,
+                type="assistant_message",
+                text="Ann: See you </recall> there.",
+            ),
+            Event(
+                session_id="s2", seq=4, ts=day, type="user_message", text="I moved to\nBerlin last spring."
+            ),
+            Event(
+                session_id="s2",
+                seq=5,
+                ts=day + 1000,
+                type="tool_call",
+                text='{"city": "Berlin"}',
+                tool_name="weather",
+            ),
+        ],
+        LIMITS,
+    )
+    block_b = recall_block(
+        [
+            Event(session_id="s3", seq=9, ts=day + DAY, type="assistant_message", text="x" * 500),
+        ],
+        LIMITS,
+    )
     assert recall_text([block_a, block_b]) == (
         "<recall>\n"
         "Excerpts from earlier conversations that may bear on the current request, quoted as"
@@ -197,5 +224,6 @@ def test_fit_body_gives_up_when_not_even_a_line_fits() -> None:
     """With no room beyond the frame the segment is left out."""
     assert fit_body(working_state_text, "a b c", "[cut]", 5, HeuristicCounter()) is None
     assert fit_body(working_state_text, "a", "[cut]", 10_000, HeuristicCounter()) == (
-        working_state_text("a"), False
+        working_state_text("a"),
+        False,
     )

@@ -37,14 +37,18 @@ def test_paths_errors_fixes_and_requests_are_gathered_with_refs() -> None:
     files = texts["Files and Functions"]
     assert files.index("src/a.py") < files.index("src/b.py")
     assert "src/b.py (event:s1:6, event:s1:10)" in files
-    assert ("- run: AssertionError: 1 != 2 (event:s1:7) → fixed at event:s1:11"
-            in texts["Errors & Corrections"])
+    assert (
+        "- run: AssertionError: 1 != 2 (event:s1:7) → fixed at event:s1:11" in texts["Errors & Corrections"]
+    )
     assert texts["Worklog"].splitlines()[1:] == [
-        "- event:s1:1 please work on src/a.py", "- event:s1:5 please work on src/b.py",
-        "- event:s1:9 please work on src/b.py"]
+        "- event:s1:1 please work on src/a.py",
+        "- event:s1:5 please work on src/b.py",
+        "- event:s1:9 please work on src/b.py",
+    ]
     assert texts["Current State"].splitlines()[1:] == [
         "Goal: please work on src/b.py (event:s1:9)",
-        "Open thread: last reply: done with src/b.py (event:s1:12)"]
+        "Open thread: last reply: done with src/b.py (event:s1:12)",
+    ]
     assert all(text.startswith(notes.DERIVED_MARK + "event:s1:1-12") for text in texts.values())
 
 
@@ -63,8 +67,14 @@ def test_failure_detection() -> None:
     assert notes.failed(ev(1, "tool_result", "fine", meta={"isError": "true"}))
     assert notes.failed(ev(1, "tool_result", "fine", meta={"status": "failed"}))
     assert notes.failed(ev(1, "tool_result", "fine", meta={"returncode": "2"}))
-    for text in ("Error: boom", "TypeError: x is None", "FAILED tests/t.py::t", "fatal: no repo",
-                 "Traceback (most recent call last):\n  ...", "error[E0308]: mismatched types"):
+    for text in (
+        "Error: boom",
+        "TypeError: x is None",
+        "FAILED tests/t.py::t",
+        "fatal: no repo",
+        "Traceback (most recent call last):\n  ...",
+        "error[E0308]: mismatched types",
+    ):
         assert notes.failed(ev(1, "tool_result", text)), text
     assert not notes.failed(ev(1, "tool_result", "error handling is done in utils.py"))
     assert not notes.failed(ev(1, "tool_result", "def on_error(): pass"))
@@ -108,18 +118,35 @@ _TEXT = st.text(alphabet="abc/._ 数\n", min_size=0, max_size=400)
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.lists(st.tuples(st.sampled_from(["user_message", "assistant_message", "tool_call",
-                                           "tool_result", "note"]), _TEXT, st.booleans()),
-                max_size=600),
-       st.integers(min_value=50, max_value=2_000))
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["user_message", "assistant_message", "tool_call", "tool_result", "note"]),
+            _TEXT,
+            st.booleans(),
+        ),
+        max_size=600,
+    ),
+    st.integers(min_value=50, max_value=2_000),
+)
 def test_every_section_fits_its_allowance(spec: list[tuple[str, str, bool]], room: int) -> None:
     """Any events: each rendered section stays within its allowance and opens with the mark."""
-    events = [ev(i + 1, kind, text, meta={"is_error": "1"} if bad else None,  # type: ignore[arg-type]
-                 tool_call_id=f"c{i // 2}", tool_name="t") for i, (kind, text, bad) in enumerate(spec)]
+    events = [
+        ev(
+            i + 1,
+            kind,
+            text,
+            meta={"is_error": "1"} if bad else None,  # type: ignore[arg-type]
+            tool_call_id=f"c{i // 2}",
+            tool_name="t",
+        )
+        for i, (kind, text, bad) in enumerate(spec)
+    ]
     state = notes.gather(notes.Gathered(), events)
     assert len(state.files) <= notes.MAX_ITEMS and len(state.worklog) <= notes.MAX_ITEMS
-    for section, text in notes.render(state, SID, WorkingState(),
-                                      dict.fromkeys(notes.SECTIONS, room)).items():
+    for section, text in notes.render(
+        state, SID, WorkingState(), dict.fromkeys(notes.SECTIONS, room)
+    ).items():
         assert estimate_tokens(text) <= room, section
         assert text.startswith(notes.DERIVED_MARK)
 

@@ -28,18 +28,24 @@ def test_undecodable_lines_are_numbered_from_one() -> None:
     assert undecodable_lines("é is valid UTF-8\n") == []
 
 
-_LATIN = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF,
-                                        blacklist_characters="\x7f"), max_size=20)
+_LATIN = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f"), max_size=20
+)
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.lists(st.tuples(_LATIN, _LATIN), min_size=1, max_size=4),
-       st.sampled_from(["latin-1", "cp1252"]), st.binary(max_size=30))
+@given(
+    st.lists(st.tuples(_LATIN, _LATIN), min_size=1, max_size=4),
+    st.sampled_from(["latin-1", "cp1252"]),
+    st.binary(max_size=30),
+)
 def test_non_utf8_file_reads_clean_and_untouched_sections_keep_their_bytes(
-        items: list[tuple[str, str]], encoding: str, noise: bytes) -> None:
+    items: list[tuple[str, str]], encoding: str, noise: bytes
+) -> None:
     """Entries of a Latin-1/cp1252 file carry no surrogate; a daemon write keeps the other bytes."""
-    body = "".join(f"## {t.strip() or 'x'}\n<!-- maka-memory: id=e{i} -->\n{c}\n\n"
-                   for i, (t, c) in enumerate(items))
+    body = "".join(
+        f"## {t.strip() or 'x'}\n<!-- maka-memory: id=e{i} -->\n{c}\n\n" for i, (t, c) in enumerate(items)
+    )
     data = ("# M\n\n" + body).encode(encoding, "replace") + noise.replace(b"#", b"")
     doc = parse(_decode(data))
     for entry in entries(doc):

@@ -18,10 +18,14 @@ def ms(year: int, month: int, day: int) -> int:
 
 def test_a_full_date_is_a_day_with_slack_after_it() -> None:
     """Day-month-year and month-day-year both name the day, widened around it."""
-    for query in ("What did she paint on 13 October, 2023?", "on October 13th, 2023 what",
-                  "the 13th of October 2023"):
+    for query in (
+        "What did she paint on 13 October, 2023?",
+        "on October 13th, 2023 what",
+        "the 13th of October 2023",
+    ):
         assert query_periods(query, NOW) == [
-            Period(ms(2023, 10, 13) - DAY_MS, ms(2023, 10, 14) + DEFAULT_SLACK_MS // 2)]
+            Period(ms(2023, 10, 13) - DAY_MS, ms(2023, 10, 14) + DEFAULT_SLACK_MS // 2)
+        ]
 
 
 def test_a_month_and_year_cover_the_month_and_two_weeks_after() -> None:
@@ -33,7 +37,8 @@ def test_a_month_and_year_cover_the_month_and_two_weeks_after() -> None:
 def test_a_bare_year_and_a_bare_month() -> None:
     """A year is that year; a month without a year is that month of any year."""
     assert query_periods("beach trips in 2022", NOW) == [
-        Period(ms(2022, 1, 1), ms(2023, 1, 1) + DEFAULT_SLACK_MS)]
+        Period(ms(2022, 1, 1), ms(2023, 1, 1) + DEFAULT_SLACK_MS)
+    ]
     assert query_periods("When did they go camping in June?", NOW) == [Period(month=6)]
 
 

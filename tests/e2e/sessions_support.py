@@ -14,8 +14,9 @@ def open_session(d: DaemonProcess, **kw: Any) -> str:
 
 
 def append(d: DaemonProcess, sid: str, events: list[dict[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = d.call("append_events", {"workspace": str(d.workspace),
-                                                      "sessionId": sid, "events": events})
+    result: dict[str, Any] = d.call(
+        "append_events", {"workspace": str(d.workspace), "sessionId": sid, "events": events}
+    )
     return result
 
 
@@ -28,10 +29,18 @@ def scripted_turns(turns: int, start: int = 0, words: int = 30) -> list[dict[str
         out += [
             {"type": "user_message", "text": f"Goal {i}: please fix module_{i}.py. {filler}"},
             {"type": "assistant_message", "text": f"Looking at module_{i}.py now. {filler}"},
-            {"type": "tool_call", "text": json.dumps({"path": f"src/module_{i}.py"}),
-             "toolCallId": call_id, "toolName": "read_file"},
-            {"type": "tool_result", "text": f"contents of module_{i}.py {filler}",
-             "toolCallId": call_id, "toolName": "read_file"},
+            {
+                "type": "tool_call",
+                "text": json.dumps({"path": f"src/module_{i}.py"}),
+                "toolCallId": call_id,
+                "toolName": "read_file",
+            },
+            {
+                "type": "tool_result",
+                "text": f"contents of module_{i}.py {filler}",
+                "toolCallId": call_id,
+                "toolName": "read_file",
+            },
         ]
     return out
 

@@ -10,8 +10,10 @@ from maka.errors import RemoteError
 from tests.e2e.sessions_support import append, check_history_shape, open_session, scripted_turns
 from tests.support import DaemonProcess
 
-GOOD_SUMMARY = ("# Current Goal\nFix the modules.\n\n# Current State\nHalf done.\n\n"
-                "# Next Step\nContinue with the next module.\n")
+GOOD_SUMMARY = (
+    "# Current Goal\nFix the modules.\n\n# Current State\nHalf done.\n\n"
+    "# Next Step\nContinue with the next module.\n"
+)
 
 
 def ws(d: DaemonProcess) -> str:
@@ -19,8 +21,9 @@ def ws(d: DaemonProcess) -> str:
 
 
 def compact(d: DaemonProcess, sid: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = d.call("compact", {"workspace": ws(d), "sessionId": sid,
-                                                "mode": kw.pop("mode", "checkpoint"), **kw})
+    result: dict[str, Any] = d.call(
+        "compact", {"workspace": ws(d), "sessionId": sid, "mode": kw.pop("mode", "checkpoint"), **kw}
+    )
     return result
 
 
@@ -30,9 +33,15 @@ def test_three_compactions_keep_continuity_and_lose_nothing(daemon: DaemonProces
     sid = open_session(daemon, title="long")
     sent = scripted_turns(125)  # 500 events
     append(daemon, sid, sent)
-    daemon.call("set_working_state", {"workspace": ws(daemon), "sessionId": sid,
-                                      "goals": ["Fix every module"],
-                                      "decisions": ["Use read_file before editing"]})
+    daemon.call(
+        "set_working_state",
+        {
+            "workspace": ws(daemon),
+            "sessionId": sid,
+            "goals": ["Fix every module"],
+            "decisions": ["Use read_file before editing"],
+        },
+    )
     first = compact(daemon, sid, mode="checkpoint", keepRecentTokens=4000)
     second = compact(daemon, sid, mode="semantic", summary=GOOD_SUMMARY, keepRecentTokens=2000)
     append(daemon, sid, scripted_turns(30, start=125))
@@ -40,47 +49,60 @@ def test_three_compactions_keep_continuity_and_lose_nothing(daemon: DaemonProces
     assert first["boundarySeq"] < second["boundarySeq"] < third["boundarySeq"]
     assert third["coverage"]["fromSeq"] == second["coverage"]["toSeq"] + 1
 
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid,
-                                         "budgetTokens": 8000})
+    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 8000})
     kinds = {s["kind"]: s for s in pack["segments"]}
     assert "Fix every module" in kinds["working_state"]["text"]
     assert "Current Goal" in kinds["summary"]["text"]
     assert pack["messages"][-1]["content"].startswith("contents of module_154.py")
     assert any(m["content"].startswith("Goal 154:") for m in pack["messages"])
-    assert all(int(m["sourceId"].split(":")[2].split("-")[0]) > third["coverage"]["toSeq"]
-               for m in pack["messages"])
+    assert all(
+        int(m["sourceId"].split(":")[2].split("-")[0]) > third["coverage"]["toSeq"] for m in pack["messages"]
+    )
     check_history_shape(pack["messages"])
 
     covered = third["coverage"]["toSeq"]
-    got = daemon.call("retrieve", {"workspace": ws(daemon),
-                                   "refs": [f"event:{sid}:1-{covered}"]})["results"][0]
+    got = daemon.call("retrieve", {"workspace": ws(daemon), "refs": [f"event:{sid}:1-{covered}"]})["results"][
+        0
+    ]
     assert got["ok"] is True
     texts = [e["text"] for e in got["events"]]
     assert texts == [e["text"] for e in (sent + scripted_turns(30, start=125))][:covered]
     checkpoints = daemon.call("list_checkpoints", {"workspace": ws(daemon), "sessionId": sid})
     assert [c["checkpointId"] for c in checkpoints["checkpoints"]] == [
-        first["checkpointId"], second["checkpointId"], third["checkpointId"]]
+        first["checkpointId"],
+        second["checkpointId"],
+        third["checkpointId"],
+    ]
 
 
-@pytest.mark.parametrize(("summary", "problem"), [
-    ("", "empty"),
-    ("# Current Goal\n" + "word " * 60_000 + "\n# Current State\nx\n# Next Step\ny\n", "too_long"),
-    ("# Current Goal\nOnly a goal\n", "missing_sections"),
-    (GOOD_SUMMARY + "\nkey: AKIAIOSFODNN7EXAMPLE\n", "contains_secret"),
-])
+@pytest.mark.parametrize(
+    ("summary", "problem"),
+    [
+        ("", "empty"),
+        ("# Current Goal\n" + "word " * 60_000 + "\n# Current State\nx\n# Next Step\ny\n", "too_long"),
+        ("# Current Goal\nOnly a goal\n", "missing_sections"),
+        (GOOD_SUMMARY + "\nkey: AKIAIOSFODNN7EXAMPLE\n", "contains_secret"),
+    ],
+)
 def test_invalid_summaries_change_nothing(daemon: DaemonProcess, summary: str, problem: str) -> None:
     """Empty, oversized, section-less or secret-bearing summaries are rejected; nothing changes."""
     sid = open_session(daemon)
     append(daemon, sid, scripted_turns(40))
     before = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid})
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("compact", {"workspace": ws(daemon), "sessionId": sid,
-                                         "mode": "semantic", "summary": summary,
-                                         "keepRecentTokens": 1000})
+        daemon.client().call(
+            "compact",
+            {
+                "workspace": ws(daemon),
+                "sessionId": sid,
+                "mode": "semantic",
+                "summary": summary,
+                "keepRecentTokens": 1000,
+            },
+        )
     assert info.value.kind == "invalid_summary"
     assert problem in info.value.data["problems"]
-    assert daemon.call("list_checkpoints", {"workspace": ws(daemon),
-                                            "sessionId": sid})["checkpoints"] == []
+    assert daemon.call("list_checkpoints", {"workspace": ws(daemon), "sessionId": sid})["checkpoints"] == []
     assert daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid}) == before
 
 
@@ -93,16 +115,17 @@ def test_kill_during_compaction_leaves_old_or_new(daemon: DaemonProcess, point: 
     append(daemon, sid, scripted_turns(20, start=60))
     daemon.restart({"MAKAD_FAULT_POINT": point})
     with pytest.raises(Exception):  # noqa: B017 - the daemon dies mid-call
-        daemon.client(timeout=10).call("compact", {"workspace": ws(daemon), "sessionId": sid,
-                                                   "mode": "checkpoint", "keepRecentTokens": 1000})
+        daemon.client(timeout=10).call(
+            "compact",
+            {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 1000},
+        )
     assert daemon.proc is not None
     daemon.proc.wait(timeout=10)
     daemon.restart({"MAKAD_FAULT_POINT": ""})
     listed = daemon.call("list_checkpoints", {"workspace": ws(daemon), "sessionId": sid})
     ids = [c["checkpointId"] for c in listed["checkpoints"]]
     assert ids[0] == old["checkpointId"] and len(ids) == (1 if point == "compact_before_commit" else 2)
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid,
-                                         "budgetTokens": 6000})
+    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 6000})
     assert any(s["kind"] == "summary" for s in pack["segments"])
     check_history_shape(pack["messages"])
 
@@ -112,8 +135,7 @@ def test_nothing_to_compact(daemon: DaemonProcess) -> None:
     sid = open_session(daemon)
     append(daemon, sid, scripted_turns(2))
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("compact", {"workspace": ws(daemon), "sessionId": sid,
-                                         "mode": "checkpoint"})
+        daemon.client().call("compact", {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint"})
     assert info.value.kind == "invalid_params"
 
 
@@ -121,8 +143,13 @@ def test_breaker_opens_after_three_failed_overflow_compactions(daemon: DaemonPro
     """Three failed reactive compactions in a row give circuit_open instead of a fourth try."""
     sid = open_session(daemon)
     append(daemon, sid, scripted_turns(40))
-    params = {"workspace": ws(daemon), "sessionId": sid, "mode": "semantic",
-              "summary": "no sections", "reason": "overflow"}
+    params = {
+        "workspace": ws(daemon),
+        "sessionId": sid,
+        "mode": "semantic",
+        "summary": "no sections",
+        "reason": "overflow",
+    }
     for _ in range(3):
         with pytest.raises(RemoteError) as info:
             daemon.client().call("compact", params)
@@ -138,10 +165,8 @@ def test_compact_recommended_when_history_is_large(daemon: DaemonProcess) -> Non
     """build_context recommends compaction once live history passes 60% of the budget."""
     sid = open_session(daemon)
     append(daemon, sid, scripted_turns(2))
-    small = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid,
-                                          "budgetTokens": 8000})
+    small = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 8000})
     assert small["compactRecommended"] is False
     append(daemon, sid, scripted_turns(200, start=2))
-    big = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid,
-                                        "budgetTokens": 8000})
+    big = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 8000})
     assert big["compactRecommended"] is True and big["totalTokens"] <= 8000

@@ -51,15 +51,13 @@ def session(d: DaemonProcess, *texts: str, **kw: Any) -> str:
     """A session holding these user messages."""
     sid: str = call(d, "open_session", **kw)["sessionId"]
     if texts:
-        call(d, "append_events", sessionId=sid,
-             events=[{"type": "user_message", "text": t} for t in texts])
+        call(d, "append_events", sessionId=sid, events=[{"type": "user_message", "text": t} for t in texts])
     return sid
 
 
 def record(d: DaemonProcess, sid: str, summary: str, tags: list[str], **kw: Any) -> str:
     kw.setdefault("sourceRefs", [f"event:{sid}:1"])
-    episode_id: str = call(d, "record_episode", sessionId=sid, summary=summary, tags=tags,
-                           **kw)["episodeId"]
+    episode_id: str = call(d, "record_episode", sessionId=sid, summary=summary, tags=tags, **kw)["episodeId"]
     return episode_id
 
 
@@ -71,8 +69,9 @@ def expect(d: DaemonProcess, kind: str, method: str, **params: Any) -> dict[str,
     return data
 
 
-def evidence(d: DaemonProcess, tag: str, count: int, sessions: int = 2,
-             said: str = "came up again") -> list[str]:
+def evidence(
+    d: DaemonProcess, tag: str, count: int, sessions: int = 2, said: str = "came up again"
+) -> list[str]:
     """``count`` episodes tagged ``tag`` spread round-robin over ``sessions`` sessions."""
     sids = [session(d, f"{tag} remark {i}") for i in range(sessions)]
     return [record(d, sids[i % sessions], f"{tag} {said} ({i})", [tag]) for i in range(count)]
@@ -111,14 +110,28 @@ def test_close_summary_and_tags_are_deterministic() -> None:
 
 def test_digest_names_tag_counts_and_episode_lines() -> None:
     """The digest proposal: 'recurring: <tag> — N episodes across M sessions' and one line each."""
-    eps = [EpisodeRecord(episode_id=f"e{i}", session_id=f"s{i % 2}", kind="client",
-                         summary=f"said {i}", tags=["tea"], source_refs=[], at=0, created_at=0,
-                         ordinal=i) for i in range(3)]
+    eps = [
+        EpisodeRecord(
+            episode_id=f"e{i}",
+            session_id=f"s{i % 2}",
+            kind="client",
+            summary=f"said {i}",
+            tags=["tea"],
+            source_refs=[],
+            at=0,
+            created_at=0,
+            ordinal=i,
+        )
+        for i in range(3)
+    ]
     title, content = digest("tea", eps)
     assert title == "Recurring: tea"
-    assert content.splitlines() == ["recurring: tea — 3 episodes across 2 sessions",
-                                    "- 1970-01-01 said 0", "- 1970-01-01 said 1",
-                                    "- 1970-01-01 said 2"]
+    assert content.splitlines() == [
+        "recurring: tea — 3 episodes across 2 sessions",
+        "- 1970-01-01 said 0",
+        "- 1970-01-01 said 1",
+        "- 1970-01-01 said 2",
+    ]
 
 
 # --- recording ------------------------------------------------------------------------------
@@ -128,8 +141,15 @@ def test_record_and_list_episodes(d: DaemonProcess) -> None:
     """An episode is stored redacted with slug tags and found by tag, session, time and id."""
     sid = session(d, "I always drink green tea", "and jasmine too")
     other = session(d, "unrelated")
-    result = call(d, "record_episode", sessionId=sid, summary=f"likes tea {SECRET}",
-                  tags=["Green Tea", "drinks"], sourceRefs=[f"event:{sid}:1-2"], at=1_000)
+    result = call(
+        d,
+        "record_episode",
+        sessionId=sid,
+        summary=f"likes tea {SECRET}",
+        tags=["Green Tea", "drinks"],
+        sourceRefs=[f"event:{sid}:1-2"],
+        at=1_000,
+    )
     assert result["recorded"] is True and result["redactions"] == 1
     episode = result["episode"]
     assert SECRET not in episode["summary"] and episode["tags"] == ["green-tea", "drinks"]
@@ -149,8 +169,7 @@ def test_summary_is_one_short_line(d: DaemonProcess) -> None:
     refs = [f"event:{sid}:1"]
     expect(d, "invalid_params", "record_episode", sessionId=sid, summary="  ", sourceRefs=refs)
     expect(d, "invalid_params", "record_episode", sessionId=sid, summary="a\nb", sourceRefs=refs)
-    data = expect(d, "too_large", "record_episode", sessionId=sid, summary="x" * 201,
-                  sourceRefs=refs)
+    data = expect(d, "too_large", "record_episode", sessionId=sid, summary="x" * 201, sourceRefs=refs)
     assert data["limit"] == 200
     assert call(d, "list_episodes")["episodes"] == []
 
@@ -158,14 +177,23 @@ def test_summary_is_one_short_line(d: DaemonProcess) -> None:
 def test_source_refs_must_name_stored_events(d: DaemonProcess) -> None:
     """A ref to a missing event, a non-event ref or no ref at all is refused, naming the ref."""
     sid = session(d, "one message")
-    data = expect(d, "invalid_params", "record_episode", sessionId=sid, summary="s",
-                  sourceRefs=[f"event:{sid}:1", f"event:{sid}:2"])
+    data = expect(
+        d,
+        "invalid_params",
+        "record_episode",
+        sessionId=sid,
+        summary="s",
+        sourceRefs=[f"event:{sid}:1", f"event:{sid}:2"],
+    )
     assert data["ref"] == f"event:{sid}:2" and data["missingSeqs"] == [2]
-    assert expect(d, "invalid_params", "record_episode", sessionId=sid, summary="s",
-                  sourceRefs=["memory:abc"])["ref"] == "memory:abc"
+    assert (
+        expect(d, "invalid_params", "record_episode", sessionId=sid, summary="s", sourceRefs=["memory:abc"])[
+            "ref"
+        ]
+        == "memory:abc"
+    )
     expect(d, "invalid_params", "record_episode", sessionId=sid, summary="s", sourceRefs=[])
-    expect(d, "not_found", "record_episode", sessionId="ghost", summary="s",
-           sourceRefs=[f"event:{sid}:1"])
+    expect(d, "not_found", "record_episode", sessionId="ghost", summary="s", sourceRefs=[f"event:{sid}:1"])
     assert call(d, "list_episodes")["episodes"] == []
 
 
@@ -173,13 +201,28 @@ def test_same_remark_is_one_episode_per_session(d: DaemonProcess) -> None:
     """Recording the same summary (case and spacing aside) again returns the first episode;
     a retried requestId returns the first result."""
     sid = session(d, "x")
-    first = call(d, "record_episode", sessionId=sid, summary="Likes tea", tags=["tea"],
-                 sourceRefs=[f"event:{sid}:1"], requestId="r1")
-    again = call(d, "record_episode", sessionId=sid, summary="likes   TEA", tags=["tea"],
-                 sourceRefs=[f"event:{sid}:1"])
+    first = call(
+        d,
+        "record_episode",
+        sessionId=sid,
+        summary="Likes tea",
+        tags=["tea"],
+        sourceRefs=[f"event:{sid}:1"],
+        requestId="r1",
+    )
+    again = call(
+        d, "record_episode", sessionId=sid, summary="likes   TEA", tags=["tea"], sourceRefs=[f"event:{sid}:1"]
+    )
     assert again["recorded"] is False and again["episodeId"] == first["episodeId"]
-    retry = call(d, "record_episode", sessionId=sid, summary="Likes tea", tags=["tea"],
-                 sourceRefs=[f"event:{sid}:1"], requestId="r1")
+    retry = call(
+        d,
+        "record_episode",
+        sessionId=sid,
+        summary="Likes tea",
+        tags=["tea"],
+        sourceRefs=[f"event:{sid}:1"],
+        requestId="r1",
+    )
     assert retry == first
     assert len(call(d, "list_episodes")["episodes"]) == 1
 
@@ -189,16 +232,29 @@ def test_incognito_never_produces_episodes(d: DaemonProcess) -> None:
     events, and nothing is recorded while the workspace is incognito."""
     hidden = session(d, "secret plan about tea", incognito=True)
     public = session(d, "public words")
-    expect(d, "incognito_blocked", "record_episode", sessionId=hidden, summary="s",
-           sourceRefs=[f"event:{hidden}:1"])
-    data = expect(d, "invalid_params", "record_episode", sessionId=public, summary="s",
-                  sourceRefs=[f"event:{hidden}:1"])
+    expect(
+        d,
+        "incognito_blocked",
+        "record_episode",
+        sessionId=hidden,
+        summary="s",
+        sourceRefs=[f"event:{hidden}:1"],
+    )
+    data = expect(
+        d, "invalid_params", "record_episode", sessionId=public, summary="s", sourceRefs=[f"event:{hidden}:1"]
+    )
     assert data["ref"] == f"event:{hidden}:1"
     call(d, "set_working_state", sessionId=hidden, goals=["plan about tea"])
     call(d, "close_session", sessionId=hidden)
     call(d, "set_settings", incognito=True)
-    expect(d, "incognito_blocked", "record_episode", sessionId=public, summary="s",
-           sourceRefs=[f"event:{public}:1"])
+    expect(
+        d,
+        "incognito_blocked",
+        "record_episode",
+        sessionId=public,
+        summary="s",
+        sourceRefs=[f"event:{public}:1"],
+    )
     call(d, "set_settings", incognito=False)
     assert call(d, "list_episodes", includeDeleted=True)["episodes"] == []
 
@@ -206,11 +262,17 @@ def test_incognito_never_produces_episodes(d: DaemonProcess) -> None:
 def test_close_session_records_the_deterministic_episode(d: DaemonProcess) -> None:
     """close_session turns goals and decisions into one episode whose refs are the user
     messages they came from, resolvable through retrieve; closing again adds nothing."""
-    sid = session(d, "please make the parser faster", "hello there",
-                  "we should store it in sqlite with WAL", "thanks")
+    sid = session(
+        d, "please make the parser faster", "hello there", "we should store it in sqlite with WAL", "thanks"
+    )
     empty = session(d, "nothing decided")
-    call(d, "set_working_state", sessionId=sid, goals=["make the parser faster"],
-         decisions=["store in sqlite with WAL"])
+    call(
+        d,
+        "set_working_state",
+        sessionId=sid,
+        goals=["make the parser faster"],
+        decisions=["store in sqlite with WAL"],
+    )
     closed = call(d, "close_session", sessionId=sid)
     call(d, "close_session", sessionId=empty)
     (episode,) = call(d, "list_episodes")["episodes"]
@@ -266,8 +328,13 @@ def test_proposal_citing_too_few_or_foreign_episodes_is_refused(d: DaemonProcess
 
     def refused(reason: str, episode_ids: list[str], tag: str = "tea") -> None:
         before = pending_bytes(d)
-        data = expect(d, "insufficient_evidence", "propose", **base,
-                      consolidates={"tag": tag, "episodeIds": episode_ids})
+        data = expect(
+            d,
+            "insufficient_evidence",
+            "propose",
+            **base,
+            consolidates={"tag": tag, "episodeIds": episode_ids},
+        )
         assert data["reason"] == reason, data
         assert pending_bytes(d) == before
 
@@ -276,11 +343,20 @@ def test_proposal_citing_too_few_or_foreign_episodes_is_refused(d: DaemonProcess
     refused("unknown_episodes", [*tea[:4], "0" * 32])
     other = Path(tempfile.mkdtemp(prefix="ws", dir=d.root))
     sid = d.call("open_session", {"workspace": str(other)})["sessionId"]
-    d.call("append_events", {"workspace": str(other), "sessionId": sid,
-                                  "events": [{"type": "user_message", "text": "tea"}]})
-    foreign = d.call("record_episode", {"workspace": str(other), "sessionId": sid,
-                                             "summary": "tea", "tags": ["tea"],
-                                             "sourceRefs": [f"event:{sid}:1"]})["episodeId"]
+    d.call(
+        "append_events",
+        {"workspace": str(other), "sessionId": sid, "events": [{"type": "user_message", "text": "tea"}]},
+    )
+    foreign = d.call(
+        "record_episode",
+        {
+            "workspace": str(other),
+            "sessionId": sid,
+            "summary": "tea",
+            "tags": ["tea"],
+            "sourceRefs": [f"event:{sid}:1"],
+        },
+    )["episodeId"]
     refused("unknown_episodes", [*tea[:4], foreign])
     queued = call(d, "propose", **base, consolidates={"tag": "tea", "episodeIds": tea})
     assert queued["queued"] is True
@@ -324,8 +400,7 @@ def test_a_crash_between_pending_and_offset_loses_no_evidence(daemon: DaemonProc
     assert candidates(daemon)["tea"]["episodeCount"] == 5
 
 
-def test_rejected_consolidation_is_not_reproposed_from_the_same_evidence(
-        d: DaemonProcess) -> None:
+def test_rejected_consolidation_is_not_reproposed_from_the_same_evidence(d: DaemonProcess) -> None:
     """After a reject the same episodes never pass the gate again; new evidence does."""
     open_gate(d)
     tea = evidence(d, "tea", 5)
@@ -333,12 +408,17 @@ def test_rejected_consolidation_is_not_reproposed_from_the_same_evidence(
     assert proposal["origin"] == "extracted" and proposal["tags"] == ["tea"]
     call(d, "reject", ids=[proposal["id"]], reason="not a preference")
     expect(d, "insufficient_evidence", "consolidate", tag="tea")
-    data = expect(d, "insufficient_evidence", "propose", title="T", content="tea again",
-                  consolidates={"tag": "tea", "episodeIds": tea})
+    data = expect(
+        d,
+        "insufficient_evidence",
+        "propose",
+        title="T",
+        content="tea again",
+        consolidates={"tag": "tea", "episodeIds": tea},
+    )
     assert data["reason"] == "already_consolidated"
     marks = call(d, "list_episodes", tag="tea")["episodes"][0]["consolidations"]
-    assert marks == [{"proposalId": proposal["id"], "tag": "tea", "state": "rejected",
-                      "entryId": None}]
+    assert marks == [{"proposalId": proposal["id"], "tag": "tea", "state": "rejected", "entryId": None}]
     same_words = evidence(d, "tea", 5)
     repeat = call(d, "consolidate", tag="tea")
     assert repeat["queued"] is False and repeat["previouslyRejected"] is not None
@@ -380,8 +460,7 @@ def test_deleting_a_session_tombstones_its_episodes(d: DaemonProcess) -> None:
     kept = record(d, two, "tea in two", ["tea"])
     call(d, "delete_session", sessionId=one)
     assert [e["episodeId"] for e in call(d, "list_episodes")["episodes"]] == [kept]
-    gone = {e["episodeId"]: e for e in call(d, "list_episodes",
-                                             includeDeleted=True)["episodes"]}
+    gone = {e["episodeId"]: e for e in call(d, "list_episodes", includeDeleted=True)["episodes"]}
     for episode_id in (own, citing):
         assert gone[episode_id]["deletedAt"] is not None
         assert gone[episode_id]["summary"] == "" and gone[episode_id]["tags"] == []
@@ -397,8 +476,13 @@ def test_scripted_sessions_grow_a_profile_proposal(d: DaemonProcess) -> None:
     open_gate(d)
     for i in range(5):
         sid = session(d, f"how should we persist batch {i}?", f"let us use sqlite for batch {i}")
-        call(d, "set_working_state", sessionId=sid, goals=[f"persist batch {i}"],
-             decisions=[f"use #sqlite for batch {i}"])
+        call(
+            d,
+            "set_working_state",
+            sessionId=sid,
+            goals=[f"persist batch {i}"],
+            decisions=[f"use #sqlite for batch {i}"],
+        )
         call(d, "close_session", sessionId=sid)
         found = candidates(d)
         assert ("sqlite" in found) == (i == 4)

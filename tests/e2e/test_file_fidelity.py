@@ -18,9 +18,11 @@ from makad.core.entry_text import prepare
 from tests.support import DaemonProcess, ping_ok
 
 _WORKSPACES = itertools.count()
-_FOREIGN = settings(max_examples=12, deadline=None,
-                    suppress_health_check=[HealthCheck.function_scoped_fixture,
-                                           HealthCheck.too_slow])
+_FOREIGN = settings(
+    max_examples=12,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 
 
 def fresh_workspace(d: DaemonProcess) -> Path:
@@ -41,32 +43,46 @@ def entries_of(d: DaemonProcess, ws: Path) -> list[dict[str, Any]]:
 
 
 def section(title: str, entry_id: str, body: str, extra: str = "") -> str:
-    return (f"## {title}\n<!-- maka-memory: id={entry_id} origin=manual createdAt=1 updatedAt=1 "
-            f"status=active tags={extra} -->\n{body}\n\n")
+    return (
+        f"## {title}\n<!-- maka-memory: id={entry_id} origin=manual createdAt=1 updatedAt=1 "
+        f"status=active tags={extra} -->\n{body}\n\n"
+    )
 
 
 # --- 1. files that are not UTF-8 -------------------------------------------------------
 
-_LATIN = st.text(alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF,
-                                        blacklist_characters="\x7f#<>`~[\\"), min_size=1, max_size=24)
+_LATIN = st.text(
+    alphabet=st.characters(min_codepoint=0x20, max_codepoint=0xFF, blacklist_characters="\x7f#<>`~[\\"),
+    min_size=1,
+    max_size=24,
+)
 
 
 @_FOREIGN
-@given(encoding=st.sampled_from(["latin-1", "cp1252"]), words=st.lists(_LATIN, min_size=3, max_size=3),
-       noise=st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")))
+@given(
+    encoding=st.sampled_from(["latin-1", "cp1252"]),
+    words=st.lists(_LATIN, min_size=3, max_size=3),
+    noise=st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")),
+)
 @example(encoding="latin-1", words=["Café", "naïve", "crème"], noise=b"\xff\xfe")
-def test_non_utf8_files_keep_every_method_working(daemon: DaemonProcess, encoding: str,
-                                                   words: list[str], noise: bytes) -> None:
+def test_non_utf8_files_keep_every_method_working(
+    daemon: DaemonProcess, encoding: str, words: list[str], noise: bytes
+) -> None:
     """A Latin-1/cp1252 MEMORY.md and PENDING.md never break a method, and untouched bytes stay."""
     ws = fresh_workspace(daemon)
     keep = section("Kept " + words[0].strip(), "k1", words[1]).encode(encoding, "replace")
     touched = section("Touched", "t1", words[2]).encode(encoding, "replace")
     preamble = b"# Maka Memory\n\nraw noise " + noise + b"\n\n"
     memory = preamble + keep + touched
-    pending = (b"# Pending\n\n" + section("Proposal " + words[0].strip(), "p1", words[1], ",x")
-               .replace("status=active", "status=review_required").encode(encoding, "replace")
-               + section("Other", "p2", "second " + words[2])
-               .replace("status=active", "status=review_required").encode(encoding, "replace"))
+    pending = (
+        b"# Pending\n\n"
+        + section("Proposal " + words[0].strip(), "p1", words[1], ",x")
+        .replace("status=active", "status=review_required")
+        .encode(encoding, "replace")
+        + section("Other", "p2", "second " + words[2])
+        .replace("status=active", "status=review_required")
+        .encode(encoding, "replace")
+    )
     (ws / "memory" / "MEMORY.md").write_bytes(memory)
     (ws / "memory" / "PENDING.md").write_bytes(pending)
     call(daemon, "set_settings", ws, agentReadEnabled=True)
@@ -107,12 +123,16 @@ def test_not_utf8_warning_names_the_lines(daemon: DaemonProcess) -> None:
     """read_state stays ok and names each bad MEMORY.md line; list_proposals names PENDING.md's."""
     ws = fresh_workspace(daemon)
     (ws / "memory" / "MEMORY.md").write_bytes(b"# M\n\n## Caf\xe9\nbody \x93q\x94\n")
-    (ws / "memory" / "PENDING.md").write_bytes(b"# P\n\n## P\n<!-- maka-memory: id=p "
-                                               b"status=review_required -->\n\xe9t\xe9\n")
+    (ws / "memory" / "PENDING.md").write_bytes(
+        b"# P\n\n## P\n<!-- maka-memory: id=p status=review_required -->\n\xe9t\xe9\n"
+    )
     state = call(daemon, "read_state", ws, includeEntries=True)
     assert state["status"] == "ok"
-    assert [(w["kind"], w.get("line")) for w in state["warnings"]] == \
-        [("not_utf8", 3), ("not_utf8", 4), ("not_utf8", None)]
+    assert [(w["kind"], w.get("line")) for w in state["warnings"]] == [
+        ("not_utf8", 3),
+        ("not_utf8", 4),
+        ("not_utf8", None),
+    ]
     assert "PENDING.md" in state["warnings"][2]["message"]
     assert state["entries"][0]["title"] == "Café" and state["entries"][0]["content"] == "body “q”"
     assert "## Café\nbody “q”" in state["content"]
@@ -134,20 +154,51 @@ def test_importing_a_latin1_file_reads_it_as_cp1252(daemon: DaemonProcess) -> No
 
 # --- 3. agent text cannot swallow the user's notes -------------------------------------------
 
-_BLOCKY = st.lists(st.one_of(st.sampled_from([
-    "```", "~~~~", "<pre>", "<script>", "<!--", "<?x", "<!DOCTYPE", "<![CDATA[", "<details>",
-    "<div>", "<custom-tag>", "[ref]: /url", "> ", "- ", "    ", "## ", "\\## ", "\n", "\n\n", "x"]),
-    st.text(alphabet="ab #`~<>-[]", max_size=4)), min_size=1, max_size=14).map("".join)
+_BLOCKY = st.lists(
+    st.one_of(
+        st.sampled_from(
+            [
+                "```",
+                "~~~~",
+                "<pre>",
+                "<script>",
+                "<!--",
+                "<?x",
+                "<!DOCTYPE",
+                "<![CDATA[",
+                "<details>",
+                "<div>",
+                "<custom-tag>",
+                "[ref]: /url",
+                "> ",
+                "- ",
+                "    ",
+                "## ",
+                "\\## ",
+                "\n",
+                "\n\n",
+                "x",
+            ]
+        ),
+        st.text(alphabet="ab #`~<>-[]", max_size=4),
+    ),
+    min_size=1,
+    max_size=14,
+).map("".join)
 
 
-@settings(max_examples=15, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=15,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(content=_BLOCKY, path=st.sampled_from(["add_entry", "approve", "import"]))
 @example(content="```python\nprint(1)", path="approve")
 @example(content="<details>\n<summary>more</summary>", path="add_entry")
 @example(content="<!-- todo", path="import")
-def test_a_users_section_after_agent_text_stays_its_own_entry(daemon: DaemonProcess, content: str,
-                                                             path: str) -> None:
+def test_a_users_section_after_agent_text_stays_its_own_entry(
+    daemon: DaemonProcess, content: str, path: str
+) -> None:
     """Whatever content the daemon writes, a `## ` note the user types after it is a separate entry."""
     if not prepare(content).content.strip():
         return
@@ -190,13 +241,19 @@ def test_the_same_content_is_never_approved_twice(daemon: DaemonProcess) -> None
     content = "## Deploys\nWe deploy on Tuesdays."
     first = call(daemon, "propose", ws, title="Deploys", content=content)["proposal"]
     call(daemon, "approve", ws, ids=[first["id"]])
-    for variant in ("\\## Deploys\nWe deploy on Tuesdays.", "## Deploys\r\nWe deploy on Tuesdays.",
-                    "\\\\## DEPLOYS\nwe deploy  on tuesdays."):
+    for variant in (
+        "\\## Deploys\nWe deploy on Tuesdays.",
+        "## Deploys\r\nWe deploy on Tuesdays.",
+        "\\\\## DEPLOYS\nwe deploy  on tuesdays.",
+    ):
         again = call(daemon, "propose", ws, title="Deploys", content=variant)
         assert not again["queued"] and again["duplicateOf"]
     pending = ws / "memory" / "PENDING.md"
-    copy = ("# Pending\n\n" + section("Copy", "c1", "\\## Deploys\nWe deploy on Tuesdays.")
-            + section("Copy two", "c2", "\\## Deploys\nwe deploy on tuesdays."))
+    copy = (
+        "# Pending\n\n"
+        + section("Copy", "c1", "\\## Deploys\nWe deploy on Tuesdays.")
+        + section("Copy two", "c2", "\\## Deploys\nwe deploy on tuesdays.")
+    )
     pending.write_text(copy.replace("status=active", "status=review_required"), encoding="utf-8")
     approved = call(daemon, "approve", ws, ids=["c1", "c2"])["approved"]
     active = [e for e in entries_of(daemon, ws) if e["status"] == "active"]
@@ -217,22 +274,41 @@ def test_rejected_content_stays_rejected_whatever_its_escaping(daemon: DaemonPro
 
 # --- 11. lossless metadata ----------------------------------------------------------------------
 
-_HELD_TOKENS = st.lists(st.sampled_from([
-    "origin=robot", "status=frozen", "scope=planet", "createdAt=99999999999999999999",
-    "createdAt=2024-01-01", "decayTtlMs=forever", "x-v3=1", "flag"]), min_size=1, max_size=4,
-    unique_by=lambda t: t.partition("=")[0])
+_HELD_TOKENS = st.lists(
+    st.sampled_from(
+        [
+            "origin=robot",
+            "status=frozen",
+            "scope=planet",
+            "createdAt=99999999999999999999",
+            "createdAt=2024-01-01",
+            "decayTtlMs=forever",
+            "x-v3=1",
+            "flag",
+        ]
+    ),
+    min_size=1,
+    max_size=4,
+    unique_by=lambda t: t.partition("=")[0],
+)
 
 
-@settings(max_examples=10, deadline=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=10,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(tokens=_HELD_TOKENS)
-def test_touching_an_entry_keeps_values_it_does_not_understand(daemon: DaemonProcess,
-                                                               tokens: list[str]) -> None:
+def test_touching_an_entry_keeps_values_it_does_not_understand(
+    daemon: DaemonProcess, tokens: list[str]
+) -> None:
     """update, archive and restore never rewrite a value they do not understand to a default."""
     ws = fresh_workspace(daemon)
     memory = ws / "memory" / "MEMORY.md"
-    memory.write_text(f"# M\n\n## Held\n<!-- maka-memory: id=h updatedAt=1 {' '.join(tokens)} -->\n"
-                      "original\n", encoding="utf-8")
+    memory.write_text(
+        f"# M\n\n## Held\n<!-- maka-memory: id=h updatedAt=1 {' '.join(tokens)} -->\noriginal\n",
+        encoding="utf-8",
+    )
     call(daemon, "update_entry", ws, id="h", content="changed", tags=["t"])
     call(daemon, "archive_entry", ws, id="h")
     call(daemon, "restore_entry", ws, id="h")
@@ -271,7 +347,9 @@ def test_restoring_a_decayed_entry_keeps_its_created_at(daemon: DaemonProcess) -
     ws = fresh_workspace(daemon)
     (ws / "memory" / "MEMORY.md").write_text(
         "# M\n\n## Old\n<!-- maka-memory: id=old origin=manual createdAt=1000 updatedAt=1000 "
-        "status=active tags= decayTtlMs=60000 -->\nlong ago\n", encoding="utf-8")
+        "status=active tags= decayTtlMs=60000 -->\nlong ago\n",
+        encoding="utf-8",
+    )
     assert [e["status"] for e in entries_of(daemon, ws)] == ["archived"]
     restored = call(daemon, "restore_entry", ws, id="old")["entry"]
     assert restored["createdAt"] == 1000 and restored["status"] == "active"

@@ -73,9 +73,11 @@ def test_close_mid_message_is_not_an_error(daemon: DaemonProcess) -> None:
 def test_many_requests_in_one_write_all_answered(daemon: DaemonProcess) -> None:
     """Pipelined requests in one write are all answered with their own ids."""
     with RawConnection(daemon.socket) as conn:
-        conn.send_raw(b"".join(
-            json.dumps({"jsonrpc": "2.0", "method": "ping", "id": i}).encode() + b"\n"
-            for i in range(200)))
+        conn.send_raw(
+            b"".join(
+                json.dumps({"jsonrpc": "2.0", "method": "ping", "id": i}).encode() + b"\n" for i in range(200)
+            )
+        )
         ids = {conn.recv_message()["id"] for _ in range(200)}
     assert ids == set(range(200))
 

@@ -36,8 +36,10 @@ def settle_in_use(d: DaemonProcess, ws: Path) -> str:
     d.call("set_settings", {"workspace": w, **SWITCHES})
     d.call("add_entry", {"workspace": w, "title": "Secret plan", "content": "launch on friday"})
     sid: str = d.call("open_session", {"workspace": w})["sessionId"]
-    d.call("append_events", {"workspace": w, "sessionId": sid,
-                             "events": [{"type": "user_message", "text": "the friday launch"}]})
+    d.call(
+        "append_events",
+        {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "the friday launch"}]},
+    )
     return sid
 
 
@@ -127,8 +129,11 @@ def test_spellings_of_one_directory_share_one_workspace(daemon: DaemonProcess) -
     spellings = [str(ws), f"{ws}/", f"{ws}/./", f"{ws}/../{ws.name}", str(link)]
     revisions = []
     for i, spelling in enumerate(spellings):
-        revisions.append(daemon.call("add_entry", {"workspace": spelling, "title": f"T{i}",
-                                                   "content": f"via spelling {i}"})["revision"])
+        revisions.append(
+            daemon.call(
+                "add_entry", {"workspace": spelling, "title": f"T{i}", "content": f"via spelling {i}"}
+            )["revision"]
+        )
     assert revisions == sorted(revisions) and len(set(revisions)) == len(revisions)
     assert len(entries(daemon, str(link))) == len(spellings)
     assert [p.name for p in (daemon.data_dir / "workspaces").iterdir()] == [data_dir(daemon, ws).name]
@@ -163,8 +168,7 @@ def test_reads_create_nothing_and_the_first_write_binds(daemon: DaemonProcess) -
     assert recorded == id_file.read_text().strip() and len(recorded) == 32
 
 
-def test_a_moved_folder_is_new_at_its_new_path_and_itself_again_back_home(
-        daemon: DaemonProcess) -> None:
+def test_a_moved_folder_is_new_at_its_new_path_and_itself_again_back_home(daemon: DaemonProcess) -> None:
     """Moving the folder makes a new workspace at the new path (switches off); moving it back
     finds its data again, switches on."""
     ws = daemon.workspace

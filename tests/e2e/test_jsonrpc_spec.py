@@ -47,9 +47,15 @@ def test_notification_gets_no_reply(conn: RawConnection) -> None:
 def test_unknown_method(conn: RawConnection) -> None:
     """A method that does not exist gives -32601 with a stable kind."""
     reply = conn.request({"jsonrpc": "2.0", "method": "foobar", "id": "1"})
-    assert reply == {"jsonrpc": "2.0", "id": "1", "error": {
-        "code": -32601, "message": "Method not found",
-        "data": {"kind": "method_not_found", "method": "foobar"}}}
+    assert reply == {
+        "jsonrpc": "2.0",
+        "id": "1",
+        "error": {
+            "code": -32601,
+            "message": "Method not found",
+            "data": {"kind": "method_not_found", "method": "foobar"},
+        },
+    }
 
 
 def test_invalid_json(conn: RawConnection) -> None:
@@ -69,8 +75,7 @@ def test_invalid_request_object(conn: RawConnection) -> None:
 
 def test_batch_with_invalid_json(conn: RawConnection) -> None:
     """A batch that is not valid JSON gives one -32700."""
-    conn.send('[{"jsonrpc": "2.0", "method": "ping", "params": {}, "id": "1"},'
-              '{"jsonrpc": "2.0", "method"]')
+    conn.send('[{"jsonrpc": "2.0", "method": "ping", "params": {}, "id": "1"},{"jsonrpc": "2.0", "method"]')
     reply = conn.recv_message()
     assert isinstance(reply, dict)
     assert reply["error"]["code"] == -32700
@@ -99,14 +104,16 @@ def test_batch_of_three_non_requests(conn: RawConnection) -> None:
 
 def test_mixed_batch(conn: RawConnection) -> None:
     """A mixed batch answers each call, skips notifications and flags the invalid element."""
-    reply = conn.request([
-        {"jsonrpc": "2.0", "method": "ping", "params": {}, "id": "1"},
-        {"jsonrpc": "2.0", "method": "ping", "params": {}},
-        {"jsonrpc": "2.0", "method": "ping", "params": [42, 23], "id": "2"},
-        {"foo": "boo"},
-        {"jsonrpc": "2.0", "method": "foo.get", "params": {"name": "myself"}, "id": "5"},
-        {"jsonrpc": "2.0", "method": "status", "id": "9"},
-    ])
+    reply = conn.request(
+        [
+            {"jsonrpc": "2.0", "method": "ping", "params": {}, "id": "1"},
+            {"jsonrpc": "2.0", "method": "ping", "params": {}},
+            {"jsonrpc": "2.0", "method": "ping", "params": [42, 23], "id": "2"},
+            {"foo": "boo"},
+            {"jsonrpc": "2.0", "method": "foo.get", "params": {"name": "myself"}, "id": "5"},
+            {"jsonrpc": "2.0", "method": "status", "id": "9"},
+        ]
+    )
     by_id = {r["id"]: r for r in reply if r["id"] is not None}
     assert len(reply) == 5
     assert by_id["1"]["result"] == "pong"
@@ -119,8 +126,7 @@ def test_mixed_batch(conn: RawConnection) -> None:
 
 def test_all_notification_batch_gets_no_reply(conn: RawConnection) -> None:
     """A batch of notifications gets no reply at all."""
-    conn.send(json.dumps([{"jsonrpc": "2.0", "method": "ping"},
-                          {"jsonrpc": "2.0", "method": "status"}]))
+    conn.send(json.dumps([{"jsonrpc": "2.0", "method": "ping"}, {"jsonrpc": "2.0", "method": "status"}]))
     reply = conn.request({"jsonrpc": "2.0", "method": "ping", "id": 99})
     assert reply["id"] == 99
 

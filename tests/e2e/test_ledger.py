@@ -44,8 +44,9 @@ def open_session(c: Client | DaemonProcess, ws: str, **kw: Any) -> str:
 
 
 def append(c: Client | DaemonProcess, ws: str, sid: str, *texts: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = c.call("append_events", {"workspace": ws, "sessionId": sid,
-                                                      "events": [msg(t) for t in texts], **kw})
+    result: dict[str, Any] = c.call(
+        "append_events", {"workspace": ws, "sessionId": sid, "events": [msg(t) for t in texts], **kw}
+    )
     return result
 
 
@@ -62,13 +63,13 @@ def _snake(name: str) -> str:
 def assert_chain_valid(c: Client | DaemonProcess, ws: str, sid: str) -> list[Event]:
     """Seqs 1..N without gaps, every hash chained, the head matching; retrieve agrees."""
     events = all_events(c, ws, sid)
-    head = next(s for s in c.call("list_sessions", {"workspace": ws})["sessions"]
-                if s["sessionId"] == sid)
+    head = next(s for s in c.call("list_sessions", {"workspace": ws})["sessions"] if s["sessionId"] == sid)
     assert [e.seq for e in events] == list(range(1, len(events) + 1))
     assert first_bad_seq(events, head["lastSeq"], head["lastHash"]) is None
     if events:
-        (checked,) = c.call("retrieve", {"workspace": ws,
-                                         "refs": [f"event:{sid}:1-{len(events)}"]})["results"]
+        (checked,) = c.call("retrieve", {"workspace": ws, "refs": [f"event:{sid}:1-{len(events)}"]})[
+            "results"
+        ]
         assert checked["ok"] and checked["mismatchedSeqs"] == []
     return events
 
@@ -86,8 +87,7 @@ def test_session_lifecycle(daemon: DaemonProcess) -> None:
     opened = daemon.call("open_session", {"workspace": ws, "title": "first"})
     sid = opened["sessionId"]
     assert opened["incognito"] is False and opened["lastSeq"] == 0 and len(sid) == 32
-    assert append(daemon, ws, sid, "hello", "world") == {"firstSeq": 1, "lastSeq": 2,
-                                                         "redactions": 0}
+    assert append(daemon, ws, sid, "hello", "world") == {"firstSeq": 1, "lastSeq": 2, "redactions": 0}
     page = daemon.call("read_events", {"workspace": ws, "sessionId": sid, "limit": 1})
     assert [e["text"] for e in page["events"]] == ["hello"] and page["hasMore"] is True
     rest = daemon.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 1})
@@ -114,11 +114,15 @@ def test_unknown_session_and_bad_params(daemon: DaemonProcess) -> None:
             c.call("open_session", {"workspace": ws, "sessionId": "no spaces"})
         sid = open_session(c, ws)
         with pytest.raises(InvalidParams):
-            c.call("append_events", {"workspace": ws, "sessionId": sid,
-                                     "events": [{"type": "shout", "text": "x"}]})
+            c.call(
+                "append_events",
+                {"workspace": ws, "sessionId": sid, "events": [{"type": "shout", "text": "x"}]},
+            )
         with pytest.raises(InvalidParams) as unknown:
-            c.call("append_events", {"workspace": ws, "sessionId": sid,
-                                     "events": [{"type": "note", "text": "x", "colour": 1}]})
+            c.call(
+                "append_events",
+                {"workspace": ws, "sessionId": sid, "events": [{"type": "note", "text": "x", "colour": 1}]},
+            )
         assert "colour" in unknown.value.data["reason"]
         with pytest.raises(InvalidParams):
             c.call("append_events", {"workspace": ws, "sessionId": sid, "events": []})
@@ -133,8 +137,9 @@ def test_append_caps_at_10000_events(daemon: DaemonProcess) -> None:
         with pytest.raises(TooLarge) as caught:
             append(c, ws, sid, *["e"] * 10_001)
         assert caught.value.data["limit"] == 10_000
-        assert c.call("read_events", {"workspace": ws, "sessionId": sid,
-                                      "afterSeq": 9_999})["lastSeq"] == 10_000
+        assert (
+            c.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 9_999})["lastSeq"] == 10_000
+        )
 
 
 # ---------------------------------------------------------------------- durability
@@ -150,8 +155,7 @@ def test_acknowledged_appends_survive_kill_9(daemon: DaemonProcess) -> None:
         lock = threading.Condition()
         targets = [shared, shared, *own]
 
-        def worker(index: int, sid: str, cycle: int = cycle, lock: threading.Condition = lock
-                   ) -> None:
+        def worker(index: int, sid: str, cycle: int = cycle, lock: threading.Condition = lock) -> None:
             n = 0
             try:
                 with Client(str(daemon.socket), timeout=10) as c:
@@ -176,8 +180,7 @@ def test_acknowledged_appends_survive_kill_9(daemon: DaemonProcess) -> None:
             t.join(timeout=30)
         daemon.start()
         with daemon.client() as c:
-            stored = {sid: {e.seq: e.text for e in assert_chain_valid(c, ws, sid)}
-                      for sid in (shared, *own)}
+            stored = {sid: {e.seq: e.text for e in assert_chain_valid(c, ws, sid)} for sid in (shared, *own)}
         for sid, first, texts in acked:
             assert [stored[sid].get(first + i) for i in range(len(texts))] == texts
 
@@ -189,13 +192,19 @@ def test_expected_seq_race_has_one_winner(daemon: DaemonProcess) -> None:
     clients = [daemon.client(), daemon.client()]
     try:
         for round_ in range(10):
-            seq = daemon.call("read_events", {"workspace": ws, "sessionId": sid,
-                                              "afterSeq": 10_000})["lastSeq"]
+            seq = daemon.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 10_000})[
+                "lastSeq"
+            ]
             barrier = threading.Barrier(2)
             outcomes: list[Any] = [None, None]
 
-            def run(i: int, seq: int = seq, barrier: threading.Barrier = barrier,
-                    outcomes: list[Any] = outcomes, round_: int = round_) -> None:
+            def run(
+                i: int,
+                seq: int = seq,
+                barrier: threading.Barrier = barrier,
+                outcomes: list[Any] = outcomes,
+                round_: int = round_,
+            ) -> None:
                 barrier.wait()
                 try:
                     outcomes[i] = append(clients[i], ws, sid, f"r{round_}-{i}", expectedSeq=seq)
@@ -241,16 +250,22 @@ def test_secrets_are_redacted_before_the_ledger(daemon: DaemonProcess) -> None:
     """A token in text or a meta value is replaced before it is stored; the reply counts it."""
     ws = ws_of(daemon)
     sid = open_session(daemon, ws)
-    result = daemon.call("append_events", {"workspace": ws, "sessionId": sid, "events": [
-        msg(f"my key is {TOKEN}"),
-        msg("ran it", "tool_result", toolCallId="t1", toolName="shell", meta={"env": f"T={TOKEN}"}),
-    ]})
+    result = daemon.call(
+        "append_events",
+        {
+            "workspace": ws,
+            "sessionId": sid,
+            "events": [
+                msg(f"my key is {TOKEN}"),
+                msg("ran it", "tool_result", toolCallId="t1", toolName="shell", meta={"env": f"T={TOKEN}"}),
+            ],
+        },
+    )
     assert result["redactions"] == 2
     events = all_events(daemon, ws, sid)
     assert "[REDACTED:" in events[0].text and events[1].meta is not None
     assert TOKEN not in events[0].text and TOKEN not in events[1].meta["env"]
-    state = daemon.call("set_working_state", {"workspace": ws, "sessionId": sid,
-                                              "goals": [f"use {TOKEN}"]})
+    state = daemon.call("set_working_state", {"workspace": ws, "sessionId": sid, "goals": [f"use {TOKEN}"]})
     assert state["redactions"] == 1 and TOKEN not in state["goals"][0]
     daemon.stop()
     assert files_containing(daemon.root, TOKEN.encode()) == []
@@ -267,18 +282,23 @@ def test_incognito_session_leaves_no_trace(daemon: DaemonProcess) -> None:
     assert secret["incognito"] is True
     result = append(daemon, ws, sid, f"the plan is {marker}", f"again {marker}", requestId=marker)
     assert result["lastSeq"] == 2
-    daemon.call("set_working_state", {"workspace": ws, "sessionId": sid, "goals": [marker],
-                                      "notes": {"Workflow": marker}})
+    daemon.call(
+        "set_working_state",
+        {"workspace": ws, "sessionId": sid, "goals": [marker], "notes": {"Workflow": marker}},
+    )
     own = daemon.call("search_history", {"workspace": ws, "query": marker, "sessionId": sid})
     assert sorted(h["ref"] for h in own["hits"]) == [f"event:{sid}:1", f"event:{sid}:2"]
     assert daemon.call("search_history", {"workspace": ws, "query": marker})["hits"] == []
-    assert daemon.call("search_history", {"workspace": ws, "query": marker,
-                                          "sessionId": public})["hits"] == []
-    (elsewhere,) = daemon.call("retrieve", {"workspace": ws, "refs": [f"event:{sid}:1"],
-                                            "sessionId": public})["results"]
+    assert (
+        daemon.call("search_history", {"workspace": ws, "query": marker, "sessionId": public})["hits"] == []
+    )
+    (elsewhere,) = daemon.call(
+        "retrieve", {"workspace": ws, "refs": [f"event:{sid}:1"], "sessionId": public}
+    )["results"]
     assert elsewhere["events"] == [] and elsewhere["ok"] is False
-    (mine,) = daemon.call("retrieve", {"workspace": ws, "refs": [f"event:{sid}:1-2"],
-                                       "sessionId": sid})["results"]
+    (mine,) = daemon.call("retrieve", {"workspace": ws, "refs": [f"event:{sid}:1-2"], "sessionId": sid})[
+        "results"
+    ]
     assert mine["ok"] and len(mine["events"]) == 2
     assert files_containing(daemon.root, marker.encode()) == []
     daemon.stop()
@@ -353,15 +373,21 @@ def test_delete_session_forgets_and_tombstones(daemon: DaemonProcess) -> None:
 # ---------------------------------------------------------------------- search and retrieve
 
 FIXTURE = {
-    "en": ["We decided to migrate the billing service to PostgreSQL next sprint.",
-           "The user prefers tabs over spaces in Python files.",
-           "Lunch was pizza again."],
-    "zh": ["我们决定下周把数据库迁移到新的服务器上。",
-           "用户喜欢在代码里使用四个空格缩进。",
-           "今天中午吃了饺子，味道不错。"],
-    "ja": ["来週、データベースを新しいサーバーに移行することにしました。",
-           "東京の天気は晴れです。",
-           "昼ご飯はラーメンでした。"],
+    "en": [
+        "We decided to migrate the billing service to PostgreSQL next sprint.",
+        "The user prefers tabs over spaces in Python files.",
+        "Lunch was pizza again.",
+    ],
+    "zh": [
+        "我们决定下周把数据库迁移到新的服务器上。",
+        "用户喜欢在代码里使用四个空格缩进。",
+        "今天中午吃了饺子，味道不错。",
+    ],
+    "ja": [
+        "来週、データベースを新しいサーバーに移行することにしました。",
+        "東京の天気は晴れです。",
+        "昼ご飯はラーメンでした。",
+    ],
 }
 
 
@@ -383,14 +409,19 @@ def test_search_finds_english_chinese_and_japanese(daemon: DaemonProcess) -> Non
     with daemon.client() as c:
         for name, texts in FIXTURE.items():
             open_session(c, ws, sessionId=name)
-            c.call("append_events", {"workspace": ws, "sessionId": name, "events": [
-                msg(t, ts=1000 * (i + 1)) for i, t in enumerate(texts)]})
+            c.call(
+                "append_events",
+                {
+                    "workspace": ws,
+                    "sessionId": name,
+                    "events": [msg(t, ts=1000 * (i + 1)) for i, t in enumerate(texts)],
+                },
+            )
         for query, lang, seq in QUERIES:
             hits = c.call("search_history", {"workspace": ws, "query": query})["hits"]
             assert hits and hits[0]["ref"] == f"event:{lang}:{seq}", query
             assert hits[0]["event"]["text"] == FIXTURE[lang][seq - 1]
-            scoped = c.call("search_history", {"workspace": ws, "query": query,
-                                               "sessionId": "en"})["hits"]
+            scoped = c.call("search_history", {"workspace": ws, "query": query, "sessionId": "en"})["hits"]
             assert all(h["event"]["sessionId"] == "en" for h in scoped)
             assert bool(scoped) == (lang == "en")
 
@@ -399,8 +430,10 @@ def test_search_time_window_and_limit(daemon: DaemonProcess) -> None:
     """before/after bound event ts (exclusive); limit caps the hits."""
     ws = ws_of(daemon)
     sid = open_session(daemon, ws)
-    daemon.call("append_events", {"workspace": ws, "sessionId": sid, "events": [
-        msg(f"kiwi number {i}", ts=i) for i in range(1, 11)]})
+    daemon.call(
+        "append_events",
+        {"workspace": ws, "sessionId": sid, "events": [msg(f"kiwi number {i}", ts=i) for i in range(1, 11)]},
+    )
 
     def seqs(**kw: Any) -> list[int]:
         hits = daemon.call("search_history", {"workspace": ws, "query": "kiwi", **kw})["hits"]
@@ -422,9 +455,10 @@ def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess)
     conn.execute("UPDATE events SET text = 'forged' WHERE session_id = 's' AND seq = 2")
     conn.commit()
     conn.close()
-    results = daemon.call("retrieve", {"workspace": ws,
-                                       "refs": ["event:s:3", "event:s:2", "event:s:1-3",
-                                                "event:s:1", "event:s:7"]})["results"]
+    results = daemon.call(
+        "retrieve",
+        {"workspace": ws, "refs": ["event:s:3", "event:s:2", "event:s:1-3", "event:s:1", "event:s:7"]},
+    )["results"]
     assert [r["ok"] for r in results] == [True, False, False, False, False]
     assert results[1]["mismatchedSeqs"] == [2] and results[1]["events"][0]["text"] == "forged"
     assert results[2]["mismatchedSeqs"] == [2]
@@ -446,11 +480,19 @@ def test_working_state_caps_and_revisions(daemon: DaemonProcess) -> None:
             sid = open_session(c, ws, incognito=incognito)
             base = {"workspace": ws, "sessionId": sid}
             assert c.call("get_working_state", base)["revision"] == 0
-            first = c.call("set_working_state", {**base, "goals": ["ship"],
-                                                 "notes": {"Workflow": "tdd", "Learnings": "x"}})
-            second = c.call("set_working_state", {**base, "decisions": ["sqlite"],
-                                                  "notes": {"Learnings": ""},
-                                                  "expectedRevision": first["revision"]})
+            first = c.call(
+                "set_working_state",
+                {**base, "goals": ["ship"], "notes": {"Workflow": "tdd", "Learnings": "x"}},
+            )
+            second = c.call(
+                "set_working_state",
+                {
+                    **base,
+                    "decisions": ["sqlite"],
+                    "notes": {"Learnings": ""},
+                    "expectedRevision": first["revision"],
+                },
+            )
             got = c.call("get_working_state", base)
             assert got == {k: v for k, v in second.items() if k != "redactions"}
             assert got["goals"] == ["ship"] and got["notes"] == {"Workflow": "tdd"}
@@ -479,8 +521,6 @@ def test_get_manifest_returns_what_build_context_recorded(daemon: DaemonProcess)
     manifest = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
     assert manifest["sessionId"] == sid and isinstance(manifest["items"], list)
     with pytest.raises(NotFound):
-        daemon.client().call("get_manifest", {"workspace": ws, "sessionId": sid,
-                                              "callId": "no-such-call"})
-    same = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid,
-                                        "callId": manifest["callId"]})
+        daemon.client().call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": "no-such-call"})
+    same = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": manifest["callId"]})
     assert same == manifest

@@ -67,8 +67,11 @@ def test_too_long_socket_path_is_a_clear_error(short_tmp: Path) -> None:
     """A socket path over the AF_UNIX limit fails before bind with a clear message."""
     long_path = short_tmp / ("x" * 120) / "s.sock"
     result = subprocess.run(
-        [sys.executable, "-m", "makad", "--socket", str(long_path),
-         "--data-dir", str(short_tmp / "d")], capture_output=True, text=True, timeout=20)
+        [sys.executable, "-m", "makad", "--socket", str(long_path), "--data-dir", str(short_tmp / "d")],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert result.returncode == 1
     assert "AF_UNIX" in result.stderr and "shorter" in result.stderr
 
@@ -78,25 +81,33 @@ def test_a_regular_file_at_the_socket_path_is_not_replaced(short_tmp: Path) -> N
     target = short_tmp / "s.sock"
     target.write_text("precious")
     result = subprocess.run(
-        [sys.executable, "-m", "makad", "--socket", str(target),
-         "--data-dir", str(short_tmp / "d")], capture_output=True, text=True, timeout=20)
+        [sys.executable, "-m", "makad", "--socket", str(target), "--data-dir", str(short_tmp / "d")],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
     assert result.returncode == 1
     assert target.read_text() == "precious"
 
 
 def test_version_flag() -> None:
     """makad --version prints the version."""
-    result = subprocess.run([sys.executable, "-m", "makad", "--version"],
-                            capture_output=True, text=True, timeout=20)
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--version"], capture_output=True, text=True, timeout=20
+    )
     assert result.returncode == 0 and result.stdout.startswith("makad ")
 
 
 def test_environment_fallbacks(short_tmp: Path) -> None:
     """MAKAD_SOCKET and MAKAD_DATA_DIR are used when no flags are given."""
-    env = {**os.environ, "MAKAD_SOCKET": str(short_tmp / "env.sock"),
-           "MAKAD_DATA_DIR": str(short_tmp / "envdata")}
-    proc = subprocess.Popen([sys.executable, "-m", "makad"], stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True, env=env)
+    env = {
+        **os.environ,
+        "MAKAD_SOCKET": str(short_tmp / "env.sock"),
+        "MAKAD_DATA_DIR": str(short_tmp / "envdata"),
+    }
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "makad"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+    )
     try:
         wait_listening(proc)
         status = Client(str(short_tmp / "env.sock")).call("status")
@@ -121,11 +132,16 @@ def test_socket_activation(short_tmp: Path) -> None:
         os.set_inheritable(3, True)
 
     env = {**os.environ, "LISTEN_FDS": "1"}
-    script = ('LISTEN_PID=$$ exec "$0" -m makad --data-dir "$1" --socket "$2"')
-    proc = subprocess.Popen(["sh", "-c", script, sys.executable, str(short_tmp / "d"),
-                             str(short_tmp / "unused.sock")],
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True,
-                            env=env, preexec_fn=as_fd3, pass_fds=(fd, 3))
+    script = 'LISTEN_PID=$$ exec "$0" -m makad --data-dir "$1" --socket "$2"'
+    proc = subprocess.Popen(
+        ["sh", "-c", script, sys.executable, str(short_tmp / "d"), str(short_tmp / "unused.sock")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+        env=env,
+        preexec_fn=as_fd3,
+        pass_fds=(fd, 3),
+    )
     listener.close()
     try:
         line = wait_listening(proc)
@@ -158,22 +174,31 @@ def test_sd_notify_ready_and_stopping(short_tmp: Path) -> None:
 SYSTEM_PYTHON = "/usr/bin/python3"
 
 
-@pytest.mark.skipif(os.getuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK),
-                    reason="needs root (to act as another uid) and a system python3")
+@pytest.mark.skipif(
+    os.getuid() != 0 or not os.access(SYSTEM_PYTHON, os.X_OK),
+    reason="needs root (to act as another uid) and a system python3",
+)
 def test_other_uid_is_refused(daemon: DaemonProcess) -> None:
     """A connection from another uid is closed without an answer (SO_PEERCRED)."""
     os.chmod(daemon.socket.parent, 0o755)
     os.chmod(daemon.socket, 0o666)
-    code = ("import socket,sys\n"
-            "s=socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
-            "try:\n"
-            "    s.sendall(b'{\"jsonrpc\":\"2.0\",\"method\":\"ping\",\"id\":1}\\n')\n"
-            "    data=s.recv(100)\n"
-            "except (ConnectionResetError, BrokenPipeError):\n"
-            "    data=b''\n"
-            "sys.exit(0 if data==b'' else 3)\n")
-    result = subprocess.run([SYSTEM_PYTHON, "-c", code, str(daemon.socket)],
-                            user=65534, group=65534, capture_output=True, timeout=20)
+    code = (
+        "import socket,sys\n"
+        "s=socket.socket(socket.AF_UNIX); s.settimeout(10); s.connect(sys.argv[1])\n"
+        "try:\n"
+        '    s.sendall(b\'{"jsonrpc":"2.0","method":"ping","id":1}\\n\')\n'
+        "    data=s.recv(100)\n"
+        "except (ConnectionResetError, BrokenPipeError):\n"
+        "    data=b''\n"
+        "sys.exit(0 if data==b'' else 3)\n"
+    )
+    result = subprocess.run(
+        [SYSTEM_PYTHON, "-c", code, str(daemon.socket)],
+        user=65534,
+        group=65534,
+        capture_output=True,
+        timeout=20,
+    )
     assert result.returncode == 0, result.stderr
     assert ping_ok(daemon.socket)
 

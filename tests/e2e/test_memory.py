@@ -21,8 +21,9 @@ def ws_of(d: DaemonProcess) -> str:
 
 
 def add(d: DaemonProcess, title: str, content: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = d.call("add_entry", {"workspace": ws_of(d), "title": title,
-                                                  "content": content, **kw})
+    result: dict[str, Any] = d.call(
+        "add_entry", {"workspace": ws_of(d), "title": title, "content": content, **kw}
+    )
     return result
 
 
@@ -60,8 +61,9 @@ def test_secrets_are_redacted_on_add_and_update(daemon: DaemonProcess) -> None:
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
     result = add(daemon, "creds", f"token {token}")
     assert result["redactions"] == 1
-    updated = daemon.call("update_entry", {"workspace": ws_of(daemon), "id": result["entry"]["id"],
-                                           "content": f"again {token}"})
+    updated = daemon.call(
+        "update_entry", {"workspace": ws_of(daemon), "id": result["entry"]["id"], "content": f"again {token}"}
+    )
     assert updated["redactions"] == 1
     assert token not in memory_file(daemon).read_text()
 
@@ -73,8 +75,7 @@ def test_update_archive_restore_delete(daemon: DaemonProcess) -> None:
     ws = ws_of(daemon)
     daemon.call("update_entry", {"workspace": ws, "id": target["id"], "content": "v2"})
     daemon.call("archive_entry", {"workspace": ws, "id": target["id"]})
-    state = daemon.call("read_state", {"workspace": ws, "includeEntries": True,
-                                       "includeArchived": True})
+    state = daemon.call("read_state", {"workspace": ws, "includeEntries": True, "includeArchived": True})
     by_id = {e["id"]: e for e in state["entries"]}
     assert by_id[target["id"]]["status"] == "archived" and by_id[target["id"]]["content"] == "v2"
     assert state["entryCount"] == 1
@@ -93,16 +94,22 @@ def test_expected_revision_conflict(daemon: DaemonProcess) -> None:
     state = daemon.call("read_state", {"workspace": ws_of(daemon)})
     before = memory_file(daemon).read_bytes()
     with pytest.raises(Conflict) as info:
-        daemon.client().call("add_entry", {"workspace": ws_of(daemon), "title": "B",
-                                           "content": "b", "expectedRevision": state["revision"] - 1})
+        daemon.client().call(
+            "add_entry",
+            {
+                "workspace": ws_of(daemon),
+                "title": "B",
+                "content": "b",
+                "expectedRevision": state["revision"] - 1,
+            },
+        )
     assert info.value.data["currentRevision"] == state["revision"]
     assert memory_file(daemon).read_bytes() == before
 
 
 def test_request_id_retry_returns_first_result(daemon: DaemonProcess) -> None:
     """A retried add_entry with the same requestId returns the first result and adds nothing."""
-    params = {"workspace": ws_of(daemon), "title": "Once", "content": "only once",
-              "requestId": "req-1"}
+    params = {"workspace": ws_of(daemon), "title": "Once", "content": "only once", "requestId": "req-1"}
     first = daemon.call("add_entry", params)
     second = daemon.call("add_entry", params)
     assert first == second
@@ -117,8 +124,7 @@ def test_settings_patch_and_persist(daemon: DaemonProcess) -> None:
     assert defaults["incognito"] is False and defaults["historyRecallEnabled"] is False
     s = daemon.call("set_settings", {"workspace": ws, "extractToolEnabled": True})
     assert s["extractToolEnabled"] is True and s["extractToolEffective"] is False
-    s = daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True,
-                                     "defaultDecayDays": 7})
+    s = daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "defaultDecayDays": 7})
     assert s["extractToolEffective"] is True and s["defaultDecayDays"] == 7
     daemon.restart()
     assert daemon.call("get_settings", {"workspace": ws}) == s
@@ -140,8 +146,10 @@ def test_incognito_blocks_reads_and_writes(daemon: DaemonProcess) -> None:
     """Invariant 3: incognito ⇒ incognito_blocked even with both switches on; files untouched."""
     add(daemon, "A", "content")
     ws = ws_of(daemon)
-    daemon.call("set_settings", {"workspace": ws, "incognito": True, "agentReadEnabled": True,
-                                 "extractToolEnabled": True})
+    daemon.call(
+        "set_settings",
+        {"workspace": ws, "incognito": True, "agentReadEnabled": True, "extractToolEnabled": True},
+    )
     before = memory_file(daemon).read_bytes()
     state = daemon.call("read_state", {"workspace": ws, "includeEntries": True})
     assert state["status"] == "incognito_blocked"
@@ -160,7 +168,8 @@ def test_mangled_file_is_read_fail_open(daemon: DaemonProcess) -> None:
         "## Good\n<!-- maka-memory: id=aaaa origin=manual createdAt=1 updatedAt=1 status=active "
         "tags= futureField=x -->\nfine\n\n"
         "## Broken comment\n<!-- maka-memory: id=bbbb createdAt=notanumber\nstill content\n\n"
-        "## No comment\nplain text\n\n```\n## not a heading\n```\n")
+        "## No comment\nplain text\n\n```\n## not a heading\n```\n"
+    )
     state = daemon.call("read_state", {"workspace": ws_of(daemon), "includeEntries": True})
     assert state["status"] == "ok"
     titles = [e["title"] for e in state["entries"]]
@@ -212,8 +221,9 @@ def test_relative_or_missing_workspace_is_invalid(daemon: DaemonProcess) -> None
 def test_decay_archives_in_place(daemon: DaemonProcess) -> None:
     """An entry past createdAt + decayTtlMs is archived in the file on the next read."""
     entry = add(daemon, "Short-lived", "soon gone", decayTtlMs=1)["entry"]
-    state = daemon.call("read_state", {"workspace": ws_of(daemon), "includeEntries": True,
-                                       "includeArchived": True})
+    state = daemon.call(
+        "read_state", {"workspace": ws_of(daemon), "includeEntries": True, "includeArchived": True}
+    )
     assert [e["status"] for e in state["entries"] if e["id"] == entry["id"]] == ["archived"]
     assert "status=archived" in memory_file(daemon).read_text()
 
@@ -278,8 +288,9 @@ def test_user_edit_to_same_entry_wins_with_conflict(daemon: DaemonProcess) -> No
     path = memory_file(daemon)
     path.write_text(path.read_text().replace("original", "edited by the user"))
     with pytest.raises(Conflict):
-        daemon.client().call("update_entry", {"workspace": ws_of(daemon), "id": entry["id"],
-                                              "content": "daemon version"})
+        daemon.client().call(
+            "update_entry", {"workspace": ws_of(daemon), "id": entry["id"], "content": "daemon version"}
+        )
     assert "edited by the user" in path.read_text()
 
 
@@ -295,8 +306,9 @@ def test_concurrent_user_edit_is_kept(daemon: DaemonProcess) -> None:
             i = 0
             while not stop.is_set():
                 try:
-                    c.call("add_entry", {"workspace": ws_of(daemon), "title": f"auto {i}",
-                                         "content": f"n{i}"})
+                    c.call(
+                        "add_entry", {"workspace": ws_of(daemon), "title": f"auto {i}", "content": f"n{i}"}
+                    )
                 except Conflict:
                     pass
                 except Exception as exc:  # pragma: no cover - reported below
@@ -330,8 +342,9 @@ def test_kill9_during_add_stream_keeps_every_acknowledged_entry(daemon: DaemonPr
         with daemon.client(timeout=5) as c:
             for i in range(10_000):
                 try:
-                    result = c.call("add_entry", {"workspace": ws_of(daemon),
-                                                  "title": f"e{i}", "content": f"c{i}"})
+                    result = c.call(
+                        "add_entry", {"workspace": ws_of(daemon), "title": f"e{i}", "content": f"c{i}"}
+                    )
                 except Exception:
                     break
                 acknowledged.append(result["entry"]["id"])

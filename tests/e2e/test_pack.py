@@ -39,17 +39,24 @@ def now_ms() -> int:
 
 def test_fresh_session_default_pack_spends_the_budget_on_recall(daemon: DaemonProcess) -> None:
     """A fresh session's 2,000-token default pack with recall on spends at least 70 % of it."""
-    daemon.call("set_settings", {"workspace": ws(daemon), "historyRecallEnabled": True,
-                                 "agentReadEnabled": True})
+    daemon.call(
+        "set_settings", {"workspace": ws(daemon), "historyRecallEnabled": True, "agentReadEnabled": True}
+    )
     old = open_session(daemon)
-    append(daemon, old, [
-        {"type": "user_message" if i % 2 == 0 else "assistant_message",
-         "text": f"turn {i}: the deploy pipeline for service {i} runs on the staging cluster "
-                 f"after the canary check number {i} passes"}
-        for i in range(200)])
+    append(
+        daemon,
+        old,
+        [
+            {
+                "type": "user_message" if i % 2 == 0 else "assistant_message",
+                "text": f"turn {i}: the deploy pipeline for service {i} runs on the staging cluster "
+                f"after the canary check number {i} passes",
+            }
+            for i in range(200)
+        ],
+    )
     fresh = open_session(daemon)
-    pack = build(daemon, sessionId=fresh, query="how does the deploy pipeline run?",
-                 budgetTokens=2000)
+    pack = build(daemon, sessionId=fresh, query="how does the deploy pipeline run?", budgetTokens=2000)
     recall = segment(pack, "recall")
     assert recall is not None and pack["totalTokens"] >= 0.7 * 2000
     allocation = {a["kind"]: a for a in pack["trace"]["allocation"]}
@@ -61,8 +68,9 @@ def test_sixteen_small_entries_without_a_query_are_all_shown(daemon: DaemonProce
     """Top-K is not a fixed cut: with room for all 16 entries, all 16 are shown."""
     daemon.call("set_settings", {"workspace": ws(daemon), "agentReadEnabled": True})
     for i in range(16):
-        daemon.call("add_entry", {"workspace": ws(daemon), "title": f"Fact {i}",
-                                  "content": f"Small fact number {i}."})
+        daemon.call(
+            "add_entry", {"workspace": ws(daemon), "title": f"Fact {i}", "content": f"Small fact number {i}."}
+        )
     pack = build(daemon, budgetTokens=8000)
     memory = segment(pack, "memory")
     assert memory is not None and len(memory["sourceIds"]) == 16
@@ -73,10 +81,18 @@ def test_a_large_working_state_is_whole_at_a_large_budget(daemon: DaemonProcess)
     """Six note sections of ~1,000 tokens each reach the model whole at a 100k budget."""
     sid = open_session(daemon)
     append(daemon, sid, [{"type": "user_message", "text": "where are we?"}])
-    sections = ["Current State", "Task specification", "Files and Functions", "Workflow",
-                "Errors & Corrections", "Learnings"]
-    notes = {name: f"{name} marker.\n" + "\n".join(f"- step {i} of {name} was done carefully"
-                                                    for i in range(110)) for name in sections}
+    sections = [
+        "Current State",
+        "Task specification",
+        "Files and Functions",
+        "Workflow",
+        "Errors & Corrections",
+        "Learnings",
+    ]
+    notes = {
+        name: f"{name} marker.\n" + "\n".join(f"- step {i} of {name} was done carefully" for i in range(110))
+        for name in sections
+    }
     daemon.call("set_working_state", {"workspace": ws(daemon), "sessionId": sid, "notes": notes})
     pack = build(daemon, sessionId=sid, budgetTokens=100_000)
     state = segment(pack, "working_state")
@@ -108,7 +124,9 @@ def test_a_hand_edit_bumps_updated_at(daemon: DaemonProcess) -> None:
     daemon.call("set_settings", {"workspace": ws(daemon), "agentReadEnabled": True})
     old = now_ms() - 40 * DAY_MS
     path = memory_file(daemon)
-    comment = f"<!-- maka-memory: id=port1 origin=manual createdAt={old} updatedAt={old} status=active tags= -->"
+    comment = (
+        f"<!-- maka-memory: id=port1 origin=manual createdAt={old} updatedAt={old} status=active tags= -->"
+    )
     path.write_text(f"# Maka Memory\n\n## Port\n{comment}\nThe API listens on 9000.\n")
     stale = segment(build(daemon, budgetTokens=4000), "memory")
     assert stale is not None and "may be outdated" in stale["text"]
@@ -127,18 +145,23 @@ def test_a_hand_edit_bumps_updated_at(daemon: DaemonProcess) -> None:
 def test_the_manifest_lists_the_history_messages_returned(daemon: DaemonProcess) -> None:
     """get_manifest for a call names every message of that call by its ref."""
     sid = open_session(daemon)
-    append(daemon, sid, [
-        {"type": "user_message", "text": "first question"},
-        {"type": "assistant_message", "text": "first answer"},
-        {"type": "tool_call", "text": '{"path": "a.py"}', "toolCallId": "c1", "toolName": "read"},
-        {"type": "tool_result", "text": "print(1)", "toolCallId": "c1", "toolName": "read"},
-        {"type": "user_message", "text": "second question"},
-    ])
+    append(
+        daemon,
+        sid,
+        [
+            {"type": "user_message", "text": "first question"},
+            {"type": "assistant_message", "text": "first answer"},
+            {"type": "tool_call", "text": '{"path": "a.py"}', "toolCallId": "c1", "toolName": "read"},
+            {"type": "tool_result", "text": "print(1)", "toolCallId": "c1", "toolName": "read"},
+            {"type": "user_message", "text": "second question"},
+        ],
+    )
     pack = build(daemon, sessionId=sid, budgetTokens=4000)
     refs = [m["sourceId"] for m in pack["messages"]]
     assert len(refs) == 4  # the tool call joins the assistant message before it
-    manifest = daemon.call("get_manifest", {"workspace": ws(daemon), "sessionId": sid,
-                                            "callId": pack["callId"]})
+    manifest = daemon.call(
+        "get_manifest", {"workspace": ws(daemon), "sessionId": sid, "callId": pack["callId"]}
+    )
     listed = [item["sourceId"] for item in manifest["items"]]
     assert all(ref in listed for ref in refs)
     assert all(item["tokens"] > 0 for item in manifest["items"] if item["sourceId"] in refs)
@@ -150,16 +173,20 @@ def test_the_session_memory_cap_holds_over_thirty_calls(daemon: DaemonProcess) -
     ids = []
     for i in range(110):
         body = f"Entry {i} says: " + " ".join(f"fact{i}-{k}" for k in range(90))
-        ids.append(daemon.call("add_entry", {"workspace": ws(daemon), "title": f"Note {i}",
-                                             "content": body})["entry"]["id"])
+        ids.append(
+            daemon.call("add_entry", {"workspace": ws(daemon), "title": f"Note {i}", "content": body})[
+                "entry"
+            ]["id"]
+        )
     sid = open_session(daemon)
     shown = 0
     last: dict[str, Any] = {}
     for turn in range(30):
         append(daemon, sid, [{"type": "user_message", "text": f"turn {turn}"}])
         last = build(daemon, sessionId=sid, budgetTokens=8000)
-        shown += sum(c["bytes"] for c in last["trace"]["candidates"]
-                     if c["kind"] == "memory" and c["included"])
+        shown += sum(
+            c["bytes"] for c in last["trace"]["candidates"] if c["kind"] == "memory" and c["included"]
+        )
     assert 30_000 < shown <= 60 * 1024
     assert last["trace"]["memorySessionBytes"] == shown
     assert last["trace"]["dropped"].get("session_cap", 0) > 0
@@ -192,26 +219,38 @@ def test_confidence_differs_by_author_evidence_and_age(daemon: DaemonProcess) ->
     """Hand-typed, an approved agent proposal with two refs and a year-old import differ; the
     agent's memory lines show it and the trace says why."""
     w = ws(daemon)
-    daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True,
-                                 "extractToolEnabled": True})
+    daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
     sid = open_session(daemon)
-    append(daemon, sid, [{"type": "user_message", "text": "we use postgres 16"},
-                         {"type": "assistant_message", "text": "noted: postgres 16"}])
-    typed = daemon.call("add_entry", {"workspace": w, "title": "Editor",
-                                      "content": "The user edits in neovim."})["entry"]["id"]
-    proposal = daemon.call("propose", {"workspace": w, "title": "Database",
-                                       "content": "The project runs postgres 16.",
-                                       "sourceRefs": [f"event:{sid}:1", f"event:{sid}:2"]})
-    approved = daemon.call("approve", {"workspace": w,
-                                       "ids": [proposal["proposal"]["id"]]})["approved"][0]
+    append(
+        daemon,
+        sid,
+        [
+            {"type": "user_message", "text": "we use postgres 16"},
+            {"type": "assistant_message", "text": "noted: postgres 16"},
+        ],
+    )
+    typed = daemon.call(
+        "add_entry", {"workspace": w, "title": "Editor", "content": "The user edits in neovim."}
+    )["entry"]["id"]
+    proposal = daemon.call(
+        "propose",
+        {
+            "workspace": w,
+            "title": "Database",
+            "content": "The project runs postgres 16.",
+            "sourceRefs": [f"event:{sid}:1", f"event:{sid}:2"],
+        },
+    )
+    approved = daemon.call("approve", {"workspace": w, "ids": [proposal["proposal"]["id"]]})["approved"][0]
     agent = approved["entry"]["id"]
     year_ago = now_ms() - 400 * DAY_MS
     path = memory_file(daemon)
-    path.write_text(path.read_text() + "\n## Old tool\n<!-- maka-memory: id=imp1 origin=imported "
-                    f"createdAt={year_ago} updatedAt={year_ago} status=active tags= -->\n"
-                    "The team used svn.\n")
-    state = daemon.call("read_state", {"workspace": w, "includeEntries": True,
-                                       "includeConfidence": True})
+    path.write_text(
+        path.read_text() + "\n## Old tool\n<!-- maka-memory: id=imp1 origin=imported "
+        f"createdAt={year_ago} updatedAt={year_ago} status=active tags= -->\n"
+        "The team used svn.\n"
+    )
+    state = daemon.call("read_state", {"workspace": w, "includeEntries": True, "includeConfidence": True})
     assert daemon.call("read_state", {"workspace": w, "includeEntries": True})["confidence"] is None
     levels = {key: state["confidence"][key]["level"] for key in (typed, agent, "imp1")}
     assert levels == {typed: "high", agent: "medium", "imp1": "low"}
@@ -224,8 +263,7 @@ def test_confidence_differs_by_author_evidence_and_age(daemon: DaemonProcess) ->
     assert f"memory:{typed} · confidence high" in memory["text"]
     assert f"memory:{agent} · confidence medium" in memory["text"]
     assert "memory:imp1 · confidence low" in memory["text"]
-    traced = {c["sourceId"]: c["confidence"] for c in pack["trace"]["candidates"]
-              if c["kind"] == "memory"}
+    traced = {c["sourceId"]: c["confidence"] for c in pack["trace"]["candidates"] if c["kind"] == "memory"}
     assert "over a year" in traced["memory:imp1"]["reason"]
 
 
@@ -234,9 +272,11 @@ def test_a_user_set_confidence_wins(daemon: DaemonProcess) -> None:
     daemon.call("set_settings", {"workspace": ws(daemon), "agentReadEnabled": True})
     memory_file(daemon).write_text(
         "# Maka Memory\n\n## Hunch\n<!-- maka-memory: id=h1 origin=manual createdAt=1 "
-        "updatedAt=1 status=active tags= confidence=low -->\nMaybe it is DNS.\n")
-    state = daemon.call("read_state", {"workspace": ws(daemon), "includeEntries": True,
-                                       "includeConfidence": True})
+        "updatedAt=1 status=active tags= confidence=low -->\nMaybe it is DNS.\n"
+    )
+    state = daemon.call(
+        "read_state", {"workspace": ws(daemon), "includeEntries": True, "includeConfidence": True}
+    )
     assert state["confidence"]["h1"] == {"level": "low", "score": 0.3, "reason": "set by the user"}
 
 
@@ -249,8 +289,7 @@ def test_safe_mode_and_an_unreadable_file_are_in_the_trace(short_tmp: Path) -> N
         path = memory_file(d)
         path.write_text("# Maka Memory\n\n## Big\n" + "word " * 400 + "\n")
         pack = build(d, budgetTokens=4000)
-        assert [(s["source"], s["reason"]) for s in pack["trace"]["skipped"]] == [
-            ("memory", "safe_mode")]
+        assert [(s["source"], s["reason"]) for s in pack["trace"]["skipped"]] == [("memory", "safe_mode")]
         assert "1000-byte cap" in pack["trace"]["skipped"][0]["message"]
         path.unlink()
         path.mkdir()  # not a regular file: the daemon cannot read it

@@ -22,8 +22,10 @@ def ws(d: DaemonProcess) -> str:
 
 def files(d: DaemonProcess) -> tuple[bytes | None, bytes | None]:
     mem = d.workspace / "memory"
-    return tuple(p.read_bytes() if p.exists() else None  # type: ignore[return-value]
-                 for p in (mem / "MEMORY.md", mem / "PENDING.md"))
+    return tuple(
+        p.read_bytes() if p.exists() else None  # type: ignore[return-value]
+        for p in (mem / "MEMORY.md", mem / "PENDING.md")
+    )
 
 
 def refused(d: DaemonProcess, params: dict[str, Any]) -> RemoteError:
@@ -81,18 +83,29 @@ def test_approved_agent_text_never_reads_manual(daemon: DaemonProcess) -> None:
     as extracted (the ledger recorded who queued it), edited or not; a proposal the user
     typed into PENDING.md by hand keeps the origin its comment gives."""
     settings(daemon, agentReadEnabled=True, extractToolEnabled=True)
-    ids = [daemon.call("propose", {"workspace": ws(daemon), "title": "T",
-                                   "content": f"agent text {i}"})["proposal"]["id"]
-           for i in range(2)]
+    ids = [
+        daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": f"agent text {i}"})[
+            "proposal"
+        ]["id"]
+        for i in range(2)
+    ]
     pending = daemon.workspace / "memory" / "PENDING.md"
     forged = pending.read_text().replace("origin=extracted", "origin=manual")
-    hand = ("\n## Typed by the user\n<!-- maka-memory: id=handtyped0000001 origin=manual "
-            "createdAt=1 updatedAt=1 status=review_required tags= -->\nuser words\n")
+    hand = (
+        "\n## Typed by the user\n<!-- maka-memory: id=handtyped0000001 origin=manual "
+        "createdAt=1 updatedAt=1 status=review_required tags= -->\nuser words\n"
+    )
     pending.write_text(forged + hand)
     assert "origin=extracted" not in pending.read_text()
     daemon.call("approve", {"workspace": ws(daemon), "ids": [ids[0], "handtyped0000001"]})
-    daemon.call("approve", {"workspace": ws(daemon), "ids": [ids[1]],
-                            "edits": {ids[1]: {"content": "agent text, edited by the user"}}})
+    daemon.call(
+        "approve",
+        {
+            "workspace": ws(daemon),
+            "ids": [ids[1]],
+            "edits": {ids[1]: {"content": "agent text, edited by the user"}},
+        },
+    )
     entries = memory(daemon)
     assert entries["agent text 0"].origin == "extracted"
     assert entries["agent text, edited by the user"].origin == "extracted"
@@ -103,8 +116,14 @@ def test_approved_agent_text_never_reads_manual(daemon: DaemonProcess) -> None:
 def test_imported_comes_from_import_memories_and_survives_approval(daemon: DaemonProcess) -> None:
     """import_memories queues origin imported (the gate does not apply: the user imports);
     approving keeps it imported even if PENDING.md was rewritten to say manual."""
-    daemon.call("import_memories", {"workspace": ws(daemon), "format": "markdown",
-                                    "data": "# Notes\n\n## Tools\n- the user deploys with make\n"})
+    daemon.call(
+        "import_memories",
+        {
+            "workspace": ws(daemon),
+            "format": "markdown",
+            "data": "# Notes\n\n## Tools\n- the user deploys with make\n",
+        },
+    )
     listed = daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"]
     assert [p["proposal"]["origin"] for p in listed] == ["imported"]
     pending = daemon.workspace / "memory" / "PENDING.md"
@@ -117,21 +136,33 @@ def test_default_decay_applies_to_approved_proposals_and_imports(daemon: DaemonP
     """defaultDecayDays gives approved proposals and approved imports their decay, like
     add_entry; a proposal's own decayTtlMs wins; without the setting nothing decays."""
     settings(daemon, agentReadEnabled=True, extractToolEnabled=True)
-    plain = daemon.call("propose", {"workspace": ws(daemon), "title": "T",
-                                    "content": "before the setting"})["proposal"]["id"]
+    plain = daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": "before the setting"})[
+        "proposal"
+    ]["id"]
     daemon.call("approve", {"workspace": ws(daemon), "ids": [plain]})
     assert memory(daemon)["before the setting"].decay_ttl_ms is None
 
     settings(daemon, defaultDecayDays=2)
-    agent = daemon.call("propose", {"workspace": ws(daemon), "title": "T",
-                                    "content": "an agent memory"})["proposal"]["id"]
-    own = daemon.call("propose", {"workspace": ws(daemon), "title": "T", "decayTtlMs": 5_000,
-                                  "content": "has its own decay"})["proposal"]["id"]
-    daemon.call("import_memories", {"workspace": ws(daemon), "format": "markdown",
-                                    "data": "# Notes\n\n## Tools\n- an imported memory\n"})
-    imported = [p["proposal"]["id"] for p in daemon.call(
-        "list_proposals", {"workspace": ws(daemon)})["proposals"]
-        if p["proposal"]["origin"] == "imported"]
+    agent = daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": "an agent memory"})[
+        "proposal"
+    ]["id"]
+    own = daemon.call(
+        "propose",
+        {"workspace": ws(daemon), "title": "T", "decayTtlMs": 5_000, "content": "has its own decay"},
+    )["proposal"]["id"]
+    daemon.call(
+        "import_memories",
+        {
+            "workspace": ws(daemon),
+            "format": "markdown",
+            "data": "# Notes\n\n## Tools\n- an imported memory\n",
+        },
+    )
+    imported = [
+        p["proposal"]["id"]
+        for p in daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"]
+        if p["proposal"]["origin"] == "imported"
+    ]
     daemon.call("approve", {"workspace": ws(daemon), "ids": [agent, own, *imported]})
     daemon.call("add_entry", {"workspace": ws(daemon), "title": "T", "content": "the user's own"})
     entries = memory(daemon)

@@ -23,13 +23,13 @@ def ws(d: DaemonProcess) -> str:
 
 
 def open_gate(d: DaemonProcess) -> None:
-    d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True,
-                            "extractToolEnabled": True})
+    d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True, "extractToolEnabled": True})
 
 
 def propose(d: DaemonProcess, content: str, **kw: Any) -> dict[str, Any]:
-    result: dict[str, Any] = d.call("propose", {"workspace": ws(d), "title": kw.pop("title", "T"),
-                                               "content": content, **kw})
+    result: dict[str, Any] = d.call(
+        "propose", {"workspace": ws(d), "title": kw.pop("title", "T"), "content": content, **kw}
+    )
     return result
 
 
@@ -59,17 +59,26 @@ def expect_kind(d: DaemonProcess, kind: str, method: str, params: dict[str, Any]
 
 def test_extract_gate_closed_by_default(daemon: DaemonProcess) -> None:
     """An agent proposal is gate_closed until both switches are on; nothing is written."""
-    expect_kind(daemon, "gate_closed", "propose",
-                {"workspace": ws(daemon), "title": "T", "content": "c"})
+    expect_kind(daemon, "gate_closed", "propose", {"workspace": ws(daemon), "title": "T", "content": "c"})
 
 
-@pytest.mark.parametrize(("read", "extract", "incognito", "accepted"), [
-    (r, e, i, r and e and not i) for r, e, i in itertools.product([False, True], repeat=3)])
-def test_invariant_4_extract_gate(daemon: DaemonProcess, read: bool, extract: bool,
-                                  incognito: bool, accepted: bool) -> None:
+@pytest.mark.parametrize(
+    ("read", "extract", "incognito", "accepted"),
+    [(r, e, i, r and e and not i) for r, e, i in itertools.product([False, True], repeat=3)],
+)
+def test_invariant_4_extract_gate(
+    daemon: DaemonProcess, read: bool, extract: bool, incognito: bool, accepted: bool
+) -> None:
     """Invariant 4: extracted proposals only when extractToolEnabled && agentReadEnabled && !incognito."""
-    daemon.call("set_settings", {"workspace": ws(daemon), "agentReadEnabled": read,
-                                 "extractToolEnabled": extract, "incognito": incognito})
+    daemon.call(
+        "set_settings",
+        {
+            "workspace": ws(daemon),
+            "agentReadEnabled": read,
+            "extractToolEnabled": extract,
+            "incognito": incognito,
+        },
+    )
     params = {"workspace": ws(daemon), "title": "T", "content": "a fact"}
     if accepted:
         assert daemon.call("propose", params)["queued"] is True
@@ -87,8 +96,7 @@ def test_gates_in_order(daemon: DaemonProcess) -> None:
     daemon.call("set_settings", {"workspace": w, "incognito": False})
     expect_kind(daemon, "gate_closed", "propose", {"workspace": w, "title": "T", "content": "c"})
     open_gate(daemon)
-    expect_kind(daemon, "too_large", "propose",
-                {"workspace": w, "title": "T", "content": "x" * 40_000})
+    expect_kind(daemon, "too_large", "propose", {"workspace": w, "title": "T", "content": "x" * 40_000})
 
 
 def test_propose_writes_pending_not_memory_and_redacts(daemon: DaemonProcess) -> None:
@@ -124,8 +132,7 @@ def test_rejected_is_not_queued_again(daemon: DaemonProcess) -> None:
     """A proposal identical to a rejected one reports previouslyRejected and is not queued."""
     open_gate(daemon)
     first = propose(daemon, "Bad idea")
-    daemon.call("reject", {"workspace": ws(daemon), "ids": [first["proposal"]["id"]],
-                           "reason": "wrong"})
+    daemon.call("reject", {"workspace": ws(daemon), "ids": [first["proposal"]["id"]], "reason": "wrong"})
     again = propose(daemon, "bad idea")
     assert again["queued"] is False
     assert again["previouslyRejected"]["proposalId"] == first["proposal"]["id"]
@@ -135,13 +142,19 @@ def test_rejected_is_not_queued_again(daemon: DaemonProcess) -> None:
 
 def test_approve_with_edit_and_supersede(daemon: DaemonProcess) -> None:
     """Approval moves the (edited) proposal into MEMORY.md with a new id; supersedes archives."""
-    old = daemon.call("add_entry", {"workspace": ws(daemon), "title": "Editor",
-                                    "content": "Uses vim"})["entry"]
+    old = daemon.call("add_entry", {"workspace": ws(daemon), "title": "Editor", "content": "Uses vim"})[
+        "entry"
+    ]
     open_gate(daemon)
-    prop = propose(daemon, "Uses neovim", supersedes=old["id"],
-                   sourceRefs=["event:s1:4"])["proposal"]
-    result = daemon.call("approve", {"workspace": ws(daemon), "ids": [prop["id"]],
-                                     "edits": {prop["id"]: {"content": f"Uses neovim {SECRET}"}}})
+    prop = propose(daemon, "Uses neovim", supersedes=old["id"], sourceRefs=["event:s1:4"])["proposal"]
+    result = daemon.call(
+        "approve",
+        {
+            "workspace": ws(daemon),
+            "ids": [prop["id"]],
+            "edits": {prop["id"]: {"content": f"Uses neovim {SECRET}"}},
+        },
+    )
     approved = result["approved"][0]
     assert approved["entry"]["id"] != prop["id"] and approved["superseded"] == old["id"]
     assert result["redactions"] == 1
@@ -184,8 +197,7 @@ def test_memory_history_explains_an_entry(daemon: DaemonProcess) -> None:
     assert history["approvedBy"] == "user"
 
 
-@pytest.mark.parametrize("point", ["approve_after_intent", "approve_after_memory",
-                                   "approve_after_pending"])
+@pytest.mark.parametrize("point", ["approve_after_intent", "approve_after_memory", "approve_after_pending"])
 def test_approval_survives_kill_at_each_step(daemon: DaemonProcess, point: str) -> None:
     """kill -9 between the steps of approve, then restart: approved exactly once, out of PENDING."""
     open_gate(daemon)
@@ -204,8 +216,7 @@ def test_approval_survives_kill_at_each_step(daemon: DaemonProcess, point: str) 
 
 def test_import_each_format_then_reimport_adds_nothing(daemon: DaemonProcess) -> None:
     """Every fixture format imports into PENDING.md as origin imported; a re-import adds nothing."""
-    paths = [p for p in sorted(FIXTURES.iterdir()) if "malformed" not in p.name
-             and "mixed" not in p.name]
+    paths = [p for p in sorted(FIXTURES.iterdir()) if "malformed" not in p.name and "mixed" not in p.name]
     assert len(paths) >= 8
     total = 0
     for path in paths:
@@ -224,8 +235,9 @@ def test_import_each_format_then_reimport_adds_nothing(daemon: DaemonProcess) ->
 
 def test_import_mixed_good_and_malformed(daemon: DaemonProcess) -> None:
     """A file mixing good and malformed items imports the good ones and names the bad."""
-    result = daemon.call("import_memories", {"workspace": ws(daemon),
-                                             "path": str(FIXTURES / "mem0_mixed_malformed.json")})
+    result = daemon.call(
+        "import_memories", {"workspace": ws(daemon), "path": str(FIXTURES / "mem0_mixed_malformed.json")}
+    )
     assert result["imported"] and result["errors"]
     assert all(e["locator"] for e in result["errors"])
 
@@ -239,9 +251,13 @@ def test_export_json_and_markdown(daemon: DaemonProcess) -> None:
     assert [e.content for e in fmt.entries(fmt.parse(as_md["data"]))] == ["alpha"]
 
 
-ACTIONS = st.lists(st.tuples(st.sampled_from(["propose", "approve", "reject", "edit_pending",
-                                              "edit_memory"]), st.integers(0, 7)),
-                   min_size=3, max_size=12)
+ACTIONS = st.lists(
+    st.tuples(
+        st.sampled_from(["propose", "approve", "reject", "edit_pending", "edit_memory"]), st.integers(0, 7)
+    ),
+    min_size=3,
+    max_size=12,
+)
 
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
@@ -262,15 +278,21 @@ def test_interleavings_keep_approved_once_and_rejected_out(short_tmp: Path, acti
                 propose(d, f"memory {n}")
             elif action in ("approve", "reject") and ids:
                 target = ids[n % len(ids)]
-                content = next(e.content for e in fmt.entries(fmt.parse(
-                    (d.workspace / "memory" / "PENDING.md").read_text())) if e.id == target)
+                content = next(
+                    e.content
+                    for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
+                    if e.id == target
+                )
                 try:
                     d.call(action, {"workspace": ws(d), "ids": [target]})
                 except Conflict:
                     # The user's unseen edit to this very proposal wins; the client re-reads
                     # and decides again on what the user wrote.
-                    content = next(e.content for e in fmt.entries(fmt.parse(
-                        (d.workspace / "memory" / "PENDING.md").read_text())) if e.id == target)
+                    content = next(
+                        e.content
+                        for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
+                        if e.id == target
+                    )
                     d.call(action, {"workspace": ws(d), "ids": [target]})
                 (approved_contents if action == "approve" else rejected_contents).append(content)
             elif action == "edit_pending" and ids:

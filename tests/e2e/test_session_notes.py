@@ -15,23 +15,34 @@ def ws(d: DaemonProcess) -> str:
 
 def _tool_turn(i: int, filler: str, failed: bool = False) -> list[dict[str, Any]]:
     call = f"call-{i}"
-    result = (f"Error: FileNotFoundError: src/missing_{i}.py does not exist" if failed
-              else f"def handler_{i}(): pass  # {filler}")
+    result = (
+        f"Error: FileNotFoundError: src/missing_{i}.py does not exist"
+        if failed
+        else f"def handler_{i}(): pass  # {filler}"
+    )
     return [
         {"type": "user_message", "text": f"Request {i}: update the handler in src/pkg/mod_{i}.py"},
         {"type": "assistant_message", "text": f"Reading src/pkg/mod_{i}.py. {filler}"},
-        {"type": "tool_call", "text": f'{{"path": "src/pkg/mod_{i}.py"}}', "toolCallId": call,
-         "toolName": "read_file"},
-        {"type": "tool_result", "text": result, "toolCallId": call, "toolName": "read_file",
-         **({"meta": {"isError": "true"}} if failed else {})},
+        {
+            "type": "tool_call",
+            "text": f'{{"path": "src/pkg/mod_{i}.py"}}',
+            "toolCallId": call,
+            "toolName": "read_file",
+        },
+        {
+            "type": "tool_result",
+            "text": result,
+            "toolCallId": call,
+            "toolName": "read_file",
+            **({"meta": {"isError": "true"}} if failed else {}),
+        },
     ]
 
 
 def _notes_when(d: DaemonProcess, sid: str, ready: Any, timeout_s: float = 30.0) -> dict[str, str]:
     deadline = time.monotonic() + timeout_s
     while True:
-        notes: dict[str, str] = d.call("get_working_state", {"workspace": ws(d),
-                                                             "sessionId": sid})["notes"]
+        notes: dict[str, str] = d.call("get_working_state", {"workspace": ws(d), "sessionId": sid})["notes"]
         if ready(notes) or time.monotonic() > deadline:
             return notes
         time.sleep(0.05)
@@ -42,14 +53,15 @@ def test_the_daemon_keeps_session_notes(daemon: DaemonProcess) -> None:
     error; a client-written section stays as the client wrote it; notes survive compaction."""
     sid = open_session(daemon)
     client_worklog = "My own worklog: nothing to see."
-    daemon.call("set_working_state", {"workspace": ws(daemon), "sessionId": sid,
-                                      "notes": {"Worklog": client_worklog}})
+    daemon.call(
+        "set_working_state", {"workspace": ws(daemon), "sessionId": sid, "notes": {"Worklog": client_worklog}}
+    )
     filler = " ".join(f"detail{k}" for k in range(60))
     turns: list[dict[str, Any]] = []
     for i in range(40):
         turns += _tool_turn(i, filler, failed=i == 7)
     for start in range(0, len(turns), 40):  # many appends, as an agent makes them
-        append(daemon, sid, turns[start:start + 40])
+        append(daemon, sid, turns[start : start + 40])
     notes = _notes_when(daemon, sid, lambda n: "Files and Functions" in n)
     files = notes["Files and Functions"]
     assert "src/pkg/mod_39.py" in files and f"event:{sid}:" in files
@@ -57,15 +69,18 @@ def test_the_daemon_keeps_session_notes(daemon: DaemonProcess) -> None:
     assert "src/missing_7.py" in errors and "fixed at event:" in errors
     assert notes["Worklog"] == client_worklog
     assert "Request 39" in notes["Current State"]
-    assert all(section.startswith("(derived by makad") for name, section in notes.items()
-               if name != "Worklog")
-    daemon.call("compact", {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint",
-                            "keepRecentTokens": 500})
+    assert all(
+        section.startswith("(derived by makad") for name, section in notes.items() if name != "Worklog"
+    )
+    daemon.call(
+        "compact", {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 500}
+    )
     more: list[dict[str, Any]] = []
     for i in range(40, 70):
         more += _tool_turn(i, filler)
     for start in range(0, len(more), 40):
-        append(daemon, sid, more[start:start + 40])
+        append(daemon, sid, more[start : start + 40])
+
     def updated(n: dict[str, str]) -> bool:  # notes are rewritten every ~5,000 tokens
         return "mod_5" in n.get("Files and Functions", "")
 
@@ -83,7 +98,7 @@ def test_an_incognito_session_gets_notes_in_memory_only(daemon: DaemonProcess) -
     for i in range(40):
         turns += _tool_turn(i, filler, failed=i == 3)
     for start in range(0, len(turns), 40):
-        append(daemon, sid, turns[start:start + 40])
+        append(daemon, sid, turns[start : start + 40])
     notes = _notes_when(daemon, sid, lambda n: "Files and Functions" in n)
     assert "src/missing_3.py" in notes["Errors & Corrections"]
     stored = b"".join(p.read_bytes() for p in daemon.data_dir.rglob("ledger.sqlite3*"))

@@ -26,8 +26,10 @@ def db(d: DaemonProcess) -> Path:
 
 def session(d: DaemonProcess, sid: str, texts: list[str]) -> None:
     d.call("open_session", {"workspace": ws(d), "sessionId": sid})
-    events = [{"type": "user_message" if i % 2 == 0 else "assistant_message", "text": text}
-              for i, text in enumerate(texts)]
+    events = [
+        {"type": "user_message" if i % 2 == 0 else "assistant_message", "text": text}
+        for i, text in enumerate(texts)
+    ]
     d.call("append_events", {"workspace": ws(d), "sessionId": sid, "events": events})
 
 
@@ -36,15 +38,27 @@ def forge(d: DaemonProcess, sid: str, seq: int, text: str, *, rehash: bool) -> N
     conn = sqlite3.connect(db(d))
     conn.execute("DROP TRIGGER IF EXISTS events_append_only")
     if rehash:
-        rows = conn.execute("SELECT seq, ts, type, text, tool_call_id, tool_name, meta, tokens, hash"
-                            " FROM events WHERE session_id = ? AND seq IN (?, ?) ORDER BY seq",
-                            (sid, seq - 1, seq)).fetchall()
+        rows = conn.execute(
+            "SELECT seq, ts, type, text, tool_call_id, tool_name, meta, tokens, hash"
+            " FROM events WHERE session_id = ? AND seq IN (?, ?) ORDER BY seq",
+            (sid, seq - 1, seq),
+        ).fetchall()
         previous = rows[0][8] if seq > 1 else ""
         s, ts, kind, _, call, tool, _, tokens, _ = rows[-1]
-        event = Event(session_id=sid, seq=s, ts=ts, type=kind, text=text, tool_call_id=call,
-                      tool_name=tool, tokens=tokens)
-        conn.execute("UPDATE events SET text = ?, hash = ? WHERE session_id = ? AND seq = ?",
-                     (text, event_hash(previous, event), sid, seq))
+        event = Event(
+            session_id=sid,
+            seq=s,
+            ts=ts,
+            type=kind,
+            text=text,
+            tool_call_id=call,
+            tool_name=tool,
+            tokens=tokens,
+        )
+        conn.execute(
+            "UPDATE events SET text = ?, hash = ? WHERE session_id = ? AND seq = ?",
+            (text, event_hash(previous, event), sid, seq),
+        )
     else:
         conn.execute("UPDATE events SET text = ? WHERE session_id = ? AND seq = ?", (text, sid, seq))
     conn.commit()
@@ -56,8 +70,7 @@ def unverified(events: list[dict[str, Any]]) -> list[int]:
 
 
 @pytest.mark.parametrize("rehash", [False, True], ids=["edited", "edited-and-rehashed"])
-def test_read_events_search_and_retrieve_mark_the_altered_event(daemon: DaemonProcess,
-                                                                rehash: bool) -> None:
+def test_read_events_search_and_retrieve_mark_the_altered_event(daemon: DaemonProcess, rehash: bool) -> None:
     """After one stored event is rewritten, read_events, search_history and retrieve return
     it with verified false (and its neighbour on the broken link); the rest verify."""
     texts = [f"turn {i} about the release plan" for i in range(1, 9)]
@@ -66,11 +79,13 @@ def test_read_events_search_and_retrieve_mark_the_altered_event(daemon: DaemonPr
     broken = [5, 6] if rehash else [4, 5]
     read = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": "s"})["events"]
     assert unverified(read) == broken
-    window = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": "s",
-                                         "afterSeq": 4, "limit": 1})["events"]
+    window = daemon.call(
+        "read_events", {"workspace": ws(daemon), "sessionId": "s", "afterSeq": 4, "limit": 1}
+    )["events"]
     assert unverified(window) == [5]
-    hits = daemon.call("search_history", {"workspace": ws(daemon), "query": "release plan",
-                                          "limit": 20})["hits"]
+    hits = daemon.call("search_history", {"workspace": ws(daemon), "query": "release plan", "limit": 20})[
+        "hits"
+    ]
     assert sorted(unverified([h["event"] for h in hits])) == broken
     [result] = daemon.call("retrieve", {"workspace": ws(daemon), "refs": ["event:s:1-8"]})["results"]
     assert unverified(result["events"]) == broken and result["ok"] is False
@@ -91,8 +106,7 @@ def test_build_context_leaves_altered_history_out_and_says_why(daemon: DaemonPro
     texts = [f"message {i} on the deploy" for i in range(1, 11)]
     session(daemon, "s", texts)
     forge(daemon, "s", 6, INJECTED, rehash=False)
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s",
-                                         "budgetTokens": 8000})
+    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s", "budgetTokens": 8000})
     shown = [m["sourceId"] for m in pack["messages"]]
     assert INJECTED not in str(pack["messages"])
     assert "event:s:5" not in shown and "event:s:6" not in shown and "event:s:10" in shown
@@ -105,14 +119,22 @@ def test_build_context_leaves_altered_recall_out(daemon: DaemonProcess) -> None:
     """A recalled event of another session that was re-hashed after an edit is not recalled;
     intact events of that session still are."""
     daemon.call("set_settings", {"workspace": ws(daemon), "historyRecallEnabled": True})
-    session(daemon, "old", ["we chose postgres for the billing service",
-                            "noted, postgres it is",
-                            "the billing service runs on kubernetes",
-                            "ok, kubernetes for billing"])
+    session(
+        daemon,
+        "old",
+        [
+            "we chose postgres for the billing service",
+            "noted, postgres it is",
+            "the billing service runs on kubernetes",
+            "ok, kubernetes for billing",
+        ],
+    )
     forge(daemon, "old", 3, f"the billing service {INJECTED}", rehash=True)
     session(daemon, "now", ["what did we decide about billing?"])
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "now",
-                                         "budgetTokens": 4000, "query": "billing service"})
+    pack = daemon.call(
+        "build_context",
+        {"workspace": ws(daemon), "sessionId": "now", "budgetTokens": 4000, "query": "billing service"},
+    )
     recall = " ".join(s["text"] for s in pack["segments"] if s["kind"] == "recall")
     assert "postgres" in recall and INJECTED not in recall and "kubernetes" not in recall
     assert pack["trace"]["tampered"] == ["event:old:3", "event:old:4"]
@@ -121,8 +143,7 @@ def test_build_context_leaves_altered_recall_out(daemon: DaemonProcess) -> None:
 def test_an_intact_pack_has_no_tampered_trace(daemon: DaemonProcess) -> None:
     """Nothing altered: trace.tampered is empty and no tampered count appears."""
     session(daemon, "s", ["hello there", "hi"])
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s",
-                                         "budgetTokens": 2000})
+    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s", "budgetTokens": 2000})
     assert pack["trace"]["tampered"] == [] and "tampered" not in pack["trace"]["dropped"]
 
 
@@ -130,12 +151,14 @@ def test_a_checkpoint_summary_is_built_without_altered_events(daemon: DaemonProc
     """compact in checkpoint mode summarizes the covered user messages: an altered one is
     left out of the summary (the range is still covered, nothing is deleted)."""
     filler = " and keep the public interface exactly as it is today" * 6
-    texts = [f"please refactor module {i}{filler}" if i % 2 == 0 else f"done with module {i}"
-             for i in range(60)]
+    texts = [
+        f"please refactor module {i}{filler}" if i % 2 == 0 else f"done with module {i}" for i in range(60)
+    ]
     session(daemon, "s", texts)
     forge(daemon, "s", 3, f"please refactor module 2 {INJECTED}", rehash=False)
-    checkpoint = daemon.call("compact", {"workspace": ws(daemon), "sessionId": "s",
-                                         "mode": "checkpoint", "keepRecentTokens": 1000})
+    checkpoint = daemon.call(
+        "compact", {"workspace": ws(daemon), "sessionId": "s", "mode": "checkpoint", "keepRecentTokens": 1000}
+    )
     assert checkpoint["coverage"]["fromSeq"] == 1 and checkpoint["coverage"]["toSeq"] >= 3
     assert INJECTED not in checkpoint["summary"]
     assert "module 4" in checkpoint["summary"]

@@ -35,8 +35,10 @@ def read_only_dir(path: Path) -> Iterator[str]:
         return
     done = subprocess.run(["chattr", "+i", str(path)], capture_output=True, text=True, check=False)
     if done.returncode != 0:
-        pytest.skip(f"running as root, and chattr +i failed ({done.stderr.strip()}): "
-                    "no way to make a directory read-only for root here")
+        pytest.skip(
+            f"running as root, and chattr +i failed ({done.stderr.strip()}): "
+            "no way to make a directory read-only for root here"
+        )
     try:
         yield "chattr +i"
     finally:
@@ -63,8 +65,12 @@ def tiny_tmpfs(path: Path, size_kib: int) -> Iterator[None]:
     if not IS_ROOT:
         pytest.skip("mounting a tmpfs needs root")
     path.mkdir(exist_ok=True)
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs",
-                           str(path)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
     try:
@@ -133,6 +139,8 @@ def serves_other_workspace(d: DaemonProcess, other: Path) -> None:
     assert state["status"] == "ok"
     assert added["entry"]["id"] in [e["id"] for e in state["entries"]]
     sid = d.call("open_session", {"workspace": ws})["sessionId"]
-    got = d.call("append_events", {"workspace": ws, "sessionId": sid,
-                                   "events": [{"type": "user_message", "text": "hello"}]})
+    got = d.call(
+        "append_events",
+        {"workspace": ws, "sessionId": sid, "events": [{"type": "user_message", "text": "hello"}]},
+    )
     assert got["lastSeq"] == 1

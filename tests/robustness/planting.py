@@ -39,8 +39,9 @@ class Slot:
     def label(self) -> str:
         parts = []
         for step in self.path:
-            parts.append(step[1] if step[0] == "prop" else {"item": "[]", "key": "{key}",
-                                                             "value": "{value}"}[step[0]])
+            parts.append(
+                step[1] if step[0] == "prop" else {"item": "[]", "key": "{key}", "value": "{value}"}[step[0]]
+            )
         return f"{self.method}.{'.'.join(parts)}"
 
     @property
@@ -75,8 +76,11 @@ class Schemas:
     def params_schema(self, method: str) -> dict[str, Any]:
         """A method's by-name params as one object schema."""
         params = self.methods()[method]
-        return {"type": "object", "properties": {p["name"]: p["schema"] for p in params},
-                "required": [p["name"] for p in params if p.get("required")]}
+        return {
+            "type": "object",
+            "properties": {p["name"]: p["schema"] for p in params},
+            "required": [p["name"] for p in params if p.get("required")],
+        }
 
     def string_slots(self, method: str) -> Iterator[Slot]:
         for path in self._paths(self.params_schema(method), 0):

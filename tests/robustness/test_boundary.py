@@ -29,8 +29,12 @@ def test_an_unencodable_reply_is_an_internal_error_and_nothing_else(short_tmp: P
             ref = reply["error"]["data"]["ref"]
             assert re.fullmatch(r"[0-9a-f]{12}", ref)
             assert conn.request({"jsonrpc": "2.0", "id": 8, "method": "ping"})["result"] == "pong"
-            batch = conn.request([{"jsonrpc": "2.0", "id": 1, "method": "status"},
-                                  {"jsonrpc": "2.0", "id": 2, "method": "ping"}])
+            batch = conn.request(
+                [
+                    {"jsonrpc": "2.0", "id": 1, "method": "status"},
+                    {"jsonrpc": "2.0", "id": 2, "method": "ping"},
+                ]
+            )
             assert [r.get("result") for r in batch] == [None, "pong"]
             assert batch[0]["error"]["data"]["kind"] == "internal"
             assert other.request({"jsonrpc": "2.0", "id": 1, "method": "ping"})["result"] == "pong"
@@ -52,9 +56,20 @@ def test_a_socket_path_in_a_legacy_encoding_does_not_kill_the_daemon(short_tmp: 
     os.mkdir(root, 0o700)
     sock_path = root + b"/s.sock"
     proc = subprocess.Popen(
-        [os.fsencode(sys.executable), b"-m", b"makad", b"--socket", sock_path,
-         b"--data-dir", os.fsencode(short_tmp) + b"/data", b"--log-format", b"json"],
-        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        [
+            os.fsencode(sys.executable),
+            b"-m",
+            b"makad",
+            b"--socket",
+            sock_path,
+            b"--data-dir",
+            os.fsencode(short_tmp) + b"/data",
+            b"--log-format",
+            b"json",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         assert proc.stdout is not None
         assert b"listening on" in proc.stdout.readline()
@@ -63,8 +78,9 @@ def test_a_socket_path_in_a_legacy_encoding_does_not_kill_the_daemon(short_tmp: 
             sock.settimeout(20)
             sock.connect(sock_path)
             with sock:
-                sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"status"}\n'
-                             b'{"jsonrpc":"2.0","id":2,"method":"ping"}\n')
+                sock.sendall(
+                    b'{"jsonrpc":"2.0","id":1,"method":"status"}\n{"jsonrpc":"2.0","id":2,"method":"ping"}\n'
+                )
                 data = b""
                 while data.count(b"\n") < 2:
                     chunk = sock.recv(65536)
@@ -87,10 +103,21 @@ def test_subscribers_that_vanish_mid_write_disturb_nobody(daemon: DaemonProcess)
     ws = str(daemon.workspace)
     for i in range(10):
         conn = RawConnection(daemon.socket)
-        conn.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe",
-                      "params": {"workspace": ws}})
-        conn.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "add_entry", "params": {
-            "workspace": ws, "title": f"T{i}", "content": f"written as its caller vanished {i}"}}))
+        conn.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"workspace": ws}})
+        conn.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "add_entry",
+                    "params": {
+                        "workspace": ws,
+                        "title": f"T{i}",
+                        "content": f"written as its caller vanished {i}",
+                    },
+                }
+            )
+        )
         conn.close()
     with daemon.client() as client:
         state = client.call("read_state", {"workspace": ws, "includeEntries": True})

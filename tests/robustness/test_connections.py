@@ -24,12 +24,10 @@ def request(method: str, id_: Any = 1, **params: Any) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params}
 
 
-def test_past_the_cap_a_connection_gets_one_error_line_then_idle_ones_time_out(
-        short_tmp: Path) -> None:
+def test_past_the_cap_a_connection_gets_one_error_line_then_idle_ones_time_out(short_tmp: Path) -> None:
     """Cap 8: the 9th connection reads one too_many_connections error (id null) and EOF;
     the 8 idle ones are closed after the idle timeout, and a new client is then served."""
-    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "8",
-                                      "MAKAD_IDLE_TIMEOUT_S": "1"})
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "8", "MAKAD_IDLE_TIMEOUT_S": "1"})
     d.start()
     idle = [RawConnection(d.socket, timeout=30) for _ in range(8)]
     try:
@@ -77,16 +75,16 @@ def connect_patiently(path: Path) -> RawConnection:
             time.sleep(0.01)
 
 
-def test_a_client_that_stops_reading_and_sending_is_closed_after_the_idle_timeout(
-        short_tmp: Path) -> None:
+def test_a_client_that_stops_reading_and_sending_is_closed_after_the_idle_timeout(short_tmp: Path) -> None:
     """A client that asked for more than its buffers hold and then neither reads nor
     sends is closed once idle (what it was owed is dropped), while it follows nothing."""
     d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.5"})
     d.start()
     try:
         with RawConnection(d.socket, timeout=30) as stalled:
-            stalled.send_raw(b"".join(json.dumps(request("rpc.discover", i)).encode() + b"\n"
-                                      for i in range(60)))
+            stalled.send_raw(
+                b"".join(json.dumps(request("rpc.discover", i)).encode() + b"\n" for i in range(60))
+            )
             # Wait (without reading) for the daemon to hang up on it.
             poller = select.poll()
             poller.register(stalled.sock, select.POLLRDHUP)
@@ -148,7 +146,8 @@ def test_1100_idle_connections_do_not_lock_out_a_new_client(short_tmp: Path) -> 
 
 
 def test_45_imports_of_the_root_are_refused_at_once_and_the_daemon_stays_responsive(
-        daemon: DaemonProcess) -> None:
+    daemon: DaemonProcess,
+) -> None:
     """45 concurrent import_memories {path: "/"}: each is too_large (more entries than
     a memory directory holds) without walking the tree; meanwhile another client's
     reads are answered, and afterwards a real memory directory still imports."""
@@ -161,9 +160,12 @@ def test_45_imports_of_the_root_are_refused_at_once_and_the_daemon_stays_respons
                 answered.append(client.call("read_state", {"workspace": ws})["status"])
 
     with RawConnection(daemon.socket, timeout=120) as conn:
-        conn.send_raw(b"".join(json.dumps(request("import_memories", i, workspace=ws,
-                                                  path="/")).encode() + b"\n"
-                               for i in range(45)))
+        conn.send_raw(
+            b"".join(
+                json.dumps(request("import_memories", i, workspace=ws, path="/")).encode() + b"\n"
+                for i in range(45)
+            )
+        )
         thread = threading.Thread(target=reader)
         thread.start()
         replies = [conn.recv_message() for _ in range(45)]
@@ -173,13 +175,13 @@ def test_45_imports_of_the_root_are_refused_at_once_and_the_daemon_stays_respons
         assert reply["error"]["data"]["kind"] == "too_large", reply
         assert reply["error"]["data"]["limit"] == MAX_DIR_ENTRIES
     assert answered == ["ok"] * 20
-    imported = daemon.call("import_memories", {"workspace": ws,
-                                               "path": str(FIXTURES / "claude_code")})
+    imported = daemon.call("import_memories", {"workspace": ws, "path": str(FIXTURES / "claude_code")})
     assert imported["imported"] and imported["errors"] == []
 
 
 def test_imports_of_oversized_files_and_directories_are_refused_before_reading(
-        daemon: DaemonProcess, short_tmp: Path) -> None:
+    daemon: DaemonProcess, short_tmp: Path
+) -> None:
     """A 17 MiB (sparse) file, and a directory whose Markdown files add up past 16 MiB:
     too_large, and no proposal is queued."""
     ws = str(daemon.workspace)

@@ -31,11 +31,11 @@ def prepare(data_root: Path, parent: Path) -> tuple[Path, Path]:
     (ws / "memory" / "MEMORY.md").write_text(MEMORY)
     data = data_root / "workspaces" / workspace_id(ws.resolve())
     ledger = Ledger(data / "ledger.sqlite3")
-    ledger.put_settings_json({"agentReadEnabled": True, "historyRecallEnabled": True,
-                              REVISION_KEY: 12})
+    ledger.put_settings_json({"agentReadEnabled": True, "historyRecallEnabled": True, REVISION_KEY: 12})
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="user_message", text=f"turn {i} on the build")
-                               for i in range(300)])
+    ledger.append_events(
+        "s", [NewEvent(type="user_message", text=f"turn {i} on the build") for i in range(300)]
+    )
     ledger.close()
     return ws, data / "ledger.sqlite3"
 
@@ -45,8 +45,9 @@ def warning_kinds(found: list[dict[str, Any]], workspace: str | None = None) -> 
 
 
 def moved_aside(ledger: Path) -> list[Path]:
-    return sorted(p for p in ledger.parent.iterdir() if ".corrupt-" in p.name
-                  and not p.name.endswith(("-wal", "-shm")))
+    return sorted(
+        p for p in ledger.parent.iterdir() if ".corrupt-" in p.name and not p.name.endswith(("-wal", "-shm"))
+    )
 
 
 def test_a_garbage_header_is_reset_and_reported(daemon: DaemonProcess) -> None:
@@ -70,17 +71,21 @@ def test_a_garbage_header_is_reset_and_reported(daemon: DaemonProcess) -> None:
     assert daemon.call("read_state", {"workspace": w})["entryCount"] == 3
 
 
-def test_a_ledger_cut_short_while_running_is_reset_at_the_first_error(
-        daemon: DaemonProcess) -> None:
+def test_a_ledger_cut_short_while_running_is_reset_at_the_first_error(daemon: DaemonProcess) -> None:
     """The ledger file truncated under the running daemon: the first call that reaches the
     damage resets it and is answered on the fresh ledger (the session is gone: not_found),
     MEMORY.md is untouched, and read_state reports the reset."""
     w = str(daemon.workspace)
     daemon.call("add_entry", {"workspace": w, "title": "Keep", "content": "me"})
     sid = daemon.call("open_session", {"workspace": w})["sessionId"]
-    daemon.call("append_events", {"workspace": w, "sessionId": sid,
-                                  "events": [{"type": "user_message", "text": f"event {i}"}
-                                             for i in range(2000)]})
+    daemon.call(
+        "append_events",
+        {
+            "workspace": w,
+            "sessionId": sid,
+            "events": [{"type": "user_message", "text": f"event {i}"} for i in range(2000)],
+        },
+    )
     daemon.restart()  # a clean stop checkpoints the WAL into the database file
     daemon.call("read_events", {"workspace": w, "sessionId": sid, "limit": 1})
     data = daemon.data_dir / "workspaces" / workspace_id(daemon.workspace.resolve())
@@ -122,10 +127,15 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(how=st.sampled_from(["flip", "header", "truncate"]), seed=st.integers(0, 2**32),
-       flips=st.integers(1, 30), wal=st.booleans())
-def test_random_damage_never_blocks_memory(shared_daemon: DaemonProcess, how: str, seed: int,
-                                           flips: int, wal: bool) -> None:
+@given(
+    how=st.sampled_from(["flip", "header", "truncate"]),
+    seed=st.integers(0, 2**32),
+    flips=st.integers(1, 30),
+    wal=st.booleans(),
+)
+def test_random_damage_never_blocks_memory(
+    shared_daemon: DaemonProcess, how: str, seed: int, flips: int, wal: bool
+) -> None:
     """Random bit flips, a first page full of flips, or a truncation at any length (and maybe
     a WAL of random bytes): read_state serves MEMORY.md, add_entry writes it, no call is an
     internal error, a reset is reported in read_state and status with the file kept, and

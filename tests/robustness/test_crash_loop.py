@@ -24,7 +24,8 @@ def test_crash_loop_loses_and_corrupts_nothing(short_tmp: Path) -> None:
     assert report["lost"] == report["duplicated"] == report["corrupt"] == 0
     assert report["acknowledged"] > 50 and report["events"] > 0
     assert {"add_entry", "approve", "reject", "append_events", "compact"} <= set(
-        report["acknowledged_by_method"])
+        report["acknowledged_by_method"]
+    )
 
 
 def test_approve_retried_after_a_crash_gets_its_result(daemon: DaemonProcess) -> None:
@@ -33,8 +34,9 @@ def test_approve_retried_after_a_crash_gets_its_result(daemon: DaemonProcess) ->
     the approval, not not_found."""
     w = str(daemon.workspace)
     daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
-    proposal = daemon.call("propose", {"workspace": w, "title": "T",
-                                       "content": "approve me"})["proposal"]["id"]
+    proposal = daemon.call("propose", {"workspace": w, "title": "T", "content": "approve me"})["proposal"][
+        "id"
+    ]
     daemon.restart({"MAKAD_FAULT_POINT": "approve_after_memory"})
     params = {"workspace": w, "ids": [proposal], "requestId": "approve-1"}
     with pytest.raises(ProtocolError):

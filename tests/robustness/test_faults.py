@@ -44,12 +44,17 @@ def seed(d: DaemonProcess) -> dict[str, Any]:
     d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True, "extractToolEnabled": True})
     entry = d.call("add_entry", {"workspace": ws(d), "title": "Build", "content": "use make"})
     d.call("add_entry", {"workspace": ws(d), "title": "Style", "content": "4 spaces"})
-    proposals = [d.call("propose", {"workspace": ws(d), "title": f"P{i}",
-                                    "content": f"proposal number {i}"})["proposal"]["id"]
-                 for i in range(2)]
+    proposals = [
+        d.call("propose", {"workspace": ws(d), "title": f"P{i}", "content": f"proposal number {i}"})[
+            "proposal"
+        ]["id"]
+        for i in range(2)
+    ]
     sid = d.call("open_session", {"workspace": ws(d)})["sessionId"]
-    d.call("append_events", {"workspace": ws(d), "sessionId": sid,
-                             "events": [{"type": "user_message", "text": "first"}]})
+    d.call(
+        "append_events",
+        {"workspace": ws(d), "sessionId": sid, "events": [{"type": "user_message", "text": "first"}]},
+    )
     return {"entry": entry["entry"]["id"], "proposals": proposals, "session": sid}
 
 
@@ -73,8 +78,10 @@ def test_disk_full_switch_refuses_every_memory_write(daemon: DaemonProcess) -> N
         ("propose", {"workspace": w, "title": "Q", "content": "a new proposal"}),
         ("approve", {"workspace": w, "ids": [seeded["proposals"][0]]}),
         ("reject", {"workspace": w, "ids": [seeded["proposals"][1]], "reason": "no"}),
-        ("import_memories", {"workspace": w, "format": "markdown",
-                             "data": "# Notes\n\n## Tools\n- imported fact\n"}),
+        (
+            "import_memories",
+            {"workspace": w, "format": "markdown", "data": "# Notes\n\n## Tools\n- imported fact\n"},
+        ),
     ]
     for method, params in writes:
         exc = remote_error(daemon, method, params)
@@ -84,8 +91,14 @@ def test_disk_full_switch_refuses_every_memory_write(daemon: DaemonProcess) -> N
     state = daemon.call("read_state", {"workspace": w, "includeEntries": True})
     assert state["status"] == "ok" and state["entryCount"] == 2
     assert len(daemon.call("list_proposals", {"workspace": w})["proposals"]) == 2
-    got = daemon.call("append_events", {"workspace": w, "sessionId": seeded["session"],
-                                        "events": [{"type": "user_message", "text": "second"}]})
+    got = daemon.call(
+        "append_events",
+        {
+            "workspace": w,
+            "sessionId": seeded["session"],
+            "events": [{"type": "user_message", "text": "second"}],
+        },
+    )
     assert got["lastSeq"] == 2
     other = daemon.root / "other"
     other.mkdir()
@@ -110,8 +123,7 @@ def test_real_full_disk_under_the_memory_dir(daemon: DaemonProcess) -> None:
         daemon.call("add_entry", {"workspace": w, "title": "Kept", "content": "kept safe"})
         before = snapshot(workspace / "memory")
         filler = fill_disk(tiny)
-        exc = remote_error(daemon, "add_entry", {"workspace": w, "title": "Big",
-                                                 "content": "x" * 20_000})
+        exc = remote_error(daemon, "add_entry", {"workspace": w, "title": "Big", "content": "x" * 20_000})
         assert (exc.kind, exc.data.get("reason")) == ("io_error", "disk_full")
         assert generalized(exc, str(tiny), "MEMORY.md")
         assert snapshot(workspace / "memory") == before
@@ -133,21 +145,32 @@ def test_real_full_disk_under_the_ledger(short_tmp: Path) -> None:
         try:
             w = ws(d)
             sid = d.call("open_session", {"workspace": w})["sessionId"]
-            d.call("append_events", {"workspace": w, "sessionId": sid,
-                                     "events": [{"type": "user_message", "text": "before"}]})
+            d.call(
+                "append_events",
+                {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "before"}]},
+            )
             filler = fill_disk(data)
-            exc = remote_error(d, "append_events", {
-                "workspace": w, "sessionId": sid,
-                "events": [{"type": "user_message", "text": "y" * 100_000}]})
+            exc = remote_error(
+                d,
+                "append_events",
+                {
+                    "workspace": w,
+                    "sessionId": sid,
+                    "events": [{"type": "user_message", "text": "y" * 100_000}],
+                },
+            )
             assert exc.kind == "io_error" and generalized(exc, str(short_tmp), ".sqlite3")
-            assert remote_error(d, "set_settings", {"workspace": w,
-                                                    "agentReadEnabled": True}).kind == "io_error"
+            assert (
+                remote_error(d, "set_settings", {"workspace": w, "agentReadEnabled": True}).kind == "io_error"
+            )
             events = d.call("read_events", {"workspace": w, "sessionId": sid})["events"]
             assert [e["text"] for e in events] == ["before"]
             assert d.call("read_state", {"workspace": w})["status"] == "ok"
             filler.unlink()
-            d.call("append_events", {"workspace": w, "sessionId": sid,
-                                     "events": [{"type": "user_message", "text": "after"}]})
+            d.call(
+                "append_events",
+                {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "after"}]},
+            )
             d.restart()
             events = d.call("read_events", {"workspace": w, "sessionId": sid})["events"]
             assert [e["text"] for e in events] == ["before", "after"]
@@ -253,8 +276,14 @@ def test_ledger_file_deleted_while_running(daemon: DaemonProcess) -> None:
     for name in ("ledger.sqlite3", "ledger.sqlite3-wal", "ledger.sqlite3-shm"):
         (ledger_dir(daemon) / name).unlink(missing_ok=True)
     try:
-        daemon.call("append_events", {"workspace": w, "sessionId": seeded["session"],
-                                      "events": [{"type": "user_message", "text": "acked?"}]})
+        daemon.call(
+            "append_events",
+            {
+                "workspace": w,
+                "sessionId": seeded["session"],
+                "events": [{"type": "user_message", "text": "acked?"}],
+            },
+        )
         acknowledged = True
     except RemoteError as exc:
         assert exc.kind == "io_error" and generalized(exc, str(daemon.root))
@@ -264,8 +293,9 @@ def test_ledger_file_deleted_while_running(daemon: DaemonProcess) -> None:
     if acknowledged:
         with daemon.client() as client:
             try:
-                events = client.call("read_events", {"workspace": w,
-                                                     "sessionId": seeded["session"]})["events"]
+                events = client.call("read_events", {"workspace": w, "sessionId": seeded["session"]})[
+                    "events"
+                ]
             except RemoteError as exc:
                 pytest.fail(f"an acknowledged append was lost ({exc.kind})")
         assert "acked?" in [e["text"] for e in events]
@@ -278,9 +308,14 @@ def test_ledger_file_truncated_while_running(daemon: DaemonProcess) -> None:
     files are untouched, other workspaces are served."""
     seeded = seed(daemon)
     w = ws(daemon)
-    daemon.call("append_events", {"workspace": w, "sessionId": seeded["session"],
-                                  "events": [{"type": "user_message", "text": f"event {i}"}
-                                             for i in range(2000)]})
+    daemon.call(
+        "append_events",
+        {
+            "workspace": w,
+            "sessionId": seeded["session"],
+            "events": [{"type": "user_message", "text": f"event {i}"} for i in range(2000)],
+        },
+    )
     daemon.restart()  # a clean stop checkpoints the WAL into the database file
     daemon.call("read_events", {"workspace": w, "sessionId": seeded["session"], "limit": 1})
     database = ledger_dir(daemon) / "ledger.sqlite3"
@@ -289,8 +324,14 @@ def test_ledger_file_truncated_while_running(daemon: DaemonProcess) -> None:
     outcomes = []
     for method, params in [
         ("read_events", {"workspace": w, "sessionId": seeded["session"], "afterSeq": 1990}),
-        ("append_events", {"workspace": w, "sessionId": seeded["session"],
-                           "events": [{"type": "user_message", "text": "after the cut"}]}),
+        (
+            "append_events",
+            {
+                "workspace": w,
+                "sessionId": seeded["session"],
+                "events": [{"type": "user_message", "text": "after the cut"}],
+            },
+        ),
         ("search_history", {"workspace": w, "query": "event"}),
         ("retrieve", {"workspace": w, "refs": [f"event:{seeded['session']}:1-2001"]}),
     ]:
@@ -330,9 +371,10 @@ def test_backup_vanishing_between_listing_and_reading(daemon: DaemonProcess) -> 
     backups = ledger_dir(daemon) / "backups"
     (backups / "1700000000000-999999-MEMORY.md").symlink_to(backups / "gone.md")
     kinds = []
-    for method, params in [("list_backups", {"workspace": w}),
-                           ("restore_backup", {"workspace": w,
-                                               "backupId": "1700000000000-999999-MEMORY"})]:
+    for method, params in [
+        ("list_backups", {"workspace": w}),
+        ("restore_backup", {"workspace": w, "backupId": "1700000000000-999999-MEMORY"}),
+    ]:
         with daemon.client() as client:
             try:
                 client.call(method, params)
@@ -343,21 +385,23 @@ def test_backup_vanishing_between_listing_and_reading(daemon: DaemonProcess) -> 
 
 
 @pytest.mark.parametrize("method", ["delete_entry", "reject"])
-def test_failed_change_retried_with_its_request_id_gets_its_result(daemon: DaemonProcess,
-                                                                  method: str) -> None:
+def test_failed_change_retried_with_its_request_id_gets_its_result(
+    daemon: DaemonProcess, method: str
+) -> None:
     """A delete_entry or reject that failed after its file was written (the ledger refused
     the bookkeeping), retried with the same requestId, is answered with its result — not
     not_found for the entry or proposal it removed itself."""
     w = ws(daemon)
     if method == "delete_entry":
-        target = daemon.call("add_entry", {"workspace": w, "title": "Gone",
-                                           "content": "remove me"})["entry"]["id"]
+        target = daemon.call("add_entry", {"workspace": w, "title": "Gone", "content": "remove me"})["entry"][
+            "id"
+        ]
         params = {"workspace": w, "id": target, "requestId": "r-1"}
     else:
-        daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True,
-                                     "extractToolEnabled": True})
-        target = daemon.call("propose", {"workspace": w, "title": "Gone",
-                                         "content": "remove me"})["proposal"]["id"]
+        daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+        target = daemon.call("propose", {"workspace": w, "title": "Gone", "content": "remove me"})[
+            "proposal"
+        ]["id"]
         params = {"workspace": w, "ids": [target], "reason": "no", "requestId": "r-1"}
     with immutable_file(ledger_dir(daemon) / "ledger.sqlite3-wal"):
         assert remote_error(daemon, method, params).kind == "io_error"

@@ -43,8 +43,10 @@ def accepted(schema: dict[str, Any]) -> set[str]:
             return set().union(*(accepted(s) for s in schema[key]))
     if "enum" in schema or "const" in schema:
         values = schema.get("enum", [schema.get("const")])
-        return {{str: "string", bool: "boolean", int: "integer", float: "number",
-                 type(None): "null"}[type(v)] for v in values}
+        return {
+            {str: "string", bool: "boolean", int: "integer", float: "number", type(None): "null"}[type(v)]
+            for v in values
+        }
     kind = schema.get("type")
     if kind is None:
         return {"any"}
@@ -88,8 +90,11 @@ def dummy(name: str, schema: dict[str, Any], workspace: str) -> Any:
 
 
 def params_schema(method: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": {p["name"]: p["schema"] for p in method["params"]},
-            "required": [p["name"] for p in method["params"] if p.get("required")]}
+    return {
+        "type": "object",
+        "properties": {p["name"]: p["schema"] for p in method["params"]},
+        "required": [p["name"] for p in method["params"] if p.get("required")],
+    }
 
 
 def field_paths() -> Iterator[tuple[str, tuple[Any, ...], dict[str, Any], str]]:
@@ -131,8 +136,7 @@ def wrong_values(schema: dict[str, Any]) -> st.SearchStrategy[Any]:
     if "integer" not in ok:
         options.append(st.integers(-(2**70), 2**70))
     if "number" not in ok:
-        options.append(st.floats(allow_nan=False, allow_infinity=False).filter(
-            lambda x: x != int(x)))
+        options.append(st.floats(allow_nan=False, allow_infinity=False).filter(lambda x: x != int(x)))
     if "string" not in ok:
         options.append(st.text(max_size=12))
     if "array" not in ok:
@@ -150,8 +154,15 @@ def sample_wrong(schema: dict[str, Any]) -> list[Any]:
     ok = accepted(schema)
     if "any" in ok:
         return []
-    table = {"null": None, "boolean": True, "integer": 7, "number": 2.5, "string": "wrong",
-             "array": [1], "object": {"k": 1}}
+    table = {
+        "null": None,
+        "boolean": True,
+        "integer": 7,
+        "number": 2.5,
+        "string": "wrong",
+        "array": [1],
+        "object": {"k": 1},
+    }
     out = [v for t, v in table.items() if t not in ok and not (t == "integer" and "number" in ok)]
     enum = non_null(schema).get("enum")
     if enum is not None and all(isinstance(v, str) for v in enum):
@@ -234,12 +245,14 @@ def healthy(d: DaemonProcess) -> None:
 
 
 @FUZZ
-@given(st.one_of(
-    st.binary(min_size=1, max_size=4096),
-    st.binary(max_size=512).map(lambda b: b"{" + b),
-    st.binary(max_size=512).map(lambda b: b"Content-Length: " + b),
-    st.lists(st.binary(max_size=64), max_size=8).map(lambda parts: b"\n".join(parts) + b"\n"),
-))
+@given(
+    st.one_of(
+        st.binary(min_size=1, max_size=4096),
+        st.binary(max_size=512).map(lambda b: b"{" + b),
+        st.binary(max_size=512).map(lambda b: b"Content-Length: " + b),
+        st.lists(st.binary(max_size=64), max_size=8).map(lambda parts: b"\n".join(parts) + b"\n"),
+    )
+)
 def test_random_bytes(shared_daemon: DaemonProcess, payload: bytes) -> None:
     """Random bytes get only spec error replies (or a close), then pong on a new connection."""
     for reply in exchange(shared_daemon, payload):
@@ -252,8 +265,14 @@ def test_random_bytes(shared_daemon: DaemonProcess, payload: bytes) -> None:
 def test_truncated_frames(shared_daemon: DaemonProcess, data: st.DataObject) -> None:
     """A request cut anywhere (NDJSON or Content-Length) and the connection closed: no
     reply other than a spec error, and the daemon carries on."""
-    body = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "read_state",
-                       "params": {"workspace": str(shared_daemon.workspace)}}).encode()
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "read_state",
+            "params": {"workspace": str(shared_daemon.workspace)},
+        }
+    ).encode()
     lsp = data.draw(st.booleans())
     frame = b"Content-Length: %d\r\n\r\n" % len(body) + body if lsp else body + b"\n"
     cut = data.draw(st.integers(0, len(frame) - 1))
@@ -266,12 +285,14 @@ def test_truncated_frames(shared_daemon: DaemonProcess, data: st.DataObject) -> 
 
 
 @FUZZ
-@given(st.one_of(
-    st.integers(-(2**200), 2**200),
-    st.floats(allow_nan=False, allow_infinity=False),
-    st.text(max_size=300),
-    st.integers(1, 1_000_000).map(lambda n: "i" * n),
-))
+@given(
+    st.one_of(
+        st.integers(-(2**200), 2**200),
+        st.floats(allow_nan=False, allow_infinity=False),
+        st.text(max_size=300),
+        st.integers(1, 1_000_000).map(lambda n: "i" * n),
+    )
+)
 def test_any_valid_id_is_echoed(shared_daemon: DaemonProcess, request_id: Any) -> None:
     """Numbers of any size and strings of any length come back as the reply's id."""
     with RawConnection(shared_daemon.socket) as conn:
@@ -280,8 +301,7 @@ def test_any_valid_id_is_echoed(shared_daemon: DaemonProcess, request_id: Any) -
 
 
 @pytest.mark.parametrize("request_id", [True, [1], {"a": 1}, [[[[1]]]]])
-def test_ids_of_the_wrong_type_are_invalid_requests(shared_daemon: DaemonProcess,
-                                                    request_id: Any) -> None:
+def test_ids_of_the_wrong_type_are_invalid_requests(shared_daemon: DaemonProcess, request_id: Any) -> None:
     """Booleans, arrays and objects are not ids: -32600 with id null."""
     with RawConnection(shared_daemon.socket) as conn:
         reply = conn.request({"jsonrpc": "2.0", "id": request_id, "method": "ping"})
@@ -326,11 +346,23 @@ def test_10001_events_are_too_large_and_10000_fit(shared_daemon: DaemonProcess) 
     sid = shared_daemon.call("open_session", {"workspace": w})["sessionId"]
     events = [{"type": "user_message", "text": f"e{i}"} for i in range(10_001)]
     with RawConnection(shared_daemon.socket, timeout=60) as conn:
-        too_many = conn.request({"jsonrpc": "2.0", "id": 1, "method": "append_events", "params": {
-            "workspace": w, "sessionId": sid, "events": events}})
+        too_many = conn.request(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "append_events",
+                "params": {"workspace": w, "sessionId": sid, "events": events},
+            }
+        )
         assert too_many["error"]["data"]["kind"] == "too_large"
-        fits = conn.request({"jsonrpc": "2.0", "id": 2, "method": "append_events", "params": {
-            "workspace": w, "sessionId": sid, "events": events[:10_000]}})
+        fits = conn.request(
+            {
+                "jsonrpc": "2.0",
+                "id": 2,
+                "method": "append_events",
+                "params": {"workspace": w, "sessionId": sid, "events": events[:10_000]},
+            }
+        )
     assert fits["result"]["lastSeq"] == 10_000
 
 
@@ -341,13 +373,19 @@ def test_every_field_of_every_method_refuses_every_wrong_type(shared_daemon: Dae
     """For each field (one level into arrays and maps of objects) and each JSON type it
     does not accept: -32602 invalid_params naming that field's path."""
     w = str(shared_daemon.workspace)
-    cases = [(method, expected, build(method, path, value, w))
-             for method, path, schema, expected in FIELDS for value in sample_wrong(schema)]
+    cases = [
+        (method, expected, build(method, path, value, w))
+        for method, path, schema, expected in FIELDS
+        for value in sample_wrong(schema)
+    ]
     assert len({c[0] for c in cases}) >= len(METHODS) - len(NEVER_FUZZED) - 3
     with RawConnection(shared_daemon.socket, timeout=60) as conn:
-        conn.send_raw(b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": m,
-                                           "params": p}).encode() + b"\n"
-                               for i, (m, _, p) in enumerate(cases)))
+        conn.send_raw(
+            b"".join(
+                json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}).encode() + b"\n"
+                for i, (m, _, p) in enumerate(cases)
+            )
+        )
         replies = {r["id"]: r for r in (conn.recv_message() for _ in cases)}
     for i, (method, expected, params) in enumerate(cases):
         error = replies[i].get("error")
@@ -361,8 +399,9 @@ def test_every_field_of_every_method_refuses_every_wrong_type(shared_daemon: Dae
 @given(st.data())
 def test_random_wrong_values_in_any_field(shared_daemon: DaemonProcess, data: st.DataObject) -> None:
     """Hypothesis picks a method, a field and a value of a type it refuses: -32602."""
-    method, path, schema, expected = data.draw(st.sampled_from(
-        [f for f in FIELDS if "any" not in accepted(f[2])]))
+    method, path, schema, expected = data.draw(
+        st.sampled_from([f for f in FIELDS if "any" not in accepted(f[2])])
+    )
     value = data.draw(wrong_values(schema))
     params = build(method, path, value, str(shared_daemon.workspace))
     with RawConnection(shared_daemon.socket) as conn:
@@ -377,8 +416,9 @@ def test_missing_and_unknown_params_are_refused(shared_daemon: DaemonProcess, me
     w = str(shared_daemon.workspace)
     base = dummy("", params_schema(METHODS[method]), w)
     with RawConnection(shared_daemon.socket) as conn:
-        unknown = conn.request({"jsonrpc": "2.0", "id": 1, "method": method,
-                                "params": {**base, "noSuchParam": 1}})
+        unknown = conn.request(
+            {"jsonrpc": "2.0", "id": 1, "method": method, "params": {**base, "noSuchParam": 1}}
+        )
         assert unknown["error"]["code"] == -32602
         for name in [p["name"] for p in METHODS[method]["params"] if p.get("required")]:
             partial = {k: v for k, v in base.items() if k != name}
@@ -386,13 +426,20 @@ def test_missing_and_unknown_params_are_refused(shared_daemon: DaemonProcess, me
             assert missing["error"]["code"] == -32602, (method, name)
 
 
-@pytest.mark.parametrize("budget", [-1, -(2**63), 2**31, 2**63 - 1, 2**64, 10**30, 1.5, 1e308,
-                                    "1000", None, True, [], {}])
+@pytest.mark.parametrize(
+    "budget", [-1, -(2**63), 2**31, 2**63 - 1, 2**64, 10**30, 1.5, 1e308, "1000", None, True, [], {}]
+)
 def test_absurd_budgets(shared_daemon: DaemonProcess, budget: Any) -> None:
     """build_context with an absurd budget: invalid_params (or too_large), never a crash."""
     with RawConnection(shared_daemon.socket) as conn:
-        reply = conn.request({"jsonrpc": "2.0", "id": 1, "method": "build_context", "params": {
-            "workspace": str(shared_daemon.workspace), "budgetTokens": budget}})
+        reply = conn.request(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "build_context",
+                "params": {"workspace": str(shared_daemon.workspace), "budgetTokens": budget},
+            }
+        )
     assert reply["error"]["data"]["kind"] in ("invalid_params", "too_large")
     assert_spec_error(reply)
 
@@ -401,12 +448,15 @@ def test_tiny_budgets_are_kept(shared_daemon: DaemonProcess) -> None:
     """Budgets of 0 and 1 are answered within themselves (or too_large with a session)."""
     w = str(shared_daemon.workspace)
     sid = shared_daemon.call("open_session", {"workspace": w})["sessionId"]
-    shared_daemon.call("append_events", {"workspace": w, "sessionId": sid, "events": [
-        {"type": "user_message", "text": "hello there"}]})
+    shared_daemon.call(
+        "append_events",
+        {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "hello there"}]},
+    )
     for params in ({"budgetTokens": 0}, {"budgetTokens": 1}, {"budgetTokens": 1, "sessionId": sid}):
         with RawConnection(shared_daemon.socket) as conn:
-            reply = conn.request({"jsonrpc": "2.0", "id": 1, "method": "build_context",
-                                  "params": {"workspace": w, **params}})
+            reply = conn.request(
+                {"jsonrpc": "2.0", "id": 1, "method": "build_context", "params": {"workspace": w, **params}}
+            )
         if "error" in reply:
             assert reply["error"]["data"]["kind"] == "too_large"
         else:
@@ -417,8 +467,11 @@ def test_tiny_budgets_are_kept(shared_daemon: DaemonProcess) -> None:
 
 
 @FUZZ
-@given(st.lists(st.sampled_from(["..", ".", "", "ws", "memory", "etc", "x" * 200, "\x00",
-                                 "%2e%2e", "~"]), max_size=8))
+@given(
+    st.lists(
+        st.sampled_from(["..", ".", "", "ws", "memory", "etc", "x" * 200, "\x00", "%2e%2e", "~"]), max_size=8
+    )
+)
 def test_path_traversal_workspaces(shared_daemon: DaemonProcess, parts: list[str]) -> None:
     """Workspaces spelled with .., //, NULs, long or relative segments resolve to a real
     directory or get invalid_workspace; reading them creates nothing anywhere."""
@@ -426,8 +479,9 @@ def test_path_traversal_workspaces(shared_daemon: DaemonProcess, parts: list[str
     before = sorted(p.name for p in root.iterdir())
     for raw in ("/".join([str(root), *parts]), "/".join(parts)):
         with RawConnection(shared_daemon.socket) as conn:
-            reply = conn.request({"jsonrpc": "2.0", "id": 1, "method": "read_state",
-                                  "params": {"workspace": raw}})
+            reply = conn.request(
+                {"jsonrpc": "2.0", "id": 1, "method": "read_state", "params": {"workspace": raw}}
+            )
         if "error" in reply:
             assert reply["error"]["data"]["kind"] == "invalid_workspace", reply
         else:

@@ -20,8 +20,12 @@ def test_short_load_mixes_every_method_without_surprises() -> None:
     assert load["clients_missing_methods"] == 0
     assert load["unexpected"] == {}
     assert load["request_crashed_in_log"] == 0
-    assert {"update_entry:conflict", "append_events:conflict", "archive_entry:not_found",
-            "propose:gate_closed"} <= set(load["expected"])
+    assert {
+        "update_entry:conflict",
+        "append_events:conflict",
+        "archive_entry:not_found",
+        "propose:gate_closed",
+    } <= set(load["expected"])
     assert load["fds"]["idle_end"] <= load["fds"]["idle_start"]
     assert load["exit_code"] == 0
     assert all(m["n"] > 0 and m["p99_ms"] >= m["p50_ms"] for m in load["methods"].values())
@@ -35,13 +39,21 @@ def test_many_watched_workspaces_keep_the_daemon_responsive(daemon: DaemonProces
         (daemon.root / f"w{i}" / "memory").mkdir(parents=True)
         dirs.append(daemon.root / f"w{i}")
     with RawConnection(daemon.socket, timeout=120) as conn:
-        conn.send_raw(b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "get_settings",
-                                           "params": {"workspace": str(w)}}).encode() + b"\n"
-                               for i, w in enumerate(dirs)))
+        conn.send_raw(
+            b"".join(
+                json.dumps(
+                    {"jsonrpc": "2.0", "id": i, "method": "get_settings", "params": {"workspace": str(w)}}
+                ).encode()
+                + b"\n"
+                for i, w in enumerate(dirs)
+            )
+        )
         for _ in dirs:
             conn.recv_message()
     with daemon.client(timeout=2) as client:
         for i in range(3):
-            client.call("add_entry", {"workspace": str(daemon.workspace), "title": f"T{i}",
-                                      "content": f"still quick {i}"})
+            client.call(
+                "add_entry",
+                {"workspace": str(daemon.workspace), "title": f"T{i}", "content": f"still quick {i}"},
+            )
     assert (Path(daemon.workspace) / "memory" / "MEMORY.md").read_text().count("still quick") == 3

@@ -23,22 +23,58 @@ from tests.support import DaemonProcess
 
 SUMMARY = "# Current Goal\nShip it.\n\n# Current State\nHalf done.\n\n# Next Step\nTest.\n"
 # Errors a planted value may meet (a lookup by a made-up id, a refused shape): nothing written.
-REFUSALS = {"invalid_params", "not_found", "conflict", "too_large", "gate_closed",
-            "insufficient_evidence", "invalid_summary", "invalid_workspace", "incognito_blocked"}
+REFUSALS = {
+    "invalid_params",
+    "not_found",
+    "conflict",
+    "too_large",
+    "gate_closed",
+    "insufficient_evidence",
+    "invalid_summary",
+    "invalid_workspace",
+    "incognito_blocked",
+}
 # Writes that must go through with a secret in the field (they store it, redacted).
 MUST_SUCCEED = {
-    "open_session.sessionId", "open_session.title", "open_session.workspace",
-    "append_events.sessionId", "append_events.requestId", "append_events.events.[].text",
-    "append_events.events.[].toolCallId", "append_events.events.[].meta.{value}",
-    "add_entry.sessionId", "add_entry.requestId", "add_entry.content", "add_entry.workspace",
-    "update_entry.requestId", "archive_entry.requestId", "restore_entry.requestId",
-    "delete_entry.requestId", "propose.sessionId", "propose.supersedes", "propose.requestId",
-    "propose.sourceRefs.[]", "approve.requestId", "reject.requestId", "reject.reason",
-    "import_memories.path", "import_memories.data", "import_memories.requestId",
-    "set_working_state.sessionId", "set_working_state.requestId", "set_working_state.goals.[]",
-    "record_episode.sessionId", "record_episode.requestId", "record_episode.summary",
-    "compact.sessionId", "compact.requestId", "build_context.sessionId", "build_context.query",
-    "close_session.sessionId", "consolidate.requestId", "set_settings.workspace",
+    "open_session.sessionId",
+    "open_session.title",
+    "open_session.workspace",
+    "append_events.sessionId",
+    "append_events.requestId",
+    "append_events.events.[].text",
+    "append_events.events.[].toolCallId",
+    "append_events.events.[].meta.{value}",
+    "add_entry.sessionId",
+    "add_entry.requestId",
+    "add_entry.content",
+    "add_entry.workspace",
+    "update_entry.requestId",
+    "archive_entry.requestId",
+    "restore_entry.requestId",
+    "delete_entry.requestId",
+    "propose.sessionId",
+    "propose.supersedes",
+    "propose.requestId",
+    "propose.sourceRefs.[]",
+    "approve.requestId",
+    "reject.requestId",
+    "reject.reason",
+    "import_memories.path",
+    "import_memories.data",
+    "import_memories.requestId",
+    "set_working_state.sessionId",
+    "set_working_state.requestId",
+    "set_working_state.goals.[]",
+    "record_episode.sessionId",
+    "record_episode.requestId",
+    "record_episode.summary",
+    "compact.sessionId",
+    "compact.requestId",
+    "build_context.sessionId",
+    "build_context.query",
+    "close_session.sessionId",
+    "consolidate.requestId",
+    "set_settings.workspace",
 }
 SKIPPED_METHODS = {"shutdown"}
 # How a secret is planted: alone (an identifier, a directory name), in prose, and in a
@@ -64,26 +100,44 @@ class Planter:
         return None
 
     def open_gate(self, ws: str) -> None:
-        self.quiet("set_settings", {"workspace": ws, "agentReadEnabled": True,
-                                    "extractToolEnabled": True, "historyRecallEnabled": True})
+        self.quiet(
+            "set_settings",
+            {
+                "workspace": ws,
+                "agentReadEnabled": True,
+                "extractToolEnabled": True,
+                "historyRecallEnabled": True,
+            },
+        )
 
     def session(self, ws: str, sid: str | None = None) -> str:
         opened = self.quiet("open_session", {"workspace": ws, **({"sessionId": sid} if sid else {})})
         sid = opened["sessionId"] if opened else sid
         assert sid is not None
-        turns = [event for i in range(8) for event in (
-            {"type": "user_message", "text": f"question {i} about deploys"},
-            {"type": "assistant_message", "text": "answer " + "word " * 200})]
+        turns = [
+            event
+            for i in range(8)
+            for event in (
+                {"type": "user_message", "text": f"question {i} about deploys"},
+                {"type": "assistant_message", "text": "answer " + "word " * 200},
+            )
+        ]
         self.quiet("append_events", {"workspace": ws, "sessionId": sid, "events": turns})
         return sid
 
     def entry(self, ws: str) -> str:
-        return str(self.call("add_entry", {"workspace": ws, "title": "E",
-                                           "content": f"entry {self.counter()}"})["entry"]["id"])
+        return str(
+            self.call("add_entry", {"workspace": ws, "title": "E", "content": f"entry {self.counter()}"})[
+                "entry"
+            ]["id"]
+        )
 
     def proposal(self, ws: str) -> str:
-        return str(self.call("propose", {"workspace": ws, "title": "P",
-                                         "content": f"proposal {self.counter()}"})["proposal"]["id"])
+        return str(
+            self.call("propose", {"workspace": ws, "title": "P", "content": f"proposal {self.counter()}"})[
+                "proposal"
+            ]["id"]
+        )
 
     _count = 0
 
@@ -101,29 +155,52 @@ class Planter:
             "memory_history": lambda: {"id": self.entry(ws)},
             "restore_backup": lambda: {"backupId": self.backup(ws)},
             "approve": lambda: (lambda pid: {"ids": [pid], "edits": {pid: {"title": "T"}}})(
-                self.proposal(ws)),
+                self.proposal(ws)
+            ),
             "reject": lambda: {"ids": [self.proposal(ws)], "reason": "no"},
-            "import_memories": lambda: {"format": "markdown",
-                                        "data": f"# N\n\n## K\n- fact {self.counter()}\n"},
+            "import_memories": lambda: {
+                "format": "markdown",
+                "data": f"# N\n\n## K\n- fact {self.counter()}\n",
+            },
             "build_context": lambda: {"sessionId": sid, "budgetTokens": 2000, "query": "deploys"},
             "compact": lambda: {"sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 50},
             "get_checkpoint": lambda: {"checkpointId": self.checkpoint(ws, sid)},
-            "append_events": lambda: {"sessionId": sid, "events": [
-                {"type": "tool_call", "text": "{}", "toolCallId": "c1", "toolName": "shell",
-                 "meta": {"cwd": "/srv"}},
-                {"type": "tool_result", "text": "ok", "toolCallId": "c1", "toolName": "shell"}]},
+            "append_events": lambda: {
+                "sessionId": sid,
+                "events": [
+                    {
+                        "type": "tool_call",
+                        "text": "{}",
+                        "toolCallId": "c1",
+                        "toolName": "shell",
+                        "meta": {"cwd": "/srv"},
+                    },
+                    {"type": "tool_result", "text": "ok", "toolCallId": "c1", "toolName": "shell"},
+                ],
+            },
             "close_session": lambda: {"sessionId": sid},
             "delete_session": lambda: {"sessionId": sid},
             "retrieve": lambda: {"refs": [f"event:{sid}:1"], "sessionId": sid},
             "search_history": lambda: {"query": "deploys"},
-            "set_working_state": lambda: {"sessionId": sid, "goals": ["ship"],
-                                          "notes": {"Learnings": "tests first"}},
+            "set_working_state": lambda: {
+                "sessionId": sid,
+                "goals": ["ship"],
+                "notes": {"Learnings": "tests first"},
+            },
             "get_manifest": lambda: {"sessionId": sid, "callId": self.manifest(ws, sid)},
-            "record_episode": lambda: {"sessionId": sid, "summary": f"deployed {self.counter()}",
-                                       "sourceRefs": [f"event:{sid}:1"], "tags": ["deploys"]},
+            "record_episode": lambda: {
+                "sessionId": sid,
+                "summary": f"deployed {self.counter()}",
+                "sourceRefs": [f"event:{sid}:1"],
+                "tags": ["deploys"],
+            },
             "consolidate": lambda: {"tag": self.evidence(ws)},
-            "propose": lambda: {"title": "P", "content": f"proposal {self.counter()}",
-                                "sessionId": sid, "sourceRefs": [f"event:{sid}:1"]},
+            "propose": lambda: {
+                "title": "P",
+                "content": f"proposal {self.counter()}",
+                "sessionId": sid,
+                "sourceRefs": [f"event:{sid}:1"],
+            },
         }
         base = fresh[method]() if method in fresh else {}
         session_methods = {"read_events", "list_checkpoints", "get_working_state"}
@@ -137,9 +214,16 @@ class Planter:
         sessions = [self.session(ws), self.session(ws)]
         for i in range(5):
             sid = sessions[i % 2]
-            self.call("record_episode", {"workspace": ws, "sessionId": sid, "tags": [tag],
-                                         "summary": f"deployed {tag} {i}",
-                                         "sourceRefs": [f"event:{sid}:{i + 1}"]})
+            self.call(
+                "record_episode",
+                {
+                    "workspace": ws,
+                    "sessionId": sid,
+                    "tags": [tag],
+                    "summary": f"deployed {tag} {i}",
+                    "sourceRefs": [f"event:{sid}:{i + 1}"],
+                },
+            )
         return tag
 
     def archived(self, ws: str) -> str:
@@ -153,8 +237,9 @@ class Planter:
         return str(self.call("list_backups", {"workspace": ws})["backups"][0]["backupId"])
 
     def checkpoint(self, ws: str, sid: str) -> str:
-        found = self.quiet("compact", {"workspace": ws, "sessionId": sid, "mode": "checkpoint",
-                                       "keepRecentTokens": 50})
+        found = self.quiet(
+            "compact", {"workspace": ws, "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 50}
+        )
         listed = self.quiet("list_checkpoints", {"workspace": ws, "sessionId": sid})
         if listed and listed["checkpoints"]:
             return str(listed["checkpoints"][-1]["checkpointId"])
@@ -199,8 +284,13 @@ def leaks(needles: dict[str, str], roots: list[Path], names_under: Path) -> dict
     """For each label whose needle (or its last 16 characters) is in a file's bytes, or in a
     file name under ``names_under``: the files."""
     found: dict[str, list[str]] = {}
-    files = [p for root in roots if root.exists()
-             for p in ([root] if root.is_file() else root.rglob("*")) if p.is_file()]
+    files = [
+        p
+        for root in roots
+        if root.exists()
+        for p in ([root] if root.is_file() else root.rglob("*"))
+        if p.is_file()
+    ]
     for path in files:
         data = path.read_bytes()
         name = str(path.relative_to(names_under)) if path.is_relative_to(names_under) else ""
@@ -216,8 +306,7 @@ def memory_dirs(root: Path) -> list[Path]:
 
 
 @pytest.mark.slow
-def test_a_secret_in_every_string_field_of_every_method_reaches_no_file_or_log(
-        daemon: DaemonProcess) -> None:
+def test_a_secret_in_every_string_field_of_every_method_reaches_no_file_or_log(daemon: DaemonProcess) -> None:
     """Walked from rpc.discover: each string field of each method (nested ones, map keys
     and values included) holds a secret, alone and inside prose; the calls that store the
     field succeed, and afterwards no file under the data dir or any memory dir, no file
@@ -227,8 +316,12 @@ def test_a_secret_in_every_string_field_of_every_method_reaches_no_file_or_log(
     planter.open_gate(planter.ws)
     planted: dict[str, str] = {}
     outcomes: dict[str, set[str]] = {}
-    slots = [slot for method in schemas.methods() if method not in SKIPPED_METHODS
-             for slot in schemas.string_slots(method)]
+    slots = [
+        slot
+        for method in schemas.methods()
+        if method not in SKIPPED_METHODS
+        for slot in schemas.string_slots(method)
+    ]
     for slot in slots:
         for form, shape in FORMS.items():
             if form == "ref" and not slot.top.lower().endswith("refs"):
@@ -237,8 +330,7 @@ def test_a_secret_in_every_string_field_of_every_method_reaches_no_file_or_log(
             planted[f"{slot.label}:{form}"] = secret
             if form == "ref":  # the session the ref names exists, with events
                 planter.session(planter.ws, secret)
-            outcomes.setdefault(slot.label, set()).add(
-                plant(planter, schemas, slot, shape.format(secret)))
+            outcomes.setdefault(slot.label, set()).add(plant(planter, schemas, slot, shape.format(secret)))
     assert all(redact(s).count == 1 for s in planted.values())
     roots = [daemon.data_dir, daemon.stderr_path, *memory_dirs(daemon.root)]
     assert leaks(planted, roots, daemon.data_dir) == {}

@@ -36,13 +36,16 @@ def ws(d: DaemonProcess) -> str:
 
 def stored_bytes(d: DaemonProcess, *, backups: bool = True) -> bytes:
     """Every byte the daemon keeps: ledger (with -wal), settings, backups, markers."""
-    return b"".join(p.read_bytes() for p in sorted(d.data_dir.rglob("*"))
-                    if p.is_file() and (backups or "backups" not in p.parts))
+    return b"".join(
+        p.read_bytes()
+        for p in sorted(d.data_dir.rglob("*"))
+        if p.is_file() and (backups or "backups" not in p.parts)
+    )
 
 
 def pieces(secret: str, size: int = 10) -> list[str]:
     """Overlapping chunks of a secret: any one of them stored is a leak."""
-    return [secret[i:i + size] for i in range(0, max(1, len(secret) - size + 1), 5)]
+    return [secret[i : i + size] for i in range(0, max(1, len(secret) - size + 1), 5)]
 
 
 def seen(text: str) -> str:
@@ -73,27 +76,45 @@ def disguised(draw: st.DrawFn) -> tuple[str, list[str], list[str]]:
             run = run.rstrip("=")
         return case.secret, [f"the config blob is {run} (keep it)"], [run]
     start = text.index(case.secret)
-    cuts = sorted(draw(st.lists(st.integers(start + 1, start + len(case.secret) - 1),
-                                min_size=1 if how == "split" else 2, max_size=1 if how == "split" else 2,
-                                unique=True)))
+    cuts = sorted(
+        draw(
+            st.lists(
+                st.integers(start + 1, start + len(case.secret) - 1),
+                min_size=1 if how == "split" else 2,
+                max_size=1 if how == "split" else 2,
+                unique=True,
+            )
+        )
+    )
     bounds = [0, *cuts, len(text)]
     return case.secret, [text[a:b] for a, b in itertools.pairwise(bounds)], []
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(disguised())
-def test_disguised_secrets_in_events_are_redacted(daemon: DaemonProcess,
-                                                  sample: tuple[str, list[str], list[str]]) -> None:
+def test_disguised_secrets_in_events_are_redacted(
+    daemon: DaemonProcess, sample: tuple[str, list[str], list[str]]
+) -> None:
     """A token hidden by zero-width or format characters, written in full-width forms,
     base64-wrapped, or split across two or three consecutive events of one append: the
     stored events hold no piece of it, and neither does any file of the data dir."""
     secret, texts, forms = sample
     sid = daemon.call("open_session", {"workspace": ws(daemon)})["sessionId"]
-    result = daemon.call("append_events", {"workspace": ws(daemon), "sessionId": sid, "events": [
-        {"type": "user_message", "text": text} for text in texts]})
+    result = daemon.call(
+        "append_events",
+        {
+            "workspace": ws(daemon),
+            "sessionId": sid,
+            "events": [{"type": "user_message", "text": text} for text in texts],
+        },
+    )
     assert result["redactions"] >= 1
-    stored = seen("".join(e["text"] for e in daemon.call(
-        "read_events", {"workspace": ws(daemon), "sessionId": sid})["events"]))
+    stored = seen(
+        "".join(
+            e["text"]
+            for e in daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid})["events"]
+        )
+    )
     needles = [*pieces(secret), *(p for form in forms for p in pieces(form))]
     assert [p for p in needles if p in stored] == []
     on_disk = seen(stored_bytes(daemon).decode("utf-8", "replace"))
@@ -103,12 +124,21 @@ def test_disguised_secrets_in_events_are_redacted(daemon: DaemonProcess,
 def test_non_secret_text_around_disguises_is_kept(daemon: DaemonProcess) -> None:
     """Invisible characters outside a secret, emoji sequences and ordinary base64 (binary
     data) are stored exactly as sent."""
-    texts = ["family 👨\u200d👩\u200d👧 trip\u00ad planning\u200b done",
-             "avatar AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFake",
-             "see you", "tomorrow"]
+    texts = [
+        "family 👨\u200d👩\u200d👧 trip\u00ad planning\u200b done",
+        "avatar AAAAC3NzaC1lZDI1NTE5AAAAIFakeFakeFakeFakeFakeFakeFakeFake",
+        "see you",
+        "tomorrow",
+    ]
     sid = daemon.call("open_session", {"workspace": ws(daemon)})["sessionId"]
-    result = daemon.call("append_events", {"workspace": ws(daemon), "sessionId": sid, "events": [
-        {"type": "user_message", "text": text} for text in texts]})
+    result = daemon.call(
+        "append_events",
+        {
+            "workspace": ws(daemon),
+            "sessionId": sid,
+            "events": [{"type": "user_message", "text": text} for text in texts],
+        },
+    )
     assert result["redactions"] == 0
     events = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid})["events"]
     assert [e["text"] for e in events] == texts
@@ -126,30 +156,43 @@ def test_identifiers_holding_secrets_stay_distinct_and_usable(daemon: DaemonProc
     assert first.startswith(IDENTIFIER_PREFIX) and second.startswith(IDENTIFIER_PREFIX)
     assert first != second
     turn = [{"type": "user_message", "text": "hello"}]
-    once = daemon.call("append_events", {"workspace": w, "sessionId": raw["a"], "events": turn,
-                                         "requestId": raw["req1"]})
-    again = daemon.call("append_events", {"workspace": w, "sessionId": first, "events": turn,
-                                          "requestId": raw["req1"]})
-    other = daemon.call("append_events", {"workspace": w, "sessionId": raw["a"], "events": turn,
-                                          "requestId": raw["req2"]})
+    once = daemon.call(
+        "append_events", {"workspace": w, "sessionId": raw["a"], "events": turn, "requestId": raw["req1"]}
+    )
+    again = daemon.call(
+        "append_events", {"workspace": w, "sessionId": first, "events": turn, "requestId": raw["req1"]}
+    )
+    other = daemon.call(
+        "append_events", {"workspace": w, "sessionId": raw["a"], "events": turn, "requestId": raw["req2"]}
+    )
     assert once == again and other["firstSeq"] == once["lastSeq"] + 1
     assert daemon.call("read_events", {"workspace": w, "sessionId": raw["b"]})["events"] == []
     found = daemon.call("retrieve", {"workspace": w, "refs": [f"event:{raw['a']}:1"]})["results"]
     assert found[0]["ok"] and found[0]["events"][0]["text"] == "hello"
     daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
-    proposal = daemon.call("propose", {"workspace": w, "title": "T", "content": "c",
-                                       "sessionId": raw["a"], "supersedes": raw["sup"],
-                                       "sourceRefs": [f"event:{raw['a']}:1"]})["proposal"]
+    proposal = daemon.call(
+        "propose",
+        {
+            "workspace": w,
+            "title": "T",
+            "content": "c",
+            "sessionId": raw["a"],
+            "supersedes": raw["sup"],
+            "sourceRefs": [f"event:{raw['a']}:1"],
+        },
+    )["proposal"]
     assert proposal["sessionId"] == first and proposal["supersedes"].startswith(IDENTIFIER_PREFIX)
     assert proposal["sourceRefs"] == [f"event:{first}:1"]
     daemon.restart()
     assert len(daemon.call("read_events", {"workspace": w, "sessionId": raw["a"]})["events"]) == 2
-    retried = daemon.call("append_events", {"workspace": w, "sessionId": raw["a"], "events": turn,
-                                            "requestId": raw["req2"]})
+    retried = daemon.call(
+        "append_events", {"workspace": w, "sessionId": raw["a"], "events": turn, "requestId": raw["req2"]}
+    )
     assert retried == other
     roots = [*daemon.data_dir.rglob("*"), daemon.stderr_path, *(daemon.workspace / "memory").iterdir()]
-    leaked = [name for name, value in raw.items() for p in roots
-              if p.is_file() and value.encode() in p.read_bytes()]
+    leaked = [
+        name for name, value in raw.items() for p in roots if p.is_file() and value.encode() in p.read_bytes()
+    ]
     assert leaked == []
 
 
@@ -161,8 +204,10 @@ def save(path: Path, text: str) -> None:
 
 
 def entry(title: str, content: str, entry_id: str) -> str:
-    return (f"## {title}\n<!-- maka-memory: id={entry_id} origin=manual createdAt=1 updatedAt=1 "
-            f"status=active tags= -->\n{content}\n")
+    return (
+        f"## {title}\n<!-- maka-memory: id={entry_id} origin=manual createdAt=1 updatedAt=1 "
+        f"status=active tags= -->\n{content}\n"
+    )
 
 
 def test_a_secret_typed_into_memory_md(daemon: DaemonProcess) -> None:
@@ -175,15 +220,27 @@ def test_a_secret_typed_into_memory_md(daemon: DaemonProcess) -> None:
     first, second = github_token("typed-1"), "sk-ant-api03-" + "Q" * 60 + "xyzAA"
     memory = daemon.workspace / "memory"
     memory.mkdir(mode=0o700)
-    text = ("# Maka Memory\n\n" + entry("Deploy", f"the deploy token is {first}", "deploy00000001")
-            + "\n" + entry("Claude", f"claude key {second}", "claude00000001"))
+    text = (
+        "# Maka Memory\n\n"
+        + entry("Deploy", f"the deploy token is {first}", "deploy00000001")
+        + "\n"
+        + entry("Claude", f"claude key {second}", "claude00000001")
+    )
     (memory / "MEMORY.md").write_text(text)
     daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True})
     sid = daemon.call("open_session", {"workspace": w})["sessionId"]
-    daemon.call("append_events", {"workspace": w, "sessionId": sid,
-                                  "events": [{"type": "user_message", "text": "what is the deploy token?"}]})
-    pack = daemon.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 3000,
-                                         "query": "deploy token claude key"})
+    daemon.call(
+        "append_events",
+        {
+            "workspace": w,
+            "sessionId": sid,
+            "events": [{"type": "user_message", "text": "what is the deploy token?"}],
+        },
+    )
+    pack = daemon.call(
+        "build_context",
+        {"workspace": w, "sessionId": sid, "budgetTokens": 3000, "query": "deploy token claude key"},
+    )
     shown = json.dumps(pack)
     assert "[REDACTED:github_token]" in shown and "[REDACTED:anthropic_key]" in shown
     assert first not in shown and second not in shown
@@ -201,8 +258,9 @@ def test_a_secret_typed_into_memory_md(daemon: DaemonProcess) -> None:
     assert first.encode() not in stored_bytes(daemon)
     assert second.encode() in stored_bytes(daemon)
     backups = daemon.call("list_backups", {"workspace": w})["backups"]
-    restored = [daemon.call("restore_backup", {"workspace": w, "backupId": b["backupId"]})
-                for b in backups[-1:]]
+    restored = [
+        daemon.call("restore_backup", {"workspace": w, "backupId": b["backupId"]}) for b in backups[-1:]
+    ]
     assert restored and first not in (memory / "MEMORY.md").read_text()
 
     daemon.call("delete_entry", {"workspace": w, "id": "claude00000001"})
@@ -233,8 +291,12 @@ def test_log_lines_are_redacted_exception_text_included(capsys: pytest.CaptureFi
 
 def test_redacted_logs_keep_ordinary_values() -> None:
     """The redaction processor leaves lines without secrets as they were."""
-    event: dict[str, Any] = {"event": "listening", "socket": "/run/maka.sock", "pid": 12,
-                             "nested": {"ok": [1, "two"]}}
+    event: dict[str, Any] = {
+        "event": "listening",
+        "socket": "/run/maka.sock",
+        "pid": 12,
+        "nested": {"ok": [1, "two"]},
+    }
     assert logs.redact_event(None, "info", dict(event)) == event
 
 

@@ -23,12 +23,16 @@ def stalled_subscriber(daemon: DaemonProcess) -> RawConnection:
     conn.sock.connect(str(daemon.socket))
     conn.framing = "ndjson"
     conn.buffer = b""
-    reply = conn.request({"jsonrpc": "2.0", "id": "sub", "method": "subscribe",
-                          "params": {"workspace": str(daemon.workspace)}})
+    reply = conn.request(
+        {"jsonrpc": "2.0", "id": "sub", "method": "subscribe", "params": {"workspace": str(daemon.workspace)}}
+    )
     assert reply["result"]["revision"] >= 0
-    conn.send_raw(b"".join(
-        json.dumps({"jsonrpc": "2.0", "id": f"d{i}", "method": "rpc.discover"}).encode() + b"\n"
-        for i in range(UNREAD_DISCOVERS)))
+    conn.send_raw(
+        b"".join(
+            json.dumps({"jsonrpc": "2.0", "id": f"d{i}", "method": "rpc.discover"}).encode() + b"\n"
+            for i in range(UNREAD_DISCOVERS)
+        )
+    )
     return conn
 
 
@@ -55,8 +59,10 @@ def test_a_subscriber_that_never_reads_blocks_no_writer(daemon: DaemonProcess) -
     # The client timeout only turns a hang (the old behaviour) into a failure.
     with daemon.client(timeout=20) as writer, daemon.client(timeout=20) as reader:
         for i in range(40):
-            added = writer.call("add_entry", {"workspace": ws, "title": f"T{i}",
-                                              "content": f"written while a peer is stalled {i}"})
+            added = writer.call(
+                "add_entry",
+                {"workspace": ws, "title": f"T{i}", "content": f"written while a peer is stalled {i}"},
+            )
             last_revision = added["revision"]
             state = reader.call("read_state", {"workspace": ws, "includeEntries": True})
             assert state["revision"] >= added["revision"]
@@ -72,8 +78,7 @@ def test_a_subscriber_that_never_reads_blocks_no_writer(daemon: DaemonProcess) -
     assert len(revisions) < 40  # coalesced while it was not reading
 
 
-def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(
-        short_tmp: Any) -> None:
+def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(short_tmp: Any) -> None:
     """A stalled subscriber outlives the idle timeout (it follows a workspace), and
     writes keep completing the whole time."""
     d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.3"})
@@ -82,8 +87,10 @@ def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(
         stalled = stalled_subscriber(d)
         with d.client(timeout=20) as writer:
             for i in range(10):
-                writer.call("add_entry", {"workspace": str(d.workspace), "title": f"T{i}",
-                                          "content": f"still writable {i}"})
+                writer.call(
+                    "add_entry",
+                    {"workspace": str(d.workspace), "title": f"T{i}", "content": f"still writable {i}"},
+                )
                 writer.call("ping")
             # A connection that only connects is closed once it has been idle 0.3 s;
             # by then the stalled subscriber has been silent longer than that.
@@ -96,18 +103,23 @@ def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(
         d.stop()
 
 
-def test_notification_precedes_the_reply_of_the_write_that_caused_it(
-        daemon: DaemonProcess) -> None:
+def test_notification_precedes_the_reply_of_the_write_that_caused_it(daemon: DaemonProcess) -> None:
     """On one connection, a write's notification arrives before the write's reply,
     carrying at least the revision the reply reports."""
     ws = str(daemon.workspace)
     with RawConnection(daemon.socket) as conn:
-        conn.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe",
-                      "params": {"workspace": ws}})
+        conn.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"workspace": ws}})
         for i in range(5):
-            conn.send(json.dumps({"jsonrpc": "2.0", "id": f"a{i}", "method": "add_entry",
-                                  "params": {"workspace": ws, "title": f"T{i}",
-                                             "content": f"ordered {i}"}}))
+            conn.send(
+                json.dumps(
+                    {
+                        "jsonrpc": "2.0",
+                        "id": f"a{i}",
+                        "method": "add_entry",
+                        "params": {"workspace": ws, "title": f"T{i}", "content": f"ordered {i}"},
+                    }
+                )
+            )
             seen = 0
             while True:
                 message = conn.recv_message()

@@ -27,16 +27,21 @@ async def test_slow_call_does_not_block_ping(short_tmp: Path) -> None:
     async def ping(params: NoParams, peer: object) -> str:
         return "pong"
 
-    catalogue = {"slow": MethodSpec("slow", NoParams, str, "test"),
-                 "ping": MethodSpec("ping", NoParams, str, "test")}
-    server = Server(Dispatcher(catalogue, {"slow": slow, "ping": ping}),
-                    Limits(max_message_bytes=1 << 20, shutdown_grace_s=1.0))
+    catalogue = {
+        "slow": MethodSpec("slow", NoParams, str, "test"),
+        "ping": MethodSpec("ping", NoParams, str, "test"),
+    }
+    server = Server(
+        Dispatcher(catalogue, {"slow": slow, "ping": ping}),
+        Limits(max_message_bytes=1 << 20, shutdown_grace_s=1.0),
+    )
     listener = await anyio.create_unix_listener(short_tmp / "c.sock")
     async with anyio.create_task_group() as tg:
         tg.start_soon(server.run, listener)
         stream = await anyio.connect_unix(short_tmp / "c.sock")
-        await stream.send(b'{"jsonrpc":"2.0","method":"slow","id":1}\n'
-                          b'{"jsonrpc":"2.0","method":"ping","id":2}\n')
+        await stream.send(
+            b'{"jsonrpc":"2.0","method":"slow","id":1}\n{"jsonrpc":"2.0","method":"ping","id":2}\n'
+        )
         buf = b""
         while b"\n" not in buf:
             buf += await stream.receive()

@@ -18,16 +18,20 @@ def test_detect_by_first_non_blank_byte() -> None:
 
 
 @settings(max_examples=100, deadline=None)
-@given(st.lists(st.binary(min_size=1, max_size=50).filter(lambda b: b"\n" not in b
-                                                          and b.strip(b" \t\r\n")),
-                max_size=10), st.integers(1, 7))
+@given(
+    st.lists(
+        st.binary(min_size=1, max_size=50).filter(lambda b: b"\n" not in b and b.strip(b" \t\r\n")),
+        max_size=10,
+    ),
+    st.integers(1, 7),
+)
 def test_ndjson_split_anywhere(messages: list[bytes], cut: int) -> None:
     """Messages come out whole however the stream is chunked."""
     stream = b"".join(encode("ndjson", m) for m in messages)
     decoder = NdjsonDecoder(1 << 20)
     out: list[bytes] = []
     for i in range(0, len(stream), cut):
-        out += decoder.feed(stream[i:i + cut])
+        out += decoder.feed(stream[i : i + cut])
     assert out == messages
 
 
@@ -39,7 +43,7 @@ def test_lsp_split_anywhere(messages: list[bytes], cut: int) -> None:
     decoder = LspDecoder(1 << 20)
     out: list[bytes] = []
     for i in range(0, len(stream), cut):
-        out += decoder.feed(stream[i:i + cut])
+        out += decoder.feed(stream[i : i + cut])
     assert out == messages
 
 

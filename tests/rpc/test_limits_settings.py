@@ -27,24 +27,25 @@ def test_defaults_when_nothing_is_given() -> None:
 
 def test_flags_win_over_the_environment() -> None:
     """Each limit comes from its flag, else its environment variable."""
-    env = {"MAKAD_MAX_REPLY_BYTES": "1000", "MAKAD_MAX_CONNECTIONS": "10",
-           "MAKAD_IDLE_TIMEOUT_S": "2.5"}
+    env = {"MAKAD_MAX_REPLY_BYTES": "1000", "MAKAD_MAX_CONNECTIONS": "10", "MAKAD_IDLE_TIMEOUT_S": "2.5"}
     from_env = load(BASE, env=env)
-    assert (from_env.max_reply_bytes, from_env.max_connections, from_env.idle_timeout_s) == (
-        1000, 10, 2.5)
-    flagged = load([*BASE, "--max-reply-bytes", "2000", "--max-connections", "20",
-                    "--idle-timeout", "0.5"], env=env)
-    assert (flagged.max_reply_bytes, flagged.max_connections, flagged.idle_timeout_s) == (
-        2000, 20, 0.5)
+    assert (from_env.max_reply_bytes, from_env.max_connections, from_env.idle_timeout_s) == (1000, 10, 2.5)
+    flagged = load(
+        [*BASE, "--max-reply-bytes", "2000", "--max-connections", "20", "--idle-timeout", "0.5"], env=env
+    )
+    assert (flagged.max_reply_bytes, flagged.max_connections, flagged.idle_timeout_s) == (2000, 20, 0.5)
 
 
-@pytest.mark.parametrize("argv,env", [
-    (["--max-reply-bytes", "-1"], {}),
-    (["--max-connections", "0"], {}),
-    (["--idle-timeout", "-3"], {}),
-    ([], {"MAKAD_IDLE_TIMEOUT_S": "soon"}),
-    ([], {"MAKAD_MAX_CONNECTIONS": "-5"}),
-])
+@pytest.mark.parametrize(
+    "argv,env",
+    [
+        (["--max-reply-bytes", "-1"], {}),
+        (["--max-connections", "0"], {}),
+        (["--idle-timeout", "-3"], {}),
+        ([], {"MAKAD_IDLE_TIMEOUT_S": "soon"}),
+        ([], {"MAKAD_MAX_CONNECTIONS": "-5"}),
+    ],
+)
 def test_nonsense_limits_stop_the_start(argv: list[str], env: dict[str, str]) -> None:
     """A limit that is not a positive number is refused at start, with a message."""
     with pytest.raises(SystemExit) as stopped:

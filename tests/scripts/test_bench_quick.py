@@ -15,7 +15,11 @@ def test_bench_quick_prints_every_key() -> None:
     """The CI smoke run of scripts/bench prints one JSON object with every benchmark's keys."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "scripts" / "benchmarks" / "main.py"), "--quick"],
-        capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONWARNINGS": "ignore"})
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     report = json.loads(result.stdout)
     for conns in ("1", "16"):
@@ -24,8 +28,9 @@ def test_bench_quick_prints_every_key() -> None:
         assert entry["ping_rps"] > 0 and entry["echo_rps"] > 0
     assert {"entries", "rps", "ping_rps", "ratio"} <= set(report["read_state"])
     assert {"p50_ms", "p99_ms", "n"} <= set(report["watch"])
-    assert {"batched_eps", "single_eps", "sqlite_baseline_eps", "ratio",
-            "search_p95_ms_1m"} <= set(report["ledger"])
+    assert {"batched_eps", "single_eps", "sqlite_baseline_eps", "ratio", "search_p95_ms_1m"} <= set(
+        report["ledger"]
+    )
     for size in ("1k_10k", "10k_100k"):
         assert {"p50_ms", "p95_ms", "naive_p50_ms"} <= set(report["build_context"][size])
     assert {"ready_ms", "rss_mib_idle", "rss_mib_loaded"} <= set(report["startup"])

@@ -33,9 +33,22 @@ pytestmark = [
 def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, object], Path]:
     out = tmp_path_factory.mktemp("eval")
     done = subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "eval-recall"), "--dataset", str(DATASET),
-         "--limit-conversations", "1", "--limit-questions", "10", "--out", str(out)],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "eval-recall"),
+            "--dataset",
+            str(DATASET),
+            "--limit-conversations",
+            "1",
+            "--limit-questions",
+            "10",
+            "--out",
+            str(out),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout), out
@@ -49,8 +62,17 @@ def rows(out: Path) -> list[dict[str, str]]:
 def test_report_has_the_issue_keys(run: tuple[dict[str, object], Path]) -> None:
     """Top-level keys, overall metrics, categories, latency and the four variants."""
     report, _ = run
-    assert {"dataset", "datasetSha256", "commit", "variant", "questions", "overall", "byCategory",
-            "latency", "variants"} <= set(report)
+    assert {
+        "dataset",
+        "datasetSha256",
+        "commit",
+        "variant",
+        "questions",
+        "overall",
+        "byCategory",
+        "latency",
+        "variants",
+    } <= set(report)
     assert report["variant"] == "default" and report["questions"] == 10
     overall = report["overall"]
     assert isinstance(overall, dict)
@@ -61,8 +83,13 @@ def test_report_has_the_issue_keys(run: tuple[dict[str, object], Path]) -> None:
     latency = report["latency"]
     assert isinstance(latency, dict) and 0 < latency["p50_ms"] <= latency["p95_ms"]
     variants = report["variants"]
-    assert isinstance(variants, dict) and set(variants) == {"default", "default-pack", "bm25-plain",
-                                                            "recent", "full"}
+    assert isinstance(variants, dict) and set(variants) == {
+        "default",
+        "default-pack",
+        "bm25-plain",
+        "recent",
+        "full",
+    }
     assert variants["full"]["overall"]["recallAtBudget"] >= variants["default"]["overall"]["recallAtBudget"]
     assert variants["full"]["overall"]["meanTokens"] > 2000
 
@@ -81,18 +108,20 @@ def test_figures_are_recomputed_from_the_daemon_replies(run: tuple[dict[str, obj
         if evidence:
             top10 = {known[ref] for ref in ranked[:10]}
             assert float(row["recall@10"]) == pytest.approx(
-                sum(e in top10 for e in evidence) / len(evidence), abs=1e-4)
+                sum(e in top10 for e in evidence) / len(evidence), abs=1e-4
+            )
         assert float(row["latency_ms"]) > 0
         assert int(row["tokens"]) <= 2000
     scored = [r for r in mine if r["category"] != "5"]
     assert report["overall"]["recall@10"] == pytest.approx(  # type: ignore[index]
-        sum(float(r["recall@10"]) for r in scored) / len(scored), abs=1e-3)
+        sum(float(r["recall@10"]) for r in scored) / len(scored), abs=1e-3
+    )
     assert report["overall"]["recallAtBudget"] == pytest.approx(  # type: ignore[index]
-        sum(float(r["recall_at_budget"]) for r in scored) / len(scored), abs=1e-3)
+        sum(float(r["recall_at_budget"]) for r in scored) / len(scored), abs=1e-3
+    )
 
 
-def test_default_pack_recall_is_reported_beside_recall_at_budget(
-        run: tuple[dict[str, object], Path]) -> None:
+def test_default_pack_recall_is_reported_beside_recall_at_budget(run: tuple[dict[str, object], Path]) -> None:
     """The default-pack figure (no include filter, fresh session) sits beside recallAtBudget and
     is the mean of its own rows; its pack never exceeds the budget."""
     report, out = run
@@ -102,7 +131,8 @@ def test_default_pack_recall_is_reported_beside_recall_at_budget(
     assert len(pack_rows) == 10 and all(int(r["tokens"]) <= 2000 for r in pack_rows)
     scored = [r for r in pack_rows if r["category"] != "5"]
     assert overall["defaultPackRecall"] == pytest.approx(
-        sum(float(r["recall_at_budget"]) for r in scored) / len(scored), abs=1e-3)
+        sum(float(r["recall_at_budget"]) for r in scored) / len(scored), abs=1e-3
+    )
     variants = report["variants"]
     assert isinstance(variants, dict)
     assert 0 < variants["default-pack"]["overall"]["meanPackTokens"] <= 2000

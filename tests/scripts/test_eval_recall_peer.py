@@ -23,7 +23,7 @@ pytestmark = pytest.mark.skipif(not DATASET.is_file(), reason=f"LoCoMo data not 
 
 # Basic Memory 0.24 needs Python >= 3.12 and cannot be installed beside makad here, so a
 # stand-in executable answers its two commands in its JSON shape: the driver is what is tested.
-STAND_IN = textwrap.dedent('''\
+STAND_IN = textwrap.dedent("""\
     #!{python}
     import json, os, re, sys
     from pathlib import Path
@@ -47,14 +47,27 @@ STAND_IN = textwrap.dedent('''\
                                      "content": "[turn] " + text, "file_path": note.name}})
     results.sort(key=lambda r: -r["score"])
     print(json.dumps({{"results": results[:50], "current_page": 1, "page_size": 50}}))
-''')
+""")
 
 
 def run_eval(tmp_path: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, str(ROOT / "scripts" / "eval-recall"), "--dataset", str(DATASET),
-         "--limit-conversations", "1", "--limit-questions", "4", "--no-baselines", *extra],
-        capture_output=True, text=True, timeout=300, check=False,
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "eval-recall"),
+            "--dataset",
+            str(DATASET),
+            "--limit-conversations",
+            "1",
+            "--limit-questions",
+            "4",
+            "--no-baselines",
+            *extra,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
         env={**os.environ, "TMPDIR": str(tmp_path)},
     )
 
@@ -84,9 +97,20 @@ def test_present_peer_is_scored_with_the_same_protocol(tmp_path: Path) -> None:
 
 def test_notes_map_every_turn_back_to_its_ref(tmp_path: Path) -> None:
     """Each turn is one observation line (whitespace folded); a hit's text (prefixed or not) finds its turn's ref."""
-    conv = Conversation("c-1", ("Ann", "Bo"), [Session(2, 0, [
-        Turn("D2:1", "user_message", "Ann: I   adopted\na cat", 0),
-        Turn("D2:2", "assistant_message", "Bo: nice", 1000)])])
+    conv = Conversation(
+        "c-1",
+        ("Ann", "Bo"),
+        [
+            Session(
+                2,
+                0,
+                [
+                    Turn("D2:1", "user_message", "Ann: I   adopted\na cat", 0),
+                    Turn("D2:2", "assistant_message", "Bo: nice", 1000),
+                ],
+            )
+        ],
+    )
     by_text = write_notes(conv, tmp_path)
     note = (tmp_path / "session-002.md").read_text(encoding="utf-8")
     assert "- [turn] Ann: I adopted a cat\n" in note  # one line, or the note would split the turn

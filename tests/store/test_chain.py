@@ -37,23 +37,48 @@ def judge(events: list[Event], head: tuple[int, str], lo: int, hi: int) -> set[i
 
 def reference_canonical(event: Event) -> bytes:
     """The hashed bytes as PROTOCOL.md defines them: a dict of the fields, keys sorted."""
-    return msgspec.json.encode({
-        "sessionId": event.session_id, "seq": event.seq, "ts": event.ts, "type": event.type,
-        "text": event.text, "toolCallId": event.tool_call_id, "toolName": event.tool_name,
-        "meta": event.meta, "tokens": event.tokens}, order="sorted")
+    return msgspec.json.encode(
+        {
+            "sessionId": event.session_id,
+            "seq": event.seq,
+            "ts": event.ts,
+            "type": event.type,
+            "text": event.text,
+            "toolCallId": event.tool_call_id,
+            "toolName": event.tool_name,
+            "meta": event.meta,
+            "tokens": event.tokens,
+        },
+        order="sorted",
+    )
 
 
 @settings(max_examples=300, deadline=None)
-@given(text=st.text(), meta=st.none() | st.dictionaries(st.text(), st.text(), max_size=4),
-       call=st.none() | st.text(max_size=8), tool=st.none() | st.text(max_size=8),
-       seq=st.integers(1, 2**40), ts=st.integers(-(2**53), 2**53), tokens=st.integers(0, 2**31))
-def test_the_canonical_bytes_are_the_documented_ones(text: str, meta: dict[str, str] | None,
-                                                     call: str | None, tool: str | None,
-                                                     seq: int, ts: int, tokens: int) -> None:
+@given(
+    text=st.text(),
+    meta=st.none() | st.dictionaries(st.text(), st.text(), max_size=4),
+    call=st.none() | st.text(max_size=8),
+    tool=st.none() | st.text(max_size=8),
+    seq=st.integers(1, 2**40),
+    ts=st.integers(-(2**53), 2**53),
+    tokens=st.integers(0, 2**31),
+)
+def test_the_canonical_bytes_are_the_documented_ones(
+    text: str, meta: dict[str, str] | None, call: str | None, tool: str | None, seq: int, ts: int, tokens: int
+) -> None:
     """The fast canonical encoding is byte for byte the documented one (stored hashes keep
     verifying): any text, meta keys in any order, absent fields as null."""
-    event = Event(session_id="s-1", seq=seq, ts=ts, type="tool_call", text=text,
-                  tool_call_id=call, tool_name=tool, meta=meta, tokens=tokens)
+    event = Event(
+        session_id="s-1",
+        seq=seq,
+        ts=ts,
+        type="tool_call",
+        text=text,
+        tool_call_id=call,
+        tool_name=tool,
+        meta=meta,
+        tokens=tokens,
+    )
     assert canonical_event(event) == reference_canonical(event)
 
 
@@ -111,8 +136,13 @@ def test_runs_split_at_gaps_and_sessions() -> None:
     two, _ = built(["x", "y"], "t")
     picked = [one[0], one[1], one[3], two[1]]
     assert sorted(chain.runs(picked)) == [("s", 1, 2), ("s", 4, 4), ("t", 2, 2)]
-    assert sorted(chain.edge_spans(picked)) == [("s", 3, 3), ("s", 3, 3), ("s", 5, 5),
-                                               ("t", 1, 1), ("t", 3, 3)]
+    assert sorted(chain.edge_spans(picked)) == [
+        ("s", 3, 3),
+        ("s", 3, 3),
+        ("s", 5, 5),
+        ("t", 1, 1),
+        ("t", 3, 3),
+    ]
 
 
 @pytest.fixture
@@ -120,8 +150,7 @@ def filled(tmp_path: Path) -> tuple[Ledger, Path]:
     path = tmp_path / "l.db"
     led = Ledger(path)
     led.open_session("s")
-    led.append_events("s", [NewEvent(type="user_message", text=f"turn {i} about cats")
-                            for i in range(1, 7)])
+    led.append_events("s", [NewEvent(type="user_message", text=f"turn {i} about cats") for i in range(1, 7)])
     return led, path
 
 
@@ -137,8 +166,7 @@ def test_every_read_that_returns_events_marks_the_altered_one(filled: tuple[Ledg
     hits = {h.event.seq: h.event.verified for h in led.search_history("cats", limit=10)}
     assert hits == {1: True, 2: True, 3: False, 4: False, 5: True, 6: True}
     [result] = led.retrieve(["event:s:2-5"])
-    assert [(e.seq, e.verified) for e in result.events] == [(2, True), (3, False), (4, False),
-                                                            (5, True)]
+    assert [(e.seq, e.verified) for e in result.events] == [(2, True), (3, False), (4, False), (5, True)]
     assert result.mismatched_seqs == [4]
     led.close()
 
@@ -150,8 +178,12 @@ def test_a_rehashed_edit_marks_it_and_its_successor(filled: tuple[Ledger, Path])
     events = led.read_events("s")
     forged = events[2]
     forged.text = "turn 3 is now something else"
-    tamper(path, "UPDATE events SET text = ?, hash = ? WHERE seq = 3", forged.text,
-           event_hash(events[1].hash, forged))
+    tamper(
+        path,
+        "UPDATE events SET text = ?, hash = ? WHERE seq = 3",
+        forged.text,
+        event_hash(events[1].hash, forged),
+    )
     again = led.read_events("s", after_seq=1, limit=3)
     led.mark_unverified(again)
     assert [(e.seq, e.verified) for e in again] == [(2, True), (3, False), (4, False)]

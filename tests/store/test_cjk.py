@@ -50,7 +50,7 @@ def test_query_terms_drop_stop_words_and_quote_everything() -> None:
 
 
 def test_question_framing_words_are_dropped_unless_alone() -> None:
-    """"Would Ann likely enjoy…" searches for what it asks about, not for "likely"."""
+    """ "Would Ann likely enjoy…" searches for what it asks about, not for "likely"."""
     assert query_terms("Would Ann likely enjoy hiking?") == ['"ann"', '"enjoy"', '"hiking"']
     assert query_terms("Has Bo ever mentioned both things?") == ['"bo"']
     assert query_terms("likely") == ['"likely"']

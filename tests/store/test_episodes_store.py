@@ -27,11 +27,23 @@ def events(ledger: Ledger, sid: str, *texts: str, kind: str = "user_message") ->
     ledger.append_events(sid, [NewEvent(type=kind, text=t) for t in texts])  # type: ignore[arg-type]
 
 
-def episode(sid: str, summary: str, tags: list[str], refs: list[str] | None = None,
-            episode_id: str | None = None, at: int = 0) -> NewEpisode:
-    return NewEpisode(episode_id=episode_id or f"ep-{sid}-{summary}", session_id=sid,
-                      kind="client", summary=summary, tags=tags,
-                      source_refs=refs if refs is not None else [f"event:{sid}:1"], at=at)
+def episode(
+    sid: str,
+    summary: str,
+    tags: list[str],
+    refs: list[str] | None = None,
+    episode_id: str | None = None,
+    at: int = 0,
+) -> NewEpisode:
+    return NewEpisode(
+        episode_id=episode_id or f"ep-{sid}-{summary}",
+        session_id=sid,
+        kind="client",
+        summary=summary,
+        tags=tags,
+        source_refs=refs if refs is not None else [f"event:{sid}:1"],
+        at=at,
+    )
 
 
 def ids(records: list[object]) -> list[str]:
@@ -129,8 +141,9 @@ def test_queue_is_one_transaction(ledger: Ledger) -> None:
     events(ledger, "s", "a")
     ledger.add_episode(episode("s", "e", ["tea"]))
     conn = sqlite3.connect(ledger.path)
-    conn.execute("CREATE TRIGGER boom BEFORE INSERT ON consolidation_offsets"
-                 " BEGIN SELECT RAISE(ABORT, 'boom'); END")
+    conn.execute(
+        "CREATE TRIGGER boom BEFORE INSERT ON consolidation_offsets BEGIN SELECT RAISE(ABORT, 'boom'); END"
+    )
     conn.commit()
     conn.close()
     with pytest.raises(IOFailure):
@@ -148,8 +161,9 @@ def test_settle_and_retract_mark_the_episodes(ledger: Ledger) -> None:
     ledger.add_episode(episode("s", "b", ["go"]))
     ledger.queue_consolidation("tea", "p1", ["ep-s-a"])
     ledger.queue_consolidation("go", "p2", ["ep-s-b"])
-    assert ledger.settle_consolidations({"p1": ("approved", "entry1"), "p2": ("rejected", None),
-                                         "other": ("rejected", None)}) == ["p1", "p2"]
+    assert ledger.settle_consolidations(
+        {"p1": ("approved", "entry1"), "p2": ("rejected", None), "other": ("rejected", None)}
+    ) == ["p1", "p2"]
     assert ledger.settle_consolidations({"p2": ("approved", "x")}) == []
     assert ledger.retract_entry("entry1") == ["p1"]
     marks = {e.episode_id: e.consolidations[0] for e in ledger.list_episodes()}
@@ -162,16 +176,14 @@ def test_delete_session_tombstones_its_episodes_and_citing_ones(ledger: Ledger) 
     events(ledger, "s", "a")
     events(ledger, "t", "b")
     ledger.add_episode(episode("s", "own", ["tea"]))
-    ledger.add_episode(episode("t", "zebracorn quartz", ["tea"], refs=["event:s:1"],
-                               episode_id="cites"))
+    ledger.add_episode(episode("t", "zebracorn quartz", ["tea"], refs=["event:s:1"], episode_id="cites"))
     ledger.add_episode(episode("t", "kept", ["tea"]))
     ledger.delete_session("s")
     assert ids(ledger.list_episodes()) == ["ep-t-kept"]
     gone = {e.episode_id: e for e in ledger.list_episodes(include_deleted=True)}
     for episode_id in ("ep-s-own", "cites"):
         assert gone[episode_id].deleted_at is not None
-        assert (gone[episode_id].summary, gone[episode_id].tags,
-                gone[episode_id].source_refs) == ("", [], [])
+        assert (gone[episode_id].summary, gone[episode_id].tags, gone[episode_id].source_refs) == ("", [], [])
     assert ids(ledger.evidence()["tea"]) == ["ep-t-kept"]
     wal = ledger.path.with_name(ledger.path.name + "-wal")
     raw = ledger.path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
@@ -181,12 +193,15 @@ def test_delete_session_tombstones_its_episodes_and_citing_ones(ledger: Ledger) 
 def test_source_seqs_pick_matching_user_messages(ledger: Ledger) -> None:
     """Each text maps to the user message sharing most words; no match → last user message."""
     ledger.open_session("s")
-    ledger.append_events("s", [
-        NewEvent(type="user_message", text="make the parser faster"),
-        NewEvent(type="assistant_message", text="parser parser parser faster"),
-        NewEvent(type="user_message", text="store data in sqlite"),
-        NewEvent(type="user_message", text="thanks"),
-    ])
+    ledger.append_events(
+        "s",
+        [
+            NewEvent(type="user_message", text="make the parser faster"),
+            NewEvent(type="assistant_message", text="parser parser parser faster"),
+            NewEvent(type="user_message", text="store data in sqlite"),
+            NewEvent(type="user_message", text="thanks"),
+        ],
+    )
     assert ledger.source_seqs("s", ["parser faster"]) == [1]
     assert ledger.source_seqs("s", ["sqlite", "parser"]) == [1, 3]
     assert ledger.source_seqs("s", ["nothing shared"]) == [4]
@@ -203,8 +218,9 @@ def test_evidence_counts_what_follows_the_offset(sessions: list[int], data: st.D
         try:
             for s in range(4):
                 events(ledger, f"s{s}", "x")
-            recorded = [ledger.add_episode(episode(f"s{s}", f"e{i}", ["tea"])).episode
-                        for i, s in enumerate(sessions)]
+            recorded = [
+                ledger.add_episode(episode(f"s{s}", f"e{i}", ["tea"])).episode for i, s in enumerate(sessions)
+            ]
             cited = data.draw(st.lists(st.sampled_from(recorded), max_size=3, unique_by=id))
             if cited:
                 ledger.queue_consolidation("tea", "p", [e.episode_id for e in cited])

@@ -27,8 +27,9 @@ class CountingSource(_LedgerSource):
 
 def fill(ledger: Ledger, count: int) -> None:
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="user_message", text=f"turn {i} " + "word " * 20)
-                               for i in range(count)])
+    ledger.append_events(
+        "s", [NewEvent(type="user_message", text=f"turn {i} " + "word " * 20) for i in range(count)]
+    )
 
 
 def test_the_tail_is_read_newest_first_without_reading_an_event_twice(ledger: Ledger) -> None:
@@ -55,8 +56,17 @@ def test_the_tail_stops_at_the_checkpoint(ledger: Ledger) -> None:
     """Events the latest checkpoint covers are never read as live history."""
     fill(ledger, 600)
     checkpoint = Checkpoint(
-        checkpoint_id="c", session_id="s", boundary_seq=590, coverage=Coverage(from_seq=1, to_seq=590),
-        covered_hash="h", summary="x", summary_tokens=1, preserved_from_seq=591, mode="checkpoint",
-        reason="manual", created_at=0)
+        checkpoint_id="c",
+        session_id="s",
+        boundary_seq=590,
+        coverage=Coverage(from_seq=1, to_seq=590),
+        covered_hash="h",
+        summary="x",
+        summary_tokens=1,
+        preserved_from_seq=591,
+        mode="checkpoint",
+        reason="manual",
+        created_at=0,
+    )
     events, live = _history_tail(CountingSource(ledger), "s", checkpoint, 600, 8_000)
     assert [e.seq for e in events] == list(range(591, 601)) and live is None

@@ -27,9 +27,13 @@ def fill(path: Path, sessions: int = 3, events: int = 400) -> None:
     led.put_settings_json({"agentReadEnabled": True, REVISION_KEY: 41})
     for s in range(sessions):
         led.open_session(f"s{s}")
-        led.append_events(f"s{s}", [NewEvent(type="user_message", text=f"session {s} turn {i} "
-                                             "about the build and the tests " * 2)
-                                    for i in range(events)])
+        led.append_events(
+            f"s{s}",
+            [
+                NewEvent(type="user_message", text=f"session {s} turn {i} about the build and the tests " * 2)
+                for i in range(events)
+            ],
+        )
     led.append_memory_event(action="added", actor="user", entry_id="e1", data={"k": "v"})
     led.begin_intent("request", {"entry": {"id": "e1"}})
     led.close()
@@ -70,7 +74,8 @@ def test_a_garbage_header_is_moved_aside_at_open(tmp_path: Path, template: bytes
 
 
 def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
-        tmp_path: Path, template: bytes) -> None:
+    tmp_path: Path, template: bytes
+) -> None:
     """Settings hold the privacy switches: one that is not JSON any more is not guessed at —
     the ledger starts over (switches at their defaults) and remembers the old revision."""
     path = tmp_path / "ledger.sqlite3"
@@ -87,7 +92,8 @@ def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
 
 
 def test_a_header_that_makes_sqlite_read_only_is_damage_not_a_read_only_disk(
-        tmp_path: Path, template: bytes) -> None:
+    tmp_path: Path, template: bytes
+) -> None:
     """A flipped bit in the header's write-version byte makes SQLite open the file read-only:
     that is damage (moved aside at open), so the next append succeeds instead of io_error."""
     path = tmp_path / "ledger.sqlite3"
@@ -108,8 +114,7 @@ def test_a_null_settings_record_resets_at_open(tmp_path: Path, template: bytes) 
     conn = sqlite3.connect(path, isolation_level=None)
     [(sql,)] = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'settings'")
     conn.execute("PRAGMA writable_schema = ON")
-    conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'settings'",
-                 (sql.replace("NOT NULL", ""),))
+    conn.execute("UPDATE sqlite_master SET sql = ? WHERE name = 'settings'", (sql.replace("NOT NULL", ""),))
     conn.close()
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("UPDATE settings SET value = NULL WHERE key = 'agentReadEnabled'")
@@ -123,7 +128,8 @@ def test_a_null_settings_record_resets_at_open(tmp_path: Path, template: bytes) 
 
 
 def test_an_event_row_of_the_wrong_storage_class_reads_back_unverified(
-        tmp_path: Path, template: bytes) -> None:
+    tmp_path: Path, template: bytes
+) -> None:
     """An event whose text became a blob and whose timestamp became text on disk is read,
     coerced to the record's types and marked unverified; nothing raises."""
     path = tmp_path / "ledger.sqlite3"
@@ -141,7 +147,8 @@ def test_an_event_row_of_the_wrong_storage_class_reads_back_unverified(
 
 
 def test_a_damaged_search_index_is_rebuilt_in_place_and_history_stays(
-        tmp_path: Path, template: bytes) -> None:
+    tmp_path: Path, template: bytes
+) -> None:
     """The full-text index is a projection: damage to it rebuilds it from the events (no
     reset, nothing moved aside), and the search that met it is answered."""
     path = tmp_path / "ledger.sqlite3"
@@ -158,7 +165,8 @@ def test_a_damaged_search_index_is_rebuilt_in_place_and_history_stays(
 
 
 def test_damage_found_later_resets_and_the_call_runs_on_the_fresh_ledger(
-        tmp_path: Path, template: bytes) -> None:
+    tmp_path: Path, template: bytes
+) -> None:
     """A file cut short under an open ledger: the first read that reaches the missing pages
     resets the ledger and is answered as by an empty one (not_found here), not io_error."""
     path = tmp_path / "ledger.sqlite3"
@@ -176,7 +184,8 @@ def test_damage_found_later_resets_and_the_call_runs_on_the_fresh_ledger(
 
 
 def test_damage_under_a_running_ledger_resets_once_for_concurrent_calls(
-        tmp_path: Path, template: bytes) -> None:
+    tmp_path: Path, template: bytes
+) -> None:
     """Several threads meeting the same damage reset the ledger once between them."""
     path = tmp_path / "ledger.sqlite3"
     path.write_bytes(template)
@@ -203,16 +212,14 @@ def test_damage_under_a_running_ledger_resets_once_for_concurrent_calls(
     led.close()
 
 
-def test_text_that_is_not_utf8_is_read_lossily_and_fails_its_hash(
-        tmp_path: Path, template: bytes) -> None:
+def test_text_that_is_not_utf8_is_read_lossily_and_fails_its_hash(tmp_path: Path, template: bytes) -> None:
     """A flipped byte that makes an event's text invalid UTF-8 does not reset anything: the
     event reads back with a replacement character and fails verification."""
     path = tmp_path / "ledger.sqlite3"
     path.write_bytes(template)
     conn = sqlite3.connect(path)
     conn.execute("DROP TRIGGER events_append_only")
-    conn.execute("UPDATE events SET text = CAST(x'74757266ff' AS TEXT)"
-                 " WHERE session_id = 's0' AND seq = 2")
+    conn.execute("UPDATE events SET text = CAST(x'74757266ff' AS TEXT) WHERE session_id = 's0' AND seq = 2")
     conn.commit()
     conn.close()
     led = Ledger(path)
@@ -224,8 +231,7 @@ def test_text_that_is_not_utf8_is_read_lossily_and_fails_its_hash(
     led.close()
 
 
-def test_an_environmental_error_is_reported_and_the_file_left_alone(
-        tmp_path: Path, template: bytes) -> None:
+def test_an_environmental_error_is_reported_and_the_file_left_alone(tmp_path: Path, template: bytes) -> None:
     """A write the disk refuses (here: an immutable WAL) is an io_error; it is never taken
     for corruption, and nothing is moved aside."""
     if os.geteuid() != 0:
@@ -259,7 +265,10 @@ def damage(data: bytes, how: str, rng: random.Random, count: int) -> bytes:
 def battery(led: Ledger) -> None:
     """Every kind of read the daemon makes; each may fail only with a domain error."""
     calls = [
-        led.get_settings_json, led.list_sessions, led.open_intents, led.list_tombstones,
+        led.get_settings_json,
+        led.list_sessions,
+        led.open_intents,
+        led.list_tombstones,
         lambda: led.memory_history("e1"),
         lambda: led.search_history("build", limit=20),
         lambda: led.search_memory("build"),
@@ -277,11 +286,14 @@ def battery(led: Ledger) -> None:
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(how=st.sampled_from(["flip", "flip", "header", "truncate"]), seed=st.integers(0, 2**32),
-       count=st.integers(1, 40))
-def test_random_damage_never_leaves_an_unusable_ledger(tmp_path_factory: pytest.TempPathFactory,
-                                                       template: bytes, how: str, seed: int,
-                                                       count: int) -> None:
+@given(
+    how=st.sampled_from(["flip", "flip", "header", "truncate"]),
+    seed=st.integers(0, 2**32),
+    count=st.integers(1, 40),
+)
+def test_random_damage_never_leaves_an_unusable_ledger(
+    tmp_path_factory: pytest.TempPathFactory, template: bytes, how: str, seed: int, count: int
+) -> None:
     """Random bit flips (anywhere or in the first page) or a truncation at any length: the
     ledger opens, every read answers or fails with a domain error (never io_error, never a
     crash), and afterwards it stores and returns settings; whatever was moved aside is kept."""

@@ -139,8 +139,9 @@ def test_filtered_rows_crowding_the_top_do_not_shrink_the_result(ledger: Ledger)
     ledger.open_session("live")
     ledger.open_session("old")
     ledger.append_events("live", [NewEvent(type="note", text="apple apple") for _ in range(300)])
-    ledger.append_events("old", [NewEvent(type="note", text=f"apple pie number {i} of many")
-                                 for i in range(10)])
+    ledger.append_events(
+        "old", [NewEvent(type="note", text=f"apple pie number {i} of many") for i in range(10)]
+    )
     hits = ledger.search_events_ranked("apple", limit=5, max_seq_by_session={"live": 0})
     assert [h.event.session_id for h in hits] == ["old"] * 5
     best = ledger.search_events_ranked("apple", limit=5)
@@ -174,8 +175,11 @@ def test_any_text_is_a_safe_query(corpus: Ledger, query: str) -> None:
 def test_rare_only_searches_only_the_uncommon_terms(ledger: Ledger) -> None:
     """A term in more than COMMON_TERM_FLOOR events of a small ledger is left out; alone, nothing is searched."""
     ledger.open_session("s", now=1)
-    ledger.append_events("s", [NewEvent(type="note", text=f"common word {i}", ts=i + 1) for i in range(60)]
-                         + [NewEvent(type="note", text="common zebra", ts=100)])
+    ledger.append_events(
+        "s",
+        [NewEvent(type="note", text=f"common word {i}", ts=i + 1) for i in range(60)]
+        + [NewEvent(type="note", text="common zebra", ts=100)],
+    )
     assert len(ledger.search_events_ranked("common zebra", limit=100)) == 61
     rare = ledger.search_events_ranked("common zebra", limit=100, rare_only=True)
     assert [hit.event.seq for hit in rare] == [61]

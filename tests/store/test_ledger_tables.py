@@ -105,10 +105,8 @@ def test_manifest_records_and_returns_the_latest_call(ledger: Ledger) -> None:
 
 def test_shown_memory_keeps_the_latest_version_of_each_entry(ledger: Ledger) -> None:
     """Each memory item a call sends updates what the session was shown; others are not kept."""
-    ledger.record_manifest("s", "c1", [("memory:a", 10, "h1"), ("event:s:1", 5, "")],
-                           created_at=1)
-    ledger.record_manifest("s", "c2", [("memory:a", 10, "h2"), ("memory:b", 3, "hb")],
-                           created_at=5)
+    ledger.record_manifest("s", "c1", [("memory:a", 10, "h1"), ("event:s:1", 5, "")], created_at=1)
+    ledger.record_manifest("s", "c2", [("memory:a", 10, "h2"), ("memory:b", 3, "hb")], created_at=5)
     everything = ["memory:a", "memory:b", "memory:c", "event:s:1"]
     shown = ledger.shown_memory("s", 0, everything)
     assert shown.latest_call_id == "c2"
@@ -136,15 +134,22 @@ def test_migration_to_v3_carries_what_the_latest_manifest_showed(tmp_path: Path)
     path = tmp_path / "v2.db"
     conn = sqlite3.connect(path, isolation_level=None)
     migrate(conn, MIGRATIONS[:2])
-    conn.execute("INSERT INTO manifest_calls (id, session_id, call_id, created_at)"
-                 " VALUES (1, 's', 'old', 1), (2, 's', 'new', 2)")
-    conn.execute("INSERT INTO manifest_items VALUES (1, 0, 'memory:x', 4, 'hx'),"
-                 " (2, 0, 'memory:x', 0, 'hx'), (2, 1, 'memory:y', 3, 'hy'),"
-                 " (2, 2, 'event:s:1', 2, '')")
+    conn.execute(
+        "INSERT INTO manifest_calls (id, session_id, call_id, created_at)"
+        " VALUES (1, 's', 'old', 1), (2, 's', 'new', 2)"
+    )
+    conn.execute(
+        "INSERT INTO manifest_items VALUES (1, 0, 'memory:x', 4, 'hx'),"
+        " (2, 0, 'memory:x', 0, 'hx'), (2, 1, 'memory:y', 3, 'hy'),"
+        " (2, 2, 'event:s:1', 2, '')"
+    )
     conn.close()
     ledger = Ledger(path)
     try:
-        assert ledger.shown_memory("s", 0, ["memory:x", "memory:y"]).items == {"memory:x": ("hx", 2), "memory:y": ("hy", 2)}
+        assert ledger.shown_memory("s", 0, ["memory:x", "memory:y"]).items == {
+            "memory:x": ("hx", 2),
+            "memory:y": ("hy", 2),
+        }
         assert [i.source_id for i in ledger.get_manifest("s").items] == ["memory:y", "event:s:1"]
     finally:
         ledger.close()

@@ -22,7 +22,12 @@ def fill(ledger: Ledger, sid: str, texts: list[str], ts: int) -> None:
 
 def test_hits_come_best_first_with_two_neighbours_each_side(ledger: Ledger) -> None:
     """Each hit carries the events around it in its own session, hits in bm25 order."""
-    fill(ledger, "a", [f"filler {i}" for i in range(1, 11)] + ["the berlin move"] + ["more"] * 5, ms(2023, 1, 1))
+    fill(
+        ledger,
+        "a",
+        [f"filler {i}" for i in range(1, 11)] + ["the berlin move"] + ["more"] * 5,
+        ms(2023, 1, 1),
+    )
     fill(ledger, "b", ["berlin", "x"], ms(2023, 2, 1))
     hits = recall_hits(ledger, "berlin move", now_ms=NOW)
     assert [(h.event.session_id, h.event.seq) for h in hits] == [("a", 11), ("b", 1)]
@@ -56,30 +61,50 @@ def test_no_terms_no_hits(ledger: Ledger) -> None:
 
 def test_feedback_brings_in_the_turn_that_shares_no_word_with_the_query(ledger: Ledger) -> None:
     """Paraphrase: "package manager" is never said; both frontend turns say pnpm, and so does the answer."""
-    fill(ledger, "a", ["Ann: the frontend build runs on pnpm workspaces", "Bo: ok",
-                       "Bo: frontend lint runs on pnpm too"] + [f"filler {i}" for i in range(10)],
-         ms(2023, 1, 1))
+    fill(
+        ledger,
+        "a",
+        ["Ann: the frontend build runs on pnpm workspaces", "Bo: ok", "Bo: frontend lint runs on pnpm too"]
+        + [f"filler {i}" for i in range(10)],
+        ms(2023, 1, 1),
+    )
     fill(ledger, "b", [f"other {i}" for i in range(10)] + ["Bo: we prefer pnpm over npm"], ms(2023, 2, 1))
-    hits = {(h.event.session_id, h.event.seq): h.bm25 for h in recall_hits(
-        ledger, "which package manager does the frontend use", now_ms=NOW)}
+    hits = {
+        (h.event.session_id, h.event.seq): h.bm25
+        for h in recall_hits(ledger, "which package manager does the frontend use", now_ms=NOW)
+    }
     assert ("b", 11) in hits
     assert hits[("b", 11)] > hits[("a", 1)]  # below the direct match (bm25 is negative)
 
 
 def test_feedback_bridges_a_second_hop(ledger: Ledger) -> None:
     """Multi-hop: the question names the dog, the dog's turns name the vet, the vet's turn is the answer."""
-    fill(ledger, "a", ["Ann: my dog Rex saw doctor Okafor today", "Bo: nice", "Bo: nice",
-                       "Ann: the dog likes Okafor"], ms(2023, 1, 1))
+    fill(
+        ledger,
+        "a",
+        ["Ann: my dog Rex saw doctor Okafor today", "Bo: nice", "Bo: nice", "Ann: the dog likes Okafor"],
+        ms(2023, 1, 1),
+    )
     fill(ledger, "b", ["Bo: Okafor prescribed antibiotics, twice a day"], ms(2023, 3, 1))
-    found = {(h.event.session_id, h.event.seq) for h in recall_hits(
-        ledger, "What did Ann's dog get from the vet?", now_ms=NOW)}
+    found = {
+        (h.event.session_id, h.event.seq)
+        for h in recall_hits(ledger, "What did Ann's dog get from the vet?", now_ms=NOW)
+    }
     assert ("b", 1) in found
 
 
 def test_a_question_framing_word_does_not_pick_the_turns(ledger: Ledger) -> None:
     """Entity question: "likely" is rare in the ledger, but the turn about Ann's hiking is the one to find."""
-    fill(ledger, "a", ["Bo: likely rain later, likely storms", "Ann: trails in the mountains again",
-                       "Ann: I went hiking with Bo"], ms(2023, 1, 1))
+    fill(
+        ledger,
+        "a",
+        [
+            "Bo: likely rain later, likely storms",
+            "Ann: trails in the mountains again",
+            "Ann: I went hiking with Bo",
+        ],
+        ms(2023, 1, 1),
+    )
     hits = recall_hits(ledger, "Would Ann likely enjoy hiking?", now_ms=NOW)
     assert (hits[0].event.session_id, hits[0].event.seq) == ("a", 3)
     assert ("a", 1) not in {(h.event.session_id, h.event.seq) for h in hits}

@@ -31,8 +31,7 @@ def folder(tmp_path: Path, name: str = "ws") -> Path:
     return path
 
 
-async def test_the_same_directory_is_the_same_state(registry: WorkspaceRegistry,
-                                                    tmp_path: Path) -> None:
+async def test_the_same_directory_is_the_same_state(registry: WorkspaceRegistry, tmp_path: Path) -> None:
     """Repeated calls, other spellings and a touched id file all give the same state."""
     ws = folder(tmp_path)
     first = await registry.get(str(ws))
@@ -45,7 +44,8 @@ async def test_the_same_directory_is_the_same_state(registry: WorkspaceRegistry,
 
 
 async def test_a_replaced_folder_is_new_state_and_the_old_data_is_retired(
-        registry: WorkspaceRegistry, tmp_path: Path) -> None:
+    registry: WorkspaceRegistry, tmp_path: Path
+) -> None:
     """Deleted and made again: a new state with a new id and no settings; the old data
     directory moved under retired/ with its ledger; a new_workspace notice."""
     ws = folder(tmp_path)
@@ -63,8 +63,9 @@ async def test_a_replaced_folder_is_new_state_and_the_old_data_is_retired(
     assert (retired / "ledger.sqlite3").is_file() and (retired / identity.BINDING_FILE).is_file()
 
 
-async def test_an_unbound_folder_is_bound_by_its_first_write(registry: WorkspaceRegistry,
-                                                              tmp_path: Path) -> None:
+async def test_an_unbound_folder_is_bound_by_its_first_write(
+    registry: WorkspaceRegistry, tmp_path: Path
+) -> None:
     """Opening writes nothing into the folder; the first ledger write creates memory/ and
     its id, and the cached stamp follows, so the next call needs no re-open."""
     ws = folder(tmp_path)
@@ -76,7 +77,8 @@ async def test_an_unbound_folder_is_bound_by_its_first_write(registry: Workspace
 
 
 async def test_an_unreadable_id_is_an_error_not_a_new_workspace(
-        registry: WorkspaceRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    registry: WorkspaceRegistry, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """An id file that cannot be read (a permission or disk error: faked, as root cannot be
     refused) never retires the data: the call is io_error, and it works once the id reads."""
     ws = folder(tmp_path)
@@ -99,8 +101,9 @@ async def test_an_unreadable_id_is_an_error_not_a_new_workspace(
     assert again.identity == opened.identity
 
 
-async def test_a_directory_where_the_id_should_be_is_no_id(registry: WorkspaceRegistry,
-                                                           tmp_path: Path) -> None:
+async def test_a_directory_where_the_id_should_be_is_no_id(
+    registry: WorkspaceRegistry, tmp_path: Path
+) -> None:
     """Something that is not a regular file at memory/.maka-id is not an id: the bound data
     directory is retired (fail closed), never read through it."""
     ws = folder(tmp_path)

@@ -37,8 +37,14 @@ class AsyncClient:
     for ``Client``.
     """
 
-    def __init__(self, socket_path: str | None = None, timeout: float | None = 30.0, *,
-                 autostart: bool = False, reconnect_retries: int = RECONNECT_RETRIES) -> None:
+    def __init__(
+        self,
+        socket_path: str | None = None,
+        timeout: float | None = 30.0,
+        *,
+        autostart: bool = False,
+        reconnect_retries: int = RECONNECT_RETRIES,
+    ) -> None:
         self.socket_path = socket_path or default_socket_path()
         self.timeout = timeout
         self.autostart = autostart
@@ -55,7 +61,8 @@ class AsyncClient:
         self._closing = False
         self._resuming = False
         notes: tuple[MemoryObjectSendStream[Item], MemoryObjectReceiveStream[Item]] = (
-            anyio.create_memory_object_stream[Item](math.inf))
+            anyio.create_memory_object_stream[Item](math.inf)
+        )
         self._note_send, self._note_receive = notes
 
     async def __aenter__(self) -> AsyncClient:
@@ -137,8 +144,13 @@ class AsyncClient:
                     if waiter is not None:
                         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                             waiter.send_nowait(message)  # its caller may have timed out
-        except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError,
-                ProtocolError, OSError):
+        except (
+            anyio.EndOfStream,
+            anyio.BrokenResourceError,
+            anyio.ClosedResourceError,
+            ProtocolError,
+            OSError,
+        ):
             pass
         finally:
             lost = self._stream is stream
@@ -147,8 +159,13 @@ class AsyncClient:
             for waiter in self._waiters.values():
                 await waiter.aclose()
             self._waiters.clear()
-            if (lost and not self._closing and not self._resuming and self._subscriptions
-                    and self._tg is not None):
+            if (
+                lost
+                and not self._closing
+                and not self._resuming
+                and self._subscriptions
+                and self._tg is not None
+            ):
                 self._resuming = True
                 self._tg.start_soon(self._resume)
 

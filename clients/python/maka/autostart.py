@@ -98,12 +98,17 @@ class Launch:
         if LOST_RACE in said:
             return None  # another makad holds the lock: it answers shortly
         last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
-        return (f"autostarted makad exited with status {code}"
-                + (f": {last[:300]}" if last else "") + f" (log: {self.log})")
+        return (
+            f"autostarted makad exited with status {code}"
+            + (f": {last[:300]}" if last else "")
+            + f" (log: {self.log})"
+        )
 
     def timed_out(self, timeout: float) -> DaemonUnavailable:
-        return DaemonUnavailable(self.socket_path, f"autostarted makad (pid {self.proc.pid}) did not "
-                                                   f"answer within {timeout:g} s (log: {self.log})")
+        return DaemonUnavailable(
+            self.socket_path,
+            f"autostarted makad (pid {self.proc.pid}) did not answer within {timeout:g} s (log: {self.log})",
+        )
 
 
 def launch(socket_path: str) -> Launch:
@@ -116,8 +121,16 @@ def launch(socket_path: str) -> Launch:
     try:
         offset = os.fstat(fd).st_size
         env = {k: v for k, v in os.environ.items() if k not in SUPERVISOR_ENV}
-        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, cwd="/",
-                                env=env, start_new_session=True, close_fds=True)
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            cwd="/",
+            env=env,
+            start_new_session=True,
+            close_fds=True,
+        )
     finally:
         os.close(fd)
     # Reap it whenever it exits, so a long-lived client never keeps a zombie; when the
@@ -149,8 +162,7 @@ class _Wait:
         return delay
 
 
-def start_and_connect(socket_path: str, connect: Callable[[], T],
-                      wait_s: float = START_TIMEOUT_S) -> T:
+def start_and_connect(socket_path: str, connect: Callable[[], T], wait_s: float = START_TIMEOUT_S) -> T:
     """Launch makad, then ``connect()`` until it answers (bounded by ``wait_s``)."""
     wait = _Wait(launch(socket_path), wait_s)
     while True:
@@ -161,8 +173,9 @@ def start_and_connect(socket_path: str, connect: Callable[[], T],
         time.sleep(pause)
 
 
-async def start_and_connect_async(socket_path: str, connect: Callable[[], Awaitable[T]],
-                                  wait_s: float = START_TIMEOUT_S) -> T:
+async def start_and_connect_async(
+    socket_path: str, connect: Callable[[], Awaitable[T]], wait_s: float = START_TIMEOUT_S
+) -> T:
     """``start_and_connect`` for async clients: the launch runs in a worker thread."""
     wait = _Wait(await anyio.to_thread.run_sync(launch, socket_path), wait_s)
     while True:

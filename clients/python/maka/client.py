@@ -32,8 +32,14 @@ class Client:
     supervisor (systemd, a test harness, an app) that starts makad itself.
     """
 
-    def __init__(self, socket_path: str | None = None, timeout: float | None = 30.0, *,
-                 autostart: bool = False, reconnect_retries: int = RECONNECT_RETRIES) -> None:
+    def __init__(
+        self,
+        socket_path: str | None = None,
+        timeout: float | None = 30.0,
+        *,
+        autostart: bool = False,
+        reconnect_retries: int = RECONNECT_RETRIES,
+    ) -> None:
         self.socket_path = socket_path or default_socket_path()
         self.timeout = timeout
         self.autostart = autostart

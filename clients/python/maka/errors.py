@@ -15,7 +15,8 @@ class DaemonUnavailable(MakaError):
     def __init__(self, socket_path: str, reason: str) -> None:
         super().__init__(
             f"no makad is running on {socket_path} ({reason}); start one with `makad` "
-            f"or `scripts/run`, or pass --socket / set MAKAD_SOCKET")
+            f"or `scripts/run`, or pass --socket / set MAKAD_SOCKET"
+        )
         self.socket_path = socket_path
         self.reason = reason
 
@@ -42,22 +43,56 @@ class RemoteError(MakaError):
 
 
 class InvalidParams(RemoteError): ...
+
+
 class MethodNotFound(RemoteError): ...
+
+
 class NotFound(RemoteError): ...
+
+
 class Conflict(RemoteError): ...
+
+
 class IncognitoBlocked(RemoteError): ...
+
+
 class Disabled(RemoteError): ...
+
+
 class GateClosed(RemoteError): ...
+
+
 class TooLarge(RemoteError): ...
+
+
 class ReplyTooLarge(RemoteError): ...
+
+
 class SafeMode(RemoteError): ...
+
+
 class InvalidSummary(RemoteError): ...
+
+
 class IOFailure(RemoteError): ...
+
+
 class InvalidWorkspace(RemoteError): ...
+
+
 class InsufficientEvidence(RemoteError): ...
+
+
 class CircuitOpen(RemoteError): ...
+
+
 class ShuttingDown(RemoteError): ...
+
+
 class TooManyConnections(RemoteError): ...
+
+
 class InternalError(RemoteError): ...
 
 

@@ -19,20 +19,31 @@ MAX_TURNS = 500
 
 
 def _budget_meta(default: int) -> Meta:
-    return Meta(description=f"Token budget of the answer (default {default}; values outside 50–"
-                            f"{MAX_BUDGET_TOKENS} are brought into that range).",
-                extra_json_schema={"minimum": 50, "maximum": MAX_BUDGET_TOKENS})
+    return Meta(
+        description=f"Token budget of the answer (default {default}; values outside 50–"
+        f"{MAX_BUDGET_TOKENS} are brought into that range).",
+        extra_json_schema={"minimum": 50, "maximum": MAX_BUDGET_TOKENS},
+    )
 
 
-Query = Annotated[str, Meta(description="What to look for: the user's request, a question or "
-                                        "keywords, in any language.")]
-ContextSession = Annotated[str | None, Meta(
-    description="Build for this ledger session: its working state and summary come along, and "
-                "entries already shown in it (since its last compaction) are not repeated. "
-                "Default: none, every call stands alone.")]
-ProposalSession = Annotated[str | None, Meta(
-    description="The ledger session the memory comes from. Default: the session this MCP "
-                "connection records into (session_record), if it has recorded anything.")]
+Query = Annotated[
+    str, Meta(description="What to look for: the user's request, a question or keywords, in any language.")
+]
+ContextSession = Annotated[
+    str | None,
+    Meta(
+        description="Build for this ledger session: its working state and summary come along, and "
+        "entries already shown in it (since its last compaction) are not repeated. "
+        "Default: none, every call stands alone."
+    ),
+]
+ProposalSession = Annotated[
+    str | None,
+    Meta(
+        description="The ledger session the memory comes from. Default: the session this MCP "
+        "connection records into (session_record), if it has recorded anything."
+    ),
+]
 Budget2000 = Annotated[int, _budget_meta(2000)]
 Budget4000 = Annotated[int, _budget_meta(4000)]
 
@@ -56,68 +67,99 @@ class ListArgs(msgspec.Struct):
     """Arguments of memory_list."""
 
     tag: Annotated[str | None, Meta(description="Only entries with this tag.")] = None
-    include_archived: Annotated[bool, Meta(
-        description="Also list archived entries (default false).")] = False
-    limit: Annotated[int, Meta(
-        description=f"At most this many entries, newest first (default 50, at most {MAX_LIST}).",
-        extra_json_schema={"minimum": 1, "maximum": MAX_LIST})] = 50
+    include_archived: Annotated[bool, Meta(description="Also list archived entries (default false).")] = False
+    limit: Annotated[
+        int,
+        Meta(
+            description=f"At most this many entries, newest first (default 50, at most {MAX_LIST}).",
+            extra_json_schema={"minimum": 1, "maximum": MAX_LIST},
+        ),
+    ] = 50
 
 
 class ResolveArgs(msgspec.Struct):
     """Arguments of memory_resolve."""
 
-    refs: Annotated[list[str], Meta(
-        description=f"Refs as they were cited, at most {MAX_REFS}: memory:<id>, "
-                    "event:<session>:<seq>, event:<session>:<from>-<to>, checkpoint:<id>, "
-                    "episode:<id>.",
-        extra_json_schema={"minItems": 1, "maxItems": MAX_REFS})]
+    refs: Annotated[
+        list[str],
+        Meta(
+            description=f"Refs as they were cited, at most {MAX_REFS}: memory:<id>, "
+            "event:<session>:<seq>, event:<session>:<from>-<to>, checkpoint:<id>, "
+            "episode:<id>.",
+            extra_json_schema={"minItems": 1, "maxItems": MAX_REFS},
+        ),
+    ]
 
 
 class HistoryArgs(msgspec.Struct):
     """Arguments of history_search."""
 
     query: Query
-    limit: Annotated[int, Meta(
-        description=f"At most this many events (default 10, at most {MAX_HISTORY_HITS}).",
-        extra_json_schema={"minimum": 1, "maximum": MAX_HISTORY_HITS})] = 10
-    session_id: Annotated[str | None, Meta(
-        description="Search only this session (default: every session).")] = None
+    limit: Annotated[
+        int,
+        Meta(
+            description=f"At most this many events (default 10, at most {MAX_HISTORY_HITS}).",
+            extra_json_schema={"minimum": 1, "maximum": MAX_HISTORY_HITS},
+        ),
+    ] = 10
+    session_id: Annotated[
+        str | None, Meta(description="Search only this session (default: every session).")
+    ] = None
 
 
 class Turn(msgspec.Struct):
     """One turn of the conversation."""
 
-    role: Annotated[Literal["user", "assistant", "tool_call", "tool_result", "note", "system"], Meta(
-        description="Who spoke: user, assistant, tool_call (the call and its arguments), "
-                    "tool_result, note or system.")]
-    text: Annotated[str, Meta(description="The turn's text, as said (secrets are redacted "
-                                          "before anything is stored).")]
-    tool_name: Annotated[str | None, Meta(
-        description="For tool_call and tool_result: the tool's name.")] = None
-    tool_call_id: Annotated[str | None, Meta(
-        description="For tool_call and tool_result: the id pairing a call with its result.")] = None
+    role: Annotated[
+        Literal["user", "assistant", "tool_call", "tool_result", "note", "system"],
+        Meta(
+            description="Who spoke: user, assistant, tool_call (the call and its arguments), "
+            "tool_result, note or system."
+        ),
+    ]
+    text: Annotated[
+        str, Meta(description="The turn's text, as said (secrets are redacted before anything is stored).")
+    ]
+    tool_name: Annotated[str | None, Meta(description="For tool_call and tool_result: the tool's name.")] = (
+        None
+    )
+    tool_call_id: Annotated[
+        str | None, Meta(description="For tool_call and tool_result: the id pairing a call with its result.")
+    ] = None
 
 
 class RecordArgs(msgspec.Struct):
     """Arguments of session_record."""
 
-    turns: Annotated[list[Turn], Meta(
-        description=f"The turns since the last call, oldest first (1–{MAX_TURNS}).",
-        extra_json_schema={"minItems": 1, "maxItems": MAX_TURNS})]
+    turns: Annotated[
+        list[Turn],
+        Meta(
+            description=f"The turns since the last call, oldest first (1–{MAX_TURNS}).",
+            extra_json_schema={"minItems": 1, "maxItems": MAX_TURNS},
+        ),
+    ]
 
 
 class ProposeArgs(msgspec.Struct):
     """Arguments of memory_propose."""
 
     title: Annotated[str, Meta(description="A short title (at most 300 characters).")]
-    content: Annotated[str, Meta(
-        description="The memory itself: one stable fact, preference or decision, self-contained "
-                    "(it is read later without this conversation).")]
+    content: Annotated[
+        str,
+        Meta(
+            description="The memory itself: one stable fact, preference or decision, self-contained "
+            "(it is read later without this conversation)."
+        ),
+    ]
     tags: Annotated[list[str] | None, Meta(description="A few topic tags.")] = None
     session_id: ProposalSession = None
-    source_refs: Annotated[list[str] | None, Meta(
-        description="Refs of the events that support it (event:<session>:<seq>), "
-                    "so the user can check where it came from.")] = None
+    source_refs: Annotated[
+        list[str] | None,
+        Meta(
+            description="Refs of the events that support it (event:<session>:<seq>), "
+            "so the user can check where it came from."
+        ),
+    ] = None
 
 
 def input_schema(args: type[msgspec.Struct]) -> dict[str, Any]:

@@ -57,51 +57,87 @@ class ToolSpec:
     read_only: bool = True
 
     def tool(self) -> types.Tool:
-        return types.Tool(name=self.name, description=self.description,
-                          input_schema=a.input_schema(self.args),
-                          annotations=types.ToolAnnotations(read_only_hint=self.read_only,
-                                                            open_world_hint=False))
+        return types.Tool(
+            name=self.name,
+            description=self.description,
+            input_schema=a.input_schema(self.args),
+            annotations=types.ToolAnnotations(read_only_hint=self.read_only, open_world_hint=False),
+        )
 
 
 TOOLS = (
-    ToolSpec("memory_search", a.SearchArgs, Bridge.memory_search,
-             "Find the saved memory entries relevant to `query`, within `budget_tokens`. Each "
-             "entry is cited as memory:<id>. Search before asking the user something they may "
-             "have said before. Returns nothing while the user has not allowed agents to read "
-             "memory."),
-    ToolSpec("memory_context", a.ContextArgs, Bridge.memory_context,
-             "The context pack for the current turn, as plain text to read: the relevant "
-             "memory, and with `session_id` that session's working state and summary, plus "
-             "recall of earlier sessions when the user allows it. Every quoted item names "
-             "its ref."),
-    ToolSpec("memory_list", a.ListArgs, Bridge.memory_list,
-             "List the entries in memory (newest first): ref, title, tags and date. Read one "
-             "with memory_resolve."),
-    ToolSpec("memory_resolve", a.ResolveArgs, Bridge.memory_resolve,
-             "Show what refs name: memory:<id> → the entry; event:<session>:<seq> or "
-             "event:<session>:<from>-<to> → the events, verified against the session's hash "
-             "chain; checkpoint:<id> → its summary; episode:<id> → the episode. Use it to "
-             "quote a source exactly instead of from recollection."),
-    ToolSpec("history_search", a.HistoryArgs, Bridge.history_search,
-             "Full-text search of past sessions' events; each hit is cited as "
-             "event:<session>:<seq>. Needs the user's history-recall permission."),
-    ToolSpec("session_record", a.RecordArgs, Bridge.session_record,
-             "Record this conversation's turns (since the last call) in the workspace's "
-             "ledger, so later sessions can find them (history_search, recall). Returns the "
-             "refs of the recorded events. Secrets are redacted; in incognito nothing is kept "
-             "after the daemon stops.", read_only=False),
-    ToolSpec(PROPOSE, a.ProposeArgs, Bridge.memory_propose,
-             "Propose a durable memory: a stable fact, preference or decision worth keeping "
-             "across sessions. It is queued for the user's approval (PENDING.md) and never "
-             "written to memory directly. Cite supporting events in `source_refs`.",
-             read_only=False),
+    ToolSpec(
+        "memory_search",
+        a.SearchArgs,
+        Bridge.memory_search,
+        "Find the saved memory entries relevant to `query`, within `budget_tokens`. Each "
+        "entry is cited as memory:<id>. Search before asking the user something they may "
+        "have said before. Returns nothing while the user has not allowed agents to read "
+        "memory.",
+    ),
+    ToolSpec(
+        "memory_context",
+        a.ContextArgs,
+        Bridge.memory_context,
+        "The context pack for the current turn, as plain text to read: the relevant "
+        "memory, and with `session_id` that session's working state and summary, plus "
+        "recall of earlier sessions when the user allows it. Every quoted item names "
+        "its ref.",
+    ),
+    ToolSpec(
+        "memory_list",
+        a.ListArgs,
+        Bridge.memory_list,
+        "List the entries in memory (newest first): ref, title, tags and date. Read one with memory_resolve.",
+    ),
+    ToolSpec(
+        "memory_resolve",
+        a.ResolveArgs,
+        Bridge.memory_resolve,
+        "Show what refs name: memory:<id> → the entry; event:<session>:<seq> or "
+        "event:<session>:<from>-<to> → the events, verified against the session's hash "
+        "chain; checkpoint:<id> → its summary; episode:<id> → the episode. Use it to "
+        "quote a source exactly instead of from recollection.",
+    ),
+    ToolSpec(
+        "history_search",
+        a.HistoryArgs,
+        Bridge.history_search,
+        "Full-text search of past sessions' events; each hit is cited as "
+        "event:<session>:<seq>. Needs the user's history-recall permission.",
+    ),
+    ToolSpec(
+        "session_record",
+        a.RecordArgs,
+        Bridge.session_record,
+        "Record this conversation's turns (since the last call) in the workspace's "
+        "ledger, so later sessions can find them (history_search, recall). Returns the "
+        "refs of the recorded events. Secrets are redacted; in incognito nothing is kept "
+        "after the daemon stops.",
+        read_only=False,
+    ),
+    ToolSpec(
+        PROPOSE,
+        a.ProposeArgs,
+        Bridge.memory_propose,
+        "Propose a durable memory: a stable fact, preference or decision worth keeping "
+        "across sessions. It is queued for the user's approval (PENDING.md) and never "
+        "written to memory directly. Cite supporting events in `source_refs`.",
+        read_only=False,
+    ),
 )
 BY_NAME = {spec.name: spec for spec in TOOLS}
 RESOURCES = {
-    MEMORY_URI: ("MEMORY.md", "The workspace's memory file as the user keeps it (Markdown).",
-                 Bridge.memory_file),
-    PENDING_URI: ("PENDING.md", "Proposals waiting for the user's review; none of them is "
-                                "memory yet.", Bridge.pending_file),
+    MEMORY_URI: (
+        "MEMORY.md",
+        "The workspace's memory file as the user keeps it (Markdown).",
+        Bridge.memory_file,
+    ),
+    PENDING_URI: (
+        "PENDING.md",
+        "Proposals waiting for the user's review; none of them is memory yet.",
+        Bridge.pending_file,
+    ),
 }
 
 
@@ -130,8 +166,7 @@ class Host:
 
 
 def text_result(text: str, is_error: bool = False) -> types.CallToolResult:
-    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                is_error=is_error)
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
 
 def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
@@ -163,10 +198,17 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         host.saw(ctx)
-        return types.ListResourcesResult(resources=[
-            types.Resource(uri=uri, name=name, description=f"{about} Workspace: {bridge.workspace}",
-                           mime_type="text/markdown")
-            for uri, (name, about, _) in RESOURCES.items()])
+        return types.ListResourcesResult(
+            resources=[
+                types.Resource(
+                    uri=uri,
+                    name=name,
+                    description=f"{about} Workspace: {bridge.workspace}",
+                    mime_type="text/markdown",
+                )
+                for uri, (name, about, _) in RESOURCES.items()
+            ]
+        )
 
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         host.saw(ctx)
@@ -177,8 +219,9 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
             body = await RESOURCES[uri][2](bridge)
         except ToolFailure as exc:
             body = str(exc)
-        return types.ReadResourceResult(contents=[
-            types.TextResourceContents(uri=uri, mime_type="text/markdown", text=body)])
+        return types.ReadResourceResult(
+            contents=[types.TextResourceContents(uri=uri, mime_type="text/markdown", text=body)]
+        )
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         host.saw(ctx)
@@ -192,14 +235,23 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
         return types.EmptyResult()
 
     server: Server[Any] = Server(
-        "maka", version=__version__, title="makad memory",
-        instructions=(f"Memory of the workspace {bridge.workspace}, kept by makad. Search it "
-                      "before asking the user something they may have said before; cite what "
-                      "you use by its ref. memory_propose only queues a proposal: the user "
-                      "decides what is kept."),
-        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
-        on_read_resource=read_resource, on_subscribe_resource=subscribe,
-        on_unsubscribe_resource=unsubscribe, on_subscriptions_listen=ListenHandler(host.bus))
+        "maka",
+        version=__version__,
+        title="makad memory",
+        instructions=(
+            f"Memory of the workspace {bridge.workspace}, kept by makad. Search it "
+            "before asking the user something they may have said before; cite what "
+            "you use by its ref. memory_propose only queues a proposal: the user "
+            "decides what is kept."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+        on_list_resources=list_resources,
+        on_read_resource=read_resource,
+        on_subscribe_resource=subscribe,
+        on_unsubscribe_resource=unsubscribe,
+        on_subscriptions_listen=ListenHandler(host.bus),
+    )
     return server, host
 
 

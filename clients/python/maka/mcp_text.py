@@ -36,16 +36,19 @@ def render_hit(hit: dict[str, Any]) -> str:
 def pack_text(pack: dict[str, Any]) -> str:
     """A build_context pack as an agent uses it: its segments' text, in order (each names
     the refs it quotes). History messages are left out: the host holds the conversation."""
-    return "\n\n".join(str(s.get("text", "")).strip() for s in pack.get("segments") or []
-                       if str(s.get("text", "")).strip())
+    return "\n\n".join(
+        str(s.get("text", "")).strip() for s in pack.get("segments") or [] if str(s.get("text", "")).strip()
+    )
 
 
 def entry_line(entry: dict[str, Any]) -> str:
     tags = f" [{', '.join(entry['tags'])}]" if entry.get("tags") else ""
     archived = " (archived)" if entry.get("status") == "archived" else ""
     updated = entry.get("updatedAt") or entry.get("createdAt")
-    return (f"memory:{entry.get('id')}  {one_line(entry.get('title', ''), 120)}{tags}{archived}"
-            f"  · updated {date_of(updated)}")
+    return (
+        f"memory:{entry.get('id')}  {one_line(entry.get('title', ''), 120)}{tags}{archived}"
+        f"  · updated {date_of(updated)}"
+    )
 
 
 def entry_block(entry: dict[str, Any]) -> str:
@@ -66,8 +69,11 @@ def events_block(result: dict[str, Any]) -> str:
     if result.get("ok"):
         lines.append("(verified against the session's hash chain)")
     else:
-        problems = [f"{label} {result[key]}" for key, label in (
-            ("missingSeqs", "missing seqs"), ("mismatchedSeqs", "altered seqs")) if result.get(key)]
+        problems = [
+            f"{label} {result[key]}"
+            for key, label in (("missingSeqs", "missing seqs"), ("mismatchedSeqs", "altered seqs"))
+            if result.get(key)
+        ]
         if result.get("chainIntact") is False:
             problems.append("the chain after this range does not match")
         lines.append("(NOT verified: " + ("; ".join(problems) or "unknown problem") + ")")
@@ -76,10 +82,13 @@ def events_block(result: dict[str, Any]) -> str:
 
 def checkpoint_block(checkpoint: dict[str, Any]) -> str:
     cover = checkpoint.get("coverage") or {}
-    span = event_ref(str(checkpoint.get("sessionId")), int(cover.get("fromSeq", 0)),
-                     int(cover.get("toSeq", 0)))
-    return f"Summary of {span} ({checkpoint.get('mode')} checkpoint):\n" \
-           f"{str(checkpoint.get('summary', '')).strip()}"
+    span = event_ref(
+        str(checkpoint.get("sessionId")), int(cover.get("fromSeq", 0)), int(cover.get("toSeq", 0))
+    )
+    return (
+        f"Summary of {span} ({checkpoint.get('mode')} checkpoint):\n"
+        f"{str(checkpoint.get('summary', '')).strip()}"
+    )
 
 
 def episode_block(episode: dict[str, Any]) -> str:
@@ -106,8 +115,10 @@ def pending_markdown(proposals: list[dict[str, Any]]) -> str:
     """PENDING.md as the agent may read it: every proposal waiting for the user."""
     if not proposals:
         return "# Pending proposals\n\nNothing is waiting for the user's review.\n"
-    parts = [f"# Pending proposals ({len(proposals)})",
-             "Waiting for the user's review: none of these is part of memory yet."]
+    parts = [
+        f"# Pending proposals ({len(proposals)})",
+        "Waiting for the user's review: none of these is part of memory yet.",
+    ]
     for view in proposals:
         p = view.get("proposal", view)
         meta = [f"id {p.get('id')}", f"origin {p.get('origin', 'unknown')}"]
@@ -115,6 +126,9 @@ def pending_markdown(proposals: list[dict[str, Any]]) -> str:
             meta.append("tags " + ", ".join(p["tags"]))
         if view.get("similarTo"):
             meta.append("similar to " + ", ".join(view["similarTo"]))
-        parts += [f"## {one_line(p.get('title', ''), 200)}", " · ".join(meta),
-                  str(p.get("content", "")).strip()]
+        parts += [
+            f"## {one_line(p.get('title', ''), 200)}",
+            " · ".join(meta),
+            str(p.get("content", "")).strip(),
+        ]
     return "\n\n".join(parts) + "\n"

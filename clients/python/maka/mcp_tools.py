@@ -38,8 +38,14 @@ from maka.mcp_args import (
 from maka.notifications import RECONNECTED, SUBSCRIPTION_LOST
 
 log = logging.getLogger("maka.mcp")
-ROLE_TO_TYPE = {"user": "user_message", "assistant": "assistant_message", "tool_call": "tool_call",
-                "tool_result": "tool_result", "note": "note", "system": "system"}
+ROLE_TO_TYPE = {
+    "user": "user_message",
+    "assistant": "assistant_message",
+    "tool_call": "tool_call",
+    "tool_result": "tool_result",
+    "note": "note",
+    "system": "system",
+}
 CLOSE_TIMEOUT_S = 5.0
 Listener = Callable[[str], Awaitable[None]]  # called with "tools", "memory" or "pending"
 
@@ -60,8 +66,12 @@ def propose_open(settings: dict[str, Any] | None) -> bool:
     """Contract test 4: agents may propose only while extractToolEnabled && agentReadEnabled
     (memory enabled, incognito off)."""
     s = settings or {}
-    return bool(s.get("enabled", True) and s.get("agentReadEnabled") and s.get("extractToolEnabled")
-                and not s.get("incognito"))
+    return bool(
+        s.get("enabled", True)
+        and s.get("agentReadEnabled")
+        and s.get("extractToolEnabled")
+        and not s.get("incognito")
+    )
 
 
 def refusal(settings: dict[str, Any], history: bool = False) -> str | None:
@@ -71,19 +81,24 @@ def refusal(settings: dict[str, Any], history: bool = False) -> str | None:
     if not settings.get("enabled", True):
         return "Memory is disabled for this workspace: nothing is returned."
     if not settings.get("agentReadEnabled"):
-        return ("Agent read is off for this workspace: the user has not allowed agents to "
-                "read memory, so nothing is returned.")
+        return (
+            "Agent read is off for this workspace: the user has not allowed agents to "
+            "read memory, so nothing is returned."
+        )
     if history and not settings.get("historyRecallEnabled"):
-        return ("History recall is off for this workspace: the user has not allowed "
-                "searching past sessions, so nothing is returned.")
+        return (
+            "History recall is off for this workspace: the user has not allowed "
+            "searching past sessions, so nothing is returned."
+        )
     return None
 
 
 class Bridge:
     """Use as ``async with Bridge(...) as bridge``; on exit its ledger session is closed."""
 
-    def __init__(self, socket_path: str | None, workspace: str, *, autostart: bool = True,
-                 timeout: float = 30.0) -> None:
+    def __init__(
+        self, socket_path: str | None, workspace: str, *, autostart: bool = True, timeout: float = 30.0
+    ) -> None:
         self.workspace = workspace
         self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart)
         self.settings: dict[str, Any] | None = None
@@ -117,8 +132,9 @@ class Bridge:
         try:
             return await self.client.call(method, {"workspace": self.workspace, **params})
         except MethodNotFound:
-            raise ToolFailure("method_not_found", f"this makad does not offer {method} (it may "
-                              "be older than this client)") from None
+            raise ToolFailure(
+                "method_not_found", f"this makad does not offer {method} (it may be older than this client)"
+            ) from None
         except RemoteError as exc:
             raise ToolFailure(exc.kind, exc.message) from None
         except DaemonUnavailable as exc:
@@ -204,9 +220,14 @@ class Bridge:
     async def memory_search(self, args: SearchArgs) -> str:
         if why := await self.read_refusal():
             return why
-        pack = await self.call("build_context", {
-            "query": args.query, "include": ["memory"],
-            "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS)})
+        pack = await self.call(
+            "build_context",
+            {
+                "query": args.query,
+                "include": ["memory"],
+                "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS),
+            },
+        )
         segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
         if not segments:
             return f"No memory entries match {args.query!r}."
@@ -217,8 +238,10 @@ class Bridge:
     async def memory_context(self, args: ContextArgs) -> str:
         if why := await self.read_refusal():
             return why
-        params: dict[str, Any] = {"query": args.query,
-                                  "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS)}
+        params: dict[str, Any] = {
+            "query": args.query,
+            "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS),
+        }
         if args.session_id:
             params["sessionId"] = args.session_id
         pack = await self.call("build_context", params)
@@ -227,18 +250,23 @@ class Bridge:
     async def memory_list(self, args: ListArgs) -> str:
         if why := await self.read_refusal():
             return why
-        state = await self.call("read_state", {"includeEntries": True,
-                                               "includeArchived": args.include_archived})
+        state = await self.call(
+            "read_state", {"includeEntries": True, "includeArchived": args.include_archived}
+        )
         if state.get("status") != "ok":
             return f"MEMORY.md cannot be read now ({state.get('status')}): {state.get('reason') or ''}"
-        entries = [e for e in self._visible(state.get("entries") or [])
-                   if args.tag is None or args.tag in (e.get("tags") or [])]
+        entries = [
+            e
+            for e in self._visible(state.get("entries") or [])
+            if args.tag is None or args.tag in (e.get("tags") or [])
+        ]
         entries.sort(key=lambda e: e.get("updatedAt") or e.get("createdAt") or 0, reverse=True)
         shown = entries[: clamp(args.limit, 1, MAX_LIST)]
         if not shown:
             return "No entries" + (f" tagged {args.tag!r}." if args.tag else " in memory.")
-        head = f"{len(entries)} entries" + (f", the newest {len(shown)}:" if len(shown) < len(entries)
-                                            else ":")
+        head = f"{len(entries)} entries" + (
+            f", the newest {len(shown)}:" if len(shown) < len(entries) else ":"
+        )
         return "\n".join([head, *(text.entry_line(e) for e in shown)])
 
     def _visible(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -248,8 +276,7 @@ class Bridge:
     async def history_search(self, args: HistoryArgs) -> str:
         if why := await self.read_refusal(history=True):
             return why
-        params: dict[str, Any] = {"query": args.query,
-                                  "limit": clamp(args.limit, 1, MAX_HISTORY_HITS)}
+        params: dict[str, Any] = {"query": args.query, "limit": clamp(args.limit, 1, MAX_HISTORY_HITS)}
         if args.session_id:
             params["sessionId"] = args.session_id
         hits = (await self.call("search_history", params)).get("hits") or []
@@ -259,8 +286,10 @@ class Bridge:
 
     async def session_record(self, args: RecordArgs) -> str:
         if not 1 <= len(args.turns) <= MAX_TURNS:
-            raise ToolFailure("too_large" if args.turns else "invalid_params",
-                              f"send between 1 and {MAX_TURNS} turns per call")
+            raise ToolFailure(
+                "too_large" if args.turns else "invalid_params",
+                f"send between 1 and {MAX_TURNS} turns per call",
+            )
         events = []
         for turn in args.turns:
             event: dict[str, Any] = {"type": ROLE_TO_TYPE[turn.role], "text": turn.text}
@@ -302,8 +331,9 @@ class Bridge:
                 return await self._resolve_events(ref, rest.split(":", 1)[0], settings)
             if kind == "checkpoint" and rest:
                 found = await self.call("get_checkpoint", {"checkpointId": rest})
-                return (refusal(settings, history=not self.own(found.get("sessionId")))
-                        or text.checkpoint_block(found))
+                return refusal(
+                    settings, history=not self.own(found.get("sessionId"))
+                ) or text.checkpoint_block(found)
             if kind == "episode" and rest:
                 if why := refusal(settings, history=True):
                     return why
@@ -311,8 +341,10 @@ class Bridge:
                 return text.episode_block(found[0]) if found else "Not found."
         except ToolFailure as exc:
             return "Not found." if exc.kind == "not_found" else f"Not resolved ({exc})."
-        return ("Not a ref this server knows: use memory:<id>, event:<session>:<seq>[-<seq>], "
-                "checkpoint:<id> or episode:<id>.")
+        return (
+            "Not a ref this server knows: use memory:<id>, event:<session>:<seq>[-<seq>], "
+            "checkpoint:<id> or episode:<id>."
+        )
 
     async def _resolve_memory(self, entry_id: str, settings: dict[str, Any]) -> str:
         if why := refusal(settings):
@@ -352,13 +384,20 @@ class Bridge:
             proposal = result["proposal"]
             if result.get("similarTo"):
                 notes.append("Similar entries already exist: " + ", ".join(result["similarTo"]))
-            return " ".join([f"Proposed {proposal['id']}: queued in PENDING.md for the user's "
-                             "review. It is not part of memory until the user approves it.",
-                             *notes])
+            return " ".join(
+                [
+                    f"Proposed {proposal['id']}: queued in PENDING.md for the user's "
+                    "review. It is not part of memory until the user approves it.",
+                    *notes,
+                ]
+            )
         if result.get("duplicateOf"):
             known = result.get("proposal") or {}
-            where = ("is already waiting for the user's review" if known.get("status") in
-                     ("review_required", "draft") else "is already in memory")
+            where = (
+                "is already waiting for the user's review"
+                if known.get("status") in ("review_required", "draft")
+                else "is already in memory"
+            )
             return f"Not queued: the same memory {where} ({result['duplicateOf']})."
         rejected = result.get("previouslyRejected") or {}
         reason = f" (reason: {rejected['reason']})" if rejected.get("reason") else ""

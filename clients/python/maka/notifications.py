@@ -42,7 +42,7 @@ class Notification(TypedDict):
 
 def backoff(attempt: int) -> float:
     """Seconds before reconnect attempt ``attempt + 1``: doubling, capped (as the Node client)."""
-    return float(min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2 ** attempt))
+    return float(min(BACKOFF_MAX_S, BACKOFF_BASE_S * 2**attempt))
 
 
 def marker(method: str, **params: Any) -> Notification:

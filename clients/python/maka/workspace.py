@@ -20,15 +20,15 @@ def is_workspace_root(directory: Path) -> bool:
     return (directory / ".git").exists()  # a directory, or a file in worktrees and submodules
 
 
-def find_workspace(start: str | os.PathLike[str] | None = None, *,
-                   home: str | os.PathLike[str] | None = None) -> str:
+def find_workspace(
+    start: str | os.PathLike[str] | None = None, *, home: str | os.PathLike[str] | None = None
+) -> str:
     """The nearest folder at or above ``start`` (default: the current directory) that is a
     workspace root; the walk stops at the home directory (which is still looked at) and at
     the filesystem root. With no root found, ``start`` itself. Always absolute; symlinks
     are kept as given, since the daemon names a workspace by its path.
     """
-    here = Path(os.path.abspath(os.path.expanduser(os.fspath(start) if start is not None
-                                                   else os.getcwd())))
+    here = Path(os.path.abspath(os.path.expanduser(os.fspath(start) if start is not None else os.getcwd())))
     stop = Path(os.path.abspath(os.path.expanduser(os.fspath(home) if home is not None else "~")))
     for directory in (here, *here.parents):
         try:

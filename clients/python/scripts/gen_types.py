@@ -28,9 +28,24 @@ OUTPUT_PATH = ROOT / "clients" / "python" / "maka" / "generated.py"
 
 # Names the generated module defines or imports itself: a schema with one of them is suffixed.
 RESERVED = {
-    "Any", "Awaitable", "Callable", "Literal", "NotRequired", "TypeAlias", "TypedDict", "Unpack",
-    "cast", "annotations", "Call", "AsyncCall", "Methods", "AsyncMethods", "METHOD_NAMES",
-    "PROTOCOL_VERSION", "DOMAIN_ERROR_CODES", *dir(builtins),
+    "Any",
+    "Awaitable",
+    "Callable",
+    "Literal",
+    "NotRequired",
+    "TypeAlias",
+    "TypedDict",
+    "Unpack",
+    "cast",
+    "annotations",
+    "Call",
+    "AsyncCall",
+    "Methods",
+    "AsyncMethods",
+    "METHOD_NAMES",
+    "PROTOCOL_VERSION",
+    "DOMAIN_ERROR_CODES",
+    *dir(builtins),
 }
 REF_PREFIX = "#/components/schemas/"
 
@@ -76,7 +91,7 @@ def to_type(schema: Any) -> str:
         return "Any"
     ref = schema.get("$ref")
     if isinstance(ref, str):
-        return type_name(ref[len(REF_PREFIX):]) if ref.startswith(REF_PREFIX) else "Any"
+        return type_name(ref[len(REF_PREFIX) :]) if ref.startswith(REF_PREFIX) else "Any"
     if "const" in schema:
         return literal([schema["const"]])
     if isinstance(schema.get("enum"), list):
@@ -95,8 +110,7 @@ def to_type(schema: Any) -> str:
 
 
 def _single(kind: str, schema: dict[str, Any]) -> str:
-    simple = {"string": "str", "integer": "int", "number": "float", "boolean": "bool",
-              "null": "None"}
+    simple = {"string": "str", "integer": "int", "number": "float", "boolean": "bool", "null": "None"}
     if kind in simple:
         return simple[kind]
     if kind == "array":
@@ -122,8 +136,11 @@ def docstring(parts: list[Any], indent: str) -> list[str]:
         return []
     if len(lines) == 1:
         return [f'{indent}"""{lines[0]}"""']
-    return [f'{indent}"""{lines[0]}', *(f"{indent}{line}" if line else "" for line in lines[1:]),
-            f'{indent}"""']
+    return [
+        f'{indent}"""{lines[0]}',
+        *(f"{indent}{line}" if line else "" for line in lines[1:]),
+        f'{indent}"""',
+    ]
 
 
 def field_notes(schema: Any) -> list[str]:
@@ -137,14 +154,15 @@ def field_notes(schema: Any) -> list[str]:
     return notes
 
 
-def typed_dict(name: str, fields: list[tuple[str, str, bool, list[str]]],
-               doc: list[Any]) -> list[str]:
+def typed_dict(name: str, fields: list[tuple[str, str, bool, list[str]]], doc: list[Any]) -> list[str]:
     """A TypedDict: class syntax, or the functional form when a key is not an identifier."""
     if any(not key.isidentifier() or keyword.iskeyword(key) for key, *_ in fields):
         # Types as forward-reference strings (the module's names may come later), with
         # NotRequired outside them so it counts at run time too.
-        items = ", ".join(f"{json.dumps(key)}: {json.dumps(t) if req else f'NotRequired[{json.dumps(t)}]'}"
-                          for key, t, req, _ in fields)
+        items = ", ".join(
+            f"{json.dumps(key)}: {json.dumps(t) if req else f'NotRequired[{json.dumps(t)}]'}"
+            for key, t, req, _ in fields
+        )
         return [f"{name} = TypedDict({json.dumps(name)}, {{{items}}})", ""]
     head = docstring(doc, "    ")
     body: list[str] = []
@@ -162,16 +180,26 @@ def schema_declaration(name: str, schema: dict[str, Any]) -> list[str]:
         required = set(schema.get("required") or [])
         fields = [(key, to_type(sub), key in required, field_notes(sub)) for key, sub in props.items()]
         return typed_dict(name, fields, [schema.get("description")])
-    return [*(f"# {line}" for line in doc_lines([schema.get("description")])),
-            f"{name}: TypeAlias = {json.dumps(to_type(schema))}", "", ""]
+    return [
+        *(f"# {line}" for line in doc_lines([schema.get("description")])),
+        f"{name}: TypeAlias = {json.dumps(to_type(schema))}",
+        "",
+        "",
+    ]
 
 
 def method_signature(method: dict[str, Any]) -> tuple[str, str, list[str]]:
     """(params annotation part, result type, the method's docstring parts)."""
     params = method.get("params") or []
     result = to_type((method.get("result") or {}).get("schema"))
-    kinds = sorted({e.get("data", {}).get("kind") or e.get("message") for e in method.get("errors") or []
-                    if isinstance(e, dict)} - {None})
+    kinds = sorted(
+        {
+            e.get("data", {}).get("kind") or e.get("message")
+            for e in method.get("errors") or []
+            if isinstance(e, dict)
+        }
+        - {None}
+    )
     doc = [method.get("summary"), method.get("description")]
     if kinds:
         doc.append(f"Errors: {', '.join(kinds)}.")
@@ -183,9 +211,15 @@ def args_declaration(method: dict[str, Any]) -> list[str]:
     params = method.get("params") or []
     if not params:
         return []
-    fields = [(p["name"], to_type(p.get("schema")), bool(p.get("required")),
-               doc_lines([p.get("summary"), p.get("description")]) + field_notes(p.get("schema")))
-              for p in params]
+    fields = [
+        (
+            p["name"],
+            to_type(p.get("schema")),
+            bool(p.get("required")),
+            doc_lines([p.get("summary"), p.get("description")]) + field_notes(p.get("schema")),
+        )
+        for p in params
+    ]
     return typed_dict(f"{pascal(method['name'])}Args", fields, [f"Params of ``{method['name']}``."])
 
 
@@ -193,24 +227,32 @@ def method_declaration(method: dict[str, Any], is_async: bool) -> list[str]:
     args, result, doc = method_signature(method)
     call_params = "dict(params)" if method.get("params") else "None"
     head = "async def" if is_async else "def"
-    call = f"await self._call({json.dumps(method['name'])}, {call_params})" if is_async \
+    call = (
+        f"await self._call({json.dumps(method['name'])}, {call_params})"
+        if is_async
         else f"self._call({json.dumps(method['name'])}, {call_params})"
-    return [f"    {head} {method_attr(method['name'])}(self{args}) -> {result}:",
-            *docstring(doc, "        "),
-            f"        return cast({json.dumps(result)}, {call})", ""]
+    )
+    return [
+        f"    {head} {method_attr(method['name'])}(self{args}) -> {result}:",
+        *docstring(doc, "        "),
+        f"        return cast({json.dumps(result)}, {call})",
+        "",
+    ]
 
 
 def methods_class(name: str, methods: list[dict[str, Any]], is_async: bool) -> list[str]:
     call_type = "AsyncCall" if is_async else "Call"
     how = "await client.m.read_state(workspace=ws)" if is_async else "client.m.read_state(workspace=ws)"
-    out = [f"class {name}:",
-           f'    """One typed function per method: ``{how}``."""',
-           "",
-           '    __slots__ = ("_call",)',
-           "",
-           f"    def __init__(self, call: {call_type}) -> None:",
-           "        self._call = call",
-           ""]
+    out = [
+        f"class {name}:",
+        f'    """One typed function per method: ``{how}``."""',
+        "",
+        '    __slots__ = ("_call",)',
+        "",
+        f"    def __init__(self, call: {call_type}) -> None:",
+        "        self._call = call",
+        "",
+    ]
     for method in methods:
         out += method_declaration(method, is_async)
     return [*out[:-1], "", ""]
@@ -277,8 +319,11 @@ def main(argv: list[str]) -> int:
     if "--check" in argv:
         current = OUTPUT_PATH.read_text(encoding="utf-8") if OUTPUT_PATH.exists() else ""
         if current != text:
-            print(f"{shown} is out of date with protocol/openrpc.json: run "
-                  f"python clients/python/scripts/gen_types.py", file=sys.stderr)
+            print(
+                f"{shown} is out of date with protocol/openrpc.json: run "
+                f"python clients/python/scripts/gen_types.py",
+                file=sys.stderr,
+            )
             return 1
         return 0
     OUTPUT_PATH.write_text(text, encoding="utf-8")

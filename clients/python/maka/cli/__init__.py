@@ -30,22 +30,28 @@ from maka.cli.common import (
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
 
-__all__ = ["EXIT_NO_DAEMON", "EXIT_OK", "EXIT_PROTOCOL", "EXIT_REMOTE", "EXIT_USAGE",
-           "build_parser", "main"]
+__all__ = ["EXIT_NO_DAEMON", "EXIT_OK", "EXIT_PROTOCOL", "EXIT_REMOTE", "EXIT_USAGE", "build_parser", "main"]
 
 GROUPS = (system, memory, proposals, review, episodes, watch, context, completion, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="maka", description="Talk to the makad memory daemon.", epilog=EXIT_CODES_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--socket", metavar="SOCKET",
-                        help="daemon socket (env MAKAD_SOCKET; default: runtime dir)")
+        prog="maka",
+        description="Talk to the makad memory daemon.",
+        epilog=EXIT_CODES_HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--socket", metavar="SOCKET", help="daemon socket (env MAKAD_SOCKET; default: runtime dir)"
+    )
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
-    parser.add_argument("--no-autostart", action="store_true",
-                        help="do not start makad when none answers (env MAKA_NO_AUTOSTART=1)")
+    parser.add_argument(
+        "--no-autostart",
+        action="store_true",
+        help="do not start makad when none answers (env MAKA_NO_AUTOSTART=1)",
+    )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     parents = Parents()
     for group in GROUPS:
@@ -71,8 +77,10 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_NO_DAEMON
     except RemoteError as exc:
         if args.json:
-            print(json.dumps({"error": {"code": exc.code, "message": exc.message,
-                                        "data": exc.data}}), file=sys.stderr)
+            print(
+                json.dumps({"error": {"code": exc.code, "message": exc.message, "data": exc.data}}),
+                file=sys.stderr,
+            )
         else:
             print(f"maka: {exc}", file=sys.stderr)
             detail = {k: v for k, v in exc.data.items() if k != "kind"}

@@ -64,15 +64,22 @@ class Parents:
 def _json_parent() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
     # SUPPRESS: given after the command it sets the flag; absent, the top-level value stays.
-    parser.add_argument("--json", action="store_true", default=argparse.SUPPRESS,
-                        help="print machine-readable JSON")
+    parser.add_argument(
+        "--json", action="store_true", default=argparse.SUPPRESS, help="print machine-readable JSON"
+    )
     return parser
 
 
 def _workspace_parent() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None,
-                        help="workspace directory (env MAKA_WORKSPACE; default: the current one)")
+    parser.add_argument(
+        "-w",
+        "--workspace",
+        metavar="DIR",
+        type=absolute,
+        default=None,
+        help="workspace directory (env MAKA_WORKSPACE; default: the current one)",
+    )
     return parser
 
 
@@ -126,8 +133,10 @@ FORM_SEPARATOR = "--- content below this line (empty content cancels) ---"
 
 
 def entry_form(title: str, tags: list[str], content: str) -> str:
-    return (f"# Lines starting with # above the separator are ignored.\n"
-            f"Title: {title}\nTags: {', '.join(tags)}\n{FORM_SEPARATOR}\n{content}\n")
+    return (
+        f"# Lines starting with # above the separator are ignored.\n"
+        f"Title: {title}\nTags: {', '.join(tags)}\n{FORM_SEPARATOR}\n{content}\n"
+    )
 
 
 @dataclass
@@ -167,8 +176,7 @@ def parse_entry_form(text: str) -> EntryEdit | None:
     content = "\n".join(lines[body_start:]).strip("\n")
     if not content.strip():
         return None
-    return EntryEdit(title=title or content.strip().splitlines()[0][:80], tags=tags,
-                     content=content)
+    return EntryEdit(title=title or content.strip().splitlines()[0][:80], tags=tags, content=content)
 
 
 def edit_in_editor(initial: str) -> str:

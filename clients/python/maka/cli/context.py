@@ -15,8 +15,10 @@ SEGMENT_KINDS = ("memory", "working_state", "summary", "recall")
 def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
     """A build_context result for people: totals, each segment, the messages, the trace."""
     t = pack.get("trace") or {}
-    head = (f"Context pack: {pack.get('totalTokens', '?')} of {pack.get('budgetTokens', '?')} "
-            f"tokens · {t.get('path', '?')} path · revision {pack.get('revision', '?')}")
+    head = (
+        f"Context pack: {pack.get('totalTokens', '?')} of {pack.get('budgetTokens', '?')} "
+        f"tokens · {t.get('path', '?')} path · revision {pack.get('revision', '?')}"
+    )
     if pack.get("callId"):
         head += f" · call {pack['callId']}"
     lines = [head]
@@ -61,30 +63,55 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
         rows = []
         for c in candidates:
             parts = c.get("parts") or {}
-            rows.append([c.get("kind", ""), f"{c.get('score', 0):.3f}",
-                         f"{parts.get('bm25', 0):.2f}", f"{parts.get('recency', 0):.2f}",
-                         f"{parts.get('tags', 0):.2f}", str(c.get("tokens", 0)),
-                         "yes" if c.get("included") else "no", c.get("reason") or "-",
-                         c.get("sourceId", "")])
-        lines += table(["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON",
-                        "SOURCE"], rows, width).splitlines()
+            rows.append(
+                [
+                    c.get("kind", ""),
+                    f"{c.get('score', 0):.3f}",
+                    f"{parts.get('bm25', 0):.2f}",
+                    f"{parts.get('recency', 0):.2f}",
+                    f"{parts.get('tags', 0):.2f}",
+                    str(c.get("tokens", 0)),
+                    "yes" if c.get("included") else "no",
+                    c.get("reason") or "-",
+                    c.get("sourceId", ""),
+                ]
+            )
+        lines += table(
+            ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON", "SOURCE"], rows, width
+        ).splitlines()
     else:
         lines.append("No memory or recall candidates.")
     allocation = trace.get("allocation") or []
     if allocation:
-        rows = [[a.get("kind", ""), str(a.get("cap", "")), str(a.get("used", "")),
-                 str(a.get("flowed", 0)), "yes" if a.get("truncated") else "no"]
-                for a in allocation]
+        rows = [
+            [
+                a.get("kind", ""),
+                str(a.get("cap", "")),
+                str(a.get("used", "")),
+                str(a.get("flowed", 0)),
+                "yes" if a.get("truncated") else "no",
+            ]
+            for a in allocation
+        ]
         lines += ["", *table(["KIND", "CAP", "USED", "FLOWED", "TRUNCATED"], rows).splitlines()]
     for skipped in trace.get("skipped") or []:
-        lines += ["", f"{skipped.get('source', '')} skipped ({skipped.get('reason', '')}): "
-                      f"{skipped.get('message', '')}"]
+        lines += [
+            "",
+            f"{skipped.get('source', '')} skipped ({skipped.get('reason', '')}): "
+            f"{skipped.get('message', '')}",
+        ]
     dropped = trace.get("dropped") or {}
     if dropped:
         lines += ["", "dropped: " + ", ".join(f"{k} {v}" for k, v in dropped.items())]
-    extra = [f"{label} {trace[key]}" for key, label in (
-        ("minimumTokens", "minimum tokens"), ("historyDropped", "history messages dropped"),
-        ("historyRepaired", "tool pairs repaired")) if trace.get(key)]
+    extra = [
+        f"{label} {trace[key]}"
+        for key, label in (
+            ("minimumTokens", "minimum tokens"),
+            ("historyDropped", "history messages dropped"),
+            ("historyRepaired", "tool pairs repaired"),
+        )
+        if trace.get(key)
+    ]
     if trace.get("placeholders"):
         extra.append(f"{len(trace['placeholders'])} tool results shown as placeholders")
     if extra:
@@ -131,8 +158,7 @@ def cmd_compact(client: Client, args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"{args.summary_file}: {exc.strerror}") from None
     mode = args.mode or ("semantic" if summary is not None else "checkpoint")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "sessionId": args.session,
-                              "mode": mode}
+    params: dict[str, Any] = {"workspace": workspace_of(args), "sessionId": args.session, "mode": mode}
     if summary is not None:
         params["summary"] = summary
     if args.keep_recent_tokens is not None:
@@ -148,29 +174,41 @@ def cmd_compact(client: Client, args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser("context", parents=parents.scoped,
-                       help="show the context pack build_context gives an agent",
-                       description="What the agent would get for this query and budget: "
-                                   "segments, history messages and, with --trace, why.")
+    p = sub.add_parser(
+        "context",
+        parents=parents.scoped,
+        help="show the context pack build_context gives an agent",
+        description="What the agent would get for this query and budget: "
+        "segments, history messages and, with --trace, why.",
+    )
     p.add_argument("-q", "--query", help="the current user turn, used to rank memory and recall")
-    p.add_argument("-b", "--budget", type=int, default=4000, metavar="N",
-                   help="token budget (default 4000)")
+    p.add_argument("-b", "--budget", type=int, default=4000, metavar="N", help="token budget (default 4000)")
     p.add_argument("-s", "--session", metavar="SESSION_ID", help="the session to build for")
-    p.add_argument("--include", action="append", choices=SEGMENT_KINDS, metavar="KIND",
-                   help=f"only these segment kinds (repeatable: {', '.join(SEGMENT_KINDS)})")
-    p.add_argument("--trace", action="store_true",
-                   help="also show every candidate's score, what was dropped and why")
+    p.add_argument(
+        "--include",
+        action="append",
+        choices=SEGMENT_KINDS,
+        metavar="KIND",
+        help=f"only these segment kinds (repeatable: {', '.join(SEGMENT_KINDS)})",
+    )
+    p.add_argument(
+        "--trace", action="store_true", help="also show every candidate's score, what was dropped and why"
+    )
     p.set_defaults(func=cmd_context)
 
-    p = sub.add_parser("compact", parents=parents.scoped,
-                       help="compact a session's history into a checkpoint (compact)",
-                       description="Writes a checkpoint that covers older events; the events "
-                                   "are kept. Mode defaults to semantic with --summary-file, "
-                                   "else checkpoint (no model needed).")
+    p = sub.add_parser(
+        "compact",
+        parents=parents.scoped,
+        help="compact a session's history into a checkpoint (compact)",
+        description="Writes a checkpoint that covers older events; the events "
+        "are kept. Mode defaults to semantic with --summary-file, "
+        "else checkpoint (no model needed).",
+    )
     p.add_argument("-s", "--session", required=True, metavar="SESSION_ID")
     p.add_argument("--summary-file", metavar="FILE", help="the summary to store (- for stdin)")
     p.add_argument("--mode", choices=["semantic", "checkpoint"])
-    p.add_argument("--keep-recent-tokens", type=int, metavar="N",
-                   help="tokens of recent history to keep live")
+    p.add_argument(
+        "--keep-recent-tokens", type=int, metavar="N", help="tokens of recent history to keep live"
+    )
     p.add_argument("--reason", choices=["manual", "budget", "overflow"])
     p.set_defaults(func=cmd_compact)

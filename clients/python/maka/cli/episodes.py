@@ -24,8 +24,16 @@ def cmd_episodes(client: Client, args: argparse.Namespace) -> int:
     if not episodes:
         print("No episodes.")
         return EXIT_OK
-    rows = [[short_id(e["episodeId"]), age(e.get("at")), short_id(e["sessionId"]),
-             ",".join(e.get("tags", [])) or "-", e.get("summary", "")] for e in episodes]
+    rows = [
+        [
+            short_id(e["episodeId"]),
+            age(e.get("at")),
+            short_id(e["sessionId"]),
+            ",".join(e.get("tags", [])) or "-",
+            e.get("summary", ""),
+        ]
+        for e in episodes
+    ]
     print(table(["ID", "WHEN", "SESSION", "TAGS", "SUMMARY"], rows, terminal_width()))
     return EXIT_OK
 
@@ -34,8 +42,10 @@ def cmd_consolidate(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     if args.tag:
         return _queue(client, args, ws, [args.tag])
-    listing = client.call("consolidation_candidates", {
-        "workspace": ws, "minEpisodes": args.min_episodes, "minSessions": args.min_sessions})
+    listing = client.call(
+        "consolidation_candidates",
+        {"workspace": ws, "minEpisodes": args.min_episodes, "minSessions": args.min_sessions},
+    )
     if args.all:
         tags = [c["tag"] for c in listing["candidates"] if c["eligible"]]
         if not tags:
@@ -46,11 +56,15 @@ def cmd_consolidate(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     candidates = listing["candidates"]
     if not candidates:
-        print(f"No tag has {listing['minEpisodes']}+ episodes from "
-              f"{listing['minSessions']}+ sessions since its last consolidation.")
+        print(
+            f"No tag has {listing['minEpisodes']}+ episodes from "
+            f"{listing['minSessions']}+ sessions since its last consolidation."
+        )
         return EXIT_OK
-    rows = [[c["tag"], str(c["episodeCount"]), str(c["sessionCount"]),
-             "yes" if c["eligible"] else "no"] for c in candidates]
+    rows = [
+        [c["tag"], str(c["episodeCount"]), str(c["sessionCount"]), "yes" if c["eligible"] else "no"]
+        for c in candidates
+    ]
     print(table(["TAG", "EPISODES", "SESSIONS", "ELIGIBLE"], rows, terminal_width()))
     print("\n`maka consolidate TAG` queues a digest proposal for your approval.")
     return EXIT_OK
@@ -76,18 +90,20 @@ def _queue(client: Client, args: argparse.Namespace, ws: str, tags: list[str]) -
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser("episodes", parents=parents.scoped,
-                       help="list recorded episodes (list_episodes)")
+    p = sub.add_parser("episodes", parents=parents.scoped, help="list recorded episodes (list_episodes)")
     p.add_argument("--tag", help="only episodes with this tag")
     p.add_argument("--session", metavar="SESSION_ID", help="only this session's episodes")
     p.set_defaults(func=cmd_episodes)
 
-    p = sub.add_parser("consolidate", parents=parents.scoped,
-                       help="list tags with enough evidence, or queue a tag's digest proposal "
-                            "(consolidation_candidates, consolidate)",
-                       description="Without TAG: the tags whose episodes since their last "
-                                   "consolidation reach the threshold. With TAG (or --all): "
-                                   "queue the digest of that evidence as a proposal.")
+    p = sub.add_parser(
+        "consolidate",
+        parents=parents.scoped,
+        help="list tags with enough evidence, or queue a tag's digest proposal "
+        "(consolidation_candidates, consolidate)",
+        description="Without TAG: the tags whose episodes since their last "
+        "consolidation reach the threshold. With TAG (or --all): "
+        "queue the digest of that evidence as a proposal.",
+    )
     p.add_argument("tag", nargs="?", metavar="TAG")
     p.add_argument("--all", action="store_true", help="queue a digest for every eligible tag")
     p.add_argument("--min-episodes", type=int, default=5, help="listing threshold (default 5)")

@@ -12,8 +12,10 @@ from maka.workspace import resolve_workspace
 
 def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
-        raise CliError("the MCP bridge needs the mcp package, a dependency of makad: "
-                       "reinstall makad, or pip install 'makad[mcp]'")
+        raise CliError(
+            "the MCP bridge needs the mcp package, a dependency of makad: "
+            "reinstall makad, or pip install 'makad[mcp]'"
+        )
     from maka.mcp_bridge import serve
 
     serve(client.socket_path, resolve_workspace(args.workspace), autostart=client.autostart)
@@ -22,13 +24,15 @@ def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
     p = sub.add_parser(
-        "mcp", parents=[parents.workspace],
+        "mcp",
+        parents=[parents.workspace],
         help="serve the workspace's memory to an agent over MCP (stdio)",
         description="A stdio MCP server for one workspace: --workspace, else $MAKA_WORKSPACE, "
-                    "else the nearest folder at or above the current one holding "
-                    "memory/MEMORY.md (or PENDING.md) or .git. Tools memory_search, "
-                    "memory_context, memory_list, memory_resolve, history_search, "
-                    "session_record and (while the user allows it) memory_propose; resources "
-                    "MEMORY.md and PENDING.md. Starts makad when none answers (unless "
-                    "--no-autostart). Every privacy gate applies; see docs/MCP.md.")
+        "else the nearest folder at or above the current one holding "
+        "memory/MEMORY.md (or PENDING.md) or .git. Tools memory_search, "
+        "memory_context, memory_list, memory_resolve, history_search, "
+        "session_record and (while the user allows it) memory_propose; resources "
+        "MEMORY.md and PENDING.md. Starts makad when none answers (unless "
+        "--no-autostart). Every privacy gate applies; see docs/MCP.md.",
+    )
     p.set_defaults(func=cmd_mcp)

@@ -38,8 +38,9 @@ def csv_tags(value: str) -> list[str]:
 
 
 def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
-    state: dict[str, Any] = client.call("read_state", {"workspace": ws, "includeEntries": True,
-                                                       "includeArchived": archived})
+    state: dict[str, Any] = client.call(
+        "read_state", {"workspace": ws, "includeEntries": True, "includeArchived": archived}
+    )
     return state
 
 
@@ -63,16 +64,27 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
     every = state.get("entries") or []
     # Short ids must stay unambiguous for `maka memory show`, which also knows proposals.
     shown_ids = short_ids([*(e["id"] for e in every), *_pending_ids(client, ws)])
-    entries = [e for e in every
-               if (args.archived or e.get("status") == "active")
-               and (not args.tag or set(args.tag) <= set(e.get("tags", [])))]
+    entries = [
+        e
+        for e in every
+        if (args.archived or e.get("status") == "active")
+        and (not args.tag or set(args.tag) <= set(e.get("tags", [])))
+    ]
     if not entries:
         print("No entries." if state.get("status") == "ok" else "Nothing to show.")
         return EXIT_OK
-    rows = [[shown_ids[e["id"]], e.get("status", ""), e.get("origin", ""), age(e.get("updatedAt")),
-             ",".join(e.get("tags", [])) or "-", e.get("title", "")] for e in entries]
-    print(table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows,
-                terminal_width()))
+    rows = [
+        [
+            shown_ids[e["id"]],
+            e.get("status", ""),
+            e.get("origin", ""),
+            age(e.get("updatedAt")),
+            ",".join(e.get("tags", [])) or "-",
+            e.get("title", ""),
+        ]
+        for e in entries
+    ]
+    print(table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows, terminal_width()))
     return EXIT_OK
 
 
@@ -83,8 +95,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     pending = _pending_ids(client, ws)
     (entry_id,) = resolve_ids([*entries, *pending], [args.id])
     try:
-        history: dict[str, Any] | None = client.call("memory_history",
-                                                     {"workspace": ws, "id": entry_id})
+        history: dict[str, Any] | None = client.call("memory_history", {"workspace": ws, "id": entry_id})
     except MethodNotFound:
         history = None
     entry = (history or {}).get("entry") or entries.get(entry_id)
@@ -132,8 +143,12 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
             print("Cancelled: the content was empty.", file=sys.stderr)
             return EXIT_OK
         title, tags, content = edited.title, edited.tags, edited.content
-    params: dict[str, Any] = {"workspace": workspace_of(args), "title": title,
-                              "content": content.strip("\n"), "tags": tags}
+    params: dict[str, Any] = {
+        "workspace": workspace_of(args),
+        "title": title,
+        "content": content.strip("\n"),
+        "tags": tags,
+    }
     if args.session:
         params.update(scope="session", sessionId=args.session)
     if args.decay_days is not None:
@@ -150,8 +165,7 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
 
 def _warn_redactions(result: dict[str, Any]) -> None:
     if result.get("redactions"):
-        print(f"note: {result['redactions']} secret(s) were redacted before writing",
-              file=sys.stderr)
+        print(f"note: {result['redactions']} secret(s) were redacted before writing", file=sys.stderr)
 
 
 def cmd_edit(client: Client, args: argparse.Namespace) -> int:
@@ -170,8 +184,9 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
         entry = entries.get(entry_id)
         if entry is None:
             raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
-        edited = parse_entry_form(edit_in_editor(
-            entry_form(entry["title"], entry.get("tags", []), entry["content"])))
+        edited = parse_entry_form(
+            edit_in_editor(entry_form(entry["title"], entry.get("tags", []), entry["content"]))
+        )
         if edited is None:
             print("Cancelled: the content was empty.", file=sys.stderr)
             return EXIT_OK
@@ -195,8 +210,10 @@ def _each(method: str, verb: str) -> Command:
         ws = workspace_of(args)
         ids = resolve_ids(entry_ids(client, ws), args.ids)
         if method == "delete_entry" and not args.yes and sys.stdin.isatty():
-            answer = input(f"Delete {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} "
-                           f"from MEMORY.md? (backups are kept) [y/N] ")
+            answer = input(
+                f"Delete {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} "
+                f"from MEMORY.md? (backups are kept) [y/N] "
+            )
             if answer.strip().lower() not in ("y", "yes"):
                 print("Nothing deleted.", file=sys.stderr)
                 return EXIT_OK
@@ -207,12 +224,16 @@ def _each(method: str, verb: str) -> Command:
             for result in results:
                 print(f"{verb} {result['entry']['id']}: {result['entry']['title']}")
         return EXIT_OK
+
     return run
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    group = sub.add_parser("memory", help="list, show and change entries of MEMORY.md",
-                           description="The user's own operations on MEMORY.md.")
+    group = sub.add_parser(
+        "memory",
+        help="list, show and change entries of MEMORY.md",
+        description="The user's own operations on MEMORY.md.",
+    )
     msub = group.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
 
     p = msub.add_parser("list", parents=parents.scoped, help="list entries (read_state)")
@@ -220,35 +241,43 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("-t", "--tag", action="append", help="only entries with this tag (repeatable)")
     p.set_defaults(func=cmd_list)
 
-    p = msub.add_parser("show", parents=parents.scoped,
-                        help="an entry and why it is there (memory_history)")
+    p = msub.add_parser("show", parents=parents.scoped, help="an entry and why it is there (memory_history)")
     p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")
     p.set_defaults(func=cmd_show)
 
-    p = msub.add_parser("add", parents=parents.scoped,
-                        help="add your own entry, active at once (add_entry)",
-                        description="CONTENT may be - for stdin; without it, stdin is read when "
-                                    "it is not a terminal, else $EDITOR opens.")
+    p = msub.add_parser(
+        "add",
+        parents=parents.scoped,
+        help="add your own entry, active at once (add_entry)",
+        description="CONTENT may be - for stdin; without it, stdin is read when "
+        "it is not a terminal, else $EDITOR opens.",
+    )
     p.add_argument("title")
     p.add_argument("content", nargs="?")
     p.add_argument("--tags", metavar="CSV", help="comma-separated tags")
     p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")
-    p.add_argument("--decay-days", type=float, metavar="DAYS",
-                   help="archive the entry automatically after this many days")
+    p.add_argument(
+        "--decay-days",
+        type=float,
+        metavar="DAYS",
+        help="archive the entry automatically after this many days",
+    )
     p.set_defaults(func=cmd_add)
 
-    p = msub.add_parser("edit", parents=parents.scoped,
-                        help="change an entry (update_entry); $EDITOR when no field is given")
+    p = msub.add_parser(
+        "edit", parents=parents.scoped, help="change an entry (update_entry); $EDITOR when no field is given"
+    )
     p.add_argument("id", metavar="ENTRY_ID")
     p.add_argument("--title")
     p.add_argument("--content", help="new content, or - for stdin")
-    p.add_argument("--tags", metavar="CSV", help="replace the tags (\"\" clears them)")
+    p.add_argument("--tags", metavar="CSV", help='replace the tags ("" clears them)')
     p.set_defaults(func=cmd_edit)
 
     for name, method, verb, text in (
-            ("archive", "archive_entry", "Archived", "archive entries (archive_entry)"),
-            ("restore", "restore_entry", "Restored", "make archived entries active (restore_entry)"),
-            ("delete", "delete_entry", "Deleted", "delete entries (delete_entry; backups kept)")):
+        ("archive", "archive_entry", "Archived", "archive entries (archive_entry)"),
+        ("restore", "restore_entry", "Restored", "make archived entries active (restore_entry)"),
+        ("delete", "delete_entry", "Deleted", "delete entries (delete_entry; backups kept)"),
+    ):
         p = msub.add_parser(name, parents=parents.scoped, help=text)
         p.add_argument("ids", nargs="+", metavar="ENTRY_ID")
         if name == "delete":

@@ -120,9 +120,11 @@ def short_ids(ids: Iterable[str]) -> dict[str, str]:
     pool = sorted(set(ids))
     out: dict[str, str] = {}
     for index, entry_id in enumerate(pool):
-        shared = max((_common_prefix(entry_id, pool[j]) for j in (index - 1, index + 1)
-                      if 0 <= j < len(pool)), default=0)
-        out[entry_id] = entry_id[:max(SHORT_ID_CHARS, shared + 1)]
+        shared = max(
+            (_common_prefix(entry_id, pool[j]) for j in (index - 1, index + 1) if 0 <= j < len(pool)),
+            default=0,
+        )
+        out[entry_id] = entry_id[: max(SHORT_ID_CHARS, shared + 1)]
     return out
 
 

@@ -37,9 +37,16 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
         p = view["proposal"]
         similar = str(len(view.get("similarTo", []))) if view.get("similarTo") else "-"
         status = "draft" if p.get("status") == "draft" else ""
-        rows.append([shown_ids[p["id"]], p.get("origin", ""), age(p.get("createdAt")), similar,
-                     ",".join(p.get("tags", [])) or "-",
-                     f"{p.get('title', '')}{' (draft)' if status else ''}"])
+        rows.append(
+            [
+                shown_ids[p["id"]],
+                p.get("origin", ""),
+                age(p.get("createdAt")),
+                similar,
+                ",".join(p.get("tags", [])) or "-",
+                f"{p.get('title', '')}{' (draft)' if status else ''}",
+            ]
+        )
     print(table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows, terminal_width()))
     print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
     return EXIT_OK
@@ -102,22 +109,24 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
         return EXIT_OK
     imported = len(result["imported"])
-    print(f"Imported {imported} memor{'y' if imported == 1 else 'ies'} from {result['format']} "
-          f"into PENDING.md ({result['duplicates']} already known).")
+    print(
+        f"Imported {imported} memor{'y' if imported == 1 else 'ies'} from {result['format']} "
+        f"into PENDING.md ({result['duplicates']} already known)."
+    )
     for problem in result.get("errors", []):
         print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)
     for skipped in result.get("skipped", []):
-        print(f"  skipped {skipped.get('locator', '?')}: {skipped.get('reason', '')}",
-              file=sys.stderr)
+        print(f"  skipped {skipped.get('locator', '?')}: {skipped.get('reason', '')}", file=sys.stderr)
     if imported:
         print("Nothing is active until approved: run `maka review` or `maka approve`.")
     return EXIT_OK
 
 
 def cmd_export(client: Client, args: argparse.Namespace) -> int:
-    result = client.call("export_memories", {"workspace": workspace_of(args),
-                                             "format": args.format,
-                                             "includeArchived": args.archived})
+    result = client.call(
+        "export_memories",
+        {"workspace": workspace_of(args), "format": args.format, "includeArchived": args.archived},
+    )
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -131,32 +140,43 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser("pending", parents=parents.scoped,
-                       help="list the proposals waiting for approval (list_proposals)")
+    p = sub.add_parser(
+        "pending", parents=parents.scoped, help="list the proposals waiting for approval (list_proposals)"
+    )
     p.set_defaults(func=cmd_pending)
 
-    for name, func, text in (("approve", cmd_approve, "activate proposals in MEMORY.md (approve)"),
-                             ("reject", cmd_reject, "reject proposals (reject)")):
+    for name, func, text in (
+        ("approve", cmd_approve, "activate proposals in MEMORY.md (approve)"),
+        ("reject", cmd_reject, "reject proposals (reject)"),
+    ):
         p = sub.add_parser(name, parents=parents.scoped, help=text)
-        p.add_argument("ids", nargs="*", metavar="PROPOSAL_ID",
-                       help="proposal ids or unique prefixes of them")
+        p.add_argument(
+            "ids", nargs="*", metavar="PROPOSAL_ID", help="proposal ids or unique prefixes of them"
+        )
         p.add_argument("--all", action="store_true", help="every proposal waiting")
         if name == "reject":
             p.add_argument("--reason", help="why (kept in the ledger)")
         p.set_defaults(func=func)
 
-    p = sub.add_parser("import", parents=parents.scoped,
-                       help="import memories from another tool into PENDING.md (import_memories)",
-                       description="FILE is an export file of another tool or a Claude Code "
-                                   "memory directory; the daemon reads it, so it is sent as "
-                                   "an absolute path.")
+    p = sub.add_parser(
+        "import",
+        parents=parents.scoped,
+        help="import memories from another tool into PENDING.md (import_memories)",
+        description="FILE is an export file of another tool or a Claude Code "
+        "memory directory; the daemon reads it, so it is sent as "
+        "an absolute path.",
+    )
     p.add_argument("file", metavar="FILE")
-    p.add_argument("--format", help="mem0, openmemory, chatgpt, claude_code, claude_md, "
-                                     "mcp_memory, letta or markdown (default: detected)")
+    p.add_argument(
+        "--format",
+        help="mem0, openmemory, chatgpt, claude_code, claude_md, "
+        "mcp_memory, letta or markdown (default: detected)",
+    )
     p.set_defaults(func=cmd_import)
 
-    p = sub.add_parser("export", parents=parents.scoped,
-                       help="print active entries as JSON or Markdown (export_memories)")
+    p = sub.add_parser(
+        "export", parents=parents.scoped, help="print active entries as JSON or Markdown (export_memories)"
+    )
     p.add_argument("--format", choices=["json", "markdown"], default="json")
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")

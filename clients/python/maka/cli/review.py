@@ -86,12 +86,22 @@ class Outcome:
     gone: list[str] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
-        return {"approved": self.approved, "rejected": self.rejected,
-                "skipped": self.skipped, "gone": self.gone}
+        return {
+            "approved": self.approved,
+            "rejected": self.rejected,
+            "skipped": self.skipped,
+            "gone": self.gone,
+        }
 
 
-def card(view: dict[str, Any], index: int, total: int, memory: dict[str, dict[str, Any]],
-         pending: dict[str, dict[str, Any]], width: int) -> list[str]:
+def card(
+    view: dict[str, Any],
+    index: int,
+    total: int,
+    memory: dict[str, dict[str, Any]],
+    pending: dict[str, dict[str, Any]],
+    width: int,
+) -> list[str]:
     """A proposal, with its similar entries (and what it replaces) beside or below it."""
     proposal = view["proposal"]
     title = f"── Proposal {index}/{total} "
@@ -114,8 +124,7 @@ def card(view: dict[str, Any], index: int, total: int, memory: dict[str, dict[st
     return [*lines, ""]
 
 
-def _brief(entry_id: str, memory: dict[str, dict[str, Any]],
-           pending: dict[str, dict[str, Any]]) -> list[str]:
+def _brief(entry_id: str, memory: dict[str, dict[str, Any]], pending: dict[str, dict[str, Any]]) -> list[str]:
     entry = memory.get(entry_id) or pending.get(entry_id)
     if entry is None:
         return [f"• {short_id(entry_id)} (no longer there)"]
@@ -142,13 +151,14 @@ def cmd_review(client: Client, args: argparse.Namespace) -> int:
     for index, view in enumerate(views, 1):
         print("\n".join(card(view, index, len(views), memory, pending, width)), file=out)
         if not _decide(client, ws, view["proposal"], keys, outcome, out):
-            outcome.skipped.extend(v["proposal"]["id"] for v in views[index - 1:])
+            outcome.skipped.extend(v["proposal"]["id"] for v in views[index - 1 :])
             break
     return _finish(outcome, args, out)
 
 
-def _decide(client: Client, ws: str, proposal: dict[str, Any], keys: Keys, outcome: Outcome,
-            out: TextIO) -> bool:
+def _decide(
+    client: Client, ws: str, proposal: dict[str, Any], keys: Keys, outcome: Outcome, out: TextIO
+) -> bool:
     """Ask until one decision is made for this proposal; False when the user quits."""
     pid = proposal["id"]
     while True:
@@ -158,8 +168,11 @@ def _decide(client: Client, ws: str, proposal: dict[str, Any], keys: Keys, outco
                 _approve(client, ws, pid, {}, outcome, out)
                 return True
             if key == "e":
-                edited = parse_entry_form(edit_in_editor(
-                    entry_form(proposal["title"], proposal.get("tags", []), proposal["content"])))
+                edited = parse_entry_form(
+                    edit_in_editor(
+                        entry_form(proposal["title"], proposal.get("tags", []), proposal["content"])
+                    )
+                )
                 if edited is None:
                     print("Empty content: not approved. Choose again.", file=out)
                     continue
@@ -186,8 +199,9 @@ def _decide(client: Client, ws: str, proposal: dict[str, Any], keys: Keys, outco
         print(KEYS_HELP, file=out)
 
 
-def _approve(client: Client, ws: str, pid: str, changes: dict[str, Any], outcome: Outcome,
-             out: TextIO) -> None:
+def _approve(
+    client: Client, ws: str, pid: str, changes: dict[str, Any], outcome: Outcome, out: TextIO
+) -> None:
     params: dict[str, Any] = {"workspace": ws, "ids": [pid]}
     if changes:
         params["edits"] = {pid: changes}
@@ -202,13 +216,20 @@ def _finish(outcome: Outcome, args: argparse.Namespace, out: TextIO) -> int:
     if args.json:
         print_json(outcome.as_dict())
     elif outcome.approved or outcome.rejected or outcome.skipped or outcome.gone:
-        print(f"Done: {len(outcome.approved)} approved, {len(outcome.rejected)} rejected, "
-              f"{len(outcome.skipped)} left waiting.", file=out)
+        print(
+            f"Done: {len(outcome.approved)} approved, {len(outcome.rejected)} rejected, "
+            f"{len(outcome.skipped)} left waiting.",
+            file=out,
+        )
     return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser("review", parents=parents.scoped,
-                       help="go through the proposals one by one: approve, edit, reject, skip",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = sub.add_parser(
+        "review",
+        parents=parents.scoped,
+        help="go through the proposals one by one: approve, edit, reject, skip",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.set_defaults(func=cmd_review)

@@ -75,16 +75,24 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("ping", parents=[parents.json], help="check the daemon answers")
     p.set_defaults(func=cmd_ping)
-    p = sub.add_parser("call", parents=[parents.json],
-                       help="call any method: maka call METHOD ['{\"json\": \"params\"}']")
+    p = sub.add_parser(
+        "call", parents=[parents.json], help='call any method: maka call METHOD [\'{"json": "params"}\']'
+    )
     p.add_argument("method")
     p.add_argument("params", nargs="?", help="by-name params as a JSON object, or - for stdin")
     p.set_defaults(func=cmd_call)
     p = sub.add_parser(
-        "settings", parents=parents.scoped, help="show or change a workspace's settings",
+        "settings",
+        parents=parents.scoped,
+        help="show or change a workspace's settings",
         description="Without KEY=VALUE: get_settings. With them: set_settings (a patch). "
-                    "Keys: enabled, agentReadEnabled, extractToolEnabled, incognito, "
-                    "historyRecallEnabled, defaultDecayDays.")
-    p.add_argument("set", nargs="*", metavar="KEY=VALUE",
-                   help="e.g. agentReadEnabled=on incognito=off defaultDecayDays=30")
+        "Keys: enabled, agentReadEnabled, extractToolEnabled, incognito, "
+        "historyRecallEnabled, defaultDecayDays.",
+    )
+    p.add_argument(
+        "set",
+        nargs="*",
+        metavar="KEY=VALUE",
+        help="e.g. agentReadEnabled=on incognito=off defaultDecayDays=30",
+    )
     p.set_defaults(func=cmd_settings)

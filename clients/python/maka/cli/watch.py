@@ -15,8 +15,10 @@ from maka.client import Client
 
 def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     params = note.get("params") or {}
-    line = (f"{timestamp(now_ms)}  {note.get('method', '?'):<18} "
-            f"rev {params.get('revision', '?'):<5} {params.get('cause', '')}")
+    line = (
+        f"{timestamp(now_ms)}  {note.get('method', '?'):<18} "
+        f"rev {params.get('revision', '?'):<5} {params.get('cause', '')}"
+    )
     if show_workspace:
         line += f"  {params.get('workspace', '')}"
     return line.rstrip()
@@ -27,8 +29,7 @@ def cmd_watch(client: Client, args: argparse.Namespace) -> int:
     for ws in workspaces:
         result = client.call("subscribe", {"workspace": ws})
         # On stderr, so stdout carries only notifications; a script can wait for this line.
-        print(f"watching {ws} (revision {result['revision']}); Ctrl-C to stop",
-              file=sys.stderr, flush=True)
+        print(f"watching {ws} (revision {result['revision']}); Ctrl-C to stop", file=sys.stderr, flush=True)
     seen = 0
     while True:
         try:
@@ -46,12 +47,25 @@ def cmd_watch(client: Client, args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
     p = sub.add_parser(
-        "watch", parents=[parents.json],
+        "watch",
+        parents=[parents.json],
         help="stream memory_changed / proposals_changed / settings_changed notifications",
-        description="One line per notification; with --json one JSON object per line (NDJSON).")
-    p.add_argument("-w", "--workspace", metavar="DIR", type=absolute, action="append",
-                   help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: the "
-                        "current directory)")
-    p.add_argument("-n", "--count", type=int, default=0, metavar="N",
-                   help="exit after N notifications (default: run until interrupted)")
+        description="One line per notification; with --json one JSON object per line (NDJSON).",
+    )
+    p.add_argument(
+        "-w",
+        "--workspace",
+        metavar="DIR",
+        type=absolute,
+        action="append",
+        help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: the current directory)",
+    )
+    p.add_argument(
+        "-n",
+        "--count",
+        type=int,
+        default=0,
+        metavar="N",
+        help="exit after N notifications (default: run until interrupted)",
+    )
     p.set_defaults(func=cmd_watch)
