@@ -18,6 +18,7 @@ Recall events are ranked by ``makad.core.recall`` from the same parts and more.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Iterable, Mapping
@@ -67,10 +68,16 @@ def tags_part(tags: Iterable[str], terms: frozenset[str]) -> float:
         return 0.0
     matched = 0
     for tag in tags:
-        words = _WORD.findall(tag.lower())
+        words = _tag_words(tag)
         if words and all(word in terms for word in words):
             matched += 1
     return min(matched, TAG_SATURATION) / TAG_SATURATION
+
+
+@functools.lru_cache(maxsize=4096)
+def _tag_words(tag: str) -> tuple[str, ...]:
+    # A workspace has few distinct tags, and every candidate of every call asks.
+    return tuple(_WORD.findall(tag.lower()))
 
 
 @dataclass(slots=True)  # not frozen: made for every candidate of every call

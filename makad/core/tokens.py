@@ -22,9 +22,10 @@ from __future__ import annotations
 import string
 from typing import Protocol
 
-# Characters that tokenize densely; each costs two quarters instead of one.
-_DENSE = string.digits + string.punctuation + "\n"
-_DROP_DENSE = str.maketrans("", "", _DENSE)
+# Characters that tokenize densely; each costs two quarters instead of one. Counted
+# with bytes.translate, a table lookup in C (str.translate looks each one up in a
+# dict: three times slower, and this runs hundreds of times per build_context).
+_DENSE = (string.digits + string.punctuation + "\n").encode("ascii")
 
 
 class TokenCounter(Protocol):
@@ -38,12 +39,13 @@ def estimate_tokens(text: str) -> int:
     if not text:
         return 0
     if text.isascii():
-        dense = len(text) - len(text.translate(_DROP_DENSE))
-        return -(-(len(text) + dense) // 4)
-    ascii_part = text.encode("ascii", "ignore").decode("ascii")
-    non_ascii = len(text) - len(ascii_part)
-    astral = len(text.encode("utf-16-le")) // 2 - len(text)
-    dense = len(ascii_part) - len(ascii_part.translate(_DROP_DENSE))
+        ascii_part = text.encode("ascii")
+        non_ascii = astral = 0
+    else:
+        ascii_part = text.encode("ascii", "ignore")
+        non_ascii = len(text) - len(ascii_part)
+        astral = len(text.encode("utf-16-le")) // 2 - len(text)
+    dense = len(ascii_part) - len(ascii_part.translate(None, _DENSE))
     return non_ascii + astral + -(-(len(ascii_part) + dense) // 4)
 
 

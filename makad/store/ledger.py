@@ -644,11 +644,16 @@ class Ledger:
                 if len(rows) >= wanted or len(ranked) < fetch:
                     break
                 fetch *= 4
-        events = {row[0]: _event(row) for row in rows}
-        hits = [
-            SearchHit(event=events[rowid], score=-float(score)) for rowid, score in ranked if rowid in events
-        ]
-        return hits[:wanted]
+        # Only the best ``wanted`` of the rows that passed become events.
+        passed = {row[0]: row for row in rows}
+        hits: list[SearchHit] = []
+        for rowid, score in ranked:
+            row = passed.get(rowid)
+            if row is not None:
+                hits.append(SearchHit(event=_event(row), score=-float(score)))
+                if len(hits) == wanted:
+                    break
+        return hits
 
     def _selective_match(self, query: str, *, rare_only: bool = False) -> str | None:
         """The query's terms minus the very common ones, the rarest first (reader lock held).
@@ -1663,7 +1668,23 @@ _EVENT_ROW_TYPES: Final[tuple[type | tuple[type, ...], ...]] = (
 
 
 def _well_typed(row: Sequence[Any]) -> bool:
-    return all(isinstance(value, kind) for value, kind in zip(row[1:11], _EVENT_ROW_TYPES, strict=True))
+    # Exact types, spelled out: this runs for every event read (a thousand per
+    # build_context), and the generic isinstance loop cost more than the row itself.
+    # sqlite3 hands back exactly str, int, float, bytes or None, so ``type() is`` is
+    # isinstance here.
+    _, sid, seq, ts, kind, text, call_id, tool, meta, tokens, digest = row
+    return (
+        type(sid) is str
+        and type(seq) is int
+        and type(ts) is int
+        and type(kind) is str
+        and type(text) is str
+        and (call_id is None or type(call_id) is str)
+        and (tool is None or type(tool) is str)
+        and (meta is None or type(meta) is str)
+        and type(tokens) is int
+        and type(digest) is str
+    )
 
 
 def _damaged(conn: sqlite3.Connection, exc: sqlite3.Error) -> bool:

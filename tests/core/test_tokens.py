@@ -69,3 +69,26 @@ def test_heuristic_counter_is_a_token_counter() -> None:
     """The default counter satisfies the protocol and delegates to the estimator."""
     counter: TokenCounter = HeuristicCounter()
     assert counter.count("数据 and text") == estimate_tokens("数据 and text")
+
+
+_DENSE_CHARS = frozenset("0123456789!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~\n")
+
+
+def _per_character(text: str) -> int:
+    """The module doc's rule, one character at a time (the estimator counts it in bulk)."""
+    whole = quarters = 0
+    for char in text:
+        if ord(char) > 0xFFFF:
+            whole += 2
+        elif not char.isascii():
+            whole += 1
+        else:
+            quarters += 2 if char in _DENSE_CHARS else 1
+    return whole + -(-quarters // 4)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
+def test_the_estimate_is_the_per_character_rule(text: str) -> None:
+    """Counting in bulk gives exactly what the documented per-character rule gives."""
+    assert estimate_tokens(text) == _per_character(text)
