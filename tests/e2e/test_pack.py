@@ -215,6 +215,41 @@ def test_the_session_cap_is_configurable(short_tmp: Path) -> None:
         d.stop()
 
 
+def test_past_the_session_cap_a_newly_relevant_entry_still_shows(short_tmp: Path) -> None:
+    """Past the cap an entry the query makes relevant, not shown yet, is shown; the others
+    not shown yet are left out as session_cap."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_SESSION_MEMORY_CAP_BYTES": "2000"})
+    d.start()
+    try:
+        d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True})
+        cluster = d.call(
+            "add_entry",
+            {
+                "workspace": ws(d),
+                "title": "Cluster",
+                "content": "The cluster runs kubernetes on three nodes. " + "It is patched monthly. " * 12,
+            },
+        )["entry"]["id"]
+        for i in range(10):
+            d.call("add_entry", {"workspace": ws(d), "title": f"Filler {i}", "content": "x " * 100})
+        sid = open_session(d)
+        append(d, sid, [{"type": "user_message", "text": "hello"}])
+        first = build(d, sessionId=sid, budgetTokens=8000)
+        reasons = {c["sourceId"]: c["reason"] for c in first["trace"]["candidates"] if c["kind"] == "memory"}
+        assert reasons[f"memory:{cluster}"] == "session_cap"
+        assert 0 < first["trace"]["memorySessionBytes"] <= 2000
+        append(d, sid, [{"type": "user_message", "text": "how many kubernetes nodes?"}])
+        asked = build(d, sessionId=sid, budgetTokens=8000, query="how many kubernetes nodes?")
+        memory = segment(asked, "memory")
+        assert memory is not None and memory["sourceIds"] == [f"memory:{cluster}"]
+        left = [c for c in asked["trace"]["candidates"] if c["kind"] == "memory" and not c["included"]]
+        assert left and all(c["reason"] in ("session_cap", "already_shown") for c in left)
+        assert any(c["reason"] == "session_cap" for c in left)
+        assert asked["trace"]["memorySessionBytes"] > 2000
+    finally:
+        d.stop()
+
+
 def test_confidence_differs_by_author_evidence_and_age(daemon: DaemonProcess) -> None:
     """Hand-typed, an approved agent proposal with two refs and a year-old import differ; the
     agent's memory lines show it and the trace says why."""
@@ -265,6 +300,7 @@ def test_confidence_differs_by_author_evidence_and_age(daemon: DaemonProcess) ->
     assert "memory:imp1 · confidence low" in memory["text"]
     traced = {c["sourceId"]: c["confidence"] for c in pack["trace"]["candidates"] if c["kind"] == "memory"}
     assert "over a year" in traced["memory:imp1"]["reason"]
+    assert "confidence=" not in path.read_text()  # derived, never written into the file
 
 
 def test_a_user_set_confidence_wins(daemon: DaemonProcess) -> None:
