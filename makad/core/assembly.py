@@ -249,10 +249,8 @@ class _BodyBuilder:
         fitted = fit_body(self._frame, self._body, self._note, cap, self._counter)
         if fitted is None:
             return Built(truncated=True, wants_more=True)
-        text, cut = fitted
-        segment = Segment(
-            kind=self._kind, text=text, tokens=self._counter.count(text), source_ids=list(self._source_ids)
-        )
+        text, cut, tokens = fitted
+        segment = Segment(kind=self._kind, text=text, tokens=tokens, source_ids=list(self._source_ids))
         return Built(segment, cut, wants_more=cut)
 
 
@@ -407,16 +405,18 @@ class _RecallPacker:
                 refs.extend(event_ref(sid, first, last) for first, last in group.runs())
         return recall_text(blocks), refs
 
-    def text(self) -> tuple[str, list[str], list[tuple[str, int]]]:
-        """The segment text, its refs, and the (session, seq) of events given back."""
+    def text(self) -> tuple[str, int, list[str], list[tuple[str, int]]]:
+        """The segment text, its tokens, its refs, and the (session, seq) of events given back."""
         text, refs = self._render()
+        tokens = self.counter.count(text)
         returned: list[tuple[str, int]] = []
-        while self.chosen and self.counter.count(text) > self.cap:  # a tokenizer need not be additive
+        while self.chosen and tokens > self.cap:  # a tokenizer need not be additive
             key, seq = self.chosen.pop()
             returned.append((key[0], seq))
             del self.groups[key].events[seq]
             text, refs = self._render()
-        return text, refs, returned
+            tokens = self.counter.count(text)
+        return text, tokens, refs, returned
 
 
 class _RecallBuilder:
@@ -462,7 +462,7 @@ class _RecallBuilder:
                     reason = "budget"
                     misses += 1
             outcome.append((reason, tokens))
-        text, source_ids, returned = packer.text()
+        text, text_tokens, source_ids, returned = packer.text()
         if returned:
             back = set(returned)
             for index, item in enumerate(ranked):
@@ -487,7 +487,5 @@ class _RecallBuilder:
         built = Built(None, truncated, candidates, dropped, wants_more=bool(dropped["budget"]))
         if not packer.chosen:
             return built
-        built.segment = Segment(
-            kind="recall", text=text, tokens=self._counter.count(text), source_ids=source_ids
-        )
+        built.segment = Segment(kind="recall", text=text, tokens=text_tokens, source_ids=source_ids)
         return built

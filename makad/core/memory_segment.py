@@ -194,12 +194,14 @@ class MemoryBuilder:
                 )
             )
         text = memory_text(block for block, _ in chosen)
-        while chosen and self._counter.count(text) > cap:  # a tokenizer need not be additive
+        tokens = self._counter.count(text)
+        while chosen and tokens > cap:  # a tokenizer need not be additive
             _, index = chosen.pop()
             candidates[index].included = False
             candidates[index].reason = "budget"
             candidates[index].bytes = 0
             text = memory_text(block for block, _ in chosen)
+            tokens = self._counter.count(text)
         truncated = any(c.reason in ("top_k", "budget") for c in candidates)
         wants_more = any(c.reason == "budget" for c in candidates)
         if not chosen:
@@ -207,7 +209,7 @@ class MemoryBuilder:
         segment = Segment(
             kind="memory",
             text=text,
-            tokens=self._counter.count(text),
+            tokens=tokens,
             source_ids=[candidates[index].source_id for _, index in chosen],
         )
         return Built(segment, truncated, candidates, wants_more=wants_more)

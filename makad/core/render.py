@@ -220,15 +220,17 @@ def recall_text(blocks: Iterable[str]) -> str:
 
 def fit_body(
     frame: Callable[[str], str], body: str, note: str, limit: int, counter: TokenCounter
-) -> tuple[str, bool] | None:
+) -> tuple[str, bool, int] | None:
     """The framed body if it fits in ``limit``, else its longest fitting head plus ``note``.
 
     The head is cut at a line break (or a space) so no line is left half-written;
-    ``None`` when not even a line fits. The flag says whether the body was cut.
+    ``None`` when not even a line fits. The flag says whether the body was cut; the
+    number is the text's tokens.
     """
     whole = frame(body)
-    if counter.count(whole) <= limit:
-        return whole, False
+    whole_tokens = counter.count(whole)
+    if whole_tokens <= limit:
+        return whole, False, whole_tokens
 
     def head(length: int) -> str:
         prefix = body[:length]
@@ -238,14 +240,23 @@ def fit_body(
                 return prefix[:at].rstrip()
         return prefix.rstrip()
 
+    # Every length within one line cuts at the same place: each cut is counted once.
+    costs: dict[str, int] = {}
+
+    def cost(cut: str) -> int:
+        found = costs.get(cut)
+        if found is None:
+            found = costs[cut] = counter.count(frame(f"{cut}\n{note}"))
+        return found
+
     lo, hi = 0, len(body) - 1
     while lo < hi:
         mid = (lo + hi + 1) // 2
-        if counter.count(frame(f"{head(mid)}\n{note}")) <= limit:
+        if cost(head(mid)) <= limit:
             lo = mid
         else:
             hi = mid - 1
     kept = head(lo)
     if not kept.strip():
         return None
-    return frame(f"{kept}\n{note}"), True
+    return frame(f"{kept}\n{note}"), True, cost(kept)

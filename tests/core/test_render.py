@@ -213,8 +213,8 @@ def test_fit_body_keeps_whole_lines_and_marks_the_cut() -> None:
     """A body too long for its limit keeps a head of whole lines plus the note."""
     counter = HeuristicCounter()
     body = "\n".join(f"line {i} with some words" for i in range(100))
-    text, cut = fit_body(working_state_text, body, "[cut]", 120, counter) or ("", False)
-    assert cut and counter.count(text) <= 120
+    text, cut, tokens = fit_body(working_state_text, body, "[cut]", 120, counter) or ("", False, 0)
+    assert cut and tokens == counter.count(text) <= 120
     assert text.endswith("\n[cut]\n</working-state>")
     kept = text.split("\n\n", 1)[1].split("\n[cut]")[0].split("\n")
     assert kept == [f"line {i} with some words" for i in range(len(kept))]
@@ -226,4 +226,25 @@ def test_fit_body_gives_up_when_not_even_a_line_fits() -> None:
     assert fit_body(working_state_text, "a", "[cut]", 10_000, HeuristicCounter()) == (
         working_state_text("a"),
         False,
+        HeuristicCounter().count(working_state_text("a")),
     )
+
+
+def test_fit_body_keeps_the_most_whole_lines_that_fit() -> None:
+    """For any limit the head kept is the longest run of whole lines that fits with the note."""
+    counter = HeuristicCounter()
+    lines = [f"- step {i}: " + "word " * (i % 7) + f"done {i * 37}" for i in range(60)]
+    body = "\n".join(lines)
+    for limit in range(40, counter.count(working_state_text(body)), 23):
+        fitting = [
+            k
+            for k in range(1, len(lines))
+            if counter.count(working_state_text("\n".join(lines[:k]) + "\n[cut]")) <= limit
+        ]
+        fitted = fit_body(working_state_text, body, "[cut]", limit, counter)
+        if not fitting:
+            continue
+        assert fitted is not None
+        text, cut, tokens = fitted
+        assert cut and tokens == counter.count(text) <= limit
+        assert text == working_state_text("\n".join(lines[: max(fitting)]) + "\n[cut]")
