@@ -41,7 +41,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, Literal, TypeVar, cast, get_args
+from typing import Any, Final, Literal, NamedTuple, TypeVar, cast, get_args
 
 import msgspec
 
@@ -583,7 +583,7 @@ class Ledger:
         if limit <= 0:
             return []
         with self._read_lock:
-            match = self._selective_match(query, rare_only=rare_only)
+            match, most = self._selective_match(query, rare_only=rare_only)
         if match is None:
             return []
         clauses: list[str] = []
@@ -618,7 +618,13 @@ class Ledger:
             # newest first and stops there, without scoring anything. Filters
             # apply first (the live session must not eat the window), which needs
             # a join; that is only worth it when the unfiltered matches overflow.
-            floor = _window_floor(conn, match, low, high, "", [])
+            # Walking costs as much as there are matches: not done when the
+            # counts behind the match (``most``) show there cannot be a window's worth.
+            overflow = True
+            if most is not None:
+                grown = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+                overflow = most.matches + max(grown - most.total, 0) >= SEARCH_WINDOW
+            floor = _window_floor(conn, match, low, high, "", []) if overflow else None
             if floor is not None and where:
                 floor = _window_floor(conn, match, low, high, where, params)
             if floor is not None:
@@ -655,8 +661,9 @@ class Ledger:
                     break
         return hits
 
-    def _selective_match(self, query: str, *, rare_only: bool = False) -> str | None:
-        """The query's terms minus the very common ones, the rarest first (reader lock held).
+    def _selective_match(self, query: str, *, rare_only: bool = False) -> tuple[str | None, _Most | None]:
+        """The query's terms minus the very common ones, the rarest first (reader lock held),
+        and, when counts were at hand, at most how many events the match can find.
 
         Ranking cost grows with the number of matching rows; a term found in more
         than ``COMMON_TERM_SHARE`` of all events adds rows while barely moving
@@ -666,30 +673,35 @@ class Ledger:
         """
         terms = query_terms(query)
         if len(terms) <= 1 and not rare_only:
-            return terms[0] if terms else None
+            return (terms[0] if terms else None), None
         conn = _live(self._reader)
         total = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
         if total < SMALL_LEDGER_EVENTS and not rare_only:
-            return " OR ".join(terms)
-        frequency = {term: self._document_frequency(conn, term, total) for term in terms}
+            return " OR ".join(terms), _Most(total, total)
+        counted = {term: self._document_frequency(conn, term, total) for term in terms}
+        frequency = {term: count for term, (count, _) in counted.items()}
         common = max(total * COMMON_TERM_SHARE, COMMON_TERM_FLOOR)
         rare = [t for t in terms if frequency[t] <= common]
         if rare_only and not rare:
-            return None
+            return None, None
         kept = sorted(rare or terms, key=lambda t: (frequency[t], t))[:MAX_RANKED_TERMS]
-        return " OR ".join(kept)
+        # Each count holds every match up to the newest event when it was counted;
+        # events added since can add at most one match each.
+        since = min(counted[t][1] for t in kept)
+        return " OR ".join(kept), _Most(sum(frequency[t] for t in kept) + total - since, total)
 
-    def _document_frequency(self, conn: sqlite3.Connection, term: str, total: int) -> int:
+    def _document_frequency(self, conn: sqlite3.Connection, term: str, total: int) -> tuple[int, int]:
+        """Events matching ``term``, and the newest event id when they were counted."""
         cached = self._df_cache.get(term)
         if cached is not None and total < cached[1] * 2:
-            return cached[0]
+            return cached
         count = int(
             conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (term,)).fetchone()[0]
         )
         if len(self._df_cache) > DF_CACHE_SIZE:
             self._df_cache.clear()
         self._df_cache[term] = (count, total)
-        return count
+        return count, total
 
     def rebuild_search_index(self) -> None:
         """Re-derive the event index from the events; clear the memory index."""
@@ -1560,6 +1572,13 @@ def _span_events(conn: sqlite3.Connection, spans: Sequence[tuple[str, int, int]]
         (msgspec.json.encode(list(spans)),),
     ).fetchall()
     return [_event(row) for row in rows]
+
+
+class _Most(NamedTuple):
+    """At most ``matches`` events match, as of the newest event id ``total``."""
+
+    matches: int
+    total: int
 
 
 def _window_floor(
