@@ -269,6 +269,7 @@ def _unlink_quietly(path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     heap.configure_malloc()
+    heap.configure_collector()
     settings = load(argv, stderr_is_tty=sys.stderr.isatty())
     logs.configure(settings.log_format, settings.log_level)
     try:

@@ -11,6 +11,10 @@
   dropped are still freed by reference counting; only reference cycles among them
   would wait, so every ``FULL_COLLECT_EVERY`` the heap is unfrozen, collected once
   and frozen again — one such pause every few minutes instead of every few calls.
+- The youngest generation is collected every ``YOUNG_COLLECT_EVERY`` allocations
+  of tracked objects rather than every 700: a build_context call makes thousands
+  (events, candidates, trace entries) that reference counting frees anyway, and
+  each collection walked the ones still alive — 1.5% of the call's instructions.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ M_ARENA_MAX: Final = -8
 MMAP_THRESHOLD_BYTES: Final = 128 * 1024
 TICK_S: Final = 10.0
 FULL_COLLECT_EVERY: Final = 30  # ticks: five minutes
+YOUNG_COLLECT_EVERY: Final = 10_000  # CPython's default is 700
 
 
 def _libc() -> ctypes.CDLL | None:
@@ -52,6 +57,13 @@ def configure_malloc(arenas: int = 2) -> None:
     if _LIBC is not None and hasattr(_LIBC, "mallopt"):
         _LIBC.mallopt(M_ARENA_MAX, arenas)
         _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+
+
+def configure_collector() -> None:
+    """Collect the youngest generation less often (see the module doc); the older
+    generations keep their default ratios."""
+    _, middle, oldest = gc.get_threshold()
+    gc.set_threshold(YOUNG_COLLECT_EVERY, middle, oldest)
 
 
 def _malloc_trim() -> None:
