@@ -653,3 +653,35 @@ def test_recall_packing_gives_up_once_the_segment_is_full() -> None:
     assert all(c.reason == "budget" for c in after)
     assert all(c.tokens == 0 for c in after[RECALL_GIVE_UP_AFTER:])
     check_pack(pack, 500)
+
+
+def test_protocols_worked_example_of_a_fresh_session() -> None:
+    """PROTOCOL.md's first worked example: every figure it names, as assemble computes it."""
+    history = [ev(1, "user_message", "how do we deploy the service on fridays?")]
+    entries = [
+        entry(f"m{i}", f"deploy fact {i}: " + "the pipeline waits for the canary " * 2) for i in range(3)
+    ]
+    hits = [
+        hit(f"o{i}", 10, bm25=-1.0 - i / 10, text="deploy " + "step of the pipeline " * 8) for i in range(40)
+    ]
+    pack = assemble(
+        inputs(
+            budget_tokens=2000,
+            query="deploy",
+            history=history,
+            memory_entries=entries,
+            recall_hits=hits,
+            working_state=WorkingState(),
+        )
+    )
+    allocation = {a.kind: a for a in pack.trace.allocation}
+    minimum = pack.trace.minimum_tokens
+    memory = next(s for s in pack.segments if s.kind == "memory")
+    assert 15 <= minimum <= 25 and allocation["history"].used == minimum
+    assert (allocation["working_state"].cap, allocation["working_state"].used) == (300, 0)
+    assert (allocation["summary"].cap, allocation["summary"].used) == (400, 0)
+    assert allocation["memory"].cap == 400 and len(memory.source_ids) == 3 and 120 <= memory.tokens <= 180
+    recall = allocation["recall"]
+    assert recall.cap == 2000 - minimum - memory.tokens and recall.flowed == recall.cap - 300
+    assert recall.used > recall.cap - 100 and pack.total_tokens > 1850
+    check_pack(pack, 2000)
