@@ -65,6 +65,8 @@ class DaemonProcess:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
         self._log.close()
 
     def restart(self, extra_env: dict[str, str] | None = None) -> None:

@@ -220,6 +220,8 @@ def _read_section(raw: str) -> Section:
     declared = values.get("id")
     entry_id = declared if isinstance(declared, str) else derived_entry_id(title, spelled)
     created = _int_or(values.get("createdAt"), 0)
+    # The ignores below: a value a newer version wrote (origin=robot) is kept as written,
+    # outside the Literal the type names, so a rewrite never destroys it (lossless).
     entry = Entry(
         id=entry_id,
         title=title,

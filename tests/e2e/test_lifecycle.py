@@ -110,7 +110,8 @@ def test_environment_fallbacks(short_tmp: Path) -> None:
     )
     try:
         wait_listening(proc)
-        status = Client(str(short_tmp / "env.sock")).call("status")
+        with Client(str(short_tmp / "env.sock")) as client:
+            status = client.call("status")
         assert status["dataDir"] == str(short_tmp / "envdata")
     finally:
         proc.terminate()

@@ -128,7 +128,7 @@ class Client:
         while True:
             for message in self._read():
                 if is_notification(message):
-                    self._notifications.append(message)  # type: ignore[arg-type]
+                    self._notifications.append(message)  # type: ignore[arg-type]  # is_notification narrowed it
                 elif message.get("id") == request_id:
                     return unwrap(message)
 
@@ -168,6 +168,7 @@ class Client:
                     raise
                 self._resume()
                 continue
+            # (is_notification narrows each message; mypy cannot follow it into a generator)
             self._notifications.extend(m for m in messages if is_notification(m))  # type: ignore[misc]
 
     def drain_notifications(self) -> list[Notification]:
