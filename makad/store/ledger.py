@@ -1663,7 +1663,9 @@ _EVENT_ROW_TYPES: Final[tuple[type | tuple[type, ...], ...]] = (
 
 
 def _well_typed(row: Sequence[Any]) -> bool:
-    return all(isinstance(value, kind) for value, kind in zip(row[1:11], _EVENT_ROW_TYPES, strict=True))
+    return row[4] in _EVENT_TYPES and all(
+        isinstance(value, kind) for value, kind in zip(row[1:11], _EVENT_ROW_TYPES, strict=True)
+    )
 
 
 def _damaged(conn: sqlite3.Connection, exc: sqlite3.Error) -> bool:
