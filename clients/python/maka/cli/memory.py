@@ -44,10 +44,25 @@ def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, An
     return state
 
 
+# What to do about a warning, beyond what its message says (the daemon's words are kept).
+WARNING_FIXES = {
+    "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md (docs/FORMAT.md), "
+    "or queue the bullets for review: maka import memory/MEMORY.md --format markdown",
+    "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
+}
+
+
 def warn_status(state: dict[str, Any]) -> None:
+    """The memory's status when it is not ok, and every warning with its fix, on stderr."""
     if state.get("status") != "ok":
         reason = f": {state['reason']}" if state.get("reason") else ""
         print(f"maka: memory is {state.get('status')}{reason}", file=sys.stderr)
+    warnings = state.get("warnings") or []
+    for warning in warnings:
+        print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
+    for kind in dict.fromkeys(w.get("kind") for w in warnings):
+        if kind in WARNING_FIXES:
+            print(f"  fix: {WARNING_FIXES[kind]}", file=sys.stderr)
 
 
 def entry_ids(client: Client, ws: str) -> list[str]:
