@@ -25,7 +25,8 @@ def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
 
 
 def cmd_watch(client: Client, args: argparse.Namespace) -> int:
-    workspaces = args.workspace or [default_workspace()]
+    given = args.workspace  # a list after the command, one path before it, or None
+    workspaces = [given] if isinstance(given, str) else given or [default_workspace()]
     for ws in workspaces:
         result = client.call("subscribe", {"workspace": ws})
         # On stderr, so stdout carries only notifications; a script can wait for this line.
@@ -58,7 +59,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         metavar="DIR",
         type=absolute,
         action="append",
-        help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: the current directory)",
+        default=argparse.SUPPRESS,
+        help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: found like git)",
     )
     p.add_argument(
         "-n",
