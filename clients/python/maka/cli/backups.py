@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, resolve_ids, workspace_of
+from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_ids, table, terminal_width
 from maka.client import Client
 
@@ -59,13 +60,6 @@ def cmd_backups(client: Client, args: argparse.Namespace) -> int:
     print(table(["ID", "FILE", "SAVED", "SIZE"], rows, terminal_width()))
     print("\n`maka undo` restores the newest MEMORY backup; `maka undo ID` a chosen one.")
     return EXIT_OK
-
-
-def read_entries(client: Client, ws: str) -> dict[str, Any]:
-    state: dict[str, Any] = client.call(
-        "read_state", {"workspace": ws, "includeEntries": True, "includeArchived": True}
-    )
-    return state
 
 
 def cmd_undo(client: Client, args: argparse.Namespace) -> int:
