@@ -292,10 +292,13 @@ class ProposalService:
             title = proposal.title
             content = proposal.content
             tags = proposal.tags
+            supersedes = proposal.supersedes
             if edit is not None:
                 title = title if edit.title is UNSET else edit.title
                 content = content if edit.content is UNSET else edit.content
                 tags = tags if edit.tags is UNSET else normalize_tags(edit.tags)
+                if edit.supersedes is not UNSET:
+                    supersedes = _replaceable(ws, proposal_id, edit.supersedes)
             # The user may have edited PENDING.md by hand: redact what is approved, again.
             title, content, count = MemoryService.clean(title, content)
             redactions += count
@@ -330,7 +333,7 @@ class ProposalService:
                 scope=proposal.scope,
                 session_id=scrub.scrub_optional(proposal.session_id),
                 source_refs=scrub.scrub_refs(proposal.source_refs),
-                supersedes=scrub.scrub_optional(proposal.supersedes),
+                supersedes=scrub.scrub_optional(supersedes),
             )
             items.append(
                 {"proposalId": proposal_id, "entry": msgspec.to_builtins(entry), "edited": edit is not None}
@@ -632,6 +635,19 @@ class ProposalService:
                 doc = fmt.upsert(doc, entry)
             data = fmt.render(doc)
         return ExportResult(format=params.format, data=data, count=len(chosen))
+
+
+def _replaceable(ws: Workspace, proposal_id: str, target: str | None) -> str | None:
+    """``target`` when it names an active entry of MEMORY.md (what an approval may supersede)."""
+    if target is None:
+        return None
+    section = fmt.find(ws.memory.doc, target)
+    if section is None or section.entry.status != "active":
+        raise InvalidParams(
+            "supersedes must name an active entry of MEMORY.md",
+            path=f"$.edits.{proposal_id}.supersedes",
+        )
+    return target
 
 
 def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:

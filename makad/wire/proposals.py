@@ -82,9 +82,13 @@ class ProposalsResult(Result):
 
 
 class ProposalEdit(Params):
+    """What the user changed before approving. ``supersedes``: an active entry the approved
+    one replaces (archived in the same write), e.g. a near duplicate merged into it."""
+
     title: str | UnsetType = UNSET
     content: str | UnsetType = UNSET
     tags: list[str] | UnsetType = UNSET
+    supersedes: str | UnsetType | None = UNSET
 
 
 class ApproveParams(WorkspaceParams):

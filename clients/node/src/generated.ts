@@ -543,10 +543,15 @@ export interface OpenSessionParams {
   incognito?: boolean | null;
 }
 
+/**
+ * What the user changed before approving. ``supersedes``: an active entry the approved
+ * one replaces (archived in the same write), e.g. a near duplicate merged into it.
+ */
 export interface ProposalEdit {
   title?: string;
   content?: string;
   tags?: string[];
+  supersedes?: string | null;
 }
 
 export interface ProposalView {
