@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from maka.cli.changes import entry_changes
 from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, resolve_ids, workspace_of
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_ids, table, terminal_width
@@ -95,20 +96,11 @@ def cmd_undo(client: Client, args: argparse.Namespace) -> int:
 
 
 def describe_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
-    """What a restore did to the entries, one line each: removed, brought back, changed."""
-    old = {e["id"]: e for e in before}
-    new = {e["id"]: e for e in after}
-    lines = [f"removed {old[i]['title']!r}" for i in old if i not in new]
-    lines += [f"brought back {new[i]['title']!r}" for i in new if i not in old]
-    for entry_id in old.keys() & new.keys():
-        a, b = old[entry_id], new[entry_id]
-        if (a["title"], a["content"], a.get("tags"), a.get("status")) != (
-            b["title"],
-            b["content"],
-            b.get("tags"),
-            b.get("status"),
-        ):
-            lines.append(f"changed {b['title']!r}")
+    """What a restore did to the entries, one line each (an entry added back "brought back")."""
+    lines = [
+        c.describe().replace("added ", "brought back ", 1) if c.action == "added" else c.describe()
+        for c in entry_changes(before, after)
+    ]
     return lines or ["no entry changed"]
 
 
