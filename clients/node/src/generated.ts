@@ -398,6 +398,8 @@ export interface ImportParams {
   format?: string | null;
   /** @default null */
   requestId?: string | null;
+  /** @default false */
+  progress?: boolean;
 }
 
 export interface ImportResultWire {
@@ -407,6 +409,8 @@ export interface ImportResultWire {
   errors: ItemError[];
   skipped: ItemError[];
   revision: number;
+  /** @default 0 */
+  deferred?: number;
 }
 
 /** Why one item (or the whole input, locator ``file``) was not imported; never its content. */
@@ -1264,7 +1268,7 @@ export interface Methods {
     result: HistoryResult;
     errors: "invalid_workspace" | "not_found";
   };
-  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. */
+  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits). */
   import_memories: {
     params: {
       workspace: string;
@@ -1276,6 +1280,8 @@ export interface Methods {
       format?: string | null;
       /** @default null */
       requestId?: string | null;
+      /** @default false */
+      progress?: boolean;
     };
     result: ImportResultWire;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "safe_mode" | "too_large";

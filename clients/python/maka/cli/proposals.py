@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import sys
@@ -180,6 +181,12 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
         f"Imported {imported} memor{'y' if imported == 1 else 'ies'} from {result['format']} "
         f"into PENDING.md ({result['duplicates']} already known)."
     )
+    if result.get("deferred"):
+        print(
+            f"{result['deferred']} more did not fit under PENDING.md's size cap. Review the queue "
+            f"(maka review), then run the same `maka import {args.file}` again: what is already "
+            "queued or decided is not added twice."
+        )
     for problem in result.get("errors", []):
         print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)
     for skipped in result.get("skipped", []):
@@ -194,10 +201,11 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
         "export_memories",
         {"workspace": workspace_of(args), "format": args.format, "includeArchived": args.archived},
     )
-    if args.json:
-        print_json(result)
-        return EXIT_OK
     data: str = result["data"]
+    if args.json:
+        # The JSON export is a document already: print it, not a string holding it.
+        print_json(json.loads(data) if args.format == "json" else result)
+        return EXIT_OK
     if args.output:
         Path(args.output).write_text(data, encoding="utf-8")
         print(f"Exported {result['count']} entries to {args.output}", file=sys.stderr)
@@ -242,8 +250,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--format",
-        help="mem0, openmemory, chatgpt, claude_code, claude_md, "
-        "mcp_memory, letta or markdown (default: detected)",
+        help="makad, mem0, openmemory, chatgpt, claude_code, claude_md, mcp_memory, letta, "
+        "honcho, supermemory or markdown (default: detected)",
     )
     p.set_defaults(func=cmd_import)
 
