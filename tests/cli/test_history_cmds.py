@@ -36,8 +36,8 @@ def test_sessions_lists_each_session(module_daemon: DaemonProcess, new_ws: Path)
     code, out, _ = maka(module_daemon, new_ws, "sessions")
     assert code == 0
     header, row = out.splitlines()[:2]
-    assert header.split()[:2] == ["ID", "TITLE"]
-    assert "Fix the build" in row and " 3 " in f" {row} "
+    assert header.split() == ["ID", "STARTED", "STATE", "EVENTS", "TITLE"]
+    assert row.endswith("Fix the build") and " 3 " in row and "open" in row
     code, out, _ = maka(module_daemon, new_ws, "sessions", "--json")
     assert [s["sessionId"] for s in json.loads(out)["sessions"]] == [sid]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -10,7 +11,7 @@ from typing import Any
 import pytest
 
 from maka.errors import InvalidParams, TooLarge
-from tests.cli.helpers import run_maka
+from tests.cli.helpers import MAKA, Pty, run_maka
 from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
 
 SMALL_CAP = 24 * 1024
@@ -184,3 +185,33 @@ def test_progress_notifications_come_before_the_result(module_daemon: DaemonProc
     counts = [n["params"]["done"] for n in notes]
     assert counts == sorted(counts) and counts[-1] == 250
     assert all(n["params"]["total"] == 250 for n in notes)
+
+
+def test_cli_shows_a_progress_bar_on_a_terminal(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """On a terminal a slow import draws a progress bar from the daemon's counts (the one-second
+    delay is set to 0 here so the test need not be slow); the summary follows it."""
+    source = short_tmp / "bar.md"
+    source.write_text(lines(200))
+    env = {**os.environ, "MAKA_PROGRESS_AFTER_S": "0", "TERM": "xterm", "COLUMNS": "100"}
+    pty = Pty([*MAKA, "--socket", str(module_daemon.socket), "import", str(source), "-w", str(new_ws)], env)
+    seen = pty.expect("Imported 200 memories")
+    code, _ = pty.wait()
+    assert code == 0 and "Importing" in seen and "200/200" in seen
+
+
+def test_no_progress_bar_off_a_terminal(module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path) -> None:
+    """Piped, the import prints only its summary (no bar, no progress asked for)."""
+    source = short_tmp / "quiet.md"
+    source.write_text(lines(150))
+    result = run_maka(
+        module_daemon,
+        "import",
+        str(source),
+        "-w",
+        str(new_ws),
+        workspace=False,
+        env={"MAKA_PROGRESS_AFTER_S": "0"},
+    )
+    assert result.returncode == 0 and "Importing" not in result.stderr + result.stdout

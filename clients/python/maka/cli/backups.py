@@ -8,7 +8,7 @@ from typing import Any
 from maka.cli.changes import entry_changes
 from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, resolve_ids, workspace_of
 from maka.cli.memory import read_entries
-from maka.cli.output import age, print_json, short_ids, table, terminal_width
+from maka.cli.output import age, print_json, short_ids, show_table
 from maka.client import Client
 
 FILES = {"memory": "MEMORY", "pending": "PENDING"}
@@ -29,16 +29,15 @@ def cmd_sessions(client: Client, args: argparse.Namespace) -> int:
     rows = [
         [
             shown[s["sessionId"]],
-            s.get("title") or "-",
             age(s.get("createdAt")),
-            "open" if s.get("closedAt") is None else f"closed {age(s['closedAt'])}",
+            ("open" if s.get("closedAt") is None else f"closed {age(s['closedAt'])}")
+            + (", incognito" if s.get("incognito") else ""),
             str(s.get("eventCount", 0)),
-            "incognito" if s.get("incognito") else "",
+            s.get("title") or "-",
         ]
         for s in sessions
     ]
-    # TITLE last would be cut first; here the session's state matters as much, so it leads.
-    print(table(["ID", "TITLE", "STARTED", "STATE", "EVENTS", ""], rows, terminal_width()))
+    show_table(["ID", "STARTED", "STATE", "EVENTS", "TITLE"], rows)
     return EXIT_OK
 
 
@@ -58,7 +57,7 @@ def cmd_backups(client: Client, args: argparse.Namespace) -> int:
         print("No backups yet: one is kept each time the daemon rewrites a file.")
         return EXIT_OK
     rows = [[b["backupId"], b["file"], age(b.get("createdAt")), f"{b['size']:,} B"] for b in backups]
-    print(table(["ID", "FILE", "SAVED", "SIZE"], rows, terminal_width()))
+    show_table(["ID", "FILE", "SAVED", "SIZE"], rows)
     print("\n`maka undo` restores the newest MEMORY backup; `maka undo ID` a chosen one.")
     return EXIT_OK
 

@@ -28,8 +28,7 @@ from maka.cli.output import (
     print_json,
     short_id,
     short_ids,
-    table,
-    terminal_width,
+    show_table,
     timestamp,
 )
 from maka.client import Client
@@ -102,7 +101,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         ]
         for e in entries
     ]
-    print(table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows, terminal_width()))
+    show_table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows)
     return EXIT_OK
 
 

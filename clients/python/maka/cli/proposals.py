@@ -7,13 +7,14 @@ import json
 import os
 import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from maka.cli import review
 from maka.cli.common import EXIT_OK, CliError, Parents, absolute, resolve_ids, workspace_of
 from maka.cli.memory import read_entries
-from maka.cli.output import age, print_json, short_id, short_ids, table, terminal_width
+from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
 
 NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
@@ -53,7 +54,7 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
                 f"{p.get('title', '')}{' (draft)' if status else ''}",
             ]
         )
-    print(table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows, terminal_width()))
+    show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
     print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
     return EXIT_OK
 
@@ -172,7 +173,12 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"workspace": workspace_of(args), "path": path}
     if args.format:
         params["format"] = args.format
-    result = client.call("import_memories", params)
+    if args.json or not sys.stderr.isatty():
+        result = client.call("import_memories", params)
+    else:
+        with ImportBar(client) as bar:
+            result = client.call("import_memories", {**params, "progress": True})
+            bar.done()
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -194,6 +200,53 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     if imported:
         print("Nothing is active until approved: run `maka review` or `maka approve`.")
     return EXIT_OK
+
+
+class ImportBar:
+    """A progress bar on stderr for an import that takes more than a second (rich), fed by
+    the daemon's import_progress notifications; nothing is drawn for a quick one."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.started = time.monotonic()
+        self.after_s = float(os.environ.get("MAKA_PROGRESS_AFTER_S", "1"))
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> ImportBar:
+        self.client.on_notification = self.note
+        return self
+
+    def note(self, message: dict[str, Any]) -> None:
+        if message.get("method") != "import_progress":
+            return
+        progress = message.get("params") or {}
+        if self.bar is None:
+            if time.monotonic() - self.started < self.after_s:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self.bar = Progress(
+                "Importing",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("import", total=progress.get("total"))
+        self.bar.update(self.task, completed=progress.get("done", 0), total=progress.get("total"))
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.bar.tasks[0].total)
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.on_notification = None
+        if self.bar is not None:
+            self.bar.stop()
 
 
 def cmd_export(client: Client, args: argparse.Namespace) -> int:

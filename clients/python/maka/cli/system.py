@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from maka.cli.common import EXIT_OK, CliError, Parents, did_you_mean, workspace_of
-from maka.cli.output import print_json, table
+from maka.cli.output import print_json, show_table
 from maka.client import Client
 from maka.generated import SetSettingsParams
 
@@ -75,7 +75,7 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         rows = [[key, json.dumps(value)] for key, value in result.items()]
-        print(table(["SETTING", "VALUE"], rows))
+        show_table(["SETTING", "VALUE"], rows)
     return EXIT_OK
 
 
