@@ -895,6 +895,8 @@ export interface StatusResult {
   connections: number;
   /** @default [] */
   warnings?: WorkspaceWarning[];
+  /** @default false */
+  socketActivated?: boolean;
 }
 
 export interface SubscribeParams {

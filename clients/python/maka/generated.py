@@ -933,6 +933,8 @@ class StatusResult(TypedDict):
     connections: int
     # default: []
     warnings: NotRequired[list[WorkspaceWarning]]
+    # default: false
+    socketActivated: NotRequired[bool]
 
 
 class SubscribeParams(TypedDict):
