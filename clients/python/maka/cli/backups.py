@@ -83,7 +83,9 @@ def cmd_undo(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
         return EXIT_OK
     name = f"{chosen.get('file', FILES[args.file])}.md"
-    print(f"Restored {name} as it was {age(chosen.get('createdAt'))} (backup {chosen['backupId']}).")
+    print(
+        f"Restored {name} as it was {age(int(chosen.get('createdAt') or 0))} (backup {chosen['backupId']})."
+    )
     if name == "MEMORY.md":
         for line in describe_changes(
             before.get("entries") or [], read_entries(client, ws).get("entries") or []

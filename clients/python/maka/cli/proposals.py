@@ -16,6 +16,7 @@ from maka.cli.common import EXIT_OK, CliError, Parents, absolute, resolve_ids, w
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
+from maka.notifications import Notification
 
 NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
 
@@ -217,10 +218,10 @@ class ImportBar:
         self.client.on_notification = self.note
         return self
 
-    def note(self, message: dict[str, Any]) -> None:
+    def note(self, message: Notification) -> None:
         if message.get("method") != "import_progress":
             return
-        progress = message.get("params") or {}
+        progress: dict[str, Any] = dict(message.get("params") or {})
         if self.bar is None:
             if time.monotonic() - self.started < self.after_s:
                 return
