@@ -57,8 +57,8 @@ class DaemonProcess:
     def client(self, timeout: float = 30.0) -> Client:
         return Client(str(self.socket), timeout=timeout)
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        with self.client() as c:
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+        with self.client(timeout) as c:
             return c.call(method, params)
 
     def kill9(self) -> None:

@@ -149,7 +149,8 @@ def test_socket_activation(short_tmp: Path) -> None:
         assert "systemd" in line and str(path) in line
         assert ping_ok(path)
         assert not (short_tmp / "unused.sock").exists()
-        status = Client(str(path)).call("status")  # the socket systemd bound, not --socket
+        with Client(str(path)) as client:
+            status = client.call("status")  # the socket systemd bound, not --socket
         assert status["socket"] == str(path) and status["socketActivated"] is True
     finally:
         proc.terminate()
