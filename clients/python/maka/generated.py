@@ -581,9 +581,16 @@ class ProposalEdit(TypedDict):
 
 
 class ProposalView(TypedDict):
+    """An open proposal; ``note`` says why the daemon queued it itself, if it did:
+    ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+    """
+
     proposal: Entry
     # default: []
     similarTo: NotRequired[list[str]]
+    # default: null
+    note: NotRequired[str | None]
 
 
 class ProposalsResult(TypedDict):
@@ -2087,9 +2094,7 @@ class AsyncMethods:
         """
         return cast("ListEpisodesResult", await self._call("list_episodes", dict(params)))
 
-    async def consolidation_candidates(
-        self, **params: Unpack[ConsolidationCandidatesArgs]
-    ) -> CandidatesResult:
+    async def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
         """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
 
         Errors: invalid_workspace, io_error.
@@ -2105,50 +2110,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = (
-    "ping",
-    "status",
-    "rpc.discover",
-    "shutdown",
-    "get_settings",
-    "set_settings",
-    "read_state",
-    "add_entry",
-    "update_entry",
-    "archive_entry",
-    "restore_entry",
-    "delete_entry",
-    "list_backups",
-    "restore_backup",
-    "subscribe",
-    "unsubscribe",
-    "propose",
-    "list_proposals",
-    "approve",
-    "reject",
-    "memory_history",
-    "import_memories",
-    "export_memories",
-    "build_context",
-    "compact",
-    "list_checkpoints",
-    "get_checkpoint",
-    "open_session",
-    "list_sessions",
-    "close_session",
-    "delete_session",
-    "append_events",
-    "read_events",
-    "search_history",
-    "retrieve",
-    "get_working_state",
-    "set_working_state",
-    "get_manifest",
-    "record_episode",
-    "list_episodes",
-    "consolidation_candidates",
-    "consolidate",
-)
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {
