@@ -17,8 +17,10 @@ entry:
 2. **Saved on the latest version.** The user's changes are the save itself:
    nothing to merge, and an entry the save lacks was deleted by the user.
 3. **Saved on an older version.** The user's changes are what differs between
-   the base and the save; they are kept as they are. What changed between the
-   base and the latest version and the save did not touch:
+   the base and the save; they are kept as they are. What the daemon's own
+   versions changed between the base and the latest version, and the save did
+   not touch (a change another save of the user's made -- a second editor, a
+   save read half-written -- is not re-applied: the newer save stands):
 
    - an entry changed or removed since the base, which the save holds exactly as
      the base had it: the change is re-applied (the user did not touch it);
@@ -153,10 +155,14 @@ def merge_save(
     if base_index == last_index:
         return SaveMerge(save, base_index, frozenset(user_changed), user_deleted)
     last = history[last_index].states
-    theirs = diff_ids(base, last) - user_changed
-    first = {i: _first_change(history, base_index, i) for i in theirs}
-    # The save holds these exactly as the base had them although a later version
-    # changed or removed them: its buffer predates the earliest such version.
+    # What changed since the base and the save did not touch -- as far as the daemon
+    # changed it: what another save of the user's changed (an editor, or a save read
+    # half-written) is not the daemon's to re-apply; the newer save stands.
+    since = {i: _settled_at(history, i) for i in diff_ids(base, last) - user_changed}
+    theirs = {i for i, index in since.items() if history[index].by_daemon}
+    first = {i: since[i] for i in theirs}
+    # The save holds these exactly as the base had them although a later version of the
+    # daemon's changed or removed them: its buffer predates the earliest such version.
     reverted = [first[i] for i in theirs if i in base]
     predates_from = min(reverted, default=None)
     by_id = {s.entry.id: s for s in history[last_index].doc.sections}
@@ -208,13 +214,13 @@ def _base(history: Sequence[KnownVersion], saved: Mapping[str, str], written_ns:
     return min(usable, key=rank)
 
 
-def _first_change(history: Sequence[KnownVersion], base_index: int, entry_id: str) -> int:
-    """Index of the first version after the base in which ``entry_id`` differs from the base."""
-    before = history[base_index].states.get(entry_id)
-    for index in range(base_index + 1, len(history)):
-        if history[index].states.get(entry_id) != before:
-            return index
-    return len(history) - 1
+def _settled_at(history: Sequence[KnownVersion], entry_id: str) -> int:
+    """Index of the version from which on ``entry_id`` is as the latest version has it."""
+    final = history[-1].states.get(entry_id)
+    index = len(history) - 1
+    while index > 0 and history[index - 1].states.get(entry_id) == final:
+        index -= 1
+    return index
 
 
 def _unseen(

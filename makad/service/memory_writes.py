@@ -94,18 +94,18 @@ class MemoryFiles:
         names = which or ("memory", "pending")
         cap = self._ctx.settings.memory_max_bytes
         tracked = [self._tracked(ws, name) for name in names]
-        before = [(tuple(t.history), t.doc, t.text) for t, _, _ in tracked]
+        before = [(t.snapshot(), t.doc, t.text) for t, _, _ in tracked]
 
         def check() -> list[bool]:  # one worker-thread hop for all files
             return [t.refresh(path, cap) for t, path, _ in tracked]
 
         results = await in_thread(check)
         user_changed: dict[str, frozenset[str]] = {}
-        for name, (t, _, _), (history, old_doc, old_text), changed in zip(
+        for name, (t, _, _), (earlier, old_doc, old_text), changed in zip(
             names, tracked, before, results, strict=True
         ):
             if changed:
-                user_changed[name] = await self._take_in(ws, name, history, old_text, depth)
+                user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
             if name == "memory":  # what the file went from and to, merged saves included
                 await entry_dates.observe(ws, old_doc, t.doc)
         return user_changed
@@ -114,7 +114,7 @@ class MemoryFiles:
         self,
         ws: Workspace,
         which: str,
-        history: tuple[save_merge.KnownVersion, ...],
+        earlier: TrackedFile,
         old_text: str | None,
         depth: int,
     ) -> frozenset[str]:
@@ -123,7 +123,13 @@ class MemoryFiles:
         if tracked.too_large:  # unreadable for now: nothing is known to have changed
             await self._ctx.bump(ws, channel, "external_edit")
             return frozenset()
+        history = tuple(earlier.history)
         merge = save_merge.merge_save(history, tracked.doc, tracked.mtime_ns or None)
+        if merge.lacking and not await self._writable(ws):
+            # Memory is off or incognito: nothing may be written, so the save is not taken
+            # in yet -- the first read once writes are allowed merges it.
+            tracked.restore(earlier)
+            return frozenset()
         if self._must_write(merge, which) and self._over_cap(merge, which):
             # Re-applied, the file would pass its cap: what it would get back waits in
             # PENDING.md instead, and the save stays as it is.
@@ -152,6 +158,10 @@ class MemoryFiles:
         if merge.returned and which == "memory":
             await self._return_to_pending(ws, merge.returned)
         return merge.user_changed
+
+    async def _writable(self, ws: Workspace) -> bool:
+        settings = await self._ctx.load_settings(ws)
+        return settings.enabled and not settings.incognito
 
     @staticmethod
     def _must_write(merge: save_merge.SaveMerge, which: str) -> bool:

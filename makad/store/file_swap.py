@@ -40,11 +40,11 @@ Signature = tuple[int, int, int]
 QUIET_NS: Final = 50_000_000
 # An empty file that was not empty is most likely an in-place save between its
 # truncate and its write: it gets longer to fill.
-EMPTY_QUIET_NS: Final = 500_000_000
+EMPTY_QUIET_NS: Final = 1_000_000_000
 # A file that vanished may be a save that renamed the old one away (vim): it may
 # come back this soon.
-MISSING_GRACE_S: Final = 0.2
-MAX_SETTLE_S: Final = 2.0
+MISSING_GRACE_S: Final = 0.5
+MAX_SETTLE_S: Final = 3.0
 _NAP_S: Final = 0.01
 
 _AT_FDCWD: Final = -100

@@ -13,6 +13,7 @@ write from a deliberate deletion.
 
 from __future__ import annotations
 
+import dataclasses
 import stat as stat_mod
 from collections import deque
 from dataclasses import dataclass, field
@@ -72,6 +73,16 @@ class TrackedFile:
         self.mtime_ns = written.signature[2]
         self.loaded = True
         self._record(written.visible_ns, by_daemon=True)
+
+    def snapshot(self) -> TrackedFile:
+        """A copy to go back to (``restore``) if a save just read cannot be taken in yet."""
+        return dataclasses.replace(self, history=deque(self.history, maxlen=HISTORY))
+
+    def restore(self, earlier: TrackedFile) -> None:
+        """Back to ``earlier``; the next refresh reads the file again."""
+        for spec in dataclasses.fields(self):
+            setattr(self, spec.name, getattr(earlier, spec.name))
+        self.signature = None
 
     def forget_signature(self) -> None:
         """Make the next refresh read the file whatever its signature (a save put back)."""

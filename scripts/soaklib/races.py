@@ -105,6 +105,7 @@ class EditorRaces:
         self.deletions = Counter[str]()
         self.samples: list[str] = []
         self.notes: dict[Path, list[str]] = {}
+        self._seed_ids: dict[str, list[str]] = {}
 
     # --- the run -----------------------------------------------------------------------
 
@@ -171,8 +172,12 @@ class EditorRaces:
         (workspace / "memory").mkdir(parents=True)
         ws = str(workspace)
         client.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True})
-        for i in range(SEED_ENTRIES):
-            client.call("add_entry", {"workspace": ws, "title": f"Seed {i}", "content": f"seed-{number}-{i}"})
+        self._seed_ids[ws] = [
+            client.call(
+                "add_entry", {"workspace": ws, "title": f"Seed {i}", "content": f"seed-{number}-{i}"}
+            )["entry"]["id"]
+            for i in range(SEED_ENTRIES)
+        ]
         self.notes[workspace] = []
         return workspace
 
@@ -279,6 +284,7 @@ class EditorRaces:
             if f"seed-{trial.workspace.name[2:]}-{i}" not in memory_text:
                 tally.collateral += 1
                 self._sample(trial, f"seed {i} lost")
+                self._explain(client, trial, i)
         in_memory = [e for e in active if trial.approved_content in e["content"]]
         in_pending = [p for p in queued if trial.approved_content in p["content"]]
         if trial.approve_error is not None:
@@ -328,8 +334,20 @@ class EditorRaces:
         else:
             self.deletions["kept" if kept else "queued" if queued else "not_recorded"] += 1
 
+    def _explain(self, client: Client, trial: Trial, seed: int) -> None:
+        """What the ledger says about a seed entry that went missing (for the samples)."""
+        ws = str(trial.workspace)
+        entries = client.call(
+            "read_state", {"workspace": ws, "includeEntries": True, "includeArchived": True}
+        )
+        self._sample(trial, f"entries now: {[e['title'] for e in entries['entries']]}")
+        for event in client.call("memory_history", {"workspace": ws, "id": self._seed_ids[ws][seed]})[
+            "events"
+        ]:
+            self._sample(trial, f"seed {seed}: {event['action']} by {event['actor']} {event.get('data')}")
+
     def _sample(self, trial: Trial, what: str) -> None:
-        if len(self.samples) < 20:
+        if len(self.samples) < 60:
             self.samples.append(f"trial {trial.index} ({trial.style}): {what}")
 
 

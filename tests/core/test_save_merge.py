@@ -169,6 +169,22 @@ def test_an_mtime_older_than_everything_known_is_no_evidence() -> None:
     assert [s.entry.id for s in merge.returned] == ["e"] and merge.reapplied == ()
 
 
+def test_what_another_save_of_the_users_removed_is_not_removed_again() -> None:
+    """A save read half-written (empty) sits in the history as the user's; the daemon then
+    wrote on top of it. The complete save, based on the version before, keeps every entry
+    it holds: only the daemon's own change (the new entry) can come back."""
+    v1 = doc_of(entry("a"), entry("b"))
+    torn = fmt.MemoryDocument()
+    v3 = fmt.upsert(torn, entry("e"))
+    save = fmt.upsert(v1, entry("note"))
+    hist = history(v1, torn, v3, users=(1,))
+    merge = merge_save(hist, save, 1250 * MS)  # written after v3 appeared: no proof for e
+    assert merge.base == 0
+    assert ids(merge.document) == ["a", "b", "note"]
+    assert [s.entry.id for s in merge.returned] == ["e"] and merge.reapplied == ()
+    assert merge.user_deleted == frozenset()
+
+
 def test_without_history_the_save_is_all_the_users() -> None:
     """Nothing known yet: the save is taken as it is."""
     save = doc_of(entry("a"))

@@ -258,3 +258,25 @@ def test_a_file_truncated_mid_save_is_read_once_written(daemon: DaemonProcess) -
     reader.join(10)
     assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written after a pause"}
     assert ("deleted", "user") not in history(daemon, ws, seed_id)
+
+
+def test_a_stale_save_read_while_incognito_is_merged_once_writes_are_allowed(daemon: DaemonProcess) -> None:
+    """While incognito nothing is written, even to take in a stale save (a list_proposals
+    reads the files then); once incognito is off, the next read merges it as usual."""
+    ws = fresh(daemon)
+    proposal = propose(daemon, ws, "approved before incognito")
+    buffer = memory(ws).read_text(encoding="utf-8")
+    entry = approve(daemon, ws, proposal)
+    call(daemon, "set_settings", ws, incognito=True)
+    saved = buffer + "\n## Private\nsaved while incognito\n"
+    save_rename(memory(ws), saved)
+    pending_before = (ws / "memory" / "PENDING.md").read_bytes()
+    call(daemon, "list_proposals", ws)
+    call(daemon, "memory_history", ws, id=entry["id"])
+    assert memory(ws).read_text(encoding="utf-8") == saved
+    assert (ws / "memory" / "PENDING.md").read_bytes() == pending_before
+    call(daemon, "set_settings", ws, incognito=False)
+    assert "saved while incognito" in active_contents(daemon, ws)
+    pending = call(daemon, "list_proposals", ws)["proposals"]
+    assert [p["note"] for p in pending if p["proposal"]["id"] == entry["id"]] == [RETURNED_NOTE]
+    assert ("deleted", "user") not in history(daemon, ws, entry["id"])
