@@ -76,7 +76,9 @@ def entry_states(doc: fmt.MemoryDocument) -> dict[str, str]:
 class KnownVersion:
     """One version of a file as the daemon knew it."""
 
-    doc: fmt.MemoryDocument
+    # Kept for the latest versions only (the sections re-applied come from the latest;
+    # the one before it may become the latest again): ``without_doc`` drops it.
+    doc: fmt.MemoryDocument | None
     states: Mapping[str, str]
     # When it appeared on disk (ns since the epoch): taken just before the daemon's own
     # rename, or the file's mtime for a version the user saved -- never later than true.
@@ -133,6 +135,17 @@ def known_version(doc: fmt.MemoryDocument, visible_ns: int, *, by_daemon: bool =
     return KnownVersion(doc, entry_states(doc), visible_ns, by_daemon)
 
 
+def without_doc(version: KnownVersion) -> KnownVersion:
+    """The version with its fingerprints only (older versions need no more)."""
+    return dataclasses.replace(version, doc=None) if version.doc is not None else version
+
+
+def _latest_doc(history: Sequence[KnownVersion]) -> fmt.MemoryDocument:
+    doc = history[-1].doc
+    assert doc is not None, "the latest known version keeps its document"
+    return doc
+
+
 def merge_save(
     history: Sequence[KnownVersion], save: fmt.MemoryDocument, written_ns: int | None
 ) -> SaveMerge:
@@ -165,11 +178,12 @@ def merge_save(
     # daemon's changed or removed them: its buffer predates the earliest such version.
     reverted = [first[i] for i in theirs if i in base]
     predates_from = min(reverted, default=None)
-    by_id = {s.entry.id: s for s in history[last_index].doc.sections}
+    latest = _latest_doc(history)
+    by_id = {s.entry.id: s for s in latest.sections}
     document = save
     reapplied: list[str] = []
     returned: list[fmt.Section] = []
-    for section_id in _in_order(theirs, history[last_index].doc):
+    for section_id in _in_order(theirs, latest):
         section = by_id.get(section_id)
         if section is None:  # removed since the base: remove it again
             document = fmt.remove(document, section_id)
@@ -246,6 +260,6 @@ def returned_instead(
     if merge.base is None:
         return merge
     base = history[merge.base].states
-    latest = {s.entry.id: s for s in history[-1].doc.sections}
+    latest = {s.entry.id: s for s in _latest_doc(history).sections}
     added = tuple(latest[i] for i in merge.reapplied if i not in base and i in latest)
     return dataclasses.replace(merge, document=save, reapplied=(), returned=merge.returned + added)

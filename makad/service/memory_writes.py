@@ -94,17 +94,18 @@ class MemoryFiles:
         names = which or ("memory", "pending")
         cap = self._ctx.settings.memory_max_bytes
         tracked = [self._tracked(ws, name) for name in names]
-        before = [(t.snapshot(), t.doc, t.text) for t, _, _ in tracked]
+        before = [(t.doc, t.text) for t, _, _ in tracked]
 
         def check() -> list[bool]:  # one worker-thread hop for all files
             return [t.refresh(path, cap) for t, path, _ in tracked]
 
         results = await in_thread(check)
         user_changed: dict[str, frozenset[str]] = {}
-        for name, (t, _, _), (earlier, old_doc, old_text), changed in zip(
+        for name, (t, _, _), (old_doc, old_text), changed in zip(
             names, tracked, before, results, strict=True
         ):
-            if changed:
+            earlier, t.before = t.before, None
+            if changed and earlier is not None:
                 user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
             if name == "memory":  # what the file went from and to, merged saves included
                 await entry_dates.observe(ws, old_doc, t.doc)

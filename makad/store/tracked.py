@@ -5,8 +5,8 @@ whether its bytes differ from what the daemon last read or wrote: that is how a
 user's edit is told apart from the daemon's own write (by content hash). A
 changed file is read once it has stopped changing (``file_swap.settled_stat``).
 
-``history`` keeps the last ``HISTORY`` versions (each parsed, with its entry
-fingerprints and when it appeared), the daemon's own and the user's saves alike: a save is merged
+``history`` keeps the last ``HISTORY`` versions (each its entry fingerprints and
+when it appeared; the last two also parsed), the daemon's own and the user's saves alike: a save is merged
 against them (``makad.core.save_merge``) to tell a buffer that predates a daemon
 write from a deliberate deletion.
 """
@@ -21,12 +21,15 @@ from pathlib import Path
 from typing import Final
 
 from makad.core import memory_format as fmt
-from makad.core.save_merge import KnownVersion, known_version
+from makad.core.save_merge import KnownVersion, known_version, without_doc
 from makad.errors import InvalidWorkspace
 from makad.store.file_swap import Replaced, Signature
 from makad.store.memory_files import check_not_symlink, read_memory_file
 
 HISTORY: Final = 16
+# Versions that keep their parsed document: the latest, and the one before it (the
+# latest again when a merge's write is abandoned).
+DOCS_KEPT: Final = 2
 
 
 @dataclass
@@ -45,6 +48,8 @@ class TrackedFile:
     # Earliest createdAt + decayTtlMs among active entries (decay is due after it).
     next_expiry: int | None = None
     history: deque[KnownVersion] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    # What the daemon knew before the last re-read (``restore`` goes back to it).
+    before: TrackedFile | None = field(default=None, repr=False)
 
     def _derive(self) -> None:
         expiries = [
@@ -59,6 +64,8 @@ class TrackedFile:
             self.history.clear()  # nothing to merge against while it is unreadable
         else:
             self.history.append(known_version(self.doc, visible_ns, by_daemon=by_daemon))
+            if len(self.history) > DOCS_KEPT:  # older versions keep fingerprints only
+                self.history[-DOCS_KEPT - 1] = without_doc(self.history[-DOCS_KEPT - 1])
 
     def remember(self, text: str, written: Replaced) -> None:
         """Record the daemon's own write so it is not mistaken for a user edit."""
@@ -74,9 +81,8 @@ class TrackedFile:
         self.loaded = True
         self._record(written.visible_ns, by_daemon=True)
 
-    def snapshot(self) -> TrackedFile:
-        """A copy to go back to (``restore``) if a save just read cannot be taken in yet."""
-        return dataclasses.replace(self, history=deque(self.history, maxlen=HISTORY))
+    def _snapshot(self) -> TrackedFile:
+        return dataclasses.replace(self, history=deque(self.history, maxlen=HISTORY), before=None)
 
     def restore(self, earlier: TrackedFile) -> None:
         """Back to ``earlier``; the next refresh reads the file again."""
@@ -103,6 +109,7 @@ class TrackedFile:
             return False
         if st is not None and self.loaded and (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature:
             return False
+        self.before = self._snapshot()
         read = read_memory_file(
             path,
             max_bytes,
