@@ -210,6 +210,8 @@ class MemoryService:
             if params.include_confidence:
                 trust = await confidence_map(ws, shown, params.include_archived)
         content, warnings = self._shown_text(ws)
+        if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
+            warnings = [*warnings, *await in_thread(file_warnings.misplaced, ws.path)]
         return LocalMemoryState(
             **{**base, "warnings": [*notices, *warnings]},
             status="ok",
@@ -226,7 +228,7 @@ class MemoryService:
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
-        """MEMORY.md's text as read_state shows it, and the not_utf8 warnings of both files."""
+        """MEMORY.md's text as read_state shows it, and the warnings about what the files hold."""
         key = (ws.memory.text, ws.pending.text)
         cached = ws.extra.get("shown_text")
         if isinstance(cached, tuple) and cached[0][0] is key[0] and cached[0][1] is key[1]:
@@ -235,6 +237,7 @@ class MemoryService:
         warnings = [
             *file_warnings.not_utf8(text, "MEMORY.md"),
             *file_warnings.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
+            *file_warnings.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
         ]
         shown = display(text)
         ws.extra["shown_text"] = (key, shown, warnings)

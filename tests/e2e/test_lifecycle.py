@@ -145,9 +145,11 @@ def test_socket_activation(short_tmp: Path) -> None:
     listener.close()
     try:
         line = wait_listening(proc)
-        assert "systemd" in line
+        assert "systemd" in line and str(path) in line
         assert ping_ok(path)
         assert not (short_tmp / "unused.sock").exists()
+        status = Client(str(path)).call("status")  # the socket systemd bound, not --socket
+        assert status["socket"] == str(path) and status["socketActivated"] is True
     finally:
         proc.terminate()
         assert proc.wait(timeout=15) == 0

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -44,8 +44,11 @@ class AsyncClient:
         *,
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
+        on_notification: Callable[[Notification], None] | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # Called with each notification as it is read (see Client.on_notification).
+        self.on_notification = on_notification
         self.timeout = timeout
         self.autostart = autostart
         self.reconnect_retries = reconnect_retries
@@ -138,6 +141,8 @@ class AsyncClient:
                 data = await stream.receive(1 << 20)
                 for message in self._codec.feed(data):
                     if is_notification(message):
+                        if self.on_notification is not None:
+                            self.on_notification(message)  # type: ignore[arg-type]
                         self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
                     waiter = self._waiters.pop(message.get("id"), None)  # type: ignore[arg-type]

@@ -423,6 +423,8 @@ class ImportParams(TypedDict):
     format: NotRequired[str | None]
     # default: null
     requestId: NotRequired[str | None]
+    # default: false
+    progress: NotRequired[bool]
 
 
 class ImportResultWire(TypedDict):
@@ -432,6 +434,8 @@ class ImportResultWire(TypedDict):
     errors: list[ItemError]
     skipped: list[ItemError]
     revision: int
+    # default: 0
+    deferred: NotRequired[int]
 
 
 class ItemError(TypedDict):
@@ -575,9 +579,14 @@ class OpenSessionParams(TypedDict):
 
 
 class ProposalEdit(TypedDict):
+    """What the user changed before approving. ``supersedes``: an active entry the approved
+    one replaces (archived in the same write), e.g. a near duplicate merged into it.
+    """
+
     title: NotRequired[str]
     content: NotRequired[str]
     tags: NotRequired[list[str]]
+    supersedes: NotRequired[str | None]
 
 
 class ProposalView(TypedDict):
@@ -931,6 +940,8 @@ class StatusResult(TypedDict):
     connections: int
     # default: []
     warnings: NotRequired[list[WorkspaceWarning]]
+    # default: false
+    socketActivated: NotRequired[bool]
 
 
 class SubscribeParams(TypedDict):
@@ -1258,6 +1269,8 @@ class ImportMemoriesArgs(TypedDict):
     format: NotRequired[str | None]
     # default: null
     requestId: NotRequired[str | None]
+    # default: false
+    progress: NotRequired[bool]
 
 
 class ExportMemoriesArgs(TypedDict):
@@ -1632,7 +1645,7 @@ class Methods:
         return cast("HistoryResult", self._call("memory_history", dict(params)))
 
     def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -1944,7 +1957,7 @@ class AsyncMethods:
         return cast("HistoryResult", await self._call("memory_history", dict(params)))
 
     async def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
