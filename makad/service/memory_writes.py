@@ -16,6 +16,7 @@ Every daemon write (``MemoryFiles.write``), under the workspace lock:
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ import structlog
 
 from makad.core import memory_format as fmt
 from makad.core import save_merge
-from makad.errors import Conflict, SafeMode, TooLarge
+from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
 from makad.service import entry_dates
 from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, Context, in_thread
@@ -131,10 +132,24 @@ class MemoryFiles:
             # in yet -- the first read once writes are allowed merges it.
             tracked.restore(earlier)
             return frozenset()
+        if merge.lacking:
+            # The version the save lacks things of is the daemon's, never backed up yet (a
+            # save, not a daemon write, replaced it): kept, whatever becomes of the merge.
+            latest = history[-1].doc
+            try:
+                if latest is not None:
+                    await in_thread(files.save_backup, ws.backups_dir, _kind(which), fmt.render(latest))
+            except IOFailure:
+                tracked.restore(earlier)  # taken in at a later read, once the disk allows
+                raise
         if self._must_write(merge, which) and self._over_cap(merge, which):
-            # Re-applied, the file would pass its cap: what it would get back waits in
-            # PENDING.md instead, and the save stays as it is.
-            merge = save_merge.returned_instead(merge, history, tracked.doc)
+            if which == "memory":
+                # Re-applied, the file would pass its cap: what it would get back waits in
+                # PENDING.md instead, and the save stays as it is.
+                merge = save_merge.returned_instead(merge, history, tracked.doc)
+            else:  # PENDING.md itself is full: the save stays, what it lacked is in the backup
+                log.warning("stale_save_over_cap", workspace_id=ws.id, file=which)
+                merge = dataclasses.replace(merge, document=tracked.doc, reapplied=(), returned=())
         await self._record_user_edits(ws, which, merge)
         landed = True
         if self._must_write(merge, which):
@@ -206,7 +221,12 @@ class MemoryFiles:
         def op(doc: fmt.MemoryDocument) -> Change:
             return Change(with_returned(doc, sections, "memory"), frozenset())
 
-        await self.write(ws, "pending", op)
+        try:
+            await self.write(ws, "pending", op)
+        except MakadError as exc:  # PENDING.md full, the disk: the read goes on, the backup holds them
+            log.warning(
+                "returned_entries_kept_in_backup", workspace_id=ws.id, kind=exc.kind, count=len(sections)
+            )
 
     async def _record_user_edits(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
         """The user's own changes, relative to the version their save was made from."""

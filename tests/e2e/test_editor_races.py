@@ -280,3 +280,24 @@ def test_a_stale_save_read_while_incognito_is_merged_once_writes_are_allowed(dae
     pending = call(daemon, "list_proposals", ws)["proposals"]
     assert [p["note"] for p in pending if p["proposal"]["id"] == entry["id"]] == [RETURNED_NOTE]
     assert ("deleted", "user") not in history(daemon, ws, entry["id"])
+
+
+def test_when_pending_is_full_a_returned_entry_is_kept_in_a_backup(short_tmp: Path) -> None:
+    """PENDING.md has no room for an entry a stale save dropped: the read still answers,
+    and the version holding the entry is in the backups (never only in a file that is gone)."""
+    d = DaemonProcess(short_tmp, env={"LOCAL_MEMORY_MAX_BYTES": "4096"})
+    d.start()
+    try:
+        ws = fresh(d)
+        proposal = propose(d, ws, "approved while pending fills up")
+        buffer = memory(ws).read_text(encoding="utf-8")
+        approve(d, ws, proposal)
+        pending = ws / "memory" / "PENDING.md"
+        pending.write_text("# Pending\n\n## Mine\n" + "typed by hand " * 280 + "\n", encoding="utf-8")
+        save_rename(memory(ws), buffer + "\n## Note\nmine\n")
+        state = call(d, "read_state", ws, includeEntries=True)
+        assert state["status"] == "ok" and "mine" in [e["content"] for e in state["entries"]]
+        assert any("approved while pending fills up" in b for b in backups_of(d))
+        assert '"returned_entries_kept_in_backup"' in d.log_text()
+    finally:
+        d.stop()
