@@ -173,10 +173,9 @@ def merge_save(
     # half-written) is not the daemon's to re-apply; the newer save stands.
     since = {i: _settled_at(history, i) for i in diff_ids(base, last) - user_changed}
     theirs = {i for i, index in since.items() if history[index].by_daemon}
-    first = {i: since[i] for i in theirs}
     # The save holds these exactly as the base had them although a later version of the
     # daemon's changed or removed them: its buffer predates the earliest such version.
-    reverted = [first[i] for i in theirs if i in base]
+    reverted = [since[i] for i in theirs if i in base]
     predates_from = min(reverted, default=None)
     latest = _latest_doc(history)
     by_id = {s.entry.id: s for s in latest.sections}
@@ -188,7 +187,9 @@ def merge_save(
         if section is None:  # removed since the base: remove it again
             document = fmt.remove(document, section_id)
             reapplied.append(section_id)
-        elif section_id in base or _unseen(history, first[section_id], predates_from, written_ns):
+        elif section_id in base or _unseen(
+            history, _first_present(history, base_index, section_id), predates_from, written_ns
+        ):
             # Changed since the base, or added in a version the save's buffer predates:
             # the latest version of it.
             document = fmt.put_raw(document, section_id, section.raw)
@@ -226,6 +227,13 @@ def _base(history: Sequence[KnownVersion], saved: Mapping[str, str], written_ns:
         return (len(diff_ids(version.states, saved)), *tie)
 
     return min(usable, key=rank)
+
+
+def _first_present(history: Sequence[KnownVersion], base_index: int, entry_id: str) -> int:
+    """Index of the first version after the base that holds ``entry_id`` (it was added there)."""
+    return next(
+        (i for i in range(base_index + 1, len(history)) if entry_id in history[i].states), len(history) - 1
+    )
 
 
 def _settled_at(history: Sequence[KnownVersion], entry_id: str) -> int:

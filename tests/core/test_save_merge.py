@@ -87,6 +87,16 @@ def test_a_save_written_before_the_version_appeared_gets_the_entry_back() -> Non
     assert fmt.find(merge.document, "e") == fmt.find(v2, "e")
 
 
+def test_an_entry_there_before_the_save_was_written_is_no_proof_when_edited_after() -> None:
+    """The entry was added before the save was written (the user may have seen it and
+    deleted it) and only edited after: the timing proves nothing, it is returned."""
+    v1 = doc_of(entry("a"), entry("x"))
+    v2 = fmt.upsert(v1, entry("e"))
+    v3 = fmt.upsert(v2, entry("e", "edited later"))
+    merge = merge_save(history(fmt.remove(v1, "x"), v1, v2, v3), fmt.remove(v1, "x"), 1250 * MS)
+    assert "e" not in ids(merge.document)
+
+
 def test_within_the_clock_slack_there_is_no_evidence() -> None:
     """An mtime only a few ms before the version is no proof (coarse file clocks)."""
     v1 = doc_of(entry("a"))
