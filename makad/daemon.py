@@ -143,6 +143,7 @@ def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
         shutdown_grace_s=settings.shutdown_grace_s,
+        fault_point=settings.fault_point,
     )
 
 

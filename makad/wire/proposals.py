@@ -70,8 +70,13 @@ class ListProposalsParams(WorkspaceParams):
 
 
 class ProposalView(Result):
+    """An open proposal; ``note`` says why the daemon queued it itself, if it did:
+    ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits")."""
+
     proposal: Entry
     similar_to: list[str] = []
+    note: str | None = None
 
 
 class ProposalsResult(Result):
