@@ -143,6 +143,7 @@ def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
         shutdown_grace_s=settings.shutdown_grace_s,
+        fault_point=settings.fault_point,
     )
 
 
@@ -221,6 +222,8 @@ async def run(settings: DaemonSettings) -> int:
             stack.callback(_unlink_quietly, settings.socket_path)
         else:
             raw = activated
+            info.socket_path = systemd.socket_name(raw) or str(settings.socket_path)
+            info.socket_activated = True
         listener: SocketListener = await SocketListener.from_socket(raw)
 
         app = build_app(info)
@@ -236,7 +239,9 @@ async def run(settings: DaemonSettings) -> int:
             app.watcher.start(tg)
             app.notes.start(tg)
             tg.start_soon(heap.housekeeping_forever)
-            where = "systemd socket" if activated is not None else str(settings.socket_path)
+            where = (
+                f"systemd socket {info.socket_path}" if activated is not None else str(settings.socket_path)
+            )
             print(f"makad {__version__} listening on {where}", flush=True)
             log.info("listening", socket=where, data_dir=str(settings.data_dir), pid=os.getpid())
             systemd.notify("READY=1")

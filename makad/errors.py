@@ -26,6 +26,27 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+__all__ = [
+    "ALL_ERRORS",
+    "CircuitOpen",
+    "Conflict",
+    "Disabled",
+    "GateClosed",
+    "IOFailure",
+    "IncognitoBlocked",
+    "InsufficientEvidence",
+    "InvalidParams",
+    "InvalidSummary",
+    "InvalidWorkspace",
+    "MakadError",
+    "NotFound",
+    "ReplyTooLarge",
+    "SafeMode",
+    "ShuttingDown",
+    "TooLarge",
+    "TooManyConnections",
+]
+
 
 class MakadError(Exception):
     """Base of every error that is reported to a client."""
@@ -43,83 +64,129 @@ class MakadError(Exception):
 
 
 class InvalidParams(MakadError):
+    """Raised when params do not fit the method: wrong type, missing field, a value out of range, an
+    unknown setting; ``data.path`` names the field where msgspec can.
+    """
+
     code = -32602
     kind = "invalid_params"
 
 
 class NotFound(MakadError):
+    """Raised when the named thing does not exist: an entry, proposal, session, checkpoint, backup or event
+    ref.
+    """
+
     code = -32001
     kind = "not_found"
 
 
 class Conflict(MakadError):
+    """Raised when a compare-and-swap fails (``expectedRevision``, ``expectedSeq``) or a user edit of the
+    same entry would be overwritten; nothing was written.
+    """
+
     code = -32002
     kind = "conflict"
 
 
 class IncognitoBlocked(MakadError):
+    """Raised when incognito is on and the call would read or write persistent memory (fails closed)."""
+
     code = -32003
     kind = "incognito_blocked"
 
 
 class Disabled(MakadError):
+    """Raised when a memory write is asked of a workspace whose memory is switched off (``enabled:
+    false``).
+    """
+
     code = -32004
     kind = "disabled"
 
 
 class GateClosed(MakadError):
+    """Raised when ``propose`` is called while the extract gate is closed (``extractToolEnabled &&
+    agentReadEnabled && !incognito`` is false).
+    """
+
     code = -32005
     kind = "gate_closed"
 
 
 class TooLarge(MakadError):
+    """Raised when a message, a batch, an entry, an import or a file passes its size cap."""
+
     code = -32006
     kind = "too_large"
 
 
 class ReplyTooLarge(TooLarge):
-    """A reply over the reply cap (written by the dispatcher, not raised by handlers)."""
+    """Written by the dispatcher when a reply would pass the reply cap (never raised by handlers)."""
 
     kind = "reply_too_large"
 
 
 class SafeMode(MakadError):
+    """Raised when the daemon would write to a memory file that is over its size cap (safe mode: the user
+    shrinks it first).
+    """
+
     code = -32007
     kind = "safe_mode"
 
 
 class InvalidSummary(MakadError):
+    """Raised when a compaction summary is empty, oversized, lacks a required section or holds a secret."""
+
     code = -32008
     kind = "invalid_summary"
 
 
 class IOFailure(MakadError):
+    """Raised when the disk fails the daemon: full, read-only, permission denied, a file that is not a
+    regular file; ``data.reason`` says which.
+    """
+
     code = -32009
     kind = "io_error"
 
 
 class InvalidWorkspace(MakadError):
+    """Raised when a workspace path is not usable: empty, relative, missing, not a directory, or a memory
+    folder or file that is a symlink.
+    """
+
     code = -32010
     kind = "invalid_workspace"
 
 
 class InsufficientEvidence(MakadError):
+    """Raised when a profile proposal or a consolidation has too little evidence behind it (fewer than 5
+    episodes from 2 sessions, or none since the last consolidation).
+    """
+
     code = -32011
     kind = "insufficient_evidence"
 
 
 class CircuitOpen(MakadError):
+    """Raised when compaction of a session has failed three times in a row: it stops until one succeeds."""
+
     code = -32012
     kind = "circuit_open"
 
 
 class ShuttingDown(MakadError):
+    """Raised when a request arrives while the daemon is draining after SIGTERM or ``shutdown``."""
+
     code = -32013
     kind = "shutting_down"
 
 
 class TooManyConnections(MakadError):
-    """The connection cap is reached (written once to a refused connection, id null)."""
+    """Written once to a connection refused because the connection cap is reached (id null)."""
 
     code = -32014
     kind = "too_many_connections"

@@ -25,6 +25,17 @@ def activated_socket(env: dict[str, str] | None = None) -> socket.socket | None:
     return sock
 
 
+def socket_name(sock: socket.socket) -> str | None:
+    """The filesystem path a Unix socket is bound to (None for an abstract or unnamed one)."""
+    try:
+        name = sock.getsockname()
+    except OSError:
+        return None
+    if isinstance(name, bytes):
+        name = name.decode("utf-8", "surrogateescape")
+    return name if isinstance(name, str) and name.startswith("/") else None
+
+
 def notify(state: str) -> bool:
     """Send one sd_notify datagram; False when not running under a notify-aware manager."""
     address = os.environ.get("NOTIFY_SOCKET")

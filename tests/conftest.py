@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import os
 import shutil
 import tempfile
@@ -10,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import DaemonProcess
+from tests.support import DaemonProcess, daemon_in_tmp
 
 # No test may start a daemon on the user's own data directory by accident (the CLI and
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
@@ -42,3 +43,20 @@ def daemon(short_tmp: Path) -> Iterator[DaemonProcess]:
         yield proc
     finally:
         proc.stop()
+
+
+@pytest.fixture(scope="module")
+def module_daemon() -> Iterator[DaemonProcess]:
+    """One daemon for a whole test module (use with ``new_ws``: a workspace per test)."""
+    yield from daemon_in_tmp()
+
+
+_workspace_names = itertools.count()
+
+
+@pytest.fixture
+def new_ws(module_daemon: DaemonProcess) -> Path:
+    """A fresh, empty workspace folder beside the module daemon's."""
+    path = module_daemon.root / f"w{next(_workspace_names)}"
+    path.mkdir()
+    return path

@@ -57,14 +57,16 @@ class DaemonProcess:
     def client(self, timeout: float = 30.0) -> Client:
         return Client(str(self.socket), timeout=timeout)
 
-    def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
-        with self.client() as c:
+    def call(self, method: str, params: dict[str, Any] | None = None, timeout: float = 30.0) -> Any:
+        with self.client(timeout) as c:
             return c.call(method, params)
 
     def kill9(self) -> None:
         assert self.proc is not None
         self.proc.send_signal(signal.SIGKILL)
         self.proc.wait(timeout=10)
+        if self.proc.stdout:
+            self.proc.stdout.close()
         self._log.close()
 
     def restart(self, extra_env: dict[str, str] | None = None) -> None:

@@ -54,14 +54,14 @@ ENGLISH_STOP_WORDS: Final = frozenset(
     their then there these they this to was will with i me my we our us you your he she
     him her his its what which who whom how when where why do does did done have has had
     can could would should shall may might must been being were am from about so than
-    too very just also any all some""".split()  # noqa: SIM905
+    too very just also any all some""".split()  # noqa: SIM905 - a word list reads better as prose
 )
 # Words that frame a question rather than name its topic ("Would X likely…", "Has X
 # ever mentioned…"): matched against a conversation they find turns that happen to
 # use them, not the answer. Dropped from queries like stop words.
 QUESTION_FRAME_WORDS: Final = frozenset(
     """likely considered ever both something anything thing things mention mentioned
-    say said much many often ways""".split()  # noqa: SIM905
+    say said much many often ways""".split()  # noqa: SIM905 - a word list reads better as prose
 )
 QUERY_NOISE_WORDS: Final = ENGLISH_STOP_WORDS | QUESTION_FRAME_WORDS
 

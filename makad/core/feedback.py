@@ -28,7 +28,7 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Final
 
-import snowballstemmer  # type: ignore[import-untyped]
+import snowballstemmer  # type: ignore[import-untyped]  # ships no type hints
 
 from makad.core.cjk import QUERY_NOISE_WORDS, query_tokens
 from makad.core.ranking import best_bm25

@@ -220,6 +220,8 @@ def _read_section(raw: str) -> Section:
     declared = values.get("id")
     entry_id = declared if isinstance(declared, str) else derived_entry_id(title, spelled)
     created = _int_or(values.get("createdAt"), 0)
+    # The ignores below: a value a newer version wrote (origin=robot) is kept as written,
+    # outside the Literal the type names, so a rewrite never destroys it (lossless).
     entry = Entry(
         id=entry_id,
         title=title,
@@ -342,6 +344,16 @@ def upsert(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
     if section.entry == entry:
         return doc
     return _replace_raw(doc, index, _rewrite(section, entry, doc.newline))
+
+
+def put_raw(doc: MemoryDocument, entry_id: str, raw: str) -> MemoryDocument:
+    """Put a section's exact bytes in place of ``entry_id``'s, or append them as a new one."""
+    index = _index_of(doc, entry_id)
+    if index is None:
+        return _append(doc, raw)
+    if index < len(doc.sections) - 1 and not EOL.search(raw):
+        raw += doc.newline  # the next section must keep starting a line
+    return _replace_raw(doc, index, raw)
 
 
 def remove(doc: MemoryDocument, entry_id: str) -> MemoryDocument:

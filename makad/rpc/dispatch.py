@@ -20,10 +20,11 @@ import anyio.lowlevel
 import msgspec
 import structlog
 from jsonrpcserver.async_dispatcher import call
+from jsonrpcserver.dispatcher import to_response
 from jsonrpcserver.request import Request
-from jsonrpcserver.result import Error, Success
+from jsonrpcserver.response import to_serializable_one
+from jsonrpcserver.result import Error, Success, SuccessResult
 from jsonrpcserver.sentinels import NOID
-from oslash.either import Left
 
 from makad import logs
 from makad.errors import MakadError
@@ -115,6 +116,7 @@ class Dispatcher:
 
     def _wrap(self, spec: MethodSpec, handler: Handler) -> Callable[..., Awaitable[Any]]:
         params_type = spec.params
+        # A bound lambda, not a def: the closure is built once per method at start.
         decode_params: Callable[[Any], Any] = lambda raw: msgspec.convert(raw, params_type)  # noqa: E731
 
         async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
@@ -265,11 +267,16 @@ class Dispatcher:
             result = await call(request, context, method)
         if request.id is NOID:
             return None
-        if isinstance(result, Left):
-            err = result._error
-            data = err.data if isinstance(err.data, dict) else {"kind": "internal"}
-            return {"jsonrpc": "2.0", "error": error_object(err.code, err.message, data), "id": request.id}
-        return {"jsonrpc": "2.0", "result": result._value.result, "id": request.id}
+        succeeded: list[SuccessResult] = []
+        result.map(succeeded.append)  # only a success calls its mapper
+        if succeeded:
+            return {"jsonrpc": "2.0", "result": succeeded[0].result, "id": request.id}
+        reply = to_serializable_one(to_response(request, result))
+        assert isinstance(reply, dict)  # one response for one request
+        err = reply["error"]
+        data = err.get("data")
+        data = data if isinstance(data, dict) else {"kind": "internal"}
+        return {"jsonrpc": "2.0", "error": error_object(err["code"], err["message"], data), "id": request.id}
 
 
 def expects_reply(obj: Any) -> bool:

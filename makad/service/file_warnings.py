@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
 from typing import Final
 
 from makad.core.undecodable import undecodable_lines
@@ -52,4 +54,80 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
                 ),
             )
         )
+    return out
+
+
+# A level-1 heading (the file's title) and blank lines are expected before the first entry.
+_TITLE_LINE: Final = re.compile(r"^ {0,3}#(?:[ \t]|$)")
+_COMMENT_OPEN: Final = "<!--"
+_COMMENT_CLOSE: Final = "-->"
+ENTRY_FIX: Final = "start each memory with a `## Title` line (see docs/FORMAT.md)"
+
+
+def outside_entries(preamble: str, file_name: str) -> list[Warning]:
+    """``text_outside_entries`` for each line of ``preamble`` (the text before the first
+    ``## `` entry) that is not blank, the file's ``# `` title or an HTML comment.
+
+    Such text is kept as it is but is no memory: a CLAUDE.md-style list of bullets there
+    reads as "no entries", which is what this warning explains.
+    """
+    stray: list[int] = []
+    in_comment = False
+    for number, line in enumerate(preamble.splitlines(), start=1):
+        rest = line
+        if in_comment:
+            if _COMMENT_CLOSE not in rest:
+                continue
+            rest = rest.split(_COMMENT_CLOSE, 1)[1]
+            in_comment = False
+        while _COMMENT_OPEN in rest:
+            before, _, after = rest.partition(_COMMENT_OPEN)
+            if _COMMENT_CLOSE not in after:
+                in_comment = True
+                rest = before
+                break
+            rest = before + after.split(_COMMENT_CLOSE, 1)[1]
+        if rest.strip() and not _TITLE_LINE.match(rest):
+            stray.append(number)
+    out = [
+        Warning(
+            kind="text_outside_entries",
+            line=number,
+            message=f"{file_name} line {number} is outside any entry, so it is not read as a memory: "
+            + ENTRY_FIX,
+        )
+        for number in stray[:MAX_LINE_WARNINGS]
+    ]
+    if len(stray) > MAX_LINE_WARNINGS:
+        out.append(
+            Warning(
+                kind="text_outside_entries",
+                message=f"{file_name} has {len(stray) - MAX_LINE_WARNINGS} more lines outside any entry",
+            )
+        )
+    return out
+
+
+ROOT_FILES: Final = ("MEMORY.md", "PENDING.md")
+
+
+def misplaced(workspace: Path) -> list[Warning]:
+    """``misplaced_file`` for a MEMORY.md or PENDING.md at the workspace's top instead of in
+    ``memory/`` (blocking: stats). The caller asks only while ``memory/MEMORY.md`` holds no
+    entry: beside a used memory file, a root MEMORY.md is likely another tool's.
+    """
+    out = []
+    for name in ROOT_FILES:
+        try:
+            is_file = (workspace / name).is_file()
+        except OSError:
+            is_file = False
+        if is_file:
+            out.append(
+                Warning(
+                    kind="misplaced_file",
+                    message=f"{name} is at the top of the workspace, where makad does not read it: "
+                    f"makad reads memory/{name}. Move it there (mkdir -p memory && mv {name} memory/)",
+                )
+            )
     return out

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -23,7 +23,9 @@ from msgspec import UNSET
 from makad.core import importers
 from makad.core import memory_format as fmt
 from makad.core.canonical import content_hash, similar_ids
+from makad.core.entry_comment import ORIGINS
 from makad.core.redaction import redact
+from makad.core.save_merge import note_of
 from makad.core.types import Entry, Origin
 from makad.errors import (
     Conflict,
@@ -32,6 +34,7 @@ from makad.errors import (
     InvalidParams,
     MakadError,
     NotFound,
+    TooLarge,
 )
 from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
@@ -46,6 +49,7 @@ from makad.service.memory import (
     redact_all,
 )
 from makad.service.peer import Peer
+from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
 from makad.wire.proposals import (
     Approved,
@@ -205,8 +209,13 @@ class ProposalService:
         active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
         open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
         views = [
-            ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_], exclude=p.id))
-            for p in open_
+            ProposalView(
+                proposal=s.entry,
+                similar_to=similar_ids(s.entry.content, [*active, *open_], exclude=s.entry.id),
+                note=note_of(s),
+            )
+            for s in ws.pending.doc.sections
+            if s.entry.status in OPEN_STATUSES
         ]
         return ProposalsResult(
             proposals=views,
@@ -292,10 +301,13 @@ class ProposalService:
             title = proposal.title
             content = proposal.content
             tags = proposal.tags
+            supersedes = proposal.supersedes
             if edit is not None:
                 title = title if edit.title is UNSET else edit.title
                 content = content if edit.content is UNSET else edit.content
                 tags = tags if edit.tags is UNSET else normalize_tags(edit.tags)
+                if edit.supersedes is not UNSET:
+                    supersedes = _replaceable(ws, proposal_id, edit.supersedes)
             # The user may have edited PENDING.md by hand: redact what is approved, again.
             title, content, count = MemoryService.clean(title, content)
             redactions += count
@@ -330,7 +342,7 @@ class ProposalService:
                 scope=proposal.scope,
                 session_id=scrub.scrub_optional(proposal.session_id),
                 source_refs=scrub.scrub_refs(proposal.source_refs),
-                supersedes=scrub.scrub_optional(proposal.supersedes),
+                supersedes=scrub.scrub_optional(supersedes),
             )
             items.append(
                 {"proposalId": proposal_id, "entry": msgspec.to_builtins(entry), "edited": edit is not None}
@@ -378,7 +390,9 @@ class ProposalService:
         def record() -> None:
             for proposal_id, entry, edited in items:
                 history = ws.ledger.memory_history(proposal_id)
-                if any(e.action == "approved" for e in history):
+                # (Only this proposal's own approval counts: an entry a save dropped is
+                # queued again under its entry id, whose first approval was another's.)
+                if any(e.action == "approved" and e.proposal_id == proposal_id for e in history):
                     continue
                 if edited:
                     ws.ledger.append_memory_event(
@@ -548,8 +562,12 @@ class ProposalService:
             parsed = await in_limited_thread(
                 self._import_readers, importers.parse, data, chosen, files=files_
             )
-            imported: list[str] = []
-            duplicates = 0
+            if not parsed.items:
+                raise nothing_found(parsed, "$.path" if params.path is not None else "$.data")
+            progress = ImportProgress(peer, str(ws.path), len(parsed.items)) if params.progress else None
+            # Redaction and the canonical form, off the event loop: the heavy part of an import.
+            cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
+            rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])
             async with ws.lock:
                 await self._files.refresh(ws)
                 known = {
@@ -558,15 +576,9 @@ class ProposalService:
                 }
                 now = now_ms()
                 new: list[Entry] = []
-                for offset, item in enumerate(parsed.items):
-                    try:
-                        title, content, _ = MemoryService.clean(item.title or "Imported memory", item.content)
-                    except MakadError as exc:
-                        parsed.errors.append(importers.ItemError(locator=item.locator, reason=exc.message))
-                        continue
-                    digest = content_hash(content)
-                    rejection = await in_thread(ws.ledger.find_rejection, digest)
-                    if digest in known or rejection is not None:
+                duplicates = 0
+                for offset, (item, title, content, digest) in enumerate(cleaned):
+                    if digest in known or digest in rejected:
                         duplicates += 1
                         continue
                     known.add(digest)
@@ -584,34 +596,48 @@ class ProposalService:
                             source_refs=[redact(f"import:{parsed.format}:{item.source_id}").text],
                         )
                     )
+                fitting = fitting_count(ws.pending, new, self._ctx.settings.memory_max_bytes)
+                if new and fitting == 0:
+                    raise TooLarge(
+                        f"PENDING.md has no room for these {len(new)} memories (its cap is "
+                        f"{self._ctx.settings.memory_max_bytes} bytes): approve or reject the "
+                        "proposals waiting, then import again",
+                        capBytes=self._ctx.settings.memory_max_bytes,
+                        waiting=len(new),
+                    )
+                queued, deferred = new[:fitting], new[fitting:]
 
                 def op(doc: fmt.MemoryDocument) -> Change:
-                    for entry in new:
+                    for entry in queued:
                         doc = fmt.upsert(doc, entry)
-                    return Change(doc, frozenset(e.id for e in new))
+                    return Change(doc, frozenset(e.id for e in queued))
 
-                if new:
+                if queued:
                     await self._files.write(ws, "pending", op)
-                imported = [e.id for e in new]
                 revision = await self._ctx.revision(ws)
 
-            def record() -> None:
-                for entry in new:
-                    ws.ledger.append_memory_event(
-                        action="imported",
-                        actor="import",
-                        proposal_id=entry.id,
-                        data={"format": parsed.format, "sourceRefs": entry.source_refs},
-                    )
-
-            await in_thread(record)
+            await in_thread(
+                ws.ledger.append_memory_events,
+                [
+                    {
+                        "action": "imported",
+                        "actor": "import",
+                        "proposal_id": entry.id,
+                        "data": {"format": parsed.format, "sourceRefs": entry.source_refs},
+                    }
+                    for entry in queued
+                ],
+            )
+            if progress is not None:
+                progress.finish()
             return ImportResultWire(
                 format=parsed.format,
-                imported=imported,
+                imported=[e.id for e in queued],
                 duplicates=duplicates,
                 errors=parsed.errors,
                 skipped=parsed.skipped,
                 revision=revision,
+                deferred=len(deferred),
             )
 
         return await self._ctx.idempotent(ws, params.request_id, "import_memories", ImportResultWire, run)
@@ -634,6 +660,90 @@ class ProposalService:
         return ExportResult(format=params.format, data=data, count=len(chosen))
 
 
+class ImportProgress:
+    """``import_progress`` notifications to the importing connection (asked with
+    ``progress: true``): every 100 items checked, coalesced so a slow reader gets the
+    newest count."""
+
+    EVERY = 100
+
+    def __init__(self, peer: Peer, workspace: str, total: int) -> None:
+        self._peer = peer
+        self._workspace = workspace
+        self._total = total
+        self._post(0)
+
+    def _post(self, done: int) -> None:
+        note = {"workspace": self._workspace, "done": done, "total": self._total}
+        self._peer.notify("import_progress", note, group=("import_progress", id(self)))
+
+    def step(self, done: int) -> None:
+        """From the worker thread: the connection is the event loop's, so post through it."""
+        if done % self.EVERY == 0:
+            anyio.from_thread.run_sync(self._post, done)
+
+    def finish(self) -> None:
+        self._post(self._total)
+
+
+def _clean_items(
+    parsed: importers.ImportResult, progress: ImportProgress | None
+) -> list[tuple[importers.ImportItem, str, str, str]]:
+    """(item, title, content, canonical hash) of each item the redactor and the format
+    checks accept; a refused one becomes an error of that item (blocking)."""
+    out = []
+    for done, item in enumerate(parsed.items, 1):
+        try:
+            title, content, _ = MemoryService.clean(item.title or "Imported memory", item.content)
+        except MakadError as exc:
+            parsed.errors.append(importers.ItemError(locator=item.locator, reason=exc.message))
+            continue
+        finally:
+            if progress is not None:
+                progress.step(done)
+        out.append((item, title, content, content_hash(content)))
+    return out
+
+
+def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
+    """The error for a file in which the chosen format found no memory at all."""
+    expected = importers.EXPECTED[parsed.format]
+    return InvalidParams(
+        f"no memories found reading it as {parsed.format}: expected {expected}; "
+        "pass format to read it as another one",
+        path=path,
+        format=parsed.format,
+        expected=expected,
+        formats=list(importers.FORMATS),
+        errors=[msgspec.to_builtins(e) for e in parsed.errors[:20]],
+    )
+
+
+def fitting_count(pending: TrackedFile, new: list[Entry], cap: int) -> int:
+    """How many of ``new``, in order, PENDING.md can take under ``cap`` bytes (each new
+    section's rendered size plus the blank line before it: an upper bound)."""
+    used = len((pending.text or fmt.HEADER).encode("utf-8", "surrogateescape"))
+    newline = pending.doc.newline if not pending.missing else "\n"
+    for count, entry in enumerate(new):
+        used += len(fmt.render_entry(entry, (), newline).encode("utf-8")) + 2 * len(newline)
+        if used > cap:
+            return count
+    return len(new)
+
+
+def _replaceable(ws: Workspace, proposal_id: str, target: str | None) -> str | None:
+    """``target`` when it names an active entry of MEMORY.md (what an approval may supersede)."""
+    if target is None:
+        return None
+    section = fmt.find(ws.memory.doc, target)
+    if section is None or section.entry.status != "active":
+        raise InvalidParams(
+            "supersedes must name an active entry of MEMORY.md",
+            path=f"$.edits.{proposal_id}.supersedes",
+        )
+    return target
+
+
 def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:
     """The origin each proposal was queued with, from the ledger (blocking)."""
     found: dict[str, Origin] = {}
@@ -646,5 +756,9 @@ def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:
                 break
             if event.action == "proposed":
                 found[proposal_id] = "extracted"
+                break
+            if event.action == "returned":  # back from MEMORY.md: the origin it had there
+                origin = (event.data or {}).get("origin")
+                found[proposal_id] = cast(Origin, origin) if origin in ORIGINS else "unknown"
                 break
     return found

@@ -27,6 +27,9 @@ class DaemonInfo:
     request_stop: Callable[[], None] = lambda: None
     stopping: Callable[[], bool] = lambda: False
     warnings: Callable[[], list[WorkspaceWarning]] = lambda: []
+    # Where the daemon really listens (systemd's socket may be elsewhere than --socket).
+    socket_path: str | None = None
+    socket_activated: bool = False
 
 
 def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
@@ -61,7 +64,8 @@ class SystemService:
             version=__version__,
             pid=os.getpid(),
             uptime_ms=int((time.monotonic() - info.started) * 1000),
-            socket=str(info.settings.socket_path),
+            socket=info.socket_path or str(info.settings.socket_path),
+            socket_activated=info.socket_activated,
             data_dir=str(info.settings.data_dir),
             connections=info.connection_count(),
             warnings=info.warnings(),

@@ -983,6 +983,49 @@ class Ledger:
             _store_request(conn, request, at)
         return int(cast(int, cursor.lastrowid))
 
+    def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Append many lineage steps in one transaction (one fsync): an import's proposals.
+
+        Each mapping holds ``append_memory_event``'s keywords (action, actor, entry_id,
+        proposal_id, data).
+        """
+        at = now_ms()
+        rows = []
+        for event in events:
+            action, actor = event["action"], event["actor"]
+            if action not in MEMORY_ACTIONS:
+                raise InvalidParams("unknown memory action", action=action)
+            if actor not in MEMORY_ACTORS:
+                raise InvalidParams("unknown memory actor", actor=actor)
+            if event.get("entry_id") is None and event.get("proposal_id") is None:
+                raise InvalidParams("a memory event needs an entry id or a proposal id")
+            data = event.get("data")
+            encoded = None if data is None else msgspec.json.encode(dict(data)).decode()
+            rows.append((at, event.get("entry_id"), action, actor, event.get("proposal_id"), encoded))
+        if not rows:
+            return
+        with self._writing() as conn:
+            conn.executemany(
+                "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def find_rejections(self, content_hashes: Sequence[str]) -> set[str]:
+        """The hashes among ``content_hashes`` that were rejected before (one read)."""
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(content_hashes))
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = conn.execute(
+                    "SELECT content_hash FROM rejections"
+                    " WHERE content_hash IN (SELECT value FROM json_each(?))",
+                    (msgspec.json.encode(chunk).decode(),),
+                ).fetchall()
+                found.update(str(row[0]) for row in rows)
+        return found
+
     def memory_history(self, entry_or_proposal_id: str) -> list[MemoryEvent]:
         """Every lineage step of an entry or proposal, including the proposals behind an entry."""
         key = entry_or_proposal_id
@@ -1697,6 +1740,7 @@ def _well_typed(row: Sequence[Any]) -> bool:
         and type(seq) is int
         and type(ts) is int
         and type(kind) is str
+        and kind in _EVENT_TYPES
         and type(text) is str
         and (call_id is None or type(call_id) is str)
         and (tool is None or type(tool) is str)

@@ -283,4 +283,4 @@ def _guard(method: _F) -> _F:
             self.recover(found, generation)
         raise AssertionError("unreachable")
 
-    return guarded  # type: ignore[return-value]
+    return guarded  # type: ignore[return-value]  # functools.wraps keeps the signature mypy cannot see

@@ -56,6 +56,8 @@ MemoryAction = Literal[
     "added",
     "updated",
     "consolidated",
+    "reapplied",
+    "returned",
 ]
 MemoryActor = Literal["user", "agent", "import", "daemon"]
 MEMORY_ACTIONS: Final[frozenset[str]] = frozenset(get_args(MemoryAction))

@@ -9,6 +9,8 @@ from __future__ import annotations
 from makad.wire import compaction, context, episodes, ledger, memory, proposals, system
 from makad.wire.base import MethodSpec
 
+__all__ = ["CATALOGUE", "MethodSpec"]
+
 _MODULES = (system, memory, proposals, context, compaction, ledger, episodes)
 
 

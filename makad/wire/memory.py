@@ -151,12 +151,20 @@ class SubscribeResult(Result):
     revision: int
 
 
-class ChangeNotification(Result):
-    """Params of memory_changed / proposals_changed / settings_changed notifications."""
+class ChangeNotification(Result, omit_defaults=True):
+    """Params of memory_changed / proposals_changed / settings_changed notifications.
+
+    After a save that lacked entries the daemon had written (an editor buffer older than
+    the write), ``reapplied`` lists the ids written back into the file and ``returned``
+    those queued in PENDING.md instead, because the save may have deleted them on
+    purpose (only present when not empty).
+    """
 
     workspace: str
     revision: int
     cause: Literal["external_edit", "daemon", "settings"]
+    reapplied: list[str] = []
+    returned: list[str] = []
 
 
 _WS = (InvalidWorkspace,)

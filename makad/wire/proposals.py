@@ -70,8 +70,13 @@ class ListProposalsParams(WorkspaceParams):
 
 
 class ProposalView(Result):
+    """An open proposal; ``note`` says why the daemon queued it itself, if it did:
+    ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits")."""
+
     proposal: Entry
     similar_to: list[str] = []
+    note: str | None = None
 
 
 class ProposalsResult(Result):
@@ -82,9 +87,13 @@ class ProposalsResult(Result):
 
 
 class ProposalEdit(Params):
+    """What the user changed before approving. ``supersedes``: an active entry the approved
+    one replaces (archived in the same write), e.g. a near duplicate merged into it."""
+
     title: str | UnsetType = UNSET
     content: str | UnsetType = UNSET
     tags: list[str] | UnsetType = UNSET
+    supersedes: str | UnsetType | None = UNSET
 
 
 class ApproveParams(WorkspaceParams):
@@ -145,6 +154,8 @@ class ImportParams(WorkspaceParams):
     data: str | None = None
     format: str | None = None
     request_id: str | None = None
+    # true: import_progress notifications ({workspace, done, total}) come while it runs.
+    progress: bool = False
 
 
 class ImportResultWire(Result):
@@ -154,6 +165,9 @@ class ImportResultWire(Result):
     errors: list[ItemError]
     skipped: list[ItemError]
     revision: int
+    # New memories that did not fit under PENDING.md's size cap, in file order after the
+    # imported ones: review the queue, then import the same file again to bring them in.
+    deferred: int = 0
 
 
 class ExportParams(WorkspaceParams):
@@ -214,7 +228,9 @@ METHODS: list[MethodSpec] = [
         "import_memories",
         ImportParams,
         ImportResultWire,
-        "Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.",
+        "Import memories from another tool into PENDING.md (origin imported); re-importing adds "
+        "nothing. A file in which nothing is found is invalid_params naming what the format "
+        "expects; memories past PENDING.md's cap are deferred (or too_large when none fits).",
         errors=(*_WRITE, InvalidParams),
     ),
     MethodSpec(

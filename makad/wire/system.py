@@ -25,11 +25,14 @@ class StatusResult(Result):
     version: str
     pid: int
     uptime_ms: int
+    # The path the daemon listens on: the one systemd bound when socket-activated.
     socket: str
     data_dir: str
     connections: int
     # Workspaces the daemon found replaced (new_workspace) or whose ledger it reset.
     warnings: list[WorkspaceWarning] = []
+    # True when the listening socket came from systemd (LISTEN_FDS), not --socket.
+    socket_activated: bool = False
 
 
 class ShutdownResult(Result):

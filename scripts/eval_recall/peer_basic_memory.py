@@ -161,9 +161,10 @@ class BasicMemory:
             check=False,
         )
         if done.returncode != 0:
-            raise RuntimeError(
-                f"{NAME} {' '.join(args[:3])} failed ({done.returncode}): {done.stderr.strip()[-500:]}"
-            )
+            said = (done.stderr.strip() or done.stdout.strip())[
+                -500:
+            ]  # its CLI reports some errors on stdout
+            raise RuntimeError(f"{NAME} {' '.join(args[:3])} failed ({done.returncode}): {said}")
         return done.stdout
 
     def ask(self, question: str, budget: int) -> PeerAnswer:

@@ -289,11 +289,17 @@ def commit() -> str:
 
 
 def write_artifacts(
-    out: Path, report: dict[str, Any], rows: list[Row], ingested: list[Ingested], ks: Sequence[int]
+    out: Path,
+    report: dict[str, Any],
+    rows: list[Row],
+    ingested: list[Ingested],
+    ks: Sequence[int],
+    peer_turns: dict[tuple[str, int], str] | None = None,
 ) -> None:
     out.mkdir(parents=True, exist_ok=True)
     (out / "summary.json").write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    turn_of = {key: dia for data in ingested for key, dia in data.turn_of.items()}
+    # A peer's refs name its own notes; its map lets the CSV show their dia_ids too.
+    turn_of = {**(peer_turns or {}), **{key: dia for data in ingested for key, dia in data.turn_of.items()}}
 
     def dia(ref: str) -> str:
         return "+".join(turn_of.get(key, "?") for key in expand_ref(ref))
@@ -392,8 +398,9 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     peers: dict[str, str] = {}
+    peer_turns: dict[tuple[str, int], str] = {}
     if args.peer is not None:
-        peer_rows, peers[args.peer] = run_peer(args, conversations, ks)
+        peer_rows, peers[args.peer] = run_peer(args, conversations, ks, peer_turns)
         if peer_rows:
             rows.extend(peer_rows)
             variants.append(f"peer:{args.peer}")
@@ -414,14 +421,20 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         **({"peers": peers} if peers else {}),
     }
     if args.out is not None:
-        write_artifacts(args.out, report, rows, ingested, ks)
+        write_artifacts(args.out, report, rows, ingested, ks, peer_turns)
     return report
 
 
 def run_peer(
-    args: argparse.Namespace, conversations: list[Conversation], ks: Sequence[int]
+    args: argparse.Namespace,
+    conversations: list[Conversation],
+    ks: Sequence[int],
+    turns: dict[tuple[str, int], str],
 ) -> tuple[list[Row], str]:
-    """The questions answered by a peer system (``--peer``), or none and why it was skipped."""
+    """The questions answered by a peer system (``--peer``), or none and why it was skipped.
+
+    ``turns`` gains the peer's ref key → dia_id map (for the artifacts).
+    """
     command = peer_basic_memory.find_command(args.peer_command)
     if command is None:
         message = peer_basic_memory.skip_message(args.peer_command)
@@ -432,6 +445,7 @@ def run_peer(
     for conv in conversations:
         with peer_basic_memory.BasicMemory(command, conv, max(ks)) as peer:
             turn_of = peer.turn_of()
+            turns.update(turn_of)
             for q in conv.questions[: args.limit_questions]:
                 answer = peer.ask(q.text, args.budget_tokens)
                 row = Row(

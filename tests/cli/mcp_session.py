@@ -86,5 +86,6 @@ async def mcp_host(
         stdio_client(params) as (read, write),
         ClientSession(read, write, message_handler=keep) as session,
     ):
-        init = await session.initialize()
-        yield Host(session, init, receive)
+        with send, receive:
+            init = await session.initialize()
+            yield Host(session, init, receive)

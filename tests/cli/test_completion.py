@@ -33,6 +33,9 @@ TOP = {
     "compact",
     "completion",
     "mcp",
+    "sessions",
+    "backups",
+    "undo",
 }
 
 
@@ -130,7 +133,11 @@ def test_fish_script_covers_every_command() -> None:
     top = [
         line
         for line in text.splitlines()
-        if line.startswith("complete -c maka -n '__maka_at ") and " -a " in line and "\\'\\'" in line
+        if line.startswith("complete -c maka -n '__maka_at ")
+        and " -a " in line
+        and "\\'\\'" in line
+        and " -s " not in line
+        and " -l " not in line  # an option's values (-w DIR), not a command
     ]
     offered = {line.split(" -a ")[1].split()[0].strip("'") for line in top}
     assert offered == TOP

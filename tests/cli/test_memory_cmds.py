@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from maka.cli.output import short_ids
@@ -172,6 +173,14 @@ def test_edit_refuses_to_overwrite_a_change_made_meanwhile(daemon: DaemonProcess
     assert result.returncode == 1 and "conflict" in result.stderr
     contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
     assert contents == {"bash", "added while editing"}
+    # The text typed in the editor is kept in a private file, and --from applies it.
+    (kept,) = re.findall(r"kept in (\S+\.md)", result.stderr)
+    assert "zsh" in Path(kept).read_text() and Path(kept).stat().st_mode & 0o077 == 0
+    again = run_maka(daemon, "memory", "edit", entry["id"], "--from", kept)
+    assert again.returncode == 0, again.stderr
+    contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
+    assert contents == {"zsh", "added while editing"}
+    Path(kept).unlink()
 
 
 def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(daemon: DaemonProcess) -> None:

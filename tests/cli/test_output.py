@@ -31,6 +31,14 @@ def test_truncate_never_exceeds_width(text: str, width: int) -> None:
         assert display_width(cut) <= width and cut.endswith("…")
 
 
+def test_colours_only_when_asked() -> None:
+    """Off a terminal a table is plain text; with color, values that mean something are styled."""
+    rows = [["abc", "active"], ["def", "archived"]]
+    assert "\x1b[" not in table(["ID", "STATUS"], rows, width=40)
+    coloured = table(["ID", "STATUS"], rows, width=40, color=True)
+    assert "\x1b[32mactive" in coloured and "\x1b[2marchived" in coloured
+
+
 def test_table_cuts_only_the_last_column() -> None:
     """Columns align; with a width the last column is cut, without one it is whole."""
     rows = [["a", "x" * 200], ["bbb", "short"]]
@@ -50,8 +58,8 @@ def test_age_reads_like_a_person() -> None:
     """Ages are relative and coarse; very old ones are dates."""
     now = 1_700_000_000_000
     assert age(now - 5_000, now) == "just now"
-    assert age(now - 3 * 60_000, now) == "3 min ago"
-    assert age(now - DAY, now) == "1 day ago" and age(now - 3 * DAY, now) == "3 days ago"
+    assert age(now - 3 * 60_000, now) == "3 minutes ago"
+    assert age(now - DAY, now) == "a day ago" and age(now - 3 * DAY, now) == "3 days ago"
     assert age(now - 400 * DAY, now)[:2] == "20" and age(None, now) == "-"
 
 

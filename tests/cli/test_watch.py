@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import subprocess
+import threading
+from pathlib import Path
 
 from maka.cli.watch import describe
 from tests.cli.helpers import MAKA, call
@@ -39,3 +41,40 @@ def test_describe_is_one_readable_line() -> None:
     line = describe(note, 1_700_000_000_000, show_workspace=True)
     assert line.split()[2:] == ["memory_changed", "rev", "7", "external_edit", "/w"]
     assert "/w" not in describe(note, 1_700_000_000_000, show_workspace=False)
+
+
+def test_watch_says_which_entries_changed(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """Each memory_changed line is followed by the entries it added, changed, archived or removed."""
+    ws = str(new_ws)
+    kept = module_daemon.call("add_entry", {"workspace": ws, "title": "Kept", "content": "stays"})["entry"]
+    proc = subprocess.Popen(
+        [*MAKA, "--socket", str(module_daemon.socket), "-w", ws, "watch", "-n", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None and proc.stdout is not None
+    threading.Timer(30, proc.kill).start()  # a watch that misses a line must not hang the suite
+    assert proc.stderr.readline().startswith(f"watching {ws} (revision ")  # -w before the command
+    added = module_daemon.call("add_entry", {"workspace": ws, "title": "Fresh", "content": "new"})["entry"]
+    wait_for_line(proc, "added 'Fresh'")
+    module_daemon.call("archive_entry", {"workspace": ws, "id": kept["id"]})
+    wait_for_line(proc, "archived 'Kept'")
+    module_daemon.call("update_entry", {"workspace": ws, "id": added["id"], "content": "newer"})
+    wait_for_line(proc, "changed 'Fresh'")
+    memory = new_ws / "memory" / "MEMORY.md"
+    text = memory.read_text()
+    memory.write_text(text[: text.index("## Fresh")])  # the user deletes it by hand
+    wait_for_line(proc, "removed 'Fresh'")
+    proc.wait(timeout=20)
+    assert proc.returncode == 0
+
+
+def wait_for_line(proc: subprocess.Popen[str], text: str) -> str:
+    """Read stdout until a line holds ``text`` (the test's timeout bounds the wait)."""
+    assert proc.stdout is not None
+    while True:
+        line = proc.stdout.readline()
+        assert line, f"watch ended before {text!r}"
+        if text in line:
+            return line

@@ -132,3 +132,31 @@ async def test_one_notifications_api(daemon: DaemonProcess) -> None:
             sync.call("ping")
             assert [n["method"] for n in aio.drain_notifications()] == ["memory_changed"]
             assert [n["method"] for n in sync.drain_notifications()] == ["memory_changed"]
+
+
+def test_on_notification_sees_progress_during_a_call(daemon: DaemonProcess) -> None:
+    """Both clients hand each notification to on_notification as it is read, mid-call too."""
+    data = "".join(f"- fact {i}\n" for i in range(120))
+    seen: list[dict[str, Any]] = []
+    with Client(str(daemon.socket), on_notification=seen.append) as c:
+        c.call(
+            "import_memories", workspace=str(daemon.workspace), data=data, format="markdown", progress=True
+        )
+    assert [n["params"]["done"] for n in seen if n["method"] == "import_progress"][-1] == 120
+
+    async def run() -> list[dict[str, Any]]:
+        got: list[dict[str, Any]] = []
+        async with AsyncClient(str(daemon.socket), on_notification=got.append) as c:
+            await c.call(
+                "import_memories",
+                workspace=str(daemon.workspace),
+                data=data.replace("fact", "other"),
+                format="markdown",
+                progress=True,
+            )
+        return got
+
+    got = anyio.run(run)
+    assert [n["params"]["total"] for n in got if n["method"] == "import_progress"] and got[-1]["params"][
+        "done"
+    ] == 120

@@ -55,6 +55,14 @@ def _parse_fixture(name: str) -> ImportResult:
         ("notes.md", "markdown"),
         ("claude_code/MEMORY.md", "claude_code"),
         ("claude_code/feedback_testing.md", "claude_code"),
+        ("makad_export.json", "makad"),
+        ("makad_export.md", "makad"),
+        ("chatgpt_plain.txt", "chatgpt"),
+        ("mem0_metadata_categories.json", "mem0"),
+        ("honcho_conclusions.json", "honcho"),
+        ("honcho_peer_card.json", "honcho"),
+        ("supermemory_documents.json", "supermemory"),
+        ("supermemory_memory_entries.json", "supermemory"),
     ],
 )
 def test_sniff_recognises_each_fixture(name: str, expected: FormatName) -> None:
@@ -385,3 +393,80 @@ def test_sniff_then_parse_never_fails_unexpectedly(data: Any, filename: str | No
     except InvalidParams:
         return
     _check(parse(data, fmt))
+
+
+def test_makad_markdown_export_reads_back_every_paragraph() -> None:
+    """makad's Markdown export keeps each entry whole: paragraphs, lists, fences, escaped ## lines."""
+    result = _parse_fixture("makad_export.md")
+    assert not result.errors
+    first, second = result.items
+    assert first.title == "Release checklist" and first.tags == ["ops", "release"]
+    assert first.content.startswith("Before tagging a release:\n\n1. Run `scripts/test`.")
+    assert "```sh\ngit tag -s v1.2.3\n```" in first.content
+    assert first.content.endswith("## Not a heading: this line was written by an agent.")
+    assert first.source_id == "5f0c2a9e7b1d3c48" and first.created_at_ms == 1733050000000
+    assert second.title == "The user edits in helix" and second.source_id.startswith("h-")
+
+
+def test_makad_json_export_keeps_titles_content_and_tags_exactly() -> None:
+    """makad's JSON export reads back with its title, content (indentation too) and tags as they are."""
+    result = _parse_fixture("makad_export.json")
+    (item,) = result.items
+    document = json.loads(_read("makad_export.json"))["entries"][0]
+    assert (item.title, item.content, item.tags) == (document["title"], document["content"], document["tags"])
+
+
+def test_a_plain_pasted_chatgpt_list_imports_every_line() -> None:
+    """Copied from "Manage memories" (no dates), every non-blank line is one memory."""
+    result = _parse_fixture("chatgpt_plain.txt")
+    assert not result.errors and len(result.items) == 4
+    assert result.items[2].content == "Has a dog named Biscuit." and result.items[2].created_at_ms is None
+    bulleted = parse("- Likes tea\n2. Has two cats\n", "chatgpt")
+    assert [i.content for i in bulleted.items] == ["Likes tea", "Has two cats"]
+
+
+def test_mem0_metadata_category_and_categories_become_tags() -> None:
+    """mem0's metadata.category (a string) and metadata.categories (a list) are tags, with categories."""
+    result = _parse_fixture("mem0_metadata_categories.json")
+    assert [i.tags for i in result.items] == [["preferences"], ["professional_details", "work", "schedule"]]
+
+
+def test_honcho_conclusions_and_peer_cards() -> None:
+    """Honcho conclusions keep id, date and the peer they are about; a peer card's facts import."""
+    result = _parse_fixture("honcho_conclusions.json")
+    assert not result.errors
+    first = result.items[0]
+    assert first.content == "alice prefers written summaries over calls"
+    assert first.source_id == "cn_01J9ZQ4T5K2M7B8N3R6W0XYZAB" and first.tags == ["alice"]
+    assert first.created_at_ms == 1740820527512
+    bare = parse(json.dumps(json.loads(_read("honcho_conclusions.json"))["items"]), "honcho")
+    assert [i.content for i in bare.items] == [i.content for i in result.items]
+    card = _parse_fixture("honcho_peer_card.json")
+    assert [i.content for i in card.items] == [
+        "Name: Alice",
+        "Works as a backend engineer",
+        "Lives in Lisbon",
+    ]
+
+
+def test_supermemory_documents_and_memory_entries() -> None:
+    """Supermemory documents import their content (else summary); memory entries only the latest,
+    not forgotten ones; container tags and metadata.category are tags."""
+    docs = _parse_fixture("supermemory_documents.json")
+    assert not docs.errors
+    first, second = docs.items
+    assert (
+        first.content.startswith("This document introduces")
+        and first.title == "Introduction to Machine Learning"
+    )
+    assert first.tags == ["user_123", "ai-research", "education"] and first.source_id == "ml-basics-001"
+    assert second.content.startswith("Flights to Kyoto") and second.source_id == "def456"
+    entries = _parse_fixture("supermemory_memory_entries.json")
+    assert [i.content for i in entries.items] == [
+        "The user edits code in Neovim with the LazyVim distribution"
+    ]
+    assert entries.items[0].tags == ["sm_project_default"]
+    assert {s.reason for s in entries.skipped} == {
+        "a newer version of this memory exists",
+        "forgotten in Supermemory",
+    }

@@ -130,3 +130,16 @@ def test_a_similarity_lifts_a_hit_and_only_counts_when_given() -> None:
     assert ranked["b"].score > ranked["a"].score
     assert ranked["b"].parts().semantic == 0.8 and ranked["c"].parts().semantic == 0.0
     assert ranked["a"].score < plain[0].score
+
+
+def test_a_paraphrase_outranks_a_weak_one_word_match() -> None:
+    """A line that matches no word but means the question (cosine 0.5) beats a weak partial FTS match.
+
+    The weight the lab chose on LoCoMo dev: at the old 0.5 the one-word match
+    (bm25 0.6 of the best, squared 0.36) stayed ahead of the paraphrase.
+    """
+    best = hit("a", 5, -5.0, around=0)
+    weak = hit("b", 5, -3.0, around=0)  # shares one common word with the query
+    paraphrase = RecallHit(event=event("c", 5, "I'm doing kickboxing"), bm25=0.0, similarity=0.5)
+    ranked = order([best, weak, paraphrase], "What exercises has John done?")
+    assert ranked.index("c:5") < ranked.index("b:5")

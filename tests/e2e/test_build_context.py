@@ -101,16 +101,14 @@ def test_budget_is_never_exceeded(daemon: DaemonProcess) -> None:
 def test_absurd_budgets_are_invalid(daemon: DaemonProcess, budget: int) -> None:
     """A negative or absurd budget is invalid_params."""
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("build_context", {"workspace": ws(daemon), "budgetTokens": budget})
+        daemon.call("build_context", {"workspace": ws(daemon), "budgetTokens": budget})
     assert info.value.kind == "invalid_params"
 
 
 def test_unknown_session_is_not_found(daemon: DaemonProcess) -> None:
     """A sessionId that does not exist gives not_found."""
     with pytest.raises(RemoteError) as info:
-        daemon.client().call(
-            "build_context", {"workspace": ws(daemon), "budgetTokens": 100, "sessionId": "nope"}
-        )
+        daemon.call("build_context", {"workspace": ws(daemon), "budgetTokens": 100, "sessionId": "nope"})
     assert info.value.kind == "not_found"
 
 
@@ -139,7 +137,7 @@ def test_too_large_when_newest_user_turn_cannot_fit(daemon: DaemonProcess) -> No
     sid = open_session(daemon)
     append(daemon, sid, [{"type": "user_message", "text": "word " * 400}])
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 10})
+        daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 10})
     assert info.value.kind == "too_large"
     assert info.value.data["budgetTokens"] == 10 and info.value.data["minimumTokens"] > 10
 

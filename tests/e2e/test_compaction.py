@@ -90,7 +90,7 @@ def test_invalid_summaries_change_nothing(daemon: DaemonProcess, summary: str, p
     append(daemon, sid, scripted_turns(40))
     before = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid})
     with pytest.raises(RemoteError) as info:
-        daemon.client().call(
+        daemon.call(
             "compact",
             {
                 "workspace": ws(daemon),
@@ -115,9 +115,10 @@ def test_kill_during_compaction_leaves_old_or_new(daemon: DaemonProcess, point: 
     append(daemon, sid, scripted_turns(20, start=60))
     daemon.restart({"MAKAD_FAULT_POINT": point})
     with pytest.raises(Exception):  # noqa: B017 - the daemon dies mid-call
-        daemon.client(timeout=10).call(
+        daemon.call(
             "compact",
             {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 1000},
+            timeout=10,
         )
     assert daemon.proc is not None
     daemon.proc.wait(timeout=10)
@@ -135,7 +136,7 @@ def test_nothing_to_compact(daemon: DaemonProcess) -> None:
     sid = open_session(daemon)
     append(daemon, sid, scripted_turns(2))
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("compact", {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint"})
+        daemon.call("compact", {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint"})
     assert info.value.kind == "invalid_params"
 
 
@@ -152,10 +153,10 @@ def test_breaker_opens_after_three_failed_overflow_compactions(daemon: DaemonPro
     }
     for _ in range(3):
         with pytest.raises(RemoteError) as info:
-            daemon.client().call("compact", params)
+            daemon.call("compact", params)
         assert info.value.kind == "invalid_summary"
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("compact", params)
+        daemon.call("compact", params)
     assert info.value.kind == "circuit_open"
     manual = compact(daemon, sid, mode="semantic", summary=GOOD_SUMMARY, keepRecentTokens=1000)
     assert manual["reason"] == "manual"

@@ -63,7 +63,7 @@ def record(d: DaemonProcess, sid: str, summary: str, tags: list[str], **kw: Any)
 
 def expect(d: DaemonProcess, kind: str, method: str, **params: Any) -> dict[str, Any]:
     with pytest.raises(RemoteError) as info:
-        d.client().call(method, {"workspace": ws(d), **params})
+        d.call(method, {"workspace": ws(d), **params})
     assert info.value.kind == kind, info.value.data
     data: dict[str, Any] = info.value.data
     return data
@@ -393,7 +393,7 @@ def test_a_crash_between_pending_and_offset_loses_no_evidence(daemon: DaemonProc
     evidence(daemon, "tea", 5)
     daemon.restart({"MAKAD_FAULT_POINT": "consolidation_before_offset"})
     with pytest.raises(MakaError):
-        daemon.client(timeout=10).call("consolidate", {"workspace": ws(daemon), "tag": "tea"})
+        daemon.call("consolidate", {"workspace": ws(daemon), "tag": "tea"}, timeout=10)
     daemon.kill9()
     daemon.start()
     assert b"recurring: tea" in (pending_bytes(daemon) or b"")

@@ -305,7 +305,7 @@ def test_incognito_session_leaves_no_trace(daemon: DaemonProcess) -> None:
     assert files_containing(daemon.root, marker.encode()) == []
     daemon.start()
     with pytest.raises(NotFound):
-        daemon.client().call("read_events", {"workspace": ws, "sessionId": sid})
+        daemon.call("read_events", {"workspace": ws, "sessionId": sid})
     listed = daemon.call("list_sessions", {"workspace": ws})["sessions"]
     assert [s["sessionId"] for s in listed] == [public]
 
@@ -442,7 +442,7 @@ def test_search_time_window_and_limit(daemon: DaemonProcess) -> None:
     assert seqs(after=3, before=7) == [4, 5, 6]
     assert len(seqs(limit=2)) == 2
     with pytest.raises(InvalidParams):
-        daemon.client().call("search_history", {"workspace": ws, "query": "kiwi", "limit": 0})
+        daemon.call("search_history", {"workspace": ws, "query": "kiwi", "limit": 0})
 
 
 def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess) -> None:
@@ -466,7 +466,7 @@ def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess)
     assert results[3]["mismatchedSeqs"] == [] and results[3]["chainIntact"] is False
     assert results[4]["missingSeqs"] == [7]
     with pytest.raises(InvalidParams):
-        daemon.client().call("retrieve", {"workspace": ws, "refs": ["memory:abc"]})
+        daemon.call("retrieve", {"workspace": ws, "refs": ["memory:abc"]})
 
 
 # ---------------------------------------------------------------------- working state, manifests
@@ -515,12 +515,12 @@ def test_get_manifest_returns_what_build_context_recorded(daemon: DaemonProcess)
     ws = ws_of(daemon)
     sid = open_session(daemon, ws)
     with pytest.raises(NotFound):
-        daemon.client().call("get_manifest", {"workspace": ws, "sessionId": sid})
+        daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
     append(daemon, ws, sid, "hello there")
     daemon.call("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 2_000})
     manifest = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
     assert manifest["sessionId"] == sid and isinstance(manifest["items"], list)
     with pytest.raises(NotFound):
-        daemon.client().call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": "no-such-call"})
+        daemon.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": "no-such-call"})
     same = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": manifest["callId"]})
     assert same == manifest

@@ -110,7 +110,8 @@ def test_environment_fallbacks(short_tmp: Path) -> None:
     )
     try:
         wait_listening(proc)
-        status = Client(str(short_tmp / "env.sock")).call("status")
+        with Client(str(short_tmp / "env.sock")) as client:
+            status = client.call("status")
         assert status["dataDir"] == str(short_tmp / "envdata")
     finally:
         proc.terminate()
@@ -145,9 +146,12 @@ def test_socket_activation(short_tmp: Path) -> None:
     listener.close()
     try:
         line = wait_listening(proc)
-        assert "systemd" in line
+        assert "systemd" in line and str(path) in line
         assert ping_ok(path)
         assert not (short_tmp / "unused.sock").exists()
+        with Client(str(path)) as client:
+            status = client.call("status")  # the socket systemd bound, not --socket
+        assert status["socket"] == str(path) and status["socketActivated"] is True
     finally:
         proc.terminate()
         assert proc.wait(timeout=15) == 0

@@ -85,7 +85,7 @@ def test_update_archive_restore_delete(daemon: DaemonProcess) -> None:
     ids = [e.id for e in fmt.entries(fmt.parse(memory_file(daemon).read_text()))]
     assert ids == [keep["id"]]
     with pytest.raises(NotFound):
-        daemon.client().call("delete_entry", {"workspace": ws, "id": target["id"]})
+        daemon.call("delete_entry", {"workspace": ws, "id": target["id"]})
 
 
 def test_expected_revision_conflict(daemon: DaemonProcess) -> None:
@@ -94,7 +94,7 @@ def test_expected_revision_conflict(daemon: DaemonProcess) -> None:
     state = daemon.call("read_state", {"workspace": ws_of(daemon)})
     before = memory_file(daemon).read_bytes()
     with pytest.raises(Conflict) as info:
-        daemon.client().call(
+        daemon.call(
             "add_entry",
             {
                 "workspace": ws_of(daemon),
@@ -138,7 +138,7 @@ def test_disabled_reads_nothing_and_refuses_writes(daemon: DaemonProcess) -> Non
     state = daemon.call("read_state", {"workspace": ws, "includeEntries": True})
     assert state["status"] == "disabled" and state["content"] == "" and state["entries"] is None
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
+        daemon.call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
     assert info.value.kind == "disabled"
 
 
@@ -155,7 +155,7 @@ def test_incognito_blocks_reads_and_writes(daemon: DaemonProcess) -> None:
     assert state["status"] == "incognito_blocked"
     assert state["content"] == "" and state["entryCount"] == 0 and state["latestEntry"] is None
     with pytest.raises(IncognitoBlocked):
-        daemon.client().call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
+        daemon.call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
     assert memory_file(daemon).read_bytes() == before
 
 
@@ -186,7 +186,7 @@ def test_safe_mode_over_cap(daemon: DaemonProcess) -> None:
     assert state["status"] == "safe_mode" and state["entryCount"] == 0
     assert "cap" in state["reason"]
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("add_entry", {"workspace": ws_of(daemon), "title": "B", "content": "b"})
+        daemon.call("add_entry", {"workspace": ws_of(daemon), "title": "B", "content": "b"})
     assert info.value.kind == "safe_mode"
 
 
@@ -196,7 +196,7 @@ def test_symlinked_memory_dir_is_refused(daemon: DaemonProcess, short_tmp: Path)
     elsewhere.mkdir()
     os.symlink(elsewhere, daemon.workspace / "memory")
     with pytest.raises(RemoteError) as info:
-        daemon.client().call("add_entry", {"workspace": ws_of(daemon), "title": "T", "content": "c"})
+        daemon.call("add_entry", {"workspace": ws_of(daemon), "title": "T", "content": "c"})
     assert info.value.kind == "invalid_workspace"
     assert list(elsewhere.iterdir()) == []
     state = daemon.call("read_state", {"workspace": ws_of(daemon)})
@@ -214,7 +214,7 @@ def test_relative_or_missing_workspace_is_invalid(daemon: DaemonProcess) -> None
     """A relative or missing workspace path gives invalid_workspace."""
     for bad in ("relative/path", "/does/not/exist", ""):
         with pytest.raises(RemoteError) as info:
-            daemon.client().call("read_state", {"workspace": bad})
+            daemon.call("read_state", {"workspace": bad})
         assert info.value.kind == "invalid_workspace"
 
 
@@ -288,7 +288,7 @@ def test_user_edit_to_same_entry_wins_with_conflict(daemon: DaemonProcess) -> No
     path = memory_file(daemon)
     path.write_text(path.read_text().replace("original", "edited by the user"))
     with pytest.raises(Conflict):
-        daemon.client().call(
+        daemon.call(
             "update_entry", {"workspace": ws_of(daemon), "id": entry["id"], "content": "daemon version"}
         )
     assert "edited by the user" in path.read_text()

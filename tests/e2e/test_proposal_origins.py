@@ -32,7 +32,7 @@ def refused(d: DaemonProcess, params: dict[str, Any]) -> RemoteError:
     """The error ``propose`` answers, checking that neither file changed."""
     before = files(d)
     with pytest.raises(RemoteError) as info:
-        d.client().call("propose", {"workspace": ws(d), "title": "T", **params})
+        d.call("propose", {"workspace": ws(d), "title": "T", **params})
     assert files(d) == before
     return info.value
 

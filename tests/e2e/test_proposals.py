@@ -52,7 +52,7 @@ def memory_entries(d: DaemonProcess) -> list[fmt.Entry]:
 def expect_kind(d: DaemonProcess, kind: str, method: str, params: dict[str, Any]) -> None:
     before = file_bytes(d)
     with pytest.raises(RemoteError) as info:
-        d.client().call(method, params)
+        d.call(method, params)
     assert info.value.kind == kind
     assert file_bytes(d) == before
 
@@ -204,7 +204,7 @@ def test_approval_survives_kill_at_each_step(daemon: DaemonProcess, point: str) 
     props = [propose(daemon, f"fact number {i}")["proposal"]["id"] for i in range(3)]
     daemon.restart({"MAKAD_FAULT_POINT": point})
     with pytest.raises(Exception):  # noqa: B017 - the daemon dies mid-call
-        daemon.client(timeout=10).call("approve", {"workspace": ws(daemon), "ids": props[:2]})
+        daemon.call("approve", {"workspace": ws(daemon), "ids": props[:2]}, timeout=10)
     assert daemon.proc is not None
     daemon.proc.wait(timeout=10)
     daemon.restart({"MAKAD_FAULT_POINT": ""})

@@ -136,7 +136,7 @@ def plant_everywhere(d: DaemonProcess, secret: Callable[[str], str]) -> None:
         },
     )
     with pytest.raises(RemoteError) as refused:
-        d.client().call(
+        d.call(
             "compact",
             {
                 "workspace": w,
@@ -208,7 +208,7 @@ def test_incognito_leaves_no_trace_on_disk(daemon: DaemonProcess) -> None:
         hits = daemon.call("search_history", {"workspace": w, "query": text, "sessionId": sid})
         assert hits["hits"], "the incognito session is searchable by its own id"
         with pytest.raises(RemoteError) as refused:
-            daemon.client().call(
+            daemon.call(
                 "propose",
                 {"workspace": w, "title": "P", "sessionId": sid, "content": needles[f"{marker}{n + 3}"]},
             )
@@ -283,9 +283,7 @@ def test_info_logs_carry_no_memory_content(daemon: DaemonProcess) -> None:
         "build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 3000, "query": words["query"]}
     )
     with pytest.raises(RemoteError):
-        daemon.client().call(
-            "update_entry", {"workspace": w, "id": "nope", "content": words["content"] + "x"}
-        )
+        daemon.call("update_entry", {"workspace": w, "id": "nope", "content": words["content"] + "x"})
     daemon.stop()
     log = daemon.log_text()
     assert '"level": "info"' in log

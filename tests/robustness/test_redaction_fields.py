@@ -158,9 +158,11 @@ class Planter:
                 self.proposal(ws)
             ),
             "reject": lambda: {"ids": [self.proposal(ws)], "reason": "no"},
+            # chatgpt: every line is a memory, so a planted value alone is imported too
+            # (an import that finds nothing is an error, which would plant nothing).
             "import_memories": lambda: {
-                "format": "markdown",
-                "data": f"# N\n\n## K\n- fact {self.counter()}\n",
+                "format": "chatgpt",
+                "data": f"fact {self.counter()}\n",
             },
             "build_context": lambda: {"sessionId": sid, "budgetTokens": 2000, "query": "deploys"},
             "compact": lambda: {"sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 50},

@@ -35,3 +35,4 @@ def test_bench_quick_prints_every_key() -> None:
         assert {"p50_ms", "p95_ms", "naive_p50_ms"} <= set(report["build_context"][size])
     assert {"ready_ms", "rss_mib_idle", "rss_mib_loaded"} <= set(report["startup"])
     assert {"markdown_vs_plain", "not_utf8_vs_plain", "prepare_vs_one_parse"} <= set(report["memory_format"])
+    assert {"items", "p50_ms", "items_per_s", "pure_p50_ms", "ratio"} <= set(report["imports"])

@@ -146,6 +146,24 @@ def test_an_event_row_of_the_wrong_storage_class_reads_back_unverified(
     led.close()
 
 
+def test_an_event_type_no_makad_wrote_reads_back_as_a_system_event_unverified(
+    tmp_path: Path, template: bytes
+) -> None:
+    """A flipped bit inside an event's type ('user_messa'e') would crash every consumer that
+    switches on the type: it reads back as ``system``, unverified."""
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(template)
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TRIGGER IF EXISTS events_append_only")
+    conn.execute("UPDATE events SET type = 'user_messa''e' WHERE session_id = 's1' AND seq = 2")
+    conn.commit()
+    conn.close()
+    led = Ledger(path)
+    events = led.read_events("s1", after_seq=0, limit=3)
+    assert events[1].type == "system" and ("s1", 2) in led.unverified(events)
+    led.close()
+
+
 def test_a_damaged_search_index_is_rebuilt_in_place_and_history_stays(
     tmp_path: Path, template: bytes
 ) -> None:

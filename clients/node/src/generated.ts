@@ -398,6 +398,8 @@ export interface ImportParams {
   format?: string | null;
   /** @default null */
   requestId?: string | null;
+  /** @default false */
+  progress?: boolean;
 }
 
 export interface ImportResultWire {
@@ -407,6 +409,8 @@ export interface ImportResultWire {
   errors: ItemError[];
   skipped: ItemError[];
   revision: number;
+  /** @default 0 */
+  deferred?: number;
 }
 
 /** Why one item (or the whole input, locator ``file``) was not imported; never its content. */
@@ -543,16 +547,28 @@ export interface OpenSessionParams {
   incognito?: boolean | null;
 }
 
+/**
+ * What the user changed before approving. ``supersedes``: an active entry the approved
+ * one replaces (archived in the same write), e.g. a near duplicate merged into it.
+ */
 export interface ProposalEdit {
   title?: string;
   content?: string;
   tags?: string[];
+  supersedes?: string | null;
 }
 
+/**
+ * An open proposal; ``note`` says why the daemon queued it itself, if it did:
+ * ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+ * dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+ */
 export interface ProposalView {
   proposal: Entry;
   /** @default [] */
   similarTo?: string[];
+  /** @default null */
+  note?: string | null;
 }
 
 export interface ProposalsResult {
@@ -886,6 +902,8 @@ export interface StatusResult {
   connections: number;
   /** @default [] */
   warnings?: WorkspaceWarning[];
+  /** @default false */
+  socketActivated?: boolean;
 }
 
 export interface SubscribeParams {
@@ -1259,7 +1277,7 @@ export interface Methods {
     result: HistoryResult;
     errors: "invalid_workspace" | "not_found";
   };
-  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. */
+  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits). */
   import_memories: {
     params: {
       workspace: string;
@@ -1271,6 +1289,8 @@ export interface Methods {
       format?: string | null;
       /** @default null */
       requestId?: string | null;
+      /** @default false */
+      progress?: boolean;
     };
     result: ImportResultWire;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "safe_mode" | "too_large";

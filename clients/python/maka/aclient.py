@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
@@ -44,8 +44,11 @@ class AsyncClient:
         *,
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
+        on_notification: Callable[[Notification], None] | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # Called with each notification as it is read (see Client.on_notification).
+        self.on_notification = on_notification
         self.timeout = timeout
         self.autostart = autostart
         self.reconnect_retries = reconnect_retries
@@ -60,13 +63,14 @@ class AsyncClient:
         self._ever_connected = False
         self._closing = False
         self._resuming = False
-        notes: tuple[MemoryObjectSendStream[Item], MemoryObjectReceiveStream[Item]] = (
-            anyio.create_memory_object_stream[Item](math.inf)
-        )
-        self._note_send, self._note_receive = notes
+        self._notes_closed = False
+        self._note_send, self._note_receive = _notes_stream()
 
     async def __aenter__(self) -> AsyncClient:
         self._closing = False
+        if self._notes_closed:
+            self._note_send, self._note_receive = _notes_stream()
+            self._notes_closed = False
         self._tg = anyio.create_task_group()
         await self._tg.__aenter__()
         return self
@@ -77,6 +81,9 @@ class AsyncClient:
             self._tg.cancel_scope.cancel()
             await self._tg.__aexit__(None, None, None)
             self._tg = None
+        self._note_send.close()
+        self._note_receive.close()
+        self._notes_closed = True
 
     async def aclose(self) -> None:
         """Close the connection and forget its subscriptions."""
@@ -138,8 +145,12 @@ class AsyncClient:
                 data = await stream.receive(1 << 20)
                 for message in self._codec.feed(data):
                     if is_notification(message):
+                        # (is_notification narrowed the message above)
+                        if self.on_notification is not None:
+                            self.on_notification(message)  # type: ignore[arg-type]
                         self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
+                    # A reply's id is one we sent (an int); anything else finds no waiter.
                     waiter = self._waiters.pop(message.get("id"), None)  # type: ignore[arg-type]
                     if waiter is not None:
                         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
@@ -220,6 +231,7 @@ class AsyncClient:
                     raise ProtocolError("the daemon closed the connection") from None
         finally:
             self._waiters.pop(request_id, None)
+            send.close()
             receive.close()
         return unwrap(message)
 
@@ -246,3 +258,8 @@ class AsyncClient:
 
 class _NotSent(Exception):
     """The request could not be written: it never reached the daemon."""
+
+
+def _notes_stream() -> tuple[MemoryObjectSendStream[Item], MemoryObjectReceiveStream[Item]]:
+    """The unbounded stream notifications wait in until ``notifications()`` takes them."""
+    return anyio.create_memory_object_stream[Item](math.inf)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 import socket
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from maka import autostart
@@ -39,8 +39,12 @@ class Client:
         *,
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
+        on_notification: Callable[[Notification], None] | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # Called with each notification as it is read, also during a call (like the Node
+        # client's "notification" event): e.g. import_progress while import_memories runs.
+        self.on_notification = on_notification
         self.timeout = timeout
         self.autostart = autostart
         self.reconnect_retries = reconnect_retries
@@ -128,7 +132,7 @@ class Client:
         while True:
             for message in self._read():
                 if is_notification(message):
-                    self._notifications.append(message)  # type: ignore[arg-type]
+                    self._notifications.append(message)  # type: ignore[arg-type]  # is_notification narrowed it
                 elif message.get("id") == request_id:
                     return unwrap(message)
 
@@ -148,7 +152,12 @@ class Client:
         if not data:
             self._drop()
             raise ProtocolError("the daemon closed the connection")
-        return self._codec.feed(data)
+        messages = self._codec.feed(data)
+        if self.on_notification is not None:
+            for message in messages:
+                if is_notification(message):
+                    self.on_notification(message)  # type: ignore[arg-type]
+        return messages
 
     def notifications(self) -> Iterator[Notification]:
         """Yield notifications (after ``subscribe``), blocking for the next one.
@@ -168,6 +177,7 @@ class Client:
                     raise
                 self._resume()
                 continue
+            # (is_notification narrows each message; mypy cannot follow it into a generator)
             self._notifications.extend(m for m in messages if is_notification(m))  # type: ignore[misc]
 
     def drain_notifications(self) -> list[Notification]:

@@ -423,6 +423,8 @@ class ImportParams(TypedDict):
     format: NotRequired[str | None]
     # default: null
     requestId: NotRequired[str | None]
+    # default: false
+    progress: NotRequired[bool]
 
 
 class ImportResultWire(TypedDict):
@@ -432,6 +434,8 @@ class ImportResultWire(TypedDict):
     errors: list[ItemError]
     skipped: list[ItemError]
     revision: int
+    # default: 0
+    deferred: NotRequired[int]
 
 
 class ItemError(TypedDict):
@@ -575,15 +579,27 @@ class OpenSessionParams(TypedDict):
 
 
 class ProposalEdit(TypedDict):
+    """What the user changed before approving. ``supersedes``: an active entry the approved
+    one replaces (archived in the same write), e.g. a near duplicate merged into it.
+    """
+
     title: NotRequired[str]
     content: NotRequired[str]
     tags: NotRequired[list[str]]
+    supersedes: NotRequired[str | None]
 
 
 class ProposalView(TypedDict):
+    """An open proposal; ``note`` says why the daemon queued it itself, if it did:
+    ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+    """
+
     proposal: Entry
     # default: []
     similarTo: NotRequired[list[str]]
+    # default: null
+    note: NotRequired[str | None]
 
 
 class ProposalsResult(TypedDict):
@@ -924,6 +940,8 @@ class StatusResult(TypedDict):
     connections: int
     # default: []
     warnings: NotRequired[list[WorkspaceWarning]]
+    # default: false
+    socketActivated: NotRequired[bool]
 
 
 class SubscribeParams(TypedDict):
@@ -1251,6 +1269,8 @@ class ImportMemoriesArgs(TypedDict):
     format: NotRequired[str | None]
     # default: null
     requestId: NotRequired[str | None]
+    # default: false
+    progress: NotRequired[bool]
 
 
 class ExportMemoriesArgs(TypedDict):
@@ -1625,7 +1645,7 @@ class Methods:
         return cast("HistoryResult", self._call("memory_history", dict(params)))
 
     def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -1937,7 +1957,7 @@ class AsyncMethods:
         return cast("HistoryResult", await self._call("memory_history", dict(params)))
 
     async def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing.
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -2087,9 +2107,7 @@ class AsyncMethods:
         """
         return cast("ListEpisodesResult", await self._call("list_episodes", dict(params)))
 
-    async def consolidation_candidates(
-        self, **params: Unpack[ConsolidationCandidatesArgs]
-    ) -> CandidatesResult:
+    async def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
         """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
 
         Errors: invalid_workspace, io_error.
@@ -2105,50 +2123,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = (
-    "ping",
-    "status",
-    "rpc.discover",
-    "shutdown",
-    "get_settings",
-    "set_settings",
-    "read_state",
-    "add_entry",
-    "update_entry",
-    "archive_entry",
-    "restore_entry",
-    "delete_entry",
-    "list_backups",
-    "restore_backup",
-    "subscribe",
-    "unsubscribe",
-    "propose",
-    "list_proposals",
-    "approve",
-    "reject",
-    "memory_history",
-    "import_memories",
-    "export_memories",
-    "build_context",
-    "compact",
-    "list_checkpoints",
-    "get_checkpoint",
-    "open_session",
-    "list_sessions",
-    "close_session",
-    "delete_session",
-    "append_events",
-    "read_events",
-    "search_history",
-    "retrieve",
-    "get_working_state",
-    "set_working_state",
-    "get_manifest",
-    "record_episode",
-    "list_episodes",
-    "consolidation_candidates",
-    "consolidate",
-)
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {

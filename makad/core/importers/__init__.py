@@ -1,9 +1,11 @@
 """Memory import: recognise a file's format and read its memories (pure; the service reads files).
 
-Formats: ``mem0`` (``get_all`` JSON), ``openmemory`` (``memories.json`` / ``.jsonl``),
-``chatgpt`` (``[date] - text`` lines), ``claude_code`` (``MEMORY.md`` index + topic
-files), ``claude_md`` (``CLAUDE.md`` bullets), ``mcp_memory`` (the MCP memory
-server's JSONL graph), ``letta`` (``.af`` memory blocks), ``markdown`` (bullets).
+Formats: ``makad`` (makad's own JSON and Markdown exports, a MEMORY.md), ``mem0``
+(``get_all`` JSON), ``openmemory`` (``memories.json`` / ``.jsonl``), ``chatgpt``
+(``[date] - text`` lines, or plain lines), ``claude_code`` (``MEMORY.md`` index + topic
+files), ``claude_md`` (``CLAUDE.md`` bullets), ``mcp_memory`` (the MCP memory server's
+JSONL graph), ``letta`` (``.af`` memory blocks), ``honcho`` (conclusions, peer cards),
+``supermemory`` (document lists, memory entries), ``markdown`` (bullets).
 
 Every item keeps its source id (or a content hash) and timestamps; a malformed
 item becomes an ``ItemError`` and the rest still import. ``content_key`` is what
@@ -12,6 +14,7 @@ the service compares to make a re-import add nothing.
 
 from makad.core.importers.parsing import parse
 from makad.core.importers.records import (
+    EXPECTED,
     FORMATS,
     FormatName,
     ImportItem,
@@ -22,6 +25,7 @@ from makad.core.importers.records import (
 from makad.core.importers.sniffing import sniff
 
 __all__ = [
+    "EXPECTED",
     "FORMATS",
     "FormatName",
     "ImportItem",

@@ -3,6 +3,8 @@
 ChatGPT has no memory export button; the list is copied by hand or asked for
 ("list my saved memories with their dates"), which yields one memory a line as
 ``[2024-05-12] - text`` (also numbered or bulleted, with ``.``/``:``/``—`` after the date).
+Copied from Settings → Personalization → Manage memories, it is one memory a line
+with no dates at all.
 """
 
 from __future__ import annotations
@@ -28,12 +30,23 @@ def dated_line(line: str) -> tuple[int, str] | None:
     return (created, match.group("text")) if created is not None else None
 
 
+_LIST_MARK: Final = re.compile(r"^\s*(?:[-*+•]\s+|\d+[.)]\s+)")
+
+
 def parse_chatgpt(text: str) -> ImportResult:
+    """Dated lines when the list has any (other lines are then errors: a header, a stray
+    remark); a plain list pasted from "Manage memories" has none, and every line is one."""
     out = Collector("chatgpt")
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            out.read(f"line {number}", _line_item, out, number, line)
+    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    dated = any(dated_line(line) is not None for _, line in lines)
+    for number, line in lines:
+        reader = _line_item if dated else _plain_item
+        out.read(f"line {number}", reader, out, number, line)
     return out.result()
+
+
+def _plain_item(out: Collector, number: int, line: str) -> None:
+    out.item(f"line {number}", _LIST_MARK.sub("", line, count=1))
 
 
 def _line_item(out: Collector, number: int, line: str) -> None:

@@ -44,20 +44,29 @@ class Collector:
         source_id: object = None,
         created: object = None,
         updated: object = None,
+        exact: bool = False,
     ) -> None:
-        """Add one item, or raise ``ItemProblem`` when its content is missing or not text."""
+        """Add one item, or raise ``ItemProblem`` when its content is missing or not text.
+
+        ``exact`` (makad's own exports): title, content and tags as they are, only blank
+        lines around the content dropped (as MEMORY.md does), so a round trip is lossless.
+        """
         if not isinstance(content, str):
             raise ItemProblem("content is missing or not text")
-        body = content.strip()
-        if not body:
+        body = _without_blank_edges(content) if exact else content.strip()
+        if not body.strip():
             raise ItemProblem("content is empty")
         given_title = title if isinstance(title, str) else None
         sid = source_id if isinstance(source_id, str | int) and str(source_id).strip() else None
+        if exact and given_title and given_title.strip() and "\n" not in given_title:
+            kept_title = given_title.strip()
+        else:
+            kept_title = derive_title(given_title, body)
         self.items.append(
             ImportItem(
-                title=derive_title(given_title, body),
+                title=kept_title,
                 content=body,
-                tags=normalize_tags(tags),
+                tags=[t for t in tags if isinstance(t, str) and t] if exact else normalize_tags(tags),
                 source_id=str(sid).strip() if sid is not None else hash_id(body),
                 created_at_ms=to_epoch_ms(created),
                 updated_at_ms=to_epoch_ms(updated),
@@ -82,6 +91,15 @@ class Collector:
 
     def result(self) -> ImportResult:
         return ImportResult(format=self.format, items=self.items, errors=self.errors, skipped=self.skipped)
+
+
+def _without_blank_edges(text: str) -> str:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    while lines and not lines[0].strip():
+        lines.pop(0)
+    while lines and not lines[-1].strip():
+        lines.pop()
+    return "\n".join(lines)
 
 
 def load_json(text: str) -> tuple[bool, Any]:

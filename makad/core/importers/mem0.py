@@ -33,12 +33,25 @@ def parse_mem0(text: str) -> ImportResult:
     return out.result()
 
 
+def categories(memory: dict[str, Any]) -> list[str]:
+    """``categories`` (the platform's) and ``metadata.category`` / ``metadata.categories``
+    (what apps set through ``add(..., metadata=...)``), each a string or a list."""
+    found: list[str] = []
+    metadata = memory.get("metadata")
+    for value in (
+        memory.get("categories"),
+        *((metadata.get("category"), metadata.get("categories")) if isinstance(metadata, dict) else ()),
+    ):
+        found += [value] if isinstance(value, str) else string_list(value)
+    return found
+
+
 def _mem0_item(out: Collector, locator: str, record: object) -> None:
     memory = as_object(record)
     out.item(
         locator,
         memory.get("memory"),
-        tags=string_list(memory.get("categories")),
+        tags=categories(memory),
         source_id=memory.get("id") or memory.get("hash"),
         created=memory.get("created_at"),
         updated=memory.get("updated_at"),
@@ -63,7 +76,7 @@ def _openmemory_item(out: Collector, locator: str, record: object, names: dict[s
     memory: dict[str, Any] = as_object(record)
     if memory.get("state") == "deleted":
         raise ItemSkipped("deleted in the source")
-    tags = string_list(memory.get("categories"))
+    tags = categories(memory)
     tags += [names[c] for c in string_list(memory.get("category_ids")) if c in names]
     out.item(
         locator,

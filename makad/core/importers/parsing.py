@@ -8,7 +8,9 @@ from typing import Final
 from makad.core.importers.chatgpt import parse_chatgpt
 from makad.core.importers.claude import parse_claude_code, parse_claude_md
 from makad.core.importers.collect import FileProblem
+from makad.core.importers.honcho import parse_honcho
 from makad.core.importers.letta import parse_letta
+from makad.core.importers.makad import parse_makad
 from makad.core.importers.markdown import parse_bullets
 from makad.core.importers.mcp_memory import parse_mcp_memory
 from makad.core.importers.mem0 import parse_mem0, parse_openmemory
@@ -19,8 +21,12 @@ from makad.core.importers.records import (
     ImportResult,
     ItemError,
 )
+from makad.core.importers.supermemory import parse_supermemory
 
 _READERS: Final[dict[FormatName, Callable[[str], ImportResult]]] = {
+    "makad": parse_makad,
+    "honcho": parse_honcho,
+    "supermemory": parse_supermemory,
     "mem0": parse_mem0,
     "openmemory": parse_openmemory,
     "chatgpt": parse_chatgpt,

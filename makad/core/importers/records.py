@@ -6,16 +6,14 @@ import hashlib
 import re
 import unicodedata
 from collections.abc import Iterable
-from typing import Final, Literal
+from typing import Final, Literal, get_args
 
 import msgspec
 
 from makad.core.types import Record
 
 FormatName = Literal[
-    "mem0", "openmemory", "chatgpt", "claude_code", "claude_md", "mcp_memory", "letta", "markdown"
-]
-FORMATS: Final[tuple[FormatName, ...]] = (
+    "makad",
     "mem0",
     "openmemory",
     "chatgpt",
@@ -23,8 +21,27 @@ FORMATS: Final[tuple[FormatName, ...]] = (
     "claude_md",
     "mcp_memory",
     "letta",
+    "honcho",
+    "supermemory",
     "markdown",
-)
+]
+FORMATS: Final[tuple[FormatName, ...]] = get_args(FormatName)
+# What each format's reader looks for: named when a file yields no memory at all.
+EXPECTED: Final[dict[FormatName, str]] = {
+    "makad": 'a makad export: JSON {"entries": [...]} or MEMORY.md-style "## Title" sections',
+    "mem0": 'mem0 get_all JSON: {"results": [{"memory": "..."}]} or a list of such records',
+    "openmemory": 'an OpenMemory export: memories.json or memories.jsonl with "content" records',
+    "chatgpt": 'ChatGPT saved memories: one memory per line ("[2024-05-12] - text" or plain lines)',
+    "claude_code": "a Claude Code memory directory: MEMORY.md index and topic files with frontmatter",
+    "claude_md": 'CLAUDE.md instructions with bullets ("- text")',
+    "mcp_memory": 'the MCP memory server\'s JSONL: {"type": "entity", "observations": [...]} lines',
+    "letta": "a Letta agent file (.af) with memory blocks",
+    "honcho": 'Honcho conclusions or observations: {"items": [{"content": ..., "observer_id": ...}]}, '
+    'a list of them, or a peer card {"peer_card": [...]}',
+    "supermemory": 'a Supermemory document list {"memories": [...], "pagination": ...} or '
+    '{"documents": [{"memoryEntries": [...]}]}',
+    "markdown": 'Markdown with top-level bullets ("- text")',
+}
 
 TITLE_MAX_CHARS: Final = 80
 MAX_TAGS: Final = 10

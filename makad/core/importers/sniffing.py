@@ -3,17 +3,23 @@
 from __future__ import annotations
 
 import posixpath
+import re
 from collections import Counter
 from typing import Any, Final
 
 from makad.core.importers.chatgpt import dated_line
 from makad.core.importers.claude import INDEX_NAME, is_index, is_topic_file
 from makad.core.importers.collect import load_json
+from makad.core.importers.honcho import is_conclusion
+from makad.core.importers.markdown import BULLET
 from makad.core.importers.records import FormatName
+from makad.core.importers.supermemory import has_memory_entries, is_document
 from makad.errors import InvalidParams
 
 _SAMPLE_LINES: Final = 50
 _CLAUDE_MD_NAMES: Final = frozenset({"claude.md", "claude.local.md"})
+_MAKA_COMMENT: Final = "<!-- maka-memory:"
+_ENTRY_HEADING: Final = re.compile(r"^ {0,3}## ")
 
 
 def decode(data: str | bytes) -> str:
@@ -46,9 +52,16 @@ def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
         return "claude_code"
     if name == INDEX_NAME.casefold() and text.lstrip().startswith("---"):
         return "claude_code"
+    if _MAKA_COMMENT in text:
+        return "makad"
     dated = sum(dated_line(line) is not None for line in lines[:_SAMPLE_LINES])
     if dated and dated * 2 >= min(len(lines), _SAMPLE_LINES):
         return "chatgpt"
+    if not any(BULLET.match(line) for line in lines):
+        if any(_ENTRY_HEADING.match(line) for line in lines):
+            return "makad"  # "## Title" sections: a MEMORY.md typed by hand
+        if not any(line.lstrip().startswith("#") for line in lines):
+            return "chatgpt"  # a plain pasted list: one memory per line
     return "markdown"
 
 
@@ -57,11 +70,22 @@ def _record_format(record: Any) -> FormatName | None:
         return None
     if record.get("type") in ("entity", "relation"):
         return "mcp_memory"
+    if is_conclusion(record):
+        return "honcho"
+    if is_document(record) or has_memory_entries(record):
+        return "supermemory"
     if isinstance(record.get("memory"), str):
         return "mem0"
     if isinstance(record.get("content"), str):
         return "openmemory"
     return None
+
+
+def _is_entry(record: Any) -> bool:
+    """A record of makad's JSON export (an Entry: id, title, content)."""
+    return isinstance(record, dict) and all(
+        isinstance(record.get(k), str) for k in ("id", "title", "content")
+    )
 
 
 def _vote(records: list[Any]) -> FormatName | None:
@@ -78,7 +102,19 @@ def _json_format(document: dict[str, Any] | list[Any]) -> FormatName | None:
         return "letta"
     if isinstance(document.get("results"), list):
         return "mem0"
+    if "peer_card" in document:
+        return "honcho"
+    for key in ("items", "documents", "entries"):
+        if isinstance(document.get(key), list):
+            records = document[key][:_SAMPLE_LINES]
+            if key == "entries" and records and all(_is_entry(r) for r in records):
+                return "makad"
+            found = _vote(records)
+            if found in ("honcho", "supermemory"):
+                return found
     if isinstance(document.get("memories"), list):
+        if isinstance(document.get("pagination"), dict):
+            return "supermemory"
         return _vote(document["memories"][:_SAMPLE_LINES]) or "openmemory"
     if isinstance(document.get("entities"), list) or isinstance(document.get("relations"), list):
         return "mcp_memory"

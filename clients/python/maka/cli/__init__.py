@@ -14,7 +14,7 @@ import json
 import os
 import sys
 
-from maka.cli import completion, context, episodes, mcp, memory, proposals, review, system, watch
+from maka.cli import backups, completion, context, episodes, mcp, memory, proposals, review, system, watch
 from maka.cli.common import (
     EXIT_CODES_HELP,
     EXIT_INTERRUPTED,
@@ -23,20 +23,24 @@ from maka.cli.common import (
     EXIT_PROTOCOL,
     EXIT_REMOTE,
     EXIT_USAGE,
+    WORKSPACE_HELP,
     CliError,
     Parents,
+    Parser,
+    absolute,
     announce_autostart,
 )
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+from makad import __version__
 
 __all__ = ["EXIT_NO_DAEMON", "EXIT_OK", "EXIT_PROTOCOL", "EXIT_REMOTE", "EXIT_USAGE", "build_parser", "main"]
 
-GROUPS = (system, memory, proposals, review, episodes, watch, context, completion, mcp)
+GROUPS = (system, memory, proposals, review, backups, episodes, watch, context, completion, mcp)
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = Parser(
         prog="maka",
         description="Talk to the makad memory daemon.",
         epilog=EXIT_CODES_HELP,
@@ -45,7 +49,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--socket", metavar="SOCKET", help="daemon socket (env MAKAD_SOCKET; default: runtime dir)"
     )
+    parser.add_argument("--version", action="version", version=f"maka {__version__}")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
+    parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None, help=WORKSPACE_HELP)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
     parser.add_argument(
         "--no-autostart",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import logging
 import os
 import shlex
@@ -15,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from maka.client import Client
+from maka.workspace import resolve_workspace
 
 EXIT_OK, EXIT_REMOTE, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PROTOCOL = 0, 1, 2, 3, 4
 EXIT_INTERRUPTED = 130
@@ -41,8 +43,33 @@ class CliError(Exception):
 
 
 def default_workspace() -> str:
-    """$MAKA_WORKSPACE, else the current directory; always absolute."""
-    return absolute(os.environ.get("MAKA_WORKSPACE") or os.getcwd())
+    """$MAKA_WORKSPACE, else the workspace found by walking up from the current directory
+    (like git: the nearest folder holding memory/MEMORY.md or .git); always absolute."""
+    return resolve_workspace(None)
+
+
+def did_you_mean(given: str, choices: Iterable[str], *, casefold: bool = False) -> str | None:
+    """The choice closest to ``given`` (difflib's ratio, 0.6 at least), if any."""
+    pool = list(choices)
+    if casefold:
+        folded = {c.casefold(): c for c in pool}
+        if given.casefold() in folded:
+            return folded[given.casefold()]
+    close = difflib.get_close_matches(given, pool, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with "did you mean" for a mistyped command or choice."""
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        choices = action.choices
+        if choices is None or value in choices:
+            return
+        names = [str(c) for c in choices]
+        close = did_you_mean(str(value), names)
+        hint = f"; did you mean {close!r}?" if close else f" (choose from {', '.join(names)})"
+        raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
 
 
 def absolute(path: str) -> str:
@@ -70,28 +97,39 @@ def _json_parent() -> argparse.ArgumentParser:
     return parser
 
 
+WORKSPACE_HELP = "workspace directory (env MAKA_WORKSPACE; default: found like git from the current one)"
+
+
 def _workspace_parent() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(add_help=False)
+    # SUPPRESS: absent after the command, the value given before it (or None) stays.
     parser.add_argument(
-        "-w",
-        "--workspace",
-        metavar="DIR",
-        type=absolute,
-        default=None,
-        help="workspace directory (env MAKA_WORKSPACE; default: the current one)",
+        "-w", "--workspace", metavar="DIR", type=absolute, default=argparse.SUPPRESS, help=WORKSPACE_HELP
     )
     return parser
 
 
 def workspace_of(args: argparse.Namespace) -> str:
+    """``-w`` (before or after the command), else $MAKA_WORKSPACE, else found like git."""
     ws: str | None = getattr(args, "workspace", None)
     return ws or default_workspace()
+
+
+DERIVED_ID_PREFIX = "h-"
+
+
+def _id_matches(known: str, wanted: str) -> bool:
+    """``wanted`` starts ``known``, or its hex part for an entry typed by hand (``h-…``)."""
+    return known.startswith(wanted) or (
+        known.startswith(DERIVED_ID_PREFIX) and known[len(DERIVED_ID_PREFIX) :].startswith(wanted)
+    )
 
 
 def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 
-    An id that matches nothing is passed on unchanged so the daemon reports it.
+    An id that matches nothing is passed on unchanged so the daemon reports it, after a
+    "did you mean" on stderr when a known id is close to it.
     """
     pool = list(dict.fromkeys(known))
     out: list[str] = []
@@ -99,11 +137,25 @@ def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
         if wanted in pool:
             out.append(wanted)
             continue
-        matches = [k for k in pool if k.startswith(wanted)]
+        matches = [k for k in pool if _id_matches(k, wanted)]
         if len(matches) > 1:
             raise CliError(f"id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
+        if not matches:
+            _hint_close_id(wanted, pool)
         out.append(matches[0] if matches else wanted)
     return out
+
+
+def _hint_close_id(wanted: str, pool: list[str]) -> None:
+    """Print the known id whose start (or hex part's start) is closest to ``wanted``."""
+    starts: dict[str, str] = {}
+    for known in pool:
+        hex_part = known.removeprefix(DERIVED_ID_PREFIX)
+        for start in (known[: len(wanted)], hex_part[: len(wanted)]):
+            starts.setdefault(start, known)
+    close = did_you_mean(wanted, starts)
+    if close is not None:
+        print(f"maka: no id starts with {wanted!r}; did you mean {starts[close][:12]}?", file=sys.stderr)
 
 
 def read_text_arg(value: str) -> str:

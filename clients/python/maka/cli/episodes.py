@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from maka.cli.common import EXIT_OK, CliError, Parents, workspace_of
-from maka.cli.output import age, print_json, short_id, table, terminal_width
+from maka.cli.output import age, print_json, short_id, show_table
 from maka.client import Client
 
 
@@ -34,7 +34,7 @@ def cmd_episodes(client: Client, args: argparse.Namespace) -> int:
         ]
         for e in episodes
     ]
-    print(table(["ID", "WHEN", "SESSION", "TAGS", "SUMMARY"], rows, terminal_width()))
+    show_table(["ID", "WHEN", "SESSION", "TAGS", "SUMMARY"], rows)
     return EXIT_OK
 
 
@@ -65,7 +65,7 @@ def cmd_consolidate(client: Client, args: argparse.Namespace) -> int:
         [c["tag"], str(c["episodeCount"]), str(c["sessionCount"]), "yes" if c["eligible"] else "no"]
         for c in candidates
     ]
-    print(table(["TAG", "EPISODES", "SESSIONS", "ELIGIBLE"], rows, terminal_width()))
+    show_table(["TAG", "EPISODES", "SESSIONS", "ELIGIBLE"], rows)
     print("\n`maka consolidate TAG` queues a digest proposal for your approval.")
     return EXIT_OK
 

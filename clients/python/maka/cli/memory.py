@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+import tempfile
+from pathlib import Path
 from typing import Any
 
 from maka.cli.common import (
@@ -25,12 +28,11 @@ from maka.cli.output import (
     print_json,
     short_id,
     short_ids,
-    table,
-    terminal_width,
+    show_table,
     timestamp,
 )
 from maka.client import Client
-from maka.errors import MethodNotFound
+from maka.errors import Conflict, MethodNotFound
 
 
 def csv_tags(value: str) -> list[str]:
@@ -44,10 +46,25 @@ def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, An
     return state
 
 
+# What to do about a warning, beyond what its message says (the daemon's words are kept).
+WARNING_FIXES = {
+    "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md (docs/FORMAT.md), "
+    "or queue the bullets for review: maka import memory/MEMORY.md --format markdown",
+    "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
+}
+
+
 def warn_status(state: dict[str, Any]) -> None:
+    """The memory's status when it is not ok, and every warning with its fix, on stderr."""
     if state.get("status") != "ok":
         reason = f": {state['reason']}" if state.get("reason") else ""
         print(f"maka: memory is {state.get('status')}{reason}", file=sys.stderr)
+    warnings = state.get("warnings") or []
+    for warning in warnings:
+        print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
+    for kind in dict.fromkeys(w.get("kind") for w in warnings):
+        if kind in WARNING_FIXES:
+            print(f"  fix: {WARNING_FIXES[kind]}", file=sys.stderr)
 
 
 def entry_ids(client: Client, ws: str) -> list[str]:
@@ -84,7 +101,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         ]
         for e in entries
     ]
-    print(table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows, terminal_width()))
+    show_table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows)
     return EXIT_OK
 
 
@@ -180,13 +197,16 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
         params["content"] = read_text_arg(args.content).strip("\n")
     if args.tags is not None:
         params["tags"] = csv_tags(args.tags)
+    typed: str | None = None  # what the user typed in the editor, kept if the write fails
     if len(params) == 2:
         entry = entries.get(entry_id)
         if entry is None:
             raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
-        edited = parse_entry_form(
-            edit_in_editor(entry_form(entry["title"], entry.get("tags", []), entry["content"]))
-        )
+        if args.from_file:
+            typed = read_form_file(args.from_file)
+        else:
+            typed = edit_in_editor(entry_form(entry["title"], entry.get("tags", []), entry["content"]))
+        edited = parse_entry_form(typed)
         if edited is None:
             print("Cancelled: the content was empty.", file=sys.stderr)
             return EXIT_OK
@@ -196,13 +216,38 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
             return EXIT_OK
         # The editor may stay open a long time: refuse to overwrite a change made meanwhile.
         params.update(changes, expectedRevision=state["revision"])
-    result = client.call("update_entry", params)
+    try:
+        result = client.call("update_entry", params)
+    except Conflict:
+        if typed is not None and not args.from_file:
+            kept = keep_typed_text(typed)
+            print(
+                f"maka: the memory changed while you were editing; your text is kept in {kept}\n"
+                f"  apply it to the current version: maka memory edit {entry_id} --from {kept}",
+                file=sys.stderr,
+            )
+        raise
     if args.json:
         print_json(result)
     else:
         print(f"Updated {result['entry']['id']}: {result['entry']['title']}")
         _warn_redactions(result)
     return EXIT_OK
+
+
+def keep_typed_text(text: str) -> str:
+    """Save an edit the daemon refused in a private file (0600) that outlives the command."""
+    handle, path = tempfile.mkstemp(prefix="maka-edit-", suffix=".md")
+    with os.fdopen(handle, "w", encoding="utf-8") as out:
+        out.write(text)
+    return path
+
+
+def read_form_file(path: str) -> str:
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CliError(f"{path}: {exc.strerror}") from None
 
 
 def _each(method: str, verb: str) -> Command:
@@ -271,6 +316,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("--title")
     p.add_argument("--content", help="new content, or - for stdin")
     p.add_argument("--tags", metavar="CSV", help='replace the tags ("" clears them)')
+    p.add_argument(
+        "--from",
+        dest="from_file",
+        metavar="FILE",
+        help="apply an edit form saved earlier (the file a refused edit was kept in) instead of $EDITOR",
+    )
     p.set_defaults(func=cmd_edit)
 
     for name, method, verb, text in (

@@ -1,13 +1,19 @@
-"""Printing for people: tables that fit the terminal, relative ages, entry cards."""
+"""Printing for people: tables that fit the terminal (rich), relative ages (humanize), entry cards.
+
+Both libraries are imported when something is printed for people, so `--json`, completion
+and hooks do not pay for them.
+"""
 
 from __future__ import annotations
 
+import io
 import json
+import os
 import shutil
 import sys
 import time
-import unicodedata
 from collections.abc import Iterable, Sequence
+from datetime import timedelta
 from typing import Any, TextIO
 
 
@@ -15,15 +21,11 @@ def print_json(value: Any, file: TextIO | None = None) -> None:
     print(json.dumps(value, indent=2, ensure_ascii=False), file=file or sys.stdout)
 
 
-def char_width(char: str) -> int:
-    if unicodedata.combining(char):
-        return 0
-    return 2 if unicodedata.east_asian_width(char) in ("W", "F") else 1
-
-
 def display_width(text: str) -> int:
     """Columns the text takes in a terminal (CJK characters take two)."""
-    return sum(char_width(c) for c in text)
+    from rich.cells import cell_len
+
+    return cell_len(text)
 
 
 def one_line(text: str) -> str:
@@ -34,15 +36,11 @@ def truncate(text: str, width: int) -> str:
     """The text cut to ``width`` columns, ending in … when cut."""
     if display_width(text) <= width:
         return text
-    out: list[str] = []
-    used = 0
-    for char in text:
-        w = char_width(char)
-        if used + w > width - 1:
-            break
-        out.append(char)
-        used += w
-    return "".join(out) + "…"
+    from rich.text import Text
+
+    cut = Text(text)
+    cut.truncate(width, overflow="ellipsis")
+    return cut.plain
 
 
 def pad(text: str, width: int) -> str:
@@ -57,22 +55,78 @@ def terminal_width(stream: TextIO | None = None) -> int | None:
     return shutil.get_terminal_size((100, 24)).columns
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None) -> str:
-    """Aligned columns; when ``width`` is given the last column is cut to fit it."""
+def colorful(stream: TextIO | None = None) -> bool:
+    """Colours for a terminal that takes them, unless NO_COLOR is set (no-color.org)."""
+    stream = stream or sys.stdout
+    return stream.isatty() and not os.environ.get("NO_COLOR") and os.environ.get("TERM") != "dumb"
+
+
+# Cell styles by value, for the columns whose values mean something at a glance.
+STYLES = {
+    "active": "green",
+    "archived": "dim",
+    "draft": "yellow",
+    "open": "green",
+    "incognito": "magenta",
+    "manual": "cyan",
+    "extracted": "yellow",
+    "imported": "blue",
+    "true": "green",
+    "false": "dim",
+}
+_UNCUT = 1_000_000  # render width off a terminal: nothing is cut
+
+
+def table(
+    headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None, *, color: bool = False
+) -> str:
+    """Aligned columns (rich renders them; CJK counts double); when ``width`` is given the
+    last column is cut to fit it with an ellipsis. ``color``: ANSI styles for a terminal."""
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    grid = Table(
+        box=None,
+        padding=(0, 1),
+        pad_edge=False,
+        show_edge=False,
+        header_style="bold" if color else "",
+        expand=False,
+    )
     cells = [[one_line(c) for c in row] for row in rows]
-    widths = [display_width(h) for h in headers]
+    widths = [
+        max([display_width(h), *(display_width(row[i]) for row in cells)]) for i, h in enumerate(headers)
+    ]
+    # Only the last column gives way to the terminal's width (rich measures and cuts it).
+    room = None if width is None else max(8, width - sum(widths[:-1]) - 2 * (len(widths) - 1))
+    for index, header in enumerate(headers):
+        last = index == len(headers) - 1
+        grid.add_column(
+            header,
+            no_wrap=True,
+            overflow="ellipsis",
+            width=min(room, widths[index]) if last and room else widths[index],
+        )
     for row in cells:
-        for i, cell in enumerate(row[:-1]):
-            widths[i] = max(widths[i], display_width(cell))
-    lines = []
-    for row in [list(headers), *cells]:
-        head = "  ".join(pad(c, widths[i]) for i, c in enumerate(row[:-1]))
-        last = row[-1]
-        if width is not None:
-            room = max(8, width - display_width(head) - 2)
-            last = truncate(last, room)
-        lines.append(f"{head}  {last}".rstrip() if head else last)
-    return "\n".join(lines)
+        grid.add_row(*(Text(c, style=STYLES.get(c, "") if color else "") for c in row))
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        width=width if width is not None else _UNCUT,
+        force_terminal=color,
+        color_system="standard" if color else None,
+        no_color=not color,
+        highlight=False,
+        legacy_windows=False,
+    )
+    console.print(grid, crop=True, overflow="ellipsis", no_wrap=True)
+    return "\n".join(line.rstrip() for line in out.getvalue().rstrip("\n").split("\n"))
+
+
+def show_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
+    """Print a table for people: fitted to a terminal and coloured there, whole elsewhere."""
+    print(table(headers, rows, terminal_width(), color=colorful()))
 
 
 def now_ms() -> int:
@@ -80,22 +134,20 @@ def now_ms() -> int:
 
 
 def age(ms: int | None, now: int | None = None) -> str:
-    """'just now', '5 min ago', '3 h ago', '2 days ago' — or the date when older than 60 days."""
+    """'just now', '3 minutes ago', 'a day ago', '3 days ago' (humanize) — or the date when
+    older than 60 days."""
     if not ms:
         return "-"
-    seconds = ((now if now is not None else now_ms()) - ms) // 1000
-    if seconds < 0:
+    import humanize
+
+    millis = (now if now is not None else now_ms()) - ms
+    if millis < 0:
         return "in the future"
-    if seconds < 60:
+    if millis < 60_000:
         return "just now"
-    if seconds < 3600:
-        return f"{seconds // 60} min ago"
-    if seconds < 86400:
-        return f"{seconds // 3600} h ago"
-    days = seconds // 86400
-    if days <= 60:
-        return "1 day ago" if days == 1 else f"{days} days ago"
-    return time.strftime("%Y-%m-%d", time.localtime(ms / 1000))
+    if millis > 60 * 86_400_000:
+        return time.strftime("%Y-%m-%d", time.localtime(ms / 1000))
+    return str(humanize.naturaltime(timedelta(milliseconds=millis)))
 
 
 def timestamp(ms: int | None) -> str:

@@ -3,14 +3,22 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
+import shutil
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
+from maka.cli import review
 from maka.cli.common import EXIT_OK, CliError, Parents, absolute, resolve_ids, workspace_of
-from maka.cli.output import age, print_json, short_id, short_ids, table, terminal_width
+from maka.cli.memory import read_entries
+from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
+from maka.notifications import Notification
+
+NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
 
 
 def list_proposals(client: Client, ws: str) -> dict[str, Any]:
@@ -47,28 +55,43 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
                 f"{p.get('title', '')}{' (draft)' if status else ''}",
             ]
         )
-    print(table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows, terminal_width()))
+    show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
     print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
     return EXIT_OK
 
 
-def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str]]:
+def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str], dict[str, list[str]]]:
+    """The workspace, the proposal ids meant, and what each waiting one is similar to."""
     ws = workspace_of(args)
-    known = pending_ids(client, ws)
+    views = list_proposals(client, ws)["proposals"]
+    similar = {v["proposal"]["id"]: list(v.get("similarTo", [])) for v in views}
+    known = list(similar)
     if args.all:
         if args.ids:
             raise CliError("give proposal ids or --all, not both")
         if not known:
             raise CliError("no proposals waiting", EXIT_OK)
-        return ws, known
+        return ws, known, similar
     if not args.ids:
         raise CliError("name at least one proposal id, or --all")
-    return ws, resolve_ids(known, args.ids)
+    return ws, resolve_ids(known, args.ids), similar
 
 
 def cmd_approve(client: Client, args: argparse.Namespace) -> int:
-    ws, ids = _chosen(client, args)
-    result = client.call("approve", {"workspace": ws, "ids": ids})
+    ws, ids, similar = _chosen(client, args)
+    params: dict[str, Any] = {"workspace": ws, "ids": ids}
+    active = {e["id"]: e for e in read_entries(client, ws, archived=False).get("entries") or []}
+    if args.supersedes:
+        if len(ids) != 1:
+            raise CliError("--supersedes goes with one proposal id")
+        (target,) = resolve_ids(active, [args.supersedes])
+        params["edits"] = {ids[0]: {"supersedes": target}}
+    elif sys.stdin.isatty() and not args.json:
+        params["ids"], params["edits"] = _ask_near_duplicates(client, ws, ids, similar, active)
+        if not params["ids"]:
+            print("Nothing approved.", file=sys.stderr)
+            return EXIT_OK
+    result = client.call("approve", params)
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -76,15 +99,62 @@ def cmd_approve(client: Client, args: argparse.Namespace) -> int:
         entry = item["entry"]
         line = f"Approved {short_id(item['proposalId'])} → entry {entry['id']}: {entry['title']}"
         if item.get("superseded"):
-            line += f" (archived {short_id(item['superseded'])})"
+            line += f" (archived {short_id(item['superseded'])}, which it replaces)"
         print(line)
+        if not item.get("superseded") and not item.get("duplicateOf"):
+            _offer_replace(item["proposalId"], similar.get(item["proposalId"], []), active)
     if result.get("redactions"):
         print(f"note: {result['redactions']} secret(s) were redacted", file=sys.stderr)
     return EXIT_OK
 
 
+def _ask_near_duplicates(
+    client: Client, ws: str, ids: list[str], similar: dict[str, list[str]], active: dict[str, dict[str, Any]]
+) -> tuple[list[str], dict[str, Any]]:
+    """On a terminal: for each proposal close to an active entry, approve it as well, use it
+    instead of that entry, merge the two, or skip it. The ids to approve and their edits."""
+    views = {v["proposal"]["id"]: v for v in list_proposals(client, ws)["proposals"]}
+    keys = review.Keys(sys.stdin, sys.stdout)
+    chosen: list[str] = []
+    edits: dict[str, Any] = {}
+    for pid in ids:
+        view = views.get(pid)
+        targets = review.replaceable(view, active) if view else []
+        if view is None or not targets:
+            chosen.append(pid)
+            continue
+        print("\n".join(review.card(view, 1, 1, active, {}, shutil.get_terminal_size((100, 24)).columns)))
+        while True:
+            key = keys.key(NEAR_DUPLICATE_PROMPT)
+            if key == "a":
+                chosen.append(pid)
+            elif key in ("u", "m"):
+                changes = review.replacement(key, view["proposal"], targets, active, keys, sys.stdout)
+                if changes is None:
+                    continue
+                chosen.append(pid)
+                edits[pid] = changes
+            elif key != "s":
+                print(review.REPLACE_HELP + " · a approve as well · s skip", file=sys.stdout)
+                continue
+            break
+    return chosen, edits
+
+
+def _offer_replace(proposal_id: str, similar: list[str], active: dict[str, dict[str, Any]]) -> None:
+    """A near duplicate was approved beside the entry it resembles: say how to replace it."""
+    for entry_id in (s for s in similar if s in active):
+        print(
+            f"note: it is close to entry {short_id(entry_id)} ({active[entry_id]['title']!r}), which stays "
+            f"active: `maka memory archive {short_id(entry_id)}` retires that one. Next time, "
+            f"`maka approve ID --supersedes {short_id(entry_id)}` replaces it in one step, and "
+            "`maka review` offers to merge the two texts (keys u and m).",
+            file=sys.stderr,
+        )
+
+
 def cmd_reject(client: Client, args: argparse.Namespace) -> int:
-    ws, ids = _chosen(client, args)
+    ws, ids, _ = _chosen(client, args)
     params: dict[str, Any] = {"workspace": ws, "ids": ids}
     if args.reason:
         params["reason"] = args.reason
@@ -104,7 +174,12 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"workspace": workspace_of(args), "path": path}
     if args.format:
         params["format"] = args.format
-    result = client.call("import_memories", params)
+    if args.json or not sys.stderr.isatty():
+        result = client.call("import_memories", params)
+    else:
+        with ImportBar(client) as bar:
+            result = client.call("import_memories", {**params, "progress": True})
+            bar.done()
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -113,6 +188,12 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
         f"Imported {imported} memor{'y' if imported == 1 else 'ies'} from {result['format']} "
         f"into PENDING.md ({result['duplicates']} already known)."
     )
+    if result.get("deferred"):
+        print(
+            f"{result['deferred']} more did not fit under PENDING.md's size cap. Review the queue "
+            f"(maka review), then run the same `maka import {args.file}` again: what is already "
+            "queued or decided is not added twice."
+        )
     for problem in result.get("errors", []):
         print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)
     for skipped in result.get("skipped", []):
@@ -122,15 +203,63 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+class ImportBar:
+    """A progress bar on stderr for an import that takes more than a second (rich), fed by
+    the daemon's import_progress notifications; nothing is drawn for a quick one."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.started = time.monotonic()
+        self.after_s = float(os.environ.get("MAKA_PROGRESS_AFTER_S", "1"))
+        self.bar: Any = None
+        self.task: Any = None
+
+    def __enter__(self) -> ImportBar:
+        self.client.on_notification = self.note
+        return self
+
+    def note(self, message: Notification) -> None:
+        if message.get("method") != "import_progress":
+            return
+        progress: dict[str, Any] = dict(message.get("params") or {})
+        if self.bar is None:
+            if time.monotonic() - self.started < self.after_s:
+                return
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TimeElapsedColumn
+
+            self.bar = Progress(
+                "Importing",
+                BarColumn(),
+                MofNCompleteColumn(),
+                TimeElapsedColumn(),
+                console=Console(file=sys.stderr),
+                transient=True,
+            )
+            self.bar.start()
+            self.task = self.bar.add_task("import", total=progress.get("total"))
+        self.bar.update(self.task, completed=progress.get("done", 0), total=progress.get("total"))
+
+    def done(self) -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, completed=self.bar.tasks[0].total)
+
+    def __exit__(self, *exc: object) -> None:
+        self.client.on_notification = None
+        if self.bar is not None:
+            self.bar.stop()
+
+
 def cmd_export(client: Client, args: argparse.Namespace) -> int:
     result = client.call(
         "export_memories",
         {"workspace": workspace_of(args), "format": args.format, "includeArchived": args.archived},
     )
-    if args.json:
-        print_json(result)
-        return EXIT_OK
     data: str = result["data"]
+    if args.json:
+        # The JSON export is a document already: print it, not a string holding it.
+        print_json(json.loads(data) if args.format == "json" else result)
+        return EXIT_OK
     if args.output:
         Path(args.output).write_text(data, encoding="utf-8")
         print(f"Exported {result['count']} entries to {args.output}", file=sys.stderr)
@@ -156,6 +285,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         p.add_argument("--all", action="store_true", help="every proposal waiting")
         if name == "reject":
             p.add_argument("--reason", help="why (kept in the ledger)")
+        else:
+            p.add_argument(
+                "--supersedes",
+                metavar="ENTRY_ID",
+                help="an active entry the approved one replaces (archived in the same write)",
+            )
         p.set_defaults(func=func)
 
     p = sub.add_parser(
@@ -169,8 +304,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--format",
-        help="mem0, openmemory, chatgpt, claude_code, claude_md, "
-        "mcp_memory, letta or markdown (default: detected)",
+        help="makad, mem0, openmemory, chatgpt, claude_code, claude_md, mcp_memory, letta, "
+        "honcho, supermemory or markdown (default: detected)",
     )
     p.set_defaults(func=cmd_import)
 

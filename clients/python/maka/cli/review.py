@@ -1,6 +1,8 @@
 """`maka review`: one pass over the proposal queue, each proposal beside its similar entries.
 
 Keys: a approve · e edit then approve · r reject (asks for a reason) · s skip · q quit · ? help.
+When the proposal is close to an active entry: u approve it instead of that entry (which is
+archived: supersede) · m merge both texts in the editor, the result replacing the entry.
 On a terminal one key press is enough; from a pipe each line is a key (and the line after
 ``r`` is the reason), so ``printf 'a\\nr\\nstale\\n' | maka review`` works too.
 Each decision is sent at once: quitting keeps what was decided so far.
@@ -30,7 +32,9 @@ from maka.client import Client
 from maka.errors import NotFound
 
 KEYS_HELP = "a approve · e edit then approve · r reject · s skip · q quit"
+REPLACE_HELP = "u approve it instead of the similar entry (archived) · m merge both in the editor"
 PROMPT = "[a]pprove [e]dit [r]eject [s]kip [q]uit [?] "
+REPLACE_PROMPT = "[a]pprove [u]se instead [m]erge [e]dit [r]eject [s]kip [q]uit [?] "
 SIDE_BY_SIDE_MIN_WIDTH = 100
 SIMILAR_CONTENT_LINES = 4
 
@@ -150,22 +154,47 @@ def cmd_review(client: Client, args: argparse.Namespace) -> int:
     width = shutil.get_terminal_size((100, 24)).columns
     for index, view in enumerate(views, 1):
         print("\n".join(card(view, index, len(views), memory, pending, width)), file=out)
-        if not _decide(client, ws, view["proposal"], keys, outcome, out):
+        if not _decide(client, ws, view, memory, keys, outcome, out):
             outcome.skipped.extend(v["proposal"]["id"] for v in views[index - 1 :])
             break
     return _finish(outcome, args, out)
 
 
+def replaceable(view: dict[str, Any], memory: dict[str, dict[str, Any]]) -> list[str]:
+    """The active entries a proposal is similar to: what approving it could supersede."""
+    return [
+        s
+        for s in view.get("similarTo", [])
+        if s in memory
+        and memory[s].get("status", "active") == "active"
+        and s != view["proposal"].get("supersedes")
+    ]
+
+
 def _decide(
-    client: Client, ws: str, proposal: dict[str, Any], keys: Keys, outcome: Outcome, out: TextIO
+    client: Client,
+    ws: str,
+    view: dict[str, Any],
+    memory: dict[str, dict[str, Any]],
+    keys: Keys,
+    outcome: Outcome,
+    out: TextIO,
 ) -> bool:
     """Ask until one decision is made for this proposal; False when the user quits."""
+    proposal = view["proposal"]
     pid = proposal["id"]
+    targets = replaceable(view, memory)
     while True:
-        key = keys.key(PROMPT)
+        key = keys.key(REPLACE_PROMPT if targets else PROMPT)
         try:
             if key == "a":
                 _approve(client, ws, pid, {}, outcome, out)
+                return True
+            if key in ("u", "m") and targets:
+                changes = replacement(key, proposal, targets, memory, keys, out)
+                if changes is None:
+                    continue
+                _approve(client, ws, pid, changes, outcome, out)
                 return True
             if key == "e":
                 edited = parse_entry_form(
@@ -197,6 +226,53 @@ def _decide(
         if key == "q":
             return False
         print(KEYS_HELP, file=out)
+        if targets:
+            print(REPLACE_HELP, file=out)
+
+
+def replacement(
+    key: str,
+    proposal: dict[str, Any],
+    targets: list[str],
+    memory: dict[str, dict[str, Any]],
+    keys: Keys,
+    out: TextIO,
+) -> dict[str, Any] | None:
+    """The approval's edits for `u` (supersede a similar entry) or `m` (merge into it), or
+    None when the user backs out."""
+    target = _pick(targets, memory, keys, out)
+    if target is None:
+        return None
+    changes: dict[str, Any] = {"supersedes": target}
+    if key == "m":
+        merged = _merge(proposal, memory[target])
+        if merged is None:
+            print("Empty content: not approved. Choose again.", file=out)
+            return None
+        changes.update(merged)
+    return changes
+
+
+def _pick(targets: list[str], memory: dict[str, dict[str, Any]], keys: Keys, out: TextIO) -> str | None:
+    """The similar entry to replace: the only one, or the one the user picks by number."""
+    if len(targets) == 1:
+        return targets[0]
+    for number, entry_id in enumerate(targets, 1):
+        print(f"  {number}. {memory[entry_id].get('title', '')} ({short_id(entry_id)})", file=out)
+    answer = keys.line(f"Which entry (1-{len(targets)}, Enter to go back)? ")
+    if answer.isdigit() and 1 <= int(answer) <= len(targets):
+        return targets[int(answer) - 1]
+    return None
+
+
+def _merge(proposal: dict[str, Any], entry: dict[str, Any]) -> dict[str, Any] | None:
+    """The proposal and the entry in one editor form; the fields of the saved text."""
+    tags = list(dict.fromkeys([*proposal.get("tags", []), *entry.get("tags", [])]))
+    both = f"{proposal['content']}\n\n{entry['content']}"
+    edited = parse_entry_form(edit_in_editor(entry_form(proposal["title"], tags, both)))
+    if edited is None:
+        return None
+    return {"title": edited.title, "content": edited.content, "tags": edited.tags}
 
 
 def _approve(
@@ -208,8 +284,9 @@ def _approve(
     result = client.call("approve", params)
     for item in result["approved"]:
         outcome.approved.append({"proposalId": item["proposalId"], "entryId": item["entry"]["id"]})
-        edited = " (edited)" if changes else ""
-        print(f"Approved{edited} → entry {short_id(item['entry']['id'])}.", file=out)
+        edited = " (edited)" if set(changes) - {"supersedes"} else ""
+        replaced = f", replacing {short_id(item['superseded'])} (archived)" if item.get("superseded") else ""
+        print(f"Approved{edited} → entry {short_id(item['entry']['id'])}{replaced}.", file=out)
 
 
 def _finish(outcome: Outcome, args: argparse.Namespace, out: TextIO) -> int:

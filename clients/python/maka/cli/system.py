@@ -7,9 +7,10 @@ import json
 import sys
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, workspace_of
-from maka.cli.output import print_json, table
+from maka.cli.common import EXIT_OK, CliError, Parents, did_you_mean, workspace_of
+from maka.cli.output import print_json, show_table
 from maka.client import Client
+from maka.generated import SetSettingsParams
 
 
 def cmd_status(client: Client, args: argparse.Namespace) -> int:
@@ -41,11 +42,19 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+# The keys set_settings takes (from the generated types, so a new setting is known at once).
+SETTING_KEYS = tuple(k for k in SetSettingsParams.__annotations__ if k != "workspace")
+
+
 def parse_setting(pair: str) -> tuple[str, Any]:
     """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off."""
     key, sep, raw = pair.partition("=")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
+    if key not in SETTING_KEYS:
+        close = did_you_mean(key, SETTING_KEYS, casefold=True)
+        hint = f"did you mean {close!r}?" if close else f"the keys are {', '.join(SETTING_KEYS)}"
+        raise CliError(f"unknown setting {key!r}: {hint}")
     words = {"on": True, "off": False, "yes": True, "no": False}
     if raw.lower() in words:
         return key, words[raw.lower()]
@@ -66,7 +75,7 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         rows = [[key, json.dumps(value)] for key, value in result.items()]
-        print(table(["SETTING", "VALUE"], rows))
+        show_table(["SETTING", "VALUE"], rows)
     return EXIT_OK
 
 

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
+from maka.cli.changes import entry_changes
 from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace
 from maka.cli.output import now_ms, timestamp
 from maka.client import Client
@@ -24,9 +25,61 @@ def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     return line.rstrip()
 
 
+class Snapshots:
+    """The last entries, proposals and settings seen per workspace, to say what a
+    notification changed (notifications carry only the workspace and its revision)."""
+
+    def __init__(self, client: Client) -> None:
+        self.client = client
+        self.seen: dict[tuple[str, str], Any] = {}
+
+    def read(self, method: str, workspace: str) -> Any:
+        if method == "memory_changed":
+            state = self.client.call(
+                "read_state", {"workspace": workspace, "includeEntries": True, "includeArchived": True}
+            )
+            return state.get("entries") if state.get("status") == "ok" else None
+        if method == "proposals_changed":
+            listing = self.client.call("list_proposals", {"workspace": workspace})
+            return [v["proposal"] for v in listing["proposals"]]
+        if method == "settings_changed":
+            return self.client.call("get_settings", {"workspace": workspace})
+        return None
+
+    def remember(self, workspace: str) -> None:
+        for method in ("memory_changed", "proposals_changed", "settings_changed"):
+            self.seen[(method, workspace)] = self.read(method, workspace)
+
+    def changes(self, note: Mapping[str, Any]) -> list[str]:
+        """What this notification changed, one line each (nothing when it cannot be read)."""
+        method = str(note.get("method", ""))
+        workspace = str((note.get("params") or {}).get("workspace", ""))
+        before = self.seen.get((method, workspace))
+        after = self.read(method, workspace)
+        self.seen[(method, workspace)] = after
+        if before is None or after is None:
+            return []
+        if method == "settings_changed":
+            return [
+                f"{k} {json.dumps(before.get(k))} → {json.dumps(v)}"
+                for k, v in after.items()
+                if before.get(k) != v
+            ]
+        lines = [c.describe() for c in entry_changes(before, after)]
+        if method == "proposals_changed":
+            lines = [
+                line.replace("added ", "proposed ", 1).replace("removed ", "decided ", 1) for line in lines
+            ]
+        return lines
+
+
 def cmd_watch(client: Client, args: argparse.Namespace) -> int:
-    workspaces = args.workspace or [default_workspace()]
+    given = args.workspace  # a list after the command, one path before it, or None
+    workspaces = [given] if isinstance(given, str) else given or [default_workspace()]
+    snapshots = None if args.json else Snapshots(client)
     for ws in workspaces:
+        if snapshots is not None:
+            snapshots.remember(ws)
         result = client.call("subscribe", {"workspace": ws})
         # On stderr, so stdout carries only notifications; a script can wait for this line.
         print(f"watching {ws} (revision {result['revision']}); Ctrl-C to stop", file=sys.stderr, flush=True)
@@ -34,10 +87,12 @@ def cmd_watch(client: Client, args: argparse.Namespace) -> int:
     while True:
         try:
             for note in client.notifications():
-                if args.json:
+                if snapshots is None:
                     print(json.dumps(note, ensure_ascii=False), flush=True)
                 else:
                     print(describe(note, now_ms(), len(workspaces) > 1), flush=True)
+                    for line in snapshots.changes(note):
+                        print(f"    {line}", flush=True)
                 seen += 1
                 if args.count and seen >= args.count:
                     return EXIT_OK
@@ -58,7 +113,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         metavar="DIR",
         type=absolute,
         action="append",
-        help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: the current directory)",
+        default=argparse.SUPPRESS,
+        help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: found like git)",
     )
     p.add_argument(
         "-n",

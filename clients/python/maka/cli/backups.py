@@ -1,0 +1,133 @@
+"""`maka sessions`, `maka backups` and `maka undo`: what happened, and taking the last change back."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from maka.cli.changes import entry_changes
+from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, resolve_ids, workspace_of
+from maka.cli.memory import read_entries
+from maka.cli.output import age, print_json, short_ids, show_table
+from maka.client import Client
+
+FILES = {"memory": "MEMORY", "pending": "PENDING"}
+
+
+def cmd_sessions(client: Client, args: argparse.Namespace) -> int:
+    listing: dict[str, Any] = client.call(
+        "list_sessions", {"workspace": workspace_of(args), "includeClosed": not args.open}
+    )
+    if args.json:
+        print_json(listing)
+        return EXIT_OK
+    sessions = listing["sessions"]
+    if not sessions:
+        print("No sessions.")
+        return EXIT_OK
+    shown = short_ids(s["sessionId"] for s in sessions)
+    rows = [
+        [
+            shown[s["sessionId"]],
+            age(s.get("createdAt")),
+            ("open" if s.get("closedAt") is None else f"closed {age(s['closedAt'])}")
+            + (", incognito" if s.get("incognito") else ""),
+            str(s.get("eventCount", 0)),
+            s.get("title") or "-",
+        ]
+        for s in sessions
+    ]
+    show_table(["ID", "STARTED", "STATE", "EVENTS", "TITLE"], rows)
+    return EXIT_OK
+
+
+def backups_of(client: Client, ws: str) -> list[dict[str, Any]]:
+    listing: dict[str, Any] = client.call("list_backups", {"workspace": ws})
+    backups: list[dict[str, Any]] = listing["backups"]
+    return backups
+
+
+def cmd_backups(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    if args.json:
+        print_json({"backups": backups_of(client, ws)})
+        return EXIT_OK
+    backups = backups_of(client, ws)
+    if not backups:
+        print("No backups yet: one is kept each time the daemon rewrites a file.")
+        return EXIT_OK
+    rows = [[b["backupId"], b["file"], age(b.get("createdAt")), f"{b['size']:,} B"] for b in backups]
+    show_table(["ID", "FILE", "SAVED", "SIZE"], rows)
+    print("\n`maka undo` restores the newest MEMORY backup; `maka undo ID` a chosen one.")
+    return EXIT_OK
+
+
+def cmd_undo(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    before = read_entries(client, ws)  # first: its revision guards the restore
+    backups = backups_of(client, ws)
+    if args.backup:
+        (backup_id,) = resolve_ids([b["backupId"] for b in backups], [args.backup])
+        chosen = next((b for b in backups if b["backupId"] == backup_id), {"backupId": backup_id})
+    else:
+        kind = FILES[args.file]
+        found = [b for b in backups if b["file"] == kind]
+        if not found:
+            raise CliError(f"nothing to undo: no backup of {kind}.md yet", EXIT_REMOTE)
+        chosen = found[0]
+    result = client.call(
+        "restore_backup",
+        {"workspace": ws, "backupId": chosen["backupId"], "expectedRevision": before["revision"]},
+    )
+    if args.json:
+        print_json(result)
+        return EXIT_OK
+    name = f"{chosen.get('file', FILES[args.file])}.md"
+    print(
+        f"Restored {name} as it was {age(int(chosen.get('createdAt') or 0))} (backup {chosen['backupId']})."
+    )
+    if name == "MEMORY.md":
+        for line in describe_changes(
+            before.get("entries") or [], read_entries(client, ws).get("entries") or []
+        ):
+            print(f"  {line}")
+    if result.get("undoBackupId"):
+        print(f"`maka undo {result['undoBackupId']}` puts back what this replaced.")
+    return EXIT_OK
+
+
+def describe_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) -> list[str]:
+    """What a restore did to the entries, one line each (an entry added back "brought back")."""
+    lines = [
+        c.describe().replace("added ", "brought back ", 1) if c.action == "added" else c.describe()
+        for c in entry_changes(before, after)
+    ]
+    return lines or ["no entry changed"]
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    p = sub.add_parser(
+        "sessions", parents=parents.scoped, help="the workspace's agent sessions (list_sessions)"
+    )
+    p.add_argument("--open", action="store_true", help="only sessions still open")
+    p.set_defaults(func=cmd_sessions)
+
+    p = sub.add_parser(
+        "backups",
+        parents=parents.scoped,
+        help="the saved versions of MEMORY.md and PENDING.md (list_backups)",
+    )
+    p.set_defaults(func=cmd_backups)
+
+    p = sub.add_parser(
+        "undo",
+        parents=parents.scoped,
+        help="restore the version before the last change (restore_backup)",
+        description="Restores the newest backup of MEMORY.md (or --file pending), i.e. the file "
+        "as it was before the daemon's last write, or the backup named. The restore is "
+        "itself a write with its own backup, so it can be undone the same way. Refused "
+        "with conflict when the file changes while it runs.",
+    )
+    p.add_argument("backup", nargs="?", metavar="BACKUP_ID", help="a backup id (or a unique prefix)")
+    p.add_argument("--file", choices=sorted(FILES), default="memory", help="which file (default: memory)")
+    p.set_defaults(func=cmd_undo)

@@ -1,0 +1,116 @@
+"""`maka sessions`, `maka backups` and `maka undo` against a real daemon."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from tests.cli.helpers import run_maka
+from tests.support import DaemonProcess
+
+
+def maka(d: DaemonProcess, new_ws: Path, *args: str) -> tuple[int, str, str]:
+    result = run_maka(d, *args, "-w", str(new_ws), workspace=False)
+    return result.returncode, result.stdout, result.stderr
+
+
+def call(d: DaemonProcess, new_ws: Path, method: str, **params: Any) -> Any:
+    return d.call(method, {"workspace": str(new_ws), **params})
+
+
+def memory_text(new_ws: Path) -> str:
+    return (new_ws / "memory" / "MEMORY.md").read_text()
+
+
+def test_sessions_lists_each_session(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """sessions shows every session with its title and event count; --json is list_sessions."""
+    sid = call(module_daemon, new_ws, "open_session", title="Fix the build")["sessionId"]
+    call(
+        module_daemon,
+        new_ws,
+        "append_events",
+        sessionId=sid,
+        events=[{"type": "user_message", "text": "hi"}] * 3,
+    )
+    code, out, _ = maka(module_daemon, new_ws, "sessions")
+    assert code == 0
+    header, row = out.splitlines()[:2]
+    assert header.split() == ["ID", "STARTED", "STATE", "EVENTS", "TITLE"]
+    assert row.endswith("Fix the build") and " 3 " in row and "open" in row
+    code, out, _ = maka(module_daemon, new_ws, "sessions", "--json")
+    assert [s["sessionId"] for s in json.loads(out)["sessions"]] == [sid]
+
+
+def test_no_sessions_says_so(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """sessions in a workspace without any says so and exits 0."""
+    code, out, _ = maka(module_daemon, new_ws, "sessions")
+    assert code == 0 and "No sessions." in out
+
+
+def test_backups_lists_the_saved_versions(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """Each write keeps the version it replaced; backups lists them newest first."""
+    call(module_daemon, new_ws, "add_entry", title="One", content="first")
+    call(module_daemon, new_ws, "add_entry", title="Two", content="second")
+    code, out, _ = maka(module_daemon, new_ws, "backups")
+    assert code == 0
+    rows = out.splitlines()
+    assert rows[0].split()[:3] == ["ID", "FILE", "SAVED"] and "MEMORY" in rows[1]
+    listed = json.loads(maka(module_daemon, new_ws, "backups", "--json")[1])["backups"]
+    assert listed and listed[0]["file"] == "MEMORY"
+
+
+def test_undo_restores_the_version_before_the_last_change(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """undo puts MEMORY.md back as it was before the last write and says what it undid."""
+    call(module_daemon, new_ws, "add_entry", title="Keep", content="kept")
+    before = memory_text(new_ws)
+    call(module_daemon, new_ws, "add_entry", title="Oops", content="added by mistake")
+    code, out, err = maka(module_daemon, new_ws, "undo")
+    assert code == 0, err
+    assert memory_text(new_ws) == before
+    assert "Oops" in out and "removed" in out
+    # The undo is a write too: undoing it again brings the entry back.
+    code, out, _ = maka(module_daemon, new_ws, "undo")
+    assert code == 0 and "added by mistake" in memory_text(new_ws) and "brought back" in out
+
+
+def test_undo_a_named_backup_by_prefix(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """undo BACKUP restores that backup (a unique prefix is enough)."""
+    call(module_daemon, new_ws, "add_entry", title="A", content="alpha")
+    call(module_daemon, new_ws, "add_entry", title="B", content="beta")
+    call(module_daemon, new_ws, "add_entry", title="C", content="gamma")
+    backups = call(module_daemon, new_ws, "list_backups")["backups"]
+    assert len(backups) == 2  # before B and before C: the file did not exist before A
+    oldest = backups[-1]["backupId"]
+    code, _, err = maka(module_daemon, new_ws, "undo", oldest[:-3])
+    assert code == 0, err
+    text = memory_text(new_ws)
+    assert "alpha" in text and "beta" not in text and "gamma" not in text
+
+
+def test_undo_with_nothing_to_undo_is_an_error(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """undo in a workspace that has no backup says so and exits 1."""
+    code, _, err = maka(module_daemon, new_ws, "undo")
+    assert code == 1 and "nothing to undo" in err
+
+
+def test_undo_refuses_when_the_file_changed_meanwhile(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """undo sends the revision it read: a change in between is a conflict, not lost."""
+    call(module_daemon, new_ws, "add_entry", title="X", content="x")
+    call(module_daemon, new_ws, "add_entry", title="Y", content="y")
+    from maka.cli import backups as backups_cmd
+
+    real = backups_cmd.read_entries
+
+    def racing(client: Any, workspace: str) -> Any:
+        state = real(client, workspace)
+        call(module_daemon, new_ws, "add_entry", title="Z", content="written meanwhile")
+        return state
+
+    backups_cmd.read_entries = racing  # type: ignore[assignment]
+    try:
+        code, _, err = maka(module_daemon, new_ws, "undo")
+    finally:
+        backups_cmd.read_entries = real  # type: ignore[assignment]
+    assert code == 1 and "conflict" in err
+    assert "written meanwhile" in memory_text(new_ws)

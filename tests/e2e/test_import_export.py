@@ -1,0 +1,217 @@
+"""Import and export against a real daemon: round trips, nothing found, the PENDING.md cap, progress."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka.errors import InvalidParams, TooLarge
+from tests.cli.helpers import MAKA, Pty, run_maka
+from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
+
+SMALL_CAP = 24 * 1024
+
+ENTRIES = [
+    (
+        "Release checklist",
+        "Before tagging:\n\n1. Run the tests.\n2. Update the changelog.",
+        ["ops", "release"],
+    ),
+    (
+        "Code fence",
+        "Deploy with:\n\n```sh\nmake deploy\n## not a heading inside a fence\n```\n\nThen wait.",
+        [],
+    ),
+    ("Heading-like line", "## written by an agent\nand a second paragraph\n\n  indented", ["agent"]),
+    ("Unicode", "Préfère le thé — 日本語のメモ", ["langues"]),
+]
+
+
+def call(d: DaemonProcess, ws: Path, method: str, **params: Any) -> Any:
+    return d.call(method, {"workspace": str(ws), **params})
+
+
+def fill(d: DaemonProcess, ws: Path) -> None:
+    for title, content, tags in ENTRIES:
+        call(d, ws, "add_entry", title=title, content=content, tags=tags)
+
+
+def shown(d: DaemonProcess, ws: Path) -> list[tuple[str, str, list[str]]]:
+    state = call(d, ws, "read_state", includeEntries=True)
+    return sorted((e["title"], e["content"], e["tags"]) for e in state["entries"])
+
+
+@pytest.mark.parametrize("export_format", ["json", "markdown"])
+def test_own_export_round_trips_losslessly(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path, export_format: str
+) -> None:
+    """An export read back into another workspace and approved gives the same entries,
+    every paragraph, fence and ## line included."""
+    fill(module_daemon, new_ws)
+    exported = call(module_daemon, new_ws, "export_memories", format=export_format)["data"]
+    target = short_tmp / f"other-{export_format}"
+    target.mkdir()
+    result = call(module_daemon, target, "import_memories", data=exported)
+    assert result["format"] == "makad" and result["errors"] == []
+    assert len(result["imported"]) == len(ENTRIES)
+    call(module_daemon, target, "approve", ids=result["imported"])
+    assert shown(module_daemon, target) == shown(module_daemon, new_ws)
+    again = call(module_daemon, target, "export_memories", format=export_format)["data"]
+    assert call(module_daemon, target, "import_memories", data=again)["imported"] == []  # nothing new
+
+
+def test_a_file_with_nothing_to_import_is_an_error_naming_what_was_expected(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """0 items found is invalid_params with the format, what it expects and the reasons."""
+    with module_daemon.client() as c, pytest.raises(InvalidParams) as caught:
+        c.call(
+            "import_memories", {"workspace": str(new_ws), "data": "# Only a heading\n", "format": "markdown"}
+        )
+    data = caught.value.data
+    assert data["format"] == "markdown" and "bullets" in data["expected"]
+    assert data["errors"] == [{"locator": "file", "reason": "no bullet items found"}]
+    assert not (new_ws / "memory" / "PENDING.md").exists()
+
+
+def test_cli_zero_items_exits_non_zero(module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path) -> None:
+    """`maka import` of a file with nothing in it exits 1 and says what the format expects."""
+    empty = short_tmp / "empty.json"
+    empty.write_text('{"results": []}')
+    result = run_maka(module_daemon, "import", str(empty), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "expected mem0 get_all JSON" in result.stderr
+
+
+def test_cli_plain_chatgpt_paste_imports_every_line(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A list pasted from ChatGPT's "Manage memories" (no dates) imports every line."""
+    pasted = short_tmp / "chatgpt.txt"
+    pasted.write_text("Prefers metric units.\nHas two cats.\n\nIs learning Rust.\n")
+    result = run_maka(module_daemon, "import", str(pasted), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert "Imported 3 memories from chatgpt" in result.stdout
+
+
+def test_cli_json_export_is_not_double_encoded(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """`maka --json export` prints the export document itself, not a string holding it."""
+    fill(module_daemon, new_ws)
+    result = run_maka(module_daemon, "--json", "export", "-w", str(new_ws), workspace=False)
+    document = json.loads(result.stdout)
+    assert isinstance(document["entries"], list) and len(document["entries"]) == len(ENTRIES)
+    plain = json.loads(run_maka(module_daemon, "export", "-w", str(new_ws), workspace=False).stdout)
+    assert plain == document
+
+
+@pytest.fixture(scope="module")
+def capped() -> Iterator[DaemonProcess]:
+    """A daemon whose memory files are capped at 24 KiB."""
+    yield from daemon_in_tmp({"LOCAL_MEMORY_MAX_BYTES": str(SMALL_CAP)})
+
+
+def lines(count: int, start: int = 0) -> str:
+    return "".join(f"- Imported fact number {i}: {'x' * 200}\n" for i in range(start, start + count))
+
+
+def test_an_import_past_the_pending_cap_is_split(capped: DaemonProcess) -> None:
+    """What fits under PENDING.md's cap is queued, the rest deferred and counted; the same
+    import after a review brings the rest in, nothing twice."""
+    ws = capped.workspace
+    first = call(capped, ws, "import_memories", data=lines(300), format="markdown")
+    queued, deferred = len(first["imported"]), first["deferred"]
+    assert queued > 0 and deferred > 0 and queued + deferred == 300
+    assert (ws / "memory" / "PENDING.md").stat().st_size <= SMALL_CAP
+    call(capped, ws, "reject", ids=first["imported"])
+    second = call(capped, ws, "import_memories", data=lines(300), format="markdown")
+    assert second["duplicates"] == queued and len(second["imported"]) > 0
+    assert len(second["imported"]) + second["deferred"] == deferred
+
+
+def test_an_import_into_a_full_pending_md_is_refused_up_front(capped: DaemonProcess, short_tmp: Path) -> None:
+    """When nothing fits, the import is too_large saying how to make room, and PENDING.md is unchanged."""
+    ws = short_tmp / "full"
+    ws.mkdir()
+    call(capped, ws, "import_memories", data=lines(300), format="markdown")
+    before = (ws / "memory" / "PENDING.md").read_bytes()
+    with capped.client() as c, pytest.raises(TooLarge) as caught:
+        c.call("import_memories", {"workspace": str(ws), "data": lines(5, start=1000), "format": "markdown"})
+    assert "approve or reject" in caught.value.message and caught.value.data["waiting"] == 5
+    assert (ws / "memory" / "PENDING.md").read_bytes() == before
+
+
+def test_cli_says_how_to_bring_in_the_deferred_ones(capped: DaemonProcess, short_tmp: Path) -> None:
+    """`maka import` names the deferred count and the way to import them."""
+    ws = short_tmp / "cli"
+    ws.mkdir()
+    source = short_tmp / "many.md"
+    source.write_text(lines(300))
+    result = run_maka(capped, "import", str(source), "-w", str(ws), workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert "did not fit" in result.stdout and "maka import" in result.stdout
+
+
+def test_progress_notifications_come_before_the_result(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """With progress: true the importing connection gets import_progress counts, then the result."""
+    data = lines(250)
+    with RawConnection(module_daemon.socket) as conn:
+        conn.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "import_memories",
+                    "params": {
+                        "workspace": str(new_ws),
+                        "data": data,
+                        "format": "markdown",
+                        "progress": True,
+                    },
+                }
+            )
+        )
+        notes = []
+        while True:
+            message = conn.recv_message()
+            if "id" in message:
+                break
+            notes.append(message)
+    assert message["result"]["imported"]
+    assert {n["method"] for n in notes} == {"import_progress"}
+    counts = [n["params"]["done"] for n in notes]
+    assert counts == sorted(counts) and counts[-1] == 250
+    assert all(n["params"]["total"] == 250 for n in notes)
+
+
+def test_cli_shows_a_progress_bar_on_a_terminal(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """On a terminal a slow import draws a progress bar from the daemon's counts (the one-second
+    delay is set to 0 here so the test need not be slow); the summary follows it."""
+    source = short_tmp / "bar.md"
+    source.write_text(lines(200))
+    env = {**os.environ, "MAKA_PROGRESS_AFTER_S": "0", "TERM": "xterm", "COLUMNS": "100"}
+    pty = Pty([*MAKA, "--socket", str(module_daemon.socket), "import", str(source), "-w", str(new_ws)], env)
+    seen = pty.expect("Imported 200 memories")
+    code, _ = pty.wait()
+    assert code == 0 and "Importing" in seen and "200/200" in seen
+
+
+def test_no_progress_bar_off_a_terminal(module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path) -> None:
+    """Piped, the import prints only its summary (no bar, no progress asked for)."""
+    source = short_tmp / "quiet.md"
+    source.write_text(lines(150))
+    result = run_maka(
+        module_daemon,
+        "import",
+        str(source),
+        "-w",
+        str(new_ws),
+        workspace=False,
+        env={"MAKA_PROGRESS_AFTER_S": "0"},
+    )
+    assert result.returncode == 0 and "Importing" not in result.stderr + result.stdout
