@@ -44,8 +44,14 @@ class CrashLoop:
         root: Path | None = None,
         progress: Callable[[str], None] | None = None,
         env: dict[str, str] | None = None,
+        required_methods: frozenset[str] = frozenset(),
+        max_extra_cycles: int = 0,
     ) -> None:
         self.cycles = cycles
+        # Coverage by count, not by time: on a loaded machine a short uptime may end
+        # before a slow method (reject needs a proposal first) was ever acknowledged.
+        self.required_methods = required_methods
+        self.max_extra_cycles = max_extra_cycles
         self.rng = random.Random(seed)
         self.max_uptime_s = max_uptime_s
         self.own_root = root is None
@@ -84,6 +90,7 @@ class CrashLoop:
                         "historyRecallEnabled": True,
                     },
                 )
+            extra = 0
             for cycle in range(self.cycles):
                 self.cycle()
                 self.progress(
@@ -91,6 +98,9 @@ class CrashLoop:
                     f"{self.run.acked_writes + self.run.hand_edits} acknowledged, "
                     f"{len(self.problems)} problems"
                 )
+            while self.required_methods - set(self.run.acked_ops) and extra < self.max_extra_cycles:
+                extra += 1
+                self.cycle()
             self.daemon.stop()
             self.daemon.start()
             self.check()
