@@ -45,9 +45,8 @@ from makad.core.assembly import assemble  # noqa: E402
 from makad.core.context_types import ContextInputs, RecallHit  # noqa: E402
 from makad.core.recall import speaker_label  # noqa: E402
 from makad.core.render import SPEAKER_LABEL  # noqa: E402
-from makad.core.types import Event  # noqa: E402
+from makad.core.types import Event, NewEvent  # noqa: E402
 from makad.store.ledger import Ledger  # noqa: E402
-from makad.store.ledger_schema import NewEvent  # noqa: E402
 from makad.store.recall_source import RECALL_LIMIT  # noqa: E402
 from makad.store.recall_source import recall_hits as gather  # noqa: E402
 

@@ -6,7 +6,7 @@ service can return them as they are. No IO here.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 import msgspec
 
@@ -99,3 +99,140 @@ class Checkpoint(Record):
     mode: Literal["semantic", "checkpoint"]
     reason: Literal["manual", "budget", "overflow"]
     created_at: int
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class NewEvent(Record):
+    """An event as a client appends it: the ledger assigns seq, hash and missing ts/tokens."""
+
+    type: EventType
+    text: str
+    ts: int | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    meta: dict[str, str] | None = None
+    tokens: int | None = None
+
+
+class SessionInfo(Record):
+    """One session's row: its chain head and counters."""
+
+    session_id: str
+    title: str | None
+    created_at: int
+    closed_at: int | None
+    event_count: int
+    last_seq: int
+    last_hash: str
+
+
+class AppendResult(Record):
+    """The seqs an append was given; ``redactions`` is what the caller redacted from it."""
+
+    first_seq: int
+    last_seq: int
+    redactions: int = 0
+
+
+class SearchHit(Record):
+    """An event matching a query; ``score`` is the negated FTS5 bm25, higher is better."""
+
+    event: Event
+    score: float
+
+
+class RefResult(Record):
+    """The events one ``event:`` ref names, and whether they verify against the chain.
+
+    ``mismatched_seqs``: rows whose stored hash does not match their content.
+    ``chain_intact``: the range's last event links to its successor (or is the
+    session head); false when a row's hash was rewritten to match new content,
+    or when the next event was altered — the two look the same from here.
+    """
+
+    ref: str
+    session_id: str
+    from_seq: int
+    to_seq: int
+    events: list[Event]
+    ok: bool
+    chain_intact: bool = True
+    mismatched_seqs: list[int] = msgspec.field(default_factory=list)
+    missing_seqs: list[int] = msgspec.field(default_factory=list)
+
+
+class ManifestItem(Record):
+    source_id: str
+    tokens: int
+    content_hash: str
+
+
+class Manifest(Record):
+    """What one build_context call put in front of the model: each memory entry it
+    sent (with the hash of the text shown) and the sources of its other segments."""
+
+    session_id: str
+    call_id: str
+    created_at: int
+    items: list[ManifestItem]
+
+
+# --------------------------------------------------------------------------- memory lineage
+
+
+class MemoryEvent(Record):
+    """One step in the lineage of a memory entry or proposal."""
+
+    id: int
+    ts: int
+    action: str
+    actor: str
+    entry_id: str | None = None
+    proposal_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+# --------------------------------------------------------------------------- episodes
+
+EpisodeKind = Literal["client", "session_close"]
+ConsolidationState = Literal["queued", "approved", "rejected", "deleted"]
+
+
+class NewEpisode(Record):
+    """An episode to record; its text is already redacted and its tags normalized."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+
+
+class ConsolidationMark(Record):
+    """A consolidation that cited an episode: the proposal, its tag and what became of it."""
+
+    proposal_id: str
+    tag: str
+    state: ConsolidationState
+    entry_id: str | None = None
+
+
+class EpisodeRecord(Record):
+    """One stored episode. ``ordinal`` is the recording order the tag offsets count on;
+    a deleted session's episodes keep only their id, session and times."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+    created_at: int
+    ordinal: int
+    deleted_at: int | None = None
+    consolidations: list[ConsolidationMark] = msgspec.field(default_factory=list)

@@ -19,7 +19,7 @@ from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence, Makad
 from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
-from makad.store.ledger_recovery import REVISION_KEY
+from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.wire.base import Warning
 from makad.wire.memory import ChangeNotification, Settings

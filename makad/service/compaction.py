@@ -24,7 +24,7 @@ from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import RequestRecord
+from makad.store.ledger.records import RequestRecord
 from makad.store.workspaces import Workspace
 from makad.wire.compaction import (
     CheckpointsResult,

@@ -26,7 +26,8 @@ from makad.core.context_types import (
 )
 from makad.core.history import message_tokens
 from makad.core.redaction import redact_entry
-from makad.core.render import entry_hash, memory_ref
+from makad.core.refs import memory_ref
+from makad.core.render import entry_hash
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams, IOFailure

@@ -39,14 +39,14 @@ import msgspec
 import structlog
 
 from makad.core.redaction import redact
-from makad.core.types import Entry, WorkingState
+from makad.core.refs import episode_id_of, episode_ref, event_ref, new_session_id
+from makad.core.types import Entry, EpisodeRecord, NewEpisode, WorkingState
 from makad.errors import IncognitoBlocked, InsufficientEvidence, InvalidParams, MakadError, TooLarge
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, Hooks, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.proposals import ProposalService
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import EpisodeRecord, NewEpisode, new_session_id
 from makad.store.workspaces import Workspace
 from makad.wire.episodes import (
     MAX_EPISODE_REFS,
@@ -68,7 +68,6 @@ from makad.wire.proposals import Consolidates, ProposeParams, ProposeResult
 
 log = structlog.get_logger("makad.episodes")
 
-EPISODE_REF = "episode:"
 MAX_TAG_CHARS = 64
 CLOSE_TAGS = 3
 DIGEST_LINES = 50
@@ -170,10 +169,6 @@ def digest(tag: str, episodes: list[EpisodeRecord]) -> tuple[str, str]:
         lines.append(f"- … and {len(episodes) - len(shown)} earlier episodes")
     lines += [f"- {time.strftime('%Y-%m-%d', time.gmtime(e.at / 1000))} {e.summary}" for e in shown]
     return f"Recurring: {tag}", "\n".join(lines)
-
-
-def episode_id_of(ref_or_id: str) -> str:
-    return ref_or_id.removeprefix(EPISODE_REF)
 
 
 def episode_view(record: EpisodeRecord) -> Episode:
@@ -295,7 +290,7 @@ class EpisodeService:
             kind="session_close",
             summary=redact(summary).text,
             tags=close_tags(state),
-            source_refs=[f"event:{session_id}:{seq}" for seq in seqs[:MAX_EPISODE_REFS]],
+            source_refs=[event_ref(session_id, seq) for seq in seqs[:MAX_EPISODE_REFS]],
             at=info.closed_at or now,
         )
         return (await in_thread(ws.ledger.add_episode, new)).episode
@@ -350,7 +345,7 @@ class EpisodeService:
                 origin="extracted",
                 tags=[tag],
                 session_id=params.session_id,
-                source_refs=[f"{EPISODE_REF}{i}" for i in ids],
+                source_refs=[episode_ref(i) for i in ids],
                 consolidates=Consolidates(tag=tag, episode_ids=ids),
                 request_id=None if params.request_id is None else f"consolidate:{params.request_id}",
             ),

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from makad.core.redaction import redact, redact_joined
-from makad.core.types import Event, WorkingState
+from makad.core.refs import event_ref
+from makad.core.types import Manifest, NewEvent, SessionInfo, WorkingState
 from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread
 from makad.service.peer import Peer
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import Manifest, NewEvent, SessionInfo
 from makad.wire.ledger import (
     AppendEventsParams,
     AppendEventsResult,
@@ -105,10 +105,6 @@ def session_view(info: SessionInfo, incognito: bool) -> SessionView:
         last_hash=info.last_hash,
         incognito=incognito,
     )
-
-
-def event_ref(event: Event) -> str:
-    return f"event:{event.session_id}:{event.seq}"
 
 
 class LedgerService:
@@ -207,7 +203,12 @@ class LedgerService:
             after=params.after,
         )
         return SearchHistoryResult(
-            hits=[HistoryHit(ref=event_ref(hit.event), score=hit.score, event=hit.event) for hit in hits]
+            hits=[
+                HistoryHit(
+                    ref=event_ref(hit.event.session_id, hit.event.seq), score=hit.score, event=hit.event
+                )
+                for hit in hits
+            ]
         )
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:

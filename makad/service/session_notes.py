@@ -29,12 +29,11 @@ import structlog
 from anyio.abc import TaskGroup
 
 from makad.core import session_notes as notes
-from makad.core.types import WorkingState
+from makad.core.types import NewEvent, WorkingState
 from makad.errors import Conflict, MakadError
 from makad.service.common import Context, in_thread
 from makad.service.sessions import Sessions
 from makad.store import pack_state
-from makad.store.ledger_schema import NewEvent
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.session_notes")

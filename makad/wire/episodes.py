@@ -6,6 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from makad.core.types import ConsolidationMark, EpisodeKind
 from makad.errors import (
     Disabled,
     GateClosed,
@@ -18,7 +19,6 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
-from makad.store.ledger_schema import ConsolidationMark, EpisodeKind
 from makad.wire.base import MethodSpec, Result, WorkspaceParams
 from makad.wire.proposals import ProposeResult
 

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from makad.core.types import Event, EventType, WorkingState
+from makad.core.types import Event, EventType, Manifest, RefResult, WorkingState
 from makad.errors import (
     Conflict,
     IncognitoBlocked,
@@ -16,7 +16,6 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.store.ledger_schema import Manifest, RefResult
 from makad.wire.base import MethodSpec, Params, Result, WorkspaceParams
 
 MAX_READ_LIMIT = 10_000

@@ -144,8 +144,8 @@ def _sqlite_eps(root: Path, corpus: Corpus, batch: int, seconds: float) -> float
 
 def _build_workspace(daemon: Daemon, corpus: Corpus, events: int) -> list[str]:
     """Write ``events`` events into the daemon's (not yet started) data dir; the session ids."""
+    from makad.core.types import NewEvent
     from makad.store.ledger import Ledger
-    from makad.store.ledger_schema import NewEvent
     from makad.store.workspaces import workspace_id
 
     path = daemon.workspace.resolve()

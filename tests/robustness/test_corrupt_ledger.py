@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from maka.errors import RemoteError
+from makad.core.types import NewEvent
 from makad.store.ledger import Ledger
-from makad.store.ledger_recovery import REVISION_KEY
-from makad.store.ledger_schema import NewEvent
+from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import workspace_id
 from tests.support import DaemonProcess, ping_ok
 

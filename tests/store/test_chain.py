@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from makad.core.types import Event
-from makad.store import chain
+from makad.core import chain
+from makad.core.chain import canonical_event, event_hash
+from makad.core.types import Event, NewEvent
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent, canonical_event, event_hash
 from tests.store.test_ledger import tamper
 
 

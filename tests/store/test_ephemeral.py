@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from makad.core.types import AppendResult, NewEvent
 from makad.errors import Conflict, NotFound
 from makad.store.ephemeral import EphemeralSessions
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import AppendResult, NewEvent
 
 
 def batch(*texts: str) -> list[NewEvent]:

@@ -10,16 +10,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core.types import NewEpisode, NewEvent
 from makad.errors import InvalidParams, IOFailure, NotFound
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    NewEpisode,
-    NewEvent,
-    migrate,
-    user_version,
-)
+from makad.store.ledger.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 
 
 def events(ledger: Ledger, sid: str, *texts: str, kind: str = "user_message") -> None:

@@ -16,18 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core.chain import event_hash
 from makad.core.tokens import estimate_tokens
+from makad.core.types import AppendResult, NewEvent
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
-from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    SCHEMA_VERSION,
-    AppendResult,
-    NewEvent,
-    event_hash,
-    migrate,
-    user_version,
-)
+from makad.store.ledger import base as ledger_module
+from makad.store.ledger.schema import SCHEMA_VERSION, migrate, user_version
 
 
 def msgs(*texts: str) -> list[NewEvent]:
@@ -459,7 +454,7 @@ _WRITER = """
 import sys
 from pathlib import Path
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
+from makad.core.types import NewEvent
 led = Ledger(Path(sys.argv[1]))
 led.open_session("s")
 while True:

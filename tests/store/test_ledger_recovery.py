@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from makad.core.types import NewEvent
 from makad.errors import IOFailure, MakadError, NotFound
 from makad.store.ledger import Ledger
-from makad.store.ledger_recovery import REVISION_KEY
-from makad.store.ledger_schema import NewEvent
+from makad.store.ledger.recovery import REVISION_KEY
 
 
 def fill(path: Path, sessions: int = 3, events: int = 400) -> None:

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from makad.core.types import NewEvent
 from makad.errors import NotFound
-from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
+from makad.store.ledger import search as ledger_module
 
 FIXTURE = {
     "en": [

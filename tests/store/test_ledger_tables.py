@@ -8,17 +8,12 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from makad.core.types import NOTE_SECTIONS, Checkpoint, Coverage, Entry, WorkingState
+from makad.core.types import NOTE_SECTIONS, Checkpoint, Coverage, Entry, ManifestItem, NewEvent, WorkingState
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    MIGRATIONS,
-    ManifestItem,
-    NewEvent,
-    RequestRecord,
-    migrate,
-)
+from makad.store.ledger import turns as ledger_module
+from makad.store.ledger.records import RequestRecord
+from makad.store.ledger.schema import MIGRATIONS, migrate
 
 # ---------------------------------------------------------------------- working state
 

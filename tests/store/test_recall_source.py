@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from makad.core.types import NewEvent
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
 from makad.store.recall_source import recall_hits
 
 NOW = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
