@@ -38,7 +38,7 @@ import msgspec
 
 from makad.core.refs import EventSpan
 from makad.core.tokens import estimate_tokens
-from makad.core.types import Event, EventType, NewEvent, RefResult
+from makad.core.types import Event, EventInput, EventType, RefResult
 from makad.errors import InvalidParams
 
 MAX_APPEND_EVENTS: Final = 10_000
@@ -89,7 +89,7 @@ def event_hash(previous_hash: str, event: Event) -> str:
     return hashlib.sha256(previous_hash.encode("utf-8") + canonical_event(event)).hexdigest()
 
 
-def prepare_event(new: NewEvent, at: int) -> Event:
+def prepare_event(new: EventInput, at: int) -> Event:
     """Validate an incoming event and fill in ts (``at``) and tokens; seq and hash come later."""
     if new.type not in EVENT_TYPES:
         raise InvalidParams("unknown event type", type=new.type, allowed=sorted(EVENT_TYPES))

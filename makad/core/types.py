@@ -6,9 +6,10 @@ service can return them as they are. No IO here.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 Origin = Literal["manual", "extracted", "imported", "unknown"]
 EntryStatus = Literal["active", "archived", "review_required", "draft"]
@@ -104,8 +105,8 @@ class Checkpoint(Record):
 # --------------------------------------------------------------------------- sessions
 
 
-class NewEvent(Record):
-    """An event as a client appends it: the ledger assigns seq, hash and missing ts/tokens."""
+class EventInput(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """An event as appended: the daemon assigns seq and hash, and ts/tokens when absent."""
 
     type: EventType
     text: str
@@ -113,7 +114,7 @@ class NewEvent(Record):
     tool_call_id: str | None = None
     tool_name: str | None = None
     meta: dict[str, str] | None = None
-    tokens: int | None = None
+    tokens: Annotated[int, Meta(ge=0)] | None = None
 
 
 class SessionInfo(Record):
@@ -221,9 +222,11 @@ class ConsolidationMark(Record):
     entry_id: str | None = None
 
 
-class EpisodeRecord(Record):
-    """One stored episode. ``ordinal`` is the recording order the tag offsets count on;
-    a deleted session's episodes keep only their id, session and times."""
+class Episode(Record):
+    """One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
+    by close_session). ``consolidations``: the proposals that cited it and their fate.
+    A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
+    set and their summary, tags and refs erased."""
 
     episode_id: str
     session_id: str
@@ -233,6 +236,27 @@ class EpisodeRecord(Record):
     source_refs: list[str]
     at: int
     created_at: int
-    ordinal: int
     deleted_at: int | None = None
-    consolidations: list[ConsolidationMark] = msgspec.field(default_factory=list)
+    consolidations: list[ConsolidationMark] = []
+
+
+class EpisodeRecord(Episode, kw_only=True):
+    """One stored episode: ``ordinal`` is the recording order the tag offsets count on
+    (the store's own; the wire shows the ``Episode`` without it)."""
+
+    ordinal: int
+
+    def view(self) -> Episode:
+        """The episode as the wire shows it."""
+        return Episode(**{name: getattr(self, name) for name in Episode.__struct_fields__})
+
+
+# --------------------------------------------------------------------------- files
+
+
+class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
+    backup_id: str
+    file: str  # "MEMORY" | "PENDING"
+    created_at: int
+    size: int
+    sha256: str

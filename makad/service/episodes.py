@@ -42,12 +42,12 @@ from makad.core.redaction import redact
 from makad.core.refs import episode_id_of, episode_ref, event_ref, new_session_id
 from makad.core.types import Entry, EpisodeRecord, NewEpisode, WorkingState
 from makad.errors import IncognitoBlocked, InsufficientEvidence, InvalidParams, MakadError, TooLarge
-from makad.rpc.dispatch import Handler
 from makad.service.common import Context, Hooks, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.proposals import ProposalService
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.episodes import (
     MAX_EPISODE_REFS,
     MAX_EPISODE_TAGS,
@@ -58,7 +58,6 @@ from makad.wire.episodes import (
     CandidatesParams,
     CandidatesResult,
     ConsolidateParams,
-    Episode,
     ListEpisodesParams,
     ListEpisodesResult,
     RecordEpisodeParams,
@@ -171,21 +170,6 @@ def digest(tag: str, episodes: list[EpisodeRecord]) -> tuple[str, str]:
     return f"Recurring: {tag}", "\n".join(lines)
 
 
-def episode_view(record: EpisodeRecord) -> Episode:
-    return Episode(
-        episode_id=record.episode_id,
-        session_id=record.session_id,
-        kind=record.kind,
-        summary=record.summary,
-        tags=record.tags,
-        source_refs=record.source_refs,
-        at=record.at,
-        created_at=record.created_at,
-        deleted_at=record.deleted_at,
-        consolidations=record.consolidations,
-    )
-
-
 # --- the service -----------------------------------------------------------------------
 
 
@@ -253,7 +237,7 @@ class EpisodeService:
         added = await in_thread(ws.ledger.add_episode, new, request_id=key)
         return RecordEpisodeResult(
             episode_id=added.episode.episode_id,
-            episode=episode_view(added.episode),
+            episode=added.episode.view(),
             recorded=added.created,
             redactions=redactions,
         )
@@ -269,7 +253,7 @@ class EpisodeService:
             include_deleted=params.include_deleted,
             limit=params.limit,
         )
-        return ListEpisodesResult(episodes=[episode_view(e) for e in found])
+        return ListEpisodesResult(episodes=[e.view() for e in found])
 
     async def record_close_episode(self, ws: Workspace, session_id: str) -> EpisodeRecord | None:
         """The deterministic episode of a closing session (see the module docstring)."""
@@ -311,7 +295,7 @@ class EpisodeService:
                         episode_count=len(episodes),
                         session_count=sessions,
                         eligible=self._meets_threshold(len(episodes), sessions),
-                        episodes=[episode_view(e) for e in episodes],
+                        episodes=[e.view() for e in episodes],
                     )
                 )
         candidates.sort(key=lambda c: (-c.episode_count, -c.session_count, c.tag))

@@ -24,8 +24,7 @@ import msgspec
 
 from makad.core.redaction import identifier_stand_in, redact
 from makad.core.refs import EVENT_PREFIX, ref_session
-from makad.rpc.dispatch import Handler
-from makad.wire.base import MethodSpec
+from makad.wire.base import Handler, MethodSpec
 
 # Params fields holding an identifier the daemon stores or looks up by (Python names).
 IDENTIFIER_FIELDS = frozenset({"session_id", "request_id", "supersedes"})

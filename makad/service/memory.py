@@ -27,7 +27,6 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.rpc.dispatch import Handler
 from makad.service import entry_dates, file_warnings
 from makad.service.common import Context, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
@@ -35,7 +34,7 @@ from makad.service.memory_writes import Change, MemoryFiles
 from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.workspaces import Workspace
-from makad.wire.base import Warning
+from makad.wire.base import Handler, Warning
 from makad.wire.memory import (
     AddEntryParams,
     BackupsResult,

@@ -36,7 +36,6 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
 from makad.service.common import Context, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
@@ -51,6 +50,7 @@ from makad.service.memory import (
 from makad.service.peer import Peer
 from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.proposals import (
     Approved,
     ApproveParams,

@@ -21,7 +21,7 @@ from typing import Final
 from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepare_event, verify_span
 from makad.core.cjk import index_text, query_tokens
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
-from makad.core.types import AppendResult, Event, NewEvent, RefResult, SearchHit, SessionInfo, WorkingState
+from makad.core.types import AppendResult, Event, EventInput, RefResult, SearchHit, SessionInfo, WorkingState
 from makad.core.working_state import patch_working_state
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
 
@@ -99,7 +99,7 @@ class EphemeralSessions:
     def append_events(
         self,
         session_id: str,
-        events: Sequence[NewEvent],
+        events: Sequence[EventInput],
         *,
         expected_seq: int | None = None,
         request_id: str | None = None,

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
+from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
 from makad.store.file_swap import Replaced, Signature, read_settled, replace_verified, signature_of
 
@@ -164,14 +163,6 @@ def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None]
             path.unlink()
             removed += 1
     return removed
-
-
-class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
-    backup_id: str
-    file: str  # "MEMORY" | "PENDING"
-    created_at: int
-    size: int
-    sha256: str
 
 
 def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:

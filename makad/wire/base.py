@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
 from makad.errors import MakadError
+
+# What serves one method: (decoded params, the calling connection) -> the result.
+Handler = Callable[[Any, Any], Awaitable[Any]]
 
 
 class Params(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):

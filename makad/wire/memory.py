@@ -7,7 +7,7 @@ from typing import Literal
 from msgspec import UNSET, UnsetType
 
 from makad.core.confidence import Confidence
-from makad.core.types import Entry
+from makad.core.types import BackupInfo, Entry
 from makad.errors import (
     Conflict,
     Disabled,
@@ -19,7 +19,6 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
-from makad.store.memory_files import BackupInfo
 from makad.wire.base import MethodSpec, Result, Warning, WorkspaceParams
 
 MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]

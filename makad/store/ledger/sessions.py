@@ -17,7 +17,7 @@ import msgspec
 from makad.core import chain
 from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepare_event
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
-from makad.core.types import AppendResult, Event, NewEvent, RefResult, SessionInfo
+from makad.core.types import AppendResult, Event, EventInput, RefResult, SessionInfo
 from makad.errors import Conflict, InvalidParams, TooLarge
 from makad.store import pack_state
 from makad.store.ledger.base import LedgerBase, now_ms
@@ -143,7 +143,7 @@ class SessionsArea(LedgerBase):
     def append_events(
         self,
         session_id: str,
-        events: Sequence[NewEvent],
+        events: Sequence[EventInput],
         *,
         expected_seq: int | None = None,
         request_id: str | None = None,
