@@ -251,7 +251,32 @@ class EpisodeRecord(Episode, kw_only=True):
         return Episode(**{name: getattr(self, name) for name in Episode.__struct_fields__})
 
 
-# --------------------------------------------------------------------------- files
+# --------------------------------------------------------------------------- workspaces
+
+
+class Settings(msgspec.Struct, kw_only=True, rename="camel"):
+    """A workspace's privacy and memory switches (persisted across restarts)."""
+
+    enabled: bool = True
+    agent_read_enabled: bool = False
+    default_decay_days: float | None = None
+    extract_tool_enabled: bool = False
+    incognito: bool = False
+    history_recall_enabled: bool = False
+    # Derived: extractToolEnabled only counts while agentReadEnabled is on.
+    extract_tool_effective: bool = False
+
+
+class Warning(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """Something a read found worth telling the user; the read still succeeded.
+
+    ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+    about one line of a file, ``message`` is for people.
+    """
+
+    kind: str
+    line: int | None = None
+    message: str
 
 
 class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
