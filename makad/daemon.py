@@ -27,6 +27,7 @@ from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
+from makad.faults import Faults
 from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
 from makad.service.common import Context
@@ -177,7 +178,10 @@ def build_app(info: DaemonInfo) -> App:
     registry = WorkspaceRegistry(settings.data_dir)
     info.warnings = lambda: registry_warnings(registry)
     ctx = Context(
-        settings=settings, registry=registry, identifiers=Identifiers(load_or_create_key(settings.data_dir))
+        settings=settings,
+        registry=registry,
+        faults=Faults(point=settings.fault_point, disk_full=settings.fault_disk_full),
+        identifiers=Identifiers(load_or_create_key(settings.data_dir)),
     )
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)

@@ -16,6 +16,7 @@ import structlog
 
 from makad.core.redaction import redact_tree
 from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence, MakadError
+from makad.faults import Faults
 from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
@@ -82,6 +83,8 @@ class Context:
     recovery: list[Callable[[Workspace], Awaitable[None]]] = field(default_factory=list)
     # Domain hooks other services plug in (episodes and evidence, incognito sessions).
     hooks: Hooks = field(default_factory=lambda: Hooks())
+    # The test-armed failure points (inert in a real run: makad.faults).
+    faults: Faults = field(default_factory=Faults)
     # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
     identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
 

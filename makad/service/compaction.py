@@ -8,9 +8,7 @@ invalid summary changes nothing. The circuit breaker stops automatic
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
 
 import msgspec
 import structlog
@@ -115,7 +113,7 @@ class CompactionService:
             reason=params.reason,
             created_at=now_ms(),
         )
-        self._fault("compact_before_commit")
+        self._ctx.faults.crash("compact_before_commit")
         if self._sessions.is_incognito(ws, sid):
             self._sessions.ephemeral_checkpoints(ws)[sid] = checkpoint
         else:
@@ -127,7 +125,7 @@ class CompactionService:
                     result=msgspec.json.encode(checkpoint),
                 )
             await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request)
-        self._fault("compact_after_commit")
+        self._ctx.faults.crash("compact_after_commit")
         log.info(
             "compacted",
             mode=params.mode,
@@ -135,10 +133,6 @@ class CompactionService:
             covered=plan.covered_to_seq - plan.covered_from_seq + 1,
         )
         return checkpoint
-
-    def _fault(self, point: str) -> None:
-        if self._ctx.settings.fault_point == point:
-            os.kill(os.getpid(), signal.SIGKILL)
 
     async def list_checkpoints(self, params: ListCheckpointsParams, peer: Peer) -> CheckpointsResult:
         ws = await self._ctx.workspace(params.workspace)

@@ -28,9 +28,7 @@ The episode ``close_session`` records, without any model:
 
 from __future__ import annotations
 
-import os
 import re
-import signal
 import time
 from collections import Counter
 from typing import Any
@@ -196,11 +194,6 @@ class EpisodeService:
             "consolidation_candidates": self.consolidation_candidates,
             "consolidate": self.consolidate,
         }
-
-    def _fault(self, point: str) -> None:
-        if self._ctx.settings.fault_point == point:
-            log.warning("fault_injected", point=point)
-            os.kill(os.getpid(), signal.SIGKILL)
 
     # --- episodes ----------------------------------------------------------------------
 
@@ -387,7 +380,7 @@ class EpisodeService:
     async def queued(self, ws: Workspace, consolidates: Consolidates, proposal_id: str) -> None:
         """Right after PENDING.md holds the proposal: link it and advance the tag's offset
         (one transaction). If that fails the offset stays: the evidence is reconsidered."""
-        self._fault("consolidation_before_offset")
+        self._ctx.faults.crash("consolidation_before_offset")
         ids = list(dict.fromkeys(episode_id_of(i) for i in consolidates.episode_ids))
         try:
             await in_thread(ws.ledger.queue_consolidation, slug(consolidates.tag), proposal_id, ids)

@@ -11,8 +11,6 @@ MEMORY.md exactly once and out of PENDING.md.
 from __future__ import annotations
 
 import contextlib
-import os
-import signal
 from typing import Any, cast
 
 import anyio
@@ -96,13 +94,6 @@ class ProposalService:
             "import_memories": self.import_memories,
             "export_memories": self.export_memories,
         }
-
-    # --- faults (tests only) --------------------------------------------------------
-
-    def _fault(self, point: str) -> None:
-        if self._ctx.settings.fault_point == point:
-            log.warning("fault_injected", point=point)
-            os.kill(os.getpid(), signal.SIGKILL)
 
     # --- propose ------------------------------------------------------------------------
 
@@ -260,7 +251,7 @@ class ProposalService:
                 plan, redactions = self._plan(ws, params, origins, default_decay_ms(settings))
                 plan["redactions"] = redactions
                 intent = await in_thread(ws.ledger.begin_intent, "approve", plan, intent_id=intent_id)
-                self._fault("approve_after_intent")
+                self._ctx.faults.crash("approve_after_intent")
                 try:
                     approved = await self._complete(ws, plan)
                 except MakadError:
@@ -377,7 +368,7 @@ class ProposalService:
             return Change(doc, frozenset(touched))
 
         await self._files.write(ws, "memory", memory_op)
-        self._fault("approve_after_memory")
+        self._ctx.faults.crash("approve_after_memory")
 
         def pending_op(doc: fmt.MemoryDocument) -> Change:
             for proposal_id, _, _ in items:
@@ -385,7 +376,7 @@ class ProposalService:
             return Change(doc, frozenset())
 
         await self._files.write(ws, "pending", pending_op)
-        self._fault("approve_after_pending")
+        self._ctx.faults.crash("approve_after_pending")
 
         def record() -> None:
             for proposal_id, entry, edited in items:

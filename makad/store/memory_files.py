@@ -114,7 +114,6 @@ def write_memory_file(
     expect_sha: str | None,
     max_bytes: int,
     keep: Callable[[bytes], None],
-    disk_full: bool = False,
     mtime_ns: int | None = None,
     before_rename: Callable[[], None] | None = None,
 ) -> Replaced:
@@ -130,7 +129,6 @@ def write_memory_file(
             expect_sha=expect_sha,
             max_bytes=max_bytes,
             keep=keep,
-            disk_full=disk_full,
             mtime_ns=mtime_ns,
             before_rename=before_rename,
         )
