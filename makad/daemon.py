@@ -27,14 +27,16 @@ from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
+from makad.core.episodes import Threshold
 from makad.faults import Faults
 from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
-from makad.service.episodes import EpisodeHooks, EpisodeService
+from makad.service.episodes import EpisodeService, Evidence
 from makad.service.identifiers import Identifiers, load_or_create_key
+from makad.service.imports import ImportService
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
@@ -185,24 +187,25 @@ def build_app(info: DaemonInfo) -> App:
     )
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)
-    proposals = ProposalService(ctx, memory_files, memory)
+    evidence = Evidence(ctx.faults, Threshold())
+    proposals = ProposalService(ctx, memory_files, evidence)
     ctx.recovery.append(memory.clean_temp_files)
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
     notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, memory_files, sessions)
     compaction = CompactionService(ctx, sessions)
-    episodes = EpisodeService(ctx, sessions, proposals)
-    ctx.hooks = EpisodeHooks(episodes)
+    episodes = EpisodeService(ctx, sessions, proposals, evidence)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
         SystemService(info, openrpc_doc.generate(CATALOGUE)),
         memory,
         proposals,
+        ImportService(ctx, memory_files),
         context,
         compaction,
-        LedgerService(ctx, sessions, notes),
+        LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),
         episodes,
     ]
     handlers: dict[str, Handler] = {}

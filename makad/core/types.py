@@ -195,6 +195,16 @@ class MemoryEvent(Record):
     data: dict[str, Any] | None = None
 
 
+class NewMemoryEvent(msgspec.Struct, frozen=True, kw_only=True):
+    """A lineage step to append (the ledger gives it its id and time)."""
+
+    action: str
+    actor: str
+    entry_id: str | None = None
+    proposal_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
 # --------------------------------------------------------------------------- episodes
 
 EpisodeKind = Literal["client", "session_close"]

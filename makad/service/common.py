@@ -15,7 +15,7 @@ import msgspec
 import structlog
 
 from makad.core.redaction import redact_tree
-from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence, MakadError
+from makad.errors import Disabled, IncognitoBlocked, MakadError
 from makad.faults import Faults
 from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
@@ -49,28 +49,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Hooks:
-    """Default domain hooks: no evidence gate, nothing to propagate."""
-
-    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
-        raise InsufficientEvidence("consolidation is not available")
-
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
-        return None
-
-    async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
-        return None
-
-    async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
-        return None
-
-    async def deleted(self, ws: Workspace, entry_id: str) -> None:
-        return None
-
-    async def session_closed(self, ws: Workspace, session_id: str) -> None:
-        return None
-
-
 @dataclass
 class Context:
     """Dependencies shared by the domain services."""
@@ -81,8 +59,6 @@ class Context:
     on_access: Callable[[Workspace], None] = lambda ws: None
     # Run once per workspace, under its lock, before its first use (crash recovery).
     recovery: list[Callable[[Workspace], Awaitable[None]]] = field(default_factory=list)
-    # Domain hooks other services plug in (episodes and evidence, incognito sessions).
-    hooks: Hooks = field(default_factory=lambda: Hooks())
     # The test-armed failure points (inert in a real run: makad.faults).
     faults: Faults = field(default_factory=Faults)
     # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
@@ -131,18 +107,6 @@ class Context:
         found = ws.extra.setdefault("incognito_sessions", set())
         assert isinstance(found, set)
         return found
-
-    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
-        await self.hooks.check_consolidation(ws, consolidates, session_id)
-
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
-        await self.hooks.consolidation_queued(ws, consolidates, proposal_id)
-
-    async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
-        await self.hooks.approved(ws, items)
-
-    async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
-        await self.hooks.rejected(ws, proposal_ids)
 
     # --- settings -------------------------------------------------------------
 

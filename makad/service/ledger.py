@@ -9,7 +9,7 @@ the ledger is the session's own history (build_context and compaction need it).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
@@ -18,6 +18,7 @@ from makad.service.common import Context, in_thread
 from makad.service.peer import Peer
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
+from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.ledger import (
     AppendEventsParams,
@@ -107,10 +108,19 @@ def session_view(info: SessionInfo, incognito: bool) -> SessionView:
 
 
 class LedgerService:
-    def __init__(self, ctx: Context, sessions: Sessions, notes: SessionNotesKeeper | None = None) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        sessions: Sessions,
+        notes: SessionNotesKeeper | None = None,
+        *,
+        on_close: Callable[[Workspace, str], Awaitable[None]] | None = None,
+    ) -> None:
         self._ctx = ctx
         self._sessions = sessions
         self._notes = notes
+        # What follows a close (the session's episode: makad.service.episodes).
+        self._on_close = on_close
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -145,7 +155,8 @@ class LedgerService:
     async def close_session(self, params: SessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.workspace(params.workspace)
         info = await self._sessions.close(ws, params.session_id)
-        await self._ctx.hooks.session_closed(ws, params.session_id)
+        if self._on_close is not None:
+            await self._on_close(ws, params.session_id)
         return session_view(info, self._sessions.is_incognito(ws, params.session_id))
 
     async def delete_session(self, params: SessionParams, peer: Peer) -> DeleteSessionResult:

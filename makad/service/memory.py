@@ -15,8 +15,7 @@ import msgspec
 from msgspec import UNSET
 
 from makad.core import memory_format as fmt
-from makad.core.entry_text import prepare
-from makad.core.redaction import redact
+from makad.core.entries import clean_entry, is_open, normalize_tags
 from makad.core.types import Entry
 from makad.core.undecodable import display
 from makad.errors import (
@@ -25,7 +24,6 @@ from makad.errors import (
     InvalidWorkspace,
     IOFailure,
     NotFound,
-    TooLarge,
 )
 from makad.service import entry_dates, file_warnings
 from makad.service.common import Context, in_thread, now_ms, workspace_warnings
@@ -55,8 +53,6 @@ from makad.wire.memory import (
 
 T = TypeVar("T")
 DAY_MS = 86_400_000
-MAX_TITLE_CHARS = 300
-MAX_ENTRY_BYTES = 32 * 1024
 
 __all__ = ["Change", "MemoryFiles", "MemoryService"]
 
@@ -66,20 +62,6 @@ def default_decay_ms(settings: Settings) -> int | None:
     if settings.default_decay_days is None:
         return None
     return int(settings.default_decay_days * DAY_MS)
-
-
-def redact_all(values: list[str]) -> list[str]:
-    return [redact(value).text for value in values]
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    out: list[str] = []
-    for tag in tags:
-        # A secret pasted as a tag must not survive as a slug.
-        slug = "-".join(redact(tag).text.strip().lower().split())
-        if slug and slug not in out:
-            out.append(slug)
-    return out
 
 
 class MemoryService:
@@ -184,9 +166,7 @@ class MemoryService:
                 pending_count=0,
             )
         revision = await self._ctx.revision(ws)
-        pending_count = sum(
-            1 for s in ws.pending.doc.sections if s.entry.status in ("review_required", "draft")
-        )
+        pending_count = sum(1 for s in ws.pending.doc.sections if is_open(s.entry))
         if ws.memory.too_large:
             return LocalMemoryState(
                 **base,
@@ -301,7 +281,7 @@ class MemoryService:
 
         async def run() -> EntryResult:
             settings = await self._ctx.require_writable(ws)
-            title, content, redactions = self.clean(params.title, params.content)
+            title, content, redactions = clean_entry(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
             now = now_ms()
@@ -362,7 +342,7 @@ class MemoryService:
         def change(entry: Entry) -> tuple[Entry, int]:
             title = entry.title if params.title is UNSET else params.title
             content = entry.content if params.content is UNSET else params.content
-            title, content, redactions = self.clean(title, content)
+            title, content, redactions = clean_entry(title, content)
             tags = entry.tags if params.tags is UNSET else normalize_tags(params.tags)
             return msgspec.structs.replace(
                 entry, title=title, content=content, tags=tags, updated_at=now_ms()
@@ -459,30 +439,13 @@ class MemoryService:
                 revision = await self._ctx.revision(ws)
             if earlier is None or earlier.state == "open":
                 await in_thread(ws.ledger.append_memory_event, action=action, actor="user", entry_id=entry_id)
-                if action == "deleted":
-                    await self._ctx.hooks.deleted(ws, entry_id)
+                if action == "deleted":  # its consolidations keep their episodes marked
+                    await in_thread(ws.ledger.retract_entry, entry_id)
             if intent_id is not None:
                 await in_thread(ws.ledger.finish_intent, intent_id)
             return EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
 
         return await self._ctx.idempotent(ws, request_id, method, EntryResult, run)
-
-    @staticmethod
-    def clean(title: str, content: str) -> tuple[str, str, int]:
-        title = " ".join(title.split())
-        if not title:
-            raise InvalidParams("title must not be empty", path="$.title")
-        if len(title) > MAX_TITLE_CHARS:
-            raise TooLarge(
-                f"title is over {MAX_TITLE_CHARS} characters", limit=MAX_TITLE_CHARS, actual=len(title)
-            )
-        if len(content.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
-            raise TooLarge(f"content is over {MAX_ENTRY_BYTES} bytes", limit=MAX_ENTRY_BYTES)
-        red_title, red_content = redact(title), redact(content)
-        # Stored as it will read back: line endings normalised, blocks it leaves open
-        # closed, link reference definitions neutralized (makad.core.entry_text).
-        stored = prepare(red_content.text).content
-        return red_title.text, stored, red_title.count + red_content.count
 
     # --- backups ---------------------------------------------------------------------
 

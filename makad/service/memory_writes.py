@@ -27,6 +27,7 @@ import structlog
 
 from makad.core import memory_format as fmt
 from makad.core import save_merge
+from makad.core.entries import is_open
 from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
 from makad.service import entry_dates
 from makad.service.backup_scrub import scrub_removed_secrets
@@ -39,7 +40,6 @@ from makad.store.workspaces import Workspace
 log = structlog.get_logger("makad.memory")
 
 MAX_WRITE_ATTEMPTS: Final = 5
-OPEN_STATUSES: Final = ("review_required", "draft")
 MAX_RECORDED_EDITS: Final = 200
 
 
@@ -67,7 +67,7 @@ def with_returned(
     """PENDING.md with the entries a save of ``which`` dropped back in it, noted."""
     for section in sections:
         entry = section.entry
-        status = entry.status if which == "pending" and entry.status in OPEN_STATUSES else "review_required"
+        status = entry.status if which == "pending" and is_open(entry) else "review_required"
         returned = msgspec.structs.replace(entry, status=status)
         doc = fmt.put_raw(doc, entry.id, save_merge.returned_section(returned, doc.newline))
     return doc

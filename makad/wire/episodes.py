@@ -6,6 +6,10 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from makad.core.episodes import (
+    MIN_EPISODES,
+    MIN_SESSIONS,
+)
 from makad.core.types import Episode
 from makad.errors import (
     Disabled,
@@ -23,11 +27,6 @@ from makad.wire.base import MethodSpec, Result, WorkspaceParams
 from makad.wire.proposals import ProposeResult
 
 # The evidence a consolidation needs by default: this many episodes from this many sessions.
-MIN_EPISODES = 5
-MIN_SESSIONS = 2
-MAX_SUMMARY_CHARS = 200
-MAX_EPISODE_TAGS = 16
-MAX_EPISODE_REFS = 64
 MAX_LIST_LIMIT = 10_000
 
 Threshold = Annotated[int, Meta(ge=1, le=10_000)]

@@ -11,7 +11,7 @@ from typing import Any, Final, TypeVar, cast
 import msgspec
 
 from makad.core.redaction import redact_tree
-from makad.core.types import MemoryEvent
+from makad.core.types import MemoryEvent, NewMemoryEvent
 from makad.errors import Conflict, InvalidParams, NotFound
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.records import (
@@ -44,12 +44,7 @@ class LineageArea(LedgerBase):
         request: RequestRecord | None = None,
     ) -> int:
         """Append one step of a memory entry's or proposal's lineage; returns its id."""
-        if action not in MEMORY_ACTIONS:
-            raise InvalidParams("unknown memory action", action=action)
-        if actor not in MEMORY_ACTORS:
-            raise InvalidParams("unknown memory actor", actor=actor)
-        if entry_id is None and proposal_id is None:
-            raise InvalidParams("a memory event needs an entry id or a proposal id")
+        _check_event(action, actor, entry_id, proposal_id)
         at = now_ms() if ts is None else ts
         encoded = None if data is None else msgspec.json.encode(dict(data)).decode()
         with self._writing() as conn:
@@ -62,33 +57,35 @@ class LineageArea(LedgerBase):
             store_request(conn, request, at)
         return int(cast(int, cursor.lastrowid))
 
-    def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
-        """Append many lineage steps in one transaction (one fsync): an import's proposals.
-
-        Each mapping holds ``append_memory_event``'s keywords (action, actor, entry_id,
-        proposal_id, data).
-        """
+    def append_memory_events(
+        self,
+        events: Sequence[NewMemoryEvent],
+        *,
+        request: RequestRecord | None = None,
+        finish_intent: str | None = None,
+    ) -> None:
+        """Append many lineage steps in one transaction (one fsync): an import's proposals,
+        an approval's steps. ``request``: the idempotency record of the call they end,
+        ``finish_intent``: the intent they complete, both in the same transaction (a
+        crash leaves all of it or none)."""
         at = now_ms()
         rows = []
         for event in events:
-            action, actor = event["action"], event["actor"]
-            if action not in MEMORY_ACTIONS:
-                raise InvalidParams("unknown memory action", action=action)
-            if actor not in MEMORY_ACTORS:
-                raise InvalidParams("unknown memory actor", actor=actor)
-            if event.get("entry_id") is None and event.get("proposal_id") is None:
-                raise InvalidParams("a memory event needs an entry id or a proposal id")
-            data = event.get("data")
-            encoded = None if data is None else msgspec.json.encode(dict(data)).decode()
-            rows.append((at, event.get("entry_id"), action, actor, event.get("proposal_id"), encoded))
-        if not rows:
+            _check_event(event.action, event.actor, event.entry_id, event.proposal_id)
+            encoded = None if event.data is None else msgspec.json.encode(event.data).decode()
+            rows.append((at, event.entry_id, event.action, event.actor, event.proposal_id, encoded))
+        if not rows and request is None and finish_intent is None:
             return
         with self._writing() as conn:
+            guard_request(conn, request)
             conn.executemany(
                 "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
             )
+            if finish_intent is not None:
+                _finish_intent(conn, finish_intent, "done", at)
+            store_request(conn, request, at)
 
     def find_rejections(self, content_hashes: Sequence[str]) -> set[str]:
         """The hashes among ``content_hashes`` that were rejected before (one read)."""
@@ -236,15 +233,7 @@ class LineageArea(LedgerBase):
             raise InvalidParams("an intent is finished with a state other than open")
         at = now_ms() if ts is None else ts
         with self._writing() as conn:
-            cursor = conn.execute(
-                "UPDATE intents SET state = ?, finished_at = ? WHERE id = ? AND state = 'open'",
-                (state, at, intent_id),
-            )
-            if (
-                cursor.rowcount == 0
-                and not conn.execute("SELECT 1 FROM intents WHERE id = ?", (intent_id,)).fetchone()
-            ):
-                raise NotFound("no such intent", intentId=intent_id)
+            _finish_intent(conn, intent_id, state, at)
 
     def open_intents(self) -> list[Intent]:
         """Intents begun and never finished, oldest first."""
@@ -263,6 +252,27 @@ class LineageArea(LedgerBase):
             )
             for r in rows
         ]
+
+
+def _check_event(action: str, actor: str, entry_id: str | None, proposal_id: str | None) -> None:
+    if action not in MEMORY_ACTIONS:
+        raise InvalidParams("unknown memory action", action=action)
+    if actor not in MEMORY_ACTORS:
+        raise InvalidParams("unknown memory actor", actor=actor)
+    if entry_id is None and proposal_id is None:
+        raise InvalidParams("a memory event needs an entry id or a proposal id")
+
+
+def _finish_intent(conn: sqlite3.Connection, intent_id: str, state: str, at: int) -> None:
+    cursor = conn.execute(
+        "UPDATE intents SET state = ?, finished_at = ? WHERE id = ? AND state = 'open'",
+        (state, at, intent_id),
+    )
+    if (
+        cursor.rowcount == 0
+        and not conn.execute("SELECT 1 FROM intents WHERE id = ?", (intent_id,)).fetchone()
+    ):
+        raise NotFound("no such intent", intentId=intent_id)
 
 
 def replay_request(conn: sqlite3.Connection, request_id: str, method: str, kind: type[_T]) -> _T | None:
