@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import secrets
 
-import msgspec
 import structlog
 
 from makad.core import compaction as plan_core
@@ -18,10 +17,9 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import Context, Request, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
-from makad.store.ledger.records import RequestRecord
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.compaction import (
@@ -59,22 +57,22 @@ class CompactionService:
         ws = await self._ctx.workspace(params.workspace)
         sid = params.session_id
         await self._sessions.require(ws, sid)
-        if params.request_id is not None:
-            stored = await in_thread(ws.ledger.get_request_result, f"compact:{params.request_id}")
-            if stored is not None:
-                return msgspec.json.decode(stored.result, type=Checkpoint)
-        if params.reason in AUTOMATIC:
-            plan_core.ensure_closed(self._breaker(ws, sid), sid)
-        try:
-            async with ws.lock:
-                checkpoint = await self._compact(ws, params)
-        except MakadError:
-            self._set_breaker(ws, sid, plan_core.record_failure(self._breaker(ws, sid)))
-            raise
-        self._set_breaker(ws, sid, plan_core.record_success(self._breaker(ws, sid)))
-        return checkpoint
 
-    async def _compact(self, ws: Workspace, params: CompactParams) -> Checkpoint:
+        async def run(request: Request) -> Checkpoint:
+            if params.reason in AUTOMATIC:
+                plan_core.ensure_closed(self._breaker(ws, sid), sid)
+            try:
+                async with ws.lock:
+                    checkpoint = await self._compact(ws, params, request)
+            except MakadError:
+                self._set_breaker(ws, sid, plan_core.record_failure(self._breaker(ws, sid)))
+                raise
+            self._set_breaker(ws, sid, plan_core.record_success(self._breaker(ws, sid)))
+            return checkpoint
+
+        return await self._ctx.idempotent(ws, params.request_id, "compact", Checkpoint, run)
+
+    async def _compact(self, ws: Workspace, params: CompactParams, request: Request) -> Checkpoint:
         sid = params.session_id
         previous = await self._sessions.latest_checkpoint(ws, sid)
         floor = previous.coverage.to_seq if previous else 0
@@ -116,15 +114,9 @@ class CompactionService:
         self._ctx.faults.crash("compact_before_commit")
         if self._sessions.is_incognito(ws, sid):
             self._sessions.ephemeral_checkpoints(ws)[sid] = checkpoint
+            request.forgo()
         else:
-            request = None
-            if params.request_id is not None:
-                request = RequestRecord(
-                    request_id=f"compact:{params.request_id}",
-                    method="compact",
-                    result=msgspec.json.encode(checkpoint),
-                )
-            await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request)
+            await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request.record(checkpoint))
         self._ctx.faults.crash("compact_after_commit")
         log.info(
             "compacted",

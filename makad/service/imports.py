@@ -17,7 +17,7 @@ from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
-from makad.service.common import Context, in_limited_thread, in_thread, now_ms
+from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles
 from makad.service.peer import Peer
@@ -44,7 +44,7 @@ class ImportService:
         if (params.path is None) == (params.data is None):
             raise InvalidParams("give exactly one of path or data", path="$")
 
-        async def run() -> ImportResultWire:
+        async def run(request: Request) -> ImportResultWire:
             await self._ctx.require_writable(ws)
             data, files_, filename = await in_limited_thread(
                 self._import_readers, read_import_source, params.path, params.data
@@ -95,10 +95,7 @@ class ImportService:
                 )
                 for entry in queued
             ]
-            await in_thread(ws.ledger.append_memory_events, events)
-            if progress is not None:
-                progress.finish()
-            return ImportResultWire(
+            result = ImportResultWire(
                 format=parsed.format,
                 imported=[e.id for e in queued],
                 duplicates=duplicates,
@@ -107,6 +104,12 @@ class ImportService:
                 revision=revision,
                 deferred=len(deferred),
             )
+            # (A crash before this commit leaves the proposals in PENDING.md: the retry
+            # finds their content there and counts them as duplicates.)
+            await in_thread(ws.ledger.record_lineage, events, request=request.record(result))
+            if progress is not None:
+                progress.finish()
+            return result
 
         return await self._ctx.idempotent(ws, params.request_id, "import_memories", ImportResultWire, run)
 

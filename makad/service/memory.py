@@ -16,7 +16,7 @@ from msgspec import UNSET
 
 from makad.core import memory_format as fmt
 from makad.core.entries import clean_entry, is_open, normalize_tags
-from makad.core.types import Entry
+from makad.core.types import Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
     Conflict,
@@ -26,7 +26,7 @@ from makad.errors import (
     NotFound,
 )
 from makad.service import entry_dates, file_warnings
-from makad.service.common import Context, in_thread, now_ms, workspace_warnings
+from makad.service.common import Context, Request, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.service.peer import Peer
@@ -279,7 +279,7 @@ class MemoryService:
     async def add_entry(self, params: AddEntryParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
 
-        async def run() -> EntryResult:
+        async def run(request: Request) -> EntryResult:
             settings = await self._ctx.require_writable(ws)
             title, content, redactions = clean_entry(params.title, params.content)
             if params.scope == "session" and not params.session_id:
@@ -323,16 +323,14 @@ class MemoryService:
             async with ws.lock:
                 await self._files.write(ws, "memory", op, expected_revision=params.expected_revision)
                 revision = await self._ctx.revision(ws)
-            if intent_id is not None:
-                await in_thread(ws.ledger.finish_intent, intent_id)
-            await in_thread(
-                ws.ledger.append_memory_event,
-                action="added",
-                actor="user",
-                entry_id=entry.id,
-                data={"redactions": redactions},
+            result = EntryResult(entry=entry, revision=revision, redactions=redactions)
+            added = NewMemoryEvent(
+                action="added", actor="user", entry_id=entry.id, data={"redactions": redactions}
             )
-            return EntryResult(entry=entry, revision=revision, redactions=redactions)
+            await in_thread(
+                ws.ledger.record_lineage, [added], finish_intent=intent_id, request=request.record(result)
+            )
+            return result
 
         return await self._ctx.idempotent(ws, params.request_id, "add_entry", EntryResult, run)
 
@@ -396,7 +394,7 @@ class MemoryService:
         expected_revision: int | None,
         request_id: str | None,
     ) -> EntryResult:
-        async def run() -> EntryResult:
+        async def run(request: Request) -> EntryResult:
             await self._ctx.require_writable(ws)
             result: dict[str, Any] = {}
             intent_id = None if request_id is None else f"{method}:{request_id}"
@@ -437,13 +435,16 @@ class MemoryService:
                     ws, "memory", op, expected_revision=expected_revision, before_write=plan
                 )
                 revision = await self._ctx.revision(ws)
-            if earlier is None or earlier.state == "open":
-                await in_thread(ws.ledger.append_memory_event, action=action, actor="user", entry_id=entry_id)
+            events = []
+            if earlier is None or earlier.state == "open":  # else its first attempt recorded it
+                events.append(NewMemoryEvent(action=action, actor="user", entry_id=entry_id))
                 if action == "deleted":  # its consolidations keep their episodes marked
                     await in_thread(ws.ledger.retract_entry, entry_id)
-            if intent_id is not None:
-                await in_thread(ws.ledger.finish_intent, intent_id)
-            return EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
+            answer = EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
+            await in_thread(
+                ws.ledger.record_lineage, events, finish_intent=intent_id, request=request.record(answer)
+            )
+            return answer
 
         return await self._ctx.idempotent(ws, request_id, method, EntryResult, run)
 

@@ -29,7 +29,7 @@ from makad.core.save_merge import note_of
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import Conflict, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
 from makad.service import file_warnings
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import Context, Request, in_thread, now_ms
 from makad.service.memory import Change, MemoryFiles, default_decay_ms
 from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
@@ -128,7 +128,7 @@ class ProposalService:
         """Queue ``draft`` in PENDING.md unless it is refused, was rejected before, or its
         content is already active or waiting (then that entry is the answer)."""
 
-        async def run() -> ProposeResult:
+        async def run(request: Request) -> ProposeResult:
             self._check_agent_may_propose(ws, await self._ctx.require_writable(ws), draft)
             title, content, redactions = clean_entry(draft.title, draft.content)
             if draft.scope == "session" and not draft.session_id:
@@ -178,6 +178,11 @@ class ProposalService:
                     await self._gate.queued(ws, draft.consolidates, proposal.id)
                 revision = await self._ctx.revision(ws)
             similar = similar_ids(content, known)
+            result = ProposeResult(
+                proposal=proposal, queued=True, similar_to=similar, redactions=redactions, revision=revision
+            )
+            # (A crash before this commit leaves the proposal in PENDING.md: the retry
+            # finds it there and answers with it as the duplicate, queueing nothing.)
             await in_thread(
                 ws.ledger.append_memory_event,
                 action="proposed",
@@ -189,10 +194,9 @@ class ProposalService:
                     "redactions": redactions,
                     "similarTo": similar,
                 },
+                request=request.record(result),
             )
-            return ProposeResult(
-                proposal=proposal, queued=True, similar_to=similar, redactions=redactions, revision=revision
-            )
+            return result
 
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
 
@@ -244,7 +248,7 @@ class ProposalService:
             raise InvalidParams("edits name proposals not being approved", path="$.edits")
         intent_id = None if params.request_id is None else f"approve:{params.request_id}"
 
-        async def run() -> ApproveResult:
+        async def run(request: Request) -> ApproveResult:
             settings = await self._ctx.require_writable(ws)
             earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent, intent_id)
             if earlier is not None and earlier.state != "aborted":
@@ -252,9 +256,7 @@ class ProposalService:
                 # answer from its recorded plan; completing it again changes nothing.
                 recorded = rules.ApprovalPlan.from_payload(earlier.payload)
                 async with ws.lock:
-                    approved = await self._complete(ws, recorded, earlier.id)
-                    revision = await self._ctx.revision(ws)
-                return ApproveResult(approved=approved, revision=revision, redactions=recorded.redactions)
+                    return await self._complete(ws, recorded, earlier.id, request)
             async with ws.lock:
                 await self._files.refresh(ws)
                 revision = await self._ctx.revision(ws)
@@ -276,17 +278,18 @@ class ProposalService:
                 )
                 self._ctx.faults.crash("approve_after_intent")
                 try:
-                    approved = await self._complete(ws, plan, intent.id)
+                    return await self._complete(ws, plan, intent.id, request)
                 except MakadError:
                     await in_thread(ws.ledger.finish_intent, intent.id, state="aborted")
                     raise
-                revision = await self._ctx.revision(ws)
-            return ApproveResult(approved=approved, revision=revision, redactions=plan.redactions)
 
         return await self._ctx.idempotent(ws, params.request_id, "approve", ApproveResult, run)
 
-    async def _complete(self, ws: Workspace, plan: rules.ApprovalPlan, intent_id: str) -> list[Approved]:
-        """Carry out a planned approval and close its intent; every step may be repeated."""
+    async def _complete(
+        self, ws: Workspace, plan: rules.ApprovalPlan, intent_id: str, request: Request | None = None
+    ) -> ApproveResult:
+        """Carry out a planned approval and close its intent; every step may be repeated.
+        The lineage, the intent's close and the request record are one transaction."""
         superseded: dict[str, str] = {}
 
         def memory_op(doc: fmt.MemoryDocument) -> Change:
@@ -301,19 +304,9 @@ class ProposalService:
             ws, "pending", lambda doc: Change(rules.remove_approved(doc, plan), frozenset())
         )
         self._ctx.faults.crash("approve_after_pending")
-
-        def record() -> None:
-            recorded = {
-                item.proposal_id
-                for item in plan.items
-                if rules.was_approved(item.proposal_id, ws.ledger.memory_history(item.proposal_id))
-            }
-            events = rules.approval_events(plan, superseded, recorded)
-            ws.ledger.append_memory_events(events, finish_intent=intent_id)
-
-        await in_thread(record)
+        # Settled before the intent closes: a crash in between settles them again (a no-op).
         await self._gate.settle(ws, {item.proposal_id: ("approved", item.entry.id) for item in plan.items})
-        return [
+        approved = [
             Approved(
                 proposal_id=item.proposal_id,
                 entry=item.entry,
@@ -322,6 +315,22 @@ class ProposalService:
             )
             for item in plan.items
         ]
+        result = ApproveResult(
+            approved=approved, revision=await self._ctx.revision(ws), redactions=plan.redactions
+        )
+        record = None if request is None else request.record(result)
+
+        def commit() -> None:
+            recorded = {
+                item.proposal_id
+                for item in plan.items
+                if rules.was_approved(item.proposal_id, ws.ledger.memory_history(item.proposal_id))
+            }
+            events = rules.approval_events(plan, superseded, recorded)
+            ws.ledger.record_lineage(events, finish_intent=intent_id, request=record)
+
+        await in_thread(commit)
+        return result
 
     async def recover(self, ws: Workspace) -> None:
         """Finish approvals a crash interrupted (called once per workspace, under ws.lock)."""
@@ -345,7 +354,7 @@ class ProposalService:
         reason = redact(params.reason).text if params.reason else ""
         intent_id = None if params.request_id is None else f"reject:{params.request_id}"
 
-        async def run() -> RejectResult:
+        async def run(request: Request) -> RejectResult:
             await self._ctx.require_writable(ws)
             earlier = None if intent_id is None else await in_thread(ws.ledger.get_intent, intent_id)
             # A retry whose first attempt may have reached PENDING.md finishes that one.
@@ -369,12 +378,28 @@ class ProposalService:
                     ws, "pending", op, expected_revision=params.expected_revision, before_write=plan
                 )
                 revision = await self._ctx.revision(ws)
-            first = earlier is None or earlier.state == "open"
-            await in_thread(_record_rejections, ws, rejected, reason, with_events=first)
             await self._gate.settle(ws, {e.id: ("rejected", None) for e in rejected})
-            if intent_id is not None:
-                await in_thread(ws.ledger.finish_intent, intent_id)
-            return RejectResult(rejected=[e.id for e in rejected], revision=revision)
+            result = RejectResult(rejected=[e.id for e in rejected], revision=revision)
+            contents: dict[str, str] = {}
+            for entry in rejected:
+                contents.setdefault(content_hash(entry.content), entry.id)
+            events = []
+            if earlier is None or earlier.state == "open":  # else its first attempt recorded them
+                events = [
+                    NewMemoryEvent(
+                        action="rejected", actor="user", proposal_id=e.id, data={"reason": reason or None}
+                    )
+                    for e in rejected
+                ]
+            await in_thread(
+                ws.ledger.record_lineage,
+                events,
+                rejected=contents,
+                reason=reason,
+                finish_intent=intent_id,
+                request=request.record(result),
+            )
+            return result
 
         return await self._ctx.idempotent(ws, params.request_id, "reject", RejectResult, run)
 
@@ -406,21 +431,6 @@ class ProposalService:
 
 def _upserted(doc: fmt.MemoryDocument, entry: Entry) -> Change:
     return Change(fmt.upsert(doc, entry), frozenset({entry.id}))
-
-
-def _record_rejections(ws: Workspace, rejected: list[Entry], reason: str, *, with_events: bool) -> None:
-    """Remember each rejected content (its first rejection's reason stays) and, unless a
-    first attempt did, the lineage steps (blocking)."""
-    for entry in rejected:
-        digest = content_hash(entry.content)
-        if ws.ledger.find_rejection(digest) is None:
-            ws.ledger.record_rejection(digest, reason=reason, proposal_id=entry.id)
-    if with_events:
-        events = [
-            NewMemoryEvent(action="rejected", actor="user", proposal_id=e.id, data={"reason": reason or None})
-            for e in rejected
-        ]
-        ws.ledger.append_memory_events(events)
 
 
 def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:

@@ -15,6 +15,7 @@ from makad.core.types import (
     Entry,
     EventInput,
     ManifestItem,
+    NewMemoryEvent,
     WorkingState,
 )
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
@@ -283,6 +284,32 @@ def test_intents_stay_open_until_finished(ledger: Ledger) -> None:
         ledger.finish_intent("ghost")
     with pytest.raises(Conflict):
         ledger.begin_intent("x", {}, intent_id="fixed")
+
+
+def test_an_operations_ledger_part_commits_whole_or_not_at_all(ledger: Ledger) -> None:
+    """record_lineage writes the steps, the rejections, the intent's close and the request
+    record together; a second call with the same request is refused and adds nothing."""
+    intent = ledger.begin_intent("request", {"rejected": []}, intent_id="reject:r1")
+    record = RequestRecord(request_id="reject:r1", method="reject", result=b'{"rejected":["p1"]}')
+    steps = [NewMemoryEvent(action="rejected", actor="user", proposal_id="p1", data={"reason": None})]
+    ledger.record_lineage(steps, rejected={"h1": "p1"}, reason="no", finish_intent=intent.id, request=record)
+    ledger.record_lineage([], rejected={"h1": "p9"}, reason="later")
+    assert [e.action for e in ledger.memory_history("p1")] == ["rejected"]
+    assert ledger.find_rejection("h1").proposal_id == "p1"  # type: ignore[union-attr]
+    assert ledger.find_rejection("h1").reason == "no"  # type: ignore[union-attr]
+    assert ledger.open_intents() == []
+    assert ledger.get_request_result("reject:r1").result == record.result  # type: ignore[union-attr]
+    with pytest.raises(Conflict):
+        ledger.record_lineage(steps, request=record)
+    assert len(ledger.memory_history("p1")) == 1
+
+
+def test_a_failed_intent_close_rolls_the_steps_back(ledger: Ledger) -> None:
+    """Closing an intent that does not exist fails the whole transaction: no step is kept."""
+    steps = [NewMemoryEvent(action="added", actor="user", entry_id="e1")]
+    with pytest.raises(NotFound):
+        ledger.record_lineage(steps, finish_intent="ghost")
+    assert ledger.memory_history("e1") == []
 
 
 # ---------------------------------------------------------------------- memory index, settings

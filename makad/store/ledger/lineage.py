@@ -57,24 +57,26 @@ class LineageArea(LedgerBase):
             store_request(conn, request, at)
         return int(cast(int, cursor.lastrowid))
 
-    def append_memory_events(
+    def record_lineage(
         self,
         events: Sequence[NewMemoryEvent],
         *,
-        request: RequestRecord | None = None,
+        rejected: Mapping[str, str] | None = None,
+        reason: str = "",
         finish_intent: str | None = None,
+        request: RequestRecord | None = None,
     ) -> None:
-        """Append many lineage steps in one transaction (one fsync): an import's proposals,
-        an approval's steps. ``request``: the idempotency record of the call they end,
-        ``finish_intent``: the intent they complete, both in the same transaction (a
-        crash leaves all of it or none)."""
+        """The ledger's part of a memory operation, in one transaction (one fsync): its
+        lineage steps; ``rejected`` contents (hash -> proposal id; a content rejected
+        before keeps its first reason); the intent it completes; its idempotency record.
+        A crash leaves all of it or none."""
         at = now_ms()
         rows = []
         for event in events:
             _check_event(event.action, event.actor, event.entry_id, event.proposal_id)
             encoded = None if event.data is None else msgspec.json.encode(event.data).decode()
             rows.append((at, event.entry_id, event.action, event.actor, event.proposal_id, encoded))
-        if not rows and request is None and finish_intent is None:
+        if not rows and not rejected and finish_intent is None and request is None:
             return
         with self._writing() as conn:
             guard_request(conn, request)
@@ -82,6 +84,11 @@ class LineageArea(LedgerBase):
                 "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 rows,
+            )
+            conn.executemany(
+                "INSERT OR IGNORE INTO rejections (content_hash, proposal_id, reason, ts)"
+                " VALUES (?, ?, ?, ?)",
+                [(digest, proposal_id, reason, at) for digest, proposal_id in (rejected or {}).items()],
             )
             if finish_intent is not None:
                 _finish_intent(conn, finish_intent, "done", at)
