@@ -138,7 +138,7 @@ def connection_cap(configured: int, nofile: int) -> int:
     return max(1, min(configured, room))
 
 
-def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
+def limits_for(settings: DaemonSettings, nofile: int, faults: Faults) -> Limits:
     cap = connection_cap(settings.max_connections, nofile)
     if cap < settings.max_connections:
         log.warning("connection_cap_lowered", configured=settings.max_connections, cap=cap, nofile=nofile)
@@ -147,14 +147,14 @@ def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
         shutdown_grace_s=settings.shutdown_grace_s,
-        fault_point=settings.fault_point,
+        fault_point=faults.point,
     )
 
 
-def inject_faults(settings: DaemonSettings, handlers: dict[str, Handler]) -> None:
+def inject_faults(faults: Faults, handlers: dict[str, Handler]) -> None:
     """Test-only: ``unencodable_reply`` makes ``status`` answer a string that cannot be
     encoded as UTF-8 (as a file name in a legacy encoding would)."""
-    if settings.fault_point != "unencodable_reply":
+    if faults.point != "unencodable_reply":
         return
     status = handlers["status"]
 
@@ -173,6 +173,7 @@ class App:
     registry: WorkspaceRegistry
     watcher: Watcher
     notes: SessionNotesKeeper
+    faults: Faults
 
 
 def build_app(info: DaemonInfo) -> App:
@@ -182,6 +183,7 @@ def build_app(info: DaemonInfo) -> App:
     ctx = Context(
         settings=settings,
         registry=registry,
+        # The one fault seam: armed by the test environment only (makad.faults).
         faults=Faults(point=settings.fault_point, disk_full=settings.fault_disk_full),
         identifiers=Identifiers(load_or_create_key(settings.data_dir)),
     )
@@ -211,9 +213,9 @@ def build_app(info: DaemonInfo) -> App:
     handlers: dict[str, Handler] = {}
     for service in services:
         handlers.update(service.handlers())
-    inject_faults(settings, handlers)
+    inject_faults(ctx.faults, handlers)
     handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
-    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes)
+    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes, faults=ctx.faults)
 
 
 async def run(settings: DaemonSettings) -> int:
@@ -237,7 +239,7 @@ async def run(settings: DaemonSettings) -> int:
         app = build_app(info)
         stack.callback(app.registry.close)
         dispatcher = Dispatcher(CATALOGUE, app.handlers, settings.max_reply_bytes)
-        server = Server(dispatcher, limits_for(settings, raise_open_file_limit()))
+        server = Server(dispatcher, limits_for(settings, raise_open_file_limit(), app.faults))
         info.connection_count = lambda: len(server.connections)
         info.request_stop = server.request_stop
         info.stopping = lambda: server.stopping
