@@ -27,13 +27,16 @@ from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
-from makad.rpc.dispatch import Dispatcher, Handler
+from makad.core.episodes import Threshold
+from makad.faults import Faults
+from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
-from makad.service.episodes import EpisodeHooks, EpisodeService
+from makad.service.episodes import EpisodeService, Evidence
 from makad.service.identifiers import Identifiers, load_or_create_key
+from makad.service.imports import ImportService
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
 from makad.service.proposals import ProposalService
@@ -44,6 +47,7 @@ from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.store.workspaces import WorkspaceRegistry
 from makad.watcher import Watcher
 from makad.wire import CATALOGUE
+from makad.wire.base import Handler
 
 log = structlog.get_logger("makad")
 
@@ -134,7 +138,7 @@ def connection_cap(configured: int, nofile: int) -> int:
     return max(1, min(configured, room))
 
 
-def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
+def limits_for(settings: DaemonSettings, nofile: int, faults: Faults) -> Limits:
     cap = connection_cap(settings.max_connections, nofile)
     if cap < settings.max_connections:
         log.warning("connection_cap_lowered", configured=settings.max_connections, cap=cap, nofile=nofile)
@@ -143,14 +147,14 @@ def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
         shutdown_grace_s=settings.shutdown_grace_s,
-        fault_point=settings.fault_point,
+        fault_point=faults.point,
     )
 
 
-def inject_faults(settings: DaemonSettings, handlers: dict[str, Handler]) -> None:
+def inject_faults(faults: Faults, handlers: dict[str, Handler]) -> None:
     """Test-only: ``unencodable_reply`` makes ``status`` answer a string that cannot be
     encoded as UTF-8 (as a file name in a legacy encoding would)."""
-    if settings.fault_point != "unencodable_reply":
+    if faults.point != "unencodable_reply":
         return
     status = handlers["status"]
 
@@ -169,6 +173,7 @@ class App:
     registry: WorkspaceRegistry
     watcher: Watcher
     notes: SessionNotesKeeper
+    faults: Faults
 
 
 def build_app(info: DaemonInfo) -> App:
@@ -176,36 +181,41 @@ def build_app(info: DaemonInfo) -> App:
     registry = WorkspaceRegistry(settings.data_dir)
     info.warnings = lambda: registry_warnings(registry)
     ctx = Context(
-        settings=settings, registry=registry, identifiers=Identifiers(load_or_create_key(settings.data_dir))
+        settings=settings,
+        registry=registry,
+        # The one fault seam: armed by the test environment only (makad.faults).
+        faults=Faults(point=settings.fault_point, disk_full=settings.fault_disk_full),
+        identifiers=Identifiers(load_or_create_key(settings.data_dir)),
     )
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)
-    proposals = ProposalService(ctx, memory_files, memory)
+    evidence = Evidence(ctx.faults, Threshold())
+    proposals = ProposalService(ctx, memory_files, evidence)
     ctx.recovery.append(memory.clean_temp_files)
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
     notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, memory_files, sessions)
     compaction = CompactionService(ctx, sessions)
-    episodes = EpisodeService(ctx, sessions, proposals)
-    ctx.hooks = EpisodeHooks(episodes)
+    episodes = EpisodeService(ctx, sessions, proposals, evidence)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
         SystemService(info, openrpc_doc.generate(CATALOGUE)),
         memory,
         proposals,
+        ImportService(ctx, memory_files),
         context,
         compaction,
-        LedgerService(ctx, sessions, notes),
+        LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),
         episodes,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:
         handlers.update(service.handlers())
-    inject_faults(settings, handlers)
+    inject_faults(ctx.faults, handlers)
     handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
-    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes)
+    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes, faults=ctx.faults)
 
 
 async def run(settings: DaemonSettings) -> int:
@@ -229,7 +239,7 @@ async def run(settings: DaemonSettings) -> int:
         app = build_app(info)
         stack.callback(app.registry.close)
         dispatcher = Dispatcher(CATALOGUE, app.handlers, settings.max_reply_bytes)
-        server = Server(dispatcher, limits_for(settings, raise_open_file_limit()))
+        server = Server(dispatcher, limits_for(settings, raise_open_file_limit(), app.faults))
         info.connection_count = lambda: len(server.connections)
         info.request_stop = server.request_stop
         info.stopping = lambda: server.stopping

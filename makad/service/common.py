@@ -15,11 +15,13 @@ import msgspec
 import structlog
 
 from makad.core.redaction import redact_tree
-from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence, MakadError
+from makad.errors import Conflict, Disabled, IncognitoBlocked, MakadError
+from makad.faults import Faults
 from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
-from makad.store.ledger_recovery import REVISION_KEY
+from makad.store.ledger.records import RequestRecord
+from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.wire.base import Warning
 from makad.wire.memory import ChangeNotification, Settings
@@ -48,28 +50,6 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class Hooks:
-    """Default domain hooks: no evidence gate, nothing to propagate."""
-
-    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
-        raise InsufficientEvidence("consolidation is not available")
-
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
-        return None
-
-    async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
-        return None
-
-    async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
-        return None
-
-    async def deleted(self, ws: Workspace, entry_id: str) -> None:
-        return None
-
-    async def session_closed(self, ws: Workspace, session_id: str) -> None:
-        return None
-
-
 @dataclass
 class Context:
     """Dependencies shared by the domain services."""
@@ -80,8 +60,8 @@ class Context:
     on_access: Callable[[Workspace], None] = lambda ws: None
     # Run once per workspace, under its lock, before its first use (crash recovery).
     recovery: list[Callable[[Workspace], Awaitable[None]]] = field(default_factory=list)
-    # Domain hooks other services plug in (episodes and evidence, incognito sessions).
-    hooks: Hooks = field(default_factory=lambda: Hooks())
+    # The test-armed failure points (inert in a real run: makad.faults).
+    faults: Faults = field(default_factory=Faults)
     # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
     identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
 
@@ -128,18 +108,6 @@ class Context:
         found = ws.extra.setdefault("incognito_sessions", set())
         assert isinstance(found, set)
         return found
-
-    async def check_consolidation(self, ws: Workspace, consolidates: Any, session_id: str | None) -> None:
-        await self.hooks.check_consolidation(ws, consolidates, session_id)
-
-    async def consolidation_queued(self, ws: Workspace, consolidates: Any, proposal_id: str) -> None:
-        await self.hooks.consolidation_queued(ws, consolidates, proposal_id)
-
-    async def approved(self, ws: Workspace, items: list[tuple[str, Any]]) -> None:
-        await self.hooks.approved(ws, items)
-
-    async def rejected(self, ws: Workspace, proposal_ids: list[str]) -> None:
-        await self.hooks.rejected(ws, proposal_ids)
 
     # --- settings -------------------------------------------------------------
 
@@ -242,20 +210,62 @@ class Context:
         request_id: str | None,
         method: str,
         result_type: type[R],
-        run: Callable[[], Awaitable[R]],
+        run: Callable[[Request], Awaitable[R]],
     ) -> R:
-        """Run once per requestId: a retry gets the first result back."""
-        if request_id is None:
-            return await run()
-        key = f"{method}:{request_id}"
-        stored = await in_thread(ws.ledger.get_request_result, key)
+        """Run once per requestId: a retry gets the first result back.
+
+        ``run`` hands ``request.record(result)`` to the ledger write that ends its effect,
+        so the record commits in that write's transaction: a crash leaves both or
+        neither. A call whose answer took no write of its own (a duplicate, a refusal
+        from what is recorded) has its record stored alone after it. Effects on
+        MEMORY.md or PENDING.md cannot share a SQLite transaction: those calls record
+        an intent before the file write, and a retry finishes from the intent.
+        (Appends, working states and episodes replay inside the ledger the same way,
+        keyed by their requestId.)
+        """
+        request = Request(None if request_id is None else f"{method}:{request_id}", method)
+        if request.key is None:
+            return await run(request)
+        stored = await in_thread(ws.ledger.get_request_result, request.key)
         if stored is not None:
             return msgspec.json.decode(stored.result, type=result_type)
-        result = await run()
-        # Stored redacted: a result may quote MEMORY.md, where the user may have typed a secret.
-        stored_text = msgspec.json.encode(redact_tree(msgspec.to_builtins(result)))
-        await in_thread(ws.ledger.put_request_result, key, method, stored_text)
+        try:
+            result = await run(request)
+        except Conflict as exc:
+            if exc.details.get("reason") != "duplicate":
+                raise
+            # A call with the same requestId committed first, in the same moment: its answer.
+            stored = await in_thread(ws.ledger.get_request_result, request.key)
+            if stored is None:
+                raise
+            return msgspec.json.decode(stored.result, type=result_type)
+        if not request.done:
+            await in_thread(ws.ledger.put_request_result, request.key, method, request.encode(result))
         return result
+
+
+@dataclass
+class Request:
+    """One call's idempotency record (``Context.idempotent``); ``key`` None: no requestId."""
+
+    key: str | None
+    method: str
+    done: bool = False
+
+    def encode(self, result: object) -> bytes:
+        # Stored redacted: a result may quote MEMORY.md, where the user may have typed a secret.
+        return msgspec.json.encode(redact_tree(msgspec.to_builtins(result)))
+
+    def record(self, result: object) -> RequestRecord | None:
+        """The record to commit with the write that ends the call's effect."""
+        if self.key is None:
+            return None
+        self.done = True
+        return RequestRecord(request_id=self.key, method=self.method, result=self.encode(result))
+
+    def forgo(self) -> None:
+        """This call leaves no record (an incognito session's: nothing of it is kept)."""
+        self.done = True
 
 
 def workspace_warnings(ws: Workspace) -> list[Warning]:

@@ -8,11 +8,8 @@ invalid summary changes nothing. The circuit breaker stops automatic
 
 from __future__ import annotations
 
-import os
 import secrets
-import signal
 
-import msgspec
 import structlog
 
 from makad.core import compaction as plan_core
@@ -20,12 +17,11 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.rpc.dispatch import Handler
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import Context, Request, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import RequestRecord
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.compaction import (
     CheckpointsResult,
     CompactParams,
@@ -61,22 +57,22 @@ class CompactionService:
         ws = await self._ctx.workspace(params.workspace)
         sid = params.session_id
         await self._sessions.require(ws, sid)
-        if params.request_id is not None:
-            stored = await in_thread(ws.ledger.get_request_result, f"compact:{params.request_id}")
-            if stored is not None:
-                return msgspec.json.decode(stored.result, type=Checkpoint)
-        if params.reason in AUTOMATIC:
-            plan_core.ensure_closed(self._breaker(ws, sid), sid)
-        try:
-            async with ws.lock:
-                checkpoint = await self._compact(ws, params)
-        except MakadError:
-            self._set_breaker(ws, sid, plan_core.record_failure(self._breaker(ws, sid)))
-            raise
-        self._set_breaker(ws, sid, plan_core.record_success(self._breaker(ws, sid)))
-        return checkpoint
 
-    async def _compact(self, ws: Workspace, params: CompactParams) -> Checkpoint:
+        async def run(request: Request) -> Checkpoint:
+            if params.reason in AUTOMATIC:
+                plan_core.ensure_closed(self._breaker(ws, sid), sid)
+            try:
+                async with ws.lock:
+                    checkpoint = await self._compact(ws, params, request)
+            except MakadError:
+                self._set_breaker(ws, sid, plan_core.record_failure(self._breaker(ws, sid)))
+                raise
+            self._set_breaker(ws, sid, plan_core.record_success(self._breaker(ws, sid)))
+            return checkpoint
+
+        return await self._ctx.idempotent(ws, params.request_id, "compact", Checkpoint, run)
+
+    async def _compact(self, ws: Workspace, params: CompactParams, request: Request) -> Checkpoint:
         sid = params.session_id
         previous = await self._sessions.latest_checkpoint(ws, sid)
         floor = previous.coverage.to_seq if previous else 0
@@ -115,19 +111,13 @@ class CompactionService:
             reason=params.reason,
             created_at=now_ms(),
         )
-        self._fault("compact_before_commit")
+        self._ctx.faults.crash("compact_before_commit")
         if self._sessions.is_incognito(ws, sid):
             self._sessions.ephemeral_checkpoints(ws)[sid] = checkpoint
+            request.forgo()
         else:
-            request = None
-            if params.request_id is not None:
-                request = RequestRecord(
-                    request_id=f"compact:{params.request_id}",
-                    method="compact",
-                    result=msgspec.json.encode(checkpoint),
-                )
-            await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request)
-        self._fault("compact_after_commit")
+            await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request.record(checkpoint))
+        self._ctx.faults.crash("compact_after_commit")
         log.info(
             "compacted",
             mode=params.mode,
@@ -135,10 +125,6 @@ class CompactionService:
             covered=plan.covered_to_seq - plan.covered_from_seq + 1,
         )
         return checkpoint
-
-    def _fault(self, point: str) -> None:
-        if self._ctx.settings.fault_point == point:
-            os.kill(os.getpid(), signal.SIGKILL)
 
     async def list_checkpoints(self, params: ListCheckpointsParams, peer: Peer) -> CheckpointsResult:
         ws = await self._ctx.workspace(params.workspace)

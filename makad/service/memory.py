@@ -15,9 +15,8 @@ import msgspec
 from msgspec import UNSET
 
 from makad.core import memory_format as fmt
-from makad.core.entry_text import prepare
-from makad.core.redaction import redact
-from makad.core.types import Entry
+from makad.core.entries import clean_entry, is_open, normalize_tags
+from makad.core.types import Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
     Conflict,
@@ -25,17 +24,15 @@ from makad.errors import (
     InvalidWorkspace,
     IOFailure,
     NotFound,
-    TooLarge,
 )
-from makad.rpc.dispatch import Handler
 from makad.service import entry_dates, file_warnings
-from makad.service.common import Context, in_thread, now_ms, workspace_warnings
+from makad.service.common import Context, Request, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.workspaces import Workspace
-from makad.wire.base import Warning
+from makad.wire.base import Handler, Warning
 from makad.wire.memory import (
     AddEntryParams,
     BackupsResult,
@@ -56,8 +53,6 @@ from makad.wire.memory import (
 
 T = TypeVar("T")
 DAY_MS = 86_400_000
-MAX_TITLE_CHARS = 300
-MAX_ENTRY_BYTES = 32 * 1024
 
 __all__ = ["Change", "MemoryFiles", "MemoryService"]
 
@@ -67,20 +62,6 @@ def default_decay_ms(settings: Settings) -> int | None:
     if settings.default_decay_days is None:
         return None
     return int(settings.default_decay_days * DAY_MS)
-
-
-def redact_all(values: list[str]) -> list[str]:
-    return [redact(value).text for value in values]
-
-
-def normalize_tags(tags: list[str]) -> list[str]:
-    out: list[str] = []
-    for tag in tags:
-        # A secret pasted as a tag must not survive as a slug.
-        slug = "-".join(redact(tag).text.strip().lower().split())
-        if slug and slug not in out:
-            out.append(slug)
-    return out
 
 
 class MemoryService:
@@ -185,9 +166,7 @@ class MemoryService:
                 pending_count=0,
             )
         revision = await self._ctx.revision(ws)
-        pending_count = sum(
-            1 for s in ws.pending.doc.sections if s.entry.status in ("review_required", "draft")
-        )
+        pending_count = sum(1 for s in ws.pending.doc.sections if is_open(s.entry))
         if ws.memory.too_large:
             return LocalMemoryState(
                 **base,
@@ -300,9 +279,9 @@ class MemoryService:
     async def add_entry(self, params: AddEntryParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
 
-        async def run() -> EntryResult:
+        async def run(request: Request) -> EntryResult:
             settings = await self._ctx.require_writable(ws)
-            title, content, redactions = self.clean(params.title, params.content)
+            title, content, redactions = clean_entry(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
             now = now_ms()
@@ -344,16 +323,14 @@ class MemoryService:
             async with ws.lock:
                 await self._files.write(ws, "memory", op, expected_revision=params.expected_revision)
                 revision = await self._ctx.revision(ws)
-            if intent_id is not None:
-                await in_thread(ws.ledger.finish_intent, intent_id)
-            await in_thread(
-                ws.ledger.append_memory_event,
-                action="added",
-                actor="user",
-                entry_id=entry.id,
-                data={"redactions": redactions},
+            result = EntryResult(entry=entry, revision=revision, redactions=redactions)
+            added = NewMemoryEvent(
+                action="added", actor="user", entry_id=entry.id, data={"redactions": redactions}
             )
-            return EntryResult(entry=entry, revision=revision, redactions=redactions)
+            await in_thread(
+                ws.ledger.record_lineage, [added], finish_intent=intent_id, request=request.record(result)
+            )
+            return result
 
         return await self._ctx.idempotent(ws, params.request_id, "add_entry", EntryResult, run)
 
@@ -363,7 +340,7 @@ class MemoryService:
         def change(entry: Entry) -> tuple[Entry, int]:
             title = entry.title if params.title is UNSET else params.title
             content = entry.content if params.content is UNSET else params.content
-            title, content, redactions = self.clean(title, content)
+            title, content, redactions = clean_entry(title, content)
             tags = entry.tags if params.tags is UNSET else normalize_tags(params.tags)
             return msgspec.structs.replace(
                 entry, title=title, content=content, tags=tags, updated_at=now_ms()
@@ -417,7 +394,7 @@ class MemoryService:
         expected_revision: int | None,
         request_id: str | None,
     ) -> EntryResult:
-        async def run() -> EntryResult:
+        async def run(request: Request) -> EntryResult:
             await self._ctx.require_writable(ws)
             result: dict[str, Any] = {}
             intent_id = None if request_id is None else f"{method}:{request_id}"
@@ -458,32 +435,18 @@ class MemoryService:
                     ws, "memory", op, expected_revision=expected_revision, before_write=plan
                 )
                 revision = await self._ctx.revision(ws)
-            if earlier is None or earlier.state == "open":
-                await in_thread(ws.ledger.append_memory_event, action=action, actor="user", entry_id=entry_id)
-                if action == "deleted":
-                    await self._ctx.hooks.deleted(ws, entry_id)
-            if intent_id is not None:
-                await in_thread(ws.ledger.finish_intent, intent_id)
-            return EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
+            events = []
+            if earlier is None or earlier.state == "open":  # else its first attempt recorded it
+                events.append(NewMemoryEvent(action=action, actor="user", entry_id=entry_id))
+                if action == "deleted":  # its consolidations keep their episodes marked
+                    await in_thread(ws.ledger.retract_entry, entry_id)
+            answer = EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
+            await in_thread(
+                ws.ledger.record_lineage, events, finish_intent=intent_id, request=request.record(answer)
+            )
+            return answer
 
         return await self._ctx.idempotent(ws, request_id, method, EntryResult, run)
-
-    @staticmethod
-    def clean(title: str, content: str) -> tuple[str, str, int]:
-        title = " ".join(title.split())
-        if not title:
-            raise InvalidParams("title must not be empty", path="$.title")
-        if len(title) > MAX_TITLE_CHARS:
-            raise TooLarge(
-                f"title is over {MAX_TITLE_CHARS} characters", limit=MAX_TITLE_CHARS, actual=len(title)
-            )
-        if len(content.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES:
-            raise TooLarge(f"content is over {MAX_ENTRY_BYTES} bytes", limit=MAX_ENTRY_BYTES)
-        red_title, red_content = redact(title), redact(content)
-        # Stored as it will read back: line endings normalised, blocks it leaves open
-        # closed, link reference definitions neutralized (makad.core.entry_text).
-        stored = prepare(red_content.text).content
-        return red_title.text, stored, red_title.count + red_content.count
 
     # --- backups ---------------------------------------------------------------------
 

@@ -17,7 +17,6 @@ Every daemon write (``MemoryFiles.write``), under the workspace lock:
 from __future__ import annotations
 
 import dataclasses
-import os
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +27,7 @@ import structlog
 
 from makad.core import memory_format as fmt
 from makad.core import save_merge
+from makad.core.entries import is_open
 from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
 from makad.service import entry_dates
 from makad.service.backup_scrub import scrub_removed_secrets
@@ -40,7 +40,6 @@ from makad.store.workspaces import Workspace
 log = structlog.get_logger("makad.memory")
 
 MAX_WRITE_ATTEMPTS: Final = 5
-OPEN_STATUSES: Final = ("review_required", "draft")
 MAX_RECORDED_EDITS: Final = 200
 
 
@@ -68,7 +67,7 @@ def with_returned(
     """PENDING.md with the entries a save of ``which`` dropped back in it, noted."""
     for section in sections:
         entry = section.entry
-        status = entry.status if which == "pending" and entry.status in OPEN_STATUSES else "review_required"
+        status = entry.status if which == "pending" and is_open(entry) else "review_required"
         returned = msgspec.structs.replace(entry, status=status)
         doc = fmt.put_raw(doc, entry.id, save_merge.returned_section(returned, doc.newline))
     return doc
@@ -379,30 +378,8 @@ class MemoryFiles:
             expect_sha=expect,
             max_bytes=self._ctx.settings.memory_max_bytes,
             keep=self._keep(ws, kind),
-            disk_full=self._ctx.settings.fault_disk_full,
-            before_rename=self._editor_fault(path),
+            before_rename=self._ctx.faults.before_rename(path),
         )
-
-    def _editor_fault(self, path: Path) -> Callable[[], None] | None:
-        """Test-only (fault point ``editor_save_before_rename``): an editor saves right
-        before the daemon's rename -- ``.editor-rename.<file>`` is renamed over the file,
-        or ``.editor-in-place.<file>`` written into it in place, once."""
-        if self._ctx.settings.fault_point != "editor_save_before_rename":
-            return None
-
-        def save() -> None:
-            renamed = path.with_name(f".editor-rename.{path.name}")
-            in_place = path.with_name(f".editor-in-place.{path.name}")
-            if renamed.exists():
-                os.replace(renamed, path)
-            elif in_place.exists():
-                data = in_place.read_bytes()
-                in_place.unlink()
-                with open(path, "r+b") as fh:
-                    fh.truncate(0)
-                    fh.write(data)
-
-        return save
 
     def _put_back(self, ws: Workspace, kind: str, path: Path, written: Replaced) -> None:
         """Put a displaced save back in place of the daemon's version (its mtime too)."""

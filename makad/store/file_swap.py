@@ -161,7 +161,6 @@ def replace_verified(
     expect_sha: str | None,
     max_bytes: int,
     keep: Callable[[bytes], None],
-    disk_full: bool = False,
     mtime_ns: int | None = None,
     before_rename: Callable[[], None] | None = None,
 ) -> Replaced:
@@ -172,15 +171,13 @@ def replace_verified(
     changed on disk). When another save was there instead, ``keep`` gets its bytes
     (to back them up) before its file goes, and it is returned as ``displaced``.
     ``mtime_ns`` gives the new file that mtime (a save put back keeps its own);
-    ``before_rename`` runs right before the rename (tests: an editor saving then).
+    ``before_rename`` runs right before the rename (the fault seam: ``makad.faults``).
     """
     tmp_name: str | None = None
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
         try:
             os.fchmod(fd, 0o600)
-            if disk_full:
-                raise OSError(errno.ENOSPC, "No space left on device (injected)")
             view = memoryview(data)
             while view:
                 view = view[os.write(fd, view) :]

@@ -20,8 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
+from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
 from makad.store.file_swap import Replaced, Signature, read_settled, replace_verified, signature_of
 
@@ -115,7 +114,6 @@ def write_memory_file(
     expect_sha: str | None,
     max_bytes: int,
     keep: Callable[[bytes], None],
-    disk_full: bool = False,
     mtime_ns: int | None = None,
     before_rename: Callable[[], None] | None = None,
 ) -> Replaced:
@@ -131,7 +129,6 @@ def write_memory_file(
             expect_sha=expect_sha,
             max_bytes=max_bytes,
             keep=keep,
-            disk_full=disk_full,
             mtime_ns=mtime_ns,
             before_rename=before_rename,
         )
@@ -164,14 +161,6 @@ def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None]
             path.unlink()
             removed += 1
     return removed
-
-
-class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
-    backup_id: str
-    file: str  # "MEMORY" | "PENDING"
-    created_at: int
-    size: int
-    sha256: str
 
 
 def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 from msgspec import UNSET, UnsetType
 
 from makad.core.importers import ItemError
-from makad.core.types import Entry
+from makad.core.types import Entry, MemoryEvent
 from makad.errors import (
     Conflict,
     Disabled,
@@ -21,7 +21,6 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
-from makad.store.ledger_schema import MemoryEvent
 from makad.wire.base import MethodSpec, Params, Result, Warning, WorkspaceParams
 
 

@@ -9,7 +9,7 @@ from typing import Any
 from benchmarks.common import Daemon, summary_ms
 from maka import Client
 from makad.core import importers
-from makad.service.memory import MemoryService
+from makad.core.entries import clean_entry
 
 CAP = str(8 * 1024 * 1024)  # room for every item: the cap is not what is measured
 
@@ -22,7 +22,7 @@ def pure(data: str) -> float:
     started = time.perf_counter()
     parsed = importers.parse(data, "markdown")
     for item in parsed.items:
-        MemoryService.clean(item.title, item.content)
+        clean_entry(item.title, item.content)
     return time.perf_counter() - started
 
 

@@ -8,17 +8,21 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from makad.core.types import NOTE_SECTIONS, Checkpoint, Coverage, Entry, WorkingState
-from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store import ledger as ledger_module
-from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    MIGRATIONS,
+from makad.core.types import (
+    NOTE_SECTIONS,
+    Checkpoint,
+    Coverage,
+    Entry,
+    EventInput,
     ManifestItem,
-    NewEvent,
-    RequestRecord,
-    migrate,
+    NewMemoryEvent,
+    WorkingState,
 )
+from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from makad.store.ledger import Ledger
+from makad.store.ledger import turns as ledger_module
+from makad.store.ledger.records import RequestRecord
+from makad.store.ledger.schema import MIGRATIONS, migrate
 
 # ---------------------------------------------------------------------- working state
 
@@ -178,7 +182,7 @@ def _checkpoint(ledger: Ledger, cid: str, to_seq: int, created_at: int = 1) -> C
 def test_checkpoints_store_and_list_in_order(ledger: Ledger) -> None:
     """Added checkpoints come back by id, latest, and in order."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text=str(i)) for i in range(6)])
+    ledger.append_events("s", [EventInput(type="note", text=str(i)) for i in range(6)])
     assert ledger.latest_checkpoint("s") is None
     one = ledger.add_checkpoint(_checkpoint(ledger, "cp1", 3))
     two = ledger.add_checkpoint(_checkpoint(ledger, "cp2", 5, created_at=2))
@@ -192,7 +196,7 @@ def test_checkpoints_store_and_list_in_order(ledger: Ledger) -> None:
 def test_checkpoint_must_match_the_ledger(ledger: Ledger) -> None:
     """A wrong covered hash, a range past the end or a reused id is refused."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text=str(i)) for i in range(4)])
+    ledger.append_events("s", [EventInput(type="note", text=str(i)) for i in range(4)])
     good = _checkpoint(ledger, "cp", 2)
     with pytest.raises(Conflict):
         ledger.add_checkpoint(msgspec.structs.replace(good, covered_hash="0" * 64))
@@ -207,7 +211,7 @@ def test_checkpoint_must_match_the_ledger(ledger: Ledger) -> None:
 def test_checkpoint_stores_its_request_in_the_same_transaction(ledger: Ledger) -> None:
     """A request record given with a write is stored with it; a replay is refused."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text="a")])
+    ledger.append_events("s", [EventInput(type="note", text="a")])
     record = RequestRecord(request_id="rq", method="compact", result=b'{"ok":true}')
     ledger.add_checkpoint(_checkpoint(ledger, "cp", 1), request=record)
     stored = ledger.get_request_result("rq")
@@ -280,6 +284,32 @@ def test_intents_stay_open_until_finished(ledger: Ledger) -> None:
         ledger.finish_intent("ghost")
     with pytest.raises(Conflict):
         ledger.begin_intent("x", {}, intent_id="fixed")
+
+
+def test_an_operations_ledger_part_commits_whole_or_not_at_all(ledger: Ledger) -> None:
+    """record_lineage writes the steps, the rejections, the intent's close and the request
+    record together; a second call with the same request is refused and adds nothing."""
+    intent = ledger.begin_intent("request", {"rejected": []}, intent_id="reject:r1")
+    record = RequestRecord(request_id="reject:r1", method="reject", result=b'{"rejected":["p1"]}')
+    steps = [NewMemoryEvent(action="rejected", actor="user", proposal_id="p1", data={"reason": None})]
+    ledger.record_lineage(steps, rejected={"h1": "p1"}, reason="no", finish_intent=intent.id, request=record)
+    ledger.record_lineage([], rejected={"h1": "p9"}, reason="later")
+    assert [e.action for e in ledger.memory_history("p1")] == ["rejected"]
+    assert ledger.find_rejection("h1").proposal_id == "p1"  # type: ignore[union-attr]
+    assert ledger.find_rejection("h1").reason == "no"  # type: ignore[union-attr]
+    assert ledger.open_intents() == []
+    assert ledger.get_request_result("reject:r1").result == record.result  # type: ignore[union-attr]
+    with pytest.raises(Conflict):
+        ledger.record_lineage(steps, request=record)
+    assert len(ledger.memory_history("p1")) == 1
+
+
+def test_a_failed_intent_close_rolls_the_steps_back(ledger: Ledger) -> None:
+    """Closing an intent that does not exist fails the whole transaction: no step is kept."""
+    steps = [NewMemoryEvent(action="added", actor="user", entry_id="e1")]
+    with pytest.raises(NotFound):
+        ledger.record_lineage(steps, finish_intent="ghost")
+    assert ledger.memory_history("e1") == []
 
 
 # ---------------------------------------------------------------------- memory index, settings

@@ -1,0 +1,209 @@
+"""import_memories and export_memories: other tools' memories in, MEMORY.md out.
+
+An import queues proposals (origin ``imported``) in PENDING.md for the user to
+review, never straight into MEMORY.md; content already in either file, or
+rejected before, is skipped (``makad.core.proposals.imported_proposals``).
+"""
+
+from __future__ import annotations
+
+import anyio
+import msgspec
+
+from makad.core import importers
+from makad.core import memory_format as fmt
+from makad.core import proposals as rules
+from makad.core.canonical import content_hash
+from makad.core.entries import clean_entry
+from makad.core.types import Entry, NewMemoryEvent
+from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
+from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
+from makad.service.import_source import read_import_source
+from makad.service.memory import Change, MemoryFiles
+from makad.service.peer import Peer
+from makad.store.tracked import TrackedFile
+from makad.wire.base import Handler
+from makad.wire.proposals import ExportParams, ExportResult, ImportParams, ImportResultWire
+
+IMPORT_THREADS = 4
+
+
+class ImportService:
+    def __init__(self, ctx: Context, memory_files: MemoryFiles) -> None:
+        self._ctx = ctx
+        self._files = memory_files
+        # Imports read and parse off the event loop, but never on more than a few of
+        # the worker threads every other call needs.
+        self._import_readers = anyio.CapacityLimiter(IMPORT_THREADS)
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"import_memories": self.import_memories, "export_memories": self.export_memories}
+
+    async def import_memories(self, params: ImportParams, peer: Peer) -> ImportResultWire:
+        ws = await self._ctx.workspace(params.workspace)
+        if (params.path is None) == (params.data is None):
+            raise InvalidParams("give exactly one of path or data", path="$")
+
+        async def run(request: Request) -> ImportResultWire:
+            await self._ctx.require_writable(ws)
+            data, files_, filename = await in_limited_thread(
+                self._import_readers, read_import_source, params.path, params.data
+            )
+            chosen = _format_of(params.format, data, files_, filename)
+            parsed = await in_limited_thread(
+                self._import_readers, importers.parse, data, chosen, files=files_
+            )
+            if not parsed.items:
+                raise nothing_found(parsed, "$.path" if params.path is not None else "$.data")
+            progress = ImportProgress(peer, str(ws.path), len(parsed.items)) if params.progress else None
+            # Redaction and the canonical form, off the event loop: the heavy part of an import.
+            cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
+            rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])
+            async with ws.lock:
+                await self._files.refresh(ws)
+                known = {
+                    content_hash(e.content)
+                    for e in [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)]
+                }
+                new, duplicates = rules.imported_proposals(cleaned, known, rejected, parsed.format, now_ms())
+                fitting = _fitting_count(ws.pending, new, self._ctx.settings.memory_max_bytes)
+                if new and fitting == 0:
+                    raise TooLarge(
+                        f"PENDING.md has no room for these {len(new)} memories (its cap is "
+                        f"{self._ctx.settings.memory_max_bytes} bytes): approve or reject the "
+                        "proposals waiting, then import again",
+                        capBytes=self._ctx.settings.memory_max_bytes,
+                        waiting=len(new),
+                    )
+                queued, deferred = new[:fitting], new[fitting:]
+
+                def op(doc: fmt.MemoryDocument) -> Change:
+                    for entry in queued:
+                        doc = fmt.upsert(doc, entry)
+                    return Change(doc, frozenset(e.id for e in queued))
+
+                if queued:
+                    await self._files.write(ws, "pending", op)
+                revision = await self._ctx.revision(ws)
+
+            events = [
+                NewMemoryEvent(
+                    action="imported",
+                    actor="import",
+                    proposal_id=entry.id,
+                    data={"format": parsed.format, "sourceRefs": entry.source_refs},
+                )
+                for entry in queued
+            ]
+            result = ImportResultWire(
+                format=parsed.format,
+                imported=[e.id for e in queued],
+                duplicates=duplicates,
+                errors=parsed.errors,
+                skipped=parsed.skipped,
+                revision=revision,
+                deferred=len(deferred),
+            )
+            # (A crash before this commit leaves the proposals in PENDING.md: the retry
+            # finds their content there and counts them as duplicates.)
+            await in_thread(ws.ledger.record_lineage, events, request=request.record(result))
+            if progress is not None:
+                progress.finish()
+            return result
+
+        return await self._ctx.idempotent(ws, params.request_id, "import_memories", ImportResultWire, run)
+
+    async def export_memories(self, params: ExportParams, peer: Peer) -> ExportResult:
+        ws = await self._ctx.workspace(params.workspace)
+        settings = await self._ctx.load_settings(ws)
+        if settings.incognito:
+            raise IncognitoBlocked("incognito is on: memory is not read")
+        async with ws.lock:
+            await self._files.refresh(ws, "memory")
+        chosen = [e for e in fmt.entries(ws.memory.doc) if e.status == "active" or params.include_archived]
+        if params.format == "json":
+            data = msgspec.json.format(msgspec.json.encode({"entries": chosen}), indent=2).decode()
+        else:
+            doc = fmt.new_document()
+            for entry in chosen:
+                doc = fmt.upsert(doc, entry)
+            data = fmt.render(doc)
+        return ExportResult(format=params.format, data=data, count=len(chosen))
+
+
+class ImportProgress:
+    """``import_progress`` notifications to the importing connection (asked with
+    ``progress: true``): every 100 items checked, coalesced so a slow reader gets the
+    newest count."""
+
+    EVERY = 100
+
+    def __init__(self, peer: Peer, workspace: str, total: int) -> None:
+        self._peer = peer
+        self._workspace = workspace
+        self._total = total
+        self._post(0)
+
+    def _post(self, done: int) -> None:
+        note = {"workspace": self._workspace, "done": done, "total": self._total}
+        self._peer.notify("import_progress", note, group=("import_progress", id(self)))
+
+    def step(self, done: int) -> None:
+        """From the worker thread: the connection is the event loop's, so post through it."""
+        if done % self.EVERY == 0:
+            anyio.from_thread.run_sync(self._post, done)
+
+    def finish(self) -> None:
+        self._post(self._total)
+
+
+def _clean_items(
+    parsed: importers.ImportResult, progress: ImportProgress | None
+) -> list[tuple[importers.ImportItem, str, str, str]]:
+    """(item, title, content, canonical hash) of each item the redactor and the format
+    checks accept; a refused one becomes an error of that item (blocking)."""
+    out = []
+    for done, item in enumerate(parsed.items, 1):
+        try:
+            title, content, _ = clean_entry(item.title or "Imported memory", item.content)
+        except MakadError as exc:
+            parsed.errors.append(importers.ItemError(locator=item.locator, reason=exc.message))
+            continue
+        finally:
+            if progress is not None:
+                progress.step(done)
+        out.append((item, title, content, content_hash(content)))
+    return out
+
+
+def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
+    """The error for a file in which the chosen format found no memory at all."""
+    expected = importers.EXPECTED[parsed.format]
+    return InvalidParams(
+        f"no memories found reading it as {parsed.format}: expected {expected}; "
+        "pass format to read it as another one",
+        path=path,
+        format=parsed.format,
+        expected=expected,
+        formats=list(importers.FORMATS),
+        errors=[msgspec.to_builtins(e) for e in parsed.errors[:20]],
+    )
+
+
+def _format_of(
+    requested: str | None, data: str, files: dict[str, str] | None, filename: str | None
+) -> importers.FormatName:
+    """The format asked for, else Claude Code's for a directory, else the one ``data`` looks like."""
+    if requested is not None:
+        if requested not in importers.FORMATS:
+            raise InvalidParams("unknown import format", path="$.format", formats=sorted(importers.FORMATS))
+        return requested
+    if files is not None:
+        return "claude_code"
+    return importers.sniff(data, filename)
+
+
+def _fitting_count(pending: TrackedFile, new: list[Entry], cap: int) -> int:
+    """How many of ``new`` PENDING.md can take under ``cap`` bytes."""
+    newline = pending.doc.newline if not pending.missing else "\n"
+    return rules.fitting_count(pending.text or fmt.HEADER, newline, new, cap)
