@@ -15,9 +15,9 @@ import pytest
 from anyio.abc import SocketListener
 
 from maka import AsyncClient
-from makad.daemon import bind_socket, build_app, limits_for
+from makad.daemon import bind_socket, build_app
 from makad.rpc.dispatch import Dispatcher
-from makad.rpc.server import Server
+from makad.rpc.server import Limits, Server
 from makad.service.system import DaemonInfo
 from makad.settings import load
 from makad.wire import CATALOGUE
@@ -45,7 +45,13 @@ async def serving(root: Path) -> AsyncIterator[InProcessDaemon]:
     workspace = root / "ws"
     workspace.mkdir(exist_ok=True)
     app = build_app(DaemonInfo(settings=settings))
-    server = Server(Dispatcher(CATALOGUE, app.handlers, settings.max_reply_bytes), limits_for(settings, 1024))
+    limits = Limits(  # the daemon's limits, no fault point armed
+        max_message_bytes=settings.max_message_bytes,
+        max_connections=settings.max_connections,
+        idle_timeout_s=settings.idle_timeout_s,
+        shutdown_grace_s=settings.shutdown_grace_s,
+    )
+    server = Server(Dispatcher(CATALOGUE, app.handlers, settings.max_reply_bytes), limits)
     listener: SocketListener = await SocketListener.from_socket(bind_socket(settings.socket_path))
     stopped = anyio.Event()
 
