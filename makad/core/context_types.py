@@ -283,3 +283,22 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     live_history_tokens: int | None = None
     recall_hits: list[RecallHit] = []
     limits: ContextLimits = ContextLimits()
+
+
+@dataclass
+class MemorySnapshot:
+    """Active entries of one MEMORY.md version, newest first, and the index it was built into.
+
+    ``user_confidence``: entry id → the ``confidence=`` its comment carries (only those);
+    ``skipped``: why no entry can be read (safe mode, unreadable file), when so.
+    """
+
+    sha: str | None
+    by_id: dict[str, Entry]
+    recent: list[Entry]
+    user_confidence: dict[str, str] = field(default_factory=dict)
+    skipped: Skipped | None = None
+    # entry id → entry_hash, filled as entries become candidates (same for every call).
+    hashes: dict[str, str] = field(default_factory=dict)
+    # The ledger's index_generation the entries were indexed under (a rebuilt index is empty).
+    index_generation: int = 0

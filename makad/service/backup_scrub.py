@@ -25,8 +25,6 @@ log = structlog.get_logger("makad.backups")
 
 # Secrets of the last few versions of the two files, keyed by their text.
 CACHED_VERSIONS = 8
-# Secrets found gone whose scrub failed (disk full…): tried again at the next change.
-PENDING_KEY = "secrets_to_scrub"
 
 
 async def scrub_removed_secrets(ws: Workspace, old_texts: list[str | None]) -> None:
@@ -34,7 +32,7 @@ async def scrub_removed_secrets(ws: Workspace, old_texts: list[str | None]) -> N
     ``old_texts`` (what the files held before) that neither file holds now."""
     olds = [text for text in old_texts if text]
     cache = _cache(ws)
-    if not ws.extra.get(PENDING_KEY) and all(not cache.get(text, True) for text in olds):
+    if not ws.state.secrets_to_scrub and all(not cache.get(text, True) for text in olds):
         return  # the versions replaced held no secret (the usual case): nothing to look at
     try:
         await in_thread(_scrub, ws, olds)
@@ -43,7 +41,7 @@ async def scrub_removed_secrets(ws: Workspace, old_texts: list[str | None]) -> N
 
 
 def _scrub(ws: Workspace, olds: list[str]) -> int:
-    held = frozenset().union(*(_secrets(ws, text) for text in olds), ws.extra.get(PENDING_KEY, ()))
+    held = frozenset().union(*(_secrets(ws, text) for text in olds), ws.state.secrets_to_scrub)
     # Looked at even when nothing was held: the live versions are the next write's old ones.
     live = frozenset().union(*(_secrets(ws, text) for text in (ws.memory.text, ws.pending.text) if text))
     gone = held - live
@@ -51,11 +49,11 @@ def _scrub(ws: Workspace, olds: list[str]) -> int:
         # An editor saving in place shows a truncated file for a moment: what is on disk
         # now counts as live too, so a secret is scrubbed only when it is really gone.
         gone -= frozenset().union(*(secrets_in(text) for text in _on_disk(ws)))
-    ws.extra[PENDING_KEY] = gone
+    ws.state.secrets_to_scrub = gone
     if not gone:
         return 0
     rewritten = files.rewrite_backups(ws.backups_dir, lambda text: redact_values(text, gone).text)
-    ws.extra[PENDING_KEY] = frozenset()
+    ws.state.secrets_to_scrub = frozenset()
     return rewritten
 
 
@@ -79,7 +77,4 @@ def _secrets(ws: Workspace, text: str) -> frozenset[str]:
 
 
 def _cache(ws: Workspace) -> dict[str, frozenset[str]]:
-    cache = ws.extra.get("secrets_by_text")
-    if not isinstance(cache, dict):
-        cache = ws.extra["secrets_by_text"] = {}
-    return cache
+    return ws.state.secrets_by_text

@@ -67,7 +67,7 @@ class Context:
 
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.get(raw)
-        if ws.extra.get("settled") != ws.ledger.generation:
+        if ws.state.settled != ws.ledger.generation:
             await self._settle(ws)
         self.on_access(ws)
         return ws
@@ -78,21 +78,20 @@ class Context:
         forget what was cached from the old ledger and move the revision past the old one
         (a settings change: the privacy switches are back at their defaults)."""
         async with ws.lock:
-            settled = ws.extra.get("settled")
+            settled = ws.state.settled
             generation = ws.ledger.generation
             if settled == generation:
                 return
             if settled is None:
                 await self._recover(ws)
             if settled is not None or generation or ws.revision_floor:
-                ws.extra.pop("settings", None)
-                ws.extra.pop("memory_snapshot", None)
+                ws.state.forget_ledger_caches()
                 floor = max([ws.revision_floor, *(r.previous_revision or 0 for r in ws.ledger.resets)])
                 ws.revision = max(await self.revision(ws), floor)
                 for notice in ws.warnings():
                     log.warning("workspace_notice", workspace_id=ws.id, kind=notice.kind)
                 await self.bump(ws, "settings_changed", "settings")
-            ws.extra["settled"] = generation
+            ws.state.settled = generation
 
     async def _recover(self, ws: Workspace) -> None:
         for recover in self.recovery:
@@ -105,15 +104,13 @@ class Context:
 
     def incognito_sessions(self, ws: Workspace) -> set[str]:
         """Ids of this workspace's incognito sessions (kept in memory only)."""
-        found = ws.extra.setdefault("incognito_sessions", set())
-        assert isinstance(found, set)
-        return found
+        return ws.state.incognito_sessions
 
     # --- settings -------------------------------------------------------------
 
     async def load_settings(self, ws: Workspace) -> Settings:
-        cached = ws.extra.get("settings")
-        if isinstance(cached, Settings):
+        cached = ws.state.settings
+        if cached is not None:
             return cached
         raw = await in_thread(ws.ledger.get_settings_json)
         fields = {k: v for k, v in raw.items() if not k.startswith("__")}
@@ -123,7 +120,7 @@ class Context:
             log.warning("settings_unreadable", workspace_id=ws.id)
             settings = Settings()
         settings = derive(settings)
-        ws.extra["settings"] = settings
+        ws.state.settings = settings
         revision = raw.get(REVISION_KEY)
         if ws.revision is None:
             ws.revision = revision if isinstance(revision, int) else 0
@@ -134,7 +131,7 @@ class Context:
         values = msgspec.to_builtins(settings)
         values.pop("extractToolEffective", None)
         await in_thread(ws.ledger.put_settings_json, values)
-        ws.extra["settings"] = settings
+        ws.state.settings = settings
         return settings
 
     async def require_writable(self, ws: Workspace) -> Settings:
@@ -188,7 +185,7 @@ class Context:
         if peer in ws.subscribers:
             return
         ws.subscribers.add(peer)
-        hooked: set[int] = ws.extra.setdefault("close_hooked", set())
+        hooked = ws.state.close_hooked
         if peer.id not in hooked:  # once per connection, however often it resubscribes
             hooked.add(peer.id)
 

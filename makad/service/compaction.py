@@ -46,12 +46,11 @@ class CompactionService:
         }
 
     def _breaker(self, ws: Workspace, sid: str) -> plan_core.BreakerState:
-        breakers = ws.extra.setdefault("breakers", {})
-        state = breakers.get(sid)
-        return state if isinstance(state, plan_core.BreakerState) else plan_core.BreakerState()
+        state = ws.state.breakers.get(sid)
+        return state if state is not None else plan_core.BreakerState()
 
     def _set_breaker(self, ws: Workspace, sid: str, state: plan_core.BreakerState) -> None:
-        ws.extra.setdefault("breakers", {})[sid] = state
+        ws.state.breakers[sid] = state
 
     async def compact(self, params: CompactParams, peer: Peer) -> Checkpoint:
         ws = await self._ctx.workspace(params.workspace)

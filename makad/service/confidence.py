@@ -11,29 +11,27 @@ from __future__ import annotations
 from makad.core.confidence import DAY_MS, Confidence, derive, user_values
 from makad.core.types import Entry
 from makad.service.common import in_thread, now_ms
+from makad.store.workspace_state import ConfidenceCache
 from makad.store.workspaces import Workspace
-
-_CACHE = "confidence"
 
 
 async def confidence_map(ws: Workspace, entries: list[Entry], archived: bool) -> dict[str, Confidence]:
     """Entry id → confidence for ``entries`` of the current MEMORY.md (``archived``: whether
     they include the archived ones, part of what is cached)."""
     doc, now = ws.memory.doc, now_ms()
-    cached = ws.extra.get(_CACHE)
+    cached = ws.state.confidence
     if (
-        isinstance(cached, tuple)
-        and cached[0] is doc
-        and cached[1] == now // DAY_MS
-        and cached[2] == archived
+        cached is not None
+        and cached.doc is doc
+        and cached.day == now // DAY_MS
+        and cached.archived == archived
     ):
-        found: dict[str, Confidence] = cached[3]
-        return found
+        return cached.found
 
     def work() -> dict[str, Confidence]:
         user_set = user_values(doc)
         return {e.id: derive(e, now, user_set.get(e.id)) for e in entries}
 
     found = await in_thread(work)
-    ws.extra[_CACHE] = (doc, now // DAY_MS, archived, found)
+    ws.state.confidence = ConfidenceCache(doc, now // DAY_MS, archived, found)
     return found

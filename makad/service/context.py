@@ -9,7 +9,7 @@ size of the workspace. ``makad.core.assembly`` makes every choice.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Protocol
 
 import msgspec
@@ -20,6 +20,7 @@ from makad.core.context_types import (
     ContextInputs,
     ContextLimits,
     ContextPack,
+    MemorySnapshot,
     RecallHit,
     SegmentKind,
     Skipped,
@@ -53,25 +54,6 @@ MEMORY_NO_QUERY_CANDIDATES = 200
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
 HISTORY_MIN_READ = 64
-
-
-@dataclass
-class MemorySnapshot:
-    """Active entries of one MEMORY.md version, newest first, and the index it was built into.
-
-    ``user_confidence``: entry id → the ``confidence=`` its comment carries (only those);
-    ``skipped``: why no entry can be read (safe mode, unreadable file), when so.
-    """
-
-    sha: str | None
-    by_id: dict[str, Entry]
-    recent: list[Entry]
-    user_confidence: dict[str, str] = field(default_factory=dict)
-    skipped: Skipped | None = None
-    # entry id → entry_hash, filled as entries become candidates (same for every call).
-    hashes: dict[str, str] = field(default_factory=dict)
-    # The ledger's index_generation the entries were indexed under (a rebuilt index is empty).
-    index_generation: int = 0
 
 
 class ContextService:
@@ -207,9 +189,9 @@ class ContextService:
                 ),
             )
         sha = ws.memory.sha256
-        snap = ws.extra.get("memory_snapshot")
+        snap = ws.state.memory_snapshot
         if (
-            isinstance(snap, MemorySnapshot)
+            snap is not None
             and snap.sha == sha
             and snap.skipped is None
             and snap.index_generation == ws.ledger.index_generation
@@ -226,7 +208,7 @@ class ContextService:
             user_confidence=user_values(ws.memory.doc),
             index_generation=ws.ledger.index_generation,
         )
-        ws.extra["memory_snapshot"] = snap
+        ws.state.memory_snapshot = snap
         return snap
 
 

@@ -18,19 +18,18 @@ from makad.service.common import in_thread, now_ms
 from makad.store import pack_state
 from makad.store.workspaces import Workspace
 
-_CACHE = "entry_dates"
 log = structlog.get_logger("makad.entry_dates")
 
 
 async def _known(ws: Workspace) -> dict[str, EntryDates]:
-    cached = ws.extra.get(_CACHE)
-    if isinstance(cached, dict):
+    cached = ws.state.entry_dates
+    if cached is not None:
         return cached
     try:
         loaded = await in_thread(pack_state.load_entry_dates, ws.ledger)
     except IOFailure:
         return {}  # tried again on the next read
-    ws.extra[_CACHE] = loaded
+    ws.state.entry_dates = loaded
     return loaded
 
 
@@ -53,8 +52,7 @@ async def observe(ws: Workspace, before: fmt.MemoryDocument, after: fmt.MemoryDo
 
 def _loaded(ws: Workspace) -> dict[str, EntryDates]:
     """The dates loaded so far (``observe`` loads them with the file)."""
-    cached = ws.extra.get(_CACHE)
-    return cached if isinstance(cached, dict) else {}
+    return ws.state.entry_dates or {}
 
 
 def dated(ws: Workspace, entries: list[Entry]) -> list[Entry]:

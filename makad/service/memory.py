@@ -31,6 +31,7 @@ from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.service.peer import Peer
 from makad.store import memory_files as files
+from makad.store.workspace_state import DerivedEntries, ShownText
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler, Warning
 from makad.wire.memory import (
@@ -208,10 +209,13 @@ class MemoryService:
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
         """MEMORY.md's text as read_state shows it, and the warnings about what the files hold."""
-        key = (ws.memory.text, ws.pending.text)
-        cached = ws.extra.get("shown_text")
-        if isinstance(cached, tuple) and cached[0][0] is key[0] and cached[0][1] is key[1]:
-            return cached[1], cached[2]
+        cached = ws.state.shown_text
+        if (
+            cached is not None
+            and cached.memory_text is ws.memory.text
+            and cached.pending_text is ws.pending.text
+        ):
+            return cached.shown, cached.warnings
         text = ws.memory.text or ""
         warnings = [
             *file_warnings.not_utf8(text, "MEMORY.md"),
@@ -219,19 +223,19 @@ class MemoryService:
             *file_warnings.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
         ]
         shown = display(text)
-        ws.extra["shown_text"] = (key, shown, warnings)
+        ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)
         return shown, warnings
 
     @staticmethod
     def _derived(ws: Workspace) -> tuple[list[Entry], list[Entry], Entry | None]:
         """(all entries, active ones, the latest active) of MEMORY.md, cached per version."""
-        cached = ws.extra.get("derived")
-        if isinstance(cached, tuple) and cached[0] is ws.memory.doc:
-            return cached[1], cached[2], cached[3]
+        cached = ws.state.derived
+        if cached is not None and cached.doc is ws.memory.doc:
+            return cached.all_entries, cached.active, cached.latest
         all_entries = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
         active = [e for e in all_entries if e.status == "active"]
         latest = max(active, key=lambda e: (e.updated_at, e.created_at), default=None)
-        ws.extra["derived"] = (ws.memory.doc, all_entries, active, latest)
+        ws.state.derived = DerivedEntries(ws.memory.doc, all_entries, active, latest)
         return all_entries, active, latest
 
     async def clean_temp_files(self, ws: Workspace) -> None:

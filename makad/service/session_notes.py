@@ -179,10 +179,7 @@ class SessionNotesKeeper:
 
     @staticmethod
     def _memory_state(ws: Workspace) -> dict[str, notes.Gathered]:
-        found = ws.extra.get("session_notes")
-        if not isinstance(found, dict):
-            found = ws.extra["session_notes"] = {}
-        return found
+        return ws.state.session_notes
 
 
 def _save(ws: Workspace, session_id: str, to_seq: int, blob: bytes) -> None:

@@ -57,19 +57,11 @@ class Sessions:
 
     def ephemeral(self, ws: Workspace) -> EphemeralSessions:
         """This workspace's in-memory sessions (gone on restart, by design)."""
-        store = ws.extra.get("ephemeral")
-        if not isinstance(store, EphemeralSessions):
-            store = EphemeralSessions()
-            ws.extra["ephemeral"] = store
-        return store
+        return ws.state.ephemeral
 
     def ephemeral_checkpoints(self, ws: Workspace) -> dict[str, Checkpoint]:
         """The latest checkpoint of each incognito session (memory only, like its events)."""
-        found = ws.extra.get("ephemeral_checkpoints")
-        if not isinstance(found, dict):
-            found = {}
-            ws.extra["ephemeral_checkpoints"] = found
-        return found
+        return ws.state.ephemeral_checkpoints
 
     def is_incognito(self, ws: Workspace, session_id: str) -> bool:
         return session_id in self._ctx.incognito_sessions(ws)
@@ -310,7 +302,4 @@ class Sessions:
 
     @staticmethod
     def _open_lock(ws: Workspace) -> anyio.Lock:
-        lock = ws.extra.get("sessions_lock")
-        if not isinstance(lock, anyio.Lock):
-            lock = ws.extra["sessions_lock"] = anyio.Lock()
-        return lock
+        return ws.state.sessions_lock

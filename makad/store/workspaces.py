@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat as stat_mod
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +28,7 @@ from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.recovery import stored_revision
 from makad.store.memory_files import ensure_memory_dir
 from makad.store.tracked import TrackedFile
+from makad.store.workspace_state import WorkspaceState
 
 MEMORY_DIR = "memory"
 MEMORY_FILE = "MEMORY.md"
@@ -78,7 +78,7 @@ class Workspace:
     revision: int | None = None
     subscribers: set[Any] = field(default_factory=set)
     watching: bool = False
-    extra: dict[str, Any] = field(default_factory=dict)
+    state: WorkspaceState = field(default_factory=WorkspaceState)
     # The id in memory/.maka-id the data directory is bound to (None: not bound yet).
     identity: str | None = None
     # identity.stamp of the directory when it was last checked.
@@ -130,16 +130,12 @@ class WorkspaceRegistry:
     again and the workspace re-opened (``makad.store.identity``).
     """
 
-    def __init__(self, data_dir: Path, on_open: Callable[[Workspace], None] | None = None) -> None:
+    def __init__(self, data_dir: Path) -> None:
         self._data_dir = data_dir
         self._open: dict[Path, Workspace] = {}
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
-        self._on_open = on_open
-
-    def set_on_open(self, hook: Callable[[Workspace], None]) -> None:
-        self._on_open = hook
 
     async def get(self, raw_path: str) -> Workspace:
         known = self._by_raw.get(raw_path)
@@ -180,8 +176,6 @@ class WorkspaceRegistry:
             return previous
         workspace = self._open_workspace(path, found, previous)
         self._open[path] = workspace
-        if self._on_open is not None:
-            self._on_open(workspace)
         return workspace
 
     def _open_workspace(self, path: Path, found: str | None, previous: Workspace | None) -> Workspace:
@@ -233,7 +227,7 @@ class WorkspaceRegistry:
             binder.workspace = workspace
         if previous is not None:  # a subscription names the path: it carries over
             workspace.subscribers = previous.subscribers
-            workspace.extra["close_hooked"] = previous.extra.get("close_hooked", set())
+            workspace.state.close_hooked = previous.state.close_hooked
         return workspace
 
     def all(self) -> list[Workspace]:

@@ -1,0 +1,87 @@
+"""What the services keep on a workspace between calls: caches and in-memory-only state.
+
+One typed field per thing, so mypy checks every reader and writer. Nothing here is
+persisted: a restart starts from the defaults. Caches keyed on a file version hold the
+version they were built from (compared by identity or hash by their readers); the two
+built from the ledger's contents — ``settings`` and ``memory_snapshot`` — are dropped
+together when the ledger starts over (``forget_ledger_caches``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import anyio
+
+from makad.core.compaction import BreakerState
+from makad.core.confidence import Confidence
+from makad.core.context_types import MemorySnapshot
+from makad.core.entry_dates import EntryDates
+from makad.core.memory_format import MemoryDocument
+from makad.core.session_notes import Gathered
+from makad.core.types import Checkpoint, Entry, Settings, Warning
+from makad.store.ephemeral import EphemeralSessions
+
+
+class ConfidenceCache(NamedTuple):
+    """read_state's confidence map for one MEMORY.md version, one day and one ``archived``."""
+
+    doc: MemoryDocument
+    day: int
+    archived: bool
+    found: dict[str, Confidence]
+
+
+class ShownText(NamedTuple):
+    """MEMORY.md as read_state shows it, for one (MEMORY.md, PENDING.md) text pair."""
+
+    memory_text: str | None
+    pending_text: str | None
+    shown: str
+    warnings: list[Warning]
+
+
+class DerivedEntries(NamedTuple):
+    """One MEMORY.md version's entries: all, the active ones and the latest active."""
+
+    doc: MemoryDocument
+    all_entries: list[Entry]
+    active: list[Entry]
+    latest: Entry | None
+
+
+@dataclass
+class WorkspaceState:
+    """Per-workspace service state (mutated under the workspace's lock, or on the loop)."""
+
+    # The ledger generation the workspace was last settled for (None: never: recover first).
+    settled: int | None = None
+    # Built from the ledger: dropped together when it starts over.
+    settings: Settings | None = None
+    memory_snapshot: MemorySnapshot | None = None
+    # Incognito sessions live in memory only, by design.
+    incognito_sessions: set[str] = field(default_factory=set)
+    ephemeral: EphemeralSessions = field(default_factory=EphemeralSessions)
+    ephemeral_checkpoints: dict[str, Checkpoint] = field(default_factory=dict)
+    # Serializes opening sessions (held apart from the workspace lock).
+    sessions_lock: anyio.Lock = field(default_factory=anyio.Lock)
+    # Ids of the connections whose close already unsubscribes them (carried over on reopen).
+    close_hooked: set[int] = field(default_factory=set)
+    # Session id → its compaction circuit breaker.
+    breakers: dict[str, BreakerState] = field(default_factory=dict)
+    # Session id → the session notes gathered so far.
+    session_notes: dict[str, Gathered] = field(default_factory=dict)
+    # Entry id → the daemon's dates (None: not loaded from the ledger yet).
+    entry_dates: dict[str, EntryDates] | None = None
+    # Backups: secrets found gone whose scrub failed, and each recent file text's secrets.
+    secrets_to_scrub: frozenset[str] = frozenset()
+    secrets_by_text: dict[str, frozenset[str]] = field(default_factory=dict)
+    confidence: ConfidenceCache | None = None
+    shown_text: ShownText | None = None
+    derived: DerivedEntries | None = None
+
+    def forget_ledger_caches(self) -> None:
+        """Drop what was cached from a ledger that has been replaced or reset."""
+        self.settings = None
+        self.memory_snapshot = None
