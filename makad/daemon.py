@@ -191,7 +191,7 @@ def build_app(info: DaemonInfo) -> App:
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     ctx.on_access = watcher.ensure
     services: list[Any] = [
-        SystemService(info, openrpc_doc.generate(CATALOGUE)),
+        SystemService(info, lambda: openrpc_doc.generate(CATALOGUE)),
         memory,
         proposals,
         context,
