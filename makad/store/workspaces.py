@@ -15,6 +15,7 @@ import os
 import stat as stat_mod
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -87,15 +88,16 @@ class Workspace:
     # The last revision of the workspace this one replaced: revisions continue after it.
     revision_floor: int = 0
 
-    @property
+    # Computed once: ``path`` never changes, and these are on the path of every read.
+    @cached_property
     def memory_dir(self) -> Path:
         return self.path / MEMORY_DIR
 
-    @property
+    @cached_property
     def memory_path(self) -> Path:
         return self.memory_dir / MEMORY_FILE
 
-    @property
+    @cached_property
     def pending_path(self) -> Path:
         return self.memory_dir / PENDING_FILE
 
