@@ -27,7 +27,7 @@ from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
-from makad.rpc.dispatch import Dispatcher, Handler
+from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
@@ -44,6 +44,7 @@ from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.store.workspaces import WorkspaceRegistry
 from makad.watcher import Watcher
 from makad.wire import CATALOGUE
+from makad.wire.base import Handler
 
 log = structlog.get_logger("makad")
 
@@ -143,6 +144,7 @@ def limits_for(settings: DaemonSettings, nofile: int) -> Limits:
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
         shutdown_grace_s=settings.shutdown_grace_s,
+        fault_point=settings.fault_point,
     )
 
 

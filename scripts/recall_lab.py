@@ -45,9 +45,8 @@ from makad.core.assembly import assemble  # noqa: E402
 from makad.core.context_types import ContextInputs, RecallHit  # noqa: E402
 from makad.core.recall import speaker_label  # noqa: E402
 from makad.core.render import SPEAKER_LABEL  # noqa: E402
-from makad.core.types import Event  # noqa: E402
+from makad.core.types import Event, EventInput  # noqa: E402
 from makad.store.ledger import Ledger  # noqa: E402
-from makad.store.ledger_schema import NewEvent  # noqa: E402
 from makad.store.recall_source import RECALL_LIMIT  # noqa: E402
 from makad.store.recall_source import recall_hits as gather  # noqa: E402
 
@@ -82,7 +81,7 @@ def ingest(conv: Conversation, directory: Path) -> Loaded:
         info = ledger.open_session(sid, title=f"{conv.sample_id} session {session.number}", now=session.ts)
         ledger.append_events(
             info.session_id,
-            [NewEvent(type=t.event_type, text=t.text, ts=t.ts) for t in session.turns],  # type: ignore[arg-type]
+            [EventInput(type=t.event_type, text=t.text, ts=t.ts) for t in session.turns],  # type: ignore[arg-type]
             now=session.ts,
         )
         for seq, turn in enumerate(session.turns, start=1):

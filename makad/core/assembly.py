@@ -52,10 +52,11 @@ from makad.core.context_types import (
     Trace,
     TraceCandidate,
 )
-from makad.core.history import PreparedHistory, event_ref
+from makad.core.history import PreparedHistory
 from makad.core.memory_segment import BLOCK_SEPARATOR_TOKENS, MemoryBuilder
 from makad.core.ranking import query_terms
 from makad.core.recall import RankedEvent, rank_events
+from makad.core.refs import event_ref
 from makad.core.render import (
     RECALL_GAP,
     fit_body,

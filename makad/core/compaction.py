@@ -38,6 +38,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from makad.core.refs import event_range, event_ref
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Event, WorkingState
 from makad.errors import CircuitOpen, InvalidSummary
@@ -423,7 +424,7 @@ def _quoted(text: str, max_chars: int) -> list[str]:
 
 
 def _ref(event: Event) -> str:
-    return f"event:{event.session_id}:{event.seq}"
+    return event_ref(event.session_id, event.seq)
 
 
 class _Detail(msgspec.Struct, frozen=True):
@@ -522,7 +523,7 @@ def _bullets(items: Sequence[str], detail: _Detail) -> list[str]:
 
 
 def _render(m: _Material, detail: _Detail, kept_users: int) -> str:
-    span = f"event:{m.session_id}:{m.from_seq}-{m.to_seq}" if m.count else "no events"
+    span = event_range(m.session_id, m.from_seq, m.to_seq) if m.count else "no events"
     if not detail.optional:
         span = "references dropped to fit"
     out = [
@@ -550,9 +551,8 @@ def _render(m: _Material, detail: _Detail, kept_users: int) -> str:
         omitted = len(m.users) - len(users)
         if omitted:
             first, last = m.users[0], m.users[omitted - 1]
-            out.append(
-                f"- … {omitted} earlier user message(s) omitted (event:{m.session_id}:{first.seq}-{last.seq})"
-            )
+            span = event_range(m.session_id, first.seq, last.seq)
+            out.append(f"- … {omitted} earlier user message(s) omitted ({span})")
         out += [f"- {_ref(e)}: {abbreviate(e.text, detail.message_chars)}" for e in users]
         out.append("")
     if m.tools and detail.tools:

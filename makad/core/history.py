@@ -43,6 +43,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from makad.core.context_types import ContextLimits, Message, Role, ToolCall
+from makad.core.refs import event_ref
 from makad.core.tokens import TokenCounter
 from makad.core.types import Event
 
@@ -54,13 +55,6 @@ _ROLES: dict[str, Role] = {
     "assistant_message": "assistant",
     "system": "system",
 }
-
-
-def event_ref(session_id: str, first: int, last: int | None = None) -> str:
-    """``event:<sid>:<seq>``, or ``event:<sid>:<from>-<to>`` for a range."""
-    if last is None or last == first:
-        return f"event:{session_id}:{first}"
-    return f"event:{session_id}:{first}-{last}"
 
 
 def message_tokens(message: Message, counter: TokenCounter) -> int:

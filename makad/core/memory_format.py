@@ -346,6 +346,16 @@ def upsert(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
     return _replace_raw(doc, index, _rewrite(section, entry, doc.newline))
 
 
+def put_raw(doc: MemoryDocument, entry_id: str, raw: str) -> MemoryDocument:
+    """Put a section's exact bytes in place of ``entry_id``'s, or append them as a new one."""
+    index = _index_of(doc, entry_id)
+    if index is None:
+        return _append(doc, raw)
+    if index < len(doc.sections) - 1 and not EOL.search(raw):
+        raw += doc.newline  # the next section must keep starting a line
+    return _replace_raw(doc, index, raw)
+
+
 def remove(doc: MemoryDocument, entry_id: str) -> MemoryDocument:
     """Drop the section holding ``entry_id``; an unknown id changes nothing."""
     index = _index_of(doc, entry_id)

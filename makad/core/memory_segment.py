@@ -31,7 +31,8 @@ from dataclasses import dataclass
 from makad.core.confidence import Confidence, derive
 from makad.core.context_types import Built, ContextInputs, Segment, TraceCandidate
 from makad.core.ranking import RankedEntry, query_terms, rank_entries
-from makad.core.render import entry_hash, memory_block, memory_ref, memory_text
+from makad.core.refs import memory_ref
+from makad.core.render import entry_hash, memory_block, memory_text
 from makad.core.tokens import TokenCounter
 from makad.core.types import Entry
 

@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 
 from makad.core.confidence import Confidence
 from makad.core.context_types import ContextLimits
+from makad.core.refs import checkpoint_ref, event_ref, memory_ref
 from makad.core.tokens import TokenCounter
 from makad.core.types import NOTE_SECTIONS, Checkpoint, Entry, Event, WorkingState
 
@@ -94,11 +95,6 @@ def fenced(tag: str, header: str, body: str) -> str:
 # ---------------------------------------------------------------- memory ---
 
 
-def memory_ref(entry_id: str) -> str:
-    """The ref a memory entry goes by in segments, traces and manifests."""
-    return f"memory:{entry_id}"
-
-
 def memory_block(
     entry: Entry, now_ms: int, limits: ContextLimits, confidence: Confidence | None = None
 ) -> str:
@@ -156,14 +152,12 @@ def working_state_text(body: str) -> str:
 
 def summary_span(checkpoint: Checkpoint) -> str:
     cover = checkpoint.coverage
-    if cover.from_seq == cover.to_seq:
-        return f"event:{checkpoint.session_id}:{cover.from_seq}"
-    return f"event:{checkpoint.session_id}:{cover.from_seq}-{cover.to_seq}"
+    return event_ref(checkpoint.session_id, cover.from_seq, cover.to_seq)
 
 
 def summary_text(checkpoint: Checkpoint, body: str) -> str:
     header = SUMMARY_HEADER.format(
-        span=summary_span(checkpoint), checkpoint=f"checkpoint:{checkpoint.checkpoint_id}"
+        span=summary_span(checkpoint), checkpoint=checkpoint_ref(checkpoint.checkpoint_id)
     )
     return fenced("summary", header, escape_fence(body, "summary"))
 

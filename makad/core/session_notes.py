@@ -32,6 +32,7 @@ from typing import Final
 import msgspec
 
 from makad.core.compaction import abbreviate, paths_in
+from makad.core.refs import event_range, event_ref
 from makad.core.tokens import estimate_tokens
 from makad.core.types import MAX_NOTE_SECTION_TOKENS, MAX_NOTES_TOKENS, Event, WorkingState
 
@@ -184,10 +185,6 @@ def sections_to_write(notes: Mapping[str, str]) -> list[str]:
     return [s for s in SECTIONS if s not in notes or is_derived(notes[s])]
 
 
-def _ref(session_id: str, seq: int) -> str:
-    return f"event:{session_id}:{seq}"
-
-
 def _fit(head: str, lines: list[str], max_tokens: int, omitted: int = 0) -> str:
     """``head`` and the newest ``lines`` that fit ``max_tokens``; a line counts what was cut."""
     kept: list[str] = []
@@ -209,7 +206,7 @@ def render(
     state: Gathered, session_id: str, working: WorkingState, allowance: Mapping[str, int]
 ) -> dict[str, str]:
     """The text of each section in ``allowance`` (section → most tokens it may take)."""
-    span = f"event:{session_id}:{state.first_seq}-{state.last_seq}"
+    span = event_range(session_id, state.first_seq, state.last_seq)
     head = f"{DERIVED_MARK}{span}; write this section to replace it)"
     out: dict[str, str] = {}
     for section, max_tokens in allowance.items():
@@ -222,15 +219,15 @@ def render(
 
 def _section_lines(section: str, state: Gathered, sid: str, working: WorkingState) -> list[str]:
     if section == "Files and Functions":
-        return [f"- {note.path} ({', '.join(_ref(sid, s) for s in note.seqs)})" for note in state.files]
+        return [f"- {note.path} ({', '.join(event_ref(sid, s) for s in note.seqs)})" for note in state.files]
     if section == "Errors & Corrections":
         lines = []
         for error in state.errors:
-            outcome = f"fixed at {_ref(sid, error.fixed_seq)}" if error.fixed_seq else "not fixed yet"
-            lines.append(f"- {error.tool}: {error.text} ({_ref(sid, error.seq)}) → {outcome}")
+            outcome = f"fixed at {event_ref(sid, error.fixed_seq)}" if error.fixed_seq else "not fixed yet"
+            lines.append(f"- {error.tool}: {error.text} ({event_ref(sid, error.seq)}) → {outcome}")
         return lines
     if section == "Worklog":
-        return [f"- {_ref(sid, line.seq)} {line.text}" for line in state.worklog]
+        return [f"- {event_ref(sid, line.seq)} {line.text}" for line in state.worklog]
     return _current_state(state, sid, working)
 
 
@@ -241,17 +238,17 @@ def _current_state(state: Gathered, sid: str, working: WorkingState) -> list[str
         lines.append(f"Goal: {abbreviate(goals[-1], LINE_CHARS)} (working state)")
     elif state.worklog:
         latest = state.worklog[-1]
-        lines.append(f"Goal: {latest.text} ({_ref(sid, latest.seq)})")
+        lines.append(f"Goal: {latest.text} ({event_ref(sid, latest.seq)})")
     threads = [t for t in working.open_threads if t.strip()]
     open_errors = [e for e in state.errors if not e.fixed_seq]
     if threads:
         lines.append(f"Open thread: {abbreviate(threads[-1], LINE_CHARS)} (working state)")
     elif open_errors:
         error = open_errors[-1]
-        lines.append(f"Open thread: {error.tool} failed: {error.text} ({_ref(sid, error.seq)})")
+        lines.append(f"Open thread: {error.tool} failed: {error.text} ({event_ref(sid, error.seq)})")
     elif state.last_reply is not None:
         reply = state.last_reply
-        lines.append(f"Open thread: last reply: {reply.text} ({_ref(sid, reply.seq)})")
+        lines.append(f"Open thread: last reply: {reply.text} ({event_ref(sid, reply.seq)})")
     return lines
 
 

@@ -6,9 +6,10 @@ service can return them as they are. No IO here.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Any, Literal
 
 import msgspec
+from msgspec import Meta
 
 Origin = Literal["manual", "extracted", "imported", "unknown"]
 EntryStatus = Literal["active", "archived", "review_required", "draft"]
@@ -99,3 +100,188 @@ class Checkpoint(Record):
     mode: Literal["semantic", "checkpoint"]
     reason: Literal["manual", "budget", "overflow"]
     created_at: int
+
+
+# --------------------------------------------------------------------------- sessions
+
+
+class EventInput(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
+    """An event as appended: the daemon assigns seq and hash, and ts/tokens when absent."""
+
+    type: EventType
+    text: str
+    ts: int | None = None
+    tool_call_id: str | None = None
+    tool_name: str | None = None
+    meta: dict[str, str] | None = None
+    tokens: Annotated[int, Meta(ge=0)] | None = None
+
+
+class SessionInfo(Record):
+    """One session's row: its chain head and counters."""
+
+    session_id: str
+    title: str | None
+    created_at: int
+    closed_at: int | None
+    event_count: int
+    last_seq: int
+    last_hash: str
+
+
+class AppendResult(Record):
+    """The seqs an append was given; ``redactions`` is what the caller redacted from it."""
+
+    first_seq: int
+    last_seq: int
+    redactions: int = 0
+
+
+class SearchHit(Record):
+    """An event matching a query; ``score`` is the negated FTS5 bm25, higher is better."""
+
+    event: Event
+    score: float
+
+
+class RefResult(Record):
+    """The events one ``event:`` ref names, and whether they verify against the chain.
+
+    ``mismatched_seqs``: rows whose stored hash does not match their content.
+    ``chain_intact``: the range's last event links to its successor (or is the
+    session head); false when a row's hash was rewritten to match new content,
+    or when the next event was altered — the two look the same from here.
+    """
+
+    ref: str
+    session_id: str
+    from_seq: int
+    to_seq: int
+    events: list[Event]
+    ok: bool
+    chain_intact: bool = True
+    mismatched_seqs: list[int] = msgspec.field(default_factory=list)
+    missing_seqs: list[int] = msgspec.field(default_factory=list)
+
+
+class ManifestItem(Record):
+    source_id: str
+    tokens: int
+    content_hash: str
+
+
+class Manifest(Record):
+    """What one build_context call put in front of the model: each memory entry it
+    sent (with the hash of the text shown) and the sources of its other segments."""
+
+    session_id: str
+    call_id: str
+    created_at: int
+    items: list[ManifestItem]
+
+
+# --------------------------------------------------------------------------- memory lineage
+
+
+class MemoryEvent(Record):
+    """One step in the lineage of a memory entry or proposal."""
+
+    id: int
+    ts: int
+    action: str
+    actor: str
+    entry_id: str | None = None
+    proposal_id: str | None = None
+    data: dict[str, Any] | None = None
+
+
+# --------------------------------------------------------------------------- episodes
+
+EpisodeKind = Literal["client", "session_close"]
+ConsolidationState = Literal["queued", "approved", "rejected", "deleted"]
+
+
+class NewEpisode(Record):
+    """An episode to record; its text is already redacted and its tags normalized."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+
+
+class ConsolidationMark(Record):
+    """A consolidation that cited an episode: the proposal, its tag and what became of it."""
+
+    proposal_id: str
+    tag: str
+    state: ConsolidationState
+    entry_id: str | None = None
+
+
+class Episode(Record):
+    """One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
+    by close_session). ``consolidations``: the proposals that cited it and their fate.
+    A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
+    set and their summary, tags and refs erased."""
+
+    episode_id: str
+    session_id: str
+    kind: EpisodeKind
+    summary: str
+    tags: list[str]
+    source_refs: list[str]
+    at: int
+    created_at: int
+    deleted_at: int | None = None
+    consolidations: list[ConsolidationMark] = []
+
+
+class EpisodeRecord(Episode, kw_only=True):
+    """One stored episode: ``ordinal`` is the recording order the tag offsets count on
+    (the store's own; the wire shows the ``Episode`` without it)."""
+
+    ordinal: int
+
+    def view(self) -> Episode:
+        """The episode as the wire shows it."""
+        return Episode(**{name: getattr(self, name) for name in Episode.__struct_fields__})
+
+
+# --------------------------------------------------------------------------- workspaces
+
+
+class Settings(msgspec.Struct, kw_only=True, rename="camel"):
+    """A workspace's privacy and memory switches (persisted across restarts)."""
+
+    enabled: bool = True
+    agent_read_enabled: bool = False
+    default_decay_days: float | None = None
+    extract_tool_enabled: bool = False
+    incognito: bool = False
+    history_recall_enabled: bool = False
+    # Derived: extractToolEnabled only counts while agentReadEnabled is on.
+    extract_tool_effective: bool = False
+
+
+class Warning(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
+    """Something a read found worth telling the user; the read still succeeded.
+
+    ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
+    about one line of a file, ``message`` is for people.
+    """
+
+    kind: str
+    line: int | None = None
+    message: str
+
+
+class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
+    backup_id: str
+    file: str  # "MEMORY" | "PENDING"
+    created_at: int
+    size: int
+    sha256: str

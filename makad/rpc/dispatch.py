@@ -30,9 +30,7 @@ from makad import logs
 from makad.errors import MakadError
 from makad.rpc.reply_budget import NO_REPLY, BatchBudget, too_large_reply
 from makad.settings import DEFAULT_MAX_REPLY_BYTES
-from makad.wire.base import MethodSpec
-
-Handler = Callable[[Any, Any], Awaitable[Any]]
+from makad.wire.base import Handler, MethodSpec
 
 PARSE_ERROR = -32700
 INVALID_REQUEST = -32600

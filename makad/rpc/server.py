@@ -59,6 +59,27 @@ class Limits:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     shutdown_grace_s: float = 5.0
+    # Test-only: ``connection_crash`` makes a connection's reader fail outside any
+    # request when it reads CRASH_MARKER (the boundary below must hold).
+    fault_point: str | None = None
+
+
+CRASH_MARKER = b"crash-this-connection"
+
+
+class _CrashingDecoder:
+    """A decoder that raises (not a FrameError) on CRASH_MARKER (fault injection)."""
+
+    def __init__(self, inner: Decoder) -> None:
+        self._inner = inner
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if CRASH_MARKER in data:
+            raise RuntimeError("injected connection crash")
+        return self._inner.feed(data)
+
+    def has_partial(self) -> bool:
+        return self._inner.has_partial()
 
 
 def peer_uid(stream: SocketStream) -> int | None:
@@ -233,6 +254,8 @@ class Server:
                         continue
                     conn.framing = framing
                     decoder = make_decoder(framing, max_bytes)
+                    if self._limits.fault_point == "connection_crash":
+                        decoder = _CrashingDecoder(decoder)
                     chunk, pending = pending, b""
                 try:
                     messages = decoder.feed(chunk)

@@ -19,7 +19,7 @@ from makad.errors import Disabled, IncognitoBlocked, InsufficientEvidence, Makad
 from makad.service.identifiers import Identifiers
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
-from makad.store.ledger_recovery import REVISION_KEY
+from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.wire.base import Warning
 from makad.wire.memory import ChangeNotification, Settings
@@ -186,15 +186,31 @@ class Context:
         assert ws.revision is not None
         return ws.revision
 
-    async def bump(self, ws: Workspace, channel: Channel, cause: Cause) -> int:
+    async def bump(
+        self,
+        ws: Workspace,
+        channel: Channel,
+        cause: Cause,
+        *,
+        reapplied: list[str] | None = None,
+        returned: list[str] | None = None,
+    ) -> int:
         """Advance the workspace revision (persisted) and notify subscribers.
 
-        Notifying only queues on each subscriber's connection: a subscriber that stops
-        reading never holds up this write (callers may hold the workspace lock)."""
+        ``reapplied`` and ``returned``: what the daemon did about a save that lacked
+        entries (``makad.core.save_merge``). Notifying only queues on each subscriber's
+        connection: a subscriber that stops reading never holds up this write (callers
+        may hold the workspace lock)."""
         revision = await self.revision(ws) + 1
         await in_thread(ws.ledger.put_settings_json, {REVISION_KEY: revision})
         ws.revision = revision
-        note = ChangeNotification(workspace=str(ws.path), revision=revision, cause=cause)
+        note = ChangeNotification(
+            workspace=str(ws.path),
+            revision=revision,
+            cause=cause,
+            reapplied=reapplied or [],
+            returned=returned or [],
+        )
         for peer in list(ws.subscribers):
             _notify(peer, channel, note, ws.id)
         return revision

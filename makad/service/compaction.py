@@ -20,12 +20,12 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.rpc.dispatch import Handler
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import RequestRecord
+from makad.store.ledger.records import RequestRecord
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.compaction import (
     CheckpointsResult,
     CompactParams,

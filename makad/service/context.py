@@ -26,11 +26,11 @@ from makad.core.context_types import (
 )
 from makad.core.history import message_tokens
 from makad.core.redaction import redact_entry
-from makad.core.render import entry_hash, memory_ref
+from makad.core.refs import memory_ref
+from makad.core.render import entry_hash
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, Entry, Event, WorkingState
 from makad.errors import InvalidParams, IOFailure
-from makad.rpc.dispatch import Handler
 from makad.service import entry_dates
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.context_check import assemble_checked
@@ -40,6 +40,7 @@ from makad.service.sessions import Sessions
 from makad.store import pack_state, recall_source
 from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
 
 # Memory candidates: with a query the best FTS matches plus the most recent entries (an

@@ -1,6 +1,6 @@
 """build_context never hands the agent an event whose hash chain is broken.
 
-An event altered on disk (``makad.store.chain``) is left out of the pack — history
+An event altered on disk (``makad.core.chain``) is left out of the pack — history
 and recall alike — and the trace says so: ``trace.dropped["tampered"]`` counts
 them and ``trace.tampered`` lists their refs. Excluding rather than marking:
 text someone slipped into the ledger is exactly what must not reach the model.
@@ -21,9 +21,10 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 import msgspec
 
 from makad.core.assembly import assemble
+from makad.core.chain import EventKey
 from makad.core.context_types import ContextInputs, ContextPack
+from makad.core.refs import event_ref
 from makad.core.types import Event
-from makad.store.chain import EventKey
 
 MAX_PASSES = 3
 # (events to check, stored rows already read that may sit around them) -> the failing keys
@@ -104,6 +105,6 @@ def _traced(pack: ContextPack, tampered: Collection[EventKey]) -> ContextPack:
     trace = msgspec.structs.replace(
         pack.trace,
         dropped={reason: dropped[reason] for reason in sorted(dropped)},
-        tampered=[f"event:{sid}:{seq}" for sid, seq in sorted(tampered)],
+        tampered=[event_ref(sid, seq) for sid, seq in sorted(tampered)],
     )
     return msgspec.structs.replace(pack, trace=trace)

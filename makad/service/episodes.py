@@ -39,15 +39,15 @@ import msgspec
 import structlog
 
 from makad.core.redaction import redact
-from makad.core.types import Entry, WorkingState
+from makad.core.refs import episode_id_of, episode_ref, event_ref, new_session_id
+from makad.core.types import Entry, EpisodeRecord, NewEpisode, WorkingState
 from makad.errors import IncognitoBlocked, InsufficientEvidence, InvalidParams, MakadError, TooLarge
-from makad.rpc.dispatch import Handler
 from makad.service.common import Context, Hooks, in_thread, now_ms
 from makad.service.peer import Peer
 from makad.service.proposals import ProposalService
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import EpisodeRecord, NewEpisode, new_session_id
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.episodes import (
     MAX_EPISODE_REFS,
     MAX_EPISODE_TAGS,
@@ -58,7 +58,6 @@ from makad.wire.episodes import (
     CandidatesParams,
     CandidatesResult,
     ConsolidateParams,
-    Episode,
     ListEpisodesParams,
     ListEpisodesResult,
     RecordEpisodeParams,
@@ -68,7 +67,6 @@ from makad.wire.proposals import Consolidates, ProposeParams, ProposeResult
 
 log = structlog.get_logger("makad.episodes")
 
-EPISODE_REF = "episode:"
 MAX_TAG_CHARS = 64
 CLOSE_TAGS = 3
 DIGEST_LINES = 50
@@ -172,25 +170,6 @@ def digest(tag: str, episodes: list[EpisodeRecord]) -> tuple[str, str]:
     return f"Recurring: {tag}", "\n".join(lines)
 
 
-def episode_id_of(ref_or_id: str) -> str:
-    return ref_or_id.removeprefix(EPISODE_REF)
-
-
-def episode_view(record: EpisodeRecord) -> Episode:
-    return Episode(
-        episode_id=record.episode_id,
-        session_id=record.session_id,
-        kind=record.kind,
-        summary=record.summary,
-        tags=record.tags,
-        source_refs=record.source_refs,
-        at=record.at,
-        created_at=record.created_at,
-        deleted_at=record.deleted_at,
-        consolidations=record.consolidations,
-    )
-
-
 # --- the service -----------------------------------------------------------------------
 
 
@@ -258,7 +237,7 @@ class EpisodeService:
         added = await in_thread(ws.ledger.add_episode, new, request_id=key)
         return RecordEpisodeResult(
             episode_id=added.episode.episode_id,
-            episode=episode_view(added.episode),
+            episode=added.episode.view(),
             recorded=added.created,
             redactions=redactions,
         )
@@ -274,7 +253,7 @@ class EpisodeService:
             include_deleted=params.include_deleted,
             limit=params.limit,
         )
-        return ListEpisodesResult(episodes=[episode_view(e) for e in found])
+        return ListEpisodesResult(episodes=[e.view() for e in found])
 
     async def record_close_episode(self, ws: Workspace, session_id: str) -> EpisodeRecord | None:
         """The deterministic episode of a closing session (see the module docstring)."""
@@ -295,7 +274,7 @@ class EpisodeService:
             kind="session_close",
             summary=redact(summary).text,
             tags=close_tags(state),
-            source_refs=[f"event:{session_id}:{seq}" for seq in seqs[:MAX_EPISODE_REFS]],
+            source_refs=[event_ref(session_id, seq) for seq in seqs[:MAX_EPISODE_REFS]],
             at=info.closed_at or now,
         )
         return (await in_thread(ws.ledger.add_episode, new)).episode
@@ -316,7 +295,7 @@ class EpisodeService:
                         episode_count=len(episodes),
                         session_count=sessions,
                         eligible=self._meets_threshold(len(episodes), sessions),
-                        episodes=[episode_view(e) for e in episodes],
+                        episodes=[e.view() for e in episodes],
                     )
                 )
         candidates.sort(key=lambda c: (-c.episode_count, -c.session_count, c.tag))
@@ -350,7 +329,7 @@ class EpisodeService:
                 origin="extracted",
                 tags=[tag],
                 session_id=params.session_id,
-                source_refs=[f"{EPISODE_REF}{i}" for i in ids],
+                source_refs=[episode_ref(i) for i in ids],
                 consolidates=Consolidates(tag=tag, episode_ids=ids),
                 request_id=None if params.request_id is None else f"consolidate:{params.request_id}",
             ),

@@ -23,8 +23,8 @@ from typing import Any
 import msgspec
 
 from makad.core.redaction import identifier_stand_in, redact
-from makad.rpc.dispatch import Handler
-from makad.wire.base import MethodSpec
+from makad.core.refs import EVENT_PREFIX, ref_session
+from makad.wire.base import Handler, MethodSpec
 
 # Params fields holding an identifier the daemon stores or looks up by (Python names).
 IDENTIFIER_FIELDS = frozenset({"session_id", "request_id", "supersedes"})
@@ -48,10 +48,10 @@ class Identifiers:
     def scrub_ref(self, ref: str) -> str:
         """A source ref: the session id of ``event:<session>:<seqs>`` as an identifier (so
         the ref still resolves), anything else redacted as text."""
-        kind, sep, rest = ref.partition(":")
-        session, sep2, seqs = rest.rpartition(":")
-        if kind == "event" and sep and sep2 and session:
-            return f"event:{self.scrub(session)}:{redact(seqs).text}"
+        session = ref_session(ref)
+        if session is not None:
+            seqs = ref.rpartition(":")[2]
+            return f"{EVENT_PREFIX}{self.scrub(session)}:{redact(seqs).text}"
         return redact(ref).text
 
     def scrub_refs(self, refs: list[str]) -> list[str]:

@@ -12,18 +12,17 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from makad.core.redaction import redact, redact_joined
-from makad.core.types import Event, WorkingState
-from makad.rpc.dispatch import Handler
+from makad.core.refs import event_ref
+from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
 from makad.service.common import Context, in_thread
 from makad.service.peer import Peer
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
-from makad.store.ledger_schema import Manifest, NewEvent, SessionInfo
+from makad.wire.base import Handler
 from makad.wire.ledger import (
     AppendEventsParams,
     AppendEventsResult,
     DeleteSessionResult,
-    EventInput,
     GetManifestParams,
     HistoryHit,
     ListSessionsParams,
@@ -45,12 +44,12 @@ from makad.wire.ledger import (
 INLINE_REDACTION_CHARS = 4_096
 
 
-def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[NewEvent], int]:
+def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
     """The events with secrets replaced in their text (read as one stream, so a secret
     split across two events is caught), meta and tool name, and how many; tool call ids
     go through ``scrub`` (an identifier's stand-in keeps calls paired with results)."""
     texts, count = redact_joined([event.text for event in events])
-    out: list[NewEvent] = []
+    out: list[EventInput] = []
     for event, text in zip(events, texts, strict=True):
         meta = None
         if event.meta is not None:
@@ -67,7 +66,7 @@ def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]) -> 
         call_id = None if event.tool_call_id is None else scrub(event.tool_call_id)
         count += call_id != event.tool_call_id
         out.append(
-            NewEvent(
+            EventInput(
                 type=event.type,
                 text=text.text,
                 ts=event.ts,
@@ -105,10 +104,6 @@ def session_view(info: SessionInfo, incognito: bool) -> SessionView:
         last_hash=info.last_hash,
         incognito=incognito,
     )
-
-
-def event_ref(event: Event) -> str:
-    return f"event:{event.session_id}:{event.seq}"
 
 
 class LedgerService:
@@ -207,7 +202,12 @@ class LedgerService:
             after=params.after,
         )
         return SearchHistoryResult(
-            hits=[HistoryHit(ref=event_ref(hit.event), score=hit.score, event=hit.event) for hit in hits]
+            hits=[
+                HistoryHit(
+                    ref=event_ref(hit.event.session_id, hit.event.seq), score=hit.score, event=hit.event
+                )
+                for hit in hits
+            ]
         )
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:

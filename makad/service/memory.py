@@ -1,18 +1,14 @@
 """MEMORY.md: read_state, settings, the user's own entry operations, backups, subscriptions.
 
-Every daemon write follows one path (``MemoryFiles.write``): under the workspace
-lock, re-read the file; if the user changed it since the daemon last looked,
-ingest that first; apply the operation to the file *as it is now* (the
-entry-level merge); refuse with ``conflict`` when the operation touches an entry
-the user has just changed; back up the old text; write atomically.
+Every daemon write follows one path (``MemoryFiles.write``, in
+``makad.service.memory_writes``): take in the user's saves first, apply the
+operation to the file as it is now, never replace a save not seen.
 """
 
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any, TypeVar
 
 import msgspec
@@ -29,19 +25,16 @@ from makad.errors import (
     InvalidWorkspace,
     IOFailure,
     NotFound,
-    SafeMode,
     TooLarge,
 )
-from makad.rpc.dispatch import Handler
 from makad.service import entry_dates, file_warnings
-from makad.service.backup_scrub import scrub_removed_secrets
-from makad.service.common import Channel, Context, in_thread, now_ms, workspace_warnings
+from makad.service.common import Context, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
+from makad.service.memory_writes import Change, MemoryFiles
 from makad.service.peer import Peer
 from makad.store import memory_files as files
-from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
-from makad.wire.base import Warning
+from makad.wire.base import Handler, Warning
 from makad.wire.memory import (
     AddEntryParams,
     BackupsResult,
@@ -65,25 +58,8 @@ T = TypeVar("T")
 DAY_MS = 86_400_000
 MAX_TITLE_CHARS = 300
 MAX_ENTRY_BYTES = 32 * 1024
-MAX_WRITE_ATTEMPTS = 5
 
-
-BeforeWrite = Callable[["Change"], Awaitable[None]]
-
-
-@dataclass(frozen=True)
-class Change:
-    """What an operation did to a document: the new document and the ids it touched."""
-
-    doc: fmt.MemoryDocument
-    touched: frozenset[str]
-
-
-def changed_ids(before: fmt.MemoryDocument, after: fmt.MemoryDocument) -> set[str]:
-    """Ids whose section bytes differ between two documents (added, removed or edited)."""
-    old = {s.entry.id: s.raw for s in before.sections}
-    new = {s.entry.id: s.raw for s in after.sections}
-    return {i for i in old.keys() | new.keys() if old.get(i) != new.get(i)}
+__all__ = ["Change", "MemoryFiles", "MemoryService"]
 
 
 def default_decay_ms(settings: Settings) -> int | None:
@@ -105,153 +81,6 @@ def normalize_tags(tags: list[str]) -> list[str]:
         if slug and slug not in out:
             out.append(slug)
     return out
-
-
-class MemoryFiles:
-    """The single write path for MEMORY.md and PENDING.md, and ingestion of user edits."""
-
-    def __init__(self, ctx: Context) -> None:
-        self._ctx = ctx
-
-    def _tracked(self, ws: Workspace, which: str) -> tuple[TrackedFile, Path, Channel]:
-        if which == "memory":
-            return ws.memory, ws.memory_path, "memory_changed"
-        return ws.pending, ws.pending_path, "proposals_changed"
-
-    async def refresh(self, ws: Workspace, *which: str) -> None:
-        """Under ws.lock: ingest a user's edit of the files (default both), if any."""
-        names = which or ("memory", "pending")
-        cap = self._ctx.settings.memory_max_bytes
-        tracked = [self._tracked(ws, name) for name in names]
-        before = [t.doc for t, _, _ in tracked]
-        before_texts = [t.text for t, _, _ in tracked]
-
-        def check() -> list[bool]:  # one worker-thread hop for all files
-            return [t.refresh(path, cap) for t, path, _ in tracked]
-
-        results = await in_thread(check)
-        for name, (t, _, channel), old, changed in zip(names, tracked, before, results, strict=True):
-            if name == "memory":
-                await entry_dates.observe(ws, old, t.doc)
-            if changed:
-                await self._record_user_edits(ws, old, t.doc, name)
-                await self._ctx.bump(ws, channel, "external_edit")
-        if any(results):
-            await scrub_removed_secrets(
-                ws, [text for text, changed in zip(before_texts, results, strict=True) if changed]
-            )
-
-    async def _record_user_edits(
-        self, ws: Workspace, before: fmt.MemoryDocument, after: fmt.MemoryDocument, which: str
-    ) -> None:
-        ids = sorted(changed_ids(before, after))
-        if not ids:
-            return
-        present = {s.entry.id for s in after.sections}
-
-        def record() -> None:
-            for entry_id in ids[:200]:
-                action = "edited" if entry_id in present else "deleted"
-                ws.ledger.append_memory_event(
-                    action=action,
-                    actor="user",
-                    entry_id=entry_id,
-                    data={"file": which, "via": "external_edit"},
-                )
-
-        await in_thread(record)
-
-    async def write(
-        self,
-        ws: Workspace,
-        which: str,
-        op: Callable[[fmt.MemoryDocument], Change],
-        *,
-        expected_revision: int | None = None,
-        bump: bool = True,
-        before_write: BeforeWrite | None = None,
-    ) -> Change:
-        """Apply ``op`` to the current file and write it; caller holds ``ws.lock``.
-
-        If the user saves the file between our read and our rename, the write is
-        abandoned and redone on top of their version (a few times at most).
-        """
-        for _attempt in range(MAX_WRITE_ATTEMPTS - 1):
-            try:
-                return await self._write_once(ws, which, op, expected_revision, bump, before_write)
-            except files.ChangedUnderfoot:
-                continue
-        return await self._write_once(ws, which, op, expected_revision, bump, before_write)
-
-    async def _write_once(
-        self,
-        ws: Workspace,
-        which: str,
-        op: Callable[[fmt.MemoryDocument], Change],
-        expected_revision: int | None,
-        bump: bool,
-        before_write: BeforeWrite | None = None,
-    ) -> Change:
-        tracked, path, channel = self._tracked(ws, which)
-        seen = tracked.doc
-        seen_text = tracked.text
-        user_changed: set[str] = set()
-        refreshed = await in_thread(tracked.refresh, path, self._ctx.settings.memory_max_bytes)
-        if which == "memory":
-            await entry_dates.observe(ws, seen, tracked.doc)
-        if refreshed:
-            user_changed = changed_ids(seen, tracked.doc)
-            await self._record_user_edits(ws, seen, tracked.doc, which)
-            await self._ctx.bump(ws, channel, "external_edit")
-            await scrub_removed_secrets(ws, [seen_text])
-        revision = await self._ctx.revision(ws)
-        if expected_revision is not None and expected_revision != revision:
-            raise Conflict(
-                "the workspace changed since that revision",
-                currentRevision=revision,
-                expectedRevision=expected_revision,
-            )
-        if tracked.too_large:
-            raise SafeMode(
-                f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "
-                "cap; shrink it before the daemon writes to it"
-            )
-        current = tracked.doc if not tracked.missing else fmt.new_document()
-        change = op(current)
-        both = change.touched & user_changed
-        if both:
-            raise Conflict(
-                "the user changed the same entry; their version was kept",
-                ids=sorted(both),
-                currentRevision=revision,
-            )
-        text = fmt.render(change.doc)
-        if len(text.encode("utf-8", "surrogateescape")) > self._ctx.settings.memory_max_bytes:
-            raise TooLarge(
-                f"the write would take {path.name} over its size cap",
-                capBytes=self._ctx.settings.memory_max_bytes,
-            )
-        if text == (tracked.text or "") and not tracked.missing:
-            return change
-        old_text = tracked.text
-        based_on = tracked.signature
-        disk_full = self._ctx.settings.fault_disk_full
-        kind = "MEMORY" if which == "memory" else "PENDING"
-
-        def do_write() -> str:
-            if old_text is not None:
-                files.save_backup(ws.backups_dir, kind, old_text)
-            return files.atomic_write(path, text, disk_full=disk_full, expect=based_on)
-
-        if before_write is not None:
-            await before_write(change)
-        sha = await in_thread(do_write)
-        tracked.remember(path, text, sha)
-        await scrub_removed_secrets(ws, [old_text])
-        self._ctx.on_access(ws)
-        if bump:
-            await self._ctx.bump(ws, channel, "daemon")
-        return change
 
 
 class MemoryService:
@@ -459,8 +288,13 @@ class MemoryService:
         return all_entries, active, latest
 
     async def clean_temp_files(self, ws: Workspace) -> None:
-        """Recovery: drop half-written temp files a kill -9 left in the memory directory."""
-        await in_thread(files.remove_stale_temp_files, ws.memory_dir)
+        """Recovery: drop temp files a kill -9 left in the memory directory (one that may
+        hold a save the daemon had just displaced is backed up first)."""
+
+        def keep(kind: str, data: bytes) -> None:
+            files.save_backup(ws.backups_dir, kind, data.decode("utf-8", "surrogateescape"))
+
+        await in_thread(files.remove_stale_temp_files, ws.memory_dir, keep)
 
     async def ingest(self, ws: Workspace) -> None:
         """Pick up whatever changed on disk (the watcher calls this after each batch)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
-from typing import Any
+from typing import Any, cast
 
 import anyio
 import msgspec
@@ -23,7 +23,9 @@ from msgspec import UNSET
 from makad.core import importers
 from makad.core import memory_format as fmt
 from makad.core.canonical import content_hash, similar_ids
+from makad.core.entry_comment import ORIGINS
 from makad.core.redaction import redact
+from makad.core.save_merge import note_of
 from makad.core.types import Entry, Origin
 from makad.errors import (
     Conflict,
@@ -34,7 +36,6 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.rpc.dispatch import Handler
 from makad.service import file_warnings
 from makad.service.common import Context, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
@@ -49,6 +50,7 @@ from makad.service.memory import (
 from makad.service.peer import Peer
 from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
 from makad.wire.proposals import (
     Approved,
     ApproveParams,
@@ -207,8 +209,13 @@ class ProposalService:
         active = [e for e in fmt.entries(ws.memory.doc) if e.status == "active"]
         open_ = [e for e in fmt.entries(ws.pending.doc) if e.status in OPEN_STATUSES]
         views = [
-            ProposalView(proposal=p, similar_to=similar_ids(p.content, [*active, *open_], exclude=p.id))
-            for p in open_
+            ProposalView(
+                proposal=s.entry,
+                similar_to=similar_ids(s.entry.content, [*active, *open_], exclude=s.entry.id),
+                note=note_of(s),
+            )
+            for s in ws.pending.doc.sections
+            if s.entry.status in OPEN_STATUSES
         ]
         return ProposalsResult(
             proposals=views,
@@ -383,7 +390,9 @@ class ProposalService:
         def record() -> None:
             for proposal_id, entry, edited in items:
                 history = ws.ledger.memory_history(proposal_id)
-                if any(e.action == "approved" for e in history):
+                # (Only this proposal's own approval counts: an entry a save dropped is
+                # queued again under its entry id, whose first approval was another's.)
+                if any(e.action == "approved" and e.proposal_id == proposal_id for e in history):
                     continue
                 if edited:
                     ws.ledger.append_memory_event(
@@ -747,5 +756,9 @@ def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:
                 break
             if event.action == "proposed":
                 found[proposal_id] = "extracted"
+                break
+            if event.action == "returned":  # back from MEMORY.md: the origin it had there
+                origin = (event.data or {}).get("origin")
+                found[proposal_id] = cast(Origin, origin) if origin in ORIGINS else "unknown"
                 break
     return found

@@ -29,12 +29,11 @@ import structlog
 from anyio.abc import TaskGroup
 
 from makad.core import session_notes as notes
-from makad.core.types import WorkingState
+from makad.core.types import EventInput, WorkingState
 from makad.errors import Conflict, MakadError
 from makad.service.common import Context, in_thread
 from makad.service.sessions import Sessions
 from makad.store import pack_state
-from makad.store.ledger_schema import NewEvent
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.session_notes")
@@ -67,7 +66,7 @@ class SessionNotesKeeper:
 
     # --- the append path: arithmetic only ----------------------------------------------
 
-    def appended(self, ws: Workspace, session_id: str, events: Sequence[NewEvent]) -> None:
+    def appended(self, ws: Workspace, session_id: str, events: Sequence[EventInput]) -> None:
         key = (ws.id, session_id)
         added = sum(e.tokens if e.tokens is not None else len(e.text) // 4 + 1 for e in events)
         progress = self._progress.get(key)

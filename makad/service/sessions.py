@@ -22,20 +22,22 @@ from dataclasses import dataclass
 
 import anyio
 
-from makad.core.types import Checkpoint, Event, WorkingState
-from makad.errors import Conflict, IncognitoBlocked, NotFound
-from makad.service.common import Context, in_thread, now_ms
-from makad.store.ephemeral import EphemeralSessions
-from makad.store.ledger_schema import (
+from makad.core.chain import verify_span
+from makad.core.refs import parse_event_refs
+from makad.core.types import (
     AppendResult,
+    Checkpoint,
+    Event,
+    EventInput,
     Manifest,
-    NewEvent,
     RefResult,
     SearchHit,
     SessionInfo,
-    parse_event_refs,
-    verify_span,
+    WorkingState,
 )
+from makad.errors import Conflict, IncognitoBlocked, NotFound
+from makad.service.common import Context, in_thread, now_ms
+from makad.store.ephemeral import EphemeralSessions
 from makad.store.workspaces import Workspace
 
 
@@ -182,7 +184,7 @@ class Sessions:
         self,
         ws: Workspace,
         session_id: str,
-        events: Sequence[NewEvent],
+        events: Sequence[EventInput],
         *,
         expected_seq: int | None = None,
         request_id: str | None = None,

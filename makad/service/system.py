@@ -10,10 +10,10 @@ from typing import Any
 
 from makad import __version__
 from makad.errors import ShuttingDown
-from makad.rpc.dispatch import Handler
 from makad.service.peer import Peer
 from makad.settings import DaemonSettings
 from makad.store.workspaces import WorkspaceRegistry
+from makad.wire.base import Handler
 from makad.wire.system import NoParams, ShutdownResult, StatusResult, WorkspaceWarning
 
 

@@ -18,25 +18,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Final
 
+from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepare_event, verify_span
 from makad.core.cjk import index_text, query_tokens
-from makad.core.types import Event, WorkingState
+from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
+from makad.core.types import AppendResult, Event, EventInput, RefResult, SearchHit, SessionInfo, WorkingState
+from makad.core.working_state import patch_working_state
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store.ledger import patch_working_state
-from makad.store.ledger_schema import (
-    MAX_APPEND_EVENTS,
-    AppendResult,
-    NewEvent,
-    RefResult,
-    SearchHit,
-    SessionInfo,
-    checked_session_id,
-    event_hash,
-    first_bad_seq,
-    new_session_id,
-    parse_event_refs,
-    prepare_event,
-    verify_span,
-)
 
 _WORD: Final = re.compile(r"[^\W_]+")
 
@@ -112,7 +99,7 @@ class EphemeralSessions:
     def append_events(
         self,
         session_id: str,
-        events: Sequence[NewEvent],
+        events: Sequence[EventInput],
         *,
         expected_seq: int | None = None,
         request_id: str | None = None,

@@ -1,8 +1,9 @@
 """Memory files on disk: guarded reads, atomic writes, and rolling backups.
 
-Writes go to a unique temp file in the same directory, are fsynced, renamed over
-the target and the directory is fsynced, so a crash leaves the old file or the
-new one, never half of either. Nothing is written outside the memory directory,
+Writes go to a unique temp file in the same directory, are fsynced, swapped
+with the target (``makad.store.file_swap``: a save that lands meanwhile is
+never destroyed) and the directory is fsynced, so a crash leaves the old file
+or the new one, never half of either. Nothing is written outside the memory directory,
 and symlinks there are refused.
 """
 
@@ -14,15 +15,14 @@ import hashlib
 import os
 import re
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import msgspec
-
+from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
+from makad.store.file_swap import Replaced, Signature, read_settled, replace_verified, signature_of
 
 MAX_BACKUPS = 20
 _BACKUP_NAME = re.compile(r"^(\d{13})-(\d{6})-(MEMORY|PENDING)\.md$")
@@ -37,6 +37,8 @@ class FileRead:
     size: int
     missing: bool = False
     too_large: bool = False
+    signature: Signature | None = None
+    mtime_ns: int = 0
 
 
 def sha256_text(text: str) -> str:
@@ -65,27 +67,34 @@ def check_not_symlink(path: Path, what: str) -> None:
         raise InvalidWorkspace(f"the {what} is a symlink; makad refuses to follow it", reason="symlink")
 
 
-def read_memory_file(path: Path, max_bytes: int) -> FileRead:
-    """Read a memory file as UTF-8 (undecodable bytes kept as surrogates)."""
+def read_memory_file(
+    path: Path, max_bytes: int, *, was_empty: bool = True, existed: bool = False
+) -> FileRead:
+    """Read a memory file as UTF-8 (undecodable bytes kept as surrogates) once it has
+    stopped changing, so a save still being written is never taken for the user's
+    (``was_empty``: it held nothing before, so an empty file is no half-done save;
+    ``existed``: it was there before, so a moment without it may be a save)."""
     check_not_symlink(path.parent, "memory directory")
-    check_not_symlink(path, "memory file")
     try:
-        st = path.stat()
+        settled = read_settled(path, max_bytes, was_empty=was_empty, existed=existed)
     except FileNotFoundError:
-        return FileRead(None, None, 0, missing=True)
+        settled = None
     except OSError as exc:
         raise generalize(exc) from None
+    if settled is None:
+        return FileRead(None, None, 0, missing=True)
+    st, data = settled
+    if stat.S_ISLNK(st.st_mode):
+        raise InvalidWorkspace("the memory file is a symlink; makad refuses to follow it", reason="symlink")
     if not stat.S_ISREG(st.st_mode):
         raise IOFailure("a memory file is not a regular file", reason="not_a_file")
-    try:
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-    except OSError as exc:
-        raise generalize(exc) from None
+    signature = signature_of(st)
     if len(data) > max_bytes:
-        return FileRead(None, None, st.st_size, too_large=True)
+        return FileRead(None, None, st.st_size, too_large=True, signature=signature, mtime_ns=st.st_mtime_ns)
     text = data.decode("utf-8", "surrogateescape")
-    return FileRead(text, hashlib.sha256(data).hexdigest(), len(data))
+    return FileRead(
+        text, hashlib.sha256(data).hexdigest(), len(data), signature=signature, mtime_ns=st.st_mtime_ns
+    )
 
 
 def ensure_memory_dir(memory_dir: Path) -> None:
@@ -98,86 +107,62 @@ def ensure_memory_dir(memory_dir: Path) -> None:
         raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
 
 
-class ChangedUnderfoot(Exception):
-    """The file changed on disk between the daemon's read and its rename."""
-
-
-def file_signature(path: Path) -> tuple[int, int, int] | None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-_UNCHECKED = object()
-
-
-def atomic_write(path: Path, text: str, *, disk_full: bool = False, expect: object = _UNCHECKED) -> str:
-    """Replace ``path`` with ``text`` atomically; returns the sha256 of the bytes written.
-
-    With ``expect`` (a ``file_signature``), the file must still be the one the text was
-    computed from right before the rename, else ``ChangedUnderfoot`` and nothing changes.
-    """
-    data = text.encode("utf-8", "surrogateescape")
+def write_memory_file(
+    path: Path,
+    text: str,
+    *,
+    expect_sha: str | None,
+    max_bytes: int,
+    keep: Callable[[bytes], None],
+    disk_full: bool = False,
+    mtime_ns: int | None = None,
+    before_rename: Callable[[], None] | None = None,
+) -> Replaced:
+    """Replace ``path`` with ``text`` atomically, never over a save not seen (``file_swap``)."""
     ensure_memory_dir(path.parent)
     check_not_symlink(path, "memory file")
     if path.exists() and not path.is_file():
         raise IOFailure("a memory file is not a regular file", reason="not_a_file")
-    tmp_name: str | None = None
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            if disk_full:
-                raise OSError(errno.ENOSPC, "No space left on device (injected)")
-            view = memoryview(data)
-            while view:
-                written = os.write(fd, view)
-                view = view[written:]
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        if expect is not _UNCHECKED and file_signature(path) != expect:
-            raise ChangedUnderfoot(str(path))
-        os.replace(tmp_name, path)
-        tmp_name = None
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+        return replace_verified(
+            path,
+            text.encode("utf-8", "surrogateescape"),
+            expect_sha=expect_sha,
+            max_bytes=max_bytes,
+            keep=keep,
+            disk_full=disk_full,
+            mtime_ns=mtime_ns,
+            before_rename=before_rename,
+        )
     except OSError as exc:
         raise generalize(exc) from None
-    finally:
-        if tmp_name is not None:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
-    return hashlib.sha256(data).hexdigest()
 
 
 _TEMP_NAME = re.compile(r"^\.(MEMORY|PENDING)\.md\..+\.tmp$")
 
 
-def remove_stale_temp_files(memory_dir: Path) -> int:
-    """Delete temp files a killed daemon left mid-write (before any write of ours starts)."""
+def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None]) -> int:
+    """Delete temp files a killed daemon left (before any write of ours starts).
+
+    One may hold a save the daemon displaced just before it died: each that differs
+    from its file goes to ``keep`` (file kind, bytes) first, to be backed up.
+    """
     if memory_dir.is_symlink() or not memory_dir.is_dir():
         return 0
     removed = 0
     for path in memory_dir.iterdir():
-        if _TEMP_NAME.match(path.name) and path.is_file() and not path.is_symlink():
-            with contextlib.suppress(OSError):
-                path.unlink()
-                removed += 1
+        match = _TEMP_NAME.match(path.name)
+        if not match or not path.is_file() or path.is_symlink():
+            continue
+        with contextlib.suppress(OSError):
+            data = path.read_bytes()
+            target = memory_dir / f"{match.group(1)}.md"
+            current = target.read_bytes() if target.is_file() else b""
+            if data and data != current:
+                keep(match.group(1), data)
+            path.unlink()
+            removed += 1
     return removed
-
-
-class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
-    backup_id: str
-    file: str  # "MEMORY" | "PENDING"
-    created_at: int
-    size: int
-    sha256: str
 
 
 def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:

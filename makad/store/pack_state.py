@@ -1,6 +1,6 @@
 """The daemon's own bookkeeping behind the pack, kept in the workspace ledger.
 
-Three small tables (schema step 4 in ``makad.store.ledger_schema``):
+Three small tables (schema step 4 in ``makad.store.ledger.schema``):
 
 - ``entry_dates``: when the daemon first saw a MEMORY.md entry that carries no
   ``createdAt`` (typed by hand), and when it last saw an entry edited by hand.

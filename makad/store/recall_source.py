@@ -19,10 +19,9 @@ from typing import Final
 
 from makad.core.context_types import RecallHit
 from makad.core.feedback import feedback_terms, scaled_bm25
-from makad.core.types import Event
+from makad.core.types import Event, SearchHit
 from makad.core.when import query_periods
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import SearchHit
 
 RECALL_LIMIT: Final = 100
 PERIOD_LIMIT: Final = 50

@@ -1,22 +1,35 @@
-"""What the daemon last saw of one memory file, refreshed cheaply by stat signature.
+"""What the daemon knows of one memory file: the version on disk and the last few before it.
 
 ``refresh`` re-reads only when the file's (inode, size, mtime) changed, and tells
 whether its bytes differ from what the daemon last read or wrote: that is how a
-user's edit is told apart from the daemon's own write (by content hash).
+user's edit is told apart from the daemon's own write (by content hash). A
+changed file is read once it has stopped changing (``file_swap.settled_stat``).
+
+``history`` keeps the last ``HISTORY`` versions (each its entry fingerprints and
+when it appeared; the last two also parsed), the daemon's own and the user's saves alike: a save is merged
+against them (``makad.core.save_merge``) to tell a buffer that predates a daemon
+write from a deliberate deletion.
 """
 
 from __future__ import annotations
 
-import os
+import dataclasses
 import stat as stat_mod
+from collections import deque
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Final
 
 from makad.core import memory_format as fmt
+from makad.core.save_merge import KnownVersion, known_version, without_doc
 from makad.errors import InvalidWorkspace
+from makad.store.file_swap import Replaced, Signature
 from makad.store.memory_files import check_not_symlink, read_memory_file
 
-Signature = tuple[int, int, int]
+HISTORY: Final = 16
+# Versions that keep their parsed document: the latest, and the one before it (the
+# latest again when a merge's write is abandoned).
+DOCS_KEPT: Final = 2
 
 
 @dataclass
@@ -30,8 +43,13 @@ class TrackedFile:
     too_large: bool = False
     size: int = 0
     loaded: bool = False
+    # When the version on disk was written (its mtime; 0 when missing).
+    mtime_ns: int = 0
     # Earliest createdAt + decayTtlMs among active entries (decay is due after it).
     next_expiry: int | None = None
+    history: deque[KnownVersion] = field(default_factory=lambda: deque(maxlen=HISTORY))
+    # What the daemon knew before the last re-read (``restore`` goes back to it).
+    before: TrackedFile | None = field(default=None, repr=False)
 
     def _derive(self) -> None:
         expiries = [
@@ -41,17 +59,40 @@ class TrackedFile:
         ]
         self.next_expiry = min(expiries) if expiries else None
 
-    def remember(self, path: Path, text: str, sha256: str) -> None:
+    def _record(self, visible_ns: int, *, by_daemon: bool = False) -> None:
+        if self.too_large:
+            self.history.clear()  # nothing to merge against while it is unreadable
+        else:
+            self.history.append(known_version(self.doc, visible_ns, by_daemon=by_daemon))
+            if len(self.history) > DOCS_KEPT:  # older versions keep fingerprints only
+                self.history[-DOCS_KEPT - 1] = without_doc(self.history[-DOCS_KEPT - 1])
+
+    def remember(self, text: str, written: Replaced) -> None:
         """Record the daemon's own write so it is not mistaken for a user edit."""
         self.text = text
-        self.sha256 = sha256
+        self.sha256 = written.sha256
         self.doc = fmt.parse(text)
         self._derive()
         self.missing = False
         self.too_large = False
-        self.size = len(text.encode("utf-8", "surrogateescape"))
-        self.signature = _signature(path)
+        self.size = written.signature[1]
+        self.signature = written.signature
+        self.mtime_ns = written.signature[2]
         self.loaded = True
+        self._record(written.visible_ns, by_daemon=True)
+
+    def _snapshot(self) -> TrackedFile:
+        return dataclasses.replace(self, history=deque(self.history, maxlen=HISTORY), before=None)
+
+    def restore(self, earlier: TrackedFile) -> None:
+        """Back to ``earlier``; the next refresh reads the file again."""
+        for spec in dataclasses.fields(self):
+            setattr(self, spec.name, getattr(earlier, spec.name))
+        self.signature = None
+
+    def forget_signature(self) -> None:
+        """Make the next refresh read the file whatever its signature (a save put back)."""
+        self.signature = None
 
     def unchanged(self, path: Path) -> bool:
         """Whether the file on disk is surely the one last read or written: loaded, its
@@ -78,37 +119,36 @@ class TrackedFile:
         try:
             st = path.lstat()
         except FileNotFoundError:
-            changed = self.loaded and not self.missing
-            self.signature, self.sha256, self.text = None, None, None
-            self.doc = fmt.MemoryDocument()
-            self.next_expiry = None
-            self.missing, self.too_large, self.size, self.loaded = True, False, 0, True
-            return changed
-        if stat_mod.S_ISLNK(st.st_mode):
+            st = None
+        if st is not None and stat_mod.S_ISLNK(st.st_mode):
             raise InvalidWorkspace(
                 "the memory file is a symlink; makad refuses to follow it", reason="symlink"
             )
-        signature = (st.st_ino, st.st_size, st.st_mtime_ns)
-        if self.loaded and signature == self.signature:
+        if st is None and self.loaded and self.missing:
             return False
-        read = read_memory_file(path, max_bytes)
+        if st is not None and self.loaded and (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature:
+            return False
+        self.before = self._snapshot()
+        read = read_memory_file(
+            path,
+            max_bytes,
+            was_empty=self.missing or self.size == 0,
+            existed=self.loaded and not self.missing,
+        )
         before = (self.sha256, self.too_large, self.missing)
-        self.signature = signature
+        self.signature = read.signature
         self.missing = read.missing
         self.too_large = read.too_large
         self.size = read.size
         self.sha256 = read.sha256
         self.text = read.text
+        self.mtime_ns = read.mtime_ns
         self.doc = fmt.parse(read.text) if read.text is not None else fmt.MemoryDocument()
         self._derive()
         was_loaded = self.loaded
         self.loaded = True
-        return was_loaded and before != (self.sha256, self.too_large, self.missing)
-
-
-def _signature(path: Path) -> Signature | None:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+        changed = was_loaded and before != (self.sha256, self.too_large, self.missing)
+        if changed or not was_loaded:
+            # A missing file has no mtime: 0 keeps it a possible base of any save.
+            self._record(read.mtime_ns)
+        return changed

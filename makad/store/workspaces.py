@@ -27,7 +27,7 @@ from makad.errors import InvalidWorkspace, IOFailure, MakadError
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
-from makad.store.ledger_recovery import stored_revision
+from makad.store.ledger.recovery import stored_revision
 from makad.store.memory_files import ensure_memory_dir
 from makad.store.tracked import TrackedFile
 

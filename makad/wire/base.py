@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 import msgspec
 
+# A record the wire shares with the layers below it: defined once, in core.
+from makad.core.types import Warning as Warning
 from makad.errors import MakadError
+
+# What serves one method: (decoded params, the calling connection) -> the result.
+Handler = Callable[[Any, Any], Awaitable[Any]]
 
 
 class Params(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields=True):
@@ -16,18 +22,6 @@ class Params(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fields
 
 class Result(msgspec.Struct, kw_only=True, rename="camel"):
     """Base of every structured result."""
-
-
-class Warning(Result, kw_only=True, omit_defaults=True):
-    """Something a read found worth telling the user; the read still succeeded.
-
-    ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
-    about one line of a file, ``message`` is for people.
-    """
-
-    kind: str
-    line: int | None = None
-    message: str
 
 
 class WorkspaceParams(Params):

@@ -6,6 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from makad.core.types import Episode
 from makad.errors import (
     Disabled,
     GateClosed,
@@ -18,7 +19,6 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
-from makad.store.ledger_schema import ConsolidationMark, EpisodeKind
 from makad.wire.base import MethodSpec, Result, WorkspaceParams
 from makad.wire.proposals import ProposeResult
 
@@ -44,24 +44,6 @@ class RecordEpisodeParams(WorkspaceParams):
     tags: list[str] = []
     at: Annotated[int, Meta(ge=0)] | None = None
     request_id: str | None = None
-
-
-class Episode(Result):
-    """One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
-    by close_session). ``consolidations``: the proposals that cited it and their fate.
-    A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
-    set and their summary, tags and refs erased."""
-
-    episode_id: str
-    session_id: str
-    kind: EpisodeKind
-    summary: str
-    tags: list[str]
-    source_refs: list[str]
-    at: int
-    created_at: int
-    deleted_at: int | None = None
-    consolidations: list[ConsolidationMark] = []
 
 
 class RecordEpisodeResult(Result):

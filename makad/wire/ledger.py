@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from makad.core.types import Event, EventType, WorkingState
+from makad.core.types import Event, EventInput, Manifest, RefResult, WorkingState
 from makad.errors import (
     Conflict,
     IncognitoBlocked,
@@ -16,8 +16,7 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.store.ledger_schema import Manifest, RefResult
-from makad.wire.base import MethodSpec, Params, Result, WorkspaceParams
+from makad.wire.base import MethodSpec, Result, WorkspaceParams
 
 MAX_READ_LIMIT = 10_000
 MAX_SEARCH_LIMIT = 1_000
@@ -65,18 +64,6 @@ class DeleteSessionResult(Result):
     deleted_at: int
     event_count: int
     incognito: bool
-
-
-class EventInput(Params):
-    """An event as appended: the daemon assigns seq and hash, and ts/tokens when absent."""
-
-    type: EventType
-    text: str
-    ts: int | None = None
-    tool_call_id: str | None = None
-    tool_name: str | None = None
-    meta: dict[str, str] | None = None
-    tokens: Annotated[int, Meta(ge=0)] | None = None
 
 
 class AppendEventsParams(WorkspaceParams):

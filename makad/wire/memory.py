@@ -7,7 +7,10 @@ from typing import Literal
 from msgspec import UNSET, UnsetType
 
 from makad.core.confidence import Confidence
-from makad.core.types import Entry
+from makad.core.types import BackupInfo, Entry
+
+# A record the layers below the wire share: defined once, in core.
+from makad.core.types import Settings as Settings
 from makad.errors import (
     Conflict,
     Disabled,
@@ -19,23 +22,9 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
-from makad.store.memory_files import BackupInfo
 from makad.wire.base import MethodSpec, Result, Warning, WorkspaceParams
 
 MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]
-
-
-class Settings(Result):
-    """A workspace's privacy and memory switches (persisted across restarts)."""
-
-    enabled: bool = True
-    agent_read_enabled: bool = False
-    default_decay_days: float | None = None
-    extract_tool_enabled: bool = False
-    incognito: bool = False
-    history_recall_enabled: bool = False
-    # Derived: extractToolEnabled only counts while agentReadEnabled is on.
-    extract_tool_effective: bool = False
 
 
 class GetSettingsParams(WorkspaceParams):
@@ -167,12 +156,20 @@ class SubscribeResult(Result):
     revision: int
 
 
-class ChangeNotification(Result):
-    """Params of memory_changed / proposals_changed / settings_changed notifications."""
+class ChangeNotification(Result, omit_defaults=True):
+    """Params of memory_changed / proposals_changed / settings_changed notifications.
+
+    After a save that lacked entries the daemon had written (an editor buffer older than
+    the write), ``reapplied`` lists the ids written back into the file and ``returned``
+    those queued in PENDING.md instead, because the save may have deleted them on
+    purpose (only present when not empty).
+    """
 
     workspace: str
     revision: int
     cause: Literal["external_edit", "daemon", "settings"]
+    reapplied: list[str] = []
+    returned: list[str] = []
 
 
 _WS = (InvalidWorkspace,)

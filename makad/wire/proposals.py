@@ -7,7 +7,7 @@ from typing import Literal
 from msgspec import UNSET, UnsetType
 
 from makad.core.importers import ItemError
-from makad.core.types import Entry
+from makad.core.types import Entry, MemoryEvent
 from makad.errors import (
     Conflict,
     Disabled,
@@ -21,7 +21,6 @@ from makad.errors import (
     SafeMode,
     TooLarge,
 )
-from makad.store.ledger_schema import MemoryEvent
 from makad.wire.base import MethodSpec, Params, Result, Warning, WorkspaceParams
 
 
@@ -70,8 +69,13 @@ class ListProposalsParams(WorkspaceParams):
 
 
 class ProposalView(Result):
+    """An open proposal; ``note`` says why the daemon queued it itself, if it did:
+    ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits")."""
+
     proposal: Entry
     similar_to: list[str] = []
+    note: str | None = None
 
 
 class ProposalsResult(Result):

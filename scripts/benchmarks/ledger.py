@@ -144,8 +144,8 @@ def _sqlite_eps(root: Path, corpus: Corpus, batch: int, seconds: float) -> float
 
 def _build_workspace(daemon: Daemon, corpus: Corpus, events: int) -> list[str]:
     """Write ``events`` events into the daemon's (not yet started) data dir; the session ids."""
+    from makad.core.types import EventInput
     from makad.store.ledger import Ledger
-    from makad.store.ledger_schema import NewEvent
     from makad.store.workspaces import workspace_id
 
     path = daemon.workspace.resolve()
@@ -162,7 +162,9 @@ def _build_workspace(daemon: Daemon, corpus: Corpus, events: int) -> list[str]:
             sessions.append(sid)
             count = min(per_session, events - start)
             batch = [
-                NewEvent(type="user_message" if i % 2 else "assistant_message", text=corpus.text(), ts=ts + i)
+                EventInput(
+                    type="user_message" if i % 2 else "assistant_message", text=corpus.text(), ts=ts + i
+                )
                 for i in range(count)
             ]
             ledger.append_events(sid, batch)

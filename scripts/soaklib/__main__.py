@@ -1,4 +1,4 @@
-"""scripts/soak: --crash N (kill -9 loop) and/or --minutes M --clients C (load); prints JSON."""
+"""scripts/soak: --crash N (kill -9 loop), --minutes M --clients C (load), --editor-races N; prints JSON."""
 
 from __future__ import annotations
 
@@ -15,6 +15,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--clients", type=int, default=32, metavar="C", help="concurrent clients of the load run (default 32)"
     )
+    parser.add_argument(
+        "--editor-races", type=int, metavar="N", help="race N editor saves against approve (soaklib.races)"
+    )
     parser.add_argument("--seed", type=int, default=1, help="random seed (default 1)")
     parser.add_argument(
         "--daemon-env",
@@ -26,8 +29,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--keep", action="store_true", help="keep the temp dir for inspection")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
-    if args.crash is None and args.minutes is None:
-        parser.error("give --crash N and/or --minutes M")
+    if args.crash is None and args.minutes is None and args.editor_races is None:
+        parser.error("give --crash N, --minutes M and/or --editor-races N")
     if any("=" not in pair for pair in args.daemon_env):
         parser.error("--daemon-env takes KEY=VALUE")
     env = dict(pair.split("=", 1) for pair in args.daemon_env)
@@ -53,6 +56,12 @@ def main(argv: list[str] | None = None) -> int:
         )
         result.update(load)
         ok &= load["load"]["passed"]
+    if args.editor_races is not None:
+        from soaklib.races import run_editor_races
+
+        races = run_editor_races(args.editor_races, args.seed, progress=progress, keep=args.keep, env=env)
+        result.update(races)
+        ok &= races["editor_races"]["passed"]
     print(json.dumps(result, indent=2, ensure_ascii=False))
     return 0 if ok else 1
 

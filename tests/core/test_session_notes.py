@@ -153,7 +153,7 @@ def test_every_section_fits_its_allowance(spec: list[tuple[str, str, bool]], roo
 
 def test_a_client_write_makes_room_by_dropping_derived_sections() -> None:
     """Client text wins the total cap too: derived sections it did not write give way."""
-    from makad.store.ledger import patch_working_state
+    from makad.core.working_state import patch_working_state
 
     derived = notes.DERIVED_MARK + "event:s:1-9; write this section to replace it)\n" + "a b " * 1_900
     current = WorkingState(notes={s: derived for s in notes.SECTIONS})

@@ -11,10 +11,9 @@ from typing import Any
 import pytest
 
 from maka.errors import MakaError, RemoteError
-from makad.core.types import WorkingState
+from makad.core.types import EpisodeRecord, WorkingState
 from makad.errors import InvalidParams
 from makad.service.episodes import close_summary, close_tags, digest, episode_tags, slug
-from makad.store.ledger_schema import EpisodeRecord
 from tests.cli.helpers import run_maka
 from tests.support import DaemonProcess, daemon_in_tmp
 

@@ -60,7 +60,11 @@ _LATIN = st.text(
 
 @_FOREIGN
 @given(
-    encoding=st.sampled_from(["latin-1", "cp1252"]),
+    # Legacy encodings editors still save in (single-byte Western, Central European,
+    # Cyrillic, Mac; multi-byte Japanese and Korean): every one leaves bytes that are not UTF-8.
+    encoding=st.sampled_from(
+        ["latin-1", "cp1252", "iso-8859-15", "cp1250", "koi8-r", "mac-roman", "shift_jis", "euc-kr"]
+    ),
     words=st.lists(_LATIN, min_size=3, max_size=3),
     noise=st.binary(min_size=1, max_size=12).map(lambda b: b.replace(b"\n", b"").replace(b"\r", b"")),
 )
@@ -159,10 +163,17 @@ _BLOCKY = st.lists(
         st.sampled_from(
             [
                 "```",
+                "````",
+                "```py",
+                "  ```",
                 "~~~~",
                 "<pre>",
+                "<PRE class=x>",
                 "<script>",
+                "<style>",
+                "<textarea>",
                 "<!--",
+                "<!-- maka-memory: ",
                 "<?x",
                 "<!DOCTYPE",
                 "<![CDATA[",
@@ -172,7 +183,13 @@ _BLOCKY = st.lists(
                 "[ref]: /url",
                 "> ",
                 "- ",
+                "* ",
+                "1. ",
+                "---",
+                "===",
                 "    ",
+                "\t",
+                "\r\n",
                 "## ",
                 "\\## ",
                 "\n",

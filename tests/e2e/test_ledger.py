@@ -18,8 +18,8 @@ from maka.errors import (
     NotFound,
     TooLarge,
 )
+from makad.core.chain import first_bad_seq
 from makad.core.types import Event
-from makad.store.ledger_schema import first_bad_seq
 from makad.store.workspaces import workspace_id
 from tests.support import DaemonProcess
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+from makad.core.chain import event_hash
 from makad.core.types import Event
-from makad.store.ledger_schema import event_hash
 from makad.store.workspaces import workspace_id
 from tests.support import DaemonProcess
 

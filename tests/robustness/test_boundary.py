@@ -1,5 +1,6 @@
 """No exception in one request or connection ends the daemon (issue 15, point 1, the
-server's half): an unencodable reply is -32603 on that request, everyone goes on."""
+server's half): an unencodable reply is -32603 on that request, an exception outside any
+request closes that connection alone; everyone goes on."""
 
 from __future__ import annotations
 
@@ -43,6 +44,44 @@ def test_an_unencodable_reply_is_an_internal_error_and_nothing_else(short_tmp: P
         with RawConnection(d.socket, "lsp") as lsp:
             framed = lsp.request({"jsonrpc": "2.0", "id": "l", "method": "status"})
             assert framed["error"]["data"]["kind"] == "internal"
+    finally:
+        code = d.stop()
+    assert code == 0
+
+
+def test_an_exception_outside_any_request_ends_that_connection_only(short_tmp: Path) -> None:
+    """With a connection's reader forced to fail outside any request (fault point
+    ``connection_crash``): that connection alone is closed and logged with a ref; a
+    subscriber on another connection keeps its notifications, new connections are
+    served, the same fault a second time changes nothing, and SIGTERM still exits 0."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_FAULT_POINT": "connection_crash"})
+    d.start()
+    ws = str(d.workspace)
+    try:
+        with RawConnection(d.socket) as subscriber:
+            subscriber.request(
+                {"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"workspace": ws}}
+            )
+            for attempt in range(2):
+                doomed = RawConnection(d.socket)
+                doomed.request({"jsonrpc": "2.0", "id": 1, "method": "ping"})
+                doomed.send_raw(
+                    b'{"jsonrpc":"2.0","id":2,"method":"ping","params":"crash-this-connection"}\n'
+                )
+                doomed.sock.settimeout(10)
+                assert doomed.sock.recv(65536) == b"", "the crashed connection should be closed"
+                doomed.close()
+                with d.client() as writer:
+                    writer.call(
+                        "add_entry", {"workspace": ws, "title": f"T{attempt}", "content": f"after {attempt}"}
+                    )
+                note = subscriber.recv_message()
+                assert note["method"] == "memory_changed"
+                assert subscriber.request({"jsonrpc": "2.0", "id": 3, "method": "ping"})["result"] == "pong"
+        assert ping_ok(d.socket)
+        assert d.proc is not None and d.proc.poll() is None
+        crashes = [line for line in d.log_text().splitlines() if '"connection_crashed"' in line]
+        assert len(crashes) == 2 and all(re.search(r'"ref": "[0-9a-f]{12}"', line) for line in crashes)
     finally:
         code = d.stop()
     assert code == 0

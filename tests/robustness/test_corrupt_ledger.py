@@ -13,9 +13,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from maka.errors import RemoteError
+from makad.core.types import EventInput
 from makad.store.ledger import Ledger
-from makad.store.ledger_recovery import REVISION_KEY
-from makad.store.ledger_schema import NewEvent
+from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import workspace_id
 from tests.support import DaemonProcess, ping_ok
 
@@ -34,7 +34,7 @@ def prepare(data_root: Path, parent: Path) -> tuple[Path, Path]:
     ledger.put_settings_json({"agentReadEnabled": True, "historyRecallEnabled": True, REVISION_KEY: 12})
     ledger.open_session("s")
     ledger.append_events(
-        "s", [NewEvent(type="user_message", text=f"turn {i} on the build") for i in range(300)]
+        "s", [EventInput(type="user_message", text=f"turn {i} on the build") for i in range(300)]
     )
     ledger.close()
     return ws, data / "ledger.sqlite3"

@@ -9,10 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from makad.core.types import Event
-from makad.store import chain
+from makad.core import chain
+from makad.core.chain import canonical_event, event_hash
+from makad.core.types import Event, EventInput
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent, canonical_event, event_hash
 from tests.store.test_ledger import tamper
 
 
@@ -150,7 +150,9 @@ def filled(tmp_path: Path) -> tuple[Ledger, Path]:
     path = tmp_path / "l.db"
     led = Ledger(path)
     led.open_session("s")
-    led.append_events("s", [NewEvent(type="user_message", text=f"turn {i} about cats") for i in range(1, 7)])
+    led.append_events(
+        "s", [EventInput(type="user_message", text=f"turn {i} about cats") for i in range(1, 7)]
+    )
     return led, path
 
 

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 
+from makad.core.types import AppendResult, EventInput
 from makad.errors import Conflict, NotFound
 from makad.store.ephemeral import EphemeralSessions
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import AppendResult, NewEvent
 
 
-def batch(*texts: str) -> list[NewEvent]:
-    return [NewEvent(type="assistant_message", text=t, ts=7) for t in texts]
+def batch(*texts: str) -> list[EventInput]:
+    return [EventInput(type="assistant_message", text=t, ts=7) for t in texts]
 
 
 def test_hash_chain_matches_the_sqlite_ledger(ledger: Ledger) -> None:

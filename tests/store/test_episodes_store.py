@@ -10,21 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core.types import EventInput, NewEpisode
 from makad.errors import InvalidParams, IOFailure, NotFound
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    MIGRATIONS,
-    SCHEMA_VERSION,
-    NewEpisode,
-    NewEvent,
-    migrate,
-    user_version,
-)
+from makad.store.ledger.schema import MIGRATIONS, SCHEMA_VERSION, migrate, user_version
 
 
 def events(ledger: Ledger, sid: str, *texts: str, kind: str = "user_message") -> None:
     ledger.open_session(sid)
-    ledger.append_events(sid, [NewEvent(type=kind, text=t) for t in texts])  # type: ignore[arg-type]
+    ledger.append_events(sid, [EventInput(type=kind, text=t) for t in texts])  # type: ignore[arg-type]
 
 
 def episode(
@@ -196,10 +190,10 @@ def test_source_seqs_pick_matching_user_messages(ledger: Ledger) -> None:
     ledger.append_events(
         "s",
         [
-            NewEvent(type="user_message", text="make the parser faster"),
-            NewEvent(type="assistant_message", text="parser parser parser faster"),
-            NewEvent(type="user_message", text="store data in sqlite"),
-            NewEvent(type="user_message", text="thanks"),
+            EventInput(type="user_message", text="make the parser faster"),
+            EventInput(type="assistant_message", text="parser parser parser faster"),
+            EventInput(type="user_message", text="store data in sqlite"),
+            EventInput(type="user_message", text="thanks"),
         ],
     )
     assert ledger.source_seqs("s", ["parser faster"]) == [1]

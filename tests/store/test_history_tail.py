@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from makad.core.types import Checkpoint, Coverage, Event
+from makad.core.types import Checkpoint, Coverage, Event, EventInput
 from makad.service.context import (
     HISTORY_FIRST_READ,
     HISTORY_TAIL_FACTOR,
@@ -10,7 +10,6 @@ from makad.service.context import (
     _LedgerSource,
 )
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
 
 
 class CountingSource(_LedgerSource):
@@ -28,7 +27,7 @@ class CountingSource(_LedgerSource):
 def fill(ledger: Ledger, count: int) -> None:
     ledger.open_session("s")
     ledger.append_events(
-        "s", [NewEvent(type="user_message", text=f"turn {i} " + "word " * 20) for i in range(count)]
+        "s", [EventInput(type="user_message", text=f"turn {i} " + "word " * 20) for i in range(count)]
     )
 
 

@@ -16,22 +16,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core.chain import event_hash
 from makad.core.tokens import estimate_tokens
+from makad.core.types import AppendResult, EventInput
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
-from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    SCHEMA_VERSION,
-    AppendResult,
-    NewEvent,
-    event_hash,
-    migrate,
-    user_version,
-)
+from makad.store.ledger import base as ledger_module
+from makad.store.ledger.schema import SCHEMA_VERSION, migrate, user_version
 
 
-def msgs(*texts: str) -> list[NewEvent]:
-    return [NewEvent(type="user_message", text=text) for text in texts]
+def msgs(*texts: str) -> list[EventInput]:
+    return [EventInput(type="user_message", text=text) for text in texts]
 
 
 def tamper(path: Path, sql: str, *params: object) -> None:
@@ -119,7 +114,7 @@ def test_hashes_chain_from_the_previous_event(ledger: Ledger) -> None:
     ledger.open_session("s")
     ledger.append_events("s", msgs("one", "two"))
     ledger.append_events(
-        "s", [NewEvent(type="tool_call", text="ls", tool_name="Bash", tool_call_id="c1", meta={"k": "v"})]
+        "s", [EventInput(type="tool_call", text="ls", tool_name="Bash", tool_call_id="c1", meta={"k": "v"})]
     )
     events = ledger.read_events("s")
     previous = ""
@@ -135,7 +130,9 @@ def test_missing_ts_and_tokens_are_filled_in(ledger: Ledger) -> None:
     ledger.open_session("s")
     text = "hello world, 你好世界"
     ledger.append_events(
-        "s", [NewEvent(type="note", text=text), NewEvent(type="note", text="x", ts=5, tokens=99)], now=1234
+        "s",
+        [EventInput(type="note", text=text), EventInput(type="note", text="x", ts=5, tokens=99)],
+        now=1234,
     )
     first, second = ledger.read_events("s")
     assert (first.ts, first.tokens) == (1234, estimate_tokens(text))
@@ -196,7 +193,7 @@ def test_append_validates_its_batch(ledger: Ledger) -> None:
     with pytest.raises(InvalidParams):
         ledger.append_events("s", [])
     with pytest.raises(InvalidParams):
-        ledger.append_events("s", [NewEvent(type="bogus", text="x")])  # type: ignore[arg-type]
+        ledger.append_events("s", [EventInput(type="bogus", text="x")])  # type: ignore[arg-type]
     with pytest.raises(TooLarge):
         ledger.append_events("s", msgs(*["x"] * 10_001))
     assert ledger.append_events("s", msgs(*["x"] * 10_000)).last_seq == 10_000
@@ -459,11 +456,11 @@ _WRITER = """
 import sys
 from pathlib import Path
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
+from makad.core.types import EventInput
 led = Ledger(Path(sys.argv[1]))
 led.open_session("s")
 while True:
-    r = led.append_events("s", [NewEvent(type="note", text="x" * 50)] * 10)
+    r = led.append_events("s", [EventInput(type="note", text="x" * 50)] * 10)
     print(r.last_seq, flush=True)
 """
 

@@ -15,10 +15,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from makad.core.types import EventInput
 from makad.errors import IOFailure, MakadError, NotFound
 from makad.store.ledger import Ledger
-from makad.store.ledger_recovery import REVISION_KEY
-from makad.store.ledger_schema import NewEvent
+from makad.store.ledger.recovery import REVISION_KEY
 
 
 def fill(path: Path, sessions: int = 3, events: int = 400) -> None:
@@ -30,7 +30,9 @@ def fill(path: Path, sessions: int = 3, events: int = 400) -> None:
         led.append_events(
             f"s{s}",
             [
-                NewEvent(type="user_message", text=f"session {s} turn {i} about the build and the tests " * 2)
+                EventInput(
+                    type="user_message", text=f"session {s} turn {i} about the build and the tests " * 2
+                )
                 for i in range(events)
             ],
         )
@@ -103,7 +105,7 @@ def test_a_header_that_makes_sqlite_read_only_is_damage_not_a_read_only_disk(
     led = Ledger(path)
     assert [r.cause for r in led.resets] == ["corrupt_at_open"]
     led.open_session("s9")
-    assert led.append_events("s9", [NewEvent(type="user_message", text="after")])
+    assert led.append_events("s9", [EventInput(type="user_message", text="after")])
     led.close()
 
 
@@ -294,7 +296,7 @@ def battery(led: Ledger) -> None:
         lambda: led.list_episodes(),
         lambda: led.get_working_state("s0"),
         lambda: led.mark_unverified(led.read_events("s0", after_seq=100, limit=200)),
-        lambda: led.append_events("s2", [NewEvent(type="user_message", text="after")]),
+        lambda: led.append_events("s2", [EventInput(type="user_message", text="after")]),
     ]
     for call in calls:
         try:

@@ -6,10 +6,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from makad.core.types import EventInput
 from makad.errors import NotFound
-from makad.store import ledger as ledger_module
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
+from makad.store.ledger import search as ledger_module
 
 FIXTURE = {
     "en": [
@@ -40,7 +40,7 @@ def corpus(ledger: Ledger) -> Ledger:
         ledger.open_session(lang)
         ledger.append_events(
             lang,
-            [NewEvent(type="user_message", text=t, ts=100 * (i + 1)) for i, t in enumerate(texts)],
+            [EventInput(type="user_message", text=t, ts=100 * (i + 1)) for i, t in enumerate(texts)],
         )
     return ledger
 
@@ -83,7 +83,7 @@ def test_single_cjk_character_matches_anywhere_in_a_run(corpus: Ledger) -> None:
 def test_full_width_and_half_width_forms_match(ledger: Ledger) -> None:
     """NFKC folds full-width Latin and half-width katakana on both sides."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text="ＳＱＬｉｔｅ と ﾃﾞｰﾀﾍﾞｰｽ")])
+    ledger.append_events("s", [EventInput(type="note", text="ＳＱＬｉｔｅ と ﾃﾞｰﾀﾍﾞｰｽ")])
     assert top(ledger, "sqlite") == ("s", 1)
     assert top(ledger, "データベース") == ("s", 1)
 
@@ -126,8 +126,8 @@ def test_only_the_most_recent_window_is_ranked(ledger: Ledger, monkeypatch: pyte
     monkeypatch.setattr(ledger_module, "SEARCH_WINDOW", 3)
     ledger.open_session("a")
     ledger.open_session("b")
-    ledger.append_events("a", [NewEvent(type="note", text="apple " * 9)])
-    ledger.append_events("b", [NewEvent(type="note", text=f"apple {i}") for i in range(5)])
+    ledger.append_events("a", [EventInput(type="note", text="apple " * 9)])
+    ledger.append_events("b", [EventInput(type="note", text=f"apple {i}") for i in range(5)])
     assert {h.event.seq for h in ledger.search_history("apple", limit=10)} == {3, 4, 5}
     assert [h.event.session_id for h in ledger.search_history("apple", session_id="a")] == ["a"]
     narrowed = ledger.search_events_ranked("apple", limit=10, exclude_sessions=["b"])
@@ -138,9 +138,9 @@ def test_filtered_rows_crowding_the_top_do_not_shrink_the_result(ledger: Ledger)
     """When the best matches are all filtered out, the search reads further until it has enough."""
     ledger.open_session("live")
     ledger.open_session("old")
-    ledger.append_events("live", [NewEvent(type="note", text="apple apple") for _ in range(300)])
+    ledger.append_events("live", [EventInput(type="note", text="apple apple") for _ in range(300)])
     ledger.append_events(
-        "old", [NewEvent(type="note", text=f"apple pie number {i} of many") for i in range(10)]
+        "old", [EventInput(type="note", text=f"apple pie number {i} of many") for i in range(10)]
     )
     hits = ledger.search_events_ranked("apple", limit=5, max_seq_by_session={"live": 0})
     assert [h.event.session_id for h in hits] == ["old"] * 5
@@ -177,8 +177,8 @@ def test_rare_only_searches_only_the_uncommon_terms(ledger: Ledger) -> None:
     ledger.open_session("s", now=1)
     ledger.append_events(
         "s",
-        [NewEvent(type="note", text=f"common word {i}", ts=i + 1) for i in range(60)]
-        + [NewEvent(type="note", text="common zebra", ts=100)],
+        [EventInput(type="note", text=f"common word {i}", ts=i + 1) for i in range(60)]
+        + [EventInput(type="note", text="common zebra", ts=100)],
     )
     assert len(ledger.search_events_ranked("common zebra", limit=100)) == 61
     rare = ledger.search_events_ranked("common zebra", limit=100, rare_only=True)

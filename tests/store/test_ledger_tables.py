@@ -8,17 +8,20 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from makad.core.types import NOTE_SECTIONS, Checkpoint, Coverage, Entry, WorkingState
-from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store import ledger as ledger_module
-from makad.store.ledger import Ledger
-from makad.store.ledger_schema import (
-    MIGRATIONS,
+from makad.core.types import (
+    NOTE_SECTIONS,
+    Checkpoint,
+    Coverage,
+    Entry,
+    EventInput,
     ManifestItem,
-    NewEvent,
-    RequestRecord,
-    migrate,
+    WorkingState,
 )
+from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from makad.store.ledger import Ledger
+from makad.store.ledger import turns as ledger_module
+from makad.store.ledger.records import RequestRecord
+from makad.store.ledger.schema import MIGRATIONS, migrate
 
 # ---------------------------------------------------------------------- working state
 
@@ -178,7 +181,7 @@ def _checkpoint(ledger: Ledger, cid: str, to_seq: int, created_at: int = 1) -> C
 def test_checkpoints_store_and_list_in_order(ledger: Ledger) -> None:
     """Added checkpoints come back by id, latest, and in order."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text=str(i)) for i in range(6)])
+    ledger.append_events("s", [EventInput(type="note", text=str(i)) for i in range(6)])
     assert ledger.latest_checkpoint("s") is None
     one = ledger.add_checkpoint(_checkpoint(ledger, "cp1", 3))
     two = ledger.add_checkpoint(_checkpoint(ledger, "cp2", 5, created_at=2))
@@ -192,7 +195,7 @@ def test_checkpoints_store_and_list_in_order(ledger: Ledger) -> None:
 def test_checkpoint_must_match_the_ledger(ledger: Ledger) -> None:
     """A wrong covered hash, a range past the end or a reused id is refused."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text=str(i)) for i in range(4)])
+    ledger.append_events("s", [EventInput(type="note", text=str(i)) for i in range(4)])
     good = _checkpoint(ledger, "cp", 2)
     with pytest.raises(Conflict):
         ledger.add_checkpoint(msgspec.structs.replace(good, covered_hash="0" * 64))
@@ -207,7 +210,7 @@ def test_checkpoint_must_match_the_ledger(ledger: Ledger) -> None:
 def test_checkpoint_stores_its_request_in_the_same_transaction(ledger: Ledger) -> None:
     """A request record given with a write is stored with it; a replay is refused."""
     ledger.open_session("s")
-    ledger.append_events("s", [NewEvent(type="note", text="a")])
+    ledger.append_events("s", [EventInput(type="note", text="a")])
     record = RequestRecord(request_id="rq", method="compact", result=b'{"ok":true}')
     ledger.add_checkpoint(_checkpoint(ledger, "cp", 1), request=record)
     stored = ledger.get_request_result("rq")

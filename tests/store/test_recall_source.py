@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from makad.core.types import EventInput
 from makad.store.ledger import Ledger
-from makad.store.ledger_schema import NewEvent
 from makad.store.recall_source import recall_hits
 
 NOW = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
@@ -17,7 +17,9 @@ def ms(year: int, month: int, day: int) -> int:
 
 def fill(ledger: Ledger, sid: str, texts: list[str], ts: int) -> None:
     ledger.open_session(sid, now=ts)
-    ledger.append_events(sid, [NewEvent(type="user_message", text=t, ts=ts + i) for i, t in enumerate(texts)])
+    ledger.append_events(
+        sid, [EventInput(type="user_message", text=t, ts=ts + i) for i, t in enumerate(texts)]
+    )
 
 
 def test_hits_come_best_first_with_two_neighbours_each_side(ledger: Ledger) -> None:

@@ -558,10 +558,17 @@ export interface ProposalEdit {
   supersedes?: string | null;
 }
 
+/**
+ * An open proposal; ``note`` says why the daemon queued it itself, if it did:
+ * ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+ * dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+ */
 export interface ProposalView {
   proposal: Entry;
   /** @default [] */
   similarTo?: string[];
+  /** @default null */
+  note?: string | null;
 }
 
 export interface ProposalsResult {

@@ -590,9 +590,16 @@ class ProposalEdit(TypedDict):
 
 
 class ProposalView(TypedDict):
+    """An open proposal; ``note`` says why the daemon queued it itself, if it did:
+    ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+    """
+
     proposal: Entry
     # default: []
     similarTo: NotRequired[list[str]]
+    # default: null
+    note: NotRequired[str | None]
 
 
 class ProposalsResult(TypedDict):

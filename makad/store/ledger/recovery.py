@@ -18,7 +18,7 @@ be put aside because the disk was briefly unhappy.
 
 Text that is not UTF-8 (a flipped byte inside an event's text) is not a reason
 to reset: the ledger switches its connections to a lossy decoder and retries,
-and the damaged event then fails its hash check (``makad.store.chain``).
+and the damaged event then fails its hash check (``makad.core.chain``).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgspec
 
 from makad.errors import IOFailure
-from makad.store.ledger_schema import migrate
+from makad.store.ledger.schema import migrate
 
 # The settings key under which the workspace revision is persisted.
 REVISION_KEY: Final = "__revision__"
@@ -248,7 +248,10 @@ def recovering(*, skip: frozenset[str]) -> Callable[[type[L]], type[L]]:
     """
 
     def decorate(cls: type[L]) -> type[L]:
-        for name, member in list(vars(cls).items()):
+        # The class may be composed of mixins: every public method it has, wherever it
+        # is defined, is guarded on the class itself (the mixins stay as they are).
+        for name in dir(cls):
+            member = inspect.getattr_static(cls, name)
             if name.startswith("_") or name in skip or not inspect.isfunction(member):
                 continue
             setattr(cls, name, _guard(member))

@@ -1,0 +1,102 @@
+"""Session ids and the refs that point into the ledger: built here, parsed here.
+
+A ref names where something came from: ``event:<sessionId>:<seq>`` (one event),
+``event:<sessionId>:<from>-<to>`` (a range), ``episode:<episodeId>``,
+``memory:<entryId>``, ``checkpoint:<checkpointId>``. Session ids we mint are
+time-sortable: 12 hex digits of creation time in milliseconds then 20 random hex
+digits (32 in all, like a uuid4 hex, but the lexicographic order is the creation
+order). Client-chosen ids must match ``[A-Za-z0-9][A-Za-z0-9._-]{0,127}`` so an
+``event:`` ref stays unambiguous.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+from typing import Final
+
+from makad.errors import InvalidParams, TooLarge
+
+MAX_RETRIEVE_EVENTS: Final = 10_000
+SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
+EVENT_REF: Final = re.compile(r"event:(?P<session>[^:]+):(?P<first>\d+)(?:-(?P<last>\d+))?")
+EVENT_PREFIX: Final = "event:"
+EPISODE_PREFIX: Final = "episode:"
+MEMORY_PREFIX: Final = "memory:"
+CHECKPOINT_PREFIX: Final = "checkpoint:"
+
+# (ref, session_id, from_seq, to_seq) of one parsed ``event:`` ref.
+EventSpan = tuple[str, str, int, int]
+
+
+def new_session_id(at_ms: int) -> str:
+    """A time-sortable id: 12 hex digits of milliseconds, 20 random hex digits (also
+    used for episode ids)."""
+    return f"{at_ms:012x}{secrets.token_hex(10)}"
+
+
+def checked_session_id(session_id: str) -> str:
+    if not SESSION_ID.fullmatch(session_id):
+        raise InvalidParams(
+            "a session id is 1-128 letters, digits, '.', '_' or '-'",
+            pattern=SESSION_ID.pattern,
+        )
+    return session_id
+
+
+def event_ref(session_id: str, first: int, last: int | None = None) -> str:
+    """``event:<sid>:<seq>``, or ``event:<sid>:<from>-<to>`` for a range of several."""
+    if last is None or last == first:
+        return f"{EVENT_PREFIX}{session_id}:{first}"
+    return event_range(session_id, first, last)
+
+
+def event_range(session_id: str, first: int, last: int) -> str:
+    """``event:<sid>:<from>-<to>``, written as a range even when it holds one event."""
+    return f"{EVENT_PREFIX}{session_id}:{first}-{last}"
+
+
+def episode_ref(episode_id: str) -> str:
+    return f"{EPISODE_PREFIX}{episode_id}"
+
+
+def episode_id_of(ref_or_id: str) -> str:
+    """An episode id, given the id itself or its ``episode:`` ref."""
+    return ref_or_id.removeprefix(EPISODE_PREFIX)
+
+
+def memory_ref(entry_id: str) -> str:
+    """A memory entry's source id in manifests and packs."""
+    return f"{MEMORY_PREFIX}{entry_id}"
+
+
+def checkpoint_ref(checkpoint_id: str) -> str:
+    return f"{CHECKPOINT_PREFIX}{checkpoint_id}"
+
+
+def ref_session(ref: str) -> str | None:
+    """The session an ``event:<session>:<seqs>`` ref names (loosely: any seqs), else None."""
+    kind, sep, rest = ref.partition(":")
+    session, sep2, _ = rest.rpartition(":")
+    if kind == "event" and sep and sep2 and session:
+        return session
+    return None
+
+
+def parse_event_refs(refs: Sequence[str]) -> list[EventSpan]:
+    """``(ref, session_id, from_seq, to_seq)`` for each ``event:`` ref, within the size cap."""
+    spans: list[EventSpan] = []
+    for ref in refs:
+        match = EVENT_REF.fullmatch(ref)
+        if match is None:
+            raise InvalidParams("not an event ref", ref=ref)
+        first = int(match["first"])
+        last = first if match["last"] is None else int(match["last"])
+        if first < 1 or last < first:
+            raise InvalidParams("an event ref needs 1 <= from <= to", ref=ref)
+        spans.append((ref, match["session"], first, last))
+    total = sum(last - first + 1 for _, _, first, last in spans)
+    if total > MAX_RETRIEVE_EVENTS:
+        raise TooLarge("refs name too many events", limit=MAX_RETRIEVE_EVENTS, count=total)
+    return spans

@@ -1,0 +1,82 @@
+"""A session's working state: the next revision from a patch, and the caps it must keep.
+
+Both stores (the SQLite ledger and the in-memory incognito sessions) apply a
+``set_working_state`` through ``patch_working_state``, so the rules are one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Final
+
+from makad.core.session_notes import make_room_for_client_notes
+from makad.core.tokens import estimate_tokens
+from makad.core.types import MAX_NOTE_SECTION_TOKENS, MAX_NOTES_TOKENS, NOTE_SECTIONS, WorkingState
+from makad.errors import InvalidParams, TooLarge
+
+MAX_GOALS: Final = 8
+MAX_OPEN_THREADS: Final = 12
+MAX_DECISIONS: Final = 20
+
+
+def patch_working_state(
+    current: WorkingState,
+    *,
+    goals: list[str] | None = None,
+    open_threads: list[str] | None = None,
+    decisions: list[str] | None = None,
+    notes: Mapping[str, str] | None = None,
+) -> WorkingState:
+    """The next revision: given lists replace, ``notes`` merge by section ("" removes one).
+
+    Over a cap → ``TooLarge`` (see ``check_working_state``).
+    """
+    merged = dict(current.notes)
+    for section, text in (notes or {}).items():
+        if text:
+            merged[section] = text
+        else:
+            merged.pop(section, None)
+    make_room_for_client_notes(merged, set(notes or ()))
+    state = WorkingState(
+        goals=list(current.goals if goals is None else goals),
+        open_threads=list(current.open_threads if open_threads is None else open_threads),
+        decisions=list(current.decisions if decisions is None else decisions),
+        notes=merged,
+        revision=current.revision + 1,
+    )
+    check_working_state(state)
+    return state
+
+
+def check_working_state(state: WorkingState) -> None:
+    """Enforce the working-state caps: ``TooLarge`` or ``InvalidParams`` when over."""
+    for field, items, cap in (
+        ("goals", state.goals, MAX_GOALS),
+        ("openThreads", state.open_threads, MAX_OPEN_THREADS),
+        ("decisions", state.decisions, MAX_DECISIONS),
+    ):
+        if len(items) > cap:
+            raise TooLarge(f"at most {cap} {field}", field=field, limit=cap, count=len(items))
+    unknown = sorted(set(state.notes) - set(NOTE_SECTIONS))
+    if unknown:
+        raise InvalidParams("unknown note section", sections=unknown, allowed=list(NOTE_SECTIONS))
+    total = 0
+    for section, text in state.notes.items():
+        tokens = estimate_tokens(text)
+        if tokens > MAX_NOTE_SECTION_TOKENS:
+            raise TooLarge(
+                "a note section is over its token cap",
+                field="notes",
+                section=section,
+                limit=MAX_NOTE_SECTION_TOKENS,
+                tokens=tokens,
+            )
+        total += tokens
+    if total > MAX_NOTES_TOKENS:
+        raise TooLarge(
+            "the notes are over their token cap",
+            field="notes",
+            limit=MAX_NOTES_TOKENS,
+            tokens=total,
+        )

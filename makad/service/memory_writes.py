@@ -1,0 +1,429 @@
+"""The single write path for MEMORY.md and PENDING.md, and how the user's saves are taken in.
+
+Every daemon write (``MemoryFiles.write``), under the workspace lock:
+
+1. take in whatever the user saved since the daemon last looked (``refresh``):
+   the save is merged against the last versions the daemon knows
+   (``makad.core.save_merge``), so a buffer that predates a daemon write does not
+   delete what that write added -- those entries are written again, or, where a
+   deliberate deletion cannot be ruled out, queued in PENDING.md with a note;
+2. apply the operation to the file as it is now; refuse with ``conflict`` when it
+   touches an entry the user has just changed;
+3. back up the old text and replace the file (``makad.store.file_swap``): a save
+   that lands between the read and the rename is never destroyed -- it is backed
+   up, put back in place, and the operation is redone on top of it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+import msgspec
+import structlog
+
+from makad.core import memory_format as fmt
+from makad.core import save_merge
+from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
+from makad.service import entry_dates
+from makad.service.backup_scrub import scrub_removed_secrets
+from makad.service.common import Channel, Context, in_thread
+from makad.store import memory_files as files
+from makad.store.file_swap import ChangedUnderfoot, Replaced
+from makad.store.tracked import TrackedFile
+from makad.store.workspaces import Workspace
+
+log = structlog.get_logger("makad.memory")
+
+MAX_WRITE_ATTEMPTS: Final = 5
+OPEN_STATUSES: Final = ("review_required", "draft")
+MAX_RECORDED_EDITS: Final = 200
+
+
+@dataclass(frozen=True)
+class Change:
+    """What an operation did to a document: the new document and the ids it touched."""
+
+    doc: fmt.MemoryDocument
+    touched: frozenset[str]
+
+
+BeforeWrite = Callable[[Change], Awaitable[None]]
+
+
+def changed_ids(before: fmt.MemoryDocument, after: fmt.MemoryDocument) -> set[str]:
+    """Ids whose section bytes differ between two documents (added, removed or edited)."""
+    old = {s.entry.id: s.raw for s in before.sections}
+    new = {s.entry.id: s.raw for s in after.sections}
+    return {i for i in old.keys() | new.keys() if old.get(i) != new.get(i)}
+
+
+def with_returned(
+    doc: fmt.MemoryDocument, sections: tuple[fmt.Section, ...], which: str
+) -> fmt.MemoryDocument:
+    """PENDING.md with the entries a save of ``which`` dropped back in it, noted."""
+    for section in sections:
+        entry = section.entry
+        status = entry.status if which == "pending" and entry.status in OPEN_STATUSES else "review_required"
+        returned = msgspec.structs.replace(entry, status=status)
+        doc = fmt.put_raw(doc, entry.id, save_merge.returned_section(returned, doc.newline))
+    return doc
+
+
+class MemoryFiles:
+    """The single write path for MEMORY.md and PENDING.md, and ingestion of user edits."""
+
+    def __init__(self, ctx: Context) -> None:
+        self._ctx = ctx
+
+    def _tracked(self, ws: Workspace, which: str) -> tuple[TrackedFile, Path, Channel]:
+        if which == "memory":
+            return ws.memory, ws.memory_path, "memory_changed"
+        return ws.pending, ws.pending_path, "proposals_changed"
+
+    # --- taking in the user's saves -------------------------------------------------------
+
+    async def refresh(self, ws: Workspace, *which: str, depth: int = 0) -> dict[str, frozenset[str]]:
+        """Under ws.lock: take in a user's save of the files (default both), if any.
+
+        Returns, per file that changed, the ids the user's save changed.
+        """
+        names = which or ("memory", "pending")
+        cap = self._ctx.settings.memory_max_bytes
+        tracked = [self._tracked(ws, name) for name in names]
+        before = [(t.doc, t.text) for t, _, _ in tracked]
+
+        def check() -> list[bool]:  # one worker-thread hop for all files
+            return [t.refresh(path, cap) for t, path, _ in tracked]
+
+        results = await in_thread(check)
+        user_changed: dict[str, frozenset[str]] = {}
+        for name, (t, _, _), (old_doc, old_text), changed in zip(
+            names, tracked, before, results, strict=True
+        ):
+            earlier, t.before = t.before, None
+            if changed and earlier is not None:
+                user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
+            if name == "memory":  # what the file went from and to, merged saves included
+                await entry_dates.observe(ws, old_doc, t.doc)
+        return user_changed
+
+    async def _take_in(
+        self,
+        ws: Workspace,
+        which: str,
+        earlier: TrackedFile,
+        old_text: str | None,
+        depth: int,
+    ) -> frozenset[str]:
+        """A save was just read: merge it, write what it lacked, record and notify."""
+        tracked, _, channel = self._tracked(ws, which)
+        if tracked.too_large:  # unreadable for now: nothing is known to have changed
+            await self._ctx.bump(ws, channel, "external_edit")
+            return frozenset()
+        history = tuple(earlier.history)
+        merge = save_merge.merge_save(history, tracked.doc, tracked.mtime_ns or None)
+        if merge.lacking and not await self._writable(ws):
+            # Memory is off or incognito: nothing may be written, so the save is not taken
+            # in yet -- the first read once writes are allowed merges it.
+            tracked.restore(earlier)
+            return frozenset()
+        if merge.lacking:
+            # The version the save lacks things of is the daemon's, never backed up yet (a
+            # save, not a daemon write, replaced it): kept, whatever becomes of the merge.
+            latest = history[-1].doc
+            try:
+                if latest is not None:
+                    await in_thread(files.save_backup, ws.backups_dir, _kind(which), fmt.render(latest))
+            except IOFailure:
+                tracked.restore(earlier)  # taken in at a later read, once the disk allows
+                raise
+        if self._must_write(merge, which) and self._over_cap(merge, which):
+            if which == "memory":
+                # Re-applied, the file would pass its cap: what it would get back waits in
+                # PENDING.md instead, and the save stays as it is.
+                merge = save_merge.returned_instead(merge, history, tracked.doc)
+            else:  # PENDING.md itself is full: the save stays, what it lacked is in the backup
+                log.warning("stale_save_over_cap", workspace_id=ws.id, file=which)
+                merge = dataclasses.replace(merge, document=tracked.doc, reapplied=(), returned=())
+        await self._record_user_edits(ws, which, merge)
+        landed = True
+        if self._must_write(merge, which):
+            landed = await self._rewrite(ws, which, merge)
+        if not landed:
+            # Another save landed on top of this one: take that in, against the same versions.
+            more = await self.refresh(ws, which, depth=depth + 1) if depth < MAX_WRITE_ATTEMPTS else {}
+            await scrub_removed_secrets(ws, [old_text])
+            return merge.user_changed | more.get(which, frozenset())
+        returned = [s.entry.id for s in merge.returned]
+        if merge.lacking:
+            log.info(
+                "stale_save",
+                workspace_id=ws.id,
+                file=which,
+                reapplied=len(merge.reapplied),
+                returned=len(returned),
+            )
+        await self._record_merge(ws, which, merge)
+        await self._ctx.bump(ws, channel, "external_edit", reapplied=list(merge.reapplied), returned=returned)
+        await scrub_removed_secrets(ws, [old_text])
+        if merge.returned and which == "memory":
+            await self._return_to_pending(ws, merge.returned)
+        return merge.user_changed
+
+    async def _writable(self, ws: Workspace) -> bool:
+        settings = await self._ctx.load_settings(ws)
+        return settings.enabled and not settings.incognito
+
+    @staticmethod
+    def _must_write(merge: save_merge.SaveMerge, which: str) -> bool:
+        """Whether the merged save differs from the save (what PENDING.md lacked goes back in it)."""
+        return bool(merge.reapplied or (which == "pending" and merge.returned))
+
+    def _merged_text(self, merge: save_merge.SaveMerge, which: str) -> str:
+        doc = merge.document
+        if which == "pending":
+            doc = with_returned(doc, merge.returned, which)
+        return fmt.render(doc)
+
+    def _over_cap(self, merge: save_merge.SaveMerge, which: str) -> bool:
+        size = len(self._merged_text(merge, which).encode("utf-8", "surrogateescape"))
+        return size > self._ctx.settings.memory_max_bytes
+
+    async def _rewrite(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> bool:
+        """Write the merged save over the save; False when yet another save got there first."""
+        tracked, path, _ = self._tracked(ws, which)
+        text = self._merged_text(merge, which)
+        kind = _kind(which)
+        expect = None if tracked.missing else tracked.sha256
+        try:
+            written = await in_thread(self._replace, ws, kind, path, text, expect, tracked.text)
+        except ChangedUnderfoot:
+            tracked.history.pop()  # the save is not the version that stays: merge the next one
+            return False
+        if written.displaced is not None:
+            log.info("save_displaced", workspace_id=ws.id, file=path.name)
+            await in_thread(self._put_back, ws, kind, path, written)
+            tracked.forget_signature()
+            tracked.history.pop()
+            return False
+        tracked.remember(text, written)
+        self._ctx.on_access(ws)
+        return True
+
+    async def _return_to_pending(self, ws: Workspace, sections: tuple[fmt.Section, ...]) -> None:
+        """Queue in PENDING.md the entries a save of MEMORY.md dropped (with the note)."""
+
+        def op(doc: fmt.MemoryDocument) -> Change:
+            return Change(with_returned(doc, sections, "memory"), frozenset())
+
+        try:
+            await self.write(ws, "pending", op)
+        except MakadError as exc:  # PENDING.md full, the disk: the read goes on, the backup holds them
+            log.warning(
+                "returned_entries_kept_in_backup", workspace_id=ws.id, kind=exc.kind, count=len(sections)
+            )
+
+    async def _record_user_edits(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
+        """The user's own changes, relative to the version their save was made from."""
+        ids = sorted(merge.user_changed)[:MAX_RECORDED_EDITS]
+        if not ids:
+            return
+
+        def record() -> None:
+            for entry_id in ids:
+                ws.ledger.append_memory_event(
+                    action="deleted" if entry_id in merge.user_deleted else "edited",
+                    actor="user",
+                    entry_id=entry_id,
+                    data={"file": which, "via": "external_edit"},
+                )
+
+        await in_thread(record)
+
+    async def _record_merge(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
+        """What the daemon did about a save that lacked something: re-applied, or returned."""
+        if not merge.lacking:
+            return
+        in_memory = which == "memory"
+
+        def record() -> None:
+            for entry_id in merge.reapplied[:MAX_RECORDED_EDITS]:
+                ws.ledger.append_memory_event(
+                    action="reapplied",
+                    actor="daemon",
+                    entry_id=entry_id if in_memory else None,
+                    proposal_id=None if in_memory else entry_id,
+                    data={"file": which, "via": "stale_save"},
+                )
+            for section in merge.returned[:MAX_RECORDED_EDITS]:
+                ws.ledger.append_memory_event(
+                    action="returned",
+                    actor="daemon",
+                    entry_id=section.entry.id,
+                    proposal_id=section.entry.id,
+                    data={"file": which, "reason": save_merge.RETURNED_NOTE, "origin": section.entry.origin},
+                )
+
+        await in_thread(record)
+
+    # --- the daemon's writes ------------------------------------------------------------
+
+    async def write(
+        self,
+        ws: Workspace,
+        which: str,
+        op: Callable[[fmt.MemoryDocument], Change],
+        *,
+        expected_revision: int | None = None,
+        bump: bool = True,
+        before_write: BeforeWrite | None = None,
+    ) -> Change:
+        """Apply ``op`` to the current file and write it; caller holds ``ws.lock``.
+
+        If the user saves the file between our read and our rename, their save is put
+        back and the write is redone on top of it (a few times at most).
+        """
+        for _attempt in range(MAX_WRITE_ATTEMPTS):
+            try:
+                return await self._write_once(ws, which, op, expected_revision, bump, before_write)
+            except ChangedUnderfoot:
+                continue
+        _, path, _ = self._tracked(ws, which)
+        raise Conflict(
+            f"{path.name} kept changing while the daemon wrote it: the user's saves were kept, "
+            "nothing of this call was written",
+            currentRevision=await self._ctx.revision(ws),
+        )
+
+    async def _write_once(
+        self,
+        ws: Workspace,
+        which: str,
+        op: Callable[[fmt.MemoryDocument], Change],
+        expected_revision: int | None,
+        bump: bool,
+        before_write: BeforeWrite | None = None,
+    ) -> Change:
+        tracked, path, channel = self._tracked(ws, which)
+        user_changed = (await self.refresh(ws, which)).get(which, frozenset())
+        revision = await self._ctx.revision(ws)
+        if expected_revision is not None and expected_revision != revision:
+            raise Conflict(
+                "the workspace changed since that revision",
+                currentRevision=revision,
+                expectedRevision=expected_revision,
+            )
+        if tracked.too_large:
+            raise SafeMode(
+                f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "
+                "cap; shrink it before the daemon writes to it"
+            )
+        current = tracked.doc if not tracked.missing else fmt.new_document()
+        change = op(current)
+        both = change.touched & user_changed
+        if both:
+            raise Conflict(
+                "the user changed the same entry; their version was kept",
+                ids=sorted(both),
+                currentRevision=revision,
+            )
+        text = fmt.render(change.doc)
+        if len(text.encode("utf-8", "surrogateescape")) > self._ctx.settings.memory_max_bytes:
+            raise TooLarge(
+                f"the write would take {path.name} over its size cap",
+                capBytes=self._ctx.settings.memory_max_bytes,
+            )
+        if text == (tracked.text or "") and not tracked.missing:
+            return change
+        old_text = tracked.text
+        expect = None if tracked.missing else tracked.sha256
+        kind = _kind(which)
+        if before_write is not None:
+            await before_write(change)
+        written = await in_thread(self._replace, ws, kind, path, text, expect, old_text)
+        if written.displaced is not None:
+            # A save landed between our read and our rename: it is backed up; put it back
+            # and redo the operation on top of it.
+            log.info("save_displaced", workspace_id=ws.id, file=path.name)
+            await in_thread(self._put_back, ws, kind, path, written)
+            tracked.forget_signature()
+            raise ChangedUnderfoot(path.name)
+        tracked.remember(text, written)
+        await scrub_removed_secrets(ws, [old_text])
+        self._ctx.on_access(ws)
+        if bump:
+            await self._ctx.bump(ws, channel, "daemon")
+        return change
+
+    # --- in a worker thread -------------------------------------------------------------
+
+    def _keep(self, ws: Workspace, kind: str) -> Callable[[bytes], None]:
+        def keep(data: bytes) -> None:
+            files.save_backup(ws.backups_dir, kind, data.decode("utf-8", "surrogateescape"))
+
+        return keep
+
+    def _replace(
+        self, ws: Workspace, kind: str, path: Path, text: str, expect: str | None, old_text: str | None
+    ) -> Replaced:
+        if old_text is not None:
+            files.save_backup(ws.backups_dir, kind, old_text)
+        return files.write_memory_file(
+            path,
+            text,
+            expect_sha=expect,
+            max_bytes=self._ctx.settings.memory_max_bytes,
+            keep=self._keep(ws, kind),
+            disk_full=self._ctx.settings.fault_disk_full,
+            before_rename=self._editor_fault(path),
+        )
+
+    def _editor_fault(self, path: Path) -> Callable[[], None] | None:
+        """Test-only (fault point ``editor_save_before_rename``): an editor saves right
+        before the daemon's rename -- ``.editor-rename.<file>`` is renamed over the file,
+        or ``.editor-in-place.<file>`` written into it in place, once."""
+        if self._ctx.settings.fault_point != "editor_save_before_rename":
+            return None
+
+        def save() -> None:
+            renamed = path.with_name(f".editor-rename.{path.name}")
+            in_place = path.with_name(f".editor-in-place.{path.name}")
+            if renamed.exists():
+                os.replace(renamed, path)
+            elif in_place.exists():
+                data = in_place.read_bytes()
+                in_place.unlink()
+                with open(path, "r+b") as fh:
+                    fh.truncate(0)
+                    fh.write(data)
+
+        return save
+
+    def _put_back(self, ws: Workspace, kind: str, path: Path, written: Replaced) -> None:
+        """Put a displaced save back in place of the daemon's version (its mtime too)."""
+        for _ in range(MAX_WRITE_ATTEMPTS):
+            displaced = written.displaced
+            if displaced is None:
+                return
+            try:
+                written = files.write_memory_file(
+                    path,
+                    displaced.data.decode("utf-8", "surrogateescape"),
+                    expect_sha=written.sha256,
+                    max_bytes=self._ctx.settings.memory_max_bytes,
+                    keep=self._keep(ws, kind),
+                    mtime_ns=displaced.mtime_ns,
+                )
+            except ChangedUnderfoot:  # the file went or came meanwhile: the save is backed up
+                log.warning("displaced_save_not_put_back", workspace_id=ws.id, file=path.name)
+                return
+        log.warning("displaced_save_not_put_back", workspace_id=ws.id, file=path.name)
+
+
+def _kind(which: str) -> str:
+    return "MEMORY" if which == "memory" else "PENDING"

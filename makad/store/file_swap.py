@@ -1,0 +1,267 @@
+"""Replacing a memory file without ever destroying a save the daemon has not seen.
+
+A plain ``rename(temp, MEMORY.md)`` destroys whatever is at MEMORY.md at that
+instant: an editor save that lands between the daemon's last check and its
+rename is gone. So the daemon *exchanges* the two names instead
+(``renameat2(RENAME_EXCHANGE)``, atomic): its new version takes the file's
+place and the file it replaced is now under the temp name, where it is read
+and compared with the version the daemon based its write on. When they differ,
+a save landed meanwhile: its bytes are returned (``Replaced.displaced``) for
+the caller to keep in a backup and put back, and nothing of it is lost.
+
+An editor that writes in place (truncate, then write) may still be writing
+into the file it had open when the daemon displaced it, so a displaced file
+that is not the expected one is read only once it has stopped changing
+(``settled_stat``). Reads of a changed file wait the same way, so the daemon
+never takes a half-written save for the user's.
+
+Where the filesystem refuses the exchange, the old way is used: compare right
+before a plain rename (a window of a few microseconds remains there).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import hashlib
+import os
+import stat
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+
+Signature = tuple[int, int, int]
+
+# A file changed less than this long ago may still be being written (in place).
+QUIET_NS: Final = 50_000_000
+# An empty file that was not empty is most likely an in-place save between its
+# truncate and its write: it gets longer to fill.
+EMPTY_QUIET_NS: Final = 1_000_000_000
+# A file that vanished may be a save that renamed the old one away (vim): it may
+# come back this soon.
+MISSING_GRACE_S: Final = 0.5
+MAX_SETTLE_S: Final = 3.0
+_NAP_S: Final = 0.01
+
+_AT_FDCWD: Final = -100
+_RENAME_NOREPLACE: Final = 1
+_RENAME_EXCHANGE: Final = 2
+_UNSUPPORTED: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
+class ChangedUnderfoot(Exception):
+    """The file changed on disk between the daemon's read and its rename; nothing was lost."""
+
+
+@dataclass(frozen=True)
+class Displaced:
+    """A save the daemon's rename displaced: its bytes and when they were written."""
+
+    data: bytes
+    mtime_ns: int
+
+
+@dataclass(frozen=True)
+class Replaced:
+    """One replacement: what was written, and a save it displaced, if any."""
+
+    sha256: str
+    signature: Signature
+    # time.time_ns() right before the rename: the new version was not visible earlier.
+    visible_ns: int
+    displaced: Displaced | None = None
+
+
+def signature_of(st: os.stat_result) -> Signature:
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _renameat2() -> Callable[[bytes, bytes, int], int] | None:
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+
+    def call(src: bytes, dst: bytes, flags: int) -> int:
+        return int(function(_AT_FDCWD, src, _AT_FDCWD, dst, flags))
+
+    return call
+
+
+_RENAMEAT2: Final = _renameat2()
+
+
+def _rename2(src: Path, dst: Path, flags: int) -> bool:
+    """renameat2 with ``flags``; False where the system or filesystem does not offer it."""
+    if _RENAMEAT2 is None:
+        return False
+    if _RENAMEAT2(os.fsencode(src), os.fsencode(dst), flags) == 0:
+        return True
+    code = ctypes.get_errno()
+    if code in _UNSUPPORTED:
+        return False
+    raise OSError(code, os.strerror(code), str(dst))
+
+
+def settled_stat(path: Path | str, *, was_empty: bool = False, existed: bool = True) -> os.stat_result | None:
+    """``lstat(path)`` once the file has stopped changing (None when it is gone).
+
+    Waits until its mtime is ``QUIET_NS`` old (``EMPTY_QUIET_NS`` for an empty file
+    where ``was_empty`` is false), and up to ``MISSING_GRACE_S`` for a missing file
+    that ``existed`` to come back; never longer than ``MAX_SETTLE_S`` in all.
+    """
+    deadline = time.monotonic() + MAX_SETTLE_S
+    missing_until = time.monotonic() + (MISSING_GRACE_S if existed else 0.0)
+    while True:
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            if time.monotonic() >= min(missing_until, deadline):
+                return None
+            time.sleep(_NAP_S)
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            return st
+        quiet = EMPTY_QUIET_NS if st.st_size == 0 and not was_empty else QUIET_NS
+        wait_ns = st.st_mtime_ns + quiet - time.time_ns()
+        if wait_ns <= 0 or time.monotonic() >= deadline:
+            return st
+        # Short naps: a writer that finishes early is noticed at once.
+        time.sleep(min(wait_ns / 1e9 + 0.001, _NAP_S, max(deadline - time.monotonic(), 0.0)))
+
+
+def read_settled(
+    path: Path | str, max_bytes: int, *, was_empty: bool = False, existed: bool = True
+) -> tuple[os.stat_result, bytes] | None:
+    """The file's stat and bytes (up to ``max_bytes + 1``) once it has stopped changing."""
+    for _ in range(20):
+        st = settled_stat(path, was_empty=was_empty, existed=existed)
+        if st is None:
+            return None
+        if not stat.S_ISREG(st.st_mode):
+            return st, b""
+        with open(path, "rb") as fh:
+            data = fh.read(max_bytes + 1)
+            after = os.fstat(fh.fileno())
+        if signature_of(after) == signature_of(st):
+            break
+    return after, data  # (still changing after all that: the last read)
+
+
+def replace_verified(
+    path: Path,
+    data: bytes,
+    *,
+    expect_sha: str | None,
+    max_bytes: int,
+    keep: Callable[[bytes], None],
+    disk_full: bool = False,
+    mtime_ns: int | None = None,
+    before_rename: Callable[[], None] | None = None,
+) -> Replaced:
+    """Put ``data`` at ``path``, which must hold the bytes whose sha256 is ``expect_sha``
+    (None: no file at all).
+
+    Raises ``ChangedUnderfoot`` when the file appeared or vanished since (nothing
+    changed on disk). When another save was there instead, ``keep`` gets its bytes
+    (to back them up) before its file goes, and it is returned as ``displaced``.
+    ``mtime_ns`` gives the new file that mtime (a save put back keeps its own);
+    ``before_rename`` runs right before the rename (tests: an editor saving then).
+    """
+    tmp_name: str | None = None
+    try:
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        try:
+            os.fchmod(fd, 0o600)
+            if disk_full:
+                raise OSError(errno.ENOSPC, "No space left on device (injected)")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view) :]
+            if mtime_ns is not None:
+                os.utime(fd, ns=(time.time_ns(), mtime_ns))
+            os.fsync(fd)
+            written = signature_of(os.fstat(fd))
+        finally:
+            os.close(fd)
+        tmp = Path(tmp_name)
+        sha = hashlib.sha256(data).hexdigest()
+        if before_rename is not None:
+            before_rename()
+        visible_ns = time.time_ns()
+        if expect_sha is None:
+            _create(tmp, path)
+            tmp_name = None
+            _fsync_dir(path.parent)
+            return Replaced(sha, written, visible_ns)
+        if not _exchange(tmp, path, expect_sha, max_bytes):
+            tmp_name = None  # renamed over the file the old way
+            _fsync_dir(path.parent)
+            return Replaced(sha, written, visible_ns)
+        _fsync_dir(path.parent)
+        displaced = _displaced(tmp, expect_sha, max_bytes)
+        if displaced is not None:
+            keep(displaced.data)
+        return Replaced(sha, written, visible_ns, displaced)
+    finally:
+        if tmp_name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp_name)
+
+
+def _create(tmp: Path, path: Path) -> None:
+    """Rename ``tmp`` to ``path`` only if nothing is there (else ChangedUnderfoot)."""
+    try:
+        if _rename2(tmp, path, _RENAME_NOREPLACE):
+            return
+        os.link(tmp, path)  # fails rather than replace, like RENAME_NOREPLACE
+    except FileExistsError:
+        raise ChangedUnderfoot(str(path)) from None
+    os.unlink(tmp)
+
+
+def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
+    """Swap ``tmp`` and ``path``; False when it fell back to compare-then-rename."""
+    try:
+        if _rename2(tmp, path, _RENAME_EXCHANGE):
+            return True
+    except FileNotFoundError:
+        raise ChangedUnderfoot(str(path)) from None
+    try:
+        current = path.read_bytes()[: max_bytes + 1]
+    except FileNotFoundError:
+        raise ChangedUnderfoot(str(path)) from None
+    if hashlib.sha256(current).hexdigest() != expect_sha:
+        raise ChangedUnderfoot(str(path))
+    os.replace(tmp, path)
+    return False
+
+
+def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
+    """What the exchange put under the temp name, if it is not the expected version."""
+    with open(tmp, "rb") as fh:
+        data = fh.read(max_bytes + 1)
+    if hashlib.sha256(data).hexdigest() == expect_sha:
+        return None
+    # An in-place save may still be writing into it: read it once it is done.
+    settled = read_settled(tmp, max_bytes)
+    if settled is None:
+        return None
+    st, data = settled
+    if hashlib.sha256(data).hexdigest() == expect_sha:
+        return None
+    return Displaced(data, st.st_mtime_ns)
+
+
+def _fsync_dir(directory: Path) -> None:
+    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(dir_fd)
+    finally:
+        os.close(dir_fd)

@@ -1,0 +1,74 @@
+"""The workspace ledger: sessions, their hash-chained events, and the daemon's own tables.
+
+A synchronous IO shell over one SQLite file per workspace; the async service
+calls it from worker threads. ``Ledger`` is one class composed of one area per
+module, each a mixin over the connection/transaction helper ``LedgerBase``:
+
+- ``base``: the two connections, their locks, ``BEGIN IMMEDIATE`` transactions,
+  durability, and recovery from a damaged file (``recovery``);
+- ``schema``: the tables and their migrations; ``rows``/``records``: what rows become;
+- ``sessions``: sessions and events — append, read, retrieve, verify, forget;
+- ``search``: BM25 over the events and the memory index;
+- ``turns``: working state, build_context manifests, compaction checkpoints;
+- ``lineage``: memory lineage, rejections, intents, request records;
+- ``episodes``: episodes and their consolidations.
+
+The pure rules the rows obey live in ``makad.core``: the hash chain
+(``core.chain``), session ids and refs (``core.refs``), working-state patches
+(``core.working_state``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from makad.store.ledger.base import Synchronous, now_ms
+from makad.store.ledger.episodes import EpisodesArea
+from makad.store.ledger.lineage import LineageArea
+from makad.store.ledger.recovery import recovering
+from makad.store.ledger.schema import SEARCH_TEXT_VERSION
+from makad.store.ledger.search import SearchArea
+from makad.store.ledger.turns import TurnsArea
+
+__all__ = ["Ledger", "Synchronous", "now_ms"]
+
+
+@recovering(skip=frozenset({"close"}))
+class Ledger(SearchArea, TurnsArea, LineageArea, EpisodesArea):
+    """One workspace's SQLite ledger. Thread-safe; every method is blocking IO.
+
+    A corrupt database is moved aside and replaced by a fresh one, at open or at
+    the first call that meets the damage (``makad.store.ledger.recovery``);
+    ``resets`` lists those, ``generation`` counts them.
+    ``before_first_write`` runs (under the write lock) before the first write
+    until it returns True: the workspace binds its identity there.
+    """
+
+    def __init__(
+        self,
+        path: Path,
+        *,
+        synchronous: Synchronous = "FULL",
+        before_first_write: Callable[[], bool] | None = None,
+    ) -> None:
+        super().__init__(path, synchronous=synchronous, before_first_write=before_first_write)
+        if self._meta("search_text_version") != SEARCH_TEXT_VERSION:
+            self.rebuild_search_index()
+
+    def get_settings_json(self) -> dict[str, Any]:
+        """The workspace's persisted settings, key → decoded JSON value."""
+        with self._reading() as conn:
+            rows = conn.execute("SELECT key, value FROM settings ORDER BY key").fetchall()
+        return {key: msgspec.json.decode(value) for key, value in rows}
+
+    def put_settings_json(self, values: Mapping[str, Any], *, replace: bool = False) -> None:
+        """Upsert settings (``replace=True`` drops every key not given)."""
+        rows = [(key, msgspec.json.encode(value).decode()) for key, value in values.items()]
+        with self._writing() as conn:
+            if replace:
+                conn.execute("DELETE FROM settings")
+            conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", rows)

@@ -1,0 +1,291 @@
+"""The daemon's record of what happened to memory: lineage steps, rejections, intents
+(multi-step operations a restart finishes) and idempotency records (request results)."""
+
+from __future__ import annotations
+
+import secrets
+import sqlite3
+from collections.abc import Mapping, Sequence
+from typing import Any, Final, TypeVar, cast
+
+import msgspec
+
+from makad.core.redaction import redact_tree
+from makad.core.types import MemoryEvent
+from makad.errors import Conflict, InvalidParams, NotFound
+from makad.store.ledger.base import LedgerBase, now_ms
+from makad.store.ledger.records import (
+    MEMORY_ACTIONS,
+    MEMORY_ACTORS,
+    Intent,
+    Rejection,
+    RequestRecord,
+    StoredRequest,
+)
+
+_MEMORY_EVENT_COLUMNS: Final = "id, ts, action, actor, entry_id, proposal_id, data"
+_INTENT_COLUMNS: Final = "id, kind, payload, state, ts, finished_at"
+
+_T = TypeVar("_T")
+
+
+class LineageArea(LedgerBase):
+    """Memory lineage, rejections, intents and request records."""
+
+    def append_memory_event(
+        self,
+        *,
+        action: str,
+        actor: str,
+        entry_id: str | None = None,
+        proposal_id: str | None = None,
+        data: Mapping[str, Any] | None = None,
+        ts: int | None = None,
+        request: RequestRecord | None = None,
+    ) -> int:
+        """Append one step of a memory entry's or proposal's lineage; returns its id."""
+        if action not in MEMORY_ACTIONS:
+            raise InvalidParams("unknown memory action", action=action)
+        if actor not in MEMORY_ACTORS:
+            raise InvalidParams("unknown memory actor", actor=actor)
+        if entry_id is None and proposal_id is None:
+            raise InvalidParams("a memory event needs an entry id or a proposal id")
+        at = now_ms() if ts is None else ts
+        encoded = None if data is None else msgspec.json.encode(dict(data)).decode()
+        with self._writing() as conn:
+            guard_request(conn, request)
+            cursor = conn.execute(
+                "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (at, entry_id, action, actor, proposal_id, encoded),
+            )
+            store_request(conn, request, at)
+        return int(cast(int, cursor.lastrowid))
+
+    def append_memory_events(self, events: Sequence[Mapping[str, Any]]) -> None:
+        """Append many lineage steps in one transaction (one fsync): an import's proposals.
+
+        Each mapping holds ``append_memory_event``'s keywords (action, actor, entry_id,
+        proposal_id, data).
+        """
+        at = now_ms()
+        rows = []
+        for event in events:
+            action, actor = event["action"], event["actor"]
+            if action not in MEMORY_ACTIONS:
+                raise InvalidParams("unknown memory action", action=action)
+            if actor not in MEMORY_ACTORS:
+                raise InvalidParams("unknown memory actor", actor=actor)
+            if event.get("entry_id") is None and event.get("proposal_id") is None:
+                raise InvalidParams("a memory event needs an entry id or a proposal id")
+            data = event.get("data")
+            encoded = None if data is None else msgspec.json.encode(dict(data)).decode()
+            rows.append((at, event.get("entry_id"), action, actor, event.get("proposal_id"), encoded))
+        if not rows:
+            return
+        with self._writing() as conn:
+            conn.executemany(
+                "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+
+    def find_rejections(self, content_hashes: Sequence[str]) -> set[str]:
+        """The hashes among ``content_hashes`` that were rejected before (one read)."""
+        found: set[str] = set()
+        wanted = list(dict.fromkeys(content_hashes))
+        with self._reading() as conn:
+            for start in range(0, len(wanted), 500):
+                chunk = wanted[start : start + 500]
+                rows = conn.execute(
+                    "SELECT content_hash FROM rejections"
+                    " WHERE content_hash IN (SELECT value FROM json_each(?))",
+                    (msgspec.json.encode(chunk).decode(),),
+                ).fetchall()
+                found.update(str(row[0]) for row in rows)
+        return found
+
+    def memory_history(self, entry_or_proposal_id: str) -> list[MemoryEvent]:
+        """Every lineage step of an entry or proposal, including the proposals behind an entry."""
+        key = entry_or_proposal_id
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_MEMORY_EVENT_COLUMNS} FROM memory_events"
+                " WHERE entry_id = ? OR proposal_id = ? OR proposal_id IN"
+                " (SELECT proposal_id FROM memory_events WHERE entry_id = ?"
+                "  AND proposal_id IS NOT NULL)"
+                " ORDER BY id",
+                (key, key, key),
+            ).fetchall()
+        return [
+            MemoryEvent(
+                id=r[0],
+                ts=r[1],
+                action=r[2],
+                actor=r[3],
+                entry_id=r[4],
+                proposal_id=r[5],
+                data=None if r[6] is None else msgspec.json.decode(r[6], type=dict[str, Any]),
+            )
+            for r in rows
+        ]
+
+    def record_rejection(
+        self,
+        content_hash: str,
+        *,
+        reason: str,
+        proposal_id: str | None = None,
+        ts: int | None = None,
+        request: RequestRecord | None = None,
+    ) -> Rejection:
+        """Remember that content with this normalized hash was rejected (latest wins)."""
+        at = now_ms() if ts is None else ts
+        with self._writing() as conn:
+            guard_request(conn, request)
+            conn.execute(
+                "INSERT OR REPLACE INTO rejections (content_hash, proposal_id, reason, ts)"
+                " VALUES (?, ?, ?, ?)",
+                (content_hash, proposal_id, reason, at),
+            )
+            store_request(conn, request, at)
+        return Rejection(content_hash=content_hash, proposal_id=proposal_id, reason=reason, ts=at)
+
+    def find_rejection(self, content_hash: str) -> Rejection | None:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT content_hash, proposal_id, reason, ts FROM rejections WHERE content_hash = ?",
+                (content_hash,),
+            ).fetchone()
+        if row is None:
+            return None
+        return Rejection(content_hash=row[0], proposal_id=row[1], reason=row[2], ts=row[3])
+
+    def get_request_result(self, request_id: str) -> StoredRequest | None:
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT request_id, method, result, ts FROM requests WHERE request_id = ?",
+                (request_id,),
+            ).fetchone()
+        if row is None:
+            return None
+        return StoredRequest(request_id=row[0], method=row[1], result=bytes(row[2]), ts=row[3])
+
+    def put_request_result(
+        self, request_id: str, method: str, result: bytes, *, ts: int | None = None
+    ) -> StoredRequest:
+        """Store a request's result unless one is stored already; return the stored one."""
+        at = now_ms() if ts is None else ts
+        with self._writing() as conn:
+            conn.execute(
+                "INSERT OR IGNORE INTO requests (request_id, method, result, ts) VALUES (?, ?, ?, ?)",
+                (request_id, method, result, at),
+            )
+            row = conn.execute(
+                "SELECT request_id, method, result, ts FROM requests WHERE request_id = ?",
+                (request_id,),
+            ).fetchone()
+        return StoredRequest(request_id=row[0], method=row[1], result=bytes(row[2]), ts=row[3])
+
+    def prune_requests(self, older_than: int) -> int:
+        """Forget idempotency results stored before ``older_than`` (ms); returns how many."""
+        with self._writing() as conn:
+            cursor = conn.execute("DELETE FROM requests WHERE ts < ?", (older_than,))
+        return cursor.rowcount
+
+    def begin_intent(
+        self,
+        kind: str,
+        payload: Mapping[str, Any],
+        *,
+        intent_id: str | None = None,
+        ts: int | None = None,
+    ) -> Intent:
+        """Record a multi-step operation before its first step, so a restart can finish it."""
+        at = now_ms() if ts is None else ts
+        iid = intent_id or secrets.token_hex(16)
+        # The payload may quote the user's files: no secret in it reaches the ledger.
+        body = msgspec.json.encode(redact_tree(dict(payload))).decode()
+        with self._writing() as conn:
+            try:
+                conn.execute(
+                    "INSERT INTO intents (id, kind, payload, state, ts) VALUES (?, ?, ?, 'open', ?)",
+                    (iid, kind, body, at),
+                )
+            except sqlite3.IntegrityError as exc:
+                raise Conflict("an intent with this id exists", intentId=iid) from exc
+        return Intent(id=iid, kind=kind, payload=dict(payload), state="open", ts=at)
+
+    def get_intent(self, intent_id: str) -> Intent | None:
+        with self._reading() as conn:
+            row = conn.execute(f"SELECT {_INTENT_COLUMNS} FROM intents WHERE id = ?", (intent_id,)).fetchone()
+        if row is None:
+            return None
+        return Intent(
+            id=row[0],
+            kind=row[1],
+            payload=msgspec.json.decode(row[2]),
+            state=row[3],
+            ts=row[4],
+            finished_at=row[5],
+        )
+
+    def finish_intent(self, intent_id: str, *, state: str = "done", ts: int | None = None) -> None:
+        """Close an intent (``done``, ``aborted``…); finishing it twice is harmless."""
+        if state == "open":
+            raise InvalidParams("an intent is finished with a state other than open")
+        at = now_ms() if ts is None else ts
+        with self._writing() as conn:
+            cursor = conn.execute(
+                "UPDATE intents SET state = ?, finished_at = ? WHERE id = ? AND state = 'open'",
+                (state, at, intent_id),
+            )
+            if (
+                cursor.rowcount == 0
+                and not conn.execute("SELECT 1 FROM intents WHERE id = ?", (intent_id,)).fetchone()
+            ):
+                raise NotFound("no such intent", intentId=intent_id)
+
+    def open_intents(self) -> list[Intent]:
+        """Intents begun and never finished, oldest first."""
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {_INTENT_COLUMNS} FROM intents WHERE state = 'open' ORDER BY ts, id"
+            ).fetchall()
+        return [
+            Intent(
+                id=r[0],
+                kind=r[1],
+                payload=msgspec.json.decode(r[2], type=dict[str, Any]),
+                state=r[3],
+                ts=r[4],
+                finished_at=r[5],
+            )
+            for r in rows
+        ]
+
+
+def replay_request(conn: sqlite3.Connection, request_id: str, method: str, kind: type[_T]) -> _T | None:
+    row = conn.execute("SELECT method, result FROM requests WHERE request_id = ?", (request_id,)).fetchone()
+    if row is None:
+        return None
+    if row[0] != method:
+        raise Conflict("the requestId was used by another method", requestId=request_id)
+    return msgspec.json.decode(bytes(row[1]), type=kind)
+
+
+def guard_request(conn: sqlite3.Connection, request: RequestRecord | None) -> None:
+    """Refuse a write whose request was already applied (the caller replays the stored result)."""
+    if request is None:
+        return
+    seen = conn.execute("SELECT 1 FROM requests WHERE request_id = ?", (request.request_id,)).fetchone()
+    if seen is not None:
+        raise Conflict("this request was already applied", requestId=request.request_id, reason="duplicate")
+
+
+def store_request(conn: sqlite3.Connection, request: RequestRecord | None, at: int) -> None:
+    if request is not None:
+        conn.execute(
+            "INSERT INTO requests (request_id, method, result, ts) VALUES (?, ?, ?, ?)",
+            (request.request_id, request.method, request.result, at),
+        )

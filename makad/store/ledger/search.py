@@ -1,0 +1,233 @@
+"""Full-text search: BM25 over the events (recall, search_history) and the memory index.
+
+Both indexes are FTS5 tables whose rows are ``makad.core.cjk.index_text`` of the
+text; the event index is contentless (the text lives once, in ``events``).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any, Final
+
+import msgspec
+
+from makad.core.cjk import index_text, match_expression, query_terms
+from makad.core.types import Entry, SearchHit
+from makad.store.ledger.base import live
+from makad.store.ledger.rows import E_EVENT_COLUMNS, event_row, reindex_events
+from makad.store.ledger.schema import SEARCH_TEXT_VERSION
+from makad.store.ledger.sessions import SessionsArea
+
+MAX_SEARCH_LIMIT: Final = 1_000
+SEARCH_WINDOW: Final = 10_000
+# Query pruning (see Ledger._selective_match): below this size every term is ranked.
+SMALL_LEDGER_EVENTS: Final = 20_000
+COMMON_TERM_SHARE: Final = 0.05
+# In a small ledger a share means a handful of events: no term found in fewer is common.
+COMMON_TERM_FLOOR: Final = 50
+MAX_RANKED_TERMS: Final = 8
+DF_CACHE_SIZE: Final = 50_000
+_MAX_ROWID: Final = 2**63 - 1
+
+
+class SearchArea(SessionsArea):
+    """Ranked search over the events and the memory entries."""
+
+    def search_history(
+        self,
+        query: str,
+        *,
+        session_id: str | None = None,
+        limit: int = 20,
+        before: int | None = None,
+        after: int | None = None,
+    ) -> list[SearchHit]:
+        """BM25-ranked events matching ``query`` (ts strictly between ``after`` and ``before``)."""
+        if session_id is not None:
+            self.get_session(session_id)
+        hits = self.search_events_ranked(
+            query, limit=limit, session_id=session_id, before=before, after=after
+        )
+        self.mark_unverified([hit.event for hit in hits])
+        return hits
+
+    def search_events_ranked(
+        self,
+        query: str,
+        *,
+        limit: int = 20,
+        session_id: str | None = None,
+        exclude_sessions: Iterable[str] = (),
+        max_seq_by_session: Mapping[str, int] | None = None,
+        before: int | None = None,
+        after: int | None = None,
+        rare_only: bool = False,
+    ) -> list[SearchHit]:
+        """The recall building block: ranked events, optionally only up to a seq per session.
+
+        ``max_seq_by_session={s: b}`` keeps only events of ``s`` with seq <= b
+        (e.g. the compacted-away part of the current session) while other
+        sessions are unrestricted; ``exclude_sessions`` drops sessions entirely.
+        When more than ``SEARCH_WINDOW`` events pass the filters, only the most
+        recent ``SEARCH_WINDOW`` of them are ranked: this bounds a query of
+        common words to milliseconds on a million events. ``rare_only`` drops
+        the common terms (see ``_selective_match``) whatever the ledger's size,
+        and searches nothing when no other term is left.
+        """
+        if limit <= 0:
+            return []
+        with self._read_lock:
+            match = self._selective_match(query, rare_only=rare_only)
+        if match is None:
+            return []
+        clauses: list[str] = []
+        params: list[Any] = []
+        if session_id is not None:
+            clauses.append("e.session_id = ?")
+            params.append(session_id)
+        excluded = list(exclude_sessions)
+        if excluded:
+            clauses.append("e.session_id NOT IN (SELECT value FROM json_each(?))")
+            params.append(msgspec.json.encode(excluded))
+        for sid, max_seq in (max_seq_by_session or {}).items():
+            clauses.append("NOT (e.session_id = ? AND e.seq > ?)")
+            params.extend((sid, max_seq))
+        if before is not None:
+            clauses.append("e.ts < ?")
+            params.append(before)
+        if after is not None:
+            clauses.append("e.ts > ?")
+            params.append(after)
+        where = "".join(f" AND {clause}" for clause in clauses)
+        with self._reading() as conn:
+            low, high = 0, _MAX_ROWID
+            if session_id is not None:
+                span = conn.execute(
+                    "SELECT min(id), max(id) FROM events WHERE session_id = ?", (session_id,)
+                ).fetchone()
+                if span[0] is None:
+                    return []
+                low, high = span
+            # The rowid of the window's oldest event: FTS5 walks the doclists
+            # newest first and stops there, without scoring anything. Filters
+            # apply first (the live session must not eat the window), which needs
+            # a join; that is only worth it when the unfiltered matches overflow.
+            floor = _window_floor(conn, match, low, high, "", [])
+            if floor is not None and where:
+                floor = _window_floor(conn, match, low, high, where, params)
+            if floor is not None:
+                low = floor
+            wanted = min(limit, MAX_SEARCH_LIMIT)
+            # Rank in the index alone, then read (and filter) only the best rows:
+            # joining every match to its event row cost more than scoring it.
+            # Filtered-out rows (the live part of the current session, mostly) can
+            # crowd the top, so the fetch grows until enough pass or none are left.
+            fetch = max(wanted * 2, 64) if where else wanted
+            while True:
+                ranked = conn.execute(
+                    "SELECT rowid, bm25(events_fts) AS score FROM events_fts"
+                    " WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                    " ORDER BY score, rowid LIMIT ?",
+                    (match, low, high, fetch),
+                ).fetchall()
+                rows = conn.execute(
+                    f"SELECT e.id, {E_EVENT_COLUMNS} FROM events AS e"
+                    f" WHERE e.id IN (SELECT value FROM json_each(?)){where}",
+                    [msgspec.json.encode([rowid for rowid, _ in ranked]), *params],
+                ).fetchall()
+                if len(rows) >= wanted or len(ranked) < fetch:
+                    break
+                fetch *= 4
+        events = {row[0]: event_row(row) for row in rows}
+        hits = [
+            SearchHit(event=events[rowid], score=-float(score)) for rowid, score in ranked if rowid in events
+        ]
+        return hits[:wanted]
+
+    def _selective_match(self, query: str, *, rare_only: bool = False) -> str | None:
+        """The query's terms minus the very common ones, the rarest first (reader lock held).
+
+        Ranking cost grows with the number of matching rows; a term found in more
+        than ``COMMON_TERM_SHARE`` of all events adds rows while barely moving
+        BM25 (its IDF is near zero), so it is dropped when rarer terms remain, and
+        at most ``MAX_RANKED_TERMS`` of the rarest are kept. Document frequencies
+        are counted once and cached until the ledger has doubled in size.
+        """
+        terms = query_terms(query)
+        if len(terms) <= 1 and not rare_only:
+            return terms[0] if terms else None
+        conn = live(self._reader)
+        total = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
+        if total < SMALL_LEDGER_EVENTS and not rare_only:
+            return " OR ".join(terms)
+        frequency = {term: self._document_frequency(conn, term, total) for term in terms}
+        common = max(total * COMMON_TERM_SHARE, COMMON_TERM_FLOOR)
+        rare = [t for t in terms if frequency[t] <= common]
+        if rare_only and not rare:
+            return None
+        kept = sorted(rare or terms, key=lambda t: (frequency[t], t))[:MAX_RANKED_TERMS]
+        return " OR ".join(kept)
+
+    def _document_frequency(self, conn: sqlite3.Connection, term: str, total: int) -> int:
+        cached = self._df_cache.get(term)
+        if cached is not None and total < cached[1] * 2:
+            return cached[0]
+        count = int(
+            conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (term,)).fetchone()[0]
+        )
+        if len(self._df_cache) > DF_CACHE_SIZE:
+            self._df_cache.clear()
+        self._df_cache[term] = (count, total)
+        return count
+
+    def rebuild_search_index(self) -> None:
+        """Re-derive the event index from the events; clear the memory index."""
+        with self._writing() as conn:
+            reindex_events(conn)
+            conn.execute("DELETE FROM memory_fts")
+            conn.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('search_text_version', ?)",
+                (SEARCH_TEXT_VERSION,),
+            )
+
+    def replace_memory_index(self, entries: Iterable[Entry]) -> None:
+        """Replace the memory search index with these entries (rebuilt from MEMORY.md)."""
+        rows = [
+            (e.id, index_text(e.title), index_text(e.content), index_text(" ".join(e.tags))) for e in entries
+        ]
+        with self._writing() as conn:
+            conn.execute("DELETE FROM memory_fts")
+            conn.executemany(
+                "INSERT INTO memory_fts (entry_id, title, content, tags) VALUES (?, ?, ?, ?)",
+                rows,
+            )
+            # Small index: merging now keeps removed entries' tokens off the disk.
+            conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
+
+    def search_memory(self, query: str, limit: int = 20) -> list[tuple[str, float]]:
+        """``(entry_id, score)`` best first; score is the negated bm25 (title weighs 2x)."""
+        match = match_expression(query)
+        if match is None or limit <= 0:
+            return []
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT entry_id, bm25(memory_fts, 0.0, 2.0, 1.0, 1.5) AS score FROM memory_fts"
+                " WHERE memory_fts MATCH ? ORDER BY score LIMIT ?",
+                (match, min(limit, MAX_SEARCH_LIMIT)),
+            ).fetchall()
+        return [(str(entry_id), -float(score)) for entry_id, score in rows]
+
+
+def _window_floor(
+    conn: sqlite3.Connection, match: str, low: int, high: int, where: str, params: Sequence[Any]
+) -> int | None:
+    """The rowid of the ``SEARCH_WINDOW``-th newest match passing ``where``, if there are that many."""
+    joined = " CROSS JOIN events AS e ON e.id = f.rowid" if where else ""
+    row = conn.execute(
+        f"SELECT f.rowid FROM events_fts AS f{joined}"
+        f" WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ?{where}"
+        " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
+        [match, low, high, *params, SEARCH_WINDOW - 1],
+    ).fetchone()
+    return None if row is None else int(row[0])

@@ -1,0 +1,296 @@
+"""Sessions and their hash-chained events: open, close, forget, append, read, retrieve, verify.
+
+Append-only: triggers refuse any UPDATE of an event and any DELETE other than
+``delete_session``'s, which marks the session it is forgetting in ``meta``
+inside its own transaction. Deleted content is overwritten on disk
+(``secure_delete``), merged out of the search index, and the WAL is truncated.
+Session ids and refs: ``makad.core.refs``; the chain: ``makad.core.chain``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from makad.core import chain
+from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepare_event
+from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
+from makad.core.types import AppendResult, Event, EventInput, RefResult, SessionInfo
+from makad.errors import Conflict, InvalidParams, TooLarge
+from makad.store import pack_state
+from makad.store.ledger.base import LedgerBase, now_ms
+from makad.store.ledger.episodes import tombstone_episodes
+from makad.store.ledger.lineage import replay_request, store_request
+from makad.store.ledger.records import RequestRecord, Tombstone
+from makad.store.ledger.rows import (
+    EVENT_COLUMNS,
+    SESSION_COLUMNS,
+    event_row,
+    event_values,
+    reindex_events,
+    retrieve_span,
+    search_body,
+    session_info,
+    session_row,
+    span_events,
+)
+from makad.store.ledger.turns import delete_manifest_calls
+
+
+class SessionsArea(LedgerBase):
+    """Sessions and events (see the module docstring)."""
+
+    def open_session(
+        self, session_id: str | None = None, *, title: str | None = None, now: int | None = None
+    ) -> SessionInfo:
+        """Create a session, or reopen an existing one (a new title replaces the old).
+
+        A deleted session's id is refused (``Conflict``, reason ``deleted``): its old
+        ``event:`` refs must never name new events.
+        """
+        at = now_ms() if now is None else now
+        sid = new_session_id(at) if session_id is None else checked_session_id(session_id)
+        with self._writing() as conn:
+            if conn.execute("SELECT 1 FROM tombstones WHERE session_id = ?", (sid,)).fetchone():
+                raise Conflict("that session was deleted; open a new one", sessionId=sid, reason="deleted")
+            conn.execute(
+                "INSERT INTO sessions (session_id, title, created_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (session_id) DO UPDATE SET closed_at = NULL,"
+                " title = coalesce(excluded.title, title)",
+                (sid, title, at),
+            )
+            return session_info(session_row(conn, sid))
+
+    def get_session(self, session_id: str) -> SessionInfo:
+        with self._reading() as conn:
+            return session_info(session_row(conn, session_id))
+
+    def list_sessions(self, *, include_closed: bool = True) -> list[SessionInfo]:
+        """Sessions, newest first."""
+        where = "" if include_closed else " WHERE closed_at IS NULL"
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT {SESSION_COLUMNS} FROM sessions{where} ORDER BY created_at DESC, session_id DESC"
+            ).fetchall()
+        return [session_info(row) for row in rows]
+
+    def close_session(self, session_id: str, *, now: int | None = None) -> SessionInfo:
+        """Mark a session closed (appends are refused until it is reopened); idempotent."""
+        at = now_ms() if now is None else now
+        with self._writing() as conn:
+            session_row(conn, session_id)
+            conn.execute(
+                "UPDATE sessions SET closed_at = coalesce(closed_at, ?) WHERE session_id = ?",
+                (at, session_id),
+            )
+            return session_info(session_row(conn, session_id))
+
+    def delete_session(self, session_id: str, *, now: int | None = None) -> Tombstone:
+        """The user's explicit forget: drop everything of the session, keep a tombstone."""
+        at = now_ms() if now is None else now
+        with self._writing() as conn:
+            info = session_info(session_row(conn, session_id))
+            rows = conn.execute(
+                f"SELECT id, {EVENT_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            ).fetchall()
+            events = [event_row(row) for row in rows]
+            # The index is contentless: removing a row means replaying its tokens,
+            # which only equal the indexed ones if the row is as it was appended.
+            intact = first_bad_seq(events, info.last_seq, info.last_hash) is None
+            if intact:
+                conn.executemany(
+                    "INSERT INTO events_fts (events_fts, rowid, body) VALUES ('delete', ?, ?)",
+                    [(row[0], search_body(e)) for row, e in zip(rows, events, strict=True)],
+                )
+            conn.execute("INSERT INTO meta (key, value) VALUES ('forgetting', ?)", (session_id,))
+            conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
+            conn.execute("DELETE FROM meta WHERE key = 'forgetting'")
+            if not intact:
+                reindex_events(conn)
+            delete_manifest_calls(conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
+            for statement in (
+                *pack_state.SESSION_ROWS_DELETE,
+                "DELETE FROM working_state WHERE session_id = ?",
+                "DELETE FROM manifest_shown WHERE session_id = ?",
+                "DELETE FROM checkpoints WHERE session_id = ?",
+                "DELETE FROM sessions WHERE session_id = ?",
+            ):
+                conn.execute(statement, (session_id,))
+            tombstone_episodes(conn, session_id, at)
+            tombstone = Tombstone(
+                session_id=session_id,
+                ts=at,
+                event_count=info.event_count,
+                last_hash=info.last_hash,
+            )
+            conn.execute(
+                "INSERT INTO tombstones (session_id, ts, event_count, last_hash) VALUES (?, ?, ?, ?)",
+                (session_id, at, info.event_count, info.last_hash),
+            )
+        self._purge_forgotten()
+        return tombstone
+
+    def list_tombstones(self) -> list[Tombstone]:
+        with self._reading() as conn:
+            rows = conn.execute(
+                "SELECT session_id, ts, event_count, last_hash FROM tombstones ORDER BY id"
+            ).fetchall()
+        return [Tombstone(session_id=r[0], ts=r[1], event_count=r[2], last_hash=r[3]) for r in rows]
+
+    def append_events(
+        self,
+        session_id: str,
+        events: Sequence[EventInput],
+        *,
+        expected_seq: int | None = None,
+        request_id: str | None = None,
+        redactions: int = 0,
+        now: int | None = None,
+    ) -> AppendResult:
+        """Append events atomically; durable once this returns.
+
+        ``expected_seq`` must equal the session's last seq (else ``Conflict`` with
+        ``currentSeq``). A ``request_id`` seen before returns the first result
+        and appends nothing; it is stored in the same transaction as the events.
+        ``redactions`` (how many secrets the caller took out) is kept in the result.
+        """
+        if not events:
+            raise InvalidParams("append_events needs at least one event")
+        if len(events) > MAX_APPEND_EVENTS:
+            raise TooLarge("too many events in one call", limit=MAX_APPEND_EVENTS, count=len(events))
+        at = now_ms() if now is None else now
+        drafts = [(e := prepare_event(new, at), search_body(e)) for new in events]
+        with self._writing() as conn:
+            if request_id is not None:
+                replay = replay_request(conn, request_id, "append_events", AppendResult)
+                if replay is not None:
+                    return replay
+            head = session_row(conn, session_id)
+            last_seq, last_hash, closed_at = int(head[5]), str(head[6]), head[3]
+            if closed_at is not None:
+                raise Conflict("the session is closed", sessionId=session_id, reason="closed")
+            if expected_seq is not None and expected_seq != last_seq:
+                raise Conflict(
+                    "the session has moved on",
+                    sessionId=session_id,
+                    expectedSeq=expected_seq,
+                    currentSeq=last_seq,
+                )
+            (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
+            rows: list[tuple[Any, ...]] = []
+            bodies: list[tuple[int, str]] = []
+            chain = last_hash
+            for offset, (event, body) in enumerate(drafts):
+                event.session_id = session_id
+                event.seq = last_seq + 1 + offset
+                chain = event.hash = event_hash(chain, event)
+                rows.append((next_id + offset, *event_values(event)))
+                bodies.append((next_id + offset, body))
+            conn.executemany(
+                f"INSERT INTO events (id, {EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                rows,
+            )
+            conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
+            result = AppendResult(
+                first_seq=last_seq + 1, last_seq=last_seq + len(drafts), redactions=redactions
+            )
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, last_hash = ?, event_count = event_count + ?"
+                " WHERE session_id = ?",
+                (result.last_seq, chain, len(drafts), session_id),
+            )
+            if request_id is not None:
+                store_request(
+                    conn,
+                    RequestRecord(
+                        request_id=request_id,
+                        method="append_events",
+                        result=msgspec.json.encode(result),
+                    ),
+                    at,
+                )
+        return result
+
+    def read_events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Event]:
+        """Events with seq > ``after_seq``, in order, at most ``limit`` of them."""
+        with self._reading() as conn:
+            session_row(conn, session_id)
+            rows = conn.execute(
+                f"SELECT 0, {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq > ?"
+                " ORDER BY seq LIMIT ?",
+                (session_id, after_seq, -1 if limit is None else max(limit, 0)),
+            ).fetchall()
+        return [event_row(row) for row in rows]
+
+    def read_event_spans(self, spans: Sequence[tuple[str, int, int]]) -> list[Event]:
+        """Events of many ``(session_id, first_seq, last_seq)`` ranges in one query.
+
+        The spans travel as one JSON parameter, so the statement text (and the
+        connection's cache of prepared statements) is the same for any count.
+        """
+        if not spans:
+            return []
+        with self._reading() as conn:
+            return span_events(conn, spans)
+
+    def unverified(
+        self, events: Sequence[Event], around: Mapping[tuple[str, int], Event] | None = None
+    ) -> set[tuple[str, int]]:
+        """``(session_id, seq)`` of the given stored events that do not verify against the
+        hash chain (``makad.core.chain``): reads their heads and the rows around them,
+        except those the caller already read (``around``, e.g. recall's neighbours)."""
+        if not events:
+            return set()
+        known = around or {}
+        edges: list[Event] = []
+        missing: list[tuple[str, int, int]] = []
+        for span in chain.edge_spans(events):
+            found = known.get(span[:2])
+            if found is None:
+                missing.append(span)
+            else:
+                edges.append(found)
+        with self._reading() as conn:
+            edges += span_events(conn, missing) if missing else []
+            sids = sorted({event.session_id for event in events})
+            heads = {
+                str(sid): (int(last_seq), str(last_hash))
+                for sid, last_seq, last_hash in conn.execute(
+                    "SELECT session_id, last_seq, last_hash FROM sessions"
+                    " WHERE session_id IN (SELECT value FROM json_each(?))",
+                    (msgspec.json.encode(sids),),
+                )
+            }
+        return chain.unverified(events, edges, heads)
+
+    def mark_unverified(self, events: Sequence[Event]) -> int:
+        """Set ``verified = False`` on the events that do not verify; how many."""
+        bad = self.unverified(events)
+        for event in events:
+            if (event.session_id, event.seq) in bad:
+                event.verified = False
+        return len(bad)
+
+    def retrieve(self, refs: Sequence[str]) -> list[RefResult]:
+        """The exact events each ``event:`` ref names, verified against the chain (see
+        ``RefResult``): a row changed behind the store's back is reported, never hidden."""
+        spans = parse_event_refs(refs)
+        with self._reading() as conn:
+            results = [retrieve_span(conn, span) for span in spans]
+        for result in results:
+            chain.mark_span(result)
+        return results
+
+    def verify_chain(self, session_id: str) -> tuple[bool, int | None]:
+        """Walk a session's chain: ``(True, None)`` or ``(False, first bad seq)``."""
+        with self._reading() as conn:
+            info = session_info(session_row(conn, session_id))
+            cursor = conn.execute(
+                f"SELECT 0, {EVENT_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq",
+                (session_id,),
+            )
+            bad = first_bad_seq((event_row(row) for row in cursor), info.last_seq, info.last_hash)
+        return bad is None, bad
