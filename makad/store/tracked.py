@@ -14,6 +14,7 @@ write from a deliberate deletion.
 from __future__ import annotations
 
 import dataclasses
+import os
 import stat as stat_mod
 from collections import deque
 from dataclasses import dataclass, field

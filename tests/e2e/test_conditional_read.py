@@ -124,7 +124,7 @@ def test_settings_and_proposals_are_changes(module_daemon: DaemonProcess, new_ws
 
 
 def test_a_hand_edit_of_pending_is_a_change(module_daemon: DaemonProcess, new_ws: Path) -> None:
-    """PENDING.md deleted by hand: the next poll reads it (pendingCount back to 0)."""
+    """A proposal's text edited by hand in PENDING.md: the next poll is full, at a new revision."""
     seeded(new_ws)
     ws = str(new_ws)
     with module_daemon.client() as c:
@@ -132,9 +132,13 @@ def test_a_hand_edit_of_pending_is_a_change(module_daemon: DaemonProcess, new_ws
         c.call("propose", {"workspace": ws, "title": "Idea", "content": "A proposal."})
         before = read(c, new_ws)
         assert before["pendingCount"] == 1
-        (new_ws / "memory" / "PENDING.md").unlink()
+        pending = new_ws / "memory" / "PENDING.md"
+        pending.write_text(pending.read_text().replace("A proposal.", "A proposal, edited by hand."))
         after = read(c, new_ws, ifRevision=before["revision"])
-        assert after["pendingCount"] == 0 and after["revision"] > before["revision"]
+        assert "notModified" not in after
+        assert after["pendingCount"] == 1 and after["revision"] > before["revision"]
+        proposals = c.call("list_proposals", {"workspace": ws})
+        assert "edited by hand" in str(proposals)
 
 
 def test_disabled_workspace_polls_until_enabled(module_daemon: DaemonProcess, new_ws: Path) -> None:
