@@ -174,7 +174,7 @@ class App:
 
 def build_app(info: DaemonInfo) -> App:
     settings = info.settings
-    registry = WorkspaceRegistry(settings.data_dir)
+    registry = WorkspaceRegistry(settings.data_dir, fault_point=settings.fault_point)
     info.warnings = lambda: registry_warnings(registry)
     ctx = Context(
         settings=settings, registry=registry, identifiers=Identifiers(load_or_create_key(settings.data_dir))

@@ -132,8 +132,15 @@ class WorkspaceRegistry:
     again and the workspace re-opened (``makad.store.identity``).
     """
 
-    def __init__(self, data_dir: Path, on_open: Callable[[Workspace], None] | None = None) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        on_open: Callable[[Workspace], None] | None = None,
+        *,
+        fault_point: str | None = None,  # tests only: passed to each ledger
+    ) -> None:
         self._data_dir = data_dir
+        self._fault_point = fault_point
         self._open: dict[Path, Workspace] = {}
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
@@ -220,7 +227,7 @@ class WorkspaceRegistry:
         if found is not None and identity.read_binding(data_dir) != found:
             identity.write_binding(data_dir, found)
         binder = None if found is not None else _Binder(path, data_dir)
-        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder)
+        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder, fault_point=self._fault_point)
         workspace = Workspace(
             path=path,
             id=ws_id,
