@@ -41,7 +41,8 @@ from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.service.system import DaemonInfo, SystemService, registry_warnings
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
-from makad.store.workspaces import WorkspaceRegistry
+from makad.store.workspaces import Workspace, WorkspaceRegistry
+from makad.warmup import Warmup
 from makad.watcher import Watcher
 from makad.wire import CATALOGUE
 from makad.wire.base import Handler
@@ -191,7 +192,13 @@ def build_app(info: DaemonInfo) -> App:
     episodes = EpisodeService(ctx, sessions, proposals)
     ctx.hooks = EpisodeHooks(episodes)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
-    ctx.on_access = watcher.ensure
+    warmup = Warmup()
+
+    def on_access(ws: Workspace) -> None:
+        watcher.ensure(ws)
+        warmup.start()  # request-only libraries, once a workspace is in use
+
+    ctx.on_access = on_access
     services: list[Any] = [
         SystemService(info, lambda: openrpc_doc.generate(CATALOGUE)),
         memory,

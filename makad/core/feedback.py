@@ -42,6 +42,11 @@ MIN_WORD_LENGTH: Final = 4
 _WORD: Final = re.compile(r"[^\W\d_]+")
 
 
+def preload() -> None:
+    """Load the stemmer now rather than on the first recall (``makad.warmup``)."""
+    _stemmer()
+
+
 @cache
 def _stemmer() -> Any:
     """Loaded on the first recall that expands a query, not at the daemon's start-up."""

@@ -214,6 +214,11 @@ class _Library:
     is_templated_secret: Callable[[str], bool]
 
 
+def preload() -> None:
+    """Load the secret scanner now rather than on the first text (``makad.warmup``)."""
+    _library()
+
+
 @functools.cache
 def _library() -> _Library:
     """Loaded on the first text that may hold a secret, not at import: importing

@@ -5,13 +5,15 @@ The daemon is run as users run it (``python -m makad``) with ``PYTHONPROFILEIMPO
 its stderr. Each library below is needed only by some request (markdown-it to check
 content, detect-secrets to redact it, rapidfuzz for near duplicates, snowballstemmer for
 recall, watchfiles once a workspace is watched, mcp only by ``maka mcp``) and costs
-more start-up time than makad's own modules, so each is imported when first needed.
+more start-up time than makad's own modules, so each is imported when first needed, or in
+the background once a workspace is in use (``makad.warmup``).
 """
 
 from __future__ import annotations
 
 import shutil
 import tempfile
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -91,5 +93,22 @@ def test_a_request_that_needs_a_library_still_gets_it(short_tmp: Path) -> None:
         text = (proc.workspace / "memory" / "MEMORY.md").read_text()
         assert "[REDACTED:anthropic_key]" in text and "sk-ant-api03" not in text
         assert written["entry"]["content"].count("```") == 2  # markdown-it closed the fence
+    finally:
+        proc.stop()
+
+
+def test_first_workspace_use_loads_the_libraries_in_the_background(short_tmp: Path) -> None:
+    """Once a workspace is used (here get_settings, which needs none of them), a background
+    thread imports the request libraries, so the first user edit or recall does not wait."""
+    proc = QuietDaemon(short_tmp, env={"PYTHONPROFILEIMPORTTIME": "1"})
+    proc.start()
+    try:
+        proc.call("get_settings", {"workspace": str(proc.workspace)})
+        wanted = {"detect_secrets", "markdown_it", "snowballstemmer", "rapidfuzz"}
+        deadline = time.monotonic() + 20
+        while not wanted <= imported(proc.log_text()):
+            assert time.monotonic() < deadline, sorted(wanted - imported(proc.log_text()))
+            time.sleep(0.05)
+        assert proc.call("ping") == "pong"
     finally:
         proc.stop()
