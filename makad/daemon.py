@@ -45,6 +45,7 @@ from makad.service.sessions import Sessions
 from makad.service.system import DaemonInfo, SystemService, registry_warnings
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.store.workspaces import WorkspaceRegistry
+from makad.warmup import Warmup
 from makad.watcher import Watcher
 from makad.wire import CATALOGUE
 from makad.wire.base import Handler
@@ -178,13 +179,14 @@ class App:
 
 def build_app(info: DaemonInfo) -> App:
     settings = info.settings
-    registry = WorkspaceRegistry(settings.data_dir)
+    # The one fault seam: armed by the test environment only (makad.faults).
+    faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
+    registry = WorkspaceRegistry(settings.data_dir, faults=faults)
     info.warnings = lambda: registry_warnings(registry)
     ctx = Context(
         settings=settings,
         registry=registry,
-        # The one fault seam: armed by the test environment only (makad.faults).
-        faults=Faults(point=settings.fault_point, disk_full=settings.fault_disk_full),
+        faults=faults,
         identifiers=Identifiers(load_or_create_key(settings.data_dir)),
     )
     memory_files = MemoryFiles(ctx)
@@ -199,9 +201,12 @@ def build_app(info: DaemonInfo) -> App:
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals, evidence)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
+    warmup = Warmup()
+
     ctx.on_access = watcher.ensure
+    ctx.ready = warmup.ensure  # request-only libraries, once a workspace is in use
     services: list[Any] = [
-        SystemService(info, openrpc_doc.generate(CATALOGUE)),
+        SystemService(info, lambda: openrpc_doc.generate(CATALOGUE)),
         memory,
         proposals,
         ImportService(ctx, memory_files),

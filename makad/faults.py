@@ -14,6 +14,7 @@ import signal
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Final
 
 import structlog
 
@@ -58,6 +59,10 @@ class Faults:
                     fh.write(data)
 
         return save
+
+
+# What every real run uses: nothing armed.
+UNARMED: Final = Faults()
 
 
 def _disk_full() -> None:

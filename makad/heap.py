@@ -81,10 +81,14 @@ def settle(full: bool) -> None:
 
 
 async def housekeeping_forever(tick_s: float = TICK_S) -> None:
-    """``settle`` every tick, a full collection every ``FULL_COLLECT_EVERY`` ticks."""
-    settle(full=True)
+    """``settle`` every tick, a full collection every ``FULL_COLLECT_EVERY`` ticks.
+
+    Start-up's objects are frozen at once; the full collection that clears start-up's
+    garbage waits for the first tick, so it does not delay the first requests.
+    """
+    gc.freeze()
     ticks = 0
     while True:
         await anyio.sleep(tick_s)
         ticks += 1
-        settle(full=ticks % FULL_COLLECT_EVERY == 0)
+        settle(full=ticks == 1 or ticks % FULL_COLLECT_EVERY == 0)

@@ -20,12 +20,18 @@ def _error_entry(err: type[MakadError]) -> dict[str, Any]:
 def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
     specs = list(catalogue.values())
     types: list[Any] = []
+    # Where each method's result schemas start in ``types``, and how many (a tuple of
+    # alternatives is described as anyOf: msgspec describes only tagged Struct unions).
+    result_at: list[tuple[int, int]] = []
     for spec in specs:
         types.append(spec.params)
-        types.append(spec.result)
+        alternatives = spec.result if isinstance(spec.result, tuple) else (spec.result,)
+        result_at.append((len(types), len(alternatives)))
+        types.extend(alternatives)
     schemas, components = msgspec.json.schema_components(types, ref_template=REF_TEMPLATE)
     methods = []
-    for index, spec in enumerate(specs):
+    for spec, (start, count) in zip(specs, result_at, strict=True):
+        result = schemas[start] if count == 1 else {"anyOf": list(schemas[start : start + count])}
         params_schema = components[spec.params.__name__]
         required = set(params_schema.get("required", []))
         params = [
@@ -37,7 +43,7 @@ def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
             "summary": spec.summary,
             "paramStructure": "by-name",
             "params": params,
-            "result": {"name": "result", "schema": schemas[2 * index + 1]},
+            "result": {"name": "result", "schema": result},
         }
         if spec.description:
             method["description"] = spec.description

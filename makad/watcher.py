@@ -17,13 +17,16 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import anyio
 import structlog
-import watchfiles
 from anyio.abc import TaskGroup
 
 from makad.store.workspaces import MEMORY_FILE, PENDING_FILE, Workspace
+
+if TYPE_CHECKING:
+    import watchfiles
 
 log = structlog.get_logger("makad.watcher")
 WATCHED = frozenset({MEMORY_FILE, PENDING_FILE})
@@ -76,6 +79,8 @@ class Watcher:
                 ws.watching = False
 
     async def _watch_until_changed(self) -> None:
+        import watchfiles  # with the first watched workspace, not at the daemon's start-up
+
         restart = anyio.Event()
         changed = self._changed
 

@@ -13,8 +13,6 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
-from rapidfuzz import fuzz
-
 from makad.core.types import Entry
 
 # Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
@@ -38,6 +36,8 @@ def content_hash(content: str) -> str:
 
 def similar_ids(content: str, candidates: Iterable[Entry], exclude: str | None = None) -> list[str]:
     """Ids of the candidates most like ``content`` (best first, at most MAX_SIMILAR)."""
+    from rapidfuzz import fuzz  # on the first comparison, not at the daemon's start-up
+
     target = canonical(content)
     scored = [
         (fuzz.token_sort_ratio(target, canonical(e.content)), e.id) for e in candidates if e.id != exclude

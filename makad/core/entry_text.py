@@ -35,18 +35,27 @@ import functools
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from markdown_it import MarkdownIt
-from markdown_it.token import Token
+if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
+    from markdown_it.token import Token
 
 COMMENT: Final = re.compile(r"[ \t]*<!--[ \t]*maka-memory:")
 H2: Final = re.compile(r" {0,3}##(?=[ \t]|\Z)")
 LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 EOL: Final = re.compile(r"(?:\r\n|\r|\n)\Z")
 
-# Only block structure matters here; inline parsing would be wasted work.
-MARKDOWN: Final = MarkdownIt("commonmark").disable(["inline", "text_join"])
+
+@functools.cache
+def markdown() -> MarkdownIt:
+    """The block parser, built on first use: the daemon does not pay for markdown-it
+    until it first checks content that could open a block."""
+    from markdown_it import MarkdownIt
+
+    # Only block structure matters here; inline parsing would be wasted work.
+    return MarkdownIt("commonmark").disable(["inline", "text_join"])
+
 
 _ESCAPABLE: Final = re.compile(r"( {0,3})(\\*)(?=##(?:[ \t]|\Z))")
 # Without one of these characters no line can open a fence or an HTML block, define a
@@ -104,7 +113,7 @@ def block_tokens(lines: Sequence[str], env: dict[str, Any] | None = None) -> lis
     """
     source = "\n".join("" if COMMENT.match(line) else line for line in lines)
     try:
-        return MARKDOWN.parse(source, env)
+        return markdown().parse(source, env)
     except Exception:  # fail-open: the caller falls back to its safe choice
         return None
 

@@ -25,10 +25,8 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterable, Sequence
-from functools import lru_cache
-from typing import Final
-
-import snowballstemmer  # type: ignore[import-untyped]  # ships no type hints
+from functools import cache, lru_cache
+from typing import Any, Final
 
 from makad.core.cjk import QUERY_NOISE_WORDS, query_tokens
 from makad.core.ranking import best_bm25
@@ -42,13 +40,25 @@ MIN_WORD_LENGTH: Final = 4
 
 # Letters only (no digits or "_"), so numbers and identifiers' fragments never expand a query.
 _WORD: Final = re.compile(r"[^\W\d_]+")
-_STEMMER: Final = snowballstemmer.stemmer("porter")
+
+
+def preload() -> None:
+    """Load the stemmer now rather than on the first recall (``makad.warmup``)."""
+    _stemmer()
+
+
+@cache
+def _stemmer() -> Any:
+    """Loaded on the first recall that expands a query, not at the daemon's start-up."""
+    import snowballstemmer  # type: ignore[import-untyped]  # ships no type hints
+
+    return snowballstemmer.stemmer("porter")
 
 
 @lru_cache(maxsize=8192)
 def stem(word: str) -> str:
     """The Porter stem of a lower-case word, as the ledger's FTS5 ``porter`` tokenizer stems it."""
-    return str(_STEMMER.stemWord(word))
+    return str(_stemmer().stemWord(word))
 
 
 def _content_words(text: str) -> set[str]:

@@ -23,14 +23,15 @@ from typing import Any, Final
 import msgspec
 
 from makad.core.secret_detectors import (
-    KEYWORD,
     LONG_LINE,
     MARKER_PREFIX,
     Span,
     add_spans,
     end_of_line,
     find_spans,
+    library,
     may_hold_keyword,
+    preload,
 )
 from makad.core.secret_views import has_suspects, visible
 from makad.core.types import Entry
@@ -41,6 +42,7 @@ __all__ = [
     "Redacted",
     "find_spans",
     "identifier_stand_in",
+    "preload",
     "redact",
     "redact_entry",
     "redact_joined",
@@ -216,7 +218,7 @@ def _crossing_need(joined: str, at: int) -> str | tuple[int, int] | None:
     if (
         has_suspects(before)
         or any(word in lowered for word in _CONTEXT_WORDS)
-        or (may_hold_keyword(lowered) and KEYWORD.search(lowered) is not None)
+        or (may_hold_keyword(lowered) and library().keyword.search(lowered) is not None)
     ):
         return "window"
     if end - start < _SPLIT_WORD or not start < at < end:
@@ -255,7 +257,7 @@ def _joined_value(text: str, boundaries: list[int], start: int, end: int) -> boo
     return any(
         word_start + hit.start() < at < word_start + hit.end()
         and _KEY_TAIL.fullmatch(text, word_start + hit.end(), start) is not None
-        for hit in KEYWORD.finditer(word)
+        for hit in library().keyword.finditer(word)
     )
 
 

@@ -40,33 +40,11 @@ and word boundaries are checked in code so that prefix optimisation holds.
 from __future__ import annotations
 
 import bisect
+import functools
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
-
-from detect_secrets.filters.heuristic import (
-    is_indirect_reference,
-    is_sequential_string,
-    is_templated_secret,
-)
-from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-from detect_secrets.plugins.base import RegexBasedDetector
-from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
-from detect_secrets.plugins.jwt import JwtTokenDetector
-from detect_secrets.plugins.keyword import (
-    DENYLIST,
-    FOLLOWED_BY_ARROW_FUNCTION_SIGN_QUOTES_REQUIRED_REGEX,
-    FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX,
-    FOLLOWED_BY_COLON_REGEX,
-    FOLLOWED_BY_EQUAL_SIGNS_REGEX,
-    FOLLOWED_BY_QUOTES_AND_SEMICOLON_REGEX,
-    PRECEDED_BY_EQUAL_COMPARISON_SIGNS_QUOTES_REQUIRED_REGEX,
-)
-from detect_secrets.plugins.npm import NpmDetector
-from detect_secrets.plugins.pypi_token import PypiTokenDetector
-from detect_secrets.plugins.sendgrid import SendGridDetector
-from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 
 from makad.core.secret_views import BASE64_RUN, decode_base64_run, normalized_view
 
@@ -159,29 +137,9 @@ _OWN_FORMATS: Final = (
         left=r"(?<![A-Za-z0-9])[0-9a-f]{32}",
         left_width=32,
     ),
-    _rule(
-        "jwt",
-        r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*",
-        is_valid=JwtTokenDetector.is_formally_valid,
-    ),
+    # (the JWT rule, which checks its match with detect-secrets, is in ``_Library``)
 )
-# detect-secrets' own format patterns, for services the rules above do not name.
-_LIBRARY_FORMATS: Final[tuple[tuple[str, RegexBasedDetector, int], ...]] = (
-    ("gitlab_token", GitLabTokenDetector(), 0),
-    ("pypi_token", PypiTokenDetector(), 0),
-    ("npm_token", NpmDetector(), 1),
-    ("sendgrid_key", SendGridDetector(), 0),
-    ("square_oauth_secret", SquareOAuthDetector(), 0),
-    ("azure_storage_key", AzureStorageKeyDetector(), 0),
-)
-
-
-def _library_rules() -> Iterator[_Rule]:
-    for kind, plugin, group in _LIBRARY_FORMATS:
-        for regex in plugin.denylist:
-            yield _Rule(kind, regex, group)
-
-
+_JWT: Final = r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
 _CONTEXT_RULES: Final = (
     _rule(
         "aws_secret_key",
@@ -207,20 +165,74 @@ _CONTEXT_RULES: Final = (
         needs="token",
     ),
 )
-_RULES: Final = (*_OWN_FORMATS, *_library_rules(), *_CONTEXT_RULES)
-# Every rule above needs a run like this, "://" or a private-key header.
+# Every rule needs a run like this, "://" or a private-key header.
 _LONG_RUN: Final = re.compile(r"[A-Za-z0-9_+/=.-]{20}")
-KEYWORD: Final = re.compile("|".join(DENYLIST))
-_KEYWORD_ANY_CASE: Final = re.compile("|".join(DENYLIST), re.IGNORECASE)
-# detect-secrets' keyword regexes and the group holding the value in each.
-_KEYWORD_RULES: Final = (
-    (FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX, 4),
-    (FOLLOWED_BY_COLON_REGEX, 4),
-    (FOLLOWED_BY_EQUAL_SIGNS_REGEX, 5),
-    (PRECEDED_BY_EQUAL_COMPARISON_SIGNS_QUOTES_REQUIRED_REGEX, 2),
-    (FOLLOWED_BY_QUOTES_AND_SEMICOLON_REGEX, 3),
-    (FOLLOWED_BY_ARROW_FUNCTION_SIGN_QUOTES_REQUIRED_REGEX, 4),
-)
+
+
+@dataclass(frozen=True, slots=True)
+class _Library:
+    """Everything taken from detect-secrets, with the rules in the order they rank."""
+
+    rules: tuple[_Rule, ...]
+    keyword: re.Pattern[str]
+    keyword_any_case: re.Pattern[str]
+    # detect-secrets' keyword regexes and the group holding the value in each.
+    keyword_rules: tuple[tuple[re.Pattern[str], int], ...]
+    is_indirect_reference: Callable[[str], bool]
+    is_sequential_string: Callable[[str], bool]
+    is_templated_secret: Callable[[str], bool]
+
+
+def preload() -> None:
+    """Load the secret scanner now rather than on the first text (``makad.warmup``)."""
+    library()
+
+
+@functools.cache
+def library() -> _Library:
+    """Loaded on the first text that may hold a secret, not at import: importing
+    detect-secrets (it pulls in requests) costs more than the daemon's whole start-up."""
+    from detect_secrets.filters import heuristic
+    from detect_secrets.plugins import keyword
+    from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
+    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
+    from detect_secrets.plugins.jwt import JwtTokenDetector
+    from detect_secrets.plugins.npm import NpmDetector
+    from detect_secrets.plugins.pypi_token import PypiTokenDetector
+    from detect_secrets.plugins.sendgrid import SendGridDetector
+    from detect_secrets.plugins.square_oauth import SquareOAuthDetector
+
+    # detect-secrets' own format patterns, for services the rules above do not name.
+    library_formats = (
+        ("gitlab_token", GitLabTokenDetector(), 0),
+        ("pypi_token", PypiTokenDetector(), 0),
+        ("npm_token", NpmDetector(), 1),
+        ("sendgrid_key", SendGridDetector(), 0),
+        ("square_oauth_secret", SquareOAuthDetector(), 0),
+        ("azure_storage_key", AzureStorageKeyDetector(), 0),
+    )
+    jwt = _rule("jwt", _JWT, is_valid=JwtTokenDetector.is_formally_valid)
+    library_rules = tuple(
+        _Rule(kind, regex, group) for kind, plugin, group in library_formats for regex in plugin.denylist
+    )
+    return _Library(
+        rules=(*_OWN_FORMATS, jwt, *library_rules, *_CONTEXT_RULES),
+        keyword=re.compile("|".join(keyword.DENYLIST)),
+        keyword_any_case=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
+        keyword_rules=(
+            (keyword.FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX, 4),
+            (keyword.FOLLOWED_BY_COLON_REGEX, 4),
+            (keyword.FOLLOWED_BY_EQUAL_SIGNS_REGEX, 5),
+            (keyword.PRECEDED_BY_EQUAL_COMPARISON_SIGNS_QUOTES_REQUIRED_REGEX, 2),
+            (keyword.FOLLOWED_BY_QUOTES_AND_SEMICOLON_REGEX, 3),
+            (keyword.FOLLOWED_BY_ARROW_FUNCTION_SIGN_QUOTES_REQUIRED_REGEX, 4),
+        ),
+        is_indirect_reference=heuristic.is_indirect_reference,
+        is_sequential_string=heuristic.is_sequential_string,
+        is_templated_secret=heuristic.is_templated_secret,
+    )
+
+
 _PLACEHOLDERS: Final = frozenset(
     {
         "null",
@@ -268,14 +280,16 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
 
 def _find(text: str, depth: int) -> list[Span]:
     folded = text.lower()
-    if len(folded) == len(text):
-        keyword, lowered = KEYWORD, folded
-        has_keyword = may_hold_keyword(folded) and keyword.search(folded) is not None
-    else:  # lower() lengthened a character (e.g. U+0130): positions would drift
-        keyword, lowered = _KEYWORD_ANY_CASE, text
-        has_keyword = keyword.search(text) is not None
     has_run = _LONG_RUN.search(text) is not None
     has_format = has_run or "://" in text or "-----BEGIN" in text or "PuTTY-User-Key-File" in text
+    if len(folded) == len(text):
+        if not (has_format or may_hold_keyword(folded)):
+            return []
+        keyword, lowered = library().keyword, folded
+        has_keyword = may_hold_keyword(folded) and keyword.search(folded) is not None
+    else:  # lower() lengthened a character (e.g. U+0130): positions would drift
+        keyword, lowered = library().keyword_any_case, text
+        has_keyword = keyword.search(text) is not None
     if not (has_keyword or has_format):
         return []
     spans: list[Span] = []
@@ -326,7 +340,7 @@ def add_spans(spans: list[Span], found: Iterable[Span]) -> None:
 
 
 def _rule_spans(text: str, folded: str) -> Iterator[Span]:
-    for rule in _RULES:
+    for rule in library().rules:
         if rule.needs and rule.needs not in folded:
             continue
         for match in rule.regex.finditer(text):
@@ -375,10 +389,11 @@ def end_of_line(text: str, pos: int, limit: int | None = None) -> int:
 
 
 def _keyword_values(line: str) -> Iterator[tuple[int, int]]:
-    if is_indirect_reference(line):
+    found_library = library()
+    if found_library.is_indirect_reference(line):
         return
     found: set[tuple[int, int]] = set()
-    for regex, group in _KEYWORD_RULES:
+    for regex, group in found_library.keyword_rules:
         pos = 0
         # search, not finditer: an unquoted value is cut at its first space,
         # and the next assignment on the line may start right after it.
@@ -411,7 +426,8 @@ def _plausible(value: str, lenient: bool) -> bool:
     """Whether a keyword's value looks like a credential rather than prose or a reference."""
     if len(value) < 6 or MARKER_PREFIX in value or value.startswith("$"):
         return False
-    if is_templated_secret(value) or is_sequential_string(value) or len(set(value)) < 3:
+    checks = library()
+    if checks.is_templated_secret(value) or checks.is_sequential_string(value) or len(set(value)) < 3:
         return False
     if value.lower().strip("<>[]{}'\"") in _PLACEHOLDERS:
         return False

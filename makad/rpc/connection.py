@@ -10,7 +10,12 @@ slot per workspace it follows, and still sees each channel's latest revision,
 never an older one after a newer one, and never after a reply it preceded.
 
 One writer at a time drains the outbox: a reply's own task when the connection
-is quiet (no hand-off on the ping path), else a per-connection writer task.
+is quiet (no hand-off on the ping path), else a per-connection writer task. On a
+quiet connection a reply that fits is handed to the socket at once, without
+anyio's send checkpoint: that is one event-loop round trip less per reply, and
+the connection still yields once per request, in anyio's receive (which lets the
+other connections run before it reads: under load the next request is then
+often there already, so the read does not wait).
 Each socket write is at most ``WRITE_CHUNK`` bytes, so a large reply interleaves
 with other connections' work instead of holding the event loop.
 """
@@ -18,6 +23,7 @@ with other connections' work instead of holding the event loop.
 from __future__ import annotations
 
 import itertools
+import socket
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -26,7 +32,7 @@ from typing import Any
 import anyio
 import msgspec
 import structlog
-from anyio.abc import SocketStream
+from anyio.abc import SocketAttribute, SocketStream
 
 from makad.rpc.framing import Framing, encode
 
@@ -60,6 +66,7 @@ class Connection:
     def __init__(self, stream: SocketStream, now: float = 0.0) -> None:
         self.id = next(_ids)
         self._stream = stream
+        self._raw: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
         self.framing: Framing = "ndjson"
         self.closed = False
         self._close_hooks: list[Callable[[Any], None]] = []
@@ -101,12 +108,14 @@ class Connection:
         """Queue one reply and see it written (or wait for room while others write)."""
         if self.closed:
             return
-        frame = encode(self.framing, payload)
+        frame = payload + b"\n" if self.framing == "ndjson" else encode(self.framing, payload)
         if not self._writing and not self._outbox and len(frame) <= WRITE_CHUNK:
             # A quiet connection (every ping's path): straight to the socket.
             self._writing = True
             try:
-                await self._stream.send(frame)
+                sent = self._send_now(frame)
+                if sent < len(frame):  # the socket buffer is full: wait for room
+                    await self._stream.send(frame[sent:])
             except _BROKEN:
                 self.mark_closed()
             finally:
@@ -120,6 +129,15 @@ class Connection:
             await self._drain()
             return
         await self.wait_for_room()
+
+    def _send_now(self, frame: bytes) -> int:
+        """Bytes of ``frame`` the socket took without waiting (0 when it has no room)."""
+        if self._raw is None:
+            return 0
+        try:
+            return self._raw.send(frame)
+        except BlockingIOError:
+            return 0
 
     @property
     def backlogged(self) -> bool:

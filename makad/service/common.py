@@ -50,6 +50,10 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+async def _nothing_to_wait_for() -> None:
+    return None
+
+
 @dataclass
 class Context:
     """Dependencies shared by the domain services."""
@@ -58,6 +62,8 @@ class Context:
     registry: WorkspaceRegistry
     # Called whenever a workspace is used (the watcher starts watching it).
     on_access: Callable[[Workspace], None] = lambda ws: None
+    # Awaited before a workspace is used: the request-only libraries are loaded (makad.warmup).
+    ready: Callable[[], Awaitable[None]] = field(default=_nothing_to_wait_for)
     # Run once per workspace, under its lock, before its first use (crash recovery).
     recovery: list[Callable[[Workspace], Awaitable[None]]] = field(default_factory=list)
     # The test-armed failure points (inert in a real run: makad.faults).
@@ -67,6 +73,7 @@ class Context:
 
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.get(raw)
+        await self.ready()
         if ws.state.settled != ws.ledger.generation:
             await self._settle(ws)
         self.on_access(ws)

@@ -47,6 +47,7 @@ from makad.wire.memory import (
     RestoreBackupResult,
     SetSettingsParams,
     Settings,
+    StateNotModified,
     SubscribeParams,
     SubscribeResult,
     UpdateEntryParams,
@@ -115,9 +116,15 @@ class MemoryService:
 
     # --- reading ------------------------------------------------------------------
 
-    async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState:
+    async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState | StateNotModified:
         ws = await self._ctx.workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
+        if params.if_revision is not None:
+            if ws.lock.locked():  # a write or an ingest is under way: answer after it
+                async with ws.lock:
+                    pass
+            if self._unchanged_since(ws, settings, params.if_revision):
+                return StateNotModified(not_modified=True, revision=params.if_revision)
         notices = workspace_warnings(ws)  # a replaced workspace, a reset ledger
         base: dict[str, Any] = {
             "path": str(ws.memory_path),
@@ -125,11 +132,12 @@ class MemoryService:
             "agent_read_enabled": settings.agent_read_enabled,
             "warnings": notices,
         }
+        if params.include_content:
+            base["content"] = ""  # the ok state's text replaces it
         if not settings.enabled:
             return LocalMemoryState(
                 **base,
                 status="disabled",
-                content="",
                 entry_count=0,
                 latest_entry=None,
                 reason="memory is disabled",
@@ -141,7 +149,6 @@ class MemoryService:
             return LocalMemoryState(
                 **base,
                 status="incognito_blocked",
-                content="",
                 entry_count=0,
                 latest_entry=None,
                 reason="incognito is on: memory is not read",
@@ -151,14 +158,14 @@ class MemoryService:
             )
         try:
             async with ws.lock:
-                await self._files.refresh(ws)
+                if not self._files_unchanged(ws):  # else refresh has nothing to do
+                    await self._files.refresh(ws)
                 await self.apply_decay(ws)
         except (IOFailure, InvalidWorkspace) as exc:  # the contract's error status
             reason = exc.message
             return LocalMemoryState(
                 **base,
                 status="error",
-                content="",
                 entry_count=0,
                 latest_entry=None,
                 reason=reason,
@@ -167,12 +174,13 @@ class MemoryService:
                 pending_count=0,
             )
         revision = await self._ctx.revision(ws)
+        if params.if_revision == revision:  # the files were touched, not changed
+            return StateNotModified(not_modified=True, revision=revision)
         pending_count = sum(1 for s in ws.pending.doc.sections if is_open(s.entry))
         if ws.memory.too_large:
             return LocalMemoryState(
                 **base,
                 status="safe_mode",
-                content="",
                 entry_count=0,
                 latest_entry=None,
                 reason=f"MEMORY.md is {ws.memory.size} bytes, over the "
@@ -193,9 +201,12 @@ class MemoryService:
         if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
             warnings = [*warnings, *await in_thread(file_warnings.misplaced, ws.path)]
         return LocalMemoryState(
-            **{**base, "warnings": [*notices, *warnings]},
+            **{
+                **base,
+                "warnings": [*notices, *warnings],
+                **({"content": content} if params.include_content else {}),
+            },
             status="ok",
-            content=content,
             entry_count=len(active),
             latest_entry=latest,
             reason=None,
@@ -205,6 +216,28 @@ class MemoryService:
             entries=shown,
             confidence=trust,
         )
+
+    @staticmethod
+    def _files_unchanged(ws: Workspace) -> bool:
+        """Both memory files are surely what was last read (stat signatures). Stats on
+        the event loop, as the registry's hot-path check: a worker-thread hop would cost
+        more than the stats."""
+        return ws.memory.unchanged(ws.memory_path) and ws.pending.unchanged(ws.pending_path)
+
+    def _unchanged_since(self, ws: Workspace, settings: Settings, revision: int) -> bool:
+        """Whether a conditional read can answer notModified without reading: the
+        revision is the one asked about (it moves with every change of MEMORY.md, PENDING.md
+        or the settings), nothing holds the lock, no decay is due, and both files still
+        have the stat signature last read, so a user's edit the watcher has not ingested
+        yet goes the full way."""
+        if ws.revision != revision or ws.lock.locked():
+            return False
+        if not settings.enabled or settings.incognito:
+            return True  # nothing is read in these states; the switches bump the revision
+        due = ws.memory.next_expiry
+        if due is not None and now_ms() > due:
+            return False
+        return self._files_unchanged(ws)
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:

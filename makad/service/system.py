@@ -43,9 +43,11 @@ def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
 
 
 class SystemService:
-    def __init__(self, info: DaemonInfo, discover_doc: dict[str, Any]) -> None:
+    def __init__(self, info: DaemonInfo, discover_doc: Callable[[], dict[str, Any]]) -> None:
         self._info = info
-        self._doc = discover_doc
+        # Built on the first rpc.discover: a schema of every method is no start-up work.
+        self._make_doc = discover_doc
+        self._doc: dict[str, Any] | None = None
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -72,6 +74,8 @@ class SystemService:
         )
 
     async def discover(self, params: NoParams, peer: Peer) -> dict[str, Any]:
+        if self._doc is None:
+            self._doc = self._make_doc()
         return self._doc
 
     async def shutdown(self, params: NoParams, peer: Peer) -> ShutdownResult:

@@ -14,6 +14,7 @@ write from a deliberate deletion.
 from __future__ import annotations
 
 import dataclasses
+import os
 import stat as stat_mod
 from collections import deque
 from dataclasses import dataclass, field
@@ -93,6 +94,25 @@ class TrackedFile:
     def forget_signature(self) -> None:
         """Make the next refresh read the file whatever its signature (a save put back)."""
         self.signature = None
+
+    def unchanged(self, path: Path) -> bool:
+        """Whether the file on disk is surely the one last read or written: loaded, its
+        folder not a symlink, and its (inode, size, mtime) what ``refresh`` last saw.
+        Stats only, no read; any doubt is False (``refresh`` then looks properly)."""
+        if not self.loaded:
+            return False
+        name = os.fspath(path)
+        try:
+            if stat_mod.S_ISLNK(os.lstat(os.path.dirname(name)).st_mode):
+                return False
+            st = os.lstat(name)
+        except FileNotFoundError:
+            return self.missing
+        except OSError:
+            return False
+        if self.missing or stat_mod.S_ISLNK(st.st_mode):
+            return False
+        return (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature
 
     def refresh(self, path: Path, max_bytes: int) -> bool:
         """Re-read the file if it changed on disk; True when its content differs from before."""

@@ -14,6 +14,7 @@ import hashlib
 import os
 import stat as stat_mod
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +23,7 @@ import anyio.to_thread
 
 from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
+from makad.faults import UNARMED, Faults
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
@@ -87,15 +89,16 @@ class Workspace:
     # The last revision of the workspace this one replaced: revisions continue after it.
     revision_floor: int = 0
 
-    @property
+    # Computed once: ``path`` never changes, and these are on the path of every read.
+    @cached_property
     def memory_dir(self) -> Path:
         return self.path / MEMORY_DIR
 
-    @property
+    @cached_property
     def memory_path(self) -> Path:
         return self.memory_dir / MEMORY_FILE
 
-    @property
+    @cached_property
     def pending_path(self) -> Path:
         return self.memory_dir / PENDING_FILE
 
@@ -130,8 +133,14 @@ class WorkspaceRegistry:
     again and the workspace re-opened (``makad.store.identity``).
     """
 
-    def __init__(self, data_dir: Path) -> None:
+    def __init__(
+        self,
+        data_dir: Path,
+        *,
+        faults: Faults = UNARMED,  # armed by tests only: handed to each ledger
+    ) -> None:
         self._data_dir = data_dir
+        self._faults = faults
         self._open: dict[Path, Workspace] = {}
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
@@ -212,7 +221,7 @@ class WorkspaceRegistry:
         if found is not None and identity.read_binding(data_dir) != found:
             identity.write_binding(data_dir, found)
         binder = None if found is not None else _Binder(path, data_dir)
-        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder)
+        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder, faults=self._faults)
         workspace = Workspace(
             path=path,
             id=ws_id,

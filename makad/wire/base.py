@@ -36,6 +36,8 @@ class MethodSpec:
 
     name: str
     params: type[Params]
+    # A type, or a tuple of Structs when the result is one of them (told apart by their
+    # fields: the OpenRPC document lists them as anyOf).
     result: Any
     summary: str
     errors: tuple[type[MakadError], ...] = field(default=())

@@ -43,14 +43,22 @@ class SetSettingsParams(WorkspaceParams):
 
 
 class ReadStateParams(WorkspaceParams):
-    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence."""
+    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence.
+
+    ``ifRevision``: a conditional read. When the workspace's revision is still this one
+    (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
+    disk first), the reply is ``{notModified: true, revision}`` without the state.
+    ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
+    """
 
     include_entries: bool = False
     include_archived: bool = False
     include_confidence: bool = False
+    include_content: bool = True
+    if_revision: int | None = None
 
 
-class LocalMemoryState(Result):
+class LocalMemoryState(Result, kw_only=True):
     """The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
 
     ``warnings`` tells what the read found without failing: ``not_utf8`` names each
@@ -67,7 +75,8 @@ class LocalMemoryState(Result):
     enabled: bool
     agent_read_enabled: bool
     status: MemoryStatus
-    content: str
+    # Left out when asked with ``includeContent: false``.
+    content: str | UnsetType = UNSET
     entry_count: int
     latest_entry: Entry | None
     reason: str | None
@@ -77,6 +86,13 @@ class LocalMemoryState(Result):
     entries: list[Entry] | None = None
     warnings: list[Warning] = []
     confidence: dict[str, Confidence] | None = None
+
+
+class StateNotModified(Result, kw_only=True):
+    """The answer to ``read_state {ifRevision}`` when nothing changed since that revision."""
+
+    not_modified: Literal[True]
+    revision: int
 
 
 class AddEntryParams(WorkspaceParams):
@@ -171,9 +187,10 @@ METHODS: list[MethodSpec] = [
     MethodSpec(
         "read_state",
         ReadStateParams,
-        LocalMemoryState,
+        (LocalMemoryState, StateNotModified),
         "The state of MEMORY.md: status, content, counts, revision and (optionally) "
-        "its entries. disabled and incognito_blocked read nothing.",
+        "its entries. disabled and incognito_blocked read nothing. With ifRevision, "
+        "{notModified: true, revision} when nothing changed since that revision.",
         errors=(*_WS, IOFailure),
     ),
     MethodSpec(

@@ -11,7 +11,17 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-ALL = ["startup", "rpc", "read_state", "watch", "ledger", "build_context", "memory_format", "imports"]
+ALL = [
+    "startup",
+    "rpc",
+    "read_state",
+    "watch",
+    "ledger",
+    "appends",
+    "build_context",
+    "memory_format",
+    "imports",
+]
 # Run only when named: they need tools CI does not have (valgrind).
 OPTIONAL = ["build_context_instructions"]
 

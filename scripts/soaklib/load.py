@@ -109,6 +109,8 @@ class LoadClient:
         self.call_id: str | None = None
         self.counter = 0
         self.called: set[str] = set()
+        # The revision of the last full read_state: the next poll may ask ifRevision.
+        self.seen_revision: int | None = None
 
     # --- plumbing ---------------------------------------------------------------
 
@@ -268,11 +270,19 @@ class LoadClient:
         )
 
     async def read_state(self) -> None:
-        state = await self.call(
-            "read_state", {"workspace": self.home, "includeEntries": self.rng.random() < 0.5}
-        )
+        params: dict[str, Any] = {"workspace": self.home, "includeEntries": self.rng.random() < 0.5}
+        if self.seen_revision is not None and self.rng.random() < 0.5:  # a UI's conditional poll
+            params["ifRevision"] = self.seen_revision
+            params["includeContent"] = self.rng.random() < 0.5
+        state = await self.call("read_state", params)
+        if state is not None and state.get("notModified"):
+            if state != {"notModified": True, "revision": params.get("ifRevision")}:
+                self.stats.surprise("read_state:not_modified_shape", str(state))
+            return
         if state is not None and state["status"] != "ok":
             self.stats.surprise(f"read_state:status:{state['status']}", str(state["reason"]))
+        if state is not None:
+            self.seen_revision = state["revision"]
 
     async def add_or_delete(self) -> None:
         if len(self.entries) >= MAX_OWN_ENTRIES:

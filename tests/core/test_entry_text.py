@@ -6,7 +6,7 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from makad.core.entry_text import MARKDOWN, escape, join_content, prepare, unescape
+from makad.core.entry_text import escape, join_content, markdown, prepare, unescape
 from makad.core.memory_format import entries, new_document, parse, render, upsert
 from makad.core.types import Entry
 
@@ -111,7 +111,7 @@ def test_prepare_is_idempotent_and_defines_no_references(content: str) -> None:
     prepared = prepare(content)
     assert prepare(prepared.content) == prepared
     env: dict[str, object] = {}
-    MARKDOWN.parse(_written(content), env)
+    markdown().parse(_written(content), env)
     assert not env.get("references")
 
 

@@ -26,7 +26,13 @@ def test_bench_quick_prints_every_key() -> None:
         entry = report["rpc"]["conns"][conns]
         assert {"echo_rps", "ping_rps", "ratio", "p50_ms", "p99_ms"} <= set(entry)
         assert entry["ping_rps"] > 0 and entry["echo_rps"] > 0
-    assert {"entries", "rps", "ping_rps", "ratio"} <= set(report["read_state"])
+    assert {"entries", "rps", "ping_rps", "ratio", "conditional", "summary_ratio"} <= set(
+        report["read_state"]
+    )
+    assert {"ratio", "rps", "p99_ms"} <= set(report["read_state"]["conditional"])
+    appends = report["appends"]
+    assert {"calls_per_s", "sqlite_baseline_eps", "ratio", "conns"} <= set(appends)
+    assert appends["stored"] is True and appends["calls_per_s"] > 0
     assert {"p50_ms", "p99_ms", "n"} <= set(report["watch"])
     assert {"batched_eps", "single_eps", "sqlite_baseline_eps", "ratio", "search_p95_ms_1m"} <= set(
         report["ledger"]

@@ -140,10 +140,10 @@ def test_the_window_holds_for_matches_added_after_their_terms_were_counted(
     """Term counts are cached; events that match after the count still make the window apply."""
     monkeypatch.setattr(ledger_module, "SEARCH_WINDOW", 3)
     ledger.open_session("s", now=1)
-    ledger.append_events("s", [NewEvent(type="note", text=f"filler {i}") for i in range(100)])
-    ledger.append_events("s", [NewEvent(type="note", text="kiwi") for _ in range(2)])
+    ledger.append_events("s", [EventInput(type="note", text=f"filler {i}") for i in range(100)])
+    ledger.append_events("s", [EventInput(type="note", text="kiwi") for _ in range(2)])
     assert len(ledger.search_events_ranked("kiwi plum", limit=10, rare_only=True)) == 2
-    ledger.append_events("s", [NewEvent(type="note", text="kiwi") for _ in range(4)])
+    ledger.append_events("s", [EventInput(type="note", text="kiwi") for _ in range(4)])
     found = ledger.search_events_ranked("kiwi plum", limit=10, rare_only=True)
     assert sorted(hit.event.seq for hit in found) == [104, 105, 106]
 

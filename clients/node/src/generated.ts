@@ -476,7 +476,7 @@ export interface LocalMemoryState {
   enabled: boolean;
   agentReadEnabled: boolean;
   status: "disabled" | "error" | "incognito_blocked" | "ok" | "safe_mode";
-  content: string;
+  content?: string;
   entryCount: number;
   latestEntry: Entry | null;
   reason: string | null;
@@ -635,7 +635,14 @@ export interface ReadEventsResult {
   hasMore: boolean;
 }
 
-/** ``includeConfidence`` (with ``includeEntries``): also each entry's confidence. */
+/**
+ * ``includeConfidence`` (with ``includeEntries``): also each entry's confidence.
+ *
+ * ``ifRevision``: a conditional read. When the workspace's revision is still this one
+ * (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
+ * disk first), the reply is ``{notModified: true, revision}`` without the state.
+ * ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
+ */
 export interface ReadStateParams {
   workspace: string;
   /** @default false */
@@ -644,6 +651,10 @@ export interface ReadStateParams {
   includeArchived?: boolean;
   /** @default false */
   includeConfidence?: boolean;
+  /** @default true */
+  includeContent?: boolean;
+  /** @default null */
+  ifRevision?: number | null;
 }
 
 /**
@@ -893,6 +904,12 @@ export interface Skipped {
   message: string;
 }
 
+/** The answer to ``read_state {ifRevision}`` when nothing changed since that revision. */
+export interface StateNotModified {
+  notModified: true;
+  revision: number;
+}
+
 export interface StatusResult {
   version: string;
   pid: number;
@@ -1074,7 +1091,7 @@ export interface Methods {
     result: Settings;
     errors: "invalid_workspace" | "io_error";
   };
-  /** The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing. */
+  /** The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing. With ifRevision, {notModified: true, revision} when nothing changed since that revision. */
   read_state: {
     params: {
       workspace: string;
@@ -1084,8 +1101,12 @@ export interface Methods {
       includeArchived?: boolean;
       /** @default false */
       includeConfidence?: boolean;
+      /** @default true */
+      includeContent?: boolean;
+      /** @default null */
+      ifRevision?: number | null;
     };
-    result: LocalMemoryState;
+    result: LocalMemoryState | StateNotModified;
     errors: "invalid_workspace" | "io_error";
   };
   /** The user's own new entry (origin manual, active at once, secrets redacted). */

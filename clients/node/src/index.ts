@@ -26,4 +26,5 @@ export {
 export { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 export { remoteErrorFrom } from "./remote.js";
 export { defaultSocketPath, type SocketPathContext } from "./socket-path.js";
+export { StatePoller } from "./state-poll.js";
 export * from "./generated.js";

@@ -3,5 +3,14 @@
 from maka.aclient import AsyncClient
 from maka.client import Client
 from maka.errors import DaemonUnavailable, MakaError, RemoteError
+from maka.state_poll import AsyncStatePoller, StatePoller
 
-__all__ = ["AsyncClient", "Client", "DaemonUnavailable", "MakaError", "RemoteError"]
+__all__ = [
+    "AsyncClient",
+    "AsyncStatePoller",
+    "Client",
+    "DaemonUnavailable",
+    "MakaError",
+    "RemoteError",
+    "StatePoller",
+]

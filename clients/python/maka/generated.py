@@ -503,7 +503,7 @@ class LocalMemoryState(TypedDict):
     enabled: bool
     agentReadEnabled: bool
     status: Literal["disabled", "error", "incognito_blocked", "ok", "safe_mode"]
-    content: str
+    content: NotRequired[str]
     entryCount: int
     latestEntry: Entry | None
     reason: str | None
@@ -668,7 +668,13 @@ class ReadEventsResult(TypedDict):
 
 
 class ReadStateParams(TypedDict):
-    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence."""
+    """``includeConfidence`` (with ``includeEntries``): also each entry's confidence.
+
+    ``ifRevision``: a conditional read. When the workspace's revision is still this one
+    (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
+    disk first), the reply is ``{notModified: true, revision}`` without the state.
+    ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
+    """
 
     workspace: str
     # default: false
@@ -677,6 +683,10 @@ class ReadStateParams(TypedDict):
     includeArchived: NotRequired[bool]
     # default: false
     includeConfidence: NotRequired[bool]
+    # default: true
+    includeContent: NotRequired[bool]
+    # default: null
+    ifRevision: NotRequired[int | None]
 
 
 class RecordEpisodeParams(TypedDict):
@@ -931,6 +941,13 @@ class Skipped(TypedDict):
     message: str
 
 
+class StateNotModified(TypedDict):
+    """The answer to ``read_state {ifRevision}`` when nothing changed since that revision."""
+
+    notModified: Literal[True]
+    revision: int
+
+
 class StatusResult(TypedDict):
     version: str
     pid: int
@@ -1094,6 +1111,10 @@ class ReadStateArgs(TypedDict):
     includeArchived: NotRequired[bool]
     # default: false
     includeConfidence: NotRequired[bool]
+    # default: true
+    includeContent: NotRequired[bool]
+    # default: null
+    ifRevision: NotRequired[int | None]
 
 
 class AddEntryArgs(TypedDict):
@@ -1539,12 +1560,12 @@ class Methods:
         """
         return cast("Settings", self._call("set_settings", dict(params)))
 
-    def read_state(self, **params: Unpack[ReadStateArgs]) -> LocalMemoryState:
-        """The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing.
+    def read_state(self, **params: Unpack[ReadStateArgs]) -> LocalMemoryState | StateNotModified:
+        """The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing. With ifRevision, {notModified: true, revision} when nothing changed since that revision.
 
         Errors: invalid_workspace, io_error.
         """
-        return cast("LocalMemoryState", self._call("read_state", dict(params)))
+        return cast("LocalMemoryState | StateNotModified", self._call("read_state", dict(params)))
 
     def add_entry(self, **params: Unpack[AddEntryArgs]) -> EntryResult:
         """The user's own new entry (origin manual, active at once, secrets redacted).
@@ -1851,12 +1872,12 @@ class AsyncMethods:
         """
         return cast("Settings", await self._call("set_settings", dict(params)))
 
-    async def read_state(self, **params: Unpack[ReadStateArgs]) -> LocalMemoryState:
-        """The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing.
+    async def read_state(self, **params: Unpack[ReadStateArgs]) -> LocalMemoryState | StateNotModified:
+        """The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing. With ifRevision, {notModified: true, revision} when nothing changed since that revision.
 
         Errors: invalid_workspace, io_error.
         """
-        return cast("LocalMemoryState", await self._call("read_state", dict(params)))
+        return cast("LocalMemoryState | StateNotModified", await self._call("read_state", dict(params)))
 
     async def add_entry(self, **params: Unpack[AddEntryArgs]) -> EntryResult:
         """The user's own new entry (origin manual, active at once, secrets redacted).

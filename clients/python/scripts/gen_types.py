@@ -76,7 +76,8 @@ def union(types: list[str]) -> str:
 
 
 def literal(values: list[Any]) -> str:
-    inner = [json.dumps(v) for v in values if v is not None]
+    # repr, not JSON: a boolean literal is Python's True/False (strings and numbers agree).
+    inner = [repr(v) if isinstance(v, bool) else json.dumps(v) for v in values if v is not None]
     out = [f"Literal[{', '.join(inner)}]"] if inner else []
     if None in values:
         out.append("None")

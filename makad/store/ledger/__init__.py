@@ -8,6 +8,7 @@ module, each a mixin over the connection/transaction helper ``LedgerBase``:
   durability, and recovery from a damaged file (``recovery``);
 - ``schema``: the tables and their migrations; ``rows``/``records``: what rows become;
 - ``sessions``: sessions and events — append, read, retrieve, verify, forget;
+- ``group_commit``: concurrent appends share one transaction and one fsync;
 - ``search``: BM25 over the events and the memory index;
 - ``turns``: working state, build_context manifests, compaction checkpoints;
 - ``lineage``: memory lineage, rejections, intents, request records;
@@ -26,8 +27,10 @@ from typing import Any
 
 import msgspec
 
+from makad.faults import UNARMED, Faults
 from makad.store.ledger.base import Synchronous, now_ms
 from makad.store.ledger.episodes import EpisodesArea
+from makad.store.ledger.group_commit import GroupCommitArea
 from makad.store.ledger.lineage import LineageArea
 from makad.store.ledger.recovery import recovering
 from makad.store.ledger.schema import SEARCH_TEXT_VERSION
@@ -38,7 +41,7 @@ __all__ = ["Ledger", "Synchronous", "now_ms"]
 
 
 @recovering(skip=frozenset({"close"}))
-class Ledger(SearchArea, TurnsArea, LineageArea, EpisodesArea):
+class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea):
     """One workspace's SQLite ledger. Thread-safe; every method is blocking IO.
 
     A corrupt database is moved aside and replaced by a fresh one, at open or at
@@ -46,6 +49,8 @@ class Ledger(SearchArea, TurnsArea, LineageArea, EpisodesArea):
     ``resets`` lists those, ``generation`` counts them.
     ``before_first_write`` runs (under the write lock) before the first write
     until it returns True: the workspace binds its identity there.
+    ``faults`` (armed by tests only, ``makad.faults``) may kill the process between the
+    steps of ``group_commit``.
     """
 
     def __init__(
@@ -54,8 +59,9 @@ class Ledger(SearchArea, TurnsArea, LineageArea, EpisodesArea):
         *,
         synchronous: Synchronous = "FULL",
         before_first_write: Callable[[], bool] | None = None,
+        faults: Faults = UNARMED,
     ) -> None:
-        super().__init__(path, synchronous=synchronous, before_first_write=before_first_write)
+        super().__init__(path, synchronous=synchronous, before_first_write=before_first_write, faults=faults)
         if self._meta("search_text_version") != SEARCH_TEXT_VERSION:
             self.rebuild_search_index()
 

@@ -14,6 +14,7 @@ virtio disk, ~200-character events), idle / with a neighbour loading the disk:
 one-event transactions 2.9k / 0.3k per second vs 7.5k / 3.6k. An agent appends
 a turn at a time, at most a few per second, so FULL's fsync per commit is
 affordable; ``synchronous="NORMAL"`` is a constructor option for bulk imports.
+Concurrent appends share one commit and its fsync (``group_commit``).
 
 A corrupt database is moved aside and replaced by a fresh one, at open or at
 the first call that meets the damage (``makad.store.ledger.recovery``).

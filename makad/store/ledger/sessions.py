@@ -9,7 +9,9 @@ Session ids and refs: ``makad.core.refs``; the chain: ``makad.core.chain``.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -163,56 +165,14 @@ class SessionsArea(LedgerBase):
             raise TooLarge("too many events in one call", limit=MAX_APPEND_EVENTS, count=len(events))
         at = now_ms() if now is None else now
         drafts = [(e := prepare_event(new, at), search_body(e)) for new in events]
+        return self._commit_append(
+            PreparedAppend(session_id, drafts, expected_seq, request_id, redactions, at)
+        )
+
+    def _commit_append(self, append: PreparedAppend) -> AppendResult:
+        """One transaction for this append (``group_commit`` shares one among concurrent appends)."""
         with self._writing() as conn:
-            if request_id is not None:
-                replay = replay_request(conn, request_id, "append_events", AppendResult)
-                if replay is not None:
-                    return replay
-            head = session_row(conn, session_id)
-            last_seq, last_hash, closed_at = int(head[5]), str(head[6]), head[3]
-            if closed_at is not None:
-                raise Conflict("the session is closed", sessionId=session_id, reason="closed")
-            if expected_seq is not None and expected_seq != last_seq:
-                raise Conflict(
-                    "the session has moved on",
-                    sessionId=session_id,
-                    expectedSeq=expected_seq,
-                    currentSeq=last_seq,
-                )
-            (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
-            rows: list[tuple[Any, ...]] = []
-            bodies: list[tuple[int, str]] = []
-            chain = last_hash
-            for offset, (event, body) in enumerate(drafts):
-                event.session_id = session_id
-                event.seq = last_seq + 1 + offset
-                chain = event.hash = event_hash(chain, event)
-                rows.append((next_id + offset, *event_values(event)))
-                bodies.append((next_id + offset, body))
-            conn.executemany(
-                f"INSERT INTO events (id, {EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                rows,
-            )
-            conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
-            result = AppendResult(
-                first_seq=last_seq + 1, last_seq=last_seq + len(drafts), redactions=redactions
-            )
-            conn.execute(
-                "UPDATE sessions SET last_seq = ?, last_hash = ?, event_count = event_count + ?"
-                " WHERE session_id = ?",
-                (result.last_seq, chain, len(drafts), session_id),
-            )
-            if request_id is not None:
-                store_request(
-                    conn,
-                    RequestRecord(
-                        request_id=request_id,
-                        method="append_events",
-                        result=msgspec.json.encode(result),
-                    ),
-                    at,
-                )
-        return result
+            return apply_append(conn, append)
 
     def read_events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Event]:
         """Events with seq > ``after_seq``, in order, at most ``limit`` of them."""
@@ -294,3 +254,67 @@ class SessionsArea(LedgerBase):
             )
             bad = first_bad_seq((event_row(row) for row in cursor), info.last_seq, info.last_hash)
         return bad is None, bad
+
+
+@dataclass(frozen=True)
+class PreparedAppend:
+    """An ``append_events`` call checked and its events hashed-to-be, ready for a transaction."""
+
+    session_id: str
+    drafts: list[tuple[Event, str]]  # each event and its search body
+    expected_seq: int | None
+    request_id: str | None
+    redactions: int
+    at: int
+
+
+def apply_append(conn: sqlite3.Connection, append: PreparedAppend) -> AppendResult:
+    """Run one append inside the caller's write transaction (nothing is committed here).
+
+    Refusals (``Conflict``: closed, moved on; ``NotFound``) are raised before anything
+    of this append is written."""
+    session_id, expected_seq, request_id = append.session_id, append.expected_seq, append.request_id
+    if request_id is not None:
+        replay = replay_request(conn, request_id, "append_events", AppendResult)
+        if replay is not None:
+            return replay
+    head = session_row(conn, session_id)
+    last_seq, last_hash, closed_at = int(head[5]), str(head[6]), head[3]
+    if closed_at is not None:
+        raise Conflict("the session is closed", sessionId=session_id, reason="closed")
+    if expected_seq is not None and expected_seq != last_seq:
+        raise Conflict(
+            "the session has moved on",
+            sessionId=session_id,
+            expectedSeq=expected_seq,
+            currentSeq=last_seq,
+        )
+    (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
+    rows: list[tuple[Any, ...]] = []
+    bodies: list[tuple[int, str]] = []
+    link = last_hash
+    for offset, (event, body) in enumerate(append.drafts):
+        event.session_id = session_id
+        event.seq = last_seq + 1 + offset
+        link = event.hash = event_hash(link, event)
+        rows.append((next_id + offset, *event_values(event)))
+        bodies.append((next_id + offset, body))
+    conn.executemany(
+        f"INSERT INTO events (id, {EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        rows,
+    )
+    conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
+    result = AppendResult(
+        first_seq=last_seq + 1, last_seq=last_seq + len(append.drafts), redactions=append.redactions
+    )
+    conn.execute(
+        "UPDATE sessions SET last_seq = ?, last_hash = ?, event_count = event_count + ? WHERE session_id = ?",
+        (result.last_seq, link, len(append.drafts), session_id),
+    )
+    if request_id is not None:
+        store_request(
+            conn,
+            RequestRecord(request_id=request_id, method="append_events", result=msgspec.json.encode(result)),
+            append.at,
+        )
+    return result

@@ -1,0 +1,171 @@
+"""Group commit: concurrent ``append_events`` calls share one transaction and one fsync.
+
+With ``synchronous=FULL`` every commit fsyncs the WAL, and the fsync, not the SQL, is
+what a one-event append costs. So appends queue here (first come, first served), and
+the call at the head of the queue leads: once it holds the write lock it takes every
+append queued behind it (up to ``MAX_GROUP_CALLS`` calls and ``MAX_APPEND_EVENTS``
+events), runs them one after the other in one ``BEGIN IMMEDIATE`` transaction, commits
+once, and only then wakes the others with their results. While its fsync runs the next
+group queues up, so a lone caller waits for nobody and a busy ledger commits as often
+as its disk allows. (FTS5 also writes a segment per transaction: measured in-process,
+a one-event commit costs ~0.7 ms of CPU even without the fsync, and a group shares it.)
+
+What each caller sees is what it would have seen alone, in queue order:
+
+- Each append runs inside a savepoint. A refused one (``Conflict``: closed, moved on;
+  ``NotFound``) leaves nothing of itself and gets its error; the others go on. An
+  ``expectedSeq`` is checked against the session as the appends before it in the
+  group left it, so two calls expecting the same seq still have exactly one winner.
+- Any other failure inside a group of two or more (a SQLite error, a damaged record)
+  rolls the whole transaction back and every call of the group runs again alone, so
+  each gets its own error and recovery (``recovering``) exactly as without grouping.
+- A failed COMMIT fails every call of the group with that error (nothing was
+  acknowledged; the guard of each call recovers from a corrupt file and retries).
+- Nobody is answered before the COMMIT returned: an acknowledged append is durable.
+
+Fault points (tests only, ``MAKAD_FAULT_POINT``): ``append_group_before_commit`` and
+``append_group_after_commit`` kill the process inside a group of two calls or more.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections import deque
+from dataclasses import dataclass
+from typing import Any, Final
+
+from makad.core.chain import MAX_APPEND_EVENTS
+from makad.core.types import AppendResult
+from makad.errors import Conflict, NotFound
+from makad.faults import UNARMED, Faults
+from makad.store.ledger.sessions import PreparedAppend, SessionsArea, apply_append
+
+MAX_GROUP_CALLS: Final = 64
+# The refusals an append makes before writing anything of its own (see apply_append).
+REFUSALS: Final = (Conflict, NotFound)
+
+
+@dataclass(eq=False)
+class _Queued:
+    append: PreparedAppend
+    result: AppendResult | None = None
+    error: BaseException | None = None
+    done: bool = False
+
+    def outcome(self) -> AppendResult:
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+class _RunAlone(Exception):
+    """Raised inside a group's transaction to roll it all back (see the module docstring)."""
+
+
+class GroupCommitArea(SessionsArea):
+    """``append_events`` through a queue whose head commits for everyone queued (see above)."""
+
+    def __init__(self, *args: Any, faults: Faults = UNARMED, **kwargs: Any) -> None:
+        self._append_queue: deque[_Queued] = deque()
+        self._append_turn = threading.Condition(threading.Lock())
+        self._faults = faults
+        # Commits that stored appends, and how many appends they stored (more than one a
+        # commit: appends were grouped).
+        self.append_commits = 0
+        self.appends_committed = 0
+        super().__init__(*args, **kwargs)
+
+    def _commit_append(self, append: PreparedAppend) -> AppendResult:
+        mine = _Queued(append)
+        with self._append_turn:
+            self._append_queue.append(mine)
+            while not mine.done and self._append_queue[0] is not mine:
+                self._append_turn.wait()
+            if mine.done:
+                return mine.outcome()
+        group = [mine]
+        try:
+            group = self._lead(mine)
+        finally:
+            with self._append_turn:
+                for queued in group:  # the group is the head of the queue
+                    queued.done = True
+                    self._append_queue.popleft()
+                self._append_turn.notify_all()
+        return mine.outcome()
+
+    def _lead(self, mine: _Queued) -> list[_Queued]:
+        """Commit ``mine`` (the head of the queue) with the appends queued behind it, and
+        give each its result or error; the group. The group is taken once the write lock
+        is held, so the appends that queued while another write ran join it."""
+        group = [mine]
+        outcomes: list[tuple[AppendResult | None, BaseException | None]] = []
+        try:
+            with self._writing() as conn:
+                with self._append_turn:
+                    group = self._next_group()
+                try:
+                    for queued in group:
+                        outcomes.append(_apply_in_savepoint(conn, queued.append))
+                except Exception as exc:
+                    if len(group) == 1:
+                        raise  # its own error, as without grouping
+                    raise _RunAlone from exc
+                if len(group) > 1:
+                    self._faults.crash("append_group_before_commit")
+        except _RunAlone:
+            for queued in group:
+                self._run_alone(queued)
+            return group
+        except BaseException as exc:  # the commit failed: no append of the group is answered
+            for queued in group:
+                queued.result, queued.error = None, exc
+            return group
+        for queued, (result, error) in zip(group, outcomes, strict=True):
+            queued.result, queued.error = result, error
+        committed = sum(result is not None for result, _ in outcomes)
+        if committed:
+            self._count_commit(committed)
+        if len(group) > 1:
+            self._faults.crash("append_group_after_commit")
+        return group
+
+    def _next_group(self) -> list[_Queued]:
+        """The head of the queue and the appends behind it that fit (``_append_turn`` held)."""
+        group = [self._append_queue[0]]
+        events = len(group[0].append.drafts)
+        for queued in list(self._append_queue)[1:MAX_GROUP_CALLS]:
+            events += len(queued.append.drafts)
+            if events > MAX_APPEND_EVENTS:
+                break
+            group.append(queued)
+        return group
+
+    def _run_alone(self, queued: _Queued) -> None:
+        queued.result = queued.error = None
+        try:
+            queued.result = super()._commit_append(queued.append)
+            self._count_commit(1)
+        except BaseException as exc:  # this caller's own error, raised in its thread
+            queued.error = exc
+
+    def _count_commit(self, appends: int) -> None:
+        self.append_commits += 1
+        self.appends_committed += appends
+
+
+def _apply_in_savepoint(
+    conn: sqlite3.Connection, append: PreparedAppend
+) -> tuple[AppendResult | None, BaseException | None]:
+    """One append of a group: its result, or its refusal with nothing of it left."""
+    conn.execute("SAVEPOINT one_append")
+    try:
+        result = apply_append(conn, append)
+    except REFUSALS as exc:
+        conn.execute("ROLLBACK TO one_append")
+        conn.execute("RELEASE one_append")
+        return None, exc
+    conn.execute("RELEASE one_append")
+    return result, None
