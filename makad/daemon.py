@@ -187,6 +187,7 @@ def build_app(info: DaemonInfo) -> App:
     sessions = Sessions(ctx)
     notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, memory_files, sessions)
+    info.context_paths = context.path_counts
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals)
     ctx.hooks = EpisodeHooks(episodes)
