@@ -29,6 +29,7 @@ from makad import __version__, heap, logs, systemd
 from makad import openrpc as openrpc_doc
 from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
+from makad.service import curator
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
@@ -188,6 +189,8 @@ def build_app(info: DaemonInfo) -> App:
     notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, memory_files, sessions)
     info.context_paths = context.path_counts
+    if settings.curator.configured:
+        curator.prepare_in_background()
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals)
     ctx.hooks = EpisodeHooks(episodes)
