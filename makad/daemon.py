@@ -31,6 +31,7 @@ from makad.core.episodes import Threshold
 from makad.faults import Faults
 from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
+from makad.service import curator
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
@@ -198,6 +199,9 @@ def build_app(info: DaemonInfo) -> App:
     sessions = Sessions(ctx)
     notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, memory_files, sessions)
+    info.context_paths = context.path_counts
+    if settings.curator.configured:
+        curator.prepare_in_background()
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals, evidence)
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)

@@ -28,8 +28,24 @@ DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
 DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
+DEFAULT_CURATOR_TIMEOUT_MS = 1_500
 # AF_UNIX sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
+
+
+@dataclass(frozen=True)
+class CuratorSettings:
+    """Where the LLM curator's OpenAI-compatible endpoint is (``url``: the base before
+    ``/chat/completions``); unset when ``url`` or ``model`` is empty."""
+
+    url: str = ""
+    model: str = ""
+    api_key: str | None = None
+    timeout_ms: int = DEFAULT_CURATOR_TIMEOUT_MS
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.url and self.model)
 
 
 @dataclass(frozen=True)
@@ -50,6 +66,7 @@ class DaemonSettings:
     fault_point: str | None = None
     # Test-only: fail memory-file writes as if the disk were full.
     fault_disk_full: bool = False
+    curator: CuratorSettings = CuratorSettings()
 
     @property
     def lock_path(self) -> Path:
@@ -174,4 +191,22 @@ def load(
         ),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
+        curator=_curator(env),
+    )
+
+
+def _curator(env: dict[str, str]) -> CuratorSettings:
+    """``MAKAD_CURATOR_URL``, ``_MODEL``, ``_API_KEY`` (or ``_API_KEY_FILE``), ``_TIMEOUT_MS``."""
+    key = env.get("MAKAD_CURATOR_API_KEY") or None
+    key_file = env.get("MAKAD_CURATOR_API_KEY_FILE")
+    if key is None and key_file:
+        try:
+            key = Path(key_file).expanduser().read_text(encoding="utf-8").strip() or None
+        except OSError as exc:
+            raise SystemExit(f"makad: MAKAD_CURATOR_API_KEY_FILE cannot be read: {exc.strerror}") from exc
+    return CuratorSettings(
+        url=(env.get("MAKAD_CURATOR_URL") or "").strip().rstrip("/"),
+        model=(env.get("MAKAD_CURATOR_MODEL") or "").strip(),
+        api_key=key,
+        timeout_ms=_int_env(env, "MAKAD_CURATOR_TIMEOUT_MS", DEFAULT_CURATOR_TIMEOUT_MS),
     )

@@ -15,7 +15,8 @@ what became of it. Reasons a candidate is left out: ``disabled`` (memory reads
 are off for this call), ``excluded`` (its kind is not in ``include``),
 ``scope`` (scoped to another session), ``archived``, ``inactive`` (draft or
 under review), ``expired`` (past its decay TTL), ``duplicate``,
-``irrelevant``, ``already_shown`` (shown in this session since its last
+``irrelevant``, ``not_selected`` (a strategy's selection left it out: see
+``makad.core.strategies``), ``already_shown`` (shown in this session since its last
 compaction and unchanged), ``top_k``, ``session_cap`` (see
 ``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a query)
 and ``in_history`` (the event is still in this session's live history).
@@ -290,11 +291,16 @@ def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
 
 
 def _event_exclusion(inputs: ContextInputs) -> Callable[[Event], str | None]:
-    """Why an event cannot be recalled in this call, if it cannot."""
+    """Why an event cannot be recalled in this call, if it cannot.
+
+    With a selection, recall needs no query (the selection chose) and an event
+    it does not name is ``not_selected``.
+    """
     reason = None
+    selected = frozenset(inputs.selection) if inputs.selection is not None else None
     if "recall" not in inputs.include:
         reason = "excluded"
-    elif not query_terms(inputs.query):
+    elif selected is None and not query_terms(inputs.query):
         reason = "no_query"
     session_id = inputs.session_id
     horizon = inputs.checkpoint.coverage.to_seq if inputs.checkpoint is not None else 0
@@ -302,6 +308,8 @@ def _event_exclusion(inputs: ContextInputs) -> Callable[[Event], str | None]:
     def exclusion(event: Event) -> str | None:
         if reason is None and event.session_id == session_id and event.seq > horizon:
             return "in_history"
+        if reason is None and selected is not None and event_ref(event.session_id, event.seq) not in selected:
+            return "not_selected"
         return reason
 
     return exclusion
@@ -439,6 +447,10 @@ class _RecallBuilder:
                 eligible.append(hit)
             seen.add(key)
         self._ranked = rank_events(inputs.recall_hits, inputs.query or "", inputs.now_ms, eligible=eligible)
+        if inputs.selection is not None:
+            order = {ref: at for at, ref in enumerate(inputs.selection)}
+            last = len(order)
+            self._ranked.sort(key=lambda r: order.get(event_ref(r.event.session_id, r.event.seq), last))
 
     def build(self, cap: int) -> Built:
         if not self._ranked:

@@ -118,6 +118,29 @@ class Skipped(_Wire):
     message: str
 
 
+class CuratorTrace(_Wire):
+    """What the LLM curator was offered, what it answered, and what became of it.
+
+    ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``failed``
+    (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
+    ``unparseable``, ``empty``, ``no_known_refs``), ``gated`` (nothing was sent:
+    agent reads off, workspace or session incognito) or ``unconfigured`` (no
+    ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``). ``selected``: the offered refs
+    it chose, in its order; ``ignored``: refs it named that it was not offered.
+    """
+
+    model: str
+    shadow: bool
+    status: Literal["ok", "failed", "gated", "unconfigured"]
+    reason: str | None = None
+    offered: int = 0
+    selected: list[str] = []
+    ignored: list[str] = []
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
 class Trace(_Wire):
     """Why the pack looks the way it does.
 
@@ -134,10 +157,16 @@ class Trace(_Wire):
       check (``dropped["tampered"]`` counts them);
     - ``skipped``: sources left out whole (memory in safe mode, unreadable);
     - ``memory_session_bytes``: memory shown in this session since its last
-      compaction, this call included (the cumulative cap's measure).
+      compaction, this call included (the cumulative cap's measure);
+    - ``path``: ``fast`` (nothing ranked or cut), ``bounded`` (ranked or cut to
+      the budget), ``slow`` (the LLM curator's pick was used) or ``fallback``
+      (the curator was asked for and failed or was gated: the deterministic pack,
+      ``curator.reason`` says why);
+    - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
+    - ``curator``: the curator's part, when a curator strategy ran.
     """
 
-    path: Literal["fast", "bounded"]
+    path: Literal["fast", "bounded", "slow", "fallback"]
     candidates: list[TraceCandidate]
     dropped: dict[str, int]
     allocation: list[Allocation]
@@ -148,6 +177,8 @@ class Trace(_Wire):
     tampered: list[str] = []
     skipped: list[Skipped] = []
     memory_session_bytes: int = 0
+    strategy: str = "deterministic"
+    curator: CuratorTrace | None = None
 
 
 class ContextPack(_Wire):
@@ -259,6 +290,7 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     - ``live_history_tokens``: the estimated size of the whole live history
       (e.g. ``SUM(tokens)`` after the checkpoint) when only a tail is passed;
       ``None`` means ``history`` is the whole live history.
+    - ``selection``: the candidates a strategy chose, in order (see the field);
     - ``recall_hits``: FTS hits from other (non-incognito) sessions and from the
       compacted part of this one: the best ~200 for the query, plus those
       within the periods it names (``makad.core.when.query_periods``).
@@ -283,6 +315,9 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     live_history_tokens: int | None = None
     recall_hits: list[RecallHit] = []
     limits: ContextLimits = ContextLimits()
+    # The refs (``memory:<id>``, ``event:<session>:<seq>``) a strategy chose, in the order
+    # to pack them; None: the deterministic ranking chooses (``makad.core.strategies``).
+    selection: list[str] | None = None
 
 
 @dataclass

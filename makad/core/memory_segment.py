@@ -20,6 +20,11 @@ past it, an entry is shown only when it changed since the session saw it or,
 with a query, when it is relevant to it and was not shown yet; any other is
 left out as ``session_cap``.
 
+A selection (``ContextInputs.selection``, set by a strategy of
+``makad.core.strategies``) has chosen already: the selected entries are packed
+in its order with no relevance or top-k filter (the session cap still applies,
+a selected entry counting as relevant), and the others are ``not_selected``.
+
 Each shown entry carries its confidence (``makad.core.confidence``) on its ref
 line and in the trace.
 """
@@ -82,7 +87,7 @@ class MemoryBuilder:
             else:
                 self._exclusions[index] = reason
         eligible = [e for i, e in enumerate(inputs.memory_entries) if i not in self._exclusions]
-        self._ranked = (
+        ranked = (
             rank_entries(
                 inputs.memory_entries,
                 inputs.memory_bm25,
@@ -93,6 +98,11 @@ class MemoryBuilder:
             if inputs.memory_entries
             else []
         )
+        self._selected: dict[str, int] | None = None
+        if inputs.selection is not None:
+            self._selected = {ref: at for at, ref in enumerate(inputs.selection)}
+            ranked = _in_selection_order(ranked, self._selected, self._exclusions)
+        self._ranked = ranked
         self._has_query = bool(query_terms(inputs.query))
         self._frame_tokens = counter.count(memory_text([]))
         self._blocks: dict[int, _Block] = {}
@@ -149,7 +159,8 @@ class MemoryBuilder:
         if not self._ranked:
             return Built()
         if self._choosing is None:
-            self._choosing = self._has_query and not self._everything_fits(cap)
+            # A selection has chosen already: no relevance or top-k filter on top of it.
+            self._choosing = self._selected is None and self._has_query and not self._everything_fits(cap)
         choosing = self._choosing
         session_bytes = inputs.memory_session_bytes
         used = self._frame_tokens
@@ -162,6 +173,8 @@ class MemoryBuilder:
             shown = inputs.already_shown.get(source_id)
             relevant = item.parts.bm25 > 0 or item.parts.tags > 0
             reason = self._exclusions.get(item.index)
+            if self._selected is not None:
+                relevant = source_id in self._selected
             block: _Block | None = None
             if reason is None and choosing and not relevant:
                 reason = "irrelevant"
@@ -172,7 +185,11 @@ class MemoryBuilder:
             elif reason is None:
                 block = self._block(item)
                 past_cap = session_bytes + block.size > limits.memory_session_cap_bytes
-                if past_cap and shown is None and not (self._has_query and relevant):
+                if (
+                    past_cap
+                    and shown is None
+                    and not ((self._has_query or self._selected is not None) and relevant)
+                ):
                     reason = "session_cap"
                 elif used + block.tokens + BLOCK_SEPARATOR_TOKENS <= cap:
                     used += block.tokens + BLOCK_SEPARATOR_TOKENS
@@ -214,3 +231,14 @@ class MemoryBuilder:
             source_ids=[candidates[index].source_id for _, index in chosen],
         )
         return Built(segment, truncated, candidates, wants_more=wants_more)
+
+
+def _in_selection_order(
+    ranked: list[RankedEntry], selected: dict[str, int], exclusions: dict[int, str]
+) -> list[RankedEntry]:
+    """The selected entries first, in the selection's order; the others are ``not_selected``."""
+    for item in ranked:
+        if item.index not in exclusions and memory_ref(item.entry.id) not in selected:
+            exclusions[item.index] = "not_selected"
+    last = len(selected)
+    return sorted(ranked, key=lambda item: selected.get(memory_ref(item.entry.id), last))

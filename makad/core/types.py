@@ -264,8 +264,15 @@ class EpisodeRecord(Episode, kw_only=True):
 # --------------------------------------------------------------------------- workspaces
 
 
+# How build_context chooses what to show (``makad.core.strategies``).
+ContextStrategy = Literal["deterministic", "full", "recent", "summary", "curator", "curator_shadow"]
+
+
 class Settings(msgspec.Struct, kw_only=True, rename="camel"):
-    """A workspace's privacy and memory switches (persisted across restarts)."""
+    """A workspace's privacy and memory switches (persisted across restarts).
+
+    ``context_strategy``: build_context's strategy when a call names none.
+    """
 
     enabled: bool = True
     agent_read_enabled: bool = False
@@ -273,6 +280,7 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     extract_tool_enabled: bool = False
     incognito: bool = False
     history_recall_enabled: bool = False
+    context_strategy: ContextStrategy = "deterministic"
     # Derived: extractToolEnabled only counts while agentReadEnabled is on.
     extract_tool_effective: bool = False
 

@@ -1,5 +1,11 @@
 """build_context: fetch candidates from the stores, let the pure core assemble, record it.
 
+The strategy (``makad.core.strategies``) is the call's ``strategy`` or the
+workspace's ``contextStrategy`` setting. The curator strategies take two
+worker-thread hops around the model's answer (``makad.service.curator``): the
+inputs and the deterministic pack first, then the curated pack and the
+manifest; the HTTP exchange runs on the event loop under its deadline.
+
 The service only gathers bounded inputs — the top memory candidates by BM25
 plus the most recent, the tail of the live history that can matter for this
 budget, recall hits with their neighbours — so the cost does not grow with the
@@ -9,6 +15,7 @@ size of the workspace. ``makad.core.assembly`` makes every choice.
 from __future__ import annotations
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,6 +27,7 @@ from makad.core.context_types import (
     ContextInputs,
     ContextLimits,
     ContextPack,
+    CuratorTrace,
     MemorySnapshot,
     RecallHit,
     SegmentKind,
@@ -29,20 +37,25 @@ from makad.core.history import message_tokens
 from makad.core.redaction import redact_entry
 from makad.core.refs import memory_ref
 from makad.core.render import entry_hash
+from makad.core.strategies import Pool, strategy
+from makad.core.strategies import curator as curator_core
 from makad.core.tokens import HeuristicCounter
-from makad.core.types import Checkpoint, Entry, Event, WorkingState
+from makad.core.types import Checkpoint, ContextStrategy, Entry, Event, WorkingState
 from makad.errors import InvalidParams, IOFailure
+from makad.service import curator as curator_http
 from makad.service import entry_dates
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.context_check import assemble_checked
 from makad.service.memory import MemoryFiles
 from makad.service.peer import Peer
 from makad.service.sessions import Sessions
+from makad.settings import CuratorSettings
 from makad.store import pack_state, recall_source
 from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
+from makad.wire.system import ContextPaths
 
 # Memory candidates: with a query the best FTS matches plus the most recent entries (an
 # entry past the 100th match that is not among the recent ones rarely reaches the top 10);
@@ -56,12 +69,45 @@ HISTORY_FIRST_READ = 256
 HISTORY_MIN_READ = 64
 
 
+@dataclass
+class _Gathered:
+    """What the first hop of a call found: the inputs, the call's identity, and (for the
+    curator strategies) the deterministic pack."""
+
+    inputs: ContextInputs
+    call_id: str
+    since: int
+    pack: ContextPack | None = None
+
+
 class ContextService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles, sessions: Sessions) -> None:
+    def __init__(
+        self,
+        ctx: Context,
+        memory_files: MemoryFiles,
+        sessions: Sessions,
+        curator: CuratorSettings | None = None,
+    ) -> None:
         self._ctx = ctx
         self._files = memory_files
         self._sessions = sessions
         self._limits = ContextLimits(memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
+        self._curator = curator if curator is not None else ctx.settings.curator
+        # workspace path → how many packs took each trace.path (for ``status``).
+        self._paths: dict[str, Counter[str]] = {}
+
+    def path_counts(self) -> list[ContextPaths]:
+        """Per workspace, how many build_context calls took each path since the daemon started."""
+        return [
+            ContextPaths(
+                workspace=workspace,
+                fast=counts["fast"],
+                bounded=counts["bounded"],
+                slow=counts["slow"],
+                fallback=counts["fallback"],
+            )
+            for workspace, counts in sorted(self._paths.items())
+        ]
 
     def handlers(self) -> dict[str, Handler]:
         return {"build_context": self.build_context}
@@ -77,14 +123,14 @@ class ContextService:
         incognito = sid is not None and self._sessions.is_incognito(ws, sid)
         include = frozenset(params.include) if params.include is not None else frozenset(SEGMENT_KINDS)
         query = (params.query or "").strip() or None
-        memory_ok = (
-            settings.enabled
-            and settings.agent_read_enabled
-            and not settings.incognito
-            and not incognito
-            and "memory" in include
+        name: ContextStrategy = params.strategy or settings.context_strategy
+        pool = strategy(name).pool
+        reads_ok = (
+            settings.enabled and settings.agent_read_enabled and not settings.incognito and not incognito
         )
+        memory_ok = reads_ok and "memory" in include
         snapshot = await self._snapshot(ws) if memory_ok else None
+        recall_ok = settings.history_recall_enabled and "recall" in include and not incognito
         plan = _Plan(
             sid=sid,
             incognito=incognito,
@@ -92,18 +138,119 @@ class ContextService:
             query=query,
             budget=params.budget_tokens,
             snapshot=snapshot,
-            recall=bool(settings.history_recall_enabled and query and "recall" in include and not incognito),
+            recall=bool(recall_ok and (query or pool == "newest") and pool != "none"),
             revision=await self._ctx.revision(ws),
             workspace=str(ws.path),
+            strategy=name,
+            pool=pool,
         )
         source: SessionSource | None = None
         if sid is not None:
             source = _EphemeralSource(self._sessions, ws) if incognito else _LedgerSource(ws.ledger)
-        # One worker-thread hop gathers every input, assembles and records the manifest:
-        # hops are not free.
-        return await in_thread(self._gather_and_assemble, ws, plan, source)
+        if name in ("curator", "curator_shadow"):
+            pack = await self._curate(ws, plan, source, gated=not reads_ok)
+        else:
+            # One worker-thread hop gathers every input, assembles and records the manifest:
+            # hops are not free.
+            pack = await in_thread(self._gather_and_assemble, ws, plan, source)
+        self._paths.setdefault(plan.workspace, Counter())[pack.trace.path] += 1
+        return pack
 
     def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> ContextPack:
+        gathered = self._gather(ws, plan, source)
+        build = strategy(plan.strategy).build
+        checked = assemble_checked(gathered.inputs, None if plan.incognito else ws.ledger.unverified, build)
+        return self._record(ws, plan, gathered, checked, None)
+
+    async def _curate(
+        self, ws: Workspace, plan: _Plan, source: SessionSource | None, *, gated: bool
+    ) -> ContextPack:
+        """The curator strategies: ask the model among the deterministic candidates, within
+        the timeout; any failure (or a gate) gives the deterministic pack (see module doc)."""
+        shadow = plan.strategy == "curator_shadow"
+        gathered = await in_thread(self._gather_deterministic, ws, plan, source)
+        assert gathered.pack is not None
+        config = self._curator
+        offered = [] if gated else curator_core.offers(gathered.inputs, gathered.pack)
+        record = CuratorTrace(model=config.model, shadow=shadow, status="ok", offered=len(offered))
+        answer: curator_core.Answer | None = None
+        if gated:
+            record.status, record.reason = "gated", "private"
+        elif not config.configured:
+            record.status, record.reason = "unconfigured", "unconfigured"
+        elif not offered:
+            record.status, record.reason = "failed", "no_candidates"
+        else:
+            try:
+                completion = await curator_http.complete(config, curator_core.prompt(plan.query, offered))
+                record.prompt_tokens = completion.prompt_tokens
+                record.completion_tokens = completion.completion_tokens
+                record.latency_ms = completion.latency_ms
+                answer = curator_core.read_answer(completion.content, offered)
+                record.selected, record.ignored = answer.selected, answer.ignored
+            except curator_http.CuratorFailed as exc:
+                record.status, record.reason, record.latency_ms = "failed", exc.reason, exc.latency_ms
+                answer = None
+            except curator_core.BadAnswer as exc:
+                record.status, record.reason, record.ignored = "failed", exc.reason, exc.ignored
+                answer = None
+        use = answer if not shadow else None
+        return await in_thread(self._finish_curated, ws, plan, gathered, use, record)
+
+    def _gather_deterministic(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
+        gathered = self._gather(ws, plan, source)
+        build = strategy(plan.strategy).build
+        gathered.pack = assemble_checked(
+            gathered.inputs, None if plan.incognito else ws.ledger.unverified, build
+        )
+        return gathered
+
+    def _finish_curated(
+        self,
+        ws: Workspace,
+        plan: _Plan,
+        gathered: _Gathered,
+        answer: curator_core.Answer | None,
+        record: CuratorTrace,
+    ) -> ContextPack:
+        assert gathered.pack is not None
+        pack = gathered.pack
+        path = pack.trace.path
+        if answer is not None:
+            chosen = answer
+
+            def build(inputs: ContextInputs) -> ContextPack:
+                return curator_core.curated(inputs, chosen)
+
+            pack = assemble_checked(gathered.inputs, None if plan.incognito else ws.ledger.unverified, build)
+            path = "slow"
+        elif not record.shadow:
+            path = "fallback"
+        trace = msgspec.structs.replace(pack.trace, path=path, strategy=plan.strategy, curator=record)
+        return self._record(ws, plan, gathered, msgspec.structs.replace(pack, trace=trace), record)
+
+    def _record(
+        self,
+        ws: Workspace,
+        plan: _Plan,
+        gathered: _Gathered,
+        checked: ContextPack,
+        curator: CuratorTrace | None,
+    ) -> ContextPack:
+        pack = msgspec.structs.replace(checked, call_id=gathered.call_id, revision=plan.revision)
+        if plan.sid is not None and not plan.incognito:
+            items, memory_bytes = _manifest(pack)
+            ws.ledger.record_manifest(
+                plan.sid,
+                pack.call_id,
+                items,
+                memory_bytes=memory_bytes,
+                since=gathered.since,
+                curator=msgspec.json.encode(curator) if curator is not None else None,
+            )
+        return pack
+
+    def _gather(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -119,11 +266,16 @@ class ContextService:
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
         if plan.snapshot is not None:
-            entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query)
+            # The recency strategies choose among the newest entries, not the query's matches.
+            entries, bm25 = _memory_candidates(
+                ws, plan.snapshot, plan.query if plan.pool == "ranked" else None
+            )
         now = now_ms()
-        recall = _recall(ws, plan.query or "", sid, checkpoint, now) if plan.recall else []
+        recall: list[RecallHit] = []
+        if plan.recall:
+            recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
         call_id = _call_id(
-            plan.workspace, plan.revision, sid, last_seq, plan.budget, plan.query, plan.include
+            plan.workspace, plan.revision, sid, last_seq, plan.budget, plan.query, plan.include, plan.strategy
         )
         already_shown: dict[str, str] = {}
         session_bytes = 0
@@ -153,12 +305,7 @@ class ContextService:
             recall_hits=recall,
             limits=self._limits,
         )
-        checked = assemble_checked(inputs, None if plan.incognito else ws.ledger.unverified)
-        pack = msgspec.structs.replace(checked, call_id=call_id, revision=plan.revision)
-        if sid is not None and not plan.incognito:
-            items, memory_bytes = _manifest(pack)
-            ws.ledger.record_manifest(sid, pack.call_id, items, memory_bytes=memory_bytes, since=since)
-        return pack
+        return _Gathered(inputs, call_id, since)
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
         try:
@@ -233,6 +380,8 @@ class _Plan:
     recall: bool
     revision: int
     workspace: str
+    strategy: ContextStrategy = "deterministic"
+    pool: Pool = "ranked"
 
 
 class SessionSource(Protocol):
@@ -338,10 +487,19 @@ def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
 
 
 def _recall(
-    ws: Workspace, query: str, sid: str | None, checkpoint: Checkpoint | None, now: int
+    ws: Workspace,
+    query: str,
+    sid: str | None,
+    checkpoint: Checkpoint | None,
+    now: int,
+    pool: Pool,
+    budget: int,
 ) -> list[RecallHit]:
-    """Ranked events of other sessions and of this session's compacted part."""
+    """Events of other sessions and of this session's compacted part: the query's ranked
+    hits, or (pool ``newest``) the newest ones covering the budget."""
     max_seq = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+    if pool == "newest":
+        return recall_source.newest_hits(ws.ledger, budget, max_seq_by_session=max_seq)
     return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
 
 
@@ -385,6 +543,9 @@ def _call_id(
     budget: int,
     query: str | None,
     include: frozenset[str],
+    name: ContextStrategy = "deterministic",
 ) -> str:
-    key = msgspec.json.encode([workspace, revision, sid, last_seq, budget, query, sorted(include)])
+    # The deterministic strategy keeps the key it always had (the same call, the same id).
+    extra = [] if name == "deterministic" else [name]
+    key = msgspec.json.encode([workspace, revision, sid, last_seq, budget, query, sorted(include), *extra])
     return hashlib.sha256(key).hexdigest()[:24]

@@ -31,10 +31,12 @@ MAX_PASSES = 3
 Check = Callable[[list[Event], Mapping[EventKey, Event]], set[EventKey]]
 
 
-def assemble_checked(inputs: ContextInputs, check: Check | None) -> ContextPack:
-    """``assemble(inputs)`` using only events that ``check`` finds intact (None: no check,
+def assemble_checked(
+    inputs: ContextInputs, check: Check | None, build: Callable[[ContextInputs], ContextPack] = assemble
+) -> ContextPack:
+    """``build(inputs)`` using only events that ``check`` finds intact (None: no check,
     e.g. an incognito session's events, which never left memory)."""
-    pack = assemble(inputs)
+    pack = build(inputs)
     if check is None:
         return pack
     pool = _events(inputs)
@@ -49,12 +51,12 @@ def assemble_checked(inputs: ContextInputs, check: Check | None) -> ContextPack:
         if not bad:
             return _traced(pack, tampered)
         tampered |= bad
-        pack = assemble(_without(inputs, tampered))
+        pack = build(_without(inputs, tampered))
     rest = pool.keys() - checked
     bad = check([pool[key] for key in rest], pool) if rest else set()
     if bad:
         tampered |= bad
-        pack = assemble(_without(inputs, tampered))
+        pack = build(_without(inputs, tampered))
     return _traced(pack, tampered)
 
 

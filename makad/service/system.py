@@ -14,7 +14,7 @@ from makad.service.peer import Peer
 from makad.settings import DaemonSettings
 from makad.store.workspaces import WorkspaceRegistry
 from makad.wire.base import Handler
-from makad.wire.system import NoParams, ShutdownResult, StatusResult, WorkspaceWarning
+from makad.wire.system import ContextPaths, NoParams, ShutdownResult, StatusResult, WorkspaceWarning
 
 
 @dataclass
@@ -27,6 +27,7 @@ class DaemonInfo:
     request_stop: Callable[[], None] = lambda: None
     stopping: Callable[[], bool] = lambda: False
     warnings: Callable[[], list[WorkspaceWarning]] = lambda: []
+    context_paths: Callable[[], list[ContextPaths]] = lambda: []
     # Where the daemon really listens (systemd's socket may be elsewhere than --socket).
     socket_path: str | None = None
     socket_activated: bool = False
@@ -71,6 +72,7 @@ class SystemService:
             data_dir=str(info.settings.data_dir),
             connections=info.connection_count(),
             warnings=info.warnings(),
+            context_paths=info.context_paths(),
         )
 
     async def discover(self, params: NoParams, peer: Peer) -> dict[str, Any]:

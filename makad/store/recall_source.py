@@ -116,3 +116,28 @@ def recall_hits(
         ]
         out.append(RecallHit(event=hit.event, bm25=-hit.score, neighbours=neighbours))
     return out
+
+
+NEWEST_READ: Final = 256
+
+
+def newest_hits(
+    ledger: Ledger, want_tokens: int, *, max_seq_by_session: Mapping[str, int] | None = None
+) -> list[RecallHit]:
+    """The newest events (``max_seq_by_session`` as in ``recall_hits``), newest first, until
+    they cover ``want_tokens``: what the recency strategies choose from, sized by the budget
+    so the read stays proportional to it, not to the ledger."""
+    out: list[RecallHit] = []
+    tokens = 0
+    before: int | None = None
+    while tokens < want_tokens:
+        rows = ledger.newest_events(
+            limit=NEWEST_READ, before_id=before, max_seq_by_session=max_seq_by_session
+        )
+        for _, hit in rows:
+            out.append(RecallHit(event=hit.event, bm25=0.0))
+            tokens += max(hit.event.tokens, 1)
+        if len(rows) < NEWEST_READ:
+            break
+        before = rows[-1][0]
+    return out

@@ -7,7 +7,7 @@ from typing import Literal
 from msgspec import UNSET, UnsetType
 
 from makad.core.confidence import Confidence
-from makad.core.types import BackupInfo, Entry
+from makad.core.types import BackupInfo, ContextStrategy, Entry
 
 # A record the layers below the wire share: defined once, in core.
 from makad.core.types import Settings as Settings
@@ -40,6 +40,7 @@ class SetSettingsParams(WorkspaceParams):
     extract_tool_enabled: bool | UnsetType = UNSET
     incognito: bool | UnsetType = UNSET
     history_recall_enabled: bool | UnsetType = UNSET
+    context_strategy: ContextStrategy | UnsetType = UNSET
 
 
 class ReadStateParams(WorkspaceParams):

@@ -21,6 +21,16 @@ class WorkspaceWarning(Result, kw_only=True):
     at: int
 
 
+class ContextPaths(Result):
+    """How many build_context calls of one workspace took each ``trace.path`` since start."""
+
+    workspace: str
+    fast: int = 0
+    bounded: int = 0
+    slow: int = 0
+    fallback: int = 0
+
+
 class StatusResult(Result):
     version: str
     pid: int
@@ -33,6 +43,8 @@ class StatusResult(Result):
     warnings: list[WorkspaceWarning] = []
     # True when the listening socket came from systemd (LISTEN_FDS), not --socket.
     socket_activated: bool = False
+    # Per workspace: build_context calls by trace.path (fast, bounded, slow, fallback).
+    context_paths: list[ContextPaths] = []
 
 
 class ShutdownResult(Result):

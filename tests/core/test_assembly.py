@@ -163,14 +163,18 @@ def test_same_inputs_give_identical_bytes(params: ContextInputs, rnd: random.Ran
         first = msgspec.json.encode(assemble(params))
     except TooLarge:
         return
-    shuffled = msgspec.structs.replace(
+    assert msgspec.json.encode(assemble(params)) == first
+    assert msgspec.json.encode(assemble(shuffled_inputs(params, rnd))) == first
+
+
+def shuffled_inputs(params: ContextInputs, rnd: random.Random) -> ContextInputs:
+    """The same inputs with history, entries and hits in another order."""
+    return msgspec.structs.replace(
         params,
         history=rnd.sample(params.history, len(params.history)),
         memory_entries=rnd.sample(params.memory_entries, len(params.memory_entries)),
         recall_hits=rnd.sample(params.recall_hits, len(params.recall_hits)),
     )
-    assert msgspec.json.encode(assemble(params)) == first
-    assert msgspec.json.encode(assemble(shuffled)) == first
 
 
 # ------------------------------------------------------------ too_large ---

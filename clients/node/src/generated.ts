@@ -101,7 +101,11 @@ export interface BackupsResult {
   backups: BackupInfo[];
 }
 
-/** ``include`` lists the segment kinds wanted (default all); history is always built. */
+/**
+ * ``include`` lists the segment kinds wanted (default all); history is always built.
+ *
+ * ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
+ */
 export interface BuildContextParams {
   workspace: string;
   budgetTokens: number;
@@ -111,6 +115,8 @@ export interface BuildContextParams {
   query?: string | null;
   /** @default null */
   include?: Array<"memory" | "recall" | "summary" | "working_state"> | null;
+  /** @default null */
+  strategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary" | null;
 }
 
 /** A tag's evidence since its last consolidation. */
@@ -221,9 +227,52 @@ export interface ContextPack {
   revision?: number;
 }
 
+/** How many build_context calls of one workspace took each ``trace.path`` since start. */
+export interface ContextPaths {
+  workspace: string;
+  /** @default 0 */
+  fast?: number;
+  /** @default 0 */
+  bounded?: number;
+  /** @default 0 */
+  slow?: number;
+  /** @default 0 */
+  fallback?: number;
+}
+
 export interface Coverage {
   fromSeq: number;
   toSeq: number;
+}
+
+/**
+ * What the LLM curator was offered, what it answered, and what became of it.
+ *
+ * ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``failed``
+ * (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
+ * ``unparseable``, ``empty``, ``no_known_refs``), ``gated`` (nothing was sent:
+ * agent reads off, workspace or session incognito) or ``unconfigured`` (no
+ * ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``). ``selected``: the offered refs
+ * it chose, in its order; ``ignored``: refs it named that it was not offered.
+ */
+export interface CuratorTrace {
+  model: string;
+  shadow: boolean;
+  status: "failed" | "gated" | "ok" | "unconfigured";
+  /** @default null */
+  reason?: string | null;
+  /** @default 0 */
+  offered?: number;
+  /** @default [] */
+  selected?: string[];
+  /** @default [] */
+  ignored?: string[];
+  /** @default 0 */
+  promptTokens?: number;
+  /** @default 0 */
+  completionTokens?: number;
+  /** @default 0 */
+  latencyMs?: number;
 }
 
 export interface DeleteSessionResult {
@@ -840,6 +889,7 @@ export interface SetSettingsParams {
   extractToolEnabled?: boolean;
   incognito?: boolean;
   historyRecallEnabled?: boolean;
+  contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
 }
 
 /** Lists given replace the stored ones; ``notes`` merge by section ("" removes one). */
@@ -870,7 +920,11 @@ export interface SetWorkingStateResult {
   redactions?: number;
 }
 
-/** A workspace's privacy and memory switches (persisted across restarts). */
+/**
+ * A workspace's privacy and memory switches (persisted across restarts).
+ *
+ * ``context_strategy``: build_context's strategy when a call names none.
+ */
 export interface Settings {
   /** @default true */
   enabled?: boolean;
@@ -884,6 +938,8 @@ export interface Settings {
   incognito?: boolean;
   /** @default false */
   historyRecallEnabled?: boolean;
+  /** @default "deterministic" */
+  contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
   /** @default false */
   extractToolEffective?: boolean;
 }
@@ -921,6 +977,8 @@ export interface StatusResult {
   warnings?: WorkspaceWarning[];
   /** @default false */
   socketActivated?: boolean;
+  /** @default [] */
+  contextPaths?: ContextPaths[];
 }
 
 export interface SubscribeParams {
@@ -954,10 +1012,16 @@ export interface ToolCall {
  *   check (``dropped["tampered"]`` counts them);
  * - ``skipped``: sources left out whole (memory in safe mode, unreadable);
  * - ``memory_session_bytes``: memory shown in this session since its last
- *   compaction, this call included (the cumulative cap's measure).
+ *   compaction, this call included (the cumulative cap's measure);
+ * - ``path``: ``fast`` (nothing ranked or cut), ``bounded`` (ranked or cut to
+ *   the budget), ``slow`` (the LLM curator's pick was used) or ``fallback``
+ *   (the curator was asked for and failed or was gated: the deterministic pack,
+ *   ``curator.reason`` says why);
+ * - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
+ * - ``curator``: the curator's part, when a curator strategy ran.
  */
 export interface Trace {
-  path: "bounded" | "fast";
+  path: "bounded" | "fallback" | "fast" | "slow";
   candidates: TraceCandidate[];
   dropped: Record<string, number>;
   allocation: Allocation[];
@@ -971,6 +1035,10 @@ export interface Trace {
   skipped?: Skipped[];
   /** @default 0 */
   memorySessionBytes?: number;
+  /** @default "deterministic" */
+  strategy?: string;
+  /** @default null */
+  curator?: CuratorTrace | null;
 }
 
 /**
@@ -1087,6 +1155,7 @@ export interface Methods {
       extractToolEnabled?: boolean;
       incognito?: boolean;
       historyRecallEnabled?: boolean;
+      contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
     };
     result: Settings;
     errors: "invalid_workspace" | "io_error";
@@ -1330,7 +1399,7 @@ export interface Methods {
   };
   /**
    * What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
-   * totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
+   * totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query (the recency strategies need none). strategy (or the workspace's contextStrategy) picks deterministic (default), full, recent, summary, curator or curator_shadow; every strategy keeps the budget, tool adjacency and the gates. The same inputs (revision, last seq, budget, query, include, strategy) give byte-identical output for every strategy but curator.
    */
   build_context: {
     params: {
@@ -1342,6 +1411,8 @@ export interface Methods {
       query?: string | null;
       /** @default null */
       include?: Array<"memory" | "recall" | "summary" | "working_state"> | null;
+      /** @default null */
+      strategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary" | null;
     };
     result: ContextPack;
     errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";

@@ -113,7 +113,10 @@ class BackupsResult(TypedDict):
 
 
 class BuildContextParams(TypedDict):
-    """``include`` lists the segment kinds wanted (default all); history is always built."""
+    """``include`` lists the segment kinds wanted (default all); history is always built.
+
+    ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
+    """
 
     workspace: str
     budgetTokens: int
@@ -123,6 +126,8 @@ class BuildContextParams(TypedDict):
     query: NotRequired[str | None]
     # default: null
     include: NotRequired[list[Literal["memory", "recall", "summary", "working_state"]] | None]
+    # default: null
+    strategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"] | None]
 
 
 class Candidate(TypedDict):
@@ -240,9 +245,53 @@ class ContextPack(TypedDict):
     revision: NotRequired[int]
 
 
+class ContextPaths(TypedDict):
+    """How many build_context calls of one workspace took each ``trace.path`` since start."""
+
+    workspace: str
+    # default: 0
+    fast: NotRequired[int]
+    # default: 0
+    bounded: NotRequired[int]
+    # default: 0
+    slow: NotRequired[int]
+    # default: 0
+    fallback: NotRequired[int]
+
+
 class Coverage(TypedDict):
     fromSeq: int
     toSeq: int
+
+
+class CuratorTrace(TypedDict):
+    """What the LLM curator was offered, what it answered, and what became of it.
+
+    ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``failed``
+    (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
+    ``unparseable``, ``empty``, ``no_known_refs``), ``gated`` (nothing was sent:
+    agent reads off, workspace or session incognito) or ``unconfigured`` (no
+    ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``). ``selected``: the offered refs
+    it chose, in its order; ``ignored``: refs it named that it was not offered.
+    """
+
+    model: str
+    shadow: bool
+    status: Literal["failed", "gated", "ok", "unconfigured"]
+    # default: null
+    reason: NotRequired[str | None]
+    # default: 0
+    offered: NotRequired[int]
+    # default: []
+    selected: NotRequired[list[str]]
+    # default: []
+    ignored: NotRequired[list[str]]
+    # default: 0
+    promptTokens: NotRequired[int]
+    # default: 0
+    completionTokens: NotRequired[int]
+    # default: 0.0
+    latencyMs: NotRequired[float]
 
 
 class DeleteSessionResult(TypedDict):
@@ -875,6 +924,7 @@ class SetSettingsParams(TypedDict):
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
     historyRecallEnabled: NotRequired[bool]
+    contextStrategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"]]
 
 
 class SetWorkingStateParams(TypedDict):
@@ -907,7 +957,10 @@ class SetWorkingStateResult(TypedDict):
 
 
 class Settings(TypedDict):
-    """A workspace's privacy and memory switches (persisted across restarts)."""
+    """A workspace's privacy and memory switches (persisted across restarts).
+
+    ``context_strategy``: build_context's strategy when a call names none.
+    """
 
     # default: true
     enabled: NotRequired[bool]
@@ -921,6 +974,8 @@ class Settings(TypedDict):
     incognito: NotRequired[bool]
     # default: false
     historyRecallEnabled: NotRequired[bool]
+    # default: "deterministic"
+    contextStrategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"]]
     # default: false
     extractToolEffective: NotRequired[bool]
 
@@ -959,6 +1014,8 @@ class StatusResult(TypedDict):
     warnings: NotRequired[list[WorkspaceWarning]]
     # default: false
     socketActivated: NotRequired[bool]
+    # default: []
+    contextPaths: NotRequired[list[ContextPaths]]
 
 
 class SubscribeParams(TypedDict):
@@ -992,10 +1049,16 @@ class Trace(TypedDict):
       check (``dropped["tampered"]`` counts them);
     - ``skipped``: sources left out whole (memory in safe mode, unreadable);
     - ``memory_session_bytes``: memory shown in this session since its last
-      compaction, this call included (the cumulative cap's measure).
+      compaction, this call included (the cumulative cap's measure);
+    - ``path``: ``fast`` (nothing ranked or cut), ``bounded`` (ranked or cut to
+      the budget), ``slow`` (the LLM curator's pick was used) or ``fallback``
+      (the curator was asked for and failed or was gated: the deterministic pack,
+      ``curator.reason`` says why);
+    - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
+    - ``curator``: the curator's part, when a curator strategy ran.
     """
 
-    path: Literal["bounded", "fast"]
+    path: Literal["bounded", "fallback", "fast", "slow"]
     candidates: list[TraceCandidate]
     dropped: dict[str, int]
     allocation: list[Allocation]
@@ -1009,6 +1072,10 @@ class Trace(TypedDict):
     skipped: NotRequired[list[Skipped]]
     # default: 0
     memorySessionBytes: NotRequired[int]
+    # default: "deterministic"
+    strategy: NotRequired[str]
+    # default: null
+    curator: NotRequired[CuratorTrace | None]
 
 
 class TraceCandidate(TypedDict):
@@ -1099,6 +1166,7 @@ class SetSettingsArgs(TypedDict):
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
     historyRecallEnabled: NotRequired[bool]
+    contextStrategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"]]
 
 
 class ReadStateArgs(TypedDict):
@@ -1315,6 +1383,8 @@ class BuildContextArgs(TypedDict):
     query: NotRequired[str | None]
     # default: null
     include: NotRequired[list[Literal["memory", "recall", "summary", "working_state"]] | None]
+    # default: null
+    strategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"] | None]
 
 
 class CompactArgs(TypedDict):
@@ -1682,7 +1752,7 @@ class Methods:
     def build_context(self, **params: Unpack[BuildContextArgs]) -> ContextPack:
         """What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
 
-        totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
+        totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query (the recency strategies need none). strategy (or the workspace's contextStrategy) picks deterministic (default), full, recent, summary, curator or curator_shadow; every strategy keeps the budget, tool adjacency and the gates. The same inputs (revision, last seq, budget, query, include, strategy) give byte-identical output for every strategy but curator.
 
         Errors: invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -1994,7 +2064,7 @@ class AsyncMethods:
     async def build_context(self, **params: Unpack[BuildContextArgs]) -> ContextPack:
         """What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
 
-        totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query. The same inputs (revision, last seq, budget, query, include) give byte-identical output.
+        totalTokens never exceeds budgetTokens; when even the newest user message cannot fit, a too_large error carries budgetTokens and minimumTokens. Each kind gets its share of the budget, then what the others left unused flows to the kinds that still have candidates, in priority order (PROTOCOL.md). The memory segment exists only when enabled && agentReadEnabled && !incognito (workspace and session); recall only with historyRecallEnabled and a query (the recency strategies need none). strategy (or the workspace's contextStrategy) picks deterministic (default), full, recent, summary, curator or curator_shadow; every strategy keeps the budget, tool adjacency and the gates. The same inputs (revision, last seq, budget, query, include, strategy) give byte-identical output for every strategy but curator.
 
         Errors: invalid_params, invalid_workspace, io_error, not_found, too_large.
         """

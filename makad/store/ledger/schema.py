@@ -243,8 +243,18 @@ _V4: Final[tuple[str, ...]] = (
     ) WITHOUT ROWID""",
 )
 
+# The LLM curator's part of a build_context call (``makad.core.context_types.CuratorTrace``
+# as JSON), kept with the call's manifest: what a shadow curator would have shown beside
+# what was shown, so an A/B can be recomputed later. Dropped with its manifest.
+_V5: Final[tuple[str, ...]] = (
+    """CREATE TABLE manifest_curator (
+        call_ref INTEGER PRIMARY KEY REFERENCES manifest_calls (id) ON DELETE CASCADE,
+        record BLOB NOT NULL
+    )""",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

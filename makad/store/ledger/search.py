@@ -156,6 +156,28 @@ class SearchArea(SessionsArea):
                     break
         return hits
 
+    def newest_events(
+        self, *, limit: int, before_id: int | None = None, max_seq_by_session: Mapping[str, int] | None = None
+    ) -> list[tuple[int, SearchHit]]:
+        """The newest events (by when they were appended), newest first, each with its row id
+        (pass the last one as ``before_id`` to read on); ``max_seq_by_session`` as in
+        ``search_events_ranked``. What the recency strategies recall from."""
+        clauses: list[str] = []
+        params: list[Any] = []
+        if before_id is not None:
+            clauses.append("e.id < ?")
+            params.append(before_id)
+        for sid, max_seq in (max_seq_by_session or {}).items():
+            clauses.append("NOT (e.session_id = ? AND e.seq > ?)")
+            params.extend((sid, max_seq))
+        where = f" WHERE {' AND '.join(clauses)}" if clauses else ""
+        with self._reading() as conn:
+            rows = conn.execute(
+                f"SELECT e.id, {E_EVENT_COLUMNS} FROM events AS e{where} ORDER BY e.id DESC LIMIT ?",
+                [*params, max(limit, 0)],
+            ).fetchall()
+        return [(row[0], SearchHit(event=event_row(row), score=0.0)) for row in rows]
+
     def _selective_match(self, query: str, *, rare_only: bool = False) -> tuple[str | None, _Most | None]:
         """The query's terms minus the very common ones, the rarest first (reader lock held),
         and, when counts were at hand, at most how many events the match can find.

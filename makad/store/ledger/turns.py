@@ -89,6 +89,7 @@ class TurnsArea(LedgerBase):
         *,
         memory_bytes: int = 0,
         since: int = 0,
+        curator: bytes | None = None,
     ) -> Manifest:
         """Record what one build_context call sent; recording a call id again replaces it.
 
@@ -96,7 +97,8 @@ class TurnsArea(LedgerBase):
         has been shown (``shown_memory``), and ``memory_bytes`` (their size) the
         session's total since ``since``, its latest compaction
         (``pack_state.session_memory_bytes``). Only the latest
-        ``MANIFEST_CALLS_KEPT`` calls of a session are kept.
+        ``MANIFEST_CALLS_KEPT`` calls of a session are kept. ``curator``: the
+        curator's record of the call (JSON), kept with it (``curator_record``).
         """
         at = now_ms() if created_at is None else created_at
         listed = [
@@ -116,6 +118,8 @@ class TurnsArea(LedgerBase):
                 (session_id, call_id, at),
             )
             ref = cursor.lastrowid
+            if curator is not None:
+                conn.execute("INSERT INTO manifest_curator (call_ref, record) VALUES (?, ?)", (ref, curator))
             conn.executemany(
                 "INSERT INTO manifest_items (call_ref, position, source_id, tokens, content_hash)"
                 " VALUES (?, ?, ?, ?, ?)",
@@ -135,6 +139,16 @@ class TurnsArea(LedgerBase):
             )
             pack_state.add_session_memory(conn, session_id, since, call_id, memory_bytes)
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
+
+    def curator_record(self, session_id: str, call_id: str) -> bytes | None:
+        """The curator's record kept with one call's manifest (JSON), if it has one."""
+        with self._reading() as conn:
+            row = conn.execute(
+                "SELECT r.record FROM manifest_calls AS c JOIN manifest_curator AS r ON r.call_ref = c.id"
+                " WHERE c.session_id = ? AND c.call_id = ?",
+                (session_id, call_id),
+            ).fetchone()
+        return bytes(row[0]) if row is not None else None
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str]) -> ShownMemory:
         """Which of the sources ``among`` the session was shown at or after ``since`` (ms),
@@ -265,6 +279,7 @@ class TurnsArea(LedgerBase):
 def delete_manifest_calls(conn: sqlite3.Connection, select_ids: str, params: tuple[Any, ...]) -> None:
     """Delete the manifest calls (and their items) whose ids ``select_ids`` returns."""
     conn.execute(f"DELETE FROM manifest_items WHERE call_ref IN ({select_ids})", params)
+    conn.execute(f"DELETE FROM manifest_curator WHERE call_ref IN ({select_ids})", params)
     conn.execute(f"DELETE FROM manifest_calls WHERE id IN ({select_ids})", params)
 
 

@@ -96,7 +96,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="show or change a workspace's settings",
         description="Without KEY=VALUE: get_settings. With them: set_settings (a patch). "
         "Keys: enabled, agentReadEnabled, extractToolEnabled, incognito, "
-        "historyRecallEnabled, defaultDecayDays.",
+        "historyRecallEnabled, defaultDecayDays, contextStrategy.",
     )
     p.add_argument(
         "set",

@@ -1,0 +1,411 @@
+"""The LLM curator over the socket, against a scripted OpenAI-compatible server on loopback.
+
+The daemon's behaviour is under test, not a model's quality: the server answers as
+each test scripts it (a good pick, an unknown ref, garbage, a hang past the timeout,
+HTTP 500, a server without JSON mode) and records every request it got.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import sqlite3
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka.errors import RemoteError
+from tests.support import DaemonProcess, daemon_in_tmp
+
+TIMEOUT_MS = 1_000  # short, yet room for a loaded CI machine to answer a good pick in time
+HANG_S = 3.0
+MODEL = "scripted-curator"
+API_KEY = "test-key-123"
+
+
+class Script:
+    """What the server answers next, and what it was sent."""
+
+    def __init__(self) -> None:
+        self.mode = "good"
+        self.marker = "Berlin"  # "good" picks the offered refs whose text has this word
+        self.requests: list[dict[str, Any]] = []
+        self.lock = threading.Lock()
+
+
+def _answer(script: Script, body: dict[str, Any]) -> tuple[int, dict[str, Any] | str]:
+    mode = script.mode
+    if mode == "hang":
+        time.sleep(HANG_S)
+    if mode == "http500":
+        return 500, {"error": "boom"}
+    if mode == "no_json_mode" and "response_format" in body:
+        return 400, {"error": "response_format is not supported"}
+    prompt = body["messages"][-1]["content"]
+    if mode == "garbage":
+        content = "I think you should look at the Berlin one!"
+    elif mode == "unknown":
+        content = json.dumps({"selected": ["memory:not-offered", "event:nope:1"]})
+    elif mode == "mixed":
+        lines = [line for line in prompt.splitlines() if " | " in line and script.marker in line]
+        content = json.dumps(
+            {"selected": ["memory:not-offered", *[line.split(" | ", 1)[0] for line in lines]]}
+        )
+    elif mode == "empty":
+        content = json.dumps({"selected": []})
+    elif mode == "not_a_completion":
+        return 200, "<html>proxy error</html>"
+    else:
+        lines = [line for line in prompt.splitlines() if " | " in line and script.marker in line]
+        content = json.dumps({"selected": [line.split(" | ", 1)[0] for line in lines]})
+    reply = {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
+        "usage": {"prompt_tokens": 321, "completion_tokens": 12},
+    }
+    return 200, reply
+
+
+def _server(script: Script) -> ThreadingHTTPServer:
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            with script.lock:
+                script.requests.append(
+                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
+                )
+            status, reply = _answer(script, body)
+            data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the daemon gave up waiting (the hang case)
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    return server
+
+
+@pytest.fixture(scope="module")
+def script() -> Script:
+    return Script()
+
+
+@pytest.fixture(scope="module")
+def endpoint(script: Script) -> Iterator[str]:
+    server = _server(script)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.fixture(scope="module")
+def curated_daemon(endpoint: str) -> Iterator[DaemonProcess]:
+    env = {
+        "MAKAD_CURATOR_URL": endpoint,
+        "MAKAD_CURATOR_MODEL": MODEL,
+        "MAKAD_CURATOR_API_KEY": API_KEY,
+        "MAKAD_CURATOR_TIMEOUT_MS": str(TIMEOUT_MS),
+    }
+    yield from daemon_in_tmp(env)
+
+
+_names = itertools.count()
+
+
+@pytest.fixture
+def d(curated_daemon: DaemonProcess, script: Script) -> DaemonProcess:
+    """The module's daemon, the server reset to a good pick."""
+    script.mode, script.marker = "good", "Berlin"
+    with script.lock:
+        script.requests.clear()
+    return curated_daemon
+
+
+@pytest.fixture
+def ws(curated_daemon: DaemonProcess) -> str:
+    path = curated_daemon.root / f"w{next(_names)}"
+    path.mkdir()
+    return str(path)
+
+
+def open_session(d: DaemonProcess, ws: str, **kw: Any) -> str:
+    sid: str = d.call("open_session", {"workspace": ws, **kw})["sessionId"]
+    return sid
+
+
+def append(d: DaemonProcess, ws: str, sid: str, *texts: str) -> None:
+    events = [
+        {"type": "user_message" if i % 2 == 0 else "assistant_message", "text": t}
+        for i, t in enumerate(texts)
+    ]
+    d.call("append_events", {"workspace": ws, "sessionId": sid, "events": events})
+
+
+def seed(d: DaemonProcess, ws: str) -> dict[str, str]:
+    """Memory and an earlier session, about two cities; the question session; ids by name."""
+    d.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
+    ids = {}
+    for title, content in [
+        ("Move", "Ann moved to Berlin in May 2023."),
+        ("Trip", "Ann visited Lisbon in June; the Berlin flat was being painted."),
+        ("Editor", "Ann edits code in neovim."),
+        ("Token", "The Berlin deploy key is AKIAABCDEFGHIJKLMNOP."),
+    ]:
+        ids[title] = d.call("add_entry", {"workspace": ws, "title": title, "content": content})["entry"]["id"]
+    old = open_session(d, ws)
+    append(d, ws, old, "Where did Ann move?", "She moved to Berlin, near the river.", "Nice city, Berlin.")
+    ids["old"] = old
+    ids["sid"] = open_session(d, ws)
+    append(d, ws, ids["sid"], "Which city did Ann move to, Berlin or Lisbon?")
+    return ids
+
+
+def build(d: DaemonProcess, ws: str, **kw: Any) -> tuple[dict[str, Any], float]:
+    params = {
+        "workspace": ws,
+        "budgetTokens": kw.pop("budgetTokens", 3000),
+        "query": "Ann move city Berlin",
+        **kw,
+    }
+    started = time.monotonic()
+    pack: dict[str, Any] = d.call("build_context", params)
+    return pack, time.monotonic() - started
+
+
+def shown(pack: dict[str, Any]) -> list[str]:
+    return [c["sourceId"] for c in pack["trace"]["candidates"] if c["included"]]
+
+
+def visible(pack: dict[str, Any]) -> tuple[Any, ...]:
+    """What the model would see of a pack (its trace aside)."""
+    return pack["segments"], pack["messages"], pack["totalTokens"]
+
+
+def stored_record(d: DaemonProcess, sid: str, call_id: str) -> dict[str, Any]:
+    for path in Path(d.root).rglob("ledger.sqlite3"):
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            row = conn.execute(
+                "SELECT r.record FROM manifest_calls AS c JOIN manifest_curator AS r ON r.call_ref = c.id"
+                " WHERE c.session_id = ? AND c.call_id = ?",
+                (sid, call_id),
+            ).fetchone()
+        finally:
+            conn.close()
+        if row is not None:
+            record: dict[str, Any] = json.loads(row[0])
+            return record
+    raise AssertionError("no curator record stored")
+
+
+# ------------------------------------------------------------------ the pick ---
+
+
+def test_curator_uses_the_models_pick_within_budget(d: DaemonProcess, ws: str, script: Script) -> None:
+    """strategy curator: the offered refs the model picked are what is shown; trace.path slow."""
+    ids = seed(d, ws)
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    curator = pack["trace"]["curator"]
+    assert pack["trace"]["path"] == "slow" and pack["trace"]["strategy"] == "curator"
+    assert curator["status"] == "ok" and curator["model"] == MODEL and curator["shadow"] is False
+    assert (curator["promptTokens"], curator["completionTokens"]) == (321, 12)
+    assert curator["selected"] and curator["latencyMs"] > 0
+    assert set(shown(pack)) <= set(curator["selected"])
+    assert f"memory:{ids['Move']}" in shown(pack) and f"memory:{ids['Editor']}" not in shown(pack)
+    reasons = {c["sourceId"]: c.get("reason") for c in pack["trace"]["candidates"]}
+    assert reasons[f"memory:{ids['Editor']}"] == "not_selected"
+    assert pack["totalTokens"] <= pack["budgetTokens"]
+    (request,) = script.requests
+    assert request["path"] == "/v1/chat/completions" and request["auth"] == f"Bearer {API_KEY}"
+    assert request["body"]["model"] == MODEL
+    assert request["body"]["response_format"] == {"type": "json_object"}
+    assert stored_record(d, ids["sid"], pack["callId"])["selected"] == curator["selected"]
+
+
+def test_refs_the_curator_was_not_shown_are_ignored(d: DaemonProcess, ws: str, script: Script) -> None:
+    """A pick naming unoffered refs besides offered ones: only the offered count, the rest are listed."""
+    ids = seed(d, ws)
+    script.mode, script.marker = "mixed", "neovim"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    assert pack["trace"]["path"] == "slow"
+    assert shown(pack) == [f"memory:{ids['Editor']}"]
+    assert pack["trace"]["curator"]["ignored"] == ["memory:not-offered"]
+    script.mode = "unknown"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator", budgetTokens=2999)
+    curator = pack["trace"]["curator"]
+    assert pack["trace"]["path"] == "fallback" and curator["reason"] == "no_known_refs"
+    assert curator["ignored"] == ["memory:not-offered", "event:nope:1"] and curator["selected"] == []
+    assert "memory:not-offered" not in str(pack["segments"])
+
+
+def test_curator_shadow_returns_the_deterministic_pack_and_keeps_the_choice(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """curator_shadow: exactly the deterministic pack; the model's choice in the trace and the ledger."""
+    ids = seed(d, ws)
+    script.marker = "neovim"  # a pick that would differ from the deterministic one
+    deterministic, _ = build(d, ws, strategy="deterministic")
+    assert build(d, ws)[0] == deterministic  # the default call: the same pack, the same call id
+    shadow, _ = build(d, ws, strategy="curator_shadow")
+    assert visible(shadow) == visible(deterministic)
+    assert shadow["trace"]["path"] == deterministic["trace"]["path"] != "slow"
+    assert shadow["trace"]["curator"]["shadow"] is True
+    assert shadow["trace"]["curator"]["selected"] == [f"memory:{ids['Editor']}"]
+    in_session, _ = build(d, ws, sessionId=ids["sid"], strategy="curator_shadow")
+    record = stored_record(d, ids["sid"], in_session["callId"])
+    assert record["shadow"] is True and record["selected"] == [f"memory:{ids['Editor']}"]
+    assert record["model"] == MODEL and record["promptTokens"] == 321
+
+
+# ----------------------------------------------------------------- failures ---
+
+
+@pytest.mark.parametrize(
+    ("mode", "reason"),
+    [
+        ("hang", "timeout"),
+        ("http500", "http_500"),
+        ("garbage", "unparseable"),
+        ("not_a_completion", "unparseable"),
+        ("empty", "empty"),
+    ],
+)
+def test_every_failure_falls_back_within_the_timeout(
+    d: DaemonProcess, ws: str, script: Script, mode: str, reason: str
+) -> None:
+    """Timeout, HTTP error, garbage, empty: the deterministic pack, path fallback, the reason, in time."""
+    seed(d, ws)
+    deterministic, _ = build(d, ws, strategy="deterministic")
+    script.mode = mode
+    pack, elapsed = build(d, ws, strategy="curator")
+    assert pack["trace"]["path"] == "fallback"
+    assert pack["trace"]["curator"]["status"] == "failed" and pack["trace"]["curator"]["reason"] == reason
+    assert visible(pack) == visible(deterministic)
+    assert elapsed < TIMEOUT_MS / 1000 + 1.0  # the timeout plus the call's own work
+    assert d.call("ping") == "pong"
+
+
+def test_a_server_without_json_mode_is_asked_again_in_plain_text(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """HTTP 400 to response_format: one retry without it, and its pick is used."""
+    ids = seed(d, ws)
+    script.mode = "no_json_mode"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    assert pack["trace"]["path"] == "slow"
+    assert ["response_format" in r["body"] for r in script.requests] == [True, False]
+
+
+def test_a_hang_does_not_block_other_clients(d: DaemonProcess, ws: str, script: Script) -> None:
+    """While the curator waits on a hung server, the daemon answers other requests at once."""
+    seed(d, ws)
+    script.mode = "hang"
+    done: list[float] = []
+    worker = threading.Thread(target=lambda: done.append(build(d, ws, strategy="curator")[1]))
+    worker.start()
+    time.sleep(0.1)
+    started = time.monotonic()
+    assert d.call("ping") == "pong"
+    assert time.monotonic() - started < 0.2
+    worker.join()
+    assert done and done[0] >= TIMEOUT_MS / 1000 * 0.9
+
+
+# ------------------------------------------------------------------ privacy ---
+
+
+def _sent(script: Script) -> str:
+    return json.dumps([r["body"] for r in script.requests])
+
+
+def test_nothing_is_sent_when_reads_are_off_or_incognito(d: DaemonProcess, ws: str, script: Script) -> None:
+    """Agent reads off, workspace incognito, incognito session: no request, path fallback (gated)."""
+    ids = seed(d, ws)
+    d.call("set_settings", {"workspace": ws, "agentReadEnabled": False})
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    assert pack["trace"]["curator"]["status"] == "gated" and pack["trace"]["path"] == "fallback"
+    d.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "incognito": True})
+    pack, _ = build(d, ws, strategy="curator_shadow")
+    assert pack["trace"]["curator"]["status"] == "gated"
+    d.call("set_settings", {"workspace": ws, "incognito": False})
+    hidden = open_session(d, ws, incognito=True)
+    append(d, ws, hidden, "Where is Ann? In Berlin.")
+    pack, _ = build(d, ws, sessionId=hidden, strategy="curator")
+    assert pack["trace"]["curator"]["status"] == "gated"
+    assert script.requests == []
+
+
+def test_what_is_sent_is_redacted_and_never_scoped_elsewhere(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """Secrets are redacted and another session's scoped entry is never offered."""
+    ids = seed(d, ws)
+    other = open_session(d, ws)
+    d.call(
+        "add_entry",
+        {
+            "workspace": ws,
+            "title": "Scratch",
+            "content": "Berlin scratchpad for the other session only: gate-9931",
+            "scope": "session",
+            "sessionId": other,
+        },
+    )
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    sent = _sent(script)
+    assert f"memory:{ids['Token']}" in sent and "AKIAABCDEFGHIJKLMNOP" not in sent
+    assert "gate-9931" not in sent and "gate-9931" not in str(pack["segments"])
+    # the live history of the asking session is never offered as a candidate
+    assert not re.search(rf"event:{ids['sid']}:\d+ \|", sent)
+
+
+# ----------------------------------------------------------- setting, status ---
+
+
+def test_the_workspace_setting_chooses_the_strategy_and_status_counts_paths(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """contextStrategy applies when a call names none; status counts fast/slow/fallback per workspace."""
+    ids = seed(d, ws)
+    settings = d.call("set_settings", {"workspace": ws, "contextStrategy": "curator"})
+    assert settings["contextStrategy"] == "curator"
+    pack, _ = build(d, ws, sessionId=ids["sid"])
+    assert pack["trace"]["strategy"] == "curator" and pack["trace"]["path"] == "slow"
+    script.mode = "http500"
+    build(d, ws, sessionId=ids["sid"], budgetTokens=2500)
+    build(d, ws, strategy="deterministic", query=None)
+    (counts,) = [c for c in d.call("status")["contextPaths"] if c["workspace"] == ws]
+    assert (counts["slow"], counts["fallback"], counts["fast"] + counts["bounded"]) == (1, 1, 1)
+    with pytest.raises(RemoteError) as bad:
+        d.call("set_settings", {"workspace": ws, "contextStrategy": "psychic"})
+    assert bad.value.kind == "invalid_params"
+    with pytest.raises(RemoteError) as bad_call:
+        build(d, ws, strategy="psychic")
+    assert bad_call.value.kind == "invalid_params"
+    assert d.call("get_settings", {"workspace": ws})["contextStrategy"] == "curator"
+
+
+def test_without_an_endpoint_the_curator_falls_back_unconfigured(daemon: DaemonProcess) -> None:
+    """No MAKAD_CURATOR_URL: the deterministic pack, path fallback, reason unconfigured."""
+    ws = str(daemon.workspace)
+    seed(daemon, ws)
+    pack, _ = build(daemon, ws, strategy="curator")
+    assert pack["trace"]["path"] == "fallback"
+    assert pack["trace"]["curator"]["status"] == "unconfigured"
