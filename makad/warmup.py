@@ -16,6 +16,8 @@ from collections.abc import Callable
 
 import structlog
 
+from makad.core import lazy_imports
+
 log = structlog.get_logger("makad.warmup")
 
 
@@ -23,11 +25,13 @@ def load_request_libraries() -> None:
     """Import (and build) what requests use lazily: the secret scanner, the block parser,
     the stemmer and the fuzzy matcher."""
     from makad.core import entry_text, feedback, redaction
+    from makad.core.lazy_imports import loading
 
     redaction.preload()
     entry_text.markdown()
     feedback.preload()
-    import rapidfuzz.fuzz  # noqa: F401  # makad.core.canonical imports it on first use
+    with loading():  # as makad.core.canonical imports it on first use
+        import rapidfuzz.fuzz  # noqa: F401
 
 
 class Warmup:
@@ -42,6 +46,8 @@ class Warmup:
         if self._started:
             return
         self._started = True
+        # Before the thread exists: from here on a lazy import waits for the warm-up's.
+        lazy_imports.use_guard(threading.RLock())
         self.thread = threading.Thread(target=self._run, name="makad-warmup", daemon=True)
         self.thread.start()
 

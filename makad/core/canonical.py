@@ -13,6 +13,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from makad.core.lazy_imports import loading
 from makad.core.types import Entry
 
 # Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
@@ -36,7 +37,8 @@ def content_hash(content: str) -> str:
 
 def similar_ids(content: str, candidates: Iterable[Entry], exclude: str | None = None) -> list[str]:
     """Ids of the candidates most like ``content`` (best first, at most MAX_SIMILAR)."""
-    from rapidfuzz import fuzz  # on the first comparison, not at the daemon's start-up
+    with loading():  # rapidfuzz on the first comparison, not at the daemon's start-up
+        from rapidfuzz import fuzz
 
     target = canonical(content)
     scored = [

@@ -37,6 +37,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from makad.core.lazy_imports import loading
+
 if TYPE_CHECKING:
     from markdown_it import MarkdownIt
     from markdown_it.token import Token
@@ -51,7 +53,8 @@ EOL: Final = re.compile(r"(?:\r\n|\r|\n)\Z")
 def markdown() -> MarkdownIt:
     """The block parser, built on first use: the daemon does not pay for markdown-it
     until it first checks content that could open a block."""
-    from markdown_it import MarkdownIt
+    with loading():
+        from markdown_it import MarkdownIt
 
     # Only block structure matters here; inline parsing would be wasted work.
     return MarkdownIt("commonmark").disable(["inline", "text_join"])

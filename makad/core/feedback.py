@@ -29,6 +29,7 @@ from functools import cache, lru_cache
 from typing import Any, Final
 
 from makad.core.cjk import QUERY_NOISE_WORDS, query_tokens
+from makad.core.lazy_imports import loading
 from makad.core.ranking import best_bm25
 from makad.core.render import SPEAKER_LABEL
 
@@ -50,7 +51,8 @@ def preload() -> None:
 @cache
 def _stemmer() -> Any:
     """Loaded on the first recall that expands a query, not at the daemon's start-up."""
-    import snowballstemmer  # type: ignore[import-untyped]  # ships no type hints
+    with loading():
+        import snowballstemmer  # type: ignore[import-untyped]  # ships no type hints
 
     return snowballstemmer.stemmer("porter")
 

@@ -55,6 +55,7 @@ from typing import Any, Final
 
 import msgspec
 
+from makad.core.lazy_imports import loading
 from makad.core.secret_views import (
     BASE64_RUN,
     decode_base64_run,
@@ -223,6 +224,11 @@ def preload() -> None:
 def _library() -> _Library:
     """Loaded on the first text that may hold a secret, not at import: importing
     detect-secrets (it pulls in requests) costs more than the daemon's whole start-up."""
+    with loading():  # the warm-up thread may be importing it (makad.core.lazy_imports)
+        return _load_library()
+
+
+def _load_library() -> _Library:
     from detect_secrets.filters import heuristic
     from detect_secrets.plugins import keyword
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
