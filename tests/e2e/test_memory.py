@@ -283,13 +283,22 @@ def test_daemon_write_is_not_an_external_edit(daemon: DaemonProcess) -> None:
 
 
 def test_user_edit_to_same_entry_wins_with_conflict(daemon: DaemonProcess) -> None:
-    """If the user changed an entry the daemon is about to change, theirs stays: conflict."""
-    entry = add(daemon, "Shared", "original")["entry"]
+    """If the user changed an entry since the client last read it, theirs stays: conflict —
+    whether the daemon's watcher has taken the edit in yet (the revision moved on) or not
+    (the file differs from the daemon's last version)."""
+    added = add(daemon, "Shared", "original")
+    entry = added["entry"]
     path = memory_file(daemon)
     path.write_text(path.read_text().replace("original", "edited by the user"))
     with pytest.raises(Conflict):
         daemon.call(
-            "update_entry", {"workspace": ws_of(daemon), "id": entry["id"], "content": "daemon version"}
+            "update_entry",
+            {
+                "workspace": ws_of(daemon),
+                "id": entry["id"],
+                "content": "daemon version",
+                "expectedRevision": added["revision"],
+            },
         )
     assert "edited by the user" in path.read_text()
 
