@@ -84,7 +84,7 @@ class Connection:
         self.last_active = now
         self.scope = anyio.CancelScope()
 
-    # --- what handlers see (makad.service.peer.Peer) -----------------------------
+    # --- what handlers see (makad.core.peer.Peer) -----------------------------
 
     def on_close(self, hook: Callable[[Any], None]) -> None:
         self._close_hooks.append(hook)

@@ -14,11 +14,11 @@ import anyio.to_thread
 import msgspec
 import structlog
 
+from makad.core.peer import Peer
 from makad.core.redaction import redact_tree
 from makad.errors import Conflict, Disabled, IncognitoBlocked, MakadError
 from makad.faults import Faults
 from makad.service.identifiers import Identifiers
-from makad.service.peer import Peer
 from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import REVISION_KEY

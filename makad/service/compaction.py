@@ -13,12 +13,12 @@ import secrets
 import structlog
 
 from makad.core import compaction as plan_core
+from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
 from makad.service.common import Context, Request, in_thread, now_ms
-from makad.service.peer import Peer
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler

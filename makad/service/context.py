@@ -34,6 +34,7 @@ from makad.core.context_types import (
     Skipped,
 )
 from makad.core.history import message_tokens
+from makad.core.peer import Peer
 from makad.core.redaction import redact_entry
 from makad.core.refs import memory_ref
 from makad.core.render import entry_hash
@@ -47,7 +48,6 @@ from makad.service import entry_dates
 from makad.service.common import Context, in_thread, now_ms
 from makad.service.context_check import assemble_checked
 from makad.service.memory import MemoryFiles
-from makad.service.peer import Peer
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
 from makad.store import pack_state, recall_source

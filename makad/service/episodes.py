@@ -38,13 +38,13 @@ from makad.core.episodes import (
     episode_tags,
     slug,
 )
+from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.refs import episode_id_of, episode_ref, event_ref, new_session_id
 from makad.core.types import ConsolidationState, EpisodeRecord, NewEpisode
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError
 from makad.faults import Faults
 from makad.service.common import Context, in_thread, now_ms
-from makad.service.peer import Peer
 from makad.service.proposals import ProposalDraft, ProposalService
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace

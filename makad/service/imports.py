@@ -15,12 +15,12 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry
+from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
 from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles
-from makad.service.peer import Peer
 from makad.store.tracked import TrackedFile
 from makad.wire.base import Handler
 from makad.wire.proposals import ExportParams, ExportResult, ImportParams, ImportResultWire

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
 from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
 from makad.service.common import Context, in_thread
-from makad.service.peer import Peer
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace

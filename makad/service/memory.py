@@ -16,6 +16,7 @@ from msgspec import UNSET
 
 from makad.core import memory_format as fmt
 from makad.core.entries import clean_entry, is_open, normalize_tags
+from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
@@ -29,7 +30,6 @@ from makad.service import entry_dates, file_warnings
 from makad.service.common import Context, Request, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
-from makad.service.peer import Peer
 from makad.store import memory_files as files
 from makad.store.workspace_state import DerivedEntries, ShownText
 from makad.store.workspaces import Workspace

@@ -24,6 +24,7 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.entries import clean_entry, is_open
+from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.save_merge import note_of
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
@@ -31,7 +32,6 @@ from makad.errors import Conflict, GateClosed, IncognitoBlocked, InvalidParams, 
 from makad.service import file_warnings
 from makad.service.common import Context, Request, in_thread, now_ms
 from makad.service.memory import Change, MemoryFiles, default_decay_ms
-from makad.service.peer import Peer
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.memory import Settings

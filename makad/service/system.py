@@ -9,8 +9,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from makad import __version__
+from makad.core.peer import Peer
 from makad.errors import ShuttingDown
-from makad.service.peer import Peer
 from makad.settings import DaemonSettings
 from makad.store.workspaces import WorkspaceRegistry
 from makad.wire.base import Handler

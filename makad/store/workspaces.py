@@ -16,11 +16,11 @@ import stat as stat_mod
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
 
+from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
 from makad.faults import UNARMED, Faults
@@ -78,7 +78,7 @@ class Workspace:
     memory: TrackedFile = field(default_factory=lambda: TrackedFile(MEMORY_FILE))
     pending: TrackedFile = field(default_factory=lambda: TrackedFile(PENDING_FILE))
     revision: int | None = None
-    subscribers: set[Any] = field(default_factory=set)
+    subscribers: set[Peer] = field(default_factory=set)
     watching: bool = False
     state: WorkspaceState = field(default_factory=WorkspaceState)
     # The id in memory/.maka-id the data directory is bound to (None: not bound yet).
