@@ -42,7 +42,7 @@ import msgspec  # noqa: E402
 from eval_recall.locomo import Conversation, load  # noqa: E402
 from eval_recall.metrics import KS, covered, mean, percentile, recall  # noqa: E402
 from makad.core.assembly import assemble  # noqa: E402
-from makad.core.context_types import ContextInputs, RecallHit  # noqa: E402
+from makad.core.context_types import ContextInputs, ContextLimits, RecallHit  # noqa: E402
 from makad.core.recall import speaker_label  # noqa: E402
 from makad.core.render import SPEAKER_LABEL  # noqa: E402
 from makad.core.types import Event, EventInput  # noqa: E402
@@ -110,21 +110,28 @@ def assembled(limit: int = RECALL_LIMIT) -> Strategy:
 
     def run(loaded: Loaded, question: str, budget: int) -> Outcome:
         now = int(time.time() * 1000)
-        recall_hits = gather(loaded.ledger, question, now_ms=now, limit=limit)
-        pack = assemble(
-            ContextInputs(
-                budget_tokens=budget,
-                now_ms=now,
-                query=question,
-                include=frozenset({"recall"}),
-                recall_hits=recall_hits,
-            )
-        )
-        ranked = [c.source_id for c in pack.trace.candidates if c.kind == "recall"]
-        fit = [ref for s in pack.segments if s.kind == "recall" for ref in s.source_ids]
-        return Outcome(ranked, fit, pack.total_tokens)
+        return packed(question, gather(loaded.ledger, question, now_ms=now, limit=limit), budget, now)
 
     return run
+
+
+def packed(
+    question: str, hits: list[RecallHit], budget: int, now: int, limits: ContextLimits | None = None
+) -> Outcome:
+    """``hits`` through ``assemble`` (recall only): the ranked refs and the refs that fit."""
+    pack = assemble(
+        ContextInputs(
+            budget_tokens=budget,
+            now_ms=now,
+            query=question,
+            include=frozenset({"recall"}),
+            recall_hits=hits,
+            limits=limits or ContextLimits(),
+        )
+    )
+    ranked = [c.source_id for c in pack.trace.candidates if c.kind == "recall"]
+    fit = [ref for s in pack.segments if s.kind == "recall" for ref in s.source_ids]
+    return Outcome(ranked, fit, pack.total_tokens)
 
 
 def speaker_names(loaded: Loaded) -> list[str]:
@@ -194,18 +201,7 @@ def hybrid_minilm(dense_k: int = 50, mask: bool = True) -> Strategy:
         hits = [
             msgspec.structs.replace(h, similarity=by_key.get((h.event.session_id, h.event.seq))) for h in hits
         ]
-        pack = assemble(
-            ContextInputs(
-                budget_tokens=budget,
-                now_ms=now,
-                query=question,
-                include=frozenset({"recall"}),
-                recall_hits=hits,
-            )
-        )
-        ranked = [c.source_id for c in pack.trace.candidates if c.kind == "recall"]
-        fit = [ref for seg in pack.segments if seg.kind == "recall" for ref in seg.source_ids]
-        return Outcome(ranked, fit, pack.total_tokens)
+        return packed(question, hits, budget, now)
 
     return run
 
@@ -251,6 +247,12 @@ def evaluate(loaded_all: list[Loaded], strategy: Strategy, budget: int) -> dict[
     }
 
 
+def selected(dataset: Path, indexes: str | None) -> list[Conversation]:
+    """The dataset's conversations, or those at the comma-separated ``indexes``."""
+    conversations = load(dataset)
+    return [conversations[int(i)] for i in indexes.split(",")] if indexes else conversations
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(prog="recall_lab")
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET)
@@ -263,9 +265,7 @@ def main() -> int:
         help="comma-separated indexes into the dataset (tune on some, check on others)",
     )
     args = parser.parse_args()
-    conversations = load(args.dataset)
-    if args.conversations:
-        conversations = [conversations[int(i)] for i in args.conversations.split(",")]
+    conversations = selected(args.dataset, args.conversations)
     with tempfile.TemporaryDirectory(prefix="recall-lab") as tmp:
         loaded = [ingest(conv, Path(tmp)) for conv in conversations]
         for name in args.strategy or DEFAULT_STRATEGIES:
