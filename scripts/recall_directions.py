@@ -15,6 +15,8 @@ changes one thing:
 - ``multi*``: multi-query decomposition: the question split into clauses and
   into one query per named entity plus the rest, each searched on its own and
   its hits fused with the first query's (scaled bm25, or reciprocal-rank fusion);
+- ``coverage*``: entity/term anchors: every query word's best-ranked event
+  (or two) moved to the front before packing, so the pack covers each;
 - ``session*``: session-level retrieval: each session scored as one document
   (BM25 over its concatenated turns) or by its turns' aggregated scores, that
   score a stronger part of every turn's rank;
@@ -488,6 +490,40 @@ def hypernym(share: float = 0.3, limit: int = 30, depth: int = 4, plural_only: b
     return run
 
 
+def term_coverage(per_term: int = 1) -> Strategy:
+    """Entity/term anchors the pack must cover: for each query word, its best-ranked event first.
+
+    The events are ranked as build_context ranks them; then, for every query
+    word (its Porter stem), the ``per_term`` best events containing it move
+    to the front (in rank order), so a word matched only by lower-ranked
+    turns (the second entity of "A and B", a rare detail) is still shown.
+    """
+
+    def run(loaded: Loaded, question: str, budget: int) -> Outcome:
+        now = int(time.time() * 1000)
+        hits = gather(loaded.ledger, question, now_ms=now)
+        ranked = recall_core.rank_events(hits, question, now)
+        terms = {stem(t) for t, _ in query_tokens(question)}
+        first: list[int] = []
+        for term in sorted(terms):
+            found = 0
+            for index, item in enumerate(ranked):
+                if term in {stem(w.lower()) for w in _WORDS.findall(item.event.text)}:
+                    if index not in first:
+                        first.append(index)
+                    found += 1
+                    if found >= per_term:
+                        break
+        order = sorted(first) + [i for i in range(len(ranked)) if i not in set(first)]
+        refs = [f"event:{ranked[i].event.session_id}:{ranked[i].event.seq}" for i in order]
+        return packed(question, hits, budget, now, selection=refs)
+
+    return run
+
+
+_WORDS = re.compile(r"[^\W\d_]+")
+
+
 def short_headers(keep: int = 8) -> Strategy:
     """An upper bound for a cheaper block header: the session id cut to ``keep`` hex digits.
 
@@ -579,6 +615,8 @@ VARIANTS: dict[str, Callable[[], Strategy]] = {
     "session-agg-0.8": lambda: session_agg(0.8),
     "session-agg-0.3-top1": lambda: session_agg(0.3, 1),
     "short-headers": short_headers,
+    "coverage": term_coverage,
+    "coverage-2": lambda: term_coverage(2),
     "wordnet": hypernym,
     "wordnet-s5": lambda: hypernym(share=0.5),
     "wordnet-d2": lambda: hypernym(depth=2),

@@ -116,9 +116,15 @@ def assembled(limit: int = RECALL_LIMIT) -> Strategy:
 
 
 def packed(
-    question: str, hits: list[RecallHit], budget: int, now: int, limits: ContextLimits | None = None
+    question: str,
+    hits: list[RecallHit],
+    budget: int,
+    now: int,
+    limits: ContextLimits | None = None,
+    selection: list[str] | None = None,
 ) -> Outcome:
-    """``hits`` through ``assemble`` (recall only): the ranked refs and the refs that fit."""
+    """``hits`` through ``assemble`` (recall only, in ``selection``'s order when given):
+    the ranked refs and the refs that fit."""
     pack = assemble(
         ContextInputs(
             budget_tokens=budget,
@@ -127,6 +133,7 @@ def packed(
             include=frozenset({"recall"}),
             recall_hits=hits,
             limits=limits or ContextLimits(),
+            selection=selection,
         )
     )
     ranked = [c.source_id for c in pack.trace.candidates if c.kind == "recall"]
