@@ -51,8 +51,6 @@ def configure(log_format: str, level: str) -> None:
         logger_factory=structlog.WriteLoggerFactory(file=sys.stderr),
         cache_logger_on_first_use=True,
     )
-    # Libraries that log through stdlib logging (jsonrpcserver) must not print exception text.
-    logging.getLogger("jsonrpcserver").setLevel(logging.CRITICAL + 1)
 
 
 def redact_event(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:

@@ -22,6 +22,7 @@ with other connections' work instead of holding the event loop.
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import socket
 import time
@@ -67,6 +68,7 @@ class Connection:
         self.id = next(_ids)
         self._stream = stream
         self._raw: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
+        self._fd = self._raw.fileno() if self._raw is not None else -1
         self.framing: Framing = "ndjson"
         self.closed = False
         self._close_hooks: list[Callable[[Any], None]] = []
@@ -101,6 +103,38 @@ class Connection:
         slot.post(method, params)
         if not self._writing:
             self._wake.set()
+
+    # --- requests ----------------------------------------------------------------------
+
+    async def receive(self, max_bytes: int) -> bytes:
+        """The next bytes from the client, ``b""`` at its end (OSError when the socket broke).
+
+        anyio's ``receive`` on asyncio (the daemon's backend) with one difference: when
+        nothing has arrived it waits on the socket's descriptor, not on the socket object.
+        asyncio's selector looks the object up first, and its KeyError for "not registered"
+        (every wait: the socket is unregistered after each) formats the socket's repr — a
+        getsockname and a getpeername syscall, twice. Like anyio it yields before reading
+        (the other connections run first, so under load the next request has often arrived
+        and the read does not wait) and is cancelled where anyio's would be.
+        """
+        raw = self._raw
+        if raw is None:
+            try:
+                return await self._stream.receive(max_bytes)
+            except anyio.EndOfStream:
+                return b""
+        await asyncio.sleep(0)  # anyio's checkpoint on asyncio, without its backend lookup
+        while True:
+            try:
+                return raw.recv(max_bytes)
+            except BlockingIOError:
+                loop = asyncio.get_running_loop()
+                readable = loop.create_future()
+                loop.add_reader(self._fd, readable.set_result, None)
+                try:
+                    await readable
+                finally:
+                    loop.remove_reader(self._fd)
 
     # --- replies -----------------------------------------------------------------------
 

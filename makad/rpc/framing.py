@@ -49,6 +49,10 @@ class NdjsonDecoder:
         self._scanned = 0
 
     def feed(self, data: bytes) -> list[bytes]:
+        if not self._buf and data.find(b"\n") == len(data) - 1 and len(data) <= self._max:
+            # One whole message and nothing buffered: a request-reply client's every read.
+            line = data[:-1]
+            return [line] if line.strip(_WHITESPACE) else []
         self._buf += data
         out: list[bytes] = []
         start = 0

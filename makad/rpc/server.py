@@ -210,26 +210,26 @@ class Server:
                 if uid is not None and uid != self._uid:
                     log.warning("connection_refused", reason="peer uid differs")
                     return
-                await self._serve(Connection(stream, time.monotonic()), stream)
+                await self._serve(Connection(stream, time.monotonic()))
         except Exception:  # the boundary: this connection ends, the daemon does not
             log.error("connection_crashed", ref=new_ref(), exc_info=True)
         finally:
             self._open -= 1
 
-    async def _serve(self, conn: Connection, stream: SocketStream) -> None:
+    async def _serve(self, conn: Connection) -> None:
         self.connections.add(conn)
         try:
             with conn.scope:
                 async with anyio.create_task_group() as writer:
                     writer.start_soon(conn.write_forever)
-                    await self._read_loop(conn, stream)
+                    await self._read_loop(conn)
                     await conn.flush()
                     writer.cancel_scope.cancel()
         finally:
             self.connections.discard(conn)
             conn.run_close_hooks()
 
-    async def _read_loop(self, conn: Connection, stream: SocketStream) -> None:
+    async def _read_loop(self, conn: Connection) -> None:
         decoder: Decoder | None = None
         pending = b""
         limiter = anyio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION)
@@ -239,8 +239,10 @@ class Server:
                 if conn.backlogged:  # it does not read its replies: stop taking requests
                     await conn.wait_for_room()
                 try:
-                    chunk = await stream.receive(READ_CHUNK)
-                except (anyio.EndOfStream, anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    chunk = await conn.receive(READ_CHUNK)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    chunk = b""
+                if not chunk:
                     if decoder is not None and decoder.has_partial():
                         log.debug("client_closed_mid_message", conn=conn.id)
                     break

@@ -23,7 +23,7 @@ ALL = [
     "imports",
 ]
 # Run only when named: they need tools CI does not have (valgrind).
-OPTIONAL = ["build_context_instructions"]
+OPTIONAL = ["build_context_instructions", "rpc_instructions"]
 
 
 def main() -> int:

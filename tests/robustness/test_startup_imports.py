@@ -4,7 +4,8 @@ The daemon is run as users run it (``python -m makad``) with ``PYTHONPROFILEIMPO
 (the environment form of ``-X importtime``), so every module it imports is listed on
 its stderr. Each library below is needed only by some request (markdown-it to check
 content, detect-secrets to redact it, rapidfuzz for near duplicates, snowballstemmer for
-recall, watchfiles once a workspace is watched, mcp only by ``maka mcp``) and costs
+recall, watchfiles once a workspace is watched, mcp only by ``maka mcp``; rich only by
+maka's output for people) and costs
 more start-up time than makad's own modules, so each is imported when first needed, or in
 the background once a workspace is in use (``makad.warmup``).
 """
@@ -12,6 +13,8 @@ the background once a workspace is in use (``makad.warmup``).
 from __future__ import annotations
 
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -30,7 +33,45 @@ HEAVY = (
     "mcp",
     "watchfiles",
     "maka",
+    # The JSON-RPC library makad no longer uses, and what it pulled in.
+    "jsonrpcserver",
+    "jsonschema",
+    "referencing",
+    "oslash",
 )
+# structlog tries to import these (for pretty tracebacks makad turns off); makad hides them
+# while it loads, so ``-X importtime`` lists the attempt: only sys.modules tells.
+BEHIND_STRUCTLOG = ("rich", "pygments")
+
+# Runs the daemon in-process and, at its first pong, prints the top-level packages loaded.
+PROBE = r"""
+import os, signal, socket, sys, threading, time
+
+sock_path, data_dir = sys.argv[1], sys.argv[2]
+
+
+def probe():
+    while True:
+        s = socket.socket(socket.AF_UNIX)
+        try:
+            s.connect(sock_path)
+            s.sendall(b'{"jsonrpc":"2.0","method":"ping","id":1}\n')
+            if b"pong" in s.recv(4096):
+                break
+        except OSError:
+            time.sleep(0.01)
+        finally:
+            s.close()
+    loaded = {name.split(".")[0] for name, module in list(sys.modules.items()) if module is not None}
+    print("LOADED " + ",".join(sorted(loaded)), flush=True)
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+threading.Thread(target=probe, daemon=True).start()
+from makad.daemon import main
+
+sys.exit(main(["--socket", sock_path, "--data-dir", data_dir, "--log-level", "warning"]))
+"""
 
 
 class QuietDaemon(DaemonProcess):
@@ -72,6 +113,21 @@ def test_start_up_imports_none_of_the_heavy_libraries(started: tuple[DaemonProce
     names = imported(proc.log_text())
     assert "makad" in names and "anyio" in names  # the listing itself works
     assert sorted(names & set(HEAVY)) == []
+
+
+def test_at_the_first_pong_no_heavy_library_is_loaded(short_tmp: Path) -> None:
+    """Counted in the daemon's own sys.modules at its first pong: none of the request-only
+    libraries, nor rich and pygments behind structlog, is loaded."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, str(short_tmp / "s.sock"), str(short_tmp / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    line = next(ln for ln in done.stdout.splitlines() if ln.startswith("LOADED "))
+    loaded = set(line.removeprefix("LOADED ").split(","))
+    assert {"makad", "anyio", "msgspec", "structlog"} <= loaded  # the probe sees the daemon
+    assert sorted(loaded & {*HEAVY, *BEHIND_STRUCTLOG}) == []
 
 
 def test_start_up_opens_no_database(started: tuple[DaemonProcess, set[str]]) -> None:

@@ -47,6 +47,20 @@ def test_lsp_split_anywhere(messages: list[bytes], cut: int) -> None:
     assert out == messages
 
 
+def test_ndjson_one_whole_message_per_read() -> None:
+    """A read holding exactly one message (a request-reply client's) comes out the same as
+    one split anywhere: blank lines skipped, a cap-sized line kept, a longer one refused."""
+    decoder = NdjsonDecoder(10)
+    assert decoder.feed(b"abc\n") == [b"abc"]
+    assert decoder.feed(b" \t\r\n") == []
+    assert decoder.feed(b"x" * 10 + b"\n") == [b"x" * 10]
+    assert decoder.feed(b"de") == [] and decoder.has_partial()
+    assert decoder.feed(b"f\n") == [b"def"] and not decoder.has_partial()
+    with pytest.raises(FrameError) as info:
+        decoder.feed(b"y" * 11 + b"\n")
+    assert info.value.kind == "too_large"
+
+
 def test_ndjson_cap() -> None:
     """A line longer than the cap raises too_large even before its newline arrives."""
     decoder = NdjsonDecoder(10)
