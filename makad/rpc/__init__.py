@@ -1,1 +1,1 @@
-"""Framing, connection handling and JSON-RPC 2.0 dispatch."""
+"""Framing, connection handling and dispatch: the only importer of jsonrpcserver."""

@@ -1,13 +1,11 @@
 """JSON-RPC 2.0 dispatch: validation per message, typed params, stable errors.
 
-Everything is ours: each request and each batch element is validated here with
-msgspec-decoded values (no jsonschema), positional params are refused, params are
-decoded into the method's msgspec Struct, and no exception text ever reaches the
-wire. Every reply is encoded here, under the reply cap (``reply_budget``), and an
-unencodable one becomes -32603. (jsonrpcserver did the method lookup and call until
-it was all that was left of it: importing it — jsonschema, referencing, attrs,
-oslash — was ~1/5 of the daemon's start-up, and its Request and Either wrappers a
-few µs of every call.)
+jsonrpcserver finds and calls the method; everything around it is ours because
+its defaults do not fit (see DESIGN §6): each request and each batch element is
+validated here with msgspec-decoded values (no jsonschema), positional params
+are refused, params are decoded into the method's msgspec Struct, and no
+exception text ever reaches the wire. Every reply is encoded here, under the
+reply cap (``reply_budget``), and an unencodable one becomes -32603.
 """
 
 from __future__ import annotations
@@ -21,6 +19,12 @@ from typing import Any
 import anyio.lowlevel
 import msgspec
 import structlog
+from jsonrpcserver.async_dispatcher import call
+from jsonrpcserver.dispatcher import to_response
+from jsonrpcserver.request import Request
+from jsonrpcserver.response import to_serializable_one
+from jsonrpcserver.result import Error, Success, SuccessResult
+from jsonrpcserver.sentinels import NOID
 
 from makad import logs
 from makad.errors import MakadError
@@ -62,24 +66,6 @@ def internal_error(ref: str, id_: Any = None) -> bytes:
 
 def new_ref() -> str:
     return uuid.uuid4().hex[:12]
-
-
-class Failure:
-    """A method's error outcome (a success is the result value itself)."""
-
-    __slots__ = ("code", "data", "message")
-
-    def __init__(self, code: int, message: str, data: dict[str, Any]) -> None:
-        self.code = code
-        self.message = message
-        self.data = data
-
-
-_POSITIONAL = Failure(
-    INVALID_PARAMS,
-    "Invalid params",
-    {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
-)
 
 
 def _valid_id(value: Any) -> bool:
@@ -131,13 +117,19 @@ class Dispatcher:
         # A bound lambda, not a def: the closure is built once per method at start.
         decode_params: Callable[[Any], Any] = lambda raw: msgspec.convert(raw, params_type)  # noqa: E731
 
-        async def call(context: Any, raw: dict[str, Any]) -> Any:
+        async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
+            if args:
+                return Error(
+                    INVALID_PARAMS,
+                    "Invalid params",
+                    {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
+                )
             try:
-                params = decode_params(raw)
+                params = decode_params(kwargs)
             except msgspec.ValidationError as exc:
                 text = str(exc)
                 match = _PATH.search(text)
-                return Failure(
+                return Error(
                     INVALID_PARAMS,
                     "Invalid params",
                     {
@@ -151,16 +143,16 @@ class Dispatcher:
                 result = await handler(params, context)
             except MakadError as exc:
                 log.info("request_failed", method=spec.name, kind=exc.kind)
-                return Failure(exc.code, exc.message, exc.data())
+                return Error(exc.code, exc.message, exc.data())
             except Exception:
                 ref = new_ref()
                 log.error("request_crashed", method=spec.name, ref=ref, exc_info=True)
-                return Failure(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref})
+                return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref})
             if logs.debug_enabled:
                 log.debug(
                     "request", method=spec.name, duration_ms=round((time.perf_counter() - started) * 1000, 3)
                 )
-            return result
+            return Success(result)
 
         return call
 
@@ -254,29 +246,35 @@ class Dispatcher:
         invalid = _check_request(obj)
         if invalid is not None:
             return invalid
-        name = obj["method"]
-        params = obj.get("params", {})
-        method = self._methods.get(name)
-        outcome: Any
-        if method is None:
-            outcome = Failure(
-                METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": name}
+        request = Request(obj["method"], obj.get("params", []), obj.get("id", NOID))
+        method = self._methods.get(request.method)
+        if method is not None and isinstance(obj.get("params"), list):
+            # Every method takes by-name params; even an empty array is positional.
+            result = Error(
+                INVALID_PARAMS,
+                "Invalid params",
+                {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
             )
-        elif isinstance(params, list):
-            outcome = _POSITIONAL  # every method takes by-name params; even [] is positional
+        elif method is None:
+            result = Error(
+                METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": request.method}
+            )
         else:
-            try:
-                outcome = await method(context, params)
-            except Exception:  # outside the handler (decoding params): still no text on the wire
-                ref = new_ref()
-                log.error("request_crashed", stage="call", method=name, ref=ref, exc_info=True)
-                outcome = Failure(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": ref})
-        if "id" not in obj:
+            # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
+            # signature binding (validate_args, ~10 µs) can never fail: skip it.
+            result = await call(request, context, method)
+        if request.id is NOID:
             return None
-        if type(outcome) is Failure:
-            data = outcome.data if isinstance(outcome.data, dict) else {"kind": "internal"}
-            return error_response(outcome.code, outcome.message, data, obj["id"])
-        return {"jsonrpc": "2.0", "result": outcome, "id": obj["id"]}
+        succeeded: list[SuccessResult] = []
+        result.map(succeeded.append)  # only a success calls its mapper
+        if succeeded:
+            return {"jsonrpc": "2.0", "result": succeeded[0].result, "id": request.id}
+        reply = to_serializable_one(to_response(request, result))
+        assert isinstance(reply, dict)  # one response for one request
+        err = reply["error"]
+        data = err.get("data")
+        data = data if isinstance(data, dict) else {"kind": "internal"}
+        return {"jsonrpc": "2.0", "error": error_object(err["code"], err["message"], data), "id": request.id}
 
 
 def expects_reply(obj: Any) -> bool:

@@ -33,11 +33,6 @@ HEAVY = (
     "mcp",
     "watchfiles",
     "maka",
-    # The JSON-RPC library makad no longer uses, and what it pulled in.
-    "jsonrpcserver",
-    "jsonschema",
-    "referencing",
-    "oslash",
 )
 # structlog tries to import these (for pretty tracebacks makad turns off); makad hides them
 # while it loads, so ``-X importtime`` lists the attempt: only sys.modules tells.
