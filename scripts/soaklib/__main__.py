@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from pathlib import Path
 from typing import Any
 
 
@@ -26,6 +27,11 @@ def main(argv: list[str] | None = None) -> int:
         metavar="KEY=VALUE",
         help="extra environment for the daemon (repeatable), e.g. MALLOC_ARENA_MAX=2",
     )
+    parser.add_argument(
+        "--probe",
+        metavar="FILE",
+        help="load run: sample the daemon's memory into FILE (JSON lines, see soaklib.memprobe)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the temp dir for inspection")
     parser.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
     args = parser.parse_args(argv)
@@ -34,6 +40,10 @@ def main(argv: list[str] | None = None) -> int:
     if any("=" not in pair for pair in args.daemon_env):
         parser.error("--daemon-env takes KEY=VALUE")
     env = dict(pair.split("=", 1) for pair in args.daemon_env)
+    module = "makad"
+    if args.probe:
+        env["MAKAD_PROBE_OUT"] = str(Path(args.probe).resolve())
+        module = "soaklib.memprobe"
 
     def progress(line: str) -> None:
         if not args.quiet:
@@ -52,7 +62,13 @@ def main(argv: list[str] | None = None) -> int:
         from soaklib.load import run_load
 
         load = run_load(
-            args.minutes * 60, args.clients, args.seed, progress=progress, keep=args.keep, env=env
+            args.minutes * 60,
+            args.clients,
+            args.seed,
+            progress=progress,
+            keep=args.keep,
+            env=env,
+            module=module,
         )
         result.update(load)
         ok &= load["load"]["passed"]

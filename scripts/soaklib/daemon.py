@@ -16,8 +16,11 @@ STARTUP_TIMEOUT_S = 30.0
 class Daemon:
     """makad on ``<root>/s.sock`` with its data in ``<root>/data`` and logs in ``<root>/makad.log``."""
 
-    def __init__(self, root: Path, env: dict[str, str] | None = None, log_level: str = "info") -> None:
+    def __init__(
+        self, root: Path, env: dict[str, str] | None = None, log_level: str = "info", module: str = "makad"
+    ) -> None:
         self.root = root
+        self.module = module
         self.socket = root / "s.sock"
         self.data_dir = root / "data"
         self.log_path = root / "makad.log"
@@ -37,7 +40,7 @@ class Daemon:
             [
                 sys.executable,
                 "-m",
-                "makad",
+                self.module,
                 "--socket",
                 str(self.socket),
                 "--data-dir",

@@ -30,6 +30,54 @@ def test_settle_freezes_and_a_full_settle_reclaims_frozen_cycles() -> None:
         gc.unfreeze()
 
 
+def test_settle_collects_dropped_cycles_before_it_freezes() -> None:
+    """A reference cycle already dropped when settle runs is freed, not frozen with the
+    living: frozen garbage would wait for the next full collection (minutes)."""
+    try:
+        gc.disable()  # only settle may collect here
+        node = _Node()
+        dropped = weakref.ref(node)
+        del node
+        assert dropped() is not None  # garbage the young collections have not reached
+        frozen_before = gc.get_freeze_count()
+        heap.settle(full=False)
+        assert dropped() is None
+        kept = _Node()
+        heap.settle(full=False)
+        assert gc.get_freeze_count() > frozen_before
+        assert kept.me is kept
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
+def test_repeated_settles_under_churn_freeze_a_bounded_number_of_objects() -> None:
+    """Requests that each leave a cycle behind, with settle between batches, do not grow
+    the frozen generation: it holds what is alive, whatever the number of requests."""
+
+    def request() -> None:
+        try:
+            raise ValueError("refused")
+        except ValueError as exc:
+            holder = _Node()
+            holder.error = exc  # type: ignore[attr-defined]  # exception -> traceback -> frame -> holder
+            del exc
+
+    try:
+        gc.disable()
+        heap.settle(full=True)
+        counts = []
+        for _ in range(5):
+            for _ in range(200):
+                request()
+            heap.settle(full=False)
+            counts.append(gc.get_freeze_count())
+        assert max(counts) - min(counts) < 50, counts
+    finally:
+        gc.enable()
+        gc.unfreeze()
+
+
 def test_the_young_generation_is_collected_less_often_but_still_collected() -> None:
     """configure_collector raises the youngest threshold only; a dropped cycle is still
     reclaimed by the collector once that many objects were made."""

@@ -6,7 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from soaklib.load import run_load
+from soaklib.load import WARM_UP_CALLS_PER_CLIENT, run_load, warmed_up
+from soaklib.memprobe import Probe
 from tests.support import DaemonProcess, RawConnection
 
 
@@ -57,3 +58,32 @@ def test_many_watched_workspaces_keep_the_daemon_responsive(daemon: DaemonProces
                 {"workspace": str(daemon.workspace), "title": f"T{i}", "content": f"still quick {i}"},
             )
     assert (Path(daemon.workspace) / "memory" / "MEMORY.md").read_text().count("still quick") == 3
+
+
+def test_the_memory_baseline_waits_for_calls_not_only_time() -> None:
+    """The load's resident-memory baseline is taken once a quarter of the run has passed
+    and the clients made their warm-up calls; at half the run whatever the count."""
+    enough = WARM_UP_CALLS_PER_CLIENT * 32
+    assert not warmed_up(29.0, 120.0, enough, 32)  # calls made, but not a quarter in
+    assert not warmed_up(45.0, 120.0, enough - 1, 32)  # a slow machine: still filling
+    assert warmed_up(45.0, 120.0, enough, 32)
+    assert warmed_up(60.0, 120.0, 0, 32)  # half the run: measure what is left
+
+
+class _Grown:
+    """An object the collector tracks (instances of plain classes are)."""
+
+
+def test_the_memory_probe_attributes_resident_memory(tmp_path: Path) -> None:
+    """One probe sample names the kernel's, glibc's, SQLite's and Python's share, and
+    the second counts what grew since the first (types, modules)."""
+    probe = Probe(tmp_path / "probe.jsonl", every=1.0, frames=0, base_s=0.0)
+    first = probe.sample()
+    kept = [_Grown() for _ in range(1000)]
+    second = probe.sample()
+    assert first["status"]["VmRSS"] >= first["status"]["RssAnon"] > 0
+    assert {"in_use_kib", "free_kib", "arena_kib"} <= set(first["malloc"])
+    assert {"used_kib", "connections"} <= set(first["sqlite"])
+    assert first["pymalloc"]["arenas"] > 0
+    assert second["types_grown"].get("_Grown", 0) >= len(kept)
+    assert second["modules_added"] == []
