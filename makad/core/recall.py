@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from makad.core.context_types import RecallHit, ScoreParts
-from makad.core.ranking import RECALL_HALF_LIFE_MS, best_bm25, bm25_part, recency_part, rounded
+from makad.core.ranking import RECALL_HALF_LIFE_MS, best_bm25, bm25_part, rounded
 from makad.core.render import SPEAKER_LABEL
 from makad.core.types import Event
 from makad.core.when import Period, in_periods, query_periods
@@ -137,6 +137,20 @@ def _session_parts(own: Mapping[Key, float]) -> dict[str, float]:
     return {sid: total / best for sid, total in sums.items()} if best > 0 else {}
 
 
+def _context_parts(own: Mapping[Key, float]) -> dict[Key, float]:
+    """Each event's ``context`` part before the cap: its neighbours' ``bm25`` shares.
+
+    Summed offset by offset in ``CONTEXT_SPREAD`` order, as a walk over each event's
+    neighbours would (the same floats); only the events next to a hit get an entry.
+    """
+    context: dict[Key, float] = {}
+    for offset, share in CONTEXT_SPREAD.items():
+        for (sid, seq), value in own.items():
+            near = (sid, seq - offset)
+            context[near] = context.get(near, 0.0) + share * value
+    return context
+
+
 def rank_events(
     hits: Iterable[RecallHit],
     query: str,
@@ -169,20 +183,19 @@ def rank_events(
     weights = tuple(WEIGHTS.values())
     w_bm25, w_context, w_session, w_speaker, w_time, w_recency, w_semantic = weights
     total_weight = sum(weights) - (0.0 if similar else WEIGHTS["semantic"])
-    near = tuple(CONTEXT_SPREAD.items())
+    context = _context_parts(own)
     ranked: list[RankedEvent] = []
+    pow_, isfinite = math.pow, math.isfinite
     for key, event in events.items():
-        sid, seq = key
-        context = 0.0
-        for offset, share in near:
-            context += share * own.get((sid, seq + offset), 0.0)
+        sid = key[0]
         values = (
             own.get(key, 0.0),
-            min(context, 1.0),
+            min(context.get(key, 0.0), 1.0),
             sessions.get(sid, 0.0),
-            speaker_part(event, names),
+            speaker_part(event, names) if names else 0.0,
             1.0 if periods and in_periods(event.ts, periods) else 0.0,
-            recency_part(now_ms - event.ts, RECALL_HALF_LIFE_MS),
+            # recency_part, inlined: it runs for every candidate of every call.
+            pow_(0.5, max(now_ms - event.ts, 0) / RECALL_HALF_LIFE_MS),
             similar.get(key, 0.0),
         )
         score = (
@@ -194,7 +207,7 @@ def rank_events(
             + w_recency * values[5]
             + w_semantic * values[6]
         ) / total_weight
-        if not math.isfinite(score):
+        if not isfinite(score):
             score = 0.0
         ranked.append(RankedEvent(event, rounded(score), values, key in hit_keys))
     ranked.sort(key=lambda r: (-r.score, r.event.session_id, r.event.seq))

@@ -85,6 +85,8 @@ def one_line(text: str, max_chars: int) -> str:
 
 def escape_fence(text: str, tag: str) -> str:
     """Defuse a closing ``</tag`` inside quoted text so it cannot end the fence."""
+    if "</" not in text:  # nearly every text: no pattern to build or run
+        return text
     return re.sub(rf"</(\s*{re.escape(tag)})", r"<\\/\1", text, flags=re.IGNORECASE)
 
 

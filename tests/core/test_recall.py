@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core.context_types import RecallHit
-from makad.core.recall import named_people, rank_events, speaker_label, speaker_part
+from makad.core.recall import (
+    CONTEXT_SPREAD,
+    _context_parts,
+    named_people,
+    rank_events,
+    speaker_label,
+    speaker_part,
+)
 from makad.core.types import Event
 
 NOW = int(datetime(2026, 1, 1, tzinfo=UTC).timestamp() * 1000)
@@ -143,3 +150,23 @@ def test_a_paraphrase_outranks_a_weak_one_word_match() -> None:
     paraphrase = RecallHit(event=event("c", 5, "I'm doing kickboxing"), bm25=0.0, similarity=0.5)
     ranked = order([best, weak, paraphrase], "What exercises has John done?")
     assert ranked.index("c:5") < ranked.index("b:5")
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.dictionaries(
+        st.tuples(st.sampled_from(["a", "b"]), st.integers(1, 12)),
+        st.floats(0.0, 1.0, allow_nan=False),
+        max_size=12,
+    )
+)
+def test_context_parts_equal_the_walk_over_each_events_neighbours(own: dict[tuple[str, int], float]) -> None:
+    """Summed once per hit, the context part is the same float as summing each event's
+    neighbours in CONTEXT_SPREAD order (what the packs and eval figures were pinned with)."""
+    context = _context_parts(own)
+    for sid in ("a", "b"):
+        for seq in range(-1, 15):
+            walked = 0.0
+            for offset, share in CONTEXT_SPREAD.items():
+                walked += share * own.get((sid, seq + offset), 0.0)
+            assert context.get((sid, seq), 0.0) == walked
