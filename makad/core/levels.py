@@ -42,6 +42,12 @@ def _sorted_tokens(content: str) -> str:
     return " ".join(sorted(canonical(content).split()))
 
 
+# Near duplicates are looked for among the workspace entries that share one of the
+# user-level entry's rarest words (in the workspace): comparing each pair would cost
+# seconds at 10k × 500 entries.
+RARE_WORDS: Final = 4
+
+
 def overridden(workspace: Iterable[Entry], user: Sequence[Entry]) -> dict[str, str]:
     """User-level ids (as ``user_level_id``) → the workspace entry that speaks for the same
     topic. ``workspace`` are the workspace's active entries, ``user`` the user level's
@@ -54,29 +60,38 @@ def overridden(workspace: Iterable[Entry], user: Sequence[Entry]) -> dict[str, s
     winners = [e for e in workspace if e.scope != "session"]
     if not winners:
         return {}
-    found: dict[str, str] = {}
     by_title: dict[str, str] = {}
     supersedes: dict[str, str] = {}
-    for entry in winners:
+    by_word: dict[str, list[int]] = {}
+    choices: list[str] = []
+    for index, entry in enumerate(winners):
         by_title.setdefault(_topic_title(entry.title), entry.id)
         named = (entry.supersedes or "").removeprefix("memory:")
         if named.startswith(USER_ID_PREFIX):  # across levels, only as the ref shows it
             supersedes.setdefault(named.removeprefix(USER_ID_PREFIX), entry.id)
-    choices = [_sorted_tokens(e.content) for e in winners]
+        tokens = _sorted_tokens(entry.content)
+        choices.append(tokens)
+        for word in set(tokens.split()):
+            by_word.setdefault(word, []).append(index)
+    found: dict[str, str] = {}
     for entry in user:
         winner = supersedes.get(entry.id)
         if winner is None:
             title = _topic_title(entry.title)
             winner = by_title.get(title) if title else None
         if winner is None:
+            tokens = _sorted_tokens(entry.content)
+            known = [w for w in set(tokens.split()) if w in by_word]
+            rare = sorted(known, key=lambda w: (len(by_word[w]), w))[:RARE_WORDS]
+            near = sorted({i for w in rare for i in by_word[w]})
             best = process.extractOne(
-                _sorted_tokens(entry.content),
-                choices,
+                tokens,
+                [choices[i] for i in near],
                 scorer=fuzz.ratio,
                 score_cutoff=SIMILARITY_THRESHOLD,
             )
             if best is not None:
-                winner = winners[best[2]].id
+                winner = winners[near[best[2]]].id
         if winner is not None:
             found[user_level_id(entry.id)] = winner
     return found
