@@ -18,6 +18,7 @@ import pytest
 from maka import Client
 from maka.errors import RemoteError
 from makad.core import memory_format as fmt
+from tests.cli.helpers import run_maka
 from tests.support import DaemonProcess, daemon_in_tmp
 
 USER = "@user"
@@ -348,3 +349,33 @@ def test_export_names_the_level(d: DaemonProcess) -> None:
     exported = d.call("export_memories", {"workspace": USER})
     assert exported["level"] == "user"
     assert d.call("export_memories", {"workspace": new_ws(d)})["level"] == "workspace"
+
+
+def test_cli_user_flag_addresses_the_user_level(d: DaemonProcess) -> None:
+    """`maka --user memory add` and `maka memory list -w @user` work on the user level."""
+    user_on(d)
+    added = run_maka(d, "--user", "memory", "add", "Shell", "Uses fish as the login shell.", workspace=False)
+    assert added.returncode == 0, added.stderr
+    listed = run_maka(d, "memory", "list", "-w", "@user", "--json", workspace=False)
+    assert listed.returncode == 0, listed.stderr
+    assert "Uses fish as the login shell." in listed.stdout
+    after = run_maka(d, "memory", "list", "--user", "--json", workspace=False)
+    assert after.stdout == listed.stdout
+
+
+def test_cli_review_offers_both_queues(d: DaemonProcess) -> None:
+    """`maka review` in a workspace goes through its queue, then the user level's."""
+    user_on(d)
+    w = new_ws(d, extract=True)
+    own = d.call("propose", {"workspace": w, "title": "Local", "content": "only in this workspace q1"})
+    d.call(
+        "propose",
+        {"workspace": w, "title": "Everywhere", "content": "for every workspace q2", "scope": "global"},
+    )
+    result = run_maka(d, "review", "-w", w, input="a\na\nq\n", workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert "Proposals for the user level (@user)" in result.stdout
+    assert own["proposal"]["id"] not in str(d.call("list_proposals", {"workspace": w}))
+    approved_here = d.call("read_state", {"workspace": w, "includeEntries": True})["entries"]
+    assert [e["title"] for e in approved_here] == ["Local"]
+    assert result.stdout.count("Approved") == 2
