@@ -379,3 +379,43 @@ def test_cli_review_offers_both_queues(d: DaemonProcess) -> None:
     approved_here = d.call("read_state", {"workspace": w, "includeEntries": True})["entries"]
     assert [e["title"] for e in approved_here] == ["Local"]
     assert result.stdout.count("Approved") == 2
+
+
+SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7dEf0hIj3kLm6n"
+
+
+def test_global_proposal_is_redacted(d: DaemonProcess) -> None:
+    """A secret in a global proposal never reaches the user-level files: it is redacted."""
+    user_on(d)
+    w = new_ws(d, extract=True)
+    result = d.call(
+        "propose",
+        {"workspace": w, "title": "Deploy", "content": f"deploys with key {SECRET}", "scope": "global"},
+    )
+    assert result["redactions"]
+    assert SECRET not in user_file(d, "PENDING.md").read_text()
+    assert SECRET not in str(d.call("memory_history", {"workspace": USER, "id": result["proposal"]["id"]}))
+
+
+def test_delete_at_user_level_removes_it_everywhere(d: DaemonProcess) -> None:
+    """delete_entry on @user takes the entry out of its file and out of every pack."""
+    user_on(d)
+    entry = add(d, USER, "Forget me", "a user-level fact about zanzibar to forget")
+    w = new_ws(d)
+    assert "zanzibar" in memory_text(pack(d, w, "zanzibar"))
+    d.call("delete_entry", {"workspace": USER, "id": entry["id"]})
+    assert "zanzibar" not in user_file(d).read_text()
+    assert candidate(pack(d, w, "zanzibar"), f"memory:@user/{entry['id']}") is None
+
+
+def test_import_and_backups_work_at_user_level(d: DaemonProcess) -> None:
+    """import_memories queues at @user; its writes keep backups like a workspace's."""
+    user_on(d)
+    imported = d.call(
+        "import_memories",
+        {"workspace": USER, "data": "- Prefers dark themes in every editor\n", "format": "markdown"},
+    )
+    assert len(imported["imported"]) == 1
+    queued = d.call("list_proposals", {"workspace": USER})["proposals"]
+    assert "Prefers dark themes in every editor" in str(queued)
+    assert d.call("list_backups", {"workspace": USER})["backups"]
