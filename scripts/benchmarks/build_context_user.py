@@ -22,6 +22,12 @@ USER_ENTRIES = 500
 BLOCK = 10
 
 
+def user_memory_file(entries: int) -> str:
+    """The user level's MEMORY.md: ``entries`` on the same topics, from a generator of its
+    own (the workspace, its events and the queries stay those of ``build_context``)."""
+    return _memory_file(Text(random.Random(11)), entries, "habit", "u")
+
+
 def _scenario(entries: int, events: int, blocks: int) -> dict[str, Any]:
     text = Text(random.Random(7))
     with (
