@@ -324,6 +324,7 @@ class ProposalService:
                     default_decay_ms=default_decay_ms(settings),
                     now=now_ms(),
                     scrub=self._ctx.identifiers,
+                    scope="global" if ws.level == "user" else None,
                 )
                 intent = await in_thread(
                     ws.ledger.begin_intent, "approve", plan.to_payload(), intent_id=intent_id

@@ -409,13 +409,14 @@ def test_delete_at_user_level_removes_it_everywhere(d: DaemonProcess) -> None:
 
 
 def test_import_and_backups_work_at_user_level(d: DaemonProcess) -> None:
-    """import_memories queues at @user; its writes keep backups like a workspace's."""
+    """import_memories queues at @user; approved there the entry is global; its writes
+    keep backups like a workspace's."""
     user_on(d)
     imported = d.call(
         "import_memories",
         {"workspace": USER, "data": "- Prefers dark themes in every editor\n", "format": "markdown"},
     )
     assert len(imported["imported"]) == 1
-    queued = d.call("list_proposals", {"workspace": USER})["proposals"]
-    assert "Prefers dark themes in every editor" in str(queued)
+    approved = d.call("approve", {"workspace": USER, "ids": imported["imported"]})
+    assert approved["approved"][0]["entry"]["scope"] == "global"
     assert d.call("list_backups", {"workspace": USER})["backups"]
