@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from makad.core.confidence import Confidence, derive
 from makad.core.context_types import Built, ContextInputs, Segment, TraceCandidate
-from makad.core.levels import level_of
+from makad.core.levels import Level
 from makad.core.ranking import RankedEntry, query_terms, rank_entries
 from makad.core.refs import memory_ref
 from makad.core.render import entry_hash, memory_block, memory_text
@@ -84,13 +84,15 @@ class MemoryBuilder:
         self._counter = counter
         self._exclusions: dict[int, str] = {}  # input position → reason
         # With user-level entries among the candidates, every block names its level.
-        self._levels = any(level_of(e.id) == "user" for e in inputs.memory_entries)
+        user_from = inputs.memory_user_from
+        self._user_from = len(inputs.memory_entries) if user_from is None else user_from
+        self._levels = self._user_from < len(inputs.memory_entries)
         seen: set[str] = set()
         for index, entry in enumerate(inputs.memory_entries):
             reason = memory_exclusion(entry, inputs)
             if reason is None and entry.id in seen:
                 reason = "duplicate"
-            if reason is None and entry.id in inputs.memory_overridden:
+            if reason is None and index >= self._user_from and entry.id in inputs.memory_overridden:
                 reason = "overridden"
             if reason is None:
                 seen.add(entry.id)
@@ -125,7 +127,9 @@ class MemoryBuilder:
             inputs = self._inputs
             entry = item.entry
             confidence = derive(entry, inputs.now_ms, inputs.memory_confidence.get(entry.id))
-            level = level_of(entry.id) if self._levels else None
+            level: Level | None = None
+            if self._levels:
+                level = "user" if item.index >= self._user_from else "workspace"
             text = memory_block(entry, inputs.now_ms, inputs.limits, confidence, level)
             block = _Block(text, self._counter.count(text), len(text.encode()), confidence)
             self._blocks[item.index] = block

@@ -273,6 +273,7 @@ class ContextService:
         hashes: dict[str, str] = {}
         confidence: dict[str, str] = {}
         overridden: dict[str, str] = {}
+        user_from: int | None = None
         if plan.snapshot is not None:
             # The recency strategies choose among the newest entries, not the query's matches.
             memory_query = plan.query if plan.pool == "ranked" else None
@@ -282,6 +283,7 @@ class ContextService:
             if plan.user is not None:
                 user_entries, user_bm25 = _user_candidates(plan.user, memory_query)
                 if user_entries:
+                    user_from = len(entries)
                     entries = entries + user_entries
                     bm25 = {**bm25, **user_bm25}
                     hashes = {**hashes, **_level_hashes(plan.user.view, user_entries)}
@@ -323,6 +325,7 @@ class ContextService:
             memory_hashes=hashes,
             memory_session_bytes=session_bytes,
             memory_skipped=snapshot.skipped if snapshot is not None else None,
+            memory_user_from=user_from,
             memory_overridden=overridden,
             working_state=working_state,
             checkpoint=checkpoint,

@@ -70,6 +70,7 @@ def test_memory_segment_marks_levels_and_drops_overridden() -> None:
         budget_tokens=4000,
         now_ms=NOW,
         memory_entries=[own, mine, other],
+        memory_user_from=1,
         memory_overridden={mine.id: own.id},
     )
     pack = assemble(inputs)
@@ -87,3 +88,19 @@ def test_workspace_only_blocks_are_unchanged() -> None:
     pack = assemble(ContextInputs(budget_tokens=4000, now_ms=NOW, memory_entries=[entry("w1", "T", "c")]))
     assert "level" not in pack.segments[0].text
     assert level_of("w1") == "workspace" and level_of("@user/w1") == "user"
+
+
+def test_a_workspace_id_like_a_user_ref_stays_the_workspace_entry() -> None:
+    """A workspace entry whose (hand-made) id reads "@user/x" is shown as the workspace's; the
+    user-level entry under the same ref is a duplicate: one ref never names two entries."""
+    own = entry("@user/x", "Mine", "workspace words")
+    theirs = entry(user_level_id("x"), "Theirs", "user-level words")
+    pack = assemble(
+        ContextInputs(budget_tokens=4000, now_ms=NOW, memory_entries=[own, theirs], memory_user_from=1)
+    )
+    assert [(c.source_id, c.reason) for c in pack.trace.candidates] == [
+        ("memory:@user/x", None),
+        ("memory:@user/x", "duplicate"),
+    ]
+    text = pack.segments[0].text
+    assert "memory:@user/x · workspace level" in text and "user-level words" not in text
