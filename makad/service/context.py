@@ -284,9 +284,11 @@ class ContextService:
                 user_entries, user_bm25 = _user_candidates(plan.user, memory_query)
                 if user_entries:
                     user_from = len(entries)
+                    # The candidates' hashes only: the snapshot's cache grows with every call.
+                    hashes = {e.id: hashes[e.id] for e in entries}
+                    hashes.update(_level_hashes(plan.user.view, user_entries))
                     entries = entries + user_entries
                     bm25 = {**bm25, **user_bm25}
-                    hashes = {**hashes, **_level_hashes(plan.user.view, user_entries)}
                     confidence = {**confidence, **plan.user.view.confidence}
                     overridden = _overrides(ws, plan.snapshot, plan.user.view.snapshot)
         now = now_ms()
