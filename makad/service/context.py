@@ -346,7 +346,16 @@ class ContextService:
         settings = await self._ctx.load_settings(uws)
         if not (settings.enabled and settings.agent_read_enabled and not settings.incognito):
             return None
-        snap = await self._snapshot(uws)
+        snap = uws.state.memory_snapshot
+        # Every workspace's call reads the user level: when its file is the version the
+        # snapshot was built from (one lstat), no worker-thread hop to refresh it.
+        if (
+            snap is None
+            or snap.sha != uws.memory.sha256
+            or snap.index_generation != uws.ledger.index_generation
+            or not uws.memory.looks_current(uws.memory_path)
+        ):
+            snap = await self._snapshot(uws)
         if snap.skipped is not None:
             return None
         view = uws.state.level_view

@@ -420,3 +420,14 @@ def test_import_and_backups_work_at_user_level(d: DaemonProcess) -> None:
     approved = d.call("approve", {"workspace": USER, "ids": imported["imported"]})
     assert approved["approved"][0]["entry"]["scope"] == "global"
     assert d.call("list_backups", {"workspace": USER})["backups"]
+
+
+def test_hand_edit_of_user_file_reaches_the_next_pack(d: DaemonProcess) -> None:
+    """An entry typed into the user-level MEMORY.md by hand is in the next pack of a workspace."""
+    user_on(d)
+    add(d, USER, "Anchor", "an entry so the file exists")
+    w = new_ws(d)
+    pack(d, w, "anything")  # the user level's snapshot is cached now
+    path = user_file(d)
+    path.write_text(path.read_text() + "\n## Typed by hand\nquokkas are the user's favourite animal\n")
+    assert "quokkas" in memory_text(pack(d, w, "quokkas favourite animal"))
