@@ -182,7 +182,7 @@ def build_app(info: DaemonInfo) -> App:
     settings = info.settings
     # The one fault seam: armed by the test environment only (makad.faults).
     faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
-    registry = WorkspaceRegistry(settings.data_dir, faults=faults)
+    registry = WorkspaceRegistry(settings.data_dir, faults=faults, user_dir=settings.user_memory_dir)
     info.warnings = lambda: registry_warnings(registry)
     ctx = Context(
         settings=settings,

@@ -67,6 +67,12 @@ class DaemonSettings:
     # Test-only: fail memory-file writes as if the disk were full.
     fault_disk_full: bool = False
     curator: CuratorSettings = CuratorSettings()
+    # The user-level memory folder (workspace "@user"); None: ``<data dir>/user``.
+    user_memory: Path | None = None
+
+    @property
+    def user_memory_dir(self) -> Path:
+        return self.user_memory if self.user_memory is not None else self.data_dir / "user"
 
     @property
     def lock_path(self) -> Path:
@@ -93,6 +99,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"makad {__version__}")
     parser.add_argument("--socket", help="socket path (env MAKAD_SOCKET; default: user runtime dir)")
     parser.add_argument("--data-dir", help="data directory (env MAKAD_DATA_DIR; default: user data dir)")
+    parser.add_argument(
+        "--user-memory",
+        help='the user-level memory folder, workspace "@user" (env MAKAD_USER_MEMORY; '
+        "default: <data dir>/user)",
+    )
     parser.add_argument(
         "--log-format",
         choices=["json", "console"],
@@ -164,6 +175,7 @@ def load(
     args = build_parser().parse_args(argv)
     socket_raw = args.socket or env.get("MAKAD_SOCKET") or str(default_socket_path())
     data_raw = args.data_dir or env.get("MAKAD_DATA_DIR") or str(default_data_dir())
+    user_raw = args.user_memory or env.get("MAKAD_USER_MEMORY") or None
     log_format = args.log_format or env.get("MAKAD_LOG_FORMAT") or ("console" if stderr_is_tty else "json")
     if log_format not in ("json", "console"):
         raise SystemExit("makad: log format must be json or console")
@@ -192,6 +204,7 @@ def load(
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
         curator=_curator(env),
+        user_memory=Path(user_raw).expanduser().absolute() if user_raw else None,
     )
 
 

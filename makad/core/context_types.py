@@ -284,6 +284,12 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     - ``memory_session_bytes``: the memory this session was shown since its last
       compaction, before this call (see ``ContextLimits.memory_session_cap_bytes``).
     - ``memory_skipped``: why memory was left out whole, when it was.
+    - ``memory_user_from``: ``memory_entries[memory_user_from:]`` are the user level's
+      (their ids ``@user/<id>``); a workspace entry whose id a hand edit made the same
+      comes first, and the user-level one is then a ``duplicate``.
+    - ``memory_overridden``: user-level entries among the candidates (ids
+      ``@user/<id>``) that a workspace entry on the same topic overrides: each is
+      left out as ``overridden`` (``makad.core.levels``).
     - ``history``: the session's events after its latest checkpoint, at least
       the newest ones covering about twice the budget and starting at a user
       message if possible; order does not matter (sorted by seq here).
@@ -309,6 +315,11 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_confidence: dict[str, str] = {}
     memory_session_bytes: int = 0
     memory_skipped: Skipped | None = None
+    # Where the user level's candidates start in ``memory_entries`` (None: there are none).
+    memory_user_from: int | None = None
+    # User-level entries (ids ``@user/<id>``, ``makad.core.levels``) a workspace entry on
+    # the same topic overrides: id → that workspace entry's id.
+    memory_overridden: dict[str, str] = {}
     working_state: WorkingState | None = None
     checkpoint: Checkpoint | None = None
     history: list[Event] = []

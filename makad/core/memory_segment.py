@@ -4,7 +4,7 @@ Entries are ranked once (``makad.core.ranking``); ``MemoryBuilder.build`` then
 packs them best first into a cap, and may be called again with a larger cap when
 unused budget flows to memory (``makad.core.budget``). Reasons an entry is left
 out, in the order they are checked: ``disabled``, ``excluded``, ``scope``,
-``archived``, ``inactive``, ``expired``, ``duplicate``; then ``irrelevant``,
+``archived``, ``inactive``, ``expired``, ``duplicate``, ``overridden``; then ``irrelevant``,
 ``already_shown``, ``top_k``, ``session_cap`` and ``budget``.
 
 Choosing. When every entry that could be shown fits in memory's own cap (its
@@ -25,6 +25,11 @@ A selection (``ContextInputs.selection``, set by a strategy of
 in its order with no relevance or top-k filter (the session cap still applies,
 a selected entry counting as relevant), and the others are ``not_selected``.
 
+Levels. The candidates may hold user-level entries (``makad.core.levels``): they
+are ranked with the workspace's, and when any is among them every shown entry's
+ref line names its level. A user-level entry a workspace entry overrides is
+``overridden``.
+
 Each shown entry carries its confidence (``makad.core.confidence``) on its ref
 line and in the trace.
 """
@@ -35,6 +40,7 @@ from dataclasses import dataclass
 
 from makad.core.confidence import Confidence, derive
 from makad.core.context_types import Built, ContextInputs, Segment, TraceCandidate
+from makad.core.levels import Level
 from makad.core.ranking import RankedEntry, query_terms, rank_entries
 from makad.core.refs import memory_ref
 from makad.core.render import entry_hash, memory_block, memory_text
@@ -77,11 +83,17 @@ class MemoryBuilder:
         self._inputs = inputs
         self._counter = counter
         self._exclusions: dict[int, str] = {}  # input position → reason
+        # With user-level entries among the candidates, every block names its level.
+        user_from = inputs.memory_user_from
+        self._user_from = len(inputs.memory_entries) if user_from is None else user_from
+        self._levels = self._user_from < len(inputs.memory_entries)
         seen: set[str] = set()
         for index, entry in enumerate(inputs.memory_entries):
             reason = memory_exclusion(entry, inputs)
             if reason is None and entry.id in seen:
                 reason = "duplicate"
+            if reason is None and index >= self._user_from and entry.id in inputs.memory_overridden:
+                reason = "overridden"
             if reason is None:
                 seen.add(entry.id)
             else:
@@ -115,7 +127,10 @@ class MemoryBuilder:
             inputs = self._inputs
             entry = item.entry
             confidence = derive(entry, inputs.now_ms, inputs.memory_confidence.get(entry.id))
-            text = memory_block(entry, inputs.now_ms, inputs.limits, confidence)
+            level: Level | None = None
+            if self._levels:
+                level = "user" if item.index >= self._user_from else "workspace"
+            text = memory_block(entry, inputs.now_ms, inputs.limits, confidence, level)
             block = _Block(text, self._counter.count(text), len(text.encode()), confidence)
             self._blocks[item.index] = block
         return block

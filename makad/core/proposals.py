@@ -132,8 +132,11 @@ def plan_approval(
     default_decay_ms: int | None,
     now: int,
     scrub: Scrubber,
+    scope: Scope | None = None,
 ) -> ApprovalPlan:
     """The full approval of ``ids`` (with the user's ``edits``), decided up front.
+
+    ``scope``: every entry's, whatever its proposal said (the user level's are ``global``).
 
     An entry's origin is the one it was queued with (``origins``), not what PENDING.md
     says now; its decay is its own, else ``default_decay_ms``. The same content is
@@ -176,8 +179,8 @@ def plan_approval(
             status="active",
             tags=redact_all(proposed.tags),
             decay_ttl_ms=default_decay_ms if proposed.decay_ttl_ms is None else proposed.decay_ttl_ms,
-            scope=proposed.scope,
-            session_id=scrub.scrub_optional(proposed.session_id),
+            scope=scope or proposed.scope,
+            session_id=None if scope else scrub.scrub_optional(proposed.session_id),
             source_refs=scrub.scrub_refs(proposed.source_refs),
             supersedes=scrub.scrub_optional(proposed.supersedes),
         )

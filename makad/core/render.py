@@ -98,12 +98,18 @@ def fenced(tag: str, header: str, body: str) -> str:
 
 
 def memory_block(
-    entry: Entry, now_ms: int, limits: ContextLimits, confidence: Confidence | None = None
+    entry: Entry,
+    now_ms: int,
+    limits: ContextLimits,
+    confidence: Confidence | None = None,
+    level: str | None = None,
 ) -> str:
-    """One entry: title, its ref (its confidence; its age with a caveat when stale), content."""
+    """One entry: title, its ref (its level when told, its confidence; its age with a
+    caveat when stale), content."""
     title = one_line(entry.title, TITLE_MAX_CHARS) or "(untitled)"
     ref = memory_ref(entry.id)
-    meta = ref if confidence is None else f"{ref} · confidence {confidence.level}"
+    meta = ref if level is None else f"{ref} · {level} level"
+    meta = meta if confidence is None else f"{meta} · confidence {confidence.level}"
     updated = entry.updated_at or entry.created_at
     age_ms = now_ms - updated
     if updated <= 0:

@@ -14,9 +14,11 @@ import anyio.to_thread
 import msgspec
 import structlog
 
+from makad.core.levels import USER_LEVEL
 from makad.core.peer import Peer
 from makad.core.redaction import redact_tree
-from makad.errors import Conflict, Disabled, IncognitoBlocked, MakadError
+from makad.core.types import Scope
+from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, MakadError
 from makad.faults import Faults
 from makad.service.identifiers import Identifiers
 from makad.settings import DaemonSettings
@@ -78,6 +80,28 @@ class Context:
             await self._settle(ws)
         self.on_access(ws)
         return ws
+
+    async def session_workspace(self, raw: str) -> Workspace:
+        """A workspace that can hold sessions: any but the user level."""
+        ws = await self.workspace(raw)
+        if ws.level == "user":
+            raise InvalidParams(
+                f'"{USER_LEVEL}" holds the user-level memory and has no sessions: sessions, history '
+                'and context belong to a workspace (propose with scope "global" from there)',
+                path="$.workspace",
+            )
+        return ws
+
+    async def user_level(self) -> Workspace:
+        """The user-level memory (workspace "@user")."""
+        return await self.workspace(USER_LEVEL)
+
+    async def user_level_if_any(self) -> Workspace | None:
+        """The user level, unless it was never used (its folder does not exist yet): a
+        read never makes it."""
+        if not self.registry.user_level_known() and not self.registry.user_dir.is_dir():
+            return None
+        return await self.user_level()
 
     async def _settle(self, ws: Workspace) -> None:
         """Once per workspace, and again after each ledger reset: crash recovery (first
@@ -177,7 +201,7 @@ class Context:
         await in_thread(ws.ledger.put_settings_json, {REVISION_KEY: revision})
         ws.revision = revision
         note = ChangeNotification(
-            workspace=str(ws.path),
+            workspace=ws.name,
             revision=revision,
             cause=cause,
             reapplied=reapplied or [],
@@ -270,6 +294,19 @@ class Request:
     def forgo(self) -> None:
         """This call leaves no record (an incognito session's: nothing of it is kept)."""
         self.done = True
+
+
+def level_scope(ws: Workspace, scope: Scope, session_id: str | None) -> Scope:
+    """The scope an entry written to ``ws`` gets: at the user level every entry is
+    ``global``, and none can belong to a session (sessions live in workspaces)."""
+    if ws.level != "user":
+        return scope
+    if scope == "session" or session_id is not None:
+        raise InvalidParams(
+            f'"{USER_LEVEL}" has no sessions: a session-scoped entry stays in its workspace',
+            path="$.sessionId" if session_id is not None else "$.scope",
+        )
+    return "global"
 
 
 def workspace_warnings(ws: Workspace) -> list[Warning]:

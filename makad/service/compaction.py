@@ -53,7 +53,7 @@ class CompactionService:
         ws.state.breakers[sid] = state
 
     async def compact(self, params: CompactParams, peer: Peer) -> Checkpoint:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         sid = params.session_id
         await self._sessions.require(ws, sid)
 
@@ -126,7 +126,7 @@ class CompactionService:
         return checkpoint
 
     async def list_checkpoints(self, params: ListCheckpointsParams, peer: Peer) -> CheckpointsResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         await self._sessions.require(ws, params.session_id)
         if self._sessions.is_incognito(ws, params.session_id):
             found = self._sessions.ephemeral_checkpoints(ws).get(params.session_id)
@@ -134,7 +134,7 @@ class CompactionService:
         return CheckpointsResult(checkpoints=await in_thread(ws.ledger.list_checkpoints, params.session_id))
 
     async def get_checkpoint(self, params: GetCheckpointParams, peer: Peer) -> Checkpoint:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         for found in self._sessions.ephemeral_checkpoints(ws).values():
             if found.checkpoint_id == params.checkpoint_id:
                 return found

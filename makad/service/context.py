@@ -21,6 +21,7 @@ from typing import Protocol
 
 import msgspec
 
+from makad.core import levels
 from makad.core.confidence import user_values
 from makad.core.context_types import (
     SEGMENT_KINDS,
@@ -34,6 +35,7 @@ from makad.core.context_types import (
     Skipped,
 )
 from makad.core.history import message_tokens
+from makad.core.levels import user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact_entry
 from makad.core.refs import memory_ref
@@ -52,6 +54,7 @@ from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
 from makad.store import pack_state, recall_source
 from makad.store.ledger import Ledger
+from makad.store.workspace_state import LevelView, Overrides
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
@@ -117,7 +120,7 @@ class ContextService:
             raise InvalidParams(
                 f"budgetTokens must be between 0 and {MAX_BUDGET_TOKENS}", path="$.budgetTokens"
             )
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
         sid = params.session_id
         incognito = sid is not None and self._sessions.is_incognito(ws, sid)
@@ -130,6 +133,7 @@ class ContextService:
         )
         memory_ok = reads_ok and "memory" in include
         snapshot = await self._snapshot(ws) if memory_ok else None
+        user = await self._user_level() if snapshot is not None else None
         recall_ok = settings.history_recall_enabled and "recall" in include and not incognito
         plan = _Plan(
             sid=sid,
@@ -143,6 +147,7 @@ class ContextService:
             workspace=str(ws.path),
             strategy=name,
             pool=pool,
+            user=user,
         )
         source: SessionSource | None = None
         if sid is not None:
@@ -265,17 +270,41 @@ class ContextService:
                 working_state = source.working_state(sid)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
+        hashes: dict[str, str] = {}
+        confidence: dict[str, str] = {}
+        overridden: dict[str, str] = {}
+        user_from: int | None = None
         if plan.snapshot is not None:
             # The recency strategies choose among the newest entries, not the query's matches.
-            entries, bm25 = _memory_candidates(
-                ws, plan.snapshot, plan.query if plan.pool == "ranked" else None
-            )
+            memory_query = plan.query if plan.pool == "ranked" else None
+            entries, bm25 = _memory_candidates(ws, plan.snapshot, memory_query)
+            hashes = _hashes(plan.snapshot, entries)
+            confidence = plan.snapshot.user_confidence
+            if plan.user is not None:
+                user_entries, user_bm25 = _user_candidates(plan.user, memory_query)
+                if user_entries:
+                    user_from = len(entries)
+                    # The candidates' hashes only: the snapshot's cache grows with every call.
+                    hashes = {e.id: hashes[e.id] for e in entries}
+                    hashes.update(_level_hashes(plan.user.view, user_entries))
+                    entries = entries + user_entries
+                    bm25 = {**bm25, **user_bm25}
+                    confidence = {**confidence, **plan.user.view.confidence}
+                    overridden = _overrides(ws, plan.snapshot, plan.user.view.snapshot)
         now = now_ms()
         recall: list[RecallHit] = []
         if plan.recall:
             recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
         call_id = _call_id(
-            plan.workspace, plan.revision, sid, last_seq, plan.budget, plan.query, plan.include, plan.strategy
+            plan.workspace,
+            plan.revision,
+            sid,
+            last_seq,
+            plan.budget,
+            plan.query,
+            plan.include,
+            plan.strategy,
+            None if plan.user is None else plan.user.revision,
         )
         already_shown: dict[str, str] = {}
         session_bytes = 0
@@ -294,10 +323,12 @@ class ContextService:
             memory_entries=entries,
             memory_bm25=bm25,
             already_shown=already_shown,
-            memory_confidence=snapshot.user_confidence if snapshot is not None else {},
-            memory_hashes=_hashes(snapshot, entries) if snapshot is not None else {},
+            memory_confidence=confidence,
+            memory_hashes=hashes,
             memory_session_bytes=session_bytes,
             memory_skipped=snapshot.skipped if snapshot is not None else None,
+            memory_user_from=user_from,
+            memory_overridden=overridden,
             working_state=working_state,
             checkpoint=checkpoint,
             history=history,
@@ -306,6 +337,34 @@ class ContextService:
             limits=self._limits,
         )
         return _Gathered(inputs, call_id, since)
+
+    async def _user_level(self) -> _UserLevel | None:
+        """The user level's entries for this call, when it exists and allows agent reads."""
+        uws = await self._ctx.user_level_if_any()
+        if uws is None:
+            return None
+        settings = await self._ctx.load_settings(uws)
+        if not (settings.enabled and settings.agent_read_enabled and not settings.incognito):
+            return None
+        snap = uws.state.memory_snapshot
+        # Every workspace's call reads the user level: when its file is the version the
+        # snapshot was built from (one lstat), no worker-thread hop to refresh it.
+        if (
+            snap is None
+            or snap.sha != uws.memory.sha256
+            or snap.index_generation != uws.ledger.index_generation
+            or not uws.memory.looks_current(uws.memory_path)
+        ):
+            snap = await self._snapshot(uws)
+        if snap.skipped is not None:
+            return None
+        view = uws.state.level_view
+        if view is None or view.snapshot is not snap:
+            by_id = {key: msgspec.structs.replace(e, id=user_level_id(e.id)) for key, e in snap.by_id.items()}
+            prefixed = {user_level_id(key): value for key, value in snap.user_confidence.items()}
+            view = LevelView(snap, by_id, prefixed, {})
+            uws.state.level_view = view
+        return _UserLevel(uws, view, await self._ctx.revision(uws))
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
         try:
@@ -368,6 +427,15 @@ def _index_redacted(ledger: Ledger, entries: list[Entry]) -> list[Entry]:
 
 
 @dataclass(frozen=True)
+class _UserLevel:
+    """The user level as one call merges it (``makad.core.levels``)."""
+
+    ws: Workspace
+    view: LevelView
+    revision: int
+
+
+@dataclass(frozen=True)
 class _Plan:
     """What build_context decided before touching the stores."""
 
@@ -382,6 +450,7 @@ class _Plan:
     workspace: str
     strategy: ContextStrategy = "deterministic"
     pool: Pool = "ranked"
+    user: _UserLevel | None = None
 
 
 class SessionSource(Protocol):
@@ -477,6 +546,33 @@ def _memory_candidates(
     return list(chosen.values()), bm25
 
 
+def _user_candidates(user: _UserLevel, query: str | None) -> tuple[list[Entry], dict[str, float]]:
+    """The user level's candidates, chosen as a workspace's are, under ``@user/`` ids."""
+    found, bm25 = _memory_candidates(user.ws, user.view.snapshot, query)
+    by_id = user.view.by_id
+    return [by_id[e.id] for e in found], {user_level_id(key): score for key, score in bm25.items()}
+
+
+def _level_hashes(view: LevelView, entries: list[Entry]) -> dict[str, str]:
+    """The user-level candidates' content hashes, each computed once per snapshot."""
+    known = view.hashes
+    for entry in entries:
+        if entry.id not in known:
+            known[entry.id] = entry_hash(entry)
+    return {entry.id: known[entry.id] for entry in entries}
+
+
+def _overrides(ws: Workspace, own: MemorySnapshot, user: MemorySnapshot) -> dict[str, str]:
+    """The user-level entries the workspace's active entries override, once per pair of
+    snapshots (blocking: called in the worker thread)."""
+    cached = ws.state.overrides
+    if cached is not None and cached.workspace is own and cached.user is user:
+        return cached.found
+    found = levels.overridden(own.recent, user.recent)
+    ws.state.overrides = Overrides(own, user, found)
+    return found
+
+
 def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
     """The candidates' content hashes, each computed once per MEMORY.md version."""
     known = snap.hashes
@@ -544,8 +640,12 @@ def _call_id(
     query: str | None,
     include: frozenset[str],
     name: ContextStrategy = "deterministic",
+    user_revision: int | None = None,
 ) -> str:
-    # The deterministic strategy keeps the key it always had (the same call, the same id).
-    extra = [] if name == "deterministic" else [name]
+    # The deterministic strategy keeps the key it always had (the same call, the same id);
+    # a call that merges the user level names its revision too.
+    extra: list[object] = [] if name == "deterministic" else [name]
+    if user_revision is not None:
+        extra.append(["@user", user_revision])
     key = msgspec.json.encode([workspace, revision, sid, last_seq, budget, query, sorted(include), *extra])
     return hashlib.sha256(key).hexdigest()[:24]

@@ -126,7 +126,7 @@ class EpisodeService:
     # --- episodes ----------------------------------------------------------------------
 
     async def record_episode(self, params: RecordEpisodeParams, peer: Peer) -> RecordEpisodeResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         await self._check_not_incognito(ws, params.session_id)
         summary, redactions = clean_summary(params.summary)
         tags = episode_tags(params.tags)
@@ -154,7 +154,7 @@ class EpisodeService:
         )
 
     async def list_episodes(self, params: ListEpisodesParams, peer: Peer) -> ListEpisodesResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         found = await in_thread(
             ws.ledger.list_episodes,
             tag=None if params.tag is None else slug(params.tag),
@@ -191,7 +191,7 @@ class EpisodeService:
         return (await in_thread(ws.ledger.add_episode, new)).episode
 
     async def consolidation_candidates(self, params: CandidatesParams, peer: Peer) -> CandidatesResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         tag = None if params.tag is None else slug(params.tag)
         evidence = await in_thread(ws.ledger.evidence, tag)
         candidates = []
@@ -214,7 +214,7 @@ class EpisodeService:
 
     async def consolidate(self, params: ConsolidateParams, peer: Peer) -> ProposeResult:
         """The digest of a tag's evidence, queued as a profile proposal (through the gate)."""
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         tag = slug(params.tag)
         if not tag:
             raise InvalidParams("a tag needs a letter or a digit", path="$.tag")

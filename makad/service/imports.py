@@ -122,13 +122,14 @@ class ImportService:
             await self._files.refresh(ws, "memory")
         chosen = [e for e in fmt.entries(ws.memory.doc) if e.status == "active" or params.include_archived]
         if params.format == "json":
-            data = msgspec.json.format(msgspec.json.encode({"entries": chosen}), indent=2).decode()
+            body = {"level": ws.level, "entries": chosen}
+            data = msgspec.json.format(msgspec.json.encode(body), indent=2).decode()
         else:
             doc = fmt.new_document()
             for entry in chosen:
                 doc = fmt.upsert(doc, entry)
             data = fmt.render(doc)
-        return ExportResult(format=params.format, data=data, count=len(chosen))
+        return ExportResult(format=params.format, data=data, count=len(chosen), level=ws.level)
 
 
 class ImportProgress:

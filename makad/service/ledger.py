@@ -140,7 +140,7 @@ class LedgerService:
     # --- sessions -------------------------------------------------------------------
 
     async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         title = None if params.title is None else redact(params.title).text
         info, incognito = await self._sessions.open(
             ws, params.session_id, title=title, incognito=params.incognito
@@ -148,19 +148,19 @@ class LedgerService:
         return session_view(info, incognito)
 
     async def list_sessions(self, params: ListSessionsParams, peer: Peer) -> SessionsResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         found = await self._sessions.list_sessions(ws, include_closed=params.include_closed)
         return SessionsResult(sessions=[session_view(info, inc) for info, inc in found])
 
     async def close_session(self, params: SessionParams, peer: Peer) -> SessionView:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         info = await self._sessions.close(ws, params.session_id)
         if self._on_close is not None:
             await self._on_close(ws, params.session_id)
         return session_view(info, self._sessions.is_incognito(ws, params.session_id))
 
     async def delete_session(self, params: SessionParams, peer: Peer) -> DeleteSessionResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         gone = await self._sessions.delete(ws, params.session_id)
         return DeleteSessionResult(
             session_id=gone.session_id,
@@ -172,7 +172,7 @@ class LedgerService:
     # --- events ---------------------------------------------------------------------
 
     async def append_events(self, params: AppendEventsParams, peer: Peer) -> AppendEventsResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         size = sum(len(e.text) + sum(map(len, (e.meta or {}).values())) for e in params.events)
         scrub = self._ctx.identifiers.scrub
         if size <= INLINE_REDACTION_CHARS:
@@ -194,7 +194,7 @@ class LedgerService:
         )
 
     async def read_events(self, params: ReadEventsParams, peer: Peer) -> ReadEventsResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         events = await self._sessions.read_checked_events(
             ws, params.session_id, after_seq=params.after_seq, limit=params.limit
         )
@@ -203,7 +203,7 @@ class LedgerService:
         return ReadEventsResult(events=events, last_seq=info.last_seq, has_more=last_read < info.last_seq)
 
     async def search_history(self, params: SearchHistoryParams, peer: Peer) -> SearchHistoryResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         hits = await self._sessions.search(
             ws,
             params.query,
@@ -222,7 +222,7 @@ class LedgerService:
         )
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         refs = self._ctx.identifiers.scrub_refs(params.refs)
         results = await self._sessions.retrieve(ws, refs, asking=params.session_id)
         return RetrieveResult(results=results)
@@ -230,11 +230,11 @@ class LedgerService:
     # --- working state and manifests ----------------------------------------------------
 
     async def get_working_state(self, params: SessionParams, peer: Peer) -> WorkingState:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         return await self._sessions.working_state(ws, params.session_id)
 
     async def set_working_state(self, params: SetWorkingStateParams, peer: Peer) -> SetWorkingStateResult:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         goals, n_goals = redact_texts(params.goals)
         threads, n_threads = redact_texts(params.open_threads)
         decisions, n_decisions = redact_texts(params.decisions)
@@ -259,5 +259,5 @@ class LedgerService:
         )
 
     async def get_manifest(self, params: GetManifestParams, peer: Peer) -> Manifest:
-        ws = await self._ctx.workspace(params.workspace)
+        ws = await self._ctx.session_workspace(params.workspace)
         return await self._sessions.manifest(ws, params.session_id, params.call_id)

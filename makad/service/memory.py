@@ -27,7 +27,7 @@ from makad.errors import (
     NotFound,
 )
 from makad.service import entry_dates, file_warnings
-from makad.service.common import Context, Request, in_thread, now_ms, workspace_warnings
+from makad.service.common import Context, Request, in_thread, level_scope, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.store import memory_files as files
@@ -321,6 +321,7 @@ class MemoryService:
             title, content, redactions = clean_entry(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
+            scope = level_scope(ws, params.scope, params.session_id)
             now = now_ms()
             decay = params.decay_ttl_ms if params.decay_ttl_ms is not None else default_decay_ms(settings)
             entry = Entry(
@@ -333,7 +334,7 @@ class MemoryService:
                 status="active",
                 tags=normalize_tags(params.tags),
                 decay_ttl_ms=decay,
-                scope=params.scope,
+                scope=scope,
                 session_id=params.session_id,
             )
 

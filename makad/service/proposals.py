@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 import msgspec
@@ -24,13 +24,14 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.entries import clean_entry, is_open
+from makad.core.levels import USER_LEVEL
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.save_merge import note_of
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
-from makad.errors import Conflict, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
+from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
 from makad.service import file_warnings
-from makad.service.common import Context, Request, in_thread, now_ms
+from makad.service.common import Context, Request, in_thread, level_scope, now_ms
 from makad.service.memory import Change, MemoryFiles, default_decay_ms
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -120,16 +121,54 @@ class ProposalService:
             draft=params.draft,
             consolidates=params.consolidates,
         )
-        return await self.queue_proposal(ws, draft, request_id=params.request_id)
+        if ws.level == "user":
+            scope = level_scope(ws, params.scope, params.session_id)
+            return await self.queue_proposal(ws, replace(draft, scope=scope), request_id=params.request_id)
+        if params.scope != "global":
+            return await self.queue_proposal(ws, draft, request_id=params.request_id)
+        if params.consolidates is not None:
+            raise InvalidParams(
+                "a profile proposal consolidates this workspace's episodes: its scope is the workspace",
+                path="$.scope",
+            )
+        # The user level's queue; the gate, the session and the lineage are the workspace's.
+        return await self.queue_proposal(
+            await self._ctx.user_level(), draft, request_id=params.request_id, origin=ws
+        )
 
     async def queue_proposal(
-        self, ws: Workspace, draft: ProposalDraft, *, request_id: str | None
+        self,
+        ws: Workspace,
+        draft: ProposalDraft,
+        *,
+        request_id: str | None,
+        origin: Workspace | None = None,
     ) -> ProposeResult:
         """Queue ``draft`` in PENDING.md unless it is refused, was rejected before, or its
-        content is already active or waiting (then that entry is the answer)."""
+        content is already active or waiting (then that entry is the answer).
+
+        ``origin``: the workspace the agent proposed from, when ``ws`` is the user level
+        (``scope: "global"``). The agent's gate and its session are checked there (an
+        incognito session or workspace writes nothing, here either); the proposal carries
+        no session (sessions stay in their workspace) and its lineage, in the user
+        level's ledger, records where it came from. Its requestId is kept per origin, so
+        two workspaces' retries never answer each other."""
+        lineage: dict[str, object] = {}
+        if origin is not None:
+            lineage = {
+                "originWorkspace": redact(str(origin.path)).text,
+                "originWorkspaceId": origin.id,
+                "originSessionId": self._ctx.identifiers.scrub_optional(draft.session_id),
+            }
+            if request_id is not None:
+                request_id = f"{origin.id}:{request_id}"
 
         async def run(request: Request) -> ProposeResult:
-            self._check_agent_may_propose(ws, await self._ctx.require_writable(ws), draft)
+            if origin is None:
+                self._check_agent_may_propose(ws, await self._ctx.require_writable(ws), draft)
+            else:
+                self._check_agent_may_propose(origin, await self._ctx.require_writable(origin), draft)
+                await self._require_user_level_writable(ws)
             title, content, redactions = clean_entry(draft.title, draft.content)
             if draft.scope == "session" and not draft.session_id:
                 raise InvalidParams("a session-scoped proposal needs sessionId", path="$.sessionId")
@@ -166,7 +205,7 @@ class ProposalService:
                     origin="extracted",
                     tags=draft.tags,
                     scope=draft.scope,
-                    session_id=draft.session_id,
+                    session_id=draft.session_id if origin is None else None,
                     source_refs=self._ctx.identifiers.scrub_refs(draft.source_refs),
                     supersedes=draft.supersedes,
                     decay_ttl_ms=draft.decay_ttl_ms,
@@ -193,12 +232,25 @@ class ProposalService:
                     "sourceRefs": proposal.source_refs,
                     "redactions": redactions,
                     "similarTo": similar,
+                    **lineage,
                 },
                 request=request.record(result),
             )
             return result
 
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
+
+    async def _require_user_level_writable(self, user: Workspace) -> None:
+        try:
+            await self._ctx.require_writable(user)
+        except Disabled:
+            raise Disabled(
+                f'the user-level memory ("{USER_LEVEL}") is disabled: set_settings on it turns it on'
+            ) from None
+        except IncognitoBlocked:
+            raise IncognitoBlocked(
+                f'the user-level memory ("{USER_LEVEL}") is incognito: nothing is written'
+            ) from None
 
     def _check_agent_may_propose(self, ws: Workspace, settings: Settings, draft: ProposalDraft) -> None:
         """The agent's path, whatever origin it claims: the gate comes first."""
@@ -272,6 +324,7 @@ class ProposalService:
                     default_decay_ms=default_decay_ms(settings),
                     now=now_ms(),
                     scrub=self._ctx.identifiers,
+                    scope="global" if ws.level == "user" else None,
                 )
                 intent = await in_thread(
                     ws.ledger.begin_intent, "approve", plan.to_payload(), intent_id=intent_id

@@ -114,6 +114,17 @@ class TrackedFile:
             return False
         return (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature
 
+    def looks_current(self, path: Path) -> bool:
+        """Whether the file on disk is still the version loaded (one ``lstat``: cheap enough
+        for the event loop). False means: ``refresh`` (in a worker thread) to know."""
+        try:
+            st = path.lstat()
+        except FileNotFoundError:
+            return self.loaded and self.missing
+        except OSError:
+            return False
+        return self.loaded and (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature
+
     def refresh(self, path: Path, max_bytes: int) -> bool:
         """Re-read the file if it changed on disk; True when its content differs from before."""
         check_not_symlink(path.parent, "memory directory")

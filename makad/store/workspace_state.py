@@ -51,6 +51,24 @@ class DerivedEntries(NamedTuple):
     latest: Entry | None
 
 
+class LevelView(NamedTuple):
+    """The user level's snapshot as a workspace's context call sees it: ids ``@user/<id>``
+    (``makad.core.levels``), built once per snapshot."""
+
+    snapshot: MemorySnapshot
+    by_id: dict[str, Entry]  # stored id → the entry under its ``@user/`` id
+    confidence: dict[str, str]
+    hashes: dict[str, str]  # ``@user/`` id → entry_hash, filled as entries become candidates
+
+
+class Overrides(NamedTuple):
+    """Which user-level entries this workspace's entries override, for one pair of snapshots."""
+
+    workspace: MemorySnapshot
+    user: MemorySnapshot
+    found: dict[str, str]
+
+
 @dataclass
 class WorkspaceState:
     """Per-workspace service state (mutated under the workspace's lock, or on the loop)."""
@@ -80,6 +98,10 @@ class WorkspaceState:
     confidence: ConfidenceCache | None = None
     shown_text: ShownText | None = None
     derived: DerivedEntries | None = None
+    # The user level only: its snapshot with ``@user/`` ids.
+    level_view: LevelView | None = None
+    # A workspace: the user-level entries it overrides (makad.core.levels.overridden).
+    overrides: Overrides | None = None
 
     def forget_ledger_caches(self) -> None:
         """Drop what was cached from a ledger that has been replaced or reset."""

@@ -20,6 +20,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from makad.core.levels import USER_LEVEL, Level
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
@@ -46,6 +47,10 @@ def resolve_workspace(raw: str) -> Path:
     """The canonical path of a workspace, or InvalidWorkspace saying what is wrong."""
     if not raw or "\0" in raw:
         raise InvalidWorkspace("workspace must be a non-empty path")
+    if raw.startswith("@"):
+        raise InvalidWorkspace(
+            f'names starting with "@" are reserved: the only one is "{USER_LEVEL}" (the user-level memory)'
+        )
     if not os.path.isabs(raw):
         raise InvalidWorkspace("workspace must be an absolute path")
     try:
@@ -88,6 +93,14 @@ class Workspace:
     notices: list[Notice] = field(default_factory=list)
     # The last revision of the workspace this one replaced: revisions continue after it.
     revision_floor: int = 0
+    # "user": the user-level memory (workspace "@user"): no sessions, its entries shown
+    # in every workspace that allows it (makad.core.levels).
+    level: Level = "workspace"
+
+    @property
+    def name(self) -> str:
+        """How clients address it: "@user" for the user level, else its path."""
+        return USER_LEVEL if self.level == "user" else str(self.path)
 
     # Computed once: ``path`` never changes, and these are on the path of every read.
     @cached_property
@@ -138,9 +151,12 @@ class WorkspaceRegistry:
         data_dir: Path,
         *,
         faults: Faults = UNARMED,  # armed by tests only: handed to each ledger
+        user_dir: Path | None = None,
     ) -> None:
         self._data_dir = data_dir
         self._faults = faults
+        # The user-level memory's folder (workspace "@user").
+        self._user_dir = user_dir if user_dir is not None else data_dir / "user"
         self._open: dict[Path, Workspace] = {}
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
@@ -148,16 +164,18 @@ class WorkspaceRegistry:
 
     async def get(self, raw_path: str) -> Workspace:
         known = self._by_raw.get(raw_path)
+        user = raw_path == USER_LEVEL
+        spelling = str(self._user_dir) if user else raw_path
         if known is not None:
             cached, id_file = known
             stamp = cached.stamp
             if stamp is not None and (
                 identity.id_stamp(id_file) == stamp[2:]
                 if cached.identity is not None
-                else identity.stamp(raw_path, id_file) == stamp
+                else identity.stamp(spelling, id_file) == stamp
             ):
                 return cached
-        path = await anyio.to_thread.run_sync(resolve_workspace, raw_path)
+        path = await anyio.to_thread.run_sync(self._resolve, spelling, user)
         async with self._lock:
             workspace = self._open.get(path)
             if workspace is None or identity.stamp(path) != workspace.stamp:
@@ -168,9 +186,37 @@ class WorkspaceRegistry:
                         "the workspace could not be opened: its identity or data directory is unreadable",
                         reason="io_error",
                     ) from exc
+            if user:
+                workspace.level = "user"
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
-            self._by_raw[raw_path] = (workspace, identity.id_path(raw_path))
+            self._by_raw[raw_path] = (workspace, identity.id_path(spelling))
         return workspace
+
+    @property
+    def user_dir(self) -> Path:
+        return self._user_dir
+
+    def user_level_known(self) -> bool:
+        """Whether "@user" was opened already (its folder exists: it was made then)."""
+        return USER_LEVEL in self._by_raw
+
+    def _resolve(self, spelling: str, user: bool) -> Path:
+        """The workspace's canonical path (blocking). The user level's folder is made when
+        missing, and is reachable only as "@user": two names for one folder would be two
+        locks on one file."""
+        if user:
+            try:
+                self._user_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            except OSError as exc:
+                raise IOFailure("the user-level memory folder could not be made", reason="io_error") from exc
+            ensure_memory_dir(self._user_dir / MEMORY_DIR)
+            return resolve_workspace(spelling)
+        path = resolve_workspace(spelling)
+        if path == Path(os.path.realpath(self._user_dir)):
+            raise InvalidWorkspace(
+                f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
+            )
+        return path
 
     def _reopen(self, path: Path, previous: Workspace | None) -> Workspace:
         """The workspace at ``path`` now: ``previous`` when it is still the same directory."""

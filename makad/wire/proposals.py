@@ -178,6 +178,8 @@ class ExportResult(Result):
     format: str
     data: str
     count: int
+    # "user": exported from the user-level memory (workspace "@user").
+    level: Literal["workspace", "user"] = "workspace"
 
 
 _WS = (InvalidWorkspace,)
@@ -191,7 +193,9 @@ METHODS: list[MethodSpec] = [
         "The agent's path: queue a memory for the user's approval in PENDING.md (never "
         "writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed "
         "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
-        "unless origin is extracted, too_large.",
+        'unless origin is extracted, too_large. scope "global" queues in the user level\'s '
+        'PENDING.md (workspace "@user", which must be enabled) with this workspace '
+        "recorded in its lineage; the gates and the session are this workspace's.",
         errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence),
     ),
     MethodSpec(

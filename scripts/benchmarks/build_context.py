@@ -82,15 +82,15 @@ class Text:
         return f"what did we decide about the {topic} {' '.join(picks)}?"
 
 
-def _memory_file(text: Text, entries: int) -> str:
+def _memory_file(text: Text, entries: int, kind: str = "note", id_prefix: str = "") -> str:
     doc = fmt.new_document()
     base = 1_700_000_000_000
     sections = []
     for i in range(entries):
         topic = TOPICS[i % len(TOPICS)]
         entry = Entry(
-            id=f"{i:016x}",
-            title=f"{topic} note {i}",
+            id=f"{id_prefix}{i:016x}",
+            title=f"{topic} {kind} {i}",
             content=text.sentence(topic, 14),
             origin="manual",
             created_at=base + i * 1000,
@@ -101,45 +101,54 @@ def _memory_file(text: Text, entries: int) -> str:
     return fmt.render(doc) + "\n".join(sections)
 
 
+def prepare(daemon: Daemon, c: Client, text: Text, entries: int, events: int) -> tuple[str, str]:
+    """The workspace (``entries`` in MEMORY.md, agent reads and recall on) and its last
+    session of ``events`` events in sessions of 1,000: (workspace, session id)."""
+    ws = str(daemon.workspace)
+    mem = daemon.workspace / "memory"
+    mem.mkdir(mode=0o700)
+    (mem / "MEMORY.md").write_text(_memory_file(text, entries))
+    c.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
+    sessions = max(1, events // 1000)
+    sid = ""
+    for s in range(sessions):
+        sid = c.call("open_session", {"workspace": ws})["sessionId"]
+        batch = []
+        for j in range(min(1000, events)):
+            topic = TOPICS[(s + j) % len(TOPICS)]
+            kind = "user_message" if j % 2 == 0 else "assistant_message"
+            batch.append({"type": kind, "text": text.sentence(topic, 20)})
+        c.call("append_events", {"workspace": ws, "sessionId": sid, "events": batch})
+    return ws, sid
+
+
 def _scenario(entries: int, events: int, calls: int) -> dict[str, Any]:
     rng = random.Random(7)
     text = Text(rng)
-    with Daemon(env={"LOCAL_MEMORY_MAX_BYTES": str(32 << 20)}) as daemon:
-        ws = str(daemon.workspace)
-        mem = daemon.workspace / "memory"
-        mem.mkdir(mode=0o700)
-        (mem / "MEMORY.md").write_text(_memory_file(text, entries))
-        with Client(str(daemon.socket), timeout=600) as c:
-            c.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
-            sessions = max(1, events // 1000)
-            sid = ""
-            for s in range(sessions):
-                sid = c.call("open_session", {"workspace": ws})["sessionId"]
-                batch = []
-                for j in range(min(1000, events)):
-                    topic = TOPICS[(s + j) % len(TOPICS)]
-                    kind = "user_message" if j % 2 == 0 else "assistant_message"
-                    batch.append({"type": kind, "text": text.sentence(topic, 20)})
-                c.call("append_events", {"workspace": ws, "sessionId": sid, "events": batch})
-            queries = [text.query(t) for t in TOPICS]
-            params = {"workspace": ws, "sessionId": sid, "budgetTokens": 8000}
-            c.call("build_context", {**params, "query": queries[0]})  # warm: index, caches
-            ours: list[float] = []
-            naive: list[float] = []
-            for i in range(calls):
-                query = queries[i % len(queries)]
-                t0 = time.perf_counter()
-                pack = c.call("build_context", {**params, "query": query})
-                ours.append(time.perf_counter() - t0)
-                assert pack["totalTokens"] <= 8000
-                t0 = time.perf_counter()
-                state = c.call("read_state", {"workspace": ws, "includeEntries": True})
-                history = c.call("read_events", {"workspace": ws, "sessionId": sid})
-                naive_text = "\n\n".join(f"## {e['title']}\n{e['content']}" for e in state["entries"])
-                naive_text += "\n".join(e["text"] for e in history["events"])
-                cut = naive_text[: 8000 * 4]
-                estimate_tokens(cut)
-                naive.append(time.perf_counter() - t0)
+    with (
+        Daemon(env={"LOCAL_MEMORY_MAX_BYTES": str(32 << 20)}) as daemon,
+        Client(str(daemon.socket), timeout=600) as c,
+    ):
+        ws, sid = prepare(daemon, c, text, entries, events)
+        queries = [text.query(t) for t in TOPICS]
+        params = {"workspace": ws, "sessionId": sid, "budgetTokens": 8000}
+        c.call("build_context", {**params, "query": queries[0]})  # warm: index, caches
+        ours: list[float] = []
+        naive: list[float] = []
+        for i in range(calls):
+            query = queries[i % len(queries)]
+            t0 = time.perf_counter()
+            pack = c.call("build_context", {**params, "query": query})
+            ours.append(time.perf_counter() - t0)
+            assert pack["totalTokens"] <= 8000
+            t0 = time.perf_counter()
+            state = c.call("read_state", {"workspace": ws, "includeEntries": True})
+            history = c.call("read_events", {"workspace": ws, "sessionId": sid})
+            naive_text = "\n\n".join(f"## {e['title']}\n{e['content']}" for e in state["entries"])
+            naive_text += "\n".join(e["text"] for e in history["events"])
+            cut = naive_text[: 8000 * 4]
+            estimate_tokens(cut)
+            naive.append(time.perf_counter() - t0)
     mine, base = summary_ms(ours), summary_ms(naive)
     return {
         "p50_ms": mine["p50_ms"],

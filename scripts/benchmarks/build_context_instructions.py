@@ -9,6 +9,7 @@ measured calls run (``--instr-atstart=no``, switched on and off around them with
 set-up runs under it (a few minutes).
 
     scripts/bench build_context_instructions
+    MAKA_BENCH_USER_ENTRIES=500 scripts/bench build_context_instructions   # + a user level
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ def run(quick: bool) -> dict[str, Any]:
     if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
         return {"build_context_instructions": {"skipped": "valgrind (callgrind) is not installed"}}
     entries, events = (200, 2_000) if quick else (10_000, 100_000)
+    # A user level (workspace "@user") of this many entries, merged into every call.
+    user_entries = int(os.environ.get("MAKA_BENCH_USER_ENTRIES", "0"))
     with tempfile.TemporaryDirectory(prefix="mki", dir="/tmp") as tmp:
         out = Path(tmp) / "callgrind.out"
         done = subprocess.run(
@@ -44,6 +47,7 @@ def run(quick: bool) -> dict[str, Any]:
                 tmp,
                 str(entries),
                 str(events),
+                str(user_entries),
             ],
             capture_output=True,
             text=True,
@@ -59,11 +63,12 @@ def run(quick: bool) -> dict[str, Any]:
             "calls": CALLS,
             "entries": entries,
             "events": events,
+            "user_entries": user_entries,
         }
     }
 
 
-def _measure(tmp: Path, entries: int, events: int) -> None:
+def _measure(tmp: Path, entries: int, events: int, user_entries: int) -> None:
     """Under callgrind: build the workspace in-process, then count ``CALLS`` calls."""
     import json
     import random
@@ -71,6 +76,7 @@ def _measure(tmp: Path, entries: int, events: int) -> None:
     import anyio
 
     from benchmarks.build_context import TOPICS, Text, _memory_file
+    from benchmarks.build_context_user import user_memory_file
     from makad import heap
     from makad.daemon import build_app
     from makad.rpc.dispatch import Dispatcher
@@ -89,6 +95,9 @@ def _measure(tmp: Path, entries: int, events: int) -> None:
     (workspace / "memory").mkdir(parents=True, mode=0o700)
     text = Text(random.Random(7))
     (workspace / "memory" / "MEMORY.md").write_text(_memory_file(text, entries))
+    if user_entries:
+        (tmp / "data" / "user" / "memory").mkdir(parents=True, mode=0o700)
+        (tmp / "data" / "user" / "memory" / "MEMORY.md").write_text(user_memory_file(user_entries))
 
     class Peer:
         id = 1
@@ -118,6 +127,8 @@ def _measure(tmp: Path, entries: int, events: int) -> None:
 
         ws = str(workspace)
         await call("set_settings", workspace=ws, agentReadEnabled=True, historyRecallEnabled=True)
+        if user_entries:
+            await call("set_settings", workspace="@user", agentReadEnabled=True)
         sid = ""
         for s in range(max(1, events // 1000)):
             sid = (await call("open_session", workspace=ws))["sessionId"]
@@ -148,4 +159,4 @@ def _measure(tmp: Path, entries: int, events: int) -> None:
 
 
 if __name__ == "__main__":
-    _measure(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+    _measure(Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))

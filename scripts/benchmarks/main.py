@@ -19,6 +19,7 @@ ALL = [
     "ledger",
     "appends",
     "build_context",
+    "build_context_user",
     "memory_format",
     "imports",
 ]

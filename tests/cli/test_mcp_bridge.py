@@ -441,3 +441,18 @@ def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
     proc.stderr.close()
     (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
     assert closed["closedAt"] is not None
+
+
+async def test_propose_everywhere_queues_at_user_level(daemon: DaemonProcess) -> None:
+    """memory_propose with everywhere=true queues in the user level's PENDING.md only."""
+    open_gates(daemon)
+    daemon.call("set_settings", {"workspace": "@user", "enabled": True})
+    async with host(daemon) as h:
+        is_error, text = await h.tool(
+            "memory_propose", title="Spelling", content="The user writes British English.", everywhere=True
+        )
+    assert not is_error, text
+    assert "user-level PENDING.md" in text
+    assert call(daemon, "list_proposals")["proposals"] == []
+    (view,) = daemon.call("list_proposals", {"workspace": "@user"})["proposals"]
+    assert view["proposal"]["scope"] == "global"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -63,3 +65,11 @@ def test_connection_cap_leaves_the_daemon_its_descriptors(configured: int, nofil
         assert cap <= nofile - RESERVED_FDS
     else:
         assert cap <= max(1, nofile // 2)
+
+
+def test_user_memory_folder_default_env_and_flag() -> None:
+    """The user level's folder: <data dir>/user, else MAKAD_USER_MEMORY, else --user-memory."""
+    assert load(BASE, env={}).user_memory_dir == Path("/tmp/x/user")
+    env = {"MAKAD_USER_MEMORY": "/tmp/mine"}
+    assert load(BASE, env=env).user_memory_dir == Path("/tmp/mine")
+    assert load([*BASE, "--user-memory", "/tmp/flag"], env=env).user_memory_dir == Path("/tmp/flag")

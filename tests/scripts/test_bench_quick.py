@@ -39,6 +39,9 @@ def test_bench_quick_prints_every_key() -> None:
     )
     for size in ("1k_10k", "10k_100k"):
         assert {"p50_ms", "p95_ms", "naive_p50_ms"} <= set(report["build_context"][size])
+    merged = report["build_context_user"]["1k_10k"]
+    assert {"p50_ms", "user_p50_ms", "p50_ratio", "user_entries_shown_per_call"} <= set(merged)
+    assert merged["user_entries_shown_per_call"] > 0  # the user level really was merged
     assert {"ready_ms", "rss_mib_idle", "rss_mib_loaded"} <= set(report["startup"])
     assert {"markdown_vs_plain", "not_utf8_vs_plain", "prepare_vs_one_parse"} <= set(report["memory_format"])
     assert {"items", "p50_ms", "items_per_s", "pure_p50_ms", "ratio"} <= set(report["imports"])

@@ -395,6 +395,8 @@ export interface ExportResult {
   format: string;
   data: string;
   count: number;
+  /** @default "workspace" */
+  level?: "user" | "workspace";
 }
 
 export interface GetCheckpointParams {
@@ -1290,7 +1292,7 @@ export interface Methods {
     result: SubscribeResult;
     errors: "invalid_workspace";
   };
-  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. */
+  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. */
   propose: {
     params: {
       workspace: string;

@@ -417,6 +417,8 @@ class ExportResult(TypedDict):
     format: str
     data: str
     count: int
+    # default: "workspace"
+    level: NotRequired[Literal["user", "workspace"]]
 
 
 class GetCheckpointParams(TypedDict):
@@ -1701,7 +1703,7 @@ class Methods:
         return cast("SubscribeResult", self._call("unsubscribe", dict(params)))
 
     def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
-        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large.
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's.
 
         Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -2013,7 +2015,7 @@ class AsyncMethods:
         return cast("SubscribeResult", await self._call("unsubscribe", dict(params)))
 
     async def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
-        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large.
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's.
 
         Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """

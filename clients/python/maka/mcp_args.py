@@ -160,6 +160,13 @@ class ProposeArgs(msgspec.Struct):
             "so the user can check where it came from."
         ),
     ] = None
+    everywhere: Annotated[
+        bool,
+        Meta(
+            description="True for what holds in every project the user works on (a personal "
+            "preference, not this project's): queued for the user-level memory instead."
+        ),
+    ] = False
 
 
 def input_schema(args: type[msgspec.Struct]) -> dict[str, Any]:

@@ -376,6 +376,8 @@ class Bridge:
             params["sessionId"] = session
         if args.source_refs:
             params["sourceRefs"] = args.source_refs
+        if args.everywhere:
+            params["scope"] = "global"
         result = await self.call("propose", params)
         notes = []
         if result.get("redactions"):
@@ -386,8 +388,9 @@ class Bridge:
                 notes.append("Similar entries already exist: " + ", ".join(result["similarTo"]))
             return " ".join(
                 [
-                    f"Proposed {proposal['id']}: queued in PENDING.md for the user's "
-                    "review. It is not part of memory until the user approves it.",
+                    f"Proposed {proposal['id']}: queued in "
+                    f"{'the user-level PENDING.md' if args.everywhere else 'PENDING.md'} for the "
+                    "user's review. It is not part of memory until the user approves it.",
                     *notes,
                 ]
             )

@@ -28,6 +28,7 @@ from maka.cli.common import (
     Parents,
     Parser,
     absolute,
+    add_user_flag,
     announce_autostart,
 )
 from maka.client import Client
@@ -52,6 +53,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"maka {__version__}")
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None, help=WORKSPACE_HELP)
+    add_user_flag(parser, default=None)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
     parser.add_argument(
         "--no-autostart",

@@ -72,7 +72,13 @@ class Parser(argparse.ArgumentParser):
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
 
 
+USER_LEVEL = "@user"
+
+
 def absolute(path: str) -> str:
+    """A workspace as the daemon takes it: an absolute path, or "@user" as it is."""
+    if path == USER_LEVEL:
+        return path
     return os.path.abspath(os.path.expanduser(path))
 
 
@@ -97,7 +103,11 @@ def _json_parent() -> argparse.ArgumentParser:
     return parser
 
 
-WORKSPACE_HELP = "workspace directory (env MAKA_WORKSPACE; default: found like git from the current one)"
+WORKSPACE_HELP = (
+    'workspace directory, or "@user" for the user-level memory '
+    "(env MAKA_WORKSPACE; default: found like git from the current one)"
+)
+USER_HELP = 'the user-level memory, shown in every workspace (the same as -w "@user")'
 
 
 def _workspace_parent() -> argparse.ArgumentParser:
@@ -106,7 +116,15 @@ def _workspace_parent() -> argparse.ArgumentParser:
     parser.add_argument(
         "-w", "--workspace", metavar="DIR", type=absolute, default=argparse.SUPPRESS, help=WORKSPACE_HELP
     )
+    add_user_flag(parser, default=argparse.SUPPRESS)
     return parser
+
+
+def add_user_flag(parser: argparse.ArgumentParser, default: object) -> None:
+    """``--user``: the workspace is the user level ("@user")."""
+    parser.add_argument(
+        "--user", dest="workspace", action="store_const", const=USER_LEVEL, default=default, help=USER_HELP
+    )
 
 
 def workspace_of(args: argparse.Namespace) -> str:

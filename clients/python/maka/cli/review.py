@@ -1,4 +1,6 @@
-"""`maka review`: one pass over the proposal queue, each proposal beside its similar entries.
+"""`maka review`: one pass over the proposal queues, each proposal beside its similar entries.
+
+The workspace's queue first, then the user level's (``@user``); ``--user`` reviews that alone.
 
 Keys: a approve · e edit then approve · r reject (asks for a reason) · s skip · q quit · ? help.
 When the proposal is close to an active entry: u approve it instead of that entry (which is
@@ -21,6 +23,7 @@ from typing import Any, TextIO
 
 from maka.cli.common import (
     EXIT_OK,
+    USER_LEVEL,
     Parents,
     edit_in_editor,
     entry_form,
@@ -140,23 +143,31 @@ def _brief(entry_id: str, memory: dict[str, dict[str, Any]], pending: dict[str, 
 
 
 def cmd_review(client: Client, args: argparse.Namespace) -> int:
+    """The workspace's queue, then the user level's ("@user": what ``propose`` with scope
+    global queued from any workspace); ``--user`` reviews the user level's alone."""
     ws = workspace_of(args)
     out = sys.stderr if args.json else sys.stdout
-    views: list[dict[str, Any]] = client.call("list_proposals", {"workspace": ws})["proposals"]
+    queues = [ws] if ws == USER_LEVEL else [ws, USER_LEVEL]
+    waiting = [(q, client.call("list_proposals", {"workspace": q})["proposals"]) for q in queues]
+    waiting = [(q, views) for q, views in waiting if views]
     outcome = Outcome()
-    if not views:
+    if not waiting:
         print("No proposals waiting.", file=out)
         return _finish(outcome, args, out)
-    state = client.call("read_state", {"workspace": ws, "includeEntries": True})
-    memory = {e["id"]: e for e in state.get("entries") or []}
-    pending = {v["proposal"]["id"]: v["proposal"] for v in views}
     keys = Keys(sys.stdin, out)
     width = shutil.get_terminal_size((100, 24)).columns
-    for index, view in enumerate(views, 1):
-        print("\n".join(card(view, index, len(views), memory, pending, width)), file=out)
-        if not _decide(client, ws, view, memory, keys, outcome, out):
-            outcome.skipped.extend(v["proposal"]["id"] for v in views[index - 1 :])
-            break
+    for queue, views in waiting:
+        if len(queues) > 1:
+            name = "the user level (@user)" if queue == USER_LEVEL else queue
+            print(f"Proposals for {name}: {len(views)}", file=out)
+        state = client.call("read_state", {"workspace": queue, "includeEntries": True})
+        memory = {e["id"]: e for e in state.get("entries") or []}
+        pending = {v["proposal"]["id"]: v["proposal"] for v in views}
+        for index, view in enumerate(views, 1):
+            print("\n".join(card(view, index, len(views), memory, pending, width)), file=out)
+            if not _decide(client, queue, view, memory, keys, outcome, out):
+                outcome.skipped.extend(v["proposal"]["id"] for v in views[index - 1 :])
+                return _finish(outcome, args, out)
     return _finish(outcome, args, out)
 
 
