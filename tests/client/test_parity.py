@@ -3,6 +3,8 @@ notifications API for the sync and async clients."""
 
 from __future__ import annotations
 
+import gc
+import warnings
 from typing import Any
 
 import anyio
@@ -82,17 +84,22 @@ def test_sync_subscription_lost_when_no_daemon_comes_back(daemon: DaemonProcess)
 
 async def test_async_notifications_carry_on_across_a_restart(daemon: DaemonProcess) -> None:
     """AsyncClient reconnects by itself after a restart (no call needed), renews the
-    subscription and goes on yielding notifications, with the same shapes as Client."""
+    subscription and goes on yielding notifications, with the same shapes as Client; the
+    lost connection is closed, not left to the garbage collector."""
     ws = str(daemon.workspace)
-    async with AsyncClient(str(daemon.socket), timeout=20, reconnect_retries=PATIENT) as sub:
-        await sub.m.subscribe(workspace=ws)
-        notes = sub.notifications()
-        await anyio.to_thread.run_sync(daemon.restart)
-        with anyio.fail_after(60):
-            marker = await anext(notes)
-            assert marker == {"jsonrpc": "2.0", "method": "reconnected", "params": {"workspaces": [ws]}}
-            revision = await anyio.to_thread.run_sync(change, daemon, "after the restart")
-            note = await anext(notes)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        async with AsyncClient(str(daemon.socket), timeout=20, reconnect_retries=PATIENT) as sub:
+            await sub.m.subscribe(workspace=ws)
+            notes = sub.notifications()
+            await anyio.to_thread.run_sync(daemon.restart)
+            with anyio.fail_after(60):
+                marker = await anext(notes)
+                assert marker == {"jsonrpc": "2.0", "method": "reconnected", "params": {"workspaces": [ws]}}
+                revision = await anyio.to_thread.run_sync(change, daemon, "after the restart")
+                note = await anext(notes)
+        gc.collect()
+    assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
     assert note == {
         "jsonrpc": "2.0",
         "method": "memory_changed",

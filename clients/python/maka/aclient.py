@@ -167,6 +167,9 @@ class AsyncClient:
             lost = self._stream is stream
             if lost:
                 self._stream = None
+            # The reader owns its connection: once it ends, nothing else will close it.
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()
             for waiter in self._waiters.values():
                 await waiter.aclose()
             self._waiters.clear()
