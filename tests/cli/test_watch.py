@@ -47,27 +47,29 @@ def test_watch_says_which_entries_changed(module_daemon: DaemonProcess, new_ws: 
     """Each memory_changed line is followed by the entries it added, changed, archived or removed."""
     ws = str(new_ws)
     kept = module_daemon.call("add_entry", {"workspace": ws, "title": "Kept", "content": "stays"})["entry"]
-    proc = subprocess.Popen(
+    with subprocess.Popen(
         [*MAKA, "--socket", str(module_daemon.socket), "-w", ws, "watch", "-n", "4"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
-    )
-    assert proc.stderr is not None and proc.stdout is not None
-    threading.Timer(30, proc.kill).start()  # a watch that misses a line must not hang the suite
-    assert proc.stderr.readline().startswith(f"watching {ws} (revision ")  # -w before the command
-    added = module_daemon.call("add_entry", {"workspace": ws, "title": "Fresh", "content": "new"})["entry"]
-    wait_for_line(proc, "added 'Fresh'")
-    module_daemon.call("archive_entry", {"workspace": ws, "id": kept["id"]})
-    wait_for_line(proc, "archived 'Kept'")
-    module_daemon.call("update_entry", {"workspace": ws, "id": added["id"], "content": "newer"})
-    wait_for_line(proc, "changed 'Fresh'")
-    memory = new_ws / "memory" / "MEMORY.md"
-    text = memory.read_text()
-    memory.write_text(text[: text.index("## Fresh")])  # the user deletes it by hand
-    wait_for_line(proc, "removed 'Fresh'")
-    proc.wait(timeout=20)
-    assert proc.returncode == 0
+    ) as proc:  # closes its pipes at the end
+        assert proc.stderr is not None and proc.stdout is not None
+        threading.Timer(30, proc.kill).start()  # a watch that misses a line must not hang the suite
+        assert proc.stderr.readline().startswith(f"watching {ws} (revision ")  # -w before the command
+        added = module_daemon.call("add_entry", {"workspace": ws, "title": "Fresh", "content": "new"})[
+            "entry"
+        ]
+        wait_for_line(proc, "added 'Fresh'")
+        module_daemon.call("archive_entry", {"workspace": ws, "id": kept["id"]})
+        wait_for_line(proc, "archived 'Kept'")
+        module_daemon.call("update_entry", {"workspace": ws, "id": added["id"], "content": "newer"})
+        wait_for_line(proc, "changed 'Fresh'")
+        memory = new_ws / "memory" / "MEMORY.md"
+        text = memory.read_text()
+        memory.write_text(text[: text.index("## Fresh")])  # the user deletes it by hand
+        wait_for_line(proc, "removed 'Fresh'")
+        proc.wait(timeout=20)
+        assert proc.returncode == 0
 
 
 def wait_for_line(proc: subprocess.Popen[str], text: str) -> str:
