@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from makad.store.ledger import Ledger
 from tests.support import DaemonProcess, daemon_in_tmp
 
 # No test may start a daemon on the user's own data directory by accident (the CLI and
@@ -22,6 +23,17 @@ os.environ["MAKA_NO_AUTOSTART"] = "1"
 def anyio_backend() -> str:
     """Run async tests on asyncio only (the daemon's backend)."""
     return "asyncio"
+
+
+@pytest.fixture
+def ledger(tmp_path: Path) -> Iterator[Ledger]:
+    """A fresh workspace ledger (the store tier's, also used by the service tier), closed
+    after the test."""
+    opened = Ledger(tmp_path / "ws" / "ledger.db")
+    try:
+        yield opened
+    finally:
+        opened.close()
 
 
 @pytest.fixture

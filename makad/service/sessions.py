@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from weakref import WeakKeyDictionary
 
 import anyio
 
@@ -36,8 +37,11 @@ from makad.core.types import (
     WorkingState,
 )
 from makad.errors import Conflict, IncognitoBlocked, NotFound
+from makad.service.append_queue import AppendQueue
 from makad.service.common import Context, in_thread, now_ms
 from makad.store.ephemeral import EphemeralSessions
+from makad.store.ledger import Ledger
+from makad.store.ledger.sessions import AppendCall
 from makad.store.workspaces import Workspace
 
 
@@ -54,6 +58,8 @@ class Forgotten:
 class Sessions:
     def __init__(self, ctx: Context) -> None:
         self._ctx = ctx
+        # Each ledger's appends gather here before its worker thread (makad.service.append_queue).
+        self._append_queues: WeakKeyDictionary[Ledger, AppendQueue] = WeakKeyDictionary()
 
     def ephemeral(self, ws: Workspace) -> EphemeralSessions:
         """This workspace's in-memory sessions (gone on restart, by design)."""
@@ -196,14 +202,11 @@ class Sessions:
                 redactions=redactions,
             )
         await self._guard_persistent_write(ws, session_id)
-        return await in_thread(
-            ws.ledger.append_events,
-            session_id,
-            events,
-            expected_seq=expected_seq,
-            request_id=key,
-            redactions=redactions,
-        )
+        ledger = ws.ledger
+        queue = self._append_queues.get(ledger)
+        if queue is None:
+            queue = self._append_queues[ledger] = AppendQueue()
+        return await queue.append(ledger, AppendCall(session_id, events, expected_seq, key, redactions))
 
     async def search(
         self,

@@ -114,6 +114,20 @@ def _socket_eps(daemon: Daemon, corpus: Corpus, batch: int, seconds: float) -> f
 
 def _sqlite_eps(root: Path, corpus: Corpus, batch: int, seconds: float) -> float:
     """A bare insert loop with the ledger's durability settings, one commit per batch."""
+    rows, elapsed = _sqlite_loop(root, corpus, batch, seconds=seconds)
+    return rows / elapsed
+
+
+def _sqlite_rows(root: Path, corpus: Corpus, rows: int) -> None:
+    """``_sqlite_eps``'s one-row loop for a fixed number of rows (counted by callgrind)."""
+    _sqlite_loop(root, corpus, 1, rows=rows)
+
+
+def _sqlite_loop(
+    root: Path, corpus: Corpus, batch: int, *, seconds: float = 0.0, rows: int = 0
+) -> tuple[int, float]:
+    """Insert ``batch`` rows a transaction for ``seconds``, or until ``rows`` are in; the
+    rows inserted and the seconds it took (the set-up not counted)."""
     path = root / f"baseline-{batch}.sqlite3"
     conn = sqlite3.connect(path, isolation_level=None)
     conn.execute("PRAGMA journal_mode = WAL")
@@ -126,20 +140,20 @@ def _sqlite_eps(root: Path, corpus: Corpus, batch: int, seconds: float) -> float
     seq = 0
     deadline = time.perf_counter() + seconds
     started = time.perf_counter()
-    while time.perf_counter() < deadline:
-        rows = []
+    while (seq < rows) if rows else (time.perf_counter() < deadline):
+        batch_rows = []
         for _ in range(batch):
             seq += 1
-            rows.append(("s", seq, seq, "user_message", texts[seq % len(texts)], 50, "h" * 64))
+            batch_rows.append(("s", seq, seq, "user_message", texts[seq % len(texts)], 50, "h" * 64))
         conn.execute("BEGIN IMMEDIATE")
         conn.executemany(
             "INSERT INTO events (session_id, seq, ts, type, text, tokens, hash) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            rows,
+            batch_rows,
         )
         conn.execute("COMMIT")
     elapsed = time.perf_counter() - started
     conn.close()
-    return seq / elapsed
+    return seq, elapsed
 
 
 def _build_workspace(daemon: Daemon, corpus: Corpus, events: int) -> list[str]:

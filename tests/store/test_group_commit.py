@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
+from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.types import AppendResult, EventInput
-from makad.errors import Conflict, IOFailure, NotFound
+from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
 from makad.store.ledger import Ledger, group_commit
+from makad.store.ledger.sessions import AppendCall
 
 
 @pytest.fixture
@@ -190,6 +192,76 @@ def test_concurrent_sessions_keep_their_order_and_share_commits(ledger: Ledger) 
     assert ledger.append_commits - commits < calls
 
 
+def test_append_many_answers_each_call_as_it_would_be_answered_alone(ledger: Ledger) -> None:
+    """One batch mixing good appends, refusals of every kind, a request id sent twice and
+    the same expectedSeq twice: each call gets its own answer, in order, and only the
+    accepted ones are stored, in one commit."""
+    good, other = ledger.open_session().session_id, ledger.open_session().session_id
+    closed = ledger.open_session().session_id
+    ledger.close_session(closed)
+    commits = ledger.append_commits
+    outcomes = ledger.append_many(
+        [
+            AppendCall(good, one("a")),
+            AppendCall(closed, one("never")),
+            AppendCall("s-missing", one("never")),
+            AppendCall(good, []),
+            AppendCall(good, one("x") * (MAX_APPEND_EVENTS + 1)),
+            AppendCall(other, one("once"), request_id="r1"),
+            AppendCall(other, one("once again"), request_id="r1"),
+            AppendCall(good, one("b"), expected_seq=1),
+            AppendCall(good, one("late"), expected_seq=1),
+        ]
+    )
+    assert outcomes[0] == AppendResult(first_seq=1, last_seq=1, redactions=0)
+    assert isinstance(outcomes[1], Conflict) and outcomes[1].details["reason"] == "closed"
+    assert isinstance(outcomes[2], NotFound)
+    assert isinstance(outcomes[3], InvalidParams)
+    assert isinstance(outcomes[4], TooLarge)
+    assert outcomes[5] == outcomes[6] == AppendResult(first_seq=1, last_seq=1, redactions=0)
+    assert outcomes[7] == AppendResult(first_seq=2, last_seq=2, redactions=0)
+    assert isinstance(outcomes[8], Conflict) and outcomes[8].details["currentSeq"] == 2
+    assert [e.text for e in ledger.read_events(good)] == ["a", "b"]
+    assert [e.text for e in ledger.read_events(other)] == ["once"]
+    assert ledger.read_events(closed) == []
+    assert ledger.append_commits == commits + 1
+    assert ledger.verify_chain(good) == (True, None) and ledger.verify_chain(other) == (True, None)
+
+
+def test_a_group_indexes_its_stored_appends_and_nothing_of_a_refused_one(ledger: Ledger) -> None:
+    """The search bodies of a group are indexed once, after its savepoints: every stored
+    append is found by its own word, a refused append's word by nothing, and the full-text
+    index passes SQLite's integrity check."""
+    sids = [ledger.open_session().session_id for _ in range(6)]
+    words = [f"zebrafish{chr(97 + i)}" for i in range(6)]
+    calls = [AppendCall(sid, one(f"{word} swims")) for sid, word in zip(sids, words, strict=True)]
+    calls[3] = AppendCall(sids[3], one(f"{words[3]} swims"), expected_seq=7)  # stale: refused
+    outcomes = ledger.append_many(calls)
+    assert isinstance(outcomes[3], Conflict)
+    for i, word in enumerate(words):
+        hits = [h.event.session_id for h in ledger.search_history(word)]
+        assert hits == ([] if i == 3 else [sids[i]]), word
+    with ledger.transaction() as conn:
+        conn.execute("INSERT INTO events_fts (events_fts) VALUES ('integrity-check')")
+
+
+def test_a_batch_queues_with_threads_appending_alone(ledger: Ledger) -> None:
+    """A batch queued behind a write alongside lone appends from threads: all of them share
+    one commit and each session stays in call order."""
+    sids = [ledger.open_session().session_id for _ in range(3)]
+    batch = [AppendCall(sids[0], one("b0")), AppendCall(sids[1], one("b1")), AppendCall(sids[0], one("b2"))]
+    commits = ledger.append_commits
+    outcomes = queued_together(
+        ledger, [appender(ledger, sids[2], "alone"), lambda: ledger.append_many(batch)[2]]
+    )
+    assert outcomes == [
+        AppendResult(first_seq=1, last_seq=1, redactions=0),
+        AppendResult(first_seq=2, last_seq=2, redactions=0),
+    ]
+    assert [e.text for e in ledger.read_events(sids[0])] == ["b0", "b2"]
+    assert ledger.append_commits == commits + 1
+
+
 def test_a_failure_inside_a_group_runs_each_append_alone(
     ledger: Ledger, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -199,11 +271,11 @@ def test_a_failure_inside_a_group_runs_each_append_alone(
     real = group_commit.apply_append
     failed: list[str] = []
 
-    def flaky(conn: sqlite3.Connection, append: Any) -> AppendResult:
+    def flaky(conn: sqlite3.Connection, append: Any, bodies: list[tuple[int, str]]) -> AppendResult:
         if append.session_id == sids[2] and not failed:
             failed.append(append.session_id)
             raise sqlite3.OperationalError("disk I/O error")
-        return real(conn, append)
+        return real(conn, append, bodies)
 
     monkeypatch.setattr(group_commit, "apply_append", flaky)
     outcomes = queued_together(ledger, [appender(ledger, sid, f"t{i}") for i, sid in enumerate(sids)])
@@ -254,16 +326,32 @@ structlog.configure(logger_factory=structlog.PrintLoggerFactory(sys.stderr))  # 
 from makad.faults import Faults
 from makad.store.ledger import Ledger
 from makad.core.types import EventInput
+from makad.store.ledger.sessions import AppendCall
 led = Ledger(Path(sys.argv[1]), faults=Faults(point=sys.argv[2]))
 sids = [led.open_session().session_id for _ in range(8)]
 out = threading.Lock()
+for sid in sids:  # alone, so acknowledged before any group: the kill comes after these
+    (r,) = led.append_many([AppendCall(sid, [EventInput(type="note", text=f"{sid}-0")])])
+    sys.stdout.write(f"{sid} {r.first_seq}\\n")
+sys.stdout.flush()
 def write(sid):
-    for n in range(100_000):
+    for n in range(1, 100_000):
         r = led.append_events(sid, [EventInput(type="note", text=f"{sid}-{n}")])
         with out:
             sys.stdout.write(f"{sid} {r.first_seq}\\n")
             sys.stdout.flush()
-threads = [threading.Thread(target=write, args=(sid,)) for sid in sids]
+def write_batches(pair):  # as the service's append queue does: one call, many appends
+    for n in range(1, 100_000):
+        calls = [AppendCall(sid, [EventInput(type="note", text=f"{sid}-{n}")]) for sid in pair]
+        results = led.append_many(calls)
+        with out:
+            for sid, r in zip(pair, results):
+                sys.stdout.write(f"{sid} {r.first_seq}\\n")
+            sys.stdout.flush()
+if sys.argv[3] == "batches":
+    threads = [threading.Thread(target=write_batches, args=(sids[i:i + 2],)) for i in range(0, 8, 2)]
+else:
+    threads = [threading.Thread(target=write, args=(sid,)) for sid in sids]
 for t in threads:
     t.start()
 for t in threads:
@@ -271,15 +359,17 @@ for t in threads:
 """
 
 
+@pytest.mark.parametrize("writers", ["threads", "batches"])
 @pytest.mark.parametrize("point", ["append_group_before_commit", "append_group_after_commit"])
-def test_acknowledged_appends_survive_a_kill_inside_a_group(tmp_path: Path, point: str) -> None:
-    """A process killed at a fault point inside a group commit (8 threads appending): every
+def test_acknowledged_appends_survive_a_kill_inside_a_group(tmp_path: Path, point: str, writers: str) -> None:
+    """A process killed at a fault point inside a group commit (8 threads appending one
+    call at a time, or 4 threads appending two sessions a call with ``append_many``): every
     append that returned is stored at its seq, chains verify; killed after the COMMIT, the
     unanswered group (two or more) is stored too."""
     path = tmp_path / "l.db"
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     proc = subprocess.run(
-        [sys.executable, "-c", _GROUP_WRITER, str(path), point],
+        [sys.executable, "-c", _GROUP_WRITER, str(path), point, writers],
         capture_output=True,
         text=True,
         env=env,
@@ -299,6 +389,7 @@ def test_acknowledged_appends_survive_a_kill_inside_a_group(tmp_path: Path, poin
             stored += len(events)
         for sid, seq in acked:
             assert len(led.read_events(sid, after_seq=seq - 1, limit=1)) == 1, (sid, seq)
+        assert len(acked) >= 8
         assert stored >= len(acked) + (2 if point == "append_group_after_commit" else 0)
     finally:
         led.close()

@@ -40,7 +40,7 @@ from makad.store.ledger.turns import TurnsArea
 __all__ = ["Ledger", "Synchronous", "now_ms"]
 
 
-@recovering(skip=frozenset({"close"}))
+@recovering(skip=frozenset({"close", "append_many"}))  # append_many recovers per call
 class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea):
     """One workspace's SQLite ledger. Thread-safe; every method is blocking IO.
 

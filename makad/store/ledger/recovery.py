@@ -267,23 +267,32 @@ def _guard(method: _F) -> _F:
             generation = self.generation
             try:
                 return method(self, *args, **kwargs)
-            except (LedgerCorrupt, LedgerUndecodable, LedgerIndexDamaged) as exc:
-                found: IOFailure = exc
-                cause: BaseException = exc
-            except sqlite3.Error as exc:
-                found, cause = failure(exc, "the ledger failed"), exc
-                if not isinstance(found, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged):
+            except Exception as exc:
+                found = damage(exc)
+                if found is None:
+                    if isinstance(exc, sqlite3.Error):
+                        raise failure(exc, "the ledger failed") from exc
+                    raise
+                if attempt == MAX_ATTEMPTS - 1:
                     raise found from exc
-            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-                if isinstance(exc, msgspec.ValidationError):
-                    raise  # well-formed JSON of another shape is a bug, not damage
-                # Not JSON any more, or SQLite describing a damaged schema in bytes that
-                # are not UTF-8 (the sqlite3 module then fails to decode its message).
-                found = LedgerCorrupt("a ledger record is unreadable", reason="ledger_corrupt")
-                cause = exc
-            if attempt == MAX_ATTEMPTS - 1:
-                raise found from cause
-            self.recover(found, generation)
+                self.recover(found, generation)
         raise AssertionError("unreachable")
 
     return guarded  # type: ignore[return-value]  # functools.wraps keeps the signature mypy cannot see
+
+
+def damage(exc: BaseException) -> IOFailure | None:
+    """The damage a failed ledger call met, to ``recover`` from before running it again;
+    None when the error is not one (a refusal, a bug, the environment)."""
+    if isinstance(exc, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged):
+        return exc
+    if isinstance(exc, sqlite3.Error):
+        found = failure(exc, "the ledger failed")
+        return found if isinstance(found, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged) else None
+    if isinstance(exc, msgspec.ValidationError):
+        return None  # well-formed JSON of another shape is a bug, not damage
+    if isinstance(exc, msgspec.DecodeError | UnicodeDecodeError):
+        # Not JSON any more, or SQLite describing a damaged schema in bytes that are
+        # not UTF-8 (the sqlite3 module then fails to decode its message).
+        return LedgerCorrupt("a ledger record is unreadable", reason="ledger_corrupt")
+    return None

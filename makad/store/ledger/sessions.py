@@ -159,20 +159,16 @@ class SessionsArea(LedgerBase):
         and appends nothing; it is stored in the same transaction as the events.
         ``redactions`` (how many secrets the caller took out) is kept in the result.
         """
-        if not events:
-            raise InvalidParams("append_events needs at least one event")
-        if len(events) > MAX_APPEND_EVENTS:
-            raise TooLarge("too many events in one call", limit=MAX_APPEND_EVENTS, count=len(events))
-        at = now_ms() if now is None else now
-        drafts = [(e := prepare_event(new, at), search_body(e)) for new in events]
-        return self._commit_append(
-            PreparedAppend(session_id, drafts, expected_seq, request_id, redactions, at)
-        )
+        call = AppendCall(session_id, events, expected_seq, request_id, redactions)
+        return self._commit_append(prepare_append(call, now_ms() if now is None else now))
 
     def _commit_append(self, append: PreparedAppend) -> AppendResult:
         """One transaction for this append (``group_commit`` shares one among concurrent appends)."""
         with self._writing() as conn:
-            return apply_append(conn, append)
+            bodies: list[tuple[int, str]] = []
+            result = apply_append(conn, append, bodies)
+            index_bodies(conn, bodies)
+            return result
 
     def read_events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Event]:
         """Events with seq > ``after_seq``, in order, at most ``limit`` of them."""
@@ -257,6 +253,27 @@ class SessionsArea(LedgerBase):
 
 
 @dataclass(frozen=True)
+class AppendCall:
+    """One ``append_events`` call as it arrives (the events already redacted)."""
+
+    session_id: str
+    events: Sequence[EventInput]
+    expected_seq: int | None = None
+    request_id: str | None = None
+    redactions: int = 0
+
+
+def prepare_append(call: AppendCall, at: int) -> PreparedAppend:
+    """Check a call's size and build its events and search bodies (no IO)."""
+    if not call.events:
+        raise InvalidParams("append_events needs at least one event")
+    if len(call.events) > MAX_APPEND_EVENTS:
+        raise TooLarge("too many events in one call", limit=MAX_APPEND_EVENTS, count=len(call.events))
+    drafts = [(e := prepare_event(new, at), search_body(e)) for new in call.events]
+    return PreparedAppend(call.session_id, drafts, call.expected_seq, call.request_id, call.redactions, at)
+
+
+@dataclass(frozen=True)
 class PreparedAppend:
     """An ``append_events`` call checked and its events hashed-to-be, ready for a transaction."""
 
@@ -268,11 +285,21 @@ class PreparedAppend:
     at: int
 
 
-def apply_append(conn: sqlite3.Connection, append: PreparedAppend) -> AppendResult:
+def index_bodies(conn: sqlite3.Connection, bodies: Sequence[tuple[int, str]]) -> None:
+    """Add events' search bodies (rowid = event id) to the full-text index."""
+    conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
+
+
+def apply_append(
+    conn: sqlite3.Connection, append: PreparedAppend, bodies: list[tuple[int, str]]
+) -> AppendResult:
     """Run one append inside the caller's write transaction (nothing is committed here).
 
     Refusals (``Conflict``: closed, moved on; ``NotFound``) are raised before anything
-    of this append is written."""
+    of this append is written. Its events' search bodies are added to ``bodies``: the
+    caller indexes them (``index_bodies``) before it commits — a group indexes all of
+    its appends at once, after their savepoints, since FTS5 writes out what it holds
+    at every savepoint released once it takes part in the transaction."""
     session_id, expected_seq, request_id = append.session_id, append.expected_seq, append.request_id
     if request_id is not None:
         replay = replay_request(conn, request_id, "append_events", AppendResult)
@@ -291,7 +318,6 @@ def apply_append(conn: sqlite3.Connection, append: PreparedAppend) -> AppendResu
         )
     (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
     rows: list[tuple[Any, ...]] = []
-    bodies: list[tuple[int, str]] = []
     link = last_hash
     for offset, (event, body) in enumerate(append.drafts):
         event.session_id = session_id
@@ -303,7 +329,6 @@ def apply_append(conn: sqlite3.Connection, append: PreparedAppend) -> AppendResu
         f"INSERT INTO events (id, {EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         rows,
     )
-    conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
     result = AppendResult(
         first_seq=last_seq + 1, last_seq=last_seq + len(append.drafts), redactions=append.redactions
     )
