@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
@@ -15,10 +16,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from makad.core.types import EventInput
+from makad.core.types import AppendResult, EventInput
 from makad.errors import IOFailure, MakadError, NotFound
 from makad.store.ledger import Ledger
 from makad.store.ledger.recovery import REVISION_KEY
+from makad.store.ledger.sessions import AppendCall
 
 
 def fill(path: Path, sessions: int = 3, events: int = 400) -> None:
@@ -229,6 +231,37 @@ def test_damage_under_a_running_ledger_resets_once_for_concurrent_calls(
         thread.join()
     assert errors == []
     assert len(led.resets) == 1 and led.generation == 1
+    led.close()
+
+
+def _cut_short(path: Path, template: bytes) -> None:
+    os.truncate(path, len(template) // 3)
+
+
+def _garble_index_structure(path: Path, template: bytes) -> None:
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE events_fts_data SET block = randomblob(length(block)) WHERE id = 10")
+    conn.commit()
+    conn.close()
+
+
+@pytest.mark.parametrize("damage", [_cut_short, _garble_index_structure], ids=["cut_short", "index"])
+def test_a_batch_meeting_damage_resets_once_and_answers_each_call(
+    tmp_path: Path, template: bytes, damage: Callable[[Path, bytes], None]
+) -> None:
+    """Appends queued together (``append_many``) on a ledger damaged under it: one reset, as
+    for lone calls, each call answered as by the fresh ledger (its session is gone:
+    not_found), and the fresh ledger takes the next batch."""
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(template)
+    led = Ledger(path)
+    damage(path, template)
+    calls = [AppendCall(f"s{s}", [EventInput(type="note", text="x")]) for s in range(3)]
+    outcomes = led.append_many(calls)
+    assert all(isinstance(o, NotFound) for o in outcomes), outcomes
+    assert len(led.resets) == 1 and led.resets[0].cause == "corrupt"
+    led.open_session("s1")
+    assert led.append_many(calls[1:2]) == [AppendResult(first_seq=1, last_seq=1, redactions=0)]
     led.close()
 
 
