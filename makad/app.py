@@ -33,6 +33,8 @@ from makad.watcher import Watcher
 from makad.wire.base import Handler
 from makad.wire.catalogue import CATALOGUE
 
+__all__ = ["App", "build_app", "load_or_create_key", "openrpc_document"]
+
 
 @dataclass
 class App:
@@ -49,9 +51,15 @@ def openrpc_document() -> dict[str, Any]:
     return openrpc_doc.generate(CATALOGUE)
 
 
-def build_app(info: DaemonInfo, system: SystemService | None = None, faults: Faults | None = None) -> App:
-    """Every service and the handler of every method in ``CATALOGUE`` (``system``: the
-    daemon's own, when it already serves the system methods)."""
+def build_app(
+    info: DaemonInfo,
+    system: SystemService | None = None,
+    faults: Faults | None = None,
+    key: bytes | None = None,
+) -> App:
+    """Every service and the handler of every method in ``CATALOGUE``. The daemon passes
+    what it made before: its ``system`` service (already serving), its ``faults``, and the
+    identifier ``key`` it read in a worker thread (else read here)."""
     settings = info.settings
     # The one fault seam: armed by the test environment only (makad.faults).
     if faults is None:
@@ -62,7 +70,7 @@ def build_app(info: DaemonInfo, system: SystemService | None = None, faults: Fau
         settings=settings,
         registry=registry,
         faults=faults,
-        identifiers=Identifiers(load_or_create_key(settings.data_dir)),
+        identifiers=Identifiers(key if key is not None else load_or_create_key(settings.data_dir)),
     )
     memory_files = MemoryFiles(ctx)
     memory = MemoryService(ctx, memory_files)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import errno
 import fcntl
-import importlib
 import os
 import resource
 import signal
@@ -42,8 +41,6 @@ log = structlog.get_logger("makad")
 RESERVED_FDS = 256
 # Linux refuses a soft limit over fs.nr_open; when the hard limit is "unlimited" aim here.
 NOFILE_CEILING = 1 << 20
-# sys.setswitchinterval while the app loads in a worker thread (the default is 5 ms).
-IMPORT_SWITCH_INTERVAL_S = 0.0005
 
 
 class StartupError(Exception):
@@ -146,9 +143,12 @@ def _openrpc_document() -> dict[str, Any]:
     return openrpc_document()
 
 
-def load_app_modules() -> None:
-    """Import the services, stores and wire types (in a worker thread)."""
-    importlib.import_module("makad.app")
+def load_app_modules(data_dir: Path) -> bytes:
+    """Import the services, stores and wire types, and read (or create) the identifier
+    key: the blocking part of building the app, done in a worker thread."""
+    from makad.app import load_or_create_key  # the import is most of the work
+
+    return load_or_create_key(data_dir)
 
 
 class Composition:
@@ -175,18 +175,11 @@ class Composition:
     async def load(self, tg: anyio.abc.TaskGroup, where: str) -> None:
         """Load and build the rest, start its background tasks, register its methods."""
         try:
-            # Fewer instructions between GIL hand-overs while this thread imports, so the
-            # event loop (answering pings meanwhile) gets the interpreter back sooner.
-            switch = sys.getswitchinterval()
-            sys.setswitchinterval(IMPORT_SWITCH_INTERVAL_S)
-            try:
-                await anyio.to_thread.run_sync(load_app_modules)
-            finally:
-                sys.setswitchinterval(switch)
+            key = await anyio.to_thread.run_sync(load_app_modules, self.info.settings.data_dir)
             from makad.app import build_app
             from makad.wire.catalogue import CATALOGUE
 
-            app = build_app(self.info, self.system, self.faults)
+            app = build_app(self.info, self.system, self.faults, key)
             self.app = app
             app.watcher.start(tg)
             app.notes.start(tg)

@@ -53,6 +53,8 @@ def install_deferred_package(name: str) -> None:
 
 
 install_deferred_package("jsonrpcserver")
+# jsonrpcserver's results are oslash's Either: its __init__ imports every other monad too.
+install_deferred_package("oslash")
 
 from jsonrpcserver.async_dispatcher import call  # noqa: E402
 from jsonrpcserver.dispatcher import to_response  # noqa: E402

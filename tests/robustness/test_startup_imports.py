@@ -73,7 +73,8 @@ sys.exit(main(["--socket", sock_path, "--data-dir", data_dir, "--log-level", "wa
 
 class QuietDaemon(DaemonProcess):
     """At ``warning`` no line is logged before the first pong. (At ``info`` the
-    start-up line is redacted like every line, which loads detect-secrets.)"""
+    ``listening`` line, logged once the services are loaded, is redacted like every line,
+    which loads detect-secrets.)"""
 
     def command(self) -> list[str]:
         return [*super().command(), "--log-level", "warning"]
@@ -144,13 +145,15 @@ def hello(name):
 
 print(jsonrpcserver.dispatch('{"jsonrpc": "2.0", "method": "hello", "params": ["x"], "id": 1}'))
 print(jsonrpcserver.async_dispatcher.call is dispatch.call, "jsonschema" in sys.modules)
+import oslash  # loaded the same way (only its Either, for jsonrpcserver's results)
+assert oslash.Just(1).map(lambda x: x + 1) == oslash.Just(2) and oslash.Right is oslash.either.Right
 """
 
 
 def test_jsonrpcserver_is_whole_to_a_later_plain_import() -> None:
     """Once makad's dispatcher is loaded (without jsonschema), ``import jsonrpcserver`` in the
     same process gets the full package: its own dispatch (validating with jsonschema) works,
-    on the very submodules makad dispatches with."""
+    on the very submodules makad dispatches with; ``import oslash`` gets all of oslash."""
     done = subprocess.run([sys.executable, "-c", AFTER_DISPATCH], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     reply, shared = done.stdout.splitlines()
