@@ -16,40 +16,24 @@ import socket
 import stat
 import sys
 from contextlib import ExitStack
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 import anyio
-import msgspec
+import anyio.to_thread
 import structlog
 from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
-from makad import openrpc as openrpc_doc
-from makad.core.episodes import Threshold
 from makad.faults import Faults
-from makad.rpc.dispatch import Dispatcher
+from makad.rpc.dispatch import Dispatcher, new_ref
 from makad.rpc.server import Limits, Server
-from makad.service import curator
-from makad.service.common import Context
-from makad.service.compaction import CompactionService
-from makad.service.context import ContextService
-from makad.service.episodes import EpisodeService, Evidence
-from makad.service.identifiers import Identifiers, load_or_create_key
-from makad.service.imports import ImportService
-from makad.service.ledger import LedgerService
-from makad.service.memory import MemoryFiles, MemoryService
-from makad.service.proposals import ProposalService
-from makad.service.session_notes import SessionNotesKeeper
-from makad.service.sessions import Sessions
-from makad.service.system import DaemonInfo, SystemService, registry_warnings
+from makad.service.system import EARLY_METHODS, DaemonInfo, SystemService, inject_faults
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
-from makad.store.workspaces import WorkspaceRegistry
-from makad.warmup import Warmup
-from makad.watcher import Watcher
-from makad.wire import CATALOGUE
-from makad.wire.base import Handler
+from makad.wire.system import METHODS as SYSTEM_METHODS
+
+if TYPE_CHECKING:
+    from makad.app import App
 
 log = structlog.get_logger("makad")
 
@@ -153,78 +137,68 @@ def limits_for(settings: DaemonSettings, nofile: int, faults: Faults) -> Limits:
     )
 
 
-def inject_faults(faults: Faults, handlers: dict[str, Handler]) -> None:
-    """Test-only: ``unencodable_reply`` makes ``status`` answer a string that cannot be
-    encoded as UTF-8 (as a file name in a legacy encoding would)."""
-    if faults.point != "unencodable_reply":
-        return
-    status = handlers["status"]
+def _openrpc_document() -> dict[str, Any]:
+    from makad.app import openrpc_document  # loaded: rpc.discover is served with the app
 
-    async def unencodable_status(params: Any, peer: Any) -> Any:
-        result = await status(params, peer)
-        return msgspec.structs.replace(result, socket=result.socket + "\udcff")
-
-    handlers["status"] = unencodable_status
+    return openrpc_document()
 
 
-@dataclass
-class App:
-    """Everything the composition root builds before serving."""
+def load_app_modules(data_dir: Path) -> bytes:
+    """Import the services, stores and wire types, and read (or create) the identifier
+    key: the blocking part of building the app, done in a worker thread."""
+    from makad.app import load_or_create_key  # the import is most of the work
 
-    handlers: dict[str, Handler]
-    registry: WorkspaceRegistry
-    watcher: Watcher
-    notes: SessionNotesKeeper
-    faults: Faults
+    return load_or_create_key(data_dir)
 
 
-def build_app(info: DaemonInfo) -> App:
-    settings = info.settings
-    # The one fault seam: armed by the test environment only (makad.faults).
-    faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
-    registry = WorkspaceRegistry(settings.data_dir, faults=faults, user_dir=settings.user_memory_dir)
-    info.warnings = lambda: registry_warnings(registry)
-    ctx = Context(
-        settings=settings,
-        registry=registry,
-        faults=faults,
-        identifiers=Identifiers(load_or_create_key(settings.data_dir)),
-    )
-    memory_files = MemoryFiles(ctx)
-    memory = MemoryService(ctx, memory_files)
-    evidence = Evidence(ctx.faults, Threshold())
-    proposals = ProposalService(ctx, memory_files, evidence)
-    ctx.recovery.append(memory.clean_temp_files)
-    ctx.recovery.append(proposals.recover)
-    sessions = Sessions(ctx)
-    notes = SessionNotesKeeper(ctx, sessions)
-    context = ContextService(ctx, memory_files, sessions)
-    info.context_paths = context.path_counts
-    if settings.curator.configured:
-        curator.prepare_in_background()
-    compaction = CompactionService(ctx, sessions)
-    episodes = EpisodeService(ctx, sessions, proposals, evidence)
-    watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
-    warmup = Warmup()
+class Composition:
+    """Serve the system methods from the start; load and add every other method after.
 
-    ctx.on_access = watcher.ensure
-    ctx.ready = warmup.ensure  # request-only libraries, once a workspace is in use
-    services: list[Any] = [
-        SystemService(info, lambda: openrpc_doc.generate(CATALOGUE)),
-        memory,
-        proposals,
-        ImportService(ctx, memory_files),
-        context,
-        compaction,
-        LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),
-        episodes,
-    ]
-    handlers: dict[str, Handler] = {}
-    for service in services:
-        handlers.update(service.handlers())
-    inject_faults(ctx.faults, handlers)
-    handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
-    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes, faults=ctx.faults)
+    Their modules (services, stores, wire types, the OpenRPC builder) are most of the
+    daemon's start-up, so they are imported in a worker thread once the daemon listens;
+    a request for one of their methods that arrives first waits for them
+    (``Dispatcher.defer_rest``), it is never refused."""
+
+    def __init__(self, info: DaemonInfo, faults: Faults) -> None:
+        self.info = info
+        self.faults = faults
+        self.system = SystemService(info, _openrpc_document)
+        early = {name: handler for name, handler in self.system.handlers().items() if name in EARLY_METHODS}
+        inject_faults(faults, early)
+        catalogue = {spec.name: spec for spec in SYSTEM_METHODS if spec.name in EARLY_METHODS}
+        self.dispatcher = Dispatcher(catalogue, early, info.settings.max_reply_bytes)
+        self.dispatcher.defer_rest()
+        self.app: App | None = None
+        self.failure: Exception | None = None
+        self.loaded = anyio.Event()
+
+    async def load(self, tg: anyio.abc.TaskGroup, where: str) -> None:
+        """Load and build the rest, start its background tasks, register its methods."""
+        try:
+            key = await anyio.to_thread.run_sync(load_app_modules, self.info.settings.data_dir)
+            from makad.app import build_app
+            from makad.wire.catalogue import CATALOGUE
+
+            app = build_app(self.info, self.system, self.faults, key)
+            self.app = app
+            app.watcher.start(tg)
+            app.notes.start(tg)
+            self.dispatcher.add_rest(CATALOGUE, app.handlers)
+            # Logged once everything is served: the first line redacted loads the secret
+            # scanner (makad.core.redaction), which the first pong need not wait for.
+            log.info("listening", socket=where, data_dir=str(self.info.settings.data_dir), pid=os.getpid())
+        except Exception as exc:  # the daemon cannot serve: it stops, and exits 1
+            ref = new_ref()
+            log.error("start_failed", ref=ref, exc_info=True)
+            self.failure = exc
+            self.dispatcher.rest_failed(ref)
+            self.info.request_stop()
+        finally:
+            self.loaded.set()
+
+    def close(self) -> None:
+        if self.app is not None:
+            self.app.registry.close()
 
 
 async def run(settings: DaemonSettings) -> int:
@@ -245,30 +219,34 @@ async def run(settings: DaemonSettings) -> int:
             info.socket_activated = True
         listener: SocketListener = await SocketListener.from_socket(raw)
 
-        app = build_app(info)
-        stack.callback(app.registry.close)
-        dispatcher = Dispatcher(CATALOGUE, app.handlers, settings.max_reply_bytes)
-        server = Server(dispatcher, limits_for(settings, raise_open_file_limit(), app.faults))
+        # The one fault seam: armed by the test environment only (makad.faults).
+        faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
+        composition = Composition(info, faults)
+        stack.callback(composition.close)
+        server = Server(composition.dispatcher, limits_for(settings, raise_open_file_limit(), faults))
         info.connection_count = lambda: len(server.connections)
         info.request_stop = server.request_stop
         info.stopping = lambda: server.stopping
 
         async with anyio.create_task_group() as tg:
             await tg.start(_stop_on_signals, server)
-            app.watcher.start(tg)
-            app.notes.start(tg)
-            tg.start_soon(heap.housekeeping_forever)
             where = (
                 f"systemd socket {info.socket_path}" if activated is not None else str(settings.socket_path)
             )
+            tg.start_soon(composition.load, tg, where)
+            tg.start_soon(heap.housekeeping_forever)
             print(f"makad {__version__} listening on {where}", flush=True)
-            log.info("listening", socket=where, data_dir=str(settings.data_dir), pid=os.getpid())
             systemd.notify("READY=1")
             await server.run(listener)
             systemd.notify("STOPPING=1")
-            app.watcher.stop()
+            await composition.loaded.wait()
+            if composition.app is not None:
+                composition.app.watcher.stop()
             tg.cancel_scope.cancel()
         log.info("stopped")
+    if composition.failure is not None:
+        print(f"makad: could not start: {composition.failure!r}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -13,8 +13,6 @@ import sys
 import structlog
 from structlog.types import EventDict, WrappedLogger
 
-from makad.core.redaction import redact_tree
-
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warning": logging.WARNING, "error": logging.ERROR}
 
 
@@ -55,5 +53,10 @@ def configure(log_format: str, level: str) -> None:
 
 def redact_event(logger: WrappedLogger, method: str, event: EventDict) -> EventDict:
     """Redact every string in a log line, keys and nested values included."""
+    # Imported at the first line logged, not at start-up: the detectors' patterns are a
+    # good part of what the first pong would otherwise wait for (the services load them
+    # right after the daemon listens anyway).
+    from makad.core.redaction import redact_tree
+
     cleaned: EventDict = redact_tree(event)
     return cleaned

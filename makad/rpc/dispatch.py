@@ -13,21 +13,25 @@ from __future__ import annotations
 import re
 import time
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import anyio.lowlevel
 import msgspec
 import structlog
-from jsonrpcserver.async_dispatcher import call
-from jsonrpcserver.dispatcher import to_response
-from jsonrpcserver.request import Request
-from jsonrpcserver.response import to_serializable_one
-from jsonrpcserver.result import Error, Success, SuccessResult
-from jsonrpcserver.sentinels import NOID
 
 from makad import logs
 from makad.errors import MakadError
+from makad.rpc.jsonrpcserver_parts import (
+    NOID,
+    Error,
+    Request,
+    Success,
+    SuccessResult,
+    call,
+    to_response,
+    to_serializable_one,
+)
 from makad.rpc.reply_budget import NO_REPLY, BatchBudget, too_large_reply
 from makad.settings import DEFAULT_MAX_REPLY_BYTES
 from makad.wire.base import Handler, MethodSpec
@@ -106,11 +110,48 @@ class Dispatcher:
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.max_reply_bytes = max_reply_bytes
+        self._methods: dict[str, Callable[..., Awaitable[Any]]] = {}
+        self._inline: frozenset[str] = frozenset()
+        # Set while more methods are coming (``defer_rest``); their requests wait for them.
+        self._rest: anyio.Event | None = None
+        self._rest_failed: str | None = None  # the log ref of why they never came
+        self._register(catalogue, handlers)
+
+    def _register(self, catalogue: Mapping[str, MethodSpec], handlers: Mapping[str, Handler]) -> None:
         missing = set(catalogue) - set(handlers)
         if missing:
             raise RuntimeError(f"no handler for {sorted(missing)}")
-        self._methods = {name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()}
-        self._inline = frozenset(name for name, spec in catalogue.items() if spec.inline)
+        self._methods.update({name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()})
+        self._inline |= {name for name, spec in catalogue.items() if spec.inline}
+
+    def defer_rest(self) -> None:
+        """More methods come later (``add_rest``): until then a request for a method not
+        registered waits for them instead of being answered -32601."""
+        self._rest = anyio.Event()
+
+    def add_rest(self, catalogue: Mapping[str, MethodSpec], handlers: Mapping[str, Handler]) -> None:
+        """Register the catalogue's methods not registered yet, and release their requests."""
+        rest = {name: spec for name, spec in catalogue.items() if name not in self._methods}
+        self._register(rest, handlers)
+        self._release()
+
+    def rest_failed(self, ref: str) -> None:
+        """The deferred methods will not come (the log line ``ref`` says why): their waiting
+        and later requests are answered -32603."""
+        self._rest_failed = ref
+        self._release()
+
+    def _release(self) -> None:
+        if self._rest is not None:
+            self._rest.set()
+            self._rest = None
+
+    async def _method(self, name: str) -> Callable[..., Awaitable[Any]] | None:
+        """The method called ``name``, once it is registered; None when there is none."""
+        rest = self._rest
+        if rest is not None and name not in self._methods:
+            await rest.wait()
+        return self._methods.get(name)
 
     def _wrap(self, spec: MethodSpec, handler: Handler) -> Callable[..., Awaitable[Any]]:
         params_type = spec.params
@@ -248,7 +289,11 @@ class Dispatcher:
             return invalid
         request = Request(obj["method"], obj.get("params", []), obj.get("id", NOID))
         method = self._methods.get(request.method)
-        if method is not None and isinstance(obj.get("params"), list):
+        if method is None and self._rest is not None:
+            method = await self._method(request.method)
+        if method is None and self._rest_failed is not None:
+            result = Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
+        elif method is not None and isinstance(obj.get("params"), list):
             # Every method takes by-name params; even an empty array is positional.
             result = Error(
                 INVALID_PARAMS,

@@ -6,15 +6,23 @@ import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from makad import __version__
 from makad.core.peer import Peer
 from makad.errors import ShuttingDown
+from makad.faults import Faults
 from makad.settings import DaemonSettings
-from makad.store.workspaces import WorkspaceRegistry
 from makad.wire.base import Handler
 from makad.wire.system import ContextPaths, NoParams, ShutdownResult, StatusResult, WorkspaceWarning
+
+if TYPE_CHECKING:  # the registry is loaded after the daemon listens (makad.app)
+    from makad.store.workspaces import WorkspaceRegistry
+
+# What the daemon answers from the moment it listens, before the rest of it is loaded.
+EARLY_METHODS = ("ping", "status", "shutdown")
 
 
 @dataclass
@@ -85,3 +93,17 @@ class SystemService:
             raise ShuttingDown("the daemon is already stopping")
         self._info.request_stop()
         return ShutdownResult(stopping=True)
+
+
+def inject_faults(faults: Faults, handlers: dict[str, Handler]) -> None:
+    """Test-only: ``unencodable_reply`` makes ``status`` answer a string that cannot be
+    encoded as UTF-8 (as a file name in a legacy encoding would)."""
+    if faults.point != "unencodable_reply":
+        return
+    status = handlers["status"]
+
+    async def unencodable_status(params: Any, peer: Any) -> Any:
+        result = await status(params, peer)
+        return msgspec.structs.replace(result, socket=result.socket + "\udcff")
+
+    handlers["status"] = unencodable_status

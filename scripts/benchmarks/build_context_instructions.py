@@ -78,11 +78,11 @@ def _measure(tmp: Path, entries: int, events: int, user_entries: int) -> None:
     from benchmarks.build_context import TOPICS, Text, _memory_file
     from benchmarks.build_context_user import user_memory_file
     from makad import heap
-    from makad.daemon import build_app
+    from makad.app import build_app
     from makad.rpc.dispatch import Dispatcher
     from makad.service.system import DaemonInfo
     from makad.settings import load
-    from makad.wire import CATALOGUE
+    from makad.wire.catalogue import CATALOGUE
 
     os.environ["LOCAL_MEMORY_MAX_BYTES"] = str(32 << 20)
     settings = load(

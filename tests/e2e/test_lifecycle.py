@@ -220,3 +220,47 @@ def test_client_reconnects_after_restart(daemon: DaemonProcess) -> None:
         first = client.call("status")["pid"]
         daemon.restart()
         assert client.call("status")["pid"] != first
+
+
+def test_the_first_request_of_a_fresh_daemon_may_be_any_method(short_tmp: Path) -> None:
+    """Sent the moment the socket accepts (before the services are loaded), a batch of a
+    workspace method, rpc.discover and ping is answered in full: nothing is refused as
+    unknown while the daemon loads its services (makad.daemon.Composition)."""
+    proc = DaemonProcess(short_tmp)
+    proc.start()
+    try:
+        ws = str(proc.workspace)
+        with RawConnection(proc.socket) as conn:
+            conn.send(
+                b'[{"jsonrpc":"2.0","method":"get_settings","params":{"workspace":"%s"},"id":1},'
+                b'{"jsonrpc":"2.0","method":"rpc.discover","id":2},'
+                b'{"jsonrpc":"2.0","method":"ping","id":3}]' % ws.encode()
+            )
+            settings, discover, pong = conn.recv_message()
+        assert "result" in settings and settings["result"]["agentReadEnabled"] in (True, False)
+        assert len(discover["result"]["methods"]) > 30
+        assert pong["result"] == "pong"
+    finally:
+        assert proc.stop() == 0
+
+
+def test_a_daemon_that_cannot_load_its_services_exits_one(short_tmp: Path) -> None:
+    """When building the services fails after the socket listens (here the identifier key
+    is a directory), the daemon logs why, says so on stderr, and exits 1 (as before
+    listening), and a request for a method it could not load is -32603, not hung."""
+    (short_tmp / "data").mkdir(mode=0o700)
+    (short_tmp / "data" / "identifier.key").mkdir()
+    proc = DaemonProcess(short_tmp)
+    proc.start()
+    assert proc.proc is not None
+    try:
+        with RawConnection(proc.socket) as conn:
+            conn.send(b'{"jsonrpc":"2.0","method":"get_settings","params":{"workspace":"/x"},"id":1}')
+            reply = conn.recv_message()
+        assert reply["error"]["code"] == -32603 and reply["error"]["data"]["kind"] == "internal"
+    except (OSError, EOFError):
+        pass  # the daemon had stopped before the request could be read: also fine
+    assert proc.proc.wait(timeout=15) == 1
+    proc.stop()
+    log = proc.log_text()
+    assert "start_failed" in log and "could not start" in log and "IsADirectoryError" in log

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from makad import openrpc
-from makad.wire import CATALOGUE
+from makad.wire.catalogue import CATALOGUE
 from tests.support import DaemonProcess
 
 DOC = Path(__file__).resolve().parents[2] / "protocol" / "openrpc.json"

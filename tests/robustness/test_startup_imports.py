@@ -5,13 +5,14 @@ The daemon is run as users run it (``python -m makad``) with ``PYTHONPROFILEIMPO
 its stderr. Each library below is needed only by some request (markdown-it to check
 content, detect-secrets to redact it, rapidfuzz for near duplicates, snowballstemmer for
 recall, watchfiles once a workspace is watched, mcp only by ``maka mcp``; rich only by
-maka's output for people) and costs
+maka's output for people; jsonschema by no request: makad validates with msgspec) and costs
 more start-up time than makad's own modules, so each is imported when first needed, or in
 the background once a workspace is in use (``makad.warmup``).
 """
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
 import sys
@@ -25,6 +26,7 @@ import pytest
 from tests.support import DaemonProcess, ping_ok
 
 HEAVY = (
+    "jsonschema",  # jsonrpcserver's __init__ imports it for a validator makad does not use
     "markdown_it",
     "detect_secrets",
     "requests",
@@ -71,7 +73,8 @@ sys.exit(main(["--socket", sock_path, "--data-dir", data_dir, "--log-level", "wa
 
 class QuietDaemon(DaemonProcess):
     """At ``warning`` no line is logged before the first pong. (At ``info`` the
-    start-up line is redacted like every line, which loads detect-secrets.)"""
+    ``listening`` line, logged once the services are loaded, is redacted like every line,
+    which loads detect-secrets.)"""
 
     def command(self) -> list[str]:
         return [*super().command(), "--log-level", "warning"]
@@ -84,6 +87,7 @@ def started() -> Iterator[tuple[DaemonProcess, set[str]]]:
     proc.start()
     try:
         assert ping_ok(proc.socket)
+        proc.call("rpc.discover")  # answered once the whole daemon is loaded (makad.daemon)
         files = {p.name for p in proc.data_dir.rglob("*")}
         proc.stop()
         yield proc, files
@@ -121,12 +125,45 @@ def test_at_the_first_pong_no_heavy_library_is_loaded(short_tmp: Path) -> None:
     )
     line = next(ln for ln in done.stdout.splitlines() if ln.startswith("LOADED "))
     loaded = set(line.removeprefix("LOADED ").split(","))
-    assert {"makad", "anyio", "msgspec", "structlog"} <= loaded  # the probe sees the daemon
+    assert {"makad", "anyio", "msgspec", "structlog", "jsonrpcserver"} <= loaded  # the probe sees the daemon
     assert sorted(loaded & {*HEAVY, *BEHIND_STRUCTLOG}) == []
 
 
+# jsonrpcserver's dispatch modules are loaded without its package __init__
+# (makad.rpc.jsonrpcserver_parts); a plain import afterwards still gets the whole package.
+AFTER_DISPATCH = r"""
+import sys
+import makad.rpc.dispatch as dispatch
+assert "jsonschema" not in sys.modules and "http.server" not in sys.modules, "loaded early"
+import jsonrpcserver
+import jsonrpcserver.async_dispatcher
+from jsonrpcserver import Success, method
+
+@method
+def hello(name):
+    return Success("hi " + name)
+
+print(jsonrpcserver.dispatch('{"jsonrpc": "2.0", "method": "hello", "params": ["x"], "id": 1}'))
+print(jsonrpcserver.async_dispatcher.call is dispatch.call, "jsonschema" in sys.modules)
+import oslash  # loaded the same way (only its Either, for jsonrpcserver's results)
+assert oslash.Just(1).map(lambda x: x + 1) == oslash.Just(2) and oslash.Right is oslash.either.Right
+"""
+
+
+def test_jsonrpcserver_is_whole_to_a_later_plain_import() -> None:
+    """Once makad's dispatcher is loaded (without jsonschema), ``import jsonrpcserver`` in the
+    same process gets the full package: its own dispatch (validating with jsonschema) works,
+    on the very submodules makad dispatches with; ``import oslash`` gets all of oslash."""
+    done = subprocess.run([sys.executable, "-c", AFTER_DISPATCH], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    reply, shared = done.stdout.splitlines()
+    assert json.loads(reply) == {"jsonrpc": "2.0", "result": "hi x", "id": 1}
+    assert shared == "True True"
+
+
 def test_start_up_opens_no_database(started: tuple[DaemonProcess, set[str]]) -> None:
-    """Before any workspace is used, the data dir holds only the identifier key (no ledger)."""
+    """Loaded but before any workspace is used, the data dir holds only the identifier key
+    (no ledger)."""
     _, files = started
     assert files == {"identifier.key"}
 

@@ -15,12 +15,13 @@ import pytest
 from anyio.abc import SocketListener
 
 from maka import AsyncClient
-from makad.daemon import bind_socket, build_app
+from makad.app import build_app
+from makad.daemon import bind_socket
 from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
 from makad.service.system import DaemonInfo
 from makad.settings import load
-from makad.wire import CATALOGUE
+from makad.wire.catalogue import CATALOGUE
 
 
 @dataclass

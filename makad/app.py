@@ -1,0 +1,109 @@
+"""The services behind every method: settings → registry → services → handlers.
+
+``makad.daemon`` listens and answers ``ping``, ``status`` and ``shutdown`` before this
+module is loaded (its imports are most of the daemon's start-up), then loads it in a
+worker thread and adds every other method; a request for one of them that arrives in
+the meantime waits for it (``Dispatcher.defer_rest``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from makad import openrpc as openrpc_doc
+from makad.core.episodes import Threshold
+from makad.faults import Faults
+from makad.service import curator
+from makad.service.common import Context
+from makad.service.compaction import CompactionService
+from makad.service.context import ContextService
+from makad.service.episodes import EpisodeService, Evidence
+from makad.service.identifiers import Identifiers, load_or_create_key
+from makad.service.imports import ImportService
+from makad.service.ledger import LedgerService
+from makad.service.memory import MemoryFiles, MemoryService
+from makad.service.proposals import ProposalService
+from makad.service.session_notes import SessionNotesKeeper
+from makad.service.sessions import Sessions
+from makad.service.system import DaemonInfo, SystemService, inject_faults, registry_warnings
+from makad.store.workspaces import WorkspaceRegistry
+from makad.warmup import Warmup
+from makad.watcher import Watcher
+from makad.wire.base import Handler
+from makad.wire.catalogue import CATALOGUE
+
+__all__ = ["App", "build_app", "load_or_create_key", "openrpc_document"]
+
+
+@dataclass
+class App:
+    """Everything the composition root builds before serving."""
+
+    handlers: dict[str, Handler]
+    registry: WorkspaceRegistry
+    watcher: Watcher
+    notes: SessionNotesKeeper
+    faults: Faults
+
+
+def openrpc_document() -> dict[str, Any]:
+    return openrpc_doc.generate(CATALOGUE)
+
+
+def build_app(
+    info: DaemonInfo,
+    system: SystemService | None = None,
+    faults: Faults | None = None,
+    key: bytes | None = None,
+) -> App:
+    """Every service and the handler of every method in ``CATALOGUE``. The daemon passes
+    what it made before: its ``system`` service (already serving), its ``faults``, and the
+    identifier ``key`` it read in a worker thread (else read here)."""
+    settings = info.settings
+    # The one fault seam: armed by the test environment only (makad.faults).
+    if faults is None:
+        faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
+    registry = WorkspaceRegistry(settings.data_dir, faults=faults, user_dir=settings.user_memory_dir)
+    info.warnings = lambda: registry_warnings(registry)
+    ctx = Context(
+        settings=settings,
+        registry=registry,
+        faults=faults,
+        identifiers=Identifiers(key if key is not None else load_or_create_key(settings.data_dir)),
+    )
+    memory_files = MemoryFiles(ctx)
+    memory = MemoryService(ctx, memory_files)
+    evidence = Evidence(ctx.faults, Threshold())
+    proposals = ProposalService(ctx, memory_files, evidence)
+    ctx.recovery.append(memory.clean_temp_files)
+    ctx.recovery.append(proposals.recover)
+    sessions = Sessions(ctx)
+    notes = SessionNotesKeeper(ctx, sessions)
+    context = ContextService(ctx, memory_files, sessions)
+    info.context_paths = context.path_counts
+    if settings.curator.configured:
+        curator.prepare_in_background()
+    compaction = CompactionService(ctx, sessions)
+    episodes = EpisodeService(ctx, sessions, proposals, evidence)
+    watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
+    warmup = Warmup()
+
+    ctx.on_access = watcher.ensure
+    ctx.ready = warmup.ensure  # request-only libraries, once a workspace is in use
+    services: list[Any] = [
+        system or SystemService(info, openrpc_document),
+        memory,
+        proposals,
+        ImportService(ctx, memory_files),
+        context,
+        compaction,
+        LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),
+        episodes,
+    ]
+    handlers: dict[str, Handler] = {}
+    for service in services:
+        handlers.update(service.handlers())
+    inject_faults(ctx.faults, handlers)
+    handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
+    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes, faults=ctx.faults)
