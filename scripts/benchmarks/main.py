@@ -24,7 +24,7 @@ ALL = [
     "imports",
 ]
 # Run only when named: they need tools CI does not have (valgrind).
-OPTIONAL = ["build_context_instructions", "rpc_instructions"]
+OPTIONAL = ["build_context_instructions", "rpc_instructions", "read_state_instructions"]
 
 
 def main() -> int:
