@@ -2,7 +2,11 @@
 
 One task reads each connection; every framed message is dispatched in its own
 task (bounded per connection) so a slow call never holds up a ``ping`` behind
-it. Output goes through the connection's outbox (``makad.rpc.connection``).
+it. Two kinds skip the task: inline methods (no IO at all: ``ping``) are answered
+by the reader, and eager ones (cheap reads such as a conditional ``read_state``)
+start on the reader, which hands the reading to a new task only if the request
+has to wait (``makad.rpc.eager``). Output goes through the connection's outbox
+(``makad.rpc.connection``).
 
 Nothing one client does can end the process: every connection is served inside
 a boundary that logs what escaped with a ref, answers -32603 where a reply is
