@@ -28,9 +28,13 @@ from typing import Final
 import anyio
 
 # mallopt parameter numbers in glibc's malloc.h
+M_TRIM_THRESHOLD: Final = -1
 M_MMAP_THRESHOLD: Final = -3
 M_ARENA_MAX: Final = -8
 MMAP_THRESHOLD_BYTES: Final = 128 * 1024
+# Free memory at the heap's top kept for reuse (glibc's default, 128 KiB, is fixed once the
+# mmap threshold is): the housekeeping tick's malloc_trim hands it back.
+TRIM_THRESHOLD_BYTES: Final = 1024 * 1024
 TICK_S: Final = 10.0
 FULL_COLLECT_EVERY: Final = 30  # ticks: five minutes
 YOUNG_COLLECT_EVERY: Final = 10_000  # CPython's default is 700
@@ -49,15 +53,20 @@ _LIBC: Final = _libc()
 
 
 def configure_malloc(arenas: int = 2) -> None:
-    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX would) and pin the mmap threshold.
+    """Cap glibc's malloc arenas (as MALLOC_ARENA_MAX would), pin the mmap threshold and
+    raise the trim threshold.
 
     glibc raises its mmap threshold each time a large mmapped block is freed, after
     which large buffers (replies, query results) come from the heap and leave holes
     there; a fixed threshold keeps them in mmapped blocks that go back on free.
+    With the trim threshold at its 128 KiB default, replies of ~100 KiB (a read_state
+    of a full MEMORY.md) overlapping on a few connections grew the heap and gave it
+    back on nearly every reply: a brk, an mmap and a munmap and ~30 fresh pages each.
     """
     if _LIBC is not None and hasattr(_LIBC, "mallopt"):
         _LIBC.mallopt(M_ARENA_MAX, arenas)
         _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+        _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)
 
 
 def configure_collector() -> None:

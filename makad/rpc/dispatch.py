@@ -112,6 +112,7 @@ class Dispatcher:
         self.max_reply_bytes = max_reply_bytes
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {}
         self._inline: frozenset[str] = frozenset()
+        self._eager: frozenset[str] = frozenset()
         # Set while more methods are coming (``defer_rest``); their requests wait for them.
         self._rest: anyio.Event | None = None
         self._rest_failed: str | None = None  # the log ref of why they never came
@@ -123,6 +124,7 @@ class Dispatcher:
             raise RuntimeError(f"no handler for {sorted(missing)}")
         self._methods.update({name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()})
         self._inline |= {name for name, spec in catalogue.items() if spec.inline}
+        self._eager |= {name for name, spec in catalogue.items() if spec.eager}
 
     def defer_rest(self) -> None:
         """More methods come later (``add_rest``): until then a request for a method not
@@ -217,10 +219,11 @@ class Dispatcher:
             if not message:
                 return _encoder.encode(_invalid_request("empty batch"))
             return Prepared(message, True, all(self._is_inline(m) for m in message))
-        return Prepared([message], False, self._is_inline(message))
+        method = _method_name(message)
+        return Prepared([message], False, method in self._inline, method in self._eager)
 
     def _is_inline(self, obj: Any) -> bool:
-        return isinstance(obj, dict) and obj.get("method") in self._inline
+        return _method_name(obj) in self._inline
 
     async def run(self, prepared: Prepared, context: Any) -> bytes | None:
         """Execute prepared requests; the reply bytes, or None when nothing is to be sent."""
@@ -322,6 +325,12 @@ class Dispatcher:
         return {"jsonrpc": "2.0", "error": error_object(err["code"], err["message"], data), "id": request.id}
 
 
+def _method_name(obj: Any) -> str | None:
+    """The method a request names, None when it names none (``_one`` says what is wrong)."""
+    method = obj.get("method") if isinstance(obj, dict) else None
+    return method if isinstance(method, str) else None
+
+
 def expects_reply(obj: Any) -> bool:
     """Whether this batch element is answered (all but valid notifications are)."""
     return not (isinstance(obj, dict) and "id" not in obj and _check_request(obj) is None)
@@ -334,11 +343,13 @@ def reply_id(obj: Any) -> Any:
 
 
 class Prepared:
-    """Decoded requests of one payload; ``inline`` when every method is in-memory only."""
+    """Decoded requests of one payload; ``inline`` when every method is in-memory only,
+    ``eager`` for a single request of an eager method (``MethodSpec.eager``)."""
 
-    __slots__ = ("batch", "inline", "messages")
+    __slots__ = ("batch", "eager", "inline", "messages")
 
-    def __init__(self, messages: list[Any], batch: bool, inline: bool) -> None:
+    def __init__(self, messages: list[Any], batch: bool, inline: bool, eager: bool = False) -> None:
         self.messages = messages
         self.batch = batch
         self.inline = inline
+        self.eager = eager

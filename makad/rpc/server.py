@@ -2,7 +2,11 @@
 
 One task reads each connection; every framed message is dispatched in its own
 task (bounded per connection) so a slow call never holds up a ``ping`` behind
-it. Output goes through the connection's outbox (``makad.rpc.connection``).
+it. Two kinds skip the task: inline methods (no IO at all: ``ping``) are answered
+by the reader, and eager ones (cheap reads such as a conditional ``read_state``)
+start on the reader, which hands the reading to a new task only if the request
+has to wait (``makad.rpc.eager``). Output goes through the connection's outbox
+(``makad.rpc.connection``).
 
 Nothing one client does can end the process: every connection is served inside
 a boundary that logs what escaped with a ref, answers -32603 where a reply is
@@ -15,6 +19,7 @@ import os
 import socket
 import struct
 import time
+from collections import deque
 from dataclasses import dataclass
 
 import anyio
@@ -33,6 +38,7 @@ from makad.rpc.dispatch import (
     new_ref,
     reply_id,
 )
+from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -230,70 +236,110 @@ class Server:
             conn.run_close_hooks()
 
     async def _read_loop(self, conn: Connection) -> None:
-        decoder: Decoder | None = None
-        pending = b""
-        limiter = anyio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION)
-        max_bytes = self._limits.max_message_bytes
+        reading = _Reading(anyio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION))
         async with anyio.create_task_group() as tg:
-            while not self._stop.is_set() and not conn.closed:
-                if conn.backlogged:  # it does not read its replies: stop taking requests
-                    await conn.wait_for_room()
-                try:
-                    chunk = await conn.receive(READ_CHUNK)
-                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                    chunk = b""
-                if not chunk:
-                    if decoder is not None and decoder.has_partial():
-                        log.debug("client_closed_mid_message", conn=conn.id)
-                    break
-                conn.last_active = time.monotonic()
-                if decoder is None:
-                    pending += chunk
-                    framing = detect(pending)
-                    if framing is None:
-                        if len(pending) > max_bytes:
-                            break
-                        continue
-                    conn.framing = framing
-                    decoder = make_decoder(framing, max_bytes)
-                    if self._limits.fault_point == "connection_crash":
-                        decoder = _CrashingDecoder(decoder)
-                    chunk, pending = pending, b""
-                try:
-                    messages = decoder.feed(chunk)
-                except FrameError as exc:
-                    await conn.send(
-                        _encoder.encode(
-                            error_response(
-                                -32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason}
-                            )
-                        )
-                    )
-                    log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
-                    break
-                for message in messages:
-                    try:
-                        prepared = self._dispatcher.prepare(message)
-                    except Exception:
-                        ref = new_ref()
-                        log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
-                        prepared = internal_error(ref)
-                    if isinstance(prepared, bytes):
-                        await conn.send(prepared)
-                        continue
-                    self._begin(conn)
-                    if prepared.inline:
-                        # No IO behind it: answering in place beats spawning a task, and
-                        # the reader itself is the bound on how many run at once.
-                        await self._handle(conn, prepared, None)
-                        continue
-                    try:
-                        limiter.acquire_nowait()  # no scheduling round trip when free
-                    except anyio.WouldBlock:
-                        await limiter.acquire()
-                    tg.start_soon(self._handle, conn, prepared, limiter)
+            reading.tasks = tg
+            await self._read(conn, reading)
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
+
+    async def _read(self, conn: Connection, reading: _Reading) -> None:
+        """Read and start requests until the connection ends, or until an eager request
+        has to wait: this task then stays with that request, and a new one reads on."""
+        max_bytes = self._limits.max_message_bytes
+        queued = reading.queued
+        while True:
+            while queued:
+                message = queued.popleft()
+                try:
+                    prepared = self._dispatcher.prepare(message)
+                except Exception:
+                    ref = new_ref()
+                    log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
+                    prepared = internal_error(ref)
+                if isinstance(prepared, bytes):
+                    await conn.send(prepared)
+                    continue
+                self._begin(conn)
+                if prepared.inline:
+                    # No IO behind it: answering in place beats spawning a task, and
+                    # the reader itself is the bound on how many run at once.
+                    await self._handle(conn, prepared, None)
+                    continue
+                limiter = reading.limiter
+                if prepared.eager:
+                    # A slot of the bound is taken only if it waits, unless none is free:
+                    # then it waits for one first, as any other request does.
+                    held = limiter.value == 0
+                    if held:
+                        await limiter.acquire()
+                    if await self._handle_eagerly(conn, prepared, reading, held):
+                        return  # it waited: another task reads the connection now
+                    continue
+                try:
+                    limiter.acquire_nowait()  # no scheduling round trip when free
+                except anyio.WouldBlock:
+                    await limiter.acquire()
+                reading.tasks.start_soon(self._handle, conn, prepared, limiter)
+            if self._stop.is_set() or conn.closed:
+                return
+            if conn.backlogged:  # it does not read its replies: stop taking requests
+                await conn.wait_for_room()
+            try:
+                chunk = await conn.receive(READ_CHUNK)
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                chunk = b""
+            if not chunk:
+                if reading.decoder is not None and reading.decoder.has_partial():
+                    log.debug("client_closed_mid_message", conn=conn.id)
+                return
+            conn.last_active = time.monotonic()
+            decoder = reading.decoder
+            if decoder is None:
+                reading.pending += chunk
+                framing = detect(reading.pending)
+                if framing is None:
+                    if len(reading.pending) > max_bytes:
+                        return
+                    continue
+                conn.framing = framing
+                decoder = reading.decoder = make_decoder(framing, max_bytes)
+                if self._limits.fault_point == "connection_crash":
+                    decoder = reading.decoder = _CrashingDecoder(decoder)
+                chunk, reading.pending = reading.pending, b""
+            try:
+                queued.extend(decoder.feed(chunk))
+            except FrameError as exc:
+                await conn.send(
+                    _encoder.encode(
+                        error_response(-32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason})
+                    )
+                )
+                log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
+                return
+
+    async def _handle_eagerly(
+        self, conn: Connection, prepared: Prepared, reading: _Reading, held: bool
+    ) -> bool:
+        """Run an eager request on this (the reader's) task; True when it had to wait, in
+        which case a new task took over reading just before it did. ``held``: it has its
+        slot of the bound already."""
+        waited = False
+        limiter = reading.limiter
+
+        def read_on() -> None:
+            nonlocal waited
+            waited = True
+            if not held:  # a slot was free when it started, and nothing ran since
+                limiter.acquire_nowait()
+            reading.tasks.start_soon(self._read, conn, reading)
+
+        try:
+            await in_place(self._handle(conn, prepared, None), read_on)
+        finally:
+            if waited or held:
+                limiter.release()
+        return waited
 
     def _begin(self, conn: Connection) -> None:
         self._in_flight += 1
@@ -325,6 +371,20 @@ class Server:
             self._end()
             if limiter is not None:
                 limiter.release()
+
+
+class _Reading:
+    """One connection's reading, handed from task to task: what is framed and not yet
+    started, the decoder, and the bound on requests in flight."""
+
+    __slots__ = ("decoder", "limiter", "pending", "queued", "tasks")
+
+    def __init__(self, limiter: anyio.Semaphore) -> None:
+        self.limiter = limiter
+        self.queued: deque[bytes] = deque()
+        self.decoder: Decoder | None = None
+        self.pending = b""  # bytes read before the framing is known
+        self.tasks: TaskGroup
 
 
 def _crash_reply(prepared: Prepared, ref: str) -> bytes | None:

@@ -73,9 +73,14 @@ class Context:
     # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
     identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
 
+    # Set once ``ready`` has returned: later calls skip it (every request comes here).
+    _ready: bool = field(default=False, init=False)
+
     async def workspace(self, raw: str) -> Workspace:
-        ws = await self.registry.get(raw)
-        await self.ready()
+        ws = self.registry.known(raw) or await self.registry.get(raw)
+        if not self._ready:
+            await self.ready()
+            self._ready = True
         if ws.state.settled != ws.ledger.generation:
             await self._settle(ws)
         self.on_access(ws)

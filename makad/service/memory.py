@@ -31,6 +31,7 @@ from makad.service.common import Context, Request, in_thread, level_scope, now_m
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.store import memory_files as files
+from makad.store.tracked import unchanged_in
 from makad.store.workspace_state import DerivedEntries, ShownText
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler, Warning
@@ -64,6 +65,15 @@ def default_decay_ms(settings: Settings) -> int | None:
     if settings.default_decay_days is None:
         return None
     return int(settings.default_decay_days * DAY_MS)
+
+
+def _decay_due(ws: Workspace, now: int | None = None) -> bool:
+    """Whether an active entry of MEMORY.md has outlived its decay (``apply_decay`` would
+    archive it)."""
+    due = ws.memory.next_expiry
+    if due is None or ws.memory.missing or ws.memory.too_large:
+        return False
+    return (now_ms() if now is None else now) > due
 
 
 class MemoryService:
@@ -157,10 +167,13 @@ class MemoryService:
                 pending_count=0,
             )
         try:
-            async with ws.lock:
-                if not self._files_unchanged(ws):  # else refresh has nothing to do
-                    await self._files.refresh(ws)
-                await self.apply_decay(ws)
+            # Nothing to take in or archive (and nobody writing): the state at hand is
+            # current, and taking the lock would only cost a wait.
+            if ws.lock.locked() or not self._files_unchanged(ws) or _decay_due(ws):
+                async with ws.lock:
+                    if not self._files_unchanged(ws):  # else refresh has nothing to do
+                        await self._files.refresh(ws)
+                    await self.apply_decay(ws)
         except (IOFailure, InvalidWorkspace) as exc:  # the contract's error status
             reason = exc.message
             return LocalMemoryState(
@@ -222,7 +235,7 @@ class MemoryService:
         """Both memory files are surely what was last read (stat signatures). Stats on
         the event loop, as the registry's hot-path check: a worker-thread hop would cost
         more than the stats."""
-        return ws.memory.unchanged(ws.memory_path) and ws.pending.unchanged(ws.pending_path)
+        return unchanged_in(ws.memory_dir_name, ws.memory_files)
 
     def _unchanged_since(self, ws: Workspace, settings: Settings, revision: int) -> bool:
         """Whether a conditional read can answer notModified without reading: the
@@ -234,10 +247,7 @@ class MemoryService:
             return False
         if not settings.enabled or settings.incognito:
             return True  # nothing is read in these states; the switches bump the revision
-        due = ws.memory.next_expiry
-        if due is not None and now_ms() > due:
-            return False
-        return self._files_unchanged(ws)
+        return not _decay_due(ws) and self._files_unchanged(ws)
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
@@ -292,8 +302,7 @@ class MemoryService:
     async def apply_decay(self, ws: Workspace) -> None:
         """Under ws.lock: archive expired entries in place (a write the user sees)."""
         now = now_ms()
-        due = ws.memory.next_expiry
-        if ws.memory.missing or ws.memory.too_large or due is None or now <= due:
+        if not _decay_due(ws, now):
             return
         _, expired = fmt.apply_decay(ws.memory.doc, now)
         if not expired:

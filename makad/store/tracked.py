@@ -99,12 +99,14 @@ class TrackedFile:
         """Whether the file on disk is surely the one last read or written: loaded, its
         folder not a symlink, and its (inode, size, mtime) what ``refresh`` last saw.
         Stats only, no read; any doubt is False (``refresh`` then looks properly)."""
+        name = os.fspath(path)
+        return unchanged_in(os.path.dirname(name), ((self, name),))
+
+    def _matches(self, name: str) -> bool:
+        """``unchanged`` for a file whose folder is known to be no symlink."""
         if not self.loaded:
             return False
-        name = os.fspath(path)
         try:
-            if stat_mod.S_ISLNK(os.lstat(os.path.dirname(name)).st_mode):
-                return False
             st = os.lstat(name)
         except FileNotFoundError:
             return self.missing
@@ -164,3 +166,18 @@ class TrackedFile:
             # A missing file has no mtime: 0 keeps it a possible base of any save.
             self._record(read.mtime_ns)
         return changed
+
+
+def unchanged_in(folder: str, files: tuple[tuple[TrackedFile, str], ...]) -> bool:
+    """``TrackedFile.unchanged`` for files of one folder (paths as strings): the folder
+    is looked at once (one ``lstat`` for all of them, then one per file)."""
+    if not all(tracked.loaded for tracked, _ in files):
+        return False
+    try:
+        if stat_mod.S_ISLNK(os.lstat(folder).st_mode):
+            return False
+    except FileNotFoundError:
+        return all(tracked.missing for tracked, _ in files)
+    except OSError:
+        return False
+    return all(tracked._matches(name) for tracked, name in files)

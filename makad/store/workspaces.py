@@ -115,6 +115,16 @@ class Workspace:
     def pending_path(self) -> Path:
         return self.memory_dir / PENDING_FILE
 
+    # The same as strings: what the per-request stat checks take.
+    @cached_property
+    def memory_dir_name(self) -> str:
+        return os.fspath(self.memory_dir)
+
+    @cached_property
+    def memory_files(self) -> tuple[tuple[TrackedFile, str], tuple[TrackedFile, str]]:
+        """(MEMORY.md, PENDING.md), each with its path as a string."""
+        return ((self.memory, os.fspath(self.memory_path)), (self.pending, os.fspath(self.pending_path)))
+
     @property
     def backups_dir(self) -> Path:
         return self.data_dir / "backups"
@@ -162,19 +172,29 @@ class WorkspaceRegistry:
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
 
+    def known(self, raw_path: str) -> Workspace | None:
+        """The workspace this spelling named last time, if it still names it (the stat
+        check above, no await): None means ``get`` must look."""
+        known = self._by_raw.get(raw_path)
+        if known is None:
+            return None
+        cached, id_file = known
+        stamp = cached.stamp
+        if stamp is None:
+            return None
+        if cached.identity is not None:
+            found = identity.id_stamp(id_file)
+            return cached if found is not None and found == stamp[2:] else None
+        spelling = str(self._user_dir) if raw_path == USER_LEVEL else raw_path
+        return cached if identity.stamp(spelling, id_file) == stamp else None
+
     async def get(self, raw_path: str) -> Workspace:
+        cached = self.known(raw_path)
+        if cached is not None:
+            return cached
         known = self._by_raw.get(raw_path)
         user = raw_path == USER_LEVEL
         spelling = str(self._user_dir) if user else raw_path
-        if known is not None:
-            cached, id_file = known
-            stamp = cached.stamp
-            if stamp is not None and (
-                identity.id_stamp(id_file) == stamp[2:]
-                if cached.identity is not None
-                else identity.stamp(spelling, id_file) == stamp
-            ):
-                return cached
         path = await anyio.to_thread.run_sync(self._resolve, spelling, user)
         async with self._lock:
             workspace = self._open.get(path)

@@ -44,3 +44,8 @@ class MethodSpec:
     description: str = ""
     # In-memory only (no IO, no waiting): run on the connection's reader task itself.
     inline: bool = False
+    # Usually answered from memory (a read of what is cached, re-checked with a stat):
+    # started on the reader task, which hands the reading to a new task only if the
+    # handler has to wait (a thread hop, a lock). Its work before that first wait
+    # delays the connection's next request, so only cheap reads are eager.
+    eager: bool = False

@@ -177,7 +177,9 @@ _WS = (InvalidWorkspace,)
 _WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFailure)
 
 METHODS: list[MethodSpec] = [
-    MethodSpec("get_settings", GetSettingsParams, Settings, "A workspace's settings.", errors=_WS),
+    MethodSpec(
+        "get_settings", GetSettingsParams, Settings, "A workspace's settings.", errors=_WS, eager=True
+    ),
     MethodSpec(
         "set_settings",
         SetSettingsParams,
@@ -193,6 +195,7 @@ METHODS: list[MethodSpec] = [
         "its entries. disabled and incognito_blocked read nothing. With ifRevision, "
         "{notModified: true, revision} when nothing changed since that revision.",
         errors=(*_WS, IOFailure),
+        eager=True,
     ),
     MethodSpec(
         "add_entry",

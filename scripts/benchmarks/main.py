@@ -24,7 +24,12 @@ ALL = [
     "imports",
 ]
 # Run only when named: they need tools CI does not have (valgrind).
-OPTIONAL = ["appends_instructions", "build_context_instructions", "rpc_instructions"]
+OPTIONAL = [
+    "appends_instructions",
+    "build_context_instructions",
+    "read_state_instructions",
+    "rpc_instructions",
+]
 
 
 def main() -> int:

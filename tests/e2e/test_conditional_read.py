@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -233,6 +234,26 @@ def test_edits_concurrent_with_polls_are_never_missed(module_daemon: DaemonProce
         assert state is not None
         shown = [e["title"] for e in state.get("entries") or []]
         assert shown == titles[: len(shown)]  # each a state that existed, in order
+
+
+def test_a_decay_falling_due_between_polls_is_a_change(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """An entry whose decay passes between two polls: the conditional poll and the
+    text-free one both archive it (nothing else changed on disk, nobody holds the lock)."""
+    seeded(new_ws)
+    ws = str(new_ws)
+    ttl_ms = 400
+    with module_daemon.client() as c:
+        added = c.call(
+            "add_entry", {"workspace": ws, "title": "Brief", "content": "Soon.", "decayTtlMs": ttl_ms}
+        )
+        first = read(c, new_ws, includeContent=False)
+        if first["entryCount"] == 1:  # the machine was too slow to poll before the decay
+            return
+        time.sleep(max(0.0, (added["entry"]["createdAt"] + ttl_ms) / 1000 - time.time()) + 0.05)
+        polled = read(c, new_ws, ifRevision=first["revision"], includeContent=False, includeEntries=True)
+        assert "notModified" not in polled and polled["revision"] > first["revision"]
+        assert polled["entryCount"] == 1 and [e["title"] for e in polled["entries"]] == ["First"]
+        assert "status=archived" in (new_ws / "memory" / "MEMORY.md").read_text()
 
 
 def test_tracked_file_unchanged_by_stat(short_tmp: Path) -> None:

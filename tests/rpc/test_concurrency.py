@@ -69,3 +69,22 @@ async def test_unexpected_exception_hides_its_text(short_tmp: Path) -> None:
     assert body["error"]["code"] == -32603
     assert len(body["error"]["data"]["ref"]) == 12
     assert b"secret" not in reply
+
+
+async def test_a_method_that_is_not_a_string_is_an_invalid_request() -> None:
+    """A method given as an array or an object (unhashable) is -32600, alone or in a
+    batch: never an internal error."""
+
+    async def ping(params: NoParams, peer: object) -> str:
+        return "pong"
+
+    dispatcher = Dispatcher({"ping": MethodSpec("ping", NoParams, str, "test", inline=True)}, {"ping": ping})
+    for method in ("[1]", '{"a":1}'):
+        single = b'{"jsonrpc":"2.0","method":%s,"id":1}' % method.encode()
+        reply = await dispatcher.dispatch(single, None)
+        assert reply is not None
+        assert json.loads(reply)["error"]["data"]["kind"] == "invalid_request"
+        batch = b"[" + single + b',{"jsonrpc":"2.0","method":"ping","id":2}]'
+        replies = await dispatcher.dispatch(batch, None)
+        assert replies is not None
+        assert [r.get("result") or r["error"]["code"] for r in json.loads(replies)] == [-32600, "pong"]
