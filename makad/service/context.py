@@ -346,16 +346,7 @@ class ContextService:
         settings = await self._ctx.load_settings(uws)
         if not (settings.enabled and settings.agent_read_enabled and not settings.incognito):
             return None
-        snap = uws.state.memory_snapshot
-        # Every workspace's call reads the user level: when its file is the version the
-        # snapshot was built from (one lstat), no worker-thread hop to refresh it.
-        if (
-            snap is None
-            or snap.sha != uws.memory.sha256
-            or snap.index_generation != uws.ledger.index_generation
-            or not uws.memory.looks_current(uws.memory_path)
-        ):
-            snap = await self._snapshot(uws)
+        snap = await self._snapshot(uws)
         if snap.skipped is not None:
             return None
         view = uws.state.level_view
@@ -367,6 +358,9 @@ class ContextService:
         return _UserLevel(uws, view, await self._ctx.revision(uws))
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
+        current = _current_snapshot(ws)
+        if current is not None:
+            return current
         try:
             async with ws.lock:
                 await self._files.refresh(ws, "memory")
@@ -416,6 +410,24 @@ class ContextService:
         )
         ws.state.memory_snapshot = snap
         return snap
+
+
+def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
+    """The snapshot already built, when MEMORY.md on disk is still the version it was built
+    from (one ``lstat``, on the event loop): then no worker-thread hop to refresh the file.
+    Otherwise (changed, or a write of the daemon's own under way: the loaded text is newer
+    than the snapshot) None, and ``_snapshot`` refreshes under the workspace's lock."""
+    snap = ws.state.memory_snapshot
+    if (
+        snap is None
+        or snap.skipped is not None
+        or ws.memory.too_large
+        or snap.sha != ws.memory.sha256
+        or snap.index_generation != ws.ledger.index_generation
+        or not ws.memory.looks_current(ws.memory_path)
+    ):
+        return None
+    return snap
 
 
 def _index_redacted(ledger: Ledger, entries: list[Entry]) -> list[Entry]:
