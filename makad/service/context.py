@@ -265,7 +265,7 @@ class ContextService:
         if sid is not None and source is not None:
             last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
             checkpoint = source.latest_checkpoint(sid)
-            history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
+            history, live_tokens = _kept_history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
                 working_state = source.working_state(sid)
         entries: list[Entry] = []
@@ -346,16 +346,7 @@ class ContextService:
         settings = await self._ctx.load_settings(uws)
         if not (settings.enabled and settings.agent_read_enabled and not settings.incognito):
             return None
-        snap = uws.state.memory_snapshot
-        # Every workspace's call reads the user level: when its file is the version the
-        # snapshot was built from (one lstat), no worker-thread hop to refresh it.
-        if (
-            snap is None
-            or snap.sha != uws.memory.sha256
-            or snap.index_generation != uws.ledger.index_generation
-            or not uws.memory.looks_current(uws.memory_path)
-        ):
-            snap = await self._snapshot(uws)
+        snap = await self._snapshot(uws)
         if snap.skipped is not None:
             return None
         view = uws.state.level_view
@@ -367,6 +358,9 @@ class ContextService:
         return _UserLevel(uws, view, await self._ctx.revision(uws))
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
+        current = _current_snapshot(ws)
+        if current is not None:
+            return current
         try:
             async with ws.lock:
                 await self._files.refresh(ws, "memory")
@@ -418,6 +412,24 @@ class ContextService:
         return snap
 
 
+def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
+    """The snapshot already built, when MEMORY.md on disk is still the version it was built
+    from (one ``lstat``, on the event loop): then no worker-thread hop to refresh the file.
+    Otherwise (changed, or a write of the daemon's own under way: the loaded text is newer
+    than the snapshot) None, and ``_snapshot`` refreshes under the workspace's lock."""
+    snap = ws.state.memory_snapshot
+    if (
+        snap is None
+        or snap.skipped is not None
+        or ws.memory.too_large
+        or snap.sha != ws.memory.sha256
+        or snap.index_generation != ws.ledger.index_generation
+        or not ws.memory.looks_current(ws.memory_path)
+    ):
+        return None
+    return snap
+
+
 def _index_redacted(ledger: Ledger, entries: list[Entry]) -> list[Entry]:
     """The entries as the agent may see them (a secret the user typed into MEMORY.md is
     redacted), indexed for search: the index holds no secret either."""
@@ -466,6 +478,10 @@ class _LedgerSource:
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
 
+    @property
+    def ledger(self) -> Ledger:
+        return self._ledger
+
     def last_seq(self, sid: str) -> int:
         return self._ledger.get_session(sid).last_seq
 
@@ -495,6 +511,23 @@ class _EphemeralSource:
 
     def working_state(self, sid: str) -> WorkingState:
         return self._store.get_working_state(sid)
+
+
+def _kept_history_tail(
+    source: SessionSource, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
+) -> tuple[list[Event], int | None]:
+    """``_history_tail``, from the ledger's kept reads when the session has not changed
+    since an earlier call read it (``makad.store.ledger.read_cache``)."""
+    if not isinstance(source, _LedgerSource):
+        return _history_tail(source, sid, checkpoint, last, budget)
+    key = (sid, None if checkpoint is None else checkpoint.checkpoint_id, last, budget)
+    events, live = source.ledger.remember(
+        "tail",
+        key,
+        lambda: _history_tail(source, sid, checkpoint, last, budget),
+        lambda tail: len(tail[0]),
+    )
+    return list(events), live
 
 
 def _history_tail(
