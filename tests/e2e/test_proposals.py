@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from maka.errors import Conflict, RemoteError
 from makad.core import memory_format as fmt
-from tests.support import DaemonProcess
+from tests.support import DaemonProcess, SharedDaemon
 
 FIXTURES = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "import"
 SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7dEf0hIj3kLm6n"
@@ -265,6 +265,7 @@ def test_export_json_and_markdown(shared_daemon: DaemonProcess) -> None:
     assert [e.content for e in fmt.entries(fmt.parse(as_md["data"]))] == ["alpha"]
 
 
+_EXAMPLES = itertools.count()
 ACTIONS = st.lists(
     st.tuples(
         st.sampled_from(["propose", "approve", "reject", "edit_pending", "edit_memory"]), st.integers(0, 7)
@@ -276,50 +277,49 @@ ACTIONS = st.lists(
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ACTIONS)
-def test_interleavings_keep_approved_once_and_rejected_out(short_tmp: Path, actions: list[Any]) -> None:
+def test_interleavings_keep_approved_once_and_rejected_out(
+    module_daemon: DaemonProcess, actions: list[Any]
+) -> None:
     """Any interleaving of propose/approve/reject/user edits: approved once, rejected never active."""
-    root = short_tmp / f"p{len(list(short_tmp.iterdir()))}"
-    root.mkdir()
-    d = DaemonProcess(root)
-    d.start()
-    try:
-        open_gate(d)
-        approved_contents: list[str] = []
-        rejected_contents: list[str] = []
-        for action, n in actions:
-            ids = pending_ids(d)
-            if action == "propose":
-                propose(d, f"memory {n}")
-            elif action in ("approve", "reject") and ids:
-                target = ids[n % len(ids)]
+    # Each example gets a fresh workspace of its own on the module's daemon.
+    workspace = module_daemon.root / f"interleaving{next(_EXAMPLES)}"
+    workspace.mkdir()
+    d = SharedDaemon(module_daemon, workspace)
+    open_gate(d)
+    approved_contents: list[str] = []
+    rejected_contents: list[str] = []
+    for action, n in actions:
+        ids = pending_ids(d)
+        if action == "propose":
+            propose(d, f"memory {n}")
+        elif action in ("approve", "reject") and ids:
+            target = ids[n % len(ids)]
+            content = next(
+                e.content
+                for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
+                if e.id == target
+            )
+            try:
+                d.call(action, {"workspace": ws(d), "ids": [target]})
+            except Conflict:
+                # The user's unseen edit to this very proposal wins; the client re-reads
+                # and decides again on what the user wrote.
                 content = next(
                     e.content
                     for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
                     if e.id == target
                 )
-                try:
-                    d.call(action, {"workspace": ws(d), "ids": [target]})
-                except Conflict:
-                    # The user's unseen edit to this very proposal wins; the client re-reads
-                    # and decides again on what the user wrote.
-                    content = next(
-                        e.content
-                        for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
-                        if e.id == target
-                    )
-                    d.call(action, {"workspace": ws(d), "ids": [target]})
-                (approved_contents if action == "approve" else rejected_contents).append(content)
-            elif action == "edit_pending" and ids:
-                path = d.workspace / "memory" / "PENDING.md"
-                path.write_text(path.read_text() + f"\nuser note {n}\n")
-            elif action == "edit_memory":
-                path = d.workspace / "memory" / "MEMORY.md"
-                if path.exists():
-                    path.write_text(path.read_text() + f"\n## Hand {n}\nby hand {n}\n")
-        active = [e.content for e in memory_entries(d) if e.status == "active"]
-        for content in approved_contents:
-            assert sum(1 for a in active if a == content) == 1
-        for content in rejected_contents:
-            assert content not in active
-    finally:
-        d.stop()
+                d.call(action, {"workspace": ws(d), "ids": [target]})
+            (approved_contents if action == "approve" else rejected_contents).append(content)
+        elif action == "edit_pending" and ids:
+            path = d.workspace / "memory" / "PENDING.md"
+            path.write_text(path.read_text() + f"\nuser note {n}\n")
+        elif action == "edit_memory":
+            path = d.workspace / "memory" / "MEMORY.md"
+            if path.exists():
+                path.write_text(path.read_text() + f"\n## Hand {n}\nby hand {n}\n")
+    active = [e.content for e in memory_entries(d) if e.status == "active"]
+    for content in approved_contents:
+        assert sum(1 for a in active if a == content) == 1
+    for content in rejected_contents:
+        assert content not in active
