@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from makad.store.ledger import Ledger
-from tests.support import DaemonProcess, daemon_in_tmp
+from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp
 
 # No test may start a daemon on the user's own data directory by accident (the CLI and
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
@@ -72,3 +72,11 @@ def new_ws(module_daemon: DaemonProcess) -> Path:
     path = module_daemon.root / f"w{next(_workspace_names)}"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def shared_daemon(module_daemon: DaemonProcess, new_ws: Path) -> DaemonProcess:
+    """The module's daemon with a fresh workspace of this test's own as ``.workspace``: for
+    tests that neither stop it nor depend on state outside their workspace (one start-up
+    per module instead of one per test, ~1 s of CPU each)."""
+    return SharedDaemon(module_daemon, new_ws)

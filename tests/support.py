@@ -96,6 +96,21 @@ class DaemonProcess:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
 
+class SharedDaemon(DaemonProcess):
+    """A module's daemon seen through one test's own workspace. Calls go to the shared
+    daemon; stopping, killing or restarting it is refused, as that would pull it from
+    under the module's other tests (such a test takes the per-test ``daemon`` fixture)."""
+
+    def __init__(self, shared: DaemonProcess, workspace: Path) -> None:
+        self.__dict__.update(shared.__dict__)
+        self.workspace = workspace
+
+    def _refuse(self, *args: object, **kwargs: object) -> Any:
+        raise RuntimeError("a shared daemon is not stopped by one test: use the `daemon` fixture")
+
+    start = restart = stop = kill9 = _refuse
+
+
 def daemon_in_tmp(env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
     """A started daemon in its own short temp dir, stopped and removed afterwards
     (the body of a module-scoped fixture: ``yield from daemon_in_tmp()``)."""

@@ -20,35 +20,35 @@ def maka(*args: str) -> subprocess.CompletedProcess[str]:
     )
 
 
-def test_status_json(daemon: DaemonProcess) -> None:
+def test_status_json(shared_daemon: DaemonProcess) -> None:
     """maka --json status prints the daemon's status as JSON."""
-    result = maka("--socket", str(daemon.socket), "--json", "status")
+    result = maka("--socket", str(shared_daemon.socket), "--json", "status")
     assert result.returncode == 0
-    assert json.loads(result.stdout)["socket"] == str(daemon.socket)
+    assert json.loads(result.stdout)["socket"] == str(shared_daemon.socket)
 
 
-def test_status_table(daemon: DaemonProcess) -> None:
+def test_status_table(shared_daemon: DaemonProcess) -> None:
     """maka status prints a readable table."""
-    result = maka("--socket", str(daemon.socket), "status")
+    result = maka("--socket", str(shared_daemon.socket), "status")
     assert result.returncode == 0 and "version" in result.stdout
 
 
-def test_call_prints_result(daemon: DaemonProcess) -> None:
+def test_call_prints_result(shared_daemon: DaemonProcess) -> None:
     """maka call METHOD prints the result as JSON."""
-    result = maka("--socket", str(daemon.socket), "call", "ping", "{}")
+    result = maka("--socket", str(shared_daemon.socket), "call", "ping", "{}")
     assert result.returncode == 0 and json.loads(result.stdout) == "pong"
 
 
-def test_call_error_goes_to_stderr(daemon: DaemonProcess) -> None:
+def test_call_error_goes_to_stderr(shared_daemon: DaemonProcess) -> None:
     """An error reply is printed on stderr with its kind and a non-zero exit."""
-    result = maka("--socket", str(daemon.socket), "call", "nope")
+    result = maka("--socket", str(shared_daemon.socket), "call", "nope")
     assert result.returncode == 1
     assert "method_not_found" in result.stderr and result.stdout == ""
 
 
-def test_bad_params_json_is_usage_error(daemon: DaemonProcess) -> None:
+def test_bad_params_json_is_usage_error(shared_daemon: DaemonProcess) -> None:
     """PARAMS that are not JSON give exit 2."""
-    result = maka("--socket", str(daemon.socket), "call", "ping", "{nope")
+    result = maka("--socket", str(shared_daemon.socket), "call", "ping", "{nope")
     assert result.returncode == 2
 
 
@@ -74,10 +74,10 @@ def test_help_documents_exit_codes() -> None:
         assert line in result.stdout
 
 
-def test_json_flag_after_the_command(daemon: DaemonProcess) -> None:
+def test_json_flag_after_the_command(shared_daemon: DaemonProcess) -> None:
     """--json works after the command name as well as before it."""
-    result = maka("--socket", str(daemon.socket), "status", "--json")
-    assert result.returncode == 0 and json.loads(result.stdout)["socket"] == str(daemon.socket)
+    result = maka("--socket", str(shared_daemon.socket), "status", "--json")
+    assert result.returncode == 0 and json.loads(result.stdout)["socket"] == str(shared_daemon.socket)
 
 
 def test_mcp_without_the_extra_says_how_to_install(

@@ -53,10 +53,10 @@ def described(schema: dict[str, Any]) -> list[str]:
     return missing
 
 
-async def test_server_info_and_schemas(daemon: DaemonProcess) -> None:
+async def test_server_info_and_schemas(shared_daemon: DaemonProcess) -> None:
     """serverInfo carries makad's version; every parameter of every tool has a description."""
-    open_gates(daemon)
-    async with host(daemon) as h:
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         assert h.init.server_info.name == "maka"
         assert h.init.server_info.version == __version__
         assert h.init.capabilities.tools is not None and h.init.capabilities.tools.list_changed
@@ -68,28 +68,28 @@ async def test_server_info_and_schemas(daemon: DaemonProcess) -> None:
         assert tool.input_schema["properties"], tool.name
 
 
-async def test_propose_lands_in_pending_not_memory(daemon: DaemonProcess) -> None:
+async def test_propose_lands_in_pending_not_memory(shared_daemon: DaemonProcess) -> None:
     """memory_propose queues a proposal in PENDING.md, never MEMORY.md."""
-    open_gates(daemon)
-    async with host(daemon) as h:
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         is_error, text = await h.tool(
             "memory_propose", title="Deploy day", content="The team deploys on Tuesdays.", tags=["ops"]
         )
     assert not is_error, text
     assert "queued in PENDING.md" in text
-    memory_dir = daemon.workspace / "memory"
+    memory_dir = shared_daemon.workspace / "memory"
     assert "The team deploys on Tuesdays." in (memory_dir / "PENDING.md").read_text()
     memory = memory_dir / "MEMORY.md"
     assert not memory.exists() or "Tuesdays" not in memory.read_text()
-    (view,) = call(daemon, "list_proposals")["proposals"]
+    (view,) = call(shared_daemon, "list_proposals")["proposals"]
     assert view["proposal"]["origin"] == "extracted" and view["proposal"]["tags"] == ["ops"]
 
 
-async def test_gates_closed_by_default(daemon: DaemonProcess) -> None:
+async def test_gates_closed_by_default(shared_daemon: DaemonProcess) -> None:
     """With agent read off, every read (tools and resources) says so and returns nothing;
     memory_propose is not listed, and calling it anyway fails with gate_closed."""
-    entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    async with host(daemon) as h:
+    entry = call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    async with host(shared_daemon) as h:
         assert await h.tool_names() == READ_TOOLS
         for name, args in (
             ("memory_search", {"query": "deploys"}),
@@ -106,14 +106,14 @@ async def test_gates_closed_by_default(daemon: DaemonProcess) -> None:
             assert text.startswith("Agent read is off") and "Tuesdays" not in text
         is_error, text = await h.tool("memory_propose", title="T", content="c")
     assert is_error and "gate_closed" in text
-    assert not (daemon.workspace / "memory" / "PENDING.md").exists()
+    assert not (shared_daemon.workspace / "memory" / "PENDING.md").exists()
 
 
-async def test_incognito_blocks_everything(daemon: DaemonProcess) -> None:
+async def test_incognito_blocks_everything(shared_daemon: DaemonProcess) -> None:
     """Incognito on: reads return nothing, propose is unlisted and fails with incognito_blocked."""
-    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    open_gates(daemon, incognito=True)
-    async with host(daemon) as h:
+    call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    open_gates(shared_daemon, incognito=True)
+    async with host(shared_daemon) as h:
         assert "memory_propose" not in await h.tool_names()
         is_error, text = await h.tool("memory_search", query="deploys")
         assert not is_error and text.startswith("Incognito is on") and "Tuesdays" not in text
@@ -122,12 +122,12 @@ async def test_incognito_blocks_everything(daemon: DaemonProcess) -> None:
     assert is_error and "incognito_blocked" in text
 
 
-async def test_search_and_plain_context_with_read_on(daemon: DaemonProcess) -> None:
+async def test_search_and_plain_context_with_read_on(shared_daemon: DaemonProcess) -> None:
     """memory_search cites the entry's ref; memory_context is the pack's own text, no CLI chrome."""
-    entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    entry = call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
     ref = f"memory:{entry['entry']['id']}"
-    open_gates(daemon)
-    async with host(daemon) as h:
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         is_error, found = await h.tool("memory_search", query="when does the team deploy")
         _, context = await h.tool("memory_context", query="deploy", budget_tokens=1000)
         _, history = await h.tool("history_search", query="deploy")
@@ -138,10 +138,10 @@ async def test_search_and_plain_context_with_read_on(daemon: DaemonProcess) -> N
     assert history.startswith("History recall is off")
 
 
-async def test_bad_arguments_are_a_tool_error(daemon: DaemonProcess) -> None:
+async def test_bad_arguments_are_a_tool_error(shared_daemon: DaemonProcess) -> None:
     """A wrong type or a missing argument is a tool error naming the field; the server carries on."""
-    open_gates(daemon)
-    async with host(daemon) as h:
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         is_error, text = await h.tool("memory_search", query=["not", "text"])
         assert is_error and text.startswith("invalid_params") and "query" in text
         is_error, text = await h.tool("session_record", turns=[{"role": "robot", "text": "x"}])
@@ -152,17 +152,22 @@ async def test_bad_arguments_are_a_tool_error(daemon: DaemonProcess) -> None:
     assert not is_error, text
 
 
-async def test_list_tool(daemon: DaemonProcess) -> None:
+async def test_list_tool(shared_daemon: DaemonProcess) -> None:
     """memory_list shows each entry's ref, title and tags, newest first, filtered by tag;
     an entry scoped to another session is not shown."""
-    first = call(daemon, "add_entry", title="Deploys", content="Tuesdays.", tags=["ops"])
-    second = call(daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
-    other = call(daemon, "open_session")["sessionId"]
+    first = call(shared_daemon, "add_entry", title="Deploys", content="Tuesdays.", tags=["ops"])
+    second = call(shared_daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
+    other = call(shared_daemon, "open_session")["sessionId"]
     call(
-        daemon, "add_entry", title="Scoped", content="Only for one session.", scope="session", sessionId=other
+        shared_daemon,
+        "add_entry",
+        title="Scoped",
+        content="Only for one session.",
+        scope="session",
+        sessionId=other,
     )
-    open_gates(daemon)
-    async with host(daemon) as h:
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         _, everything = await h.tool("memory_list")
         _, ops = await h.tool("memory_list", tag="ops")
     lines = everything.splitlines()
@@ -173,12 +178,12 @@ async def test_list_tool(daemon: DaemonProcess) -> None:
     assert "Deploys" in ops and "Editor" not in ops
 
 
-async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
+async def test_record_then_find_then_resolve(shared_daemon: DaemonProcess) -> None:
     """session_record opens one ledger session for the connection and appends to it;
     history_search finds the turns, memory_resolve quotes them verified, and the session
     is closed when the host disconnects."""
-    open_gates(daemon, historyRecallEnabled=True)
-    async with host(daemon) as h:
+    open_gates(shared_daemon, historyRecallEnabled=True)
+    async with host(shared_daemon) as h:
         is_error, first = await h.tool(
             "session_record",
             turns=[
@@ -194,7 +199,7 @@ async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
                 {"role": "tool_result", "text": "ok", "tool_name": "lookup", "tool_call_id": "c1"},
             ],
         )
-        sessions = call(daemon, "list_sessions")["sessions"]
+        sessions = call(shared_daemon, "list_sessions")["sessions"]
         assert len(sessions) == 1
         sid = sessions[0]["sessionId"]
         assert f"as event:{sid}:1-2." in first and f"as event:{sid}:3-4." in second
@@ -205,9 +210,9 @@ async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
     assert "2 assistant_message: Noted: staging is heron." in quoted
     assert "3 tool_call lookup:" in quoted
     assert quoted.count("(verified against the session's hash chain)") == 2
-    (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    (closed,) = call(shared_daemon, "list_sessions", includeClosed=True)["sessions"]
     assert closed["sessionId"] == sid and closed["closedAt"] is not None
-    assert [e["type"] for e in call(daemon, "read_events", sessionId=sid)["events"]] == [
+    assert [e["type"] for e in call(shared_daemon, "read_events", sessionId=sid)["events"]] == [
         "user_message",
         "assistant_message",
         "tool_call",
@@ -215,26 +220,26 @@ async def test_record_then_find_then_resolve(daemon: DaemonProcess) -> None:
     ]
 
 
-async def test_each_connection_records_its_own_session(daemon: DaemonProcess) -> None:
+async def test_each_connection_records_its_own_session(shared_daemon: DaemonProcess) -> None:
     """Two MCP connections record into two sessions; a connection that records nothing
     opens none."""
-    async with host(daemon) as h:
+    async with host(shared_daemon) as h:
         await h.tool("session_record", turns=[{"role": "user", "text": "one"}])
-    async with host(daemon) as h:
+    async with host(shared_daemon) as h:
         await h.tool("session_record", turns=[{"role": "user", "text": "two"}])
-    async with host(daemon) as h:
+    async with host(shared_daemon) as h:
         await h.tool("memory_list")
-    sessions = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    sessions = call(shared_daemon, "list_sessions", includeClosed=True)["sessions"]
     assert len(sessions) == 2 and len({s["sessionId"] for s in sessions}) == 2
 
 
-async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
+async def test_resolve_every_kind_of_ref(shared_daemon: DaemonProcess) -> None:
     """memory:, event:, checkpoint: and unknown refs resolve to text or say why not; refs
     into another session need history recall, the connection's own ones do not."""
-    entry = call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    other = call(daemon, "open_session")["sessionId"]
+    entry = call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    other = call(shared_daemon, "open_session")["sessionId"]
     call(
-        daemon,
+        shared_daemon,
         "append_events",
         sessionId=other,
         events=[
@@ -245,9 +250,9 @@ async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
             for i in range(8)
         ],
     )
-    checkpoint = call(daemon, "compact", sessionId=other, mode="checkpoint", keepRecentTokens=300)
-    open_gates(daemon)
-    async with host(daemon) as h:
+    checkpoint = call(shared_daemon, "compact", sessionId=other, mode="checkpoint", keepRecentTokens=300)
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         _, mine = await h.tool("session_record", turns=[{"role": "user", "text": "my own turn"}])
         own_ref = mine.split(" as ")[1].rstrip(".")
         _, text = await h.tool(
@@ -261,7 +266,7 @@ async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
                 "http://x",
             ],
         )
-        call(daemon, "set_settings", historyRecallEnabled=True)
+        call(shared_daemon, "set_settings", historyRecallEnabled=True)
         _, allowed = await h.tool(
             "memory_resolve", refs=[f"event:{other}:1-2", f"checkpoint:{checkpoint['checkpointId']}"]
         )
@@ -277,45 +282,45 @@ async def test_resolve_every_kind_of_ref(daemon: DaemonProcess) -> None:
     assert f"Summary of event:{other}:" in allowed
 
 
-async def test_history_search_with_recall_on(daemon: DaemonProcess) -> None:
+async def test_history_search_with_recall_on(shared_daemon: DaemonProcess) -> None:
     """With history recall on, history_search returns matching events with their refs."""
-    sid = call(daemon, "open_session")["sessionId"]
+    sid = call(shared_daemon, "open_session")["sessionId"]
     call(
-        daemon,
+        shared_daemon,
         "append_events",
         sessionId=sid,
         events=[{"type": "user_message", "text": "remember the staging password rotation"}],
     )
-    open_gates(daemon, historyRecallEnabled=True)
-    async with host(daemon) as h:
+    open_gates(shared_daemon, historyRecallEnabled=True)
+    async with host(shared_daemon) as h:
         is_error, text = await h.tool("history_search", query="rotation")
     assert not is_error and f"[event:{sid}:1] user_message:" in text
 
 
-async def test_resources_show_the_files(daemon: DaemonProcess) -> None:
+async def test_resources_show_the_files(shared_daemon: DaemonProcess) -> None:
     """MEMORY.md is served as the user's file; PENDING.md lists what waits for review."""
-    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    open_gates(daemon)
-    call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="extracted")
-    async with host(daemon) as h:
+    call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    open_gates(shared_daemon)
+    call(shared_daemon, "propose", title="Editor", content="The user edits with vim.", origin="extracted")
+    async with host(shared_daemon) as h:
         listed = (await h.session.list_resources()).resources
         memory = await h.read(MEMORY_URI)
         pending = await h.read(PENDING_URI)
     assert {str(r.uri) for r in listed} == {MEMORY_URI, PENDING_URI}
-    assert memory == (daemon.workspace / "memory" / "MEMORY.md").read_text()
+    assert memory == (shared_daemon.workspace / "memory" / "MEMORY.md").read_text()
     assert "# Pending proposals (1)" in pending and "The user edits with vim." in pending
     assert "Tuesdays" not in pending
 
 
-async def test_subscribed_resource_is_notified(daemon: DaemonProcess) -> None:
+async def test_subscribed_resource_is_notified(shared_daemon: DaemonProcess) -> None:
     """A subscribed resource gets notifications/resources/updated when its file changes;
     an unsubscribed one does not."""
-    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    open_gates(daemon)
-    memory = daemon.workspace / "memory" / "MEMORY.md"
-    async with host(daemon) as h:
+    call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    open_gates(shared_daemon)
+    memory = shared_daemon.workspace / "memory" / "MEMORY.md"
+    async with host(shared_daemon) as h:
         await h.session.subscribe_resource(MEMORY_URI)
-        call(daemon, "propose", title="Editor", content="The user edits with vim.", origin="extracted")
+        call(shared_daemon, "propose", title="Editor", content="The user edits with vim.", origin="extracted")
         saved = memory.with_name(".MEMORY.md.swp")  # an editor's save: write, then rename
         saved.write_text(memory.read_text() + "\n## Edited by hand\nThe user wrote this.\n")
         saved.replace(memory)
@@ -325,10 +330,10 @@ async def test_subscribed_resource_is_notified(daemon: DaemonProcess) -> None:
     assert PENDING_URI not in updated
 
 
-async def test_propose_listed_only_while_the_gate_is_open(daemon: DaemonProcess) -> None:
+async def test_propose_listed_only_while_the_gate_is_open(shared_daemon: DaemonProcess) -> None:
     """Contract test 4: memory_propose is registered only while extractToolEnabled &&
     agentReadEnabled (and not incognito); each change of a switch sends tools/list_changed."""
-    async with host(daemon) as h:
+    async with host(shared_daemon) as h:
         assert "memory_propose" not in await h.tool_names()
         steps: list[tuple[dict[str, bool], bool]] = [
             ({"extractToolEnabled": True}, False),  # no change: agent read still off
@@ -339,7 +344,7 @@ async def test_propose_listed_only_while_the_gate_is_open(daemon: DaemonProcess)
         ]
         listed = False
         for change, expected in steps:
-            call(daemon, "set_settings", **change)
+            call(shared_daemon, "set_settings", **change)
             if expected != listed:
                 await h.wait_for(types.ToolListChangedNotification)
             assert ("memory_propose" in await h.tool_names()) is expected, change
@@ -348,17 +353,17 @@ async def test_propose_listed_only_while_the_gate_is_open(daemon: DaemonProcess)
     assert len(changes) == 4
 
 
-async def test_workspace_is_found_from_a_subdirectory(daemon: DaemonProcess) -> None:
+async def test_workspace_is_found_from_a_subdirectory(shared_daemon: DaemonProcess) -> None:
     """Started in a subdirectory without --workspace, maka mcp serves the enclosing workspace."""
-    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
-    open_gates(daemon)
-    nested = daemon.workspace / "src" / "deep"
+    call(shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays.")
+    open_gates(shared_daemon)
+    nested = shared_daemon.workspace / "src" / "deep"
     nested.mkdir(parents=True)
     env = bridge_env(drop=("MAKA_WORKSPACE",))
-    async with mcp_host(daemon.socket, env=env, cwd=nested) as h:
+    async with mcp_host(shared_daemon.socket, env=env, cwd=nested) as h:
         _, text = await h.tool("memory_list")
     assert "Deploys" in text
-    assert not (nested / "memory").exists() and not (daemon.workspace / "src" / "memory").exists()
+    assert not (nested / "memory").exists() and not (shared_daemon.workspace / "src" / "memory").exists()
 
 
 async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
@@ -376,7 +381,7 @@ async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
     assert f"as event:{sid}:1." in first and f"as event:{sid}:2." in second
 
 
-def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
+def test_sigterm_closes_the_session(shared_daemon: DaemonProcess) -> None:
     """A host that stops the server with SIGTERM still gets its ledger session closed."""
     proc = subprocess.Popen(
         [
@@ -384,10 +389,10 @@ def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
             "-m",
             "maka.cli",
             "--socket",
-            str(daemon.socket),
+            str(shared_daemon.socket),
             "mcp",
             "-w",
-            str(daemon.workspace),
+            str(shared_daemon.workspace),
         ],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -431,7 +436,7 @@ def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
         }
     )
     assert not reply(2)["result"].get("isError")
-    (session,) = call(daemon, "list_sessions")["sessions"]
+    (session,) = call(shared_daemon, "list_sessions")["sessions"]
     assert session["closedAt"] is None
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 0
@@ -439,7 +444,7 @@ def test_sigterm_closes_the_session(daemon: DaemonProcess) -> None:
     proc.stdout.close()
     assert proc.stderr is not None
     proc.stderr.close()
-    (closed,) = call(daemon, "list_sessions", includeClosed=True)["sessions"]
+    (closed,) = call(shared_daemon, "list_sessions", includeClosed=True)["sessions"]
     assert closed["closedAt"] is not None
 
 

@@ -15,24 +15,24 @@ def memory_text(d: DaemonProcess) -> str:
     return (d.workspace / "memory" / "MEMORY.md").read_text()
 
 
-def test_add_then_list_as_table_and_json(daemon: DaemonProcess) -> None:
+def test_add_then_list_as_table_and_json(shared_daemon: DaemonProcess) -> None:
     """memory add writes an active entry; list shows it in a table and --json after the command."""
-    added = run_maka(daemon, "memory", "add", "Prefers tabs", "Use tabs.", "--tags", "style,go")
+    added = run_maka(shared_daemon, "memory", "add", "Prefers tabs", "Use tabs.", "--tags", "style,go")
     assert added.returncode == 0 and added.stdout.startswith("Added ")
-    assert "Use tabs." in memory_text(daemon)
-    table = run_maka(daemon, "memory", "list")
+    assert "Use tabs." in memory_text(shared_daemon)
+    table = run_maka(shared_daemon, "memory", "list")
     assert table.returncode == 0
     header, row = table.stdout.splitlines()[:2]
     assert header.split() == ["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"]
     assert "active" in row and "style,go" in row and row.endswith("Prefers tabs")
-    listed = run_maka(daemon, "memory", "list", "--json")
+    listed = run_maka(shared_daemon, "memory", "list", "--json")
     entries = json.loads(listed.stdout)["entries"]
     assert [e["title"] for e in entries] == ["Prefers tabs"]
 
 
-def test_add_reads_content_from_stdin(daemon: DaemonProcess) -> None:
+def test_add_reads_content_from_stdin(shared_daemon: DaemonProcess) -> None:
     """Without CONTENT and with stdin not a terminal, memory add reads stdin."""
-    result = run_maka(daemon, "--json", "memory", "add", "From stdin", input="line one\nline two\n")
+    result = run_maka(shared_daemon, "--json", "memory", "add", "From stdin", input="line one\nline two\n")
     assert result.returncode == 0
     assert json.loads(result.stdout)["entry"]["content"] == "line one\nline two"
 
@@ -54,37 +54,41 @@ def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Pa
     assert "Here" not in empty.stdout and "No entries." in empty.stdout
 
 
-def test_show_by_prefix_includes_lineage(daemon: DaemonProcess) -> None:
+def test_show_by_prefix_includes_lineage(shared_daemon: DaemonProcess) -> None:
     """memory show accepts a unique id prefix and prints the entry and its history."""
-    entry = call(daemon, "add_entry", title="Deploy day", content="Deploys happen on Tuesdays.")["entry"]
-    result = run_maka(daemon, "memory", "show", entry["id"][:6])
+    entry = call(shared_daemon, "add_entry", title="Deploy day", content="Deploys happen on Tuesdays.")[
+        "entry"
+    ]
+    result = run_maka(shared_daemon, "memory", "show", entry["id"][:6])
     assert result.returncode == 0
     assert "Deploy day" in result.stdout and "Deploys happen on Tuesdays." in result.stdout
     assert f"id {entry['id']}" in result.stdout
 
 
-def test_show_unknown_id_is_a_remote_error(daemon: DaemonProcess) -> None:
+def test_show_unknown_id_is_a_remote_error(shared_daemon: DaemonProcess) -> None:
     """An id that matches nothing is passed on and the daemon's not_found gives exit 1."""
-    result = run_maka(daemon, "memory", "show", "0123456789abcdef")
+    result = run_maka(shared_daemon, "memory", "show", "0123456789abcdef")
     assert result.returncode == 1 and "not_found" in result.stderr
 
 
-def test_ambiguous_prefix_is_a_usage_error(daemon: DaemonProcess) -> None:
+def test_ambiguous_prefix_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
     """A prefix matching two ids exits 2 and names the candidates."""
     ids = [
-        call(daemon, "add_entry", title=f"T{i}", content=f"content number {i}")["entry"]["id"]
+        call(shared_daemon, "add_entry", title=f"T{i}", content=f"content number {i}")["entry"]["id"]
         for i in range(40)
     ]
     first = {i[0] for i in ids}
     shared = next(c for c in sorted(first) if sum(i.startswith(c) for i in ids) > 1)
-    result = run_maka(daemon, "memory", "archive", shared)
+    result = run_maka(shared_daemon, "memory", "archive", shared)
     assert result.returncode == 2 and "ambiguous" in result.stderr
 
 
-def test_edit_with_flags(daemon: DaemonProcess) -> None:
+def test_edit_with_flags(shared_daemon: DaemonProcess) -> None:
     """memory edit --content/--tags changes only those fields."""
-    entry = call(daemon, "add_entry", title="Editor", content="vim", tags=["tools"])["entry"]
-    result = run_maka(daemon, "--json", "memory", "edit", entry["id"], "--content", "helix", "--tags", "")
+    entry = call(shared_daemon, "add_entry", title="Editor", content="vim", tags=["tools"])["entry"]
+    result = run_maka(
+        shared_daemon, "--json", "memory", "edit", entry["id"], "--content", "helix", "--tags", ""
+    )
     updated = json.loads(result.stdout)["entry"]
     assert updated["content"] == "helix" and updated["tags"] == [] and updated["title"] == "Editor"
 
@@ -118,38 +122,41 @@ def test_edit_cancelled_by_empty_content(daemon: DaemonProcess, short_tmp: Path)
     assert memory_text(daemon) == before
 
 
-def test_archive_restore_delete(daemon: DaemonProcess) -> None:
+def test_archive_restore_delete(shared_daemon: DaemonProcess) -> None:
     """archive, restore and delete act on every id given."""
-    a = call(daemon, "add_entry", title="A", content="alpha")["entry"]["id"]
-    b = call(daemon, "add_entry", title="B", content="beta")["entry"]["id"]
-    assert run_maka(daemon, "memory", "archive", a, b).returncode == 0
-    assert call(daemon, "read_state")["entryCount"] == 0
-    listed = run_maka(daemon, "memory", "list", "--archived").stdout
+    a = call(shared_daemon, "add_entry", title="A", content="alpha")["entry"]["id"]
+    b = call(shared_daemon, "add_entry", title="B", content="beta")["entry"]["id"]
+    assert run_maka(shared_daemon, "memory", "archive", a, b).returncode == 0
+    assert call(shared_daemon, "read_state")["entryCount"] == 0
+    listed = run_maka(shared_daemon, "memory", "list", "--archived").stdout
     assert listed.count("archived") == 2
-    assert run_maka(daemon, "memory", "restore", a).returncode == 0
-    deleted = run_maka(daemon, "memory", "delete", a)
+    assert run_maka(shared_daemon, "memory", "restore", a).returncode == 0
+    deleted = run_maka(shared_daemon, "memory", "delete", a)
     assert deleted.returncode == 0 and deleted.stdout.startswith("Deleted ")
-    ids = {e["id"] for e in call(daemon, "read_state", includeEntries=True, includeArchived=True)["entries"]}
+    ids = {
+        e["id"]
+        for e in call(shared_daemon, "read_state", includeEntries=True, includeArchived=True)["entries"]
+    }
     assert ids == {b}
 
 
-def test_settings_show_and_patch(daemon: DaemonProcess) -> None:
+def test_settings_show_and_patch(shared_daemon: DaemonProcess) -> None:
     """settings KEY=VALUE patches (on/off accepted); without pairs it shows them all."""
-    result = run_maka(daemon, "--json", "settings", "agentReadEnabled=on", "defaultDecayDays=30")
+    result = run_maka(shared_daemon, "--json", "settings", "agentReadEnabled=on", "defaultDecayDays=30")
     assert result.returncode == 0
     changed = json.loads(result.stdout)
     assert changed["agentReadEnabled"] is True and changed["defaultDecayDays"] == 30
-    shown = run_maka(daemon, "settings")
+    shown = run_maka(shared_daemon, "settings")
     assert ["agentReadEnabled", "true"] in [line.split() for line in shown.stdout.splitlines()]
-    bad = run_maka(daemon, "settings", "agentReadEnabled")
+    bad = run_maka(shared_daemon, "settings", "agentReadEnabled")
     assert bad.returncode == 2
 
 
-def test_incognito_list_says_so(daemon: DaemonProcess) -> None:
+def test_incognito_list_says_so(shared_daemon: DaemonProcess) -> None:
     """With incognito on, memory list prints the status instead of entries."""
-    call(daemon, "add_entry", title="Secret plan", content="x")
-    call(daemon, "set_settings", incognito=True)
-    result = run_maka(daemon, "memory", "list")
+    call(shared_daemon, "add_entry", title="Secret plan", content="x")
+    call(shared_daemon, "set_settings", incognito=True)
+    result = run_maka(shared_daemon, "memory", "list")
     assert result.returncode == 0 and "Secret plan" not in result.stdout
     assert "incognito_blocked" in result.stderr
 
@@ -183,9 +190,9 @@ def test_edit_refuses_to_overwrite_a_change_made_meanwhile(daemon: DaemonProcess
     Path(kept).unlink()
 
 
-def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(daemon: DaemonProcess) -> None:
+def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(shared_daemon: DaemonProcess) -> None:
     """Legacy `manual-<ms>` ids sharing 12+ characters are listed long enough to stay unambiguous."""
-    memory = daemon.workspace / "memory"
+    memory = shared_daemon.workspace / "memory"
     memory.mkdir(exist_ok=True)
     memory.joinpath("MEMORY.md").write_text(
         "# Maka Memory\n\n"
@@ -196,12 +203,12 @@ def test_list_shows_ids_that_show_accepts_for_legacy_manual_ids(daemon: DaemonPr
         ),
         encoding="utf-8",
     )
-    listed = run_maka(daemon, "memory", "list")
+    listed = run_maka(shared_daemon, "memory", "list")
     assert listed.returncode == 0
     shown = [line.split()[0] for line in listed.stdout.splitlines()[1:]]
     assert sorted(shown) == [f"manual-171430000000{n}" for n in range(3)]
     for n, short in enumerate(sorted(shown)):
-        result = run_maka(daemon, "memory", "show", short)
+        result = run_maka(shared_daemon, "memory", "show", short)
         assert result.returncode == 0, result.stderr
         assert f"old entry {n}" in result.stdout
 

@@ -27,62 +27,62 @@ def files(d: DaemonProcess) -> tuple[str, str]:
     return read(mem / "MEMORY.md"), read(mem / "PENDING.md")
 
 
-def test_pending_lists_the_queue(daemon: DaemonProcess) -> None:
+def test_pending_lists_the_queue(shared_daemon: DaemonProcess) -> None:
     """pending shows each proposal with its origin and similar count; --json is list_proposals."""
-    propose(daemon, "Tabs", "The user prefers tabs for indentation in Go code.")
-    propose(daemon, "Tabs again", "The user prefers tabs for indentation in all Go code.")
-    table = run_maka(daemon, "pending")
+    propose(shared_daemon, "Tabs", "The user prefers tabs for indentation in Go code.")
+    propose(shared_daemon, "Tabs again", "The user prefers tabs for indentation in all Go code.")
+    table = run_maka(shared_daemon, "pending")
     assert table.returncode == 0
     rows = table.stdout.splitlines()
     assert rows[0].split() == ["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"]
     assert sum("extracted" in r for r in rows) == 2 and "2 waiting" in table.stdout
-    listing = json.loads(run_maka(daemon, "pending", "--json").stdout)
+    listing = json.loads(run_maka(shared_daemon, "pending", "--json").stdout)
     assert len(listing["proposals"]) == 2 and listing["proposals"][0]["similarTo"]
 
 
-def test_empty_queue(daemon: DaemonProcess) -> None:
+def test_empty_queue(shared_daemon: DaemonProcess) -> None:
     """pending on an empty queue says so and exits 0."""
-    result = run_maka(daemon, "pending")
+    result = run_maka(shared_daemon, "pending")
     assert result.returncode == 0 and "No proposals waiting." in result.stdout
 
 
-def test_approve_by_prefix_moves_into_memory(daemon: DaemonProcess) -> None:
+def test_approve_by_prefix_moves_into_memory(shared_daemon: DaemonProcess) -> None:
     """approve ID… (prefixes accepted) activates proposals in MEMORY.md and empties PENDING.md."""
-    first = propose(daemon, "One", "first fact")
-    second = propose(daemon, "Two", "second fact")
-    result = run_maka(daemon, "approve", first[:8], second)
+    first = propose(shared_daemon, "One", "first fact")
+    second = propose(shared_daemon, "Two", "second fact")
+    result = run_maka(shared_daemon, "approve", first[:8], second)
     assert result.returncode == 0 and result.stdout.count("Approved ") == 2
-    memory, pending = files(daemon)
+    memory, pending = files(shared_daemon)
     assert "first fact" in memory and "second fact" in memory
     assert "first fact" not in pending and "second fact" not in pending
 
 
-def test_reject_with_reason_and_no_requeue(daemon: DaemonProcess) -> None:
+def test_reject_with_reason_and_no_requeue(shared_daemon: DaemonProcess) -> None:
     """reject --reason removes the proposal; proposing it again is refused as rejected."""
-    pid = propose(daemon, "Wrong", "the user likes spaces")
-    result = run_maka(daemon, "reject", pid, "--reason", "not true")
+    pid = propose(shared_daemon, "Wrong", "the user likes spaces")
+    result = run_maka(shared_daemon, "reject", pid, "--reason", "not true")
     assert result.returncode == 0 and result.stdout.strip() == f"Rejected {pid}"
-    assert "likes spaces" not in files(daemon)[1]
-    again = call(daemon, "propose", title="Wrong", content="the user likes spaces")
+    assert "likes spaces" not in files(shared_daemon)[1]
+    again = call(shared_daemon, "propose", title="Wrong", content="the user likes spaces")
     assert again["queued"] is False and again["previouslyRejected"]["reason"] == "not true"
 
 
-def test_approve_all_and_reject_all(daemon: DaemonProcess) -> None:
+def test_approve_all_and_reject_all(shared_daemon: DaemonProcess) -> None:
     """--all acts on the whole queue; ids and --all together are a usage error."""
-    propose(daemon, "A", "alpha fact")
-    propose(daemon, "B", "beta fact")
-    assert run_maka(daemon, "approve", "--all", "x").returncode == 2
-    assert run_maka(daemon, "approve").returncode == 2
-    assert run_maka(daemon, "approve", "--all").returncode == 0
-    assert call(daemon, "read_state")["entryCount"] == 2
-    propose(daemon, "C", "gamma fact")
-    assert run_maka(daemon, "reject", "--all").returncode == 0
-    assert call(daemon, "list_proposals")["proposals"] == []
+    propose(shared_daemon, "A", "alpha fact")
+    propose(shared_daemon, "B", "beta fact")
+    assert run_maka(shared_daemon, "approve", "--all", "x").returncode == 2
+    assert run_maka(shared_daemon, "approve").returncode == 2
+    assert run_maka(shared_daemon, "approve", "--all").returncode == 0
+    assert call(shared_daemon, "read_state")["entryCount"] == 2
+    propose(shared_daemon, "C", "gamma fact")
+    assert run_maka(shared_daemon, "reject", "--all").returncode == 0
+    assert call(shared_daemon, "list_proposals")["proposals"] == []
 
 
-def test_approve_unknown_id_is_remote_error(daemon: DaemonProcess) -> None:
+def test_approve_unknown_id_is_remote_error(shared_daemon: DaemonProcess) -> None:
     """An unknown proposal id gives the daemon's not_found and exit 1."""
-    result = run_maka(daemon, "approve", "ffffffffffffffff")
+    result = run_maka(shared_daemon, "approve", "ffffffffffffffff")
     assert result.returncode == 1 and "not_found" in result.stderr
 
 
@@ -99,9 +99,9 @@ def test_import_relative_path_lands_in_pending(daemon: DaemonProcess, short_tmp:
     assert json.loads(again.stdout)["imported"] == []
 
 
-def test_import_missing_file_is_usage_error(daemon: DaemonProcess) -> None:
+def test_import_missing_file_is_usage_error(shared_daemon: DaemonProcess) -> None:
     """A FILE that does not exist exits 2 before asking the daemon."""
-    result = run_maka(daemon, "import", "/nonexistent/file.json")
+    result = run_maka(shared_daemon, "import", "/nonexistent/file.json")
     assert result.returncode == 2 and "no such file" in result.stderr
 
 

@@ -60,29 +60,29 @@ def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
     assert again["previouslyRejected"]["proposalId"] == rejected
 
 
-def test_review_quit_keeps_earlier_decisions(daemon: DaemonProcess) -> None:
+def test_review_quit_keeps_earlier_decisions(shared_daemon: DaemonProcess) -> None:
     """From a pipe each line is a key; q stops and what was decided stays decided."""
-    first = propose(daemon, "One", "first fact")
-    second = propose(daemon, "Two", "second fact")
-    result = run_maka(daemon, "review", input="x\na\nq\n")
+    first = propose(shared_daemon, "One", "first fact")
+    second = propose(shared_daemon, "Two", "second fact")
+    result = run_maka(shared_daemon, "review", input="x\na\nq\n")
     assert result.returncode == 0
     assert "a approve · e edit then approve" in result.stdout  # help after an unknown key
     assert "Done: 1 approved, 0 rejected, 1 left waiting." in result.stdout
-    waiting = [v["proposal"]["id"] for v in call(daemon, "list_proposals")["proposals"]]
+    waiting = [v["proposal"]["id"] for v in call(shared_daemon, "list_proposals")["proposals"]]
     assert waiting == [second] and first not in waiting
 
 
-def test_review_json_summary(daemon: DaemonProcess) -> None:
+def test_review_json_summary(shared_daemon: DaemonProcess) -> None:
     """With --json the cards go to stderr and stdout holds only the decisions as JSON."""
-    pid = propose(daemon, "One", "first fact")
-    result = run_maka(daemon, "review", "--json", input="r\n\n")
+    pid = propose(shared_daemon, "One", "first fact")
+    result = run_maka(shared_daemon, "review", "--json", input="r\n\n")
     assert json.loads(result.stdout) == {"approved": [], "rejected": [pid], "skipped": [], "gone": []}
     assert "Proposal 1/1" in result.stderr
 
 
-def test_review_empty_queue(daemon: DaemonProcess) -> None:
+def test_review_empty_queue(shared_daemon: DaemonProcess) -> None:
     """An empty queue ends at once."""
-    result = run_maka(daemon, "review")
+    result = run_maka(shared_daemon, "review")
     assert result.returncode == 0 and "No proposals waiting." in result.stdout
 
 

@@ -27,29 +27,31 @@ def compact(d: DaemonProcess, sid: str, **kw: Any) -> dict[str, Any]:
     return result
 
 
-def test_three_compactions_keep_continuity_and_lose_nothing(daemon: DaemonProcess) -> None:
+def test_three_compactions_keep_continuity_and_lose_nothing(shared_daemon: DaemonProcess) -> None:
     """500 events, three compactions (mixed modes): context keeps goal, state and summary;
     every compacted event is retrievable byte-exact with its hash verified."""
-    sid = open_session(daemon, title="long")
+    sid = open_session(shared_daemon, title="long")
     sent = scripted_turns(125)  # 500 events
-    append(daemon, sid, sent)
-    daemon.call(
+    append(shared_daemon, sid, sent)
+    shared_daemon.call(
         "set_working_state",
         {
-            "workspace": ws(daemon),
+            "workspace": ws(shared_daemon),
             "sessionId": sid,
             "goals": ["Fix every module"],
             "decisions": ["Use read_file before editing"],
         },
     )
-    first = compact(daemon, sid, mode="checkpoint", keepRecentTokens=4000)
-    second = compact(daemon, sid, mode="semantic", summary=GOOD_SUMMARY, keepRecentTokens=2000)
-    append(daemon, sid, scripted_turns(30, start=125))
-    third = compact(daemon, sid, mode="checkpoint", keepRecentTokens=1000)
+    first = compact(shared_daemon, sid, mode="checkpoint", keepRecentTokens=4000)
+    second = compact(shared_daemon, sid, mode="semantic", summary=GOOD_SUMMARY, keepRecentTokens=2000)
+    append(shared_daemon, sid, scripted_turns(30, start=125))
+    third = compact(shared_daemon, sid, mode="checkpoint", keepRecentTokens=1000)
     assert first["boundarySeq"] < second["boundarySeq"] < third["boundarySeq"]
     assert third["coverage"]["fromSeq"] == second["coverage"]["toSeq"] + 1
 
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 8000})
+    pack = shared_daemon.call(
+        "build_context", {"workspace": ws(shared_daemon), "sessionId": sid, "budgetTokens": 8000}
+    )
     kinds = {s["kind"]: s for s in pack["segments"]}
     assert "Fix every module" in kinds["working_state"]["text"]
     assert "Current Goal" in kinds["summary"]["text"]
@@ -61,13 +63,13 @@ def test_three_compactions_keep_continuity_and_lose_nothing(daemon: DaemonProces
     check_history_shape(pack["messages"])
 
     covered = third["coverage"]["toSeq"]
-    got = daemon.call("retrieve", {"workspace": ws(daemon), "refs": [f"event:{sid}:1-{covered}"]})["results"][
-        0
-    ]
+    got = shared_daemon.call(
+        "retrieve", {"workspace": ws(shared_daemon), "refs": [f"event:{sid}:1-{covered}"]}
+    )["results"][0]
     assert got["ok"] is True
     texts = [e["text"] for e in got["events"]]
     assert texts == [e["text"] for e in (sent + scripted_turns(30, start=125))][:covered]
-    checkpoints = daemon.call("list_checkpoints", {"workspace": ws(daemon), "sessionId": sid})
+    checkpoints = shared_daemon.call("list_checkpoints", {"workspace": ws(shared_daemon), "sessionId": sid})
     assert [c["checkpointId"] for c in checkpoints["checkpoints"]] == [
         first["checkpointId"],
         second["checkpointId"],
@@ -84,16 +86,16 @@ def test_three_compactions_keep_continuity_and_lose_nothing(daemon: DaemonProces
         (GOOD_SUMMARY + "\nkey: AKIAIOSFODNN7EXAMPLE\n", "contains_secret"),
     ],
 )
-def test_invalid_summaries_change_nothing(daemon: DaemonProcess, summary: str, problem: str) -> None:
+def test_invalid_summaries_change_nothing(shared_daemon: DaemonProcess, summary: str, problem: str) -> None:
     """Empty, oversized, section-less or secret-bearing summaries are rejected; nothing changes."""
-    sid = open_session(daemon)
-    append(daemon, sid, scripted_turns(40))
-    before = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid})
+    sid = open_session(shared_daemon)
+    append(shared_daemon, sid, scripted_turns(40))
+    before = shared_daemon.call("read_events", {"workspace": ws(shared_daemon), "sessionId": sid})
     with pytest.raises(RemoteError) as info:
-        daemon.call(
+        shared_daemon.call(
             "compact",
             {
-                "workspace": ws(daemon),
+                "workspace": ws(shared_daemon),
                 "sessionId": sid,
                 "mode": "semantic",
                 "summary": summary,
@@ -102,8 +104,13 @@ def test_invalid_summaries_change_nothing(daemon: DaemonProcess, summary: str, p
         )
     assert info.value.kind == "invalid_summary"
     assert problem in info.value.data["problems"]
-    assert daemon.call("list_checkpoints", {"workspace": ws(daemon), "sessionId": sid})["checkpoints"] == []
-    assert daemon.call("read_events", {"workspace": ws(daemon), "sessionId": sid}) == before
+    assert (
+        shared_daemon.call("list_checkpoints", {"workspace": ws(shared_daemon), "sessionId": sid})[
+            "checkpoints"
+        ]
+        == []
+    )
+    assert shared_daemon.call("read_events", {"workspace": ws(shared_daemon), "sessionId": sid}) == before
 
 
 @pytest.mark.parametrize("point", ["compact_before_commit", "compact_after_commit"])
@@ -131,21 +138,23 @@ def test_kill_during_compaction_leaves_old_or_new(daemon: DaemonProcess, point: 
     check_history_shape(pack["messages"])
 
 
-def test_nothing_to_compact(daemon: DaemonProcess) -> None:
+def test_nothing_to_compact(shared_daemon: DaemonProcess) -> None:
     """A session that fits the keep window has nothing to compact: invalid_params."""
-    sid = open_session(daemon)
-    append(daemon, sid, scripted_turns(2))
+    sid = open_session(shared_daemon)
+    append(shared_daemon, sid, scripted_turns(2))
     with pytest.raises(RemoteError) as info:
-        daemon.call("compact", {"workspace": ws(daemon), "sessionId": sid, "mode": "checkpoint"})
+        shared_daemon.call(
+            "compact", {"workspace": ws(shared_daemon), "sessionId": sid, "mode": "checkpoint"}
+        )
     assert info.value.kind == "invalid_params"
 
 
-def test_breaker_opens_after_three_failed_overflow_compactions(daemon: DaemonProcess) -> None:
+def test_breaker_opens_after_three_failed_overflow_compactions(shared_daemon: DaemonProcess) -> None:
     """Three failed reactive compactions in a row give circuit_open instead of a fourth try."""
-    sid = open_session(daemon)
-    append(daemon, sid, scripted_turns(40))
+    sid = open_session(shared_daemon)
+    append(shared_daemon, sid, scripted_turns(40))
     params = {
-        "workspace": ws(daemon),
+        "workspace": ws(shared_daemon),
         "sessionId": sid,
         "mode": "semantic",
         "summary": "no sections",
@@ -153,21 +162,25 @@ def test_breaker_opens_after_three_failed_overflow_compactions(daemon: DaemonPro
     }
     for _ in range(3):
         with pytest.raises(RemoteError) as info:
-            daemon.call("compact", params)
+            shared_daemon.call("compact", params)
         assert info.value.kind == "invalid_summary"
     with pytest.raises(RemoteError) as info:
-        daemon.call("compact", params)
+        shared_daemon.call("compact", params)
     assert info.value.kind == "circuit_open"
-    manual = compact(daemon, sid, mode="semantic", summary=GOOD_SUMMARY, keepRecentTokens=1000)
+    manual = compact(shared_daemon, sid, mode="semantic", summary=GOOD_SUMMARY, keepRecentTokens=1000)
     assert manual["reason"] == "manual"
 
 
-def test_compact_recommended_when_history_is_large(daemon: DaemonProcess) -> None:
+def test_compact_recommended_when_history_is_large(shared_daemon: DaemonProcess) -> None:
     """build_context recommends compaction once live history passes 60% of the budget."""
-    sid = open_session(daemon)
-    append(daemon, sid, scripted_turns(2))
-    small = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 8000})
+    sid = open_session(shared_daemon)
+    append(shared_daemon, sid, scripted_turns(2))
+    small = shared_daemon.call(
+        "build_context", {"workspace": ws(shared_daemon), "sessionId": sid, "budgetTokens": 8000}
+    )
     assert small["compactRecommended"] is False
-    append(daemon, sid, scripted_turns(200, start=2))
-    big = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": sid, "budgetTokens": 8000})
+    append(shared_daemon, sid, scripted_turns(200, start=2))
+    big = shared_daemon.call(
+        "build_context", {"workspace": ws(shared_daemon), "sessionId": sid, "budgetTokens": 8000}
+    )
     assert big["compactRecommended"] is True and big["totalTokens"] <= 8000

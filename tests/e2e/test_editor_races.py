@@ -116,170 +116,180 @@ def test_a_save_landing_right_before_the_rename_is_put_back_and_merged(
 # --- (b) a save whose buffer predates a daemon write ------------------------------------------
 
 
-def test_a_buffer_read_before_an_approval_sends_the_entry_back_to_pending(daemon: DaemonProcess) -> None:
+def test_a_buffer_read_before_an_approval_sends_the_entry_back_to_pending(
+    module_daemon: DaemonProcess,
+) -> None:
     """Read, approve, then save the old buffer plus a note: the approved entry cannot be told
     from one the user deleted on seeing it, so it goes back to PENDING.md with the note, the
     notification says so, the ledger records no deletion by the user, and the user's note
     stays. Approving it again puts it back, with the origin it had."""
-    ws = fresh(daemon)
-    proposal = propose(daemon, ws, "approved while the editor was open")
+    ws = fresh(module_daemon)
+    proposal = propose(module_daemon, ws, "approved while the editor was open")
     buffer = memory(ws).read_text(encoding="utf-8")
-    with Client(str(daemon.socket), timeout=10) as sub:
+    with Client(str(module_daemon.socket), timeout=10) as sub:
         sub.call("subscribe", {"workspace": str(ws)})
-        entry = approve(daemon, ws, proposal)
+        entry = approve(module_daemon, ws, proposal)
         save_rename(memory(ws), buffer + "\n## My note\ntyped in the old buffer\n")
         notes = notes_until(sub, "returned")
     assert notes[-1]["params"]["returned"] == [entry["id"]]
     assert notes[-1]["params"]["cause"] == "external_edit"
     final = memory(ws).read_text(encoding="utf-8")
     assert "typed in the old buffer" in final and "approved while the editor was open" not in final
-    pending = call(daemon, "list_proposals", ws)["proposals"]
+    pending = call(module_daemon, "list_proposals", ws)["proposals"]
     [back] = [p for p in pending if p["proposal"]["id"] == entry["id"]]
     assert back["note"] == RETURNED_NOTE
     assert back["proposal"]["content"] == "approved while the editor was open"
-    actions = history(daemon, ws, entry["id"])
+    actions = history(module_daemon, ws, entry["id"])
     assert ("returned", "daemon") in actions and ("deleted", "user") not in actions
-    again = approve(daemon, ws, entry["id"])
+    again = approve(module_daemon, ws, entry["id"])
     assert again["origin"] == "extracted"
-    assert "approved while the editor was open" in active_contents(daemon, ws)
-    assert ("approved", "user") in history(daemon, ws, again["id"])
+    assert "approved while the editor was open" in active_contents(module_daemon, ws)
+    assert ("approved", "user") in history(module_daemon, ws, again["id"])
 
 
-def test_a_save_written_before_the_approval_gets_the_entry_back(daemon: DaemonProcess) -> None:
+def test_a_save_written_before_the_approval_gets_the_entry_back(module_daemon: DaemonProcess) -> None:
     """The editor wrote its temp file before the approval and renamed it after: the save
     provably predates it, so the approved entry is written back into the file next to the
     user's note (notification ``reapplied``), and the ledger says so."""
-    ws = fresh(daemon)
-    proposal = propose(daemon, ws, "approved before the rename")
+    ws = fresh(module_daemon)
+    proposal = propose(module_daemon, ws, "approved before the rename")
     tmp = memory(ws).with_name(".MEMORY.md.slow~")
     tmp.write_text(memory(ws).read_text(encoding="utf-8") + "\n## Slow\nwritten before\n", encoding="utf-8")
     time.sleep(0.05)
-    with Client(str(daemon.socket), timeout=10) as sub:
+    with Client(str(module_daemon.socket), timeout=10) as sub:
         sub.call("subscribe", {"workspace": str(ws)})
-        entry = approve(daemon, ws, proposal)
+        entry = approve(module_daemon, ws, proposal)
         os.replace(tmp, memory(ws))
         notes = notes_until(sub, "reapplied")
     assert notes[-1]["params"]["reapplied"] == [entry["id"]]
     final = memory(ws).read_text(encoding="utf-8")
     assert "written before" in final and "approved before the rename" in final
     assert final.index("written before") < final.index("approved before the rename")
-    actions = history(daemon, ws, entry["id"])
+    actions = history(module_daemon, ws, entry["id"])
     assert ("reapplied", "daemon") in actions and ("deleted", "user") not in actions
-    assert all(p["proposal"]["id"] != entry["id"] for p in call(daemon, "list_proposals", ws)["proposals"])
+    assert all(
+        p["proposal"]["id"] != entry["id"] for p in call(module_daemon, "list_proposals", ws)["proposals"]
+    )
 
 
-def test_a_stale_save_does_not_undo_a_supersede(daemon: DaemonProcess) -> None:
+def test_a_stale_save_does_not_undo_a_supersede(module_daemon: DaemonProcess) -> None:
     """An approval archived the entry it supersedes and added its successor; a save from a
     buffer older than that still shows the old entry active: that proves the buffer old,
     so both the archive and the successor are re-applied."""
-    ws = fresh(daemon)
-    old = approve(daemon, ws, propose(daemon, ws, "the old fact"))
+    ws = fresh(module_daemon)
+    old = approve(module_daemon, ws, propose(module_daemon, ws, "the old fact"))
     buffer = memory(ws).read_text(encoding="utf-8")
-    successor = approve(daemon, ws, propose(daemon, ws, "the new fact", supersedes=old["id"]))
+    successor = approve(module_daemon, ws, propose(module_daemon, ws, "the new fact", supersedes=old["id"]))
     save_rename(memory(ws), buffer + "\n## Aside\nwritten meanwhile\n")
-    state = call(daemon, "read_state", ws, includeEntries=True, includeArchived=True)
+    state = call(module_daemon, "read_state", ws, includeEntries=True, includeArchived=True)
     by_id = {e["id"]: e for e in state["entries"]}
     assert by_id[old["id"]]["status"] == "archived"
     assert by_id[successor["id"]]["status"] == "active"
     assert "written meanwhile" in memory(ws).read_text(encoding="utf-8")
-    assert ("deleted", "user") not in history(daemon, ws, successor["id"])
+    assert ("deleted", "user") not in history(module_daemon, ws, successor["id"])
 
 
-def test_deleting_an_entry_after_saving_a_version_with_it_is_the_users(daemon: DaemonProcess) -> None:
+def test_deleting_an_entry_after_saving_a_version_with_it_is_the_users(module_daemon: DaemonProcess) -> None:
     """The user's editor held the entry (they saved a version with it): deleting it is a
     deletion by the user -- not brought back, not queued, and recorded as theirs."""
-    ws = fresh(daemon)
-    entry = approve(daemon, ws, propose(daemon, ws, "seen and then deleted"))
+    ws = fresh(module_daemon)
+    entry = approve(module_daemon, ws, propose(module_daemon, ws, "seen and then deleted"))
     save_rename(memory(ws), memory(ws).read_text(encoding="utf-8") + "\n## Seen\nI saw it\n")
-    call(daemon, "read_state", ws)
+    call(module_daemon, "read_state", ws)
     text = memory(ws).read_text(encoding="utf-8")
     start = text.index("## seen")
     end = text.index("## Seen")
     save_rename(memory(ws), text[:start] + text[end:])
-    assert "seen and then deleted" not in active_contents(daemon, ws)
-    assert all(p["proposal"]["id"] != entry["id"] for p in call(daemon, "list_proposals", ws)["proposals"])
-    assert ("deleted", "user") in history(daemon, ws, entry["id"])
+    assert "seen and then deleted" not in active_contents(module_daemon, ws)
+    assert all(
+        p["proposal"]["id"] != entry["id"] for p in call(module_daemon, "list_proposals", ws)["proposals"]
+    )
+    assert ("deleted", "user") in history(module_daemon, ws, entry["id"])
 
 
-def test_a_stale_save_of_pending_keeps_the_new_proposal(daemon: DaemonProcess) -> None:
+def test_a_stale_save_of_pending_keeps_the_new_proposal(module_daemon: DaemonProcess) -> None:
     """PENDING.md saved from a buffer older than a proposal: the user's edit of another
     proposal stays and the newer proposal is back in the queue with the note."""
-    ws = fresh(daemon)
-    first = propose(daemon, ws, "first proposal text")
+    ws = fresh(module_daemon)
+    first = propose(module_daemon, ws, "first proposal text")
     path = ws / "memory" / "PENDING.md"
     buffer = path.read_text(encoding="utf-8")
-    second = propose(daemon, ws, "second proposal text")
+    second = propose(module_daemon, ws, "second proposal text")
     tmp = path.with_name(".PENDING.md.editor~")
     tmp.write_text(buffer.replace("first proposal text", "first proposal, edited"), encoding="utf-8")
     os.replace(tmp, path)
-    pending = {p["proposal"]["id"]: p for p in call(daemon, "list_proposals", ws)["proposals"]}
+    pending = {p["proposal"]["id"]: p for p in call(module_daemon, "list_proposals", ws)["proposals"]}
     assert pending[first]["proposal"]["content"] == "first proposal, edited"
     assert pending[second]["proposal"]["content"] == "second proposal text"
     assert pending[second]["note"] == RETURNED_NOTE
-    assert ("returned", "daemon") in history(daemon, ws, second)
+    assert ("returned", "daemon") in history(module_daemon, ws, second)
 
 
 # --- saves seen half-way ------------------------------------------------------------------
 
 
-def test_a_file_renamed_away_for_a_moment_is_not_a_deletion(daemon: DaemonProcess) -> None:
+def test_a_file_renamed_away_for_a_moment_is_not_a_deletion(module_daemon: DaemonProcess) -> None:
     """vim's save renames MEMORY.md to MEMORY.md~ before writing the new one: a read in
     that moment waits for the new file instead of taking every entry as deleted."""
-    ws = fresh(daemon)
-    seed_id = call(daemon, "read_state", ws, includeEntries=True)["entries"][0]["id"]
+    ws = fresh(module_daemon)
+    seed_id = call(module_daemon, "read_state", ws, includeEntries=True)["entries"][0]["id"]
     text = memory(ws).read_text(encoding="utf-8") + "\n## Vim\nwritten by vim\n"
     os.replace(memory(ws), memory(ws).with_name("MEMORY.md~"))
     got: dict[str, Any] = {}
-    reader = threading.Thread(target=lambda: got.update(call(daemon, "read_state", ws, includeEntries=True)))
+    reader = threading.Thread(
+        target=lambda: got.update(call(module_daemon, "read_state", ws, includeEntries=True))
+    )
     reader.start()
     time.sleep(0.05)
     memory(ws).write_text(text, encoding="utf-8")
     memory(ws).with_name("MEMORY.md~").unlink()
     reader.join(10)
     assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written by vim"}
-    assert ("deleted", "user") not in history(daemon, ws, seed_id)
+    assert ("deleted", "user") not in history(module_daemon, ws, seed_id)
 
 
-def test_a_file_truncated_mid_save_is_read_once_written(daemon: DaemonProcess) -> None:
+def test_a_file_truncated_mid_save_is_read_once_written(module_daemon: DaemonProcess) -> None:
     """An in-place save truncates the file and writes it a moment later: a read in between
     waits for the text instead of taking the empty file for the user's."""
-    ws = fresh(daemon)
-    seed_id = call(daemon, "read_state", ws, includeEntries=True)["entries"][0]["id"]
+    ws = fresh(module_daemon)
+    seed_id = call(module_daemon, "read_state", ws, includeEntries=True)["entries"][0]["id"]
     text = memory(ws).read_text(encoding="utf-8") + "\n## Slow disk\nwritten after a pause\n"
     got: dict[str, Any] = {}
     with open(memory(ws), "w", encoding="utf-8") as fh:
         fh.flush()
         reader = threading.Thread(
-            target=lambda: got.update(call(daemon, "read_state", ws, includeEntries=True))
+            target=lambda: got.update(call(module_daemon, "read_state", ws, includeEntries=True))
         )
         reader.start()
         time.sleep(0.15)
         fh.write(text)
     reader.join(10)
     assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written after a pause"}
-    assert ("deleted", "user") not in history(daemon, ws, seed_id)
+    assert ("deleted", "user") not in history(module_daemon, ws, seed_id)
 
 
-def test_a_stale_save_read_while_incognito_is_merged_once_writes_are_allowed(daemon: DaemonProcess) -> None:
+def test_a_stale_save_read_while_incognito_is_merged_once_writes_are_allowed(
+    module_daemon: DaemonProcess,
+) -> None:
     """While incognito nothing is written, even to take in a stale save (a list_proposals
     reads the files then); once incognito is off, the next read merges it as usual."""
-    ws = fresh(daemon)
-    proposal = propose(daemon, ws, "approved before incognito")
+    ws = fresh(module_daemon)
+    proposal = propose(module_daemon, ws, "approved before incognito")
     buffer = memory(ws).read_text(encoding="utf-8")
-    entry = approve(daemon, ws, proposal)
-    call(daemon, "set_settings", ws, incognito=True)
+    entry = approve(module_daemon, ws, proposal)
+    call(module_daemon, "set_settings", ws, incognito=True)
     saved = buffer + "\n## Private\nsaved while incognito\n"
     save_rename(memory(ws), saved)
     pending_before = (ws / "memory" / "PENDING.md").read_bytes()
-    call(daemon, "list_proposals", ws)
-    call(daemon, "memory_history", ws, id=entry["id"])
+    call(module_daemon, "list_proposals", ws)
+    call(module_daemon, "memory_history", ws, id=entry["id"])
     assert memory(ws).read_text(encoding="utf-8") == saved
     assert (ws / "memory" / "PENDING.md").read_bytes() == pending_before
-    call(daemon, "set_settings", ws, incognito=False)
-    assert "saved while incognito" in active_contents(daemon, ws)
-    pending = call(daemon, "list_proposals", ws)["proposals"]
+    call(module_daemon, "set_settings", ws, incognito=False)
+    assert "saved while incognito" in active_contents(module_daemon, ws)
+    pending = call(module_daemon, "list_proposals", ws)["proposals"]
     assert [p["note"] for p in pending if p["proposal"]["id"] == entry["id"]] == [RETURNED_NOTE]
-    assert ("deleted", "user") not in history(daemon, ws, entry["id"])
+    assert ("deleted", "user") not in history(module_daemon, ws, entry["id"])
 
 
 def test_when_pending_is_full_a_returned_entry_is_kept_in_a_backup(short_tmp: Path) -> None:

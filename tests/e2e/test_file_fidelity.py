@@ -70,10 +70,10 @@ _LATIN = st.text(
 )
 @example(encoding="latin-1", words=["Café", "naïve", "crème"], noise=b"\xff\xfe")
 def test_non_utf8_files_keep_every_method_working(
-    daemon: DaemonProcess, encoding: str, words: list[str], noise: bytes
+    module_daemon: DaemonProcess, encoding: str, words: list[str], noise: bytes
 ) -> None:
     """A Latin-1/cp1252 MEMORY.md and PENDING.md never break a method, and untouched bytes stay."""
-    ws = fresh_workspace(daemon)
+    ws = fresh_workspace(module_daemon)
     keep = section("Kept " + words[0].strip(), "k1", words[1]).encode(encoding, "replace")
     touched = section("Touched", "t1", words[2]).encode(encoding, "replace")
     preamble = b"# Maka Memory\n\nraw noise " + noise + b"\n\n"
@@ -89,30 +89,30 @@ def test_non_utf8_files_keep_every_method_working(
     )
     (ws / "memory" / "MEMORY.md").write_bytes(memory)
     (ws / "memory" / "PENDING.md").write_bytes(pending)
-    call(daemon, "set_settings", ws, agentReadEnabled=True)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True)
 
-    state = call(daemon, "read_state", ws, includeEntries=True)
+    state = call(module_daemon, "read_state", ws, includeEntries=True)
     assert state["status"] == "ok"
     assert {e["id"] for e in state["entries"]} == {"k1", "t1"}
     assert state["content"].startswith("# Maka Memory")
     bad_lines = [w["line"] for w in state["warnings"] if w["kind"] == "not_utf8" and "line" in w]
     expected = [n for n, line in enumerate(memory.split(b"\n"), start=1) if _not_utf8(line)]
     assert bad_lines == expected[:10]
-    assert call(daemon, "list_proposals", ws)["proposals"]
-    pack = call(daemon, "build_context", ws, budgetTokens=4000, query=words[1])
+    assert call(module_daemon, "list_proposals", ws)["proposals"]
+    pack = call(module_daemon, "build_context", ws, budgetTokens=4000, query=words[1])
     assert any(s["kind"] == "memory" for s in pack["segments"])
     for fmt in ("json", "markdown"):
-        assert call(daemon, "export_memories", ws, format=fmt)["count"] == 2
-    assert call(daemon, "memory_history", ws, id="k1")["entry"]["id"] == "k1"
-    call(daemon, "search_history", ws, query=words[0])
-    call(daemon, "update_entry", ws, id="t1", content="rewritten")
-    call(daemon, "approve", ws, ids=["p1"])
-    call(daemon, "reject", ws, ids=["p2"])
+        assert call(module_daemon, "export_memories", ws, format=fmt)["count"] == 2
+    assert call(module_daemon, "memory_history", ws, id="k1")["entry"]["id"] == "k1"
+    call(module_daemon, "search_history", ws, query=words[0])
+    call(module_daemon, "update_entry", ws, id="t1", content="rewritten")
+    call(module_daemon, "approve", ws, ids=["p1"])
+    call(module_daemon, "reject", ws, ids=["p2"])
 
     after = (ws / "memory" / "MEMORY.md").read_bytes()
     assert after.startswith(preamble + keep)
-    assert {e["id"] for e in entries_of(daemon, ws)} >= {"k1", "t1"}
-    assert ping_ok(daemon.socket)
+    assert {e["id"] for e in entries_of(module_daemon, ws)} >= {"k1", "t1"}
+    assert ping_ok(module_daemon.socket)
 
 
 def _not_utf8(line: bytes) -> bool:
@@ -123,14 +123,14 @@ def _not_utf8(line: bytes) -> bool:
     return False
 
 
-def test_not_utf8_warning_names_the_lines(daemon: DaemonProcess) -> None:
+def test_not_utf8_warning_names_the_lines(module_daemon: DaemonProcess) -> None:
     """read_state stays ok and names each bad MEMORY.md line; list_proposals names PENDING.md's."""
-    ws = fresh_workspace(daemon)
+    ws = fresh_workspace(module_daemon)
     (ws / "memory" / "MEMORY.md").write_bytes(b"# M\n\n## Caf\xe9\nbody \x93q\x94\n")
     (ws / "memory" / "PENDING.md").write_bytes(
         b"# P\n\n## P\n<!-- maka-memory: id=p status=review_required -->\n\xe9t\xe9\n"
     )
-    state = call(daemon, "read_state", ws, includeEntries=True)
+    state = call(module_daemon, "read_state", ws, includeEntries=True)
     assert state["status"] == "ok"
     assert [(w["kind"], w.get("line")) for w in state["warnings"]] == [
         ("not_utf8", 3),
@@ -140,7 +140,7 @@ def test_not_utf8_warning_names_the_lines(daemon: DaemonProcess) -> None:
     assert "PENDING.md" in state["warnings"][2]["message"]
     assert state["entries"][0]["title"] == "Café" and state["entries"][0]["content"] == "body “q”"
     assert "## Café\nbody “q”" in state["content"]
-    proposals = call(daemon, "list_proposals", ws)
+    proposals = call(module_daemon, "list_proposals", ws)
     assert [w.get("line") for w in proposals["warnings"]] == [5]
     assert proposals["proposals"][0]["proposal"]["content"] == "été"
 
@@ -214,17 +214,17 @@ _BLOCKY = st.lists(
 @example(content="<details>\n<summary>more</summary>", path="add_entry")
 @example(content="<!-- todo", path="import")
 def test_a_users_section_after_agent_text_stays_its_own_entry(
-    daemon: DaemonProcess, content: str, path: str
+    module_daemon: DaemonProcess, content: str, path: str
 ) -> None:
     """Whatever content the daemon writes, a `## ` note the user types after it is a separate entry."""
     if not prepare(content).content.strip():
         return
-    ws = fresh_workspace(daemon)
-    written = _write_through(daemon, ws, content, path)
+    ws = fresh_workspace(module_daemon)
+    written = _write_through(module_daemon, ws, content, path)
     memory = ws / "memory" / "MEMORY.md"
     with memory.open("a", encoding="utf-8") as fh:
         fh.write("## My own note\nI typed this myself.\n")
-    by_title = {e["title"]: e for e in entries_of(daemon, ws)}
+    by_title = {e["title"]: e for e in entries_of(module_daemon, ws)}
     assert by_title["My own note"]["content"] == "I typed this myself."
     assert by_title["Agent text"]["content"] == written
     if path != "import":  # importers trim their items
@@ -251,19 +251,19 @@ def _write_through(d: DaemonProcess, ws: Path, content: str, path: str) -> str:
 # --- 9. one canonical form for duplicates and rejections -------------------------------------
 
 
-def test_the_same_content_is_never_approved_twice(daemon: DaemonProcess) -> None:
+def test_the_same_content_is_never_approved_twice(module_daemon: DaemonProcess) -> None:
     """Escaped, CRLF and re-cased spellings of approved content are duplicates; a hand copy too."""
-    ws = fresh_workspace(daemon)
-    call(daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
     content = "## Deploys\nWe deploy on Tuesdays."
-    first = call(daemon, "propose", ws, title="Deploys", content=content)["proposal"]
-    call(daemon, "approve", ws, ids=[first["id"]])
+    first = call(module_daemon, "propose", ws, title="Deploys", content=content)["proposal"]
+    call(module_daemon, "approve", ws, ids=[first["id"]])
     for variant in (
         "\\## Deploys\nWe deploy on Tuesdays.",
         "## Deploys\r\nWe deploy on Tuesdays.",
         "\\\\## DEPLOYS\nwe deploy  on tuesdays.",
     ):
-        again = call(daemon, "propose", ws, title="Deploys", content=variant)
+        again = call(module_daemon, "propose", ws, title="Deploys", content=variant)
         assert not again["queued"] and again["duplicateOf"]
     pending = ws / "memory" / "PENDING.md"
     copy = (
@@ -272,20 +272,20 @@ def test_the_same_content_is_never_approved_twice(daemon: DaemonProcess) -> None
         + section("Copy two", "c2", "\\## Deploys\nwe deploy on tuesdays.")
     )
     pending.write_text(copy.replace("status=active", "status=review_required"), encoding="utf-8")
-    approved = call(daemon, "approve", ws, ids=["c1", "c2"])["approved"]
-    active = [e for e in entries_of(daemon, ws) if e["status"] == "active"]
+    approved = call(module_daemon, "approve", ws, ids=["c1", "c2"])["approved"]
+    active = [e for e in entries_of(module_daemon, ws) if e["status"] == "active"]
     assert len(active) == 1
     assert [a["duplicateOf"] for a in approved] == [active[0]["id"]] * 2
 
 
-def test_rejected_content_stays_rejected_whatever_its_escaping(daemon: DaemonProcess) -> None:
+def test_rejected_content_stays_rejected_whatever_its_escaping(module_daemon: DaemonProcess) -> None:
     """A rejected proposal with a `## ` line is recognised when proposed again in any spelling."""
-    ws = fresh_workspace(daemon)
-    call(daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
-    proposal = call(daemon, "propose", ws, title="T", content="## Rule\nNever on Fridays")["proposal"]
-    call(daemon, "reject", ws, ids=[proposal["id"]], reason="wrong")
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    proposal = call(module_daemon, "propose", ws, title="T", content="## Rule\nNever on Fridays")["proposal"]
+    call(module_daemon, "reject", ws, ids=[proposal["id"]], reason="wrong")
     for variant in ("## Rule\nNever on Fridays", "\\## Rule\r\nnever on fridays"):
-        again = call(daemon, "propose", ws, title="T", content=variant)
+        again = call(module_daemon, "propose", ws, title="T", content=variant)
         assert not again["queued"] and again["previouslyRejected"]["proposalId"] == proposal["id"]
 
 
@@ -317,18 +317,18 @@ _HELD_TOKENS = st.lists(
 )
 @given(tokens=_HELD_TOKENS)
 def test_touching_an_entry_keeps_values_it_does_not_understand(
-    daemon: DaemonProcess, tokens: list[str]
+    module_daemon: DaemonProcess, tokens: list[str]
 ) -> None:
     """update, archive and restore never rewrite a value they do not understand to a default."""
-    ws = fresh_workspace(daemon)
+    ws = fresh_workspace(module_daemon)
     memory = ws / "memory" / "MEMORY.md"
     memory.write_text(
         f"# M\n\n## Held\n<!-- maka-memory: id=h updatedAt=1 {' '.join(tokens)} -->\noriginal\n",
         encoding="utf-8",
     )
-    call(daemon, "update_entry", ws, id="h", content="changed", tags=["t"])
-    call(daemon, "archive_entry", ws, id="h")
-    call(daemon, "restore_entry", ws, id="h")
+    call(module_daemon, "update_entry", ws, id="h", content="changed", tags=["t"])
+    call(module_daemon, "archive_entry", ws, id="h")
+    call(module_daemon, "restore_entry", ws, id="h")
     comment = memory.read_text(encoding="utf-8").split("<!-- maka-memory:", 1)[1].split("-->")[0]
     for token in tokens:
         if not token.startswith("status="):  # archive and restore set the status on purpose
@@ -338,38 +338,40 @@ def test_touching_an_entry_keeps_values_it_does_not_understand(
 # --- 13. small fidelity defects -----------------------------------------------------------------
 
 
-def test_heading_lines_read_back_without_the_escape_everywhere(daemon: DaemonProcess) -> None:
+def test_heading_lines_read_back_without_the_escape_everywhere(module_daemon: DaemonProcess) -> None:
     """Content with `## ` lines reads back as written through every reader; the file stays whole."""
-    ws = fresh_workspace(daemon)
-    call(daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
     content = "## Step one\nrun it\n\\## literally escaped"
-    added = call(daemon, "add_entry", ws, title="Steps", content=content)["entry"]
+    added = call(module_daemon, "add_entry", ws, title="Steps", content=content)["entry"]
     assert added["content"] == content
-    assert [e["content"] for e in entries_of(daemon, ws)] == [content]
-    proposal = call(daemon, "propose", ws, title="P", content="## Other\ntext")["proposal"]
-    assert call(daemon, "list_proposals", ws)["proposals"][0]["proposal"]["content"] == "## Other\ntext"
-    exported = json.loads(call(daemon, "export_memories", ws)["data"])["entries"]
+    assert [e["content"] for e in entries_of(module_daemon, ws)] == [content]
+    proposal = call(module_daemon, "propose", ws, title="P", content="## Other\ntext")["proposal"]
+    assert (
+        call(module_daemon, "list_proposals", ws)["proposals"][0]["proposal"]["content"] == "## Other\ntext"
+    )
+    exported = json.loads(call(module_daemon, "export_memories", ws)["data"])["entries"]
     assert [e["content"] for e in exported] == [content]
-    assert call(daemon, "memory_history", ws, id=added["id"])["entry"]["content"] == content
-    pack = call(daemon, "build_context", ws, budgetTokens=4000, query="step")
+    assert call(module_daemon, "memory_history", ws, id=added["id"])["entry"]["content"] == content
+    pack = call(module_daemon, "build_context", ws, budgetTokens=4000, query="step")
     memory_text = next(s["text"] for s in pack["segments"] if s["kind"] == "memory")
     assert "## Step one" in memory_text and "\\## Step one" not in memory_text
-    approved = call(daemon, "approve", ws, ids=[proposal["id"]])["approved"][0]["entry"]
+    approved = call(module_daemon, "approve", ws, ids=[proposal["id"]])["approved"][0]["entry"]
     assert approved["content"] == "## Other\ntext"
-    assert len(entries_of(daemon, ws)) == 2
+    assert len(entries_of(module_daemon, ws)) == 2
 
 
-def test_restoring_a_decayed_entry_keeps_its_created_at(daemon: DaemonProcess) -> None:
+def test_restoring_a_decayed_entry_keeps_its_created_at(module_daemon: DaemonProcess) -> None:
     """restore_entry on a decayed entry keeps createdAt; a fresh TTL keeps it active."""
-    ws = fresh_workspace(daemon)
+    ws = fresh_workspace(module_daemon)
     (ws / "memory" / "MEMORY.md").write_text(
         "# M\n\n## Old\n<!-- maka-memory: id=old origin=manual createdAt=1000 updatedAt=1000 "
         "status=active tags= decayTtlMs=60000 -->\nlong ago\n",
         encoding="utf-8",
     )
-    assert [e["status"] for e in entries_of(daemon, ws)] == ["archived"]
-    restored = call(daemon, "restore_entry", ws, id="old")["entry"]
+    assert [e["status"] for e in entries_of(module_daemon, ws)] == ["archived"]
+    restored = call(module_daemon, "restore_entry", ws, id="old")["entry"]
     assert restored["createdAt"] == 1000 and restored["status"] == "active"
     assert restored["decayTtlMs"] >= restored["updatedAt"] - 1000 + 60000
-    after = entries_of(daemon, ws)
+    after = entries_of(module_daemon, ws)
     assert [(e["status"], e["createdAt"]) for e in after] == [("active", 1000)]

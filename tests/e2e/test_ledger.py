@@ -81,31 +81,31 @@ def files_containing(root: Path, needle: bytes) -> list[Path]:
 # ---------------------------------------------------------------------- sessions
 
 
-def test_session_lifecycle(daemon: DaemonProcess) -> None:
+def test_session_lifecycle(shared_daemon: DaemonProcess) -> None:
     """open → append → read → close (appends refused) → reopen → list shows the head."""
-    ws = ws_of(daemon)
-    opened = daemon.call("open_session", {"workspace": ws, "title": "first"})
+    ws = ws_of(shared_daemon)
+    opened = shared_daemon.call("open_session", {"workspace": ws, "title": "first"})
     sid = opened["sessionId"]
     assert opened["incognito"] is False and opened["lastSeq"] == 0 and len(sid) == 32
-    assert append(daemon, ws, sid, "hello", "world") == {"firstSeq": 1, "lastSeq": 2, "redactions": 0}
-    page = daemon.call("read_events", {"workspace": ws, "sessionId": sid, "limit": 1})
+    assert append(shared_daemon, ws, sid, "hello", "world") == {"firstSeq": 1, "lastSeq": 2, "redactions": 0}
+    page = shared_daemon.call("read_events", {"workspace": ws, "sessionId": sid, "limit": 1})
     assert [e["text"] for e in page["events"]] == ["hello"] and page["hasMore"] is True
-    rest = daemon.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 1})
+    rest = shared_daemon.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 1})
     assert [e["text"] for e in rest["events"]] == ["world"] and rest["hasMore"] is False
-    daemon.call("close_session", {"workspace": ws, "sessionId": sid})
+    shared_daemon.call("close_session", {"workspace": ws, "sessionId": sid})
     with pytest.raises(Conflict) as closed:
-        append(daemon, ws, sid, "late")
+        append(shared_daemon, ws, sid, "late")
     assert closed.value.data["reason"] == "closed"
-    again = daemon.call("open_session", {"workspace": ws, "sessionId": sid})
+    again = shared_daemon.call("open_session", {"workspace": ws, "sessionId": sid})
     assert again["closedAt"] is None and again["title"] == "first" and again["lastSeq"] == 2
-    listed = daemon.call("list_sessions", {"workspace": ws})["sessions"]
+    listed = shared_daemon.call("list_sessions", {"workspace": ws})["sessions"]
     assert [(s["sessionId"], s["eventCount"]) for s in listed] == [(sid, 2)]
 
 
-def test_unknown_session_and_bad_params(daemon: DaemonProcess) -> None:
+def test_unknown_session_and_bad_params(shared_daemon: DaemonProcess) -> None:
     """Unknown sessions are not_found; bad ids, bad types and unknown keys are invalid_params."""
-    ws = ws_of(daemon)
-    with daemon.client() as c:
+    ws = ws_of(shared_daemon)
+    with shared_daemon.client() as c:
         with pytest.raises(NotFound):
             append(c, ws, "ghost", "x")
         with pytest.raises(NotFound):
@@ -128,10 +128,10 @@ def test_unknown_session_and_bad_params(daemon: DaemonProcess) -> None:
             c.call("append_events", {"workspace": ws, "sessionId": sid, "events": []})
 
 
-def test_append_caps_at_10000_events(daemon: DaemonProcess) -> None:
+def test_append_caps_at_10000_events(shared_daemon: DaemonProcess) -> None:
     """10,000 events go in one call; 10,001 are too_large and nothing is written."""
-    ws = ws_of(daemon)
-    with daemon.client() as c:
+    ws = ws_of(shared_daemon)
+    with shared_daemon.client() as c:
         sid = open_session(c, ws)
         assert append(c, ws, sid, *["e"] * 10_000)["lastSeq"] == 10_000
         with pytest.raises(TooLarge) as caught:
@@ -185,14 +185,14 @@ def test_acknowledged_appends_survive_kill_9(daemon: DaemonProcess) -> None:
             assert [stored[sid].get(first + i) for i in range(len(texts))] == texts
 
 
-def test_expected_seq_race_has_one_winner(daemon: DaemonProcess) -> None:
+def test_expected_seq_race_has_one_winner(shared_daemon: DaemonProcess) -> None:
     """Two clients appending with the same expectedSeq: one wins, the other gets conflict."""
-    ws = ws_of(daemon)
-    sid = open_session(daemon, ws)
-    clients = [daemon.client(), daemon.client()]
+    ws = ws_of(shared_daemon)
+    sid = open_session(shared_daemon, ws)
+    clients = [shared_daemon.client(), shared_daemon.client()]
     try:
         for round_ in range(10):
-            seq = daemon.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 10_000})[
+            seq = shared_daemon.call("read_events", {"workspace": ws, "sessionId": sid, "afterSeq": 10_000})[
                 "lastSeq"
             ]
             barrier = threading.Barrier(2)
@@ -225,7 +225,7 @@ def test_expected_seq_race_has_one_winner(daemon: DaemonProcess) -> None:
     finally:
         for c in clients:
             c.close()
-    assert len(assert_chain_valid(daemon, ws, sid)) == 10
+    assert len(assert_chain_valid(shared_daemon, ws, sid)) == 10
 
 
 def test_request_id_retry_returns_the_first_result(daemon: DaemonProcess) -> None:
@@ -310,14 +310,14 @@ def test_incognito_session_leaves_no_trace(daemon: DaemonProcess) -> None:
     assert [s["sessionId"] for s in listed] == [public]
 
 
-def test_workspace_incognito_makes_new_sessions_ephemeral(daemon: DaemonProcess) -> None:
+def test_workspace_incognito_makes_new_sessions_ephemeral(shared_daemon: DaemonProcess) -> None:
     """While the workspace is incognito, new sessions are in memory and persistent ones
     are read-only: appends are incognito_blocked and write nothing."""
-    ws = ws_of(daemon)
-    kept = open_session(daemon, ws)
-    append(daemon, ws, kept, "before incognito")
-    daemon.call("set_settings", {"workspace": ws, "incognito": True})
-    with daemon.client() as c:
+    ws = ws_of(shared_daemon)
+    kept = open_session(shared_daemon, ws)
+    append(shared_daemon, ws, kept, "before incognito")
+    shared_daemon.call("set_settings", {"workspace": ws, "incognito": True})
+    with shared_daemon.client() as c:
         fresh = c.call("open_session", {"workspace": ws})
         assert fresh["incognito"] is True
         with pytest.raises(IncognitoBlocked):
@@ -330,18 +330,18 @@ def test_workspace_incognito_makes_new_sessions_ephemeral(daemon: DaemonProcess)
             c.call("open_session", {"workspace": ws, "sessionId": kept, "incognito": True})
         assert [e.text for e in all_events(c, ws, kept)] == ["before incognito"]
         assert append(c, ws, fresh["sessionId"], "ephemeral")["lastSeq"] == 1
-    daemon.call("set_settings", {"workspace": ws, "incognito": False})
-    assert append(daemon, ws, kept, "after")["lastSeq"] == 2
-    assert append(daemon, ws, fresh["sessionId"], "still ephemeral")["lastSeq"] == 2
+    shared_daemon.call("set_settings", {"workspace": ws, "incognito": False})
+    assert append(shared_daemon, ws, kept, "after")["lastSeq"] == 2
+    assert append(shared_daemon, ws, fresh["sessionId"], "still ephemeral")["lastSeq"] == 2
 
 
-def test_ledger_works_while_memory_is_disabled(daemon: DaemonProcess) -> None:
+def test_ledger_works_while_memory_is_disabled(shared_daemon: DaemonProcess) -> None:
     """enabled=false is about MEMORY.md: sessions still append, read and search."""
-    ws = ws_of(daemon)
-    daemon.call("set_settings", {"workspace": ws, "enabled": False})
-    sid = open_session(daemon, ws)
-    append(daemon, ws, sid, "recorded while memory is off")
-    hits = daemon.call("search_history", {"workspace": ws, "query": "recorded"})["hits"]
+    ws = ws_of(shared_daemon)
+    shared_daemon.call("set_settings", {"workspace": ws, "enabled": False})
+    sid = open_session(shared_daemon, ws)
+    append(shared_daemon, ws, sid, "recorded while memory is off")
+    hits = shared_daemon.call("search_history", {"workspace": ws, "query": "recorded"})["hits"]
     assert [h["ref"] for h in hits] == [f"event:{sid}:1"]
 
 
@@ -403,10 +403,10 @@ QUERIES = [
 ]
 
 
-def test_search_finds_english_chinese_and_japanese(daemon: DaemonProcess) -> None:
+def test_search_finds_english_chinese_and_japanese(shared_daemon: DaemonProcess) -> None:
     """search_history ranks the target event first in each language; sessionId scopes it."""
-    ws = ws_of(daemon)
-    with daemon.client() as c:
+    ws = ws_of(shared_daemon)
+    with shared_daemon.client() as c:
         for name, texts in FIXTURE.items():
             open_session(c, ws, sessionId=name)
             c.call(
@@ -426,23 +426,23 @@ def test_search_finds_english_chinese_and_japanese(daemon: DaemonProcess) -> Non
             assert bool(scoped) == (lang == "en")
 
 
-def test_search_time_window_and_limit(daemon: DaemonProcess) -> None:
+def test_search_time_window_and_limit(shared_daemon: DaemonProcess) -> None:
     """before/after bound event ts (exclusive); limit caps the hits."""
-    ws = ws_of(daemon)
-    sid = open_session(daemon, ws)
-    daemon.call(
+    ws = ws_of(shared_daemon)
+    sid = open_session(shared_daemon, ws)
+    shared_daemon.call(
         "append_events",
         {"workspace": ws, "sessionId": sid, "events": [msg(f"kiwi number {i}", ts=i) for i in range(1, 11)]},
     )
 
     def seqs(**kw: Any) -> list[int]:
-        hits = daemon.call("search_history", {"workspace": ws, "query": "kiwi", **kw})["hits"]
+        hits = shared_daemon.call("search_history", {"workspace": ws, "query": "kiwi", **kw})["hits"]
         return sorted(h["event"]["seq"] for h in hits)
 
     assert seqs(after=3, before=7) == [4, 5, 6]
     assert len(seqs(limit=2)) == 2
     with pytest.raises(InvalidParams):
-        daemon.call("search_history", {"workspace": ws, "query": "kiwi", "limit": 0})
+        shared_daemon.call("search_history", {"workspace": ws, "query": "kiwi", "limit": 0})
 
 
 def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess) -> None:
@@ -472,10 +472,10 @@ def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess)
 # ---------------------------------------------------------------------- working state, manifests
 
 
-def test_working_state_caps_and_revisions(daemon: DaemonProcess) -> None:
+def test_working_state_caps_and_revisions(shared_daemon: DaemonProcess) -> None:
     """Working state merges notes, enforces caps (too_large) and expectedRevision (conflict)."""
-    ws = ws_of(daemon)
-    with daemon.client() as c:
+    ws = ws_of(shared_daemon)
+    with shared_daemon.client() as c:
         for incognito in (False, True):
             sid = open_session(c, ws, incognito=incognito)
             base = {"workspace": ws, "sessionId": sid}
@@ -510,17 +510,19 @@ def test_working_state_caps_and_revisions(daemon: DaemonProcess) -> None:
             assert c.call("get_working_state", base)["revision"] == second["revision"]
 
 
-def test_get_manifest_returns_what_build_context_recorded(daemon: DaemonProcess) -> None:
+def test_get_manifest_returns_what_build_context_recorded(shared_daemon: DaemonProcess) -> None:
     """get_manifest is not_found before any build_context, then returns the call's record."""
-    ws = ws_of(daemon)
-    sid = open_session(daemon, ws)
+    ws = ws_of(shared_daemon)
+    sid = open_session(shared_daemon, ws)
     with pytest.raises(NotFound):
-        daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
-    append(daemon, ws, sid, "hello there")
-    daemon.call("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 2_000})
-    manifest = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
+        shared_daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
+    append(shared_daemon, ws, sid, "hello there")
+    shared_daemon.call("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 2_000})
+    manifest = shared_daemon.call("get_manifest", {"workspace": ws, "sessionId": sid})
     assert manifest["sessionId"] == sid and isinstance(manifest["items"], list)
     with pytest.raises(NotFound):
-        daemon.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": "no-such-call"})
-    same = daemon.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": manifest["callId"]})
+        shared_daemon.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": "no-such-call"})
+    same = shared_daemon.call(
+        "get_manifest", {"workspace": ws, "sessionId": sid, "callId": manifest["callId"]}
+    )
     assert same == manifest

@@ -31,89 +31,97 @@ def memory_file(d: DaemonProcess) -> Path:
     return d.workspace / "memory" / "MEMORY.md"
 
 
-def test_read_state_of_a_new_workspace(daemon: DaemonProcess) -> None:
+def test_read_state_of_a_new_workspace(shared_daemon: DaemonProcess) -> None:
     """A workspace without memory reads as ok with no entries, and nothing is created."""
-    state = daemon.call("read_state", {"workspace": ws_of(daemon)})
+    state = shared_daemon.call("read_state", {"workspace": ws_of(shared_daemon)})
     assert state["status"] == "ok" and state["entryCount"] == 0 and state["content"] == ""
-    assert not (daemon.workspace / "memory").exists()
+    assert not (shared_daemon.workspace / "memory").exists()
 
 
-def test_add_entry_writes_file_with_private_modes(daemon: DaemonProcess) -> None:
+def test_add_entry_writes_file_with_private_modes(shared_daemon: DaemonProcess) -> None:
     """add_entry creates memory/ 0700 and MEMORY.md 0600 holding the entry."""
-    result = add(daemon, "Prefers tabs", "Use tabs for indentation.", tags=["Code Style"])
+    result = add(shared_daemon, "Prefers tabs", "Use tabs for indentation.", tags=["Code Style"])
     entry = result["entry"]
     assert entry["origin"] == "manual" and entry["status"] == "active"
     assert entry["tags"] == ["code-style"]
-    assert stat.S_IMODE((daemon.workspace / "memory").stat().st_mode) == 0o700
-    assert stat.S_IMODE(memory_file(daemon).stat().st_mode) == 0o600
-    parsed = fmt.entries(fmt.parse(memory_file(daemon).read_text()))
+    assert stat.S_IMODE((shared_daemon.workspace / "memory").stat().st_mode) == 0o700
+    assert stat.S_IMODE(memory_file(shared_daemon).stat().st_mode) == 0o600
+    parsed = fmt.entries(fmt.parse(memory_file(shared_daemon).read_text()))
     assert [e.id for e in parsed] == [entry["id"]]
 
 
-def test_new_ids_follow_the_contract(daemon: DaemonProcess) -> None:
+def test_new_ids_follow_the_contract(shared_daemon: DaemonProcess) -> None:
     """New ids are sha256(content + createdAt)[:16]."""
-    entry = add(daemon, "T", "some content")["entry"]
+    entry = add(shared_daemon, "T", "some content")["entry"]
     assert entry["id"] == fmt.new_entry_id("some content", entry["createdAt"])
 
 
-def test_secrets_are_redacted_on_add_and_update(daemon: DaemonProcess) -> None:
+def test_secrets_are_redacted_on_add_and_update(shared_daemon: DaemonProcess) -> None:
     """A secret in a manual entry never reaches MEMORY.md; the reply counts redactions."""
     token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
-    result = add(daemon, "creds", f"token {token}")
+    result = add(shared_daemon, "creds", f"token {token}")
     assert result["redactions"] == 1
-    updated = daemon.call(
-        "update_entry", {"workspace": ws_of(daemon), "id": result["entry"]["id"], "content": f"again {token}"}
+    updated = shared_daemon.call(
+        "update_entry",
+        {"workspace": ws_of(shared_daemon), "id": result["entry"]["id"], "content": f"again {token}"},
     )
     assert updated["redactions"] == 1
-    assert token not in memory_file(daemon).read_text()
+    assert token not in memory_file(shared_daemon).read_text()
 
 
-def test_update_archive_restore_delete(daemon: DaemonProcess) -> None:
+def test_update_archive_restore_delete(shared_daemon: DaemonProcess) -> None:
     """The user's operations change exactly the entry they name."""
-    keep = add(daemon, "Keep", "keep me")["entry"]
-    target = add(daemon, "Target", "v1")["entry"]
-    ws = ws_of(daemon)
-    daemon.call("update_entry", {"workspace": ws, "id": target["id"], "content": "v2"})
-    daemon.call("archive_entry", {"workspace": ws, "id": target["id"]})
-    state = daemon.call("read_state", {"workspace": ws, "includeEntries": True, "includeArchived": True})
+    keep = add(shared_daemon, "Keep", "keep me")["entry"]
+    target = add(shared_daemon, "Target", "v1")["entry"]
+    ws = ws_of(shared_daemon)
+    shared_daemon.call("update_entry", {"workspace": ws, "id": target["id"], "content": "v2"})
+    shared_daemon.call("archive_entry", {"workspace": ws, "id": target["id"]})
+    state = shared_daemon.call(
+        "read_state", {"workspace": ws, "includeEntries": True, "includeArchived": True}
+    )
     by_id = {e["id"]: e for e in state["entries"]}
     assert by_id[target["id"]]["status"] == "archived" and by_id[target["id"]]["content"] == "v2"
     assert state["entryCount"] == 1
-    daemon.call("restore_entry", {"workspace": ws, "id": target["id"]})
-    deleted = daemon.call("delete_entry", {"workspace": ws, "id": target["id"]})
+    shared_daemon.call("restore_entry", {"workspace": ws, "id": target["id"]})
+    deleted = shared_daemon.call("delete_entry", {"workspace": ws, "id": target["id"]})
     assert deleted["entry"]["id"] == target["id"]
-    ids = [e.id for e in fmt.entries(fmt.parse(memory_file(daemon).read_text()))]
+    ids = [e.id for e in fmt.entries(fmt.parse(memory_file(shared_daemon).read_text()))]
     assert ids == [keep["id"]]
     with pytest.raises(NotFound):
-        daemon.call("delete_entry", {"workspace": ws, "id": target["id"]})
+        shared_daemon.call("delete_entry", {"workspace": ws, "id": target["id"]})
 
 
-def test_expected_revision_conflict(daemon: DaemonProcess) -> None:
+def test_expected_revision_conflict(shared_daemon: DaemonProcess) -> None:
     """A stale expectedRevision gives conflict carrying the current revision; nothing is written."""
-    add(daemon, "A", "a")
-    state = daemon.call("read_state", {"workspace": ws_of(daemon)})
-    before = memory_file(daemon).read_bytes()
+    add(shared_daemon, "A", "a")
+    state = shared_daemon.call("read_state", {"workspace": ws_of(shared_daemon)})
+    before = memory_file(shared_daemon).read_bytes()
     with pytest.raises(Conflict) as info:
-        daemon.call(
+        shared_daemon.call(
             "add_entry",
             {
-                "workspace": ws_of(daemon),
+                "workspace": ws_of(shared_daemon),
                 "title": "B",
                 "content": "b",
                 "expectedRevision": state["revision"] - 1,
             },
         )
     assert info.value.data["currentRevision"] == state["revision"]
-    assert memory_file(daemon).read_bytes() == before
+    assert memory_file(shared_daemon).read_bytes() == before
 
 
-def test_request_id_retry_returns_first_result(daemon: DaemonProcess) -> None:
+def test_request_id_retry_returns_first_result(shared_daemon: DaemonProcess) -> None:
     """A retried add_entry with the same requestId returns the first result and adds nothing."""
-    params = {"workspace": ws_of(daemon), "title": "Once", "content": "only once", "requestId": "req-1"}
-    first = daemon.call("add_entry", params)
-    second = daemon.call("add_entry", params)
+    params = {
+        "workspace": ws_of(shared_daemon),
+        "title": "Once",
+        "content": "only once",
+        "requestId": "req-1",
+    }
+    first = shared_daemon.call("add_entry", params)
+    second = shared_daemon.call("add_entry", params)
     assert first == second
-    assert len(fmt.entries(fmt.parse(memory_file(daemon).read_text()))) == 1
+    assert len(fmt.entries(fmt.parse(memory_file(shared_daemon).read_text()))) == 1
 
 
 def test_settings_patch_and_persist(daemon: DaemonProcess) -> None:
@@ -130,38 +138,38 @@ def test_settings_patch_and_persist(daemon: DaemonProcess) -> None:
     assert daemon.call("get_settings", {"workspace": ws}) == s
 
 
-def test_disabled_reads_nothing_and_refuses_writes(daemon: DaemonProcess) -> None:
+def test_disabled_reads_nothing_and_refuses_writes(shared_daemon: DaemonProcess) -> None:
     """enabled=false: read_state says disabled without reading; writes are refused."""
-    add(daemon, "A", "secret-ish content")
-    ws = ws_of(daemon)
-    daemon.call("set_settings", {"workspace": ws, "enabled": False})
-    state = daemon.call("read_state", {"workspace": ws, "includeEntries": True})
+    add(shared_daemon, "A", "secret-ish content")
+    ws = ws_of(shared_daemon)
+    shared_daemon.call("set_settings", {"workspace": ws, "enabled": False})
+    state = shared_daemon.call("read_state", {"workspace": ws, "includeEntries": True})
     assert state["status"] == "disabled" and state["content"] == "" and state["entries"] is None
     with pytest.raises(RemoteError) as info:
-        daemon.call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
+        shared_daemon.call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
     assert info.value.kind == "disabled"
 
 
-def test_incognito_blocks_reads_and_writes(daemon: DaemonProcess) -> None:
+def test_incognito_blocks_reads_and_writes(shared_daemon: DaemonProcess) -> None:
     """Invariant 3: incognito ⇒ incognito_blocked even with both switches on; files untouched."""
-    add(daemon, "A", "content")
-    ws = ws_of(daemon)
-    daemon.call(
+    add(shared_daemon, "A", "content")
+    ws = ws_of(shared_daemon)
+    shared_daemon.call(
         "set_settings",
         {"workspace": ws, "incognito": True, "agentReadEnabled": True, "extractToolEnabled": True},
     )
-    before = memory_file(daemon).read_bytes()
-    state = daemon.call("read_state", {"workspace": ws, "includeEntries": True})
+    before = memory_file(shared_daemon).read_bytes()
+    state = shared_daemon.call("read_state", {"workspace": ws, "includeEntries": True})
     assert state["status"] == "incognito_blocked"
     assert state["content"] == "" and state["entryCount"] == 0 and state["latestEntry"] is None
     with pytest.raises(IncognitoBlocked):
-        daemon.call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
-    assert memory_file(daemon).read_bytes() == before
+        shared_daemon.call("add_entry", {"workspace": ws, "title": "B", "content": "b"})
+    assert memory_file(shared_daemon).read_bytes() == before
 
 
-def test_mangled_file_is_read_fail_open(daemon: DaemonProcess) -> None:
+def test_mangled_file_is_read_fail_open(shared_daemon: DaemonProcess) -> None:
     """Invariant 1 over the socket: junk and a malformed comment never drop a known entry."""
-    mem = daemon.workspace / "memory"
+    mem = shared_daemon.workspace / "memory"
     mem.mkdir(mode=0o700)
     (mem / "MEMORY.md").write_text(
         "# Maka Memory\n\nstray prose\n\n"
@@ -170,23 +178,23 @@ def test_mangled_file_is_read_fail_open(daemon: DaemonProcess) -> None:
         "## Broken comment\n<!-- maka-memory: id=bbbb createdAt=notanumber\nstill content\n\n"
         "## No comment\nplain text\n\n```\n## not a heading\n```\n"
     )
-    state = daemon.call("read_state", {"workspace": ws_of(daemon), "includeEntries": True})
+    state = shared_daemon.call("read_state", {"workspace": ws_of(shared_daemon), "includeEntries": True})
     assert state["status"] == "ok"
     titles = [e["title"] for e in state["entries"]]
     assert titles == ["Good", "Broken comment", "No comment"]
     assert "not a heading" in state["entries"][2]["content"]
 
 
-def test_safe_mode_over_cap(daemon: DaemonProcess) -> None:
+def test_safe_mode_over_cap(shared_daemon: DaemonProcess) -> None:
     """A MEMORY.md over 128 KiB puts the state in safe_mode: no entries, a reason."""
-    mem = daemon.workspace / "memory"
+    mem = shared_daemon.workspace / "memory"
     mem.mkdir(mode=0o700)
     (mem / "MEMORY.md").write_text("# Maka Memory\n\n## Big\n" + "x" * (130 * 1024))
-    state = daemon.call("read_state", {"workspace": ws_of(daemon), "includeEntries": True})
+    state = shared_daemon.call("read_state", {"workspace": ws_of(shared_daemon), "includeEntries": True})
     assert state["status"] == "safe_mode" and state["entryCount"] == 0
     assert "cap" in state["reason"]
     with pytest.raises(RemoteError) as info:
-        daemon.call("add_entry", {"workspace": ws_of(daemon), "title": "B", "content": "b"})
+        shared_daemon.call("add_entry", {"workspace": ws_of(shared_daemon), "title": "B", "content": "b"})
     assert info.value.kind == "safe_mode"
 
 
@@ -203,98 +211,98 @@ def test_symlinked_memory_dir_is_refused(daemon: DaemonProcess, short_tmp: Path)
     assert state["status"] == "error"
 
 
-def test_memory_file_replaced_by_directory_is_error_state(daemon: DaemonProcess) -> None:
+def test_memory_file_replaced_by_directory_is_error_state(shared_daemon: DaemonProcess) -> None:
     """MEMORY.md being a directory gives status error with a generalized reason."""
-    (daemon.workspace / "memory" / "MEMORY.md").mkdir(parents=True)
-    state = daemon.call("read_state", {"workspace": ws_of(daemon)})
+    (shared_daemon.workspace / "memory" / "MEMORY.md").mkdir(parents=True)
+    state = shared_daemon.call("read_state", {"workspace": ws_of(shared_daemon)})
     assert state["status"] == "error" and "MEMORY.md" not in (state["reason"] or "")
 
 
-def test_relative_or_missing_workspace_is_invalid(daemon: DaemonProcess) -> None:
+def test_relative_or_missing_workspace_is_invalid(shared_daemon: DaemonProcess) -> None:
     """A relative or missing workspace path gives invalid_workspace."""
     for bad in ("relative/path", "/does/not/exist", ""):
         with pytest.raises(RemoteError) as info:
-            daemon.call("read_state", {"workspace": bad})
+            shared_daemon.call("read_state", {"workspace": bad})
         assert info.value.kind == "invalid_workspace"
 
 
-def test_decay_archives_in_place(daemon: DaemonProcess) -> None:
+def test_decay_archives_in_place(shared_daemon: DaemonProcess) -> None:
     """An entry past createdAt + decayTtlMs is archived in the file on the next read."""
-    entry = add(daemon, "Short-lived", "soon gone", decayTtlMs=1)["entry"]
-    state = daemon.call(
-        "read_state", {"workspace": ws_of(daemon), "includeEntries": True, "includeArchived": True}
+    entry = add(shared_daemon, "Short-lived", "soon gone", decayTtlMs=1)["entry"]
+    state = shared_daemon.call(
+        "read_state", {"workspace": ws_of(shared_daemon), "includeEntries": True, "includeArchived": True}
     )
     assert [e["status"] for e in state["entries"] if e["id"] == entry["id"]] == ["archived"]
-    assert "status=archived" in memory_file(daemon).read_text()
+    assert "status=archived" in memory_file(shared_daemon).read_text()
 
 
-def test_default_decay_days_applies_to_new_entries(daemon: DaemonProcess) -> None:
+def test_default_decay_days_applies_to_new_entries(shared_daemon: DaemonProcess) -> None:
     """defaultDecayDays gives new entries without their own decay a decayTtlMs."""
-    daemon.call("set_settings", {"workspace": ws_of(daemon), "defaultDecayDays": 2})
-    assert add(daemon, "T", "c")["entry"]["decayTtlMs"] == 2 * 86_400_000
+    shared_daemon.call("set_settings", {"workspace": ws_of(shared_daemon), "defaultDecayDays": 2})
+    assert add(shared_daemon, "T", "c")["entry"]["decayTtlMs"] == 2 * 86_400_000
 
 
-def test_backups_and_restore(daemon: DaemonProcess) -> None:
+def test_backups_and_restore(shared_daemon: DaemonProcess) -> None:
     """Each daemon write keeps a backup; restoring one is itself undoable."""
-    add(daemon, "One", "1")
-    add(daemon, "Two", "2")
-    ws = ws_of(daemon)
-    backups = daemon.call("list_backups", {"workspace": ws})["backups"]
+    add(shared_daemon, "One", "1")
+    add(shared_daemon, "Two", "2")
+    ws = ws_of(shared_daemon)
+    backups = shared_daemon.call("list_backups", {"workspace": ws})["backups"]
     assert backups and backups[0]["file"] == "MEMORY"
-    only_one = memory_file(daemon).read_text()
-    restored = daemon.call("restore_backup", {"workspace": ws, "backupId": backups[0]["backupId"]})
-    text = memory_file(daemon).read_text()
+    only_one = memory_file(shared_daemon).read_text()
+    restored = shared_daemon.call("restore_backup", {"workspace": ws, "backupId": backups[0]["backupId"]})
+    text = memory_file(shared_daemon).read_text()
     assert "## One" in text and "## Two" not in text
-    daemon.call("restore_backup", {"workspace": ws, "backupId": restored["undoBackupId"]})
-    assert "## Two" in memory_file(daemon).read_text() and only_one != text
+    shared_daemon.call("restore_backup", {"workspace": ws, "backupId": restored["undoBackupId"]})
+    assert "## Two" in memory_file(shared_daemon).read_text() and only_one != text
 
 
-def test_external_edit_is_ingested_and_notified(daemon: DaemonProcess) -> None:
+def test_external_edit_is_ingested_and_notified(shared_daemon: DaemonProcess) -> None:
     """An editor-style save (temp file + rename) yields memory_changed with cause external_edit."""
-    add(daemon, "Seed", "seed")
-    ws = ws_of(daemon)
-    with Client(str(daemon.socket), timeout=10) as sub:
+    add(shared_daemon, "Seed", "seed")
+    ws = ws_of(shared_daemon)
+    with Client(str(shared_daemon.socket), timeout=10) as sub:
         base = sub.call("subscribe", {"workspace": ws})["revision"]
-        text = memory_file(daemon).read_text() + "\n## Added by hand\nwritten in an editor\n"
-        tmp = memory_file(daemon).with_name(".MEMORY.md.swp")
+        text = memory_file(shared_daemon).read_text() + "\n## Added by hand\nwritten in an editor\n"
+        tmp = memory_file(shared_daemon).with_name(".MEMORY.md.swp")
         tmp.write_text(text)
-        os.replace(tmp, memory_file(daemon))
+        os.replace(tmp, memory_file(shared_daemon))
         note = next(sub.notifications())
         assert note["method"] == "memory_changed"
         assert note["params"]["cause"] == "external_edit"
         assert note["params"]["revision"] > base
-    state = daemon.call("read_state", {"workspace": ws, "includeEntries": True})
+    state = shared_daemon.call("read_state", {"workspace": ws, "includeEntries": True})
     assert "Added by hand" in [e["title"] for e in state["entries"]]
 
 
-def test_daemon_write_is_not_an_external_edit(daemon: DaemonProcess) -> None:
+def test_daemon_write_is_not_an_external_edit(shared_daemon: DaemonProcess) -> None:
     """The daemon's own write notifies cause daemon, never external_edit."""
-    ws = ws_of(daemon)
-    add(daemon, "Seed", "seed")
-    with Client(str(daemon.socket), timeout=10) as sub:
+    ws = ws_of(shared_daemon)
+    add(shared_daemon, "Seed", "seed")
+    with Client(str(shared_daemon.socket), timeout=10) as sub:
         sub.call("subscribe", {"workspace": ws})
-        add(daemon, "Second", "by the daemon")
+        add(shared_daemon, "Second", "by the daemon")
         note = next(sub.notifications())
         assert note["params"]["cause"] == "daemon"
         # A marker change after it proves no external_edit was queued in between.
-        daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True})
+        shared_daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True})
         follow = next(sub.notifications())
         assert follow["method"] == "settings_changed"
 
 
-def test_user_edit_to_same_entry_wins_with_conflict(daemon: DaemonProcess) -> None:
+def test_user_edit_to_same_entry_wins_with_conflict(shared_daemon: DaemonProcess) -> None:
     """If the user changed an entry since the client last read it, theirs stays: conflict —
     whether the daemon's watcher has taken the edit in yet (the revision moved on) or not
     (the file differs from the daemon's last version)."""
-    added = add(daemon, "Shared", "original")
+    added = add(shared_daemon, "Shared", "original")
     entry = added["entry"]
-    path = memory_file(daemon)
+    path = memory_file(shared_daemon)
     path.write_text(path.read_text().replace("original", "edited by the user"))
     with pytest.raises(Conflict):
-        daemon.call(
+        shared_daemon.call(
             "update_entry",
             {
-                "workspace": ws_of(daemon),
+                "workspace": ws_of(shared_daemon),
                 "id": entry["id"],
                 "content": "daemon version",
                 "expectedRevision": added["revision"],
@@ -303,20 +311,21 @@ def test_user_edit_to_same_entry_wins_with_conflict(daemon: DaemonProcess) -> No
     assert "edited by the user" in path.read_text()
 
 
-def test_concurrent_user_edit_is_kept(daemon: DaemonProcess) -> None:
+def test_concurrent_user_edit_is_kept(shared_daemon: DaemonProcess) -> None:
     """A user's edit made while the daemon writes other entries is never lost."""
-    add(daemon, "Mine", "user owns this")
-    path = memory_file(daemon)
+    add(shared_daemon, "Mine", "user owns this")
+    path = memory_file(shared_daemon)
     stop = threading.Event()
     errors: list[Exception] = []
 
     def writer() -> None:
-        with daemon.client() as c:
+        with shared_daemon.client() as c:
             i = 0
             while not stop.is_set():
                 try:
                     c.call(
-                        "add_entry", {"workspace": ws_of(daemon), "title": f"auto {i}", "content": f"n{i}"}
+                        "add_entry",
+                        {"workspace": ws_of(shared_daemon), "title": f"auto {i}", "content": f"n{i}"},
                     )
                 except Conflict:
                     pass

@@ -46,50 +46,50 @@ def memory(d: DaemonProcess) -> dict[str, fmt.Entry]:
     return {e.content: e for e in fmt.entries(fmt.parse(path.read_text()))} if path.exists() else {}
 
 
-def test_a_closed_gate_refuses_every_origin(daemon: DaemonProcess) -> None:
+def test_a_closed_gate_refuses_every_origin(shared_daemon: DaemonProcess) -> None:
     """With extractToolEnabled or agentReadEnabled off, propose is gate_closed whatever origin
     it claims — manual, unknown and imported included — and nothing is written."""
     for read, extract in ((False, False), (True, False), (False, True)):
-        settings(daemon, agentReadEnabled=read, extractToolEnabled=extract)
+        settings(shared_daemon, agentReadEnabled=read, extractToolEnabled=extract)
         for origin in ORIGINS:
-            error = refused(daemon, {"content": f"claims {origin}", "origin": origin})
+            error = refused(shared_daemon, {"content": f"claims {origin}", "origin": origin})
             assert error.kind == "gate_closed", (read, extract, origin)
-    assert daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"] == []
+    assert shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"] == []
 
 
-def test_incognito_refuses_every_origin(daemon: DaemonProcess) -> None:
+def test_incognito_refuses_every_origin(shared_daemon: DaemonProcess) -> None:
     """An incognito workspace refuses propose with incognito_blocked whatever the origin."""
-    settings(daemon, agentReadEnabled=True, extractToolEnabled=True, incognito=True)
+    settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True, incognito=True)
     for origin in ORIGINS:
-        assert refused(daemon, {"content": "private", "origin": origin}).kind == "incognito_blocked"
+        assert refused(shared_daemon, {"content": "private", "origin": origin}).kind == "incognito_blocked"
 
 
-def test_an_open_gate_refuses_user_and_import_origins(daemon: DaemonProcess) -> None:
+def test_an_open_gate_refuses_user_and_import_origins(shared_daemon: DaemonProcess) -> None:
     """With the gate open, origin manual, unknown or imported is invalid_params at
     $.origin (only extracted is allowed) and nothing is queued; extracted is queued."""
-    settings(daemon, agentReadEnabled=True, extractToolEnabled=True)
+    settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True)
     for origin in ("manual", "unknown", "imported"):
-        error = refused(daemon, {"content": f"pretends to be {origin}", "origin": origin})
+        error = refused(shared_daemon, {"content": f"pretends to be {origin}", "origin": origin})
         assert error.kind == "invalid_params"
         assert error.data["path"] == "$.origin" and error.data["allowed"] == ["extracted"]
-    queued = daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": "agent"})
+    queued = shared_daemon.call("propose", {"workspace": ws(shared_daemon), "title": "T", "content": "agent"})
     assert queued["queued"] and queued["proposal"]["origin"] == "extracted"
-    listed = daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"]
+    listed = shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"]
     assert [p["proposal"]["origin"] for p in listed] == ["extracted"]
 
 
-def test_approved_agent_text_never_reads_manual(daemon: DaemonProcess) -> None:
+def test_approved_agent_text_never_reads_manual(shared_daemon: DaemonProcess) -> None:
     """An agent proposal whose PENDING.md comment was rewritten to origin=manual is approved
     as extracted (the ledger recorded who queued it), edited or not; a proposal the user
     typed into PENDING.md by hand keeps the origin its comment gives."""
-    settings(daemon, agentReadEnabled=True, extractToolEnabled=True)
+    settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True)
     ids = [
-        daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": f"agent text {i}"})[
-            "proposal"
-        ]["id"]
+        shared_daemon.call(
+            "propose", {"workspace": ws(shared_daemon), "title": "T", "content": f"agent text {i}"}
+        )["proposal"]["id"]
         for i in range(2)
     ]
-    pending = daemon.workspace / "memory" / "PENDING.md"
+    pending = shared_daemon.workspace / "memory" / "PENDING.md"
     forged = pending.read_text().replace("origin=extracted", "origin=manual")
     hand = (
         "\n## Typed by the user\n<!-- maka-memory: id=handtyped0000001 origin=manual "
@@ -97,75 +97,77 @@ def test_approved_agent_text_never_reads_manual(daemon: DaemonProcess) -> None:
     )
     pending.write_text(forged + hand)
     assert "origin=extracted" not in pending.read_text()
-    daemon.call("approve", {"workspace": ws(daemon), "ids": [ids[0], "handtyped0000001"]})
-    daemon.call(
+    shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [ids[0], "handtyped0000001"]})
+    shared_daemon.call(
         "approve",
         {
-            "workspace": ws(daemon),
+            "workspace": ws(shared_daemon),
             "ids": [ids[1]],
             "edits": {ids[1]: {"content": "agent text, edited by the user"}},
         },
     )
-    entries = memory(daemon)
+    entries = memory(shared_daemon)
     assert entries["agent text 0"].origin == "extracted"
     assert entries["agent text, edited by the user"].origin == "extracted"
     assert entries["user words"].origin == "manual"
     assert [e.origin for e in entries.values()].count("manual") == 1
 
 
-def test_imported_comes_from_import_memories_and_survives_approval(daemon: DaemonProcess) -> None:
+def test_imported_comes_from_import_memories_and_survives_approval(shared_daemon: DaemonProcess) -> None:
     """import_memories queues origin imported (the gate does not apply: the user imports);
     approving keeps it imported even if PENDING.md was rewritten to say manual."""
-    daemon.call(
+    shared_daemon.call(
         "import_memories",
         {
-            "workspace": ws(daemon),
+            "workspace": ws(shared_daemon),
             "format": "markdown",
             "data": "# Notes\n\n## Tools\n- the user deploys with make\n",
         },
     )
-    listed = daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"]
+    listed = shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"]
     assert [p["proposal"]["origin"] for p in listed] == ["imported"]
-    pending = daemon.workspace / "memory" / "PENDING.md"
+    pending = shared_daemon.workspace / "memory" / "PENDING.md"
     pending.write_text(pending.read_text().replace("origin=imported", "origin=manual"))
-    daemon.call("approve", {"workspace": ws(daemon), "ids": [listed[0]["proposal"]["id"]]})
-    assert [e.origin for e in memory(daemon).values()] == ["imported"]
+    shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [listed[0]["proposal"]["id"]]})
+    assert [e.origin for e in memory(shared_daemon).values()] == ["imported"]
 
 
-def test_default_decay_applies_to_approved_proposals_and_imports(daemon: DaemonProcess) -> None:
+def test_default_decay_applies_to_approved_proposals_and_imports(shared_daemon: DaemonProcess) -> None:
     """defaultDecayDays gives approved proposals and approved imports their decay, like
     add_entry; a proposal's own decayTtlMs wins; without the setting nothing decays."""
-    settings(daemon, agentReadEnabled=True, extractToolEnabled=True)
-    plain = daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": "before the setting"})[
-        "proposal"
-    ]["id"]
-    daemon.call("approve", {"workspace": ws(daemon), "ids": [plain]})
-    assert memory(daemon)["before the setting"].decay_ttl_ms is None
-
-    settings(daemon, defaultDecayDays=2)
-    agent = daemon.call("propose", {"workspace": ws(daemon), "title": "T", "content": "an agent memory"})[
-        "proposal"
-    ]["id"]
-    own = daemon.call(
-        "propose",
-        {"workspace": ws(daemon), "title": "T", "decayTtlMs": 5_000, "content": "has its own decay"},
+    settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True)
+    plain = shared_daemon.call(
+        "propose", {"workspace": ws(shared_daemon), "title": "T", "content": "before the setting"}
     )["proposal"]["id"]
-    daemon.call(
+    shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [plain]})
+    assert memory(shared_daemon)["before the setting"].decay_ttl_ms is None
+
+    settings(shared_daemon, defaultDecayDays=2)
+    agent = shared_daemon.call(
+        "propose", {"workspace": ws(shared_daemon), "title": "T", "content": "an agent memory"}
+    )["proposal"]["id"]
+    own = shared_daemon.call(
+        "propose",
+        {"workspace": ws(shared_daemon), "title": "T", "decayTtlMs": 5_000, "content": "has its own decay"},
+    )["proposal"]["id"]
+    shared_daemon.call(
         "import_memories",
         {
-            "workspace": ws(daemon),
+            "workspace": ws(shared_daemon),
             "format": "markdown",
             "data": "# Notes\n\n## Tools\n- an imported memory\n",
         },
     )
     imported = [
         p["proposal"]["id"]
-        for p in daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"]
+        for p in shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"]
         if p["proposal"]["origin"] == "imported"
     ]
-    daemon.call("approve", {"workspace": ws(daemon), "ids": [agent, own, *imported]})
-    daemon.call("add_entry", {"workspace": ws(daemon), "title": "T", "content": "the user's own"})
-    entries = memory(daemon)
+    shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [agent, own, *imported]})
+    shared_daemon.call(
+        "add_entry", {"workspace": ws(shared_daemon), "title": "T", "content": "the user's own"}
+    )
+    entries = memory(shared_daemon)
     assert entries["an agent memory"].decay_ttl_ms == 2 * DAY_MS
     assert entries["an imported memory"].decay_ttl_ms == 2 * DAY_MS
     assert entries["the user's own"].decay_ttl_ms == 2 * DAY_MS

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from maka.errors import Conflict, RemoteError
 from makad.core import memory_format as fmt
-from tests.support import DaemonProcess
+from tests.support import DaemonProcess, SharedDaemon
 
 FIXTURES = Path(__file__).resolve().parents[1] / "core" / "fixtures" / "import"
 SECRET = "sk-proj-" + "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4zAb7dEf0hIj3kLm6n"
@@ -57,9 +57,14 @@ def expect_kind(d: DaemonProcess, kind: str, method: str, params: dict[str, Any]
     assert file_bytes(d) == before
 
 
-def test_extract_gate_closed_by_default(daemon: DaemonProcess) -> None:
+def test_extract_gate_closed_by_default(shared_daemon: DaemonProcess) -> None:
     """An agent proposal is gate_closed until both switches are on; nothing is written."""
-    expect_kind(daemon, "gate_closed", "propose", {"workspace": ws(daemon), "title": "T", "content": "c"})
+    expect_kind(
+        shared_daemon,
+        "gate_closed",
+        "propose",
+        {"workspace": ws(shared_daemon), "title": "T", "content": "c"},
+    )
 
 
 @pytest.mark.parametrize(
@@ -67,90 +72,94 @@ def test_extract_gate_closed_by_default(daemon: DaemonProcess) -> None:
     [(r, e, i, r and e and not i) for r, e, i in itertools.product([False, True], repeat=3)],
 )
 def test_invariant_4_extract_gate(
-    daemon: DaemonProcess, read: bool, extract: bool, incognito: bool, accepted: bool
+    shared_daemon: DaemonProcess, read: bool, extract: bool, incognito: bool, accepted: bool
 ) -> None:
     """Invariant 4: extracted proposals only when extractToolEnabled && agentReadEnabled && !incognito."""
-    daemon.call(
+    shared_daemon.call(
         "set_settings",
         {
-            "workspace": ws(daemon),
+            "workspace": ws(shared_daemon),
             "agentReadEnabled": read,
             "extractToolEnabled": extract,
             "incognito": incognito,
         },
     )
-    params = {"workspace": ws(daemon), "title": "T", "content": "a fact"}
+    params = {"workspace": ws(shared_daemon), "title": "T", "content": "a fact"}
     if accepted:
-        assert daemon.call("propose", params)["queued"] is True
+        assert shared_daemon.call("propose", params)["queued"] is True
     else:
-        expect_kind(daemon, "incognito_blocked" if incognito else "gate_closed", "propose", params)
+        expect_kind(shared_daemon, "incognito_blocked" if incognito else "gate_closed", "propose", params)
 
 
-def test_gates_in_order(daemon: DaemonProcess) -> None:
+def test_gates_in_order(shared_daemon: DaemonProcess) -> None:
     """disabled comes before incognito, incognito before the extract gate, then size caps."""
-    w = ws(daemon)
-    daemon.call("set_settings", {"workspace": w, "enabled": False, "incognito": True})
-    expect_kind(daemon, "disabled", "propose", {"workspace": w, "title": "T", "content": "c"})
-    daemon.call("set_settings", {"workspace": w, "enabled": True})
-    expect_kind(daemon, "incognito_blocked", "propose", {"workspace": w, "title": "T", "content": "c"})
-    daemon.call("set_settings", {"workspace": w, "incognito": False})
-    expect_kind(daemon, "gate_closed", "propose", {"workspace": w, "title": "T", "content": "c"})
-    open_gate(daemon)
-    expect_kind(daemon, "too_large", "propose", {"workspace": w, "title": "T", "content": "x" * 40_000})
+    w = ws(shared_daemon)
+    shared_daemon.call("set_settings", {"workspace": w, "enabled": False, "incognito": True})
+    expect_kind(shared_daemon, "disabled", "propose", {"workspace": w, "title": "T", "content": "c"})
+    shared_daemon.call("set_settings", {"workspace": w, "enabled": True})
+    expect_kind(shared_daemon, "incognito_blocked", "propose", {"workspace": w, "title": "T", "content": "c"})
+    shared_daemon.call("set_settings", {"workspace": w, "incognito": False})
+    expect_kind(shared_daemon, "gate_closed", "propose", {"workspace": w, "title": "T", "content": "c"})
+    open_gate(shared_daemon)
+    expect_kind(
+        shared_daemon, "too_large", "propose", {"workspace": w, "title": "T", "content": "x" * 40_000}
+    )
 
 
-def test_propose_writes_pending_not_memory_and_redacts(daemon: DaemonProcess) -> None:
+def test_propose_writes_pending_not_memory_and_redacts(shared_daemon: DaemonProcess) -> None:
     """A proposal lands in PENDING.md only, with secrets redacted (invariant 5)."""
-    open_gate(daemon)
-    result = propose(daemon, f"deploy key {SECRET}", sourceRefs=["event:s1:3-9"])
+    open_gate(shared_daemon)
+    result = propose(shared_daemon, f"deploy key {SECRET}", sourceRefs=["event:s1:3-9"])
     assert result["redactions"] == 1 and result["queued"]
-    assert pending_ids(daemon) == [result["proposal"]["id"]]
-    assert not (daemon.workspace / "memory" / "MEMORY.md").exists()
-    assert SECRET not in (daemon.workspace / "memory" / "PENDING.md").read_text()
+    assert pending_ids(shared_daemon) == [result["proposal"]["id"]]
+    assert not (shared_daemon.workspace / "memory" / "MEMORY.md").exists()
+    assert SECRET not in (shared_daemon.workspace / "memory" / "PENDING.md").read_text()
 
 
-def test_exact_duplicate_not_queued(daemon: DaemonProcess) -> None:
+def test_exact_duplicate_not_queued(shared_daemon: DaemonProcess) -> None:
     """The same content (case and spacing aside) as an open proposal is not queued again."""
-    open_gate(daemon)
-    first = propose(daemon, "The user likes green tea.")
-    again = propose(daemon, "the user   likes GREEN tea.")
+    open_gate(shared_daemon)
+    first = propose(shared_daemon, "The user likes green tea.")
+    again = propose(shared_daemon, "the user   likes GREEN tea.")
     assert again["queued"] is False and again["duplicateOf"] == first["proposal"]["id"]
-    assert len(pending_ids(daemon)) == 1
+    assert len(pending_ids(shared_daemon)) == 1
 
 
-def test_near_duplicate_is_queued_with_similar_to(daemon: DaemonProcess) -> None:
+def test_near_duplicate_is_queued_with_similar_to(shared_daemon: DaemonProcess) -> None:
     """A near duplicate is queued and names the similar entry for the reviewer."""
-    open_gate(daemon)
-    first = propose(daemon, "The user prefers dark mode in every editor they use.")
-    near = propose(daemon, "The user prefers dark mode in every editor that they use.")
+    open_gate(shared_daemon)
+    first = propose(shared_daemon, "The user prefers dark mode in every editor they use.")
+    near = propose(shared_daemon, "The user prefers dark mode in every editor that they use.")
     assert near["queued"] and near["similarTo"] == [first["proposal"]["id"]]
-    listed = daemon.call("list_proposals", {"workspace": ws(daemon)})["proposals"]
+    listed = shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"]
     assert {p["proposal"]["id"] for p in listed} == {first["proposal"]["id"], near["proposal"]["id"]}
 
 
-def test_rejected_is_not_queued_again(daemon: DaemonProcess) -> None:
+def test_rejected_is_not_queued_again(shared_daemon: DaemonProcess) -> None:
     """A proposal identical to a rejected one reports previouslyRejected and is not queued."""
-    open_gate(daemon)
-    first = propose(daemon, "Bad idea")
-    daemon.call("reject", {"workspace": ws(daemon), "ids": [first["proposal"]["id"]], "reason": "wrong"})
-    again = propose(daemon, "bad idea")
+    open_gate(shared_daemon)
+    first = propose(shared_daemon, "Bad idea")
+    shared_daemon.call(
+        "reject", {"workspace": ws(shared_daemon), "ids": [first["proposal"]["id"]], "reason": "wrong"}
+    )
+    again = propose(shared_daemon, "bad idea")
     assert again["queued"] is False
     assert again["previouslyRejected"]["proposalId"] == first["proposal"]["id"]
     assert again["previouslyRejected"]["reason"] == "wrong"
-    assert pending_ids(daemon) == []
+    assert pending_ids(shared_daemon) == []
 
 
-def test_approve_with_edit_and_supersede(daemon: DaemonProcess) -> None:
+def test_approve_with_edit_and_supersede(shared_daemon: DaemonProcess) -> None:
     """Approval moves the (edited) proposal into MEMORY.md with a new id; supersedes archives."""
-    old = daemon.call("add_entry", {"workspace": ws(daemon), "title": "Editor", "content": "Uses vim"})[
-        "entry"
-    ]
-    open_gate(daemon)
-    prop = propose(daemon, "Uses neovim", supersedes=old["id"], sourceRefs=["event:s1:4"])["proposal"]
-    result = daemon.call(
+    old = shared_daemon.call(
+        "add_entry", {"workspace": ws(shared_daemon), "title": "Editor", "content": "Uses vim"}
+    )["entry"]
+    open_gate(shared_daemon)
+    prop = propose(shared_daemon, "Uses neovim", supersedes=old["id"], sourceRefs=["event:s1:4"])["proposal"]
+    result = shared_daemon.call(
         "approve",
         {
-            "workspace": ws(daemon),
+            "workspace": ws(shared_daemon),
             "ids": [prop["id"]],
             "edits": {prop["id"]: {"content": f"Uses neovim {SECRET}"}},
         },
@@ -158,39 +167,43 @@ def test_approve_with_edit_and_supersede(daemon: DaemonProcess) -> None:
     approved = result["approved"][0]
     assert approved["entry"]["id"] != prop["id"] and approved["superseded"] == old["id"]
     assert result["redactions"] == 1
-    by_id = {e.id: e for e in memory_entries(daemon)}
+    by_id = {e.id: e for e in memory_entries(shared_daemon)}
     assert by_id[old["id"]].status == "archived"
     new = by_id[approved["entry"]["id"]]
     assert new.status == "active" and new.origin == "extracted"
     assert new.source_refs == ["event:s1:4"]
-    assert SECRET not in (daemon.workspace / "memory" / "MEMORY.md").read_text()
-    assert pending_ids(daemon) == []
+    assert SECRET not in (shared_daemon.workspace / "memory" / "MEMORY.md").read_text()
+    assert pending_ids(shared_daemon) == []
 
 
-def test_users_edit_to_pending_is_what_gets_approved(daemon: DaemonProcess) -> None:
+def test_users_edit_to_pending_is_what_gets_approved(shared_daemon: DaemonProcess) -> None:
     """A proposal the user edited by hand in PENDING.md is approved as edited."""
-    open_gate(daemon)
-    prop = propose(daemon, "original wording")["proposal"]
-    path = daemon.workspace / "memory" / "PENDING.md"
+    open_gate(shared_daemon)
+    prop = propose(shared_daemon, "original wording")["proposal"]
+    path = shared_daemon.workspace / "memory" / "PENDING.md"
     path.write_text(path.read_text().replace("original wording", "the user's wording"))
-    result = daemon.call("approve", {"workspace": ws(daemon), "ids": [prop["id"]]})
+    result = shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [prop["id"]]})
     assert result["approved"][0]["entry"]["content"] == "the user's wording"
 
 
-def test_approve_unknown_id_changes_nothing(daemon: DaemonProcess) -> None:
+def test_approve_unknown_id_changes_nothing(shared_daemon: DaemonProcess) -> None:
     """Approving an unknown id is not_found and leaves both files as they were."""
-    open_gate(daemon)
-    propose(daemon, "one")
-    expect_kind(daemon, "not_found", "approve", {"workspace": ws(daemon), "ids": ["nope"]})
+    open_gate(shared_daemon)
+    propose(shared_daemon, "one")
+    expect_kind(shared_daemon, "not_found", "approve", {"workspace": ws(shared_daemon), "ids": ["nope"]})
 
 
-def test_memory_history_explains_an_entry(daemon: DaemonProcess) -> None:
+def test_memory_history_explains_an_entry(shared_daemon: DaemonProcess) -> None:
     """memory_history answers why: the proposal, its sources, who approved it, later edits."""
-    open_gate(daemon)
-    prop = propose(daemon, "Works in UTC", sourceRefs=["event:s9:1-3"])["proposal"]
-    entry = daemon.call("approve", {"workspace": ws(daemon), "ids": [prop["id"]]})["approved"][0]["entry"]
-    daemon.call("update_entry", {"workspace": ws(daemon), "id": entry["id"], "content": "Works in UTC+1"})
-    history = daemon.call("memory_history", {"workspace": ws(daemon), "id": entry["id"]})
+    open_gate(shared_daemon)
+    prop = propose(shared_daemon, "Works in UTC", sourceRefs=["event:s9:1-3"])["proposal"]
+    entry = shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [prop["id"]]})["approved"][
+        0
+    ]["entry"]
+    shared_daemon.call(
+        "update_entry", {"workspace": ws(shared_daemon), "id": entry["id"], "content": "Works in UTC+1"}
+    )
+    history = shared_daemon.call("memory_history", {"workspace": ws(shared_daemon), "id": entry["id"]})
     actions = [e["action"] for e in history["events"]]
     assert actions == ["proposed", "approved", "updated"]
     assert history["proposalId"] == prop["id"] and history["sourceRefs"] == ["event:s9:1-3"]
@@ -214,43 +227,45 @@ def test_approval_survives_kill_at_each_step(daemon: DaemonProcess, point: str) 
     assert pending_ids(daemon) == [props[2]]
 
 
-def test_import_each_format_then_reimport_adds_nothing(daemon: DaemonProcess) -> None:
+def test_import_each_format_then_reimport_adds_nothing(shared_daemon: DaemonProcess) -> None:
     """Every fixture format imports into PENDING.md as origin imported; a re-import adds nothing."""
     paths = [p for p in sorted(FIXTURES.iterdir()) if "malformed" not in p.name and "mixed" not in p.name]
     assert len(paths) >= 8
     total = 0
     for path in paths:
-        result = daemon.call("import_memories", {"workspace": ws(daemon), "path": str(path)})
+        result = shared_daemon.call("import_memories", {"workspace": ws(shared_daemon), "path": str(path)})
         assert result["errors"] == [], (path.name, result["errors"])
         total += len(result["imported"])
     assert total > 0
-    entries = fmt.entries(fmt.parse((daemon.workspace / "memory" / "PENDING.md").read_text()))
+    entries = fmt.entries(fmt.parse((shared_daemon.workspace / "memory" / "PENDING.md").read_text()))
     assert len(entries) == total and {e.origin for e in entries} == {"imported"}
     assert all(e.source_refs and e.source_refs[0].startswith("import:") for e in entries)
     for path in paths:
-        again = daemon.call("import_memories", {"workspace": ws(daemon), "path": str(path)})
+        again = shared_daemon.call("import_memories", {"workspace": ws(shared_daemon), "path": str(path)})
         assert again["imported"] == []
-    assert memory_entries(daemon) == []
+    assert memory_entries(shared_daemon) == []
 
 
-def test_import_mixed_good_and_malformed(daemon: DaemonProcess) -> None:
+def test_import_mixed_good_and_malformed(shared_daemon: DaemonProcess) -> None:
     """A file mixing good and malformed items imports the good ones and names the bad."""
-    result = daemon.call(
-        "import_memories", {"workspace": ws(daemon), "path": str(FIXTURES / "mem0_mixed_malformed.json")}
+    result = shared_daemon.call(
+        "import_memories",
+        {"workspace": ws(shared_daemon), "path": str(FIXTURES / "mem0_mixed_malformed.json")},
     )
     assert result["imported"] and result["errors"]
     assert all(e["locator"] for e in result["errors"])
 
 
-def test_export_json_and_markdown(daemon: DaemonProcess) -> None:
+def test_export_json_and_markdown(shared_daemon: DaemonProcess) -> None:
     """export_memories returns active entries as JSON or as a MEMORY.md-style document."""
-    daemon.call("add_entry", {"workspace": ws(daemon), "title": "A", "content": "alpha"})
-    as_json = daemon.call("export_memories", {"workspace": ws(daemon), "format": "json"})
+    shared_daemon.call("add_entry", {"workspace": ws(shared_daemon), "title": "A", "content": "alpha"})
+    as_json = shared_daemon.call("export_memories", {"workspace": ws(shared_daemon), "format": "json"})
     assert as_json["count"] == 1 and "alpha" in as_json["data"]
-    as_md = daemon.call("export_memories", {"workspace": ws(daemon), "format": "markdown"})
+    as_md = shared_daemon.call("export_memories", {"workspace": ws(shared_daemon), "format": "markdown"})
     assert [e.content for e in fmt.entries(fmt.parse(as_md["data"]))] == ["alpha"]
 
 
+_EXAMPLES = itertools.count()
 ACTIONS = st.lists(
     st.tuples(
         st.sampled_from(["propose", "approve", "reject", "edit_pending", "edit_memory"]), st.integers(0, 7)
@@ -262,50 +277,49 @@ ACTIONS = st.lists(
 
 @settings(max_examples=12, deadline=None, suppress_health_check=list(HealthCheck))
 @given(ACTIONS)
-def test_interleavings_keep_approved_once_and_rejected_out(short_tmp: Path, actions: list[Any]) -> None:
+def test_interleavings_keep_approved_once_and_rejected_out(
+    module_daemon: DaemonProcess, actions: list[Any]
+) -> None:
     """Any interleaving of propose/approve/reject/user edits: approved once, rejected never active."""
-    root = short_tmp / f"p{len(list(short_tmp.iterdir()))}"
-    root.mkdir()
-    d = DaemonProcess(root)
-    d.start()
-    try:
-        open_gate(d)
-        approved_contents: list[str] = []
-        rejected_contents: list[str] = []
-        for action, n in actions:
-            ids = pending_ids(d)
-            if action == "propose":
-                propose(d, f"memory {n}")
-            elif action in ("approve", "reject") and ids:
-                target = ids[n % len(ids)]
+    # Each example gets a fresh workspace of its own on the module's daemon.
+    workspace = module_daemon.root / f"interleaving{next(_EXAMPLES)}"
+    workspace.mkdir()
+    d = SharedDaemon(module_daemon, workspace)
+    open_gate(d)
+    approved_contents: list[str] = []
+    rejected_contents: list[str] = []
+    for action, n in actions:
+        ids = pending_ids(d)
+        if action == "propose":
+            propose(d, f"memory {n}")
+        elif action in ("approve", "reject") and ids:
+            target = ids[n % len(ids)]
+            content = next(
+                e.content
+                for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
+                if e.id == target
+            )
+            try:
+                d.call(action, {"workspace": ws(d), "ids": [target]})
+            except Conflict:
+                # The user's unseen edit to this very proposal wins; the client re-reads
+                # and decides again on what the user wrote.
                 content = next(
                     e.content
                     for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
                     if e.id == target
                 )
-                try:
-                    d.call(action, {"workspace": ws(d), "ids": [target]})
-                except Conflict:
-                    # The user's unseen edit to this very proposal wins; the client re-reads
-                    # and decides again on what the user wrote.
-                    content = next(
-                        e.content
-                        for e in fmt.entries(fmt.parse((d.workspace / "memory" / "PENDING.md").read_text()))
-                        if e.id == target
-                    )
-                    d.call(action, {"workspace": ws(d), "ids": [target]})
-                (approved_contents if action == "approve" else rejected_contents).append(content)
-            elif action == "edit_pending" and ids:
-                path = d.workspace / "memory" / "PENDING.md"
-                path.write_text(path.read_text() + f"\nuser note {n}\n")
-            elif action == "edit_memory":
-                path = d.workspace / "memory" / "MEMORY.md"
-                if path.exists():
-                    path.write_text(path.read_text() + f"\n## Hand {n}\nby hand {n}\n")
-        active = [e.content for e in memory_entries(d) if e.status == "active"]
-        for content in approved_contents:
-            assert sum(1 for a in active if a == content) == 1
-        for content in rejected_contents:
-            assert content not in active
-    finally:
-        d.stop()
+                d.call(action, {"workspace": ws(d), "ids": [target]})
+            (approved_contents if action == "approve" else rejected_contents).append(content)
+        elif action == "edit_pending" and ids:
+            path = d.workspace / "memory" / "PENDING.md"
+            path.write_text(path.read_text() + f"\nuser note {n}\n")
+        elif action == "edit_memory":
+            path = d.workspace / "memory" / "MEMORY.md"
+            if path.exists():
+                path.write_text(path.read_text() + f"\n## Hand {n}\nby hand {n}\n")
+    active = [e.content for e in memory_entries(d) if e.status == "active"]
+    for content in approved_contents:
+        assert sum(1 for a in active if a == content) == 1
+    for content in rejected_contents:
+        assert content not in active

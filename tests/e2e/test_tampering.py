@@ -70,43 +70,49 @@ def unverified(events: list[dict[str, Any]]) -> list[int]:
 
 
 @pytest.mark.parametrize("rehash", [False, True], ids=["edited", "edited-and-rehashed"])
-def test_read_events_search_and_retrieve_mark_the_altered_event(daemon: DaemonProcess, rehash: bool) -> None:
+def test_read_events_search_and_retrieve_mark_the_altered_event(
+    shared_daemon: DaemonProcess, rehash: bool
+) -> None:
     """After one stored event is rewritten, read_events, search_history and retrieve return
     it with verified false (and its neighbour on the broken link); the rest verify."""
     texts = [f"turn {i} about the release plan" for i in range(1, 9)]
-    session(daemon, "s", texts)
-    forge(daemon, "s", 5, f"turn 5 about the release plan {INJECTED}", rehash=rehash)
+    session(shared_daemon, "s", texts)
+    forge(shared_daemon, "s", 5, f"turn 5 about the release plan {INJECTED}", rehash=rehash)
     broken = [5, 6] if rehash else [4, 5]
-    read = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": "s"})["events"]
+    read = shared_daemon.call("read_events", {"workspace": ws(shared_daemon), "sessionId": "s"})["events"]
     assert unverified(read) == broken
-    window = daemon.call(
-        "read_events", {"workspace": ws(daemon), "sessionId": "s", "afterSeq": 4, "limit": 1}
+    window = shared_daemon.call(
+        "read_events", {"workspace": ws(shared_daemon), "sessionId": "s", "afterSeq": 4, "limit": 1}
     )["events"]
     assert unverified(window) == [5]
-    hits = daemon.call("search_history", {"workspace": ws(daemon), "query": "release plan", "limit": 20})[
-        "hits"
-    ]
+    hits = shared_daemon.call(
+        "search_history", {"workspace": ws(shared_daemon), "query": "release plan", "limit": 20}
+    )["hits"]
     assert sorted(unverified([h["event"] for h in hits])) == broken
-    [result] = daemon.call("retrieve", {"workspace": ws(daemon), "refs": ["event:s:1-8"]})["results"]
+    [result] = shared_daemon.call("retrieve", {"workspace": ws(shared_daemon), "refs": ["event:s:1-8"]})[
+        "results"
+    ]
     assert unverified(result["events"]) == broken and result["ok"] is False
 
 
-def test_untouched_events_all_verify(daemon: DaemonProcess) -> None:
+def test_untouched_events_all_verify(shared_daemon: DaemonProcess) -> None:
     """Without tampering every event of every read path carries verified true."""
-    session(daemon, "s", ["alpha one", "beta two", "gamma three"])
-    read = daemon.call("read_events", {"workspace": ws(daemon), "sessionId": "s"})["events"]
-    hits = daemon.call("search_history", {"workspace": ws(daemon), "query": "beta"})["hits"]
+    session(shared_daemon, "s", ["alpha one", "beta two", "gamma three"])
+    read = shared_daemon.call("read_events", {"workspace": ws(shared_daemon), "sessionId": "s"})["events"]
+    hits = shared_daemon.call("search_history", {"workspace": ws(shared_daemon), "query": "beta"})["hits"]
     assert [e["verified"] for e in read] == [True, True, True]
     assert [h["event"]["verified"] for h in hits] == [True]
 
 
-def test_build_context_leaves_altered_history_out_and_says_why(daemon: DaemonProcess) -> None:
+def test_build_context_leaves_altered_history_out_and_says_why(shared_daemon: DaemonProcess) -> None:
     """An altered event of the live history never reaches the messages; the trace lists the
     events left out as tampered and counts them."""
     texts = [f"message {i} on the deploy" for i in range(1, 11)]
-    session(daemon, "s", texts)
-    forge(daemon, "s", 6, INJECTED, rehash=False)
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s", "budgetTokens": 8000})
+    session(shared_daemon, "s", texts)
+    forge(shared_daemon, "s", 6, INJECTED, rehash=False)
+    pack = shared_daemon.call(
+        "build_context", {"workspace": ws(shared_daemon), "sessionId": "s", "budgetTokens": 8000}
+    )
     shown = [m["sourceId"] for m in pack["messages"]]
     assert INJECTED not in str(pack["messages"])
     assert "event:s:5" not in shown and "event:s:6" not in shown and "event:s:10" in shown
@@ -115,12 +121,12 @@ def test_build_context_leaves_altered_history_out_and_says_why(daemon: DaemonPro
     assert pack["totalTokens"] <= pack["budgetTokens"]
 
 
-def test_build_context_leaves_altered_recall_out(daemon: DaemonProcess) -> None:
+def test_build_context_leaves_altered_recall_out(shared_daemon: DaemonProcess) -> None:
     """A recalled event of another session that was re-hashed after an edit is not recalled;
     intact events of that session still are."""
-    daemon.call("set_settings", {"workspace": ws(daemon), "historyRecallEnabled": True})
+    shared_daemon.call("set_settings", {"workspace": ws(shared_daemon), "historyRecallEnabled": True})
     session(
-        daemon,
+        shared_daemon,
         "old",
         [
             "we chose postgres for the billing service",
@@ -129,35 +135,43 @@ def test_build_context_leaves_altered_recall_out(daemon: DaemonProcess) -> None:
             "ok, kubernetes for billing",
         ],
     )
-    forge(daemon, "old", 3, f"the billing service {INJECTED}", rehash=True)
-    session(daemon, "now", ["what did we decide about billing?"])
-    pack = daemon.call(
+    forge(shared_daemon, "old", 3, f"the billing service {INJECTED}", rehash=True)
+    session(shared_daemon, "now", ["what did we decide about billing?"])
+    pack = shared_daemon.call(
         "build_context",
-        {"workspace": ws(daemon), "sessionId": "now", "budgetTokens": 4000, "query": "billing service"},
+        {
+            "workspace": ws(shared_daemon),
+            "sessionId": "now",
+            "budgetTokens": 4000,
+            "query": "billing service",
+        },
     )
     recall = " ".join(s["text"] for s in pack["segments"] if s["kind"] == "recall")
     assert "postgres" in recall and INJECTED not in recall and "kubernetes" not in recall
     assert pack["trace"]["tampered"] == ["event:old:3", "event:old:4"]
 
 
-def test_an_intact_pack_has_no_tampered_trace(daemon: DaemonProcess) -> None:
+def test_an_intact_pack_has_no_tampered_trace(shared_daemon: DaemonProcess) -> None:
     """Nothing altered: trace.tampered is empty and no tampered count appears."""
-    session(daemon, "s", ["hello there", "hi"])
-    pack = daemon.call("build_context", {"workspace": ws(daemon), "sessionId": "s", "budgetTokens": 2000})
+    session(shared_daemon, "s", ["hello there", "hi"])
+    pack = shared_daemon.call(
+        "build_context", {"workspace": ws(shared_daemon), "sessionId": "s", "budgetTokens": 2000}
+    )
     assert pack["trace"]["tampered"] == [] and "tampered" not in pack["trace"]["dropped"]
 
 
-def test_a_checkpoint_summary_is_built_without_altered_events(daemon: DaemonProcess) -> None:
+def test_a_checkpoint_summary_is_built_without_altered_events(shared_daemon: DaemonProcess) -> None:
     """compact in checkpoint mode summarizes the covered user messages: an altered one is
     left out of the summary (the range is still covered, nothing is deleted)."""
     filler = " and keep the public interface exactly as it is today" * 6
     texts = [
         f"please refactor module {i}{filler}" if i % 2 == 0 else f"done with module {i}" for i in range(60)
     ]
-    session(daemon, "s", texts)
-    forge(daemon, "s", 3, f"please refactor module 2 {INJECTED}", rehash=False)
-    checkpoint = daemon.call(
-        "compact", {"workspace": ws(daemon), "sessionId": "s", "mode": "checkpoint", "keepRecentTokens": 1000}
+    session(shared_daemon, "s", texts)
+    forge(shared_daemon, "s", 3, f"please refactor module 2 {INJECTED}", rehash=False)
+    checkpoint = shared_daemon.call(
+        "compact",
+        {"workspace": ws(shared_daemon), "sessionId": "s", "mode": "checkpoint", "keepRecentTokens": 1000},
     )
     assert checkpoint["coverage"]["fromSeq"] == 1 and checkpoint["coverage"]["toSeq"] >= 3
     assert INJECTED not in checkpoint["summary"]
