@@ -8,9 +8,9 @@ import pytest
 
 import maka
 import makad.errors
-import makad.wire
+import makad.wire.catalogue
 
-PUBLIC = [maka, makad.errors, makad.wire]
+PUBLIC = [maka, makad.errors, makad.wire.catalogue]
 
 
 @pytest.mark.parametrize("module", PUBLIC, ids=lambda m: m.__name__)
