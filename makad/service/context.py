@@ -265,7 +265,7 @@ class ContextService:
         if sid is not None and source is not None:
             last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
             checkpoint = source.latest_checkpoint(sid)
-            history, live_tokens = _kept_history_tail(source, sid, checkpoint, last_seq, plan.budget)
+            history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
                 working_state = source.working_state(sid)
         entries: list[Entry] = []
@@ -478,10 +478,6 @@ class _LedgerSource:
     def __init__(self, ledger: Ledger) -> None:
         self._ledger = ledger
 
-    @property
-    def ledger(self) -> Ledger:
-        return self._ledger
-
     def last_seq(self, sid: str) -> int:
         return self._ledger.get_session(sid).last_seq
 
@@ -511,23 +507,6 @@ class _EphemeralSource:
 
     def working_state(self, sid: str) -> WorkingState:
         return self._store.get_working_state(sid)
-
-
-def _kept_history_tail(
-    source: SessionSource, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
-) -> tuple[list[Event], int | None]:
-    """``_history_tail``, from the ledger's kept reads when the session has not changed
-    since an earlier call read it (``makad.store.ledger.read_cache``)."""
-    if not isinstance(source, _LedgerSource):
-        return _history_tail(source, sid, checkpoint, last, budget)
-    key = (sid, None if checkpoint is None else checkpoint.checkpoint_id, last, budget)
-    events, live = source.ledger.remember(
-        "tail",
-        key,
-        lambda: _history_tail(source, sid, checkpoint, last, budget),
-        lambda tail: len(tail[0]),
-    )
-    return list(events), live
 
 
 def _history_tail(

@@ -183,7 +183,7 @@ class SessionNotesKeeper:
 
 
 def _save(ws: Workspace, session_id: str, to_seq: int, blob: bytes) -> None:
-    with ws.ledger.transaction(relaxed=True, keeps_reads=True) as conn:
+    with ws.ledger.transaction(relaxed=True) as conn:
         # The session may have been deleted meanwhile: keep no row for it then.
         if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
             pack_state.save_notes_state(conn, session_id, to_seq, blob)

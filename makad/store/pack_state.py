@@ -46,7 +46,7 @@ def save_entry_dates(ledger: Ledger, changed: Mapping[str, EntryDates], removed:
     gone = list(removed)
     if not changed and not gone:
         return
-    with ledger.transaction(keeps_reads=True) as conn:
+    with ledger.transaction() as conn:
         conn.executemany(
             "INSERT OR REPLACE INTO entry_dates (entry_id, first_seen, edited_at) VALUES (?, ?, ?)",
             [(entry_id, d.first_seen, d.edited_at) for entry_id, d in changed.items()],

@@ -8,8 +8,7 @@ the words its best hits share (``makad.core.feedback``: the answer often uses
 the words of the turns that match, not the question's). It then reads the
 ``radius`` events on each side of every hit, in a few range reads per session
 rather than one read per hit: the pure core (``makad.core.recall``) scores a
-hit's neighbours too. The same search on an unchanged ledger is answered from the
-ledger's kept reads (``makad.store.ledger.read_cache``).
+hit's neighbours too.
 """
 
 from __future__ import annotations
@@ -21,7 +20,7 @@ from typing import Final
 from makad.core.context_types import RecallHit
 from makad.core.feedback import feedback_terms, scaled_bm25
 from makad.core.types import Event, SearchHit
-from makad.core.when import Period, query_periods
+from makad.core.when import query_periods
 from makad.store.ledger import Ledger
 
 RECALL_LIMIT: Final = 100
@@ -59,32 +58,9 @@ def recall_hits(
 
     ``max_seq_by_session`` and ``exclude_sessions`` are passed to the search
     (e.g. ``{current session: its checkpoint's to_seq}`` keeps out the live
-    history); neighbours past such a ceiling are not read either. The list and
-    its hits are shared with later calls: not to be mutated.
+    history); neighbours past such a ceiling are not read either.
     """
     excluded = list(exclude_sessions)
-    periods = [period for period in query_periods(query, now_ms) if period.month is None]
-    ceilings = dict(max_seq_by_session or {})
-    key = (query, limit, radius, tuple(sorted(ceilings.items())), tuple(excluded), tuple(periods))
-    kept = ledger.remember(
-        "recall",
-        key,
-        lambda: _recall_hits(ledger, query, periods, limit, radius, ceilings, excluded),
-        lambda hits: sum(1 + len(hit.neighbours) for hit in hits),
-    )
-    return list(kept)
-
-
-def _recall_hits(
-    ledger: Ledger,
-    query: str,
-    periods: list[Period],
-    limit: int,
-    radius: int,
-    ceilings: Mapping[str, int],
-    excluded: list[str],
-) -> list[RecallHit]:
-    max_seq_by_session = ceilings or None
 
     def search(
         count: int,
@@ -115,13 +91,15 @@ def _recall_hits(
         first_best = max(hit.score for hit in first)
         for hit, bm25 in zip(more, scaled_bm25((-h.score for h in more), first_best), strict=True):
             found.setdefault((hit.event.session_id, hit.event.seq), SearchHit(event=hit.event, score=-bm25))
-    for period in periods:
-        for hit in search(PERIOD_LIMIT, after=period.start_ms - 1, before=period.end_ms):
-            found.setdefault((hit.event.session_id, hit.event.seq), hit)
+    for period in query_periods(query, now_ms):
+        if period.month is None:
+            for hit in search(PERIOD_LIMIT, after=period.start_ms - 1, before=period.end_ms):
+                found.setdefault((hit.event.session_id, hit.event.seq), hit)
     by_session: dict[str, list[int]] = defaultdict(list)
     for sid, seq in found:
         by_session[sid].append(seq)
     around: dict[tuple[str, int], Event] = {}
+    ceilings = max_seq_by_session or {}
     spans = [
         (sid, first, last)
         for sid, seqs in by_session.items()

@@ -27,12 +27,11 @@ import os
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Final, Literal, TypeVar
+from typing import Final, Literal
 
 from makad.errors import IOFailure
-from makad.store.ledger.read_cache import Epoch, ReadCache, remembered
 from makad.store.ledger.recovery import (
     LedgerCorrupt,
     LedgerIndexDamaged,
@@ -61,7 +60,6 @@ CACHE_KIB_PER_CONNECTION: Final = 8192
 SQLITE_SOFT_HEAP_LIMIT_BYTES: Final = 8 << 20
 
 Synchronous = Literal["FULL", "NORMAL"]
-T = TypeVar("T")
 
 
 def now_ms() -> int:
@@ -99,10 +97,6 @@ class LedgerBase:
         # Bumped when a damaged search index was rebuilt (the memory index is then empty).
         self.index_generation = 0
         self.resets: list[LedgerReset] = []
-        # Reads kept across calls while nothing they depend on changed (``read_cache``);
-        # ``_writes`` counts this process's writes that may change them.
-        self.reads = ReadCache()
-        self._writes = 0
         try:
             self._open()
         except LedgerCorrupt:
@@ -140,7 +134,6 @@ class LedgerBase:
                 for conn in (self._writer, self._reader):
                     if conn is not None:
                         conn.text_factory = lossy_text
-                self._writes += 1  # rows now decode differently
                 return
             if isinstance(found, LedgerIndexDamaged) and self._rebuild_indexes():
                 return
@@ -179,7 +172,6 @@ class LedgerBase:
             raise IOFailure("the corrupt ledger could not be moved aside") from exc
         self._open()
         self._df_cache.clear()
-        self.reads.clear()
         self.generation += 1
         self.resets.append(
             LedgerReset(at=at, moved_to=moved.name, cause=cause, previous_revision=previous_revision)
@@ -195,49 +187,21 @@ class LedgerBase:
                     conn.close()
             self._reader = self._writer = None
 
-    def transaction(
-        self, *, relaxed: bool = False, keeps_reads: bool = False
-    ) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """A write transaction, for stores that keep their own tables in this ledger
-        (``keeps_reads``: see ``_writing``)."""
-        return self._writing(relaxed=relaxed, keeps_reads=keeps_reads)
-
-    def read_epoch(self) -> Epoch | None:
-        """What the kept reads are valid for (``read_cache``), or None while a write runs."""
-        if not self._write_lock.acquire(blocking=False):
-            return None
-        try:
-            conn = self._writer
-            if conn is None:
-                return None
-            try:
-                version = int(conn.execute("PRAGMA data_version").fetchone()[0])
-            except sqlite3.Error:
-                return None
-            return (self.generation, self.index_generation, self._writes, version)
-        finally:
-            self._write_lock.release()
-
-    def remember(self, kind: str, key: Hashable, read: Callable[[], T], cost: Callable[[T], int]) -> T:
-        """``read()``, or its value from an earlier call when nothing it reads has changed
-        since (``read_cache``; ``kind`` one of its ``BUDGETS``); the value is shared, not
-        to be mutated."""
-        return remembered(self.reads, self.read_epoch(), kind, key, read, cost)
+    def transaction(self, *, relaxed: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, for stores that keep their own tables in this ledger."""
+        return self._writing(relaxed=relaxed)
 
     def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A read transaction, for stores that keep their own tables in this ledger."""
         return self._reading()
 
     @contextlib.contextmanager
-    def _writing(self, *, relaxed: bool = False, keeps_reads: bool = False) -> Iterator[sqlite3.Connection]:
+    def _writing(self, *, relaxed: bool = False) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction on the writer, committed on success.
 
         ``relaxed``: commit without fsyncing the WAL (synchronous=NORMAL) — for records
         that may be lost to a power cut without harm (manifests); the next durable
         commit fsyncs them anyway.
-        ``keeps_reads``: the transaction writes only tables no kept read looks at (the
-        events, their index and the memory index are not among them); any other write
-        leaves the kept reads behind (``read_cache``), after its commit or rollback.
         """
         with self._write_lock:
             conn = live(self._writer)
@@ -261,8 +225,6 @@ class LedgerBase:
                     raise found from exc
                 raise
             finally:
-                if not keeps_reads:
-                    self._writes += 1
                 if relaxed:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute(f"PRAGMA synchronous = {self._synchronous}")

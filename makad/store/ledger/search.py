@@ -245,31 +245,17 @@ class SearchArea(SessionsArea):
             conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
 
     def search_memory(self, query: str, limit: int = 20) -> list[tuple[str, float]]:
-        """``(entry_id, score)`` best first; score is the negated bm25 (title weighs 2x).
-        Kept for later calls while the index is unchanged (``read_cache``)."""
+        """``(entry_id, score)`` best first; score is the negated bm25 (title weighs 2x)."""
         match = match_expression(query)
         if match is None or limit <= 0:
             return []
-        wanted = min(limit, MAX_SEARCH_LIMIT)
-        found = self.remember(
-            "memory", (match, wanted), lambda: self._search_memory(match, wanted), _memory_cost
-        )
-        return list(found)
-
-    def _search_memory(self, match: str, limit: int) -> tuple[tuple[str, float], ...]:
         with self._reading() as conn:
             rows = conn.execute(
                 "SELECT entry_id, bm25(memory_fts, 0.0, 2.0, 1.0, 1.5) AS score FROM memory_fts"
                 " WHERE memory_fts MATCH ? ORDER BY score LIMIT ?",
-                (match, limit),
+                (match, min(limit, MAX_SEARCH_LIMIT)),
             ).fetchall()
-        return tuple((str(entry_id), -float(score)) for entry_id, score in rows)
-
-
-def _memory_cost(found: tuple[tuple[str, float], ...]) -> int:
-    """A kept memory search costs what a tenth of its rows would as events (its rows are
-    an id and a score)."""
-    return 1 + len(found) // 10
+        return [(str(entry_id), -float(score)) for entry_id, score in rows]
 
 
 class _Most(NamedTuple):

@@ -50,7 +50,7 @@ class TurnsArea(LedgerBase):
         Over a cap → ``TooLarge``; ``expected_revision`` not current → ``Conflict``.
         """
         at = now_ms() if now is None else now
-        with self._writing(keeps_reads=True) as conn:
+        with self._writing() as conn:
             if request_id is not None:
                 replay = replay_request(conn, request_id, "set_working_state", WorkingState)
                 if replay is not None:
@@ -107,7 +107,7 @@ class TurnsArea(LedgerBase):
             else ManifestItem(source_id=item[0], tokens=item[1], content_hash=item[2])
             for item in items
         ]
-        with self._writing(relaxed=True, keeps_reads=True) as conn:
+        with self._writing(relaxed=True) as conn:
             delete_manifest_calls(
                 conn,
                 "SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?",
