@@ -1,4 +1,5 @@
-"""Composition root: settings → stores → services → server; signals; systemd.
+"""Composition root: settings → server (ping, status, shutdown) → services loaded in a
+worker thread (``makad.app``) and added to the dispatcher; signals; systemd.
 
 Start-up order matters: the single-instance lock is taken *before* anything
 touches the socket path, because binding over a live daemon's socket would
