@@ -28,6 +28,7 @@ import structlog
 from makad.core import memory_format as fmt
 from makad.core import save_merge
 from makad.core.entries import is_open
+from makad.core.types import NewMemoryEvent
 from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
 from makad.service import entry_dates
 from makad.service.backup_scrub import scrub_removed_secrets
@@ -228,47 +229,51 @@ class MemoryFiles:
             )
 
     async def _record_user_edits(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
-        """The user's own changes, relative to the version their save was made from."""
+        """The user's own changes, relative to the version their save was made from.
+
+        One commit without an fsync of its own: the revision the take-in bumps next is
+        committed durably, which fsyncs these too, before ``memory_changed`` goes out (an
+        fsync less between a save and its notification)."""
         ids = sorted(merge.user_changed)[:MAX_RECORDED_EDITS]
         if not ids:
             return
-
-        def record() -> None:
-            for entry_id in ids:
-                ws.ledger.append_memory_event(
-                    action="deleted" if entry_id in merge.user_deleted else "edited",
-                    actor="user",
-                    entry_id=entry_id,
-                    data={"file": which, "via": "external_edit"},
-                )
-
-        await in_thread(record)
+        events = [
+            NewMemoryEvent(
+                action="deleted" if entry_id in merge.user_deleted else "edited",
+                actor="user",
+                entry_id=entry_id,
+                data={"file": which, "via": "external_edit"},
+            )
+            for entry_id in ids
+        ]
+        await in_thread(ws.ledger.record_lineage, events, relaxed=True)
 
     async def _record_merge(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
         """What the daemon did about a save that lacked something: re-applied, or returned."""
         if not merge.lacking:
             return
         in_memory = which == "memory"
-
-        def record() -> None:
-            for entry_id in merge.reapplied[:MAX_RECORDED_EDITS]:
-                ws.ledger.append_memory_event(
-                    action="reapplied",
-                    actor="daemon",
-                    entry_id=entry_id if in_memory else None,
-                    proposal_id=None if in_memory else entry_id,
-                    data={"file": which, "via": "stale_save"},
-                )
-            for section in merge.returned[:MAX_RECORDED_EDITS]:
-                ws.ledger.append_memory_event(
-                    action="returned",
-                    actor="daemon",
-                    entry_id=section.entry.id,
-                    proposal_id=section.entry.id,
-                    data={"file": which, "reason": save_merge.RETURNED_NOTE, "origin": section.entry.origin},
-                )
-
-        await in_thread(record)
+        events = [
+            NewMemoryEvent(
+                action="reapplied",
+                actor="daemon",
+                entry_id=entry_id if in_memory else None,
+                proposal_id=None if in_memory else entry_id,
+                data={"file": which, "via": "stale_save"},
+            )
+            for entry_id in merge.reapplied[:MAX_RECORDED_EDITS]
+        ]
+        events += [
+            NewMemoryEvent(
+                action="returned",
+                actor="daemon",
+                entry_id=section.entry.id,
+                proposal_id=section.entry.id,
+                data={"file": which, "reason": save_merge.RETURNED_NOTE, "origin": section.entry.origin},
+            )
+            for section in merge.returned[:MAX_RECORDED_EDITS]
+        ]
+        await in_thread(ws.ledger.record_lineage, events, relaxed=True)
 
     # --- the daemon's writes ------------------------------------------------------------
 

@@ -65,11 +65,13 @@ class LineageArea(LedgerBase):
         reason: str = "",
         finish_intent: str | None = None,
         request: RequestRecord | None = None,
+        relaxed: bool = False,
     ) -> None:
         """The ledger's part of a memory operation, in one transaction (one fsync): its
         lineage steps; ``rejected`` contents (hash -> proposal id; a content rejected
         before keeps its first reason); the intent it completes; its idempotency record.
-        A crash leaves all of it or none."""
+        A crash leaves all of it or none. ``relaxed``: no fsync of its own (a durable
+        commit the caller makes next fsyncs it too; a power cut in between may lose it)."""
         at = now_ms()
         rows = []
         for event in events:
@@ -78,7 +80,7 @@ class LineageArea(LedgerBase):
             rows.append((at, event.entry_id, event.action, event.actor, event.proposal_id, encoded))
         if not rows and not rejected and finish_intent is None and request is None:
             return
-        with self._writing() as conn:
+        with self._writing(relaxed=relaxed) as conn:
             guard_request(conn, request)
             conn.executemany(
                 "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
