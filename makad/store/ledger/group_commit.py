@@ -15,7 +15,7 @@ append inside a group, a third of it.) ``append_many`` queues several calls at o
 the daemon's event loop gathers concurrent calls (``makad.service.append_queue``) so
 one worker thread carries a whole group instead of one thread per call.
 
-A group of two or more is written in a handful of statements, not several an append
+A group is written in a handful of statements, not several an append
 (``_apply_group``): its sessions' heads and request records are read in one query
 each, every append is checked and hash-chained in Python in queue order, and the rows
 of the accepted ones go in with one ``executemany`` per table: no savepoints, one
@@ -70,7 +70,6 @@ from makad.store.ledger.sessions import (
     SessionsArea,
     admit,
     appended,
-    apply_append,
     chain_events,
     index_bodies,
     prepare_append,
@@ -187,10 +186,7 @@ class GroupCommitArea(SessionsArea):
                     group = self._next_group()
                 bodies: list[tuple[int, str]] = []
                 try:
-                    if len(group) == 1:
-                        outcomes.append(_apply_in_savepoint(conn, group[0].append, bodies))
-                    else:
-                        outcomes = _apply_group(conn, [queued.append for queued in group], bodies)
+                    outcomes = _apply_group(conn, [queued.append for queued in group], bodies)
                     index_bodies(conn, bodies)
                 except Exception as exc:
                     if len(group) == 1:
@@ -250,24 +246,6 @@ def _outcome(call: AppendCall, append: Callable[..., AppendResult]) -> AppendRes
         )
     except Exception as exc:  # this call's own error, answered to it
         return exc
-
-
-def _apply_in_savepoint(
-    conn: sqlite3.Connection, append: PreparedAppend, bodies: list[tuple[int, str]]
-) -> tuple[AppendResult | None, BaseException | None]:
-    """One append of a group: its result (its search bodies added to ``bodies``), or its
-    refusal with nothing of it left."""
-    indexed = len(bodies)
-    conn.execute("SAVEPOINT one_append")
-    try:
-        result = apply_append(conn, append, bodies)
-    except REFUSALS as exc:
-        conn.execute("ROLLBACK TO one_append")
-        conn.execute("RELEASE one_append")
-        del bodies[indexed:]
-        return None, exc
-    conn.execute("RELEASE one_append")
-    return result, None
 
 
 _HEADS: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))"
