@@ -82,6 +82,8 @@ def cjk_grams(run: str) -> list[str]:
 
 def index_text(text: str) -> str:
     """The text to put in an FTS5 column: ``text`` with every CJK run bigrammed."""
+    if text.isascii():  # NFKC leaves ASCII as it is, and it holds no CJK
+        return text
     normalized = unicodedata.normalize("NFKC", text)
     return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", normalized)
 

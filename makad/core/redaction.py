@@ -191,7 +191,7 @@ def _joined_spans(joined: str, offsets: list[int], own: list[list[Span]]) -> lis
     return found
 
 
-# Every format holds a run this long (see ``_LONG_RUN``): a shorter cut word holds none.
+# Every format holds a run this long (see ``has_long_run``): a shorter cut word holds none.
 _SPLIT_WORD = 20
 # The formats whose secrets can be letters alone (AWS access keys, Google API keys).
 _LETTERS_ONLY_PREFIXES: Final = ("AKIA", "ASIA", "ABIA", "ACCA", "AIza")

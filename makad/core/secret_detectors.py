@@ -32,7 +32,7 @@ Mailchimp patterns are rewritten around their literal middle (``:AA``,
 
 Speed: every secret above contains a run of 20+ token characters, ``://``, a
 private-key header, or a keyword, so a text without any of those is returned
-after a few substring scans and one regex pass. Each rule is its own regex
+after a few substring scans. Each rule is its own regex
 with a literal prefix (one big alternation measured ~25x slower in CPython),
 and word boundaries are checked in code so that prefix optimisation holds.
 """
@@ -165,8 +165,21 @@ _CONTEXT_RULES: Final = (
         needs="token",
     ),
 )
-# Every rule needs a run like this, "://" or a private-key header.
-_LONG_RUN: Final = re.compile(r"[A-Za-z0-9_+/=.-]{20}")
+# Every rule needs a run of 20 of these, "://" or a private-key header.
+_RUN_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_+/=.-")
+_LONG_RUN_LENGTH: Final = 20
+# Each byte of a text's UTF-8 as 1 when it is one of _RUN_CHARS, else 0. The run
+# characters are ASCII and every byte of a non-ASCII character is 0x80 or above, so the
+# bytes hold 20 ones in a row exactly where the text holds 20 run characters in a row.
+_RUN_BYTES: Final = bytes(int(chr(byte) in _RUN_CHARS) for byte in range(256))
+_RUN_OF_ONES: Final = b"\x01" * _LONG_RUN_LENGTH
+
+
+def has_long_run(text: str) -> bool:
+    """Whether ``text`` holds 20 run characters in a row. (The regex
+    ``[A-Za-z0-9_+/=.-]{20}`` says the same, but its search restarts at every character
+    and counts up to the end of each word again: 6x slower on prose.)"""
+    return _RUN_OF_ONES in text.encode("utf-8", "surrogatepass").translate(_RUN_BYTES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,7 +293,7 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
 
 def _find(text: str, depth: int) -> list[Span]:
     folded = text.lower()
-    has_run = _LONG_RUN.search(text) is not None
+    has_run = has_long_run(text)
     has_format = has_run or "://" in text or "-----BEGIN" in text or "PuTTY-User-Key-File" in text
     if len(folded) == len(text):
         if not (has_format or may_hold_keyword(folded)):

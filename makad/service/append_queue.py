@@ -19,6 +19,7 @@ already, and the group's leader answers every caller of it.
 
 from __future__ import annotations
 
+import asyncio
 from collections import deque
 
 import anyio
@@ -37,7 +38,13 @@ class _Pending:
     def __init__(self, call: AppendCall) -> None:
         self.call = call
         self.outcome: AppendResult | Exception | None = None
-        self.turn = anyio.Event()  # set when answered, or when it is to lead
+        # Done when answered, or when it is to lead. A bare asyncio future (the daemon
+        # runs on asyncio): an anyio.Event looks up the backend at each creation.
+        self.turn: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def wake(self) -> None:
+        if not self.turn.done():
+            self.turn.set_result(None)
 
 
 class AppendQueue:
@@ -52,7 +59,7 @@ class AppendQueue:
         self._queue.append(pending)
         with anyio.CancelScope(shield=True):
             if self._leading:
-                await pending.turn.wait()
+                await pending.turn
             else:
                 self._leading = True
             if pending.outcome is None:  # at the head: lead
@@ -76,9 +83,9 @@ class AppendQueue:
             # The next group's leader first: its group then commits while this one's
             # callers are answered.
             if self._queue:
-                self._queue[0].turn.set()  # unanswered: it leads
+                self._queue[0].wake()  # unanswered: it leads
             else:
                 self._leading = False
             for pending, outcome in zip(group, outcomes, strict=True):
                 pending.outcome = outcome
-                pending.turn.set()
+                pending.wake()

@@ -118,61 +118,44 @@ class SessionNotesKeeper:
             progress.threshold = progress.tokens + notes.UPDATE_EVERY_TOKENS
 
     async def update(self, ws: Workspace, session_id: str) -> None:
-        """Read what is new in the session; write the notes when an update is due."""
+        """Read what is new in the session; write the notes when an update is due.
+
+        A persistent session's update is two worker-thread calls (read and gather; write
+        and save): under a steady stream of appends each hop to a thread is contended
+        for the GIL with the appends' group commits."""
         incognito = self._sessions.is_incognito(ws, session_id)
         if not incognito and (await self._ctx.load_settings(ws)).incognito:
             return
         if incognito:
             gathered = self._memory_state(ws).get(session_id, notes.Gathered())
-        else:
-            stored = await in_thread(pack_state.load_notes_state, ws.ledger, session_id)
-            gathered = (
-                msgspec.json.decode(stored[1], type=notes.Gathered)
-                if stored is not None
-                else notes.Gathered()
-            )
-        while True:
-            page = await self._sessions.read_events(
-                ws, session_id, after_seq=gathered.last_seq, limit=READ_PAGE
-            )
-            gathered = await in_thread(notes.gather, gathered, page)
-            if len(page) < READ_PAGE:
-                break
-        if notes.due(gathered):
-            await self._write_notes(ws, session_id, gathered, incognito)
-            gathered.rendered_at_tokens = gathered.tokens
-        if incognito:
+            while True:
+                page = await self._sessions.read_events(
+                    ws, session_id, after_seq=gathered.last_seq, limit=READ_PAGE
+                )
+                gathered = await in_thread(notes.gather, gathered, page)
+                if len(page) < READ_PAGE:
+                    break
+            if notes.due(gathered):
+                self._write_memory_notes(ws, session_id, gathered)
+                gathered.rendered_at_tokens = gathered.tokens
             self._memory_state(ws)[session_id] = gathered
         else:
-            blob = msgspec.json.encode(gathered)
-            await in_thread(_save, ws, session_id, gathered.last_seq, blob)
+            gathered = await in_thread(_gather_stored, ws, session_id)
+            await in_thread(_write_stored, ws, session_id, gathered)
         progress = self._progress.get((ws.id, session_id))
         if progress is not None:
             progress.tokens = max(progress.tokens, gathered.tokens)
             progress.threshold = notes.next_threshold(gathered)
 
-    async def _write_notes(
-        self, ws: Workspace, session_id: str, gathered: notes.Gathered, incognito: bool
-    ) -> None:
+    def _write_memory_notes(self, ws: Workspace, session_id: str, gathered: notes.Gathered) -> None:
+        store = self._sessions.ephemeral(ws)
         for _ in range(WRITE_ATTEMPTS):
-            state: WorkingState = await self._sessions.working_state(ws, session_id)
-            writable = notes.sections_to_write(state.notes)
-            texts = notes.render(gathered, session_id, state, notes.allowance(state.notes, writable))
-            changed = {s: t for s, t in texts.items() if state.notes.get(s) != t}
+            state = store.get_working_state(session_id)
+            changed = _changed_notes(gathered, session_id, state)
             if not changed:
                 return
             try:
-                if incognito:
-                    self._sessions.ephemeral(ws).set_working_state(
-                        session_id, notes=changed, expected_revision=state.revision
-                    )
-                else:
-                    await in_thread(
-                        ws.ledger.set_working_state,
-                        session_id,
-                        notes=changed,
-                        expected_revision=state.revision,
-                    )
+                store.set_working_state(session_id, notes=changed, expected_revision=state.revision)
                 return
             except Conflict:  # a client wrote meanwhile: its text wins, derive again
                 continue
@@ -180,6 +163,42 @@ class SessionNotesKeeper:
     @staticmethod
     def _memory_state(ws: Workspace) -> dict[str, notes.Gathered]:
         return ws.state.session_notes
+
+
+def _changed_notes(gathered: notes.Gathered, session_id: str, state: WorkingState) -> dict[str, str]:
+    """The derived sections whose text differs from the working state's."""
+    writable = notes.sections_to_write(state.notes)
+    texts = notes.render(gathered, session_id, state, notes.allowance(state.notes, writable))
+    return {s: t for s, t in texts.items() if state.notes.get(s) != t}
+
+
+def _gather_stored(ws: Workspace, session_id: str) -> notes.Gathered:
+    """(worker thread) What the notes gathered so far, with the events since read in."""
+    stored = pack_state.load_notes_state(ws.ledger, session_id)
+    gathered = msgspec.json.decode(stored[1], type=notes.Gathered) if stored is not None else notes.Gathered()
+    while True:
+        page = ws.ledger.read_events(session_id, after_seq=gathered.last_seq, limit=READ_PAGE)
+        gathered = notes.gather(gathered, page)
+        if len(page) < READ_PAGE:
+            return gathered
+
+
+def _write_stored(ws: Workspace, session_id: str, gathered: notes.Gathered) -> None:
+    """(worker thread) The notes written when due (compare-and-swap on the working state,
+    a client's write winning), then what was gathered saved."""
+    if notes.due(gathered):
+        for _ in range(WRITE_ATTEMPTS):
+            state = ws.ledger.get_working_state(session_id)
+            changed = _changed_notes(gathered, session_id, state)
+            if not changed:
+                break
+            try:
+                ws.ledger.set_working_state(session_id, notes=changed, expected_revision=state.revision)
+                break
+            except Conflict:  # a client wrote meanwhile: its text wins, derive again
+                continue
+        gathered.rendered_at_tokens = gathered.tokens
+    _save(ws, session_id, gathered.last_seq, msgspec.json.encode(gathered))
 
 
 def _save(ws: Workspace, session_id: str, to_seq: int, blob: bytes) -> None:

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import re
+import unicodedata
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core.cjk import (
+    _CJK_RUN,
     MAX_QUERY_TERMS,
     cjk_grams,
     index_text,
@@ -71,3 +73,15 @@ def test_match_expression_is_only_quoted_terms(query: str) -> None:
     expression = match_expression(query)
     if expression is not None:
         assert all(TERM.fullmatch(part) for part in expression.split(" OR "))
+
+
+def _index_text_unshortened(text: str) -> str:
+    normalized = unicodedata.normalize("NFKC", text)
+    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", normalized)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(alphabet=st.characters(max_codepoint=127)) | st.text())
+def test_ascii_text_is_indexed_as_it_is(text: str) -> None:
+    """index_text's shortcut for ASCII gives what NFKC and the bigram pass give."""
+    assert index_text(text) == _index_text_unshortened(text)

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core.redaction import Redacted, redact
+from makad.core.secret_detectors import has_long_run
 from tests.core.secret_corpus import ALNUM, CASES, COMBINED, NEAR_MISSES, SecretCase, fake
 
 PROSE = [
@@ -169,3 +172,26 @@ def test_short_words_never_look_like_secrets(words: list[str]) -> None:
     """Sentences made of short words and punctuation are never redacted."""
     text = " ".join(words)
     assert redact(text).count == 0
+
+
+_LONG_RUN_REGEX = re.compile(r"[A-Za-z0-9_+/=.-]{20}")
+_RUN_ALPHABET = st.sampled_from([*ALNUM, *"_+/=.-", " ", "\n", "é", "\u200b", "ｓ", "猫", "\ud800", "🔑"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.tuples(_RUN_ALPHABET, st.integers(1, 25)), max_size=12))
+def test_the_long_run_prefilter_agrees_with_its_regex(pieces: list[tuple[str, int]]) -> None:
+    """The byte-table test for 20 run characters in a row says what the regex says, on
+    texts made of runs of every length around 20 mixed with non-ASCII characters,
+    surrogates and separators."""
+    text = "".join(char * count for char, count in pieces)
+    assert has_long_run(text) == (_LONG_RUN_REGEX.search(text) is not None)
+
+
+def test_the_long_run_prefilter_agrees_on_the_secret_corpus() -> None:
+    """On every case of the secret corpus, the near misses, and each text cut at every
+    length, the byte-table test agrees with the regex."""
+    texts = [c.text for c in CASES] + NEAR_MISSES + [c.secret for c in CASES]
+    for text in texts:
+        for cut in (text, text[:20], text[:19], text[1:21], text[-20:], text[-19:]):
+            assert has_long_run(cut) == (_LONG_RUN_REGEX.search(cut) is not None), cut

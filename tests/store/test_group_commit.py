@@ -262,27 +262,31 @@ def test_a_batch_queues_with_threads_appending_alone(ledger: Ledger) -> None:
     assert ledger.append_commits == commits + 1
 
 
+@pytest.mark.parametrize("where", ["chain_events", "index_bodies"])
 def test_a_failure_inside_a_group_runs_each_append_alone(
-    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch, where: str
 ) -> None:
-    """A SQLite error in the middle of a group rolls it all back; each append then runs
-    alone and lands exactly once (the error is injected: a real one cannot be timed)."""
+    """A SQLite error in the middle of a group (while its appends are chained, or once
+    their events and heads are written) rolls it all back; each append then runs alone and lands
+    exactly once (the error is injected: a real one cannot be timed)."""
     sids = [ledger.open_session().session_id for _ in range(4)]
-    real = group_commit.apply_append
+    real = getattr(group_commit, where)
     failed: list[str] = []
 
-    def flaky(conn: sqlite3.Connection, append: Any, bodies: list[tuple[int, str]]) -> AppendResult:
-        if append.session_id == sids[2] and not failed:
-            failed.append(append.session_id)
+    def flaky(*args: Any) -> Any:
+        if not failed and (where == "index_bodies" or args[0].session_id == sids[2]):
+            failed.append(where)
             raise sqlite3.OperationalError("disk I/O error")
-        return real(conn, append, bodies)
+        return real(*args)
 
-    monkeypatch.setattr(group_commit, "apply_append", flaky)
+    monkeypatch.setattr(group_commit, where, flaky)
     outcomes = queued_together(ledger, [appender(ledger, sid, f"t{i}") for i, sid in enumerate(sids)])
-    assert failed == [sids[2]]
+    assert failed == [where]
     assert outcomes == [AppendResult(first_seq=1, last_seq=1, redactions=0)] * 4
     for i, sid in enumerate(sids):
         assert [e.text for e in ledger.read_events(sid)] == [f"t{i}"]
+        assert ledger.verify_chain(sid) == (True, None)
+    assert [h.event.session_id for h in ledger.search_history("t2")] == [sids[2]]
 
 
 def test_a_group_that_cannot_write_answers_every_caller(tmp_path: Path) -> None:
@@ -393,3 +397,71 @@ def test_acknowledged_appends_survive_a_kill_inside_a_group(tmp_path: Path, poin
         assert stored >= len(acked) + (2 if point == "append_group_after_commit" else 0)
     finally:
         led.close()
+
+
+_TRICKY_TEXTS = [
+    'quotes " and \\ backslashes \\u0041',
+    "controls \t\n\r\x01\x1f\x7f and separators \u2028\u2029",
+    "non-ASCII: é ß 東京大学 🔑 \ufeff",
+    "",
+]
+
+
+@pytest.mark.parametrize("texts", [_TRICKY_TEXTS, ["with a NUL \x00 inside", "a literal \\u0000"]])
+def test_a_group_stores_every_text_and_number_exactly(ledger: Ledger, texts: list[str]) -> None:
+    """Texts with quotes, backslashes, control characters, NUL, non-ASCII and an empty
+    one, with meta and tool fields and 64-bit numbers, appended in one group: each is read back as written, with the column types a lone append
+    writes, chains verify, and each is found by search."""
+    texts = [*texts, "zebrafishq"]
+    sids = [ledger.open_session().session_id for _ in texts]
+    edge = (1 << 63) - 1
+    calls = [
+        AppendCall(
+            sid,
+            [
+                EventInput(
+                    type="tool_call",
+                    text=text,
+                    ts=edge if i == 0 else -edge if i == 1 else None,
+                    tool_call_id=f"call-{text[:4]}",
+                    tool_name=f"tool {text[-3:]}",
+                    meta={f"k{text[:3]}": text, "plain": "v"},
+                    tokens=edge if i == 0 else None,
+                )
+            ],
+        )
+        for i, (sid, text) in enumerate(zip(sids, texts, strict=True))
+    ]
+    outcomes = ledger.append_many(calls)
+    assert outcomes == [AppendResult(first_seq=1, last_seq=1, redactions=0)] * len(calls)
+    for call, sid in zip(calls, sids, strict=True):
+        (stored,) = ledger.read_events(sid)
+        sent = call.events[0]
+        assert (stored.text, stored.tool_call_id, stored.tool_name, stored.meta) == (
+            sent.text,
+            sent.tool_call_id,
+            sent.tool_name,
+            sent.meta,
+        )
+        assert sent.ts is None or stored.ts == sent.ts
+        assert sent.tokens is None or stored.tokens == sent.tokens
+        assert ledger.verify_chain(sid) == (True, None)
+    with ledger.snapshot() as conn:
+        types = conn.execute(
+            "SELECT DISTINCT typeof(id), typeof(seq), typeof(ts), typeof(tokens), typeof(text) FROM events"
+        ).fetchall()
+    assert types == [("integer", "integer", "integer", "integer", "text")]
+    assert [h.event.session_id for h in ledger.search_history("zebrafishq")] == [sids[-1]]
+
+
+def test_a_number_sqlite_cannot_hold_fails_only_its_own_append(ledger: Ledger) -> None:
+    """A ts past 64 bits inside a group: that call gets the error a lone append gets
+    (nothing of it stored), the others of the group are stored."""
+    sids = [ledger.open_session().session_id for _ in range(3)]
+    calls = [AppendCall(sid, one(f"t{i}")) for i, sid in enumerate(sids)]
+    calls[1] = AppendCall(sids[1], [EventInput(type="note", text="far future", ts=1 << 63)])
+    outcomes = ledger.append_many(calls)
+    assert isinstance(outcomes[1], OverflowError)
+    assert outcomes[0] == outcomes[2] == AppendResult(first_seq=1, last_seq=1, redactions=0)
+    assert ledger.read_events(sids[1]) == []
+    assert [e.text for e in ledger.read_events(sids[2])] == ["t2"]

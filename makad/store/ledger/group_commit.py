@@ -4,8 +4,8 @@ With ``synchronous=FULL`` every commit fsyncs the WAL, and the fsync, not the SQ
 what a one-event append costs. So appends queue here (first come, first served), and
 the call at the head of the queue leads: once it holds the write lock it takes every
 append queued behind it (up to ``MAX_GROUP_CALLS`` calls and ``MAX_APPEND_EVENTS``
-events), runs them one after the other in one ``BEGIN IMMEDIATE`` transaction, commits
-once, and only then wakes the others with their results. While its fsync runs the next
+events), runs them in one ``BEGIN IMMEDIATE`` transaction, commits once, and only then
+wakes the others with their results. While its fsync runs the next
 group queues up, so a lone caller waits for nobody and a busy ledger commits as often
 as its disk allows. (FTS5 also writes a segment per transaction: measured in-process,
 a one-event commit costs ~0.6 ms of CPU even without the fsync, and a group shares it.
@@ -15,13 +15,22 @@ append inside a group, a third of it.) ``append_many`` queues several calls at o
 the daemon's event loop gathers concurrent calls (``makad.service.append_queue``) so
 one worker thread carries a whole group instead of one thread per call.
 
+A group is written in a handful of statements, not several an append
+(``_apply_group``): its sessions' heads and request records are read in one query
+each, every append is checked and hash-chained in Python in queue order, and the rows
+of the accepted ones go in with one ``executemany`` per table: no savepoints, one
+session lookup and one ``max(id)`` a group. (sqlite3 also releases the GIL around every
+statement step, and each release while the event loop wants it is a futex wake-up and
+context switches: under ``scripts/bench appends`` the kernel's side is a quarter of the
+daemon's CPU.)
+
 What each caller sees is what it would have seen alone, in queue order:
 
-- Each append runs inside a savepoint. A refused one (``Conflict``: closed, moved on;
-  ``NotFound``) leaves nothing of itself (nor of its search bodies) and gets its error;
-  the others go on. An
-  ``expectedSeq`` is checked against the session as the appends before it in the
-  group left it, so two calls expecting the same seq still have exactly one winner.
+- A refused append (``Conflict``: closed, moved on; ``NotFound``) is refused before
+  anything of it is written, so it leaves nothing of itself (nor of its search bodies)
+  and gets its error; the others go on. An ``expectedSeq`` is checked against the
+  session as the appends before it in the group left it, so two calls expecting the
+  same seq still have exactly one winner; a request id sent twice replays the first.
 - Any other failure inside a group of two or more (a SQLite error, a damaged record)
   rolls the whole transaction back and every call of the group runs again alone, so
   each gets its own error and recovery (``recovering``) exactly as without grouping.
@@ -42,19 +51,30 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+import msgspec
+
 from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.types import AppendResult
 from makad.errors import Conflict, NotFound
 from makad.faults import UNARMED, Faults
 from makad.store.ledger.base import now_ms
+from makad.store.ledger.lineage import replayed, store_request
+from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import damage
+from makad.store.ledger.rows import SESSION_COLUMNS, found_session
 from makad.store.ledger.sessions import (
+    INSERT_EVENTS,
+    UPDATE_HEAD,
     AppendCall,
     PreparedAppend,
     SessionsArea,
-    apply_append,
+    admit,
+    appended,
+    chain_events,
     index_bodies,
     prepare_append,
+    request_record,
+    session_head,
 )
 
 MAX_GROUP_CALLS: Final = 64
@@ -166,8 +186,7 @@ class GroupCommitArea(SessionsArea):
                     group = self._next_group()
                 bodies: list[tuple[int, str]] = []
                 try:
-                    for queued in group:
-                        outcomes.append(_apply_in_savepoint(conn, queued.append, bodies))
+                    outcomes = _apply_group(conn, [queued.append for queued in group], bodies)
                     index_bodies(conn, bodies)
                 except Exception as exc:
                     if len(group) == 1:
@@ -229,19 +248,61 @@ def _outcome(call: AppendCall, append: Callable[..., AppendResult]) -> AppendRes
         return exc
 
 
-def _apply_in_savepoint(
-    conn: sqlite3.Connection, append: PreparedAppend, bodies: list[tuple[int, str]]
-) -> tuple[AppendResult | None, BaseException | None]:
-    """One append of a group: its result (its search bodies added to ``bodies``), or its
-    refusal with nothing of it left."""
-    indexed = len(bodies)
-    conn.execute("SAVEPOINT one_append")
-    try:
-        result = apply_append(conn, append, bodies)
-    except REFUSALS as exc:
-        conn.execute("ROLLBACK TO one_append")
-        conn.execute("RELEASE one_append")
-        del bodies[indexed:]
-        return None, exc
-    conn.execute("RELEASE one_append")
-    return result, None
+_HEADS: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))"
+_STORED_REQUESTS: Final = (
+    "SELECT request_id, method, result FROM requests WHERE request_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def _apply_group(
+    conn: sqlite3.Connection, appends: Sequence[PreparedAppend], bodies: list[tuple[int, str]]
+) -> list[tuple[AppendResult | None, BaseException | None]]:
+    """Several appends in one go, each judged as ``apply_append`` judges it after the ones
+    before it: the heads of their sessions (and their request records) are read once,
+    each append is checked and chained in Python against the heads as the appends before
+    it left them, and the rows of the accepted ones are written together — a handful of
+    statements a group instead of several an append. A refused append writes nothing, so
+    it needs no savepoint. Any other error leaves the transaction to be rolled back."""
+    sids = list(dict.fromkeys(append.session_id for append in appends))
+    heads = {row[0]: row for row in conn.execute(_HEADS, (msgspec.json.encode(sids),))}
+    request_ids = [append.request_id for append in appends if append.request_id is not None]
+    stored: dict[str, tuple[Any, Any]] = {}
+    if request_ids:
+        for request_id, method, blob in conn.execute(_STORED_REQUESTS, (msgspec.json.encode(request_ids),)):
+            stored[request_id] = (method, blob)
+    (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
+    moved: dict[str, tuple[int, str, int]] = {}  # session → its new last_seq, last_hash, events added
+    rows: list[tuple[Any, ...]] = []
+    requests: list[RequestRecord] = []
+    outcomes: list[tuple[AppendResult | None, BaseException | None]] = []
+    for append in appends:
+        session_id, request_id = append.session_id, append.request_id
+        try:
+            if request_id is not None and request_id in stored:
+                method, blob = stored[request_id]
+                outcomes.append((replayed(method, blob, request_id, "append_events", AppendResult), None))
+                continue
+            last_seq, last_hash, closed_at = session_head(found_session(heads.get(session_id), session_id))
+            added = 0
+            if session_id in moved:
+                last_seq, last_hash, added = moved[session_id]
+            admit(append, last_seq, closed_at)
+        except REFUSALS as exc:
+            outcomes.append((None, exc))
+            continue
+        link = chain_events(append, next_id, last_seq, last_hash, rows, bodies)
+        next_id += len(append.drafts)
+        result = appended(append, last_seq)
+        moved[session_id] = (result.last_seq, link, added + len(append.drafts))
+        if request_id is not None:
+            record = request_record(request_id, result)
+            stored[request_id] = (record.method, record.result)
+            requests.append(record)
+        outcomes.append((result, None))
+    if rows:
+        conn.executemany(INSERT_EVENTS, rows)
+        conn.executemany(UPDATE_HEAD, [(seq, link, n, sid) for sid, (seq, link, n) in moved.items()])
+    at = appends[0].at
+    for record in requests:
+        store_request(conn, record, at)
+    return outcomes

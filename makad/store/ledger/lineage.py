@@ -286,11 +286,14 @@ def _finish_intent(conn: sqlite3.Connection, intent_id: str, state: str, at: int
 
 def replay_request(conn: sqlite3.Connection, request_id: str, method: str, kind: type[_T]) -> _T | None:
     row = conn.execute("SELECT method, result FROM requests WHERE request_id = ?", (request_id,)).fetchone()
-    if row is None:
-        return None
-    if row[0] != method:
+    return None if row is None else replayed(row[0], row[1], request_id, method, kind)
+
+
+def replayed(stored_method: Any, result: Any, request_id: str, method: str, kind: type[_T]) -> _T:
+    """The stored result of a request seen before (``requests``' method and result)."""
+    if stored_method != method:
         raise Conflict("the requestId was used by another method", requestId=request_id)
-    return msgspec.json.decode(bytes(row[1]), type=kind)
+    return msgspec.json.decode(bytes(result), type=kind)
 
 
 def guard_request(conn: sqlite3.Connection, request: RequestRecord | None) -> None:

@@ -28,9 +28,14 @@ def session_row(conn: sqlite3.Connection, session_id: str) -> tuple[Any, ...]:
     row = conn.execute(
         f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id = ?", (session_id,)
     ).fetchone()
+    return found_session(row, session_id)
+
+
+def found_session(row: tuple[Any, ...] | None, session_id: str) -> tuple[Any, ...]:
+    """A ``sessions`` row (``SESSION_COLUMNS``) that was looked up; ``NotFound`` for none."""
     if row is None:
         raise NotFound("no such session", sessionId=session_id)
-    return cast(tuple[Any, ...], row)
+    return row
 
 
 def session_info(row: tuple[Any, ...]) -> SessionInfo:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import sqlite3
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -290,6 +290,12 @@ def index_bodies(conn: sqlite3.Connection, bodies: Sequence[tuple[int, str]]) ->
     conn.executemany("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", bodies)
 
 
+INSERT_EVENTS: Final = f"INSERT INTO events (id, {EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+UPDATE_HEAD: Final = (
+    "UPDATE sessions SET last_seq = ?, last_hash = ?, event_count = event_count + ? WHERE session_id = ?"
+)
+
+
 def apply_append(
     conn: sqlite3.Connection, append: PreparedAppend, bodies: list[tuple[int, str]]
 ) -> AppendResult:
@@ -298,48 +304,69 @@ def apply_append(
     Refusals (``Conflict``: closed, moved on; ``NotFound``) are raised before anything
     of this append is written. Its events' search bodies are added to ``bodies``: the
     caller indexes them (``index_bodies``) before it commits — a group indexes all of
-    its appends at once, after their savepoints, since FTS5 writes out what it holds
-    at every savepoint released once it takes part in the transaction."""
-    session_id, expected_seq, request_id = append.session_id, append.expected_seq, append.request_id
+    its appends at once (``group_commit``)."""
+    session_id, request_id = append.session_id, append.request_id
     if request_id is not None:
         replay = replay_request(conn, request_id, "append_events", AppendResult)
         if replay is not None:
             return replay
-    head = session_row(conn, session_id)
-    last_seq, last_hash, closed_at = int(head[5]), str(head[6]), head[3]
-    if closed_at is not None:
-        raise Conflict("the session is closed", sessionId=session_id, reason="closed")
-    if expected_seq is not None and expected_seq != last_seq:
-        raise Conflict(
-            "the session has moved on",
-            sessionId=session_id,
-            expectedSeq=expected_seq,
-            currentSeq=last_seq,
-        )
+    last_seq, last_hash, closed_at = session_head(session_row(conn, session_id))
+    admit(append, last_seq, closed_at)
     (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
     rows: list[tuple[Any, ...]] = []
-    link = last_hash
+    link = chain_events(append, next_id, last_seq, last_hash, rows, bodies)
+    conn.executemany(INSERT_EVENTS, rows)
+    result = appended(append, last_seq)
+    conn.execute(UPDATE_HEAD, (result.last_seq, link, len(append.drafts), session_id))
+    if request_id is not None:
+        store_request(conn, request_record(request_id, result), append.at)
+    return result
+
+
+def session_head(row: tuple[Any, ...]) -> tuple[int, str, Any]:
+    """A ``sessions`` row's ``(last_seq, last_hash, closed_at)``."""
+    return int(row[5]), str(row[6]), row[3]
+
+
+def admit(append: PreparedAppend, last_seq: int, closed_at: Any) -> None:
+    """Refuse an append to a closed session, or one whose ``expectedSeq`` is not ``last_seq``."""
+    if closed_at is not None:
+        raise Conflict("the session is closed", sessionId=append.session_id, reason="closed")
+    if append.expected_seq is not None and append.expected_seq != last_seq:
+        raise Conflict(
+            "the session has moved on",
+            sessionId=append.session_id,
+            expectedSeq=append.expected_seq,
+            currentSeq=last_seq,
+        )
+
+
+def chain_events(
+    append: PreparedAppend,
+    next_id: int,
+    last_seq: int,
+    last_hash: str,
+    rows: list[tuple[Any, ...]],
+    bodies: list[tuple[int, str]],
+) -> str:
+    """Give the append's events their ids (from ``next_id``), seqs and hashes after the
+    session's head; add their rows and search bodies; the new head's hash."""
+    session_id, link = append.session_id, last_hash
     for offset, (event, body) in enumerate(append.drafts):
         event.session_id = session_id
         event.seq = last_seq + 1 + offset
         link = event.hash = event_hash(link, event)
         rows.append((next_id + offset, *event_values(event)))
         bodies.append((next_id + offset, body))
-    conn.executemany(
-        f"INSERT INTO events (id, {EVENT_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        rows,
-    )
-    result = AppendResult(
+    return link
+
+
+def appended(append: PreparedAppend, last_seq: int) -> AppendResult:
+    """The result of an append stored after ``last_seq``."""
+    return AppendResult(
         first_seq=last_seq + 1, last_seq=last_seq + len(append.drafts), redactions=append.redactions
     )
-    conn.execute(
-        "UPDATE sessions SET last_seq = ?, last_hash = ?, event_count = event_count + ? WHERE session_id = ?",
-        (result.last_seq, link, len(append.drafts), session_id),
-    )
-    if request_id is not None:
-        store_request(
-            conn,
-            RequestRecord(request_id=request_id, method="append_events", result=msgspec.json.encode(result)),
-            append.at,
-        )
-    return result
+
+
+def request_record(request_id: str, result: AppendResult) -> RequestRecord:
+    return RequestRecord(request_id=request_id, method="append_events", result=msgspec.json.encode(result))
