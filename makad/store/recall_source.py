@@ -5,10 +5,11 @@ events), plus one search inside each period the query names (``in May 2023``,
 ``last week``: ``makad.core.when``), so that events of that time are
 candidates even when words common elsewhere outrank them, plus one search for
 the words its best hits share (``makad.core.feedback``: the answer often uses
-the words of the turns that match, not the question's). It then reads the
-``radius`` events on each side of every hit, in a few range reads per session
-rather than one read per hit: the pure core (``makad.core.recall``) scores a
-hit's neighbours too.
+the words of the turns that match, not the question's; only its newest
+``FEEDBACK_WINDOW`` matches are ranked, so a large ledger's expansion costs what
+a small one's does). It then reads the ``radius`` events on each side of
+every hit, in a few range reads per session rather than one read per hit: the
+pure core (``makad.core.recall``) scores a hit's neighbours too.
 """
 
 from __future__ import annotations
@@ -26,6 +27,8 @@ from makad.store.ledger import Ledger
 RECALL_LIMIT: Final = 100
 PERIOD_LIMIT: Final = 50
 FEEDBACK_LIMIT: Final = 50
+# The expansion ranks at most its newest this many matches (see recall_hits).
+FEEDBACK_WINDOW: Final = 1_000
 RADIUS: Final = 2
 # Neighbourhoods closer than this many events are read in one range.
 MERGE_GAP: Final = 4
@@ -68,6 +71,7 @@ def recall_hits(
         before: int | None = None,
         text: str = query,
         rare_only: bool = False,
+        window: int | None = None,
     ) -> list[SearchHit]:
         return ledger.search_events_ranked(
             text,
@@ -77,6 +81,7 @@ def recall_hits(
             after=after,
             before=before,
             rare_only=rare_only,
+            window=window,
         )
 
     found: dict[tuple[str, int], SearchHit] = {}
@@ -87,7 +92,10 @@ def recall_hits(
     if expansion:
         # Only the rarer expansion words: the common ones the best hits share anyway
         # would match (and cost ranking) a large part of the ledger for little.
-        more = search(FEEDBACK_LIMIT, text=" ".join(expansion), rare_only=True)
+        # A second signal, scaled below the first: scoring all of its matches (thousands
+        # on a large ledger, each by bm25 one by one) cost more than the question's own
+        # search, so only its newest FEEDBACK_WINDOW matches are ranked.
+        more = search(FEEDBACK_LIMIT, text=" ".join(expansion), rare_only=True, window=FEEDBACK_WINDOW)
         first_best = max(hit.score for hit in first)
         for hit, bm25 in zip(more, scaled_bm25((-h.score for h in more), first_best), strict=True):
             found.setdefault((hit.event.session_id, hit.event.seq), SearchHit(event=hit.event, score=-bm25))

@@ -198,3 +198,31 @@ def test_rare_only_searches_only_the_uncommon_terms(ledger: Ledger) -> None:
     rare = ledger.search_events_ranked("common zebra", limit=100, rare_only=True)
     assert [hit.event.seq for hit in rare] == [61]
     assert ledger.search_events_ranked("common", limit=100, rare_only=True) == []
+
+
+def test_an_expansion_counts_a_common_term_only_past_the_share(ledger: Ledger) -> None:
+    """rare_only counts a term to twice the common share, not to its end, and still leaves it out."""
+    ledger.open_session("s", now=1)
+    ledger.append_events("s", [EventInput(type="note", text=f"common word {i}") for i in range(120)])
+    ledger.append_events("s", [EventInput(type="note", text="common zebra")])
+    cap = ledger_module.COMMON_TERM_FLOOR + 1  # the floor rules in a small ledger
+    rare = ledger.search_events_ranked("common zebra", limit=100, rare_only=True)
+    assert [hit.event.seq for hit in rare] == [121]
+    assert ledger._df_cache['"common"'] == (cap, 121, False)
+    assert ledger._df_cache['"zebra"'] == (1, 121, True)
+
+
+def test_a_query_counts_its_terms_in_full_after_an_expansion_capped_them(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A plain search keeps terms by their counts: a capped count of rare_only is counted again in full."""
+    monkeypatch.setattr(ledger_module, "SMALL_LEDGER_EVENTS", 0)
+    ledger.open_session("s", now=1)
+    ledger.append_events("s", [EventInput(type="note", text=f"apple pear {i}") for i in range(70)])
+    ledger.append_events("s", [EventInput(type="note", text=f"apple {i}") for i in range(10)])
+    ledger.search_events_ranked("plum apple", limit=5, rare_only=True)  # counts to the cap only
+    assert ledger._df_cache['"apple"'][2] is False
+    hits = ledger.search_events_ranked("apple pear", limit=100)
+    assert len(hits) == 80
+    assert ledger._df_cache['"apple"'] == (80, 80, True)
+    assert ledger._df_cache['"pear"'] == (70, 80, True)

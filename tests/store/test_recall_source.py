@@ -4,7 +4,10 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
+
 from makad.core.types import EventInput
+from makad.store import recall_source
 from makad.store.ledger import Ledger
 from makad.store.recall_source import recall_hits
 
@@ -110,3 +113,18 @@ def test_a_question_framing_word_does_not_pick_the_turns(ledger: Ledger) -> None
     hits = recall_hits(ledger, "Would Ann likely enjoy hiking?", now_ms=NOW)
     assert (hits[0].event.session_id, hits[0].event.seq) == ("a", 3)
     assert ("a", 1) not in {(h.event.session_id, h.event.seq) for h in hits}
+
+
+def test_the_expansion_ranks_only_its_newest_matches(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past FEEDBACK_WINDOW matches, the expansion's older matches are not ranked; the question's are."""
+    monkeypatch.setattr(recall_source, "FEEDBACK_WINDOW", 2)
+    fill(
+        ledger,
+        "old",
+        ["Ann: the ferry to the harbour", "Ann: ferry tickets from the harbour"],
+        ms(2022, 1, 1),
+    )
+    fill(ledger, "mid", ["Bo: harbour lights"] * 3, ms(2023, 1, 1))
+    hits = {(h.event.session_id, h.event.seq) for h in recall_hits(ledger, "the ferry", now_ms=NOW)}
+    assert {("old", 1), ("old", 2)} <= hits
+    assert {("mid", 2), ("mid", 3)} <= hits and ("mid", 1) not in hits

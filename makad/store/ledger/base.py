@@ -88,7 +88,8 @@ class LedgerBase:
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         # Search term document frequencies (the search area): valid for this file only.
-        self._df_cache: dict[str, tuple[int, int]] = {}
+        # term → (matches, newest event id then, whether the count is whole): see search.py
+        self._df_cache: dict[str, tuple[int, int, bool]] = {}
         self._synchronous = synchronous
         self._before_first_write = before_first_write
         self._writer: sqlite3.Connection | None = None

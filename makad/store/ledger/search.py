@@ -63,20 +63,22 @@ class SearchArea(SessionsArea):
         before: int | None = None,
         after: int | None = None,
         rare_only: bool = False,
+        window: int | None = None,
     ) -> list[SearchHit]:
         """The recall building block: ranked events, optionally only up to a seq per session.
 
         ``max_seq_by_session={s: b}`` keeps only events of ``s`` with seq <= b
         (e.g. the compacted-away part of the current session) while other
         sessions are unrestricted; ``exclude_sessions`` drops sessions entirely.
-        When more than ``SEARCH_WINDOW`` events pass the filters, only the most
-        recent ``SEARCH_WINDOW`` of them are ranked: this bounds a query of
-        common words to milliseconds on a million events. ``rare_only`` drops
+        When more than ``window`` (default ``SEARCH_WINDOW``) events pass the
+        filters, only the most recent ``window`` of them are ranked: this bounds
+        a query of common words to milliseconds on a million events. ``rare_only`` drops
         the common terms (see ``_selective_match``) whatever the ledger's size,
         and searches nothing when no other term is left.
         """
         if limit <= 0:
             return []
+        window = SEARCH_WINDOW if window is None else max(window, 1)
         with self._read_lock:
             match, most = self._selective_match(query, rare_only=rare_only)
         if match is None:
@@ -118,10 +120,10 @@ class SearchArea(SessionsArea):
             overflow = True
             if most is not None:
                 grown = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-                overflow = most.matches + max(grown - most.total, 0) >= SEARCH_WINDOW
-            floor = _window_floor(conn, match, low, high, "", []) if overflow else None
+                overflow = most.matches + max(grown - most.total, 0) >= window
+            floor = _window_floor(conn, match, low, high, "", [], window) if overflow else None
             if floor is not None and where:
-                floor = _window_floor(conn, match, low, high, where, params)
+                floor = _window_floor(conn, match, low, high, where, params, window)
             if floor is not None:
                 low = floor
             wanted = min(limit, MAX_SEARCH_LIMIT)
@@ -195,7 +197,7 @@ class SearchArea(SessionsArea):
         total = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
         if total < SMALL_LEDGER_EVENTS and not rare_only:
             return " OR ".join(terms), _Most(total, total)
-        counted = {term: self._document_frequency(conn, term, total) for term in terms}
+        counted = {term: self._document_frequency(conn, term, total, capped=rare_only) for term in terms}
         frequency = {term: count for term, (count, _) in counted.items()}
         common = max(total * COMMON_TERM_SHARE, COMMON_TERM_FLOOR)
         rare = [t for t in terms if frequency[t] <= common]
@@ -207,17 +209,34 @@ class SearchArea(SessionsArea):
         since = min(counted[t][1] for t in kept)
         return " OR ".join(kept), _Most(sum(frequency[t] for t in kept) + total - since, total)
 
-    def _document_frequency(self, conn: sqlite3.Connection, term: str, total: int) -> tuple[int, int]:
-        """Events matching ``term``, and the newest event id when they were counted."""
+    def _document_frequency(
+        self, conn: sqlite3.Connection, term: str, total: int, *, capped: bool = False
+    ) -> tuple[int, int]:
+        """Events matching ``term``, and the newest event id when they were counted.
+
+        ``capped`` (the expansion's words, ``rare_only``): counting stops past twice the
+        common share, so the count says "common" for as long as it is cached (until the
+        ledger has doubled) without walking every match of a frequent word (tens of
+        thousands at 100k events; a query's expansion words mostly are such words, and
+        only rare ones are kept). Such a count is more than the share, not the number.
+        """
         cached = self._df_cache.get(term)
-        if cached is not None and total < cached[1] * 2:
-            return cached
-        count = int(
-            conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (term,)).fetchone()[0]
-        )
+        if cached is not None and total < cached[1] * 2 and (cached[2] or capped):
+            return cached[0], cached[1]
+        if capped:
+            cap = int(max(2 * total * COMMON_TERM_SHARE, COMMON_TERM_FLOOR)) + 1
+            row = conn.execute(
+                "SELECT count(*) FROM (SELECT 1 FROM events_fts WHERE events_fts MATCH ? LIMIT ?)",
+                (term, cap),
+            ).fetchone()
+            count = int(row[0])
+            whole = count < cap
+        else:
+            row = conn.execute("SELECT count(*) FROM events_fts WHERE events_fts MATCH ?", (term,)).fetchone()
+            count, whole = int(row[0]), True
         if len(self._df_cache) > DF_CACHE_SIZE:
             self._df_cache.clear()
-        self._df_cache[term] = (count, total)
+        self._df_cache[term] = (count, total, whole)
         return count, total
 
     def rebuild_search_index(self) -> None:
@@ -266,14 +285,14 @@ class _Most(NamedTuple):
 
 
 def _window_floor(
-    conn: sqlite3.Connection, match: str, low: int, high: int, where: str, params: Sequence[Any]
+    conn: sqlite3.Connection, match: str, low: int, high: int, where: str, params: Sequence[Any], window: int
 ) -> int | None:
-    """The rowid of the ``SEARCH_WINDOW``-th newest match passing ``where``, if there are that many."""
+    """The rowid of the ``window``-th newest match passing ``where``, if there are that many."""
     joined = " CROSS JOIN events AS e ON e.id = f.rowid" if where else ""
     row = conn.execute(
         f"SELECT f.rowid FROM events_fts AS f{joined}"
         f" WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ?{where}"
         " ORDER BY f.rowid DESC LIMIT 1 OFFSET ?",
-        [match, low, high, *params, SEARCH_WINDOW - 1],
+        [match, low, high, *params, window - 1],
     ).fetchone()
     return None if row is None else int(row[0])
