@@ -26,7 +26,7 @@ from makad.rpc.jsonrpcserver_parts import (
     NOID,
     Error,
     Request,
-    Success,
+    Right,
     SuccessResult,
     call,
     to_response,
@@ -50,6 +50,7 @@ YIELD_BYTES = 1024 * 1024
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
+_new_tuple = tuple.__new__
 log = structlog.get_logger("makad.rpc")
 
 
@@ -157,8 +158,7 @@ class Dispatcher:
 
     def _wrap(self, spec: MethodSpec, handler: Handler) -> Callable[..., Awaitable[Any]]:
         params_type = spec.params
-        # A bound lambda, not a def: the closure is built once per method at start.
-        decode_params: Callable[[Any], Any] = lambda raw: msgspec.convert(raw, params_type)  # noqa: E731
+        convert = msgspec.convert
 
         async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
             if args:
@@ -168,7 +168,7 @@ class Dispatcher:
                     {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
                 )
             try:
-                params = decode_params(kwargs)
+                params = convert(kwargs, params_type)
             except msgspec.ValidationError as exc:
                 text = str(exc)
                 match = _PATH.search(text)
@@ -195,7 +195,9 @@ class Dispatcher:
                 log.debug(
                     "request", method=spec.name, duration_ms=round((time.perf_counter() - started) * 1000, 3)
                 )
-            return Success(result)
+            # ``Success(result)``: built as the tuple it is, without two Python frames
+            # (Success's *args, the NamedTuple's generated ``__new__``).
+            return Right(_new_tuple(SuccessResult, (result,)))
 
         return call
 
@@ -290,39 +292,53 @@ class Dispatcher:
         invalid = _check_request(obj)
         if invalid is not None:
             return invalid
-        request = Request(obj["method"], obj.get("params", []), obj.get("id", NOID))
+        params = obj.get("params", [])
+        # ``Request(...)``: built as the tuple it is, without its generated ``__new__``.
+        request: Request = _new_tuple(Request, (obj["method"], params, obj.get("id", NOID)))
         method = self._methods.get(request.method)
-        if method is None and self._rest is not None:
-            method = await self._method(request.method)
-        if method is None and self._rest_failed is not None:
-            result = Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
-        elif method is not None and isinstance(obj.get("params"), list):
-            # Every method takes by-name params; even an empty array is positional.
-            result = Error(
-                INVALID_PARAMS,
-                "Invalid params",
-                {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
-            )
-        elif method is None:
-            result = Error(
-                METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": request.method}
-            )
-        else:
+        if method is not None and params.__class__ is dict:
             # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
             # signature binding (validate_args, ~10 µs) can never fail: skip it.
             result = await call(request, context, method)
+        else:
+            result = await self._unusual(request, obj, method, context)
         if request.id is NOID:
             return None
-        succeeded: list[SuccessResult] = []
-        result.map(succeeded.append)  # only a success calls its mapper
-        if succeeded:
-            return {"jsonrpc": "2.0", "result": succeeded[0].result, "id": request.id}
+        if isinstance(result, Right):  # what ``result.map`` tells, without its two objects
+            return {"jsonrpc": "2.0", "result": result._value.result, "id": request.id}
         reply = to_serializable_one(to_response(request, result))
         assert isinstance(reply, dict)  # one response for one request
         err = reply["error"]
         data = err.get("data")
         data = data if isinstance(data, dict) else {"kind": "internal"}
         return {"jsonrpc": "2.0", "error": error_object(err["code"], err["message"], data), "id": request.id}
+
+    async def _unusual(
+        self,
+        request: Request,
+        obj: dict[str, Any],
+        method: Callable[..., Awaitable[Any]] | None,
+        context: Any,
+    ) -> Any:
+        """The result of a request that is not a registered method with by-name params: its
+        method not registered (yet: one registered while this waited is called), its params
+        positional, or none given."""
+        if method is None and self._rest is not None:
+            method = await self._method(request.method)
+        if method is None and self._rest_failed is not None:
+            return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
+        if method is not None and isinstance(obj.get("params"), list):
+            # Every method takes by-name params; even an empty array is positional.
+            return Error(
+                INVALID_PARAMS,
+                "Invalid params",
+                {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
+            )
+        if method is None:
+            return Error(
+                METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": request.method}
+            )
+        return await call(request, context, method)
 
 
 def _method_name(obj: Any) -> str | None:
@@ -342,14 +358,12 @@ def reply_id(obj: Any) -> Any:
     return id_ if _valid_id(id_) else None
 
 
-class Prepared:
+class Prepared(msgspec.Struct, gc=False):
     """Decoded requests of one payload; ``inline`` when every method is in-memory only,
-    ``eager`` for a single request of an eager method (``MethodSpec.eager``)."""
+    ``eager`` for a single request of an eager method (``MethodSpec.eager``). A Struct:
+    built in C, one per request (it holds no cycle, so the collector need not see it)."""
 
-    __slots__ = ("batch", "eager", "inline", "messages")
-
-    def __init__(self, messages: list[Any], batch: bool, inline: bool, eager: bool = False) -> None:
-        self.messages = messages
-        self.batch = batch
-        self.inline = inline
-        self.eager = eager
+    messages: list[Any]
+    batch: bool
+    inline: bool
+    eager: bool = False

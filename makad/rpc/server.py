@@ -120,6 +120,7 @@ class Server:
         self._limits = limits or Limits()
         self._uid = os.getuid()
         self._stop = anyio.Event()
+        self._stopping = False  # ``_stop`` is set: a plain read for each request's loop
         self._in_flight = 0
         # Created only while shutdown waits for in-flight requests (not per request).
         self._idle: anyio.Event | None = None
@@ -130,11 +131,12 @@ class Server:
         self._refusal_logged_at = -REFUSAL_LOG_INTERVAL_S
 
     def request_stop(self) -> None:
+        self._stopping = True
         self._stop.set()
 
     @property
     def stopping(self) -> bool:
-        return self._stop.is_set()
+        return self._stopping
 
     async def run(self, listener: SocketListener) -> None:
         async with anyio.create_task_group() as tg:
@@ -239,7 +241,9 @@ class Server:
         reading = _Reading(anyio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION))
         async with anyio.create_task_group() as tg:
             reading.tasks = tg
-            await self._read(conn, reading)
+            # A task of its own, not this one: each request's turn of the event loop then
+            # resumes two coroutine frames (anyio's task wrapper, ``_read``), not five.
+            tg.start_soon(self._read, conn, reading)
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
 
@@ -281,7 +285,7 @@ class Server:
                 except anyio.WouldBlock:
                     await limiter.acquire()
                 reading.tasks.start_soon(self._handle, conn, prepared, limiter)
-            if self._stop.is_set() or conn.closed:
+            if self._stopping or conn.closed:
                 return
             if conn.backlogged:  # it does not read its replies: stop taking requests
                 await conn.wait_for_room()

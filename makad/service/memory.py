@@ -127,8 +127,12 @@ class MemoryService:
     # --- reading ------------------------------------------------------------------
 
     async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState | StateNotModified:
-        ws = await self._ctx.workspace(params.workspace)
-        settings = await self._ctx.load_settings(ws)
+        ctx = self._ctx
+        # The common case (a known workspace, its settings cached) without two coroutines.
+        ws = ctx.workspace_at_hand(params.workspace) or await ctx.workspace(params.workspace)
+        settings = ws.state.settings
+        if settings is None:
+            settings = await ctx.load_settings(ws)
         if params.if_revision is not None:
             if ws.lock.locked():  # a write or an ingest is under way: answer after it
                 async with ws.lock:
