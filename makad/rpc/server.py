@@ -28,7 +28,7 @@ import structlog
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 
 from makad.errors import TooManyConnections
-from makad.rpc.connection import Connection
+from makad.rpc.connection import OUTBOX_HIGH_WATER, Connection, yield_now
 from makad.rpc.dispatch import (
     Dispatcher,
     Prepared,
@@ -252,11 +252,12 @@ class Server:
         has to wait: this task then stays with that request, and a new one reads on."""
         max_bytes = self._limits.max_message_bytes
         queued = reading.queued
+        prepare = self._dispatcher.prepare
         while True:
             while queued:
                 message = queued.popleft()
                 try:
-                    prepared = self._dispatcher.prepare(message)
+                    prepared = prepare(message)
                 except Exception:
                     ref = new_ref()
                     log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
@@ -264,7 +265,8 @@ class Server:
                 if isinstance(prepared, bytes):
                     await conn.send(prepared)
                     continue
-                self._begin(conn)
+                self._in_flight += 1  # ended in ``_handle``
+                conn.in_flight += 1
                 if prepared.inline:
                     # No IO behind it: answering in place beats spawning a task, and
                     # the reader itself is the bound on how many run at once.
@@ -287,10 +289,17 @@ class Server:
                 reading.tasks.start_soon(self._handle, conn, prepared, limiter)
             if self._stopping or conn.closed:
                 return
-            if conn.backlogged:  # it does not read its replies: stop taking requests
+            # It does not read its replies: stop taking requests (the attribute first: the
+            # property is a call, and almost always nothing waits).
+            if conn.reply_bytes > OUTBOX_HIGH_WATER and conn.backlogged:
                 await conn.wait_for_room()
             try:
-                chunk = await conn.receive(READ_CHUNK)
+                # ``conn.receive`` unrolled for its common case (one frame less to resume
+                # and leave per request): yield once, and the next request is often there.
+                await yield_now()
+                chunk = conn.recv_now(READ_CHUNK)
+                if chunk is None:
+                    chunk = await conn.receive(READ_CHUNK)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 chunk = b""
             if not chunk:
@@ -345,15 +354,6 @@ class Server:
                 limiter.release()
         return waited
 
-    def _begin(self, conn: Connection) -> None:
-        self._in_flight += 1
-        conn.in_flight += 1
-
-    def _end(self) -> None:
-        self._in_flight -= 1
-        if self._in_flight == 0 and self._idle is not None:
-            self._idle.set()
-
     async def _handle(self, conn: Connection, prepared: Prepared, limiter: anyio.Semaphore | None) -> None:
         try:
             try:
@@ -367,12 +367,16 @@ class Server:
                 conn.in_flight -= 1
                 conn.last_active = time.monotonic()
             if reply is not None:
-                await conn.send(reply)
+                frame = conn.send_nowait(reply)
+                if frame is not None:
+                    await conn.send_frame(frame)
         except Exception:  # writing failed in a way the outbox did not expect
             log.error("connection_crashed", conn=conn.id, ref=new_ref(), exc_info=True)
             conn.scope.cancel()
         finally:
-            self._end()
+            self._in_flight -= 1
+            if self._in_flight == 0 and self._idle is not None:
+                self._idle.set()
             if limiter is not None:
                 limiter.release()
 
