@@ -26,8 +26,9 @@ import asyncio
 import itertools
 import socket
 import time
+import types
 from collections import deque
-from collections.abc import Callable, Hashable
+from collections.abc import Callable, Generator, Hashable
 from typing import Any
 
 import anyio
@@ -45,6 +46,13 @@ WRITE_CHUNK = 64 * 1024
 # Unsent reply bytes past which a new reply waits for the client to read.
 OUTBOX_HIGH_WATER = 1024 * 1024
 _BROKEN = (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError)
+
+
+@types.coroutine
+def yield_now() -> Generator[None, None, None]:
+    """One turn of the event loop: asyncio's ``sleep(0)`` (a bare yield to the task),
+    without its two coroutine frames that every request would resume and leave."""
+    yield
 
 
 class _Slot:
@@ -74,7 +82,7 @@ class Connection:
         self._close_hooks: list[Callable[[Any], None]] = []
         self._outbox: deque[bytes | _Slot] = deque()
         self._waiting_slots: dict[Hashable, _Slot] = {}
-        self._reply_bytes = 0
+        self.reply_bytes = 0  # of replies queued and not yet written
         self._writing = False
         self._wake = anyio.Event()
         self._room: anyio.Event | None = None
@@ -123,7 +131,7 @@ class Connection:
                 return await self._stream.receive(max_bytes)
             except anyio.EndOfStream:
                 return b""
-        await asyncio.sleep(0)  # anyio's checkpoint on asyncio, without its backend lookup
+        await yield_now()  # anyio's checkpoint on asyncio, without its backend lookup
         while True:
             try:
                 return raw.recv(max_bytes)
@@ -136,20 +144,55 @@ class Connection:
                 finally:
                     loop.remove_reader(self._fd)
 
+    def recv_now(self, max_bytes: int) -> bytes | None:
+        """What has arrived (``b""`` at the client's end) without waiting or yielding; None
+        when nothing has yet, or when there is no raw socket to read (``receive`` then).
+        After a ``yield_now`` this is ``receive`` when the next request is already there."""
+        raw = self._raw
+        if raw is None:
+            return None
+        try:
+            return raw.recv(max_bytes)
+        except BlockingIOError:
+            return None
+
     # --- replies -----------------------------------------------------------------------
 
     async def send(self, payload: bytes) -> None:
         """Queue one reply and see it written (or wait for room while others write)."""
+        frame = self.send_nowait(payload)
+        if frame is not None:
+            await self.send_frame(frame)
+
+    def send_nowait(self, payload: bytes) -> bytes | None:
+        """Write one reply now if the connection is quiet and its socket takes all of it
+        (every ping's path: no coroutine, no wait). None when that is done (or the
+        connection is closed); else its frame, or the part the socket left, for
+        ``send_frame``."""
+        if self.closed:
+            return None
+        frame = payload + b"\n" if self.framing == "ndjson" else encode(self.framing, payload)
+        raw = self._raw
+        if raw is None or self._writing or self._outbox or len(frame) > WRITE_CHUNK:
+            return frame
+        try:
+            sent = raw.send(frame)
+        except BlockingIOError:
+            return frame
+        except OSError:
+            self.mark_closed()
+            return None
+        return None if sent == len(frame) else frame[sent:]
+
+    async def send_frame(self, frame: bytes) -> None:
+        """Queue a framed reply (what ``send_nowait`` left) and see it written."""
         if self.closed:
             return
-        frame = payload + b"\n" if self.framing == "ndjson" else encode(self.framing, payload)
         if not self._writing and not self._outbox and len(frame) <= WRITE_CHUNK:
-            # A quiet connection (every ping's path): straight to the socket.
+            # A quiet connection whose socket had no room for all of it: wait for room.
             self._writing = True
             try:
-                sent = self._send_now(frame)
-                if sent < len(frame):  # the socket buffer is full: wait for room
-                    await self._stream.send(frame[sent:])
+                await self._stream.send(frame)
             except _BROKEN:
                 self.mark_closed()
             finally:
@@ -158,25 +201,16 @@ class Connection:
                 await self._drain()
             return
         self._outbox.append(frame)
-        self._reply_bytes += len(frame)
+        self.reply_bytes += len(frame)
         if not self._writing:
             await self._drain()
             return
         await self.wait_for_room()
 
-    def _send_now(self, frame: bytes) -> int:
-        """Bytes of ``frame`` the socket took without waiting (0 when it has no room)."""
-        if self._raw is None:
-            return 0
-        try:
-            return self._raw.send(frame)
-        except BlockingIOError:
-            return 0
-
     @property
     def backlogged(self) -> bool:
         """More reply bytes wait than a client that reads lets pile up."""
-        return self._reply_bytes > OUTBOX_HIGH_WATER and not self.closed
+        return self.reply_bytes > OUTBOX_HIGH_WATER and not self.closed
 
     async def wait_for_room(self) -> None:
         while self.backlogged:
@@ -216,7 +250,7 @@ class Connection:
             while self._outbox and not self.closed:
                 item = self._outbox.popleft()
                 if isinstance(item, bytes):
-                    self._reply_bytes -= len(item)
+                    self.reply_bytes -= len(item)
                     self._make_room()
                     await self._write(item)
                 else:
@@ -253,7 +287,7 @@ class Connection:
         return b"".join(frames)
 
     def _make_room(self) -> None:
-        if self._room is not None and self._reply_bytes <= OUTBOX_HIGH_WATER:
+        if self._room is not None and self.reply_bytes <= OUTBOX_HIGH_WATER:
             self._room.set()
             self._room = None
 
@@ -264,7 +298,7 @@ class Connection:
         self.closed = True
         self._outbox.clear()
         self._waiting_slots.clear()
-        self._reply_bytes = 0
+        self.reply_bytes = 0
         self._make_room()
         self._wake.set()
 

@@ -26,7 +26,7 @@ from makad.rpc.jsonrpcserver_parts import (
     NOID,
     Error,
     Request,
-    Success,
+    Right,
     SuccessResult,
     call,
     to_response,
@@ -50,6 +50,10 @@ YIELD_BYTES = 1024 * 1024
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
+_new_tuple = tuple.__new__
+# The params of a request without any: none by name (jsonrpcserver calls a method the same
+# with {} as with []; its ``**`` copies this, so it is never changed).
+_NO_PARAMS: dict[str, Any] = {}
 log = structlog.get_logger("makad.rpc")
 
 
@@ -72,6 +76,10 @@ def new_ref() -> str:
     return uuid.uuid4().hex[:12]
 
 
+# Classes of an id that is valid for sure (the common ones: no call to ``_valid_id``).
+_PLAIN_IDS = frozenset({int, str, type(None)})
+
+
 def _valid_id(value: Any) -> bool:
     return value is None or (isinstance(value, (str, int, float)) and not isinstance(value, bool))
 
@@ -87,16 +95,14 @@ def _check_request(obj: Any) -> dict[str, Any] | None:
     if not isinstance(obj, dict):
         return _invalid_request("a request must be a JSON object")
     id_ = obj.get("id")
-    id_ok = _valid_id(id_)
-    reply_id = id_ if id_ok else None
-    if not id_ok:
+    if id_.__class__ not in _PLAIN_IDS and not _valid_id(id_):
         return _invalid_request("id must be a string, a number or null")
     if obj.get("jsonrpc") != "2.0":
-        return _invalid_request('"jsonrpc" must be exactly "2.0"', reply_id)
+        return _invalid_request('"jsonrpc" must be exactly "2.0"', id_)
     if not isinstance(obj.get("method"), str):
-        return _invalid_request('"method" must be a string', reply_id)
+        return _invalid_request('"method" must be a string', id_)
     if "params" in obj and not isinstance(obj["params"], (dict, list)):
-        return _invalid_request('"params" must be an object or an array', reply_id)
+        return _invalid_request('"params" must be an object or an array', id_)
     return None
 
 
@@ -157,8 +163,10 @@ class Dispatcher:
 
     def _wrap(self, spec: MethodSpec, handler: Handler) -> Callable[..., Awaitable[Any]]:
         params_type = spec.params
-        # A bound lambda, not a def: the closure is built once per method at start.
-        decode_params: Callable[[Any], Any] = lambda raw: msgspec.convert(raw, params_type)  # noqa: E731
+        convert = msgspec.convert
+        # A method without params (ping) called without any gets this one instance: it
+        # has no field a handler could change, and converting {} would only rebuild it.
+        no_params = params_type() if not params_type.__struct_fields__ else None
 
         async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
             if args:
@@ -168,7 +176,7 @@ class Dispatcher:
                     {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
                 )
             try:
-                params = decode_params(kwargs)
+                params = no_params if no_params is not None and not kwargs else convert(kwargs, params_type)
             except msgspec.ValidationError as exc:
                 text = str(exc)
                 match = _PATH.search(text)
@@ -195,7 +203,9 @@ class Dispatcher:
                 log.debug(
                     "request", method=spec.name, duration_ms=round((time.perf_counter() - started) * 1000, 3)
                 )
-            return Success(result)
+            # ``Success(result)``: built as the tuple it is, without two Python frames
+            # (Success's *args, the NamedTuple's generated ``__new__``).
+            return Right(_new_tuple(SuccessResult, (result,)))
 
         return call
 
@@ -219,7 +229,9 @@ class Dispatcher:
             if not message:
                 return _encoder.encode(_invalid_request("empty batch"))
             return Prepared(message, True, all(self._is_inline(m) for m in message))
-        method = _method_name(message)
+        method = message.get("method") if message.__class__ is dict else None  # _method_name's
+        if method.__class__ is not str:
+            method = None
         return Prepared([message], False, method in self._inline, method in self._eager)
 
     def _is_inline(self, obj: Any) -> bool:
@@ -229,11 +241,19 @@ class Dispatcher:
         """Execute prepared requests; the reply bytes, or None when nothing is to be sent."""
         if prepared.batch:
             return await self._run_batch(prepared.messages, context)
-        obj = prepared.messages[0]
-        reply = await self._one(obj, context)
+        started = self._start(prepared.messages[0], context)  # ``_one``, unrolled
+        reply: dict[str, Any] | None
+        if isinstance(started, dict):
+            reply = started
+        else:
+            request, result = started
+            reply = _finish(request, await result)
         if reply is None:
             return None
-        encoded = self._encode(reply)
+        try:
+            encoded = _encoder.encode(reply)
+        except Exception:
+            encoded = self._encode(reply)  # -32603, logged
         if len(encoded) > self.max_reply_bytes and "result" in reply:
             log.warning("reply_too_large", size=len(encoded), limit=self.max_reply_bytes)
             return too_large_reply(reply["id"], self.max_reply_bytes, ran=True)
@@ -287,42 +307,69 @@ class Dispatcher:
         return await self.run(prepared, context)
 
     async def _one(self, obj: Any, context: Any) -> dict[str, Any] | None:
+        """The reply to one request (None for a notification)."""
+        started = self._start(obj, context)
+        if isinstance(started, dict):
+            return started  # an Invalid Request
+        request, result = started
+        return _finish(request, await result)
+
+    def _start(self, obj: Any, context: Any) -> dict[str, Any] | tuple[Request, Awaitable[Any]]:
+        """An Invalid Request reply, or the request and the call that gets its result
+        (not awaited here: ``run`` awaits it itself, one coroutine less per request)."""
         invalid = _check_request(obj)
         if invalid is not None:
             return invalid
-        request = Request(obj["method"], obj.get("params", []), obj.get("id", NOID))
+        params = obj.get("params", _NO_PARAMS)
+        # ``Request(...)``: built as the tuple it is, without its generated ``__new__``.
+        request: Request = _new_tuple(Request, (obj["method"], params, obj.get("id", NOID)))
         method = self._methods.get(request.method)
+        if method is not None and params.__class__ is dict:
+            # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
+            # signature binding (validate_args, ~10 µs) can never fail: skip it.
+            return request, call(request, context, method)
+        return request, self._unusual(request, obj, method, context)
+
+    async def _unusual(
+        self,
+        request: Request,
+        obj: dict[str, Any],
+        method: Callable[..., Awaitable[Any]] | None,
+        context: Any,
+    ) -> Any:
+        """The result of a request that is not a registered method with by-name params: its
+        method not registered (yet: one registered while this waited is called), its params
+        positional."""
         if method is None and self._rest is not None:
             method = await self._method(request.method)
         if method is None and self._rest_failed is not None:
-            result = Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
-        elif method is not None and isinstance(obj.get("params"), list):
+            return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
+        if method is not None and isinstance(obj.get("params"), list):
             # Every method takes by-name params; even an empty array is positional.
-            result = Error(
+            return Error(
                 INVALID_PARAMS,
                 "Invalid params",
                 {"kind": "invalid_params", "reason": "params must be an object of named parameters"},
             )
-        elif method is None:
-            result = Error(
+        if method is None:
+            return Error(
                 METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": request.method}
             )
-        else:
-            # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
-            # signature binding (validate_args, ~10 µs) can never fail: skip it.
-            result = await call(request, context, method)
-        if request.id is NOID:
-            return None
-        succeeded: list[SuccessResult] = []
-        result.map(succeeded.append)  # only a success calls its mapper
-        if succeeded:
-            return {"jsonrpc": "2.0", "result": succeeded[0].result, "id": request.id}
-        reply = to_serializable_one(to_response(request, result))
-        assert isinstance(reply, dict)  # one response for one request
-        err = reply["error"]
-        data = err.get("data")
-        data = data if isinstance(data, dict) else {"kind": "internal"}
-        return {"jsonrpc": "2.0", "error": error_object(err["code"], err["message"], data), "id": request.id}
+        return await call(request, context, method)
+
+
+def _finish(request: Request, result: Any) -> dict[str, Any] | None:
+    """The reply for a request's result (None for a notification)."""
+    if request.id is NOID:
+        return None
+    if isinstance(result, Right):  # what ``result.map`` tells, without its two objects
+        return {"jsonrpc": "2.0", "result": result._value.result, "id": request.id}
+    reply = to_serializable_one(to_response(request, result))
+    assert isinstance(reply, dict)  # one response for one request
+    err = reply["error"]
+    data = err.get("data")
+    data = data if isinstance(data, dict) else {"kind": "internal"}
+    return {"jsonrpc": "2.0", "error": error_object(err["code"], err["message"], data), "id": request.id}
 
 
 def _method_name(obj: Any) -> str | None:
@@ -342,14 +389,12 @@ def reply_id(obj: Any) -> Any:
     return id_ if _valid_id(id_) else None
 
 
-class Prepared:
+class Prepared(msgspec.Struct, gc=False):
     """Decoded requests of one payload; ``inline`` when every method is in-memory only,
-    ``eager`` for a single request of an eager method (``MethodSpec.eager``)."""
+    ``eager`` for a single request of an eager method (``MethodSpec.eager``). A Struct:
+    built in C, one per request (it holds no cycle, so the collector need not see it)."""
 
-    __slots__ = ("batch", "eager", "inline", "messages")
-
-    def __init__(self, messages: list[Any], batch: bool, inline: bool, eager: bool = False) -> None:
-        self.messages = messages
-        self.batch = batch
-        self.inline = inline
-        self.eager = eager
+    messages: list[Any]
+    batch: bool
+    inline: bool
+    eager: bool = False

@@ -14,51 +14,45 @@ throughout, and a cancellation of that task reaches the coroutine where it waits
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Generator
-from typing import Any, Generic, TypeVar, cast
+import types
+from collections.abc import Callable, Coroutine, Generator
+from typing import Any, TypeVar
 
 T = TypeVar("T")
 
 
-class _InPlace(Generic[T]):
-    __slots__ = ("_coro", "_on_wait")
-
-    def __init__(self, coro: Coroutine[Any, Any, T], on_wait: Callable[[], None]) -> None:
-        self._coro = coro
-        self._on_wait = on_wait
-
-    def __await__(self) -> Generator[Any, Any, T]:
-        coro = self._coro
+def _in_place(coro: Coroutine[Any, Any, T], on_wait: Callable[[], None]) -> Generator[Any, Any, T]:
+    try:
+        signal = coro.send(None)
+    except StopIteration as done:
+        first: T = done.value
+        return first
+    try:
+        on_wait()
+    except BaseException:
+        coro.close()
+        raise
+    # From here on the same as ``yield from coro``: each wait passes up to the task,
+    # each wake-up (or a thrown cancellation) down to the coroutine.
+    while True:
         try:
-            signal = coro.send(None)
-        except StopIteration as done:
-            return cast(T, done.value)
-        try:
-            self._on_wait()
-        except BaseException:
+            value = yield signal
+        except GeneratorExit:
             coro.close()
             raise
-        # From here on the same as ``yield from coro``: each wait passes up to the task,
-        # each wake-up (or a thrown cancellation) down to the coroutine.
-        while True:
-            try:
-                value = yield signal
-            except GeneratorExit:
-                coro.close()
-                raise
-            except BaseException as exc:
-                try:
-                    signal = coro.throw(exc)
-                except StopIteration as done:
-                    return cast(T, done.value)
-            else:
-                try:
-                    signal = coro.send(value)
-                except StopIteration as done:
-                    return cast(T, done.value)
+        except BaseException as exc:
+            step: Callable[[Any], Any] = coro.throw
+            arg: Any = exc
+        else:
+            step, arg = coro.send, value
+        try:
+            signal = step(arg)
+        except StopIteration as done:
+            result: T = done.value
+            return result
 
 
-def in_place(coro: Coroutine[Any, Any, T], on_wait: Callable[[], None]) -> Awaitable[T]:
-    """``coro`` to await here; ``on_wait()`` runs once, right before it first suspends
-    (never, when it finishes without waiting)."""
-    return _InPlace(coro, on_wait)
+# ``coro`` to await here; ``on_wait()`` runs once, right before it first suspends (never,
+# when it finishes without waiting). A generator-based coroutine: no awaitable object of
+# its own is built per request.
+in_place = types.coroutine(_in_place)

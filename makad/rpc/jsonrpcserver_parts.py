@@ -61,14 +61,15 @@ from jsonrpcserver.async_dispatcher import call  # noqa: E402
 from jsonrpcserver.dispatcher import to_response  # noqa: E402
 from jsonrpcserver.request import Request  # noqa: E402
 from jsonrpcserver.response import to_serializable_one  # noqa: E402
-from jsonrpcserver.result import Error, Success, SuccessResult  # noqa: E402
+from jsonrpcserver.result import Error, SuccessResult  # noqa: E402
 from jsonrpcserver.sentinels import NOID  # noqa: E402
+from oslash.either import Right  # noqa: E402  # a success (jsonrpcserver: Right(SuccessResult))
 
 __all__ = [
     "NOID",
     "Error",
     "Request",
-    "Success",
+    "Right",
     "SuccessResult",
     "call",
     "to_response",

@@ -76,6 +76,15 @@ class Context:
     # Set once ``ready`` has returned: later calls skip it (every request comes here).
     _ready: bool = field(default=False, init=False)
 
+    def workspace_at_hand(self, raw: str) -> Workspace | None:
+        """``workspace(raw)`` when it needs no await (a known spelling, ready, settled),
+        else None: a cheap read finds its workspace without a coroutine of its own."""
+        ws = self.registry.known(raw)
+        if ws is None or not self._ready or ws.state.settled != ws.ledger.generation:
+            return None
+        self.on_access(ws)
+        return ws
+
     async def workspace(self, raw: str) -> Workspace:
         ws = self.registry.known(raw) or await self.registry.get(raw)
         if not self._ready:

@@ -127,13 +127,19 @@ class MemoryService:
     # --- reading ------------------------------------------------------------------
 
     async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState | StateNotModified:
-        ws = await self._ctx.workspace(params.workspace)
-        settings = await self._ctx.load_settings(ws)
+        ctx = self._ctx
+        # The common case (a known workspace, its settings cached) without two coroutines.
+        ws = ctx.workspace_at_hand(params.workspace) or await ctx.workspace(params.workspace)
+        settings = ws.state.settings
+        if settings is None:
+            settings = await ctx.load_settings(ws)
         if params.if_revision is not None:
-            if ws.lock.locked():  # a write or an ingest is under way: answer after it
+            locked = ws.lock.locked()
+            if locked:  # a write or an ingest is under way: answer after it
                 async with ws.lock:
                     pass
-            if self._unchanged_since(ws, settings, params.if_revision):
+                locked = ws.lock.locked()
+            if not locked and self._unchanged_since(ws, settings, params.if_revision):
                 return StateNotModified(not_modified=True, revision=params.if_revision)
         notices = workspace_warnings(ws)  # a replaced workspace, a reset ledger
         base: dict[str, Any] = {
@@ -240,10 +246,10 @@ class MemoryService:
     def _unchanged_since(self, ws: Workspace, settings: Settings, revision: int) -> bool:
         """Whether a conditional read can answer notModified without reading: the
         revision is the one asked about (it moves with every change of MEMORY.md, PENDING.md
-        or the settings), nothing holds the lock, no decay is due, and both files still
-        have the stat signature last read, so a user's edit the watcher has not ingested
-        yet goes the full way."""
-        if ws.revision != revision or ws.lock.locked():
+        or the settings), no decay is due, and both files still have the stat signature
+        last read, so a user's edit the watcher has not ingested yet goes the full way.
+        The caller has seen that nothing holds the lock."""
+        if ws.revision != revision:
             return False
         if not settings.enabled or settings.incognito:
             return True  # nothing is read in these states; the switches bump the revision

@@ -170,9 +170,14 @@ class TrackedFile:
 
 def unchanged_in(folder: str, files: tuple[tuple[TrackedFile, str], ...]) -> bool:
     """``TrackedFile.unchanged`` for files of one folder (paths as strings): the folder
-    is looked at once (one ``lstat`` for all of them, then one per file)."""
-    if not all(tracked.loaded for tracked, _ in files):
-        return False
+    is looked at once (one ``lstat`` for all of them, then one per file). A file known
+    to be missing is looked for with ``access`` once a file of the folder was seen: no
+    stat result to build, no FileNotFoundError raised, on every poll of a workspace
+    without a PENDING.md (a present file's lstat passed, so the folder is searchable and
+    ``access`` failing means it is not there)."""
+    for tracked, _ in files:
+        if not tracked.loaded:
+            return False
     try:
         if stat_mod.S_ISLNK(os.lstat(folder).st_mode):
             return False
@@ -180,4 +185,17 @@ def unchanged_in(folder: str, files: tuple[tuple[TrackedFile, str], ...]) -> boo
         return all(tracked.missing for tracked, _ in files)
     except OSError:
         return False
-    return all(tracked._matches(name) for tracked, name in files)
+    seen = False
+    for tracked, name in files:
+        if not tracked.missing:
+            if not tracked._matches(name):
+                return False
+            seen = True
+    for tracked, name in files:
+        if tracked.missing:
+            if seen:
+                if os.access(name, os.F_OK, follow_symlinks=False):
+                    return False
+            elif not tracked._matches(name):
+                return False
+    return True

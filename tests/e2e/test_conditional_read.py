@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from maka import Client, StatePoller
-from makad.store.tracked import TrackedFile
+from makad.store.tracked import TrackedFile, unchanged_in
 from tests.support import DaemonProcess
 
 NOT_MODIFIED_KEYS = {"notModified", "revision"}
@@ -95,6 +95,47 @@ def test_a_same_size_edit_is_seen(module_daemon: DaemonProcess, new_ws: Path) ->
         os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
         reply = read(c, new_ws, ifRevision=before["revision"])
         assert "fact B" in reply["content"] and reply["revision"] > before["revision"]
+
+
+def test_a_same_second_nanosecond_edit_is_seen(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """Same size, same mtime second, only mtime_ns differs: the poll right after is full."""
+    path = seeded(new_ws, "# Maka Memory\n\n## First\n\nfact A\n")
+    second = (time.time_ns() // 1_000_000_000 - 10) * 1_000_000_000
+    os.utime(path, ns=(second + 100, second + 100))
+    with module_daemon.client() as c:
+        before = read(c, new_ws)
+        assert read(c, new_ws, ifRevision=before["revision"])["notModified"] is True
+        path.write_text("# Maka Memory\n\n## First\n\nfact B\n")
+        os.utime(path, ns=(second + 200, second + 200))
+        reply = read(c, new_ws, ifRevision=before["revision"])
+        assert "fact B" in reply["content"] and reply["revision"] > before["revision"]
+
+
+def test_an_atomic_rename_save_is_seen(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A save by rename (same size, same mtime_ns: only the inode differs) is a change."""
+    path = seeded(new_ws, "# Maka Memory\n\n## First\n\nfact A\n")
+    with module_daemon.client() as c:
+        before = read(c, new_ws)
+        st = path.stat()
+        temp = path.with_name("MEMORY.md.tmp")
+        temp.write_text("# Maka Memory\n\n## First\n\nfact C\n")
+        os.utime(temp, ns=(st.st_atime_ns, st.st_mtime_ns))
+        os.replace(temp, path)
+        reply = read(c, new_ws, ifRevision=before["revision"])
+        assert "fact C" in reply["content"] and reply["revision"] > before["revision"]
+
+
+def test_a_pending_file_appearing_between_polls_is_seen(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """No PENDING.md at the first poll, one written by hand before the next: that poll is full."""
+    seeded(new_ws)
+    pending = new_ws / "memory" / "PENDING.md"
+    assert not pending.exists()
+    with module_daemon.client() as c:
+        before = read(c, new_ws)
+        assert read(c, new_ws, ifRevision=before["revision"])["notModified"] is True
+        pending.write_text("# Pending\n\nA note written by hand.\n")
+        after = read(c, new_ws, ifRevision=before["revision"])
+        assert "notModified" not in after and after["revision"] > before["revision"]
 
 
 def test_a_touched_file_is_not_a_change(module_daemon: DaemonProcess, new_ws: Path) -> None:
@@ -282,3 +323,23 @@ def test_tracked_file_unchanged_by_stat(short_tmp: Path) -> None:
     shutil.move(moved, folder)
     path.unlink()
     assert not tracked.unchanged(path)
+
+
+def test_a_missing_file_appearing_is_a_change(short_tmp: Path) -> None:
+    """unchanged_in: a file known missing beside a present one is unchanged until a file, or
+    a dangling symlink, of that name appears."""
+    folder = short_tmp / "memory"
+    folder.mkdir()
+    present, absent = folder / "MEMORY.md", folder / "PENDING.md"
+    present.write_text("## A\n\nx\n")
+    memory, pending = TrackedFile("memory"), TrackedFile("pending")
+    memory.refresh(present, 1 << 20)
+    pending.refresh(absent, 1 << 20)
+    files = ((memory, str(present)), (pending, str(absent)))
+    assert unchanged_in(str(folder), files)
+    absent.symlink_to(short_tmp / "nowhere")
+    assert not unchanged_in(str(folder), files)
+    absent.unlink()
+    assert unchanged_in(str(folder), files)
+    absent.write_text("")
+    assert not unchanged_in(str(folder), files)
