@@ -24,7 +24,7 @@ def test_bench_quick_prints_every_key() -> None:
     report = json.loads(result.stdout)
     for conns in ("1", "16"):
         entry = report["rpc"]["conns"][conns]
-        assert {"echo_rps", "ping_rps", "ratio", "p50_ms", "p99_ms"} <= set(entry)
+        assert {"echo_rps", "ping_rps", "ratio", "round_ratios", "p50_ms", "p99_ms"} <= set(entry)
         assert entry["ping_rps"] > 0 and entry["echo_rps"] > 0
     assert {"entries", "rps", "ping_rps", "ratio", "conditional", "summary_ratio"} <= set(
         report["read_state"]
