@@ -21,7 +21,7 @@ import pytest
 from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.types import AppendResult, EventInput
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
-from makad.store.ledger import Ledger, group_commit
+from makad.store.ledger import Ledger, group_commit, sessions
 from makad.store.ledger.sessions import AppendCall
 
 
@@ -270,7 +270,8 @@ def test_a_failure_inside_a_group_runs_each_append_alone(
     their events and heads are written) rolls it all back; each append then runs alone and lands
     exactly once (the error is injected: a real one cannot be timed)."""
     sids = [ledger.open_session().session_id for _ in range(4)]
-    real = getattr(group_commit, where)
+    module = sessions if where == "chain_events" else group_commit  # where each is called
+    real = getattr(module, where)
     failed: list[str] = []
 
     def flaky(*args: Any) -> Any:
@@ -279,7 +280,7 @@ def test_a_failure_inside_a_group_runs_each_append_alone(
             raise sqlite3.OperationalError("disk I/O error")
         return real(*args)
 
-    monkeypatch.setattr(group_commit, where, flaky)
+    monkeypatch.setattr(module, where, flaky)
     outcomes = queued_together(ledger, [appender(ledger, sid, f"t{i}") for i, sid in enumerate(sids)])
     assert failed == [where]
     assert outcomes == [AppendResult(first_seq=1, last_seq=1, redactions=0)] * 4

@@ -16,7 +16,7 @@ the daemon's event loop gathers concurrent calls (``makad.service.append_queue``
 one worker thread carries a whole group instead of one thread per call.
 
 A group is written in a handful of statements, not several an append
-(``_apply_group``): its sessions' heads and request records are read in one query
+(``sessions.apply_appends``): its sessions' heads and request records are read in one query
 each, every append is checked and hash-chained in Python in queue order, and the rows
 of the accepted ones go in with one ``executemany`` per table: no savepoints, one
 session lookup and one ``max(id)`` a group. (sqlite3 also releases the GIL around every
@@ -44,42 +44,27 @@ Fault points (tests only, ``MAKAD_FAULT_POINT``): ``append_group_before_commit``
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
-import msgspec
-
 from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.types import AppendResult
-from makad.errors import Conflict, NotFound
 from makad.faults import UNARMED, Faults
 from makad.store.ledger.base import now_ms
-from makad.store.ledger.lineage import replayed, store_request
-from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import damage
-from makad.store.ledger.rows import SESSION_COLUMNS, found_session
 from makad.store.ledger.sessions import (
-    INSERT_EVENTS,
-    UPDATE_HEAD,
     AppendCall,
     PreparedAppend,
     SessionsArea,
-    admit,
-    appended,
-    chain_events,
+    apply_appends,
     index_bodies,
     prepare_append,
-    request_record,
-    session_head,
 )
 
 MAX_GROUP_CALLS: Final = 64
-# The refusals an append makes before writing anything of its own (see apply_append).
-REFUSALS: Final = (Conflict, NotFound)
 
 
 @dataclass(eq=False)
@@ -186,7 +171,7 @@ class GroupCommitArea(SessionsArea):
                     group = self._next_group()
                 bodies: list[tuple[int, str]] = []
                 try:
-                    outcomes = _apply_group(conn, [queued.append for queued in group], bodies)
+                    outcomes = apply_appends(conn, [queued.append for queued in group], bodies)
                     index_bodies(conn, bodies)
                 except Exception as exc:
                     if len(group) == 1:
@@ -246,63 +231,3 @@ def _outcome(call: AppendCall, append: Callable[..., AppendResult]) -> AppendRes
         )
     except Exception as exc:  # this call's own error, answered to it
         return exc
-
-
-_HEADS: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))"
-_STORED_REQUESTS: Final = (
-    "SELECT request_id, method, result FROM requests WHERE request_id IN (SELECT value FROM json_each(?))"
-)
-
-
-def _apply_group(
-    conn: sqlite3.Connection, appends: Sequence[PreparedAppend], bodies: list[tuple[int, str]]
-) -> list[tuple[AppendResult | None, BaseException | None]]:
-    """Several appends in one go, each judged as ``apply_append`` judges it after the ones
-    before it: the heads of their sessions (and their request records) are read once,
-    each append is checked and chained in Python against the heads as the appends before
-    it left them, and the rows of the accepted ones are written together — a handful of
-    statements a group instead of several an append. A refused append writes nothing, so
-    it needs no savepoint. Any other error leaves the transaction to be rolled back."""
-    sids = list(dict.fromkeys(append.session_id for append in appends))
-    heads = {row[0]: row for row in conn.execute(_HEADS, (msgspec.json.encode(sids),))}
-    request_ids = [append.request_id for append in appends if append.request_id is not None]
-    stored: dict[str, tuple[Any, Any]] = {}
-    if request_ids:
-        for request_id, method, blob in conn.execute(_STORED_REQUESTS, (msgspec.json.encode(request_ids),)):
-            stored[request_id] = (method, blob)
-    (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
-    moved: dict[str, tuple[int, str, int]] = {}  # session → its new last_seq, last_hash, events added
-    rows: list[tuple[Any, ...]] = []
-    requests: list[RequestRecord] = []
-    outcomes: list[tuple[AppendResult | None, BaseException | None]] = []
-    for append in appends:
-        session_id, request_id = append.session_id, append.request_id
-        try:
-            if request_id is not None and request_id in stored:
-                method, blob = stored[request_id]
-                outcomes.append((replayed(method, blob, request_id, "append_events", AppendResult), None))
-                continue
-            last_seq, last_hash, closed_at = session_head(found_session(heads.get(session_id), session_id))
-            added = 0
-            if session_id in moved:
-                last_seq, last_hash, added = moved[session_id]
-            admit(append, last_seq, closed_at)
-        except REFUSALS as exc:
-            outcomes.append((None, exc))
-            continue
-        link = chain_events(append, next_id, last_seq, last_hash, rows, bodies)
-        next_id += len(append.drafts)
-        result = appended(append, last_seq)
-        moved[session_id] = (result.last_seq, link, added + len(append.drafts))
-        if request_id is not None:
-            record = request_record(request_id, result)
-            stored[request_id] = (record.method, record.result)
-            requests.append(record)
-        outcomes.append((result, None))
-    if rows:
-        conn.executemany(INSERT_EVENTS, rows)
-        conn.executemany(UPDATE_HEAD, [(seq, link, n, sid) for sid, (seq, link, n) in moved.items()])
-    at = appends[0].at
-    for record in requests:
-        store_request(conn, record, at)
-    return outcomes

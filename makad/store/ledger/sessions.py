@@ -20,17 +20,18 @@ from makad.core import chain
 from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepare_event
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
 from makad.core.types import AppendResult, Event, EventInput, RefResult, SessionInfo
-from makad.errors import Conflict, InvalidParams, TooLarge
+from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
 from makad.store import pack_state
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.episodes import tombstone_episodes
-from makad.store.ledger.lineage import replay_request, store_request
+from makad.store.ledger.lineage import replayed, store_request
 from makad.store.ledger.records import RequestRecord, Tombstone
 from makad.store.ledger.rows import (
     EVENT_COLUMNS,
     SESSION_COLUMNS,
     event_row,
     event_values,
+    found_session,
     reindex_events,
     retrieve_span,
     search_body,
@@ -296,6 +297,10 @@ UPDATE_HEAD: Final = (
 )
 
 
+# The refusals an append makes before writing anything of its own.
+REFUSALS: Final = (Conflict, NotFound)
+
+
 def apply_append(
     conn: sqlite3.Connection, append: PreparedAppend, bodies: list[tuple[int, str]]
 ) -> AppendResult:
@@ -305,22 +310,71 @@ def apply_append(
     of this append is written. Its events' search bodies are added to ``bodies``: the
     caller indexes them (``index_bodies``) before it commits — a group indexes all of
     its appends at once (``group_commit``)."""
-    session_id, request_id = append.session_id, append.request_id
-    if request_id is not None:
-        replay = replay_request(conn, request_id, "append_events", AppendResult)
-        if replay is not None:
-            return replay
-    last_seq, last_hash, closed_at = session_head(session_row(conn, session_id))
-    admit(append, last_seq, closed_at)
-    (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
-    rows: list[tuple[Any, ...]] = []
-    link = chain_events(append, next_id, last_seq, last_hash, rows, bodies)
-    conn.executemany(INSERT_EVENTS, rows)
-    result = appended(append, last_seq)
-    conn.execute(UPDATE_HEAD, (result.last_seq, link, len(append.drafts), session_id))
-    if request_id is not None:
-        store_request(conn, request_record(request_id, result), append.at)
+    ((result, error),) = apply_appends(conn, [append], bodies)
+    if error is not None:
+        raise error
+    assert result is not None
     return result
+
+
+_HEADS: Final = f"SELECT {SESSION_COLUMNS} FROM sessions WHERE session_id IN (SELECT value FROM json_each(?))"
+_STORED_REQUESTS: Final = (
+    "SELECT request_id, method, result FROM requests WHERE request_id IN (SELECT value FROM json_each(?))"
+)
+
+
+def apply_appends(
+    conn: sqlite3.Connection, appends: Sequence[PreparedAppend], bodies: list[tuple[int, str]]
+) -> list[tuple[AppendResult | None, BaseException | None]]:
+    """Appends in one go, each judged after the ones before it: the heads of their
+    sessions (and their request records) are read once, each append is checked and
+    chained in Python against the heads as the appends before it left them, and the rows
+    of the accepted ones are written together — a handful of statements a group instead
+    of several an append. A refused append writes nothing, so it needs no savepoint. Any
+    other error leaves the transaction to be rolled back."""
+    sids = list(dict.fromkeys(append.session_id for append in appends))
+    heads = {row[0]: row for row in conn.execute(_HEADS, (msgspec.json.encode(sids),))}
+    request_ids = [append.request_id for append in appends if append.request_id is not None]
+    stored: dict[str, tuple[Any, Any]] = {}
+    if request_ids:
+        for request_id, method, blob in conn.execute(_STORED_REQUESTS, (msgspec.json.encode(request_ids),)):
+            stored[request_id] = (method, blob)
+    (next_id,) = conn.execute("SELECT coalesce(max(id), 0) + 1 FROM events").fetchone()
+    moved: dict[str, tuple[int, str, int]] = {}  # session → its new last_seq, last_hash, events added
+    rows: list[tuple[Any, ...]] = []
+    requests: list[RequestRecord] = []
+    outcomes: list[tuple[AppendResult | None, BaseException | None]] = []
+    for append in appends:
+        session_id, request_id = append.session_id, append.request_id
+        try:
+            if request_id is not None and request_id in stored:
+                method, blob = stored[request_id]
+                outcomes.append((replayed(method, blob, request_id, "append_events", AppendResult), None))
+                continue
+            last_seq, last_hash, closed_at = session_head(found_session(heads.get(session_id), session_id))
+            added = 0
+            if session_id in moved:
+                last_seq, last_hash, added = moved[session_id]
+            admit(append, last_seq, closed_at)
+        except REFUSALS as exc:
+            outcomes.append((None, exc))
+            continue
+        link = chain_events(append, next_id, last_seq, last_hash, rows, bodies)
+        next_id += len(append.drafts)
+        result = appended(append, last_seq)
+        moved[session_id] = (result.last_seq, link, added + len(append.drafts))
+        if request_id is not None:
+            record = request_record(request_id, result)
+            stored[request_id] = (record.method, record.result)
+            requests.append(record)
+        outcomes.append((result, None))
+    if rows:
+        conn.executemany(INSERT_EVENTS, rows)
+        conn.executemany(UPDATE_HEAD, [(seq, link, n, sid) for sid, (seq, link, n) in moved.items()])
+    at = appends[0].at
+    for record in requests:
+        store_request(conn, record, at)
+    return outcomes
 
 
 def session_head(row: tuple[Any, ...]) -> tuple[int, str, Any]:
