@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 import anyio
 import msgspec
@@ -136,7 +137,7 @@ class SessionNotesKeeper:
                 if len(page) < READ_PAGE:
                     break
             if notes.due(gathered):
-                self._write_memory_notes(ws, session_id, gathered)
+                _write_notes(self._sessions.ephemeral(ws), session_id, gathered)
                 gathered.rendered_at_tokens = gathered.tokens
             self._memory_state(ws)[session_id] = gathered
         else:
@@ -146,19 +147,6 @@ class SessionNotesKeeper:
         if progress is not None:
             progress.tokens = max(progress.tokens, gathered.tokens)
             progress.threshold = notes.next_threshold(gathered)
-
-    def _write_memory_notes(self, ws: Workspace, session_id: str, gathered: notes.Gathered) -> None:
-        store = self._sessions.ephemeral(ws)
-        for _ in range(WRITE_ATTEMPTS):
-            state = store.get_working_state(session_id)
-            changed = _changed_notes(gathered, session_id, state)
-            if not changed:
-                return
-            try:
-                store.set_working_state(session_id, notes=changed, expected_revision=state.revision)
-                return
-            except Conflict:  # a client wrote meanwhile: its text wins, derive again
-                continue
 
     @staticmethod
     def _memory_state(ws: Workspace) -> dict[str, notes.Gathered]:
@@ -183,20 +171,35 @@ def _gather_stored(ws: Workspace, session_id: str) -> notes.Gathered:
             return gathered
 
 
+class _NotesStore(Protocol):
+    """Where a session's working state lives: the ledger, or memory for an incognito one."""
+
+    def get_working_state(self, session_id: str) -> WorkingState: ...
+
+    def set_working_state(
+        self, session_id: str, *, notes: dict[str, str], expected_revision: int | None
+    ) -> object: ...
+
+
+def _write_notes(store: _NotesStore, session_id: str, gathered: notes.Gathered) -> None:
+    """The derived sections that changed written, compare-and-swap on the working state
+    (a client's write meanwhile wins: derive again)."""
+    for _ in range(WRITE_ATTEMPTS):
+        state = store.get_working_state(session_id)
+        changed = _changed_notes(gathered, session_id, state)
+        if not changed:
+            return
+        try:
+            store.set_working_state(session_id, notes=changed, expected_revision=state.revision)
+            return
+        except Conflict:
+            continue
+
+
 def _write_stored(ws: Workspace, session_id: str, gathered: notes.Gathered) -> None:
-    """(worker thread) The notes written when due (compare-and-swap on the working state,
-    a client's write winning), then what was gathered saved."""
+    """(worker thread) The notes written when due, then what was gathered saved."""
     if notes.due(gathered):
-        for _ in range(WRITE_ATTEMPTS):
-            state = ws.ledger.get_working_state(session_id)
-            changed = _changed_notes(gathered, session_id, state)
-            if not changed:
-                break
-            try:
-                ws.ledger.set_working_state(session_id, notes=changed, expected_revision=state.revision)
-                break
-            except Conflict:  # a client wrote meanwhile: its text wins, derive again
-                continue
+        _write_notes(ws.ledger, session_id, gathered)
         gathered.rendered_at_tokens = gathered.tokens
     _save(ws, session_id, gathered.last_seq, msgspec.json.encode(gathered))
 
