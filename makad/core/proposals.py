@@ -122,6 +122,15 @@ def queued_origin(proposal_id: str, history: Iterable[MemoryEvent]) -> Origin | 
     return None
 
 
+def returned_entry(proposal_id: str, history: Iterable[MemoryEvent]) -> bool:
+    """Whether the proposal is an entry of MEMORY.md that a save lacked and the daemon
+    queued back (``makad.core.save_merge``): approving it brings that entry back."""
+    return any(
+        e.action == "returned" and e.proposal_id == proposal_id and (e.data or {}).get("file") == "memory"
+        for e in history
+    )
+
+
 def plan_approval(
     pending: fmt.MemoryDocument,
     memory: fmt.MemoryDocument,
@@ -133,6 +142,7 @@ def plan_approval(
     now: int,
     scrub: Scrubber,
     scope: Scope | None = None,
+    returned: Collection[str] = (),
 ) -> ApprovalPlan:
     """The full approval of ``ids`` (with the user's ``edits``), decided up front.
 
@@ -141,7 +151,9 @@ def plan_approval(
     An entry's origin is the one it was queued with (``origins``), not what PENDING.md
     says now; its decay is its own, else ``default_decay_ms``. The same content is
     never approved twice: a proposal whose canonical content is already active (or
-    earlier in this batch) resolves to that entry.
+    earlier in this batch) resolves to that entry. A proposal in ``returned`` (an entry a
+    save dropped, queued back) becomes that entry again: its id and creation date are
+    kept, so its lineage and the refs to it go on (unless MEMORY.md holds that id again).
     """
     proposals = {s.entry.id: s.entry for s in pending.sections}
     missing = [i for i in ids if i not in proposals or not is_open(proposals[i])]
@@ -168,14 +180,21 @@ def plan_approval(
                 )
             )
             continue
-        created, entry_id = _fresh_id(content, now + offset, used)
+        if proposal_id in returned and proposal_id not in used and fmt.find(memory, proposal_id) is None:
+            entry_id, created = proposal_id, proposed.created_at or now + offset
+            used.add(entry_id)
+            # Back as it was, its last change is the one it had; edited, it changes now.
+            updated = max(proposed.updated_at, created) if edit is None else now + offset
+        else:
+            created, entry_id = _fresh_id(content, now + offset, used)
+            updated = created
         entry = Entry(
             id=entry_id,
             title=title,
             content=content,
             origin=origins.get(proposal_id, proposed.origin),
             created_at=created,
-            updated_at=created,
+            updated_at=updated,
             status="active",
             tags=redact_all(proposed.tags),
             decay_ttl_ms=default_decay_ms if proposed.decay_ttl_ms is None else proposed.decay_ttl_ms,
@@ -302,9 +321,14 @@ def approval_events(
 
 
 def was_approved(proposal_id: str, history: Iterable[MemoryEvent]) -> bool:
-    """Whether this proposal's own approval is recorded. (An entry a save dropped is
-    queued again under its entry id, whose first approval was another's.)"""
-    return any(e.action == "approved" and e.proposal_id == proposal_id for e in history)
+    """Whether this proposal's own approval is recorded since it was last queued. (An
+    entry a save dropped is queued again under its entry id, whose first approval was
+    another's; dropped again after its approval, it waits for a new one.)"""
+    approved = False
+    for event in history:
+        if event.proposal_id == proposal_id and event.action in ("approved", "returned"):
+            approved = event.action == "approved"
+    return approved
 
 
 def fitting_count(text: str, newline: str, new: Sequence[Entry], cap: int) -> int:
