@@ -380,7 +380,17 @@ def _named(section: Section, entry_id: str) -> Section:
     if section.entry.id == entry_id and section.declared_id == entry_id:
         return section
     entry = msgspec.structs.replace(section.entry, id=entry_id)
-    return replace(section, entry=entry, declared_id=entry_id)
+    # Built directly: dataclasses.replace costs several times more, once per hand-typed
+    # section of every version read.
+    return Section(
+        section.raw,
+        entry,
+        entry_id,
+        section.has_comment,
+        section.comment_malformed,
+        section.derived,
+        section.unknown_fields,
+    )
 
 
 def remove(doc: MemoryDocument, entry_id: str) -> MemoryDocument:

@@ -33,8 +33,9 @@ ledger this way.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Final, NamedTuple
 
 from makad.core import memory_format as fmt
@@ -84,17 +85,17 @@ def identify(
         (i for i, r in known.items() if not r.gone_at and i not in claimed and i not in declared),
         key=lambda i: known[i].position,
     )
+    digests = {i: (digest(sections[i].entry.title), digest(sections[i].entry.content)) for i in typed}
     # The content edited (same title), then the title edited (same content).
-    _pair(sections, typed, ids, waiting, known, lambda s: digest(s.entry.title), lambda r: r.title)
-    _pair(sections, typed, ids, waiting, known, lambda s: digest(s.entry.content), lambda r: r.body)
+    _pair(typed, ids, waiting, known, lambda i: digests[i][0], lambda r: r.title)
+    _pair(typed, ids, waiting, known, lambda i: digests[i][1], lambda r: r.body)
     taken = declared | set(ids.values())
     for index in typed:
         if index not in ids:
             ids[index] = _fresh(sections[index].entry.id, taken)
     after: dict[str, TypedEntry] = {}
     for index, kept_id in ids.items():
-        entry = sections[index].entry
-        after[kept_id] = TypedEntry(entry.id, digest(entry.title), digest(entry.content), index)
+        after[kept_id] = TypedEntry(sections[index].entry.id, *digests[index], index)
     gone: list[tuple[str, TypedEntry]] = []
     for kept_id, record in known.items():
         if kept_id in after:
@@ -110,30 +111,36 @@ def identify(
 
 
 def _pair(
-    sections: Sequence[fmt.Section],
     typed: list[int],
     ids: dict[int, str],
     waiting: list[str],
     known: Known,
-    section_key: Callable[[fmt.Section], str],
+    section_key: Callable[[int], str],
     record_key: Callable[[TypedEntry], str],
 ) -> None:
     """Give each waiting record, in file order, the unclaimed section whose key is its
-    own (the nearest one to its place); ``ids`` and ``waiting`` are updated."""
+    own (the nearest one to its place; the earlier on a tie); ``ids`` and ``waiting``
+    are updated. Sections sharing a key are kept sorted: each pick is a bisection."""
     by_key: dict[str, list[int]] = {}
     for index in typed:
         if index not in ids:
-            by_key.setdefault(section_key(sections[index]), []).append(index)
+            by_key.setdefault(section_key(index), []).append(index)
     if not by_key:
         return
-    for kept_id in list(waiting):
+    left: list[str] = []
+    for kept_id in waiting:
         record = known[kept_id]
         candidates = by_key.get(record_key(record))
-        if candidates:
-            index = min(candidates, key=lambda i: (abs(i - record.position), i))
-            candidates.remove(index)
-            ids[index] = kept_id
-            waiting.remove(kept_id)
+        if not candidates:
+            left.append(kept_id)
+            continue
+        at = bisect.bisect_left(candidates, record.position)
+        if at == len(candidates) or (
+            at > 0 and record.position - candidates[at - 1] <= candidates[at] - record.position
+        ):
+            at -= 1
+        ids[candidates.pop(at)] = kept_id
+    waiting[:] = left
 
 
 def _fresh(text_id: str, taken: set[str]) -> str:
