@@ -142,8 +142,8 @@ def test_deleted_then_typed_again_is_the_entry_it_was(module_daemon: DaemonProce
 
 def test_refs_to_a_hand_typed_entry_stay_valid_after_an_edit(shared_daemon: DaemonProcess) -> None:
     """A pack showed memory:<id>; after a typo fix the next pack shows the fixed text under
-    the same ref, the first call's manifest still names it, and a proposal superseding that
-    id archives the edited entry."""
+    the same ref, the one after that leaves it out as already shown, the first call's
+    manifest still names it, and a proposal superseding that id archives the edited entry."""
     d, ws = shared_daemon, str(shared_daemon.workspace)
     d.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True})
     path = memory_file(d.workspace)
@@ -159,6 +159,10 @@ def test_refs_to_a_hand_typed_entry_stay_valid_after_an_edit(shared_daemon: Daem
     second = d.call("build_context", params)
     assert ref in _memory_refs(second)
     assert "Tuesdays" in next(s["text"] for s in second["segments"] if s["kind"] == "memory")
+    append(d, sid, [{"type": "user_message", "text": "and on holidays?"}])
+    third = d.call("build_context", params)  # unchanged since the second: not repeated
+    reasons = {c["sourceId"]: c["reason"] for c in third["trace"]["candidates"] if c["kind"] == "memory"}
+    assert reasons[ref] == "already_shown"
     manifest = d.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": first["callId"]})
     assert ref in [item["sourceId"] for item in manifest["items"]]
     proposal = d.call(
