@@ -218,3 +218,21 @@ def test_a_hand_typed_user_level_entry_keeps_its_id(module_daemon: DaemonProcess
     )
     assert f"memory:@user/{before}" in _memory_refs(pack)
     path.unlink()
+
+
+def test_a_save_from_a_buffer_older_than_a_daemon_edit_continues_the_entry(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """The daemon wrote a hand-typed entry's comment (a tag added with `maka memory edit`)
+    while the editor held the file; the editor then saves its old buffer with a typo fixed
+    in that entry: it is still the one entry, under its id, with the user's text."""
+    path = memory_file(new_ws)
+    save(path, ("Editor", "The user edits in hleix."), ("Other", "o"))
+    (entry, _) = entries(module_daemon, new_ws)
+    module_daemon.call("update_entry", {"workspace": str(new_ws), "id": entry["id"], "tags": ["tools"]})
+    assert f"id={entry['id']}" in path.read_text(encoding="utf-8")
+    save(path, ("Editor", "The user edits in helix."), ("Other", "o"))
+    after = entries(module_daemon, new_ws)
+    assert after[0]["id"] == entry["id"] and len(after) == 2
+    assert after[0]["content"] == "The user edits in helix."
+    assert ("deleted", "user", "external_edit") not in steps(module_daemon, new_ws, entry["id"])
