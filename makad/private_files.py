@@ -382,26 +382,48 @@ def regular_file_stat(path: Path | str) -> os.stat_result | None:
 # -------------------------------------------------------------- tightening ---
 
 
+MAX_TIGHTEN_DEPTH: Final = 64
+
+
 def tighten_tree(root: Path) -> int:
     """Take group and other permissions away from ``root`` and everything under it; returns
     how many modes changed. Never follows a symlink (symlinks are left alone, and so is
     anything they lead to); files of another uid, with other hard links, or that are not
-    regular files are left as they are. Whatever vanishes meanwhile is skipped."""
-    uid = os.geteuid()
-    changed = 0
-    for _folder, _dirs, names, dir_fd in os.fwalk(root, follow_symlinks=False):
-        changed += _tighten_fd(dir_fd, uid)
-        for name in names:
-            with contextlib.suppress(OSError):
-                changed += _tighten_file(dir_fd, name, uid)
+    regular files are left as they are. Whatever vanishes meanwhile is skipped. One
+    ``stat`` per entry: a folder is read once, relative to its parent's descriptor."""
+    fd = os.open(root, _DIR_FLAGS)
+    try:
+        return _tighten_folder(fd, os.geteuid(), 0)
+    finally:
+        os.close(fd)
+
+
+def _tighten_folder(fd: int, uid: int, depth: int) -> int:
+    changed = _tighten_fd(fd, uid)
+    folders: list[str] = []
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            with contextlib.suppress(OSError):  # gone since the listing
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(entry.name)
+                elif entry.is_file(follow_symlinks=False):
+                    changed += _tighten_file(fd, entry.name, entry.stat(follow_symlinks=False), uid)
+    if depth >= MAX_TIGHTEN_DEPTH:
+        return changed
+    for name in folders:
+        try:
+            child = os.open(name, _DIR_FLAGS, dir_fd=fd)
+        except OSError:
+            continue  # gone, or a symlink now
+        try:
+            changed += _tighten_folder(child, uid, depth + 1)
+        finally:
+            os.close(child)
     return changed
 
 
-def _tighten_file(dir_fd: int, name: str, uid: int) -> int:
-    seen = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
-    if not stat.S_ISREG(seen.st_mode) or seen.st_uid != uid or seen.st_nlink != 1:
-        return 0
-    if not seen.st_mode & NOT_OWNER:
+def _tighten_file(dir_fd: int, name: str, seen: os.stat_result, uid: int) -> int:
+    if seen.st_uid != uid or seen.st_nlink != 1 or not seen.st_mode & NOT_OWNER:
         return 0
     fd = os.open(name, _READ_FLAGS, dir_fd=dir_fd)
     try:
