@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import grp
 import os
 import pwd
 import secrets
@@ -177,12 +178,29 @@ class _Walk:
             return
         if not last and mode & stat.S_ISVTX:
             return  # sticky (like /tmp): nobody can rename or delete another's entries
+        if not last and not mode & stat.S_IWOTH and private_group(st.st_gid, st.st_uid, self.uid):
+            return  # e.g. ~/.local made under umask 002 where each user has a group of their own
         raise self.refuse(
             here,
             f"{role} is writable by {_who_writes(mode)} (mode {mode:04o})",
             "someone else could put a server or a file of theirs there; make it private "
             f"(chmod go-w {os.fsdecode(here)}) or choose another folder",
         )
+
+
+def private_group(gid: int, owner: int, uid: int) -> bool:
+    """Whether group ``gid`` is the user-private group of ``owner`` (this uid, not root):
+    named after the owner, with no member but the owner. Writable by that group is
+    writable by the owner alone (Debian and Red Hat give each user such a group, with a
+    umask of 002)."""
+    if owner != uid or owner == 0:
+        return False
+    try:
+        name = pwd.getpwuid(owner).pw_name
+        group = grp.getgrgid(gid)
+    except KeyError:
+        return False
+    return group.gr_name == name and set(group.gr_mem) <= {name}
 
 
 def _who_writes(mode: int) -> str:

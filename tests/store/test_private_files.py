@@ -8,17 +8,20 @@ import stat
 import threading
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from makad import private_files
 from makad.private_files import (
     NotPrivate,
     NotRegularFile,
     create_private,
     make_dirs,
     open_private,
+    private_group,
     read_regular,
     secure_folder,
     tighten_tree,
@@ -203,3 +206,28 @@ def test_secure_folder_refuses_exactly_the_chains_others_can_change(
         with pytest.raises(NotPrivate) as info:
             secure_folder(here, what="socket folder", elsewhere="--socket")
         assert info.value.path == str(culprit)
+
+
+def test_a_private_group_is_the_owners_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Group-writable above the folder is accepted only for the owner's user-private group
+    (named after them, no other member), never for root, another owner or a shared group.
+    (Accounts are faked: a test cannot create users.)"""
+    users = {1000: "alice", 1001: "bob", 0: "root"}
+    groups = {
+        1000: ("alice", []),
+        1001: ("staff", ["alice", "bob"]),
+        1002: ("alice", ["bob"]),
+        0: ("root", []),
+    }
+    monkeypatch.setattr(private_files.pwd, "getpwuid", lambda uid: SimpleNamespace(pw_name=users[uid]))
+    monkeypatch.setattr(
+        private_files.grp,
+        "getgrgid",
+        lambda gid: SimpleNamespace(gr_name=groups[gid][0], gr_mem=groups[gid][1]),
+    )
+    assert private_group(1000, 1000, 1000)
+    assert not private_group(1001, 1000, 1000)  # shared
+    assert not private_group(1002, 1000, 1000)  # named after alice, but bob is in it
+    assert not private_group(1000, 1001, 1000)  # another owner's folder
+    assert not private_group(0, 0, 0)  # root's group never counts
+    assert not private_group(4242, 1000, 1000)  # no such group
