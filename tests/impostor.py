@@ -57,7 +57,7 @@ def nobody() -> pwd.struct_passwd | None:
 
 NOBODY = nobody()
 SKIP_REASON = (
-    "needs root (to run a server as another user)"
+    "needs root (to act as, or give files to, another user: nobody)"
     if os.geteuid() != 0
     else "no `nobody` account here"
     if NOBODY is None

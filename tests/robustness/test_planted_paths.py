@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import os
-import pwd
 import stat
 import subprocess
 import sys
@@ -20,24 +19,11 @@ import pytest
 
 from makad.daemon import EXIT_UNSAFE
 from makad.store.workspaces import LEDGER_FILE, workspace_id
+from tests.impostor import NOBODY, needs_nobody
 from tests.robustness.helpers import remote_error
 from tests.support import DaemonProcess, ping_ok
 
 START_TIMEOUT_S = 30
-
-
-def nobody() -> pwd.struct_passwd | None:
-    try:
-        return pwd.getpwnam("nobody")
-    except KeyError:
-        return None
-
-
-NOBODY = nobody()
-needs_nobody = pytest.mark.skipif(
-    os.geteuid() != 0 or NOBODY is None,
-    reason="needs root (to give a folder to another user) and a `nobody` account",
-)
 
 
 def give_to_nobody(path: Path) -> None:
