@@ -68,19 +68,23 @@ DATA_ELSEWHERE = "--data-dir or MAKAD_DATA_DIR"
 def secure_socket_folder(path: Path) -> None:
     """Make the socket's folder (0700) and refuse one that anyone but this uid (and root,
     above it) can change: its owner could swap the socket for a server of their own."""
-    try:
-        secure_folder(path, what="socket folder", elsewhere=SOCKET_ELSEWHERE)
-    except NotPrivate as exc:
-        raise UnsafeFolder(str(exc)) from None
+    _secure(path, "socket folder", SOCKET_ELSEWHERE, tighten=False)
 
 
 def secure_data_dir(path: Path) -> None:
     """Make the data directory (0700), refuse one another uid could change, and make it
     owner-only when it is ours but looser (what is inside: ``tighten_tree`` at load)."""
+    _secure(path, "data directory", DATA_ELSEWHERE, tighten=True)
+
+
+def _secure(path: Path, what: str, elsewhere: str, *, tighten: bool) -> None:
     try:
-        secure_folder(path, what="data directory", elsewhere=DATA_ELSEWHERE, tighten=True)
+        secure_folder(path, what=what, elsewhere=elsewhere, tighten=tighten)
     except NotPrivate as exc:
         raise UnsafeFolder(str(exc)) from None
+    except OSError as exc:  # e.g. a folder on the way that this uid may not search
+        where = exc.filename if exc.filename is not None else path
+        raise StartupError(f"the {what} {path} cannot be made or checked ({where}: {exc.strerror})") from None
 
 
 def check_socket_path(path: Path) -> None:
@@ -101,6 +105,8 @@ def take_instance_lock(settings: DaemonSettings) -> int:
         fd = open_private(lock_path)
     except NotPrivate as exc:
         raise UnsafeFolder(f"the instance lock {exc}") from None
+    except OSError as exc:
+        raise StartupError(f"the instance lock {lock_path} cannot be opened: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:

@@ -7,8 +7,6 @@ import os
 import shutil
 import socket
 import struct
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Iterator
@@ -19,6 +17,7 @@ import pytest
 
 from maka import AsyncClient, Client, UntrustedServer
 from maka import server_check as check
+from maka.cli import main as cli_main
 from maka.cli.common import EXIT_UNTRUSTED, EXIT_USAGE
 from tests.cli.mcp_session import bridge_env, mcp_host
 from tests.impostor import Impostor, needs_nobody
@@ -102,30 +101,21 @@ def test_the_opt_out_lets_that_server_through(
 
 
 @needs_nobody
-def test_the_cli_refuses_it_with_exit_5_and_lets_it_through_when_told(impostor: Impostor) -> None:
+def test_the_cli_refuses_it_with_exit_5_and_lets_it_through_when_told(
+    impostor: Impostor, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     """`maka ping` at a server of nobody's exits 5 saying whose it is; --server-uid or
     MAKA_SERVER_UID makes it answer; a bad --server-uid is a usage error."""
-    maka = [sys.executable, "-m", "maka.cli", "--socket", str(impostor.socket), "--no-autostart"]
-    env = {k: v for k, v in os.environ.items() if k != "MAKA_SERVER_UID"}
-    refused = subprocess.run([*maka, "ping"], capture_output=True, text=True, timeout=30, env=env)
-    assert refused.returncode == EXIT_UNTRUSTED
-    assert f"runs as uid {impostor.uid} (nobody)" in refused.stderr and "--server-uid" in refused.stderr
-    allowed = subprocess.run(
-        [*maka, "--server-uid", str(impostor.uid), "ping"],
-        capture_output=True,
-        text=True,
-        timeout=30,
-        env=env,
-    )
-    assert allowed.returncode == 0, allowed.stderr
-    by_env = subprocess.run(
-        [*maka, "ping"], capture_output=True, text=True, timeout=30, env={**env, "MAKA_SERVER_UID": "any"}
-    )
-    assert by_env.returncode == 0, by_env.stderr
-    bad = subprocess.run(
-        [*maka, "--server-uid", "root", "ping"], capture_output=True, text=True, timeout=30, env=env
-    )
-    assert bad.returncode == EXIT_USAGE and "must be a uid or 'any'" in bad.stderr
+    monkeypatch.delenv("MAKA_SERVER_UID", raising=False)
+    maka = ["--socket", str(impostor.socket), "--no-autostart"]
+    assert cli_main([*maka, "ping"]) == EXIT_UNTRUSTED
+    refused = capsys.readouterr().err
+    assert f"runs as uid {impostor.uid} (nobody)" in refused and "--server-uid" in refused
+    assert cli_main([*maka, "--server-uid", str(impostor.uid), "ping"]) == 0
+    monkeypatch.setenv("MAKA_SERVER_UID", "any")
+    assert cli_main([*maka, "ping"]) == 0
+    assert cli_main([*maka, "--server-uid", "root", "ping"]) == EXIT_USAGE
+    assert "must be a uid or 'any'" in capsys.readouterr().err
 
 
 @needs_nobody
