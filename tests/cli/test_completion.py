@@ -18,6 +18,7 @@ TOP = {
     "episodes",
     "consolidate",
     "status",
+    "stop",
     "ping",
     "call",
     "settings",

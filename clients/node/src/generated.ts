@@ -1133,7 +1133,7 @@ export interface Methods {
     result: Record<string, unknown>;
     errors: never;
   };
-  /** Stop accepting connections, let in-flight requests finish, exit 0. */
+  /** Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it. */
   shutdown: {
     params: Record<string, never>;
     result: ShutdownResult;

@@ -34,7 +34,8 @@ class AsyncClient:
     Behaves as ``Client`` does: connects on the first call, reconnects after the daemon
     restarted and renews its subscriptions — here without waiting for a call, so
     ``notifications()`` carries on across a restart. ``autostart`` is off by default, as
-    for ``Client``.
+    for ``Client``, and never starts a daemon that said it stops on purpose
+    (``daemon_stopped``).
     """
 
     def __init__(
@@ -61,6 +62,8 @@ class AsyncClient:
         self._tg: TaskGroup | None = None
         self._subscriptions = Subscriptions()
         self._ever_connected = False
+        # The reason of the last ``daemon_stopping`` seen; None once a daemon answers again.
+        self.daemon_stopped: str | None = None
         self._closing = False
         self._resuming = False
         self._notes_closed = False
@@ -98,11 +101,20 @@ class AsyncClient:
 
     async def _open(self) -> SocketStream:
         try:
-            return await self._dial()
+            stream = await self._dial()
         except OSError as exc:
-            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
-                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
-        return await autostart.start_and_connect_async(self.socket_path, self._dial)
+            if not (
+                self.autostart
+                and self.daemon_stopped is None
+                and autostart.nobody_listening(exc)
+                and not autostart.refused()
+            ):
+                raise autostart.unavailable(
+                    self.socket_path, exc, self.autostart, self.daemon_stopped
+                ) from None
+            stream = await autostart.start_and_connect_async(self.socket_path, self._dial)
+        self.daemon_stopped = None
+        return stream
 
     async def _ensure(self) -> SocketStream:
         async with self._connect_lock:
@@ -145,6 +157,9 @@ class AsyncClient:
                 data = await stream.receive(1 << 20)
                 for message in self._codec.feed(data):
                     if is_notification(message):
+                        reason = autostart.stop_reason(message)
+                        if reason is not None:
+                            self.daemon_stopped = reason
                         # (is_notification narrowed the message above)
                         if self.on_notification is not None:
                             self.on_notification(message)  # type: ignore[arg-type]

@@ -1612,7 +1612,7 @@ class Methods:
         return cast("dict[str, Any]", self._call("rpc.discover", None))
 
     def shutdown(self) -> ShutdownResult:
-        """Stop accepting connections, let in-flight requests finish, exit 0.
+        """Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it.
 
         Errors: shutting_down.
         """
@@ -1924,7 +1924,7 @@ class AsyncMethods:
         return cast("dict[str, Any]", await self._call("rpc.discover", None))
 
     async def shutdown(self) -> ShutdownResult:
-        """Stop accepting connections, let in-flight requests finish, exit 0.
+        """Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it.
 
         Errors: shutting_down.
         """
