@@ -20,6 +20,7 @@ from maka.cli.common import (
     parse_entry_form,
     read_text_arg,
     resolve_ids,
+    resolve_session,
     workspace_of,
 )
 from maka.cli.output import (
@@ -167,7 +168,7 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         "tags": tags,
     }
     if args.session:
-        params.update(scope="session", sessionId=args.session)
+        params.update(scope="session", sessionId=resolve_session(client, params["workspace"], args.session))
     if args.decay_days is not None:
         params["decayTtlMs"] = int(args.decay_days * 86_400_000)
     result = client.call("add_entry", params)
