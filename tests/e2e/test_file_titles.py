@@ -9,7 +9,9 @@ def test_pending_md_has_its_own_title(shared_daemon: DaemonProcess) -> None:
     """A new PENDING.md is titled as the proposal queue, MEMORY.md as memory; an empty
     PENDING.md saved by the user gets the queue's title at the next proposal."""
     ws = str(shared_daemon.workspace)
-    shared_daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True})
+    shared_daemon.call(
+        "set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True}
+    )
     shared_daemon.call("propose", {"workspace": ws, "title": "Deploys", "content": "On Tuesdays."})
     shared_daemon.call("add_entry", {"workspace": ws, "title": "Editor", "content": "helix"})
     memory = shared_daemon.workspace / "memory"
@@ -32,7 +34,9 @@ def test_an_old_pending_title_still_reads_and_stays(shared_daemon: DaemonProcess
         "# Maka Memory\n\n## Old proposal\n<!-- maka-memory: id=p1 origin=extracted createdAt=1 "
         "updatedAt=1 status=review_required tags= -->\nfrom an older makad\n"
     )
-    shared_daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True})
+    shared_daemon.call(
+        "set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True}
+    )
     shared_daemon.call("propose", {"workspace": ws, "title": "New one", "content": "queued now"})
     listed = shared_daemon.call("list_proposals", {"workspace": ws})["proposals"]
     assert [v["proposal"]["title"] for v in listed] == ["Old proposal", "New one"]
