@@ -599,6 +599,18 @@ export interface OpenSessionParams {
 }
 
 /**
+ * One stray line; ``where`` says where its memory is now (``memory``, ``pending``,
+ * ``rejected``), with the entry's or proposal's ``id``, or why it stays (``not_imported``).
+ */
+export interface OutsideLine {
+  line: number;
+  text: string;
+  where: string;
+  /** @default null */
+  id?: string | null;
+}
+
+/**
  * What the user changed before approving. ``supersedes``: an active entry the approved
  * one replaces (archived in the same write), e.g. a near duplicate merged into it.
  */
@@ -780,6 +792,34 @@ export interface RejectionInfo {
   proposalId: string;
   reason: string | null;
   rejectedAt: number;
+}
+
+/**
+ * ``dryRun``: only say what would go. ``lines``: only these of the removable lines
+ * (file line numbers, as ``text_outside_entries`` names them). ``expectedRevision``:
+ * refuse with ``conflict`` when the workspace moved on since it was read.
+ */
+export interface RemoveOutsideTextParams {
+  workspace: string;
+  /** @default false */
+  dryRun?: boolean;
+  /** @default null */
+  lines?: number[] | null;
+  /** @default null */
+  expectedRevision?: number | null;
+}
+
+/**
+ * ``removed``: the lines taken out (with ``dryRun``: the ones that would be), each
+ * with ``where`` its memory is now (``memory``, ``pending`` or ``rejected``) and that
+ * entry's or proposal's ``id``; ``kept``: the other lines outside any entry
+ * (``where: not_imported``), which stay until they are imported or given a heading.
+ */
+export interface RemoveOutsideTextResult {
+  removed: OutsideLine[];
+  kept: OutsideLine[];
+  dryRun: boolean;
+  revision: number;
 }
 
 export interface RestoreBackupParams {
@@ -1257,6 +1297,20 @@ export interface Methods {
     result: EntryResult;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
+  /** Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with import_memories and decided. Other lines stay. The preamble's title, comments and every entry are untouched; a backup is kept as for every write. */
+  remove_outside_text: {
+    params: {
+      workspace: string;
+      /** @default false */
+      dryRun?: boolean;
+      /** @default null */
+      lines?: number[] | null;
+      /** @default null */
+      expectedRevision?: number | null;
+    };
+    result: RemoveOutsideTextResult;
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "safe_mode" | "too_large";
+  };
   /** The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write. */
   list_backups: {
     params: {
@@ -1688,7 +1742,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {
