@@ -28,7 +28,9 @@ def test_a_bullet_goes_with_its_continuation_lines_and_nothing_else() -> None:
 
 def test_matching_is_by_canonical_content() -> None:
     """Case and spacing do not hide a memory that is already there; a checkbox is no part of it."""
-    planned = plan("- [x]  Deploys ON   Tuesdays\n", {digest("deploys on tuesdays"): ("pending", "p")}, digest)
+    planned = plan(
+        "- [x]  Deploys ON   Tuesdays\n", {digest("deploys on tuesdays"): ("pending", "p")}, digest
+    )
     assert [line.where for line in planned.removable] == ["pending"]
 
 
