@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from maka.cli.common import (
     EXIT_OK,
@@ -33,7 +33,7 @@ from maka.cli.output import (
     timestamp,
 )
 from maka.client import Client
-from maka.errors import Conflict, MethodNotFound
+from maka.errors import Conflict, InvalidParams, MethodNotFound
 
 
 def csv_tags(value: str) -> list[str]:
@@ -50,8 +50,8 @@ def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, An
 # What to do about a warning, beyond what its message says (the daemon's words are kept).
 WARNING_FIXES = {
     "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md (docs/FORMAT.md), "
-    "or queue the bullets for review: maka import memory/MEMORY.md --format markdown; once they are "
-    "imported, `maka memory tidy` removes them from the top of the file (it asks first)",
+    "or `maka memory tidy --import`: it queues the bullets for review in PENDING.md, then removes "
+    "those lines from the top of the file (it asks first)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
 }
 OUTSIDE = "text_outside_entries"
@@ -278,9 +278,12 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     MEMORY.md, waiting in PENDING.md, or was rejected); asks first on a terminal, needs -y
     elsewhere."""
     ws = workspace_of(args)
-    plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
-    removable, kept = plan["removed"], plan["kept"]
     out = sys.stderr if args.json else sys.stdout
+    plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    if args.import_lines and plan["kept"]:
+        queue_outside_lines(client, ws, plan["kept"], out)
+        plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    removable, kept = plan["removed"], plan["kept"]
     if not removable:
         if args.json:
             print_json(plan)
@@ -324,8 +327,24 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def queue_outside_lines(client: Client, ws: str, lines: list[dict[str, Any]], out: TextIO) -> None:
+    """Import the bullets among the lines above the first entry (markdown: prose is no
+    memory) into PENDING.md, for review."""
+    data = "".join(f"{line['text']}\n" for line in lines)
+    try:
+        result = client.call("import_memories", {"workspace": ws, "data": data, "format": "markdown"})
+    except InvalidParams:
+        print("No bullets above the first entry to import: give each memory a `## Title` line.", file=out)
+        return
+    print(
+        f"Queued {len(result['imported'])} memories from the lines above the first entry in "
+        f"PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
+        file=out,
+    )
+
+
 WHERE = {"memory": "in MEMORY.md", "pending": "waiting in PENDING.md", "rejected": "rejected before"}
-KEPT_HINT = "maka import memory/MEMORY.md --format markdown queues them for review"
+KEPT_HINT = "`maka memory tidy --import` queues their bullets for review first"
 
 
 def _id(line: dict[str, Any]) -> str:
@@ -373,12 +392,18 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="remove the lines above the first entry that are in memory already (remove_outside_text)",
         description="Lines above the first `## ` entry are not memory (read_state warns "
-        "text_outside_entries). Once `maka import memory/MEMORY.md --format markdown` has queued "
-        "them and they are approved (or waiting, or rejected), this removes them: it lists them "
-        "and asks first (-y: without asking; off a terminal -y is needed). Lines not imported "
-        "yet stay. A backup is kept: `maka undo` brings them back.",
+        "text_outside_entries). Once their bullets are imported (--import queues them in "
+        "PENDING.md), this removes those lines: it lists them and asks first (-y: without "
+        "asking; off a terminal -y is needed). Lines not imported stay. A backup is kept: "
+        "`maka undo` brings them back.",
     )
     p.add_argument("-y", "--yes", action="store_true", help="remove without asking")
+    p.add_argument(
+        "--import",
+        dest="import_lines",
+        action="store_true",
+        help="first queue the bullets there that are not imported yet in PENDING.md (import_memories)",
+    )
     p.set_defaults(func=cmd_tidy)
 
     p = msub.add_parser("show", parents=parents.scoped, help="an entry and why it is there (memory_history)")
