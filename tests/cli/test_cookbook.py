@@ -82,24 +82,24 @@ def test_every_recipe_runs(daemon: DaemonProcess) -> None:
 
 
 @pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq")
-def test_lines_above_the_first_entry_recipe(daemon: DaemonProcess) -> None:
+def test_lines_above_the_first_entry_recipe(shared_daemon: DaemonProcess) -> None:
     """The recipe queues the bullets above the first entry for review, takes exactly those
     lines out of MEMORY.md (prose and entries stay), and the review that follows sees them."""
-    memory = daemon.workspace / "memory"
+    memory = shared_daemon.workspace / "memory"
     memory.mkdir()
     (memory / "MEMORY.md").write_text(
         "# Notes\n\n- Deploys go out on Tuesdays\n- Staging is called heron\n  (refreshed on Sundays)\n"
         "A paragraph of prose.\n\n## Editor\nThe user edits in helix.\n"
     )
     (recipe,) = section_recipes(DOC, "### Lines above the first entry")
-    done = run_recipe(daemon, recipe)
+    done = run_recipe(shared_daemon, recipe)
     assert done.returncode == 0, done.stderr
     assert "Queued 2 memories" in done.stdout and "Removed 3 lines" in done.stdout
     assert "Proposal 1/2" in done.stdout  # maka review, quit at the end of its (empty) input
     assert (memory / "MEMORY.md").read_text() == (
         "# Notes\n\nA paragraph of prose.\n\n## Editor\nThe user edits in helix.\n"
     )
-    waiting = {v["proposal"]["content"] for v in call(daemon, "list_proposals")["proposals"]}
+    waiting = {v["proposal"]["content"] for v in call(shared_daemon, "list_proposals")["proposals"]}
     assert waiting == {"Deploys go out on Tuesdays", "Staging is called heron\n(refreshed on Sundays)"}
 
 
@@ -113,7 +113,7 @@ def test_stop_recipe(daemon: DaemonProcess) -> None:
     assert daemon.proc is not None and daemon.proc.poll() == 0
 
 
-def test_mcp_settings_recipe(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_mcp_settings_recipe(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """docs/MCP.md's switches for letting an agent read and propose (and recall) turn them on."""
     home = short_tmp / "home"
     project = home / "src" / "project"
@@ -121,9 +121,9 @@ def test_mcp_settings_recipe(daemon: DaemonProcess, short_tmp: Path) -> None:
     (recipe,) = section_recipes(
         (DOCS / "MCP.md").read_text(encoding="utf-8"), "To let an agent read and propose in a workspace:"
     )
-    done = run_recipe(daemon, recipe, HOME=str(home))
+    done = run_recipe(shared_daemon, recipe, HOME=str(home))
     assert done.returncode == 0, done.stderr
-    settings = daemon.call("get_settings", {"workspace": str(project)})
+    settings = shared_daemon.call("get_settings", {"workspace": str(project)})
     assert (
         settings["agentReadEnabled"] and settings["extractToolEnabled"] and settings["historyRecallEnabled"]
     )
