@@ -28,7 +28,7 @@ from maka.notifications import (
 Item = Notification | BaseException  # an exception ends the notification stream
 
 
-class AsyncClient:
+class AsyncClient(autostart.StopAware):
     """``async with AsyncClient() as c: await c.call("ping")`` (or ``await c.m.ping()``).
 
     Behaves as ``Client`` does: connects on the first call, reconnects after the daemon
@@ -103,15 +103,7 @@ class AsyncClient:
         try:
             stream = await self._dial()
         except OSError as exc:
-            if not (
-                self.autostart
-                and self.daemon_stopped is None
-                and autostart.nobody_listening(exc)
-                and not autostart.refused()
-            ):
-                raise autostart.unavailable(
-                    self.socket_path, exc, self.autostart, self.daemon_stopped
-                ) from None
+            self._check_may_start(exc)
             stream = await autostart.start_and_connect_async(self.socket_path, self._dial)
         self.daemon_stopped = None
         return stream
@@ -157,12 +149,8 @@ class AsyncClient:
                 data = await stream.receive(1 << 20)
                 for message in self._codec.feed(data):
                     if is_notification(message):
-                        reason = autostart.stop_reason(message)
-                        if reason is not None:
-                            self.daemon_stopped = reason
                         # (is_notification narrowed the message above)
-                        if self.on_notification is not None:
-                            self.on_notification(message)  # type: ignore[arg-type]
+                        self._seen(message)  # type: ignore[arg-type]
                         self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
                     # A reply's id is one we sent (an int); anything else finds no waiter.

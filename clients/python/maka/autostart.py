@@ -41,7 +41,7 @@ import anyio
 import platformdirs
 
 from maka.errors import DaemonUnavailable
-from maka.notifications import DAEMON_STOPPING
+from maka.notifications import DAEMON_STOPPING, Notification
 
 NO_AUTOSTART_ENV = "MAKA_NO_AUTOSTART"
 START_TIMEOUT_S = 15.0
@@ -103,6 +103,31 @@ def stop_reason(message: Mapping[str, Any]) -> str | None:
     params = message.get("params")
     reason = params.get("reason") if isinstance(params, Mapping) else None
     return reason if isinstance(reason, str) and reason else "stopped"
+
+
+class StopAware:
+    """What the sync and async clients share about starting a daemon: a connect that found
+    none starts one only when asked to (``autostart``), when the environment allows it,
+    and when no daemon said it stopped on purpose (``daemon_stopped``, from the
+    ``daemon_stopping`` notifications the client sees)."""
+
+    socket_path: str
+    autostart: bool
+    daemon_stopped: str | None
+    on_notification: Callable[[Notification], None] | None
+
+    def _seen(self, message: Notification) -> None:
+        """A notification as it is read: a stop on purpose is noted, the callback called."""
+        reason = stop_reason(message)
+        if reason is not None:
+            self.daemon_stopped = reason
+        if self.on_notification is not None:
+            self.on_notification(message)
+
+    def _check_may_start(self, exc: OSError) -> None:
+        """After a failed connect: raise why no daemon will be started, unless one may be."""
+        if not (self.autostart and self.daemon_stopped is None and nobody_listening(exc) and not refused()):
+            raise unavailable(self.socket_path, exc, self.autostart, self.daemon_stopped) from None
 
 
 def process_gone(pid: int) -> bool:

@@ -24,7 +24,7 @@ from maka.notifications import (
 )
 
 
-class Client:
+class Client(autostart.StopAware):
     """``Client().call("ping")`` → ``"pong"``; ``Client().m.status()`` → a typed ``StatusResult``.
 
     Connects on the first call and reconnects on the next call after the daemon restarted,
@@ -91,15 +91,7 @@ class Client:
         try:
             sock = self._dial()
         except OSError as exc:
-            if not (
-                self.autostart
-                and self.daemon_stopped is None
-                and autostart.nobody_listening(exc)
-                and not autostart.refused()
-            ):
-                raise autostart.unavailable(
-                    self.socket_path, exc, self.autostart, self.daemon_stopped
-                ) from None
+            self._check_may_start(exc)
             sock = autostart.start_and_connect(self.socket_path, self._dial)
         self.daemon_stopped = None
         return sock
@@ -110,11 +102,7 @@ class Client:
         messages = self._codec.feed(data)
         for message in messages:
             if is_notification(message):
-                reason = autostart.stop_reason(message)
-                if reason is not None:
-                    self.daemon_stopped = reason
-                if self.on_notification is not None:
-                    self.on_notification(message)  # type: ignore[arg-type]
+                self._seen(message)  # type: ignore[arg-type]  # is_notification narrowed it
         return messages
 
     def _salvage(self) -> None:
