@@ -18,6 +18,7 @@ from makad.core.entries import clean_entry
 from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
+from makad.service import entry_dates
 from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles
@@ -120,7 +121,9 @@ class ImportService:
             raise IncognitoBlocked("incognito is on: memory is not read")
         async with ws.lock:
             await self._files.refresh(ws, "memory")
-        chosen = [e for e in fmt.entries(ws.memory.doc) if e.status == "active" or params.include_archived]
+        # With the dates the daemon keeps for entries typed by hand (their comment has none).
+        dated = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
+        chosen = [e for e in dated if e.status == "active" or params.include_archived]
         if params.format == "json":
             body = {"level": ws.level, "entries": chosen}
             data = msgspec.json.format(msgspec.json.encode(body), indent=2).decode()

@@ -186,7 +186,8 @@ class ChangeNotification(Result, omit_defaults=True):
     After a save that lacked entries the daemon had written (an editor buffer older than
     the write), ``reapplied`` lists the ids written back into the file and ``returned``
     those queued in PENDING.md instead, because the save may have deleted them on
-    purpose (only present when not empty).
+    purpose; the ``proposals_changed`` of the write that queues them names them in
+    ``returned`` too (only present when not empty).
     """
 
     workspace: str

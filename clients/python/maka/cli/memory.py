@@ -24,8 +24,10 @@ from maka.cli.common import (
     workspace_of,
 )
 from maka.cli.output import (
+    HAND_TYPED,
     age,
     entry_card,
+    origin_label,
     print_json,
     short_id,
     short_ids,
@@ -117,7 +119,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         [
             shown_ids[e["id"]],
             e.get("status", ""),
-            e.get("origin", ""),
+            origin_label(e.get("origin")),
             age(e.get("updatedAt")),
             ",".join(e.get("tags", [])) or "-",
             e.get("title", ""),
@@ -153,13 +155,37 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         print("Why it is here:")
         if history.get("sourceRefs") and not (entry or {}).get("sourceRefs"):
             print("  sources " + ", ".join(history["sourceRefs"]))
+        if (
+            not history.get("events")
+            and entry is not None
+            and origin_label(entry.get("origin")) == HAND_TYPED
+        ):
+            # Typed into the file before the daemon first read it: no save of it was seen.
+            print(f"  {timestamp(entry.get('createdAt'))}  first seen in the file, typed by hand")
         for event in history.get("events", []):
             who = event.get("actor", "?")
-            extra = ""
+            extra = how(event)
             if event.get("proposalId") and event.get("proposalId") != entry_id:
-                extra = f" (proposal {short_id(event['proposalId'])})"
+                extra += f" (proposal {short_id(event['proposalId'])})"
             print(f"  {timestamp(event.get('ts'))}  {event.get('action')} by {who}{extra}")
     return EXIT_OK
+
+
+FILES = {"memory": "MEMORY.md", "pending": "PENDING.md"}
+
+
+def how(event: dict[str, Any]) -> str:
+    """What a lineage step's data says about how it happened (a save of the file, a
+    daemon's answer to a save that lacked the entry), or nothing."""
+    data = event.get("data") or {}
+    name = FILES.get(str(data.get("file")), "the file")
+    if data.get("via") == "external_edit":
+        return f", typed into {name}" if event.get("action") == "added" else f" in {name}"
+    if event.get("action") == "returned":
+        return " to PENDING.md: a save of the file lacked it"
+    if data.get("via") == "stale_save":
+        return f" into {name}: a save lacked it"
+    return ""
 
 
 def _pending_ids(client: Client, ws: str) -> list[str]:
