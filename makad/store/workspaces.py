@@ -62,6 +62,52 @@ def resolve_workspace(raw: str) -> Path:
     return resolved
 
 
+def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
+    """Why ``path`` (resolved) cannot be a workspace, or None when it can.
+
+    Refused: the user level's folder and its ``memory/`` folder (two names for one folder
+    would be two locks on one file), the data directory and anything inside it (the
+    daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
+    compared by (device, inode), so no spelling — a symlink, a bind mount, another case
+    on a case-insensitive disk — gets past. Blocking: a few ``stat`` calls.
+    """
+    user = _dir_key(user_dir)
+    user_memory = _dir_key(user_dir / MEMORY_DIR)
+    data = _dir_key(data_dir)
+    own = _dir_key(path)
+    if own is not None and own == user:
+        return f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
+    if own is not None and own == user_memory:
+        return (
+            "this folder is the user-level memory's memory/ folder: address the user level as "
+            f'workspace "{USER_LEVEL}"'
+        )
+    inside = {key for key in (data, user_memory) if key is not None}
+    if inside:
+        for ancestor in (path, *path.parents):
+            key = _dir_key(ancestor)
+            if key in inside:
+                where = "makad's data directory" if key == data else "the user-level memory's memory/ folder"
+                how = "is" if ancestor is path else "is inside"
+                return f"this folder {how} {where}: the daemon's own files are no workspace"
+    memory = _dir_key(path / MEMORY_DIR)
+    if memory is not None and memory in {data, user, user_memory}:
+        return (
+            "this folder's memory/ is makad's data directory or the user-level memory: the "
+            "daemon's own files are no workspace"
+        )
+    return None
+
+
+def _dir_key(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a directory, following symlinks; None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat_mod.S_ISDIR(st.st_mode) else None
+
+
 @dataclass(frozen=True)
 class Notice:
     """Something the user should hear about a workspace (read_state and status warnings)."""
@@ -232,10 +278,9 @@ class WorkspaceRegistry:
             ensure_memory_dir(self._user_dir / MEMORY_DIR)
             return resolve_workspace(spelling)
         path = resolve_workspace(spelling)
-        if path == Path(os.path.realpath(self._user_dir)):
-            raise InvalidWorkspace(
-                f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
-            )
+        refused = reserved_folder(path, self._data_dir, self._user_dir)
+        if refused is not None:
+            raise InvalidWorkspace(refused, reason="reserved")
         return path
 
     def _reopen(self, path: Path, previous: Workspace | None) -> Workspace:
