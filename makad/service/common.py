@@ -214,34 +214,60 @@ class Context:
         revision = await self.revision(ws) + 1
         await in_thread(ws.ledger.put_settings_json, {REVISION_KEY: revision})
         ws.revision = revision
-        note = ChangeNotification(
-            workspace=ws.name,
-            revision=revision,
-            cause=cause,
-            reapplied=reapplied or [],
-            returned=returned or [],
-        )
-        for peer in list(ws.subscribers):
-            _notify(peer, channel, note, ws.id)
+        if ws.subscribers:
+            self.notify_subscribers(
+                ws, channel, revision, cause, reapplied=reapplied or [], returned=returned or []
+            )
         return revision
 
-    def subscribe(self, ws: Workspace, peer: Peer) -> None:
+    def notify_subscribers(
+        self,
+        ws: Workspace,
+        channel: Channel,
+        revision: int,
+        cause: Cause,
+        *,
+        reapplied: list[str] | None = None,
+        returned: list[str] | None = None,
+        only: dict[Peer, set[str]] | None = None,
+    ) -> None:
+        """Tell each subscriber (or those of ``only``), under each name it subscribed with."""
+        notes: dict[str, ChangeNotification] = {}
+        for peer, names in list((ws.subscribers if only is None else only).items()):
+            for name in list(names):
+                note = notes.get(name)
+                if note is None:
+                    note = notes[name] = ChangeNotification(
+                        workspace=name,
+                        revision=revision,
+                        cause=cause,
+                        reapplied=reapplied or [],
+                        returned=returned or [],
+                    )
+                _notify(peer, channel, note, (ws.id, name))
+
+    def subscribe(self, ws: Workspace, peer: Peer, name: str) -> None:
+        """Follow ``ws`` as ``name`` (the spelling the client used: its notifications carry
+        it, so they match the subscription whatever the client called the workspace)."""
         peer.subscriptions.add(ws.id)
-        if peer in ws.subscribers:
+        names = ws.subscribers.get(peer)
+        if names is not None:
+            names.add(name)
             return
-        ws.subscribers.add(peer)
+        ws.subscribers[peer] = {name}
         hooked = ws.state.close_hooked
         if peer.id not in hooked:  # once per connection, however often it resubscribes
             hooked.add(peer.id)
 
             def forget(closed: Any) -> None:
-                ws.subscribers.discard(closed)
+                ws.subscribers.pop(closed, None)
                 hooked.discard(peer.id)
 
             peer.on_close(forget)
 
     def unsubscribe(self, ws: Workspace, peer: Peer) -> None:
-        ws.subscribers.discard(peer)
+        """Stop following ``ws``, under every name the connection subscribed with."""
+        ws.subscribers.pop(peer, None)
         peer.subscriptions.discard(ws.id)
 
     # --- idempotency -------------------------------------------------------------------
@@ -334,8 +360,8 @@ def derive(settings: Settings) -> Settings:
     return msgspec.structs.replace(settings, extract_tool_effective=effective)
 
 
-def _notify(peer: Peer, channel: Channel, note: ChangeNotification, workspace_id: str) -> None:
+def _notify(peer: Peer, channel: Channel, note: ChangeNotification, group: tuple[str, str]) -> None:
     try:
-        peer.notify(channel, note, group=workspace_id)
+        peer.notify(channel, note, group=group)
     except Exception:  # a broken subscriber must not fail the write that notified it
         log.warning("notify_failed", channel=channel, exc_info=True)

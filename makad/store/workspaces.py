@@ -129,7 +129,9 @@ class Workspace:
     memory: TrackedFile = field(default_factory=lambda: TrackedFile(MEMORY_FILE))
     pending: TrackedFile = field(default_factory=lambda: TrackedFile(PENDING_FILE))
     revision: int | None = None
-    subscribers: set[Peer] = field(default_factory=set)
+    # Each subscribed connection, with the names it subscribed under (its notifications
+    # carry the name: a client matches them to the subscription as it spelled it).
+    subscribers: dict[Peer, set[str]] = field(default_factory=dict)
     watching: bool = False
     state: WorkspaceState = field(default_factory=WorkspaceState)
     # The id in memory/.maka-id the data directory is bound to (None: not bound yet).
