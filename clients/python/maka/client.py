@@ -126,15 +126,47 @@ class Client:
         try:
             self._connect().sendall(payload)
         except (BrokenPipeError, ConnectionResetError):
-            # The daemon restarted since our last call: the request never reached it.
+            # The daemon refused the request before closing (over the size cap), or it
+            # restarted since our last call and the request never reached it: send again.
+            refusal = self._last_words()
             self._drop()
-            self._connect().sendall(payload)
+            if refusal is not None:
+                return unwrap(refusal)
+            try:
+                self._connect().sendall(payload)
+            except (BrokenPipeError, ConnectionResetError):
+                refusal = self._last_words()
+                self._drop()
+                if refusal is not None:
+                    return unwrap(refusal)
+                raise ProtocolError("the daemon closed the connection while the request was sent") from None
         while True:
             for message in self._read():
                 if is_notification(message):
                     self._notifications.append(message)  # type: ignore[arg-type]  # is_notification narrowed it
                 elif message.get("id") == request_id:
                     return unwrap(message)
+                elif message.get("id") is None and "error" in message:
+                    # About the connection (a message over the size cap, a malformed frame,
+                    # too many connections): the daemon closes it, and this request failed.
+                    self._drop()
+                    return unwrap(message)
+
+    def _last_words(self) -> dict[str, Any] | None:
+        """The error (null id) the daemon sent before closing, if it sent one."""
+        sock = self._sock
+        if sock is None:
+            return None
+        try:
+            while True:
+                data = sock.recv(1 << 20)
+                if not data:
+                    return None
+                for message in self._codec.feed(data):
+                    if message.get("id") is None and "error" in message:
+                        return message
+        except (OSError, ProtocolError):
+            return None
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification: no reply comes back."""
