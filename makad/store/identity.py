@@ -107,7 +107,7 @@ def write_id(memory_dir: Path) -> str:
     Raises OSError when the directory cannot be written.
     """
     new_id = secrets.token_hex(16)
-    _write_atomically(memory_dir / ID_FILE, f"{new_id}\n")
+    write_atomically(memory_dir / ID_FILE, f"{new_id}\n")
     return new_id
 
 
@@ -121,7 +121,7 @@ def read_binding(data_dir: Path) -> str | None:
 
 
 def write_binding(data_dir: Path, workspace_id: str) -> None:
-    _write_atomically(data_dir / BINDING_FILE, f"{workspace_id}\n")
+    write_atomically(data_dir / BINDING_FILE, f"{workspace_id}\n")
 
 
 def retire(data_root: Path, data_dir: Path) -> Path:
@@ -137,7 +137,9 @@ def retire(data_root: Path, data_dir: Path) -> Path:
     return target
 
 
-def _write_atomically(path: Path, text: str) -> None:
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` atomically and durably (mode 0600, a new file:
+    never written through a symlink)."""
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:

@@ -10,6 +10,7 @@ directory at a path (or behind a spelling) is no longer the one it knew.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat as stat_mod
@@ -28,12 +29,14 @@ from makad.faults import UNARMED, Faults
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
-from makad.store.ledger.recovery import stored_revision
 from makad.store.memory_files import ensure_memory_dir
+from makad.store.revision_clock import RevisionClock
 from makad.store.tracked import TrackedFile
 from makad.store.workspace_state import WorkspaceState
 
 MEMORY_DIR = "memory"
+# In the data directory: which folder the user level was (its workspace id).
+USER_LEVEL_FILE = "user-level"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
 MAX_CACHED_SPELLINGS = 10_000
@@ -139,8 +142,6 @@ class Workspace:
     # identity.stamp of the directory when it was last checked.
     stamp: Stamp | None = None
     notices: list[Notice] = field(default_factory=list)
-    # The last revision of the workspace this one replaced: revisions continue after it.
-    revision_floor: int = 0
     # "user": the user-level memory (workspace "@user"): no sessions, its entries shown
     # in every workspace that allows it (makad.core.levels).
     level: Level = "workspace"
@@ -219,6 +220,8 @@ class WorkspaceRegistry:
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
+        # Every revision of every workspace here comes from it (unique across them all).
+        self.clock = RevisionClock(data_dir)
 
     def known(self, raw_path: str) -> Workspace | None:
         """The workspace this spelling named last time, if it still names it (the stat
@@ -256,9 +259,41 @@ class WorkspaceRegistry:
                     ) from exc
             if user:
                 workspace.level = "user"
+                if known is None or known[0] is not workspace:
+                    await anyio.to_thread.run_sync(self._note_user_folder, workspace)
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
             self._by_raw[raw_path] = (workspace, identity.id_path(spelling))
         return workspace
+
+    def named(self, raw_path: str) -> Workspace | None:
+        """The workspace this spelling named at its last call (it may name another now)."""
+        known = self._by_raw.get(raw_path)
+        return None if known is None else known[0]
+
+    def _note_user_folder(self, workspace: Workspace) -> None:
+        """Say so when "@user" is not the folder it was (blocking): ``--user-memory`` changed,
+        or its folder repointed (a symlink) or moved. The data directory remembers which
+        folder the user level was (its workspace id: the path's hash); a folder replaced
+        at the same path already says so (``_open_workspace``)."""
+        record = self._data_dir / USER_LEVEL_FILE
+        try:
+            before = record.read_text(encoding="ascii", errors="replace").strip()
+        except OSError:
+            before = None
+        if before == workspace.id:
+            return
+        if before and not any(n.kind == "new_workspace" for n in workspace.notices):
+            workspace.notices.append(
+                Notice(
+                    "new_workspace",
+                    "the user-level memory is not the folder makad used before (--user-memory "
+                    "changed, or its folder was moved, replaced or repointed): its entries and "
+                    "settings are this folder's, and the previous folder is left as it was",
+                    now_ms(),
+                )
+            )
+        with contextlib.suppress(OSError):  # said again at the next start, at worst
+            identity.write_atomically(record, f"{workspace.id}\n")
 
     @property
     def user_dir(self) -> Path:
@@ -307,14 +342,8 @@ class WorkspaceRegistry:
             previous.ledger.close()
         bound = identity.read_binding(data_dir)
         notices: list[Notice] = []
-        floor = 0
         if bound is not None and bound != found:
-            retired = identity.retire(self._data_dir, data_dir)
-            floor = (
-                previous.revision
-                if previous is not None and previous.revision is not None
-                else stored_revision(retired / LEDGER_FILE) or 0
-            )
+            identity.retire(self._data_dir, data_dir)
             notices.append(
                 Notice(
                     "new_workspace",
@@ -343,7 +372,6 @@ class WorkspaceRegistry:
             identity=found,
             stamp=identity.stamp(path),
             notices=notices,
-            revision_floor=floor,
         )
         if binder is not None:
             binder.workspace = workspace

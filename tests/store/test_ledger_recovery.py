@@ -77,11 +77,9 @@ def test_a_garbage_header_is_moved_aside_at_open(tmp_path: Path, template: bytes
     led.close()
 
 
-def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
-    tmp_path: Path, template: bytes
-) -> None:
+def test_an_unreadable_settings_record_resets_at_open(tmp_path: Path, template: bytes) -> None:
     """Settings hold the privacy switches: one that is not JSON any more is not guessed at —
-    the ledger starts over (switches at their defaults) and remembers the old revision."""
+    the ledger starts over (switches at their defaults) and says it did."""
     path = tmp_path / "ledger.sqlite3"
     path.write_bytes(template)
     conn = sqlite3.connect(path)
@@ -90,7 +88,7 @@ def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
     conn.close()
     led = Ledger(path)
     [reset] = led.resets
-    assert reset.previous_revision == 41
+    assert reset.cause == "corrupt_at_open"
     assert led.get_settings_json() == {}
     led.close()
 

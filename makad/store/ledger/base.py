@@ -43,9 +43,7 @@ from makad.store.ledger.recovery import (
     lossy_text,
     move_aside,
     open_failure,
-    revision_of,
     schema_statement,
-    stored_revision,
 )
 from makad.store.ledger.rows import reindex_events
 from makad.store.ledger.schema import migrate
@@ -101,7 +99,7 @@ class LedgerBase:
         try:
             self._open()
         except LedgerCorrupt:
-            self._replace("corrupt_at_open", stored_revision(path))
+            self._replace("corrupt_at_open")
 
     def _open(self) -> None:
         """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
@@ -138,7 +136,7 @@ class LedgerBase:
                 return
             if isinstance(found, LedgerIndexDamaged) and self._rebuild_indexes():
                 return
-            self._replace("corrupt", revision_of(self._reader))
+            self._replace("corrupt")
 
     def _rebuild_indexes(self) -> bool:
         """Drop and re-create both full-text indexes from the events (locks held); the
@@ -159,7 +157,7 @@ class LedgerBase:
         self.index_generation += 1
         return True
 
-    def _replace(self, cause: str, previous_revision: int | None) -> None:
+    def _replace(self, cause: str) -> None:
         """Move the damaged files aside (kept) and open a fresh database (locks held or init)."""
         for conn in (self._reader, self._writer):
             if conn is not None:
@@ -174,9 +172,7 @@ class LedgerBase:
         self._open()
         self._df_cache.clear()
         self.generation += 1
-        self.resets.append(
-            LedgerReset(at=at, moved_to=moved.name, cause=cause, previous_revision=previous_revision)
-        )
+        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause))
 
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""

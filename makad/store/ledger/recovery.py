@@ -78,12 +78,11 @@ class LedgerIndexDamaged(IOFailure):
 
 @dataclass(frozen=True)
 class LedgerReset:
-    """One corrupt ledger moved aside: when, where its files went, and its last revision."""
+    """One corrupt ledger moved aside: when, and where its files went."""
 
     at: int
     moved_to: str  # the file name, next to the ledger
     cause: str  # "corrupt_at_open" | "corrupt"
-    previous_revision: int | None = None
 
 
 def failure(exc: sqlite3.Error, message: str) -> IOFailure:
@@ -200,32 +199,6 @@ def move_aside(path: Path, at: int) -> Path:
             os.rename(f"{path}{extension}", f"{target}{extension}")
     os.rename(path, target)
     return target
-
-
-def revision_of(conn: sqlite3.Connection | None) -> int | None:
-    """The revision stored in a (possibly damaged) ledger, if it can still be read."""
-    if conn is None:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM settings WHERE key = ?", (REVISION_KEY,)).fetchone()
-        value = None if row is None else msgspec.json.decode(row[0])
-    except Exception:  # best effort on a damaged file: anything unreadable is unknown
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def stored_revision(path: Path) -> int | None:
-    """The revision of a ledger file nobody has open (read-only; None when unreadable)."""
-    if not path.is_file():
-        return None
-    try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
-        return None
-    try:
-        return revision_of(conn)
-    finally:
-        conn.close()
 
 
 class Recoverable(Protocol):
