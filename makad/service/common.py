@@ -188,12 +188,15 @@ class Context:
             log.warning("settings_unreadable", workspace_id=ws.id)
             settings = Settings()
         settings = derive(settings)
-        ws.state.settings = settings
         if ws.revision is None:
             revision = await self._adopt_revision(raw.get(REVISION_KEY))
             if ws.revision is None:  # (a call that loaded them meanwhile set it first)
                 ws.revision = revision
-        return settings
+        # Cached only once the revision is known (``revision`` relies on it), and never
+        # over settings a call stored while this one waited.
+        if ws.state.settings is None:
+            ws.state.settings = settings
+        return ws.state.settings
 
     async def _adopt_revision(self, stored: object) -> int:
         """The revision a workspace opens with: the one it stored, when the revision clock
