@@ -225,3 +225,25 @@ def test_another_user_memory_folder_after_a_restart_says_so(short_tmp: Path) -> 
         assert d.call("read_state", {"workspace": USER})["warnings"] == []
     finally:
         d.stop()
+
+
+def test_a_subscriber_under_a_repointed_symlink_follows_it(module_daemon: DaemonProcess) -> None:
+    """Subscribed through a symlink: once the link names another folder (seen at the next
+    call through it), the subscriber hears settings_changed under its name, then that
+    folder's changes — and no more of the old folder's."""
+    d = module_daemon
+    root = Path(tempfile.mkdtemp(prefix="follow", dir=d.root))
+    a, b = seeded(root / "a", "alpha"), seeded(root / "b", "beta")
+    link = root / "link"
+    link.symlink_to(a)
+    with d.client() as c, Client(str(d.socket), timeout=10) as sub:
+        sub.call("subscribe", {"workspace": str(link)})
+        repoint(link, b)
+        assert "beta" in facts(read(c, str(link)))
+        note = next(sub.notifications())
+        assert note["method"] == "settings_changed" and note["params"]["workspace"] == str(link)
+        c.call("add_entry", {"workspace": str(a), "title": "Old", "content": "to the old folder"})
+        c.call("add_entry", {"workspace": str(b), "title": "New", "content": "to the new folder"})
+        note = next(sub.notifications())
+        assert note["method"] == "memory_changed" and note["params"]["workspace"] == str(link)
+        assert note["params"]["revision"] == read(c, str(b))["revision"]

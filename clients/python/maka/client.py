@@ -123,23 +123,7 @@ class Client:
 
     def _roundtrip(self, method: str, params: dict[str, Any] | None) -> Any:
         request_id, payload = self._codec.request(method, params)
-        try:
-            self._connect().sendall(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            # The daemon refused the request before closing (over the size cap), or it
-            # restarted since our last call and the request never reached it: send again.
-            refusal = self._last_words()
-            self._drop()
-            if refusal is not None:
-                return unwrap(refusal)
-            try:
-                self._connect().sendall(payload)
-            except (BrokenPipeError, ConnectionResetError):
-                refusal = self._last_words()
-                self._drop()
-                if refusal is not None:
-                    return unwrap(refusal)
-                raise ProtocolError("the daemon closed the connection while the request was sent") from None
+        self._send(payload)
         while True:
             for message in self._read():
                 if is_notification(message):
@@ -151,6 +135,21 @@ class Client:
                     # too many connections): the daemon closes it, and this request failed.
                     self._drop()
                     return unwrap(message)
+
+    def _send(self, payload: bytes) -> None:
+        """Send a request. When the connection breaks meanwhile, the daemon either refused
+        it before closing (over the size cap: its error is raised) or had restarted since
+        our last call (the request never reached it): then it is sent once more."""
+        for _ in range(2):
+            try:
+                self._connect().sendall(payload)
+                return
+            except (BrokenPipeError, ConnectionResetError):
+                refusal = self._last_words()
+                self._drop()
+                if refusal is not None:
+                    unwrap(refusal)  # raises its error
+        raise ProtocolError("the daemon closed the connection while the request was sent")
 
     def _last_words(self) -> dict[str, Any] | None:
         """The error (null id) the daemon sent before closing, if it sent one."""
