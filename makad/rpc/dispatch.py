@@ -225,6 +225,19 @@ def _refuse_duplicates(payload: bytes, messages: list[Any]) -> list[Any]:
     return out
 
 
+def _single_refused(payload: bytes, message: dict[str, Any], colons: int) -> bytes | None:
+    """The reply refusing a single request with a key twice, else None. Its colons
+    numbering the request's and its params' members proves there is none (the common
+    request with params); then the checks of ``_maybe_duplicated``, then the exact one."""
+    params = message.get("params")
+    if params.__class__ is dict and colons == len(message) + len(params):
+        return None
+    if not _maybe_duplicated(payload, message):
+        return None
+    refused = _duplicate_reply(message, _exact(payload))
+    return None if refused is None else _encoder.encode(refused)
+
+
 def _check_request(obj: Any) -> dict[str, Any] | None:
     """An Invalid Request response for a malformed request object, else None."""
     if not isinstance(obj, dict):
@@ -369,17 +382,18 @@ class Dispatcher:
                 message = _refuse_duplicates(payload, message)
             return Prepared(message, True, all(self._is_inline(m) for m in message))
         if message.__class__ is dict:
-            # No key twice for sure when the colons number the request's and its params'
-            # members (each member has a colon, and they are at least that many): the
-            # common request, proved with one count (the full check: _maybe_duplicated).
-            params = message.get("params")
-            known = len(message) + (len(params) if params.__class__ is dict else 0)
-            if payload.count(b":") != known and _maybe_duplicated(payload, message):
-                refused = _duplicate_reply(message, _exact(payload))
+            # No key twice for sure when the colons number the request's members (each
+            # member has a colon outside strings): a request without params, proved with
+            # one count; the others in ``_single_refused``.
+            colons = payload.count(b":")
+            if colons != len(message):
+                refused = _single_refused(payload, message, colons)
                 if refused is not None:
-                    return _encoder.encode(refused)
-        method = message.get("method") if message.__class__ is dict else None  # _method_name's
-        if method.__class__ is not str:
+                    return refused
+            method = message.get("method")  # _method_name's
+            if method.__class__ is not str:
+                method = None
+        else:
             method = None
         return Prepared([message], False, method in self._inline, method in self._eager)
 
