@@ -225,13 +225,9 @@ def _refuse_duplicates(payload: bytes, messages: list[Any]) -> list[Any]:
     return out
 
 
-def _single_refused(payload: bytes, message: dict[str, Any], colons: int) -> bytes | None:
-    """The reply refusing a single request with a key twice, else None. Its colons
-    numbering the request's and its params' members proves there is none (the common
-    request with params); then the checks of ``_maybe_duplicated``, then the exact one."""
-    params = message.get("params")
-    if params.__class__ is dict and colons == len(message) + len(params):
-        return None
+def _single_refused(payload: bytes, message: dict[str, Any]) -> bytes | None:
+    """The reply refusing a single request with a key twice, else None (the checks of
+    ``_maybe_duplicated``, then the exact one)."""
     if not _maybe_duplicated(payload, message):
         return None
     refused = _duplicate_reply(message, _exact(payload))
@@ -382,14 +378,16 @@ class Dispatcher:
                 message = _refuse_duplicates(payload, message)
             return Prepared(message, True, all(self._is_inline(m) for m in message))
         if message.__class__ is dict:
-            # No key twice for sure when the colons number the request's members (each
-            # member has a colon outside strings): a request without params, proved with
-            # one count; the others in ``_single_refused``.
+            # No key twice for sure when the colons number the members of the request and
+            # of its params (each member has a colon outside strings, and they have at
+            # least that many): the common request, proved with one count.
             colons = payload.count(b":")
             if colons != len(message):
-                refused = _single_refused(payload, message, colons)
-                if refused is not None:
-                    return refused
+                params = message.get("params")
+                if params.__class__ is not dict or colons != len(message) + len(params):
+                    refused = _single_refused(payload, message)
+                    if refused is not None:
+                        return refused
             method = message.get("method")  # _method_name's
             if method.__class__ is not str:
                 method = None
