@@ -18,14 +18,13 @@ workspace gets a new one when it is opened.
 from __future__ import annotations
 
 import errno
-import os
 import threading
 import time
 from pathlib import Path
 from typing import Final
 
 from makad.errors import IOFailure
-from makad.store.identity import write_atomically
+from makad.private_files import make_dirs, read_if_regular, write_private
 
 CLOCK_FILE: Final = "revision-clock"
 # Revisions reserved per write of the file.
@@ -72,8 +71,8 @@ class RevisionClock:
                 return
             bound = max(value, self._last) + BLOCK
             try:
-                self._path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-                write_atomically(self._path, f"{self.since} {bound}\n")
+                make_dirs(self._path.parent)
+                write_private(self._path, f"{self.since} {bound}\n".encode("ascii"))
             except OSError as exc:
                 reason = "disk_full" if exc.errno == errno.ENOSPC else "io_error"
                 raise IOFailure("the data directory could not be written", reason=reason) from None
@@ -81,16 +80,15 @@ class RevisionClock:
 
 
 def _read(path: Path) -> tuple[int | None, int]:
-    """(since, bound) from the file; (None, 0) when it is missing or unreadable."""
+    """(since, bound) from the file; (None, 0) when it is missing or unreadable (no
+    regular file there, a symlink, not two numbers)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        data = read_if_regular(path, 128)
     except OSError:
+        data = None
+    if data is None:
         return None, 0
-    try:
-        text = os.read(fd, 128).decode("ascii", "replace")
-    finally:
-        os.close(fd)
-    parts = text.split()
+    parts = data.decode("ascii", "replace").split()
     if len(parts) != 2 or not all(p.isdigit() for p in parts):
         return None, 0
     since, bound = int(parts[0]), int(parts[1])

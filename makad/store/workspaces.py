@@ -26,6 +26,7 @@ from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
 from makad.faults import UNARMED, Faults
+from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
@@ -277,9 +278,10 @@ class WorkspaceRegistry:
         at the same path already says so (``_open_workspace``)."""
         record = self._data_dir / USER_LEVEL_FILE
         try:
-            before = record.read_text(encoding="ascii", errors="replace").strip()
+            found = read_if_regular(record, 64)
         except OSError:
-            before = None
+            found = None
+        before = None if found is None else found.decode("ascii", "replace").strip()
         if before == workspace.id:
             return
         if before and not any(n.kind == "new_workspace" for n in workspace.notices):
@@ -293,7 +295,7 @@ class WorkspaceRegistry:
                 )
             )
         with contextlib.suppress(OSError):  # said again at the next start, at worst
-            identity.write_atomically(record, f"{workspace.id}\n")
+            write_private(record, f"{workspace.id}\n".encode("ascii"))
 
     @property
     def user_dir(self) -> Path:
@@ -309,7 +311,7 @@ class WorkspaceRegistry:
         locks on one file."""
         if user:
             try:
-                self._user_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_dirs(self._user_dir)
             except OSError as exc:
                 raise IOFailure("the user-level memory folder could not be made", reason="io_error") from exc
             ensure_memory_dir(self._user_dir / MEMORY_DIR)
@@ -356,10 +358,8 @@ class WorkspaceRegistry:
             )
         if found is None and _is_real_directory(path / MEMORY_DIR):
             found = _mint_quietly(path / MEMORY_DIR)
-        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        marker = data_dir / "workspace-path"
-        if not marker.exists():  # for people browsing the data dir: redacted like any text
-            marker.write_text(redact(str(path)).text, encoding="utf-8")
+        make_dirs(data_dir)
+        _write_marker(data_dir / "workspace-path", path)
         if found is not None and identity.read_binding(data_dir) != found:
             identity.write_binding(data_dir, found)
         binder = None if found is not None else _Binder(path, data_dir)
@@ -414,6 +414,19 @@ class _Binder:
         if self.workspace is not None:
             self.workspace.stamp = identity.stamp(self.path)
         return True
+
+
+def _write_marker(marker: Path, path: Path) -> None:
+    """The workspace's path, for people browsing the data dir (redacted like any text);
+    written once, never through whatever is already there."""
+    try:
+        fd = create_private(marker)
+    except FileExistsError:
+        return
+    try:
+        write_all(fd, redact(str(path)).text.encode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
 
 
 def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:

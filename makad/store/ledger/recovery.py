@@ -144,15 +144,14 @@ def check_schema(conn: sqlite3.Connection) -> None:
 _MAGIC: Final = b"SQLite format 3\x00"
 
 
-def check_header(path: Path) -> None:
-    """Raise ``LedgerCorrupt`` when the file's header is not one SQLite can write.
+def check_header(header: bytes) -> None:
+    """Raise ``LedgerCorrupt`` when the file's header (its first 100 bytes) is not one
+    SQLite can write.
 
     A flipped bit in the read/write version bytes makes SQLite open the file
     read-only (every write then fails as if the disk were read-only) instead of
     reporting damage; an empty file is a new database.
     """
-    with open(path, "rb") as fh:
-        header = fh.read(100)
     if not header:
         return
     if (
@@ -191,7 +190,7 @@ def move_aside(path: Path, at: int) -> Path:
     """Rename the database and its ``-wal``/``-shm`` files to ``<name>.corrupt-<at>``."""
     target = path.with_name(f"{path.name}.corrupt-{at}")
     suffix = 0
-    while target.exists():
+    while os.path.lexists(target):
         suffix += 1
         target = path.with_name(f"{path.name}.corrupt-{at}-{suffix}")
     for extension in ("-wal", "-shm"):
