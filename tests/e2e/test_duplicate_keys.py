@@ -178,7 +178,7 @@ def _render(value: Any, draw: Any) -> str:
     return json.dumps(value)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.tuples(KEYS, VALUES), max_size=4), st.data())
 def test_prepare_refuses_exactly_the_payloads_with_a_key_twice(members: list[Any], data: Any) -> None:
     """Whatever the spelling (escapes, spaces, nesting, colons and quotes in strings), a

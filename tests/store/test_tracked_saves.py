@@ -52,7 +52,7 @@ def save(path: Path, mode: str, restore: bool, same_size: bool, words: str) -> N
         os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
 
 
-@settings(max_examples=80, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(st.lists(SAVES, min_size=1, max_size=6))
 def test_every_change_of_the_bytes_is_seen(saves: list[tuple[str, bool, bool, str, bool]]) -> None:
     """A save that changed the bytes is never \"unchanged\", and refresh reads its text."""
