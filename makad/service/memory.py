@@ -533,12 +533,14 @@ class MemoryService:
 
     # --- subscriptions -----------------------------------------------------------------
 
+    # Both answer with the workspace as the client named it: the name its notifications say.
+
     async def subscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
-        self._ctx.subscribe(ws, peer)
-        return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
+        self._ctx.subscribe(ws, peer, params.workspace)
+        return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))
 
     async def unsubscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
         self._ctx.unsubscribe(ws, peer)
-        return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
+        return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))

@@ -704,6 +704,8 @@ export interface ReadEventsResult {
  * `ifRevision`: a conditional read. When the workspace's revision is still this one
  * (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
  * disk first), the reply is `{notModified: true, revision}` without the state.
+ * Revisions are unique across the workspaces of a data directory: one held for another
+ * folder (a symlink since repointed) never matches.
  * `includeContent: false` leaves MEMORY.md's text (`content`) out of the state.
  */
 export interface ReadStateParams {

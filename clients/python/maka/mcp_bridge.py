@@ -19,6 +19,7 @@ The logic (and every privacy gate) is in ``maka.mcp_tools``; this module is the 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -48,6 +49,7 @@ from makad import __version__
 MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
 PROPOSE = "memory_propose"
+log = logging.getLogger("maka.mcp")
 
 
 @dataclass(frozen=True)
@@ -222,6 +224,9 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
             return text_result(await spec.run(bridge, args))
         except ToolFailure as exc:
             return text_result(str(exc), is_error=True)
+        except Exception as exc:  # never the SDK's bare {"code": 0, "message": ""}
+            log.warning("tool %s failed", params.name, exc_info=True)
+            return text_result(f"internal: the tool failed ({type(exc).__name__})", is_error=True)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         host.saw(ctx)
