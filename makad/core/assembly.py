@@ -54,11 +54,13 @@ from makad.core.context_types import (
     TraceCandidate,
 )
 from makad.core.history import PreparedHistory
-from makad.core.memory_segment import BLOCK_SEPARATOR_TOKENS, MemoryBuilder
+from makad.core.memory_segment import MemoryBuilder
+from makad.core.memory_select import small_share
 from makad.core.ranking import query_terms
 from makad.core.recall import RankedEvent, rank_events
 from makad.core.refs import event_ref
 from makad.core.render import (
+    BLOCK_SEPARATOR_TOKENS,
     RECALL_GAP,
     fit_body,
     recall_block,
@@ -88,9 +90,13 @@ RECALL_GIVE_UP_AFTER = 32
 
 
 class _Builder(Protocol):
-    """Builds one segment kind within a cap; may be asked again with a larger one."""
+    """Builds one segment kind within a cap; may be asked again with a larger one.
 
-    def build(self, cap: int) -> Built: ...
+    ``fill_cap``: how much of ``cap`` the candidates that only fill leftover room may
+    use (memory's, ``makad.core.memory_segment``); the other kinds have none.
+    """
+
+    def build(self, cap: int, fill_cap: int | None = None) -> Built: ...
 
 
 def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> ContextPack:
@@ -118,17 +124,30 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     # In the flow, history comes before recall: what it would use beyond its reserve.
     history_wants = 0 if alone else max(min(history.tokens_up_to(budget), budget) - reserve, 0)
 
+    memory = MemoryBuilder(inputs, counter)
     builders: dict[SegmentKind, _Builder] = {
         "working_state": _working_state(inputs, counter),
         "summary": _summary(inputs, counter),
-        "memory": MemoryBuilder(inputs, counter),
+        "memory": memory,
         "recall": _RecallBuilder(inputs, counter),
     }
-    built, allocation = _share(builders, budget, limits, available, history_wants, alone)
+    own = {kind: segment_cap(kind, budget, limits, alone=alone) for kind in SEGMENT_KINDS}
+    if not alone:
+        grown_to = memory.own_cap(own["memory"], small_share(budget, limits))
+        own["memory"] = min(grown_to, ceiling("memory", budget, limits), budget)
+    built, allocation = _share(builders, own, budget, limits, available, history_wants, alone)
 
     segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
     segment_tokens = sum(s.tokens for s in segments)
     fitted = history.fit(budget - segment_tokens)
+    unused = budget - segment_tokens - fitted.tokens
+    if unused > 0 and (built["memory"].wants_more or built["memory"].wants_fill):
+        # Step 6: what no kind used goes to the memory entries left out for room.
+        grown = _grow_memory(memory, built["memory"], allocation["memory"], unused, budget, limits, alone)
+        if grown is not None:
+            built["memory"], allocation["memory"] = grown
+            segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
+            segment_tokens = sum(s.tokens for s in segments)
     history_cut = bool(fitted.dropped or fitted.placeholders or fitted.shrunk)
     allocations = [allocation[kind] for kind in SEGMENT_KINDS]
     allocations.append(
@@ -177,8 +196,37 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     )
 
 
+def _grow_memory(
+    memory: MemoryBuilder,
+    before: Built,
+    allocation: Allocation,
+    unused: int,
+    budget: int,
+    limits: ContextLimits,
+    alone: bool,
+) -> tuple[Built, Allocation] | None:
+    """Memory rebuilt with what no kind used (budget step 6), or None when that adds nothing."""
+    used = before.segment.tokens if before.segment else 0
+    cap = min(ceiling("memory", budget, limits, alone=alone), used + unused)
+    if cap <= used:
+        return None
+    result = memory.build(cap, cap)
+    now_used = result.segment.tokens if result.segment else 0
+    if now_used <= used:
+        return None
+    grown = max(cap - allocation.cap, 0)
+    return result, Allocation(
+        kind="memory",
+        cap=max(cap, allocation.cap),
+        used=now_used,
+        truncated=result.truncated,
+        flowed=allocation.flowed + grown,
+    )
+
+
 def _share(
     builders: dict[SegmentKind, _Builder],
+    own: dict[SegmentKind, int],
     budget: int,
     limits: ContextLimits,
     available: int,
@@ -193,7 +241,7 @@ def _share(
     built: dict[SegmentKind, Built] = {}
     allocation: dict[SegmentKind, Allocation] = {}
     for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
-        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
+        cap = min(own[kind], available)
         if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
             # What step 4 would give the last kind anyway: build it once, not twice.
             top = ceiling(kind, budget, limits, alone=alone)
@@ -205,15 +253,15 @@ def _share(
         allocation[kind] = Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated)
     for kind in SEGMENT_KINDS:  # step 4: unused shares flow, in the same order
         before = allocation[kind]
-        own = min(segment_cap(kind, budget, limits, alone=alone), before.cap)
-        if before.cap > own:  # the last kind, built at once with what would flow to it
-            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - own)
+        mine = min(own[kind], before.cap)
+        if before.cap > mine:  # the last kind, built at once with what would flow to it
+            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - mine)
             continue
         room = available - history_wants if kind == "recall" else available
         top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
         if available <= 0 or not built[kind].wants_more or top <= before.cap:
             continue
-        result = builders[kind].build(top)
+        result = builders[kind].build(top, before.cap)
         used = result.segment.tokens if result.segment else 0
         available -= used - before.used
         built[kind] = result
@@ -245,7 +293,7 @@ class _BodyBuilder:
         self._note = note
         self._source_ids = source_ids
 
-    def build(self, cap: int) -> Built:
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
         if not self._body:
             return Built()
         fitted = fit_body(self._frame, self._body, self._note, cap, self._counter)
@@ -452,7 +500,7 @@ class _RecallBuilder:
             last = len(order)
             self._ranked.sort(key=lambda r: order.get(event_ref(r.event.session_id, r.event.seq), last))
 
-    def build(self, cap: int) -> Built:
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
         if not self._ranked:
             return Built()
         ranked, exclusion = self._ranked, self._exclusion

@@ -16,7 +16,7 @@ import anyio
 
 from makad.core.compaction import BreakerState
 from makad.core.confidence import Confidence
-from makad.core.context_types import MemorySnapshot
+from makad.core.context_types import FillOrder, MemorySnapshot
 from makad.core.entry_dates import EntryDates
 from makad.core.memory_format import MemoryDocument
 from makad.core.session_notes import Gathered
@@ -51,7 +51,8 @@ class DerivedEntries(NamedTuple):
     latest: Entry | None
 
 
-class LevelView(NamedTuple):
+@dataclass
+class LevelView:
     """The user level's snapshot as a workspace's context call sees it: ids ``@user/<id>``
     (``makad.core.levels``), built once per snapshot."""
 
@@ -59,6 +60,10 @@ class LevelView(NamedTuple):
     by_id: dict[str, Entry]  # stored id → the entry under its ``@user/`` id
     confidence: dict[str, str]
     hashes: dict[str, str]  # ``@user/`` id → entry_hash, filled as entries become candidates
+    # The pinned entries under their ``@user/`` ids, in the order of the file.
+    pinned: list[Entry] = field(default_factory=list)
+    # Its entries in fill order (``makad.core.memory_select``), kept while valid.
+    fill: FillOrder | None = None
 
 
 class Overrides(NamedTuple):

@@ -1064,6 +1064,8 @@ export interface TraceCandidate {
   confidence?: Confidence | null;
   /** @default 0 */
   bytes?: number;
+  title?: string;
+  pinned?: boolean;
 }
 
 export interface UpdateEntryParams {

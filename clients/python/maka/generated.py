@@ -1101,6 +1101,8 @@ class TraceCandidate(TypedDict):
     confidence: NotRequired[Confidence | None]
     # default: 0
     bytes: NotRequired[int]
+    title: NotRequired[str]
+    pinned: NotRequired[bool]
 
 
 class UpdateEntryParams(TypedDict):

@@ -1,0 +1,170 @@
+"""What build_context shows of memory, over the socket: small memory whole, leftover room
+filled by confidence, pinned entries first and never cut silently."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from tests.support import DaemonProcess
+
+# Ten memories as a new user types them into MEMORY.md: a heading and a line, no comment.
+HAND_TYPED = [
+    ("Package manager", "Prefers pnpm over npm: always pnpm; never npm or yarn."),
+    ("Editor", "Edits in helix with modal keys; no VS Code suggestions."),
+    ("Indentation", "Four spaces in Python, two in TypeScript and YAML."),
+    ("Commit style", "Conventional commits, imperative mood, subject under 72 characters."),
+    ("Test runner", "Runs pytest with -n auto; vitest on the web side."),
+    ("Deploys", "Releases go out on Tuesday mornings, never on Fridays."),
+    ("Reviewer", "Ana reviews database migrations before they merge."),
+    ("Spelling", "Writes British English in docs: colour, organise."),
+    ("Secrets", "Credentials live in the pass store, never in dotenv files."),
+    ("Time zone", "Works from Lisbon; meetings after 10:00 WET only."),
+]
+
+
+def ws(d: DaemonProcess) -> str:
+    return str(d.workspace)
+
+
+def write_memory(d: DaemonProcess, sections: list[str]) -> Path:
+    path = d.workspace / "memory" / "MEMORY.md"
+    path.parent.mkdir(exist_ok=True)
+    path.write_text("# Maka Memory\n\n" + "\n\n".join(sections) + "\n", encoding="utf-8")
+    return path
+
+
+def hand_typed(entries: list[tuple[str, str]]) -> list[str]:
+    return [f"## {title}\n{content}" for title, content in entries]
+
+
+def enable(d: DaemonProcess, **more: Any) -> None:
+    d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True, **more})
+
+
+def record_session(d: DaemonProcess, turns: int = 12) -> str:
+    """A session whose history holds more than the pack can take."""
+    sid: str = d.call("open_session", {"workspace": ws(d)})["sessionId"]
+    events = []
+    for i in range(turns):
+        events.append({"type": "user_message", "text": f"step {i}: " + "rebase the feature branch " * 12})
+        events.append({"type": "assistant_message", "text": f"done {i}: " + "resolved the conflicts " * 12})
+    d.call("append_events", {"workspace": ws(d), "sessionId": sid, "events": events})
+    return sid
+
+
+def build(d: DaemonProcess, **kw: Any) -> dict[str, Any]:
+    params = {"workspace": ws(d), "budgetTokens": kw.pop("budgetTokens", 1500), **kw}
+    result: dict[str, Any] = d.call("build_context", params)
+    return result
+
+
+def memory_rows(pack: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in pack["trace"]["candidates"] if c["kind"] == "memory"]
+
+
+def shown_titles(pack: dict[str, Any]) -> set[str]:
+    return {c["title"] for c in memory_rows(pack) if c["included"]}
+
+
+def allocation(pack: dict[str, Any], kind: str) -> dict[str, Any]:
+    found: dict[str, Any] = next(a for a in pack["trace"]["allocation"] if a["kind"] == kind)
+    return found
+
+
+def test_ten_hand_typed_entries_sharing_no_word_with_the_query_are_all_shown(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """Ten hand-typed entries, none sharing a word with the query, all reach a 1,500-token pack
+    while history also wants room."""
+    d = shared_daemon
+    write_memory(d, hand_typed(HAND_TYPED))
+    enable(d)
+    sid = record_session(d)
+    query = "quarterly offsite agenda?"
+    words = set(re.findall(r"\w+", query.lower()))
+    assert not any(words & set(re.findall(r"\w+", f"{t} {c}".lower())) for t, c in HAND_TYPED)
+    pack = build(d, sessionId=sid, query=query)
+    assert shown_titles(pack) == {title for title, _ in HAND_TYPED}
+    assert all(c["parts"]["bm25"] == 0 for c in memory_rows(pack))
+    assert pack["messages"], "history keeps its share"
+    assert allocation(pack, "history")["truncated"], "the session holds more than the pack"
+    assert pack["totalTokens"] <= 1500
+
+
+def test_the_pnpm_entry_answers_a_paraphrased_question(shared_daemon: DaemonProcess) -> None:
+    """'which package manager for the frontend?' at 1,500 tokens shows the pnpm entry."""
+    d = shared_daemon
+    write_memory(d, hand_typed(HAND_TYPED))
+    enable(d)
+    for query in ("which package manager for the frontend?", "set up the JS deps for web"):
+        pack = build(d, sessionId=record_session(d), query=query)
+        memory = next(s for s in pack["segments"] if s["kind"] == "memory")
+        assert "Prefers pnpm over npm" in memory["text"], query
+        assert "irrelevant" not in pack["trace"]["dropped"]
+
+
+def entry_section(i: int, *, confidence: str, updated: int, tags: str = "") -> str:
+    tag_token = f" tags={tags}" if tags else ""
+    return (
+        f"## Note {i:03d}\n"
+        f"<!-- maka-memory: id={i:016x} origin=manual createdAt={updated} updatedAt={updated} "
+        f"status=active{tag_token} confidence={confidence} -->\n"
+        f"Remember item {i:03d}: the lorem ipsum dolor notes for part {i} of the catalogue."
+    )
+
+
+DAY_MS = 86_400_000
+NOW_MS = 1_760_000_000_000
+
+
+def two_hundred(pinned: tuple[int, ...] = ()) -> list[str]:
+    """200 entries, confidence cycling low, medium, high and set by the user, newer by index."""
+    levels = ["0.3", "0.6", "0.9", "0.5"]
+    return [
+        entry_section(
+            i,
+            confidence=levels[i % 4],
+            updated=NOW_MS - (200 - i) * DAY_MS // 100,
+            tags="pinned" if i in pinned else "",
+        )
+        for i in range(200)
+    ]
+
+
+def fill_rank(i: int) -> tuple[float, int]:
+    levels = [0.3, 0.6, 0.9, 0.5]
+    return (-levels[i % 4], -i)  # highest confidence, then the most recently updated
+
+
+def test_leftover_budget_goes_to_unmatched_entries_by_confidence(shared_daemon: DaemonProcess) -> None:
+    """200 entries, a query none of them matches: the room left is spent on the most trusted
+    entries, newest first among equals, up to the budget."""
+    d = shared_daemon
+    write_memory(d, two_hundred())
+    enable(d)
+    pack = build(d, query="quarterly offsite agenda", budgetTokens=4000)
+    shown = [int(c["title"].split()[1]) for c in memory_rows(pack) if c["included"]]
+    assert len(shown) > 20
+    expected = sorted(range(200), key=fill_rank)[: len(shown)]
+    assert shown == expected
+    largest = max(c["tokens"] for c in memory_rows(pack))
+    # Blocks are counted one by one (a little over their joined cost): at most two blocks' room.
+    assert 4000 - pack["totalTokens"] < 2 * largest
+    assert {c["reason"] for c in memory_rows(pack) if not c["included"]} <= {"budget"}
+
+
+def test_leftover_share_is_filled_beside_a_long_history(shared_daemon: DaemonProcess) -> None:
+    """With a session holding more than the pack, memory's own share still carries the most
+    trusted entries, and history keeps the rest."""
+    d = shared_daemon
+    write_memory(d, two_hundred())
+    enable(d)
+    sid = record_session(d, turns=30)
+    pack = build(d, sessionId=sid, query="quarterly offsite agenda", budgetTokens=1500)
+    shown = [int(c["title"].split()[1]) for c in memory_rows(pack) if c["included"]]
+    assert shown and shown == sorted(range(200), key=fill_rank)[: len(shown)]
+    memory = allocation(pack, "memory")
+    assert memory["used"] <= 300 + 60
+    assert allocation(pack, "history")["used"] >= 1500 - 300 - 60
