@@ -22,8 +22,8 @@ from makad.core.memory_select import (
     with_pin,
 )
 from makad.core.render import entry_hash
-from makad.core.strategies import strategy
 from makad.core.strategies import curator as cur
+from makad.core.strategies import strategy
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Entry
 from tests.core.test_assembly import DAY, NOW, check_pack, conversation, entry, inputs
@@ -187,7 +187,9 @@ def test_unmatched_entries_do_not_ask_for_more_room() -> None:
 def test_what_no_kind_uses_goes_to_unmatched_entries() -> None:
     """With a short history, the unused budget is spent on entries that match nothing."""
     entries = many(200)
-    pack = assemble(inputs(budget_tokens=6_000, query="x", memory_fill=[fill(*entries)], history=conversation(1)))
+    pack = assemble(
+        inputs(budget_tokens=6_000, query="x", memory_fill=[fill(*entries)], history=conversation(1))
+    )
     check_pack(pack, 6_000)
     _, used, flowed = allocation(pack, "memory")
     assert flowed > 0 and used > 4_000
@@ -215,7 +217,9 @@ def test_a_matched_entry_that_does_not_fit_still_asks_for_more() -> None:
 def test_the_fill_stops_listing_once_the_segment_is_full() -> None:
     """Thousands of entries: the trace lists those tried, not every entry of the file."""
     entries = many(3_000, words=10)
-    pack = assemble(inputs(budget_tokens=1_500, query="x", memory_fill=[fill(*entries)], history=long_history()))
+    pack = assemble(
+        inputs(budget_tokens=1_500, query="x", memory_fill=[fill(*entries)], history=long_history())
+    )
     listed = rows(pack)
     assert 0 < sum(inc for inc, _ in listed.values()) < len(listed) < 200
 
