@@ -33,6 +33,14 @@ class ConfidenceCache(NamedTuple):
     found: dict[str, Confidence]
 
 
+class PinnedWarnings(NamedTuple):
+    """read_state's ``pinned_over_share`` warnings for one MEMORY.md version and one day."""
+
+    doc: MemoryDocument
+    day: int
+    warnings: list[Warning]
+
+
 class ShownText(NamedTuple):
     """MEMORY.md as read_state shows it, for one (MEMORY.md, PENDING.md) text pair."""
 
@@ -101,6 +109,7 @@ class WorkspaceState:
     secrets_to_scrub: frozenset[str] = frozenset()
     secrets_by_text: dict[str, frozenset[str]] = field(default_factory=dict)
     confidence: ConfidenceCache | None = None
+    pinned_warnings: PinnedWarnings | None = None
     shown_text: ShownText | None = None
     derived: DerivedEntries | None = None
     # The user level only: its snapshot with ``@user/`` ids.

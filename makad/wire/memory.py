@@ -116,6 +116,17 @@ class UpdateEntryParams(WorkspaceParams):
     request_id: str | None = None
 
 
+class PinEntryParams(WorkspaceParams):
+    """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+    build_context, first in its memory segment); ``false`` removes it in any spelling. The
+    other tags and the entry's dates stay as they are; an entry already so is not written."""
+
+    id: str
+    pinned: bool = True
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
 class EntryIdParams(WorkspaceParams):
     id: str
     expected_revision: int | None = None
@@ -209,6 +220,13 @@ METHODS: list[MethodSpec] = [
         UpdateEntryParams,
         EntryResult,
         "Change an entry's title, content or tags.",
+        errors=(*_WRITE, NotFound),
+    ),
+    MethodSpec(
+        "pin_entry",
+        PinEntryParams,
+        EntryResult,
+        "Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.",
         errors=(*_WRITE, NotFound),
     ),
     MethodSpec("archive_entry", EntryIdParams, EntryResult, "Archive an entry.", errors=(*_WRITE, NotFound)),

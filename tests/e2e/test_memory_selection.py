@@ -7,6 +7,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from maka.errors import RemoteError
 from tests.support import DaemonProcess
 
 # Ten memories as a new user types them into MEMORY.md: a heading and a line, no comment.
@@ -168,3 +171,126 @@ def test_leftover_share_is_filled_beside_a_long_history(shared_daemon: DaemonPro
     memory = allocation(pack, "memory")
     assert memory["used"] <= 300 + 60
     assert allocation(pack, "history")["used"] >= 1500 - 300 - 60
+
+
+# ----------------------------------------------------------------- pinned ---
+
+
+def test_pinned_entries_are_always_in_the_pack(shared_daemon: DaemonProcess) -> None:
+    """Three pinned entries among 200, a query matching other entries, a long history: the
+    pinned ones are shown, first, whatever the budget."""
+    d = shared_daemon
+    write_memory(d, two_hundred(pinned=(3, 100, 197)))
+    enable(d)
+    for budget in (600, 1500, 8000):
+        pack = build(d, sessionId=record_session(d, turns=30), query="catalogue part 42", budgetTokens=budget)
+        rows = memory_rows(pack)
+        pinned = [c["title"] for c in rows if c.get("pinned")]
+        assert sorted(pinned) == ["Note 003", "Note 100", "Note 197"]
+        memory = next(s for s in pack["segments"] if s["kind"] == "memory")
+        first = [c["sourceId"] for c in rows if c["included"]][:3]
+        assert sorted(first) == sorted(c["sourceId"] for c in rows if c.get("pinned"))
+        assert memory["sourceIds"][:3] == first
+
+
+def test_a_pinned_tag_typed_in_the_editor_pins_the_entry(shared_daemon: DaemonProcess) -> None:
+    """A hand edit adding tags=pinned to a hand-typed entry (a comment with that token alone)
+    pins it: shown first among 200 entries; the file keeps its text as typed."""
+    d = shared_daemon
+    path = write_memory(d, two_hundred())
+    enable(d)
+    text = path.read_text(encoding="utf-8")
+    typed = "## Standup\n<!-- maka-memory: tags=Pinned -->\nStandup is at 9:15 on weekdays."
+    path.write_text(text + "\n" + typed + "\n", encoding="utf-8")
+    state = d.call("read_state", {"workspace": ws(d), "includeEntries": True})  # reads the save
+    standup = next(e for e in state["entries"] if e["title"] == "Standup")
+    assert standup["tags"] == ["Pinned"]
+    pack = build(d, query="catalogue part 42", budgetTokens=1500)
+    first = next(c for c in memory_rows(pack) if c["included"])
+    assert first["title"] == "Standup" and first["pinned"] is True
+    assert typed in path.read_text(encoding="utf-8")
+
+
+def test_over_pinning_is_warned_in_read_state(shared_daemon: DaemonProcess) -> None:
+    """Pinned entries needing more than a 1,500-token pack gives them: one warning per entry
+    left over, with its line; the pack reports those it leaves out."""
+    d = shared_daemon
+    path = write_memory(d, two_hundred(pinned=tuple(range(0, 40, 2))))
+    enable(d)
+    state = d.call("read_state", {"workspace": ws(d)})
+    warned = [w for w in state["warnings"] if w["kind"] == "pinned_over_share"]
+    assert warned and all("pinned" in w["message"] and "1,500-token" in w["message"] for w in warned)
+    lines = path.read_text(encoding="utf-8").splitlines()
+    for warning in warned:
+        if "line" in warning:
+            assert lines[warning["line"] - 1].startswith("## Note ")
+            number = int(lines[warning["line"] - 1].split()[-1])
+            assert number < 40 and number % 2 == 0
+    pack = build(d, sessionId=record_session(d, turns=30), query="quarterly offsite", budgetTokens=1500)
+    cut = [c for c in memory_rows(pack) if c.get("pinned") and not c["included"]]
+    assert cut and all(c["reason"] == "budget" for c in cut)
+    shown = [c for c in memory_rows(pack) if c["included"]]
+    assert all(c.get("pinned") for c in shown), "pinned entries take the share before any other"
+
+
+def test_few_pinned_entries_warn_nothing(shared_daemon: DaemonProcess) -> None:
+    """Two pinned entries fit easily: no warning."""
+    d = shared_daemon
+    write_memory(d, two_hundred(pinned=(5, 6)))
+    state = d.call("read_state", {"workspace": ws(d)})
+    assert [w for w in state["warnings"] if w["kind"] == "pinned_over_share"] == []
+
+
+def test_pin_entry_adds_and_removes_only_the_tag(shared_daemon: DaemonProcess) -> None:
+    """pin_entry keeps the other tags and the dates; pinning twice writes nothing."""
+    d = shared_daemon
+    added = d.call(
+        "add_entry", {"workspace": ws(d), "title": "Deploys", "content": "Tuesdays.", "tags": ["ops"]}
+    )
+    entry_id, revision = added["entry"]["id"], added["revision"]
+    pinned = d.call("pin_entry", {"workspace": ws(d), "id": entry_id})
+    assert pinned["entry"]["tags"] == ["ops", "pinned"] and pinned["revision"] == revision + 1
+    assert pinned["entry"]["updatedAt"] == added["entry"]["updatedAt"]
+    again = d.call("pin_entry", {"workspace": ws(d), "id": entry_id, "pinned": True})
+    assert again["revision"] == pinned["revision"] and again["entry"]["tags"] == ["ops", "pinned"]
+    unpinned = d.call("pin_entry", {"workspace": ws(d), "id": entry_id, "pinned": False})
+    assert unpinned["entry"]["tags"] == ["ops"]
+    history = d.call("memory_history", {"workspace": ws(d), "id": entry_id})
+    assert [e["action"] for e in history["events"]][-2:] == ["pinned", "unpinned"]
+
+
+def test_pin_entry_refuses_bad_input_and_keeps_serving(shared_daemon: DaemonProcess) -> None:
+    """An unknown id is not_found, a non-boolean pinned is invalid_params, a stale
+    expectedRevision is conflict; nothing is written and the daemon answers on."""
+    d = shared_daemon
+    added = d.call("add_entry", {"workspace": ws(d), "title": "Keep", "content": "Unchanged."})
+    before = (d.workspace / "memory" / "MEMORY.md").read_bytes()
+    cases = [
+        ({"id": "0" * 16}, "not_found"),
+        ({"id": added["entry"]["id"], "pinned": "yes"}, "invalid_params"),
+        ({"id": added["entry"]["id"], "expectedRevision": added["revision"] - 1}, "conflict"),
+        ({"id": added["entry"]["id"], "tags": ["pinned"]}, "invalid_params"),
+    ]
+    for params, kind in cases:
+        with pytest.raises(RemoteError) as caught:
+            d.call("pin_entry", {"workspace": ws(d), **params})
+        assert caught.value.data["kind"] == kind, params
+    assert (d.workspace / "memory" / "MEMORY.md").read_bytes() == before
+    assert d.call("ping") == "pong"
+
+
+def test_pin_entry_works_at_the_user_level(daemon: DaemonProcess) -> None:
+    """A pinned user-level entry is shown first in a workspace that allows agent reads."""
+    d = daemon
+    pinned = d.call("add_entry", {"workspace": "@user", "title": "Spelling", "content": "British English."})
+    d.call("set_settings", {"workspace": "@user", "agentReadEnabled": True})
+    d.call("pin_entry", {"workspace": "@user", "id": pinned["entry"]["id"]})
+    write_memory(d, two_hundred())
+    enable(d)
+    sid = record_session(d, turns=30)
+    pack = build(d, sessionId=sid, query="catalogue part 7", budgetTokens=1500)
+    rows = memory_rows(pack)
+    first = next(c for c in rows if c["included"])
+    assert first["sourceId"] == f"memory:@user/{pinned['entry']['id']}" and first["pinned"] is True
+    memory = next(s for s in pack["segments"] if s["kind"] == "memory")
+    assert "· user level" in memory["text"]

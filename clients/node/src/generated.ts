@@ -599,6 +599,22 @@ export interface OpenSessionParams {
 }
 
 /**
+ * ``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+ * build_context, first in its memory segment); ``false`` removes it in any spelling. The
+ * other tags and the entry's dates stay as they are; an entry already so is not written.
+ */
+export interface PinEntryParams {
+  workspace: string;
+  id: string;
+  /** @default true */
+  pinned?: boolean;
+  /** @default null */
+  expectedRevision?: number | null;
+  /** @default null */
+  requestId?: string | null;
+}
+
+/**
  * What the user changed before approving. ``supersedes``: an active entry the approved
  * one replaces (archived in the same write), e.g. a near duplicate merged into it.
  */
@@ -1220,6 +1236,21 @@ export interface Methods {
     result: EntryResult;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
+  /** Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag. */
+  pin_entry: {
+    params: {
+      workspace: string;
+      id: string;
+      /** @default true */
+      pinned?: boolean;
+      /** @default null */
+      expectedRevision?: number | null;
+      /** @default null */
+      requestId?: string | null;
+    };
+    result: EntryResult;
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+  };
   /** Archive an entry. */
   archive_entry: {
     params: {
@@ -1690,7 +1721,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

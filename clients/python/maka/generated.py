@@ -629,6 +629,22 @@ class OpenSessionParams(TypedDict):
     incognito: NotRequired[bool | None]
 
 
+class PinEntryParams(TypedDict):
+    """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+    build_context, first in its memory segment); ``false`` removes it in any spelling. The
+    other tags and the entry's dates stay as they are; an entry already so is not written.
+    """
+
+    workspace: str
+    id: str
+    # default: true
+    pinned: NotRequired[bool]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
 class ProposalEdit(TypedDict):
     """What the user changed before approving. ``supersedes``: an active entry the approved
     one replaces (archived in the same write), e.g. a near duplicate merged into it.
@@ -1223,6 +1239,19 @@ class UpdateEntryArgs(TypedDict):
     requestId: NotRequired[str | None]
 
 
+class PinEntryArgs(TypedDict):
+    """Params of ``pin_entry``."""
+
+    workspace: str
+    id: str
+    # default: true
+    pinned: NotRequired[bool]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
 class ArchiveEntryArgs(TypedDict):
     """Params of ``archive_entry``."""
 
@@ -1655,6 +1684,13 @@ class Methods:
         """
         return cast("EntryResult", self._call("update_entry", dict(params)))
 
+    def pin_entry(self, **params: Unpack[PinEntryArgs]) -> EntryResult:
+        """Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("pin_entry", dict(params)))
+
     def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
         """Archive an entry.
 
@@ -1967,6 +2003,13 @@ class AsyncMethods:
         """
         return cast("EntryResult", await self._call("update_entry", dict(params)))
 
+    async def pin_entry(self, **params: Unpack[PinEntryArgs]) -> EntryResult:
+        """Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("pin_entry", dict(params)))
+
     async def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
         """Archive an entry.
 
@@ -2218,7 +2261,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {
