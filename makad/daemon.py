@@ -3,7 +3,8 @@ worker thread (``makad.app``) and added to the dispatcher; signals; systemd.
 
 Start-up order matters: the single-instance lock is taken *before* anything
 touches the socket path, because binding over a live daemon's socket would
-silently steal its address (DESIGN §6).
+silently steal its address: binding first unlinks the socket file at the path,
+live or stale (docs/ARCHITECTURE.md, "Traps in the libraries underneath").
 """
 
 from __future__ import annotations

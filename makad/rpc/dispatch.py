@@ -1,7 +1,9 @@
 """JSON-RPC 2.0 dispatch: validation per message, typed params, stable errors.
 
 jsonrpcserver finds and calls the method; everything around it is ours because
-its defaults do not fit (see DESIGN §6): each request and each batch element is
+its defaults do not fit (docs/ARCHITECTURE.md, "Traps in the libraries
+underneath": it validates with jsonschema, a batch as one document, and puts
+``str(exc)`` in error data): each request and each batch element is
 validated here with msgspec-decoded values (no jsonschema), positional params
 are refused, params are decoded into the method's msgspec Struct, and no
 exception text ever reaches the wire. Every reply is encoded here, under the

@@ -1,4 +1,4 @@
-"""Editor saves racing daemon writes lose nothing (issue 15, point 4), over the real socket.
+"""Editor saves racing daemon writes lose nothing, over the real socket.
 
 One daemon for the module, started with the test-only fault point
 ``editor_save_before_rename``: when ``.editor-rename.MEMORY.md`` (or

@@ -1,4 +1,4 @@
-"""The short CI version of `scripts/soak --editor-races N` (issue 15, point 4)."""
+"""The short CI version of `scripts/soak --editor-races N`: saves in every style race approve."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""scripts/bench --quick: every benchmark runs and prints the keys the issues define."""
+"""scripts/bench --quick: every benchmark runs and prints its documented keys."""
 
 from __future__ import annotations
 
