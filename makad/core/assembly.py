@@ -3,23 +3,25 @@
 ``assemble`` shares the budget as ``makad.core.budget`` describes: it builds
 each segment inside its own cap, lets what the segments left unused flow to
 those that still have candidates (rebuilding them with the larger cap; the
-ranking is done once), then fits the history into what is left, so
-``total_tokens <= budget_tokens`` always holds; when not even the newest user
-message fits it raises ``TooLarge`` instead.
+ranking is done once), fits the history into what is left, and gives what is
+still unused to memory entries left out for room, so ``total_tokens <=
+budget_tokens`` always holds; when not even the newest user message fits it
+raises ``TooLarge`` instead.
 
 Segments appear in the order memory, summary, working_state, recall: the most
 stable first (helping a provider's prompt cache), the most query-specific last.
 
-The trace lists every memory and recall candidate with its score parts and
-what became of it. Reasons a candidate is left out: ``disabled`` (memory reads
-are off for this call), ``excluded`` (its kind is not in ``include``),
-``scope`` (scoped to another session), ``archived``, ``inactive`` (draft or
-under review), ``expired`` (past its decay TTL), ``duplicate``,
-``irrelevant``, ``not_selected`` (a strategy's selection left it out: see
-``makad.core.strategies``), ``already_shown`` (shown in this session since its last
-compaction and unchanged), ``top_k``, ``session_cap`` (see
-``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a query)
-and ``in_history`` (the event is still in this session's live history).
+The trace lists the memory candidates (``makad.core.memory_segment`` says which)
+and the best recall candidates with their score parts and what became of them.
+Reasons a candidate is left out: ``disabled`` (memory reads are off for this
+call), ``excluded`` (its kind is not in ``include``), ``scope`` (scoped to
+another session), ``archived``, ``inactive`` (draft or under review),
+``expired`` (past its decay TTL), ``duplicate``, ``overridden`` (a user-level
+entry a workspace entry overrides), ``not_selected`` (a strategy's selection
+left it out: see ``makad.core.strategies``), ``already_shown`` (shown in this
+session since its last compaction and unchanged), ``top_k``, ``session_cap``
+(see ``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a
+query) and ``in_history`` (the event is still in this session's live history).
 ``trace.skipped`` says when memory was left out whole (safe mode, unreadable).
 
 The path is ``fast`` when nothing was ranked against a query and everything fit
@@ -170,8 +172,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
     ranked = bool(query_terms(inputs.query)) and any(
-        c.reason in (None, "top_k", "budget", "already_shown", "irrelevant", "session_cap")
-        for c in candidates
+        c.reason in (None, "top_k", "budget", "already_shown", "session_cap") for c in candidates
     )
     bounded = ranked or history_cut or any(a.truncated for a in allocations)
     shown_bytes = sum(c.bytes for c in built["memory"].candidates if c.included)
@@ -240,13 +241,13 @@ def _share(
     """
     built: dict[SegmentKind, Built] = {}
     allocation: dict[SegmentKind, Allocation] = {}
-    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
+    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap (memory's fill waits for step 4)
         cap = min(own[kind], available)
-        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
+        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more or b.wants_fill for b in built.values()):
             # What step 4 would give the last kind anyway: build it once, not twice.
             top = ceiling(kind, budget, limits, alone=alone)
             cap = max(cap, min(top, available - history_wants))
-        result = builders[kind].build(cap)
+        result = builders[kind].build(cap, 0)
         used = result.segment.tokens if result.segment else 0
         available -= used
         built[kind] = result
@@ -259,15 +260,32 @@ def _share(
             continue
         room = available - history_wants if kind == "recall" else available
         top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
-        if available <= 0 or not built[kind].wants_more or top <= before.cap:
-            continue
-        result = builders[kind].build(top, before.cap)
-        used = result.segment.tokens if result.segment else 0
-        available -= used - before.used
-        built[kind] = result
-        allocation[kind] = Allocation(
-            kind=kind, cap=top, used=used, truncated=result.truncated, flowed=top - before.cap
-        )
+        if available > 0 and built[kind].wants_more and top > before.cap:
+            result = builders[kind].build(top, 0)
+            used = result.segment.tokens if result.segment else 0
+            available -= used - before.used
+            built[kind] = result
+            allocation[kind] = Allocation(
+                kind=kind, cap=top, used=used, truncated=result.truncated, flowed=top - before.cap
+            )
+        if kind == "memory" and available > 0 and built[kind].wants_fill:
+            # The rest of memory's own share goes to the entries that only fill (before
+            # history and recall get more than their own).
+            before = allocation[kind]
+            fill = min(own[kind], before.used + available)
+            if fill > before.used:
+                cap = max(before.cap, fill)
+                result = builders[kind].build(cap, fill)
+                used = result.segment.tokens if result.segment else 0
+                available -= used - before.used
+                built[kind] = result
+                allocation[kind] = Allocation(
+                    kind=kind,
+                    cap=cap,
+                    used=used,
+                    truncated=result.truncated,
+                    flowed=before.flowed + cap - before.cap,
+                )
     return built, allocation
 
 

@@ -18,11 +18,13 @@ Order. The segment is packed in four tiers, each entry at most once:
 
 Room. Tiers 1 and 2 use memory's cap and, when one is left out for lack of room
 (``budget``), memory asks for more (step 4 of ``makad.core.budget``). Tiers 3
-and 4 only fill what is left of memory's own cap (``fill_cap``) and, at the end,
-what no kind used (step 6); left out they are ``top_k`` (tier 3) or ``budget``
-(tier 4) and ask for nothing. ``own_cap`` says how far memory's own cap grows:
-to hold every entry that could be shown when they fit in the small-memory share
-(``memory_select.small_share``), and to hold the pinned entries up to that share.
+and 4 only fill: ``build`` packs them within ``fill_cap`` — what is left of
+memory's own cap once the kinds before memory and its own matching entries were
+served (step 4), then what no kind used (step 6); left out they are ``top_k``
+(tier 3) or ``budget`` (tier 4) and ask for nothing. ``own_cap`` says how far
+memory's own cap grows: to hold every entry that could be shown when they fit in
+the small-memory share (``memory_select.small_share``; then every tier is packed
+at once, nothing only fills), or else to hold the pinned entries up to that share.
 
 A selection (``ContextInputs.selection``, set by a strategy of
 ``makad.core.strategies``) has chosen already: after the pinned entries, the
@@ -206,6 +208,7 @@ class MemoryBuilder:
         self._digests: dict[int, str] = {}
         self._fill_items: dict[str, RankedEntry] = {}  # entries only memory_fill holds, by id
         self._fill_user: set[int] = set()  # their indexes that are the user level's
+        self._whole = False  # every entry fits the small-memory share (``own_cap``)
 
     # ------------------------------------------------------------ the entries ---
 
@@ -319,6 +322,7 @@ class MemoryBuilder:
             return cap
         whole = self._showable_cost(small)
         if whole is not None:
+            self._whole = True
             return max(cap, whole)
         if not self._pinned:
             return cap
@@ -371,7 +375,8 @@ class MemoryBuilder:
         """The segment within ``cap``; tiers 3 and 4 only within ``fill_cap`` (default: ``cap``)."""
         if not self._ranked and not self._fill_from_inputs:
             return Built()
-        fill_limit = cap if fill_cap is None else min(cap, fill_cap)
+        # A memory shown whole has nothing that only fills: every entry fits.
+        fill_limit = cap if fill_cap is None or self._whole else min(cap, fill_cap)
         pack = _Pack(self._frame_tokens, self._inputs.memory_session_bytes, [], [])
         listed: set[int] = set()
         wants_more = wants_fill = False
@@ -381,7 +386,11 @@ class MemoryBuilder:
             self._row(item, reason, block, pack)
             listed.add(item.index)
         misses = 0
-        for item in self._rest():
+        rest = self._rest()
+        if fill_limit <= pack.used:  # no room to fill: only the candidates are listed
+            wants_fill = next(rest, None) is not None
+            rest = iter(())
+        for item in rest:
             if misses >= FILL_GIVE_UP_AFTER:
                 wants_fill = True
                 break

@@ -26,7 +26,7 @@ from makad.core.strategies import curator as cur
 from makad.core.strategies import strategy
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Entry
-from tests.core.test_assembly import DAY, NOW, check_pack, conversation, entry, inputs
+from tests.core.test_assembly import DAY, NOW, check_pack, checkpoint, conversation, entry, hit, inputs
 
 COUNTER = HeuristicCounter()
 
@@ -182,6 +182,26 @@ def test_unmatched_entries_do_not_ask_for_more_room() -> None:
     assert used <= 400 + (2_000 - used - history)
     assert history >= 2_000 - 400 - 100  # all but less than one more message of it
     assert rows(pack) and {r for inc, r in rows(pack).values() if not inc} == {"budget"}
+
+
+def test_unmatched_entries_leave_recall_its_share_and_a_cut_summary_its_flow() -> None:
+    """Entries that only fill come after recall's own share and after the session's summary
+    took the room it asked for."""
+    hits = [hit(f"o{i}", 10 + i, bm25=-1.0 - i / 10, text="berlin " + "fact " * 30) for i in range(60)]
+    params = inputs(
+        budget_tokens=8_000,
+        query="berlin",
+        memory_fill=[fill(*many(300))],
+        recall_hits=hits,
+        checkpoint=checkpoint(0, "A long summary line. " * 400),
+        history=long_history(),
+    )
+    pack = assemble(params)
+    check_pack(pack, 8_000)
+    summary = next(a for a in pack.trace.allocation if a.kind == "summary")
+    assert not summary.truncated and summary.flowed > 0
+    assert allocation(pack, "recall")[1] >= 1_200 - 50  # its own 15 %
+    assert 0 < allocation(pack, "memory")[1] <= 1_600
 
 
 def test_what_no_kind_uses_goes_to_unmatched_entries() -> None:
