@@ -159,14 +159,15 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     if total > budget:  # unreachable by construction; never hand out an oversized pack
         raise TooLarge("The context does not fit.", budgetTokens=budget, minimumTokens=total)
 
-    candidates = built["memory"].candidates + built["recall"].candidates
+    rows = {kind: built[kind].listed() for kind in ("memory", "recall")}
+    candidates = rows["memory"] + rows["recall"]
     dropped: Counter[str] = Counter()
     for kind in ("memory", "recall"):
         part = built[kind]
         dropped += (
             part.dropped
             if part.dropped is not None
-            else Counter(c.reason for c in part.candidates if not c.included and c.reason)
+            else Counter(c.reason for c in rows[kind] if not c.included and c.reason)
         )
     compact_limit = share(budget, limits.compact_share)
     live = inputs.live_history_tokens
@@ -175,7 +176,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
         c.reason in (None, "top_k", "budget", "already_shown", "session_cap") for c in candidates
     )
     bounded = ranked or history_cut or any(a.truncated for a in allocations)
-    shown_bytes = sum(c.bytes for c in built["memory"].candidates if c.included)
+    shown_bytes = sum(c.bytes for c in rows["memory"] if c.included)
     return ContextPack(
         segments=segments,
         messages=fitted.messages,
@@ -209,7 +210,7 @@ def _grow_memory(
     """Memory rebuilt with what no kind used (budget step 6), or None when that adds nothing."""
     used = before.segment.tokens if before.segment else 0
     cap = min(ceiling("memory", budget, limits, alone=alone), used + unused)
-    if cap <= used:
+    if cap - used < memory.least_left_out:  # not even the smallest entry left out would fit
         return None
     result = memory.build(cap, cap)
     now_used = result.segment.tokens if result.segment else 0

@@ -8,6 +8,7 @@ gathers from the stores before calling ``makad.core.assembly.assemble``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -216,6 +217,12 @@ class Built:
     dropped: Counter[str] | None = None
     wants_more: bool = False
     wants_fill: bool = False
+    # Makes the candidates' rows when they are asked for (instead of ``candidates``).
+    rows: Callable[[], list[TraceCandidate]] | None = None
+
+    def listed(self) -> list[TraceCandidate]:
+        """The candidates' trace rows."""
+        return self.rows() if self.rows is not None else self.candidates
 
 
 # ----------------------------------------------------------------- input ---

@@ -44,8 +44,8 @@ it is pinned, matches the query or was selected, and was not shown yet; any othe
 is left out as ``session_cap``.
 
 The trace lists every candidate of ``memory_entries``, in the order considered;
-of the entries that only ``memory_fill`` holds, those the pack tried to fit. Tier
-4 stops trying after ``FILL_GIVE_UP_AFTER`` entries in a row did not fit (the
+of the entries that only ``memory_fill`` holds, those the pack tried to fit. Tiers
+3 and 4 stop trying after ``FILL_GIVE_UP_AFTER`` entries in a row did not fit (the
 segment is full) or ``FILL_SCAN_MAX`` entries of ``memory_fill`` were looked at.
 
 Levels. The candidates may hold user-level entries (``makad.core.levels``): they
@@ -73,13 +73,14 @@ from makad.core.render import BLOCK_SEPARATOR_TOKENS, entry_hash, memory_block, 
 from makad.core.tokens import TokenCounter
 from makad.core.types import Entry
 
-# Tier 4 gives up once this many entries in a row did not fit: the segment is full.
-FILL_GIVE_UP_AFTER = 32
+# Tiers 3 and 4 give up once this many entries in a row did not fit: the segment is full.
+FILL_GIVE_UP_AFTER = 16
 # At most this many entries of ``memory_fill`` are looked at per build (gated or already
 # shown ones are passed over without cost to the trace, but not for free).
 FILL_SCAN_MAX = 5_000
 # An entry every gate that concerns the call rather than the entry lets through.
 _PROBE = Entry(id="", title="", content="")
+_NO_ENTRY = 1 << 62
 # Characters a block holds besides title and content (heading marks, its ref line):
 # with at most six characters a token, a lower bound of its cost.
 _BLOCK_CHARS_MIN = 24
@@ -116,8 +117,8 @@ class _Pack:
 
     used: int
     session_bytes: int
-    chosen: list[tuple[str, int]]  # (block, index in rows)
-    rows: list[TraceCandidate]
+    chosen: list[tuple[int, str]]  # (position in ``outcome``, block) of the entries shown
+    outcome: list[tuple[RankedEntry, str | None, _Block | None]]  # each entry considered
 
 
 class MemoryBuilder:
@@ -209,6 +210,11 @@ class MemoryBuilder:
         self._fill_items: dict[str, RankedEntry] = {}  # entries only memory_fill holds, by id
         self._fill_user: set[int] = set()  # their indexes that are the user level's
         self._whole = False  # every entry fits the small-memory share (``own_cap``)
+        # After a build: the least any entry it left out for room could cost (more room than
+        # that is needed before another entry can show).
+        self.least_left_out = _NO_ENTRY
+        self._leasts: dict[int, int] = {}
+        self._texts: dict[tuple[int, ...], tuple[str, int]] = {}  # the entries shown → text, tokens
 
     # ------------------------------------------------------------ the entries ---
 
@@ -350,29 +356,34 @@ class MemoryBuilder:
         pack.session_bytes += block.size
         return None, block
 
-    def _row(self, item: RankedEntry, reason: str | None, block: _Block | None, pack: _Pack) -> None:
+    def _note(self, item: RankedEntry, reason: str | None, block: _Block | None, pack: _Pack) -> None:
+        if reason is None and block is not None:
+            pack.chosen.append((len(pack.outcome), block.text))
+        pack.outcome.append((item, reason, block))
+
+    def _row(self, item: RankedEntry, reason: str | None, block: _Block | None) -> TraceCandidate:
         included = reason is None
-        if included and block is not None:
-            pack.chosen.append((block.text, len(pack.rows)))
-        pack.rows.append(
-            TraceCandidate(
-                kind="memory",
-                source_id=memory_ref(item.entry.id),
-                score=item.score,
-                parts=item.parts,
-                included=included,
-                reason=reason,
-                tokens=block.tokens if block is not None else 0,
-                content_hash=self._digest(item),
-                confidence=block.confidence if block is not None else None,
-                bytes=block.size if block is not None and included else 0,
-                title=item.entry.title,
-                **({"pinned": True} if item.index in self._pinned else {}),
-            )
+        row = TraceCandidate(
+            kind="memory",
+            source_id=memory_ref(item.entry.id),
+            score=item.score,
+            parts=item.parts,
+            included=included,
+            reason=reason,
+            tokens=block.tokens if block is not None else 0,
+            content_hash=self._digest(item),
+            confidence=block.confidence if block is not None else None,
+            bytes=block.size if block is not None and included else 0,
+            title=item.entry.title,
         )
+        if item.index in self._pinned:
+            row.pinned = True
+        return row
 
     def build(self, cap: int, fill_cap: int | None = None) -> Built:
-        """The segment within ``cap``; tiers 3 and 4 only within ``fill_cap`` (default: ``cap``)."""
+        """The segment within ``cap``; tiers 3 and 4 only within ``fill_cap`` (default: ``cap``).
+        Its trace rows are made only when asked for (``Built.rows``): the budget may build
+        the segment several times and keep one."""
         if not self._ranked and not self._fill_from_inputs:
             return Built()
         # A memory shown whole has nothing that only fills: every entry fits.
@@ -380,10 +391,13 @@ class MemoryBuilder:
         pack = _Pack(self._frame_tokens, self._inputs.memory_session_bytes, [], [])
         listed: set[int] = set()
         wants_more = wants_fill = False
+        self.least_left_out = _NO_ENTRY
         for item in self._want:
             reason, block = self._offer(item, pack, cap, relevant=True)
-            wants_more = wants_more or reason == "budget"
-            self._row(item, reason, block, pack)
+            if reason == "budget":
+                wants_more = True
+                self._left_out(item)
+            self._note(item, reason, block, pack)
             listed.add(item.index)
         misses = 0
         rest = self._rest()
@@ -394,9 +408,7 @@ class MemoryBuilder:
             if misses >= FILL_GIVE_UP_AFTER:
                 wants_fill = True
                 break
-            entry = item.entry
-            least = len(entry.title) + min(len(entry.content), self._inputs.limits.memory_entry_max_bytes)
-            if pack.used + (least + _BLOCK_CHARS_MIN) // 6 > fill_limit and not self._unchanged(item):
+            if pack.used + self._least(item) > fill_limit and not self._unchanged(item):
                 reason, block = "budget", None
             else:
                 reason, block = self._offer(item, pack, fill_limit, relevant=matches(item.parts))
@@ -408,9 +420,10 @@ class MemoryBuilder:
                 misses = 0
             if reason == "budget":
                 wants_fill = True
+                self._left_out(item)
                 if item.index in self._tier3:
                     reason = "top_k"
-            self._row(item, reason, block, pack)
+            self._note(item, reason, block, pack)
             listed.add(item.index)
         for item in self._ranked:  # every other candidate, in rank order
             if item.index in listed:
@@ -424,30 +437,51 @@ class MemoryBuilder:
                     if item.index in self._tier3
                     else "budget"
                 )
-                wants_fill = wants_fill or reason != "already_shown"
-            self._row(item, reason, None, pack)
+                if reason != "already_shown":
+                    wants_fill = True
+                    self._left_out(item)
+            self._note(item, reason, None, pack)
         return self._finish(pack, cap, wants_more, wants_fill)
 
+    def _least(self, item: RankedEntry) -> int:
+        """A lower bound of what the entry's block costs (see ``_BLOCK_CHARS_MIN``)."""
+        least = self._leasts.get(item.index)
+        if least is None:
+            entry = item.entry
+            shown = len(entry.title) + min(len(entry.content), self._inputs.limits.memory_entry_max_bytes)
+            least = self._leasts[item.index] = (shown + _BLOCK_CHARS_MIN) // 6
+        return least
+
+    def _left_out(self, item: RankedEntry) -> None:
+        self.least_left_out = min(self.least_left_out, self._least(item))
+
     def _finish(self, pack: _Pack, cap: int, wants_more: bool, wants_fill: bool) -> Built:
-        rows, chosen = pack.rows, pack.chosen
-        text = memory_text(block for block, _ in chosen)
-        tokens = self._counter.count(text)
+        outcome, chosen = pack.outcome, pack.chosen
+        key = tuple(outcome[at][0].index for at, _ in chosen)
+        known = self._texts.get(key)
+        if known is None:
+            text = memory_text(block for _, block in chosen)
+            known = self._texts[key] = (text, self._counter.count(text))
+        text, tokens = known
         while chosen and tokens > cap:  # a tokenizer need not be additive
-            _, index = chosen.pop()
-            rows[index].included = False
-            rows[index].reason = "budget"
-            rows[index].bytes = 0
+            at, _ = chosen.pop()
+            item, _, block = outcome[at]
+            outcome[at] = (item, "budget", block)
             wants_fill = True
-            text = memory_text(block for block, _ in chosen)
+            text = memory_text(block for _, block in chosen)
             tokens = self._counter.count(text)
-        truncated = any(c.reason in ("top_k", "budget") for c in rows)
-        built = Built(None, truncated, rows, wants_more=wants_more, wants_fill=wants_fill)
+        truncated = any(reason in ("top_k", "budget") for _, reason, _ in outcome)
+
+        def rows() -> list[TraceCandidate]:
+            return [self._row(item, reason, block) for item, reason, block in outcome]
+
+        built = Built(None, truncated, wants_more=wants_more, wants_fill=wants_fill, rows=rows)
         if chosen:
             built.segment = Segment(
                 kind="memory",
                 text=text,
                 tokens=tokens,
-                source_ids=[rows[index].source_id for _, index in chosen],
+                source_ids=[memory_ref(outcome[at][0].entry.id) for at, _ in chosen],
             )
         return built
 
