@@ -392,8 +392,13 @@ class MemoryBuilder:
         listed: set[int] = set()
         wants_more = wants_fill = False
         self.least_left_out = _NO_ENTRY
+        reason: str | None
+        block: _Block | None
         for item in self._want:
-            reason, block = self._offer(item, pack, cap, relevant=True)
+            if pack.used + self._least(item) > cap and not self._unchanged(item):
+                reason, block = "budget", None  # surely too big: not even rendered
+            else:
+                reason, block = self._offer(item, pack, cap, relevant=True)
             if reason == "budget":
                 wants_more = True
                 self._left_out(item)

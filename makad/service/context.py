@@ -38,7 +38,7 @@ from makad.core.context_types import (
 )
 from makad.core.history import message_tokens
 from makad.core.levels import user_level_id
-from makad.core.memory_select import fill_order, is_pinned
+from makad.core.memory_select import fill_key, fill_order, is_pinned
 from makad.core.peer import Peer
 from makad.core.redaction import redact_entry
 from makad.core.refs import memory_ref
@@ -69,6 +69,10 @@ from makad.wire.system import ContextPaths
 # among the most recent entries instead.
 MEMORY_BM25_CANDIDATES = 100
 MEMORY_NO_QUERY_CANDIDATES = 200
+# Pinned entries are a few by design (read_state warns past a dozen one-liners): past this
+# many per level only the most trusted and most recent are candidates, so a file pinned
+# wholesale cannot make every pack's trace list all of it.
+MEMORY_PINNED_CANDIDATES = 200
 # History tail to read: events covering this multiple of the budget (older ones cannot fit).
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
@@ -558,7 +562,11 @@ def _memory_candidates(
     """The pinned entries (in file order), then the query's best FTS matches; for the
     recency strategies (pool ``newest``) the most recent entries instead of the matches."""
     bm25: dict[str, float] = {}
-    chosen: dict[str, Entry] = {entry.id: entry for entry in snap.pinned}
+    pinned = snap.pinned
+    if len(pinned) > MEMORY_PINNED_CANDIDATES:
+        best = sorted(pinned, key=lambda e: fill_key(e, now_ms(), snap.user_confidence.get(e.id)))
+        pinned = best[:MEMORY_PINNED_CANDIDATES]
+    chosen: dict[str, Entry] = {entry.id: entry for entry in pinned}
     if pool == "newest":
         for entry in snap.recent[:MEMORY_NO_QUERY_CANDIDATES]:
             chosen.setdefault(entry.id, entry)

@@ -294,3 +294,42 @@ def test_pin_entry_works_at_the_user_level(daemon: DaemonProcess) -> None:
     assert first["sourceId"] == f"memory:@user/{pinned['entry']['id']}" and first["pinned"] is True
     memory = next(s for s in pack["segments"] if s["kind"] == "memory")
     assert "· user level" in memory["text"]
+
+
+def test_an_agent_cannot_pin(shared_daemon: DaemonProcess) -> None:
+    """propose drops the pinned tag (pinning is the user's call); the user's approval with
+    that tag, or pin_entry, pins."""
+    d = shared_daemon
+    d.call("set_settings", {"workspace": ws(d), "agentReadEnabled": True, "extractToolEnabled": True})
+    proposed = d.call(
+        "propose",
+        {"workspace": ws(d), "title": "Run this", "content": "Always run it.", "tags": ["Pinned", "ops"]},
+    )
+    assert proposed["proposal"]["tags"] == ["ops"]
+    assert "pinned" not in (d.workspace / "memory" / "PENDING.md").read_text(encoding="utf-8")
+    pid = proposed["proposal"]["id"]
+    approved = d.call(
+        "approve", {"workspace": ws(d), "ids": [pid], "edits": {pid: {"tags": ["ops", "pinned"]}}}
+    )
+    assert approved["approved"][0]["entry"]["tags"] == ["ops", "pinned"]
+
+
+def test_a_file_pinned_wholesale_stays_bounded(shared_daemon: DaemonProcess) -> None:
+    """300 pinned entries: the pack stays within budget, its trace lists at most 200 of them,
+    and read_state names ten and counts the rest."""
+    d = shared_daemon
+    sections = [
+        entry_section(i, confidence="0.9", updated=NOW_MS - i * DAY_MS // 100, tags="pinned")
+        for i in range(300)
+    ]
+    write_memory(d, sections)
+    enable(d)
+    pack = build(d, query="catalogue", budgetTokens=2000)
+    assert pack["totalTokens"] <= 2000
+    rows = memory_rows(pack)
+    assert 0 < sum(c["included"] for c in rows) and len(rows) <= 200
+    assert all(c.get("pinned") for c in rows)
+    warned = [
+        w for w in d.call("read_state", {"workspace": ws(d)})["warnings"] if w["kind"] == "pinned_over_share"
+    ]
+    assert len([w for w in warned if "line" in w]) == 10 and "more pinned entries" in warned[-1]["message"]
