@@ -327,7 +327,7 @@ def test_a_file_pinned_wholesale_stays_bounded(shared_daemon: DaemonProcess) -> 
     pack = build(d, query="catalogue", budgetTokens=2000)
     assert pack["totalTokens"] <= 2000
     rows = memory_rows(pack)
-    assert 0 < sum(c["included"] for c in rows) and len(rows) <= 200
+    assert sum(c["included"] for c in rows) > 0 and len(rows) <= 200
     assert all(c.get("pinned") for c in rows)
     warned = [
         w for w in d.call("read_state", {"workspace": ws(d)})["warnings"] if w["kind"] == "pinned_over_share"
