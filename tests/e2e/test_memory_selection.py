@@ -202,13 +202,24 @@ def test_a_pinned_tag_typed_in_the_editor_pins_the_entry(shared_daemon: DaemonPr
     text = path.read_text(encoding="utf-8")
     typed = "## Standup\n<!-- maka-memory: tags=Pinned -->\nStandup is at 9:15 on weekdays."
     path.write_text(text + "\n" + typed + "\n", encoding="utf-8")
-    state = d.call("read_state", {"workspace": ws(d), "includeEntries": True})  # reads the save
-    standup = next(e for e in state["entries"] if e["title"] == "Standup")
-    assert standup["tags"] == ["Pinned"]
-    pack = build(d, query="catalogue part 42", budgetTokens=1500)
+    pack = build(d, query="catalogue part 42", budgetTokens=1500)  # the save is read first
     first = next(c for c in memory_rows(pack) if c["included"])
     assert first["title"] == "Standup" and first["pinned"] is True
+    state = d.call("read_state", {"workspace": ws(d), "includeEntries": True})
+    assert next(e for e in state["entries"] if e["title"] == "Standup")["tags"] == ["Pinned"]
     assert typed in path.read_text(encoding="utf-8")
+    # Editing the tags of an entry the daemon wrote, in place, as vim saves it.
+    text = path.read_text(encoding="utf-8")
+    assert "tags=" not in text.split("## Note 150")[1].split("\n")[1]
+    edited = text.replace(
+        "## Note 150\n<!-- maka-memory: ", "## Note 150\n<!-- maka-memory: tags=ops,pinned "
+    )
+    with path.open("r+", encoding="utf-8") as handle:
+        handle.truncate(0)
+        handle.write(edited)
+    pack = build(d, query="catalogue part 42", budgetTokens=1500)
+    pinned = {c["title"] for c in memory_rows(pack) if c.get("pinned") and c["included"]}
+    assert pinned == {"Standup", "Note 150"}
 
 
 def test_over_pinning_is_warned_in_read_state(shared_daemon: DaemonProcess) -> None:
