@@ -72,6 +72,8 @@ def test_tree_has_every_command() -> None:
         "show",
         "add",
         "edit",
+        "pin",
+        "unpin",
         "archive",
         "restore",
         "delete",
