@@ -15,6 +15,7 @@ size of the workspace. ``makad.core.assembly`` makes every choice.
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -564,8 +565,10 @@ def _memory_candidates(
     bm25: dict[str, float] = {}
     pinned = snap.pinned
     if len(pinned) > MEMORY_PINNED_CANDIDATES:
-        best = sorted(pinned, key=lambda e: fill_key(e, now_ms(), snap.user_confidence.get(e.id)))
-        pinned = best[:MEMORY_PINNED_CANDIDATES]
+        now, values = now_ms(), snap.user_confidence
+        pinned = heapq.nsmallest(
+            MEMORY_PINNED_CANDIDATES, pinned, key=lambda e: fill_key(e, now, values.get(e.id))
+        )
     chosen: dict[str, Entry] = {entry.id: entry for entry in pinned}
     if pool == "newest":
         for entry in snap.recent[:MEMORY_NO_QUERY_CANDIDATES]:
