@@ -324,13 +324,11 @@ class MemoryBuilder:
         entries up to ``small``."""
         if not self._ranked and not self._fill_from_inputs:
             return cap
-        if small <= cap:
-            return cap
-        whole = self._showable_cost(small)
+        whole = self._showable_cost(small) if small > 0 else None
         if whole is not None:
-            self._whole = True
+            self._whole = True  # then nothing only fills: every entry is packed at once
             return max(cap, whole)
-        if not self._pinned:
+        if small <= cap or not self._pinned:
             return cap
         pinned = self._showable_cost(small, pinned_only=True)
         return max(cap, small if pinned is None else pinned)
