@@ -344,3 +344,25 @@ def test_a_file_pinned_wholesale_stays_bounded(shared_daemon: DaemonProcess) -> 
         w for w in d.call("read_state", {"workspace": ws(d)})["warnings"] if w["kind"] == "pinned_over_share"
     ]
     assert len([w for w in warned if "line" in w]) == 10 and "more pinned entries" in warned[-1]["message"]
+
+
+def test_later_turns_fill_with_entries_not_shown_yet(shared_daemon: DaemonProcess) -> None:
+    """In one session the fill does not repeat what the session was shown: the next turn
+    moves on to the next most trusted entries, and a repeat of the same call sees the same."""
+    d = shared_daemon
+    write_memory(d, two_hundred())
+    enable(d)
+    sid = record_session(d, turns=30)
+    first = build(d, sessionId=sid, query="quarterly offsite agenda")
+    again = build(d, sessionId=sid, query="quarterly offsite agenda")
+    assert again["callId"] == first["callId"] and memory_rows(again) == memory_rows(first)
+    d.call(
+        "append_events",
+        {"workspace": ws(d), "sessionId": sid, "events": [{"type": "user_message", "text": "next"}]},
+    )
+    second = build(d, sessionId=sid, query="quarterly offsite agenda")
+    shown_first = {c["title"] for c in memory_rows(first) if c["included"]}
+    shown_second = {c["title"] for c in memory_rows(second) if c["included"]}
+    assert shown_first and shown_second and not shown_first & shown_second
+    order = [f"Note {i:03d}" for i in sorted(range(200), key=fill_rank)]
+    assert max(order.index(t) for t in shown_first) < min(order.index(t) for t in shown_second)
