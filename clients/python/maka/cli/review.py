@@ -40,7 +40,8 @@ KEYS_HELP = (
 )
 REPLACE_HELP = "u approve it instead of the similar entry (archived) · m merge both in the editor"
 PROMPT = "[a]pprove [p]in [e]dit [r]eject [s]kip [q]uit [?] "
-REPLACE_PROMPT = "[a]pprove [p]in [u]se instead [m]erge [e]dit [r]eject [s]kip [q]uit [?] "
+# p works here too (see ? for help): the prompt must fit a 70-column terminal.
+REPLACE_PROMPT = "[a]pprove [u]se instead [m]erge [e]dit [r]eject [s]kip [q]uit [?] "
 PINNED_TAG = "pinned"
 SIDE_BY_SIDE_MIN_WIDTH = 100
 RULE_WIDTH = 100
