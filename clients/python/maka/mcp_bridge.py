@@ -74,10 +74,12 @@ TOOLS = (
         "memory_search",
         a.SearchArgs,
         Bridge.memory_search,
-        "Find the saved memory entries relevant to `query`, within `budget_tokens`. Each "
-        "entry is cited as memory:<id>. Search before asking the user something they may "
-        "have said before. Returns nothing while the user has not allowed agents to read "
-        "memory.",
+        "Find the saved memory entries relevant to `query`, within `budget_tokens`: the "
+        "user's pinned entries and those matching the query first, then, while there is room, "
+        "the other entries most trusted first (a memory that fits is returned whole, since the "
+        "user's words may differ from the query's). Each entry is cited as memory:<id>. "
+        "Search before asking the user something they may have said before. Returns nothing "
+        "while the user has not allowed agents to read memory.",
     ),
     ToolSpec(
         "memory_context",

@@ -207,7 +207,7 @@ class Bridge:
         )
         segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
         if not segments:
-            return f"No memory entries match {args.query!r}."
+            return f"No memory entries for {args.query!r}."
         refs = [ref for s in segments for ref in s.get("sourceIds") or []]
         body = "\n\n".join(str(s.get("text", "")).strip() for s in segments)
         return f"{body}\n\nRefs: {', '.join(refs) if refs else '(none)'}"
