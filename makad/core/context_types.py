@@ -14,7 +14,7 @@ from typing import Literal
 import msgspec
 
 from makad.core.confidence import Confidence
-from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, Entry, Event, WorkingState
+from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, CuratorTrace, Entry, Event, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "recall"]
 # Priority order: a kind earlier in this tuple is served first from the budget.
@@ -116,29 +116,6 @@ class Skipped(_Wire):
     source: Literal["memory"]
     reason: Literal["safe_mode", "unreadable"]
     message: str
-
-
-class CuratorTrace(_Wire):
-    """What the LLM curator was offered, what it answered, and what became of it.
-
-    ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``failed``
-    (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
-    ``unparseable``, ``empty``, ``no_known_refs``), ``gated`` (nothing was sent:
-    agent reads off, workspace or session incognito) or ``unconfigured`` (no
-    ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``). ``selected``: the offered refs
-    it chose, in its order; ``ignored``: refs it named that it was not offered.
-    """
-
-    model: str
-    shadow: bool
-    status: Literal["ok", "failed", "gated", "unconfigured"]
-    reason: str | None = None
-    offered: int = 0
-    selected: list[str] = []
-    ignored: list[str] = []
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
 
 
 class Trace(_Wire):
