@@ -66,8 +66,8 @@ Per variant (``summary.json``):
 Artifacts in ``--out``: ``summary.json``, ``questions.csv`` (per variant and
 question: refs and turns shown, P/R/F1, tokens, latency, path, the answer and its
 score, the curator's pick and overlap), ``tokens.csv`` (per call: context tokens,
-cumulative, curator and answer tokens), ``packs.jsonl`` (every pack returned, with
-its variant and question) and ``run.json`` (commit, dataset sha256, budget, the
+cumulative, curator and answer tokens), ``packs.jsonl.gz`` (every pack returned,
+with its variant and question; gzipped, as ``full``'s packs hold whole conversations) and ``run.json`` (commit, dataset sha256, budget, the
 variants' set-up, curator and answering-model config with URL hosts reduced to a
 label, start and end times).
 
@@ -80,6 +80,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import gzip
 import json
 import os
 import shutil
@@ -579,7 +580,7 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         with (
             Daemon(root) as daemon,
             daemon.client() as client,
-            (out / "packs.jsonl").open("w", encoding="utf-8") as packs,
+            gzip.open(out / "packs.jsonl.gz", "wt", encoding="utf-8", compresslevel=3) as packs,
         ):
             for variant in variants:
                 for index, conv in enumerate(conversations):

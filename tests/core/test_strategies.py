@@ -325,3 +325,11 @@ def test_overlap_is_jaccard_of_the_refs() -> None:
     """overlap: shared refs over all refs; two empty lists agree fully."""
     assert cur.overlap(["a", "b"], ["b", "c"]) == round(1 / 3, 4)
     assert cur.overlap([], []) == 1.0 and cur.overlap(["a"], []) == 0.0
+
+
+def test_a_pick_is_refused_when_not_even_an_empty_one_keeps_what_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should no prefix of the pick keep what fit (a non-additive tokenizer), curated gives None."""
+    params = _curator_inputs(budget_tokens=1200, recall_hits=_crowded_recall())
+    deterministic = assemble(params)
+    monkeypatch.setattr(cur, "keeps", lambda *_: False)
+    assert cur.curated(params, deterministic, cur.Answer(selected=["event:o3:305"], ignored=[])) is None

@@ -4,6 +4,7 @@ agreement and the answer scores against scripted OpenAI-compatible models on loo
 from __future__ import annotations
 
 import csv
+import gzip
 import json
 import os
 import subprocess
@@ -215,7 +216,8 @@ def _rows(out: Path) -> dict[str, list[dict[str, str]]]:
 
 
 def _packs(out: Path) -> list[dict[str, Any]]:
-    return [json.loads(line) for line in (out / "packs.jsonl").read_text(encoding="utf-8").splitlines()]
+    with gzip.open(out / "packs.jsonl.gz", "rt", encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh]
 
 
 def test_summary_has_every_metric_for_every_variant(run: tuple[dict[str, Any], Path, Any]) -> None:
@@ -323,7 +325,7 @@ def test_synthetic_checks_find_no_leak_and_no_false_promotion(run: tuple[dict[st
 
 
 def test_artifacts_let_the_figures_be_recomputed(run: tuple[dict[str, Any], Path, Any]) -> None:
-    """tokens.csv, packs.jsonl and run.json carry what the summary was computed from."""
+    """tokens.csv, packs.jsonl.gz and run.json carry what the summary was computed from."""
     summary, out, _ = run
     with (out / "tokens.csv").open(encoding="utf-8") as fh:
         tokens = list(csv.DictReader(fh))
