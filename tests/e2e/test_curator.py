@@ -13,12 +13,12 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import pytest
 
 from maka.errors import RemoteError
+from tests.fake_chat import FakeChat, completion, serving
 from tests.support import DaemonProcess, daemon_in_tmp
 
 TIMEOUT_MS = 2_000  # short, yet room for a loaded machine (two test workers and more) to answer in time
@@ -27,73 +27,39 @@ MODEL = "scripted-curator"
 API_KEY = "test-key-123"
 
 
-class Script:
-    """What the server answers next, and what it was sent."""
+class Script(FakeChat):
+    """What the server answers next (``mode``), and what it was sent."""
 
     def __init__(self) -> None:
+        super().__init__(self.answer)
         self.mode = "good"
         self.marker = "Berlin"  # "good" picks the offered refs whose text has this word
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
 
-
-def _answer(script: Script, body: dict[str, Any]) -> tuple[int, dict[str, Any] | str]:
-    mode = script.mode
-    if mode == "hang":
-        time.sleep(HANG_S)
-    if mode == "http500":
-        return 500, {"error": "boom"}
-    if mode == "no_json_mode" and "response_format" in body:
-        return 400, {"error": "response_format is not supported"}
-    prompt = body["messages"][-1]["content"]
-    if mode == "garbage":
-        content = "I think you should look at the Berlin one!"
-    elif mode == "unknown":
-        content = json.dumps({"selected": ["memory:not-offered", "event:nope:1"]})
-    elif mode == "mixed":
-        lines = [line for line in prompt.splitlines() if " | " in line and script.marker in line]
-        content = json.dumps(
-            {"selected": ["memory:not-offered", *[line.split(" | ", 1)[0] for line in lines]]}
-        )
-    elif mode == "empty":
-        content = json.dumps({"selected": []})
-    elif mode == "not_a_completion":
-        return 200, "<html>proxy error</html>"
-    else:
-        lines = [line for line in prompt.splitlines() if " | " in line and script.marker in line]
-        content = json.dumps({"selected": [line.split(" | ", 1)[0] for line in lines]})
-    reply = {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 321, "completion_tokens": 12},
-    }
-    return 200, reply
-
-
-def _server(script: Script) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with script.lock:
-                script.requests.append(
-                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-                )
-            status, reply = _answer(script, body)
-            data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the daemon gave up waiting (the hang case)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    return server
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        mode = self.mode
+        if mode == "hang":
+            time.sleep(HANG_S)
+        if mode == "http500":
+            return 500, {"error": "boom"}
+        if mode == "no_json_mode" and "response_format" in body:
+            return 400, {"error": "response_format is not supported"}
+        if mode == "not_a_completion":
+            return 200, "<html>proxy error</html>"
+        prompt = body["messages"][-1]["content"]
+        marked = [
+            line.split(" | ", 1)[0] for line in prompt.splitlines() if " | " in line and self.marker in line
+        ]
+        if mode == "garbage":
+            content = "I think you should look at the Berlin one!"
+        elif mode == "unknown":
+            content = json.dumps({"selected": ["memory:not-offered", "event:nope:1"]})
+        elif mode == "mixed":
+            content = json.dumps({"selected": ["memory:not-offered", *marked]})
+        elif mode == "empty":
+            content = json.dumps({"selected": []})
+        else:
+            content = json.dumps({"selected": marked})
+        return 200, completion(content)
 
 
 @pytest.fixture(scope="module")
@@ -103,14 +69,8 @@ def script() -> Script:
 
 @pytest.fixture(scope="module")
 def endpoint(script: Script) -> Iterator[str]:
-    server = _server(script)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(script) as base:
+        yield f"{base}/v1"
 
 
 @pytest.fixture(scope="module")
@@ -131,8 +91,7 @@ _names = itertools.count()
 def d(curated_daemon: DaemonProcess, script: Script) -> DaemonProcess:
     """The module's daemon, the server reset to a good pick."""
     script.mode, script.marker = "good", "Berlin"
-    with script.lock:
-        script.requests.clear()
+    script.clear()
     return curated_daemon
 
 

@@ -9,13 +9,13 @@ import json
 import os
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.fake_chat import FakeChat, completion, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 VARIANTS = ("full", "naive", "recent", "deterministic", "summary", "curator", "curator_shadow", "hybrid")
@@ -101,52 +101,26 @@ def _dataset(path: Path) -> Path:
     return path
 
 
-class Models:
+class Models(FakeChat):
     """A scripted curator (``/curator/v1``) and answering model (``/answer/v1``) on one server."""
 
     def __init__(self) -> None:
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
+        super().__init__(self.reply)
 
-    def reply(self, path: str, body: dict[str, Any]) -> str:
+    def reply(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         text = "\n".join(m["content"] for m in body["messages"])
         if path.startswith("/curator/"):
-            listing = body["messages"][-1]["content"].splitlines()
-            picked = [line.split(" | ", 1)[0] for line in listing if " | " in line and "Pixel" in line]
-            return json.dumps(
-                {"selected": picked or [line.split(" | ", 1)[0] for line in listing if " | " in line][:1]}
-            )
+            listed = [
+                line.split(" | ", 1) for line in body["messages"][-1]["content"].splitlines() if " | " in line
+            ]
+            picked = [ref for ref, said in listed if "Pixel" in said] or [ref for ref, _ in listed[:1]]
+            return 200, completion(json.dumps({"selected": picked}), 100, 3)
         question = body["messages"][-1]["content"]
         if "greyhound" in question:
-            return "Pixel" if "called Pixel" in text else "not mentioned"
-        return "four hours" if "four hours" in text else "not mentioned"
-
-
-def _serve(models: Models) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with models.lock:
-                models.requests.append(
-                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-                )
-            content = models.reply(self.path, body)
-            usage = {"prompt_tokens": 100, "completion_tokens": 3}
-            data = json.dumps(
-                {"choices": [{"message": {"role": "assistant", "content": content}}], "usage": usage}
-            )
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data.encode())
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    return server
+            answer = "Pixel" if "called Pixel" in text else "not mentioned"
+        else:
+            answer = "four hours" if "four hours" in text else "not mentioned"
+        return 200, completion(answer, 100, 3)
 
 
 def _ab(
@@ -178,14 +152,8 @@ def _ab(
 @pytest.fixture(scope="module")
 def models() -> Iterator[tuple[Models, str]]:
     scripted = Models()
-    server = _serve(scripted)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield scripted, f"http://127.0.0.1:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(scripted) as base:
+        yield scripted, base
 
 
 @pytest.fixture(scope="module")

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import json
 import socket
 import sys
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+
+from tests.fake_chat import FakeChat, completion, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "scripts")]
@@ -85,41 +84,30 @@ def test_the_endpoint_is_configured_by_options_then_environment(
     assert config == answers.AnswerConfig("http://h/v1", "opt-model", "file-key", 5)
 
 
-class _Scripted(BaseHTTPRequestHandler):
-    mode = "ok"
+class _Scripted(FakeChat):
+    def __init__(self) -> None:
+        super().__init__(self.reply)
+        self.mode = "ok"
 
-    def do_POST(self) -> None:
-        self.rfile.read(int(self.headers["Content-Length"]))
-        status, body = (
-            200,
-            json.dumps({"choices": [{"message": {"content": " Pixel "}}], "usage": {"prompt_tokens": 9}}),
-        )
-        if _Scripted.mode == "http500":
-            status, body = 500, "{}"
-        elif _Scripted.mode == "garbage":
-            body = "<html>proxy</html>"
-        elif _Scripted.mode == "no_choices":
-            body = json.dumps({"choices": []})
-        data = body.encode()
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def log_message(self, *args: object) -> None:
-        pass
+    def reply(self, path: str, body: dict[str, object]) -> tuple[int, object]:
+        if self.mode == "http500":
+            return 500, {}
+        if self.mode == "garbage":
+            return 200, "<html>proxy</html>"
+        if self.mode == "no_choices":
+            return 200, {"choices": []}
+        return 200, completion(" Pixel ", 9, 0)
 
 
 @pytest.fixture(scope="module")
-def endpoint() -> Iterator[str]:
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Scripted)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+def scripted() -> _Scripted:
+    return _Scripted()
+
+
+@pytest.fixture(scope="module")
+def endpoint(scripted: _Scripted) -> Iterator[str]:
+    with serving(scripted) as base:
+        yield f"{base}/v1"
 
 
 @pytest.mark.parametrize(
@@ -132,10 +120,10 @@ def endpoint() -> Iterator[str]:
     ],
 )
 def test_an_answer_or_its_failure_never_raises(
-    endpoint: str, mode: str, error: str | None, text: str
+    scripted: _Scripted, endpoint: str, mode: str, error: str | None, text: str
 ) -> None:
     """A good completion gives its text and usage; an HTTP error or garbage gives an error word."""
-    _Scripted.mode = mode
+    scripted.mode = mode
     got = answers.ask(answers.AnswerConfig(endpoint, "m", None, 10), [{"role": "user", "content": "q"}])
     assert (got.error, got.text) == (error, text)
     assert got.prompt_tokens == (9 if mode == "ok" else 0)
