@@ -1074,9 +1074,10 @@ class Trace(TypedDict):
     - ``skipped``: sources left out whole (memory in safe mode, unreadable);
     - ``memory_session_bytes``: memory shown in this session since its last
       compaction, this call included (the cumulative cap's measure);
-    - ``path``: ``fast`` (nothing ranked or cut), ``bounded`` (ranked or cut to
-      the budget), ``slow`` (the LLM curator's pick was used) or ``fallback``
-      (the curator was asked for and failed or was gated: the deterministic pack,
+    - ``path``: ``fast`` (nothing ranked or cut; with ``curator``: the model was
+      not asked, as no kind was under pressure), ``bounded`` (ranked or cut to the
+      budget), ``slow`` (the LLM curator's pick was used) or ``fallback`` (the
+      curator was needed and failed or was gated: the deterministic pack,
       ``curator.reason`` says why);
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
     - ``curator``: the curator's part, when a curator strategy ran.
