@@ -39,8 +39,9 @@ Per variant (``summary.json``):
   whose pack exceeded ``--budget``; ``cumulativeTokens``: the packs' tokens summed
   over each simulated session, averaged over conversations;
 - ``overflows``: turns after which the session's live history no longer fit the
-  budget (an empty pack of the session — ``include: []``, no model asked — had to
-  drop history), counted after each question's answer; ``compactions`` (replay and
+  budget (as the daemon estimates it: ``compactRecommended`` of an empty pack —
+  ``include: []``, no model asked — of 100/60 of the budget), counted after each
+  question's answer; ``compactions`` (replay and
   questions), ``overflowRecoveries`` (overflows after a question followed by a
   compaction that succeeded: the lived variants only) and ``compactionFailures``;
 - ``archive``: ``archivedEvents`` (events the checkpoints cover at the end: out of
@@ -67,9 +68,10 @@ Artifacts in ``--out``: ``summary.json``, ``questions.csv`` (per variant and
 question: refs and turns shown, P/R/F1, tokens, latency, path, the answer and its
 score, the curator's pick and overlap), ``tokens.csv`` (per call: context tokens,
 cumulative, curator and answer tokens), ``packs.jsonl.gz`` (every pack returned,
-with its variant and question; gzipped, as ``full``'s packs hold whole conversations) and ``run.json`` (commit, dataset sha256, budget, the
-variants' set-up, curator and answering-model config with URL hosts reduced to a
-label, start and end times).
+with its variant and question; gzipped, as ``full``'s packs hold whole
+conversations) and ``run.json`` (commit, dataset sha256, budget, the variants'
+set-up, curator and answering-model config with URL hosts reduced to a label,
+start and end times).
 
 The curator variants need ``MAKAD_CURATOR_URL`` and ``MAKAD_CURATOR_MODEL`` in the
 environment (passed to the daemon this script starts); without them they run and
@@ -117,6 +119,7 @@ class Variant:
 
 FULL_BUDGET = MAX_BUDGET_TOKENS
 REPLAY_CHUNK = 8  # turns appended between two compaction checks of a lived session
+COMPACT_SHARE = 60  # compactRecommended: the live history past this % of the budget
 VARIANTS: dict[str, Variant] = {
     v.name: v
     for v in (
@@ -224,10 +227,12 @@ def compact(client: Client, ws: str, sid: str, budget: int, log: SessionLog) -> 
 
 
 def overflowing(client: Client, ws: str, sid: str, budget: int) -> bool:
-    """Whether the session's live history alone no longer fits the budget (an empty pack,
-    which asks no model, drops some of it)."""
-    probe = client.call("build_context", workspace=ws, sessionId=sid, budgetTokens=budget, include=[])
-    return bool(probe["trace"]["historyDropped"])
+    """Whether the session's live history no longer fits the budget: ``compactRecommended``
+    says the live history is past 60 % of a pack's budget, so an empty pack (no segment,
+    no model asked) of 100/60 of the budget says whether it is past the budget itself."""
+    probe_budget = min(-(-budget * 100 // COMPACT_SHARE), FULL_BUDGET)
+    probe = client.call("build_context", workspace=ws, sessionId=sid, budgetTokens=probe_budget, include=[])
+    return bool(probe["compactRecommended"])
 
 
 def lived_session(

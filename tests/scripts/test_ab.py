@@ -49,10 +49,11 @@ METRICS = {
 
 
 def _dataset(path: Path) -> Path:
-    """Three made-up sessions: the greyhound (evidence D1:2), eighty turns of dog-park chat
+    """Three made-up sessions: the greyhound (evidence D1:3), eighty turns of dog-park chat
     (Ben's match the questions' "Ben": they crowd recall and overflow a lived session), the
     marathon (evidence D3:2)."""
     first = [
+        ("Ben", "Hi Ana, long time no see."),  # the second speaker first: an assistant turn opens a lived session
         ("Ana", "Morning! Busy week ahead."),
         ("Ben", "I finally adopted a greyhound called Pixel last Saturday."),
         ("Ana", "Lovely, greyhounds are calm dogs."),
@@ -86,7 +87,7 @@ def _dataset(path: Path) -> Path:
             {
                 "question": "What is the name of Ben's greyhound?",
                 "answer": "Pixel",
-                "evidence": ["D1:2"],
+                "evidence": ["D1:3"],
                 "category": 4,
             },
             {
@@ -204,9 +205,9 @@ def test_full_shows_everything_and_reports_the_budget_exceeded(run: tuple[dict[s
     full, naive = summary["full"], summary["naive"]
     assert full["recall"] == 1.0 and full["overBudget"] == 2 and full["meanContextTokens"] > BUDGET
     rows = _rows(out)
-    assert all(len(r["turns_shown"].split()) == 86 for r in rows["full"])  # every turn of the conversation
+    assert all(len(r["turns_shown"].split()) == 87 for r in rows["full"])  # every turn of the conversation
     assert naive["overBudget"] == 0 and naive["meanContextTokens"] <= BUDGET
-    assert all(len(r["turns_shown"].split()) < 86 for r in rows["naive"])
+    assert all(len(r["turns_shown"].split()) < 87 for r in rows["naive"])
     strategies = {p["variant"]: p["pack"]["trace"]["strategy"] for p in _packs(out)}
     assert strategies["full"] == strategies["naive"] == "full"
 
