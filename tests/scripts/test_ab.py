@@ -52,8 +52,9 @@ def _dataset(path: Path) -> Path:
     """Three made-up sessions: the greyhound (evidence D1:3), eighty turns of dog-park chat
     (Ben's match the questions' "Ben": they crowd recall and overflow a lived session), the
     marathon (evidence D3:2)."""
+    # The second speaker opens it: a lived session starts with an assistant turn.
     first = [
-        ("Ben", "Hi Ana, long time no see."),  # the second speaker first: an assistant turn opens a lived session
+        ("Ben", "Hi Ana, long time no see."),
         ("Ana", "Morning! Busy week ahead."),
         ("Ben", "I finally adopted a greyhound called Pixel last Saturday."),
         ("Ana", "Lovely, greyhounds are calm dogs."),
