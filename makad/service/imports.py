@@ -18,6 +18,7 @@ from makad.core.entries import clean_entry
 from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
+from makad.service import entry_dates
 from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles
@@ -120,7 +121,9 @@ class ImportService:
             raise IncognitoBlocked("incognito is on: memory is not read")
         async with ws.lock:
             await self._files.refresh(ws, "memory")
-        chosen = [e for e in fmt.entries(ws.memory.doc) if e.status == "active" or params.include_archived]
+        # With the dates the daemon keeps for entries typed by hand (their comment has none).
+        dated = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
+        chosen = [e for e in dated if e.status == "active" or params.include_archived]
         if params.format == "json":
             body = {"level": ws.level, "entries": chosen}
             data = msgspec.json.format(msgspec.json.encode(body), indent=2).decode()
@@ -207,4 +210,4 @@ def _format_of(
 def _fitting_count(pending: TrackedFile, new: list[Entry], cap: int) -> int:
     """How many of ``new`` PENDING.md can take under ``cap`` bytes."""
     newline = pending.doc.newline if not pending.missing else "\n"
-    return rules.fitting_count(pending.text or fmt.HEADER, newline, new, cap)
+    return rules.fitting_count(pending.text or fmt.PENDING_HEADER, newline, new, cap)

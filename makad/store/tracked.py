@@ -17,6 +17,7 @@ import dataclasses
 import os
 import stat as stat_mod
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -31,6 +32,10 @@ HISTORY: Final = 16
 # Versions that keep their parsed document: the latest, and the one before it (the
 # latest again when a merge's write is abandoned).
 DOCS_KEPT: Final = 2
+
+
+def _as_parsed(doc: fmt.MemoryDocument) -> fmt.MemoryDocument:
+    return doc
 
 
 @dataclass
@@ -51,6 +56,9 @@ class TrackedFile:
     history: deque[KnownVersion] = field(default_factory=lambda: deque(maxlen=HISTORY))
     # What the daemon knew before the last re-read (``restore`` goes back to it).
     before: TrackedFile | None = field(default=None, repr=False)
+    # Applied to each version parsed (read or written): MEMORY.md's gives the entries
+    # typed by hand the ids they keep across edits (``makad.store.typed_ids``).
+    identify: Callable[[fmt.MemoryDocument], fmt.MemoryDocument] = field(default=_as_parsed, repr=False)
 
     def _derive(self) -> None:
         expiries = [
@@ -72,7 +80,7 @@ class TrackedFile:
         """Record the daemon's own write so it is not mistaken for a user edit."""
         self.text = text
         self.sha256 = written.sha256
-        self.doc = fmt.parse(text)
+        self.doc = self.identify(fmt.parse(text))
         self._derive()
         self.missing = False
         self.too_large = False
@@ -157,7 +165,7 @@ class TrackedFile:
         self.sha256 = read.sha256
         self.text = read.text
         self.mtime_ns = read.mtime_ns
-        self.doc = fmt.parse(read.text) if read.text is not None else fmt.MemoryDocument()
+        self.doc = self.identify(fmt.parse(read.text)) if read.text is not None else fmt.MemoryDocument()
         self._derive()
         was_loaded = self.loaded
         self.loaded = True

@@ -32,6 +32,7 @@ from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.recovery import stored_revision
 from makad.store.memory_files import ensure_memory_dir
 from makad.store.tracked import TrackedFile
+from makad.store.typed_ids import TypedIds
 from makad.store.workspace_state import WorkspaceState
 
 MEMORY_DIR = "memory"
@@ -97,6 +98,12 @@ class Workspace:
     # "user": the user-level memory (workspace "@user"): no sessions, its entries shown
     # in every workspace that allows it (makad.core.levels).
     level: Level = "workspace"
+    # The ids of MEMORY.md's hand-typed entries (set up with the workspace).
+    typed_ids: TypedIds = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.typed_ids = TypedIds(self.ledger)
+        self.memory.identify = self.typed_ids.identify
 
     @property
     def name(self) -> str:
