@@ -16,7 +16,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from makad.core.confidence import Confidence
-from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, Entry, Event, WorkingState
+from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, CuratorTrace, Entry, Event, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "recall"]
 # Priority order: a kind earlier in this tuple is served first from the budget.
@@ -124,29 +124,6 @@ class Skipped(_Wire):
     message: str
 
 
-class CuratorTrace(_Wire):
-    """What the LLM curator was offered, what it answered, and what became of it.
-
-    ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``failed``
-    (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
-    ``unparseable``, ``empty``, ``no_known_refs``), ``gated`` (nothing was sent:
-    agent reads off, workspace or session incognito) or ``unconfigured`` (no
-    ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``). ``selected``: the offered refs
-    it chose, in its order; ``ignored``: refs it named that it was not offered.
-    """
-
-    model: str
-    shadow: bool
-    status: Literal["ok", "failed", "gated", "unconfigured"]
-    reason: str | None = None
-    offered: int = 0
-    selected: list[str] = []
-    ignored: list[str] = []
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    latency_ms: float = 0.0
-
-
 class Trace(_Wire):
     """Why the pack looks the way it does.
 
@@ -164,9 +141,10 @@ class Trace(_Wire):
     - ``skipped``: sources left out whole (memory in safe mode, unreadable);
     - ``memory_session_bytes``: memory shown in this session since its last
       compaction, this call included (the cumulative cap's measure);
-    - ``path``: ``fast`` (nothing ranked or cut), ``bounded`` (ranked or cut to
-      the budget), ``slow`` (the LLM curator's pick was used) or ``fallback``
-      (the curator was asked for and failed or was gated: the deterministic pack,
+    - ``path``: ``fast`` (nothing ranked or cut; with ``curator``: the model was
+      not asked, as no kind was under pressure), ``bounded`` (ranked or cut to the
+      budget), ``slow`` (the LLM curator's pick was used) or ``fallback`` (the
+      curator was needed and failed or was gated: the deterministic pack,
       ``curator.reason`` says why);
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
     - ``curator``: the curator's part, when a curator strategy ran.

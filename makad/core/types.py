@@ -170,14 +170,58 @@ class ManifestItem(Record):
     content_hash: str
 
 
+CuratorStatus = Literal["ok", "skipped", "failed", "gated", "unconfigured"]
+CuratedKind = Literal["memory", "recall"]
+
+
+class CuratorTrace(Record):
+    """What the LLM curator was offered, what it answered, and what became of it.
+
+    ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``skipped``
+    (it was not asked: every candidate that passed the gates fit, ``reason`` ``fits``),
+    ``failed`` (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
+    ``unparseable``, ``empty``, ``no_known_refs``, ``no_candidates``,
+    ``would_drop_fitting``), ``gated`` (nothing was sent: agent reads off, workspace
+    or session incognito) or ``unconfigured`` (no
+    ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``).
+
+    ``pressure``: the kinds whose candidates did not all fit in the deterministic
+    pack, the ones the curator chose among (empty: nothing to choose). ``selected``:
+    the offered refs it chose, in its order; ``ignored``: refs it named that it was
+    not offered. ``packed``: the memory entries and recall events the pack of its
+    pick shows (in shadow mode: would show), ``trimmed`` how many of its picks were
+    left out so that nothing the deterministic pack showed outside ``pressure`` is
+    dropped, and ``overlap`` the Jaccard overlap of ``packed`` with the
+    deterministic pack's memory entries and recall events (None: no pick).
+    """
+
+    model: str
+    shadow: bool
+    status: CuratorStatus
+    reason: str | None = None
+    pressure: list[CuratedKind] = []
+    offered: int = 0
+    selected: list[str] = []
+    ignored: list[str] = []
+    packed: list[str] = []
+    trimmed: int = 0
+    overlap: float | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_ms: float = 0.0
+
+
 class Manifest(Record):
     """What one build_context call put in front of the model: each memory entry it
-    sent (with the hash of the text shown) and the sources of its other segments."""
+    sent (with the hash of the text shown) and the sources of its other segments.
+    ``curator``: the curator's part of the call, when a curator strategy built it
+    (in shadow mode, what the curator would have shown beside what was shown)."""
 
     session_id: str
     call_id: str
     created_at: int
     items: list[ManifestItem]
+    curator: CuratorTrace | None = None
 
 
 # --------------------------------------------------------------------------- memory lineage

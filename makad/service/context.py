@@ -1,10 +1,12 @@
 """build_context: fetch candidates from the stores, let the pure core assemble, record it.
 
 The strategy (``makad.core.strategies``) is the call's ``strategy`` or the
-workspace's ``contextStrategy`` setting. The curator strategies take two
-worker-thread hops around the model's answer (``makad.service.curator``): the
-inputs and the deterministic pack first, then the curated pack and the
-manifest; the HTTP exchange runs on the event loop under its deadline.
+workspace's ``contextStrategy`` setting. The curator strategies build the
+deterministic pack first; when no kind is under pressure
+(``makad.core.strategies.curator``) that is the answer, in the same single
+worker-thread hop. Otherwise they take a second hop around the model's answer
+(``makad.service.curator``): the curated pack and the manifest; the HTTP
+exchange runs on the event loop under its deadline.
 
 The service only gathers bounded inputs — the top memory candidates by BM25
 plus the most recent, the tail of the live history that can matter for this
@@ -30,7 +32,6 @@ from makad.core.context_types import (
     ContextInputs,
     ContextLimits,
     ContextPack,
-    CuratorTrace,
     FillOrder,
     MemorySnapshot,
     RecallHit,
@@ -47,7 +48,7 @@ from makad.core.render import entry_hash
 from makad.core.strategies import Pool, strategy
 from makad.core.strategies import curator as curator_core
 from makad.core.tokens import HeuristicCounter
-from makad.core.types import Checkpoint, ContextStrategy, Entry, Event, WorkingState
+from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event, WorkingState
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
@@ -178,45 +179,54 @@ class ContextService:
     async def _curate(
         self, ws: Workspace, plan: _Plan, source: SessionSource | None, *, gated: bool
     ) -> ContextPack:
-        """The curator strategies: ask the model among the deterministic candidates, within
-        the timeout; any failure (or a gate) gives the deterministic pack (see module doc)."""
-        shadow = plan.strategy == "curator_shadow"
-        gathered = await in_thread(self._gather_deterministic, ws, plan, source)
-        assert gathered.pack is not None
-        config = self._curator
-        offered = [] if gated else curator_core.offers(gathered.inputs, gathered.pack)
-        record = CuratorTrace(model=config.model, shadow=shadow, status="ok", offered=len(offered))
+        """The curator strategies: the deterministic pack, and when a kind is under pressure
+        the model's pick among it, within the timeout; any failure (or a gate) gives the
+        deterministic pack (see module doc). Without pressure the model is not asked and
+        the call takes one worker-thread hop, as the deterministic strategy does."""
+        first = await in_thread(self._curate_first, ws, plan, source, gated)
+        if isinstance(first, ContextPack):
+            return first
+        gathered, offered, record = first
         answer: curator_core.Answer | None = None
+        try:
+            completion = await curator_http.complete(self._curator, curator_core.prompt(plan.query, offered))
+            record.prompt_tokens = completion.prompt_tokens
+            record.completion_tokens = completion.completion_tokens
+            record.latency_ms = completion.latency_ms
+            answer = curator_core.read_answer(completion.content, offered)
+            record.selected, record.ignored = answer.selected, answer.ignored
+        except curator_http.CuratorFailed as exc:
+            record.status, record.reason, record.latency_ms = "failed", exc.reason, exc.latency_ms
+        except curator_core.BadAnswer as exc:
+            record.status, record.reason, record.ignored = "failed", exc.reason, exc.ignored
+        return await in_thread(self._finish_curated, ws, plan, gathered, answer, record)
+
+    def _curate_first(
+        self, ws: Workspace, plan: _Plan, source: SessionSource | None, gated: bool
+    ) -> ContextPack | tuple[_Gathered, list[curator_core.Offer], CuratorTrace]:
+        """The first hop: the inputs and the deterministic pack; the finished pack when the
+        model need not or cannot be asked, else what to ask it."""
+        gathered = self._gather(ws, plan, source)
+        build = strategy(plan.strategy).build
+        pack = assemble_checked(gathered.inputs, None if plan.incognito else ws.ledger.unverified, build)
+        gathered.pack = pack
+        config = self._curator
+        shadow = plan.strategy == "curator_shadow"
+        record = CuratorTrace(model=config.model, shadow=shadow, status="ok")
+        pressure = [] if gated else curator_core.pressured(pack)
+        offered = curator_core.offers(gathered.inputs, pack, pressure) if pressure else []
+        record.pressure, record.offered = pressure, len(offered)
         if gated:
             record.status, record.reason = "gated", "private"
+        elif not pressure:
+            record.status, record.reason = "skipped", "fits"
         elif not config.configured:
             record.status, record.reason = "unconfigured", "unconfigured"
         elif not offered:
             record.status, record.reason = "failed", "no_candidates"
         else:
-            try:
-                completion = await curator_http.complete(config, curator_core.prompt(plan.query, offered))
-                record.prompt_tokens = completion.prompt_tokens
-                record.completion_tokens = completion.completion_tokens
-                record.latency_ms = completion.latency_ms
-                answer = curator_core.read_answer(completion.content, offered)
-                record.selected, record.ignored = answer.selected, answer.ignored
-            except curator_http.CuratorFailed as exc:
-                record.status, record.reason, record.latency_ms = "failed", exc.reason, exc.latency_ms
-                answer = None
-            except curator_core.BadAnswer as exc:
-                record.status, record.reason, record.ignored = "failed", exc.reason, exc.ignored
-                answer = None
-        use = answer if not shadow else None
-        return await in_thread(self._finish_curated, ws, plan, gathered, use, record)
-
-    def _gather_deterministic(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
-        gathered = self._gather(ws, plan, source)
-        build = strategy(plan.strategy).build
-        gathered.pack = assemble_checked(
-            gathered.inputs, None if plan.incognito else ws.ledger.unverified, build
-        )
-        return gathered
+            return gathered, offered, record
+        return self._finish_curated(ws, plan, gathered, None, record)
 
     def _finish_curated(
         self,
@@ -226,19 +236,35 @@ class ContextService:
         answer: curator_core.Answer | None,
         record: CuratorTrace,
     ) -> ContextPack:
-        assert gathered.pack is not None
-        pack = gathered.pack
-        path = pack.trace.path
+        deterministic = gathered.pack
+        assert deterministic is not None
+        pack = deterministic
+        if record.shadow:
+            path = deterministic.trace.path
+        elif record.status == "skipped":
+            path = "fast"
+        else:
+            path = "fallback"
         if answer is not None:
             chosen = answer
+            trimmed: list[int | None] = []
 
             def build(inputs: ContextInputs) -> ContextPack:
-                return curator_core.curated(inputs, chosen)
+                result = curator_core.curated(inputs, deterministic, chosen)
+                trimmed.append(None if result is None else result.trimmed)
+                return deterministic if result is None else result.pack
 
-            pack = assemble_checked(gathered.inputs, None if plan.incognito else ws.ledger.unverified, build)
-            path = "slow"
-        elif not record.shadow:
-            path = "fallback"
+            picked = assemble_checked(
+                gathered.inputs, None if plan.incognito else ws.ledger.unverified, build
+            )
+            if trimmed[-1] is None:
+                record.status, record.reason = "failed", "would_drop_fitting"
+            else:
+                record.trimmed = trimmed[-1]
+                record.packed = curator_core.shown_refs(picked)
+                record.overlap = curator_core.overlap(record.packed, curator_core.shown_refs(deterministic))
+                if not record.shadow:
+                    pack, path = picked, "slow"
         trace = msgspec.structs.replace(pack.trace, path=path, strategy=plan.strategy, curator=record)
         return self._record(ws, plan, gathered, msgspec.structs.replace(pack, trace=trace), record)
 

@@ -254,8 +254,9 @@ METHODS: list[MethodSpec] = [
         Manifest,
         "What one build_context call sent (the session's latest without callId): each "
         "memory entry with the hash of the text shown, the sources of the other "
-        "segments and the ref of every history message. A session keeps its latest 64 "
-        "calls' manifests.",
+        "segments and the ref of every history message, and the curator's part when a "
+        "curator strategy built it (in shadow mode, what the curator would have shown). A "
+        "session keeps its latest 64 calls' manifests.",
         errors=_READ,
     ),
 ]

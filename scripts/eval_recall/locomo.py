@@ -50,6 +50,8 @@ class Question:
     text: str
     category: int
     evidence: list[str]
+    # The reference answer ("" for category 5, whose right answer is "not mentioned").
+    answer: str = ""
 
 
 @dataclass(slots=True)
@@ -111,6 +113,7 @@ def conversation(record: dict[str, Any]) -> Conversation:
             text=str(qa["question"]),
             category=int(qa["category"]),
             evidence=normalize_evidence(qa.get("evidence") or []),
+            answer=str(qa.get("answer", "")),
         )
         for index, qa in enumerate(record.get("qa", []))
     ]

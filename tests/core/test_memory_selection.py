@@ -394,10 +394,14 @@ def test_pinned_entries_lead_in_the_recency_strategies(name: str) -> None:
 def test_a_curators_pick_never_drops_a_pinned_entry() -> None:
     """The curator picked other entries: the pinned one is still shown, first."""
     pin = pinned("pin")
-    entries = [pin, *many(5)]
-    pack = cur.curated(inputs(memory_entries=entries, query="x"), cur.Answer(["memory:e003"], []))
-    assert shown(pack) == ["memory:pin", "memory:e003"]
-    assert rows(pack)["memory:e001"] == (False, "not_selected")
+    entries = [pin, *many(200)]  # more than fits: memory is under pressure, the model is asked
+    params = inputs(memory_entries=entries, query="x")
+    deterministic = assemble(params)
+    assert cur.pressured(deterministic) == ["memory"]
+    picked = cur.curated(params, deterministic, cur.Answer(["memory:e003"], []))
+    assert picked is not None
+    pack = picked.pack
+    assert shown(pack)[0] == "memory:pin" and "memory:e003" in shown(pack)
 
 
 def test_pinned_overflow_names_the_entries_past_the_share() -> None:

@@ -79,22 +79,33 @@ def test_every_strategy_keeps_budget_adjacency_and_gates(
     assert pack.trace.strategy == name
 
 
-@settings(max_examples=60, deadline=None)
-@given(gated_inputs(), st.lists(st.text(alphabet="emo:s1234-", max_size=12), max_size=8))
-def test_any_curator_pick_keeps_budget_and_gates(params: ContextInputs, junk: list[str]) -> None:
-    """A pick of arbitrary refs (offered, gated, unknown) never crosses a gate or the budget."""
+@settings(max_examples=80, deadline=None)
+@given(gated_inputs(), st.lists(st.text(alphabet="emo:s1234-", max_size=12), max_size=8), st.integers(1, 4))
+def test_any_curator_pick_keeps_budget_gates_and_what_fit(
+    params: ContextInputs, junk: list[str], step: int
+) -> None:
+    """A pick of arbitrary refs (offered, gated, unknown): never over budget or past a gate,
+    and everything the deterministic pack showed outside the kinds under pressure stays."""
+    try:
+        deterministic = assemble(params)
+    except TooLarge:
+        return
     refs = [memory_ref(e.id) for e in params.memory_entries] + [
         event_ref(h.event.session_id, h.event.seq) for h in params.recall_hits
     ]
-    pick = cur.Answer(selected=list(dict.fromkeys(refs[::2] + junk)), ignored=[])
-    try:
-        pack = cur.curated(params, pick)
-    except TooLarge:
-        return
+    pick = cur.Answer(selected=list(dict.fromkeys(refs[::step] + junk)), ignored=[])
+    result = cur.curated(params, deterministic, pick)
+    assert result is not None  # an empty pick always keeps what fit
+    pack = result.pack
     check_pack(pack, params.budget_tokens)
     assert_gates(pack, params)
-    chosen = set(pick.selected)
+    pressure = cur.pressured(deterministic)
+    assert cur.keeps(deterministic, pack, pressure)
+    kept = set(cur.shown_refs(deterministic, tuple(k for k in cur.KINDS if k not in pressure)))
+    chosen = set(pick.selected) | kept
+    assert kept <= set(cur.shown_refs(pack))
     assert all(c.source_id in chosen for c in pack.trace.candidates if c.included)
+    assert 0 <= result.trimmed <= len(pick.selected)
 
 
 @settings(max_examples=40, deadline=None)
@@ -196,25 +207,35 @@ def test_newest_first_orders_memory_then_events() -> None:
 # ------------------------------------------------------------------ curator ---
 
 
-def _curator_inputs() -> ContextInputs:
-    return inputs(
-        query="where did Ann move",
-        session_id="s1",
-        memory_entries=[
+def _curator_inputs(**kw: object) -> ContextInputs:
+    base: dict[str, object] = {
+        "query": "where did Ann move",
+        "session_id": "s1",
+        "memory_entries": [
             entry("move", "Ann moved to Berlin; token sk-ant-api03-" + "x" * 40),
             entry("other", "scoped elsewhere", scope="session", session_id="s2"),
             entry("gone", "archived", status="archived"),
         ],
-        memory_bm25={"move": -4.0, "other": -4.0, "gone": -4.0},
-        history=conversation(1),
-        recall_hits=[hit("o1", 5, -3.0, "Ann: we moved to Berlin"), hit("o2", 9, -1.0, "Ann moved house")],
-    )
+        "memory_bm25": {"move": -4.0, "other": -4.0, "gone": -4.0},
+        "history": conversation(1),
+        "recall_hits": [hit("o1", 5, -3.0, "Ann: we moved to Berlin"), hit("o2", 9, -1.0, "Ann moved house")],
+    }
+    base.update(kw)
+    return inputs(**base)
+
+
+def _crowded_recall(count: int = 60, words: int = 30) -> list[RecallHit]:
+    """More recall events about the move than any small budget holds."""
+    return [
+        hit(f"o{i % 4}", 10 + i * 5, -5.0 + i / 100, f"Ann moved to Berlin, detail {i} " + "word " * words)
+        for i in range(count)
+    ]
 
 
 def test_curator_is_offered_only_what_passed_the_gates_redacted() -> None:
     """Offers carry refs of gate-passing candidates only, and no secret text."""
     params = _curator_inputs()
-    offered = cur.offers(params, assemble(params))
+    offered = cur.offers(params, assemble(params), ["memory", "recall"])
     refs = [o.ref for o in offered]
     assert "memory:move" in refs and "event:o1:5" in refs
     assert "memory:other" not in refs and "memory:gone" not in refs
@@ -222,6 +243,26 @@ def test_curator_is_offered_only_what_passed_the_gates_redacted() -> None:
     assert any("[REDACTED" in o.text for o in offered)
     prompt = cur.prompt(params.query, offered)
     assert "memory:move |" in prompt[1]["content"] and "where did Ann move" in prompt[1]["content"]
+
+
+def test_no_pressure_when_everything_fits_and_nothing_is_offered() -> None:
+    """Every gate-passing candidate fits: no kind is under pressure, the default offer is empty."""
+    params = _curator_inputs()
+    pack = assemble(params)
+    assert cur.pressured(pack) == [] and cur.offers(params, pack) == []
+
+
+def test_pressure_names_the_kind_that_did_not_fit_and_offers_only_it() -> None:
+    """Recall crowded, memory small: recall is under pressure, and only recall events are offered."""
+    params = _curator_inputs(budget_tokens=1200, recall_hits=_crowded_recall())
+    pack = assemble(params)
+    assert cur.pressured(pack) == ["recall"]
+    offered = cur.offers(params, pack)
+    assert offered and all(o.ref.startswith("event:") for o in offered)
+    assert len(offered) <= cur.MAX_RECALL_OFFERS
+    many = [entry(f"m{i}", f"Ann moved note {i} " + "word " * 60) for i in range(80)]
+    crowded = assemble(_curator_inputs(memory_entries=many, memory_bm25={e.id: -2.0 for e in many}))
+    assert cur.pressured(crowded) == ["memory"]
 
 
 def test_curator_answer_is_validated_against_the_offer() -> None:
@@ -243,11 +284,52 @@ def test_curator_answer_is_validated_against_the_offer() -> None:
         assert caught.value.reason == reason
 
 
-def test_curated_pack_shows_the_pick_in_its_order() -> None:
-    """The model's pick is what is shown (and nothing else of memory and recall)."""
-    params = _curator_inputs()
-    pack = cur.curated(params, cur.Answer(selected=["event:o2:9", "memory:other"], ignored=[]))
-    included = [c.source_id for c in pack.trace.candidates if c.included]
-    assert included == ["event:o2:9"]  # memory:other stays gated by its scope
-    assert next(c for c in pack.trace.candidates if c.source_id == "memory:move").reason == "not_selected"
-    check_pack(pack, params.budget_tokens)
+def test_a_narrow_pick_keeps_the_memory_that_fit() -> None:
+    """Recall under pressure, a one-event pick: every memory entry and message shown stays."""
+    params = _curator_inputs(budget_tokens=1200, recall_hits=_crowded_recall())
+    deterministic = assemble(params)
+    result = cur.curated(params, deterministic, cur.Answer(selected=["event:o3:305"], ignored=[]))
+    assert result is not None and result.trimmed == 0
+    shown = cur.shown_refs(result.pack)
+    assert shown == ["memory:move", "event:o3:305"]
+    assert cur.shown_refs(deterministic, ("memory",)) == ["memory:move"]
+    assert [m.source_id for m in result.pack.messages] == [m.source_id for m in deterministic.messages]
+    reasons = {c.source_id: c.reason for c in result.pack.trace.candidates}
+    assert reasons["event:o0:10"] == "not_selected"
+    check_pack(result.pack, params.budget_tokens)
+
+
+def test_a_greedy_pick_is_trimmed_until_nothing_that_fit_is_dropped() -> None:
+    """Memory cut by top-k, a pick of every entry: its last picks go, so recall and history stay."""
+    many = [entry(f"m{i}", f"Ann moved note {i} " + "word " * 20) for i in range(30)]
+    params = _curator_inputs(
+        budget_tokens=2400,
+        memory_entries=many,
+        memory_bm25={e.id: -2.0 for e in many},
+        history=conversation(16, words=40),  # more than its reserve: it takes unused shares
+    )
+    deterministic = assemble(params)
+    assert cur.pressured(deterministic) == ["memory"]
+    pick = cur.Answer(selected=[memory_ref(e.id) for e in reversed(many)], ignored=[])
+    result = cur.curated(params, deterministic, pick)
+    assert result is not None and result.trimmed > 0
+    assert cur.keeps(deterministic, result.pack, ["memory"])
+    recall_before = cur.shown_refs(deterministic, ("recall",))
+    assert recall_before and cur.shown_refs(result.pack, ("recall",)) == recall_before
+    memory = cur.shown_refs(result.pack, ("memory",))
+    assert memory and memory == pick.selected[: len(memory)]  # the pick's order, its head kept
+    check_pack(result.pack, params.budget_tokens)
+
+
+def test_overlap_is_jaccard_of_the_refs() -> None:
+    """overlap: shared refs over all refs; two empty lists agree fully."""
+    assert cur.overlap(["a", "b"], ["b", "c"]) == round(1 / 3, 4)
+    assert cur.overlap([], []) == 1.0 and cur.overlap(["a"], []) == 0.0
+
+
+def test_a_pick_is_refused_when_not_even_an_empty_one_keeps_what_fit(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Should no prefix of the pick keep what fit (a non-additive tokenizer), curated gives None."""
+    params = _curator_inputs(budget_tokens=1200, recall_hits=_crowded_recall())
+    deterministic = assemble(params)
+    monkeypatch.setattr(cur, "keeps", lambda *_: False)
+    assert cur.curated(params, deterministic, cur.Answer(selected=["event:o3:305"], ignored=[])) is None

@@ -10,17 +10,15 @@ from __future__ import annotations
 import itertools
 import json
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from maka.errors import RemoteError
+from tests.fake_chat import FakeChat, completion, serving
 from tests.support import DaemonProcess, daemon_in_tmp
 
 TIMEOUT_MS = 2_000  # short, yet room for a loaded machine (two test workers and more) to answer in time
@@ -29,73 +27,39 @@ MODEL = "scripted-curator"
 API_KEY = "test-key-123"
 
 
-class Script:
-    """What the server answers next, and what it was sent."""
+class Script(FakeChat):
+    """What the server answers next (``mode``), and what it was sent."""
 
     def __init__(self) -> None:
+        super().__init__(self.answer)
         self.mode = "good"
         self.marker = "Berlin"  # "good" picks the offered refs whose text has this word
-        self.requests: list[dict[str, Any]] = []
-        self.lock = threading.Lock()
 
-
-def _answer(script: Script, body: dict[str, Any]) -> tuple[int, dict[str, Any] | str]:
-    mode = script.mode
-    if mode == "hang":
-        time.sleep(HANG_S)
-    if mode == "http500":
-        return 500, {"error": "boom"}
-    if mode == "no_json_mode" and "response_format" in body:
-        return 400, {"error": "response_format is not supported"}
-    prompt = body["messages"][-1]["content"]
-    if mode == "garbage":
-        content = "I think you should look at the Berlin one!"
-    elif mode == "unknown":
-        content = json.dumps({"selected": ["memory:not-offered", "event:nope:1"]})
-    elif mode == "mixed":
-        lines = [line for line in prompt.splitlines() if " | " in line and script.marker in line]
-        content = json.dumps(
-            {"selected": ["memory:not-offered", *[line.split(" | ", 1)[0] for line in lines]]}
-        )
-    elif mode == "empty":
-        content = json.dumps({"selected": []})
-    elif mode == "not_a_completion":
-        return 200, "<html>proxy error</html>"
-    else:
-        lines = [line for line in prompt.splitlines() if " | " in line and script.marker in line]
-        content = json.dumps({"selected": [line.split(" | ", 1)[0] for line in lines]})
-    reply = {
-        "choices": [{"index": 0, "message": {"role": "assistant", "content": content}}],
-        "usage": {"prompt_tokens": 321, "completion_tokens": 12},
-    }
-    return 200, reply
-
-
-def _server(script: Script) -> ThreadingHTTPServer:
-    class Handler(BaseHTTPRequestHandler):
-        def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
-            with script.lock:
-                script.requests.append(
-                    {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
-                )
-            status, reply = _answer(script, body)
-            data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
-            try:
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-            except (BrokenPipeError, ConnectionResetError):
-                pass  # the daemon gave up waiting (the hang case)
-
-        def log_message(self, *args: object) -> None:
-            pass
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    return server
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
+        mode = self.mode
+        if mode == "hang":
+            time.sleep(HANG_S)
+        if mode == "http500":
+            return 500, {"error": "boom"}
+        if mode == "no_json_mode" and "response_format" in body:
+            return 400, {"error": "response_format is not supported"}
+        if mode == "not_a_completion":
+            return 200, "<html>proxy error</html>"
+        prompt = body["messages"][-1]["content"]
+        marked = [
+            line.split(" | ", 1)[0] for line in prompt.splitlines() if " | " in line and self.marker in line
+        ]
+        if mode == "garbage":
+            content = "I think you should look at the Berlin one!"
+        elif mode == "unknown":
+            content = json.dumps({"selected": ["memory:not-offered", "event:nope:1"]})
+        elif mode == "mixed":
+            content = json.dumps({"selected": ["memory:not-offered", *marked]})
+        elif mode == "empty":
+            content = json.dumps({"selected": []})
+        else:
+            content = json.dumps({"selected": marked})
+        return 200, completion(content)
 
 
 @pytest.fixture(scope="module")
@@ -105,14 +69,8 @@ def script() -> Script:
 
 @pytest.fixture(scope="module")
 def endpoint(script: Script) -> Iterator[str]:
-    server = _server(script)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
-        yield f"http://127.0.0.1:{server.server_address[1]}/v1"
-    finally:
-        server.shutdown()
-        server.server_close()
+    with serving(script) as base:
+        yield f"{base}/v1"
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +91,7 @@ _names = itertools.count()
 def d(curated_daemon: DaemonProcess, script: Script) -> DaemonProcess:
     """The module's daemon, the server reset to a good pick."""
     script.mode, script.marker = "good", "Berlin"
-    with script.lock:
-        script.requests.clear()
+    script.clear()
     return curated_daemon
 
 
@@ -158,8 +115,14 @@ def append(d: DaemonProcess, ws: str, sid: str, *texts: str) -> None:
     d.call("append_events", {"workspace": ws, "sessionId": sid, "events": events})
 
 
-def seed(d: DaemonProcess, ws: str) -> dict[str, str]:
-    """Memory and an earlier session, about two cities; the question session; ids by name."""
+FILLERS = 80  # reports sharing no word with the query: with them memory does not all fit
+
+
+def seed(d: DaemonProcess, ws: str, *, crowded: bool = True) -> dict[str, str]:
+    """Memory and an earlier session, about two cities; the question session; ids by name.
+
+    ``crowded``: with filler entries that do not all fit in memory's share, so memory is
+    under pressure and the curator is asked; without them everything fits."""
     d.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
     ids = {}
     for title, content in [
@@ -169,8 +132,31 @@ def seed(d: DaemonProcess, ws: str) -> dict[str, str]:
         ("Token", "The Berlin deploy key is AKIAABCDEFGHIJKLMNOP."),
     ]:
         ids[title] = d.call("add_entry", {"workspace": ws, "title": title, "content": content})["entry"]["id"]
+    for index in range(FILLERS if crowded else 0):
+        content = f"Quarterly report {index}: " + "figures and tables " * 12
+        d.call("add_entry", {"workspace": ws, "title": f"Report {index}", "content": content})
     old = open_session(d, ws)
     append(d, ws, old, "Where did Ann move?", "She moved to Berlin, near the river.", "Nice city, Berlin.")
+    ids["old"] = old
+    ids["sid"] = open_session(d, ws)
+    append(d, ws, ids["sid"], "Which city did Ann move to, Berlin or Lisbon?")
+    return ids
+
+
+def seed_crowded_recall(d: DaemonProcess, ws: str) -> dict[str, str]:
+    """Seven short memory entries that fit whole, and far more recalled Berlin events than
+    fit: recall alone is under pressure. One event mentions a zebra."""
+    d.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "historyRecallEnabled": True})
+    ids = {}
+    for index in range(7):
+        entry = d.call(
+            "add_entry", {"workspace": ws, "title": f"Fact {index}", "content": f"Ann's Berlin fact {index}."}
+        )["entry"]
+        ids[f"fact{index}"] = entry["id"]
+    old = open_session(d, ws)
+    texts = [f"Ann in Berlin, day {i}: " + "walked along the river and met friends " * 3 for i in range(120)]
+    texts[77] = "Ann in Berlin saw a zebra at the zoo."
+    append(d, ws, old, *texts)
     ids["old"] = old
     ids["sid"] = open_session(d, ws)
     append(d, ws, ids["sid"], "Which city did Ann move to, Berlin or Lisbon?")
@@ -198,21 +184,12 @@ def visible(pack: dict[str, Any]) -> tuple[Any, ...]:
     return pack["segments"], pack["messages"], pack["totalTokens"]
 
 
-def stored_record(d: DaemonProcess, sid: str, call_id: str) -> dict[str, Any]:
-    for path in Path(d.root).rglob("ledger.sqlite3"):
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            row = conn.execute(
-                "SELECT r.record FROM manifest_calls AS c JOIN manifest_curator AS r ON r.call_ref = c.id"
-                " WHERE c.session_id = ? AND c.call_id = ?",
-                (sid, call_id),
-            ).fetchone()
-        finally:
-            conn.close()
-        if row is not None:
-            record: dict[str, Any] = json.loads(row[0])
-            return record
-    raise AssertionError("no curator record stored")
+def stored_record(d: DaemonProcess, ws: str, sid: str, call_id: str) -> dict[str, Any]:
+    """The curator's part kept with one call's manifest, as get_manifest returns it."""
+    record: dict[str, Any] = d.call("get_manifest", {"workspace": ws, "sessionId": sid, "callId": call_id})[
+        "curator"
+    ]
+    return record
 
 
 # ------------------------------------------------------------------ the pick ---
@@ -226,8 +203,13 @@ def test_curator_uses_the_models_pick_within_budget(d: DaemonProcess, ws: str, s
     assert pack["trace"]["path"] == "slow" and pack["trace"]["strategy"] == "curator"
     assert curator["status"] == "ok" and curator["model"] == MODEL and curator["shadow"] is False
     assert (curator["promptTokens"], curator["completionTokens"]) == (321, 12)
-    assert curator["selected"] and curator["latencyMs"] > 0
-    assert set(shown(pack)) <= set(curator["selected"])
+    assert curator["selected"] and curator["latencyMs"] > 0 and curator["pressure"] == ["memory"]
+    memory = [ref for ref in shown(pack) if ref.startswith("memory:")]
+    assert set(memory) <= set(curator["selected"]) and curator["packed"] == shown(pack)
+    # recall fit whole: the pick changes memory only, the earlier session's events stay
+    assert {ref for ref in shown(pack) if ref.startswith("event:")} == {
+        f"event:{ids['old']}:{seq}" for seq in (1, 2, 3)
+    }
     assert f"memory:{ids['Move']}" in shown(pack) and f"memory:{ids['Editor']}" not in shown(pack)
     reasons = {c["sourceId"]: c.get("reason") for c in pack["trace"]["candidates"]}
     assert reasons[f"memory:{ids['Editor']}"] == "not_selected"
@@ -236,7 +218,7 @@ def test_curator_uses_the_models_pick_within_budget(d: DaemonProcess, ws: str, s
     assert request["path"] == "/v1/chat/completions" and request["auth"] == f"Bearer {API_KEY}"
     assert request["body"]["model"] == MODEL
     assert request["body"]["response_format"] == {"type": "json_object"}
-    assert stored_record(d, ids["sid"], pack["callId"])["selected"] == curator["selected"]
+    assert stored_record(d, ws, ids["sid"], pack["callId"])["selected"] == curator["selected"]
 
 
 def test_refs_the_curator_was_not_shown_are_ignored(d: DaemonProcess, ws: str, script: Script) -> None:
@@ -245,7 +227,7 @@ def test_refs_the_curator_was_not_shown_are_ignored(d: DaemonProcess, ws: str, s
     script.mode, script.marker = "mixed", "neovim"
     pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
     assert pack["trace"]["path"] == "slow"
-    assert shown(pack) == [f"memory:{ids['Editor']}"]
+    assert [ref for ref in shown(pack) if ref.startswith("memory:")] == [f"memory:{ids['Editor']}"]
     assert pack["trace"]["curator"]["ignored"] == ["memory:not-offered"]
     script.mode = "unknown"
     pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator", budgetTokens=2999)
@@ -269,9 +251,86 @@ def test_curator_shadow_returns_the_deterministic_pack_and_keeps_the_choice(
     assert shadow["trace"]["curator"]["shadow"] is True
     assert shadow["trace"]["curator"]["selected"] == [f"memory:{ids['Editor']}"]
     in_session, _ = build(d, ws, sessionId=ids["sid"], strategy="curator_shadow")
-    record = stored_record(d, ids["sid"], in_session["callId"])
+    record = stored_record(d, ws, ids["sid"], in_session["callId"])
     assert record["shadow"] is True and record["selected"] == [f"memory:{ids['Editor']}"]
     assert record["model"] == MODEL and record["promptTokens"] == 321
+
+
+def test_get_manifest_shows_the_shadow_pick_beside_what_was_shown(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """get_manifest: what was shown (items) and what the shadow curator would have shown, with
+    their overlap; a deterministic call's manifest has no curator part."""
+    ids = seed(d, ws)
+    script.marker = "neovim"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator_shadow")
+    manifest = d.call("get_manifest", {"workspace": ws, "sessionId": ids["sid"], "callId": pack["callId"]})
+    curator = manifest["curator"]
+    assert curator == pack["trace"]["curator"]
+    assert curator["shadow"] is True and curator["status"] == "ok"
+    assert curator["selected"] == [f"memory:{ids['Editor']}"]
+    items = [item["sourceId"] for item in manifest["items"]]
+    assert f"memory:{ids['Move']}" in items and f"memory:{ids['Editor']}" in items
+    # the pick would show Editor alone of memory, and the same recalled events
+    assert f"memory:{ids['Editor']}" in curator["packed"]
+    assert f"memory:{ids['Move']}" not in curator["packed"]
+    assert f"event:{ids['old']}:2" in curator["packed"]
+    shown_det = set(shown(pack))
+    expected = len(shown_det & set(curator["packed"])) / len(shown_det | set(curator["packed"]))
+    assert curator["overlap"] == pytest.approx(expected, abs=1e-4) and 0 < curator["overlap"] < 1
+    assert d.call("get_manifest", {"workspace": ws, "sessionId": ids["sid"]})["curator"] == curator
+    plain, _ = build(d, ws, sessionId=ids["sid"], strategy="deterministic", budgetTokens=2900)
+    latest = d.call("get_manifest", {"workspace": ws, "sessionId": ids["sid"]})
+    assert latest["callId"] == plain["callId"] and latest["curator"] is None
+
+
+# ---------------------------------------------------------------- fast path ---
+
+
+@pytest.mark.parametrize("name", ["curator", "curator_shadow"])
+def test_nothing_is_asked_when_everything_fits(d: DaemonProcess, ws: str, script: Script, name: str) -> None:
+    """Every candidate fits: no request reaches the model, the deterministic pack, path fast
+    (shadow: the deterministic path), curator skipped because it fits."""
+    seed(d, ws, crowded=False)
+    deterministic, _ = build(d, ws, strategy="deterministic", budgetTokens=8000)
+    pack, _ = build(d, ws, strategy=name, budgetTokens=8000)
+    assert script.requests == []
+    assert visible(pack) == visible(deterministic)
+    curator = pack["trace"]["curator"]
+    assert (curator["status"], curator["reason"], curator["pressure"]) == ("skipped", "fits", [])
+    assert curator["offered"] == 0 and curator["latencyMs"] == 0
+    expected = deterministic["trace"]["path"] if name == "curator_shadow" else "fast"
+    assert pack["trace"]["path"] == expected
+    assert len([ref for ref in shown(pack) if ref.startswith("memory:")]) == 4
+
+
+def test_without_an_endpoint_a_call_that_fits_is_fast(daemon: DaemonProcess) -> None:
+    """No model configured and nothing to choose: path fast, not a fallback."""
+    ws = str(daemon.workspace)
+    ids = seed(daemon, ws, crowded=False)
+    pack, _ = build(daemon, ws, sessionId=ids["sid"], strategy="curator")
+    assert pack["trace"]["path"] == "fast" and pack["trace"]["curator"]["status"] == "skipped"
+
+
+def test_a_narrow_pick_never_drops_the_memory_that_fit(d: DaemonProcess, ws: str, script: Script) -> None:
+    """Recall under pressure, memory fitting whole, a one-event pick: all the memory the
+    deterministic pack carried stays, beside the picked event; only recall was offered."""
+    ids = seed_crowded_recall(d, ws)
+    script.marker = "zebra"
+    deterministic, _ = build(d, ws, strategy="deterministic")  # no session: nothing counts as shown
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    curator = pack["trace"]["curator"]
+    assert pack["trace"]["path"] == "slow" and curator["pressure"] == ["recall"]
+    memory = [ref for ref in shown(deterministic) if ref.startswith("memory:")]
+    assert len(memory) == 7
+    zebra = f"event:{ids['old']}:78"
+    assert curator["selected"] == [zebra] and curator["trimmed"] == 0
+    assert shown(pack) == [*memory, zebra] == curator["packed"]
+    assert [m["sourceId"] for m in pack["messages"]] == [f"event:{ids['sid']}:1"]
+    (request,) = script.requests
+    offered = re.findall(r"^(\S+) \|", request["body"]["messages"][-1]["content"], re.M)
+    assert offered and all(ref.startswith("event:") for ref in offered)
+    assert len(offered) == curator["offered"] <= 40
 
 
 # ----------------------------------------------------------------- failures ---
@@ -403,9 +462,10 @@ def test_the_workspace_setting_chooses_the_strategy_and_status_counts_paths(
 
 
 def test_without_an_endpoint_the_curator_falls_back_unconfigured(daemon: DaemonProcess) -> None:
-    """No MAKAD_CURATOR_URL: the deterministic pack, path fallback, reason unconfigured."""
+    """No MAKAD_CURATOR_URL and memory under pressure: the deterministic pack, path fallback,
+    reason unconfigured."""
     ws = str(daemon.workspace)
     seed(daemon, ws)
-    pack, _ = build(daemon, ws, strategy="curator")
+    pack, _ = build(daemon, ws, strategy="curator", budgetTokens=2998)
     assert pack["trace"]["path"] == "fallback"
     assert pack["trace"]["curator"]["status"] == "unconfigured"

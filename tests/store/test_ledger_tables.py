@@ -12,6 +12,7 @@ from makad.core.types import (
     NOTE_SECTIONS,
     Checkpoint,
     Coverage,
+    CuratorTrace,
     Entry,
     EventInput,
     ManifestItem,
@@ -105,6 +106,26 @@ def test_manifest_records_and_returns_the_latest_call(ledger: Ledger) -> None:
     assert [i.source_id for i in ledger.get_manifest("s", "c1").items] == ["x", "z"]
     with pytest.raises(NotFound):
         ledger.get_manifest("s", "nope")
+
+
+def test_manifest_returns_the_curator_record_kept_with_its_call(ledger: Ledger) -> None:
+    """get_manifest carries the call's curator record; none without one; a damaged or older
+    record never keeps the manifest from being served."""
+    record = CuratorTrace(model="m", shadow=True, status="ok", selected=["memory:b"], packed=["memory:b"])
+    ledger.record_manifest(
+        "s", "c1", [("memory:a", 10, "h1")], created_at=1, curator=msgspec.json.encode(record)
+    )
+    assert ledger.get_manifest("s", "c1").curator == record
+    ledger.record_manifest("s", "c2", [("memory:a", 10, "h1")], created_at=2)
+    assert ledger.get_manifest("s", "c2").curator is None
+    older = b'{"model": "m", "shadow": true, "status": "ok", "selected": ["memory:a"]}'
+    ledger.record_manifest("s", "c3", [], created_at=3, curator=older)
+    read = ledger.get_manifest("s", "c3").curator
+    assert read is not None and read.selected == ["memory:a"] and read.packed == [] and read.overlap is None
+    for damaged in (b"{not json", b'{"model": 3}', b'{"model": "m", "shadow": true, "status": "psychic"}'):
+        ledger.record_manifest("s", "c4", [("event:s:1", 5, "")], created_at=4, curator=damaged)
+        manifest = ledger.get_manifest("s", "c4")
+        assert manifest.curator is None and manifest.items[0].source_id == "event:s:1"
 
 
 def test_shown_memory_keeps_the_latest_version_of_each_entry(ledger: Ledger) -> None:

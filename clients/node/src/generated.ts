@@ -248,25 +248,43 @@ export interface Coverage {
 /**
  * What the LLM curator was offered, what it answered, and what became of it.
  *
- * `status`: `ok` (its pick was used, or recorded in shadow mode), `failed`
- * (`reason` says why: `timeout`, `http_<code>`, `unreachable`,
- * `unparseable`, `empty`, `no_known_refs`), `gated` (nothing was sent:
- * agent reads off, workspace or session incognito) or `unconfigured` (no
- * `MAKAD_CURATOR_URL`/`MAKAD_CURATOR_MODEL`). `selected`: the offered refs
- * it chose, in its order; `ignored`: refs it named that it was not offered.
+ * `status`: `ok` (its pick was used, or recorded in shadow mode), `skipped`
+ * (it was not asked: every candidate that passed the gates fit, `reason` `fits`),
+ * `failed` (`reason` says why: `timeout`, `http_<code>`, `unreachable`,
+ * `unparseable`, `empty`, `no_known_refs`, `no_candidates`,
+ * `would_drop_fitting`), `gated` (nothing was sent: agent reads off, workspace
+ * or session incognito) or `unconfigured` (no
+ * `MAKAD_CURATOR_URL`/`MAKAD_CURATOR_MODEL`).
+ *
+ * `pressure`: the kinds whose candidates did not all fit in the deterministic
+ * pack, the ones the curator chose among (empty: nothing to choose). `selected`:
+ * the offered refs it chose, in its order; `ignored`: refs it named that it was
+ * not offered. `packed`: the memory entries and recall events the pack of its
+ * pick shows (in shadow mode: would show), `trimmed` how many of its picks were
+ * left out so that nothing the deterministic pack showed outside `pressure` is
+ * dropped, and `overlap` the Jaccard overlap of `packed` with the
+ * deterministic pack's memory entries and recall events (None: no pick).
  */
 export interface CuratorTrace {
   model: string;
   shadow: boolean;
-  status: "failed" | "gated" | "ok" | "unconfigured";
+  status: "failed" | "gated" | "ok" | "skipped" | "unconfigured";
   /** @default null */
   reason?: string | null;
+  /** @default [] */
+  pressure?: Array<"memory" | "recall">;
   /** @default 0 */
   offered?: number;
   /** @default [] */
   selected?: string[];
   /** @default [] */
   ignored?: string[];
+  /** @default [] */
+  packed?: string[];
+  /** @default 0 */
+  trimmed?: number;
+  /** @default null */
+  overlap?: number | null;
   /** @default 0 */
   promptTokens?: number;
   /** @default 0 */
@@ -546,12 +564,16 @@ export interface LocalMemoryState {
 /**
  * What one build_context call put in front of the model: each memory entry it
  * sent (with the hash of the text shown) and the sources of its other segments.
+ * `curator`: the curator's part of the call, when a curator strategy built it
+ * (in shadow mode, what the curator would have shown beside what was shown).
  */
 export interface Manifest {
   sessionId: string;
   callId: string;
   createdAt: number;
   items: ManifestItem[];
+  /** @default null */
+  curator?: CuratorTrace | null;
 }
 
 export interface ManifestItem {
@@ -1074,9 +1096,10 @@ export interface ToolCall {
  * - `skipped`: sources left out whole (memory in safe mode, unreadable);
  * - `memory_session_bytes`: memory shown in this session since its last
  *   compaction, this call included (the cumulative cap's measure);
- * - `path`: `fast` (nothing ranked or cut), `bounded` (ranked or cut to
- *   the budget), `slow` (the LLM curator's pick was used) or `fallback`
- *   (the curator was asked for and failed or was gated: the deterministic pack,
+ * - `path`: `fast` (nothing ranked or cut; with `curator`: the model was
+ *   not asked, as no kind was under pressure), `bounded` (ranked or cut to the
+ *   budget), `slow` (the LLM curator's pick was used) or `fallback` (the
+ *   curator was needed and failed or was gated: the deterministic pack,
  *   `curator.reason` says why);
  * - `strategy`: the strategy that built the pack (`makad.core.strategies`);
  * - `curator`: the curator's part, when a curator strategy ran.
@@ -1693,7 +1716,7 @@ export interface Methods {
     result: SetWorkingStateResult;
     errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";
   };
-  /** What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message. A session keeps its latest 64 calls' manifests. */
+  /** What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message, and the curator's part when a curator strategy built it (in shadow mode, what the curator would have shown). A session keeps its latest 64 calls' manifests. */
   get_manifest: {
     params: {
       workspace: string;

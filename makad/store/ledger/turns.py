@@ -9,7 +9,7 @@ from typing import Any, Final
 
 import msgspec
 
-from makad.core.types import Checkpoint, Coverage, Manifest, ManifestItem, WorkingState
+from makad.core.types import Checkpoint, Coverage, CuratorTrace, Manifest, ManifestItem, WorkingState
 from makad.core.working_state import patch_working_state
 from makad.errors import Conflict, InvalidParams, NotFound
 from makad.store import pack_state
@@ -98,7 +98,7 @@ class TurnsArea(LedgerBase):
         session's total since ``since``, its latest compaction
         (``pack_state.session_memory_bytes``). Only the latest
         ``MANIFEST_CALLS_KEPT`` calls of a session are kept. ``curator``: the
-        curator's record of the call (JSON), kept with it (``curator_record``).
+        curator's record of the call (JSON), kept with it (``get_manifest`` returns it).
         """
         at = now_ms() if created_at is None else created_at
         listed = [
@@ -139,16 +139,6 @@ class TurnsArea(LedgerBase):
             )
             pack_state.add_session_memory(conn, session_id, since, call_id, memory_bytes)
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
-
-    def curator_record(self, session_id: str, call_id: str) -> bytes | None:
-        """The curator's record kept with one call's manifest (JSON), if it has one."""
-        with self._reading() as conn:
-            row = conn.execute(
-                "SELECT r.record FROM manifest_calls AS c JOIN manifest_curator AS r ON r.call_ref = c.id"
-                " WHERE c.session_id = ? AND c.call_id = ?",
-                (session_id, call_id),
-            ).fetchone()
-        return bytes(row[0]) if row is not None else None
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str] | None) -> ShownMemory:
         """Which of the sources ``among`` (None: every memory entry, ``memory:…``) the session
@@ -200,11 +190,15 @@ class TurnsArea(LedgerBase):
                 " ORDER BY position",
                 (head[0],),
             ).fetchall()
+            curator = conn.execute(
+                "SELECT record FROM manifest_curator WHERE call_ref = ?", (head[0],)
+            ).fetchone()
         return Manifest(
             session_id=session_id,
             call_id=head[1],
             created_at=head[2],
             items=[ManifestItem(source_id=s, tokens=t, content_hash=h) for s, t, h in items],
+            curator=_curator_trace(curator[0]) if curator is not None else None,
         )
 
     def add_checkpoint(self, checkpoint: Checkpoint, *, request: RequestRecord | None = None) -> Checkpoint:
@@ -283,6 +277,15 @@ class TurnsArea(LedgerBase):
         if row is None:
             raise NotFound("no such checkpoint", checkpointId=checkpoint_id)
         return _checkpoint(row)
+
+
+def _curator_trace(record: bytes) -> CuratorTrace | None:
+    """A stored curator record; None when it cannot be read as one (a damaged row), so
+    the manifest is still served."""
+    try:
+        return msgspec.json.decode(record, type=CuratorTrace)
+    except (msgspec.DecodeError, msgspec.ValidationError):
+        return None
 
 
 def delete_manifest_calls(conn: sqlite3.Connection, select_ids: str, params: tuple[Any, ...]) -> None:
