@@ -29,7 +29,7 @@ from typing import Final
 BASE64_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]{20,}+={0,2}")
 MIN_TEXT_CHARS: Final = 8
 # A piece shorter than this encodes fewer than 10 characters: no secret the detector
-# finds is that short (``pwd=abc123`` is the shortest).
+# finds is that short (the shortest is a three-letter keyword, "=" and six characters).
 _MIN_PIECE: Final = 14
 _STANDARD_ONLY: Final = re.compile(r"[+/]")
 _URLSAFE_ONLY: Final = re.compile(r"[-_]")
