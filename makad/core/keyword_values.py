@@ -31,6 +31,10 @@ _BAD_LAST: Final = ",'\"`\x0b"
 # What an unquoted value loses at its end (its cut is at the first blank).
 _TRAILING: Final = ",`.;:!?)]}>"
 _SEMICOLON_REACH: Final = 50  # ``[^\s]{0,50}?`` before a ``"…";`` value
+_WORD_RUN: Final = re.compile(r"\w*+")
+_BLANK_RUN: Final = re.compile(r"\s*+")
+_NON_BLANK_RUN: Final = re.compile(rf"\S{{0,{_SEMICOLON_REACH}}}+")
+_QUOTE: Final = re.compile(r"['\"`]")
 # detect-secrets skips its indirect-reference test on longer lines; so does this one.
 _REFERENCE_LINE: Final = 1000
 
@@ -46,15 +50,11 @@ def _is_word(char: str) -> bool:
 
 
 def _word_end(line: str, pos: int) -> int:
-    while pos < len(line) and _is_word(line[pos]):
-        pos += 1
-    return pos
+    return _WORD_RUN.match(line, pos).end()  # type: ignore[union-attr]
 
 
 def _skip_blanks(line: str, pos: int) -> int:
-    while pos < len(line) and line[pos].isspace():
-        pos += 1
-    return pos
+    return _BLANK_RUN.match(line, pos).end()  # type: ignore[union-attr]
 
 
 class _Reader:
@@ -177,17 +177,16 @@ def _after_key(reader: _Reader, key_end: int) -> None:
 
 
 def _quoted_then_semicolon(reader: _Reader, key_end: int) -> None:
-    """``key … "value";``: at most 50 characters without a blank, blanks, the quotes."""
+    """``key … "value";``: at most 50 characters without a blank, blanks, the quotes (a
+    quote among the 50 first, then the first one after the blanks)."""
     line = reader.line
-    limit = min(len(line), key_end + _SEMICOLON_REACH)
-    for pos in range(key_end, limit + 1):
-        if pos < len(line) and line[pos] in _QUOTES:
-            reader.quoted(pos, semicolon=True)
-        if pos >= len(line) or line[pos].isspace():
-            after = _skip_blanks(line, pos)
-            if after < len(line) and line[after] in _QUOTES:
-                reader.quoted(after, semicolon=True)
-            return
+    run_end = _NON_BLANK_RUN.match(line, key_end).end()  # type: ignore[union-attr]
+    for quote in _QUOTE.finditer(line, key_end, run_end + 1):
+        reader.quoted(quote.start(), semicolon=True)
+    if run_end < len(line) and line[run_end].isspace():
+        after = _skip_blanks(line, run_end)
+        if after < len(line) and line[after] in _QUOTES:
+            reader.quoted(after, semicolon=True)
 
 
 def _compared_before(reader: _Reader, key_start: int) -> None:
