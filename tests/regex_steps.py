@@ -301,6 +301,66 @@ def alphabet(pattern: re.Pattern[str]) -> list[str]:
     return sorted(chars | set(" \n\t.-_a0A"))
 
 
+def literals(pattern: re.Pattern[str]) -> list[str]:
+    """The runs of two or more literal characters a pattern names (its prefixes, its
+    fixed middles): repeated, they are the inputs that make a search restart."""
+    found: set[str] = set()
+
+    def walk(seq: Any) -> None:
+        run = ""
+        for op, arg in seq:
+            name = str(op)
+            if name == "LITERAL":
+                run += chr(arg)
+                continue
+            if len(run) > 1:
+                found.add(run)
+            run = ""
+            if name == "BRANCH":
+                for alternative in arg[1]:
+                    walk(alternative)
+            elif name == "SUBPATTERN":
+                walk(arg[3])
+            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                walk(arg[2])
+            elif name == "ATOMIC_GROUP":
+                walk(arg)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                walk(arg[1])
+        if len(run) > 1:
+            found.add(run)
+
+    walk(_tree(pattern))
+    return sorted(found)
+
+
+def largest_bound(pattern: re.Pattern[str]) -> int:
+    """The largest finite upper bound of a repeat in the pattern (``{20,255}``: 255), 0
+    when there is none: below that length a bounded repeat still grows with the input."""
+    largest = 0
+
+    def walk(seq: Any) -> None:
+        nonlocal largest
+        for op, arg in seq:
+            name = str(op)
+            if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+                if arg[1] != P.MAXREPEAT:
+                    largest = max(largest, int(arg[1]))
+                walk(arg[2])
+            elif name == "BRANCH":
+                for alternative in arg[1]:
+                    walk(alternative)
+            elif name == "SUBPATTERN":
+                walk(arg[3])
+            elif name == "ATOMIC_GROUP":
+                walk(arg)
+            elif name in ("ASSERT", "ASSERT_NOT"):
+                walk(arg[1])
+
+    walk(_tree(pattern))
+    return largest
+
+
 _CATEGORY_SAMPLES = {
     "CATEGORY_DIGIT": "07",
     "CATEGORY_NOT_DIGIT": "x ",
@@ -310,5 +370,5 @@ _CATEGORY_SAMPLES = {
     "CATEGORY_NOT_WORD": " -.",
 }
 
-__all__ = ["TooManySteps", "alphabet", "steps"]
+__all__ = ["TooManySteps", "alphabet", "largest_bound", "literals", "steps"]
 _ = C  # the opcodes are compared by name; imported so a renamed module fails loudly

@@ -71,6 +71,7 @@ from makad.core.undecodable import display
 
 HEADER: Final = "# Maka Memory\n\n"
 
+_LINE_BREAKS = re.compile(r"[\r\n]+")
 _BLANK_END = re.compile(r"(?:\A|\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)\Z")
 # Decay needs all three understood: a held createdAt reads as 0 and would archive at once.
 _DECAY_KEYS: Final = frozenset({"createdAt", "decayTtlMs", "status"})
@@ -296,7 +297,7 @@ def render_entry(entry: Entry, unknown_fields: tuple[str, ...] | list[str] = (),
 
 
 def _heading(title: str) -> str:
-    title = re.sub(r"[\r\n]+", " ", title).strip(" \t")
+    title = _LINE_BREAKS.sub(" ", title).strip(" \t")
     if title.endswith("#"):  # a closing sequence keeps the title's own final '#'
         title += " #"
     return f"## {title}".rstrip(" ")
