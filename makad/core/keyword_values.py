@@ -49,6 +49,13 @@ def _is_word(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
+def _may_start(char: str) -> bool:
+    """A value starts with a word character (detect-secrets' ``(?=\\w+)``), or with
+    ``-`` or ``+``, as random keys in the base64 alphabets may (``/`` or ``.`` would
+    be a path)."""
+    return _is_word(char) or char in "-+"
+
+
 def _word_end(line: str, pos: int) -> int:
     return _WORD_RUN.match(line, pos).end()  # type: ignore[union-attr]
 
@@ -104,7 +111,7 @@ class _Reader:
 
     def keep(self, start: int, end: int, *, quoted: bool) -> None:
         line = self.line
-        if end <= start or not _is_word(line[start]) or line[end - 1] in _BAD_LAST:
+        if end <= start or not _may_start(line[start]) or line[end - 1] in _BAD_LAST:
             return
         self.found.setdefault((start, end), quoted)
         self.until = max(self.until, end)

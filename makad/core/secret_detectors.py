@@ -390,14 +390,15 @@ def _find(text: str, depth: int) -> list[Span]:
 def _may_hold_split_token(text: str) -> bool:
     """Whether a path separator may cut a token in ``text``: a token and the separators
     cutting it are 20+ run characters in a row (``\\`` counted as one)."""
-    if "/" in text:
-        return has_long_run(text)
-    return "\\" in text and has_long_run(text.replace("\\", "/"))
+    if "\\" in text:
+        return has_long_run(text.replace("\\", "/"))
+    return "/" in text and has_long_run(text)
 
 
 # What ends a path segment besides a separator.
 _SEGMENT_END: Final = re.compile(r"[\s/\\'\"`<>()\[\]{},;]")
 _SEPARATORS: Final = re.compile(r"[/\\]++")
+_SEPARATOR: Final = re.compile(r"[/\\]")
 # The starts of the format tokens, and the middles of the two whose start is a number
 # (a Telegram bot's id before ``:AA``, a Mailchimp key's hex before ``-us``).
 _SPLIT_START: Final = re.compile(
@@ -405,8 +406,12 @@ _SPLIT_START: Final = re.compile(
     r"|hf_|npm_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|eyJ|pypi-|SG\.|sq0csp-"
     r"|AccountKey=|:AA|-us[0-9]"
 )
-# How far before ``:AA`` and ``-us`` their tokens start.
+# How far before ``:AA`` and ``-us`` their tokens start, and what they start with.
 _LEFT_PARTS: Final = {":AA": 10, "-us": 32}
+_NUMBER_OR_CUT: Final = frozenset("0123456789abcdef/\\")
+# The longest fixed start a token has (``sk-svcacct-``, ``github_pat_``): the _SPLIT_START
+# above is only its beginning, so every segment up to that far joins.
+_LONGEST_START: Final = 11
 MAX_SEGMENT: Final = 256
 MAX_SPLITS: Final = 3
 
@@ -414,13 +419,14 @@ MAX_SPLITS: Final = 3
 def _split_spans(text: str, depth: int) -> list[Span]:
     """Format tokens (no context rules, no keywords) that path separators cut: the
     segment holding a token's start joined with the next one, two, then three; what a
-    join finds across a separator is mapped back over it. A next segment joins only if
-    it could go on a token (short, or holding a digit or a capital): a path's own words
-    (``/details``) do not, so a token whole in a path keeps the path after it."""
+    join finds across a separator is mapped back over it. A next segment joins if it
+    starts within the token's fixed start (``sk/-/svcacc/t-…``) or could go on a token
+    (``_may_continue``): a path's own words (``/details``) do not, so a token whole in a
+    path keeps the path after it."""
     if not _may_hold_split_token(text):
         return []
     found: list[Span] = []
-    for cut in sorted(_cuts(text)):
+    for cut, reach in sorted(_cuts(text).items()):
         first = cut
         floor = max(0, cut - MAX_SEGMENT)
         while first > floor and _SEGMENT_END.match(text, first - 1) is None:
@@ -433,7 +439,7 @@ def _split_spans(text: str, depth: int) -> list[Span]:
             at = following.end()
             stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
             end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
-            if end == at or not _may_continue(text[at:end]):
+            if end == at or not (at <= reach or _may_continue(text[at:end])):
                 break
             pieces.append((at, end))
             found = union(found, _across(text, pieces, depth))
@@ -441,27 +447,58 @@ def _split_spans(text: str, depth: int) -> list[Span]:
     return found
 
 
-def _cuts(text: str) -> set[int]:
-    """The separators that may cut a token: the first after a token's start in its
-    segment, or one inside the number a Telegram or Mailchimp token starts with."""
-    cuts: set[int] = set()
-    for start in _SPLIT_START.finditer(text):
+def _cuts(text: str) -> dict[int, int]:
+    """The separators that may cut a token, each with how far its token's fixed start
+    reaches: one inside a token's start (``sk/-proj-…``), the first after a token's start
+    in its segment, or one inside the number a Telegram or Mailchimp token starts with.
+    The starts are looked for with the separators taken out, so a start cut is found too."""
+    separators = [found.start() for found in _SEPARATOR.finditer(text)]
+    shifted = _shifted(separators)
+    squeezed = _SEPARATOR.sub("", text)
+    cuts: dict[int, int] = {}
+
+    def position(squeezed_at: int) -> int:
+        # Each separator before a character shifts its position in ``text`` by one.
+        return squeezed_at + bisect.bisect_right(shifted, squeezed_at)
+
+    def add(cut: int, reach: int) -> None:
+        cuts[cut] = max(reach, cuts.get(cut, reach))
+
+    for start in _SPLIT_START.finditer(squeezed):
+        first, last = position(start.start()), position(start.end() - 1)
         middle = _LEFT_PARTS.get(start.group()[:3])
+        reach = position(start.end() if middle is not None else start.start() + _LONGEST_START)
+        inside = bisect.bisect_right(separators, first)
+        if inside < len(separators) and separators[inside] < last:
+            add(separators[inside], reach)  # the start itself is cut
+            if middle is None:
+                continue
         if middle is not None:
-            floor = max(0, start.start() - middle - 1)
-            inside = max(text.rfind("/", floor, start.start()), text.rfind("\\", floor, start.start()))
-            if inside > 0:
-                cuts.add(inside)
-        elif start.start() > 0 and _is_word_char(text[start.start() - 1]):
+            # The number before it, separators and all: each separator in it may be a
+            # cut (the first may also be the path's own, before the number).
+            number = first
+            while number > max(0, first - middle - MAX_SPLITS - 1) and text[number - 1] in _NUMBER_OR_CUT:
+                number -= 1
+            for found in _SEPARATOR.finditer(text, max(1, number), first):
+                add(found.start(), reach)
+        elif first > 0 and _is_word_char(text[first - 1]):
             continue  # glued to a word: not a token's start
-        stop = _SEGMENT_END.search(text, start.end(), start.end() + MAX_SEGMENT)
+        stop = _SEGMENT_END.search(text, last + 1, last + 1 + MAX_SEGMENT)
         if stop is not None and text[stop.start()] in "/\\":
-            cuts.add(stop.start())
+            add(stop.start(), reach)
     return cuts
 
 
+def _shifted(separators: list[int]) -> list[int]:
+    """For each separator, the position in the text without separators of the character
+    right after it (so a bisect on it counts the separators before a position)."""
+    return [at - index for index, at in enumerate(separators)]
+
+
 def _may_continue(segment: str) -> bool:
-    return len(segment) <= 5 or any(c.isdigit() or c.isupper() for c in segment)
+    """Whether a path segment could be the rest of a token: short, or holding a digit, a
+    capital, ``-`` or ``_`` (a path's plain words, ``details``, are not)."""
+    return len(segment) <= 5 or any(c.isdigit() or c.isupper() or c in "-_" for c in segment)
 
 
 def _across(text: str, pieces: list[tuple[int, int]], depth: int) -> list[Span]:
@@ -602,8 +639,9 @@ def _rule_spans(text: str, folded: str, rules: tuple[_Rule, ...]) -> Iterator[Sp
             start, end = match.span(rule.group)
             if rule.left is not None:
                 left = rule.left
-                width = next((w for w in rule.left_widths if left.fullmatch(text, start - w, start)), None)
-                if width is None or start < width:
+                fits = (w for w in rule.left_widths if w <= start and left.fullmatch(text, start - w, start))
+                width = next(fits, None)
+                if width is None:
                     continue
                 start -= width
             secret = text[start:end]

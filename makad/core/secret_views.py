@@ -163,27 +163,37 @@ def normalized_view(text: str) -> View | None:
 # ``\u002F``. Only those standing for printable ASCII or a blank are read (every
 # credential is ASCII); ``%E2%80%8B`` and the like stay as they are.
 _ESCAPE: Final = re.compile(r"%([0-9A-Fa-f]{2})|\\(?:/|u00([0-7][0-9A-Fa-f]))")
+_PLUS: Final = re.compile(r"\+")
 
 
 def unescaped_view(text: str) -> View | None:
     """The text with its URL (``%XX``) and JSON (``\\/``, ``\\u00XX``) escapes of
-    printable ASCII decoded; None when it holds none."""
+    printable ASCII decoded, and, when it holds ``%XX`` escapes (a form-encoded query
+    string), ``+`` read as a blank; None when it holds none."""
     if "%" not in text and "\\" not in text:
         return None
+    escapes = [m for m in _ESCAPE.finditer(text) if _unescaped(m) is not None]
+    if not escapes:
+        return None
+    if "+" in text and any(m.group(1) for m in escapes):
+        escapes = sorted([*escapes, *_PLUS.finditer(text)], key=lambda m: m.start())
     built = _Builder()
     cursor = 0
-    for match in _ESCAPE.finditer(text):
-        code = match.group(1) or match.group(2)
-        char = chr(int(code, 16)) if code else "/"
-        if not (char.isprintable() or char in "\t\n\r"):
-            continue
+    for match in escapes:
         built.copy(text, cursor, match.start())
-        built.put(char, match.start(), match.end() - match.start())
+        built.put(_unescaped(match) or " ", match.start(), match.end() - match.start())
         cursor = match.end()
-    if cursor == 0:
-        return None
     built.copy(text, cursor, len(text))
     return built.view(text)
+
+
+def _unescaped(match: re.Match[str]) -> str | None:
+    """The character an escape stands for, when it is printable ASCII or a blank."""
+    if match.group() == "+":
+        return None
+    code = match.group(1) or match.group(2)
+    char = chr(int(code, 16)) if code else "/"
+    return char if char.isprintable() or char in "\t\n\r" else None
 
 
 def visible(text: str) -> str:

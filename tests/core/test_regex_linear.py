@@ -98,11 +98,13 @@ def _sites() -> list[Site]:
         Site("secret_views._IGNORABLE", secret_views._IGNORABLE, SEARCH),
         Site("secret_views._SUSPECT", secret_views._SUSPECT, SEARCH),
         Site("secret_views._ESCAPE", secret_views._ESCAPE, SEARCH),
+        Site("secret_views._PLUS", secret_views._PLUS, SEARCH),
         Site("secret_detectors._SYMBOL", secret_detectors._SYMBOL, SEARCH),
         Site("secret_detectors._PASSWORD_KEY", secret_detectors._PASSWORD_KEY, SEARCH),
         Site("secret_detectors._REFERENCE", secret_detectors._REFERENCE, MATCH),
         Site("secret_detectors._SEGMENT_END", secret_detectors._SEGMENT_END, SEARCH),
         Site("secret_detectors._SEPARATORS", secret_detectors._SEPARATORS, SEARCH),
+        Site("secret_detectors._SEPARATOR", secret_detectors._SEPARATOR, SEARCH),
         Site("secret_detectors._SPLIT_START", secret_detectors._SPLIT_START, SEARCH),
         Site("library.keyword", lib.keyword, SEARCH),
         Site("library.keyword_any_case", lib.keyword_any_case, SEARCH),
@@ -215,15 +217,15 @@ def test_no_regex_is_built_inline() -> None:
 
 
 # Inputs of about BASE characters (or twice a pattern's largest bounded repeat, which
-# grows with the input up to its bound), then four times as many: a linear pattern's
-# count of steps grows about fourfold, a quadratic one's sixteen-fold, a cubic 64-fold.
+# grows with the input up to its bound, so that a match of the whole smaller input
+# cannot make it look cheap), then four times as many: a linear pattern's count of
+# steps grows about fourfold, a quadratic one's sixteen-fold, a cubic 64-fold.
 BASE = 160
-MAX_BASE = 600  # past it, a bounded repeat is constant work at every start anyway
 GROWTH_LIMIT = 6.0
 
 
 def _growth(site: Site, prefix: str, unit: str, suffix: str) -> tuple[int, int]:
-    base = min(MAX_BASE, max(BASE, 2 * largest_bound(site.pattern)))
+    base = max(BASE, 2 * largest_bound(site.pattern))
     small = max(2, math.ceil(base / len(unit)))
     texts = [prefix + unit * count + suffix for count in (small, 4 * small)]
     try:
