@@ -22,7 +22,7 @@ and seq, so the same inputs always give the same order:
 - ``semantic``: a hit's ``similarity``, when the caller passes one (clipped at
   0); its weight counts only when some hit has one.
 
-Weights were chosen on the development half of LoCoMo (scripts/recall_lab.py):
+Weights were chosen on the development half of LoCoMo (lab/recall_lab.py):
 a broad plateau, so round values. The semantic weight was chosen with the
 lab's all-MiniLM-L6-v2 channel (speaker names masked out of both texts) on
 conversations 0-2 and checked on 3-4: 1.4, i.e. a cosine of 1 adds about 0.4

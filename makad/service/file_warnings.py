@@ -2,10 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Final
 
+from makad.core import memory_format as fmt
+from makad.core.context_types import ContextLimits
+from makad.core.entry_text import split_lines
+from makad.core.levels import Level
+from makad.core.memory_select import PINNED_WARN_BUDGET, pinned_overflow
+from makad.core.outside_text import stray_lines
+from makad.core.tokens import HeuristicCounter
+from makad.core.types import Entry
 from makad.core.undecodable import undecodable_lines
 from makad.wire.base import Warning
 
@@ -57,10 +64,6 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
     return out
 
 
-# A level-1 heading (the file's title) and blank lines are expected before the first entry.
-_TITLE_LINE: Final = re.compile(r"^ {0,3}#(?:[ \t]|$)")
-_COMMENT_OPEN: Final = "<!--"
-_COMMENT_CLOSE: Final = "-->"
 ENTRY_FIX: Final = "start each memory with a `## Title` line (see docs/FORMAT.md)"
 
 
@@ -71,24 +74,7 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     Such text is kept as it is but is no memory: a CLAUDE.md-style list of bullets there
     reads as "no entries", which is what this warning explains.
     """
-    stray: list[int] = []
-    in_comment = False
-    for number, line in enumerate(preamble.splitlines(), start=1):
-        rest = line
-        if in_comment:
-            if _COMMENT_CLOSE not in rest:
-                continue
-            rest = rest.split(_COMMENT_CLOSE, 1)[1]
-            in_comment = False
-        while _COMMENT_OPEN in rest:
-            before, _, after = rest.partition(_COMMENT_OPEN)
-            if _COMMENT_CLOSE not in after:
-                in_comment = True
-                rest = before
-                break
-            rest = before + after.split(_COMMENT_CLOSE, 1)[1]
-        if rest.strip() and not _TITLE_LINE.match(rest):
-            stray.append(number)
+    stray = stray_lines(preamble)
     out = [
         Warning(
             kind="text_outside_entries",
@@ -130,4 +116,50 @@ def misplaced(workspace: Path) -> list[Warning]:
                     f"makad reads memory/{name}. Move it there (mkdir -p memory && mv {name} memory/)",
                 )
             )
+    return out
+
+
+def pinned_over_share(
+    doc: fmt.MemoryDocument,
+    entries: list[Entry],
+    now_ms: int,
+    user_confidence: dict[str, str],
+    level: Level,
+    file_name: str = "MEMORY.md",
+) -> list[Warning]:
+    """``pinned_over_share`` for each pinned entry of ``entries`` (the dated entries of
+    ``doc``, in its order) that a 1,500-token context pack has no room for: the pinned
+    entries need more than the small-memory share of such a pack
+    (``makad.core.memory_select.pinned_overflow``). Blocking (renders each pinned entry)."""
+    found = pinned_overflow(entries, now_ms, ContextLimits(), HeuristicCounter(), level, user_confidence)
+    if not found.past:
+        return []
+    lines: dict[str, int] = {}
+    line = 1 + len(split_lines(doc.preamble))
+    for section in doc.sections:
+        lines.setdefault(section.entry.id, line)
+        line += len(split_lines(section.raw))
+    why = (
+        f"the {found.pinned} pinned entries need about {found.tokens:,} tokens, more than the "
+        f"{found.limit:,} a {PINNED_WARN_BUDGET:,}-token context pack gives them (half its budget, "
+        "at most 2,000 tokens): such packs leave it out, the context trace says when. Unpin some "
+        "(maka memory unpin ID) or shorten them"
+    )
+    out = [
+        Warning(
+            kind="pinned_over_share",
+            line=lines.get(entry.id),
+            message=f'{file_name} line {lines.get(entry.id, "?")}: the pinned entry "{entry.title}" '
+            f"does not fit: {why}",
+        )
+        for entry in found.past[:MAX_LINE_WARNINGS]
+    ]
+    if len(found.past) > MAX_LINE_WARNINGS:
+        out.append(
+            Warning(
+                kind="pinned_over_share",
+                message=f"{file_name} has {len(found.past) - MAX_LINE_WARNINGS} more pinned entries that "
+                f"do not fit: {why}",
+            )
+        )
     return out

@@ -34,7 +34,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-Signature = tuple[int, int, int]
+from makad.private_files import fsync_dir, open_regular, read_if_regular, read_open, read_regular
+
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns): what tells one version of a file from the
+# next without reading it. The change time is the one a tool cannot put back: `touch -r`,
+# `cp -p` and `rsync -t` restore the mtime of a file they rewrote in place, and any
+# write or utime moves the ctime (``makad.store.tracked`` reads again a version whose
+# ctime was too recent to tell it from a later one).
+Signature = tuple[int, int, int, int]
 
 # A file changed less than this long ago may still be being written (in place).
 QUIET_NS: Final = 50_000_000
@@ -77,7 +84,7 @@ class Replaced:
 
 
 def signature_of(st: os.stat_result) -> Signature:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _renameat2() -> Callable[[bytes, bytes, int], int] | None:
@@ -140,18 +147,38 @@ def read_settled(
     path: Path | str, max_bytes: int, *, was_empty: bool = False, existed: bool = True
 ) -> tuple[os.stat_result, bytes] | None:
     """The file's stat and bytes (up to ``max_bytes + 1``) once it has stopped changing."""
+    last: tuple[os.stat_result, bytes] | None = None
     for _ in range(20):
         st = settled_stat(path, was_empty=was_empty, existed=existed)
         if st is None:
             return None
         if not stat.S_ISREG(st.st_mode):
             return st, b""
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-            after = os.fstat(fh.fileno())
-        if signature_of(after) == signature_of(st):
+        read = _read_now(path, max_bytes + 1)
+        if read is None:
+            continue  # a symlink now: the next stat says so
+        last = read
+        if signature_of(read[0]) == signature_of(st):
             break
-    return after, data  # (still changing after all that: the last read)
+    if last is None:  # a symlink at every look
+        return os.lstat(path), b""
+    return last  # (still changing after all that: the last read)
+
+
+def _read_now(path: Path | str, limit: int) -> tuple[os.stat_result, bytes] | None:
+    """The file's stat and bytes, opened without following a symlink (None: it is one now)
+    or waiting on a FIFO put there since the caller's stat (its stat, no bytes)."""
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        return None
+    try:
+        after = os.fstat(fd)
+        return after, read_open(fd, path, limit) if stat.S_ISREG(after.st_mode) else b""
+    finally:
+        os.close(fd)
 
 
 def replace_verified(
@@ -174,19 +201,17 @@ def replace_verified(
     ``before_rename`` runs right before the rename (the fault seam: ``makad.faults``).
     """
     tmp_name: str | None = None
+    fd = -1  # open until the file is in place: its signature is taken there (``_in_place``)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if mtime_ns is not None:
-                os.utime(fd, ns=(time.time_ns(), mtime_ns))
-            os.fsync(fd)
-            written = signature_of(os.fstat(fd))
-        finally:
-            os.close(fd)
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if mtime_ns is not None:
+            os.utime(fd, ns=(time.time_ns(), mtime_ns))
+        os.fsync(fd)
+        written = os.fstat(fd)
         tmp = Path(tmp_name)
         sha = hashlib.sha256(data).hexdigest()
         if before_rename is not None:
@@ -195,21 +220,35 @@ def replace_verified(
         if expect_sha is None:
             _create(tmp, path)
             tmp_name = None
-            _fsync_dir(path.parent)
-            return Replaced(sha, written, visible_ns)
+            fsync_dir(path.parent)
+            return Replaced(sha, _in_place(fd, written), visible_ns)
         if not _exchange(tmp, path, expect_sha, max_bytes):
             tmp_name = None  # renamed over the file the old way
-            _fsync_dir(path.parent)
-            return Replaced(sha, written, visible_ns)
-        _fsync_dir(path.parent)
+            fsync_dir(path.parent)
+            return Replaced(sha, _in_place(fd, written), visible_ns)
+        fsync_dir(path.parent)
+        signature = _in_place(fd, written)
         displaced = _displaced(tmp, expect_sha, max_bytes)
         if displaced is not None:
             keep(displaced.data)
-        return Replaced(sha, written, visible_ns, displaced)
+        return Replaced(sha, signature, visible_ns, displaced)
     finally:
+        if fd >= 0:
+            os.close(fd)
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
+
+
+def _in_place(fd: int, written: os.stat_result) -> Signature:
+    """The new file's signature at its place: the rename moved its ctime, so it is taken
+    again through the descriptor of the file written. When more than the ctime moved (a
+    save went into it already), the signature from before the rename, which the next
+    check tells from the file (and the daemon then reads what was saved)."""
+    now = os.fstat(fd)
+    if (now.st_ino, now.st_size, now.st_mtime_ns) == (written.st_ino, written.st_size, written.st_mtime_ns):
+        return signature_of(now)
+    return signature_of(written)
 
 
 def _create(tmp: Path, path: Path) -> None:
@@ -231,7 +270,7 @@ def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
     except FileNotFoundError:
         raise ChangedUnderfoot(str(path)) from None
     try:
-        current = path.read_bytes()[: max_bytes + 1]
+        current = read_regular(path, max_bytes + 1)
     except FileNotFoundError:
         raise ChangedUnderfoot(str(path)) from None
     if hashlib.sha256(current).hexdigest() != expect_sha:
@@ -242,8 +281,9 @@ def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
 
 def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
     """What the exchange put under the temp name, if it is not the expected version."""
-    with open(tmp, "rb") as fh:
-        data = fh.read(max_bytes + 1)
+    data = read_if_regular(tmp, max_bytes + 1)
+    if data is None:
+        return None  # not a file (a symlink swapped in): nothing of the user's to keep
     if hashlib.sha256(data).hexdigest() == expect_sha:
         return None
     # An in-place save may still be writing into it: read it once it is done.
@@ -254,11 +294,3 @@ def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
     if hashlib.sha256(data).hexdigest() == expect_sha:
         return None
     return Displaced(data, st.st_mtime_ns)
-
-
-def _fsync_dir(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

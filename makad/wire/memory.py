@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from makad.core.confidence import Confidence
+from makad.core.outside_text import OutsideLine
 from makad.core.types import BackupInfo, ContextStrategy, Entry
 
 # A record the layers below the wire share: defined once, in core.
@@ -49,6 +50,8 @@ class ReadStateParams(WorkspaceParams):
     ``ifRevision``: a conditional read. When the workspace's revision is still this one
     (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
     disk first), the reply is ``{notModified: true, revision}`` without the state.
+    Revisions are unique across the workspaces of a data directory: one held for another
+    folder (a symlink since repointed) never matches.
     ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
     """
 
@@ -67,7 +70,8 @@ class LocalMemoryState(Result, kw_only=True):
     shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
-    started over (privacy switches at their defaults).
+    started over (privacy switches at their defaults); ``pinned_over_share``: a pinned
+    entry (on its line) that a 1,500-token context pack has no room for.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -116,6 +120,17 @@ class UpdateEntryParams(WorkspaceParams):
     request_id: str | None = None
 
 
+class PinEntryParams(WorkspaceParams):
+    """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+    build_context, first in its memory segment); ``false`` removes it in any spelling. The
+    other tags and the entry's dates stay as they are; an entry already so is not written."""
+
+    id: str
+    pinned: bool = True
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
 class EntryIdParams(WorkspaceParams):
     id: str
     expected_revision: int | None = None
@@ -130,6 +145,28 @@ class EntryResult(Result):
 
 class ListBackupsParams(WorkspaceParams):
     pass
+
+
+class RemoveOutsideTextParams(WorkspaceParams):
+    """``dryRun``: only say what would go. ``lines``: only these of the removable lines
+    (file line numbers, as ``text_outside_entries`` names them). ``expectedRevision``:
+    refuse with ``conflict`` when the workspace moved on since it was read."""
+
+    dry_run: bool = False
+    lines: list[Annotated[int, Meta(ge=1)]] | None = None
+    expected_revision: int | None = None
+
+
+class RemoveOutsideTextResult(Result):
+    """``removed``: the lines taken out (with ``dryRun``: the ones that would be), each
+    with ``where`` its memory is now (``memory``, ``pending`` or ``rejected``) and that
+    entry's or proposal's ``id``; ``kept``: the other lines outside any entry
+    (``where: not_imported``), which stay until they are imported or given a heading."""
+
+    removed: list[OutsideLine]
+    kept: list[OutsideLine]
+    dry_run: bool
+    revision: int
 
 
 class BackupsResult(Result):
@@ -163,7 +200,8 @@ class ChangeNotification(Result, omit_defaults=True):
     After a save that lacked entries the daemon had written (an editor buffer older than
     the write), ``reapplied`` lists the ids written back into the file and ``returned``
     those queued in PENDING.md instead, because the save may have deleted them on
-    purpose (only present when not empty).
+    purpose; the ``proposals_changed`` of the write that queues them names them in
+    ``returned`` too (only present when not empty).
     """
 
     workspace: str
@@ -211,6 +249,13 @@ METHODS: list[MethodSpec] = [
         "Change an entry's title, content or tags.",
         errors=(*_WRITE, NotFound),
     ),
+    MethodSpec(
+        "pin_entry",
+        PinEntryParams,
+        EntryResult,
+        "Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.",
+        errors=(*_WRITE, NotFound),
+    ),
     MethodSpec("archive_entry", EntryIdParams, EntryResult, "Archive an entry.", errors=(*_WRITE, NotFound)),
     MethodSpec(
         "restore_entry",
@@ -225,6 +270,16 @@ METHODS: list[MethodSpec] = [
         EntryResult,
         "Remove an entry from MEMORY.md and every index; returns what was deleted.",
         errors=(*_WRITE, NotFound),
+    ),
+    MethodSpec(
+        "remove_outside_text",
+        RemoveOutsideTextParams,
+        RemoveOutsideTextResult,
+        "Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose "
+        "memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with "
+        "import_memories and decided. Other lines stay. The preamble's title, comments and "
+        "every entry are untouched; a backup is kept as for every write.",
+        errors=(*_WRITE, InvalidParams),
     ),
     MethodSpec(
         "list_backups",

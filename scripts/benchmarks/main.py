@@ -23,6 +23,7 @@ ALL = [
     "memory_format",
     "imports",
     "import_ping",
+    "data_dir",
 ]
 # Run only when named: they need tools CI does not have (valgrind).
 OPTIONAL = [

@@ -510,7 +510,7 @@ def _limited(conversations: list[Conversation], limit: int | None) -> list[Conve
 
 
 def table(summary: dict[str, Any]) -> str:
-    """The README's Markdown table of the main figures."""
+    """A Markdown table of the main figures (as docs/PERFORMANCE.md shows them)."""
     head = (
         "| variant | P | R | F1 | mean tokens | cumulative tokens | p50 ms | p95 ms "
         "| stale ok | leaks | false promotions |"

@@ -60,13 +60,49 @@ def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
     assert again["previouslyRejected"]["proposalId"] == rejected
 
 
+LONG = (
+    "The deployment pipeline for the payments service runs integration tests against the "
+    "staging database called heron, then waits for a manual approval from the on-call "
+    "engineer before promoting the build to production on Tuesday mornings only."
+)
+
+
+def test_review_from_a_pipe_shows_the_whole_proposal(shared_daemon: DaemonProcess) -> None:
+    """Off a terminal nothing of the proposal being decided is cut or wrapped, even beside
+    a similar entry."""
+    call(shared_daemon, "add_entry", title="Deploys", content=LONG.replace("Tuesday", "Thursday"))
+    propose(shared_daemon, "Deploys", LONG)
+    result = run_maka(shared_daemon, "review", input="s\n", env={"COLUMNS": "120"})
+    assert result.returncode == 0
+    assert f"  {LONG}" in result.stdout.splitlines()
+    assert "…" not in result.stdout
+
+
+def test_review_on_a_terminal_wraps_between_words(shared_daemon: DaemonProcess) -> None:
+    """On a terminal the card fits its width, side by side and stacked, and every word of
+    the proposal is whole on some line (never split across two)."""
+    call(shared_daemon, "add_entry", title="Deploys", content=LONG.replace("Tuesday", "Thursday"))
+    propose(shared_daemon, "Deploys", LONG)
+    for columns in ("120", "70"):
+        env = {**os.environ, "COLUMNS": columns, "LINES": "40", "TERM": "dumb"}
+        argv = [*MAKA, "--socket", str(shared_daemon.socket), "review", "-w", str(shared_daemon.workspace)]
+        pty = Pty(argv, env)
+        shown = pty.expect(PROMPT)
+        pty.send("q")
+        assert pty.wait()[0] == 0
+        lines = [line.rstrip("\r") for line in shown.splitlines()]
+        assert all(display_width(line) <= int(columns) for line in lines)
+        words = {w for line in lines for w in line.replace("│", " ").split()}
+        assert set(LONG.split()) <= words, (columns, set(LONG.split()) - words)
+
+
 def test_review_quit_keeps_earlier_decisions(shared_daemon: DaemonProcess) -> None:
     """From a pipe each line is a key; q stops and what was decided stays decided."""
     first = propose(shared_daemon, "One", "first fact")
     second = propose(shared_daemon, "Two", "second fact")
     result = run_maka(shared_daemon, "review", input="x\na\nq\n")
     assert result.returncode == 0
-    assert "a approve · e edit then approve" in result.stdout  # help after an unknown key
+    assert "a approve · p approve and pin" in result.stdout  # help after an unknown key
     assert "Done: 1 approved, 0 rejected, 1 left waiting." in result.stdout
     waiting = [v["proposal"]["id"] for v in call(shared_daemon, "list_proposals")["proposals"]]
     assert waiting == [second] and first not in waiting
@@ -113,9 +149,22 @@ def test_card_side_by_side_when_wide() -> None:
     assert all(display_width(line) <= 120 for line in lines)
 
 
-def test_card_stacked_when_narrow() -> None:
-    """On a narrow terminal the similar entries come below the proposal."""
+def test_card_stacked_when_narrow_or_off_a_terminal() -> None:
+    """On a narrow terminal the similar entries come below the proposal; off a terminal
+    (no width) too, with nothing cut."""
+    assert not any("│" in line for line in card(sample_view(), 1, 1, {}, {}, width=None))
     lines = card(sample_view(), 2, 3, {}, {}, width=60)
     assert not any("│" in line for line in lines)
     assert lines.index("Similar entries:") > lines.index("New")
     assert any("no longer there" in line for line in lines)
+
+
+def test_review_can_approve_and_pin(shared_daemon: DaemonProcess) -> None:
+    """p approves the proposal with the pinned tag added to its own tags."""
+    d = shared_daemon
+    call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    call(d, "propose", title="Deploys", content="Deploys go out on Tuesdays.", tags=["ops"])
+    result = run_maka(d, "review", input="p\n")
+    assert result.returncode == 0 and "Approved and pinned" in result.stdout
+    (entry,) = call(d, "read_state", includeEntries=True)["entries"]
+    assert entry["tags"] == ["ops", "pinned"] and entry["content"] == "Deploys go out on Tuesdays."

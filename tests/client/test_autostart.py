@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -37,15 +38,19 @@ def test_library_default_does_not_start_a_daemon(autostart_home: AutostartHome) 
 
 def test_client_starts_one_detached_and_logged(autostart_home: AutostartHome) -> None:
     """Client(autostart=True) starts makad on its socket with the default data dir from the
-    environment, in a session of its own, logging to the user's log dir; it outlives the client."""
+    environment, fully detached — a session of its own, not the client's child, stdin from
+    /dev/null, output to the user's log dir — and it outlives the client."""
     with Client(str(autostart_home.socket), autostart=True) as c:
         status = c.call("status")
     assert status["socket"] == str(autostart_home.socket)
     assert status["dataDir"] == str(autostart_home.data_dir)
     pid = int(status["pid"])
     assert os.getsid(pid) == pid != os.getsid(0)  # its own session: no terminal's signals reach it
+    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert parent != os.getpid()  # re-parented: the client never waits for it or reaps it
     assert os.readlink(f"/proc/{pid}/cwd") == "/"
-    assert os.readlink(f"/proc/{pid}/fd/2") == str(autostart_home.log)
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2") == str(autostart_home.log)
     assert "listening on" in autostart_home.log.read_text()
     assert autostart_home.status()["pid"] == pid  # still serving after the client closed
 
@@ -85,14 +90,17 @@ def test_stale_socket_is_replaced(autostart_home: AutostartHome) -> None:
 def test_a_daemon_that_cannot_start_is_reported(
     autostart_home: AutostartHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """When the started makad exits with an error, the client says so and names the log."""
+    """When the started makad exits with an error, the client says so, with the daemon's
+    own words (here: a file where its data folder should be, exit 78) and the log."""
     blocker = autostart_home.root / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("MAKAD_DATA_DIR", str(blocker / "data"))
     with pytest.raises(DaemonUnavailable) as info:
         Client(str(autostart_home.socket), autostart=True).call("ping")
     message = str(info.value)
-    assert "autostarted makad exited with status 1" in message and str(autostart_home.log) in message
+    # Detached, it is not the client's child: its exit status is unknown, its last words are not.
+    assert "autostarted makad exited: " in message and str(autostart_home.log) in message
+    assert f"{blocker} is not a folder" in message
 
 
 def test_cli_autostarts_and_says_so(autostart_home: AutostartHome) -> None:
@@ -137,12 +145,14 @@ def test_two_clients_at_once_get_one_daemon(autostart_home: AutostartHome) -> No
 
 
 def test_log_never_follows_a_symlink(autostart_home: AutostartHome) -> None:
-    """A symlink planted at the log's path is refused, not written through."""
+    """A symlink planted at the log's path is refused (a DaemonUnavailable naming the log),
+    not written through: the file it leads to keeps its bytes and mode."""
     target = autostart_home.root / "victim"
     target.write_text("keep me")
+    target.chmod(0o644)
     autostart_home.log.parent.mkdir(parents=True)
     autostart_home.log.symlink_to(target)
-    with pytest.raises(OSError):
+    with pytest.raises(DaemonUnavailable, match=f"its log {autostart_home.log} is a symlink"):
         Client(str(autostart_home.socket), autostart=True).call("ping")
-    assert target.read_text() == "keep me"
+    assert target.read_text() == "keep me" and stat.S_IMODE(target.stat().st_mode) == 0o644
     assert not Path(autostart_home.socket).exists()

@@ -27,7 +27,7 @@ def entry(origin: str = "manual", refs: tuple[str, ...] = (), age_days: float = 
 
 
 def test_typed_by_the_user_beats_an_agent_proposal_beats_an_old_import() -> None:
-    """The three kinds of entry the issue names get three different levels."""
+    """Typed by the user, proposed by an agent, imported long ago: three different levels."""
     typed = derive(entry("manual"), NOW)
     agent = derive(entry("extracted", ("event:s:1", "event:s:2")), NOW)
     old_import = derive(entry("imported", age_days=400), NOW)

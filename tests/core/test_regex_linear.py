@@ -30,6 +30,7 @@ from makad.core import (
     feedback,
     keyword_values,
     memory_format,
+    outside_text,
     ranking,
     recall,
     redaction,
@@ -43,7 +44,6 @@ from makad.core import (
 )
 from makad.core.importers import chatgpt, claude, markdown, records, sniffing, timestamps
 from makad.rpc import dispatch
-from makad.service import file_warnings
 from makad.store import ephemeral, identity, memory_files
 from tests.regex_steps import TooManySteps, alphabet, largest_bound, literals, steps
 
@@ -67,6 +67,7 @@ def _sites() -> list[Site]:
         Site("records._EMPHASIS", records._EMPHASIS, SEARCH),
         Site("records._TAG_JUNK", records._TAG_JUNK, SEARCH),
         Site("records._DASHES", records._DASHES, SEARCH),
+        Site("records._CLAUSE_END", records._CLAUSE_END, SEARCH),
         Site("markdown.BULLET", markdown.BULLET, MATCH),
         Site("markdown._CHECKBOX", markdown._CHECKBOX, SEARCH),
         Site("markdown._FENCE", markdown._FENCE, MATCH),
@@ -124,6 +125,7 @@ def _sites() -> list[Site]:
         Site("memory_format._LINE_BREAKS", memory_format._LINE_BREAKS, SEARCH),
         Site("canonical._HEADING_ESCAPE", canonical._HEADING_ESCAPE, SEARCH),
         Site("canonical._LINE_BREAK", canonical._LINE_BREAK, SEARCH),
+        Site("outside_text._TITLE_LINE", outside_text._TITLE_LINE, MATCH),
         Site("entry_comment._DIGITS", entry_comment._DIGITS, MATCH),
         Site("entry_comment._UNSAFE_VALUE", entry_comment._UNSAFE_VALUE, SEARCH),
         Site("undecodable._SURROGATE", undecodable._SURROGATE, SEARCH),
@@ -153,7 +155,6 @@ def _sites() -> list[Site]:
         Site("refs.EVENT_REF", refs.EVENT_REF, MATCH),
         # Wire, service and store
         Site("dispatch._PATH", dispatch._PATH, SEARCH),
-        Site("file_warnings._TITLE_LINE", file_warnings._TITLE_LINE, MATCH),
         Site("ephemeral._WORD", ephemeral._WORD, SEARCH),
         Site("identity._ID", identity._ID, MATCH),
         Site("memory_files._BACKUP_NAME", memory_files._BACKUP_NAME, MATCH),

@@ -1,5 +1,5 @@
-"""No exception in one request or connection ends the daemon (issue 15, point 1, the
-server's half): an unencodable reply is -32603 on that request, an exception outside any
+"""No exception in one request or connection ends the daemon (the server's
+half): an unencodable reply is -32603 on that request, an exception outside any
 request closes that connection alone; everyone goes on."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Cheap denial of service (issue 15, point 8): idle connections, the connection cap,
+"""Cheap denial of service: idle connections, the connection cap,
 the open-file limit, and imports pointed at whole trees."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The reply cap: no request or batch makes the daemon build a reply past it, and a big
-reply does not starve other connections (issue 15, point 5)."""
+reply does not starve other connections."""
 
 from __future__ import annotations
 

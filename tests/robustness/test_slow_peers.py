@@ -1,4 +1,4 @@
-"""Peers that stop reading: they hold up nobody but themselves (issue 15, point 2)."""
+"""Peers that stop reading: they hold up nobody but themselves ."""
 
 from __future__ import annotations
 

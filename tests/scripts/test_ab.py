@@ -103,7 +103,7 @@ def run(tmp_path_factory: pytest.TempPathFactory) -> tuple[dict[str, Any], Path]
 
 
 def test_summary_has_every_metric_for_every_variant(run: tuple[dict[str, Any], Path]) -> None:
-    """summary.json: one object per variant with the issue's metric names, the one question asked."""
+    """summary.json: one object per variant with every metric scripts/ab reports, the one question asked."""
     printed, out = run
     summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
     assert summary == printed and list(summary) == list(VARIANTS)

@@ -1,4 +1,4 @@
-"""scripts/bench --quick: every benchmark runs and prints the keys the issues define."""
+"""scripts/bench --quick: every benchmark runs and prints its documented keys."""
 
 from __future__ import annotations
 
@@ -48,3 +48,6 @@ def test_bench_quick_prints_every_key() -> None:
     ping = report["import_ping"]
     assert {"idle_p50_ms", "idle_p99_ms", "worst_p99_ms", "p99_ratio", "markdown", "json"} <= set(ping)
     assert ping["markdown"]["imported"] and ping["json"]["imported"]
+    data_dir = report["data_dir"]
+    assert {"entries", "tight_ms", "os_walk_ms", "ratio", "first_start_ms"} <= set(data_dir)
+    assert data_dir["modes_changed_first_start"] == data_dir["entries"] + 2  # root, workspaces/

@@ -59,7 +59,7 @@ def rows(out: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(fh))
 
 
-def test_report_has_the_issue_keys(run: tuple[dict[str, object], Path]) -> None:
+def test_report_has_every_key_the_tool_documents(run: tuple[dict[str, object], Path]) -> None:
     """Top-level keys, overall metrics, categories, latency and the four variants."""
     report, _ = run
     assert {

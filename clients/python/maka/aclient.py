@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from maka import autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
-from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
 from maka.generated import AsyncMethods
 from maka.notifications import (
     RECONNECT_RETRIES,
@@ -24,17 +24,21 @@ from maka.notifications import (
     lost_marker,
     marker,
 )
+from maka.server_check import ServerUid, check_server, expected_server_uid
 
 Item = Notification | BaseException  # an exception ends the notification stream
+# How long a request whose sending failed waits for the daemon's error about it.
+LAST_WORDS_S = 1.0
 
 
-class AsyncClient:
+class AsyncClient(autostart.StopAware):
     """``async with AsyncClient() as c: await c.call("ping")`` (or ``await c.m.ping()``).
 
     Behaves as ``Client`` does: connects on the first call, reconnects after the daemon
     restarted and renews its subscriptions — here without waiting for a call, so
     ``notifications()`` carries on across a restart. ``autostart`` is off by default, as
-    for ``Client``.
+    for ``Client``, and never starts a daemon that said it stops on purpose
+    (``daemon_stopped``); the server's uid is checked as ``Client`` checks it (``server_uid``).
     """
 
     def __init__(
@@ -45,8 +49,12 @@ class AsyncClient:
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
         on_notification: Callable[[Notification], None] | None = None,
+        server_uid: ServerUid | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # The uid the server must run as (maka.server_check): ours unless told otherwise.
+        self.server_uid = server_uid
+        self._expected_uid = expected_server_uid(server_uid)
         # Called with each notification as it is read (see Client.on_notification).
         self.on_notification = on_notification
         self.timeout = timeout
@@ -61,6 +69,8 @@ class AsyncClient:
         self._tg: TaskGroup | None = None
         self._subscriptions = Subscriptions()
         self._ever_connected = False
+        # The reason of the last ``daemon_stopping`` seen; None once a daemon answers again.
+        self.daemon_stopped: str | None = None
         self._closing = False
         self._resuming = False
         self._notes_closed = False
@@ -94,15 +104,22 @@ class AsyncClient:
             self._stream = None
 
     async def _dial(self) -> SocketStream:
-        return await anyio.connect_unix(self.socket_path)
+        stream = await anyio.connect_unix(self.socket_path)
+        try:
+            check_server(stream.extra(SocketAttribute.raw_socket), self.socket_path, self._expected_uid)
+        except BaseException:
+            await stream.aclose()
+            raise
+        return stream
 
     async def _open(self) -> SocketStream:
         try:
-            return await self._dial()
+            stream = await self._dial()
         except OSError as exc:
-            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
-                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
-        return await autostart.start_and_connect_async(self.socket_path, self._dial)
+            self._check_may_start(exc)
+            stream = await autostart.start_and_connect_async(self.socket_path, self._dial)
+        self.daemon_stopped = None
+        return stream
 
     async def _ensure(self) -> SocketStream:
         async with self._connect_lock:
@@ -146,12 +163,15 @@ class AsyncClient:
                 for message in self._codec.feed(data):
                     if is_notification(message):
                         # (is_notification narrowed the message above)
-                        if self.on_notification is not None:
-                            self.on_notification(message)  # type: ignore[arg-type]
+                        self._seen(message)  # type: ignore[arg-type]
                         self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
                     # A reply's id is one we sent (an int); anything else finds no waiter.
-                    waiter = self._waiters.pop(message.get("id"), None)  # type: ignore[arg-type]
+                    request_id = message.get("id")
+                    if request_id is None and "error" in message:
+                        self._fail_waiting(message)
+                        return  # the connection is done for: the next call opens another
+                    waiter = self._waiters.pop(request_id, None)  # type: ignore[arg-type]
                     if waiter is not None:
                         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                             waiter.send_nowait(message)  # its caller may have timed out
@@ -192,8 +212,9 @@ class AsyncClient:
                 try:
                     await self._ensure()
                     return
-                except (DaemonUnavailable, ProtocolError, TimeoutError) as exc:
-                    if attempt == self.reconnect_retries:
+                except (DaemonUnavailable, ProtocolError, TimeoutError, UntrustedServer) as exc:
+                    # Another uid's server on the socket now: no point in trying again.
+                    if attempt == self.reconnect_retries or isinstance(exc, UntrustedServer):
                         for note in self._subscriptions.lost(exc):
                             self._note_send.send_nowait(note)
                         self._note_send.send_nowait(exc)
@@ -201,6 +222,16 @@ class AsyncClient:
                 await anyio.sleep(backoff(attempt))
         finally:
             self._resuming = False
+
+    def _fail_waiting(self, message: dict[str, Any]) -> None:
+        """An error with a null id is about the connection, not one request (a message over
+        the size cap, a malformed frame, too many connections): the daemon closes it next,
+        so every request waiting on it ends with that error (and the reader stops, so no
+        call is sent on it any more)."""
+        waiting, self._waiters = self._waiters, {}
+        for request_id, waiter in waiting.items():
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                waiter.send_nowait({**message, "id": request_id})
 
     async def call(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         """Call a method with by-name params (a dict and/or keywords) and return its result."""
@@ -213,7 +244,10 @@ class AsyncClient:
             # The daemon restarted since our last call: the request never reached it.
             if self._stream is stream:
                 self._stream = None
-            result = await self._request(await self._ensure(), method, params)
+            try:
+                result = await self._request(await self._ensure(), method, params)
+            except _NotSent:
+                raise ProtocolError("the daemon closed the connection while the request was sent") from None
         self._subscriptions.track(method, params)
         return result
 
@@ -226,6 +260,11 @@ class AsyncClient:
                 async with self._send_lock:
                     await stream.send(payload)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                # The daemon may have refused the request before closing (over the size
+                # cap): its error reaches this waiter through the reader. Otherwise the
+                # connection was gone (a restart) and the request never arrived.
+                with anyio.move_on_after(LAST_WORDS_S), contextlib.suppress(anyio.EndOfStream):
+                    return unwrap(await receive.receive())
                 raise _NotSent from None
             with anyio.fail_after(self.timeout if self.timeout is not None else math.inf):
                 try:

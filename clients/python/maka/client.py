@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -21,15 +22,22 @@ from maka.notifications import (
     lost_marker,
     marker,
 )
+from maka.server_check import ServerUid, check_server, expected_server_uid
 
 
-class Client:
+class Client(autostart.StopAware):
     """``Client().call("ping")`` → ``"pong"``; ``Client().m.status()`` → a typed ``StatusResult``.
 
     Connects on the first call and reconnects on the next call after the daemon restarted,
     renewing its ``subscribe``s. With ``autostart=True`` a missing daemon is started (see
     ``maka.autostart``); it is off by default because a library is often used next to a
-    supervisor (systemd, a test harness, an app) that starts makad itself.
+    supervisor (systemd, a test harness, an app) that starts makad itself. A daemon that
+    said it stops on purpose (``daemon_stopping``) is never started again by this client:
+    ``daemon_stopped`` holds its reason until a daemon answers again.
+
+    The server must run as this process's uid (``maka.server_check``, checked before
+    anything is sent; ``UntrustedServer`` otherwise): ``server_uid`` names another uid it
+    may run as, or ``"any"``; by default ``$MAKA_SERVER_UID`` does.
     """
 
     def __init__(
@@ -40,8 +48,12 @@ class Client:
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
         on_notification: Callable[[Notification], None] | None = None,
+        server_uid: ServerUid | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # The uid the server must run as (maka.server_check): ours unless told otherwise.
+        self.server_uid = server_uid
+        self._expected_uid = expected_server_uid(server_uid)
         # Called with each notification as it is read, also during a call (like the Node
         # client's "notification" event): e.g. import_progress while import_memories runs.
         self.on_notification = on_notification
@@ -54,6 +66,8 @@ class Client:
         self._notifications: collections.deque[Notification] = collections.deque()
         self._subscriptions = Subscriptions()
         self._ever_connected = False
+        # The reason of the last ``daemon_stopping`` seen; None once a daemon answers again.
+        self.daemon_stopped: str | None = None
 
     def __enter__(self) -> Client:
         return self
@@ -77,18 +91,48 @@ class Client:
         sock.settimeout(self.timeout)
         try:
             sock.connect(self.socket_path)
-        except OSError:
+            check_server(sock, self.socket_path, self._expected_uid)
+        except BaseException:
             sock.close()
             raise
         return sock
 
     def _open(self) -> socket.socket:
         try:
-            return self._dial()
+            sock = self._dial()
         except OSError as exc:
-            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
-                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
-        return autostart.start_and_connect(self.socket_path, self._dial)
+            self._check_may_start(exc)
+            sock = autostart.start_and_connect(self.socket_path, self._dial)
+        self.daemon_stopped = None
+        return sock
+
+    def _take(self, data: bytes) -> list[dict[str, Any]]:
+        """Decode what arrived; notifications are seen (``daemon_stopping`` noted, the
+        ``on_notification`` callback called) as they are read."""
+        messages = self._codec.feed(data)
+        for message in messages:
+            if is_notification(message):
+                self._seen(message)  # type: ignore[arg-type]  # is_notification narrowed it
+        return messages
+
+    def _salvage(self) -> dict[str, Any] | None:
+        """Read what is still unread on a connection the daemon closed, before it is
+        dropped: its notifications are queued (``daemon_stopping`` above all), and its
+        error about the connection (null id: a message over the size cap), if it sent one,
+        is returned."""
+        sock = self._sock
+        if sock is None:
+            return None
+        refusal = None
+        with contextlib.suppress(OSError, ProtocolError):
+            sock.setblocking(False)
+            while data := sock.recv(1 << 20):
+                for message in self._take(data):
+                    if is_notification(message):
+                        self._notifications.append(message)  # type: ignore[arg-type]
+                    elif message.get("id") is None and "error" in message:
+                        refusal = message
+        return refusal
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -123,18 +167,33 @@ class Client:
 
     def _roundtrip(self, method: str, params: dict[str, Any] | None) -> Any:
         request_id, payload = self._codec.request(method, params)
-        try:
-            self._connect().sendall(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            # The daemon restarted since our last call: the request never reached it.
-            self._drop()
-            self._connect().sendall(payload)
+        self._send(payload)
         while True:
             for message in self._read():
                 if is_notification(message):
                     self._notifications.append(message)  # type: ignore[arg-type]  # is_notification narrowed it
                 elif message.get("id") == request_id:
                     return unwrap(message)
+                elif message.get("id") is None and "error" in message:
+                    # About the connection (a message over the size cap, a malformed frame,
+                    # too many connections): the daemon closes it, and this request failed.
+                    self._drop()
+                    return unwrap(message)
+
+    def _send(self, payload: bytes) -> None:
+        """Send a request. When the connection breaks meanwhile, the daemon either refused
+        it before closing (over the size cap: its error is raised) or had restarted since
+        our last call (the request never reached it): then it is sent once more."""
+        for _ in range(2):
+            try:
+                self._connect().sendall(payload)
+                return
+            except (BrokenPipeError, ConnectionResetError):
+                refusal = self._salvage()
+                self._drop()
+                if refusal is not None:
+                    unwrap(refusal)  # raises its error
+        raise ProtocolError("the daemon closed the connection while the request was sent")
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification: no reply comes back."""
@@ -152,12 +211,29 @@ class Client:
         if not data:
             self._drop()
             raise ProtocolError("the daemon closed the connection")
-        messages = self._codec.feed(data)
-        if self.on_notification is not None:
-            for message in messages:
-                if is_notification(message):
-                    self.on_notification(message)  # type: ignore[arg-type]
-        return messages
+        return self._take(data)
+
+    def wait_closed(self, timeout: float) -> bool:
+        """Read until the daemon closes this connection (after ``shutdown``), queueing
+        what notifications come: True when it did, False after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        try:
+            while self._sock is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._sock.settimeout(remaining)
+                try:
+                    messages = self._read()
+                except TimeoutError:
+                    return False
+                except ProtocolError:
+                    break
+                self._notifications.extend(m for m in messages if is_notification(m))  # type: ignore[misc]
+            return True
+        finally:
+            if self._sock is not None:
+                self._sock.settimeout(self.timeout)
 
     def notifications(self) -> Iterator[Notification]:
         """Yield notifications (after ``subscribe``), blocking for the next one.

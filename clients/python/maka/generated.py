@@ -545,7 +545,8 @@ class LocalMemoryState(TypedDict):
     shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
-    started over (privacy switches at their defaults).
+    started over (privacy switches at their defaults); ``pinned_over_share``: a pinned
+    entry (on its line) that a 1,500-token context pack has no room for.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -627,6 +628,34 @@ class OpenSessionParams(TypedDict):
     title: NotRequired[str | None]
     # default: null
     incognito: NotRequired[bool | None]
+
+
+class OutsideLine(TypedDict):
+    """One stray line; ``where`` says where its memory is now (``memory``, ``pending``,
+    ``rejected``), with the entry's or proposal's ``id``, or why it stays (``not_imported``).
+    """
+
+    line: int
+    text: str
+    where: str
+    # default: null
+    id: NotRequired[str | None]
+
+
+class PinEntryParams(TypedDict):
+    """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+    build_context, first in its memory segment); ``false`` removes it in any spelling. The
+    other tags and the entry's dates stay as they are; an entry already so is not written.
+    """
+
+    workspace: str
+    id: str
+    # default: true
+    pinned: NotRequired[bool]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
 
 
 class ProposalEdit(TypedDict):
@@ -724,6 +753,8 @@ class ReadStateParams(TypedDict):
     ``ifRevision``: a conditional read. When the workspace's revision is still this one
     (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
     disk first), the reply is ``{notModified: true, revision}`` without the state.
+    Revisions are unique across the workspaces of a data directory: one held for another
+    folder (a symlink since repointed) never matches.
     ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
     """
 
@@ -812,6 +843,34 @@ class RejectionInfo(TypedDict):
     proposalId: str
     reason: str | None
     rejectedAt: int
+
+
+class RemoveOutsideTextParams(TypedDict):
+    """``dryRun``: only say what would go. ``lines``: only these of the removable lines
+    (file line numbers, as ``text_outside_entries`` names them). ``expectedRevision``:
+    refuse with ``conflict`` when the workspace moved on since it was read.
+    """
+
+    workspace: str
+    # default: false
+    dryRun: NotRequired[bool]
+    # default: null
+    lines: NotRequired[list[int] | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+
+
+class RemoveOutsideTextResult(TypedDict):
+    """``removed``: the lines taken out (with ``dryRun``: the ones that would be), each
+    with ``where`` its memory is now (``memory``, ``pending`` or ``rejected``) and that
+    entry's or proposal's ``id``; ``kept``: the other lines outside any entry
+    (``where: not_imported``), which stay until they are imported or given a heading.
+    """
+
+    removed: list[OutsideLine]
+    kept: list[OutsideLine]
+    dryRun: bool
+    revision: int
 
 
 class RestoreBackupParams(TypedDict):
@@ -1101,6 +1160,8 @@ class TraceCandidate(TypedDict):
     confidence: NotRequired[Confidence | None]
     # default: 0
     bytes: NotRequired[int]
+    title: NotRequired[str]
+    pinned: NotRequired[bool]
 
 
 class UpdateEntryParams(TypedDict):
@@ -1221,6 +1282,19 @@ class UpdateEntryArgs(TypedDict):
     requestId: NotRequired[str | None]
 
 
+class PinEntryArgs(TypedDict):
+    """Params of ``pin_entry``."""
+
+    workspace: str
+    id: str
+    # default: true
+    pinned: NotRequired[bool]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
 class ArchiveEntryArgs(TypedDict):
     """Params of ``archive_entry``."""
 
@@ -1252,6 +1326,18 @@ class DeleteEntryArgs(TypedDict):
     expectedRevision: NotRequired[int | None]
     # default: null
     requestId: NotRequired[str | None]
+
+
+class RemoveOutsideTextArgs(TypedDict):
+    """Params of ``remove_outside_text``."""
+
+    workspace: str
+    # default: false
+    dryRun: NotRequired[bool]
+    # default: null
+    lines: NotRequired[list[int] | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
 
 
 class ListBackupsArgs(TypedDict):
@@ -1612,7 +1698,7 @@ class Methods:
         return cast("dict[str, Any]", self._call("rpc.discover", None))
 
     def shutdown(self) -> ShutdownResult:
-        """Stop accepting connections, let in-flight requests finish, exit 0.
+        """Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it.
 
         Errors: shutting_down.
         """
@@ -1653,6 +1739,13 @@ class Methods:
         """
         return cast("EntryResult", self._call("update_entry", dict(params)))
 
+    def pin_entry(self, **params: Unpack[PinEntryArgs]) -> EntryResult:
+        """Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("pin_entry", dict(params)))
+
     def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
         """Archive an entry.
 
@@ -1673,6 +1766,13 @@ class Methods:
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", self._call("delete_entry", dict(params)))
+
+    def remove_outside_text(self, **params: Unpack[RemoveOutsideTextArgs]) -> RemoveOutsideTextResult:
+        """Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with import_memories and decided. Other lines stay. The preamble's title, comments and every entry are untouched; a backup is kept as for every write.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("RemoveOutsideTextResult", self._call("remove_outside_text", dict(params)))
 
     def list_backups(self, **params: Unpack[ListBackupsArgs]) -> BackupsResult:
         """The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.
@@ -1924,7 +2024,7 @@ class AsyncMethods:
         return cast("dict[str, Any]", await self._call("rpc.discover", None))
 
     async def shutdown(self) -> ShutdownResult:
-        """Stop accepting connections, let in-flight requests finish, exit 0.
+        """Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it.
 
         Errors: shutting_down.
         """
@@ -1965,6 +2065,13 @@ class AsyncMethods:
         """
         return cast("EntryResult", await self._call("update_entry", dict(params)))
 
+    async def pin_entry(self, **params: Unpack[PinEntryArgs]) -> EntryResult:
+        """Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("pin_entry", dict(params)))
+
     async def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
         """Archive an entry.
 
@@ -1985,6 +2092,13 @@ class AsyncMethods:
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", await self._call("delete_entry", dict(params)))
+
+    async def remove_outside_text(self, **params: Unpack[RemoveOutsideTextArgs]) -> RemoveOutsideTextResult:
+        """Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with import_memories and decided. Other lines stay. The preamble's title, comments and every entry are untouched; a backup is kept as for every write.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("RemoveOutsideTextResult", await self._call("remove_outside_text", dict(params)))
 
     async def list_backups(self, **params: Unpack[ListBackupsArgs]) -> BackupsResult:
         """The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.
@@ -2216,7 +2330,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {

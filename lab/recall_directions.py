@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Issue 21, third pass: the directions not yet measured, as recall_lab strategies.
+"""Recall directions beyond the ones build_context takes, as recall_lab strategies.
 
-    .venv/bin/python scripts/recall_directions.py --conversations 0,1,2 [--variant NAME ...]
+    .venv/bin/python lab/recall_directions.py --conversations 0,1,2 [--variant NAME ...]
 
 Each variant starts from what build_context does (``recall_lab.assembled``:
 ``makad.store.recall_source.recall_hits`` into ``makad.core.assembly``) and
@@ -47,12 +47,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "lab")]
 
 import msgspec  # noqa: E402
-import recall_lab  # noqa: E402
-from recall_lab import DEFAULT_DATASET, Loaded, Outcome, Strategy, evaluate, ingest, packed, selected  # noqa: E402
 
+import recall_lab  # noqa: E402
 from makad.core import recall as recall_core  # noqa: E402
 from makad.core.assembly import assemble  # noqa: E402
 from makad.core.cjk import QUERY_NOISE_WORDS, query_tokens  # noqa: E402
@@ -61,6 +60,7 @@ from makad.core.feedback import _content_words, stem  # noqa: E402
 from makad.core.tokens import HeuristicCounter  # noqa: E402
 from makad.core.types import Event  # noqa: E402
 from makad.store.recall_source import recall_hits as gather  # noqa: E402
+from recall_lab import DEFAULT_DATASET, Loaded, Outcome, Strategy, evaluate, ingest, packed, selected  # noqa: E402
 
 Key = tuple[str, int]
 

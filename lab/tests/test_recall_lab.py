@@ -1,4 +1,4 @@
-"""scripts/recall_lab.py: the semantic channel compares what lines say, not who says them."""
+"""lab/recall_lab.py: the semantic channel compares what lines say, not who says them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT / "scripts")]
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "lab")]
 
 from recall_lab import masked  # noqa: E402
 

@@ -1,4 +1,4 @@
-"""scripts/recall_directions.py: the lab's query decomposition and hit fusion do what the README measured."""
+"""lab/recall_directions.py: query decomposition and hit fusion behave as lab/README.md describes."""
 
 from __future__ import annotations
 
@@ -8,12 +8,11 @@ from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]
-sys.path[:0] = [str(ROOT), str(ROOT / "scripts")]
-
-from recall_directions import fuse, sub_queries  # noqa: E402
+sys.path[:0] = [str(ROOT), str(ROOT / "scripts"), str(ROOT / "lab")]
 
 from makad.core.context_types import RecallHit  # noqa: E402
 from makad.core.types import Event  # noqa: E402
+from recall_directions import fuse, sub_queries  # noqa: E402
 
 
 def _event(seq: int, text: str = "Ann: hi") -> Event:
