@@ -282,23 +282,28 @@ def alphabet(pattern: re.Pattern[str]) -> list[str]:
                         chars.update(_CATEGORY_SAMPLES.get(str(item), ""))
             elif name == "CATEGORY":
                 chars.update(_CATEGORY_SAMPLES.get(str(arg), ""))
-            elif name == "BRANCH":
-                for alternative in arg[1]:
-                    walk(alternative)
-            elif name == "SUBPATTERN":
-                walk(arg[3])
-            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-                walk(arg[2])
-            elif name == "ATOMIC_GROUP":
-                walk(arg)
-            elif name in ("ASSERT", "ASSERT_NOT"):
-                walk(arg[1])
-            elif name == "GROUPREF_EXISTS":
-                walk(arg[1] or [])
-                walk(arg[2] or [])
+            for inner in _inner_sequences(name, arg):
+                walk(inner)
 
     walk(_tree(pattern))
     return sorted(chars | set(" \n\t.-_a0A"))
+
+
+def _inner_sequences(name: str, arg: Any) -> list[Any]:
+    """The sequences of nodes inside a node of a parse tree (none for a leaf)."""
+    if name == "BRANCH":
+        return list(arg[1])
+    if name == "SUBPATTERN":
+        return [arg[3]]
+    if name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
+        return [arg[2]]
+    if name == "ATOMIC_GROUP":
+        return [arg]
+    if name in ("ASSERT", "ASSERT_NOT"):
+        return [arg[1]]
+    if name == "GROUPREF_EXISTS":
+        return [arg[1] or [], arg[2] or []]
+    return []
 
 
 def literals(pattern: re.Pattern[str]) -> list[str]:
@@ -316,17 +321,8 @@ def literals(pattern: re.Pattern[str]) -> list[str]:
             if len(run) > 1:
                 found.add(run)
             run = ""
-            if name == "BRANCH":
-                for alternative in arg[1]:
-                    walk(alternative)
-            elif name == "SUBPATTERN":
-                walk(arg[3])
-            elif name in ("MAX_REPEAT", "MIN_REPEAT", "POSSESSIVE_REPEAT"):
-                walk(arg[2])
-            elif name == "ATOMIC_GROUP":
-                walk(arg)
-            elif name in ("ASSERT", "ASSERT_NOT"):
-                walk(arg[1])
+            for inner in _inner_sequences(name, arg):
+                walk(inner)
         if len(run) > 1:
             found.add(run)
 
