@@ -38,6 +38,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from makad.core.markdown_lines import Heading, atx_heading
 from makad.core.refs import event_range, event_ref
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Event, WorkingState
@@ -219,7 +220,12 @@ def covered_hash(covered: Sequence[Event]) -> str:
 # --------------------------------------------------------------------------- validation
 
 _FENCE = re.compile(r"^\s{0,3}(```|~~~)")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
+
+
+def _heading(line: str) -> Heading | None:
+    """An ATX heading with a blank after its hashes (``\\s{0,3}#{1,6}\\s+`` and its text)."""
+    heading = atx_heading(line, any_indent=True)
+    return heading if heading is not None and heading.text is not None else None
 
 
 def _section_key(heading: str) -> str:
@@ -235,14 +241,14 @@ def _sections(text: str) -> dict[str, bool]:
     for line in text.splitlines():
         if _FENCE.match(line):
             in_fence = not in_fence
-        match = None if in_fence else _HEADING.match(line)
-        if match is not None and len(match.group(1)) <= 4:
-            level = len(match.group(1))
+        match = None if in_fence else _heading(line)
+        if match is not None and match.level <= 4:
+            level = match.level
             while stack and stack[-1][0] >= level:
                 stack.pop()
             for _, parent in stack:
                 found[parent] = True
-            key = _section_key(match.group(2))
+            key = _section_key(match.text or "")
             found.setdefault(key, False)
             stack.append((level, key))
         elif line.strip():
@@ -414,9 +420,9 @@ def _quoted(text: str, max_chars: int) -> list[str]:
         line = raw.strip()
         if not line or _FENCE.match(line):
             continue
-        heading = _HEADING.match(line)
+        heading = _heading(line)
         if heading is not None:
-            line = f"**{heading.group(2).strip()}**"
+            line = f"**{(heading.text or '').strip()}**"
         line = abbreviate(line, budget)
         budget -= len(line)
         lines.append(line)

@@ -77,7 +77,7 @@ HEADER: Final = "# Maka Memory\n\n"
 # versions included) reads the same.
 PENDING_HEADER: Final = "# Maka Pending Proposals\n\n"
 
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*\Z")
+_LINE_BREAKS = re.compile(r"[\r\n]+")
 _BLANK_END = re.compile(r"(?:\A|\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)\Z")
 # Decay needs all three understood: a held createdAt reads as 0 and would archive at once.
 _DECAY_KEYS: Final = frozenset({"createdAt", "decayTtlMs", "status"})
@@ -207,7 +207,17 @@ def _top_level_h2(bodies: list[str]) -> list[int]:
 
 def _title(heading: str) -> str:
     text = H2.sub("", heading, count=1).strip(" \t")
-    return _CLOSING_HASHES.sub("", text).strip(" \t")
+    return _without_closing_hashes(text).strip(" \t")
+
+
+def _without_closing_hashes(text: str) -> str:
+    """``text`` (stripped of blanks) without a closing run of ``#`` that follows a blank or
+    is the whole text, as ``(?:^|[ \\t]+)#+[ \\t]*\\Z`` removed it (that search was
+    quadratic on a long run of blanks)."""
+    before = text.rstrip("#")
+    if before == text or (before and before[-1] not in " \t"):
+        return text
+    return before
 
 
 def _comment_index(bodies: list[str]) -> int:
@@ -302,7 +312,7 @@ def render_entry(entry: Entry, unknown_fields: tuple[str, ...] | list[str] = (),
 
 
 def _heading(title: str) -> str:
-    title = re.sub(r"[\r\n]+", " ", title).strip(" \t")
+    title = _LINE_BREAKS.sub(" ", title).strip(" \t")
     if title.endswith("#"):  # a closing sequence keeps the title's own final '#'
         title += " #"
     return f"## {title}".rstrip(" ")

@@ -32,6 +32,7 @@ from makad.core.secret_detectors import (
     library,
     may_hold_keyword,
     preload,
+    union,
 )
 from makad.core.secret_views import has_suspects, visible
 from makad.core.types import Entry
@@ -118,7 +119,7 @@ def redact_joined(texts: Sequence[str]) -> tuple[list[Redacted], int]:
                 pieces += 1
             index += 1
         split += max(0, pieces - 1)
-    results = [_apply(text, _union(spans, more)) for text, spans, more in zip(texts, own, extra, strict=True)]
+    results = [_apply(text, union(spans, more)) for text, spans, more in zip(texts, own, extra, strict=True)]
     return results, sum(r.count for r in results) - split
 
 
@@ -284,20 +285,6 @@ def _spans_boundary(text: str, boundaries: list[int], start: int, end: int) -> b
     line_end = end_of_line(text, end, JOIN_WINDOW)
     index = bisect.bisect_right(boundaries, line_start)
     return index < len(boundaries) and boundaries[index] < line_end
-
-
-def _union(spans: list[Span], more: list[Span]) -> list[Span]:
-    """Both sets of spans, overlapping ones merged into one (the earlier span's kind)."""
-    if not more:
-        return spans
-    merged: list[Span] = []
-    for start, end, kind in sorted([*spans, *more]):
-        if merged and start < merged[-1][1]:
-            last = merged[-1]
-            merged[-1] = (last[0], max(last[1], end), last[2])
-        else:
-            merged.append((start, end, kind))
-    return merged
 
 
 # --- secrets as values --------------------------------------------------------------------

@@ -12,6 +12,7 @@ import hashlib
 import re
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
+from typing import Final
 
 from makad.core.confidence import Confidence
 from makad.core.context_types import ContextLimits
@@ -83,11 +84,18 @@ def one_line(text: str, max_chars: int) -> str:
     return flat[: max(max_chars - 1, 0)].rstrip() + "…"
 
 
+# A closing ``</tag`` of each fence the context pack uses.
+_FENCE_CLOSERS: Final = {
+    tag: re.compile(rf"</(\s*+{re.escape(tag)})", re.IGNORECASE)
+    for tag in ("memory", "working-state", "summary", "recall")
+}
+
+
 def escape_fence(text: str, tag: str) -> str:
     """Defuse a closing ``</tag`` inside quoted text so it cannot end the fence."""
-    if "</" not in text:  # nearly every text: no pattern to build or run
+    if "</" not in text:  # nearly every text: no pattern to run
         return text
-    return re.sub(rf"</(\s*{re.escape(tag)})", r"<\\/\1", text, flags=re.IGNORECASE)
+    return _FENCE_CLOSERS[tag].sub(r"<\\/\1", text)
 
 
 def fenced(tag: str, header: str, body: str) -> str:

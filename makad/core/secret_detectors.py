@@ -46,7 +46,9 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from makad.core.secret_views import BASE64_RUN, decode_base64_run, normalized_view
+from makad.core.base64_texts import BASE64_RUN, decoded_texts
+from makad.core.keyword_values import keyword_values
+from makad.core.secret_views import View, normalized_view, unescaped_view
 
 MARKER_PREFIX: Final = "[REDACTED:"
 # base64 inside base64 is looked into once more, no deeper.
@@ -61,11 +63,13 @@ class _Rule:
     group: int = 0  # the group holding the secret; 0 is the whole match
     is_valid: Callable[[str], bool] | None = None
     word_start: bool = True  # the match must not continue a word on its left
-    # What must come right before the match; it becomes part of the secret.
-    # Checked in code: a leading lookbehind would defeat the literal-prefix scan.
+    # What must come right before the match, ``left_widths`` characters long (the first
+    # width that fits wins); it becomes part of the secret. Checked in code: a leading
+    # lookbehind would defeat the literal-prefix scan.
     left: re.Pattern[str] | None = None
-    left_width: int = 0
-    needs: str = ""  # skip the rule unless the lower-cased text holds this
+    left_widths: tuple[int, ...] = ()
+    # Skip the rule unless the lower-cased text holds one of these (cheaper than a search).
+    needs: tuple[str, ...] = ()
 
 
 def _rule(
@@ -75,11 +79,24 @@ def _rule(
     is_valid: Callable[[str], bool] | None = None,
     word_start: bool = True,
     left: str | None = None,
-    left_width: int = 0,
-    needs: str = "",
+    left_widths: tuple[int, ...] = (),
+    needs: str | tuple[str, ...] = (),
 ) -> _Rule:
-    left_regex = re.compile(left + r"\Z") if left else None
-    return _Rule(kind, re.compile(pattern), group, is_valid, word_start, left_regex, left_width, needs)
+    left_regex = re.compile(left) if left else None
+    needed = (needs,) if isinstance(needs, str) else needs
+    return _Rule(kind, re.compile(pattern), group, is_valid, word_start, left_regex, left_widths, needed)
+
+
+_TOKEN_BODY: Final = "[A-Za-z0-9_-]"
+
+
+def _run_rule(kind: str, prefix: str, rest: str, needs: str, **options: object) -> _Rule:
+    """A token whose prefix is made of its body's characters (``eyJ`` in a JWT): tried once
+    per run of those characters, at the first prefix in the run not glued to a word
+    character, as a search from every prefix would, but without reading the rest of the
+    run again from each later prefix (quadratic on ``eyJeyJeyJ…``)."""
+    pattern = rf"(?<!{_TOKEN_BODY})(?>{_TOKEN_BODY}*?(?<!\w)(?={prefix}))({prefix}{rest})"
+    return _Rule(kind, re.compile(pattern), 1, word_start=False, needs=(needs,), **options)  # type: ignore[arg-type]
 
 
 def _has_digit_and_letter(value: str) -> bool:
@@ -92,7 +109,9 @@ _OWN_FORMATS: Final = (
     _rule(
         "private_key",
         # Up to the END line; a truncated block runs over its base64 and header lines.
-        rf"-----BEGIN {_PEM_LABEL}(?:[\s\S]*?-----END {_PEM_LABEL}"
+        # (The block's text stops at the next BEGIN or END line: each character is read
+        # for one header at most, where a lazy scan per header was quadratic.)
+        rf"-----BEGIN {_PEM_LABEL}(?:(?:[^-]++|-(?!----(?:BEGIN|END) ))*+-----END {_PEM_LABEL}"
         r"|(?:\r?\n(?:[A-Za-z0-9+/]{16,}={0,2}|[A-Za-z0-9+/]*={1,2}|[A-Za-z-]+: [^\r\n]*)"
         r"(?=[\r\n]|\Z))*)",
         word_start=False,
@@ -107,7 +126,9 @@ _OWN_FORMATS: Final = (
     _rule("openai_key", r"sk-[A-Za-z0-9]{20}T3BlbkFJ[A-Za-z0-9]{20}" + _END),
     _rule("openai_key", r"sk-[A-Za-z0-9]{32,}" + _END),
     _rule("github_token", r"gh[pousr]_[A-Za-z0-9]{36,255}" + _END),
-    _rule("github_token", r"github_pat_[A-Za-z0-9_]{50,255}" + _END),
+    # The lookbehind after the prefix: a prefix inside a word fails at once (the body
+    # holds every character of the prefix, so a search would read on from each one).
+    _rule("github_token", r"github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{50,255}+" + _END),
     _rule("aws_access_key", r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
     _rule(
         "slack_webhook",
@@ -128,22 +149,39 @@ _OWN_FORMATS: Final = (
         r":AA[A-Za-z0-9_-]{33}" + _END,
         word_start=False,
         left=r"(?<![0-9])[0-9]{8,10}",
-        left_width=10,
+        left_widths=(10, 9, 8),
     ),
     _rule(
         "mailchimp_key",
         r"-us[0-9]{1,2}(?![A-Za-z0-9])",
         word_start=False,
         left=r"(?<![A-Za-z0-9])[0-9a-f]{32}",
-        left_width=32,
+        left_widths=(32,),
+    ),
+    # GitLab's formats (as detect-secrets writes them; the agent token's long body as a
+    # run rule).
+    _rule("gitlab_token", r"(?:glpat|gldt|glft|glsoat|glrt)-[A-Za-z0-9_-]{20,50}+(?!\w)"),
+    _rule("gitlab_token", r"GR1348941[A-Za-z0-9_-]{20,50}+(?!\w)"),
+    _rule("gitlab_token", r"glcbt-(?:[0-9a-fA-F]{2}_)?[A-Za-z0-9_-]{20,50}+(?!\w)"),
+    _rule("gitlab_token", r"glimt-[A-Za-z0-9_-]{25}(?!\w)"),
+    _rule("gitlab_token", r"glptt-[A-Za-z0-9_-]{40}(?!\w)"),
+    _run_rule("gitlab_token", "glagent-", r"[A-Za-z0-9_-]{50,1024}+(?!\w)", needs="glagent-"),
+    _rule("gitlab_token", r"gloas-[A-Za-z0-9_-]{64}(?!\w)"),
+    # npm's ``.npmrc`` line ``//registry…/:_authToken=<token>``, read from its key.
+    _rule(
+        "npm_token",
+        r"/:_authToken=[ \t]*+(npm_[^\s'\"]++|[A-Fa-f0-9-]{36})",
+        1,
+        word_start=False,
     ),
     # (the JWT rule, which checks its match with detect-secrets, is in ``_Library``)
 )
-_JWT: Final = r"eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]*"
+_JWT_PREFIX: Final = "eyJ"
+_JWT_REST: Final = r"[A-Za-z0-9_-]{8,}+\.eyJ[A-Za-z0-9_-]{8,}+\.[A-Za-z0-9_-]*+"
 _CONTEXT_RULES: Final = (
     _rule(
         "aws_secret_key",
-        r"(?i:aws_?secret(?:_?access)?(?:_?key)?)[\"']?\s*[:=]\s*[\"']?"
+        r"(?i:aws_?secret(?:_?access)?(?:_?key)?)[\"']?\s*+[:=]\s*+[\"']?"
         r"([A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])",
         1,
         needs="aws",
@@ -151,14 +189,50 @@ _CONTEXT_RULES: Final = (
     # userinfo may hold ':' but never '@', '/' or '[', so a marker never matches.
     _rule(
         "url_password",
-        r"://[^\s:/?#\[\]@]*:([^\s/?#\[\]@]+)@(?=[A-Za-z0-9\[])",
+        r"://[^\s:/?#\[\]@]*+:([^\s/?#\[\]@]++)@(?=[A-Za-z0-9\[])",
         1,
         word_start=False,
     ),
-    _rule("bearer_token", r"[Bb]earer[ \t]+([A-Za-z0-9._~+/-]{20,}=*)", 1, _has_digit_and_letter),
+    _rule("bearer_token", r"[Bb]earer[ \t]++([A-Za-z0-9._~+/-]{20,}+=*+)", 1, _has_digit_and_letter),
+    # An Authorization header's credentials: after a scheme (``Basic`` holds base64 of
+    # ``user:password``), or alone, a token of 20+ characters without dashes.
+    _rule(
+        "bearer_token",
+        r"(?i:(?:proxy-)?authorization)[\"']?[ \t]*+[:=][ \t]*+[\"']?"
+        r"(?i:basic|bearer|token|digest|negotiate|apikey|key)[ \t]++([A-Za-z0-9._~+/=-]{16,}+)",
+        1,
+        _has_digit_and_letter,
+        word_start=False,
+        needs="authorization",
+    ),
+    _rule(
+        "bearer_token",
+        r"(?i:(?:proxy-)?authorization)[\"']?[ \t]*+[:=][ \t]*+[\"']?([A-Za-z0-9._~+/=]{20,}+)(?!-)",
+        1,
+        _has_digit_and_letter,
+        word_start=False,
+        needs="authorization",
+    ),
+    # Headers named for an API key or a token: ``X-Api-Key: …``, ``Private-Token: …``.
     _rule(
         "generic_secret",
-        r"(?i:token)[\"']?\s*[:=]\s*[\"']?([A-Za-z0-9_.~+/=-]{20,})",
+        r"(?i:(?:x-(?:goog-)?)?api-key)[\"']?[ \t]*+[:=][ \t]*+[\"']?([A-Za-z0-9._~+/=-]{16,}+)",
+        1,
+        _has_digit_and_letter,
+        word_start=False,
+        needs="api-key",
+    ),
+    _rule(
+        "generic_secret",
+        r"(?i:(?:x-auth|x-access|private)-token)[\"']?[ \t]*+[:=][ \t]*+[\"']?([A-Za-z0-9._~+/=-]{16,}+)",
+        1,
+        _has_digit_and_letter,
+        word_start=False,
+        needs="-token",
+    ),
+    _rule(
+        "generic_secret",
+        r"(?i:token)[\"']?\s*+[:=]\s*+[\"']?([A-Za-z0-9_.~+/=-]{20,}+)",
         1,
         _has_digit_and_letter,
         word_start=False,
@@ -187,11 +261,12 @@ class _Library:
     """Everything taken from detect-secrets, with the rules in the order they rank."""
 
     rules: tuple[_Rule, ...]
+    # The format rules alone (no context): what the joins of path segments are read with.
+    formats: tuple[_Rule, ...]
+    # Every rule's ``needs``, looked up once per text.
+    needs: tuple[str, ...]
     keyword: re.Pattern[str]
     keyword_any_case: re.Pattern[str]
-    # detect-secrets' keyword regexes and the group holding the value in each.
-    keyword_rules: tuple[tuple[re.Pattern[str], int], ...]
-    is_indirect_reference: Callable[[str], bool]
     is_sequential_string: Callable[[str], bool]
     is_templated_secret: Callable[[str], bool]
 
@@ -208,39 +283,29 @@ def library() -> _Library:
     from detect_secrets.filters import heuristic
     from detect_secrets.plugins import keyword
     from detect_secrets.plugins.azure_storage_key import AzureStorageKeyDetector
-    from detect_secrets.plugins.gitlab_token import GitLabTokenDetector
     from detect_secrets.plugins.jwt import JwtTokenDetector
-    from detect_secrets.plugins.npm import NpmDetector
     from detect_secrets.plugins.pypi_token import PypiTokenDetector
     from detect_secrets.plugins.sendgrid import SendGridDetector
     from detect_secrets.plugins.square_oauth import SquareOAuthDetector
 
-    # detect-secrets' own format patterns, for services the rules above do not name.
+    # detect-secrets' own format patterns, for services the rules above do not name (each
+    # is a literal prefix and a bounded or final run: linear, as the tests check).
     library_formats = (
-        ("gitlab_token", GitLabTokenDetector(), 0),
-        ("pypi_token", PypiTokenDetector(), 0),
-        ("npm_token", NpmDetector(), 1),
-        ("sendgrid_key", SendGridDetector(), 0),
-        ("square_oauth_secret", SquareOAuthDetector(), 0),
-        ("azure_storage_key", AzureStorageKeyDetector(), 0),
+        ("pypi_token", PypiTokenDetector()),
+        ("sendgrid_key", SendGridDetector()),
+        ("square_oauth_secret", SquareOAuthDetector()),
+        ("azure_storage_key", AzureStorageKeyDetector()),
     )
-    jwt = _rule("jwt", _JWT, is_valid=JwtTokenDetector.is_formally_valid)
-    library_rules = tuple(
-        _Rule(kind, regex, group) for kind, plugin, group in library_formats for regex in plugin.denylist
-    )
+    jwt = _run_rule("jwt", _JWT_PREFIX, _JWT_REST, needs="eyj", is_valid=JwtTokenDetector.is_formally_valid)
+    library_rules = tuple(_Rule(kind, regex) for kind, plugin in library_formats for regex in plugin.denylist)
+    formats = (*_OWN_FORMATS, jwt, *library_rules)
+    rules = (*formats, *_CONTEXT_RULES)
     return _Library(
-        rules=(*_OWN_FORMATS, jwt, *library_rules, *_CONTEXT_RULES),
+        rules=rules,
+        formats=formats,
+        needs=tuple(sorted({needed for rule in rules for needed in rule.needs})),
         keyword=re.compile("|".join(keyword.DENYLIST)),
         keyword_any_case=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
-        keyword_rules=(
-            (keyword.FOLLOWED_BY_COLON_EQUAL_SIGNS_REGEX, 4),
-            (keyword.FOLLOWED_BY_COLON_REGEX, 4),
-            (keyword.FOLLOWED_BY_EQUAL_SIGNS_REGEX, 5),
-            (keyword.PRECEDED_BY_EQUAL_COMPARISON_SIGNS_QUOTES_REQUIRED_REGEX, 2),
-            (keyword.FOLLOWED_BY_QUOTES_AND_SEMICOLON_REGEX, 3),
-            (keyword.FOLLOWED_BY_ARROW_FUNCTION_SIGN_QUOTES_REQUIRED_REGEX, 4),
-        ),
-        is_indirect_reference=heuristic.is_indirect_reference,
         is_sequential_string=heuristic.is_sequential_string,
         is_templated_secret=heuristic.is_templated_secret,
     )
@@ -270,10 +335,14 @@ _PLACEHOLDERS: Final = frozenset(
     }
 )
 LONG_LINE: Final = 2000
-_TRAILING_PUNCTUATION: Final = ".,;:!?)]}>"
 _SYMBOL: Final = re.compile(r"[^A-Za-z0-9._-]")
 _PASSWORD_KEY: Final = re.compile(r"pass|pwd|contrase", re.IGNORECASE)
-_REFERENCE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*[(\[]")  # a call or a lookup
+_REFERENCE: Final = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*+[(\[]")  # a call or a lookup
+# A longer text is read in windows of WINDOW characters (each with OVERLAP more on either
+# side), so no single scan of the detector runs over more than WINDOW + 2 * OVERLAP: a
+# secret is found by the window its start falls in, whole if it is shorter than OVERLAP.
+WINDOW: Final = 128 * 1024
+OVERLAP: Final = 16 * 1024
 
 
 def find_spans(text: str, depth: int = 0) -> list[Span]:
@@ -283,6 +352,19 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
     look-alikes folded); each span is mapped back so it covers the original
     characters, the invisible ones inside the secret included.
     """
+    if len(text) <= WINDOW + 2 * OVERLAP:
+        return _find_normalized(text, depth)
+    spans: list[Span] = []
+    for low in range(0, len(text), WINDOW):
+        start = max(0, low - OVERLAP)
+        found = _find_normalized(text[start : low + WINDOW + OVERLAP], depth)
+        spans = union(
+            spans, [(a + start, b + start, kind) for a, b, kind in found if low <= a + start < low + WINDOW]
+        )
+    return spans
+
+
+def _find_normalized(text: str, depth: int) -> list[Span]:
     if text.isascii():  # nothing to normalize (O(1) in CPython): the common case
         return _find(text, depth)
     view = normalized_view(text)
@@ -292,22 +374,188 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
 
 
 def _find(text: str, depth: int) -> list[Span]:
+    """The secrets of the text itself, of its unescaped view (URL and JSON escapes
+    decoded), and the tokens a path separator cuts in two (or in up to four)."""
+    spans = _layers(text, depth, everything=True)
+    if "%" in text or "\\" in text:
+        unescaped = unescaped_view(text)
+        if unescaped is not None:
+            add_spans(spans, _mapped([unescaped], _layers(unescaped.text, depth, everything=True)))
+            spans = union(spans, _mapped([unescaped], _split_spans(unescaped.text, depth)))
+    if "/" in text or "\\" in text:
+        spans = union(spans, _split_spans(text, depth))
+    return spans
+
+
+def _may_hold_split_token(text: str) -> bool:
+    """Whether a path separator may cut a token in ``text``: a token and the separators
+    cutting it are 20+ run characters in a row (``\\`` counted as one)."""
+    if "\\" in text:
+        return has_long_run(text.replace("\\", "/"))
+    return "/" in text and has_long_run(text)
+
+
+# What ends a path segment besides a separator.
+_SEGMENT_END: Final = re.compile(r"[\s/\\'\"`<>()\[\]{},;]")
+_SEPARATORS: Final = re.compile(r"[/\\]++")
+_SEPARATOR: Final = re.compile(r"[/\\]")
+# The starts of the format tokens, and the middles of the two whose start is a number
+# (a Telegram bot's id before ``:AA``, a Mailchimp key's hex before ``-us``).
+_SPLIT_START: Final = re.compile(
+    r"sk[-_]|rk_|gh[pousr]_|github_pat|A3T|AKIA|ASIA|ABIA|ACCA|xox|xapp-|whsec_|AIza|GOCSPX-"
+    r"|hf_|npm_|gl(?:pat|dt|ft|soat|rt|cbt|imt|ptt|agent|oas)-|GR1348941|eyJ|pypi-|SG\.|sq0csp-"
+    r"|AccountKey=|:AA|-us[0-9]"
+)
+# How far before ``:AA`` and ``-us`` their tokens start, and what they start with.
+_LEFT_PARTS: Final = {":AA": 10, "-us": 32}
+_NUMBER_OR_CUT: Final = frozenset("0123456789abcdef/\\")
+# The longest fixed start a token has (``sk-svcacct-``, ``github_pat_``): the _SPLIT_START
+# above is only its beginning, so every segment up to that far joins.
+_LONGEST_START: Final = 11
+MAX_SEGMENT: Final = 256
+MAX_SPLITS: Final = 3
+
+
+def _split_spans(text: str, depth: int) -> list[Span]:
+    """Format tokens (no context rules, no keywords) that path separators cut: the
+    segment holding a token's start joined with the next one, two, then three; what a
+    join finds across a separator is mapped back over it. A next segment joins if it
+    starts within the token's fixed start (``sk/-/svcacc/t-…``) or could go on a token
+    (``_may_continue``): a path's own words (``/details``) do not, so a token whole in a
+    path keeps the path after it."""
+    if not _may_hold_split_token(text):
+        return []
+    found: list[Span] = []
+    for cut, reach in sorted(_cuts(text).items()):
+        first = cut
+        floor = max(0, cut - MAX_SEGMENT)
+        while first > floor and _SEGMENT_END.match(text, first - 1) is None:
+            first -= 1
+        pieces = [(first, cut)]
+        following = _SEPARATORS.match(text, cut)
+        for _ in range(MAX_SPLITS):
+            if following is None:
+                break
+            at = following.end()
+            stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
+            end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
+            if end == at or not (at <= reach or _may_continue(text[at:end])):
+                break
+            pieces.append((at, end))
+            found = union(found, _across(text, pieces, depth))
+            following = _SEPARATORS.match(text, end)
+    return found
+
+
+def _cuts(text: str) -> dict[int, int]:
+    """The separators that may cut a token, each with how far its token's fixed start
+    reaches: one inside a token's start (``sk/-proj-…``), the first after a token's start
+    in its segment, or one inside the number a Telegram or Mailchimp token starts with.
+    The starts are looked for with the separators taken out, so a start cut is found too."""
+    separators = [found.start() for found in _SEPARATOR.finditer(text)]
+    shifted = _shifted(separators)
+    squeezed = _SEPARATOR.sub("", text)
+    cuts: dict[int, int] = {}
+
+    def position(squeezed_at: int) -> int:
+        # Each separator before a character shifts its position in ``text`` by one.
+        return squeezed_at + bisect.bisect_right(shifted, squeezed_at)
+
+    def add(cut: int, reach: int) -> None:
+        cuts[cut] = max(reach, cuts.get(cut, reach))
+
+    for start in _SPLIT_START.finditer(squeezed):
+        first, last = position(start.start()), position(start.end() - 1)
+        middle = _LEFT_PARTS.get(start.group()[:3])
+        reach = position(start.end() if middle is not None else start.start() + _LONGEST_START)
+        inside = bisect.bisect_right(separators, first)
+        if inside < len(separators) and separators[inside] < last:
+            add(separators[inside], reach)  # the start itself is cut
+            if middle is None:
+                continue
+        if middle is not None:
+            # The number before it, separators and all: each separator in it may be a
+            # cut (the first may also be the path's own, before the number).
+            number = first
+            while number > max(0, first - middle - MAX_SPLITS - 1) and text[number - 1] in _NUMBER_OR_CUT:
+                number -= 1
+            for found in _SEPARATOR.finditer(text, max(1, number), first):
+                add(found.start(), reach)
+        elif first > 0 and _is_word_char(text[first - 1]):
+            continue  # glued to a word: not a token's start
+        stop = _SEGMENT_END.search(text, last + 1, last + 1 + MAX_SEGMENT)
+        if stop is not None and text[stop.start()] in "/\\":
+            add(stop.start(), reach)
+    return cuts
+
+
+def _shifted(separators: list[int]) -> list[int]:
+    """For each separator, the position in the text without separators of the character
+    right after it (so a bisect on it counts the separators before a position)."""
+    return [at - index for index, at in enumerate(separators)]
+
+
+def _may_continue(segment: str) -> bool:
+    """Whether a path segment could be the rest of a token: short, or holding a digit, a
+    capital, ``-`` or ``_`` (a path's plain words, ``details``, are not)."""
+    return len(segment) <= 5 or any(c.isdigit() or c.isupper() or c in "-_" for c in segment)
+
+
+def _across(text: str, pieces: list[tuple[int, int]], depth: int) -> list[Span]:
+    """The format tokens of the pieces joined that cross a join, in ``text``'s positions."""
+    joined = "".join(text[a:b] for a, b in pieces)
+    if not has_long_run(joined):
+        return []
+    joins: list[int] = []  # where each piece after the first starts in ``joined``
+    offset = 0
+    for a, b in pieces[:-1]:
+        offset += b - a
+        joins.append(offset)
+    out: list[Span] = []
+    for start, end, kind in _layers(joined, depth, everything=False):
+        if any(start < at < end for at in joins):
+            out.append((_position(pieces, start), _position(pieces, end - 1) + 1, kind))
+    return out
+
+
+def _position(pieces: list[tuple[int, int]], index: int) -> int:
+    """The position in the text of character ``index`` of the pieces joined."""
+    for a, b in pieces:
+        if index < b - a:
+            return a + index
+        index -= b - a
+    raise IndexError(index)
+
+
+def _mapped(views: list[View], spans: list[Span]) -> list[Span]:
+    """Spans found in the last view of a chain, mapped back to the text the first was made of."""
+    out = []
+    for start, end, kind in spans:
+        for view in reversed(views):
+            start, end = view.original(start, end)
+        out.append((start, end, kind))
+    return out
+
+
+def _layers(text: str, depth: int, *, everything: bool) -> list[Span]:
+    """Formats, then (with ``everything``) context rules and keywords, then base64."""
     folded = text.lower()
     has_run = has_long_run(text)
     has_format = has_run or "://" in text or "-----BEGIN" in text or "PuTTY-User-Key-File" in text
     if len(folded) == len(text):
-        if not (has_format or may_hold_keyword(folded)):
+        if not (has_format or (everything and may_hold_keyword(folded))):
             return []
         keyword, lowered = library().keyword, folded
-        has_keyword = may_hold_keyword(folded) and keyword.search(folded) is not None
+        has_keyword = everything and may_hold_keyword(folded) and keyword.search(folded) is not None
     else:  # lower() lengthened a character (e.g. U+0130): positions would drift
         keyword, lowered = library().keyword_any_case, text
-        has_keyword = keyword.search(text) is not None
+        has_keyword = everything and keyword.search(text) is not None
     if not (has_keyword or has_format):
         return []
     spans: list[Span] = []
     if has_format:
-        add_spans(spans, _rule_spans(text, folded))
+        rules = library().rules if everything else library().formats
+        add_spans(spans, _rule_spans(text, folded, rules))
     if has_keyword:
         add_spans(spans, _keyword_spans(text, keyword.finditer(lowered)))
     if has_run and depth < MAX_BASE64_DEPTH:
@@ -316,14 +564,30 @@ def _find(text: str, depth: int) -> list[Span]:
 
 
 def _base64_spans(text: str, depth: int) -> Iterator[Span]:
-    """Whole base64 runs whose decoded text holds a secret (kind ``base64_<inner kind>``)."""
+    """Base64 runs whose decoded text holds a secret (kind ``base64_<inner kind>``): the
+    whole piece when it decodes to text alone, else the characters encoding the secret."""
     for match in BASE64_RUN.finditer(text):
-        decoded = decode_base64_run(match.group())
-        if decoded is None:
-            continue
-        inner = find_spans(decoded, depth + 1)
-        if inner:
-            yield match.start(), match.end(), "base64_" + inner[0][2].removeprefix("base64_")
+        for decoded in decoded_texts(match.group()):
+            if not _may_hold_secret(decoded.text):
+                continue
+            inner = find_spans(decoded.text, depth + 1)
+            if inner:
+                start, end = decoded.chars(inner[0][0], inner[-1][1])
+                kind = "base64_" + inner[0][2].removeprefix("base64_")
+                yield match.start() + start, match.start() + end, kind
+
+
+def _may_hold_secret(text: str) -> bool:
+    """The detector's own first test, cheaper than calling it: a run of 20, a keyword's
+    letters, a URL or a key header (invisible and look-alike characters aside)."""
+    return (
+        has_long_run(text)
+        or may_hold_keyword(text.lower())
+        or "://" in text
+        or "-----BEGIN" in text
+        or "PuTTY" in text
+        or not text.isascii()
+    )
 
 
 def may_hold_keyword(lowered: str) -> bool:
@@ -352,17 +616,34 @@ def add_spans(spans: list[Span], found: Iterable[Span]) -> None:
         spans.insert(index, span)
 
 
-def _rule_spans(text: str, folded: str) -> Iterator[Span]:
-    for rule in library().rules:
-        if rule.needs and rule.needs not in folded:
+def union(spans: list[Span], more: list[Span]) -> list[Span]:
+    """Both sets of spans, overlapping ones merged into one (the earlier span's kind)."""
+    if not more:
+        return spans
+    merged: list[Span] = []
+    for start, end, kind in sorted([*spans, *more]):
+        if merged and start < merged[-1][1]:
+            last = merged[-1]
+            merged[-1] = (last[0], max(last[1], end), last[2])
+        else:
+            merged.append((start, end, kind))
+    return merged
+
+
+def _rule_spans(text: str, folded: str, rules: tuple[_Rule, ...]) -> Iterator[Span]:
+    present = frozenset(needed for needed in library().needs if needed in folded)
+    for rule in rules:
+        if rule.needs and present.isdisjoint(rule.needs):
             continue
         for match in rule.regex.finditer(text):
             start, end = match.span(rule.group)
             if rule.left is not None:
-                left = rule.left.search(text, max(0, start - rule.left_width), start)
-                if left is None:
+                left = rule.left
+                fits = (w for w in rule.left_widths if w <= start and left.fullmatch(text, start - w, start))
+                width = next(fits, None)
+                if width is None:
                     continue
-                start = left.start()
+                start -= width
             secret = text[start:end]
             if start == end or MARKER_PREFIX in secret:
                 continue
@@ -381,13 +662,18 @@ def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
     for hit in hits:
         if hit.start() < done_until:
             continue
-        start = max(text.rfind("\n", 0, hit.start()), text.rfind("\r", 0, hit.start())) + 1
-        end = line_end = end_of_line(text, hit.start())
+        # The line around the keyword, looked for no further than LONG_LINE either way.
+        floor = max(0, hit.start() - LONG_LINE - 1)
+        start = max(text.rfind("\n", floor, hit.start()), text.rfind("\r", floor, hit.start())) + 1
+        if start == 0 and floor > 0:
+            start = floor
+        end = line_end = end_of_line(text, hit.start(), LONG_LINE + 1)
         done_until = end
         if end - start > LONG_LINE:
             # Minified JSON and the like: look around the keyword, not at the whole
             # line. Windows overlap, and a value touching a cut edge waits for the next.
             start, end = max(start, hit.start() - 200), min(end, hit.end() + 800)
+            line_end = -1 if end < len(text) and text[end] not in "\r\n" else end
             done_until = end - 400
         for value_start, value_end in _keyword_values(text[start:end]):
             if end == line_end or start + value_end < end - 50:
@@ -403,36 +689,11 @@ def end_of_line(text: str, pos: int, limit: int | None = None) -> int:
 
 def _keyword_values(line: str) -> Iterator[tuple[int, int]]:
     found_library = library()
-    if found_library.is_indirect_reference(line):
-        return
-    found: set[tuple[int, int]] = set()
-    for regex, group in found_library.keyword_rules:
-        pos = 0
-        # search, not finditer: an unquoted value is cut at its first space,
-        # and the next assignment on the line may start right after it.
-        while (match := regex.search(line, pos)) is not None:
-            start, end = match.span(group)
-            quoted = start > 0 and line[start - 1] in "'\"`"
-            span = _trim_value(line, start, end, quoted)
-            pos = max(span[1] if span else 0, match.start() + 1)
-            if span is None or span in found:
-                continue
-            # A quoted password may be a plain word; other keys' values must look random.
-            lenient = quoted and _PASSWORD_KEY.search(line, max(0, start - 40), start) is not None
-            if _plausible(line[span[0] : span[1]], lenient):
-                found.add(span)
-                yield span
-
-
-def _trim_value(line: str, start: int, end: int, quoted: bool) -> tuple[int, int] | None:
-    if start < 0 or start >= end:
-        return None
-    value = line[start:end]
-    if quoted:
-        return None if any(c.isspace() for c in value) else (start, end)
-    cut = next((i for i, c in enumerate(value) if c.isspace()), len(value))
-    value = value[:cut].rstrip(_TRAILING_PUNCTUATION)
-    return (start, start + len(value)) if value else None
+    for start, end, quoted in keyword_values(line, found_library.keyword, found_library.keyword_any_case):
+        # A quoted password may be a plain word; other keys' values must look random.
+        lenient = quoted and _PASSWORD_KEY.search(line, max(0, start - 40), start) is not None
+        if _plausible(line[start:end], lenient):
+            yield start, end
 
 
 def _plausible(value: str, lenient: bool) -> bool:

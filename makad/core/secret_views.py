@@ -1,19 +1,15 @@
-"""What the redactor looks at besides the text itself: a normalized view, decoded base64.
+"""What the redactor looks at besides the text itself: views that undo disguises.
 
-A secret can hide from plain pattern matching in two cheap ways: invisible
-characters inside it (``sk-ant-\u200bapi03-…``, a soft hyphen, a BOM) or
-look-alike compatibility characters (full-width ``ｓｋ－``), and an encoding
-(``c2stYW50LWFwaTAz…``). ``normalized_view`` gives the text the detector should
-see and maps positions back, so the redaction replaces exactly the original
-characters the secret spans and leaves every other character, invisible ones
-included, as it was. ``decode_base64_run`` turns a plausible base64 run back
-into the text it encodes, or None.
+A secret can hide from plain pattern matching in cheap ways: invisible characters
+inside it (``sk-ant-\u200bapi03-…``, a soft hyphen, a BOM), look-alike compatibility
+characters (full-width ``ｓｋ－``), and escapes (``%2F`` in a URL, ``\\/`` in a JSON string). Each view here
+gives the text the detector should see and maps positions back, so the redaction
+replaces exactly the original characters the secret spans and leaves every other
+character, invisible ones included, as it was. (Base64 is ``makad.core.base64_texts``.)
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import bisect
 import re
 import unicodedata
@@ -86,22 +82,63 @@ def _fold(char: str) -> str:
 class View:
     """The text as the detector sees it, and the way back to the original positions.
 
-    ``starts`` and ``origins`` are parallel: the view's piece starting at
-    ``starts[i]`` was copied from the original at ``origins[i]``, one character
-    for one character.
+    ``starts`` and ``origins`` are parallel: the view's piece starting at ``starts[i]``
+    was copied from the original at ``origins[i]``, one character for one character,
+    or, where ``widths[i]`` is set, is one character standing for ``widths[i]`` original
+    ones (a decoded escape such as ``%2F``).
     """
 
     text: str
     starts: list[int]
     origins: list[int]
+    widths: list[int] | None = None
 
     def original(self, start: int, end: int) -> tuple[int, int]:
         """The original range the view's ``[start, end)`` was made from (end > start)."""
-        return self._position(start), self._position(end - 1) + 1
+        return self._position(start), self._end(end - 1)
 
     def _position(self, index: int) -> int:
         piece = bisect.bisect_right(self.starts, index) - 1
         return self.origins[piece] + index - self.starts[piece]
+
+    def _end(self, index: int) -> int:
+        piece = bisect.bisect_right(self.starts, index) - 1
+        width = self.widths[piece] if self.widths is not None else 0
+        return self.origins[piece] + (width or index - self.starts[piece] + 1)
+
+
+class _Builder:
+    """A view made piece by piece: copied runs and single replacement characters."""
+
+    def __init__(self) -> None:
+        self.pieces: list[str] = []
+        self.starts: list[int] = []
+        self.origins: list[int] = []
+        self.widths: list[int] = []
+        self.length = 0
+
+    def copy(self, text: str, start: int, end: int) -> None:
+        if end > start:
+            self._add(text[start:end], start, 0)
+
+    def put(self, char: str, origin: int, width: int) -> None:
+        self._add(char, origin, width)
+
+    def _add(self, piece: str, origin: int, width: int) -> None:
+        self.starts.append(self.length)
+        self.origins.append(origin)
+        self.widths.append(width)
+        self.pieces.append(piece)
+        self.length += len(piece)
+
+    def view(self, original: str) -> View | None:
+        text = "".join(self.pieces)
+        if text == original:
+            return None
+        if not self.starts:  # nothing left at all
+            return View("", [0], [0])
+        widths = self.widths if any(self.widths) else None
+        return View(text, self.starts, self.origins, widths)
 
 
 def normalized_view(text: str) -> View | None:
@@ -109,65 +146,56 @@ def normalized_view(text: str) -> View | None:
     that changes nothing (the common case, decided by one regex scan)."""
     if not has_suspects(text):
         return None
-    pieces: list[str] = []
-    starts: list[int] = []
-    origins: list[int] = []
-    length = 0
+    built = _Builder()
     cursor = 0
     for match in _SUSPECT.finditer(text):
         at = match.start()
-        if at > cursor:
-            starts.append(length)
-            origins.append(cursor)
-            pieces.append(text[cursor:at])
-            length += at - cursor
+        built.copy(text, cursor, at)
         folded = _fold(match.group())
         if folded:
-            starts.append(length)
-            origins.append(at)
-            pieces.append(folded)
-            length += 1
+            built.put(folded, at, 1)
         cursor = at + 1
-    if cursor < len(text):
-        starts.append(length)
-        origins.append(cursor)
-        pieces.append(text[cursor:])
-    view = "".join(pieces)
-    if view == text:
+    built.copy(text, cursor, len(text))
+    return built.view(text)
+
+
+# Escapes a URL or a JSON string puts on the characters of a secret: ``%2F``, ``\/``,
+# ``\u002F``. Only those standing for printable ASCII or a blank are read (every
+# credential is ASCII); ``%E2%80%8B`` and the like stay as they are.
+_ESCAPE: Final = re.compile(r"%([0-9A-Fa-f]{2})|\\(?:/|u00([0-7][0-9A-Fa-f]))")
+_PLUS: Final = re.compile(r"\+")
+
+
+def unescaped_view(text: str) -> View | None:
+    """The text with its URL (``%XX``) and JSON (``\\/``, ``\\u00XX``) escapes of
+    printable ASCII decoded, and, when it holds ``%XX`` escapes (a form-encoded query
+    string), ``+`` read as a blank; None when it holds none."""
+    if "%" not in text and "\\" not in text:
         return None
-    if not starts:  # nothing visible at all
-        return View("", [0], [0])
-    return View(view, starts, origins)
+    escapes = [m for m in _ESCAPE.finditer(text) if _unescaped(m) is not None]
+    if not escapes:
+        return None
+    if "+" in text and any(m.group(1) for m in escapes):
+        escapes = sorted([*escapes, *_PLUS.finditer(text)], key=lambda m: m.start())
+    built = _Builder()
+    cursor = 0
+    for match in escapes:
+        built.copy(text, cursor, match.start())
+        built.put(_unescaped(match) or " ", match.start(), match.end() - match.start())
+        cursor = match.end()
+    built.copy(text, cursor, len(text))
+    return built.view(text)
+
+
+def _unescaped(match: re.Match[str]) -> str | None:
+    """The character an escape stands for, when it is printable ASCII or a blank."""
+    if match.group() == "+":
+        return None
+    code = match.group(1) or match.group(2)
+    char = chr(int(code, 16)) if code else "/"
+    return char if char.isprintable() or char in "\t\n\r" else None
 
 
 def visible(text: str) -> str:
     """``text`` without its invisible characters: how two spellings of a secret compare."""
     return _IGNORABLE.sub("", text) if not text.isascii() else text
-
-
-# A run that may be base64 (standard or URL-safe alphabet), long enough to hold a secret.
-BASE64_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]{20,}={0,2}")
-MAX_BASE64_RUN = 1 << 20
-_CONTROL: Final = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
-
-
-def decode_base64_run(run: str) -> str | None:
-    """The text a base64 run encodes, when it is well-formed base64 of UTF-8 text
-    without control characters; else None (binary data, prose, identifiers)."""
-    body = run.rstrip("=")
-    if len(body) > MAX_BASE64_RUN:
-        return None
-    standard = "+" in body or "/" in body
-    if standard and ("-" in body or "_" in body):
-        return None  # two alphabets: a path or an identifier, not base64
-    if len(body) % 4 == 1:
-        body = body[:-1]
-    padded = body + "=" * (-len(body) % 4)
-    try:
-        raw = base64.b64decode(padded, validate=True) if standard else base64.urlsafe_b64decode(padded)
-        decoded = raw.decode("utf-8")
-    except (binascii.Error, ValueError):
-        return None
-    if len(decoded) < 8 or _CONTROL.search(decoded) is not None:
-        return None
-    return decoded

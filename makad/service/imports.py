@@ -22,7 +22,6 @@ from makad.service import entry_dates
 from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles
-from makad.store.tracked import TrackedFile
 from makad.wire.base import Handler
 from makad.wire.proposals import ExportParams, ExportResult, ImportParams, ImportResultWire
 
@@ -50,9 +49,9 @@ class ImportService:
             data, files_, filename = await in_limited_thread(
                 self._import_readers, read_import_source, params.path, params.data
             )
-            chosen = _format_of(params.format, data, files_, filename)
+            # Recognising the format reads the whole input too: off the event loop as well.
             parsed = await in_limited_thread(
-                self._import_readers, importers.parse, data, chosen, files=files_
+                self._import_readers, _parse, params.format, data, files_, filename
             )
             if not parsed.items:
                 raise nothing_found(parsed, "$.path" if params.path is not None else "$.data")
@@ -62,12 +61,19 @@ class ImportService:
             rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])
             async with ws.lock:
                 await self._files.refresh(ws)
-                known = {
-                    content_hash(e.content)
-                    for e in [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)]
-                }
-                new, duplicates = rules.imported_proposals(cleaned, known, rejected, parsed.format, now_ms())
-                fitting = _fitting_count(ws.pending, new, self._ctx.settings.memory_max_bytes)
+                # A worker thread again: an import may hold a hundred thousand items.
+                new, duplicates, fitting = await in_thread(
+                    _proposals,
+                    [*fmt.entries(ws.memory.doc), *fmt.entries(ws.pending.doc)],
+                    cleaned,
+                    rejected,
+                    parsed.format,
+                    (
+                        ws.pending.doc.newline if not ws.pending.missing else "\n",
+                        ws.pending.text or fmt.PENDING_HEADER,
+                    ),
+                    self._ctx.settings.memory_max_bytes,
+                )
                 if new and fitting == 0:
                     raise TooLarge(
                         f"PENDING.md has no room for these {len(new)} memories (its cap is "
@@ -194,6 +200,28 @@ def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
     )
 
 
+def _parse(
+    requested: str | None, data: str, files: dict[str, str] | None, filename: str | None
+) -> importers.ImportResult:
+    return importers.parse(data, _format_of(requested, data, files, filename), files=files)
+
+
+def _proposals(
+    entries: list[Entry],
+    cleaned: list[tuple[importers.ImportItem, str, str, str]],
+    rejected: frozenset[str] | set[str],
+    source_format: str,
+    pending: tuple[str, str],
+    cap: int,
+) -> tuple[list[Entry], int, int]:
+    """The proposals an import queues, how many items it skips as duplicates, and how many
+    of the proposals PENDING.md (``(newline, text)``) has room for under ``cap``."""
+    known = {content_hash(e.content) for e in entries}
+    new, duplicates = rules.imported_proposals(cleaned, known, rejected, source_format, now_ms())
+    newline, text = pending
+    return new, duplicates, rules.fitting_count(text, newline, new, cap)
+
+
 def _format_of(
     requested: str | None, data: str, files: dict[str, str] | None, filename: str | None
 ) -> importers.FormatName:
@@ -205,9 +233,3 @@ def _format_of(
     if files is not None:
         return "claude_code"
     return importers.sniff(data, filename)
-
-
-def _fitting_count(pending: TrackedFile, new: list[Entry], cap: int) -> int:
-    """How many of ``new`` PENDING.md can take under ``cap`` bytes."""
-    newline = pending.doc.newline if not pending.missing else "\n"
-    return rules.fitting_count(pending.text or fmt.PENDING_HEADER, newline, new, cap)

@@ -22,6 +22,7 @@ ALL = [
     "build_context_user",
     "memory_format",
     "imports",
+    "import_ping",
     "data_dir",
 ]
 # Run only when named: they need tools CI does not have (valgrind).

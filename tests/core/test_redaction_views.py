@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core.base64_texts import decoded_texts
 from makad.core.redaction import (
     IDENTIFIER_PREFIX,
     MARKER_PREFIX,
@@ -25,7 +26,7 @@ from makad.core.redaction import (
     redact_values,
     secrets_in,
 )
-from makad.core.secret_views import decode_base64_run, is_ignorable, normalized_view
+from makad.core.secret_views import is_ignorable, normalized_view
 from makad.core.types import Entry
 from tests.core.secret_corpus import CASES, NEAR_MISSES, SecretCase
 from tests.core.test_redaction import PROSE
@@ -128,11 +129,13 @@ def test_base64_of_binary_or_prose_is_left_alone(raw: bytes) -> None:
         assert redact(text) == Redacted(text, 0, [])
 
 
-def test_base64_runs_are_decoded_only_when_plausible() -> None:
-    """Mixed alphabets (paths), binary and short results are not base64 text."""
-    assert decode_base64_run("path/to/some_file-name/and/more") is None
-    assert decode_base64_run(base64.b64encode(bytes(range(30))).decode()) is None
-    assert decode_base64_run(base64.b64encode(b"hello there, friend").decode()) == "hello there, friend"
+def test_base64_runs_are_decoded_whole_only_when_they_are_text() -> None:
+    """A run that encodes text alone decodes whole; binary data and a path do not (what
+    their alignments yield is garbage: short, or no text at all)."""
+    whole = [d.text for d in decoded_texts(base64.b64encode(b"hello there, friend").decode()) if d.whole]
+    assert whole == ["hello there, friend"]
+    assert [d for d in decoded_texts(base64.b64encode(bytes(range(30))).decode()) if d.whole] == []
+    assert [d for d in decoded_texts("path/to/some_file-name/and/more") if d.whole] == []
 
 
 @settings(max_examples=400, deadline=None)

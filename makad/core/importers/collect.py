@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from makad.core.bounded_json import loads
+from makad.core.entries import MAX_ENTRY_BYTES
 from makad.core.importers.records import (
     INTERNAL_REASON,
     FormatName,
@@ -54,6 +55,10 @@ class Collector:
         """
         if not isinstance(content, str):
             raise ItemProblem("content is missing or not text")
+        if _over_entry_cap(content.strip()):
+            # Refused here, as storing it would: its title, id and key are never computed
+            # over megabytes.
+            raise ItemProblem(f"content is over {MAX_ENTRY_BYTES} bytes")
         body = _without_blank_edges(content) if exact else content.strip()
         if not body.strip():
             raise ItemProblem("content is empty")
@@ -94,6 +99,11 @@ class Collector:
         return ImportResult(format=self.format, items=self.items, errors=self.errors, skipped=self.skipped)
 
 
+def _over_entry_cap(text: str) -> bool:
+    # Each character is a byte at least: only a short text needs encoding to be sure.
+    return len(text) > MAX_ENTRY_BYTES or len(text.encode("utf-8", "surrogatepass")) > MAX_ENTRY_BYTES
+
+
 def _without_blank_edges(text: str) -> str:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     while lines and not lines[0].strip():
@@ -104,9 +114,11 @@ def _without_blank_edges(text: str) -> str:
 
 
 def load_json(text: str) -> tuple[bool, Any]:
-    """(True, document) when the whole text is one JSON document, else (False, None)."""
+    """(True, document) when the whole text is one JSON document, else (False, None).
+    Decoded in pieces (``makad.core.bounded_json``): a large document never holds the
+    interpreter in one call."""
     try:
-        return True, json.loads(text)
+        return True, loads(text)
     except (ValueError, RecursionError):
         return False, None
 

@@ -16,12 +16,11 @@ import msgspec
 
 from makad.core.importers.collect import Collector
 from makad.core.importers.records import FormatName, ImportResult, ItemProblem
+from makad.core.markdown_lines import atx_heading, without_comments
 
-BULLET: Final = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:\s+(?P<text>.*))?$")
+BULLET: Final = re.compile(r"^ {0,3}(?:[-*+]|\d{1,9}[.)])(?:\s++(?P<text>.*))?$")
 _CHECKBOX: Final = re.compile(r"^\[[ xX]\]\s+")
-_HEADING: Final = re.compile(r"^ {0,3}#{1,6}(?:\s+(?P<text>.*?))?\s*#*\s*$")
-_FENCE: Final = re.compile(r"^\s*(```|~~~)")
-_COMMENT: Final = re.compile(r"<!--.*?-->")
+_FENCE: Final = re.compile(r"^\s*+(```|~~~)")
 
 
 class Bullet(msgspec.Struct, frozen=True):
@@ -42,8 +41,8 @@ def bullets(text: str) -> Iterator[Bullet]:
             continue
         if in_fence:
             continue
-        line = _COMMENT.sub("", raw).rstrip()
-        heading_match = _HEADING.match(line)
+        line = without_comments(raw).rstrip()
+        heading_match = atx_heading(line)
         bullet_match = BULLET.match(line)
         indented = line[:2] == "  " or line[:1] == "\t"
         if current is not None and line.strip() and indented:
@@ -53,7 +52,7 @@ def bullets(text: str) -> Iterator[Bullet]:
             yield Bullet(start, "\n".join(current).strip(), heading)
             current = None
         if heading_match:
-            heading = (heading_match.group("text") or "").strip() or None
+            heading = (heading_match.text or "").strip() or None
         elif bullet_match:
             start = number
             current = [_CHECKBOX.sub("", (bullet_match.group("text") or "").strip())]

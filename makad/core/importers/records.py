@@ -102,15 +102,34 @@ def hash_id(content: str) -> str:
     return "sha256:" + hashlib.sha256(_normalized(content).encode()).hexdigest()[:16]
 
 
-_LINK = re.compile(r"\[([^\]]*)\]\([^)]*\)")
+# A title is made from the start of the first non-blank line only: room for the longest
+# title, the Markdown around it and a link target. The rest of the line (an item may be
+# megabytes long) never reaches a regular expression.
+TITLE_SCAN_CHARS: Final = 1024
+# How far one search for the first non-blank character reaches (an item may open with
+# megabytes of blank lines).
+_BLANK_BLOCK: Final = 64 * 1024
+_NON_BLANK = re.compile(r"\S")
+# Link text and target stop at the next bracket: each character is read by one attempt at
+# most, where ``\[([^\]]*)\]`` read a run of ``[`` once per ``[`` (quadratic).
+_LINK = re.compile(r"\[([^\[\]]*+)\]\([^)\[\]]*+\)")
 _MARKUP = re.compile(r"^(?:#{1,6}\s+|[-*+]\s+(?:\[[ xX]\]\s+)?|\d+[.)]\s+|>\s*)+")
 _EMPHASIS = re.compile(r"(\*\*|__|`)")
 
 
+def first_line(text: str, limit: int = TITLE_SCAN_CHARS) -> str:
+    """The first ``limit`` characters of the first non-blank line of ``text``, stripped."""
+    for block in range(0, len(text), _BLANK_BLOCK):
+        found = _NON_BLANK.search(text, block, block + _BLANK_BLOCK)
+        if found is not None:
+            window = text[found.start() : found.start() + limit]
+            return window.splitlines()[0].strip()
+    return ""
+
+
 def clean_title(text: str, limit: int = TITLE_MAX_CHARS) -> str:
     """One line of at most ``limit`` characters, cut at a word boundary, Markdown removed."""
-    line = next((ln for ln in text.splitlines() if ln.strip()), "")
-    line = _LINK.sub(r"\1", line.strip())
+    line = _LINK.sub(r"\1", first_line(text))
     line = _MARKUP.sub("", line)
     line = " ".join(_EMPHASIS.sub("", line).split())
     if len(line) > limit:
@@ -157,6 +176,8 @@ def derive_title(*candidates: str | None) -> str:
 
 _TAG_JUNK = re.compile(r"[^\w.\-]+")
 _DASHES = re.compile(r"-{2,}")
+# A longer "tag" is not one: only its start is read (its slug is cut far shorter anyway).
+_TAG_SCAN_CHARS: Final = 1024
 
 
 def normalize_tags(tags: Iterable[object]) -> list[str]:
@@ -165,7 +186,7 @@ def normalize_tags(tags: Iterable[object]) -> list[str]:
     for tag in tags:
         if not isinstance(tag, str):
             continue
-        slug = _TAG_JUNK.sub("-", tag.casefold()).strip("-.")
+        slug = _TAG_JUNK.sub("-", tag[:_TAG_SCAN_CHARS].casefold()).strip("-.")
         slug = _DASHES.sub("-", slug)[:TAG_MAX_CHARS].strip("-.")
         if slug and slug not in out:
             out.append(slug)

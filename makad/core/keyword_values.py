@@ -1,0 +1,246 @@
+"""The values a line assigns to credential-like keys, read in one linear pass.
+
+The shapes are detect-secrets' keyword rules: ``password = "…"`` (also ``==``, ``!=``,
+``:=``, ``=>``), ``api_key: …``, ``private_key "…";`` and ``"…" == secret``, where the key
+is any word holding a keyword (``password``, ``api_key``, ``secret``…). detect-secrets
+writes each shape as a regular expression searched over the line; those search again
+from every keyword and rescan the rest of the line each time (a line of ``password``
+repeated took seconds), and its ``is_indirect_reference`` regex is cubic on a run of
+blanks (a 1,000-character line took 18 seconds). Here each key is looked at once, each
+value is read to its end once, and a keyword inside a value already read starts no other
+value, so a line costs time proportional to its length.
+
+One reading differs from detect-secrets' on purpose: a value in backticks ends at the
+next backtick (detect-secrets runs it to the last backtick before a quote).
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Iterator
+from typing import Final, NamedTuple
+
+_QUOTES: Final = "'\"`"
+# What ends any value: a quote of either kind or a vertical tab (``[^\v'"]``).
+_STOPS: Final = re.compile(r"['\"\x0b]")
+_UNQUOTED_END: Final = re.compile(r"[\s'\"]")
+_BLANK: Final = re.compile(r"\s")
+# A value's last character is none of these (``[^\v,'"`]``).
+_BAD_LAST: Final = ",'\"`\x0b"
+# What an unquoted value loses at its end (its cut is at the first blank).
+_TRAILING: Final = ",`.;:!?)]}>"
+_SEMICOLON_REACH: Final = 50  # ``[^\s]{0,50}?`` before a ``"…";`` value
+_WORD_RUN: Final = re.compile(r"\w*+")
+_BLANK_RUN: Final = re.compile(r"\s*+")
+_NON_BLANK_RUN: Final = re.compile(rf"\S{{0,{_SEMICOLON_REACH}}}+")
+_QUOTE: Final = re.compile(r"['\"`]")
+# detect-secrets skips its indirect-reference test on longer lines; so does this one.
+_REFERENCE_LINE: Final = 1000
+
+
+class Value(NamedTuple):
+    start: int
+    end: int
+    quoted: bool
+
+
+def _is_word(char: str) -> bool:
+    return char.isalnum() or char == "_"
+
+
+def _may_start(char: str) -> bool:
+    """A value starts with a word character (detect-secrets' ``(?=\\w+)``), or with
+    ``-`` or ``+``, as random keys in the base64 alphabets may (``/`` or ``.`` would
+    be a path)."""
+    return _is_word(char) or char in "-+"
+
+
+def _word_end(line: str, pos: int) -> int:
+    return _WORD_RUN.match(line, pos).end()  # type: ignore[union-attr]
+
+
+def _skip_blanks(line: str, pos: int) -> int:
+    return _BLANK_RUN.match(line, pos).end()  # type: ignore[union-attr]
+
+
+class _Reader:
+    """One line's values, each read once."""
+
+    def __init__(self, line: str) -> None:
+        self.line = line
+        self.found: dict[tuple[int, int], bool] = {}
+        self.until = 0  # the end of the furthest value found
+        self._stops: dict[int, int] = {}
+        self._marks: list[int] | None = None
+
+    def quoted(self, open_at: int, *, semicolon: bool = False) -> None:
+        """The value in the quotes opening at ``open_at`` (followed by ``;`` if asked)."""
+        line = self.line
+        quote = line[open_at]
+        start = open_at + 1
+        if quote == "`":
+            close = line.find("`", start)
+            if close < 0 or _STOPS.search(line, start, close) is not None:
+                return
+        else:
+            close = self._stop(start)
+            if close < 0 or line[close] != quote:
+                return
+        if semicolon and line[close + 1 : close + 2] != ";":
+            return
+        if _BLANK.search(line, start, close) is None:
+            self.keep(start, close, quoted=True)
+
+    def _stop(self, start: int) -> int:
+        stop = self._stops.get(start)
+        if stop is None:
+            found = _STOPS.search(self.line, start)
+            stop = self._stops[start] = found.start() if found is not None else -1
+        return stop
+
+    def unquoted(self, start: int) -> None:
+        """The value starting at ``start`` without quotes: up to a blank or a quote, less
+        trailing punctuation."""
+        line = self.line
+        found = _UNQUOTED_END.search(line, start)
+        end = found.start() if found is not None else len(line)
+        while end > start and line[end - 1] in _TRAILING:
+            end -= 1
+        self.keep(start, end, quoted=False)
+
+    def keep(self, start: int, end: int, *, quoted: bool) -> None:
+        line = self.line
+        if end <= start or not _may_start(line[start]) or line[end - 1] in _BAD_LAST:
+            return
+        self.found.setdefault((start, end), quoted)
+        self.until = max(self.until, end)
+
+    def value_after(self, pos: int, *, quote_required: bool) -> None:
+        """The value right after an operator ending at ``pos`` (blanks skipped)."""
+        line = self.line
+        pos = _skip_blanks(line, pos)
+        if pos < len(line) and line[pos] in _QUOTES:
+            self.quoted(pos)
+        elif not quote_required and pos < len(line):
+            self.unquoted(pos)
+
+    def mark_before(self, pos: int, quote: str) -> int:
+        """The nearest position before ``pos`` holding ``quote`` or, for a quote other than
+        a backtick, any quote or vertical tab; -1 when there is none."""
+        if quote == "`":
+            return self.line.rfind("`", 0, pos)
+        if self._marks is None:
+            self._marks = [m.start() for m in _STOPS.finditer(self.line)]
+        index = bisect.bisect_left(self._marks, pos)
+        return self._marks[index - 1] if index else -1
+
+
+def keyword_values(line: str, keyword: re.Pattern[str], any_case: re.Pattern[str]) -> Iterator[Value]:
+    """Each value the line assigns to a key holding a keyword (``keyword`` matched in the
+    lower-cased line, or ``any_case`` in the line itself when lowering it would move its
+    characters), once, in line order; none when the line assigns a call or a lookup
+    (``secret = get_secret()``)."""
+    if is_indirect_reference(line):
+        return
+    reader = _Reader(line)
+    lowered = line.lower()
+    if len(lowered) != len(line):
+        lowered, keyword = line, any_case
+    word_until = 0
+    for hit in keyword.finditer(lowered):
+        if hit.start() < max(word_until, reader.until):
+            continue  # inside a key or a value already read
+        end = _word_end(line, hit.end())
+        word_until = end
+        if line[hit.start() : hit.end()] == lowered[hit.start() : hit.end()]:
+            _compared_before(reader, hit.start())
+        _after_key(reader, end)
+    for (start, end), quoted in sorted(reader.found.items()):
+        yield Value(start, end, quoted)
+
+
+def _after_key(reader: _Reader, key_end: int) -> None:
+    """``key = value`` and its kin, for the key ending at ``key_end``."""
+    line = reader.line
+    closing = key_end
+    while closing < key_end + 2 and closing < len(line) and line[closing] in "]'\"":
+        closing += 1
+    if line[closing : closing + 1] == ":" and line[closing + 1 : closing + 2] != "=":
+        reader.value_after(closing + 1, quote_required=False)  # api_key: value
+    at = _skip_blanks(line, closing)
+    if line.startswith(":=", at):
+        reader.value_after(at + 2, quote_required=False)  # key := value
+    elif line.startswith("!=", at):
+        reader.value_after(at + (3 if line.startswith("!==", at) else 2), quote_required=False)
+    elif line.startswith("=", at):
+        equals = at
+        while equals < at + 3 and line.startswith("=", equals):
+            equals += 1
+        reader.value_after(equals, quote_required=False)  # key = value, key == value
+        if line.startswith("=>", at):
+            reader.value_after(at + 2, quote_required=True)  # key => "value"
+    _quoted_then_semicolon(reader, key_end)
+
+
+def _quoted_then_semicolon(reader: _Reader, key_end: int) -> None:
+    """``key … "value";``: at most 50 characters without a blank, blanks, the quotes (a
+    quote among the 50 first, then the first one after the blanks)."""
+    line = reader.line
+    run_end = _NON_BLANK_RUN.match(line, key_end).end()  # type: ignore[union-attr]
+    for quote in _QUOTE.finditer(line, key_end, run_end + 1):
+        reader.quoted(quote.start(), semicolon=True)
+    if run_end < len(line) and line[run_end].isspace():
+        after = _skip_blanks(line, run_end)
+        if after < len(line) and line[after] in _QUOTES:
+            reader.quoted(after, semicolon=True)
+
+
+def _compared_before(reader: _Reader, key_start: int) -> None:
+    """``"value" == key``: a quoted value compared with a word holding the keyword."""
+    line = reader.line
+    word_start = key_start
+    while word_start > 0 and _is_word(line[word_start - 1]):
+        word_start -= 1
+    pos = word_start
+    while pos > 0 and line[pos - 1].isspace():
+        pos -= 1
+    operator = pos
+    while operator > 0 and pos - operator < 4 and line[operator - 1] in "!=":
+        operator -= 1
+    if not 2 <= pos - operator <= 3:
+        return
+    close = operator
+    while close > 0 and line[close - 1].isspace():
+        close -= 1
+    close -= 1
+    if close < 1 or line[close] not in _QUOTES:
+        return
+    open_at = reader.mark_before(close, line[close])
+    if open_at >= 0 and line[open_at] == line[close] and _BLANK.search(line, open_at, close) is None:
+        reader.keep(open_at + 1, close, quoted=True)
+
+
+# detect-secrets' indirect reference, ``([^\v=!:]*)\s*(:=?|[!=]{1,3})\s*([\w.-]+[\[\(][^\v]*
+# [\]\)])``: its first group may be empty, so the search holds exactly when an operator is
+# followed by a name and an opening bracket, and a closing one comes later, before any
+# vertical tab.
+_CALL_OR_LOOKUP: Final = re.compile(r"(?::=?|[!=]{1,3})\s*+[\w.-]++[\[(]")
+_CLOSERS: Final = re.compile(r"[)\]]")
+
+
+def is_indirect_reference(line: str) -> bool:
+    """Whether the line assigns a call or a lookup (``secret = get_secret()``,
+    ``key = headers['k']``): its keyword values are references, not secrets."""
+    if len(line) > _REFERENCE_LINE or (")" not in line and "]" not in line):
+        return False
+    closers = [m.start() for m in _CLOSERS.finditer(line)]
+    tabs = [i for i, char in enumerate(line) if char == "\x0b"] if "\x0b" in line else []
+    for found in _CALL_OR_LOOKUP.finditer(line):
+        closer = bisect.bisect_left(closers, found.end())
+        if closer == len(closers):
+            return False  # no closing bracket after this opening one, nor after any later
+        tab = bisect.bisect_left(tabs, found.end())
+        if tab == len(tabs) or tabs[tab] > closers[closer]:
+            return True
+    return False

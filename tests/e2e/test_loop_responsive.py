@@ -1,0 +1,52 @@
+"""One request's CPU work never starves the others: while the worst import these tests
+can build runs (items that made regexes quadratic, keyword-dense and JWT-like text for
+the redactor, a large JSON document), a second connection's pings keep being answered."""
+
+from __future__ import annotations
+
+import json
+import select
+
+from tests.support import DaemonProcess, RawConnection
+from tests.worst_imports import worst_json, worst_markdown
+
+
+def _pings_during(d: DaemonProcess, data: str) -> tuple[int, dict[str, object]]:
+    """Send one import on a connection, ping from another until the import's reply comes;
+    how many pings were answered before it, and the reply."""
+    with RawConnection(d.socket, timeout=600) as importer, RawConnection(d.socket, timeout=60) as pinger:
+        importer.send(
+            json.dumps(
+                {
+                    "jsonrpc": "2.0",
+                    "id": "import",
+                    "method": "import_memories",
+                    "params": {"workspace": str(d.workspace), "data": data},
+                }
+            )
+        )
+        answered = 0
+        while True:
+            ready, _, _ = select.select([importer.sock], [], [], 0)
+            if ready or importer.buffer:
+                return answered, importer.recv_message()
+            reply = pinger.request({"jsonrpc": "2.0", "id": answered, "method": "ping"})
+            assert reply["result"] == "pong"
+            answered += 1
+
+
+def test_pings_are_answered_while_a_worst_case_import_runs(daemon: DaemonProcess) -> None:
+    """Pings sent from a second connection after the import was sent are answered before
+    the import's own reply arrives (an order, not a time): the import never holds the
+    event loop, whatever its items make the parsers and the redactor do."""
+    answered, reply = _pings_during(daemon, worst_markdown())
+    assert "result" in reply, reply
+    assert answered >= 3
+
+
+def test_pings_are_answered_while_a_large_json_import_is_decoded(daemon: DaemonProcess) -> None:
+    """The same while a large JSON document is recognised, decoded and its records read
+    (recognising it was a json.loads of the whole document on the event loop)."""
+    answered, reply = _pings_during(daemon, worst_json())
+    assert "result" in reply, reply
+    assert answered >= 3
