@@ -123,7 +123,11 @@ class SearchArea(SessionsArea):
                 overflow = most.matches + max(grown - most.total, 0) >= window
             floor = _window_floor(conn, match, low, high, "", [], window) if overflow else None
             if floor is not None and where:
-                floor = _window_floor(conn, match, low, high, where, params, window)
+                if session_id is None and before is None and after is None:
+                    spans = _excluded_spans(conn, excluded, max_seq_by_session or {})
+                    floor = _filtered_floor(conn, match, low, high, where, params, window, spans, floor)
+                else:
+                    floor = _window_floor(conn, match, low, high, where, params, window)
             if floor is not None:
                 low = floor
             wanted = min(limit, MAX_SEARCH_LIMIT)
@@ -282,6 +286,74 @@ class _Most(NamedTuple):
 
     matches: int
     total: int
+
+
+def _excluded_spans(
+    conn: sqlite3.Connection, excluded: Sequence[str], max_seq_by_session: Mapping[str, int]
+) -> list[tuple[int, int]]:
+    """The id ranges holding every event the session filters drop, merged: each excluded
+    session's, and each capped session's events past its seq. Ids grow with seq within a
+    session, so each range is two index seeks, whatever its length."""
+    parts = [(sid, 0) for sid in excluded] + list(max_seq_by_session.items())
+    spans: list[tuple[int, int]] = []
+    for sid, above in parts:
+        first = conn.execute(
+            "SELECT id FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 1", (sid, above)
+        ).fetchone()
+        if first is None:
+            continue
+        last = conn.execute(
+            "SELECT id FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (sid,)
+        ).fetchone()
+        spans.append((int(first[0]), int(last[0])))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _filtered_floor(
+    conn: sqlite3.Connection,
+    match: str,
+    low: int,
+    high: int,
+    where: str,
+    params: Sequence[Any],
+    window: int,
+    spans: Sequence[tuple[int, int]],
+    floor: int,
+) -> int | None:
+    """``_window_floor`` with the session filters, without joining every walked match to its
+    event: only the matches inside ``spans`` (where the filtered-out events are) are checked.
+
+    From the unfiltered floor, the walk goes ``dropped`` matches further, ``dropped`` being
+    how many matches from the floor up fail the filters, until that count stops growing:
+    the floor then has exactly ``window`` passing matches above it, the same ones the
+    joined walk finds, so ranking from it (the filters applied to the ranked rows) gives
+    the same hits."""
+    dropped = 0
+    while True:
+        failing = 0
+        for lo, hi in spans:
+            lo, hi = max(lo, floor), min(hi, high)
+            if lo > hi:
+                continue
+            row = conn.execute(
+                "SELECT count(*) FROM events_fts AS f CROSS JOIN events AS e ON e.id = f.rowid"
+                f" WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND NOT (1{where})",
+                [match, lo, hi, *params],
+            ).fetchone()
+            failing += int(row[0])
+        if failing == dropped:
+            return floor
+        dropped = failing
+        found = _window_floor(conn, match, low, high, "", [], window + dropped)
+        if found is None:
+            return None
+        floor = found
 
 
 def _window_floor(
