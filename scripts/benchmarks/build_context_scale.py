@@ -126,6 +126,18 @@ def disk_usage(path: Path) -> dict[str, Any]:
     }
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time the process's threads have run so far, to the nanosecond (the scheduler's
+    ``schedstat``; ``/proc/PID/stat`` counts 10 ms ticks, too coarse for one call)."""
+    total = 0
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        try:
+            total += int((task / "schedstat").read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that ended meanwhile
+    return total / 1e9
+
+
 def _naive(c: Client, ws: str, sid: str) -> None:
     state = c.call("read_state", {"workspace": ws, "includeEntries": True})
     history = c.call("read_events", {"workspace": ws, "sessionId": sid})
@@ -184,10 +196,14 @@ def _scenario(scales: list[int], entries: int, calls: int) -> dict[str, Any]:
     daemon = Daemon(env={"LOCAL_MEMORY_MAX_BYTES": str(32 << 20)}, root=root)
     disk = {str(n): disk_usage(_ledger_file(daemon.data_dir, root / f"ws{n}")) for n in scales}
     times: dict[str, list[float]] = {str(n): [] for n in scales}
+    cpu: dict[str, list[float]] = {str(n): [] for n in scales}
     naive: list[float] = []
+    naive_cpu: list[float] = []
     small = str(min(scales))
     try:
         with daemon, Client(str(daemon.socket), timeout=3600) as c:
+            assert daemon.proc is not None
+            pid = daemon.proc.pid
             reopen: dict[str, float] = {}
             for n in scales:
                 t0 = time.perf_counter()
@@ -198,20 +214,26 @@ def _scenario(scales: list[int], entries: int, calls: int) -> dict[str, Any]:
                 query = queries[i % len(queries)]
                 for n in scales:
                     ws, sid = str(root / f"ws{n}"), built["sessions"][str(n)]
+                    c0 = cpu_seconds(pid) + time.thread_time()
                     t0 = time.perf_counter()
                     pack = c.call(
                         "build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": BUDGET, "query": query}
                     )
                     times[str(n)].append(time.perf_counter() - t0)
+                    cpu[str(n)].append(cpu_seconds(pid) + time.thread_time() - c0)
                     assert pack["totalTokens"] <= BUDGET
+                c0 = cpu_seconds(pid) + time.thread_time()
                 t0 = time.perf_counter()
                 _naive(c, str(root / f"ws{small}"), built["sessions"][small])
                 naive.append(time.perf_counter() - t0)
+                naive_cpu.append(cpu_seconds(pid) + time.thread_time() - c0)
             rss = daemon.rss_mib()
     finally:
         if not cache:
             shutil.rmtree(root, ignore_errors=True)
     by_scale = {n: summary_ms(samples) for n, samples in times.items()}
+    cpu_by_scale = {n: summary_ms(samples) for n, samples in cpu.items()}
+    naive_cpu_base = summary_ms(naive_cpu)
     base = summary_ms(naive)
     big = str(max(scales))
     return {
@@ -219,12 +241,25 @@ def _scenario(scales: list[int], entries: int, calls: int) -> dict[str, Any]:
         "budget_tokens": BUDGET,
         "calls_per_scale": calls,
         "latency": by_scale,
+        # CPU time a call: the daemon's (all its threads) and the client's, which the
+        # machine's other load moves much less than the wall clock.
+        "cpu": cpu_by_scale,
         "naive_at_smallest": base,
+        "naive_cpu_at_smallest": naive_cpu_base,
         "ratios": {
             "p50_largest_over_smallest": round(by_scale[big]["p50_ms"] / by_scale[small]["p50_ms"], 3),
             "p95_largest_over_smallest": round(by_scale[big]["p95_ms"] / by_scale[small]["p95_ms"], 3),
             "p99_largest_over_smallest": round(by_scale[big]["p99_ms"] / by_scale[small]["p99_ms"], 3),
             "p95_smallest_over_naive_p50": round(by_scale[small]["p95_ms"] / base["p50_ms"], 3),
+            "cpu_p95_largest_over_smallest": round(
+                cpu_by_scale[big]["p95_ms"] / max(cpu_by_scale[small]["p95_ms"], 1e-9), 3
+            ),
+            "cpu_p99_largest_over_smallest": round(
+                cpu_by_scale[big]["p99_ms"] / max(cpu_by_scale[small]["p99_ms"], 1e-9), 3
+            ),
+            "cpu_p95_smallest_over_naive_p50": round(
+                cpu_by_scale[small]["p95_ms"] / max(naive_cpu_base["p50_ms"], 1e-9), 3
+            ),
         },
         "ingest": built["ingest"],
         "reopen_first_call_s": reopen,
