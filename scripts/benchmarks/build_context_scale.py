@@ -121,7 +121,9 @@ def disk_usage(path: Path) -> dict[str, Any]:
         },
         # Every table or index over 1% of the file, largest first.
         "by_table_bytes": {
-            name: size for name, size in sorted(by_table.items(), key=lambda kv: -kv[1]) if size * 100 >= total
+            name: size
+            for name, size in sorted(by_table.items(), key=lambda kv: -kv[1])
+            if size * 100 >= total
         },
     }
 
@@ -217,7 +219,8 @@ def _scenario(scales: list[int], entries: int, calls: int) -> dict[str, Any]:
                     c0 = cpu_seconds(pid) + time.thread_time()
                     t0 = time.perf_counter()
                     pack = c.call(
-                        "build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": BUDGET, "query": query}
+                        "build_context",
+                        {"workspace": ws, "sessionId": sid, "budgetTokens": BUDGET, "query": query},
                     )
                     times[str(n)].append(time.perf_counter() - t0)
                     cpu[str(n)].append(cpu_seconds(pid) + time.thread_time() - c0)

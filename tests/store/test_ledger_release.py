@@ -36,7 +36,9 @@ def released(tmp_path: Path) -> Path:
 
 
 def _expected() -> dict[str, list[list[object]]]:
-    found: dict[str, list[list[object]]] = json.loads((FIXTURES / "ledger-v5.json").read_text("utf-8"))["search"]
+    found: dict[str, list[list[object]]] = json.loads((FIXTURES / "ledger-v5.json").read_text("utf-8"))[
+        "search"
+    ]
     return found
 
 
@@ -77,7 +79,9 @@ _HANGING_MIGRATION = textwrap.dedent(
 )
 
 
-def test_a_migration_killed_midway_leaves_the_released_ledger_as_it_was(released: Path, tmp_path: Path) -> None:
+def test_a_migration_killed_midway_leaves_the_released_ledger_as_it_was(
+    released: Path, tmp_path: Path
+) -> None:
     """kill -9 in the middle of a migration step (tables made, the index emptied) leaves the
     release's ledger at its version, openable, every event and search as before."""
     marker = tmp_path / "in-migration"
@@ -95,7 +99,9 @@ def test_a_migration_killed_midway_leaves_the_released_ledger_as_it_was(released
     try:
         with ledger.snapshot() as conn:
             assert user_version(conn) == SCHEMA_VERSION
-            assert conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'half_done'").fetchone()[0] == 0
+            assert (
+                conn.execute("SELECT count(*) FROM sqlite_schema WHERE name = 'half_done'").fetchone()[0] == 0
+            )
             assert conn.execute("SELECT count(*) FROM events").fetchone()[0] == 360
         for query, hits in _expected().items():
             found = ledger.search_events_ranked(query, limit=10, max_seq_by_session={"fixture-mixed": 60})

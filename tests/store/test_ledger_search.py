@@ -248,7 +248,9 @@ def _newest_ranked_reference(
     ``window`` of them kept (by append order: the ledger's ids), the best ``limit`` of those."""
     everything = ledger.search_events_ranked(query, limit=1000, window=10**9)
     with ledger.snapshot() as conn:
-        order = {(sid, seq): rowid for rowid, sid, seq in conn.execute("SELECT id, session_id, seq FROM events")}
+        order = {
+            (sid, seq): rowid for rowid, sid, seq in conn.execute("SELECT id, session_id, seq FROM events")
+        }
     passing = [h for h in everything if keep(h.event)]  # type: ignore[operator]
     newest = sorted(passing, key=lambda h: -order[(h.event.session_id, h.event.seq)])[:window]
     best = sorted(newest, key=lambda h: (-h.score, order[(h.event.session_id, h.event.seq)]))[:limit]

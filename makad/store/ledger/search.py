@@ -200,7 +200,9 @@ class SearchArea(SessionsArea):
             ).fetchall()
         return [(row[0], SearchHit(event=event_row(row), score=0.0)) for row in rows]
 
-    def _selective_match(self, query: str, *, rare_only: bool = False, window: int = SEARCH_WINDOW) -> _Match | None:
+    def _selective_match(
+        self, query: str, *, rare_only: bool = False, window: int = SEARCH_WINDOW
+    ) -> _Match | None:
         """The query's terms minus the very common ones, the rarest first (reader lock held),
         with their counts and at most how many events the match can find, when counted;
         None when no term is left.
