@@ -158,3 +158,19 @@ def test_neighbours_are_each_hits_own_sessions_however_appends_interleave(ledger
         top = min(max(seqs[sid]), ceilings.get(sid, 10**9))
         expected = [seqs[sid][s] for s in range(max(seq - 2, 1), min(seq + 2, top) + 1) if s != seq]
         assert hit.neighbours == expected
+
+
+def test_past_the_recall_window_an_old_rare_word_still_recalls(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With more matches than RECALL_WINDOW, the question's rare word is found in an old
+    session, while its common word's old matches are left unranked."""
+    from makad.store.ledger import search
+
+    monkeypatch.setattr(recall_source, "RECALL_WINDOW", 6)
+    monkeypatch.setattr(search, "SMALL_LEDGER_EVENTS", 0)
+    fill(ledger, "old", ["Ann: the kayak trip", "Ann: a deploy note", "Ann: deploy again"], ms(2022, 1, 1))
+    fill(ledger, "new", [f"Bo: deploy step {i}" for i in range(30)], ms(2023, 1, 1))
+    found = {(h.event.session_id, h.event.seq) for h in recall_hits(ledger, "deploy kayak", now_ms=NOW)}
+    assert ("old", 1) in found
+    assert ("old", 2) not in found and ("old", 3) not in found

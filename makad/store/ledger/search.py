@@ -20,7 +20,7 @@ from makad.store.ledger.schema import SEARCH_TEXT_VERSION
 from makad.store.ledger.sessions import SessionsArea
 
 MAX_SEARCH_LIMIT: Final = 1_000
-SEARCH_WINDOW: Final = 4_000
+SEARCH_WINDOW: Final = 10_000
 # Query pruning (see Ledger._selective_match): below this size every term is ranked.
 SMALL_LEDGER_EVENTS: Final = 20_000
 COMMON_TERM_SHARE: Final = 0.05
@@ -73,8 +73,10 @@ class SearchArea(SessionsArea):
         (e.g. the compacted-away part of the current session) while other
         sessions are unrestricted; ``exclude_sessions`` drops sessions entirely.
         When more than ``window`` (default ``SEARCH_WINDOW``) events pass the
-        filters, only the most recent ``window`` of them are ranked: this bounds
-        a query of common words to milliseconds on a million events. ``rare_only`` drops
+        filters, what is ranked is bounded by it, whatever the ledger's size: every
+        match of the query's rarest terms (those whose matches add up to at most
+        ``RARE_SHARE`` of the window, however old: scored on those terms alone) and
+        the newest matches of the rest, ``window`` in all. ``rare_only`` drops
         the common terms (see ``_selective_match``) whatever the ledger's size,
         and searches nothing when no other term is left.
         """
