@@ -19,7 +19,7 @@ import stat
 import sys
 from contextlib import ExitStack
 from pathlib import Path
-from typing import IO, TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.to_thread
@@ -28,6 +28,7 @@ from anyio.abc import SocketListener
 
 from makad import __version__, heap, logs, systemd
 from makad.faults import Faults
+from makad.private_files import NotPrivate, open_private, secure_folder, tighten_tree
 from makad.rpc.dispatch import Dispatcher, new_ref
 from makad.rpc.server import Limits, Server
 from makad.service.system import EARLY_METHODS, DaemonInfo, SystemService, inject_faults
@@ -48,12 +49,42 @@ NOFILE_CEILING = 1 << 20
 class StartupError(Exception):
     """The daemon cannot start; the message says why and what to do."""
 
+    exit_code = 1
 
-def ensure_private_dir(path: Path) -> None:
-    """Create a directory (and parents) with mode 0700; refuse a symlink."""
-    if path.is_symlink():
-        raise StartupError(f"{path} is a symlink; refusing to use it")
-    path.mkdir(mode=0o700, parents=True, exist_ok=True)
+
+class UnsafeFolder(StartupError):
+    """A folder (or file) the daemon would listen or keep data in can be changed by someone
+    else: it refuses to start there (exit status ``EXIT_UNSAFE``, which a supervisor should
+    not restart: nothing changes until the user does)."""
+
+    exit_code = 78  # EX_CONFIG (sysexits.h): a configuration error
+
+
+EXIT_UNSAFE = UnsafeFolder.exit_code
+SOCKET_ELSEWHERE = "--socket or MAKAD_SOCKET, or set XDG_RUNTIME_DIR to a private folder"
+DATA_ELSEWHERE = "--data-dir or MAKAD_DATA_DIR"
+
+
+def secure_socket_folder(path: Path) -> None:
+    """Make the socket's folder (0700) and refuse one that anyone but this uid (and root,
+    above it) can change: its owner could swap the socket for a server of their own."""
+    _secure(path, "socket folder", SOCKET_ELSEWHERE, tighten=False)
+
+
+def secure_data_dir(path: Path) -> None:
+    """Make the data directory (0700), refuse one another uid could change, and make it
+    owner-only when it is ours but looser (what is inside: ``tighten_tree`` at load)."""
+    _secure(path, "data directory", DATA_ELSEWHERE, tighten=True)
+
+
+def _secure(path: Path, what: str, elsewhere: str, *, tighten: bool) -> None:
+    try:
+        secure_folder(path, what=what, elsewhere=elsewhere, tighten=tighten)
+    except NotPrivate as exc:
+        raise UnsafeFolder(str(exc)) from None
+    except OSError as exc:  # e.g. a folder on the way that this uid may not search
+        where = exc.filename if exc.filename is not None else path
+        raise StartupError(f"the {what} {path} cannot be made or checked ({where}: {exc.strerror})") from None
 
 
 def check_socket_path(path: Path) -> None:
@@ -64,29 +95,41 @@ def check_socket_path(path: Path) -> None:
         )
 
 
-def take_instance_lock(settings: DaemonSettings) -> IO[str]:
-    """Hold an exclusive flock on the lock file for the life of the process."""
+def take_instance_lock(settings: DaemonSettings) -> int:
+    """Hold an exclusive flock on the lock file beside the socket for the life of the
+    process; returns its descriptor. The file is opened without following a symlink and
+    must be a regular file of ours (``open_private``): whatever someone planted there is
+    refused, never truncated or re-moded."""
     lock_path = settings.lock_path
-    handle = open(lock_path, "a+", encoding="utf-8")  # noqa: SIM115 - held until exit
-    os.chmod(lock_path, 0o600)
     try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        fd = open_private(lock_path)
+    except NotPrivate as exc:
+        raise UnsafeFolder(f"the instance lock {exc}") from None
     except OSError as exc:
+        raise StartupError(f"the instance lock {lock_path} cannot be opened: {exc.strerror}") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as exc:
+        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        os.close(fd)
         if exc.errno not in (errno.EAGAIN, errno.EACCES):
             raise
-        handle.seek(0)
-        pid = handle.read().strip() or "unknown"
-        handle.close()
-        raise StartupError(f"another makad (pid {pid}) is already serving {settings.socket_path}") from None
-    handle.seek(0)
-    handle.truncate()
-    handle.write(str(os.getpid()))
-    handle.flush()
-    return handle
+        serving = settings.socket_path
+        raise StartupError(f"another makad (pid {holder}) is already serving {serving}") from None
+    try:
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
 
 
 def bind_socket(path: Path) -> socket.socket:
-    """Bind a fresh listening socket, replacing a stale socket file (we hold the lock)."""
+    """Bind a fresh listening socket, replacing a stale socket file (we hold the lock).
+
+    Its mode (0600) comes from the umask at ``bind``: a mode set by path afterwards would
+    follow whatever symlink stood there by then."""
     try:
         st = path.lstat()
     except FileNotFoundError:
@@ -102,7 +145,6 @@ def bind_socket(path: Path) -> socket.socket:
         sock.bind(os.fspath(path))
     finally:
         os.umask(old_umask)
-    os.chmod(path, 0o600)
     sock.listen(socket.SOMAXCONN)  # a burst of clients waits instead of failing (EAGAIN)
     return sock
 
@@ -146,8 +188,12 @@ def _openrpc_document() -> dict[str, Any]:
 
 
 def load_app_modules(data_dir: Path) -> bytes:
-    """Import the services, stores and wire types, and read (or create) the identifier
-    key: the blocking part of building the app, done in a worker thread."""
+    """Make everything in the data directory owner-only, import the services, stores and
+    wire types, and read (or create) the identifier key: the blocking part of building the
+    app, done in a worker thread."""
+    tightened = tighten_tree(data_dir)
+    if tightened:
+        log.warning("data_dir_tightened", data_dir=str(data_dir), modes_changed=tightened)
     from makad.app import load_or_create_key  # the import is most of the work
 
     return load_or_create_key(data_dir)
@@ -209,10 +255,10 @@ async def run(settings: DaemonSettings) -> int:
         activated = systemd.activated_socket()
         if activated is None:
             check_socket_path(settings.socket_path)
-            ensure_private_dir(settings.socket_path.parent)
-        ensure_private_dir(settings.data_dir)
+            secure_socket_folder(settings.socket_path.parent)
+        secure_data_dir(settings.data_dir)
         if activated is None:
-            stack.enter_context(take_instance_lock(settings))
+            stack.callback(os.close, take_instance_lock(settings))
             raw = bind_socket(settings.socket_path)
             stack.callback(_unlink_quietly, settings.socket_path)
         else:
@@ -280,7 +326,7 @@ def main(argv: list[str] | None = None) -> int:
         return anyio.run(run, settings, backend="asyncio")
     except StartupError as exc:
         print(f"makad: {exc}", file=sys.stderr)
-        return 1
+        return exc.exit_code
     except KeyboardInterrupt:
         return 0
 

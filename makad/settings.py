@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
@@ -80,11 +81,25 @@ class DaemonSettings:
 
 
 def default_socket_path() -> Path:
+    """``<user runtime dir>/maka/makad.sock``: ``$XDG_RUNTIME_DIR/maka`` when it is set, else
+    ``/run/user/<uid>/maka``, else ``<tmp>/runtime-<uid>/maka`` (``/tmp`` unless ``TMPDIR``
+    says otherwise)."""
     with warnings.catch_warnings():
         # Without XDG_RUNTIME_DIR platformdirs warns and falls back to /tmp/runtime-<uid>.
         warnings.simplefilter("ignore")
-        runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+        try:
+            runtime = platformdirs.user_runtime_dir(APP_NAME, appauthor=False)
+        except PermissionError:
+            # Newer platformdirs refuse a <tmp>/runtime-<uid> that another user made or left
+            # open. The path stays the same: the daemon refuses that folder itself, naming it
+            # and saying what to do (makad.daemon.secure_socket_folder).
+            runtime = temp_runtime_dir()
     return Path(runtime) / "makad.sock"
+
+
+def temp_runtime_dir() -> str:
+    """platformdirs' last resort for the runtime dir: ``<tmp>/runtime-<uid>/maka``."""
+    return os.path.join(tempfile.gettempdir(), f"runtime-{os.geteuid()}", APP_NAME)
 
 
 def default_data_dir() -> Path:

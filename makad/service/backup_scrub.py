@@ -17,6 +17,7 @@ import structlog
 
 from makad.core.redaction import redact_values, secrets_in
 from makad.errors import IOFailure
+from makad.private_files import read_if_regular
 from makad.service.common import in_thread
 from makad.store import memory_files as files
 from makad.store.workspaces import Workspace
@@ -61,7 +62,9 @@ def _on_disk(ws: Workspace) -> list[str]:
     texts = []
     for path in (ws.memory_path, ws.pending_path):
         with contextlib.suppress(OSError):
-            texts.append(path.read_bytes().decode("utf-8", "surrogateescape"))
+            data = read_if_regular(path)  # never through a symlink, never waiting on a FIFO
+            if data is not None:
+                texts.append(data.decode("utf-8", "surrogateescape"))
     return texts
 
 

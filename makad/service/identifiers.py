@@ -24,6 +24,7 @@ import msgspec
 
 from makad.core.redaction import identifier_stand_in, redact
 from makad.core.refs import EVENT_PREFIX, ref_session
+from makad.private_files import read_if_regular, read_regular
 from makad.wire.base import Handler, MethodSpec
 
 # Params fields holding an identifier the daemon stores or looks up by (Python names).
@@ -96,11 +97,11 @@ def load_or_create_key(data_dir: Path) -> bytes:
     the wrong size is replaced (only stand-ins made with it stop matching).
     """
     path = data_dir / KEY_FILE
+    key = read_if_regular(path, KEY_BYTES + 1)
+    if key is not None and len(key) == KEY_BYTES:
+        return key
     with contextlib.suppress(FileNotFoundError):
-        key = path.read_bytes()
-        if len(key) == KEY_BYTES:
-            return key
-        path.unlink()
+        path.unlink()  # of the wrong size, or no file (a symlink, a FIFO): never read through
     fd, tmp = tempfile.mkstemp(prefix=".identifier.", dir=data_dir)
     try:
         try:
@@ -114,9 +115,9 @@ def load_or_create_key(data_dir: Path) -> bytes:
         except FileExistsError:
             pass  # another daemon made it first: use theirs
         except OSError:  # a file system without hard links
-            if not path.exists():
+            if not os.path.lexists(path):
                 os.replace(tmp, path)
     finally:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
-    return path.read_bytes()
+    return read_regular(path, KEY_BYTES + 1)

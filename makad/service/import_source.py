@@ -14,6 +14,7 @@ from pathlib import Path
 
 from makad.core.undecodable import display
 from makad.errors import InvalidParams, NotFound, TooLarge
+from makad.private_files import NotRegularFile, read_open
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 # A Claude Code memory directory holds MEMORY.md and tens of topic files.
@@ -79,8 +80,17 @@ def markdown_files(root: Path) -> list[Path]:
 
 
 def _read_bounded(path: Path, limit: int) -> str:
-    with open(path, "rb") as handle:
-        raw = handle.read(limit + 1)
+    try:
+        # A FIFO or a device (renamed in since the walk) is refused, never waited on.
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise NotFound("no file at that path", path="$.path") from None
+    try:
+        raw = read_open(fd, path, limit + 1)
+    except NotRegularFile:
+        raise InvalidParams("the import path is not a regular file", path="$.path") from None
+    finally:
+        os.close(fd)
     if len(raw) > limit:
         raise TooLarge("import file is over 16 MiB", limit=limit, path="$.path")
     # Bytes that are not UTF-8 read as cp1252, like memory files.

@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
+from makad.private_files import fsync_dir, open_regular, read_if_regular, read_open, read_regular
+
 Signature = tuple[int, int, int]
 
 # A file changed less than this long ago may still be being written (in place).
@@ -140,18 +142,38 @@ def read_settled(
     path: Path | str, max_bytes: int, *, was_empty: bool = False, existed: bool = True
 ) -> tuple[os.stat_result, bytes] | None:
     """The file's stat and bytes (up to ``max_bytes + 1``) once it has stopped changing."""
+    last: tuple[os.stat_result, bytes] | None = None
     for _ in range(20):
         st = settled_stat(path, was_empty=was_empty, existed=existed)
         if st is None:
             return None
         if not stat.S_ISREG(st.st_mode):
             return st, b""
-        with open(path, "rb") as fh:
-            data = fh.read(max_bytes + 1)
-            after = os.fstat(fh.fileno())
-        if signature_of(after) == signature_of(st):
+        read = _read_now(path, max_bytes + 1)
+        if read is None:
+            continue  # a symlink now: the next stat says so
+        last = read
+        if signature_of(read[0]) == signature_of(st):
             break
-    return after, data  # (still changing after all that: the last read)
+    if last is None:  # a symlink at every look
+        return os.lstat(path), b""
+    return last  # (still changing after all that: the last read)
+
+
+def _read_now(path: Path | str, limit: int) -> tuple[os.stat_result, bytes] | None:
+    """The file's stat and bytes, opened without following a symlink (None: it is one now)
+    or waiting on a FIFO put there since the caller's stat (its stat, no bytes)."""
+    try:
+        fd = open_regular(path)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        return None
+    try:
+        after = os.fstat(fd)
+        return after, read_open(fd, path, limit) if stat.S_ISREG(after.st_mode) else b""
+    finally:
+        os.close(fd)
 
 
 def replace_verified(
@@ -195,13 +217,13 @@ def replace_verified(
         if expect_sha is None:
             _create(tmp, path)
             tmp_name = None
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             return Replaced(sha, written, visible_ns)
         if not _exchange(tmp, path, expect_sha, max_bytes):
             tmp_name = None  # renamed over the file the old way
-            _fsync_dir(path.parent)
+            fsync_dir(path.parent)
             return Replaced(sha, written, visible_ns)
-        _fsync_dir(path.parent)
+        fsync_dir(path.parent)
         displaced = _displaced(tmp, expect_sha, max_bytes)
         if displaced is not None:
             keep(displaced.data)
@@ -231,7 +253,7 @@ def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
     except FileNotFoundError:
         raise ChangedUnderfoot(str(path)) from None
     try:
-        current = path.read_bytes()[: max_bytes + 1]
+        current = read_regular(path, max_bytes + 1)
     except FileNotFoundError:
         raise ChangedUnderfoot(str(path)) from None
     if hashlib.sha256(current).hexdigest() != expect_sha:
@@ -242,8 +264,9 @@ def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
 
 def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
     """What the exchange put under the temp name, if it is not the expected version."""
-    with open(tmp, "rb") as fh:
-        data = fh.read(max_bytes + 1)
+    data = read_if_regular(tmp, max_bytes + 1)
+    if data is None:
+        return None  # not a file (a symlink swapped in): nothing of the user's to keep
     if hashlib.sha256(data).hexdigest() == expect_sha:
         return None
     # An in-place save may still be writing into it: read it once it is done.
@@ -254,11 +277,3 @@ def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
     if hashlib.sha256(data).hexdigest() == expect_sha:
         return None
     return Displaced(data, st.st_mtime_ns)
-
-
-def _fsync_dir(directory: Path) -> None:
-    dir_fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)

@@ -25,7 +25,6 @@ the directory at its path.
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import re
@@ -33,6 +32,8 @@ import secrets
 import stat
 import time
 from pathlib import Path
+
+from makad.private_files import NotRegularFile, make_dirs, read_regular, write_private
 
 ID_FILE = ".maka-id"
 BINDING_FILE = "identity"
@@ -85,17 +86,13 @@ def read_id(memory_dir: Path) -> str | None:
     regular file, or not an id. Any other failure to read it (a permission, the disk) is
     raised: not knowing the id must never be taken for a folder without one."""
     try:
-        fd = os.open(memory_dir / ID_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+        data = read_regular(memory_dir / ID_FILE, 128)
+    except NotRegularFile:
+        return None
     except OSError as exc:
         if exc.errno in _NO_ID:
             return None
         raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return None
-        data = os.read(fd, 128)
-    finally:
-        os.close(fd)
     text = data.decode("ascii", "replace").strip()
     return text if _ID.fullmatch(text) else None
 
@@ -114,7 +111,7 @@ def write_id(memory_dir: Path) -> str:
 def read_binding(data_dir: Path) -> str | None:
     """The id a data directory belongs to; None when it is unbound (new, or made before ids)."""
     try:
-        text = (data_dir / BINDING_FILE).read_text(encoding="ascii", errors="replace").strip()
+        text = read_regular(data_dir / BINDING_FILE, 128).decode("ascii", "replace").strip()
     except OSError:
         return None
     return text if _ID.fullmatch(text) else None
@@ -127,10 +124,10 @@ def write_binding(data_dir: Path, workspace_id: str) -> None:
 def retire(data_root: Path, data_dir: Path) -> Path:
     """Move a data directory out of the way (kept, never deleted); returns where it went."""
     retired = data_root / RETIRED_DIR
-    retired.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_dirs(retired)
     target = retired / f"{data_dir.name}-{time.time_ns() // 1_000_000}"
     suffix = 0
-    while target.exists():
+    while os.path.lexists(target):
         suffix += 1
         target = retired / f"{data_dir.name}-{time.time_ns() // 1_000_000}-{suffix}"
     os.rename(data_dir, target)
@@ -138,22 +135,4 @@ def retire(data_root: Path, data_dir: Path) -> Path:
 
 
 def _write_atomically(path: Path, text: str) -> None:
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        try:
-            os.write(fd, text.encode("ascii"))
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        dir_fd = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(dir_fd)
-        finally:
-            os.close(dir_fd)
+    write_private(path, text.encode("ascii"))

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import hashlib
-import os
 import re
 import stat
 import time
@@ -22,6 +21,13 @@ from pathlib import Path
 
 from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
+from makad.private_files import (
+    make_dirs,
+    read_if_regular,
+    read_regular,
+    regular_file_stat,
+    write_private,
+)
 from makad.store.file_swap import Replaced, Signature, read_settled, replace_verified, signature_of
 
 MAX_BACKUPS = 20
@@ -153,9 +159,9 @@ def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None]
         if not match or not path.is_file() or path.is_symlink():
             continue
         with contextlib.suppress(OSError):
-            data = path.read_bytes()
+            data = read_regular(path)
             target = memory_dir / f"{match.group(1)}.md"
-            current = target.read_bytes() if target.is_file() else b""
+            current = read_regular(target) if regular_file_stat(target) is not None else b""
             if data and data != current:
                 keep(match.group(1), data)
             path.unlink()
@@ -172,7 +178,7 @@ def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
 
 
 def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
-    backups_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    make_dirs(backups_dir)
     existing = sorted(p.name for p in backups_dir.iterdir() if _BACKUP_NAME.match(p.name))
     counter = int(existing[-1].split("-")[1]) + 1 if existing else 1
     name = f"{time.time_ns() // 1_000_000:013d}-{counter % 1_000_000:06d}-{file_kind}.md"
@@ -185,20 +191,8 @@ def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
 
 
 def _write_private(backups_dir: Path, name: str, text: str) -> None:
-    """Write a backup file whole (mode 0600): fsynced under a temp name, then renamed."""
-    partial = backups_dir / f".{name}.partial"
-    fd = os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        data = memoryview(text.encode("utf-8", "surrogateescape"))
-        while data:
-            data = data[os.write(fd, data) :]
-        os.fsync(fd)
-    except OSError:
-        os.close(fd)
-        partial.unlink(missing_ok=True)
-        raise
-    os.close(fd)
-    os.replace(partial, backups_dir / name)
+    """Write a backup file whole (mode 0600): fsynced under a new temp name, then renamed."""
+    write_private(backups_dir / name, text.encode("utf-8", "surrogateescape"), sync_dir=False)
 
 
 def list_backups(backups_dir: Path) -> list[BackupInfo]:
@@ -209,9 +203,9 @@ def list_backups(backups_dir: Path) -> list[BackupInfo]:
         match = _BACKUP_NAME.match(path.name)
         if not match:
             continue
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:  # pruned by a concurrent write since the listing
+        # None: pruned by a concurrent write since the listing, or not a backup (a symlink…)
+        data = read_if_regular(path)
+        if data is None:
             continue
         out.append(
             BackupInfo(
@@ -231,9 +225,8 @@ def read_backup(backups_dir: Path, backup_id: str) -> tuple[str, str] | None:
     match = _BACKUP_NAME.match(name)
     if not match:
         return None
-    try:
-        data = (backups_dir / name).read_bytes()
-    except (FileNotFoundError, IsADirectoryError):
+    data = read_if_regular(backups_dir / name)
+    if data is None:
         return None
     return match.group(3), data.decode("utf-8", "surrogateescape")
 
@@ -247,11 +240,12 @@ def rewrite_backups(backups_dir: Path, transform: Callable[[str], str]) -> int:
         if not _BACKUP_NAME.match(path.name):
             continue
         try:
-            text = path.read_bytes().decode("utf-8", "surrogateescape")
-        except FileNotFoundError:  # pruned by a concurrent write since the listing
-            continue
+            data = read_if_regular(path)
         except OSError as exc:
             raise generalize(exc) from None
+        if data is None:  # pruned by a concurrent write since the listing, or not a backup
+            continue
+        text = data.decode("utf-8", "surrogateescape")
         new = transform(text)
         if new == text:
             continue

@@ -25,6 +25,7 @@ from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
 from makad.faults import UNARMED, Faults
+from makad.private_files import create_private, make_dirs, write_all
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
@@ -226,7 +227,7 @@ class WorkspaceRegistry:
         locks on one file."""
         if user:
             try:
-                self._user_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+                make_dirs(self._user_dir)
             except OSError as exc:
                 raise IOFailure("the user-level memory folder could not be made", reason="io_error") from exc
             ensure_memory_dir(self._user_dir / MEMORY_DIR)
@@ -280,10 +281,8 @@ class WorkspaceRegistry:
             )
         if found is None and _is_real_directory(path / MEMORY_DIR):
             found = _mint_quietly(path / MEMORY_DIR)
-        data_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        marker = data_dir / "workspace-path"
-        if not marker.exists():  # for people browsing the data dir: redacted like any text
-            marker.write_text(redact(str(path)).text, encoding="utf-8")
+        make_dirs(data_dir)
+        _write_marker(data_dir / "workspace-path", path)
         if found is not None and identity.read_binding(data_dir) != found:
             identity.write_binding(data_dir, found)
         binder = None if found is not None else _Binder(path, data_dir)
@@ -339,6 +338,19 @@ class _Binder:
         if self.workspace is not None:
             self.workspace.stamp = identity.stamp(self.path)
         return True
+
+
+def _write_marker(marker: Path, path: Path) -> None:
+    """The workspace's path, for people browsing the data dir (redacted like any text);
+    written once, never through whatever is already there."""
+    try:
+        fd = create_private(marker)
+    except FileExistsError:
+        return
+    try:
+        write_all(fd, redact(str(path)).text.encode("utf-8", "surrogateescape"))
+    finally:
+        os.close(fd)
 
 
 def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:

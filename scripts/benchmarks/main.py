@@ -22,6 +22,7 @@ ALL = [
     "build_context_user",
     "memory_format",
     "imports",
+    "data_dir",
 ]
 # Run only when named: they need tools CI does not have (valgrind), or a long time
 # (build_context_scale ingests 1.1 million events).

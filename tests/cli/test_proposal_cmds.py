@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -115,3 +117,30 @@ def test_export_json_and_markdown(daemon: DaemonProcess, short_tmp: Path) -> Non
     target = short_tmp / "out.md"
     written = run_maka(daemon, "export", "--format", "markdown", "-o", str(target))
     assert written.stdout == "" and "## Lang" in target.read_text()
+    assert stat.S_IMODE(target.stat().st_mode) == 0o600  # memory is private
+    target.write_text("an older export")
+    again = run_maka(daemon, "export", "--format", "markdown", "-o", str(target))
+    assert again.returncode == 0 and "older" not in target.read_text() and "## Lang" in target.read_text()
+
+
+def test_export_never_writes_through_a_trap_at_the_output_path(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """-o at a symlink (live or dangling), a hard link or a FIFO someone planted: exit 2
+    saying what is there, the file it leads to keeps its bytes and mode, nothing waits."""
+    victim = short_tmp / "notes.txt"
+    victim.write_text("the user's notes")
+    victim.chmod(0o644)
+    traps = {
+        "symlink": lambda at: at.symlink_to(victim),
+        "dangling": lambda at: at.symlink_to(short_tmp / "new.txt"),
+        "hard link": lambda at: os.link(victim, at),
+        "fifo": lambda at: os.mkfifo(at),
+    }
+    for name, plant in traps.items():
+        at = short_tmp / f"out-{name.replace(' ', '-')}.md"
+        plant(at)
+        result = run_maka(shared_daemon, "export", "-o", str(at))
+        assert result.returncode == 2 and f"not writing the export: {at}" in result.stderr, name
+        assert victim.read_text() == "the user's notes" and stat.S_IMODE(victim.stat().st_mode) == 0o644
+        assert not (short_tmp / "new.txt").exists()

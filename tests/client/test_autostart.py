@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -85,14 +86,16 @@ def test_stale_socket_is_replaced(autostart_home: AutostartHome) -> None:
 def test_a_daemon_that_cannot_start_is_reported(
     autostart_home: AutostartHome, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """When the started makad exits with an error, the client says so and names the log."""
+    """When the started makad exits with an error, the client says so, with the daemon's
+    own words (here: a file where its data folder should be, exit 78) and the log."""
     blocker = autostart_home.root / "file"
     blocker.write_text("not a directory")
     monkeypatch.setenv("MAKAD_DATA_DIR", str(blocker / "data"))
     with pytest.raises(DaemonUnavailable) as info:
         Client(str(autostart_home.socket), autostart=True).call("ping")
     message = str(info.value)
-    assert "autostarted makad exited with status 1" in message and str(autostart_home.log) in message
+    assert "autostarted makad exited with status 78" in message and str(autostart_home.log) in message
+    assert f"{blocker} is not a folder" in message
 
 
 def test_cli_autostarts_and_says_so(autostart_home: AutostartHome) -> None:
@@ -137,12 +140,14 @@ def test_two_clients_at_once_get_one_daemon(autostart_home: AutostartHome) -> No
 
 
 def test_log_never_follows_a_symlink(autostart_home: AutostartHome) -> None:
-    """A symlink planted at the log's path is refused, not written through."""
+    """A symlink planted at the log's path is refused (a DaemonUnavailable naming the log),
+    not written through: the file it leads to keeps its bytes and mode."""
     target = autostart_home.root / "victim"
     target.write_text("keep me")
+    target.chmod(0o644)
     autostart_home.log.parent.mkdir(parents=True)
     autostart_home.log.symlink_to(target)
-    with pytest.raises(OSError):
+    with pytest.raises(DaemonUnavailable, match=f"its log {autostart_home.log} is a symlink"):
         Client(str(autostart_home.socket), autostart=True).call("ping")
-    assert target.read_text() == "keep me"
+    assert target.read_text() == "keep me" and stat.S_IMODE(target.stat().st_mode) == 0o644
     assert not Path(autostart_home.socket).exists()

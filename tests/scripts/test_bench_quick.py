@@ -45,6 +45,9 @@ def test_bench_quick_prints_every_key() -> None:
     assert {"ready_ms", "rss_mib_idle", "rss_mib_loaded"} <= set(report["startup"])
     assert {"markdown_vs_plain", "not_utf8_vs_plain", "prepare_vs_one_parse"} <= set(report["memory_format"])
     assert {"items", "p50_ms", "items_per_s", "pure_p50_ms", "ratio"} <= set(report["imports"])
+    data_dir = report["data_dir"]
+    assert {"entries", "tight_ms", "os_walk_ms", "ratio", "first_start_ms"} <= set(data_dir)
+    assert data_dir["modes_changed_first_start"] == data_dir["entries"] + 2  # root, workspaces/
 
 
 def test_bench_scale_quick_prints_both_scales_and_where_the_bytes_go() -> None:

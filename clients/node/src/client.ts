@@ -15,6 +15,7 @@ import {
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 import { METHOD_NAMES, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
 import { remoteErrorFrom } from "./remote.js";
+import { checkSocketFile, expectedServerUid, type ServerUid } from "./server-check.js";
 import { defaultSocketPath } from "./socket-path.js";
 
 export interface ReconnectOptions {
@@ -37,6 +38,13 @@ export interface ClientOptions {
   reconnect?: Partial<ReconnectOptions> | false;
   /** Largest message accepted from the daemon. Default 64 MiB. */
   maxMessageBytes?: number;
+  /**
+   * The uid the server must run as: another uid than this process's own (a makad run by
+   * another account on purpose), or `"any"` to skip the check. Default:
+   * `$MAKA_SERVER_UID`, else this process's uid. A server that fails the check is refused
+   * with UntrustedServerError before anything is sent (see server-check.ts).
+   */
+  serverUid?: ServerUid;
 }
 
 export interface CallOptions {
@@ -141,6 +149,8 @@ export class MakaClient extends EventEmitter {
   readonly m: MethodProxy;
 
   private readonly maxMessageBytes: number;
+  /** The uid the server must run as; null: any. */
+  private readonly expectedUid: number | null;
   private readonly pending = new Map<number, Pending>();
   /** Params of each active `subscribe`, keyed by workspace, renewed after a reconnect. */
   private readonly subscriptions = new Map<string, Record<string, unknown>>();
@@ -164,6 +174,7 @@ export class MakaClient extends EventEmitter {
       ? { retries: 0, baseMs: 0, maxMs: 0 }
       : { ...DEFAULT_RECONNECT, ...options.reconnect };
     this.maxMessageBytes = options.maxMessageBytes ?? DEFAULT_MAX_MESSAGE_BYTES;
+    this.expectedUid = expectedServerUid(options.serverUid);
     const m: Record<string, unknown> = {};
     for (const name of METHOD_NAMES) {
       m[name] = (params?: Record<string, unknown>, callOptions?: CallOptions) => this.callRaw(name, params, callOptions);
@@ -366,7 +377,26 @@ export class MakaClient extends EventEmitter {
     }
   }
 
-  private openSocket(): Promise<Socket> {
+  /** Connect, checking the socket file before and after (server-check.ts). */
+  private async openSocket(): Promise<Socket> {
+    const expected = this.expectedUid;
+    if (expected === null) return this.dial();
+    const before = await checkSocketFile(this.socketPath, expected);
+    const socket = await this.dial();
+    try {
+      const after = await checkSocketFile(this.socketPath, expected);
+      if (after === null || (before !== null && (after.dev !== before.dev || after.ino !== before.ino))) {
+        // Replaced meanwhile (a restart): connected to which one is unknown, so try again.
+        throw new Error("the socket file changed while connecting");
+      }
+    } catch (error) {
+      socket.destroy();
+      throw error;
+    }
+    return socket;
+  }
+
+  private dial(): Promise<Socket> {
     return new Promise((resolve, reject) => {
       const socket = createConnection({ path: this.socketPath });
       const onError = (error: Error) => {

@@ -54,6 +54,36 @@ export class DaemonUnavailableError extends MakaError {
 }
 
 /**
+ * The server on the socket is not run by the uid this client expects (by default its own):
+ * refused before anything was sent, since another user's server would read every request
+ * and could answer with invented memory. Node cannot read the server's credentials, so the
+ * socket file and its folders stand in (see server-check.ts for what that proves).
+ */
+export class UntrustedServerError extends MakaError {
+  override name = "UntrustedServerError";
+  readonly socketPath: string;
+  readonly expectedUid: number;
+  /** What failed the check, e.g. `its socket file belongs to uid 65534`. */
+  readonly reason: string;
+  /** The uid owning the socket file or folder at fault, when that is what failed. */
+  readonly ownerUid: number | undefined;
+
+  constructor(socketPath: string, expectedUid: number, reason: string, ownerUid?: number) {
+    const allow = ownerUid ?? "<uid>";
+    super(
+      `the server on ${socketPath} is not trusted: ${reason}, and it should be run by uid ${expectedUid}; ` +
+        "refusing to talk to it (another user's server would read everything this client sends and " +
+        "could answer with invented memory). If it is the makad you mean to use, allow its uid: " +
+        `serverUid: ${allow} (or MAKA_SERVER_UID=${allow}); "any" turns the check off`,
+    );
+    this.socketPath = socketPath;
+    this.expectedUid = expectedUid;
+    this.reason = reason;
+    this.ownerUid = ownerUid;
+  }
+}
+
+/**
  * The connection broke after the request was written: the daemon may or may not have
  * run it. Mutating calls can be retried safely with the same `requestId`.
  */

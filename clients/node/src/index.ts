@@ -21,10 +21,12 @@ export {
   ProtocolError,
   RemoteError,
   TimeoutError,
+  UntrustedServerError,
   type RemoteErrorData,
 } from "./errors.js";
 export { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 export { remoteErrorFrom } from "./remote.js";
 export { defaultSocketPath, type SocketPathContext } from "./socket-path.js";
+export { SERVER_UID_ENV, expectedServerUid, type ServerUid } from "./server-check.js";
 export { StatePoller } from "./state-poll.js";
 export * from "./generated.js";

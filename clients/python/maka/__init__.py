@@ -2,7 +2,7 @@
 
 from maka.aclient import AsyncClient
 from maka.client import Client
-from maka.errors import DaemonUnavailable, MakaError, RemoteError
+from maka.errors import DaemonUnavailable, MakaError, RemoteError, UntrustedServer
 from maka.state_poll import AsyncStatePoller, StatePoller
 
 __all__ = [
@@ -13,4 +13,5 @@ __all__ = [
     "MakaError",
     "RemoteError",
     "StatePoller",
+    "UntrustedServer",
 ]

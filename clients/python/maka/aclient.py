@@ -8,12 +8,12 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
-from anyio.abc import SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
 from maka import autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
-from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
 from maka.generated import AsyncMethods
 from maka.notifications import (
     RECONNECT_RETRIES,
@@ -24,6 +24,7 @@ from maka.notifications import (
     lost_marker,
     marker,
 )
+from maka.server_check import ServerUid, check_server, expected_server_uid
 
 Item = Notification | BaseException  # an exception ends the notification stream
 
@@ -34,7 +35,7 @@ class AsyncClient:
     Behaves as ``Client`` does: connects on the first call, reconnects after the daemon
     restarted and renews its subscriptions — here without waiting for a call, so
     ``notifications()`` carries on across a restart. ``autostart`` is off by default, as
-    for ``Client``.
+    for ``Client``, and the server's uid is checked as ``Client`` checks it (``server_uid``).
     """
 
     def __init__(
@@ -45,8 +46,12 @@ class AsyncClient:
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
         on_notification: Callable[[Notification], None] | None = None,
+        server_uid: ServerUid | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # The uid the server must run as (maka.server_check): ours unless told otherwise.
+        self.server_uid = server_uid
+        self._expected_uid = expected_server_uid(server_uid)
         # Called with each notification as it is read (see Client.on_notification).
         self.on_notification = on_notification
         self.timeout = timeout
@@ -94,7 +99,13 @@ class AsyncClient:
             self._stream = None
 
     async def _dial(self) -> SocketStream:
-        return await anyio.connect_unix(self.socket_path)
+        stream = await anyio.connect_unix(self.socket_path)
+        try:
+            check_server(stream.extra(SocketAttribute.raw_socket), self.socket_path, self._expected_uid)
+        except BaseException:
+            await stream.aclose()
+            raise
+        return stream
 
     async def _open(self) -> SocketStream:
         try:
@@ -192,8 +203,9 @@ class AsyncClient:
                 try:
                     await self._ensure()
                     return
-                except (DaemonUnavailable, ProtocolError, TimeoutError) as exc:
-                    if attempt == self.reconnect_retries:
+                except (DaemonUnavailable, ProtocolError, TimeoutError, UntrustedServer) as exc:
+                    # Another uid's server on the socket now: no point in trying again.
+                    if attempt == self.reconnect_retries or isinstance(exc, UntrustedServer):
                         for note in self._subscriptions.lost(exc):
                             self._note_send.send_nowait(note)
                         self._note_send.send_nowait(exc)

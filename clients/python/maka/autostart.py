@@ -35,6 +35,14 @@ import anyio
 import platformdirs
 
 from maka.errors import DaemonUnavailable
+from makad.private_files import (
+    NotPrivate,
+    make_dirs,
+    open_private,
+    open_regular,
+    read_open,
+    regular_file_stat,
+)
 
 NO_AUTOSTART_ENV = "MAKA_NO_AUTOSTART"
 START_TIMEOUT_S = 15.0
@@ -115,9 +123,13 @@ def launch(socket_path: str) -> Launch:
     """Start a detached makad for ``socket_path`` (blocking: a few milliseconds)."""
     command = daemon_command(socket_path)
     path = log_path()
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _rotate(path)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        make_dirs(path.parent)
+        _rotate(path)
+        # Never through a symlink, a FIFO or a hard link someone planted at the log's path.
+        fd = open_private(path, os.O_WRONLY | os.O_APPEND)
+    except NotPrivate as exc:
+        raise DaemonUnavailable(socket_path, f"cannot start makad: its log {exc}") from None
     try:
         offset = os.fstat(fd).st_size
         env = {k: v for k, v in os.environ.items() if k not in SUPERVISOR_ENV}
@@ -188,14 +200,20 @@ async def start_and_connect_async(
 
 def _rotate(path: Path) -> None:
     with contextlib.suppress(OSError):
-        if path.stat().st_size > LOG_ROTATE_BYTES:
+        st = regular_file_stat(path)
+        if st is not None and st.st_size > LOG_ROTATE_BYTES:
             os.replace(path, path.with_name(path.name + ".1"))
 
 
 def _read_from(path: Path, offset: int) -> str:
     try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            return f.read(64 << 10).decode("utf-8", errors="replace")
+        fd = open_regular(path)
     except OSError:
         return ""
+    try:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return read_open(fd, path, 64 << 10).decode("utf-8", errors="replace")
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)

@@ -21,6 +21,7 @@ from maka.notifications import (
     lost_marker,
     marker,
 )
+from maka.server_check import ServerUid, check_server, expected_server_uid
 
 
 class Client:
@@ -30,6 +31,10 @@ class Client:
     renewing its ``subscribe``s. With ``autostart=True`` a missing daemon is started (see
     ``maka.autostart``); it is off by default because a library is often used next to a
     supervisor (systemd, a test harness, an app) that starts makad itself.
+
+    The server must run as this process's uid (``maka.server_check``, checked before
+    anything is sent; ``UntrustedServer`` otherwise): ``server_uid`` names another uid it
+    may run as, or ``"any"``; by default ``$MAKA_SERVER_UID`` does.
     """
 
     def __init__(
@@ -40,8 +45,12 @@ class Client:
         autostart: bool = False,
         reconnect_retries: int = RECONNECT_RETRIES,
         on_notification: Callable[[Notification], None] | None = None,
+        server_uid: ServerUid | None = None,
     ) -> None:
         self.socket_path = socket_path or default_socket_path()
+        # The uid the server must run as (maka.server_check): ours unless told otherwise.
+        self.server_uid = server_uid
+        self._expected_uid = expected_server_uid(server_uid)
         # Called with each notification as it is read, also during a call (like the Node
         # client's "notification" event): e.g. import_progress while import_memories runs.
         self.on_notification = on_notification
@@ -77,7 +86,8 @@ class Client:
         sock.settimeout(self.timeout)
         try:
             sock.connect(self.socket_path)
-        except OSError:
+            check_server(sock, self.socket_path, self._expected_uid)
+        except BaseException:
             sock.close()
             raise
         return sock

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
@@ -25,7 +26,13 @@ def default_socket_path() -> str:
     with warnings.catch_warnings():
         # Without XDG_RUNTIME_DIR platformdirs warns and falls back, exactly as the daemon does.
         warnings.simplefilter("ignore")
-        runtime = platformdirs.user_runtime_dir("maka", appauthor=False)
+        try:
+            runtime = platformdirs.user_runtime_dir("maka", appauthor=False)
+        except PermissionError:
+            # <tmp>/runtime-<uid> made by another user (newer platformdirs refuse it): the
+            # daemon's path too, where the server check (maka.server_check) refuses a server
+            # of theirs.
+            runtime = os.path.join(tempfile.gettempdir(), f"runtime-{os.geteuid()}", "maka")
     return str(Path(runtime) / "makad.sock")
 
 

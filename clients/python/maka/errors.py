@@ -21,6 +21,40 @@ class DaemonUnavailable(MakaError):
         self.reason = reason
 
 
+class UntrustedServer(MakaError):
+    """The server on the socket runs as another uid than this client expects (by default
+    its own): refused before anything was sent, since it would read every request and
+    could answer with invented memory. ``server_uid`` is the uid it runs as (None where the
+    system cannot say and its socket file failed the check instead: ``reason``)."""
+
+    def __init__(
+        self, socket_path: str, expected_uid: int, *, server_uid: int | None = None, reason: str | None = None
+    ) -> None:
+        what = f"runs as {uid_name(server_uid)}" if server_uid is not None else f"is not trusted: {reason}"
+        allow = server_uid if server_uid is not None else "UID"
+        super().__init__(
+            f"the server on {socket_path} {what}, not as {uid_name(expected_uid)}: refusing to talk to "
+            "it (another user's server would read everything this client sends and could answer "
+            "with invented memory). If it is the makad you mean to use, allow its uid: "
+            f"MAKA_SERVER_UID={allow} (or server_uid={allow}, `maka --server-uid {allow}`); "
+            "'any' turns the check off"
+        )
+        self.socket_path = socket_path
+        self.server_uid = server_uid
+        self.expected_uid = expected_uid
+        self.reason = reason
+
+
+def uid_name(uid: int) -> str:
+    """``uid 1000 (alice)``, or ``uid 1000`` where the account has no name."""
+    try:
+        import pwd
+
+        return f"uid {uid} ({pwd.getpwuid(uid).pw_name})"
+    except (ImportError, KeyError):
+        return f"uid {uid}"
+
+
 class ProtocolError(MakaError):
     """The daemon's reply could not be understood, or the connection broke mid-reply."""
 

@@ -41,6 +41,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
 from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge, ToolFailure, propose_open
+from maka.server_check import ServerUid
 from makad import __version__
 
 MEMORY_URI = "maka://memory/MEMORY.md"
@@ -276,7 +277,10 @@ async def _stop_on_signals(bridge: Bridge) -> None:
             os._exit(0)
 
 
-def serve(socket_path: str | None, workspace: str, autostart: bool = True) -> None:
+def serve(
+    socket_path: str | None, workspace: str, autostart: bool = True, server_uid: ServerUid | None = None
+) -> None:
     """Run the MCP server on stdin/stdout (blocking)."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
-    anyio.run(serve_async, Bridge(socket_path, workspace, autostart=autostart), backend="asyncio")
+    bridge = Bridge(socket_path, workspace, autostart=autostart, server_uid=server_uid)
+    anyio.run(serve_async, bridge, backend="asyncio")

@@ -20,7 +20,7 @@ from anyio.abc import TaskGroup
 
 from maka import mcp_text as text
 from maka.aclient import AsyncClient
-from maka.errors import DaemonUnavailable, MakaError, MethodNotFound, RemoteError
+from maka.errors import DaemonUnavailable, MakaError, MethodNotFound, RemoteError, UntrustedServer
 from maka.mcp_args import (
     MAX_BUDGET_TOKENS,
     MAX_HISTORY_HITS,
@@ -36,6 +36,7 @@ from maka.mcp_args import (
     SearchArgs,
 )
 from maka.notifications import RECONNECTED, SUBSCRIPTION_LOST
+from maka.server_check import ServerUid
 
 log = logging.getLogger("maka.mcp")
 ROLE_TO_TYPE = {
@@ -97,10 +98,16 @@ class Bridge:
     """Use as ``async with Bridge(...) as bridge``; on exit its ledger session is closed."""
 
     def __init__(
-        self, socket_path: str | None, workspace: str, *, autostart: bool = True, timeout: float = 30.0
+        self,
+        socket_path: str | None,
+        workspace: str,
+        *,
+        autostart: bool = True,
+        timeout: float = 30.0,
+        server_uid: ServerUid | None = None,
     ) -> None:
         self.workspace = workspace
-        self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart)
+        self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart, server_uid=server_uid)
         self.settings: dict[str, Any] | None = None
         self.session_id: str | None = None
         self.session_title = "MCP session"
@@ -139,6 +146,8 @@ class Bridge:
             raise ToolFailure(exc.kind, exc.message) from None
         except DaemonUnavailable as exc:
             raise ToolFailure("daemon_unavailable", str(exc)) from None
+        except UntrustedServer as exc:
+            raise ToolFailure("untrusted_server", str(exc)) from None
         except (MakaError, TimeoutError) as exc:
             raise ToolFailure("connection", str(exc) or "timed out") from None
 
@@ -176,7 +185,7 @@ class Bridge:
             try:
                 async for note in self.client.notifications():
                     await self._on_notification(note.get("method", ""), note.get("params") or {})
-            except DaemonUnavailable:
+            except (DaemonUnavailable, UntrustedServer):
                 self._subscribed = False  # the next request subscribes again
 
     async def _on_notification(self, method: str, params: dict[str, Any]) -> None:

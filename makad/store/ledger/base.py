@@ -23,6 +23,7 @@ the first call that meets the damage (``makad.store.ledger.recovery``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import sqlite3
 import threading
@@ -32,6 +33,14 @@ from pathlib import Path
 from typing import Final, Literal
 
 from makad.errors import IOFailure
+from makad.private_files import (
+    NotPrivate,
+    check_companion,
+    check_own_file,
+    create_private,
+    make_dirs,
+    open_regular,
+)
 from makad.store.ledger.recovery import (
     LedgerCorrupt,
     LedgerIndexDamaged,
@@ -58,6 +67,10 @@ from makad.store.ledger.schema import migrate
 # (measured at 100,000 events).
 CACHE_KIB_PER_CONNECTION: Final = 8192
 SQLITE_SOFT_HEAP_LIMIT_BYTES: Final = 8 << 20
+_UNSAFE: Final = (
+    "a ledger file is a symlink, a FIFO, a hard link or not yours: makad does not open it "
+    "(remove it from the workspace's data directory)"
+)
 
 Synchronous = Literal["FULL", "NORMAL"]
 
@@ -84,7 +97,7 @@ class LedgerBase:
         before_first_write: Callable[[], bool] | None = None,
     ) -> None:
         self.path = path
-        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        make_dirs(path.parent)
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
         # Search term document frequencies (the search area): valid for this file only.
@@ -105,13 +118,10 @@ class LedgerBase:
 
     def _open(self) -> None:
         """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
-        with contextlib.suppress(FileExistsError):
-            os.close(os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        st = os.stat(self.path)
-        self._identity = (st.st_dev, st.st_ino)
+        header = self._claim()
         opened: list[sqlite3.Connection] = []
         try:
-            check_header(self.path)
+            check_header(header)
             opened.append(_connect(self.path, self._synchronous))
             migrate(opened[0])
             check_schema(opened[0])
@@ -125,6 +135,31 @@ class LedgerBase:
                     conn.close()
             raise open_failure(exc) from exc
         self._writer, self._reader = opened
+
+    def _claim(self) -> bytes:
+        """Make sure what SQLite opens at ``path`` is a regular file of ours (created
+        exclusively, mode 0600, when missing), and that its ``-wal``, ``-shm`` and
+        ``-journal`` are too or absent: SQLite follows symlinks, so one planted there would
+        have it write into another file. Returns the database's header (100 bytes)."""
+        try:
+            for suffix in ("-wal", "-shm", "-journal"):
+                check_companion(f"{self.path}{suffix}")
+            with contextlib.suppress(FileExistsError):
+                os.close(create_private(self.path))
+            fd = open_regular(self.path)
+            try:
+                st = check_own_file(fd, self.path)
+                header = os.pread(fd, 100, 0)
+            finally:
+                os.close(fd)
+        except NotPrivate as exc:
+            raise IOFailure(_UNSAFE, reason="unsafe_file", file=os.path.basename(exc.path)) from None
+        except OSError as exc:
+            if exc.errno != errno.ELOOP:
+                raise
+            raise IOFailure(_UNSAFE, reason="unsafe_file", file=self.path.name) from None
+        self._identity = (st.st_dev, st.st_ino)
+        return header
 
     def recover(self, found: IOFailure, generation: int) -> None:
         """Called by a method that met ``found`` (see ``recovering``): reset or decode lossily."""

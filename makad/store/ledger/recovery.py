@@ -36,6 +36,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgspec
 
 from makad.errors import IOFailure
+from makad.private_files import regular_file_stat
 from makad.store.ledger.schema import migrate
 
 # The settings key under which the workspace revision is persisted.
@@ -145,15 +146,14 @@ def check_schema(conn: sqlite3.Connection) -> None:
 _MAGIC: Final = b"SQLite format 3\x00"
 
 
-def check_header(path: Path) -> None:
-    """Raise ``LedgerCorrupt`` when the file's header is not one SQLite can write.
+def check_header(header: bytes) -> None:
+    """Raise ``LedgerCorrupt`` when the file's header (its first 100 bytes) is not one
+    SQLite can write.
 
     A flipped bit in the read/write version bytes makes SQLite open the file
     read-only (every write then fails as if the disk were read-only) instead of
     reporting damage; an empty file is a new database.
     """
-    with open(path, "rb") as fh:
-        header = fh.read(100)
     if not header:
         return
     if (
@@ -192,7 +192,7 @@ def move_aside(path: Path, at: int) -> Path:
     """Rename the database and its ``-wal``/``-shm`` files to ``<name>.corrupt-<at>``."""
     target = path.with_name(f"{path.name}.corrupt-{at}")
     suffix = 0
-    while target.exists():
+    while os.path.lexists(target):
         suffix += 1
         target = path.with_name(f"{path.name}.corrupt-{at}-{suffix}")
     for extension in ("-wal", "-shm"):
@@ -216,7 +216,7 @@ def revision_of(conn: sqlite3.Connection | None) -> int | None:
 
 def stored_revision(path: Path) -> int | None:
     """The revision of a ledger file nobody has open (read-only; None when unreadable)."""
-    if not path.is_file():
+    if regular_file_stat(path) is None:  # SQLite would follow a symlink, wait on a FIFO
         return None
     try:
         conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)

@@ -4,7 +4,8 @@ One module per command group; each has ``register(sub, parents)``. Commands take
 connected-on-demand ``Client`` and the parsed args and return an exit code:
 
 0 success; 1 the daemon answered with an error; 2 usage error; 3 no daemon is running;
-4 the connection broke or the reply was malformed; 130 interrupted.
+4 the connection broke or the reply was malformed; 5 the server runs as another user;
+130 interrupted.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from maka.cli.common import (
     EXIT_OK,
     EXIT_PROTOCOL,
     EXIT_REMOTE,
+    EXIT_UNTRUSTED,
     EXIT_USAGE,
     WORKSPACE_HELP,
     CliError,
@@ -32,10 +34,20 @@ from maka.cli.common import (
     announce_autostart,
 )
 from maka.client import Client
-from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
+from maka.server_check import expected_server_uid
 from makad import __version__
 
-__all__ = ["EXIT_NO_DAEMON", "EXIT_OK", "EXIT_PROTOCOL", "EXIT_REMOTE", "EXIT_USAGE", "build_parser", "main"]
+__all__ = [
+    "EXIT_NO_DAEMON",
+    "EXIT_OK",
+    "EXIT_PROTOCOL",
+    "EXIT_REMOTE",
+    "EXIT_UNTRUSTED",
+    "EXIT_USAGE",
+    "build_parser",
+    "main",
+]
 
 GROUPS = (system, memory, proposals, review, backups, episodes, watch, context, completion, mcp)
 
@@ -56,6 +68,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_user_flag(parser, default=None)
     parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
     parser.add_argument(
+        "--server-uid",
+        metavar="UID|any",
+        default=None,
+        help="the uid the daemon may run as instead of yours, or 'any' to skip the check "
+        "(env MAKA_SERVER_UID; default: your own)",
+    )
+    parser.add_argument(
         "--no-autostart",
         action="store_true",
         help="do not start makad when none answers (env MAKA_NO_AUTOSTART=1)",
@@ -74,7 +93,14 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     announce_autostart()
     try:
-        with Client(args.socket, timeout=args.timeout, autostart=not args.no_autostart) as client:
+        expected_server_uid(args.server_uid)
+    except ValueError as exc:
+        print(f"maka: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    try:
+        with Client(
+            args.socket, timeout=args.timeout, autostart=not args.no_autostart, server_uid=args.server_uid
+        ) as client:
             code: int = args.func(client, args)
             return code
     except CliError as exc:
@@ -83,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     except DaemonUnavailable as exc:
         print(f"maka: {exc}", file=sys.stderr)
         return EXIT_NO_DAEMON
+    except UntrustedServer as exc:
+        print(f"maka: {exc}", file=sys.stderr)
+        return EXIT_UNTRUSTED
     except RemoteError as exc:
         if args.json:
             print(

@@ -19,6 +19,7 @@ from maka.client import Client
 from maka.workspace import resolve_workspace
 
 EXIT_OK, EXIT_REMOTE, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PROTOCOL = 0, 1, 2, 3, 4
+EXIT_UNTRUSTED = 5
 EXIT_INTERRUPTED = 130
 
 EXIT_CODES_HELP = """\
@@ -28,6 +29,7 @@ exit codes:
   2    usage error: bad arguments, an ambiguous id, invalid JSON, a missing optional extra
   3    no daemon is running on the socket
   4    the connection broke, the reply was malformed, or it timed out
+  5    the server on the socket runs as another user: refused (see --server-uid)
   130  interrupted (Ctrl-C)
 """
 

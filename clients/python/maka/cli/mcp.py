@@ -18,7 +18,8 @@ def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
         )
     from maka.mcp_bridge import serve
 
-    serve(client.socket_path, resolve_workspace(args.workspace), autostart=client.autostart)
+    workspace = resolve_workspace(args.workspace)
+    serve(client.socket_path, workspace, autostart=client.autostart, server_uid=client.server_uid)
     return EXIT_OK
 
 

@@ -8,7 +8,6 @@ import os
 import shutil
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 from maka.cli import review
@@ -17,6 +16,7 @@ from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
 from maka.notifications import Notification
+from makad.private_files import NotPrivate, open_private, write_all
 
 NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
 
@@ -250,6 +250,22 @@ class ImportBar:
             self.bar.stop()
 
 
+def write_export(path: str, data: str) -> None:
+    """Write an export (private memory) to a new file (mode 0600) or over a regular file of
+    the user's; never through a symlink, a FIFO or a hard link someone planted there."""
+    try:
+        fd = open_private(path, os.O_WRONLY)
+    except NotPrivate as exc:
+        raise CliError(f"not writing the export: {exc}") from None
+    except OSError as exc:
+        raise CliError(f"cannot write {path}: {exc.strerror}") from None
+    try:
+        os.ftruncate(fd, 0)
+        write_all(fd, data.encode("utf-8"))
+    finally:
+        os.close(fd)
+
+
 def cmd_export(client: Client, args: argparse.Namespace) -> int:
     result = client.call(
         "export_memories",
@@ -261,7 +277,7 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
         print_json(json.loads(data) if args.format == "json" else result)
         return EXIT_OK
     if args.output:
-        Path(args.output).write_text(data, encoding="utf-8")
+        write_export(args.output, data)
         print(f"Exported {result['count']} entries to {args.output}", file=sys.stderr)
     else:
         sys.stdout.write(data if data.endswith("\n") else data + "\n")
