@@ -23,6 +23,7 @@ from makad.service.identifiers import Identifiers, load_or_create_key
 from makad.service.imports import ImportService
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryFiles, MemoryService
+from makad.service.outside_text import OutsideTextService
 from makad.service.proposals import ProposalService
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
@@ -96,6 +97,7 @@ def build_app(
         memory,
         proposals,
         ImportService(ctx, memory_files),
+        OutsideTextService(ctx, memory_files),
         context,
         compaction,
         LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),

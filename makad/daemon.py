@@ -240,7 +240,7 @@ class Composition:
             log.error("start_failed", ref=ref, exc_info=True)
             self.failure = exc
             self.dispatcher.rest_failed(ref)
-            self.info.request_stop()
+            self.info.request_stop("start_failed")
         finally:
             self.loaded.set()
 
@@ -305,7 +305,7 @@ async def _stop_on_signals(
         task_status.started()
         async for signum in signals:
             log.info("signal", signal=signal.Signals(signum).name)
-            server.request_stop()
+            server.request_stop("signal")
             return
 
 

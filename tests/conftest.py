@@ -5,14 +5,13 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from makad.store.ledger import Ledger
-from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp
+from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp, short_temp_dir
 
 # No test may start a daemon on the user's own data directory by accident (the CLI and
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
@@ -38,8 +37,9 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
 
 @pytest.fixture
 def short_tmp() -> Iterator[Path]:
-    """A temp dir with a short path: AF_UNIX socket paths are limited to ~108 bytes."""
-    path = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
+    """A temp dir with a short path, under $TMPDIR when that leaves room for a socket path
+    (AF_UNIX socket paths are limited to 107 bytes), else under /tmp."""
+    path = short_temp_dir()
     try:
         yield path
     finally:

@@ -16,8 +16,27 @@ from pathlib import Path
 from typing import Any
 
 from maka import Client
+from makad.settings import MAX_SOCKET_PATH_BYTES
 
 STARTUP_TIMEOUT_S = 20.0
+# The tests put sockets at most this far below a temp root (``/mkXXXXXXXX`` and
+# ``/run/maka/makad.sock``, and a margin); AF_UNIX allows MAX_SOCKET_PATH_BYTES in all.
+SOCKET_BELOW_ROOT_BYTES = 40
+FALLBACK_TEMP_ROOT = "/tmp"
+
+
+def short_temp_root(base: str | None = None) -> str:
+    """Where the tests make their temp dirs: ``$TMPDIR`` (Python's temp dir) when the
+    sockets below it stay within the AF_UNIX limit, else /tmp."""
+    chosen = base if base is not None else tempfile.gettempdir()
+    if len(os.fsencode(chosen)) + SOCKET_BELOW_ROOT_BYTES <= MAX_SOCKET_PATH_BYTES:
+        return chosen
+    return FALLBACK_TEMP_ROOT
+
+
+def short_temp_dir(prefix: str = "mk") -> Path:
+    """A fresh private temp dir under ``short_temp_root()`` (the caller removes it)."""
+    return Path(tempfile.mkdtemp(prefix=prefix, dir=short_temp_root()))
 
 
 class DaemonProcess:
@@ -114,7 +133,7 @@ class SharedDaemon(DaemonProcess):
 def daemon_in_tmp(env: dict[str, str] | None = None) -> Iterator[DaemonProcess]:
     """A started daemon in its own short temp dir, stopped and removed afterwards
     (the body of a module-scoped fixture: ``yield from daemon_in_tmp()``)."""
-    root = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
+    root = short_temp_dir()
     proc = DaemonProcess(root, env=env)
     proc.start()
     try:

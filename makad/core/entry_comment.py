@@ -126,8 +126,9 @@ def encode(value: str) -> str:
 def field_tokens(entry: Entry) -> dict[str, str]:
     """The tokens the daemon writes for ``entry``, by key, in V0.1 order.
 
-    ``decayTtlMs`` only when set; ``scope``, ``session``, ``source`` and
-    ``supersedes`` only when not default.
+    ``tags`` only when there are some (an empty ``tags=`` is still read: none);
+    ``decayTtlMs`` only when set; ``scope``, ``session``, ``source`` and ``supersedes``
+    only when not default.
     """
     out = {
         "id": f"id={encode(entry.id)}",
@@ -135,8 +136,9 @@ def field_tokens(entry: Entry) -> dict[str, str]:
         "createdAt": f"createdAt={entry.created_at}",
         "updatedAt": f"updatedAt={entry.updated_at}",
         "status": f"status={entry.status}",
-        "tags": "tags=" + ",".join(encode(tag) for tag in entry.tags),
     }
+    if entry.tags:
+        out["tags"] = "tags=" + ",".join(encode(tag) for tag in entry.tags)
     if entry.decay_ttl_ms is not None:
         out["decayTtlMs"] = f"decayTtlMs={entry.decay_ttl_ms}"
     if entry.scope != "workspace":

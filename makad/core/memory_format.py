@@ -70,6 +70,9 @@ from makad.core.types import Entry
 from makad.core.undecodable import display
 
 HEADER: Final = "# Maka Memory\n\n"
+# PENDING.md's title; a file with any other preamble (``# Maka Memory`` from older
+# versions included) reads the same.
+PENDING_HEADER: Final = "# Maka Pending Proposals\n\n"
 
 _CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+[ \t]*\Z")
 _BLANK_END = re.compile(r"(?:\A|\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)\Z")
@@ -123,9 +126,14 @@ def render(doc: MemoryDocument) -> str:
     return prefix + doc.preamble + "".join(section.raw for section in doc.sections)
 
 
-def new_document(newline: str = "\n") -> MemoryDocument:
-    """An empty memory file: just the ``# Maka Memory`` header."""
-    return MemoryDocument(preamble=HEADER.replace("\n", newline), newline=newline)
+def new_document(newline: str = "\n", header: str = HEADER) -> MemoryDocument:
+    """An empty memory file: just its title (``# Maka Memory``, or ``PENDING_HEADER``)."""
+    return MemoryDocument(preamble=header.replace("\n", newline), newline=newline)
+
+
+def is_empty(doc: MemoryDocument) -> bool:
+    """Nothing in it at all: no preamble, no section (a file saved empty)."""
+    return not doc.preamble and not doc.sections
 
 
 def entries(doc: MemoryDocument) -> list[Entry]:

@@ -169,16 +169,21 @@ def plan_approval(
             )
             continue
         created, entry_id = _fresh_id(content, now + offset, used)
+        origin = origins.get(proposal_id, proposed.origin)
+        edited = edit is not None and any(
+            not isinstance(value, UnsetType) for value in (edit.title, edit.content, edit.tags)
+        )
+        dates = _dates(proposed, origin, created, edited=edited, default_decay_ms=default_decay_ms)
         entry = Entry(
             id=entry_id,
             title=title,
             content=content,
-            origin=origins.get(proposal_id, proposed.origin),
-            created_at=created,
-            updated_at=created,
+            origin=origin,
+            created_at=dates[0],
+            updated_at=dates[1],
             status="active",
             tags=redact_all(proposed.tags),
-            decay_ttl_ms=default_decay_ms if proposed.decay_ttl_ms is None else proposed.decay_ttl_ms,
+            decay_ttl_ms=dates[2],
             scope=scope or proposed.scope,
             session_id=None if scope else scrub.scrub_optional(proposed.session_id),
             source_refs=scrub.scrub_refs(proposed.source_refs),
@@ -187,6 +192,27 @@ def plan_approval(
         items.append(PlannedItem(proposal_id=proposal_id, entry=entry, edited=edit is not None))
         active[content_hash(content)] = entry
     return ApprovalPlan(items=tuple(items), at=now, redactions=redactions)
+
+
+def _dates(
+    proposal: Entry, origin: Origin, approved_at: int, *, edited: bool, default_decay_ms: int | None
+) -> tuple[int, int, int | None]:
+    """(createdAt, updatedAt, decayTtlMs) of the entry approving ``proposal`` makes.
+
+    An entry is created when it is approved, except an imported one: it keeps the dates
+    its source gave it (a ChatGPT memory from 2024 stays from 2024), edited now if the
+    user edited it on approval. A decay the workspace's default gives it still counts from
+    the approval, so an old memory is not archived the moment it is approved.
+    """
+    own_decay = proposal.decay_ttl_ms
+    decay = default_decay_ms if own_decay is None else own_decay
+    if origin != "imported" or not 0 < proposal.created_at < approved_at:
+        return approved_at, approved_at, decay
+    created = proposal.created_at
+    updated = approved_at if edited else min(max(proposal.updated_at, created), approved_at)
+    if own_decay is None and decay:
+        decay += approved_at - created
+    return created, updated, decay
 
 
 def _edited(proposal: Entry, edit: Edit | None, memory: fmt.MemoryDocument) -> Entry:

@@ -105,7 +105,7 @@ def memory_block(
     level: str | None = None,
 ) -> str:
     """One entry: title, its ref (its level when told, its confidence; its age with a
-    caveat when stale), content."""
+    caveat when stale), content (left out when it only repeats the title)."""
     title = one_line(entry.title, TITLE_MAX_CHARS) or "(untitled)"
     ref = memory_ref(entry.id)
     meta = ref if level is None else f"{ref} · {level} level"
@@ -117,6 +117,8 @@ def memory_block(
     elif age_ms > limits.stale_after_ms:
         meta = f"{meta} · {age_text(age_ms)} · {STALE_CAVEAT}"
     content = entry.content.strip()
+    if _WHITESPACE.sub(" ", content) == title:
+        content = ""  # a memory whose title is its whole text is said once
     raw = content.encode()
     if len(raw) > limits.memory_entry_max_bytes:
         cut = raw[: limits.memory_entry_max_bytes].decode("utf-8", "ignore").rstrip()

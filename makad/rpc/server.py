@@ -45,6 +45,7 @@ from makad.settings import (
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_MESSAGE_BYTES,
 )
+from makad.wire.system import DAEMON_STOPPING, DaemonStopping, StopReason
 
 log = structlog.get_logger("makad.server")
 _encoder = msgspec.json.Encoder()
@@ -55,6 +56,8 @@ READ_CHUNK = 64 * 1024
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 # Refusals are logged at most this often (a flood of connects is one line a second).
 REFUSAL_LOG_INTERVAL_S = 1.0
+# How long stopping waits for what is queued on the connections to be written.
+FLUSH_ON_STOP_S = 1.0
 
 
 @dataclass(frozen=True)
@@ -130,9 +133,16 @@ class Server:
         self._refused = 0
         self._refusal_logged_at = -REFUSAL_LOG_INTERVAL_S
 
-    def request_stop(self) -> None:
+    def request_stop(self, reason: StopReason = "shutdown") -> None:
+        """Stop serving, and tell every open connection that this is on purpose
+        (``daemon_stopping`` ``{reason}``): a client that sees it does not start a new
+        daemon when it loses its connection."""
+        if self._stopping:
+            return
         self._stopping = True
         self._stop.set()
+        for conn in list(self.connections):
+            conn.notify(DAEMON_STOPPING, DaemonStopping(reason=reason), group=DAEMON_STOPPING)
 
     @property
     def stopping(self) -> bool:
@@ -161,6 +171,10 @@ class Server:
                 if self._in_flight:
                     self._idle = anyio.Event()
                     await self._idle.wait()
+            # What is queued (``daemon_stopping`` above all) reaches the clients that read.
+            with anyio.move_on_after(FLUSH_ON_STOP_S):
+                for conn in list(self.connections):
+                    await conn.flush()
             tg.cancel_scope.cancel()
 
     async def _accept_forever(self, listener: SocketListener, tg: TaskGroup) -> None:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Final
 
+from makad.core.outside_text import stray_lines
 from makad.core.undecodable import undecodable_lines
 from makad.wire.base import Warning
 
@@ -57,10 +57,6 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
     return out
 
 
-# A level-1 heading (the file's title) and blank lines are expected before the first entry.
-_TITLE_LINE: Final = re.compile(r"^ {0,3}#(?:[ \t]|$)")
-_COMMENT_OPEN: Final = "<!--"
-_COMMENT_CLOSE: Final = "-->"
 ENTRY_FIX: Final = "start each memory with a `## Title` line (see docs/FORMAT.md)"
 
 
@@ -71,24 +67,7 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     Such text is kept as it is but is no memory: a CLAUDE.md-style list of bullets there
     reads as "no entries", which is what this warning explains.
     """
-    stray: list[int] = []
-    in_comment = False
-    for number, line in enumerate(preamble.splitlines(), start=1):
-        rest = line
-        if in_comment:
-            if _COMMENT_CLOSE not in rest:
-                continue
-            rest = rest.split(_COMMENT_CLOSE, 1)[1]
-            in_comment = False
-        while _COMMENT_OPEN in rest:
-            before, _, after = rest.partition(_COMMENT_OPEN)
-            if _COMMENT_CLOSE not in after:
-                in_comment = True
-                rest = before
-                break
-            rest = before + after.split(_COMMENT_CLOSE, 1)[1]
-        if rest.strip() and not _TITLE_LINE.match(rest):
-            stray.append(number)
+    stray = stray_lines(preamble)
     out = [
         Warning(
             kind="text_outside_entries",

@@ -207,4 +207,4 @@ def _format_of(
 def _fitting_count(pending: TrackedFile, new: list[Entry], cap: int) -> int:
     """How many of ``new`` PENDING.md can take under ``cap`` bytes."""
     newline = pending.doc.newline if not pending.missing else "\n"
-    return rules.fitting_count(pending.text or fmt.HEADER, newline, new, cap)
+    return rules.fitting_count(pending.text or fmt.PENDING_HEADER, newline, new, cap)

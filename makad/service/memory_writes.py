@@ -327,7 +327,9 @@ class MemoryFiles:
                 f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "
                 "cap; shrink it before the daemon writes to it"
             )
-        current = tracked.doc if not tracked.missing else fmt.new_document()
+        current = tracked.doc
+        if tracked.missing or fmt.is_empty(current):
+            current = fmt.new_document(current.newline, header_of(which))
         change = op(current)
         both = change.touched & user_changed
         if both:
@@ -409,3 +411,8 @@ class MemoryFiles:
 
 def _kind(which: str) -> str:
     return "MEMORY" if which == "memory" else "PENDING"
+
+
+def header_of(which: str) -> str:
+    """The title a new MEMORY.md or PENDING.md starts with."""
+    return fmt.HEADER if which == "memory" else fmt.PENDING_HEADER

@@ -16,7 +16,14 @@ from makad.errors import ShuttingDown
 from makad.faults import Faults
 from makad.settings import DaemonSettings
 from makad.wire.base import Handler
-from makad.wire.system import ContextPaths, NoParams, ShutdownResult, StatusResult, WorkspaceWarning
+from makad.wire.system import (
+    ContextPaths,
+    NoParams,
+    ShutdownResult,
+    StatusResult,
+    StopReason,
+    WorkspaceWarning,
+)
 
 if TYPE_CHECKING:  # the registry is loaded after the daemon listens (makad.app)
     from makad.store.workspaces import WorkspaceRegistry
@@ -32,7 +39,8 @@ class DaemonInfo:
     settings: DaemonSettings
     started: float = field(default_factory=time.monotonic)
     connection_count: Callable[[], int] = lambda: 0
-    request_stop: Callable[[], None] = lambda: None
+    # Stop serving; the reason goes to every client (``daemon_stopping``).
+    request_stop: Callable[[StopReason], None] = lambda reason: None
     stopping: Callable[[], bool] = lambda: False
     warnings: Callable[[], list[WorkspaceWarning]] = lambda: []
     context_paths: Callable[[], list[ContextPaths]] = lambda: []
@@ -91,7 +99,7 @@ class SystemService:
     async def shutdown(self, params: NoParams, peer: Peer) -> ShutdownResult:
         if self._info.stopping():
             raise ShuttingDown("the daemon is already stopping")
-        self._info.request_stop()
+        self._info.request_stop("shutdown")
         return ShutdownResult(stopping=True)
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from makad.core.confidence import Confidence
+from makad.core.outside_text import OutsideLine
 from makad.core.types import BackupInfo, ContextStrategy, Entry
 
 # A record the layers below the wire share: defined once, in core.
@@ -132,6 +133,28 @@ class ListBackupsParams(WorkspaceParams):
     pass
 
 
+class RemoveOutsideTextParams(WorkspaceParams):
+    """``dryRun``: only say what would go. ``lines``: only these of the removable lines
+    (file line numbers, as ``text_outside_entries`` names them). ``expectedRevision``:
+    refuse with ``conflict`` when the workspace moved on since it was read."""
+
+    dry_run: bool = False
+    lines: list[Annotated[int, Meta(ge=1)]] | None = None
+    expected_revision: int | None = None
+
+
+class RemoveOutsideTextResult(Result):
+    """``removed``: the lines taken out (with ``dryRun``: the ones that would be), each
+    with ``where`` its memory is now (``memory``, ``pending`` or ``rejected``) and that
+    entry's or proposal's ``id``; ``kept``: the other lines outside any entry
+    (``where: not_imported``), which stay until they are imported or given a heading."""
+
+    removed: list[OutsideLine]
+    kept: list[OutsideLine]
+    dry_run: bool
+    revision: int
+
+
 class BackupsResult(Result):
     backups: list[BackupInfo]
 
@@ -225,6 +248,16 @@ METHODS: list[MethodSpec] = [
         EntryResult,
         "Remove an entry from MEMORY.md and every index; returns what was deleted.",
         errors=(*_WRITE, NotFound),
+    ),
+    MethodSpec(
+        "remove_outside_text",
+        RemoveOutsideTextParams,
+        RemoveOutsideTextResult,
+        "Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose "
+        "memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with "
+        "import_memories and decided. Other lines stay. The preamble's title, comments and "
+        "every entry are untouched; a backup is kept as for every write.",
+        errors=(*_WRITE, InvalidParams),
     ),
     MethodSpec(
         "list_backups",

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from makad.errors import ShuttingDown
 from makad.wire.base import MethodSpec, Params, Result
@@ -51,6 +51,20 @@ class ShutdownResult(Result):
     stopping: bool
 
 
+# Why the daemon stops: the ``shutdown`` method, SIGTERM/SIGINT (``systemctl stop``,
+# Ctrl-C), or its services could not be loaded.
+StopReason = Literal["shutdown", "signal", "start_failed"]
+# The notification every open connection gets when the daemon stops on purpose (no
+# ``subscribe`` needed): clients that see it do not start a new daemon on their own.
+DAEMON_STOPPING = "daemon_stopping"
+
+
+class DaemonStopping(Result):
+    """Params of ``daemon_stopping``."""
+
+    reason: StopReason
+
+
 METHODS: list[MethodSpec] = [
     MethodSpec("ping", NoParams, str, 'Liveness check: answers "pong".', inline=True),
     MethodSpec(
@@ -72,7 +86,9 @@ METHODS: list[MethodSpec] = [
         "shutdown",
         NoParams,
         ShutdownResult,
-        "Stop accepting connections, let in-flight requests finish, exit 0.",
+        "Stop accepting connections, let in-flight requests finish, exit 0. Every open "
+        'connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients '
+        "that start makad on demand do not start it again after it.",
         errors=(ShuttingDown,),
     ),
 ]

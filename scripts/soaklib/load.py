@@ -206,6 +206,10 @@ class LoadClient:
             "reject": (0.8, self.reject),
             "history": (1, self.history),
             "import": (0.25, self.import_memories),
+            "outside_text": (
+                0.2,
+                lambda: self.call("remove_outside_text", {"workspace": self.home, "dryRun": True}),
+            ),
             "export": (
                 0.5,
                 lambda: self.call("export_memories", {"workspace": self.home, "format": "markdown"}),
@@ -264,6 +268,7 @@ class LoadClient:
             "read_state",
             "list_proposals",
             "export",
+            "outside_text",
             "list_sessions",
         ):
             await self.steps()[name][1]()

@@ -18,6 +18,7 @@ TOP = {
     "episodes",
     "consolidate",
     "status",
+    "stop",
     "ping",
     "call",
     "settings",
@@ -70,6 +71,7 @@ def test_tree_has_every_command() -> None:
     assert set(root.children["memory"].children) == {
         "list",
         "show",
+        "tidy",
         "add",
         "edit",
         "archive",

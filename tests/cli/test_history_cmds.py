@@ -114,3 +114,42 @@ def test_undo_refuses_when_the_file_changed_meanwhile(module_daemon: DaemonProce
         backups_cmd.read_entries = real  # type: ignore[assignment]
     assert code == 1 and "conflict" in err
     assert "written meanwhile" in memory_text(new_ws)
+
+
+def test_commands_take_the_short_session_ids_they_show(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """The session id `maka sessions` prints (a prefix) works in episodes --session, context -s
+    and compact -s; a prefix of two sessions is a usage error listing them."""
+    sids = []
+    while len({s[0] for s in sids}) == len(sids):  # until two ids share a first character
+        sid = call(module_daemon, new_ws, "open_session", title=f"s{len(sids)}")["sessionId"]
+        call(
+            module_daemon,
+            new_ws,
+            "append_events",
+            sessionId=sid,
+            events=[{"type": "user_message", "text": "hi"}],
+        )
+        sids.append(sid)
+    sid = sids[0]
+    call(
+        module_daemon,
+        new_ws,
+        "record_episode",
+        sessionId=sid,
+        summary="Chose the heron name",
+        sourceRefs=[f"event:{sid}:1"],
+    )
+    code, out, _ = maka(module_daemon, new_ws, "sessions")
+    shown = next(line.split()[0] for line in out.splitlines() if line.endswith(" s0"))
+    assert sid.startswith(shown) and shown != sid
+    code, out, err = maka(module_daemon, new_ws, "--json", "episodes", "--session", shown)
+    assert code == 0, err
+    assert [e["sessionId"] for e in json.loads(out)["episodes"]] == [sid]
+    code, out, err = maka(module_daemon, new_ws, "--json", "context", "-s", shown, "-q", "heron")
+    assert code == 0, err
+    assert [m["sourceId"] for m in json.loads(out)["messages"]] == [f"event:{sid}:1"]  # its history
+    code, _, err = maka(module_daemon, new_ws, "--json", "compact", "-s", shown)
+    assert "nothing to compact" in err  # the session was found: one event is too little to compact
+    twins = [s for s in sids if s[0] == sids[-1][0]]
+    code, _, err = maka(module_daemon, new_ws, "episodes", "--session", twins[0][0])
+    assert code == 2 and "ambiguous" in err and all(t in err for t in twins)

@@ -461,3 +461,95 @@ async def test_propose_everywhere_queues_at_user_level(daemon: DaemonProcess) ->
     assert call(daemon, "list_proposals")["proposals"] == []
     (view,) = daemon.call("list_proposals", {"workspace": "@user"})["proposals"]
     assert view["proposal"]["scope"] == "global"
+
+
+async def test_instructions_say_when_to_search_record_and_propose(shared_daemon: DaemonProcess) -> None:
+    """The server's instructions tell the agent to search before asking, to record every
+    exchange with session_record (and why), and what to propose — queued, not saved."""
+    async with host(shared_daemon) as h:
+        said = h.init.instructions or ""
+    assert str(shared_daemon.workspace) in said
+    _, search, record, propose, refused = said.split("\n- ")
+    assert "memory_search" in search and "before asking" in search
+    assert "session_record" in record and "after each exchange" in record and "history_search" in record
+    assert "memory_propose" in propose and "source_refs" in propose and "PENDING.md" in propose
+    assert "command" in refused
+
+
+async def test_refusals_name_the_command_that_allows_them(shared_daemon: DaemonProcess) -> None:
+    """With a switch off, the tool's message names the user's own `maka settings` command
+    for this workspace (quoted for the shell); run as given, it opens the gate."""
+    ws = shared_daemon.workspace / "my notes"
+    ws.mkdir()
+    call(shared_daemon, "add_entry", workspace=str(ws), title="Deploys", content="We deploy on Tuesdays.")
+    env = {**bridge_env(), "MAKAD_SOCKET": str(shared_daemon.socket), "MAKA_WORKSPACE": ""}
+    async with mcp_host(shared_daemon.socket, workspace=ws) as h:
+        _, refused = await h.tool("memory_search", query="deploy")
+        command = refused.split("they run: ", 1)[1].strip()
+        assert command == f"maka settings -w '{ws}' agentReadEnabled=on"
+        is_error, proposed = await h.tool("memory_propose", title="T", content="c")
+        assert is_error and proposed.startswith("gate_closed")
+        assert f"maka settings -w '{ws}' agentReadEnabled=on extractToolEnabled=on" in proposed
+        ran = await anyio.to_thread.run_sync(
+            lambda: subprocess.run(
+                ["bash", "-c", command.replace("maka ", f"{sys.executable} -m maka.cli ", 1)],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=60,
+            )
+        )
+        assert ran.returncode == 0, ran.stderr
+        _, found = await h.tool("memory_search", query="deploy")
+        assert "We deploy on Tuesdays." in found
+        _, history = await h.tool("history_search", query="deploy")
+        assert history.split("they run: ", 1)[1].strip() == (
+            f"maka settings -w '{ws}' historyRecallEnabled=on"
+        )
+
+
+async def test_resolve_takes_the_short_ids_people_see(shared_daemon: DaemonProcess) -> None:
+    """memory_resolve takes an entry's 12-character prefix, lists the candidates of an
+    ambiguous one, says when an id is a waiting proposal, and says plainly when nothing
+    starts with it; event refs take a session id prefix too."""
+    ids: list[str] = []
+    while True:  # entries until two ids share their first character (17 at most)
+        added = call(shared_daemon, "add_entry", title=f"Fact {len(ids)}", content=f"fact number {len(ids)}")
+        ids.append(added["entry"]["id"])
+        if len({i[0] for i in ids}) < len(ids):
+            break
+    shared = ids[-1][0]
+    twins = [i for i in ids if i.startswith(shared)]
+    open_gates(shared_daemon)
+    proposal = call(shared_daemon, "propose", title="Waiting", content="A proposal, not memory yet.")
+    async with host(shared_daemon) as h:
+        _, mine = await h.tool("session_record", turns=[{"role": "user", "text": "short refs please"}])
+        sid = mine.split("in session ")[1].split(" ")[0]
+        _, text = await h.tool(
+            "memory_resolve",
+            refs=[
+                f"memory:{ids[0][:12]}",
+                f"memory:{shared}",
+                f"memory:{proposal['proposal']['id'][:10]}",
+                "memory:zzzzzzzzzzzz",
+                f"event:{sid[:12]}:1",
+            ],
+        )
+    blocks = dict(b.split("\n", 1) for b in text.split("\n\n[") if "\n" in b)
+    assert blocks[f"[memory:{ids[0][:12]}]"].startswith(f"memory:{ids[0]}  Fact 0")
+    assert "fact number 0" in blocks[f"[memory:{ids[0][:12]}]"]
+    listed = blocks[f"memory:{shared}]"]
+    assert listed.startswith(f"Ambiguous: {len(twins)} entries start with '{shared}'")
+    assert all(f"memory:{i}" in listed for i in twins)
+    waiting = blocks[f"memory:{proposal['proposal']['id'][:10]}]"]
+    assert waiting.startswith("Not memory yet") and "A proposal, not memory yet." in waiting
+    assert blocks["memory:zzzzzzzzzzzz]"].startswith("Not found: no entry or proposal id starts with")
+    assert "may have been deleted" not in text
+    assert "1 user_message: short refs please" in blocks[f"event:{sid[:12]}:1]"]
+
+
+async def test_resource_templates_are_answered(shared_daemon: DaemonProcess) -> None:
+    """resources/templates/list is answered (an empty list: the resources have fixed URIs)."""
+    async with host(shared_daemon) as h:
+        templates = await h.session.list_resource_templates()
+    assert templates.resource_templates == []

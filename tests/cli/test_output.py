@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maka.cli.common import CliError, EntryEdit, entry_form, parse_entry_form, resolve_ids
-from maka.cli.output import age, display_width, side_by_side, table, truncate
+from maka.cli.output import age, display_width, side_by_side, table, truncate, wrap
 from maka.cli.system import parse_setting
 
 DAY = 86_400_000
@@ -47,11 +47,35 @@ def test_table_cuts_only_the_last_column() -> None:
     assert all(display_width(line) <= 40 for line in cut) and cut[2] == "bbb  short"
 
 
-def test_side_by_side_fits_the_width() -> None:
-    """Both columns fit the width and the gap is kept."""
+def test_side_by_side_fits_the_width_and_loses_nothing() -> None:
+    """Both columns fit the width, the gap is kept, and long lines wrap within their
+    column instead of being cut: every word is still there."""
     lines = side_by_side(["left " * 30], ["right " * 30, "second"], 80)
-    assert len(lines) == 2 and all(display_width(line) <= 80 for line in lines)
-    assert "│" in lines[0]
+    assert all(display_width(line) <= 80 for line in lines) and "│" in lines[0]
+    left = " ".join(line.split("│")[0] for line in lines).split()
+    right = " ".join(line.split("│")[1] for line in lines).split()
+    assert left == ["left"] * 30 and right == ["right"] * 30 + ["second"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    st.lists(st.text(alphabet="ab日", min_size=1, max_size=12), min_size=1, max_size=12),
+    st.integers(min_value=4, max_value=40),
+    st.integers(min_value=0, max_value=3),
+)
+def test_wrap_breaks_between_words_and_keeps_every_word(words: list[str], width: int, indent: int) -> None:
+    """Wrapped lines fit the width, keep the indentation (unless it would take half the
+    width), and break inside a word only when that word alone is wider than the room."""
+    line = " " * indent + " ".join(words)
+    rows = wrap(line, width)
+    assert all(display_width(row) <= width for row in rows)
+    if len(rows) > 1:
+        kept = indent if 2 * indent <= width else 0
+        assert all(row.startswith(" " * kept) for row in rows)
+        room = width - kept
+        assert [w for row in rows for w in row.split()] == [
+            piece for w in words for piece in ([w] if display_width(w) <= room else wrap(w, room))
+        ]
 
 
 def test_age_reads_like_a_person() -> None:

@@ -60,6 +60,42 @@ def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
     assert again["previouslyRejected"]["proposalId"] == rejected
 
 
+LONG = (
+    "The deployment pipeline for the payments service runs integration tests against the "
+    "staging database called heron, then waits for a manual approval from the on-call "
+    "engineer before promoting the build to production on Tuesday mornings only."
+)
+
+
+def test_review_from_a_pipe_shows_the_whole_proposal(shared_daemon: DaemonProcess) -> None:
+    """Off a terminal nothing of the proposal being decided is cut or wrapped, even beside
+    a similar entry."""
+    call(shared_daemon, "add_entry", title="Deploys", content=LONG.replace("Tuesday", "Thursday"))
+    propose(shared_daemon, "Deploys", LONG)
+    result = run_maka(shared_daemon, "review", input="s\n", env={"COLUMNS": "120"})
+    assert result.returncode == 0
+    assert f"  {LONG}" in result.stdout.splitlines()
+    assert "…" not in result.stdout
+
+
+def test_review_on_a_terminal_wraps_between_words(shared_daemon: DaemonProcess) -> None:
+    """On a terminal the card fits its width, side by side and stacked, and every word of
+    the proposal is whole on some line (never split across two)."""
+    call(shared_daemon, "add_entry", title="Deploys", content=LONG.replace("Tuesday", "Thursday"))
+    propose(shared_daemon, "Deploys", LONG)
+    for columns in ("120", "70"):
+        env = {**os.environ, "COLUMNS": columns, "LINES": "40", "TERM": "dumb"}
+        argv = [*MAKA, "--socket", str(shared_daemon.socket), "review", "-w", str(shared_daemon.workspace)]
+        pty = Pty(argv, env)
+        shown = pty.expect(PROMPT)
+        pty.send("q")
+        assert pty.wait()[0] == 0
+        lines = [line.rstrip("\r") for line in shown.splitlines()]
+        assert all(display_width(line) <= int(columns) for line in lines)
+        words = {w for line in lines for w in line.replace("│", " ").split()}
+        assert set(LONG.split()) <= words, (columns, set(LONG.split()) - words)
+
+
 def test_review_quit_keeps_earlier_decisions(shared_daemon: DaemonProcess) -> None:
     """From a pipe each line is a key; q stops and what was decided stays decided."""
     first = propose(shared_daemon, "One", "first fact")
@@ -113,8 +149,10 @@ def test_card_side_by_side_when_wide() -> None:
     assert all(display_width(line) <= 120 for line in lines)
 
 
-def test_card_stacked_when_narrow() -> None:
-    """On a narrow terminal the similar entries come below the proposal."""
+def test_card_stacked_when_narrow_or_off_a_terminal() -> None:
+    """On a narrow terminal the similar entries come below the proposal; off a terminal
+    (no width) too, with nothing cut."""
+    assert not any("│" in line for line in card(sample_view(), 1, 1, {}, {}, width=None))
     lines = card(sample_view(), 2, 3, {}, {}, width=60)
     assert not any("│" in line for line in lines)
     assert lines.index("Similar entries:") > lines.index("New")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from maka import Client
+from maka.autostart import process_gone
 from maka.errors import MakaError
 
 GONE_TIMEOUT_S = 30.0
@@ -45,19 +45,6 @@ class AutostartHome:
         with contextlib.suppress(MakaError), Client(str(self.socket), timeout=10) as c:
             c.call("shutdown")
         wait_gone(pid)
-
-
-def process_gone(pid: int) -> bool:
-    """No such process, or only a zombie waiting for its parent."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def wait_gone(pid: int) -> None:

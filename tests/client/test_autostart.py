@@ -38,15 +38,19 @@ def test_library_default_does_not_start_a_daemon(autostart_home: AutostartHome) 
 
 def test_client_starts_one_detached_and_logged(autostart_home: AutostartHome) -> None:
     """Client(autostart=True) starts makad on its socket with the default data dir from the
-    environment, in a session of its own, logging to the user's log dir; it outlives the client."""
+    environment, fully detached — a session of its own, not the client's child, stdin from
+    /dev/null, output to the user's log dir — and it outlives the client."""
     with Client(str(autostart_home.socket), autostart=True) as c:
         status = c.call("status")
     assert status["socket"] == str(autostart_home.socket)
     assert status["dataDir"] == str(autostart_home.data_dir)
     pid = int(status["pid"])
     assert os.getsid(pid) == pid != os.getsid(0)  # its own session: no terminal's signals reach it
+    parent = int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    assert parent != os.getpid()  # re-parented: the client never waits for it or reaps it
     assert os.readlink(f"/proc/{pid}/cwd") == "/"
-    assert os.readlink(f"/proc/{pid}/fd/2") == str(autostart_home.log)
+    assert os.readlink(f"/proc/{pid}/fd/0") == "/dev/null"
+    assert os.readlink(f"/proc/{pid}/fd/1") == os.readlink(f"/proc/{pid}/fd/2") == str(autostart_home.log)
     assert "listening on" in autostart_home.log.read_text()
     assert autostart_home.status()["pid"] == pid  # still serving after the client closed
 
@@ -94,7 +98,8 @@ def test_a_daemon_that_cannot_start_is_reported(
     with pytest.raises(DaemonUnavailable) as info:
         Client(str(autostart_home.socket), autostart=True).call("ping")
     message = str(info.value)
-    assert "autostarted makad exited with status 78" in message and str(autostart_home.log) in message
+    # Detached, it is not the client's child: its exit status is unknown, its last words are not.
+    assert "autostarted makad exited: " in message and str(autostart_home.log) in message
     assert f"{blocker} is not a folder" in message
 
 

@@ -32,6 +32,11 @@ def test_sync_notifications_carry_on_across_a_restart(daemon: DaemonProcess) -> 
         sub.call("subscribe", {"workspace": ws})
         notes = sub.notifications()
         daemon.restart()
+        assert next(notes) == {
+            "jsonrpc": "2.0",
+            "method": "daemon_stopping",
+            "params": {"reason": "signal"},
+        }  # an orderly stop (SIGTERM), announced
         marker = next(notes)
         assert marker == {"jsonrpc": "2.0", "method": "reconnected", "params": {"workspaces": [ws]}}
         revision = change(daemon, "after the restart")
@@ -47,7 +52,7 @@ def test_sync_call_after_restart_renews_too(daemon: DaemonProcess) -> None:
         sub.m.subscribe(workspace=ws)
         daemon.restart()
         assert sub.call("ping") == "pong"
-        assert [n["method"] for n in sub.drain_notifications()] == ["reconnected"]
+        assert [n["method"] for n in sub.drain_notifications()] == ["daemon_stopping", "reconnected"]
         revision = change(daemon, "seen")
         note = next(sub.notifications())
     assert note["method"] == "memory_changed" and note["params"]["revision"] == revision
@@ -64,6 +69,7 @@ def test_unsubscribe_is_not_renewed(daemon: DaemonProcess) -> None:
         sub.call("unsubscribe", {"workspace": ws})
         notes = sub.notifications()
         daemon.restart()
+        assert next(notes)["method"] == "daemon_stopping"
         assert next(notes)["params"] == {"workspaces": [str(other)]}
 
 
@@ -75,6 +81,7 @@ def test_sync_subscription_lost_when_no_daemon_comes_back(daemon: DaemonProcess)
         sub.call("subscribe", {"workspace": ws})
         notes = sub.notifications()
         daemon.stop()
+        assert next(notes)["method"] == "daemon_stopping"
         lost = next(notes)
         assert lost["method"] == "subscription_lost" and lost["params"]["workspace"] == ws
         assert "no makad is running" in lost["params"]["error"]
@@ -94,6 +101,11 @@ async def test_async_notifications_carry_on_across_a_restart(daemon: DaemonProce
             notes = sub.notifications()
             await anyio.to_thread.run_sync(daemon.restart)
             with anyio.fail_after(60):
+                assert await anext(notes) == {
+                    "jsonrpc": "2.0",
+                    "method": "daemon_stopping",
+                    "params": {"reason": "signal"},
+                }
                 marker = await anext(notes)
                 assert marker == {"jsonrpc": "2.0", "method": "reconnected", "params": {"workspaces": [ws]}}
                 revision = await anyio.to_thread.run_sync(change, daemon, "after the restart")
@@ -115,6 +127,7 @@ async def test_async_subscription_lost_then_unavailable(daemon: DaemonProcess) -
         notes = sub.notifications()
         await anyio.to_thread.run_sync(daemon.stop)
         with anyio.fail_after(60):
+            assert (await anext(notes))["method"] == "daemon_stopping"
             lost = await anext(notes)
             assert lost["method"] == "subscription_lost" and lost["params"]["workspace"] == ws
             with pytest.raises(DaemonUnavailable):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -11,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from maka.workspace import find_workspace, resolve_workspace
+from tests.support import short_temp_dir
 
 MARKERS = ("memory/MEMORY.md", "memory/PENDING.md", ".git/", ".git", "memory/", "memory/notes.txt")
 COUNTS = {"memory/MEMORY.md", "memory/PENDING.md", ".git/", ".git"}
@@ -35,7 +35,7 @@ def test_nearest_root_wins(depth: int, planted: dict[int, str], home_level: int)
     """The deepest folder on the way up holding memory/MEMORY.md, memory/PENDING.md or .git is
     chosen; an empty or unrelated memory/ is not a root; nothing above home is looked at;
     with no root, the start folder itself."""
-    root = Path(tempfile.mkdtemp(prefix="mkws", dir="/tmp"))
+    root = short_temp_dir("mkws")
     try:
         chain = [root]
         for i in range(depth):

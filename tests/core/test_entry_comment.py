@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core.entry_comment import FIELDS, edit_tokens, read_comment
-from makad.core.memory_format import Section, apply_decay, entries, find, parse, render, upsert
+from makad.core.memory_format import Section, apply_decay, entries, find, parse, render, render_entry, upsert
 from makad.core.types import Entry
 
 _HELD = st.sampled_from(
@@ -118,7 +118,25 @@ def test_a_section_without_comment_gets_one_and_keeps_its_text() -> None:
     entry = entries(doc)[0]
     raw = upsert(doc, msgspec.structs.replace(entry, status="archived")).sections[0].raw
     assert raw.startswith("## Note ##\n<!-- maka-memory: id=" + entry.id + " origin=unknown")
-    assert raw.endswith("status=archived tags= -->\nhand written\n")
+    assert raw.endswith("status=archived -->\nhand written\n")
+
+
+def test_no_tags_no_token_and_an_empty_one_still_reads() -> None:
+    """An entry without tags is written without a ``tags=`` token; an empty ``tags=`` an older
+    version wrote reads as no tags, stays while the tags do not change, and goes when they
+    are cleared; tags written when set."""
+    bare = render_entry(Entry(id="n", title="T", content="c", created_at=1, updated_at=1))
+    assert "tags" not in bare
+    old = "## T\n<!-- maka-memory: id=o origin=manual createdAt=1 updatedAt=1 status=active tags= -->\nc\n"
+    doc = parse(old)
+    (entry,) = entries(doc)
+    assert entry.tags == [] and not doc.sections[0].comment_malformed
+    archived = upsert(doc, msgspec.structs.replace(entry, status="archived"))
+    assert "status=archived tags= -->" in render(archived)  # untouched field, kept as written
+    tagged = upsert(doc, msgspec.structs.replace(entry, tags=["ops"]))
+    assert "status=active tags=ops -->" in render(tagged)
+    cleared = upsert(tagged, msgspec.structs.replace(entries(tagged)[0], tags=[]))
+    assert "tags" not in render(cleared)
 
 
 def test_edit_tokens_adds_missing_fields_after_the_last_known_one() -> None:

@@ -18,7 +18,7 @@ from makad.core.importers import (
     parse,
     sniff,
 )
-from makad.core.importers.records import INTERNAL_REASON, clean_title, normalize_tags
+from makad.core.importers.records import INTERNAL_REASON, clean_title, headline, normalize_tags
 from makad.core.importers.timestamps import to_epoch_ms
 from makad.errors import InvalidParams
 
@@ -104,7 +104,7 @@ def test_mem0_items_keep_ids_timestamps_and_categories() -> None:
     first = result.items[0]
     assert first.source_id == "7f3a2c1e-4b5d-4e6f-8a9b-0c1d2e3f4a5b"
     assert first.content == "Prefers pytest over unittest for new test suites"
-    assert first.title == first.content
+    assert first.title == "Prefers pytest over unittest for new…"  # a headline, not the memory again
     assert first.created_at_ms == 1721463825123  # 2024-07-20T01:23:45.123-07:00
     assert first.updated_at_ms == 1721577600000
     assert first.tags == ["technology", "preferences"]
@@ -278,10 +278,10 @@ def test_markdown_bullets_with_nesting_checkboxes_and_fences() -> None:
     result = _parse_fixture("notes.md")
     assert [i.title for i in result.items] == [
         "Use uv to manage Python environments.",
-        "The staging database is refreshed every Sunday night.",
+        "The staging database is refreshed every…",
         "Rotate the deploy key every quarter",
         "Maria owns the billing service.",
-        "Ask Tom before touching the search cluster.",
+        "Ask Tom before touching the search…",
     ]
     assert result.items[1].content.endswith("- Refreshes take about forty minutes.")
     assert result.items[3].tags == ["people"]
@@ -470,3 +470,37 @@ def test_supermemory_documents_and_memory_entries() -> None:
         "a newer version of this memory exists",
         "forgotten in Supermemory",
     }
+
+
+@pytest.mark.parametrize(
+    ("memory", "title"),
+    [
+        ("Prefers metric units.", "Prefers metric units."),
+        ("Prefers metric units, except in recipes from the US.", "Prefers metric units"),
+        (
+            "Is building a Rust command-line tool that syncs notes between machines",
+            "Is building a Rust command-line tool…",
+        ),
+        ("- **Bold** habit: runs every morning before work, rain or shine", "Bold habit"),
+        ("用户喜欢喝绿茶，每天早上都会喝一杯。", "用户喜欢喝绿茶，每天早上都会喝一杯。"),
+        ("x" * 500, "x" * 47 + "…"),
+        ("   ", ""),
+    ],
+)
+def test_headline_is_short_and_never_the_whole_long_memory(memory: str, title: str) -> None:
+    """A title derived from a memory is the memory only when it is short; else its first
+    clause or first words, at most 48 characters."""
+    assert headline(memory) == title
+    assert len(headline(memory)) <= 48
+
+
+def test_a_chatgpt_line_gets_a_headline_title_and_keeps_its_date() -> None:
+    """A dated ChatGPT line: a short title, the whole sentence as content, its date kept."""
+    (item,) = parse(
+        "[2024-05-12] - Works at a bakery in Lisbon and bakes sourdough every Friday.\n", "chatgpt"
+    ).items
+    assert (item.title, item.content) == (
+        "Works at a bakery in Lisbon…",
+        "Works at a bakery in Lisbon and bakes sourdough every Friday.",
+    )
+    assert item.created_at_ms == to_epoch_ms("2024-05-12")

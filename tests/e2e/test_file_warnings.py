@@ -5,6 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from maka.errors import Conflict, InvalidParams
 from tests.cli.helpers import run_maka
 from tests.support import DaemonProcess
 
@@ -104,3 +107,92 @@ def test_cli_prints_each_warning_with_the_fix(module_daemon: DaemonProcess, new_
     (new_ws / "MEMORY.md").rename(memory / "MEMORY.md")
     moved = run_maka(module_daemon, "memory", "list", "-w", str(new_ws), workspace=False)
     assert "line 1" in moved.stderr and "## " in moved.stderr
+
+
+STRAY = (
+    "# My notes\r\n\r\n"
+    "- Use tabs in Go code\r\n"
+    "- The staging DB is heron\r\n"
+    "  (refreshed on Sundays)\r\n"
+    "- A thought not imported\r\n"
+    "<!-- kept: a comment -->\r\n"
+    "Some prose.\r\n\r\n"
+    "## Existing\r\nAn entry typed by hand.\r\n"
+)
+
+
+def stray_memory(module_daemon: DaemonProcess, new_ws: Path) -> Path:
+    """MEMORY.md with bullets above its entry; the first two imported and approved, the
+    third waiting nowhere (not imported)."""
+    memory = new_ws / "memory"
+    memory.mkdir()
+    path = memory / "MEMORY.md"
+    path.write_bytes(STRAY.encode())
+    data = "- Use tabs in Go code\n- The staging DB is heron\n  (refreshed on Sundays)\n"
+    imported = module_daemon.call(
+        "import_memories", {"workspace": str(new_ws), "data": data, "format": "markdown"}
+    )["imported"]
+    module_daemon.call("approve", {"workspace": str(new_ws), "ids": imported})
+    return path
+
+
+def test_imported_lines_above_the_entries_can_be_removed(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """remove_outside_text: a dry run names the imported lines (a bullet with its
+    continuation) and where their memory is; the removal takes out exactly those lines,
+    keeps the title, the comment, the prose, the line endings and every entry, the
+    warnings for them are gone, and `maka undo` brings them back."""
+    path = stray_memory(module_daemon, new_ws)
+    before = path.read_bytes()
+    ws = str(new_ws)
+    plan = module_daemon.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    assert [(r["line"], r["where"]) for r in plan["removed"]] == [(3, "memory"), (4, "memory"), (5, "memory")]
+    assert [(k["line"], k["where"]) for k in plan["kept"]] == [(6, "not_imported"), (8, "not_imported")]
+    assert path.read_bytes() == before  # a dry run writes nothing
+    done = module_daemon.call(
+        "remove_outside_text", {"workspace": ws, "lines": [3, 4, 5], "expectedRevision": plan["revision"]}
+    )
+    assert [r["line"] for r in done["removed"]] == [3, 4, 5] and not done["dryRun"]
+    assert path.read_bytes().decode() == (
+        "# My notes\r\n\r\n- A thought not imported\r\n<!-- kept: a comment -->\r\nSome prose.\r\n\r\n"
+        "## Existing\r\nAn entry typed by hand.\r\n"
+        + before.decode().split("An entry typed by hand.\r\n", 1)[1]
+    )
+    state = read_state(module_daemon, new_ws)
+    assert [w["line"] for w in state["warnings"] if w["kind"] == "text_outside_entries"] == [3, 5]
+    assert state["entryCount"] == 3
+    undone = run_maka(module_daemon, "undo", "-w", ws, workspace=False)
+    assert undone.returncode == 0, undone.stderr
+    assert path.read_bytes() == before  # the backup kept for the write brings the lines back
+
+
+def test_removal_refuses_what_it_cannot_vouch_for(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A line that was not imported is refused by number (invalid_params naming it), a
+    stale revision is a conflict, and in both cases the file is untouched."""
+    path = stray_memory(module_daemon, new_ws)
+    ws = str(new_ws)
+    before = path.read_bytes()
+    plan = module_daemon.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    with pytest.raises(InvalidParams) as refused:
+        module_daemon.call("remove_outside_text", {"workspace": ws, "lines": [3, 6]})
+    assert refused.value.data["lines"] == [6]
+    module_daemon.call("add_entry", {"workspace": ws, "title": "Later", "content": "moved the revision"})
+    changed = path.read_bytes()
+    with pytest.raises(Conflict):
+        module_daemon.call("remove_outside_text", {"workspace": ws, "expectedRevision": plan["revision"]})
+    assert path.read_bytes() == changed and changed.startswith(before.split(b"## Existing")[0])
+
+
+def test_cli_tidy_offers_and_asks(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """`maka memory list` says the stray lines were imported and names `maka memory tidy`;
+    tidy off a terminal without -y only shows them; with -y it removes them."""
+    path = stray_memory(module_daemon, new_ws)
+    before = path.read_bytes()
+    listed = run_maka(module_daemon, "memory", "list", "-w", str(new_ws), workspace=False)
+    assert "3 of these lines were imported already: `maka memory tidy` removes them" in listed.stderr
+    shown = run_maka(module_daemon, "memory", "tidy", "-w", str(new_ws), workspace=False)
+    assert shown.returncode == 0 and "Nothing removed: run `maka memory tidy -y`" in shown.stdout
+    assert "- The staging DB is heron" in shown.stdout and "in MEMORY.md" in shown.stdout
+    assert path.read_bytes() == before
+    done = run_maka(module_daemon, "memory", "tidy", "-y", "-w", str(new_ws), workspace=False)
+    assert done.returncode == 0 and "Removed 3 lines" in done.stdout
+    assert b"Use tabs in Go code\r\n- The staging" not in path.read_bytes()

@@ -215,3 +215,35 @@ def test_no_progress_bar_off_a_terminal(module_daemon: DaemonProcess, new_ws: Pa
         env={"MAKA_PROGRESS_AFTER_S": "0"},
     )
     assert result.returncode == 0 and "Importing" not in result.stderr + result.stdout
+
+
+def test_chatgpt_memories_keep_their_dates_and_are_said_once(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """A ChatGPT list imported and approved: each entry keeps its line's date (and a default
+    decay counts from the approval, so none is archived at once), a long line gets a short
+    title, and the pack carries each memory's text once."""
+    data = (
+        "[2023-04-02] - Has two cats.\n"
+        "[2024-05-12] - Works at a bakery in Lisbon and bakes sourdough every Friday morning.\n"
+    )
+    call(module_daemon, new_ws, "set_settings", agentReadEnabled=True, defaultDecayDays=30)
+    imported = call(module_daemon, new_ws, "import_memories", data=data, format="chatgpt")["imported"]
+    approved = call(module_daemon, new_ws, "approve", ids=imported)["approved"]
+    entries = {item["entry"]["content"]: item["entry"] for item in approved}
+    cats = entries["Has two cats."]
+    bakery = entries["Works at a bakery in Lisbon and bakes sourdough every Friday morning."]
+    assert cats["createdAt"] == 1680393600000 and bakery["createdAt"] == 1715472000000
+    assert bakery["title"] == "Works at a bakery in Lisbon…" and cats["title"] == "Has two cats."
+    state = call(module_daemon, new_ws, "read_state", includeEntries=True)
+    assert {e["status"] for e in state["entries"]} == {"active"}
+    month = 30 * 86_400_000
+    assert all(e["decayTtlMs"] > month for e in state["entries"])  # 30 days from the approval
+    text = "\n".join(
+        s["text"]
+        for s in call(module_daemon, new_ws, "build_context", query="cats bakery", budgetTokens=2000)[
+            "segments"
+        ]
+    )
+    assert text.count("Has two cats") == 1
+    assert text.count("bakes sourdough") == 1

@@ -257,6 +257,13 @@ def test_a_daemon_that_cannot_load_its_services_exits_one(short_tmp: Path) -> No
         with RawConnection(proc.socket) as conn:
             conn.send(b'{"jsonrpc":"2.0","method":"get_settings","params":{"workspace":"/x"},"id":1}')
             reply = conn.recv_message()
+            if "id" not in reply:  # the stop is announced to every connection, maybe first
+                assert reply == {
+                    "jsonrpc": "2.0",
+                    "method": "daemon_stopping",
+                    "params": {"reason": "start_failed"},
+                }
+                reply = conn.recv_message()
         assert reply["error"]["code"] == -32603 and reply["error"]["data"]["kind"] == "internal"
     except (OSError, EOFError):
         pass  # the daemon had stopped before the request could be read: also fine

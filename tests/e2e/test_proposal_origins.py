@@ -4,6 +4,7 @@ defaultDecayDays reaches approved proposals and imports too."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -134,7 +135,8 @@ def test_imported_comes_from_import_memories_and_survives_approval(shared_daemon
 
 def test_default_decay_applies_to_approved_proposals_and_imports(shared_daemon: DaemonProcess) -> None:
     """defaultDecayDays gives approved proposals and approved imports their decay, like
-    add_entry; a proposal's own decayTtlMs wins; without the setting nothing decays."""
+    add_entry (an import's counted from the approval); a proposal's own decayTtlMs wins;
+    without the setting nothing decays."""
     settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True)
     plain = shared_daemon.call(
         "propose", {"workspace": ws(shared_daemon), "title": "T", "content": "before the setting"}
@@ -163,13 +165,18 @@ def test_default_decay_applies_to_approved_proposals_and_imports(shared_daemon: 
         for p in shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"]
         if p["proposal"]["origin"] == "imported"
     ]
+    before = int(time.time() * 1000)
     shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [agent, own, *imported]})
+    after = int(time.time() * 1000)
     shared_daemon.call(
         "add_entry", {"workspace": ws(shared_daemon), "title": "T", "content": "the user's own"}
     )
     entries = memory(shared_daemon)
     assert entries["an agent memory"].decay_ttl_ms == 2 * DAY_MS
-    assert entries["an imported memory"].decay_ttl_ms == 2 * DAY_MS
+    # An import keeps its (import-time) date; its decay still ends two days after approval.
+    kept = entries["an imported memory"]
+    assert kept.created_at <= before and kept.decay_ttl_ms is not None
+    assert before + 2 * DAY_MS <= kept.created_at + kept.decay_ttl_ms <= after + 2 * DAY_MS
     assert entries["the user's own"].decay_ttl_ms == 2 * DAY_MS
     assert entries["has its own decay"].decay_ttl_ms == 5_000
     assert entries["before the setting"].decay_ttl_ms is None

@@ -16,14 +16,13 @@ import json
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.support import DaemonProcess, ping_ok
+from tests.support import DaemonProcess, ping_ok, short_temp_dir
 
 HEAVY = (
     "jsonschema",  # jsonrpcserver's __init__ imports it for a validator makad does not use
@@ -82,7 +81,7 @@ class QuietDaemon(DaemonProcess):
 
 @pytest.fixture(scope="module")
 def started() -> Iterator[tuple[DaemonProcess, set[str]]]:
-    root = Path(tempfile.mkdtemp(prefix="mk", dir="/tmp"))
+    root = short_temp_dir()
     proc = QuietDaemon(root, env={"PYTHONPROFILEIMPORTTIME": "1"})
     proc.start()
     try:

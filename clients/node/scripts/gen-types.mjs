@@ -79,12 +79,20 @@ function pad(depth) {
   return "  ".repeat(depth);
 }
 
+/**
+ * The document's descriptions come from Python docstrings, where code is ``x`` (reST);
+ * TSDoc and the editors showing it read Markdown, where that is `x`.
+ */
+export function markdownCode(text) {
+  return text.replace(/(?<!`)``([^`\n]+?)``(?!`)/g, "`$1`");
+}
+
 /** A JSDoc block (or nothing) for a schema, a parameter or a method. */
 function docComment(parts, depth) {
   const lines = [];
   for (const part of parts) {
     if (part === undefined || part === null || part === "") continue;
-    for (const line of String(part).split("\n")) lines.push(line.replace(/\*\//g, "*\\/"));
+    for (const line of markdownCode(String(part)).split("\n")) lines.push(line.replace(/\*\//g, "*\\/"));
   }
   if (lines.length === 0) return "";
   if (lines.length === 1) return `${pad(depth)}/** ${lines[0]} */\n`;

@@ -26,9 +26,9 @@ export interface AddEntryParams {
 }
 
 /**
- * What one kind was allowed (``cap``) and what it used.
+ * What one kind was allowed (`cap`) and what it used.
  *
- * ``flowed``: the part of ``cap`` that came from other kinds' unused shares.
+ * `flowed`: the part of `cap` that came from other kinds' unused shares.
  */
 export interface Allocation {
   kind: "history" | "memory" | "recall" | "summary" | "working_state";
@@ -50,7 +50,7 @@ export interface AppendEventsParams {
   requestId?: string | null;
 }
 
-/** ``redactions``: secrets replaced in the events' text and meta values. */
+/** `redactions`: secrets replaced in the events' text and meta values. */
 export interface AppendEventsResult {
   firstSeq: number;
   lastSeq: number;
@@ -77,8 +77,8 @@ export interface ApproveResult {
 }
 
 /**
- * One approved proposal. ``duplicateOf``: its content was already active as that
- * entry (the same canonical content), so no second entry was added and ``entry`` is it.
+ * One approved proposal. `duplicateOf`: its content was already active as that
+ * entry (the same canonical content), so no second entry was added and `entry` is it.
  */
 export interface Approved {
   proposalId: string;
@@ -102,9 +102,9 @@ export interface BackupsResult {
 }
 
 /**
- * ``include`` lists the segment kinds wanted (default all); history is always built.
+ * `include` lists the segment kinds wanted (default all); history is always built.
  *
- * ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
+ * `strategy`: how to choose (default: the workspace's `contextStrategy` setting).
  */
 export interface BuildContextParams {
   workspace: string;
@@ -129,7 +129,7 @@ export interface Candidate {
 }
 
 /**
- * Lower thresholds show tags that are getting close; ``eligible`` says whether a
+ * Lower thresholds show tags that are getting close; `eligible` says whether a
  * proposal would pass the daemon's evidence gate.
  */
 export interface CandidatesParams {
@@ -181,7 +181,7 @@ export interface CompactParams {
   requestId?: string | null;
 }
 
-/** ``level`` for people and models, ``score`` in [0, 1], ``reason`` says why. */
+/** `level` for people and models, `score` in [0, 1], `reason` says why. */
 export interface Confidence {
   level: "high" | "low" | "medium";
   score: number;
@@ -213,7 +213,7 @@ export interface ConsolidationMark {
   entryId?: string | null;
 }
 
-/** The result of ``build_context``; the service fills ``call_id`` and ``revision``. */
+/** The result of `build_context`; the service fills `call_id` and `revision`. */
 export interface ContextPack {
   segments: Segment[];
   messages: Message[];
@@ -227,7 +227,7 @@ export interface ContextPack {
   revision?: number;
 }
 
-/** How many build_context calls of one workspace took each ``trace.path`` since start. */
+/** How many build_context calls of one workspace took each `trace.path` since start. */
 export interface ContextPaths {
   workspace: string;
   /** @default 0 */
@@ -248,12 +248,12 @@ export interface Coverage {
 /**
  * What the LLM curator was offered, what it answered, and what became of it.
  *
- * ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``failed``
- * (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
- * ``unparseable``, ``empty``, ``no_known_refs``), ``gated`` (nothing was sent:
- * agent reads off, workspace or session incognito) or ``unconfigured`` (no
- * ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``). ``selected``: the offered refs
- * it chose, in its order; ``ignored``: refs it named that it was not offered.
+ * `status`: `ok` (its pick was used, or recorded in shadow mode), `failed`
+ * (`reason` says why: `timeout`, `http_<code>`, `unreachable`,
+ * `unparseable`, `empty`, `no_known_refs`), `gated` (nothing was sent:
+ * agent reads off, workspace or session incognito) or `unconfigured` (no
+ * `MAKAD_CURATOR_URL`/`MAKAD_CURATOR_MODEL`). `selected`: the offered refs
+ * it chose, in its order; `ignored`: refs it named that it was not offered.
  */
 export interface CuratorTrace {
   model: string;
@@ -326,9 +326,9 @@ export interface EntryResult {
 }
 
 /**
- * One episode. ``kind``: ``client`` (record_episode) or ``session_close`` (derived
- * by close_session). ``consolidations``: the proposals that cited it and their fate.
- * A deleted session's episodes come back (with ``includeDeleted``) with ``deletedAt``
+ * One episode. `kind`: `client` (record_episode) or `session_close` (derived
+ * by close_session). `consolidations`: the proposals that cited it and their fate.
+ * A deleted session's episodes come back (with `includeDeleted`) with `deletedAt`
  * set and their summary, tags and refs erased.
  */
 export interface Episode {
@@ -415,7 +415,7 @@ export interface GetSettingsParams {
   workspace: string;
 }
 
-/** ``score``: higher is better (negated BM25; a term count in incognito sessions). */
+/** `score`: higher is better (negated BM25; a term count in incognito sessions). */
 export interface HistoryHit {
   ref: string;
   score: number;
@@ -438,7 +438,7 @@ export interface HistoryResult {
   events: MemoryEvent[];
 }
 
-/** Either ``path`` (a file, or a Claude Code memory directory) or ``data`` (the text). */
+/** Either `path` (a file, or a Claude Code memory directory) or `data` (the text). */
 export interface ImportParams {
   workspace: string;
   /** @default null */
@@ -464,7 +464,7 @@ export interface ImportResultWire {
   deferred?: number;
 }
 
-/** Why one item (or the whole input, locator ``file``) was not imported; never its content. */
+/** Why one item (or the whole input, locator `file`) was not imported; never its content. */
 export interface ItemError {
   locator: string;
   reason: string;
@@ -479,7 +479,7 @@ export interface ListCheckpointsParams {
   sessionId: string;
 }
 
-/** Filters combine; ``ids`` takes episode ids or ``episode:<id>`` refs. */
+/** Filters combine; `ids` takes episode ids or `episode:<id>` refs. */
 export interface ListEpisodesParams {
   workspace: string;
   /** @default null */
@@ -513,13 +513,13 @@ export interface ListSessionsParams {
 /**
  * The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
  *
- * ``warnings`` tells what the read found without failing: ``not_utf8`` names each
- * line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
+ * `warnings` tells what the read found without failing: `not_utf8` names each
+ * line of MEMORY.md that is not valid UTF-8 (status stays `ok`; those bytes are
  * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
- * ``new_workspace``: the folder at this path is not the one the daemon knew (settings
- * start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
+ * `new_workspace`: the folder at this path is not the one the daemon knew (settings
+ * start at their defaults); `ledger_reset`: the ledger was corrupt, moved aside and
  * started over (privacy switches at their defaults).
- * ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
+ * `confidence` (asked with `includeConfidence`): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
 export interface LocalMemoryState {
@@ -573,7 +573,7 @@ export interface MemoryEvent {
   data?: Record<string, unknown> | null;
 }
 
-/** One provider-neutral history message; ``source_id`` is its event ref. */
+/** One provider-neutral history message; `source_id` is its event ref. */
 export interface Message {
   role: "assistant" | "system" | "tool" | "user";
   content: string;
@@ -587,7 +587,7 @@ export interface Message {
 /** A method that takes no params (an empty object, or none at all). */
 export type NoParams = Record<string, never>;
 
-/** ``incognito`` unset: a new session is incognito while the workspace is. */
+/** `incognito` unset: a new session is incognito while the workspace is. */
 export interface OpenSessionParams {
   workspace: string;
   /** @default null */
@@ -599,7 +599,19 @@ export interface OpenSessionParams {
 }
 
 /**
- * What the user changed before approving. ``supersedes``: an active entry the approved
+ * One stray line; `where` says where its memory is now (`memory`, `pending`,
+ * `rejected`), with the entry's or proposal's `id`, or why it stays (`not_imported`).
+ */
+export interface OutsideLine {
+  line: number;
+  text: string;
+  where: string;
+  /** @default null */
+  id?: string | null;
+}
+
+/**
+ * What the user changed before approving. `supersedes`: an active entry the approved
  * one replaces (archived in the same write), e.g. a near duplicate merged into it.
  */
 export interface ProposalEdit {
@@ -610,8 +622,8 @@ export interface ProposalEdit {
 }
 
 /**
- * An open proposal; ``note`` says why the daemon queued it itself, if it did:
- * ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
+ * An open proposal; `note` says why the daemon queued it itself, if it did:
+ * `returned-after-a-save-lacked-it` -- an entry a save of MEMORY.md (or PENDING.md)
  * dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
  */
 export interface ProposalView {
@@ -655,7 +667,7 @@ export interface ProposeParams {
   requestId?: string | null;
 }
 
-/** ``proposal`` is what was queued, or the existing duplicate when nothing was queued. */
+/** `proposal` is what was queued, or the existing duplicate when nothing was queued. */
 export interface ProposeResult {
   proposal: Entry | null;
   queued: boolean;
@@ -687,12 +699,12 @@ export interface ReadEventsResult {
 }
 
 /**
- * ``includeConfidence`` (with ``includeEntries``): also each entry's confidence.
+ * `includeConfidence` (with `includeEntries`): also each entry's confidence.
  *
- * ``ifRevision``: a conditional read. When the workspace's revision is still this one
+ * `ifRevision`: a conditional read. When the workspace's revision is still this one
  * (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
- * disk first), the reply is ``{notModified: true, revision}`` without the state.
- * ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
+ * disk first), the reply is `{notModified: true, revision}` without the state.
+ * `includeContent: false` leaves MEMORY.md's text (`content`) out of the state.
  */
 export interface ReadStateParams {
   workspace: string;
@@ -709,8 +721,8 @@ export interface ReadStateParams {
 }
 
 /**
- * ``summary``: one line, at most 200 characters; ``sourceRefs``: ``event:`` refs
- * to stored events; ``at``: when it happened (Unix ms, default now).
+ * `summary`: one line, at most 200 characters; `sourceRefs`: `event:` refs
+ * to stored events; `at`: when it happened (Unix ms, default now).
  */
 export interface RecordEpisodeParams {
   workspace: string;
@@ -726,8 +738,8 @@ export interface RecordEpisodeParams {
 }
 
 /**
- * ``recorded`` is false when the session already had this remark (that episode is
- * returned); ``redactions``: secrets replaced in the summary.
+ * `recorded` is false when the session already had this remark (that episode is
+ * returned); `redactions`: secrets replaced in the summary.
  */
 export interface RecordEpisodeResult {
   episodeId: string;
@@ -738,10 +750,10 @@ export interface RecordEpisodeResult {
 }
 
 /**
- * The events one ``event:`` ref names, and whether they verify against the chain.
+ * The events one `event:` ref names, and whether they verify against the chain.
  *
- * ``mismatched_seqs``: rows whose stored hash does not match their content.
- * ``chain_intact``: the range's last event links to its successor (or is the
+ * `mismatched_seqs`: rows whose stored hash does not match their content.
+ * `chain_intact`: the range's last event links to its successor (or is the
  * session head); false when a row's hash was rewritten to match new content,
  * or when the next event was altered — the two look the same from here.
  */
@@ -782,6 +794,34 @@ export interface RejectionInfo {
   rejectedAt: number;
 }
 
+/**
+ * `dryRun`: only say what would go. `lines`: only these of the removable lines
+ * (file line numbers, as `text_outside_entries` names them). `expectedRevision`:
+ * refuse with `conflict` when the workspace moved on since it was read.
+ */
+export interface RemoveOutsideTextParams {
+  workspace: string;
+  /** @default false */
+  dryRun?: boolean;
+  /** @default null */
+  lines?: number[] | null;
+  /** @default null */
+  expectedRevision?: number | null;
+}
+
+/**
+ * `removed`: the lines taken out (with `dryRun`: the ones that would be), each
+ * with `where` its memory is now (`memory`, `pending` or `rejected`) and that
+ * entry's or proposal's `id`; `kept`: the other lines outside any entry
+ * (`where: not_imported`), which stay until they are imported or given a heading.
+ */
+export interface RemoveOutsideTextResult {
+  removed: OutsideLine[];
+  kept: OutsideLine[];
+  dryRun: boolean;
+  revision: number;
+}
+
 export interface RestoreBackupParams {
   workspace: string;
   backupId: string;
@@ -796,7 +836,7 @@ export interface RestoreBackupResult {
 }
 
 /**
- * ``sessionId``: the asking session; refs into an incognito session resolve only
+ * `sessionId`: the asking session; refs into an incognito session resolve only
  * from that session itself (elsewhere they come back missing).
  */
 export interface RetrieveParams {
@@ -813,8 +853,8 @@ export interface RetrieveResult {
 /**
  * The normalized parts a candidate's score is made of, each in [0, 1].
  *
- * Memory uses ``bm25``, ``recency`` and ``tags``; recall uses the others too
- * (see ``makad.core.recall``) and leaves ``tags`` at 0.
+ * Memory uses `bm25`, `recency` and `tags`; recall uses the others too
+ * (see `makad.core.recall`) and leaves `tags` at 0.
  */
 export interface ScoreParts {
   bm25: number;
@@ -833,7 +873,7 @@ export interface ScoreParts {
 }
 
 /**
- * Without ``sessionId`` incognito sessions are never searched; with an incognito
+ * Without `sessionId` incognito sessions are never searched; with an incognito
  * session's id, only that session is.
  */
 export interface SearchHistoryParams {
@@ -853,7 +893,7 @@ export interface SearchHistoryResult {
   hits: HistoryHit[];
 }
 
-/** One part of the system prompt; ``tokens`` is ``counter.count(text)``. */
+/** One part of the system prompt; `tokens` is `counter.count(text)`. */
 export interface Segment {
   kind: "memory" | "recall" | "summary" | "working_state";
   text: string;
@@ -866,7 +906,7 @@ export interface SessionParams {
   sessionId: string;
 }
 
-/** A session's head. ``incognito``: kept in memory only, gone when the daemon stops. */
+/** A session's head. `incognito`: kept in memory only, gone when the daemon stops. */
 export interface SessionView {
   sessionId: string;
   title: string | null;
@@ -894,7 +934,7 @@ export interface SetSettingsParams {
   contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
 }
 
-/** Lists given replace the stored ones; ``notes`` merge by section ("" removes one). */
+/** Lists given replace the stored ones; `notes` merge by section ("" removes one). */
 export interface SetWorkingStateParams {
   workspace: string;
   sessionId: string;
@@ -925,7 +965,7 @@ export interface SetWorkingStateResult {
 /**
  * A workspace's privacy and memory switches (persisted across restarts).
  *
- * ``context_strategy``: build_context's strategy when a call names none.
+ * `context_strategy`: build_context's strategy when a call names none.
  */
 export interface Settings {
   /** @default true */
@@ -953,8 +993,8 @@ export interface ShutdownResult {
 /**
  * A source left out of the pack as a whole, and why.
  *
- * ``reason``: ``safe_mode`` (MEMORY.md is over its size cap) or ``unreadable``
- * (it could not be read); ``message`` is for people.
+ * `reason`: `safe_mode` (MEMORY.md is over its size cap) or `unreadable`
+ * (it could not be read); `message` is for people.
  */
 export interface Skipped {
   source: "memory";
@@ -962,7 +1002,7 @@ export interface Skipped {
   message: string;
 }
 
-/** The answer to ``read_state {ifRevision}`` when nothing changed since that revision. */
+/** The answer to `read_state {ifRevision}` when nothing changed since that revision. */
 export interface StateNotModified {
   notModified: true;
   revision: number;
@@ -1001,26 +1041,26 @@ export interface ToolCall {
 /**
  * Why the pack looks the way it does.
  *
- * - ``candidates``: every memory entry and the best ``recall_trace_max``
+ * - `candidates`: every memory entry and the best `recall_trace_max`
  *   recall candidates, best first per kind;
- * - ``dropped``: how many candidates each reason left out (listed or not);
- * - ``allocation``: per kind, in priority order, history last;
- * - ``minimum_tokens``: the newest user message, the least a pack can be;
- * - ``history_dropped``: live-history messages left out (events beyond the
+ * - `dropped`: how many candidates each reason left out (listed or not);
+ * - `allocation`: per kind, in priority order, history last;
+ * - `minimum_tokens`: the newest user message, the least a pack can be;
+ * - `history_dropped`: live-history messages left out (events beyond the
  *   look-back horizon count one each);
- * - ``history_repaired``: messages and calls removed to close tool pairs;
- * - ``placeholders``: refs of tool results replaced by a placeholder;
- * - ``tampered``: refs of events left out because they fail their hash
- *   check (``dropped["tampered"]`` counts them);
- * - ``skipped``: sources left out whole (memory in safe mode, unreadable);
- * - ``memory_session_bytes``: memory shown in this session since its last
+ * - `history_repaired`: messages and calls removed to close tool pairs;
+ * - `placeholders`: refs of tool results replaced by a placeholder;
+ * - `tampered`: refs of events left out because they fail their hash
+ *   check (`dropped["tampered"]` counts them);
+ * - `skipped`: sources left out whole (memory in safe mode, unreadable);
+ * - `memory_session_bytes`: memory shown in this session since its last
  *   compaction, this call included (the cumulative cap's measure);
- * - ``path``: ``fast`` (nothing ranked or cut), ``bounded`` (ranked or cut to
- *   the budget), ``slow`` (the LLM curator's pick was used) or ``fallback``
+ * - `path`: `fast` (nothing ranked or cut), `bounded` (ranked or cut to
+ *   the budget), `slow` (the LLM curator's pick was used) or `fallback`
  *   (the curator was asked for and failed or was gated: the deterministic pack,
- *   ``curator.reason`` says why);
- * - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
- * - ``curator``: the curator's part, when a curator strategy ran.
+ *   `curator.reason` says why);
+ * - `strategy`: the strategy that built the pack (`makad.core.strategies`);
+ * - `curator`: the curator's part, when a curator strategy ran.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1081,8 +1121,8 @@ export interface UpdateEntryParams {
 /**
  * Something a read found worth telling the user; the read still succeeded.
  *
- * ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
- * about one line of a file, ``message`` is for people.
+ * `kind` is stable (`not_utf8`, ...), `line` is 1-based when the warning is
+ * about one line of a file, `message` is for people.
  */
 export interface Warning {
   kind: string;
@@ -1133,7 +1173,7 @@ export interface Methods {
     result: Record<string, unknown>;
     errors: never;
   };
-  /** Stop accepting connections, let in-flight requests finish, exit 0. */
+  /** Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it. */
   shutdown: {
     params: Record<string, never>;
     result: ShutdownResult;
@@ -1256,6 +1296,20 @@ export interface Methods {
     };
     result: EntryResult;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+  };
+  /** Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with import_memories and decided. Other lines stay. The preamble's title, comments and every entry are untouched; a backup is kept as for every write. */
+  remove_outside_text: {
+    params: {
+      workspace: string;
+      /** @default false */
+      dryRun?: boolean;
+      /** @default null */
+      lines?: number[] | null;
+      /** @default null */
+      expectedRevision?: number | null;
+    };
+    result: RemoveOutsideTextResult;
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "safe_mode" | "too_large";
   };
   /** The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write. */
   list_backups: {
@@ -1688,7 +1742,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

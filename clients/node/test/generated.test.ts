@@ -21,6 +21,7 @@ const PACKAGE_DIR = join(dirname(fileURLToPath(import.meta.url)), "..", "..", ".
 
 interface Generator {
   generate(doc: unknown): string;
+  markdownCode(text: string): string;
   schemaToTs(schema: unknown): string;
   errorClassName(kind: string): string;
   readDocument(): { methods: Array<{ name: string }>; components: { errors: Record<string, { code: number }> } };
@@ -34,6 +35,13 @@ describe("drift between protocol/openrpc.json and src/generated.ts", () => {
     const expected = generator.generate(generator.readDocument());
     const actual = readFileSync(generator.OUTPUT_PATH, "utf8");
     assert.ok(actual === expected, "src/generated.ts is stale: run `npm run gen` in clients/node");
+  });
+
+  it("doc comments show code the Markdown way, never the docstrings' double backticks", () => {
+    const actual = readFileSync(generator.OUTPUT_PATH, "utf8");
+    assert.ok(!actual.includes("``"), "a ``x`` in src/generated.ts");
+    assert.ok(actual.includes("`trace.path`"));
+    assert.equal(generator.markdownCode("``a`` and ``b.c``, not ```fences```"), "`a` and `b.c`, not ```fences```");
   });
 
   it("the compiled method list matches the document's methods", () => {

@@ -29,13 +29,14 @@ from maka.server_check import ServerUid, check_server, expected_server_uid
 Item = Notification | BaseException  # an exception ends the notification stream
 
 
-class AsyncClient:
+class AsyncClient(autostart.StopAware):
     """``async with AsyncClient() as c: await c.call("ping")`` (or ``await c.m.ping()``).
 
     Behaves as ``Client`` does: connects on the first call, reconnects after the daemon
     restarted and renews its subscriptions — here without waiting for a call, so
     ``notifications()`` carries on across a restart. ``autostart`` is off by default, as
-    for ``Client``, and the server's uid is checked as ``Client`` checks it (``server_uid``).
+    for ``Client``, and never starts a daemon that said it stops on purpose
+    (``daemon_stopped``); the server's uid is checked as ``Client`` checks it (``server_uid``).
     """
 
     def __init__(
@@ -66,6 +67,8 @@ class AsyncClient:
         self._tg: TaskGroup | None = None
         self._subscriptions = Subscriptions()
         self._ever_connected = False
+        # The reason of the last ``daemon_stopping`` seen; None once a daemon answers again.
+        self.daemon_stopped: str | None = None
         self._closing = False
         self._resuming = False
         self._notes_closed = False
@@ -109,11 +112,12 @@ class AsyncClient:
 
     async def _open(self) -> SocketStream:
         try:
-            return await self._dial()
+            stream = await self._dial()
         except OSError as exc:
-            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
-                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
-        return await autostart.start_and_connect_async(self.socket_path, self._dial)
+            self._check_may_start(exc)
+            stream = await autostart.start_and_connect_async(self.socket_path, self._dial)
+        self.daemon_stopped = None
+        return stream
 
     async def _ensure(self) -> SocketStream:
         async with self._connect_lock:
@@ -157,8 +161,7 @@ class AsyncClient:
                 for message in self._codec.feed(data):
                     if is_notification(message):
                         # (is_notification narrowed the message above)
-                        if self.on_notification is not None:
-                            self.on_notification(message)  # type: ignore[arg-type]
+                        self._seen(message)  # type: ignore[arg-type]
                         self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
                     # A reply's id is one we sent (an int); anything else finds no waiter.

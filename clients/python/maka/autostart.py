@@ -1,16 +1,23 @@
 """Start makad on demand when nothing answers on the socket, the way gpg-agent is started.
 
 A client that finds no daemon (no socket file, or one a killed daemon left behind) runs
-``python -m makad --socket SOCKET`` with the same interpreter, detached: a session of its
-own, stdin from /dev/null, stdout and stderr appended to ``<user log dir>/makad.log``
-(``~/.local/state/maka/log/makad.log`` on Linux), working directory ``/``. Everything else is
-makad's default or comes from the environment the client runs in (``MAKAD_DATA_DIR`` …), so
-an autostarted daemon is the one ``makad`` would have started. The client then waits, at
-most ``START_TIMEOUT_S``, for the socket to answer.
+``python -m makad --socket SOCKET`` with the same interpreter, fully detached: a small
+launcher forks it into a session of its own and exits at once, so the daemon is not the
+client's child (it is re-parented to init, or the nearest subreaper) and nothing of the
+client's reaches it: stdin from /dev/null, stdout and stderr appended to
+``<user log dir>/makad.log`` (``~/.local/state/maka/log/makad.log`` on Linux), working
+directory ``/``. Everything else is makad's default or comes from the environment the
+client runs in (``MAKAD_DATA_DIR`` …), so an autostarted daemon is the one ``makad``
+would have started. The client then waits, at most ``START_TIMEOUT_S``, for the socket to
+answer.
 
 Race-safe without a lock of its own: two clients that find nothing at the same moment both
 start a process, but makad takes an exclusive lock before it touches the socket; the
 second process exits at once ("already serving") and both clients connect to the first.
+
+Only a client's first connect may start a daemon, and a reconnect after an unannounced
+loss (a crash); a daemon that says it stops on purpose (the ``daemon_stopping``
+notification: ``shutdown``, ``maka stop``, SIGTERM) stays stopped, whatever its clients.
 
 ``MAKA_NO_AUTOSTART=1`` refuses everywhere (also where the caller asked for autostart).
 """
@@ -24,17 +31,17 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import anyio
 import platformdirs
 
 from maka.errors import DaemonUnavailable
+from maka.notifications import DAEMON_STOPPING, Notification
 from makad.private_files import (
     NotPrivate,
     make_dirs,
@@ -51,6 +58,21 @@ LOG_ROTATE_BYTES = 4 << 20
 # take a socket or send readiness meant for someone else.
 SUPERVISOR_ENV = ("LISTEN_FDS", "LISTEN_PID", "LISTEN_FDNAMES", "NOTIFY_SOCKET")
 LOST_RACE = "already serving"
+# Forks the daemon into a session of its own, prints its pid and exits: the daemon is
+# then nobody's child but init's (run with -I -S: no site, no user paths, a few ms).
+_DETACH = """
+import os, sys
+pid = os.fork()
+if pid == 0:
+    os.setsid()
+    os.dup2(2, 1)
+    try:
+        os.execv(sys.argv[1], sys.argv[1:])
+    except OSError as exc:
+        os.write(2, f"maka: cannot run {sys.argv[1]}: {exc.strerror}\\n".encode())
+        os._exit(127)
+os.write(1, str(pid).encode())
+"""
 
 log = logging.getLogger("maka.autostart")
 T = TypeVar("T")
@@ -66,12 +88,69 @@ def nobody_listening(exc: OSError) -> bool:
     return isinstance(exc, FileNotFoundError | ConnectionRefusedError)
 
 
-def unavailable(socket_path: str, exc: OSError, requested: bool) -> DaemonUnavailable:
-    """The error for a failed connect, saying when autostart was refused by the environment."""
+def unavailable(
+    socket_path: str, exc: OSError, requested: bool, stopped: str | None = None
+) -> DaemonUnavailable:
+    """The error for a failed connect, saying when autostart was refused by the environment,
+    or was not tried because the daemon had said it stopped on purpose (``stopped``)."""
     reason = type(exc).__name__ if nobody_listening(exc) else (exc.strerror or str(exc))
     if requested and nobody_listening(exc) and refused():
         reason += f"; autostart is off ({NO_AUTOSTART_ENV} is set)"
+    elif stopped is not None and nobody_listening(exc):
+        reason += (
+            f"; makad was stopped on purpose ({stopped}), so this client does not start it "
+            "again: any new `maka` command does"
+        )
     return DaemonUnavailable(socket_path, reason)
+
+
+def stop_reason(message: Mapping[str, Any]) -> str | None:
+    """The reason in a ``daemon_stopping`` notification, else None."""
+    if message.get("method") != DAEMON_STOPPING:
+        return None
+    params = message.get("params")
+    reason = params.get("reason") if isinstance(params, Mapping) else None
+    return reason if isinstance(reason, str) and reason else "stopped"
+
+
+class StopAware:
+    """What the sync and async clients share about starting a daemon: a connect that found
+    none starts one only when asked to (``autostart``), when the environment allows it,
+    and when no daemon said it stopped on purpose (``daemon_stopped``, from the
+    ``daemon_stopping`` notifications the client sees)."""
+
+    socket_path: str
+    autostart: bool
+    daemon_stopped: str | None
+    on_notification: Callable[[Notification], None] | None
+
+    def _seen(self, message: Notification) -> None:
+        """A notification as it is read: a stop on purpose is noted, the callback called."""
+        reason = stop_reason(message)
+        if reason is not None:
+            self.daemon_stopped = reason
+        if self.on_notification is not None:
+            self.on_notification(message)
+
+    def _check_may_start(self, exc: OSError) -> None:
+        """After a failed connect: raise why no daemon will be started, unless one may be."""
+        if not (self.autostart and self.daemon_stopped is None and nobody_listening(exc) and not refused()):
+            raise unavailable(self.socket_path, exc, self.autostart, self.daemon_stopped) from None
+
+
+def process_gone(pid: int) -> bool:
+    """No such process, or only a zombie waiting for its parent to reap it."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:  # the pid is someone else's now
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False  # no /proc (macOS): the kill above said it runs
+    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def log_path() -> Path:
@@ -90,32 +169,27 @@ def daemon_command(socket_path: str) -> list[str]:
 
 @dataclass
 class Launch:
-    """A makad process this client started, and where its output goes."""
+    """A makad process this client started (not its child), and where its output goes."""
 
     socket_path: str
-    proc: subprocess.Popen[bytes]
+    pid: int
     log: Path
     log_offset: int
 
     def failure(self) -> str | None:
         """Why it gave up, or None while it runs or when it lost the start race to another."""
-        code = self.proc.poll()
-        if code is None:
+        if not process_gone(self.pid):
             return None
         said = _read_from(self.log, self.log_offset)
         if LOST_RACE in said:
             return None  # another makad holds the lock: it answers shortly
         last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
-        return (
-            f"autostarted makad exited with status {code}"
-            + (f": {last[:300]}" if last else "")
-            + f" (log: {self.log})"
-        )
+        return "autostarted makad exited" + (f": {last[:300]}" if last else "") + f" (log: {self.log})"
 
     def timed_out(self, timeout: float) -> DaemonUnavailable:
         return DaemonUnavailable(
             self.socket_path,
-            f"autostarted makad (pid {self.proc.pid}) did not answer within {timeout:g} s (log: {self.log})",
+            f"autostarted makad (pid {self.pid}) did not answer within {timeout:g} s (log: {self.log})",
         )
 
 
@@ -133,23 +207,35 @@ def launch(socket_path: str) -> Launch:
     try:
         offset = os.fstat(fd).st_size
         env = {k: v for k, v in os.environ.items() if k not in SUPERVISOR_ENV}
-        proc = subprocess.Popen(
-            command,
+        launcher = subprocess.run(
+            [_interpreter(socket_path), "-I", "-S", "-c", _DETACH, *command],
             stdin=subprocess.DEVNULL,
-            stdout=fd,
+            stdout=subprocess.PIPE,
             stderr=fd,
             cwd="/",
             env=env,
-            start_new_session=True,
             close_fds=True,
+            check=False,
+            timeout=START_TIMEOUT_S,
         )
     finally:
         os.close(fd)
-    # Reap it whenever it exits, so a long-lived client never keeps a zombie; when the
-    # client exits first, the daemon is re-parented and carries on.
-    threading.Thread(target=proc.wait, name=f"makad-{proc.pid}-reaper", daemon=True).start()
-    log.info("no makad answered on %s: started one (pid %d, log %s)", socket_path, proc.pid, path)
-    return Launch(socket_path, proc, path, offset)
+    try:
+        pid = int(launcher.stdout)
+    except ValueError:
+        raise DaemonUnavailable(
+            socket_path, f"could not start makad (launcher status {launcher.returncode}; log: {path})"
+        ) from None
+    log.info("no makad answered on %s: started one (pid %d, log %s)", socket_path, pid, path)
+    return Launch(socket_path, pid, path, offset)
+
+
+def _interpreter(socket_path: str) -> str:
+    """A Python to run the launcher with: this one, else python3 from PATH."""
+    found = sys.executable or shutil.which("python3")
+    if not found:
+        raise DaemonUnavailable(socket_path, "no Python interpreter found to start makad with")
+    return found
 
 
 class _Wait:

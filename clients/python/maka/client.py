@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import collections
+import contextlib
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -24,13 +25,15 @@ from maka.notifications import (
 from maka.server_check import ServerUid, check_server, expected_server_uid
 
 
-class Client:
+class Client(autostart.StopAware):
     """``Client().call("ping")`` → ``"pong"``; ``Client().m.status()`` → a typed ``StatusResult``.
 
     Connects on the first call and reconnects on the next call after the daemon restarted,
     renewing its ``subscribe``s. With ``autostart=True`` a missing daemon is started (see
     ``maka.autostart``); it is off by default because a library is often used next to a
-    supervisor (systemd, a test harness, an app) that starts makad itself.
+    supervisor (systemd, a test harness, an app) that starts makad itself. A daemon that
+    said it stops on purpose (``daemon_stopping``) is never started again by this client:
+    ``daemon_stopped`` holds its reason until a daemon answers again.
 
     The server must run as this process's uid (``maka.server_check``, checked before
     anything is sent; ``UntrustedServer`` otherwise): ``server_uid`` names another uid it
@@ -63,6 +66,8 @@ class Client:
         self._notifications: collections.deque[Notification] = collections.deque()
         self._subscriptions = Subscriptions()
         self._ever_connected = False
+        # The reason of the last ``daemon_stopping`` seen; None once a daemon answers again.
+        self.daemon_stopped: str | None = None
 
     def __enter__(self) -> Client:
         return self
@@ -94,11 +99,32 @@ class Client:
 
     def _open(self) -> socket.socket:
         try:
-            return self._dial()
+            sock = self._dial()
         except OSError as exc:
-            if not (self.autostart and autostart.nobody_listening(exc) and not autostart.refused()):
-                raise autostart.unavailable(self.socket_path, exc, self.autostart) from None
-        return autostart.start_and_connect(self.socket_path, self._dial)
+            self._check_may_start(exc)
+            sock = autostart.start_and_connect(self.socket_path, self._dial)
+        self.daemon_stopped = None
+        return sock
+
+    def _take(self, data: bytes) -> list[dict[str, Any]]:
+        """Decode what arrived; notifications are seen (``daemon_stopping`` noted, the
+        ``on_notification`` callback called) as they are read."""
+        messages = self._codec.feed(data)
+        for message in messages:
+            if is_notification(message):
+                self._seen(message)  # type: ignore[arg-type]  # is_notification narrowed it
+        return messages
+
+    def _salvage(self) -> None:
+        """Queue the notifications still unread on a connection the daemon closed (its
+        ``daemon_stopping`` above all) before the connection is dropped."""
+        sock = self._sock
+        if sock is None:
+            return
+        with contextlib.suppress(OSError, ProtocolError):
+            sock.setblocking(False)
+            while data := sock.recv(1 << 20):
+                self._notifications.extend(m for m in self._take(data) if is_notification(m))  # type: ignore[misc]
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -137,6 +163,7 @@ class Client:
             self._connect().sendall(payload)
         except (BrokenPipeError, ConnectionResetError):
             # The daemon restarted since our last call: the request never reached it.
+            self._salvage()
             self._drop()
             self._connect().sendall(payload)
         while True:
@@ -162,12 +189,29 @@ class Client:
         if not data:
             self._drop()
             raise ProtocolError("the daemon closed the connection")
-        messages = self._codec.feed(data)
-        if self.on_notification is not None:
-            for message in messages:
-                if is_notification(message):
-                    self.on_notification(message)  # type: ignore[arg-type]
-        return messages
+        return self._take(data)
+
+    def wait_closed(self, timeout: float) -> bool:
+        """Read until the daemon closes this connection (after ``shutdown``), queueing
+        what notifications come: True when it did, False after ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        try:
+            while self._sock is not None:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._sock.settimeout(remaining)
+                try:
+                    messages = self._read()
+                except TimeoutError:
+                    return False
+                except ProtocolError:
+                    break
+                self._notifications.extend(m for m in messages if is_notification(m))  # type: ignore[misc]
+            return True
+        finally:
+            if self._sock is not None:
+                self._sock.settimeout(self.timeout)
 
     def notifications(self) -> Iterator[Notification]:
         """Yield notifications (after ``subscribe``), blocking for the next one.

@@ -629,6 +629,18 @@ class OpenSessionParams(TypedDict):
     incognito: NotRequired[bool | None]
 
 
+class OutsideLine(TypedDict):
+    """One stray line; ``where`` says where its memory is now (``memory``, ``pending``,
+    ``rejected``), with the entry's or proposal's ``id``, or why it stays (``not_imported``).
+    """
+
+    line: int
+    text: str
+    where: str
+    # default: null
+    id: NotRequired[str | None]
+
+
 class ProposalEdit(TypedDict):
     """What the user changed before approving. ``supersedes``: an active entry the approved
     one replaces (archived in the same write), e.g. a near duplicate merged into it.
@@ -812,6 +824,34 @@ class RejectionInfo(TypedDict):
     proposalId: str
     reason: str | None
     rejectedAt: int
+
+
+class RemoveOutsideTextParams(TypedDict):
+    """``dryRun``: only say what would go. ``lines``: only these of the removable lines
+    (file line numbers, as ``text_outside_entries`` names them). ``expectedRevision``:
+    refuse with ``conflict`` when the workspace moved on since it was read.
+    """
+
+    workspace: str
+    # default: false
+    dryRun: NotRequired[bool]
+    # default: null
+    lines: NotRequired[list[int] | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+
+
+class RemoveOutsideTextResult(TypedDict):
+    """``removed``: the lines taken out (with ``dryRun``: the ones that would be), each
+    with ``where`` its memory is now (``memory``, ``pending`` or ``rejected``) and that
+    entry's or proposal's ``id``; ``kept``: the other lines outside any entry
+    (``where: not_imported``), which stay until they are imported or given a heading.
+    """
+
+    removed: list[OutsideLine]
+    kept: list[OutsideLine]
+    dryRun: bool
+    revision: int
 
 
 class RestoreBackupParams(TypedDict):
@@ -1254,6 +1294,18 @@ class DeleteEntryArgs(TypedDict):
     requestId: NotRequired[str | None]
 
 
+class RemoveOutsideTextArgs(TypedDict):
+    """Params of ``remove_outside_text``."""
+
+    workspace: str
+    # default: false
+    dryRun: NotRequired[bool]
+    # default: null
+    lines: NotRequired[list[int] | None]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+
+
 class ListBackupsArgs(TypedDict):
     """Params of ``list_backups``."""
 
@@ -1612,7 +1664,7 @@ class Methods:
         return cast("dict[str, Any]", self._call("rpc.discover", None))
 
     def shutdown(self) -> ShutdownResult:
-        """Stop accepting connections, let in-flight requests finish, exit 0.
+        """Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it.
 
         Errors: shutting_down.
         """
@@ -1673,6 +1725,13 @@ class Methods:
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", self._call("delete_entry", dict(params)))
+
+    def remove_outside_text(self, **params: Unpack[RemoveOutsideTextArgs]) -> RemoveOutsideTextResult:
+        """Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with import_memories and decided. Other lines stay. The preamble's title, comments and every entry are untouched; a backup is kept as for every write.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("RemoveOutsideTextResult", self._call("remove_outside_text", dict(params)))
 
     def list_backups(self, **params: Unpack[ListBackupsArgs]) -> BackupsResult:
         """The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.
@@ -1924,7 +1983,7 @@ class AsyncMethods:
         return cast("dict[str, Any]", await self._call("rpc.discover", None))
 
     async def shutdown(self) -> ShutdownResult:
-        """Stop accepting connections, let in-flight requests finish, exit 0.
+        """Stop accepting connections, let in-flight requests finish, exit 0. Every open connection gets a daemon_stopping notification ({reason: "shutdown"}) first: clients that start makad on demand do not start it again after it.
 
         Errors: shutting_down.
         """
@@ -1985,6 +2044,13 @@ class AsyncMethods:
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", await self._call("delete_entry", dict(params)))
+
+    async def remove_outside_text(self, **params: Unpack[RemoveOutsideTextArgs]) -> RemoveOutsideTextResult:
+        """Take out of MEMORY.md the lines above its first entry (text_outside_entries) whose memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with import_memories and decided. Other lines stay. The preamble's title, comments and every entry are untouched; a backup is kept as for every write.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
+        """
+        return cast("RemoveOutsideTextResult", await self._call("remove_outside_text", dict(params)))
 
     async def list_backups(self, **params: Unpack[ListBackupsArgs]) -> BackupsResult:
         """The last 20 versions of MEMORY.md and PENDING.md kept before each daemon write.
@@ -2216,7 +2282,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {

@@ -40,7 +40,8 @@ from mcp.server.subscriptions import (
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
-from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge, ToolFailure, propose_open
+from maka.mcp_gates import ToolFailure, propose_open
+from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge
 from maka.server_check import ServerUid
 from makad import __version__
 
@@ -97,8 +98,10 @@ TOOLS = (
         Bridge.memory_resolve,
         "Show what refs name: memory:<id> → the entry; event:<session>:<seq> or "
         "event:<session>:<from>-<to> → the events, verified against the session's hash "
-        "chain; checkpoint:<id> → its summary; episode:<id> → the episode. Use it to "
-        "quote a source exactly instead of from recollection.",
+        "chain; checkpoint:<id> → its summary; episode:<id> → the episode. Ids may be cut "
+        "to a unique prefix (the 10–12 characters the user's `maka` shows); an ambiguous "
+        "one lists its candidates. Use it to quote a source exactly instead of from "
+        "recollection.",
     ),
     ToolSpec(
         "history_search",
@@ -112,9 +115,10 @@ TOOLS = (
         a.RecordArgs,
         Bridge.session_record,
         "Record this conversation's turns (since the last call) in the workspace's "
-        "ledger, so later sessions can find them (history_search, recall). Returns the "
-        "refs of the recorded events. Secrets are redacted; in incognito nothing is kept "
-        "after the daemon stops.",
+        "ledger, so later sessions can find them (history_search, recall). Call it after "
+        "each exchange with the user. Returns the refs of the recorded events (cite them "
+        "in memory_propose's source_refs). Secrets are redacted; in incognito nothing is "
+        "kept after the daemon stops.",
         read_only=False,
     ),
     ToolSpec(
@@ -166,6 +170,28 @@ class Host:
             await self.session.send_resource_updated(uri)
 
 
+def instructions(workspace: str) -> str:
+    """What the server tells the agent up front: when to search, record and propose."""
+    return (
+        f"Long-term memory of the workspace {workspace}, kept by makad in files the user owns "
+        "and reviews.\n"
+        "- Search first: at the start of a task, and before asking the user anything they may "
+        "have told you before, call memory_search (memory_context gives the whole pack for the "
+        "turn). Cite what you use by its ref (memory:<id>, event:<session>:<seq>); "
+        "memory_resolve quotes a ref exactly and takes the short ids the user's `maka` shows.\n"
+        "- Record the conversation: after each exchange with the user, call session_record "
+        "with the turns since your last call (the user's message, your answer, tool calls that "
+        "mattered). Without it later sessions find nothing: history_search, recall and the "
+        "source refs of proposals stay empty.\n"
+        "- Propose what lasts: when the user states or confirms a stable fact, preference or "
+        "decision worth keeping across sessions (not task progress, not a guess), call "
+        "memory_propose with source_refs naming the recorded turns. It only queues the "
+        "proposal in PENDING.md: the user decides what is kept, so never claim it is saved.\n"
+        "- When a tool says a permission is off, tell the user the command it names; do not "
+        "retry, and do not work around it."
+    )
+
+
 def text_result(text: str, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
@@ -211,6 +237,10 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
             ]
         )
 
+    async def list_resource_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        host.saw(ctx)
+        return types.ListResourceTemplatesResult(resource_templates=[])  # fixed URIs only
+
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         host.saw(ctx)
         uri = str(params.uri)
@@ -239,15 +269,11 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
         "maka",
         version=__version__,
         title="makad memory",
-        instructions=(
-            f"Memory of the workspace {bridge.workspace}, kept by makad. Search it "
-            "before asking the user something they may have said before; cite what "
-            "you use by its ref. memory_propose only queues a proposal: the user "
-            "decides what is kept."
-        ),
+        instructions=instructions(bridge.workspace),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
         on_list_resources=list_resources,
+        on_list_resource_templates=list_resource_templates,
         on_read_resource=read_resource,
         on_subscribe_resource=subscribe,
         on_unsubscribe_resource=unsubscribe,

@@ -41,18 +41,36 @@ def pack_text(pack: dict[str, Any]) -> str:
     )
 
 
-def entry_line(entry: dict[str, Any]) -> str:
+def entry_line(entry: dict[str, Any], level: str = "") -> str:
+    """``memory:<id>  title [tags]  · updated <date>``; ``level`` ("@user/") prefixes the id."""
     tags = f" [{', '.join(entry['tags'])}]" if entry.get("tags") else ""
     archived = " (archived)" if entry.get("status") == "archived" else ""
     updated = entry.get("updatedAt") or entry.get("createdAt")
     return (
-        f"memory:{entry.get('id')}  {one_line(entry.get('title', ''), 120)}{tags}{archived}"
+        f"memory:{level}{entry.get('id')}  {one_line(entry.get('title', ''), 120)}{tags}{archived}"
         f"  · updated {date_of(updated)}"
     )
 
 
-def entry_block(entry: dict[str, Any]) -> str:
-    return f"{entry_line(entry)}\n{str(entry.get('content', '')).strip()}"
+def entry_block(entry: dict[str, Any], level: str = "") -> str:
+    return f"{entry_line(entry, level)}\n{str(entry.get('content', '')).strip()}"
+
+
+AMBIGUOUS_SHOWN = 10
+
+
+def ambiguous(what: str, given: str, lines: list[str]) -> str:
+    """An id prefix that starts several ids: each candidate, one a line."""
+    shown = lines[:AMBIGUOUS_SHOWN]
+    more = [f"… and {len(lines) - len(shown)} more"] if len(lines) > len(shown) else []
+    return "\n".join(
+        [
+            f"Ambiguous: {len(lines)} {what} start with {given!r}; resolve the one you mean by "
+            "its full id (or a longer prefix):",
+            *(f"  {line}" for line in shown),
+            *more,
+        ]
+    )
 
 
 def events_block(result: dict[str, Any]) -> str:

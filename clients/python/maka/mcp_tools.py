@@ -35,6 +35,8 @@ from maka.mcp_args import (
     ResolveArgs,
     SearchArgs,
 )
+from maka.mcp_gates import ToolFailure, propose_hint, propose_open, refusal
+from maka.mcp_resolve import Resolver
 from maka.notifications import RECONNECTED, SUBSCRIPTION_LOST
 from maka.server_check import ServerUid
 
@@ -51,47 +53,8 @@ CLOSE_TIMEOUT_S = 5.0
 Listener = Callable[[str], Awaitable[None]]  # called with "tools", "memory" or "pending"
 
 
-class ToolFailure(Exception):
-    """A tool call that failed; ``kind`` is the daemon's error kind (or the bridge's own)."""
-
-    def __init__(self, kind: str, message: str) -> None:
-        super().__init__(f"{kind}: {message}")
-        self.kind = kind
-
-
 def clamp(value: int, low: int, high: int) -> int:
     return max(low, min(high, int(value)))
-
-
-def propose_open(settings: dict[str, Any] | None) -> bool:
-    """Contract test 4: agents may propose only while extractToolEnabled && agentReadEnabled
-    (memory enabled, incognito off)."""
-    s = settings or {}
-    return bool(
-        s.get("enabled", True)
-        and s.get("agentReadEnabled")
-        and s.get("extractToolEnabled")
-        and not s.get("incognito")
-    )
-
-
-def refusal(settings: dict[str, Any], history: bool = False) -> str | None:
-    """Why reading is not allowed in this workspace right now, or None when it is."""
-    if settings.get("incognito"):
-        return "Incognito is on for this workspace: nothing is read or written."
-    if not settings.get("enabled", True):
-        return "Memory is disabled for this workspace: nothing is returned."
-    if not settings.get("agentReadEnabled"):
-        return (
-            "Agent read is off for this workspace: the user has not allowed agents to "
-            "read memory, so nothing is returned."
-        )
-    if history and not settings.get("historyRecallEnabled"):
-        return (
-            "History recall is off for this workspace: the user has not allowed "
-            "searching past sessions, so nothing is returned."
-        )
-    return None
 
 
 class Bridge:
@@ -116,6 +79,7 @@ class Bridge:
         self._connect_lock = anyio.Lock()
         self._session_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
+        self.resolver = Resolver(self)
 
     async def __aenter__(self) -> Bridge:
         await self.client.__aenter__()
@@ -224,7 +188,7 @@ class Bridge:
     # ------------------------------------------------------------- tools ---
 
     async def read_refusal(self, history: bool = False) -> str | None:
-        return refusal(await self.fresh_settings(), history)
+        return refusal(await self.fresh_settings(), self.workspace, history)
 
     async def memory_search(self, args: SearchArgs) -> str:
         if why := await self.read_refusal():
@@ -252,7 +216,7 @@ class Bridge:
             "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS),
         }
         if args.session_id:
-            params["sessionId"] = args.session_id
+            params["sessionId"] = await self.resolver.session_arg(args.session_id)
         pack = await self.call("build_context", params)
         return text.pack_text(pack) or "Nothing in memory bears on this turn."
 
@@ -266,7 +230,7 @@ class Bridge:
             return f"MEMORY.md cannot be read now ({state.get('status')}): {state.get('reason') or ''}"
         entries = [
             e
-            for e in self._visible(state.get("entries") or [])
+            for e in self.visible(state.get("entries") or [])
             if args.tag is None or args.tag in (e.get("tags") or [])
         ]
         entries.sort(key=lambda e: e.get("updatedAt") or e.get("createdAt") or 0, reverse=True)
@@ -278,7 +242,7 @@ class Bridge:
         )
         return "\n".join([head, *(text.entry_line(e) for e in shown)])
 
-    def _visible(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    def visible(self, entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Entries scoped to another session never reach this one (invariant 7)."""
         return [e for e in entries if e.get("scope") != "session" or self.own(e.get("sessionId"))]
 
@@ -287,7 +251,7 @@ class Bridge:
             return why
         params: dict[str, Any] = {"query": args.query, "limit": clamp(args.limit, 1, MAX_HISTORY_HITS)}
         if args.session_id:
-            params["sessionId"] = args.session_id
+            params["sessionId"] = await self.resolver.session_arg(args.session_id)
         hits = (await self.call("search_history", params)).get("hits") or []
         if not hits:
             return f"No past events match {args.query!r}."
@@ -327,67 +291,26 @@ class Bridge:
             raise ToolFailure("invalid_params", "give at least one ref")
         if len(refs) > MAX_REFS:
             raise ToolFailure("too_large", f"at most {MAX_REFS} refs per call")
-        settings = await self.fresh_settings()
-        blocks = [(ref, await self._resolve_one(ref, settings)) for ref in refs]
-        return text.join_blocks(blocks)
-
-    async def _resolve_one(self, ref: str, settings: dict[str, Any]) -> str:
-        kind, _, rest = ref.partition(":")
-        try:
-            if kind == "memory" and rest:
-                return await self._resolve_memory(rest, settings)
-            if kind == "event" and rest:
-                return await self._resolve_events(ref, rest.split(":", 1)[0], settings)
-            if kind == "checkpoint" and rest:
-                found = await self.call("get_checkpoint", {"checkpointId": rest})
-                return refusal(
-                    settings, history=not self.own(found.get("sessionId"))
-                ) or text.checkpoint_block(found)
-            if kind == "episode" and rest:
-                if why := refusal(settings, history=True):
-                    return why
-                found = (await self.call("list_episodes", {"ids": [rest]})).get("episodes") or []
-                return text.episode_block(found[0]) if found else "Not found."
-        except ToolFailure as exc:
-            return "Not found." if exc.kind == "not_found" else f"Not resolved ({exc})."
-        return (
-            "Not a ref this server knows: use memory:<id>, event:<session>:<seq>[-<seq>], "
-            "checkpoint:<id> or episode:<id>."
-        )
-
-    async def _resolve_memory(self, entry_id: str, settings: dict[str, Any]) -> str:
-        if why := refusal(settings):
-            return why
-        state = await self.call("read_state", {"includeEntries": True, "includeArchived": True})
-        for entry in self._visible(state.get("entries") or []):
-            if entry.get("id") == entry_id:
-                return text.entry_block(entry)
-        return "Not found (it may have been deleted, or it is waiting in PENDING.md)."
-
-    async def _resolve_events(self, ref: str, session_id: str, settings: dict[str, Any]) -> str:
-        # The agent's own recorded turns are its own; other sessions are past sessions.
-        if not self.own(session_id) and (why := refusal(settings, history=True)):
-            return why
-        params: dict[str, Any] = {"refs": [ref]}
-        if self.session_id:
-            params["sessionId"] = self.session_id  # so refs into an incognito session resolve
-        results = (await self.call("retrieve", params)).get("results") or []
-        if not results or not results[0].get("events"):
-            return "Not found."
-        return text.events_block(results[0])
+        return text.join_blocks(await self.resolver.refs(refs, await self.fresh_settings()))
 
     async def memory_propose(self, args: ProposeArgs) -> str:
         params: dict[str, Any] = {"title": args.title, "content": args.content, "origin": "extracted"}
         if args.tags:
             params["tags"] = args.tags
-        session = args.session_id or self.session_id
+        session = await self.resolver.session_arg(args.session_id) or self.session_id
         if session:
             params["sessionId"] = session
         if args.source_refs:
             params["sourceRefs"] = args.source_refs
         if args.everywhere:
             params["scope"] = "global"
-        result = await self.call("propose", params)
+        try:
+            result = await self.call("propose", params)
+        except ToolFailure as exc:
+            hint = propose_hint(exc.kind, self.workspace)
+            if not hint:
+                raise
+            raise ToolFailure(exc.kind, str(exc).split(": ", 1)[1] + hint) from None
         notes = []
         if result.get("redactions"):
             notes.append(f"{result['redactions']} secret(s) were redacted.")

@@ -16,6 +16,7 @@ from makad.core.importers.records import (
     ItemSkipped,
     derive_title,
     hash_id,
+    headline,
     normalize_tags,
 )
 from makad.core.importers.timestamps import to_epoch_ms
@@ -61,7 +62,7 @@ class Collector:
         if exact and given_title and given_title.strip() and "\n" not in given_title:
             kept_title = given_title.strip()
         else:
-            kept_title = derive_title(given_title, body)
+            kept_title = derive_title(given_title, headline(body))
         self.items.append(
             ImportItem(
                 title=kept_title,

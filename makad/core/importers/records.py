@@ -120,6 +120,31 @@ def clean_title(text: str, limit: int = TITLE_MAX_CHARS) -> str:
     return line
 
 
+HEADLINE_WORDS: Final = 6
+HEADLINE_MAX_CHARS: Final = 48
+# Where a clause ends: punctuation inside the sentence, or a sentence's end.
+_CLAUSE_END: Final = re.compile(r"[,;:(\u2013\u2014\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001]|[.!?](?=\s|$)")
+
+
+def headline(text: str) -> str:
+    """A short title for a memory its source gave none (a ChatGPT line, a bullet): its
+    first line when that is short, else the line's first clause, else its first words
+    with an ellipsis — so that the title does not repeat the whole memory, which a
+    context pack would then carry twice."""
+    line = clean_title(text, limit=len(text) + 1)
+    if len(line.split()) <= HEADLINE_WORDS and len(line) <= HEADLINE_MAX_CHARS:
+        return line
+    end = _CLAUSE_END.search(line)
+    if end is not None:
+        clause = line[: end.start()].strip()
+        if 2 <= len(clause.split()) <= HEADLINE_WORDS and len(clause) <= HEADLINE_MAX_CHARS:
+            return clause
+    words = " ".join(line.split()[:HEADLINE_WORDS])
+    if len(words) >= HEADLINE_MAX_CHARS:
+        return clean_title(words, HEADLINE_MAX_CHARS)
+    return words.rstrip(" ,;:-") + "…"
+
+
 def derive_title(*candidates: str | None) -> str:
     """The first candidate that yields a usable title, else a fixed fallback."""
     for candidate in candidates:

@@ -1,8 +1,9 @@
-// A real makad subprocess for tests: socket and data in a short temp dir under /tmp
-// (AF_UNIX paths are limited to ~108 bytes).
+// A real makad subprocess for tests: socket and data in a short temp dir ($TMPDIR, or /tmp
+// when that is too long for a socket path: AF_UNIX paths are limited to 107 bytes).
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 
@@ -32,9 +33,16 @@ export function findMakad(): string {
   throw new Error("makad not found: set MAKAD_BIN or put the venv's bin on PATH (e.g. PATH=../../.venv/bin:$PATH)");
 }
 
-/** A short temp dir under /tmp. */
+// AF_UNIX socket paths hold at most 107 bytes; the tests put sockets at most this far
+// below a temp root.
+const MAX_SOCKET_PATH_BYTES = 107;
+const SOCKET_BELOW_ROOT_BYTES = 40;
+
+/** A short temp dir: under $TMPDIR (os.tmpdir()) when a socket below it fits, else /tmp. */
 export function shortTempDir(prefix = "mkn-"): string {
-  return mkdtempSync(join("/tmp", prefix));
+  const base = tmpdir();
+  const fits = Buffer.byteLength(base) + SOCKET_BELOW_ROOT_BYTES <= MAX_SOCKET_PATH_BYTES;
+  return mkdtempSync(join(fits ? base : "/tmp", prefix));
 }
 
 export class Daemon {

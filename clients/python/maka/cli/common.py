@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from maka.client import Client
+from maka.ids import DERIVED_ID_PREFIX, matching_ids
 from maka.workspace import resolve_workspace
 
 EXIT_OK, EXIT_REMOTE, EXIT_USAGE, EXIT_NO_DAEMON, EXIT_PROTOCOL = 0, 1, 2, 3, 4
@@ -135,16 +136,6 @@ def workspace_of(args: argparse.Namespace) -> str:
     return ws or default_workspace()
 
 
-DERIVED_ID_PREFIX = "h-"
-
-
-def _id_matches(known: str, wanted: str) -> bool:
-    """``wanted`` starts ``known``, or its hex part for an entry typed by hand (``h-…``)."""
-    return known.startswith(wanted) or (
-        known.startswith(DERIVED_ID_PREFIX) and known[len(DERIVED_ID_PREFIX) :].startswith(wanted)
-    )
-
-
 def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 
@@ -154,16 +145,23 @@ def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
     pool = list(dict.fromkeys(known))
     out: list[str] = []
     for wanted in given:
-        if wanted in pool:
-            out.append(wanted)
-            continue
-        matches = [k for k in pool if _id_matches(k, wanted)]
+        matches = matching_ids(pool, wanted)
         if len(matches) > 1:
             raise CliError(f"id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
         if not matches:
             _hint_close_id(wanted, pool)
         out.append(matches[0] if matches else wanted)
     return out
+
+
+def resolve_session(client: Client, workspace: str, given: str | None) -> str | None:
+    """A session id as given, or the one session of the workspace it is a unique prefix of
+    (``maka sessions`` and ``maka episodes`` show them short)."""
+    if not given:
+        return given
+    listing = client.call("list_sessions", {"workspace": workspace, "includeClosed": True})
+    (session,) = resolve_ids([s["sessionId"] for s in listing["sessions"]], [given])
+    return session
 
 
 def _hint_close_id(wanted: str, pool: list[str]) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, workspace_of
+from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_session, workspace_of
 from maka.cli.output import print_json, table, terminal_width
 from maka.client import Client
 
@@ -122,9 +122,10 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
 def cmd_context(client: Client, args: argparse.Namespace) -> int:
     if args.budget <= 0:
         raise CliError("--budget must be a positive number of tokens")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "budgetTokens": args.budget}
+    ws = workspace_of(args)
+    params: dict[str, Any] = {"workspace": ws, "budgetTokens": args.budget}
     if args.session:
-        params["sessionId"] = args.session
+        params["sessionId"] = resolve_session(client, ws, args.session)
     if args.query is not None:
         params["query"] = args.query
     if args.include:
@@ -158,7 +159,12 @@ def cmd_compact(client: Client, args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"{args.summary_file}: {exc.strerror}") from None
     mode = args.mode or ("semantic" if summary is not None else "checkpoint")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "sessionId": args.session, "mode": mode}
+    ws = workspace_of(args)
+    params: dict[str, Any] = {
+        "workspace": ws,
+        "sessionId": resolve_session(client, ws, args.session),
+        "mode": mode,
+    }
     if summary is not None:
         params["summary"] = summary
     if args.keep_recent_tokens is not None:

@@ -5,17 +5,18 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, workspace_of
+from maka.cli.common import EXIT_OK, CliError, Parents, resolve_session, workspace_of
 from maka.cli.output import age, print_json, short_id, show_table
 from maka.client import Client
 
 
 def cmd_episodes(client: Client, args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"workspace": workspace_of(args)}
+    ws = workspace_of(args)
+    params: dict[str, Any] = {"workspace": ws}
     if args.tag:
         params["tag"] = args.tag
     if args.session:
-        params["sessionId"] = args.session
+        params["sessionId"] = resolve_session(client, ws, args.session)
     result = client.call("list_episodes", params)
     if args.json:
         print_json(result)

@@ -7,7 +7,7 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from maka.cli.common import (
     EXIT_OK,
@@ -20,6 +20,7 @@ from maka.cli.common import (
     parse_entry_form,
     read_text_arg,
     resolve_ids,
+    resolve_session,
     workspace_of,
 )
 from maka.cli.output import (
@@ -32,7 +33,7 @@ from maka.cli.output import (
     timestamp,
 )
 from maka.client import Client
-from maka.errors import Conflict, MethodNotFound
+from maka.errors import Conflict, InvalidParams, MethodNotFound
 
 
 def csv_tags(value: str) -> list[str]:
@@ -49,13 +50,16 @@ def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, An
 # What to do about a warning, beyond what its message says (the daemon's words are kept).
 WARNING_FIXES = {
     "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md (docs/FORMAT.md), "
-    "or queue the bullets for review: maka import memory/MEMORY.md --format markdown",
+    "or `maka memory tidy --import`: it queues the bullets for review in PENDING.md, then removes "
+    "those lines from the top of the file (it asks first)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
 }
+OUTSIDE = "text_outside_entries"
 
 
-def warn_status(state: dict[str, Any]) -> None:
-    """The memory's status when it is not ok, and every warning with its fix, on stderr."""
+def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> None:
+    """The memory's status when it is not ok, and every warning with its fix, on stderr;
+    ``tidy``: remove_outside_text's dry run, to say when the stray lines are imported."""
     if state.get("status") != "ok":
         reason = f": {state['reason']}" if state.get("reason") else ""
         print(f"maka: memory is {state.get('status')}{reason}", file=sys.stderr)
@@ -63,8 +67,27 @@ def warn_status(state: dict[str, Any]) -> None:
     for warning in warnings:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
     for kind in dict.fromkeys(w.get("kind") for w in warnings):
-        if kind in WARNING_FIXES:
+        if kind == OUTSIDE and tidy and tidy.get("removed"):
+            done = len(tidy["removed"])
+            print(
+                f"  fix: {done} of these lines were imported already: "
+                "`maka memory tidy` removes them (it asks first)"
+                + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
+                file=sys.stderr,
+            )
+        elif kind in WARNING_FIXES:
             print(f"  fix: {WARNING_FIXES[kind]}", file=sys.stderr)
+
+
+def outside_text(client: Client, ws: str, state: dict[str, Any]) -> dict[str, Any] | None:
+    """What `maka memory tidy` would remove, when read_state warned about stray lines."""
+    if not any(w.get("kind") == OUTSIDE for w in state.get("warnings") or []):
+        return None
+    try:
+        result: dict[str, Any] = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    except MethodNotFound:  # an older daemon
+        return None
+    return result
 
 
 def entry_ids(client: Client, ws: str) -> list[str]:
@@ -77,7 +100,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         print_json(read_entries(client, ws, archived=args.archived))
         return EXIT_OK
     state = read_entries(client, ws)
-    warn_status(state)
+    warn_status(state, outside_text(client, ws, state))
     every = state.get("entries") or []
     # Short ids must stay unambiguous for `maka memory show`, which also knows proposals.
     shown_ids = short_ids([*(e["id"] for e in every), *_pending_ids(client, ws)])
@@ -167,7 +190,7 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         "tags": tags,
     }
     if args.session:
-        params.update(scope="session", sessionId=args.session)
+        params.update(scope="session", sessionId=resolve_session(client, params["workspace"], args.session))
     if args.decay_days is not None:
         params["decayTtlMs"] = int(args.decay_days * 86_400_000)
     result = client.call("add_entry", params)
@@ -250,6 +273,84 @@ def read_form_file(path: str) -> str:
         raise CliError(f"{path}: {exc.strerror}") from None
 
 
+def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
+    """Remove the lines above the first entry that were imported (their memory is in
+    MEMORY.md, waiting in PENDING.md, or was rejected); asks first on a terminal, needs -y
+    elsewhere."""
+    ws = workspace_of(args)
+    out = sys.stderr if args.json else sys.stdout
+    plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    if args.import_lines and plan["kept"]:
+        queue_outside_lines(client, ws, plan["kept"], out)
+        plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    removable, kept = plan["removed"], plan["kept"]
+    if not removable:
+        if args.json:
+            print_json(plan)
+        print(
+            "Nothing to remove above the first entry."
+            + (f" {len(kept)} lines there are not imported yet: {KEPT_HINT}" if kept else ""),
+            file=out,
+        )
+        return EXIT_OK
+    print(
+        f"These {len(removable)} lines above the first entry of memory/MEMORY.md were imported "
+        "(where each memory is now is shown beside it) and can go:",
+        file=out,
+    )
+    for line in removable:
+        print(f"  {line['line']:>4}  {line['text'].strip()}   → {WHERE[line['where']]}{_id(line)}", file=out)
+    if kept:
+        print(f"{len(kept)} other lines stay (not imported yet): {KEPT_HINT}", file=out)
+    if not args.yes:
+        if not sys.stdin.isatty():
+            print("Nothing removed: run `maka memory tidy -y` to remove them.", file=out)
+            if args.json:
+                print_json(plan)
+            return EXIT_OK
+        answer = input(f"Remove these {len(removable)} lines? (a backup is kept: maka undo) [y/N] ")
+        if answer.strip().lower() not in ("y", "yes"):
+            print("Nothing removed.", file=out)
+            return EXIT_OK
+    done = client.call(
+        "remove_outside_text",
+        {
+            "workspace": ws,
+            "lines": [line["line"] for line in removable],
+            "expectedRevision": plan["revision"],
+        },
+    )
+    if args.json:
+        print_json(done)
+    else:
+        print(f"Removed {len(done['removed'])} lines; `maka undo` brings them back.")
+    return EXIT_OK
+
+
+def queue_outside_lines(client: Client, ws: str, lines: list[dict[str, Any]], out: TextIO) -> None:
+    """Import the bullets among the lines above the first entry (markdown: prose is no
+    memory) into PENDING.md, for review."""
+    data = "".join(f"{line['text']}\n" for line in lines)
+    try:
+        result = client.call("import_memories", {"workspace": ws, "data": data, "format": "markdown"})
+    except InvalidParams:
+        print("No bullets above the first entry to import: give each memory a `## Title` line.", file=out)
+        return
+    print(
+        f"Queued {len(result['imported'])} memories from the lines above the first entry in "
+        f"PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
+        file=out,
+    )
+
+
+WHERE = {"memory": "in MEMORY.md", "pending": "waiting in PENDING.md", "rejected": "rejected before"}
+KEPT_HINT = "`maka memory tidy --import` queues their bullets for review first"
+
+
+def _id(line: dict[str, Any]) -> str:
+    return f" ({short_id(line['id'])})" if line.get("id") else ""
+
+
 def _each(method: str, verb: str) -> Command:
     def run(client: Client, args: argparse.Namespace) -> int:
         ws = workspace_of(args)
@@ -285,6 +386,25 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
     p.add_argument("-t", "--tag", action="append", help="only entries with this tag (repeatable)")
     p.set_defaults(func=cmd_list)
+
+    p = msub.add_parser(
+        "tidy",
+        parents=parents.scoped,
+        help="remove the lines above the first entry that are in memory already (remove_outside_text)",
+        description="Lines above the first `## ` entry are not memory (read_state warns "
+        "text_outside_entries). Once their bullets are imported (--import queues them in "
+        "PENDING.md), this removes those lines: it lists them and asks first (-y: without "
+        "asking; off a terminal -y is needed). Lines not imported stay. A backup is kept: "
+        "`maka undo` brings them back.",
+    )
+    p.add_argument("-y", "--yes", action="store_true", help="remove without asking")
+    p.add_argument(
+        "--import",
+        dest="import_lines",
+        action="store_true",
+        help="first queue the bullets there that are not imported yet in PENDING.md (import_memories)",
+    )
+    p.set_defaults(func=cmd_tidy)
 
     p = msub.add_parser("show", parents=parents.scoped, help="an entry and why it is there (memory_history)")
     p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")

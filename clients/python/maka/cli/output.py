@@ -218,13 +218,58 @@ def entry_card(entry: dict[str, Any], now: int | None = None) -> list[str]:
     return lines
 
 
+def wrap(line: str, width: int) -> list[str]:
+    """``line`` as lines of at most ``width`` columns, broken between words (a word wider
+    than the room is broken where it must be); every piece keeps the line's indentation.
+    Runs of spaces inside a wrapped line become one."""
+    if width <= 0 or display_width(line) <= width:
+        return [line]
+    text = line.lstrip(" ")
+    indent = line[: len(line) - len(text)]
+    if 2 * display_width(indent) > width:
+        indent = ""
+    room = max(1, width - display_width(indent))
+    rows: list[str] = []
+    current = ""
+    for word in text.split():
+        for piece in _pieces(word, room):
+            joined = f"{current} {piece}" if current else piece
+            if display_width(joined) <= room:
+                current = joined
+            else:
+                rows.append(current)
+                current = piece
+    rows.append(current)
+    return [indent + row for row in rows]
+
+
+def _pieces(word: str, room: int) -> list[str]:
+    """``word`` cut into parts of at most ``room`` columns (one part when it fits)."""
+    if display_width(word) <= room:
+        return [word]
+    parts, current = [], ""
+    for char in word:
+        if current and display_width(current + char) > room:
+            parts.append(current)
+            current = ""
+        current += char
+    return [*parts, current] if current else parts
+
+
+def wrap_all(lines: list[str], width: int) -> list[str]:
+    return [piece for line in lines for piece in wrap(line, width)]
+
+
 def side_by_side(left: list[str], right: list[str], width: int, gap: str = " │ ") -> list[str]:
-    """Two columns of lines, the left one padded to half the width; long lines are cut."""
+    """Two columns of lines, the left one padded to half the width; long lines wrap
+    within their column, between words."""
     half = (width - display_width(gap)) // 2
+    left = wrap_all(left, half)
+    right = wrap_all(right, width - half - display_width(gap))
     rows = max(len(left), len(right))
     out = []
     for i in range(rows):
-        a = truncate(left[i], half) if i < len(left) else ""
-        b = truncate(right[i], width - half - display_width(gap)) if i < len(right) else ""
+        a = left[i] if i < len(left) else ""
+        b = right[i] if i < len(right) else ""
         out.append((pad(a, half) + gap + b).rstrip())
     return out

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import shutil
 import sys
 import termios
 import tty
@@ -30,7 +29,7 @@ from maka.cli.common import (
     parse_entry_form,
     workspace_of,
 )
-from maka.cli.output import entry_card, print_json, short_id, side_by_side
+from maka.cli.output import entry_card, print_json, short_id, side_by_side, terminal_width, wrap_all
 from maka.client import Client
 from maka.errors import NotFound
 
@@ -39,6 +38,7 @@ REPLACE_HELP = "u approve it instead of the similar entry (archived) · m merge 
 PROMPT = "[a]pprove [e]dit [r]eject [s]kip [q]uit [?] "
 REPLACE_PROMPT = "[a]pprove [u]se instead [m]erge [e]dit [r]eject [s]kip [q]uit [?] "
 SIDE_BY_SIDE_MIN_WIDTH = 100
+RULE_WIDTH = 100
 SIMILAR_CONTENT_LINES = 4
 
 
@@ -107,12 +107,15 @@ def card(
     total: int,
     memory: dict[str, dict[str, Any]],
     pending: dict[str, dict[str, Any]],
-    width: int,
+    width: int | None,
 ) -> list[str]:
-    """A proposal, with its similar entries (and what it replaces) beside or below it."""
+    """A proposal, with its similar entries (and what it replaces) beside or below it.
+
+    ``width``: the terminal's, lines wrapped between words to fit it; None off a terminal,
+    where nothing is cut or wrapped (a pipe or a log gets every word of the proposal)."""
     proposal = view["proposal"]
     title = f"── Proposal {index}/{total} "
-    lines = ["", title + "─" * max(0, min(width, 100) - len(title)), ""]
+    lines = ["", title + "─" * max(0, min(width or RULE_WIDTH, RULE_WIDTH) - len(title)), ""]
     left = entry_card(proposal)
     right: list[str] = []
     target = proposal.get("supersedes")
@@ -124,8 +127,10 @@ def card(
     right.append("Similar entries:" if similar else "No similar entries.")
     for other in similar:
         right.extend(_brief(other, memory, pending))
-    if width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
+    if width is not None and width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
         lines.extend(side_by_side(left, right, width))
+    elif width is not None:
+        lines.extend(wrap_all([*left, "", *right], width))
     else:
         lines.extend([*left, "", *right])
     return [*lines, ""]
@@ -155,7 +160,7 @@ def cmd_review(client: Client, args: argparse.Namespace) -> int:
         print("No proposals waiting.", file=out)
         return _finish(outcome, args, out)
     keys = Keys(sys.stdin, out)
-    width = shutil.get_terminal_size((100, 24)).columns
+    width = terminal_width(out)
     for queue, views in waiting:
         if len(queues) > 1:
             name = "the user level (@user)" if queue == USER_LEVEL else queue

@@ -5,11 +5,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, did_you_mean, workspace_of
+from maka import autostart
+from maka.cli.common import EXIT_OK, EXIT_PROTOCOL, CliError, Parents, did_you_mean, workspace_of
 from maka.cli.output import print_json, show_table
 from maka.client import Client
+from maka.errors import DaemonUnavailable, ProtocolError, ShuttingDown
 from maka.generated import SetSettingsParams
 
 
@@ -27,6 +30,41 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
 def cmd_ping(client: Client, args: argparse.Namespace) -> int:
     result = client.call("ping")
     print_json(result) if args.json else print(result)
+    return EXIT_OK
+
+
+def cmd_stop(client: Client, args: argparse.Namespace) -> int:
+    """``shutdown``, then wait until the daemon's process has exited (so a command run right
+    after starts a fresh one instead of racing the old one's exit). Never starts a daemon."""
+    client.autostart = False
+    try:
+        status = client.call("status")
+    except DaemonUnavailable:
+        print(f"makad is not running on {client.socket_path}")
+        return EXIT_OK
+    pid = int(status["pid"])
+    try:
+        client.call("shutdown")
+    except ShuttingDown:
+        pass  # already stopping: wait for it all the same
+    except ProtocolError:
+        pass  # it closed the connection before the reply: stopping too
+    deadline = time.monotonic() + args.timeout
+    gone = client.wait_closed(args.timeout)
+    while gone and not autostart.process_gone(pid):
+        if time.monotonic() > deadline:
+            gone = False
+            break
+        time.sleep(0.02)
+    if not gone:
+        raise CliError(f"makad (pid {pid}) is still stopping after {args.timeout:g} s", EXIT_PROTOCOL)
+    print(f"makad (pid {pid}) stopped")
+    if status.get("socketActivated"):
+        print(
+            "note: systemd starts it again on the next connection; to keep it stopped: "
+            "systemctl --user stop makad.socket makad.service",
+            file=sys.stderr,
+        )
     return EXIT_OK
 
 
@@ -84,6 +122,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.set_defaults(func=cmd_status)
     p = sub.add_parser("ping", parents=[parents.json], help="check the daemon answers")
     p.set_defaults(func=cmd_ping)
+    p = sub.add_parser(
+        "stop",
+        help="stop the daemon (shutdown) and wait until it has exited; never starts one",
+        description="Stops makad the way the shutdown method does (in-flight requests finish) "
+        "and waits, at most --timeout seconds, until its process has exited. Clients that were "
+        "connected (maka watch, maka mcp) do not start it again. Exit 0 also when none runs.",
+    )
+    p.set_defaults(func=cmd_stop)
     p = sub.add_parser(
         "call", parents=[parents.json], help='call any method: maka call METHOD [\'{"json": "params"}\']'
     )

@@ -12,10 +12,19 @@ from maka.cli.changes import entry_changes
 from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace
 from maka.cli.output import now_ms, timestamp
 from maka.client import Client
+from maka.errors import DaemonUnavailable
+from maka.notifications import DAEMON_STOPPING, RECONNECTED, SUBSCRIPTION_LOST
 
 
 def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     params = note.get("params") or {}
+    method = note.get("method", "?")
+    if method == DAEMON_STOPPING:
+        return f"{timestamp(now_ms)}  {method:<18} makad is stopping ({params.get('reason', '?')})"
+    if method == SUBSCRIPTION_LOST:
+        return f"{timestamp(now_ms)}  {method:<18} {params.get('workspace', '')}: {params.get('error', '')}"
+    if method == RECONNECTED:
+        return f"{timestamp(now_ms)}  {method:<18} subscriptions renewed; changes meanwhile were not notified"
     line = (
         f"{timestamp(now_ms)}  {note.get('method', '?'):<18} "
         f"rev {params.get('revision', '?'):<5} {params.get('cause', '')}"
@@ -98,6 +107,13 @@ def cmd_watch(client: Client, args: argparse.Namespace) -> int:
                     return EXIT_OK
         except TimeoutError:
             continue  # a quiet spell longer than --timeout: keep waiting
+        except DaemonUnavailable:
+            if client.daemon_stopped is None:
+                raise  # lost, not stopped: exit 3 with the reason
+            # Stopped on purpose (maka stop, shutdown, systemctl stop) and not back: the
+            # watch ends with it rather than start a daemon the user just stopped.
+            print(f"maka: makad was stopped ({client.daemon_stopped}); watch ends", file=sys.stderr)
+            return EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
@@ -105,7 +121,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "watch",
         parents=[parents.json],
         help="stream memory_changed / proposals_changed / settings_changed notifications",
-        description="One line per notification; with --json one JSON object per line (NDJSON).",
+        description="One line per notification; with --json one JSON object per line (NDJSON). "
+        "When makad is stopped on purpose (maka stop, shutdown, systemctl stop) and does not "
+        "come back within a few seconds, the watch ends (exit 0); it never starts makad again.",
     )
     p.add_argument(
         "-w",

@@ -1,0 +1,78 @@
+// The README's build_context example type-checks against the built package and runs as
+// written against a real daemon.
+
+import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { dirname, join, resolve } from "node:path";
+import { after, before, describe, it } from "node:test";
+import { fileURLToPath } from "node:url";
+
+import ts from "typescript";
+
+import { MakaClient } from "makad-client";
+import { Daemon } from "./helpers/daemon.js";
+
+const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
+
+function example(marker: string): string {
+  const readme = readFileSync(join(root, "README.md"), "utf8");
+  const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith(marker));
+  assert.ok(block, `the README has a ts block starting with ${marker}`);
+  return block;
+}
+
+describe("README: build_context", () => {
+  let daemon: Daemon;
+  // Inside the package, so that "makad-client" resolves to this build (self-reference).
+  const scratch = join(root, "dist", "readme-example");
+
+  before(async () => {
+    daemon = await Daemon.start();
+    mkdirSync(scratch, { recursive: true });
+  });
+  after(async () => {
+    await daemon.dispose();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it("type-checks with the package's types", () => {
+    const file = join(scratch, "example.mts");
+    writeFileSync(file, example("// build_context"));
+    const options: ts.CompilerOptions = {
+      target: ts.ScriptTarget.ES2022,
+      module: ts.ModuleKind.NodeNext,
+      moduleResolution: ts.ModuleResolutionKind.NodeNext,
+      strict: true,
+      noEmit: true,
+      skipLibCheck: true,
+      types: ["node"],
+      typeRoots: [join(root, "node_modules", "@types")],
+    };
+    const program = ts.createProgram([file], options);
+    const problems = ts
+      .getPreEmitDiagnostics(program)
+      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+    assert.deepEqual(problems, []);
+  });
+
+  it("runs and prints the memory the agent may read", async () => {
+    const maka = new MakaClient({ socketPath: daemon.socketPath });
+    await maka.call("add_entry", { workspace: daemon.workspace, title: "Deploys", content: "The team deploys on Tuesdays." });
+    await maka.call("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
+    await maka.close();
+    const js = ts.transpileModule(example("// build_context"), {
+      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+    }).outputText;
+    const file = join(scratch, "example.mjs");
+    writeFileSync(file, js);
+    const out = execFileSync(process.execPath, [file], {
+      cwd: daemon.workspace,
+      env: { ...process.env, MAKAD_SOCKET: daemon.socketPath },
+      encoding: "utf8",
+      timeout: 30_000,
+    });
+    assert.match(out, /^\d+ of 1500 tokens \((fast|bounded|slow|fallback) path\), 0 messages$/m);
+    assert.match(out, /The team deploys on Tuesdays\./);
+  });
+});
