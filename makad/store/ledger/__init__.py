@@ -62,6 +62,14 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea):
         faults: Faults = UNARMED,
     ) -> None:
         super().__init__(path, synchronous=synchronous, before_first_write=before_first_write, faults=faults)
+        self.refresh_search_text()
+
+    def refresh_search_text(self) -> None:
+        """Rebuild the search index when it was built by another search-text version.
+
+        Public so that it is guarded like every other call: damage met while reading the
+        version (a page the header check could not see) resets the ledger instead of
+        escaping the constructor."""
         if self._meta("search_text_version") != SEARCH_TEXT_VERSION:
             self.rebuild_search_index()
 
