@@ -8,9 +8,8 @@ user's text for them:
 
 - ``first_seen``: the first time the daemon read an entry without a
   ``createdAt`` (one it could not read is the user's, and stays as written);
-  an entry without a metadata comment whose text changed gets a new derived
-  id, and inherits the first date of the entry it replaced (same title, gone
-  in the same edit);
+  an entry typed by hand keeps its id across the user's edits
+  (``makad.core.typed_ids``), and with it this date;
 - ``edited_at``: when the daemon saw a hand edit change an entry's title,
   content or tags.
 
@@ -47,10 +46,6 @@ def changes(
     new = {s.entry.id: s.entry for s in after.sections}
     # A createdAt the parser could not read is the user's: it is never replaced by a date.
     held = {s.entry.id for s in after.sections if "createdAt" in held_keys(s.unknown_fields)}
-    removed_by_title: dict[str, str] = {}
-    for entry_id, entry in old.items():
-        if entry_id not in new:
-            removed_by_title.setdefault(entry.title, entry_id)
     changed: dict[str, EntryDates] = {}
     for entry_id, entry in new.items():
         dates = known.get(entry_id)
@@ -65,14 +60,7 @@ def changes(
                 first = dates.first_seen if dates is not None else entry.created_at or now
                 changed[entry_id] = EntryDates(first, now)
             continue
-        if dates is not None:
-            continue
-        replaced = removed_by_title.get(entry.title) if old else None
-        if replaced is not None and not entry.created_at:
-            inherited = known.get(replaced)
-            first = inherited.first_seen if inherited is not None else old[replaced].created_at
-            changed[entry_id] = EntryDates(first or now, now)
-        elif not entry.created_at:
+        if dates is None and not entry.created_at:
             changed[entry_id] = EntryDates(now, 0)
     # An editor may write a file empty before its new text: forget only what a
     # non-empty new version no longer has.

@@ -28,9 +28,11 @@ value read from them (title, content, comment values) is shown through
 Identity -- new ids are ``sha256(content + str(createdAt))[:16]``; old
 ``manual-<ms>`` ids stay as they are. An entry without an id (no comment, or a
 comment without ``id=``) gets ``h-`` + ``sha256(title + "\\n" + content)[:16]``
-(the content as the file spells it): stable across restarts, and persisted the
-first time the entry is rewritten. When ids repeat, every section is kept; the
-second one reports ``<id>~2``, the third ``<id>~3``, and so on.
+(the content as the file spells it) and is marked ``derived``; the daemon then
+gives it the id of the entry it continues (``makad.core.typed_ids``, applied with
+``renamed``), and the id is persisted the first time the entry is rewritten. When
+ids repeat, every section is kept; the second one reports ``<id>~2``, the third
+``<id>~3``, and so on.
 
 Metadata -- the comment is read and edited by ``makad.core.entry_comment``:
 values this version does not understand are held byte for byte, and rewriting
@@ -47,6 +49,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Final
@@ -89,6 +92,9 @@ class Section:
     declared_id: str
     has_comment: bool = False
     comment_malformed: bool = False
+    # The file names no id for it (typed by hand): its id came from its text, or from
+    # the entry it continues (``renamed``).
+    derived: bool = False
     # Comment tokens the entry does not represent, kept byte for byte: unknown keys,
     # tokens without ``=``, and known keys whose value was not understood or repeated.
     unknown_fields: tuple[str, ...] = ()
@@ -252,6 +258,7 @@ def _read_section(raw: str) -> Section:
         has_comment=comment is not None,
         comment_malformed=fields.malformed or (comment is not None and declared is None),
         unknown_fields=tuple(fields.held),
+        derived=not isinstance(declared, str),
     )
 
 
@@ -355,13 +362,43 @@ def upsert(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
 
 
 def put_raw(doc: MemoryDocument, entry_id: str, raw: str) -> MemoryDocument:
-    """Put a section's exact bytes in place of ``entry_id``'s, or append them as a new one."""
+    """Put a section's exact bytes in place of ``entry_id``'s, or append them as a new one.
+
+    Bytes that name no id (an entry typed by hand) stay ``entry_id``'s."""
     index = _index_of(doc, entry_id)
     if index is None:
-        return _append(doc, raw)
+        return _append(doc, raw, entry_id)
     if index < len(doc.sections) - 1 and not EOL.search(raw):
         raw += doc.newline  # the next section must keep starting a line
-    return _replace_raw(doc, index, raw)
+    return _replace_raw(doc, index, raw, entry_id)
+
+
+def renamed(doc: MemoryDocument, ids: Mapping[int, str]) -> MemoryDocument:
+    """``doc`` with the sections at the given indexes holding the given ids (ids no other
+    section holds: an entry typed by hand keeps the id of the entry it continues)."""
+    if not ids:
+        return doc
+    sections = list(doc.sections)
+    for index, entry_id in ids.items():
+        sections[index] = _named(sections[index], entry_id)
+    return replace(doc, sections=tuple(sections))
+
+
+def _named(section: Section, entry_id: str) -> Section:
+    if section.entry.id == entry_id and section.declared_id == entry_id:
+        return section
+    entry = msgspec.structs.replace(section.entry, id=entry_id)
+    # Built directly: dataclasses.replace costs several times more, once per hand-typed
+    # section of every version read.
+    return Section(
+        section.raw,
+        entry,
+        entry_id,
+        section.has_comment,
+        section.comment_malformed,
+        section.derived,
+        section.unknown_fields,
+    )
 
 
 def remove(doc: MemoryDocument, entry_id: str) -> MemoryDocument:
@@ -452,13 +489,21 @@ def _index_of(doc: MemoryDocument, entry_id: str) -> int | None:
     return None
 
 
-def _replace_raw(doc: MemoryDocument, index: int, raw: str) -> MemoryDocument:
+def _replace_raw(doc: MemoryDocument, index: int, raw: str, entry_id: str | None = None) -> MemoryDocument:
+    """``doc`` with new bytes for the section at ``index``: they keep its id (or
+    ``entry_id``) when they name none."""
     sections = list(doc.sections)
-    sections[index] = _read_section(raw)
+    sections[index] = _read_as(raw, entry_id or doc.sections[index].entry.id)
     return _assemble(doc.preamble, sections, doc.newline, doc.bom)
 
 
-def _append(doc: MemoryDocument, raw: str) -> MemoryDocument:
+def _read_as(raw: str, entry_id: str | None) -> Section:
+    """The section ``raw`` holds, with ``entry_id`` when its bytes name no id."""
+    section = _read_section(raw)
+    return _named(section, entry_id) if section.derived and entry_id else section
+
+
+def _append(doc: MemoryDocument, raw: str, entry_id: str | None = None) -> MemoryDocument:
     if not doc.preamble and not doc.sections:
         doc = replace(doc, preamble=HEADER.replace("\n", doc.newline))
     sections = list(doc.sections)
@@ -468,7 +513,7 @@ def _append(doc: MemoryDocument, raw: str) -> MemoryDocument:
         preamble = doc.preamble
     else:
         preamble = _with_blank_line_end(doc.preamble, doc.newline)
-    sections.append(_read_section(raw))
+    sections.append(_read_as(raw, entry_id))
     return _assemble(preamble, sections, doc.newline, doc.bom)
 
 

@@ -23,6 +23,7 @@ from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry, is_open, normalize_tags, redact_all
 from makad.core.entry_comment import ORIGINS
 from makad.core.importers import ImportItem
+from makad.core.memory_select import with_pin
 from makad.core.redaction import redact
 from makad.core.types import Entry, MemoryEvent, NewMemoryEvent, Origin, Scope
 from makad.errors import InvalidParams, NotFound
@@ -122,6 +123,15 @@ def queued_origin(proposal_id: str, history: Iterable[MemoryEvent]) -> Origin | 
     return None
 
 
+def returned_entry(proposal_id: str, history: Iterable[MemoryEvent]) -> bool:
+    """Whether the proposal is an entry of MEMORY.md that a save lacked and the daemon
+    queued back (``makad.core.save_merge``): approving it brings that entry back."""
+    return any(
+        e.action == "returned" and e.proposal_id == proposal_id and (e.data or {}).get("file") == "memory"
+        for e in history
+    )
+
+
 def plan_approval(
     pending: fmt.MemoryDocument,
     memory: fmt.MemoryDocument,
@@ -133,6 +143,7 @@ def plan_approval(
     now: int,
     scrub: Scrubber,
     scope: Scope | None = None,
+    returned: Collection[str] = (),
 ) -> ApprovalPlan:
     """The full approval of ``ids`` (with the user's ``edits``), decided up front.
 
@@ -141,7 +152,9 @@ def plan_approval(
     An entry's origin is the one it was queued with (``origins``), not what PENDING.md
     says now; its decay is its own, else ``default_decay_ms``. The same content is
     never approved twice: a proposal whose canonical content is already active (or
-    earlier in this batch) resolves to that entry.
+    earlier in this batch) resolves to that entry. A proposal in ``returned`` (an entry a
+    save dropped, queued back) becomes that entry again: its id and creation date are
+    kept, so its lineage and the refs to it go on (unless MEMORY.md holds that id again).
     """
     proposals = {s.entry.id: s.entry for s in pending.sections}
     missing = [i for i in ids if i not in proposals or not is_open(proposals[i])]
@@ -168,12 +181,21 @@ def plan_approval(
                 )
             )
             continue
-        created, entry_id = _fresh_id(content, now + offset, used)
+        # An entry a save dropped, approved back, is that entry again (unless MEMORY.md
+        # holds its id meanwhile).
+        back = proposal_id in returned and proposal_id not in used and fmt.find(memory, proposal_id) is None
+        if back:
+            created, entry_id = now + offset, proposal_id
+            used.add(entry_id)
+        else:
+            created, entry_id = _fresh_id(content, now + offset, used)
         origin = origins.get(proposal_id, proposed.origin)
         edited = edit is not None and any(
             not isinstance(value, UnsetType) for value in (edit.title, edit.content, edit.tags)
         )
-        dates = _dates(proposed, origin, created, edited=edited, default_decay_ms=default_decay_ms)
+        dates = _dates(
+            proposed, back or origin == "imported", created, edited=edited, default_decay_ms=default_decay_ms
+        )
         entry = Entry(
             id=entry_id,
             title=title,
@@ -195,18 +217,19 @@ def plan_approval(
 
 
 def _dates(
-    proposal: Entry, origin: Origin, approved_at: int, *, edited: bool, default_decay_ms: int | None
+    proposal: Entry, keeps_dates: bool, approved_at: int, *, edited: bool, default_decay_ms: int | None
 ) -> tuple[int, int, int | None]:
     """(createdAt, updatedAt, decayTtlMs) of the entry approving ``proposal`` makes.
 
-    An entry is created when it is approved, except an imported one: it keeps the dates
-    its source gave it (a ChatGPT memory from 2024 stays from 2024), edited now if the
+    An entry is created when it is approved, except one that ``keeps_dates``: an imported
+    one keeps the dates its source gave it (a ChatGPT memory from 2024 stays from 2024),
+    an entry a save dropped, approved back, the dates it had; either is edited now if the
     user edited it on approval. A decay the workspace's default gives it still counts from
     the approval, so an old memory is not archived the moment it is approved.
     """
     own_decay = proposal.decay_ttl_ms
     decay = default_decay_ms if own_decay is None else own_decay
-    if origin != "imported" or not 0 < proposal.created_at < approved_at:
+    if not keeps_dates or not 0 < proposal.created_at < approved_at:
         return approved_at, approved_at, decay
     created = proposal.created_at
     updated = approved_at if edited else min(max(proposal.updated_at, created), approved_at)
@@ -328,9 +351,14 @@ def approval_events(
 
 
 def was_approved(proposal_id: str, history: Iterable[MemoryEvent]) -> bool:
-    """Whether this proposal's own approval is recorded. (An entry a save dropped is
-    queued again under its entry id, whose first approval was another's.)"""
-    return any(e.action == "approved" and e.proposal_id == proposal_id for e in history)
+    """Whether this proposal's own approval is recorded since it was last queued. (An
+    entry a save dropped is queued again under its entry id, whose first approval was
+    another's; dropped again after its approval, it waits for a new one.)"""
+    approved = False
+    for event in history:
+        if event.proposal_id == proposal_id and event.action in ("approved", "returned"):
+            approved = event.action == "approved"
+    return approved
 
 
 def fitting_count(text: str, newline: str, new: Sequence[Entry], cap: int) -> int:
@@ -359,7 +387,12 @@ def new_proposal(
     now: int,
 ) -> Entry:
     """A proposal of cleaned ``title`` and ``content``, as queued in PENDING.md (a
-    ``draft`` waits for more work, else it waits for the user's review)."""
+    ``draft`` waits for more work, else it waits for the user's review). An agent's
+    proposal (origin ``extracted``) never carries the ``pinned`` tag: pinning an entry is
+    the user's decision (``makad.core.memory_select``)."""
+    kept = normalize_tags(tags)
+    if origin == "extracted":
+        kept = with_pin(kept, False)
     return Entry(
         id=fmt.new_entry_id(content, now),
         title=title,
@@ -368,7 +401,7 @@ def new_proposal(
         created_at=now,
         updated_at=now,
         status="draft" if draft else "review_required",
-        tags=normalize_tags(tags),
+        tags=kept,
         decay_ttl_ms=decay_ttl_ms,
         scope=scope,
         session_id=session_id,

@@ -105,6 +105,8 @@ class SaveMerge:
     returned: tuple[fmt.Section, ...] = ()
     # True when the evidence shows the save's buffer predates a version after its base.
     stale: bool = False
+    # Among ``user_changed``, the entries the save added (its base lacked them).
+    user_added: frozenset[str] = frozenset()
 
     @property
     def lacking(self) -> bool:
@@ -156,7 +158,7 @@ def merge_save(
     """
     saved = entry_states(save)
     if not history:
-        return SaveMerge(save, None, frozenset(saved), frozenset())
+        return SaveMerge(save, None, frozenset(saved), frozenset(), user_added=frozenset(saved))
     if written_ns is not None and written_ns + CLOCK_SLACK_NS < history[0].visible_ns:
         # Older than every version known (a copy that kept its mtime): no evidence.
         written_ns = None
@@ -164,9 +166,10 @@ def merge_save(
     base = history[base_index].states
     user_changed = diff_ids(base, saved)
     user_deleted = frozenset(i for i in user_changed if i in base and i not in saved)
+    user_added = frozenset(i for i in user_changed if i not in base)
     last_index = len(history) - 1
     if base_index == last_index:
-        return SaveMerge(save, base_index, frozenset(user_changed), user_deleted)
+        return SaveMerge(save, base_index, frozenset(user_changed), user_deleted, user_added=user_added)
     last = history[last_index].states
     # What changed since the base and the save did not touch -- as far as the daemon
     # changed it: what another save of the user's changed (an editor, or a save read
@@ -207,6 +210,7 @@ def merge_save(
         tuple(reapplied),
         tuple(returned),
         stale,
+        user_added,
     )
 
 

@@ -18,6 +18,7 @@ from makad.core.entries import clean_entry
 from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
+from makad.service import entry_dates
 from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryFiles
@@ -55,7 +56,7 @@ class ImportService:
             )
             if not parsed.items:
                 raise nothing_found(parsed, "$.path" if params.path is not None else "$.data")
-            progress = ImportProgress(peer, str(ws.path), len(parsed.items)) if params.progress else None
+            progress = ImportProgress(peer, params.workspace, len(parsed.items)) if params.progress else None
             # Redaction and the canonical form, off the event loop: the heavy part of an import.
             cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
             rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])
@@ -120,7 +121,9 @@ class ImportService:
             raise IncognitoBlocked("incognito is on: memory is not read")
         async with ws.lock:
             await self._files.refresh(ws, "memory")
-        chosen = [e for e in fmt.entries(ws.memory.doc) if e.status == "active" or params.include_archived]
+        # With the dates the daemon keeps for entries typed by hand (their comment has none).
+        dated = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
+        chosen = [e for e in dated if e.status == "active" or params.include_archived]
         if params.format == "json":
             body = {"level": ws.level, "entries": chosen}
             data = msgspec.json.format(msgspec.json.encode(body), indent=2).decode()

@@ -98,7 +98,10 @@ class MemoryFiles:
         before = [(t.doc, t.text) for t, _, _ in tracked]
 
         def check() -> list[bool]:  # one worker-thread hop for all files
-            return [t.refresh(path, cap) for t, path, _ in tracked]
+            ws.typed_ids.load()  # before MEMORY.md is parsed: its hand-typed entries' ids
+            changed = [t.refresh(path, cap) for t, path, _ in tracked]
+            ws.typed_ids.save()
+            return changed
 
         results = await in_thread(check)
         user_changed: dict[str, frozenset[str]] = {}
@@ -212,6 +215,7 @@ class MemoryFiles:
             tracked.history.pop()
             return False
         tracked.remember(text, written)
+        await self._keep_typed_ids(ws)
         self._ctx.on_access(ws)
         return True
 
@@ -222,7 +226,8 @@ class MemoryFiles:
             return Change(with_returned(doc, sections, "memory"), frozenset())
 
         try:
-            await self.write(ws, "pending", op)
+            # Its notification names them: a subscriber tells them from new proposals.
+            await self.write(ws, "pending", op, returned=[s.entry.id for s in sections])
         except MakadError as exc:  # PENDING.md full, the disk: the read goes on, the backup holds them
             log.warning(
                 "returned_entries_kept_in_backup", workspace_id=ws.id, kind=exc.kind, count=len(sections)
@@ -239,7 +244,7 @@ class MemoryFiles:
             return
         events = [
             NewMemoryEvent(
-                action="deleted" if entry_id in merge.user_deleted else "edited",
+                action=_user_action(entry_id, merge),
                 actor="user",
                 entry_id=entry_id,
                 data={"file": which, "via": "external_edit"},
@@ -286,15 +291,17 @@ class MemoryFiles:
         expected_revision: int | None = None,
         bump: bool = True,
         before_write: BeforeWrite | None = None,
+        returned: list[str] | None = None,
     ) -> Change:
         """Apply ``op`` to the current file and write it; caller holds ``ws.lock``.
 
         If the user saves the file between our read and our rename, their save is put
-        back and the write is redone on top of it (a few times at most).
+        back and the write is redone on top of it (a few times at most). ``returned``:
+        the entries a save dropped that this write queues again (its notification says).
         """
         for _attempt in range(MAX_WRITE_ATTEMPTS):
             try:
-                return await self._write_once(ws, which, op, expected_revision, bump, before_write)
+                return await self._write_once(ws, which, op, expected_revision, bump, before_write, returned)
             except ChangedUnderfoot:
                 continue
         _, path, _ = self._tracked(ws, which)
@@ -312,6 +319,7 @@ class MemoryFiles:
         expected_revision: int | None,
         bump: bool,
         before_write: BeforeWrite | None = None,
+        returned: list[str] | None = None,
     ) -> Change:
         tracked, path, channel = self._tracked(ws, which)
         user_changed = (await self.refresh(ws, which)).get(which, frozenset())
@@ -360,11 +368,18 @@ class MemoryFiles:
             tracked.forget_signature()
             raise ChangedUnderfoot(path.name)
         tracked.remember(text, written)
+        await self._keep_typed_ids(ws)
         await scrub_removed_secrets(ws, [old_text])
         self._ctx.on_access(ws)
         if bump:
-            await self._ctx.bump(ws, channel, "daemon")
+            await self._ctx.bump(ws, channel, "daemon", returned=returned)
         return change
+
+    @staticmethod
+    async def _keep_typed_ids(ws: Workspace) -> None:
+        """Save what a write changed in the records of hand-typed entries (their places)."""
+        if ws.typed_ids.unsaved:
+            await in_thread(ws.typed_ids.save)
 
     # --- in a worker thread -------------------------------------------------------------
 
@@ -407,6 +422,13 @@ class MemoryFiles:
                 log.warning("displaced_save_not_put_back", workspace_id=ws.id, file=path.name)
                 return
         log.warning("displaced_save_not_put_back", workspace_id=ws.id, file=path.name)
+
+
+def _user_action(entry_id: str, merge: save_merge.SaveMerge) -> str:
+    """What the user's save did to an entry: typed it in, edited it, or deleted it."""
+    if entry_id in merge.user_deleted:
+        return "deleted"
+    return "added" if entry_id in merge.user_added else "edited"
 
 
 def _kind(which: str) -> str:

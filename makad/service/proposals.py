@@ -30,7 +30,7 @@ from makad.core.redaction import redact
 from makad.core.save_merge import note_of
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
-from makad.service import file_warnings
+from makad.service import entry_dates, file_warnings
 from makad.service.common import Context, Request, in_thread, level_scope, now_ms
 from makad.service.memory import Change, MemoryFiles, default_decay_ms
 from makad.store.workspaces import Workspace
@@ -314,7 +314,7 @@ class ProposalService:
                 revision = await self._ctx.revision(ws)
                 if params.expected_revision is not None and params.expected_revision != revision:
                     raise Conflict("the workspace changed since that revision", currentRevision=revision)
-                origins = await in_thread(_recorded_origins, ws, params.ids)
+                origins, returned = await in_thread(_recorded_origins, ws, params.ids)
                 plan = rules.plan_approval(
                     ws.pending.doc,
                     ws.memory.doc,
@@ -325,6 +325,7 @@ class ProposalService:
                     now=now_ms(),
                     scrub=self._ctx.identifiers,
                     scope="global" if ws.level == "user" else None,
+                    returned=returned,
                 )
                 intent = await in_thread(
                     ws.ledger.begin_intent, "approve", plan.to_payload(), intent_id=intent_id
@@ -463,7 +464,8 @@ class ProposalService:
         events = await in_thread(ws.ledger.memory_history, params.id)
         async with ws.lock:
             await self._files.refresh(ws)
-        section = fmt.find(ws.memory.doc, params.id) or fmt.find(ws.pending.doc, params.id)
+        in_memory = fmt.find(ws.memory.doc, params.id)
+        section = in_memory or fmt.find(ws.pending.doc, params.id)
         if not events and section is None:
             raise NotFound("no entry or proposal with that id", id=params.id)
         approved = next((e for e in events if e.action == "approved"), None)
@@ -471,6 +473,8 @@ class ProposalService:
             approved.proposal_id if approved else next((e.proposal_id for e in events if e.proposal_id), None)
         )
         entry = section.entry if section else None
+        if in_memory is not None:  # with the dates the daemon keeps for an entry typed by hand
+            entry = entry_dates.dated_entry(ws, in_memory.entry)
         return HistoryResult(
             id=params.id,
             entry=entry,
@@ -486,11 +490,16 @@ def _upserted(doc: fmt.MemoryDocument, entry: Entry) -> Change:
     return Change(fmt.upsert(doc, entry), frozenset({entry.id}))
 
 
-def _recorded_origins(ws: Workspace, ids: list[str]) -> dict[str, Origin]:
-    """The origin each proposal was queued with, from the ledger (blocking)."""
+def _recorded_origins(ws: Workspace, ids: list[str]) -> tuple[dict[str, Origin], set[str]]:
+    """The origin each proposal was queued with, and those that are entries of MEMORY.md
+    a save dropped, from the ledger (blocking)."""
     found: dict[str, Origin] = {}
+    returned: set[str] = set()
     for proposal_id in dict.fromkeys(ids):
-        origin = rules.queued_origin(proposal_id, ws.ledger.memory_history(proposal_id))
+        history = ws.ledger.memory_history(proposal_id)
+        origin = rules.queued_origin(proposal_id, history)
         if origin is not None:
             found[proposal_id] = origin
-    return found
+        if rules.returned_entry(proposal_id, history):
+            returned.add(proposal_id)
+    return found, returned

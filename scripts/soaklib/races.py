@@ -24,9 +24,11 @@ After both sides are done the daemon is asked to read the files (``read_state``,
   queued);
 - ``false_user_deletions``: the ledger says the user deleted an entry the user never
   deleted;
-- ``collateral``: an entry nobody touched in the trial went missing.
+- ``collateral``: an entry nobody touched in the trial went missing;
+- ``lost_identity``: an entry returned to PENDING.md that is not queued under its own
+  id, or that approving it again does not bring back under that id.
 
-All four must be 0. Also reported per style: how many saves raced the write (the
+All five must be 0. Also reported per style: how many saves raced the write (the
 approved entry was missing from the saved text), and how the daemon resolved
 them (entries re-applied, entries returned to PENDING.md). A control run of
 deliberate deletions (the user deletes an approved entry after having saved a
@@ -69,6 +71,7 @@ class Tally:
     collateral: int = 0
     reapplied: int = 0
     returned_to_pending: int = 0
+    lost_identity: int = 0
     approve_errors: Counter[str] = field(default_factory=Counter)
 
     def as_dict(self) -> dict[str, Any]:
@@ -136,7 +139,13 @@ class EditorRaces:
         for tally in self.tallies.values():
             for name in ("trials", "raced", "lost_user_edits", "silently_lost_entries"):
                 setattr(total, name, getattr(total, name) + getattr(tally, name))
-            for name in ("false_user_deletions", "collateral", "reapplied", "returned_to_pending"):
+            for name in (
+                "false_user_deletions",
+                "collateral",
+                "reapplied",
+                "returned_to_pending",
+                "lost_identity",
+            ):
                 setattr(total, name, getattr(total, name) + getattr(tally, name))
             total.approve_errors.update(tally.approve_errors)
         deletions_ok = self.deletions["honoured"] == self.deletions["trials"]
@@ -145,6 +154,7 @@ class EditorRaces:
             and total.silently_lost_entries == 0
             and total.false_user_deletions == 0
             and total.collateral == 0
+            and total.lost_identity == 0
             and deletions_ok
             and crashed == 0
             and exit_code == 0
@@ -305,8 +315,19 @@ class EditorRaces:
                 self._sample(trial, "ledger: deleted by the user")
             if not in_memory and in_pending:
                 tally.returned_to_pending += 1
+                self._approve_returned(client, trial, entry_id, in_pending[0])
             elif any(a == "reapplied" for a, _ in actions):
                 tally.reapplied += 1
+
+    def _approve_returned(self, client: Client, trial: Trial, entry_id: str, queued: dict[str, Any]) -> None:
+        """The user approves the returned entry again: it must be the entry it was."""
+        ws = str(trial.workspace)
+        again = client.call("approve", {"workspace": ws, "ids": [queued["id"]]})["approved"][0]["entry"]
+        if queued["id"] != entry_id or again["id"] != entry_id:
+            self.tallies[trial.style].lost_identity += 1
+            self._sample(
+                trial, f"returned as {queued['id']}, approved again as {again['id']}, was {entry_id}"
+            )
 
     def _deliberate_deletion(self, client: Client, workspace: Path, index: int) -> None:
         """The control: the user saves a version holding an approved entry, then deletes it."""

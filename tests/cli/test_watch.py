@@ -7,7 +7,7 @@ import subprocess
 import threading
 from pathlib import Path
 
-from maka.cli.watch import describe
+from maka.cli.watch import Snapshots, describe
 from tests.cli.helpers import MAKA, call
 from tests.support import DaemonProcess
 
@@ -48,7 +48,7 @@ def test_watch_says_which_entries_changed(module_daemon: DaemonProcess, new_ws: 
     ws = str(new_ws)
     kept = module_daemon.call("add_entry", {"workspace": ws, "title": "Kept", "content": "stays"})["entry"]
     with subprocess.Popen(
-        [*MAKA, "--socket", str(module_daemon.socket), "-w", ws, "watch", "-n", "4"],
+        [*MAKA, "--socket", str(module_daemon.socket), "-w", ws, "watch", "-n", "5"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -66,8 +66,10 @@ def test_watch_says_which_entries_changed(module_daemon: DaemonProcess, new_ws: 
         wait_for_line(proc, "changed 'Fresh'")
         memory = new_ws / "memory" / "MEMORY.md"
         text = memory.read_text()
-        memory.write_text(text[: text.index("## Fresh")])  # the user deletes it by hand
-        wait_for_line(proc, "removed 'Fresh'")
+        memory.write_text(text + "\n## Typed\nby hand\n")  # the user types an entry
+        wait_for_line(proc, "added 'Typed'")
+        memory.write_text(text)  # and deletes it by hand
+        wait_for_line(proc, "removed 'Typed'")
         proc.wait(timeout=20)
         assert proc.returncode == 0
 
@@ -80,3 +82,34 @@ def wait_for_line(proc: subprocess.Popen[str], text: str) -> str:
         assert line, f"watch ended before {text!r}"
         if text in line:
             return line
+
+
+class _Files:
+    """A daemon's answers frozen at one moment: what watch reads when a notification
+    arrives after the files moved on (a race a real daemon cannot be made to lose)."""
+
+    def __init__(self, entries: list[dict[str, object]], proposals: list[dict[str, object]]) -> None:
+        self.entries, self.proposals = entries, proposals
+
+    def call(self, method: str, params: dict[str, object]) -> dict[str, object]:
+        if method == "read_state":
+            return {"status": "ok", "entries": self.entries}
+        return {
+            "proposals": [{"proposal": p, "note": "returned-after-a-save-lacked-it"} for p in self.proposals]
+        }
+
+
+def test_watch_names_a_return_its_readings_missed() -> None:
+    """An entry approved and returned between two readings: the notification's ``returned``
+    still gets its line, with the title from PENDING.md and the reason."""
+    returned = {"id": "0a53267e789e5fba", "title": "kept", "content": "c"}
+    snapshots = Snapshots(_Files([{"id": "seed", "title": "Seed", "content": "s"}], [returned]))  # type: ignore[arg-type]
+    snapshots.remember("/w")
+    note = {
+        "method": "memory_changed",
+        "params": {"workspace": "/w", "revision": 3, "cause": "external_edit", "returned": [returned["id"]]},
+    }
+    assert snapshots.changes(note) == [
+        "returned 'kept' (0a53267e789e) to PENDING.md: a save lacked it (an editor buffer older than "
+        "the daemon's write?)"
+    ]

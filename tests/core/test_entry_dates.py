@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from makad.core import memory_format as fmt
 from makad.core.entry_dates import EntryDates, changes, effective
+from makad.core.typed_ids import identify
 from makad.core.types import Entry
 
 NOW = 1_800_000_000_000
@@ -30,12 +31,13 @@ def test_a_hand_edit_is_dated_and_keeps_the_first_sighting() -> None:
     after = doc(DATED.replace("old text", "new text"))
     changed, _ = changes(before, after, {}, NOW)
     assert changed == {"d": EntryDates(5, NOW)}
-    typed_before = doc("## Typed\nv1\n")
-    typed_after = doc("## Typed\nv2\n")
-    old_id = typed_before.sections[0].entry.id
-    new_id = typed_after.sections[0].entry.id
-    changed, removed = changes(typed_before, typed_after, {old_id: EntryDates(100, 0)}, NOW)
-    assert changed == {new_id: EntryDates(100, NOW)} and removed == [old_id]
+    # A hand-typed entry keeps its id across the edit (makad.core.typed_ids), so its dates.
+    typed_before, records = identify(doc("## Typed\nv1\n"), {}, NOW)
+    typed_after, _ = identify(doc("## Typed\nv2\n"), records, NOW)
+    kept_id = typed_before.sections[0].entry.id
+    assert typed_after.sections[0].entry.id == kept_id
+    changed, removed = changes(typed_before, typed_after, {kept_id: EntryDates(100, 0)}, NOW)
+    assert changed == {kept_id: EntryDates(100, NOW)} and removed == []
 
 
 def test_a_comment_only_edit_is_not_a_content_edit() -> None:

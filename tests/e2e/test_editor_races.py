@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import subprocess
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +22,8 @@ import pytest
 
 from maka import Client
 from makad.core.save_merge import RETURNED_NOTE
+from tests.cli.helpers import MAKA, run_maka
+from tests.cli.test_watch import wait_for_line
 from tests.support import DaemonProcess, daemon_in_tmp
 
 _WORKSPACES = itertools.count()
@@ -121,7 +124,7 @@ def test_a_buffer_read_before_an_approval_sends_the_entry_back_to_pending(
 ) -> None:
     """Read, approve, then save the old buffer plus a note: the approved entry cannot be told
     from one the user deleted on seeing it, so it goes back to PENDING.md with the note, the
-    notification says so, the ledger records no deletion by the user, and the user's note
+    notifications say so, the ledger records no deletion by the user, and the user's note
     stays. Approving it again puts it back, with the origin it had."""
     ws = fresh(module_daemon)
     proposal = propose(module_daemon, ws, "approved while the editor was open")
@@ -131,8 +134,10 @@ def test_a_buffer_read_before_an_approval_sends_the_entry_back_to_pending(
         entry = approve(module_daemon, ws, proposal)
         save_rename(memory(ws), buffer + "\n## My note\ntyped in the old buffer\n")
         notes = notes_until(sub, "returned")
+        queued = next(n for n in sub.notifications() if n.get("method") == "proposals_changed")
     assert notes[-1]["params"]["returned"] == [entry["id"]]
     assert notes[-1]["params"]["cause"] == "external_edit"
+    assert queued["params"]["returned"] == [entry["id"]]  # the queueing names it too
     final = memory(ws).read_text(encoding="utf-8")
     assert "typed in the old buffer" in final and "approved while the editor was open" not in final
     pending = call(module_daemon, "list_proposals", ws)["proposals"]
@@ -145,6 +150,60 @@ def test_a_buffer_read_before_an_approval_sends_the_entry_back_to_pending(
     assert again["origin"] == "extracted"
     assert "approved while the editor was open" in active_contents(module_daemon, ws)
     assert ("approved", "user") in history(module_daemon, ws, again["id"])
+
+
+def test_a_returned_entry_approved_again_is_the_same_entry(module_daemon: DaemonProcess) -> None:
+    """An approved entry a stale save dropped waits in PENDING.md under its id; `maka watch`
+    says it was returned and why; approved again it is the same entry (id, creation date),
+    and `maka memory show` finds it by that id with its whole lineage from the agent's
+    proposal on. Dropped by a stale save once more and approved again, it is still that
+    entry, its second approval recorded too."""
+    ws = fresh(module_daemon)
+    proposal = propose(module_daemon, ws, "kept through a stale save")
+    with subprocess.Popen(
+        [*MAKA, "--socket", str(module_daemon.socket), "-w", str(ws), "watch"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    ) as watch:
+        assert watch.stderr is not None
+        threading.Timer(60, watch.kill).start()
+        watch.stderr.readline()
+        buffer = memory(ws).read_text(encoding="utf-8")
+        entry = approve(module_daemon, ws, proposal)
+        save_rename(memory(ws), buffer + "\n## My note\ntyped in the old buffer\n")
+        # watch reads the files as each notification arrives: either line may come first.
+        seen = [wait_for_line(watch, "returned ")]
+        seen.append(wait_for_line(watch, "keep it" if "to PENDING.md" in seen[0] else "to PENDING.md"))
+        watch.kill()
+    [removed] = [line for line in seen if "to PENDING.md" in line]
+    [queued] = [line for line in seen if "keep it" in line]
+    short = entry["id"][:12]
+    assert removed.split()[:2] == ["returned", "'kept'"] and short in removed
+    assert "a save lacked it" in removed
+    assert short in queued and "approve it to keep it" in queued
+    for note in ("second note", "third note"):
+        buffer = memory(ws).read_text(encoding="utf-8")
+        again = approve(module_daemon, ws, entry["id"])
+        assert (again["id"], again["createdAt"], again["origin"]) == (
+            entry["id"],
+            entry["createdAt"],
+            "extracted",
+        )
+        if note == "second note":  # dropped once more by a buffer older than that approval
+            save_rename(memory(ws), buffer + f"\n## Note\n{note}\n")
+            pending = call(module_daemon, "list_proposals", ws)["proposals"]
+            assert [p["note"] for p in pending if p["proposal"]["id"] == entry["id"]] == [RETURNED_NOTE]
+    assert "kept through a stale save" in active_contents(module_daemon, ws)
+    lineage = call(module_daemon, "memory_history", ws, id=entry["id"])["events"]
+    steps = [(e["action"], e["actor"], e["proposalId"]) for e in lineage]
+    assert steps[0] == ("proposed", "agent", proposal)
+    assert ("approved", "user", proposal) in steps
+    assert steps.count(("returned", "daemon", entry["id"])) == 2
+    assert steps.count(("approved", "user", entry["id"])) == 2 and steps[-1][0] == "approved"
+    shown = run_maka(module_daemon, "memory", "show", short, "-w", str(ws), workspace=False)
+    assert shown.returncode == 0 and "kept through a stale save" in shown.stdout
+    assert "proposed by agent" in shown.stdout and "returned by daemon to PENDING.md" in shown.stdout
 
 
 def test_a_save_written_before_the_approval_gets_the_entry_back(module_daemon: DaemonProcess) -> None:

@@ -8,13 +8,15 @@ from soaklib.races import STYLES, run_editor_races
 def test_fifty_editor_saves_racing_approve_lose_nothing() -> None:
     """50 saves in five styles (temp+rename, in place, vim's backup-rename, a delayed
     rename, a buffer read before the approval) race approve: no user edit is lost, no
-    approved entry vanishes, the ledger blames the user for no deletion, and each
-    deliberate deletion is honoured."""
+    approved entry vanishes, the ledger blames the user for no deletion, an entry returned
+    to PENDING.md is approved again under its own id, and each deliberate deletion is
+    honoured."""
     races = run_editor_races(50, seed=5)["editor_races"]
     assert races["lost_user_edits"] == 0, races["samples"]
     assert races["silently_lost_entries"] == 0, races["samples"]
     assert races["false_user_deletions"] == 0, races["samples"]
     assert races["collateral"] == 0, races["samples"]
+    assert races["lost_identity"] == 0, races["samples"]  # a returned entry comes back as itself
     assert races["deliberate_deletions"]["honoured"] == races["deliberate_deletions"]["trials"] == 5
     assert all(races["per_style"][style]["trials"] == 10 for style in STYLES)
     # The buffer read before the approval always lacks the entry: it is never dropped.

@@ -253,8 +253,22 @@ _V5: Final[tuple[str, ...]] = (
     )""",
 )
 
+# The ids of entries typed by hand into MEMORY.md (``makad.store.typed_ids``): the id
+# each keeps across the user's edits, the id its text derives now, digests of its title
+# and content, its place in the file, and when it left the file (0 while it is there).
+_V6: Final[tuple[str, ...]] = (
+    """CREATE TABLE typed_entries (
+        entry_id TEXT PRIMARY KEY,
+        text_id TEXT NOT NULL,
+        title TEXT NOT NULL,
+        body TEXT NOT NULL,
+        position INTEGER NOT NULL,
+        gone_at INTEGER NOT NULL DEFAULT 0
+    ) WITHOUT ROWID""",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

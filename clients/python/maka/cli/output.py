@@ -71,6 +71,7 @@ STYLES = {
     "manual": "cyan",
     "extracted": "yellow",
     "imported": "blue",
+    "hand-typed": "magenta",
     "true": "green",
     "false": "dim",
 }
@@ -189,9 +190,21 @@ def _common_prefix(a: str, b: str) -> int:
     return length
 
 
+# An entry's origin as people read it: ``unknown`` is the file format's value for an
+# entry typed into the file by hand (docs/FORMAT.md), kept as it is in --json.
+HAND_TYPED = "hand-typed"
+
+
+def origin_label(origin: Any) -> str:
+    return HAND_TYPED if origin in (None, "unknown") else str(origin)
+
+
 def entry_card(entry: dict[str, Any], now: int | None = None) -> list[str]:
     """An entry (or proposal) as lines: title, metadata, then its content."""
-    meta = [f"id {entry.get('id', '?')}", f"origin {entry.get('origin', 'unknown')}"]
+    origin = origin_label(entry.get("origin"))
+    if origin == HAND_TYPED:
+        origin += " (typed into the file; origin unknown)"
+    meta = [f"id {entry.get('id', '?')}", f"origin {origin}"]
     if entry.get("status") in ("archived", "draft"):
         meta.append(str(entry["status"]))
     if entry.get("scope", "workspace") != "workspace":

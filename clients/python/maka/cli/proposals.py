@@ -52,12 +52,17 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
                 age(p.get("createdAt")),
                 similar,
                 ",".join(p.get("tags", [])) or "-",
-                f"{p.get('title', '')}{' (draft)' if status else ''}",
+                f"{p.get('title', '')}{' (draft)' if status else ''}{returned_mark(view)}",
             ]
         )
     show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
     print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
     return EXIT_OK
+
+
+def returned_mark(view: dict[str, Any]) -> str:
+    """A proposal the daemon queued back after a save dropped it says so."""
+    return " (returned: a save lacked it)" if view.get("note") else ""
 
 
 def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str], dict[str, list[str]]]:

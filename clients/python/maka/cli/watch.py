@@ -10,7 +10,7 @@ from typing import Any
 
 from maka.cli.changes import entry_changes
 from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace
-from maka.cli.output import now_ms, timestamp
+from maka.cli.output import now_ms, short_id, timestamp
 from maka.client import Client
 from maka.errors import DaemonUnavailable
 from maka.notifications import DAEMON_STOPPING, RECONNECTED, SUBSCRIPTION_LOST
@@ -34,9 +34,16 @@ def describe(note: Mapping[str, Any], now_ms: int, show_workspace: bool) -> str:
     return line.rstrip()
 
 
+# The note the daemon leaves on an entry of MEMORY.md it queued back in PENDING.md.
+RETURNED_NOTE = "returned-after-a-save-lacked-it"
+WHY_RETURNED = "a save lacked it (an editor buffer older than the daemon's write?)"
+WHAT_NOW = "a save lacked it; approve it to keep it, reject it to delete it"
+
+
 class Snapshots:
     """The last entries, proposals and settings seen per workspace, to say what a
-    notification changed (notifications carry only the workspace and its revision)."""
+    notification changed (notifications carry the workspace, its revision, and the
+    entries a stale save made the daemon write back or return)."""
 
     def __init__(self, client: Client) -> None:
         self.client = client
@@ -50,7 +57,7 @@ class Snapshots:
             return state.get("entries") if state.get("status") == "ok" else None
         if method == "proposals_changed":
             listing = self.client.call("list_proposals", {"workspace": workspace})
-            return [v["proposal"] for v in listing["proposals"]]
+            return [{**v["proposal"], "note": v.get("note")} for v in listing["proposals"]]
         if method == "settings_changed":
             return self.client.call("get_settings", {"workspace": workspace})
         return None
@@ -74,10 +81,41 @@ class Snapshots:
                 for k, v in after.items()
                 if before.get(k) != v
             ]
-        lines = [c.describe() for c in entry_changes(before, after)]
-        if method == "proposals_changed":
-            lines = [
-                line.replace("added ", "proposed ", 1).replace("removed ", "decided ", 1) for line in lines
+        params = note.get("params") or {}
+        returned = set(params.get("returned") or [])
+        notes = {str(p["id"]): p.get("note") for p in after}
+        lines = []
+        for change in entry_changes(before, after):
+            said = f"{change.title!r} ({short_id(change.id)})"
+            if method == "memory_changed" and change.action == "removed" and change.id in returned:
+                lines.append(f"returned {said} to PENDING.md: {WHY_RETURNED}")
+                returned.discard(change.id)
+            elif (
+                method == "proposals_changed"
+                and change.action == "added"
+                and (change.id in returned or notes.get(change.id) == RETURNED_NOTE)
+            ):
+                lines.append(f"returned {said}: {WHAT_NOW}")
+            elif method == "proposals_changed":
+                verb = {"added": "proposed", "removed": "decided"}.get(change.action, change.action)
+                lines.append(f"{verb} {said}")
+            else:
+                lines.append(change.describe())
+        if method == "memory_changed":
+            titles = {str(e["id"]): str(e.get("title", "")) for e in [*before, *after]}
+            if returned - titles.keys():  # a return the readings missed: the entry came and went
+                listing = self.client.call("list_proposals", {"workspace": workspace})
+                titles.update(
+                    {str(v["proposal"]["id"]): str(v["proposal"]["title"]) for v in listing["proposals"]}
+                )
+            lines += [
+                f"returned {titles.get(i, '')!r} ({short_id(i)}) to PENDING.md: {WHY_RETURNED}"
+                for i in sorted(returned)
+            ]
+            lines += [
+                f"written back {titles[i]!r} ({short_id(i)}): a save lacked it"
+                for i in params.get("reapplied") or []
+                if i in titles
             ]
         return lines
 
