@@ -5,9 +5,12 @@ events), plus one search inside each period the query names (``in May 2023``,
 ``last week``: ``makad.core.when``), so that events of that time are
 candidates even when words common elsewhere outrank them, plus one search for
 the words its best hits share (``makad.core.feedback``: the answer often uses
-the words of the turns that match, not the question's; only its newest
-``FEEDBACK_WINDOW`` matches are ranked, so a large ledger's expansion costs what
-a small one's does). It then reads the ``radius`` events on each side of
+the words of the turns that match, not the question's). Each search ranks a
+bounded number of matches however large the ledger (``RECALL_WINDOW`` for the
+question's, ``FEEDBACK_WINDOW`` for the expansion's): past it, every match of the
+rarest words however old, and the newest of the rest
+(``Ledger.search_events_ranked``), so a year of history costs what a month does.
+It then reads the ``radius`` events on each side of
 every hit, in a few range reads per session rather than one read per hit: the
 pure core (``makad.core.recall``) scores a hit's neighbours too.
 """
@@ -25,9 +28,12 @@ from makad.core.when import query_periods
 from makad.store.ledger import Ledger
 
 RECALL_LIMIT: Final = 100
+# The question's searches rank at most this many matches (see search_events_ranked):
+# on a million events a call then costs about what it does on a hundred thousand.
+RECALL_WINDOW: Final = 4_000
 PERIOD_LIMIT: Final = 50
 FEEDBACK_LIMIT: Final = 50
-# The expansion ranks at most its newest this many matches (see recall_hits).
+# The expansion ranks at most this many matches (see recall_hits).
 FEEDBACK_WINDOW: Final = 1_000
 RADIUS: Final = 2
 # Neighbourhoods closer than this many events are read in one range.
@@ -71,7 +77,7 @@ def recall_hits(
         before: int | None = None,
         text: str = query,
         rare_only: bool = False,
-        window: int | None = None,
+        window: int = RECALL_WINDOW,
     ) -> list[SearchHit]:
         return ledger.search_events_ranked(
             text,
@@ -94,7 +100,7 @@ def recall_hits(
         # would match (and cost ranking) a large part of the ledger for little.
         # A second signal, scaled below the first: scoring all of its matches (thousands
         # on a large ledger, each by bm25 one by one) cost more than the question's own
-        # search, so only its newest FEEDBACK_WINDOW matches are ranked.
+        # search, so it ranks at most FEEDBACK_WINDOW of them.
         more = search(FEEDBACK_LIMIT, text=" ".join(expansion), rare_only=True, window=FEEDBACK_WINDOW)
         first_best = max(hit.score for hit in first)
         for hit, bm25 in zip(more, scaled_bm25((-h.score for h in more), first_best), strict=True):

@@ -6,6 +6,7 @@ the session's history over the same socket, concatenate, cut at the budget.
 
 from __future__ import annotations
 
+import itertools
 import random
 import time
 from typing import Any
@@ -72,9 +73,11 @@ class Text:
         self.rng = rng
         self.words = _vocabulary(rng, 5_000)
         self.weights = [1 / (rank + 1) ** 1.1 for rank in range(len(self.words))]
+        # What ``choices(weights=...)`` accumulates on every call: the same draws, once.
+        self.cum_weights = list(itertools.accumulate(self.weights))
 
     def sentence(self, topic: str, n: int) -> str:
-        return f"{topic}: " + " ".join(self.rng.choices(self.words, self.weights, k=n))
+        return f"{topic}: " + " ".join(self.rng.choices(self.words, cum_weights=self.cum_weights, k=n))
 
     def query(self, topic: str) -> str:
         # Mid-frequency words: what a real question shares with a few past turns.

@@ -47,12 +47,14 @@ def cpu_seconds(pid: int) -> float:
 class Daemon:
     """A makad subprocess in its own short temp dir."""
 
-    def __init__(self, env: dict[str, str] | None = None) -> None:
-        self.root = Path(tempfile.mkdtemp(prefix="mkb", dir="/tmp"))
+    def __init__(self, env: dict[str, str] | None = None, root: Path | None = None) -> None:
+        # ``root``: an existing directory to run in, kept afterwards (the caller owns it).
+        self.keep = root is not None
+        self.root = root if root is not None else Path(tempfile.mkdtemp(prefix="mkb", dir="/tmp"))
         self.socket = self.root / "s.sock"
         self.data_dir = self.root / "data"
         self.workspace = self.root / "ws"
-        self.workspace.mkdir()
+        self.workspace.mkdir(exist_ok=True)
         self.env = {**os.environ, **(env or {})}
         self.proc: subprocess.Popen[str] | None = None
         self.start_s = 0.0
@@ -67,7 +69,8 @@ class Daemon:
             log = self.root / "makad.log"
             if log.exists():
                 sys.stderr.write(log.read_text(errors="replace")[-4000:])
-        shutil.rmtree(self.root, ignore_errors=True)
+        if not self.keep:
+            shutil.rmtree(self.root, ignore_errors=True)
 
     def start(self) -> float:
         """Start the daemon; returns seconds from exec to the first pong."""

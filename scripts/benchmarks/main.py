@@ -25,10 +25,12 @@ ALL = [
     "import_ping",
     "data_dir",
 ]
-# Run only when named: they need tools CI does not have (valgrind).
+# Run only when named: they need tools CI does not have (valgrind), or a long time
+# (build_context_scale ingests 1.1 million events).
 OPTIONAL = [
     "appends_instructions",
     "build_context_instructions",
+    "build_context_scale",
     "read_state_instructions",
     "rpc_instructions",
 ]

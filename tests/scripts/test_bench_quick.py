@@ -51,3 +51,33 @@ def test_bench_quick_prints_every_key() -> None:
     data_dir = report["data_dir"]
     assert {"entries", "tight_ms", "os_walk_ms", "ratio", "first_start_ms"} <= set(data_dir)
     assert data_dir["modes_changed_first_start"] == data_dir["entries"] + 2  # root, workspaces/
+
+
+def test_bench_scale_quick_prints_both_scales_and_where_the_bytes_go() -> None:
+    """scripts/bench --quick build_context_scale prints each scale's latency and CPU, the
+    same-run ratios, ingest rates and each ledger's bytes per event by part."""
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "scripts" / "benchmarks" / "main.py"), "--quick", "build_context_scale"],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "PYTHONWARNINGS": "ignore"},
+    )
+    assert result.returncode == 0, result.stderr[-2000:]
+    scale = json.loads(result.stdout)["build_context_scale"]
+    assert set(scale["latency"]) == set(scale["cpu"]) == set(scale["disk"]) == {"2000", "20000"}
+    for figures in scale["latency"].values():
+        assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["p99_ms"]
+    assert {
+        "p95_largest_over_smallest",
+        "p99_largest_over_smallest",
+        "p95_smallest_over_naive_p50",
+        "cpu_p95_largest_over_smallest",
+    } <= set(scale["ratios"])
+    assert all(ingest["events_per_s"] > 0 for ingest in scale["ingest"].values())
+    disk = scale["disk"]["20000"]
+    assert disk["events"] == 20000
+    parts = disk["by_part_per_event"]
+    assert parts["event_rows"] > disk["event_rows_per_event"]["text"] > 0
+    assert parts["events_fts"] > 0
+    assert sum(parts.values()) <= disk["bytes_per_event"] + 1

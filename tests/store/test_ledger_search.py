@@ -226,3 +226,99 @@ def test_a_query_counts_its_terms_in_full_after_an_expansion_capped_them(
     assert len(hits) == 80
     assert ledger._df_cache['"apple"'] == (80, 80, True)
     assert ledger._df_cache['"pear"'] == (70, 80, True)
+
+
+def _interleaved(ledger: Ledger, sessions: int, rounds: int, seed: int) -> None:
+    """``sessions`` sessions appending in turns, each event holding "apple" or "pear" or both."""
+    import random
+
+    rng = random.Random(seed)
+    for s in range(sessions):
+        ledger.open_session(f"s{s}", now=1)
+    for r in range(rounds):
+        for s in range(sessions):
+            words = rng.choice(["apple", "pear", "apple pear", "apple apple fig", "plum"])
+            ledger.append_events(f"s{s}", [EventInput(type="note", text=f"{words} {r}")])
+
+
+def _newest_ranked_reference(
+    ledger: Ledger, query: str, window: int, limit: int, keep: object
+) -> list[tuple[str, int]]:
+    """What the window means, computed the slow way: every passing match scored, the newest
+    ``window`` of them kept (by append order: the ledger's ids), the best ``limit`` of those."""
+    everything = ledger.search_events_ranked(query, limit=1000, window=10**9)
+    with ledger.snapshot() as conn:
+        order = {
+            (sid, seq): rowid for rowid, sid, seq in conn.execute("SELECT id, session_id, seq FROM events")
+        }
+    passing = [h for h in everything if keep(h.event)]  # type: ignore[operator]
+    newest = sorted(passing, key=lambda h: -order[(h.event.session_id, h.event.seq)])[:window]
+    best = sorted(newest, key=lambda h: (-h.score, order[(h.event.session_id, h.event.seq)]))[:limit]
+    return [(h.event.session_id, h.event.seq) for h in best]
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_filtered_window_is_the_newest_passing_matches(ledger: Ledger, seed: int) -> None:
+    """With the live part of a session and whole sessions filtered out, the window still
+    holds exactly the newest ``window`` matches that pass, however the sessions interleave."""
+    _interleaved(ledger, sessions=4, rounds=60, seed=seed)
+    caps = {"s0": 20, "s2": 0}
+
+    def keep(event: object) -> bool:
+        sid, seq = event.session_id, event.seq  # type: ignore[attr-defined]
+        return sid != "s3" and not (sid in caps and seq > caps[sid])
+
+    for window in (5, 17, 40):
+        hits = ledger.search_events_ranked(
+            "apple", limit=10, window=window, max_seq_by_session=caps, exclude_sessions=["s3"]
+        )
+        found = [(h.event.session_id, h.event.seq) for h in hits]
+        assert found == _newest_ranked_reference(ledger, "apple", window, 10, keep)
+
+
+def test_a_rare_terms_old_matches_are_ranked_past_the_window(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past the window, every match of the query's rare terms is still ranked however old,
+    while the common term's older matches are not."""
+    monkeypatch.setattr(ledger_module, "SMALL_LEDGER_EVENTS", 0)
+    ledger.open_session("old", now=1)
+    ledger.append_events(
+        "old",
+        [EventInput(type="note", text="the zebra crossing plan")]
+        + [EventInput(type="note", text="a common remark, common again") for _ in range(3)],
+    )
+    ledger.open_session("new", now=2)
+    ledger.append_events("new", [EventInput(type="note", text=f"common remark {i}") for i in range(40)])
+    hits = ledger.search_events_ranked("common zebra", limit=100, window=10)
+    found = {(h.event.session_id, h.event.seq) for h in hits}
+    assert ("old", 1) in found
+    assert not found & {("old", 2), ("old", 3), ("old", 4)}
+    assert len(found) <= 10
+
+
+def test_a_rare_terms_old_match_scores_as_its_part_of_the_query(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An old match found through the rare terms is scored on those terms alone: never above
+    what the whole query scores it, and its order among the rare matches is BM25's."""
+    monkeypatch.setattr(ledger_module, "SMALL_LEDGER_EVENTS", 0)
+    ledger.open_session("old", now=1)
+    ledger.append_events(
+        "old",
+        [
+            EventInput(type="note", text="zebra common"),
+            EventInput(type="note", text="zebra zebra stripes and more words here"),
+        ],
+    )
+    ledger.open_session("new", now=2)
+    ledger.append_events("new", [EventInput(type="note", text=f"common {i}") for i in range(40)])
+    exact = {
+        (h.event.session_id, h.event.seq): h.score
+        for h in ledger.search_events_ranked("common zebra", limit=100, window=10**9)
+    }
+    bounded = ledger.search_events_ranked("common zebra", limit=100, window=10)
+    old = [(h.event.session_id, h.event.seq, h.score) for h in bounded if h.event.session_id == "old"]
+    assert {(sid, seq) for sid, seq, _ in old} == {("old", 1), ("old", 2)}
+    for sid, seq, score in old:
+        assert 0 < score <= exact[(sid, seq)] + 1e-9

@@ -128,3 +128,49 @@ def test_the_expansion_ranks_only_its_newest_matches(ledger: Ledger, monkeypatch
     hits = {(h.event.session_id, h.event.seq) for h in recall_hits(ledger, "the ferry", now_ms=NOW)}
     assert {("old", 1), ("old", 2)} <= hits
     assert {("mid", 2), ("mid", 3)} <= hits and ("mid", 1) not in hits
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_neighbours_are_each_hits_own_sessions_however_appends_interleave(ledger: Ledger, seed: int) -> None:
+    """Sessions appending in turns, in runs of any length: every hit's neighbours are the
+    events of its own session within two seqs, none past its session's ceiling."""
+    import random
+
+    rng = random.Random(seed)
+    sessions = ["a", "b", "c"]
+    for sid in sessions:
+        ledger.open_session(sid, now=ms(2023, 1, 1))
+    for _ in range(40):
+        sid = rng.choice(sessions)
+        ledger.append_events(
+            sid,
+            [
+                EventInput(type="user_message", text=rng.choice(["kiwi talk", "other words", "kiwi"]))
+                for _ in range(rng.randint(1, 4))
+            ],
+        )
+    ceilings = {"b": 9}
+    hits = recall_hits(ledger, "kiwi", now_ms=NOW, max_seq_by_session=ceilings)
+    assert hits
+    seqs = {sid: {e.seq: e for e in ledger.read_events(sid)} for sid in sessions}
+    for hit in hits:
+        sid, seq = hit.event.session_id, hit.event.seq
+        top = min(max(seqs[sid]), ceilings.get(sid, 10**9))
+        expected = [seqs[sid][s] for s in range(max(seq - 2, 1), min(seq + 2, top) + 1) if s != seq]
+        assert hit.neighbours == expected
+
+
+def test_past_the_recall_window_an_old_rare_word_still_recalls(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With more matches than RECALL_WINDOW, the question's rare word is found in an old
+    session, while its common word's old matches are left unranked."""
+    from makad.store.ledger import search
+
+    monkeypatch.setattr(recall_source, "RECALL_WINDOW", 6)
+    monkeypatch.setattr(search, "SMALL_LEDGER_EVENTS", 0)
+    fill(ledger, "old", ["Ann: the kayak trip", "Ann: a deploy note", "Ann: deploy again"], ms(2022, 1, 1))
+    fill(ledger, "new", [f"Bo: deploy step {i}" for i in range(30)], ms(2023, 1, 1))
+    found = {(h.event.session_id, h.event.seq) for h in recall_hits(ledger, "deploy kayak", now_ms=NOW)}
+    assert ("old", 1) in found
+    assert ("old", 2) not in found and ("old", 3) not in found

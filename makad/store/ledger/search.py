@@ -27,6 +27,8 @@ COMMON_TERM_SHARE: Final = 0.05
 # In a small ledger a share means a handful of events: no term found in fewer is common.
 COMMON_TERM_FLOOR: Final = 50
 MAX_RANKED_TERMS: Final = 8
+# Past the window, the share of it given to every match of the rarest terms, however old.
+RARE_SHARE: Final = 0.5
 DF_CACHE_SIZE: Final = 50_000
 _MAX_ROWID: Final = 2**63 - 1
 
@@ -71,8 +73,10 @@ class SearchArea(SessionsArea):
         (e.g. the compacted-away part of the current session) while other
         sessions are unrestricted; ``exclude_sessions`` drops sessions entirely.
         When more than ``window`` (default ``SEARCH_WINDOW``) events pass the
-        filters, only the most recent ``window`` of them are ranked: this bounds
-        a query of common words to milliseconds on a million events. ``rare_only`` drops
+        filters, what is ranked is bounded by it, whatever the ledger's size: every
+        match of the query's rarest terms (those whose matches add up to at most
+        ``RARE_SHARE`` of the window, however old: scored on those terms alone) and
+        the newest matches of the rest, ``window`` in all. ``rare_only`` drops
         the common terms (see ``_selective_match``) whatever the ledger's size,
         and searches nothing when no other term is left.
         """
@@ -80,9 +84,10 @@ class SearchArea(SessionsArea):
             return []
         window = SEARCH_WINDOW if window is None else max(window, 1)
         with self._read_lock:
-            match, most = self._selective_match(query, rare_only=rare_only)
-        if match is None:
+            found = self._selective_match(query, rare_only=rare_only, window=window)
+        if found is None:
             return []
+        match, most = found.expression, found.most
         clauses: list[str] = []
         params: list[Any] = []
         if session_id is not None:
@@ -111,21 +116,43 @@ class SearchArea(SessionsArea):
                 if span[0] is None:
                     return []
                 low, high = span
-            # The rowid of the window's oldest event: FTS5 walks the doclists
+            # Past ``window`` matches, what is ranked is bounded: every match of the
+            # rarest terms (``rare``, at most half the window's worth, however old),
+            # and the newest of the rest's matches.
+            rare, rare_count = _rare_prefix(found.counted, int(window * RARE_SHARE))
+            newest = window - rare_count
+            # The rowid of the newest part's oldest event: FTS5 walks the doclists
             # newest first and stops there, without scoring anything. Filters
-            # apply first (the live session must not eat the window), which needs
-            # a join; that is only worth it when the unfiltered matches overflow.
-            # Walking costs as much as there are matches: not done when the
-            # counts behind the match (``most``) show there cannot be a window's worth.
+            # apply first (the live session must not eat the window). Walking
+            # costs as much as there are matches: not done when the counts behind
+            # the match (``most``) show there cannot be a window's worth.
             overflow = True
             if most is not None:
                 grown = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
-                overflow = most.matches + max(grown - most.total, 0) >= window
-            floor = _window_floor(conn, match, low, high, "", [], window) if overflow else None
+                overflow = most.matches + max(grown - most.total, 0) >= newest
+            floor = _window_floor(conn, match, low, high, "", [], newest) if overflow else None
             if floor is not None and where:
-                floor = _window_floor(conn, match, low, high, where, params, window)
+                if session_id is None and before is None and after is None:
+                    spans = _excluded_spans(conn, excluded, max_seq_by_session or {})
+                    floor = _filtered_floor(conn, match, low, high, where, params, newest, spans, floor)
+                else:
+                    floor = _window_floor(conn, match, low, high, where, params, newest)
+            # Each part as (expression, first rowid, last rowid): the window, and the rare
+            # terms' older matches (scored on those terms: the common terms left out
+            # weigh little, their IDF being low by definition).
+            parts = [(match, low, high)]
             if floor is not None:
-                low = floor
+                parts = [(match, floor, high)]
+                if rare is not None and floor > low:
+                    parts.append((rare, low, floor - 1))
+            ranking = " UNION ALL ".join(
+                "SELECT rowid, bm25(events_fts) AS score FROM events_fts"
+                " WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?"
+                for _ in parts
+            )
+            if len(parts) > 1:
+                ranking = f"SELECT rowid, score FROM ({ranking})"
+            bounds = [value for part in parts for value in part]
             wanted = min(limit, MAX_SEARCH_LIMIT)
             # Rank in the index alone, then read (and filter) only the best rows:
             # joining every match to its event row cost more than scoring it.
@@ -133,12 +160,7 @@ class SearchArea(SessionsArea):
             # crowd the top, so the fetch grows until enough pass or none are left.
             fetch = max(wanted * 2, 64) if where else wanted
             while True:
-                ranked = conn.execute(
-                    "SELECT rowid, bm25(events_fts) AS score FROM events_fts"
-                    " WHERE events_fts MATCH ? AND rowid BETWEEN ? AND ?"
-                    " ORDER BY score, rowid LIMIT ?",
-                    (match, low, high, fetch),
-                ).fetchall()
+                ranked = conn.execute(f"{ranking} ORDER BY score, rowid LIMIT ?", (*bounds, fetch)).fetchall()
                 rows = conn.execute(
                     f"SELECT e.id, {E_EVENT_COLUMNS} FROM events AS e"
                     f" WHERE e.id IN (SELECT value FROM json_each(?)){where}",
@@ -180,34 +202,50 @@ class SearchArea(SessionsArea):
             ).fetchall()
         return [(row[0], SearchHit(event=event_row(row), score=0.0)) for row in rows]
 
-    def _selective_match(self, query: str, *, rare_only: bool = False) -> tuple[str | None, _Most | None]:
+    def _selective_match(
+        self, query: str, *, rare_only: bool = False, window: int = SEARCH_WINDOW
+    ) -> _Match | None:
         """The query's terms minus the very common ones, the rarest first (reader lock held),
-        and, when counts were at hand, at most how many events the match can find.
+        with their counts and at most how many events the match can find, when counted;
+        None when no term is left.
 
         Ranking cost grows with the number of matching rows; a term found in more
         than ``COMMON_TERM_SHARE`` of all events adds rows while barely moving
         BM25 (its IDF is near zero), so it is dropped when rarer terms remain, and
         at most ``MAX_RANKED_TERMS`` of the rarest are kept. Document frequencies
-        are counted once and cached until the ledger has doubled in size.
+        are counted once and cached until the ledger has doubled in size. A small
+        ledger keeps every term in the query's order, and counts them only when it
+        holds a ``window`` of events (the search then needs the counts).
         """
         terms = query_terms(query)
         if len(terms) <= 1 and not rare_only:
-            return (terms[0] if terms else None), None
+            return None if not terms else _Match(terms[0], (), None)
         conn = live(self._reader)
         total = conn.execute("SELECT max(id) FROM events").fetchone()[0] or 0
         if total < SMALL_LEDGER_EVENTS and not rare_only:
-            return " OR ".join(terms), _Most(total, total)
-        counted = {term: self._document_frequency(conn, term, total, capped=rare_only) for term in terms}
-        frequency = {term: count for term, (count, _) in counted.items()}
+            if total < window:
+                return _Match(" OR ".join(terms), (), _Most(total, total))
+            counts = {term: self._document_frequency(conn, term, total) for term in terms}
+            counted = tuple(sorted(((t, counts[t][0]) for t in terms), key=lambda tc: (tc[1], tc[0])))
+            since = min(count[1] for count in counts.values())
+            return _Match(
+                " OR ".join(terms), counted, _Most(sum(c for _, c in counted) + total - since, total)
+            )
+        counted_all = {term: self._document_frequency(conn, term, total, capped=rare_only) for term in terms}
+        frequency = {term: count for term, (count, _) in counted_all.items()}
         common = max(total * COMMON_TERM_SHARE, COMMON_TERM_FLOOR)
         rare = [t for t in terms if frequency[t] <= common]
         if rare_only and not rare:
-            return None, None
+            return None
         kept = sorted(rare or terms, key=lambda t: (frequency[t], t))[:MAX_RANKED_TERMS]
         # Each count holds every match up to the newest event when it was counted;
         # events added since can add at most one match each.
-        since = min(counted[t][1] for t in kept)
-        return " OR ".join(kept), _Most(sum(frequency[t] for t in kept) + total - since, total)
+        since = min(counted_all[t][1] for t in kept)
+        return _Match(
+            " OR ".join(kept),
+            tuple((t, frequency[t]) for t in kept),
+            _Most(sum(frequency[t] for t in kept) + total - since, total),
+        )
 
     def _document_frequency(
         self, conn: sqlite3.Connection, term: str, total: int, *, capped: bool = False
@@ -282,6 +320,99 @@ class _Most(NamedTuple):
 
     matches: int
     total: int
+
+
+class _Match(NamedTuple):
+    """A search's FTS5 expression, its terms with their counts (the rarest first; empty
+    when not counted), and at most how many events it matches (None: not known)."""
+
+    expression: str
+    counted: tuple[tuple[str, int], ...]
+    most: _Most | None
+
+
+def _rare_prefix(counted: Sequence[tuple[str, int]], cap: int) -> tuple[str | None, int]:
+    """The expression of the rarest terms whose matches add up to at most ``cap`` (None
+    when not even the rarest fits, or every term does: then there is nothing to split),
+    and how many matches they have."""
+    total = 0
+    taken: list[str] = []
+    for term, count in counted:
+        if total + count > cap:
+            break
+        taken.append(term)
+        total += count
+    if not taken or len(taken) == len(counted):
+        return None, 0
+    return " OR ".join(taken), total
+
+
+def _excluded_spans(
+    conn: sqlite3.Connection, excluded: Sequence[str], max_seq_by_session: Mapping[str, int]
+) -> list[tuple[int, int]]:
+    """The id ranges holding every event the session filters drop, merged: each excluded
+    session's, and each capped session's events past its seq. Ids grow with seq within a
+    session, so each range is two index seeks, whatever its length."""
+    parts = [(sid, 0) for sid in excluded] + list(max_seq_by_session.items())
+    spans: list[tuple[int, int]] = []
+    for sid, above in parts:
+        first = conn.execute(
+            "SELECT id FROM events WHERE session_id = ? AND seq > ? ORDER BY seq LIMIT 1", (sid, above)
+        ).fetchone()
+        if first is None:
+            continue
+        last = conn.execute(
+            "SELECT id FROM events WHERE session_id = ? ORDER BY seq DESC LIMIT 1", (sid,)
+        ).fetchone()
+        spans.append((int(first[0]), int(last[0])))
+    merged: list[tuple[int, int]] = []
+    for lo, hi in sorted(spans):
+        if merged and lo <= merged[-1][1] + 1:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], hi))
+        else:
+            merged.append((lo, hi))
+    return merged
+
+
+def _filtered_floor(
+    conn: sqlite3.Connection,
+    match: str,
+    low: int,
+    high: int,
+    where: str,
+    params: Sequence[Any],
+    window: int,
+    spans: Sequence[tuple[int, int]],
+    floor: int,
+) -> int | None:
+    """``_window_floor`` with the session filters, without joining every walked match to its
+    event: only the matches inside ``spans`` (where the filtered-out events are) are checked.
+
+    From the unfiltered floor, the walk goes ``dropped`` matches further, ``dropped`` being
+    how many matches from the floor up fail the filters, until that count stops growing:
+    the floor then has exactly ``window`` passing matches above it, the same ones the
+    joined walk finds, so ranking from it (the filters applied to the ranked rows) gives
+    the same hits."""
+    dropped = 0
+    while True:
+        failing = 0
+        for lo, hi in spans:
+            lo, hi = max(lo, floor), min(hi, high)
+            if lo > hi:
+                continue
+            row = conn.execute(
+                "SELECT count(*) FROM events_fts AS f CROSS JOIN events AS e ON e.id = f.rowid"
+                f" WHERE events_fts MATCH ? AND f.rowid BETWEEN ? AND ? AND NOT (1{where})",
+                [match, lo, hi, *params],
+            ).fetchone()
+            failing += int(row[0])
+        if failing == dropped:
+            return floor
+        dropped = failing
+        found = _window_floor(conn, match, low, high, "", [], window + dropped)
+        if found is None:
+            return None
+        floor = found
 
 
 def _window_floor(
