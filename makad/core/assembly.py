@@ -20,6 +20,8 @@ under review), ``expired`` (past its decay TTL), ``duplicate``,
 compaction and unchanged), ``top_k``, ``session_cap`` (see
 ``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a query)
 and ``in_history`` (the event is still in this session's live history).
+Lines of the summary the working state shows are left out of the summary
+(``owned_elsewhere``, listed in ``trace.owned_elsewhere``: ``makad.core.ownership``).
 ``trace.skipped`` says when memory was left out whole (safe mode, unreadable).
 
 The path is ``fast`` when nothing was ranked against a query and everything fit
@@ -35,7 +37,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -55,6 +57,7 @@ from makad.core.context_types import (
 )
 from makad.core.history import PreparedHistory
 from makad.core.memory_segment import BLOCK_SEPARATOR_TOKENS, MemoryBuilder
+from makad.core.ownership import OWNED_ELSEWHERE, drop_owned
 from makad.core.ranking import query_terms
 from makad.core.recall import RankedEvent, rank_events
 from makad.core.refs import event_ref
@@ -118,9 +121,10 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     # In the flow, history comes before recall: what it would use beyond its reserve.
     history_wants = 0 if alone else max(min(history.tokens_up_to(budget), budget) - reserve, 0)
 
+    working_state = _working_state(inputs, counter)
     builders: dict[SegmentKind, _Builder] = {
-        "working_state": _working_state(inputs, counter),
-        "summary": _summary(inputs, counter),
+        "working_state": working_state,
+        "summary": _summary(inputs, counter, working_state),
         "memory": MemoryBuilder(inputs, counter),
         "recall": _RecallBuilder(inputs, counter),
     }
@@ -147,6 +151,9 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             if part.dropped is not None
             else Counter(c.reason for c in part.candidates if not c.included and c.reason)
         )
+    owned = built["summary"].owned
+    if owned:
+        dropped[OWNED_ELSEWHERE] += len(owned)
     compact_limit = share(budget, limits.compact_share)
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
@@ -173,6 +180,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             placeholders=fitted.placeholders,
             skipped=[inputs.memory_skipped] if inputs.memory_skipped is not None else [],
             memory_session_bytes=inputs.memory_session_bytes + shown_bytes,
+            owned_elsewhere=owned,
         ),
     )
 
@@ -227,7 +235,10 @@ def _share(
 
 
 class _BodyBuilder:
-    """A segment that is one body of text, cut at a line when it does not fit."""
+    """A segment that is one body of text, cut at a line when it does not fit.
+
+    ``shown``: the text of the segment it last built (``""`` when none).
+    """
 
     def __init__(
         self,
@@ -244,16 +255,40 @@ class _BodyBuilder:
         self._body = body
         self._note = note
         self._source_ids = source_ids
+        self.shown = ""
 
     def build(self, cap: int) -> Built:
-        if not self._body:
+        return self._fit(self._body, cap)
+
+    def _fit(self, body: str, cap: int) -> Built:
+        self.shown = ""
+        if not body:
             return Built()
-        fitted = fit_body(self._frame, self._body, self._note, cap, self._counter)
+        fitted = fit_body(self._frame, body, self._note, cap, self._counter)
         if fitted is None:
             return Built(truncated=True, wants_more=True)
         text, cut, tokens = fitted
+        self.shown = text
         segment = Segment(kind=self._kind, text=text, tokens=tokens, source_ids=list(self._source_ids))
         return Built(segment, cut, wants_more=cut)
+
+
+class _SummaryBuilder(_BodyBuilder):
+    """The summary without the lines the working state shows (``makad.core.ownership``).
+
+    The working state is built before the summary at each step of the budget's
+    sharing (``SEGMENT_KINDS``), so ``owner.shown`` is what the pack will show of it.
+    """
+
+    def __init__(self, owner: _BodyBuilder, *args: Any) -> None:
+        super().__init__(*args)
+        self._owner = owner
+
+    def build(self, cap: int) -> Built:
+        body, owned = drop_owned(self._body, self._owner.shown, segment="summary", owner="working_state")
+        built = self._fit(body, cap)
+        built.owned = owned if built.segment is not None else []
+        return built
 
 
 def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
@@ -267,7 +302,7 @@ def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder
 # ------------------------------------------------------------- summary ---
 
 
-def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
+def _summary(inputs: ContextInputs, counter: TokenCounter, owner: _BodyBuilder) -> _BodyBuilder:
     checkpoint = inputs.checkpoint
     if (
         checkpoint is None
@@ -277,7 +312,8 @@ def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
     ):
         return _BodyBuilder("summary", counter, str, "", "", [])
     span = summary_span(checkpoint)
-    return _BodyBuilder(
+    return _SummaryBuilder(
+        owner,
         "summary",
         counter,
         lambda body: summary_text(checkpoint, body),

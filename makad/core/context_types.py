@@ -14,6 +14,7 @@ from typing import Literal
 import msgspec
 
 from makad.core.confidence import Confidence
+from makad.core.ownership import OwnedLine
 from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, Entry, Event, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "recall"]
@@ -163,7 +164,10 @@ class Trace(_Wire):
       (the curator was asked for and failed or was gated: the deterministic pack,
       ``curator.reason`` says why);
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
-    - ``curator``: the curator's part, when a curator strategy ran.
+    - ``curator``: the curator's part, when a curator strategy ran;
+    - ``owned_elsewhere``: lines of the summary left out because the working state
+      shows them (one segment per fact, ``makad.core.ownership``); ``dropped`` counts
+      them under ``owned_elsewhere``.
     """
 
     path: Literal["fast", "bounded", "slow", "fallback"]
@@ -179,6 +183,7 @@ class Trace(_Wire):
     memory_session_bytes: int = 0
     strategy: str = "deterministic"
     curator: CuratorTrace | None = None
+    owned_elsewhere: list[OwnedLine] = []
 
 
 class ContextPack(_Wire):
@@ -208,6 +213,8 @@ class Built:
     # Reasons of the candidates left out, when not all of them are listed.
     dropped: Counter[str] | None = None
     wants_more: bool = False
+    # Lines left out because another segment shows them (``makad.core.ownership``).
+    owned: list[OwnedLine] = field(default_factory=list)
 
 
 # ----------------------------------------------------------------- input ---

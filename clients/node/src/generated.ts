@@ -611,6 +611,21 @@ export interface OutsideLine {
 }
 
 /**
+ * A line left out of one segment because another shows it.
+ *
+ * `segment`: where it was left out; `owner`: the segment that shows it;
+ * `section`: the heading it stood under (`""` before any); `text`: the line.
+ */
+export interface OwnedLine {
+  segment: string;
+  owner: string;
+  section: string;
+  text: string;
+  /** @default "owned_elsewhere" */
+  reason?: string;
+}
+
+/**
  * What the user changed before approving. `supersedes`: an active entry the approved
  * one replaces (archived in the same write), e.g. a near duplicate merged into it.
  */
@@ -1066,7 +1081,10 @@ export interface ToolCall {
  *   (the curator was asked for and failed or was gated: the deterministic pack,
  *   `curator.reason` says why);
  * - `strategy`: the strategy that built the pack (`makad.core.strategies`);
- * - `curator`: the curator's part, when a curator strategy ran.
+ * - `curator`: the curator's part, when a curator strategy ran;
+ * - `owned_elsewhere`: lines of the summary left out because the working state
+ *   shows them (one segment per fact, `makad.core.ownership`); `dropped` counts
+ *   them under `owned_elsewhere`.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1087,6 +1105,8 @@ export interface Trace {
   strategy?: string;
   /** @default null */
   curator?: CuratorTrace | null;
+  /** @default [] */
+  ownedElsewhere?: OwnedLine[];
 }
 
 /**

@@ -641,6 +641,21 @@ class OutsideLine(TypedDict):
     id: NotRequired[str | None]
 
 
+class OwnedLine(TypedDict):
+    """A line left out of one segment because another shows it.
+
+    ``segment``: where it was left out; ``owner``: the segment that shows it;
+    ``section``: the heading it stood under (``""`` before any); ``text``: the line.
+    """
+
+    segment: str
+    owner: str
+    section: str
+    text: str
+    # default: "owned_elsewhere"
+    reason: NotRequired[str]
+
+
 class ProposalEdit(TypedDict):
     """What the user changed before approving. ``supersedes``: an active entry the approved
     one replaces (archived in the same write), e.g. a near duplicate merged into it.
@@ -1103,7 +1118,10 @@ class Trace(TypedDict):
       (the curator was asked for and failed or was gated: the deterministic pack,
       ``curator.reason`` says why);
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
-    - ``curator``: the curator's part, when a curator strategy ran.
+    - ``curator``: the curator's part, when a curator strategy ran;
+    - ``owned_elsewhere``: lines of the summary left out because the working state
+      shows them (one segment per fact, ``makad.core.ownership``); ``dropped`` counts
+      them under ``owned_elsewhere``.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1124,6 +1142,8 @@ class Trace(TypedDict):
     strategy: NotRequired[str]
     # default: null
     curator: NotRequired[CuratorTrace | None]
+    # default: []
+    ownedElsewhere: NotRequired[list[OwnedLine]]
 
 
 class TraceCandidate(TypedDict):
