@@ -42,6 +42,7 @@ from typing import Any, Protocol
 import msgspec
 
 from makad.core.budget import ceiling, history_reserve, segment_cap, share
+from makad.core.conflicts import MAX_MEMORY_ITEMS, pack_items, supersessions
 from makad.core.context_types import (
     SEGMENT_KINDS,
     Allocation,
@@ -70,6 +71,7 @@ from makad.core.render import (
     recall_text,
     summary_span,
     summary_text,
+    superseded_mark,
     working_state_body,
     working_state_text,
 )
@@ -122,11 +124,19 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     history_wants = 0 if alone else max(min(history.tokens_up_to(budget), budget) - reserve, 0)
 
     working_state = _working_state(inputs, counter)
+    recall = _RecallBuilder(inputs, counter)
+    memory = MemoryBuilder(inputs, counter)
+    # The conflict pass reads what the pack may show: the best-ranked candidates of each kind.
+    entries = memory.candidate_entries(MAX_MEMORY_ITEMS)
+    superseded = supersessions(pack_items(entries, inputs.history, recall.candidate_events()))
+    memory.mark(superseded)
+    live_refs = {event_ref(e.session_id, e.seq) for e in inputs.history}
+    recall.mark(superseded, lambda: memory.shown_refs | live_refs)
     builders: dict[SegmentKind, _Builder] = {
         "working_state": working_state,
         "summary": _summary(inputs, counter, working_state),
-        "memory": MemoryBuilder(inputs, counter),
-        "recall": _RecallBuilder(inputs, counter),
+        "memory": memory,
+        "recall": recall,
     }
     built, allocation = _share(builders, budget, limits, available, history_wants, alone)
 
@@ -392,6 +402,7 @@ class _RecallPacker:
         self.chosen: list[tuple[tuple[str, int], int]] = []
         self.header_tokens: dict[tuple[str, int], int] = {}
         self.gap_tokens = counter.count(f"{RECALL_GAP}\n")
+        self.marks: dict[str, str] = {}  # event ref → the newer ref that supersedes it
 
     def could_fit(self, event: Event) -> bool:
         """False when the event's line surely cannot fit, judged without rendering it.
@@ -407,6 +418,9 @@ class _RecallPacker:
         found = self.line_cache.get(key)
         if found is None:
             line = recall_line(event, self.limits)
+            newer = self.marks.get(event_ref(event.session_id, event.seq))
+            if newer is not None:
+                line = f"{line} {superseded_mark(newer)}"
             found = self.line_cache[key] = (line, self.counter.count(line + "\n"))
         return found
 
@@ -473,6 +487,8 @@ class _RecallBuilder:
         self._exclusion = _event_exclusion(inputs)
         self._ranked: list[RankedEvent] = []
         self._lines: dict[tuple[str, int], tuple[str, int]] = {}
+        self._marks: dict[str, str] = {}
+        self._shown_elsewhere: Callable[[], set[str]] = set
         if not inputs.recall_hits:
             return
         eligible: list[RecallHit] = []
@@ -488,18 +504,43 @@ class _RecallBuilder:
             last = len(order)
             self._ranked.sort(key=lambda r: order.get(event_ref(r.event.session_id, r.event.seq), last))
 
+    def candidate_events(self) -> list[Event]:
+        """The events this segment could show: the best ``recall_top_k`` it may recall."""
+        out = [r.event for r in self._ranked if self._exclusion(r.event) is None]
+        return out[: self._inputs.limits.recall_top_k]
+
+    def mark(self, superseded: dict[str, str], shown_elsewhere: Callable[[], set[str]]) -> None:
+        """Lines of superseded events say which ref supersedes them (``makad.core.conflicts``);
+        ``shown_elsewhere``: the refs the other parts of the pack show, read at each build."""
+        self._marks = {ref: newer for ref, newer in superseded.items() if ref.startswith("event:")}
+        self._shown_elsewhere = shown_elsewhere
+
     def build(self, cap: int) -> Built:
+        """Pack within ``cap``. When the segment is tight (a candidate left out for budget), a
+        superseded line whose newer ref the pack shows is dropped (``superseded``) and the
+        room goes to others."""
+        built, chosen = self._pack(cap, frozenset())
+        if not self._marks or not built.dropped or not built.dropped["budget"]:
+            return built
+        shown = self._shown_elsewhere() | chosen
+        stale = frozenset(ref for ref in chosen if self._marks.get(ref) in shown)
+        return self._pack(cap, stale)[0] if stale else built
+
+    def _pack(self, cap: int, stale: frozenset[str]) -> tuple[Built, set[str]]:
         if not self._ranked:
-            return Built()
+            return Built(), set()
         ranked, exclusion = self._ranked, self._exclusion
         limits = self._inputs.limits
         packer = _RecallPacker(cap, self._counter, limits, self._lines)
+        packer.marks = self._marks
         outcome: list[tuple[str | None, int]] = []
         misses = 0  # consecutive candidates the remaining room could not take
         for item in ranked:
             reason = exclusion(item.event)
             tokens = 0
-            if reason is None and len(packer.chosen) >= limits.recall_top_k:
+            if reason is None and stale and event_ref(item.event.session_id, item.event.seq) in stale:
+                reason = "superseded"
+            elif reason is None and len(packer.chosen) >= limits.recall_top_k:
                 reason = "top_k"
             elif reason is None and (misses >= RECALL_GIVE_UP_AFTER or not packer.could_fit(item.event)):
                 reason = "budget"
@@ -527,6 +568,7 @@ class _RecallBuilder:
                 included=reason is None,
                 reason=reason,
                 tokens=tokens,
+                superseded_by=self._marks.get(event_ref(item.event.session_id, item.event.seq)),
             )
             for index, (item, (reason, tokens)) in enumerate(zip(ranked, outcome, strict=True))
             if index < trace_max or reason is None
@@ -534,7 +576,8 @@ class _RecallBuilder:
         dropped = Counter(reason for reason, _ in outcome if reason is not None)
         truncated = bool(dropped["top_k"] or dropped["budget"])
         built = Built(None, truncated, candidates, dropped, wants_more=bool(dropped["budget"]))
+        chosen = {event_ref(sid, seq) for (sid, _), seq in packer.chosen}
         if not packer.chosen:
-            return built
+            return built, chosen
         built.segment = Segment(kind="recall", text=text, tokens=text_tokens, source_ids=source_ids)
-        return built
+        return built, chosen

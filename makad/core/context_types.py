@@ -92,6 +92,10 @@ class TraceCandidate(_Wire):
     confidence: Confidence | None = None
     # Memory only: the UTF-8 size of the block shown (counts toward the session cap).
     bytes: int = 0
+    # The newer ref that gives this candidate's subject another value
+    # (``makad.core.conflicts``): a memory entry shown as possibly outdated, a recalled
+    # line marked superseded (or left out as ``superseded`` when recall is tight).
+    superseded_by: str | None = None
 
 
 class Allocation(_Wire):

@@ -31,7 +31,10 @@ ref line names its level. A user-level entry a workspace entry overrides is
 ``overridden``.
 
 Each shown entry carries its confidence (``makad.core.confidence``) on its ref
-line and in the trace.
+line and in the trace. An entry something newer in the pack's candidates gives another
+value (``makad.core.conflicts``) says ``possibly outdated: superseded by <ref>`` there,
+and its trace candidate names that ref in ``superseded_by``; it is still shown (the user
+decides what memory holds).
 """
 
 from __future__ import annotations
@@ -82,6 +85,9 @@ class MemoryBuilder:
     def __init__(self, inputs: ContextInputs, counter: TokenCounter) -> None:
         self._inputs = inputs
         self._counter = counter
+        # memory ref → the newer ref that gives its subject another value (``mark``)
+        self._superseded: dict[str, str] = {}
+        self.shown_refs: set[str] = set()  # the refs the last build showed
         self._exclusions: dict[int, str] = {}  # input position → reason
         # With user-level entries among the candidates, every block names its level.
         user_from = inputs.memory_user_from
@@ -121,6 +127,16 @@ class MemoryBuilder:
         self._digests: dict[int, str] = {}
         self._choosing: bool | None = None  # decided by the first build, at memory's own cap
 
+    def candidate_entries(self, limit: int) -> list[Entry]:
+        """The best ``limit`` entries this segment could show, best first."""
+        out = [item.entry for item in self._ranked if item.index not in self._exclusions]
+        return out[:limit]
+
+    def mark(self, superseded: dict[str, str]) -> None:
+        """Entries to show as possibly outdated: memory ref → the newer ref (before ``build``)."""
+        self._superseded = {ref: newer for ref, newer in superseded.items() if ref.startswith("memory:")}
+        self._blocks.clear()
+
     def _block(self, item: RankedEntry) -> _Block:
         block = self._blocks.get(item.index)
         if block is None:
@@ -130,7 +146,8 @@ class MemoryBuilder:
             level: Level | None = None
             if self._levels:
                 level = "user" if item.index >= self._user_from else "workspace"
-            text = memory_block(entry, inputs.now_ms, inputs.limits, confidence, level)
+            outdated_by = self._superseded.get(memory_ref(entry.id))
+            text = memory_block(entry, inputs.now_ms, inputs.limits, confidence, level, outdated_by)
             block = _Block(text, self._counter.count(text), len(text.encode()), confidence)
             self._blocks[item.index] = block
         return block
@@ -224,6 +241,7 @@ class MemoryBuilder:
                     content_hash=digest,
                     confidence=block.confidence if block is not None else None,
                     bytes=block.size if block is not None and reason is None else 0,
+                    superseded_by=self._superseded.get(source_id),
                 )
             )
         text = memory_text(block for block, _ in chosen)
@@ -237,6 +255,7 @@ class MemoryBuilder:
             tokens = self._counter.count(text)
         truncated = any(c.reason in ("top_k", "budget") for c in candidates)
         wants_more = any(c.reason == "budget" for c in candidates)
+        self.shown_refs = {candidates[index].source_id for _, index in chosen}
         if not chosen:
             return Built(None, truncated, candidates, wants_more=wants_more)
         segment = Segment(

@@ -1130,6 +1130,8 @@ export interface TraceCandidate {
   confidence?: Confidence | null;
   /** @default 0 */
   bytes?: number;
+  /** @default null */
+  supersededBy?: string | null;
 }
 
 export interface UpdateEntryParams {

@@ -1167,6 +1167,8 @@ class TraceCandidate(TypedDict):
     confidence: NotRequired[Confidence | None]
     # default: 0
     bytes: NotRequired[int]
+    # default: null
+    supersededBy: NotRequired[str | None]
 
 
 class UpdateEntryParams(TypedDict):
