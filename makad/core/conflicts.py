@@ -141,6 +141,12 @@ _CHANGE_VERBS = (
     r"changed|updated|moved|switched|reset|set|rescheduled|renamed|bumped|raised|lowered|"
     r"increased|decreased|migrated|relocated|shifted|pushed|postponed"
 )
+# Who does something: a pronoun, or a capitalized name that is not a determiner or a
+# pronoun opening a sentence (matched case-sensitively inside case-blind patterns).
+_WHO = (
+    r"(?P<who>I|we|he|she|they|(?-i:(?!(?:The|This|That|These|Those|My|Our|Your|His|Her|Their"
+    r"|Its|It|There|What|When|Then)\b)[A-Z][a-z]{1,30}))"
+)
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
 _VALUE_END = re.compile(
     r"\s*(?:[,.](?!\d)|[;!?()]|\s(?:and|but|because|so|since|which|when|while|if|as|instead)\s|$)"
@@ -156,7 +162,7 @@ _CHANGED_PASSIVE = re.compile(
     re.IGNORECASE,
 )
 _CHANGE_BARE = re.compile(
-    r"\b(?P<who>I|we|he|she|they|(?-i:(?!(?:The|This|That|These|Those|My|Our|Your|His|Her|Their|Its|It|There|What|When|Then)\b)[A-Z][a-z]{1,30}))\s+(?:have\s+|has\s+|just\s+|finally\s+)*"
+    rf"\b{_WHO}\s+(?:have\s+|has\s+|just\s+|finally\s+)*"
     r"(?:(?P<verb>moved|relocated|switched|migrated)\s+(?:over\s+|back\s+)?to|(?P<joined>joined|started\s+at))"
     r"\s+(?P<val>.{1,80})",
     re.IGNORECASE,
@@ -166,7 +172,7 @@ _IS_NOW = re.compile(
     re.IGNORECASE,
 )
 _NO_LONGER_VERB = re.compile(
-    r"\b(?P<who>I|we|he|she|they|(?-i:(?!(?:The|This|That|These|Those|My|Our|Your|His|Her|Their|Its|It|There|What|When|Then)\b)[A-Z][a-z]{1,30}))\s+(?:do\s+not|don't|does\s+not|doesn't)?\s*"
+    rf"\b{_WHO}\s+(?:do\s+not|don't|does\s+not|doesn't)?\s*"
     r"(?:no\s+longer|not\s+anymore)\s+(?P<verb>\w+)\s+(?:in\s+|at\s+|for\s+|with\s+)?(?P<val>.{1,80})",
     re.IGNORECASE,
 )
@@ -175,7 +181,7 @@ _NO_LONGER_IS = re.compile(
     re.IGNORECASE,
 )
 _VERB_STATEMENT = re.compile(
-    r"\b(?P<who>I|we|he|she|they|(?-i:(?!(?:The|This|That|These|Those|My|Our|Your|His|Her|Their|Its|It|There|What|When|Then)\b)[A-Z][a-z]{1,30}))\s+(?:still\s+|currently\s+|now\s+|usually\s+)?"
+    rf"\b{_WHO}\s+(?:still\s+|currently\s+|now\s+|usually\s+)?"
     r"(?P<verb>live|lives|based|work|works|use|uses|drive|drives|prefer|prefers|meet|meets|deploy|deploys)"
     r"\s+(?:in\s+|at\s+|for\s+|on\s+|with\s+)?(?P<val>.{1,80})",
     re.IGNORECASE,

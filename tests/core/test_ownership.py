@@ -6,7 +6,8 @@ from makad.core.assembly import assemble
 from makad.core.compaction import checkpoint_summary
 from makad.core.context_types import ContextInputs
 from makad.core.ownership import MOVED_NOTE, drop_owned, fact_key
-from makad.core.types import Checkpoint, Coverage, Event, WorkingState
+from makad.core.types import Event, WorkingState
+from tests.core.test_assembly import checkpoint
 
 STATE = WorkingState(
     goals=["Ship the billing export by Friday"],
@@ -25,22 +26,6 @@ def events(n: int, sid: str = "s1") -> list[Event]:
     return out
 
 
-def checkpoint_of(summary: str, to_seq: int = 10) -> Checkpoint:
-    return Checkpoint(
-        checkpoint_id="c1",
-        session_id="s1",
-        boundary_seq=to_seq,
-        coverage=Coverage(from_seq=1, to_seq=to_seq),
-        covered_hash="h",
-        summary=summary,
-        summary_tokens=100,
-        preserved_from_seq=to_seq + 1,
-        mode="checkpoint",
-        reason="manual",
-        created_at=0,
-    )
-
-
 def pack_for(state: WorkingState, summary: str, budget: int = 8_000) -> tuple[str, str, object]:
     history = events(14)
     pack = assemble(
@@ -49,7 +34,7 @@ def pack_for(state: WorkingState, summary: str, budget: int = 8_000) -> tuple[st
             now_ms=20_000,
             session_id="s1",
             working_state=state,
-            checkpoint=checkpoint_of(summary),
+            checkpoint=checkpoint(summary=summary),
             history=history[10:],
         )
     )
