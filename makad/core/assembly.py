@@ -506,8 +506,14 @@ class _RecallBuilder:
 
     def candidate_events(self) -> list[Event]:
         """The events this segment could show: the best ``recall_top_k`` it may recall."""
-        out = [r.event for r in self._ranked if self._exclusion(r.event) is None]
-        return out[: self._inputs.limits.recall_top_k]
+        limit = self._inputs.limits.recall_top_k
+        out: list[Event] = []
+        for ranked in self._ranked:
+            if len(out) >= limit:
+                break
+            if self._exclusion(ranked.event) is None:
+                out.append(ranked.event)
+        return out
 
     def mark(self, superseded: dict[str, str], shown_elsewhere: Callable[[], set[str]]) -> None:
         """Lines of superseded events say which ref supersedes them (``makad.core.conflicts``);

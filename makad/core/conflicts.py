@@ -148,8 +148,8 @@ _WHO = (
     r"|Its|It|There|What|When|Then)\b)[A-Z][a-z]{1,30}))"
 )
 _SENTENCES = re.compile(r"(?<=[.!?;])\s+|\n+")
-_VALUE_END = re.compile(
-    r"\s*(?:[,.](?!\d)|[;!?()]|\s(?:and|but|because|so|since|which|when|while|if|as|instead)\s|$)"
+_CONJUNCTIONS: Final = frozenset(
+    ["and", "but", "because", "so", "since", "which", "when", "while", "if", "as", "instead"]
 )
 _CHANGE_NAMED = re.compile(
     rf"\b(?:{_CHANGE_VERBS})\s+(?!(?:from|to|over|back|up|out|off|about|in|on|it\s+up)\b)(?P<subj>(?:{_DET}\s+)?[\w'-]+(?:\s+[\w'-]+){{0,3}}?)"
@@ -253,10 +253,8 @@ _VALUE_LEAD = re.compile(r"(?:(?:set\s+to|on|at|in)\s+)?", re.IGNORECASE)
 _CODE = re.compile(r"^[#@]?[\w]+(?:[-_./:][\w]+)*$")
 _NUMBER = re.compile(r"[-+]?\$?\d[\d,._]*%?")
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
-_DATE = re.compile(
-    rf"\b(?:{_MONTHS})\b|\b(?:{_WEEKDAYS})\b|\b\d{{4}}-\d{{2}}-\d{{2}}\b|\b\d{{1,2}}/\d{{1,2}}(?:/\d{{2,4}})?\b",
-    re.IGNORECASE,
-)
+_DATE_WORDS: Final = frozenset(_MONTHS.split("|")) | frozenset(_WEEKDAYS.split("|"))
+_DATE_NUMBER = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?")
 _CAPITALIZED = re.compile(r"^[A-Z][\w.-]*(?:\s+(?:[A-Z][\w.-]*|de|da|do|van|von|of))*")
 _WORD = re.compile(r"[\w'-]+")
 _SPEAKER = re.compile(r"\s*([^\W\d_][\w'.-]{0,30}(?: [^\W\d_][\w'.-]{0,30}){0,2}):\s")
@@ -328,11 +326,34 @@ def _subject(raw: str, owner: str) -> frozenset[str] | None:
     return frozenset(out) if any(not w.startswith("@") for w in out) else None
 
 
+def _clause_words(raw: str) -> list[str]:
+    """The first words of ``raw`` up to its clause's end (a ``, . ; ! ? ( )`` not inside a
+    number, or a conjunction), at most 6."""
+    words: list[str] = []
+    for word in raw.split():
+        if word[0] in _CLAUSE_MARKS or (words and word.lower() in _CONJUNCTIONS):
+            break
+        cut = next(
+            (
+                at
+                for at, char in enumerate(word)
+                if char in ";!?()" or (char in ",." and not (at + 1 < len(word) and word[at + 1].isdigit()))
+            ),
+            None,
+        )
+        if cut is not None:
+            if cut:
+                words.append(word[:cut])
+            break
+        words.append(word)
+        if len(words) == 6:
+            break
+    return words
+
+
 def _value(raw: str) -> tuple[str, ValueKind] | None:
     """The value at the start of ``raw`` (cut at the clause's end), normalized, and its kind."""
-    end = _VALUE_END.search(raw)
-    text = raw[: end.start()] if end is not None else raw
-    words = text.split()[:6]
+    words = _clause_words(raw[:120])
     if not words:
         return None
     first = words[0].lower().strip(".,!")
@@ -346,8 +367,8 @@ def _value(raw: str) -> tuple[str, ValueKind] | None:
     time = _TIME.search(text)
     if time is not None and time.start() == 0:
         return "".join(time.group(0).lower().split()), "time"
-    date = _DATE.search(text)
-    if date is not None and date.start() <= 1:
+    lead = words[0].lower().strip(".,!")
+    if lead in _DATE_WORDS or _DATE_NUMBER.fullmatch(lead):
         return " ".join(text.lower().split()[:3]).strip(".,"), "date"
     number = _NUMBER.match(text)
     if len(words) > 1 and number is not None and words[1][:1].isupper():  # 12 Rue Cler: an address
@@ -633,8 +654,10 @@ _SPOKEN: Final = frozenset({"user_message", "assistant_message"})
 
 
 def pack_items(entries: Iterable[Entry], history: Iterable[Event], recalled: Iterable[Event]) -> list[Item]:
-    """The items of one pack's candidates: memory entries (the user's), live-history and
-    recalled messages (each by its role, a transcript's label winning)."""
+    """The items of one pack's candidates that state something: memory entries (the
+    user's), live-history and recalled messages (each by its role, a transcript's label
+    winning). A text with no claim can neither supersede nor be superseded: it is left out
+    here, so the pass costs little more than a look-up per candidate."""
     items = [
         Item(
             ref=memory_ref(e.id),
@@ -644,12 +667,14 @@ def pack_items(entries: Iterable[Entry], history: Iterable[Event], recalled: Ite
             title=e.title,
         )
         for e in entries
+        if claims(e.content, "user") or len(e.content.split()) <= SUBJECT_VALUE_WORDS
     ]
     spoken = sorted((e for e in history if e.type in _SPOKEN), key=lambda e: e.seq)[-MAX_HISTORY_ITEMS:]
     seen: set[tuple[str, int]] = set()
     for event in [*spoken, *recalled]:
         key = (event.session_id, event.seq)
-        if event.type not in _SPOKEN or key in seen:
+        speaker = "user" if event.type == "user_message" else "assistant"
+        if event.type not in _SPOKEN or key in seen or not claims(event.text, speaker):
             continue
         seen.add(key)
         items.append(
@@ -657,7 +682,7 @@ def pack_items(entries: Iterable[Entry], history: Iterable[Event], recalled: Ite
                 ref=event_ref(event.session_id, event.seq),
                 ts=event.ts,
                 text=event.text,
-                speaker="user" if event.type == "user_message" else "assistant",
+                speaker=speaker,
                 session=event.session_id,
                 seq=event.seq,
             )

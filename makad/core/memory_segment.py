@@ -129,8 +129,13 @@ class MemoryBuilder:
 
     def candidate_entries(self, limit: int) -> list[Entry]:
         """The best ``limit`` entries this segment could show, best first."""
-        out = [item.entry for item in self._ranked if item.index not in self._exclusions]
-        return out[:limit]
+        out: list[Entry] = []
+        for item in self._ranked:
+            if len(out) >= limit:
+                break
+            if item.index not in self._exclusions:
+                out.append(item.entry)
+        return out
 
     def mark(self, superseded: dict[str, str]) -> None:
         """Entries to show as possibly outdated: memory ref → the newer ref (before ``build``)."""
