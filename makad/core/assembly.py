@@ -3,25 +3,30 @@
 ``assemble`` shares the budget as ``makad.core.budget`` describes: it builds
 each segment inside its own cap, lets what the segments left unused flow to
 those that still have candidates (rebuilding them with the larger cap; the
-ranking is done once), then fits the history into what is left, so
-``total_tokens <= budget_tokens`` always holds; when not even the newest user
-message fits it raises ``TooLarge`` instead.
+ranking is done once), fits the history into what is left, and gives what is
+still unused to memory entries left out for room, so ``total_tokens <=
+budget_tokens`` always holds; when not even the newest user message fits it
+raises ``TooLarge`` instead.
 
 Segments appear in the order memory, summary, working_state, recall: the most
 stable first (helping a provider's prompt cache), the most query-specific last.
 
-The trace lists every memory and recall candidate with its score parts and
-what became of it. Reasons a candidate is left out: ``disabled`` (memory reads
-are off for this call), ``excluded`` (its kind is not in ``include``),
-``scope`` (scoped to another session), ``archived``, ``inactive`` (draft or
-under review), ``expired`` (past its decay TTL), ``duplicate``,
-``irrelevant``, ``not_selected`` (a strategy's selection left it out: see
-``makad.core.strategies``), ``already_shown`` (shown in this session since its last
-compaction and unchanged), ``top_k``, ``session_cap`` (see
-``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a query)
-and ``in_history`` (the event is still in this session's live history).
-Lines of the summary the working state shows are left out of the summary
-(``owned_elsewhere``, listed in ``trace.owned_elsewhere``: ``makad.core.ownership``).
+The trace lists the memory candidates (``makad.core.memory_segment`` says which)
+and the best recall candidates with their score parts and what became of them.
+Reasons a candidate is left out: ``disabled`` (memory reads are off for this
+call), ``excluded`` (its kind is not in ``include``), ``scope`` (scoped to
+another session), ``archived``, ``inactive`` (draft or under review),
+``expired`` (past its decay TTL), ``duplicate``, ``overridden`` (a user-level
+entry a workspace entry overrides), ``not_selected`` (a strategy's selection
+left it out: see ``makad.core.strategies``), ``already_shown`` (shown in this
+session since its last compaction and unchanged), ``top_k``, ``session_cap``
+(see ``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a
+query) and ``in_history`` (the event is still in this session's live history).
+A recalled line a newer candidate supersedes says so, or is left out as
+``superseded`` when recall is tight; a memory entry says it is possibly outdated
+(``makad.core.conflicts``). Lines of the summary the working state shows are left
+out of the summary (``owned_elsewhere``, listed in ``trace.owned_elsewhere``:
+``makad.core.ownership``).
 ``trace.skipped`` says when memory was left out whole (safe mode, unreadable).
 
 The path is ``fast`` when nothing was ranked against a query and everything fit
@@ -57,12 +62,14 @@ from makad.core.context_types import (
     TraceCandidate,
 )
 from makad.core.history import PreparedHistory
-from makad.core.memory_segment import BLOCK_SEPARATOR_TOKENS, MemoryBuilder
+from makad.core.memory_segment import MemoryBuilder
+from makad.core.memory_select import small_share
 from makad.core.ownership import OWNED_ELSEWHERE, drop_owned
 from makad.core.ranking import query_terms
 from makad.core.recall import RankedEvent, rank_events
 from makad.core.refs import event_ref
 from makad.core.render import (
+    BLOCK_SEPARATOR_TOKENS,
     RECALL_GAP,
     fit_body,
     recall_block,
@@ -93,9 +100,13 @@ RECALL_GIVE_UP_AFTER = 32
 
 
 class _Builder(Protocol):
-    """Builds one segment kind within a cap; may be asked again with a larger one."""
+    """Builds one segment kind within a cap; may be asked again with a larger one.
 
-    def build(self, cap: int) -> Built: ...
+    ``fill_cap``: how much of ``cap`` the candidates that only fill leftover room may
+    use (memory's, ``makad.core.memory_segment``); the other kinds have none.
+    """
+
+    def build(self, cap: int, fill_cap: int | None = None) -> Built: ...
 
 
 def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> ContextPack:
@@ -138,11 +149,23 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
         "memory": memory,
         "recall": recall,
     }
-    built, allocation = _share(builders, budget, limits, available, history_wants, alone)
+    own = {kind: segment_cap(kind, budget, limits, alone=alone) for kind in SEGMENT_KINDS}
+    if not alone:
+        grown_to = memory.own_cap(own["memory"], small_share(budget, limits))
+        own["memory"] = min(grown_to, ceiling("memory", budget, limits), budget)
+    built, allocation = _share(builders, own, budget, limits, available, history_wants, alone)
 
     segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
     segment_tokens = sum(s.tokens for s in segments)
     fitted = history.fit(budget - segment_tokens)
+    unused = budget - segment_tokens - fitted.tokens
+    if unused > 0 and (built["memory"].wants_more or built["memory"].wants_fill):
+        # Step 6: what no kind used goes to the memory entries left out for room.
+        grown = _grow_memory(memory, built["memory"], allocation["memory"], unused, budget, limits, alone)
+        if grown is not None:
+            built["memory"], allocation["memory"] = grown
+            segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
+            segment_tokens = sum(s.tokens for s in segments)
     history_cut = bool(fitted.dropped or fitted.placeholders or fitted.shrunk)
     allocations = [allocation[kind] for kind in SEGMENT_KINDS]
     allocations.append(
@@ -152,14 +175,15 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     if total > budget:  # unreachable by construction; never hand out an oversized pack
         raise TooLarge("The context does not fit.", budgetTokens=budget, minimumTokens=total)
 
-    candidates = built["memory"].candidates + built["recall"].candidates
+    rows = {kind: built[kind].listed() for kind in ("memory", "recall")}
+    candidates = rows["memory"] + rows["recall"]
     dropped: Counter[str] = Counter()
     for kind in ("memory", "recall"):
         part = built[kind]
         dropped += (
             part.dropped
             if part.dropped is not None
-            else Counter(c.reason for c in part.candidates if not c.included and c.reason)
+            else Counter(c.reason for c in rows[kind] if not c.included and c.reason)
         )
     owned = built["summary"].owned
     if owned:
@@ -168,11 +192,10 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
     ranked = bool(query_terms(inputs.query)) and any(
-        c.reason in (None, "top_k", "budget", "already_shown", "irrelevant", "session_cap")
-        for c in candidates
+        c.reason in (None, "top_k", "budget", "already_shown", "session_cap") for c in candidates
     )
     bounded = ranked or history_cut or any(a.truncated for a in allocations)
-    shown_bytes = sum(c.bytes for c in built["memory"].candidates if c.included)
+    shown_bytes = sum(c.bytes for c in rows["memory"] if c.included)
     return ContextPack(
         segments=segments,
         messages=fitted.messages,
@@ -195,8 +218,37 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     )
 
 
+def _grow_memory(
+    memory: MemoryBuilder,
+    before: Built,
+    allocation: Allocation,
+    unused: int,
+    budget: int,
+    limits: ContextLimits,
+    alone: bool,
+) -> tuple[Built, Allocation] | None:
+    """Memory rebuilt with what no kind used (budget step 6), or None when that adds nothing."""
+    used = before.segment.tokens if before.segment else 0
+    cap = min(ceiling("memory", budget, limits, alone=alone), used + unused)
+    if cap - used < memory.least_left_out:  # not even the smallest entry left out would fit
+        return None
+    result = memory.build(cap, cap)
+    now_used = result.segment.tokens if result.segment else 0
+    if now_used <= used:
+        return None
+    grown = max(cap - allocation.cap, 0)
+    return result, Allocation(
+        kind="memory",
+        cap=max(cap, allocation.cap),
+        used=now_used,
+        truncated=result.truncated,
+        flowed=allocation.flowed + grown,
+    )
+
+
 def _share(
     builders: dict[SegmentKind, _Builder],
+    own: dict[SegmentKind, int],
     budget: int,
     limits: ContextLimits,
     available: int,
@@ -210,34 +262,51 @@ def _share(
     """
     built: dict[SegmentKind, Built] = {}
     allocation: dict[SegmentKind, Allocation] = {}
-    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap
-        cap = min(segment_cap(kind, budget, limits, alone=alone), available)
-        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more for b in built.values()):
+    for kind in SEGMENT_KINDS:  # step 3: each kind's own cap (memory's fill waits for step 4)
+        cap = min(own[kind], available)
+        if kind == SEGMENT_KINDS[-1] and not any(b.wants_more or b.wants_fill for b in built.values()):
             # What step 4 would give the last kind anyway: build it once, not twice.
             top = ceiling(kind, budget, limits, alone=alone)
             cap = max(cap, min(top, available - history_wants))
-        result = builders[kind].build(cap)
+        result = builders[kind].build(cap, 0)
         used = result.segment.tokens if result.segment else 0
         available -= used
         built[kind] = result
         allocation[kind] = Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated)
     for kind in SEGMENT_KINDS:  # step 4: unused shares flow, in the same order
         before = allocation[kind]
-        own = min(segment_cap(kind, budget, limits, alone=alone), before.cap)
-        if before.cap > own:  # the last kind, built at once with what would flow to it
-            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - own)
+        mine = min(own[kind], before.cap)
+        if before.cap > mine:  # the last kind, built at once with what would flow to it
+            allocation[kind] = msgspec.structs.replace(before, flowed=before.cap - mine)
             continue
         room = available - history_wants if kind == "recall" else available
         top = min(ceiling(kind, budget, limits, alone=alone), before.used + room)
-        if available <= 0 or not built[kind].wants_more or top <= before.cap:
-            continue
-        result = builders[kind].build(top)
-        used = result.segment.tokens if result.segment else 0
-        available -= used - before.used
-        built[kind] = result
-        allocation[kind] = Allocation(
-            kind=kind, cap=top, used=used, truncated=result.truncated, flowed=top - before.cap
-        )
+        if available > 0 and built[kind].wants_more and top > before.cap:
+            result = builders[kind].build(top, 0)
+            used = result.segment.tokens if result.segment else 0
+            available -= used - before.used
+            built[kind] = result
+            allocation[kind] = Allocation(
+                kind=kind, cap=top, used=used, truncated=result.truncated, flowed=top - before.cap
+            )
+        if kind == "memory" and available > 0 and built[kind].wants_fill:
+            # The rest of memory's own share goes to the entries that only fill (before
+            # history and recall get more than their own).
+            before = allocation[kind]
+            fill = min(own[kind], before.used + available)
+            if fill > before.used:
+                cap = max(before.cap, fill)
+                result = builders[kind].build(cap, fill)
+                used = result.segment.tokens if result.segment else 0
+                available -= used - before.used
+                built[kind] = result
+                allocation[kind] = Allocation(
+                    kind=kind,
+                    cap=cap,
+                    used=used,
+                    truncated=result.truncated,
+                    flowed=before.flowed + cap - before.cap,
+                )
     return built, allocation
 
 
@@ -245,10 +314,7 @@ def _share(
 
 
 class _BodyBuilder:
-    """A segment that is one body of text, cut at a line when it does not fit.
-
-    ``shown``: the text of the segment it last built (``""`` when none).
-    """
+    """A segment that is one body of text, cut at a line when it does not fit."""
 
     def __init__(
         self,
@@ -267,7 +333,7 @@ class _BodyBuilder:
         self._source_ids = source_ids
         self.shown = ""
 
-    def build(self, cap: int) -> Built:
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
         return self._fit(self._body, cap)
 
     def _fit(self, body: str, cap: int) -> Built:
@@ -294,7 +360,7 @@ class _SummaryBuilder(_BodyBuilder):
         super().__init__(*args)
         self._owner = owner
 
-    def build(self, cap: int) -> Built:
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
         body, owned = drop_owned(self._body, self._owner.shown, segment="summary", owner="working_state")
         built = self._fit(body, cap)
         built.owned = owned if built.segment is not None else []
@@ -521,7 +587,7 @@ class _RecallBuilder:
         self._marks = {ref: newer for ref, newer in superseded.items() if ref.startswith("event:")}
         self._shown_elsewhere = shown_elsewhere
 
-    def build(self, cap: int) -> Built:
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
         """Pack within ``cap``. When the segment is tight (a candidate left out for budget), a
         superseded line whose newer ref the pack shows is dropped (``superseded``) and the
         room goes to others."""
@@ -574,11 +640,14 @@ class _RecallBuilder:
                 included=reason is None,
                 reason=reason,
                 tokens=tokens,
-                superseded_by=self._marks.get(event_ref(item.event.session_id, item.event.seq)),
             )
             for index, (item, (reason, tokens)) in enumerate(zip(ranked, outcome, strict=True))
             if index < trace_max or reason is None
         ]
+        for candidate in candidates:
+            newer = self._marks.get(candidate.source_id)
+            if newer is not None:
+                candidate.superseded_by = newer
         dropped = Counter(reason for reason, _ in outcome if reason is not None)
         truncated = bool(dropped["top_k"] or dropped["budget"])
         built = Built(None, truncated, candidates, dropped, wants_more=bool(dropped["budget"]))

@@ -15,17 +15,25 @@ In order:
    (``*_max_tokens``). Defaults: working_state 15 % / ceiling 14,000, summary
    20 % / 12,500, memory 20 % / 16,000, recall 15 % / 8,000. The floor is a
    floor of the cap, not a reservation: a tight budget still leaves a segment
-   out when the kinds before it took the room.
+   out when the kinds before it took the room. Memory's cap grows to the
+   small-memory share (``makad.core.memory_select``) when its entries all fit
+   there, or to hold its pinned entries; here memory packs its pinned entries
+   and those matching the query only (``makad.core.memory_segment``).
 4. **Flow of unused shares** — what the kinds left unused goes, in the order
    working_state, summary, memory, **history**, recall, to each kind that still
    has candidates it left out for lack of room (a cut working state or summary,
-   memory entries or recall events dropped for ``budget``, live history beyond
-   its reserve), up to that kind's ceiling. The session's own state and durable
-   memory come first, then the live conversation, then excerpts of other
-   sessions: in a fresh session (little history) recall gets what is unused, in
-   a long one the conversation does. Entries dropped by ``top_k`` or as
-   ``irrelevant`` do not ask for more.
+   pinned or matching memory entries or recall events dropped for ``budget``,
+   live history beyond its reserve), up to that kind's ceiling. The session's
+   own state and durable memory come first, then the live conversation, then
+   excerpts of other sessions: in a fresh session (little history) recall gets
+   what is unused, in a long one the conversation does. Right after memory's
+   turn, what is left of memory's own cap goes to its entries that only fill
+   (those past ``memory_top_k`` and those matching nothing); they never ask for
+   more than that cap.
 5. **History** — gets everything the segments did not use.
+6. **What is still unused** — when history could not use it all (it was short,
+   or its next whole turn did not fit), memory's entries left out for room take
+   it, up to memory's ceiling: no token goes unused while an entry could show.
 
 When ``include`` asks for one segment kind alone, the split between kinds has
 nothing to balance: that kind may use everything history does not reserve (its

@@ -85,30 +85,62 @@ def _user_score(value: str) -> float | None:
     return number if 0.0 <= number <= 1.0 else None
 
 
+def _age_loss(updated: int, now_ms: int) -> tuple[float, str | None]:
+    """What the entry's age takes off its score, and why (None: nothing)."""
+    if updated <= 0:
+        return 0.1, "age unknown"
+    days = (now_ms - updated) // DAY_MS
+    if days > VERY_OLD_DAYS:
+        return 0.3, "not updated for over a year"
+    if days > OLD_DAYS:
+        return 0.15, f"not updated for {days} days"
+    return 0.0, None
+
+
+def _derived_score(entry: Entry, now_ms: int) -> tuple[float, int, float, str | None]:
+    """(score, evidence refs, age loss, why the loss) as ``derive`` works them out."""
+    base, _ = AUTHORS.get(entry.origin, AUTHORS["imported"])
+    evidence = sum(1 for ref in entry.source_refs if ref.startswith(EVIDENCE_PREFIXES))
+    loss, why = _age_loss(entry.updated_at or entry.created_at, now_ms)
+    score = round(min(max(base + min(evidence * EVIDENCE_STEP, EVIDENCE_MAX) - loss, 0.05), 1.0), 2)
+    return score, evidence, loss, why
+
+
+def score(entry: Entry, now_ms: int, user_set: str | None = None) -> float:
+    """``derive(...).score`` without the reason: what ordering many entries needs."""
+    if user_set is not None:
+        value = _user_score(user_set)
+        if value is not None:
+            return round(value, 2)
+    return _derived_score(entry, now_ms)[0]
+
+
+def changes_after(entry: Entry, now_ms: int, user_set: str | None = None) -> int | None:
+    """The first moment after ``now_ms`` at which the entry's score changes by age alone
+    (it crosses 90 days or a year without an update), or None when it never will."""
+    if user_set is not None and _user_score(user_set) is not None:
+        return None
+    updated = entry.updated_at or entry.created_at
+    if updated <= 0:
+        return None
+    for days in (OLD_DAYS, VERY_OLD_DAYS):
+        # ``(now - updated) // DAY_MS > days`` turns true at this instant.
+        at = updated + (days + 1) * DAY_MS
+        if at > now_ms:
+            return at
+    return None
+
+
 def derive(entry: Entry, now_ms: int, user_set: str | None = None) -> Confidence:
     """The entry's confidence at ``now_ms`` (see module doc)."""
     if user_set is not None:
-        score = _user_score(user_set)
-        if score is not None:
-            return Confidence(level=level_of(score), score=round(score, 2), reason="set by the user")
-    base, author = AUTHORS.get(entry.origin, AUTHORS["imported"])
-    reasons = [author]
-    evidence = sum(1 for ref in entry.source_refs if ref.startswith(EVIDENCE_PREFIXES))
-    gain = min(evidence * EVIDENCE_STEP, EVIDENCE_MAX)
+        value = _user_score(user_set)
+        if value is not None:
+            return Confidence(level=level_of(value), score=round(value, 2), reason="set by the user")
+    value, evidence, _, why = _derived_score(entry, now_ms)
+    reasons = [AUTHORS.get(entry.origin, AUTHORS["imported"])[1]]
     if evidence:
         reasons.append(f"{evidence} source ref{'s' if evidence != 1 else ''}")
-    updated = entry.updated_at or entry.created_at
-    loss = 0.0
-    if updated <= 0:
-        loss = 0.1
-        reasons.append("age unknown")
-    else:
-        days = (now_ms - updated) // DAY_MS
-        if days > VERY_OLD_DAYS:
-            loss = 0.3
-            reasons.append("not updated for over a year")
-        elif days > OLD_DAYS:
-            loss = 0.15
-            reasons.append(f"not updated for {days} days")
-    score = round(min(max(base + gain - loss, 0.05), 1.0), 2)
-    return Confidence(level=level_of(score), score=score, reason="; ".join(reasons))
+    if why is not None:
+        reasons.append(why)
+    return Confidence(level=level_of(value), score=value, reason="; ".join(reasons))

@@ -8,10 +8,12 @@ gathers from the stores before calling ``makad.core.assembly.assemble``.
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import msgspec
+from msgspec import UNSET, UnsetType
 
 from makad.core.confidence import Confidence
 from makad.core.ownership import OwnedLine
@@ -92,10 +94,14 @@ class TraceCandidate(_Wire):
     confidence: Confidence | None = None
     # Memory only: the UTF-8 size of the block shown (counts toward the session cap).
     bytes: int = 0
-    # The newer ref that gives this candidate's subject another value
+    # Memory only: the entry's title (as redacted for the agent), so a trace reads alone.
+    title: str | UnsetType = UNSET
+    # Memory only, present when true: the entry is pinned (``makad.core.memory_select``).
+    pinned: bool | UnsetType = UNSET
+    # Present when a newer ref gives this candidate's subject another value
     # (``makad.core.conflicts``): a memory entry shown as possibly outdated, a recalled
     # line marked superseded (or left out as ``superseded`` when recall is tight).
-    superseded_by: str | None = None
+    superseded_by: str | UnsetType = UNSET
 
 
 class Allocation(_Wire):
@@ -208,7 +214,9 @@ class Built:
     """One segment kind built within a cap (internal to assembly).
 
     ``wants_more``: it left candidates out for lack of room, so unused budget
-    can flow to it (``makad.core.budget`` step 4).
+    can flow to it (``makad.core.budget`` step 4); ``wants_fill``: it left out
+    candidates that only fill leftover room, which take what is unused at the end
+    (step 6).
     """
 
     segment: Segment | None = None
@@ -217,8 +225,15 @@ class Built:
     # Reasons of the candidates left out, when not all of them are listed.
     dropped: Counter[str] | None = None
     wants_more: bool = False
+    wants_fill: bool = False
+    # Makes the candidates' rows when they are asked for (instead of ``candidates``).
+    rows: Callable[[], list[TraceCandidate]] | None = None
     # Lines left out because another segment shows them (``makad.core.ownership``).
     owned: list[OwnedLine] = field(default_factory=list)
+
+    def listed(self) -> list[TraceCandidate]:
+        """The candidates' trace rows."""
+        return self.rows() if self.rows is not None else self.candidates
 
 
 # ----------------------------------------------------------------- input ---
@@ -241,6 +256,23 @@ class RecallHit(msgspec.Struct, kw_only=True):
     similarity: float | None = None
 
 
+FillKey = tuple[float, int, str]
+
+
+@dataclass(frozen=True, slots=True)
+class FillOrder:
+    """Entries in fill order with their keys (``makad.core.memory_select.fill_order``),
+    an order that holds until ``valid_until_ms`` (None: always)."""
+
+    keyed: list[tuple[FillKey, Entry]]
+    valid_until_ms: int | None
+    # The user level's entries (ids ``@user/<id>``), not the workspace's.
+    user_level: bool = False
+
+    def valid_at(self, now_ms: int) -> bool:
+        return self.valid_until_ms is None or now_ms < self.valid_until_ms
+
+
 class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     """Every knob of context assembly, with its default.
 
@@ -249,11 +281,14 @@ class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     ``makad.core.budget`` for how they combine. The working-state ceiling holds
     everything ``set_working_state`` accepts (12,000 tokens of notes plus the
     lists), the summary ceiling a 12,000-token semantic summary.
-    ``memory_top_k`` counts entries and applies only when memory must choose
-    among entries matching a query; ``recall_top_k`` counts events (lines of the
-    recall segment); ``recall_trace_max`` bounds how many recall candidates the
-    trace lists. ``memory_session_cap_bytes`` bounds the memory shown to one
-    session between compactions (see ``makad.core.assembly``).
+    ``memory_small_share`` / ``memory_small_max_tokens`` make the small-memory
+    share (``makad.core.memory_select``): memory shown whole when it fits.
+    ``memory_top_k`` counts the entries matching a query that may ask for more
+    room than memory's own cap (the others only fill what is left);
+    ``recall_top_k`` counts events (lines of the recall segment);
+    ``recall_trace_max`` bounds how many recall candidates the trace lists.
+    ``memory_session_cap_bytes`` bounds the memory shown to one session between
+    compactions (see ``makad.core.memory_segment``).
     """
 
     working_state_share: int = 15
@@ -262,6 +297,8 @@ class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     summary_max_tokens: int = 12_500
     memory_share: int = 20
     memory_max_tokens: int = 16_000
+    memory_small_share: int = 50
+    memory_small_max_tokens: int = 2_000
     memory_top_k: int = 10
     memory_entry_max_bytes: int = 4_096
     memory_session_cap_bytes: int = 61_440
@@ -283,8 +320,13 @@ class ContextInputs(msgspec.Struct, kw_only=True):
 
     - ``memory_enabled``: enabled && agentReadEnabled && !incognito; when false
       no memory segment is built whatever ``memory_entries`` holds.
-    - ``memory_entries``: candidate entries (e.g. the top ~200 by bm25 plus the
-      most recent ones); scope and status are checked again here.
+    - ``memory_entries``: candidate entries (e.g. the top ~100 by bm25 and every
+      pinned one, each level's pinned entries in file order); scope and status are
+      checked again here.
+    - ``memory_fill``: every active entry of each level in fill order
+      (``makad.core.memory_select.fill_order``; a user level's under ``@user/`` ids):
+      where the entries that match nothing come from, read only as far as there is
+      room. Empty: the candidates are all there is.
     - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
     - ``already_shown``: ``memory:<id>`` → content hash shown in this session
       since its last compaction (see ``makad.core.render.entry_hash``).
@@ -321,6 +363,7 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_enabled: bool = True
     memory_entries: list[Entry] = []
     memory_bm25: dict[str, float] = {}
+    memory_fill: list[FillOrder] = []
     already_shown: dict[str, str] = {}
     memory_hashes: dict[str, str] = {}
     memory_confidence: dict[str, str] = {}
@@ -359,3 +402,8 @@ class MemorySnapshot:
     hashes: dict[str, str] = field(default_factory=dict)
     # The ledger's index_generation the entries were indexed under (a rebuilt index is empty).
     index_generation: int = 0
+    # The pinned entries, in the order of the file (``makad.core.memory_select``).
+    pinned: list[Entry] = field(default_factory=list)
+    # The entries in fill order, worked out at the first call that needs it and kept while
+    # valid (``makad.core.memory_select.fill_order``).
+    fill: FillOrder | None = None

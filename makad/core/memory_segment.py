@@ -1,57 +1,93 @@
 """The memory segment: which entries the agent sees, in what order, within a cap.
 
 Entries are ranked once (``makad.core.ranking``); ``MemoryBuilder.build`` then
-packs them best first into a cap, and may be called again with a larger cap when
-unused budget flows to memory (``makad.core.budget``). Reasons an entry is left
-out, in the order they are checked: ``disabled``, ``excluded``, ``scope``,
-``archived``, ``inactive``, ``expired``, ``duplicate``, ``overridden``; then ``irrelevant``,
-``already_shown``, ``top_k``, ``session_cap`` and ``budget``.
+packs them into a cap, and may be called again with a larger cap when unused
+budget flows to memory (``makad.core.budget``).
 
-Choosing. When every entry that could be shown fits in memory's own cap (its
-share), there is nothing to choose: all of them are shown, whatever their
-number. Otherwise, with a query, an entry sharing no word or tag with it is not
-relevant to this turn (``irrelevant``) and at most ``memory_top_k`` entries are
-shown (``top_k``); without a query entries are taken most recent first until
-the cap is full.
+Order. The segment is packed in four tiers, each entry at most once:
+
+1. **pinned** entries (``makad.core.memory_select``): those matching the query
+   first, each group in fill order (below);
+2. entries **matching** the query (a word, a tag or another channel's part:
+   ``makad.core.ranking.matches``), best score first, at most ``memory_top_k``;
+3. the other matching entries, best score first;
+4. **every other entry**, in fill order: confidence, then recency, then id
+   (``memory_select.fill_order``) — the candidates that matched nothing and the
+   entries of ``ContextInputs.memory_fill`` beyond them. Without a query nothing
+   matches, so memory is the pinned entries, then fill order.
+
+Room. Tiers 1 and 2 use memory's cap and, when one is left out for lack of room
+(``budget``), memory asks for more (step 4 of ``makad.core.budget``). Tiers 3
+and 4 only fill: ``build`` packs them within ``fill_cap`` — what is left of
+memory's own cap once the kinds before memory and its own matching entries were
+served (step 4), then what no kind used (step 6); left out they are ``top_k``
+(tier 3) or ``budget`` (tier 4) and ask for nothing. ``own_cap`` says how far
+memory's own cap grows: to hold every entry that could be shown when they fit in
+the small-memory share (``memory_select.small_share``; then every tier is packed
+at once, nothing only fills), or else to hold the pinned entries up to that share.
+
+A selection (``ContextInputs.selection``, set by a strategy of
+``makad.core.strategies``) has chosen already: after the pinned entries, the
+selected ones are packed in its order with no relevance or top-k filter (the
+session cap still applies, a selected entry counting as relevant), and the
+others are ``not_selected``. A pinned entry is never ``not_selected``.
+
+Reasons an entry is left out, in the order they are checked: ``disabled``,
+``excluded``, ``scope``, ``archived``, ``inactive``, ``expired``, ``duplicate``,
+``overridden``, ``not_selected``; then ``already_shown``, ``session_cap``,
+``top_k`` and ``budget``.
 
 The session cap. The memory shown to one session between compactions is
 bounded by ``memory_session_cap_bytes`` (60 KiB, the UTF-8 size of the blocks):
-past it, an entry is shown only when it changed since the session saw it or,
-with a query, when it is relevant to it and was not shown yet; any other is
-left out as ``session_cap``.
+past it, an entry is shown only when it changed since the session saw it or when
+it is pinned, matches the query or was selected, and was not shown yet; any other
+is left out as ``session_cap``.
 
-A selection (``ContextInputs.selection``, set by a strategy of
-``makad.core.strategies``) has chosen already: the selected entries are packed
-in its order with no relevance or top-k filter (the session cap still applies,
-a selected entry counting as relevant), and the others are ``not_selected``.
+The trace lists every candidate of ``memory_entries``, in the order considered;
+of the entries that only ``memory_fill`` holds, those the pack tried to fit. Tiers
+3 and 4 stop trying after ``FILL_GIVE_UP_AFTER`` entries in a row did not fit (the
+segment is full) or ``FILL_SCAN_MAX`` entries of ``memory_fill`` were looked at.
 
 Levels. The candidates may hold user-level entries (``makad.core.levels``): they
-are ranked with the workspace's, and when any is among them every shown entry's
-ref line names its level. A user-level entry a workspace entry overrides is
-``overridden``.
+are ranked with the workspace's, and when any is among them or in
+``memory_fill`` every shown entry's ref line names its level. A user-level entry
+a workspace entry overrides is ``overridden``.
 
 Each shown entry carries its confidence (``makad.core.confidence``) on its ref
-line and in the trace. An entry something newer in the pack's candidates gives another
-value (``makad.core.conflicts``) says ``possibly outdated: superseded by <ref>`` there,
-and its trace candidate names that ref in ``superseded_by``; it is still shown (the user
-decides what memory holds).
+line and in the trace, and its title in the trace. An entry something newer in the
+pack's candidates gives another value (``makad.core.conflicts``, ``mark``) says
+``possibly outdated: superseded by <ref>`` there, and its trace row names that ref in
+``superseded_by``; it is still shown (the user decides what memory holds).
 """
 
 from __future__ import annotations
 
+import heapq
+from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from makad.core.confidence import Confidence, derive
-from makad.core.context_types import Built, ContextInputs, Segment, TraceCandidate
+from makad.core.context_types import Built, ContextInputs, FillKey, FillOrder, Segment, TraceCandidate
 from makad.core.levels import Level
-from makad.core.ranking import RankedEntry, query_terms, rank_entries
+from makad.core.memory_select import fill_key, is_pinned
+from makad.core.ranking import RankedEntry, best_bm25, matches, query_terms, rank_entries, score_entry
 from makad.core.refs import memory_ref
-from makad.core.render import entry_hash, memory_block, memory_text
+from makad.core.render import BLOCK_SEPARATOR_TOKENS, entry_hash, memory_block, memory_text
 from makad.core.tokens import TokenCounter
 from makad.core.types import Entry
 
-# What joining two blocks of a segment costs at most ("\n\n").
-BLOCK_SEPARATOR_TOKENS = 1
+# Tiers 3 and 4 give up once this many entries in a row did not fit: the segment is full.
+FILL_GIVE_UP_AFTER = 16
+# At most this many entries of ``memory_fill`` are looked at per build (gated or already
+# shown ones are passed over without cost to the trace, but not for free).
+FILL_SCAN_MAX = 5_000
+# An entry every gate that concerns the call rather than the entry lets through.
+_PROBE = Entry(id="", title="", content="")
+_NO_ENTRY = 1 << 62
+# Characters a block holds besides title and content (heading marks, its ref line):
+# with at most six characters a token, a lower bound of its cost.
+_BLOCK_CHARS_MIN = 24
 
 
 def memory_exclusion(entry: Entry, inputs: ContextInputs) -> str | None:
@@ -79,22 +115,32 @@ class _Block:
     confidence: Confidence
 
 
+@dataclass(slots=True)
+class _Pack:
+    """One build's running state."""
+
+    used: int
+    session_bytes: int
+    chosen: list[tuple[int, str]]  # (position in ``outcome``, block) of the entries shown
+    outcome: list[tuple[RankedEntry, str | None, _Block | None]]  # each entry considered
+
+
 class MemoryBuilder:
     """Ranks the candidate entries once; ``build`` packs them into a cap."""
 
     def __init__(self, inputs: ContextInputs, counter: TokenCounter) -> None:
         self._inputs = inputs
         self._counter = counter
-        # memory ref → the newer ref that gives its subject another value (``mark``)
-        self._superseded: dict[str, str] = {}
-        self.shown_refs: set[str] = set()  # the refs the last build showed
         self._exclusions: dict[int, str] = {}  # input position → reason
-        # With user-level entries among the candidates, every block names its level.
+        entries = inputs.memory_entries
         user_from = inputs.memory_user_from
-        self._user_from = len(inputs.memory_entries) if user_from is None else user_from
-        self._levels = self._user_from < len(inputs.memory_entries)
+        self._user_from = len(entries) if user_from is None else user_from
+        # With user-level entries in play, every block names its level.
+        self._levels = self._user_from < len(entries) or any(
+            order.user_level and order.keyed for order in inputs.memory_fill
+        )
         seen: set[str] = set()
-        for index, entry in enumerate(inputs.memory_entries):
+        for index, entry in enumerate(entries):
             reason = memory_exclusion(entry, inputs)
             if reason is None and entry.id in seen:
                 reason = "duplicate"
@@ -104,43 +150,98 @@ class MemoryBuilder:
                 seen.add(entry.id)
             else:
                 self._exclusions[index] = reason
-        eligible = [e for i, e in enumerate(inputs.memory_entries) if i not in self._exclusions]
+        self._candidate_ids = {entry.id for entry in entries}
+        eligible = [e for i, e in enumerate(entries) if i not in self._exclusions]
+        self._terms = query_terms(inputs.query)
+        self._best = best_bm25(inputs.memory_bm25.get(e.id, 0.0) for e in eligible) if self._terms else 0.0
         ranked = (
-            rank_entries(
-                inputs.memory_entries,
-                inputs.memory_bm25,
-                inputs.query,
-                inputs.now_ms,
-                normalize_over=eligible,
-            )
-            if inputs.memory_entries
+            rank_entries(entries, inputs.memory_bm25, inputs.query, inputs.now_ms, normalize_over=eligible)
+            if entries
             else []
         )
-        self._selected: dict[str, int] | None = None
-        if inputs.selection is not None:
-            self._selected = {ref: at for at, ref in enumerate(inputs.selection)}
-            ranked = _in_selection_order(ranked, self._selected, self._exclusions)
         self._ranked = ranked
-        self._has_query = bool(query_terms(inputs.query))
+        user_values = inputs.memory_confidence
+        pinned = sorted(
+            (r for r in ranked if r.index not in self._exclusions and is_pinned(r.entry)),
+            key=lambda r: (
+                not matches(r.parts),
+                fill_key(r.entry, inputs.now_ms, user_values.get(r.entry.id)),
+            ),
+        )
+        pinned_at = {r.index for r in pinned}
+        self._pinned = pinned_at
+        self._selection = inputs.selection is not None
+        self._fill_from_inputs = (
+            not self._selection and bool(inputs.memory_fill) and memory_exclusion(_PROBE, inputs) is None
+        )
+        self._rest_matched: list[RankedEntry] = []
+        self._tier3: set[int] = set()
+        self._unmatched: list[tuple[FillKey, RankedEntry]] = []
+        if inputs.selection is not None:
+            selected = {ref: at for at, ref in enumerate(inputs.selection)}
+            chosen = []
+            for item in ranked:
+                if item.index in self._exclusions or item.index in pinned_at:
+                    continue
+                if memory_ref(item.entry.id) in selected:
+                    chosen.append(item)
+                else:
+                    self._exclusions[item.index] = "not_selected"
+            last = len(selected)
+            chosen.sort(key=lambda item: selected.get(memory_ref(item.entry.id), last))
+            self._want = [*pinned, *chosen]
+        else:
+            top_k = inputs.limits.memory_top_k
+            matched = [
+                r
+                for r in ranked
+                if r.index not in self._exclusions and r.index not in pinned_at and matches(r.parts)
+            ]
+            self._want = [*pinned, *matched[:top_k]]
+            self._rest_matched = matched[top_k:]
+            self._tier3 = {r.index for r in self._rest_matched}
+            self._unmatched = sorted(
+                (
+                    (fill_key(r.entry, inputs.now_ms, user_values.get(r.entry.id)), r)
+                    for r in ranked
+                    if r.index not in self._exclusions and r.index not in pinned_at and not matches(r.parts)
+                ),
+                key=lambda pair: pair[0],
+            )
         self._frame_tokens = counter.count(memory_text([]))
         self._blocks: dict[int, _Block] = {}
         self._digests: dict[int, str] = {}
-        self._choosing: bool | None = None  # decided by the first build, at memory's own cap
+        self._fill_items: dict[str, RankedEntry] = {}  # entries only memory_fill holds, by id
+        self._fill_user: set[int] = set()  # their indexes that are the user level's
+        self._whole = False  # every entry fits the small-memory share (``own_cap``)
+        # After a build: the least any entry it left out for room could cost (more room than
+        # that is needed before another entry can show).
+        self.least_left_out = _NO_ENTRY
+        self._leasts: dict[int, int] = {}
+        self._texts: dict[tuple[int, ...], tuple[str, int]] = {}  # the entries shown → text, tokens
+        # memory ref → the newer ref that gives its subject another value (``mark``)
+        self._superseded: dict[str, str] = {}
+        self.shown_refs: set[str] = set()  # the refs the last build showed
 
     def candidate_entries(self, limit: int) -> list[Entry]:
-        """The best ``limit`` entries this segment could show, best first."""
-        out: list[Entry] = []
-        for item in self._ranked:
-            if len(out) >= limit:
-                break
-            if item.index not in self._exclusions:
-                out.append(item.entry)
-        return out
+        """The first ``limit`` entries this segment would try to show, in its order."""
+        return [item.entry for item in islice(_chain(iter(self._want), self._rest()), limit)]
 
     def mark(self, superseded: dict[str, str]) -> None:
-        """Entries to show as possibly outdated: memory ref → the newer ref (before ``build``)."""
+        """Entries to show as possibly outdated: memory ref → the newer ref (before any
+        block is rendered: ``own_cap`` and ``build`` come after)."""
         self._superseded = {ref: newer for ref, newer in superseded.items() if ref.startswith("memory:")}
         self._blocks.clear()
+        self._texts.clear()
+
+    # ------------------------------------------------------------ the entries ---
+
+    def _level(self, item: RankedEntry) -> Level | None:
+        if not self._levels:
+            return None
+        if item.index < len(self._inputs.memory_entries):
+            return "user" if item.index >= self._user_from else "workspace"
+        return "user" if item.index in self._fill_user else "workspace"
 
     def _block(self, item: RankedEntry) -> _Block:
         block = self._blocks.get(item.index)
@@ -148,36 +249,13 @@ class MemoryBuilder:
             inputs = self._inputs
             entry = item.entry
             confidence = derive(entry, inputs.now_ms, inputs.memory_confidence.get(entry.id))
-            level: Level | None = None
-            if self._levels:
-                level = "user" if item.index >= self._user_from else "workspace"
             outdated_by = self._superseded.get(memory_ref(entry.id))
-            text = memory_block(entry, inputs.now_ms, inputs.limits, confidence, level, outdated_by)
+            text = memory_block(
+                entry, inputs.now_ms, inputs.limits, confidence, self._level(item), outdated_by
+            )
             block = _Block(text, self._counter.count(text), len(text.encode()), confidence)
             self._blocks[item.index] = block
         return block
-
-    def _everything_fits(self, cap: int) -> bool:
-        """Whether every entry that could be shown fits in ``cap`` (counting stops past it).
-
-        A quarter token a character of the content shown is a lower bound of a
-        block's cost: when even that does not fit, no block is rendered to know it.
-        """
-        showable = [
-            item for item in self._ranked if item.index not in self._exclusions and not self._unchanged(item)
-        ]
-        least = self._frame_tokens
-        shown_max = self._inputs.limits.memory_entry_max_bytes  # a cut keeps at most this many
-        for item in showable:
-            least += min(len(item.entry.content.strip()), shown_max) // 4
-            if least > cap:
-                return False
-        used = self._frame_tokens
-        for item in showable:
-            used += self._block(item).tokens + BLOCK_SEPARATOR_TOKENS
-            if used > cap:
-                return False
-        return True
 
     def _digest(self, item: RankedEntry) -> str:
         digest = self._digests.get(item.index)
@@ -190,94 +268,258 @@ class MemoryBuilder:
         shown = self._inputs.already_shown
         return bool(shown) and shown.get(memory_ref(item.entry.id)) == self._digest(item)
 
-    def build(self, cap: int) -> Built:
+    def _fill_item(self, entry: Entry, user_level: bool) -> RankedEntry | None:
+        """The ranked form of an entry only ``memory_fill`` holds; None when it cannot be shown."""
+        item = self._fill_items.get(entry.id)
+        if item is not None:
+            return item
         inputs = self._inputs
-        limits = inputs.limits
-        if not self._ranked:
-            return Built()
-        if self._choosing is None:
-            # A selection has chosen already: no relevance or top-k filter on top of it.
-            self._choosing = self._selected is None and self._has_query and not self._everything_fits(cap)
-        choosing = self._choosing
-        session_bytes = inputs.memory_session_bytes
-        used = self._frame_tokens
-        chosen: list[tuple[str, int]] = []  # (block, index in candidates)
-        candidates: list[TraceCandidate] = []
-        for item in self._ranked:
-            entry = item.entry
-            source_id = memory_ref(entry.id)
-            digest = self._digest(item)
-            shown = inputs.already_shown.get(source_id)
-            relevant = item.parts.bm25 > 0 or item.parts.tags > 0
-            reason = self._exclusions.get(item.index)
-            if self._selected is not None:
-                relevant = source_id in self._selected
-            block: _Block | None = None
-            if reason is None and choosing and not relevant:
-                reason = "irrelevant"
-            elif reason is None and shown == digest:
-                reason = "already_shown"
-            elif reason is None and choosing and len(chosen) >= limits.memory_top_k:
-                reason = "top_k"
-            elif reason is None:
-                block = self._block(item)
-                past_cap = session_bytes + block.size > limits.memory_session_cap_bytes
-                if (
-                    past_cap
-                    and shown is None
-                    and not ((self._has_query or self._selected is not None) and relevant)
-                ):
-                    reason = "session_cap"
-                elif used + block.tokens + BLOCK_SEPARATOR_TOKENS <= cap:
-                    used += block.tokens + BLOCK_SEPARATOR_TOKENS
-                    session_bytes += block.size
-                    chosen.append((block.text, len(candidates)))
-                else:
-                    reason = "budget"
-            candidates.append(
-                TraceCandidate(
-                    kind="memory",
-                    source_id=source_id,
-                    score=item.score,
-                    parts=item.parts,
-                    included=reason is None,
-                    reason=reason,
-                    tokens=block.tokens if block is not None else 0,
-                    content_hash=digest,
-                    confidence=block.confidence if block is not None else None,
-                    bytes=block.size if block is not None and reason is None else 0,
-                    superseded_by=self._superseded.get(source_id),
-                )
-            )
-        text = memory_text(block for block, _ in chosen)
-        tokens = self._counter.count(text)
-        while chosen and tokens > cap:  # a tokenizer need not be additive
-            _, index = chosen.pop()
-            candidates[index].included = False
-            candidates[index].reason = "budget"
-            candidates[index].bytes = 0
-            text = memory_text(block for block, _ in chosen)
-            tokens = self._counter.count(text)
-        truncated = any(c.reason in ("top_k", "budget") for c in candidates)
-        wants_more = any(c.reason == "budget" for c in candidates)
-        self.shown_refs = {candidates[index].source_id for _, index in chosen}
-        if not chosen:
-            return Built(None, truncated, candidates, wants_more=wants_more)
-        segment = Segment(
+        if memory_exclusion(entry, inputs) is not None:
+            return None
+        if user_level and entry.id in inputs.memory_overridden:
+            return None
+        index = len(inputs.memory_entries) + len(self._fill_items)
+        raw = inputs.memory_bm25.get(entry.id)
+        item = score_entry(index, entry, raw, self._terms, self._best, inputs.now_ms)
+        self._fill_items[entry.id] = item
+        if user_level:
+            self._fill_user.add(index)
+        return item
+
+    def _rest(self) -> Iterator[RankedEntry]:
+        """Tiers 3 and 4 in order (see module doc), read only as far as the caller goes."""
+        yield from self._rest_matched
+        streams: list[Iterator[tuple[FillKey, RankedEntry | tuple[Entry, bool]]]] = [iter(self._unmatched)]
+        if self._fill_from_inputs:
+            streams.extend(_tagged(order) for order in self._inputs.memory_fill)
+        if len(streams) == 1:
+            yield from (item for _, item in self._unmatched)
+            return
+        scanned = 0
+        given: set[str] = set()
+        for _, item in heapq.merge(*streams, key=lambda pair: pair[0]):
+            if isinstance(item, RankedEntry):
+                yield item
+                continue
+            entry, user_level = item
+            if entry.id in self._candidate_ids or entry.id in given:
+                continue
+            scanned += 1
+            if scanned > FILL_SCAN_MAX:
+                return
+            found = self._fill_item(entry, user_level)
+            if found is not None:
+                given.add(entry.id)
+                yield found
+
+    # ------------------------------------------------------------ the budget ---
+
+    def _showable_cost(self, limit: int, pinned_only: bool = False) -> int | None:
+        """What every entry that could be shown costs (or only the pinned ones), None when
+        over ``limit``: counting stops there. A quarter token a character of the content
+        shown is a lower bound of a block's cost: past the limit, nothing is rendered."""
+        items: Iterator[RankedEntry] = iter(self._want)
+        if not pinned_only:
+            items = _chain(items, self._rest())
+        least = used = self._frame_tokens
+        shown_max = self._inputs.limits.memory_entry_max_bytes  # a cut keeps at most this many
+        rendered: list[RankedEntry] = []
+        for item in items:
+            if pinned_only and item.index not in self._pinned:
+                break
+            if self._unchanged(item):
+                continue
+            least += min(len(item.entry.content.strip()), shown_max) // 4
+            if least > limit:
+                return None
+            rendered.append(item)
+        for item in rendered:
+            used += self._block(item).tokens + BLOCK_SEPARATOR_TOKENS
+            if used > limit:
+                return None
+        return used
+
+    def own_cap(self, cap: int, small: int) -> int:
+        """Memory's own cap: ``cap`` (its share), grown to hold every entry that could be
+        shown when they fit in ``small`` (the small-memory share), or else the pinned
+        entries up to ``small``."""
+        if not self._ranked and not self._fill_from_inputs:
+            return cap
+        whole = self._showable_cost(small) if small > 0 else None
+        if whole is not None:
+            self._whole = True  # then nothing only fills: every entry is packed at once
+            return max(cap, whole)
+        if small <= cap or not self._pinned:
+            return cap
+        pinned = self._showable_cost(small, pinned_only=True)
+        return max(cap, small if pinned is None else pinned)
+
+    def _offer(
+        self, item: RankedEntry, pack: _Pack, limit: int, relevant: bool
+    ) -> tuple[str | None, _Block | None]:
+        """Try to add one entry within ``limit``: why it stays out (None: it is in)."""
+        inputs = self._inputs
+        shown = inputs.already_shown.get(memory_ref(item.entry.id))
+        if shown is not None and shown == self._digest(item):
+            return "already_shown", None
+        block = self._block(item)
+        if (
+            pack.session_bytes + block.size > inputs.limits.memory_session_cap_bytes
+            and shown is None
+            and not relevant
+        ):
+            return "session_cap", block
+        if pack.used + block.tokens + BLOCK_SEPARATOR_TOKENS > limit:
+            return "budget", block
+        pack.used += block.tokens + BLOCK_SEPARATOR_TOKENS
+        pack.session_bytes += block.size
+        return None, block
+
+    def _note(self, item: RankedEntry, reason: str | None, block: _Block | None, pack: _Pack) -> None:
+        if reason is None and block is not None:
+            pack.chosen.append((len(pack.outcome), block.text))
+        pack.outcome.append((item, reason, block))
+
+    def _row(self, item: RankedEntry, reason: str | None, block: _Block | None) -> TraceCandidate:
+        included = reason is None
+        row = TraceCandidate(
             kind="memory",
-            text=text,
-            tokens=tokens,
-            source_ids=[candidates[index].source_id for _, index in chosen],
+            source_id=memory_ref(item.entry.id),
+            score=item.score,
+            parts=item.parts,
+            included=included,
+            reason=reason,
+            tokens=block.tokens if block is not None else 0,
+            content_hash=self._digest(item),
+            confidence=block.confidence if block is not None else None,
+            bytes=block.size if block is not None and included else 0,
+            title=item.entry.title,
         )
-        return Built(segment, truncated, candidates, wants_more=wants_more)
+        if item.index in self._pinned:
+            row.pinned = True
+        newer = self._superseded.get(row.source_id)
+        if newer is not None:
+            row.superseded_by = newer
+        return row
+
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
+        """The segment within ``cap``; tiers 3 and 4 only within ``fill_cap`` (default: ``cap``).
+        Its trace rows are made only when asked for (``Built.rows``): the budget may build
+        the segment several times and keep one."""
+        if not self._ranked and not self._fill_from_inputs:
+            return Built()
+        # A memory shown whole has nothing that only fills: every entry fits.
+        fill_limit = cap if fill_cap is None or self._whole else min(cap, fill_cap)
+        pack = _Pack(self._frame_tokens, self._inputs.memory_session_bytes, [], [])
+        listed: set[int] = set()
+        wants_more = wants_fill = False
+        self.least_left_out = _NO_ENTRY
+        reason: str | None
+        block: _Block | None
+        for item in self._want:
+            if pack.used + self._least(item) > cap and not self._unchanged(item):
+                reason, block = "budget", None  # surely too big: not even rendered
+            else:
+                reason, block = self._offer(item, pack, cap, relevant=True)
+            if reason == "budget":
+                wants_more = True
+                self._left_out(item)
+            self._note(item, reason, block, pack)
+            listed.add(item.index)
+        misses = 0
+        rest = self._rest()
+        if fill_limit <= pack.used:  # no room to fill: only the candidates are listed
+            wants_fill = next(rest, None) is not None
+            rest = iter(())
+        for item in rest:
+            if misses >= FILL_GIVE_UP_AFTER:
+                wants_fill = True
+                break
+            if pack.used + self._least(item) > fill_limit and not self._unchanged(item):
+                reason, block = "budget", None
+            else:
+                reason, block = self._offer(item, pack, fill_limit, relevant=matches(item.parts))
+            if reason == "already_shown" and item.index >= len(self._inputs.memory_entries):
+                continue  # an entry only memory_fill holds, and nothing to do with it: not listed
+            if reason in ("budget", "session_cap"):
+                misses += 1
+            else:
+                misses = 0
+            if reason == "budget":
+                wants_fill = True
+                self._left_out(item)
+                if item.index in self._tier3:
+                    reason = "top_k"
+            self._note(item, reason, block, pack)
+            listed.add(item.index)
+        for item in self._ranked:  # every other candidate, in rank order
+            if item.index in listed:
+                continue
+            reason = self._exclusions.get(item.index)
+            if reason is None:
+                reason = (
+                    "already_shown"
+                    if self._unchanged(item)
+                    else "top_k"
+                    if item.index in self._tier3
+                    else "budget"
+                )
+                if reason != "already_shown":
+                    wants_fill = True
+                    self._left_out(item)
+            self._note(item, reason, None, pack)
+        return self._finish(pack, cap, wants_more, wants_fill)
+
+    def _least(self, item: RankedEntry) -> int:
+        """A lower bound of what the entry's block costs (see ``_BLOCK_CHARS_MIN``)."""
+        least = self._leasts.get(item.index)
+        if least is None:
+            entry = item.entry
+            shown = len(entry.title) + min(len(entry.content), self._inputs.limits.memory_entry_max_bytes)
+            least = self._leasts[item.index] = (shown + _BLOCK_CHARS_MIN) // 6
+        return least
+
+    def _left_out(self, item: RankedEntry) -> None:
+        self.least_left_out = min(self.least_left_out, self._least(item))
+
+    def _finish(self, pack: _Pack, cap: int, wants_more: bool, wants_fill: bool) -> Built:
+        outcome, chosen = pack.outcome, pack.chosen
+        key = tuple(outcome[at][0].index for at, _ in chosen)
+        known = self._texts.get(key)
+        if known is None:
+            text = memory_text(block for _, block in chosen)
+            known = self._texts[key] = (text, self._counter.count(text))
+        text, tokens = known
+        while chosen and tokens > cap:  # a tokenizer need not be additive
+            at, _ = chosen.pop()
+            item, _, block = outcome[at]
+            outcome[at] = (item, "budget", block)
+            wants_fill = True
+            text = memory_text(block for _, block in chosen)
+            tokens = self._counter.count(text)
+        truncated = any(reason in ("top_k", "budget") for _, reason, _ in outcome)
+
+        def rows() -> list[TraceCandidate]:
+            return [self._row(item, reason, block) for item, reason, block in outcome]
+
+        built = Built(None, truncated, wants_more=wants_more, wants_fill=wants_fill, rows=rows)
+        self.shown_refs = {memory_ref(outcome[at][0].entry.id) for at, _ in chosen}
+        if chosen:
+            built.segment = Segment(
+                kind="memory",
+                text=text,
+                tokens=tokens,
+                source_ids=[memory_ref(outcome[at][0].entry.id) for at, _ in chosen],
+            )
+        return built
 
 
-def _in_selection_order(
-    ranked: list[RankedEntry], selected: dict[str, int], exclusions: dict[int, str]
-) -> list[RankedEntry]:
-    """The selected entries first, in the selection's order; the others are ``not_selected``."""
-    for item in ranked:
-        if item.index not in exclusions and memory_ref(item.entry.id) not in selected:
-            exclusions[item.index] = "not_selected"
-    last = len(selected)
-    return sorted(ranked, key=lambda item: selected.get(memory_ref(item.entry.id), last))
+def _tagged(order: FillOrder) -> Iterator[tuple[FillKey, tuple[Entry, bool]]]:
+    """A fill order's entries, each with whether it is the user level's."""
+    level = order.user_level
+    return ((key, (entry, level)) for key, entry in order.keyed)
+
+
+def _chain(first: Iterator[RankedEntry], second: Iterator[RankedEntry]) -> Iterator[RankedEntry]:
+    yield from first
+    yield from second

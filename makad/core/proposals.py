@@ -24,6 +24,7 @@ from makad.core.entries import clean_entry, is_open, normalize_tags, redact_all
 from makad.core.entry_comment import ORIGINS
 from makad.core.importers import ImportItem
 from makad.core.levels import USER_ID_PREFIX
+from makad.core.memory_select import with_pin
 from makad.core.redaction import redact
 from makad.core.refs import MEMORY_PREFIX
 from makad.core.types import Entry, MemoryEvent, NewMemoryEvent, Origin, Scope
@@ -462,7 +463,12 @@ def new_proposal(
     now: int,
 ) -> Entry:
     """A proposal of cleaned ``title`` and ``content``, as queued in PENDING.md (a
-    ``draft`` waits for more work, else it waits for the user's review)."""
+    ``draft`` waits for more work, else it waits for the user's review). An agent's
+    proposal (origin ``extracted``) never carries the ``pinned`` tag: pinning an entry is
+    the user's decision (``makad.core.memory_select``)."""
+    kept = normalize_tags(tags)
+    if origin == "extracted":
+        kept = with_pin(kept, False)
     return Entry(
         id=fmt.new_entry_id(content, now),
         title=title,
@@ -471,7 +477,7 @@ def new_proposal(
         created_at=now,
         updated_at=now,
         status="draft" if draft else "review_required",
-        tags=normalize_tags(tags),
+        tags=kept,
         decay_ttl_ms=decay_ttl_ms,
         scope=scope,
         session_id=session_id,

@@ -90,6 +90,31 @@ class RankedEntry:
     parts: ScoreParts
 
 
+def matches(parts: ScoreParts) -> bool:
+    """Whether a memory candidate matched the query through any channel: a word (bm25),
+    a tag, or a semantic score (zero unless a channel sets it). An entry that matches
+    nothing can still fill leftover room (``makad.core.memory_segment``)."""
+    return parts.bm25 > 0 or parts.tags > 0 or parts.semantic > 0
+
+
+def score_entry(
+    index: int, entry: Entry, raw_bm25: float | None, terms: frozenset[str], best: float, now_ms: int
+) -> RankedEntry:
+    """One entry's score and its parts (see module doc); ``best``: ``best_bm25`` of the lot."""
+    updated = entry.updated_at or entry.created_at
+    recency = rounded(recency_part(now_ms - updated, MEMORY_HALF_LIFE_MS))
+    if not terms:
+        return RankedEntry(index, entry, recency, ScoreParts(bm25=0.0, recency=recency, tags=0.0))
+    parts = ScoreParts(
+        bm25=rounded(bm25_part(raw_bm25, best)),
+        recency=recency,
+        tags=rounded(tags_part(entry.tags, terms)),
+    )
+    w_bm25, w_recency, w_tags = MEMORY_WEIGHTS
+    score = w_bm25 * parts.bm25 + w_recency * parts.recency + w_tags * parts.tags
+    return RankedEntry(index, entry, rounded(score), parts)
+
+
 def rank_entries(
     entries: Iterable[Entry],
     bm25: Mapping[str, float],
@@ -107,21 +132,6 @@ def rank_entries(
     entries = list(entries)
     basis = entries if normalize_over is None else normalize_over
     best = best_bm25(bm25.get(e.id, 0.0) for e in basis) if terms else 0.0
-    w_bm25, w_recency, w_tags = MEMORY_WEIGHTS
-    ranked = []
-    for index, entry in enumerate(entries):
-        updated = entry.updated_at or entry.created_at
-        recency = rounded(recency_part(now_ms - updated, MEMORY_HALF_LIFE_MS))
-        if terms:
-            parts = ScoreParts(
-                bm25=rounded(bm25_part(bm25.get(entry.id), best)),
-                recency=recency,
-                tags=rounded(tags_part(entry.tags, terms)),
-            )
-            score = w_bm25 * parts.bm25 + w_recency * parts.recency + w_tags * parts.tags
-        else:
-            parts = ScoreParts(bm25=0.0, recency=recency, tags=0.0)
-            score = recency
-        ranked.append(RankedEntry(index, entry, rounded(score), parts))
+    ranked = [score_entry(i, e, bm25.get(e.id), terms, best, now_ms) for i, e in enumerate(entries)]
     ranked.sort(key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index))
     return ranked

@@ -135,6 +135,10 @@ def memory_block(
     return escape_fence(f"## {title}\n{meta}\n{content}".rstrip(), "memory")
 
 
+# What joining two blocks of a segment costs at most ("\n\n").
+BLOCK_SEPARATOR_TOKENS = 1
+
+
 def memory_text(blocks: Iterable[str]) -> str:
     return fenced("memory", MEMORY_HEADER, "\n\n".join(blocks))
 

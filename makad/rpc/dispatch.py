@@ -12,6 +12,7 @@ reply cap (``reply_budget``), and an unencodable one becomes -32603.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -92,9 +93,154 @@ def _invalid_request(reason: str, id_: Any = None) -> dict[str, Any]:
     )
 
 
+# The end of an object member's key: its closing quote, then the colon.
+_KEY_END = re.compile(rb'"[ \t\n\r]*:')
+_CONTAINERS = frozenset({dict, list})
+# Up to this size a payload's check encodes the decoded value again (cheaper than walking
+# it for the small requests of the hot path); above it, a walk over its containers.
+_REENCODE_MAX = 64 * 1024
+
+
+class _Duplicated(dict[str, Any]):
+    """An object of the exact re-parse that had a key more than once (``key``: the first)."""
+
+    key: str = ""
+
+
+class _Refused(msgspec.Struct, gc=False):
+    """A batch element refused before it ran (a duplicate key): its reply, and its id."""
+
+    reply: dict[str, Any]
+    id: Any
+
+
+def _members(value: Any) -> int:
+    """How many members all the objects in a decoded JSON value hold (iterative: a deeply
+    nested value must not exhaust the stack)."""
+    count = 0
+    stack = [value]
+    pop, push = stack.pop, stack.append
+    containers = _CONTAINERS
+    while stack:
+        item = pop()
+        if item.__class__ is dict:
+            count += len(item)
+            for inner in item.values():
+                if inner.__class__ in containers:
+                    push(inner)
+        else:
+            for inner in item:
+                if inner.__class__ in containers:
+                    push(inner)
+    return count
+
+
+def _maybe_duplicated(payload: bytes, value: Any) -> bool:
+    """False when no object in ``payload`` can have a key twice; True when the exact check
+    (``_exact``) must tell. Decoding keeps one member per key, so a duplicate leaves the
+    decoded value with fewer members (and fewer strings) than the text. Sound tests, the
+    cheapest first (the request path pays them on every call):
+
+    1. The payload is the decoded value encoded again, byte for byte (our clients'
+       compact JSON): an encoding never repeats a key.
+    2. Without a ``\\u003`` escape (the only other spelling of a colon), the payload has
+       no more colons than the value encoded again: each member has one outside strings,
+       and the strings of a dropped member take theirs with them.
+    3. For large payloads (not encoded again: that costs like the decode), the colons, or
+       the colons right after a closing quote, number the decoded members exactly.
+    """
+    if len(payload) <= _REENCODE_MAX:
+        try:
+            again = _encoder.encode(value)
+        except Exception:  # a lone surrogate from a \\ud800 escape: look the slow way
+            again = b""
+        if again == payload:
+            return False
+        if again and b"\\u003" not in payload and payload.count(b":") == again.count(b":"):
+            return False
+    members = _members(value)
+    if payload.count(b":") == members:
+        return False
+    return len(_KEY_END.findall(payload)) != members
+
+
+def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    obj = dict(pairs)
+    if len(obj) == len(pairs):
+        return obj
+    marked = _Duplicated(obj)
+    seen: set[str] = set()
+    for key, _ in pairs:
+        if key in seen:
+            marked.key = key
+            break
+        seen.add(key)
+    return marked
+
+
+def _duplicate_key(value: Any) -> str | None:
+    """The first key found twice in an object of ``value`` (parsed by ``_exact``), if any."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Duplicated):
+            return item.key
+        if isinstance(item, dict):
+            stack.extend(v for v in item.values() if isinstance(v, (dict, list)))
+        elif isinstance(item, list):
+            stack.extend(v for v in item if isinstance(v, (dict, list)))
+    return None
+
+
+def _exact(payload: bytes) -> Any:
+    """``payload`` parsed again, each object with a key twice a ``_Duplicated`` (the rare
+    path: only when the counts of ``_maybe_duplicated`` leave a doubt). None when this
+    parser refuses what msgspec took (then nothing is known to be duplicated)."""
+    try:
+        return json.loads(payload, object_pairs_hook=_keep_duplicates)
+    except (ValueError, RecursionError):
+        return None
+
+
+def _duplicate_reply(obj: Any, exact: Any) -> dict[str, Any] | None:
+    """The Invalid Request reply for a request whose exact parse has a key twice, else None.
+    Its id is the request's unless ``id`` itself is the key given twice."""
+    key = _duplicate_key(exact)
+    if key is None:
+        return None
+    top = exact.key if isinstance(exact, _Duplicated) else None
+    id_ = obj.get("id") if isinstance(obj, dict) and top != "id" else None
+    where = "the request object" if top is not None else "an object of the request"
+    shown = key if len(key) <= 64 else key[:64] + "…"
+    return _invalid_request(f"duplicate key {shown!r} in {where}", id_ if _valid_id(id_) else None)
+
+
+def _refuse_duplicates(payload: bytes, messages: list[Any]) -> list[Any]:
+    """The batch with each element that has a key twice replaced by its refusal."""
+    exact = _exact(payload)
+    if not isinstance(exact, list) or len(exact) != len(messages):
+        return messages
+    out: list[Any] = []
+    for obj, parsed in zip(messages, exact, strict=True):
+        reply = _duplicate_reply(obj, parsed)
+        out.append(obj if reply is None else _Refused(reply, reply["id"]))
+    return out
+
+
+def _single_refused(payload: bytes, message: dict[str, Any]) -> bytes | None:
+    """The reply refusing a single request with a key twice, else None (the checks of
+    ``_maybe_duplicated``, then the exact one)."""
+    if not _maybe_duplicated(payload, message):
+        return None
+    refused = _duplicate_reply(message, _exact(payload))
+    return None if refused is None else _encoder.encode(refused)
+
+
 def _check_request(obj: Any) -> dict[str, Any] | None:
     """An Invalid Request response for a malformed request object, else None."""
     if not isinstance(obj, dict):
+        if obj.__class__ is _Refused:
+            return obj.reply
         return _invalid_request("a request must be a JSON object")
     id_ = obj.get("id")
     if id_.__class__ not in _PLAIN_IDS and not _valid_id(id_):
@@ -230,9 +376,24 @@ class Dispatcher:
         if isinstance(message, list):
             if not message:
                 return _encoder.encode(_invalid_request("empty batch"))
+            if _maybe_duplicated(payload, message):
+                message = _refuse_duplicates(payload, message)
             return Prepared(message, True, all(self._is_inline(m) for m in message))
-        method = message.get("method") if message.__class__ is dict else None  # _method_name's
-        if method.__class__ is not str:
+        if message.__class__ is dict:
+            # No key twice for sure when the colons number the members of the request and
+            # of its params (each member has a colon outside strings, and they have at
+            # least that many): the common request, proved with one count.
+            colons = payload.count(b":")
+            if colons != len(message):
+                params = message.get("params")
+                if params.__class__ is not dict or colons != len(message) + len(params):
+                    refused = _single_refused(payload, message)
+                    if refused is not None:
+                        return refused
+            method = message.get("method")  # _method_name's
+            if method.__class__ is not str:
+                method = None
+        else:
             method = None
         return Prepared([message], False, method in self._inline, method in self._eager)
 
@@ -387,6 +548,8 @@ def expects_reply(obj: Any) -> bool:
 
 def reply_id(obj: Any) -> Any:
     """The id its reply carries: the request's, or null when that is not a valid id."""
+    if obj.__class__ is _Refused:
+        return obj.id
     id_ = obj.get("id") if isinstance(obj, dict) else None
     return id_ if _valid_id(id_) else None
 

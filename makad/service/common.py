@@ -86,14 +86,38 @@ class Context:
         return ws
 
     async def workspace(self, raw: str) -> Workspace:
-        ws = self.registry.known(raw) or await self.registry.get(raw)
+        ws = self.registry.known(raw)
+        before = None
+        if ws is None:
+            before = self.registry.named(raw)
+            ws = await self.registry.get(raw)
         if not self._ready:
             await self.ready()
             self._ready = True
         if ws.state.settled != ws.ledger.generation:
             await self._settle(ws)
+        if before is not None and before.path != ws.path:
+            await self._follow_spelling(raw, before, ws)
         self.on_access(ws)
         return ws
+
+    async def _follow_spelling(self, raw: str, before: Workspace, now: Workspace) -> None:
+        """``raw`` names another folder than at its last call (a symlink repointed, the user
+        level's folder changed): who subscribed under that name follows it to the folder it
+        names now, and hears of the change (settings_changed, with that folder's revision:
+        revisions are unique across workspaces, so a client comparing them sees a change)."""
+        moved: dict[Peer, set[str]] = {}
+        for peer, names in list(before.subscribers.items()):
+            if raw not in names:
+                continue
+            names.discard(raw)
+            if not names:
+                self.unsubscribe(before, peer)
+            self.subscribe(now, peer, raw)
+            moved[peer] = {raw}
+        if moved:
+            revision = await self.revision(now)
+            self.notify_subscribers(now, "settings_changed", revision, "settings", only=moved)
 
     async def session_workspace(self, raw: str) -> Workspace:
         """A workspace that can hold sessions: any but the user level."""
@@ -119,9 +143,10 @@ class Context:
 
     async def _settle(self, ws: Workspace) -> None:
         """Once per workspace, and again after each ledger reset: crash recovery (first
-        time), then, when the workspace replaced another or its ledger started over,
-        forget what was cached from the old ledger and move the revision past the old one
-        (a settings change: the privacy switches are back at their defaults)."""
+        time), then, when the workspace replaced another (or the user level's folder
+        changed) or its ledger started over, forget what was cached from the old ledger and
+        record a new revision (a settings change: the privacy switches are back at their
+        defaults; the revision clock puts it past every revision handed out)."""
         async with ws.lock:
             settled = ws.state.settled
             generation = ws.ledger.generation
@@ -129,10 +154,8 @@ class Context:
                 return
             if settled is None:
                 await self._recover(ws)
-            if settled is not None or generation or ws.revision_floor:
+            if settled is not None or generation or ws.notices:
                 ws.state.forget_ledger_caches()
-                floor = max([ws.revision_floor, *(r.previous_revision or 0 for r in ws.ledger.resets)])
-                ws.revision = max(await self.revision(ws), floor)
                 for notice in ws.warnings():
                     log.warning("workspace_notice", workspace_id=ws.id, kind=notice.kind)
                 await self.bump(ws, "settings_changed", "settings")
@@ -165,11 +188,29 @@ class Context:
             log.warning("settings_unreadable", workspace_id=ws.id)
             settings = Settings()
         settings = derive(settings)
-        ws.state.settings = settings
-        revision = raw.get(REVISION_KEY)
         if ws.revision is None:
-            ws.revision = revision if isinstance(revision, int) else 0
-        return settings
+            revision = await self._adopt_revision(raw.get(REVISION_KEY))
+            if ws.revision is None:  # (a call that loaded them meanwhile set it first)
+                ws.revision = revision
+        # Cached only once the revision is known (``revision`` relies on it), and never
+        # over settings a call stored while this one waited.
+        if ws.state.settings is None:
+            ws.state.settings = settings
+        return ws.state.settings
+
+    async def _adopt_revision(self, stored: object) -> int:
+        """The revision a workspace opens with: the one it stored, when the revision clock
+        issued it; else (never written, or stored before the clock) a new one, kept in
+        memory until its next change stores one: no two workspaces share a revision."""
+        clock = self.registry.clock
+        if clock.issued(stored):
+            assert isinstance(stored, int)
+            clock.observe(stored)
+            return stored
+        revision = clock.next_after(None)
+        if not clock.reserved(revision):
+            await in_thread(clock.reserve, revision)
+        return revision
 
     async def store_settings(self, ws: Workspace, settings: Settings) -> Settings:
         settings = derive(settings)
@@ -211,37 +252,69 @@ class Context:
         entries (``makad.core.save_merge``). Notifying only queues on each subscriber's
         connection: a subscriber that stops reading never holds up this write (callers
         may hold the workspace lock)."""
-        revision = await self.revision(ws) + 1
-        await in_thread(ws.ledger.put_settings_json, {REVISION_KEY: revision})
+        clock = self.registry.clock
+        revision = clock.next_after(await self.revision(ws))
+
+        def store() -> None:
+            clock.reserve(revision)
+            ws.ledger.put_settings_json({REVISION_KEY: revision})
+
+        await in_thread(store)
         ws.revision = revision
-        note = ChangeNotification(
-            workspace=ws.name,
-            revision=revision,
-            cause=cause,
-            reapplied=reapplied or [],
-            returned=returned or [],
-        )
-        for peer in list(ws.subscribers):
-            _notify(peer, channel, note, ws.id)
+        if ws.subscribers:
+            self.notify_subscribers(
+                ws, channel, revision, cause, reapplied=reapplied or [], returned=returned or []
+            )
         return revision
 
-    def subscribe(self, ws: Workspace, peer: Peer) -> None:
+    def notify_subscribers(
+        self,
+        ws: Workspace,
+        channel: Channel,
+        revision: int,
+        cause: Cause,
+        *,
+        reapplied: list[str] | None = None,
+        returned: list[str] | None = None,
+        only: dict[Peer, set[str]] | None = None,
+    ) -> None:
+        """Tell each subscriber (or those of ``only``), under each name it subscribed with."""
+        notes: dict[str, ChangeNotification] = {}
+        for peer, names in list((ws.subscribers if only is None else only).items()):
+            for name in list(names):
+                note = notes.get(name)
+                if note is None:
+                    note = notes[name] = ChangeNotification(
+                        workspace=name,
+                        revision=revision,
+                        cause=cause,
+                        reapplied=reapplied or [],
+                        returned=returned or [],
+                    )
+                _notify(peer, channel, note, (ws.id, name))
+
+    def subscribe(self, ws: Workspace, peer: Peer, name: str) -> None:
+        """Follow ``ws`` as ``name`` (the spelling the client used: its notifications carry
+        it, so they match the subscription whatever the client called the workspace)."""
         peer.subscriptions.add(ws.id)
-        if peer in ws.subscribers:
+        names = ws.subscribers.get(peer)
+        if names is not None:
+            names.add(name)
             return
-        ws.subscribers.add(peer)
+        ws.subscribers[peer] = {name}
         hooked = ws.state.close_hooked
         if peer.id not in hooked:  # once per connection, however often it resubscribes
             hooked.add(peer.id)
 
             def forget(closed: Any) -> None:
-                ws.subscribers.discard(closed)
+                ws.subscribers.pop(closed, None)
                 hooked.discard(peer.id)
 
             peer.on_close(forget)
 
     def unsubscribe(self, ws: Workspace, peer: Peer) -> None:
-        ws.subscribers.discard(peer)
+        """Stop following ``ws``, under every name the connection subscribed with."""
+        ws.subscribers.pop(peer, None)
         peer.subscriptions.discard(ws.id)
 
     # --- idempotency -------------------------------------------------------------------
@@ -334,8 +407,8 @@ def derive(settings: Settings) -> Settings:
     return msgspec.structs.replace(settings, extract_tool_effective=effective)
 
 
-def _notify(peer: Peer, channel: Channel, note: ChangeNotification, workspace_id: str) -> None:
+def _notify(peer: Peer, channel: Channel, note: ChangeNotification, group: tuple[str, str]) -> None:
     try:
-        peer.notify(channel, note, group=workspace_id)
+        peer.notify(channel, note, group=group)
     except Exception:  # a broken subscriber must not fail the write that notified it
         log.warning("notify_failed", channel=channel, exc_info=True)

@@ -15,7 +15,9 @@ size of the workspace. ``makad.core.assembly`` makes every choice.
 from __future__ import annotations
 
 import hashlib
+import heapq
 from collections import Counter
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -29,6 +31,7 @@ from makad.core.context_types import (
     ContextLimits,
     ContextPack,
     CuratorTrace,
+    FillOrder,
     MemorySnapshot,
     RecallHit,
     SegmentKind,
@@ -36,6 +39,7 @@ from makad.core.context_types import (
 )
 from makad.core.history import message_tokens
 from makad.core.levels import user_level_id
+from makad.core.memory_select import fill_key, fill_order, is_pinned
 from makad.core.peer import Peer
 from makad.core.redaction import redact_entry
 from makad.core.refs import memory_ref
@@ -60,12 +64,16 @@ from makad.wire.base import Handler
 from makad.wire.context import MAX_BUDGET_TOKENS, BuildContextParams
 from makad.wire.system import ContextPaths
 
-# Memory candidates: with a query the best FTS matches plus the most recent entries (an
-# entry past the 100th match that is not among the recent ones rarely reaches the top 10);
-# without one the most recent entries, all of which may be shown when they fit.
+# Memory candidates: the pinned entries, then with a query the best FTS matches (an entry
+# past the 100th match rarely reaches the top 10). The other entries come in fill order
+# (``ContextInputs.memory_fill``) as far as there is room. The recency strategies choose
+# among the most recent entries instead.
 MEMORY_BM25_CANDIDATES = 100
-MEMORY_RECENT_CANDIDATES = 50
 MEMORY_NO_QUERY_CANDIDATES = 200
+# Pinned entries are a few by design (read_state warns past a dozen one-liners): past this
+# many per level only the most trusted and most recent are candidates, so a file pinned
+# wholesale cannot make every pack's trace list all of it.
+MEMORY_PINNED_CANDIDATES = 200
 # History tail to read: events covering this multiple of the budget (older ones cannot fit).
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
@@ -274,24 +282,29 @@ class ContextService:
         confidence: dict[str, str] = {}
         overridden: dict[str, str] = {}
         user_from: int | None = None
+        fill: list[FillOrder] = []
+        now = now_ms()
         if plan.snapshot is not None:
-            # The recency strategies choose among the newest entries, not the query's matches.
-            memory_query = plan.query if plan.pool == "ranked" else None
-            entries, bm25 = _memory_candidates(ws, plan.snapshot, memory_query)
+            entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
+            if plan.pool == "ranked":
+                fill.append(_fill(plan.snapshot, plan.snapshot.by_id.values(), confidence, now))
             if plan.user is not None:
-                user_entries, user_bm25 = _user_candidates(plan.user, memory_query)
+                view = plan.user.view
+                user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
                 if user_entries:
                     user_from = len(entries)
                     # The candidates' hashes only: the snapshot's cache grows with every call.
                     hashes = {e.id: hashes[e.id] for e in entries}
-                    hashes.update(_level_hashes(plan.user.view, user_entries))
+                    hashes.update(_level_hashes(view, user_entries))
                     entries = entries + user_entries
                     bm25 = {**bm25, **user_bm25}
-                    confidence = {**confidence, **plan.user.view.confidence}
-                    overridden = _overrides(ws, plan.snapshot, plan.user.view.snapshot)
-        now = now_ms()
+                if view.by_id:
+                    confidence = {**confidence, **view.confidence}
+                    overridden = _overrides(ws, plan.snapshot, view.snapshot)
+                    if plan.pool == "ranked":
+                        fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
         recall: list[RecallHit] = []
         if plan.recall:
             recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
@@ -309,8 +322,9 @@ class ContextService:
         already_shown: dict[str, str] = {}
         session_bytes = 0
         since = checkpoint.created_at if checkpoint else 0
-        if sid is not None and not plan.incognito and plan.snapshot is not None and entries:
-            already_shown = _already_shown(ws, sid, since, call_id, entries)
+        if sid is not None and not plan.incognito and plan.snapshot is not None and (entries or fill):
+            # With a fill order any entry may be reached: what the session was shown, all of it.
+            already_shown = _already_shown(ws, sid, since, call_id, None if fill else entries)
             session_bytes = pack_state.session_memory_bytes(ws.ledger, sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
@@ -322,6 +336,7 @@ class ContextService:
             memory_enabled=snapshot is not None,
             memory_entries=entries,
             memory_bm25=bm25,
+            memory_fill=fill,
             already_shown=already_shown,
             memory_confidence=confidence,
             memory_hashes=hashes,
@@ -353,7 +368,7 @@ class ContextService:
         if view is None or view.snapshot is not snap:
             by_id = {key: msgspec.structs.replace(e, id=user_level_id(e.id)) for key, e in snap.by_id.items()}
             prefixed = {user_level_id(key): value for key, value in snap.user_confidence.items()}
-            view = LevelView(snap, by_id, prefixed, {})
+            view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned])
             uws.state.level_view = view
         return _UserLevel(uws, view, await self._ctx.revision(uws))
 
@@ -407,6 +422,7 @@ class ContextService:
             recent=recent,
             user_confidence=user_values(ws.memory.doc),
             index_generation=ws.ledger.index_generation,
+            pinned=[e for e in active if is_pinned(e)],
         )
         ws.state.memory_snapshot = snap
         return snap
@@ -542,27 +558,52 @@ def _history_tail(
 
 
 def _memory_candidates(
-    ws: Workspace, snap: MemorySnapshot, query: str | None
+    ws: Workspace, snap: MemorySnapshot, query: str | None, pool: Pool
 ) -> tuple[list[Entry], dict[str, float]]:
+    """The pinned entries (in file order), then the query's best FTS matches; for the
+    recency strategies (pool ``newest``) the most recent entries instead of the matches."""
     bm25: dict[str, float] = {}
-    chosen: dict[str, Entry] = {}
-    if query:
+    pinned = snap.pinned
+    if len(pinned) > MEMORY_PINNED_CANDIDATES:
+        now, values = now_ms(), snap.user_confidence
+        pinned = heapq.nsmallest(
+            MEMORY_PINNED_CANDIDATES, pinned, key=lambda e: fill_key(e, now, values.get(e.id))
+        )
+    chosen: dict[str, Entry] = {entry.id: entry for entry in pinned}
+    if pool == "newest":
+        for entry in snap.recent[:MEMORY_NO_QUERY_CANDIDATES]:
+            chosen.setdefault(entry.id, entry)
+    elif query:
         for entry_id, score in ws.ledger.search_memory(query, MEMORY_BM25_CANDIDATES):
-            entry = snap.by_id.get(entry_id)
-            if entry is not None:
-                chosen[entry_id] = entry
+            found = snap.by_id.get(entry_id)
+            if found is not None:
+                chosen.setdefault(entry_id, found)
                 bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
-    limit = MEMORY_RECENT_CANDIDATES if query else MEMORY_NO_QUERY_CANDIDATES
-    for entry in snap.recent[:limit]:
-        chosen.setdefault(entry.id, entry)
     return list(chosen.values()), bm25
 
 
-def _user_candidates(user: _UserLevel, query: str | None) -> tuple[list[Entry], dict[str, float]]:
+def _user_candidates(user: _UserLevel, query: str | None, pool: Pool) -> tuple[list[Entry], dict[str, float]]:
     """The user level's candidates, chosen as a workspace's are, under ``@user/`` ids."""
-    found, bm25 = _memory_candidates(user.ws, user.view.snapshot, query)
+    found, bm25 = _memory_candidates(user.ws, user.view.snapshot, query, pool)
     by_id = user.view.by_id
     return [by_id[e.id] for e in found], {user_level_id(key): score for key, score in bm25.items()}
+
+
+def _fill(
+    holder: MemorySnapshot | LevelView,
+    entries: Iterable[Entry],
+    confidence: dict[str, str],
+    now: int,
+    *,
+    user_level: bool = False,
+) -> FillOrder:
+    """The level's entries in fill order, kept on ``holder`` while the order holds (called
+    in the worker thread: two calls may both work it out, and either result is right)."""
+    order = holder.fill
+    if order is None or not order.valid_at(now):
+        order = fill_order(entries, now, confidence, user_level=user_level)
+        holder.fill = order
+    return order
 
 
 def _level_hashes(view: LevelView, entries: list[Entry]) -> dict[str, str]:
@@ -611,11 +652,15 @@ def _recall(
     return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
 
 
-def _already_shown(ws: Workspace, sid: str, since: int, call_id: str, entries: list[Entry]) -> dict[str, str]:
-    """The memory entries (id → hash shown) this call must not repeat: those shown since the
-    session's latest compaction. A repeat of the session's latest call must see exactly what
-    that call saw, so it does not count what that call itself showed."""
-    shown = ws.ledger.shown_memory(sid, since, [memory_ref(entry.id) for entry in entries])
+def _already_shown(
+    ws: Workspace, sid: str, since: int, call_id: str, entries: list[Entry] | None
+) -> dict[str, str]:
+    """The memory entries (ref → hash shown) this call must not repeat: those shown since the
+    session's latest compaction, among ``entries`` (None: all of them). A repeat of the
+    session's latest call must see exactly what that call saw, so it does not count what
+    that call itself showed."""
+    among = None if entries is None else [memory_ref(entry.id) for entry in entries]
+    shown = ws.ledger.shown_memory(sid, since, among)
     skip = shown.latest_call_ref if shown.latest_call_id == call_id else None
     return {source: digest for source, (digest, ref) in shown.items.items() if ref != skip}
 

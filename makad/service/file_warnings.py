@@ -5,7 +5,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Final
 
+from makad.core import memory_format as fmt
+from makad.core.context_types import ContextLimits
+from makad.core.entry_text import split_lines
+from makad.core.levels import Level
+from makad.core.memory_select import PINNED_WARN_BUDGET, pinned_overflow
 from makad.core.outside_text import stray_lines
+from makad.core.tokens import HeuristicCounter
+from makad.core.types import Entry
 from makad.core.undecodable import undecodable_lines
 from makad.wire.base import Warning
 
@@ -109,4 +116,50 @@ def misplaced(workspace: Path) -> list[Warning]:
                     f"makad reads memory/{name}. Move it there (mkdir -p memory && mv {name} memory/)",
                 )
             )
+    return out
+
+
+def pinned_over_share(
+    doc: fmt.MemoryDocument,
+    entries: list[Entry],
+    now_ms: int,
+    user_confidence: dict[str, str],
+    level: Level,
+    file_name: str = "MEMORY.md",
+) -> list[Warning]:
+    """``pinned_over_share`` for each pinned entry of ``entries`` (the dated entries of
+    ``doc``, in its order) that a 1,500-token context pack has no room for: the pinned
+    entries need more than the small-memory share of such a pack
+    (``makad.core.memory_select.pinned_overflow``). Blocking (renders each pinned entry)."""
+    found = pinned_overflow(entries, now_ms, ContextLimits(), HeuristicCounter(), level, user_confidence)
+    if not found.past:
+        return []
+    lines: dict[str, int] = {}
+    line = 1 + len(split_lines(doc.preamble))
+    for section in doc.sections:
+        lines.setdefault(section.entry.id, line)
+        line += len(split_lines(section.raw))
+    why = (
+        f"the {found.pinned} pinned entries need about {found.tokens:,} tokens, more than the "
+        f"{found.limit:,} a {PINNED_WARN_BUDGET:,}-token context pack gives them (half its budget, "
+        "at most 2,000 tokens): such packs leave it out, the context trace says when. Unpin some "
+        "(maka memory unpin ID) or shorten them"
+    )
+    out = [
+        Warning(
+            kind="pinned_over_share",
+            line=lines.get(entry.id),
+            message=f'{file_name} line {lines.get(entry.id, "?")}: the pinned entry "{entry.title}" '
+            f"does not fit: {why}",
+        )
+        for entry in found.past[:MAX_LINE_WARNINGS]
+    ]
+    if len(found.past) > MAX_LINE_WARNINGS:
+        out.append(
+            Warning(
+                kind="pinned_over_share",
+                message=f"{file_name} has {len(found.past) - MAX_LINE_WARNINGS} more pinned entries that "
+                f"do not fit: {why}",
+            )
+        )
     return out

@@ -56,7 +56,7 @@ class ImportService:
             )
             if not parsed.items:
                 raise nothing_found(parsed, "$.path" if params.path is not None else "$.data")
-            progress = ImportProgress(peer, str(ws.path), len(parsed.items)) if params.progress else None
+            progress = ImportProgress(peer, params.workspace, len(parsed.items)) if params.progress else None
             # Redaction and the canonical form, off the event loop: the heavy part of an import.
             cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
             rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])

@@ -15,7 +15,9 @@ import msgspec
 from msgspec import UNSET
 
 from makad.core import memory_format as fmt
+from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
+from makad.core.memory_select import is_pinned, with_pin
 from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.core.undecodable import display
@@ -32,7 +34,7 @@ from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.store import memory_files as files
 from makad.store.tracked import unchanged_in
-from makad.store.workspace_state import DerivedEntries, ShownText
+from makad.store.workspace_state import DerivedEntries, PinnedWarnings, ShownText
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler, Warning
 from makad.wire.memory import (
@@ -43,6 +45,7 @@ from makad.wire.memory import (
     GetSettingsParams,
     ListBackupsParams,
     LocalMemoryState,
+    PinEntryParams,
     ReadStateParams,
     RestoreBackupParams,
     RestoreBackupResult,
@@ -88,6 +91,7 @@ class MemoryService:
             "read_state": self.read_state,
             "add_entry": self.add_entry,
             "update_entry": self.update_entry,
+            "pin_entry": self.pin_entry,
             "archive_entry": self.archive_entry,
             "restore_entry": self.restore_entry,
             "delete_entry": self.delete_entry,
@@ -219,6 +223,7 @@ class MemoryService:
         content, warnings = self._shown_text(ws)
         if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
             warnings = [*warnings, *await in_thread(file_warnings.misplaced, ws.path)]
+        warnings = [*warnings, *await self._pinned_warnings(ws, all_entries)]
         return LocalMemoryState(
             **{
                 **base,
@@ -254,6 +259,22 @@ class MemoryService:
         if not settings.enabled or settings.incognito:
             return True  # nothing is read in these states; the switches bump the revision
         return not _decay_due(ws) and self._files_unchanged(ws)
+
+    @staticmethod
+    async def _pinned_warnings(ws: Workspace, entries: list[Entry]) -> list[Warning]:
+        """``pinned_over_share`` warnings, worked out once a day per MEMORY.md version (an
+        entry's block grows once it is a day old: its age and a caveat join its ref line)."""
+        doc, now = ws.memory.doc, now_ms()
+        cached = ws.state.pinned_warnings
+        if cached is not None and cached.doc is doc and cached.day == now // DAY_MS:
+            return cached.warnings
+        found: list[Warning] = []
+        if any(is_pinned(entry) for entry in entries):
+            found = await in_thread(
+                file_warnings.pinned_over_share, doc, entries, now, user_values(doc), ws.level
+            )
+        ws.state.pinned_warnings = PinnedWarnings(doc, now // DAY_MS, found)
+        return found
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
@@ -403,6 +424,25 @@ class MemoryService:
             ws, params.id, "update_entry", "updated", change, params.expected_revision, params.request_id
         )
 
+    async def pin_entry(self, params: PinEntryParams, peer: Peer) -> EntryResult:
+        ws = await self._ctx.workspace(params.workspace)
+        pinned = params.pinned
+
+        def pin(entry: Entry) -> tuple[Entry, int]:
+            # Not an edit of what the entry says: its dates stay.
+            return msgspec.structs.replace(entry, tags=with_pin(entry.tags, pinned)), 0
+
+        return await self._modify(
+            ws,
+            params.id,
+            "pin_entry",
+            "pinned" if pinned else "unpinned",
+            pin,
+            params.expected_revision,
+            params.request_id,
+            already=lambda entry: is_pinned(entry) == pinned,
+        )
+
     async def archive_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
         return await self._modify(
@@ -446,7 +486,11 @@ class MemoryService:
         change: Callable[[Entry], tuple[Entry, int]] | None,
         expected_revision: int | None,
         request_id: str | None,
+        already: Callable[[Entry], bool] | None = None,
     ) -> EntryResult:
+        """Change one entry under the lock, record it, answer its retries alike. ``already``:
+        true when the entry is already as ``change`` would make it (nothing is written)."""
+
         async def run(request: Request) -> EntryResult:
             await self._ctx.require_writable(ws)
             result: dict[str, Any] = {}
@@ -471,6 +515,9 @@ class MemoryService:
                 if change is None:
                     result["entry"], result["redactions"] = section.entry, 0
                     return Change(fmt.remove(doc, entry_id), frozenset({entry_id}))
+                if already is not None and already(section.entry):
+                    result["entry"], result["redactions"], result["same"] = section.entry, 0, True
+                    return Change(doc, frozenset())
                 # Touching an entry writes the dates the daemon kept for it into its comment.
                 updated, redactions = change(entry_dates.dated_entry(ws, section.entry))
                 result["entry"], result["redactions"] = updated, redactions
@@ -489,7 +536,8 @@ class MemoryService:
                 )
                 revision = await self._ctx.revision(ws)
             events = []
-            if earlier is None or earlier.state == "open":  # else its first attempt recorded it
+            if (earlier is None or earlier.state == "open") and not result.get("same"):
+                # Else its first attempt recorded it, or there was nothing to do.
                 events.append(NewMemoryEvent(action=action, actor="user", entry_id=entry_id))
                 if action == "deleted":  # its consolidations keep their episodes marked
                     await in_thread(ws.ledger.retract_entry, entry_id)
@@ -533,12 +581,14 @@ class MemoryService:
 
     # --- subscriptions -----------------------------------------------------------------
 
+    # Both answer with the workspace as the client named it: the name its notifications say.
+
     async def subscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
-        self._ctx.subscribe(ws, peer)
-        return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
+        self._ctx.subscribe(ws, peer, params.workspace)
+        return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))
 
     async def unsubscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
         self._ctx.unsubscribe(ws, peer)
-        return SubscribeResult(workspace=str(ws.path), revision=await self._ctx.revision(ws))
+        return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))

@@ -52,7 +52,7 @@ class DaemonInfo:
 def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
     """Every open workspace's warnings, oldest first."""
     found = [
-        WorkspaceWarning(workspace=str(ws.path), kind=notice.kind, message=notice.message, at=notice.at)
+        WorkspaceWarning(workspace=ws.name, kind=notice.kind, message=notice.message, at=notice.at)
         for ws in registry.all()
         for notice in ws.warnings()
     ]

@@ -36,7 +36,12 @@ from typing import Final
 
 from makad.private_files import fsync_dir, open_regular, read_if_regular, read_open, read_regular
 
-Signature = tuple[int, int, int]
+# (st_ino, st_size, st_mtime_ns, st_ctime_ns): what tells one version of a file from the
+# next without reading it. The change time is the one a tool cannot put back: `touch -r`,
+# `cp -p` and `rsync -t` restore the mtime of a file they rewrote in place, and any
+# write or utime moves the ctime (``makad.store.tracked`` reads again a version whose
+# ctime was too recent to tell it from a later one).
+Signature = tuple[int, int, int, int]
 
 # A file changed less than this long ago may still be being written (in place).
 QUIET_NS: Final = 50_000_000
@@ -79,7 +84,7 @@ class Replaced:
 
 
 def signature_of(st: os.stat_result) -> Signature:
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
 def _renameat2() -> Callable[[bytes, bytes, int], int] | None:
@@ -196,19 +201,17 @@ def replace_verified(
     ``before_rename`` runs right before the rename (the fault seam: ``makad.faults``).
     """
     tmp_name: str | None = None
+    fd = -1  # open until the file is in place: its signature is taken there (``_in_place``)
     try:
         fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-        try:
-            os.fchmod(fd, 0o600)
-            view = memoryview(data)
-            while view:
-                view = view[os.write(fd, view) :]
-            if mtime_ns is not None:
-                os.utime(fd, ns=(time.time_ns(), mtime_ns))
-            os.fsync(fd)
-            written = signature_of(os.fstat(fd))
-        finally:
-            os.close(fd)
+        os.fchmod(fd, 0o600)
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+        if mtime_ns is not None:
+            os.utime(fd, ns=(time.time_ns(), mtime_ns))
+        os.fsync(fd)
+        written = os.fstat(fd)
         tmp = Path(tmp_name)
         sha = hashlib.sha256(data).hexdigest()
         if before_rename is not None:
@@ -218,20 +221,34 @@ def replace_verified(
             _create(tmp, path)
             tmp_name = None
             fsync_dir(path.parent)
-            return Replaced(sha, written, visible_ns)
+            return Replaced(sha, _in_place(fd, written), visible_ns)
         if not _exchange(tmp, path, expect_sha, max_bytes):
             tmp_name = None  # renamed over the file the old way
             fsync_dir(path.parent)
-            return Replaced(sha, written, visible_ns)
+            return Replaced(sha, _in_place(fd, written), visible_ns)
         fsync_dir(path.parent)
+        signature = _in_place(fd, written)
         displaced = _displaced(tmp, expect_sha, max_bytes)
         if displaced is not None:
             keep(displaced.data)
-        return Replaced(sha, written, visible_ns, displaced)
+        return Replaced(sha, signature, visible_ns, displaced)
     finally:
+        if fd >= 0:
+            os.close(fd)
         if tmp_name is not None:
             with contextlib.suppress(OSError):
                 os.unlink(tmp_name)
+
+
+def _in_place(fd: int, written: os.stat_result) -> Signature:
+    """The new file's signature at its place: the rename moved its ctime, so it is taken
+    again through the descriptor of the file written. When more than the ctime moved (a
+    save went into it already), the signature from before the rename, which the next
+    check tells from the file (and the daemon then reads what was saved)."""
+    now = os.fstat(fd)
+    if (now.st_ino, now.st_size, now.st_mtime_ns) == (written.st_ino, written.st_size, written.st_mtime_ns):
+        return signature_of(now)
+    return signature_of(written)
 
 
 def _create(tmp: Path, path: Path) -> None:

@@ -1,9 +1,17 @@
 """What the daemon knows of one memory file: the version on disk and the last few before it.
 
-``refresh`` re-reads only when the file's (inode, size, mtime) changed, and tells
+``refresh`` re-reads only when the file's (inode, size, mtime, ctime) changed, and tells
 whether its bytes differ from what the daemon last read or wrote: that is how a
 user's edit is told apart from the daemon's own write (by content hash). A
 changed file is read once it has stopped changing (``file_swap.settled_stat``).
+
+Size and mtime alone are not enough: `rsync --inplace -t`, `cp -p`, `touch -r` and sync
+tools rewrite a file in place and put its mtime back. They cannot put back the ctime,
+which any write or utime moves to the kernel's clock, and the inode stays the file's.
+That clock ticks coarsely on some systems (milliseconds), so a version read less than
+``RACY_NS`` after its ctime might share it with a change made right after the read: such
+a version is not trusted by its stat (``trusted``) and is read again, and compared by
+content, at the next check (as git does with a racily clean index entry).
 
 ``history`` keeps the last ``HISTORY`` versions (each its entry fingerprints and
 when it appeared; the last two also parsed), the daemon's own and the user's saves alike: a save is merged
@@ -16,6 +24,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import stat as stat_mod
+import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,10 +34,13 @@ from typing import Final
 from makad.core import memory_format as fmt
 from makad.core.save_merge import KnownVersion, known_version, without_doc
 from makad.errors import InvalidWorkspace
-from makad.store.file_swap import Replaced, Signature
+from makad.store.file_swap import Replaced, Signature, signature_of
 from makad.store.memory_files import check_not_symlink, read_memory_file
 
 HISTORY: Final = 16
+# A version whose ctime was less than this old when it was read is read again at the next
+# check: a later change could share its ctime (coarse kernel clocks tick every 1-10 ms).
+RACY_NS: Final = 50_000_000
 # Versions that keep their parsed document: the latest, and the one before it (the
 # latest again when a merge's write is abandoned).
 DOCS_KEPT: Final = 2
@@ -59,6 +71,8 @@ class TrackedFile:
     # Applied to each version parsed (read or written): MEMORY.md's gives the entries
     # typed by hand the ids they keep across edits (``makad.store.typed_ids``).
     identify: Callable[[fmt.MemoryDocument], fmt.MemoryDocument] = field(default=_as_parsed, repr=False)
+    # Whether ``signature`` alone tells this version from any later one (see RACY_NS).
+    trusted: bool = True
 
     def _derive(self) -> None:
         expiries = [
@@ -87,6 +101,7 @@ class TrackedFile:
         self.size = written.signature[1]
         self.signature = written.signature
         self.mtime_ns = written.signature[2]
+        self.trusted = _trusted(written.signature)
         self.loaded = True
         self._record(written.visible_ns, by_daemon=True)
 
@@ -120,9 +135,9 @@ class TrackedFile:
             return self.missing
         except OSError:
             return False
-        if self.missing or stat_mod.S_ISLNK(st.st_mode):
+        if self.missing or not self.trusted or stat_mod.S_ISLNK(st.st_mode):
             return False
-        return (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature
+        return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == self.signature
 
     def looks_current(self, path: Path) -> bool:
         """Whether the file on disk is still the version loaded (one ``lstat``: cheap enough
@@ -133,7 +148,11 @@ class TrackedFile:
             return self.loaded and self.missing
         except OSError:
             return False
-        return self.loaded and (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature
+        return (
+            self.loaded
+            and self.trusted
+            and (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == self.signature
+        )
 
     def refresh(self, path: Path, max_bytes: int) -> bool:
         """Re-read the file if it changed on disk; True when its content differs from before."""
@@ -148,7 +167,7 @@ class TrackedFile:
             )
         if st is None and self.loaded and self.missing:
             return False
-        if st is not None and self.loaded and (st.st_ino, st.st_size, st.st_mtime_ns) == self.signature:
+        if st is not None and self.loaded and self.trusted and signature_of(st) == self.signature:
             return False
         self.before = self._snapshot()
         read = read_memory_file(
@@ -157,6 +176,12 @@ class TrackedFile:
             was_empty=self.missing or self.size == 0,
             existed=self.loaded and not self.missing,
         )
+        if self.loaded and read.sha256 is not None and read.sha256 == self.sha256 and not self.too_large:
+            # The same bytes (touched, or checked again): keep the text and its parse.
+            self.signature = read.signature
+            self.mtime_ns = read.mtime_ns
+            self.trusted = read.signature is None or _trusted(read.signature)
+            return False
         before = (self.sha256, self.too_large, self.missing)
         self.signature = read.signature
         self.missing = read.missing
@@ -165,6 +190,7 @@ class TrackedFile:
         self.sha256 = read.sha256
         self.text = read.text
         self.mtime_ns = read.mtime_ns
+        self.trusted = read.signature is None or _trusted(read.signature)
         self.doc = self.identify(fmt.parse(read.text)) if read.text is not None else fmt.MemoryDocument()
         self._derive()
         was_loaded = self.loaded
@@ -174,6 +200,12 @@ class TrackedFile:
             # A missing file has no mtime: 0 keeps it a possible base of any save.
             self._record(read.mtime_ns)
         return changed
+
+
+def _trusted(signature: Signature) -> bool:
+    """Whether a version just read is told from any later one by its signature: its ctime
+    was at least RACY_NS old (a later change cannot share it)."""
+    return time.time_ns() - signature[3] >= RACY_NS
 
 
 def unchanged_in(folder: str, files: tuple[tuple[TrackedFile, str], ...]) -> bool:

@@ -16,7 +16,7 @@ import anyio
 
 from makad.core.compaction import BreakerState
 from makad.core.confidence import Confidence
-from makad.core.context_types import MemorySnapshot
+from makad.core.context_types import FillOrder, MemorySnapshot
 from makad.core.entry_dates import EntryDates
 from makad.core.memory_format import MemoryDocument
 from makad.core.session_notes import Gathered
@@ -31,6 +31,14 @@ class ConfidenceCache(NamedTuple):
     day: int
     archived: bool
     found: dict[str, Confidence]
+
+
+class PinnedWarnings(NamedTuple):
+    """read_state's ``pinned_over_share`` warnings for one MEMORY.md version and one day."""
+
+    doc: MemoryDocument
+    day: int
+    warnings: list[Warning]
 
 
 class ShownText(NamedTuple):
@@ -51,7 +59,8 @@ class DerivedEntries(NamedTuple):
     latest: Entry | None
 
 
-class LevelView(NamedTuple):
+@dataclass
+class LevelView:
     """The user level's snapshot as a workspace's context call sees it: ids ``@user/<id>``
     (``makad.core.levels``), built once per snapshot."""
 
@@ -59,6 +68,10 @@ class LevelView(NamedTuple):
     by_id: dict[str, Entry]  # stored id → the entry under its ``@user/`` id
     confidence: dict[str, str]
     hashes: dict[str, str]  # ``@user/`` id → entry_hash, filled as entries become candidates
+    # The pinned entries under their ``@user/`` ids, in the order of the file.
+    pinned: list[Entry] = field(default_factory=list)
+    # Its entries in fill order (``makad.core.memory_select``), kept while valid.
+    fill: FillOrder | None = None
 
 
 class Overrides(NamedTuple):
@@ -96,6 +109,7 @@ class WorkspaceState:
     secrets_to_scrub: frozenset[str] = frozenset()
     secrets_by_text: dict[str, frozenset[str]] = field(default_factory=dict)
     confidence: ConfidenceCache | None = None
+    pinned_warnings: PinnedWarnings | None = None
     shown_text: ShownText | None = None
     derived: DerivedEntries | None = None
     # The user level only: its snapshot with ``@user/`` ids.

@@ -10,6 +10,7 @@ directory at a path (or behind a spelling) is no longer the one it knew.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat as stat_mod
@@ -25,17 +26,19 @@ from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
 from makad.faults import UNARMED, Faults
-from makad.private_files import create_private, make_dirs, write_all
+from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
-from makad.store.ledger.recovery import stored_revision
 from makad.store.memory_files import ensure_memory_dir
+from makad.store.revision_clock import RevisionClock
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
 from makad.store.workspace_state import WorkspaceState
 
 MEMORY_DIR = "memory"
+# In the data directory: which folder the user level was (its workspace id).
+USER_LEVEL_FILE = "user-level"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
 MAX_CACHED_SPELLINGS = 10_000
@@ -64,6 +67,52 @@ def resolve_workspace(raw: str) -> Path:
     return resolved
 
 
+def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
+    """Why ``path`` (resolved) cannot be a workspace, or None when it can.
+
+    Refused: the user level's folder and its ``memory/`` folder (two names for one folder
+    would be two locks on one file), the data directory and anything inside it (the
+    daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
+    compared by (device, inode), so no spelling — a symlink, a bind mount, another case
+    on a case-insensitive disk — gets past. Blocking: a few ``stat`` calls.
+    """
+    user = _dir_key(user_dir)
+    user_memory = _dir_key(user_dir / MEMORY_DIR)
+    data = _dir_key(data_dir)
+    own = _dir_key(path)
+    if own is not None and own == user:
+        return f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
+    if own is not None and own == user_memory:
+        return (
+            "this folder is the user-level memory's memory/ folder: address the user level as "
+            f'workspace "{USER_LEVEL}"'
+        )
+    inside = {key for key in (data, user_memory) if key is not None}
+    if inside:
+        for ancestor in (path, *path.parents):
+            key = _dir_key(ancestor)
+            if key in inside:
+                where = "makad's data directory" if key == data else "the user-level memory's memory/ folder"
+                how = "is" if ancestor is path else "is inside"
+                return f"this folder {how} {where}: the daemon's own files are no workspace"
+    memory = _dir_key(path / MEMORY_DIR)
+    if memory is not None and memory in {data, user, user_memory}:
+        return (
+            "this folder's memory/ is makad's data directory or the user-level memory: the "
+            "daemon's own files are no workspace"
+        )
+    return None
+
+
+def _dir_key(path: Path) -> tuple[int, int] | None:
+    """(st_dev, st_ino) of a directory, following symlinks; None when there is none."""
+    try:
+        st = os.stat(path)
+    except (OSError, ValueError):
+        return None
+    return (st.st_dev, st.st_ino) if stat_mod.S_ISDIR(st.st_mode) else None
+
+
 @dataclass(frozen=True)
 class Notice:
     """Something the user should hear about a workspace (read_state and status warnings)."""
@@ -85,7 +134,9 @@ class Workspace:
     memory: TrackedFile = field(default_factory=lambda: TrackedFile(MEMORY_FILE))
     pending: TrackedFile = field(default_factory=lambda: TrackedFile(PENDING_FILE))
     revision: int | None = None
-    subscribers: set[Peer] = field(default_factory=set)
+    # Each subscribed connection, with the names it subscribed under (its notifications
+    # carry the name: a client matches them to the subscription as it spelled it).
+    subscribers: dict[Peer, set[str]] = field(default_factory=dict)
     watching: bool = False
     state: WorkspaceState = field(default_factory=WorkspaceState)
     # The id in memory/.maka-id the data directory is bound to (None: not bound yet).
@@ -93,8 +144,6 @@ class Workspace:
     # identity.stamp of the directory when it was last checked.
     stamp: Stamp | None = None
     notices: list[Notice] = field(default_factory=list)
-    # The last revision of the workspace this one replaced: revisions continue after it.
-    revision_floor: int = 0
     # "user": the user-level memory (workspace "@user"): no sessions, its entries shown
     # in every workspace that allows it (makad.core.levels).
     level: Level = "workspace"
@@ -179,6 +228,8 @@ class WorkspaceRegistry:
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
+        # Every revision of every workspace here comes from it (unique across them all).
+        self.clock = RevisionClock(data_dir)
 
     def known(self, raw_path: str) -> Workspace | None:
         """The workspace this spelling named last time, if it still names it (the stat
@@ -216,9 +267,42 @@ class WorkspaceRegistry:
                     ) from exc
             if user:
                 workspace.level = "user"
+                if known is None or known[0] is not workspace:
+                    await anyio.to_thread.run_sync(self._note_user_folder, workspace)
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
             self._by_raw[raw_path] = (workspace, identity.id_path(spelling))
         return workspace
+
+    def named(self, raw_path: str) -> Workspace | None:
+        """The workspace this spelling named at its last call (it may name another now)."""
+        known = self._by_raw.get(raw_path)
+        return None if known is None else known[0]
+
+    def _note_user_folder(self, workspace: Workspace) -> None:
+        """Say so when "@user" is not the folder it was (blocking): ``--user-memory`` changed,
+        or its folder repointed (a symlink) or moved. The data directory remembers which
+        folder the user level was (its workspace id: the path's hash); a folder replaced
+        at the same path already says so (``_open_workspace``)."""
+        record = self._data_dir / USER_LEVEL_FILE
+        try:
+            found = read_if_regular(record, 64)
+        except OSError:
+            found = None
+        before = None if found is None else found.decode("ascii", "replace").strip()
+        if before == workspace.id:
+            return
+        if before and not any(n.kind == "new_workspace" for n in workspace.notices):
+            workspace.notices.append(
+                Notice(
+                    "new_workspace",
+                    "the user-level memory is not the folder makad used before (--user-memory "
+                    "changed, or its folder was moved, replaced or repointed): its entries and "
+                    "settings are this folder's, and the previous folder is left as it was",
+                    now_ms(),
+                )
+            )
+        with contextlib.suppress(OSError):  # said again at the next start, at worst
+            write_private(record, f"{workspace.id}\n".encode("ascii"))
 
     @property
     def user_dir(self) -> Path:
@@ -240,10 +324,9 @@ class WorkspaceRegistry:
             ensure_memory_dir(self._user_dir / MEMORY_DIR)
             return resolve_workspace(spelling)
         path = resolve_workspace(spelling)
-        if path == Path(os.path.realpath(self._user_dir)):
-            raise InvalidWorkspace(
-                f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
-            )
+        refused = reserved_folder(path, self._data_dir, self._user_dir)
+        if refused is not None:
+            raise InvalidWorkspace(refused, reason="reserved")
         return path
 
     def _reopen(self, path: Path, previous: Workspace | None) -> Workspace:
@@ -268,14 +351,8 @@ class WorkspaceRegistry:
             previous.ledger.close()
         bound = identity.read_binding(data_dir)
         notices: list[Notice] = []
-        floor = 0
         if bound is not None and bound != found:
-            retired = identity.retire(self._data_dir, data_dir)
-            floor = (
-                previous.revision
-                if previous is not None and previous.revision is not None
-                else stored_revision(retired / LEDGER_FILE) or 0
-            )
+            identity.retire(self._data_dir, data_dir)
             notices.append(
                 Notice(
                     "new_workspace",
@@ -302,7 +379,6 @@ class WorkspaceRegistry:
             identity=found,
             stamp=identity.stamp(path),
             notices=notices,
-            revision_floor=floor,
         )
         if binder is not None:
             binder.workspace = workspace

@@ -50,6 +50,8 @@ class ReadStateParams(WorkspaceParams):
     ``ifRevision``: a conditional read. When the workspace's revision is still this one
     (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
     disk first), the reply is ``{notModified: true, revision}`` without the state.
+    Revisions are unique across the workspaces of a data directory: one held for another
+    folder (a symlink since repointed) never matches.
     ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
     """
 
@@ -68,7 +70,8 @@ class LocalMemoryState(Result, kw_only=True):
     shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
-    started over (privacy switches at their defaults).
+    started over (privacy switches at their defaults); ``pinned_over_share``: a pinned
+    entry (on its line) that a 1,500-token context pack has no room for.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -113,6 +116,17 @@ class UpdateEntryParams(WorkspaceParams):
     title: str | UnsetType = UNSET
     content: str | UnsetType = UNSET
     tags: list[str] | UnsetType = UNSET
+    expected_revision: int | None = None
+    request_id: str | None = None
+
+
+class PinEntryParams(WorkspaceParams):
+    """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+    build_context, first in its memory segment); ``false`` removes it in any spelling. The
+    other tags and the entry's dates stay as they are; an entry already so is not written."""
+
+    id: str
+    pinned: bool = True
     expected_revision: int | None = None
     request_id: str | None = None
 
@@ -233,6 +247,13 @@ METHODS: list[MethodSpec] = [
         UpdateEntryParams,
         EntryResult,
         "Change an entry's title, content or tags.",
+        errors=(*_WRITE, NotFound),
+    ),
+    MethodSpec(
+        "pin_entry",
+        PinEntryParams,
+        EntryResult,
+        "Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.",
         errors=(*_WRITE, NotFound),
     ),
     MethodSpec("archive_entry", EntryIdParams, EntryResult, "Archive an entry.", errors=(*_WRITE, NotFound)),

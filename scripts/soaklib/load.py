@@ -195,6 +195,7 @@ class LoadClient:
             "add_or_delete": (4, self.add_or_delete),
             "update": (3, self.update),
             "archive_restore": (1.5, self.archive_restore),
+            "pin": (0.8, self.pin),
             "stale_cas": (0.7, self.stale_cas),
             "delete_twice": (0.3, self.delete_twice),
             "backups": (0.7, self.backups),
@@ -248,6 +249,7 @@ class LoadClient:
         await self.update()
         await self.archive_restore()
         await self.archive_restore()
+        await self.pin()
         await self.stale_cas()
         await self.delete_twice()
         await self.backups(force_restore=True)
@@ -349,6 +351,15 @@ class LoadClient:
         entry_id = self.rng.choice(self.entries)
         await self.call("archive_entry", {"workspace": self.home, "id": entry_id})
         await self.call("restore_entry", {"workspace": self.home, "id": entry_id})
+
+    async def pin(self) -> None:
+        """Pin or unpin an entry (its pinned tag); another client may have deleted it."""
+        if not self.entries:
+            return await self.add_or_delete()
+        await self.call(
+            "pin_entry",
+            {"workspace": self.home, "id": self.rng.choice(self.entries), "pinned": self.rng.random() < 0.5},
+        )
 
     async def stale_cas(self) -> None:
         """Compare-and-swap against a revision other clients are busy moving on."""

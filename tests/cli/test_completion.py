@@ -74,6 +74,8 @@ def test_tree_has_every_command() -> None:
         "tidy",
         "add",
         "edit",
+        "pin",
+        "unpin",
         "archive",
         "restore",
         "delete",

@@ -41,6 +41,8 @@ PACK: dict[str, Any] = {
                 "included": True,
                 "tokens": 9,
                 "parts": {"bm25": 0.8, "recency": 0.5, "tags": 0.0},
+                "title": "Deploys happen on Tuesdays",
+                "pinned": True,
             },
             {
                 "kind": "memory",
@@ -81,6 +83,7 @@ def test_render_trace_lists_every_candidate() -> None:
     rows = [line.split() for line in lines if "memory:def" in line]
     assert rows and rows[0][:8] == ["memory", "0.200", "0.10", "0.90", "0.00", "30", "no", "below_threshold"]
     assert any(line.startswith("dropped: below_threshold 1") for line in lines)
+    assert any("memory:abc" in line and "[pinned] Deploys happen on Tuesdays" in line for line in lines)
 
 
 def test_render_trace_shows_the_flow_and_what_was_skipped() -> None:

@@ -463,6 +463,29 @@ async def test_propose_everywhere_queues_at_user_level(daemon: DaemonProcess) ->
     assert view["proposal"]["scope"] == "global"
 
 
+async def test_memory_context_shows_a_small_memory_whole(shared_daemon: DaemonProcess) -> None:
+    """24 hand-typed entries, a question sharing no word with any of them: memory_context at
+    its default 4,000 tokens shows all 24, with or without a long session behind it."""
+    d = shared_daemon
+    topics = [f"Habit {chr(65 + i)}" for i in range(24)]
+    sections = [
+        f"## {t}\nKeeps routine {chr(65 + i)}{i} in the ledger at {i + 6}:15." for i, t in enumerate(topics)
+    ]
+    (d.workspace / "memory").mkdir(exist_ok=True)
+    (d.workspace / "memory" / "MEMORY.md").write_text("# Maka Memory\n\n" + "\n\n".join(sections) + "\n")
+    open_gates(d)
+    sid = d.call("open_session", {"workspace": str(d.workspace)})["sessionId"]
+    turns = [{"type": "user_message", "text": "rebase the feature branch " * 40} for _ in range(60)]
+    d.call("append_events", {"workspace": str(d.workspace), "sessionId": sid, "events": turns})
+    async with host(d) as h:
+        _, alone = await h.tool("memory_context", query="which package manager for the frontend?")
+        _, beside = await h.tool(
+            "memory_context", query="which package manager for the frontend?", session_id=sid
+        )
+    for context in (alone, beside):
+        assert [t for t in topics if f"## {t}\n" not in context] == []
+
+
 async def test_instructions_say_when_to_search_record_and_propose(shared_daemon: DaemonProcess) -> None:
     """The server's instructions tell the agent to search before asking, to record every
     exchange with session_record (and why), what to propose — queued, not saved — and to

@@ -223,3 +223,51 @@ def test_short_ids_are_the_shortest_unambiguous_prefix() -> None:
         "h-abc": "h-abc",
         "h-abc~2": "h-abc~2",
     }
+
+
+def test_pin_and_unpin_by_prefix(shared_daemon: DaemonProcess) -> None:
+    """memory pin takes id prefixes, keeps the other tags and says when there was nothing to
+    do; the pinned entry leads the agent's memory; unpin takes it back."""
+    d = shared_daemon
+    call(d, "set_settings", agentReadEnabled=True)
+    first = call(d, "add_entry", title="Deploys", content="Tuesdays only.", tags=["ops"])["entry"]
+    for i in range(30):
+        call(d, "add_entry", title=f"Note {i}", content=f"Unrelated note number {i}. " * 6)
+    pinned = run_maka(d, "memory", "pin", first["id"][:8])
+    assert pinned.returncode == 0 and pinned.stdout.startswith(f"Pinned {first['id']}: Deploys")
+    assert "tags=ops,pinned" in memory_text(d)
+    again = run_maka(d, "memory", "pin", first["id"])
+    assert again.stdout.startswith("Already pinned")
+    pack = call(d, "build_context", budgetTokens=600, query="quarterly offsite")
+    included = [c for c in pack["trace"]["candidates"] if c["included"]]
+    assert included[0]["sourceId"] == f"memory:{first['id']}" and included[0]["pinned"] is True
+    listed = run_maka(d, "memory", "list", "-t", "pinned")
+    assert "Deploys" in listed.stdout and "Note 1" not in listed.stdout
+    unpinned = run_maka(d, "--json", "memory", "unpin", first["id"])
+    assert json.loads(unpinned.stdout)["entry"]["tags"] == ["ops"]
+    assert "tags=ops -->" in memory_text(d)
+
+
+def test_pin_warns_when_the_pinned_entries_no_longer_fit(shared_daemon: DaemonProcess) -> None:
+    """Pinning past what a 1,500-token pack holds prints read_state's warning and its fix."""
+    d = shared_daemon
+    ids = [
+        call(d, "add_entry", title=f"Rule {i}", content=f"Rule {i}: " + "always check the long list. " * 12)[
+            "entry"
+        ]["id"]
+        for i in range(16)
+    ]
+    result = run_maka(d, "memory", "pin", *ids)
+    assert result.returncode == 0 and result.stdout.count("Pinned ") == 16
+    assert "pinned entry" in result.stderr and "does not fit" in result.stderr
+    listed = run_maka(d, "memory", "list")
+    assert "maka memory unpin ID" in listed.stderr
+
+
+def test_pin_an_unknown_id_fails_cleanly(shared_daemon: DaemonProcess) -> None:
+    """An id that matches no entry is an error, and nothing is written."""
+    call(shared_daemon, "add_entry", title="Only", content="one entry")
+    before = memory_text(shared_daemon)
+    result = run_maka(shared_daemon, "memory", "pin", "ffffffff")
+    assert result.returncode != 0 and "ffffffff" in result.stderr
+    assert memory_text(shared_daemon) == before

@@ -102,7 +102,7 @@ def test_review_quit_keeps_earlier_decisions(shared_daemon: DaemonProcess) -> No
     second = propose(shared_daemon, "Two", "second fact")
     result = run_maka(shared_daemon, "review", input="x\na\nq\n")
     assert result.returncode == 0
-    assert "a approve · e edit then approve" in result.stdout  # help after an unknown key
+    assert "a approve · p approve and pin" in result.stdout  # help after an unknown key
     assert "Done: 1 approved, 0 rejected, 1 left waiting." in result.stdout
     waiting = [v["proposal"]["id"] for v in call(shared_daemon, "list_proposals")["proposals"]]
     assert waiting == [second] and first not in waiting
@@ -163,3 +163,14 @@ def test_card_stacked_when_narrow_or_off_a_terminal() -> None:
     assert not any("│" in line for line in lines)
     assert lines.index("Similar entries:") > lines.index("New")
     assert any("no longer there" in line for line in lines)
+
+
+def test_review_can_approve_and_pin(shared_daemon: DaemonProcess) -> None:
+    """p approves the proposal with the pinned tag added to its own tags."""
+    d = shared_daemon
+    call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    call(d, "propose", title="Deploys", content="Deploys go out on Tuesdays.", tags=["ops"])
+    result = run_maka(d, "review", input="p\n")
+    assert result.returncode == 0 and "Approved and pinned" in result.stdout
+    (entry,) = call(d, "read_state", includeEntries=True)["entries"]
+    assert entry["tags"] == ["ops", "pinned"] and entry["content"] == "Deploys go out on Tuesdays."

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec import UNSET
 
 from makad.core.assembly import assemble
 from makad.core.conflicts import Item, claims, supersessions
@@ -132,7 +133,7 @@ def test_a_pack_marks_the_older_recalled_line_and_flags_memory() -> None:
     by_ref = {c.source_id: c for c in pack.trace.candidates}
     assert by_ref["event:sa:3"].superseded_by == "event:sb:7" and by_ref["event:sa:3"].included
     assert by_ref["memory:m1"].superseded_by == "event:sb:7"
-    assert by_ref["event:sb:7"].superseded_by is None
+    assert by_ref["event:sb:7"].superseded_by is UNSET
 
 
 def test_a_tight_recall_drops_the_superseded_line() -> None:
@@ -165,4 +166,4 @@ def test_different_subjects_in_a_pack_are_left_alone() -> None:
         ContextInputs(budget_tokens=4_000, now_ms=NOW, query="phone standup retro", recall_hits=hits)
     )
     assert "superseded" not in pack.segments[0].text
-    assert all(c.superseded_by is None for c in pack.trace.candidates)
+    assert all(c.superseded_by is UNSET for c in pack.trace.candidates)

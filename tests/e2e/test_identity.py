@@ -197,7 +197,9 @@ def test_a_data_directory_from_before_ids_is_adopted(short_tmp: Path) -> None:
     try:
         state = proc.call("read_state", {"workspace": str(ws)})
         assert state["agentReadEnabled"] is True and state["warnings"] == []
-        assert state["revision"] == 7
+        # A revision stored before the data directory's revision clock is replaced by one
+        # of its own (higher: a client holding 7 sees a change, never another workspace's 7).
+        assert state["revision"] > 7
         assert (legacy / BINDING_FILE).read_text().strip() == (ws / "memory" / ID_FILE).read_text().strip()
     finally:
         proc.stop()

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from makad.core.types import AppendResult, EventInput
 from makad.errors import IOFailure, MakadError, NotFound
 from makad.store.ledger import Ledger
-from makad.store.ledger.recovery import REVISION_KEY
+from makad.store.ledger.recovery import REVISION_KEY, LedgerOutOfMemory
 from makad.store.ledger.sessions import AppendCall
 
 
@@ -77,11 +77,9 @@ def test_a_garbage_header_is_moved_aside_at_open(tmp_path: Path, template: bytes
     led.close()
 
 
-def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
-    tmp_path: Path, template: bytes
-) -> None:
+def test_an_unreadable_settings_record_resets_at_open(tmp_path: Path, template: bytes) -> None:
     """Settings hold the privacy switches: one that is not JSON any more is not guessed at —
-    the ledger starts over (switches at their defaults) and remembers the old revision."""
+    the ledger starts over (switches at their defaults) and says it did."""
     path = tmp_path / "ledger.sqlite3"
     path.write_bytes(template)
     conn = sqlite3.connect(path)
@@ -90,7 +88,7 @@ def test_an_unreadable_settings_record_resets_at_open_and_keeps_the_revision(
     conn.close()
     led = Ledger(path)
     [reset] = led.resets
-    assert reset.previous_revision == 41
+    assert reset.cause == "corrupt_at_open"
     assert led.get_settings_json() == {}
     led.close()
 
@@ -238,14 +236,28 @@ def _cut_short(path: Path, template: bytes) -> None:
     os.truncate(path, len(template) // 3)
 
 
-def _garble_index_structure(path: Path, template: bytes) -> None:
+def _garble_index_block(path: Path, seed: int) -> None:
     conn = sqlite3.connect(path)
-    conn.execute("UPDATE events_fts_data SET block = randomblob(length(block)) WHERE id = 10")
+    (size,) = conn.execute("SELECT length(block) FROM events_fts_data WHERE id = 10").fetchone()
+    conn.execute("UPDATE events_fts_data SET block = ? WHERE id = 10", (random.Random(seed).randbytes(size),))
     conn.commit()
     conn.close()
 
 
-@pytest.mark.parametrize("damage", [_cut_short, _garble_index_structure], ids=["cut_short", "index"])
+def _garble_index_structure(path: Path, template: bytes) -> None:
+    _garble_index_block(path, seed=1)
+
+
+def _garble_index_claiming_a_huge_size(path: Path, template: bytes) -> None:
+    # Bytes that make SQLite's full-text reader ask for more memory than exists (NOMEM).
+    _garble_index_block(path, seed=33)
+
+
+@pytest.mark.parametrize(
+    "damage",
+    [_cut_short, _garble_index_structure, _garble_index_claiming_a_huge_size],
+    ids=["cut_short", "index", "index_out_of_memory"],
+)
 def test_a_batch_meeting_damage_resets_once_and_answers_each_call(
     tmp_path: Path, template: bytes, damage: Callable[[Path, bytes], None]
 ) -> None:
@@ -379,4 +391,16 @@ def test_garbage_in_the_wal_loses_nothing_committed_before_it(tmp_path: Path) ->
     led = Ledger(path)
     assert len(led.read_events("s0")) == 20 and led.resets == []
     assert msgspec.json.encode(led.get_settings_json())
+    led.close()
+
+
+def test_running_out_of_memory_on_an_intact_ledger_is_no_damage(tmp_path: Path, template: bytes) -> None:
+    """SQLite out of memory on a ledger that passes its checks is said as it is: no reset, nothing moved."""
+    path = tmp_path / "ledger.sqlite3"
+    path.write_bytes(template)
+    led = Ledger(path)
+    with pytest.raises(IOFailure, match="out of memory"):
+        led.recover(LedgerOutOfMemory("the ledger ran out of memory", reason="out_of_memory"), led.generation)
+    assert led.resets == [] and aside(path) == []
+    assert len(led.read_events("s1")) == 400
     led.close()

@@ -58,7 +58,6 @@ async def test_a_replaced_folder_is_new_state_and_the_old_data_is_retired(
     assert second is not first and second.identity is None
     assert second.ledger.get_settings_json() == {}
     assert [n.kind for n in second.warnings()] == ["new_workspace"]
-    assert second.revision_floor == 9
     [retired] = list((tmp_path / "data" / "retired").iterdir())
     assert (retired / "ledger.sqlite3").is_file() and (retired / identity.BINDING_FILE).is_file()
 

@@ -518,7 +518,8 @@ export interface ListSessionsParams {
  * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
  * `new_workspace`: the folder at this path is not the one the daemon knew (settings
  * start at their defaults); `ledger_reset`: the ledger was corrupt, moved aside and
- * started over (privacy switches at their defaults).
+ * started over (privacy switches at their defaults); `pinned_over_share`: a pinned
+ * entry (on its line) that a 1,500-token context pack has no room for.
  * `confidence` (asked with `includeConfidence`): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
@@ -626,6 +627,22 @@ export interface OwnedLine {
 }
 
 /**
+ * `pinned: true` adds the `pinned` tag (the entry is then always a candidate of
+ * build_context, first in its memory segment); `false` removes it in any spelling. The
+ * other tags and the entry's dates stay as they are; an entry already so is not written.
+ */
+export interface PinEntryParams {
+  workspace: string;
+  id: string;
+  /** @default true */
+  pinned?: boolean;
+  /** @default null */
+  expectedRevision?: number | null;
+  /** @default null */
+  requestId?: string | null;
+}
+
+/**
  * What the user changed before approving. `supersedes`: an active entry the approved
  * one replaces (archived in the same write), e.g. a near duplicate merged into it.
  */
@@ -725,6 +742,8 @@ export interface ReadEventsResult {
  * `ifRevision`: a conditional read. When the workspace's revision is still this one
  * (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
  * disk first), the reply is `{notModified: true, revision}` without the state.
+ * Revisions are unique across the workspaces of a data directory: one held for another
+ * folder (a symlink since repointed) never matches.
  * `includeContent: false` leaves MEMORY.md's text (`content`) out of the state.
  */
 export interface ReadStateParams {
@@ -1130,8 +1149,9 @@ export interface TraceCandidate {
   confidence?: Confidence | null;
   /** @default 0 */
   bytes?: number;
-  /** @default null */
-  supersededBy?: string | null;
+  title?: string;
+  pinned?: boolean;
+  supersededBy?: string;
 }
 
 export interface UpdateEntryParams {
@@ -1278,6 +1298,21 @@ export interface Methods {
       title?: string;
       content?: string;
       tags?: string[];
+      /** @default null */
+      expectedRevision?: number | null;
+      /** @default null */
+      requestId?: string | null;
+    };
+    result: EntryResult;
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+  };
+  /** Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag. */
+  pin_entry: {
+    params: {
+      workspace: string;
+      id: string;
+      /** @default true */
+      pinned?: boolean;
       /** @default null */
       expectedRevision?: number | null;
       /** @default null */
@@ -1770,7 +1805,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

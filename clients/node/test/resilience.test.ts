@@ -211,4 +211,21 @@ describe("connection-level errors", () => {
       await daemon.dispose();
     }
   });
+
+  it("a request far over the cap (the daemon closes while it is written) rejects with TooLargeError too", async () => {
+    const daemon = await Daemon.start(["--max-message-bytes", "4096"]);
+    const client = new MakaClient({ socketPath: daemon.socketPath, timeoutMs: 20_000 });
+    try {
+      const started = Date.now();
+      await assert.rejects(client.callRaw("status", { padding: "x".repeat(8 << 20) }), (error: unknown) => {
+        assert.ok(error instanceof TooLargeError, String(error));
+        return true;
+      });
+      assert.ok(Date.now() - started < 10_000, "refused at once, not sent again until the timeout");
+      assert.equal(await client.call("ping"), "pong");
+    } finally {
+      await client.close();
+      await daemon.dispose();
+    }
+  });
 });

@@ -27,6 +27,8 @@ from maka.notifications import (
 from maka.server_check import ServerUid, check_server, expected_server_uid
 
 Item = Notification | BaseException  # an exception ends the notification stream
+# How long a request whose sending failed waits for the daemon's error about it.
+LAST_WORDS_S = 1.0
 
 
 class AsyncClient(autostart.StopAware):
@@ -165,7 +167,11 @@ class AsyncClient(autostart.StopAware):
                         self._note_send.send_nowait(message)  # type: ignore[arg-type]
                         continue
                     # A reply's id is one we sent (an int); anything else finds no waiter.
-                    waiter = self._waiters.pop(message.get("id"), None)  # type: ignore[arg-type]
+                    request_id = message.get("id")
+                    if request_id is None and "error" in message:
+                        self._fail_waiting(message)
+                        return  # the connection is done for: the next call opens another
+                    waiter = self._waiters.pop(request_id, None)  # type: ignore[arg-type]
                     if waiter is not None:
                         with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
                             waiter.send_nowait(message)  # its caller may have timed out
@@ -217,6 +223,16 @@ class AsyncClient(autostart.StopAware):
         finally:
             self._resuming = False
 
+    def _fail_waiting(self, message: dict[str, Any]) -> None:
+        """An error with a null id is about the connection, not one request (a message over
+        the size cap, a malformed frame, too many connections): the daemon closes it next,
+        so every request waiting on it ends with that error (and the reader stops, so no
+        call is sent on it any more)."""
+        waiting, self._waiters = self._waiters, {}
+        for request_id, waiter in waiting.items():
+            with contextlib.suppress(anyio.BrokenResourceError, anyio.ClosedResourceError):
+                waiter.send_nowait({**message, "id": request_id})
+
     async def call(self, method: str, params: dict[str, Any] | None = None, **kw: Any) -> Any:
         """Call a method with by-name params (a dict and/or keywords) and return its result."""
         if kw:
@@ -228,7 +244,10 @@ class AsyncClient(autostart.StopAware):
             # The daemon restarted since our last call: the request never reached it.
             if self._stream is stream:
                 self._stream = None
-            result = await self._request(await self._ensure(), method, params)
+            try:
+                result = await self._request(await self._ensure(), method, params)
+            except _NotSent:
+                raise ProtocolError("the daemon closed the connection while the request was sent") from None
         self._subscriptions.track(method, params)
         return result
 
@@ -241,6 +260,11 @@ class AsyncClient(autostart.StopAware):
                 async with self._send_lock:
                     await stream.send(payload)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                # The daemon may have refused the request before closing (over the size
+                # cap): its error reaches this waiter through the reader. Otherwise the
+                # connection was gone (a restart) and the request never arrived.
+                with anyio.move_on_after(LAST_WORDS_S), contextlib.suppress(anyio.EndOfStream):
+                    return unwrap(await receive.receive())
                 raise _NotSent from None
             with anyio.fail_after(self.timeout if self.timeout is not None else math.inf):
                 try:

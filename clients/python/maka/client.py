@@ -115,16 +115,24 @@ class Client(autostart.StopAware):
                 self._seen(message)  # type: ignore[arg-type]  # is_notification narrowed it
         return messages
 
-    def _salvage(self) -> None:
-        """Queue the notifications still unread on a connection the daemon closed (its
-        ``daemon_stopping`` above all) before the connection is dropped."""
+    def _salvage(self) -> dict[str, Any] | None:
+        """Read what is still unread on a connection the daemon closed, before it is
+        dropped: its notifications are queued (``daemon_stopping`` above all), and its
+        error about the connection (null id: a message over the size cap), if it sent one,
+        is returned."""
         sock = self._sock
         if sock is None:
-            return
+            return None
+        refusal = None
         with contextlib.suppress(OSError, ProtocolError):
             sock.setblocking(False)
             while data := sock.recv(1 << 20):
-                self._notifications.extend(m for m in self._take(data) if is_notification(m))  # type: ignore[misc]
+                for message in self._take(data):
+                    if is_notification(message):
+                        self._notifications.append(message)  # type: ignore[arg-type]
+                    elif message.get("id") is None and "error" in message:
+                        refusal = message
+        return refusal
 
     def _connect(self) -> socket.socket:
         if self._sock is None:
@@ -159,19 +167,33 @@ class Client(autostart.StopAware):
 
     def _roundtrip(self, method: str, params: dict[str, Any] | None) -> Any:
         request_id, payload = self._codec.request(method, params)
-        try:
-            self._connect().sendall(payload)
-        except (BrokenPipeError, ConnectionResetError):
-            # The daemon restarted since our last call: the request never reached it.
-            self._salvage()
-            self._drop()
-            self._connect().sendall(payload)
+        self._send(payload)
         while True:
             for message in self._read():
                 if is_notification(message):
                     self._notifications.append(message)  # type: ignore[arg-type]  # is_notification narrowed it
                 elif message.get("id") == request_id:
                     return unwrap(message)
+                elif message.get("id") is None and "error" in message:
+                    # About the connection (a message over the size cap, a malformed frame,
+                    # too many connections): the daemon closes it, and this request failed.
+                    self._drop()
+                    return unwrap(message)
+
+    def _send(self, payload: bytes) -> None:
+        """Send a request. When the connection breaks meanwhile, the daemon either refused
+        it before closing (over the size cap: its error is raised) or had restarted since
+        our last call (the request never reached it): then it is sent once more."""
+        for _ in range(2):
+            try:
+                self._connect().sendall(payload)
+                return
+            except (BrokenPipeError, ConnectionResetError):
+                refusal = self._salvage()
+                self._drop()
+                if refusal is not None:
+                    unwrap(refusal)  # raises its error
+        raise ProtocolError("the daemon closed the connection while the request was sent")
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification: no reply comes back."""

@@ -545,7 +545,8 @@ class LocalMemoryState(TypedDict):
     shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt, moved aside and
-    started over (privacy switches at their defaults).
+    started over (privacy switches at their defaults); ``pinned_over_share``: a pinned
+    entry (on its line) that a 1,500-token context pack has no room for.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -656,6 +657,22 @@ class OwnedLine(TypedDict):
     reason: NotRequired[str]
 
 
+class PinEntryParams(TypedDict):
+    """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
+    build_context, first in its memory segment); ``false`` removes it in any spelling. The
+    other tags and the entry's dates stay as they are; an entry already so is not written.
+    """
+
+    workspace: str
+    id: str
+    # default: true
+    pinned: NotRequired[bool]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
 class ProposalEdit(TypedDict):
     """What the user changed before approving. ``supersedes``: an active entry the approved
     one replaces (archived in the same write), e.g. a near duplicate merged into it.
@@ -757,6 +774,8 @@ class ReadStateParams(TypedDict):
     ``ifRevision``: a conditional read. When the workspace's revision is still this one
     (nothing in MEMORY.md, PENDING.md or the settings changed, the files re-checked on
     disk first), the reply is ``{notModified: true, revision}`` without the state.
+    Revisions are unique across the workspaces of a data directory: one held for another
+    folder (a symlink since repointed) never matches.
     ``includeContent: false`` leaves MEMORY.md's text (``content``) out of the state.
     """
 
@@ -1167,8 +1186,9 @@ class TraceCandidate(TypedDict):
     confidence: NotRequired[Confidence | None]
     # default: 0
     bytes: NotRequired[int]
-    # default: null
-    supersededBy: NotRequired[str | None]
+    title: NotRequired[str]
+    pinned: NotRequired[bool]
+    supersededBy: NotRequired[str]
 
 
 class UpdateEntryParams(TypedDict):
@@ -1283,6 +1303,19 @@ class UpdateEntryArgs(TypedDict):
     title: NotRequired[str]
     content: NotRequired[str]
     tags: NotRequired[list[str]]
+    # default: null
+    expectedRevision: NotRequired[int | None]
+    # default: null
+    requestId: NotRequired[str | None]
+
+
+class PinEntryArgs(TypedDict):
+    """Params of ``pin_entry``."""
+
+    workspace: str
+    id: str
+    # default: true
+    pinned: NotRequired[bool]
     # default: null
     expectedRevision: NotRequired[int | None]
     # default: null
@@ -1733,6 +1766,13 @@ class Methods:
         """
         return cast("EntryResult", self._call("update_entry", dict(params)))
 
+    def pin_entry(self, **params: Unpack[PinEntryArgs]) -> EntryResult:
+        """Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", self._call("pin_entry", dict(params)))
+
     def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
         """Archive an entry.
 
@@ -2052,6 +2092,13 @@ class AsyncMethods:
         """
         return cast("EntryResult", await self._call("update_entry", dict(params)))
 
+    async def pin_entry(self, **params: Unpack[PinEntryArgs]) -> EntryResult:
+        """Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.
+
+        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        """
+        return cast("EntryResult", await self._call("pin_entry", dict(params)))
+
     async def archive_entry(self, **params: Unpack[ArchiveEntryArgs]) -> EntryResult:
         """Archive an entry.
 
@@ -2310,7 +2357,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {

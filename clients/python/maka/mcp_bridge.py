@@ -19,6 +19,7 @@ The logic (and every privacy gate) is in ``maka.mcp_tools``; this module is the 
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import sys
@@ -48,6 +49,7 @@ from makad import __version__
 MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
 PROPOSE = "memory_propose"
+log = logging.getLogger("maka.mcp")
 
 
 @dataclass(frozen=True)
@@ -72,10 +74,12 @@ TOOLS = (
         "memory_search",
         a.SearchArgs,
         Bridge.memory_search,
-        "Find the saved memory entries relevant to `query`, within `budget_tokens`. Each "
-        "entry is cited as memory:<id>. Search before asking the user something they may "
-        "have said before. Returns nothing while the user has not allowed agents to read "
-        "memory.",
+        "Find the saved memory entries relevant to `query`, within `budget_tokens`: the "
+        "user's pinned entries and those matching the query first, then, while there is room, "
+        "the other entries most trusted first (a memory that fits is returned whole, since the "
+        "user's words may differ from the query's). Each entry is cited as memory:<id>. "
+        "Search before asking the user something they may have said before. Returns nothing "
+        "while the user has not allowed agents to read memory.",
     ),
     ToolSpec(
         "memory_context",
@@ -229,6 +233,9 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
             return text_result(await spec.run(bridge, args))
         except ToolFailure as exc:
             return text_result(str(exc), is_error=True)
+        except Exception as exc:  # never the SDK's bare {"code": 0, "message": ""}
+            log.warning("tool %s failed", params.name, exc_info=True)
+            return text_result(f"internal: the tool failed ({type(exc).__name__})", is_error=True)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         host.saw(ctx)

@@ -108,6 +108,10 @@ class Bridge:
                 "method_not_found", f"this makad does not offer {method} (it may be older than this client)"
             ) from None
         except RemoteError as exc:
+            if exc.kind == "too_large" and exc.code == -32600:  # the message itself, not a field
+                reason = exc.data.get("reason", "")
+                message = f"this call is over the daemon's message size cap ({reason}): send less per call"
+                raise ToolFailure("too_large", message) from None
             raise ToolFailure(exc.kind, exc.message) from None
         except DaemonUnavailable as exc:
             raise ToolFailure("daemon_unavailable", str(exc)) from None
@@ -204,7 +208,7 @@ class Bridge:
         )
         segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
         if not segments:
-            return f"No memory entries match {args.query!r}."
+            return f"No memory entries for {args.query!r}."
         refs = [ref for s in segments for ref in s.get("sourceIds") or []]
         body = "\n\n".join(str(s.get("text", "")).strip() for s in segments)
         return f"{body}\n\nRefs: {', '.join(refs) if refs else '(none)'}"

@@ -34,7 +34,7 @@ MAX_MEMORY_OFFERS = 20
 MAX_RECALL_OFFERS = 40
 OFFER_TEXT_CHARS = 240
 # Candidates left out only for room or relevance: every gate let them through.
-OFFERABLE: frozenset[str | None] = frozenset({None, "top_k", "budget", "irrelevant", "session_cap"})
+OFFERABLE: frozenset[str | None] = frozenset({None, "top_k", "budget", "session_cap"})
 
 SYSTEM_PROMPT = (
     "You select context for an AI assistant. You get the user's current request and a list "

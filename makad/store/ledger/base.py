@@ -44,6 +44,7 @@ from makad.private_files import (
 from makad.store.ledger.recovery import (
     LedgerCorrupt,
     LedgerIndexDamaged,
+    LedgerOutOfMemory,
     LedgerReset,
     LedgerUndecodable,
     check_header,
@@ -52,9 +53,7 @@ from makad.store.ledger.recovery import (
     lossy_text,
     move_aside,
     open_failure,
-    revision_of,
     schema_statement,
-    stored_revision,
 )
 from makad.store.ledger.rows import reindex_events
 from makad.store.ledger.schema import migrate
@@ -114,7 +113,7 @@ class LedgerBase:
         try:
             self._open()
         except LedgerCorrupt:
-            self._replace("corrupt_at_open", stored_revision(path))
+            self._replace("corrupt_at_open")
 
     def _open(self) -> None:
         """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
@@ -171,9 +170,26 @@ class LedgerBase:
                     if conn is not None:
                         conn.text_factory = lossy_text
                 return
+            if isinstance(found, LedgerOutOfMemory):
+                if self._intact():
+                    # Not damage: said as it is, and nothing is moved or rebuilt.
+                    raise IOFailure("the ledger ran out of memory", reason="out_of_memory")
+                found = LedgerIndexDamaged("the ledger's search index is damaged", reason="index_damaged")
             if isinstance(found, LedgerIndexDamaged) and self._rebuild_indexes():
                 return
-            self._replace("corrupt", revision_of(self._reader))
+            self._replace("corrupt")
+
+    def _intact(self) -> bool:
+        """Whether the pages and both full-text indexes pass SQLite's own checks (locks held)."""
+        conn = live(self._writer)
+        try:
+            if conn.execute("PRAGMA quick_check(1)").fetchall() != [("ok",)]:
+                return False
+            for name in ("events_fts", "memory_fts"):
+                conn.execute(f"INSERT INTO {name} ({name}) VALUES ('integrity-check')")
+        except (sqlite3.Error, MemoryError):
+            return False
+        return True
 
     def _rebuild_indexes(self) -> bool:
         """Drop and re-create both full-text indexes from the events (locks held); the
@@ -187,14 +203,14 @@ class LedgerBase:
                 conn.execute(schema_statement(name))
             reindex_events(conn)
             conn.execute("COMMIT")
-        except sqlite3.Error:
+        except (sqlite3.Error, MemoryError):
             with contextlib.suppress(sqlite3.Error):
                 conn.execute("ROLLBACK")
             return False
         self.index_generation += 1
         return True
 
-    def _replace(self, cause: str, previous_revision: int | None) -> None:
+    def _replace(self, cause: str) -> None:
         """Move the damaged files aside (kept) and open a fresh database (locks held or init)."""
         for conn in (self._reader, self._writer):
             if conn is not None:
@@ -209,9 +225,7 @@ class LedgerBase:
         self._open()
         self._df_cache.clear()
         self.generation += 1
-        self.resets.append(
-            LedgerReset(at=at, moved_to=moved.name, cause=cause, previous_revision=previous_revision)
-        )
+        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause))
 
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""

@@ -20,6 +20,8 @@ MemoryAction = Literal[
     "decayed",
     "added",
     "updated",
+    "pinned",
+    "unpinned",
     "consolidated",
     "reapplied",
     "returned",

@@ -36,7 +36,6 @@ from typing import Any, Final, Protocol, TypeVar
 import msgspec
 
 from makad.errors import IOFailure
-from makad.private_files import regular_file_stat
 from makad.store.ledger.schema import migrate
 
 # The settings key under which the workspace revision is persisted.
@@ -77,14 +76,18 @@ class LedgerIndexDamaged(IOFailure):
     """A full-text index is damaged: it is a projection, rebuilt from the events."""
 
 
+class LedgerOutOfMemory(IOFailure):
+    """SQLite ran out of memory: a damaged record can claim a size no allocation meets
+    (SQLITE_NOMEM), so the ledger checks itself before calling it damage."""
+
+
 @dataclass(frozen=True)
 class LedgerReset:
-    """One corrupt ledger moved aside: when, where its files went, and its last revision."""
+    """One corrupt ledger moved aside: when, and where its files went."""
 
     at: int
     moved_to: str  # the file name, next to the ledger
     cause: str  # "corrupt_at_open" | "corrupt"
-    previous_revision: int | None = None
 
 
 def failure(exc: sqlite3.Error, message: str) -> IOFailure:
@@ -202,32 +205,6 @@ def move_aside(path: Path, at: int) -> Path:
     return target
 
 
-def revision_of(conn: sqlite3.Connection | None) -> int | None:
-    """The revision stored in a (possibly damaged) ledger, if it can still be read."""
-    if conn is None:
-        return None
-    try:
-        row = conn.execute("SELECT value FROM settings WHERE key = ?", (REVISION_KEY,)).fetchone()
-        value = None if row is None else msgspec.json.decode(row[0])
-    except Exception:  # best effort on a damaged file: anything unreadable is unknown
-        return None
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
-
-
-def stored_revision(path: Path) -> int | None:
-    """The revision of a ledger file nobody has open (read-only; None when unreadable)."""
-    if regular_file_stat(path) is None:  # SQLite would follow a symlink, wait on a FIFO
-        return None
-    try:
-        conn = sqlite3.connect(f"{path.as_uri()}?mode=ro", uri=True, timeout=1.0)
-    except sqlite3.Error:
-        return None
-    try:
-        return revision_of(conn)
-    finally:
-        conn.close()
-
-
 class Recoverable(Protocol):
     generation: int
 
@@ -286,6 +263,8 @@ def damage(exc: BaseException) -> IOFailure | None:
     None when the error is not one (a refusal, a bug, the environment)."""
     if isinstance(exc, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged):
         return exc
+    if isinstance(exc, MemoryError):
+        return LedgerOutOfMemory("the ledger ran out of memory", reason="out_of_memory")
     if isinstance(exc, sqlite3.Error):
         found = failure(exc, "the ledger failed")
         return found if isinstance(found, LedgerCorrupt | LedgerUndecodable | LedgerIndexDamaged) else None

@@ -150,20 +150,29 @@ class TurnsArea(LedgerBase):
             ).fetchone()
         return bytes(row[0]) if row is not None else None
 
-    def shown_memory(self, session_id: str, since: int, among: Sequence[str]) -> ShownMemory:
-        """Which of the sources ``among`` the session was shown at or after ``since`` (ms),
-        the latest version of each."""
+    def shown_memory(self, session_id: str, since: int, among: Sequence[str] | None) -> ShownMemory:
+        """Which of the sources ``among`` (None: every memory entry, ``memory:…``) the session
+        was shown at or after ``since`` (ms), the latest version of each."""
         with self._reading() as conn:
             head = conn.execute(
                 "SELECT id, call_id FROM manifest_calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
                 (session_id,),
             ).fetchone()
-            rows = conn.execute(
-                "SELECT source_id, content_hash, call_ref FROM manifest_shown"
-                " WHERE session_id = ? AND source_id IN (SELECT value FROM json_each(?))"
-                " AND shown_at >= ?",
-                (session_id, msgspec.json.encode(list(among)), since),
-            ).fetchall()
+            if among is None:
+                # A range of the primary key: ';' is the character after ':'.
+                rows = conn.execute(
+                    "SELECT source_id, content_hash, call_ref FROM manifest_shown"
+                    " WHERE session_id = ? AND source_id >= 'memory:' AND source_id < 'memory;'"
+                    " AND shown_at >= ?",
+                    (session_id, since),
+                ).fetchall()
+            else:
+                rows = conn.execute(
+                    "SELECT source_id, content_hash, call_ref FROM manifest_shown"
+                    " WHERE session_id = ? AND source_id IN (SELECT value FROM json_each(?))"
+                    " AND shown_at >= ?",
+                    (session_id, msgspec.json.encode(list(among)), since),
+                ).fetchall()
         return ShownMemory(
             latest_call_id=head[1] if head else None,
             latest_call_ref=head[0] if head else None,

@@ -55,6 +55,14 @@ def render_message(message: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _title(candidate: dict[str, Any]) -> str:
+    """A memory row's entry title (pinned ones say so); recall rows have none."""
+    title = str(candidate.get("title") or "")
+    if candidate.get("pinned"):
+        title = f"[pinned] {title}"
+    return title or "-"
+
+
 def render_trace(trace: dict[str, Any]) -> list[str]:
     width = terminal_width()
     lines = ["━━ trace", ""]
@@ -74,10 +82,13 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
                     "yes" if c.get("included") else "no",
                     c.get("reason") or "-",
                     c.get("sourceId", ""),
+                    _title(c),
                 ]
             )
         lines += table(
-            ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON", "SOURCE"], rows, width
+            ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON", "SOURCE", "TITLE"],
+            rows,
+            width,
         ).splitlines()
     else:
         lines.append("No memory or recall candidates.")

@@ -1,4 +1,5 @@
-"""`maka memory list|show|add|edit|archive|restore|delete`: the user's own MEMORY.md operations."""
+"""`maka memory list|show|add|edit|pin|unpin|archive|restore|delete`: the user's own MEMORY.md
+operations."""
 
 from __future__ import annotations
 
@@ -38,6 +39,9 @@ from maka.cli.review import replacement_columns
 from maka.client import Client
 from maka.errors import Conflict, InvalidParams, MethodNotFound
 
+# The tag that pins an entry (build_context always shows it, first).
+PINNED_TAG = "pinned"
+
 
 def csv_tags(value: str) -> list[str]:
     return [t.strip() for t in value.split(",") if t.strip()]
@@ -56,6 +60,8 @@ WARNING_FIXES = {
     "or `maka memory tidy --import`: it queues the bullets for review in PENDING.md, then removes "
     "those lines from the top of the file (it asks first)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
+    "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
+    "or shorten them",
 }
 OUTSIDE = "text_outside_entries"
 
@@ -415,6 +421,36 @@ def _each(method: str, verb: str) -> Command:
     return run
 
 
+def _pin(pinned: bool) -> Command:
+    """`maka memory pin|unpin ID...`: the entry's `pinned` tag (pin_entry)."""
+
+    def run(client: Client, args: argparse.Namespace) -> int:
+        ws = workspace_of(args)
+        state = read_entries(client, ws)
+        entries = {e["id"]: e for e in state.get("entries") or []}
+        ids = resolve_ids(list(entries), args.ids)
+        results = [client.call("pin_entry", {"workspace": ws, "id": i, "pinned": pinned}) for i in ids]
+        if args.json:
+            print_json(results if len(results) > 1 else results[0])
+            return EXIT_OK
+        for entry_id, result in zip(ids, results, strict=True):
+            entry = result["entry"]
+            was = PINNED_TAG in [t.strip().casefold() for t in entries[entry_id].get("tags", [])]
+            if was == pinned:
+                print(f"Already {'pinned' if pinned else 'not pinned'}: {entry['id']}: {entry['title']}")
+            else:
+                print(f"{'Pinned' if pinned else 'Unpinned'} {entry['id']}: {entry['title']}")
+        if pinned:
+            # The daemon says when the pinned entries no longer fit a small pack.
+            after = client.call("read_state", {"workspace": ws, "includeContent": False})
+            for warning in after.get("warnings") or []:
+                if warning.get("kind") == "pinned_over_share":
+                    print(f"maka: warning: {warning.get('message')}", file=sys.stderr)
+        return EXIT_OK
+
+    return run
+
+
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
     group = sub.add_parser(
         "memory",
@@ -484,6 +520,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="apply an edit form saved earlier (the file a refused edit was kept in) instead of $EDITOR",
     )
     p.set_defaults(func=cmd_edit)
+
+    for name, pinned, text in (
+        ("pin", True, "always show entries to the agent, first in its memory (pin_entry: tag pinned)"),
+        ("unpin", False, "stop pinning entries (pin_entry)"),
+    ):
+        p = msub.add_parser(name, parents=parents.scoped, help=text)
+        p.add_argument("ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them")
+        p.set_defaults(func=_pin(pinned))
 
     for name, method, verb, text in (
         ("archive", "archive_entry", "Archived", "archive entries (archive_entry)"),

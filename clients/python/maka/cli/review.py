@@ -2,7 +2,8 @@
 
 The workspace's queue first, then the user level's (``@user``); ``--user`` reviews that alone.
 
-Keys: a approve · e edit then approve · r reject (asks for a reason) · s skip · q quit · ? help.
+Keys: a approve · p approve and pin (always in the agent's context, first) · e edit then
+approve · r reject (asks for a reason) · s skip · q quit · ? help.
 When the proposal is close to an active entry: u approve it instead of that entry (which is
 archived: supersede) · m merge both texts in the editor, the result replacing the entry.
 On a terminal one key press is enough; from a pipe each line is a key (and the line after
@@ -33,10 +34,15 @@ from maka.cli.output import entry_card, print_json, short_id, side_by_side, term
 from maka.client import Client
 from maka.errors import NotFound
 
-KEYS_HELP = "a approve · e edit then approve · r reject · s skip · q quit"
+KEYS_HELP = (
+    "a approve · p approve and pin (always shown to the agent) · e edit then approve · r reject · "
+    "s skip · q quit"
+)
 REPLACE_HELP = "u approve it instead of the similar entry (archived) · m merge both in the editor"
-PROMPT = "[a]pprove [e]dit [r]eject [s]kip [q]uit [?] "
+PROMPT = "[a]pprove [p]in [e]dit [r]eject [s]kip [q]uit [?] "
+# p works here too (see ? for help): the prompt must fit a 70-column terminal.
 REPLACE_PROMPT = "[a]pprove [u]se instead [m]erge [e]dit [r]eject [s]kip [q]uit [?] "
+PINNED_TAG = "pinned"
 SIDE_BY_SIDE_MIN_WIDTH = 100
 RULE_WIDTH = 100
 SIMILAR_CONTENT_LINES = 4
@@ -229,6 +235,10 @@ def _decide(
             if key == "a":
                 _approve(client, ws, pid, {}, outcome, out)
                 return True
+            if key == "p":
+                tags = [t for t in proposal.get("tags", []) if t.strip().casefold() != PINNED_TAG]
+                _approve(client, ws, pid, {"tags": [*tags, PINNED_TAG]}, outcome, out)
+                return True
             if key in ("u", "m") and targets:
                 changes = replacement(key, proposal, targets, memory, keys, out)
                 if changes is None:
@@ -323,7 +333,8 @@ def _approve(
     result = client.call("approve", params)
     for item in result["approved"]:
         outcome.approved.append({"proposalId": item["proposalId"], "entryId": item["entry"]["id"]})
-        edited = " (edited)" if set(changes) - {"supersedes"} else ""
+        pinned = PINNED_TAG in changes.get("tags", []) and set(changes) == {"tags"}
+        edited = " and pinned" if pinned else " (edited)" if set(changes) - {"supersedes"} else ""
         replaced = f", replacing {short_id(item['superseded'])} (archived)" if item.get("superseded") else ""
         print(f"Approved{edited} → entry {short_id(item['entry']['id'])}{replaced}.", file=out)
 
