@@ -22,6 +22,11 @@ left it out: see ``makad.core.strategies``), ``already_shown`` (shown in this
 session since its last compaction and unchanged), ``top_k``, ``session_cap``
 (see ``makad.core.memory_segment``), ``budget``, ``no_query`` (recall needs a
 query) and ``in_history`` (the event is still in this session's live history).
+A recalled line a newer candidate supersedes says so, or is left out as
+``superseded`` when recall is tight; a memory entry says it is possibly outdated
+(``makad.core.conflicts``). Lines of the summary the working state shows are left
+out of the summary (``owned_elsewhere``, listed in ``trace.owned_elsewhere``:
+``makad.core.ownership``).
 ``trace.skipped`` says when memory was left out whole (safe mode, unreadable).
 
 The path is ``fast`` when nothing was ranked against a query and everything fit
@@ -37,11 +42,12 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
 from makad.core.budget import ceiling, history_reserve, segment_cap, share
+from makad.core.conflicts import MAX_MEMORY_ITEMS, pack_items, supersessions
 from makad.core.context_types import (
     SEGMENT_KINDS,
     Allocation,
@@ -58,6 +64,7 @@ from makad.core.context_types import (
 from makad.core.history import PreparedHistory
 from makad.core.memory_segment import MemoryBuilder
 from makad.core.memory_select import small_share
+from makad.core.ownership import OWNED_ELSEWHERE, drop_owned
 from makad.core.ranking import query_terms
 from makad.core.recall import RankedEvent, rank_events
 from makad.core.refs import event_ref
@@ -71,6 +78,7 @@ from makad.core.render import (
     recall_text,
     summary_span,
     summary_text,
+    superseded_mark,
     working_state_body,
     working_state_text,
 )
@@ -126,12 +134,20 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     # In the flow, history comes before recall: what it would use beyond its reserve.
     history_wants = 0 if alone else max(min(history.tokens_up_to(budget), budget) - reserve, 0)
 
+    working_state = _working_state(inputs, counter)
+    recall = _RecallBuilder(inputs, counter)
     memory = MemoryBuilder(inputs, counter)
+    # The conflict pass reads what the pack may show: the best-ranked candidates of each kind.
+    entries = memory.candidate_entries(MAX_MEMORY_ITEMS)
+    superseded = supersessions(pack_items(entries, inputs.history, recall.candidate_events()))
+    memory.mark(superseded)
+    live_refs = {event_ref(e.session_id, e.seq) for e in inputs.history}
+    recall.mark(superseded, lambda: memory.shown_refs | live_refs)
     builders: dict[SegmentKind, _Builder] = {
-        "working_state": _working_state(inputs, counter),
-        "summary": _summary(inputs, counter),
+        "working_state": working_state,
+        "summary": _summary(inputs, counter, working_state),
         "memory": memory,
-        "recall": _RecallBuilder(inputs, counter),
+        "recall": recall,
     }
     own = {kind: segment_cap(kind, budget, limits, alone=alone) for kind in SEGMENT_KINDS}
     if not alone:
@@ -169,6 +185,9 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             if part.dropped is not None
             else Counter(c.reason for c in rows[kind] if not c.included and c.reason)
         )
+    owned = built["summary"].owned
+    if owned:
+        dropped[OWNED_ELSEWHERE] += len(owned)
     compact_limit = share(budget, limits.compact_share)
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
@@ -194,6 +213,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             placeholders=fitted.placeholders,
             skipped=[inputs.memory_skipped] if inputs.memory_skipped is not None else [],
             memory_session_bytes=inputs.memory_session_bytes + shown_bytes,
+            owned_elsewhere=owned,
         ),
     )
 
@@ -311,16 +331,40 @@ class _BodyBuilder:
         self._body = body
         self._note = note
         self._source_ids = source_ids
+        self.shown = ""
 
     def build(self, cap: int, fill_cap: int | None = None) -> Built:
-        if not self._body:
+        return self._fit(self._body, cap)
+
+    def _fit(self, body: str, cap: int) -> Built:
+        self.shown = ""
+        if not body:
             return Built()
-        fitted = fit_body(self._frame, self._body, self._note, cap, self._counter)
+        fitted = fit_body(self._frame, body, self._note, cap, self._counter)
         if fitted is None:
             return Built(truncated=True, wants_more=True)
         text, cut, tokens = fitted
+        self.shown = text
         segment = Segment(kind=self._kind, text=text, tokens=tokens, source_ids=list(self._source_ids))
         return Built(segment, cut, wants_more=cut)
+
+
+class _SummaryBuilder(_BodyBuilder):
+    """The summary without the lines the working state shows (``makad.core.ownership``).
+
+    The working state is built before the summary at each step of the budget's
+    sharing (``SEGMENT_KINDS``), so ``owner.shown`` is what the pack will show of it.
+    """
+
+    def __init__(self, owner: _BodyBuilder, *args: Any) -> None:
+        super().__init__(*args)
+        self._owner = owner
+
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
+        body, owned = drop_owned(self._body, self._owner.shown, segment="summary", owner="working_state")
+        built = self._fit(body, cap)
+        built.owned = owned if built.segment is not None else []
+        return built
 
 
 def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
@@ -334,7 +378,7 @@ def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder
 # ------------------------------------------------------------- summary ---
 
 
-def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
+def _summary(inputs: ContextInputs, counter: TokenCounter, owner: _BodyBuilder) -> _BodyBuilder:
     checkpoint = inputs.checkpoint
     if (
         checkpoint is None
@@ -344,7 +388,8 @@ def _summary(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder:
     ):
         return _BodyBuilder("summary", counter, str, "", "", [])
     span = summary_span(checkpoint)
-    return _BodyBuilder(
+    return _SummaryBuilder(
+        owner,
         "summary",
         counter,
         lambda body: summary_text(checkpoint, body),
@@ -423,6 +468,7 @@ class _RecallPacker:
         self.chosen: list[tuple[tuple[str, int], int]] = []
         self.header_tokens: dict[tuple[str, int], int] = {}
         self.gap_tokens = counter.count(f"{RECALL_GAP}\n")
+        self.marks: dict[str, str] = {}  # event ref → the newer ref that supersedes it
 
     def could_fit(self, event: Event) -> bool:
         """False when the event's line surely cannot fit, judged without rendering it.
@@ -438,6 +484,9 @@ class _RecallPacker:
         found = self.line_cache.get(key)
         if found is None:
             line = recall_line(event, self.limits)
+            newer = self.marks.get(event_ref(event.session_id, event.seq))
+            if newer is not None:
+                line = f"{line} {superseded_mark(newer)}"
             found = self.line_cache[key] = (line, self.counter.count(line + "\n"))
         return found
 
@@ -504,6 +553,8 @@ class _RecallBuilder:
         self._exclusion = _event_exclusion(inputs)
         self._ranked: list[RankedEvent] = []
         self._lines: dict[tuple[str, int], tuple[str, int]] = {}
+        self._marks: dict[str, str] = {}
+        self._shown_elsewhere: Callable[[], set[str]] = set
         if not inputs.recall_hits:
             return
         eligible: list[RecallHit] = []
@@ -519,18 +570,49 @@ class _RecallBuilder:
             last = len(order)
             self._ranked.sort(key=lambda r: order.get(event_ref(r.event.session_id, r.event.seq), last))
 
+    def candidate_events(self) -> list[Event]:
+        """The events this segment could show: the best ``recall_top_k`` it may recall."""
+        limit = self._inputs.limits.recall_top_k
+        out: list[Event] = []
+        for ranked in self._ranked:
+            if len(out) >= limit:
+                break
+            if self._exclusion(ranked.event) is None:
+                out.append(ranked.event)
+        return out
+
+    def mark(self, superseded: dict[str, str], shown_elsewhere: Callable[[], set[str]]) -> None:
+        """Lines of superseded events say which ref supersedes them (``makad.core.conflicts``);
+        ``shown_elsewhere``: the refs the other parts of the pack show, read at each build."""
+        self._marks = {ref: newer for ref, newer in superseded.items() if ref.startswith("event:")}
+        self._shown_elsewhere = shown_elsewhere
+
     def build(self, cap: int, fill_cap: int | None = None) -> Built:
+        """Pack within ``cap``. When the segment is tight (a candidate left out for budget), a
+        superseded line whose newer ref the pack shows is dropped (``superseded``) and the
+        room goes to others."""
+        built, chosen = self._pack(cap, frozenset())
+        if not self._marks or not built.dropped or not built.dropped["budget"]:
+            return built
+        shown = self._shown_elsewhere() | chosen
+        stale = frozenset(ref for ref in chosen if self._marks.get(ref) in shown)
+        return self._pack(cap, stale)[0] if stale else built
+
+    def _pack(self, cap: int, stale: frozenset[str]) -> tuple[Built, set[str]]:
         if not self._ranked:
-            return Built()
+            return Built(), set()
         ranked, exclusion = self._ranked, self._exclusion
         limits = self._inputs.limits
         packer = _RecallPacker(cap, self._counter, limits, self._lines)
+        packer.marks = self._marks
         outcome: list[tuple[str | None, int]] = []
         misses = 0  # consecutive candidates the remaining room could not take
         for item in ranked:
             reason = exclusion(item.event)
             tokens = 0
-            if reason is None and len(packer.chosen) >= limits.recall_top_k:
+            if reason is None and stale and event_ref(item.event.session_id, item.event.seq) in stale:
+                reason = "superseded"
+            elif reason is None and len(packer.chosen) >= limits.recall_top_k:
                 reason = "top_k"
             elif reason is None and (misses >= RECALL_GIVE_UP_AFTER or not packer.could_fit(item.event)):
                 reason = "budget"
@@ -562,10 +644,15 @@ class _RecallBuilder:
             for index, (item, (reason, tokens)) in enumerate(zip(ranked, outcome, strict=True))
             if index < trace_max or reason is None
         ]
+        for candidate in candidates:
+            newer = self._marks.get(candidate.source_id)
+            if newer is not None:
+                candidate.superseded_by = newer
         dropped = Counter(reason for reason, _ in outcome if reason is not None)
         truncated = bool(dropped["top_k"] or dropped["budget"])
         built = Built(None, truncated, candidates, dropped, wants_more=bool(dropped["budget"]))
+        chosen = {event_ref(sid, seq) for (sid, _), seq in packer.chosen}
         if not packer.chosen:
-            return built
+            return built, chosen
         built.segment = Segment(kind="recall", text=text, tokens=text_tokens, source_ids=source_ids)
-        return built
+        return built, chosen

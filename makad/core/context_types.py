@@ -16,6 +16,7 @@ import msgspec
 from msgspec import UNSET, UnsetType
 
 from makad.core.confidence import Confidence
+from makad.core.ownership import OwnedLine
 from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, CuratorTrace, Entry, Event, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "recall"]
@@ -97,6 +98,10 @@ class TraceCandidate(_Wire):
     title: str | UnsetType = UNSET
     # Memory only, present when true: the entry is pinned (``makad.core.memory_select``).
     pinned: bool | UnsetType = UNSET
+    # Present when a newer ref gives this candidate's subject another value
+    # (``makad.core.conflicts``): a memory entry shown as possibly outdated, a recalled
+    # line marked superseded (or left out as ``superseded`` when recall is tight).
+    superseded_by: str | UnsetType = UNSET
 
 
 class Allocation(_Wire):
@@ -147,7 +152,10 @@ class Trace(_Wire):
       curator was needed and failed or was gated: the deterministic pack,
       ``curator.reason`` says why);
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
-    - ``curator``: the curator's part, when a curator strategy ran.
+    - ``curator``: the curator's part, when a curator strategy ran;
+    - ``owned_elsewhere``: lines of the summary left out because the working state
+      shows them (one segment per fact, ``makad.core.ownership``); ``dropped`` counts
+      them under ``owned_elsewhere``.
     """
 
     path: Literal["fast", "bounded", "slow", "fallback"]
@@ -163,6 +171,7 @@ class Trace(_Wire):
     memory_session_bytes: int = 0
     strategy: str = "deterministic"
     curator: CuratorTrace | None = None
+    owned_elsewhere: list[OwnedLine] = []
 
 
 class ContextPack(_Wire):
@@ -197,6 +206,8 @@ class Built:
     wants_fill: bool = False
     # Makes the candidates' rows when they are asked for (instead of ``candidates``).
     rows: Callable[[], list[TraceCandidate]] | None = None
+    # Lines left out because another segment shows them (``makad.core.ownership``).
+    owned: list[OwnedLine] = field(default_factory=list)
 
     def listed(self) -> list[TraceCandidate]:
         """The candidates' trace rows."""

@@ -54,7 +54,10 @@ are ranked with the workspace's, and when any is among them or in
 a workspace entry overrides is ``overridden``.
 
 Each shown entry carries its confidence (``makad.core.confidence``) on its ref
-line and in the trace, and its title in the trace.
+line and in the trace, and its title in the trace. An entry something newer in the
+pack's candidates gives another value (``makad.core.conflicts``, ``mark``) says
+``possibly outdated: superseded by <ref>`` there, and its trace row names that ref in
+``superseded_by``; it is still shown (the user decides what memory holds).
 """
 
 from __future__ import annotations
@@ -62,6 +65,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 from dataclasses import dataclass
+from itertools import islice
 
 from makad.core.confidence import Confidence, derive
 from makad.core.context_types import Built, ContextInputs, FillKey, FillOrder, Segment, TraceCandidate
@@ -215,6 +219,20 @@ class MemoryBuilder:
         self.least_left_out = _NO_ENTRY
         self._leasts: dict[int, int] = {}
         self._texts: dict[tuple[int, ...], tuple[str, int]] = {}  # the entries shown → text, tokens
+        # memory ref → the newer ref that gives its subject another value (``mark``)
+        self._superseded: dict[str, str] = {}
+        self.shown_refs: set[str] = set()  # the refs the last build showed
+
+    def candidate_entries(self, limit: int) -> list[Entry]:
+        """The first ``limit`` entries this segment would try to show, in its order."""
+        return [item.entry for item in islice(_chain(iter(self._want), self._rest()), limit)]
+
+    def mark(self, superseded: dict[str, str]) -> None:
+        """Entries to show as possibly outdated: memory ref → the newer ref (before any
+        block is rendered: ``own_cap`` and ``build`` come after)."""
+        self._superseded = {ref: newer for ref, newer in superseded.items() if ref.startswith("memory:")}
+        self._blocks.clear()
+        self._texts.clear()
 
     # ------------------------------------------------------------ the entries ---
 
@@ -231,7 +249,10 @@ class MemoryBuilder:
             inputs = self._inputs
             entry = item.entry
             confidence = derive(entry, inputs.now_ms, inputs.memory_confidence.get(entry.id))
-            text = memory_block(entry, inputs.now_ms, inputs.limits, confidence, self._level(item))
+            outdated_by = self._superseded.get(memory_ref(entry.id))
+            text = memory_block(
+                entry, inputs.now_ms, inputs.limits, confidence, self._level(item), outdated_by
+            )
             block = _Block(text, self._counter.count(text), len(text.encode()), confidence)
             self._blocks[item.index] = block
         return block
@@ -376,6 +397,9 @@ class MemoryBuilder:
         )
         if item.index in self._pinned:
             row.pinned = True
+        newer = self._superseded.get(row.source_id)
+        if newer is not None:
+            row.superseded_by = newer
         return row
 
     def build(self, cap: int, fill_cap: int | None = None) -> Built:
@@ -479,6 +503,7 @@ class MemoryBuilder:
             return [self._row(item, reason, block) for item, reason, block in outcome]
 
         built = Built(None, truncated, wants_more=wants_more, wants_fill=wants_fill, rows=rows)
+        self.shown_refs = {memory_ref(outcome[at][0].entry.id) for at, _ in chosen}
         if chosen:
             built.segment = Segment(
                 kind="memory",

@@ -23,10 +23,16 @@ from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry, is_open, normalize_tags, redact_all
 from makad.core.entry_comment import ORIGINS
 from makad.core.importers import ImportItem
+from makad.core.levels import USER_ID_PREFIX
 from makad.core.memory_select import with_pin
 from makad.core.redaction import redact
+from makad.core.refs import MEMORY_PREFIX
 from makad.core.types import Entry, MemoryEvent, NewMemoryEvent, Origin, Scope
-from makad.errors import InvalidParams, NotFound
+from makad.errors import InvalidParams, NotFound, TooLarge
+
+# Open proposals that replace an entry (``supersedes``) one queue holds at most: an agent
+# cannot line up the whole memory for archiving in one review.
+MAX_OPEN_REPLACEMENTS = 20
 
 
 class Scrubber(Protocol):
@@ -265,6 +271,76 @@ def _replaceable(memory: fmt.MemoryDocument, proposal_id: str, target: str | Non
             path=f"$.edits.{proposal_id}.supersedes",
         )
     return target
+
+
+def replacement_target(value: str | None, *, user_level: bool) -> str | None:
+    """The entry id a proposal's ``supersedes`` names: the id or its ``memory:`` ref as a
+    pack cites it (spaces around ignored). In the user level's own queue an id may carry
+    the ``@user/`` prefix packs give user-level entries; in a workspace's, that prefix
+    stays: it names a user-level entry the workspace's one overrides (``makad.core.levels``)."""
+    if value is None or not value.strip():
+        return None
+    target = value.strip().removeprefix(MEMORY_PREFIX)
+    return target.removeprefix(USER_ID_PREFIX) if user_level else target
+
+
+def no_replaceable(target: str) -> InvalidParams:
+    """The one refusal for a ``supersedes`` naming no entry the proposal may replace: the
+    same whether the entry does not exist, is not active or is scoped to another session,
+    so it says nothing about entries the proposing session cannot see."""
+    return InvalidParams(
+        "supersedes must name an active entry of MEMORY.md that this session can see "
+        "(its id or memory:<id>; a user-level entry from a workspace as @user/<id>)",
+        path="$.supersedes",
+        supersedes=target,
+    )
+
+
+def replaceable_entry(
+    memory: fmt.MemoryDocument, target: str, *, session_id: str | None, scope: Scope
+) -> Entry:
+    """The active entry ``target`` names, when a proposal from ``session_id`` with
+    ``scope`` may replace it; else ``no_replaceable``.
+
+    An entry scoped to a session is replaceable only from that session. A session-scoped
+    proposal may replace only a session-scoped entry: approving it would take a fact every
+    other session sees away from them, for one session's replacement."""
+    section = fmt.find(memory, target)
+    entry = section.entry if section is not None else None
+    if entry is None or entry.status != "active":
+        raise no_replaceable(target)
+    if entry.scope == "session" and (session_id is None or entry.session_id != session_id):
+        raise no_replaceable(target)
+    if scope == "session" and entry.scope != "session":
+        raise InvalidParams(
+            "a session-scoped proposal cannot replace an entry every session sees: "
+            "propose it with scope workspace",
+            path="$.supersedes",
+            supersedes=target,
+        )
+    return entry
+
+
+def check_open_replacements(pending: fmt.MemoryDocument, target: str, *, user_level: bool) -> None:
+    """Refuse a second open proposal replacing the same entry (approving both would leave
+    two replacements active) and more than ``MAX_OPEN_REPLACEMENTS`` open replacements."""
+    waiting = [e for e in fmt.entries(pending) if is_open(e) and e.supersedes]
+    named = {e.id: replacement_target(e.supersedes, user_level=user_level) for e in waiting}
+    same = next((e for e in waiting if named[e.id] == target), None)
+    if same is not None:
+        raise InvalidParams(
+            "an open proposal already replaces that entry: it waits for the user's review",
+            path="$.supersedes",
+            supersedes=target,
+            proposalId=same.id,
+        )
+    if len(waiting) >= MAX_OPEN_REPLACEMENTS:
+        raise TooLarge(
+            f"at most {MAX_OPEN_REPLACEMENTS} proposals replacing entries may wait for the "
+            "user's review at once",
+            path="$.supersedes",
+            limit=MAX_OPEN_REPLACEMENTS,
+        )
 
 
 def _fresh_id(content: str, created: int, used: set[str]) -> tuple[int, str]:

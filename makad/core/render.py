@@ -105,19 +105,28 @@ def fenced(tag: str, header: str, body: str) -> str:
 # ---------------------------------------------------------------- memory ---
 
 
+def superseded_mark(newer: str) -> str:
+    """What a recalled line a newer one supersedes says (``makad.core.conflicts``)."""
+    return f"[superseded by {newer}]"
+
+
 def memory_block(
     entry: Entry,
     now_ms: int,
     limits: ContextLimits,
     confidence: Confidence | None = None,
     level: str | None = None,
+    outdated_by: str | None = None,
 ) -> str:
     """One entry: title, its ref (its level when told, its confidence; its age with a
-    caveat when stale), content (left out when it only repeats the title)."""
+    caveat when stale; ``possibly outdated`` and the newer ref when something newer gives
+    its subject another value), content (left out when it only repeats the title)."""
     title = one_line(entry.title, TITLE_MAX_CHARS) or "(untitled)"
     ref = memory_ref(entry.id)
     meta = ref if level is None else f"{ref} · {level} level"
     meta = meta if confidence is None else f"{meta} · confidence {confidence.level}"
+    if outdated_by is not None:
+        meta = f"{meta} · possibly outdated: superseded by {outdated_by}"
     updated = entry.updated_at or entry.created_at
     age_ms = now_ms - updated
     if updated <= 0:

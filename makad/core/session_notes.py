@@ -2,7 +2,7 @@
 
 Claude Code's Session Memory, done deterministically. ``gather`` reads events
 once, in seq order, into a small bounded record (``Gathered``); ``render``
-turns it into four working-state note sections, each line carrying the
+turns it into seven working-state note sections, each line carrying the
 ``event:`` ref it came from:
 
 - ``Files and Functions``: the paths tool calls and results name
@@ -11,9 +11,19 @@ turns it into four working-state note sections, each line carrying the
 - ``Errors & Corrections``: failed tool results (``failed``) and the later
   result of the same tool that succeeded, which fixed them;
 - ``Worklog``: one line per user request;
+- ``Task specification``: the session's first user request, then the later
+  requests that restate or change it (``RESTATEMENT``: "actually", "instead",
+  "to clarify", "the goal is", "make sure", …), newest last;
+- ``Learnings``: each failure a later result of the same tool fixed, with the
+  call that failed and the call that worked (what to do next time);
+- ``Key results``: the successful tool results of the latest turn that had
+  any (the results the session ended on), each by its summary line;
 - ``Current State``: the latest goal (the working state's last goal, else the
   latest request) and the open thread (the working state's last open thread,
   else the latest error not fixed yet, else the latest assistant reply).
+
+``Workflow`` (how the user wants the work done) needs judgement no event states:
+it is the client's section (``CLIENT_SECTIONS``), never derived.
 
 Derived text opens with ``DERIVED_MARK``. A section whose text does not is a
 client's, and is never overwritten: client text wins (``sections_to_write``).
@@ -42,7 +52,27 @@ MAX_ITEMS: Final = 200
 REFS_PER_FILE: Final = 3
 LINE_CHARS: Final = 160
 DERIVED_MARK: Final = "(derived by makad from "
-SECTIONS: Final = ("Current State", "Files and Functions", "Errors & Corrections", "Worklog")
+SECTIONS: Final = (
+    "Current State",
+    "Task specification",
+    "Files and Functions",
+    "Errors & Corrections",
+    "Learnings",
+    "Key results",
+    "Worklog",
+)
+# The note sections only a client writes: nothing in the events states them.
+CLIENT_SECTIONS: Final = ("Workflow",)
+MAX_RESTATEMENTS: Final = 20
+MAX_KEY_RESULTS: Final = 10
+# A later user request that restates or changes the task, by how it opens or what it says.
+RESTATEMENT: Final = re.compile(
+    r"\s*(?:actually|instead|to clarify|clarification|correction|scratch that|change of plans?"
+    r"|new plan|one more thing|i meant|what i meant|let me rephrase|to be clear|rather|wait)\b"
+    r"|.{0,120}\b(?:the (?:task|goal|requirement|spec|point) is|i (?:want|need) (?:you )?to"
+    r"|make sure|instead of|rather than|do not|don't|must not|must|no longer|from now on)\b",
+    re.IGNORECASE | re.DOTALL,
+)
 
 # A failed tool result: a meta flag, a non-zero exit code, or text that opens like an error.
 _ERROR_FLAGS: Final = frozenset({"is_error", "iserror", "error", "failed"})
@@ -72,6 +102,8 @@ class ErrorNote(msgspec.Struct, array_like=True):
     tool: str
     text: str
     fixed_seq: int = 0
+    call: str = ""  # the failed call's arguments, first line
+    fix_call: str = ""  # the call whose result fixed it
 
 
 class Gathered(msgspec.Struct, kw_only=True):
@@ -87,6 +119,11 @@ class Gathered(msgspec.Struct, kw_only=True):
     worklog_dropped: int = 0
     last_reply: Line | None = None
     open_calls: dict[str, str] = {}  # tool call id → tool name, until its result comes
+    open_args: dict[str, str] = {}  # tool call id → its arguments' first line, likewise
+    task: Line | None = None  # the first user request
+    restatements: list[Line] = []
+    turn_results: list[Line] = []  # this turn's successful tool results
+    key_results: list[Line] = []  # the latest turn's that had any
 
 
 def failed(event: Event) -> bool:
@@ -109,6 +146,14 @@ def _first_line(text: str) -> str:
     return ""
 
 
+def _summary_line(text: str) -> str:
+    """A result's summary: its last line with a word in it (``42 passed in 3s``), else its first."""
+    for line in reversed(text[-4_000:].splitlines()):
+        if any(c.isalnum() for c in line):
+            return abbreviate(line, LINE_CHARS)
+    return _first_line(text)
+
+
 def gather(state: Gathered, events: Iterable[Event]) -> Gathered:
     """``state`` updated with ``events`` (newer than what it has read), in place."""
     files = {note.path: note for note in state.files}
@@ -119,22 +164,34 @@ def gather(state: Gathered, events: Iterable[Event]) -> Gathered:
         state.last_seq = event.seq
         state.tokens += event.tokens
         if event.type == "user_message" and event.text.strip():
-            state.worklog.append(Line(event.seq, abbreviate(event.text, LINE_CHARS)))
+            request = Line(event.seq, abbreviate(event.text, LINE_CHARS))
+            state.worklog.append(request)
+            if state.task is None:
+                state.task = request
+            elif RESTATEMENT.match(event.text[:400]):
+                state.restatements = [*state.restatements, request][-MAX_RESTATEMENTS:]
+            state.turn_results = []
         elif event.type == "assistant_message" and event.text.strip():
             state.last_reply = Line(event.seq, abbreviate(event.text, LINE_CHARS))
         elif event.type == "tool_call":
             if event.tool_call_id and len(state.open_calls) < MAX_ITEMS:
                 state.open_calls[event.tool_call_id] = event.tool_name or "tool"
+                state.open_args[event.tool_call_id] = _first_line(event.text)
         elif event.type == "tool_result":
             called = state.open_calls.pop(event.tool_call_id or "", None)
+            args = state.open_args.pop(event.tool_call_id or "", "")
             tool = event.tool_name or called or "tool"
             if failed(event):
-                state.errors.append(ErrorNote(event.seq, tool, _first_line(event.text)))
+                state.errors.append(ErrorNote(event.seq, tool, _first_line(event.text), call=args))
             else:
                 for error in reversed(state.errors):
                     if error.tool == tool and not error.fixed_seq:
                         error.fixed_seq = event.seq
+                        error.fix_call = args
                         break
+                result = Line(event.seq, f"{tool}: {_summary_line(event.text)}")
+                state.turn_results = [*state.turn_results, result][-MAX_KEY_RESULTS:]
+                state.key_results = state.turn_results
         for path in paths_in(event):
             note = files.pop(path, None) or FileNote(path, [])
             note.seqs = [*note.seqs, event.seq][-REFS_PER_FILE:]
@@ -212,7 +269,11 @@ def render(
     for section, max_tokens in allowance.items():
         lines = _section_lines(section, state, session_id, working)
         omitted = state.worklog_dropped if section == "Worklog" else 0
-        if lines:
+        if not lines:
+            continue
+        if section == "Task specification":  # the first request stays; restatements fit after it
+            out[section] = _fit(f"{head}\n{lines[0]}", lines[1:], max_tokens)
+        else:
             out[section] = _fit(head, lines, max_tokens, omitted)
     return out
 
@@ -228,7 +289,27 @@ def _section_lines(section: str, state: Gathered, sid: str, working: WorkingStat
         return lines
     if section == "Worklog":
         return [f"- {event_ref(sid, line.seq)} {line.text}" for line in state.worklog]
+    if section == "Task specification":
+        if state.task is None:
+            return []
+        first = [f"- The request ({event_ref(sid, state.task.seq)}): {state.task.text}"]
+        later = [f"- Restated ({event_ref(sid, line.seq)}): {line.text}" for line in state.restatements]
+        return first + later
+    if section == "Learnings":
+        return [_learning(error, sid) for error in state.errors if error.fixed_seq]
+    if section == "Key results":
+        return [f"- {line.text} ({event_ref(sid, line.seq)})" for line in state.key_results]
     return _current_state(state, sid, working)
+
+
+def _learning(error: ErrorNote, sid: str) -> str:
+    """A failure and what fixed it: the failed call, what it said, the call that worked."""
+    failed_call = f" {error.call}" if error.call else ""
+    fixed_call = f" {error.fix_call}" if error.fix_call else ""
+    return (
+        f"- {error.tool}{failed_call} failed ({error.text}, {event_ref(sid, error.seq)}); "
+        f"{error.tool}{fixed_call} worked ({event_ref(sid, error.fixed_seq)})"
+    )
 
 
 def _current_state(state: Gathered, sid: str, working: WorkingState) -> list[str]:

@@ -24,7 +24,7 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.entries import clean_entry, is_open
-from makad.core.levels import USER_LEVEL
+from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.save_merge import note_of
@@ -174,6 +174,9 @@ class ProposalService:
                 raise InvalidParams("a session-scoped proposal needs sessionId", path="$.sessionId")
             if draft.consolidates is not None:
                 await self._gate.check(ws, draft.consolidates)
+            target = rules.replacement_target(draft.supersedes, user_level=ws.level == "user")
+            if target is not None and target.startswith(USER_ID_PREFIX):
+                await self._check_user_level_target(target)
             rejection = await in_thread(ws.ledger.find_rejection, content_hash(content))
             if rejection is not None:
                 return ProposeResult(
@@ -189,6 +192,12 @@ class ProposalService:
                 )
             async with ws.lock:
                 await self._files.refresh(ws)
+                if target is not None:
+                    if not target.startswith(USER_ID_PREFIX):
+                        rules.replaceable_entry(
+                            ws.memory.doc, target, session_id=draft.session_id, scope=draft.scope
+                        )
+                    rules.check_open_replacements(ws.pending.doc, target, user_level=ws.level == "user")
                 known = rules.candidates(ws.memory.doc, ws.pending.doc)
                 same = rules.same_content(content, known)
                 if same is not None:
@@ -207,7 +216,7 @@ class ProposalService:
                     scope=draft.scope,
                     session_id=draft.session_id if origin is None else None,
                     source_refs=self._ctx.identifiers.scrub_refs(draft.source_refs),
-                    supersedes=draft.supersedes,
+                    supersedes=target,
                     decay_ttl_ms=draft.decay_ttl_ms,
                     draft=draft.draft,
                     now=now_ms(),
@@ -232,6 +241,7 @@ class ProposalService:
                     "sourceRefs": proposal.source_refs,
                     "redactions": redactions,
                     "similarTo": similar,
+                    **({"supersedes": target} if target is not None else {}),
                     **lineage,
                 },
                 request=request.record(result),
@@ -239,6 +249,46 @@ class ProposalService:
             return result
 
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
+
+    async def _check_user_level_target(self, target: str) -> None:
+        """A workspace proposal naming a user-level entry (``@user/<id>``) overrides it in
+        this workspace (``makad.core.levels``): that entry must be active at the user level."""
+        user = await self._ctx.user_level_if_any()
+        if user is None:
+            raise rules.no_replaceable(target)
+        async with user.lock:
+            await self._files.refresh(user)
+            rules.replaceable_entry(
+                user.memory.doc, target.removeprefix(USER_ID_PREFIX), session_id=None, scope="workspace"
+            )
+
+    async def _replaced(self, ws: Workspace, proposals: list[Entry]) -> dict[str, Entry]:
+        """Proposal id → the entry its ``supersedes`` names, as it is now (any status; a
+        user-level one under its ``@user/`` id), for the proposals that name one that exists."""
+        found: dict[str, Entry] = {}
+        user_doc: fmt.MemoryDocument | None = None
+        for proposal in proposals:
+            target = rules.replacement_target(proposal.supersedes, user_level=ws.level == "user")
+            if target is None:
+                continue
+            if ws.level != "user" and target.startswith(USER_ID_PREFIX):
+                if user_doc is None:
+                    user = await self._ctx.user_level_if_any()
+                    if user is None:
+                        continue
+                    async with user.lock:
+                        await self._files.refresh(user)
+                    user_doc = user.memory.doc
+                section = fmt.find(user_doc, target.removeprefix(USER_ID_PREFIX))
+                if section is not None:
+                    found[proposal.id] = msgspec.structs.replace(
+                        section.entry, id=user_level_id(section.entry.id)
+                    )
+                continue
+            section = fmt.find(ws.memory.doc, target)
+            if section is not None:
+                found[proposal.id] = section.entry
+        return found
 
     async def _require_user_level_writable(self, user: Workspace) -> None:
         try:
@@ -275,14 +325,16 @@ class ProposalService:
         async with ws.lock:
             await self._files.refresh(ws)
         known = rules.candidates(ws.memory.doc, ws.pending.doc)
+        open_sections = [s for s in ws.pending.doc.sections if is_open(s.entry)]
+        replaced = await self._replaced(ws, [s.entry for s in open_sections])
         views = [
             ProposalView(
                 proposal=s.entry,
                 similar_to=similar_ids(s.entry.content, known, exclude=s.entry.id),
                 note=note_of(s),
+                replaces=replaced.get(s.entry.id),
             )
-            for s in ws.pending.doc.sections
-            if is_open(s.entry)
+            for s in open_sections
         ]
         return ProposalsResult(
             proposals=views,

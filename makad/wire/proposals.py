@@ -71,11 +71,16 @@ class ListProposalsParams(WorkspaceParams):
 class ProposalView(Result):
     """An open proposal; ``note`` says why the daemon queued it itself, if it did:
     ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
-    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits")."""
+    dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+    ``replaces``: the entry the proposal's ``supersedes`` names, as it is now (approving
+    archives it when it is still active; a user-level entry a workspace proposal
+    overrides carries its ``@user/<id>`` id); absent when it names none or that entry
+    is gone."""
 
     proposal: Entry
     similar_to: list[str] = []
     note: str | None = None
+    replaces: Entry | None = None
 
 
 class ProposalsResult(Result):
@@ -195,14 +200,19 @@ METHODS: list[MethodSpec] = [
         "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
         'unless origin is extracted, too_large. scope "global" queues in the user level\'s '
         'PENDING.md (workspace "@user", which must be enabled) with this workspace '
-        "recorded in its lineage; the gates and the session are this workspace's.",
+        "recorded in its lineage; the gates and the session are this workspace's. "
+        "supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), "
+        "archived when the user approves; it must be active and visible to the proposing "
+        "session (else invalid_params at $.supersedes), at most one open proposal replaces "
+        "an entry, and at most 20 replacements wait at once (too_large).",
         errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence),
     ),
     MethodSpec(
         "list_proposals",
         ListProposalsParams,
         ProposalsResult,
-        "Open proposals with the ids of similar entries.",
+        "Open proposals with the ids of similar entries and, for a replacement, the entry "
+        "it replaces as it is now (replaces).",
         errors=(*_WS, IOFailure),
     ),
     MethodSpec(

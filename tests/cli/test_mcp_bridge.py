@@ -488,14 +488,16 @@ async def test_memory_context_shows_a_small_memory_whole(shared_daemon: DaemonPr
 
 async def test_instructions_say_when_to_search_record_and_propose(shared_daemon: DaemonProcess) -> None:
     """The server's instructions tell the agent to search before asking, to record every
-    exchange with session_record (and why), and what to propose — queued, not saved."""
+    exchange with session_record (and why), what to propose — queued, not saved — and to
+    correct a changed fact with supersedes rather than a second entry."""
     async with host(shared_daemon) as h:
         said = h.init.instructions or ""
     assert str(shared_daemon.workspace) in said
-    _, search, record, propose, refused = said.split("\n- ")
+    _, search, record, propose, correct, refused = said.split("\n- ")
     assert "memory_search" in search and "before asking" in search
     assert "session_record" in record and "after each exchange" in record and "history_search" in record
     assert "memory_propose" in propose and "source_refs" in propose and "PENDING.md" in propose
+    assert "supersedes" in correct and "memory:<id>" in correct and "superseded by" in correct
     assert "command" in refused
 
 

@@ -138,15 +138,21 @@ def sample_view() -> dict[str, Any]:
 
 
 def test_card_side_by_side_when_wide() -> None:
-    """On a wide terminal similar entries (and what is replaced) sit beside the proposal."""
+    """On a wide terminal a replacement sits beside the entry it replaces (old left, new
+    right), its similar entries below; a proposal replacing nothing has them beside it."""
     memory = {
         "m" * 16: {"id": "m" * 16, "title": "Old", "content": "tabs in Go"},
         "s" * 16: {"id": "s" * 16, "title": "Near", "content": "tabs please"},
     }
     lines = card(sample_view(), 1, 1, memory, {}, width=120)
-    assert any(line.startswith("New") and "Replaces:" in line for line in lines)
-    assert any("Near" in line and "│" in line for line in lines)
+    assert any(line.startswith("Old — now in memory") and "New — proposed instead" in line for line in lines)
+    near = next(i for i, line in enumerate(lines) if "Near" in line)
+    assert "│" not in lines[near] and near > lines.index("Similar entries:")
     assert all(display_width(line) <= 120 for line in lines)
+    plain = sample_view()
+    del plain["proposal"]["supersedes"]
+    lines = card(plain, 1, 1, memory, {}, width=120)
+    assert any("Near" in line and "│" in line for line in lines)
 
 
 def test_card_stacked_when_narrow_or_off_a_terminal() -> None:

@@ -85,7 +85,8 @@ def test_a_client_section_is_never_written_and_shrinks_the_room() -> None:
     """Client text wins its section; the derived ones share what the client left of 12,000."""
     client = {"Worklog": "mine", "Learnings": "x " * 20_000}
     writable = notes.sections_to_write(client)
-    assert "Worklog" not in writable and set(writable) == set(notes.SECTIONS) - {"Worklog"}
+    assert "Worklog" not in writable and set(writable) == set(notes.SECTIONS) - {"Worklog", "Learnings"}
+    assert not set(notes.CLIENT_SECTIONS) & set(writable)  # Workflow is never derived
     room = notes.allowance(client, writable)
     left = notes.MAX_NOTES_TOKENS - estimate_tokens(client["Learnings"]) - estimate_tokens("mine")
     assert sum(room.values()) <= left and all(v <= notes.MAX_NOTE_SECTION_TOKENS for v in room.values())
@@ -163,3 +164,79 @@ def test_a_client_write_makes_room_by_dropping_derived_sections() -> None:
     kept = [s for s in notes.SECTIONS if s in state.notes]
     assert kept and len(kept) < len(notes.SECTIONS)
     assert sum(estimate_tokens(t) for t in state.notes.values()) <= notes.MAX_NOTES_TOKENS
+
+
+def test_task_learnings_and_key_results_are_derived() -> None:
+    """The first request and its restatements make the task; a failure and the call that
+    fixed it make a learning; the latest turn's successful results are the key results."""
+    events = [
+        ev(1, "user_message", "Add CSV export to the report page"),
+        ev(2, "tool_call", '{"cmd": "pytest tests/test_export.py"}', tool_call_id="a", tool_name="bash"),
+        ev(
+            3,
+            "tool_result",
+            "ModuleNotFoundError: No module named 'csvkit'",
+            tool_call_id="a",
+            meta={"exit_code": "1"},
+        ),
+        ev(
+            4,
+            "tool_call",
+            '{"cmd": "pip install csvkit && pytest tests/test_export.py"}',
+            tool_call_id="b",
+            tool_name="bash",
+        ),
+        ev(5, "tool_result", "collected 3 items\n...\n3 passed in 0.4s", tool_call_id="b"),
+        ev(6, "user_message", "Thanks, looks good"),
+        ev(7, "user_message", "Actually, the export must also include the totals row"),
+        ev(8, "tool_call", '{"cmd": "pytest"}', tool_call_id="c", tool_name="bash"),
+        ev(9, "tool_result", "lots of output\n42 passed in 3.1s\n", tool_call_id="c"),
+        ev(10, "tool_call", '{"path": "docs/export.md"}', tool_call_id="d", tool_name="read"),
+        ev(11, "tool_result", "# Export\nCSV only.", tool_call_id="d"),
+        ev(12, "assistant_message", "Done: totals included."),
+    ]
+    state = notes.gather(notes.Gathered(), events)
+    texts = notes.render(state, SID, WorkingState(), dict.fromkeys(notes.SECTIONS, 2_000))
+    assert texts["Task specification"].splitlines()[1:] == [
+        "- The request (event:s1:1): Add CSV export to the report page",
+        "- Restated (event:s1:7): Actually, the export must also include the totals row",
+    ]
+    (learning,) = texts["Learnings"].splitlines()[1:]
+    assert "pytest tests/test_export.py" in learning and "No module named 'csvkit'" in learning
+    assert "pip install csvkit" in learning and learning.endswith("worked (event:s1:5)")
+    assert texts["Key results"].splitlines()[1:] == [
+        "- bash: 42 passed in 3.1s (event:s1:9)",
+        "- read: CSV only. (event:s1:11)",
+    ]
+    assert all(notes.is_derived(texts[s]) for s in ("Task specification", "Learnings", "Key results"))
+
+
+def test_key_results_keep_the_last_turn_that_had_any_and_the_task_survives_a_tight_cap() -> None:
+    """A turn with no successful result leaves the key results of the turn before; when the
+    task section is cut to its cap, the first request stays and the oldest restatements go."""
+    events = [
+        ev(1, "user_message", "Fix the flaky login test"),
+        ev(2, "tool_call", "{}", tool_call_id="a", tool_name="test"),
+        ev(3, "tool_result", "1 passed", tool_call_id="a"),
+        ev(4, "user_message", "what now?"),
+        ev(5, "tool_call", "{}", tool_call_id="b", tool_name="test"),
+        ev(6, "tool_result", "Error: timeout", tool_call_id="b"),
+    ]
+    events += [
+        ev(10 + n, "user_message", f"Actually, also make sure case {n} " + "word " * 20) for n in range(30)
+    ]
+    state = notes.gather(notes.Gathered(), events)
+    texts = notes.render(state, SID, WorkingState(), {"Task specification": 200, "Key results": 200})
+    assert texts["Key results"].splitlines()[1:] == ["- test: 1 passed (event:s1:3)"]
+    task = texts["Task specification"]
+    assert "Fix the flaky login test" in task and "earlier item(s) left out" in task
+    assert "case 29" in task and "case 0 " not in task and estimate_tokens(task) <= 200
+
+
+def test_stored_notes_of_an_older_daemon_still_decode() -> None:
+    """A gathered record stored before these sections existed decodes, the new parts empty."""
+    import msgspec
+
+    old = {"tokens": 5, "errors": [[3, "bash", "boom", 0]], "worklog": [[1, "hi"]]}
+    state = msgspec.json.decode(msgspec.json.encode(old), type=notes.Gathered)
+    assert state.errors[0].call == "" and state.task is None and state.key_results == []

@@ -60,9 +60,18 @@ def test_the_daemon_keeps_session_notes(daemon: DaemonProcess) -> None:
     turns: list[dict[str, Any]] = []
     for i in range(40):
         turns += _tool_turn(i, filler, failed=i == 7)
+    turns[20 * 4]["text"] = "Actually, the handlers must also log their input"  # a restatement
     for start in range(0, len(turns), 40):  # many appends, as an agent makes them
         append(daemon, sid, turns[start : start + 40])
     notes = _notes_when(daemon, sid, lambda n: "Files and Functions" in n)
+    task = notes["Task specification"]
+    assert "The request (event:" in task and "Request 0: update the handler in src/pkg/mod_0.py" in task
+    assert "Restated (event:" in task and "must also log their input" in task and "Request 5:" not in task
+    assert "read_file" in notes["Learnings"] and "src/missing_7.py" in notes["Learnings"]
+    assert "worked (event:" in notes["Learnings"]
+    (result,) = notes["Key results"].splitlines()[1:]  # only the results the session ended on
+    assert result.startswith("- read_file: def handler_39(): pass") and f"(event:{sid}:160)" in result
+    assert "Workflow" not in notes  # the client's section: never derived
     files = notes["Files and Functions"]
     assert "src/pkg/mod_39.py" in files and f"event:{sid}:" in files
     errors = notes["Errors & Corrections"]

@@ -35,6 +35,8 @@ REFUSALS = {
     "incognito_blocked",
 }
 # Writes that must go through with a secret in the field (they store it, redacted).
+# ``propose.supersedes`` is not among them: it must name an existing entry, so a made-up
+# value is refused (invalid_params) and, like every refusal, writes nothing.
 MUST_SUCCEED = {
     "open_session.sessionId",
     "open_session.title",
@@ -53,7 +55,6 @@ MUST_SUCCEED = {
     "restore_entry.requestId",
     "delete_entry.requestId",
     "propose.sessionId",
-    "propose.supersedes",
     "propose.requestId",
     "propose.sourceRefs.[]",
     "approve.requestId",

@@ -17,6 +17,7 @@ import structlog
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from maka.errors import RemoteError
 from makad import logs
 from makad.core.redaction import IDENTIFIER_PREFIX
 from makad.core.secret_views import normalized_view
@@ -170,18 +171,19 @@ def test_identifiers_holding_secrets_stay_distinct_and_usable(daemon: DaemonProc
     found = daemon.call("retrieve", {"workspace": w, "refs": [f"event:{raw['a']}:1"]})["results"]
     assert found[0]["ok"] and found[0]["events"][0]["text"] == "hello"
     daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
-    proposal = daemon.call(
-        "propose",
-        {
-            "workspace": w,
-            "title": "T",
-            "content": "c",
-            "sessionId": raw["a"],
-            "supersedes": raw["sup"],
-            "sourceRefs": [f"event:{raw['a']}:1"],
-        },
-    )["proposal"]
-    assert proposal["sessionId"] == first and proposal["supersedes"].startswith(IDENTIFIER_PREFIX)
+    params = {
+        "workspace": w,
+        "title": "T",
+        "content": "c",
+        "sessionId": raw["a"],
+        "sourceRefs": [f"event:{raw['a']}:1"],
+    }
+    with pytest.raises(RemoteError) as refused:  # it names no entry: refused, by its stand-in
+        daemon.call("propose", {**params, "supersedes": raw["sup"]})
+    assert refused.value.data["kind"] == "invalid_params"
+    assert refused.value.data["supersedes"].startswith(IDENTIFIER_PREFIX)
+    proposal = daemon.call("propose", params)["proposal"]
+    assert proposal["sessionId"] == first
     assert proposal["sourceRefs"] == [f"event:{first}:1"]
     daemon.restart()
     assert len(daemon.call("read_events", {"workspace": w, "sessionId": raw["a"]})["events"]) == 2

@@ -634,6 +634,21 @@ export interface OutsideLine {
 }
 
 /**
+ * A line left out of one segment because another shows it.
+ *
+ * `segment`: where it was left out; `owner`: the segment that shows it;
+ * `section`: the heading it stood under (`""` before any); `text`: the line.
+ */
+export interface OwnedLine {
+  segment: string;
+  owner: string;
+  section: string;
+  text: string;
+  /** @default "owned_elsewhere" */
+  reason?: string;
+}
+
+/**
  * `pinned: true` adds the `pinned` tag (the entry is then always a candidate of
  * build_context, first in its memory segment); `false` removes it in any spelling. The
  * other tags and the entry's dates stay as they are; an entry already so is not written.
@@ -664,6 +679,10 @@ export interface ProposalEdit {
  * An open proposal; `note` says why the daemon queued it itself, if it did:
  * `returned-after-a-save-lacked-it` -- an entry a save of MEMORY.md (or PENDING.md)
  * dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+ * `replaces`: the entry the proposal's `supersedes` names, as it is now (approving
+ * archives it when it is still active; a user-level entry a workspace proposal
+ * overrides carries its `@user/<id>` id); absent when it names none or that entry
+ * is gone.
  */
 export interface ProposalView {
   proposal: Entry;
@@ -671,6 +690,8 @@ export interface ProposalView {
   similarTo?: string[];
   /** @default null */
   note?: string | null;
+  /** @default null */
+  replaces?: Entry | null;
 }
 
 export interface ProposalsResult {
@@ -1102,7 +1123,10 @@ export interface ToolCall {
  *   curator was needed and failed or was gated: the deterministic pack,
  *   `curator.reason` says why);
  * - `strategy`: the strategy that built the pack (`makad.core.strategies`);
- * - `curator`: the curator's part, when a curator strategy ran.
+ * - `curator`: the curator's part, when a curator strategy ran;
+ * - `owned_elsewhere`: lines of the summary left out because the working state
+ *   shows them (one segment per fact, `makad.core.ownership`); `dropped` counts
+ *   them under `owned_elsewhere`.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1123,6 +1147,8 @@ export interface Trace {
   strategy?: string;
   /** @default null */
   curator?: CuratorTrace | null;
+  /** @default [] */
+  ownedElsewhere?: OwnedLine[];
 }
 
 /**
@@ -1148,6 +1174,7 @@ export interface TraceCandidate {
   bytes?: number;
   title?: string;
   pinned?: boolean;
+  supersededBy?: string;
 }
 
 export interface UpdateEntryParams {
@@ -1405,7 +1432,7 @@ export interface Methods {
     result: SubscribeResult;
     errors: "invalid_workspace";
   };
-  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. */
+  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large). */
   propose: {
     params: {
       workspace: string;
@@ -1435,7 +1462,7 @@ export interface Methods {
     result: ProposeResult;
     errors: "conflict" | "disabled" | "gate_closed" | "incognito_blocked" | "insufficient_evidence" | "invalid_params" | "invalid_workspace" | "io_error" | "safe_mode" | "too_large";
   };
-  /** Open proposals with the ids of similar entries. */
+  /** Open proposals with the ids of similar entries and, for a replacement, the entry it replaces as it is now (replaces). */
   list_proposals: {
     params: {
       workspace: string;

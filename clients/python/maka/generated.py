@@ -664,6 +664,21 @@ class OutsideLine(TypedDict):
     id: NotRequired[str | None]
 
 
+class OwnedLine(TypedDict):
+    """A line left out of one segment because another shows it.
+
+    ``segment``: where it was left out; ``owner``: the segment that shows it;
+    ``section``: the heading it stood under (``""`` before any); ``text``: the line.
+    """
+
+    segment: str
+    owner: str
+    section: str
+    text: str
+    # default: "owned_elsewhere"
+    reason: NotRequired[str]
+
+
 class PinEntryParams(TypedDict):
     """``pinned: true`` adds the ``pinned`` tag (the entry is then always a candidate of
     build_context, first in its memory segment); ``false`` removes it in any spelling. The
@@ -695,6 +710,10 @@ class ProposalView(TypedDict):
     """An open proposal; ``note`` says why the daemon queued it itself, if it did:
     ``returned-after-a-save-lacked-it`` -- an entry a save of MEMORY.md (or PENDING.md)
     dropped that may have been deleted on purpose (PROTOCOL.md, "The user's edits").
+    ``replaces``: the entry the proposal's ``supersedes`` names, as it is now (approving
+    archives it when it is still active; a user-level entry a workspace proposal
+    overrides carries its ``@user/<id>`` id); absent when it names none or that entry
+    is gone.
     """
 
     proposal: Entry
@@ -702,6 +721,8 @@ class ProposalView(TypedDict):
     similarTo: NotRequired[list[str]]
     # default: null
     note: NotRequired[str | None]
+    # default: null
+    replaces: NotRequired[Entry | None]
 
 
 class ProposalsResult(TypedDict):
@@ -1139,7 +1160,10 @@ class Trace(TypedDict):
       curator was needed and failed or was gated: the deterministic pack,
       ``curator.reason`` says why);
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
-    - ``curator``: the curator's part, when a curator strategy ran.
+    - ``curator``: the curator's part, when a curator strategy ran;
+    - ``owned_elsewhere``: lines of the summary left out because the working state
+      shows them (one segment per fact, ``makad.core.ownership``); ``dropped`` counts
+      them under ``owned_elsewhere``.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1160,6 +1184,8 @@ class Trace(TypedDict):
     strategy: NotRequired[str]
     # default: null
     curator: NotRequired[CuratorTrace | None]
+    # default: []
+    ownedElsewhere: NotRequired[list[OwnedLine]]
 
 
 class TraceCandidate(TypedDict):
@@ -1185,6 +1211,7 @@ class TraceCandidate(TypedDict):
     bytes: NotRequired[int]
     title: NotRequired[str]
     pinned: NotRequired[bool]
+    supersededBy: NotRequired[str]
 
 
 class UpdateEntryParams(TypedDict):
@@ -1826,14 +1853,14 @@ class Methods:
         return cast("SubscribeResult", self._call("unsubscribe", dict(params)))
 
     def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
-        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's.
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
 
         Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
         return cast("ProposeResult", self._call("propose", dict(params)))
 
     def list_proposals(self, **params: Unpack[ListProposalsArgs]) -> ProposalsResult:
-        """Open proposals with the ids of similar entries.
+        """Open proposals with the ids of similar entries and, for a replacement, the entry it replaces as it is now (replaces).
 
         Errors: invalid_workspace, io_error.
         """
@@ -2152,14 +2179,14 @@ class AsyncMethods:
         return cast("SubscribeResult", await self._call("unsubscribe", dict(params)))
 
     async def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
-        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's.
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
 
         Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
         return cast("ProposeResult", await self._call("propose", dict(params)))
 
     async def list_proposals(self, **params: Unpack[ListProposalsArgs]) -> ProposalsResult:
-        """Open proposals with the ids of similar entries.
+        """Open proposals with the ids of similar entries and, for a replacement, the entry it replaces as it is now (replaces).
 
         Errors: invalid_workspace, io_error.
         """

@@ -167,6 +167,16 @@ class ProposeArgs(msgspec.Struct):
             "preference, not this project's): queued for the user-level memory instead."
         ),
     ] = False
+    supersedes: Annotated[
+        str | None,
+        Meta(
+            description="When a fact in memory changed or was wrong: the ref of the entry this "
+            "proposal corrects (memory:<id> as memory_search or memory_list cite it, or a unique "
+            "prefix of its id; memory:@user/<id> for a user-level one). The user sees the old "
+            "entry beside the new one, and approving archives the old one — propose the "
+            "corrected fact whole, not a near-duplicate beside the old."
+        ),
+    ] = None
 
 
 def input_schema(args: type[msgspec.Struct]) -> dict[str, Any]:

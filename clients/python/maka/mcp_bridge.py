@@ -131,7 +131,10 @@ TOOLS = (
         Bridge.memory_propose,
         "Propose a durable memory: a stable fact, preference or decision worth keeping "
         "across sessions. It is queued for the user's approval (PENDING.md) and never "
-        "written to memory directly. Cite supporting events in `source_refs`.",
+        "written to memory directly. Cite supporting events in `source_refs`. When a fact "
+        'in memory changed ("I changed the code to 7720") or was wrong, propose the '
+        "corrected fact with `supersedes` naming the old entry's ref: the user reviews it "
+        "as a replacement, and approving it archives the old entry.",
         read_only=False,
     ),
 )
@@ -191,6 +194,10 @@ def instructions(workspace: str) -> str:
         "decision worth keeping across sessions (not task progress, not a guess), call "
         "memory_propose with source_refs naming the recorded turns. It only queues the "
         "proposal in PENDING.md: the user decides what is kept, so never claim it is saved.\n"
+        "- Correct what changed: when the user says a remembered fact no longer holds, call "
+        "memory_propose with the corrected fact and supersedes naming the old entry's ref "
+        "(memory:<id>), not a second entry beside it. A pack may mark a line `superseded by` "
+        "a newer ref or an entry `possibly outdated`: trust the newer source.\n"
         "- When a tool says a permission is off, tell the user the command it names; do not "
         "retry, and do not work around it."
     )

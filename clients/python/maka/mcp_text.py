@@ -149,4 +149,11 @@ def pending_markdown(proposals: list[dict[str, Any]]) -> str:
             " · ".join(meta),
             str(p.get("content", "")).strip(),
         ]
+        old = view.get("replaces")
+        if old:
+            state = "" if old.get("status", "active") == "active" else f" ({old.get('status')})"
+            parts.append(
+                f"Replaces memory:{old.get('id')}{state} — now: {one_line(old.get('title', ''), 200)}: "
+                f"{one_line(str(old.get('content', '')), 400)}"
+            )
     return "\n\n".join(parts) + "\n"

@@ -21,6 +21,7 @@ from anyio.abc import TaskGroup
 from maka import mcp_text as text
 from maka.aclient import AsyncClient
 from maka.errors import DaemonUnavailable, MakaError, MethodNotFound, RemoteError, UntrustedServer
+from maka.ids import matching_ids
 from maka.mcp_args import (
     MAX_BUDGET_TOKENS,
     MAX_HISTORY_HITS,
@@ -35,8 +36,8 @@ from maka.mcp_args import (
     ResolveArgs,
     SearchArgs,
 )
-from maka.mcp_gates import ToolFailure, propose_hint, propose_open, refusal
-from maka.mcp_resolve import Resolver
+from maka.mcp_gates import USER_LEVEL, ToolFailure, propose_hint, propose_open, refusal
+from maka.mcp_resolve import USER_PREFIX, Resolver
 from maka.notifications import RECONNECTED, SUBSCRIPTION_LOST
 from maka.server_check import ServerUid
 
@@ -308,6 +309,8 @@ class Bridge:
             params["sourceRefs"] = args.source_refs
         if args.everywhere:
             params["scope"] = "global"
+        if args.supersedes:
+            params["supersedes"] = await self.replaced_id(args.supersedes, args.everywhere)
         try:
             result = await self.call("propose", params)
         except ToolFailure as exc:
@@ -320,6 +323,11 @@ class Bridge:
             notes.append(f"{result['redactions']} secret(s) were redacted.")
         if result.get("queued"):
             proposal = result["proposal"]
+            if proposal.get("supersedes"):
+                notes.append(
+                    f"It replaces memory:{params['supersedes']}, which stays in memory until the "
+                    "user approves the replacement."
+                )
             if result.get("similarTo"):
                 notes.append("Similar entries already exist: " + ", ".join(result["similarTo"]))
             return " ".join(
@@ -342,6 +350,29 @@ class Bridge:
         reason = f" (reason: {rejected['reason']})" if rejected.get("reason") else ""
         return f"Not queued: the user rejected this memory before{reason}."
 
+    async def replaced_id(self, given: str, everywhere: bool) -> str:
+        """The entry id ``supersedes`` names: a ref or id whole, or a unique prefix of a
+        visible entry's id (completed here; what names nothing goes to the daemon, which
+        says so). ``@user/<id>`` names a user-level entry; for a proposal ``everywhere``
+        the user level is where every id is looked up."""
+        wanted = given.strip().removeprefix("memory:")
+        user = wanted.startswith(USER_PREFIX)
+        bare = wanted.removeprefix(USER_PREFIX)
+        workspace = USER_LEVEL if user or everywhere else self.workspace
+        try:
+            state = await self.call("read_state", {"workspace": workspace, "includeEntries": True})
+        except ToolFailure:
+            return wanted  # the daemon's own answer is the clearer one
+        entries = {e["id"]: e for e in self.visible(state.get("entries") or [])}
+        found = matching_ids(entries, bare)
+        if len(found) > 1:
+            level = USER_PREFIX if workspace == USER_LEVEL else ""
+            lines = [text.entry_line(entries[i], level) for i in found]
+            raise ToolFailure("invalid_params", text.ambiguous("entries", given, lines))
+        if not found:
+            return wanted
+        return f"{USER_PREFIX}{found[0]}" if user and not everywhere else found[0]
+
     # --------------------------------------------------------- resources ---
 
     async def memory_file(self) -> str:
@@ -356,4 +387,7 @@ class Bridge:
         if why := await self.read_refusal():
             return why
         proposals = (await self.call("list_proposals", {})).get("proposals") or []
+        for view in proposals:  # an entry scoped to another session is not this one's to see
+            if view.get("replaces") and not self.visible([view["replaces"]]):
+                del view["replaces"]
         return text.pending_markdown(proposals)

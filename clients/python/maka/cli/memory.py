@@ -35,6 +35,7 @@ from maka.cli.output import (
     show_table,
     timestamp,
 )
+from maka.cli.review import replacement_columns
 from maka.client import Client
 from maka.errors import Conflict, InvalidParams, MethodNotFound
 
@@ -154,6 +155,8 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
     if entry is not None:
         print("\n".join(entry_card(entry)))
+        if entry_id in pending and entry.get("supersedes"):
+            _print_replaced(client, ws, entry_id)
     else:
         print(f"{entry_id}: no longer in MEMORY.md or PENDING.md")
     if history is not None:
@@ -192,6 +195,18 @@ def how(event: dict[str, Any]) -> str:
     if data.get("via") == "stale_save":
         return f" into {name}: a save lacked it"
     return ""
+
+
+def _print_replaced(client: Client, ws: str, proposal_id: str) -> None:
+    """A waiting replacement: the entry it replaces, as it is now (the old beside the new)."""
+    views = client.call("list_proposals", {"workspace": ws}).get("proposals", [])
+    view = next((v for v in views if v["proposal"]["id"] == proposal_id), None)
+    if view is None:
+        return
+    memory = {e["id"]: e for e in read_entries(client, ws).get("entries") or []}
+    old, _ = replacement_columns(view, memory)
+    print()
+    print("\n".join(old))
 
 
 def _pending_ids(client: Client, ws: str) -> list[str]:

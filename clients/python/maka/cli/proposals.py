@@ -52,12 +52,25 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
                 age(p.get("createdAt")),
                 similar,
                 ",".join(p.get("tags", [])) or "-",
-                f"{p.get('title', '')}{' (draft)' if status else ''}{returned_mark(view)}",
+                f"{p.get('title', '')}{' (draft)' if status else ''}{returned_mark(view)}"
+                f"{replaces_mark(view)}",
             ]
         )
     show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
     print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
     return EXIT_OK
+
+
+def replaces_mark(view: dict[str, Any]) -> str:
+    """A replacement names the entry it replaces, by id and title as it is now."""
+    target = view["proposal"].get("supersedes")
+    if not target:
+        return ""
+    old = view.get("replaces")
+    if old is None:
+        return f" (replaces {short_id(target)}: no longer in memory)"
+    state = "" if old.get("status", "active") == "active" else f", {old.get('status')}"
+    return f" (replaces {short_id(target)}{state}: {old.get('title', '')})"
 
 
 def returned_mark(view: dict[str, Any]) -> str:

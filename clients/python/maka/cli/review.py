@@ -115,31 +115,54 @@ def card(
     pending: dict[str, dict[str, Any]],
     width: int | None,
 ) -> list[str]:
-    """A proposal, with its similar entries (and what it replaces) beside or below it.
+    """A proposal, with its similar entries beside or below it; a replacement (one whose
+    ``supersedes`` names an entry) as the old entry beside the new one.
 
     ``width``: the terminal's, lines wrapped between words to fit it; None off a terminal,
     where nothing is cut or wrapped (a pipe or a log gets every word of the proposal)."""
     proposal = view["proposal"]
-    title = f"── Proposal {index}/{total} "
-    lines = ["", title + "─" * max(0, min(width or RULE_WIDTH, RULE_WIDTH) - len(title)), ""]
-    left = entry_card(proposal)
-    right: list[str] = []
     target = proposal.get("supersedes")
-    if target:
-        right.append("Replaces:")
-        right.extend(_brief(target, memory, pending))
-        right.append("")
+    title = f"── Proposal {index}/{total}{' · a replacement' if target else ''} "
+    lines = ["", title + "─" * max(0, min(width or RULE_WIDTH, RULE_WIDTH) - len(title)), ""]
     similar = [s for s in view.get("similarTo", []) if s != target]
-    right.append("Similar entries:" if similar else "No similar entries.")
+    others = ["Similar entries:" if similar else "No similar entries."]
     for other in similar:
-        right.extend(_brief(other, memory, pending))
-    if width is not None and width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
-        lines.extend(side_by_side(left, right, width))
-    elif width is not None:
-        lines.extend(wrap_all([*left, "", *right], width))
+        others.extend(_brief(other, memory, pending))
+    if target:
+        old, new = replacement_columns(view, memory)
+        columns = (old, new)
+        rest = others if similar else []
     else:
-        lines.extend([*left, "", *right])
+        columns = (entry_card(proposal), others)
+        rest = []
+    if width is not None and width >= SIDE_BY_SIDE_MIN_WIDTH and (similar or target):
+        lines.extend(side_by_side(*columns, width))
+        lines.extend(wrap_all(["", *rest], width) if rest else [])
+    elif width is not None:
+        lines.extend(wrap_all([*columns[0], "", *columns[1], *(["", *rest] if rest else [])], width))
+    else:
+        lines.extend([*columns[0], "", *columns[1], *(["", *rest] if rest else [])])
     return [*lines, ""]
+
+
+def replacement_columns(
+    view: dict[str, Any], memory: dict[str, dict[str, Any]]
+) -> tuple[list[str], list[str]]:
+    """(old, new): the entry a replacement names as it is now, and the proposal. The
+    daemon's ``replaces`` first; an older daemon's listing, MEMORY.md's entry by id."""
+    proposal = view["proposal"]
+    target = str(proposal.get("supersedes"))
+    old = view.get("replaces") or memory.get(target)
+    new = ["New — proposed instead:", *entry_card(proposal)]
+    if old is None:
+        return [f"Replaces {short_id(target)}: no longer in memory (approving only adds the new one)."], new
+    if old.get("status", "active") != "active":
+        head = f"Replaces {short_id(target)}, already {old.get('status')} (approving only adds the new one):"
+    elif str(old.get("id", "")).startswith(f"{USER_LEVEL}/"):
+        head = "Old — the user-level entry it overrides in this workspace (kept for the others):"
+    else:
+        head = "Old — now in memory, archived if you approve:"
+    return [head, *entry_card(old)], new
 
 
 def _brief(entry_id: str, memory: dict[str, dict[str, Any]], pending: dict[str, dict[str, Any]]) -> list[str]:
