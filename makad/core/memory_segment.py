@@ -72,7 +72,7 @@ from makad.core.context_types import Built, ContextInputs, FillKey, FillOrder, S
 from makad.core.levels import Level
 from makad.core.memory_select import fill_key, is_pinned
 from makad.core.ranking import RankedEntry, best_bm25, matches, query_terms, rank_entries, score_entry
-from makad.core.refs import memory_ref
+from makad.core.refs import MEMORY_PREFIX, memory_ref
 from makad.core.render import BLOCK_SEPARATOR_TOKENS, entry_hash, memory_block, memory_text
 from makad.core.tokens import TokenCounter
 from makad.core.types import Entry
@@ -284,16 +284,13 @@ class MemoryBuilder:
         digest = shown.get(memory_ref(item.entry.id))
         return digest is not None and digest == self._digest(item)
 
-    def _fill_unchanged(self, entry: Entry) -> bool:
-        """Whether an entry only ``memory_fill`` holds was shown to the session as it is."""
-        digest = self._inputs.already_shown.get(memory_ref(entry.id))
-        if digest is None:
-            return False
+    def _fill_digest(self, entry: Entry) -> str:
+        """The content hash of an entry only ``memory_fill`` holds."""
         known = self._fill_digests.get(entry.id)
         if known is None:
             known = self._inputs.memory_hashes.get(entry.id) or entry_hash(entry)
             self._fill_digests[entry.id] = known
-        return digest == known
+        return known
 
     def _fill_item(self, entry: Entry, user_level: bool) -> RankedEntry | None:
         """The ranked form of an entry only ``memory_fill`` holds; None when it cannot be shown."""
@@ -332,6 +329,8 @@ class MemoryBuilder:
             return
         scanned = 0
         given: set[str] = set()
+        candidates = self._candidate_ids
+        shown = self._inputs.already_shown if walk is not None else None
         for _, item in heapq.merge(*streams, key=lambda pair: pair[0]):
             if isinstance(item, RankedEntry):
                 if walk is not None:
@@ -339,15 +338,22 @@ class MemoryBuilder:
                 yield item
                 continue
             entry, user_level = item
-            if entry.id in self._candidate_ids or entry.id in given:
+            entry_id = entry.id
+            if entry_id in candidates or entry_id in given:
                 continue
             scanned += 1
             if scanned > FILL_SCAN_MAX:
                 return
-            if walk is not None and self._fill_ok(entry, user_level) and self._fill_unchanged(entry):
-                given.add(entry.id)
-                walk.skipped_last = True
-                continue
+            if shown and walk is not None:  # pass over an entry shown as it is
+                digest = shown.get(MEMORY_PREFIX + entry_id)
+                if (
+                    digest is not None
+                    and self._fill_ok(entry, user_level)
+                    and digest == self._fill_digest(entry)
+                ):
+                    given.add(entry_id)
+                    walk.skipped_last = True
+                    continue
             found = self._fill_item(entry, user_level)
             if found is not None:
                 given.add(entry.id)
