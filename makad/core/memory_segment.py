@@ -72,7 +72,7 @@ from makad.core.context_types import Built, ContextInputs, FillKey, FillOrder, S
 from makad.core.levels import Level
 from makad.core.memory_select import fill_key, is_pinned
 from makad.core.ranking import RankedEntry, best_bm25, matches, query_terms, rank_entries, score_entry
-from makad.core.refs import memory_ref
+from makad.core.refs import MEMORY_PREFIX, memory_ref
 from makad.core.render import BLOCK_SEPARATOR_TOKENS, entry_hash, memory_block, memory_text
 from makad.core.tokens import TokenCounter
 from makad.core.types import Entry
@@ -113,6 +113,17 @@ class _Block:
     tokens: int
     size: int
     confidence: Confidence
+
+
+@dataclass(slots=True)
+class _Walk:
+    """Tiers 3 and 4 without the fill entries shown as they are (``MemoryBuilder._rest``),
+    as far as any walk read them: the entries found, and whether the last entries passed
+    over came after the last one found."""
+
+    found: list[RankedEntry]
+    source: Iterator[RankedEntry] | None = None
+    skipped_last: bool = False
 
 
 @dataclass(slots=True)
@@ -211,6 +222,8 @@ class MemoryBuilder:
         self._frame_tokens = counter.count(memory_text([]))
         self._blocks: dict[int, _Block] = {}
         self._digests: dict[int, str] = {}
+        self._fill_digests: dict[str, str] = {}  # entries only memory_fill holds: id → hash
+        self._walked = _Walk([])
         self._fill_items: dict[str, RankedEntry] = {}  # entries only memory_fill holds, by id
         self._fill_user: set[int] = set()  # their indexes that are the user level's
         self._whole = False  # every entry fits the small-memory share (``own_cap``)
@@ -266,18 +279,27 @@ class MemoryBuilder:
 
     def _unchanged(self, item: RankedEntry) -> bool:
         shown = self._inputs.already_shown
-        return bool(shown) and shown.get(memory_ref(item.entry.id)) == self._digest(item)
+        if not shown:
+            return False
+        digest = shown.get(memory_ref(item.entry.id))
+        return digest is not None and digest == self._digest(item)
+
+    def _fill_digest(self, entry: Entry) -> str:
+        """The content hash of an entry only ``memory_fill`` holds."""
+        known = self._fill_digests.get(entry.id)
+        if known is None:
+            known = self._inputs.memory_hashes.get(entry.id) or entry_hash(entry)
+            self._fill_digests[entry.id] = known
+        return known
 
     def _fill_item(self, entry: Entry, user_level: bool) -> RankedEntry | None:
         """The ranked form of an entry only ``memory_fill`` holds; None when it cannot be shown."""
         item = self._fill_items.get(entry.id)
         if item is not None:
             return item
+        if not self._fill_ok(entry, user_level):
+            return None
         inputs = self._inputs
-        if memory_exclusion(entry, inputs) is not None:
-            return None
-        if user_level and entry.id in inputs.memory_overridden:
-            return None
         index = len(inputs.memory_entries) + len(self._fill_items)
         raw = inputs.memory_bm25.get(entry.id)
         item = score_entry(index, entry, raw, self._terms, self._best, inputs.now_ms)
@@ -286,8 +308,18 @@ class MemoryBuilder:
             self._fill_user.add(index)
         return item
 
-    def _rest(self) -> Iterator[RankedEntry]:
-        """Tiers 3 and 4 in order (see module doc), read only as far as the caller goes."""
+    def _fill_ok(self, entry: Entry, user_level: bool) -> bool:
+        """Whether an entry only ``memory_fill`` holds may be shown in this call."""
+        inputs = self._inputs
+        if memory_exclusion(entry, inputs) is not None:
+            return False
+        return not (user_level and entry.id in inputs.memory_overridden)
+
+    def _rest(self, walk: _Walk | None = None) -> Iterator[RankedEntry]:
+        """Tiers 3 and 4 in order (see module doc), read only as far as the caller goes.
+        With ``walk``, the entries only ``memory_fill`` holds that the session was shown as
+        they are are passed over (still counted in ``FILL_SCAN_MAX``): the budget's walks
+        have nothing to do with them, and a session that saw much of its memory has many."""
         yield from self._rest_matched
         streams: list[Iterator[tuple[FillKey, RankedEntry | tuple[Entry, bool]]]] = [iter(self._unmatched)]
         if self._fill_from_inputs:
@@ -297,20 +329,54 @@ class MemoryBuilder:
             return
         scanned = 0
         given: set[str] = set()
+        candidates = self._candidate_ids
+        shown = self._inputs.already_shown if walk is not None else None
         for _, item in heapq.merge(*streams, key=lambda pair: pair[0]):
             if isinstance(item, RankedEntry):
+                if walk is not None:
+                    walk.skipped_last = False
                 yield item
                 continue
             entry, user_level = item
-            if entry.id in self._candidate_ids or entry.id in given:
+            entry_id = entry.id
+            if entry_id in candidates or entry_id in given:
                 continue
             scanned += 1
             if scanned > FILL_SCAN_MAX:
                 return
+            if shown and walk is not None:  # pass over an entry shown as it is
+                digest = shown.get(MEMORY_PREFIX + entry_id)
+                if (
+                    digest is not None
+                    and self._fill_ok(entry, user_level)
+                    and digest == self._fill_digest(entry)
+                ):
+                    given.add(entry_id)
+                    walk.skipped_last = True
+                    continue
             found = self._fill_item(entry, user_level)
             if found is not None:
                 given.add(entry.id)
+                if walk is not None:
+                    walk.skipped_last = False
                 yield found
+
+    def _walk(self) -> Iterator[RankedEntry]:
+        """Tiers 3 and 4 as the budget walks them (``_rest`` with a walk): each entry is
+        looked at once per call, however often the segment is built."""
+        walked = self._walked
+        found = walked.found
+        at = 0
+        while True:
+            if at == len(found):
+                if walked.source is None:
+                    walked.source = self._rest(walked)
+                item = next(walked.source, None)
+                if item is None:
+                    return
+                found.append(item)
+            yield found[at]
+            at += 1
 
     # ------------------------------------------------------------ the budget ---
 
@@ -320,7 +386,7 @@ class MemoryBuilder:
         shown is a lower bound of a block's cost: past the limit, nothing is rendered."""
         items: Iterator[RankedEntry] = iter(self._want)
         if not pinned_only:
-            items = _chain(items, self._rest())
+            items = _chain(items, self._walk())
         least = used = self._frame_tokens
         shown_max = self._inputs.limits.memory_entry_max_bytes  # a cut keeps at most this many
         rendered: list[RankedEntry] = []
@@ -427,9 +493,9 @@ class MemoryBuilder:
             self._note(item, reason, block, pack)
             listed.add(item.index)
         misses = 0
-        rest = self._rest()
+        rest = self._walk()
         if fill_limit <= pack.used:  # no room to fill: only the candidates are listed
-            wants_fill = next(rest, None) is not None
+            wants_fill = next(self._rest(), None) is not None
             rest = iter(())
         for item in rest:
             if misses >= FILL_GIVE_UP_AFTER:
@@ -452,6 +518,10 @@ class MemoryBuilder:
                     reason = "top_k"
             self._note(item, reason, block, pack)
             listed.add(item.index)
+        else:
+            # The walk passed over shown entries after the last one it gave: the segment was
+            # full before them (as when one of them is the next to be looked at).
+            wants_fill = wants_fill or (misses >= FILL_GIVE_UP_AFTER and self._walked.skipped_last)
         for item in self._ranked:  # every other candidate, in rank order
             if item.index in listed:
                 continue

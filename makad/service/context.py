@@ -43,7 +43,7 @@ from makad.core.levels import user_level_id
 from makad.core.memory_select import fill_key, fill_order, is_pinned
 from makad.core.peer import Peer
 from makad.core.redaction import redact_entry
-from makad.core.refs import memory_ref
+from makad.core.refs import MEMORY_PREFIX, memory_ref
 from makad.core.render import entry_hash
 from makad.core.strategies import Pool, strategy
 from makad.core.strategies import curator as curator_core
@@ -351,6 +351,8 @@ class ContextService:
         if sid is not None and not plan.incognito and plan.snapshot is not None and (entries or fill):
             # With a fill order any entry may be reached: what the session was shown, all of it.
             already_shown = _already_shown(ws, sid, since, call_id, None if fill else entries)
+            if hashes is plan.snapshot.hashes:
+                _shown_hashes(plan.snapshot, already_shown)
             session_bytes = pack_state.session_memory_bytes(ws.ledger, sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
@@ -659,6 +661,20 @@ def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
         if entry.id not in known:
             known[entry.id] = entry_hash(entry)
     return known
+
+
+def _shown_hashes(snap: MemorySnapshot, shown: dict[str, str]) -> None:
+    """Adds the hashes of the entries the session was shown to the snapshot's, each computed
+    once per MEMORY.md version: the fill compares every one of them with what was shown."""
+    known = snap.hashes
+    by_id = snap.by_id
+    start = len(MEMORY_PREFIX)
+    for ref in shown:
+        entry_id = ref[start:]
+        if entry_id not in known:
+            entry = by_id.get(entry_id)
+            if entry is not None:
+                known[entry_id] = entry_hash(entry)
 
 
 def _recall(

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from makad.core.assembly import assemble
 from makad.core.context_types import ContextInputs, ContextLimits, ContextPack, FillOrder
 from makad.core.levels import user_level_id
+from makad.core.memory_segment import FILL_SCAN_MAX
 from makad.core.memory_select import (
     PINNED_WARN_BUDGET,
     fill_order,
@@ -269,6 +270,45 @@ def test_fill_skips_what_the_session_was_shown() -> None:
     shown_before = {f"memory:{entries[0].id}": entry_hash(entries[0])}
     pack = assemble(inputs(memory_fill=[fill(*entries)], already_shown=shown_before, query="x"))
     assert sorted(shown(pack)) == ["memory:e001", "memory:e002"]
+
+
+def test_fill_passes_over_the_many_entries_a_session_was_shown() -> None:
+    """A session shown the first hundreds of fill entries gets the next ones, the shown ones unlisted."""
+    entries = [entry(f"f{i:04d}", content=f"note {i} " + "lorem " * 20) for i in range(600)]
+    shown_before = {f"memory:{e.id}": entry_hash(e) for e in entries[:500]}
+    pack = assemble(
+        inputs(
+            budget_tokens=3_000,
+            query="x",
+            memory_fill=[fill(*entries)],
+            already_shown=shown_before,
+            history=long_history(),
+        )
+    )
+    got = shown(pack)
+    assert got and all(ref not in shown_before for ref in got)
+    assert got == sorted(got) and got[0] == "memory:f0500"
+    assert not set(rows(pack)) & set(shown_before)
+
+
+def test_a_changed_entry_the_session_saw_fills_again() -> None:
+    """Among many entries shown unchanged, one edited since it was shown is shown again."""
+    entries = [entry(f"f{i:04d}", content=f"note {i} " + "lorem " * 20) for i in range(300)]
+    shown_before = {f"memory:{e.id}": entry_hash(e) for e in entries}
+    shown_before["memory:f0150"] = "an older hash"
+    pack = assemble(inputs(query="x", memory_fill=[fill(*entries)], already_shown=shown_before))
+    assert shown(pack) == ["memory:f0150"]
+
+
+def test_the_fill_scan_counts_the_shown_entries_it_passes_over() -> None:
+    """Past FILL_SCAN_MAX fill entries looked at, shown or not, the fill stops looking."""
+    entries = [entry(f"f{i:05d}", content=f"note {i}") for i in range(FILL_SCAN_MAX + 20)]
+    shown_before = {f"memory:{e.id}": entry_hash(e) for e in entries[:FILL_SCAN_MAX]}
+    pack = assemble(inputs(query="x", memory_fill=[fill(*entries)], already_shown=shown_before))
+    assert shown(pack) == []
+    fewer = dict(list(shown_before.items())[:-1])
+    pack = assemble(inputs(query="x", memory_fill=[fill(*entries)], already_shown=fewer))
+    assert shown(pack) == [f"memory:{entries[FILL_SCAN_MAX - 1].id}"]
 
 
 def test_memory_off_reads_no_fill() -> None:
