@@ -57,7 +57,7 @@ from makad.service.context_check import assemble_checked
 from makad.service.memory import MemoryFiles
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
-from makad.store import pack_state, recall_source
+from makad.store import recall_source
 from makad.store.ledger import Ledger
 from makad.store.workspace_state import LevelView, Overrides
 from makad.store.workspaces import Workspace
@@ -351,7 +351,7 @@ class ContextService:
         if sid is not None and not plan.incognito and plan.snapshot is not None and (entries or fill):
             # With a fill order any entry may be reached: what the session was shown, all of it.
             already_shown = _already_shown(ws, sid, since, call_id, None if fill else entries)
-            session_bytes = pack_state.session_memory_bytes(ws.ledger, sid, since, call_id)
+            session_bytes = ws.ledger.session_memory_bytes(sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
             budget_tokens=plan.budget,

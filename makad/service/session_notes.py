@@ -34,7 +34,6 @@ from makad.core.types import EventInput, WorkingState
 from makad.errors import Conflict, MakadError
 from makad.service.common import Context, in_thread
 from makad.service.sessions import Sessions
-from makad.store import pack_state
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.session_notes")
@@ -162,7 +161,7 @@ def _changed_notes(gathered: notes.Gathered, session_id: str, state: WorkingStat
 
 def _gather_stored(ws: Workspace, session_id: str) -> notes.Gathered:
     """(worker thread) What the notes gathered so far, with the events since read in."""
-    stored = pack_state.load_notes_state(ws.ledger, session_id)
+    stored = ws.ledger.load_notes_state(session_id)
     gathered = msgspec.json.decode(stored[1], type=notes.Gathered) if stored is not None else notes.Gathered()
     while True:
         page = ws.ledger.read_events(session_id, after_seq=gathered.last_seq, limit=READ_PAGE)
@@ -201,11 +200,4 @@ def _write_stored(ws: Workspace, session_id: str, gathered: notes.Gathered) -> N
     if notes.due(gathered):
         _write_notes(ws.ledger, session_id, gathered)
         gathered.rendered_at_tokens = gathered.tokens
-    _save(ws, session_id, gathered.last_seq, msgspec.json.encode(gathered))
-
-
-def _save(ws: Workspace, session_id: str, to_seq: int, blob: bytes) -> None:
-    with ws.ledger.transaction(relaxed=True) as conn:
-        # The session may have been deleted meanwhile: keep no row for it then.
-        if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
-            pack_state.save_notes_state(conn, session_id, to_seq, blob)
+    ws.ledger.save_notes_state(session_id, gathered.last_seq, msgspec.json.encode(gathered))

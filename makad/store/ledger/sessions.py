@@ -21,10 +21,10 @@ from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepa
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
 from makad.core.types import AppendResult, Event, EventInput, RefResult, SessionInfo
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store import pack_state
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.episodes import tombstone_episodes
 from makad.store.ledger.lineage import replayed, store_request
+from makad.store.ledger.pack_state import SESSION_ROWS_DELETE
 from makad.store.ledger.records import RequestRecord, Tombstone
 from makad.store.ledger.rows import (
     EVENT_COLUMNS,
@@ -115,7 +115,7 @@ class SessionsArea(LedgerBase):
                 reindex_events(conn)
             delete_manifest_calls(conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
-                *pack_state.SESSION_ROWS_DELETE,
+                *SESSION_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",
