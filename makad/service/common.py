@@ -17,7 +17,7 @@ import structlog
 from makad.core.levels import USER_LEVEL
 from makad.core.peer import Peer
 from makad.core.redaction import redact_tree
-from makad.core.types import Scope
+from makad.core.switches import derive
 from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, MakadError
 from makad.faults import Faults
 from makad.service.identifiers import Identifiers
@@ -383,28 +383,8 @@ class Request:
         self.done = True
 
 
-def level_scope(ws: Workspace, scope: Scope, session_id: str | None) -> Scope:
-    """The scope an entry written to ``ws`` gets: at the user level every entry is
-    ``global``, and none can belong to a session (sessions live in workspaces)."""
-    if ws.level != "user":
-        return scope
-    if scope == "session" or session_id is not None:
-        raise InvalidParams(
-            f'"{USER_LEVEL}" has no sessions: a session-scoped entry stays in its workspace',
-            path="$.sessionId" if session_id is not None else "$.scope",
-        )
-    return "global"
-
-
 def workspace_warnings(ws: Workspace) -> list[Warning]:
     return [Warning(kind=notice.kind, message=notice.message) for notice in ws.warnings()]
-
-
-def derive(settings: Settings) -> Settings:
-    effective = settings.extract_tool_enabled and settings.agent_read_enabled
-    if settings.extract_tool_effective == effective:
-        return settings
-    return msgspec.structs.replace(settings, extract_tool_effective=effective)
 
 
 def _notify(peer: Peer, channel: Channel, note: ChangeNotification, group: tuple[str, str]) -> None:

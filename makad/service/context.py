@@ -27,6 +27,7 @@ import msgspec
 
 from makad.core import levels
 from makad.core.confidence import user_values
+from makad.core.context_check import assemble_checked
 from makad.core.context_types import (
     SEGMENT_KINDS,
     ContextInputs,
@@ -47,13 +48,13 @@ from makad.core.refs import memory_ref
 from makad.core.render import entry_hash
 from makad.core.strategies import Pool, strategy
 from makad.core.strategies import curator as curator_core
+from makad.core.switches import agent_reads
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event, WorkingState
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
 from makad.service.common import Context, in_thread, now_ms
-from makad.service.context_check import assemble_checked
 from makad.service.memory import MemoryFiles
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
@@ -137,9 +138,7 @@ class ContextService:
         query = (params.query or "").strip() or None
         name: ContextStrategy = params.strategy or settings.context_strategy
         pool = strategy(name).pool
-        reads_ok = (
-            settings.enabled and settings.agent_read_enabled and not settings.incognito and not incognito
-        )
+        reads_ok = agent_reads(settings, incognito_session=incognito)
         memory_ok = reads_ok and "memory" in include
         snapshot = await self._snapshot(ws) if memory_ok else None
         user = await self._user_level() if snapshot is not None else None
@@ -385,7 +384,7 @@ class ContextService:
         if uws is None:
             return None
         settings = await self._ctx.load_settings(uws)
-        if not (settings.enabled and settings.agent_read_enabled and not settings.incognito):
+        if not agent_reads(settings):
             return None
         snap = await self._snapshot(uws)
         if snap.skipped is not None:

@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET
 
+from makad.core import file_warnings as fw
 from makad.core import memory_format as fmt
 from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
+from makad.core.levels import level_scope
 from makad.core.memory_select import is_pinned, with_pin
 from makad.core.peer import Peer
+from makad.core.switches import DAY_MS, default_decay_ms
 from makad.core.types import Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
@@ -28,8 +32,8 @@ from makad.errors import (
     IOFailure,
     NotFound,
 )
-from makad.service import entry_dates, file_warnings
-from makad.service.common import Context, Request, in_thread, level_scope, now_ms, workspace_warnings
+from makad.service import entry_dates
+from makad.service.common import Context, Request, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
 from makad.store import memory_files as files
@@ -58,16 +62,20 @@ from makad.wire.memory import (
 )
 
 T = TypeVar("T")
-DAY_MS = 86_400_000
 
 __all__ = ["Change", "MemoryFiles", "MemoryService"]
 
 
-def default_decay_ms(settings: Settings) -> int | None:
-    """The decay a new active entry without its own gets: the workspace's defaultDecayDays."""
-    if settings.default_decay_days is None:
-        return None
-    return int(settings.default_decay_days * DAY_MS)
+def _root_files(workspace: Path) -> list[str]:
+    """(blocking) Which of MEMORY.md and PENDING.md stand at the workspace's top."""
+    found = []
+    for name in fw.ROOT_FILES:
+        try:
+            if (workspace / name).is_file():
+                found.append(name)
+        except OSError:
+            pass
+    return found
 
 
 def _decay_due(ws: Workspace, now: int | None = None) -> bool:
@@ -222,7 +230,7 @@ class MemoryService:
                 trust = await confidence_map(ws, shown, params.include_archived)
         content, warnings = self._shown_text(ws)
         if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
-            warnings = [*warnings, *await in_thread(file_warnings.misplaced, ws.path)]
+            warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path))]
         warnings = [*warnings, *await self._pinned_warnings(ws, all_entries)]
         return LocalMemoryState(
             **{
@@ -270,9 +278,7 @@ class MemoryService:
             return cached.warnings
         found: list[Warning] = []
         if any(is_pinned(entry) for entry in entries):
-            found = await in_thread(
-                file_warnings.pinned_over_share, doc, entries, now, user_values(doc), ws.level
-            )
+            found = await in_thread(fw.pinned_over_share, doc, entries, now, user_values(doc), ws.level)
         ws.state.pinned_warnings = PinnedWarnings(doc, now // DAY_MS, found)
         return found
 
@@ -288,9 +294,9 @@ class MemoryService:
             return cached.shown, cached.warnings
         text = ws.memory.text or ""
         warnings = [
-            *file_warnings.not_utf8(text, "MEMORY.md"),
-            *file_warnings.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
-            *file_warnings.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
+            *fw.not_utf8(text, "MEMORY.md"),
+            *fw.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
+            *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
         ]
         shown = display(text)
         ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)
@@ -357,7 +363,7 @@ class MemoryService:
             title, content, redactions = clean_entry(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
-            scope = level_scope(ws, params.scope, params.session_id)
+            scope = level_scope(ws.level, params.scope, params.session_id)
             now = now_ms()
             decay = params.decay_ttl_ms if params.decay_ttl_ms is not None else default_decay_ms(settings)
             entry = Entry(
