@@ -57,8 +57,9 @@ async def _nothing_to_wait_for() -> None:
 
 
 @dataclass
-class Context:
-    """Dependencies shared by the domain services."""
+class WorkspaceAccess:
+    """What the domain services share to reach a workspace: open and settle it, its
+    settings, revisions, notifications and idempotency (not build_context's context)."""
 
     settings: DaemonSettings
     registry: WorkspaceRegistry
@@ -361,7 +362,7 @@ class Context:
 
 @dataclass
 class Request:
-    """One call's idempotency record (``Context.idempotent``); ``key`` None: no requestId."""
+    """One call's idempotency record (``WorkspaceAccess.idempotent``); ``key`` None: no requestId."""
 
     key: str | None
     method: str

@@ -18,7 +18,7 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.service.common import Context, Request, in_thread, now_ms
+from makad.service.common import Request, WorkspaceAccess, in_thread, now_ms
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -34,7 +34,7 @@ AUTOMATIC = ("budget", "overflow")
 
 
 class CompactionService:
-    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+    def __init__(self, ctx: WorkspaceAccess, sessions: Sessions) -> None:
         self._ctx = ctx
         self._sessions = sessions
 

@@ -54,8 +54,8 @@ from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, E
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
-from makad.service.common import Context, in_thread, now_ms
-from makad.service.memory import MemoryFiles
+from makad.service.common import WorkspaceAccess, in_thread, now_ms
+from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
 from makad.store import recall_source
@@ -96,13 +96,13 @@ class _Gathered:
 class ContextService:
     def __init__(
         self,
-        ctx: Context,
-        memory_files: MemoryFiles,
+        ctx: WorkspaceAccess,
+        writer: MemoryWriter,
         sessions: Sessions,
         curator: CuratorSettings | None = None,
     ) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
         self._sessions = sessions
         self._limits = ContextLimits(memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
         self._curator = curator if curator is not None else ctx.settings.curator

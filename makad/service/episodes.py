@@ -44,7 +44,7 @@ from makad.core.refs import episode_id_of, episode_ref, event_ref, new_session_i
 from makad.core.types import ConsolidationState, EpisodeRecord, NewEpisode
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError
 from makad.faults import Faults
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import WorkspaceAccess, in_thread, now_ms
 from makad.service.proposals import ProposalDraft, ProposalService
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
@@ -108,7 +108,7 @@ class Evidence:
 
 class EpisodeService:
     def __init__(
-        self, ctx: Context, sessions: Sessions, proposals: ProposalService, evidence: Evidence
+        self, ctx: WorkspaceAccess, sessions: Sessions, proposals: ProposalService, evidence: Evidence
     ) -> None:
         self._ctx = ctx
         self._sessions = sessions

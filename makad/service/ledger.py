@@ -15,7 +15,7 @@ from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
 from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
-from makad.service.common import Context, in_thread
+from makad.service.common import WorkspaceAccess, in_thread
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
@@ -110,7 +110,7 @@ def session_view(info: SessionInfo, incognito: bool) -> SessionView:
 class LedgerService:
     def __init__(
         self,
-        ctx: Context,
+        ctx: WorkspaceAccess,
         sessions: Sessions,
         notes: SessionNotesKeeper | None = None,
         *,

@@ -1,6 +1,6 @@
 """MEMORY.md: read_state, settings, the user's own entry operations, backups, subscriptions.
 
-Every daemon write follows one path (``MemoryFiles.write``, in
+Every daemon write follows one path (``MemoryWriter.write``, in
 ``makad.service.memory_writes``): take in the user's saves first, apply the
 operation to the file as it is now, never replace a save not seen.
 """
@@ -33,9 +33,9 @@ from makad.errors import (
     NotFound,
 )
 from makad.service import entry_dates
-from makad.service.common import Context, Request, in_thread, now_ms, workspace_warnings
+from makad.service.common import Request, WorkspaceAccess, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
-from makad.service.memory_writes import Change, MemoryFiles
+from makad.service.memory_writes import Change, MemoryFile, MemoryWriter
 from makad.store import memory_files as files
 from makad.store.tracked import unchanged_in
 from makad.store.workspace_state import DerivedEntries, PinnedWarnings, ShownText
@@ -63,7 +63,7 @@ from makad.wire.memory import (
 
 T = TypeVar("T")
 
-__all__ = ["Change", "MemoryFiles", "MemoryService"]
+__all__ = ["Change", "MemoryService", "MemoryWriter"]
 
 
 def _root_files(workspace: Path) -> list[str]:
@@ -88,9 +88,9 @@ def _decay_due(ws: Workspace, now: int | None = None) -> bool:
 
 
 class MemoryService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles) -> None:
+    def __init__(self, ctx: WorkspaceAccess, writer: MemoryWriter) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -568,7 +568,7 @@ class MemoryService:
         if found is None:
             raise NotFound("no backup with that id", backupId=params.backup_id)
         kind, text = found
-        which = "memory" if kind == "MEMORY" else "pending"
+        which: MemoryFile = "memory" if kind == "MEMORY" else "pending"
         target = fmt.parse(text)
 
         def op(doc: fmt.MemoryDocument) -> Change:

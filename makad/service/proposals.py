@@ -33,8 +33,8 @@ from makad.core.switches import agent_proposes, default_decay_ms
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
 from makad.service import entry_dates
-from makad.service.common import Context, Request, in_thread, now_ms
-from makad.service.memory import Change, MemoryFiles
+from makad.service.common import Request, WorkspaceAccess, in_thread, now_ms
+from makad.service.memory import Change, MemoryWriter
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.memory import Settings
@@ -92,9 +92,9 @@ class ProposalDraft:
 
 
 class ProposalService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles, gate: EvidenceGate) -> None:
+    def __init__(self, ctx: WorkspaceAccess, writer: MemoryWriter, gate: EvidenceGate) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
         self._gate = gate
 
     def handlers(self) -> dict[str, Handler]:

@@ -32,7 +32,7 @@ from anyio.abc import TaskGroup
 from makad.core import session_notes as notes
 from makad.core.types import EventInput, WorkingState
 from makad.errors import Conflict, MakadError
-from makad.service.common import Context, in_thread
+from makad.service.common import WorkspaceAccess, in_thread
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
 
@@ -50,7 +50,7 @@ class _Progress:
 
 
 class SessionNotesKeeper:
-    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+    def __init__(self, ctx: WorkspaceAccess, sessions: Sessions) -> None:
         self._ctx = ctx
         self._sessions = sessions
         self._progress: dict[tuple[str, str], _Progress] = {}

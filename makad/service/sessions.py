@@ -6,7 +6,7 @@ looked up in, or written to, SQLite by mistake.
 
 The rules it enforces for every caller:
 
-- An incognito session (``Context.incognito_sessions``) lives in
+- An incognito session (``WorkspaceAccess.incognito_sessions``) lives in
   ``EphemeralSessions``: events, working state, request ids — memory only.
 - While the workspace setting ``incognito`` is on, new sessions are incognito
   and persistent sessions are not written (``IncognitoBlocked``); they can
@@ -38,7 +38,7 @@ from makad.core.types import (
 )
 from makad.errors import Conflict, IncognitoBlocked, NotFound
 from makad.service.append_queue import AppendQueue
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import WorkspaceAccess, in_thread, now_ms
 from makad.store.ephemeral import EphemeralSessions
 from makad.store.ledger import Ledger
 from makad.store.ledger.sessions import AppendCall
@@ -56,7 +56,7 @@ class Forgotten:
 
 
 class Sessions:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: WorkspaceAccess) -> None:
         self._ctx = ctx
         # Each ledger's appends gather here before its worker thread (makad.service.append_queue).
         self._append_queues: WeakKeyDictionary[Ledger, AppendQueue] = WeakKeyDictionary()
