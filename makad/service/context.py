@@ -21,7 +21,6 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 import msgspec
 
@@ -50,7 +49,7 @@ from makad.core.strategies import Pool, strategy
 from makad.core.strategies import curator as curator_core
 from makad.core.switches import agent_reads
 from makad.core.tokens import HeuristicCounter
-from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event, WorkingState
+from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
@@ -60,6 +59,7 @@ from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
 from makad.store import recall_source
 from makad.store.ledger import Ledger
+from makad.store.session_store import SessionStore
 from makad.store.workspace_state import LevelView, Overrides
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -157,9 +157,9 @@ class ContextService:
             pool=pool,
             user=user,
         )
-        source: SessionSource | None = None
+        source: SessionStore | None = None
         if sid is not None:
-            source = _EphemeralSource(self._sessions, ws) if incognito else _LedgerSource(ws.ledger)
+            source = self._sessions.store(ws, sid)
         if name in ("curator", "curator_shadow"):
             pack = await self._curate(ws, plan, source, gated=not reads_ok)
         else:
@@ -169,14 +169,14 @@ class ContextService:
         self._paths.setdefault(plan.workspace, Counter())[pack.trace.path] += 1
         return pack
 
-    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> ContextPack:
+    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> ContextPack:
         gathered = self._gather(ws, plan, source)
         build = strategy(plan.strategy).build
         checked = assemble_checked(gathered.inputs, None if plan.incognito else ws.ledger.unverified, build)
         return self._record(ws, plan, gathered, checked, None)
 
     async def _curate(
-        self, ws: Workspace, plan: _Plan, source: SessionSource | None, *, gated: bool
+        self, ws: Workspace, plan: _Plan, source: SessionStore | None, *, gated: bool
     ) -> ContextPack:
         """The curator strategies: the deterministic pack, and when a kind is under pressure
         the model's pick among it, within the timeout; any failure (or a gate) gives the
@@ -201,7 +201,7 @@ class ContextService:
         return await in_thread(self._finish_curated, ws, plan, gathered, answer, record)
 
     def _curate_first(
-        self, ws: Workspace, plan: _Plan, source: SessionSource | None, gated: bool
+        self, ws: Workspace, plan: _Plan, source: SessionStore | None, gated: bool
     ) -> ContextPack | tuple[_Gathered, list[curator_core.Offer], CuratorTrace]:
         """The first hop: the inputs and the deterministic pack; the finished pack when the
         model need not or cannot be asked, else what to ask it."""
@@ -288,7 +288,7 @@ class ContextService:
             )
         return pack
 
-    def _gather(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
+    def _gather(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> _Gathered:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -300,7 +300,7 @@ class ContextService:
             checkpoint = source.latest_checkpoint(sid)
             history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
-                working_state = source.working_state(sid)
+                working_state = source.get_working_state(sid)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
         hashes: dict[str, str] = {}
@@ -506,52 +506,8 @@ class _Plan:
     user: _UserLevel | None = None
 
 
-class SessionSource(Protocol):
-    """Synchronous reads of one kind of session store (called from a worker thread)."""
-
-    def last_seq(self, sid: str) -> int: ...
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None: ...
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]: ...
-    def working_state(self, sid: str) -> WorkingState: ...
-
-
-class _LedgerSource:
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-
-    def last_seq(self, sid: str) -> int:
-        return self._ledger.get_session(sid).last_seq
-
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
-        return self._ledger.latest_checkpoint(sid)
-
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
-        return self._ledger.read_events(sid, after_seq=after_seq, limit=limit)
-
-    def working_state(self, sid: str) -> WorkingState:
-        return self._ledger.get_working_state(sid)
-
-
-class _EphemeralSource:
-    def __init__(self, sessions: Sessions, ws: Workspace) -> None:
-        self._store = sessions.ephemeral(ws)
-        self._checkpoints = sessions.ephemeral_checkpoints(ws)
-
-    def last_seq(self, sid: str) -> int:
-        return self._store.get_session(sid).last_seq
-
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
-        return self._checkpoints.get(sid)
-
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
-        return self._store.read_events(sid, after_seq=after_seq, limit=limit)
-
-    def working_state(self, sid: str) -> WorkingState:
-        return self._store.get_working_state(sid)
-
-
 def _history_tail(
-    source: SessionSource, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
+    source: SessionStore, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
 ) -> tuple[list[Event], int | None]:
     """Events after the checkpoint, the newest covering ~2x the budget (or all of them).
 
@@ -568,7 +524,7 @@ def _history_tail(
     tokens = 0
     while after > floor and tokens < want:
         start = max(floor, after - step)
-        older = source.read_events(sid, start, after - start)
+        older = source.read_events(sid, after_seq=start, limit=after - start)
         events = older + events
         tokens += sum(e.tokens for e in older)
         after = start

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
+
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
@@ -95,16 +97,7 @@ def redact_notes(notes: dict[str, str] | None) -> tuple[dict[str, str] | None, i
 
 
 def session_view(info: SessionInfo, incognito: bool) -> SessionView:
-    return SessionView(
-        session_id=info.session_id,
-        title=info.title,
-        created_at=info.created_at,
-        closed_at=info.closed_at,
-        event_count=info.event_count,
-        last_seq=info.last_seq,
-        last_hash=info.last_hash,
-        incognito=incognito,
-    )
+    return SessionView(**msgspec.structs.asdict(info), incognito=incognito)
 
 
 class LedgerService:

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import anyio
 import msgspec
@@ -34,6 +33,7 @@ from makad.core.types import EventInput, WorkingState
 from makad.errors import Conflict, MakadError
 from makad.service.common import WorkspaceAccess, in_thread
 from makad.service.sessions import Sessions
+from makad.store.session_store import SessionStore
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.session_notes")
@@ -170,17 +170,7 @@ def _gather_stored(ws: Workspace, session_id: str) -> notes.Gathered:
             return gathered
 
 
-class _NotesStore(Protocol):
-    """Where a session's working state lives: the ledger, or memory for an incognito one."""
-
-    def get_working_state(self, session_id: str) -> WorkingState: ...
-
-    def set_working_state(
-        self, session_id: str, *, notes: dict[str, str], expected_revision: int | None
-    ) -> object: ...
-
-
-def _write_notes(store: _NotesStore, session_id: str, gathered: notes.Gathered) -> None:
+def _write_notes(store: SessionStore, session_id: str, gathered: notes.Gathered) -> None:
     """The derived sections that changed written, compare-and-swap on the working state
     (a client's write meanwhile wins: derive again)."""
     for _ in range(WRITE_ATTEMPTS):

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -55,6 +55,8 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, 
     ``faults`` (armed by tests only, ``makad.faults``) may kill the process between the
     steps of ``group_commit``.
     """
+
+    in_memory: ClassVar[bool] = False  # (makad.store.session_store: it blocks on SQLite)
 
     def __init__(
         self,

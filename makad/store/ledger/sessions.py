@@ -70,6 +70,9 @@ class SessionsArea(LedgerBase):
         with self._reading() as conn:
             return session_info(session_row(conn, session_id))
 
+    def last_seq(self, session_id: str) -> int:
+        return self.get_session(session_id).last_seq
+
     def list_sessions(self, *, include_closed: bool = True) -> list[SessionInfo]:
         """Sessions, newest first."""
         where = "" if include_closed else " WHERE closed_at IS NULL"

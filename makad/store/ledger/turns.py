@@ -10,7 +10,7 @@ from typing import Any, Final
 import msgspec
 
 from makad.core.types import Checkpoint, Coverage, CuratorTrace, Manifest, ManifestItem, WorkingState
-from makad.core.working_state import patch_working_state
+from makad.core.working_state import check_revision, patch_working_state
 from makad.errors import Conflict, InvalidParams, NotFound
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.lineage import guard_request, replay_request, store_request
@@ -56,13 +56,7 @@ class TurnsArea(LedgerBase):
                 if replay is not None:
                     return replay
             current = _working_state(conn, session_id)
-            if expected_revision is not None and expected_revision != current.revision:
-                raise Conflict(
-                    "the working state has changed",
-                    sessionId=session_id,
-                    expectedRevision=expected_revision,
-                    currentRevision=current.revision,
-                )
+            check_revision(session_id, expected_revision, current)
             state = patch_working_state(
                 current, goals=goals, open_threads=open_threads, decisions=decisions, notes=notes
             )
