@@ -25,7 +25,7 @@ from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import Workspace, WorkspaceRegistry
-from makad.wire.base import Warning
+from makad.wire.base import Handler, Warning
 from makad.wire.memory import ChangeNotification, Settings
 
 T = TypeVar("T")
@@ -34,6 +34,12 @@ log = structlog.get_logger("makad.service")
 
 Channel = Literal["memory_changed", "proposals_changed", "settings_changed"]
 Cause = Literal["external_edit", "daemon", "settings"]
+
+
+def handlers_of(service: object, names: str) -> dict[str, Handler]:
+    """A service's RPC handlers: each method named in ``names`` (space-separated) under
+    its own name, which is the RPC method's."""
+    return {name: getattr(service, name) for name in names.split()}
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -18,7 +18,7 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.service.common import Request, WorkspaceAccess, now_ms
+from makad.service.common import Request, WorkspaceAccess, handlers_of, now_ms
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -39,11 +39,7 @@ class CompactionService:
         self._sessions = sessions
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "compact": self.compact,
-            "list_checkpoints": self.list_checkpoints,
-            "get_checkpoint": self.get_checkpoint,
-        }
+        return handlers_of(self, "compact list_checkpoints get_checkpoint")
 
     def _breaker(self, ws: Workspace, sid: str) -> plan_core.BreakerState:
         state = ws.state.breakers.get(sid)

@@ -53,7 +53,7 @@ from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, E
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
-from makad.service.common import WorkspaceAccess, in_thread, now_ms
+from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
@@ -123,7 +123,7 @@ class ContextService:
         ]
 
     def handlers(self) -> dict[str, Handler]:
-        return {"build_context": self.build_context}
+        return handlers_of(self, "build_context")
 
     async def build_context(self, params: BuildContextParams, peer: Peer) -> ContextPack:
         if params.budget_tokens < 0 or params.budget_tokens > MAX_BUDGET_TOKENS:

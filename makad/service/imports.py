@@ -19,7 +19,7 @@ from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
 from makad.service import entry_dates
-from makad.service.common import Request, WorkspaceAccess, in_limited_thread, in_thread, now_ms
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryWriter
 from makad.wire.base import Handler
@@ -37,7 +37,7 @@ class ImportService:
         self._import_readers = anyio.CapacityLimiter(IMPORT_THREADS)
 
     def handlers(self) -> dict[str, Handler]:
-        return {"import_memories": self.import_memories, "export_memories": self.export_memories}
+        return handlers_of(self, "import_memories export_memories")
 
     async def import_memories(self, params: ImportParams, peer: Peer) -> ImportResultWire:
         ws = await self._ctx.workspace(params.workspace)

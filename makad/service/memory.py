@@ -33,7 +33,7 @@ from makad.errors import (
     NotFound,
 )
 from makad.service import entry_dates
-from makad.service.common import Request, WorkspaceAccess, in_thread, now_ms, workspace_warnings
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFile, MemoryWriter
 from makad.store import memory_files as files
@@ -93,21 +93,11 @@ class MemoryService:
         self._files = writer
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "get_settings": self.get_settings,
-            "set_settings": self.set_settings,
-            "read_state": self.read_state,
-            "add_entry": self.add_entry,
-            "update_entry": self.update_entry,
-            "pin_entry": self.pin_entry,
-            "archive_entry": self.archive_entry,
-            "restore_entry": self.restore_entry,
-            "delete_entry": self.delete_entry,
-            "list_backups": self.list_backups,
-            "restore_backup": self.restore_backup,
-            "subscribe": self.subscribe,
-            "unsubscribe": self.unsubscribe,
-        }
+        return handlers_of(
+            self,
+            "get_settings set_settings read_state add_entry update_entry pin_entry archive_entry"
+            " restore_entry delete_entry list_backups restore_backup subscribe unsubscribe",
+        )
 
     # --- settings -----------------------------------------------------------------
 

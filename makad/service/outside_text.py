@@ -11,7 +11,7 @@ from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry
 from makad.core.peer import Peer
 from makad.errors import Conflict, InvalidParams, MakadError
-from makad.service.common import WorkspaceAccess, in_thread
+from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.memory import Change, MemoryWriter
 from makad.store.ledger import Ledger
 from makad.wire.base import Handler
@@ -33,7 +33,7 @@ class OutsideTextService:
         self._files = writer
 
     def handlers(self) -> dict[str, Handler]:
-        return {"remove_outside_text": self.remove_outside_text}
+        return handlers_of(self, "remove_outside_text")
 
     async def remove_outside_text(
         self, params: RemoveOutsideTextParams, peer: Peer

@@ -33,7 +33,7 @@ from makad.core.switches import agent_proposes, default_decay_ms
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
 from makad.service import entry_dates
-from makad.service.common import Request, WorkspaceAccess, in_thread, now_ms
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.memory import Change, MemoryWriter
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -98,13 +98,7 @@ class ProposalService:
         self._gate = gate
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "propose": self.propose,
-            "list_proposals": self.list_proposals,
-            "approve": self.approve,
-            "reject": self.reject,
-            "memory_history": self.memory_history,
-        }
+        return handlers_of(self, "propose list_proposals approve reject memory_history")
 
     # --- propose ------------------------------------------------------------------------
 
