@@ -589,10 +589,7 @@ def _fill(
 
 def _level_hashes(view: LevelView, entries: list[Entry]) -> dict[str, str]:
     """The user-level candidates' content hashes, each computed once per snapshot."""
-    known = view.hashes
-    for entry in entries:
-        if entry.id not in known:
-            known[entry.id] = entry_hash(entry)
+    known = _known_hashes(view.hashes, entries)
     return {entry.id: known[entry.id] for entry in entries}
 
 
@@ -609,7 +606,11 @@ def _overrides(ws: Workspace, own: MemorySnapshot, user: MemorySnapshot) -> dict
 
 def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
     """The candidates' content hashes, each computed once per MEMORY.md version."""
-    known = snap.hashes
+    return _known_hashes(snap.hashes, entries)
+
+
+def _known_hashes(known: dict[str, str], entries: list[Entry]) -> dict[str, str]:
+    """``known`` (a snapshot's cache of content hashes) with the entries' added."""
     for entry in entries:
         if entry.id not in known:
             known[entry.id] = entry_hash(entry)

@@ -49,6 +49,7 @@ from makad.wire.memory import (
     GetSettingsParams,
     ListBackupsParams,
     LocalMemoryState,
+    MemoryStatus,
     PinEntryParams,
     ReadStateParams,
     RestoreBackupParams,
@@ -152,24 +153,16 @@ class MemoryService:
         }
         if params.include_content:
             base["content"] = ""  # the ok state's text replaces it
-        if not settings.enabled:
+        if not settings.enabled or settings.incognito:
+            status: MemoryStatus = "disabled" if not settings.enabled else "incognito_blocked"
             return LocalMemoryState(
                 **base,
-                status="disabled",
+                status=status,
                 entry_count=0,
                 latest_entry=None,
-                reason="memory is disabled",
-                revision=await self._ctx.revision(ws),
-                sha256=None,
-                pending_count=0,
-            )
-        if settings.incognito:
-            return LocalMemoryState(
-                **base,
-                status="incognito_blocked",
-                entry_count=0,
-                latest_entry=None,
-                reason="incognito is on: memory is not read",
+                reason="memory is disabled"
+                if status == "disabled"
+                else "incognito is on: memory is not read",
                 revision=await self._ctx.revision(ws),
                 sha256=None,
                 pending_count=0,
