@@ -284,10 +284,8 @@ class Sessions:
 
     async def manifest(self, ws: Workspace, session_id: str, call_id: str | None) -> Manifest:
         """A recorded build_context manifest; incognito sessions record none."""
-        if self.is_incognito(ws, session_id):
-            self.ephemeral(ws).get_session(session_id)
-            raise NotFound("no such manifest", sessionId=session_id, callId=call_id)
-        return await in_thread(ws.ledger.get_manifest, session_id, call_id)
+        store = self.store(ws, session_id)
+        return await self._call(store, store.get_manifest, session_id, call_id)
 
     # --- plumbing ---------------------------------------------------------------------
 

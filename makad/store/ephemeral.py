@@ -27,6 +27,7 @@ from makad.core.types import (
     Checkpoint,
     Event,
     EventInput,
+    Manifest,
     RefResult,
     SearchHit,
     SessionInfo,
@@ -192,6 +193,11 @@ class EphemeralSessions:
             if request_id is not None:
                 session.state_requests[request_id] = state
             return copy.deepcopy(state)
+
+    def get_manifest(self, session_id: str, call_id: str | None = None) -> Manifest:
+        """Incognito sessions record no manifest: ``NotFound`` (for the session, or the call)."""
+        self.get_session(session_id)
+        raise NotFound("no such manifest", sessionId=session_id, callId=call_id)
 
     # --- checkpoints: the latest one of a session -----------------------------------
 

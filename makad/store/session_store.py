@@ -35,7 +35,7 @@ class HistoryScope(TypedDict, total=False):
 
 
 class SessionStore(Protocol):
-    """Sessions and their hash-chained events, working state and checkpoints."""
+    """Sessions and their hash-chained events, working state, manifests and checkpoints."""
 
     # True: the store lives in memory and never blocks (no worker thread needed).
     in_memory: ClassVar[bool]
@@ -53,6 +53,7 @@ class SessionStore(Protocol):
     def retrieve(self, refs: Sequence[str]) -> list[t.RefResult]: ...
     def get_working_state(self, session_id: str) -> t.WorkingState: ...
     def set_working_state(self, session_id: str, **change: Unpack[WorkingStateChange]) -> t.WorkingState: ...
+    def get_manifest(self, session_id: str, call_id: str | None = None) -> t.Manifest: ...
     def add_checkpoint(
         self, checkpoint: t.Checkpoint, *, request: RequestRecord | None = None
     ) -> t.Checkpoint: ...

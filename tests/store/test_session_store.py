@@ -150,3 +150,12 @@ def test_retrieve_returns_the_events_a_ref_names(store: SessionStore) -> None:
     found, missing = store.retrieve(["event:s:2-3", "event:nope:1"])
     assert found.ok and [e.text for e in found.events] == ["b", "c"]
     assert not missing.ok
+
+
+def test_a_session_without_a_recorded_call_has_no_manifest(store: SessionStore) -> None:
+    """Asking for a manifest nothing recorded (or of an unknown session) is NotFound."""
+    store.open_session("s")
+    with pytest.raises(NotFound):
+        store.get_manifest("s")
+    with pytest.raises(NotFound):
+        store.get_manifest("nope", "c1")
