@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, Unpack
+from typing import ClassVar, Final, NoReturn, Unpack
 
 from makad.core.chain import event_hash, first_bad_seq, verify_span
 from makad.core.cjk import index_text, query_tokens
@@ -27,7 +27,6 @@ from makad.core.types import (
     Checkpoint,
     Event,
     EventInput,
-    Manifest,
     RefResult,
     SearchHit,
     SessionInfo,
@@ -194,7 +193,7 @@ class EphemeralSessions:
                 session.state_requests[request_id] = state
             return copy.deepcopy(state)
 
-    def get_manifest(self, session_id: str, call_id: str | None = None) -> Manifest:
+    def get_manifest(self, session_id: str, call_id: str | None = None) -> NoReturn:
         """Incognito sessions record no manifest: ``NotFound`` (for the session, or the call)."""
         self.get_session(session_id)
         raise NotFound("no such manifest", sessionId=session_id, callId=call_id)
