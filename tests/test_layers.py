@@ -53,20 +53,26 @@ def test_no_import_points_the_wrong_way(layer: str) -> None:
 
 def import_graph(root: Path) -> dict[str, set[str]]:
     """Module → the modules of the same package it imports (``from p import m`` counts ``p.m``
-    when ``m`` is a module; importing a package counts its ``__init__`` only)."""
+    when ``m`` is a module; importing a package counts its ``__init__`` only; relative
+    imports count like absolute ones)."""
     modules = {module_name(path, root): path for path in sorted(root.rglob("*.py"))}
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         targets: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Import):
                 targets.update(alias.name for alias in node.names if alias.name in modules)
-            elif isinstance(node, ast.ImportFrom) and node.module in modules:
-                subs = {f"{node.module}.{alias.name}" for alias in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1])
+                source = node.module if not node.level else ".".join(filter(None, (base, node.module)))
+                if source not in modules:
+                    continue
+                subs = {f"{source}.{alias.name}" for alias in node.names}
                 found = subs & modules.keys()
-                targets.update(found if found else {node.module})
+                targets.update(found)
                 if len(found) < len(subs):
-                    targets.add(node.module)
+                    targets.add(source)
         targets.discard(name)
         graph[name] = targets
     return graph
@@ -114,13 +120,13 @@ def test_no_modules_import_each_other() -> None:
 
 
 def test_a_planted_cycle_is_found(tmp_path: Path) -> None:
-    """Three modules importing in a ring (one only under TYPE_CHECKING) fail the check."""
+    """Three modules importing in a ring (one relatively, one only under TYPE_CHECKING) fail the check."""
     pkg = tmp_path / "planted"
     (pkg / "inner").mkdir(parents=True)
     (pkg / "__init__.py").write_text("")
     (pkg / "inner" / "__init__.py").write_text("")
     (pkg / "a.py").write_text("from planted.inner import b\n")
-    (pkg / "inner" / "b.py").write_text("import planted.c\n")
+    (pkg / "inner" / "b.py").write_text("from .. import c\n")
     (pkg / "c.py").write_text(
         "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from planted import a\n"
     )
