@@ -15,14 +15,14 @@ from makad import openrpc as openrpc_doc
 from makad.core.episodes import Threshold
 from makad.faults import Faults
 from makad.service import curator
-from makad.service.common import Context
+from makad.service.common import WorkspaceAccess
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
 from makad.service.episodes import EpisodeService, Evidence
 from makad.service.identifiers import Identifiers, load_or_create_key
 from makad.service.imports import ImportService
 from makad.service.ledger import LedgerService
-from makad.service.memory import MemoryFiles, MemoryService
+from makad.service.memory import MemoryService, MemoryWriter
 from makad.service.outside_text import OutsideTextService
 from makad.service.proposals import ProposalService
 from makad.service.session_notes import SessionNotesKeeper
@@ -67,21 +67,21 @@ def build_app(
         faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
     registry = WorkspaceRegistry(settings.data_dir, faults=faults, user_dir=settings.user_memory_dir)
     info.warnings = lambda: registry_warnings(registry)
-    ctx = Context(
+    ctx = WorkspaceAccess(
         settings=settings,
         registry=registry,
         faults=faults,
         identifiers=Identifiers(key if key is not None else load_or_create_key(settings.data_dir)),
     )
-    memory_files = MemoryFiles(ctx)
-    memory = MemoryService(ctx, memory_files)
+    writer = MemoryWriter(ctx)
+    memory = MemoryService(ctx, writer)
     evidence = Evidence(ctx.faults, Threshold())
-    proposals = ProposalService(ctx, memory_files, evidence)
+    proposals = ProposalService(ctx, writer, evidence)
     ctx.recovery.append(memory.clean_temp_files)
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
     notes = SessionNotesKeeper(ctx, sessions)
-    context = ContextService(ctx, memory_files, sessions)
+    context = ContextService(ctx, writer, sessions)
     info.context_paths = context.path_counts
     if settings.curator.configured:
         curator.prepare_in_background()
@@ -96,8 +96,8 @@ def build_app(
         system or SystemService(info, openrpc_document),
         memory,
         proposals,
-        ImportService(ctx, memory_files),
-        OutsideTextService(ctx, memory_files),
+        ImportService(ctx, writer),
+        OutsideTextService(ctx, writer),
         context,
         compaction,
         LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),

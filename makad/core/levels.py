@@ -16,7 +16,8 @@ from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
 from makad.core.canonical import SIMILARITY_THRESHOLD, canonical
-from makad.core.types import Entry
+from makad.core.types import Entry, Scope
+from makad.errors import InvalidParams
 
 USER_LEVEL: Final = "@user"
 USER_ID_PREFIX: Final = "@user/"
@@ -27,6 +28,19 @@ Level = Literal["workspace", "user"]
 def user_level_id(entry_id: str) -> str:
     """The id a user-level entry carries inside a workspace's context call."""
     return USER_ID_PREFIX + entry_id
+
+
+def level_scope(level: Level, scope: Scope, session_id: str | None) -> Scope:
+    """The scope an entry written at ``level`` gets: at the user level every entry is
+    ``global``, and none can belong to a session (sessions live in workspaces)."""
+    if level != "user":
+        return scope
+    if scope == "session" or session_id is not None:
+        raise InvalidParams(
+            f'"{USER_LEVEL}" has no sessions: a session-scoped entry stays in its workspace',
+            path="$.sessionId" if session_id is not None else "$.scope",
+        )
+    return "global"
 
 
 def level_of(entry_id: str) -> Level:

@@ -7,16 +7,39 @@ Both stores (the SQLite ledger and the in-memory incognito sessions) apply a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Final
+from typing import Final, TypedDict
 
 from makad.core.session_notes import make_room_for_client_notes
 from makad.core.tokens import estimate_tokens
 from makad.core.types import MAX_NOTE_SECTION_TOKENS, MAX_NOTES_TOKENS, NOTE_SECTIONS, WorkingState
-from makad.errors import InvalidParams, TooLarge
+from makad.errors import Conflict, InvalidParams, TooLarge
 
 MAX_GOALS: Final = 8
 MAX_OPEN_THREADS: Final = 12
 MAX_DECISIONS: Final = 20
+
+
+class WorkingStateChange(TypedDict, total=False):
+    """One ``set_working_state``: the fields to replace (``notes`` merges by section), the
+    revision it expects, and the id it replays under."""
+
+    goals: list[str] | None
+    open_threads: list[str] | None
+    decisions: list[str] | None
+    notes: Mapping[str, str] | None
+    expected_revision: int | None
+    request_id: str | None
+
+
+def check_revision(session_id: str, expected: int | None, current: WorkingState) -> None:
+    """``Conflict`` when a write expects another revision than the current one."""
+    if expected is not None and expected != current.revision:
+        raise Conflict(
+            "the working state has changed",
+            sessionId=session_id,
+            expectedRevision=expected,
+            currentRevision=current.revision,
+        )
 
 
 def patch_working_state(

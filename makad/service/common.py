@@ -17,7 +17,7 @@ import structlog
 from makad.core.levels import USER_LEVEL
 from makad.core.peer import Peer
 from makad.core.redaction import redact_tree
-from makad.core.types import Scope
+from makad.core.switches import derive
 from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, MakadError
 from makad.faults import Faults
 from makad.service.identifiers import Identifiers
@@ -25,7 +25,7 @@ from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import REVISION_KEY
 from makad.store.workspaces import Workspace, WorkspaceRegistry
-from makad.wire.base import Warning
+from makad.wire.base import Handler, Warning
 from makad.wire.memory import ChangeNotification, Settings
 
 T = TypeVar("T")
@@ -34,6 +34,12 @@ log = structlog.get_logger("makad.service")
 
 Channel = Literal["memory_changed", "proposals_changed", "settings_changed"]
 Cause = Literal["external_edit", "daemon", "settings"]
+
+
+def handlers_of(service: object, names: str) -> dict[str, Handler]:
+    """A service's RPC handlers: each method named in ``names`` (space-separated) under
+    its own name, which is the RPC method's."""
+    return {name: getattr(service, name) for name in names.split()}
 
 
 async def in_thread(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
@@ -57,8 +63,9 @@ async def _nothing_to_wait_for() -> None:
 
 
 @dataclass
-class Context:
-    """Dependencies shared by the domain services."""
+class WorkspaceAccess:
+    """What the domain services share to reach a workspace: open and settle it, its
+    settings, revisions, notifications and idempotency (not build_context's context)."""
 
     settings: DaemonSettings
     registry: WorkspaceRegistry
@@ -361,7 +368,7 @@ class Context:
 
 @dataclass
 class Request:
-    """One call's idempotency record (``Context.idempotent``); ``key`` None: no requestId."""
+    """One call's idempotency record (``WorkspaceAccess.idempotent``); ``key`` None: no requestId."""
 
     key: str | None
     method: str
@@ -383,28 +390,8 @@ class Request:
         self.done = True
 
 
-def level_scope(ws: Workspace, scope: Scope, session_id: str | None) -> Scope:
-    """The scope an entry written to ``ws`` gets: at the user level every entry is
-    ``global``, and none can belong to a session (sessions live in workspaces)."""
-    if ws.level != "user":
-        return scope
-    if scope == "session" or session_id is not None:
-        raise InvalidParams(
-            f'"{USER_LEVEL}" has no sessions: a session-scoped entry stays in its workspace',
-            path="$.sessionId" if session_id is not None else "$.scope",
-        )
-    return "global"
-
-
 def workspace_warnings(ws: Workspace) -> list[Warning]:
     return [Warning(kind=notice.kind, message=notice.message) for notice in ws.warnings()]
-
-
-def derive(settings: Settings) -> Settings:
-    effective = settings.extract_tool_enabled and settings.agent_read_enabled
-    if settings.extract_tool_effective == effective:
-        return settings
-    return msgspec.structs.replace(settings, extract_tool_effective=effective)
 
 
 def _notify(peer: Peer, channel: Channel, note: ChangeNotification, group: tuple[str, str]) -> None:

@@ -18,7 +18,7 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.service.common import Context, Request, in_thread, now_ms
+from makad.service.common import Request, WorkspaceAccess, handlers_of, now_ms
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -34,16 +34,12 @@ AUTOMATIC = ("budget", "overflow")
 
 
 class CompactionService:
-    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+    def __init__(self, ctx: WorkspaceAccess, sessions: Sessions) -> None:
         self._ctx = ctx
         self._sessions = sessions
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "compact": self.compact,
-            "list_checkpoints": self.list_checkpoints,
-            "get_checkpoint": self.get_checkpoint,
-        }
+        return handlers_of(self, "compact list_checkpoints get_checkpoint")
 
     def _breaker(self, ws: Workspace, sid: str) -> plan_core.BreakerState:
         state = ws.state.breakers.get(sid)
@@ -111,11 +107,10 @@ class CompactionService:
             created_at=now_ms(),
         )
         self._ctx.faults.crash("compact_before_commit")
-        if self._sessions.is_incognito(ws, sid):
-            self._sessions.ephemeral_checkpoints(ws)[sid] = checkpoint
-            request.forgo()
-        else:
-            await in_thread(ws.ledger.add_checkpoint, checkpoint, request=request.record(checkpoint))
+        incognito = self._sessions.is_incognito(ws, sid)
+        if incognito:
+            request.forgo()  # nothing of an incognito session is recorded
+        await self._sessions.add_checkpoint(ws, checkpoint, None if incognito else request.record(checkpoint))
         self._ctx.faults.crash("compact_after_commit")
         log.info(
             "compacted",
@@ -128,17 +123,11 @@ class CompactionService:
     async def list_checkpoints(self, params: ListCheckpointsParams, peer: Peer) -> CheckpointsResult:
         ws = await self._ctx.session_workspace(params.workspace)
         await self._sessions.require(ws, params.session_id)
-        if self._sessions.is_incognito(ws, params.session_id):
-            found = self._sessions.ephemeral_checkpoints(ws).get(params.session_id)
-            return CheckpointsResult(checkpoints=[found] if found else [])
-        return CheckpointsResult(checkpoints=await in_thread(ws.ledger.list_checkpoints, params.session_id))
+        return CheckpointsResult(checkpoints=await self._sessions.list_checkpoints(ws, params.session_id))
 
     async def get_checkpoint(self, params: GetCheckpointParams, peer: Peer) -> Checkpoint:
         ws = await self._ctx.session_workspace(params.workspace)
-        for found in self._sessions.ephemeral_checkpoints(ws).values():
-            if found.checkpoint_id == params.checkpoint_id:
-                return found
         try:
-            return await in_thread(ws.ledger.get_checkpoint, params.checkpoint_id)
+            return await self._sessions.get_checkpoint(ws, params.checkpoint_id)
         except NotFound:
             raise NotFound("no checkpoint with that id", checkpointId=params.checkpoint_id) from None

@@ -21,12 +21,12 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
 
 import msgspec
 
 from makad.core import levels
 from makad.core.confidence import user_values
+from makad.core.context_check import assemble_checked
 from makad.core.context_types import (
     SEGMENT_KINDS,
     ContextInputs,
@@ -47,18 +47,19 @@ from makad.core.refs import MEMORY_PREFIX, memory_ref
 from makad.core.render import entry_hash
 from makad.core.strategies import Pool, strategy
 from makad.core.strategies import curator as curator_core
+from makad.core.switches import agent_reads
 from makad.core.tokens import HeuristicCounter
-from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event, WorkingState
+from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
-from makad.service.common import Context, in_thread, now_ms
-from makad.service.context_check import assemble_checked
-from makad.service.memory import MemoryFiles
+from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
+from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
-from makad.store import pack_state, recall_source
+from makad.store import recall_source
 from makad.store.ledger import Ledger
+from makad.store.session_store import SessionStore
 from makad.store.workspace_state import LevelView, Overrides
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -95,13 +96,13 @@ class _Gathered:
 class ContextService:
     def __init__(
         self,
-        ctx: Context,
-        memory_files: MemoryFiles,
+        ctx: WorkspaceAccess,
+        writer: MemoryWriter,
         sessions: Sessions,
         curator: CuratorSettings | None = None,
     ) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
         self._sessions = sessions
         self._limits = ContextLimits(memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
         self._curator = curator if curator is not None else ctx.settings.curator
@@ -122,7 +123,7 @@ class ContextService:
         ]
 
     def handlers(self) -> dict[str, Handler]:
-        return {"build_context": self.build_context}
+        return handlers_of(self, "build_context")
 
     async def build_context(self, params: BuildContextParams, peer: Peer) -> ContextPack:
         if params.budget_tokens < 0 or params.budget_tokens > MAX_BUDGET_TOKENS:
@@ -137,9 +138,7 @@ class ContextService:
         query = (params.query or "").strip() or None
         name: ContextStrategy = params.strategy or settings.context_strategy
         pool = strategy(name).pool
-        reads_ok = (
-            settings.enabled and settings.agent_read_enabled and not settings.incognito and not incognito
-        )
+        reads_ok = agent_reads(settings, incognito_session=incognito)
         memory_ok = reads_ok and "memory" in include
         snapshot = await self._snapshot(ws) if memory_ok else None
         user = await self._user_level() if snapshot is not None else None
@@ -158,9 +157,9 @@ class ContextService:
             pool=pool,
             user=user,
         )
-        source: SessionSource | None = None
+        source: SessionStore | None = None
         if sid is not None:
-            source = _EphemeralSource(self._sessions, ws) if incognito else _LedgerSource(ws.ledger)
+            source = self._sessions.store(ws, sid)
         if name in ("curator", "curator_shadow"):
             pack = await self._curate(ws, plan, source, gated=not reads_ok)
         else:
@@ -170,14 +169,14 @@ class ContextService:
         self._paths.setdefault(plan.workspace, Counter())[pack.trace.path] += 1
         return pack
 
-    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> ContextPack:
+    def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> ContextPack:
         gathered = self._gather(ws, plan, source)
         build = strategy(plan.strategy).build
         checked = assemble_checked(gathered.inputs, None if plan.incognito else ws.ledger.unverified, build)
         return self._record(ws, plan, gathered, checked, None)
 
     async def _curate(
-        self, ws: Workspace, plan: _Plan, source: SessionSource | None, *, gated: bool
+        self, ws: Workspace, plan: _Plan, source: SessionStore | None, *, gated: bool
     ) -> ContextPack:
         """The curator strategies: the deterministic pack, and when a kind is under pressure
         the model's pick among it, within the timeout; any failure (or a gate) gives the
@@ -202,7 +201,7 @@ class ContextService:
         return await in_thread(self._finish_curated, ws, plan, gathered, answer, record)
 
     def _curate_first(
-        self, ws: Workspace, plan: _Plan, source: SessionSource | None, gated: bool
+        self, ws: Workspace, plan: _Plan, source: SessionStore | None, gated: bool
     ) -> ContextPack | tuple[_Gathered, list[curator_core.Offer], CuratorTrace]:
         """The first hop: the inputs and the deterministic pack; the finished pack when the
         model need not or cannot be asked, else what to ask it."""
@@ -289,7 +288,7 @@ class ContextService:
             )
         return pack
 
-    def _gather(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
+    def _gather(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> _Gathered:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -301,7 +300,7 @@ class ContextService:
             checkpoint = source.latest_checkpoint(sid)
             history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
-                working_state = source.working_state(sid)
+                working_state = source.get_working_state(sid)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
         hashes: dict[str, str] = {}
@@ -353,7 +352,7 @@ class ContextService:
             already_shown = _already_shown(ws, sid, since, call_id, None if fill else entries)
             if hashes is plan.snapshot.hashes:
                 _shown_hashes(plan.snapshot, already_shown)
-            session_bytes = pack_state.session_memory_bytes(ws.ledger, sid, since, call_id)
+            session_bytes = ws.ledger.session_memory_bytes(sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
             budget_tokens=plan.budget,
@@ -387,7 +386,7 @@ class ContextService:
         if uws is None:
             return None
         settings = await self._ctx.load_settings(uws)
-        if not (settings.enabled and settings.agent_read_enabled and not settings.incognito):
+        if not agent_reads(settings):
             return None
         snap = await self._snapshot(uws)
         if snap.skipped is not None:
@@ -509,52 +508,8 @@ class _Plan:
     user: _UserLevel | None = None
 
 
-class SessionSource(Protocol):
-    """Synchronous reads of one kind of session store (called from a worker thread)."""
-
-    def last_seq(self, sid: str) -> int: ...
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None: ...
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]: ...
-    def working_state(self, sid: str) -> WorkingState: ...
-
-
-class _LedgerSource:
-    def __init__(self, ledger: Ledger) -> None:
-        self._ledger = ledger
-
-    def last_seq(self, sid: str) -> int:
-        return self._ledger.get_session(sid).last_seq
-
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
-        return self._ledger.latest_checkpoint(sid)
-
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
-        return self._ledger.read_events(sid, after_seq=after_seq, limit=limit)
-
-    def working_state(self, sid: str) -> WorkingState:
-        return self._ledger.get_working_state(sid)
-
-
-class _EphemeralSource:
-    def __init__(self, sessions: Sessions, ws: Workspace) -> None:
-        self._store = sessions.ephemeral(ws)
-        self._checkpoints = sessions.ephemeral_checkpoints(ws)
-
-    def last_seq(self, sid: str) -> int:
-        return self._store.get_session(sid).last_seq
-
-    def latest_checkpoint(self, sid: str) -> Checkpoint | None:
-        return self._checkpoints.get(sid)
-
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
-        return self._store.read_events(sid, after_seq=after_seq, limit=limit)
-
-    def working_state(self, sid: str) -> WorkingState:
-        return self._store.get_working_state(sid)
-
-
 def _history_tail(
-    source: SessionSource, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
+    source: SessionStore, sid: str, checkpoint: Checkpoint | None, last: int, budget: int
 ) -> tuple[list[Event], int | None]:
     """Events after the checkpoint, the newest covering ~2x the budget (or all of them).
 
@@ -571,7 +526,7 @@ def _history_tail(
     tokens = 0
     while after > floor and tokens < want:
         start = max(floor, after - step)
-        older = source.read_events(sid, start, after - start)
+        older = source.read_events(sid, after_seq=start, limit=after - start)
         events = older + events
         tokens += sum(e.tokens for e in older)
         after = start
@@ -636,10 +591,7 @@ def _fill(
 
 def _level_hashes(view: LevelView, entries: list[Entry]) -> dict[str, str]:
     """The user-level candidates' content hashes, each computed once per snapshot."""
-    known = view.hashes
-    for entry in entries:
-        if entry.id not in known:
-            known[entry.id] = entry_hash(entry)
+    known = _known_hashes(view.hashes, entries)
     return {entry.id: known[entry.id] for entry in entries}
 
 
@@ -656,7 +608,11 @@ def _overrides(ws: Workspace, own: MemorySnapshot, user: MemorySnapshot) -> dict
 
 def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
     """The candidates' content hashes, each computed once per MEMORY.md version."""
-    known = snap.hashes
+    return _known_hashes(snap.hashes, entries)
+
+
+def _known_hashes(known: dict[str, str], entries: list[Entry]) -> dict[str, str]:
+    """``known`` (a snapshot's cache of content hashes) with the entries' added."""
     for entry in entries:
         if entry.id not in known:
             known[entry.id] = entry_hash(entry)
@@ -666,15 +622,9 @@ def _hashes(snap: MemorySnapshot, entries: list[Entry]) -> dict[str, str]:
 def _shown_hashes(snap: MemorySnapshot, shown: dict[str, str]) -> None:
     """Adds the hashes of the entries the session was shown to the snapshot's, each computed
     once per MEMORY.md version: the fill compares every one of them with what was shown."""
-    known = snap.hashes
-    by_id = snap.by_id
     start = len(MEMORY_PREFIX)
-    for ref in shown:
-        entry_id = ref[start:]
-        if entry_id not in known:
-            entry = by_id.get(entry_id)
-            if entry is not None:
-                known[entry_id] = entry_hash(entry)
+    entries = [entry for ref in shown if (entry := snap.by_id.get(ref[start:])) is not None]
+    _known_hashes(snap.hashes, entries)
 
 
 def _recall(

@@ -2,7 +2,7 @@
 
 ``observe`` runs under the workspace lock each time MEMORY.md is (re-)read and
 records first sightings and hand edits (``entry_dates`` in
-``makad.store.pack_state``); the dates are cached on the workspace for
+``makad.store.ledger.pack_state``); the dates are cached on the workspace for
 ``known_dates``, which build_context and read_state apply.
 """
 
@@ -15,7 +15,6 @@ from makad.core.entry_dates import EntryDates, changes, effective, effective_all
 from makad.core.types import Entry
 from makad.errors import IOFailure
 from makad.service.common import in_thread, now_ms
-from makad.store import pack_state
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.entry_dates")
@@ -26,7 +25,7 @@ async def _known(ws: Workspace) -> dict[str, EntryDates]:
     if cached is not None:
         return cached
     try:
-        loaded = await in_thread(pack_state.load_entry_dates, ws.ledger)
+        loaded = await in_thread(ws.ledger.load_entry_dates)
     except IOFailure:
         return {}  # tried again on the next read
     ws.state.entry_dates = loaded
@@ -42,7 +41,7 @@ async def observe(ws: Workspace, before: fmt.MemoryDocument, after: fmt.MemoryDo
     if not changed and not removed:
         return
     try:
-        await in_thread(pack_state.save_entry_dates, ws.ledger, changed, removed)
+        await in_thread(ws.ledger.save_entry_dates, changed, removed)
     except IOFailure:  # the dates are a courtesy: a failing ledger must not stop a read
         log.warning("entry_dates_not_saved", count=len(changed))
     known.update(changed)

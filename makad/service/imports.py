@@ -19,9 +19,9 @@ from makad.core.peer import Peer
 from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import IncognitoBlocked, InvalidParams, MakadError, TooLarge
 from makad.service import entry_dates
-from makad.service.common import Context, Request, in_limited_thread, in_thread, now_ms
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
-from makad.service.memory import Change, MemoryFiles
+from makad.service.memory import Change, MemoryWriter
 from makad.wire.base import Handler
 from makad.wire.proposals import ExportParams, ExportResult, ImportParams, ImportResultWire
 
@@ -29,15 +29,15 @@ IMPORT_THREADS = 4
 
 
 class ImportService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles) -> None:
+    def __init__(self, ctx: WorkspaceAccess, writer: MemoryWriter) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
         # Imports read and parse off the event loop, but never on more than a few of
         # the worker threads every other call needs.
         self._import_readers = anyio.CapacityLimiter(IMPORT_THREADS)
 
     def handlers(self) -> dict[str, Handler]:
-        return {"import_memories": self.import_memories, "export_memories": self.export_memories}
+        return handlers_of(self, "import_memories export_memories")
 
     async def import_memories(self, params: ImportParams, peer: Peer) -> ImportResultWire:
         ws = await self._ctx.workspace(params.workspace)

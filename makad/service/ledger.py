@@ -11,11 +11,13 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 
+import msgspec
+
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
 from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
-from makad.service.common import Context, in_thread
+from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
@@ -95,22 +97,13 @@ def redact_notes(notes: dict[str, str] | None) -> tuple[dict[str, str] | None, i
 
 
 def session_view(info: SessionInfo, incognito: bool) -> SessionView:
-    return SessionView(
-        session_id=info.session_id,
-        title=info.title,
-        created_at=info.created_at,
-        closed_at=info.closed_at,
-        event_count=info.event_count,
-        last_seq=info.last_seq,
-        last_hash=info.last_hash,
-        incognito=incognito,
-    )
+    return SessionView(**msgspec.structs.asdict(info), incognito=incognito)
 
 
 class LedgerService:
     def __init__(
         self,
-        ctx: Context,
+        ctx: WorkspaceAccess,
         sessions: Sessions,
         notes: SessionNotesKeeper | None = None,
         *,
@@ -123,19 +116,11 @@ class LedgerService:
         self._on_close = on_close
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "open_session": self.open_session,
-            "list_sessions": self.list_sessions,
-            "close_session": self.close_session,
-            "delete_session": self.delete_session,
-            "append_events": self.append_events,
-            "read_events": self.read_events,
-            "search_history": self.search_history,
-            "retrieve": self.retrieve,
-            "get_working_state": self.get_working_state,
-            "set_working_state": self.set_working_state,
-            "get_manifest": self.get_manifest,
-        }
+        return handlers_of(
+            self,
+            "open_session list_sessions close_session delete_session append_events read_events"
+            " search_history retrieve get_working_state set_working_state get_manifest",
+        )
 
     # --- sessions -------------------------------------------------------------------
 

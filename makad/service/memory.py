@@ -1,6 +1,6 @@
 """MEMORY.md: read_state, settings, the user's own entry operations, backups, subscriptions.
 
-Every daemon write follows one path (``MemoryFiles.write``, in
+Every daemon write follows one path (``MemoryWriter.write``, in
 ``makad.service.memory_writes``): take in the user's saves first, apply the
 operation to the file as it is now, never replace a save not seen.
 """
@@ -9,16 +9,20 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
 from msgspec import UNSET
 
+from makad.core import file_warnings as fw
 from makad.core import memory_format as fmt
 from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
+from makad.core.levels import level_scope
 from makad.core.memory_select import is_pinned, with_pin
 from makad.core.peer import Peer
+from makad.core.switches import DAY_MS, default_decay_ms
 from makad.core.types import Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
@@ -28,10 +32,10 @@ from makad.errors import (
     IOFailure,
     NotFound,
 )
-from makad.service import entry_dates, file_warnings
-from makad.service.common import Context, Request, in_thread, level_scope, now_ms, workspace_warnings
+from makad.service import entry_dates
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
-from makad.service.memory_writes import Change, MemoryFiles
+from makad.service.memory_writes import Change, MemoryFile, MemoryWriter
 from makad.store import memory_files as files
 from makad.store.tracked import unchanged_in
 from makad.store.workspace_state import DerivedEntries, PinnedWarnings, ShownText
@@ -45,6 +49,7 @@ from makad.wire.memory import (
     GetSettingsParams,
     ListBackupsParams,
     LocalMemoryState,
+    MemoryStatus,
     PinEntryParams,
     ReadStateParams,
     RestoreBackupParams,
@@ -58,16 +63,20 @@ from makad.wire.memory import (
 )
 
 T = TypeVar("T")
-DAY_MS = 86_400_000
 
-__all__ = ["Change", "MemoryFiles", "MemoryService"]
+__all__ = ["Change", "MemoryService", "MemoryWriter"]
 
 
-def default_decay_ms(settings: Settings) -> int | None:
-    """The decay a new active entry without its own gets: the workspace's defaultDecayDays."""
-    if settings.default_decay_days is None:
-        return None
-    return int(settings.default_decay_days * DAY_MS)
+def _root_files(workspace: Path) -> list[str]:
+    """(blocking) Which of MEMORY.md and PENDING.md stand at the workspace's top."""
+    found = []
+    for name in fw.ROOT_FILES:
+        try:
+            if (workspace / name).is_file():
+                found.append(name)
+        except OSError:
+            pass
+    return found
 
 
 def _decay_due(ws: Workspace, now: int | None = None) -> bool:
@@ -80,26 +89,16 @@ def _decay_due(ws: Workspace, now: int | None = None) -> bool:
 
 
 class MemoryService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles) -> None:
+    def __init__(self, ctx: WorkspaceAccess, writer: MemoryWriter) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "get_settings": self.get_settings,
-            "set_settings": self.set_settings,
-            "read_state": self.read_state,
-            "add_entry": self.add_entry,
-            "update_entry": self.update_entry,
-            "pin_entry": self.pin_entry,
-            "archive_entry": self.archive_entry,
-            "restore_entry": self.restore_entry,
-            "delete_entry": self.delete_entry,
-            "list_backups": self.list_backups,
-            "restore_backup": self.restore_backup,
-            "subscribe": self.subscribe,
-            "unsubscribe": self.unsubscribe,
-        }
+        return handlers_of(
+            self,
+            "get_settings set_settings read_state add_entry update_entry pin_entry archive_entry"
+            " restore_entry delete_entry list_backups restore_backup subscribe unsubscribe",
+        )
 
     # --- settings -----------------------------------------------------------------
 
@@ -154,24 +153,16 @@ class MemoryService:
         }
         if params.include_content:
             base["content"] = ""  # the ok state's text replaces it
-        if not settings.enabled:
+        if not settings.enabled or settings.incognito:
+            status: MemoryStatus = "disabled" if not settings.enabled else "incognito_blocked"
             return LocalMemoryState(
                 **base,
-                status="disabled",
+                status=status,
                 entry_count=0,
                 latest_entry=None,
-                reason="memory is disabled",
-                revision=await self._ctx.revision(ws),
-                sha256=None,
-                pending_count=0,
-            )
-        if settings.incognito:
-            return LocalMemoryState(
-                **base,
-                status="incognito_blocked",
-                entry_count=0,
-                latest_entry=None,
-                reason="incognito is on: memory is not read",
+                reason="memory is disabled"
+                if status == "disabled"
+                else "incognito is on: memory is not read",
                 revision=await self._ctx.revision(ws),
                 sha256=None,
                 pending_count=0,
@@ -222,7 +213,7 @@ class MemoryService:
                 trust = await confidence_map(ws, shown, params.include_archived)
         content, warnings = self._shown_text(ws)
         if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
-            warnings = [*warnings, *await in_thread(file_warnings.misplaced, ws.path)]
+            warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path))]
         warnings = [*warnings, *await self._pinned_warnings(ws, all_entries)]
         return LocalMemoryState(
             **{
@@ -270,9 +261,7 @@ class MemoryService:
             return cached.warnings
         found: list[Warning] = []
         if any(is_pinned(entry) for entry in entries):
-            found = await in_thread(
-                file_warnings.pinned_over_share, doc, entries, now, user_values(doc), ws.level
-            )
+            found = await in_thread(fw.pinned_over_share, doc, entries, now, user_values(doc), ws.level)
         ws.state.pinned_warnings = PinnedWarnings(doc, now // DAY_MS, found)
         return found
 
@@ -288,9 +277,9 @@ class MemoryService:
             return cached.shown, cached.warnings
         text = ws.memory.text or ""
         warnings = [
-            *file_warnings.not_utf8(text, "MEMORY.md"),
-            *file_warnings.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
-            *file_warnings.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
+            *fw.not_utf8(text, "MEMORY.md"),
+            *fw.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
+            *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
         ]
         shown = display(text)
         ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)
@@ -357,7 +346,7 @@ class MemoryService:
             title, content, redactions = clean_entry(params.title, params.content)
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
-            scope = level_scope(ws, params.scope, params.session_id)
+            scope = level_scope(ws.level, params.scope, params.session_id)
             now = now_ms()
             decay = params.decay_ttl_ms if params.decay_ttl_ms is not None else default_decay_ms(settings)
             entry = Entry(
@@ -562,7 +551,7 @@ class MemoryService:
         if found is None:
             raise NotFound("no backup with that id", backupId=params.backup_id)
         kind, text = found
-        which = "memory" if kind == "MEMORY" else "pending"
+        which: MemoryFile = "memory" if kind == "MEMORY" else "pending"
         target = fmt.parse(text)
 
         def op(doc: fmt.MemoryDocument) -> Change:

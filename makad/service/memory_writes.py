@@ -1,6 +1,6 @@
 """The single write path for MEMORY.md and PENDING.md, and how the user's saves are taken in.
 
-Every daemon write (``MemoryFiles.write``), under the workspace lock:
+Every daemon write (``MemoryWriter.write``), under the workspace lock:
 
 1. take in whatever the user saved since the daemon last looked (``refresh``):
    the save is merged against the last versions the daemon knows
@@ -20,7 +20,7 @@ import dataclasses
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 import structlog
@@ -32,13 +32,17 @@ from makad.core.types import NewMemoryEvent
 from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
 from makad.service import entry_dates
 from makad.service.backup_scrub import scrub_removed_secrets
-from makad.service.common import Channel, Context, in_thread
+from makad.service.common import Channel, WorkspaceAccess, in_thread
 from makad.store import memory_files as files
 from makad.store.file_swap import ChangedUnderfoot, Replaced
 from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.memory")
+
+# Which of the two memory files: memory/MEMORY.md or memory/PENDING.md.
+MemoryFile = Literal["memory", "pending"]
+MEMORY_FILES: Final[tuple[MemoryFile, ...]] = ("memory", "pending")
 
 MAX_WRITE_ATTEMPTS: Final = 5
 MAX_RECORDED_EDITS: Final = 200
@@ -63,7 +67,7 @@ def changed_ids(before: fmt.MemoryDocument, after: fmt.MemoryDocument) -> set[st
 
 
 def with_returned(
-    doc: fmt.MemoryDocument, sections: tuple[fmt.Section, ...], which: str
+    doc: fmt.MemoryDocument, sections: tuple[fmt.Section, ...], which: MemoryFile
 ) -> fmt.MemoryDocument:
     """PENDING.md with the entries a save of ``which`` dropped back in it, noted."""
     for section in sections:
@@ -74,25 +78,27 @@ def with_returned(
     return doc
 
 
-class MemoryFiles:
+class MemoryWriter:
     """The single write path for MEMORY.md and PENDING.md, and ingestion of user edits."""
 
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: WorkspaceAccess) -> None:
         self._ctx = ctx
 
-    def _tracked(self, ws: Workspace, which: str) -> tuple[TrackedFile, Path, Channel]:
+    def _tracked(self, ws: Workspace, which: MemoryFile) -> tuple[TrackedFile, Path, Channel]:
         if which == "memory":
             return ws.memory, ws.memory_path, "memory_changed"
         return ws.pending, ws.pending_path, "proposals_changed"
 
     # --- taking in the user's saves -------------------------------------------------------
 
-    async def refresh(self, ws: Workspace, *which: str, depth: int = 0) -> dict[str, frozenset[str]]:
+    async def refresh(
+        self, ws: Workspace, *which: MemoryFile, depth: int = 0
+    ) -> dict[MemoryFile, frozenset[str]]:
         """Under ws.lock: take in a user's save of the files (default both), if any.
 
         Returns, per file that changed, the ids the user's save changed.
         """
-        names = which or ("memory", "pending")
+        names = which or MEMORY_FILES
         cap = self._ctx.settings.memory_max_bytes
         tracked = [self._tracked(ws, name) for name in names]
         before = [(t.doc, t.text) for t, _, _ in tracked]
@@ -104,7 +110,7 @@ class MemoryFiles:
             return changed
 
         results = await in_thread(check)
-        user_changed: dict[str, frozenset[str]] = {}
+        user_changed: dict[MemoryFile, frozenset[str]] = {}
         for name, (t, _, _), (old_doc, old_text), changed in zip(
             names, tracked, before, results, strict=True
         ):
@@ -118,7 +124,7 @@ class MemoryFiles:
     async def _take_in(
         self,
         ws: Workspace,
-        which: str,
+        which: MemoryFile,
         earlier: TrackedFile,
         old_text: str | None,
         depth: int,
@@ -183,21 +189,21 @@ class MemoryFiles:
         return settings.enabled and not settings.incognito
 
     @staticmethod
-    def _must_write(merge: save_merge.SaveMerge, which: str) -> bool:
+    def _must_write(merge: save_merge.SaveMerge, which: MemoryFile) -> bool:
         """Whether the merged save differs from the save (what PENDING.md lacked goes back in it)."""
         return bool(merge.reapplied or (which == "pending" and merge.returned))
 
-    def _merged_text(self, merge: save_merge.SaveMerge, which: str) -> str:
+    def _merged_text(self, merge: save_merge.SaveMerge, which: MemoryFile) -> str:
         doc = merge.document
         if which == "pending":
             doc = with_returned(doc, merge.returned, which)
         return fmt.render(doc)
 
-    def _over_cap(self, merge: save_merge.SaveMerge, which: str) -> bool:
+    def _over_cap(self, merge: save_merge.SaveMerge, which: MemoryFile) -> bool:
         size = len(self._merged_text(merge, which).encode("utf-8", "surrogateescape"))
         return size > self._ctx.settings.memory_max_bytes
 
-    async def _rewrite(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> bool:
+    async def _rewrite(self, ws: Workspace, which: MemoryFile, merge: save_merge.SaveMerge) -> bool:
         """Write the merged save over the save; False when yet another save got there first."""
         tracked, path, _ = self._tracked(ws, which)
         text = self._merged_text(merge, which)
@@ -233,7 +239,7 @@ class MemoryFiles:
                 "returned_entries_kept_in_backup", workspace_id=ws.id, kind=exc.kind, count=len(sections)
             )
 
-    async def _record_user_edits(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
+    async def _record_user_edits(self, ws: Workspace, which: MemoryFile, merge: save_merge.SaveMerge) -> None:
         """The user's own changes, relative to the version their save was made from.
 
         One commit without an fsync of its own: the revision the take-in bumps next is
@@ -253,7 +259,7 @@ class MemoryFiles:
         ]
         await in_thread(ws.ledger.record_lineage, events, relaxed=True)
 
-    async def _record_merge(self, ws: Workspace, which: str, merge: save_merge.SaveMerge) -> None:
+    async def _record_merge(self, ws: Workspace, which: MemoryFile, merge: save_merge.SaveMerge) -> None:
         """What the daemon did about a save that lacked something: re-applied, or returned."""
         if not merge.lacking:
             return
@@ -285,7 +291,7 @@ class MemoryFiles:
     async def write(
         self,
         ws: Workspace,
-        which: str,
+        which: MemoryFile,
         op: Callable[[fmt.MemoryDocument], Change],
         *,
         expected_revision: int | None = None,
@@ -314,7 +320,7 @@ class MemoryFiles:
     async def _write_once(
         self,
         ws: Workspace,
-        which: str,
+        which: MemoryFile,
         op: Callable[[fmt.MemoryDocument], Change],
         expected_revision: int | None,
         bump: bool,
@@ -431,10 +437,10 @@ def _user_action(entry_id: str, merge: save_merge.SaveMerge) -> str:
     return "added" if entry_id in merge.user_added else "edited"
 
 
-def _kind(which: str) -> str:
+def _kind(which: MemoryFile) -> str:
     return "MEMORY" if which == "memory" else "PENDING"
 
 
-def header_of(which: str) -> str:
+def header_of(which: MemoryFile) -> str:
     """The title a new MEMORY.md or PENDING.md starts with."""
     return fmt.HEADER if which == "memory" else fmt.PENDING_HEADER

@@ -11,8 +11,8 @@ from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry
 from makad.core.peer import Peer
 from makad.errors import Conflict, InvalidParams, MakadError
-from makad.service.common import Context, in_thread
-from makad.service.memory import Change, MemoryFiles
+from makad.service.common import WorkspaceAccess, handlers_of, in_thread
+from makad.service.memory import Change, MemoryWriter
 from makad.store.ledger import Ledger
 from makad.wire.base import Handler
 from makad.wire.memory import RemoveOutsideTextParams, RemoveOutsideTextResult
@@ -28,12 +28,12 @@ def import_digest(content: str) -> str | None:
 
 
 class OutsideTextService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles) -> None:
+    def __init__(self, ctx: WorkspaceAccess, writer: MemoryWriter) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
 
     def handlers(self) -> dict[str, Handler]:
-        return {"remove_outside_text": self.remove_outside_text}
+        return handlers_of(self, "remove_outside_text")
 
     async def remove_outside_text(
         self, params: RemoveOutsideTextParams, peer: Peer

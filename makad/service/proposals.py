@@ -24,15 +24,17 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.canonical import content_hash, similar_ids
 from makad.core.entries import clean_entry, is_open
-from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, user_level_id
+from makad.core.file_warnings import not_utf8
+from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.save_merge import note_of
+from makad.core.switches import agent_proposes, default_decay_ms
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
-from makad.service import entry_dates, file_warnings
-from makad.service.common import Context, Request, in_thread, level_scope, now_ms
-from makad.service.memory import Change, MemoryFiles, default_decay_ms
+from makad.service import entry_dates
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
+from makad.service.memory import Change, MemoryWriter
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.memory import Settings
@@ -90,19 +92,13 @@ class ProposalDraft:
 
 
 class ProposalService:
-    def __init__(self, ctx: Context, memory_files: MemoryFiles, gate: EvidenceGate) -> None:
+    def __init__(self, ctx: WorkspaceAccess, writer: MemoryWriter, gate: EvidenceGate) -> None:
         self._ctx = ctx
-        self._files = memory_files
+        self._files = writer
         self._gate = gate
 
     def handlers(self) -> dict[str, Handler]:
-        return {
-            "propose": self.propose,
-            "list_proposals": self.list_proposals,
-            "approve": self.approve,
-            "reject": self.reject,
-            "memory_history": self.memory_history,
-        }
+        return handlers_of(self, "propose list_proposals approve reject memory_history")
 
     # --- propose ------------------------------------------------------------------------
 
@@ -122,7 +118,7 @@ class ProposalService:
             consolidates=params.consolidates,
         )
         if ws.level == "user":
-            scope = level_scope(ws, params.scope, params.session_id)
+            scope = level_scope(ws.level, params.scope, params.session_id)
             return await self.queue_proposal(ws, replace(draft, scope=scope), request_id=params.request_id)
         if params.scope != "global":
             return await self.queue_proposal(ws, draft, request_id=params.request_id)
@@ -306,7 +302,7 @@ class ProposalService:
         """The agent's path, whatever origin it claims: the gate comes first."""
         if draft.session_id and draft.session_id in self._ctx.incognito_sessions(ws):
             raise IncognitoBlocked("the session is incognito: nothing is written")
-        if not settings.extract_tool_effective:
+        if not agent_proposes(settings):
             raise GateClosed(
                 "agent proposals need extractToolEnabled and agentReadEnabled",
                 extractToolEnabled=settings.extract_tool_enabled,
@@ -339,7 +335,7 @@ class ProposalService:
         return ProposalsResult(
             proposals=views,
             revision=await self._ctx.revision(ws),
-            warnings=file_warnings.not_utf8(ws.pending.text, "PENDING.md"),
+            warnings=not_utf8(ws.pending.text, "PENDING.md"),
         )
 
     # --- approve ------------------------------------------------------------------------

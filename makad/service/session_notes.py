@@ -22,7 +22,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import anyio
 import msgspec
@@ -32,9 +31,9 @@ from anyio.abc import TaskGroup
 from makad.core import session_notes as notes
 from makad.core.types import EventInput, WorkingState
 from makad.errors import Conflict, MakadError
-from makad.service.common import Context, in_thread
+from makad.service.common import WorkspaceAccess, in_thread
 from makad.service.sessions import Sessions
-from makad.store import pack_state
+from makad.store.session_store import SessionStore
 from makad.store.workspaces import Workspace
 
 log = structlog.get_logger("makad.session_notes")
@@ -51,7 +50,7 @@ class _Progress:
 
 
 class SessionNotesKeeper:
-    def __init__(self, ctx: Context, sessions: Sessions) -> None:
+    def __init__(self, ctx: WorkspaceAccess, sessions: Sessions) -> None:
         self._ctx = ctx
         self._sessions = sessions
         self._progress: dict[tuple[str, str], _Progress] = {}
@@ -162,7 +161,7 @@ def _changed_notes(gathered: notes.Gathered, session_id: str, state: WorkingStat
 
 def _gather_stored(ws: Workspace, session_id: str) -> notes.Gathered:
     """(worker thread) What the notes gathered so far, with the events since read in."""
-    stored = pack_state.load_notes_state(ws.ledger, session_id)
+    stored = ws.ledger.load_notes_state(session_id)
     gathered = msgspec.json.decode(stored[1], type=notes.Gathered) if stored is not None else notes.Gathered()
     while True:
         page = ws.ledger.read_events(session_id, after_seq=gathered.last_seq, limit=READ_PAGE)
@@ -171,17 +170,7 @@ def _gather_stored(ws: Workspace, session_id: str) -> notes.Gathered:
             return gathered
 
 
-class _NotesStore(Protocol):
-    """Where a session's working state lives: the ledger, or memory for an incognito one."""
-
-    def get_working_state(self, session_id: str) -> WorkingState: ...
-
-    def set_working_state(
-        self, session_id: str, *, notes: dict[str, str], expected_revision: int | None
-    ) -> object: ...
-
-
-def _write_notes(store: _NotesStore, session_id: str, gathered: notes.Gathered) -> None:
+def _write_notes(store: SessionStore, session_id: str, gathered: notes.Gathered) -> None:
     """The derived sections that changed written, compare-and-swap on the working state
     (a client's write meanwhile wins: derive again)."""
     for _ in range(WRITE_ATTEMPTS):
@@ -201,11 +190,4 @@ def _write_stored(ws: Workspace, session_id: str, gathered: notes.Gathered) -> N
     if notes.due(gathered):
         _write_notes(ws.ledger, session_id, gathered)
         gathered.rendered_at_tokens = gathered.tokens
-    _save(ws, session_id, gathered.last_seq, msgspec.json.encode(gathered))
-
-
-def _save(ws: Workspace, session_id: str, to_seq: int, blob: bytes) -> None:
-    with ws.ledger.transaction(relaxed=True) as conn:
-        # The session may have been deleted meanwhile: keep no row for it then.
-        if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone():
-            pack_state.save_notes_state(conn, session_id, to_seq, blob)
+    ws.ledger.save_notes_state(session_id, gathered.last_seq, msgspec.json.encode(gathered))

@@ -6,8 +6,11 @@ looked up in, or written to, SQLite by mistake.
 
 The rules it enforces for every caller:
 
-- An incognito session (``Context.incognito_sessions``) lives in
-  ``EphemeralSessions``: events, working state, request ids — memory only.
+- An incognito session (``WorkspaceAccess.incognito_sessions``) lives in
+  ``EphemeralSessions``: events, working state, checkpoint, request ids — memory
+  only. ``store`` hands out the session's store; both keep one contract
+  (``makad.store.session_store.SessionStore``), so the methods below call it
+  without asking which it is.
 - While the workspace setting ``incognito`` is on, new sessions are incognito
   and persistent sessions are not written (``IncognitoBlocked``); they can
   still be read, and deleted.
@@ -17,8 +20,9 @@ The rules it enforces for every caller:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, TypeVar, Unpack
 from weakref import WeakKeyDictionary
 
 import anyio
@@ -36,13 +40,18 @@ from makad.core.types import (
     SessionInfo,
     WorkingState,
 )
+from makad.core.working_state import WorkingStateChange
 from makad.errors import Conflict, IncognitoBlocked, NotFound
 from makad.service.append_queue import AppendQueue
-from makad.service.common import Context, in_thread, now_ms
+from makad.service.common import WorkspaceAccess, in_thread, now_ms
 from makad.store.ephemeral import EphemeralSessions
 from makad.store.ledger import Ledger
+from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.sessions import AppendCall
+from makad.store.session_store import SessionStore
 from makad.store.workspaces import Workspace
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -56,7 +65,7 @@ class Forgotten:
 
 
 class Sessions:
-    def __init__(self, ctx: Context) -> None:
+    def __init__(self, ctx: WorkspaceAccess) -> None:
         self._ctx = ctx
         # Each ledger's appends gather here before its worker thread (makad.service.append_queue).
         self._append_queues: WeakKeyDictionary[Ledger, AppendQueue] = WeakKeyDictionary()
@@ -65,18 +74,23 @@ class Sessions:
         """This workspace's in-memory sessions (gone on restart, by design)."""
         return ws.state.ephemeral
 
-    def ephemeral_checkpoints(self, ws: Workspace) -> dict[str, Checkpoint]:
-        """The latest checkpoint of each incognito session (memory only, like its events)."""
-        return ws.state.ephemeral_checkpoints
-
     def is_incognito(self, ws: Workspace, session_id: str) -> bool:
         return session_id in self._ctx.incognito_sessions(ws)
 
+    def store(self, ws: Workspace, session_id: str) -> SessionStore:
+        """The store that holds the session: memory for an incognito one, else the ledger."""
+        return self.ephemeral(ws) if self.is_incognito(ws, session_id) else ws.ledger
+
+    @staticmethod
+    async def _call(store: SessionStore, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``fn`` of ``store``: in a worker thread when it blocks (the ledger), else here."""
+        if store.in_memory:
+            return fn(*args, **kwargs)
+        return await in_thread(fn, *args, **kwargs)
+
     async def exists(self, ws: Workspace, session_id: str) -> bool:
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).has_session(session_id)
         try:
-            await in_thread(ws.ledger.get_session, session_id)
+            await self.info(ws, session_id)
         except NotFound:
             return False
         return True
@@ -88,9 +102,8 @@ class Sessions:
     async def read_events(
         self, ws: Workspace, session_id: str, *, after_seq: int = 0, limit: int | None = None
     ) -> list[Event]:
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).read_events(session_id, after_seq=after_seq, limit=limit)
-        return await in_thread(ws.ledger.read_events, session_id, after_seq=after_seq, limit=limit)
+        store = self.store(ws, session_id)
+        return await self._call(store, store.read_events, session_id, after_seq=after_seq, limit=limit)
 
     async def read_checked_events(
         self, ws: Workspace, session_id: str, *, after_seq: int = 0, limit: int | None = None
@@ -98,7 +111,7 @@ class Sessions:
         """``read_events`` with each stored event checked against the hash chain
         (``verified: false`` when it does not chain); memory-only events cannot be altered."""
         if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).read_events(session_id, after_seq=after_seq, limit=limit)
+            return await self.read_events(ws, session_id, after_seq=after_seq, limit=limit)
 
         def read() -> list[Event]:
             events = ws.ledger.read_events(session_id, after_seq=after_seq, limit=limit)
@@ -108,21 +121,35 @@ class Sessions:
         return await in_thread(read)
 
     async def working_state(self, ws: Workspace, session_id: str) -> WorkingState:
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).get_working_state(session_id)
-        return await in_thread(ws.ledger.get_working_state, session_id)
+        store = self.store(ws, session_id)
+        return await self._call(store, store.get_working_state, session_id)
 
     async def latest_checkpoint(self, ws: Workspace, session_id: str) -> Checkpoint | None:
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral_checkpoints(ws).get(session_id)
-        return await in_thread(ws.ledger.latest_checkpoint, session_id)
+        store = self.store(ws, session_id)
+        return await self._call(store, store.latest_checkpoint, session_id)
+
+    async def list_checkpoints(self, ws: Workspace, session_id: str) -> list[Checkpoint]:
+        store = self.store(ws, session_id)
+        return await self._call(store, store.list_checkpoints, session_id)
+
+    async def add_checkpoint(
+        self, ws: Workspace, checkpoint: Checkpoint, request: RequestRecord | None
+    ) -> Checkpoint:
+        store = self.store(ws, checkpoint.session_id)
+        return await self._call(store, store.add_checkpoint, checkpoint, request=request)
+
+    async def get_checkpoint(self, ws: Workspace, checkpoint_id: str) -> Checkpoint:
+        """A checkpoint by id: an incognito session's, else the ledger's."""
+        found = self.ephemeral(ws).find_checkpoint(checkpoint_id)
+        if found is not None:
+            return found
+        return await in_thread(ws.ledger.get_checkpoint, checkpoint_id)
 
     # --- sessions -------------------------------------------------------------------
 
     async def info(self, ws: Workspace, session_id: str) -> SessionInfo:
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).get_session(session_id)
-        return await in_thread(ws.ledger.get_session, session_id)
+        store = self.store(ws, session_id)
+        return await self._call(store, store.get_session, session_id)
 
     async def open(
         self, ws: Workspace, session_id: str | None, *, title: str | None, incognito: bool | None
@@ -161,17 +188,14 @@ class Sessions:
         return sorted(both, key=lambda pair: (pair[0].created_at, pair[0].session_id), reverse=True)
 
     async def close(self, ws: Workspace, session_id: str) -> SessionInfo:
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).close_session(session_id)
-        await self._guard_persistent_write(ws, session_id)
-        return await in_thread(ws.ledger.close_session, session_id)
+        store = await self._writable(ws, session_id)
+        return await self._call(store, store.close_session, session_id)
 
     async def delete(self, ws: Workspace, session_id: str) -> Forgotten:
         """The user's explicit forget, allowed in every mode (it only removes)."""
         if self.is_incognito(ws, session_id):
             count = self.ephemeral(ws).delete_session(session_id)
             self._ctx.incognito_sessions(ws).discard(session_id)
-            self.ephemeral_checkpoints(ws).pop(session_id, None)
             return Forgotten(session_id, now_ms(), count, True)
         tombstone = await in_thread(ws.ledger.delete_session, session_id)
         return Forgotten(session_id, tombstone.ts, tombstone.event_count, False)
@@ -191,8 +215,8 @@ class Sessions:
         """Append events that are already redacted; ``redactions`` says how many secrets
         that took (kept with the result for retries)."""
         key = None if request_id is None else f"append_events:{request_id}"
-        if self.is_incognito(ws, session_id):
-            store = self.ephemeral(ws)
+        store = await self._writable(ws, session_id)
+        if store.in_memory:
             return await in_thread(
                 store.append_events,
                 session_id,
@@ -201,7 +225,7 @@ class Sessions:
                 request_id=key,
                 redactions=redactions,
             )
-        await self._guard_persistent_write(ws, session_id)
+        # The ledger's appends share group commits (makad.service.append_queue).
         ledger = ws.ledger
         queue = self._append_queues.get(ledger)
         if queue is None:
@@ -218,14 +242,11 @@ class Sessions:
         before: int | None,
         after: int | None,
     ) -> list[SearchHit]:
-        """Incognito events are searched only when their own session is named."""
-        if session_id is not None and self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).search_history(
-                query, session_id=session_id, limit=limit, before=before, after=after
-            )
-        # Incognito sessions never reach SQLite, so the ledger alone is the rest.
-        return await in_thread(
-            ws.ledger.search_history, query, session_id=session_id, limit=limit, before=before, after=after
+        """Incognito events are searched only when their own session is named (incognito
+        sessions never reach SQLite, so the ledger alone is the rest)."""
+        store = ws.ledger if session_id is None else self.store(ws, session_id)
+        return await self._call(
+            store, store.search_history, query, session_id=session_id, limit=limit, before=before, after=after
         )
 
     async def retrieve(
@@ -254,54 +275,29 @@ class Sessions:
     # --- working state and manifests ----------------------------------------------------
 
     async def set_working_state(
-        self,
-        ws: Workspace,
-        session_id: str,
-        *,
-        goals: list[str] | None = None,
-        open_threads: list[str] | None = None,
-        decisions: list[str] | None = None,
-        notes: dict[str, str] | None = None,
-        expected_revision: int | None = None,
-        request_id: str | None = None,
+        self, ws: Workspace, session_id: str, **change: Unpack[WorkingStateChange]
     ) -> WorkingState:
-        key = None if request_id is None else f"set_working_state:{request_id}"
-        if self.is_incognito(ws, session_id):
-            return self.ephemeral(ws).set_working_state(
-                session_id,
-                goals=goals,
-                open_threads=open_threads,
-                decisions=decisions,
-                notes=notes,
-                expected_revision=expected_revision,
-                request_id=key,
-            )
-        await self._guard_persistent_write(ws, session_id)
-        return await in_thread(
-            ws.ledger.set_working_state,
-            session_id,
-            goals=goals,
-            open_threads=open_threads,
-            decisions=decisions,
-            notes=notes,
-            expected_revision=expected_revision,
-            request_id=key,
-        )
+        request_id = change.get("request_id")
+        change["request_id"] = None if request_id is None else f"set_working_state:{request_id}"
+        store = await self._writable(ws, session_id)
+        return await self._call(store, store.set_working_state, session_id, **change)
 
     async def manifest(self, ws: Workspace, session_id: str, call_id: str | None) -> Manifest:
         """A recorded build_context manifest; incognito sessions record none."""
-        if self.is_incognito(ws, session_id):
-            self.ephemeral(ws).get_session(session_id)
-            raise NotFound("no such manifest", sessionId=session_id, callId=call_id)
-        return await in_thread(ws.ledger.get_manifest, session_id, call_id)
+        store = self.store(ws, session_id)
+        return await self._call(store, store.get_manifest, session_id, call_id)
 
     # --- plumbing ---------------------------------------------------------------------
 
-    async def _guard_persistent_write(self, ws: Workspace, session_id: str) -> None:
-        if (await self._ctx.load_settings(ws)).incognito:
+    async def _writable(self, ws: Workspace, session_id: str) -> SessionStore:
+        """The session's store, for a write: while the workspace is incognito a persistent
+        session is not written."""
+        store = self.store(ws, session_id)
+        if not store.in_memory and (await self._ctx.load_settings(ws)).incognito:
             raise IncognitoBlocked(
                 "incognito is on: persistent sessions are not written", sessionId=session_id
             )
+        return store
 
     @staticmethod
     def _open_lock(ws: Workspace) -> anyio.Lock:

@@ -1,9 +1,10 @@
-"""Incognito sessions: the ledger's session and event API, held in memory only.
+"""Incognito sessions: the ledger's session store (``makad.store.session_store``), held in
+memory only.
 
-An incognito session's events and working state never touch disk, so they live
-here and vanish with the process. The rules match the SQLite ledger — gap-free
-seqs from 1, the same hash chain, ``expectedSeq`` conflicts, ``requestId``
-replay, the working-state caps — so the service can treat both stores alike.
+An incognito session's events, working state and latest checkpoint never touch disk, so
+they live here and vanish with the process. The rules match the SQLite ledger — gap-free
+seqs from 1, the same hash chain, ``expectedSeq`` conflicts, ``requestId`` replay, the
+working-state caps — checked by the same functions, so the service treats both stores alike.
 Search is a plain term count over the same CJK-aware tokens (no BM25):
 incognito sessions are small.
 """
@@ -16,14 +17,26 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Final
+from typing import ClassVar, Final, NoReturn, Unpack
 
-from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepare_event, verify_span
+from makad.core.chain import event_hash, first_bad_seq, verify_span
 from makad.core.cjk import index_text, query_tokens
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
-from makad.core.types import AppendResult, Event, EventInput, RefResult, SearchHit, SessionInfo, WorkingState
-from makad.core.working_state import patch_working_state
-from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from makad.core.types import (
+    AppendResult,
+    Checkpoint,
+    Event,
+    EventInput,
+    RefResult,
+    SearchHit,
+    SessionInfo,
+    WorkingState,
+)
+from makad.core.working_state import WorkingStateChange, check_revision, patch_working_state
+from makad.errors import NotFound
+from makad.store.ledger.records import RequestRecord
+from makad.store.ledger.sessions import AppendCall, admit, prepare_append
+from makad.store.session_store import AppendOptions, HistoryScope
 
 _WORD: Final = re.compile(r"[^\W_]+")
 
@@ -35,10 +48,13 @@ class _Session:
     requests: dict[str, AppendResult] = field(default_factory=dict)
     state: WorkingState = field(default_factory=WorkingState)
     state_requests: dict[str, WorkingState] = field(default_factory=dict)
+    checkpoint: Checkpoint | None = None  # the latest only
 
 
 class EphemeralSessions:
-    """In-memory incognito sessions; thread-safe."""
+    """In-memory incognito sessions; thread-safe. A ``SessionStore``."""
+
+    in_memory: ClassVar[bool] = True
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -96,41 +112,28 @@ class EphemeralSessions:
         with self._lock:
             return len(self._sessions.pop(self._get(session_id).info.session_id).events)
 
+    def last_seq(self, session_id: str) -> int:
+        with self._lock:
+            return self._get(session_id).info.last_seq
+
     def append_events(
-        self,
-        session_id: str,
-        events: Sequence[EventInput],
-        *,
-        expected_seq: int | None = None,
-        request_id: str | None = None,
-        redactions: int = 0,
-        now: int | None = None,
+        self, session_id: str, events: Sequence[EventInput], **options: Unpack[AppendOptions]
     ) -> AppendResult:
         """Same contract as ``Ledger.append_events``, minus durability."""
-        if not events:
-            raise InvalidParams("append_events needs at least one event")
-        if len(events) > MAX_APPEND_EVENTS:
-            raise TooLarge("too many events in one call", limit=MAX_APPEND_EVENTS, count=len(events))
-        at = _now() if now is None else now
-        drafts = [prepare_event(new, at) for new in events]
+        append = prepare_append(AppendCall(session_id, events, **options), _now())
         with self._lock:
             session = self._get(session_id)
+            request_id = append.request_id
             if request_id is not None and request_id in session.requests:
                 return session.requests[request_id]
             info = session.info
-            if info.closed_at is not None:
-                raise Conflict("the session is closed", sessionId=session_id, reason="closed")
-            if expected_seq is not None and expected_seq != info.last_seq:
-                raise Conflict(
-                    "the session has moved on",
-                    sessionId=session_id,
-                    expectedSeq=expected_seq,
-                    currentSeq=info.last_seq,
-                )
+            admit(append, info.last_seq, info.closed_at)
             result = AppendResult(
-                first_seq=info.last_seq + 1, last_seq=info.last_seq + len(drafts), redactions=redactions
+                first_seq=info.last_seq + 1,
+                last_seq=info.last_seq + len(append.drafts),
+                redactions=append.redactions,
             )
-            for event in drafts:
+            for event, _ in append.drafts:
                 event.session_id = session_id
                 event.seq = info.last_seq + 1
                 event.hash = event_hash(info.last_hash, event)
@@ -170,48 +173,61 @@ class EphemeralSessions:
         with self._lock:
             return copy.deepcopy(self._get(session_id).state)
 
-    def set_working_state(
-        self,
-        session_id: str,
-        *,
-        goals: list[str] | None = None,
-        open_threads: list[str] | None = None,
-        decisions: list[str] | None = None,
-        notes: dict[str, str] | None = None,
-        expected_revision: int | None = None,
-        request_id: str | None = None,
-    ) -> WorkingState:
+    def set_working_state(self, session_id: str, **change: Unpack[WorkingStateChange]) -> WorkingState:
         """Same contract as ``Ledger.set_working_state``."""
+        request_id = change.get("request_id")
         with self._lock:
             session = self._get(session_id)
             if request_id is not None and request_id in session.state_requests:
                 return copy.deepcopy(session.state_requests[request_id])
-            current = session.state
-            if expected_revision is not None and expected_revision != current.revision:
-                raise Conflict(
-                    "the working state has changed",
-                    sessionId=session_id,
-                    expectedRevision=expected_revision,
-                    currentRevision=current.revision,
-                )
+            check_revision(session_id, change.get("expected_revision"), session.state)
             state = patch_working_state(
-                current, goals=goals, open_threads=open_threads, decisions=decisions, notes=notes
+                session.state,
+                goals=change.get("goals"),
+                open_threads=change.get("open_threads"),
+                decisions=change.get("decisions"),
+                notes=change.get("notes"),
             )
             session.state = state
             if request_id is not None:
                 session.state_requests[request_id] = state
             return copy.deepcopy(state)
 
-    def search_history(
-        self,
-        query: str,
-        *,
-        session_id: str | None = None,
-        limit: int = 20,
-        before: int | None = None,
-        after: int | None = None,
-    ) -> list[SearchHit]:
+    def get_manifest(self, session_id: str, call_id: str | None = None) -> NoReturn:
+        """Incognito sessions record no manifest: ``NotFound`` (for the session, or the call)."""
+        self.get_session(session_id)
+        raise NotFound("no such manifest", sessionId=session_id, callId=call_id)
+
+    # --- checkpoints: the latest one of a session -----------------------------------
+
+    def add_checkpoint(self, checkpoint: Checkpoint, *, request: RequestRecord | None = None) -> Checkpoint:
+        """Keep ``checkpoint`` as its session's latest (``request``: nothing of an incognito
+        call is recorded)."""
+        with self._lock:
+            self._get(checkpoint.session_id).checkpoint = checkpoint
+        return checkpoint
+
+    def latest_checkpoint(self, session_id: str) -> Checkpoint | None:
+        with self._lock:
+            session = self._sessions.get(session_id)
+            return None if session is None else session.checkpoint
+
+    def list_checkpoints(self, session_id: str) -> list[Checkpoint]:
+        found = self.latest_checkpoint(session_id)
+        return [found] if found is not None else []
+
+    def find_checkpoint(self, checkpoint_id: str) -> Checkpoint | None:
+        """The checkpoint with this id, in whichever session holds it."""
+        with self._lock:
+            for session in self._sessions.values():
+                if session.checkpoint is not None and session.checkpoint.checkpoint_id == checkpoint_id:
+                    return session.checkpoint
+        return None
+
+    def search_history(self, query: str, **scope: Unpack[HistoryScope]) -> list[SearchHit]:
         """Events ranked by how many of the query's tokens they contain."""
+        session_id, limit = scope.get("session_id"), scope.get("limit", 20)
+        before, after = scope.get("before"), scope.get("after")
         tokens = query_tokens(query)
         with self._lock:
             sessions = [self._get(session_id)] if session_id is not None else list(self._sessions.values())
@@ -242,15 +258,7 @@ class EphemeralSessions:
 
 
 def _copy(info: SessionInfo) -> SessionInfo:
-    return SessionInfo(
-        session_id=info.session_id,
-        title=info.title,
-        created_at=info.created_at,
-        closed_at=info.closed_at,
-        event_count=info.event_count,
-        last_seq=info.last_seq,
-        last_hash=info.last_hash,
-    )
+    return copy.copy(info)
 
 
 def _now() -> int:

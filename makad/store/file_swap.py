@@ -32,7 +32,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Final, NotRequired, TypedDict
 
 from makad.private_files import fsync_dir, open_regular, read_if_regular, read_open, read_regular
 
@@ -179,6 +179,16 @@ def _read_now(path: Path | str, limit: int) -> tuple[os.stat_result, bytes] | No
         return after, read_open(fd, path, limit) if stat.S_ISREG(after.st_mode) else b""
     finally:
         os.close(fd)
+
+
+class SwapTerms(TypedDict):
+    """What a verified replace checks and does besides writing (``replace_verified``)."""
+
+    expect_sha: str | None
+    max_bytes: int
+    keep: Callable[[bytes], None]
+    mtime_ns: NotRequired[int | None]
+    before_rename: NotRequired[Callable[[], None] | None]
 
 
 def replace_verified(

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Unpack
 
 from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
@@ -28,7 +29,7 @@ from makad.private_files import (
     regular_file_stat,
     write_private,
 )
-from makad.store.file_swap import Replaced, Signature, read_settled, replace_verified, signature_of
+from makad.store.file_swap import Replaced, Signature, SwapTerms, read_settled, replace_verified, signature_of
 
 MAX_BACKUPS = 20
 _BACKUP_NAME = re.compile(r"^(\d{13})-(\d{6})-(MEMORY|PENDING)\.md$")
@@ -113,31 +114,14 @@ def ensure_memory_dir(memory_dir: Path) -> None:
         raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
 
 
-def write_memory_file(
-    path: Path,
-    text: str,
-    *,
-    expect_sha: str | None,
-    max_bytes: int,
-    keep: Callable[[bytes], None],
-    mtime_ns: int | None = None,
-    before_rename: Callable[[], None] | None = None,
-) -> Replaced:
+def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Replaced:
     """Replace ``path`` with ``text`` atomically, never over a save not seen (``file_swap``)."""
     ensure_memory_dir(path.parent)
     check_not_symlink(path, "memory file")
     if path.exists() and not path.is_file():
         raise IOFailure("a memory file is not a regular file", reason="not_a_file")
     try:
-        return replace_verified(
-            path,
-            text.encode("utf-8", "surrogateescape"),
-            expect_sha=expect_sha,
-            max_bytes=max_bytes,
-            keep=keep,
-            mtime_ns=mtime_ns,
-            before_rename=before_rename,
-        )
+        return replace_verified(path, text.encode("utf-8", "surrogateescape"), **terms)
     except OSError as exc:
         raise generalize(exc) from None
 

@@ -20,7 +20,7 @@ from makad.core.context_types import FillOrder, MemorySnapshot
 from makad.core.entry_dates import EntryDates
 from makad.core.memory_format import MemoryDocument
 from makad.core.session_notes import Gathered
-from makad.core.types import Checkpoint, Entry, Settings, Warning
+from makad.core.types import Entry, Settings, Warning
 from makad.store.ephemeral import EphemeralSessions
 
 
@@ -94,7 +94,6 @@ class WorkspaceState:
     # Incognito sessions live in memory only, by design.
     incognito_sessions: set[str] = field(default_factory=set)
     ephemeral: EphemeralSessions = field(default_factory=EphemeralSessions)
-    ephemeral_checkpoints: dict[str, Checkpoint] = field(default_factory=dict)
     # Serializes opening sessions (held apart from the workspace lock).
     sessions_lock: anyio.Lock = field(default_factory=anyio.Lock)
     # Ids of the connections whose close already unsubscribes them (carried over on reopen).

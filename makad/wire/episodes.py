@@ -6,23 +6,12 @@ from typing import Annotated
 
 from msgspec import Meta
 
+from makad import errors as err
 from makad.core.episodes import (
     MIN_EPISODES,
     MIN_SESSIONS,
 )
 from makad.core.types import Episode
-from makad.errors import (
-    Disabled,
-    GateClosed,
-    IncognitoBlocked,
-    InsufficientEvidence,
-    InvalidParams,
-    InvalidWorkspace,
-    IOFailure,
-    NotFound,
-    SafeMode,
-    TooLarge,
-)
 from makad.wire.base import MethodSpec, Result, WorkspaceParams
 from makad.wire.proposals import ProposeResult
 
@@ -103,7 +92,7 @@ class ConsolidateParams(WorkspaceParams):
     request_id: str | None = None
 
 
-_WS = (InvalidWorkspace,)
+_WS = (err.InvalidWorkspace,)
 
 METHODS: list[MethodSpec] = [
     MethodSpec(
@@ -112,7 +101,7 @@ METHODS: list[MethodSpec] = [
         RecordEpisodeResult,
         "Record an episode: a one-line, redacted summary of something that happened in "
         "a session, with tags and the events it came from.",
-        errors=(*_WS, InvalidParams, NotFound, IncognitoBlocked, TooLarge, IOFailure),
+        errors=(*_WS, err.InvalidParams, err.NotFound, err.IncognitoBlocked, err.TooLarge, err.IOFailure),
         description="sourceRefs must name stored events of non-incognito sessions "
         "(invalid_params with data.ref otherwise). Refused while the "
         "workspace or the session is incognito.",
@@ -122,7 +111,7 @@ METHODS: list[MethodSpec] = [
         ListEpisodesParams,
         ListEpisodesResult,
         "Episodes, oldest first, filtered by tag, session, time or id.",
-        errors=(*_WS, InvalidParams, IOFailure),
+        errors=(*_WS, err.InvalidParams, err.IOFailure),
     ),
     MethodSpec(
         "consolidation_candidates",
@@ -130,7 +119,7 @@ METHODS: list[MethodSpec] = [
         CandidatesResult,
         "Tags whose episodes since their last consolidation reach the threshold "
         "(default 5 episodes from 2 sessions), with those episodes.",
-        errors=(*_WS, IOFailure),
+        errors=(*_WS, err.IOFailure),
     ),
     MethodSpec(
         "consolidate",
@@ -140,14 +129,14 @@ METHODS: list[MethodSpec] = [
         "episodes); the user approves or rejects it like any proposal.",
         errors=(
             *_WS,
-            Disabled,
-            IncognitoBlocked,
-            GateClosed,
-            InsufficientEvidence,
-            InvalidParams,
-            TooLarge,
-            SafeMode,
-            IOFailure,
+            err.Disabled,
+            err.IncognitoBlocked,
+            err.GateClosed,
+            err.InsufficientEvidence,
+            err.InvalidParams,
+            err.TooLarge,
+            err.SafeMode,
+            err.IOFailure,
         ),
     ),
 ]

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from makad.core.types import Event, EventInput, Manifest, RefResult, WorkingState
+from makad.core.types import Event, EventInput, Manifest, RefResult, SessionInfo, WorkingState
 from makad.errors import (
     Conflict,
     IncognitoBlocked,
@@ -42,16 +42,9 @@ class ListSessionsParams(WorkspaceParams):
     include_closed: bool = True
 
 
-class SessionView(Result):
+class SessionView(SessionInfo):
     """A session's head. ``incognito``: kept in memory only, gone when the daemon stops."""
 
-    session_id: str
-    title: str | None
-    created_at: int
-    closed_at: int | None
-    event_count: int
-    last_seq: int
-    last_hash: str
     incognito: bool
 
 

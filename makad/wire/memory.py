@@ -6,23 +6,13 @@ from typing import Annotated, Literal
 
 from msgspec import UNSET, Meta, UnsetType
 
+from makad import errors as err
 from makad.core.confidence import Confidence
 from makad.core.outside_text import OutsideLine
 from makad.core.types import BackupInfo, ContextStrategy, Entry
 
 # A record the layers below the wire share: defined once, in core.
 from makad.core.types import Settings as Settings
-from makad.errors import (
-    Conflict,
-    Disabled,
-    IncognitoBlocked,
-    InvalidParams,
-    InvalidWorkspace,
-    IOFailure,
-    NotFound,
-    SafeMode,
-    TooLarge,
-)
 from makad.wire.base import MethodSpec, Result, Warning, WorkspaceParams
 
 MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]
@@ -211,8 +201,8 @@ class ChangeNotification(Result, omit_defaults=True):
     returned: list[str] = []
 
 
-_WS = (InvalidWorkspace,)
-_WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFailure)
+_WS = (err.InvalidWorkspace,)
+_WRITE = (*_WS, err.Disabled, err.IncognitoBlocked, err.Conflict, err.TooLarge, err.SafeMode, err.IOFailure)
 
 METHODS: list[MethodSpec] = [
     MethodSpec(
@@ -223,7 +213,7 @@ METHODS: list[MethodSpec] = [
         SetSettingsParams,
         Settings,
         "Change some of a workspace's settings (patch); returns all of them.",
-        errors=(*_WS, IOFailure),
+        errors=(*_WS, err.IOFailure),
     ),
     MethodSpec(
         "read_state",
@@ -232,7 +222,7 @@ METHODS: list[MethodSpec] = [
         "The state of MEMORY.md: status, content, counts, revision and (optionally) "
         "its entries. disabled and incognito_blocked read nothing. With ifRevision, "
         "{notModified: true, revision} when nothing changed since that revision.",
-        errors=(*_WS, IOFailure),
+        errors=(*_WS, err.IOFailure),
         eager=True,
     ),
     MethodSpec(
@@ -240,36 +230,38 @@ METHODS: list[MethodSpec] = [
         AddEntryParams,
         EntryResult,
         "The user's own new entry (origin manual, active at once, secrets redacted).",
-        errors=(*_WRITE, InvalidParams),
+        errors=(*_WRITE, err.InvalidParams),
     ),
     MethodSpec(
         "update_entry",
         UpdateEntryParams,
         EntryResult,
         "Change an entry's title, content or tags.",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
     MethodSpec(
         "pin_entry",
         PinEntryParams,
         EntryResult,
         "Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag.",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
-    MethodSpec("archive_entry", EntryIdParams, EntryResult, "Archive an entry.", errors=(*_WRITE, NotFound)),
+    MethodSpec(
+        "archive_entry", EntryIdParams, EntryResult, "Archive an entry.", errors=(*_WRITE, err.NotFound)
+    ),
     MethodSpec(
         "restore_entry",
         EntryIdParams,
         EntryResult,
         "Make an archived entry active again.",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
     MethodSpec(
         "delete_entry",
         EntryIdParams,
         EntryResult,
         "Remove an entry from MEMORY.md and every index; returns what was deleted.",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
     MethodSpec(
         "remove_outside_text",
@@ -279,7 +271,7 @@ METHODS: list[MethodSpec] = [
         "memory is in MEMORY.md, waiting in PENDING.md or was rejected: bullets imported with "
         "import_memories and decided. Other lines stay. The preamble's title, comments and "
         "every entry are untouched; a backup is kept as for every write.",
-        errors=(*_WRITE, InvalidParams),
+        errors=(*_WRITE, err.InvalidParams),
     ),
     MethodSpec(
         "list_backups",
@@ -293,7 +285,7 @@ METHODS: list[MethodSpec] = [
         RestoreBackupParams,
         RestoreBackupResult,
         "Put a backup back in place (the replaced text is itself backed up).",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
     MethodSpec(
         "subscribe",

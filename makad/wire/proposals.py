@@ -6,21 +6,9 @@ from typing import Literal
 
 from msgspec import UNSET, UnsetType
 
+from makad import errors as err
 from makad.core.importers import ItemError
 from makad.core.types import Entry, MemoryEvent
-from makad.errors import (
-    Conflict,
-    Disabled,
-    GateClosed,
-    IncognitoBlocked,
-    InsufficientEvidence,
-    InvalidParams,
-    InvalidWorkspace,
-    IOFailure,
-    NotFound,
-    SafeMode,
-    TooLarge,
-)
 from makad.wire.base import MethodSpec, Params, Result, Warning, WorkspaceParams
 
 
@@ -187,8 +175,8 @@ class ExportResult(Result):
     level: Literal["workspace", "user"] = "workspace"
 
 
-_WS = (InvalidWorkspace,)
-_WRITE = (*_WS, Disabled, IncognitoBlocked, Conflict, TooLarge, SafeMode, IOFailure)
+_WS = (err.InvalidWorkspace,)
+_WRITE = (*_WS, err.Disabled, err.IncognitoBlocked, err.Conflict, err.TooLarge, err.SafeMode, err.IOFailure)
 
 METHODS: list[MethodSpec] = [
     MethodSpec(
@@ -205,7 +193,7 @@ METHODS: list[MethodSpec] = [
         "archived when the user approves; it must be active and visible to the proposing "
         "session (else invalid_params at $.supersedes), at most one open proposal replaces "
         "an entry, and at most 20 replacements wait at once (too_large).",
-        errors=(*_WRITE, GateClosed, InvalidParams, InsufficientEvidence),
+        errors=(*_WRITE, err.GateClosed, err.InvalidParams, err.InsufficientEvidence),
     ),
     MethodSpec(
         "list_proposals",
@@ -213,7 +201,7 @@ METHODS: list[MethodSpec] = [
         ProposalsResult,
         "Open proposals with the ids of similar entries and, for a replacement, the entry "
         "it replaces as it is now (replaces).",
-        errors=(*_WS, IOFailure),
+        errors=(*_WS, err.IOFailure),
     ),
     MethodSpec(
         "approve",
@@ -221,21 +209,21 @@ METHODS: list[MethodSpec] = [
         ApproveResult,
         "Activate proposals (optionally edited) in MEMORY.md and remove them from "
         "PENDING.md; a supersedes target is archived in the same write.",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
     MethodSpec(
         "reject",
         RejectParams,
         RejectResult,
         "Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.",
-        errors=(*_WRITE, NotFound),
+        errors=(*_WRITE, err.NotFound),
     ),
     MethodSpec(
         "memory_history",
         HistoryParams,
         HistoryResult,
         "Why do you believe this? The lineage of an entry or proposal.",
-        errors=(*_WS, NotFound),
+        errors=(*_WS, err.NotFound),
     ),
     MethodSpec(
         "import_memories",
@@ -244,13 +232,13 @@ METHODS: list[MethodSpec] = [
         "Import memories from another tool into PENDING.md (origin imported); re-importing adds "
         "nothing. A file in which nothing is found is invalid_params naming what the format "
         "expects; memories past PENDING.md's cap are deferred (or too_large when none fits).",
-        errors=(*_WRITE, InvalidParams),
+        errors=(*_WRITE, err.InvalidParams),
     ),
     MethodSpec(
         "export_memories",
         ExportParams,
         ExportResult,
         "Export active (and optionally archived) entries as JSON or Markdown.",
-        errors=(*_WS, IOFailure),
+        errors=(*_WS, err.IOFailure),
     ),
 ]

@@ -3,25 +3,22 @@
 from __future__ import annotations
 
 from makad.core.types import Checkpoint, Coverage, Event, EventInput
-from makad.service.context import (
-    HISTORY_FIRST_READ,
-    HISTORY_TAIL_FACTOR,
-    _history_tail,
-    _LedgerSource,
-)
+from makad.service.context import HISTORY_FIRST_READ, HISTORY_TAIL_FACTOR, _history_tail
 from makad.store.ledger import Ledger
 
 
-class CountingSource(_LedgerSource):
-    """The service's ledger source, recording each read."""
+class CountingSource:
+    """The ledger as build_context reads it, recording each read."""
+
+    in_memory = False
 
     def __init__(self, ledger: Ledger) -> None:
-        super().__init__(ledger)
+        self._ledger = ledger
         self.reads: list[tuple[int, int]] = []
 
-    def read_events(self, sid: str, after_seq: int, limit: int) -> list[Event]:
-        self.reads.append((after_seq, limit))
-        return super().read_events(sid, after_seq, limit)
+    def read_events(self, sid: str, *, after_seq: int = 0, limit: int | None = None) -> list[Event]:
+        self.reads.append((after_seq, limit or 0))
+        return self._ledger.read_events(sid, after_seq=after_seq, limit=limit)
 
 
 def fill(ledger: Ledger, count: int) -> None:

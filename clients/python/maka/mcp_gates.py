@@ -8,6 +8,9 @@ from __future__ import annotations
 import shlex
 from typing import Any
 
+from makad.core.switches import agent_proposes
+from makad.core.types import Settings
+
 USER_LEVEL = "@user"
 
 
@@ -27,13 +30,15 @@ def settings_command(workspace: str, *pairs: str) -> str:
 
 def propose_open(settings: dict[str, Any] | None) -> bool:
     """Contract test 4: agents may propose only while extractToolEnabled && agentReadEnabled
-    (memory enabled, incognito off)."""
+    (memory enabled, incognito off) — the daemon's own gate (``makad.core.switches``)."""
     s = settings or {}
-    return bool(
-        s.get("enabled", True)
-        and s.get("agentReadEnabled")
-        and s.get("extractToolEnabled")
-        and not s.get("incognito")
+    return agent_proposes(
+        Settings(
+            enabled=bool(s.get("enabled", True)),
+            agent_read_enabled=bool(s.get("agentReadEnabled")),
+            extract_tool_enabled=bool(s.get("extractToolEnabled")),
+            incognito=bool(s.get("incognito")),
+        )
     )
 
 

@@ -12,7 +12,9 @@ module, each a mixin over the connection/transaction helper ``LedgerBase``:
 - ``search``: BM25 over the events and the memory index;
 - ``turns``: working state, build_context manifests, compaction checkpoints;
 - ``lineage``: memory lineage, rejections, intents, request records;
-- ``episodes``: episodes and their consolidations.
+- ``episodes``: episodes and their consolidations;
+- ``pack_state``: the pack's bookkeeping — entry dates, memory shown per session,
+  the derived notes' progress.
 
 The pure rules the rows obey live in ``makad.core``: the hash chain
 (``core.chain``), session ids and refs (``core.refs``), working-state patches
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 import msgspec
 
@@ -32,6 +34,7 @@ from makad.store.ledger.base import Synchronous, now_ms
 from makad.store.ledger.episodes import EpisodesArea
 from makad.store.ledger.group_commit import GroupCommitArea
 from makad.store.ledger.lineage import LineageArea
+from makad.store.ledger.pack_state import PackStateArea
 from makad.store.ledger.recovery import recovering
 from makad.store.ledger.schema import SEARCH_TEXT_VERSION
 from makad.store.ledger.search import SearchArea
@@ -41,7 +44,7 @@ __all__ = ["Ledger", "Synchronous", "now_ms"]
 
 
 @recovering(skip=frozenset({"close", "append_many"}))  # append_many recovers per call
-class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea):
+class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, PackStateArea):
     """One workspace's SQLite ledger. Thread-safe; every method is blocking IO.
 
     A corrupt database is moved aside and replaced by a fresh one, at open or at
@@ -52,6 +55,8 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea):
     ``faults`` (armed by tests only, ``makad.faults``) may kill the process between the
     steps of ``group_commit``.
     """
+
+    in_memory: ClassVar[bool] = False  # (makad.store.session_store: it blocks on SQLite)
 
     def __init__(
         self,

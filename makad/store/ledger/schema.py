@@ -219,7 +219,7 @@ _V3: Final[tuple[str, ...]] = (
     "CREATE INDEX manifest_calls_by_session ON manifest_calls (session_id, id)",
 )
 
-# The daemon's own bookkeeping behind the pack (``makad.store.pack_state``): when it
+# The daemon's own bookkeeping behind the pack (``makad.store.ledger.pack_state``): when it
 # first saw a hand-written entry and saw it edited by hand, how much memory each
 # session was shown since its last compaction, and how far its derived session
 # notes have read.

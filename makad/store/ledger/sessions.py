@@ -21,10 +21,10 @@ from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepa
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
 from makad.core.types import AppendResult, Event, EventInput, RefResult, SessionInfo
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store import pack_state
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.episodes import tombstone_episodes
 from makad.store.ledger.lineage import replayed, store_request
+from makad.store.ledger.pack_state import SESSION_ROWS_DELETE
 from makad.store.ledger.records import RequestRecord, Tombstone
 from makad.store.ledger.rows import (
     EVENT_COLUMNS,
@@ -69,6 +69,9 @@ class SessionsArea(LedgerBase):
     def get_session(self, session_id: str) -> SessionInfo:
         with self._reading() as conn:
             return session_info(session_row(conn, session_id))
+
+    def last_seq(self, session_id: str) -> int:
+        return self.get_session(session_id).last_seq
 
     def list_sessions(self, *, include_closed: bool = True) -> list[SessionInfo]:
         """Sessions, newest first."""
@@ -115,7 +118,7 @@ class SessionsArea(LedgerBase):
                 reindex_events(conn)
             delete_manifest_calls(conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
-                *pack_state.SESSION_ROWS_DELETE,
+                *SESSION_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",

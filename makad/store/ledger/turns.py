@@ -10,11 +10,11 @@ from typing import Any, Final
 import msgspec
 
 from makad.core.types import Checkpoint, Coverage, CuratorTrace, Manifest, ManifestItem, WorkingState
-from makad.core.working_state import patch_working_state
+from makad.core.working_state import check_revision, patch_working_state
 from makad.errors import Conflict, InvalidParams, NotFound
-from makad.store import pack_state
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.lineage import guard_request, replay_request, store_request
+from makad.store.ledger.pack_state import add_session_memory
 from makad.store.ledger.records import RequestRecord, ShownMemory
 from makad.store.ledger.rows import session_info, session_row
 
@@ -56,13 +56,7 @@ class TurnsArea(LedgerBase):
                 if replay is not None:
                     return replay
             current = _working_state(conn, session_id)
-            if expected_revision is not None and expected_revision != current.revision:
-                raise Conflict(
-                    "the working state has changed",
-                    sessionId=session_id,
-                    expectedRevision=expected_revision,
-                    currentRevision=current.revision,
-                )
+            check_revision(session_id, expected_revision, current)
             state = patch_working_state(
                 current, goals=goals, open_threads=open_threads, decisions=decisions, notes=notes
             )
@@ -96,7 +90,7 @@ class TurnsArea(LedgerBase):
         Items with a content hash (memory entries) also update what the session
         has been shown (``shown_memory``), and ``memory_bytes`` (their size) the
         session's total since ``since``, its latest compaction
-        (``pack_state.session_memory_bytes``). Only the latest
+        (``session_memory_bytes``). Only the latest
         ``MANIFEST_CALLS_KEPT`` calls of a session are kept. ``curator``: the
         curator's record of the call (JSON), kept with it (``get_manifest`` returns it).
         """
@@ -137,7 +131,7 @@ class TurnsArea(LedgerBase):
                 "SELECT id FROM manifest_calls WHERE session_id = ? ORDER BY id DESC LIMIT -1 OFFSET ?",
                 (session_id, MANIFEST_CALLS_KEPT),
             )
-            pack_state.add_session_memory(conn, session_id, since, call_id, memory_bytes)
+            add_session_memory(conn, session_id, since, call_id, memory_bytes)
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str] | None) -> ShownMemory:

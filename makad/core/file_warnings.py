@@ -1,8 +1,10 @@
-"""Warnings about what a memory file holds: found on read, reported, never fatal."""
+"""Warnings about what a memory file holds: found on read, reported, never fatal.
+
+Pure: the callers read the files (and look for misplaced ones) and pass the text in."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from collections.abc import Iterable
 from typing import Final
 
 from makad.core import memory_format as fmt
@@ -12,9 +14,8 @@ from makad.core.levels import Level
 from makad.core.memory_select import PINNED_WARN_BUDGET, pinned_overflow
 from makad.core.outside_text import stray_lines
 from makad.core.tokens import HeuristicCounter
-from makad.core.types import Entry
+from makad.core.types import Entry, Warning
 from makad.core.undecodable import undecodable_lines
-from makad.wire.base import Warning
 
 # One warning per line up to this many; the rest are summed up in one more.
 MAX_LINE_WARNINGS: Final = 10
@@ -97,26 +98,19 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
 ROOT_FILES: Final = ("MEMORY.md", "PENDING.md")
 
 
-def misplaced(workspace: Path) -> list[Warning]:
-    """``misplaced_file`` for a MEMORY.md or PENDING.md at the workspace's top instead of in
-    ``memory/`` (blocking: stats). The caller asks only while ``memory/MEMORY.md`` holds no
+def misplaced(found: Iterable[str]) -> list[Warning]:
+    """``misplaced_file`` for each of ``found``, a MEMORY.md or PENDING.md at the workspace's
+    top instead of in ``memory/``. The caller asks only while ``memory/MEMORY.md`` holds no
     entry: beside a used memory file, a root MEMORY.md is likely another tool's.
     """
-    out = []
-    for name in ROOT_FILES:
-        try:
-            is_file = (workspace / name).is_file()
-        except OSError:
-            is_file = False
-        if is_file:
-            out.append(
-                Warning(
-                    kind="misplaced_file",
-                    message=f"{name} is at the top of the workspace, where makad does not read it: "
-                    f"makad reads memory/{name}. Move it there (mkdir -p memory && mv {name} memory/)",
-                )
-            )
-    return out
+    return [
+        Warning(
+            kind="misplaced_file",
+            message=f"{name} is at the top of the workspace, where makad does not read it: "
+            f"makad reads memory/{name}. Move it there (mkdir -p memory && mv {name} memory/)",
+        )
+        for name in found
+    ]
 
 
 def pinned_over_share(
