@@ -16,10 +16,12 @@ async def test_every_caller_waits_until_the_one_load_is_done() -> None:
     """Concurrent ensure() calls run the load once and none returns before it finished
     (two threads importing one package at once can see it half-initialized)."""
     release = threading.Event()
+    started = threading.Event()
     loads: list[str] = []
 
     def load() -> None:
         loads.append("started")
+        started.set()
         release.wait(10)
         loads.append("done")
 
@@ -33,7 +35,8 @@ async def test_every_caller_waits_until_the_one_load_is_done() -> None:
     async with anyio.create_task_group() as tg:
         for _ in range(3):
             tg.start_soon(caller)
-        await anyio.sleep(0.2)
+        assert await anyio.to_thread.run_sync(started.wait, 10)
+        await anyio.sleep(0.05)  # the other callers reach ensure() too
         assert returned == [] and loads == ["started"]
         release.set()
     assert returned == [["started", "done"]] * 3
