@@ -21,7 +21,7 @@ import heapq
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 import msgspec
 
@@ -289,6 +289,23 @@ class ContextService:
             )
         return pack
 
+    def _query_vector(self, ws: Workspace, plan: _Plan) -> Any:
+        """The query's vector when the semantic channel is ready and the ranking uses it."""
+        semantic = self._ctx.semantic
+        if not semantic.ready or not plan.query or plan.pool != "ranked":
+            return None
+        return semantic.query_vector(ws, plan.query)
+
+    def _nearest(
+        self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
+    ) -> tuple[list[Entry], dict[str, float]]:
+        """``entries`` and the level's entries nearest the query after them, with their cosines."""
+        found = self._ctx.semantic.memory_matches(ws, by_id.values(), vector)
+        chosen = {entry.id: entry for entry in entries}
+        for entry_id, _ in found:
+            chosen.setdefault(entry_id, by_id[entry_id])
+        return list(chosen.values()), dict(found)
+
     def _gather(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
         sid = plan.sid
         checkpoint: Checkpoint | None = None
@@ -304,6 +321,9 @@ class ContextService:
                 working_state = source.working_state(sid)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
+        similarity: dict[str, float] = {}
+        # The optional semantic channel's query vector (None without it: makad.service.embeddings).
+        vector = self._query_vector(ws, plan)
         hashes: dict[str, str] = {}
         confidence: dict[str, str] = {}
         overridden: dict[str, str] = {}
@@ -312,6 +332,8 @@ class ContextService:
         now = now_ms()
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
+            if vector is not None:
+                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector)
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -319,6 +341,9 @@ class ContextService:
             if plan.user is not None:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
+                if vector is not None:
+                    user_entries, user_similar = self._nearest(plan.user.ws, view.by_id, user_entries, vector)
+                    similarity = {**similarity, **user_similar}
                 if user_entries:
                     user_from = len(entries)
                     # The candidates' hashes only: the snapshot's cache grows with every call.
@@ -334,6 +359,9 @@ class ContextService:
         recall: list[RecallHit] = []
         if plan.recall:
             recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
+            if vector is not None:
+                ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+                recall = self._ctx.semantic.recall(ws, recall, vector, ceiling)
         call_id = _call_id(
             plan.workspace,
             plan.revision,
@@ -362,6 +390,7 @@ class ContextService:
             memory_enabled=snapshot is not None,
             memory_entries=entries,
             memory_bm25=bm25,
+            memory_similarity=similarity,
             memory_fill=fill,
             already_shown=already_shown,
             memory_confidence=confidence,
