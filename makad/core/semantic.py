@@ -28,8 +28,8 @@ from typing import Final
 from makad.core.render import SPEAKER_LABEL
 from makad.core.types import Entry
 
-MEMORY_DENSE_K: Final = 10
-MEMORY_MIN_COSINE: Final = 0.25
+MEMORY_DENSE_K: Final = 20
+MEMORY_MIN_COSINE: Final = 0.2
 RECALL_DENSE_K: Final = 50
 RECALL_MIN_COSINE: Final = 0.2
 SIMILAR_MIN_COSINE: Final = 0.6

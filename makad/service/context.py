@@ -20,6 +20,7 @@ import hashlib
 import heapq
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -289,12 +290,13 @@ class ContextService:
             )
         return pack
 
-    def _query_vector(self, ws: Workspace, plan: _Plan) -> Any:
-        """The query's vector when the semantic channel is ready and the ranking uses it."""
+    def _query_vector(self, ws: Workspace, plan: _Plan) -> Future[Any] | None:
+        """The query's vector, being computed, when the semantic channel is ready and the
+        ranking uses it."""
         semantic = self._ctx.semantic
         if not semantic.ready or not plan.query or plan.pool != "ranked":
             return None
-        return semantic.query_vector(ws, plan.query)
+        return semantic.query_vector_soon(ws, plan.query)
 
     def _nearest(
         self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
@@ -307,6 +309,9 @@ class ContextService:
         return list(chosen.values()), dict(found)
 
     def _gather(self, ws: Workspace, plan: _Plan, source: SessionSource | None) -> _Gathered:
+        # The optional semantic channel embeds the query on a thread of its own meanwhile
+        # (makad.service.embeddings); None without it.
+        vector = self._query_vector(ws, plan)
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -322,8 +327,6 @@ class ContextService:
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
         similarity: dict[str, float] = {}
-        # The optional semantic channel's query vector (None without it: makad.service.embeddings).
-        vector = self._query_vector(ws, plan)
         hashes: dict[str, str] = {}
         confidence: dict[str, str] = {}
         overridden: dict[str, str] = {}
@@ -333,7 +336,7 @@ class ContextService:
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
             if vector is not None:
-                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector)
+                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector.result())
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -342,7 +345,9 @@ class ContextService:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
                 if vector is not None:
-                    user_entries, user_similar = self._nearest(plan.user.ws, view.by_id, user_entries, vector)
+                    user_entries, user_similar = self._nearest(
+                        plan.user.ws, view.by_id, user_entries, vector.result()
+                    )
                     similarity = {**similarity, **user_similar}
                 if user_entries:
                     user_from = len(entries)
@@ -361,7 +366,7 @@ class ContextService:
             recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
             if vector is not None:
                 ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
-                recall = self._ctx.semantic.recall(ws, recall, vector, ceiling)
+                recall = self._ctx.semantic.recall(ws, recall, vector.result(), ceiling)
         call_id = _call_id(
             plan.workspace,
             plan.revision,

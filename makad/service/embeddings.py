@@ -30,6 +30,7 @@ import threading
 import time
 from collections import OrderedDict
 from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -57,6 +58,8 @@ IDLE_WAKE_S: Final = 2.0
 RADIUS: Final = 2
 # Speaker labels kept per workspace for masking queries (transcripts have a few).
 MAX_SPEAKERS: Final = 64
+# Threads embedding queries (requests may come from several connections at once).
+QUERY_THREADS: Final = 2
 
 
 def text_hash(text: str) -> str:
@@ -108,6 +111,8 @@ class SemanticChannel:
         self._wake = threading.Event()
         self._stopping = False
         self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._query_lock = threading.Lock()
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -131,6 +136,8 @@ class SemanticChannel:
         self._wake.set()
         if self._thread is not None:
             self._thread.join(timeout=10)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
 
     def touch(self, ws: Workspace) -> None:
         """A workspace is in use: index it (cheap; called on every request)."""
@@ -320,6 +327,17 @@ class SemanticChannel:
 
     # ------------------------------------------------------------------ requests
 
+    def query_vector_soon(self, ws: Workspace, query: str) -> Future[Any]:
+        """``query_vector`` on the channel's own threads: the caller reads the full-text
+        candidates meanwhile and takes ``result()`` (None when there is no vector)."""
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=QUERY_THREADS, thread_name_prefix="semantic-query"
+                    )
+        return self._pool.submit(self.query_vector, ws, query)
+
     def query_vector(self, ws: Workspace, query: str) -> Any:
         """The vector of ``query`` without the workspace's speaker names
         (``makad.core.semantic``), kept for the last ``QUERY_CACHE`` texts; None while the
@@ -328,14 +346,16 @@ class SemanticChannel:
         if not self.ready or index is None or not index.loaded or not query.strip():
             return None
         text = rules.masked_query(query, list(index.speakers))[: rules.EMBED_MAX_CHARS]
-        found = self._queries.get(text)
-        if found is not None:
-            self._queries.move_to_end(text)
-            return found
-        vector = self._embed([text])[0]
-        self._queries[text] = vector
-        while len(self._queries) > QUERY_CACHE:
-            self._queries.popitem(last=False)
+        with self._query_lock:
+            found = self._queries.get(text)
+            if found is not None:
+                self._queries.move_to_end(text)
+                return found
+        vector = self._encoder.embed([text])[0]
+        with self._query_lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
         return vector
 
     def _index(self, ws: Workspace) -> _Index | None:
