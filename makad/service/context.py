@@ -302,7 +302,7 @@ class ContextService:
         self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
     ) -> tuple[list[Entry], dict[str, float]]:
         """``entries`` and the level's entries nearest the query after them, with their cosines."""
-        found = self._ctx.semantic.memory_matches(ws, by_id.values(), vector)
+        found = self._ctx.semantic.memory_matches(ws, by_id, vector)
         chosen = {entry.id: entry for entry in entries}
         for entry_id, _ in found:
             chosen.setdefault(entry_id, by_id[entry_id])

@@ -83,6 +83,10 @@ class _Index:
     entries: dict[str, Any] = field(default_factory=dict)  # text hash → vector
     entry_queue: dict[str, str] = field(default_factory=dict)  # text hash → text
     seen_docs: tuple[str | None, str | None] = (None, None)
+    # The last entry collection searched (kept by identity: a snapshot's ``by_id`` stays the
+    # same object until MEMORY.md changes), its ids and their vectors as one matrix, when
+    # every entry of it had a vector.
+    searched: tuple[object, list[str], Any] | None = None
     pending_events: int = 0
     # Appends notified / seen by the indexer's latest scan: equal when it has looked
     # since the last append.
@@ -365,17 +369,24 @@ class SemanticChannel:
             return None
         return index
 
-    def memory_matches(self, ws: Workspace, entries: Iterable[Entry], vector: Any) -> list[tuple[str, float]]:
+    def memory_matches(
+        self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any
+    ) -> list[tuple[str, float]]:
         """The entries nearest ``vector`` (``makad.core.semantic``'s memory rule), by id;
         those without a vector yet are queued for the indexer."""
         index = self._index(ws)
         if index is None or vector is None:
             return []
         np = self._np
-        ids: list[str] = []
+        searched = index.searched
+        if searched is not None and searched[0] is by_id:
+            _, ids, matrix = searched
+            scored = [(entry_id, float(s)) for entry_id, s in zip(ids, matrix @ vector, strict=True)]
+            return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
+        ids = []
         rows: list[Any] = []
         missing: list[str] = []
-        for entry in entries:
+        for entry in by_id.values():
             text = rules.entry_text(entry)
             found = index.entries.get(text_hash(text))
             if found is None:
@@ -388,7 +399,10 @@ class SemanticChannel:
             self._wake.set()
         if not rows:
             return []
-        sims = np.stack(rows) @ vector
+        matrix = np.stack(rows)
+        if not missing:
+            index.searched = (by_id, ids, matrix)
+        sims = matrix @ vector
         scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
         return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
 
