@@ -39,6 +39,13 @@ MAX_TOKENS: Final = 256
 BATCH: Final = 16
 
 
+def numpy_module() -> Any:
+    """numpy, loaded after this module set its thread count (one BLAS thread: see above)."""
+    import numpy
+
+    return numpy
+
+
 class ModelUnavailable(Exception):
     """The model named cannot be loaded (missing files, numpy absent): the reason, for status."""
 

@@ -192,9 +192,9 @@ class SemanticChannel:
     def _run(self) -> None:
         started = time.perf_counter()
         try:
-            import numpy
+            from makad.service.embedding_model import ModelUnavailable, load, numpy_module
 
-            from makad.service.embedding_model import ModelUnavailable, load
+            numpy = numpy_module()
 
             try:
                 encoder = load(self.spec or "")
