@@ -8,9 +8,10 @@ trace). These rules are pure so that the same inputs always give the same candid
 
 - **Texts.** An entry is embedded as ``title. content`` (the redacted text the index
   holds); an event as its text without the speaker label it opens with (``Ann: …``),
-  cut to ``EMBED_MAX_CHARS``. The query loses the names that label speakers among the
-  lexical hits: a name says who, not what, and would pull every turn of that speaker
-  up (measured on LoCoMo-style data: masking lifted multi-hop recall).
+  cut to ``EMBED_MAX_CHARS``. Events and queries lose the words of the names that label
+  speakers in the workspace's history (known when the text is embedded): a name says
+  who, not what, and would pull every turn of that speaker up (measured on
+  LoCoMo-style data: masking lifted multi-hop recall).
 - **Memory.** The ``MEMORY_DENSE_K`` entries nearest the query with a cosine of at
   least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity.
 - **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
@@ -65,19 +66,20 @@ def speaker(text: str) -> str | None:
     return match.group(1) if match else None
 
 
-def masked_query(query: str, speakers: Iterable[str]) -> str:
-    """``query`` without the words of the given speaker names (and their ``'s``)."""
+def without_names(text: str, speakers: Iterable[str]) -> str:
+    """``text`` without the words of the given speaker names (and their ``'s``); a text of
+    names only is kept whole."""
     names = {w.casefold() for name in speakers for w in name.split() if len(w) > 1}
     if not names:
-        return query
+        return text
     kept = []
-    for word in query.split():
+    for word in text.split():
         bare = word.strip(_EDGE_PUNCTUATION)
         for suffix in ("'s", "’s"):
             bare = bare.removesuffix(suffix)
         if bare.casefold() not in names:
             kept.append(word)
-    return " ".join(kept) or query
+    return " ".join(kept) or text
 
 
 def nearest(scores: Sequence[tuple[str, float]], k: int, floor: float) -> list[tuple[str, float]]:

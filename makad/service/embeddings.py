@@ -260,13 +260,15 @@ class SemanticChannel:
             if not rows:
                 break
             started = time.perf_counter()
-            made = self._embed([rules.event_text(text) for _, _, _, text in rows])
+            self._note_speakers(index, [r[3] for r in rows])
+            names = list(index.speakers)
+            made = self._embed([rules.without_names(rules.event_text(r[3]), names) for r in rows])
             store.write_events(
                 ledger, self.model_name, [(r[0], made[i].tobytes()) for i, r in enumerate(rows)]
             )
             self.index_seconds += time.perf_counter() - started
             self.events_indexed += len(rows)
-            self._add(index, [(r[1], r[2]) for r in rows], made, [r[3] for r in rows])
+            self._add(index, [(r[1], r[2]) for r in rows], made)
             index.cursor = rows[-1][0]
         index.pending_events = store.count_after(ledger, index.cursor)
         index.scanned = seen
@@ -284,17 +286,20 @@ class SemanticChannel:
             if not page:
                 break
             matrix = np.frombuffer(b"".join(r[3] for r in page), np.float32).reshape(len(page), -1)
-            self._add(index, [(r[1], r[2]) for r in page], matrix, [r[4] for r in page])
+            self._note_speakers(index, [r[4] for r in page])
+            self._add(index, [(r[1], r[2]) for r in page], matrix)
             after = page[-1][0]
         index.cursor = after
         index.loaded = True
 
-    def _add(self, index: _Index, keys: list[tuple[str, int]], matrix: Any, texts: list[str]) -> None:
-        np = self._np
+    def _note_speakers(self, index: _Index, texts: list[str]) -> None:
         for text in texts:
             label = rules.speaker(text)
             if label is not None and len(index.speakers) < MAX_SPEAKERS:
                 index.speakers.setdefault(label, None)
+
+    def _add(self, index: _Index, keys: list[tuple[str, int]], matrix: Any) -> None:
+        np = self._np
         with index.lock:
             need = index.count + len(keys)
             if index.matrix is None or index.matrix.shape[0] < need:
@@ -349,7 +354,7 @@ class SemanticChannel:
         index = self._index(ws)
         if not self.ready or index is None or not index.loaded or not query.strip():
             return None
-        text = rules.masked_query(query, list(index.speakers))[: rules.EMBED_MAX_CHARS]
+        text = rules.without_names(query, list(index.speakers))[: rules.EMBED_MAX_CHARS]
         with self._query_lock:
             found = self._queries.get(text)
             if found is not None:

@@ -27,11 +27,11 @@ def test_texts_embedded() -> None:
 
 def test_query_loses_speaker_names() -> None:
     """Speaker names (and their possessive) leave the query; a query of names only stays."""
-    assert semantic.masked_query("What did Caroline's friend Melanie paint?", ["Caroline", "Melanie"]) == (
+    assert semantic.without_names("What did Caroline's friend Melanie paint?", ["Caroline", "Melanie"]) == (
         "What did friend paint?"
     )
-    assert semantic.masked_query("Caroline?", ["Caroline"]) == "Caroline?"
-    assert semantic.masked_query("which tool?", []) == "which tool?"
+    assert semantic.without_names("Caroline?", ["Caroline"]) == "Caroline?"
+    assert semantic.without_names("which tool?", []) == "which tool?"
 
 
 def test_nearest_and_union() -> None:
