@@ -324,6 +324,10 @@ class ContextService:
             history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
                 working_state = source.working_state(sid)
+        now = now_ms()
+        recall: list[RecallHit] = []
+        if plan.recall:
+            recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
         similarity: dict[str, float] = {}
@@ -332,7 +336,6 @@ class ContextService:
         overridden: dict[str, str] = {}
         user_from: int | None = None
         fill: list[FillOrder] = []
-        now = now_ms()
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
             if vector is not None:
@@ -361,12 +364,9 @@ class ContextService:
                     overridden = _overrides(ws, plan.snapshot, view.snapshot)
                     if plan.pool == "ranked":
                         fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
-        recall: list[RecallHit] = []
-        if plan.recall:
-            recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
-            if vector is not None:
-                ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
-                recall = self._ctx.semantic.recall(ws, recall, vector.result(), ceiling)
+        if plan.recall and vector is not None:
+            ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+            recall = self._ctx.semantic.recall(ws, recall, vector.result(), ceiling)
         call_id = _call_id(
             plan.workspace,
             plan.revision,
