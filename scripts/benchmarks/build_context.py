@@ -125,21 +125,14 @@ def prepare(daemon: Daemon, c: Client, text: Text, entries: int, events: int) ->
     return ws, sid
 
 
-def _scenario(entries: int, events: int, calls: int, model: str | None = None) -> dict[str, Any]:
-    """``model``: with the semantic channel on that model, measured once it has indexed
-    everything (``status.semantic.caughtUp``); its status and the daemon's RSS are added."""
+def _scenario(entries: int, events: int, calls: int) -> dict[str, Any]:
     rng = random.Random(7)
     text = Text(rng)
-    env = {"LOCAL_MEMORY_MAX_BYTES": str(32 << 20), "MAKAD_EMBEDDING_MODEL": model or ""}
-    semantic: dict[str, Any] = {}
     with (
-        Daemon(env=env) as daemon,
+        Daemon(env={"LOCAL_MEMORY_MAX_BYTES": str(32 << 20)}) as daemon,
         Client(str(daemon.socket), timeout=600) as c,
     ):
         ws, sid = prepare(daemon, c, text, entries, events)
-        if model is not None:
-            semantic = _caught_up(c)
-            semantic["rss_mib"] = daemon.rss_mib()
         queries = [text.query(t) for t in TOPICS]
         params = {"workspace": ws, "sessionId": sid, "budgetTokens": 8000}
         c.call("build_context", {**params, "query": queries[0]})  # warm: index, caches
@@ -169,12 +162,12 @@ def _scenario(entries: int, events: int, calls: int, model: str | None = None) -
         "entries": entries,
         "events": events,
         "budget_tokens": 8000,
-        **({"semantic": semantic} if semantic else {}),
     }
 
 
 def _caught_up(c: Client, timeout_s: float = 3_600) -> dict[str, Any]:
-    """Wait until the semantic channel has indexed every event and entry; its status."""
+    """Wait until the semantic channel has indexed every event and entry; its status
+    (``build_context_semantic``)."""
     deadline = time.monotonic() + timeout_s
     started = time.monotonic()
     while time.monotonic() < deadline:
