@@ -39,9 +39,10 @@ def _pair(entries: int, events: int, calls: int, model: str) -> dict[str, Any]:
             ws, sid = prepare(daemon, client, text, entries, events)
             targets.append((client, {"workspace": ws, "sessionId": sid, "budgetTokens": 8000}))
         queries = [Text(random.Random(7)).query(t) for t in TOPICS]
-        status = _caught_up(sc)
         for client, params in targets:
-            client.call("build_context", {**params, "query": queries[0]})  # warm: index, caches
+            # Warm: index, caches; MEMORY.md read, so the channel sees its entries.
+            client.call("build_context", {**params, "query": queries[0]})
+        status = _caught_up(sc)
         samples: list[list[float]] = [[], []]
         for i in range(calls):
             query = queries[i % len(queries)]
