@@ -300,6 +300,7 @@ KNOWN = [
     ("keyword_values._CALL_OR_LOOKUP", "", "= ", ""),
     ("keyword_values._CALL_OR_LOOKUP", "", "=a", ""),
     ("entry_text._ESCAPABLE", "", "\\", ""),
+    ("conflicts._CODE", "_", "Z_A", ""),
 ]
 
 
