@@ -15,6 +15,7 @@ from makad import openrpc as openrpc_doc
 from makad.core.episodes import Threshold
 from makad.faults import Faults
 from makad.service import curator
+from makad.service.attention import AttentionKeeper
 from makad.service.common import Context
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
@@ -28,7 +29,7 @@ from makad.service.proposals import ProposalService
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.service.system import DaemonInfo, SystemService, inject_faults, registry_warnings
-from makad.store.workspaces import WorkspaceRegistry
+from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.warmup import Warmup
 from makad.watcher import Watcher
 from makad.wire.base import Handler
@@ -46,6 +47,7 @@ class App:
     watcher: Watcher
     notes: SessionNotesKeeper
     faults: Faults
+    attention: AttentionKeeper
 
 
 def openrpc_document() -> dict[str, Any]:
@@ -87,6 +89,13 @@ def build_app(
         curator.prepare_in_background()
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals, evidence)
+    attention = AttentionKeeper(ctx, settings.behavior_idle_ms)
+    ctx.on_change.append(attention.changed)
+
+    async def closed(ws: Workspace, session_id: str) -> None:
+        await episodes.session_closed(ws, session_id)
+        await attention.session_closed(ws, session_id)
+
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     warmup = Warmup()
 
@@ -100,12 +109,20 @@ def build_app(
         OutsideTextService(ctx, memory_files),
         context,
         compaction,
-        LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),
+        LedgerService(ctx, sessions, notes, on_close=closed, on_delete=attention.session_deleted),
         episodes,
+        attention,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:
         handlers.update(service.handlers())
     inject_faults(ctx.faults, handlers)
     handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
-    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes, faults=ctx.faults)
+    return App(
+        handlers=handlers,
+        registry=registry,
+        watcher=watcher,
+        notes=notes,
+        faults=ctx.faults,
+        attention=attention,
+    )

@@ -72,6 +72,8 @@ class Context:
     faults: Faults = field(default_factory=Faults)
     # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
     identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
+    # Called (on the loop) after each revision bump: memory, PENDING.md or settings changed.
+    on_change: list[Callable[[Workspace], None]] = field(default_factory=list)
 
     # Set once ``ready`` has returned: later calls skip it (every request comes here).
     _ready: bool = field(default=False, init=False)
@@ -261,6 +263,8 @@ class Context:
 
         await in_thread(store)
         ws.revision = revision
+        for listener in self.on_change:
+            listener(ws)
         if ws.subscribers:
             self.notify_subscribers(
                 ws, channel, revision, cause, reapplied=reapplied or [], returned=returned or []

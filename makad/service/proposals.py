@@ -493,7 +493,11 @@ class ProposalService:
             if earlier is None or earlier.state == "open":  # else its first attempt recorded them
                 events = [
                     NewMemoryEvent(
-                        action="rejected", actor="user", proposal_id=e.id, data={"reason": reason or None}
+                        action="rejected",
+                        actor="user",
+                        proposal_id=e.id,
+                        # The title: what the attention state's "Do not re-propose" names.
+                        data={"reason": reason or None, "title": e.title},
                     )
                     for e in rejected
                 ]

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 import makad
 from makad.core import (
+    attention,
     base64_texts,
+    behaviors,
     bounded_json,
     canonical,
     cjk,
@@ -149,6 +151,8 @@ def _sites() -> list[Site]:
             for tag, closer in render._FENCE_CLOSERS.items()
         ),
         Site("session_notes._ERROR_TEXT", session_notes._ERROR_TEXT, MATCH),
+        Site("behaviors.DONE_SAID", behaviors.DONE_SAID, MATCH),
+        Site("attention._WORD", attention._WORD, SEARCH),
         *(Site(f"when._ABSOLUTE[{i}]", absolute, SEARCH) for i, absolute in enumerate(when._ABSOLUTE)),
         Site("when._RELATIVE", when._RELATIVE, SEARCH),
         Site("refs.SESSION_ID", refs.SESSION_ID, MATCH),

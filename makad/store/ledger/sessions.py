@@ -21,7 +21,7 @@ from makad.core.chain import MAX_APPEND_EVENTS, event_hash, first_bad_seq, prepa
 from makad.core.refs import checked_session_id, new_session_id, parse_event_refs
 from makad.core.types import AppendResult, Event, EventInput, RefResult, SessionInfo
 from makad.errors import Conflict, InvalidParams, NotFound, TooLarge
-from makad.store import pack_state
+from makad.store import attention_store, pack_state
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.episodes import tombstone_episodes
 from makad.store.ledger.lineage import replayed, store_request
@@ -116,6 +116,7 @@ class SessionsArea(LedgerBase):
             delete_manifest_calls(conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
             for statement in (
                 *pack_state.SESSION_ROWS_DELETE,
+                *attention_store.SESSION_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",

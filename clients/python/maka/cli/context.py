@@ -9,7 +9,7 @@ from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_s
 from maka.cli.output import print_json, table, terminal_width
 from maka.client import Client
 
-SEGMENT_KINDS = ("memory", "working_state", "summary", "recall")
+SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
 
 
 def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
