@@ -6,8 +6,8 @@ rejections; digests of memory text the user deleted or corrected) and gives six
 sections, each line with its refs, each fact in one section only:
 
 - **Active threads**: the open work of the last ``ABANDONED_AFTER_MS`` (2 days): each
-  session's latest segment that did not end ``done`` (its open thread), and each failed
-  call no later segment fixed;
+  session's latest segment that did not end ``done`` (its open thread: the working
+  state's, else the request), and each failed call no later segment fixed;
 - **Recently abandoned**: the same, idle for 2 to ``FORGOTTEN_AFTER_MS`` (14) days;
 - **Currently focused**: the paths touched most in the last day before the newest record;
 - **Waiting on the user**: proposals pending in PENDING.md, oldest first, with their age;
@@ -78,6 +78,8 @@ class AttentionState(msgspec.Struct, kw_only=True, rename="camel"):
 
     computed_at: int
     sections: list[AttentionSection]
+    # The newest behavior record it was derived from (its row id; 0: none).
+    records_upto: int = 0
 
     def lines(self) -> list[tuple[str, AttentionLine]]:
         return [(section.name, line) for section in self.sections for line in section.lines]
@@ -191,7 +193,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
                     session_id=record.session_id,
                 )
             )
-        if latest[record.session_id] == index and record.outcome in ("open", "abandoned"):
+        if latest[record.session_id] == index and record.outcome != "done" and record.thread:
             label = "Unanswered" if record.outcome == "abandoned" else "Open"
             mine.append(
                 _Thread(
@@ -260,7 +262,11 @@ def derive(
         if idle >= FORGOTTEN_AFTER_MS:
             continue
         name = "Recently abandoned" if idle >= ABANDONED_AFTER_MS else "Active threads"
-        text = thread.text if name == "Active threads" else f"{thread.text} (idle {_ago(now, thread.at)})"
+        if name == "Recently abandoned":  # the age goes with the label, the fact stays whole
+            label, fact = thread.text.split(": ", 1)
+            text = f"{label} (idle {_ago(now, thread.at)}): {fact}"
+        else:
+            text = thread.text
         sections[name].append(AttentionLine(text=text, refs=thread.refs, at=thread.at))
     newest = max((r.ended_at for r in records), default=0)
     sections["Currently focused"] = _focus(records, newest)
@@ -317,6 +323,7 @@ def without_sessions(
 
     return AttentionState(
         computed_at=state.computed_at,
+        records_upto=state.records_upto,
         sections=[
             AttentionSection(name=s.name, lines=[line for line in s.lines if not cites(line)])
             for s in state.sections

@@ -12,8 +12,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   "done", "lgtm", … — as the segment's last request, or the session was closed after a
   reply with no open thread in its working state), ``abandoned`` (the last request got
   no reply at all) or ``open`` (anything else: work to be resumed);
-- ``thread``: what is left open — the working state's last open thread, else the
-  unfixed failure, else the intent;
+- ``thread``: what is left open — the working state's last open thread, else (unless
+  the failures say it) the intent;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
   ``failures`` and the ``fixes`` (successful calls, which later segments' failures are
   resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
@@ -196,11 +196,10 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
     """The record of one closed segment."""
     outcome = outcome_of(carry, closed=closed, working=working)
     threads = [t for t in (working.open_threads if working else []) if t.strip()]
-    if outcome == "errors":
-        failure = carry.failures[-1]
-        thread = f"{failure.tool} failed: {failure.text}"
-    elif threads and outcome == "open":
+    if threads and outcome != "done":
         thread = abbreviate(" ".join(threads[-1].split()), INTENT_CHARS)
+    elif outcome == "errors":
+        thread = ""  # the failures say it
     else:
         thread = carry.intent
     refs = []

@@ -128,8 +128,9 @@ class AttentionKeeper:
         wrote = False
         for session_id in dict.fromkeys([sid for sid, _, _ in due] + flushed):
             wrote |= await in_thread(extract, ws, session_id, faults, now)
-        stored = ws.state.attention if ws.state.attention_loaded else None
-        stale = stored is None or now - stored.computed_at >= REFRESH_MS
+        stored = await in_thread(cached_state, ws)
+        newest = await in_thread(attention_store.newest_record, ws.ledger)
+        stale = stored is None or now - stored.computed_at >= REFRESH_MS or stored.records_upto != newest
         if wrote or dirty or stale:
             await self.derive(ws, now)
 
@@ -216,9 +217,10 @@ def _derive_stored(
 ) -> core.AttentionState:
     """(worker thread) The state derived from what the ledger holds now, stored."""
     ledger = ws.ledger
-    records = attention_store.records(ledger)
+    records, upto = attention_store.records(ledger)
     rejected = attention_store.rejections(ledger, now - core.COOLDOWN_MS)
     retracted = attention_store.load_retracted(ledger)
     state = core.derive(now, records, pending, rejected, retracted)
+    state.records_upto = upto
     faults.crash("attention_before_commit")
     return attention_store.save_state(ledger, state)

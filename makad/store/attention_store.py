@@ -116,13 +116,20 @@ def open_segments(ledger: Ledger, idle_before: int, limit: int = 100) -> list[st
     return [str(r[0]) for r in rows if not _carry.decode(bytes(r[1])).empty()][:limit]
 
 
-def records(ledger: Ledger, limit: int = MAX_RECORDS) -> list[Behavior]:
-    """The newest records (by when they ended), oldest first."""
+def records(ledger: Ledger, limit: int = MAX_RECORDS) -> tuple[list[Behavior], int]:
+    """The newest records (by when they ended), oldest first, and the newest record's id."""
     with ledger.snapshot() as conn:
         rows = conn.execute(
             "SELECT record FROM behaviors ORDER BY ended_at DESC, id DESC LIMIT ?", (limit,)
         ).fetchall()
-    return [_behavior.decode(bytes(r[0])) for r in reversed(rows)]
+        upto = conn.execute("SELECT coalesce(max(id), 0) FROM behaviors").fetchone()[0]
+    return [_behavior.decode(bytes(r[0])) for r in reversed(rows)], int(upto)
+
+
+def newest_record(ledger: Ledger) -> int:
+    """The newest record's id (0: none): a state derived before it is out of date."""
+    with ledger.snapshot() as conn:
+        return int(conn.execute("SELECT coalesce(max(id), 0) FROM behaviors").fetchone()[0])
 
 
 def session_records(ledger: Ledger, session_id: str) -> list[Behavior]:
