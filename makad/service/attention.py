@@ -124,9 +124,8 @@ class AttentionKeeper:
         idle_before = now - self._idle_ms
         faults = self._ctx.faults
         due = await in_thread(attention_store.due_sessions, ws.ledger, idle_before)
-        flushed = await in_thread(attention_store.open_segments, ws.ledger, idle_before)
         wrote = False
-        for session_id in dict.fromkeys([sid for sid, _, _ in due] + flushed):
+        for session_id, _, _ in due:
             wrote |= await in_thread(extract, ws, session_id, faults, now)
         stored = await in_thread(cached_state, ws)
         newest = await in_thread(attention_store.newest_record, ws.ledger)

@@ -103,19 +103,6 @@ def due_sessions(ledger: Ledger, idle_before: int, limit: int = 100) -> list[tup
     return [(str(r[0]), int(r[1]), bool(r[2])) for r in rows]
 
 
-def open_segments(ledger: Ledger, idle_before: int, limit: int = 100) -> list[str]:
-    """Closed or idle sessions whose records have read everything but still hold an open
-    segment (it is flushed as a record)."""
-    with ledger.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT o.session_id, o.carry FROM behavior_offsets AS o JOIN sessions AS s"
-            " ON s.session_id = o.session_id WHERE s.last_seq = o.to_seq AND"
-            " (s.closed_at IS NOT NULL OR o.updated_at < ?) LIMIT ?",
-            (idle_before, limit * 4),
-        ).fetchall()
-    return [str(r[0]) for r in rows if not _carry.decode(bytes(r[1])).empty()][:limit]
-
-
 def records(ledger: Ledger, limit: int = MAX_RECORDS) -> tuple[list[Behavior], int]:
     """The newest records (by when they ended), oldest first, and the newest record's id."""
     with ledger.snapshot() as conn:
