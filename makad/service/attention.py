@@ -223,3 +223,20 @@ def _derive_stored(
     state.records_upto = upto
     faults.crash("attention_before_commit")
     return attention_store.save_state(ledger, state)
+
+
+async def retract(ctx: Context, ws: Workspace, changes: list[tuple[Entry, Entry | None]]) -> None:
+    """What deletions (``after`` None) or corrections of memory entries took back, kept as
+    digests (``makad.core.attention.retracted_digests``): the attention state, episodes and
+    consolidations written afterwards leave it out."""
+    digests: set[str] = set()
+    for before, after in changes:
+        digests |= core.retracted_digests(before.content, after.content if after else "")
+        if after is None or after.title != before.title:
+            digests |= core.retracted_digests(before.title, after.title if after else "")
+    if not digests:
+        return
+    await in_thread(attention_store.add_retracted, ws.ledger, digests, now_ms())
+    ws.state.forget_attention()
+    for listener in ctx.on_change:
+        listener(ws)

@@ -14,7 +14,6 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import UNSET
 
-from makad.core import attention
 from makad.core import memory_format as fmt
 from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
@@ -30,10 +29,10 @@ from makad.errors import (
     NotFound,
 )
 from makad.service import entry_dates, file_warnings
+from makad.service.attention import retract
 from makad.service.common import Context, Request, in_thread, level_scope, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFiles
-from makad.store import attention_store
 from makad.store import memory_files as files
 from makad.store.tracked import unchanged_in
 from makad.store.workspace_state import DerivedEntries, PinnedWarnings, ShownText
@@ -547,7 +546,7 @@ class MemoryService:
             before = result.get("before")
             if action in ("deleted", "updated") and before is not None:
                 # Nothing derived afterwards may say again what the user took back.
-                await retract(self._ctx, ws, before, None if action == "deleted" else result["entry"])
+                await retract(self._ctx, ws, [(before, None if action == "deleted" else result["entry"])])
             answer = EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
             await in_thread(
                 ws.ledger.record_lineage, events, finish_intent=intent_id, request=request.record(answer)
@@ -599,18 +598,3 @@ class MemoryService:
         ws = await self._ctx.workspace(params.workspace)
         self._ctx.unsubscribe(ws, peer)
         return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))
-
-
-async def retract(ctx: Context, ws: Workspace, before: Entry, after: Entry | None) -> None:
-    """What a deletion or a correction took back, kept as digests (``makad.core.attention``):
-    the attention state, episodes and consolidations written afterwards leave it out."""
-    old = f"{before.title}\n{before.content}"
-    new = "" if after is None else f"{after.title}\n{after.content}"
-    digests = attention.retracted_digests(before.content, after.content if after else "")
-    if after is None or after.title != before.title:
-        digests |= attention.retracted_digests(before.title, after.title if after else "")
-    if digests and old != new:
-        await in_thread(attention_store.add_retracted, ws.ledger, digests, now_ms())
-        ws.state.forget_attention()
-        for listener in ctx.on_change:
-            listener(ws)
