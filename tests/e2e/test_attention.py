@@ -6,6 +6,7 @@ that never come back."""
 from __future__ import annotations
 
 import contextlib
+import os
 import sqlite3
 import time
 from collections.abc import Callable, Iterator
@@ -402,16 +403,33 @@ def test_a_forgotten_session_never_comes_back(d: DaemonProcess) -> None:
     assert segment is None or (old not in segment["text"] and "offset lost" not in segment["text"])
 
 
+def editor_save(path: Path, text: str) -> None:
+    """Save the file as an editor does (a temp file renamed over it)."""
+    tmp = path.with_name(".MEMORY.md.swp~")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
 FACT = "the deploy script lives in tools/ship.sh and needs the office VPN"
 
 
-@pytest.mark.parametrize("how", ["delete", "correct"])
+@pytest.mark.parametrize("how", ["delete", "correct", "delete_by_hand"])
 def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, how: str) -> None:
-    """Memory text the user deletes or corrects is left out of the attention state, of the
-    episode a closing session records and of a consolidation digest written afterwards."""
+    """Memory text the user deletes or corrects (over RPC, or by hand in MEMORY.md) is left
+    out of the attention state, of the episode a closing session records and of a
+    consolidation digest written afterwards."""
     w = fresh(d)
     d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
-    entry = d.call("add_entry", {"workspace": w, "title": "Deploy", "content": FACT})["entry"]
+    path = Path(w) / "memory" / "MEMORY.md"
+    if how == "delete_by_hand":  # typed into the file, as an editor saves it
+        editor_save(path, f"# Maka Memory\n\n## Deploy\n{FACT}\n\n## Kept\nsomething else\n")
+        [entry] = [
+            e
+            for e in d.call("read_state", {"workspace": w, "includeEntries": True})["entries"]
+            if e["title"] == "Deploy"
+        ]
+    else:
+        entry = d.call("add_entry", {"workspace": w, "title": "Deploy", "content": FACT})["entry"]
     now = int(time.time() * 1000)
     sid = session(d, w, [{"type": "user_message", "text": f"Remember: {FACT}", "ts": now - 3_600_000}])
     wait_for(d, w, lambda s: mentions(s, "tools/ship.sh"))
@@ -429,6 +447,11 @@ def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, 
         )
     if how == "delete":
         d.call("delete_entry", {"workspace": w, "id": entry["id"]})
+    elif how == "delete_by_hand":
+        editor_save(path, "# Maka Memory\n\n## Kept\nsomething else\n")
+        assert d.call("read_state", {"workspace": w})["status"] == "ok"  # the save is taken in
+        steps = d.call("memory_history", {"workspace": w, "id": entry["id"]})["events"]
+        assert [(s["action"], s["actor"]) for s in steps][-1] == ("deleted", "user")
     else:
         d.call("update_entry", {"workspace": w, "id": entry["id"], "content": "deploys go through CI only"})
     state = attention(d, w)
