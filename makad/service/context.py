@@ -81,6 +81,8 @@ MEMORY_PINNED_CANDIDATES = 200
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
 HISTORY_MIN_READ = 64
+# Sessions whose first build_context call is remembered (the attention segment's).
+MAX_FIRST_CALLS = 10_000
 
 
 @dataclass
@@ -470,6 +472,8 @@ def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str
         first = ws.state.first_calls.get(plan.sid)
         if first is None:
             first = attention_store.first_call(ws.ledger, plan.sid) or call_id
+            if len(ws.state.first_calls) >= MAX_FIRST_CALLS:
+                ws.state.first_calls.clear()  # read again from the ledger when needed
             ws.state.first_calls[plan.sid] = first
         if first != call_id:
             return []
