@@ -252,6 +252,7 @@ _CLAUSE_MARKS: Final = ",:;!?()"
 _VALUE_LEAD = re.compile(r"(?:(?:set\s+to|on|at|in)\s+)?", re.IGNORECASE)
 _CODE = re.compile(r"^[#@]?[\w]+(?:[-_./:][\w]+)*$")
 _NUMBER = re.compile(r"[-+]?\$?\d[\d,._]*%?")
+_NOT_NUMERIC = re.compile(r"[^\d.%-]")
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE)
 _DATE_WORDS: Final = frozenset(_MONTHS.split("|")) | frozenset(_WEEKDAYS.split("|"))
 _DATE_NUMBER = re.compile(r"\d{4}-\d{2}-\d{2}|\d{1,2}/\d{1,2}(?:/\d{2,4})?")
@@ -374,7 +375,7 @@ def _value(raw: str) -> tuple[str, ValueKind] | None:
     if len(words) > 1 and number is not None and words[1][:1].isupper():  # 12 Rue Cler: an address
         return " ".join(w.lower().strip(".,!") for w in words[:4]), "name"
     if number is not None and any(c.isdigit() for c in number.group(0)):
-        return re.sub(r"[^\d.%-]", "", number.group(0)).rstrip("."), "number"
+        return _NOT_NUMERIC.sub("", number.group(0)).rstrip("."), "number"
     first = words[0].lower().strip(".,!")
     token = words[0].rstrip(".,!")
     if _CODE.match(token) and (any(c.isdigit() for c in token) or token[0] in "#@"):

@@ -27,7 +27,8 @@ MIN_OWNED_CHARS: Final = 8
 MOVED_NOTE: Final = "- (shown in the working state)"
 
 _MARKER = re.compile(r"^(?:[-*+•]\s+|\d{1,3}[.)]\s+|>\s*)+")
-_TRAILING = re.compile(r"[\s.;:,!]+$")
+# What ends a line without saying anything (whitespace is one space by then).
+_TRAILING: Final = " .;:,!"
 _WHITESPACE = re.compile(r"\s+")
 _HEADING = re.compile(r"^#{1,6}\s")
 _ELLIPSIS = ("…", "...")
@@ -53,7 +54,7 @@ def fact_key(line: str) -> str:
     text = _MARKER.sub("", line.strip())
     text = text.replace("**", "")
     text = _WHITESPACE.sub(" ", text).casefold()
-    return _TRAILING.sub("", text)
+    return text.rstrip(_TRAILING)
 
 
 def _cut_prefix(line: str) -> str | None:

@@ -419,10 +419,10 @@ MAX_SPLITS: Final = 3
 def _split_spans(text: str, depth: int) -> list[Span]:
     """Format tokens (no context rules, no keywords) that path separators cut: the
     segment holding a token's start joined with the next one, two, then three; what a
-    join finds across a separator is mapped back over it. A next segment joins if it
-    starts within the token's fixed start (``sk/-/svcacc/t-…``) or could go on a token
-    (``_may_continue``): a path's own words (``/details``) do not, so a token whole in a
-    path keeps the path after it."""
+    join finds across a separator is mapped back over it. Once the pieces hold a whole
+    token, a next segment joins only if it starts within the token's fixed start
+    (``sk/-/svcacc/t-…``) or could go on a token (``_may_continue``): a path's own words
+    (``/details``) do not, so a token whole in a path keeps the path after it."""
     if not _may_hold_split_token(text):
         return []
     found: list[Span] = []
@@ -432,6 +432,9 @@ def _split_spans(text: str, depth: int) -> list[Span]:
         while first > floor and _SEGMENT_END.match(text, first - 1) is None:
             first -= 1
         pieces = [(first, cut)]
+        # Until the pieces hold a whole token, any next segment may be its rest
+        # (``sk-…/euceiu/…``): only a token already whole stops at a path's own words.
+        whole = bool(_layers(text[first:cut], depth, everything=False))
         following = _SEPARATORS.match(text, cut)
         for _ in range(MAX_SPLITS):
             if following is None:
@@ -439,10 +442,12 @@ def _split_spans(text: str, depth: int) -> list[Span]:
             at = following.end()
             stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
             end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
-            if end == at or not (at <= reach or _may_continue(text[at:end])):
+            if end == at or (whole and at > reach and not _may_continue(text[at:end])):
                 break
             pieces.append((at, end))
-            found = union(found, _across(text, pieces, depth))
+            across = _across(text, pieces, depth)
+            found = union(found, across)
+            whole = whole or bool(across)
             following = _SEPARATORS.match(text, end)
     return found
 

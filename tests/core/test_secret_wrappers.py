@@ -12,7 +12,7 @@ import urllib.parse
 import uuid
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from makad.core.redaction import redact
@@ -33,6 +33,12 @@ def test_secrets_in_urls_paths_names_json_and_headers_are_redacted(data: st.Data
 
 @settings(max_examples=300, deadline=None)
 @given(split_tokens())
+@example(  # a middle piece that reads like a path's own word
+    (
+        "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",
+        "open /tmp/cache/sk-bmxSp4DxB/euceiu/dt0CgT3BlbkFJAhmhOhrIg1DHLfN3DpK9/x",
+    )
+)
 def test_a_token_cut_by_path_separators_is_redacted_whole(sample: tuple[str, str]) -> None:
     """A provider token cut in two to four by ``/`` or ``\\`` inside one path: no piece of
     it is left, the segments joined back together included."""
