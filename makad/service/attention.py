@@ -238,5 +238,4 @@ async def retract(ctx: Context, ws: Workspace, changes: list[tuple[Entry, Entry 
         return
     await in_thread(attention_store.add_retracted, ws.ledger, digests, now_ms())
     ws.state.forget_attention()
-    for listener in ctx.on_change:
-        listener(ws)
+    ctx.changed(ws)

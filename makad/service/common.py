@@ -263,13 +263,17 @@ class Context:
 
         await in_thread(store)
         ws.revision = revision
-        for listener in self.on_change:
-            listener(ws)
+        self.changed(ws)
         if ws.subscribers:
             self.notify_subscribers(
                 ws, channel, revision, cause, reapplied=reapplied or [], returned=returned or []
             )
         return revision
+
+    def changed(self, ws: Workspace) -> None:
+        """Tell the ``on_change`` listeners that something derived from ``ws`` is out of date."""
+        for listener in self.on_change:
+            listener(ws)
 
     def notify_subscribers(
         self,

@@ -509,6 +509,7 @@ class ProposalService:
                 finish_intent=intent_id,
                 request=request.record(result),
             )
+            self._ctx.changed(ws)  # the rejections are recorded now (after the bump)
             return result
 
         return await self._ctx.idempotent(ws, params.request_id, "reject", RejectResult, run)

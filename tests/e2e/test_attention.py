@@ -468,3 +468,21 @@ def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, 
     assert refused.value.kind == "insufficient_evidence"
     pending = Path(w) / "memory" / "PENDING.md"
     assert not pending.exists() or "ship.sh" not in pending.read_text()
+
+
+def test_proposals_waiting_and_rejections_cooling_down(d: DaemonProcess) -> None:
+    """A proposal waiting in PENDING.md is listed with its age and ref; once rejected it
+    leaves that section for Do not re-propose, with its title and the reason."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    proposal = d.call("propose", {"workspace": w, "title": "Use tabs", "content": "Indent with tabs."})
+    pid = proposal["proposal"]["id"]
+    state = wait_for(d, w, lambda s: bool(section_lines(s, "Waiting on the user")))
+    [line] = section_lines(state, "Waiting on the user")
+    assert line["text"].startswith('Proposal "Use tabs" waiting') and line["refs"] == [f"proposal:{pid}"]
+    d.call("reject", {"workspace": w, "ids": [pid], "reason": "we use spaces"})
+    state = wait_for(d, w, lambda s: bool(section_lines(s, "Do not re-propose")))
+    assert section_lines(state, "Waiting on the user") == []
+    [line] = section_lines(state, "Do not re-propose")
+    assert line["text"].startswith('"Use tabs" rejected') and line["text"].endswith(": we use spaces")
+    assert line["refs"] == [f"proposal:{pid}"]
