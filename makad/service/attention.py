@@ -1,9 +1,9 @@
 """Keeps each workspace's behavior records and attention state, off the request path.
 
 One task (``AttentionKeeper.start``) wakes when something changed (a session closed or
-deleted, memory, PENDING.md or the settings changed: ``changed``) and at least every
-``tick`` otherwise. For each open workspace that allows it (``attentionEnabled`` on,
-incognito off) it:
+deleted, memory, PENDING.md or the settings changed: ``changed``; a burst of changes is
+let settle for ``SETTLE_S``) and at least every ``tick`` otherwise. For each open
+workspace that allows it (``attentionEnabled`` on, incognito off) it:
 
 1. **extracts** the sessions that are closed, or idle for ``idle_ms`` (15 minutes by
    default, ``MAKAD_BEHAVIOR_IDLE_MS``), and have events their records have not read:
@@ -47,6 +47,9 @@ READ_PAGE = 500
 REFRESH_MS = 3_600_000
 DEFAULT_IDLE_MS = 15 * 60_000
 MAX_TICK_S = 60.0
+# How long a change waits before the state is derived again: writes in a burst (an import,
+# a tour of add_entry) cost one derivation, not one each.
+SETTLE_S = 0.25
 
 
 class AttentionKeeper:
@@ -94,6 +97,8 @@ class AttentionKeeper:
         while True:
             with anyio.move_on_after(self._tick):
                 await self._wake.wait()
+            if self._wake.is_set():  # a burst of writes is one change: let it settle first
+                await anyio.sleep(SETTLE_S)
             self._wake = anyio.Event()
             for ws in list(self._ctx.registry.all()):
                 dirty = ws.id in self._dirty
