@@ -25,12 +25,18 @@ Kinds:
   still be under way), rising from 0.5 to 1 until ``SETTLED_MS`` (6 hours), 1 until
   ``STALE_MS`` (3 days), then falling to 0.3 at ``FORGOTTEN_AFTER_MS`` (14 days), and 0 past
   it (the attention state drops it too);
-- *moved on* — 0.75 for each later session (at most 6) that worked on other paths since:
+- *moved on* — 0.75 for each later session (at most 6) that did real work (a tool, a path
+  or more than one request) on other paths since:
   a thread left hours ago in a busy day was left for something else; one left before a
   quiet break is the one to pick up;
 - *substance* (threads) — 0.5 for a single exchange with no tool and no path (a question
-  answered, most likely), 1 otherwise; and 0.85 when the thread is only the opening
-  request, 1 when the working state named it an open thread.
+  answered, most likely), 1 otherwise; 0.85 when the thread is only the opening request,
+  1 when the working state named it an open thread; and, for such a thread, 0.6 more when
+  the request is a question ("how …", "why …", "…?"): asked and answered, most likely.
+
+- *passed by* (failures) — 0.5 when at least ``PASSED_BY`` (2) other calls succeeded
+  after it in its segment: the work went on, the failure did not stop it (a ``grep``
+  finding nothing, a probe that was expected to fail).
 
 A candidate scores 0 — and says why — when the current session (``session_id``) is the
 one it came from or already touches its paths, when its segment ended with the user
@@ -85,11 +91,18 @@ SETTLED_MS: Final = 6 * HOUR_MS
 STALE_MS: Final = 3 * DAY_MS
 REVIEW_AFTER_MS: Final = ABANDONED_AFTER_MS
 MOVED_ON: Final = 0.75
+PASSED_BY: Final = 2
 MAX_MOVED_ON: Final = 6
 PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 0.6}
 ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
 _LINE: Final = re.compile(r"(Open|Unanswered|Failed)(?: \(idle [^)]*\))?: (.*)", re.DOTALL)
 _PROPOSAL: Final = re.compile(r'Proposal "(.*)" waiting .* for review', re.DOTALL)
+# A request that asks rather than tasks (how it opens, or a closing question mark).
+_QUESTION: Final = re.compile(
+    r"\s*(?:(?:what|why|how|where|when|which|who|whose|is|are|does|do|did|can|could|should|would)\b"
+    r"|.*\?\s*$)",
+    re.IGNORECASE | re.DOTALL,
+)
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -166,8 +179,11 @@ def _later(records: Sequence[Behavior], at: int, session_id: str | None) -> list
 
 
 def _moved_on(later: Sequence[Behavior], paths: set[str]) -> int:
-    """How many later sessions worked on other paths (none of ``paths``)."""
-    sessions = {r.session_id for r in later if not (paths & set(r.paths))}
+    """How many later sessions did real work (a tool, a path or more than one request) on
+    other paths (none of ``paths``)."""
+    sessions = {
+        r.session_id for r in later if (r.tools or r.paths or r.turns > 1) and not (paths & set(r.paths))
+    }
     return min(len(sessions), MAX_MOVED_ON)
 
 
@@ -250,6 +266,10 @@ def _thread_candidate(
         _Part(PRIOR[kind], "unfixed failure" if failure is not None or label == "Failed" else "open thread"),
         _Part(timing(idle), f"idle {ago(now, line.at)}"),
     ]
+    if failure is not None and record is not None:
+        past = sum(1 for f in record.fixes if f.seq > failure.seq)
+        if past >= PASSED_BY:
+            parts.append(_Part(0.5, f"the work went on past it ({past} successful calls after)"))
     moved = _moved_on(later, seen.paths)
     if moved:
         parts.append(_Part(MOVED_ON**moved, f"{moved} later session(s) on other work"))
@@ -258,6 +278,8 @@ def _thread_candidate(
             parts.append(_Part(0.5, "a single exchange, no tools or paths"))
         if label == "Open" and record.thread == record.intent:
             parts.append(_Part(0.85, "only the opening request says it"))
+            if _QUESTION.match(record.intent):
+                parts.append(_Part(0.6, "a question, most likely answered"))
     score, reason = _score(parts)
     return Suggestion(
         id=suggestion_id(kind, anchor), kind=kind, text=text, score=score, reason=reason, refs=refs
