@@ -39,20 +39,24 @@ Kinds:
   finding nothing, a probe that was expected to fail).
 
 A candidate scores 0 — and says why — when the current session (``session_id``) is the
-one it came from or already touches its paths, when its segment ended with the user
-letting it go (``dropped``: "never mind", "forget it", …), when a later record fixed the
-call or resolved the thread (the state may be older than the records), or when it is
-too fresh, too old, or (proposals) not waiting long enough.
+one it came from, already touches its paths or is on the same thread (its records say:
+the service adds records of the session's latest events); when its segment ended with
+the user letting it go (``dropped``: "never mind", "forget it", …) or a later segment on
+the same thread did; when a later record fixed the call or resolved the thread (the state
+may be older than the records); or when it is too fresh, too old, or (proposals) not
+waiting long enough. Such a veto holds for the fact wherever else it shows: the same
+thread left in another session is skipped too.
 
 ``candidates`` lists every candidate with its score, best first (the skipped ones too:
 for explanation and evaluation). ``suggest`` keeps those scoring at least ``THRESHOLD``
 (0.5), not dismissed (``dismissed`` maps an id to the time, ms, its dismissal lasts
 until), one per session, at most ``MAX_SUGGESTIONS`` (3).
 
-**Ids** are stable: a digest of the kind and the underlying fact — the session and the
-thread's words (``resume_thread``), the failed call (``unfixed_failure``), the oldest
-proposal waiting (``waiting_review``) — so the same fact has the same id in every
-derivation and after a restart, and a dismissal holds until the fact changes.
+**Ids** are stable: a digest of the kind and the underlying fact — the thread's words
+(``resume_thread``: the same thread left in two sessions is one suggestion), the failed
+call (``unfixed_failure``), the oldest proposal waiting (``waiting_review``) — so the
+same fact has the same id in every derivation and after a restart, and a dismissal holds
+until the fact changes.
 
 Bounded: the state holds at most ``MAX_LINES`` lines a section, and the records are the
 bounded window the service reads; the work is O(lines × records).
@@ -97,12 +101,20 @@ PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 
 ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
 _LINE: Final = re.compile(r"(Open|Unanswered|Failed)(?: \(idle [^)]*\))?: (.*)", re.DOTALL)
 _PROPOSAL: Final = re.compile(r'Proposal "(.*)" waiting .* for review', re.DOTALL)
-# A request that asks rather than tasks (how it opens, or a closing question mark).
+# A request that asks rather than tasks: a wh-question, or one ending in a question mark
+# that is not a polite task ("can you …?", "could you …?", "please …?").
 _QUESTION: Final = re.compile(
-    r"\s*(?:(?:what|why|how|where|when|which|who|whose|is|are|does|do|did|can|could|should|would)\b"
-    r"|.*\?\s*$)",
+    r"\s*(?:(?:what|why|how|where|when|which|who|whose)\b"
+    r"|(?!(?:can|could|would|will) you\b|please\b|pls\b).*\?\s*$)",
     re.IGNORECASE | re.DOTALL,
 )
+# Reasons a candidate is skipped that hold for the fact wherever else it shows (another
+# session left the same thread, the same call failed elsewhere): they win a merge.
+OWN_SESSION: Final = "the current session is the one it came from"
+SAME_PATHS: Final = "the current session already touches its paths"
+SAME_THREAD: Final = "the current session is on the same thread"
+DROPPED: Final = "the user let it go (dropped)"
+VETOES: Final = frozenset({OWN_SESSION, SAME_PATHS, SAME_THREAD, DROPPED})
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -196,6 +208,22 @@ def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
     return False
 
 
+class _Current(msgspec.Struct):
+    """What the asking session is doing, from its records: the paths it touches, the
+    threads and requests it is on (as ``fact_key``)."""
+
+    paths: set[str]
+    threads: set[str]
+
+
+def _current(records: Sequence[Behavior], session_id: str | None) -> _Current:
+    mine = [r for r in records if session_id is not None and r.session_id == session_id]
+    return _Current(
+        paths={p for r in mine for p in r.paths},
+        threads={fact_key(t) for r in mine for t in (r.thread, r.intent) if t},
+    )
+
+
 class _Part(msgspec.Struct):
     """One factor of a score and how it reads."""
 
@@ -222,7 +250,7 @@ def _thread_candidate(
     seen: _Seen,
     records: Sequence[Behavior],
     session_id: str | None,
-    current_paths: set[str],
+    current: _Current,
 ) -> Suggestion | None:
     match = _LINE.fullmatch(line.text) if section in OPEN_SECTIONS else None
     if match is None:
@@ -242,16 +270,22 @@ def _thread_candidate(
     else:
         kind = "resume_thread"
         failure = None
-        anchor = f"{seen.session or ''}\x00{fact_key(fact)}"
+        anchor = fact_key(fact)
         unanswered = " (unanswered)" if label == "Unanswered" else ""
         text = _one_line(f"Resume{unanswered}: {fact} (left {ago(now, line.at)} ago)")
     if seen.session is not None and seen.session == session_id:
-        return _skip(kind, anchor, text, refs, "the current session is the one it came from")
-    if seen.paths & current_paths:
-        return _skip(kind, anchor, text, refs, "the current session already touches its paths")
+        return _skip(kind, anchor, text, refs, OWN_SESSION)
+    if seen.paths & current.paths:
+        return _skip(kind, anchor, text, refs, SAME_PATHS)
+    if kind == "resume_thread" and fact_key(fact) in current.threads:
+        return _skip(kind, anchor, text, refs, SAME_THREAD)
     if record is not None and record.outcome == "dropped":
-        return _skip(kind, anchor, text, refs, "the user let it go (dropped)")
+        return _skip(kind, anchor, text, refs, DROPPED)
     later = _later(records, line.at, session_id)
+    if kind == "resume_thread" and any(
+        r.outcome == "dropped" and fact_key(fact) in (fact_key(r.thread), fact_key(r.intent)) for r in later
+    ):
+        return _skip(kind, anchor, text, refs, DROPPED)
     if failure is not None:
         key = call_key(failure.tool, failure.call)
         if any(call_key(f.tool, f.call) == key for r in later for f in r.fixes):
@@ -323,6 +357,11 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
     )
 
 
+def _wins(one: Suggestion, other: Suggestion) -> bool:
+    """Of two candidates for one fact, whether ``one`` is kept: a veto first, then the score."""
+    return (one.reason in VETOES, one.score) > (other.reason in VETOES, other.score)
+
+
 def candidates(
     now: int, state: AttentionState, records: Sequence[Behavior], *, session_id: str | None = None
 ) -> list[Suggestion]:
@@ -332,9 +371,8 @@ def candidates(
     for record in records:
         for ref in record.refs:
             by_ref.setdefault(ref, record)
-    current_paths = (
-        {p for r in records if r.session_id == session_id for p in r.paths} if session_id else set()
-    )
+    current = _current(records, session_id)
+
     found: dict[str, Suggestion] = {}
     first_failed: dict[str, int] = {}
     for section, line in state.lines():
@@ -344,12 +382,12 @@ def candidates(
             session=source.session_id if source is not None else session_of(line.refs),
             paths=set(source.paths) if source is not None else set(),
         )
-        candidate = _thread_candidate(now, section, line, seen, records, session_id, current_paths)
+        candidate = _thread_candidate(now, section, line, seen, records, session_id, current)
         if candidate is None:
             continue
         earlier = found.get(candidate.id)
-        if earlier is not None:  # the same call failing in another session: one suggestion
-            keep, other = (candidate, earlier) if candidate.score > earlier.score else (earlier, candidate)
+        if earlier is not None:  # the same fact from another session: one suggestion
+            keep, other = (candidate, earlier) if _wins(candidate, earlier) else (earlier, candidate)
             keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
             candidate = keep
         if candidate.kind == "unfixed_failure":

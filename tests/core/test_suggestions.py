@@ -353,3 +353,46 @@ def test_a_failure_the_work_went_on_past_does_not_fire() -> None:
     assert r.failures
     found = [c for c in candidates(NOW, state_of([r]), [r]) if c.kind == "unfixed_failure"]
     assert found and found[0].score < THRESHOLD and "went on past it" in found[0].reason
+
+
+def test_a_polite_task_is_not_taken_for_a_question() -> None:
+    """ "Can you make the parser stream?" is a task: it fires like one."""
+    task = rec("a", work("a", NOW - DAY_MS, request="Can you make the parser in src/parse.py stream?"))
+    assert fired([task]) != []
+
+
+def test_the_same_thread_left_in_two_sessions_is_one_suggestion() -> None:
+    """Two sessions left the same open thread: one resume_thread, citing both."""
+    thread = WorkingState(open_threads=["wire the exporter into the CLI"])
+    records = [
+        rec("a", work("a", NOW - 3 * DAY_MS), working=thread),
+        rec("b", work("b", NOW - DAY_MS), working=thread),
+    ]
+    out = fired(records)
+    assert [s.kind for s in out] == ["resume_thread"]
+    assert any("event:a:" in r for r in out[0].refs) and any("event:b:" in r for r in out[0].refs)
+
+
+def test_a_thread_the_current_session_is_on_does_not_fire_from_another_session() -> None:
+    """The asking session left the same thread too (or has it in its working state): the
+    other session's copy of it is not suggested either."""
+    thread = WorkingState(open_threads=["wire the exporter into the CLI"])
+    other = rec("a", work("a", NOW - 2 * DAY_MS), working=thread)
+    mine = rec("me", work("me", NOW - DAY_MS, request="Something else", path="src/else.py"), working=thread)
+    assert fired([other, mine], session_id="me") == []
+    (c,) = [c for c in candidates(NOW, state_of([other, mine]), [other, mine], session_id="me")]
+    assert c.score == 0 and c.reason in suggestions.VETOES
+
+
+def test_a_thread_dropped_later_does_not_fire_from_an_earlier_session() -> None:
+    """Left open in one session, let go ("never mind") in a later one: not suggested."""
+    at = NOW - DAY_MS
+    left = rec("a", work("a", NOW - 3 * DAY_MS, request="Port the exporter to v2"))
+    dropped_events = [
+        ev("b", 1, "user_message", "Port the exporter to v2", at),
+        ev("b", 2, "assistant_message", "Starting.", at),
+        ev("b", 3, "user_message", "never mind", at),
+    ]
+    dropped = rec("b", dropped_events)
+    assert dropped.outcome == "dropped"
+    assert fired([left, dropped]) == []
