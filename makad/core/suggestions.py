@@ -100,14 +100,10 @@ MAX_MOVED_ON: Final = 6
 PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 0.6}
 ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
 _LINE: Final = re.compile(r"(Open|Unanswered|Failed)(?: \(idle [^)]*\))?: (.*)", re.DOTALL)
-_PROPOSAL: Final = re.compile(r'Proposal "(.*)" waiting .* for review', re.DOTALL)
 # A request that asks rather than tasks: a wh-question, or one ending in a question mark
 # that is not a polite task ("can you …?", "could you …?", "please …?").
-_QUESTION: Final = re.compile(
-    r"\s*(?:(?:what|why|how|where|when|which|who|whose)\b"
-    r"|(?!(?:can|could|would|will) you\b|please\b|pls\b).*\?\s*$)",
-    re.IGNORECASE | re.DOTALL,
-)
+_WH: Final = re.compile(r"\s*(?:what|why|how|where|when|which|who|whose)\b", re.IGNORECASE)
+_POLITE: Final = re.compile(r"\s*(?:(?:can|could|would|will) you\b|please\b|pls\b)", re.IGNORECASE)
 # Reasons a candidate is skipped that hold for the fact wherever else it shows (another
 # session left the same thread, the same call failed elsewhere): they win a merge.
 OWN_SESSION: Final = "the current session is the one it came from"
@@ -206,6 +202,21 @@ def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
         if r.session_id == seen.session or seen.paths & set(r.paths):
             return True
     return False
+
+
+def _question(request: str) -> bool:
+    if _WH.match(request):
+        return True
+    return request.rstrip().endswith("?") and not _POLITE.match(request)
+
+
+def _proposal_title(text: str) -> str | None:
+    """The title in a "Waiting on the user" line (``Proposal "…" waiting … for review``)."""
+    head, tail = 'Proposal "', '" waiting '
+    if not (text.startswith(head) and text.endswith(" for review")):
+        return None
+    end = text.rfind(tail)
+    return text[len(head) : end] if end >= len(head) else None
 
 
 class _Current(msgspec.Struct):
@@ -312,7 +323,7 @@ def _thread_candidate(
             parts.append(_Part(0.5, "a single exchange, no tools or paths"))
         if label == "Open" and record.thread == record.intent:
             parts.append(_Part(0.85, "only the opening request says it"))
-            if _QUESTION.match(record.intent):
+            if _question(record.intent):
                 parts.append(_Part(0.6, "a question, most likely answered"))
     score, reason = _score(parts)
     return Suggestion(
@@ -321,15 +332,15 @@ def _thread_candidate(
 
 
 def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | None:
-    waiting = sorted((line for line in lines if _PROPOSAL.fullmatch(line.text)), key=lambda line: line.at)
+    waiting = sorted(
+        (line for line in lines if _proposal_title(line.text) is not None), key=lambda line: line.at
+    )
     if not waiting:
         return None
     due = [line for line in waiting if now - line.at >= REVIEW_AFTER_MS]
     shown = due or waiting
     oldest = shown[0]
-    titles = ", ".join(
-        f'"{m.group(1)}"' for m in (_PROPOSAL.fullmatch(line.text) for line in shown) if m is not None
-    )
+    titles = ", ".join(f'"{_proposal_title(line.text)}"' for line in shown)
     refs = [ref for line in shown for ref in line.refs]
     anchor = next((r for r in oldest.refs if r.startswith("proposal:")), fact_key(oldest.text))
     if len(shown) == 1:
