@@ -58,10 +58,10 @@ DONE_SAID: Final = re.compile(
 )
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
-    r"\s*(?:(?:oh,? |ok(?:ay)?,? |hmm,? )?(?:never ?mind|nvm\b|forget (?:it|that|this|about it)\b"
-    r"|drop (?:it|that|this)\b|scratch that\b|let it go\b|don'?t bother\b"
-    r"|(?:let'?s )?(?:abandon|skip|cancel) (?:it|that|this)\b|not needed any ?more\b"
-    r"|no longer needed\b))",
+    r"\s*(?:(?:oh|ok(?:ay)?|hmm|actually),? )?(?:never ?mind\b|nvm\b|scratch that\b|let it go\b"
+    r"|don'?t bother\b|not needed any ?more\b|no longer needed\b"
+    # "drop it", "forget that", "skip this": alone, not "drop this table from …"
+    r"|(?:let'?s )?(?:forget|drop|skip|cancel|abandon) (?:it|that|this|about it)(?=\s*(?:[.,!;:]|$)))",
     re.IGNORECASE,
 )
 

@@ -299,3 +299,23 @@ def test_a_segment_the_user_dropped_leaves_no_open_thread() -> None:
     texts = [line.text for _, line in state.lines()]
     assert not any(t.startswith("Open") for t in texts)
     assert any(t.startswith("Failed") for t in texts)
+
+
+def test_only_a_request_that_lets_the_work_go_is_a_drop() -> None:
+    """ "Forget it." and "ok, drop that" drop the segment; "drop this table from the schema"
+    and "skip it if the cache is warm" are tasks."""
+    for said, dropped in (
+        ("Forget it.", True),
+        ("ok, drop that", True),
+        ("never mind, it works now", True),
+        ("drop this table from the schema", False),
+        ("skip it if the cache is warm", False),
+        ("Forgetful caches lose keys", False),
+    ):
+        events = [
+            ev(1, "user_message", "Add a cache to src/cache.py"),
+            ev(2, "assistant_message", "Sure."),
+            ev(3, "user_message", said),
+            ev(4, "assistant_message", "ok"),
+        ]
+        assert (one(events).outcome == "dropped") is dropped, said
