@@ -96,6 +96,9 @@ STALE_MS: Final = 3 * DAY_MS
 REVIEW_AFTER_MS: Final = ABANDONED_AFTER_MS
 MOVED_ON: Final = 0.75
 PASSED_BY: Final = 2
+# A state line is cut at a word boundary past half its 200 characters, after a label of
+# at most ~30: the first 64 characters of a thread's words survive every cut.
+THREAD_KEY_CHARS: Final = 64
 MAX_MOVED_ON: Final = 6
 PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 0.6}
 ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
@@ -204,6 +207,12 @@ def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
     return False
 
 
+def thread_key(text: str) -> str:
+    """What a thread is known by: the start of its words (``THREAD_KEY_CHARS`` of its
+    ``fact_key``), the same however a line cut it (a longer label, an ellipsis)."""
+    return fact_key(text.rstrip().removesuffix("…"))[:THREAD_KEY_CHARS]
+
+
 def _question(request: str) -> bool:
     if _WH.match(request):
         return True
@@ -221,7 +230,7 @@ def _proposal_title(text: str) -> str | None:
 
 class _Current(msgspec.Struct):
     """What the asking session is doing, from its records: the paths it touches, the
-    threads and requests it is on (as ``fact_key``)."""
+    threads and requests it is on (as ``thread_key``)."""
 
     paths: set[str]
     threads: set[str]
@@ -231,7 +240,7 @@ def _current(records: Sequence[Behavior], session_id: str | None) -> _Current:
     mine = [r for r in records if session_id is not None and r.session_id == session_id]
     return _Current(
         paths={p for r in mine for p in r.paths},
-        threads={fact_key(t) for r in mine for t in (r.thread, r.intent) if t},
+        threads={thread_key(t) for r in mine for t in (r.thread, r.intent) if t},
     )
 
 
@@ -281,20 +290,21 @@ def _thread_candidate(
     else:
         kind = "resume_thread"
         failure = None
-        anchor = fact_key(fact)
+        anchor = thread_key(fact)
         unanswered = " (unanswered)" if label == "Unanswered" else ""
         text = _one_line(f"Resume{unanswered}: {fact} (left {ago(now, line.at)} ago)")
     if seen.session is not None and seen.session == session_id:
         return _skip(kind, anchor, text, refs, OWN_SESSION)
     if seen.paths & current.paths:
         return _skip(kind, anchor, text, refs, SAME_PATHS)
-    if kind == "resume_thread" and fact_key(fact) in current.threads:
+    if kind == "resume_thread" and thread_key(fact) in current.threads:
         return _skip(kind, anchor, text, refs, SAME_THREAD)
     if record is not None and record.outcome == "dropped":
         return _skip(kind, anchor, text, refs, DROPPED)
     later = _later(records, line.at, session_id)
     if kind == "resume_thread" and any(
-        r.outcome == "dropped" and fact_key(fact) in (fact_key(r.thread), fact_key(r.intent)) for r in later
+        r.outcome == "dropped" and thread_key(fact) in (thread_key(r.thread), thread_key(r.intent))
+        for r in later
     ):
         return _skip(kind, anchor, text, refs, DROPPED)
     if failure is not None:

@@ -396,3 +396,16 @@ def test_a_thread_dropped_later_does_not_fire_from_an_earlier_session() -> None:
     dropped = rec("b", dropped_events)
     assert dropped.outcome == "dropped"
     assert fired([left, dropped]) == []
+
+
+def test_a_threads_id_holds_as_it_ages_from_active_to_abandoned() -> None:
+    """A thread (one cut to its 160 characters here) keeps its id from "Open: …" to
+    "Open (idle 10 days): …", the label growing as it ages."""
+    long = "Refactor the parser in src/parse.py so that " + " ".join(f"step{i}" for i in range(60))
+    thread = WorkingState(open_threads=[long])
+    r = rec("a", work("a", NOW - DAY_MS), working=thread)
+    ids = set()
+    for later in (NOW, NOW + 3 * DAY_MS, NOW + 9 * DAY_MS, NOW + 10 * DAY_MS):
+        (c,) = [c for c in candidates(later, state_of([r], later), [r]) if c.kind == "resume_thread"]
+        ids.add(c.id)
+    assert len(ids) == 1
