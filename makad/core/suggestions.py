@@ -77,6 +77,7 @@ from makad.core.attention import (
     DAY_MS,
     FORGOTTEN_AFTER_MS,
     LINE_CHARS,
+    MAX_LINES,
     OPEN_SECTIONS,
     AttentionLine,
     AttentionState,
@@ -355,8 +356,9 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
     anchor = next((r for r in oldest.refs if r.startswith("proposal:")), fact_key(oldest.text))
     if len(shown) == 1:
         text = f"Proposal {titles} has waited {ago(now, oldest.at)} for review"
-    else:
-        text = f"{len(shown)} proposals have waited up to {ago(now, oldest.at)} for review: {titles}"
+    else:  # the state lists at most MAX_LINES: a full section may hide more
+        count = f"At least {len(shown)}" if len(waiting) >= MAX_LINES else str(len(shown))
+        text = f"{count} proposals have waited up to {ago(now, oldest.at)} for review: {titles}"
     text = _one_line(text)
     if not due:
         return _skip(

@@ -409,3 +409,13 @@ def test_a_threads_id_holds_as_it_ages_from_active_to_abandoned() -> None:
         (c,) = [c for c in candidates(later, state_of([r], later), [r]) if c.kind == "resume_thread"]
         ids.add(c.id)
     assert len(ids) == 1
+
+
+def test_a_full_waiting_section_says_at_least() -> None:
+    """Twelve proposals waiting, eight listed by the state: "At least 8 proposals …"."""
+    old = [
+        Pending(proposal_id=f"p{i:02d}", title=f"Rule {i}", created_at=NOW - (3 + i) * DAY_MS)
+        for i in range(12)
+    ]
+    (s,) = fired([], pending=old)
+    assert s.text.startswith("At least 8 proposals have waited up to 14 days")
