@@ -288,3 +288,34 @@ def test_not_in_include_means_no_attention() -> None:
     assert not [s for s in pack.segments if s.kind == "attention"]
     assert not [c for c in pack.trace.candidates if c.kind == "attention"]
     assert behaviors.DONE_SAID.match("lgtm, ship it")
+
+
+def test_a_segment_the_user_dropped_leaves_no_open_thread() -> None:
+    """ "never mind" as the last request: outcome dropped, no Open line; its failure stays listed."""
+    events = [*failing(1), ev(5, "user_message", "never mind"), ev(6, "assistant_message", "Sure.")]
+    r = one(events)
+    assert r.outcome == "dropped"
+    state = derive(NOW, [r])
+    texts = [line.text for _, line in state.lines()]
+    assert not any(t.startswith("Open") for t in texts)
+    assert any(t.startswith("Failed") for t in texts)
+
+
+def test_only_a_request_that_lets_the_work_go_is_a_drop() -> None:
+    """ "Forget it." and "ok, drop that" drop the segment; "drop this table from the schema"
+    and "skip it if the cache is warm" are tasks."""
+    for said, dropped in (
+        ("Forget it.", True),
+        ("ok, drop that", True),
+        ("never mind, it works now", True),
+        ("drop this table from the schema", False),
+        ("skip it if the cache is warm", False),
+        ("Forgetful caches lose keys", False),
+    ):
+        events = [
+            ev(1, "user_message", "Add a cache to src/cache.py"),
+            ev(2, "assistant_message", "Sure."),
+            ev(3, "user_message", said),
+            ev(4, "assistant_message", "ok"),
+        ]
+        assert (one(events).outcome == "dropped") is dropped, said
