@@ -51,7 +51,9 @@ class Daemon:
     """``python -m makad`` on a socket in a short temp dir; stopped and removed on exit."""
 
     def __init__(self) -> None:
-        self._dir = tempfile.TemporaryDirectory(prefix="mkp", dir="/tmp")
+        # A socket path must stay short (AF_UNIX): $TMPDIR when it is, else /tmp.
+        base = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
+        self._dir = tempfile.TemporaryDirectory(prefix="mkp", dir=base)
         self.root = Path(self._dir.name)
         self.socket = self.root / "s.sock"
         self.proc: subprocess.Popen[str] | None = None

@@ -15,8 +15,10 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "scripts")]
 
 from proactivity_eval.generator import PERSONAS, generate  # noqa: E402
-from proactivity_eval.replay import records_of  # noqa: E402
+from proactivity_eval.replay import records_of, replay  # noqa: E402
 from proactivity_eval.truth import PROPOSALS_KEY, Item, Naming, metrics, score_moment  # noqa: E402
+
+from makad.core import attention  # noqa: E402
 
 METRIC_KEYS = {
     "precision",
@@ -154,3 +156,32 @@ def test_quick_run_reports_every_figure_and_scores_the_baseline(quick: tuple[dic
     assert 0.0 <= continuity["share"] <= 1.0
     assert continuity["attentionTokens"]["max"] >= continuity["attentionTokens"]["p50"] >= 0
     assert json.loads((out / "summary.json").read_text(encoding="utf-8")) == report
+
+
+class _Shown:
+    """A suggestion as the suggester's interface shapes it."""
+
+    def __init__(self, id: str, text: str, refs: list[str]) -> None:
+        self.id, self.kind, self.text, self.score, self.reason, self.refs = id, "thread", text, 1.0, "", refs
+
+
+def test_replay_scores_any_suggester_and_passes_its_dismissals() -> None:
+    """A suggester showing every open attention line is scored at each moment; what did not
+    help is dismissed by the generated user and handed back at later moments."""
+    seen: list[dict[str, int]] = []
+
+    def suggest(
+        now: int, state: Any, records: Any, dismissed: Any = None, *, session_id: Any = None
+    ) -> list[Any]:
+        seen.append(dict(dismissed or {}))
+        lines = [line for name, line in state.lines() if name in attention.OPEN_SECTIONS]
+        return [_Shown(f"s{hash(line.text) & 0xFFFF}", line.text, list(line.refs)) for line in lines]
+
+    history = generate("juggler", 7, 10)
+    outcome = replay(history, suggest)
+    assert outcome.makad.moments == len(history.sessions) == len(seen)
+    assert outcome.makad.fired >= outcome.baseline.fired > 0
+    assert outcome.makad.items_hit >= outcome.baseline.items_hit
+    assert any(seen)  # the juggler dismissed something that did not help
+    quiet = replay(history, suggest, dismiss=False)
+    assert quiet.makad.fired == outcome.makad.fired
