@@ -25,87 +25,22 @@ attention segment alone, and the tokens the attention segment used (p50, max).
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from eval_recall.run import Daemon
 from maka import Client
 from proactivity_eval.generator import OPENERS, PERSONAS, generate
 from proactivity_eval.truth import DAY_MS
 
-ROOT = Path(__file__).resolve().parents[2]
 DAYS = 7
 GAPS = (1, 2, 3, 5)
 BUDGET = 4_000
 WAIT_S = 30.0
-STARTUP_TIMEOUT_S = 30.0
-
-
-class Daemon:
-    """``python -m makad`` on a socket in a short temp dir; stopped and removed on exit."""
-
-    def __init__(self) -> None:
-        # A socket path must stay short (AF_UNIX): $TMPDIR when it is, else /tmp.
-        base = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
-        self._dir = tempfile.TemporaryDirectory(prefix="mkp", dir=base)
-        self.root = Path(self._dir.name)
-        self.socket = self.root / "s.sock"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def __enter__(self) -> Daemon:
-        command = [
-            sys.executable,
-            "-m",
-            "makad",
-            "--socket",
-            str(self.socket),
-            "--data-dir",
-            str(self.root / "data"),
-            "--log-level",
-            "warning",
-        ]
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "MAKAD_EMBEDDING_MODEL"},
-            "MAKAD_BEHAVIOR_IDLE_MS": "1000",
-            "PYTHONPATH": os.pathsep.join(
-                [str(ROOT), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
-            ),
-        }
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
-        )
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            if "listening on" in line:
-                return self
-            if time.monotonic() > deadline:
-                break
-        self.__exit__()
-        raise RuntimeError("makad did not start (no 'listening on' line)")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc = None
-        self._dir.cleanup()
-
-    def client(self) -> Client:
-        return Client(str(self.socket), timeout=120)
 
 
 def _cites(state: dict[str, Any], ref: str) -> bool:
@@ -204,7 +139,9 @@ def run(
     names = list(personas or [p.name for p in PERSONAS])
     now = int(time.time() * 1000)
     cases: list[dict[str, Any]] = []
-    with Daemon() as daemon:
+    # A socket path must stay short (AF_UNIX): $TMPDIR when it is, else /tmp.
+    base = tempfile.gettempdir() if len(tempfile.gettempdir()) < 60 else "/tmp"
+    with tempfile.TemporaryDirectory(prefix="mkp", dir=base) as tmp, Daemon(Path(tmp)) as daemon:
         client = daemon.client()
         try:
             for name in names:
