@@ -6,7 +6,7 @@ rejections; digests of memory text the user deleted or corrected) and gives six
 sections, each line with its refs, each fact in one section only:
 
 - **Active threads**: the open work of the last ``ABANDONED_AFTER_MS`` (2 days): each
-  session's latest segment that did not end ``done`` (its open thread: the working
+  session's latest segment that did not end ``done`` or ``dropped`` (its open thread: the working
   state's, else the request), and each failed call no later segment fixed;
 - **Recently abandoned**: the same, idle for 2 to ``FORGOTTEN_AFTER_MS`` (14) days;
 - **Currently focused**: the paths touched most in the last day before the newest record;
@@ -98,7 +98,7 @@ class Rejected(msgspec.Struct, kw_only=True):
     at: int
 
 
-def _ago(now: int, at: int) -> str:
+def ago(now: int, at: int) -> str:
     days = max(now - at, 0) // DAY_MS
     if days >= 1:
         return f"{days} day{'s' if days != 1 else ''}"
@@ -193,7 +193,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
                     session_id=record.session_id,
                 )
             )
-        if latest[record.session_id] == index and record.outcome != "done" and record.thread:
+        if latest[record.session_id] == index and record.outcome not in ("done", "dropped") and record.thread:
             label = "Unanswered" if record.outcome == "abandoned" else "Open"
             mine.append(
                 _Thread(
@@ -243,7 +243,7 @@ def _rhythm(records: Sequence[Behavior], now: int) -> list[AttentionLine]:
     text = (
         f"Worked on mostly on {', '.join(_WEEKDAYS[d] for d in top_days)}, around "
         f"{', '.join(f'{h:02d}:00' for h in top_hours)} UTC; {len(sessions)} session(s) in the "
-        f"records, the last {_ago(now, newest.ended_at)} ago"
+        f"records, the last {ago(now, newest.ended_at)} ago"
     )
     return [AttentionLine(text=text, refs=[newest.refs[-1]], at=newest.ended_at)]
 
@@ -264,7 +264,7 @@ def derive(
         name = "Recently abandoned" if idle >= ABANDONED_AFTER_MS else "Active threads"
         if name == "Recently abandoned":  # the age goes with the label, the fact stays whole
             label, fact = thread.text.split(": ", 1)
-            text = f"{label} (idle {_ago(now, thread.at)}): {fact}"
+            text = f"{label} (idle {ago(now, thread.at)}): {fact}"
         else:
             text = thread.text
         sections[name].append(AttentionLine(text=text, refs=thread.refs, at=thread.at))
@@ -273,7 +273,7 @@ def derive(
     for item in sorted(pending, key=lambda p: (p.created_at, p.proposal_id)):
         sections["Waiting on the user"].append(
             AttentionLine(
-                text=f'Proposal "{item.title}" waiting {_ago(now, item.created_at)} for review',
+                text=f'Proposal "{item.title}" waiting {ago(now, item.created_at)} for review',
                 refs=[f"proposal:{item.proposal_id}"],
                 at=item.created_at,
             )
@@ -285,7 +285,7 @@ def derive(
         title = f'"{gone.title}"' if gone.title else f"proposal {gone.proposal_id}"
         sections["Do not re-propose"].append(
             AttentionLine(
-                text=f"{title} rejected {_ago(now, gone.at)} ago{reason}",
+                text=f"{title} rejected {ago(now, gone.at)} ago{reason}",
                 refs=[f"proposal:{gone.proposal_id}"],
                 at=gone.at,
             )

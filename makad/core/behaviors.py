@@ -10,8 +10,11 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
   "done", "lgtm", … — as the segment's last request, or the session was closed after a
-  reply with no open thread in its working state), ``abandoned`` (the last request got
-  no reply at all) or ``open`` (anything else: work to be resumed);
+  reply with no open thread in its working state), ``dropped`` (the user let it go —
+  "never mind", "forget it", "drop that", "scratch that", … — as the segment's last
+  request; it comes before ``errors``: the failures stay listed, the thread is not to be
+  resumed), ``abandoned`` (the last request got no reply at all) or ``open`` (anything
+  else: work to be resumed);
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
@@ -38,7 +41,7 @@ from makad.core.refs import event_ref
 from makad.core.session_notes import failed
 from makad.core.types import Event, WorkingState
 
-Outcome = Literal["done", "errors", "open", "abandoned"]
+Outcome = Literal["done", "dropped", "errors", "open", "abandoned"]
 MAX_TURNS: Final = 20
 MAX_PATHS: Final = 12
 MAX_TOOLS: Final = 12
@@ -51,6 +54,14 @@ DONE_SAID: Final = re.compile(
     r"\s*(?:thanks?\b|thank you|great,? (?:that|it) works|perfect\b|lgtm\b|looks good|that works"
     r"|it works|works now|all good|(?:we(?:'re| are) |it'?s |that'?s )?done\b|ship it|merged\b"
     r"|(?:the )?(?:test|build|ci)s? (?:is |are )?(?:green|passing)\b|fixed\b|resolved\b)",
+    re.IGNORECASE,
+)
+# A user request that lets the work go (how it opens): the thread is not to be resumed.
+DROPPED_SAID: Final = re.compile(
+    r"\s*(?:(?:oh,? |ok(?:ay)?,? |hmm,? )?(?:never ?mind|nvm\b|forget (?:it|that|this|about it)\b"
+    r"|drop (?:it|that|this)\b|scratch that\b|let it go\b|don'?t bother\b"
+    r"|(?:let'?s )?(?:abandon|skip|cancel) (?:it|that|this)\b|not needed any ?more\b"
+    r"|no longer needed\b))",
     re.IGNORECASE,
 )
 
@@ -81,6 +92,7 @@ class Carry(msgspec.Struct, kw_only=True):
     last_request_seq: int = 0
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
+    dropped_seq: int = 0  # the last request, when it let the work go
     paths: dict[str, int] = {}
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
@@ -150,6 +162,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.turns += 1
             carry.last_request_seq = event.seq
             carry.done_seq = event.seq if DONE_SAID.match(event.text[:200]) else 0
+            carry.dropped_seq = event.seq if DROPPED_SAID.match(event.text[:200]) else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
@@ -181,6 +194,8 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
 def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> Outcome:
     """How the segment ended (see module doc)."""
     threads = [t for t in (working.open_threads if working else []) if t.strip()]
+    if carry.dropped_seq and carry.dropped_seq == carry.last_request_seq:
+        return "dropped"
     if carry.failures:
         return "errors"
     if carry.done_seq and carry.done_seq == carry.last_request_seq:
@@ -196,7 +211,7 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
     """The record of one closed segment."""
     outcome = outcome_of(carry, closed=closed, working=working)
     threads = [t for t in (working.open_threads if working else []) if t.strip()]
-    if threads and outcome != "done":
+    if threads and outcome not in ("done", "dropped"):
         thread = abbreviate(" ".join(threads[-1].split()), INTENT_CHARS)
     elif outcome == "errors":
         thread = ""  # the failures say it

@@ -288,3 +288,14 @@ def test_not_in_include_means_no_attention() -> None:
     assert not [s for s in pack.segments if s.kind == "attention"]
     assert not [c for c in pack.trace.candidates if c.kind == "attention"]
     assert behaviors.DONE_SAID.match("lgtm, ship it")
+
+
+def test_a_segment_the_user_dropped_leaves_no_open_thread() -> None:
+    """ "never mind" as the last request: outcome dropped, no Open line; its failure stays listed."""
+    events = [*failing(1), ev(5, "user_message", "never mind"), ev(6, "assistant_message", "Sure.")]
+    r = one(events)
+    assert r.outcome == "dropped"
+    state = derive(NOW, [r])
+    texts = [line.text for _, line in state.lines()]
+    assert not any(t.startswith("Open") for t in texts)
+    assert any(t.startswith("Failed") for t in texts)

@@ -1,0 +1,372 @@
+"""Proactive suggestions, with restraint: what to offer the user unasked, and when not to.
+
+Pure: built from a workspace's attention state (``makad.core.attention``) and the behavior
+records it was derived from (``makad.core.behaviors``). Every suggestion's text comes from
+a line of the state — which already left out resolved threads, threads past the forgotten
+horizon, sessions the user forgot and memory text the user deleted or corrected — so a
+suggestion never says something the state does not; the records only add what the score
+needs (the session, the outcome, the paths, what happened afterwards).
+
+Kinds:
+
+- ``resume_thread`` — an open thread (``Open: …``) or a request that got no reply
+  (``Unanswered: …``) of an earlier session: "Resume: … (left 3 days ago)";
+- ``unfixed_failure`` — a failed call no later result fixed: "Still failing since Tue: …"
+  (the same call failing in several sessions is one suggestion, since the first);
+- ``waiting_review`` — the proposals in PENDING.md that have waited at least
+  ``REVIEW_AFTER_MS`` (2 days), as one suggestion: "3 proposals have waited 4 days for
+  review: …".
+
+**Score** (0..1) is a product of parts, each said in ``reason``:
+
+- *prior* — how much the kind is worth offering: ``unfixed_failure`` 0.9, ``resume_thread``
+  0.8, ``waiting_review`` 0.6 plus 0.1 for each further proposal past the age (at most 0.9);
+- *timing* — by how long the thread has been idle: 0 under ``WARM_MS`` (1 hour: it may
+  still be under way), rising from 0.5 to 1 until ``SETTLED_MS`` (6 hours), 1 until
+  ``STALE_MS`` (3 days), then falling to 0.3 at ``FORGOTTEN_AFTER_MS`` (14 days), and 0 past
+  it (the attention state drops it too);
+- *moved on* — 0.75 for each later session (at most 6) that worked on other paths since:
+  a thread left hours ago in a busy day was left for something else; one left before a
+  quiet break is the one to pick up;
+- *substance* (threads) — 0.5 for a single exchange with no tool and no path (a question
+  answered, most likely), 1 otherwise; and 0.85 when the thread is only the opening
+  request, 1 when the working state named it an open thread.
+
+A candidate scores 0 — and says why — when the current session (``session_id``) is the
+one it came from or already touches its paths, when its segment ended with the user
+letting it go (``dropped``: "never mind", "forget it", …), when a later record fixed the
+call or resolved the thread (the state may be older than the records), or when it is
+too fresh, too old, or (proposals) not waiting long enough.
+
+``candidates`` lists every candidate with its score, best first (the skipped ones too:
+for explanation and evaluation). ``suggest`` keeps those scoring at least ``THRESHOLD``
+(0.5), not dismissed (``dismissed`` maps an id to the time, ms, its dismissal lasts
+until), one per session, at most ``MAX_SUGGESTIONS`` (3).
+
+**Ids** are stable: a digest of the kind and the underlying fact — the session and the
+thread's words (``resume_thread``), the failed call (``unfixed_failure``), the oldest
+proposal waiting (``waiting_review``) — so the same fact has the same id in every
+derivation and after a restart, and a dismissal holds until the fact changes.
+
+Bounded: the state holds at most ``MAX_LINES`` lines a section, and the records are the
+bounded window the service reads; the work is O(lines × records).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Final
+
+import msgspec
+
+from makad.core.attention import (
+    ABANDONED_AFTER_MS,
+    DAY_MS,
+    FORGOTTEN_AFTER_MS,
+    LINE_CHARS,
+    OPEN_SECTIONS,
+    AttentionLine,
+    AttentionState,
+    ago,
+)
+from makad.core.behaviors import Behavior, call_key
+from makad.core.compaction import abbreviate
+from makad.core.ownership import fact_key
+
+KINDS: Final = ("resume_thread", "unfixed_failure", "waiting_review")
+THRESHOLD: Final[float] = 0.5
+MAX_SUGGESTIONS: Final = 3
+HOUR_MS: Final = 3_600_000
+WARM_MS: Final = HOUR_MS
+SETTLED_MS: Final = 6 * HOUR_MS
+STALE_MS: Final = 3 * DAY_MS
+REVIEW_AFTER_MS: Final = ABANDONED_AFTER_MS
+MOVED_ON: Final = 0.75
+MAX_MOVED_ON: Final = 6
+PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 0.6}
+ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
+_LINE: Final = re.compile(r"(Open|Unanswered|Failed)(?: \(idle [^)]*\))?: (.*)", re.DOTALL)
+_PROPOSAL: Final = re.compile(r'Proposal "(.*)" waiting .* for review', re.DOTALL)
+_WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+
+
+class Suggestion(msgspec.Struct, kw_only=True, rename="camel"):
+    """One thing worth offering the user, with its score and why."""
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    reason: str
+    refs: list[str]
+
+
+def suggestion_id(kind: str, anchor: str) -> str:
+    """The stable id of a fact: ``sg_`` and 16 hex digits."""
+    digest = hashlib.sha256(f"{kind}\x00{anchor}".encode("utf-8", "surrogatepass")).hexdigest()
+    return f"sg_{digest[:16]}"
+
+
+def valid_id(text: str) -> bool:
+    return ID_PATTERN.fullmatch(text) is not None
+
+
+def session_of(refs: Sequence[str]) -> str | None:
+    """The session an ``event:`` ref among ``refs`` names (the first), if any."""
+    for ref in refs:
+        if ref.startswith("event:"):
+            return ref[len("event:") :].rsplit(":", 1)[0]
+    return None
+
+
+def timing(idle: int) -> float:
+    """The timing part of the score for something idle ``idle`` ms (see module doc)."""
+    if idle < WARM_MS or idle >= FORGOTTEN_AFTER_MS:
+        return 0.0
+    if idle < SETTLED_MS:
+        return 0.5 + 0.5 * (idle - WARM_MS) / (SETTLED_MS - WARM_MS)
+    if idle <= STALE_MS:
+        return 1.0
+    return 1.0 - 0.7 * (idle - STALE_MS) / (FORGOTTEN_AFTER_MS - STALE_MS)
+
+
+def _since(now: int, at: int) -> str:
+    moment = datetime.fromtimestamp(at / 1000, tz=UTC)
+    if now - at < DAY_MS:
+        return f"{moment:%H:%M} UTC"
+    if now - at < 7 * DAY_MS:
+        return _WEEKDAYS[moment.weekday()]
+    return f"{moment:%Y-%m-%d}"
+
+
+def _one_line(text: str) -> str:
+    return abbreviate(" ".join(text.split()), LINE_CHARS)
+
+
+class _Seen(msgspec.Struct, kw_only=True):
+    """What the records say about one state line."""
+
+    record: Behavior | None
+    session: str | None
+    paths: set[str]
+
+
+def _record_for(line: AttentionLine, by_ref: Mapping[str, Behavior]) -> Behavior | None:
+    for ref in line.refs:
+        if ref in by_ref:
+            return by_ref[ref]
+    return None
+
+
+def _later(records: Sequence[Behavior], at: int, session_id: str | None) -> list[Behavior]:
+    return [r for r in records if r.started_at > at and r.session_id != session_id]
+
+
+def _moved_on(later: Sequence[Behavior], paths: set[str]) -> int:
+    """How many later sessions worked on other paths (none of ``paths``)."""
+    sessions = {r.session_id for r in later if not (paths & set(r.paths))}
+    return min(len(sessions), MAX_MOVED_ON)
+
+
+def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
+    for r in later:
+        if r.outcome != "done":
+            continue
+        if r.session_id == seen.session or seen.paths & set(r.paths):
+            return True
+    return False
+
+
+class _Part(msgspec.Struct):
+    """One factor of a score and how it reads."""
+
+    factor: float
+    words: str
+
+
+def _score(parts: Sequence[_Part]) -> tuple[float, str]:
+    score = 1.0
+    for part in parts:
+        score *= part.factor
+    score = round(min(max(score, 0.0), 1.0), 4)
+    return score, "; ".join(f"{p.words} ×{p.factor:.2f}" for p in parts)
+
+
+def _skip(kind: str, anchor: str, text: str, refs: list[str], why: str) -> Suggestion:
+    return Suggestion(id=suggestion_id(kind, anchor), kind=kind, text=text, score=0.0, reason=why, refs=refs)
+
+
+def _thread_candidate(
+    now: int,
+    section: str,
+    line: AttentionLine,
+    seen: _Seen,
+    records: Sequence[Behavior],
+    session_id: str | None,
+    current_paths: set[str],
+) -> Suggestion | None:
+    match = _LINE.fullmatch(line.text) if section in OPEN_SECTIONS else None
+    if match is None:
+        return None
+    label, fact = match.group(1), match.group(2).strip()
+    record = seen.record
+    refs = list(line.refs)
+    idle = max(now - line.at, 0)
+    if label == "Failed":
+        kind = "unfixed_failure"
+        failure = None
+        if record is not None:
+            seqs = {ref.rsplit(":", 1)[-1] for ref in line.refs}
+            failure = next((f for f in record.failures if str(f.seq) in seqs), None)
+        anchor = call_key(failure.tool, failure.call) if failure is not None else fact_key(fact)
+        text = _one_line(f"Still failing since {_since(now, line.at)}: {fact}")
+    else:
+        kind = "resume_thread"
+        failure = None
+        anchor = f"{seen.session or ''}\x00{fact_key(fact)}"
+        unanswered = " (unanswered)" if label == "Unanswered" else ""
+        text = _one_line(f"Resume{unanswered}: {fact} (left {ago(now, line.at)} ago)")
+    if seen.session is not None and seen.session == session_id:
+        return _skip(kind, anchor, text, refs, "the current session is the one it came from")
+    if seen.paths & current_paths:
+        return _skip(kind, anchor, text, refs, "the current session already touches its paths")
+    if record is not None and record.outcome == "dropped":
+        return _skip(kind, anchor, text, refs, "the user let it go (dropped)")
+    later = _later(records, line.at, session_id)
+    if failure is not None:
+        key = call_key(failure.tool, failure.call)
+        if any(call_key(f.tool, f.call) == key for r in later for f in r.fixes):
+            return _skip(kind, anchor, text, refs, "a later result of the same call fixed it")
+    if _resolved(later, seen):
+        return _skip(kind, anchor, text, refs, "a later session that ended done resolved it")
+    if idle < WARM_MS:
+        return _skip(kind, anchor, text, refs, f"idle only {ago(now, line.at)}: it may still be under way")
+    if idle >= FORGOTTEN_AFTER_MS:
+        return _skip(kind, anchor, text, refs, f"idle {ago(now, line.at)}: past the forgotten horizon")
+    parts = [
+        _Part(PRIOR[kind], "unfixed failure" if failure is not None or label == "Failed" else "open thread"),
+        _Part(timing(idle), f"idle {ago(now, line.at)}"),
+    ]
+    moved = _moved_on(later, seen.paths)
+    if moved:
+        parts.append(_Part(MOVED_ON**moved, f"{moved} later session(s) on other work"))
+    if kind == "resume_thread" and record is not None:
+        if record.turns <= 1 and not record.tools and not record.paths:
+            parts.append(_Part(0.5, "a single exchange, no tools or paths"))
+        if label == "Open" and record.thread == record.intent:
+            parts.append(_Part(0.85, "only the opening request says it"))
+    score, reason = _score(parts)
+    return Suggestion(
+        id=suggestion_id(kind, anchor), kind=kind, text=text, score=score, reason=reason, refs=refs
+    )
+
+
+def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | None:
+    waiting = sorted((line for line in lines if _PROPOSAL.fullmatch(line.text)), key=lambda line: line.at)
+    if not waiting:
+        return None
+    due = [line for line in waiting if now - line.at >= REVIEW_AFTER_MS]
+    shown = due or waiting
+    oldest = shown[0]
+    titles = ", ".join(
+        f'"{m.group(1)}"' for m in (_PROPOSAL.fullmatch(line.text) for line in shown) if m is not None
+    )
+    refs = [ref for line in shown for ref in line.refs]
+    anchor = next((r for r in oldest.refs if r.startswith("proposal:")), fact_key(oldest.text))
+    if len(shown) == 1:
+        text = f"Proposal {titles} has waited {ago(now, oldest.at)} for review"
+    else:
+        text = f"{len(shown)} proposals have waited up to {ago(now, oldest.at)} for review: {titles}"
+    text = _one_line(text)
+    if not due:
+        return _skip(
+            "waiting_review",
+            anchor,
+            text,
+            refs,
+            f"the oldest has waited only {ago(now, oldest.at)} (fires after {ago(REVIEW_AFTER_MS, 0)})",
+        )
+    prior = min(PRIOR["waiting_review"] + 0.1 * (len(due) - 1), 0.9)
+    score, reason = _score([_Part(prior, f"{len(due)} proposal(s) waiting past {ago(REVIEW_AFTER_MS, 0)}")])
+    return Suggestion(
+        id=suggestion_id("waiting_review", anchor),
+        kind="waiting_review",
+        text=text,
+        score=score,
+        reason=reason,
+        refs=refs,
+    )
+
+
+def candidates(
+    now: int, state: AttentionState, records: Sequence[Behavior], *, session_id: str | None = None
+) -> list[Suggestion]:
+    """Every candidate with its score, best first — the skipped ones too (score 0, the
+    reason saying why): see module doc."""
+    by_ref: dict[str, Behavior] = {}
+    for record in records:
+        for ref in record.refs:
+            by_ref.setdefault(ref, record)
+    current_paths = (
+        {p for r in records if r.session_id == session_id for p in r.paths} if session_id else set()
+    )
+    found: dict[str, Suggestion] = {}
+    first_failed: dict[str, int] = {}
+    for section, line in state.lines():
+        source = _record_for(line, by_ref)
+        seen = _Seen(
+            record=source,
+            session=source.session_id if source is not None else session_of(line.refs),
+            paths=set(source.paths) if source is not None else set(),
+        )
+        candidate = _thread_candidate(now, section, line, seen, records, session_id, current_paths)
+        if candidate is None:
+            continue
+        earlier = found.get(candidate.id)
+        if earlier is not None:  # the same call failing in another session: one suggestion
+            keep, other = (candidate, earlier) if candidate.score > earlier.score else (earlier, candidate)
+            keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
+            candidate = keep
+        if candidate.kind == "unfixed_failure":
+            since = min(first_failed.get(candidate.id, line.at), line.at)
+            first_failed[candidate.id] = since
+            fact = candidate.text.split(": ", 1)[1]
+            candidate.text = _one_line(f"Still failing since {_since(now, since)}: {fact}")
+        found[candidate.id] = candidate
+    waiting = [line for name, line in state.lines() if name == "Waiting on the user"]
+    review = _review_candidate(now, waiting)
+    if review is not None:
+        found[review.id] = review
+    return sorted(found.values(), key=lambda s: (-s.score, s.kind, s.id))
+
+
+def suggest(
+    now: int,
+    state: AttentionState,
+    records: Sequence[Behavior],
+    dismissed: Mapping[str, int] | None = None,
+    *,
+    session_id: str | None = None,
+) -> list[Suggestion]:
+    """What to offer now: candidates scoring at least ``THRESHOLD``, not dismissed (until a
+    later time than ``now``), one per session, at most ``MAX_SUGGESTIONS``."""
+    dismissed = dismissed or {}
+    out: list[Suggestion] = []
+    sessions: set[str] = set()
+    for candidate in candidates(now, state, records, session_id=session_id):
+        if candidate.score < THRESHOLD:
+            break
+        if dismissed.get(candidate.id, 0) > now:
+            continue
+        session = session_of(candidate.refs)
+        if session is not None and session in sessions:
+            continue
+        if session is not None:
+            sessions.add(session)
+        out.append(candidate)
+        if len(out) >= MAX_SUGGESTIONS:
+            break
+    return out
