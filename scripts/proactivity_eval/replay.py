@@ -17,7 +17,8 @@ the daemon would have done by then (``makad/service/attention.py``):
   time) of Active threads / Recently abandoned, or nothing when both are empty.
 
 The generated user dismisses a makad suggestion that did not help with the persona's
-``dismiss_p`` (``dismissed[id] = now``), unless ``dismiss`` is off.
+``dismiss_p``, for ``DISMISS_MS`` (a week: ``dismissed[id] = now + DISMISS_MS``, the time
+the dismissal lasts until), unless ``dismiss`` is off.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from proactivity_eval.truth import Score, score_moment
 IDLE_MS = 15 * 60_000
 CLOSE_AFTER_MS = 30_000
 MAX_RECORDS = 300
+DISMISS_MS = 7 * 86_400_000
 
 Fired = list[tuple[list[str], str]]
 
@@ -149,6 +151,6 @@ def replay(
             ]
             for f, h in zip(fired, hits, strict=True):
                 if not h and rng.random() < dismiss_p:
-                    dismissed[f.id] = now
+                    dismissed[f.id] = now + DISMISS_MS
         out.moments.append(moment)
     return out

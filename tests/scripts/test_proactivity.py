@@ -168,12 +168,12 @@ class _Shown:
 def test_replay_scores_any_suggester_and_passes_its_dismissals() -> None:
     """A suggester showing every open attention line is scored at each moment; what did not
     help is dismissed by the generated user and handed back at later moments."""
-    seen: list[dict[str, int]] = []
+    seen: list[tuple[int, dict[str, int]]] = []
 
     def suggest(
         now: int, state: Any, records: Any, dismissed: Any = None, *, session_id: Any = None
     ) -> list[Any]:
-        seen.append(dict(dismissed or {}))
+        seen.append((now, dict(dismissed or {})))
         lines = [line for name, line in state.lines() if name in attention.OPEN_SECTIONS]
         return [_Shown(f"s{hash(line.text) & 0xFFFF}", line.text, list(line.refs)) for line in lines]
 
@@ -182,6 +182,7 @@ def test_replay_scores_any_suggester_and_passes_its_dismissals() -> None:
     assert outcome.makad.moments == len(history.sessions) == len(seen)
     assert outcome.makad.fired >= outcome.baseline.fired > 0
     assert outcome.makad.items_hit >= outcome.baseline.items_hit
-    assert any(seen)  # the juggler dismissed something that did not help
+    assert any(d for _, d in seen)  # the juggler dismissed something that did not help
+    assert any(until > now for now, d in seen for until in d.values())  # a dismissal lasts a while
     quiet = replay(history, suggest, dismiss=False)
     assert quiet.makad.fired == outcome.makad.fired
