@@ -96,6 +96,7 @@ class Outcome:
     makad: Score = field(default_factory=Score)
     baseline: Score = field(default_factory=Score)
     moments: list[dict[str, Any]] = field(default_factory=list)
+    by_kind: dict[str, list[int]] = field(default_factory=dict)  # makad's kind → [fired, hits]
 
 
 def replay(
@@ -150,6 +151,9 @@ def replay(
                 for f, h in zip(fired, hits, strict=True)
             ]
             for f, h in zip(fired, hits, strict=True):
+                counts = out.by_kind.setdefault(f.kind, [0, 0])
+                counts[0] += 1
+                counts[1] += int(h)
                 if not h and rng.random() < dismiss_p:
                     dismissed[f.id] = now + DISMISS_MS
         out.moments.append(moment)

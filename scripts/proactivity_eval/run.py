@@ -11,8 +11,9 @@ session after a history ending days ago is checked (``continuity``).
 Printed: one JSON object — per persona and overall, for ``makad`` and ``baseline``:
 ``precision``, ``recall``, ``f1`` over (moment, item) pairs, ``false_fires_per_day``
 (per persona-day), ``skip_silent_share`` (skip moments at which nothing fired),
-``help_hit_share`` (help moments at which something hit) and the counts; the seed, the
-generator version, and the continuity figures. ``--out DIR`` also writes
+``help_hit_share`` (help moments at which something hit) and the counts; makad's
+precision by suggestion kind (``makadBySuggestionKind``); the seed, the generator
+version, and the continuity figures. ``--out DIR`` also writes
 ``summary.json`` and ``moments.jsonl`` (every moment: its items, what each side fired,
 and whether it hit), enough to recompute every figure.
 """
@@ -89,6 +90,7 @@ def evaluate(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, A
         "personas": {},
     }
     totals = {"makad": Score(), "baseline": Score()}
+    by_kind: dict[str, list[int]] = {}
     moments: list[dict[str, Any]] = []
     for name in names:
         history = generate(name, args.seed, args.days)
@@ -96,6 +98,10 @@ def evaluate(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, A
         totals["makad"].add(outcome.makad)
         totals["baseline"].add(outcome.baseline)
         moments.extend(outcome.moments)
+        for kind, (fired, hits) in outcome.by_kind.items():
+            counts = by_kind.setdefault(kind, [0, 0])
+            counts[0] += fired
+            counts[1] += hits
         report["personas"][name] = {
             "about": persona(name).about,
             "sessions": len(history.sessions),
@@ -111,6 +117,10 @@ def evaluate(args: argparse.Namespace) -> tuple[dict[str, Any], list[dict[str, A
         "personaDays": persona_days,
         "makad": metrics(totals["makad"], persona_days) if suggest else None,
         "baseline": metrics(totals["baseline"], persona_days),
+        "makadBySuggestionKind": {
+            kind: {"fired": fired, "hits": hits, "precision": round(hits / fired, 4) if fired else None}
+            for kind, (fired, hits) in sorted(by_kind.items())
+        },
     }
     return report, moments
 

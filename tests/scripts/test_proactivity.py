@@ -149,6 +149,8 @@ def test_quick_run_reports_every_figure_and_scores_the_baseline(quick: tuple[dic
     if report["suggester"]["available"]:
         assert set(report["overall"]["makad"]) >= METRIC_KEYS
         assert all("makad" in json.loads(line) for line in moments)
+        by_kind = report["overall"]["makadBySuggestionKind"]
+        assert sum(k["fired"] for k in by_kind.values()) == report["overall"]["makad"]["counts"]["fired"]
     else:
         assert report["overall"]["makad"] is None
     continuity = report["continuity"]
