@@ -29,6 +29,7 @@ from makad.service.outside_text import OutsideTextService
 from makad.service.proposals import ProposalService
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
+from makad.service.suggestions import SuggestionService
 from makad.service.system import DaemonInfo, SystemService, inject_faults, registry_warnings
 from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.warmup import Warmup
@@ -124,6 +125,7 @@ def build_app(
         LedgerService(ctx, sessions, notes, on_close=closed, on_delete=attention.session_deleted),
         episodes,
         attention,
+        SuggestionService(ctx, sessions, settings.suggestion_cooldown_ms),
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

@@ -353,10 +353,17 @@ def suggest(
 ) -> list[Suggestion]:
     """What to offer now: candidates scoring at least ``THRESHOLD``, not dismissed (until a
     later time than ``now``), one per session, at most ``MAX_SUGGESTIONS``."""
+    return pick(now, candidates(now, state, records, session_id=session_id), dismissed)
+
+
+def pick(
+    now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None = None
+) -> list[Suggestion]:
+    """``suggest``'s choice among ``found`` (``candidates``' answer, best first)."""
     dismissed = dismissed or {}
     out: list[Suggestion] = []
     sessions: set[str] = set()
-    for candidate in candidates(now, state, records, session_id=session_id):
+    for candidate in found:
         if candidate.score < THRESHOLD:
             break
         if dismissed.get(candidate.id, 0) > now:

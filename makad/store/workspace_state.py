@@ -15,6 +15,7 @@ from typing import NamedTuple
 import anyio
 
 from makad.core.attention import AttentionState
+from makad.core.behaviors import Behavior
 from makad.core.compaction import BreakerState
 from makad.core.confidence import Confidence
 from makad.core.context_types import FillOrder, MemorySnapshot
@@ -121,6 +122,9 @@ class WorkspaceState:
     attention_purged: bool = False
     # Advanced whenever the cached state must not be set from a derivation begun before.
     attention_epoch: int = 0
+    # The behavior records suggestions are scored with (``makad.service.suggestions``), and
+    # the newest record's id they were read up to; dropped with the attention state.
+    suggestion_records: tuple[int, list[Behavior]] | None = None
     first_calls: dict[str, str] = field(default_factory=dict)
     # The user level only: its snapshot with ``@user/`` ids.
     level_view: LevelView | None = None
@@ -138,4 +142,5 @@ class WorkspaceState:
         """The cached attention state is out of date: read it again from the ledger."""
         self.attention = None
         self.attention_loaded = False
+        self.suggestion_records = None
         self.attention_epoch += 1

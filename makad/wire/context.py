@@ -6,8 +6,9 @@ from typing import Literal
 
 from makad.core.attention import AttentionSection
 from makad.core.context_types import ContextPack
+from makad.core.suggestions import Suggestion
 from makad.core.types import ContextStrategy
-from makad.errors import InvalidParams, InvalidWorkspace, IOFailure, NotFound, TooLarge
+from makad.errors import IncognitoBlocked, InvalidParams, InvalidWorkspace, IOFailure, NotFound, TooLarge
 from makad.wire.base import MethodSpec, Result, WorkspaceParams
 
 MAX_BUDGET_TOKENS = 2_000_000
@@ -41,6 +42,55 @@ class AttentionResult(Result):
     enabled: bool
     computed_at: int
     sections: list[AttentionSection]
+
+
+class SuggestParams(WorkspaceParams):
+    """``sessionId``: the session asking (its own threads are not suggested back to it, and
+    an incognito one gets nothing). ``explain``: also list every candidate, the skipped
+    ones with score 0 and the reason."""
+
+    session_id: str | None = None
+    explain: bool = False
+
+
+SilencedReason = Literal["attention_off", "incognito", "session_incognito", "agent_reads_off", "not_derived"]
+
+
+class SuggestResult(Result):
+    """What is worth offering the user now (docs/ATTENTION.md, Suggestions), best first.
+
+    ``enabled`` false: nothing is suggested and ``silenced`` says why (``attention_off``,
+    ``incognito``: the workspace, ``session_incognito``, ``agent_reads_off``); with
+    ``enabled`` true, ``silenced`` is ``not_derived`` while the attention state has not been
+    derived yet (it will be, off the request path). ``threshold``: the score a suggestion
+    needs; ``cooldownMs``: how long ``dismiss_suggestion`` hides one by default;
+    ``computedAt``: when the attention state they come from was derived (ms)."""
+
+    enabled: bool
+    suggestions: list[Suggestion]
+    threshold: float
+    cooldown_ms: int
+    computed_at: int = 0
+    silenced: SilencedReason | None = None
+    candidates: list[Suggestion] | None = None
+
+
+class DismissSuggestionParams(WorkspaceParams):
+    """``id``: a suggestion's id (``sg_`` and 16 hex digits); ``forMs``: how long it stays
+    away (default: the daemon's cooldown; 0 brings it back now)."""
+
+    id: str
+    for_ms: int | None = None
+
+
+class DismissSuggestionResult(Result):
+    """``until``: when the suggestion may show again (ms)."""
+
+    id: str
+    until: int
+
+
+MAX_DISMISS_MS = 365 * 86_400_000
 
 
 METHODS: list[MethodSpec] = [
@@ -78,5 +128,34 @@ METHODS: list[MethodSpec] = [
             "empty. A thread a later session resolved is not listed (docs/ATTENTION.md)."
         ),
         errors=(InvalidWorkspace, InvalidParams, IOFailure),
+    ),
+    MethodSpec(
+        "suggest",
+        SuggestParams,
+        SuggestResult,
+        "What is worth offering the user unasked — a thread to resume, a failure still standing, "
+        "proposals waiting for review — each with a score, the reason and its refs; often nothing.",
+        description=(
+            "Scored without a model from the stored attention state and behavior records "
+            "(docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one "
+            "per session, at most 3. The asking session's own threads are not suggested back. "
+            "Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, "
+            "agentReadEnabled off, or the workspace or the session incognito. Nothing is derived "
+            "on the request path."
+        ),
+        errors=(InvalidWorkspace, InvalidParams, IOFailure),
+    ),
+    MethodSpec(
+        "dismiss_suggestion",
+        DismissSuggestionParams,
+        DismissSuggestionResult,
+        "Hide a suggestion for forMs (default the daemon's cooldown, MAKAD_SUGGESTION_COOLDOWN_MS, "
+        "3 days); 0 brings it back.",
+        description=(
+            "Kept in the workspace ledger (the id only, a digest: no text), so it survives a "
+            "restart. A malformed id or a forMs below 0 or above a year is invalid_params; while "
+            "the workspace is incognito nothing is written (incognito_blocked)."
+        ),
+        errors=(InvalidWorkspace, InvalidParams, IncognitoBlocked, IOFailure),
     ),
 ]

@@ -16,6 +16,7 @@ from tests.support import DaemonProcess
 
 TOP = {
     "attention",
+    "suggest",
     "episodes",
     "consolidate",
     "status",

@@ -215,3 +215,56 @@ def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> N
     assert f"event:{sid}:3" in out.stdout and "## Rhythm" in out.stdout
     as_json = json.loads(run_maka(daemon, "attention", "--json").stdout)
     assert as_json["enabled"] is True and as_json["sections"][0]["name"] == "Active threads"
+
+
+def test_suggest_command_lists_dismisses_and_brings_back(daemon: DaemonProcess) -> None:
+    """`maka suggest` shows a thread left a day ago with its id, score and refs; `maka suggest
+    dismiss ID` hides it, `--for 0` brings it back; --json is suggest's reply."""
+    call(daemon, "set_settings", agentReadEnabled=True)
+    at = int(time.time() * 1000) - 86_400_000
+    sid = call(daemon, "open_session")["sessionId"]
+    call(
+        daemon,
+        "append_events",
+        sessionId=sid,
+        events=[
+            {"type": "user_message", "text": "Port the exporter in src/export.py to the v2 API", "ts": at},
+            {
+                "type": "tool_call",
+                "text": "cat src/export.py",
+                "toolCallId": "a",
+                "toolName": "bash",
+                "ts": at,
+            },
+            {
+                "type": "tool_result",
+                "text": "def export(): ...",
+                "toolCallId": "a",
+                "toolName": "bash",
+                "ts": at,
+            },
+            {"type": "assistant_message", "text": "Halfway.", "ts": at},
+        ],
+    )
+    call(daemon, "set_working_state", sessionId=sid, openThreads=["port the exporter to v2"])
+    call(daemon, "close_session", sessionId=sid)
+    for _ in range(300):
+        reply = call(daemon, "suggest")
+        if reply["suggestions"]:
+            break
+        time.sleep(0.1)
+    [item] = reply["suggestions"]
+    out = run_maka(daemon, "suggest")
+    assert out.returncode == 0, out.stderr
+    assert "Resume: port the exporter to v2" in out.stdout and item["id"] in out.stdout
+    assert f"event:{sid}:1" in out.stdout
+    gone = run_maka(daemon, "suggest", "dismiss", item["id"])
+    assert gone.returncode == 0, gone.stderr
+    assert gone.stdout.startswith(f"Dismissed {item['id']} until ")
+    assert "Nothing worth suggesting now." in run_maka(daemon, "suggest").stdout
+    assert item["id"] in run_maka(daemon, "suggest", "--all").stdout  # listed as not suggested
+    run_maka(daemon, "suggest", "dismiss", item["id"], "--for", "0")
+    as_json = json.loads(run_maka(daemon, "suggest", "--json").stdout)
+    assert [s["id"] for s in as_json["suggestions"]] == [item["id"]]
+    bad = run_maka(daemon, "suggest", "dismiss", "nope")
+    assert bad.returncode != 0 and "invalid_params" in bad.stderr + bad.stdout

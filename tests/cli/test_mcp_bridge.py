@@ -27,6 +27,8 @@ READ_TOOLS = {
     "memory_search",
     "memory_context",
     "memory_attention",
+    "memory_suggestions",
+    "memory_dismiss_suggestion",
     "memory_list",
     "memory_resolve",
     "history_search",
@@ -99,6 +101,8 @@ async def test_gates_closed_by_default(shared_daemon: DaemonProcess) -> None:
             ("memory_context", {"query": "deploys"}),
             ("memory_list", {}),
             ("memory_attention", {}),
+            ("memory_suggestions", {}),
+            ("memory_dismiss_suggestion", {"id": "sg_0123456789abcdef"}),
             ("memory_resolve", {"refs": [f"memory:{entry['entry']['id']}"]}),
             ("history_search", {"query": "deploys"}),
         ):
@@ -612,3 +616,56 @@ async def test_attention_tool_and_resource(shared_daemon: DaemonProcess) -> None
     assert f"event:{sid}:1" in whole and "## Rhythm" in whole
     assert "## Rhythm" in only and "Port the exporter" not in only
     assert resource == whole
+
+
+async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
+    """With agent read on, memory_suggestions offers a thread left a day ago with its id and
+    refs; memory_dismiss_suggestion hides it; a malformed id is a tool error."""
+    open_gates(daemon)
+    at = int(time.time() * 1000) - 86_400_000
+    sid = call(daemon, "open_session")["sessionId"]
+    call(
+        daemon,
+        "append_events",
+        sessionId=sid,
+        events=[
+            {"type": "user_message", "text": "Move the scheduler in src/sched.py to asyncio", "ts": at},
+            {
+                "type": "tool_call",
+                "text": "cat src/sched.py",
+                "toolCallId": "a",
+                "toolName": "bash",
+                "ts": at,
+            },
+            {
+                "type": "tool_result",
+                "text": "class Scheduler",
+                "toolCallId": "a",
+                "toolName": "bash",
+                "ts": at,
+            },
+            {"type": "assistant_message", "text": "Started.", "ts": at},
+        ],
+    )
+    call(daemon, "set_working_state", sessionId=sid, openThreads=["move the scheduler to asyncio"])
+    call(daemon, "close_session", sessionId=sid)
+
+    def suggested() -> list[dict[str, Any]]:
+        for _ in range(300):
+            found: list[dict[str, Any]] = call(daemon, "suggest")["suggestions"]
+            if any(sid in ref for s in found for ref in s["refs"]):
+                return found
+            time.sleep(0.1)
+        return []
+
+    found = await anyio.to_thread.run_sync(suggested)
+    [item] = [s for s in found if any(sid in ref for ref in s["refs"])]
+    async with host(daemon) as h:
+        is_error, text = await h.tool("memory_suggestions")
+        assert not is_error and "Resume" in text and item["id"] in text and f"event:{sid}:1" in text
+        is_error, done = await h.tool("memory_dismiss_suggestion", id=item["id"])
+        assert not is_error and done.startswith(f"Dismissed {item['id']}")
+        _, after = await h.tool("memory_suggestions")
+        assert item["id"] not in after
+        is_error, bad = await h.tool("memory_dismiss_suggestion", id="nope")
+        assert is_error and "invalid_params" in bad

@@ -325,6 +325,23 @@ export interface DeleteSessionResult {
   incognito: boolean;
 }
 
+/**
+ * `id`: a suggestion's id (`sg_` and 16 hex digits); `forMs`: how long it stays
+ * away (default: the daemon's cooldown; 0 brings it back now).
+ */
+export interface DismissSuggestionParams {
+  workspace: string;
+  id: string;
+  /** @default null */
+  forMs?: number | null;
+}
+
+/** `until`: when the suggestion may show again (ms). */
+export interface DismissSuggestionResult {
+  id: string;
+  until: number;
+}
+
 /** One memory entry (active or archived in MEMORY.md, open in PENDING.md). */
 export interface Entry {
   id: string;
@@ -1156,6 +1173,52 @@ export interface SubscribeResult {
   revision: number;
 }
 
+/**
+ * `sessionId`: the session asking (its own threads are not suggested back to it, and
+ * an incognito one gets nothing). `explain`: also list every candidate, the skipped
+ * ones with score 0 and the reason.
+ */
+export interface SuggestParams {
+  workspace: string;
+  /** @default null */
+  sessionId?: string | null;
+  /** @default false */
+  explain?: boolean;
+}
+
+/**
+ * What is worth offering the user now (docs/ATTENTION.md, Suggestions), best first.
+ *
+ * `enabled` false: nothing is suggested and `silenced` says why (`attention_off`,
+ * `incognito`: the workspace, `session_incognito`, `agent_reads_off`); with
+ * `enabled` true, `silenced` is `not_derived` while the attention state has not been
+ * derived yet (it will be, off the request path). `threshold`: the score a suggestion
+ * needs; `cooldownMs`: how long `dismiss_suggestion` hides one by default;
+ * `computedAt`: when the attention state they come from was derived (ms).
+ */
+export interface SuggestResult {
+  enabled: boolean;
+  suggestions: Suggestion[];
+  threshold: number;
+  cooldownMs: number;
+  /** @default 0 */
+  computedAt?: number;
+  /** @default null */
+  silenced?: "agent_reads_off" | "attention_off" | "incognito" | "not_derived" | "session_incognito" | null;
+  /** @default null */
+  candidates?: Suggestion[] | null;
+}
+
+/** One thing worth offering the user, with its score and why. */
+export interface Suggestion {
+  id: string;
+  kind: string;
+  text: string;
+  score: number;
+  reason: string;
+  refs: string[];
+}
+
 export interface ToolCall {
   id: string;
   name: string;
@@ -1637,6 +1700,35 @@ export interface Methods {
     errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /**
+   * What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
+   * Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path.
+   */
+  suggest: {
+    params: {
+      workspace: string;
+      /** @default null */
+      sessionId?: string | null;
+      /** @default false */
+      explain?: boolean;
+    };
+    result: SuggestResult;
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
+  };
+  /**
+   * Hide a suggestion for forMs (default the daemon's cooldown, MAKAD_SUGGESTION_COOLDOWN_MS, 3 days); 0 brings it back.
+   * Kept in the workspace ledger (the id only, a digest: no text), so it survives a restart. A malformed id or a forMs below 0 or above a year is invalid_params; while the workspace is incognito nothing is written (incognito_blocked).
+   */
+  dismiss_suggestion: {
+    params: {
+      workspace: string;
+      id: string;
+      /** @default null */
+      forMs?: number | null;
+    };
+    result: DismissSuggestionResult;
+    errors: "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error";
+  };
+  /**
    * Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
    * A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, at most 40,000; halved for reason overflow) and 5 text messages, never splitting a tool call from its result. After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
    */
@@ -1905,7 +1997,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "suggest", "dismiss_suggestion", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

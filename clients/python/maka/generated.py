@@ -345,6 +345,24 @@ class DeleteSessionResult(TypedDict):
     incognito: bool
 
 
+class DismissSuggestionParams(TypedDict):
+    """``id``: a suggestion's id (``sg_`` and 16 hex digits); ``forMs``: how long it stays
+    away (default: the daemon's cooldown; 0 brings it back now).
+    """
+
+    workspace: str
+    id: str
+    # default: null
+    forMs: NotRequired[int | None]
+
+
+class DismissSuggestionResult(TypedDict):
+    """``until``: when the suggestion may show again (ms)."""
+
+    id: str
+    until: int
+
+
 class Entry(TypedDict):
     """One memory entry (active or archived in MEMORY.md, open in PENDING.md)."""
 
@@ -1194,6 +1212,53 @@ class SubscribeResult(TypedDict):
     revision: int
 
 
+class SuggestParams(TypedDict):
+    """``sessionId``: the session asking (its own threads are not suggested back to it, and
+    an incognito one gets nothing). ``explain``: also list every candidate, the skipped
+    ones with score 0 and the reason.
+    """
+
+    workspace: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: false
+    explain: NotRequired[bool]
+
+
+class SuggestResult(TypedDict):
+    """What is worth offering the user now (docs/ATTENTION.md, Suggestions), best first.
+
+    ``enabled`` false: nothing is suggested and ``silenced`` says why (``attention_off``,
+    ``incognito``: the workspace, ``session_incognito``, ``agent_reads_off``); with
+    ``enabled`` true, ``silenced`` is ``not_derived`` while the attention state has not been
+    derived yet (it will be, off the request path). ``threshold``: the score a suggestion
+    needs; ``cooldownMs``: how long ``dismiss_suggestion`` hides one by default;
+    ``computedAt``: when the attention state they come from was derived (ms).
+    """
+
+    enabled: bool
+    suggestions: list[Suggestion]
+    threshold: float
+    cooldownMs: int
+    # default: 0
+    computedAt: NotRequired[int]
+    # default: null
+    silenced: NotRequired[Literal["agent_reads_off", "attention_off", "incognito", "not_derived", "session_incognito"] | None]
+    # default: null
+    candidates: NotRequired[list[Suggestion] | None]
+
+
+class Suggestion(TypedDict):
+    """One thing worth offering the user, with its score and why."""
+
+    id: str
+    kind: str
+    text: str
+    score: float
+    reason: str
+    refs: list[str]
+
+
 class ToolCall(TypedDict):
     id: str
     name: str
@@ -1598,6 +1663,25 @@ class GetAttentionArgs(TypedDict):
     workspace: str
 
 
+class SuggestArgs(TypedDict):
+    """Params of ``suggest``."""
+
+    workspace: str
+    # default: null
+    sessionId: NotRequired[str | None]
+    # default: false
+    explain: NotRequired[bool]
+
+
+class DismissSuggestionArgs(TypedDict):
+    """Params of ``dismiss_suggestion``."""
+
+    workspace: str
+    id: str
+    # default: null
+    forMs: NotRequired[int | None]
+
+
 class CompactArgs(TypedDict):
     """Params of ``compact``."""
 
@@ -1992,6 +2076,24 @@ class Methods:
         """
         return cast("AttentionResult", self._call("get_attention", dict(params)))
 
+    def suggest(self, **params: Unpack[SuggestArgs]) -> SuggestResult:
+        """What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
+
+        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path.
+
+        Errors: invalid_params, invalid_workspace, io_error.
+        """
+        return cast("SuggestResult", self._call("suggest", dict(params)))
+
+    def dismiss_suggestion(self, **params: Unpack[DismissSuggestionArgs]) -> DismissSuggestionResult:
+        """Hide a suggestion for forMs (default the daemon's cooldown, MAKAD_SUGGESTION_COOLDOWN_MS, 3 days); 0 brings it back.
+
+        Kept in the workspace ledger (the id only, a digest: no text), so it survives a restart. A malformed id or a forMs below 0 or above a year is invalid_params; while the workspace is incognito nothing is written (incognito_blocked).
+
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error.
+        """
+        return cast("DismissSuggestionResult", self._call("dismiss_suggestion", dict(params)))
+
     def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
         """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
 
@@ -2327,6 +2429,24 @@ class AsyncMethods:
         """
         return cast("AttentionResult", await self._call("get_attention", dict(params)))
 
+    async def suggest(self, **params: Unpack[SuggestArgs]) -> SuggestResult:
+        """What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
+
+        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path.
+
+        Errors: invalid_params, invalid_workspace, io_error.
+        """
+        return cast("SuggestResult", await self._call("suggest", dict(params)))
+
+    async def dismiss_suggestion(self, **params: Unpack[DismissSuggestionArgs]) -> DismissSuggestionResult:
+        """Hide a suggestion for forMs (default the daemon's cooldown, MAKAD_SUGGESTION_COOLDOWN_MS, 3 days); 0 brings it back.
+
+        Kept in the workspace ledger (the id only, a digest: no text), so it survives a restart. A malformed id or a forMs below 0 or above a year is invalid_params; while the workspace is incognito nothing is written (incognito_blocked).
+
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error.
+        """
+        return cast("DismissSuggestionResult", await self._call("dismiss_suggestion", dict(params)))
+
     async def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
         """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
 
@@ -2471,7 +2591,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "suggest", "dismiss_suggestion", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {

@@ -75,6 +75,24 @@ class AttentionArgs(msgspec.Struct):
     ] = None
 
 
+class SuggestionsArgs(msgspec.Struct):
+    """Arguments of memory_suggestions."""
+
+    explain: Annotated[
+        bool,
+        Meta(description="Also list the candidates that were not suggested, with their score and why."),
+    ] = False
+
+
+class DismissSuggestionArgs(msgspec.Struct):
+    """Arguments of memory_dismiss_suggestion."""
+
+    id: Annotated[
+        str,
+        Meta(description="The suggestion's id (sg_…), as memory_suggestions gave it."),
+    ]
+
+
 class ListArgs(msgspec.Struct):
     """Arguments of memory_list."""
 

@@ -3,7 +3,8 @@
 Built on the official SDK's low-level server (mcp 2.x), which lets the tool list change
 while connected and carries resource subscriptions. What it serves:
 
-- tools: ``memory_search``, ``memory_context``, ``memory_attention``, ``memory_list``, ``memory_resolve``,
+- tools: ``memory_search``, ``memory_context``, ``memory_attention``, ``memory_suggestions``,
+  ``memory_dismiss_suggestion``, ``memory_list``, ``memory_resolve``,
   ``history_search``, ``session_record`` and — only while the user allows agents to propose
   (``extractToolEnabled && agentReadEnabled``, memory on, not incognito) — ``memory_propose``.
   When a switch changes, the host gets ``notifications/tools/list_changed``.
@@ -102,6 +103,24 @@ TOOLS = (
         "workspace is worked on. Each line names its refs (resolve them with memory_resolve). "
         "Read it when a session starts. Returns nothing while the user has not allowed agents "
         "to read memory.",
+    ),
+    ToolSpec(
+        "memory_suggestions",
+        a.SuggestionsArgs,
+        Bridge.suggestions,
+        "What is worth offering the user unasked, from past sessions — a thread left open to "
+        "resume, a failure still standing, proposals waiting for review — or, most of the time, "
+        "nothing. Each has an id, a score, the reason and its refs. Offer one in a sentence when "
+        "it fits the moment; do not insist. Returns nothing while the user has not allowed agents "
+        "to read memory.",
+    ),
+    ToolSpec(
+        "memory_dismiss_suggestion",
+        a.DismissSuggestionArgs,
+        Bridge.dismiss_suggestion,
+        "When the user declines a suggestion, dismiss it by its id: it is not suggested again "
+        "for a few days (the daemon's cooldown).",
+        read_only=False,
     ),
     ToolSpec(
         "memory_list",

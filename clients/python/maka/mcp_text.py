@@ -182,3 +182,38 @@ def attention_markdown(result: dict[str, Any]) -> str:
             )
         )
     return "\n\n".join(parts) + "\n"
+
+
+SILENCED = {
+    "attention_off": "attentionEnabled is off for this workspace",
+    "incognito": "the workspace is incognito",
+    "session_incognito": "this session is incognito",
+    "agent_reads_off": "agent read is off for this workspace",
+    "not_derived": "nothing is derived yet; ask again in a moment",
+}
+
+
+def suggestions_markdown(result: dict[str, Any]) -> str:
+    """suggest's reply as Markdown: each suggestion with its id, score, reason and refs."""
+    silenced = result.get("silenced")
+    if silenced and not result.get("suggestions"):
+        return f"# Suggestions\n\nNothing is suggested: {SILENCED.get(str(silenced), silenced)}.\n"
+    parts = ["# Suggestions"]
+    items = result.get("suggestions") or []
+    if not items:
+        parts.append("Nothing worth suggesting now.")
+    for item in items:
+        parts.append(_suggestion_line(item))
+    skipped = [c for c in result.get("candidates") or [] if c.get("id") not in {i.get("id") for i in items}]
+    if skipped:
+        parts.append(f"## Not suggested (threshold {result.get('threshold')})")
+        parts.extend(_suggestion_line(c) for c in skipped)
+    return "\n\n".join(parts) + "\n"
+
+
+def _suggestion_line(item: dict[str, Any]) -> str:
+    refs = ", ".join(item.get("refs") or [])
+    return (
+        f"- {item.get('text')} ({refs})\n  id {item.get('id')} · {item.get('kind')} · "
+        f"score {float(item.get('score') or 0):.2f}: {item.get('reason')}"
+    )

@@ -30,12 +30,14 @@ from maka.mcp_args import (
     MAX_TURNS,
     AttentionArgs,
     ContextArgs,
+    DismissSuggestionArgs,
     HistoryArgs,
     ListArgs,
     ProposeArgs,
     RecordArgs,
     ResolveArgs,
     SearchArgs,
+    SuggestionsArgs,
 )
 from maka.mcp_gates import USER_LEVEL, ToolFailure, propose_hint, propose_open, refusal
 from maka.mcp_resolve import USER_PREFIX, Resolver
@@ -396,6 +398,23 @@ class Bridge:
                 s for s in result.get("sections") or [] if str(s.get("name", "")).casefold() == wanted
             ]
         return text.attention_markdown(result)
+
+    async def suggestions(self, args: SuggestionsArgs | None = None) -> str:
+        """What is worth offering the user now (suggest), behind the read gate; this
+        connection's own session is not suggested back to it."""
+        if why := await self.read_refusal():
+            return why
+        params: dict[str, Any] = {"explain": bool(args and args.explain)}
+        if self.session_id is not None:
+            params["sessionId"] = self.session_id
+        return text.suggestions_markdown(await self.call("suggest", params))
+
+    async def dismiss_suggestion(self, args: DismissSuggestionArgs) -> str:
+        """Hide a suggestion for the daemon's cooldown (dismiss_suggestion), behind the read gate."""
+        if why := await self.read_refusal():
+            return why
+        result = await self.call("dismiss_suggestion", {"id": args.id.strip()})
+        return f"Dismissed {result.get('id')} until {result.get('until')} (ms since the epoch)."
 
     async def pending_file(self) -> str:
         if why := await self.read_refusal():

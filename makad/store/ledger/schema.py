@@ -320,8 +320,30 @@ _ATTENTION: Final[tuple[str, ...]] = (
     ) WITHOUT ROWID""",
 )
 
+# Suggestions the user dismissed (``makad.store.suggestion_store``): a suggestion's stable
+# id (``makad.core.suggestions``, a digest: no text of the user's), until when it stays
+# dismissed, and when it was dismissed. Bounded: expired rows are pruned on each write,
+# and only the newest ``MAX_DISMISSED`` are kept.
+_SUGGESTIONS: Final[tuple[str, ...]] = (
+    """CREATE TABLE dismissed_suggestions (
+        id TEXT PRIMARY KEY,
+        until INTEGER NOT NULL,
+        at INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _SEMANTIC_VECTORS, _ATTENTION)
+MIGRATIONS: Final[tuple[Migration, ...]] = (
+    _V1,
+    _V2,
+    _V3,
+    _V4,
+    _V5,
+    _V6,
+    _SEMANTIC_VECTORS,
+    _ATTENTION,
+    _SUGGESTIONS,
+)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

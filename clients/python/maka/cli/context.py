@@ -1,4 +1,5 @@
-"""`maka context` (build_context), `maka attention` (get_attention) and `maka compact` (compact)."""
+"""`maka context` (build_context), `maka attention` (get_attention), `maka suggest` (suggest,
+dismiss_suggestion) and `maka compact` (compact)."""
 
 from __future__ import annotations
 
@@ -6,9 +7,9 @@ import argparse
 from typing import Any
 
 from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_session, workspace_of
-from maka.cli.output import print_json, table, terminal_width
+from maka.cli.output import print_json, table, terminal_width, timestamp
 from maka.client import Client
-from maka.mcp_text import attention_markdown
+from maka.mcp_text import attention_markdown, suggestions_markdown
 
 SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
 
@@ -171,6 +172,47 @@ def cmd_attention(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_suggest(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    params: dict[str, Any] = {"workspace": ws, "explain": bool(args.all)}
+    if args.session:
+        params["sessionId"] = resolve_session(client, ws, args.session)
+    result = client.call("suggest", params)
+    if args.json:
+        print_json(result)
+    else:
+        print(suggestions_markdown(result), end="")
+    return EXIT_OK
+
+
+DURATION_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def duration_ms(text: str) -> int:
+    """``3d``, ``12h``, ``30m``, ``10s``, ``500ms`` or a bare number of milliseconds."""
+    raw = text.strip().lower()
+    for unit in sorted(DURATION_UNITS, key=len, reverse=True):
+        if raw.endswith(unit) and raw[: -len(unit)].strip().replace(".", "", 1).isdigit():
+            return round(float(raw[: -len(unit)]) * DURATION_UNITS[unit])
+    if raw.isdigit():
+        return int(raw)
+    raise argparse.ArgumentTypeError(f"not a duration: {text!r} (e.g. 3d, 12h, 30m, 0)")
+
+
+def cmd_dismiss_suggestion(client: Client, args: argparse.Namespace) -> int:
+    params: dict[str, Any] = {"workspace": workspace_of(args), "id": args.id}
+    if args.for_ms is not None:
+        params["forMs"] = args.for_ms
+    result = client.call("dismiss_suggestion", params)
+    if args.json:
+        print_json(result)
+    elif args.for_ms == 0:
+        print(f"Suggestion {result['id']} may show again now.")
+    else:
+        print(f"Dismissed {result['id']} until {timestamp(int(result['until']))}.")
+    return EXIT_OK
+
+
 def cmd_compact(client: Client, args: argparse.Namespace) -> int:
     summary = read_text_arg(args.summary_file) if args.summary_file == "-" else None
     if args.summary_file and args.summary_file != "-":
@@ -231,6 +273,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "threads, focus, proposals waiting, rejections cooling down, rhythm (docs/ATTENTION.md).",
     )
     p.set_defaults(func=cmd_attention)
+
+    p = sub.add_parser(
+        "suggest",
+        parents=parents.scoped,
+        help="show what is worth picking up again, if anything (suggest); `suggest dismiss ID` hides one",
+        description="Suggestions derived from past sessions, with restraint: a thread left open, "
+        "a failure still standing, proposals waiting for review — each with its score, the reason "
+        "and its refs. Most of the time there is nothing (docs/ATTENTION.md, Suggestions).",
+    )
+    p.add_argument(
+        "-s", "--session", metavar="SESSION_ID", help="the session asking (its own work is left out)"
+    )
+    p.add_argument("-a", "--all", action="store_true", help="also list the candidates not suggested, and why")
+    p.set_defaults(func=cmd_suggest)
+    ssub = p.add_subparsers(dest="suggest_command", required=False, metavar="ACTION")
+    d = ssub.add_parser(
+        "dismiss",
+        parents=parents.scoped,
+        help="hide a suggestion for a while (dismiss_suggestion)",
+        description="The suggestion is not shown again for the daemon's cooldown "
+        "(MAKAD_SUGGESTION_COOLDOWN_MS, default 3 days), or for --for; --for 0 brings it back.",
+    )
+    d.add_argument("id", metavar="ID", help="the suggestion's id (sg_…)")
+    d.add_argument(
+        "--for", dest="for_ms", type=duration_ms, metavar="DURATION", help="how long: 3d, 12h, 30m, 0"
+    )
+    d.set_defaults(func=cmd_dismiss_suggestion)
 
     p = sub.add_parser(
         "compact",

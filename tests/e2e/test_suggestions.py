@@ -1,0 +1,312 @@
+"""Proactive suggestions through a real daemon on a real socket: what fires with its refs,
+what does not (fixed, resolved, the asking session's own thread), dismissal and its
+cooldown across a restart, the privacy gates, forgotten sessions and retracted memory."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka.errors import RemoteError
+from tests.e2e.test_attention import (
+    DAY,
+    attention,
+    failing_run,
+    fresh,
+    mentions,
+    passing_run,
+    session,
+    wait_for,
+)
+from tests.support import DaemonProcess, daemon_in_tmp
+
+COOLDOWN_MS = 1_500
+ENV = {"MAKAD_BEHAVIOR_IDLE_MS": "1", "MAKAD_SUGGESTION_COOLDOWN_MS": str(COOLDOWN_MS)}
+
+
+@pytest.fixture
+def d() -> Iterator[DaemonProcess]:
+    yield from daemon_in_tmp(env=ENV)
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def suggest(d: DaemonProcess, w: str, **params: Any) -> dict[str, Any]:
+    return dict(d.call("suggest", {"workspace": w, "explain": True, **params}))
+
+
+def wait_suggest(
+    d: DaemonProcess, w: str, ok: Callable[[dict[str, Any]], bool], **params: Any
+) -> dict[str, Any]:
+    """The suggest reply once ``ok`` holds (records and the state are derived in the background)."""
+    deadline = time.monotonic() + 30
+    while True:
+        reply = suggest(d, w, **params)
+        if ok(reply) or time.monotonic() > deadline:
+            return reply
+        time.sleep(0.1)
+
+
+def texts(reply: dict[str, Any]) -> list[str]:
+    return [s["text"] for s in reply["suggestions"]]
+
+
+def fires(text: str) -> Callable[[dict[str, Any]], bool]:
+    return lambda reply: any(text in t for t in texts(reply))
+
+
+def thread_session(d: DaemonProcess, w: str, at: int, thread: str = "wire the exporter into the CLI") -> str:
+    """A session of several turns on src/export.py, closed with an open thread in its working state."""
+    sid = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "Add an exporter in src/export.py", "ts": at},
+            {
+                "type": "tool_call",
+                "text": "cat src/export.py",
+                "toolCallId": "e1",
+                "toolName": "bash",
+                "ts": at + 1,
+            },
+            {
+                "type": "tool_result",
+                "text": "def export(): ...",
+                "toolCallId": "e1",
+                "toolName": "bash",
+                "ts": at + 2,
+            },
+            {"type": "assistant_message", "text": "The exporter is in place.", "ts": at + 3},
+            {"type": "user_message", "text": "Now the CLI part", "ts": at + 4},
+            {"type": "assistant_message", "text": "Next: the CLI.", "ts": at + 5},
+        ],
+    )
+    d.call("set_working_state", {"workspace": w, "sessionId": sid, "openThreads": [thread]})
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    return sid
+
+
+def test_an_abandoned_thread_and_an_unfixed_failure_are_suggested_with_refs(d: DaemonProcess) -> None:
+    """A failure left two days ago and a thread left a day ago are both suggested, each
+    citing the events it came from, scoring at least the threshold."""
+    w = fresh(d)
+    now = now_ms()
+    failed = session(d, w, failing_run(now - 2 * DAY - 3_600_000))
+    d.call("close_session", {"workspace": w, "sessionId": failed})
+    left = thread_session(d, w, now - DAY)
+    reply = wait_suggest(d, w, lambda r: len(r["suggestions"]) == 2)
+    kinds = {s["kind"]: s for s in reply["suggestions"]}
+    assert set(kinds) == {"unfixed_failure", "resume_thread"}
+    assert kinds["unfixed_failure"]["text"].startswith("Still failing since")
+    assert "offset lost" in kinds["unfixed_failure"]["text"]
+    assert kinds["unfixed_failure"]["refs"] == [f"event:{failed}:3"]
+    assert kinds["resume_thread"]["text"].startswith("Resume: wire the exporter into the CLI")
+    assert all(ref.startswith(f"event:{left}:") for ref in kinds["resume_thread"]["refs"])
+    assert all(s["score"] >= reply["threshold"] and s["reason"] for s in reply["suggestions"])
+    assert reply["enabled"] is True and reply["silenced"] is None
+
+
+def test_a_fixed_failure_and_a_resolved_thread_are_not_suggested(d: DaemonProcess) -> None:
+    """The same call passing in a later session that ends done: neither the failure nor its
+    thread is suggested, and no candidate about it scores."""
+    w = fresh(d)
+    now = now_ms()
+    failed = session(d, w, failing_run(now - 2 * DAY))
+    d.call("close_session", {"workspace": w, "sessionId": failed})
+    wait_suggest(d, w, fires("offset lost"))
+    fixed = session(d, w, passing_run(now - DAY))
+    d.call("close_session", {"workspace": w, "sessionId": fixed})
+    wait_for(d, w, lambda s: not mentions(s, "offset lost") and s["computedAt"] > 0)
+    reply = suggest(d, w)
+    assert reply["suggestions"] == []
+    assert not any("offset lost" in c["text"] and c["score"] > 0 for c in reply["candidates"])
+
+
+def test_the_asking_session_is_not_suggested_its_own_thread(d: DaemonProcess) -> None:
+    """The session that left the thread asks: not suggested to it (the reason says so); another
+    session is offered it."""
+    w = fresh(d)
+    sid = thread_session(d, w, now_ms() - DAY)
+    wait_suggest(d, w, fires("wire the exporter"))
+    mine = suggest(d, w, sessionId=sid)
+    assert not any("wire the exporter" in t for t in texts(mine))
+    [skipped] = [c for c in mine["candidates"] if "wire the exporter" in c["text"]]
+    assert skipped["score"] == 0 and "current session" in skipped["reason"]
+    other = session(d, w, [{"type": "user_message", "text": "hello"}])
+    assert fires("wire the exporter")(suggest(d, w, sessionId=other))
+
+
+def test_a_dismissed_suggestion_stays_away_for_the_cooldown(d: DaemonProcess) -> None:
+    """Dismissed with the configured cooldown it is gone at once, and back once it ran out;
+    forMs 0 brings a dismissed one back."""
+    w = fresh(d)
+    thread_session(d, w, now_ms() - DAY)
+    reply = wait_suggest(d, w, fires("wire the exporter"))
+    [item] = reply["suggestions"]
+    assert reply["cooldownMs"] == COOLDOWN_MS
+    before = now_ms()
+    done = d.call("dismiss_suggestion", {"workspace": w, "id": item["id"]})
+    assert done["id"] == item["id"] and done["until"] >= before + COOLDOWN_MS
+    assert suggest(d, w)["suggestions"] == []
+    back = wait_suggest(d, w, fires("wire the exporter"))
+    assert [s["id"] for s in back["suggestions"]] == [item["id"]]
+    d.call("dismiss_suggestion", {"workspace": w, "id": item["id"], "forMs": DAY})
+    assert suggest(d, w)["suggestions"] == []
+    d.call("dismiss_suggestion", {"workspace": w, "id": item["id"], "forMs": 0})
+    assert [s["id"] for s in suggest(d, w)["suggestions"]] == [item["id"]]
+
+
+def test_a_dismissal_survives_a_daemon_restart(short_tmp: Path) -> None:
+    """Dismissed for a day, restarted: the id is still a candidate but not suggested."""
+    d = DaemonProcess(short_tmp)
+    d.start(ENV)
+    try:
+        w = fresh(d)
+        thread_session(d, w, now_ms() - DAY)
+        [item] = wait_suggest(d, w, fires("wire the exporter"))["suggestions"]
+        d.call("dismiss_suggestion", {"workspace": w, "id": item["id"], "forMs": DAY})
+        d.stop()
+        d.start(ENV)
+        reply = wait_suggest(d, w, lambda r: any(c["id"] == item["id"] for c in r["candidates"] or []))
+        assert [c["id"] for c in reply["candidates"]] == [item["id"]]
+        assert reply["suggestions"] == []
+    finally:
+        d.stop()
+
+
+def test_incognito_and_agent_reads_off_suggest_nothing(d: DaemonProcess) -> None:
+    """An incognito session, agent reads off, attention off and an incognito workspace each
+    get an empty reply that says why."""
+    w = fresh(d)
+    thread_session(d, w, now_ms() - DAY)
+    wait_suggest(d, w, fires("wire the exporter"))
+    hidden = session(d, w, [{"type": "user_message", "text": "hi"}], incognito=True)
+    reply = suggest(d, w, sessionId=hidden)
+    assert (reply["enabled"], reply["silenced"], reply["suggestions"]) == (False, "session_incognito", [])
+    assert reply["candidates"] is None
+    for change, why in (
+        ({"agentReadEnabled": False}, "agent_reads_off"),
+        ({"agentReadEnabled": True, "attentionEnabled": False}, "attention_off"),
+        ({"attentionEnabled": True, "incognito": True}, "incognito"),
+    ):
+        d.call("set_settings", {"workspace": w, **change})
+        reply = suggest(d, w)
+        assert (reply["enabled"], reply["silenced"], reply["suggestions"]) == (False, why, [])
+    d.call("set_settings", {"workspace": w, "incognito": False})
+    with_reads = fresh(d, reads=False)
+    assert suggest(d, with_reads)["silenced"] == "agent_reads_off"
+
+
+def test_an_incognito_sessions_work_is_never_suggested(d: DaemonProcess) -> None:
+    """A thread left in an incognito session leaves no record: nothing of it is suggested."""
+    w = fresh(d)
+    now = now_ms()
+    hidden = session(d, w, failing_run(now - DAY, request="Rotate the secret ledger keys"), incognito=True)
+    d.call("close_session", {"workspace": w, "sessionId": hidden})
+    thread_session(d, w, now - DAY)
+    reply = wait_suggest(d, w, fires("wire the exporter"))
+    assert not any("Rotate" in c["text"] or "offset lost" in c["text"] for c in reply["candidates"])
+
+
+def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
+    """delete_session: nothing suggested or listed cites it, at once and once derived again."""
+    w = fresh(d)
+    old = thread_session(d, w, now_ms() - DAY)
+    wait_suggest(d, w, fires("wire the exporter"))
+    d.call("delete_session", {"workspace": w, "sessionId": old})
+
+    def cites_old(reply: dict[str, Any]) -> bool:
+        return any(
+            old in ref or "wire the exporter" in s["text"]
+            for s in reply["candidates"] or []
+            for ref in s["refs"]
+        )
+
+    assert not cites_old(suggest(d, w))
+    reply = wait_suggest(d, w, lambda r: r["silenced"] is None)
+    assert reply["silenced"] is None and not cites_old(reply)
+    assert reply["suggestions"] == []
+
+
+FACT = "the deploy script lives in tools/ship.sh and needs the office VPN"
+
+
+@pytest.mark.parametrize("how", ["delete", "correct"])
+def test_deleted_or_corrected_memory_never_comes_back_through_a_suggestion(
+    d: DaemonProcess, how: str
+) -> None:
+    """A thread saying memory text the user then deletes or corrects is no candidate any more."""
+    w = fresh(d)
+    entry = d.call("add_entry", {"workspace": w, "title": "Deploy", "content": FACT})["entry"]
+    at = now_ms() - DAY
+    sid = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": f"Remember: {FACT}", "ts": at},
+            {
+                "type": "tool_call",
+                "text": "cat tools/ship.sh",
+                "toolCallId": "x",
+                "toolName": "bash",
+                "ts": at + 1,
+            },
+            {"type": "tool_result", "text": "#!/bin/sh", "toolCallId": "x", "toolName": "bash", "ts": at + 2},
+            {"type": "assistant_message", "text": "Noted.", "ts": at + 3},
+        ],
+    )
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    wait_suggest(d, w, lambda r: any("tools/ship.sh" in c["text"] for c in r["candidates"] or []))
+    if how == "delete":
+        d.call("delete_entry", {"workspace": w, "id": entry["id"]})
+    else:
+        d.call("update_entry", {"workspace": w, "id": entry["id"], "content": "deploys go through CI only"})
+
+    def says_it(reply: dict[str, Any]) -> bool:
+        return any("ship.sh" in c["text"] for c in [*reply["suggestions"], *(reply["candidates"] or [])])
+
+    assert not says_it(suggest(d, w))
+    attention(d, w)  # derived again
+    reply = wait_suggest(d, w, lambda r: r["silenced"] is None)
+    assert reply["silenced"] is None and not says_it(reply)
+
+
+@pytest.mark.parametrize(
+    ("params", "path"),
+    [
+        ({"id": "not-an-id"}, "$.id"),
+        ({"id": "sg_0123456789ABCDEF"}, "$.id"),
+        ({"id": "sg_0123456789abcdef", "forMs": -1}, "$.forMs"),
+        ({"id": "sg_0123456789abcdef", "forMs": 400 * DAY}, "$.forMs"),
+        ({"id": 5}, "$.id"),
+    ],
+)
+def test_bad_dismissals_are_invalid_params(d: DaemonProcess, params: dict[str, Any], path: str) -> None:
+    """A malformed id or a forMs out of range is invalid_params naming the field; the daemon
+    keeps serving."""
+    w = fresh(d)
+    with pytest.raises(RemoteError) as caught:
+        d.call("dismiss_suggestion", {"workspace": w, **params})
+    assert caught.value.kind == "invalid_params"
+    assert caught.value.data.get("path") == path
+    assert suggest(d, w)["enabled"] is True
+
+
+def test_bad_suggest_params_and_incognito_dismissal_are_refused(d: DaemonProcess) -> None:
+    """An unknown field or a non-string sessionId is invalid_params; dismissing in an
+    incognito workspace writes nothing (incognito_blocked)."""
+    w = fresh(d)
+    for params in ({"sessionId": 7}, {"bogus": True}):
+        with pytest.raises(RemoteError) as caught:
+            d.call("suggest", {"workspace": w, **params})
+        assert caught.value.kind == "invalid_params"
+    d.call("set_settings", {"workspace": w, "incognito": True})
+    with pytest.raises(RemoteError) as caught:
+        d.call("dismiss_suggestion", {"workspace": w, "id": "sg_0123456789abcdef"})
+    assert caught.value.kind == "incognito_blocked"
