@@ -20,7 +20,9 @@ A case **passes** when the pack carries both:
   source id or in the text, or the text holds the result's first line.
 
 Reported: the share of cases passing (and of each half), the share passing through the
-attention segment alone, and the tokens the attention segment used (p50, max).
+attention segment alone, the tokens the attention segment used (p50, max), and
+``suggestShare``: the share of cases in which the daemon's ``suggest`` for the new session
+cites the last session's thread or failure (None on a daemon without ``suggest``).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from typing import Any
 
 from eval_recall.run import Daemon
 from maka import Client
+from maka.errors import RemoteError
 from proactivity_eval.generator import OPENERS, PERSONAS, generate
 from proactivity_eval.truth import DAY_MS
 
@@ -120,10 +123,23 @@ def run_case(
         "failure": whole[1],
         "passed": all(whole),
         "passedByAttention": all(only),
+        "suggested": suggested(client, w, sid, thread_refs | {failure_ref}),
         "attentionTokens": attention["tokens"] if attention else 0,
         "packTokens": pack["totalTokens"],
         "waitedS": round(waited, 2),
     }
+
+
+def suggested(client: Client, workspace: str, session_id: str, refs: set[str]) -> bool | None:
+    """Whether the daemon's ``suggest`` for the new session cites the last session's thread
+    or failure (None: this daemon has no ``suggest``)."""
+    try:
+        result = client.call("suggest", {"workspace": workspace, "sessionId": session_id})
+    except RemoteError as exc:
+        if exc.kind == "method_not_found" or exc.code == -32601:
+            return None
+        raise
+    return any(set(s["refs"]) & refs for s in result["suggestions"])
 
 
 def percentile(values: Sequence[int], q: float) -> int:
@@ -155,6 +171,8 @@ def run(
     def share(key: str) -> float:
         return round(sum(bool(c[key]) for c in cases) / n, 4) if n else 0.0
 
+    asked = [c for c in cases if c["suggested"] is not None]
+
     return {
         "cases": n,
         "budgetTokens": BUDGET,
@@ -163,6 +181,7 @@ def run(
         "threadShare": share("thread"),
         "failureShare": share("failure"),
         "shareByAttentionSegment": share("passedByAttention"),
+        "suggestShare": round(sum(c["suggested"] for c in asked) / len(asked), 4) if asked else None,
         "attentionTokens": {
             "p50": int(statistics.median(tokens)) if tokens else 0,
             "max": max(tokens, default=0),

@@ -17,8 +17,9 @@ the daemon would have done by then (``makad/service/attention.py``):
   time) of Active threads / Recently abandoned, or nothing when both are empty.
 
 The generated user dismisses a makad suggestion that did not help with the persona's
-``dismiss_p``, for ``DISMISS_MS`` (a week: ``dismissed[id] = now + DISMISS_MS``, the time
-the dismissal lasts until), unless ``dismiss`` is off.
+``dismiss_p``, for as long as the daemon's ``dismiss_suggestion`` hides one by default
+(``DISMISS_MS``: ``MAKAD_SUGGESTION_COOLDOWN_MS``'s default, 3 days; ``dismissed[id] = now +
+DISMISS_MS``, the time the dismissal lasts until), unless ``dismiss`` is off.
 """
 
 from __future__ import annotations
@@ -38,7 +39,10 @@ from proactivity_eval.truth import Score, score_moment
 IDLE_MS = 15 * 60_000
 CLOSE_AFTER_MS = 30_000
 MAX_RECORDS = 300
-DISMISS_MS = 7 * 86_400_000
+try:
+    from makad.settings import DEFAULT_SUGGESTION_COOLDOWN_MS as DISMISS_MS
+except ImportError:  # a daemon without dismissals yet
+    DISMISS_MS = 3 * 86_400_000
 
 Fired = list[tuple[list[str], str]]
 

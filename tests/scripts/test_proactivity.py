@@ -156,6 +156,7 @@ def test_quick_run_reports_every_figure_and_scores_the_baseline(quick: tuple[dic
     continuity = report["continuity"]
     assert continuity["cases"] == 2 and len(continuity["byCase"]) == 2
     assert 0.0 <= continuity["share"] <= 1.0
+    assert continuity["suggestShare"] is None or 0.0 <= continuity["suggestShare"] <= 1.0
     assert continuity["attentionTokens"]["max"] >= continuity["attentionTokens"]["p50"] >= 0
     assert json.loads((out / "summary.json").read_text(encoding="utf-8")) == report
 
