@@ -52,7 +52,9 @@ ago, a second suggestion about an item already credited, a suggestion naming not
 **Metrics** over (moment, item) pairs: precision = hits / suggestions fired; recall =
 items hit / items; F1 their harmonic mean; **restraint** = false fires per persona-day
 (the calendar days a persona's history covers). Also per moment: the share of skip
-moments at which nothing fired, and the share of help moments at which something hit.
+moments at which nothing fired, and the share of help moments at which something hit;
+and ``threads_only``: precision, recall and F1 with the proposals item and the
+suggestions naming only proposals left out.
 """
 
 from __future__ import annotations
@@ -139,6 +141,7 @@ class Score:
     items: int = 0
     items_hit: int = 0
     by_text: int = 0  # hits matched through the text fallback
+    fired_proposals: int = 0  # suggestions naming proposals only
     items_by_kind: dict[str, int] = field(default_factory=dict)
     hit_by_kind: dict[str, int] = field(default_factory=dict)
     false_by_reason: dict[str, int] = field(default_factory=dict)
@@ -155,6 +158,7 @@ class Score:
             "items",
             "items_hit",
             "by_text",
+            "fired_proposals",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         for mine, theirs in (
@@ -183,6 +187,7 @@ def score_moment(
         s.items_by_kind[item.kind] = s.items_by_kind.get(item.kind, 0) + 1
     for refs, text in fired:
         keys, fallback = named(refs, text, naming)
+        s.fired_proposals += int(bool(keys) and all(k.startswith("proposal:") for k in keys))
         fresh = sorted(wanted[k].key for k in keys if k in wanted and wanted[k].key not in credited)
         if fresh:
             key = fresh[0]
@@ -217,6 +222,13 @@ def metrics(s: Score, persona_days: int) -> dict[str, object]:
     recall = s.items_hit / s.items if s.items else 1.0
     f1 = 2 * precision * recall / (precision + recall) if precision + recall else 0.0
     false = s.fired - s.hits
+    # The same over threads alone: proposal items and suggestions naming only proposals left out.
+    t_fired = s.fired - s.fired_proposals
+    t_hits = s.hits - s.hit_by_kind.get("proposal", 0)
+    t_items = s.items - s.items_by_kind.get("proposal", 0)
+    t_precision = t_hits / t_fired if t_fired else (1.0 if not t_items else 0.0)
+    t_recall = t_hits / t_items if t_items else 1.0
+    t_f1 = 2 * t_precision * t_recall / (t_precision + t_recall) if t_precision + t_recall else 0.0
     return {
         "precision": round(precision, 4),
         "recall": round(recall, 4),
@@ -224,6 +236,14 @@ def metrics(s: Score, persona_days: int) -> dict[str, object]:
         "false_fires_per_day": round(false / persona_days, 4) if persona_days else 0.0,
         "skip_silent_share": round(s.skip_silent / s.skip_moments, 4) if s.skip_moments else None,
         "help_hit_share": round(s.help_hit / s.help_moments, 4) if s.help_moments else None,
+        "threads_only": {
+            "precision": round(t_precision, 4),
+            "recall": round(t_recall, 4),
+            "f1": round(t_f1, 4),
+            "fired": t_fired,
+            "hits": t_hits,
+            "items": t_items,
+        },
         "counts": {
             "moments": s.moments,
             "help_moments": s.help_moments,

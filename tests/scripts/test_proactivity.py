@@ -27,6 +27,7 @@ METRIC_KEYS = {
     "false_fires_per_day",
     "skip_silent_share",
     "help_hit_share",
+    "threads_only",
     "counts",
 }
 
@@ -110,6 +111,14 @@ def test_matching_by_refs_text_fallback_duplicates_and_proposals() -> None:
     assert hit == [True] and by_text.by_text == 1
     m = metrics(s, 1)
     assert m["precision"] == round(2 / 6, 4) and m["recall"] == 1.0 and m["false_fires_per_day"] == 4.0
+    assert m["threads_only"] == {
+        "precision": 0.2,
+        "recall": 1.0,
+        "f1": round(2 * 0.2 / 1.2, 4),
+        "fired": 5,
+        "hits": 1,
+        "items": 1,
+    }
 
 
 def test_silence_at_a_skip_moment_is_scored_as_restraint() -> None:
