@@ -25,28 +25,38 @@ Kinds:
   still be under way), rising from 0.5 to 1 until ``SETTLED_MS`` (6 hours), 1 until
   ``STALE_MS`` (3 days), then falling to 0.3 at ``FORGOTTEN_AFTER_MS`` (14 days), and 0 past
   it (the attention state drops it too);
-- *moved on* — 0.75 for each later session (at most 6) that worked on other paths since:
+- *moved on* — 0.75 for each later session (at most 6) that did real work (a tool, a path
+  or more than one request) on other paths since:
   a thread left hours ago in a busy day was left for something else; one left before a
   quiet break is the one to pick up;
 - *substance* (threads) — 0.5 for a single exchange with no tool and no path (a question
-  answered, most likely), 1 otherwise; and 0.85 when the thread is only the opening
-  request, 1 when the working state named it an open thread.
+  answered, most likely), 1 otherwise; 0.85 when the thread is only the opening request,
+  1 when the working state named it an open thread; and, for such a thread, 0.6 more when
+  the request is a question ("how …", "why …", "…?"): asked and answered, most likely.
+
+- *passed by* (failures) — 0.5 when at least ``PASSED_BY`` (2) other calls succeeded
+  after it in its segment: the work went on, the failure did not stop it (a ``grep``
+  finding nothing, a probe that was expected to fail).
 
 A candidate scores 0 — and says why — when the current session (``session_id``) is the
-one it came from or already touches its paths, when its segment ended with the user
-letting it go (``dropped``: "never mind", "forget it", …), when a later record fixed the
-call or resolved the thread (the state may be older than the records), or when it is
-too fresh, too old, or (proposals) not waiting long enough.
+one it came from, already touches its paths or is on the same thread (its records say:
+the service adds records of the session's latest events); when its segment ended with
+the user letting it go (``dropped``: "never mind", "forget it", …) or a later segment on
+the same thread did; when a later record fixed the call or resolved the thread (the state
+may be older than the records); or when it is too fresh, too old, or (proposals) not
+waiting long enough. Such a veto holds for the fact wherever else it shows: the same
+thread left in another session is skipped too.
 
 ``candidates`` lists every candidate with its score, best first (the skipped ones too:
 for explanation and evaluation). ``suggest`` keeps those scoring at least ``THRESHOLD``
 (0.5), not dismissed (``dismissed`` maps an id to the time, ms, its dismissal lasts
 until), one per session, at most ``MAX_SUGGESTIONS`` (3).
 
-**Ids** are stable: a digest of the kind and the underlying fact — the session and the
-thread's words (``resume_thread``), the failed call (``unfixed_failure``), the oldest
-proposal waiting (``waiting_review``) — so the same fact has the same id in every
-derivation and after a restart, and a dismissal holds until the fact changes.
+**Ids** are stable: a digest of the kind and the underlying fact — the thread's words
+(``resume_thread``: the same thread left in two sessions is one suggestion), the failed
+call (``unfixed_failure``), the oldest proposal waiting (``waiting_review``) — so the
+same fact has the same id in every derivation and after a restart, and a dismissal holds
+until the fact changes.
 
 Bounded: the state holds at most ``MAX_LINES`` lines a section, and the records are the
 bounded window the service reads; the work is O(lines × records).
@@ -85,11 +95,22 @@ SETTLED_MS: Final = 6 * HOUR_MS
 STALE_MS: Final = 3 * DAY_MS
 REVIEW_AFTER_MS: Final = ABANDONED_AFTER_MS
 MOVED_ON: Final = 0.75
+PASSED_BY: Final = 2
 MAX_MOVED_ON: Final = 6
 PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 0.6}
 ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
 _LINE: Final = re.compile(r"(Open|Unanswered|Failed)(?: \(idle [^)]*\))?: (.*)", re.DOTALL)
-_PROPOSAL: Final = re.compile(r'Proposal "(.*)" waiting .* for review', re.DOTALL)
+# A request that asks rather than tasks: a wh-question, or one ending in a question mark
+# that is not a polite task ("can you …?", "could you …?", "please …?").
+_WH: Final = re.compile(r"\s*(?:what|why|how|where|when|which|who|whose)\b", re.IGNORECASE)
+_POLITE: Final = re.compile(r"\s*(?:(?:can|could|would|will) you\b|please\b|pls\b)", re.IGNORECASE)
+# Reasons a candidate is skipped that hold for the fact wherever else it shows (another
+# session left the same thread, the same call failed elsewhere): they win a merge.
+OWN_SESSION: Final = "the current session is the one it came from"
+SAME_PATHS: Final = "the current session already touches its paths"
+SAME_THREAD: Final = "the current session is on the same thread"
+DROPPED: Final = "the user let it go (dropped)"
+VETOES: Final = frozenset({OWN_SESSION, SAME_PATHS, SAME_THREAD, DROPPED})
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -166,8 +187,11 @@ def _later(records: Sequence[Behavior], at: int, session_id: str | None) -> list
 
 
 def _moved_on(later: Sequence[Behavior], paths: set[str]) -> int:
-    """How many later sessions worked on other paths (none of ``paths``)."""
-    sessions = {r.session_id for r in later if not (paths & set(r.paths))}
+    """How many later sessions did real work (a tool, a path or more than one request) on
+    other paths (none of ``paths``)."""
+    sessions = {
+        r.session_id for r in later if (r.tools or r.paths or r.turns > 1) and not (paths & set(r.paths))
+    }
     return min(len(sessions), MAX_MOVED_ON)
 
 
@@ -178,6 +202,37 @@ def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
         if r.session_id == seen.session or seen.paths & set(r.paths):
             return True
     return False
+
+
+def _question(request: str) -> bool:
+    if _WH.match(request):
+        return True
+    return request.rstrip().endswith("?") and not _POLITE.match(request)
+
+
+def _proposal_title(text: str) -> str | None:
+    """The title in a "Waiting on the user" line (``Proposal "…" waiting … for review``)."""
+    head, tail = 'Proposal "', '" waiting '
+    if not (text.startswith(head) and text.endswith(" for review")):
+        return None
+    end = text.rfind(tail)
+    return text[len(head) : end] if end >= len(head) else None
+
+
+class _Current(msgspec.Struct):
+    """What the asking session is doing, from its records: the paths it touches, the
+    threads and requests it is on (as ``fact_key``)."""
+
+    paths: set[str]
+    threads: set[str]
+
+
+def _current(records: Sequence[Behavior], session_id: str | None) -> _Current:
+    mine = [r for r in records if session_id is not None and r.session_id == session_id]
+    return _Current(
+        paths={p for r in mine for p in r.paths},
+        threads={fact_key(t) for r in mine for t in (r.thread, r.intent) if t},
+    )
 
 
 class _Part(msgspec.Struct):
@@ -206,7 +261,7 @@ def _thread_candidate(
     seen: _Seen,
     records: Sequence[Behavior],
     session_id: str | None,
-    current_paths: set[str],
+    current: _Current,
 ) -> Suggestion | None:
     match = _LINE.fullmatch(line.text) if section in OPEN_SECTIONS else None
     if match is None:
@@ -226,16 +281,22 @@ def _thread_candidate(
     else:
         kind = "resume_thread"
         failure = None
-        anchor = f"{seen.session or ''}\x00{fact_key(fact)}"
+        anchor = fact_key(fact)
         unanswered = " (unanswered)" if label == "Unanswered" else ""
         text = _one_line(f"Resume{unanswered}: {fact} (left {ago(now, line.at)} ago)")
     if seen.session is not None and seen.session == session_id:
-        return _skip(kind, anchor, text, refs, "the current session is the one it came from")
-    if seen.paths & current_paths:
-        return _skip(kind, anchor, text, refs, "the current session already touches its paths")
+        return _skip(kind, anchor, text, refs, OWN_SESSION)
+    if seen.paths & current.paths:
+        return _skip(kind, anchor, text, refs, SAME_PATHS)
+    if kind == "resume_thread" and fact_key(fact) in current.threads:
+        return _skip(kind, anchor, text, refs, SAME_THREAD)
     if record is not None and record.outcome == "dropped":
-        return _skip(kind, anchor, text, refs, "the user let it go (dropped)")
+        return _skip(kind, anchor, text, refs, DROPPED)
     later = _later(records, line.at, session_id)
+    if kind == "resume_thread" and any(
+        r.outcome == "dropped" and fact_key(fact) in (fact_key(r.thread), fact_key(r.intent)) for r in later
+    ):
+        return _skip(kind, anchor, text, refs, DROPPED)
     if failure is not None:
         key = call_key(failure.tool, failure.call)
         if any(call_key(f.tool, f.call) == key for r in later for f in r.fixes):
@@ -250,6 +311,10 @@ def _thread_candidate(
         _Part(PRIOR[kind], "unfixed failure" if failure is not None or label == "Failed" else "open thread"),
         _Part(timing(idle), f"idle {ago(now, line.at)}"),
     ]
+    if failure is not None and record is not None:
+        past = sum(1 for f in record.fixes if f.seq > failure.seq)
+        if past >= PASSED_BY:
+            parts.append(_Part(0.5, f"the work went on past it ({past} successful calls after)"))
     moved = _moved_on(later, seen.paths)
     if moved:
         parts.append(_Part(MOVED_ON**moved, f"{moved} later session(s) on other work"))
@@ -258,6 +323,8 @@ def _thread_candidate(
             parts.append(_Part(0.5, "a single exchange, no tools or paths"))
         if label == "Open" and record.thread == record.intent:
             parts.append(_Part(0.85, "only the opening request says it"))
+            if _question(record.intent):
+                parts.append(_Part(0.6, "a question, most likely answered"))
     score, reason = _score(parts)
     return Suggestion(
         id=suggestion_id(kind, anchor), kind=kind, text=text, score=score, reason=reason, refs=refs
@@ -265,15 +332,15 @@ def _thread_candidate(
 
 
 def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | None:
-    waiting = sorted((line for line in lines if _PROPOSAL.fullmatch(line.text)), key=lambda line: line.at)
+    waiting = sorted(
+        (line for line in lines if _proposal_title(line.text) is not None), key=lambda line: line.at
+    )
     if not waiting:
         return None
     due = [line for line in waiting if now - line.at >= REVIEW_AFTER_MS]
     shown = due or waiting
     oldest = shown[0]
-    titles = ", ".join(
-        f'"{m.group(1)}"' for m in (_PROPOSAL.fullmatch(line.text) for line in shown) if m is not None
-    )
+    titles = ", ".join(f'"{_proposal_title(line.text)}"' for line in shown)
     refs = [ref for line in shown for ref in line.refs]
     anchor = next((r for r in oldest.refs if r.startswith("proposal:")), fact_key(oldest.text))
     if len(shown) == 1:
@@ -301,6 +368,11 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
     )
 
 
+def _wins(one: Suggestion, other: Suggestion) -> bool:
+    """Of two candidates for one fact, whether ``one`` is kept: a veto first, then the score."""
+    return (one.reason in VETOES, one.score) > (other.reason in VETOES, other.score)
+
+
 def candidates(
     now: int, state: AttentionState, records: Sequence[Behavior], *, session_id: str | None = None
 ) -> list[Suggestion]:
@@ -310,9 +382,8 @@ def candidates(
     for record in records:
         for ref in record.refs:
             by_ref.setdefault(ref, record)
-    current_paths = (
-        {p for r in records if r.session_id == session_id for p in r.paths} if session_id else set()
-    )
+    current = _current(records, session_id)
+
     found: dict[str, Suggestion] = {}
     first_failed: dict[str, int] = {}
     for section, line in state.lines():
@@ -322,12 +393,12 @@ def candidates(
             session=source.session_id if source is not None else session_of(line.refs),
             paths=set(source.paths) if source is not None else set(),
         )
-        candidate = _thread_candidate(now, section, line, seen, records, session_id, current_paths)
+        candidate = _thread_candidate(now, section, line, seen, records, session_id, current)
         if candidate is None:
             continue
         earlier = found.get(candidate.id)
-        if earlier is not None:  # the same call failing in another session: one suggestion
-            keep, other = (candidate, earlier) if candidate.score > earlier.score else (earlier, candidate)
+        if earlier is not None:  # the same fact from another session: one suggestion
+            keep, other = (candidate, earlier) if _wins(candidate, earlier) else (earlier, candidate)
             keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
             candidate = keep
         if candidate.kind == "unfixed_failure":

@@ -2,8 +2,11 @@
 
 ``suggest`` reads what the attention keeper stored — the attention state (cached on
 ``ws.state``) and the behavior records it was derived from (cached with it, dropped with
-it) — and the dismissals, then scores them (``makad.core.suggestions``): nothing is
-derived on the request path. While the state has not been derived yet the reply is empty
+it) — and the dismissals, then scores them (``makad.core.suggestions``): the state is
+never derived on the request path. With a ``sessionId``, the asking session's latest
+``CURRENT_EVENTS`` events and its working state are read and gathered (pure, bounded)
+into records of their own, so what the session is already on — its paths, its thread —
+is not suggested back to it. While the state has not been derived yet the reply is empty
 (``silenced: not_derived``) and the keeper is asked to derive it.
 
 Nothing is suggested with ``attentionEnabled`` off, agent reads off, or the workspace or
@@ -13,18 +16,20 @@ the asking session incognito. A dismissal is kept in the workspace ledger
 
 from __future__ import annotations
 
+from makad.core import behaviors
 from makad.core import suggestions as core
 from makad.core.attention import AttentionState
 from makad.core.behaviors import Behavior
 from makad.core.peer import Peer
 from makad.core.switches import agent_reads
 from makad.core.types import Settings
-from makad.errors import IncognitoBlocked, InvalidParams
+from makad.errors import IncognitoBlocked, InvalidParams, NotFound
 from makad.service.attention import cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.sessions import Sessions
 from makad.settings import DEFAULT_SUGGESTION_COOLDOWN_MS
 from makad.store import attention_store, suggestion_store
+from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.context import (
@@ -35,6 +40,9 @@ from makad.wire.context import (
     SuggestParams,
     SuggestResult,
 )
+
+# How many of the asking session's latest events say what it is doing.
+CURRENT_EVENTS = 200
 
 
 def silenced_by(settings: Settings, *, incognito_session: bool) -> SilencedReason | None:
@@ -70,7 +78,7 @@ class SuggestionService:
         if silenced is not None:
             return self._empty(enabled=False, silenced=silenced)
         now = now_ms()
-        state, records, dismissed = await in_thread(_inputs, ws, now)
+        state, records, dismissed = await in_thread(_inputs, ws, now, sid)
         if state is None:
             self._ctx.changed(ws)  # the keeper derives it, off this path
             return self._empty(enabled=True, silenced="not_derived")
@@ -111,9 +119,12 @@ class SuggestionService:
         return DismissSuggestionResult(id=params.id, until=until)
 
 
-def _inputs(ws: Workspace, now: int) -> tuple[AttentionState | None, list[Behavior], dict[str, int]]:
+def _inputs(
+    ws: Workspace, now: int, session_id: str | None
+) -> tuple[AttentionState | None, list[Behavior], dict[str, int]]:
     """(worker thread) The stored attention state, the records it was derived from (cached
-    with it) and the dismissals still standing."""
+    with it) and those of the asking session's latest events, and the dismissals still
+    standing."""
     epoch = ws.state.attention_epoch
     state = cached_state(ws)
     dismissed = suggestion_store.dismissed(ws.ledger, now)
@@ -121,8 +132,29 @@ def _inputs(ws: Workspace, now: int) -> tuple[AttentionState | None, list[Behavi
         return None, [], dismissed
     cached = ws.state.suggestion_records
     if cached is not None and cached[0] >= state.records_upto:
-        return state, cached[1], dismissed
-    records, upto = attention_store.records(ws.ledger)
-    if ws.state.attention_epoch == epoch:  # else a forget came meanwhile: not kept
-        ws.state.suggestion_records = (upto, records)
+        records = cached[1]
+    else:
+        records, upto = attention_store.records(ws.ledger)
+        if ws.state.attention_epoch == epoch:  # else a forget came meanwhile: not kept
+            ws.state.suggestion_records = (upto, records)
+    if session_id is not None:
+        records = [*records, *_latest(ws.ledger, session_id)]
     return state, records, dismissed
+
+
+def _latest(ledger: Ledger, session_id: str) -> list[Behavior]:
+    """(worker thread) Records of the session's latest ``CURRENT_EVENTS`` events and its
+    working state: what it is doing now (none for a session the ledger does not hold)."""
+    try:
+        info = ledger.get_session(session_id)
+    except NotFound:
+        return []
+    events = ledger.read_events(
+        session_id, after_seq=max(info.last_seq - CURRENT_EVENTS, 0), limit=CURRENT_EVENTS
+    )
+    working = ledger.get_working_state(session_id)
+    closed, carry = behaviors.gather(session_id, behaviors.Carry(), events)
+    out = [behaviors.record(session_id, c, closed=False, working=None) for c in closed]
+    if not carry.empty():
+        out.append(behaviors.record(session_id, carry, closed=False, working=working))
+    return out

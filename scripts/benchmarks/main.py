@@ -24,6 +24,7 @@ ALL = [
     "imports",
     "import_ping",
     "data_dir",
+    "suggestions",
 ]
 # Run only when named: they need tools CI does not have (valgrind), or a long time
 # (build_context_scale ingests 1.1 million events), or an optional extra and a model

@@ -239,6 +239,17 @@ class LoadClient:
             ),
             "candidates": (0.3, lambda: self.call("consolidation_candidates", {"workspace": self.home})),
             "attention": (0.3, lambda: self.call("get_attention", {"workspace": self.home})),
+            "suggest": (
+                0.3,
+                lambda: self.call("suggest", {"workspace": self.home, "sessionId": self.session}),
+            ),
+            "dismiss_suggestion": (
+                0.1,
+                lambda: self.call(
+                    "dismiss_suggestion",
+                    {"workspace": self.home, "id": "sg_0123456789abcdef", "forMs": 60_000},
+                ),
+            ),
             "consolidate": (0.2, self.consolidate),
         }
 
@@ -286,7 +297,7 @@ class LoadClient:
         await self.retrieve()
         await self.working_state()
         await self.episode()
-        for name in ("list_episodes", "candidates", "attention"):
+        for name in ("list_episodes", "candidates", "attention", "suggest", "dismiss_suggestion"):
             await self.steps()[name][1]()
         await self.consolidate()
 

@@ -43,6 +43,7 @@ from makad.core import (
     secret_detectors,
     secret_views,
     session_notes,
+    suggestions,
     undecodable,
     when,
 )
@@ -154,6 +155,11 @@ def _sites() -> list[Site]:
         ),
         Site("session_notes._ERROR_TEXT", session_notes._ERROR_TEXT, MATCH),
         Site("behaviors.DONE_SAID", behaviors.DONE_SAID, MATCH),
+        Site("behaviors.DROPPED_SAID", behaviors.DROPPED_SAID, MATCH),
+        Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),
+        Site("suggestions._LINE", suggestions._LINE, MATCH),
+        Site("suggestions._WH", suggestions._WH, MATCH),
+        Site("suggestions._POLITE", suggestions._POLITE, MATCH),
         Site("attention._WORD", attention._WORD, SEARCH),
         Site("session_notes.RESTATEMENT", session_notes.RESTATEMENT, MATCH),
         # Facts that changed, and one owner per fact

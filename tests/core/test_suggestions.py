@@ -304,3 +304,95 @@ def test_every_score_is_in_range_with_a_reason() -> None:
         NOW, state_of(records, pending=[Pending(proposal_id="p", title="t", created_at=0)]), records
     )
     assert found and all(0 <= c.score <= 1 and c.reason for c in found)
+
+
+def test_a_question_answered_with_tools_does_not_fire() -> None:
+    """ "How does the parser work?" explored with a tool and answered: below the threshold; the
+    same work as a task fires."""
+    asked = rec("a", work("a", NOW - DAY_MS, request="How does the parser in src/parse.py work?"))
+    (c,) = candidates(NOW, state_of([asked]), [asked])
+    assert 0 < c.score < THRESHOLD and "question" in c.reason
+    task = rec("a", work("a", NOW - DAY_MS, request="Make the parser in src/parse.py stream"))
+    assert fired([task]) != []
+
+
+def test_small_later_sessions_do_not_count_as_moving_on() -> None:
+    """Later one-line chats without tools leave a thread's score as it was."""
+    left = rec("a", work("a", NOW - DAY_MS))
+    chats = [
+        rec(
+            f"c{i}",
+            [
+                ev(f"c{i}", 1, "user_message", "what day is it", NOW - HOUR),
+                ev(f"c{i}", 2, "assistant_message", "Friday", NOW - HOUR),
+            ],
+        )
+        for i in range(3)
+    ]
+    alone = next(c for c in candidates(NOW, state_of([left]), [left]) if "event:a:" in c.refs[0])
+    busy = next(
+        c for c in candidates(NOW, state_of([left, *chats]), [left, *chats]) if "event:a:" in c.refs[0]
+    )
+    assert busy.score == alone.score
+
+
+def test_a_failure_the_work_went_on_past_does_not_fire() -> None:
+    """A grep finding nothing, then two successful calls: the failure did not stop the work."""
+    at = NOW - DAY_MS
+    events = [
+        ev("a", 1, "user_message", "Rename the helper in src/util.py", at),
+        ev("a", 2, "tool_call", "grep -rn old_name docs", at, tool_call_id="g", tool_name="bash"),
+        ev("a", 3, "tool_result", "", at, tool_call_id="g", tool_name="bash", meta={"exit_code": "1"}),
+        ev("a", 4, "tool_call", "sed -i s/old/new/ src/util.py", at, tool_call_id="s", tool_name="bash"),
+        ev("a", 5, "tool_result", "", at, tool_call_id="s", tool_name="bash"),
+        ev("a", 6, "tool_call", "pytest", at, tool_call_id="p", tool_name="bash"),
+        ev("a", 7, "tool_result", "3 passed", at, tool_call_id="p", tool_name="bash"),
+        ev("a", 8, "assistant_message", "Renamed.", at),
+    ]
+    r = rec("a", events)
+    assert r.failures
+    found = [c for c in candidates(NOW, state_of([r]), [r]) if c.kind == "unfixed_failure"]
+    assert found and found[0].score < THRESHOLD and "went on past it" in found[0].reason
+
+
+def test_a_polite_task_is_not_taken_for_a_question() -> None:
+    """ "Can you make the parser stream?" is a task: it fires like one."""
+    task = rec("a", work("a", NOW - DAY_MS, request="Can you make the parser in src/parse.py stream?"))
+    assert fired([task]) != []
+
+
+def test_the_same_thread_left_in_two_sessions_is_one_suggestion() -> None:
+    """Two sessions left the same open thread: one resume_thread, citing both."""
+    thread = WorkingState(open_threads=["wire the exporter into the CLI"])
+    records = [
+        rec("a", work("a", NOW - 3 * DAY_MS), working=thread),
+        rec("b", work("b", NOW - DAY_MS), working=thread),
+    ]
+    out = fired(records)
+    assert [s.kind for s in out] == ["resume_thread"]
+    assert any("event:a:" in r for r in out[0].refs) and any("event:b:" in r for r in out[0].refs)
+
+
+def test_a_thread_the_current_session_is_on_does_not_fire_from_another_session() -> None:
+    """The asking session left the same thread too (or has it in its working state): the
+    other session's copy of it is not suggested either."""
+    thread = WorkingState(open_threads=["wire the exporter into the CLI"])
+    other = rec("a", work("a", NOW - 2 * DAY_MS), working=thread)
+    mine = rec("me", work("me", NOW - DAY_MS, request="Something else", path="src/else.py"), working=thread)
+    assert fired([other, mine], session_id="me") == []
+    (c,) = [c for c in candidates(NOW, state_of([other, mine]), [other, mine], session_id="me")]
+    assert c.score == 0 and c.reason in suggestions.VETOES
+
+
+def test_a_thread_dropped_later_does_not_fire_from_an_earlier_session() -> None:
+    """Left open in one session, let go ("never mind") in a later one: not suggested."""
+    at = NOW - DAY_MS
+    left = rec("a", work("a", NOW - 3 * DAY_MS, request="Port the exporter to v2"))
+    dropped_events = [
+        ev("b", 1, "user_message", "Port the exporter to v2", at),
+        ev("b", 2, "assistant_message", "Starting.", at),
+        ev("b", 3, "user_message", "never mind", at),
+    ]
+    dropped = rec("b", dropped_events)
+    assert dropped.outcome == "dropped"
+    assert fired([left, dropped]) == []

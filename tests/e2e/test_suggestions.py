@@ -142,6 +142,36 @@ def test_the_asking_session_is_not_suggested_its_own_thread(d: DaemonProcess) ->
     assert fires("wire the exporter")(suggest(d, w, sessionId=other))
 
 
+def test_a_live_session_on_the_same_paths_or_thread_is_not_offered_it(d: DaemonProcess) -> None:
+    """A session just begun that reads src/export.py, or has the thread in its working
+    state, is not offered the exporter thread another session left; one on other work is."""
+    w = fresh(d)
+    thread_session(d, w, now_ms() - DAY)
+    wait_suggest(d, w, fires("wire the exporter"))
+    on_paths = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "Let's go on"},
+            {"type": "tool_call", "text": "cat src/export.py", "toolCallId": "r", "toolName": "bash"},
+            {"type": "tool_result", "text": "def export(): ...", "toolCallId": "r", "toolName": "bash"},
+        ],
+    )
+    reply = suggest(d, w, sessionId=on_paths)
+    assert not fires("wire the exporter")(reply)
+    assert any("touches its paths" in c["reason"] for c in reply["candidates"])
+    on_thread = session(d, w, [{"type": "user_message", "text": "Next task"}])
+    d.call(
+        "set_working_state",
+        {"workspace": w, "sessionId": on_thread, "openThreads": ["wire the exporter into the CLI"]},
+    )
+    reply = suggest(d, w, sessionId=on_thread)
+    assert not fires("wire the exporter")(reply)
+    assert any("same thread" in c["reason"] for c in reply["candidates"])
+    elsewhere = session(d, w, [{"type": "user_message", "text": "Update the README"}])
+    assert fires("wire the exporter")(suggest(d, w, sessionId=elsewhere))
+
+
 def test_a_dismissed_suggestion_stays_away_for_the_cooldown(d: DaemonProcess) -> None:
     """Dismissed with the configured cooldown it is gone at once, and back once it ran out;
     forMs 0 brings a dismissed one back."""

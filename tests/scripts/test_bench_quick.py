@@ -45,6 +45,7 @@ def test_bench_quick_prints_every_key() -> None:
     assert {"ready_ms", "rss_mib_idle", "rss_mib_loaded"} <= set(report["startup"])
     assert {"markdown_vs_plain", "not_utf8_vs_plain", "prepare_vs_one_parse"} <= set(report["memory_format"])
     assert {"items", "p50_ms", "items_per_s", "pure_p50_ms", "ratio"} <= set(report["imports"])
+    assert {"records", "state_lines", "score_ms", "derive_ms", "ratio"} <= set(report["suggestions"])
     ping = report["import_ping"]
     assert {"idle_p50_ms", "idle_p99_ms", "worst_p99_ms", "p99_ratio", "markdown", "json"} <= set(ping)
     assert ping["markdown"]["imported"] and ping["json"]["imported"]
