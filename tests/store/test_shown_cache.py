@@ -1,0 +1,98 @@
+"""The in-memory copy of what each session was shown (``shown_since``): it follows every
+recorded pack, a compaction's ``since``, a deleted session and a reopened ledger, and
+agrees with SQLite (``shown_memory``) throughout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from makad.store.ledger import Ledger
+from makad.store.ledger.shown_cache import ShownCache
+
+
+def truth(ledger: Ledger, sid: str, since: int) -> dict[str, str]:
+    """What SQLite says the session was shown since ``since`` (the memory entries)."""
+    rows = ledger.shown_memory(sid, since, None).items
+    return {source: digest for source, (digest, _) in rows.items()}
+
+
+def test_each_recorded_pack_updates_the_cached_view_without_reading_sqlite_again(ledger: Ledger) -> None:
+    """After the first read, a recorded pack's entries (new ones and new versions) are in
+    the next view, which matches SQLite; a view handed out earlier is not changed."""
+    ledger.record_manifest("s", "c1", [("memory:a", 5, "h1"), ("event:s:1", 3, "")], created_at=1)
+    first = ledger.shown_since("s", 0, "c2")
+    assert first.hashes == {"memory:a": "h1"}
+    loads = ledger._shown_cache.loads
+    ledger.record_manifest("s", "c2", [("memory:b", 5, "hb")], created_at=2)
+    ledger.record_manifest("s", "c3", [("memory:a", 5, "h2")], created_at=3)
+    later = ledger.shown_since("s", 0, "c4")
+    assert later.hashes == {"memory:a": "h2", "memory:b": "hb"} == truth(ledger, "s", 0)
+    assert ledger._shown_cache.loads == loads
+    assert first.hashes == {"memory:a": "h1"}
+
+
+def test_a_repeat_of_the_latest_call_does_not_count_what_it_showed(ledger: Ledger) -> None:
+    """The latest call asked again sees the session as that call saw it."""
+    ledger.record_manifest("s", "c1", [("memory:a", 5, "ha")], created_at=1)
+    ledger.shown_since("s", 0, "c2")
+    ledger.record_manifest("s", "c2", [("memory:b", 5, "hb")], created_at=2)
+    assert ledger.shown_since("s", 0, "c2").hashes == {"memory:a": "ha"}
+    assert ledger.shown_since("s", 0, "c3").hashes == {"memory:a": "ha", "memory:b": "hb"}
+
+
+def test_a_compaction_counts_only_what_was_shown_since_it(ledger: Ledger) -> None:
+    """A later ``since`` (the session's latest compaction) leaves out what was shown before it."""
+    ledger.record_manifest("s", "c1", [("memory:a", 5, "ha")], created_at=10)
+    assert ledger.shown_since("s", 0, "x").hashes == {"memory:a": "ha"}
+    assert ledger.shown_since("s", 20, "x").hashes == {}
+    ledger.record_manifest("s", "c2", [("memory:b", 5, "hb")], created_at=30, since=20)
+    assert ledger.shown_since("s", 20, "x").hashes == {"memory:b": "hb"} == truth(ledger, "s", 20)
+    assert ledger.shown_since("s", 0, "x").hashes == truth(ledger, "s", 0)
+
+
+def test_a_reopened_ledger_reads_what_was_shown_from_sqlite(tmp_path: Path) -> None:
+    """After a restart nothing is cached: the session's view comes from the file."""
+    path = tmp_path / "ledger.db"
+    ledger = Ledger(path)
+    ledger.record_manifest("s", "c1", [("memory:a", 5, "ha")], created_at=1)
+    assert ledger.shown_since("s", 0, "c2").hashes == {"memory:a": "ha"}
+    ledger.close()
+    again = Ledger(path)
+    try:
+        assert again._shown_cache.loads == 0
+        assert again.shown_since("s", 0, "c2").hashes == {"memory:a": "ha"}
+        assert again._shown_cache.loads == 1
+    finally:
+        again.close()
+
+
+def test_deleting_a_session_forgets_what_it_was_shown(ledger: Ledger) -> None:
+    """A deleted session's cached rows go with its rows in SQLite."""
+    ledger.open_session("s")
+    ledger.record_manifest("s", "c1", [("memory:a", 5, "ha")], created_at=1)
+    assert ledger.shown_since("s", 0, "c2").hashes == {"memory:a": "ha"}
+    ledger.delete_session("s")
+    assert ledger.shown_since("s", 0, "c2").hashes == {}
+
+
+def test_a_load_that_raced_a_write_is_used_once_and_not_kept() -> None:
+    """Rows read before a write to the session committed are not cached."""
+    cache = ShownCache()
+    version = cache.version()
+    cache.recorded("s", 7, "c", [("memory:a", "ha")], 1)
+    cache.put("s", version, {}, None)
+    assert cache.get("s") is None
+    cache.put("s", cache.version(), {"memory:a": ("ha", 7, 1)}, (7, "c"))
+    assert cache.get("s") is not None
+
+
+def test_the_cache_is_bounded_in_sessions_and_rows() -> None:
+    """Past its bounds the least recently used sessions are dropped."""
+    cache = ShownCache(max_sessions=2, max_rows=3)
+    for sid in ("a", "b", "c"):
+        cache.put(sid, cache.version(), {f"memory:{sid}": ("h", 1, 1)}, (1, "c"))
+    assert cache.get("a") is None and cache.get("b") is not None and cache.get("c") is not None
+    cache.put("d", cache.version(), {f"memory:{n}": ("h", 1, 1) for n in range(3)}, (1, "c"))
+    assert cache.get("b") is None and cache.get("c") is None and cache.get("d") is not None
+    cache.put("e", cache.version(), {f"memory:{n}": ("h", 1, 1) for n in range(4)}, (1, "c"))
+    assert cache.get("e") is None  # alone over the bound: never kept
