@@ -46,7 +46,10 @@ is left out as ``session_cap``.
 The trace lists every candidate of ``memory_entries``, in the order considered;
 of the entries that only ``memory_fill`` holds, those the pack tried to fit. Tiers
 3 and 4 stop trying after ``FILL_GIVE_UP_AFTER`` entries in a row did not fit (the
-segment is full) or ``FILL_SCAN_MAX`` entries of ``memory_fill`` were looked at.
+segment is full) or ``FILL_SCAN_MAX`` entries of ``memory_fill`` were looked at. A
+long session was shown the first hundreds or thousands of entries in fill order as
+they are: ``ContextInputs.memory_fill_shown`` says how many (``shown_prefix``), and the
+walk passes over them as one step that counts them all, with the same outcome.
 
 Levels. The candidates may hold user-level entries (``makad.core.levels``): they
 are ranked with the workspace's, and when any is among them or in
