@@ -18,6 +18,7 @@ from makad.service import curator
 from makad.service.common import WorkspaceAccess
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
+from makad.service.embeddings import SemanticChannel
 from makad.service.episodes import EpisodeService, Evidence
 from makad.service.identifiers import Identifiers, load_or_create_key
 from makad.service.imports import ImportService
@@ -28,7 +29,7 @@ from makad.service.proposals import ProposalService
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.service.system import DaemonInfo, SystemService, inject_faults, registry_warnings
-from makad.store.workspaces import WorkspaceRegistry
+from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.warmup import Warmup
 from makad.watcher import Watcher
 from makad.wire.base import Handler
@@ -46,6 +47,9 @@ class App:
     watcher: Watcher
     notes: SessionNotesKeeper
     faults: Faults
+    # The optional semantic channel: started here when a model is configured, stopped by
+    # the composition root before the registry closes.
+    semantic: SemanticChannel
 
 
 def openrpc_document() -> dict[str, Any]:
@@ -67,12 +71,16 @@ def build_app(
         faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
     registry = WorkspaceRegistry(settings.data_dir, faults=faults, user_dir=settings.user_memory_dir)
     info.warnings = lambda: registry_warnings(registry)
+    semantic = SemanticChannel(settings.embedding_model)
     ctx = WorkspaceAccess(
         settings=settings,
         registry=registry,
         faults=faults,
         identifiers=Identifiers(key if key is not None else load_or_create_key(settings.data_dir)),
+        semantic=semantic,
     )
+    info.semantic = semantic.status
+    semantic.start()
     writer = MemoryWriter(ctx)
     memory = MemoryService(ctx, writer)
     evidence = Evidence(ctx.faults, Threshold())
@@ -90,7 +98,11 @@ def build_app(
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     warmup = Warmup()
 
-    ctx.on_access = watcher.ensure
+    def on_access(ws: Workspace) -> None:
+        watcher.ensure(ws)
+        semantic.touch(ws)
+
+    ctx.on_access = on_access if semantic.enabled else watcher.ensure
     ctx.ready = warmup.ensure  # request-only libraries, once a workspace is in use
     services: list[Any] = [
         system or SystemService(info, openrpc_document),
@@ -108,4 +120,11 @@ def build_app(
         handlers.update(service.handlers())
     inject_faults(ctx.faults, handlers)
     handlers = ctx.identifiers.wrap(CATALOGUE, handlers)
-    return App(handlers=handlers, registry=registry, watcher=watcher, notes=notes, faults=ctx.faults)
+    return App(
+        handlers=handlers,
+        registry=registry,
+        watcher=watcher,
+        notes=notes,
+        faults=ctx.faults,
+        semantic=semantic,
+    )

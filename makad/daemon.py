@@ -246,6 +246,7 @@ class Composition:
 
     def close(self) -> None:
         if self.app is not None:
+            self.app.semantic.stop()
             self.app.registry.close()
 
 

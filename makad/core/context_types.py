@@ -312,6 +312,8 @@ class ContextInputs(msgspec.Struct, kw_only=True):
       and pass every gate of this call: the fill walk starts after them, as if it had
       passed over each (``makad.core.memory_segment.shown_prefix`` works it out).
     - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
+    - ``memory_similarity``: entry id → the optional semantic channel's cosine for the
+      query (only the entries it found; empty without the channel).
     - ``already_shown``: ``memory:<id>`` → content hash shown in this session
       since its last compaction (see ``makad.core.render.entry_hash``).
     - ``memory_hashes``: entry id → ``entry_hash`` of it, when the caller keeps them
@@ -347,6 +349,7 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_enabled: bool = True
     memory_entries: list[Entry] = []
     memory_bm25: dict[str, float] = {}
+    memory_similarity: dict[str, float] = {}
     memory_fill: list[FillOrder] = []
     already_shown: dict[str, str] = {}
     memory_fill_shown: int = 0

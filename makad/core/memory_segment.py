@@ -169,7 +169,14 @@ class MemoryBuilder:
         self._terms = query_terms(inputs.query)
         self._best = best_bm25(inputs.memory_bm25.get(e.id, 0.0) for e in eligible) if self._terms else 0.0
         ranked = (
-            rank_entries(entries, inputs.memory_bm25, inputs.query, inputs.now_ms, normalize_over=eligible)
+            rank_entries(
+                entries,
+                inputs.memory_bm25,
+                inputs.query,
+                inputs.now_ms,
+                normalize_over=eligible,
+                similarity=inputs.memory_similarity,
+            )
             if entries
             else []
         )
@@ -305,7 +312,9 @@ class MemoryBuilder:
         inputs = self._inputs
         index = len(inputs.memory_entries) + len(self._fill_items)
         raw = inputs.memory_bm25.get(entry.id)
-        item = score_entry(index, entry, raw, self._terms, self._best, inputs.now_ms)
+        item = score_entry(
+            index, entry, raw, self._terms, self._best, inputs.now_ms, inputs.memory_similarity.get(entry.id)
+        )
         self._fill_items[entry.id] = item
         if user_level:
             self._fill_user.add(index)

@@ -11,7 +11,10 @@ same inputs always give the same numbers and the same order (ties break by id):
 - ``tags`` (memory only): the share of an entry's matching tags, saturating at
   two: a tag matches when all its words occur in the query.
 
-With a query, memory scores ``0.7 bm25 + 0.2 recency + 0.1 tags``. Without a
+With a query, memory scores ``0.7 bm25 + 0.2 recency + 0.1 tags``, plus
+``0.7 semantic`` when the optional semantic channel found the entry among the
+query's nearest (``makad.core.semantic``; the part is the cosine, 0 otherwise, so
+without the channel every score is what the lexical parts make it). Without a
 query memory is ordered most recent first (the score is the recency alone).
 Recall events are ranked by ``makad.core.recall`` from the same parts and more.
 """
@@ -30,6 +33,7 @@ from makad.core.types import Entry
 MEMORY_HALF_LIFE_MS = 30 * 86_400_000
 RECALL_HALF_LIFE_MS = 180 * 86_400_000
 MEMORY_WEIGHTS = (0.7, 0.2, 0.1)
+MEMORY_SEMANTIC_WEIGHT = 0.7
 TAG_SATURATION = 2
 
 _WORD = re.compile(r"\w+")
@@ -98,9 +102,16 @@ def matches(parts: ScoreParts) -> bool:
 
 
 def score_entry(
-    index: int, entry: Entry, raw_bm25: float | None, terms: frozenset[str], best: float, now_ms: int
+    index: int,
+    entry: Entry,
+    raw_bm25: float | None,
+    terms: frozenset[str],
+    best: float,
+    now_ms: int,
+    similarity: float | None = None,
 ) -> RankedEntry:
-    """One entry's score and its parts (see module doc); ``best``: ``best_bm25`` of the lot."""
+    """One entry's score and its parts (see module doc); ``best``: ``best_bm25`` of the lot;
+    ``similarity``: the semantic channel's cosine, when it found the entry."""
     updated = entry.updated_at or entry.created_at
     recency = rounded(recency_part(now_ms - updated, MEMORY_HALF_LIFE_MS))
     if not terms:
@@ -109,9 +120,12 @@ def score_entry(
         bm25=rounded(bm25_part(raw_bm25, best)),
         recency=recency,
         tags=rounded(tags_part(entry.tags, terms)),
+        semantic=rounded(min(max(similarity, 0.0), 1.0)) if similarity and math.isfinite(similarity) else 0.0,
     )
     w_bm25, w_recency, w_tags = MEMORY_WEIGHTS
     score = w_bm25 * parts.bm25 + w_recency * parts.recency + w_tags * parts.tags
+    if parts.semantic:
+        score += MEMORY_SEMANTIC_WEIGHT * parts.semantic
     return RankedEntry(index, entry, rounded(score), parts)
 
 
@@ -122,16 +136,22 @@ def rank_entries(
     now_ms: int,
     *,
     normalize_over: Iterable[Entry] | None = None,
+    similarity: Mapping[str, float] | None = None,
 ) -> list[RankedEntry]:
     """Score entries and order them best first (most recent first without a query).
 
     bm25 is normalized over ``normalize_over`` (default: ``entries``), so entries
     that cannot be shown can still be scored without moving the others' scores.
+    ``similarity``: entry id → the semantic channel's cosine (only the entries it found).
     """
+    similar = similarity or {}
     terms = query_terms(query)
     entries = list(entries)
     basis = entries if normalize_over is None else normalize_over
     best = best_bm25(bm25.get(e.id, 0.0) for e in basis) if terms else 0.0
-    ranked = [score_entry(i, e, bm25.get(e.id), terms, best, now_ms) for i, e in enumerate(entries)]
+    ranked = [
+        score_entry(i, e, bm25.get(e.id), terms, best, now_ms, similar.get(e.id))
+        for i, e in enumerate(entries)
+    ]
     ranked.sort(key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index))
     return ranked

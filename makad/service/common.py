@@ -20,6 +20,7 @@ from makad.core.redaction import redact_tree
 from makad.core.switches import derive
 from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, MakadError
 from makad.faults import Faults
+from makad.service.embeddings import SemanticChannel
 from makad.service.identifiers import Identifiers
 from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
@@ -79,6 +80,8 @@ class WorkspaceAccess:
     faults: Faults = field(default_factory=Faults)
     # Stand-ins for client-chosen identifiers that hold a secret (keyed per data dir).
     identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
+    # The optional semantic channel (off unless a model is configured: makad.service.embeddings).
+    semantic: SemanticChannel = field(default_factory=lambda: SemanticChannel(None))
 
     # Set once ``ready`` has returned: later calls skip it (every request comes here).
     _ready: bool = field(default=False, init=False)

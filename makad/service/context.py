@@ -20,7 +20,9 @@ import hashlib
 import heapq
 from collections import Counter
 from collections.abc import Iterable
+from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 import msgspec
 
@@ -290,7 +292,28 @@ class ContextService:
             )
         return pack
 
+    def _query_vector(self, ws: Workspace, plan: _Plan) -> Future[Any] | None:
+        """The query's vector, being computed, when the semantic channel is ready and the
+        ranking uses it."""
+        semantic = self._ctx.semantic
+        if not semantic.ready or not plan.query or plan.pool != "ranked":
+            return None
+        return semantic.query_vector_soon(ws, plan.query)
+
+    def _nearest(
+        self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
+    ) -> tuple[list[Entry], dict[str, float]]:
+        """``entries`` and the level's entries nearest the query after them, with their cosines."""
+        found = self._ctx.semantic.memory_matches(ws, by_id, vector)
+        chosen = {entry.id: entry for entry in entries}
+        for entry_id, _ in found:
+            chosen.setdefault(entry_id, by_id[entry_id])
+        return list(chosen.values()), dict(found)
+
     def _gather(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> _Gathered:
+        # The optional semantic channel embeds the query on a thread of its own meanwhile
+        # (makad.service.embeddings); None without it.
+        vector = self._query_vector(ws, plan)
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -303,16 +326,22 @@ class ContextService:
             history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
                 working_state = source.get_working_state(sid)
+        now = now_ms()
+        recall: list[RecallHit] = []
+        if plan.recall:
+            recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
+        similarity: dict[str, float] = {}
         hashes: dict[str, str] = {}
         confidence: dict[str, str] = {}
         overridden: dict[str, str] = {}
         user_from: int | None = None
         fill: list[FillOrder] = []
-        now = now_ms()
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
+            if vector is not None:
+                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector.result())
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -320,6 +349,11 @@ class ContextService:
             if plan.user is not None:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
+                if vector is not None:
+                    user_entries, user_similar = self._nearest(
+                        plan.user.ws, view.by_id, user_entries, vector.result()
+                    )
+                    similarity = {**similarity, **user_similar}
                 if user_entries:
                     user_from = len(entries)
                     # The candidates' hashes only: the snapshot's cache grows with every call.
@@ -332,9 +366,9 @@ class ContextService:
                     overridden = _overrides(ws, plan.snapshot, view.snapshot)
                     if plan.pool == "ranked":
                         fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
-        recall: list[RecallHit] = []
-        if plan.recall:
-            recall = _recall(ws, plan.query or "", sid, checkpoint, now, plan.pool, plan.budget)
+        if plan.recall and vector is not None:
+            ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+            recall = self._ctx.semantic.recall(ws, recall, vector.result(), ceiling)
         call_id = _call_id(
             plan.workspace,
             plan.revision,
@@ -367,6 +401,7 @@ class ContextService:
             memory_enabled=snapshot is not None,
             memory_entries=entries,
             memory_bm25=bm25,
+            memory_similarity=similarity,
             memory_fill=fill,
             already_shown=already_shown,
             memory_confidence=confidence,

@@ -174,6 +174,7 @@ class LedgerService:
         )
         if self._notes is not None:
             self._notes.appended(ws, params.session_id, events)
+        self._ctx.semantic.appended(ws)
         return AppendEventsResult(
             first_seq=result.first_seq, last_seq=result.last_seq, redactions=result.redactions
         )

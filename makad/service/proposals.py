@@ -22,13 +22,14 @@ import structlog
 
 from makad.core import memory_format as fmt
 from makad.core import proposals as rules
-from makad.core.canonical import content_hash, similar_ids
+from makad.core.canonical import MAX_SIMILAR, content_hash, similar_ids
 from makad.core.entries import clean_entry, is_open
 from makad.core.file_warnings import not_utf8
 from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.save_merge import note_of
+from makad.core.semantic import union_similar
 from makad.core.switches import agent_proposes, default_decay_ms
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
@@ -221,7 +222,8 @@ class ProposalService:
                 if draft.consolidates is not None:
                     await self._gate.queued(ws, draft.consolidates, proposal.id)
                 revision = await self._ctx.revision(ws)
-            similar = similar_ids(content, known)
+            similar = await self._similar(ws, content, known)
+            self._ctx.semantic.proposed(ws, proposal)
             result = ProposeResult(
                 proposal=proposal, queued=True, similar_to=similar, redactions=redactions, revision=revision
             )
@@ -245,6 +247,18 @@ class ProposalService:
             return result
 
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
+
+    async def _similar(
+        self, ws: Workspace, content: str, known: list[Entry], exclude: str | None = None
+    ) -> list[str]:
+        """The fuzzy matches of ``content`` among ``known``, then (with the semantic channel)
+        the entries whose meaning is near it (``makad.core.semantic``)."""
+        fuzzy = similar_ids(content, known, exclude=exclude)
+        semantic = self._ctx.semantic
+        if not semantic.ready:
+            return fuzzy
+        dense = await in_thread(semantic.similar, ws, content, known, exclude)
+        return union_similar(fuzzy, dense, MAX_SIMILAR)
 
     async def _check_user_level_target(self, target: str) -> None:
         """A workspace proposal naming a user-level entry (``@user/<id>``) overrides it in
@@ -326,7 +340,7 @@ class ProposalService:
         views = [
             ProposalView(
                 proposal=s.entry,
-                similar_to=similar_ids(s.entry.content, known, exclude=s.entry.id),
+                similar_to=await self._similar(ws, s.entry.content, known, exclude=s.entry.id),
                 note=note_of(s),
                 replaces=replaced.get(s.entry.id),
             )

@@ -19,6 +19,7 @@ from makad.wire.base import Handler
 from makad.wire.system import (
     ContextPaths,
     NoParams,
+    SemanticStatus,
     ShutdownResult,
     StatusResult,
     StopReason,
@@ -44,9 +45,19 @@ class DaemonInfo:
     stopping: Callable[[], bool] = lambda: False
     warnings: Callable[[], list[WorkspaceWarning]] = lambda: []
     context_paths: Callable[[], list[ContextPaths]] = lambda: []
+    # The semantic channel's status (None: no model configured; makad.service.embeddings).
+    semantic: Callable[[], SemanticStatus | None] = lambda: None
     # Where the daemon really listens (systemd's socket may be elsewhere than --socket).
     socket_path: str | None = None
     socket_activated: bool = False
+
+
+def _semantic(info: DaemonInfo) -> dict[str, SemanticStatus]:
+    """``status``'s semantic field: the channel's, or ``loading`` while the services load."""
+    found = info.semantic()
+    if found is None and info.settings.embedding_model:
+        found = SemanticStatus(model=info.settings.embedding_model, state="loading")
+    return {} if found is None else {"semantic": found}
 
 
 def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
@@ -89,6 +100,7 @@ class SystemService:
             connections=info.connection_count(),
             warnings=info.warnings(),
             context_paths=info.context_paths(),
+            **_semantic(info),
         )
 
     async def discover(self, params: NoParams, peer: Peer) -> dict[str, Any]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from msgspec import UNSET, UnsetType
+
 from makad.errors import ShuttingDown
 from makad.wire.base import MethodSpec, Params, Result
 
@@ -31,6 +33,27 @@ class ContextPaths(Result):
     fallback: int = 0
 
 
+class SemanticStatus(Result, kw_only=True):
+    """The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
+
+    ``state``: ``loading`` (requests go on lexically meanwhile), ``ready``, or ``failed``
+    (``message`` says why; the daemon goes on without the channel). ``caughtUp``: every
+    event appended and every entry written so far has its vector. ``eventsPerSecond``:
+    the indexer's throughput since start (its embedding time only).
+    """
+
+    model: str
+    state: Literal["loading", "ready", "failed"]
+    message: str | None = None
+    load_ms: float | None = None
+    events_indexed: int = 0
+    events_pending: int = 0
+    entries_indexed: int = 0
+    entries_pending: int = 0
+    caught_up: bool = False
+    events_per_second: float | None = None
+
+
 class StatusResult(Result):
     version: str
     pid: int
@@ -45,6 +68,8 @@ class StatusResult(Result):
     socket_activated: bool = False
     # Per workspace: build_context calls by trace.path (fast, bounded, slow, fallback).
     context_paths: list[ContextPaths] = []
+    # Present when a model is configured (``--embedding-model``): the semantic channel.
+    semantic: SemanticStatus | UnsetType = UNSET
 
 
 class ShutdownResult(Result):
@@ -72,7 +97,8 @@ METHODS: list[MethodSpec] = [
         NoParams,
         StatusResult,
         "Daemon version, pid, uptime, socket, data directory, open connections, "
-        "and warnings (a corrupt ledger reset, a workspace replaced).",
+        "warnings (a corrupt ledger reset, a workspace replaced), and, when a model is "
+        "configured, how far the semantic channel's indexing has got.",
         inline=True,
     ),
     MethodSpec(

@@ -165,6 +165,21 @@ def _scenario(entries: int, events: int, calls: int) -> dict[str, Any]:
     }
 
 
+def _caught_up(c: Client, timeout_s: float = 3_600) -> dict[str, Any]:
+    """Wait until the semantic channel has indexed every event and entry; its status
+    (``build_context_semantic``)."""
+    deadline = time.monotonic() + timeout_s
+    started = time.monotonic()
+    while time.monotonic() < deadline:
+        status = c.call("status")["semantic"]
+        if status["state"] == "failed":
+            raise RuntimeError(f"the semantic model did not load: {status['message']}")
+        if status["caughtUp"]:
+            return {**status, "waited_s": round(time.monotonic() - started, 1)}
+        time.sleep(0.25)
+    raise RuntimeError("the semantic channel did not catch up")
+
+
 def run(quick: bool) -> dict[str, Any]:
     if quick:
         return {"build_context": {"1k_10k": _scenario(100, 1_000, 5), "10k_100k": _scenario(200, 2_000, 5)}}

@@ -26,11 +26,13 @@ ALL = [
     "data_dir",
 ]
 # Run only when named: they need tools CI does not have (valgrind), or a long time
-# (build_context_scale ingests 1.1 million events).
+# (build_context_scale ingests 1.1 million events), or an optional extra and a model
+# (build_context_semantic).
 OPTIONAL = [
     "appends_instructions",
     "build_context_instructions",
     "build_context_scale",
+    "build_context_semantic",
     "read_state_instructions",
     "rpc_instructions",
 ]

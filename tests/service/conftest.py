@@ -38,10 +38,11 @@ class InProcessDaemon:
 
 
 @asynccontextmanager
-async def serving(root: Path) -> AsyncIterator[InProcessDaemon]:
+async def serving(root: Path, env: dict[str, str] | None = None) -> AsyncIterator[InProcessDaemon]:
     """Serve ``build_app`` on ``<root>/s.sock`` with data in ``<root>/data`` until the block
-    ends; the same ``root`` served again is a daemon restart (same data, fresh memory)."""
-    settings = load(["--socket", str(root / "s.sock"), "--data-dir", str(root / "data")], env={})
+    ends; the same ``root`` served again is a daemon restart (same data, fresh memory).
+    ``env``: the daemon's environment variables (none by default)."""
+    settings = load(["--socket", str(root / "s.sock"), "--data-dir", str(root / "data")], env=env or {})
     settings.data_dir.mkdir(mode=0o700, exist_ok=True)
     workspace = root / "ws"
     workspace.mkdir(exist_ok=True)
@@ -74,6 +75,7 @@ async def serving(root: Path) -> AsyncIterator[InProcessDaemon]:
                 app.watcher.stop()
                 tg.cancel_scope.cancel()
     finally:
+        app.semantic.stop()
         app.registry.close()
         settings.socket_path.unlink(missing_ok=True)
 

@@ -963,6 +963,35 @@ export interface Segment {
   sourceIds: string[];
 }
 
+/**
+ * The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
+ *
+ * `state`: `loading` (requests go on lexically meanwhile), `ready`, or `failed`
+ * (`message` says why; the daemon goes on without the channel). `caughtUp`: every
+ * event appended and every entry written so far has its vector. `eventsPerSecond`:
+ * the indexer's throughput since start (its embedding time only).
+ */
+export interface SemanticStatus {
+  model: string;
+  state: "failed" | "loading" | "ready";
+  /** @default null */
+  message?: string | null;
+  /** @default null */
+  loadMs?: number | null;
+  /** @default 0 */
+  eventsIndexed?: number;
+  /** @default 0 */
+  eventsPending?: number;
+  /** @default 0 */
+  entriesIndexed?: number;
+  /** @default 0 */
+  entriesPending?: number;
+  /** @default false */
+  caughtUp?: boolean;
+  /** @default null */
+  eventsPerSecond?: number | null;
+}
+
 export interface SessionParams {
   workspace: string;
   sessionId: string;
@@ -1083,6 +1112,7 @@ export interface StatusResult {
   socketActivated?: boolean;
   /** @default [] */
   contextPaths?: ContextPaths[];
+  semantic?: SemanticStatus;
 }
 
 export interface SubscribeParams {
@@ -1232,7 +1262,7 @@ export interface Methods {
     result: string;
     errors: never;
   };
-  /** Daemon version, pid, uptime, socket, data directory, open connections, and warnings (a corrupt ledger reset, a workspace replaced). */
+  /** Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced), and, when a model is configured, how far the semantic channel's indexing has got. */
   status: {
     params: Record<string, never>;
     result: StatusResult;

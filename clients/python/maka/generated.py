@@ -996,6 +996,35 @@ class Segment(TypedDict):
     sourceIds: list[str]
 
 
+class SemanticStatus(TypedDict):
+    """The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
+
+    ``state``: ``loading`` (requests go on lexically meanwhile), ``ready``, or ``failed``
+    (``message`` says why; the daemon goes on without the channel). ``caughtUp``: every
+    event appended and every entry written so far has its vector. ``eventsPerSecond``:
+    the indexer's throughput since start (its embedding time only).
+    """
+
+    model: str
+    state: Literal["failed", "loading", "ready"]
+    # default: null
+    message: NotRequired[str | None]
+    # default: null
+    loadMs: NotRequired[float | None]
+    # default: 0
+    eventsIndexed: NotRequired[int]
+    # default: 0
+    eventsPending: NotRequired[int]
+    # default: 0
+    entriesIndexed: NotRequired[int]
+    # default: 0
+    entriesPending: NotRequired[int]
+    # default: false
+    caughtUp: NotRequired[bool]
+    # default: null
+    eventsPerSecond: NotRequired[float | None]
+
+
 class SessionParams(TypedDict):
     workspace: str
     sessionId: str
@@ -1120,6 +1149,7 @@ class StatusResult(TypedDict):
     socketActivated: NotRequired[bool]
     # default: []
     contextPaths: NotRequired[list[ContextPaths]]
+    semantic: NotRequired[SemanticStatus]
 
 
 class SubscribeParams(TypedDict):
@@ -1740,7 +1770,7 @@ class Methods:
         return cast("str", self._call("ping", None))
 
     def status(self) -> StatusResult:
-        """Daemon version, pid, uptime, socket, data directory, open connections, and warnings (a corrupt ledger reset, a workspace replaced)."""
+        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced), and, when a model is configured, how far the semantic channel's indexing has got."""
         return cast("StatusResult", self._call("status", None))
 
     def rpc_discover(self) -> dict[str, Any]:
@@ -2066,7 +2096,7 @@ class AsyncMethods:
         return cast("str", await self._call("ping", None))
 
     async def status(self) -> StatusResult:
-        """Daemon version, pid, uptime, socket, data directory, open connections, and warnings (a corrupt ledger reset, a workspace replaced)."""
+        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced), and, when a model is configured, how far the semantic channel's indexing has got."""
         return cast("StatusResult", await self._call("status", None))
 
     async def rpc_discover(self) -> dict[str, Any]:

@@ -267,8 +267,27 @@ _V6: Final[tuple[str, ...]] = (
     ) WITHOUT ROWID""",
 )
 
+# The semantic channel's vectors (``makad.store.ledger.vectors``): one per event and one
+# per memory-entry text, each tagged with the model that made it. They are derived data
+# (recomputed when lost); an event's vector goes with the event when it is forgotten.
+_SEMANTIC_VECTORS: Final[tuple[str, ...]] = (
+    """CREATE TABLE event_vectors (
+        event_id INTEGER PRIMARY KEY,
+        model TEXT NOT NULL,
+        vec BLOB NOT NULL
+    )""",
+    """CREATE TABLE entry_vectors (
+        text_hash TEXT NOT NULL,
+        model TEXT NOT NULL,
+        vec BLOB NOT NULL,
+        PRIMARY KEY (text_hash, model)
+    ) WITHOUT ROWID""",
+    """CREATE TRIGGER event_vectors_forget AFTER DELETE ON events
+        BEGIN DELETE FROM event_vectors WHERE event_id = old.id; END""",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _SEMANTIC_VECTORS)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

@@ -1,0 +1,98 @@
+"""The optional semantic channel's rules: what text is embedded, which dense matches count.
+
+The channel (``makad[semantic]``, ``makad.service.embeddings``) adds candidates a
+sentence-embedding model finds to those full-text search finds — a union, never a
+replacement — and hands each one's cosine to the ranking (``makad.core.ranking`` for
+memory, ``makad.core.recall`` for history, where it is the ``semantic`` part of the
+trace). These rules are pure so that the same inputs always give the same candidates:
+
+- **Texts.** An entry is embedded as ``title. content`` (the redacted text the index
+  holds); an event as its text without the speaker label it opens with (``Ann: …``),
+  cut to ``EMBED_MAX_CHARS``. Events and queries lose the words of the names that label
+  speakers in the workspace's history (known when the text is embedded): a name says
+  who, not what, and would pull every turn of that speaker up (measured on
+  LoCoMo-style data: masking lifted multi-hop recall).
+- **Memory.** The ``MEMORY_DENSE_K`` entries nearest the query with a cosine of at
+  least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity.
+- **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
+  ``RECALL_MIN_COSINE`` join the full-text hits (their ``bm25`` 0); every hit the
+  channel has a vector for carries its cosine.
+- **Near-duplicate proposals.** An entry whose cosine with a proposal is at least
+  ``SIMILAR_MIN_COSINE`` is similar to it, after those the fuzzy match finds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Final
+
+from makad.core.render import SPEAKER_LABEL
+from makad.core.types import Entry
+
+MEMORY_DENSE_K: Final = 20
+MEMORY_MIN_COSINE: Final = 0.2
+RECALL_DENSE_K: Final = 50
+RECALL_MIN_COSINE: Final = 0.2
+SIMILAR_MIN_COSINE: Final = 0.6
+EMBED_MAX_CHARS: Final = 2_000
+_LABEL_SCAN: Final = 100
+_EDGE_PUNCTUATION: Final = "\"'“”‘’()[]{}<>,.;:!?"
+
+
+def entry_text(entry: Entry) -> str:
+    """What an entry is embedded as: its title and content."""
+    title = entry.title.strip()
+    content = entry.content.strip()
+    text = f"{title}. {content}" if title and content else title or content
+    return text[:EMBED_MAX_CHARS]
+
+
+def event_text(text: str) -> str:
+    """What an event is embedded as: its text without a leading speaker label."""
+    head = text[:_LABEL_SCAN]
+    if ":" in head:
+        match = SPEAKER_LABEL.match(head)
+        if match is not None:
+            text = text[match.end() :]
+    return text[:EMBED_MAX_CHARS]
+
+
+def speaker(text: str) -> str | None:
+    """The speaker label an event's text opens with, if any."""
+    head = text[:_LABEL_SCAN]
+    if ":" not in head:
+        return None
+    match = SPEAKER_LABEL.match(head)
+    return match.group(1) if match else None
+
+
+def without_names(text: str, speakers: Iterable[str]) -> str:
+    """``text`` without the words of the given speaker names (and their ``'s``); a text of
+    names only is kept whole."""
+    names = {w.casefold() for name in speakers for w in name.split() if len(w) > 1}
+    if not names:
+        return text
+    kept = []
+    for word in text.split():
+        bare = word.strip(_EDGE_PUNCTUATION)
+        for suffix in ("'s", "’s"):
+            bare = bare.removesuffix(suffix)
+        if bare.casefold() not in names:
+            kept.append(word)
+    return " ".join(kept) or text
+
+
+def nearest(scores: Sequence[tuple[str, float]], k: int, floor: float) -> list[tuple[str, float]]:
+    """The ``k`` best ``(key, cosine)`` pairs at or above ``floor``, best first (ties by key)."""
+    kept = [(key, score) for key, score in scores if score >= floor]
+    kept.sort(key=lambda pair: (-pair[1], pair[0]))
+    return kept[:k]
+
+
+def union_similar(fuzzy: Sequence[str], dense: Sequence[tuple[str, float]], limit: int) -> list[str]:
+    """The fuzzy matches first, then the dense ones not among them, at most ``limit``."""
+    out = list(fuzzy)
+    for key, _ in dense:
+        if key not in out:
+            out.append(key)
+    return out[:limit]

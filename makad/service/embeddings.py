@@ -1,0 +1,506 @@
+"""The optional semantic channel (``makad[semantic]``): a sentence-embedding model, the
+background indexer that keeps every workspace's vectors up to date, and the dense
+candidates build_context and propose add to the lexical ones.
+
+Off unless a model is named (``--embedding-model`` / ``MAKAD_EMBEDDING_MODEL``): then
+``SemanticChannel`` loads it in a thread of its own once the daemon runs, and every
+request goes on lexically until it is loaded (``status.semantic.state``). Nothing is
+downloaded and nothing leaves the machine: the model is read from a local folder (or a
+package that ships one) and run in this process (``makad.service.embedding_model``).
+
+**Off the request path.** One indexer thread embeds what changed: events after they are
+appended (the newest event id it has indexed is its cursor, so a backlog only means the
+cursor is behind; appends never wait for it), and memory entries and proposals when
+MEMORY.md or PENDING.md change (their redacted text, as the agent would see it). Vectors
+go to the workspace's ledger (``makad.store.ledger.vectors``) and to an in-memory matrix
+per workspace, searched flat with numpy. A request embeds only its query (one short text;
+the last ones are kept) and multiplies it by that matrix.
+
+**What the channel adds** (the rules are ``makad.core.semantic``'s): the memory entries
+nearest the query join the candidates with their cosine as the ``semantic`` part of their
+score; the events nearest the query join the full-text hits (with their neighbours), and
+every hit carries its cosine into recall's ranking; a proposal's nearest entries join the
+fuzzy matches in ``similarTo``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Iterable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal
+
+import structlog
+
+from makad.core import semantic as rules
+from makad.core.context_types import RecallHit
+from makad.core.redaction import redact_entry
+from makad.core.types import Entry
+from makad.store.ledger import Ledger
+from makad.store.ledger import vectors as store
+from makad.store.workspaces import Workspace
+from makad.wire.system import SemanticStatus
+
+log = structlog.get_logger("makad.semantic")
+
+State = Literal["off", "loading", "ready", "failed"]
+
+EVENT_BATCH: Final = 32
+# Batches per workspace before the indexer turns to the next one (and to entries).
+BATCHES_PER_TURN: Final = 8
+LOAD_PAGE: Final = 5_000
+QUERY_CACHE: Final = 256
+IDLE_WAKE_S: Final = 2.0
+RADIUS: Final = 2
+# Speaker labels kept per workspace for masking queries (transcripts have a few).
+MAX_SPEAKERS: Final = 64
+# Threads embedding queries (requests may come from several connections at once).
+QUERY_THREADS: Final = 2
+
+
+def text_hash(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+@dataclass
+class _Index:
+    """One workspace's vectors in memory, and how far indexing has got."""
+
+    ws: Workspace
+    ledger: Ledger
+    generation: int
+    loaded: bool = False
+    cursor: int = 0  # the newest event id whose vector is known
+    count: int = 0
+    matrix: Any = None
+    keys: list[tuple[str, int]] = field(default_factory=list)
+    rows: dict[tuple[str, int], int] = field(default_factory=dict)
+    speakers: dict[str, None] = field(default_factory=dict)  # speaker labels seen in events
+    entries: dict[str, Any] = field(default_factory=dict)  # text hash → vector
+    entry_queue: dict[str, str] = field(default_factory=dict)  # text hash → text
+    seen_docs: tuple[str | None, str | None] = (None, None)
+    # The last entry collection searched (kept by identity: a snapshot's ``by_id`` stays the
+    # same object until MEMORY.md changes), its ids and their vectors as one matrix, when
+    # every entry of it had a vector.
+    searched: tuple[object, list[str], Any] | None = None
+    pending_events: int = 0
+    # Appends notified / seen by the indexer's latest scan: equal when it has looked
+    # since the last append.
+    appended: int = 0
+    scanned: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+class SemanticChannel:
+    """The model, the indexer thread and the per-workspace indexes (see module doc)."""
+
+    def __init__(self, spec: str | None) -> None:
+        self.spec = spec
+        self.state: State = "off" if not spec else "loading"
+        self.message: str | None = None
+        self.model_name = ""
+        self.load_ms: float | None = None
+        self.events_indexed = 0
+        self.index_seconds = 0.0
+        self._encoder: Any = None
+        self._np: Any = None
+        self._indexes: dict[int, _Index] = {}
+        self._lock = threading.Lock()
+        self._encode_lock = threading.Lock()
+        self._queries: OrderedDict[str, Any] = OrderedDict()
+        self._wake = threading.Event()
+        self._stopping = False
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+        self._query_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def enabled(self) -> bool:
+        return self.spec is not None
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    def start(self) -> None:
+        """Load the model and run the indexer in a thread of its own (a no-op when off)."""
+        if self.spec is None or self._thread is not None:
+            return
+        self._thread = threading.Thread(target=self._run, name="semantic-indexer", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stopping = True
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=10)
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def touch(self, ws: Workspace) -> None:
+        """A workspace is in use: index it (cheap; called on every request)."""
+        if self.spec is None or self._stopping:
+            return
+        if id(ws) not in self._indexes:
+            with self._lock:
+                if id(ws) not in self._indexes:
+                    self._indexes[id(ws)] = _Index(ws, ws.ledger, ws.ledger.generation)
+        self._wake.set()
+
+    def appended(self, ws: Workspace) -> None:
+        """Events were appended to ``ws`` (committed): the indexer looks again."""
+        if self.spec is None:
+            return
+        self.touch(ws)
+        index = self._indexes.get(id(ws))
+        if index is not None:
+            index.appended += 1
+            self._wake.set()
+
+    def status(self) -> SemanticStatus | None:
+        if self.spec is None:
+            return None
+        indexes = list(self._indexes.values())
+        pending_events = sum(i.pending_events for i in indexes)
+        pending_entries = sum(len(i.entry_queue) for i in indexes)
+        caught_up = (
+            self.state != "loading"
+            and all(i.loaded and i.scanned == i.appended for i in indexes)
+            and pending_events == 0
+            and pending_entries == 0
+        )
+        rate = self.events_indexed / self.index_seconds if self.index_seconds > 0 else None
+        return SemanticStatus(
+            model=self.model_name or (self.spec or ""),
+            state="loading" if self.state == "off" else self.state,
+            message=self.message,
+            load_ms=None if self.load_ms is None else round(self.load_ms, 1),
+            events_indexed=sum(i.count for i in indexes),
+            events_pending=pending_events,
+            entries_indexed=sum(len(i.entries) for i in indexes),
+            entries_pending=pending_entries,
+            caught_up=caught_up,
+            events_per_second=None if rate is None else round(rate, 1),
+        )
+
+    def _run(self) -> None:
+        started = time.perf_counter()
+        try:
+            from makad.service.embedding_model import ModelUnavailable, load, numpy_module
+
+            numpy = numpy_module()
+
+            try:
+                encoder = load(self.spec or "")
+            except ModelUnavailable as exc:
+                self.state, self.message = "failed", str(exc)
+                log.warning("semantic_model_unavailable", reason=str(exc))
+                return
+        except Exception as exc:  # numpy missing, or a model that does not load
+            self.state, self.message = "failed", f"the model could not be loaded: {type(exc).__name__}"
+            log.warning("semantic_model_failed", exc_info=True)
+            return
+        self._np, self._encoder = numpy, encoder
+        self.model_name = encoder.name
+        self.load_ms = (time.perf_counter() - started) * 1000
+        self.state = "ready"
+        log.info("semantic_model_loaded", model=encoder.name, load_ms=round(self.load_ms, 1))
+        while not self._stopping:
+            self._wake.wait(timeout=IDLE_WAKE_S)
+            self._wake.clear()
+            for index in list(self._indexes.values()):
+                if self._stopping:
+                    break
+                try:
+                    if self._step(index):
+                        self._wake.set()  # more to do: another turn after the others
+                except Exception:
+                    log.warning("semantic_index_failed", workspace=str(index.ws.path), exc_info=True)
+
+    # ------------------------------------------------------------------ indexing
+
+    def _embed(self, texts: list[str]) -> Any:
+        with self._encode_lock:
+            return self._encoder.embed(texts)
+
+    def _step(self, index: _Index) -> bool:
+        """One turn of indexing ``index``'s workspace; True when work remains."""
+        np = self._np
+        ledger = index.ws.ledger
+        if ledger is not index.ledger or ledger.generation != index.generation:
+            with self._lock:
+                self._indexes[id(index.ws)] = _Index(index.ws, ledger, ledger.generation)
+            return True
+        seen = index.appended
+        if not index.loaded:
+            self._load(index)
+        self._queue_entries(index)
+        if index.entry_queue:
+            pairs = list(index.entry_queue.items())[:EVENT_BATCH]
+            found = store.entry_vectors(ledger, self.model_name, [h for h, _ in pairs])
+            missing = [(h, t) for h, t in pairs if h not in found]
+            made = self._embed([t for _, t in missing]) if missing else np.zeros((0, 1), np.float32)
+            store.write_entries(
+                ledger, self.model_name, [(h, made[i].tobytes()) for i, (h, _) in enumerate(missing)]
+            )
+            for h, blob in found.items():
+                index.entries[h] = np.frombuffer(blob, np.float32)
+            for i, (h, _) in enumerate(missing):
+                index.entries[h] = made[i]
+            for h, _ in pairs:
+                index.entry_queue.pop(h, None)
+        for _ in range(BATCHES_PER_TURN):
+            rows = store.events_after(ledger, index.cursor, EVENT_BATCH)
+            if not rows:
+                break
+            started = time.perf_counter()
+            self._note_speakers(index, [r[3] for r in rows])
+            names = list(index.speakers)
+            made = self._embed([rules.without_names(rules.event_text(r[3]), names) for r in rows])
+            store.write_events(
+                ledger, self.model_name, [(r[0], made[i].tobytes()) for i, r in enumerate(rows)]
+            )
+            self.index_seconds += time.perf_counter() - started
+            self.events_indexed += len(rows)
+            self._add(index, [(r[1], r[2]) for r in rows], made)
+            index.cursor = rows[-1][0]
+        index.pending_events = store.count_after(ledger, index.cursor)
+        index.scanned = seen
+        return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
+
+    def _load(self, index: _Index) -> None:
+        """Read the vectors the ledger holds (dropping another model's first)."""
+        np = self._np
+        ledger = index.ledger
+        if store.has_other_models(ledger, self.model_name):
+            store.drop_other_models(ledger, self.model_name)
+        after = 0
+        while True:
+            page = store.stored_events(ledger, self.model_name, after, LOAD_PAGE)
+            if not page:
+                break
+            matrix = np.frombuffer(b"".join(r[3] for r in page), np.float32).reshape(len(page), -1)
+            self._note_speakers(index, [r[4] for r in page])
+            self._add(index, [(r[1], r[2]) for r in page], matrix)
+            after = page[-1][0]
+        index.cursor = after
+        index.loaded = True
+
+    def _note_speakers(self, index: _Index, texts: list[str]) -> None:
+        for text in texts:
+            label = rules.speaker(text)
+            if label is not None and len(index.speakers) < MAX_SPEAKERS:
+                index.speakers.setdefault(label, None)
+
+    def _add(self, index: _Index, keys: list[tuple[str, int]], matrix: Any) -> None:
+        np = self._np
+        with index.lock:
+            need = index.count + len(keys)
+            if index.matrix is None or index.matrix.shape[0] < need:
+                grown = np.zeros((max(need, 2 * index.count, 1024), matrix.shape[1]), np.float32)
+                if index.matrix is not None:
+                    grown[: index.count] = index.matrix[: index.count]
+                index.matrix = grown
+            index.matrix[index.count : need] = matrix
+            for offset, key in enumerate(keys):
+                index.rows[key] = index.count + offset
+            index.keys.extend(keys)
+            index.count = need
+
+    def _queue_entries(self, index: _Index) -> None:
+        """Queue the entries and proposals of MEMORY.md / PENDING.md versions not seen yet."""
+        ws = index.ws
+        shas = (ws.memory.sha256, ws.pending.sha256)
+        if shas == index.seen_docs:
+            return
+        index.seen_docs = shas
+        texts: list[str] = []
+        for tracked in (ws.memory, ws.pending):
+            doc = tracked.doc
+            for section in doc.sections:
+                if section.entry.status in ("active", "proposed"):
+                    texts.append(rules.entry_text(redact_entry(section.entry)))
+        self.queue_texts(index, texts)
+
+    def queue_texts(self, index: _Index, texts: Iterable[str]) -> None:
+        for text in texts:
+            key = text_hash(text)
+            if key not in index.entries:
+                index.entry_queue.setdefault(key, text)
+
+    # ------------------------------------------------------------------ requests
+
+    def query_vector_soon(self, ws: Workspace, query: str) -> Future[Any]:
+        """``query_vector`` on the channel's own threads: the caller reads the full-text
+        candidates meanwhile and takes ``result()`` (None when there is no vector)."""
+        if self._pool is None:
+            with self._lock:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(
+                        max_workers=QUERY_THREADS, thread_name_prefix="semantic-query"
+                    )
+        return self._pool.submit(self.query_vector, ws, query)
+
+    def query_vector(self, ws: Workspace, query: str) -> Any:
+        """The vector of ``query`` without the workspace's speaker names
+        (``makad.core.semantic``), kept for the last ``QUERY_CACHE`` texts; None while the
+        model is not ready or the workspace not yet loaded."""
+        index = self._index(ws)
+        if not self.ready or index is None or not index.loaded or not query.strip():
+            return None
+        text = rules.without_names(query, list(index.speakers))[: rules.EMBED_MAX_CHARS]
+        with self._query_lock:
+            found = self._queries.get(text)
+            if found is not None:
+                self._queries.move_to_end(text)
+                return found
+        vector = self._encoder.embed([text])[0]
+        with self._query_lock:
+            self._queries[text] = vector
+            while len(self._queries) > QUERY_CACHE:
+                self._queries.popitem(last=False)
+        return vector
+
+    def _index(self, ws: Workspace) -> _Index | None:
+        index = self._indexes.get(id(ws))
+        if index is None:
+            self.touch(ws)
+            return None
+        return index
+
+    def memory_matches(
+        self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any
+    ) -> list[tuple[str, float]]:
+        """The entries nearest ``vector`` (``makad.core.semantic``'s memory rule), by id;
+        those without a vector yet are queued for the indexer."""
+        index = self._index(ws)
+        if index is None or vector is None:
+            return []
+        np = self._np
+        searched = index.searched
+        if searched is not None and searched[0] is by_id:
+            _, ids, matrix = searched
+            scored = [(entry_id, float(s)) for entry_id, s in zip(ids, matrix @ vector, strict=True)]
+            return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
+        ids = []
+        rows: list[Any] = []
+        missing: list[str] = []
+        for entry in by_id.values():
+            text = rules.entry_text(entry)
+            found = index.entries.get(text_hash(text))
+            if found is None:
+                missing.append(text)
+            else:
+                ids.append(entry.id)
+                rows.append(found)
+        if missing:
+            self.queue_texts(index, missing)
+            self._wake.set()
+        if not rows:
+            return []
+        matrix = np.stack(rows)
+        if not missing:
+            index.searched = (by_id, ids, matrix)
+        sims = matrix @ vector
+        scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
+        return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
+
+    def similar(
+        self, ws: Workspace, content: str, candidates: Sequence[Entry], exclude: str | None = None
+    ) -> list[tuple[str, float]]:
+        """The candidates nearest ``content`` above the near-duplicate floor, by id."""
+        index = self._index(ws)
+        if index is None or not self.ready:
+            return []
+        vector = self._embed([content[: rules.EMBED_MAX_CHARS]])[0]
+        np = self._np
+        scored: list[tuple[str, float]] = []
+        for entry in candidates:
+            if entry.id == exclude:
+                continue
+            found = index.entries.get(text_hash(rules.entry_text(entry)))
+            if found is not None:
+                scored.append((entry.id, float(np.dot(found, vector))))
+        return rules.nearest(scored, len(scored), rules.SIMILAR_MIN_COSINE)
+
+    def proposed(self, ws: Workspace, entry: Entry) -> None:
+        """A proposal was queued: its vector is made in the background."""
+        index = self._index(ws)
+        if index is not None:
+            self.queue_texts(index, [rules.entry_text(entry)])
+            self._wake.set()
+
+    def recall(
+        self,
+        ws: Workspace,
+        hits: list[RecallHit],
+        vector: Any,
+        max_seq_by_session: Mapping[str, int] | None,
+    ) -> list[RecallHit]:
+        """``hits`` with their cosine, plus the nearest events not among them (with their
+        neighbours), as ``makad.core.semantic``'s history rule says."""
+        index = self._index(ws)
+        if index is None or vector is None:
+            return hits
+        np = self._np
+        with index.lock:
+            count = index.count
+            matrix = index.matrix
+            keys = index.keys
+            rows = index.rows
+        if count == 0:
+            return hits
+        sims = matrix[:count] @ vector
+        ceilings = max_seq_by_session or {}
+        out = []
+        seen: set[tuple[str, int]] = set()
+        for hit in hits:
+            key = (hit.event.session_id, hit.event.seq)
+            seen.add(key)
+            row = rows.get(key)
+            out.append(hit if row is None or row >= count else _with_similarity(hit, float(sims[row])))
+        want = min(count, rules.RECALL_DENSE_K * 3)
+        top = np.argpartition(-sims, want - 1)[:want] if want < count else np.arange(count)
+        scored = []
+        for row in top:
+            sid, seq = keys[int(row)]
+            ceiling = ceilings.get(sid)
+            if (sid, seq) in seen or (ceiling is not None and seq > ceiling):
+                continue
+            scored.append((f"{sid}\x00{seq}", float(sims[int(row)])))
+        chosen = rules.nearest(scored, rules.RECALL_DENSE_K, rules.RECALL_MIN_COSINE)
+        if not chosen:
+            return out
+        places = []
+        for joined, _ in chosen:
+            place, number = joined.split("\x00")
+            places.append((place, int(number)))
+        spans = []
+        for sid, seq in places:
+            last = seq + RADIUS
+            ceiling = ceilings.get(sid)
+            if ceiling is not None:
+                last = min(last, ceiling)
+            spans.append((sid, max(seq - RADIUS, 1), last))
+        around = {(e.session_id, e.seq): e for e in index.ws.ledger.read_event_spans(spans)}
+        for (sid, seq), (_, similarity) in zip(places, chosen, strict=True):
+            event = around.get((sid, seq))
+            if event is None:  # forgotten since it was indexed
+                continue
+            near = [
+                around[(sid, s)]
+                for s in range(seq - RADIUS, seq + RADIUS + 1)
+                if s != seq and (sid, s) in around
+            ]
+            out.append(RecallHit(event=event, bm25=0.0, neighbours=near, similarity=similarity))
+        return out
+
+
+def _with_similarity(hit: RecallHit, similarity: float) -> RecallHit:
+    return RecallHit(event=hit.event, bm25=hit.bm25, neighbours=hit.neighbours, similarity=similarity)

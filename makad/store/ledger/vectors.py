@@ -1,0 +1,114 @@
+"""The semantic channel's vectors in a workspace's ledger (tables ``event_vectors`` and
+``entry_vectors``).
+
+A vector is the raw little-endian float32 bytes of one unit row, tagged with the model
+that made it: rows of another model are never read, and are dropped when a workspace is
+indexed with a new one. Vectors are derived data, so they are written with relaxed
+commits (``LedgerBase.transaction(relaxed=True)``): one lost to a power cut is computed
+again. An event's vector goes with the event when it is forgotten (a trigger). Callers run
+these in worker threads; none of them reads or writes more than its arguments bound.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+from makad.store.ledger import Ledger
+
+Pending = tuple[int, str, int, str]  # event id, session id, seq, text
+Stored = tuple[int, str, int, bytes, str]  # event id, session id, seq, vector, text head
+
+
+def newest_event_id(ledger: Ledger) -> int:
+    """The id of the newest event (0 in an empty ledger)."""
+    with ledger.snapshot() as conn:
+        row = conn.execute("SELECT MAX(id) FROM events").fetchone()
+    return int(row[0] or 0)
+
+
+def events_after(ledger: Ledger, after_id: int, limit: int) -> list[Pending]:
+    """Up to ``limit`` events with an id above ``after_id``, oldest first."""
+    with ledger.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT id, session_id, seq, text FROM events WHERE id > ? ORDER BY id LIMIT ?",
+            (after_id, limit),
+        ).fetchall()
+    return [(int(r[0]), str(r[1]), int(r[2]), str(r[3])) for r in rows]
+
+
+def count_after(ledger: Ledger, after_id: int) -> int:
+    """How many events have an id above ``after_id``."""
+    with ledger.snapshot() as conn:
+        row = conn.execute("SELECT COUNT(*) FROM events WHERE id > ?", (after_id,)).fetchone()
+    return int(row[0])
+
+
+def stored_events(ledger: Ledger, model: str, after_id: int, limit: int) -> list[Stored]:
+    """Up to ``limit`` of ``model``'s event vectors past ``after_id``, by event id, with the
+    event's place and the first 100 characters of its text."""
+    with ledger.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT v.event_id, e.session_id, e.seq, v.vec, substr(e.text, 1, 100) FROM event_vectors v "
+            "JOIN events e ON e.id = v.event_id WHERE v.model = ? AND v.event_id > ? "
+            "ORDER BY v.event_id LIMIT ?",
+            (model, after_id, limit),
+        ).fetchall()
+    return [(int(r[0]), str(r[1]), int(r[2]), bytes(r[3]), str(r[4])) for r in rows]
+
+
+def write_events(ledger: Ledger, model: str, rows: Sequence[tuple[int, bytes]]) -> None:
+    """Store event vectors (replacing any for the same events); skips forgotten events."""
+    if not rows:
+        return
+    with ledger.transaction(relaxed=True) as conn:
+        conn.executemany(
+            "INSERT OR REPLACE INTO event_vectors (event_id, model, vec) "
+            "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?)",
+            [(event_id, model, vec, event_id) for event_id, vec in rows],
+        )
+
+
+def entry_vectors(ledger: Ledger, model: str, hashes: Iterable[str]) -> dict[str, bytes]:
+    """``model``'s stored vectors of the given entry-text hashes (those it has)."""
+    wanted = list(dict.fromkeys(hashes))
+    out: dict[str, bytes] = {}
+    with ledger.snapshot() as conn:
+        for start in range(0, len(wanted), 500):
+            chunk = wanted[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            for text_hash, vec in conn.execute(
+                f"SELECT text_hash, vec FROM entry_vectors WHERE model = ? AND text_hash IN ({marks})",
+                (model, *chunk),
+            ):
+                out[str(text_hash)] = bytes(vec)
+    return out
+
+
+def write_entries(ledger: Ledger, model: str, rows: Sequence[tuple[str, bytes]]) -> None:
+    """Store entry-text vectors by the text's hash."""
+    if not rows:
+        return
+    with ledger.transaction(relaxed=True) as conn:
+        conn.executemany(
+            "INSERT OR REPLACE INTO entry_vectors (text_hash, model, vec) VALUES (?, ?, ?)",
+            [(text_hash, model, vec) for text_hash, vec in rows],
+        )
+
+
+def drop_other_models(ledger: Ledger, model: str) -> int:
+    """Delete every vector another model made; how many event vectors went."""
+    with ledger.transaction(relaxed=True) as conn:
+        gone = conn.execute("DELETE FROM event_vectors WHERE model != ?", (model,)).rowcount
+        conn.execute("DELETE FROM entry_vectors WHERE model != ?", (model,))
+    return int(gone)
+
+
+def has_other_models(ledger: Ledger, model: str) -> bool:
+    """Whether any vector of another model is stored."""
+    with ledger.snapshot() as conn:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM event_vectors WHERE model != ?) "
+            "OR EXISTS (SELECT 1 FROM entry_vectors WHERE model != ?)",
+            (model, model),
+        ).fetchone()
+    return bool(row[0])

@@ -1,0 +1,51 @@
+"""The semantic channel's pure rules: what is embedded, which dense matches count, and how a
+cosine enters a memory entry's score."""
+
+from __future__ import annotations
+
+from makad.core import semantic
+from makad.core.ranking import rank_entries
+from makad.core.types import Entry
+
+NOW = 1_700_000_000_000
+
+
+def _entry(entry_id: str, title: str, content: str = "") -> Entry:
+    return Entry(id=entry_id, title=title, content=content, created_at=NOW, updated_at=NOW)
+
+
+def test_texts_embedded() -> None:
+    """An entry is its title and content; an event loses its speaker label."""
+    assert (
+        semantic.entry_text(_entry("a", "Package manager", "Always pnpm.")) == "Package manager. Always pnpm."
+    )
+    assert semantic.entry_text(_entry("a", "Only a title")) == "Only a title"
+    assert semantic.event_text("Caroline: I went to a support group.") == "I went to a support group."
+    assert semantic.event_text("The build failed again: see log") == "The build failed again: see log"
+    assert semantic.speaker("Mel Lee: hi") == "Mel Lee"
+
+
+def test_query_loses_speaker_names() -> None:
+    """Speaker names (and their possessive) leave the query; a query of names only stays."""
+    assert semantic.without_names("What did Caroline's friend Melanie paint?", ["Caroline", "Melanie"]) == (
+        "What did friend paint?"
+    )
+    assert semantic.without_names("Caroline?", ["Caroline"]) == "Caroline?"
+    assert semantic.without_names("which tool?", []) == "which tool?"
+
+
+def test_nearest_and_union() -> None:
+    """Dense matches are the best above the floor, ties by key; the union keeps fuzzy ones first."""
+    found = semantic.nearest([("b", 0.5), ("a", 0.5), ("c", 0.1), ("d", 0.9)], 3, 0.2)
+    assert found == [("d", 0.9), ("a", 0.5), ("b", 0.5)]
+    assert semantic.union_similar(["x", "d"], found, 3) == ["x", "d", "a"]
+
+
+def test_similarity_adds_a_semantic_part_only_where_found() -> None:
+    """An entry the channel found outranks an unmatched one; without similarities scores are unchanged."""
+    entries = [_entry("a", "Deploys", "On Tuesdays."), _entry("b", "Package manager", "Always pnpm.")]
+    plain = rank_entries(entries, {}, "which installer for the web app", NOW)
+    assert [r.parts.semantic for r in plain] == [0.0, 0.0]
+    ranked = rank_entries(entries, {}, "which installer for the web app", NOW, similarity={"b": 0.55})
+    assert ranked[0].entry.id == "b" and ranked[0].parts.semantic == 0.55
+    assert ranked[0].score > ranked[1].score and ranked[1].score == plain[1].score
