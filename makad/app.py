@@ -15,6 +15,7 @@ from makad import openrpc as openrpc_doc
 from makad.core.episodes import Threshold
 from makad.faults import Faults
 from makad.service import curator
+from makad.service.attention import AttentionKeeper
 from makad.service.common import WorkspaceAccess
 from makad.service.compaction import CompactionService
 from makad.service.context import ContextService
@@ -50,6 +51,7 @@ class App:
     # The optional semantic channel: started here when a model is configured, stopped by
     # the composition root before the registry closes.
     semantic: SemanticChannel
+    attention: AttentionKeeper
 
 
 def openrpc_document() -> dict[str, Any]:
@@ -95,6 +97,13 @@ def build_app(
         curator.prepare_in_background()
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals, evidence)
+    attention = AttentionKeeper(ctx, settings.behavior_idle_ms)
+    ctx.on_change.append(attention.changed)
+
+    async def closed(ws: Workspace, session_id: str) -> None:
+        await episodes.session_closed(ws, session_id)
+        await attention.session_closed(ws, session_id)
+
     watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
     warmup = Warmup()
 
@@ -112,8 +121,9 @@ def build_app(
         OutsideTextService(ctx, writer),
         context,
         compaction,
-        LedgerService(ctx, sessions, notes, on_close=episodes.session_closed),
+        LedgerService(ctx, sessions, notes, on_close=closed, on_delete=attention.session_deleted),
         episodes,
+        attention,
     ]
     handlers: dict[str, Handler] = {}
     for service in services:
@@ -127,4 +137,5 @@ def build_app(
         notes=notes,
         faults=ctx.faults,
         semantic=semantic,
+        attention=attention,
     )

@@ -29,6 +29,7 @@ DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
 DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
+DEFAULT_BEHAVIOR_IDLE_MS = 15 * 60_000
 DEFAULT_CURATOR_TIMEOUT_MS = 1_500
 # AF_UNIX sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
@@ -63,6 +64,8 @@ class DaemonSettings:
     session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
     shutdown_grace_s: float = 5.0
     watch_debounce_ms: int = 50
+    # A session idle this long has its behavior records written (docs/ATTENTION.md).
+    behavior_idle_ms: int = DEFAULT_BEHAVIOR_IDLE_MS
     # Test-only: name of a step at which the process kills itself (fault injection).
     fault_point: str | None = None
     # Test-only: fail memory-file writes as if the disk were full.
@@ -225,6 +228,7 @@ def load(
         session_memory_cap_bytes=_int_env(
             env, "MAKAD_SESSION_MEMORY_CAP_BYTES", DEFAULT_SESSION_MEMORY_CAP_BYTES
         ),
+        behavior_idle_ms=_int_env(env, "MAKAD_BEHAVIOR_IDLE_MS", DEFAULT_BEHAVIOR_IDLE_MS),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
         curator=_curator(env),

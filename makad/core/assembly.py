@@ -8,8 +8,8 @@ still unused to memory entries left out for room, so ``total_tokens <=
 budget_tokens`` always holds; when not even the newest user message fits it
 raises ``TooLarge`` instead.
 
-Segments appear in the order memory, summary, working_state, recall: the most
-stable first (helping a provider's prompt cache), the most query-specific last.
+Segments appear in the order memory, summary, working_state, attention, recall: the
+most stable first (helping a provider's prompt cache), the most query-specific last.
 
 The trace lists the memory candidates (``makad.core.memory_segment`` says which)
 and the best recall candidates with their score parts and what became of them.
@@ -26,7 +26,8 @@ A recalled line a newer candidate supersedes says so, or is left out as
 ``superseded`` when recall is tight; a memory entry says it is possibly outdated
 (``makad.core.conflicts``). Lines of the summary the working state shows are left
 out of the summary (``owned_elsewhere``, listed in ``trace.owned_elsewhere``:
-``makad.core.ownership``).
+``makad.core.ownership``); so are attention lines the working state, the summary or
+memory show, or that cite only this session's own events (owner ``history``).
 ``trace.skipped`` says when memory was left out whole (safe mode, unreadable).
 
 The path is ``fast`` when nothing was ranked against a query and everything fit
@@ -46,6 +47,7 @@ from typing import Any, Protocol
 
 import msgspec
 
+from makad.core.attention import AttentionLine, render_lines
 from makad.core.budget import ceiling, history_reserve, segment_cap, share
 from makad.core.conflicts import MAX_MEMORY_ITEMS, pack_items, supersessions
 from makad.core.context_types import (
@@ -56,6 +58,7 @@ from makad.core.context_types import (
     ContextLimits,
     ContextPack,
     RecallHit,
+    ScoreParts,
     Segment,
     SegmentKind,
     Trace,
@@ -64,7 +67,7 @@ from makad.core.context_types import (
 from makad.core.history import PreparedHistory
 from makad.core.memory_segment import MemoryBuilder
 from makad.core.memory_select import small_share
-from makad.core.ownership import OWNED_ELSEWHERE, drop_owned
+from makad.core.ownership import MIN_OWNED_CHARS, OWNED_ELSEWHERE, OwnedLine, drop_owned, fact_key, owner_keys
 from makad.core.ranking import query_terms
 from makad.core.recall import RankedEvent, rank_events
 from makad.core.refs import event_ref
@@ -87,7 +90,7 @@ from makad.core.types import Event
 from makad.core.when import DAY_MS
 from makad.errors import InvalidParams, TooLarge
 
-OUTPUT_ORDER: tuple[SegmentKind, ...] = ("memory", "summary", "working_state", "recall")
+OUTPUT_ORDER: tuple[SegmentKind, ...] = ("memory", "summary", "working_state", "attention", "recall")
 # History older than this many budgets' worth of text is never looked at: the
 # lower bound it is measured with (a quarter token a character) holds for the
 # default estimator, so one budget is enough with it; the factor leaves room for
@@ -143,10 +146,21 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     memory.mark(superseded)
     live_refs = {event_ref(e.session_id, e.seq) for e in inputs.history}
     recall.mark(superseded, lambda: memory.shown_refs | live_refs)
+    summary = _summary(inputs, counter, working_state)
+    shown_memory = _Recorded(memory)
     builders: dict[SegmentKind, _Builder] = {
         "working_state": working_state,
-        "summary": _summary(inputs, counter, working_state),
-        "memory": memory,
+        "summary": summary,
+        "memory": shown_memory,
+        "attention": AttentionBuilder(
+            inputs,
+            counter,
+            lambda: [
+                ("working_state", working_state.shown),
+                ("summary", summary.shown),
+                ("memory", shown_memory.text),
+            ],
+        ),
         "recall": recall,
     }
     own = {kind: segment_cap(kind, budget, limits, alone=alone) for kind in SEGMENT_KINDS}
@@ -175,10 +189,10 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     if total > budget:  # unreachable by construction; never hand out an oversized pack
         raise TooLarge("The context does not fit.", budgetTokens=budget, minimumTokens=total)
 
-    rows = {kind: built[kind].listed() for kind in ("memory", "recall")}
-    candidates = rows["memory"] + rows["recall"]
+    rows = {kind: built[kind].listed() for kind in ("memory", "attention", "recall")}
+    candidates = rows["memory"] + rows["attention"] + rows["recall"]
     dropped: Counter[str] = Counter()
-    for kind in ("memory", "recall"):
+    for kind in ("memory", "attention", "recall"):
         part = built[kind]
         dropped += (
             part.dropped
@@ -188,6 +202,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     owned = built["summary"].owned
     if owned:
         dropped[OWNED_ELSEWHERE] += len(owned)
+    owned = owned + built["attention"].owned  # (counted with the attention candidates)
     compact_limit = share(budget, limits.compact_share)
     live = inputs.live_history_tokens
     live = history.tokens_up_to(compact_limit) if live is None else live
@@ -373,6 +388,124 @@ def _working_state(inputs: ContextInputs, counter: TokenCounter) -> _BodyBuilder
     return _BodyBuilder(
         "working_state", counter, working_state_text, body, "[… working state cut to fit the budget]", []
     )
+
+
+class _Recorded:
+    """A builder whose latest segment text is kept (what the pack shows of it so far)."""
+
+    def __init__(self, inner: _Builder) -> None:
+        self._inner = inner
+        self.text = ""
+
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
+        built = self._inner.build(cap, fill_cap)
+        self.text = built.segment.text if built.segment is not None else ""
+        return built
+
+
+# ----------------------------------------------------------- attention ---
+
+
+ATTENTION_HEADING = "## Attention (what this workspace is in the middle of; from past sessions)"
+_NO_PARTS = ScoreParts(bm25=0.0, recency=0.0, tags=0.0)
+
+
+class AttentionBuilder:
+    """The workspace's attention lines (``makad.core.attention``) that fit a cap, one owner
+    per fact: a line the working state, the summary or memory already shows, or that cites
+    only this session's own events, is left out (``owned_elsewhere``). ``owners`` gives the
+    text each of those segments shows at the time of the build (they are built first)."""
+
+    def __init__(
+        self,
+        inputs: ContextInputs,
+        counter: TokenCounter,
+        owners: Callable[[], list[tuple[str, str]]],
+    ) -> None:
+        self._lines = inputs.attention if "attention" in inputs.include else []
+        self._session = inputs.session_id
+        self._counter = counter
+        self._owners = owners
+
+    def _owner_of(self, text: str, shown: list[tuple[str, set[str], str]]) -> str | None:
+        key = fact_key(text)
+        rest = fact_key(text.split(": ", 1)[1]) if ": " in text else key
+        for owner, keys, whole in shown:
+            if len(key) >= MIN_OWNED_CHARS and key in keys:
+                return owner
+            if len(rest) >= MIN_OWNED_CHARS and rest in whole:
+                return owner
+        return None
+
+    def build(self, cap: int, fill_cap: int | None = None) -> Built:
+        if not self._lines:
+            return Built()
+        shown = [
+            (owner, owner_keys(text), fact_key(" ".join(text.split())))
+            for owner, text in self._owners()
+            if text
+        ]
+        own_prefix = f"event:{self._session}:" if self._session else None
+        rows: list[TraceCandidate] = []
+        owned: list[OwnedLine] = []
+        chosen: list[tuple[str, AttentionLine, int]] = []
+        used = self._counter.count(ATTENTION_HEADING) + 1
+        sections_used: set[str] = set()
+        for section, line in self._lines:
+            owner = None
+            if own_prefix and line.refs and all(ref.startswith(own_prefix) for ref in line.refs):
+                owner = "history"
+            else:
+                owner = self._owner_of(line.text, shown)
+            source = line.refs[0] if line.refs else f"attention:{section}"
+            rendered = render_lines(section, [line]).split("\n", 1)[1]
+            tokens = self._counter.count(rendered) + 1
+            reason: str | None = None
+            if owner is not None:
+                reason = OWNED_ELSEWHERE
+                owned.append(OwnedLine(segment="attention", owner=owner, section=section, text=line.text))
+            else:
+                cost = tokens + (0 if section in sections_used else self._counter.count(f"### {section}") + 2)
+                if used + cost > cap:
+                    reason = "budget"
+                else:
+                    used += cost
+                    sections_used.add(section)
+                    chosen.append((section, line, len(rows)))
+            rows.append(
+                TraceCandidate(
+                    kind="attention",
+                    source_id=source,
+                    score=0.0,
+                    parts=_NO_PARTS,
+                    included=reason is None,
+                    reason=reason,
+                    tokens=tokens if reason is None else 0,
+                    title=line.text,
+                )
+            )
+        text, tokens = self._render(chosen)
+        while chosen and tokens > cap:  # a tokenizer need not be additive
+            _, _, at = chosen.pop()
+            rows[at].included, rows[at].reason, rows[at].tokens = False, "budget", 0
+            text, tokens = self._render(chosen)
+        left_out = any(row.reason == "budget" for row in rows)
+        built = Built(None, left_out, rows, wants_more=left_out, owned=owned)
+        if chosen:
+            refs = list(dict.fromkeys(ref for _, line, _ in chosen for ref in line.refs))
+            built.segment = Segment(kind="attention", text=text, tokens=tokens, source_ids=refs)
+        return built
+
+    def _render(self, chosen: list[tuple[str, AttentionLine, int]]) -> tuple[str, int]:
+        if not chosen:
+            return "", 0
+        parts = [ATTENTION_HEADING]
+        by_section: dict[str, list[AttentionLine]] = {}
+        for section, line, _ in chosen:
+            by_section.setdefault(section, []).append(line)
+        parts.extend(render_lines(section, lines) for section, lines in by_section.items())
+        text = "\n\n".join(parts)
+        return text, self._counter.count(text)
 
 
 # ------------------------------------------------------------- summary ---

@@ -8,19 +8,19 @@ In order:
    (40 % by default), or less when the live history is smaller, and never less
    than the minimum. Segments cannot take that share away.
 3. **Shares, by priority** — working_state, then summary, then memory, then
-   recall. Each may use up to its cap and no more than is left after the
+   attention, then recall. Each may use up to its cap and no more than is left after the
    reservation and the kinds before it; it uses only what its content needs.
    A cap scales with the budget: ``share % of the budget``, raised to the floor
    (``segment_floor_tokens``, 200) and lowered to the kind's ceiling
    (``*_max_tokens``). Defaults: working_state 15 % / ceiling 14,000, summary
-   20 % / 12,500, memory 20 % / 16,000, recall 15 % / 8,000. The floor is a
+   20 % / 12,500, memory 20 % / 16,000, attention 5 % / 1,500, recall 15 % / 8,000. The floor is a
    floor of the cap, not a reservation: a tight budget still leaves a segment
    out when the kinds before it took the room. Memory's cap grows to the
    small-memory share (``makad.core.memory_select``) when its entries all fit
    there, or to hold its pinned entries; here memory packs its pinned entries
    and those matching the query only (``makad.core.memory_segment``).
 4. **Flow of unused shares** — what the kinds left unused goes, in the order
-   working_state, summary, memory, **history**, recall, to each kind that still
+   working_state, summary, memory, attention, **history**, recall, to each kind that still
    has candidates it left out for lack of room (a cut working state or summary,
    pinned or matching memory entries or recall events dropped for ``budget``,
    live history beyond its reserve), up to that kind's ceiling. The session's
@@ -59,6 +59,8 @@ def ceiling(kind: SegmentKind, budget: int, limits: ContextLimits, *, alone: boo
         return limits.summary_max_tokens
     if kind == "memory":
         return limits.memory_max_tokens
+    if kind == "attention":
+        return limits.attention_max_tokens
     return limits.recall_max_tokens
 
 
@@ -70,6 +72,7 @@ def segment_cap(kind: SegmentKind, budget: int, limits: ContextLimits, *, alone:
         "working_state": limits.working_state_share,
         "summary": limits.summary_share,
         "memory": limits.memory_share,
+        "attention": limits.attention_share,
         "recall": limits.recall_share,
     }[kind]
     top = ceiling(kind, budget, limits)

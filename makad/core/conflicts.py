@@ -250,7 +250,8 @@ _DETERMINERS: Final = frozenset(
 )
 _CLAUSE_MARKS: Final = ",:;!?()"
 _VALUE_LEAD = re.compile(r"(?:(?:set\s+to|on|at|in)\s+)?", re.IGNORECASE)
-_CODE = re.compile(r"^[#@]?[\w]+(?:[-_./:][\w]+)*$")
+# "_" is no separator: \w holds it, and a character both sides can take backtracks.
+_CODE = re.compile(r"^[#@]?\w+(?:[-./:]\w+)*$")
 _NUMBER = re.compile(r"[-+]?\$?\d[\d,._]*%?")
 _NOT_NUMERIC = re.compile(r"[^\d.%-]")
 _TIME = re.compile(r"\b\d{1,2}(?::\d{2})?\s*(?:am|pm)\b|\b\d{1,2}:\d{2}\b", re.IGNORECASE)

@@ -15,14 +15,15 @@ from typing import Literal
 import msgspec
 from msgspec import UNSET, UnsetType
 
+from makad.core.attention import AttentionLine
 from makad.core.confidence import Confidence
 from makad.core.ownership import OwnedLine
 from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, CuratorTrace, Entry, Event, WorkingState
 
-SegmentKind = Literal["memory", "working_state", "summary", "recall"]
+SegmentKind = Literal["memory", "working_state", "summary", "attention", "recall"]
 # Priority order: a kind earlier in this tuple is served first from the budget.
-SEGMENT_KINDS: tuple[SegmentKind, ...] = ("working_state", "summary", "memory", "recall")
-AllocationKind = Literal["memory", "working_state", "summary", "recall", "history"]
+SEGMENT_KINDS: tuple[SegmentKind, ...] = ("working_state", "summary", "memory", "attention", "recall")
+AllocationKind = Literal["memory", "working_state", "summary", "attention", "recall", "history"]
 Role = Literal["user", "assistant", "tool", "system"]
 
 
@@ -76,12 +77,14 @@ class ScoreParts(_Wire):
 
 
 class TraceCandidate(_Wire):
-    """One memory entry or recall candidate considered, and what became of it.
+    """One memory entry, attention line or recall candidate considered, and what became of it.
 
-    A recall candidate is one event: a full-text hit or a neighbour of one.
+    A recall candidate is one event: a full-text hit or a neighbour of one. An attention
+    candidate is one line of the workspace's attention state (``title``: its text,
+    ``sourceId``: its first ref).
     """
 
-    kind: Literal["memory", "recall"]
+    kind: Literal["memory", "attention", "recall"]
     source_id: str
     score: float
     parts: ScoreParts
@@ -94,7 +97,8 @@ class TraceCandidate(_Wire):
     confidence: Confidence | None = None
     # Memory only: the UTF-8 size of the block shown (counts toward the session cap).
     bytes: int = 0
-    # Memory only: the entry's title (as redacted for the agent), so a trace reads alone.
+    # Memory: the entry's title (as redacted for the agent), so a trace reads alone;
+    # attention: the line.
     title: str | UnsetType = UNSET
     # Memory only, present when true: the entry is pinned (``makad.core.memory_select``).
     pinned: bool | UnsetType = UNSET
@@ -154,8 +158,9 @@ class Trace(_Wire):
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
     - ``curator``: the curator's part, when a curator strategy ran;
     - ``owned_elsewhere``: lines of the summary left out because the working state
-      shows them (one segment per fact, ``makad.core.ownership``); ``dropped`` counts
-      them under ``owned_elsewhere``.
+      shows them, and attention lines the working state, the summary, memory or the
+      session's own history already carry (one segment per fact,
+      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``.
     """
 
     path: Literal["fast", "bounded", "slow", "fallback"]
@@ -282,6 +287,8 @@ class ContextLimits(msgspec.Struct, kw_only=True, frozen=True):
     memory_top_k: int = 10
     memory_entry_max_bytes: int = 4_096
     memory_session_cap_bytes: int = 61_440
+    attention_share: int = 5
+    attention_max_tokens: int = 1_500
     recall_share: int = 15
     recall_max_tokens: int = 8_000
     recall_top_k: int = 100
@@ -368,6 +375,9 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     live_history_tokens: int | None = None
     recall_hits: list[RecallHit] = []
     limits: ContextLimits = ContextLimits()
+    # The attention lines this call may show (section, line): empty unless it is the
+    # session's first pack or ``include`` names attention (``makad.core.attention``).
+    attention: list[tuple[str, AttentionLine]] = []
     # The refs (``memory:<id>``, ``event:<session>:<seq>``) a strategy chose, in the order
     # to pack them; None: the deterministic ranking chooses (``makad.core.strategies``).
     selection: list[str] | None = None

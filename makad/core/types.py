@@ -325,6 +325,8 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
     incognito: bool = False
     history_recall_enabled: bool = False
     context_strategy: ContextStrategy = "deterministic"
+    # Behavior records and the attention state are derived and kept (docs/ATTENTION.md).
+    attention_enabled: bool = True
     # Derived: extractToolEnabled only counts while agentReadEnabled is on.
     extract_tool_effective: bool = False
 

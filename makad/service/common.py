@@ -82,6 +82,8 @@ class WorkspaceAccess:
     identifiers: Identifiers = field(default_factory=lambda: Identifiers(os.urandom(32)))
     # The optional semantic channel (off unless a model is configured: makad.service.embeddings).
     semantic: SemanticChannel = field(default_factory=lambda: SemanticChannel(None))
+    # Called (on the loop) after each revision bump: memory, PENDING.md or settings changed.
+    on_change: list[Callable[[Workspace], None]] = field(default_factory=list)
 
     # Set once ``ready`` has returned: later calls skip it (every request comes here).
     _ready: bool = field(default=False, init=False)
@@ -271,11 +273,17 @@ class WorkspaceAccess:
 
         await in_thread(store)
         ws.revision = revision
+        self.changed(ws)
         if ws.subscribers:
             self.notify_subscribers(
                 ws, channel, revision, cause, reapplied=reapplied or [], returned=returned or []
             )
         return revision
+
+    def changed(self, ws: Workspace) -> None:
+        """Tell the ``on_change`` listeners that something derived from ``ws`` is out of date."""
+        for listener in self.on_change:
+            listener(ws)
 
     def notify_subscribers(
         self,

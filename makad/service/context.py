@@ -22,11 +22,12 @@ from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import msgspec
 
 from makad.core import levels
+from makad.core.attention import AttentionLine
 from makad.core.confidence import user_values
 from makad.core.context_check import assemble_checked
 from makad.core.context_types import (
@@ -56,11 +57,12 @@ from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, E
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
 from makad.service import entry_dates
+from makad.service.attention import cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
-from makad.store import recall_source
+from makad.store import attention_store, recall_source
 from makad.store.ledger import Ledger
 from makad.store.ledger.shown_cache import ShownView
 from makad.store.session_store import SessionStore
@@ -84,6 +86,8 @@ MEMORY_PINNED_CANDIDATES = 200
 HISTORY_TAIL_FACTOR = 2
 HISTORY_FIRST_READ = 256
 HISTORY_MIN_READ = 64
+# Sessions whose first build_context call is remembered (the attention segment's).
+MAX_FIRST_CALLS = 10_000
 
 
 @dataclass
@@ -143,6 +147,9 @@ class ContextService:
         name: ContextStrategy = params.strategy or settings.context_strategy
         pool = strategy(name).pool
         reads_ok = agent_reads(settings, incognito_session=incognito)
+        # The attention state: in a session's first pack, or when include names it.
+        attention = reads_ok and settings.attention_enabled and "attention" in include
+        asked = params.include is not None and "attention" in params.include
         memory_ok = reads_ok and "memory" in include
         snapshot = await self._snapshot(ws) if memory_ok else None
         user = await self._user_level() if snapshot is not None else None
@@ -160,6 +167,7 @@ class ContextService:
             strategy=name,
             pool=pool,
             user=user,
+            attention="asked" if attention and asked else "first" if attention and sid else None,
         )
         source: SessionStore | None = None
         if sid is not None:
@@ -393,6 +401,7 @@ class ContextService:
             session_bytes = ws.ledger.session_memory_bytes(sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
+            attention=_attention_lines(ws, plan, call_id),
             budget_tokens=plan.budget,
             now_ms=now,
             session_id=sid,
@@ -496,6 +505,24 @@ class ContextService:
         return snap
 
 
+def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str, AttentionLine]]:
+    """(worker thread) The stored attention state's lines, when this call may show them:
+    asked for, or the session's first pack (its first recorded call, or this one)."""
+    if plan.attention is None:
+        return []
+    if plan.attention == "first" and plan.sid is not None:
+        first = ws.state.first_calls.get(plan.sid)
+        if first is None:
+            first = attention_store.first_call(ws.ledger, plan.sid) or call_id
+            if len(ws.state.first_calls) >= MAX_FIRST_CALLS:
+                ws.state.first_calls.clear()  # read again from the ledger when needed
+            ws.state.first_calls[plan.sid] = first
+        if first != call_id:
+            return []
+    state = cached_state(ws)
+    return [] if state is None else state.lines()
+
+
 def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
     """The snapshot already built, when MEMORY.md on disk is still the version it was built
     from (one ``lstat``, on the event loop): then no worker-thread hop to refresh the file.
@@ -547,6 +574,9 @@ class _Plan:
     strategy: ContextStrategy = "deterministic"
     pool: Pool = "ranked"
     user: _UserLevel | None = None
+    # Whether attention may show: "asked" (include names it), "first" (in the session's
+    # first pack only), None (never).
+    attention: Literal["asked", "first"] | None = None
 
 
 def _history_tail(

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 
 import structlog
 
+from makad.core.attention import repeats_retracted
 from makad.core.episodes import (
     MAX_EPISODE_REFS,
     Threshold,
@@ -47,6 +48,7 @@ from makad.faults import Faults
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.proposals import ProposalDraft, ProposalService
 from makad.service.sessions import Sessions
+from makad.store import attention_store
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.episodes import (
@@ -169,6 +171,9 @@ class EpisodeService:
         summary = close_summary(state)
         if summary is None:
             return None
+        retracted = await in_thread(attention_store.load_retracted, ws.ledger)
+        if repeats_retracted(summary, retracted):  # the user took it back from memory
+            return None
         seqs = await in_thread(ws.ledger.source_seqs, session_id, [*state.goals, *state.decisions])
         if not seqs:
             return None
@@ -214,6 +219,9 @@ class EpisodeService:
         if not tag:
             raise InvalidParams("a tag needs a letter or a digit", path="$.tag")
         episodes = (await in_thread(ws.ledger.evidence, tag)).get(tag, [])
+        retracted = await in_thread(attention_store.load_retracted, ws.ledger)
+        # An episode saying what the user deleted or corrected from memory is no evidence.
+        episodes = [e for e in episodes if not repeats_retracted(e.summary, retracted)]
         if not episodes:
             raise below_threshold(
                 tag, 0, 0, self._threshold, "the tag has no evidence since its last consolidation"

@@ -108,12 +108,15 @@ class LedgerService:
         notes: SessionNotesKeeper | None = None,
         *,
         on_close: Callable[[Workspace, str], Awaitable[None]] | None = None,
+        on_delete: Callable[[Workspace, str], Awaitable[None]] | None = None,
     ) -> None:
         self._ctx = ctx
         self._sessions = sessions
         self._notes = notes
         # What follows a close (the session's episode: makad.service.episodes).
         self._on_close = on_close
+        # What follows a forget (the attention state derived without it: makad.service.attention).
+        self._on_delete = on_delete
 
     def handlers(self) -> dict[str, Handler]:
         return handlers_of(
@@ -147,6 +150,8 @@ class LedgerService:
     async def delete_session(self, params: SessionParams, peer: Peer) -> DeleteSessionResult:
         ws = await self._ctx.session_workspace(params.workspace)
         gone = await self._sessions.delete(ws, params.session_id)
+        if self._on_delete is not None:
+            await self._on_delete(ws, params.session_id)
         return DeleteSessionResult(
             session_id=gone.session_id,
             deleted_at=gone.deleted_at,

@@ -33,6 +33,7 @@ from makad.errors import (
     NotFound,
 )
 from makad.service import entry_dates
+from makad.service.attention import retract
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFile, MemoryWriter
@@ -501,6 +502,7 @@ class MemoryService:
                 section = fmt.find(doc, entry_id)
                 if section is None:
                     raise NotFound("no entry with that id", id=entry_id)
+                result["before"] = section.entry
                 if change is None:
                     result["entry"], result["redactions"] = section.entry, 0
                     return Change(fmt.remove(doc, entry_id), frozenset({entry_id}))
@@ -530,6 +532,10 @@ class MemoryService:
                 events.append(NewMemoryEvent(action=action, actor="user", entry_id=entry_id))
                 if action == "deleted":  # its consolidations keep their episodes marked
                     await in_thread(ws.ledger.retract_entry, entry_id)
+            before = result.get("before")
+            if action in ("deleted", "updated") and before is not None:
+                # Nothing derived afterwards may say again what the user took back.
+                await retract(self._ctx, ws, [(before, None if action == "deleted" else result["entry"])])
             answer = EntryResult(entry=result["entry"], revision=revision, redactions=result["redactions"])
             await in_thread(
                 ws.ledger.record_lineage, events, finish_intent=intent_id, request=request.record(answer)

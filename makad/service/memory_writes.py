@@ -28,9 +28,10 @@ import structlog
 from makad.core import memory_format as fmt
 from makad.core import save_merge
 from makad.core.entries import is_open
-from makad.core.types import NewMemoryEvent
+from makad.core.types import Entry, NewMemoryEvent
 from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
 from makad.service import entry_dates
+from makad.service.attention import retract
 from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, WorkspaceAccess, in_thread
 from makad.store import memory_files as files
@@ -160,6 +161,8 @@ class MemoryWriter:
                 log.warning("stale_save_over_cap", workspace_id=ws.id, file=which)
                 merge = dataclasses.replace(merge, document=tracked.doc, reapplied=(), returned=())
         await self._record_user_edits(ws, which, merge)
+        if which == "memory" and merge.base is not None and merge.user_changed:
+            await self._retract_user_edits(ws, history[merge.base].doc, tracked.doc, merge)
         landed = True
         if self._must_write(merge, which):
             landed = await self._rewrite(ws, which, merge)
@@ -258,6 +261,27 @@ class MemoryWriter:
             for entry_id in ids
         ]
         await in_thread(ws.ledger.record_lineage, events, relaxed=True)
+
+    async def _retract_user_edits(
+        self,
+        ws: Workspace,
+        base: fmt.MemoryDocument | None,
+        saved: fmt.MemoryDocument,
+        merge: save_merge.SaveMerge,
+    ) -> None:
+        """Entries the user deleted or edited by hand: what they took back is not said again
+        (``makad.service.attention.retract``)."""
+        if base is None:
+            return
+        changes: list[tuple[Entry, Entry | None]] = []
+        for entry_id in sorted(merge.user_changed - merge.user_added)[:MAX_RECORDED_EDITS]:
+            old = fmt.find(base, entry_id)
+            if old is None:
+                continue
+            new = None if entry_id in merge.user_deleted else fmt.find(saved, entry_id)
+            changes.append((old.entry, None if new is None else new.entry))
+        if changes:
+            await retract(self._ctx, ws, changes)
 
     async def _record_merge(self, ws: Workspace, which: MemoryFile, merge: save_merge.SaveMerge) -> None:
         """What the daemon did about a save that lacked something: re-applied, or returned."""

@@ -503,7 +503,11 @@ class ProposalService:
             if earlier is None or earlier.state == "open":  # else its first attempt recorded them
                 events = [
                     NewMemoryEvent(
-                        action="rejected", actor="user", proposal_id=e.id, data={"reason": reason or None}
+                        action="rejected",
+                        actor="user",
+                        proposal_id=e.id,
+                        # The title: what the attention state's "Do not re-propose" names.
+                        data={"reason": reason or None, "title": e.title},
                     )
                     for e in rejected
                 ]
@@ -515,6 +519,7 @@ class ProposalService:
                 finish_intent=intent_id,
                 request=request.record(result),
             )
+            self._ctx.changed(ws)  # the rejections are recorded now (after the bump)
             return result
 
         return await self._ctx.idempotent(ws, params.request_id, "reject", RejectResult, run)

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import anyio
 
+from makad.core.attention import AttentionState
 from makad.core.compaction import BreakerState
 from makad.core.confidence import Confidence
 from makad.core.context_types import FillOrder, MemorySnapshot
@@ -111,6 +112,16 @@ class WorkspaceState:
     pinned_warnings: PinnedWarnings | None = None
     shown_text: ShownText | None = None
     derived: DerivedEntries | None = None
+    # The attention state as last stored (``makad.service.attention``); ``attention_loaded``:
+    # read from the ledger (None then means there is none); ``attention_purged``: nothing
+    # derived is kept (the setting is off). Session id → the id of its first build_context
+    # call (attention shows in that pack).
+    attention: AttentionState | None = None
+    attention_loaded: bool = False
+    attention_purged: bool = False
+    # Advanced whenever the cached state must not be set from a derivation begun before.
+    attention_epoch: int = 0
+    first_calls: dict[str, str] = field(default_factory=dict)
     # The user level only: its snapshot with ``@user/`` ids.
     level_view: LevelView | None = None
     # A workspace: the user-level entries it overrides (makad.core.levels.overridden).
@@ -120,3 +131,11 @@ class WorkspaceState:
         """Drop what was cached from a ledger that has been replaced or reset."""
         self.settings = None
         self.memory_snapshot = None
+        self.forget_attention()
+        self.first_calls = {}
+
+    def forget_attention(self) -> None:
+        """The cached attention state is out of date: read it again from the ledger."""
+        self.attention = None
+        self.attention_loaded = False
+        self.attention_epoch += 1

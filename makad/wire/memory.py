@@ -32,6 +32,7 @@ class SetSettingsParams(WorkspaceParams):
     incognito: bool | UnsetType = UNSET
     history_recall_enabled: bool | UnsetType = UNSET
     context_strategy: ContextStrategy | UnsetType = UNSET
+    attention_enabled: bool | UnsetType = UNSET
 
 
 class ReadStateParams(WorkspaceParams):

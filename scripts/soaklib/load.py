@@ -238,6 +238,7 @@ class LoadClient:
                 ),
             ),
             "candidates": (0.3, lambda: self.call("consolidation_candidates", {"workspace": self.home})),
+            "attention": (0.3, lambda: self.call("get_attention", {"workspace": self.home})),
             "consolidate": (0.2, self.consolidate),
         }
 
@@ -285,7 +286,7 @@ class LoadClient:
         await self.retrieve()
         await self.working_state()
         await self.episode()
-        for name in ("list_episodes", "candidates"):
+        for name in ("list_episodes", "candidates", "attention"):
             await self.steps()[name][1]()
         await self.consolidate()
 

@@ -15,6 +15,7 @@ from tests.cli.helpers import call
 from tests.support import DaemonProcess
 
 TOP = {
+    "attention",
     "episodes",
     "consolidate",
     "status",

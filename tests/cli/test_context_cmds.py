@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -180,3 +181,37 @@ def test_compact_against_the_daemon(daemon: DaemonProcess, short_tmp: Path) -> N
     assert result.returncode == 0, result.stderr
     checkpoint = json.loads(result.stdout)
     assert checkpoint["mode"] == "semantic" and checkpoint["coverage"]["fromSeq"] >= 1
+
+
+def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> None:
+    """`maka attention` prints each section with its lines and refs once a session with a
+    failure is closed; --json is get_attention's reply."""
+    w = str(daemon.workspace)
+    sid = call(daemon, "open_session")["sessionId"]
+    call(
+        daemon,
+        "append_events",
+        sessionId=sid,
+        events=[
+            {"type": "user_message", "text": "Make the linter pass"},
+            {"type": "tool_call", "text": "ruff check .", "toolCallId": "a", "toolName": "bash"},
+            {
+                "type": "tool_result",
+                "text": "error: E501 line too long",
+                "toolCallId": "a",
+                "toolName": "bash",
+            },
+        ],
+    )
+    call(daemon, "close_session", sessionId=sid)
+    for _ in range(300):
+        state = daemon.call("get_attention", {"workspace": w})
+        if state["sections"][0]["lines"]:
+            break
+        time.sleep(0.1)
+    out = run_maka(daemon, "attention")
+    assert out.returncode == 0, out.stderr
+    assert "## Active threads" in out.stdout and "E501 line too long" in out.stdout
+    assert f"event:{sid}:3" in out.stdout and "## Rhythm" in out.stdout
+    as_json = json.loads(run_maka(daemon, "attention", "--json").stdout)
+    assert as_json["enabled"] is True and as_json["sections"][0]["name"] == "Active threads"

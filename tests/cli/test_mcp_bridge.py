@@ -6,6 +6,7 @@ import json
 import signal
 import subprocess
 import sys
+import time
 from typing import Any
 
 import anyio
@@ -25,6 +26,7 @@ pytestmark = [
 READ_TOOLS = {
     "memory_search",
     "memory_context",
+    "memory_attention",
     "memory_list",
     "memory_resolve",
     "history_search",
@@ -32,6 +34,7 @@ READ_TOOLS = {
 }
 MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
+ATTENTION_URI = "maka://attention"
 
 
 def host(d: DaemonProcess, **kw: Any) -> Any:
@@ -95,13 +98,14 @@ async def test_gates_closed_by_default(shared_daemon: DaemonProcess) -> None:
             ("memory_search", {"query": "deploys"}),
             ("memory_context", {"query": "deploys"}),
             ("memory_list", {}),
+            ("memory_attention", {}),
             ("memory_resolve", {"refs": [f"memory:{entry['entry']['id']}"]}),
             ("history_search", {"query": "deploys"}),
         ):
             is_error, text = await h.tool(name, **args)
             assert not is_error and "Agent read is off" in text, (name, text)
             assert "Tuesdays" not in text
-        for uri in (MEMORY_URI, PENDING_URI):
+        for uri in (MEMORY_URI, PENDING_URI, ATTENTION_URI):
             text = await h.read(uri)
             assert text.startswith("Agent read is off") and "Tuesdays" not in text
         is_error, text = await h.tool("memory_propose", title="T", content="c")
@@ -306,7 +310,7 @@ async def test_resources_show_the_files(shared_daemon: DaemonProcess) -> None:
         listed = (await h.session.list_resources()).resources
         memory = await h.read(MEMORY_URI)
         pending = await h.read(PENDING_URI)
-    assert {str(r.uri) for r in listed} == {MEMORY_URI, PENDING_URI}
+    assert {str(r.uri) for r in listed} == {MEMORY_URI, PENDING_URI, ATTENTION_URI}
     assert memory == (shared_daemon.workspace / "memory" / "MEMORY.md").read_text()
     assert "# Pending proposals (1)" in pending and "The user edits with vim." in pending
     assert "Tuesdays" not in pending
@@ -578,3 +582,33 @@ async def test_resource_templates_are_answered(shared_daemon: DaemonProcess) -> 
     async with host(shared_daemon) as h:
         templates = await h.session.list_resource_templates()
     assert templates.resource_templates == []
+
+
+async def test_attention_tool_and_resource(shared_daemon: DaemonProcess) -> None:
+    """With agent read on, memory_attention and maka://attention give the attention state
+    with refs; `section` narrows it to one section."""
+    open_gates(shared_daemon)
+    sid = call(shared_daemon, "open_session")["sessionId"]
+    call(
+        shared_daemon,
+        "append_events",
+        sessionId=sid,
+        events=[{"type": "user_message", "text": "Port the exporter to the v2 API"}],
+    )
+    call(shared_daemon, "close_session", sessionId=sid)
+
+    def derived() -> None:  # the daemon derives it in the background
+        for _ in range(300):
+            if call(shared_daemon, "get_attention")["sections"][0]["lines"]:
+                return
+            time.sleep(0.1)
+
+    await anyio.to_thread.run_sync(derived)
+    async with host(shared_daemon) as h:
+        is_error, whole = await h.tool("memory_attention")
+        _, only = await h.tool("memory_attention", section="rhythm")
+        resource = await h.read(ATTENTION_URI)
+    assert not is_error and "Unanswered: Port the exporter to the v2 API" in whole
+    assert f"event:{sid}:1" in whole and "## Rhythm" in whole
+    assert "## Rhythm" in only and "Port the exporter" not in only
+    assert resource == whole

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core.assembly import RECALL_GIVE_UP_AFTER, assemble
+from makad.core.attention import AttentionLine
 from makad.core.budget import share
 from makad.core.context_types import (
     SEGMENT_KINDS,
@@ -395,6 +396,9 @@ def test_include_switches_a_kind_off(off: SegmentKind) -> None:
         checkpoint=checkpoint(),
         history=[ev(20, "user_message", "hello")],
         recall_hits=[hit("other", 5)],
+        attention=[
+            ("Active threads", AttentionLine(text="Open: migrate the importer", refs=["event:old:3"]))
+        ],
         include=frozenset(k for k in SEGMENT_KINDS if k != off),
     )
     pack = assemble(params)

@@ -19,7 +19,9 @@ from hypothesis import strategies as st
 
 import makad
 from makad.core import (
+    attention,
     base64_texts,
+    behaviors,
     bounded_json,
     canonical,
     cjk,
@@ -151,6 +153,8 @@ def _sites() -> list[Site]:
             for tag, closer in render._FENCE_CLOSERS.items()
         ),
         Site("session_notes._ERROR_TEXT", session_notes._ERROR_TEXT, MATCH),
+        Site("behaviors.DONE_SAID", behaviors.DONE_SAID, MATCH),
+        Site("attention._WORD", attention._WORD, SEARCH),
         Site("session_notes.RESTATEMENT", session_notes.RESTATEMENT, MATCH),
         # Facts that changed, and one owner per fact
         Site("conflicts._SENTENCES", conflicts._SENTENCES, SEARCH),
@@ -300,6 +304,7 @@ KNOWN = [
     ("keyword_values._CALL_OR_LOOKUP", "", "= ", ""),
     ("keyword_values._CALL_OR_LOOKUP", "", "=a", ""),
     ("entry_text._ESCAPABLE", "", "\\", ""),
+    ("conflicts._CODE", "_", "Z_A", ""),
 ]
 
 

@@ -58,7 +58,7 @@ def test_migration_adds_episode_tables_and_keeps_old_rows(tmp_path: Path) -> Non
     finally:
         ledger.close()
     conn = sqlite3.connect(path)
-    assert user_version(conn) == SCHEMA_VERSION == 7
+    assert user_version(conn) == SCHEMA_VERSION == len(MIGRATIONS)
     conn.close()
 
 

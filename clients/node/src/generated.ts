@@ -31,7 +31,7 @@ export interface AddEntryParams {
  * `flowed`: the part of `cap` that came from other kinds' unused shares.
  */
 export interface Allocation {
-  kind: "history" | "memory" | "recall" | "summary" | "working_state";
+  kind: "attention" | "history" | "memory" | "recall" | "summary" | "working_state";
   cap: number;
   used: number;
   /** @default false */
@@ -89,6 +89,30 @@ export interface Approved {
   duplicateOf?: string | null;
 }
 
+/** One fact: its text, the refs it came from, and when it last changed (ms). */
+export interface AttentionLine {
+  text: string;
+  refs: string[];
+  /** @default 0 */
+  at?: number;
+}
+
+/**
+ * The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
+ * refs it came from. `enabled` false (`attentionEnabled` off, or incognito): nothing is
+ * derived and `sections` is empty. `computedAt`: when it was last derived (ms).
+ */
+export interface AttentionResult {
+  enabled: boolean;
+  computedAt: number;
+  sections: AttentionSection[];
+}
+
+export interface AttentionSection {
+  name: string;
+  lines: AttentionLine[];
+}
+
 export interface BackupInfo {
   backupId: string;
   file: string;
@@ -102,7 +126,8 @@ export interface BackupsResult {
 }
 
 /**
- * `include` lists the segment kinds wanted (default all); history is always built.
+ * `include` lists the segment kinds wanted (default all, attention only in a
+ * session's first pack); history is always built.
  *
  * `strategy`: how to choose (default: the workspace's `contextStrategy` setting).
  */
@@ -114,7 +139,7 @@ export interface BuildContextParams {
   /** @default null */
   query?: string | null;
   /** @default null */
-  include?: Array<"memory" | "recall" | "summary" | "working_state"> | null;
+  include?: Array<"attention" | "memory" | "recall" | "summary" | "working_state"> | null;
   /** @default null */
   strategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary" | null;
 }
@@ -415,6 +440,10 @@ export interface ExportResult {
   count: number;
   /** @default "workspace" */
   level?: "user" | "workspace";
+}
+
+export interface GetAttentionParams {
+  workspace: string;
 }
 
 export interface GetCheckpointParams {
@@ -957,7 +986,7 @@ export interface SearchHistoryResult {
 
 /** One part of the system prompt; `tokens` is `counter.count(text)`. */
 export interface Segment {
-  kind: "memory" | "recall" | "summary" | "working_state";
+  kind: "attention" | "memory" | "recall" | "summary" | "working_state";
   text: string;
   tokens: number;
   sourceIds: string[];
@@ -1023,6 +1052,7 @@ export interface SetSettingsParams {
   incognito?: boolean;
   historyRecallEnabled?: boolean;
   contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
+  attentionEnabled?: boolean;
 }
 
 /** Lists given replace the stored ones; `notes` merge by section ("" removes one). */
@@ -1073,6 +1103,8 @@ export interface Settings {
   historyRecallEnabled?: boolean;
   /** @default "deterministic" */
   contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
+  /** @default true */
+  attentionEnabled?: boolean;
   /** @default false */
   extractToolEffective?: boolean;
 }
@@ -1155,8 +1187,9 @@ export interface ToolCall {
  * - `strategy`: the strategy that built the pack (`makad.core.strategies`);
  * - `curator`: the curator's part, when a curator strategy ran;
  * - `owned_elsewhere`: lines of the summary left out because the working state
- *   shows them (one segment per fact, `makad.core.ownership`); `dropped` counts
- *   them under `owned_elsewhere`.
+ *   shows them, and attention lines the working state, the summary, memory or the
+ *   session's own history already carry (one segment per fact,
+ *   `makad.core.ownership`); `dropped` counts them under `owned_elsewhere`.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1182,12 +1215,14 @@ export interface Trace {
 }
 
 /**
- * One memory entry or recall candidate considered, and what became of it.
+ * One memory entry, attention line or recall candidate considered, and what became of it.
  *
- * A recall candidate is one event: a full-text hit or a neighbour of one.
+ * A recall candidate is one event: a full-text hit or a neighbour of one. An attention
+ * candidate is one line of the workspace's attention state (`title`: its text,
+ * `sourceId`: its first ref).
  */
 export interface TraceCandidate {
-  kind: "memory" | "recall";
+  kind: "attention" | "memory" | "recall";
   sourceId: string;
   score: number;
   parts: ScoreParts;
@@ -1299,6 +1334,7 @@ export interface Methods {
       incognito?: boolean;
       historyRecallEnabled?: boolean;
       contextStrategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary";
+      attentionEnabled?: boolean;
     };
     result: Settings;
     errors: "invalid_workspace" | "io_error";
@@ -1582,12 +1618,23 @@ export interface Methods {
       /** @default null */
       query?: string | null;
       /** @default null */
-      include?: Array<"memory" | "recall" | "summary" | "working_state"> | null;
+      include?: Array<"attention" | "memory" | "recall" | "summary" | "working_state"> | null;
       /** @default null */
       strategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary" | null;
     };
     result: ContextPack;
     errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "too_large";
+  };
+  /**
+   * What the user is in the middle of in this workspace: active and abandoned threads, focus, proposals waiting, rejections cooling down, rhythm — each line with its refs.
+   * Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (docs/ATTENTION.md).
+   */
+  get_attention: {
+    params: {
+      workspace: string;
+    };
+    result: AttentionResult;
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /**
    * Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
@@ -1858,7 +1905,7 @@ export type ParamsOf<M extends MethodName> = Methods[M]["params"];
 export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
-export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

@@ -41,7 +41,7 @@ class Allocation(TypedDict):
     ``flowed``: the part of ``cap`` that came from other kinds' unused shares.
     """
 
-    kind: Literal["history", "memory", "recall", "summary", "working_state"]
+    kind: Literal["attention", "history", "memory", "recall", "summary", "working_state"]
     cap: int
     used: int
     # default: false
@@ -100,6 +100,31 @@ class Approved(TypedDict):
     duplicateOf: NotRequired[str | None]
 
 
+class AttentionLine(TypedDict):
+    """One fact: its text, the refs it came from, and when it last changed (ms)."""
+
+    text: str
+    refs: list[str]
+    # default: 0
+    at: NotRequired[int]
+
+
+class AttentionResult(TypedDict):
+    """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
+    refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
+    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms).
+    """
+
+    enabled: bool
+    computedAt: int
+    sections: list[AttentionSection]
+
+
+class AttentionSection(TypedDict):
+    name: str
+    lines: list[AttentionLine]
+
+
 class BackupInfo(TypedDict):
     backupId: str
     file: str
@@ -113,7 +138,8 @@ class BackupsResult(TypedDict):
 
 
 class BuildContextParams(TypedDict):
-    """``include`` lists the segment kinds wanted (default all); history is always built.
+    """``include`` lists the segment kinds wanted (default all, attention only in a
+    session's first pack); history is always built.
 
     ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
     """
@@ -125,7 +151,7 @@ class BuildContextParams(TypedDict):
     # default: null
     query: NotRequired[str | None]
     # default: null
-    include: NotRequired[list[Literal["memory", "recall", "summary", "working_state"]] | None]
+    include: NotRequired[list[Literal["attention", "memory", "recall", "summary", "working_state"]] | None]
     # default: null
     strategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"] | None]
 
@@ -437,6 +463,10 @@ class ExportResult(TypedDict):
     count: int
     # default: "workspace"
     level: NotRequired[Literal["user", "workspace"]]
+
+
+class GetAttentionParams(TypedDict):
+    workspace: str
 
 
 class GetCheckpointParams(TypedDict):
@@ -990,7 +1020,7 @@ class SearchHistoryResult(TypedDict):
 class Segment(TypedDict):
     """One part of the system prompt; ``tokens`` is ``counter.count(text)``."""
 
-    kind: Literal["memory", "recall", "summary", "working_state"]
+    kind: Literal["attention", "memory", "recall", "summary", "working_state"]
     text: str
     tokens: int
     sourceIds: list[str]
@@ -1058,6 +1088,7 @@ class SetSettingsParams(TypedDict):
     incognito: NotRequired[bool]
     historyRecallEnabled: NotRequired[bool]
     contextStrategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"]]
+    attentionEnabled: NotRequired[bool]
 
 
 class SetWorkingStateParams(TypedDict):
@@ -1109,6 +1140,8 @@ class Settings(TypedDict):
     historyRecallEnabled: NotRequired[bool]
     # default: "deterministic"
     contextStrategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"]]
+    # default: true
+    attentionEnabled: NotRequired[bool]
     # default: false
     extractToolEffective: NotRequired[bool]
 
@@ -1192,8 +1225,9 @@ class Trace(TypedDict):
     - ``strategy``: the strategy that built the pack (``makad.core.strategies``);
     - ``curator``: the curator's part, when a curator strategy ran;
     - ``owned_elsewhere``: lines of the summary left out because the working state
-      shows them (one segment per fact, ``makad.core.ownership``); ``dropped`` counts
-      them under ``owned_elsewhere``.
+      shows them, and attention lines the working state, the summary, memory or the
+      session's own history already carry (one segment per fact,
+      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1219,12 +1253,14 @@ class Trace(TypedDict):
 
 
 class TraceCandidate(TypedDict):
-    """One memory entry or recall candidate considered, and what became of it.
+    """One memory entry, attention line or recall candidate considered, and what became of it.
 
-    A recall candidate is one event: a full-text hit or a neighbour of one.
+    A recall candidate is one event: a full-text hit or a neighbour of one. An attention
+    candidate is one line of the workspace's attention state (``title``: its text,
+    ``sourceId``: its first ref).
     """
 
-    kind: Literal["memory", "recall"]
+    kind: Literal["attention", "memory", "recall"]
     sourceId: str
     score: float
     parts: ScoreParts
@@ -1310,6 +1346,7 @@ class SetSettingsArgs(TypedDict):
     incognito: NotRequired[bool]
     historyRecallEnabled: NotRequired[bool]
     contextStrategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"]]
+    attentionEnabled: NotRequired[bool]
 
 
 class ReadStateArgs(TypedDict):
@@ -1550,9 +1587,15 @@ class BuildContextArgs(TypedDict):
     # default: null
     query: NotRequired[str | None]
     # default: null
-    include: NotRequired[list[Literal["memory", "recall", "summary", "working_state"]] | None]
+    include: NotRequired[list[Literal["attention", "memory", "recall", "summary", "working_state"]] | None]
     # default: null
     strategy: NotRequired[Literal["curator", "curator_shadow", "deterministic", "full", "recent", "summary"] | None]
+
+
+class GetAttentionArgs(TypedDict):
+    """Params of ``get_attention``."""
+
+    workspace: str
 
 
 class CompactArgs(TypedDict):
@@ -1940,6 +1983,15 @@ class Methods:
         """
         return cast("ContextPack", self._call("build_context", dict(params)))
 
+    def get_attention(self, **params: Unpack[GetAttentionArgs]) -> AttentionResult:
+        """What the user is in the middle of in this workspace: active and abandoned threads, focus, proposals waiting, rejections cooling down, rhythm — each line with its refs.
+
+        Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (docs/ATTENTION.md).
+
+        Errors: invalid_params, invalid_workspace, io_error.
+        """
+        return cast("AttentionResult", self._call("get_attention", dict(params)))
+
     def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
         """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
 
@@ -2266,6 +2318,15 @@ class AsyncMethods:
         """
         return cast("ContextPack", await self._call("build_context", dict(params)))
 
+    async def get_attention(self, **params: Unpack[GetAttentionArgs]) -> AttentionResult:
+        """What the user is in the middle of in this workspace: active and abandoned threads, focus, proposals waiting, rejections cooling down, rhythm — each line with its refs.
+
+        Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (docs/ATTENTION.md).
+
+        Errors: invalid_params, invalid_workspace, io_error.
+        """
+        return cast("AttentionResult", await self._call("get_attention", dict(params)))
+
     async def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
         """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
 
@@ -2410,7 +2471,7 @@ class AsyncMethods:
 
 
 #: Method names in document order.
-METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
+METHOD_NAMES = ("ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate")
 
 #: Domain error kinds (``error.data.kind``) and their codes.
 DOMAIN_ERROR_CODES = {

@@ -63,6 +63,18 @@ class ContextArgs(msgspec.Struct):
     session_id: ContextSession = None
 
 
+class AttentionArgs(msgspec.Struct):
+    """Arguments of memory_attention."""
+
+    section: Annotated[
+        str | None,
+        Meta(
+            description="Only this section: Active threads, Recently abandoned, Currently focused, "
+            "Waiting on the user, Do not re-propose or Rhythm (default: all of them)."
+        ),
+    ] = None
+
+
 class ListArgs(msgspec.Struct):
     """Arguments of memory_list."""
 

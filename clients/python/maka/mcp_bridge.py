@@ -3,11 +3,12 @@
 Built on the official SDK's low-level server (mcp 2.x), which lets the tool list change
 while connected and carries resource subscriptions. What it serves:
 
-- tools: ``memory_search``, ``memory_context``, ``memory_list``, ``memory_resolve``,
+- tools: ``memory_search``, ``memory_context``, ``memory_attention``, ``memory_list``, ``memory_resolve``,
   ``history_search``, ``session_record`` and — only while the user allows agents to propose
   (``extractToolEnabled && agentReadEnabled``, memory on, not incognito) — ``memory_propose``.
   When a switch changes, the host gets ``notifications/tools/list_changed``.
-- resources: ``maka://memory/MEMORY.md`` and ``maka://memory/PENDING.md``, with
+- resources: ``maka://memory/MEMORY.md``, ``maka://memory/PENDING.md`` and
+  ``maka://attention`` (the attention state), with
   ``notifications/resources/updated`` for the ones the host subscribed to, driven by the
   daemon's own change notifications.
 - one ledger session per MCP connection, opened at the first ``session_record`` and
@@ -48,6 +49,7 @@ from makad import __version__
 
 MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
+ATTENTION_URI = "maka://attention"
 PROPOSE = "memory_propose"
 log = logging.getLogger("maka.mcp")
 
@@ -89,6 +91,17 @@ TOOLS = (
         "memory, and with `session_id` that session's working state and summary, plus "
         "recall of earlier sessions when the user allows it. Every quoted item names "
         "its ref.",
+    ),
+    ToolSpec(
+        "memory_attention",
+        a.AttentionArgs,
+        Bridge.attention,
+        "What the user is in the middle of in this workspace, from past sessions: active and "
+        "recently abandoned threads (open work, failures not fixed yet), what was touched most, "
+        "proposals waiting for review, rejected proposals not to suggest again, and when the "
+        "workspace is worked on. Each line names its refs (resolve them with memory_resolve). "
+        "Read it when a session starts. Returns nothing while the user has not allowed agents "
+        "to read memory.",
     ),
     ToolSpec(
         "memory_list",
@@ -149,6 +162,11 @@ RESOURCES = {
         "PENDING.md",
         "Proposals waiting for the user's review; none of them is memory yet.",
         Bridge.pending_file,
+    ),
+    ATTENTION_URI: (
+        "Attention",
+        "What the user is in the middle of here, derived from past sessions (each line with refs).",
+        Bridge.attention,
     ),
 }
 

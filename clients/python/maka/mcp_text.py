@@ -157,3 +157,28 @@ def pending_markdown(proposals: list[dict[str, Any]]) -> str:
                 f"{one_line(str(old.get('content', '')), 400)}"
             )
     return "\n\n".join(parts) + "\n"
+
+
+def attention_markdown(result: dict[str, Any]) -> str:
+    """get_attention's state as Markdown: each section with its lines and their refs."""
+    if not result.get("enabled"):
+        return (
+            "# Attention\n\nNothing is derived for this workspace (attentionEnabled is off, "
+            "or the workspace is incognito).\n"
+        )
+    parts = ["# Attention", "What this workspace is in the middle of, derived from past sessions."]
+    for section in result.get("sections") or []:
+        lines = section.get("lines") or []
+        parts.append(f"## {section.get('name')}")
+        if not lines:
+            parts.append("(nothing)")
+            continue
+        parts.append(
+            "\n".join(
+                f"- {line.get('text')} ({', '.join(line.get('refs') or [])})"
+                if line.get("refs")
+                else f"- {line.get('text')}"
+                for line in lines
+            )
+        )
+    return "\n\n".join(parts) + "\n"

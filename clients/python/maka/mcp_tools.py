@@ -28,6 +28,7 @@ from maka.mcp_args import (
     MAX_LIST,
     MAX_REFS,
     MAX_TURNS,
+    AttentionArgs,
     ContextArgs,
     HistoryArgs,
     ListArgs,
@@ -382,6 +383,19 @@ class Bridge:
         if state.get("status") != "ok":
             return f"MEMORY.md cannot be read now ({state.get('status')}): {state.get('reason') or ''}"
         return str(state.get("content", ""))
+
+    async def attention(self, args: AttentionArgs | None = None) -> str:
+        """The workspace's attention state (get_attention), behind the read gate; with
+        ``args.section``, that section only."""
+        if why := await self.read_refusal():
+            return why
+        result = await self.call("get_attention", {})
+        wanted = (args.section or "").strip().casefold() if args is not None else ""
+        if wanted:
+            result["sections"] = [
+                s for s in result.get("sections") or [] if str(s.get("name", "")).casefold() == wanted
+            ]
+        return text.attention_markdown(result)
 
     async def pending_file(self) -> str:
         if why := await self.read_refusal():

@@ -84,16 +84,18 @@ class Curator:
 def pressured(pack: ContextPack) -> list[CuratedKind]:
     """The kinds under pressure in a deterministic pack (see module doc), in pack order.
 
-    Every memory candidate is in the trace; recall lists only its best, so what recall
-    left out is what ``trace.dropped`` counts beyond the memory candidates' share.
+    Every memory and attention candidate is in the trace; recall lists only its best, so
+    what recall left out is what ``trace.dropped`` counts beyond the memory and attention
+    candidates' share (attention lines are not the curator's to choose).
     """
-    memory = Counter(c.reason for c in pack.trace.candidates if c.kind == "memory" and not c.included)
-    memory_left = sum(memory[reason] for reason in CHOICE_REASONS)
+    left = Counter((c.kind, c.reason) for c in pack.trace.candidates if not c.included)
+    memory_left = sum(left["memory", reason] for reason in CHOICE_REASONS)
+    attention_left = sum(left["attention", reason] for reason in CHOICE_REASONS)
     all_left = sum(pack.trace.dropped.get(reason, 0) for reason in CHOICE_REASONS)
     kinds: list[CuratedKind] = []
     if memory_left:
         kinds.append("memory")
-    if all_left > memory_left:
+    if all_left > memory_left + attention_left:
         kinds.append("recall")
     return kinds
 

@@ -286,8 +286,42 @@ _SEMANTIC_VECTORS: Final[tuple[str, ...]] = (
         BEGIN DELETE FROM event_vectors WHERE event_id = old.id; END""",
 )
 
+# Behaviors and attention (``makad.store.attention_store``): per session, the records
+# derived from its events (``makad.core.behaviors``) and how far they have read
+# (``behavior_offsets.to_seq``, committed with the records it covers, with the segment
+# still open); per workspace, the attention state last derived from them
+# (``makad.core.attention``); and word-shingle digests of memory text the user deleted
+# or corrected, which nothing derived afterwards may bring back.
+_ATTENTION: Final[tuple[str, ...]] = (
+    """CREATE TABLE behaviors (
+        id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL,
+        from_seq INTEGER NOT NULL,
+        to_seq INTEGER NOT NULL,
+        ended_at INTEGER NOT NULL,
+        record BLOB NOT NULL,
+        UNIQUE (session_id, from_seq)
+    )""",
+    "CREATE INDEX behaviors_by_end ON behaviors (ended_at, id)",
+    """CREATE TABLE behavior_offsets (
+        session_id TEXT PRIMARY KEY,
+        to_seq INTEGER NOT NULL,
+        carry BLOB NOT NULL,
+        updated_at INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE attention_state (
+        key TEXT PRIMARY KEY,
+        state BLOB NOT NULL,
+        computed_at INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE retracted_text (
+        digest TEXT PRIMARY KEY,
+        ts INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+)
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
-MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _SEMANTIC_VECTORS)
+MIGRATIONS: Final[tuple[Migration, ...]] = (_V1, _V2, _V3, _V4, _V5, _V6, _SEMANTIC_VECTORS, _ATTENTION)
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
 

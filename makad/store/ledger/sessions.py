@@ -41,6 +41,14 @@ from makad.store.ledger.rows import (
 )
 from makad.store.ledger.turns import delete_manifest_calls
 
+# What attention derived from a session (``makad.store.attention_store``) goes with it.
+_DERIVED_ROWS_DELETE: Final = (
+    "DELETE FROM behaviors WHERE session_id = ?",
+    "DELETE FROM behavior_offsets WHERE session_id = ?",
+    # What was derived from the session goes with it; it is derived again without it.
+    "DELETE FROM attention_state WHERE ? IS NOT NULL",
+)
+
 
 class SessionsArea(LedgerBase):
     """Sessions and events (see the module docstring)."""
@@ -120,6 +128,7 @@ class SessionsArea(LedgerBase):
             self._on_commit.append(lambda: self._shown_cache.forget(session_id))
             for statement in (
                 *SESSION_ROWS_DELETE,
+                *_DERIVED_ROWS_DELETE,
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",

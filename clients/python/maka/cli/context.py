@@ -1,4 +1,4 @@
-"""`maka context` (build_context) and `maka compact` (compact)."""
+"""`maka context` (build_context), `maka attention` (get_attention) and `maka compact` (compact)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,9 @@ from typing import Any
 from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_session, workspace_of
 from maka.cli.output import print_json, table, terminal_width
 from maka.client import Client
+from maka.mcp_text import attention_markdown
 
-SEGMENT_KINDS = ("memory", "working_state", "summary", "recall")
+SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
 
 
 def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
@@ -161,6 +162,15 @@ def render_checkpoint(result: dict[str, Any]) -> list[str]:
     ]
 
 
+def cmd_attention(client: Client, args: argparse.Namespace) -> int:
+    result = client.call("get_attention", {"workspace": workspace_of(args)})
+    if args.json:
+        print_json(result)
+    else:
+        print(attention_markdown(result), end="")
+    return EXIT_OK
+
+
 def cmd_compact(client: Client, args: argparse.Namespace) -> int:
     summary = read_text_arg(args.summary_file) if args.summary_file == "-" else None
     if args.summary_file and args.summary_file != "-":
@@ -212,6 +222,15 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "--trace", action="store_true", help="also show every candidate's score, what was dropped and why"
     )
     p.set_defaults(func=cmd_context)
+
+    p = sub.add_parser(
+        "attention",
+        parents=parents.scoped,
+        help="show what the workspace is in the middle of (get_attention)",
+        description="The attention state derived from past sessions: active and abandoned "
+        "threads, focus, proposals waiting, rejections cooling down, rhythm (docs/ATTENTION.md).",
+    )
+    p.set_defaults(func=cmd_attention)
 
     p = sub.add_parser(
         "compact",

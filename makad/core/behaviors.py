@@ -1,0 +1,232 @@
+"""Behavior records: what each session did, derived from its events without a model.
+
+A record covers one segment of a session: the events from a user request to where the
+segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` requests
+(the next request opens a new segment). It says:
+
+- when (``started_at``, ``ended_at``: the first and last event's time) and how many
+  ``turns`` (user requests) it holds;
+- the ``intent``: the request that opened the segment, abbreviated;
+- the ``outcome``: ``errors`` (a failed tool result no later result of the same call
+  fixed within the segment), ``done`` (the user said so — "thanks", "that works",
+  "done", "lgtm", … — as the segment's last request, or the session was closed after a
+  reply with no open thread in its working state), ``abandoned`` (the last request got
+  no reply at all) or ``open`` (anything else: work to be resumed);
+- ``thread``: what is left open — the working state's last open thread, else (unless
+  the failures say it) the intent;
+- the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
+  ``failures`` and the ``fixes`` (successful calls, which later segments' failures are
+  resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
+  the failures and the last event).
+
+``gather`` reads events in seq order into ``Carry`` (the open segment, bounded) and
+returns the segments it closed on the way; ``flush`` closes the open one. The service
+stores the records together with the offset and the carry, in one transaction
+(``makad.store.attention_store``), so a crash between two steps repeats or skips nothing.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final, Literal
+
+import msgspec
+
+from makad.core.compaction import abbreviate, paths_in
+from makad.core.refs import event_ref
+from makad.core.session_notes import failed
+from makad.core.types import Event, WorkingState
+
+Outcome = Literal["done", "errors", "open", "abandoned"]
+MAX_TURNS: Final = 20
+MAX_PATHS: Final = 12
+MAX_TOOLS: Final = 12
+MAX_FAILURES: Final = 5
+MAX_FIXES: Final = 40
+MAX_OPEN_CALLS: Final = 200
+INTENT_CHARS: Final = 160
+# A user request that says the work is finished (how it opens).
+DONE_SAID: Final = re.compile(
+    r"\s*(?:thanks?\b|thank you|great,? (?:that|it) works|perfect\b|lgtm\b|looks good|that works"
+    r"|it works|works now|all good|(?:we(?:'re| are) |it'?s |that'?s )?done\b|ship it|merged\b"
+    r"|(?:the )?(?:test|build|ci)s? (?:is |are )?(?:green|passing)\b|fixed\b|resolved\b)",
+    re.IGNORECASE,
+)
+
+
+class FailureNote(msgspec.Struct, array_like=True):
+    seq: int
+    tool: str
+    call: str  # the failed call's arguments, first line
+    text: str  # what the result said, first line
+
+
+class FixNote(msgspec.Struct, array_like=True):
+    seq: int
+    tool: str
+    call: str
+
+
+class Carry(msgspec.Struct, kw_only=True):
+    """The open segment, read so far (bounded); stored with the offset between steps."""
+
+    from_seq: int = 0
+    to_seq: int = 0
+    started_at: int = 0
+    ended_at: int = 0
+    turns: int = 0
+    intent: str = ""
+    intent_seq: int = 0
+    last_request_seq: int = 0
+    last_reply_seq: int = 0  # an assistant message or a tool result after the last request
+    done_seq: int = 0  # the last request, when it said the work is done
+    paths: dict[str, int] = {}
+    tools: dict[str, int] = {}
+    failures: list[FailureNote] = []
+    fixes: list[FixNote] = []
+    open_calls: dict[str, list[str]] = {}  # tool call id → [tool, arguments' first line]
+
+    def empty(self) -> bool:
+        return not self.from_seq
+
+
+class Behavior(msgspec.Struct, kw_only=True, rename="camel"):
+    """One segment of a session, as ``get_attention`` and the attention state read it."""
+
+    session_id: str
+    from_seq: int
+    to_seq: int
+    started_at: int
+    ended_at: int
+    turns: int
+    intent: str
+    outcome: Outcome
+    thread: str
+    paths: dict[str, int]
+    tools: dict[str, int]
+    failures: list[FailureNote]
+    fixes: list[FixNote]
+    refs: list[str]
+
+
+def call_key(tool: str, call: str) -> str:
+    """What makes two calls the same call: the tool and its arguments, spacing and case aside."""
+    return f"{tool.casefold()}\x00{' '.join(call.split()).casefold()}"
+
+
+def _first_line(text: str) -> str:
+    for line in text.splitlines():
+        if line.strip():
+            return abbreviate(line.strip(), INTENT_CHARS)
+    return ""
+
+
+def _count(counts: dict[str, int], key: str, limit: int) -> dict[str, int]:
+    counts[key] = counts.get(key, 0) + 1
+    if len(counts) > limit:  # keep the most touched (ties: the most recent)
+        ranked = sorted(counts.items(), key=lambda kv: -kv[1])[:limit]
+        return dict(ranked)
+    return counts
+
+
+def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list[Carry], Carry]:
+    """``carry`` advanced through ``events`` (newer than it has read); the segments closed
+    on the way (a request past ``MAX_TURNS`` opens a new one)."""
+    closed: list[Carry] = []
+    for event in events:
+        if event.seq <= carry.to_seq:
+            continue
+        request = event.type == "user_message" and bool(event.text.strip())
+        if request and carry.turns >= MAX_TURNS:
+            closed.append(carry)
+            carry = Carry()
+        if carry.empty():
+            carry.from_seq = event.seq
+            carry.started_at = event.ts
+        carry.to_seq = event.seq
+        carry.ended_at = max(carry.ended_at, event.ts)
+        if request:
+            carry.turns += 1
+            carry.last_request_seq = event.seq
+            carry.done_seq = event.seq if DONE_SAID.match(event.text[:200]) else 0
+            if not carry.intent:
+                carry.intent = _first_line(event.text)
+                carry.intent_seq = event.seq
+        elif event.type == "assistant_message" and event.text.strip():
+            carry.last_reply_seq = event.seq
+        elif event.type == "tool_call":
+            if event.tool_call_id and len(carry.open_calls) < MAX_OPEN_CALLS:
+                carry.open_calls[event.tool_call_id] = [event.tool_name or "tool", _first_line(event.text)]
+        elif event.type == "tool_result":
+            carry.last_reply_seq = event.seq
+            tool, call = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
+            tool = event.tool_name or tool
+            carry.tools = _count(carry.tools, tool, MAX_TOOLS)
+            if failed(event):
+                note = FailureNote(event.seq, tool, call, _first_line(event.text))
+                carry.failures = [*carry.failures, note][-MAX_FAILURES:]
+            else:
+                key = call_key(tool, call)
+                carry.failures = [f for f in carry.failures if call_key(f.tool, f.call) != key]
+                carry.fixes = [
+                    *[f for f in carry.fixes if call_key(f.tool, f.call) != key],
+                    FixNote(event.seq, tool, call),
+                ][-MAX_FIXES:]
+        for path in paths_in(event):
+            carry.paths = _count(carry.paths, path, MAX_PATHS)
+    return closed, carry
+
+
+def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> Outcome:
+    """How the segment ended (see module doc)."""
+    threads = [t for t in (working.open_threads if working else []) if t.strip()]
+    if carry.failures:
+        return "errors"
+    if carry.done_seq and carry.done_seq == carry.last_request_seq:
+        return "done"
+    if carry.last_request_seq and carry.last_reply_seq < carry.last_request_seq:
+        return "abandoned"
+    if closed and not threads:
+        return "done"
+    return "open"
+
+
+def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState | None) -> Behavior:
+    """The record of one closed segment."""
+    outcome = outcome_of(carry, closed=closed, working=working)
+    threads = [t for t in (working.open_threads if working else []) if t.strip()]
+    if threads and outcome != "done":
+        thread = abbreviate(" ".join(threads[-1].split()), INTENT_CHARS)
+    elif outcome == "errors":
+        thread = ""  # the failures say it
+    else:
+        thread = carry.intent
+    refs = []
+    if carry.intent_seq:
+        refs.append(event_ref(session_id, carry.intent_seq))
+    refs.extend(event_ref(session_id, f.seq) for f in carry.failures)
+    last = event_ref(session_id, carry.to_seq)
+    if last not in refs:
+        refs.append(last)
+    return Behavior(
+        session_id=session_id,
+        from_seq=carry.from_seq,
+        to_seq=carry.to_seq,
+        started_at=carry.started_at,
+        ended_at=carry.ended_at,
+        turns=carry.turns,
+        intent=carry.intent,
+        outcome=outcome,
+        thread=thread,
+        paths=dict(sorted(carry.paths.items(), key=lambda kv: -kv[1])),
+        tools=dict(sorted(carry.tools.items(), key=lambda kv: -kv[1])),
+        failures=list(carry.failures),
+        fixes=list(carry.fixes),
+        refs=refs,
+    )
+
+
+def continued(carry: Carry) -> Carry:
+    """A fresh segment after ``carry`` was flushed (nothing carried over)."""
+    return Carry(to_seq=carry.to_seq)

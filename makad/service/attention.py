@@ -1,0 +1,246 @@
+"""Keeps each workspace's behavior records and attention state, off the request path.
+
+One task (``AttentionKeeper.start``) wakes when something changed (a session closed or
+deleted, memory, PENDING.md or the settings changed: ``changed``; a burst of changes is
+let settle for ``SETTLE_S``) and at least every ``tick`` otherwise. For each open
+workspace that allows it (``attentionEnabled`` on, incognito off) it:
+
+1. **extracts** the sessions that are closed, or idle for ``idle_ms`` (15 minutes by
+   default, ``MAKAD_BEHAVIOR_IDLE_MS``), and have events their records have not read:
+   in a worker thread, ``READ_PAGE`` events at a time, each step's records written in
+   one transaction with the session's new offset (``attention_store.commit_step``).
+   A kill at any point (fault points ``behaviors_after_read``,
+   ``behaviors_before_commit``, ``behaviors_after_commit``) leaves the offset with the
+   records it covers: the next run goes on from there, repeating nothing;
+2. **derives** the attention state again (``makad.core.attention.derive``) when a
+   record was written, an input changed, or the stored state is older than
+   ``REFRESH_MS`` (its sections speak of ages), and stores it (fault point
+   ``attention_before_commit``).
+
+``build_context`` and ``get_attention`` only read the stored state (cached on
+``ws.state``). Incognito sessions never reach the ledger, so nothing is derived from
+them; while the workspace is incognito nothing is derived at all. ``attentionEnabled``
+off drops every record, offset and state (``attention_store.purge``).
+"""
+
+from __future__ import annotations
+
+import anyio
+import structlog
+from anyio.abc import TaskGroup
+
+from makad.core import attention as core
+from makad.core import behaviors
+from makad.core.entries import is_open
+from makad.core.peer import Peer
+from makad.core.types import Entry
+from makad.errors import MakadError, NotFound
+from makad.faults import Faults
+from makad.service.common import WorkspaceAccess, in_thread, now_ms
+from makad.store import attention_store
+from makad.store.workspaces import Workspace
+from makad.wire.base import Handler
+from makad.wire.context import AttentionResult, GetAttentionParams
+
+log = structlog.get_logger("makad.attention")
+READ_PAGE = 500
+REFRESH_MS = 3_600_000
+DEFAULT_IDLE_MS = 15 * 60_000
+MAX_TICK_S = 60.0
+# How long a change waits before the state is derived again: writes in a burst (an import,
+# a tour of add_entry) cost one derivation, not one each.
+SETTLE_S = 0.25
+
+
+class AttentionKeeper:
+    def __init__(self, ctx: WorkspaceAccess, idle_ms: int = DEFAULT_IDLE_MS) -> None:
+        self._ctx = ctx
+        self._idle_ms = max(idle_ms, 0)
+        self._tick = min(max(self._idle_ms / 4000, 0.2), MAX_TICK_S)
+        self._dirty: set[str] = set()
+        self._wake = anyio.Event()
+        self._idle = anyio.Event()
+        self._idle.set()
+        self._started = False
+
+    def handlers(self) -> dict[str, Handler]:
+        return {"get_attention": self.get_attention}
+
+    def start(self, tg: TaskGroup) -> None:
+        self._started = True
+        tg.start_soon(self._run)
+
+    # --- triggers (on the loop, arithmetic only) -----------------------------------------
+
+    def changed(self, ws: Workspace) -> None:
+        """An input of the workspace's attention changed: derive it again soon."""
+        self._dirty.add(ws.id)
+        if self._started:
+            self._idle = anyio.Event() if self._idle.is_set() else self._idle
+            self._wake.set()
+
+    async def session_closed(self, ws: Workspace, session_id: str) -> None:
+        self.changed(ws)
+
+    async def session_deleted(self, ws: Workspace, session_id: str) -> None:
+        """The session's records and the state went with it (same transaction)."""
+        forget_cached(ws)
+        self.changed(ws)
+
+    async def settled(self) -> None:
+        """Wait until every change so far has been handled (tests)."""
+        await self._idle.wait()
+
+    # --- the worker ------------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        while True:
+            with anyio.move_on_after(self._tick):
+                await self._wake.wait()
+            if self._wake.is_set():  # a burst of writes is one change: let it settle first
+                await anyio.sleep(SETTLE_S)
+            self._wake = anyio.Event()
+            for ws in list(self._ctx.registry.all()):
+                dirty = ws.id in self._dirty
+                self._dirty.discard(ws.id)
+                try:
+                    await self.process(ws, dirty=dirty)
+                except MakadError as exc:
+                    log.info("attention_skipped", kind=exc.kind)
+                except Exception:
+                    log.exception("attention_failed")
+            if not self._dirty:
+                self._idle.set()
+
+    async def process(self, ws: Workspace, *, dirty: bool = False) -> None:
+        if ws.level == "user":
+            return
+        settings = await self._ctx.load_settings(ws)
+        if not settings.attention_enabled:
+            if dirty or ws.state.attention is not None or not ws.state.attention_purged:
+                await in_thread(attention_store.purge, ws.ledger)
+                forget_cached(ws)
+                ws.state.attention_purged = True
+            return
+        ws.state.attention_purged = False
+        if settings.incognito:
+            return
+        now = now_ms()
+        idle_before = now - self._idle_ms
+        faults = self._ctx.faults
+        due = await in_thread(attention_store.due_sessions, ws.ledger, idle_before)
+        wrote = False
+        for session_id, _, _ in due:
+            wrote |= await in_thread(extract, ws, session_id, faults, now)
+        stored = await in_thread(cached_state, ws)
+        newest = await in_thread(attention_store.newest_record, ws.ledger)
+        stale = stored is None or now - stored.computed_at >= REFRESH_MS or stored.records_upto != newest
+        if wrote or dirty or stale:
+            await self.derive(ws, now)
+
+    async def derive(self, ws: Workspace, now: int) -> core.AttentionState:
+        pending = [
+            core.Pending(proposal_id=s.entry.id, title=s.entry.title, created_at=_created(s.entry))
+            for s in ws.pending.doc.sections
+            if is_open(s.entry)
+        ][:50]
+        epoch = ws.state.attention_epoch
+        state = await in_thread(_derive_stored, ws, now, pending, self._ctx.faults)
+        if ws.state.attention_epoch == epoch:  # else a forget or a retraction came meanwhile
+            ws.state.attention = state
+            ws.state.attention_loaded = True
+        return state
+
+    # --- get_attention -------------------------------------------------------------------
+
+    async def get_attention(self, params: GetAttentionParams, peer: Peer) -> AttentionResult:
+        ws = await self._ctx.session_workspace(params.workspace)
+        settings = await self._ctx.load_settings(ws)
+        if not settings.attention_enabled or settings.incognito:
+            return AttentionResult(enabled=False, computed_at=0, sections=[])
+        state = await in_thread(cached_state, ws)
+        if state is None:
+            state = await self.derive(ws, now_ms())
+        return AttentionResult(enabled=True, computed_at=state.computed_at, sections=state.sections)
+
+
+def _created(entry: Entry) -> int:
+    return entry.created_at or entry.updated_at
+
+
+def forget_cached(ws: Workspace) -> None:
+    ws.state.forget_attention()
+
+
+def cached_state(ws: Workspace) -> core.AttentionState | None:
+    """(worker thread) The stored state, read once and then kept on ``ws.state``."""
+    if ws.state.attention_loaded:
+        return ws.state.attention
+    epoch = ws.state.attention_epoch
+    state = attention_store.load_state(ws.ledger)
+    if ws.state.attention_epoch == epoch:
+        ws.state.attention = state
+        ws.state.attention_loaded = True
+    return state
+
+
+def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> bool:
+    """(worker thread) The session's unread events turned into records, a step at a time
+    (see module doc); whether any record was written."""
+    ledger = ws.ledger
+    expected, carry = attention_store.offset(ledger, session_id)
+    try:
+        info = ledger.get_session(session_id)
+    except NotFound:
+        return False
+    working = ledger.get_working_state(session_id)
+    wrote = False
+    while True:
+        page = ledger.read_events(session_id, after_seq=expected, limit=READ_PAGE)
+        faults.crash("behaviors_after_read")
+        closed, carry = behaviors.gather(session_id, carry, page)
+        records = [behaviors.record(session_id, c, closed=False, working=None) for c in closed]
+        last_page = len(page) < READ_PAGE
+        to_seq = page[-1].seq if page else expected
+        if last_page and not carry.empty():
+            done = info.closed_at is not None
+            records.append(behaviors.record(session_id, carry, closed=done, working=working))
+            carry = behaviors.continued(carry)
+        faults.crash("behaviors_before_commit")
+        if not attention_store.commit_step(ledger, session_id, expected, records, to_seq, carry, now):
+            return wrote
+        faults.crash("behaviors_after_commit")
+        wrote |= bool(records)
+        expected = to_seq
+        if last_page:
+            return wrote
+
+
+def _derive_stored(
+    ws: Workspace, now: int, pending: list[core.Pending], faults: Faults
+) -> core.AttentionState:
+    """(worker thread) The state derived from what the ledger holds now, stored."""
+    ledger = ws.ledger
+    records, upto = attention_store.records(ledger)
+    rejected = attention_store.rejections(ledger, now - core.COOLDOWN_MS)
+    retracted = attention_store.load_retracted(ledger)
+    state = core.derive(now, records, pending, rejected, retracted)
+    state.records_upto = upto
+    faults.crash("attention_before_commit")
+    return attention_store.save_state(ledger, state)
+
+
+async def retract(ctx: WorkspaceAccess, ws: Workspace, changes: list[tuple[Entry, Entry | None]]) -> None:
+    """What deletions (``after`` None) or corrections of memory entries took back, kept as
+    digests (``makad.core.attention.retracted_digests``): the attention state, episodes and
+    consolidations written afterwards leave it out."""
+    digests: set[str] = set()
+    for before, after in changes:
+        digests |= core.retracted_digests(before.content, after.content if after else "")
+        if after is None or after.title != before.title:
+            digests |= core.retracted_digests(before.title, after.title if after else "")
+    if not digests:
+        return
+    await in_thread(attention_store.add_retracted, ws.ledger, digests, now_ms())
+    ws.state.forget_attention()
+    ctx.changed(ws)

@@ -1,0 +1,290 @@
+"""Behavior records and the attention state, as pure functions of their inputs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from makad.core import attention, behaviors
+from makad.core.assembly import assemble
+from makad.core.attention import AttentionLine, Pending, Rejected, derive, retracted_digests
+from makad.core.behaviors import MAX_TURNS, Behavior, Carry, gather, record
+from makad.core.context_types import ContextInputs
+from makad.core.strategies.curator import pressured
+from makad.core.types import Event, WorkingState
+
+DAY = attention.DAY_MS
+NOW = 1_800_000_000_000
+
+
+def ev(seq: int, kind: str, text: str, ts: int = NOW - DAY, **extra: Any) -> Event:
+    return Event(session_id="s", seq=seq, ts=ts + seq, type=kind, text=text, tokens=5, **extra)  # type: ignore[arg-type]
+
+
+def failing(first: int, ts: int = NOW - DAY) -> list[Event]:
+    return [
+        ev(first, "user_message", "Fix the date test in src/dates.py", ts),
+        ev(first + 1, "tool_call", "pytest tests/test_dates.py", ts, tool_call_id="a", tool_name="bash"),
+        ev(first + 2, "tool_result", "FAILED: offset lost", ts, tool_call_id="a", tool_name="bash"),
+        ev(first + 3, "assistant_message", "It drops the offset.", ts),
+    ]
+
+
+def one(
+    events: list[Event], *, closed: bool = False, working: WorkingState | None = None, sid: str = "s"
+) -> Behavior:
+    done, carry = gather(sid, Carry(), events)
+    assert done == []
+    return record(sid, carry, closed=closed, working=working)
+
+
+# --------------------------------------------------------------------- records ---
+
+
+def test_a_record_says_intent_outcome_paths_tools_and_refs() -> None:
+    """A segment with a failure left standing: its request, outcome errors, the path and
+    tool touched, and refs to the request, the failure and the last event."""
+    rec = one(failing(1))
+    assert rec.intent == "Fix the date test in src/dates.py" and rec.turns == 1
+    assert rec.outcome == "errors" and rec.thread == ""
+    assert rec.paths == {"tests/test_dates.py": 1}  # paths the tools named
+    assert rec.tools == {"bash": 1}
+    assert rec.refs == ["event:s:1", "event:s:3", "event:s:4"]
+    assert [f.text for f in rec.failures] == ["FAILED: offset lost"]
+
+
+def test_outcomes_done_abandoned_open() -> None:
+    """The user saying it works is done; a request without a reply is abandoned; a closed
+    session with an open thread in its working state stays open, without one it is done."""
+    fixed = [
+        *failing(1),
+        ev(5, "tool_call", "pytest tests/test_dates.py", tool_call_id="b", tool_name="bash"),
+        ev(6, "tool_result", "1 passed", tool_call_id="b", tool_name="bash"),
+        ev(7, "user_message", "Thanks, that works"),
+    ]
+    assert one(fixed).outcome == "done"
+    assert one([ev(1, "user_message", "Port the exporter")]).outcome == "abandoned"
+    replied = [ev(1, "user_message", "Port the exporter"), ev(2, "assistant_message", "On it.")]
+    assert one(replied).outcome == "open"
+    assert one(replied, closed=True).outcome == "done"
+    threads = WorkingState(open_threads=["wire it into the CLI"])
+    kept = one(replied, closed=True, working=threads)
+    assert (kept.outcome, kept.thread) == ("open", "wire it into the CLI")
+
+
+def test_segments_are_cut_at_max_turns_and_carried_between_steps() -> None:
+    """Past MAX_TURNS requests a new segment opens; reading in two steps gives the same
+    records as reading at once."""
+    events = [ev(i + 1, "user_message", f"request {i}") for i in range(MAX_TURNS * 2 + 3)]
+    closed, carry = gather("s", Carry(), events)
+    assert [(c.from_seq, c.to_seq, c.turns) for c in closed] == [(1, 20, 20), (21, 40, 20)]
+    first, mid = gather("s", Carry(), events[:25])
+    second, end = gather("s", mid, events[25:])
+    assert [c.from_seq for c in first + second] == [1, 21]
+    assert (end.from_seq, end.to_seq, end.turns) == (carry.from_seq, carry.to_seq, carry.turns) == (41, 43, 3)
+    again, same = gather("s", end, events)  # events already read are skipped
+    assert again == [] and same.to_seq == 43
+
+
+# --------------------------------------------------------------------- derive ---
+
+
+def test_an_unfixed_failure_is_active_and_a_later_fix_resolves_it() -> None:
+    """A failure no later segment fixed is an active thread with its ref; a later segment
+    of another session where the same call succeeds takes it out of the open sections."""
+    broken = one(failing(1, NOW - 3_600_000))
+    state = derive(NOW, [broken])
+    [line] = [line for name, line in state.lines() if name == "Active threads"]
+    assert line.text == "Failed: bash pytest tests/test_dates.py: FAILED: offset lost"
+    assert line.refs == ["event:s:3"]
+    later = [
+        Event(
+            session_id="t",
+            seq=1,
+            ts=NOW - 60_000,
+            type="tool_call",
+            text="pytest  tests/test_dates.py",
+            tool_call_id="x",
+            tool_name="bash",
+            tokens=1,
+        ),
+        Event(
+            session_id="t",
+            seq=2,
+            ts=NOW - 59_000,
+            type="tool_result",
+            text="ok",
+            tool_call_id="x",
+            tool_name="bash",
+            tokens=1,
+        ),
+    ]
+    fixed = one(later, sid="t")
+    state = derive(NOW, [broken, fixed])
+    assert not [line for name, line in state.lines() if name in attention.OPEN_SECTIONS]
+
+
+def test_a_done_session_touching_the_same_path_resolves_an_open_thread() -> None:
+    """An open thread leaves the open sections once a later session that ends done touched
+    one of its paths; an unrelated done session does not resolve it."""
+    opened = one(
+        [
+            ev(1, "user_message", "Refactor the app module"),
+            ev(2, "tool_call", "cat src/app.py", tool_call_id="r", tool_name="bash"),
+            ev(3, "tool_result", "def main(): ...", tool_call_id="r", tool_name="bash"),
+            ev(4, "assistant_message", "Started."),
+        ]
+    )
+    assert [line.text for _, line in derive(NOW, [opened]).lines() if _ == "Active threads"] == [
+        "Open: Refactor the app module"
+    ]
+
+    def done(path: str) -> Behavior:
+        events = [
+            Event(session_id="u", seq=1, ts=NOW - 1000, type="user_message", text="Finish it", tokens=1),
+            Event(
+                session_id="u",
+                seq=2,
+                ts=NOW - 950,
+                type="tool_call",
+                text=f"edit {path}",
+                tokens=1,
+                tool_call_id="e",
+                tool_name="edit",
+            ),
+            Event(
+                session_id="u",
+                seq=3,
+                ts=NOW - 940,
+                type="tool_result",
+                text="ok",
+                tokens=1,
+                tool_call_id="e",
+                tool_name="edit",
+            ),
+            Event(session_id="u", seq=4, ts=NOW - 900, type="assistant_message", text="Done.", tokens=1),
+        ]
+        return one(events, closed=True, sid="u")
+
+    assert derive(NOW, [opened, done("src/other.py")]).sections[0].lines
+    assert derive(NOW, [opened, done("src/app.py")]).sections[0].lines == []
+
+
+def test_sections_by_age_pending_rejections_focus_and_rhythm() -> None:
+    """Idle for days: recently abandoned (with its age); over 14 days: gone. Proposals wait
+    oldest first with their age; rejections cool down for 14 days; focus and rhythm come
+    from the records."""
+    old = one([ev(1, "user_message", "Port the exporter", NOW - 3 * DAY - 10)])
+    ancient = one([ev(1, "user_message", "Ancient thing", NOW - 20 * DAY)], sid="z")
+    state = derive(
+        NOW,
+        [ancient, old],
+        pending=[
+            Pending(proposal_id="p2", title="Newer", created_at=NOW - DAY),
+            Pending(proposal_id="p1", title="Older", created_at=NOW - 4 * DAY),
+        ],
+        rejected=[
+            Rejected(proposal_id="r1", title="Use tabs", reason="we use spaces", at=NOW - 2 * DAY),
+            Rejected(proposal_id="r0", title="Stale", reason="", at=NOW - 30 * DAY),
+        ],
+    )
+    by = {s.name: [line.text for line in s.lines] for s in state.sections}
+    assert by["Recently abandoned"] == ["Unanswered (idle 3 days): Port the exporter"]
+    assert by["Active threads"] == []
+    assert by["Waiting on the user"] == [
+        'Proposal "Older" waiting 4 days for review',
+        'Proposal "Newer" waiting 1 day for review',
+    ]
+    assert by["Do not re-propose"] == ['"Use tabs" rejected 2 days ago: we use spaces']
+    assert by["Rhythm"] and "2 session(s)" in by["Rhythm"][0]
+    assert [s.name for s in state.sections] == list(attention.SECTIONS)
+
+
+def test_state_is_bounded() -> None:
+    """However many sessions are open, each section holds at most MAX_LINES lines of at most
+    LINE_CHARS characters."""
+    records = [
+        one([ev(1, "user_message", f"Thread {i} " + "word " * 100, NOW - 3_600_000)], sid=f"s{i}")
+        for i in range(40)
+    ]
+    state = derive(NOW, records)
+    for section in state.sections:
+        assert len(section.lines) <= attention.MAX_LINES
+        assert all(len(line.text) <= attention.LINE_CHARS for line in section.lines)
+
+
+def test_retracted_text_is_left_out_and_corrections_keep_the_new_text() -> None:
+    """A line repeating deleted memory text is left out; a correction retracts only what
+    it changed, so a line saying the new text stays."""
+    said = one([ev(1, "user_message", "Remember: the deploy script lives in tools/ship.sh", NOW - 3_600_000)])
+    assert derive(NOW, [said]).sections[0].lines
+    gone = retracted_digests("The deploy script lives in tools/ship.sh")
+    assert derive(NOW, [said], retracted=gone).sections[0].lines == []
+    corrected = retracted_digests(
+        "deploys use fabric on the build host", "deploys use ansible on the build host"
+    )
+    assert attention.repeats_retracted("we said deploys use fabric on the build host", corrected)
+    assert not attention.repeats_retracted("deploys use ansible on the build host", corrected)
+
+
+# ------------------------------------------------------------------ assembly ---
+
+
+def attention_inputs(**extra: Any) -> ContextInputs:
+    lines = [
+        (
+            "Active threads",
+            AttentionLine(text="Open: wire the date parser into the CLI", refs=["event:old:4"]),
+        ),
+        ("Active threads", AttentionLine(text="Failed: bash pytest: offset lost", refs=["event:old:3"])),
+        ("Rhythm", AttentionLine(text="Worked on mostly on Mon", refs=["event:old:4"])),
+    ]
+    return ContextInputs(
+        budget_tokens=extra.pop("budget_tokens", 4000), now_ms=NOW, session_id="new", attention=lines, **extra
+    )
+
+
+def test_the_attention_segment_shows_lines_with_refs_and_trace_rows() -> None:
+    """Every line fits: one segment with each line and its refs, each a trace candidate."""
+    pack = assemble(attention_inputs())
+    [segment] = [s for s in pack.segments if s.kind == "attention"]
+    assert "- Failed: bash pytest: offset lost (event:old:3)" in segment.text
+    assert segment.source_ids == ["event:old:4", "event:old:3"]
+    rows = [c for c in pack.trace.candidates if c.kind == "attention"]
+    assert [c.included for c in rows] == [True, True, True]
+    assert pressured(pack) == []
+
+
+def test_owned_elsewhere_lines_are_left_out_of_attention() -> None:
+    """A line the working state shows, or one citing only this session, is owned elsewhere."""
+    inputs = attention_inputs(working_state=WorkingState(open_threads=["wire the date parser into the CLI"]))
+    inputs.attention.append(
+        ("Active threads", AttentionLine(text="Open: my own thing", refs=["event:new:2"]))
+    )
+    pack = assemble(inputs)
+    [segment] = [s for s in pack.segments if s.kind == "attention"]
+    assert "wire the date parser" not in segment.text and "my own thing" not in segment.text
+    owners = [(o.segment, o.owner) for o in pack.trace.owned_elsewhere]
+    assert owners == [("attention", "working_state"), ("attention", "history")]
+    assert pack.trace.dropped["owned_elsewhere"] == 2
+
+
+def test_attention_lines_left_out_for_room_do_not_make_recall_pressured() -> None:
+    """Lines that do not fit are budget in the trace, and the curator's pressure check does
+    not count them as recall's."""
+    many = [
+        ("Active threads", AttentionLine(text=f"Open: thread {i} " + "x" * 150, refs=[f"event:o{i}:1"]))
+        for i in range(40)
+    ]
+    pack = assemble(ContextInputs(budget_tokens=600, now_ms=NOW, session_id="new", attention=many))
+    rows = [c for c in pack.trace.candidates if c.kind == "attention"]
+    assert any(c.reason == "budget" for c in rows) and any(c.included for c in rows)
+    assert pack.total_tokens <= 600
+    assert pressured(pack) == []
+
+
+def test_not_in_include_means_no_attention() -> None:
+    """Without attention in include, no segment and no trace rows."""
+    pack = assemble(attention_inputs(include=frozenset({"memory", "recall"})))
+    assert not [s for s in pack.segments if s.kind == "attention"]
+    assert not [c for c in pack.trace.candidates if c.kind == "attention"]
+    assert behaviors.DONE_SAID.match("lgtm, ship it")

@@ -1,0 +1,488 @@
+"""Behavior records and the attention state, through a real daemon on a real socket:
+exactly-once records across kill -9, threads resolved by later sessions, the first pack
+of a new session, one owner per fact, the privacy gates, and corrections and deletions
+that never come back."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sqlite3
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka.errors import RemoteError
+from tests.support import DaemonProcess, daemon_in_tmp
+
+IDLE = {"MAKAD_BEHAVIOR_IDLE_MS": "1"}
+DAY = 86_400_000
+OPEN_SECTIONS = ("Active threads", "Recently abandoned")
+
+
+@pytest.fixture
+def d() -> Iterator[DaemonProcess]:
+    yield from daemon_in_tmp(env=IDLE)
+
+
+_COUNTER = iter(range(10_000))
+
+
+def fresh(d: DaemonProcess, *, reads: bool = True) -> str:
+    """A new workspace of its own (agent reads on unless told)."""
+    path = d.root / f"w{next(_COUNTER)}"
+    (path / "memory").mkdir(parents=True)
+    if reads:
+        d.call("set_settings", {"workspace": str(path), "agentReadEnabled": True})
+    return str(path)
+
+
+def session(d: DaemonProcess, w: str, events: list[dict[str, Any]], **open_params: Any) -> str:
+    sid = str(d.call("open_session", {"workspace": w, **open_params})["sessionId"])
+    if events:
+        d.call("append_events", {"workspace": w, "sessionId": sid, "events": events})
+    return sid
+
+
+def failing_run(
+    at: int, *, request: str = "Fix the failing date test in src/dates.py"
+) -> list[dict[str, Any]]:
+    """A request, a pytest call that fails, and a reply: a failure left standing."""
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {
+            "type": "tool_call",
+            "text": "pytest tests/test_dates.py",
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "ts": at + 1,
+        },
+        {
+            "type": "tool_result",
+            "text": "FAILED tests/test_dates.py::test_tz - AssertionError: offset lost",
+            "toolCallId": "c1",
+            "toolName": "bash",
+            "meta": {"exit_code": "1"},
+            "ts": at + 2,
+        },
+        {"type": "assistant_message", "text": "The parser drops the offset in src/dates.py.", "ts": at + 3},
+    ]
+
+
+def passing_run(at: int) -> list[dict[str, Any]]:
+    """The same call passing, and the user saying it is done."""
+    return [
+        {"type": "user_message", "text": "Try the date test again", "ts": at},
+        {
+            "type": "tool_call",
+            "text": "pytest tests/test_dates.py",
+            "toolCallId": "c9",
+            "toolName": "bash",
+            "ts": at + 1,
+        },
+        {
+            "type": "tool_result",
+            "text": "1 passed in 0.2s",
+            "toolCallId": "c9",
+            "toolName": "bash",
+            "ts": at + 2,
+        },
+        {"type": "assistant_message", "text": "It passes now.", "ts": at + 3},
+        {"type": "user_message", "text": "Thanks, that works", "ts": at + 4},
+        {"type": "assistant_message", "text": "Glad to help.", "ts": at + 5},
+    ]
+
+
+def attention(d: DaemonProcess, w: str) -> dict[str, Any]:
+    return dict(d.call("get_attention", {"workspace": w}))
+
+
+def section_lines(state: dict[str, Any], *names: str) -> list[dict[str, Any]]:
+    return [line for s in state["sections"] if s["name"] in names for line in s["lines"]]
+
+
+def wait_for(d: DaemonProcess, w: str, ok: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+    """The attention state once ``ok`` holds (the keeper works in the background)."""
+    deadline = time.monotonic() + 30
+    while True:
+        state = attention(d, w)
+        if ok(state) or time.monotonic() > deadline:
+            return state
+        time.sleep(0.1)
+
+
+def mentions(state: dict[str, Any], text: str, *names: str) -> bool:
+    wanted = names or tuple(s["name"] for s in state["sections"])
+    return any(text in line["text"] for line in section_lines(state, *wanted))
+
+
+def ledger_rows(d: DaemonProcess, sql: str, *args: object) -> list[tuple[Any, ...]]:
+    """Rows of every workspace ledger of the daemon, read with a connection of the test's own."""
+    found = []
+    for folder in (d.data_dir / "workspaces").iterdir():
+        conn = sqlite3.connect(f"file:{folder / 'ledger.sqlite3'}?mode=ro", uri=True)
+        try:
+            found.append(conn.execute(sql, args).fetchall())
+        finally:
+            conn.close()
+    return [row for rows in found for row in rows]
+
+
+# ----------------------------------------------------------------- exactly once ---
+
+
+def long_session(now: int) -> list[dict[str, Any]]:
+    """1,200 events: 120 requests (six segments of 20), each with a call and its result."""
+    events: list[dict[str, Any]] = []
+    for turn in range(120):
+        at = now - 3_600_000 + turn * 10
+        events += [
+            {"type": "user_message", "text": f"step {turn}: update src/mod{turn % 7}.py", "ts": at},
+            {
+                "type": "tool_call",
+                "text": f"edit src/mod{turn % 7}.py",
+                "toolCallId": f"t{turn}",
+                "toolName": "edit",
+                "ts": at + 1,
+            },
+            {"type": "tool_result", "text": "ok", "toolCallId": f"t{turn}", "toolName": "edit", "ts": at + 2},
+            *[{"type": "assistant_message", "text": f"note {turn}.{i}", "ts": at + 3 + i} for i in range(7)],
+        ]
+    return events
+
+
+def records_of(d: DaemonProcess, sid: str) -> list[tuple[int, int]]:
+    rows = ledger_rows(
+        d, "SELECT from_seq, to_seq FROM behaviors WHERE session_id = ? ORDER BY from_seq", sid
+    )
+    return [(int(a), int(b)) for a, b in rows]
+
+
+def dead(d: DaemonProcess) -> None:
+    """Wait for a daemon that killed itself, and tidy up after it."""
+    assert d.proc is not None
+    d.proc.wait(timeout=60)
+    d.stop()
+
+
+@pytest.mark.parametrize(
+    "point",
+    ["behaviors_after_read", "behaviors_before_commit", "behaviors_after_commit", "attention_before_commit"],
+)
+def test_records_exactly_once_across_kill9_at_every_step(short_tmp: Path, point: str) -> None:
+    """Killed at each step of extraction (at every step boundary, again and again, for the
+    after-commit point): the records cover every event once, in the segments an
+    uninterrupted run writes, and the attention state is there in the end."""
+    d = DaemonProcess(short_tmp)
+    d.start()  # the default idle time: nothing is extracted while the events go in
+    try:
+        w = fresh(d)
+        now = int(time.time() * 1000)
+        sid = session(d, w, long_session(now))
+        last = int(d.call("read_events", {"workspace": w, "sessionId": sid, "limit": 1})["lastSeq"])
+        assert last == 1200
+        d.stop()
+        kills = 0
+        while True:
+            d.start({**IDLE, "MAKAD_FAULT_POINT": point})
+            assert d.proc is not None
+            with contextlib.suppress(Exception):  # opening the workspace wakes the keeper
+                d.call("read_state", {"workspace": w}, timeout=10)
+            try:
+                d.proc.wait(timeout=60)
+            except Exception:
+                pytest.fail(f"the daemon was not killed at {point}")
+            d.stop()
+            kills += 1
+            covered = records_of(d, sid)
+            if point != "behaviors_after_commit" or (covered and covered[-1][1] == last):
+                break
+            assert kills < 10
+        d.start(IDLE)
+        d.call("read_state", {"workspace": w})
+        state = wait_for(d, w, lambda s: s["computedAt"] > 0 and bool(section_lines(s, "Rhythm")))
+        covered = records_of(d, sid)
+        assert covered == [(1 + 200 * i, 200 * (i + 1)) for i in range(6)]
+        assert section_lines(state, "Currently focused")
+        if point == "behaviors_after_commit":
+            assert kills >= 3  # one kill after each of the three 500-event steps
+    finally:
+        d.stop()
+
+
+# -------------------------------------------------------------- resolution ---
+
+
+def test_a_resolved_thread_leaves_the_open_sections(d: DaemonProcess) -> None:
+    """A failure left standing is an active thread; a later session where the same call
+    passes and the user says it works takes it out of every open section."""
+    w = fresh(d)
+    now = int(time.time() * 1000)
+    first = session(d, w, failing_run(now - 3_600_000))
+    d.call("close_session", {"workspace": w, "sessionId": first})
+    state = wait_for(d, w, lambda s: mentions(s, "offset lost", "Active threads"))
+    line = section_lines(state, "Active threads")[0]
+    assert "offset lost" in line["text"] and line["refs"] == [f"event:{first}:3"]
+
+    second = session(d, w, passing_run(now - 60_000))
+    d.call("close_session", {"workspace": w, "sessionId": second})
+    state = wait_for(d, w, lambda s: not mentions(s, "offset lost", *OPEN_SECTIONS))
+    assert not mentions(state, "offset lost", *OPEN_SECTIONS)
+    assert not mentions(state, "Fix the failing date test", *OPEN_SECTIONS)
+
+
+def test_an_idle_thread_moves_to_recently_abandoned(d: DaemonProcess) -> None:
+    """A thread idle for days is listed as recently abandoned, with how long, not as active."""
+    w = fresh(d)
+    now = int(time.time() * 1000)
+    sid = session(
+        d, w, [{"type": "user_message", "text": "Port the exporter to the v2 API", "ts": now - 3 * DAY}]
+    )
+    state = wait_for(d, w, lambda s: mentions(s, "Port the exporter", "Recently abandoned"))
+    [line] = section_lines(state, "Recently abandoned")
+    assert line["text"] == "Unanswered (idle 3 days): Port the exporter to the v2 API"
+    assert line["refs"] == [f"event:{sid}:1"]
+    assert not mentions(state, "Port the exporter", "Active threads")
+
+
+# ------------------------------------------------------- reaching the agent ---
+
+
+def previous_session(d: DaemonProcess, w: str) -> str:
+    """A session two days back: an open thread in its working state and a failure unfixed."""
+    now = int(time.time() * 1000)
+    sid = session(d, w, failing_run(now - 2 * DAY - 3_600_000))
+    d.call(
+        "set_working_state",
+        {"workspace": w, "sessionId": sid, "openThreads": ["wire the new date parser into the CLI"]},
+    )
+    wait_for(d, w, lambda s: mentions(s, "wire the new date parser") and mentions(s, "offset lost"))
+    return sid
+
+
+def attention_segment(pack: dict[str, Any]) -> dict[str, Any] | None:
+    return next((s for s in pack["segments"] if s["kind"] == "attention"), None)
+
+
+def test_first_pack_of_a_new_session_carries_the_open_thread_and_failure(d: DaemonProcess) -> None:
+    """The first pack of the next session shows the previous session's open thread and its
+    failure with their refs (a retry of that call too); the next turn's pack does not
+    repeat them; include asks again."""
+    w = fresh(d)
+    old = previous_session(d, w)
+    sid = session(d, w, [{"type": "user_message", "text": "Where were we?"}])
+    pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+    segment = attention_segment(pack)
+    assert segment is not None
+    assert "wire the new date parser into the CLI" in segment["text"]
+    assert "offset lost" in segment["text"] and f"event:{old}:3" in segment["text"]
+    assert f"event:{old}:3" in segment["sourceIds"]
+    assert any(c["kind"] == "attention" and c["included"] for c in pack["trace"]["candidates"])
+    assert pack["totalTokens"] <= 4000
+    retried = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+    assert retried == pack  # a retry of the first call is that call
+    d.call(
+        "append_events",
+        {"workspace": w, "sessionId": sid, "events": [{"type": "assistant_message", "text": "Resuming."}]},
+    )
+    again = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+    assert attention_segment(again) is None
+    asked = d.call(
+        "build_context",
+        {"workspace": w, "sessionId": sid, "budgetTokens": 4000, "include": ["attention", "memory"]},
+    )
+    assert attention_segment(asked) is not None
+
+
+def test_a_line_the_working_state_carries_is_owned_elsewhere(d: DaemonProcess) -> None:
+    """A thread the session's working state already shows is not repeated through attention:
+    the trace lists it as owned_elsewhere, owned by the working state."""
+    w = fresh(d)
+    previous_session(d, w)
+    sid = session(d, w, [{"type": "user_message", "text": "Go on"}])
+    d.call(
+        "set_working_state",
+        {"workspace": w, "sessionId": sid, "openThreads": ["wire the new date parser into the CLI"]},
+    )
+    pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+    segment = attention_segment(pack)
+    assert segment is not None and "offset lost" in segment["text"]
+    assert "wire the new date parser" not in segment["text"]
+    owned = [o for o in pack["trace"]["ownedElsewhere"] if o["segment"] == "attention"]
+    assert [(o["owner"], o["section"]) for o in owned] == [("working_state", "Recently abandoned")]
+    assert pack["trace"]["dropped"]["owned_elsewhere"] >= 1
+    rows = [c for c in pack["trace"]["candidates"] if c["kind"] == "attention" and not c["included"]]
+    assert [c["reason"] for c in rows] == ["owned_elsewhere"]
+
+
+# ---------------------------------------------------------------- privacy ---
+
+
+def test_incognito_and_agent_reads_off_are_silent(d: DaemonProcess) -> None:
+    """An incognito session leaves no record; without agent reads, in an incognito session
+    or an incognito workspace no pack shows attention, and get_attention says disabled."""
+    w = fresh(d)
+    now = int(time.time() * 1000)
+    hidden = session(
+        d, w, failing_run(now - 3_600_000, request="Rotate the secret ledger keys"), incognito=True
+    )
+    d.call("close_session", {"workspace": w, "sessionId": hidden})
+    visible = session(d, w, failing_run(now - 1_800_000))
+    d.call("close_session", {"workspace": w, "sessionId": visible})
+    state = wait_for(d, w, lambda s: mentions(s, "offset lost"))
+    assert not mentions(state, "Rotate the secret")
+    assert ledger_rows(d, "SELECT count(*) FROM behaviors WHERE session_id = ?", hidden) == [(0,)]
+
+    incognito = session(d, w, [{"type": "user_message", "text": "hi"}], incognito=True)
+    pack = d.call("build_context", {"workspace": w, "sessionId": incognito, "budgetTokens": 4000})
+    assert attention_segment(pack) is None
+
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": False})
+    sid = session(d, w, [{"type": "user_message", "text": "hi"}])
+    pack = d.call(
+        "build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000, "include": ["attention"]}
+    )
+    assert attention_segment(pack) is None
+
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "incognito": True})
+    assert attention(d, w) == {"enabled": False, "computedAt": 0, "sections": []}
+
+
+def test_switched_off_nothing_derived_is_kept(d: DaemonProcess) -> None:
+    """attentionEnabled off: every record, offset and the state are dropped, and nothing is
+    derived from sessions closed afterwards."""
+    w = fresh(d)
+    now = int(time.time() * 1000)
+    first = session(d, w, failing_run(now - 3_600_000))
+    d.call("close_session", {"workspace": w, "sessionId": first})
+    wait_for(d, w, lambda s: mentions(s, "offset lost"))
+    d.call("set_settings", {"workspace": w, "attentionEnabled": False})
+    assert attention(d, w)["enabled"] is False
+    second = session(d, w, failing_run(now - 60_000))
+    d.call("close_session", {"workspace": w, "sessionId": second})
+    deadline = time.monotonic() + 10
+    counts: list[tuple[Any, ...]] = []
+    while time.monotonic() < deadline:
+        counts = ledger_rows(
+            d,
+            "SELECT (SELECT count(*) FROM behaviors), (SELECT count(*) FROM behavior_offsets),"
+            " (SELECT count(*) FROM attention_state)",
+        )
+        if all(row == (0, 0, 0) for row in counts):
+            break
+        time.sleep(0.1)
+    assert counts and all(row == (0, 0, 0) for row in counts)
+    sid = session(d, w, [{"type": "user_message", "text": "hi"}])
+    pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+    assert attention_segment(pack) is None
+
+
+# ------------------------------------------------------ corrections and deletions ---
+
+
+def test_a_forgotten_session_never_comes_back(d: DaemonProcess) -> None:
+    """Deleting a session drops its records and every attention line citing it at once;
+    the next session's first pack says nothing of it."""
+    w = fresh(d)
+    old = previous_session(d, w)
+    d.call("delete_session", {"workspace": w, "sessionId": old})
+    state = attention(d, w)
+    assert not any(
+        old in ref
+        for line in section_lines(state, *[s["name"] for s in state["sections"]])
+        for ref in line["refs"]
+    )
+    assert not mentions(state, "offset lost") and not mentions(state, "wire the new date parser")
+    assert ledger_rows(d, "SELECT count(*) FROM behaviors WHERE session_id = ?", old) == [(0,)]
+    sid = session(d, w, [{"type": "user_message", "text": "Where were we?"}])
+    pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+    segment = attention_segment(pack)
+    assert segment is None or (old not in segment["text"] and "offset lost" not in segment["text"])
+
+
+def editor_save(path: Path, text: str) -> None:
+    """Save the file as an editor does (a temp file renamed over it)."""
+    tmp = path.with_name(".MEMORY.md.swp~")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
+
+
+FACT = "the deploy script lives in tools/ship.sh and needs the office VPN"
+
+
+@pytest.mark.parametrize("how", ["delete", "correct", "delete_by_hand"])
+def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, how: str) -> None:
+    """Memory text the user deletes or corrects (over RPC, or by hand in MEMORY.md) is left
+    out of the attention state, of the episode a closing session records and of a
+    consolidation digest written afterwards."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    path = Path(w) / "memory" / "MEMORY.md"
+    if how == "delete_by_hand":  # typed into the file, as an editor saves it
+        editor_save(path, f"# Maka Memory\n\n## Deploy\n{FACT}\n\n## Kept\nsomething else\n")
+        [entry] = [
+            e
+            for e in d.call("read_state", {"workspace": w, "includeEntries": True})["entries"]
+            if e["title"] == "Deploy"
+        ]
+    else:
+        entry = d.call("add_entry", {"workspace": w, "title": "Deploy", "content": FACT})["entry"]
+    now = int(time.time() * 1000)
+    sid = session(d, w, [{"type": "user_message", "text": f"Remember: {FACT}", "ts": now - 3_600_000}])
+    wait_for(d, w, lambda s: mentions(s, "tools/ship.sh"))
+    for i in range(5):
+        other = session(d, w, [{"type": "user_message", "text": f"note {i}", "ts": now - 3_600_000}])
+        d.call(
+            "record_episode",
+            {
+                "workspace": w,
+                "sessionId": other,
+                "summary": f"Said again ({i}): {FACT}",
+                "tags": ["deploy"],
+                "sourceRefs": [f"event:{other}:1"],
+            },
+        )
+    if how == "delete":
+        d.call("delete_entry", {"workspace": w, "id": entry["id"]})
+    elif how == "delete_by_hand":
+        editor_save(path, "# Maka Memory\n\n## Kept\nsomething else\n")
+        assert d.call("read_state", {"workspace": w})["status"] == "ok"  # the save is taken in
+        steps = d.call("memory_history", {"workspace": w, "id": entry["id"]})["events"]
+        assert [(s["action"], s["actor"]) for s in steps][-1] == ("deleted", "user")
+    else:
+        d.call("update_entry", {"workspace": w, "id": entry["id"], "content": "deploys go through CI only"})
+    state = attention(d, w)
+    assert not mentions(state, "tools/ship.sh")
+    state = wait_for(d, w, lambda s: s["computedAt"] > 0)
+    assert not mentions(state, "tools/ship.sh")
+
+    d.call("set_working_state", {"workspace": w, "sessionId": sid, "goals": [FACT], "decisions": [FACT]})
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    closing = d.call("list_episodes", {"workspace": w, "sessionId": sid})["episodes"]
+    assert closing == []
+    with pytest.raises(RemoteError) as refused:
+        d.call("consolidate", {"workspace": w, "tag": "deploy"})
+    assert refused.value.kind == "insufficient_evidence"
+    pending = Path(w) / "memory" / "PENDING.md"
+    assert not pending.exists() or "ship.sh" not in pending.read_text()
+
+
+def test_proposals_waiting_and_rejections_cooling_down(d: DaemonProcess) -> None:
+    """A proposal waiting in PENDING.md is listed with its age and ref; once rejected it
+    leaves that section for Do not re-propose, with its title and the reason."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    proposal = d.call("propose", {"workspace": w, "title": "Use tabs", "content": "Indent with tabs."})
+    pid = proposal["proposal"]["id"]
+    state = wait_for(d, w, lambda s: bool(section_lines(s, "Waiting on the user")))
+    [line] = section_lines(state, "Waiting on the user")
+    assert line["text"].startswith('Proposal "Use tabs" waiting') and line["refs"] == [f"proposal:{pid}"]
+    d.call("reject", {"workspace": w, "ids": [pid], "reason": "we use spaces"})
+    state = wait_for(d, w, lambda s: bool(section_lines(s, "Do not re-propose")))
+    assert section_lines(state, "Waiting on the user") == []
+    [line] = section_lines(state, "Do not re-propose")
+    assert line["text"].startswith('"Use tabs" rejected') and line["text"].endswith(": we use spaces")
+    assert line["refs"] == [f"proposal:{pid}"]
