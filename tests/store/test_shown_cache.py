@@ -4,10 +4,12 @@ agrees with SQLite (``shown_memory``) throughout."""
 
 from __future__ import annotations
 
+import tracemalloc
 from pathlib import Path
 
+from makad import heap
 from makad.store.ledger import Ledger
-from makad.store.ledger.shown_cache import ShownCache
+from makad.store.ledger.shown_cache import ShownCache, row_bytes
 
 
 def truth(ledger: Ledger, sid: str, since: int) -> dict[str, str]:
@@ -86,13 +88,58 @@ def test_a_load_that_raced_a_write_is_used_once_and_not_kept() -> None:
     assert cache.get("s") is not None
 
 
-def test_the_cache_is_bounded_in_sessions_and_rows() -> None:
-    """Past its bounds the least recently used sessions are dropped."""
-    cache = ShownCache(max_sessions=2, max_rows=3)
+def test_the_cache_is_bounded_in_sessions_and_bytes() -> None:
+    """Past its bounds (sessions, estimated bytes) the least recently used sessions are
+    dropped, and what it reports holding follows."""
+    row = row_bytes("memory:a", "h")
+    cache = ShownCache(max_sessions=2, max_bytes=3 * row)
     for sid in ("a", "b", "c"):
-        cache.put(sid, cache.version(), {f"memory:{sid}": ("h", 1, 1)}, (1, "c"))
+        cache.put(sid, cache.version(), {"memory:a": ("h", 1, 1)}, (1, "c"))
     assert cache.get("a") is None and cache.get("b") is not None and cache.get("c") is not None
-    cache.put("d", cache.version(), {f"memory:{n}": ("h", 1, 1) for n in range(3)}, (1, "c"))
+    assert cache.bytes == 2 * row
+    cache.put("d", cache.version(), {f"memory:{n}": ("h", 1, 1) for n in "abc"}, (1, "c"))
     assert cache.get("b") is None and cache.get("c") is None and cache.get("d") is not None
-    cache.put("e", cache.version(), {f"memory:{n}": ("h", 1, 1) for n in range(4)}, (1, "c"))
-    assert cache.get("e") is None  # alone over the bound: never kept
+    assert cache.bytes == 3 * row
+    cache.recorded("d", 2, "c2", [("memory:d", "h")], 2)
+    assert cache.get("d") is None and cache.bytes == 0  # grown past the bound: dropped
+    cache.put("e", cache.version(), {f"memory:{n}": ("h", 1, 1) for n in "abcd"}, (1, "c"))
+    assert cache.get("e") is None and cache.bytes == 0  # alone over the bound: never kept
+
+
+def test_the_byte_estimate_covers_what_the_rows_and_a_view_take() -> None:
+    """``bytes`` is at least what tracemalloc sees a loaded session and its view take (and
+    not wildly more), so the byte bound bounds the memory."""
+    cache = ShownCache()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        rows = {
+            f"memory:{n:016x}": (f"{n * 7919:016x}", 1_000 + n // 10, 1_764_000_000_000 + n)
+            for n in range(5_000)
+        }
+        found = cache.put("s", cache.version(), rows, (1, "c"))
+        view = cache.view(found, "s", 0)
+        taken = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert len(view.hashes) == 5_000
+    assert taken <= cache.bytes <= 2 * taken
+
+
+def test_every_open_ledgers_cache_is_counted_in_the_heap_report(tmp_path: Path) -> None:
+    """``makad.heap.cache_bytes`` sums the shown-memory caches of the ledgers alive."""
+    first = Ledger(tmp_path / "a.sqlite3")
+    second = Ledger(tmp_path / "b.sqlite3")
+    try:
+        before = heap.cache_bytes().get("shown_memory", 0)
+        for ledger in (first, second):
+            ledger.open_session("s")
+            ledger.record_manifest("s", "c1", [("memory:a", 5, "ha")], created_at=1)
+            ledger.shown_since("s", 0, "c2")
+        grown = heap.cache_bytes()["shown_memory"] - before
+        assert (
+            grown == first._shown_cache.bytes + second._shown_cache.bytes == 2 * row_bytes("memory:a", "ha")
+        )
+    finally:
+        first.close()
+        second.close()

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
+from makad import heap
 from makad.errors import IOFailure
 from makad.private_files import (
     NotPrivate,
@@ -105,6 +106,7 @@ class LedgerBase:
         self._df_cache: dict[str, tuple[int, int, bool]] = {}
         # What each session was shown of memory (the turns area): see shown_cache.py.
         self._shown_cache = ShownCache()
+        heap.track_cache("shown_memory", self._shown_cache)
         # Run after the current write transaction committed, under the write lock.
         self._on_commit: list[Callable[[], None]] = []
         self._synchronous = synchronous

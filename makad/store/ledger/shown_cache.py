@@ -13,8 +13,11 @@ session, the rows of ``manifest_shown`` for memory sources and, per ``since``, t
 - deleting a session, replacing a damaged ledger or closing it drops the cache;
 - a compaction changes the call's ``since``: that view is built from the rows.
 
-Bounded: at most ``MAX_SESSIONS`` sessions and ``MAX_ROWS`` rows over all of them,
-the least recently used dropped first.
+Bounded: at most ``MAX_SESSIONS`` sessions and ``MAX_BYTES`` over all of them (each
+row counted with its strings, its tuple and its slots in the rows' and a view's dicts:
+``row_bytes``), the least recently used dropped first. ``bytes`` says what it holds;
+``makad.heap.cache_bytes`` sums it over every open ledger (the soak's memory probe
+reports it).
 
 A view also carries what the service learnt about it (``ShownView.cursor``): how far
 the fill order runs through entries the session was shown as they are.
@@ -22,6 +25,7 @@ the fill order runs through entries the session was shown as they are.
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -29,7 +33,11 @@ from dataclasses import dataclass, field
 from typing import Final
 
 MAX_SESSIONS: Final = 256
-MAX_ROWS: Final = 200_000
+MAX_BYTES: Final = 16 << 20
+# What a row takes besides its two strings: its (hash, call ref, shown at) tuple and the
+# two ints, and its slots in the rows' dict and in a view's (tests/store/test_shown_cache.py
+# checks the estimate against what tracemalloc sees).
+ROW_OVERHEAD_BYTES: Final = 300
 # Sessions whose latest write is remembered (older ones: only the latest of them all).
 _WRITES_KEPT: Final = 4_096
 
@@ -50,26 +58,38 @@ class ShownView:
     added: list[str] = field(default_factory=list)
 
 
+def row_bytes(source: str, digest: str) -> int:
+    """What one cached row takes, by estimate (see ``ROW_OVERHEAD_BYTES``)."""
+    return sys.getsizeof(source) + sys.getsizeof(digest) + ROW_OVERHEAD_BYTES
+
+
 @dataclass
 class _Session:
     rows: dict[str, tuple[str, int, int]]  # source → (hash, call ref, shown at)
     latest: tuple[int, str] | None  # the latest call: (ref, call id)
     view: ShownView | None = None
+    bytes: int = 0  # ``row_bytes`` over ``rows``
 
 
 class ShownCache:
     """Per session: the memory rows of ``manifest_shown`` and the latest call (see module doc)."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS, max_rows: int = MAX_ROWS) -> None:
+    def __init__(self, max_sessions: int = MAX_SESSIONS, max_bytes: int = MAX_BYTES) -> None:
         self._lock = threading.Lock()
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
-        self._rows = 0
+        self._bytes = 0
         self._clock = 0  # writes so far
         self._writes: OrderedDict[str, int] = OrderedDict()  # session → the clock at its latest write
         self._floor = 0  # the latest write of a session no longer in ``_writes``, or a clear
         self._max_sessions = max_sessions
-        self._max_rows = max_rows
+        self._max_bytes = max_bytes
         self.loads = 0  # sessions read from SQLite (for tests)
+
+    @property
+    def bytes(self) -> int:
+        """What the cached rows take, by estimate (``row_bytes``)."""
+        with self._lock:
+            return self._bytes
 
     def version(self) -> int:
         """The write clock: a load started at one value is kept only if no write to its
@@ -103,15 +123,16 @@ class ShownCache:
         latest: tuple[int, str] | None,
     ) -> _Session:
         """The session as read from SQLite at ``version``; kept when no write came since."""
-        loaded = _Session(rows, latest)
+        size = sum(row_bytes(source, row[0]) for source, row in rows.items())
+        loaded = _Session(rows, latest, bytes=size)
         with self._lock:
             self.loads += 1
-            if not self._current(session_id, version) or len(rows) > self._max_rows:
+            if not self._current(session_id, version) or size > self._max_bytes:
                 return loaded
             self._drop(session_id)
             self._sessions[session_id] = loaded
-            self._rows += len(rows)
-            while len(self._sessions) > self._max_sessions or self._rows > self._max_rows:
+            self._bytes += size
+            while len(self._sessions) > self._max_sessions or self._bytes > self._max_bytes:
                 self._drop(next(iter(self._sessions)))
         return loaded
 
@@ -126,14 +147,18 @@ class ShownCache:
                 return
             rows = dict(found.rows)
             changed: list[str] = []
+            size = found.bytes
             for source, digest in shown:
                 before = rows.get(source)
                 rows[source] = (digest, ref, at)
                 if before is None or before[0] != digest:
                     changed.append(source)
-            self._rows += len(rows) - len(found.rows)
+                    size += row_bytes(source, digest)
+                    if before is not None:
+                        size -= row_bytes(source, before[0])
+            self._bytes += size - found.bytes
             view = found.view
-            updated = _Session(rows, (ref, call_id))
+            updated = _Session(rows, (ref, call_id), bytes=size)
             if view is not None and at >= view.since and all(source not in view.hashes for source in changed):
                 # Only new entries: the next view starts from this one's notes.
                 hashes = dict(view.hashes)
@@ -143,7 +168,7 @@ class ShownCache:
                 # Entries shown again keep their hash; their ``shown at`` moved (still in view).
             self._sessions[session_id] = updated
             self._sessions.move_to_end(session_id)
-            while self._rows > self._max_rows and self._sessions:
+            while self._bytes > self._max_bytes and self._sessions:
                 self._drop(next(iter(self._sessions)))
 
     def forget(self, session_id: str) -> None:
@@ -158,7 +183,7 @@ class ShownCache:
             self._clock += 1
             self._floor = self._clock  # no load under way is kept
             self._sessions.clear()
-            self._rows = 0
+            self._bytes = 0
 
     def view(self, found: _Session, session_id: str, since: int) -> ShownView:
         """The session's view at ``since`` (made once per recorded pack and ``since``)."""
@@ -175,4 +200,4 @@ class ShownCache:
     def _drop(self, session_id: str) -> None:
         gone = self._sessions.pop(session_id, None)
         if gone is not None:
-            self._rows -= len(gone.rows)
+            self._bytes -= gone.bytes
