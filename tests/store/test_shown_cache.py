@@ -9,7 +9,7 @@ from pathlib import Path
 
 from makad import heap
 from makad.store.ledger import Ledger
-from makad.store.ledger.shown_cache import ShownCache, row_bytes
+from makad.store.ledger.shown_cache import ByteBudget, ShownCache, row_bytes
 
 
 def truth(ledger: Ledger, sid: str, since: int) -> dict[str, str]:
@@ -92,7 +92,7 @@ def test_the_cache_is_bounded_in_sessions_and_bytes() -> None:
     """Past its bounds (sessions, estimated bytes) the least recently used sessions are
     dropped, and what it reports holding follows."""
     row = row_bytes("memory:a", "h")
-    cache = ShownCache(max_sessions=2, max_bytes=3 * row)
+    cache = ShownCache(max_sessions=2, budget=ByteBudget(3 * row))
     for sid in ("a", "b", "c"):
         cache.put(sid, cache.version(), {"memory:a": ("h", 1, 1)}, (1, "c"))
     assert cache.get("a") is None and cache.get("b") is not None and cache.get("c") is not None
@@ -106,10 +106,26 @@ def test_the_cache_is_bounded_in_sessions_and_bytes() -> None:
     assert cache.get("e") is None and cache.bytes == 0  # alone over the bound: never kept
 
 
+def test_the_byte_bound_is_shared_by_every_ledgers_cache() -> None:
+    """Caches sharing a budget (every ledger's, in the daemon) stay under it together:
+    the least recently used session goes first, whichever cache holds it."""
+    row = row_bytes("memory:a", "h")
+    budget = ByteBudget(2 * row)
+    first, second = ShownCache(budget=budget), ShownCache(budget=budget)
+    first.put("s", first.version(), {"memory:a": ("h", 1, 1)}, (1, "c"))
+    second.put("s", second.version(), {"memory:a": ("h", 1, 1)}, (1, "c"))
+    assert first.get("s") is not None  # now the most recently used
+    second.put("t", second.version(), {"memory:a": ("h", 1, 1)}, (1, "c"))
+    assert second.get("s") is None and first.get("s") is not None and second.get("t") is not None
+    assert first.bytes + second.bytes == budget.bytes == 2 * row
+    first.clear()
+    assert first.bytes == 0 and budget.bytes == row
+
+
 def test_the_byte_estimate_covers_what_the_rows_and_a_view_take() -> None:
     """``bytes`` is at least what tracemalloc sees a loaded session and its view take (and
     not wildly more), so the byte bound bounds the memory."""
-    cache = ShownCache()
+    cache = ShownCache(budget=ByteBudget())
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]

@@ -13,11 +13,12 @@ session, the rows of ``manifest_shown`` for memory sources and, per ``since``, t
 - deleting a session, replacing a damaged ledger or closing it drops the cache;
 - a compaction changes the call's ``since``: that view is built from the rows.
 
-Bounded: at most ``MAX_SESSIONS`` sessions and ``MAX_BYTES`` over all of them (each
-row counted with its strings, its tuple and its slots in the rows' and a view's dicts:
-``row_bytes``), the least recently used dropped first. ``bytes`` says what it holds;
-``makad.heap.cache_bytes`` sums it over every open ledger (the soak's memory probe
-reports it).
+Bounded: at most ``MAX_SESSIONS`` sessions a ledger, and ``MAX_BYTES`` over every
+ledger's cache in the process (a ``ByteBudget`` they share: each row counted with its
+strings, its tuple and its slots in the rows' and a view's dicts, ``row_bytes``), the
+least recently used session dropped first, whichever ledger it is of. ``bytes`` says
+what one cache holds; ``makad.heap.cache_bytes`` sums it over every open ledger (the
+soak's memory probe reports it).
 
 A view also carries what the service learnt about it (``ShownView.cursor``): how far
 the fill order runs through entries the session was shown as they are.
@@ -63,6 +64,20 @@ def row_bytes(source: str, digest: str) -> int:
     return sys.getsizeof(source) + sys.getsizeof(digest) + ROW_OVERHEAD_BYTES
 
 
+class ByteBudget:
+    """Bytes shared by caches, with one least-recently-used order over their sessions
+    (its lock guards every cache sharing it)."""
+
+    def __init__(self, max_bytes: int = MAX_BYTES) -> None:
+        self.lock = threading.Lock()
+        self.max_bytes = max_bytes
+        self.bytes = 0
+        self.order: OrderedDict[tuple[ShownCache, str], None] = OrderedDict()
+
+
+_SHARED: Final = ByteBudget()
+
+
 @dataclass
 class _Session:
     rows: dict[str, tuple[str, int, int]]  # source → (hash, call ref, shown at)
@@ -74,15 +89,15 @@ class _Session:
 class ShownCache:
     """Per session: the memory rows of ``manifest_shown`` and the latest call (see module doc)."""
 
-    def __init__(self, max_sessions: int = MAX_SESSIONS, max_bytes: int = MAX_BYTES) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, max_sessions: int = MAX_SESSIONS, budget: ByteBudget = _SHARED) -> None:
+        self._budget = budget
+        self._lock = budget.lock
         self._sessions: OrderedDict[str, _Session] = OrderedDict()
         self._bytes = 0
         self._clock = 0  # writes so far
         self._writes: OrderedDict[str, int] = OrderedDict()  # session → the clock at its latest write
         self._floor = 0  # the latest write of a session no longer in ``_writes``, or a clear
         self._max_sessions = max_sessions
-        self._max_bytes = max_bytes
         self.loads = 0  # sessions read from SQLite (for tests)
 
     @property
@@ -112,8 +127,22 @@ class ShownCache:
         with self._lock:
             found = self._sessions.get(session_id)
             if found is not None:
-                self._sessions.move_to_end(session_id)
+                self._used(session_id)
             return found
+
+    def _used(self, session_id: str) -> None:
+        self._sessions.move_to_end(session_id)
+        self._budget.order[(self, session_id)] = None
+        self._budget.order.move_to_end((self, session_id))
+
+    def _fit(self) -> None:
+        """Drop the least recently used sessions until this cache and the budget fit."""
+        budget = self._budget
+        while len(self._sessions) > self._max_sessions:
+            self._drop(next(iter(self._sessions)))
+        while budget.bytes > budget.max_bytes and budget.order:
+            cache, session_id = next(iter(budget.order))
+            cache._drop(session_id)
 
     def put(
         self,
@@ -127,13 +156,13 @@ class ShownCache:
         loaded = _Session(rows, latest, bytes=size)
         with self._lock:
             self.loads += 1
-            if not self._current(session_id, version) or size > self._max_bytes:
+            if not self._current(session_id, version) or size > self._budget.max_bytes:
                 return loaded
             self._drop(session_id)
             self._sessions[session_id] = loaded
-            self._bytes += size
-            while len(self._sessions) > self._max_sessions or self._bytes > self._max_bytes:
-                self._drop(next(iter(self._sessions)))
+            self._add(size)
+            self._used(session_id)
+            self._fit()
         return loaded
 
     def recorded(
@@ -156,7 +185,7 @@ class ShownCache:
                     size += row_bytes(source, digest)
                     if before is not None:
                         size -= row_bytes(source, before[0])
-            self._bytes += size - found.bytes
+            self._add(size - found.bytes)
             view = found.view
             updated = _Session(rows, (ref, call_id), bytes=size)
             if view is not None and at >= view.since and all(source not in view.hashes for source in changed):
@@ -167,9 +196,8 @@ class ShownCache:
                 updated.view = ShownView(view.since, hashes, view.cursor, view.hashed, changed)
                 # Entries shown again keep their hash; their ``shown at`` moved (still in view).
             self._sessions[session_id] = updated
-            self._sessions.move_to_end(session_id)
-            while self._bytes > self._max_bytes and self._sessions:
-                self._drop(next(iter(self._sessions)))
+            self._used(session_id)
+            self._fit()
 
     def forget(self, session_id: str) -> None:
         """The session's rows were deleted."""
@@ -182,8 +210,8 @@ class ShownCache:
         with self._lock:
             self._clock += 1
             self._floor = self._clock  # no load under way is kept
-            self._sessions.clear()
-            self._bytes = 0
+            for session_id in list(self._sessions):
+                self._drop(session_id)
 
     def view(self, found: _Session, session_id: str, since: int) -> ShownView:
         """The session's view at ``since`` (made once per recorded pack and ``since``)."""
@@ -197,7 +225,12 @@ class ShownCache:
                 found.view = view
         return view
 
+    def _add(self, size: int) -> None:
+        self._bytes += size
+        self._budget.bytes += size
+
     def _drop(self, session_id: str) -> None:
         gone = self._sessions.pop(session_id, None)
         if gone is not None:
-            self._bytes -= gone.bytes
+            self._add(-gone.bytes)
+            self._budget.order.pop((self, session_id), None)
