@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from typing import Final
 
 MAX_SESSIONS: Final = 256
-MAX_BYTES: Final = 16 << 20
+MAX_BYTES: Final = 8 << 20  # ~19,000 rows: two sessions each shown a 10,000-entry memory
 # What a row takes besides its two strings: its (hash, call ref, shown at) tuple and the
 # two ints, and its slots in the rows' dict and in a view's (tests/store/test_shown_cache.py
 # checks the estimate against what tracemalloc sees).
