@@ -16,6 +16,9 @@
   of tracked objects rather than every 700: a build_context call makes thousands
   (events, candidates, trace entries) that reference counting frees anyway, and
   each collection walked the ones still alive — 1.5% of the call's instructions.
+
+The daemon's own bounded caches register here (``track_cache``) so what they hold can
+be read in one place (``cache_bytes``): the soak's memory probe reports it.
 """
 
 from __future__ import annotations
@@ -23,7 +26,9 @@ from __future__ import annotations
 import ctypes
 import gc
 import sys
-from typing import Final
+import threading
+import weakref
+from typing import Final, Protocol
 
 import anyio
 
@@ -38,6 +43,30 @@ TRIM_THRESHOLD_BYTES: Final = 1024 * 1024
 TICK_S: Final = 10.0
 FULL_COLLECT_EVERY: Final = 30  # ticks: five minutes
 YOUNG_COLLECT_EVERY: Final = 10_000  # CPython's default is 700
+
+
+class SizedCache(Protocol):
+    """A cache that says how many bytes it holds (an estimate kept as it changes)."""
+
+    @property
+    def bytes(self) -> int: ...
+
+
+_caches: dict[str, weakref.WeakSet[SizedCache]] = {}
+_caches_lock = threading.Lock()
+
+
+def track_cache(name: str, cache: SizedCache) -> None:
+    """Count ``cache`` under ``name`` in ``cache_bytes`` for as long as it is alive."""
+    with _caches_lock:
+        _caches.setdefault(name, weakref.WeakSet()).add(cache)
+
+
+def cache_bytes() -> dict[str, int]:
+    """Bytes held per kind of tracked cache, over every live one (e.g. one per ledger)."""
+    with _caches_lock:
+        found = {name: list(caches) for name, caches in _caches.items()}
+    return {name: sum(cache.bytes for cache in caches) for name, caches in found.items()}
 
 
 def _libc() -> ctypes.CDLL | None:

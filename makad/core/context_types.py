@@ -8,7 +8,7 @@ gathers from the stores before calling ``makad.core.assembly.assemble``.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -251,6 +251,8 @@ class FillOrder:
     valid_until_ms: int | None
     # The user level's entries (ids ``@user/<id>``), not the workspace's.
     user_level: bool = False
+    # entry id → its position in ``keyed`` (empty: not worked out)
+    positions: Mapping[str, int] = field(default_factory=dict)
 
     def valid_at(self, now_ms: int) -> bool:
         return self.valid_until_ms is None or now_ms < self.valid_until_ms
@@ -312,6 +314,10 @@ class ContextInputs(msgspec.Struct, kw_only=True):
       (``makad.core.memory_select.fill_order``; a user level's under ``@user/`` ids):
       where the entries that match nothing come from, read only as far as there is
       room. Empty: the candidates are all there is.
+    - ``memory_fill_shown``: the first this many entries of ``memory_fill[0]`` were
+      shown to the session as they are (``already_shown`` holds each with its hash)
+      and pass every gate of this call: the fill walk starts after them, as if it had
+      passed over each (``makad.core.memory_segment.shown_prefix`` works it out).
     - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
     - ``memory_similarity``: entry id → the optional semantic channel's cosine for the
       query (only the entries it found; empty without the channel).
@@ -353,6 +359,7 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_similarity: dict[str, float] = {}
     memory_fill: list[FillOrder] = []
     already_shown: dict[str, str] = {}
+    memory_fill_shown: int = 0
     memory_hashes: dict[str, str] = {}
     memory_confidence: dict[str, str] = {}
     memory_session_bytes: int = 0

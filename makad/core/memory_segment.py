@@ -46,7 +46,10 @@ is left out as ``session_cap``.
 The trace lists every candidate of ``memory_entries``, in the order considered;
 of the entries that only ``memory_fill`` holds, those the pack tried to fit. Tiers
 3 and 4 stop trying after ``FILL_GIVE_UP_AFTER`` entries in a row did not fit (the
-segment is full) or ``FILL_SCAN_MAX`` entries of ``memory_fill`` were looked at.
+segment is full) or ``FILL_SCAN_MAX`` entries of ``memory_fill`` were looked at. A
+long session was shown the first hundreds or thousands of entries in fill order as
+they are: ``ContextInputs.memory_fill_shown`` says how many (``shown_prefix``), and the
+walk passes over them as one step that counts them all, with the same outcome.
 
 Levels. The candidates may hold user-level entries (``makad.core.levels``): they
 are ranked with the workspace's, and when any is among them or in
@@ -63,7 +66,7 @@ pack's candidates gives another value (``makad.core.conflicts``, ``mark``) says
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import islice
 
@@ -330,17 +333,30 @@ class MemoryBuilder:
         they are are passed over (still counted in ``FILL_SCAN_MAX``): the budget's walks
         have nothing to do with them, and a session that saw much of its memory has many."""
         yield from self._rest_matched
-        streams: list[Iterator[tuple[FillKey, RankedEntry | tuple[Entry, bool]]]] = [iter(self._unmatched)]
+        streams: list[Iterator[tuple[FillKey, RankedEntry | tuple[Entry, bool] | None]]] = [
+            iter(self._unmatched)
+        ]
+        shown = self._inputs.already_shown if walk is not None else None
+        passed = 0
         if self._fill_from_inputs:
-            streams.extend(_tagged(order) for order in self._inputs.memory_fill)
+            fill = self._inputs.memory_fill
+            if shown and len(fill) == 1:
+                stream, passed = self._after_shown(fill[0])
+                streams.append(stream)
+            else:
+                streams.extend(_tagged(order) for order in fill)
         if len(streams) == 1:
             yield from (item for _, item in self._unmatched)
             return
         scanned = 0
         given: set[str] = set()
         candidates = self._candidate_ids
-        shown = self._inputs.already_shown if walk is not None else None
         for _, item in heapq.merge(*streams, key=lambda pair: pair[0]):
+            if item is None:  # the entries of the shown prefix, passed over as one
+                scanned += passed
+                if walk is not None:
+                    walk.skipped_last = True
+                continue
             if isinstance(item, RankedEntry):
                 if walk is not None:
                     walk.skipped_last = False
@@ -369,6 +385,27 @@ class MemoryBuilder:
                 if walk is not None:
                     walk.skipped_last = False
                 yield found
+
+    def _after_shown(
+        self, order: FillOrder
+    ) -> tuple[Iterator[tuple[FillKey, tuple[Entry, bool] | None]], int]:
+        """The fill order as the walk reads it, its shown prefix (``memory_fill_shown``)
+        standing in as one item at the key of its last entry the walk would pass over
+        (the candidates are not passed over: the walk takes them from the candidates);
+        and how many entries that item stands for (at most ``FILL_SCAN_MAX``, so that the
+        walk's scan limit cannot fall inside the prefix)."""
+        prefix = min(self._inputs.memory_fill_shown, FILL_SCAN_MAX, len(order.keyed))
+        if prefix <= 0 or not order.positions or order.user_level:
+            return _tagged(order), 0
+        keyed, positions, candidates = order.keyed, order.positions, self._candidate_ids
+        inside = sum(1 for entry_id in candidates if positions.get(entry_id, prefix) < prefix)
+        rest = _tagged(order, prefix)
+        if inside >= prefix:  # every entry of the prefix is a candidate
+            return rest, 0
+        last = prefix - 1
+        while keyed[last][1].id in candidates:
+            last -= 1
+        return _chain_pairs((keyed[last][0], None), rest), prefix - inside
 
     def _walk(self) -> Iterator[RankedEntry]:
         """Tiers 3 and 4 as the budget walks them (``_rest`` with a walk): each entry is
@@ -593,10 +630,41 @@ class MemoryBuilder:
         return built
 
 
-def _tagged(order: FillOrder) -> Iterator[tuple[FillKey, tuple[Entry, bool]]]:
-    """A fill order's entries, each with whether it is the user level's."""
+def _tagged(order: FillOrder, start: int = 0) -> Iterator[tuple[FillKey, tuple[Entry, bool]]]:
+    """A fill order's entries (from ``start``), each with whether it is the user level's."""
     level = order.user_level
-    return ((key, (entry, level)) for key, entry in order.keyed)
+    keyed = order.keyed if start == 0 else islice(order.keyed, start, None)
+    return ((key, (entry, level)) for key, entry in keyed)
+
+
+def _chain_pairs(
+    first: tuple[FillKey, None], rest: Iterator[tuple[FillKey, tuple[Entry, bool]]]
+) -> Iterator[tuple[FillKey, tuple[Entry, bool] | None]]:
+    yield first
+    yield from rest
+
+
+def shown_prefix(
+    inputs: ContextInputs, order: FillOrder, start: int, digest: Callable[[Entry], str]
+) -> tuple[int, int | None]:
+    """How far ``order`` runs, from ``start`` (a prefix known to hold), through entries the
+    session was shown as they are (``inputs.already_shown``, ``digest`` giving an entry's
+    hash) that this call's gates let through; and until when that holds (ms, None: while
+    the shown entries and the order do): the first time one of them expires."""
+    shown = inputs.already_shown
+    keyed = order.keyed
+    at = start
+    until: int | None = None
+    while at < len(keyed):
+        entry = keyed[at][1]
+        known = shown.get(MEMORY_PREFIX + entry.id)
+        if known is None or memory_exclusion(entry, inputs) is not None or known != digest(entry):
+            break
+        if entry.decay_ttl_ms is not None:
+            ends = entry.created_at + entry.decay_ttl_ms
+            until = ends if until is None else min(until, ends)
+        at += 1
+    return at, until
 
 
 def _chain(first: Iterator[RankedEntry], second: Iterator[RankedEntry]) -> Iterator[RankedEntry]:

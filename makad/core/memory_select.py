@@ -81,7 +81,7 @@ def fill_order(
         if change is not None and (until is None or change < until):
             until = change
     keyed.sort(key=lambda pair: pair[0])
-    return FillOrder(keyed, until, user_level)
+    return FillOrder(keyed, until, user_level, {entry.id: at for at, (_, entry) in enumerate(keyed)})
 
 
 @dataclass(frozen=True, slots=True)

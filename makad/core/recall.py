@@ -184,31 +184,39 @@ def rank_events(
     w_bm25, w_context, w_session, w_speaker, w_time, w_recency, w_semantic = weights
     total_weight = sum(weights) - (0.0 if similar else WEIGHTS["semantic"])
     context = _context_parts(own)
-    ranked: list[RankedEvent] = []
-    pow_, isfinite = math.pow, math.isfinite
+    pow_, isfinite, half_life = math.pow, math.isfinite, RECALL_HALF_LIFE_MS
+    own_get, context_get, session_get, similar_get = own.get, context.get, sessions.get, similar.get
+    # Sorted on (-score, session, seq): unique per candidate, so the event is never compared.
+    keyed: list[tuple[float, str, int, RankedEvent]] = []
+    append = keyed.append
     for key, event in events.items():
-        sid = key[0]
-        values = (
-            own.get(key, 0.0),
-            min(context.get(key, 0.0), 1.0),
-            sessions.get(sid, 0.0),
-            speaker_part(event, names) if names else 0.0,
-            1.0 if periods and in_periods(event.ts, periods) else 0.0,
-            # recency_part, inlined: it runs for every candidate of every call.
-            pow_(0.5, max(now_ms - event.ts, 0) / RECALL_HALF_LIFE_MS),
-            similar.get(key, 0.0),
-        )
+        sid, seq = key
+        bm25 = own_get(key, 0.0)
+        near = context_get(key, 0.0)
+        if near > 1.0:
+            near = 1.0
+        session = session_get(sid, 0.0)
+        speaker = speaker_part(event, names) if names else 0.0
+        when = 1.0 if periods and in_periods(event.ts, periods) else 0.0
+        # recency_part, inlined: it runs for every candidate of every call.
+        age = now_ms - event.ts
+        recency = pow_(0.5, (age if age > 0 else 0) / half_life)
+        semantic = similar_get(key, 0.0)
         score = (
-            w_bm25 * values[0]
-            + w_context * values[1]
-            + w_session * values[2]
-            + w_speaker * values[3]
-            + w_time * values[4]
-            + w_recency * values[5]
-            + w_semantic * values[6]
+            w_bm25 * bm25
+            + w_context * near
+            + w_session * session
+            + w_speaker * speaker
+            + w_time * when
+            + w_recency * recency
+            + w_semantic * semantic
         ) / total_weight
         if not isfinite(score):
             score = 0.0
-        ranked.append(RankedEvent(event, rounded(score), values, key in hit_keys))
-    ranked.sort(key=lambda r: (-r.score, r.event.session_id, r.event.seq))
+        elif score != 0.0:  # ``rounded``, inlined
+            score = round(score, 6) + 0.0
+        values = (bm25, near, session, speaker, when, recency, semantic)
+        append((-score, sid, seq, RankedEvent(event, score, values, key in hit_keys)))
+    keyed.sort()
+    ranked = [item[3] for item in keyed]
     return ranked

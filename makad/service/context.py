@@ -43,6 +43,7 @@ from makad.core.context_types import (
 )
 from makad.core.history import message_tokens
 from makad.core.levels import user_level_id
+from makad.core.memory_segment import shown_prefix
 from makad.core.memory_select import fill_key, fill_order, is_pinned
 from makad.core.peer import Peer
 from makad.core.redaction import redact_entry
@@ -63,6 +64,7 @@ from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
 from makad.store import attention_store, recall_source
 from makad.store.ledger import Ledger
+from makad.store.ledger.shown_cache import ShownView
 from makad.store.session_store import SessionStore
 from makad.store.workspace_state import LevelView, Overrides
 from makad.store.workspaces import Workspace
@@ -387,13 +389,15 @@ class ContextService:
             None if plan.user is None else plan.user.revision,
         )
         already_shown: dict[str, str] = {}
+        shown_view: ShownView | None = None
         session_bytes = 0
         since = checkpoint.created_at if checkpoint else 0
         if sid is not None and not plan.incognito and plan.snapshot is not None and (entries or fill):
             # With a fill order any entry may be reached: what the session was shown, all of it.
-            already_shown = _already_shown(ws, sid, since, call_id, None if fill else entries)
+            shown_view = ws.ledger.shown_since(sid, since, call_id)
+            already_shown = shown_view.hashes if fill else _among(shown_view.hashes, entries)
             if hashes is plan.snapshot.hashes:
-                _shown_hashes(plan.snapshot, already_shown)
+                _shown_hashes(plan.snapshot, shown_view)
             session_bytes = ws.ledger.session_memory_bytes(sid, since, call_id)
         snapshot = plan.snapshot
         inputs = ContextInputs(
@@ -422,6 +426,8 @@ class ContextService:
             recall_hits=recall,
             limits=self._limits,
         )
+        if shown_view is not None and snapshot is not None and len(fill) == 1 and fill[0] is snapshot.fill:
+            inputs.memory_fill_shown = _fill_cursor(shown_view, fill[0], snapshot, inputs)
         return _Gathered(inputs, call_id, since)
 
     async def _user_level(self) -> _UserLevel | None:
@@ -684,12 +690,65 @@ def _known_hashes(known: dict[str, str], entries: list[Entry]) -> dict[str, str]
     return known
 
 
-def _shown_hashes(snap: MemorySnapshot, shown: dict[str, str]) -> None:
+def _shown_hashes(snap: MemorySnapshot, view: ShownView) -> None:
     """Adds the hashes of the entries the session was shown to the snapshot's, each computed
-    once per MEMORY.md version: the fill compares every one of them with what was shown."""
+    once per MEMORY.md version: the fill compares every one of them with what was shown.
+    A view made from one already done for this snapshot only adds the entries it added."""
+    refs = view.added if view.hashed is snap else view.hashes
     start = len(MEMORY_PREFIX)
-    entries = [entry for ref in shown if (entry := snap.by_id.get(ref[start:])) is not None]
+    entries = [entry for ref in refs if (entry := snap.by_id.get(ref[start:])) is not None]
     _known_hashes(snap.hashes, entries)
+    view.hashed = snap
+
+
+@dataclass(frozen=True)
+class _FillCursor:
+    """How far a fill order runs through entries a session was shown as they are
+    (``makad.core.memory_segment.shown_prefix``), noted on the session's shown view."""
+
+    order: FillOrder
+    length: int
+    until: int | None
+
+
+def _fill_cursor(view: ShownView, order: FillOrder, snap: MemorySnapshot, inputs: ContextInputs) -> int:
+    """The fill order's prefix the session was shown as it is: from the view's note when it
+    is about this order and still holds, extended as far as it now goes (the view may have
+    added entries), and noted again. The view is never changed once made, so a note about
+    it holds while the order does (an entry that expires ends it: ``until``)."""
+    cursor = view.cursor
+    start = 0
+    if (
+        isinstance(cursor, _FillCursor)
+        and cursor.order is order
+        and (cursor.until is None or inputs.now_ms <= cursor.until)
+    ):
+        start = cursor.length
+    known = snap.hashes
+
+    def digest(entry: Entry) -> str:
+        found = known.get(entry.id)
+        if found is None:
+            found = known[entry.id] = entry_hash(entry)
+        return found
+
+    length, until = shown_prefix(inputs, order, start, digest)
+    before = cursor.until if start and isinstance(cursor, _FillCursor) else None
+    if before is not None:
+        until = before if until is None else min(until, before)
+    view.cursor = _FillCursor(order, length, until)
+    return length
+
+
+def _among(shown: dict[str, str], entries: list[Entry]) -> dict[str, str]:
+    """What ``shown`` holds of ``entries``."""
+    found: dict[str, str] = {}
+    for entry in entries:
+        ref = memory_ref(entry.id)
+        digest = shown.get(ref)
+        if digest is not None:
+            found[ref] = digest
+    return found
 
 
 def _recall(
@@ -707,19 +766,6 @@ def _recall(
     if pool == "newest":
         return recall_source.newest_hits(ws.ledger, budget, max_seq_by_session=max_seq)
     return recall_source.recall_hits(ws.ledger, query, now_ms=now, max_seq_by_session=max_seq)
-
-
-def _already_shown(
-    ws: Workspace, sid: str, since: int, call_id: str, entries: list[Entry] | None
-) -> dict[str, str]:
-    """The memory entries (ref → hash shown) this call must not repeat: those shown since the
-    session's latest compaction, among ``entries`` (None: all of them). A repeat of the
-    session's latest call must see exactly what that call saw, so it does not count what
-    that call itself showed."""
-    among = None if entries is None else [memory_ref(entry.id) for entry in entries]
-    shown = ws.ledger.shown_memory(sid, since, among)
-    skip = shown.latest_call_ref if shown.latest_call_id == call_id else None
-    return {source: digest for source, (digest, ref) in shown.items.items() if ref != skip}
 
 
 def _manifest(pack: ContextPack) -> tuple[list[tuple[str, int, str]], int]:

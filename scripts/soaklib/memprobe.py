@@ -10,6 +10,7 @@ A diagnostic, not part of the daemon: a thread samples the process every
 - glibc's view (``mallinfo2``): bytes in the arenas, in use and free inside them
   (free but kept is fragmentation), mmapped blocks;
 - SQLite's own allocator (``sqlite3_memory_used``) and the open connections;
+- the daemon's own bounded caches, KiB per kind (``makad.heap.cache_bytes``);
 - pymalloc's arenas and the bytes in use inside them (not with tracemalloc on);
 - Python's: gc generation counts, frozen objects, the modules imported, live
   objects per type that are not frozen (``gc.get_objects`` cannot see frozen
@@ -202,6 +203,8 @@ class Probe:
     def sample(self) -> dict[str, Any]:
         import sqlite3
 
+        from makad.heap import cache_bytes
+
         types = _types()
         record: dict[str, Any] = {
             "t": round(time.monotonic() - self.started, 1),
@@ -210,6 +213,7 @@ class Probe:
             "malloc": _mallinfo(),
             "pymalloc": _pymalloc(),
             "sqlite": {**_sqlite(), "connections": types.get(sqlite3.Connection.__name__, 0)},
+            "caches_kib": {name: size // 1024 for name, size in cache_bytes().items()},
             "gc": {
                 "counts": list(gc.get_count()),
                 "frozen": gc.get_freeze_count(),

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from makad.core.assembly import assemble
 from makad.core.context_types import ContextInputs, ContextLimits, ContextPack, FillOrder
 from makad.core.levels import user_level_id
-from makad.core.memory_segment import FILL_SCAN_MAX
+from makad.core.memory_segment import FILL_GIVE_UP_AFTER, FILL_SCAN_MAX, shown_prefix
 from makad.core.memory_select import (
     PINNED_WARN_BUDGET,
     fill_order,
@@ -509,3 +509,100 @@ def test_any_memory_stays_in_budget_and_is_deterministic(params: ContextInputs, 
     assert msgspec.json.encode(assemble(again)) == msgspec.json.encode(pack)
     flags = [c.pinned is True for c in pack.trace.candidates if c.included]
     assert flags == sorted(flags, reverse=True)
+
+
+def _with_and_without_prefix(params: ContextInputs) -> tuple[bytes, bytes, int]:
+    """The pack with the shown prefix ``shown_prefix`` finds, and without any."""
+    order = params.memory_fill[0]
+    length, _ = shown_prefix(params, order, 0, entry_hash)
+    with_prefix = msgspec.json.encode(assemble(msgspec.structs.replace(params, memory_fill_shown=length)))
+    without = msgspec.json.encode(assemble(msgspec.structs.replace(params, memory_fill_shown=0)))
+    return with_prefix, without, length
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    count=st.integers(min_value=1, max_value=80),
+    shown_upto=st.integers(min_value=0, max_value=80),
+    gaps=st.sets(st.integers(min_value=0, max_value=80), max_size=4),
+    candidates=st.sets(st.integers(min_value=0, max_value=80), max_size=8),
+    budget=st.sampled_from([300, 800, 1_500, 4_000]),
+    query=st.sampled_from([None, "note", "lorem"]),
+)
+def test_starting_the_fill_after_its_shown_prefix_changes_no_pack(
+    count: int, shown_upto: int, gaps: set[int], candidates: set[int], budget: int, query: str | None
+) -> None:
+    """Passing over the fill's shown prefix as one step gives the pack a step by step walk
+    gives: with candidates inside the prefix, gaps after it, any budget or query."""
+    entries = [entry(f"f{i:03d}", content=f"note {i} " + "lorem " * (i % 7 * 5)) for i in range(count)]
+    shown_before = {f"memory:{e.id}": entry_hash(e) for i, e in enumerate(entries) if i < shown_upto}
+    for gap in gaps:
+        shown_before.pop(f"memory:f{gap:03d}", None)
+    picked = [entries[i] for i in sorted(candidates) if i < count]
+    params = inputs(
+        budget_tokens=budget,
+        query=query,
+        memory_entries=picked,
+        memory_bm25={e.id: -1.0 for e in picked} if query else {},
+        memory_fill=[fill(*entries)],
+        already_shown=shown_before,
+        history=long_history(),
+    )
+    with_prefix, without, _ = _with_and_without_prefix(params)
+    assert with_prefix == without
+
+
+def test_a_shown_prefix_longer_than_the_scan_limit_changes_no_pack() -> None:
+    """A prefix past FILL_SCAN_MAX stops the walk where a step by step walk stops."""
+    entries = [entry(f"f{i:05d}", content=f"note {i}") for i in range(FILL_SCAN_MAX + 20)]
+    for upto in (FILL_SCAN_MAX - 1, FILL_SCAN_MAX, FILL_SCAN_MAX + 5):
+        shown_before = {f"memory:{e.id}": entry_hash(e) for e in entries[:upto]}
+        params = inputs(query="x", memory_fill=[fill(*entries)], already_shown=shown_before)
+        with_prefix, without, length = _with_and_without_prefix(params)
+        assert length == upto and with_prefix == without
+
+
+def test_the_shown_prefix_stops_at_an_entry_that_cannot_be_shown_or_changed() -> None:
+    """The prefix ends before an entry that changed since it was shown, or that this call's
+    gates leave out (another session's entry); it says when an entry in it expires."""
+    decaying = entry("f001", decay_ttl_ms=10 * DAY)
+    entries = [entry("f000"), decaying, entry("f002"), entry("f003", scope="session", session_id="other")]
+    order = fill(*entries)
+    ids = [e.id for _, e in order.keyed]
+    shown_before = {f"memory:{e.id}": entry_hash(e) for e in entries}
+    length, until = shown_prefix(inputs(already_shown=shown_before), order, 0, entry_hash)
+    assert ids[:length] == [i for i in ids if i != "f003"][:length] and "f003" not in ids[:length]
+    assert until == decaying.created_at + 10 * DAY
+    shown_before[f"memory:{ids[0]}"] = "an older hash"
+    assert shown_prefix(inputs(already_shown=shown_before), order, 0, entry_hash)[0] == 0
+
+
+def test_a_shown_prefix_holding_candidates_changes_no_pack() -> None:
+    """Candidates inside the prefix are not counted as passed over (the scan limit), and the
+    walk ends on the prefix or on a candidate as a step by step walk does (how full the
+    segment looks when the walk runs out)."""
+    entries = [entry(f"f{i:05d}", content=f"note {i}") for i in range(FILL_SCAN_MAX + 20)]
+    shown_before = {f"memory:{e.id}": entry_hash(e) for e in entries[: FILL_SCAN_MAX + 5]}
+    picked = entries[100:110]
+    params = inputs(
+        query="x", memory_entries=picked, memory_fill=[fill(*entries)], already_shown=shown_before
+    )
+    with_prefix, without, _ = _with_and_without_prefix(params)
+    assert with_prefix == without
+    for last_is_candidate in (False, True):
+        big = [entry(f"b{i:02d}", content="lorem " * 400) for i in range(FILL_GIVE_UP_AFTER)]
+        small = [entry(f"s{i:02d}", content=f"note {i}", age_days=30) for i in range(3)]
+        everything = [*big, *small]
+        order = fill(*everything)
+        last = order.keyed[-1][1]
+        picked = [*big, last] if last_is_candidate else big
+        shown_before = {f"memory:{e.id}": entry_hash(e) for e in everything}
+        params = inputs(
+            budget_tokens=1_500,
+            memory_entries=picked,
+            memory_fill=[order],
+            already_shown=shown_before,
+            history=long_history(),
+        )
+        with_prefix, without, length = _with_and_without_prefix(params)
+        assert length == len(everything) and with_prefix == without

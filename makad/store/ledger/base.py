@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
 
+from makad import heap
 from makad.errors import IOFailure
 from makad.private_files import (
     NotPrivate,
@@ -57,6 +58,7 @@ from makad.store.ledger.recovery import (
 )
 from makad.store.ledger.rows import reindex_events
 from makad.store.ledger.schema import migrate
+from makad.store.ledger.shown_cache import ShownCache
 
 # SQLite's page caches: up to this much per connection (two per workspace), and
 # all of SQLite's memory in the process held near the soft limit (SQLite then
@@ -102,6 +104,11 @@ class LedgerBase:
         # Search term document frequencies (the search area): valid for this file only.
         # term → (matches, newest event id then, whether the count is whole): see search.py
         self._df_cache: dict[str, tuple[int, int, bool]] = {}
+        # What each session was shown of memory (the turns area): see shown_cache.py.
+        self._shown_cache = ShownCache()
+        heap.track_cache("shown_memory", self._shown_cache)
+        # Run after the current write transaction committed, under the write lock.
+        self._on_commit: list[Callable[[], None]] = []
         self._synchronous = synchronous
         self._before_first_write = before_first_write
         self._writer: sqlite3.Connection | None = None
@@ -224,6 +231,7 @@ class LedgerBase:
             raise IOFailure("the corrupt ledger could not be moved aside") from exc
         self._open()
         self._df_cache.clear()
+        self._shown_cache.clear()
         self.generation += 1
         self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause))
 
@@ -236,6 +244,7 @@ class LedgerBase:
                         conn.execute("PRAGMA optimize")
                     conn.close()
             self._reader = self._writer = None
+            self._shown_cache.clear()
 
     def transaction(self, *, relaxed: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A write transaction, for stores that keep their own tables in this ledger."""
@@ -260,10 +269,13 @@ class LedgerBase:
                 self._before_first_write = None
             if relaxed:
                 conn.execute("PRAGMA synchronous = NORMAL")
+            self._on_commit = []
             try:
                 conn.execute("BEGIN IMMEDIATE")
                 yield conn
                 conn.execute("COMMIT")
+                for hook in self._on_commit:
+                    hook()
             except BaseException as exc:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):

@@ -125,6 +125,7 @@ class SessionsArea(LedgerBase):
             if not intact:
                 reindex_events(conn)
             delete_manifest_calls(conn, "SELECT id FROM manifest_calls WHERE session_id = ?", (session_id,))
+            self._on_commit.append(lambda: self._shown_cache.forget(session_id))
             for statement in (
                 *SESSION_ROWS_DELETE,
                 *_DERIVED_ROWS_DELETE,

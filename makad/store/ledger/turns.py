@@ -17,6 +17,7 @@ from makad.store.ledger.lineage import guard_request, replay_request, store_requ
 from makad.store.ledger.pack_state import add_session_memory
 from makad.store.ledger.records import RequestRecord, ShownMemory
 from makad.store.ledger.rows import session_info, session_row
+from makad.store.ledger.shown_cache import ShownView
 
 # Manifests of a session's earlier calls beyond these are dropped (what was shown is kept).
 MANIFEST_CALLS_KEPT: Final = 64
@@ -132,6 +133,12 @@ class TurnsArea(LedgerBase):
                 (session_id, MANIFEST_CALLS_KEPT),
             )
             add_session_memory(conn, session_id, since, call_id, memory_bytes)
+            shown = [
+                (i.source_id, i.content_hash) for i in listed if i.content_hash and _is_memory(i.source_id)
+            ]
+            self._on_commit.append(
+                lambda: self._shown_cache.recorded(session_id, int(ref or 0), call_id, shown, at)
+            )
         return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str] | None) -> ShownMemory:
@@ -162,6 +169,39 @@ class TurnsArea(LedgerBase):
             latest_call_ref=head[0] if head else None,
             items={source: (digest, ref) for source, digest, ref in rows},
         )
+
+    def shown_since(self, session_id: str, since: int, call_id: str) -> ShownView:
+        """The memory entries (``memory:<id>`` → hash shown) the session was shown at or after
+        ``since`` (ms), the latest version of each; a repeat of the session's latest call
+        (``call_id``) does not count what that call showed. Served from memory while the
+        session's rows are cached (``shown_cache``): in a long session they are thousands."""
+        cache = self._shown_cache
+        found = cache.get(session_id)
+        if found is None:
+            version = cache.version()
+            with self._reading() as conn:
+                head = conn.execute(
+                    "SELECT id, call_id FROM manifest_calls WHERE session_id = ? ORDER BY id DESC LIMIT 1",
+                    (session_id,),
+                ).fetchone()
+                rows = conn.execute(
+                    "SELECT source_id, content_hash, call_ref, shown_at FROM manifest_shown"
+                    " WHERE session_id = ? AND source_id >= 'memory:' AND source_id < 'memory;'",
+                    (session_id,),
+                ).fetchall()
+            found = cache.put(
+                session_id,
+                version,
+                {source: (digest, ref, at) for source, digest, ref, at in rows},
+                (head[0], head[1]) if head else None,
+            )
+        if found.latest is not None and found.latest[1] == call_id:
+            skip = found.latest[0]
+            return ShownView(
+                since,
+                {s: d for s, (d, ref, at) in found.rows.items() if at >= since and ref != skip},
+            )
+        return cache.view(found, session_id, since)
 
     def get_manifest(self, session_id: str, call_id: str | None = None) -> Manifest:
         """One call's manifest, or the session's latest one when ``call_id`` is None."""
@@ -280,6 +320,11 @@ def _curator_trace(record: bytes) -> CuratorTrace | None:
         return msgspec.json.decode(record, type=CuratorTrace)
     except (msgspec.DecodeError, msgspec.ValidationError):
         return None
+
+
+def _is_memory(source: str) -> bool:
+    """Whether a manifest source is a memory entry (what ``shown_since`` reads)."""
+    return "memory:" <= source < "memory;"
 
 
 def delete_manifest_calls(conn: sqlite3.Connection, select_ids: str, params: tuple[Any, ...]) -> None:
