@@ -13,8 +13,9 @@ appended (the newest event id it has indexed is its cursor, so a backlog only me
 cursor is behind; appends never wait for it), and memory entries and proposals when
 MEMORY.md or PENDING.md change (their redacted text, as the agent would see it). Vectors
 go to the workspace's ledger (``makad.store.ledger.vectors``) and to an in-memory matrix
-per workspace, searched flat with numpy. A request embeds only its query (one short text;
-the last ones are kept) and multiplies it by that matrix.
+per workspace, searched flat with numpy. A request embeds only its query (one short text,
+with the model's query prefix if it has one; the last ones are kept) and multiplies it by
+that matrix.
 
 **What the channel adds** (the rules are ``makad.core.semantic``'s): the memory entries
 nearest the query join the candidates with their cosine as the ``semantic`` part of their
@@ -360,7 +361,7 @@ class SemanticChannel:
             if found is not None:
                 self._queries.move_to_end(text)
                 return found
-        vector = self._encoder.embed([text])[0]
+        vector = self._encoder.embed_queries([text])[0]
         with self._query_lock:
             self._queries[text] = vector
             while len(self._queries) > QUERY_CACHE:
