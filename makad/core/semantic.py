@@ -12,6 +12,10 @@ trace). These rules are pure so that the same inputs always give the same candid
   speakers in the workspace's history (known when the text is embedded): a name says
   who, not what, and would pull every turn of that speaker up (measured on
   LoCoMo-style data: masking lifted multi-hop recall).
+- **Scale.** Models differ in the cosine they give unrelated texts (all-MiniLM-L6-v2
+  about 0.04, e5 about 0.75), so the thresholds below apply to the cosine ``calibrated``
+  against the model's baseline — its mean query/document cosine over a fixed set of
+  unrelated sentences: 0 is "unrelated", 1 "the same text".
 - **Memory.** The ``MEMORY_DENSE_K`` entries nearest the query with a cosine of at
   least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity.
 - **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
@@ -24,7 +28,7 @@ trace). These rules are pure so that the same inputs always give the same candid
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from makad.core.render import SPEAKER_LABEL
 from makad.core.types import Entry
@@ -80,6 +84,11 @@ def without_names(text: str, speakers: Iterable[str]) -> str:
         if bare.casefold() not in names:
             kept.append(word)
     return " ".join(kept) or text
+
+
+def calibrated(cosine: Any, baseline: float) -> Any:
+    """``cosine`` (a number or an array) rescaled so that ``baseline`` maps to 0 and 1 to 1."""
+    return (cosine - baseline) / (1.0 - baseline) if baseline < 1.0 else cosine
 
 
 def nearest(scores: Sequence[tuple[str, float]], k: int, floor: float) -> list[tuple[str, float]]:

@@ -68,6 +68,25 @@ class ModelUnavailable(Exception):
     """The model named cannot be loaded (missing files, numpy absent): the reason, for status."""
 
 
+# Sentences about unrelated things, to measure what cosine a model gives unrelated texts.
+BASELINE_TEXTS: Final = (
+    "The train to the airport leaves every twenty minutes.",
+    "She repaired the bicycle chain with a borrowed tool.",
+    "Quarterly taxes are due in the middle of April.",
+    "The soup needs more salt and a little pepper.",
+    "Our database migration failed on the staging server.",
+    "He has been learning to play the cello since spring.",
+    "The museum closes early on public holidays.",
+    "Use pnpm rather than npm for the frontend packages.",
+    "Heavy rain flooded the basement last night.",
+    "The kids adopted a grey kitten from the shelter.",
+    "Remember to rotate the API keys every ninety days.",
+    "The marathon route passes along the river.",
+    "I prefer tea without sugar in the morning.",
+    "The contract renewal is waiting for legal review.",
+    "Volcanic soil makes the vineyard unusually fertile.",
+    "The printer on the third floor is out of toner.",
+)
 E5_MAGIC: Final = b"E5S1"
 E5_PREFIXES: Final = ("query: ", "passage: ")
 
@@ -190,6 +209,15 @@ class _Embedder:
 
     def _pooled(self, batch: list[list[int]]) -> Any:
         raise NotImplementedError
+
+    def baseline(self) -> float:
+        """The mean cosine between a query and a document that have nothing to do with each
+        other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated"."""
+        import numpy as np
+
+        count = len(BASELINE_TEXTS)
+        cosines = self.embed_queries(list(BASELINE_TEXTS)) @ self.embed(list(BASELINE_TEXTS)).T
+        return float(cosines[~np.eye(count, dtype=bool)].mean())
 
     def embed(self, texts: list[str]) -> Any:
         """One unit row per stored text (float32), in order; shortest first in batches."""

@@ -49,3 +49,11 @@ def test_similarity_adds_a_semantic_part_only_where_found() -> None:
     ranked = rank_entries(entries, {}, "which installer for the web app", NOW, similarity={"b": 0.55})
     assert ranked[0].entry.id == "b" and ranked[0].parts.semantic == 0.55
     assert ranked[0].score > ranked[1].score and ranked[1].score == plain[1].score
+
+
+def test_calibrated_maps_the_baseline_to_zero() -> None:
+    """A model's baseline cosine becomes 0, 1 stays 1, and a baseline of 1 changes nothing."""
+    assert semantic.calibrated(0.75, 0.75) == 0.0
+    assert semantic.calibrated(1.0, 0.75) == 1.0
+    assert abs(semantic.calibrated(0.875, 0.75) - 0.5) < 1e-12
+    assert semantic.calibrated(0.3, 1.0) == 0.3
