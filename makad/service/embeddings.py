@@ -371,8 +371,8 @@ class SemanticChannel:
         return vector
 
     def _calibrated(self, cosines: Any) -> Any:
-        """Cosines on the rules' scale: 0 for unrelated texts, 1 for the same text
-        (``makad.core.semantic.calibrated`` with the model's baseline)."""
+        """Cosines on the rules' scale (``makad.core.semantic.calibrated`` with the model's
+        baseline): all-MiniLM-L6-v2's, onto which another model's are mapped."""
         return rules.calibrated(cosines, self._baseline)
 
     def _index(self, ws: Workspace) -> _Index | None:
