@@ -22,6 +22,10 @@ segment only, ``meanPackTokens`` the whole pack.
 
 Categories 1–4 are averaged into ``overall``; every category, 5 (adversarial)
 included, is also reported on its own. A question without evidence counts 1.
+``halves`` gives the primary variant's ``recallAtBudget`` (overall, categories 1
+and 3) for each half of the conversations, split by their place in the dataset
+(``a``: the 1st, 3rd, 5th…; ``b``: the others): choose a setting on ``a``, then
+check it on ``b``, which it was not chosen on.
 
 Baselines, computed client-side from the same ingested data (their token costs
 use ``makad.core.tokens.estimate_tokens`` on a plain ``<ref> <text>`` line):
