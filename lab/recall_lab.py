@@ -195,7 +195,7 @@ def hybrid_minilm(dense_k: int = 50, mask: bool = True) -> Strategy:
             vectors[key] = (flat, model.embed(texts), names)
         flat, matrix, names = vectors[key]
         now = int(time.time() * 1000)
-        sims = matrix @ model.embed([masked(question, names) if mask else question])[0]
+        sims = matrix @ model.embed_queries([masked(question, names) if mask else question])[0]
         by_key = {(e.session_id, e.seq): float(s) for e, s in zip(flat, sims, strict=True)}
         hits = gather(loaded.ledger, question, now_ms=now)
         seen = {(h.event.session_id, h.event.seq) for h in hits}

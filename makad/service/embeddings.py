@@ -13,8 +13,9 @@ appended (the newest event id it has indexed is its cursor, so a backlog only me
 cursor is behind; appends never wait for it), and memory entries and proposals when
 MEMORY.md or PENDING.md change (their redacted text, as the agent would see it). Vectors
 go to the workspace's ledger (``makad.store.ledger.vectors``) and to an in-memory matrix
-per workspace, searched flat with numpy. A request embeds only its query (one short text;
-the last ones are kept) and multiplies it by that matrix.
+per workspace, searched flat with numpy. A request embeds only its query (one short text,
+with the model's query prefix if it has one; the last ones are kept) and multiplies it by
+that matrix.
 
 **What the channel adds** (the rules are ``makad.core.semantic``'s): the memory entries
 nearest the query join the candidates with their cosine as the ``semantic`` part of their
@@ -107,6 +108,7 @@ class SemanticChannel:
         self.events_indexed = 0
         self.index_seconds = 0.0
         self._encoder: Any = None
+        self._baseline = 0.0
         self._np: Any = None
         self._indexes: dict[int, _Index] = {}
         self._lock = threading.Lock()
@@ -207,6 +209,7 @@ class SemanticChannel:
             log.warning("semantic_model_failed", exc_info=True)
             return
         self._np, self._encoder = numpy, encoder
+        self._baseline = encoder.baseline()
         self.model_name = encoder.name
         self.load_ms = (time.perf_counter() - started) * 1000
         self.state = "ready"
@@ -360,12 +363,17 @@ class SemanticChannel:
             if found is not None:
                 self._queries.move_to_end(text)
                 return found
-        vector = self._encoder.embed([text])[0]
+        vector = self._encoder.embed_queries([text])[0]
         with self._query_lock:
             self._queries[text] = vector
             while len(self._queries) > QUERY_CACHE:
                 self._queries.popitem(last=False)
         return vector
+
+    def _calibrated(self, cosines: Any) -> Any:
+        """Cosines on the rules' scale (``makad.core.semantic.calibrated`` with the model's
+        baseline): all-MiniLM-L6-v2's, onto which another model's are mapped."""
+        return rules.calibrated(cosines, self._baseline)
 
     def _index(self, ws: Workspace) -> _Index | None:
         index = self._indexes.get(id(ws))
@@ -386,7 +394,8 @@ class SemanticChannel:
         searched = index.searched
         if searched is not None and searched[0] is by_id:
             _, ids, matrix = searched
-            scored = [(entry_id, float(s)) for entry_id, s in zip(ids, matrix @ vector, strict=True)]
+            sims = self._calibrated(matrix @ vector)
+            scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
             return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
         ids = []
         rows: list[Any] = []
@@ -407,7 +416,7 @@ class SemanticChannel:
         matrix = np.stack(rows)
         if not missing:
             index.searched = (by_id, ids, matrix)
-        sims = matrix @ vector
+        sims = self._calibrated(matrix @ vector)
         scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
         return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
 
@@ -426,7 +435,7 @@ class SemanticChannel:
                 continue
             found = index.entries.get(text_hash(rules.entry_text(entry)))
             if found is not None:
-                scored.append((entry.id, float(np.dot(found, vector))))
+                scored.append((entry.id, float(self._calibrated(np.dot(found, vector)))))
         return rules.nearest(scored, len(scored), rules.SIMILAR_MIN_COSINE)
 
     def proposed(self, ws: Workspace, entry: Entry) -> None:
@@ -456,7 +465,7 @@ class SemanticChannel:
             rows = index.rows
         if count == 0:
             return hits
-        sims = matrix[:count] @ vector
+        sims = self._calibrated(matrix[:count] @ vector)
         ceilings = max_seq_by_session or {}
         out = []
         seen: set[tuple[str, int]] = set()

@@ -22,6 +22,10 @@ segment only, ``meanPackTokens`` the whole pack.
 
 Categories 1–4 are averaged into ``overall``; every category, 5 (adversarial)
 included, is also reported on its own. A question without evidence counts 1.
+``halves`` gives the primary variant's ``recallAtBudget`` (overall, categories 1
+and 3) for each half of the conversations, split by their place in the dataset
+(``a``: the 1st, 3rd, 5th…; ``b``: the others): choose a setting on ``a``, then
+check it on ``b``, which it was not chosen on.
 
 Baselines, computed client-side from the same ingested data (their token costs
 use ``makad.core.tokens.estimate_tokens`` on a plain ``<ref> <text>`` line):
@@ -276,6 +280,26 @@ def summarize(rows: list[Row], ks: Sequence[int]) -> dict[str, Any]:
     }
 
 
+def half(index: int) -> str:
+    """The half a conversation belongs to, by its place in the dataset: ``a`` the 1st, 3rd,
+    5th…, ``b`` the others. Tuning (weights, union sizes) is chosen on half a and checked
+    on half b, so the figures of b are not learned from."""
+    return "a" if index % 2 == 0 else "b"
+
+
+def halves_summary(rows: list[Row]) -> dict[str, Any]:
+    """Recall at budget overall and for categories 1 and 3 of one half, and its size."""
+    if not rows:
+        return {}
+    overall = [r.at_budget for r in rows if r.category in OVERALL_CATEGORIES]
+    out: dict[str, Any] = {"questions": len(overall), "recallAtBudget": mean(overall)}
+    for c in (1, 3):
+        chosen = [r.at_budget for r in rows if r.category == c]
+        if chosen:
+            out[f"cat{c}"] = mean(chosen)
+    return out
+
+
 def commit() -> str:
     try:
         out = subprocess.run(
@@ -355,6 +379,7 @@ def evaluate(args: argparse.Namespace, model: str | None = None) -> dict[str, An
     rows: list[Row] = []
     ingested: list[Ingested] = []
     waited: list[float] = []
+    half_of: dict[str, str] = {}
     root = Path(tempfile.mkdtemp(prefix="mkev", dir="/tmp"))
     try:
         with Daemon(root, model) as daemon, daemon.client() as client:
@@ -366,6 +391,7 @@ def evaluate(args: argparse.Namespace, model: str | None = None) -> dict[str, An
                     paraphrase.wait_caught_up(client)
                     waited.append(time.perf_counter() - indexing)
                 questions = conv.questions[: args.limit_questions]
+                half_of.update({q.qid: half(index) for q in questions})
                 newest_first = [(ref, tokens) for ref, _, tokens in reversed(data.lines)]
                 everything = [ref for ref, _ in newest_first]
                 full_tokens = sum(tokens for _, tokens in newest_first)
@@ -416,6 +442,7 @@ def evaluate(args: argparse.Namespace, model: str | None = None) -> dict[str, An
     pack = by_variant.get("default-pack")
     if pack is not None and args.variant != "default-pack":
         primary["overall"] = {**primary["overall"], "defaultPackRecall": pack["overall"]["recallAtBudget"]}
+    primary_rows = [r for r in rows if r.variant == args.variant]
     report: dict[str, Any] = {
         "dataset": str(args.dataset),
         "datasetSha256": sha256_file(args.dataset),
@@ -425,6 +452,10 @@ def evaluate(args: argparse.Namespace, model: str | None = None) -> dict[str, An
         "conversations": len(conversations),
         **({"semanticModel": model, "indexingWaitS": round(sum(waited), 1)} if model else {}),
         **primary,
+        "halves": {
+            name: halves_summary([r for r in primary_rows if half_of.get(r.qid) == name])
+            for name in ("a", "b")
+        },
         "variants": by_variant,
         **({"peers": peers} if peers else {}),
     }

@@ -49,3 +49,14 @@ def test_similarity_adds_a_semantic_part_only_where_found() -> None:
     ranked = rank_entries(entries, {}, "which installer for the web app", NOW, similarity={"b": 0.55})
     assert ranked[0].entry.id == "b" and ranked[0].parts.semantic == 0.55
     assert ranked[0].score > ranked[1].score and ranked[1].score == plain[1].score
+
+
+def test_calibrated_maps_a_baseline_onto_the_reference() -> None:
+    """A model's baseline cosine becomes the reference one, 1 stays 1, the reference model's
+    cosines stay as they are, and a baseline of 1 changes nothing."""
+    ref = semantic.REFERENCE_BASELINE
+    assert abs(semantic.calibrated(0.75, 0.75) - ref) < 1e-12
+    assert abs(semantic.calibrated(1.0, 0.75) - 1.0) < 1e-12
+    assert abs(semantic.calibrated(0.875, 0.75) - (ref + 1.0) / 2) < 1e-12
+    assert abs(semantic.calibrated(0.4, ref) - 0.4) < 1e-12
+    assert semantic.calibrated(0.3, 1.0) == 0.3

@@ -136,3 +136,15 @@ def test_default_pack_recall_is_reported_beside_recall_at_budget(run: tuple[dict
     variants = report["variants"]
     assert isinstance(variants, dict)
     assert 0 < variants["default-pack"]["overall"]["meanPackTokens"] <= 2000
+
+
+def test_halves_split_conversations_by_place(run: tuple[dict[str, object], Path]) -> None:
+    """One conversation is the first, so it is all of half a and half b is empty; half a's
+    recall is the overall one."""
+    report, _ = run
+    halves = report["halves"]
+    overall = report["overall"]
+    assert isinstance(halves, dict) and isinstance(overall, dict)
+    assert halves["b"] == {}
+    assert halves["a"]["recallAtBudget"] == overall["recallAtBudget"]
+    assert halves["a"]["questions"] == overall["questions"]

