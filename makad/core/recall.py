@@ -10,7 +10,11 @@ and seq, so the same inputs always give the same order:
   among the eligible hits, then squared so that weak partial matches (one
   common word of a long query) count for much less than strong ones;
 - ``context``: the ``bm25`` of the events around it — the one before and the
-  one after weigh 0.5 each, two away 0.2 each — capped at 1;
+  one after weigh 0.5 each, two away 0.2 each — capped at 1; when hits carry a
+  similarity, an event passes on the larger of its ``bm25`` and its dense
+  strength (its similarity over the best one, squared like ``bm25``, times
+  ``DENSE_SPREAD``), so the turn next to a paraphrase of the question is
+  lifted as the turn next to a word match is;
 - ``session``: how strongly its session matches (the sum of the session's
   three best ``bm25``, divided by the best session's);
 - ``speaker``: 1 when the event's text opens with a speaker label
@@ -27,7 +31,11 @@ a broad plateau, so round values. The semantic weight was chosen with the
 lab's all-MiniLM-L6-v2 channel (speaker names masked out of both texts) on
 conversations 0-2 and checked on 3-4: 1.4, i.e. a cosine of 1 adds about 0.4
 to a score on the lexical parts' [0, 1] scale (0.5 added half as much on both
-halves; 2.2 lost single-hop recall).
+halves; 2.2 lost single-hop recall). ``DENSE_SPREAD`` was chosen with the same
+channel on half ``a`` of LoCoMo dev (``scripts/eval-recall``'s ``halves``: the
+1st, 3rd and 5th conversations) and checked on half ``b``: 0.25 gave the best
+recall at budget on ``a`` of 0.25, 0.5, 0.75 and 1.0 (it falls as the spread
+grows), and kept ``b`` where it was.
 """
 
 from __future__ import annotations
@@ -58,6 +66,9 @@ WEIGHTS: Final = {
 # Neighbour offset → share of its bm25 passed on (context part).
 CONTEXT_SPREAD: Final = {-2: 0.2, -1: 0.5, 1: 0.5, 2: 0.2}
 SESSION_TOP: Final = 3
+# What the best dense match counts as, next to a best bm25 (1), when it passes score on
+# to the turns around it (see ``_dense_parts``).
+DENSE_SPREAD: Final = 0.25
 
 _CAPITALIZED = re.compile(r"\b[^\W\d_a-z][\w'-]*")
 
@@ -151,6 +162,15 @@ def _context_parts(own: Mapping[Key, float]) -> dict[Key, float]:
     return context
 
 
+def _dense_parts(similar: Mapping[Key, float]) -> dict[Key, float]:
+    """Each dense match's strength as a neighbour source: its cosine over the best one,
+    squared like ``bm25``, times ``DENSE_SPREAD``."""
+    best = max(similar.values(), default=0.0)
+    if best <= 0.0:
+        return {}
+    return {key: DENSE_SPREAD * (value / best) ** 2 for key, value in similar.items() if value > 0.0}
+
+
 def rank_events(
     hits: Iterable[RecallHit],
     query: str,
@@ -176,6 +196,12 @@ def rank_events(
         if hit.similarity is not None and math.isfinite(hit.similarity):
             similar[key] = max(similar.get(key, 0.0), min(hit.similarity, 1.0))
     sessions = _session_parts(own)
+    spread = own
+    if similar and DENSE_SPREAD > 0.0:
+        spread = dict(own)
+        for key, value in _dense_parts(similar).items():
+            if value > spread.get(key, 0.0):
+                spread[key] = value
     names = named_people(query)
     if periods is None:
         periods = query_periods(query, now_ms)
@@ -183,7 +209,7 @@ def rank_events(
     weights = tuple(WEIGHTS.values())
     w_bm25, w_context, w_session, w_speaker, w_time, w_recency, w_semantic = weights
     total_weight = sum(weights) - (0.0 if similar else WEIGHTS["semantic"])
-    context = _context_parts(own)
+    context = _context_parts(spread)
     pow_, isfinite, half_life = math.pow, math.isfinite, RECALL_HALF_LIFE_MS
     own_get, context_get, session_get, similar_get = own.get, context.get, sessions.get, similar.get
     # Sorted on (-score, session, seq): unique per candidate, so the event is never compared.

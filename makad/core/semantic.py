@@ -21,7 +21,8 @@ trace). These rules are pure so that the same inputs always give the same candid
   least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity.
 - **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
   ``RECALL_MIN_COSINE`` join the full-text hits (their ``bm25`` 0); every hit the
-  channel has a vector for carries its cosine.
+  channel has a vector for carries its cosine, which also lifts the turns around it
+  (``makad.core.recall``'s ``context`` part, ``DENSE_SPREAD``).
 - **Near-duplicate proposals.** An entry whose cosine with a proposal is at least
   ``SIMILAR_MIN_COSINE`` is similar to it, after those the fuzzy match finds.
 """

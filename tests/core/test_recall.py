@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 from makad.core.context_types import RecallHit
 from makad.core.recall import (
     CONTEXT_SPREAD,
+    DENSE_SPREAD,
     _context_parts,
     named_people,
     rank_events,
@@ -170,3 +171,18 @@ def test_context_parts_equal_the_walk_over_each_events_neighbours(own: dict[tupl
             for offset, share in CONTEXT_SPREAD.items():
                 walked += share * own.get((sid, seq + offset), 0.0)
             assert context.get((sid, seq), 0.0) == walked
+
+
+def test_a_dense_match_lifts_the_turns_around_it_and_lexical_ranking_is_unchanged() -> None:
+    """The turn after a dense-only match gets a context part from it; without similarities
+    the neighbours' context comes from bm25 alone, as before."""
+    lexical = hit("a", 5, -2.0, around=1)
+    dense = RecallHit(
+        event=event("b", 5), bm25=0.0, neighbours=[event("b", 4), event("b", 6)], similarity=0.6
+    )
+    ranked = {(r.event.session_id, r.event.seq): r for r in rank_events([lexical, dense], "q", NOW)}
+    # The best cosine counts as DENSE_SPREAD of a best bm25; the next turn gets half of it.
+    assert ranked[("b", 6)].parts().context == round(0.5 * DENSE_SPREAD, 6) > 0.0
+    plain = {(r.event.session_id, r.event.seq): r for r in rank_events([lexical], "q", NOW)}
+    assert plain[("a", 6)].parts().context == 0.5
+    assert ranked[("a", 6)].parts().context == 0.5
