@@ -152,6 +152,17 @@ def test_settings_show_and_patch(shared_daemon: DaemonProcess) -> None:
     assert bad.returncode == 2
 
 
+def test_settings_take_a_strategy_by_name(shared_daemon: DaemonProcess) -> None:
+    """`maka settings contextStrategy=summary` sets the strategy as typed; a misspelt one
+    is a usage error (exit 2) and the setting stays."""
+    result = run_maka(shared_daemon, "--json", "settings", "contextStrategy=summary")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["contextStrategy"] == "summary"
+    bad = run_maka(shared_daemon, "settings", "contextStrategy=sumary")
+    assert bad.returncode == 2 and "did you mean 'summary'" in bad.stderr
+    assert call(shared_daemon, "get_settings")["contextStrategy"] == "summary"
+
+
 def test_incognito_list_says_so(shared_daemon: DaemonProcess) -> None:
     """With incognito on, memory list prints the status instead of entries."""
     call(shared_daemon, "add_entry", title="Secret plan", content="x")
