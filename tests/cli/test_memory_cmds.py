@@ -163,6 +163,18 @@ def test_settings_take_a_strategy_by_name(shared_daemon: DaemonProcess) -> None:
     assert call(shared_daemon, "get_settings")["contextStrategy"] == "summary"
 
 
+def test_list_of_an_unreadable_memory_file_says_so_once(shared_daemon: DaemonProcess) -> None:
+    """MEMORY.md that is a folder: `maka memory list` exits 1 with one line naming the
+    file and why, not the same error twice nor "memory is error"."""
+    (shared_daemon.workspace / "memory" / "MEMORY.md").mkdir(parents=True)
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 1 and result.stdout == ""
+    folder = shared_daemon.workspace / "memory"
+    assert result.stderr.splitlines() == [
+        f"maka: cannot read the memory in {folder}: a memory file is not a regular file"
+    ]
+
+
 def test_incognito_list_says_so(shared_daemon: DaemonProcess) -> None:
     """With incognito on, memory list prints the status instead of entries."""
     call(shared_daemon, "add_entry", title="Secret plan", content="x")
