@@ -175,6 +175,27 @@ def test_list_of_an_unreadable_memory_file_says_so_once(shared_daemon: DaemonPro
     ]
 
 
+def test_call_fills_in_the_workspace(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
+    """`maka call` gives a method that takes a workspace the command's (-w after the
+    command, or found from the current folder) when PARAMS leave it out; PARAMS that
+    name one win; a method without one (ping) gets none."""
+    ws = shared_daemon.workspace
+    gates = '{"agentReadEnabled": true, "extractToolEnabled": true}'
+    assert run_maka(shared_daemon, "call", "set_settings", gates).returncode == 0
+    proposed = run_maka(shared_daemon, "call", "propose", '{"title": "Via call", "content": "queued"}')
+    assert proposed.returncode == 0, proposed.stderr
+    assert json.loads(proposed.stdout)["queued"] is True
+    (ws / "memory").mkdir(exist_ok=True)
+    found = run_maka(shared_daemon, "call", "list_proposals", cwd=ws, workspace=False)
+    assert found.returncode == 0, found.stderr
+    assert [p["proposal"]["title"] for p in json.loads(found.stdout)["proposals"]] == ["Via call"]
+    other = short_tmp / "other"
+    other.mkdir()
+    named = run_maka(shared_daemon, "call", "read_state", json.dumps({"workspace": str(other)}))
+    assert json.loads(named.stdout)["path"] == str(other / "memory" / "MEMORY.md")
+    assert json.loads(run_maka(shared_daemon, "call", "ping").stdout) == "pong"
+
+
 def test_incognito_list_says_so(shared_daemon: DaemonProcess) -> None:
     """With incognito on, memory list prints the status instead of entries."""
     call(shared_daemon, "add_entry", title="Secret plan", content="x")

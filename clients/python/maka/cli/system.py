@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
 import typing
 from typing import Any
 
-from maka import autostart
+from maka import autostart, generated
 from maka.cli.common import EXIT_OK, EXIT_PROTOCOL, CliError, Parents, did_you_mean, workspace_of
 from maka.cli.output import print_json, show_table
 from maka.client import Client
@@ -69,6 +70,13 @@ def cmd_stop(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def takes_workspace(method: str) -> bool:
+    """Whether ``method``'s params (in the generated catalogue) have a ``workspace``."""
+    hint = getattr(getattr(generated.Methods, method.replace(".", "_"), None), "__annotations__", {})
+    found = re.fullmatch(r"Unpack\[(\w+)\]", str(hint.get("params", "")))
+    return found is not None and "workspace" in getattr(generated, found[1], dict).__annotations__
+
+
 def cmd_call(client: Client, args: argparse.Namespace) -> int:
     params: Any = None
     if args.params is not None:
@@ -77,6 +85,9 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
             params = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise CliError(f"PARAMS is not valid JSON: {exc}") from None
+    if (params is None or isinstance(params, dict)) and takes_workspace(args.method):
+        # As every other command: -w, else $MAKA_WORKSPACE, else found like git.
+        params = {"workspace": workspace_of(args), **(params or {})}
     print_json(client.call(args.method, params))
     return EXIT_OK
 
@@ -159,7 +170,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.set_defaults(func=cmd_stop)
     p = sub.add_parser(
-        "call", parents=[parents.json], help='call any method: maka call METHOD [\'{"json": "params"}\']'
+        "call",
+        parents=parents.scoped,
+        help='call any method: maka call METHOD [\'{"json": "params"}\']',
+        description="Calls METHOD with PARAMS (a JSON object of by-name params, or - for stdin) "
+        "and prints the result as JSON. A method that takes a workspace gets the command's "
+        "(-w, else $MAKA_WORKSPACE, else found like git) when PARAMS leave it out.",
     )
     p.add_argument("method")
     p.add_argument("params", nargs="?", help="by-name params as a JSON object, or - for stdin")
