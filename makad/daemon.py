@@ -17,6 +17,7 @@ import signal
 import socket
 import stat
 import sys
+from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -100,13 +101,35 @@ def take_instance_lock(settings: DaemonSettings) -> int:
     process; returns its descriptor. The file is opened without following a symlink and
     must be a regular file of ours (``open_private``): whatever someone planted there is
     refused, never truncated or re-moded."""
-    lock_path = settings.lock_path
+    return _hold_lock(
+        settings.lock_path,
+        "instance lock",
+        lambda holder: f"another makad (pid {holder}) is already serving {settings.socket_path}",
+    )
+
+
+def take_data_lock(settings: DaemonSettings) -> int:
+    """Hold an exclusive flock in the data directory for the life of the process: two
+    daemons on one data directory (another socket: another MAKAD_SOCKET or
+    XDG_RUNTIME_DIR) would both write its ledgers, revisions and memory files."""
+    return _hold_lock(
+        settings.data_lock_path,
+        "data directory lock",
+        lambda holder: (
+            f"another makad (pid {holder}) already uses the data directory "
+            f"{settings.data_dir} on another socket (one daemon per data directory): use "
+            "that daemon's socket, stop it, or give this one another --data-dir"
+        ),
+    )
+
+
+def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
     try:
         fd = open_private(lock_path)
     except NotPrivate as exc:
-        raise UnsafeFolder(f"the instance lock {exc}") from None
+        raise UnsafeFolder(f"the {what} {exc}") from None
     except OSError as exc:
-        raise StartupError(f"the instance lock {lock_path} cannot be opened: {exc.strerror}") from None
+        raise StartupError(f"the {what} {lock_path} cannot be opened: {exc.strerror}") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
@@ -114,8 +137,7 @@ def take_instance_lock(settings: DaemonSettings) -> int:
         os.close(fd)
         if exc.errno not in (errno.EAGAIN, errno.EACCES):
             raise
-        serving = settings.socket_path
-        raise StartupError(f"another makad (pid {holder}) is already serving {serving}") from None
+        raise StartupError(busy(holder)) from None
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
@@ -261,6 +283,8 @@ async def run(settings: DaemonSettings) -> int:
         secure_data_dir(settings.data_dir)
         if activated is None:
             stack.callback(os.close, take_instance_lock(settings))
+        stack.callback(os.close, take_data_lock(settings))
+        if activated is None:
             raw = bind_socket(settings.socket_path)
             stack.callback(_unlink_quietly, settings.socket_path)
         else:

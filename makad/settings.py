@@ -88,6 +88,11 @@ class DaemonSettings:
     def lock_path(self) -> Path:
         return self.socket_path.with_name(self.socket_path.name + ".lock")
 
+    @property
+    def data_lock_path(self) -> Path:
+        """Held by the one daemon that uses the data directory, whatever its socket."""
+        return self.data_dir / "makad.lock"
+
 
 def default_socket_path() -> Path:
     """``<user runtime dir>/maka/makad.sock``: ``$XDG_RUNTIME_DIR/maka`` when it is set, else

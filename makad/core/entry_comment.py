@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Final, get_args
 from urllib.parse import quote, unquote
 
-from makad.core.types import Entry, EntryStatus, Origin, Scope
+from makad.core.types import MAX_INT64, Entry, EntryStatus, Origin, Scope
 from makad.core.undecodable import display
 
 ORIGINS: Final[frozenset[str]] = frozenset(get_args(Origin))
@@ -41,7 +41,6 @@ FIELDS: Final = {
     "source": "source_refs",
     "supersedes": "supersedes",
 }
-_MAX_INT: Final = 2**63 - 1
 _DIGITS: Final = re.compile(r"[0-9]+")
 _UNSAFE_VALUE: Final = re.compile(r"[%,<>=\s\x00-\x1f\x7f]")
 
@@ -113,7 +112,7 @@ def _parse_value(key: str, value: str) -> object:
         return value if value in SCOPES else _INVALID
     if key == "decayTtlMs" and value.lower() in ("", "null", "none"):
         return None
-    if _DIGITS.fullmatch(value) and len(value) <= 19 and int(value) <= _MAX_INT:
+    if _DIGITS.fullmatch(value) and len(value) <= 19 and int(value) <= MAX_INT64:
         return int(value)
     return _INVALID
 

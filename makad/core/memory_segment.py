@@ -105,7 +105,7 @@ def memory_exclusion(entry: Entry, inputs: ContextInputs) -> str | None:
         return "archived"
     if entry.status != "active":
         return "inactive"
-    if entry.decay_ttl_ms is not None and inputs.now_ms > entry.created_at + entry.decay_ttl_ms:
+    if entry.decay_ttl_ms and inputs.now_ms > entry.created_at + entry.decay_ttl_ms:  # 0: never
         return "expired"
     return None
 
@@ -660,7 +660,7 @@ def shown_prefix(
         known = shown.get(MEMORY_PREFIX + entry.id)
         if known is None or memory_exclusion(entry, inputs) is not None or known != digest(entry):
             break
-        if entry.decay_ttl_ms is not None:
+        if entry.decay_ttl_ms:  # None or 0: never decays
             ends = entry.created_at + entry.decay_ttl_ms
             until = ends if until is None else min(until, ends)
         at += 1

@@ -21,6 +21,7 @@ import msgspec
 from makad.core import importers
 from makad.core.entry_text import split_lines, strip_eol
 from makad.core.importers.markdown import BULLET
+from makad.core.undecodable import display
 
 # A level-1 heading (the file's title) and blank lines are expected before the first entry.
 _TITLE_LINE: Final = re.compile(r"^ {0,3}#(?:[ \t]|$)")
@@ -76,8 +77,10 @@ Known = Mapping[str, tuple[str, str | None]]
 def plan(preamble: str, known: Known, digest: Callable[[str], str | None]) -> Plan:
     """Which stray lines of ``preamble`` can go: every line of each bullet whose content
     (``digest``: the canonical hash the import would give it, None when the import would
-    refuse it) is ``known``."""
-    lines = _lines(preamble)
+    refuse it) is ``known``. Bytes that are not UTF-8 are read as everywhere else
+    (``display``): so each line's ``text`` can be sent, and a bullet matches what the
+    import of the file made of it."""
+    lines = _shown_lines(preamble)
     stray = stray_lines(preamble)
     placed: dict[int, tuple[str, str | None]] = {}
     for span, hashed in _bullets(lines, stray, digest):
@@ -97,7 +100,7 @@ def plan(preamble: str, known: Known, digest: Callable[[str], str | None]) -> Pl
 
 def bullet_digests(preamble: str, digest: Callable[[str], str | None]) -> list[str | None]:
     """The ``digest`` of each bullet among the stray lines (what ``plan`` looks up)."""
-    return [hashed for _, hashed in _bullets(_lines(preamble), stray_lines(preamble), digest)]
+    return [hashed for _, hashed in _bullets(_shown_lines(preamble), stray_lines(preamble), digest)]
 
 
 def _bullets(
@@ -132,6 +135,12 @@ def without_lines(preamble: str, numbers: set[int]) -> str:
 def _lines(text: str) -> list[str]:
     """The lines as an editor numbers them (CRLF, CR, LF), without their endings."""
     return [strip_eol(line) for line in split_lines(text)]
+
+
+def _shown_lines(text: str) -> list[str]:
+    """``_lines`` as the import and the replies show them (one character per undecodable
+    byte, so the numbering is the same)."""
+    return [display(line) for line in _lines(text)]
 
 
 def _bullet_spans(lines: list[str], stray: set[int]) -> list[list[int]]:

@@ -16,11 +16,13 @@ import secrets
 from collections.abc import Sequence
 from typing import Final
 
+from makad.core.types import MAX_INT64
 from makad.errors import InvalidParams, TooLarge
 
 MAX_RETRIEVE_EVENTS: Final = 10_000
 SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
-EVENT_REF: Final = re.compile(r"event:(?P<session>[^:]+):(?P<first>\d+)(?:-(?P<last>\d+))?")
+# A seq has at most 19 digits (it is a SQLite integer; see the bound in parse_event_refs).
+EVENT_REF: Final = re.compile(r"event:(?P<session>[^:]+):(?P<first>\d{1,19})(?:-(?P<last>\d{1,19}))?")
 EVENT_PREFIX: Final = "event:"
 EPISODE_PREFIX: Final = "episode:"
 MEMORY_PREFIX: Final = "memory:"
@@ -93,8 +95,8 @@ def parse_event_refs(refs: Sequence[str]) -> list[EventSpan]:
             raise InvalidParams("not an event ref", ref=ref)
         first = int(match["first"])
         last = first if match["last"] is None else int(match["last"])
-        if first < 1 or last < first:
-            raise InvalidParams("an event ref needs 1 <= from <= to", ref=ref)
+        if first < 1 or last < first or last > MAX_INT64:
+            raise InvalidParams(f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=ref)
         spans.append((ref, match["session"], first, last))
     total = sum(last - first + 1 for _, _, first, last in spans)
     if total > MAX_RETRIEVE_EVENTS:

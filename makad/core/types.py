@@ -25,6 +25,9 @@ NOTE_SECTIONS: tuple[str, ...] = (
     "Key results",
     "Worklog",
 )
+# The largest integer SQLite stores and a memory file's metadata reads back: every integer
+# a client sends that is stored or looked up stays within it.
+MAX_INT64 = 2**63 - 1
 # What a working state's notes may hold (set_working_state refuses more).
 MAX_NOTE_SECTION_TOKENS = 2_000
 MAX_NOTES_TOKENS = 12_000
@@ -110,11 +113,11 @@ class EventInput(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fi
 
     type: EventType
     text: str
-    ts: int | None = None
+    ts: Annotated[int, Meta(ge=-MAX_INT64 - 1, le=MAX_INT64)] | None = None
     tool_call_id: str | None = None
     tool_name: str | None = None
     meta: dict[str, str] | None = None
-    tokens: Annotated[int, Meta(ge=0)] | None = None
+    tokens: Annotated[int, Meta(ge=0, le=MAX_INT64)] | None = None
 
 
 class SessionInfo(Record):

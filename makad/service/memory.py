@@ -23,7 +23,7 @@ from makad.core.levels import level_scope
 from makad.core.memory_select import is_pinned, with_pin
 from makad.core.peer import Peer
 from makad.core.switches import DAY_MS, default_decay_ms
-from makad.core.types import Entry, NewMemoryEvent
+from makad.core.types import MAX_INT64, Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
     Conflict,
@@ -109,12 +109,15 @@ class MemoryService:
 
     async def set_settings(self, params: SetSettingsParams, peer: Peer) -> Settings:
         ws = await self._ctx.workspace(params.workspace)
-        if (
-            params.default_decay_days is not UNSET
-            and params.default_decay_days is not None
-            and params.default_decay_days <= 0
-        ):
-            raise InvalidParams("defaultDecayDays must be positive or null", path="$.defaultDecayDays")
+        days = params.default_decay_days
+        if days is not UNSET and days is not None and not 1 <= days * DAY_MS <= MAX_INT64:
+            # An entry's decayTtlMs is whole ms that its metadata can hold: 0 would never
+            # decay, a longer one would not read back.
+            raise InvalidParams(
+                f"defaultDecayDays must be positive (at least 1 ms, at most {MAX_INT64 // DAY_MS} days) "
+                "or null",
+                path="$.defaultDecayDays",
+            )
         async with ws.lock:
             current = await self._ctx.load_settings(ws)
             patch = {

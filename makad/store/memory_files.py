@@ -9,6 +9,7 @@ and symlinks there are refused.
 
 from __future__ import annotations
 
+import codecs
 import contextlib
 import errno
 import hashlib
@@ -98,10 +99,18 @@ def read_memory_file(
     signature = signature_of(st)
     if len(data) > max_bytes:
         return FileRead(None, None, st.st_size, too_large=True, signature=signature, mtime_ns=st.st_mtime_ns)
+    if data.startswith(_WIDE_BOMS):
+        # Read byte by byte as UTF-8 it holds no entry, and the daemon's UTF-8 writes
+        # would make it a mix no editor reads: refused, and left as it is, until saved as UTF-8.
+        raise IOFailure("a memory file is saved as UTF-16 or UTF-32: save it as UTF-8", reason="utf16")
     text = data.decode("utf-8", "surrogateescape")
     return FileRead(
         text, hashlib.sha256(data).hexdigest(), len(data), signature=signature, mtime_ns=st.st_mtime_ns
     )
+
+
+# Byte-order marks of UTF-16 (and so of UTF-32 LE) and UTF-32 BE.
+_WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
 
 
 def ensure_memory_dir(memory_dir: Path) -> None:

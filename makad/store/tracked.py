@@ -78,7 +78,7 @@ class TrackedFile:
         expiries = [
             e.created_at + e.decay_ttl_ms
             for e in fmt.entries(self.doc)
-            if e.status == "active" and e.decay_ttl_ms is not None
+            if e.status == "active" and e.decay_ttl_ms  # None or 0: never decays
         ]
         self.next_expiry = min(expiries) if expiries else None
 

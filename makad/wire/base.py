@@ -4,13 +4,21 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Annotated, Any
 
 import msgspec
+from msgspec import Meta
 
 # A record the wire shares with the layers below it: defined once, in core.
+from makad.core.types import MAX_INT64
 from makad.core.types import Warning as Warning
 from makad.errors import MakadError
+
+# An integer param that is stored or looked up (a SQLite integer): larger ones are
+# invalid_params, never an internal error.
+Int64 = Annotated[int, Meta(ge=-MAX_INT64 - 1, le=MAX_INT64)]
+# A time in Unix ms, or a length of time in ms.
+Ms = Annotated[int, Meta(ge=0, le=MAX_INT64)]
 
 # What serves one method: (decoded params, the calling connection) -> the result.
 Handler = Callable[[Any, Any], Awaitable[Any]]

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from makad.core.types import Event, EventInput, Manifest, RefResult, SessionInfo, WorkingState
+from makad.core.types import MAX_INT64, Event, EventInput, Manifest, RefResult, SessionInfo, WorkingState
 from makad.errors import (
     Conflict,
     IncognitoBlocked,
@@ -16,14 +16,14 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.wire.base import MethodSpec, Result, WorkspaceParams
+from makad.wire.base import Int64, MethodSpec, Result, WorkspaceParams
 
 MAX_READ_LIMIT = 10_000
 MAX_SEARCH_LIMIT = 1_000
 
 ReadLimit = Annotated[int, Meta(ge=1, le=MAX_READ_LIMIT)]
 SearchLimit = Annotated[int, Meta(ge=1, le=MAX_SEARCH_LIMIT)]
-Seq = Annotated[int, Meta(ge=0)]
+Seq = Annotated[int, Meta(ge=0, le=MAX_INT64)]
 
 
 class OpenSessionParams(WorkspaceParams):
@@ -93,8 +93,8 @@ class SearchHistoryParams(WorkspaceParams):
     query: str
     session_id: str | None = None
     limit: SearchLimit = 20
-    before: int | None = None
-    after: int | None = None
+    before: Int64 | None = None
+    after: Int64 | None = None
 
 
 class HistoryHit(Result):

@@ -13,7 +13,7 @@ from makad.core.types import BackupInfo, ContextStrategy, Entry
 
 # A record the layers below the wire share: defined once, in core.
 from makad.core.types import Settings as Settings
-from makad.wire.base import MethodSpec, Result, Warning, WorkspaceParams
+from makad.wire.base import MethodSpec, Ms, Result, Warning, WorkspaceParams
 
 MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]
 
@@ -97,7 +97,7 @@ class AddEntryParams(WorkspaceParams):
     tags: list[str] = []
     scope: Literal["workspace", "session", "global"] = "workspace"
     session_id: str | None = None
-    decay_ttl_ms: int | None = None
+    decay_ttl_ms: Ms | None = None
     expected_revision: int | None = None
     request_id: str | None = None
 

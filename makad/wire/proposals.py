@@ -9,7 +9,7 @@ from msgspec import UNSET, UnsetType
 from makad import errors as err
 from makad.core.importers import ItemError
 from makad.core.types import Entry, MemoryEvent
-from makad.wire.base import MethodSpec, Params, Result, Warning, WorkspaceParams
+from makad.wire.base import MethodSpec, Ms, Params, Result, Warning, WorkspaceParams
 
 
 class Consolidates(Params):
@@ -28,7 +28,7 @@ class ProposeParams(WorkspaceParams):
     session_id: str | None = None
     source_refs: list[str] = []
     supersedes: str | None = None
-    decay_ttl_ms: int | None = None
+    decay_ttl_ms: Ms | None = None
     draft: bool = False
     consolidates: Consolidates | None = None
     request_id: str | None = None

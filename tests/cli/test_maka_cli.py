@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -57,6 +58,29 @@ def test_no_daemon_says_how_to_start(short_tmp: Path) -> None:
     result = maka("--socket", str(short_tmp / "none.sock"), "status")
     assert result.returncode == 3
     assert "start one" in result.stderr
+
+
+def test_no_daemon_says_what_is_at_the_socket(short_tmp: Path) -> None:
+    """Exit 3 says in words whether there is no socket file or a file nobody listens on,
+    never a Python exception's name."""
+    missing = maka("--no-autostart", "--socket", str(short_tmp / "none.sock"), "ping")
+    assert missing.returncode == 3 and "(no socket there" in missing.stderr
+    dead = short_tmp / "dead.sock"
+    with socket.socket(socket.AF_UNIX) as bound:
+        bound.bind(str(dead))  # bound, never listening: a daemon that died
+        refused = maka("--no-autostart", "--socket", str(dead), "ping")
+    assert refused.returncode == 3 and "nothing listens on it" in refused.stderr
+    assert "Error" not in missing.stderr + refused.stderr
+
+
+def test_a_socket_path_too_long_is_named_as_such(short_tmp: Path) -> None:
+    """A --socket path past the Unix limit: exit 3 naming its length and the limit,
+    not "no makad is running" with advice to start one; nothing is started."""
+    long_path = short_tmp / ("x" * 120) / "m.sock"
+    result = maka("--socket", str(long_path), "ping")
+    assert result.returncode == 3
+    assert f"its path is {len(str(long_path))} bytes" in result.stderr
+    assert "no makad is running" not in result.stderr and not long_path.parent.exists()
 
 
 def test_help_documents_exit_codes() -> None:

@@ -152,6 +152,50 @@ def test_settings_show_and_patch(shared_daemon: DaemonProcess) -> None:
     assert bad.returncode == 2
 
 
+def test_settings_take_a_strategy_by_name(shared_daemon: DaemonProcess) -> None:
+    """`maka settings contextStrategy=summary` sets the strategy as typed; a misspelt one
+    is a usage error (exit 2) and the setting stays."""
+    result = run_maka(shared_daemon, "--json", "settings", "contextStrategy=summary")
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["contextStrategy"] == "summary"
+    bad = run_maka(shared_daemon, "settings", "contextStrategy=sumary")
+    assert bad.returncode == 2 and "did you mean 'summary'" in bad.stderr
+    assert call(shared_daemon, "get_settings")["contextStrategy"] == "summary"
+
+
+def test_list_of_an_unreadable_memory_file_says_so_once(shared_daemon: DaemonProcess) -> None:
+    """MEMORY.md that is a folder: `maka memory list` exits 1 with one line naming the
+    file and why, not the same error twice nor "memory is error"."""
+    (shared_daemon.workspace / "memory" / "MEMORY.md").mkdir(parents=True)
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 1 and result.stdout == ""
+    folder = shared_daemon.workspace / "memory"
+    assert result.stderr.splitlines() == [
+        f"maka: cannot read the memory in {folder}: a memory file is not a regular file"
+    ]
+
+
+def test_call_fills_in_the_workspace(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
+    """`maka call` gives a method that takes a workspace the command's (-w after the
+    command, or found from the current folder) when PARAMS leave it out; PARAMS that
+    name one win; a method without one (ping) gets none."""
+    ws = shared_daemon.workspace
+    gates = '{"agentReadEnabled": true, "extractToolEnabled": true}'
+    assert run_maka(shared_daemon, "call", "set_settings", gates).returncode == 0
+    proposed = run_maka(shared_daemon, "call", "propose", '{"title": "Via call", "content": "queued"}')
+    assert proposed.returncode == 0, proposed.stderr
+    assert json.loads(proposed.stdout)["queued"] is True
+    (ws / "memory").mkdir(exist_ok=True)
+    found = run_maka(shared_daemon, "call", "list_proposals", cwd=ws, workspace=False)
+    assert found.returncode == 0, found.stderr
+    assert [p["proposal"]["title"] for p in json.loads(found.stdout)["proposals"]] == ["Via call"]
+    other = short_tmp / "other"
+    other.mkdir()
+    named = run_maka(shared_daemon, "call", "read_state", json.dumps({"workspace": str(other)}))
+    assert json.loads(named.stdout)["path"] == str(other / "memory" / "MEMORY.md")
+    assert json.loads(run_maka(shared_daemon, "call", "ping").stdout) == "pong"
+
+
 def test_incognito_list_says_so(shared_daemon: DaemonProcess) -> None:
     """With incognito on, memory list prints the status instead of entries."""
     call(shared_daemon, "add_entry", title="Secret plan", content="x")

@@ -129,3 +129,14 @@ def test_parse_setting_values() -> None:
     assert parse_setting("defaultDecayDays=7.5") == ("defaultDecayDays", 7.5)
     with pytest.raises(CliError):
         parse_setting("incognito=maybe")
+
+
+def test_a_setting_that_takes_a_name_takes_it_bare() -> None:
+    """contextStrategy=curator is the name (JSON-quoted still works); a name it does not
+    take is a usage error listing the names, with the closest one."""
+    assert parse_setting("contextStrategy=curator") == ("contextStrategy", "curator")
+    assert parse_setting('contextStrategy="curator_shadow"') == ("contextStrategy", "curator_shadow")
+    with pytest.raises(CliError, match="did you mean 'curator'") as typo:
+        parse_setting("contextStrategy=curatr")
+    assert "deterministic" in str(typo.value)
+    assert parse_setting("incognito=off") == ("incognito", False)

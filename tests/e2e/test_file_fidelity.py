@@ -11,9 +11,11 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from maka.errors import RemoteError
 from makad.core.entry_text import prepare
 from tests.support import DaemonProcess, ping_ok
 
@@ -143,6 +145,26 @@ def test_not_utf8_warning_names_the_lines(module_daemon: DaemonProcess) -> None:
     proposals = call(module_daemon, "list_proposals", ws)
     assert [w.get("line") for w in proposals["warnings"]] == [5]
     assert proposals["proposals"][0]["proposal"]["content"] == "été"
+
+
+def test_a_utf16_memory_file_is_refused_and_left_as_it_is(module_daemon: DaemonProcess) -> None:
+    """MEMORY.md saved as UTF-16 (Notepad's "Unicode", PowerShell's Out-File): read_state
+    says so (status error), a write is io_error with reason utf16 and the file keeps its
+    bytes (no UTF-8 section appended to it); saved again as UTF-8 its entry is read."""
+    ws = fresh_workspace(module_daemon)
+    path = ws / "memory" / "MEMORY.md"
+    text = "# Maka Memory\r\n\r\n## Wide entry\r\nsaved by Notepad\r\n"
+    path.write_bytes(text.encode("utf-16"))
+    before = path.read_bytes()
+    state = call(module_daemon, "read_state", ws)
+    assert state["status"] == "error" and "UTF-16" in state["reason"]
+    with pytest.raises(RemoteError) as refused:
+        call(module_daemon, "add_entry", ws, title="New", content="c")
+    assert (refused.value.kind, refused.value.data["reason"]) == ("io_error", "utf16")
+    assert path.read_bytes() == before
+    assert ping_ok(module_daemon.socket)
+    path.write_bytes(text.encode("utf-8"))
+    assert [e["title"] for e in entries_of(module_daemon, ws)] == ["Wide entry"]
 
 
 def test_importing_a_latin1_file_reads_it_as_cp1252(daemon: DaemonProcess) -> None:

@@ -196,3 +196,29 @@ def test_cli_tidy_offers_and_asks(module_daemon: DaemonProcess, new_ws: Path) ->
     done = run_maka(module_daemon, "memory", "tidy", "-y", "-w", str(new_ws), workspace=False)
     assert done.returncode == 0 and "Removed 3 lines" in done.stdout
     assert b"Use tabs in Go code\r\n- The staging" not in path.read_bytes()
+
+
+def test_stray_lines_that_are_not_utf8_are_listed_and_tidied(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """A cp1252 bullet above the entries: `maka memory list` and remove_outside_text answer
+    (the line's text read as cp1252, no internal error), `maka memory tidy --import -y`
+    queues and removes it, and every other byte of the file stays as it was."""
+    memory = new_ws / "memory"
+    memory.mkdir()
+    path = memory / "MEMORY.md"
+    entry = b"## Caf\xe9 hours\nOpen at n\xe9un.\n"
+    path.write_bytes(b"# Notes\n\n- The caf\xe9 opens at nine\n\n" + entry)
+    ws = str(new_ws)
+    listed = run_maka(module_daemon, "memory", "list", "-w", ws, workspace=False)
+    assert listed.returncode == 0, listed.stderr
+    assert "Café hours" in listed.stdout and "line 3" in listed.stderr
+    plan = module_daemon.call("remove_outside_text", {"workspace": ws, "dryRun": True})
+    assert plan["removed"] == [] and [(k["line"], k["text"]) for k in plan["kept"]] == [
+        (3, "- The café opens at nine")
+    ]
+    done = run_maka(module_daemon, "memory", "tidy", "--import", "-y", "-w", ws, workspace=False)
+    assert done.returncode == 0, done.stderr
+    assert path.read_bytes() == b"# Notes\n\n" + entry
+    (waiting,) = module_daemon.call("list_proposals", {"workspace": ws})["proposals"]
+    assert waiting["proposal"]["content"] == "The café opens at nine"

@@ -32,6 +32,29 @@ def test_second_instance_is_refused(daemon: DaemonProcess) -> None:
     assert ping_ok(daemon.socket)
 
 
+def test_a_second_daemon_on_the_same_data_directory_is_refused(daemon: DaemonProcess) -> None:
+    """A makad on another socket (another MAKAD_SOCKET or XDG_RUNTIME_DIR) but the same
+    data directory exits 1 naming the running pid and the data directory, binds nothing,
+    and the first serves on; once the first is stopped, it starts."""
+    other = daemon.root / "other.sock"
+    command = [*daemon.command()]
+    command[command.index("--socket") + 1] = str(other)
+    second = subprocess.run(command, capture_output=True, text=True, timeout=20)
+    assert second.returncode == 1 and daemon.proc is not None
+    assert f"pid {daemon.proc.pid}" in second.stderr and str(daemon.data_dir) in second.stderr
+    assert not other.exists() and ping_ok(daemon.socket)
+    assert daemon.stop() == 0
+    later = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        wait_listening(later)
+        assert ping_ok(other)
+    finally:
+        later.terminate()
+        assert later.wait(timeout=15) == 0
+        assert later.stdout is not None
+        later.stdout.close()
+
+
 def test_stale_socket_is_recovered(short_tmp: Path) -> None:
     """A socket file left by a kill -9'd daemon does not stop the next one."""
     first = DaemonProcess(short_tmp)

@@ -242,6 +242,36 @@ def test_default_decay_days_applies_to_new_entries(shared_daemon: DaemonProcess)
     assert add(shared_daemon, "T", "c")["entry"]["decayTtlMs"] == 2 * 86_400_000
 
 
+def test_decays_the_file_cannot_hold_are_refused(shared_daemon: DaemonProcess) -> None:
+    """A negative or past-64-bit decayTtlMs and a defaultDecayDays under 1 ms or past
+    64-bit ms are invalid_params naming the field, and nothing is written (before, such
+    entries were written with a decay that read back as none)."""
+    ws = ws_of(shared_daemon)
+    for ttl in (-5, 2**63):
+        with pytest.raises(RemoteError) as refused:
+            add(shared_daemon, "Odd decay", "c", decayTtlMs=ttl)
+        assert (refused.value.kind, refused.value.data["path"]) == ("invalid_params", "$.decayTtlMs")
+    for days in (1e-9, 1e300):
+        with pytest.raises(RemoteError) as refused:
+            shared_daemon.call("set_settings", {"workspace": ws, "defaultDecayDays": days})
+        assert (refused.value.kind, refused.value.data["path"]) == ("invalid_params", "$.defaultDecayDays")
+    assert shared_daemon.call("read_state", {"workspace": ws})["entryCount"] == 0
+    assert shared_daemon.call("get_settings", {"workspace": ws})["defaultDecayDays"] is None
+
+
+def test_a_decay_of_zero_never_decays_anywhere(shared_daemon: DaemonProcess) -> None:
+    """decayTtlMs 0 (as the file reads it: never decays): the entry stays active and the
+    agent is shown it, not left out as expired."""
+    ws = ws_of(shared_daemon)
+    shared_daemon.call("set_settings", {"workspace": ws, "agentReadEnabled": True})
+    entry = add(shared_daemon, "Kept for good", "zero means never", decayTtlMs=0)["entry"]
+    state = shared_daemon.call("read_state", {"workspace": ws, "includeEntries": True})
+    assert [e["status"] for e in state["entries"] if e["id"] == entry["id"]] == ["active"]
+    pack = shared_daemon.call("build_context", {"workspace": ws, "budgetTokens": 2000})
+    (candidate,) = [c for c in pack["trace"]["candidates"] if c["sourceId"] == "memory:" + entry["id"]]
+    assert candidate["included"] and candidate["reason"] is None
+
+
 def test_backups_and_restore(shared_daemon: DaemonProcess) -> None:
     """Each daemon write keeps a backup; restoring one is itself undoable."""
     add(shared_daemon, "One", "1")

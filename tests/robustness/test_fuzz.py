@@ -519,6 +519,61 @@ def test_traversal_in_ids_and_paths_stays_inside(shared_daemon: DaemonProcess) -
     healthy(shared_daemon)
 
 
+# Past what SQLite and a memory file's metadata hold (a signed 64-bit integer).
+PAST_64_BITS = [2**63, -(2**63) - 1, 10**30]
+
+
+def test_integers_past_64_bits_in_any_field(shared_daemon: DaemonProcess) -> None:
+    """Every integer field of every method (one level into arrays and objects) holding a
+    value past 64 bits, with a real session behind sessionId: a result or a spec or domain
+    error, never internal (a seq, a time or a decay used to reach SQLite and overflow)."""
+    w = str(shared_daemon.workspace)
+    sid = shared_daemon.call("open_session", {"workspace": w})["sessionId"]
+    shared_daemon.call(
+        "append_events", {"workspace": w, "sessionId": sid, "events": [{"type": "note", "text": "x"}]}
+    )
+    cases = []
+    for method, path, schema, _ in FIELDS:
+        if "integer" not in accepted(schema):
+            continue
+        for value in PAST_64_BITS:
+            params = build(method, path, value, w)
+            if "sessionId" in params:
+                params["sessionId"] = sid
+            cases.append((method, params))
+    assert {"read_events", "list_episodes", "record_episode", "add_entry"} <= {m for m, _ in cases}
+    with RawConnection(shared_daemon.socket, timeout=60) as conn:
+        for i, (method, params) in enumerate(cases):
+            reply = conn.request({"jsonrpc": "2.0", "id": i, "method": method, "params": params})
+            if "error" in reply:
+                assert reply["error"]["data"]["kind"] != "internal", (method, params)
+                assert_spec_error(reply)
+    healthy(shared_daemon)
+
+
+def test_event_refs_with_huge_seqs_are_invalid_params(shared_daemon: DaemonProcess) -> None:
+    """An event ref whose seq does not fit 64 bits (20 digits, 5,000 digits, or a range
+    ending there) in retrieve or record_episode: invalid_params naming the ref."""
+    w = str(shared_daemon.workspace)
+    sid = shared_daemon.call("open_session", {"workspace": w})["sessionId"]
+    shared_daemon.call(
+        "append_events", {"workspace": w, "sessionId": sid, "events": [{"type": "note", "text": "x"}]}
+    )
+    refs = [f"event:{sid}:{2**64}", f"event:{sid}:{'9' * 5000}", f"event:{sid}:1-{2**63}"]
+    with RawConnection(shared_daemon.socket) as conn:
+        for i, ref in enumerate(refs):
+            for method, params in (
+                ("retrieve", {"refs": [ref]}),
+                ("record_episode", {"sessionId": sid, "summary": "did it", "sourceRefs": [ref]}),
+            ):
+                reply = conn.request(
+                    {"jsonrpc": "2.0", "id": i, "method": method, "params": {"workspace": w, **params}}
+                )
+                assert reply["error"]["data"]["kind"] == "invalid_params", (method, ref, reply)
+                assert reply["error"]["data"]["ref"] == ref
+    healthy(shared_daemon)
+
+
 def test_after_all_of_the_above_no_internal_error_was_logged(shared_daemon: DaemonProcess) -> None:
     """(Last in the module.) After everything above: the daemon is alive, pong answers, and it never logged an
     internal error (request_crashed)."""

@@ -162,9 +162,9 @@ def test_jsonrpcserver_is_whole_to_a_later_plain_import() -> None:
 
 def test_start_up_opens_no_database(started: tuple[DaemonProcess, set[str]]) -> None:
     """Loaded but before any workspace is used, the data dir holds only the identifier key
-    (no ledger)."""
+    and the lock that keeps it to one daemon (no ledger)."""
     _, files = started
-    assert files == {"identifier.key"}
+    assert files == {"identifier.key", "makad.lock"}
 
 
 def test_a_request_that_needs_a_library_still_gets_it(short_tmp: Path) -> None:

@@ -83,6 +83,16 @@ def refused() -> bool:
     return os.environ.get(NO_AUTOSTART_ENV, "").strip().lower() not in ("", "0", "false", "no", "off")
 
 
+# The longest Unix socket path connect() takes (sun_path less its NUL: 108 on Linux,
+# 104 on macOS and the BSDs).
+MAX_SOCKET_PATH_BYTES = 107 if sys.platform.startswith("linux") else 103
+# What a connect error that means "no daemon there" says to a person.
+WHY_NOBODY: dict[type[OSError], str] = {
+    FileNotFoundError: "no socket there",
+    ConnectionRefusedError: "the socket file is there but nothing listens on it",
+}
+
+
 def nobody_listening(exc: OSError) -> bool:
     """A connect error that means no daemon runs there (as opposed to one we may not use)."""
     return isinstance(exc, FileNotFoundError | ConnectionRefusedError)
@@ -93,7 +103,18 @@ def unavailable(
 ) -> DaemonUnavailable:
     """The error for a failed connect, saying when autostart was refused by the environment,
     or was not tried because the daemon had said it stopped on purpose (``stopped``)."""
-    reason = type(exc).__name__ if nobody_listening(exc) else (exc.strerror or str(exc))
+    size = len(os.fsencode(socket_path))
+    if not nobody_listening(exc) and size > MAX_SOCKET_PATH_BYTES:
+        return DaemonUnavailable(
+            socket_path,
+            "path too long",
+            message=f"cannot use the socket {socket_path}: its path is {size} bytes, over the "
+            f"{MAX_SOCKET_PATH_BYTES} a Unix socket path may have; pass a shorter --socket or "
+            "MAKAD_SOCKET (and start makad with the same)",
+        )
+    reason = (
+        WHY_NOBODY.get(type(exc), type(exc).__name__) if nobody_listening(exc) else (exc.strerror or str(exc))
+    )
     if requested and nobody_listening(exc) and refused():
         reason += f"; autostart is off ({NO_AUTOSTART_ENV} is set)"
     elif stopped is not None and nobody_listening(exc):

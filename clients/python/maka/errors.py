@@ -12,9 +12,10 @@ class MakaError(Exception):
 class DaemonUnavailable(MakaError):
     """No daemon answers on the socket."""
 
-    def __init__(self, socket_path: str, reason: str) -> None:
+    def __init__(self, socket_path: str, reason: str, *, message: str | None = None) -> None:
         super().__init__(
-            f"no makad is running on {socket_path} ({reason}); start one with `makad` "
+            message
+            or f"no makad is running on {socket_path} ({reason}); start one with `makad` "
             f"or `scripts/run`, or pass --socket / set MAKAD_SOCKET"
         )
         self.socket_path = socket_path

@@ -69,9 +69,13 @@ OUTSIDE = "text_outside_entries"
 def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> None:
     """The memory's status when it is not ok, and every warning with its fix, on stderr;
     ``tidy``: remove_outside_text's dry run, to say when the stray lines are imported."""
-    if state.get("status") != "ok":
-        reason = f": {state['reason']}" if state.get("reason") else ""
-        print(f"maka: memory is {state.get('status')}{reason}", file=sys.stderr)
+    status = state.get("status")
+    reason = f": {state['reason']}" if state.get("reason") else ""
+    if status == "error":  # the file could not be read (a folder, a symlink, permissions)
+        folder = os.path.dirname(state.get("path") or "memory/MEMORY.md")
+        print(f"maka: cannot read the memory in {folder}{reason}", file=sys.stderr)
+    elif status != "ok":
+        print(f"maka: memory is {status}{reason}", file=sys.stderr)
     warnings = state.get("warnings") or []
     for warning in warnings:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
@@ -110,6 +114,8 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     state = read_entries(client, ws)
     warn_status(state, outside_text(client, ws, state))
+    if state.get("status") == "error":
+        return EXIT_REMOTE  # said once above; the proposals cannot be read either
     every = state.get("entries") or []
     # Short ids must stay unambiguous for `maka memory show`, which also knows proposals.
     shown_ids = short_ids([*(e["id"] for e in every), *_pending_ids(client, ws)])

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 import time
+import typing
 from typing import Any
 
-from maka import autostart
+from maka import autostart, generated
 from maka.cli.common import EXIT_OK, EXIT_PROTOCOL, CliError, Parents, did_you_mean, workspace_of
 from maka.cli.output import print_json, show_table
 from maka.client import Client
@@ -68,6 +70,13 @@ def cmd_stop(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def takes_workspace(method: str) -> bool:
+    """Whether ``method``'s params (in the generated catalogue) have a ``workspace``."""
+    hint = getattr(getattr(generated.Methods, method.replace(".", "_"), None), "__annotations__", {})
+    found = re.fullmatch(r"Unpack\[(\w+)\]", str(hint.get("params", "")))
+    return found is not None and "workspace" in getattr(generated, found[1], dict).__annotations__
+
+
 def cmd_call(client: Client, args: argparse.Namespace) -> int:
     params: Any = None
     if args.params is not None:
@@ -76,6 +85,9 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
             params = json.loads(raw)
         except json.JSONDecodeError as exc:
             raise CliError(f"PARAMS is not valid JSON: {exc}") from None
+    if (params is None or isinstance(params, dict)) and takes_workspace(args.method):
+        # As every other command: -w, else $MAKA_WORKSPACE, else found like git.
+        params = {"workspace": workspace_of(args), **(params or {})}
     print_json(client.call(args.method, params))
     return EXIT_OK
 
@@ -84,8 +96,22 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
 SETTING_KEYS = tuple(k for k in SetSettingsParams.__annotations__ if k != "workspace")
 
 
+def _named_values() -> dict[str, tuple[str, ...]]:
+    """The settings whose value is one of a few names (contextStrategy), with the names."""
+    hints = typing.get_type_hints(SetSettingsParams)
+    return {
+        key: tuple(str(name) for name in typing.get_args(hints[key]))
+        for key in SETTING_KEYS
+        if typing.get_origin(hints[key]) is typing.Literal
+    }
+
+
+SETTING_NAMES = _named_values()
+
+
 def parse_setting(pair: str) -> tuple[str, Any]:
-    """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off."""
+    """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off,
+    or for a setting that takes a name (``contextStrategy=curator``) the name itself."""
     key, sep, raw = pair.partition("=")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
@@ -93,6 +119,19 @@ def parse_setting(pair: str) -> tuple[str, Any]:
         close = did_you_mean(key, SETTING_KEYS, casefold=True)
         hint = f"did you mean {close!r}?" if close else f"the keys are {', '.join(SETTING_KEYS)}"
         raise CliError(f"unknown setting {key!r}: {hint}")
+    names = SETTING_NAMES.get(key)
+    if names is not None:
+        if raw in names:
+            return key, raw
+        try:
+            value = json.loads(raw)
+        except json.JSONDecodeError:
+            value = raw
+        if isinstance(value, str) and value not in names:
+            close = did_you_mean(value, names, casefold=True)
+            hint = f" (did you mean {close!r}?)" if close else ""
+            raise CliError(f"{key}: {raw!r} is not one of {', '.join(names)}{hint}")
+        return key, value
     words = {"on": True, "off": False, "yes": True, "no": False}
     if raw.lower() in words:
         return key, words[raw.lower()]
@@ -131,7 +170,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.set_defaults(func=cmd_stop)
     p = sub.add_parser(
-        "call", parents=[parents.json], help='call any method: maka call METHOD [\'{"json": "params"}\']'
+        "call",
+        parents=parents.scoped,
+        help='call any method: maka call METHOD [\'{"json": "params"}\']',
+        description="Calls METHOD with PARAMS (a JSON object of by-name params, or - for stdin) "
+        "and prints the result as JSON. A method that takes a workspace gets the command's "
+        "(-w, else $MAKA_WORKSPACE, else found like git) when PARAMS leave it out.",
     )
     p.add_argument("method")
     p.add_argument("params", nargs="?", help="by-name params as a JSON object, or - for stdin")
@@ -141,13 +185,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="show or change a workspace's settings",
         description="Without KEY=VALUE: get_settings. With them: set_settings (a patch). "
-        "Keys: enabled, agentReadEnabled, extractToolEnabled, incognito, "
-        "historyRecallEnabled, defaultDecayDays, contextStrategy.",
+        f"Keys: {', '.join(SETTING_KEYS)}. Values: on/off, a number or null"
+        + "".join(f"; {key}: {' | '.join(names)}" for key, names in SETTING_NAMES.items())
+        + ".",
     )
     p.add_argument(
         "set",
         nargs="*",
         metavar="KEY=VALUE",
-        help="e.g. agentReadEnabled=on incognito=off defaultDecayDays=30",
+        help="e.g. agentReadEnabled=on incognito=off defaultDecayDays=30 contextStrategy=curator",
     )
     p.set_defaults(func=cmd_settings)
