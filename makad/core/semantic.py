@@ -22,14 +22,20 @@ trace). These rules are pure so that the same inputs always give the same candid
 - **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
   ``RECALL_MIN_COSINE`` join the full-text hits (their ``bm25`` 0); every hit the
   channel has a vector for carries its cosine, which also lifts the turns around it
-  (``makad.core.recall``'s ``context`` part, ``DENSE_SPREAD``).
+  (``makad.core.recall``'s ``context`` part, ``DENSE_SPREAD``). "Nearest" counts two
+  searches (dense pseudo-relevance feedback): one with the query, one with the query
+  moved toward its ``RECALL_FEEDBACK_K`` nearest events (``feedback_query``); an event
+  is as near as the better of its two cosines, so the turns that share a topic with the
+  best matches but not the question's wording become candidates (the evidence of a
+  multi-hop question is spread over several such turns). What a candidate carries into
+  the ranking (the trace's ``semantic`` part) is still its cosine with the query itself.
 - **Near-duplicate proposals.** An entry whose cosine with a proposal is at least
   ``SIMILAR_MIN_COSINE`` is similar to it, after those the fuzzy match finds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Final
 
 from makad.core.render import SPEAKER_LABEL
@@ -40,6 +46,10 @@ MEMORY_MIN_COSINE: Final = 0.2
 RECALL_DENSE_K: Final = 50
 RECALL_MIN_COSINE: Final = 0.2
 SIMILAR_MIN_COSINE: Final = 0.6
+# Dense feedback (``feedback_query``): how many of the events nearest the query move it, and
+# how far (0 events: no second search).
+RECALL_FEEDBACK_K: Final = 5
+RECALL_FEEDBACK_BETA: Final = 0.5
 EMBED_MAX_CHARS: Final = 2_000
 # all-MiniLM-L6-v2's baseline (``Encoder.baseline()``): the scale the rules were measured on.
 REFERENCE_BASELINE: Final = 0.0383
@@ -96,6 +106,33 @@ def calibrated(cosine: Any, baseline: float) -> Any:
     if baseline >= 1.0:
         return cosine
     return REFERENCE_BASELINE + (cosine - baseline) * ((1.0 - REFERENCE_BASELINE) / (1.0 - baseline))
+
+
+def feedback_query(query: Any, nearest_rows: Any, beta: float) -> Any:
+    """``query`` moved toward the mean of ``nearest_rows`` (Rocchio): the unit vector along
+    ``query + beta * mean(nearest_rows)``; ``query`` itself when there are no rows, ``beta``
+    is not positive or the sum is zero. For numpy vectors (a row per nearest event)."""
+    if len(nearest_rows) == 0 or beta <= 0.0:
+        return query
+    moved = query + beta * (sum(nearest_rows) / len(nearest_rows))
+    norm = float(moved @ moved) ** 0.5
+    return query if norm == 0.0 else moved / norm
+
+
+def feedback_rows(order: Iterable[int], cosines: Any, allowed: Callable[[int], bool], k: int) -> list[int]:
+    """The first ``k`` rows of ``order`` (best first) that are ``allowed`` and have a cosine of
+    at least ``RECALL_MIN_COSINE``: the events that move the query."""
+    rows: list[int] = []
+    if k <= 0:
+        return rows
+    for row in order:
+        if cosines[row] < RECALL_MIN_COSINE:
+            break
+        if allowed(row):
+            rows.append(row)
+            if len(rows) == k:
+                break
+    return rows
 
 
 def nearest(scores: Sequence[tuple[str, float]], k: int, floor: float) -> list[tuple[str, float]]:

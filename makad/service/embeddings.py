@@ -445,6 +445,31 @@ class SemanticChannel:
             self.queue_texts(index, [rules.entry_text(entry)])
             self._wake.set()
 
+    def _feedback_reach(
+        self, matrix: Any, vector: Any, sims: Any, keys: list[tuple[str, int]], ceilings: Mapping[str, int]
+    ) -> Any:
+        """How near each event is, counting the second search: the larger of its cosine with
+        the query (``sims``) and with the query moved toward the nearest events the caller
+        may see (``makad.core.semantic.feedback_query``); ``sims`` when nothing moves it."""
+        np = self._np
+        k = rules.RECALL_FEEDBACK_K
+        if k <= 0:
+            return sims
+        want = min(len(sims), 4 * k)
+        top = np.argpartition(-sims, want - 1)[:want] if want < len(sims) else np.arange(len(sims))
+        order = [int(row) for row in top[np.argsort(-sims[top], kind="stable")]]
+
+        def allowed(row: int) -> bool:
+            sid, seq = keys[row]
+            ceiling = ceilings.get(sid)
+            return ceiling is None or seq <= ceiling
+
+        rows = rules.feedback_rows(order, sims, allowed, k)
+        if not rows:
+            return sims
+        moved = rules.feedback_query(vector, matrix[rows], rules.RECALL_FEEDBACK_BETA)
+        return np.maximum(sims, self._calibrated(matrix @ moved))
+
     def recall(
         self,
         ws: Workspace,
@@ -467,6 +492,7 @@ class SemanticChannel:
             return hits
         sims = self._calibrated(matrix[:count] @ vector)
         ceilings = max_seq_by_session or {}
+        reach = self._feedback_reach(matrix[:count], vector, sims, keys, ceilings)
         out = []
         seen: set[tuple[str, int]] = set()
         for hit in hits:
@@ -475,14 +501,14 @@ class SemanticChannel:
             row = rows.get(key)
             out.append(hit if row is None or row >= count else _with_similarity(hit, float(sims[row])))
         want = min(count, rules.RECALL_DENSE_K * 3)
-        top = np.argpartition(-sims, want - 1)[:want] if want < count else np.arange(count)
+        top = np.argpartition(-reach, want - 1)[:want] if want < count else np.arange(count)
         scored = []
         for row in top:
             sid, seq = keys[int(row)]
             ceiling = ceilings.get(sid)
             if (sid, seq) in seen or (ceiling is not None and seq > ceiling):
                 continue
-            scored.append((f"{sid}\x00{seq}", float(sims[int(row)])))
+            scored.append((f"{sid}\x00{seq}", float(reach[int(row)])))
         chosen = rules.nearest(scored, rules.RECALL_DENSE_K, rules.RECALL_MIN_COSINE)
         if not chosen:
             return out
@@ -490,6 +516,10 @@ class SemanticChannel:
         for joined, _ in chosen:
             place, number = joined.split("\x00")
             places.append((place, int(number)))
+        # What each carries into the ranking: its cosine with the query itself.
+        chosen = [
+            (joined, float(sims[rows[place]])) for (joined, _), place in zip(chosen, places, strict=True)
+        ]
         spans = []
         for sid, seq in places:
             last = seq + RADIUS

@@ -3,6 +3,8 @@ cosine enters a memory entry's score."""
 
 from __future__ import annotations
 
+import pytest
+
 from makad.core import semantic
 from makad.core.ranking import rank_entries
 from makad.core.types import Entry
@@ -60,3 +62,28 @@ def test_calibrated_maps_a_baseline_onto_the_reference() -> None:
     assert abs(semantic.calibrated(0.875, 0.75) - (ref + 1.0) / 2) < 1e-12
     assert abs(semantic.calibrated(0.4, ref) - 0.4) < 1e-12
     assert semantic.calibrated(0.3, 1.0) == 0.3
+
+
+def test_feedback_query_moves_the_query_toward_its_nearest() -> None:
+    """The moved query is the unit vector along query + beta * mean of the nearest rows; no rows,
+    no beta or a zero sum leave the query as it was."""
+    np = pytest.importorskip("numpy", reason="the semantic channel needs numpy")
+    query = np.array([1.0, 0.0, 0.0])
+    rows = np.array([[0.0, 1.0, 0.0], [0.0, 0.0, 1.0]])
+    moved = semantic.feedback_query(query, rows, 2.0)
+    assert np.allclose(moved, np.array([1.0, 1.0, 1.0]) / 3**0.5)
+    assert np.allclose(semantic.feedback_query(query, rows[:1], 0.5), np.array([1.0, 0.5, 0.0]) / 1.25**0.5)
+    assert semantic.feedback_query(query, rows[:0], 1.0) is query
+    assert semantic.feedback_query(query, rows, 0.0) is query
+    assert semantic.feedback_query(query, np.array([[-1.0, 0.0, 0.0]]), 1.0) is query
+
+
+def test_feedback_rows_are_the_nearest_allowed_above_the_floor() -> None:
+    """The rows that move the query: the first k allowed ones in order, none below the floor."""
+    floor = semantic.RECALL_MIN_COSINE
+    cosines = {0: 0.9, 1: 0.8, 2: 0.7, 3: floor, 4: floor - 0.01, 5: floor - 0.02}
+    order = [0, 1, 2, 3, 4, 5]
+    assert semantic.feedback_rows(order, cosines, lambda row: True, 2) == [0, 1]
+    assert semantic.feedback_rows(order, cosines, lambda row: row != 1, 3) == [0, 2, 3]
+    assert semantic.feedback_rows(order, cosines, lambda row: True, 10) == [0, 1, 2, 3]
+    assert semantic.feedback_rows(order, cosines, lambda row: True, 0) == []

@@ -1,0 +1,75 @@
+"""The semantic channel's dense feedback in history recall, on a real ledger with hand-made
+vectors: an event only the moved query reaches becomes a candidate, with its cosine with the
+query itself as its similarity. Skipped, saying so, without numpy."""
+
+from __future__ import annotations
+
+from typing import Any, cast
+
+import pytest
+
+from makad.core import semantic as rules
+from makad.core.types import EventInput
+from makad.service import embeddings
+from makad.store.ledger import Ledger
+from makad.store.workspaces import Workspace
+
+NOW = 1_700_000_000_000
+
+
+class _Workspace:
+    """What the channel's recall reads of a workspace: its ledger."""
+
+    def __init__(self, ledger: Ledger) -> None:
+        self.ledger = ledger
+
+
+def _channel(ledger: Ledger, vectors: list[list[float]]) -> tuple[embeddings.SemanticChannel, Workspace, Any]:
+    """A ready channel whose index holds one session of events with ``vectors``, in order."""
+    np = pytest.importorskip("numpy", reason="the semantic channel needs numpy")
+    info = ledger.open_session("s" * 32, title="earlier", now=NOW)
+    ledger.append_events(
+        info.session_id,
+        [EventInput(type="user_message", text=f"turn {i}", ts=NOW + i) for i in range(len(vectors))],
+        now=NOW,
+    )
+    channel = embeddings.SemanticChannel("hand-made")
+    channel.state, channel._np, channel._baseline = "ready", np, rules.REFERENCE_BASELINE
+    ws = cast(Workspace, _Workspace(ledger))
+    index = embeddings._Index(ws, ledger, ledger.generation, loaded=True)
+    channel._indexes[id(ws)] = index
+    keys = [(info.session_id, seq) for seq in range(1, len(vectors) + 1)]
+    channel._add(index, keys, np.array(vectors, dtype=np.float32))
+    return channel, ws, np
+
+
+def test_feedback_adds_what_the_moved_query_reaches(ledger: Ledger, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A turn orthogonal to the query but close to its best match is recalled, carrying its
+    cosine with the query (0); without feedback it is not."""
+    # Turn 1 answers the query; turn 4 shares turn 1's topic, not the query's; turn 7 neither.
+    # Far apart, so that no turn is another's neighbour.
+    vectors = [[0.0, 0.0, 1.0]] * 7
+    vectors[0] = [0.8, 0.6, 0.0]
+    vectors[3] = [0.0, 1.0, 0.0]
+    channel, ws, np = _channel(ledger, vectors)
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    monkeypatch.setattr(rules, "RECALL_FEEDBACK_K", 1)
+    found = {hit.event.seq: hit.similarity for hit in channel.recall(ws, [], query, None)}
+    assert set(found) == {1, 4}
+    assert found[1] == pytest.approx(0.8) and found[4] == pytest.approx(0.0)
+    monkeypatch.setattr(rules, "RECALL_FEEDBACK_K", 0)
+    assert {hit.event.seq for hit in channel.recall(ws, [], query, None)} == {1}
+
+
+def test_feedback_ignores_what_the_caller_may_not_see(
+    ledger: Ledger, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events past the session's ceiling neither join nor move the query."""
+    vectors = [[0.0, 0.0, 1.0]] * 7
+    vectors[0] = [0.0, 1.0, 0.0]
+    vectors[6] = [0.8, 0.6, 0.0]
+    channel, ws, np = _channel(ledger, vectors)
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    monkeypatch.setattr(rules, "RECALL_FEEDBACK_K", 1)
+    hits = channel.recall(ws, [], query, {"s" * 32: 5})
+    assert hits == []
