@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import threading
 from pathlib import Path
@@ -66,12 +67,20 @@ def test_watch_says_which_entries_changed(module_daemon: DaemonProcess, new_ws: 
         wait_for_line(proc, "changed 'Fresh'")
         memory = new_ws / "memory" / "MEMORY.md"
         text = memory.read_text()
-        memory.write_text(text + "\n## Typed\nby hand\n")  # the user types an entry
+        save(memory, text + "\n## Typed\nby hand\n")  # the user types an entry
         wait_for_line(proc, "added 'Typed'")
-        memory.write_text(text)  # and deletes it by hand
+        save(memory, text)  # and deletes it by hand
         wait_for_line(proc, "removed 'Typed'")
         proc.wait(timeout=20)
         assert proc.returncode == 0
+
+
+def save(path: Path, text: str) -> None:
+    """Save as most editors do, in one rename: an in-place write can be seen half done
+    (the file empty), which is one more notification than this test counts."""
+    temp = path.with_name(path.name + ".tmp")
+    temp.write_text(text)
+    os.replace(temp, path)
 
 
 def wait_for_line(proc: subprocess.Popen[str], text: str) -> str:
