@@ -611,7 +611,12 @@ class MemoryBuilder:
         misses = 0
         rest = self._walk()
         if fill_limit <= pack.used:  # no room to fill: only the candidates are listed
-            wants_fill = next(self._rest(), None) is not None
+            # The next entry that would fill is left out for room: what no kind uses may
+            # still go to it (budget step 6), as to any entry the walk leaves out.
+            first = next(self._rest(), None)
+            wants_fill = first is not None
+            if first is not None:
+                self._left_out(first)
             rest = iter(())
         for item in rest:
             if misses >= FILL_GIVE_UP_AFTER:

@@ -268,6 +268,31 @@ def test_unmatched_entries_do_not_ask_for_more_room() -> None:
     assert rows(pack) and {r for inc, r in rows(pack).values() if not inc} == {"budget"}
 
 
+def test_matches_over_memorys_share_leave_no_budget_unused_while_entries_could_fill() -> None:
+    """When the matching entries alone take more than memory's share and the history is short,
+    what no kind uses goes to more memory entries instead of staying unused."""
+    matched = [entry(f"m{i}", content="deploy " + "lorem " * 50) for i in range(8)]
+    others = many(40, words=30)
+    budget = 2_000
+    pack = assemble(
+        inputs(
+            budget_tokens=budget,
+            query="deploy",
+            memory_entries=matched,
+            memory_bm25={e.id: -1.0 - i / 10 for i, e in enumerate(matched)},
+            memory_fill=[fill(*matched, *others)],
+            history=conversation(turns=1, words=10),
+        )
+    )
+    check_pack(pack, budget)
+    order = shown(pack)
+    assert set(order[:8]) == {f"memory:{e.id}" for e in matched}
+    assert len(order) > 8  # the fill got what history and recall left
+    assert 0 < len(order) < 48
+    smallest = min(COUNTER.count(f"title {e.id}\n{e.content}") for e in others)
+    assert budget - pack.total_tokens < smallest + 40  # no room left for one more entry
+
+
 def test_unmatched_entries_leave_recall_its_share_and_a_cut_summary_its_flow() -> None:
     """Entries that only fill come after recall's own share and after the session's summary
     took the room it asked for."""
