@@ -321,6 +321,11 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     - ``memory_bm25``: entry id → FTS5 ``bm25()`` for the query (negative).
     - ``memory_similarity``: entry id → the optional semantic channel's cosine for the
       query (only the entries it found; empty without the channel).
+    - ``memory_near``: entry ids (either level's) nearest the query by that cosine, nearest
+      first, whatever it is (empty without the channel): after the entries that match, the
+      first ``makad.core.semantic.MEMORY_NEAR_K`` of them that match nothing fill memory's
+      leftover room before the fill order (``makad.core.memory_segment``). At least that
+      many past the matches, so that the rule can take them all.
     - ``already_shown``: ``memory:<id>`` → content hash shown in this session
       since its last compaction (see ``makad.core.render.entry_hash``).
     - ``memory_hashes``: entry id → ``entry_hash`` of it, when the caller keeps them
@@ -357,6 +362,7 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_entries: list[Entry] = []
     memory_bm25: dict[str, float] = {}
     memory_similarity: dict[str, float] = {}
+    memory_near: list[str] = []
     memory_fill: list[FillOrder] = []
     already_shown: dict[str, str] = {}
     memory_fill_shown: int = 0

@@ -11,8 +11,10 @@ Order. The segment is packed in four tiers, each entry at most once:
 2. entries **matching** the query (a word, a tag or another channel's part:
    ``makad.core.ranking.matches``), best score first, at most ``memory_top_k``;
 3. the other matching entries, best score first;
-4. **every other entry**, in fill order: confidence, then recency, then id
-   (``memory_select.fill_order``) — the candidates that matched nothing and the
+4. **every other entry**: first the ``MEMORY_NEAR_K`` nearest the query by the
+   semantic channel's cosine (``ContextInputs.memory_near``, nearest first; only with
+   the channel, ``makad.core.semantic``), then in fill order: confidence, then recency,
+   then id (``memory_select.fill_order``) — the candidates that matched nothing and the
    entries of ``ContextInputs.memory_fill`` beyond them. Without a query nothing
    matches, so memory is the pinned entries, then fill order.
 
@@ -74,9 +76,18 @@ from makad.core.confidence import Confidence, derive
 from makad.core.context_types import Built, ContextInputs, FillKey, FillOrder, Segment, TraceCandidate
 from makad.core.levels import Level
 from makad.core.memory_select import fill_key, is_pinned
-from makad.core.ranking import RankedEntry, best_bm25, matches, query_terms, rank_entries, score_entry
+from makad.core.ranking import (
+    RankedEntry,
+    best_bm25,
+    best_similarity,
+    matches,
+    query_terms,
+    rank_entries,
+    score_entry,
+)
 from makad.core.refs import MEMORY_PREFIX, memory_ref
 from makad.core.render import BLOCK_SEPARATOR_TOKENS, entry_hash, memory_block, memory_text
+from makad.core.semantic import MEMORY_NEAR_K
 from makad.core.tokens import TokenCounter
 from makad.core.types import Entry
 
@@ -168,6 +179,8 @@ class MemoryBuilder:
         eligible = [e for i, e in enumerate(entries) if i not in self._exclusions]
         self._terms = query_terms(inputs.query)
         self._best = best_bm25(inputs.memory_bm25.get(e.id, 0.0) for e in eligible) if self._terms else 0.0
+        similar = inputs.memory_similarity
+        self._best_similar = best_similarity(similar.get(e.id) for e in eligible) if similar else 0.0
         ranked = (
             rank_entries(
                 entries,
@@ -198,6 +211,8 @@ class MemoryBuilder:
         self._rest_matched: list[RankedEntry] = []
         self._tier3: set[int] = set()
         self._unmatched: list[tuple[FillKey, RankedEntry]] = []
+        self._near: list[tuple[RankedEntry, bool]] | None = None  # ``_near_items``, once read
+        self._near_ids: set[str] = set()
         if inputs.selection is not None:
             selected = {ref: at for at, ref in enumerate(inputs.selection)}
             chosen = []
@@ -313,7 +328,14 @@ class MemoryBuilder:
         index = len(inputs.memory_entries) + len(self._fill_items)
         raw = inputs.memory_bm25.get(entry.id)
         item = score_entry(
-            index, entry, raw, self._terms, self._best, inputs.now_ms, inputs.memory_similarity.get(entry.id)
+            index,
+            entry,
+            raw,
+            self._terms,
+            self._best,
+            inputs.now_ms,
+            inputs.memory_similarity.get(entry.id),
+            self._best_similar,
         )
         self._fill_items[entry.id] = item
         if user_level:
@@ -327,12 +349,58 @@ class MemoryBuilder:
             return False
         return not (user_level and entry.id in inputs.memory_overridden)
 
+    def _near_items(self) -> list[tuple[RankedEntry, bool]]:
+        """The first ``MEMORY_NEAR_K`` entries of ``memory_near`` that tier 4 holds (matching
+        nothing, not pinned, showable), nearest first; each with whether only ``memory_fill``
+        holds it."""
+        if self._near is not None:
+            return self._near
+        near: list[tuple[RankedEntry, bool]] = []
+        self._near = near
+        if self._selection or not self._inputs.memory_near:
+            return near
+        unmatched = {item.entry.id: item for _, item in self._unmatched}
+        orders = self._inputs.memory_fill if self._fill_from_inputs else []
+        for entry_id in self._inputs.memory_near:
+            if len(near) >= MEMORY_NEAR_K:
+                break
+            if entry_id in self._near_ids:
+                continue
+            candidate = unmatched.get(entry_id)
+            if candidate is not None:
+                near.append((candidate, False))
+                self._near_ids.add(entry_id)
+                continue
+            if entry_id in self._candidate_ids:  # matched, pinned or gated: not tier 4's
+                continue
+            for order in orders:
+                at = order.positions.get(entry_id)
+                if at is None or at >= len(order.keyed) or order.keyed[at][1].id != entry_id:
+                    continue
+                found = self._fill_item(order.keyed[at][1], order.user_level)
+                if found is not None:
+                    near.append((found, True))
+                    self._near_ids.add(entry_id)
+                break
+        return near
+
     def _rest(self, walk: _Walk | None = None) -> Iterator[RankedEntry]:
         """Tiers 3 and 4 in order (see module doc), read only as far as the caller goes.
         With ``walk``, the entries only ``memory_fill`` holds that the session was shown as
         they are are passed over (still counted in ``FILL_SCAN_MAX``): the budget's walks
         have nothing to do with them, and a session that saw much of its memory has many."""
         yield from self._rest_matched
+        shown_as_is = self._inputs.already_shown if walk is not None else None
+        for near, fill_only in self._near_items():
+            if shown_as_is and fill_only and walk is not None:
+                digest = shown_as_is.get(MEMORY_PREFIX + near.entry.id)
+                if digest is not None and digest == self._fill_digest(near.entry):
+                    walk.skipped_last = True
+                    continue
+            if walk is not None:
+                walk.skipped_last = False
+            yield near
+        near_ids = self._near_ids
         streams: list[Iterator[tuple[FillKey, RankedEntry | tuple[Entry, bool] | None]]] = [
             iter(self._unmatched)
         ]
@@ -346,10 +414,10 @@ class MemoryBuilder:
             else:
                 streams.extend(_tagged(order) for order in fill)
         if len(streams) == 1:
-            yield from (item for _, item in self._unmatched)
+            yield from (item for _, item in self._unmatched if item.entry.id not in near_ids)
             return
         scanned = 0
-        given: set[str] = set()
+        given: set[str] = set(near_ids)
         candidates = self._candidate_ids
         for _, item in heapq.merge(*streams, key=lambda pair: pair[0]):
             if item is None:  # the entries of the shown prefix, passed over as one
@@ -358,6 +426,8 @@ class MemoryBuilder:
                     walk.skipped_last = True
                 continue
             if isinstance(item, RankedEntry):
+                if item.entry.id in near_ids:
+                    continue
                 if walk is not None:
                     walk.skipped_last = False
                 yield item
@@ -541,7 +611,12 @@ class MemoryBuilder:
         misses = 0
         rest = self._walk()
         if fill_limit <= pack.used:  # no room to fill: only the candidates are listed
-            wants_fill = next(self._rest(), None) is not None
+            # The next entry that would fill is left out for room: what no kind uses may
+            # still go to it (budget step 6), as to any entry the walk leaves out.
+            first = next(self._rest(), None)
+            wants_fill = first is not None
+            if first is not None:
+                self._left_out(first)
             rest = iter(())
         for item in rest:
             if misses >= FILL_GIVE_UP_AFTER:

@@ -12,10 +12,13 @@ same inputs always give the same numbers and the same order (ties break by id):
   two: a tag matches when all its words occur in the query.
 
 With a query, memory scores ``0.7 bm25 + 0.2 recency + 0.1 tags``, plus
-``0.7 semantic`` when the optional semantic channel found the entry among the
-query's nearest (``makad.core.semantic``; the part is the cosine, 0 otherwise, so
-without the channel every score is what the lexical parts make it). Without a
-query memory is ordered most recent first (the score is the recency alone).
+``0.7 × semantic / best semantic`` when the optional semantic channel found the entry
+among the query's nearest (``makad.core.semantic``): the entry's cosine divided by the
+best cosine among the candidates, as the bm25 part is divided by the best match, so the
+nearest entry weighs as much as the best word match whatever the model's cosines for the
+query. The trace's ``semantic`` part is the cosine itself (0 where the channel found
+nothing, so without the channel every score is what the lexical parts make it). Without
+a query memory is ordered most recent first (the score is the recency alone).
 Recall events are ranked by ``makad.core.recall`` from the same parts and more.
 """
 
@@ -94,6 +97,19 @@ class RankedEntry:
     parts: ScoreParts
 
 
+def best_similarity(similarities: Iterable[float | None]) -> float:
+    """The best cosine the semantic channel gave a candidate (0 when it found none)."""
+    return max((s for s in similarities if s is not None and math.isfinite(s) and s > 0), default=0.0)
+
+
+def similarity_part(cosine: float, best: float) -> float:
+    """A found entry's cosine normalized against the best one's (as ``bm25_part`` is):
+    the nearest entry 1."""
+    if cosine <= 0 or best <= 0:
+        return 0.0
+    return min(1.0, cosine / best)
+
+
 def matches(parts: ScoreParts) -> bool:
     """Whether a memory candidate matched the query through any channel: a word (bm25),
     a tag, or a semantic score (zero unless a channel sets it). An entry that matches
@@ -109,9 +125,11 @@ def score_entry(
     best: float,
     now_ms: int,
     similarity: float | None = None,
+    best_similar: float = 0.0,
 ) -> RankedEntry:
     """One entry's score and its parts (see module doc); ``best``: ``best_bm25`` of the lot;
-    ``similarity``: the semantic channel's cosine, when it found the entry."""
+    ``similarity``: the semantic channel's cosine, when it found the entry; ``best_similar``:
+    ``best_similarity`` of the lot (0: the entry's own cosine is the best)."""
     updated = entry.updated_at or entry.created_at
     recency = rounded(recency_part(now_ms - updated, MEMORY_HALF_LIFE_MS))
     if not terms:
@@ -125,7 +143,8 @@ def score_entry(
     w_bm25, w_recency, w_tags = MEMORY_WEIGHTS
     score = w_bm25 * parts.bm25 + w_recency * parts.recency + w_tags * parts.tags
     if parts.semantic:
-        score += MEMORY_SEMANTIC_WEIGHT * parts.semantic
+        best_cosine = best_similar if best_similar > 0 else parts.semantic
+        score += MEMORY_SEMANTIC_WEIGHT * rounded(similarity_part(parts.semantic, best_cosine))
     return RankedEntry(index, entry, rounded(score), parts)
 
 
@@ -140,17 +159,19 @@ def rank_entries(
 ) -> list[RankedEntry]:
     """Score entries and order them best first (most recent first without a query).
 
-    bm25 is normalized over ``normalize_over`` (default: ``entries``), so entries
-    that cannot be shown can still be scored without moving the others' scores.
-    ``similarity``: entry id → the semantic channel's cosine (only the entries it found).
+    bm25 and the semantic part are normalized over ``normalize_over`` (default:
+    ``entries``), so entries that cannot be shown can still be scored without moving the
+    others' scores. ``similarity``: entry id → the semantic channel's cosine (only the
+    entries it found).
     """
     similar = similarity or {}
     terms = query_terms(query)
     entries = list(entries)
     basis = entries if normalize_over is None else normalize_over
     best = best_bm25(bm25.get(e.id, 0.0) for e in basis) if terms else 0.0
+    best_similar = best_similarity(similar.get(e.id) for e in basis) if similar else 0.0
     ranked = [
-        score_entry(i, e, bm25.get(e.id), terms, best, now_ms, similar.get(e.id))
+        score_entry(i, e, bm25.get(e.id), terms, best, now_ms, similar.get(e.id), best_similar)
         for i, e in enumerate(entries)
     ]
     ranked.sort(key=lambda r: (-r.score, -(r.entry.updated_at or r.entry.created_at), r.entry.id, r.index))

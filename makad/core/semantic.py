@@ -18,7 +18,12 @@ trace). These rules are pure so that the same inputs always give the same candid
   scale: linearly, its baseline (its mean query/document cosine over a fixed set of
   unrelated sentences) onto ``REFERENCE_BASELINE`` and 1 onto 1.
 - **Memory.** The ``MEMORY_DENSE_K`` entries nearest the query with a cosine of at
-  least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity.
+  least ``MEMORY_MIN_COSINE`` join the candidates; only they carry a similarity, and
+  their score's semantic part is their cosine over the best candidate's
+  (``makad.core.ranking``). Memory's leftover room, after the entries that match (by a
+  word, a tag or the channel), goes first to the ``MEMORY_NEAR_K`` entries nearest the
+  query that match nothing, nearest first and whatever their cosine, then in fill order
+  (``memory_nearest``; ``makad.core.memory_segment``).
 - **History.** The ``RECALL_DENSE_K`` nearest events with a cosine of at least
   ``RECALL_MIN_COSINE`` join the full-text hits (their ``bm25`` 0); every hit the
   channel has a vector for carries its cosine, which also lifts the turns around it
@@ -43,6 +48,8 @@ from makad.core.types import Entry
 
 MEMORY_DENSE_K: Final = 20
 MEMORY_MIN_COSINE: Final = 0.2
+# How many entries past the matches fill memory's leftover room by their cosine first.
+MEMORY_NEAR_K: Final = 100
 RECALL_DENSE_K: Final = 50
 RECALL_MIN_COSINE: Final = 0.2
 SIMILAR_MIN_COSINE: Final = 0.6
@@ -140,6 +147,18 @@ def nearest(scores: Sequence[tuple[str, float]], k: int, floor: float) -> list[t
     kept = [(key, score) for key, score in scores if score >= floor]
     kept.sort(key=lambda pair: (-pair[1], pair[0]))
     return kept[:k]
+
+
+def memory_nearest(
+    scored: Sequence[tuple[str, float]], lexical: int
+) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+    """The memory rule on every entry's ``(id, cosine)``: the matches (the ``MEMORY_DENSE_K``
+    nearest at or above ``MEMORY_MIN_COSINE``) and the nearest whatever their cosine, best
+    first, as many as the leftover-room rule may need to find ``MEMORY_NEAR_K`` past the
+    matches (``lexical``: how many candidates full-text search found, which may match too)."""
+    ordered = nearest(scored, MEMORY_DENSE_K + lexical + MEMORY_NEAR_K, float("-inf"))
+    found = [pair for pair in ordered[:MEMORY_DENSE_K] if pair[1] >= MEMORY_MIN_COSINE]
+    return found, ordered
 
 
 def union_similar(fuzzy: Sequence[str], dense: Sequence[tuple[str, float]], limit: int) -> list[str]:

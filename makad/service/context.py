@@ -310,13 +310,15 @@ class ContextService:
 
     def _nearest(
         self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
-    ) -> tuple[list[Entry], dict[str, float]]:
-        """``entries`` and the level's entries nearest the query after them, with their cosines."""
-        found = self._ctx.semantic.memory_matches(ws, by_id, vector)
+    ) -> tuple[list[Entry], dict[str, float], list[tuple[str, float]]]:
+        """``entries`` and the level's entries nearest the query after them, with their
+        cosines; and the level's entries nearest the query whatever their cosine, with it
+        (``makad.core.semantic.memory_nearest``)."""
+        found, near = self._ctx.semantic.memory_matches(ws, by_id, vector, len(entries))
         chosen = {entry.id: entry for entry in entries}
         for entry_id, _ in found:
             chosen.setdefault(entry_id, by_id[entry_id])
-        return list(chosen.values()), dict(found)
+        return list(chosen.values()), dict(found), near
 
     def _gather(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> _Gathered:
         # The optional semantic channel embeds the query on a thread of its own meanwhile
@@ -341,6 +343,7 @@ class ContextService:
         entries: list[Entry] = []
         bm25: dict[str, float] = {}
         similarity: dict[str, float] = {}
+        near: list[tuple[str, float]] = []
         hashes: dict[str, str] = {}
         confidence: dict[str, str] = {}
         overridden: dict[str, str] = {}
@@ -349,7 +352,7 @@ class ContextService:
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
             if vector is not None:
-                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector.result())
+                entries, similarity, near = self._nearest(ws, plan.snapshot.by_id, entries, vector.result())
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -358,10 +361,11 @@ class ContextService:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
                 if vector is not None:
-                    user_entries, user_similar = self._nearest(
+                    user_entries, user_similar, user_near = self._nearest(
                         plan.user.ws, view.by_id, user_entries, vector.result()
                     )
                     similarity = {**similarity, **user_similar}
+                    near = sorted([*near, *user_near], key=lambda pair: (-pair[1], pair[0]))
                 if user_entries:
                     user_from = len(entries)
                     # The candidates' hashes only: the snapshot's cache grows with every call.
@@ -411,6 +415,7 @@ class ContextService:
             memory_entries=entries,
             memory_bm25=bm25,
             memory_similarity=similarity,
+            memory_near=[entry_id for entry_id, _ in near],
             memory_fill=fill,
             already_shown=already_shown,
             memory_confidence=confidence,

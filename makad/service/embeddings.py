@@ -383,20 +383,19 @@ class SemanticChannel:
         return index
 
     def memory_matches(
-        self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any
-    ) -> list[tuple[str, float]]:
-        """The entries nearest ``vector`` (``makad.core.semantic``'s memory rule), by id;
-        those without a vector yet are queued for the indexer."""
+        self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any, lexical: int = 0
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """The entries nearest ``vector`` by id: ``makad.core.semantic.memory_nearest``'s
+        matches and its nearest whatever their cosine (``lexical``: how many candidates
+        full-text search found); those without a vector yet are queued for the indexer."""
         index = self._index(ws)
         if index is None or vector is None:
-            return []
+            return [], []
         np = self._np
         searched = index.searched
         if searched is not None and searched[0] is by_id:
             _, ids, matrix = searched
-            sims = self._calibrated(matrix @ vector)
-            scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
-            return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
+            return self._memory_nearest(ids, matrix @ vector, lexical)
         ids = []
         rows: list[Any] = []
         missing: list[str] = []
@@ -412,13 +411,24 @@ class SemanticChannel:
             self.queue_texts(index, missing)
             self._wake.set()
         if not rows:
-            return []
+            return [], []
         matrix = np.stack(rows)
         if not missing:
             index.searched = (by_id, ids, matrix)
-        sims = self._calibrated(matrix @ vector)
-        scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
-        return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
+        return self._memory_nearest(ids, matrix @ vector, lexical)
+
+    def _memory_nearest(
+        self, ids: Sequence[str], cosines: Any, lexical: int
+    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """``memory_nearest`` over the calibrated ``cosines`` of ``ids``: only the rows that
+        can be among its nearest are handed to it (a partial sort in numpy)."""
+        sims = self._calibrated(cosines)
+        want = rules.MEMORY_DENSE_K + lexical + rules.MEMORY_NEAR_K
+        rows = range(len(ids))
+        if len(ids) > want:
+            rows = self._np.argpartition(-sims, want - 1)[:want].tolist()
+        scored = [(ids[row], float(sims[row])) for row in rows]
+        return rules.memory_nearest(scored, lexical)
 
     def similar(
         self, ws: Workspace, content: str, candidates: Sequence[Entry], exclude: str | None = None

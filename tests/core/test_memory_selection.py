@@ -23,6 +23,7 @@ from makad.core.memory_select import (
     with_pin,
 )
 from makad.core.render import entry_hash
+from makad.core.semantic import MEMORY_NEAR_K
 from makad.core.strategies import curator as cur
 from makad.core.strategies import strategy
 from makad.core.tokens import HeuristicCounter
@@ -172,6 +173,88 @@ def test_matched_entries_past_top_k_come_before_unmatched_ones() -> None:
     assert len(order) > 4
 
 
+def test_entries_nearest_the_query_fill_before_the_fill_order() -> None:
+    """With the semantic channel's nearest entries (memory_near), leftover room goes to them,
+    nearest first, after the matches and before confidence and recency."""
+    matched = entry("hit", content="deploy on tuesdays " * 3)
+    manual = [entry(f"man{i}", content="lorem " * 30, origin="manual", age_days=i / 100) for i in range(30)]
+    imported = [entry(f"imp{i}", content="lorem " * 30, origin="imported") for i in range(30)]
+    everything = [matched, *manual, *imported]
+    params = inputs(
+        budget_tokens=2_000,
+        query="deploy",
+        memory_entries=[matched],
+        memory_bm25={"hit": -3.0},
+        memory_fill=[fill(*everything)],
+        history=long_history(),
+    )
+    plain = shown(assemble(params))
+    assert plain[1:3] == ["memory:man0", "memory:man1"]
+    near = ["hit", "imp7", "imp3", "man29"]  # a match among them is no filler
+    pack = assemble(msgspec.structs.replace(params, memory_near=near))
+    order = shown(pack)
+    assert order[:4] == ["memory:hit", "memory:imp7", "memory:imp3", "memory:man29"]
+    assert order[4:] == [f"memory:man{i}" for i in range(len(order) - 4)]  # then the fill order
+    assert len(order) == len(plain)
+    check_pack(pack, 2_000)
+
+
+def test_a_near_candidate_that_matches_nothing_fills_first_too() -> None:
+    """A candidate that matched nothing and an entry only the fill order holds are both taken
+    in memory_near's order."""
+    matched = entry("hit", content="deploy on tuesdays " * 3)
+    unmatched = entry("cand", content="lorem " * 30, origin="imported")
+    others = [entry(f"man{i}", content="lorem " * 30, origin="manual") for i in range(30)]
+    pack = assemble(
+        inputs(
+            budget_tokens=2_000,
+            query="deploy",
+            memory_entries=[matched, unmatched],
+            memory_bm25={"hit": -3.0},
+            memory_fill=[fill(matched, unmatched, *others)],
+            memory_near=["man20", "cand"],
+            history=long_history(),
+        )
+    )
+    assert shown(pack)[:3] == ["memory:hit", "memory:man20", "memory:cand"]
+
+
+def test_at_most_memory_near_k_entries_fill_by_their_cosine() -> None:
+    """Past MEMORY_NEAR_K near entries that match nothing, the fill order takes over."""
+    entries = [entry(f"e{i:03d}", content="lorem " * 4, origin="imported") for i in range(MEMORY_NEAR_K + 10)]
+    best = entry("best", content="lorem " * 4, origin="manual")  # first in fill order
+    near = [e.id for e in reversed(entries)]  # the last entry nearest
+    pack = assemble(
+        inputs(
+            budget_tokens=100_000,
+            query="deploy",
+            memory_fill=[fill(best, *entries)],
+            memory_near=near,
+            limits=ContextLimits(memory_small_max_tokens=0),
+            history=long_history(),
+        )
+    )
+    order = shown(pack)
+    assert order[:MEMORY_NEAR_K] == [f"memory:{i}" for i in near[:MEMORY_NEAR_K]]
+    assert order[MEMORY_NEAR_K] == "memory:best"  # the fill order, past the hundred
+    assert len(order) == len(entries) + 1
+
+
+def test_memory_near_changes_nothing_a_selection_chose() -> None:
+    """A strategy's selection is packed as chosen, whatever memory_near says."""
+    entries = many(5, words=5)
+    params = inputs(
+        budget_tokens=2_000,
+        query="x",
+        memory_entries=entries,
+        selection=["memory:e003", "memory:e001"],
+        history=long_history(),
+    )
+    before = shown(assemble(params))
+    after = shown(assemble(msgspec.structs.replace(params, memory_near=["e004", "e002"])))
+    assert after == before and "memory:e004" not in after
+
+
 def test_unmatched_entries_do_not_ask_for_more_room() -> None:
     """Entries left out only for lack of fill room do not take history's room: memory keeps
     its own cap, and gets only the crumbs history could not use."""
@@ -183,6 +266,31 @@ def test_unmatched_entries_do_not_ask_for_more_room() -> None:
     assert used <= 400 + (2_000 - used - history)
     assert history >= 2_000 - 400 - 100  # all but less than one more message of it
     assert rows(pack) and {r for inc, r in rows(pack).values() if not inc} == {"budget"}
+
+
+def test_matches_over_memorys_share_leave_no_budget_unused_while_entries_could_fill() -> None:
+    """When the matching entries alone take more than memory's share and the history is short,
+    what no kind uses goes to more memory entries instead of staying unused."""
+    matched = [entry(f"m{i}", content="deploy " + "lorem " * 50) for i in range(8)]
+    others = many(40, words=30)
+    budget = 2_000
+    pack = assemble(
+        inputs(
+            budget_tokens=budget,
+            query="deploy",
+            memory_entries=matched,
+            memory_bm25={e.id: -1.0 - i / 10 for i, e in enumerate(matched)},
+            memory_fill=[fill(*matched, *others)],
+            history=conversation(turns=1, words=10),
+        )
+    )
+    check_pack(pack, budget)
+    order = shown(pack)
+    assert set(order[:8]) == {f"memory:{e.id}" for e in matched}
+    assert len(order) > 8  # the fill got what history and recall left
+    assert 0 < len(order) < 48
+    smallest = min(COUNTER.count(f"title {e.id}\n{e.content}") for e in others)
+    assert budget - pack.total_tokens < smallest + 40  # no room left for one more entry
 
 
 def test_unmatched_entries_leave_recall_its_share_and_a_cut_summary_its_flow() -> None:
@@ -487,11 +595,14 @@ def memory_inputs(draw: st.DrawFn) -> ContextInputs:
         for i in range(count)
     ]
     candidates = [e for e in entries if is_pinned(e) or draw(st.booleans())]
+    near = draw(st.permutations([e.id for e in entries])) if draw(st.booleans()) else []
     return inputs(
         budget_tokens=draw(st.integers(200, 6_000)),
         query=draw(st.sampled_from([None, "w", "zz"])),
         memory_entries=candidates,
         memory_bm25={e.id: -1.0 for e in candidates if draw(st.booleans())},
+        memory_similarity={e.id: 0.5 for e in candidates if draw(st.integers(0, 4)) == 0},
+        memory_near=near,
         memory_fill=[fill_order(entries, NOW, {})],
         history=conversation(draw(st.integers(0, 40)), 30),
     )
@@ -528,12 +639,20 @@ def _with_and_without_prefix(params: ContextInputs) -> tuple[bytes, bytes, int]:
     candidates=st.sets(st.integers(min_value=0, max_value=80), max_size=8),
     budget=st.sampled_from([300, 800, 1_500, 4_000]),
     query=st.sampled_from([None, "note", "lorem"]),
+    near=st.lists(st.integers(min_value=0, max_value=80), max_size=12, unique=True),
 )
 def test_starting_the_fill_after_its_shown_prefix_changes_no_pack(
-    count: int, shown_upto: int, gaps: set[int], candidates: set[int], budget: int, query: str | None
+    count: int,
+    shown_upto: int,
+    gaps: set[int],
+    candidates: set[int],
+    budget: int,
+    query: str | None,
+    near: list[int],
 ) -> None:
     """Passing over the fill's shown prefix as one step gives the pack a step by step walk
-    gives: with candidates inside the prefix, gaps after it, any budget or query."""
+    gives: with candidates inside the prefix, gaps after it, entries nearest the query
+    anywhere, any budget or query."""
     entries = [entry(f"f{i:03d}", content=f"note {i} " + "lorem " * (i % 7 * 5)) for i in range(count)]
     shown_before = {f"memory:{e.id}": entry_hash(e) for i, e in enumerate(entries) if i < shown_upto}
     for gap in gaps:
@@ -545,6 +664,7 @@ def test_starting_the_fill_after_its_shown_prefix_changes_no_pack(
         memory_entries=picked,
         memory_bm25={e.id: -1.0 for e in picked} if query else {},
         memory_fill=[fill(*entries)],
+        memory_near=[f"f{i:03d}" for i in near],
         already_shown=shown_before,
         history=long_history(),
     )

@@ -53,6 +53,47 @@ def test_similarity_adds_a_semantic_part_only_where_found() -> None:
     assert ranked[0].score > ranked[1].score and ranked[1].score == plain[1].score
 
 
+def test_the_semantic_score_is_the_cosine_over_the_best_one() -> None:
+    """The nearest entry's semantic part weighs as much as the best word match (its cosine
+    over the best candidate's), the others in proportion; the trace's part is the cosine."""
+    entries = [
+        _entry("a", "Deploys", "On Tuesdays."),
+        _entry("b", "Package manager", "Always pnpm."),
+        _entry("c", "Editor", "Vim."),
+    ]
+    ranked = rank_entries(entries, {"c": -2.0}, "which installer", NOW, similarity={"a": 0.2, "b": 0.4})
+    parts = {r.entry.id: r for r in ranked}
+    assert (parts["a"].parts.semantic, parts["b"].parts.semantic) == (0.2, 0.4)
+    recency = 0.2 * parts["c"].parts.recency
+    # b is the nearest: 0.7 × 1, as much as c's best word match (0.7 × 1); a is half as near.
+    assert parts["b"].score == parts["c"].score == round(0.7 + recency, 6)
+    assert parts["a"].score == round(0.35 + recency, 6)
+    only = rank_entries(entries[:1], {}, "which installer", NOW, similarity={"a": 0.2})
+    assert only[0].score == round(0.7 + recency, 6) and only[0].parts.semantic == 0.2
+
+
+def test_the_best_cosine_is_taken_over_the_entries_that_can_be_shown() -> None:
+    """An entry outside ``normalize_over`` does not set the scale of the others."""
+    entries = [_entry("a", "Deploys"), _entry("gone", "Archived")]
+    ranked = rank_entries(
+        entries, {}, "when", NOW, normalize_over=entries[:1], similarity={"a": 0.3, "gone": 0.6}
+    )
+    scores = {r.entry.id: r.score for r in ranked}
+    assert scores["a"] == scores["gone"]  # both at the top of the scale: 0.3 is the best shown
+
+
+def test_memory_nearest_keeps_the_matches_and_orders_the_rest() -> None:
+    """Matches are the MEMORY_DENSE_K best above the floor; the nearest run past them, whatever
+    their cosine, as far as the lexical candidates and MEMORY_NEAR_K need."""
+    scored = [(f"e{i:03d}", 0.9 - i * 0.006) for i in range(300)]
+    found, near = semantic.memory_nearest(list(reversed(scored)), 7)
+    assert found == scored[: semantic.MEMORY_DENSE_K]
+    assert near == scored[: semantic.MEMORY_DENSE_K + 7 + semantic.MEMORY_NEAR_K]
+    assert near[-1][1] < semantic.MEMORY_MIN_COSINE  # no floor past the matches
+    low = [("a", 0.1), ("b", 0.25), ("c", -0.2)]
+    assert semantic.memory_nearest(low, 0) == ([("b", 0.25)], [("b", 0.25), ("a", 0.1), ("c", -0.2)])
+
+
 def test_calibrated_maps_a_baseline_onto_the_reference() -> None:
     """A model's baseline cosine becomes the reference one, 1 stays 1, the reference model's
     cosines stay as they are, and a baseline of 1 changes nothing."""

@@ -113,6 +113,47 @@ async def test_entry_found_by_meaning_shows_its_semantic_part(semantic: InProces
     )
 
 
+# Entries near "which installer should the frontend use for its JS deps?" without a word of
+# it, more of them than the channel's matches (``MEMORY_DENSE_K``).
+NEAR_PNPM = [
+    (f"Package manager of {name}", f"{name} gets JavaScript packages through pnpm; never npm or yarn.")
+    for name in (
+        "checkout", "billing", "search", "admin", "landing", "docs", "mobile", "widgets", "reports",
+        "onboarding", "gallery", "chat", "calendar", "maps", "inbox", "profile", "status", "pricing",
+        "careers", "blog", "partners", "support", "labs", "studio", "wallet", "forum",
+    )
+]  # fmt: skip
+UNRELATED = [
+    (f"Plant {i}", f"Water plant number {i} in room {i} every {i % 6 + 2} days; it likes shade.")
+    for i in range(24)
+]
+
+
+async def test_leftover_memory_room_goes_to_the_entries_nearest_the_query(semantic: InProcessDaemon) -> None:
+    """After the entries that match, memory fills with those nearest the query by meaning,
+    though newer entries come first in the fill order; the nearest entry's score counts its
+    semantic part in full while the trace shows its cosine."""
+    ws = str(semantic.workspace)
+    async with semantic.client() as c:
+        await c.call("set_settings", workspace=ws, agentReadEnabled=True)
+        for title, content in [*NEAR_PNPM, *UNRELATED]:  # the unrelated ones newer
+            await c.call("add_entry", workspace=ws, title=title, content=content)
+        await pack(c, ws, "warm up")
+        await caught_up(c)
+        result = await pack(c, ws, "which installer should the frontend use for its JS deps?", budget=4000)
+    rows = {row["sourceId"]: row for row in result["trace"]["candidates"] if row["kind"] == "memory"}
+    by_title = {row["title"]: row for row in rows.values()}
+    shown = next(s["sourceIds"] for s in result["segments"] if s["kind"] == "memory")
+    near = {by_title[title]["sourceId"] for title, _ in NEAR_PNPM if title in by_title}
+    assert len(shown) > len(NEAR_PNPM)
+    assert set(shown[: len(NEAR_PNPM)]) == near and len(near) == len(NEAR_PNPM)
+    # Some of them were no match (the channel matches 20 at most): only nearness put them there.
+    assert any(by_title[title]["parts"]["semantic"] == 0 for title, _ in NEAR_PNPM)
+    best = max(rows.values(), key=lambda row: row["parts"]["semantic"])
+    assert 0 < best["parts"]["semantic"] < 1 and best["parts"]["bm25"] == 0
+    assert best["score"] == pytest.approx(0.7 + 0.2 * best["parts"]["recency"], abs=2e-6)
+
+
 async def test_paraphrased_proposal_finds_its_near_duplicate(semantic: InProcessDaemon) -> None:
     """A proposal saying what an entry says in other words names it in similarTo."""
     ws = str(semantic.workspace)
