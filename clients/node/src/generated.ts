@@ -1638,7 +1638,7 @@ export interface Methods {
     result: HistoryResult;
     errors: "invalid_workspace" | "not_found";
   };
-  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits). */
+  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits). */
   import_memories: {
     params: {
       workspace: string;

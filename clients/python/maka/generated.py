@@ -2045,7 +2045,7 @@ class Methods:
         return cast("HistoryResult", self._call("memory_history", dict(params)))
 
     def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -2398,7 +2398,7 @@ class AsyncMethods:
         return cast("HistoryResult", await self._call("memory_history", dict(params)))
 
     async def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
