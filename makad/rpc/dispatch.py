@@ -25,6 +25,7 @@ import structlog
 
 from makad import logs
 from makad.errors import MakadError
+from makad.rpc.allowed import allowed_values
 from makad.rpc.jsonrpcserver_parts import (
     NOID,
     Error,
@@ -328,15 +329,13 @@ class Dispatcher:
             except msgspec.ValidationError as exc:
                 text = str(exc)
                 match = _PATH.search(text)
-                return Error(
-                    INVALID_PARAMS,
-                    "Invalid params",
-                    {
-                        "kind": "invalid_params",
-                        "path": match.group(1) if match else "$",
-                        "reason": _PATH.sub("", text),
-                    },
-                )
+                path = match.group(1) if match else "$"
+                data = {"kind": "invalid_params", "path": path, "reason": _PATH.sub("", text)}
+                if text.startswith("Invalid enum value"):
+                    allowed = allowed_values(params_type, path)
+                    if allowed:
+                        data["allowed"] = list(allowed)
+                return Error(INVALID_PARAMS, "Invalid params", data)
             started = time.perf_counter() if logs.debug_enabled else 0.0
             try:
                 result = await handler(params, context)

@@ -22,7 +22,9 @@ class Consolidates(Params):
 class ProposeParams(WorkspaceParams):
     title: str
     content: str
-    origin: Literal["extracted", "imported", "manual", "unknown"] = "extracted"
+    # The agent's path: the user's own entries go through add_entry, other tools'
+    # memories through import_memories.
+    origin: Literal["extracted"] = "extracted"
     tags: list[str] = []
     scope: Literal["workspace", "session", "global"] = "workspace"
     session_id: str | None = None

@@ -143,3 +143,17 @@ def test_empty_positional_params_are_invalid(conn: RawConnection) -> None:
     """An empty params array is still positional: -32602."""
     reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": [], "id": 4})
     assert reply["error"]["code"] == -32602
+
+
+def test_a_value_outside_an_enum_names_the_allowed_ones(conn: RawConnection, daemon: DaemonProcess) -> None:
+    """A value outside a field's fixed set is -32602 with data.allowed listing the set; the daemon serves on."""
+    params = {"workspace": str(daemon.workspace), "format": "yaml"}
+    reply = conn.request({"jsonrpc": "2.0", "method": "export_memories", "params": params, "id": 5})
+    data = reply["error"]["data"]
+    assert reply["error"]["code"] == -32602 and data["kind"] == "invalid_params"
+    assert data["path"] == "$.format" and data["allowed"] == ["json", "markdown"]
+    typed = conn.request(
+        {"jsonrpc": "2.0", "method": "export_memories", "params": {**params, "format": 3}, "id": 6}
+    )
+    assert typed["error"]["data"]["path"] == "$.format" and "allowed" not in typed["error"]["data"]
+    assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 7})["result"] == "pong"

@@ -752,7 +752,7 @@ export interface ProposeParams {
   title: string;
   content: string;
   /** @default "extracted" */
-  origin?: "extracted" | "imported" | "manual" | "unknown";
+  origin?: "extracted";
   /** @default [] */
   tags?: string[];
   /** @default "workspace" */
@@ -1568,7 +1568,7 @@ export interface Methods {
       title: string;
       content: string;
       /** @default "extracted" */
-      origin?: "extracted" | "imported" | "manual" | "unknown";
+      origin?: "extracted";
       /** @default [] */
       tags?: string[];
       /** @default "workspace" */

@@ -785,7 +785,7 @@ class ProposeParams(TypedDict):
     title: str
     content: str
     # default: "extracted"
-    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    origin: NotRequired[Literal["extracted"]]
     # default: []
     tags: NotRequired[list[str]]
     # default: "workspace"
@@ -1556,7 +1556,7 @@ class ProposeArgs(TypedDict):
     title: str
     content: str
     # default: "extracted"
-    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    origin: NotRequired[Literal["extracted"]]
     # default: []
     tags: NotRequired[list[str]]
     # default: "workspace"
