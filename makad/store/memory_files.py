@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import errno
 import hashlib
+import os
 import re
 import stat
 import time
@@ -53,14 +54,23 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def generalize(exc: OSError) -> IOFailure:
-    if exc.errno == errno.ENOSPC:
-        return IOFailure("the disk is full", reason="disk_full")
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return IOFailure("permission denied on the memory directory", reason="permission_denied")
-    if exc.errno == errno.EISDIR:
-        return IOFailure("a memory file is a directory", reason="not_a_file")
-    return IOFailure("the memory file could not be read or written", reason="io_error")
+def generalize(
+    exc: OSError, file: str, doing: str = "read or written", label: str | None = None
+) -> IOFailure:
+    """The IOFailure the wire shows for ``exc``: ``data.file`` is the name of the file or
+    directory (never its full path, which may hold private words), ``data.osError`` the
+    system's reason and ``data.errno`` its symbol; ``label`` names it in the message."""
+    code = exc.errno or 0
+    why = os.strerror(code) if code else "unknown error"
+    detail = {"file": file, "osError": why, "errno": errno.errorcode.get(code, "")}
+    name = label or file
+    if code == errno.ENOSPC:
+        return IOFailure(f"the disk is full: {name} could not be written", reason="disk_full", **detail)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return IOFailure(f"{name} could not be {doing}: {why}", reason="permission_denied", **detail)
+    if code == errno.EISDIR:
+        return IOFailure(f"{name} is a directory, not a file", reason="not_a_file", **detail)
+    return IOFailure(f"{name} could not be {doing}: {why}", reason="io_error", **detail)
 
 
 def check_not_symlink(path: Path, what: str) -> None:
@@ -88,7 +98,7 @@ def read_memory_file(
     except FileNotFoundError:
         settled = None
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, path.name, "read") from None
     if settled is None:
         return FileRead(None, None, 0, missing=True)
     st, data = settled
@@ -118,7 +128,7 @@ def ensure_memory_dir(memory_dir: Path) -> None:
     try:
         memory_dir.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, memory_dir.name, "created", label="the memory directory") from None
     if not memory_dir.is_dir():
         raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
 
@@ -132,7 +142,7 @@ def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Repl
     try:
         return replace_verified(path, text.encode("utf-8", "surrogateescape"), **terms)
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, path.name, "written") from None
 
 
 _TEMP_NAME = re.compile(r"^\.(MEMORY|PENDING)\.md\..+\.tmp$")
@@ -167,7 +177,7 @@ def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
     try:
         _save_backup(backups_dir, file_kind, text)
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, backups_dir.name, "written", label=f"a backup of {file_kind}.md") from None
 
 
 def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
@@ -235,7 +245,7 @@ def rewrite_backups(backups_dir: Path, transform: Callable[[str], str]) -> int:
         try:
             data = read_if_regular(path)
         except OSError as exc:
-            raise generalize(exc) from None
+            raise generalize(exc, path.name, "read", label=f"the backup {path.name}") from None
         if data is None:  # pruned by a concurrent write since the listing, or not a backup
             continue
         text = data.decode("utf-8", "surrogateescape")
@@ -245,6 +255,6 @@ def rewrite_backups(backups_dir: Path, transform: Callable[[str], str]) -> int:
         try:
             _write_private(backups_dir, path.name, new)
         except OSError as exc:
-            raise generalize(exc) from None
+            raise generalize(exc, path.name, "written", label=f"the backup {path.name}") from None
         rewritten += 1
     return rewritten
