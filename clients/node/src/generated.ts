@@ -1252,7 +1252,10 @@ export interface ToolCall {
  * - `owned_elsewhere`: lines of the summary left out because the working state
  *   shows them, and attention lines the working state, the summary, memory or the
  *   session's own history already carry (one segment per fact,
- *   `makad.core.ownership`); `dropped` counts them under `owned_elsewhere`.
+ *   `makad.core.ownership`); `dropped` counts them under `owned_elsewhere`;
+ * - `empty_reason`: set when the pack has no segment and no message, why
+ *   (`makad.core.empty_pack`): `reads_off`, `incognito`, `memory_unavailable`,
+ *   `nothing_yet`, `nothing_matched` or `budget_too_small`.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1275,6 +1278,8 @@ export interface Trace {
   curator?: CuratorTrace | null;
   /** @default [] */
   ownedElsewhere?: OwnedLine[];
+  /** @default null */
+  emptyReason?: "budget_too_small" | "incognito" | "memory_unavailable" | "nothing_matched" | "nothing_yet" | "reads_off" | null;
 }
 
 /**

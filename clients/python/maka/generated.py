@@ -1292,7 +1292,10 @@ class Trace(TypedDict):
     - ``owned_elsewhere``: lines of the summary left out because the working state
       shows them, and attention lines the working state, the summary, memory or the
       session's own history already carry (one segment per fact,
-      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``.
+      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
+    - ``empty_reason``: set when the pack has no segment and no message, why
+      (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
+      ``nothing_yet``, ``nothing_matched`` or ``budget_too_small``.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1315,6 +1318,8 @@ class Trace(TypedDict):
     curator: NotRequired[CuratorTrace | None]
     # default: []
     ownedElsewhere: NotRequired[list[OwnedLine]]
+    # default: null
+    emptyReason: NotRequired[Literal["budget_too_small", "incognito", "memory_unavailable", "nothing_matched", "nothing_yet", "reads_off"] | None]
 
 
 class TraceCandidate(TypedDict):
