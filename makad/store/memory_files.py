@@ -109,10 +109,12 @@ def read_memory_file(
     signature = signature_of(st)
     if len(data) > max_bytes:
         return FileRead(None, None, st.st_size, too_large=True, signature=signature, mtime_ns=st.st_mtime_ns)
-    if data.startswith(_WIDE_BOMS):
+    if data.startswith(_WIDE_BOMS) or looks_wide(data):
         # Read byte by byte as UTF-8 it holds no entry, and the daemon's UTF-8 writes
         # would make it a mix no editor reads: refused, and left as it is, until saved as UTF-8.
-        raise IOFailure("a memory file is saved as UTF-16 or UTF-32: save it as UTF-8", reason="utf16")
+        raise IOFailure(
+            f"{path.name} is saved as UTF-16 or UTF-32: save it as UTF-8", reason="utf16", file=path.name
+        )
     text = data.decode("utf-8", "surrogateescape")
     return FileRead(
         text, hashlib.sha256(data).hexdigest(), len(data), signature=signature, mtime_ns=st.st_mtime_ns
@@ -121,6 +123,20 @@ def read_memory_file(
 
 # Byte-order marks of UTF-16 (and so of UTF-32 LE) and UTF-32 BE.
 _WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+# How much of a file the check for UTF-16 without a mark looks at.
+_WIDE_SAMPLE_BYTES = 4096
+
+
+def looks_wide(data: bytes) -> bool:
+    """Whether ``data`` is UTF-16 (or UTF-32) text without a byte-order mark: NUL bytes at
+    alternating positions — at least every other even or every other odd byte of its
+    start is NUL, as the high (or low) half of each ASCII character in UTF-16 is. UTF-8
+    text holds no NUL at all, so a few stray ones never pass."""
+    sample = data[:_WIDE_SAMPLE_BYTES]
+    pairs = len(sample) // 2
+    if pairs == 0:
+        return False
+    return max(sample[0::2].count(0), sample[1::2].count(0)) * 2 >= pairs
 
 
 def ensure_memory_dir(memory_dir: Path) -> None:
