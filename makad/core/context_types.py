@@ -25,6 +25,10 @@ SegmentKind = Literal["memory", "working_state", "summary", "attention", "recall
 SEGMENT_KINDS: tuple[SegmentKind, ...] = ("working_state", "summary", "memory", "attention", "recall")
 AllocationKind = Literal["memory", "working_state", "summary", "attention", "recall", "history"]
 Role = Literal["user", "assistant", "tool", "system"]
+# Why a pack is empty (``makad.core.empty_pack``).
+EmptyReason = Literal[
+    "reads_off", "incognito", "memory_unavailable", "nothing_yet", "nothing_matched", "budget_too_small"
+]
 
 
 class _Wire(msgspec.Struct, kw_only=True, rename="camel"):
@@ -160,7 +164,10 @@ class Trace(_Wire):
     - ``owned_elsewhere``: lines of the summary left out because the working state
       shows them, and attention lines the working state, the summary, memory or the
       session's own history already carry (one segment per fact,
-      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``.
+      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
+    - ``empty_reason``: set when the pack has no segment and no message, why
+      (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
+      ``nothing_yet``, ``nothing_matched`` or ``budget_too_small``.
     """
 
     path: Literal["fast", "bounded", "slow", "fallback"]
@@ -177,6 +184,7 @@ class Trace(_Wire):
     strategy: str = "deterministic"
     curator: CuratorTrace | None = None
     owned_elsewhere: list[OwnedLine] = []
+    empty_reason: EmptyReason | None = None
 
 
 class ContextPack(_Wire):

@@ -25,6 +25,7 @@ import structlog
 
 from makad import logs
 from makad.errors import MakadError
+from makad.rpc.allowed import allowed_values
 from makad.rpc.jsonrpcserver_parts import (
     NOID,
     Error,
@@ -249,8 +250,10 @@ def _check_request(obj: Any) -> dict[str, Any] | None:
         return _invalid_request('"jsonrpc" must be exactly "2.0"', id_)
     if not isinstance(obj.get("method"), str):
         return _invalid_request('"method" must be a string', id_)
-    if "params" in obj and not isinstance(obj["params"], (dict, list)):
-        return _invalid_request('"params" must be an object or an array', id_)
+    params = obj.get("params")
+    # ``"params": null`` is taken for no params: a method that needs some says which.
+    if params is not None and not isinstance(params, (dict, list)):
+        return _invalid_request('"params" must be an object, an array or null', id_)
     return None
 
 
@@ -315,6 +318,7 @@ class Dispatcher:
         # A method without params (ping) called without any gets this one instance: it
         # has no field a handler could change, and converting {} would only rebuild it.
         no_params = params_type() if not params_type.__struct_fields__ else None
+        required = [f.encode_name for f in msgspec.structs.fields(params_type) if f.required]
 
         async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
             if args:
@@ -328,15 +332,19 @@ class Dispatcher:
             except msgspec.ValidationError as exc:
                 text = str(exc)
                 match = _PATH.search(text)
-                return Error(
-                    INVALID_PARAMS,
-                    "Invalid params",
-                    {
-                        "kind": "invalid_params",
-                        "path": match.group(1) if match else "$",
-                        "reason": _PATH.sub("", text),
-                    },
-                )
+                path = match.group(1) if match else "$"
+                data: dict[str, Any] = {"kind": "invalid_params", "path": path, "reason": _PATH.sub("", text)}
+                message = "Invalid params"
+                if text.startswith("Invalid enum value"):
+                    allowed = allowed_values(params_type, path)
+                    if allowed:
+                        data["allowed"] = list(allowed)
+                elif text.startswith("Object missing required field") and path == "$":
+                    data["required"] = required
+                    data["missing"] = missing = [name for name in required if name not in kwargs]
+                    if not kwargs:  # params null, {} or none at all
+                        message = f"{spec.name} needs params: {', '.join(missing)}"
+                return Error(INVALID_PARAMS, message, data)
             started = time.perf_counter() if logs.debug_enabled else 0.0
             try:
                 result = await handler(params, context)
@@ -484,6 +492,8 @@ class Dispatcher:
         if invalid is not None:
             return invalid
         params = obj.get("params", _NO_PARAMS)
+        if params is None:
+            params = _NO_PARAMS
         # ``Request(...)``: built as the tuple it is, without its generated ``__new__``.
         request: Request = _new_tuple(Request, (obj["method"], params, obj.get("id", NOID)))
         method = self._methods.get(request.method)

@@ -41,6 +41,7 @@ from makad.core.context_types import (
     SegmentKind,
     Skipped,
 )
+from makad.core.empty_pack import empty_reason
 from makad.core.history import message_tokens
 from makad.core.levels import user_level_id
 from makad.core.memory_segment import shown_prefix
@@ -179,6 +180,18 @@ class ContextService:
             # hops are not free.
             pack = await in_thread(self._gather_and_assemble, ws, plan, source)
         self._paths.setdefault(plan.workspace, Counter())[pack.trace.path] += 1
+        if not pack.segments and not pack.messages:
+            entries = (len(snapshot.by_id) if snapshot is not None else 0) + (
+                len(user.view.snapshot.by_id) if user is not None else 0
+            )
+            reason = empty_reason(
+                pack,
+                reads_off=not (settings.enabled and settings.agent_read_enabled),
+                incognito=settings.incognito or incognito,
+                memory_entries=entries,
+            )
+            trace = msgspec.structs.replace(pack.trace, empty_reason=reason)
+            pack = msgspec.structs.replace(pack, trace=trace)
         return pack
 
     def _gather_and_assemble(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> ContextPack:

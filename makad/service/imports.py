@@ -49,12 +49,13 @@ class ImportService:
             data, files_, filename = await in_limited_thread(
                 self._import_readers, read_import_source, params.path, params.data
             )
-            # Recognising the format reads the whole input too: off the event loop as well.
+            where = "$.path" if params.path is not None else "$.data"
+            # Checking and recognising the input reads all of it: off the event loop as well.
             parsed = await in_limited_thread(
-                self._import_readers, _parse, params.format, data, files_, filename
+                self._import_readers, _parse, params.format, data, files_, filename, where
             )
             if not parsed.items:
-                raise nothing_found(parsed, "$.path" if params.path is not None else "$.data")
+                raise nothing_found(parsed, where)
             progress = ImportProgress(peer, params.workspace, len(parsed.items)) if params.progress else None
             # Redaction and the canonical form, off the event loop: the heavy part of an import.
             cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
@@ -186,13 +187,19 @@ def _clean_items(
     return out
 
 
+def accepted() -> str:
+    """The formats an import reads, for a message."""
+    return ", ".join(importers.FORMATS)
+
+
 def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
     """The error for a file in which the chosen format found no memory at all."""
     expected = importers.EXPECTED[parsed.format]
     return InvalidParams(
         f"no memories found reading it as {parsed.format}: expected {expected}; "
-        "pass format to read it as another one",
+        f"it can be read as another format: {accepted()}",
         path=path,
+        reason="no_memories",
         format=parsed.format,
         expected=expected,
         formats=list(importers.FORMATS),
@@ -200,9 +207,38 @@ def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
     )
 
 
+def not_importable(data: str, files: dict[str, str] | None, path: str) -> InvalidParams | None:
+    """The error for input that is no text export at all — binary (any file of a
+    directory too), or empty — or None; nothing is parsed or queued from it."""
+    named = [("the file" if path == "$.path" else "data", data)] if files is None else sorted(files.items())
+    for name, text in named:
+        reason = importers.binary_reason(text)
+        if reason is not None:
+            return InvalidParams(
+                f"{name} is not text: {reason}; an import reads a text export in one of "
+                f"these formats: {accepted()}",
+                path=path,
+                reason="binary",
+                **({"file": name} if files is not None else {}),
+                formats=list(importers.FORMATS),
+            )
+    if files is None and not data.strip():
+        return InvalidParams(
+            f"{'the file' if path == '$.path' else 'data'} is empty: there is nothing to import "
+            f"(an import reads a text export in one of these formats: {accepted()})",
+            path=path,
+            reason="empty",
+            formats=list(importers.FORMATS),
+        )
+    return None
+
+
 def _parse(
-    requested: str | None, data: str, files: dict[str, str] | None, filename: str | None
+    requested: str | None, data: str, files: dict[str, str] | None, filename: str | None, path: str
 ) -> importers.ImportResult:
+    refused = not_importable(data, files, path)
+    if refused is not None:
+        raise refused
     return importers.parse(data, _format_of(requested, data, files, filename), files=files)
 
 
@@ -228,7 +264,12 @@ def _format_of(
     """The format asked for, else Claude Code's for a directory, else the one ``data`` looks like."""
     if requested is not None:
         if requested not in importers.FORMATS:
-            raise InvalidParams("unknown import format", path="$.format", formats=sorted(importers.FORMATS))
+            raise InvalidParams(
+                f"unknown import format: it is one of {accepted()}",
+                path="$.format",
+                reason="unknown_format",
+                formats=list(importers.FORMATS),
+            )
         return requested
     if files is not None:
         return "claude_code"

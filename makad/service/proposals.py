@@ -76,12 +76,10 @@ class EvidenceGate(Protocol):
 @dataclass(frozen=True)
 class ProposalDraft:
     """A proposal the agent's path queues (``propose``, ``consolidate``): not yet cleaned,
-    checked or deduplicated. ``origin`` is what the caller claimed (only ``extracted``
-    passes)."""
+    checked or deduplicated; its origin is ``extracted``."""
 
     title: str
     content: str
-    origin: str = "extracted"
     tags: list[str] = field(default_factory=list)
     scope: Scope = "workspace"
     session_id: str | None = None
@@ -108,7 +106,6 @@ class ProposalService:
         draft = ProposalDraft(
             title=params.title,
             content=params.content,
-            origin=params.origin,
             tags=params.tags,
             scope=params.scope,
             session_id=params.session_id,
@@ -313,7 +310,7 @@ class ProposalService:
             ) from None
 
     def _check_agent_may_propose(self, ws: Workspace, settings: Settings, draft: ProposalDraft) -> None:
-        """The agent's path, whatever origin it claims: the gate comes first."""
+        """The agent's path: the gate comes first."""
         if draft.session_id and draft.session_id in self._ctx.incognito_sessions(ws):
             raise IncognitoBlocked("the session is incognito: nothing is written")
         if not agent_proposes(settings):
@@ -321,13 +318,6 @@ class ProposalService:
                 "agent proposals need extractToolEnabled and agentReadEnabled",
                 extractToolEnabled=settings.extract_tool_enabled,
                 agentReadEnabled=settings.agent_read_enabled,
-            )
-        if draft.origin != "extracted":
-            raise InvalidParams(
-                "propose is the agent's path and its origin is extracted: the user's own "
-                "entries go through add_entry, other tools' memories through import_memories",
-                path="$.origin",
-                allowed=["extracted"],
             )
 
     async def list_proposals(self, params: ListProposalsParams, peer: Peer) -> ProposalsResult:

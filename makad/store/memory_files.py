@@ -13,6 +13,7 @@ import codecs
 import contextlib
 import errno
 import hashlib
+import os
 import re
 import stat
 import time
@@ -53,14 +54,23 @@ def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def generalize(exc: OSError) -> IOFailure:
-    if exc.errno == errno.ENOSPC:
-        return IOFailure("the disk is full", reason="disk_full")
-    if exc.errno in (errno.EACCES, errno.EPERM, errno.EROFS):
-        return IOFailure("permission denied on the memory directory", reason="permission_denied")
-    if exc.errno == errno.EISDIR:
-        return IOFailure("a memory file is a directory", reason="not_a_file")
-    return IOFailure("the memory file could not be read or written", reason="io_error")
+def generalize(
+    exc: OSError, file: str, doing: str = "read or written", label: str | None = None
+) -> IOFailure:
+    """The IOFailure the wire shows for ``exc``: ``data.file`` is the name of the file or
+    directory (never its full path, which may hold private words), ``data.osError`` the
+    system's reason and ``data.errno`` its symbol; ``label`` names it in the message."""
+    code = exc.errno or 0
+    why = os.strerror(code) if code else "unknown error"
+    detail = {"file": file, "osError": why, "errno": errno.errorcode.get(code, "")}
+    name = label or file
+    if code == errno.ENOSPC:
+        return IOFailure(f"the disk is full: {name} could not be written", reason="disk_full", **detail)
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return IOFailure(f"{name} could not be {doing}: {why}", reason="permission_denied", **detail)
+    if code == errno.EISDIR:
+        return IOFailure(f"{name} is a directory, not a file", reason="not_a_file", **detail)
+    return IOFailure(f"{name} could not be {doing}: {why}", reason="io_error", **detail)
 
 
 def check_not_symlink(path: Path, what: str) -> None:
@@ -88,7 +98,7 @@ def read_memory_file(
     except FileNotFoundError:
         settled = None
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, path.name, "read") from None
     if settled is None:
         return FileRead(None, None, 0, missing=True)
     st, data = settled
@@ -99,10 +109,12 @@ def read_memory_file(
     signature = signature_of(st)
     if len(data) > max_bytes:
         return FileRead(None, None, st.st_size, too_large=True, signature=signature, mtime_ns=st.st_mtime_ns)
-    if data.startswith(_WIDE_BOMS):
+    if data.startswith(_WIDE_BOMS) or looks_wide(data):
         # Read byte by byte as UTF-8 it holds no entry, and the daemon's UTF-8 writes
         # would make it a mix no editor reads: refused, and left as it is, until saved as UTF-8.
-        raise IOFailure("a memory file is saved as UTF-16 or UTF-32: save it as UTF-8", reason="utf16")
+        raise IOFailure(
+            f"{path.name} is saved as UTF-16 or UTF-32: save it as UTF-8", reason="utf16", file=path.name
+        )
     text = data.decode("utf-8", "surrogateescape")
     return FileRead(
         text, hashlib.sha256(data).hexdigest(), len(data), signature=signature, mtime_ns=st.st_mtime_ns
@@ -111,6 +123,20 @@ def read_memory_file(
 
 # Byte-order marks of UTF-16 (and so of UTF-32 LE) and UTF-32 BE.
 _WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
+# How much of a file the check for UTF-16 without a mark looks at.
+_WIDE_SAMPLE_BYTES = 4096
+
+
+def looks_wide(data: bytes) -> bool:
+    """Whether ``data`` is UTF-16 (or UTF-32) text without a byte-order mark: NUL bytes at
+    alternating positions — at least every other even or every other odd byte of its
+    start is NUL, as the high (or low) half of each ASCII character in UTF-16 is. UTF-8
+    text holds no NUL at all, so a few stray ones never pass."""
+    sample = data[:_WIDE_SAMPLE_BYTES]
+    pairs = len(sample) // 2
+    if pairs == 0:
+        return False
+    return max(sample[0::2].count(0), sample[1::2].count(0)) * 2 >= pairs
 
 
 def ensure_memory_dir(memory_dir: Path) -> None:
@@ -118,7 +144,7 @@ def ensure_memory_dir(memory_dir: Path) -> None:
     try:
         memory_dir.mkdir(mode=0o700, exist_ok=True)
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, memory_dir.name, "created", label="the memory directory") from None
     if not memory_dir.is_dir():
         raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
 
@@ -132,7 +158,7 @@ def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Repl
     try:
         return replace_verified(path, text.encode("utf-8", "surrogateescape"), **terms)
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, path.name, "written") from None
 
 
 _TEMP_NAME = re.compile(r"^\.(MEMORY|PENDING)\.md\..+\.tmp$")
@@ -167,7 +193,7 @@ def save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
     try:
         _save_backup(backups_dir, file_kind, text)
     except OSError as exc:
-        raise generalize(exc) from None
+        raise generalize(exc, backups_dir.name, "written", label=f"a backup of {file_kind}.md") from None
 
 
 def _save_backup(backups_dir: Path, file_kind: str, text: str) -> None:
@@ -235,7 +261,7 @@ def rewrite_backups(backups_dir: Path, transform: Callable[[str], str]) -> int:
         try:
             data = read_if_regular(path)
         except OSError as exc:
-            raise generalize(exc) from None
+            raise generalize(exc, path.name, "read", label=f"the backup {path.name}") from None
         if data is None:  # pruned by a concurrent write since the listing, or not a backup
             continue
         text = data.decode("utf-8", "surrogateescape")
@@ -245,6 +271,6 @@ def rewrite_backups(backups_dir: Path, transform: Callable[[str], str]) -> int:
         try:
             _write_private(backups_dir, path.name, new)
         except OSError as exc:
-            raise generalize(exc) from None
+            raise generalize(exc, path.name, "written", label=f"the backup {path.name}") from None
         rewritten += 1
     return rewritten

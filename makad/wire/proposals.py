@@ -22,7 +22,9 @@ class Consolidates(Params):
 class ProposeParams(WorkspaceParams):
     title: str
     content: str
-    origin: Literal["extracted", "imported", "manual", "unknown"] = "extracted"
+    # The agent's path: the user's own entries go through add_entry, other tools'
+    # memories through import_memories.
+    origin: Literal["extracted"] = "extracted"
     tags: list[str] = []
     scope: Literal["workspace", "session", "global"] = "workspace"
     session_id: str | None = None
@@ -230,8 +232,10 @@ METHODS: list[MethodSpec] = [
         ImportParams,
         ImportResultWire,
         "Import memories from another tool into PENDING.md (origin imported); re-importing adds "
-        "nothing. A file in which nothing is found is invalid_params naming what the format "
-        "expects; memories past PENDING.md's cap are deferred (or too_large when none fits).",
+        "nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; "
+        "a file in which nothing is found is invalid_params naming what the format "
+        "expects; every such error lists data.formats; memories past PENDING.md's cap are "
+        "deferred (or too_large when none fits).",
         errors=(*_WRITE, err.InvalidParams),
     ),
     MethodSpec(

@@ -268,3 +268,31 @@ def test_suggest_command_lists_dismisses_and_brings_back(daemon: DaemonProcess) 
     assert [s["id"] for s in as_json["suggestions"]] == [item["id"]]
     bad = run_maka(daemon, "suggest", "dismiss", "nope")
     assert bad.returncode != 0 and "invalid_params" in bad.stderr + bad.stdout
+
+
+def test_an_empty_pack_says_why(daemon: DaemonProcess) -> None:
+    """An empty `maka context` names its reason (trace.emptyReason): reads off, nothing yet,
+    a budget too small, incognito, memory unavailable — and a pack with something has none."""
+
+    def reason(*args: str) -> tuple[str, str | None]:
+        shown = run_maka(daemon, "context", *args)
+        pack = json.loads(run_maka(daemon, "context", "--json", *args).stdout)
+        assert shown.returncode == 0, shown.stderr
+        return shown.stdout, pack["trace"].get("emptyReason")
+
+    text, code = reason()
+    assert code == "reads_off" and "agentReadEnabled=on" in text and "[reads_off]" in text
+    call(daemon, "set_settings", agentReadEnabled=True)
+    text, code = reason()
+    assert code == "nothing_yet" and "nothing to show yet" in text
+    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays with make deploy.")
+    text, code = reason("--budget", "5")
+    assert code == "budget_too_small" and "larger --budget" in text
+    assert reason()[1] is None
+    call(daemon, "set_settings", incognito=True)
+    assert reason()[1] == "incognito"
+    call(daemon, "set_settings", incognito=False)
+    memory = daemon.workspace / "memory" / "MEMORY.md"
+    memory.write_text(memory.read_text() + "\nfiller line\n" * 20_000)  # over the 128 KiB cap
+    text, code = reason()
+    assert code == "memory_unavailable" and "MEMORY.md could not be used" in text

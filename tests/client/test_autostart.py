@@ -75,6 +75,23 @@ def test_environment_refuses(autostart_home: AutostartHome, monkeypatch: pytest.
     assert not autostart_home.log.exists()
 
 
+def test_the_cli_says_autostart_is_off_in_one_pair_of_parentheses(autostart_home: AutostartHome) -> None:
+    """`maka status` with MAKA_NO_AUTOSTART=1 and no daemon exits 3 saying why, its
+    parentheses not nested."""
+    env = {**os.environ, "MAKA_NO_AUTOSTART": "1"}
+    done = subprocess.run(
+        [*MAKA, "--socket", str(autostart_home.socket), "status"], env=env, capture_output=True, text=True
+    )
+    assert done.returncode == 3
+    message = done.stderr.strip()
+    assert message == (
+        f"maka: no makad is running on {autostart_home.socket} (no socket there; autostart is off: "
+        "MAKA_NO_AUTOSTART is set); start one with `makad` or `scripts/run`, or pass --socket / set "
+        "MAKAD_SOCKET"
+    )
+    assert "((" not in message and "))" not in message and not autostart_home.log.exists()
+
+
 def test_stale_socket_is_replaced(autostart_home: AutostartHome) -> None:
     """A socket file left by a killed daemon counts as no daemon: a new one is started."""
     d = DaemonProcess(autostart_home.root)

@@ -14,6 +14,7 @@ from makad.core.importers import (
     FORMATS,
     FormatName,
     ImportResult,
+    binary_reason,
     content_key,
     parse,
     sniff,
@@ -57,7 +58,7 @@ def _parse_fixture(name: str) -> ImportResult:
         ("claude_code/feedback_testing.md", "claude_code"),
         ("makad_export.json", "makad"),
         ("makad_export.md", "makad"),
-        ("chatgpt_plain.txt", "chatgpt"),
+        ("chatgpt_plain.txt", "text"),
         ("mem0_metadata_categories.json", "mem0"),
         ("honcho_conclusions.json", "honcho"),
         ("honcho_peer_card.json", "honcho"),
@@ -87,6 +88,45 @@ def test_sniff_recognises_each_fixture(name: str, expected: FormatName) -> None:
 def test_sniff_needs_no_file_name_for_structured_formats(name: str, expected: FormatName) -> None:
     """Structure alone identifies every format but CLAUDE.md."""
     assert sniff(_read(name).decode("utf-8")) == expected
+
+
+def test_plain_text_is_its_own_format_one_memory_a_line() -> None:
+    """Plain lines sniff as ``text`` (not a tool's format) and each line is one memory."""
+    assert sniff("I like tea\n\nI have two cats\n", "notes.txt") == "text"
+    text = "I like tea\n\n- I have two cats\n3. Learning Rust\n"
+    result = parse(text, "text")
+    assert result.format == "text" and [i.content for i in result.items] == [
+        "I like tea",
+        "I have two cats",
+        "Learning Rust",
+    ]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\x7fELF\x02\x01\x01\x00\x00\x00",
+        "I\x00 \x00l\x00i\x00k\x00e\x00",  # UTF-16 text read as bytes
+        "ab" + "".join(chr(1 + c % 8) for c in range(400)),  # control characters throughout, no NUL
+    ],
+)
+def test_binary_input_is_named_not_text(text: str) -> None:
+    """NUL bytes or control characters throughout make the input binary, with a reason."""
+    reason = binary_reason(text)
+    assert reason is not None and ("NUL" in reason or "control" in reason)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "I like tea\nI have two cats\n",
+        "Café, naïve, 日本語 — \tindented\r\n\x0cnext page\n",
+        "colour \x1b[31mred\x1b[0m in a log line, one \x07 bell\n" * 3,
+    ],
+)
+def test_text_with_a_stray_control_is_still_text(text: str) -> None:
+    """Tabs, CRLF, form feed, escapes and one stray control character are text."""
+    assert binary_reason(text) is None
 
 
 def test_sniff_rejects_json_of_no_known_shape() -> None:

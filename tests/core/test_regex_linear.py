@@ -48,7 +48,7 @@ from makad.core import (
     when,
 )
 from makad.core.importers import chatgpt, claude, markdown, records, sniffing, timestamps
-from makad.rpc import dispatch
+from makad.rpc import allowed, dispatch
 from makad.store import ephemeral, identity, memory_files
 from tests.regex_steps import TooManySteps, alphabet, largest_bound, literals, steps
 
@@ -80,6 +80,7 @@ def _sites() -> list[Site]:
         Site("chatgpt._LIST_MARK", chatgpt._LIST_MARK, SEARCH),
         Site("claude.INDEX_LINK", claude.INDEX_LINK, MATCH),
         Site("sniffing._ENTRY_HEADING", sniffing._ENTRY_HEADING, MATCH),
+        Site("sniffing._CONTROL", sniffing._CONTROL, SEARCH),
         Site("timestamps._NUMBER", timestamps._NUMBER, MATCH),
         Site("bounded_json._BLANK", bounded_json._BLANK, MATCH),
         # Redaction
@@ -193,6 +194,7 @@ def _sites() -> list[Site]:
         Site("refs.EVENT_REF", refs.EVENT_REF, MATCH),
         # Wire, service and store
         Site("dispatch._PATH", dispatch._PATH, SEARCH),
+        Site("allowed._STEP", allowed._STEP, SEARCH),
         Site("ephemeral._WORD", ephemeral._WORD, SEARCH),
         Site("identity._ID", identity._ID, MATCH),
         Site("memory_files._BACKUP_NAME", memory_files._BACKUP_NAME, MATCH),

@@ -147,20 +147,25 @@ def test_not_utf8_warning_names_the_lines(module_daemon: DaemonProcess) -> None:
     assert proposals["proposals"][0]["proposal"]["content"] == "été"
 
 
-def test_a_utf16_memory_file_is_refused_and_left_as_it_is(module_daemon: DaemonProcess) -> None:
-    """MEMORY.md saved as UTF-16 (Notepad's "Unicode", PowerShell's Out-File): read_state
-    says so (status error), a write is io_error with reason utf16 and the file keeps its
-    bytes (no UTF-8 section appended to it); saved again as UTF-8 its entry is read."""
+@pytest.mark.parametrize("encoding", ["utf-16", "utf-16-le", "utf-16-be", "utf-32-le"])
+def test_a_utf16_memory_file_is_refused_and_left_as_it_is(
+    module_daemon: DaemonProcess, encoding: str
+) -> None:
+    """MEMORY.md saved as UTF-16 (Notepad's "Unicode", PowerShell's Out-File; with a
+    byte-order mark or without one): read_state says so (status error), a write is
+    io_error with reason utf16 naming the file, and the file keeps its bytes (no UTF-8
+    section appended to it); saved again as UTF-8 its entry is read."""
     ws = fresh_workspace(module_daemon)
     path = ws / "memory" / "MEMORY.md"
     text = "# Maka Memory\r\n\r\n## Wide entry\r\nsaved by Notepad\r\n"
-    path.write_bytes(text.encode("utf-16"))
+    path.write_bytes(text.encode(encoding))
     before = path.read_bytes()
     state = call(module_daemon, "read_state", ws)
     assert state["status"] == "error" and "UTF-16" in state["reason"]
     with pytest.raises(RemoteError) as refused:
         call(module_daemon, "add_entry", ws, title="New", content="c")
     assert (refused.value.kind, refused.value.data["reason"]) == ("io_error", "utf16")
+    assert refused.value.data["file"] == "MEMORY.md"
     assert path.read_bytes() == before
     assert ping_ok(module_daemon.socket)
     path.write_bytes(text.encode("utf-8"))

@@ -87,15 +87,51 @@ def test_cli_zero_items_exits_non_zero(module_daemon: DaemonProcess, new_ws: Pat
     assert result.returncode == 1 and "expected mem0 get_all JSON" in result.stderr
 
 
-def test_cli_plain_chatgpt_paste_imports_every_line(
+def test_cli_plain_text_imports_every_line_as_text(
     module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
 ) -> None:
-    """A list pasted from ChatGPT's "Manage memories" (no dates) imports every line."""
-    pasted = short_tmp / "chatgpt.txt"
+    """A plain .txt list (e.g. pasted from ChatGPT's "Manage memories") imports every line as text."""
+    pasted = short_tmp / "notes.txt"
     pasted.write_text("Prefers metric units.\nHas two cats.\n\nIs learning Rust.\n")
     result = run_maka(module_daemon, "import", str(pasted), "-w", str(new_ws), workspace=False)
     assert result.returncode == 0, result.stderr
-    assert "Imported 3 memories from chatgpt" in result.stdout
+    assert "Imported 3 memories from text" in result.stdout
+    asked = run_maka(module_daemon, "import", "--help", workspace=False)
+    assert "plain text" in asked.stdout and "text (plain text" in asked.stdout
+
+
+def test_cli_binary_file_is_refused_and_nothing_queued(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A binary file is invalid_params naming the formats; PENDING.md is not written, the daemon serves on."""
+    binary = short_tmp / "photo.dat"
+    binary.write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR" + bytes(range(256)) * 8)
+    result = run_maka(module_daemon, "import", str(binary), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "is not text" in result.stderr and "NUL bytes" in result.stderr
+    assert "markdown, text" in result.stderr and "--format" not in result.stderr
+    assert not (new_ws / "memory" / "PENDING.md").exists()
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", data="one\x00two\x00")
+    assert raised.value.data["reason"] == "binary" and "text" in raised.value.data["formats"]
+    assert call(module_daemon, new_ws, "list_proposals")["proposals"] == []
+
+
+def test_cli_empty_file_says_empty_without_naming_a_wire_field(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """An empty file is refused as empty, listing the formats; a wrong format's hint names --format."""
+    empty = short_tmp / "empty.txt"
+    empty.write_text("\n  \n")
+    result = run_maka(module_daemon, "import", str(empty), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "the file is empty" in result.stderr
+    assert "markdown, text" in result.stderr and "pass format" not in result.stderr
+    notes = short_tmp / "notes.txt"
+    notes.write_text("Has two cats.\n")
+    wrong = run_maka(
+        module_daemon, "import", str(notes), "--format", "mem0", "-w", str(new_ws), workspace=False
+    )
+    assert wrong.returncode == 1 and "pass --format FORMAT" in wrong.stderr
+    assert "pass format" not in wrong.stderr and not (new_ws / "memory" / "PENDING.md").exists()
 
 
 def test_cli_json_export_is_not_double_encoded(module_daemon: DaemonProcess, new_ws: Path) -> None:

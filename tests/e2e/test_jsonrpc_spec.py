@@ -143,3 +143,51 @@ def test_empty_positional_params_are_invalid(conn: RawConnection) -> None:
     """An empty params array is still positional: -32602."""
     reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": [], "id": 4})
     assert reply["error"]["code"] == -32602
+
+
+def test_a_value_outside_an_enum_names_the_allowed_ones(conn: RawConnection, daemon: DaemonProcess) -> None:
+    """A value outside a field's fixed set is -32602 with data.allowed listing the set; the daemon serves on."""
+    params = {"workspace": str(daemon.workspace), "format": "yaml"}
+    reply = conn.request({"jsonrpc": "2.0", "method": "export_memories", "params": params, "id": 5})
+    data = reply["error"]["data"]
+    assert reply["error"]["code"] == -32602 and data["kind"] == "invalid_params"
+    assert data["path"] == "$.format" and data["allowed"] == ["json", "markdown"]
+    typed = conn.request(
+        {"jsonrpc": "2.0", "method": "export_memories", "params": {**params, "format": 3}, "id": 6}
+    )
+    assert typed["error"]["data"]["path"] == "$.format" and "allowed" not in typed["error"]["data"]
+    assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 7})["result"] == "pong"
+
+
+def test_null_params_to_a_method_that_needs_some_names_them(conn: RawConnection) -> None:
+    """params null (or absent, or {}) to propose is -32602 "propose needs params: …" with
+    data.required and data.missing; nothing is queued and the daemon serves on."""
+    for request in (
+        {"jsonrpc": "2.0", "method": "propose", "params": None, "id": 8},
+        {"jsonrpc": "2.0", "method": "propose", "id": 8},
+        {"jsonrpc": "2.0", "method": "propose", "params": {}, "id": 8},
+    ):
+        reply = conn.request(request)
+        error = reply["error"]
+        assert reply["id"] == 8 and error["code"] == -32602, request
+        assert error["message"] == "propose needs params: workspace, title, content"
+        assert error["data"]["kind"] == "invalid_params" and error["data"]["path"] == "$"
+        assert error["data"]["required"] == error["data"]["missing"] == ["workspace", "title", "content"]
+    some = conn.request(
+        {"jsonrpc": "2.0", "method": "propose", "params": {"workspace": "/tmp", "title": "T"}, "id": 9}
+    )["error"]
+    assert some["message"] == "Invalid params" and some["data"]["missing"] == ["content"]
+
+
+def test_null_params_to_a_method_that_takes_none_is_a_call(conn: RawConnection) -> None:
+    """params null to ping or status (no required params) is answered as a call without params."""
+    assert conn.request({"jsonrpc": "2.0", "method": "ping", "params": None, "id": 10})["result"] == "pong"
+    status = conn.request({"jsonrpc": "2.0", "method": "status", "params": None, "id": 11})
+    assert "result" in status, status
+
+
+def test_params_of_another_type_is_an_invalid_request(conn: RawConnection) -> None:
+    """params that is a string or a number is still -32600 (neither object, array nor null)."""
+    for params in ("x", 3, True):
+        reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": params, "id": 12})
+        assert reply["error"]["code"] == -32600 and "null" in reply["error"]["data"]["reason"]

@@ -1,5 +1,5 @@
-"""propose is the agent's path: it never claims a user origin, the extract gate applies to
-every agent proposal, approval keeps the origin the ledger recorded, and the workspace's
+"""propose is the agent's path: its origin param takes only extracted, the extract gate
+applies to every agent proposal, approval keeps the origin the ledger recorded, and the workspace's
 defaultDecayDays reaches approved proposals and imports too."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from maka.errors import RemoteError
 from makad.core import memory_format as fmt
 from tests.support import DaemonProcess
 
-ORIGINS = ("extracted", "manual", "unknown", "imported")
+OTHER_ORIGINS = ("manual", "unknown", "imported")
 DAY_MS = 86_400_000
 
 
@@ -47,29 +47,33 @@ def memory(d: DaemonProcess) -> dict[str, fmt.Entry]:
     return {e.content: e for e in fmt.entries(fmt.parse(path.read_text()))} if path.exists() else {}
 
 
-def test_a_closed_gate_refuses_every_origin(shared_daemon: DaemonProcess) -> None:
-    """With extractToolEnabled or agentReadEnabled off, propose is gate_closed whatever origin
-    it claims — manual, unknown and imported included — and nothing is written."""
+def test_a_closed_gate_refuses_agent_proposals(shared_daemon: DaemonProcess) -> None:
+    """With extractToolEnabled or agentReadEnabled off, propose (origin extracted, given or
+    not) is gate_closed and nothing is written; another origin is refused before any gate."""
     for read, extract in ((False, False), (True, False), (False, True)):
         settings(shared_daemon, agentReadEnabled=read, extractToolEnabled=extract)
-        for origin in ORIGINS:
+        for params in ({"origin": "extracted"}, {}):
+            error = refused(shared_daemon, {"content": "agent text", **params})
+            assert error.kind == "gate_closed", (read, extract, params)
+        for origin in OTHER_ORIGINS:
             error = refused(shared_daemon, {"content": f"claims {origin}", "origin": origin})
-            assert error.kind == "gate_closed", (read, extract, origin)
+            assert error.kind == "invalid_params", (read, extract, origin)
     assert shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"] == []
 
 
-def test_incognito_refuses_every_origin(shared_daemon: DaemonProcess) -> None:
-    """An incognito workspace refuses propose with incognito_blocked whatever the origin."""
+def test_incognito_refuses_agent_proposals(shared_daemon: DaemonProcess) -> None:
+    """An incognito workspace refuses propose with incognito_blocked; nothing is written."""
     settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True, incognito=True)
-    for origin in ORIGINS:
-        assert refused(shared_daemon, {"content": "private", "origin": origin}).kind == "incognito_blocked"
+    assert refused(shared_daemon, {"content": "private", "origin": "extracted"}).kind == "incognito_blocked"
+    for origin in OTHER_ORIGINS:
+        assert refused(shared_daemon, {"content": "private", "origin": origin}).kind == "invalid_params"
 
 
-def test_an_open_gate_refuses_user_and_import_origins(shared_daemon: DaemonProcess) -> None:
-    """With the gate open, origin manual, unknown or imported is invalid_params at
-    $.origin (only extracted is allowed) and nothing is queued; extracted is queued."""
+def test_user_and_import_origins_are_not_propose_params(shared_daemon: DaemonProcess) -> None:
+    """origin manual, unknown, imported (or anything but extracted) is invalid_params at
+    $.origin naming the one allowed value, and nothing is queued; extracted is queued."""
     settings(shared_daemon, agentReadEnabled=True, extractToolEnabled=True)
-    for origin in ("manual", "unknown", "imported"):
+    for origin in (*OTHER_ORIGINS, "EXTRACTED"):
         error = refused(shared_daemon, {"content": f"pretends to be {origin}", "origin": origin})
         assert error.kind == "invalid_params"
         assert error.data["path"] == "$.origin" and error.data["allowed"] == ["extracted"]

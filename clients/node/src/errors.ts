@@ -35,17 +35,46 @@ export class RemoteError<K extends string = ErrorKind | (string & {})> extends M
   }
 }
 
+/**
+ * What a connect error that means "no daemon there" says to a person: the Python client's
+ * words (maka.autostart.WHY_NOBODY), so both clients say the same.
+ */
+export const WHY_NOBODY: Readonly<Record<string, string>> = {
+  ENOENT: "no socket there",
+  ECONNREFUSED: "the socket file is there but nothing listens on it",
+};
+
+// The system's words for the errors a connect or a check of the socket file meets (what
+// Python's `strerror` gives; Node 20 has no getSystemErrorMessage).
+const SYSTEM_REASONS: Readonly<Record<string, string>> = {
+  EACCES: "Permission denied",
+  EPERM: "Operation not permitted",
+  ENOENT: "No such file or directory",
+  ENOTDIR: "Not a directory",
+  ECONNREFUSED: "Connection refused",
+  ELOOP: "Too many levels of symbolic links",
+  ENAMETOOLONG: "File name too long",
+  ENOTSOCK: "Socket operation on non-socket",
+  EIO: "Input/output error",
+};
+
+/** The system's reason for an error code, as a person reads it (`EACCES` → `Permission denied`). */
+export function systemReason(code: string | undefined): string {
+  if (code === undefined) return "unknown error";
+  return SYSTEM_REASONS[code] ?? code;
+}
+
 /** No daemon accepted a connection on the socket (after the reconnect attempts). */
 export class DaemonUnavailableError extends MakaError {
   override name = "DaemonUnavailableError";
   readonly socketPath: string;
-  /** The last connect failure, e.g. `ENOENT` or `ECONNREFUSED`. */
+  /** The last connect failure's code, e.g. `ENOENT` or `ECONNREFUSED` (the message words it). */
   readonly reason: string;
 
   constructor(socketPath: string, reason: string, options?: { cause?: unknown }) {
     super(
-      `no makad is running on ${socketPath} (${reason}); start one with \`makad\`, ` +
-        "or pass socketPath / set MAKAD_SOCKET",
+      `no makad is running on ${socketPath} (${WHY_NOBODY[reason] ?? systemReason(reason)}); ` +
+        "start one with `makad` or `scripts/run`, or pass socketPath / set MAKAD_SOCKET",
       options,
     );
     this.socketPath = socketPath;

@@ -752,7 +752,7 @@ export interface ProposeParams {
   title: string;
   content: string;
   /** @default "extracted" */
-  origin?: "extracted" | "imported" | "manual" | "unknown";
+  origin?: "extracted";
   /** @default [] */
   tags?: string[];
   /** @default "workspace" */
@@ -1252,7 +1252,10 @@ export interface ToolCall {
  * - `owned_elsewhere`: lines of the summary left out because the working state
  *   shows them, and attention lines the working state, the summary, memory or the
  *   session's own history already carry (one segment per fact,
- *   `makad.core.ownership`); `dropped` counts them under `owned_elsewhere`.
+ *   `makad.core.ownership`); `dropped` counts them under `owned_elsewhere`;
+ * - `empty_reason`: set when the pack has no segment and no message, why
+ *   (`makad.core.empty_pack`): `reads_off`, `incognito`, `memory_unavailable`,
+ *   `nothing_yet`, `nothing_matched` or `budget_too_small`.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1275,6 +1278,8 @@ export interface Trace {
   curator?: CuratorTrace | null;
   /** @default [] */
   ownedElsewhere?: OwnedLine[];
+  /** @default null */
+  emptyReason?: "budget_too_small" | "incognito" | "memory_unavailable" | "nothing_matched" | "nothing_yet" | "reads_off" | null;
 }
 
 /**
@@ -1568,7 +1573,7 @@ export interface Methods {
       title: string;
       content: string;
       /** @default "extracted" */
-      origin?: "extracted" | "imported" | "manual" | "unknown";
+      origin?: "extracted";
       /** @default [] */
       tags?: string[];
       /** @default "workspace" */
@@ -1638,7 +1643,7 @@ export interface Methods {
     result: HistoryResult;
     errors: "invalid_workspace" | "not_found";
   };
-  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits). */
+  /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits). */
   import_memories: {
     params: {
       workspace: string;

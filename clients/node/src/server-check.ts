@@ -24,7 +24,7 @@
 import { lstat, realpath } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 
-import { UntrustedServerError } from "./errors.js";
+import { UntrustedServerError, systemReason } from "./errors.js";
 
 /** The uid the server must run as, or "any" (no check). */
 export type ServerUid = number | "any";
@@ -79,7 +79,7 @@ export async function checkSocketFile(socketPath: string, expected: number): Pro
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return null;
-    throw new UntrustedServerError(socketPath, expected, `its socket file cannot be checked (${code})`);
+    throw new UntrustedServerError(socketPath, expected, `its socket file cannot be checked (${systemReason(code)})`);
   }
   if (!info.isSocket()) return null; // not a server at all: the connect fails on its own
   if (info.uid !== expected) {
@@ -102,7 +102,7 @@ async function checkFolders(socketPath: string, expected: number, folder: string
       info = await lstat(here);
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
-      throw new UntrustedServerError(socketPath, expected, `${here} cannot be checked (${code})`);
+      throw new UntrustedServerError(socketPath, expected, `${here} cannot be checked (${systemReason(code)})`);
     }
     if (!trusted.has(info.uid)) {
       throw new UntrustedServerError(socketPath, expected, `${here} belongs to uid ${info.uid}`, info.uid);

@@ -1,7 +1,8 @@
 // Timeouts, cancellation, lost connections and reconnecting to a restarted makad.
 
 import assert from "node:assert/strict";
-import { rmSync } from "node:fs";
+import { lstatSync, rmSync } from "node:fs";
+import { execFileSync } from "node:child_process";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
@@ -111,9 +112,32 @@ describe("no daemon", () => {
       assert.ok(error instanceof DaemonUnavailableError);
       assert.equal(error.socketPath, socketPath);
       assert.equal(error.reason, "ENOENT");
+      // The Python client's words (maka.errors.DaemonUnavailable, maka.autostart.WHY_NOBODY).
+      assert.equal(
+        error.message,
+        `no makad is running on ${socketPath} (no socket there); start one with \`makad\` or ` +
+          "`scripts/run`, or pass socketPath / set MAKAD_SOCKET",
+      );
       return true;
     });
     assert.deepEqual(attempts.map((a) => [a.attempt, a.delayMs]), [[1, 1], [2, 2]]);
+    await client.close();
+  });
+
+  it("a socket file nothing listens on is worded as the Python client words it", async () => {
+    const socketPath = join(dir, "stale.sock");
+    // Bound and never listened on, by a process that has exited: a stale socket file
+    // (Node's own servers unlink theirs on close).
+    const bind = "import socket, sys; socket.socket(socket.AF_UNIX).bind(sys.argv[1])";
+    execFileSync(process.env["PYTHON"] ?? "python3", ["-c", bind, socketPath]);
+    assert.ok(lstatSync(socketPath).isSocket());
+    const client = new MakaClient({ socketPath, reconnect: false });
+    await assert.rejects(client.call("ping"), (error: unknown) => {
+      assert.ok(error instanceof DaemonUnavailableError);
+      assert.equal(error.reason, "ECONNREFUSED");
+      assert.match(error.message, /\(the socket file is there but nothing listens on it\); start one with/);
+      return true;
+    });
     await client.close();
   });
 

@@ -116,10 +116,11 @@ def unavailable(
         WHY_NOBODY.get(type(exc), type(exc).__name__) if nobody_listening(exc) else (exc.strerror or str(exc))
     )
     if requested and nobody_listening(exc) and refused():
-        reason += f"; autostart is off ({NO_AUTOSTART_ENV} is set)"
+        # (The reason goes inside parentheses of the message: none nested in it.)
+        reason += f"; autostart is off: {NO_AUTOSTART_ENV} is set"
     elif stopped is not None and nobody_listening(exc):
         reason += (
-            f"; makad was stopped on purpose ({stopped}), so this client does not start it "
+            f"; makad was stopped on purpose, reason {stopped}, so this client does not start it "
             "again: any new `maka` command does"
         )
     return DaemonUnavailable(socket_path, reason)

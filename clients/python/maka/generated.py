@@ -785,7 +785,7 @@ class ProposeParams(TypedDict):
     title: str
     content: str
     # default: "extracted"
-    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    origin: NotRequired[Literal["extracted"]]
     # default: []
     tags: NotRequired[list[str]]
     # default: "workspace"
@@ -1292,7 +1292,10 @@ class Trace(TypedDict):
     - ``owned_elsewhere``: lines of the summary left out because the working state
       shows them, and attention lines the working state, the summary, memory or the
       session's own history already carry (one segment per fact,
-      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``.
+      ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
+    - ``empty_reason``: set when the pack has no segment and no message, why
+      (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
+      ``nothing_yet``, ``nothing_matched`` or ``budget_too_small``.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1315,6 +1318,8 @@ class Trace(TypedDict):
     curator: NotRequired[CuratorTrace | None]
     # default: []
     ownedElsewhere: NotRequired[list[OwnedLine]]
+    # default: null
+    emptyReason: NotRequired[Literal["budget_too_small", "incognito", "memory_unavailable", "nothing_matched", "nothing_yet", "reads_off"] | None]
 
 
 class TraceCandidate(TypedDict):
@@ -1556,7 +1561,7 @@ class ProposeArgs(TypedDict):
     title: str
     content: str
     # default: "extracted"
-    origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    origin: NotRequired[Literal["extracted"]]
     # default: []
     tags: NotRequired[list[str]]
     # default: "workspace"
@@ -2045,7 +2050,7 @@ class Methods:
         return cast("HistoryResult", self._call("memory_history", dict(params)))
 
     def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -2398,7 +2403,7 @@ class AsyncMethods:
         return cast("HistoryResult", await self._call("memory_history", dict(params)))
 
     async def import_memories(self, **params: Unpack[ImportMemoriesArgs]) -> ImportResultWire:
-        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A file in which nothing is found is invalid_params naming what the format expects; memories past PENDING.md's cap are deferred (or too_large when none fits).
+        """Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits).
 
         Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """

@@ -5,7 +5,8 @@ Formats: ``makad`` (makad's own JSON and Markdown exports, a MEMORY.md), ``mem0`
 (``[date] - text`` lines, or plain lines), ``claude_code`` (``MEMORY.md`` index + topic
 files), ``claude_md`` (``CLAUDE.md`` bullets), ``mcp_memory`` (the MCP memory server's
 JSONL graph), ``letta`` (``.af`` memory blocks), ``honcho`` (conclusions, peer cards),
-``supermemory`` (document lists, memory entries), ``markdown`` (bullets).
+``supermemory`` (document lists, memory entries), ``markdown`` (bullets), ``text``
+(plain text, one memory per line).
 
 Every item keeps its source id (or a content hash) and timestamps; a malformed
 item becomes an ``ItemError`` and the rest still import. ``content_key`` is what
@@ -22,7 +23,7 @@ from makad.core.importers.records import (
     ItemError,
     content_key,
 )
-from makad.core.importers.sniffing import sniff
+from makad.core.importers.sniffing import binary_reason, sniff
 
 __all__ = [
     "EXPECTED",
@@ -31,6 +32,7 @@ __all__ = [
     "ImportItem",
     "ImportResult",
     "ItemError",
+    "binary_reason",
     "content_key",
     "parse",
     "sniff",

@@ -45,6 +45,16 @@ def parse_chatgpt(text: str) -> ImportResult:
     return out.result()
 
 
+def parse_text(text: str) -> ImportResult:
+    """Plain text (a ``.txt`` note, a list pasted from anywhere): every non-blank line is
+    one memory, a leading bullet or number removed."""
+    out = Collector("text")
+    for number, line in enumerate(text.splitlines(), start=1):
+        if line.strip():
+            out.read(f"line {number}", _plain_item, out, number, line)
+    return out.result()
+
+
 def _plain_item(out: Collector, number: int, line: str) -> None:
     out.item(f"line {number}", _LIST_MARK.sub("", line, count=1))
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Final
 
-from makad.core.importers.chatgpt import parse_chatgpt
+from makad.core.importers.chatgpt import parse_chatgpt, parse_text
 from makad.core.importers.claude import parse_claude_code, parse_claude_md
 from makad.core.importers.collect import FileProblem
 from makad.core.importers.honcho import parse_honcho
@@ -34,6 +34,7 @@ _READERS: Final[dict[FormatName, Callable[[str], ImportResult]]] = {
     "mcp_memory": parse_mcp_memory,
     "letta": parse_letta,
     "markdown": parse_bullets,
+    "text": parse_text,
 }
 
 

@@ -24,6 +24,7 @@ FormatName = Literal[
     "honcho",
     "supermemory",
     "markdown",
+    "text",
 ]
 FORMATS: Final[tuple[FormatName, ...]] = get_args(FormatName)
 # What each format's reader looks for: named when a file yields no memory at all.
@@ -41,6 +42,7 @@ EXPECTED: Final[dict[FormatName, str]] = {
     "supermemory": 'a Supermemory document list {"memories": [...], "pagination": ...} or '
     '{"documents": [{"memoryEntries": [...]}]}',
     "markdown": 'Markdown with top-level bullets ("- text")',
+    "text": "plain text: one memory per line",
 }
 
 TITLE_MAX_CHARS: Final = 80

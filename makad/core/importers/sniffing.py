@@ -12,7 +12,7 @@ from makad.core.importers.claude import INDEX_NAME, is_index, is_topic_file
 from makad.core.importers.collect import load_json
 from makad.core.importers.honcho import is_conclusion
 from makad.core.importers.markdown import BULLET
-from makad.core.importers.records import FormatName
+from makad.core.importers.records import FORMATS, FormatName
 from makad.core.importers.supermemory import has_memory_entries, is_document
 from makad.errors import InvalidParams
 
@@ -28,6 +28,26 @@ def decode(data: str | bytes) -> str:
     return text.removeprefix("\ufeff")
 
 
+# Characters no text export holds, beyond a stray one: C0 controls other than tab, line
+# breaks, form feed and escape, and DEL.
+_CONTROL: Final = re.compile(r"[\x01-\x08\x0e-\x1a\x1c-\x1f\x7f]")
+_BINARY_SAMPLE_CHARS: Final = 64 * 1024
+# More than one control character in this many of the sample's makes it binary.
+_CONTROL_SHARE: Final = 20
+
+
+def binary_reason(text: str) -> str | None:
+    """Why ``text`` (a file read as text) is not text at all, or None: any NUL (an image,
+    an archive, an executable — or UTF-16/UTF-32 text), or many control characters."""
+    if "\x00" in text:
+        return "it holds NUL bytes (a binary file, or UTF-16/UTF-32 text: save that as UTF-8)"
+    sample = text[:_BINARY_SAMPLE_CHARS]
+    controls = sum(1 for _ in _CONTROL.finditer(sample))
+    if controls * _CONTROL_SHARE > len(sample):
+        return "it holds control characters throughout (a binary file)"
+    return None
+
+
 def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
     """The format of ``data``; ``InvalidParams`` for JSON that matches no known format."""
     text = decode(data)
@@ -40,13 +60,13 @@ def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
     if ok and isinstance(document, dict | list):
         found = _json_format(document)
         if found is None:
-            raise InvalidParams("unrecognised JSON import; pass the format explicitly")
+            raise _unrecognised("JSON")
         return found
     lines = [line for line in text.splitlines() if line.strip()]
     if lines and sum(line.lstrip().startswith("{") for line in lines) * 2 > len(lines):
         found = _jsonl_format(lines[:_SAMPLE_LINES])
         if found is None:
-            raise InvalidParams("unrecognised JSON lines import; pass the format explicitly")
+            raise _unrecognised("JSON lines")
         return found
     if is_topic_file(text) or is_index(text):
         return "claude_code"
@@ -61,8 +81,16 @@ def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
         if any(_ENTRY_HEADING.match(line) for line in lines):
             return "makad"  # "## Title" sections: a MEMORY.md typed by hand
         if not any(line.lstrip().startswith("#") for line in lines):
-            return "chatgpt"  # a plain pasted list: one memory per line
+            return "text"  # plain lines: one memory per line
     return "markdown"
+
+
+def _unrecognised(kind: str) -> InvalidParams:
+    return InvalidParams(
+        f"unrecognised {kind} import: name its format, one of {', '.join(FORMATS)}",
+        reason="unrecognised",
+        formats=list(FORMATS),
+    )
 
 
 def _record_format(record: Any) -> FormatName | None:

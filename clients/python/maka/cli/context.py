@@ -14,6 +14,20 @@ from maka.mcp_text import attention_markdown, suggestions_markdown
 SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
 
 
+# What trace.emptyReason means, and what to do about it.
+EMPTY_REASONS = {
+    "reads_off": "agents may not read this workspace's memory; "
+    "turn it on with `maka settings enabled=on agentReadEnabled=on`",
+    "incognito": "incognito is on (the workspace or the session): nothing is read",
+    "memory_unavailable": "MEMORY.md could not be used (too large or unreadable); "
+    "`maka memory list` says why",
+    "nothing_yet": "there is nothing to show yet: no memory entries and no session history",
+    "nothing_matched": "no memory entry was relevant to this call (no match for the query, "
+    "or already shown in this session)",
+    "budget_too_small": "the budget is too small for what there is; pass a larger --budget",
+}
+
+
 def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
     """A build_context result for people: totals, each segment, the messages, the trace."""
     t = pack.get("trace") or {}
@@ -28,7 +42,9 @@ def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
         lines.append("Compaction recommended: run `maka compact` for this session.")
     segments = pack.get("segments") or []
     if not segments and not pack.get("messages"):
-        lines.append("(empty: nothing relevant, or reading is turned off for this workspace)")
+        reason = str(t.get("emptyReason") or "")
+        why = EMPTY_REASONS.get(reason, "nothing relevant, or reading is turned off for this workspace")
+        lines.append(f"(empty: {why}{f' [{reason}]' if reason else ''})")
     for segment in segments:
         lines += ["", f"━━ {segment.get('kind')} · {segment.get('tokens', 0)} tokens", ""]
         lines += str(segment.get("text", "")).splitlines()

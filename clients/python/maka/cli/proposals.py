@@ -11,10 +11,11 @@ import time
 from typing import Any
 
 from maka.cli import review
-from maka.cli.common import EXIT_OK, CliError, Parents, absolute, resolve_ids, workspace_of
+from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, absolute, resolve_ids, workspace_of
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
+from maka.errors import RemoteError
 from maka.notifications import Notification
 from makad.private_files import NotPrivate, open_private, write_all
 
@@ -192,12 +193,17 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"workspace": workspace_of(args), "path": path}
     if args.format:
         params["format"] = args.format
-    if args.json or not sys.stderr.isatty():
-        result = client.call("import_memories", params)
-    else:
-        with ImportBar(client) as bar:
-            result = client.call("import_memories", {**params, "progress": True})
-            bar.done()
+    try:
+        if args.json or not sys.stderr.isatty():
+            result = client.call("import_memories", params)
+        else:
+            with ImportBar(client) as bar:
+                result = client.call("import_memories", {**params, "progress": True})
+                bar.done()
+    except RemoteError as exc:
+        if args.json or "formats" not in exc.data:
+            raise
+        return import_refused(exc)
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -219,6 +225,21 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     if imported:
         print("Nothing is active until approved: run `maka review` or `maka approve`.")
     return EXIT_OK
+
+
+# The daemon's reasons for which naming another format may help.
+FORMAT_MAY_HELP = frozenset({"no_memories", "unrecognised", "unknown_format"})
+
+
+def import_refused(exc: RemoteError) -> int:
+    """An import the daemon refused (empty, binary, nothing found, format unknown): its
+    message, the way to name a format here (``--format``), and the items' errors."""
+    print(f"maka: {exc.message}", file=sys.stderr)
+    if exc.data.get("reason") in FORMAT_MAY_HELP:
+        print("  pass --format FORMAT to read it as one of those formats", file=sys.stderr)
+    for problem in exc.data.get("errors", []):
+        print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)
+    return EXIT_REMOTE
 
 
 class ImportBar:
@@ -331,15 +352,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "import",
         parents=parents.scoped,
         help="import memories from another tool into PENDING.md (import_memories)",
-        description="FILE is an export file of another tool or a Claude Code "
-        "memory directory; the daemon reads it, so it is sent as "
-        "an absolute path.",
+        description="FILE is an export file of another tool, a Claude Code "
+        "memory directory, or plain text (one memory per line); the daemon reads it, "
+        "so it is sent as an absolute path. Binary and empty files are refused.",
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument(
         "--format",
-        help="makad, mem0, openmemory, chatgpt, claude_code, claude_md, mcp_memory, letta, "
-        "honcho, supermemory or markdown (default: detected)",
+        help="text (plain text, one memory per line), makad, mem0, openmemory, chatgpt, "
+        "claude_code, claude_md, mcp_memory, letta, honcho, supermemory or markdown "
+        "(default: detected)",
     )
     p.set_defaults(func=cmd_import)
 
