@@ -59,6 +59,7 @@ from makad.service import curator as curator_http
 from makad.service import entry_dates
 from makad.service.attention import cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
+from makad.service.embeddings import Dense
 from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
@@ -300,13 +301,16 @@ class ContextService:
             )
         return pack
 
-    def _query_vector(self, ws: Workspace, plan: _Plan) -> Future[Any] | None:
-        """The query's vector, being computed, when the semantic channel is ready and the
-        ranking uses it."""
+    def _dense(
+        self, ws: Workspace, plan: _Plan, ceilings: dict[str, int] | None
+    ) -> Future[Dense | None] | None:
+        """The semantic channel's search for the query (its vector, and the events nearest
+        it when the call recalls history), under way on the channel's threads, when the
+        channel is ready and the ranking uses it."""
         semantic = self._ctx.semantic
         if not semantic.ready or not plan.query or plan.pool != "ranked":
             return None
-        return semantic.query_vector_soon(ws, plan.query)
+        return semantic.search_soon(ws, plan.query, ceilings, plan.recall)
 
     def _nearest(
         self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
@@ -319,9 +323,6 @@ class ContextService:
         return list(chosen.values()), dict(found)
 
     def _gather(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> _Gathered:
-        # The optional semantic channel embeds the query on a thread of its own meanwhile
-        # (makad.service.embeddings); None without it.
-        vector = self._query_vector(ws, plan)
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -331,6 +332,12 @@ class ContextService:
         if sid is not None and source is not None:
             last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
             checkpoint = source.latest_checkpoint(sid)
+        # Recall sees this session's compacted part only.
+        ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+        # The optional semantic channel embeds the query and searches the history's vectors
+        # on a thread of its own meanwhile (makad.service.embeddings); None without it.
+        dense = self._dense(ws, plan, ceiling)
+        if sid is not None and source is not None:
             history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
                 working_state = source.get_working_state(sid)
@@ -348,8 +355,10 @@ class ContextService:
         fill: list[FillOrder] = []
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
+            found = _done(dense)
+            vector = found.vector if found is not None else None
             if vector is not None:
-                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector.result())
+                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector)
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -358,9 +367,7 @@ class ContextService:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
                 if vector is not None:
-                    user_entries, user_similar = self._nearest(
-                        plan.user.ws, view.by_id, user_entries, vector.result()
-                    )
+                    user_entries, user_similar = self._nearest(plan.user.ws, view.by_id, user_entries, vector)
                     similarity = {**similarity, **user_similar}
                 if user_entries:
                     user_from = len(entries)
@@ -374,9 +381,9 @@ class ContextService:
                     overridden = _overrides(ws, plan.snapshot, view.snapshot)
                     if plan.pool == "ranked":
                         fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
-        if plan.recall and vector is not None:
-            ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
-            recall = self._ctx.semantic.recall(ws, recall, vector.result(), ceiling)
+        found = _done(dense)
+        if plan.recall and found is not None:
+            recall = self._ctx.semantic.join(ws, recall, found.events, ceiling)
         call_id = _call_id(
             plan.workspace,
             plan.revision,
@@ -749,6 +756,11 @@ def _among(shown: dict[str, str], entries: list[Entry]) -> dict[str, str]:
         if digest is not None:
             found[ref] = digest
     return found
+
+
+def _done(dense: Future[Dense | None] | None) -> Dense | None:
+    """What the semantic channel found (waiting for it), None without it."""
+    return None if dense is None else dense.result()
 
 
 def _recall(
