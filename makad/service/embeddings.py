@@ -428,7 +428,7 @@ class SemanticChannel:
         if searched is not None and searched[0] is by_id:
             _, ids, matrix = searched
             sims = self._calibrated(matrix @ vector)
-            scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
+            scored = _at_least(ids, sims, rules.MEMORY_MIN_COSINE)
             return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
         ids = []
         rows: list[Any] = []
@@ -450,7 +450,7 @@ class SemanticChannel:
         if not missing:
             index.searched = (by_id, ids, matrix)
         sims = self._calibrated(matrix @ vector)
-        scored = [(entry_id, float(s)) for entry_id, s in zip(ids, sims, strict=True)]
+        scored = _at_least(ids, sims, rules.MEMORY_MIN_COSINE)
         return rules.nearest(scored, rules.MEMORY_DENSE_K, rules.MEMORY_MIN_COSINE)
 
     def similar(
@@ -608,6 +608,13 @@ class SemanticChannel:
     ) -> list[RecallHit]:
         """``hits`` joined by the events nearest ``vector`` (``nearest_events``, ``join``)."""
         return self.join(ws, hits, self.nearest_events(ws, vector, max_seq_by_session), max_seq_by_session)
+
+
+def _at_least(ids: list[str], sims: Any, floor: float) -> list[tuple[str, float]]:
+    """``(id, cosine)`` of the ``sims`` (an array, by position in ``ids``) at or above
+    ``floor``, compared in float64 as ``float(cosine) >= floor`` would, in numpy."""
+    keep = (sims.astype("float64") >= floor).nonzero()[0].tolist()
+    return [(ids[i], float(sims[i])) for i in keep]
 
 
 def _runs(seqs: set[int]) -> list[tuple[int, int]]:
