@@ -15,7 +15,9 @@ MEMORY.md or PENDING.md change (their redacted text, as the agent would see it).
 go to the workspace's ledger (``makad.store.ledger.vectors``) and to an in-memory matrix
 per workspace, searched flat with numpy. A request embeds only its query (one short text,
 with the model's query prefix if it has one; the last ones are kept) and multiplies it by
-that matrix.
+that matrix: ``search_soon`` does both, and the dense history search, on the channel's own
+threads while the caller reads the history and the full-text candidates; ``join`` then
+adds what it found to the full-text hits, reading only the rows they did not bring.
 
 **What the channel adds** (the rules are ``makad.core.semantic``'s): the memory entries
 nearest the query join the candidates with their cosine as the ``semantic`` part of their
