@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -310,13 +310,18 @@ class ContextService:
         semantic = self._ctx.semantic
         if not semantic.ready or not plan.query or plan.pool != "ranked":
             return None
-        return semantic.search_soon(ws, plan.query, ceilings, plan.recall)
+        levels: list[tuple[Workspace, Mapping[str, Entry]]] = []
+        if plan.snapshot is not None:
+            levels.append((ws, plan.snapshot.by_id))
+            if plan.user is not None:
+                levels.append((plan.user.ws, plan.user.view.by_id))
+        return semantic.search_soon(ws, plan.query, ceilings, plan.recall, levels)
 
     def _nearest(
-        self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
+        self, by_id: dict[str, Entry], entries: list[Entry], found: list[tuple[str, float]]
     ) -> tuple[list[Entry], dict[str, float]]:
-        """``entries`` and the level's entries nearest the query after them, with their cosines."""
-        found = self._ctx.semantic.memory_matches(ws, by_id, vector)
+        """``entries`` and the level's entries nearest the query (``found``) after them, with
+        their cosines."""
         chosen = {entry.id: entry for entry in entries}
         for entry_id, _ in found:
             chosen.setdefault(entry_id, by_id[entry_id])
@@ -356,9 +361,8 @@ class ContextService:
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
             found = _done(dense)
-            vector = found.vector if found is not None else None
-            if vector is not None:
-                entries, similarity = self._nearest(ws, plan.snapshot.by_id, entries, vector)
+            if found is not None:
+                entries, similarity = self._nearest(plan.snapshot.by_id, entries, found.memory[0])
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -366,8 +370,8 @@ class ContextService:
             if plan.user is not None:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
-                if vector is not None:
-                    user_entries, user_similar = self._nearest(plan.user.ws, view.by_id, user_entries, vector)
+                if found is not None:
+                    user_entries, user_similar = self._nearest(view.by_id, user_entries, found.memory[1])
                     similarity = {**similarity, **user_similar}
                 if user_entries:
                     user_from = len(entries)

@@ -116,6 +116,7 @@ class Dense:
 
     vector: Any
     events: NearestEvents | None
+    memory: list[list[tuple[str, float]]]  # per level asked for: its nearest entries by id
 
 
 class SemanticChannel:
@@ -362,7 +363,12 @@ class SemanticChannel:
     # ------------------------------------------------------------------ requests
 
     def search_soon(
-        self, ws: Workspace, query: str, ceilings: Mapping[str, int] | None, history: bool
+        self,
+        ws: Workspace,
+        query: str,
+        ceilings: Mapping[str, int] | None,
+        history: bool,
+        levels: Sequence[tuple[Workspace, Mapping[str, Entry]]] = (),
     ) -> Future[Dense | None]:
         """``search`` on the channel's own threads: the caller reads the history and the
         full-text candidates meanwhile and takes ``result()``."""
@@ -372,18 +378,25 @@ class SemanticChannel:
                     self._pool = ThreadPoolExecutor(
                         max_workers=QUERY_THREADS, thread_name_prefix="semantic-query"
                     )
-        return self._pool.submit(self.search, ws, query, ceilings, history)
+        return self._pool.submit(self.search, ws, query, ceilings, history, levels)
 
     def search(
-        self, ws: Workspace, query: str, ceilings: Mapping[str, int] | None, history: bool
+        self,
+        ws: Workspace,
+        query: str,
+        ceilings: Mapping[str, int] | None,
+        history: bool,
+        levels: Sequence[tuple[Workspace, Mapping[str, Entry]]] = (),
     ) -> Dense | None:
-        """The query's vector and, when ``history``, the events nearest it that the caller
-        may see (``ceilings``: the newest seq per session; ``nearest_events``); None while
-        there is no vector."""
+        """The query's vector; when ``history``, the events nearest it that the caller may
+        see (``ceilings``: the newest seq per session; ``nearest_events``); and each level's
+        entries nearest it (``levels``: a workspace and its entries by id;
+        ``memory_matches``). None while there is no vector."""
         vector = self.query_vector(ws, query)
         if vector is None:
             return None
-        return Dense(vector, self.nearest_events(ws, vector, ceilings) if history else None)
+        events = self.nearest_events(ws, vector, ceilings) if history else None
+        return Dense(vector, events, [self.memory_matches(level, by_id, vector) for level, by_id in levels])
 
     def query_vector(self, ws: Workspace, query: str) -> Any:
         """The vector of ``query`` without the workspace's speaker names
