@@ -304,9 +304,9 @@ class ContextService:
     def _dense(
         self, ws: Workspace, plan: _Plan, ceilings: dict[str, int] | None
     ) -> Future[Dense | None] | None:
-        """The semantic channel's search for the query (its vector, and the events nearest
-        it when the call recalls history), under way on the channel's threads, when the
-        channel is ready and the ranking uses it."""
+        """The semantic channel's search for the query (its vector, each memory level's
+        entries nearest it, and the events nearest it when the call recalls history), under
+        way on the channel's threads, when the channel is ready and the ranking uses it."""
         semantic = self._ctx.semantic
         if not semantic.ready or not plan.query or plan.pool != "ranked":
             return None

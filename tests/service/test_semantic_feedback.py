@@ -11,7 +11,7 @@ import pytest
 
 from makad.core import semantic as rules
 from makad.core.context_types import RecallHit
-from makad.core.types import Event, EventInput
+from makad.core.types import Entry, Event, EventInput
 from makad.service import embeddings
 from makad.store.ledger import Ledger
 from makad.store.workspaces import Workspace
@@ -122,5 +122,22 @@ def test_search_runs_the_dense_history_search_with_the_vector(
     assert [joined.split("\x00")[1] for joined, _ in found.events.ranked] == ["2", "5"]
     assert found.events.ranked[1][1] == pytest.approx(0.6)
     alone = channel.search(ws, "which one", None, False)
-    assert alone is not None and alone.events is None
+    assert alone is not None and alone.events is None and alone.memory == []
     channel.stop()
+
+
+def test_search_matches_each_levels_entries(ledger: Ledger) -> None:
+    """``search`` gives, per level asked for, the entries nearest the query above the floor."""
+    channel, ws, np = _channel(ledger, [[0.0, 0.0, 1.0]])
+    near = Entry(id="near", title="Prefers pnpm", content="always pnpm")
+    far = Entry(id="far", title="Deploys on Fridays", content="never")
+    index = channel._indexes[id(ws)]
+    index.entries[embeddings.text_hash(rules.entry_text(near))] = np.array([0.6, 0.8, 0.0], np.float32)
+    index.entries[embeddings.text_hash(rules.entry_text(far))] = np.array([0.0, 1.0, 0.0], np.float32)
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    channel.query_vector = lambda ws, text: query  # type: ignore[method-assign]
+    levels = [(ws, {"near": near, "far": far}), (ws, {"far": far})]
+    found = channel.search(ws, "which package manager", None, False, levels)
+    assert found is not None
+    assert [[entry_id for entry_id, _ in level] for level in found.memory] == [["near"], []]
+    assert found.memory[0][0][1] == pytest.approx(0.6)
