@@ -19,10 +19,10 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 import msgspec
 
@@ -60,6 +60,7 @@ from makad.service import curator as curator_http
 from makad.service import entry_dates
 from makad.service.attention import cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
+from makad.service.embeddings import Dense, MemoryCosines
 from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
@@ -313,30 +314,37 @@ class ContextService:
             )
         return pack
 
-    def _query_vector(self, ws: Workspace, plan: _Plan) -> Future[Any] | None:
-        """The query's vector, being computed, when the semantic channel is ready and the
-        ranking uses it."""
+    def _dense(
+        self, ws: Workspace, plan: _Plan, ceilings: dict[str, int] | None
+    ) -> Future[Dense | None] | None:
+        """The semantic channel's search for the query (its vector, each memory level's
+        entries nearest it, and the events nearest it when the call recalls history), under
+        way on the channel's threads, when the channel is ready and the ranking uses it."""
         semantic = self._ctx.semantic
         if not semantic.ready or not plan.query or plan.pool != "ranked":
             return None
-        return semantic.query_vector_soon(ws, plan.query)
+        levels: list[tuple[Workspace, Mapping[str, Entry]]] = []
+        if plan.snapshot is not None:
+            levels.append((ws, plan.snapshot.by_id))
+            if plan.user is not None:
+                levels.append((plan.user.ws, plan.user.view.by_id))
+        return semantic.search_soon(ws, plan.query, ceilings, plan.recall, levels)
 
     def _nearest(
-        self, ws: Workspace, by_id: dict[str, Entry], entries: list[Entry], vector: Any
+        self, by_id: dict[str, Entry], entries: list[Entry], cosines: MemoryCosines | None
     ) -> tuple[list[Entry], dict[str, float], list[tuple[str, float]]]:
         """``entries`` and the level's entries nearest the query after them, with their
         cosines; and the level's entries nearest the query whatever their cosine, with it
-        (``makad.core.semantic.memory_nearest``)."""
-        found, near = self._ctx.semantic.memory_matches(ws, by_id, vector, len(entries))
+        (``makad.core.semantic.memory_nearest`` over the channel's ``cosines``)."""
+        if cosines is None:
+            return entries, {}, []
+        found, near = cosines.nearest(len(entries))
         chosen = {entry.id: entry for entry in entries}
         for entry_id, _ in found:
             chosen.setdefault(entry_id, by_id[entry_id])
         return list(chosen.values()), dict(found), near
 
     def _gather(self, ws: Workspace, plan: _Plan, source: SessionStore | None) -> _Gathered:
-        # The optional semantic channel embeds the query on a thread of its own meanwhile
-        # (makad.service.embeddings); None without it.
-        vector = self._query_vector(ws, plan)
         sid = plan.sid
         checkpoint: Checkpoint | None = None
         history: list[Event] = []
@@ -346,6 +354,12 @@ class ContextService:
         if sid is not None and source is not None:
             last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
             checkpoint = source.latest_checkpoint(sid)
+        # Recall sees this session's compacted part only.
+        ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
+        # The optional semantic channel embeds the query and searches the history's vectors
+        # on a thread of its own meanwhile (makad.service.embeddings); None without it.
+        dense = self._dense(ws, plan, ceiling)
+        if sid is not None and source is not None:
             history, live_tokens = _history_tail(source, sid, checkpoint, last_seq, plan.budget)
             if "working_state" in plan.include:
                 working_state = source.get_working_state(sid)
@@ -364,8 +378,9 @@ class ContextService:
         fill: list[FillOrder] = []
         if plan.snapshot is not None:
             entries, bm25 = _memory_candidates(ws, plan.snapshot, plan.query, plan.pool)
-            if vector is not None:
-                entries, similarity, near = self._nearest(ws, plan.snapshot.by_id, entries, vector.result())
+            found = _done(dense)
+            if found is not None:
+                entries, similarity, near = self._nearest(plan.snapshot.by_id, entries, found.memory[0])
             hashes = _hashes(plan.snapshot, entries)
             confidence = plan.snapshot.user_confidence
             if plan.pool == "ranked":
@@ -373,9 +388,9 @@ class ContextService:
             if plan.user is not None:
                 view = plan.user.view
                 user_entries, user_bm25 = _user_candidates(plan.user, plan.query, plan.pool)
-                if vector is not None:
+                if found is not None:
                     user_entries, user_similar, user_near = self._nearest(
-                        plan.user.ws, view.by_id, user_entries, vector.result()
+                        view.by_id, user_entries, found.memory[1]
                     )
                     similarity = {**similarity, **user_similar}
                     near = sorted([*near, *user_near], key=lambda pair: (-pair[1], pair[0]))
@@ -391,9 +406,9 @@ class ContextService:
                     overridden = _overrides(ws, plan.snapshot, view.snapshot)
                     if plan.pool == "ranked":
                         fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
-        if plan.recall and vector is not None:
-            ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
-            recall = self._ctx.semantic.recall(ws, recall, vector.result(), ceiling)
+        found = _done(dense)
+        if plan.recall and found is not None:
+            recall = self._ctx.semantic.join(ws, recall, found.events, ceiling)
         call_id = _call_id(
             plan.workspace,
             plan.revision,
@@ -767,6 +782,11 @@ def _among(shown: dict[str, str], entries: list[Entry]) -> dict[str, str]:
         if digest is not None:
             found[ref] = digest
     return found
+
+
+def _done(dense: Future[Dense | None] | None) -> Dense | None:
+    """What the semantic channel found (waiting for it), None without it."""
+    return None if dense is None else dense.result()
 
 
 def _recall(

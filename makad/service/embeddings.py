@@ -15,7 +15,9 @@ MEMORY.md or PENDING.md change (their redacted text, as the agent would see it).
 go to the workspace's ledger (``makad.store.ledger.vectors``) and to an in-memory matrix
 per workspace, searched flat with numpy. A request embeds only its query (one short text,
 with the model's query prefix if it has one; the last ones are kept) and multiplies it by
-that matrix.
+that matrix: ``search_soon`` does both, and the dense history search, on the channel's own
+threads while the caller reads the history and the full-text candidates; ``join`` then
+adds what it found to the full-text hits, reading only the rows they did not bring.
 
 **What the channel adds** (the rules are ``makad.core.semantic``'s): the memory entries
 nearest the query join the candidates with their cosine as the ``semantic`` part of their
@@ -40,7 +42,7 @@ import structlog
 from makad.core import semantic as rules
 from makad.core.context_types import RecallHit
 from makad.core.redaction import redact_entry
-from makad.core.types import Entry
+from makad.core.types import Entry, Event
 from makad.store.ledger import Ledger
 from makad.store.ledger import vectors as store
 from makad.store.workspaces import Workspace
@@ -94,6 +96,46 @@ class _Index:
     appended: int = 0
     scanned: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+
+
+@dataclass(frozen=True)
+class NearestEvents:
+    """The dense half of history recall for one query (``SemanticChannel.nearest_events``)."""
+
+    sims: Any  # every indexed event's cosine with the query (calibrated), by row
+    rows: Mapping[tuple[str, int], int]  # (session, seq) → row, for rows below ``count``
+    count: int
+    # ``"session\x00seq"`` and how near (the better of the two searches' cosines), best
+    # first: the candidates before the full-text hits among them are left out.
+    ranked: list[tuple[str, float]]
+
+
+@dataclass(frozen=True)
+class Dense:
+    """What the channel found for one query (``SemanticChannel.search``)."""
+
+    vector: Any
+    events: NearestEvents | None
+    memory: list[MemoryCosines | None]  # per level asked for: its entries' cosines
+
+
+@dataclass(frozen=True)
+class MemoryCosines:
+    """A level's entries and their cosines with one query (calibrated), by position."""
+
+    ids: Sequence[str]
+    sims: Any
+
+    def nearest(self, lexical: int) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
+        """``makad.core.semantic.memory_nearest`` (``lexical``: how many candidates
+        full-text search found): only the rows that can be among its nearest are handed
+        to it (a partial sort in numpy)."""
+        want = rules.MEMORY_DENSE_K + lexical + rules.MEMORY_NEAR_K
+        rows: Sequence[int] = range(len(self.ids))
+        if len(self.ids) > want:
+            rows = (-self.sims).argpartition(want - 1)[:want].tolist()
+        scored = [(self.ids[row], float(self.sims[row])) for row in rows]
+        return rules.memory_nearest(scored, lexical)
 
 
 class SemanticChannel:
@@ -339,16 +381,41 @@ class SemanticChannel:
 
     # ------------------------------------------------------------------ requests
 
-    def query_vector_soon(self, ws: Workspace, query: str) -> Future[Any]:
-        """``query_vector`` on the channel's own threads: the caller reads the full-text
-        candidates meanwhile and takes ``result()`` (None when there is no vector)."""
+    def search_soon(
+        self,
+        ws: Workspace,
+        query: str,
+        ceilings: Mapping[str, int] | None,
+        history: bool,
+        levels: Sequence[tuple[Workspace, Mapping[str, Entry]]] = (),
+    ) -> Future[Dense | None]:
+        """``search`` on the channel's own threads: the caller reads the history and the
+        full-text candidates meanwhile and takes ``result()``."""
         if self._pool is None:
             with self._lock:
                 if self._pool is None:
                     self._pool = ThreadPoolExecutor(
                         max_workers=QUERY_THREADS, thread_name_prefix="semantic-query"
                     )
-        return self._pool.submit(self.query_vector, ws, query)
+        return self._pool.submit(self.search, ws, query, ceilings, history, levels)
+
+    def search(
+        self,
+        ws: Workspace,
+        query: str,
+        ceilings: Mapping[str, int] | None,
+        history: bool,
+        levels: Sequence[tuple[Workspace, Mapping[str, Entry]]] = (),
+    ) -> Dense | None:
+        """The query's vector; when ``history``, the events nearest it that the caller may
+        see (``ceilings``: the newest seq per session; ``nearest_events``); and each level's
+        entries nearest it (``levels``: a workspace and its entries by id;
+        ``memory_matches``). None while there is no vector."""
+        vector = self.query_vector(ws, query)
+        if vector is None:
+            return None
+        events = self.nearest_events(ws, vector, ceilings) if history else None
+        return Dense(vector, events, [self.memory_cosines(level, by_id, vector) for level, by_id in levels])
 
     def query_vector(self, ws: Workspace, query: str) -> Any:
         """The vector of ``query`` without the workspace's speaker names
@@ -388,14 +455,20 @@ class SemanticChannel:
         """The entries nearest ``vector`` by id: ``makad.core.semantic.memory_nearest``'s
         matches and its nearest whatever their cosine (``lexical``: how many candidates
         full-text search found); those without a vector yet are queued for the indexer."""
+        cosines = self.memory_cosines(ws, by_id, vector)
+        return ([], []) if cosines is None else cosines.nearest(lexical)
+
+    def memory_cosines(self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any) -> MemoryCosines | None:
+        """Every entry's cosine with ``vector`` (those without a vector yet are queued for
+        the indexer and left out); None without any."""
         index = self._index(ws)
         if index is None or vector is None:
-            return [], []
+            return None
         np = self._np
         searched = index.searched
         if searched is not None and searched[0] is by_id:
             _, ids, matrix = searched
-            return self._memory_nearest(ids, matrix @ vector, lexical)
+            return MemoryCosines(ids, self._calibrated(matrix @ vector))
         ids = []
         rows: list[Any] = []
         missing: list[str] = []
@@ -411,24 +484,11 @@ class SemanticChannel:
             self.queue_texts(index, missing)
             self._wake.set()
         if not rows:
-            return [], []
+            return None
         matrix = np.stack(rows)
         if not missing:
             index.searched = (by_id, ids, matrix)
-        return self._memory_nearest(ids, matrix @ vector, lexical)
-
-    def _memory_nearest(
-        self, ids: Sequence[str], cosines: Any, lexical: int
-    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """``memory_nearest`` over the calibrated ``cosines`` of ``ids``: only the rows that
-        can be among its nearest are handed to it (a partial sort in numpy)."""
-        sims = self._calibrated(cosines)
-        want = rules.MEMORY_DENSE_K + lexical + rules.MEMORY_NEAR_K
-        rows = range(len(ids))
-        if len(ids) > want:
-            rows = self._np.argpartition(-sims, want - 1)[:want].tolist()
-        scored = [(ids[row], float(sims[row])) for row in rows]
-        return rules.memory_nearest(scored, lexical)
+        return MemoryCosines(ids, self._calibrated(matrix @ vector))
 
     def similar(
         self, ws: Workspace, content: str, candidates: Sequence[Entry], exclude: str | None = None
@@ -480,18 +540,16 @@ class SemanticChannel:
         moved = rules.feedback_query(vector, matrix[rows], rules.RECALL_FEEDBACK_BETA)
         return np.maximum(sims, self._calibrated(matrix @ moved))
 
-    def recall(
-        self,
-        ws: Workspace,
-        hits: list[RecallHit],
-        vector: Any,
-        max_seq_by_session: Mapping[str, int] | None,
-    ) -> list[RecallHit]:
-        """``hits`` with their cosine, plus the nearest events not among them (with their
-        neighbours), as ``makad.core.semantic``'s history rule says."""
+    def nearest_events(
+        self, ws: Workspace, vector: Any, max_seq_by_session: Mapping[str, int] | None
+    ) -> NearestEvents | None:
+        """The dense half of history recall, which needs no full-text hit: every event's
+        cosine with ``vector`` and the events nearest it (counting dense feedback), best
+        first, at or above the floor and within ``max_seq_by_session``. None when the
+        workspace has no vectors yet."""
         index = self._index(ws)
         if index is None or vector is None:
-            return hits
+            return None
         np = self._np
         with index.lock:
             count = index.count
@@ -499,56 +557,105 @@ class SemanticChannel:
             keys = index.keys
             rows = index.rows
         if count == 0:
-            return hits
+            return None
         sims = self._calibrated(matrix[:count] @ vector)
         ceilings = max_seq_by_session or {}
         reach = self._feedback_reach(matrix[:count], vector, sims, keys, ceilings)
+        # The best 3 × RECALL_DENSE_K by reach: enough that RECALL_DENSE_K remain once the
+        # full-text hits among them are left out (``join``).
+        want = min(count, rules.RECALL_DENSE_K * 3)
+        top = np.argpartition(-reach, want - 1)[:want] if want < count else np.arange(count)
+        top = top[np.asarray(reach[top], np.float64) >= rules.RECALL_MIN_COSINE]
+        scored = []
+        for row, score in zip(top.tolist(), reach[top].tolist(), strict=True):
+            sid, seq = keys[row]
+            ceiling = ceilings.get(sid)
+            if ceiling is None or seq <= ceiling:
+                scored.append((f"{sid}\x00{seq}", score))
+        ranked = rules.nearest(scored, len(scored), rules.RECALL_MIN_COSINE)
+        return NearestEvents(sims, rows, count, ranked)
+
+    def join(
+        self,
+        ws: Workspace,
+        hits: list[RecallHit],
+        found: NearestEvents | None,
+        max_seq_by_session: Mapping[str, int] | None,
+    ) -> list[RecallHit]:
+        """``hits`` with their cosine, plus the nearest events not among them (with their
+        neighbours), as ``makad.core.semantic``'s history rule says. The neighbours the
+        full-text hits came with are not read again."""
+        if found is None:
+            return hits
+        sims, rows, count = found.sims, found.rows, found.count
         out = []
         seen: set[tuple[str, int]] = set()
+        known: dict[tuple[str, int], Event] = {}
         for hit in hits:
             key = (hit.event.session_id, hit.event.seq)
             seen.add(key)
+            known[key] = hit.event
+            for other in hit.neighbours:
+                known[(other.session_id, other.seq)] = other
             row = rows.get(key)
             out.append(hit if row is None or row >= count else _with_similarity(hit, float(sims[row])))
-        want = min(count, rules.RECALL_DENSE_K * 3)
-        top = np.argpartition(-reach, want - 1)[:want] if want < count else np.arange(count)
-        scored = []
-        for row in top:
-            sid, seq = keys[int(row)]
-            ceiling = ceilings.get(sid)
-            if (sid, seq) in seen or (ceiling is not None and seq > ceiling):
-                continue
-            scored.append((f"{sid}\x00{seq}", float(reach[int(row)])))
-        chosen = rules.nearest(scored, rules.RECALL_DENSE_K, rules.RECALL_MIN_COSINE)
+        chosen = []
+        for joined, _ in found.ranked:
+            place, number = joined.split("\x00")
+            if (place, int(number)) not in seen:
+                chosen.append((place, int(number)))
+                if len(chosen) == rules.RECALL_DENSE_K:
+                    break
         if not chosen:
             return out
-        places = []
-        for joined, _ in chosen:
-            place, number = joined.split("\x00")
-            places.append((place, int(number)))
-        # What each carries into the ranking: its cosine with the query itself.
-        chosen = [
-            (joined, float(sims[rows[place]])) for (joined, _), place in zip(chosen, places, strict=True)
-        ]
-        spans = []
-        for sid, seq in places:
+        ceilings = max_seq_by_session or {}
+        wanted: dict[str, set[int]] = {}
+        for sid, seq in chosen:
             last = seq + RADIUS
             ceiling = ceilings.get(sid)
             if ceiling is not None:
                 last = min(last, ceiling)
-            spans.append((sid, max(seq - RADIUS, 1), last))
-        around = {(e.session_id, e.seq): e for e in index.ws.ledger.read_event_spans(spans)}
-        for (sid, seq), (_, similarity) in zip(places, chosen, strict=True):
+            for s in range(max(seq - RADIUS, 1), last + 1):
+                if (sid, s) not in known:
+                    wanted.setdefault(sid, set()).add(s)
+        around = dict(known)
+        spans = [(sid, first, last) for sid, seqs in wanted.items() for first, last in _runs(seqs)]
+        around.update({(e.session_id, e.seq): e for e in ws.ledger.read_event_spans(spans)})
+        for sid, seq in chosen:
             event = around.get((sid, seq))
             if event is None:  # forgotten since it was indexed
                 continue
+            ceiling = ceilings.get(sid)
             near = [
                 around[(sid, s)]
                 for s in range(seq - RADIUS, seq + RADIUS + 1)
-                if s != seq and (sid, s) in around
+                if s != seq and (sid, s) in around and (ceiling is None or s <= ceiling)
             ]
+            # What it carries into the ranking: its cosine with the query itself.
+            similarity = float(sims[rows[(sid, seq)]])
             out.append(RecallHit(event=event, bm25=0.0, neighbours=near, similarity=similarity))
         return out
+
+    def recall(
+        self,
+        ws: Workspace,
+        hits: list[RecallHit],
+        vector: Any,
+        max_seq_by_session: Mapping[str, int] | None,
+    ) -> list[RecallHit]:
+        """``hits`` joined by the events nearest ``vector`` (``nearest_events``, ``join``)."""
+        return self.join(ws, hits, self.nearest_events(ws, vector, max_seq_by_session), max_seq_by_session)
+
+
+def _runs(seqs: set[int]) -> list[tuple[int, int]]:
+    """``seqs`` as ranges of consecutive numbers, first to last."""
+    out: list[tuple[int, int]] = []
+    for seq in sorted(seqs):
+        if out and seq == out[-1][1] + 1:
+            out[-1] = (out[-1][0], seq)
+        else:
+            out.append((seq, seq))
+    return out
 
 
 def _with_similarity(hit: RecallHit, similarity: float) -> RecallHit:
