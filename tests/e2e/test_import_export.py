@@ -283,3 +283,13 @@ def test_chatgpt_memories_keep_their_dates_and_are_said_once(
     )
     assert text.count("Has two cats") == 1
     assert text.count("bakes sourdough") == 1
+
+
+def test_a_text_import_queues_no_piece_of_a_secret(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A secret in a text import's line is redacted in the proposal's content and title alike: PENDING.md holds none of it."""
+    token = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+    result = call(module_daemon, new_ws, "import_memories", data=f"github token {token}\n", format="text")
+    assert len(result["imported"]) == 1
+    pending = (new_ws / "memory" / "PENDING.md").read_text()
+    assert "## github token [REDACTED:github_token]" in pending
+    assert "ghp_" not in pending

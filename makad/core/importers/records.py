@@ -144,7 +144,8 @@ def clean_title(text: str, limit: int = TITLE_MAX_CHARS) -> str:
 HEADLINE_WORDS: Final = 6
 HEADLINE_MAX_CHARS: Final = 48
 # Where a clause ends: punctuation inside the sentence, or a sentence's end.
-_CLAUSE_END: Final = re.compile(r"[,;:(\u2013\u2014\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001]|[.!?](?=\s|$)")
+# (A colon only before a space: the one in a redaction's ``[REDACTED:kind]`` ends nothing.)
+_CLAUSE_END: Final = re.compile(r"[,;(\u2013\u2014\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001]|[.!?:](?=\s|$)")
 
 
 def headline(text: str) -> str:
