@@ -571,3 +571,14 @@ def test_a_colon_inside_a_word_ends_no_clause() -> None:
         "the key [REDACTED:aws_access_key] is here and…"
     )
     assert headline("Deploy steps: build it first, then push everything") == "Deploy steps"
+
+
+def test_a_tag_holding_a_secret_is_redacted_before_it_is_lower_cased_or_cut() -> None:
+    """A secret as a tag (a Markdown heading) becomes a redaction slug, never its lower-cased or cut form."""
+    assert normalize_tags(
+        ["AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-" + "a" * 24, "Plain Tag"]
+    ) == [
+        "redacted-aws_access_key",
+        "redacted-slack_token",
+        "plain-tag",
+    ]

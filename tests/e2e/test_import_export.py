@@ -293,3 +293,12 @@ def test_a_text_import_queues_no_piece_of_a_secret(module_daemon: DaemonProcess,
     pending = (new_ws / "memory" / "PENDING.md").read_text()
     assert "## github token [REDACTED:github_token]" in pending
     assert "ghp_" not in pending
+
+
+def test_a_markdown_import_queues_no_secret_as_a_tag(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A secret as a Markdown section heading reaches PENDING.md as a redaction slug, in no case."""
+    data = "# AKIAIOSFODNN7EXAMPLE\n\n- Deploys go through the staging account first\n"
+    assert len(call(module_daemon, new_ws, "import_memories", data=data, format="markdown")["imported"]) == 1
+    pending = (new_ws / "memory" / "PENDING.md").read_text()
+    assert "redacted-aws_access_key" in pending
+    assert "akiaiosfodnn7example" not in pending.casefold()

@@ -10,6 +10,7 @@ from typing import Final, Literal, get_args
 
 import msgspec
 
+from makad.core.redaction import redact
 from makad.core.types import Record
 
 FormatName = Literal[
@@ -189,7 +190,9 @@ def normalize_tags(tags: Iterable[object]) -> list[str]:
     for tag in tags:
         if not isinstance(tag, str):
             continue
-        slug = _TAG_JUNK.sub("-", tag[:_TAG_SCAN_CHARS].casefold()).strip("-.")
+        # Redacted before it is lower-cased and cut: a secret either way is one the
+        # redactor no longer recognises.
+        slug = _TAG_JUNK.sub("-", redact(tag[:_TAG_SCAN_CHARS]).text.casefold()).strip("-.")
         slug = _DASHES.sub("-", slug)[:TAG_MAX_CHARS].strip("-.")
         if slug and slug not in out:
             out.append(slug)
