@@ -302,3 +302,15 @@ def test_a_markdown_import_queues_no_secret_as_a_tag(module_daemon: DaemonProces
     pending = (new_ws / "memory" / "PENDING.md").read_text()
     assert "redacted-aws_access_key" in pending
     assert "akiaiosfodnn7example" not in pending.casefold()
+
+
+def test_a_file_of_only_a_byte_order_mark_is_empty(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A file holding a UTF-8 byte-order mark and blank lines is refused as empty, not as no memories in some format."""
+    bom = short_tmp / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf\r\n \n")
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=str(bom))
+    assert raised.value.data["reason"] == "empty" and "the file is empty" in str(raised.value)
+    assert call(module_daemon, new_ws, "list_proposals")["proposals"] == []
