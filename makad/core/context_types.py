@@ -27,7 +27,13 @@ AllocationKind = Literal["memory", "working_state", "summary", "attention", "rec
 Role = Literal["user", "assistant", "tool", "system"]
 # Why a pack is empty (``makad.core.empty_pack``).
 EmptyReason = Literal[
-    "reads_off", "incognito", "memory_unavailable", "nothing_yet", "nothing_matched", "budget_too_small"
+    "reads_off",
+    "incognito",
+    "memory_unavailable",
+    "nothing_yet",
+    "nothing_matched",
+    "budget_too_small",
+    "not_included",
 ]
 
 
@@ -167,7 +173,7 @@ class Trace(_Wire):
       ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
     - ``empty_reason``: set when the pack has no segment and no message, why
       (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
-      ``nothing_yet``, ``nothing_matched`` or ``budget_too_small``.
+      ``nothing_yet``, ``nothing_matched``, ``budget_too_small`` or ``not_included``.
     """
 
     path: Literal["fast", "bounded", "slow", "fallback"]

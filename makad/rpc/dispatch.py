@@ -52,6 +52,9 @@ YIELD_EVERY = 64
 YIELD_BYTES = 1024 * 1024
 
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
+# What an error echoes of the request (a method's name, msgspec's reason quoting a key or
+# a value) is cut to this many characters: a megabyte key is not sent back whole.
+ECHO_CHARS = 200
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 _new_tuple = tuple.__new__
@@ -59,6 +62,11 @@ _new_tuple = tuple.__new__
 # with {} as with []; its ``**`` copies this, so it is never changed).
 _NO_PARAMS: dict[str, Any] = {}
 log = structlog.get_logger("makad.rpc")
+
+
+def _clip(text: str) -> str:
+    """``text``, or its first ``ECHO_CHARS`` characters and an ellipsis when it is longer."""
+    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
 
 
 def error_object(code: int, message: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -333,7 +341,11 @@ class Dispatcher:
                 text = str(exc)
                 match = _PATH.search(text)
                 path = match.group(1) if match else "$"
-                data: dict[str, Any] = {"kind": "invalid_params", "path": path, "reason": _PATH.sub("", text)}
+                data: dict[str, Any] = {
+                    "kind": "invalid_params",
+                    "path": path,
+                    "reason": _clip(_PATH.sub("", text)),
+                }
                 message = "Invalid params"
                 if text.startswith("Invalid enum value"):
                     allowed = allowed_values(params_type, path)
@@ -526,7 +538,9 @@ class Dispatcher:
             )
         if method is None:
             return Error(
-                METHOD_NOT_FOUND, "Method not found", {"kind": "method_not_found", "method": request.method}
+                METHOD_NOT_FOUND,
+                "Method not found",
+                {"kind": "method_not_found", "method": _clip(request.method)},
             )
         return await call(request, context, method)
 

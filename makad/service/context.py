@@ -190,6 +190,7 @@ class ContextService:
                 reads_off=not (settings.enabled and settings.agent_read_enabled),
                 incognito=settings.incognito or incognito,
                 memory_entries=entries,
+                memory_asked="memory" in include,
             )
             trace = msgspec.structs.replace(pack.trace, empty_reason=reason)
             pack = msgspec.structs.replace(pack, trace=trace)

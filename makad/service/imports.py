@@ -222,7 +222,8 @@ def not_importable(data: str, files: dict[str, str] | None, path: str) -> Invali
                 **({"file": name} if files is not None else {}),
                 formats=list(importers.FORMATS),
             )
-    if files is None and not data.strip():
+    # (A byte-order mark alone is no text either: str.strip keeps it.)
+    if files is None and not data.replace("\ufeff", "").strip():
         return InvalidParams(
             f"{'the file' if path == '$.path' else 'data'} is empty: there is nothing to import "
             f"(an import reads a text export in one of these formats: {accepted()})",

@@ -125,18 +125,30 @@ def read_memory_file(
 _WIDE_BOMS = (codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE, codecs.BOM_UTF32_BE)
 # How much of a file the check for UTF-16 without a mark looks at.
 _WIDE_SAMPLE_BYTES = 4096
+_NUL_RUN = re.compile(rb"\x00{8,}")
 
 
 def looks_wide(data: bytes) -> bool:
     """Whether ``data`` is UTF-16 (or UTF-32) text without a byte-order mark: NUL bytes at
     alternating positions — at least every other even or every other odd byte of its
     start is NUL, as the high (or low) half of each ASCII character in UTF-16 is. UTF-8
-    text holds no NUL at all, so a few stray ones never pass."""
+    text holds no NUL at all, so a few stray ones never pass; nor do runs of NULs (the
+    zeroed blocks a crash can leave in a file: no UTF-16 or UTF-32 character is 8 NULs),
+    nor a file of an odd number of bytes (no UTF-16 or UTF-32 text is)."""
+    if len(data) % 2:
+        return False
     sample = data[:_WIDE_SAMPLE_BYTES]
     pairs = len(sample) // 2
-    if pairs == 0:
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    for run in _NUL_RUN.finditer(sample):
+        start, end = run.span()
+        at_even = (end + 1) // 2 - (start + 1) // 2
+        even -= at_even
+        odd -= end - start - at_even
+        pairs -= (end - start) // 2
+    if pairs <= 0:
         return False
-    return max(sample[0::2].count(0), sample[1::2].count(0)) * 2 >= pairs
+    return max(even, odd) * 2 >= pairs
 
 
 def ensure_memory_dir(memory_dir: Path) -> None:

@@ -272,7 +272,7 @@ def test_suggest_command_lists_dismisses_and_brings_back(daemon: DaemonProcess) 
 
 def test_an_empty_pack_says_why(daemon: DaemonProcess) -> None:
     """An empty `maka context` names its reason (trace.emptyReason): reads off, nothing yet,
-    a budget too small, incognito, memory unavailable — and a pack with something has none."""
+    a budget too small, memory left out of --include, incognito, memory unavailable — and a pack with something has none."""
 
     def reason(*args: str) -> tuple[str, str | None]:
         shown = run_maka(daemon, "context", *args)
@@ -289,6 +289,8 @@ def test_an_empty_pack_says_why(daemon: DaemonProcess) -> None:
     text, code = reason("--budget", "5")
     assert code == "budget_too_small" and "larger --budget" in text
     assert reason()[1] is None
+    text, code = reason("--include", "working_state")
+    assert code == "not_included" and "memory was left out" in text
     call(daemon, "set_settings", incognito=True)
     assert reason()[1] == "incognito"
     call(daemon, "set_settings", incognito=False)

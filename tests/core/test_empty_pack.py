@@ -55,6 +55,8 @@ UNREADABLE = [Skipped(source="memory", reason="unreadable", message="MEMORY.md c
         (pack(history_dropped=4), {}, 0, "budget_too_small"),
         (pack(), {}, 2, "budget_too_small"),
         (pack(), {}, 0, "nothing_yet"),
+        (pack(), {"memory_not_asked": True}, 0, "not_included"),
+        (pack(history_dropped=4), {"memory_not_asked": True}, 0, "budget_too_small"),
         (pack(candidates=[candidate("already_shown")]), {}, 1, "nothing_matched"),
         (pack(candidates=[candidate("expired"), candidate("scope")]), {}, 2, "nothing_matched"),
     ],
@@ -65,4 +67,10 @@ def test_the_first_reason_that_applies(
     """A switch, then an unusable file, then room, then an empty memory, else nothing relevant."""
     reads_off = switches.get("reads_off", False)
     incognito = switches.get("incognito", False)
-    assert empty_reason(built, reads_off=reads_off, incognito=incognito, memory_entries=entries) == expected
+    asked = not switches.get("memory_not_asked", False)
+    assert (
+        empty_reason(
+            built, reads_off=reads_off, incognito=incognito, memory_entries=entries, memory_asked=asked
+        )
+        == expected
+    )

@@ -544,3 +544,41 @@ def test_a_chatgpt_line_gets_a_headline_title_and_keeps_its_date() -> None:
         "Works at a bakery in Lisbon and bakes sourdough every Friday.",
     )
     assert item.created_at_ms == to_epoch_ms("2024-05-12")
+
+
+@pytest.mark.parametrize(
+    ("fmt", "data"),
+    [
+        ("text", "github token ghp_1234567890abcdefghijklmnopqrstuvwxyzAB\n"),
+        ("text", "my aws key AKIAIOSFODNN7EXAMPLE is here and more words follow\n"),
+        (
+            "markdown",
+            "# Notes\n\n- Title with ghp_1234567890abcdefghijklmnopqrstuvwxyzAB and a long long tail\n",
+        ),
+        ("chatgpt", "[2024-01-02] - the key ghp_1234567890abcdefghijklmnopqrstuvwxyzAB opens the deploy\n"),
+    ],
+)
+def test_a_derived_title_never_holds_part_of_a_secret(fmt: str, data: str) -> None:
+    """A title cut from a line with a secret is cut after redaction: no piece of the secret is left in it."""
+    (item,) = parse(data, fmt).items
+    assert "[REDACTED:" in item.title
+    assert "ghp_" not in item.title and "AKIA" not in item.title
+
+
+def test_a_colon_inside_a_word_ends_no_clause() -> None:
+    """A headline's clause ends at a colon before a space, not one inside a word or a redaction marker."""
+    assert headline("the key [REDACTED:aws_access_key] is here and more words follow") == (
+        "the key [REDACTED:aws_access_key] is here and…"
+    )
+    assert headline("Deploy steps: build it first, then push everything") == "Deploy steps"
+
+
+def test_a_tag_holding_a_secret_is_redacted_before_it_is_lower_cased_or_cut() -> None:
+    """A secret as a tag (a Markdown heading) becomes a redaction slug, never its lower-cased or cut form."""
+    assert normalize_tags(
+        ["AKIAIOSFODNN7EXAMPLE", "xoxb-123456789012-1234567890123-" + "a" * 24, "Plain Tag"]
+    ) == [
+        "redacted-aws_access_key",
+        "redacted-slack_token",
+        "plain-tag",
+    ]

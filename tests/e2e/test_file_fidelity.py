@@ -172,6 +172,16 @@ def test_a_utf16_memory_file_is_refused_and_left_as_it_is(
     assert [e["title"] for e in entries_of(module_daemon, ws)] == ["Wide entry"]
 
 
+def test_a_utf8_memory_file_with_a_zeroed_tail_keeps_its_entries(module_daemon: DaemonProcess) -> None:
+    """A UTF-8 MEMORY.md whose end a crash zeroed (a block of NULs) is read, not refused as UTF-16: its entry is there."""
+    ws = fresh_workspace(module_daemon)
+    path = ws / "memory" / "MEMORY.md"
+    path.write_bytes(b"# Maka Memory\n\n## Prefers tabs\nUses tabs in Go code.\n" + b"\x00" * 2000)
+    state = call(module_daemon, "read_state", ws)
+    assert state["status"] == "ok", state["reason"]
+    assert [e["title"] for e in entries_of(module_daemon, ws)] == ["Prefers tabs"]
+
+
 def test_importing_a_latin1_file_reads_it_as_cp1252(daemon: DaemonProcess) -> None:
     """A Latin-1 notes file imports with its accented letters, not replacement characters."""
     ws = fresh_workspace(daemon)

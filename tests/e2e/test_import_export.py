@@ -283,3 +283,34 @@ def test_chatgpt_memories_keep_their_dates_and_are_said_once(
     )
     assert text.count("Has two cats") == 1
     assert text.count("bakes sourdough") == 1
+
+
+def test_a_text_import_queues_no_piece_of_a_secret(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A secret in a text import's line is redacted in the proposal's content and title alike: PENDING.md holds none of it."""
+    token = "ghp_1234567890abcdefghijklmnopqrstuvwxyzAB"
+    result = call(module_daemon, new_ws, "import_memories", data=f"github token {token}\n", format="text")
+    assert len(result["imported"]) == 1
+    pending = (new_ws / "memory" / "PENDING.md").read_text()
+    assert "## github token [REDACTED:github_token]" in pending
+    assert "ghp_" not in pending
+
+
+def test_a_markdown_import_queues_no_secret_as_a_tag(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A secret as a Markdown section heading reaches PENDING.md as a redaction slug, in no case."""
+    data = "# AKIAIOSFODNN7EXAMPLE\n\n- Deploys go through the staging account first\n"
+    assert len(call(module_daemon, new_ws, "import_memories", data=data, format="markdown")["imported"]) == 1
+    pending = (new_ws / "memory" / "PENDING.md").read_text()
+    assert "redacted-aws_access_key" in pending
+    assert "akiaiosfodnn7example" not in pending.casefold()
+
+
+def test_a_file_of_only_a_byte_order_mark_is_empty(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A file holding a UTF-8 byte-order mark and blank lines is refused as empty, not as no memories in some format."""
+    bom = short_tmp / "bom.txt"
+    bom.write_bytes(b"\xef\xbb\xbf\r\n \n")
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=str(bom))
+    assert raised.value.data["reason"] == "empty" and "the file is empty" in str(raised.value)
+    assert call(module_daemon, new_ws, "list_proposals")["proposals"] == []

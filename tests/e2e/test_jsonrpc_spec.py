@@ -191,3 +191,38 @@ def test_params_of_another_type_is_an_invalid_request(conn: RawConnection) -> No
     for params in ("x", 3, True):
         reply = conn.request({"jsonrpc": "2.0", "method": "ping", "params": params, "id": 12})
         assert reply["error"]["code"] == -32600 and "null" in reply["error"]["data"]["reason"]
+
+
+def test_an_error_echoes_at_most_a_cut_of_a_huge_key_value_or_method(conn: RawConnection) -> None:
+    """A megabyte unknown key, enum value or method name comes back cut to 200 characters and an ellipsis."""
+    huge = "k" * 1_000_000
+    cases = [
+        ({"method": "status", "params": {huge: 1}}, "reason"),
+        ({"method": "export_memories", "params": {"workspace": "/", "format": huge}}, "reason"),
+        ({"method": huge}, "method"),
+    ]
+    for number, (request, field) in enumerate(cases):
+        reply = conn.request({"jsonrpc": "2.0", "id": number, **request})
+        echoed = reply["error"]["data"][field]
+        assert echoed.endswith("k…") and echoed.count("k") <= 200, echoed[:80]
+        assert len(json.dumps(reply)) < 1000
+    assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 9})["result"] == "pong"
+
+
+def test_a_batch_of_null_params_answers_only_the_requests_with_an_id(conn: RawConnection) -> None:
+    """Null-params notifications in a batch get no answer; its null-params request says which params it needs."""
+    conn.send(
+        json.dumps(
+            [
+                {"jsonrpc": "2.0", "method": "propose", "params": None},
+                {"jsonrpc": "2.0", "method": "ping", "params": None},
+                {"jsonrpc": "2.0", "method": "propose", "params": None, "id": "p"},
+                {"jsonrpc": "2.0", "method": "propose", "params": []},
+                {"jsonrpc": "2.0", "method": "ping", "params": None, "id": "q"},
+            ]
+        )
+    )
+    reply = {r["id"]: r for r in conn.recv_message()}
+    assert set(reply) == {"p", "q"}
+    assert reply["p"]["error"]["data"]["missing"] == ["workspace", "title", "content"]
+    assert reply["q"]["result"] == "pong"

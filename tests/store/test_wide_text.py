@@ -27,10 +27,15 @@ def test_wide_text_without_a_mark_is_recognised(encoding: str) -> None:
         TEXT.encode("utf-8"),
         "日本語のメモ — naïve".encode(),
         b"# Maka Memory\n\n## A\nbody with one stray \x00 byte and \x00 another\n",
+        b"hi\x00",
+        b"\x00" * 4096,
+        TEXT.encode("utf-8") + b"\x00" * 2000,
+        b"\x00" * 1024 + TEXT.encode("utf-8"),
     ],
 )
 def test_utf8_text_is_not_wide(data: bytes) -> None:
-    """UTF-8 text, empty or with a stray NUL or two, is not taken for UTF-16."""
+    """UTF-8 text, empty, with a stray NUL or two, of an odd length or with a zeroed block
+    (as a crash leaves), is not taken for UTF-16."""
     assert not looks_wide(data)
 
 
@@ -42,3 +47,11 @@ def test_a_wide_file_is_refused_with_its_name(tmp_path: Path) -> None:
         read_memory_file(path, 128 * 1024)
     assert refused.value.details["reason"] == "utf16" and refused.value.details["file"] == "MEMORY.md"
     assert path.read_bytes() == TEXT.encode("utf-16-le")
+
+
+def test_a_memory_file_with_a_zeroed_tail_is_read(tmp_path: Path) -> None:
+    """A UTF-8 MEMORY.md whose end a crash zeroed is read as the text it is, not refused as UTF-16."""
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(TEXT.encode("utf-8") + b"\x00" * 2000)
+    read = read_memory_file(path, 128 * 1024)
+    assert read.text is not None and read.text.startswith("# Maka Memory\r\n\r\n## Wide entry")

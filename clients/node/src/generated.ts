@@ -1255,7 +1255,7 @@ export interface ToolCall {
  *   `makad.core.ownership`); `dropped` counts them under `owned_elsewhere`;
  * - `empty_reason`: set when the pack has no segment and no message, why
  *   (`makad.core.empty_pack`): `reads_off`, `incognito`, `memory_unavailable`,
- *   `nothing_yet`, `nothing_matched` or `budget_too_small`.
+ *   `nothing_yet`, `nothing_matched`, `budget_too_small` or `not_included`.
  */
 export interface Trace {
   path: "bounded" | "fallback" | "fast" | "slow";
@@ -1279,7 +1279,7 @@ export interface Trace {
   /** @default [] */
   ownedElsewhere?: OwnedLine[];
   /** @default null */
-  emptyReason?: "budget_too_small" | "incognito" | "memory_unavailable" | "nothing_matched" | "nothing_yet" | "reads_off" | null;
+  emptyReason?: "budget_too_small" | "incognito" | "memory_unavailable" | "not_included" | "nothing_matched" | "nothing_yet" | "reads_off" | null;
 }
 
 /**

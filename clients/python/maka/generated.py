@@ -1295,7 +1295,7 @@ class Trace(TypedDict):
       ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
     - ``empty_reason``: set when the pack has no segment and no message, why
       (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
-      ``nothing_yet``, ``nothing_matched`` or ``budget_too_small``.
+      ``nothing_yet``, ``nothing_matched``, ``budget_too_small`` or ``not_included``.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1319,7 +1319,7 @@ class Trace(TypedDict):
     # default: []
     ownedElsewhere: NotRequired[list[OwnedLine]]
     # default: null
-    emptyReason: NotRequired[Literal["budget_too_small", "incognito", "memory_unavailable", "nothing_matched", "nothing_yet", "reads_off"] | None]
+    emptyReason: NotRequired[Literal["budget_too_small", "incognito", "memory_unavailable", "not_included", "nothing_matched", "nothing_yet", "reads_off"] | None]
 
 
 class TraceCandidate(TypedDict):

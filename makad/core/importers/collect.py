@@ -16,11 +16,13 @@ from makad.core.importers.records import (
     ItemProblem,
     ItemSkipped,
     derive_title,
+    first_line,
     hash_id,
     headline,
     normalize_tags,
 )
 from makad.core.importers.timestamps import to_epoch_ms
+from makad.core.redaction import redact
 
 
 class FileProblem(Exception):
@@ -67,7 +69,11 @@ class Collector:
         if exact and given_title and given_title.strip() and "\n" not in given_title:
             kept_title = given_title.strip()
         else:
-            kept_title = derive_title(given_title, headline(body))
+            # Secrets redacted before the title is cut short: a secret cut in two is one
+            # the redactor no longer recognises (the stored title is redacted again).
+            kept_title = derive_title(
+                given_title and redact(first_line(given_title)).text, headline(redact(first_line(body)).text)
+            )
         self.items.append(
             ImportItem(
                 title=kept_title,

@@ -10,6 +10,7 @@ from typing import Final, Literal, get_args
 
 import msgspec
 
+from makad.core.redaction import redact
 from makad.core.types import Record
 
 FormatName = Literal[
@@ -144,7 +145,8 @@ def clean_title(text: str, limit: int = TITLE_MAX_CHARS) -> str:
 HEADLINE_WORDS: Final = 6
 HEADLINE_MAX_CHARS: Final = 48
 # Where a clause ends: punctuation inside the sentence, or a sentence's end.
-_CLAUSE_END: Final = re.compile(r"[,;:(\u2013\u2014\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001]|[.!?](?=\s|$)")
+# (A colon only before a space: the one in a redaction's ``[REDACTED:kind]`` ends nothing.)
+_CLAUSE_END: Final = re.compile(r"[,;(\u2013\u2014\uff0c\u3002\uff1b\uff1a\uff01\uff1f\u3001]|[.!?:](?=\s|$)")
 
 
 def headline(text: str) -> str:
@@ -188,7 +190,9 @@ def normalize_tags(tags: Iterable[object]) -> list[str]:
     for tag in tags:
         if not isinstance(tag, str):
             continue
-        slug = _TAG_JUNK.sub("-", tag[:_TAG_SCAN_CHARS].casefold()).strip("-.")
+        # Redacted before it is lower-cased and cut: a secret either way is one the
+        # redactor no longer recognises.
+        slug = _TAG_JUNK.sub("-", redact(tag[:_TAG_SCAN_CHARS]).text.casefold()).strip("-.")
         slug = _DASHES.sub("-", slug)[:TAG_MAX_CHARS].strip("-.")
         if slug and slug not in out:
             out.append(slug)

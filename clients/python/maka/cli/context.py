@@ -25,6 +25,7 @@ EMPTY_REASONS = {
     "nothing_matched": "no memory entry was relevant to this call (no match for the query, "
     "or already shown in this session)",
     "budget_too_small": "the budget is too small for what there is; pass a larger --budget",
+    "not_included": "memory was left out (--include) and the kinds asked for had nothing to show",
 }
 
 
