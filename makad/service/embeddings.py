@@ -409,8 +409,9 @@ class SemanticChannel:
     ) -> Dense | None:
         """The query's vector; when ``history``, the events nearest it that the caller may
         see (``ceilings``: the newest seq per session; ``nearest_events``); and each level's
-        entries nearest it (``levels``: a workspace and its entries by id;
-        ``memory_matches``). None while there is no vector."""
+        entries' cosines with it (``levels``: a workspace and its entries by id;
+        ``memory_cosines``, cut to the nearest by ``MemoryCosines.nearest``). None while
+        there is no vector."""
         vector = self.query_vector(ws, query)
         if vector is None:
             return None
@@ -448,15 +449,6 @@ class SemanticChannel:
             self.touch(ws)
             return None
         return index
-
-    def memory_matches(
-        self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any, lexical: int = 0
-    ) -> tuple[list[tuple[str, float]], list[tuple[str, float]]]:
-        """The entries nearest ``vector`` by id: ``makad.core.semantic.memory_nearest``'s
-        matches and its nearest whatever their cosine (``lexical``: how many candidates
-        full-text search found); those without a vector yet are queued for the indexer."""
-        cosines = self.memory_cosines(ws, by_id, vector)
-        return ([], []) if cosines is None else cosines.nearest(lexical)
 
     def memory_cosines(self, ws: Workspace, by_id: Mapping[str, Entry], vector: Any) -> MemoryCosines | None:
         """Every entry's cosine with ``vector`` (those without a vector yet are queued for

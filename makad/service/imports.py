@@ -210,7 +210,8 @@ def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
 def not_importable(data: str, files: dict[str, str] | None, path: str) -> InvalidParams | None:
     """The error for input that is no text export at all — binary (any file of a
     directory too), or empty — or None; nothing is parsed or queued from it."""
-    named = [("the file" if path == "$.path" else "data", data)] if files is None else sorted(files.items())
+    subject = "the file" if path == "$.path" else "data"
+    named = [(subject, data)] if files is None else sorted(files.items())
     for name, text in named:
         reason = importers.binary_reason(text)
         if reason is not None:
@@ -225,7 +226,7 @@ def not_importable(data: str, files: dict[str, str] | None, path: str) -> Invali
     # (A byte-order mark alone is no text either: str.strip keeps it.)
     if files is None and not data.replace("\ufeff", "").strip():
         return InvalidParams(
-            f"{'the file' if path == '$.path' else 'data'} is empty: there is nothing to import "
+            f"{subject} is empty: there is nothing to import "
             f"(an import reads a text export in one of these formats: {accepted()})",
             path=path,
             reason="empty",
