@@ -32,6 +32,11 @@ DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
 DEFAULT_BEHAVIOR_IDLE_MS = 15 * 60_000
 DEFAULT_SUGGESTION_COOLDOWN_MS = 3 * 86_400_000
 DEFAULT_CURATOR_TIMEOUT_MS = 1_500
+# How long a memory file found emptied (an in-place save between its truncate and its
+# write) is given to fill before it is read as empty, and one found gone (a save that
+# renamed the old file away) to come back before it is read as deleted.
+DEFAULT_EMPTY_SAVE_WAIT_MS = 1_000
+DEFAULT_MISSING_SAVE_WAIT_MS = 500
 # AF_UNIX sun_path is 108 bytes on Linux, including the terminating NUL.
 MAX_SOCKET_PATH_BYTES = 107
 
@@ -69,6 +74,10 @@ class DaemonSettings:
     behavior_idle_ms: int = DEFAULT_BEHAVIOR_IDLE_MS
     # How long a dismissed suggestion stays away unless dismiss_suggestion says (docs/ATTENTION.md).
     suggestion_cooldown_ms: int = DEFAULT_SUGGESTION_COOLDOWN_MS
+    # How long a memory file found emptied is given to fill, and one found gone to come
+    # back (docs/RUNNING.md).
+    empty_save_wait_ms: int = DEFAULT_EMPTY_SAVE_WAIT_MS
+    missing_save_wait_ms: int = DEFAULT_MISSING_SAVE_WAIT_MS
     # Test-only: name of a step at which the process kills itself (fault injection).
     fault_point: str | None = None
     # Test-only: fail memory-file writes as if the disk were full.
@@ -238,6 +247,8 @@ def load(
         ),
         behavior_idle_ms=_int_env(env, "MAKAD_BEHAVIOR_IDLE_MS", DEFAULT_BEHAVIOR_IDLE_MS),
         suggestion_cooldown_ms=_int_env(env, "MAKAD_SUGGESTION_COOLDOWN_MS", DEFAULT_SUGGESTION_COOLDOWN_MS),
+        empty_save_wait_ms=_int_env(env, "MAKAD_EMPTY_SAVE_WAIT_MS", DEFAULT_EMPTY_SAVE_WAIT_MS),
+        missing_save_wait_ms=_int_env(env, "MAKAD_MISSING_SAVE_WAIT_MS", DEFAULT_MISSING_SAVE_WAIT_MS),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
         curator=_curator(env),

@@ -114,6 +114,14 @@ class DaemonProcess:
     def log_text(self) -> str:
         return self.stderr_path.read_text(encoding="utf-8", errors="replace")
 
+    def wait_for_log(self, event: str, timeout: float = 30.0) -> None:
+        """Block until the daemon has logged ``event`` (a JSON log line's event name)."""
+        deadline = time.monotonic() + timeout
+        while f'"{event}"' not in self.log_text():
+            if time.monotonic() >= deadline:
+                raise TimeoutError(f"makad did not log {event} in {timeout} s")
+            time.sleep(0.01)
+
 
 class SharedDaemon(DaemonProcess):
     """A module's daemon seen through one test's own workspace. Calls go to the shared

@@ -35,7 +35,7 @@ from makad.service.attention import retract
 from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, WorkspaceAccess, in_thread
 from makad.store import memory_files as files
-from makad.store.file_swap import ChangedUnderfoot, Replaced
+from makad.store.file_swap import ChangedUnderfoot, Replaced, SaveWaits
 from makad.store.tracked import TrackedFile
 from makad.store.workspaces import Workspace
 
@@ -101,12 +101,13 @@ class MemoryWriter:
         """
         names = which or MEMORY_FILES
         cap = self._ctx.settings.memory_max_bytes
+        waits = self._waits()
         tracked = [self._tracked(ws, name) for name in names]
         before = [(t.doc, t.text) for t, _, _ in tracked]
 
         def check() -> list[bool]:  # one worker-thread hop for all files
             ws.typed_ids.load()  # before MEMORY.md is parsed: its hand-typed entries' ids
-            changed = [t.refresh(path, cap) for t, path, _ in tracked]
+            changed = [t.refresh(path, cap, waits) for t, path, _ in tracked]
             ws.typed_ids.save()
             return changed
 
@@ -411,6 +412,11 @@ class MemoryWriter:
         if ws.typed_ids.unsaved:
             await in_thread(ws.typed_ids.save)
 
+    def _waits(self) -> SaveWaits:
+        """How long a file caught half-way through a save is given (``MAKAD_*_SAVE_WAIT_MS``)."""
+        settings = self._ctx.settings
+        return SaveWaits(settings.empty_save_wait_ms * 1_000_000, settings.missing_save_wait_ms * 1_000_000)
+
     # --- in a worker thread -------------------------------------------------------------
 
     def _keep(self, ws: Workspace, kind: str) -> Callable[[bytes], None]:
@@ -431,6 +437,7 @@ class MemoryWriter:
             max_bytes=self._ctx.settings.memory_max_bytes,
             keep=self._keep(ws, kind),
             before_rename=self._ctx.faults.before_rename(path),
+            waits=self._waits(),
         )
 
     def _put_back(self, ws: Workspace, kind: str, path: Path, written: Replaced) -> None:
@@ -447,6 +454,7 @@ class MemoryWriter:
                     max_bytes=self._ctx.settings.memory_max_bytes,
                     keep=self._keep(ws, kind),
                     mtime_ns=displaced.mtime_ns,
+                    waits=self._waits(),
                 )
             except ChangedUnderfoot:  # the file went or came meanwhile: the save is backed up
                 log.warning("displaced_save_not_put_back", workspace_id=ws.id, file=path.name)

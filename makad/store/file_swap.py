@@ -34,6 +34,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, NotRequired, TypedDict
 
+import structlog
+
 from makad.private_files import fsync_dir, open_regular, read_if_regular, read_open, read_regular
 
 # (st_ino, st_size, st_mtime_ns, st_ctime_ns): what tells one version of a file from the
@@ -46,18 +48,34 @@ Signature = tuple[int, int, int, int]
 # A file changed less than this long ago may still be being written (in place).
 QUIET_NS: Final = 50_000_000
 # An empty file that was not empty is most likely an in-place save between its
-# truncate and its write: it gets longer to fill.
+# truncate and its write: it gets longer to fill (``MAKAD_EMPTY_SAVE_WAIT_MS``).
 EMPTY_QUIET_NS: Final = 1_000_000_000
 # A file that vanished may be a save that renamed the old one away (vim): it may
-# come back this soon.
-MISSING_GRACE_S: Final = 0.5
-MAX_SETTLE_S: Final = 3.0
+# come back this soon (``MAKAD_MISSING_SAVE_WAIT_MS``).
+MISSING_GRACE_NS: Final = 500_000_000
+# The longest a settle waits, beyond an emptied file's own wait.
+MAX_SETTLE_S: Final = 2.0
 _NAP_S: Final = 0.01
+
+log = structlog.get_logger("makad.file_swap")
 
 _AT_FDCWD: Final = -100
 _RENAME_NOREPLACE: Final = 1
 _RENAME_EXCHANGE: Final = 2
 _UNSUPPORTED: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP})
+
+
+@dataclass(frozen=True)
+class SaveWaits:
+    """How long a file found emptied (``emptied_ns``, counted from its mtime) is given to
+    fill, and one found gone (``missing_ns``, counted from when it was found so) to come
+    back, before it is taken as the user's empty or deleted file."""
+
+    emptied_ns: int = EMPTY_QUIET_NS
+    missing_ns: int = MISSING_GRACE_NS
+
+
+DEFAULT_WAITS: Final = SaveWaits()
 
 
 class ChangedUnderfoot(Exception):
@@ -116,40 +134,61 @@ def _rename2(src: Path, dst: Path, flags: int) -> bool:
     raise OSError(code, os.strerror(code), str(dst))
 
 
-def settled_stat(path: Path | str, *, was_empty: bool = False, existed: bool = True) -> os.stat_result | None:
+def _nap(seconds: float) -> None:
+    """Every wait of a settle (one place, so a test can act while the daemon waits)."""
+    time.sleep(seconds)
+
+
+def settled_stat(
+    path: Path | str, *, was_empty: bool = False, existed: bool = True, waits: SaveWaits = DEFAULT_WAITS
+) -> os.stat_result | None:
     """``lstat(path)`` once the file has stopped changing (None when it is gone).
 
-    Waits until its mtime is ``QUIET_NS`` old (``EMPTY_QUIET_NS`` for an empty file
-    where ``was_empty`` is false), and up to ``MISSING_GRACE_S`` for a missing file
-    that ``existed`` to come back; never longer than ``MAX_SETTLE_S`` in all.
+    Waits until its mtime is ``QUIET_NS`` old (``waits.emptied_ns`` for an empty file
+    where ``was_empty`` is false), and up to ``waits.missing_ns`` for a missing file
+    that ``existed`` to come back; never longer than ``MAX_SETTLE_S`` plus the longer
+    of the two in all. Each wait for an emptied or a missing file is logged once (rare:
+    a save caught half-way; and what makes such a read slow).
     """
-    deadline = time.monotonic() + MAX_SETTLE_S
-    missing_until = time.monotonic() + (MISSING_GRACE_S if existed else 0.0)
+    deadline = time.monotonic() + MAX_SETTLE_S + max(waits.emptied_ns, waits.missing_ns) / 1e9
+    missing_until = time.monotonic() + (waits.missing_ns / 1e9 if existed else 0.0)
+    told = ""
     while True:
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             if time.monotonic() >= min(missing_until, deadline):
                 return None
-            time.sleep(_NAP_S)
+            if told != "missing":
+                told = "missing"
+                log.info("waiting_for_missing_file", file=os.path.basename(path))
+            _nap(_NAP_S)
             continue
         if not stat.S_ISREG(st.st_mode):
             return st
-        quiet = EMPTY_QUIET_NS if st.st_size == 0 and not was_empty else QUIET_NS
-        wait_ns = st.st_mtime_ns + quiet - time.time_ns()
+        emptied = st.st_size == 0 and not was_empty
+        wait_ns = st.st_mtime_ns + (waits.emptied_ns if emptied else QUIET_NS) - time.time_ns()
         if wait_ns <= 0 or time.monotonic() >= deadline:
             return st
+        if emptied and told != "emptied":
+            told = "emptied"
+            log.info("waiting_for_emptied_file", file=os.path.basename(path))
         # Short naps: a writer that finishes early is noticed at once.
-        time.sleep(min(wait_ns / 1e9 + 0.001, _NAP_S, max(deadline - time.monotonic(), 0.0)))
+        _nap(min(wait_ns / 1e9 + 0.001, _NAP_S, max(deadline - time.monotonic(), 0.0)))
 
 
 def read_settled(
-    path: Path | str, max_bytes: int, *, was_empty: bool = False, existed: bool = True
+    path: Path | str,
+    max_bytes: int,
+    *,
+    was_empty: bool = False,
+    existed: bool = True,
+    waits: SaveWaits = DEFAULT_WAITS,
 ) -> tuple[os.stat_result, bytes] | None:
     """The file's stat and bytes (up to ``max_bytes + 1``) once it has stopped changing."""
     last: tuple[os.stat_result, bytes] | None = None
     for _ in range(20):
-        st = settled_stat(path, was_empty=was_empty, existed=existed)
+        st = settled_stat(path, was_empty=was_empty, existed=existed, waits=waits)
         if st is None:
             return None
         if not stat.S_ISREG(st.st_mode):
@@ -189,6 +228,7 @@ class SwapTerms(TypedDict):
     keep: Callable[[bytes], None]
     mtime_ns: NotRequired[int | None]
     before_rename: NotRequired[Callable[[], None] | None]
+    waits: NotRequired[SaveWaits]
 
 
 def replace_verified(
@@ -200,6 +240,7 @@ def replace_verified(
     keep: Callable[[bytes], None],
     mtime_ns: int | None = None,
     before_rename: Callable[[], None] | None = None,
+    waits: SaveWaits = DEFAULT_WAITS,
 ) -> Replaced:
     """Put ``data`` at ``path``, which must hold the bytes whose sha256 is ``expect_sha``
     (None: no file at all).
@@ -208,7 +249,8 @@ def replace_verified(
     changed on disk). When another save was there instead, ``keep`` gets its bytes
     (to back them up) before its file goes, and it is returned as ``displaced``.
     ``mtime_ns`` gives the new file that mtime (a save put back keeps its own);
-    ``before_rename`` runs right before the rename (the fault seam: ``makad.faults``).
+    ``before_rename`` runs right before the rename (the fault seam: ``makad.faults``);
+    ``waits``: how long a displaced file found emptied is given to fill.
     """
     tmp_name: str | None = None
     fd = -1  # open until the file is in place: its signature is taken there (``_in_place``)
@@ -238,7 +280,7 @@ def replace_verified(
             return Replaced(sha, _in_place(fd, written), visible_ns)
         fsync_dir(path.parent)
         signature = _in_place(fd, written)
-        displaced = _displaced(tmp, expect_sha, max_bytes)
+        displaced = _displaced(tmp, expect_sha, max_bytes, waits)
         if displaced is not None:
             keep(displaced.data)
         return Replaced(sha, signature, visible_ns, displaced)
@@ -289,7 +331,7 @@ def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
     return False
 
 
-def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
+def _displaced(tmp: Path, expect_sha: str, max_bytes: int, waits: SaveWaits) -> Displaced | None:
     """What the exchange put under the temp name, if it is not the expected version."""
     data = read_if_regular(tmp, max_bytes + 1)
     if data is None:
@@ -297,7 +339,7 @@ def _displaced(tmp: Path, expect_sha: str, max_bytes: int) -> Displaced | None:
     if hashlib.sha256(data).hexdigest() == expect_sha:
         return None
     # An in-place save may still be writing into it: read it once it is done.
-    settled = read_settled(tmp, max_bytes)
+    settled = read_settled(tmp, max_bytes, waits=waits)
     if settled is None:
         return None
     st, data = settled

@@ -31,7 +31,16 @@ from makad.private_files import (
     regular_file_stat,
     write_private,
 )
-from makad.store.file_swap import Replaced, Signature, SwapTerms, read_settled, replace_verified, signature_of
+from makad.store.file_swap import (
+    DEFAULT_WAITS,
+    Replaced,
+    SaveWaits,
+    Signature,
+    SwapTerms,
+    read_settled,
+    replace_verified,
+    signature_of,
+)
 
 MAX_BACKUPS = 20
 _BACKUP_NAME = re.compile(r"^(\d{13})-(\d{6})-(MEMORY|PENDING)\.md$")
@@ -86,15 +95,21 @@ def check_not_symlink(path: Path, what: str) -> None:
 
 
 def read_memory_file(
-    path: Path, max_bytes: int, *, was_empty: bool = True, existed: bool = False
+    path: Path,
+    max_bytes: int,
+    *,
+    was_empty: bool = True,
+    existed: bool = False,
+    waits: SaveWaits = DEFAULT_WAITS,
 ) -> FileRead:
     """Read a memory file as UTF-8 (undecodable bytes kept as surrogates) once it has
     stopped changing, so a save still being written is never taken for the user's
     (``was_empty``: it held nothing before, so an empty file is no half-done save;
-    ``existed``: it was there before, so a moment without it may be a save)."""
+    ``existed``: it was there before, so a moment without it may be a save;
+    ``waits``: how long a file found emptied or gone is given to fill or come back)."""
     check_not_symlink(path.parent, "memory directory")
     try:
-        settled = read_settled(path, max_bytes, was_empty=was_empty, existed=existed)
+        settled = read_settled(path, max_bytes, was_empty=was_empty, existed=existed, waits=waits)
     except FileNotFoundError:
         settled = None
     except OSError as exc:

@@ -34,7 +34,7 @@ from typing import Final
 from makad.core import memory_format as fmt
 from makad.core.save_merge import KnownVersion, known_version, without_doc
 from makad.errors import InvalidWorkspace
-from makad.store.file_swap import Replaced, Signature, signature_of
+from makad.store.file_swap import DEFAULT_WAITS, Replaced, SaveWaits, Signature, signature_of
 from makad.store.memory_files import check_not_symlink, read_memory_file
 
 HISTORY: Final = 16
@@ -154,8 +154,9 @@ class TrackedFile:
             and (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns) == self.signature
         )
 
-    def refresh(self, path: Path, max_bytes: int) -> bool:
-        """Re-read the file if it changed on disk; True when its content differs from before."""
+    def refresh(self, path: Path, max_bytes: int, waits: SaveWaits = DEFAULT_WAITS) -> bool:
+        """Re-read the file if it changed on disk; True when its content differs from before
+        (``waits``: how long a file found emptied or gone is given to fill or come back)."""
         check_not_symlink(path.parent, "memory directory")
         try:
             st = path.lstat()
@@ -175,6 +176,7 @@ class TrackedFile:
             max_bytes,
             was_empty=self.missing or self.size == 0,
             existed=self.loaded and not self.missing,
+            waits=waits,
         )
         if self.loaded and read.sha256 is not None and read.sha256 == self.sha256 and not self.too_large:
             # The same bytes (touched, or checked again): keep the text and its parse.

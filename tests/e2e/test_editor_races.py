@@ -287,44 +287,56 @@ def test_a_stale_save_of_pending_keeps_the_new_proposal(module_daemon: DaemonPro
 # --- saves seen half-way ------------------------------------------------------------------
 
 
-def test_a_file_renamed_away_for_a_moment_is_not_a_deletion(module_daemon: DaemonProcess) -> None:
+def test_a_file_renamed_away_for_a_moment_is_not_a_deletion(short_tmp: Path) -> None:
     """vim's save renames MEMORY.md to MEMORY.md~ before writing the new one: a read in
     that moment waits for the new file instead of taking every entry as deleted."""
-    ws = fresh(module_daemon)
-    seed_id = call(module_daemon, "read_state", ws, includeEntries=True)["entries"][0]["id"]
-    text = memory(ws).read_text(encoding="utf-8") + "\n## Vim\nwritten by vim\n"
-    os.replace(memory(ws), memory(ws).with_name("MEMORY.md~"))
-    got: dict[str, Any] = {}
-    reader = threading.Thread(
-        target=lambda: got.update(call(module_daemon, "read_state", ws, includeEntries=True))
-    )
-    reader.start()
-    time.sleep(0.05)
-    memory(ws).write_text(text, encoding="utf-8")
-    memory(ws).with_name("MEMORY.md~").unlink()
-    reader.join(10)
-    assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written by vim"}
-    assert ("deleted", "user") not in history(module_daemon, ws, seed_id)
+    # A wait no stall of this test outlasts: the new file lands once the daemon waits.
+    d = DaemonProcess(short_tmp, env={"MAKAD_MISSING_SAVE_WAIT_MS": "60000"})
+    d.start()
+    try:
+        ws = fresh(d)
+        seed_id = call(d, "read_state", ws, includeEntries=True)["entries"][0]["id"]
+        text = memory(ws).read_text(encoding="utf-8") + "\n## Vim\nwritten by vim\n"
+        os.replace(memory(ws), memory(ws).with_name("MEMORY.md~"))
+        got: dict[str, Any] = {}
+        reader = threading.Thread(target=lambda: got.update(call(d, "read_state", ws, includeEntries=True)))
+        reader.start()
+        d.wait_for_log("waiting_for_missing_file")
+        memory(ws).write_text(text, encoding="utf-8")
+        memory(ws).with_name("MEMORY.md~").unlink()
+        reader.join(30)
+        assert not reader.is_alive()
+        assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written by vim"}
+        assert ("deleted", "user") not in history(d, ws, seed_id)
+    finally:
+        d.stop()
 
 
-def test_a_file_truncated_mid_save_is_read_once_written(module_daemon: DaemonProcess) -> None:
+def test_a_file_truncated_mid_save_is_read_once_written(short_tmp: Path) -> None:
     """An in-place save truncates the file and writes it a moment later: a read in between
     waits for the text instead of taking the empty file for the user's."""
-    ws = fresh(module_daemon)
-    seed_id = call(module_daemon, "read_state", ws, includeEntries=True)["entries"][0]["id"]
-    text = memory(ws).read_text(encoding="utf-8") + "\n## Slow disk\nwritten after a pause\n"
-    got: dict[str, Any] = {}
-    with open(memory(ws), "w", encoding="utf-8") as fh:
-        fh.flush()
-        reader = threading.Thread(
-            target=lambda: got.update(call(module_daemon, "read_state", ws, includeEntries=True))
-        )
-        reader.start()
-        time.sleep(0.15)
-        fh.write(text)
-    reader.join(10)
-    assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written after a pause"}
-    assert ("deleted", "user") not in history(module_daemon, ws, seed_id)
+    # A wait no stall of this test outlasts: the text lands once the daemon waits.
+    d = DaemonProcess(short_tmp, env={"MAKAD_EMPTY_SAVE_WAIT_MS": "60000"})
+    d.start()
+    try:
+        ws = fresh(d)
+        seed_id = call(d, "read_state", ws, includeEntries=True)["entries"][0]["id"]
+        text = memory(ws).read_text(encoding="utf-8") + "\n## Slow disk\nwritten after a pause\n"
+        got: dict[str, Any] = {}
+        with open(memory(ws), "w", encoding="utf-8") as fh:
+            fh.flush()
+            reader = threading.Thread(
+                target=lambda: got.update(call(d, "read_state", ws, includeEntries=True))
+            )
+            reader.start()
+            d.wait_for_log("waiting_for_emptied_file")
+            fh.write(text)
+        reader.join(30)
+        assert not reader.is_alive()
+        assert {e["content"] for e in got["entries"]} == {"seed entry kept", "written after a pause"}
+        assert ("deleted", "user") not in history(d, ws, seed_id)
+    finally:
+        d.stop()
 
 
 def test_a_stale_save_read_while_incognito_is_merged_once_writes_are_allowed(

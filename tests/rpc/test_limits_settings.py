@@ -10,9 +10,11 @@ from hypothesis import strategies as st
 
 from makad.daemon import RESERVED_FDS, connection_cap
 from makad.settings import (
+    DEFAULT_EMPTY_SAVE_WAIT_MS,
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_REPLY_BYTES,
+    DEFAULT_MISSING_SAVE_WAIT_MS,
     load,
 )
 
@@ -38,6 +40,18 @@ def test_flags_win_over_the_environment() -> None:
     assert (flagged.max_reply_bytes, flagged.max_connections, flagged.idle_timeout_s) == (2000, 20, 0.5)
 
 
+def test_save_waits_default_and_environment() -> None:
+    """How long a file caught half-way through a save is given: 1 s to fill once emptied,
+    0.5 s to come back once gone, unless ``MAKAD_EMPTY_SAVE_WAIT_MS`` and
+    ``MAKAD_MISSING_SAVE_WAIT_MS`` say."""
+    default = load(BASE, env={})
+    assert (default.empty_save_wait_ms, default.missing_save_wait_ms) == (1000, 500)
+    assert (DEFAULT_EMPTY_SAVE_WAIT_MS, DEFAULT_MISSING_SAVE_WAIT_MS) == (1000, 500)
+    env = {"MAKAD_EMPTY_SAVE_WAIT_MS": "60000", "MAKAD_MISSING_SAVE_WAIT_MS": "250"}
+    configured = load(BASE, env=env)
+    assert (configured.empty_save_wait_ms, configured.missing_save_wait_ms) == (60000, 250)
+
+
 @pytest.mark.parametrize(
     "argv,env",
     [
@@ -46,6 +60,8 @@ def test_flags_win_over_the_environment() -> None:
         (["--idle-timeout", "-3"], {}),
         ([], {"MAKAD_IDLE_TIMEOUT_S": "soon"}),
         ([], {"MAKAD_MAX_CONNECTIONS": "-5"}),
+        ([], {"MAKAD_EMPTY_SAVE_WAIT_MS": "0"}),
+        ([], {"MAKAD_MISSING_SAVE_WAIT_MS": "a while"}),
     ],
 )
 def test_nonsense_limits_stop_the_start(argv: list[str], env: dict[str, str]) -> None:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import hashlib
 import os
-import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -94,34 +94,68 @@ def test_a_save_put_back_keeps_its_mtime(tmp_path: Path) -> None:
     assert os.stat(path).st_mtime_ns == 123_000_000_000
 
 
-def test_an_empty_file_is_read_once_its_writer_has_written(tmp_path: Path) -> None:
-    """Truncated by an in-place save that writes 150 ms later: the read waits for the text."""
+def naps(monkeypatch: pytest.MonkeyPatch, during: Callable[[], None] = lambda: None) -> list[float]:
+    """Every wait of a settle from now on, each also running ``during`` (what another
+    process does while the daemon waits), instead of sleeping."""
+    seen: list[float] = []
+
+    def nap(seconds: float) -> None:
+        seen.append(seconds)
+        during()
+        time.sleep(seconds)
+
+    monkeypatch.setattr(file_swap, "_nap", nap)
+    return seen
+
+
+def test_an_empty_file_is_read_once_its_writer_has_written(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Truncated by an in-place save whose write lands while the read waits: the read
+    waits for the text instead of taking the empty file."""
     path = tmp_path / "MEMORY.md"
     path.write_bytes(b"")
 
-    def finish() -> None:
-        time.sleep(0.15)
-        path.write_bytes(b"the whole save")
+    def editor_writes() -> None:
+        if path.stat().st_size == 0:
+            path.write_bytes(b"the whole save")
 
-    writer = threading.Thread(target=finish)
-    writer.start()
+    seen = naps(monkeypatch, editor_writes)
     settled = read_settled(path, CAP)
-    writer.join()
+    assert seen  # it did wait on the empty file
     assert settled is not None and settled[1] == b"the whole save"
 
 
-def test_an_old_file_is_read_at_once(tmp_path: Path) -> None:
+def test_an_emptied_file_is_given_its_wait_before_it_is_read_as_empty(tmp_path: Path) -> None:
+    """Nobody fills it: it is read as empty, and not before ``emptied_ns`` after its mtime."""
+    path = tmp_path / "MEMORY.md"
+    path.write_bytes(b"")
+    waits = file_swap.SaveWaits(emptied_ns=200_000_000)
+    st = settled_stat(path, waits=waits)
+    assert st is not None and st.st_size == 0
+    assert time.time_ns() >= st.st_mtime_ns + waits.emptied_ns
+
+
+def test_a_file_gone_for_good_is_missing_after_its_wait(tmp_path: Path) -> None:
+    """A file that was there and does not come back: missing, and not before ``missing_ns``."""
+    waits = file_swap.SaveWaits(missing_ns=200_000_000)
+    started = time.monotonic_ns()
+    assert settled_stat(tmp_path / "MEMORY.md", waits=waits) is None
+    assert time.monotonic_ns() - started >= waits.missing_ns
+
+
+def test_an_old_file_is_read_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file nobody touched for a while needs no waiting (the common case)."""
     path = tmp_path / "MEMORY.md"
     path.write_bytes(b"text")
     os.utime(path, ns=(1, time.time_ns() - 10_000_000_000))
-    started = time.monotonic()
+    seen = naps(monkeypatch)
     assert settled_stat(path) is not None
-    assert time.monotonic() - started < 0.04
+    assert seen == []
 
 
-def test_a_file_that_never_existed_is_not_waited_for(tmp_path: Path) -> None:
+def test_a_file_that_never_existed_is_not_waited_for(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Missing and not known before: no grace period."""
-    started = time.monotonic()
+    seen = naps(monkeypatch)
     assert settled_stat(tmp_path / "MEMORY.md", existed=False) is None
-    assert time.monotonic() - started < 0.04
+    assert seen == []
