@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from soaklib.races import STYLES, run_editor_races
 
+PATIENT = {"MAKAD_EMPTY_SAVE_WAIT_MS": "20000", "MAKAD_MISSING_SAVE_WAIT_MS": "20000"}
+
 
 def test_fifty_editor_saves_racing_approve_lose_nothing() -> None:
     """50 saves in five styles (temp+rename, in place, vim's backup-rename, a delayed
@@ -11,7 +13,10 @@ def test_fifty_editor_saves_racing_approve_lose_nothing() -> None:
     approved entry vanishes, the ledger blames the user for no deletion, an entry returned
     to PENDING.md is approved again under its own id, and each deliberate deletion is
     honoured."""
-    races = run_editor_races(50, seed=5)["editor_races"]
+    # The editor is a thread of this process: a stall of it (a loaded machine) between a
+    # truncate or a rename-away and its write must not pass for a user's empty or deleted
+    # file, so the daemon gives such a file longer than a real editor ever needs.
+    races = run_editor_races(50, seed=5, env=PATIENT)["editor_races"]
     assert races["lost_user_edits"] == 0, races["samples"]
     assert races["silently_lost_entries"] == 0, races["samples"]
     assert races["false_user_deletions"] == 0, races["samples"]
