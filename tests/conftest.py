@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from makad.store.ledger import Ledger
 from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp, short_temp_dir
@@ -16,6 +17,12 @@ from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp, short_temp
 # No test may start a daemon on the user's own data directory by accident (the CLI and
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
 os.environ["MAKA_NO_AUTOSTART"] = "1"
+
+# Property tests check what holds, never how fast: on a loaded machine (CI's 2 cores, the
+# other test workers) an example can take longer than Hypothesis's 200 ms deadline, or the
+# data longer to draw than its too_slow health check allows, and neither is a failure.
+settings.register_profile("makad", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("makad")
 
 
 @pytest.fixture

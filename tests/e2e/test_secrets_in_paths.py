@@ -36,7 +36,11 @@ def _written_back(c: Client, ws: str, text: str) -> list[str]:
     ]
 
 
-@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=40,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(data=st.data())
 def test_secrets_in_urls_paths_and_headers_never_reach_the_ledger(
     shared_daemon: DaemonProcess, data: st.DataObject
@@ -50,7 +54,11 @@ def test_secrets_in_urls_paths_and_headers_never_reach_the_ledger(
             assert leaked(shape.secret, answered) == [], (shape.label, text, answered)
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(sample=split_tokens())
 def test_a_token_cut_by_path_separators_never_reaches_the_ledger(
     shared_daemon: DaemonProcess, sample: tuple[str, str]

@@ -126,7 +126,11 @@ CALLS: list[tuple[str, dict[str, Any]]] = [
 ]
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=25,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     how=st.sampled_from(["flip", "header", "truncate"]),
     seed=st.integers(0, 2**32),

@@ -91,7 +91,11 @@ def disguised(draw: st.DrawFn) -> tuple[str, list[str], list[str]]:
     return case.secret, [text[a:b] for a, b in itertools.pairwise(bounds)], []
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=30,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(disguised())
 def test_disguised_secrets_in_events_are_redacted(
     daemon: DaemonProcess, sample: tuple[str, list[str], list[str]]

@@ -350,7 +350,11 @@ def battery(led: Ledger) -> None:
             assert not isinstance(exc, IOFailure), f"{exc.message} {exc.details}"
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(
     how=st.sampled_from(["flip", "flip", "header", "truncate"]),
     seed=st.integers(0, 2**32),

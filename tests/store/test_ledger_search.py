@@ -178,7 +178,11 @@ def test_fts_syntax_in_queries_is_inert(corpus: Ledger, query: str) -> None:
     assert isinstance(corpus.search_history(query), list)
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.text(max_size=40))
 def test_any_text_is_a_safe_query(corpus: Ledger, query: str) -> None:
     """No user text makes search raise."""

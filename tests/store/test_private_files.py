@@ -176,7 +176,11 @@ def expected_refusal(chain: list[tuple[Path, int, bool]]) -> Path | None:
 
 
 @pytest.mark.skipif(not IS_ROOT or NOBODY is None, reason="needs root and a nobody account to own folders")
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(st.lists(FOLDER, min_size=1, max_size=3))
 def test_secure_folder_refuses_exactly_the_chains_others_can_change(
     short_tmp: Path, chain_spec: list[tuple[int, bool]]
