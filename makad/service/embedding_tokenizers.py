@@ -25,6 +25,10 @@ META: Final = "\u2581"  # SentencePiece's metaspace, which stands for a space
 CACHE_WORDS: Final = 200_000
 # Characters read per token allowed: a text longer than that cannot fit anyway.
 CHARS_PER_TOKEN: Final = 12
+# BPE merges a word in slices of this many characters: merging is quadratic in a word's
+# length, and a word without spaces (a key, a URL, a minified line) can be thousands long.
+# Llama 2's longest piece is 16 characters; words of ordinary text are whole.
+BPE_WORD_CHARS: Final = 64
 
 
 def _is_punct(ch: str) -> bool:
@@ -215,7 +219,7 @@ def _one_space(text: str) -> str:
 class BytePairs(_Cached):
     """A ``tokenizer.json`` BPE model over metaspace words, with byte fallback (characters
     not in the vocabulary become their UTF-8 bytes' ``<0xNN>`` tokens); no special tokens
-    are added."""
+    are added. A word longer than ``BPE_WORD_CHARS`` is merged slice by slice."""
 
     def __init__(self, spec: Mapping[str, Any]) -> None:
         super().__init__()
@@ -257,7 +261,8 @@ class BytePairs(_Cached):
     def encode(self, text: str, limit: int) -> list[int]:
         ids: list[int] = []
         for word in _metaspace_words(text[: limit * CHARS_PER_TOKEN]):
-            ids.extend(self.pieces(word))
-            if len(ids) >= limit:
-                break
+            for start in range(0, len(word), BPE_WORD_CHARS):
+                ids.extend(self.pieces(word[start : start + BPE_WORD_CHARS]))
+                if len(ids) >= limit:
+                    return ids[:limit]
         return ids[:limit] or [self.unk]
