@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 META: Final = "\u2581"  # SentencePiece's metaspace, which stands for a space
@@ -67,10 +66,10 @@ class _Cached:
 class WordPiece(_Cached):
     """BERT's basic tokenizer (lower case, accents stripped) and greedy WordPiece."""
 
-    def __init__(self, vocab: Path) -> None:
+    def __init__(self, vocab: Sequence[str]) -> None:
+        """``vocab``: the lines of ``vocab.txt``, a token per line, its id its line's index."""
         super().__init__()
-        lines = vocab.read_text(encoding="utf-8").splitlines()
-        self.ids = {token: index for index, token in enumerate(lines)}
+        self.ids = {token: index for index, token in enumerate(vocab)}
 
     def words(self, text: str) -> list[str]:
         chars = []

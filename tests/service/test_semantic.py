@@ -9,6 +9,8 @@ saying so, when it is not installed: nothing is downloaded. The others run every
 from __future__ import annotations
 
 import importlib.util
+import os
+import pwd
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -223,4 +225,62 @@ async def test_a_model_that_cannot_load_fails_alone(short_tmp: Path) -> None:
             status = await settled(c)
             result = await pack(c, ws, "when are deploys?")
     assert status["state"] == "failed" and status["message"]
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+def _static_model_copy(folder: Path) -> Path:
+    """A folder of WordLlama's files (symlinks to the package's), as a user's own model
+    folder would be (skipped without the package)."""
+    if importlib.util.find_spec("numpy") is None:
+        pytest.skip("the semantic channel needs numpy: pip install 'makad[semantic]'")
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("wordllama is not installed: pip install --no-deps wordllama")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    folder.mkdir(mode=0o700)
+    for name in ("weights/l2_supercat_256.safetensors", "tokenizers/l2_supercat_tokenizer_config.json"):
+        (folder / Path(name).name).symlink_to(package / name)
+    return folder
+
+
+async def _settled_status(folder: Path, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The channel's status once its model (``folder``) loaded or failed (within 30 s), and
+    a pack built meanwhile."""
+    async with serving(root, env={"MAKAD_EMBEDDING_MODEL": str(folder)}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            await c.call("set_settings", workspace=ws, agentReadEnabled=True)
+            await c.call("add_entry", workspace=ws, title="Deploys", content="On Tuesdays.")
+            with anyio.fail_after(30):  # loading WordLlama takes well under a second
+                status = await settled(c)
+            result = await pack(c, ws, "when are deploys?")
+    return status, result
+
+
+async def test_a_fifo_among_the_model_files_is_passed_over(short_tmp: Path) -> None:
+    """FIFOs named like a model image and a tokenizer in the model folder are never opened
+    for long: the model loads from its regular files."""
+    folder = _static_model_copy(short_tmp / "model")
+    os.mkfifo(folder / "planted.bin")
+    os.mkfifo(folder / "planted_tokenizer.json")
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "ready", status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+@pytest.mark.parametrize("who", ["others", "another user"])
+async def test_a_model_folder_someone_else_can_change_is_refused(short_tmp: Path, who: str) -> None:
+    """A model folder writable by others, or of another user (nobody): the channel fails
+    saying which and why; requests go on lexically."""
+    folder = _static_model_copy(short_tmp / "model")
+    if who == "others":
+        folder.chmod(0o777)
+        expected = "writable by others"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user (nobody) needs root")
+        os.chown(folder, pwd.getpwnam("nobody").pw_uid, -1, follow_symlinks=False)
+        expected = f"belongs to uid {pwd.getpwnam('nobody').pw_uid}"
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed" and expected in status["message"] and str(folder) in status["message"]
     assert [s["kind"] for s in result["segments"]] == ["memory"]
