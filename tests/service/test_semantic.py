@@ -8,9 +8,11 @@ saying so, when it is not installed: nothing is downloaded. The others run every
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import pwd
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -284,3 +286,53 @@ async def test_a_model_folder_someone_else_can_change_is_refused(short_tmp: Path
     status, result = await _settled_status(folder, short_tmp)
     assert status["state"] == "failed" and expected in status["message"] and str(folder) in status["message"]
     assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+STATIC_MODEL = "wordllama"
+
+
+@pytest.mark.parametrize(
+    "tampering",
+    [
+        "UPDATE event_vectors SET vec = x'0000803f00' WHERE event_id = (SELECT min(event_id) FROM event_vectors)",
+        "UPDATE event_vectors SET vec = x'0000803f0000803f0000803f'",
+        "UPDATE entry_vectors SET vec = x'0000803f'",
+    ],
+    ids=["one event vector cut", "every event vector another size", "entry vectors another size"],
+)
+async def test_stored_vectors_of_the_wrong_size_are_made_again(short_tmp: Path, tampering: str) -> None:
+    """Vectors in the ledger under the model's name but of another size (a damaged or
+    foreign ledger): packs are built, and the workspace is indexed again in full."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    env = {"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}
+    texts = [f"We walked along the river on day {i}." for i in range(12)]
+    async with serving(short_tmp, env=env) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            await c.call("set_settings", workspace=ws, agentReadEnabled=True, historyRecallEnabled=True)
+            for title, content in FILLER[:4]:
+                await c.call("add_entry", workspace=ws, title=title, content=content)
+            sid = (await c.call("open_session", workspace=ws))["sessionId"]
+            events = [{"type": "user_message", "text": t} for t in texts]
+            await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+            await pack(c, ws, "warm up")
+            before = await caught_up(c)
+    (ledger,) = (daemon.data_dir / "workspaces").rglob("ledger.sqlite3")
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        assert conn.execute(tampering).rowcount > 0
+    async with serving(short_tmp, env=env) as daemon, daemon.client() as c:
+        result = await pack(c, ws, "a walk by the water")
+        after = await caught_up(c)
+        again = await pack(c, ws, "a walk by the water")
+    assert [s["kind"] for s in result["segments"]][:1] == ["memory"]
+    assert after["eventsIndexed"] == before["eventsIndexed"] >= len(texts)
+    assert after["entriesIndexed"] == before["entriesIndexed"] == 4
+    assert any(row["parts"]["semantic"] > 0 for row in again["trace"]["candidates"])
+    with contextlib.closing(sqlite3.connect(ledger)) as conn:
+        sizes = {
+            n
+            for (n,) in conn.execute(
+                "SELECT length(vec) FROM event_vectors UNION SELECT length(vec) FROM entry_vectors"
+            )
+        }
+    assert sizes == {256 * 4}
