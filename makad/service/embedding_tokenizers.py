@@ -10,8 +10,9 @@ Python: each turns a text into the ids its model was trained on.
 - ``BytePairs``: a Hugging Face ``tokenizer.json`` BPE model with SentencePiece's metaspace
   and byte fallback — Llama 2's, as WordLlama's static embeddings use it.
 
-A word's pieces are cached (texts repeat their words); ``encode(text, limit)`` gives at
-most ``limit`` ids, with the special tokens the model expects around them.
+A word's pieces are cached (texts repeat their words), a word of at most
+``CACHE_WORD_CHARS``; ``encode(text, limit)`` gives at most ``limit`` ids, with the
+special tokens the model expects around them.
 """
 
 from __future__ import annotations
@@ -22,6 +23,9 @@ from typing import Any, Final
 
 META: Final = "\u2581"  # SentencePiece's metaspace, which stands for a space
 CACHE_WORDS: Final = 200_000
+# Only words this short are cached: a longer one (a key, a blob) seldom comes again, and
+# cached it would hold its characters and its ids for the daemon's life.
+CACHE_WORD_CHARS: Final = 64
 # Characters read per token allowed: a text longer than that cannot fit anyway.
 CHARS_PER_TOKEN: Final = 12
 # BPE merges a word in slices of this many characters: merging is quadratic in a word's
@@ -58,7 +62,7 @@ class _Cached:
         self.cache: dict[str, list[int]] = {}
 
     def _keep(self, word: str, ids: list[int]) -> list[int]:
-        if len(self.cache) < CACHE_WORDS:
+        if len(word) <= CACHE_WORD_CHARS and len(self.cache) < CACHE_WORDS:
             self.cache[word] = ids
         return ids
 

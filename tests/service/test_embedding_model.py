@@ -20,7 +20,7 @@ import pytest
 
 from makad.core.semantic import calibrated
 from makad.service.embedding_model import ModelUnavailable, load, load_from, model_folder
-from makad.service.embedding_tokenizers import BytePairs, Unigram
+from makad.service.embedding_tokenizers import CACHE_WORD_CHARS, BytePairs, Unigram, WordPiece
 
 PAIR = ("A man is eating food.", "A man is eating a piece of bread.")
 UNRELATED = "The quarterly tax filing deadline moved to April."
@@ -167,3 +167,19 @@ def test_byte_pairs_work_grows_linearly_with_a_word_without_spaces() -> None:
         costs.append(ranks.lookups)
     assert costs[1] < 5 * costs[0]  # quadratic work would be 16 times
     assert costs[1] < 100 * 6_000
+
+
+def test_tokenizers_keep_no_long_word_in_their_cache() -> None:
+    """Long words (keys, blobs: each one new) are tokenized without being kept: the word
+    cache, which lasts as long as the daemon, grows only with words of ordinary length."""
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁", "a", "b", "ab"]
+    unigram = Unigram(pieces, [0.0, 0.0, 0.0, 0.0, -1.0, -3.0, -3.0, -2.0], (0, 2, 3), {})
+    byte_pairs = BytePairs(
+        {"model": {"vocab": {"<unk>": 0, "▁": 1, "a": 2, "b": 3, "ab": 4}, "merges": ["a b"]}}
+    )
+    word_piece = WordPiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "##a", "##b"])
+    for tokenizer in (unigram, byte_pairs, word_piece):
+        for i in range(50):
+            tokenizer.encode("ab" * (40 + i) + " ab", 100_000)  # a new 80-178-character word each time
+        longest = max(len(word) for word in tokenizer.cache)
+        assert longest <= CACHE_WORD_CHARS, type(tokenizer).__name__
