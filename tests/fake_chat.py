@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-# (request path, decoded JSON body) -> (HTTP status, reply: a JSON value or raw text)
+# (request path, decoded JSON body) -> (HTTP status, reply: a JSON value, raw text, or an
+# iterator of byte chunks sent as they come, the body ending when the connection closes)
 Script = Callable[[str, dict[str, Any]], tuple[int, Any]]
 
 
@@ -47,6 +48,9 @@ def serving(chat: FakeChat) -> Iterator[str]:
                     {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 )
             status, reply = chat.script(self.path, body)
+            if isinstance(reply, Iterator):
+                self._stream(status, reply)
+                return
             data = (reply if isinstance(reply, str) else json.dumps(reply)).encode()
             try:
                 self.send_response(status)
@@ -56,6 +60,17 @@ def serving(chat: FakeChat) -> Iterator[str]:
                 self.wfile.write(data)
             except (BrokenPipeError, ConnectionResetError):
                 pass  # the client gave up waiting (a scripted hang)
+
+        def _stream(self, status: int, chunks: Iterable[bytes]) -> None:
+            try:
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.end_headers()
+                for chunk in chunks:
+                    self.wfile.write(chunk)
+            except (BrokenPipeError, ConnectionResetError):
+                pass  # the client stopped reading
+            self.close_connection = True
 
         def log_message(self, *args: object) -> None:
             pass

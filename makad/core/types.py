@@ -183,18 +183,18 @@ class CuratorTrace(Record):
     ``status``: ``ok`` (its pick was used, or recorded in shadow mode), ``skipped``
     (it was not asked: every candidate that passed the gates fit, ``reason`` ``fits``),
     ``failed`` (``reason`` says why: ``timeout``, ``http_<code>``, ``unreachable``,
-    ``unparseable``, ``empty``, ``no_known_refs``, ``no_candidates``,
+    ``too_large`` (an answer over 1 MiB), ``unparseable``, ``empty``, ``no_known_refs``, ``no_candidates``,
     ``would_drop_fitting``), ``gated`` (nothing was sent: agent reads off, workspace
     or session incognito) or ``unconfigured`` (no
     ``MAKAD_CURATOR_URL``/``MAKAD_CURATOR_MODEL``).
 
     ``pressure``: the kinds whose candidates did not all fit in the deterministic
     pack, the ones the curator chose among (empty: nothing to choose). ``selected``:
-    the offered refs it chose, in its order; ``ignored``: refs it named that it was
-    not offered. ``packed``: the memory entries and recall events the pack of its
-    pick shows (in shadow mode: would show), ``trimmed`` how many of its picks were
-    left out so that nothing the deterministic pack showed outside ``pressure`` is
-    dropped, and ``overlap`` the Jaccard overlap of ``packed`` with the
+    the offered refs it chose, in its order; ``ignored``: refs it named that it was not
+    offered (at most 20, each cut to 200 characters). ``packed``: the memory entries and
+    recall events the pack of its pick shows (in shadow mode: would show), ``trimmed`` how
+    many of its picks were left out so that nothing the deterministic pack showed outside
+    ``pressure`` is dropped, and ``overlap`` the Jaccard overlap of ``packed`` with the
     deterministic pack's memory entries and recall events (None: no pick).
     """
 

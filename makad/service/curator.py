@@ -5,7 +5,9 @@ One ``POST <url>/chat/completions`` per call, asking for JSON mode
 field with HTTP 400 is asked once more without it. The whole exchange runs
 under one deadline (``MAKAD_CURATOR_TIMEOUT_MS``) on the event loop with
 ``httpx.AsyncClient``: nothing blocks, and a hung server costs the timeout, not
-more. Every failure becomes ``CuratorFailed`` with the trace's reason word.
+more. The answer is read as it arrives and given up once it passes ``MAX_ANSWER_BYTES``
+(reason ``too_large``): a server sending without end costs neither the timeout nor
+memory. Every failure becomes ``CuratorFailed`` with the trace's reason word.
 
 Loading httpx and the CA bundle costs ~0.1-0.3 s of CPU: it happens once, in a
 worker thread (``prepare``, started when the daemon has a curator configured),
@@ -18,7 +20,7 @@ import ssl
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 import anyio
 import anyio.to_thread
@@ -52,6 +54,9 @@ class _Reply(msgspec.Struct):
     choices: list[_Choice]
     usage: dict[str, Any] | None = None
 
+
+# An answer names at most 60 offered refs: a megabyte is ample room for prose around them.
+MAX_ANSWER_BYTES: Final = 1 << 20
 
 _tls: list[ssl.SSLContext] = []  # built once (see module doc)
 
@@ -98,18 +103,20 @@ async def complete(config: CuratorSettings, messages: list[dict[str, str]]) -> C
         with anyio.fail_at(deadline):
             async with httpx.AsyncClient(timeout=timeout, headers=headers, verify=tls) as client:
                 url = f"{config.url}/chat/completions"
-                response = await client.post(url, json=body)
-                if response.status_code == 400:  # JSON mode unsupported: ask in plain text
+                status, content = await _post(client, url, body)
+                if status == 400:  # JSON mode unsupported: ask in plain text
                     body.pop("response_format")
-                    response = await client.post(url, json=body)
+                    status, content = await _post(client, url, body)
     except (TimeoutError, httpx.TimeoutException) as exc:
         raise CuratorFailed("timeout", elapsed()) from exc
     except httpx.HTTPError as exc:
         raise CuratorFailed("unreachable", elapsed()) from exc
-    if response.status_code != 200:
-        raise CuratorFailed(f"http_{response.status_code}", elapsed())
+    if content is None:
+        raise CuratorFailed("too_large", elapsed())
+    if status != 200:
+        raise CuratorFailed(f"http_{status}", elapsed())
     try:
-        reply = msgspec.json.decode(response.content, type=_Reply)
+        reply = msgspec.json.decode(content, type=_Reply)
         content = reply.choices[0].message.get("content")
     except (msgspec.DecodeError, msgspec.ValidationError, IndexError) as exc:
         raise CuratorFailed("unparseable", elapsed()) from exc
@@ -122,6 +129,20 @@ async def complete(config: CuratorSettings, messages: list[dict[str, str]]) -> C
         completion_tokens=_count(usage.get("completion_tokens")),
         latency_ms=elapsed(),
     )
+
+
+async def _post(client: Any, url: str, body: dict[str, Any]) -> tuple[int, bytes | None]:
+    """The status and body of one POST; the body ``None`` once it passes ``MAX_ANSWER_BYTES``
+    (the rest is not read: the connection is closed)."""
+    async with client.stream("POST", url, json=body) as response:
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > MAX_ANSWER_BYTES:
+                return response.status_code, None
+            chunks.append(chunk)
+        return response.status_code, b"".join(chunks)
 
 
 def _count(value: object) -> int:

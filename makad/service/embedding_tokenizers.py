@@ -10,21 +10,28 @@ Python: each turns a text into the ids its model was trained on.
 - ``BytePairs``: a Hugging Face ``tokenizer.json`` BPE model with SentencePiece's metaspace
   and byte fallback — Llama 2's, as WordLlama's static embeddings use it.
 
-A word's pieces are cached (texts repeat their words); ``encode(text, limit)`` gives at
-most ``limit`` ids, with the special tokens the model expects around them.
+A word's pieces are cached (texts repeat their words), a word of at most
+``CACHE_WORD_CHARS``; ``encode(text, limit)`` gives at most ``limit`` ids, with the
+special tokens the model expects around them.
 """
 
 from __future__ import annotations
 
 import unicodedata
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import Any, Final
 
 META: Final = "\u2581"  # SentencePiece's metaspace, which stands for a space
 CACHE_WORDS: Final = 200_000
+# Only words this short are cached: a longer one (a key, a blob) seldom comes again, and
+# cached it would hold its characters and its ids for the daemon's life.
+CACHE_WORD_CHARS: Final = 64
 # Characters read per token allowed: a text longer than that cannot fit anyway.
 CHARS_PER_TOKEN: Final = 12
+# BPE merges a word in slices of this many characters: merging is quadratic in a word's
+# length, and a word without spaces (a key, a URL, a minified line) can be thousands long.
+# Llama 2's longest piece is 16 characters; words of ordinary text are whole.
+BPE_WORD_CHARS: Final = 64
 
 
 def _is_punct(ch: str) -> bool:
@@ -55,7 +62,7 @@ class _Cached:
         self.cache: dict[str, list[int]] = {}
 
     def _keep(self, word: str, ids: list[int]) -> list[int]:
-        if len(self.cache) < CACHE_WORDS:
+        if len(word) <= CACHE_WORD_CHARS and len(self.cache) < CACHE_WORDS:
             self.cache[word] = ids
         return ids
 
@@ -63,10 +70,10 @@ class _Cached:
 class WordPiece(_Cached):
     """BERT's basic tokenizer (lower case, accents stripped) and greedy WordPiece."""
 
-    def __init__(self, vocab: Path) -> None:
+    def __init__(self, vocab: Sequence[str]) -> None:
+        """``vocab``: the lines of ``vocab.txt``, a token per line, its id its line's index."""
         super().__init__()
-        lines = vocab.read_text(encoding="utf-8").splitlines()
-        self.ids = {token: index for index, token in enumerate(lines)}
+        self.ids = {token: index for index, token in enumerate(vocab)}
 
     def words(self, text: str) -> list[str]:
         chars = []
@@ -215,7 +222,7 @@ def _one_space(text: str) -> str:
 class BytePairs(_Cached):
     """A ``tokenizer.json`` BPE model over metaspace words, with byte fallback (characters
     not in the vocabulary become their UTF-8 bytes' ``<0xNN>`` tokens); no special tokens
-    are added."""
+    are added. A word longer than ``BPE_WORD_CHARS`` is merged slice by slice."""
 
     def __init__(self, spec: Mapping[str, Any]) -> None:
         super().__init__()
@@ -257,7 +264,8 @@ class BytePairs(_Cached):
     def encode(self, text: str, limit: int) -> list[int]:
         ids: list[int] = []
         for word in _metaspace_words(text[: limit * CHARS_PER_TOKEN]):
-            ids.extend(self.pieces(word))
-            if len(ids) >= limit:
-                break
+            for start in range(0, len(word), BPE_WORD_CHARS):
+                ids.extend(self.pieces(word[start : start + BPE_WORD_CHARS]))
+                if len(ids) >= limit:
+                    return ids[:limit]
         return ids[:limit] or [self.unk]

@@ -320,11 +320,13 @@ class SemanticChannel:
         return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
 
     def _load(self, index: _Index) -> None:
-        """Read the vectors the ledger holds (dropping another model's first)."""
+        """Read the vectors the ledger holds (dropping another model's, and any of the wrong
+        size, first)."""
         np = self._np
         ledger = index.ledger
-        if store.has_other_models(ledger, self.model_name):
-            store.drop_other_models(ledger, self.model_name)
+        size = self._encoder.dim * 4  # float32
+        if store.has_other_models(ledger, self.model_name, size):
+            store.drop_other_models(ledger, self.model_name, size)
         after = 0
         while True:
             page = store.stored_events(ledger, self.model_name, after, LOAD_PAGE)

@@ -25,6 +25,7 @@ from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
 
 TIMEOUT_MS = 2_000  # short, yet room for a loaded machine (two test workers and more) to answer in time
 HANG_S = 4.0
+FLOOD = 3_000  # refs of ~120 characters: the answer stays under the size cap
 MODEL = "scripted-curator"
 API_KEY = "test-key-123"
 
@@ -50,6 +51,13 @@ class Script(FakeChat):
             return 400, {"error": "response_format is not supported"}
         if mode == "not_a_completion":
             return 200, "<html>proxy error</html>"
+        if mode == "endless":  # a valid start, then padding that never ends
+            return 200, itertools.chain(
+                [b'{"choices": [{"message": {"content": "'], itertools.repeat(b" " * 65536)
+            )
+        if mode == "flood":  # thousands of refs never offered, one of them 100,000 characters long
+            refs = [f"memory:unoffered-{i}-" + "x" * 100 for i in range(FLOOD)] + ["event:" + "y" * 100_000]
+            return 200, completion(json.dumps({"selected": refs}))
         prompt = body["messages"][-1]["content"]
         marked = [
             line.split(" | ", 1)[0] for line in prompt.splitlines() if " | " in line and self.marker in line
@@ -62,6 +70,8 @@ class Script(FakeChat):
             content = json.dumps({"selected": ["memory:not-offered", *marked]})
         elif mode == "empty":
             content = json.dumps({"selected": []})
+        elif mode == "padded":  # a good pick, then megabytes of spaces
+            content = json.dumps({"selected": marked}) + " " * (3 << 20)
         else:
             content = json.dumps({"selected": marked})
         return 200, completion(content)
@@ -380,6 +390,35 @@ def test_every_failure_falls_back_within_the_timeout(
     assert pack["trace"]["curator"]["status"] == "failed" and pack["trace"]["curator"]["reason"] == reason
     assert visible(pack) == visible(deterministic)
     assert elapsed < TIMEOUT_MS / 1000 + 1.0  # the timeout plus the call's own work
+    assert d.call("ping") == "pong"
+
+
+def test_a_flood_of_unoffered_refs_is_listed_only_in_part(d: DaemonProcess, ws: str, script: Script) -> None:
+    """3,000 unoffered refs named: fallback, at most 20 of them, each cut, in the trace and the ledger."""
+    ids = seed(d, ws)
+    script.mode = "flood"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    curator = pack["trace"]["curator"]
+    assert pack["trace"]["path"] == "fallback" and curator["reason"] == "no_known_refs"
+    for record in (curator, stored_record(d, ws, ids["sid"], pack["callId"])):
+        assert 0 < len(record["ignored"]) <= 20
+        assert all(len(ref) <= 200 for ref in record["ignored"])
+    assert d.call("ping") == "pong"
+
+
+@pytest.mark.parametrize("mode", ["padded", "endless"])
+def test_an_oversized_answer_is_refused_as_soon_as_it_is_too_large(
+    d: DaemonProcess, ws: str, script: Script, mode: str
+) -> None:
+    """An answer over 1 MiB (a good pick padded, a body without end): fallback too_large, before the timeout."""
+    seed(d, ws)
+    deterministic, _ = build(d, ws, strategy="deterministic")
+    script.mode = mode
+    pack, elapsed = build(d, ws, strategy="curator")
+    assert pack["trace"]["path"] == "fallback"
+    assert pack["trace"]["curator"]["reason"] == "too_large"
+    assert visible(pack) == visible(deterministic)
+    assert elapsed < TIMEOUT_MS / 1000  # stopped reading at the cap, not at the deadline
     assert d.call("ping") == "pong"
 
 

@@ -20,7 +20,7 @@ import pytest
 
 from makad.core.semantic import calibrated
 from makad.service.embedding_model import ModelUnavailable, load, load_from, model_folder
-from makad.service.embedding_tokenizers import BytePairs, Unigram
+from makad.service.embedding_tokenizers import CACHE_WORD_CHARS, BytePairs, Unigram, WordPiece
 
 PAIR = ("A man is eating food.", "A man is eating a piece of bread.")
 UNRELATED = "The quarterly tax filing deadline moved to April."
@@ -141,3 +141,45 @@ def test_byte_pairs_merge_by_rank_and_fall_back_to_bytes() -> None:
     assert tokenizer.encode("low", 8) == [7]
     assert tokenizer.encode("low lo", 8) == [7, 6]
     assert tokenizer.encode("é", 8) == [1, 8, 9]
+
+
+class _CountingRanks(dict[tuple[str, str], int]):
+    """A merge table that counts its lookups: BPE's work, without a clock."""
+
+    lookups = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.lookups += 1
+        return super().get(key, default)
+
+
+def test_byte_pairs_work_grows_linearly_with_a_word_without_spaces() -> None:
+    """A 6,000-character word (a key, a minified line) costs BPE work in proportion to its
+    length: it is merged in slices of ``BPE_WORD_CHARS``, not as one quadratic whole."""
+    vocab = {"<unk>": 0, "▁": 1, "a": 2, "b": 3, "ab": 4, "abab": 5, "▁a": 6}
+    spec = {"model": {"vocab": vocab, "merges": ["a b", "ab ab", "▁ a"]}}
+    costs = []
+    for length in (1_500, 6_000):
+        tokenizer = BytePairs(spec)
+        tokenizer.ranks = ranks = _CountingRanks(tokenizer.ranks)
+        ids = tokenizer.encode("ab" * (length // 2), 100_000)
+        assert ids[0] == 1 and set(ids[1:]) <= {2, 3, 4, 5}
+        costs.append(ranks.lookups)
+    assert costs[1] < 5 * costs[0]  # quadratic work would be 16 times
+    assert costs[1] < 100 * 6_000
+
+
+def test_tokenizers_keep_no_long_word_in_their_cache() -> None:
+    """Long words (keys, blobs: each one new) are tokenized without being kept: the word
+    cache, which lasts as long as the daemon, grows only with words of ordinary length."""
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁", "a", "b", "ab"]
+    unigram = Unigram(pieces, [0.0, 0.0, 0.0, 0.0, -1.0, -3.0, -3.0, -2.0], (0, 2, 3), {})
+    byte_pairs = BytePairs(
+        {"model": {"vocab": {"<unk>": 0, "▁": 1, "a": 2, "b": 3, "ab": 4}, "merges": ["a b"]}}
+    )
+    word_piece = WordPiece(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "a", "b", "##a", "##b"])
+    for tokenizer in (unigram, byte_pairs, word_piece):
+        for i in range(50):
+            tokenizer.encode("ab" * (40 + i) + " ab", 100_000)  # a new 80-178-character word each time
+        longest = max(len(word) for word in tokenizer.cache)
+        assert longest <= CACHE_WORD_CHARS, type(tokenizer).__name__

@@ -8,7 +8,11 @@ saying so, when it is not installed: nothing is downloaded. The others run every
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
+import os
+import pwd
+import sqlite3
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -224,3 +228,111 @@ async def test_a_model_that_cannot_load_fails_alone(short_tmp: Path) -> None:
             result = await pack(c, ws, "when are deploys?")
     assert status["state"] == "failed" and status["message"]
     assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+def _static_model_copy(folder: Path) -> Path:
+    """A folder of WordLlama's files (symlinks to the package's), as a user's own model
+    folder would be (skipped without the package)."""
+    if importlib.util.find_spec("numpy") is None:
+        pytest.skip("the semantic channel needs numpy: pip install 'makad[semantic]'")
+    spec = importlib.util.find_spec("wordllama")
+    if spec is None or not spec.submodule_search_locations:
+        pytest.skip("wordllama is not installed: pip install --no-deps wordllama")
+    package = Path(next(iter(spec.submodule_search_locations)))
+    folder.mkdir(mode=0o700)
+    for name in ("weights/l2_supercat_256.safetensors", "tokenizers/l2_supercat_tokenizer_config.json"):
+        (folder / Path(name).name).symlink_to(package / name)
+    return folder
+
+
+async def _settled_status(folder: Path, root: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The channel's status once its model (``folder``) loaded or failed (within 30 s), and
+    a pack built meanwhile."""
+    async with serving(root, env={"MAKAD_EMBEDDING_MODEL": str(folder)}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            await c.call("set_settings", workspace=ws, agentReadEnabled=True)
+            await c.call("add_entry", workspace=ws, title="Deploys", content="On Tuesdays.")
+            with anyio.fail_after(30):  # loading WordLlama takes well under a second
+                status = await settled(c)
+            result = await pack(c, ws, "when are deploys?")
+    return status, result
+
+
+async def test_a_fifo_among_the_model_files_is_passed_over(short_tmp: Path) -> None:
+    """FIFOs named like a model image and a tokenizer in the model folder are never opened
+    for long: the model loads from its regular files."""
+    folder = _static_model_copy(short_tmp / "model")
+    os.mkfifo(folder / "planted.bin")
+    os.mkfifo(folder / "planted_tokenizer.json")
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "ready", status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+@pytest.mark.parametrize("who", ["others", "another user"])
+async def test_a_model_folder_someone_else_can_change_is_refused(short_tmp: Path, who: str) -> None:
+    """A model folder writable by others, or of another user (nobody): the channel fails
+    saying which and why; requests go on lexically."""
+    folder = _static_model_copy(short_tmp / "model")
+    if who == "others":
+        folder.chmod(0o777)
+        expected = "writable by others"
+    else:
+        if os.geteuid() != 0:
+            pytest.skip("giving a folder to another user (nobody) needs root")
+        os.chown(folder, pwd.getpwnam("nobody").pw_uid, -1, follow_symlinks=False)
+        expected = f"belongs to uid {pwd.getpwnam('nobody').pw_uid}"
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed" and expected in status["message"] and str(folder) in status["message"]
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+STATIC_MODEL = "wordllama"
+
+
+@pytest.mark.parametrize(
+    "tampering",
+    [
+        "UPDATE event_vectors SET vec = x'0000803f00' WHERE event_id = (SELECT min(event_id) FROM event_vectors)",
+        "UPDATE event_vectors SET vec = x'0000803f0000803f0000803f'",
+        "UPDATE entry_vectors SET vec = x'0000803f'",
+    ],
+    ids=["one event vector cut", "every event vector another size", "entry vectors another size"],
+)
+async def test_stored_vectors_of_the_wrong_size_are_made_again(short_tmp: Path, tampering: str) -> None:
+    """Vectors in the ledger under the model's name but of another size (a damaged or
+    foreign ledger): packs are built, and the workspace is indexed again in full."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    env = {"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}
+    texts = [f"We walked along the river on day {i}." for i in range(12)]
+    async with serving(short_tmp, env=env) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            await c.call("set_settings", workspace=ws, agentReadEnabled=True, historyRecallEnabled=True)
+            for title, content in FILLER[:4]:
+                await c.call("add_entry", workspace=ws, title=title, content=content)
+            sid = (await c.call("open_session", workspace=ws))["sessionId"]
+            events = [{"type": "user_message", "text": t} for t in texts]
+            await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+            await pack(c, ws, "warm up")
+            before = await caught_up(c)
+    (ledger,) = (daemon.data_dir / "workspaces").rglob("ledger.sqlite3")
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        assert conn.execute(tampering).rowcount > 0
+    async with serving(short_tmp, env=env) as daemon, daemon.client() as c:
+        result = await pack(c, ws, "a walk by the water")
+        after = await caught_up(c)
+        again = await pack(c, ws, "a walk by the water")
+    assert [s["kind"] for s in result["segments"]][:1] == ["memory"]
+    assert after["eventsIndexed"] == before["eventsIndexed"] >= len(texts)
+    assert after["entriesIndexed"] == before["entriesIndexed"] == 4
+    assert any(row["parts"]["semantic"] > 0 for row in again["trace"]["candidates"])
+    with contextlib.closing(sqlite3.connect(ledger)) as conn:
+        sizes = {
+            n
+            for (n,) in conn.execute(
+                "SELECT length(vec) FROM event_vectors UNION SELECT length(vec) FROM entry_vectors"
+            )
+        }
+    assert sizes == {256 * 4}

@@ -48,6 +48,8 @@ from makad.core.types import CuratedKind, Event
 MAX_MEMORY_OFFERS = 20
 MAX_RECALL_OFFERS = 40
 OFFER_TEXT_CHARS = 240
+MAX_IGNORED = 20
+MAX_IGNORED_CHARS = 200
 # Why a candidate that passed every gate was left out for room or relevance: one of these
 # in a kind means that kind did not all fit (the pressure threshold, see module doc).
 CHOICE_REASONS: frozenset[str] = frozenset({"top_k", "budget", "session_cap"})
@@ -168,7 +170,11 @@ class BadAnswer(Exception):
 
 
 def read_answer(content: str, offered: list[Offer]) -> Answer:
-    """The model's choice, validated against what it was offered (raises ``BadAnswer``)."""
+    """The model's choice, validated against what it was offered (raises ``BadAnswer``).
+
+    Of the refs it was not offered at most ``MAX_IGNORED`` are kept, each cut to
+    ``MAX_IGNORED_CHARS``: they are for the trace and the ledger, which an answer naming
+    thousands must not fill."""
     value = _json_object(content)
     picked = value.get("selected") if isinstance(value, dict) else None
     if not isinstance(picked, list):
@@ -179,12 +185,17 @@ def read_answer(content: str, offered: list[Offer]) -> Answer:
     for ref in picked:
         if not isinstance(ref, str):
             continue
-        (selected if ref in known else ignored).append(ref)
+        if ref in known:
+            selected.append(ref)
+        elif len(ignored) < MAX_IGNORED:
+            cut = ref[:MAX_IGNORED_CHARS]
+            if cut not in ignored:
+                ignored.append(cut)
     if not picked:
         raise BadAnswer("empty")
     if not selected:
-        raise BadAnswer("no_known_refs", list(dict.fromkeys(ignored)))
-    return Answer(list(dict.fromkeys(selected)), list(dict.fromkeys(ignored)))
+        raise BadAnswer("no_known_refs", ignored)
+    return Answer(list(dict.fromkeys(selected)), ignored)
 
 
 def _json_object(content: str) -> Any:

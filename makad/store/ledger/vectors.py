@@ -3,10 +3,13 @@
 
 A vector is the raw little-endian float32 bytes of one unit row, tagged with the model
 that made it: rows of another model are never read, and are dropped when a workspace is
-indexed with a new one. Vectors are derived data, so they are written with relaxed
-commits (``LedgerBase.transaction(relaxed=True)``): one lost to a power cut is computed
-again. An event's vector goes with the event when it is forgotten (a trigger). Callers run
-these in worker threads; none of them reads or writes more than its arguments bound.
+indexed with a new one; so are rows of the wrong size (``size``: a damaged or foreign
+ledger), and when an event's is, every event's of the model is (the indexer's cursor
+only moves forward: the events are embedded again from the first). Vectors are derived
+data, so they are written with relaxed commits (``LedgerBase.transaction(relaxed=True)``):
+one lost to a power cut is computed again. An event's vector goes with the event when it
+is forgotten (a trigger). Callers run these in worker threads; none of them reads or
+writes more than its arguments bound.
 """
 
 from __future__ import annotations
@@ -95,20 +98,30 @@ def write_entries(ledger: Ledger, model: str, rows: Sequence[tuple[str, bytes]])
         )
 
 
-def drop_other_models(ledger: Ledger, model: str) -> int:
-    """Delete every vector another model made; how many event vectors went."""
+def drop_other_models(ledger: Ledger, model: str, size: int | None = None) -> int:
+    """Delete every vector another model made, and (``size``: a vector's bytes) every one
+    of ``model``'s of another size (all its event vectors when one is); how many event
+    vectors went."""
     with ledger.transaction(relaxed=True) as conn:
-        gone = conn.execute("DELETE FROM event_vectors WHERE model != ?", (model,)).rowcount
-        conn.execute("DELETE FROM entry_vectors WHERE model != ?", (model,))
+        if conn.execute(_BAD_EVENT, (model, size, size)).fetchone()[0]:
+            gone = conn.execute("DELETE FROM event_vectors").rowcount
+        else:
+            gone = conn.execute("DELETE FROM event_vectors WHERE model != ?", (model,)).rowcount
+        conn.execute(f"DELETE FROM entry_vectors WHERE model != ? OR {_WRONG_SIZE}", (model, size, size))
     return int(gone)
 
 
-def has_other_models(ledger: Ledger, model: str) -> bool:
-    """Whether any vector of another model is stored."""
+_WRONG_SIZE = "(? IS NOT NULL AND (typeof(vec) != 'blob' OR length(vec) != ?))"
+_BAD_EVENT = f"SELECT EXISTS (SELECT 1 FROM event_vectors WHERE model = ? AND {_WRONG_SIZE})"
+
+
+def has_other_models(ledger: Ledger, model: str, size: int | None = None) -> bool:
+    """Whether any vector of another model is stored, or (``size``) of ``model`` and
+    another size."""
     with ledger.snapshot() as conn:
         row = conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM event_vectors WHERE model != ?) "
-            "OR EXISTS (SELECT 1 FROM entry_vectors WHERE model != ?)",
-            (model, model),
+            f"SELECT EXISTS (SELECT 1 FROM event_vectors WHERE model != ? OR {_WRONG_SIZE}) "
+            f"OR EXISTS (SELECT 1 FROM entry_vectors WHERE model != ? OR {_WRONG_SIZE})",
+            (model, size, size, model, size, size),
         ).fetchone()
     return bool(row[0])
