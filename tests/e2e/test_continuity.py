@@ -1,0 +1,79 @@
+"""Continuity across sessions with inputs unlike the other suites': a Go and a Rust
+project whose tools report failures only in their output, a writer working in German,
+one very long session beside short ones, and clocks that run ahead — through a real
+daemon on a real socket."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_attention import DAY, fresh, mentions, section_lines, session, wait_for
+from tests.support import DaemonProcess, daemon_in_tmp
+
+HOUR = 3_600_000
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[DaemonProcess]:
+    yield from daemon_in_tmp(env={"MAKAD_BEHAVIOR_IDLE_MS": "1"})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def suggested(d: DaemonProcess, w: str) -> list[str]:
+    return [s["text"] for s in d.call("suggest", {"workspace": w})["suggestions"]]
+
+
+def failing(
+    at: int, request: str, command: str, output: str, meta: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """A request, a call whose result says it failed (in its text only, unless ``meta``), a reply."""
+    result: dict[str, Any] = {"type": "tool_result", "text": output, "toolCallId": "k1", "toolName": "bash"}
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "tool_call", "text": command, "toolCallId": "k1", "toolName": "bash", "ts": at + 1},
+        {**result, "ts": at + 2, **({"meta": meta} if meta else {})},
+        {"type": "assistant_message", "text": "Still red; I will look again next time.", "ts": at + 3},
+    ]
+
+
+# ------------------------------------------------------------ one long session ---
+
+
+def test_one_very_long_session_does_not_push_the_others_out(shared: DaemonProcess) -> None:
+    """A failure left three days ago stays in Recently abandoned after one session of
+    6,100 requests (305 segments) is recorded beside it."""
+    w = fresh(shared)
+    now = now_ms()
+    old = session(
+        shared,
+        w,
+        failing(
+            now - 3 * DAY,
+            "Make the linter pass in cmd/lint",
+            "go vet ./cmd/lint",
+            "vet: cmd/lint/main.go:9: unreachable code",
+            {"exit_code": "1"},
+        ),
+    )
+    shared.call("close_session", {"workspace": w, "sessionId": old})
+    wait_for(shared, w, lambda s: mentions(s, "go vet ./cmd/lint", "Recently abandoned"))
+    sid = session(shared, w, [])
+    start = now - 2 * HOUR
+    for batch in range(7):
+        events = [
+            {"type": "user_message", "text": f"next step {batch}.{i}", "ts": start + batch * 1000 + i}
+            for i in range(batch * 1000, min(batch * 1000 + 1000, 6100))
+        ]
+        shared.call("append_events", {"workspace": w, "sessionId": sid, "events": events})
+    shared.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(shared, w, lambda s: mentions(s, "next step 6", "Active threads"))
+    assert mentions(state, "next step 6", "Active threads")
+    assert mentions(state, "go vet ./cmd/lint", "Recently abandoned")
+    assert "2 session(s)" in section_lines(state, "Rhythm")[0]["text"]
