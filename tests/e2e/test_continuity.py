@@ -77,3 +77,44 @@ def test_one_very_long_session_does_not_push_the_others_out(shared: DaemonProces
     assert mentions(state, "next step 6", "Active threads")
     assert mentions(state, "go vet ./cmd/lint", "Recently abandoned")
     assert "2 session(s)" in section_lines(state, "Rhythm")[0]["text"]
+
+
+# ------------------------------------------------------------ other languages ---
+
+
+def exchange(at: int, request: str, reply: str, last: str | None = None) -> list[dict[str, Any]]:
+    """A request and its reply, and the user's last word when given (left unanswered)."""
+    events = [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "assistant_message", "text": reply, "ts": at + 1},
+    ]
+    if last is not None:
+        events.append({"type": "user_message", "text": last, "ts": at + 2})
+    return events
+
+
+def test_a_writer_working_in_german_french_and_spanish_is_not_nagged(shared: DaemonProcess) -> None:
+    """Work the user thanked for or let go in German, French or Spanish is not suggested
+    back as unanswered; the one thread left open still is."""
+    w = fresh(shared)
+    now = now_ms()
+    for index, (request, last) in enumerate(
+        [
+            ("Überarbeite Kapitel 3 in kapitel/03-ankunft.md, der Dialog wirkt hölzern", "Danke, passt so!"),
+            ("Entwirf eine Zeitleiste für Kapitel 5", "Ach, vergiss es."),
+            ("Corrige les fautes dans chapitres/02-depart.md", "Merci, c'est parfait."),
+            ("Propose un autre titre pour le chapitre 4", "Laisse tomber."),
+            ("Revisa la traducción de capitulos/07-vuelta.md", "¡Gracias, ya está!"),
+            ("Busca un epígrafe para la segunda parte", "Olvídalo, no hace falta."),
+        ]
+    ):
+        session(shared, w, exchange(now - 3 * DAY + index * HOUR, request, "Erledigt / fait / hecho.", last))
+    session(
+        shared,
+        w,
+        exchange(now - 2 * DAY, "Schreib das Nachwort in kapitel/99-nachwort.md", "Ein erster Absatz steht."),
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "Nachwort", "Recently abandoned"))
+    open_lines = [line["text"] for line in section_lines(state, "Active threads", "Recently abandoned")]
+    assert len(open_lines) == 1 and "Nachwort" in open_lines[0]
+    assert [text for text in suggested(shared, w) if "Nachwort" not in text] == []
