@@ -39,7 +39,7 @@ import msgspec
 
 from makad.core.compaction import abbreviate, paths_in
 from makad.core.refs import event_ref
-from makad.core.session_notes import failed
+from makad.core.session_notes import failed, failure_text
 from makad.core.types import Event, WorkingState
 
 Outcome = Literal["done", "dropped", "errors", "open", "abandoned"]
@@ -193,7 +193,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
             if failed(event):
-                note = FailureNote(event.seq, tool, call, _first_line(event.text))
+                note = FailureNote(event.seq, tool, call, _first_line(failure_text(event.text)))
                 carry.failures = [*carry.failures, note][-MAX_FAILURES:]
             else:
                 key = call_key(tool, call)

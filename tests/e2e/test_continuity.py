@@ -118,3 +118,49 @@ def test_a_writer_working_in_german_french_and_spanish_is_not_nagged(shared: Dae
     open_lines = [line["text"] for line in section_lines(state, "Active threads", "Recently abandoned")]
     assert len(open_lines) == 1 and "Nachwort" in open_lines[0]
     assert [text for text in suggested(shared, w) if "Nachwort" not in text] == []
+
+
+# ----------------------------------------------------- failures said in the output ---
+
+
+GO_FAIL = (
+    "=== RUN   TestParseDuration\n--- FAIL: TestParseDuration (0.00s)\n"
+    "    parse_test.go:41: got 0s, want 1h30m\nFAIL\nFAIL\texample.com/tp/internal/timeparse\t0.012s\n"
+)
+CARGO_FAIL = (
+    "running 3 tests\ntest lexer::tests::numbers ... ok\ntest lexer::tests::idents ... FAILED\n\n"
+    "failures:\n    lexer::tests::idents\n\ntest result: FAILED. 2 passed; 1 failed; 0 ignored\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "command", "output", "said"),
+    [
+        (
+            "Fix TestParseDuration in internal/timeparse/parse.go",
+            "go test ./internal/timeparse/...",
+            GO_FAIL,
+            "--- FAIL: TestParseDuration",
+        ),
+        ("Fix the identifier rule in src/lexer.rs", "cargo test lexer", CARGO_FAIL, "test result: FAILED"),
+    ],
+    ids=["go", "rust"],
+)
+def test_a_go_or_rust_test_failing_only_in_its_output_is_still_failing_next_time(
+    shared: DaemonProcess, request_text: str, command: str, output: str, said: str
+) -> None:
+    """A test run whose result carries no exit code, only the runner's verdict in its
+    text, left failing two days ago: the attention state and a suggestion name it, by its
+    verdict line; the same run passing in a later session takes it away."""
+    w = fresh(shared)
+    now = now_ms()
+    session(shared, w, failing(now - 2 * DAY - HOUR, request_text, command, output))
+    state = wait_for(shared, w, lambda s: mentions(s, said, "Recently abandoned"))
+    assert mentions(state, f"{command}: {said}", "Recently abandoned")
+    assert any(said in text and text.startswith("Still failing") for text in suggested(shared, w))
+    passing = failing(
+        now - DAY, "Run it again", command, "ok  \texample.com/tp\t0.01s\ntest result: ok. 3 passed"
+    )
+    session(shared, w, passing)
+    state = wait_for(shared, w, lambda s: not mentions(s, said))
+    assert not mentions(state, said)
