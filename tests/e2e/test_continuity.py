@@ -164,3 +164,22 @@ def test_a_go_or_rust_test_failing_only_in_its_output_is_still_failing_next_time
     session(shared, w, passing)
     state = wait_for(shared, w, lambda s: not mentions(s, said))
     assert not mentions(state, said)
+
+
+# ------------------------------------------------------------------ clock skew ---
+
+
+def test_events_stamped_days_ahead_are_dated_no_later_than_when_they_were_read(shared: DaemonProcess) -> None:
+    """A client whose clock runs five days ahead, its events out of order, the session
+    closed: no line of the attention state is dated in the future, and its failure is an
+    active one, not five days away."""
+    w = fresh(shared)
+    ahead = now_ms() + 5 * DAY
+    events = failing(ahead, "Port the importer to src/import.ts", "npm test", "npm ERR! Test failed.")
+    events[3]["ts"] = ahead - 3 * DAY  # the reply stamped before the request
+    shared.call("close_session", {"workspace": w, "sessionId": session(shared, w, events)})
+    state = wait_for(shared, w, lambda s: mentions(s, "npm ERR!", "Active threads"))
+    read = now_ms()
+    assert mentions(state, "npm test: npm ERR! Test failed", "Active threads")
+    lines = section_lines(state, *(s["name"] for s in state["sections"]))
+    assert lines and all(line["at"] <= read for line in lines)
