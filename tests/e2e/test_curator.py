@@ -57,6 +57,10 @@ class Script(FakeChat):
             content = json.dumps({"selected": ["memory:not-offered", *marked]})
         elif mode == "empty":
             content = json.dumps({"selected": []})
+        elif mode == "absurd_usage":
+            reply = completion(json.dumps({"selected": marked}))
+            reply["usage"] = {"prompt_tokens": 10**30, "completion_tokens": True}
+            return 200, reply
         else:
             content = json.dumps({"selected": marked})
         return 200, completion(content)
@@ -230,6 +234,20 @@ def test_curator_uses_the_models_pick_within_budget(d: DaemonProcess, ws: str, s
     assert request["body"]["model"] == MODEL
     assert request["body"]["response_format"] == {"type": "json_object"}
     assert stored_record(d, ws, ids["sid"], pack["callId"])["selected"] == curator["selected"]
+
+
+def test_usage_counts_a_server_makes_up_are_reported_as_unknown(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """A server claiming 10^30 prompt tokens and ``true`` completion tokens: its pick is
+    used, and the trace and the stored record say 0 (unknown), a count every client reads."""
+    ids = seed(d, ws)
+    script.mode = "absurd_usage"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    curator = pack["trace"]["curator"]
+    assert pack["trace"]["path"] == "slow" and curator["status"] == "ok"
+    assert (curator["promptTokens"], curator["completionTokens"]) == (0, 0)
+    assert stored_record(d, ws, ids["sid"], pack["callId"])["promptTokens"] == 0
 
 
 def test_refs_the_curator_was_not_shown_are_ignored(d: DaemonProcess, ws: str, script: Script) -> None:
