@@ -183,3 +183,32 @@ def test_events_stamped_days_ahead_are_dated_no_later_than_when_they_were_read(s
     assert mentions(state, "npm test: npm ERR! Test failed", "Active threads")
     lines = section_lines(state, *(s["name"] for s in state["sections"]))
     assert lines and all(line["at"] <= read for line in lines)
+
+
+# --------------------------------------------------------------------- secrets ---
+
+
+def test_a_password_given_as_a_command_line_option_never_reaches_attention_or_a_suggestion(
+    shared: DaemonProcess,
+) -> None:
+    """``--password hunter2…`` and ``--client-secret …`` in a failed call: the ledger,
+    the attention state and the suggestion show the call with the values redacted."""
+    w = fresh(shared)
+    command = "./deploy/run.sh --password hunter2hunter2 --client-secret zq9Xv4Lm2Pw8 --env prod"
+    sid = session(
+        shared,
+        w,
+        failing(
+            now_ms() - 2 * DAY - HOUR,
+            "Deploy the API with deploy/run.sh",
+            command,
+            "Error: 401 Unauthorized",
+            {"exit_code": "1"},
+        ),
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "deploy/run.sh", "Recently abandoned"))
+    stored = shared.call("read_events", {"workspace": w, "sessionId": sid})["events"][1]["text"]
+    shown = [*[line["text"] for line in section_lines(state, "Recently abandoned")], *suggested(shared, w)]
+    assert any("--password [REDACTED" in text and "--env prod" in text for text in shown)
+    for text in [stored, *shown]:
+        assert "hunter2hunter2" not in text and "zq9Xv4Lm2Pw8" not in text
