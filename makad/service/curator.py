@@ -124,13 +124,10 @@ async def complete(config: CuratorSettings, messages: list[dict[str, str]]) -> C
     )
 
 
-# More tokens than any model reads in one request: a count past it is made up.
-MAX_REPORTED_TOKENS = 100_000_000
-
-
 def _count(value: object) -> int:
     """A usage count the server reported; 0 (unknown) unless a whole number of tokens,
-    from 0 to ``MAX_REPORTED_TOKENS`` (not ``true``, not 10^30)."""
+    from 0 to 100,000,000 — more than any model reads in one request (not ``true``, not
+    10^30)."""
     if isinstance(value, bool) or not isinstance(value, int):
         return 0
-    return value if 0 <= value <= MAX_REPORTED_TOKENS else 0
+    return value if 0 <= value <= 100_000_000 else 0

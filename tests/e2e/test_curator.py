@@ -37,6 +37,12 @@ class Script(FakeChat):
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         mode = self.mode
+        if mode == "absurd_usage":  # the picks "good" makes, with usage counts made up
+            prompt = body["messages"][-1]["content"]
+            picks = [x.split(" | ", 1)[0] for x in prompt.splitlines() if " | " in x and self.marker in x]
+            reply = completion(json.dumps({"selected": picks}))
+            reply["usage"] = {"prompt_tokens": 10**30, "completion_tokens": True}
+            return 200, reply
         if mode == "hang":
             time.sleep(HANG_S)
         if mode == "http500":
@@ -57,10 +63,6 @@ class Script(FakeChat):
             content = json.dumps({"selected": ["memory:not-offered", *marked]})
         elif mode == "empty":
             content = json.dumps({"selected": []})
-        elif mode == "absurd_usage":
-            reply = completion(json.dumps({"selected": marked}))
-            reply["usage"] = {"prompt_tokens": 10**30, "completion_tokens": True}
-            return 200, reply
         else:
             content = json.dumps({"selected": marked})
         return 200, completion(content)
