@@ -191,10 +191,14 @@ def test_events_stamped_days_ahead_are_dated_no_later_than_when_they_were_read(s
 def test_a_password_given_as_a_command_line_option_never_reaches_attention_or_a_suggestion(
     shared: DaemonProcess,
 ) -> None:
-    """``--password hunter2…`` and ``--client-secret …`` in a failed call: the ledger,
-    the attention state and the suggestion show the call with the values redacted."""
+    """``--password hunter2…``, ``--client-secret …`` and ``--api-key …`` in a failed call:
+    the ledger, the attention state and the suggestion show the call with the values
+    redacted."""
     w = fresh(shared)
-    command = "./deploy/run.sh --password hunter2hunter2 --client-secret zq9Xv4Lm2Pw8 --env prod"
+    command = (
+        "./deploy/run.sh --password hunter2hunter2 --client-secret zq9Xv4Lm2Pw8"
+        " --api-key k7Qw2Er9Ty4Ui1Op6As3 --env prod"
+    )
     sid = session(
         shared,
         w,
@@ -211,4 +215,4 @@ def test_a_password_given_as_a_command_line_option_never_reaches_attention_or_a_
     shown = [*[line["text"] for line in section_lines(state, "Recently abandoned")], *suggested(shared, w)]
     assert any("--password [REDACTED" in text and "--env prod" in text for text in shown)
     for text in [stored, *shown]:
-        assert "hunter2hunter2" not in text and "zq9Xv4Lm2Pw8" not in text
+        assert not {"hunter2hunter2", "zq9Xv4Lm2Pw8", "k7Qw2Er9Ty4Ui1Op6As3"} & set(text.split())
