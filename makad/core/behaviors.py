@@ -9,12 +9,13 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 - the ``intent``: the request that opened the segment, abbreviated;
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
-  "done", "lgtm", … — as the segment's last request, or the session was closed after a
-  reply with no open thread in its working state), ``dropped`` (the user let it go —
-  "never mind", "forget it", "drop that", "scratch that", … — as the segment's last
-  request; it comes before ``errors``: the failures stay listed, the thread is not to be
-  resumed), ``abandoned`` (the last request got no reply at all) or ``open`` (anything
-  else: work to be resumed);
+  "done", "lgtm", "danke", "merci", … — as the segment's last request, or the session
+  was closed after a reply with no open thread in its working state), ``dropped`` (the
+  user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
+  segment's last request; it comes before ``errors``: the failures stay listed, the
+  thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
+  ``open`` (anything else: work to be resumed). The words are English and the common
+  ones of German, French, Spanish, Portuguese, Italian and Dutch;
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
@@ -38,7 +39,7 @@ import msgspec
 
 from makad.core.compaction import abbreviate, paths_in
 from makad.core.refs import event_ref
-from makad.core.session_notes import failed
+from makad.core.session_notes import failed, failure_text
 from makad.core.types import Event, WorkingState
 
 Outcome = Literal["done", "dropped", "errors", "open", "abandoned"]
@@ -51,14 +52,29 @@ MAX_OPEN_CALLS: Final = 200
 INTENT_CHARS: Final = 160
 # A user request that says the work is finished (how it opens).
 DONE_SAID: Final = re.compile(
-    r"\s*(?:thanks?\b|thank you|great,? (?:that|it) works|perfect\b|lgtm\b|looks good|that works"
+    r"\s*[¡¿]?(?:thanks?\b|thank you|great,? (?:that|it) works|perfect\b|lgtm\b|looks good|that works"
     r"|it works|works now|all good|(?:we(?:'re| are) |it'?s |that'?s )?done\b|ship it|merged\b"
-    r"|(?:the )?(?:test|build|ci)s? (?:is |are )?(?:green|passing)\b|fixed\b|resolved\b)",
+    r"|(?:the )?(?:test|build|ci)s? (?:is |are )?(?:green|passing)\b|fixed\b|resolved\b"
+    # German, French, Spanish, Portuguese, Italian, Dutch: thanks, perfect, that works, done
+    r"|danke\b|vielen dank\b|passt\b(?! nicht)|perfekt\b|erledigt\b"
+    r"|(?:das |es )?(?:funktioniert|klappt) jetzt\b|merci\b|parfait\b|[çc]a marche\b"
+    r"|[çc]a fonctionne\b|c'est bon\b|nickel(?=\s*(?:[.,!;]|$))|gracias\b|perfecto\b"
+    r"|ya funciona\b|ya est[áa]\b|listo(?=\s*(?:[.,!;]|$))|obrigad[oa]\b|valeu\b|perfeito\b"
+    r"|funcionou\b|grazie\b|perfetto\b|funziona(?: ora| adesso)?(?=\s*(?:[.,!;]|$))"
+    r"|bedankt\b|dank je\b|werkt nu\b"
+    r"|ありがとう|谢谢|多谢|감사합니다|고마워)",
     re.IGNORECASE,
 )
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
-    r"\s*(?:(?:oh|ok(?:ay)?|hmm|actually),? )?(?:never ?mind\b|nvm\b|scratch that\b|let it go\b"
+    r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah),? )?"
+    r"(?:never ?mind\b|nvm\b|scratch that\b|let it go\b"
+    # German, French, Spanish, Portuguese, Italian, Dutch: forget it, let it be, never mind
+    r"|vergiss (?:es|das)\b|lass (?:es|das)(?: sein| bleiben)?(?=\s*(?:[.,!;:]|$))|lass gut sein\b"
+    r"|schon gut\b|nicht mehr n[öo]tig\b"
+    r"|laisse tomber\b|oublie (?:[çc]a|cela)\b|tant pis\b|pas la peine\b"
+    r"|olv[íi]dalo\b|d[ée]jalo\b|no importa\b|da igual\b|esquece\b|deixa (?:pra|para) l[áa]\b"
+    r"|lascia (?:perdere|stare)\b|non importa\b|laat maar\b|vergeet het\b"
     r"|don'?t bother\b|not needed any ?more\b|no longer needed\b"
     # "drop it", "forget that", "skip this": alone, not "drop this table from …"
     r"|(?:let'?s )?(?:forget|drop|skip|cancel|abandon) (?:it|that|this|about it)(?=\s*(?:[.,!;:]|$)))",
@@ -177,7 +193,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
             if failed(event):
-                note = FailureNote(event.seq, tool, call, _first_line(event.text))
+                note = FailureNote(event.seq, tool, call, _first_line(failure_text(event.text)))
                 carry.failures = [*carry.failures, note][-MAX_FAILURES:]
             else:
                 key = call_key(tool, call)

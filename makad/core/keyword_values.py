@@ -2,7 +2,8 @@
 
 The shapes are detect-secrets' keyword rules: ``password = "…"`` (also ``==``, ``!=``,
 ``:=``, ``=>``), ``api_key: …``, ``private_key "…";`` and ``"…" == secret``, where the key
-is any word holding a keyword (``password``, ``api_key``, ``secret``…). detect-secrets
+is any word holding a keyword (``password``, ``api_key``, ``secret``…), and a command-line
+option's value: ``--password hunter2``, ``--client-secret …`` (not detect-secrets'). detect-secrets
 writes each shape as a regular expression searched over the line; those search again
 from every keyword and rescan the rest of the line each time (a line of ``password``
 repeated took seconds), and its ``is_indirect_reference`` regex is cubic on a run of
@@ -156,6 +157,8 @@ def keyword_values(line: str, keyword: re.Pattern[str], any_case: re.Pattern[str
         if line[hit.start() : hit.end()] == lowered[hit.start() : hit.end()]:
             _compared_before(reader, hit.start())
         _after_key(reader, end)
+        if _is_flag(line, hit.start(), end):
+            _after_flag(reader, end)
     for (start, end), quoted in sorted(reader.found.items()):
         yield Value(start, end, quoted)
 
@@ -181,6 +184,27 @@ def _after_key(reader: _Reader, key_end: int) -> None:
         if line.startswith("=>", at):
             reader.value_after(at + 2, quote_required=True)  # key => "value"
     _quoted_then_semicolon(reader, key_end)
+
+
+def _is_flag(line: str, hit_start: int, key_end: int) -> bool:
+    """Whether the key is a command-line option ending at ``key_end`` (``--password``,
+    ``--db-password``): a word of letters, digits, ``-`` and ``_`` opening with ``--``
+    after a blank or the line's start, at most 40 characters before the keyword."""
+    start = hit_start
+    floor = max(0, hit_start - 40)
+    while start > floor and (_is_word(line[start - 1]) or line[start - 1] == "-"):
+        start -= 1
+    if not line.startswith("--", start) or (start > 0 and not line[start - 1].isspace()):
+        return False
+    return key_end < len(line) and line[key_end] in " \t"
+
+
+def _after_flag(reader: _Reader, key_end: int) -> None:
+    """``--password value``: the next word, unless it is another option."""
+    line = reader.line
+    at = _skip_blanks(line, key_end)
+    if at < len(line) and line[at] != "-":
+        reader.value_after(at, quote_required=False)
 
 
 def _quoted_then_semicolon(reader: _Reader, key_end: int) -> None:

@@ -230,6 +230,18 @@ _CONTEXT_RULES: Final = (
         word_start=False,
         needs="-token",
     ),
+    # A command-line option named for a token or a credential key: ``--token …``,
+    # ``--auth-token …``, ``--api-key …``, ``--access-key …`` (not ``--sort-key``, not a
+    # path; ``--password …`` is a keyword's: ``makad.core.keyword_values``).
+    _rule(
+        "generic_secret",
+        r"(?<![\w-])--(?:(?:[A-Za-z0-9]++-)*+(?i:token)|(?i:api|access|secret|auth|private|client|account)-key)"
+        r"[ \t]++(?![/~.])([A-Za-z0-9._~+/=-]{16,}+)",
+        1,
+        _has_digit_and_letter,
+        word_start=False,
+        needs="--",
+    ),
     _rule(
         "generic_secret",
         r"(?i:token)[\"']?\s*+[:=]\s*+[\"']?([A-Za-z0-9_.~+/=-]{20,}+)",

@@ -85,6 +85,17 @@ _ERROR_TEXT: Final = re.compile(
     r"|no such file or directory|exit (?:code|status) [1-9])",
     re.IGNORECASE,
 )
+# A test runner's or build's verdict on a line of its own, in the output's head or tail:
+# Go (``--- FAIL: TestX``, ``FAIL\tpkg``), Rust (``test result: FAILED``, ``error: could
+# not compile``), pytest (``FAILED tests/…``, ``=== 1 failed, 2 passed ===``), Jest/Vitest
+# (``Tests:  1 failed``), npm (``npm ERR!``).
+_VERDICT_LINE: Final = re.compile(
+    r"^[ \t]*(?:--- FAIL: |FAIL(?:\t|[ \t]*$)|test result: FAILED\b"
+    r"|error: (?:could not compile|test failed)\b|FAILED \S|npm ERR! |Tests?:[ \t]+[1-9]\d* failed\b"
+    r"|=+ [^\n]*?\b[1-9]\d* failed\b[^\n]* =+[ \t]*$)",
+    re.MULTILINE,
+)
+VERDICT_SPAN: Final = 2_000
 
 
 class Line(msgspec.Struct, array_like=True):
@@ -136,7 +147,24 @@ def failed(event: Event) -> bool:
             return True
         if name in _EXIT_KEYS and flag.lstrip("-").isdigit() and int(flag) != 0:
             return True
-    return bool(_ERROR_TEXT.match(event.text[:200]))
+    text = event.text
+    if _ERROR_TEXT.match(text[:200]):
+        return True
+    if len(text) <= 2 * VERDICT_SPAN:
+        return _VERDICT_LINE.search(text) is not None
+    return any(_VERDICT_LINE.search(part) for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:]))
+
+
+def failure_text(text: str) -> str:
+    """Where a failed result says so: all of it, or — when its opening does not read as an
+    error (``running 3 tests``) — from its first verdict line on (``test result: FAILED…``)."""
+    if _ERROR_TEXT.match(text[:200]):
+        return text
+    for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:]):
+        found = _VERDICT_LINE.search(part)
+        if found is not None:
+            return part[found.start() :]
+    return text
 
 
 def _first_line(text: str) -> str:

@@ -9,6 +9,8 @@ workspace that allows it (``attentionEnabled`` on, incognito off) it:
    default, ``MAKAD_BEHAVIOR_IDLE_MS``), and have events their records have not read:
    in a worker thread, ``READ_PAGE`` events at a time, each step's records written in
    one transaction with the session's new offset (``attention_store.commit_step``).
+   No record is dated after the moment it is written (events a client stamped ahead of
+   this machine's clock happened, at the latest, when they were read).
    A kill at any point (fault points ``behaviors_after_read``,
    ``behaviors_before_commit``, ``behaviors_after_commit``) leaves the offset with the
    records it covers: the next run goes on from there, repeating nothing;
@@ -26,6 +28,7 @@ off drops every record, offset and state (``attention_store.purge``).
 from __future__ import annotations
 
 import anyio
+import msgspec
 import structlog
 from anyio.abc import TaskGroup
 
@@ -206,6 +209,7 @@ def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> bool:
             done = info.closed_at is not None
             records.append(behaviors.record(session_id, carry, closed=done, working=working))
             carry = behaviors.continued(carry)
+        records = [_not_after(record, now) for record in records]
         faults.crash("behaviors_before_commit")
         if not attention_store.commit_step(ledger, session_id, expected, records, to_seq, carry, now):
             return wrote
@@ -214,6 +218,14 @@ def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> bool:
         expected = to_seq
         if last_page:
             return wrote
+
+
+def _not_after(record: behaviors.Behavior, now: int) -> behaviors.Behavior:
+    """``record`` with its times no later than ``now``: events a client stamped ahead of
+    this machine's clock happened, at the latest, when they were read."""
+    if record.ended_at <= now:
+        return record
+    return msgspec.structs.replace(record, started_at=min(record.started_at, now), ended_at=now)
 
 
 def _derive_stored(

@@ -146,4 +146,9 @@ async def _post(client: Any, url: str, body: dict[str, Any]) -> tuple[int, bytes
 
 
 def _count(value: object) -> int:
-    return value if isinstance(value, int) and value >= 0 else 0
+    """A usage count the server reported; 0 (unknown) unless a whole number of tokens,
+    from 0 to 100,000,000 — more than any model reads in one request (not ``true``, not
+    10^30)."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        return 0
+    return value if 0 <= value <= 100_000_000 else 0

@@ -17,6 +17,7 @@ state with them, in its transaction; ``purge`` drops everything derived (the set
 from __future__ import annotations
 
 import sqlite3
+from collections import Counter
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any, Final
 
@@ -30,6 +31,11 @@ if TYPE_CHECKING:
 
 STATE_KEY: Final = "state"
 MAX_RECORDS: Final = 300
+# At most this many of one session's newest records are read: one very long session (an
+# agent's day in one connection) leaves room for the others' threads and failures.
+MAX_RECORDS_PER_SESSION: Final = 20
+# How many of the newest records are looked at to choose them (the bound on the work).
+RECORDS_SCANNED: Final = 5_000
 MAX_REJECTIONS: Final = 20
 MAX_RETRACTED: Final = 50_000
 
@@ -98,13 +104,30 @@ def due_sessions(ledger: Ledger, idle_before: int, limit: int = 100) -> list[tup
 
 
 def records(ledger: Ledger, limit: int = MAX_RECORDS) -> tuple[list[Behavior], int]:
-    """The newest records (by when they ended), oldest first, and the newest record's id."""
+    """The newest records (by when they ended), at most ``MAX_RECORDS_PER_SESSION`` of a
+    session, oldest first, and the newest record's id. The newest ``RECORDS_SCANNED`` are
+    looked at, newest first, until ``limit`` are chosen."""
+    chosen: list[int] = []
+    per_session: Counter[str] = Counter()
     with ledger.snapshot() as conn:
-        rows = conn.execute(
-            "SELECT record FROM behaviors ORDER BY ended_at DESC, id DESC LIMIT ?", (limit,)
-        ).fetchall()
+        cursor = conn.execute(
+            "SELECT id, session_id FROM behaviors ORDER BY ended_at DESC, id DESC LIMIT ?",
+            (RECORDS_SCANNED,),
+        )
+        for record_id, session_id in cursor:
+            per_session[session_id] += 1
+            if per_session[session_id] <= MAX_RECORDS_PER_SESSION:
+                chosen.append(int(record_id))
+                if len(chosen) >= limit:
+                    break
+        cursor.close()
+        marks = ",".join("?" * len(chosen))  # at most ``limit`` (300) of them
+        rows = (
+            conn.execute(f"SELECT id, record FROM behaviors WHERE id IN ({marks})", chosen) if chosen else []
+        )
+        found = {int(row[0]): bytes(row[1]) for row in rows}
         upto = conn.execute("SELECT coalesce(max(id), 0) FROM behaviors").fetchone()[0]
-    return [_behavior.decode(bytes(r[0])) for r in reversed(rows)], int(upto)
+    return [_behavior.decode(found[i]) for i in reversed(chosen) if i in found], int(upto)
 
 
 def newest_record(ledger: Ledger) -> int:

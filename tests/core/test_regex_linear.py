@@ -155,6 +155,7 @@ def _sites() -> list[Site]:
             for tag, closer in render._FENCE_CLOSERS.items()
         ),
         Site("session_notes._ERROR_TEXT", session_notes._ERROR_TEXT, MATCH),
+        Site("session_notes._VERDICT_LINE", session_notes._VERDICT_LINE, SEARCH),
         Site("behaviors.DONE_SAID", behaviors.DONE_SAID, MATCH),
         Site("behaviors.DROPPED_SAID", behaviors.DROPPED_SAID, MATCH),
         Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),

@@ -42,6 +42,12 @@ class Script(FakeChat):
 
     def answer(self, path: str, body: dict[str, Any]) -> tuple[int, Any]:
         mode = self.mode
+        if mode == "absurd_usage":  # the picks "good" makes, with usage counts made up
+            prompt = body["messages"][-1]["content"]
+            picks = [x.split(" | ", 1)[0] for x in prompt.splitlines() if " | " in x and self.marker in x]
+            reply = completion(json.dumps({"selected": picks}))
+            reply["usage"] = {"prompt_tokens": 10**30, "completion_tokens": True}
+            return 200, reply
         if mode == "hang":
             self.hanging.set()
             self.release.wait(HANG_S)
@@ -250,6 +256,20 @@ def test_curator_uses_the_models_pick_within_budget(d: DaemonProcess, ws: str, s
     assert request["body"]["model"] == MODEL
     assert request["body"]["response_format"] == {"type": "json_object"}
     assert stored_record(d, ws, ids["sid"], pack["callId"])["selected"] == curator["selected"]
+
+
+def test_usage_counts_a_server_makes_up_are_reported_as_unknown(
+    d: DaemonProcess, ws: str, script: Script
+) -> None:
+    """A server claiming 10^30 prompt tokens and ``true`` completion tokens: its pick is
+    used, and the trace and the stored record say 0 (unknown), a count every client reads."""
+    ids = seed(d, ws)
+    script.mode = "absurd_usage"
+    pack, _ = build(d, ws, sessionId=ids["sid"], strategy="curator")
+    curator = pack["trace"]["curator"]
+    assert pack["trace"]["path"] == "slow" and curator["status"] == "ok"
+    assert (curator["promptTokens"], curator["completionTokens"]) == (0, 0)
+    assert stored_record(d, ws, ids["sid"], pack["callId"])["promptTokens"] == 0
 
 
 def test_refs_the_curator_was_not_shown_are_ignored(d: DaemonProcess, ws: str, script: Script) -> None:

@@ -1,0 +1,218 @@
+"""Continuity across sessions with inputs unlike the other suites': a Go and a Rust
+project whose tools report failures only in their output, a writer working in German,
+one very long session beside short ones, and clocks that run ahead — through a real
+daemon on a real socket."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from tests.e2e.test_attention import DAY, fresh, mentions, section_lines, session, wait_for
+from tests.support import DaemonProcess, daemon_in_tmp
+
+HOUR = 3_600_000
+
+
+@pytest.fixture(scope="module")
+def shared() -> Iterator[DaemonProcess]:
+    yield from daemon_in_tmp(env={"MAKAD_BEHAVIOR_IDLE_MS": "1"})
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def suggested(d: DaemonProcess, w: str) -> list[str]:
+    return [s["text"] for s in d.call("suggest", {"workspace": w})["suggestions"]]
+
+
+def failing(
+    at: int, request: str, command: str, output: str, meta: dict[str, str] | None = None
+) -> list[dict[str, Any]]:
+    """A request, a call whose result says it failed (in its text only, unless ``meta``), a reply."""
+    result: dict[str, Any] = {"type": "tool_result", "text": output, "toolCallId": "k1", "toolName": "bash"}
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "tool_call", "text": command, "toolCallId": "k1", "toolName": "bash", "ts": at + 1},
+        {**result, "ts": at + 2, **({"meta": meta} if meta else {})},
+        {"type": "assistant_message", "text": "Still red; I will look again next time.", "ts": at + 3},
+    ]
+
+
+# ------------------------------------------------------------ one long session ---
+
+
+def test_one_very_long_session_does_not_push_the_others_out(shared: DaemonProcess) -> None:
+    """A failure left three days ago stays in Recently abandoned after one session of
+    6,100 requests (305 segments) is recorded beside it."""
+    w = fresh(shared)
+    now = now_ms()
+    old = session(
+        shared,
+        w,
+        failing(
+            now - 3 * DAY,
+            "Make the linter pass in cmd/lint",
+            "go vet ./cmd/lint",
+            "vet: cmd/lint/main.go:9: unreachable code",
+            {"exit_code": "1"},
+        ),
+    )
+    shared.call("close_session", {"workspace": w, "sessionId": old})
+    wait_for(shared, w, lambda s: mentions(s, "go vet ./cmd/lint", "Recently abandoned"))
+    sid = session(shared, w, [])
+    start = now - 2 * HOUR
+    for batch in range(7):
+        events = [
+            {"type": "user_message", "text": f"next step {batch}.{i}", "ts": start + batch * 1000 + i}
+            for i in range(batch * 1000, min(batch * 1000 + 1000, 6100))
+        ]
+        shared.call("append_events", {"workspace": w, "sessionId": sid, "events": events})
+    shared.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(shared, w, lambda s: mentions(s, "next step 6", "Active threads"))
+    assert mentions(state, "next step 6", "Active threads")
+    assert mentions(state, "go vet ./cmd/lint", "Recently abandoned")
+    assert "2 session(s)" in section_lines(state, "Rhythm")[0]["text"]
+
+
+# ------------------------------------------------------------ other languages ---
+
+
+def exchange(at: int, request: str, reply: str, last: str | None = None) -> list[dict[str, Any]]:
+    """A request and its reply, and the user's last word when given (left unanswered)."""
+    events = [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "assistant_message", "text": reply, "ts": at + 1},
+    ]
+    if last is not None:
+        events.append({"type": "user_message", "text": last, "ts": at + 2})
+    return events
+
+
+def test_a_writer_working_in_german_french_and_spanish_is_not_nagged(shared: DaemonProcess) -> None:
+    """Work the user thanked for or let go in German, French or Spanish is not suggested
+    back as unanswered; the one thread left open still is."""
+    w = fresh(shared)
+    now = now_ms()
+    for index, (request, last) in enumerate(
+        [
+            ("Überarbeite Kapitel 3 in kapitel/03-ankunft.md, der Dialog wirkt hölzern", "Danke, passt so!"),
+            ("Entwirf eine Zeitleiste für Kapitel 5", "Ach, vergiss es."),
+            ("Corrige les fautes dans chapitres/02-depart.md", "Merci, c'est parfait."),
+            ("Propose un autre titre pour le chapitre 4", "Laisse tomber."),
+            ("Revisa la traducción de capitulos/07-vuelta.md", "¡Gracias, ya está!"),
+            ("Busca un epígrafe para la segunda parte", "Olvídalo, no hace falta."),
+        ]
+    ):
+        session(shared, w, exchange(now - 3 * DAY + index * HOUR, request, "Erledigt / fait / hecho.", last))
+    session(
+        shared,
+        w,
+        exchange(now - 2 * DAY, "Schreib das Nachwort in kapitel/99-nachwort.md", "Ein erster Absatz steht."),
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "Nachwort", "Recently abandoned"))
+    open_lines = [line["text"] for line in section_lines(state, "Active threads", "Recently abandoned")]
+    assert len(open_lines) == 1 and "Nachwort" in open_lines[0]
+    assert [text for text in suggested(shared, w) if "Nachwort" not in text] == []
+
+
+# ----------------------------------------------------- failures said in the output ---
+
+
+GO_FAIL = (
+    "=== RUN   TestParseDuration\n--- FAIL: TestParseDuration (0.00s)\n"
+    "    parse_test.go:41: got 0s, want 1h30m\nFAIL\nFAIL\texample.com/tp/internal/timeparse\t0.012s\n"
+)
+CARGO_FAIL = (
+    "running 3 tests\ntest lexer::tests::numbers ... ok\ntest lexer::tests::idents ... FAILED\n\n"
+    "failures:\n    lexer::tests::idents\n\ntest result: FAILED. 2 passed; 1 failed; 0 ignored\n"
+)
+
+
+@pytest.mark.parametrize(
+    ("request_text", "command", "output", "said"),
+    [
+        (
+            "Fix TestParseDuration in internal/timeparse/parse.go",
+            "go test ./internal/timeparse/...",
+            GO_FAIL,
+            "--- FAIL: TestParseDuration",
+        ),
+        ("Fix the identifier rule in src/lexer.rs", "cargo test lexer", CARGO_FAIL, "test result: FAILED"),
+    ],
+    ids=["go", "rust"],
+)
+def test_a_go_or_rust_test_failing_only_in_its_output_is_still_failing_next_time(
+    shared: DaemonProcess, request_text: str, command: str, output: str, said: str
+) -> None:
+    """A test run whose result carries no exit code, only the runner's verdict in its
+    text, left failing two days ago: the attention state and a suggestion name it, by its
+    verdict line; the same run passing in a later session takes it away."""
+    w = fresh(shared)
+    now = now_ms()
+    session(shared, w, failing(now - 2 * DAY - HOUR, request_text, command, output))
+    state = wait_for(shared, w, lambda s: mentions(s, said, "Recently abandoned"))
+    assert mentions(state, f"{command}: {said}", "Recently abandoned")
+    assert any(said in text and text.startswith("Still failing") for text in suggested(shared, w))
+    passing = failing(
+        now - DAY, "Run it again", command, "ok  \texample.com/tp\t0.01s\ntest result: ok. 3 passed"
+    )
+    session(shared, w, passing)
+    state = wait_for(shared, w, lambda s: not mentions(s, said))
+    assert not mentions(state, said)
+
+
+# ------------------------------------------------------------------ clock skew ---
+
+
+def test_events_stamped_days_ahead_are_dated_no_later_than_when_they_were_read(shared: DaemonProcess) -> None:
+    """A client whose clock runs five days ahead, its events out of order, the session
+    closed: no line of the attention state is dated in the future, and its failure is an
+    active one, not five days away."""
+    w = fresh(shared)
+    ahead = now_ms() + 5 * DAY
+    events = failing(ahead, "Port the importer to src/import.ts", "npm test", "npm ERR! Test failed.")
+    events[3]["ts"] = ahead - 3 * DAY  # the reply stamped before the request
+    shared.call("close_session", {"workspace": w, "sessionId": session(shared, w, events)})
+    state = wait_for(shared, w, lambda s: mentions(s, "npm ERR!", "Active threads"))
+    read = now_ms()
+    assert mentions(state, "npm test: npm ERR! Test failed", "Active threads")
+    lines = section_lines(state, *(s["name"] for s in state["sections"]))
+    assert lines and all(line["at"] <= read for line in lines)
+
+
+# --------------------------------------------------------------------- secrets ---
+
+
+def test_a_password_given_as_a_command_line_option_never_reaches_attention_or_a_suggestion(
+    shared: DaemonProcess,
+) -> None:
+    """``--password hunter2…``, ``--client-secret …`` and ``--api-key …`` in a failed call:
+    the ledger, the attention state and the suggestion show the call with the values
+    redacted."""
+    w = fresh(shared)
+    command = (
+        "./deploy/run.sh --password hunter2hunter2 --client-secret zq9Xv4Lm2Pw8"
+        " --api-key k7Qw2Er9Ty4Ui1Op6As3 --env prod"
+    )
+    sid = session(
+        shared,
+        w,
+        failing(
+            now_ms() - 2 * DAY - HOUR,
+            "Deploy the API with deploy/run.sh",
+            command,
+            "Error: 401 Unauthorized",
+            {"exit_code": "1"},
+        ),
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "deploy/run.sh", "Recently abandoned"))
+    stored = shared.call("read_events", {"workspace": w, "sessionId": sid})["events"][1]["text"]
+    shown = [*[line["text"] for line in section_lines(state, "Recently abandoned")], *suggested(shared, w)]
+    assert any("--password [REDACTED" in text and "--env prod" in text for text in shown)
+    for text in [stored, *shown]:
+        assert not {"hunter2hunter2", "zq9Xv4Lm2Pw8", "k7Qw2Er9Ty4Ui1Op6As3"} & set(text.split())
