@@ -47,7 +47,7 @@ class ImportService:
         async def run(request: Request) -> ImportResultWire:
             await self._ctx.require_writable(ws)
             data, files_, filename = await in_limited_thread(
-                self._import_readers, read_import_source, params.path, params.data
+                self._import_readers, read_import_source, params.path, params.data, ws.memory_dir
             )
             where = "$.path" if params.path is not None else "$.data"
             # Checking and recognising the input reads all of it: off the event loop as well.

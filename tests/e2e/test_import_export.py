@@ -148,6 +148,22 @@ def test_cli_zip_archive_is_refused_asking_to_unpack_it(
     assert not (new_ws / "memory" / "PENDING.md").exists()
 
 
+@pytest.mark.parametrize("target", ["memory", "memory/PENDING.md", "memory/MEMORY.md"])
+def test_cli_importing_the_workspaces_own_memory_is_refused(
+    module_daemon: DaemonProcess, new_ws: Path, target: str
+) -> None:
+    """`maka import memory` in a workspace is refused (own_memory); PENDING.md is left as it was."""
+    fill(module_daemon, new_ws)
+    call(module_daemon, new_ws, "import_memories", data="Waiting memory one\nWaiting memory two\n")
+    before = (new_ws / "memory" / "PENDING.md").read_bytes()
+    result = run_maka(module_daemon, "import", str(new_ws / target), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "this workspace's own memory" in result.stderr
+    assert (new_ws / "memory" / "PENDING.md").read_bytes() == before
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=str(new_ws / target))
+    assert raised.value.data["reason"] == "own_memory"
+
+
 def test_cli_binary_file_is_refused_and_nothing_queued(
     module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
 ) -> None:
