@@ -47,3 +47,21 @@ def test_json_errors_stay_one_json_line(shared_daemon: DaemonProcess) -> None:
     result = run_maka(shared_daemon, "--json", "call", "propose", PROPOSAL)
     assert result.returncode == 1
     assert "turn on with" not in result.stderr and '"gate_closed"' in result.stderr
+
+
+def test_missing_workspace_is_named_with_what_to_do(shared_daemon: DaemonProcess) -> None:
+    """A -w folder that does not exist is named in the error, with what to do; nothing is created."""
+    missing = shared_daemon.workspace / "no-such-project"
+    result = run_maka(shared_daemon, "-w", str(missing), "memory", "add", "T", "C", workspace=False)
+    assert result.returncode == 1 and "invalid_workspace" in result.stderr
+    assert f"does not exist: {missing}; create it first" in result.stderr
+    assert not missing.exists()
+
+
+def test_workspace_that_is_a_file_is_named(shared_daemon: DaemonProcess) -> None:
+    """A -w path naming a file says so and names it."""
+    a_file = shared_daemon.workspace / "notes.txt"
+    a_file.write_text("x\n")
+    result = run_maka(shared_daemon, "-w", str(a_file), "memory", "list", workspace=False)
+    assert result.returncode == 1
+    assert f"workspace is not a directory: {a_file}" in result.stderr
