@@ -21,8 +21,14 @@ MAX_IMPORT_BYTES = 16 * 1024 * 1024
 MAX_DIR_ENTRIES = 2_000
 
 
-def read_import_source(path: str | None, data: str | None) -> tuple[str, dict[str, str] | None, str | None]:
-    """(text, files of a directory import, file name) — the only file IO of an import."""
+def read_import_source(
+    path: str | None, data: str | None, own: Path | None = None
+) -> tuple[str, dict[str, str] | None, str | None]:
+    """(text, files of a directory import, file name) — the only file IO of an import.
+
+    ``own``: the workspace's memory folder; importing it, or a file in it, is refused
+    (``own_memory``): its entries are the workspace's already, and its PENDING.md would be
+    queued as one proposal holding the whole queue."""
     if data is not None:
         if len(data.encode("utf-8", "surrogatepass")) > MAX_IMPORT_BYTES:
             raise TooLarge("import data is over 16 MiB", limit=MAX_IMPORT_BYTES)
@@ -30,6 +36,14 @@ def read_import_source(path: str | None, data: str | None) -> tuple[str, dict[st
     assert path is not None
     if not os.path.isabs(path):
         raise InvalidParams("path must be absolute", path="$.path")
+    if own is not None and _inside(path, own):
+        raise InvalidParams(
+            "that is this workspace's own memory (its memory folder, MEMORY.md or PENDING.md): "
+            "its entries are here already; import another tool's export or another "
+            "workspace's MEMORY.md",
+            path="$.path",
+            reason="own_memory",
+        )
     target = Path(path)
     if target.is_dir():
         found = {
@@ -95,3 +109,9 @@ def _read_bounded(path: Path, limit: int) -> str:
         raise TooLarge("import file is over 16 MiB", limit=limit, path="$.path")
     # Bytes that are not UTF-8 read as cp1252, like memory files.
     return display(raw.decode("utf-8", "surrogateescape"))
+
+
+def _inside(path: str, folder: Path) -> bool:
+    """Whether ``path`` is ``folder`` or its MEMORY.md or PENDING.md (symlinks resolved)."""
+    target, home = os.path.realpath(path), os.path.realpath(folder)
+    return target in (home, os.path.join(home, "MEMORY.md"), os.path.join(home, "PENDING.md"))

@@ -47,7 +47,7 @@ class ImportService:
         async def run(request: Request) -> ImportResultWire:
             await self._ctx.require_writable(ws)
             data, files_, filename = await in_limited_thread(
-                self._import_readers, read_import_source, params.path, params.data
+                self._import_readers, read_import_source, params.path, params.data, ws.memory_dir
             )
             where = "$.path" if params.path is not None else "$.data"
             # Checking and recognising the input reads all of it: off the event loop as well.
@@ -209,7 +209,8 @@ def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
 
 def not_importable(data: str, files: dict[str, str] | None, path: str) -> InvalidParams | None:
     """The error for input that is no text export at all — binary (any file of a
-    directory too), or empty — or None; nothing is parsed or queued from it."""
+    directory too), ChatGPT's conversation history, or empty — or None; nothing is
+    parsed or queued from it."""
     subject = "the file" if path == "$.path" else "data"
     named = [(subject, data)] if files is None else sorted(files.items())
     for name, text in named:
@@ -223,6 +224,14 @@ def not_importable(data: str, files: dict[str, str] | None, path: str) -> Invali
                 **({"file": name} if files is not None else {}),
                 formats=list(importers.FORMATS),
             )
+    if files is None and importers.is_chat_history(data):
+        return InvalidParams(
+            f"{subject} cannot be imported: {importers.CHAT_HISTORY_REASON} "
+            f"(an import reads a text export in one of these formats: {accepted()})",
+            path=path,
+            reason="chat_history",
+            formats=list(importers.FORMATS),
+        )
     # (A byte-order mark alone is no text either: str.strip keeps it.)
     if files is None and not data.replace("\ufeff", "").strip():
         return InvalidParams(

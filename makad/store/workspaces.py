@@ -24,6 +24,7 @@ import anyio.to_thread
 from makad.core.levels import USER_LEVEL, Level
 from makad.core.peer import Peer
 from makad.core.redaction import redact
+from makad.core.undecodable import display
 from makad.errors import InvalidWorkspace, IOFailure, MakadError
 from makad.faults import UNARMED, Faults
 from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
@@ -61,10 +62,22 @@ def resolve_workspace(raw: str) -> Path:
     try:
         resolved = Path(raw).resolve(strict=True)
     except (OSError, RuntimeError):
-        raise InvalidWorkspace("workspace directory does not exist") from None
+        raise InvalidWorkspace(
+            f"workspace directory does not exist: {_echo(raw)}; create it first, or name an existing folder"
+        ) from None
     if not resolved.is_dir():
-        raise InvalidWorkspace("workspace is not a directory")
+        raise InvalidWorkspace(f"workspace is not a directory: {_echo(raw)}; name the folder that holds it")
     return resolved
+
+
+# An error names the path it refused, cut to this many characters.
+_ECHO_CHARS = 200
+
+
+def _echo(raw: str) -> str:
+    """``raw`` as an error shows it: redacted, undecodable bytes readable, bounded."""
+    shown = redact(display(raw)).text
+    return shown if len(shown) <= _ECHO_CHARS else shown[: _ECHO_CHARS - 1] + "…"
 
 
 def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:

@@ -52,3 +52,17 @@ def test_user_prompt_submit_hook_injects_the_pack(daemon: DaemonProcess, short_t
     opened = run()
     assert opened.returncode == 0
     assert opened.stdout.startswith("<memory>") and "The team deploys on Tuesdays." in opened.stdout
+
+
+def test_help_and_docs_name_every_tool_the_bridge_serves() -> None:
+    """`maka mcp --help` and docs/MCP.md name every tool the bridge defines."""
+    from maka.mcp_bridge import PROPOSE, TOOLS
+
+    names = {spec.name for spec in TOOLS} | {PROPOSE}
+    helped = subprocess.run(
+        [sys.executable, "-m", "maka.cli", "mcp", "--help"], capture_output=True, text=True, timeout=30
+    )
+    assert helped.returncode == 0
+    flat = " ".join(helped.stdout.split())
+    assert {n for n in names if n not in flat} == set()
+    assert {n for n in names if f"`{n}" not in DOC} == set()

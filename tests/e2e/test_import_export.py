@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -98,6 +99,69 @@ def test_cli_plain_text_imports_every_line_as_text(
     assert "Imported 3 memories from text" in result.stdout
     asked = run_maka(module_daemon, "import", "--help", workspace=False)
     assert "plain text" in asked.stdout and "text (plain text" in asked.stdout
+
+
+CHATGPT_CONVERSATIONS = [
+    {
+        "title": "Package managers",
+        "create_time": 1700000000.0,
+        "mapping": {
+            "root": {"id": "root", "message": None, "parent": None, "children": ["q"]},
+            "q": {
+                "id": "q",
+                "message": {"author": {"role": "user"}, "content": {"parts": ["pnpm or npm?"]}},
+                "parent": "root",
+                "children": [],
+            },
+        },
+    }
+]
+
+
+@pytest.mark.parametrize("fmt", [None, "chatgpt", "mem0"])
+def test_cli_chatgpt_conversations_are_refused_saying_where_memories_are(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path, fmt: str | None
+) -> None:
+    """ChatGPT's conversations.json is refused (chat_history), naming where ChatGPT's memories are; nothing queued."""
+    export = short_tmp / "conversations.json"
+    export.write_text(json.dumps(CHATGPT_CONVERSATIONS))
+    asked = ["--format", fmt] if fmt else []
+    result = run_maka(module_daemon, "import", str(export), *asked, "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "ChatGPT's conversation history" in result.stderr
+    assert "Manage memories" in result.stderr
+    assert not (new_ws / "memory" / "PENDING.md").exists()
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", data=json.dumps(CHATGPT_CONVERSATIONS))
+    assert raised.value.data["reason"] == "chat_history" and "chatgpt" in raised.value.data["formats"]
+    assert call(module_daemon, new_ws, "read_state")["status"] in ("ok", "missing")
+
+
+def test_cli_zip_archive_is_refused_asking_to_unpack_it(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A ZIP archive (a data export as downloaded) is refused as binary, saying to unpack it."""
+    archive = short_tmp / "export.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("conversations.json", json.dumps(CHATGPT_CONVERSATIONS))
+    result = run_maka(module_daemon, "import", str(archive), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "ZIP archive: unpack it" in result.stderr
+    assert not (new_ws / "memory" / "PENDING.md").exists()
+
+
+@pytest.mark.parametrize("target", ["memory", "memory/PENDING.md", "memory/MEMORY.md"])
+def test_cli_importing_the_workspaces_own_memory_is_refused(
+    module_daemon: DaemonProcess, new_ws: Path, target: str
+) -> None:
+    """`maka import memory` in a workspace is refused (own_memory); PENDING.md is left as it was."""
+    fill(module_daemon, new_ws)
+    call(module_daemon, new_ws, "import_memories", data="Waiting memory one\nWaiting memory two\n")
+    before = (new_ws / "memory" / "PENDING.md").read_bytes()
+    result = run_maka(module_daemon, "import", str(new_ws / target), "-w", str(new_ws), workspace=False)
+    assert result.returncode == 1 and "this workspace's own memory" in result.stderr
+    assert (new_ws / "memory" / "PENDING.md").read_bytes() == before
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=str(new_ws / target))
+    assert raised.value.data["reason"] == "own_memory"
 
 
 def test_cli_binary_file_is_refused_and_nothing_queued(

@@ -23,9 +23,10 @@ from makad.core.importers.records import (
     ItemError,
     content_key,
 )
-from makad.core.importers.sniffing import binary_reason, sniff
+from makad.core.importers.sniffing import CHAT_HISTORY_REASON, binary_reason, is_chat_history, sniff
 
 __all__ = [
+    "CHAT_HISTORY_REASON",
     "EXPECTED",
     "FORMATS",
     "FormatName",
@@ -34,6 +35,7 @@ __all__ = [
     "ItemError",
     "binary_reason",
     "content_key",
+    "is_chat_history",
     "parse",
     "sniff",
 ]

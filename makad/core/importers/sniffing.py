@@ -36,9 +36,22 @@ _BINARY_SAMPLE_CHARS: Final = 64 * 1024
 _CONTROL_SHARE: Final = 20
 
 
+# A ZIP archive's first bytes (local file header): ChatGPT's and Claude's data exports come as one.
+_ZIP_MAGIC: Final = "PK\x03\x04"
+# ChatGPT's data export: conversations.json, a list of conversations, each a tree of
+# messages under "mapping". Chats, not the memories ChatGPT saved.
+CHAT_HISTORY_REASON: Final = (
+    "it is ChatGPT's conversation history (conversations.json from its data export), which "
+    "holds chats, not saved memories: ChatGPT exports no memories, so copy them from "
+    "Settings → Personalization → Manage memories into a text file, one a line, and import that"
+)
+
+
 def binary_reason(text: str) -> str | None:
     """Why ``text`` (a file read as text) is not text at all, or None: any NUL (an image,
     an archive, an executable — or UTF-16/UTF-32 text), or many control characters."""
+    if text.startswith(_ZIP_MAGIC):
+        return "it is a ZIP archive: unpack it and import the export file inside"
     if "\x00" in text:
         return "it holds NUL bytes (a binary file, or UTF-16/UTF-32 text: save that as UTF-8)"
     sample = text[:_BINARY_SAMPLE_CHARS]
@@ -156,3 +169,15 @@ def _jsonl_format(lines: list[str]) -> FormatName | None:
         if ok:
             records.append(value)
     return _vote(records)
+
+
+def is_chat_history(text: str) -> bool:
+    """Whether ``text`` is ChatGPT's conversations.json: a JSON list of conversations, each
+    with a ``mapping`` of messages (read from its first ones)."""
+    if not text.lstrip("\ufeff \t\r\n").startswith("["):
+        return False
+    ok, document = load_json(decode(text))
+    if not ok or not isinstance(document, list) or not document:
+        return False
+    sample = document[:_SAMPLE_LINES]
+    return all(isinstance(c, dict) and isinstance(c.get("mapping"), dict) for c in sample)

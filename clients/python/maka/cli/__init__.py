@@ -33,6 +33,7 @@ from maka.cli.common import (
     add_user_flag,
     announce_autostart,
 )
+from maka.cli.remedies import remedy
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
 from maka.server_check import expected_server_uid
@@ -123,6 +124,9 @@ def main(argv: list[str] | None = None) -> int:
             detail = {k: v for k, v in exc.data.items() if k != "kind"}
             if detail:
                 print(f"  {json.dumps(detail, ensure_ascii=False)}", file=sys.stderr)
+            fix = remedy(exc, args)
+            if fix:
+                print(f"  {fix}", file=sys.stderr)
         return EXIT_REMOTE
     except (ProtocolError, TimeoutError) as exc:
         print(f"maka: {exc or 'timed out'}", file=sys.stderr)

@@ -31,9 +31,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         description="A stdio MCP server for one workspace: --workspace, else $MAKA_WORKSPACE, "
         "else the nearest folder at or above the current one holding "
         "memory/MEMORY.md (or PENDING.md) or .git. Tools memory_search, "
-        "memory_context, memory_list, memory_resolve, history_search, "
+        "memory_context, memory_attention, memory_suggestions, "
+        "memory_dismiss_suggestion, memory_list, memory_resolve, history_search, "
         "session_record and (while the user allows it) memory_propose; resources "
-        "MEMORY.md and PENDING.md. Starts makad when none answers (unless "
-        "--no-autostart). Every privacy gate applies; see docs/MCP.md.",
+        "MEMORY.md, PENDING.md and the attention state. Starts makad when none "
+        "answers (unless maka --no-autostart mcp). Every privacy gate applies; see docs/MCP.md.",
     )
     p.set_defaults(func=cmd_mcp)

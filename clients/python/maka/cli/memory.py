@@ -64,6 +64,11 @@ WARNING_FIXES = {
     "or shorten them",
 }
 OUTSIDE = "text_outside_entries"
+# What lifts a memory status other than ok, for the line after it.
+STATUS_FIXES = {
+    "incognito_blocked": "`maka settings incognito=off` ends incognito here",
+    "disabled": "`maka settings enabled=on` switches this workspace's memory on",
+}
 
 
 def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> None:
@@ -76,6 +81,8 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
         print(f"maka: cannot read the memory in {folder}{reason}", file=sys.stderr)
     elif status != "ok":
         print(f"maka: memory is {status}{reason}", file=sys.stderr)
+        if status in STATUS_FIXES:
+            print(f"  {STATUS_FIXES[status]}", file=sys.stderr)
     warnings = state.get("warnings") or []
     for warning in warnings:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)

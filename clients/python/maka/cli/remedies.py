@@ -1,0 +1,34 @@
+"""What to do about a daemon error, for people: the command that lifts a closed gate."""
+
+from __future__ import annotations
+
+import argparse
+import shlex
+
+from maka.errors import RemoteError
+
+# The switches a gate_closed error names in its data, in the order `maka settings` takes them.
+_GATE_SWITCHES = ("agentReadEnabled", "extractToolEnabled", "historyRecallEnabled")
+
+
+def _settings_command(args: argparse.Namespace, *pairs: str) -> str:
+    workspace: str | None = getattr(args, "workspace", None)
+    where = f" -w {shlex.quote(workspace)}" if workspace else ""
+    return f"maka{where} settings {' '.join(pairs)}"
+
+
+def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
+    """One line naming the command that lifts the switch the error is about, or None."""
+    if exc.kind == "gate_closed":
+        off = [key for key in _GATE_SWITCHES if exc.data.get(key) is False]
+        if off:
+            return "turn on with: " + _settings_command(args, *(f"{key}=on" for key in off))
+    elif exc.kind == "incognito_blocked":
+        return (
+            "incognito is on here: "
+            + _settings_command(args, "incognito=off")
+            + " ends it (an incognito session stays incognito until it is closed)"
+        )
+    elif exc.kind == "disabled":
+        return "memory is switched off here: " + _settings_command(args, "enabled=on") + " turns it on"
+    return None

@@ -1,0 +1,67 @@
+"""A closed gate or incognito names the `maka settings` command that lifts it."""
+
+from __future__ import annotations
+
+from tests.cli.helpers import run_maka
+from tests.support import DaemonProcess
+
+PROPOSAL = '{"title": "CI", "content": "CI runs on GitHub Actions."}'
+
+
+def test_gate_closed_names_the_switches_to_turn_on(shared_daemon: DaemonProcess) -> None:
+    """An agent proposal refused by the closed gate says which `maka settings` turns it on."""
+    result = run_maka(shared_daemon, "call", "propose", PROPOSAL)
+    assert result.returncode == 1 and "gate_closed" in result.stderr
+    ws = str(shared_daemon.workspace)
+    assert f"turn on with: maka -w {ws} settings agentReadEnabled=on extractToolEnabled=on" in result.stderr
+
+
+def test_gate_closed_names_only_the_switch_still_off(shared_daemon: DaemonProcess) -> None:
+    """With agent reads on, the line names extractToolEnabled alone, and that command works."""
+    assert run_maka(shared_daemon, "settings", "agentReadEnabled=on").returncode == 0
+    refused = run_maka(shared_daemon, "call", "propose", PROPOSAL)
+    assert "settings extractToolEnabled=on" in refused.stderr
+    assert "agentReadEnabled=on" not in refused.stderr
+    assert run_maka(shared_daemon, "settings", "extractToolEnabled=on").returncode == 0
+    assert run_maka(shared_daemon, "call", "propose", PROPOSAL).returncode == 0
+
+
+def test_incognito_write_names_how_to_end_it(shared_daemon: DaemonProcess) -> None:
+    """A write refused by incognito says `maka settings incognito=off` ends it."""
+    assert run_maka(shared_daemon, "settings", "incognito=on").returncode == 0
+    result = run_maka(shared_daemon, "memory", "add", "Title", "content")
+    assert result.returncode == 1 and "incognito_blocked" in result.stderr
+    assert "settings incognito=off ends it" in result.stderr
+
+
+def test_incognito_listing_names_how_to_end_it(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list` under incognito says why nothing shows and how to end it."""
+    assert run_maka(shared_daemon, "settings", "incognito=on").returncode == 0
+    result = run_maka(shared_daemon, "memory", "list")
+    assert "incognito_blocked" in result.stderr
+    assert "`maka settings incognito=off` ends incognito here" in result.stderr
+
+
+def test_json_errors_stay_one_json_line(shared_daemon: DaemonProcess) -> None:
+    """With --json the error is the JSON object alone, without the line for people."""
+    result = run_maka(shared_daemon, "--json", "call", "propose", PROPOSAL)
+    assert result.returncode == 1
+    assert "turn on with" not in result.stderr and '"gate_closed"' in result.stderr
+
+
+def test_missing_workspace_is_named_with_what_to_do(shared_daemon: DaemonProcess) -> None:
+    """A -w folder that does not exist is named in the error, with what to do; nothing is created."""
+    missing = shared_daemon.workspace / "no-such-project"
+    result = run_maka(shared_daemon, "-w", str(missing), "memory", "add", "T", "C", workspace=False)
+    assert result.returncode == 1 and "invalid_workspace" in result.stderr
+    assert f"does not exist: {missing}; create it first" in result.stderr
+    assert not missing.exists()
+
+
+def test_workspace_that_is_a_file_is_named(shared_daemon: DaemonProcess) -> None:
+    """A -w path naming a file says so and names it."""
+    a_file = shared_daemon.workspace / "notes.txt"
+    a_file.write_text("x\n")
+    result = run_maka(shared_daemon, "-w", str(a_file), "memory", "list", workspace=False)
+    assert result.returncode == 1
+    assert f"workspace is not a directory: {a_file}" in result.stderr
