@@ -32,6 +32,11 @@ CHARS_PER_TOKEN: Final = 12
 # length, and a word without spaces (a key, a URL, a minified line) can be thousands long.
 # Llama 2's longest piece is 16 characters; words of ordinary text are whole.
 BPE_WORD_CHARS: Final = 64
+# The unigram model segments a word in slices of this many characters too: its search is
+# linear but costly per character (up to ``longest`` lookups each; multilingual-e5's
+# longest piece is 16 characters), and sliced, a long word is read only as far as the
+# token limit reaches instead of whole. Words of ordinary text are whole.
+UNIGRAM_WORD_CHARS: Final = 64
 
 
 def _is_punct(ch: str) -> bool:
@@ -149,6 +154,7 @@ class Unigram(_Cached):
 
     ``normalize`` maps single characters to their normalized form (NFKC as SentencePiece's
     ``nmt_nfkc`` table has it); runs of spaces become one, and ``▁`` stands for a space.
+    A word longer than ``UNIGRAM_WORD_CHARS`` is segmented slice by slice.
     """
 
     def __init__(
@@ -204,9 +210,10 @@ class Unigram(_Cached):
     def encode(self, text: str, limit: int) -> list[int]:
         ids = [self.bos]
         for word in self.words(text[: limit * CHARS_PER_TOKEN]):
-            ids.extend(self.pieces(word))
-            if len(ids) >= limit:
-                break
+            for start in range(0, len(word), UNIGRAM_WORD_CHARS):
+                ids.extend(self.pieces(word[start : start + UNIGRAM_WORD_CHARS]))
+                if len(ids) >= limit:
+                    return [*ids[: limit - 1], self.eos]
         return [*ids[: limit - 1], self.eos]
 
 

@@ -46,7 +46,7 @@ from makad.core.types import Entry, Event
 from makad.store.ledger import Ledger
 from makad.store.ledger import vectors as store
 from makad.store.workspaces import Workspace
-from makad.wire.system import SemanticStatus
+from makad.wire.system import IndexFailure, SemanticStatus
 
 log = structlog.get_logger("makad.semantic")
 
@@ -58,11 +58,31 @@ BATCHES_PER_TURN: Final = 8
 LOAD_PAGE: Final = 5_000
 QUERY_CACHE: Final = 256
 IDLE_WAKE_S: Final = 2.0
+# A workspace whose indexing turn failed is tried again after this, doubling with each
+# failure in a row up to INDEX_RETRY_MAX_S.
+INDEX_RETRY_S: Final = 2.0
+INDEX_RETRY_MAX_S: Final = 300.0
 RADIUS: Final = 2
 # Speaker labels kept per workspace for masking queries (transcripts have a few).
 MAX_SPEAKERS: Final = 64
 # Threads embedding queries (requests may come from several connections at once).
 QUERY_THREADS: Final = 2
+
+
+def retry_delay(attempts: int) -> float:
+    """Seconds before the next indexing turn of a workspace whose last ``attempts`` failed."""
+    return float(min(INDEX_RETRY_S * 2.0 ** min(max(attempts - 1, 0), 16), INDEX_RETRY_MAX_S))
+
+
+def _one_line(exc: BaseException) -> str:
+    """``Type: message``, and its cause's the same way (a ledger error wraps SQLite's), on
+    one line of at most 300 characters."""
+    parts: list[str] = []
+    seen: BaseException | None = exc
+    while seen is not None and len(parts) < 3:
+        parts.append(f"{type(seen).__name__}: {seen}" if str(seen) else type(seen).__name__)
+        seen = seen.__cause__
+    return " ".join(" ← ".join(parts).split())[:300]
 
 
 def text_hash(text: str) -> str:
@@ -96,6 +116,21 @@ class _Index:
     appended: int = 0
     scanned: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
+    # Indexing turns failed in a row, the latest error (one line), and when
+    # (time.monotonic()) the next turn may run.
+    failures: int = 0
+    error: str | None = None
+    retry_at: float = 0.0
+
+    def failure(self) -> IndexFailure | None:
+        if self.error is None:
+            return None
+        return IndexFailure(
+            workspace=str(self.ws.path),
+            error=self.error,
+            attempts=self.failures,
+            retry_after_ms=round(retry_delay(self.failures) * 1000),
+        )
 
 
 @dataclass(frozen=True)
@@ -220,10 +255,23 @@ class SemanticChannel:
             and pending_entries == 0
         )
         rate = self.events_indexed / self.index_seconds if self.index_seconds > 0 else None
+        failures = [f for f in (i.failure() for i in indexes) if f is not None]
+        message = self.message
+        if message is None and failures:
+            first = failures[0]
+            message = (
+                f"indexing {first.workspace} failed {first.attempts} time(s) in a row: {first.error}; "
+                f"tried again after {first.retry_after_ms / 1000:g} s"
+                + (
+                    f" (and {len(failures) - 1} other workspace(s): indexFailures)"
+                    if len(failures) > 1
+                    else ""
+                )
+            )
         return SemanticStatus(
             model=self.model_name or (self.spec or ""),
             state="loading" if self.state == "off" else self.state,
-            message=self.message,
+            message=message,
             load_ms=None if self.load_ms is None else round(self.load_ms, 1),
             events_indexed=sum(i.count for i in indexes),
             events_pending=pending_events,
@@ -231,6 +279,7 @@ class SemanticChannel:
             entries_pending=pending_entries,
             caught_up=caught_up,
             events_per_second=None if rate is None else round(rate, 1),
+            index_failures=failures,
         )
 
     def _run(self) -> None:
@@ -257,16 +306,57 @@ class SemanticChannel:
         self.state = "ready"
         log.info("semantic_model_loaded", model=encoder.name, load_ms=round(self.load_ms, 1))
         while not self._stopping:
-            self._wake.wait(timeout=IDLE_WAKE_S)
+            self._wake.wait(timeout=self._idle_wait())
             self._wake.clear()
             for index in list(self._indexes.values()):
                 if self._stopping:
                     break
+                if index.failures and time.monotonic() < index.retry_at:
+                    continue  # failed lately: left alone until its retry time
                 try:
-                    if self._step(index):
-                        self._wake.set()  # more to do: another turn after the others
-                except Exception:
-                    log.warning("semantic_index_failed", workspace=str(index.ws.path), exc_info=True)
+                    more = self._step(index)
+                except Exception as exc:
+                    self._failed(index, exc)
+                    continue
+                if index.failures:
+                    log.info("semantic_index_recovered", workspace=str(index.ws.path), after=index.failures)
+                    index.failures, index.error = 0, None
+                if more:
+                    self._wake.set()  # more to do: another turn after the others
+
+    def _idle_wait(self) -> float:
+        """How long the indexer sleeps unless woken: IDLE_WAKE_S, or less when a failed
+        workspace's retry time comes sooner."""
+        due = [i.retry_at for i in self._indexes.values() if i.failures]
+        if not due:
+            return IDLE_WAKE_S
+        return max(0.0, min(IDLE_WAKE_S, min(due) - time.monotonic()))
+
+    def _failed(self, index: _Index, exc: Exception) -> None:
+        """An indexing turn of ``index`` raised: back off (doubling), log the traceback
+        the first time this error is seen, a one-line warning after."""
+        error = _one_line(exc)
+        index.failures += 1
+        delay = retry_delay(index.failures)
+        index.retry_at = time.monotonic() + delay
+        workspace = str(index.ws.path)
+        if error != index.error:
+            log.warning(
+                "semantic_index_failed",
+                workspace=workspace,
+                error=error,
+                retry_in_s=delay,
+                exc_info=(type(exc), exc, exc.__traceback__),
+            )
+        else:
+            log.warning(
+                "semantic_index_still_failing",
+                workspace=workspace,
+                error=error,
+                attempts=index.failures,
+                retry_in_s=delay,
+            )
+        index.error = error
 
     # ------------------------------------------------------------------ indexing
 

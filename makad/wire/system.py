@@ -33,11 +33,23 @@ class ContextPaths(Result):
     fallback: int = 0
 
 
+class IndexFailure(Result, kw_only=True):
+    """A workspace whose semantic indexing keeps failing: the latest error, how many turns
+    in a row failed, and the wait before the next try (doubling, at most five minutes)."""
+
+    workspace: str
+    error: str
+    attempts: int
+    retry_after_ms: int
+
+
 class SemanticStatus(Result, kw_only=True):
     """The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
 
     ``state``: ``loading`` (requests go on lexically meanwhile), ``ready``, or ``failed``
-    (``message`` says why; the daemon goes on without the channel). ``caughtUp``: every
+    (``message`` says why; the daemon goes on without the channel). While ``ready``,
+    ``message`` is set when a workspace's indexing keeps failing (``indexFailures`` lists
+    each: its vectors stay as they are and it is tried again later). ``caughtUp``: every
     event appended and every entry written so far has its vector. ``eventsPerSecond``:
     the indexer's throughput since start (its embedding time only).
     """
@@ -52,6 +64,7 @@ class SemanticStatus(Result, kw_only=True):
     entries_pending: int = 0
     caught_up: bool = False
     events_per_second: float | None = None
+    index_failures: list[IndexFailure] = []
 
 
 class StatusResult(Result):

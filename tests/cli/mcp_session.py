@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 import anyio
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
@@ -64,8 +64,10 @@ async def mcp_host(
     workspace: Path | None = None,
     env: dict[str, str] | None = None,
     cwd: Path | None = None,
+    errlog: TextIO | None = None,
 ) -> AsyncIterator[Host]:
-    """`maka --socket S ARGS… mcp [-w WS]` as a stdio MCP server, initialized."""
+    """`maka --socket S ARGS… mcp [-w WS]` as a stdio MCP server, initialized; its stderr
+    goes to ``errlog`` (a real file) when given, else to this process's."""
     ws = ["-w", str(workspace)] if workspace is not None else []
     params = StdioServerParameters(
         command=sys.executable,
@@ -83,7 +85,7 @@ async def mcp_host(
             send.send_nowait(message)
 
     async with (
-        stdio_client(params) as (read, write),
+        stdio_client(params, errlog=errlog or sys.stderr) as (read, write),
         ClientSession(read, write, message_handler=keep) as session,
     ):
         with send, receive:

@@ -116,8 +116,29 @@ def test_a_daemon_that_cannot_start_is_reported(
         Client(str(autostart_home.socket), autostart=True).call("ping")
     message = str(info.value)
     # Detached, it is not the client's child: its exit status is unknown, its last words are not.
-    assert "autostarted makad exited: " in message and str(autostart_home.log) in message
+    assert message.startswith(f"could not start makad on {autostart_home.socket}: ")
+    assert "exited at once" in message and f"its log: {autostart_home.log}" in message
     assert f"{blocker} is not a folder" in message
+
+
+def test_cli_reports_a_failed_start_as_a_failure(autostart_home: AutostartHome) -> None:
+    """`maka status` whose autostarted makad exits at once says it failed, why and where the
+    log is, exit 3, and never that it "started one"."""
+    blocker = autostart_home.root / "file"
+    blocker.write_text("not a directory")
+    env = {**os.environ, "MAKAD_DATA_DIR": str(blocker / "data")}
+    done = subprocess.run(
+        [*MAKA, "--socket", str(autostart_home.socket), "status"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 3, done.stderr
+    assert "started one" not in done.stderr
+    (line,) = done.stderr.strip().splitlines()
+    assert line.startswith(f"maka: could not start makad on {autostart_home.socket}: ")
+    assert f"{blocker} is not a folder" in line and line.endswith(f"its log: {autostart_home.log}")
 
 
 def test_cli_autostarts_and_says_so(autostart_home: AutostartHome) -> None:

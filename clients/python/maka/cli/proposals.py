@@ -325,15 +325,33 @@ def cmd_export(client: Client, args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
     p = sub.add_parser(
-        "pending", parents=parents.scoped, help="list the proposals waiting for approval (list_proposals)"
+        "pending",
+        parents=parents.scoped,
+        help="list the proposals waiting for approval (list_proposals)",
+        description="Lists the proposals in PENDING.md waiting for approval: id, origin, age, "
+        "how many active entries are similar, and title. `maka approve` / `maka reject` "
+        "decide them; `maka review` goes through them one by one.",
     )
     p.set_defaults(func=cmd_pending)
 
-    for name, func, text in (
-        ("approve", cmd_approve, "activate proposals in MEMORY.md (approve)"),
-        ("reject", cmd_reject, "reject proposals (reject)"),
+    for name, func, text, description in (
+        (
+            "approve",
+            cmd_approve,
+            "activate proposals in MEMORY.md (approve)",
+            "Moves the proposals named (or --all) from PENDING.md into MEMORY.md as active "
+            "entries. On a terminal, a proposal close to an active entry asks whether it "
+            "replaces that entry; --supersedes says so up front.",
+        ),
+        (
+            "reject",
+            cmd_reject,
+            "reject proposals (reject)",
+            "Removes the proposals named (or --all) from PENDING.md; the ledger keeps the "
+            "rejection (and --reason): the same content proposed again is not queued.",
+        ),
     ):
-        p = sub.add_parser(name, parents=parents.scoped, help=text)
+        p = sub.add_parser(name, parents=parents.scoped, help=text, description=description)
         p.add_argument(
             "ids", nargs="*", metavar="PROPOSAL_ID", help="proposal ids or unique prefixes of them"
         )
@@ -366,7 +384,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.set_defaults(func=cmd_import)
 
     p = sub.add_parser(
-        "export", parents=parents.scoped, help="print active entries as JSON or Markdown (export_memories)"
+        "export",
+        parents=parents.scoped,
+        help="print active entries as JSON or Markdown (export_memories)",
+        description="Prints the workspace's active entries (with --archived, the archived ones "
+        "too) as JSON, which `maka import --format makad` reads back, or as Markdown; -o FILE "
+        "writes them to FILE instead.",
     )
     p.add_argument("--format", choices=["json", "markdown"], default="json")
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")

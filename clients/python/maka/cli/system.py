@@ -157,9 +157,23 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser("status", parents=[parents.json], help="show the daemon's status")
+    p = sub.add_parser(
+        "status",
+        parents=[parents.json],
+        help="show the daemon's status",
+        description="Prints the daemon's status (the status method): version, pid, uptime, "
+        "socket, data dir, connections, workspace warnings and, with a model configured, how "
+        "far semantic indexing has got or why it fails. Starts makad when none answers, "
+        "unless --no-autostart.",
+    )
     p.set_defaults(func=cmd_status)
-    p = sub.add_parser("ping", parents=[parents.json], help="check the daemon answers")
+    p = sub.add_parser(
+        "ping",
+        parents=[parents.json],
+        help="check the daemon answers",
+        description="Calls ping and prints its reply (pong). Exit 0 when the daemon answers, "
+        "3 when none runs (with --no-autostart), 5 when it runs as another user.",
+    )
     p.set_defaults(func=cmd_ping)
     p = sub.add_parser(
         "stop",
