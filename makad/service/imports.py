@@ -216,32 +216,29 @@ def not_importable(data: str, files: dict[str, str] | None, path: str) -> Invali
     for name, text in named:
         reason = importers.binary_reason(text)
         if reason is not None:
-            return InvalidParams(
-                f"{name} is not text: {reason}; an import reads a text export in one of "
-                f"these formats: {accepted()}",
-                path=path,
-                reason="binary",
-                **({"file": name} if files is not None else {}),
-                formats=list(importers.FORMATS),
-            )
+            extra = {"file": name} if files is not None else {}
+            return _refused(f"{name} is not text: {reason}", path, "binary", aside=False, **extra)
     if files is None and importers.is_chat_history(data):
-        return InvalidParams(
-            f"{subject} cannot be imported: {importers.CHAT_HISTORY_REASON} "
-            f"(an import reads a text export in one of these formats: {accepted()})",
-            path=path,
-            reason="chat_history",
-            formats=list(importers.FORMATS),
+        return _refused(
+            f"{subject} cannot be imported: {importers.CHAT_HISTORY_REASON}", path, "chat_history"
         )
     # (A byte-order mark alone is no text either: str.strip keeps it.)
     if files is None and not data.replace("\ufeff", "").strip():
-        return InvalidParams(
-            f"{subject} is empty: there is nothing to import "
-            f"(an import reads a text export in one of these formats: {accepted()})",
-            path=path,
-            reason="empty",
-            formats=list(importers.FORMATS),
-        )
+        return _refused(f"{subject} is empty: there is nothing to import", path, "empty")
     return None
+
+
+def _refused(said: str, path: str, reason: str, *, aside: bool = True, **extra: str) -> InvalidParams:
+    """An import refused before parsing: what is wrong, then what an import reads (in
+    parentheses, or after a semicolon)."""
+    reads = f"an import reads a text export in one of these formats: {accepted()}"
+    return InvalidParams(
+        f"{said} ({reads})" if aside else f"{said}; {reads}",
+        path=path,
+        reason=reason,
+        **extra,
+        formats=list(importers.FORMATS),
+    )
 
 
 def _parse(
