@@ -8,6 +8,7 @@ import {
   ClientClosedError,
   ConnectionLostError,
   DaemonUnavailableError,
+  MAX_SOCKET_PATH_BYTES,
   MakaError,
   ProtocolError,
   TimeoutError,
@@ -379,6 +380,10 @@ export class MakaClient extends EventEmitter {
 
   /** Connect, checking the socket file before and after (server-check.ts). */
   private async openSocket(): Promise<Socket> {
+    if (Buffer.byteLength(this.socketPath) > MAX_SOCKET_PATH_BYTES) {
+      // Node would cut the path to fit and dial another one; no daemon can listen there.
+      throw new DaemonUnavailableError(this.socketPath, "ENAMETOOLONG");
+    }
     const expected = this.expectedUid;
     if (expected === null) return this.dial();
     const before = await checkSocketFile(this.socketPath, expected);

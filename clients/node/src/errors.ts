@@ -64,7 +64,18 @@ export function systemReason(code: string | undefined): string {
   return SYSTEM_REASONS[code] ?? code;
 }
 
-/** No daemon accepted a connection on the socket (after the reconnect attempts). */
+/**
+ * The longest Unix socket path connect() takes (sun_path less its NUL: 108 on Linux, 104 on
+ * macOS and the BSDs), as the Python client's maka.autostart.MAX_SOCKET_PATH_BYTES. Node
+ * does not refuse a longer one: it cuts it to fit and dials whatever the cut path names.
+ */
+export const MAX_SOCKET_PATH_BYTES = process.platform === "linux" ? 107 : 103;
+
+/**
+ * No daemon accepted a connection on the socket (after the reconnect attempts), or the
+ * socket path is too long for any daemon to listen on (`reason` `ENAMETOOLONG`, never
+ * retried). The words are the Python client's (maka.errors.DaemonUnavailable).
+ */
 export class DaemonUnavailableError extends MakaError {
   override name = "DaemonUnavailableError";
   readonly socketPath: string;
@@ -72,9 +83,14 @@ export class DaemonUnavailableError extends MakaError {
   readonly reason: string;
 
   constructor(socketPath: string, reason: string, options?: { cause?: unknown }) {
+    const size = Buffer.byteLength(socketPath);
     super(
-      `no makad is running on ${socketPath} (${WHY_NOBODY[reason] ?? systemReason(reason)}); ` +
-        "start one with `makad` or `scripts/run`, or pass socketPath / set MAKAD_SOCKET",
+      reason === "ENAMETOOLONG" && size > MAX_SOCKET_PATH_BYTES
+        ? `cannot use the socket ${socketPath}: its path is ${size} bytes, over the ` +
+            `${MAX_SOCKET_PATH_BYTES} a Unix socket path may have; pass a shorter socketPath or ` +
+            "MAKAD_SOCKET (and start makad with the same)"
+        : `no makad is running on ${socketPath} (${WHY_NOBODY[reason] ?? systemReason(reason)}); ` +
+            "start one with `makad` or `scripts/run`, or pass socketPath / set MAKAD_SOCKET",
       options,
     );
     this.socketPath = socketPath;

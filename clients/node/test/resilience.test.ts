@@ -3,6 +3,7 @@
 import assert from "node:assert/strict";
 import { lstatSync, rmSync } from "node:fs";
 import { execFileSync } from "node:child_process";
+import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
@@ -139,6 +140,41 @@ describe("no daemon", () => {
       return true;
     });
     await client.close();
+  });
+
+  it("a socket path too long for a Unix socket is refused before dialing, in the Python client's words", async () => {
+    // A server on the path cut to sun_path's size: what Node would dial instead.
+    const sunPath = process.platform === "linux" ? 108 : 104;
+    const cut = join(dir, "s".repeat(sunPath - Buffer.byteLength(dir) - 1));
+    let reached = 0;
+    const server = createServer((socket) => {
+      reached++;
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(cut, resolve));
+    const socketPath = `${cut}-other.sock`;
+    const client = new MakaClient({ socketPath, serverUid: "any", reconnect: { retries: 2, baseMs: 1, maxMs: 2 } });
+    let attempts = 0;
+    client.on("reconnecting", () => attempts++);
+    try {
+      await assert.rejects(client.call("ping"), (error: unknown) => {
+        assert.ok(error instanceof DaemonUnavailableError);
+        assert.equal(error.reason, "ENAMETOOLONG");
+        // maka.autostart.unavailable's words, socketPath for its --socket.
+        assert.equal(
+          error.message,
+          `cannot use the socket ${socketPath}: its path is ${Buffer.byteLength(socketPath)} bytes, over the ` +
+            `${process.platform === "linux" ? 107 : 103} a Unix socket path may have; pass a shorter ` +
+            "socketPath or MAKAD_SOCKET (and start makad with the same)",
+        );
+        return true;
+      });
+      assert.equal(attempts, 0, "retrying cannot help");
+      assert.equal(reached, 0, "nothing was dialed");
+    } finally {
+      await client.close();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it("reconnect: false fails on the first attempt", async () => {
