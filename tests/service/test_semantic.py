@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
+import json
 import os
 import pwd
 import sqlite3
+import struct
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -336,3 +338,106 @@ async def test_stored_vectors_of_the_wrong_size_are_made_again(short_tmp: Path, 
             )
         }
     assert sizes == {256 * 4}
+
+
+def _static_model_files(folder: Path, *, negated: bool = False) -> Path:
+    """A model folder holding copies of WordLlama's files (skipped without the package);
+    ``negated``: its table's weights past the first 4 KiB of the file negated, as weights
+    exported again after a fine-tune (the model's name, digest of those 4 KiB, unchanged)."""
+    package = _static_model_copy(folder.parent / f"{folder.name}-links").resolve()
+    folder.mkdir(mode=0o700)
+    for link in package.iterdir():
+        raw = link.read_bytes()
+        if negated and link.suffix == ".safetensors":
+            import numpy as np
+
+            (size,) = struct.unpack("<Q", raw[:8])
+            assert json.loads(raw[8 : 8 + size])["embedding.weight"]["dtype"] == "F16"
+            start = 8 + size
+            halves = np.frombuffer(raw[start:], np.uint16).copy()
+            halves[(4096 - start) // 2 :] ^= 0x8000  # the sign bit of every weight past 4 KiB
+            raw = raw[:start] + halves.tobytes()
+        (folder / link.name).write_bytes(raw)
+    return folder
+
+
+def _vectors(ledger: Path) -> tuple[dict[int, bytes], dict[str, bytes], str | None]:
+    """The ledger's event vectors, entry vectors and stored weights fingerprints."""
+    with contextlib.closing(sqlite3.connect(ledger)) as conn:
+        events = {int(i): bytes(v) for i, v in conn.execute("SELECT event_id, vec FROM event_vectors")}
+        entries = {str(h): bytes(v) for h, v in conn.execute("SELECT text_hash, vec FROM entry_vectors")}
+        marks = [
+            str(v) for (v,) in conn.execute("SELECT value FROM meta WHERE key LIKE 'vector_fingerprint:%'")
+        ]
+    assert len(marks) <= 1, marks
+    return events, entries, marks[0] if marks else None
+
+
+async def _index_walks(root: Path, folder: Path) -> tuple[dict[str, Any], Path]:
+    """Index four entries and twelve events with the model at ``folder``; the channel's
+    status once caught up, and the ledger's path."""
+    texts = [f"We walked along the river on day {i}." for i in range(12)]
+    async with serving(root, env={"MAKAD_EMBEDDING_MODEL": str(folder)}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            await c.call("set_settings", workspace=ws, agentReadEnabled=True, historyRecallEnabled=True)
+            for title, content in FILLER[:4]:
+                await c.call("add_entry", workspace=ws, title=title, content=content)
+            sid = (await c.call("open_session", workspace=ws))["sessionId"]
+            events = [{"type": "user_message", "text": t} for t in texts]
+            await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+            await pack(c, ws, "warm up")
+            status = await caught_up(c)
+    (ledger,) = (daemon.data_dir / "workspaces").rglob("ledger.sqlite3")
+    return status, ledger
+
+
+async def _restart(root: Path, folder: Path) -> dict[str, Any]:
+    """The daemon served again on ``root`` with the model at ``folder``: its channel's
+    status once caught up (after a pack, which loads the workspace)."""
+    async with serving(root, env={"MAKAD_EMBEDDING_MODEL": str(folder)}) as daemon, daemon.client() as c:
+        await pack(c, str(daemon.workspace), "a walk by the water")
+        return await caught_up(c)
+
+
+async def test_weights_changed_under_the_same_name_are_indexed_again(short_tmp: Path) -> None:
+    """A model whose weights changed past the bytes its name is made of (a fine-tune
+    exported again): same name, yet its stored vectors are dropped and made again with
+    the new weights, and the new fingerprint is kept."""
+    before, ledger = await _index_walks(short_tmp, _static_model_files(short_tmp / "a"))
+    events, entries, mark = _vectors(ledger)
+    after = await _restart(short_tmp, _static_model_files(short_tmp / "b", negated=True))
+    events_now, entries_now, mark_now = _vectors(ledger)
+    assert after["model"] == before["model"]
+    assert after["eventsIndexed"] == before["eventsIndexed"] == len(events) >= 12
+    assert after["eventsPerSecond"] is not None  # this daemon embedded them
+    assert events_now.keys() == events.keys() and entries_now.keys() == entries.keys()
+    assert all(events_now[i] != events[i] for i in events)
+    assert all(entries_now[h] != entries[h] for h in entries)
+    assert mark is not None and mark_now is not None and mark_now != mark
+
+
+async def test_a_restart_on_the_same_model_keeps_its_vectors(short_tmp: Path) -> None:
+    """The daemon started again on unchanged weights embeds nothing again: the stored
+    vectors and fingerprint are kept as they were."""
+    folder = _static_model_files(short_tmp / "a")
+    before, ledger = await _index_walks(short_tmp, folder)
+    stored = _vectors(ledger)
+    after = await _restart(short_tmp, folder)
+    assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
+    assert after["eventsPerSecond"] is None  # nothing embedded by this daemon
+    assert _vectors(ledger) == stored and stored[2] is not None
+
+
+async def test_vectors_stored_without_a_fingerprint_are_kept_and_it_is_adopted(short_tmp: Path) -> None:
+    """A ledger indexed before fingerprints were kept (vectors, no fingerprint): its
+    vectors are kept, nothing is embedded again, and the model's fingerprint is stored."""
+    folder = _static_model_files(short_tmp / "a")
+    before, ledger = await _index_walks(short_tmp, folder)
+    events, entries, mark = _vectors(ledger)
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        assert conn.execute("DELETE FROM meta WHERE key LIKE 'vector_fingerprint:%'").rowcount == 1
+    after = await _restart(short_tmp, folder)
+    assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
+    assert after["eventsPerSecond"] is None  # nothing embedded by this daemon
+    assert _vectors(ledger) == (events, entries, mark)

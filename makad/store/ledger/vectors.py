@@ -5,7 +5,10 @@ A vector is the raw little-endian float32 bytes of one unit row, tagged with the
 that made it: rows of another model are never read, and are dropped when a workspace is
 indexed with a new one; so are rows of the wrong size (``size``: a damaged or foreign
 ledger), and when an event's is, every event's of the model is (the indexer's cursor
-only moves forward: the events are embedded again from the first). Vectors are derived
+only moves forward: the events are embedded again from the first). Beside them, in the
+``meta`` table (key ``vector_fingerprint:<model>``), each model's weights fingerprint:
+when the weights under a name change (a fine-tune exported into the same folder), that
+model's vectors are dropped too (``settle_fingerprint``). Vectors are derived
 data, so they are written with relaxed commits (``LedgerBase.transaction(relaxed=True)``):
 one lost to a power cut is computed again. An event's vector goes with the event when it
 is forgotten (a trigger). Callers run these in worker threads; none of them reads or
@@ -15,8 +18,14 @@ writes more than its arguments bound.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from typing import Final, Literal
 
 from makad.store.ledger import Ledger
+
+FINGERPRINT_KEY: Final = "vector_fingerprint:"
+# Every key starting with FINGERPRINT_KEY sorts from it up to (not including) this one.
+_FINGERPRINT_END: Final = "vector_fingerprint;"
+Settled = Literal["adopted", "kept", "changed"]
 
 Pending = tuple[int, str, int, str]  # event id, session id, seq, text
 Stored = tuple[int, str, int, bytes, str]  # event id, session id, seq, vector, text head
@@ -108,7 +117,34 @@ def drop_other_models(ledger: Ledger, model: str, size: int | None = None) -> in
         else:
             gone = conn.execute("DELETE FROM event_vectors WHERE model != ?", (model,)).rowcount
         conn.execute(f"DELETE FROM entry_vectors WHERE model != ? OR {_WRONG_SIZE}", (model, size, size))
+        conn.execute(
+            "DELETE FROM meta WHERE key >= ? AND key < ? AND key != ?",
+            (FINGERPRINT_KEY, _FINGERPRINT_END, FINGERPRINT_KEY + model),
+        )
     return int(gone)
+
+
+def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Settled, int]:
+    """Compare ``model``'s weights fingerprint with the one the ledger keeps: none kept
+    (vectors written before fingerprints were) → ``fingerprint`` is adopted, the vectors
+    kept; the same → kept; another → every vector of ``model`` is dropped (they were made
+    by other weights under the same name) and ``fingerprint`` kept instead, in one
+    transaction. The outcome, and how many event vectors went."""
+    key = FINGERPRINT_KEY + model
+    with ledger.snapshot() as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+    if row is not None and str(row[0]) == fingerprint:
+        return "kept", 0
+    with ledger.transaction(relaxed=True) as conn:
+        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        gone = 0
+        if row is not None and str(row[0]) != fingerprint:
+            gone = conn.execute("DELETE FROM event_vectors WHERE model = ?", (model,)).rowcount
+            conn.execute("DELETE FROM entry_vectors WHERE model = ?", (model,))
+        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, fingerprint))
+    if row is None:
+        return "adopted", 0
+    return ("kept" if str(row[0]) == fingerprint else "changed"), int(gone)
 
 
 _WRONG_SIZE = "(? IS NOT NULL AND (typeof(vec) != 'blob' OR length(vec) != ?))"
