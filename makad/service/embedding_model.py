@@ -202,6 +202,24 @@ def fingerprint(path: Path) -> str:
     return digest.hexdigest()
 
 
+def settings_digest(*parts: Any) -> str:
+    """A short digest of what shapes a model's vectors besides its weights (its tokenizer,
+    pooling, prefixes, layer settings): each part is bytes or a JSON value."""
+    digest = hashlib.sha256()
+    for part in parts:
+        raw = part if isinstance(part, bytes) else json.dumps(part, sort_keys=True, default=str).encode()
+        digest.update(len(raw).to_bytes(8, "little"))
+        digest.update(raw)
+    return digest.hexdigest()[:16]
+
+
+def combined_fingerprint(weights: str, settings: str) -> str:
+    """The fingerprint a ledger keeps: the weights' (``fingerprint``), then ``+`` and the
+    settings' (``settings_digest``). A ledger that keeps the weights' alone (written before
+    settings were fingerprinted) adopts this one when its weights part matches."""
+    return f"{weights}+{settings}"
+
+
 def _load_safetensors(path: Path) -> dict[str, Any]:
     import numpy as np
 
@@ -249,8 +267,9 @@ class _Embedder:
     """What every encoder shares: prefixes, batching shortest first, normalized rows."""
 
     name: str
-    # What the weights file's sampled blocks hash to (``fingerprint``): the ledger keeps it
-    # beside the vectors, so weights changed under an unchanged name are noticed.
+    # What the weights file's sampled blocks and the tokenizer and settings hash to
+    # (``combined_fingerprint``): the ledger keeps it beside the vectors, so weights, a
+    # vocabulary or pooling changed under an unchanged name are noticed.
     fingerprint: str
     dim: int
     max_tokens: int
@@ -298,8 +317,8 @@ class Encoder(_Embedder):
 
     ``name`` identifies the model in the ledger's vectors (the folder's or file's name and
     a digest of its weights' head), so vectors of another model are never compared;
-    ``fingerprint`` (sampled blocks of the whole weights file) tells apart weights changed
-    under the same name.
+    ``fingerprint`` (sampled blocks of the whole weights file, then the tokenizer's and
+    settings' digest) tells apart weights or settings changed under the same name.
     """
 
     def __init__(self, source: Path) -> None:
@@ -354,9 +373,12 @@ class Encoder(_Embedder):
         self.query_prefix = str(prompts.get("query") or "")
         self.passage_prefix = str(prompts.get("passage") or prompts.get("document") or "")
         self.cls_pooling = bool(pooling.get("pooling_mode_cls_token", False))
-        self.tokenizer = WordPiece(_read(vocab, MAX_VOCAB_BYTES).decode("utf-8").splitlines())
+        vocab_bytes = _read(vocab, MAX_VOCAB_BYTES)
+        self.tokenizer = WordPiece(vocab_bytes.decode("utf-8").splitlines())
         self.name = f"{folder.name}-{_digest(weights_path)}"
-        self.fingerprint = fingerprint(weights_path)
+        self.fingerprint = combined_fingerprint(
+            fingerprint(weights_path), settings_digest(vocab_bytes, config, pooling, prompts)
+        )
         w = _load_safetensors(weights_path)
         self.words = w["embeddings.word_embeddings.weight"]
         self.words_q4 = None
@@ -374,7 +396,9 @@ class Encoder(_Embedder):
         self.query_prefix, self.passage_prefix = E5_PREFIXES
         self.cls_pooling = False
         self.name = f"{path.stem}-{_digest(path)}"
-        self.fingerprint = fingerprint(path)
+        self.fingerprint = combined_fingerprint(
+            fingerprint(path), settings_digest(image.pop("settings"), config, E5_PREFIXES)
+        )
         self.words = None
         self.words_q4 = image.pop("embeddings.word_embeddings.weight")
         return image, config
@@ -430,10 +454,11 @@ class StaticEncoder(_Embedder):
         (matrix,) = _load_safetensors(table).values()
         self.table = np.ascontiguousarray(matrix, np.float32)
         self.dim = int(self.table.shape[1])
-        self.tokenizer = BytePairs(_json(tokenizer))
+        spec = _json(tokenizer)
+        self.tokenizer = BytePairs(spec)
         self.max_tokens = STATIC_MAX_TOKENS
         self.name = f"{table.stem}-{_digest(table)}"
-        self.fingerprint = fingerprint(table)
+        self.fingerprint = combined_fingerprint(fingerprint(table), settings_digest(spec, self.max_tokens))
 
     def _pooled(self, batch: list[list[int]]) -> Any:
         import numpy as np
@@ -524,6 +549,9 @@ def read_e5_image(path: Path) -> dict[str, Any]:
             out[p + bert + ".weight"] = tensors[f"l{i}.{short}.w"]
             out[p + bert + ".bias"] = tensors[f"l{i}.{short}.b"]
     out["tokenizer"] = Unigram(pieces, scores, (bos, eos, unk), normalize)
+    # The image's head up to its tensors (layout, tokenizer, normalization, tensor table):
+    # the weights' sampled blocks cover little of it.
+    out["settings"] = hashlib.sha256(raw[:at]).digest()
     out["config"] = {"heads": heads, "positions": positions, "layers": layers, "eps": eps}
     return out
 

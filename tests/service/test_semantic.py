@@ -329,14 +329,21 @@ async def test_stored_vectors_of_the_wrong_size_are_made_again(short_tmp: Path, 
     assert sizes == {256 * 4}
 
 
-def _static_model_files(folder: Path, *, negated: bool = False) -> Path:
+def _static_model_files(folder: Path, *, negated: bool = False, shifted_vocab: bool = False) -> Path:
     """A model folder holding copies of WordLlama's files (skipped without the package);
     ``negated``: its table's weights past the first 4 KiB of the file negated, as weights
-    exported again after a fine-tune (the model's name, digest of those 4 KiB, unchanged)."""
+    exported again after a fine-tune (the model's name, digest of those 4 KiB, unchanged);
+    ``shifted_vocab``: its tokenizer's ids each moved up by one (another vocabulary, the
+    weights untouched)."""
     package = _static_model_copy(folder.parent / f"{folder.name}-links").resolve()
     folder.mkdir(mode=0o700)
     for link in package.iterdir():
         raw = link.read_bytes()
+        if shifted_vocab and link.suffix == ".json":
+            spec = json.loads(raw)
+            vocab = spec["model"]["vocab"]
+            spec["model"]["vocab"] = {token: (i + 1) % len(vocab) for token, i in vocab.items()}
+            raw = json.dumps(spec).encode()
         if negated and link.suffix == ".safetensors":
             import numpy as np
 
@@ -416,6 +423,52 @@ async def test_a_restart_on_the_same_model_keeps_its_vectors(short_tmp: Path) ->
     assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
     assert after["eventsPerSecond"] is None  # nothing embedded by this daemon
     assert _vectors(ledger) == stored and stored[2] is not None
+
+
+async def test_a_tokenizer_changed_under_the_same_name_is_indexed_again(short_tmp: Path) -> None:
+    """A model folder whose tokenizer changed but whose weights did not: same name, yet
+    its stored vectors are dropped and made again, and the new fingerprint is kept."""
+    before, ledger = await _index_walks(short_tmp, _static_model_files(short_tmp / "a"))
+    events, entries, mark = _vectors(ledger)
+    after = await _restart(short_tmp, _static_model_files(short_tmp / "b", shifted_vocab=True))
+    events_now, entries_now, mark_now = _vectors(ledger)
+    assert after["model"] == before["model"]
+    assert after["eventsIndexed"] == before["eventsIndexed"] == len(events) >= 12
+    assert after["eventsPerSecond"] is not None  # this daemon embedded them
+    assert all(events_now[i] != events[i] for i in events)
+    assert all(entries_now[h] != entries[h] for h in entries)
+    assert mark is not None and mark_now is not None
+    assert mark_now.split("+")[0] == mark.split("+")[0] and mark_now != mark
+
+
+async def test_a_weights_only_fingerprint_is_adopted_without_embedding_again(short_tmp: Path) -> None:
+    """A ledger that keeps the weights' fingerprint alone (indexed before the tokenizer
+    and settings were fingerprinted) whose weights match: its vectors are kept, nothing is
+    embedded again, and the full fingerprint is stored."""
+    folder = _static_model_files(short_tmp / "a")
+    before, ledger = await _index_walks(short_tmp, folder)
+    events, entries, mark = _vectors(ledger)
+    assert mark is not None and mark.count("+") == 1
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key LIKE 'vector_fingerprint:%'", (mark.split("+")[0],))
+    after = await _restart(short_tmp, folder)
+    assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
+    assert after["eventsPerSecond"] is None  # nothing embedded by this daemon
+    assert _vectors(ledger) == (events, entries, mark)
+
+
+async def test_a_weights_only_fingerprint_of_other_weights_is_indexed_again(short_tmp: Path) -> None:
+    """A ledger that keeps the weights' fingerprint alone, of weights other than the
+    model's now: its vectors are dropped and made again."""
+    before, ledger = await _index_walks(short_tmp, _static_model_files(short_tmp / "a"))
+    mark = _vectors(ledger)[2]
+    assert mark is not None
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        conn.execute("UPDATE meta SET value = ? WHERE key LIKE 'vector_fingerprint:%'", ("0" * 64,))
+    after = await _restart(short_tmp, _static_model_files(short_tmp / "b"))
+    assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
+    assert after["eventsPerSecond"] is not None  # this daemon embedded them again
+    assert _vectors(ledger)[2] == mark
 
 
 async def test_vectors_stored_without_a_fingerprint_are_kept_and_it_is_adopted(short_tmp: Path) -> None:

@@ -6,9 +6,10 @@ that made it: rows of another model are never read, and are dropped when a works
 indexed with a new one; so are rows of the wrong size (``size``: a damaged or foreign
 ledger), and when an event's is, every event's of the model is (the indexer's cursor
 only moves forward: the events are embedded again from the first). Beside them, in the
-``meta`` table (key ``vector_fingerprint:<model>``), each model's weights fingerprint:
-when the weights under a name change (a fine-tune exported into the same folder), that
-model's vectors are dropped too (``settle_fingerprint``). Vectors are derived
+``meta`` table (key ``vector_fingerprint:<model>``), each model's fingerprint (its
+weights' sampled blocks, then its tokenizer's and settings' digest): when either changes
+under a name (a fine-tune exported into the same folder, another vocabulary or pooling),
+that model's vectors are dropped too (``settle_fingerprint``). Vectors are derived
 data, so they are written with relaxed commits (``LedgerBase.transaction(relaxed=True)``):
 one lost to a power cut is computed again. An event's vector goes with the event when it
 is forgotten (a trigger). Callers run these in worker threads; none of them reads or
@@ -26,6 +27,9 @@ FINGERPRINT_KEY: Final = "vector_fingerprint:"
 # Every key starting with FINGERPRINT_KEY sorts from it up to (not including) this one.
 _FINGERPRINT_END: Final = "vector_fingerprint;"
 Settled = Literal["adopted", "kept", "changed"]
+# Separates a fingerprint's weights part from its settings part (tokenizer, pooling,
+# prefixes); a stored fingerprint without it covers the weights alone.
+_SETTINGS_MARK: Final = "+"
 
 Pending = tuple[int, str, int, str]  # event id, session id, seq, text
 Stored = tuple[int, str, int, bytes, str]  # event id, session id, seq, vector, text head
@@ -125,11 +129,13 @@ def drop_other_models(ledger: Ledger, model: str, size: int | None = None) -> in
 
 
 def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Settled, int]:
-    """Compare ``model``'s weights fingerprint with the one the ledger keeps: none kept
-    (vectors written before fingerprints were) → ``fingerprint`` is adopted, the vectors
-    kept; the same → kept; another → every vector of ``model`` is dropped (they were made
-    by other weights under the same name) and ``fingerprint`` kept instead, in one
-    transaction. The outcome, and how many event vectors went."""
+    """Compare ``model``'s fingerprint with the one the ledger keeps: none kept (vectors
+    written before fingerprints were), or one of the weights alone that matches
+    ``fingerprint``'s weights part (written before settings were fingerprinted) →
+    ``fingerprint`` is adopted, the vectors kept; the same → kept; another → every vector
+    of ``model`` is dropped (they were made by other weights or settings under the same
+    name) and ``fingerprint`` kept instead, in one transaction. The outcome, and how many
+    event vectors went."""
     key = FINGERPRINT_KEY + model
     with ledger.snapshot() as conn:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -137,14 +143,17 @@ def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Se
         return "kept", 0
     with ledger.transaction(relaxed=True) as conn:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        stored = None if row is None else str(row[0])
+        outcome: Settled = "kept" if stored == fingerprint else "changed"
+        weights_only = stored is not None and _SETTINGS_MARK not in stored
+        if stored is None or (weights_only and fingerprint.startswith(f"{stored}{_SETTINGS_MARK}")):
+            outcome = "adopted"
         gone = 0
-        if row is not None and str(row[0]) != fingerprint:
+        if outcome == "changed":
             gone = conn.execute("DELETE FROM event_vectors WHERE model = ?", (model,)).rowcount
             conn.execute("DELETE FROM entry_vectors WHERE model = ?", (model,))
         conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, fingerprint))
-    if row is None:
-        return "adopted", 0
-    return ("kept" if str(row[0]) == fingerprint else "changed"), int(gone)
+    return outcome, int(gone)
 
 
 _WRONG_SIZE = "(? IS NOT NULL AND (typeof(vec) != 'blob' OR length(vec) != ?))"
