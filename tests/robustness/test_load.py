@@ -34,7 +34,8 @@ def test_short_load_mixes_every_method_without_surprises() -> None:
 
 def test_many_watched_workspaces_keep_the_daemon_responsive(daemon: DaemonProcess) -> None:
     """48 watched workspaces (past anyio's 40 worker threads, which per-workspace watchers
-    once held for good): writes elsewhere still finish well within 2 s (~20 ms normally)."""
+    once held for good): writes elsewhere still finish (~20 ms normally; a held pool never
+    answers, so the client's 15 s timeout tells the two apart on a loaded machine too)."""
     dirs = []
     for i in range(48):
         (daemon.root / f"w{i}" / "memory").mkdir(parents=True)
@@ -51,7 +52,7 @@ def test_many_watched_workspaces_keep_the_daemon_responsive(daemon: DaemonProces
         )
         for _ in dirs:
             conn.recv_message()
-    with daemon.client(timeout=2) as client:
+    with daemon.client(timeout=15) as client:
         for i in range(3):
             client.call(
                 "add_entry",

@@ -81,7 +81,8 @@ def test_a_subscriber_that_never_reads_blocks_no_writer(daemon: DaemonProcess) -
 def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(short_tmp: Any) -> None:
     """A stalled subscriber outlives the idle timeout (it follows a workspace), and
     writes keep completing the whole time."""
-    d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "0.3"})
+    # 1 s: long enough that the writer, between two calls, is never idle on a loaded machine.
+    d = DaemonProcess(short_tmp, env={"MAKAD_IDLE_TIMEOUT_S": "1.0"})
     d.start()
     try:
         stalled = stalled_subscriber(d)
@@ -92,7 +93,7 @@ def test_a_stalled_subscriber_is_not_idle_and_its_workspace_stays_writable(short
                     {"workspace": str(d.workspace), "title": f"T{i}", "content": f"still writable {i}"},
                 )
                 writer.call("ping")
-            # A connection that only connects is closed once it has been idle 0.3 s;
+            # A connection that only connects is closed once it has been idle 1 s;
             # by then the stalled subscriber has been silent longer than that.
             with RawConnection(d.socket, timeout=20) as probe:
                 assert probe.at_eof(), "an idle connection should have been closed"
