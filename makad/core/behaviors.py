@@ -14,8 +14,10 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
   segment's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
-  ``open`` (anything else: work to be resumed). The words are English and the common
-  ones of German, French, Spanish, Portuguese, Italian and Dutch;
+  ``open`` (anything else: work to be resumed). A message that only acknowledges the
+  reply ("ok", "got it", "great!") is no request: the segment keeps its last request's
+  outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
+  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
@@ -65,6 +67,27 @@ DONE_SAID: Final = re.compile(
     r"|ありがとう|谢谢|多谢|감사합니다|고마워)",
     re.IGNORECASE,
 )
+# A user message that only acknowledges the reply before it (the whole message): it asks
+# nothing, so it is not a request left unanswered. Words in the second group also say the
+# work turned out well, like DONE_SAID.
+_NEUTRAL_ACK: Final = (
+    r"ok(?:ay|ey|ie)?|k|kk|alright|all right|got it|understood|i see|noted|roger|fine"
+    r"|d'accord|entendu|compris|vale|entendido|va bene|capito|alles klar|verstanden|oké|prima"
+)
+_GOOD_ACK: Final = (
+    r"great|awesome|excellent|nice|cool|sweet|neat|wonderful|amazing|brilliant|perfect"
+    r"|good job|well done|nice work|great work|thanks?|thank you|ty|thx|cheers|bravo"
+    r"|super|top|genial|génial|toll|ótimo|otimo"
+)
+_GOOD_EMOJI: Final = "[👍👌🎉✅🙏🙌💯]"
+_ACK_SEPARATOR: Final = r"[\s,.!~:;)-]"
+ACK_SAID: Final = re.compile(
+    rf"\s*(?:(?:{_NEUTRAL_ACK}|{_GOOD_ACK})(?:{_ACK_SEPARATOR}+|$)"
+    rf"|{_GOOD_EMOJI}[\U0001F3FB-\U0001F3FF\uFE0F]?{_ACK_SEPARATOR}*){{1,4}}",
+    re.IGNORECASE,
+)
+GOOD_ACK: Final = re.compile(rf"(?<![\w'])(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI}", re.IGNORECASE)
+ACK_CHARS: Final = 60
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
     r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah),? )?"
@@ -166,6 +189,14 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         if event.seq <= carry.to_seq:
             continue
         request = event.type == "user_message" and bool(event.text.strip())
+        if request and carry.last_request_seq and _acknowledges(event.text):
+            # "ok", "great!": the segment's last request keeps its reply (or lack of one).
+            if GOOD_ACK.search(event.text) and carry.last_reply_seq > carry.last_request_seq:
+                carry.done_seq = carry.last_request_seq
+                carry.dropped_seq = 0
+            carry.to_seq = event.seq
+            carry.ended_at = max(carry.ended_at, event.ts)
+            continue
         if request and carry.turns >= MAX_TURNS:
             closed.append(carry)
             carry = Carry()
@@ -205,6 +236,11 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         for path in paths_in(event):
             carry.paths = _count(carry.paths, path, MAX_PATHS)
     return closed, carry
+
+
+def _acknowledges(text: str) -> bool:
+    """The whole message only acknowledges: "ok", "got it", "great!", "nice, thanks 👍"."""
+    return len(text) <= ACK_CHARS and ACK_SAID.fullmatch(text) is not None
 
 
 def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> Outcome:

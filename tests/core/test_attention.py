@@ -71,6 +71,40 @@ def test_outcomes_done_abandoned_open() -> None:
     assert (kept.outcome, kept.thread) == ("open", "wire it into the CLI")
 
 
+def test_an_acknowledgement_is_not_a_request_left_unanswered() -> None:
+    """A last message that only acknowledges the reply ("ok", "got it") leaves the segment
+    as its request left it; a pleased one ("great!", "nice, thanks 👍") makes it done; a
+    message that asks for more is a request; failures still say errors."""
+    replied = [ev(1, "user_message", "Port the exporter"), ev(2, "assistant_message", "Ported.")]
+    for said, outcome in (
+        ("ok", "open"),
+        ("Got it.", "open"),
+        ("great!", "done"),
+        ("Nice, thanks 👍", "done"),
+        ("👍🏻", "done"),
+        ("ok, now add tests", "abandoned"),
+        ("great, but the test fails", "abandoned"),
+    ):
+        rec = one([*replied, ev(3, "user_message", said)])
+        assert rec.outcome == outcome, said
+        assert rec.turns == (1 if outcome != "abandoned" else 2), said
+        assert rec.to_seq == 3, said
+    unanswered = one([ev(1, "user_message", "Port the exporter"), ev(2, "user_message", "great!")])
+    assert unanswered.outcome == "abandoned"
+    assert one([*failing(1), ev(5, "user_message", "ok thanks")]).outcome == "errors"
+
+
+def test_an_acknowledged_session_is_not_suggested_as_unanswered() -> None:
+    """A session whose last word was "great!" is no Unanswered line in the attention state."""
+    events = [
+        ev(1, "user_message", "Port the exporter"),
+        ev(2, "assistant_message", "Ported."),
+        ev(3, "user_message", "great!"),
+    ]
+    state = derive(NOW, [one(events)])
+    assert not any(line.text.startswith("Unanswered") for _, line in state.lines())
+
+
 def test_segments_are_cut_at_max_turns_and_carried_between_steps() -> None:
     """Past MAX_TURNS requests a new segment opens; reading in two steps gives the same
     records as reading at once."""

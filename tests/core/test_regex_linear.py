@@ -158,6 +158,8 @@ def _sites() -> list[Site]:
         Site("session_notes._VERDICT_LINE", session_notes._VERDICT_LINE, SEARCH),
         Site("behaviors.DONE_SAID", behaviors.DONE_SAID, MATCH),
         Site("behaviors.DROPPED_SAID", behaviors.DROPPED_SAID, MATCH),
+        Site("behaviors.ACK_SAID", behaviors.ACK_SAID, MATCH),
+        Site("behaviors.GOOD_ACK", behaviors.GOOD_ACK, SEARCH),
         Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),
         Site("suggestions._LINE", suggestions._LINE, MATCH),
         Site("suggestions._WH", suggestions._WH, MATCH),
