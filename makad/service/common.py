@@ -18,7 +18,7 @@ from makad.core.levels import USER_LEVEL
 from makad.core.peer import Peer
 from makad.core.redaction import redact_tree
 from makad.core.switches import derive
-from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, MakadError
+from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, IOFailure, MakadError
 from makad.faults import Faults
 from makad.service.embeddings import SemanticChannel
 from makad.service.identifiers import Identifiers
@@ -201,9 +201,12 @@ class WorkspaceAccess:
             settings = Settings()
         settings = derive(settings)
         if ws.revision is None:
-            revision = await self._adopt_revision(raw.get(REVISION_KEY))
+            stored = raw.get(REVISION_KEY)
+            revision = await self._adopt_revision(stored)
             if ws.revision is None:  # (a call that loaded them meanwhile set it first)
                 ws.revision = revision
+                if revision != stored:
+                    await self._keep_revision(ws, stored, revision)
         # Cached only once the revision is known (``revision`` relies on it), and never
         # over settings a call stored while this one waited.
         if ws.state.settings is None:
@@ -212,8 +215,8 @@ class WorkspaceAccess:
 
     async def _adopt_revision(self, stored: object) -> int:
         """The revision a workspace opens with: the one it stored, when the revision clock
-        issued it; else (never written, or stored before the clock) a new one, kept in
-        memory until its next change stores one: no two workspaces share a revision."""
+        issued it; else (never written, or stored before the clock) a new one (no two
+        workspaces share a revision), which ``_keep_revision`` stores."""
         clock = self.registry.clock
         if clock.issued(stored):
             assert isinstance(stored, int)
@@ -223,6 +226,20 @@ class WorkspaceAccess:
         if not clock.reserved(revision):
             await in_thread(clock.reserve, revision)
         return revision
+
+    async def _keep_revision(self, ws: Workspace, stored: object, revision: int) -> None:
+        """Store the revision a workspace was given in place of ``stored``, so that a restart
+        with nothing changed hands out the same one (a conditional read stays notModified,
+        an ``expectedRevision`` still matches). Only while the ledger still holds ``stored``
+        (a change that stored a later one meanwhile stands), and only for a folder already
+        bound (its ``memory/`` is there): a read creates nothing in the user's folder, and
+        such a workspace keeps its revision in memory until its first change."""
+        if ws.identity is None:
+            return
+        try:
+            await in_thread(ws.ledger.put_setting_if, REVISION_KEY, stored, revision)
+        except IOFailure:
+            log.warning("revision_not_kept", workspace_id=ws.id)  # kept in memory: as before
 
     async def store_settings(self, ws: Workspace, settings: Settings) -> Settings:
         settings = derive(settings)

@@ -31,6 +31,7 @@ from makad.private_files import create_private, make_dirs, read_if_regular, writ
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
+from makad.store.ledger.recovery import LedgerReset
 from makad.store.memory_files import ensure_memory_dir
 from makad.store.revision_clock import RevisionClock
 from makad.store.tracked import TrackedFile
@@ -201,17 +202,25 @@ class Workspace:
 
     def warnings(self) -> list[Notice]:
         """Identity changes and ledger resets seen since this workspace was opened."""
-        resets = [
-            Notice(
-                "ledger_reset",
-                "the ledger was corrupt: it was moved aside (kept as "
-                f"{reset.moved_to}) and a fresh one started; sessions, history and "
-                "settings start over, privacy switches at their defaults",
-                reset.at,
-            )
-            for reset in self.ledger.resets
-        ]
+        resets = [Notice("ledger_reset", _reset_message(reset), reset.at) for reset in self.ledger.resets]
         return [*self.notices, *resets]
+
+
+def _reset_message(reset: LedgerReset) -> str:
+    if reset.versions is None:
+        return (
+            f"the ledger was corrupt: it was moved aside (kept as {reset.moved_to}) and a fresh "
+            "one started; sessions, history and settings start over, privacy switches at their "
+            "defaults"
+        )
+    found, supported = reset.versions
+    return (
+        f"the ledger was written by a newer makad (schema {found}; this makad reads up to "
+        f"{supported}): it is not damaged and was moved aside unchanged (kept as "
+        f"{reset.moved_to}), and a fresh one started; sessions, history and settings start over "
+        "here, privacy switches at their defaults. To get them back, run the newer makad and "
+        f"rename {reset.moved_to} (and its -wal and -shm, if any) back to {LEDGER_FILE}"
+    )
 
 
 class WorkspaceRegistry:

@@ -247,3 +247,35 @@ def test_a_subscriber_under_a_repointed_symlink_follows_it(module_daemon: Daemon
         note = next(sub.notifications())
         assert note["method"] == "memory_changed" and note["params"]["workspace"] == str(link)
         assert note["params"]["revision"] == read(c, str(b))["revision"]
+
+
+def test_a_revision_given_in_place_of_an_old_one_survives_a_restart(short_tmp: Path) -> None:
+    """A workspace written before the revision clock (revision 7 stored), and one never
+    written, keep the revision the daemon gave them when nothing changed: after a restart a
+    conditional read with it is notModified and a write expecting it goes through."""
+    d = DaemonProcess(short_tmp)
+    upgraded, unwritten = seeded(short_tmp / "a", "alpha"), seeded(short_tmp / "b", "beta")
+    store_revision(d, upgraded, 7)
+    d.start()
+    try:
+        with d.client() as c:
+            given = {folder: read(c, str(folder))["revision"] for folder in (upgraded, unwritten)}
+        assert given[upgraded] > 7
+        d.restart()
+        with d.client() as c:
+            for folder, revision in given.items():
+                assert read(c, str(folder), ifRevision=revision) == {
+                    "notModified": True,
+                    "revision": revision,
+                }
+                c.call(
+                    "add_entry",
+                    {
+                        "workspace": str(folder),
+                        "title": "Later",
+                        "content": "x",
+                        "expectedRevision": revision,
+                    },
+                )
+    finally:
+        d.stop()

@@ -6,6 +6,7 @@ from __future__ import annotations
 import itertools
 import random
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from maka.errors import RemoteError
 from makad.core.types import EventInput
 from makad.store.ledger import Ledger
 from makad.store.ledger.recovery import REVISION_KEY
+from makad.store.ledger.schema import SCHEMA_VERSION
 from makad.store.workspaces import workspace_id
 from tests.support import DaemonProcess, ping_ok
 
@@ -178,3 +180,28 @@ def test_after_all_that_the_daemon_restarts_cleanly(shared_daemon: DaemonProcess
     d.restart()
     assert ping_ok(d.socket)
     assert '"request_crashed"' not in d.log_text()
+
+
+def test_a_ledger_from_a_newer_makad_is_kept_unchanged_and_said_so(daemon: DaemonProcess) -> None:
+    """A ledger a newer makad wrote (a schema version past this one's), as after a downgrade:
+    MEMORY.md is still served, the file is kept byte for byte under a name that says it is
+    newer rather than corrupt, and the warning says so — which schema, which file, and how to
+    get it back."""
+    ws, ledger = prepare(daemon.data_dir, daemon.root)
+    conn = sqlite3.connect(ledger)
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
+    conn.close()
+    written = ledger.read_bytes()
+    state = daemon.call("read_state", {"workspace": str(ws), "includeEntries": True})
+    assert [e["title"] for e in state["entries"]] == ["Build", "Style"]
+    [warning] = state["warnings"]
+    assert warning["kind"] == "ledger_reset"
+    kept = [
+        p for p in ledger.parent.iterdir() if ".newer-" in p.name and not p.name.endswith(("-wal", "-shm"))
+    ]
+    assert [p.read_bytes() for p in kept] == [written]
+    assert moved_aside(ledger) == []
+    message = warning["message"]
+    assert "newer makad" in message and "corrupt" not in message
+    assert f"schema {SCHEMA_VERSION + 1}" in message and f"up to {SCHEMA_VERSION}" in message
+    assert kept[0].name in message and "ledger.sqlite3" in message

@@ -370,7 +370,8 @@ def test_failed_migration_leaves_the_old_version(tmp_path: Path) -> None:
 
 def test_database_from_a_newer_makad_is_moved_aside_not_used(tmp_path: Path) -> None:
     """A user_version above what this code knows is never guessed at: the file is kept
-    aside (a downgrade must not block the workspace) and a fresh ledger starts."""
+    aside under a name that says a newer makad wrote it (a downgrade must not block the
+    workspace), its versions are reported, and a fresh ledger starts."""
     path = tmp_path / "new.db"
     conn = sqlite3.connect(path)
     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION + 1}")
@@ -378,6 +379,8 @@ def test_database_from_a_newer_makad_is_moved_aside_not_used(tmp_path: Path) -> 
     led = Ledger(path)
     try:
         [reset] = led.resets
+        assert (reset.cause, reset.versions) == ("newer_at_open", (SCHEMA_VERSION + 1, SCHEMA_VERSION))
+        assert reset.moved_to.startswith("new.db.newer-")
         kept = sqlite3.connect(tmp_path / reset.moved_to)
         assert kept.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION + 1
         kept.close()

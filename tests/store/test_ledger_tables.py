@@ -360,3 +360,13 @@ def test_settings_round_trip_as_json(ledger: Ledger) -> None:
     assert ledger.get_settings_json() == {"agentReadEnabled": False, "budget": {"tokens": 4000}}
     ledger.put_settings_json({"x": [1, "二"]}, replace=True)
     assert ledger.get_settings_json() == {"x": [1, "二"]}
+
+
+def test_a_conditional_setting_changes_only_what_it_expected(ledger: Ledger) -> None:
+    """put_setting_if writes an absent key, or a key still holding the expected value, and
+    leaves a value another write put there meanwhile."""
+    assert ledger.put_setting_if("__revision__", None, 10) is True
+    assert ledger.put_setting_if("__revision__", None, 11) is False
+    assert ledger.put_setting_if("__revision__", 10, 12) is True
+    assert ledger.put_setting_if("__revision__", 10, 13) is False
+    assert ledger.get_settings_json() == {"__revision__": 12}

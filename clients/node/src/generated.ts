@@ -592,8 +592,9 @@ export interface ListSessionsParams {
  * line of MEMORY.md that is not valid UTF-8 (status stays `ok`; those bytes are
  * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
  * `new_workspace`: the folder at this path is not the one the daemon knew (settings
- * start at their defaults); `ledger_reset`: the ledger was corrupt, moved aside and
- * started over (privacy switches at their defaults); `pinned_over_share`: a pinned
+ * start at their defaults); `ledger_reset`: the ledger was corrupt (or written by a
+ * newer makad: the message says so), moved aside and started over (privacy switches at
+ * their defaults); `pinned_over_share`: a pinned
  * entry (on its line) that a 1,500-token context pack has no room for.
  * `confidence` (asked with `includeConfidence`): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).

@@ -91,3 +91,19 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, 
             if replace:
                 conn.execute("DELETE FROM settings")
             conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", rows)
+
+    def put_setting_if(self, key: str, expected: Any, value: Any) -> bool:
+        """Set one setting to ``value`` only while it still holds ``expected`` (None: while it
+        is absent); whether it did. A write that raced it and won is left as it is."""
+        encoded = msgspec.json.encode(value).decode()
+        with self._writing() as conn:
+            if expected is None:
+                cursor = conn.execute(
+                    "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", (key, encoded)
+                )
+            else:
+                cursor = conn.execute(
+                    "UPDATE settings SET value = ? WHERE key = ? AND value = ?",
+                    (encoded, key, msgspec.json.encode(expected).decode()),
+                )
+        return cursor.rowcount == 1

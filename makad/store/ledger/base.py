@@ -45,6 +45,7 @@ from makad.private_files import (
 from makad.store.ledger.recovery import (
     LedgerCorrupt,
     LedgerIndexDamaged,
+    LedgerNewer,
     LedgerOutOfMemory,
     LedgerReset,
     LedgerUndecodable,
@@ -119,6 +120,8 @@ class LedgerBase:
         self.resets: list[LedgerReset] = []
         try:
             self._open()
+        except LedgerNewer as exc:
+            self._replace("newer_at_open", label="newer", versions=exc.versions())
         except LedgerCorrupt:
             self._replace("corrupt_at_open")
 
@@ -217,8 +220,11 @@ class LedgerBase:
         self.index_generation += 1
         return True
 
-    def _replace(self, cause: str) -> None:
-        """Move the damaged files aside (kept) and open a fresh database (locks held or init)."""
+    def _replace(
+        self, cause: str, *, label: str = "corrupt", versions: tuple[int, int] | None = None
+    ) -> None:
+        """Move the damaged files (or a newer makad's: ``label`` ``newer``) aside, kept, and
+        open a fresh database (locks held or init)."""
         for conn in (self._reader, self._writer):
             if conn is not None:
                 with contextlib.suppress(sqlite3.Error):
@@ -226,14 +232,14 @@ class LedgerBase:
         self._reader = self._writer = None
         at = now_ms()
         try:
-            moved = move_aside(self.path, at)
+            moved = move_aside(self.path, at, label)
         except OSError as exc:
             raise IOFailure("the corrupt ledger could not be moved aside") from exc
         self._open()
         self._df_cache.clear()
         self._shown_cache.clear()
         self.generation += 1
-        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause))
+        self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause, versions=versions))
 
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""

@@ -12,7 +12,11 @@ runs into the damage, whichever comes first. The reset is recorded
 ledger held — settings included, so privacy switches fall back to their
 defaults — is gone from the live workspace.
 
-Only corruption resets. A full disk, a permission error or any other IO error
+A ledger whose schema version is past this code's (a newer makad wrote it) is set aside
+the same way at open, unchanged, as ``ledger.sqlite3.newer-<unix ms>`` (``LedgerNewer``):
+it is not damaged, and the reset says which versions met.
+
+Only corruption (and a newer schema) resets. A full disk, a permission error or any other IO error
 is reported as ``io_error`` and nothing is moved: a healthy database must never
 be put aside because the disk was briefly unhappy.
 
@@ -36,7 +40,7 @@ from typing import Any, Final, Protocol, TypeVar
 import msgspec
 
 from makad.errors import IOFailure
-from makad.store.ledger.schema import migrate
+from makad.store.ledger.schema import NewerLedger, migrate
 
 # The settings key under which the workspace revision is persisted.
 REVISION_KEY: Final = "__revision__"
@@ -68,6 +72,16 @@ class LedgerCorrupt(IOFailure):
     """The database file is damaged; the ledger resets itself when it sees this."""
 
 
+class LedgerNewer(LedgerCorrupt):
+    """The database carries a schema version past this code's (a newer makad wrote it, and
+    this one is older: a downgrade). Not damage: it is set aside unchanged, under a name
+    that says so, and its versions are reported."""
+
+    def versions(self) -> tuple[int, int]:
+        """(the file's schema version, the newest this code reads)."""
+        return int(self.details["userVersion"]), int(self.details["supported"])
+
+
 class LedgerUndecodable(IOFailure):
     """A text column holds bytes that are not UTF-8."""
 
@@ -87,7 +101,9 @@ class LedgerReset:
 
     at: int
     moved_to: str  # the file name, next to the ledger
-    cause: str  # "corrupt_at_open" | "corrupt"
+    cause: str  # "corrupt_at_open" | "corrupt" | "newer_at_open"
+    # "newer_at_open": the file's schema version and the newest this code reads.
+    versions: tuple[int, int] | None = None
 
 
 def failure(exc: sqlite3.Error, message: str) -> IOFailure:
@@ -113,6 +129,8 @@ def open_failure(exc: BaseException) -> IOFailure:
     """
     if isinstance(exc, OSError):
         return IOFailure("the ledger database could not be opened")
+    if isinstance(exc, NewerLedger):
+        return LedgerNewer(exc.message, reason="newer_ledger", **exc.details)
     if isinstance(exc, sqlite3.Error) and not isinstance(failure(exc, ""), LedgerUndecodable):
         code = getattr(exc, "sqlite_errorcode", None)
         if not isinstance(code, int) or code & 0xFF in ENVIRONMENTAL:
@@ -191,13 +209,14 @@ def lossy_text(data: bytes) -> str:
     return data.decode("utf-8", "replace")
 
 
-def move_aside(path: Path, at: int) -> Path:
-    """Rename the database and its ``-wal``/``-shm`` files to ``<name>.corrupt-<at>``."""
-    target = path.with_name(f"{path.name}.corrupt-{at}")
+def move_aside(path: Path, at: int, label: str = "corrupt") -> Path:
+    """Rename the database and its ``-wal``/``-shm`` files to ``<name>.<label>-<at>``
+    (``label``: ``corrupt``, or ``newer`` for a ledger a newer makad wrote)."""
+    target = path.with_name(f"{path.name}.{label}-{at}")
     suffix = 0
     while os.path.lexists(target):
         suffix += 1
-        target = path.with_name(f"{path.name}.corrupt-{at}-{suffix}")
+        target = path.with_name(f"{path.name}.{label}-{at}-{suffix}")
     for extension in ("-wal", "-shm"):
         with contextlib.suppress(FileNotFoundError):
             os.rename(f"{path}{extension}", f"{target}{extension}")

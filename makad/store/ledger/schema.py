@@ -332,6 +332,11 @@ _SUGGESTIONS: Final[tuple[str, ...]] = (
     ) WITHOUT ROWID""",
 )
 
+
+class NewerLedger(IOFailure):
+    """The ledger carries a schema version past this code's: a newer makad wrote it."""
+
+
 Migration = Sequence[str] | Callable[[sqlite3.Connection], None]
 MIGRATIONS: Final[tuple[Migration, ...]] = (
     _V1,
@@ -363,7 +368,7 @@ def migrate(conn: sqlite3.Connection, migrations: Sequence[Migration] = MIGRATIO
     try:
         found = user_version(conn)
         if found > len(migrations):
-            raise IOFailure(
+            raise NewerLedger(
                 "the ledger was written by a newer makad",
                 userVersion=found,
                 supported=len(migrations),
