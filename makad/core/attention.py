@@ -36,6 +36,7 @@ import msgspec
 from makad.core.behaviors import Behavior, call_key
 from makad.core.compaction import abbreviate
 from makad.core.ownership import fact_key
+from makad.core.types import UnixMs
 
 SECTIONS: Final = (
     "Active threads",
@@ -65,7 +66,7 @@ class AttentionLine(msgspec.Struct, kw_only=True, rename="camel"):
 
     text: str
     refs: list[str]
-    at: int = 0
+    at: UnixMs = 0
 
 
 class AttentionSection(msgspec.Struct, kw_only=True, rename="camel"):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from msgspec import Meta
 
 from makad.core.attention import AttentionSection
 from makad.core.context_types import ContextPack
 from makad.core.suggestions import Suggestion
-from makad.core.types import ContextStrategy
+from makad.core.types import ContextStrategy, DurationMs, UnixMs
 from makad.errors import IncognitoBlocked, InvalidParams, InvalidWorkspace, IOFailure, NotFound, TooLarge
 from makad.wire.base import MethodSpec, Result, WorkspaceParams
 
@@ -40,7 +42,7 @@ class AttentionResult(Result):
     derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms)."""
 
     enabled: bool
-    computed_at: int
+    computed_at: UnixMs
     sections: list[AttentionSection]
 
 
@@ -69,8 +71,8 @@ class SuggestResult(Result):
     enabled: bool
     suggestions: list[Suggestion]
     threshold: float
-    cooldown_ms: int
-    computed_at: int = 0
+    cooldown_ms: DurationMs
+    computed_at: UnixMs = 0
     silenced: SilencedReason | None = None
     candidates: list[Suggestion] | None = None
 
@@ -80,14 +82,16 @@ class DismissSuggestionParams(WorkspaceParams):
     away (default: the daemon's cooldown; 0 brings it back now)."""
 
     id: str
-    for_ms: int | None = None
+    for_ms: Annotated[
+        int | None, Meta(description="A length of time in milliseconds; null: the daemon's cooldown.")
+    ] = None
 
 
 class DismissSuggestionResult(Result):
     """``until``: when the suggestion may show again (ms)."""
 
     id: str
-    until: int
+    until: UnixMs
 
 
 MAX_DISMISS_MS = 365 * 86_400_000

@@ -12,7 +12,7 @@ from makad.core.episodes import (
     MIN_SESSIONS,
 )
 from makad.core.types import Episode
-from makad.wire.base import Int64, MethodSpec, Ms, Result, WorkspaceParams
+from makad.wire.base import MaybeUnixMsParam, MethodSpec, Ms, Result, WorkspaceParams
 from makad.wire.proposals import ProposeResult
 
 # The evidence a consolidation needs by default: this many episodes from this many sessions.
@@ -30,7 +30,7 @@ class RecordEpisodeParams(WorkspaceParams):
     summary: str
     source_refs: list[str]
     tags: list[str] = []
-    at: Ms | None = None
+    at: Annotated[Ms | None, Meta(description="Unix time in milliseconds (UTC); null: now.")] = None
     request_id: str | None = None
 
 
@@ -49,7 +49,7 @@ class ListEpisodesParams(WorkspaceParams):
 
     tag: str | None = None
     session_id: str | None = None
-    since: Int64 | None = None
+    since: MaybeUnixMsParam = None
     ids: list[str] | None = None
     include_deleted: bool = False
     limit: ListLimit = 1_000

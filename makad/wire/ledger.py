@@ -6,7 +6,16 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from makad.core.types import MAX_INT64, Event, EventInput, Manifest, RefResult, SessionInfo, WorkingState
+from makad.core.types import (
+    MAX_INT64,
+    Event,
+    EventInput,
+    Manifest,
+    RefResult,
+    SessionInfo,
+    UnixMs,
+    WorkingState,
+)
 from makad.errors import (
     Conflict,
     IncognitoBlocked,
@@ -16,7 +25,7 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.wire.base import Int64, MethodSpec, Result, WorkspaceParams
+from makad.wire.base import MaybeUnixMsParam, MethodSpec, Result, WorkspaceParams
 
 MAX_READ_LIMIT = 10_000
 MAX_SEARCH_LIMIT = 1_000
@@ -54,7 +63,7 @@ class SessionsResult(Result):
 
 class DeleteSessionResult(Result):
     session_id: str
-    deleted_at: int
+    deleted_at: UnixMs
     event_count: int
     incognito: bool
 
@@ -93,8 +102,8 @@ class SearchHistoryParams(WorkspaceParams):
     query: str
     session_id: str | None = None
     limit: SearchLimit = 20
-    before: Int64 | None = None
-    after: Int64 | None = None
+    before: MaybeUnixMsParam = None
+    after: MaybeUnixMsParam = None
 
 
 class HistoryHit(Result):

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import copy
 import json
+import re
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -199,3 +201,37 @@ def test_the_check_catches_an_undocumented_field(served: dict[str, list[Any]]) -
     assert not validator("add_entry").is_valid(
         {**entry, "entry": {**entry["entry"], "createdAt": "2026-01-01"}}
     )
+
+
+TIME_NAME = re.compile(r"^(ts|at|until)$|At$")
+DAY_MS = 86_400_000
+
+
+def _times(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if TIME_NAME.search(key) and not isinstance(inner, (dict, list)):
+                yield f"{path}.{key}", inner
+            yield from _times(inner, f"{path}.{key}")
+    elif isinstance(value, list):
+        for inner in value:
+            yield from _times(inner, f"{path}[]")
+
+
+def test_every_served_time_is_unix_milliseconds(served: dict[str, list[Any]]) -> None:
+    """Every time in every result is an integer of Unix milliseconds from around this run (a
+    dismissal's `until` up to a year ahead), as the document says: never seconds, never a string."""
+    now = time.time() * 1000
+    seen = 0
+    for method, results in served.items():
+        if method == "rpc.discover":
+            continue
+        for result in results:
+            for path, value in _times(result):
+                if value is None:
+                    continue
+                seen += 1
+                assert isinstance(value, int) and not isinstance(value, bool), (method, path, value)
+                ahead = 366 * DAY_MS if path.endswith(".until") else DAY_MS
+                assert now - DAY_MS < value < now + ahead, (method, path, value)
+    assert seen > 100

@@ -17,7 +17,10 @@ export interface AddEntryParams {
   scope?: "global" | "session" | "workspace";
   /** @default null */
   sessionId?: string | null;
-  /** @default null */
+  /**
+   * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+   * @default null
+   */
   decayTtlMs?: number | null;
   /** @default null */
   expectedRevision?: number | null;
@@ -93,7 +96,10 @@ export interface Approved {
 export interface AttentionLine {
   text: string;
   refs: string[];
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC).
+   * @default 0
+   */
   at?: number;
 }
 
@@ -104,6 +110,7 @@ export interface AttentionLine {
  */
 export interface AttentionResult {
   enabled: boolean;
+  /** Unix time in milliseconds (UTC). */
   computedAt: number;
   sections: AttentionSection[];
 }
@@ -116,6 +123,7 @@ export interface AttentionSection {
 export interface BackupInfo {
   backupId: string;
   file: string;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
   size: number;
   sha256: string;
@@ -185,6 +193,7 @@ export interface Checkpoint {
   preservedFromSeq: number;
   mode: "checkpoint" | "semantic";
   reason: "budget" | "manual" | "overflow";
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
 }
 
@@ -314,12 +323,16 @@ export interface CuratorTrace {
   promptTokens?: number;
   /** @default 0 */
   completionTokens?: number;
-  /** @default 0 */
+  /**
+   * A length of time in milliseconds, fractional.
+   * @default 0
+   */
   latencyMs?: number;
 }
 
 export interface DeleteSessionResult {
   sessionId: string;
+  /** Unix time in milliseconds (UTC). */
   deletedAt: number;
   eventCount: number;
   incognito: boolean;
@@ -332,13 +345,17 @@ export interface DeleteSessionResult {
 export interface DismissSuggestionParams {
   workspace: string;
   id: string;
-  /** @default null */
+  /**
+   * A length of time in milliseconds; null: the daemon's cooldown.
+   * @default null
+   */
   forMs?: number | null;
 }
 
 /** `until`: when the suggestion may show again (ms). */
 export interface DismissSuggestionResult {
   id: string;
+  /** Unix time in milliseconds (UTC). */
   until: number;
 }
 
@@ -349,15 +366,24 @@ export interface Entry {
   content: string;
   /** @default "unknown" */
   origin?: "extracted" | "imported" | "manual" | "unknown";
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC); 0 when unknown.
+   * @default 0
+   */
   createdAt?: number;
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC); 0 when unknown.
+   * @default 0
+   */
   updatedAt?: number;
   /** @default "active" */
   status?: "active" | "archived" | "draft" | "review_required";
   /** @default [] */
   tags?: string[];
-  /** @default null */
+  /**
+   * A length of time in milliseconds after createdAt when the entry archives itself; null or 0: never.
+   * @default null
+   */
   decayTtlMs?: number | null;
   /** @default "workspace" */
   scope?: "global" | "session" | "workspace";
@@ -398,9 +424,14 @@ export interface Episode {
   summary: string;
   tags: string[];
   sourceRefs: string[];
+  /** Unix time in milliseconds (UTC). */
   at: number;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC), or null.
+   * @default null
+   */
   deletedAt?: number | null;
   /** @default [] */
   consolidations?: ConsolidationMark[];
@@ -410,6 +441,7 @@ export interface Episode {
 export interface Event {
   sessionId: string;
   seq: number;
+  /** Unix time in milliseconds (UTC). */
   ts: number;
   type: "assistant_message" | "note" | "system" | "tool_call" | "tool_result" | "user_message";
   text: string;
@@ -431,7 +463,10 @@ export interface Event {
 export interface EventInput {
   type: "assistant_message" | "note" | "system" | "tool_call" | "tool_result" | "user_message";
   text: string;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC) of the event, as the client saw it; absent or null: the daemon's clock.
+   * @default null
+   */
   ts?: number | null;
   /** @default null */
   toolCallId?: string | null;
@@ -498,6 +533,7 @@ export interface HistoryResult {
   proposalId: string | null;
   sourceRefs: string[];
   approvedBy: string | null;
+  /** Unix time in milliseconds (UTC), or null. */
   approvedAt: number | null;
   events: MemoryEvent[];
 }
@@ -536,6 +572,7 @@ export interface IndexFailure {
   workspace: string;
   error: string;
   attempts: number;
+  /** A length of time in milliseconds. */
   retryAfterMs: number;
 }
 
@@ -561,7 +598,10 @@ export interface ListEpisodesParams {
   tag?: string | null;
   /** @default null */
   sessionId?: string | null;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC), or null.
+   * @default null
+   */
   since?: number | null;
   /** @default null */
   ids?: string[] | null;
@@ -627,6 +667,7 @@ export interface LocalMemoryState {
 export interface Manifest {
   sessionId: string;
   callId: string;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
   items: ManifestItem[];
   /** @default null */
@@ -642,6 +683,7 @@ export interface ManifestItem {
 /** One step in the lineage of a memory entry or proposal. */
 export interface MemoryEvent {
   id: number;
+  /** Unix time in milliseconds (UTC). */
   ts: number;
   action: string;
   actor: string;
@@ -774,7 +816,10 @@ export interface ProposeParams {
   sourceRefs?: string[];
   /** @default null */
   supersedes?: string | null;
-  /** @default null */
+  /**
+   * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+   * @default null
+   */
   decayTtlMs?: number | null;
   /** @default false */
   draft?: boolean;
@@ -850,7 +895,10 @@ export interface RecordEpisodeParams {
   sourceRefs: string[];
   /** @default [] */
   tags?: string[];
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC); null: now.
+   * @default null
+   */
   at?: number | null;
   /** @default null */
   requestId?: string | null;
@@ -910,6 +958,7 @@ export interface RejectResult {
 export interface RejectionInfo {
   proposalId: string;
   reason: string | null;
+  /** Unix time in milliseconds (UTC). */
   rejectedAt: number;
 }
 
@@ -1002,9 +1051,15 @@ export interface SearchHistoryParams {
   sessionId?: string | null;
   /** @default 20 */
   limit?: number;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC), or null.
+   * @default null
+   */
   before?: number | null;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC), or null.
+   * @default null
+   */
   after?: number | null;
 }
 
@@ -1035,7 +1090,10 @@ export interface SemanticStatus {
   state: "failed" | "loading" | "ready";
   /** @default null */
   message?: string | null;
-  /** @default null */
+  /**
+   * A length of time in milliseconds, fractional, or null.
+   * @default null
+   */
   loadMs?: number | null;
   /** @default 0 */
   eventsIndexed?: number;
@@ -1062,7 +1120,9 @@ export interface SessionParams {
 export interface SessionView {
   sessionId: string;
   title: string | null;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
+  /** Unix time in milliseconds (UTC), or null. */
   closedAt: number | null;
   eventCount: number;
   lastSeq: number;
@@ -1079,6 +1139,7 @@ export interface SetSettingsParams {
   workspace: string;
   enabled?: boolean;
   agentReadEnabled?: boolean;
+  /** A length of time in days, fractional; null: no default decay. */
   defaultDecayDays?: number | null;
   extractToolEnabled?: boolean;
   incognito?: boolean;
@@ -1125,7 +1186,10 @@ export interface Settings {
   enabled?: boolean;
   /** @default false */
   agentReadEnabled?: boolean;
-  /** @default null */
+  /**
+   * A length of time in days, fractional; null: no default decay.
+   * @default null
+   */
   defaultDecayDays?: number | null;
   /** @default false */
   extractToolEnabled?: boolean;
@@ -1166,6 +1230,7 @@ export interface StateNotModified {
 export interface StatusResult {
   version: string;
   pid: number;
+  /** A length of time in milliseconds. */
   uptimeMs: number;
   socket: string;
   dataDir: string;
@@ -1215,8 +1280,12 @@ export interface SuggestResult {
   enabled: boolean;
   suggestions: Suggestion[];
   threshold: number;
+  /** A length of time in milliseconds. */
   cooldownMs: number;
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC).
+   * @default 0
+   */
   computedAt?: number;
   /** @default null */
   silenced?: "agent_reads_off" | "attention_off" | "incognito" | "not_derived" | "session_incognito" | null;
@@ -1369,6 +1438,7 @@ export interface WorkspaceWarning {
   workspace: string;
   kind: string;
   message: string;
+  /** Unix time in milliseconds (UTC). */
   at: number;
 }
 
@@ -1412,6 +1482,7 @@ export interface Methods {
       workspace: string;
       enabled?: boolean;
       agentReadEnabled?: boolean;
+      /** A length of time in days, fractional; null: no default decay. */
       defaultDecayDays?: number | null;
       extractToolEnabled?: boolean;
       incognito?: boolean;
@@ -1452,7 +1523,10 @@ export interface Methods {
       scope?: "global" | "session" | "workspace";
       /** @default null */
       sessionId?: string | null;
-      /** @default null */
+      /**
+       * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+       * @default null
+       */
       decayTtlMs?: number | null;
       /** @default null */
       expectedRevision?: number | null;
@@ -1599,7 +1673,10 @@ export interface Methods {
       sourceRefs?: string[];
       /** @default null */
       supersedes?: string | null;
-      /** @default null */
+      /**
+       * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+       * @default null
+       */
       decayTtlMs?: number | null;
       /** @default false */
       draft?: boolean;
@@ -1742,7 +1819,10 @@ export interface Methods {
     params: {
       workspace: string;
       id: string;
-      /** @default null */
+      /**
+       * A length of time in milliseconds; null: the daemon's cooldown.
+       * @default null
+       */
       forMs?: number | null;
     };
     result: DismissSuggestionResult;
@@ -1877,9 +1957,15 @@ export interface Methods {
       sessionId?: string | null;
       /** @default 20 */
       limit?: number;
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC), or null.
+       * @default null
+       */
       before?: number | null;
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC), or null.
+       * @default null
+       */
       after?: number | null;
     };
     result: SearchHistoryResult;
@@ -1955,7 +2041,10 @@ export interface Methods {
       sourceRefs: string[];
       /** @default [] */
       tags?: string[];
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC); null: now.
+       * @default null
+       */
       at?: number | null;
       /** @default null */
       requestId?: string | null;
@@ -1971,7 +2060,10 @@ export interface Methods {
       tag?: string | null;
       /** @default null */
       sessionId?: string | null;
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC), or null.
+       * @default null
+       */
       since?: number | null;
       /** @default null */
       ids?: string[] | null;

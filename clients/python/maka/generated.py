@@ -27,6 +27,7 @@ class AddEntryParams(TypedDict):
     scope: NotRequired[Literal["global", "session", "workspace"]]
     # default: null
     sessionId: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: null
@@ -105,6 +106,7 @@ class AttentionLine(TypedDict):
 
     text: str
     refs: list[str]
+    # Unix time in milliseconds (UTC).
     # default: 0
     at: NotRequired[int]
 
@@ -116,6 +118,7 @@ class AttentionResult(TypedDict):
     """
 
     enabled: bool
+    # Unix time in milliseconds (UTC).
     computedAt: int
     sections: list[AttentionSection]
 
@@ -128,6 +131,7 @@ class AttentionSection(TypedDict):
 class BackupInfo(TypedDict):
     backupId: str
     file: str
+    # Unix time in milliseconds (UTC).
     createdAt: int
     size: int
     sha256: str
@@ -199,6 +203,7 @@ class Checkpoint(TypedDict):
     preservedFromSeq: int
     mode: Literal["checkpoint", "semantic"]
     reason: Literal["budget", "manual", "overflow"]
+    # Unix time in milliseconds (UTC).
     createdAt: int
 
 
@@ -334,12 +339,14 @@ class CuratorTrace(TypedDict):
     promptTokens: NotRequired[int]
     # default: 0
     completionTokens: NotRequired[int]
+    # A length of time in milliseconds, fractional.
     # default: 0.0
     latencyMs: NotRequired[float]
 
 
 class DeleteSessionResult(TypedDict):
     sessionId: str
+    # Unix time in milliseconds (UTC).
     deletedAt: int
     eventCount: int
     incognito: bool
@@ -352,6 +359,7 @@ class DismissSuggestionParams(TypedDict):
 
     workspace: str
     id: str
+    # A length of time in milliseconds; null: the daemon's cooldown.
     # default: null
     forMs: NotRequired[int | None]
 
@@ -360,6 +368,7 @@ class DismissSuggestionResult(TypedDict):
     """``until``: when the suggestion may show again (ms)."""
 
     id: str
+    # Unix time in milliseconds (UTC).
     until: int
 
 
@@ -371,14 +380,17 @@ class Entry(TypedDict):
     content: str
     # default: "unknown"
     origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    # Unix time in milliseconds (UTC); 0 when unknown.
     # default: 0
     createdAt: NotRequired[int]
+    # Unix time in milliseconds (UTC); 0 when unknown.
     # default: 0
     updatedAt: NotRequired[int]
     # default: "active"
     status: NotRequired[Literal["active", "archived", "draft", "review_required"]]
     # default: []
     tags: NotRequired[list[str]]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null or 0: never.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: "workspace"
@@ -420,8 +432,11 @@ class Episode(TypedDict):
     summary: str
     tags: list[str]
     sourceRefs: list[str]
+    # Unix time in milliseconds (UTC).
     at: int
+    # Unix time in milliseconds (UTC).
     createdAt: int
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     deletedAt: NotRequired[int | None]
     # default: []
@@ -433,6 +448,7 @@ class Event(TypedDict):
 
     sessionId: str
     seq: int
+    # Unix time in milliseconds (UTC).
     ts: int
     type: Literal["assistant_message", "note", "system", "tool_call", "tool_result", "user_message"]
     text: str
@@ -455,6 +471,7 @@ class EventInput(TypedDict):
 
     type: Literal["assistant_message", "note", "system", "tool_call", "tool_result", "user_message"]
     text: str
+    # Unix time in milliseconds (UTC) of the event, as the client saw it; absent or null: the daemon's clock.
     # default: null
     ts: NotRequired[int | None]
     # default: null
@@ -524,6 +541,7 @@ class HistoryResult(TypedDict):
     proposalId: str | None
     sourceRefs: list[str]
     approvedBy: str | None
+    # Unix time in milliseconds (UTC), or null.
     approvedAt: int | None
     events: list[MemoryEvent]
 
@@ -563,6 +581,7 @@ class IndexFailure(TypedDict):
     workspace: str
     error: str
     attempts: int
+    # A length of time in milliseconds.
     retryAfterMs: int
 
 
@@ -590,6 +609,7 @@ class ListEpisodesParams(TypedDict):
     tag: NotRequired[str | None]
     # default: null
     sessionId: NotRequired[str | None]
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     since: NotRequired[int | None]
     # default: null
@@ -656,6 +676,7 @@ class Manifest(TypedDict):
 
     sessionId: str
     callId: str
+    # Unix time in milliseconds (UTC).
     createdAt: int
     items: list[ManifestItem]
     # default: null
@@ -672,6 +693,7 @@ class MemoryEvent(TypedDict):
     """One step in the lineage of a memory entry or proposal."""
 
     id: int
+    # Unix time in milliseconds (UTC).
     ts: int
     action: str
     actor: str
@@ -807,6 +829,7 @@ class ProposeParams(TypedDict):
     sourceRefs: NotRequired[list[str]]
     # default: null
     supersedes: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: false
@@ -884,6 +907,7 @@ class RecordEpisodeParams(TypedDict):
     sourceRefs: list[str]
     # default: []
     tags: NotRequired[list[str]]
+    # Unix time in milliseconds (UTC); null: now.
     # default: null
     at: NotRequired[int | None]
     # default: null
@@ -944,6 +968,7 @@ class RejectResult(TypedDict):
 class RejectionInfo(TypedDict):
     proposalId: str
     reason: str | None
+    # Unix time in milliseconds (UTC).
     rejectedAt: int
 
 
@@ -1036,8 +1061,10 @@ class SearchHistoryParams(TypedDict):
     sessionId: NotRequired[str | None]
     # default: 20
     limit: NotRequired[int]
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     before: NotRequired[int | None]
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     after: NotRequired[int | None]
 
@@ -1070,6 +1097,7 @@ class SemanticStatus(TypedDict):
     state: Literal["failed", "loading", "ready"]
     # default: null
     message: NotRequired[str | None]
+    # A length of time in milliseconds, fractional, or null.
     # default: null
     loadMs: NotRequired[float | None]
     # default: 0
@@ -1098,7 +1126,9 @@ class SessionView(TypedDict):
 
     sessionId: str
     title: str | None
+    # Unix time in milliseconds (UTC).
     createdAt: int
+    # Unix time in milliseconds (UTC), or null.
     closedAt: int | None
     eventCount: int
     lastSeq: int
@@ -1116,6 +1146,7 @@ class SetSettingsParams(TypedDict):
     workspace: str
     enabled: NotRequired[bool]
     agentReadEnabled: NotRequired[bool]
+    # A length of time in days, fractional; null: no default decay.
     defaultDecayDays: NotRequired[float | None]
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
@@ -1163,6 +1194,7 @@ class Settings(TypedDict):
     enabled: NotRequired[bool]
     # default: false
     agentReadEnabled: NotRequired[bool]
+    # A length of time in days, fractional; null: no default decay.
     # default: null
     defaultDecayDays: NotRequired[float | None]
     # default: false
@@ -1205,6 +1237,7 @@ class StateNotModified(TypedDict):
 class StatusResult(TypedDict):
     version: str
     pid: int
+    # A length of time in milliseconds.
     uptimeMs: int
     socket: str
     dataDir: str
@@ -1254,7 +1287,9 @@ class SuggestResult(TypedDict):
     enabled: bool
     suggestions: list[Suggestion]
     threshold: float
+    # A length of time in milliseconds.
     cooldownMs: int
+    # Unix time in milliseconds (UTC).
     # default: 0
     computedAt: NotRequired[int]
     # default: null
@@ -1411,6 +1446,7 @@ class WorkspaceWarning(TypedDict):
     workspace: str
     kind: str
     message: str
+    # Unix time in milliseconds (UTC).
     at: int
 
 
@@ -1426,6 +1462,7 @@ class SetSettingsArgs(TypedDict):
     workspace: str
     enabled: NotRequired[bool]
     agentReadEnabled: NotRequired[bool]
+    # A length of time in days, fractional; null: no default decay.
     defaultDecayDays: NotRequired[float | None]
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
@@ -1462,6 +1499,7 @@ class AddEntryArgs(TypedDict):
     scope: NotRequired[Literal["global", "session", "workspace"]]
     # default: null
     sessionId: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: null
@@ -1587,6 +1625,7 @@ class ProposeArgs(TypedDict):
     sourceRefs: NotRequired[list[str]]
     # default: null
     supersedes: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: false
@@ -1698,6 +1737,7 @@ class DismissSuggestionArgs(TypedDict):
 
     workspace: str
     id: str
+    # A length of time in milliseconds; null: the daemon's cooldown.
     # default: null
     forMs: NotRequired[int | None]
 
@@ -1798,8 +1838,10 @@ class SearchHistoryArgs(TypedDict):
     sessionId: NotRequired[str | None]
     # default: 20
     limit: NotRequired[int]
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     before: NotRequired[int | None]
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     after: NotRequired[int | None]
 
@@ -1857,6 +1899,7 @@ class RecordEpisodeArgs(TypedDict):
     sourceRefs: list[str]
     # default: []
     tags: NotRequired[list[str]]
+    # Unix time in milliseconds (UTC); null: now.
     # default: null
     at: NotRequired[int | None]
     # default: null
@@ -1871,6 +1914,7 @@ class ListEpisodesArgs(TypedDict):
     tag: NotRequired[str | None]
     # default: null
     sessionId: NotRequired[str | None]
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     since: NotRequired[int | None]
     # default: null
