@@ -119,7 +119,7 @@ METHODS: list[MethodSpec] = [
         CandidatesResult,
         "Tags whose episodes since their last consolidation reach the threshold "
         "(default 5 episodes from 2 sessions), with those episodes.",
-        errors=(*_WS, err.IOFailure),
+        errors=(*_WS, err.InvalidParams, err.IOFailure),
     ),
     MethodSpec(
         "consolidate",

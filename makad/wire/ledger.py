@@ -156,7 +156,8 @@ class GetManifestParams(WorkspaceParams):
     call_id: str | None = None
 
 
-_WS = (InvalidWorkspace,)
+# Every method here is a session's: "@user" names no sessions (invalid_params).
+_WS = (InvalidWorkspace, InvalidParams)
 _READ = (*_WS, NotFound, IOFailure)
 _WRITE = (*_WS, NotFound, IncognitoBlocked, IOFailure)
 
@@ -166,7 +167,7 @@ METHODS: list[MethodSpec] = [
         OpenSessionParams,
         SessionView,
         "Create a session (or reopen one by id). Incognito sessions live in memory only.",
-        errors=(*_WS, InvalidParams, Conflict, IncognitoBlocked, IOFailure),
+        errors=(*_WS, Conflict, IncognitoBlocked, IOFailure),
         description="A persistent session cannot be opened while the workspace is "
         "incognito (incognito_blocked); a session keeps the kind it was "
         "created with (conflict); a deleted session's id is refused "
@@ -200,7 +201,7 @@ METHODS: list[MethodSpec] = [
         AppendEventsParams,
         AppendEventsResult,
         "Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.",
-        errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+        errors=(*_WRITE, Conflict, TooLarge),
         description="expectedSeq not the session's last seq: conflict with "
         "data.currentSeq. A closed session: conflict, reason closed. While "
         "the workspace is incognito, a persistent session is not written "
@@ -227,7 +228,7 @@ METHODS: list[MethodSpec] = [
         RetrieveParams,
         RetrieveResult,
         "The exact events named by event: refs, each verified against the hash chain.",
-        errors=(*_WS, InvalidParams, TooLarge, IOFailure),
+        errors=(*_WS, TooLarge, IOFailure),
         description="ok is false when an event is missing or its stored hash does "
         "not match its content (mismatchedSeqs, chainIntact).",
     ),
@@ -244,7 +245,7 @@ METHODS: list[MethodSpec] = [
         SetWorkingStateResult,
         "Change a session's working state (goals <= 8, open threads <= 12, decisions "
         "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
-        errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+        errors=(*_WRITE, Conflict, TooLarge),
         description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
         "writes the note sections it derives itself (Current State, Files "
         "and Functions, Errors & Corrections, Worklog), marked as derived; "

@@ -243,6 +243,6 @@ METHODS: list[MethodSpec] = [
         ExportParams,
         ExportResult,
         "Export active (and optionally archived) entries as JSON or Markdown.",
-        errors=(*_WS, err.IOFailure),
+        errors=(*_WS, err.IncognitoBlocked, err.IOFailure),
     ),
 ]

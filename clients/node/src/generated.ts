@@ -1763,7 +1763,7 @@ export interface Methods {
       includeArchived?: boolean;
     };
     result: ExportResult;
-    errors: "invalid_workspace" | "io_error";
+    errors: "incognito_blocked" | "invalid_workspace" | "io_error";
   };
   /**
    * What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
@@ -1856,7 +1856,7 @@ export interface Methods {
       sessionId: string;
     };
     result: CheckpointsResult;
-    errors: "invalid_workspace" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "not_found";
   };
   /** One checkpoint by id. */
   get_checkpoint: {
@@ -1865,7 +1865,7 @@ export interface Methods {
       checkpointId: string;
     };
     result: Checkpoint;
-    errors: "invalid_workspace" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "not_found";
   };
   /**
    * Create a session (or reopen one by id). Incognito sessions live in memory only.
@@ -1892,7 +1892,7 @@ export interface Methods {
       includeClosed?: boolean;
     };
     result: SessionsResult;
-    errors: "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /** Close a session: appends are refused until it is opened again. */
   close_session: {
@@ -1901,7 +1901,7 @@ export interface Methods {
       sessionId: string;
     };
     result: SessionView;
-    errors: "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found";
+    errors: "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Forget a session: its events, working state, manifests and checkpoints are erased; a tombstone (id, time, count, last hash) remains.
@@ -1913,7 +1913,7 @@ export interface Methods {
       sessionId: string;
     };
     result: DeleteSessionResult;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
@@ -1946,7 +1946,7 @@ export interface Methods {
       limit?: number;
     };
     result: ReadEventsResult;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /** BM25 search over session events (Chinese and Japanese included). */
   search_history: {
@@ -1969,7 +1969,7 @@ export interface Methods {
       after?: number | null;
     };
     result: SearchHistoryResult;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * The exact events named by event: refs, each verified against the hash chain.
@@ -1992,7 +1992,7 @@ export interface Methods {
       sessionId: string;
     };
     result: WorkingState;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
@@ -2027,7 +2027,7 @@ export interface Methods {
       callId?: string | null;
     };
     result: Manifest;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Record an episode: a one-line, redacted summary of something that happened in a session, with tags and the events it came from.
@@ -2087,7 +2087,7 @@ export interface Methods {
       minSessions?: number;
     };
     result: CandidatesResult;
-    errors: "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /** Propose the digest of a tag's evidence (origin extracted, consolidating the episodes); the user approves or rejects it like any proposal. */
   consolidate: {

@@ -2118,7 +2118,7 @@ class Methods:
     def export_memories(self, **params: Unpack[ExportMemoriesArgs]) -> ExportResult:
         """Export active (and optionally archived) entries as JSON or Markdown.
 
-        Errors: invalid_workspace, io_error.
+        Errors: incognito_blocked, invalid_workspace, io_error.
         """
         return cast("ExportResult", self._call("export_memories", dict(params)))
 
@@ -2170,14 +2170,14 @@ class Methods:
     def list_checkpoints(self, **params: Unpack[ListCheckpointsArgs]) -> CheckpointsResult:
         """A session's checkpoints, oldest first.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("CheckpointsResult", self._call("list_checkpoints", dict(params)))
 
     def get_checkpoint(self, **params: Unpack[GetCheckpointArgs]) -> Checkpoint:
         """One checkpoint by id.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("Checkpoint", self._call("get_checkpoint", dict(params)))
 
@@ -2193,14 +2193,14 @@ class Methods:
     def list_sessions(self, **params: Unpack[ListSessionsArgs]) -> SessionsResult:
         """The workspace's sessions, newest first (incognito ones flagged).
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("SessionsResult", self._call("list_sessions", dict(params)))
 
     def close_session(self, **params: Unpack[CloseSessionArgs]) -> SessionView:
         """Close a session: appends are refused until it is opened again.
 
-        Errors: incognito_blocked, invalid_workspace, io_error, not_found.
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SessionView", self._call("close_session", dict(params)))
 
@@ -2209,7 +2209,7 @@ class Methods:
 
         Always allowed, also while the workspace is incognito or disabled.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("DeleteSessionResult", self._call("delete_session", dict(params)))
 
@@ -2227,14 +2227,14 @@ class Methods:
 
         Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("ReadEventsResult", self._call("read_events", dict(params)))
 
     def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
         """BM25 search over session events (Chinese and Japanese included).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SearchHistoryResult", self._call("search_history", dict(params)))
 
@@ -2250,7 +2250,7 @@ class Methods:
     def get_working_state(self, **params: Unpack[GetWorkingStateArgs]) -> WorkingState:
         """A session's working state: goals, open threads, decisions, notes.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("WorkingState", self._call("get_working_state", dict(params)))
 
@@ -2266,7 +2266,7 @@ class Methods:
     def get_manifest(self, **params: Unpack[GetManifestArgs]) -> Manifest:
         """What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message, and the curator's part when a curator strategy built it (in shadow mode, what the curator would have shown). A session keeps its latest 64 calls' manifests.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("Manifest", self._call("get_manifest", dict(params)))
 
@@ -2289,7 +2289,7 @@ class Methods:
     def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
         """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("CandidatesResult", self._call("consolidation_candidates", dict(params)))
 
@@ -2471,7 +2471,7 @@ class AsyncMethods:
     async def export_memories(self, **params: Unpack[ExportMemoriesArgs]) -> ExportResult:
         """Export active (and optionally archived) entries as JSON or Markdown.
 
-        Errors: invalid_workspace, io_error.
+        Errors: incognito_blocked, invalid_workspace, io_error.
         """
         return cast("ExportResult", await self._call("export_memories", dict(params)))
 
@@ -2523,14 +2523,14 @@ class AsyncMethods:
     async def list_checkpoints(self, **params: Unpack[ListCheckpointsArgs]) -> CheckpointsResult:
         """A session's checkpoints, oldest first.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("CheckpointsResult", await self._call("list_checkpoints", dict(params)))
 
     async def get_checkpoint(self, **params: Unpack[GetCheckpointArgs]) -> Checkpoint:
         """One checkpoint by id.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("Checkpoint", await self._call("get_checkpoint", dict(params)))
 
@@ -2546,14 +2546,14 @@ class AsyncMethods:
     async def list_sessions(self, **params: Unpack[ListSessionsArgs]) -> SessionsResult:
         """The workspace's sessions, newest first (incognito ones flagged).
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("SessionsResult", await self._call("list_sessions", dict(params)))
 
     async def close_session(self, **params: Unpack[CloseSessionArgs]) -> SessionView:
         """Close a session: appends are refused until it is opened again.
 
-        Errors: incognito_blocked, invalid_workspace, io_error, not_found.
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SessionView", await self._call("close_session", dict(params)))
 
@@ -2562,7 +2562,7 @@ class AsyncMethods:
 
         Always allowed, also while the workspace is incognito or disabled.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("DeleteSessionResult", await self._call("delete_session", dict(params)))
 
@@ -2580,14 +2580,14 @@ class AsyncMethods:
 
         Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("ReadEventsResult", await self._call("read_events", dict(params)))
 
     async def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
         """BM25 search over session events (Chinese and Japanese included).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SearchHistoryResult", await self._call("search_history", dict(params)))
 
@@ -2603,7 +2603,7 @@ class AsyncMethods:
     async def get_working_state(self, **params: Unpack[GetWorkingStateArgs]) -> WorkingState:
         """A session's working state: goals, open threads, decisions, notes.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("WorkingState", await self._call("get_working_state", dict(params)))
 
@@ -2619,7 +2619,7 @@ class AsyncMethods:
     async def get_manifest(self, **params: Unpack[GetManifestArgs]) -> Manifest:
         """What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message, and the curator's part when a curator strategy built it (in shadow mode, what the curator would have shown). A session keeps its latest 64 calls' manifests.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("Manifest", await self._call("get_manifest", dict(params)))
 
@@ -2642,7 +2642,7 @@ class AsyncMethods:
     async def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
         """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("CandidatesResult", await self._call("consolidation_candidates", dict(params)))
 
