@@ -235,3 +235,10 @@ def test_every_served_time_is_unix_milliseconds(served: dict[str, list[Any]]) ->
                 ahead = 366 * DAY_MS if path.endswith(".until") else DAY_MS
                 assert now - DAY_MS < value < now + ahead, (method, path, value)
     assert seen > 100
+
+
+def test_the_served_document_carries_the_daemon_version(served: dict[str, list[Any]]) -> None:
+    """rpc.discover's info.version is status.version, and both are the checked-in document's."""
+    (status,) = served["status"]
+    (discovered,) = served["rpc.discover"]
+    assert discovered["info"]["version"] == status["version"] == DOC["info"]["version"]
