@@ -39,10 +39,13 @@ class GetAttentionParams(WorkspaceParams):
 class AttentionResult(Result):
     """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
-    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms)."""
+    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
+    ``enabled`` is false."""
 
     enabled: bool
-    computed_at: UnixMs
+    computed_at: Annotated[
+        int, Meta(description="Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false.")
+    ]
     sections: list[AttentionSection]
 
 
@@ -66,13 +69,19 @@ class SuggestResult(Result):
     ``enabled`` true, ``silenced`` is ``not_derived`` while the attention state has not been
     derived yet (it will be, off the request path). ``threshold``: the score a suggestion
     needs; ``cooldownMs``: how long ``dismiss_suggestion`` hides one by default;
-    ``computedAt``: when the attention state they come from was derived (ms)."""
+    ``computedAt``: when the attention state they come from was derived (ms), 0 when
+    there is none (``silenced`` set)."""
 
     enabled: bool
     suggestions: list[Suggestion]
     threshold: float
     cooldown_ms: DurationMs
-    computed_at: UnixMs = 0
+    computed_at: Annotated[
+        int,
+        Meta(
+            description="Unix time in milliseconds (UTC) of the attention state used; 0 when there is none."
+        ),
+    ] = 0
     silenced: SilencedReason | None = None
     candidates: list[Suggestion] | None = None
 

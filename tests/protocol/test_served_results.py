@@ -162,7 +162,30 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("close_session", {"workspace": ws, "sessionId": other})
     s.call("delete_session", {"workspace": ws, "sessionId": other})
     s.call("restore_backup", {"workspace": ws, "backupId": backups[0]["backupId"]})
+    _other_shapes(s, ws, sid)
     s.call("shutdown")
+
+
+def _other_shapes(s: Session, ws: str, sid: str) -> None:
+    """Results in their other shapes: each strategy's pack, the export as Markdown, the
+    reads of an incognito and of a disabled workspace, attention switched off."""
+    for strategy in ("full", "recent", "summary", "curator", "curator_shadow"):
+        s.call(
+            "build_context", {"workspace": ws, "budgetTokens": 3000, "sessionId": sid, "strategy": strategy}
+        )
+    s.call("build_context", {"workspace": ws, "budgetTokens": 50, "query": "deploy", "include": ["memory"]})
+    s.call("export_memories", {"workspace": ws, "format": "markdown", "includeArchived": True})
+    s.call("read_state", {"workspace": ws, "includeContent": False})
+    s.call("list_episodes", {"workspace": ws, "includeDeleted": True})
+    s.call("set_settings", {"workspace": ws, "attentionEnabled": False})
+    s.call("get_attention", {"workspace": ws})
+    s.call("suggest", {"workspace": ws})
+    s.call("set_settings", {"workspace": ws, "incognito": True})
+    s.call("read_state", {"workspace": ws})
+    s.call("build_context", {"workspace": ws, "budgetTokens": 1000, "query": "deploy"})
+    s.call("set_settings", {"workspace": ws, "incognito": False, "enabled": False})
+    s.call("read_state", {"workspace": ws, "includeEntries": True})
+    s.call("get_settings", {"workspace": ws})
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +228,9 @@ def test_the_check_catches_an_undocumented_field(served: dict[str, list[Any]]) -
 
 TIME_NAME = re.compile(r"^(ts|at|until)$|At$")
 DAY_MS = 86_400_000
+# Times the document describes as 0 when there is none (an entry's unknown dates, an
+# attention state not derived).
+ZERO_WHEN_NONE = {"createdAt", "updatedAt", "computedAt"}
 
 
 def _times(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
@@ -228,7 +254,7 @@ def test_every_served_time_is_unix_milliseconds(served: dict[str, list[Any]]) ->
             continue
         for result in results:
             for path, value in _times(result):
-                if value is None:
+                if value is None or (value == 0 and path.rsplit(".", 1)[-1] in ZERO_WHEN_NONE):
                     continue
                 seen += 1
                 assert isinstance(value, int) and not isinstance(value, bool), (method, path, value)

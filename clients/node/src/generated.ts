@@ -106,11 +106,12 @@ export interface AttentionLine {
 /**
  * The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
  * refs it came from. `enabled` false (`attentionEnabled` off, or incognito): nothing is
- * derived and `sections` is empty. `computedAt`: when it was last derived (ms).
+ * derived and `sections` is empty. `computedAt`: when it was last derived (ms), 0 when
+ * `enabled` is false.
  */
 export interface AttentionResult {
   enabled: boolean;
-  /** Unix time in milliseconds (UTC). */
+  /** Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false. */
   computedAt: number;
   sections: AttentionSection[];
 }
@@ -1274,7 +1275,8 @@ export interface SuggestParams {
  * `enabled` true, `silenced` is `not_derived` while the attention state has not been
  * derived yet (it will be, off the request path). `threshold`: the score a suggestion
  * needs; `cooldownMs`: how long `dismiss_suggestion` hides one by default;
- * `computedAt`: when the attention state they come from was derived (ms).
+ * `computedAt`: when the attention state they come from was derived (ms), 0 when
+ * there is none (`silenced` set).
  */
 export interface SuggestResult {
   enabled: boolean;
@@ -1283,7 +1285,7 @@ export interface SuggestResult {
   /** A length of time in milliseconds. */
   cooldownMs: number;
   /**
-   * Unix time in milliseconds (UTC).
+   * Unix time in milliseconds (UTC) of the attention state used; 0 when there is none.
    * @default 0
    */
   computedAt?: number;

@@ -114,11 +114,12 @@ class AttentionLine(TypedDict):
 class AttentionResult(TypedDict):
     """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
-    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms).
+    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
+    ``enabled`` is false.
     """
 
     enabled: bool
-    # Unix time in milliseconds (UTC).
+    # Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false.
     computedAt: int
     sections: list[AttentionSection]
 
@@ -1281,7 +1282,8 @@ class SuggestResult(TypedDict):
     ``enabled`` true, ``silenced`` is ``not_derived`` while the attention state has not been
     derived yet (it will be, off the request path). ``threshold``: the score a suggestion
     needs; ``cooldownMs``: how long ``dismiss_suggestion`` hides one by default;
-    ``computedAt``: when the attention state they come from was derived (ms).
+    ``computedAt``: when the attention state they come from was derived (ms), 0 when
+    there is none (``silenced`` set).
     """
 
     enabled: bool
@@ -1289,7 +1291,7 @@ class SuggestResult(TypedDict):
     threshold: float
     # A length of time in milliseconds.
     cooldownMs: int
-    # Unix time in milliseconds (UTC).
+    # Unix time in milliseconds (UTC) of the attention state used; 0 when there is none.
     # default: 0
     computedAt: NotRequired[int]
     # default: null
