@@ -92,7 +92,11 @@ class DismissSuggestionParams(WorkspaceParams):
 
     id: str
     for_ms: Annotated[
-        int | None, Meta(description="A length of time in milliseconds; null: the daemon's cooldown.")
+        int | None,
+        Meta(
+            description="A length of time in milliseconds, 0 to 31536000000 (a year); null: the "
+            "daemon's cooldown."
+        ),
     ] = None
 
 

@@ -29,7 +29,10 @@ class SetSettingsParams(WorkspaceParams):
     agent_read_enabled: bool | UnsetType = UNSET
     default_decay_days: Annotated[
         float | UnsetType | None,
-        Meta(description="A length of time in days, fractional; null: no default decay."),
+        Meta(
+            description="A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; "
+            "null: no default decay."
+        ),
     ] = UNSET
     extract_tool_enabled: bool | UnsetType = UNSET
     incognito: bool | UnsetType = UNSET

@@ -347,7 +347,7 @@ export interface DismissSuggestionParams {
   workspace: string;
   id: string;
   /**
-   * A length of time in milliseconds; null: the daemon's cooldown.
+   * A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
    * @default null
    */
   forMs?: number | null;
@@ -1140,7 +1140,7 @@ export interface SetSettingsParams {
   workspace: string;
   enabled?: boolean;
   agentReadEnabled?: boolean;
-  /** A length of time in days, fractional; null: no default decay. */
+  /** A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay. */
   defaultDecayDays?: number | null;
   extractToolEnabled?: boolean;
   incognito?: boolean;
@@ -1484,7 +1484,7 @@ export interface Methods {
       workspace: string;
       enabled?: boolean;
       agentReadEnabled?: boolean;
-      /** A length of time in days, fractional; null: no default decay. */
+      /** A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay. */
       defaultDecayDays?: number | null;
       extractToolEnabled?: boolean;
       incognito?: boolean;
@@ -1822,7 +1822,7 @@ export interface Methods {
       workspace: string;
       id: string;
       /**
-       * A length of time in milliseconds; null: the daemon's cooldown.
+       * A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
        * @default null
        */
       forMs?: number | null;

@@ -360,7 +360,7 @@ class DismissSuggestionParams(TypedDict):
 
     workspace: str
     id: str
-    # A length of time in milliseconds; null: the daemon's cooldown.
+    # A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
     # default: null
     forMs: NotRequired[int | None]
 
@@ -1147,7 +1147,7 @@ class SetSettingsParams(TypedDict):
     workspace: str
     enabled: NotRequired[bool]
     agentReadEnabled: NotRequired[bool]
-    # A length of time in days, fractional; null: no default decay.
+    # A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay.
     defaultDecayDays: NotRequired[float | None]
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
@@ -1464,7 +1464,7 @@ class SetSettingsArgs(TypedDict):
     workspace: str
     enabled: NotRequired[bool]
     agentReadEnabled: NotRequired[bool]
-    # A length of time in days, fractional; null: no default decay.
+    # A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay.
     defaultDecayDays: NotRequired[float | None]
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
@@ -1739,7 +1739,7 @@ class DismissSuggestionArgs(TypedDict):
 
     workspace: str
     id: str
-    # A length of time in milliseconds; null: the daemon's cooldown.
+    # A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
     # default: null
     forMs: NotRequired[int | None]
 
