@@ -19,8 +19,6 @@ from makad.errors import MakadError
 Int64 = Annotated[int, Meta(ge=-MAX_INT64 - 1, le=MAX_INT64)]
 # A time in Unix ms, or a length of time in ms.
 Ms = Annotated[int, Meta(ge=0, le=MAX_INT64)]
-# An optional time param (a bound of a search or a listing).
-MaybeUnixMsParam = Annotated[Int64 | None, Meta(description="Unix time in milliseconds (UTC), or null.")]
 # An entry's own decay, as add_entry and propose take it.
 DecayTtlMs = Annotated[
     Ms | None,

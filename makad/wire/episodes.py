@@ -12,7 +12,7 @@ from makad.core.episodes import (
     MIN_SESSIONS,
 )
 from makad.core.types import Episode
-from makad.wire.base import MaybeUnixMsParam, MethodSpec, Ms, Result, WorkspaceParams
+from makad.wire.base import Int64, MethodSpec, Ms, Result, WorkspaceParams
 from makad.wire.proposals import ProposeResult
 
 # The evidence a consolidation needs by default: this many episodes from this many sessions.
@@ -49,7 +49,13 @@ class ListEpisodesParams(WorkspaceParams):
 
     tag: str | None = None
     session_id: str | None = None
-    since: MaybeUnixMsParam = None
+    since: Annotated[
+        Int64 | None,
+        Meta(
+            description="Unix time in milliseconds (UTC): only episodes whose at is at or after it; "
+            "null: all."
+        ),
+    ] = None
     ids: list[str] | None = None
     include_deleted: bool = False
     limit: ListLimit = 1_000

@@ -25,7 +25,7 @@ from makad.errors import (
     NotFound,
     TooLarge,
 )
-from makad.wire.base import MaybeUnixMsParam, MethodSpec, Result, WorkspaceParams
+from makad.wire.base import Int64, MethodSpec, Result, WorkspaceParams
 
 MAX_READ_LIMIT = 10_000
 MAX_SEARCH_LIMIT = 1_000
@@ -102,8 +102,18 @@ class SearchHistoryParams(WorkspaceParams):
     query: str
     session_id: str | None = None
     limit: SearchLimit = 20
-    before: MaybeUnixMsParam = None
-    after: MaybeUnixMsParam = None
+    before: Annotated[
+        Int64 | None,
+        Meta(
+            description="Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound."
+        ),
+    ] = None
+    after: Annotated[
+        Int64 | None,
+        Meta(
+            description="Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound."
+        ),
+    ] = None
 
 
 class HistoryHit(Result):

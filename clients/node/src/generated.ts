@@ -600,7 +600,7 @@ export interface ListEpisodesParams {
   /** @default null */
   sessionId?: string | null;
   /**
-   * Unix time in milliseconds (UTC), or null.
+   * Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
    * @default null
    */
   since?: number | null;
@@ -1053,12 +1053,12 @@ export interface SearchHistoryParams {
   /** @default 20 */
   limit?: number;
   /**
-   * Unix time in milliseconds (UTC), or null.
+   * Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
    * @default null
    */
   before?: number | null;
   /**
-   * Unix time in milliseconds (UTC), or null.
+   * Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
    * @default null
    */
   after?: number | null;
@@ -1960,12 +1960,12 @@ export interface Methods {
       /** @default 20 */
       limit?: number;
       /**
-       * Unix time in milliseconds (UTC), or null.
+       * Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
        * @default null
        */
       before?: number | null;
       /**
-       * Unix time in milliseconds (UTC), or null.
+       * Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
        * @default null
        */
       after?: number | null;
@@ -2063,7 +2063,7 @@ export interface Methods {
       /** @default null */
       sessionId?: string | null;
       /**
-       * Unix time in milliseconds (UTC), or null.
+       * Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
        * @default null
        */
       since?: number | null;

@@ -610,7 +610,7 @@ class ListEpisodesParams(TypedDict):
     tag: NotRequired[str | None]
     # default: null
     sessionId: NotRequired[str | None]
-    # Unix time in milliseconds (UTC), or null.
+    # Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
     # default: null
     since: NotRequired[int | None]
     # default: null
@@ -1062,10 +1062,10 @@ class SearchHistoryParams(TypedDict):
     sessionId: NotRequired[str | None]
     # default: 20
     limit: NotRequired[int]
-    # Unix time in milliseconds (UTC), or null.
+    # Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
     # default: null
     before: NotRequired[int | None]
-    # Unix time in milliseconds (UTC), or null.
+    # Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
     # default: null
     after: NotRequired[int | None]
 
@@ -1840,10 +1840,10 @@ class SearchHistoryArgs(TypedDict):
     sessionId: NotRequired[str | None]
     # default: 20
     limit: NotRequired[int]
-    # Unix time in milliseconds (UTC), or null.
+    # Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
     # default: null
     before: NotRequired[int | None]
-    # Unix time in milliseconds (UTC), or null.
+    # Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
     # default: null
     after: NotRequired[int | None]
 
@@ -1916,7 +1916,7 @@ class ListEpisodesArgs(TypedDict):
     tag: NotRequired[str | None]
     # default: null
     sessionId: NotRequired[str | None]
-    # Unix time in milliseconds (UTC), or null.
+    # Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
     # default: null
     since: NotRequired[int | None]
     # default: null
