@@ -28,7 +28,6 @@ import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable, Sequence
-from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
@@ -36,6 +35,8 @@ import msgspec
 from makad.core.behaviors import Behavior, call_key
 from makad.core.compaction import abbreviate
 from makad.core.ownership import fact_key
+from makad.core.types import UnixMs
+from makad.core.when import utc_moment
 
 SECTIONS: Final = (
     "Active threads",
@@ -65,7 +66,7 @@ class AttentionLine(msgspec.Struct, kw_only=True, rename="camel"):
 
     text: str
     refs: list[str]
-    at: int = 0
+    at: UnixMs = 0
 
 
 class AttentionSection(msgspec.Struct, kw_only=True, rename="camel"):
@@ -233,7 +234,7 @@ def _rhythm(records: Sequence[Behavior], now: int) -> list[AttentionLine]:
     hours: Counter[int] = Counter()
     sessions: set[str] = set()
     for record in records:
-        moment = datetime.fromtimestamp(record.started_at / 1000, tz=UTC)
+        moment = utc_moment(record.started_at)
         days[moment.weekday()] += 1
         hours[moment.hour] += 1
         sessions.add(record.session_id)

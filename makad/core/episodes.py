@@ -21,7 +21,6 @@ The episode ``close_session`` records, without any model:
 from __future__ import annotations
 
 import re
-import time
 from collections import Counter
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
@@ -29,6 +28,7 @@ from typing import Final
 
 from makad.core.redaction import redact
 from makad.core.types import EpisodeRecord, WorkingState
+from makad.core.when import utc_moment
 from makad.errors import InsufficientEvidence, InvalidParams, TooLarge
 
 MIN_EPISODES: Final = 5
@@ -133,7 +133,7 @@ def digest(tag: str, episodes: list[EpisodeRecord]) -> tuple[str, str]:
     shown = episodes[-DIGEST_LINES:]
     if len(episodes) > len(shown):
         lines.append(f"- … and {len(episodes) - len(shown)} earlier episodes")
-    lines += [f"- {time.strftime('%Y-%m-%d', time.gmtime(e.at / 1000))} {e.summary}" for e in shown]
+    lines += [f"- {utc_moment(e.at):%Y-%m-%d} {e.summary}" for e in shown]
     return f"Recurring: {tag}", "\n".join(lines)
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterable
-from datetime import UTC, datetime
 from typing import Final
 
 from makad.core.confidence import Confidence
@@ -19,6 +18,7 @@ from makad.core.context_types import ContextLimits
 from makad.core.refs import checkpoint_ref, event_ref, memory_ref
 from makad.core.tokens import TokenCounter
 from makad.core.types import NOTE_SECTIONS, Checkpoint, Entry, Event, WorkingState
+from makad.core.when import utc_moment
 
 HOUR_MS = 3_600_000
 DAY_MS = 24 * HOUR_MS
@@ -73,7 +73,7 @@ def age_text(age_ms: int) -> str:
 
 def utc_date(ts_ms: int) -> str:
     """``YYYY-MM-DD`` in UTC, so the text does not depend on the host's time zone."""
-    return datetime.fromtimestamp(ts_ms // 1000, tz=UTC).strftime("%Y-%m-%d")
+    return utc_moment(ts_ms).strftime("%Y-%m-%d")
 
 
 def one_line(text: str, max_chars: int) -> str:
@@ -198,7 +198,7 @@ def summary_text(checkpoint: Checkpoint, body: str) -> str:
 
 def recall_day(ts_ms: int) -> str:
     """The UTC day of a moment, e.g. ``Mon 8 May 2023`` (weekday included for "last Friday")."""
-    moment = datetime.fromtimestamp(ts_ms // 1000, tz=UTC)
+    moment = utc_moment(ts_ms)
     return f"{moment:%a} {moment.day} {moment:%B %Y}"
 
 

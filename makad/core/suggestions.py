@@ -67,7 +67,6 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Final
 
 import msgspec
@@ -86,6 +85,7 @@ from makad.core.attention import (
 from makad.core.behaviors import Behavior, call_key
 from makad.core.compaction import abbreviate
 from makad.core.ownership import fact_key
+from makad.core.when import utc_moment
 
 KINDS: Final = ("resume_thread", "unfixed_failure", "waiting_review")
 THRESHOLD: Final[float] = 0.5
@@ -159,7 +159,7 @@ def timing(idle: int) -> float:
 
 
 def _since(now: int, at: int) -> str:
-    moment = datetime.fromtimestamp(at / 1000, tz=UTC)
+    moment = utc_moment(at)
     if now - at < DAY_MS:
         return f"{moment:%H:%M} UTC"
     if now - at < 7 * DAY_MS:

@@ -28,6 +28,13 @@ NOTE_SECTIONS: tuple[str, ...] = (
 # The largest integer SQLite stores and a memory file's metadata reads back: every integer
 # a client sends that is stored or looked up stays within it.
 MAX_INT64 = 2**63 - 1
+# Times and lengths of time, as the OpenRPC document and the generated client types
+# describe them: every time on the wire is an integer of Unix milliseconds (UTC), every
+# length of time milliseconds (a field named ``…Days``: days).
+UnixMs = Annotated[int, Meta(description="Unix time in milliseconds (UTC).")]
+MaybeUnixMs = Annotated[int | None, Meta(description="Unix time in milliseconds (UTC), or null.")]
+DurationMs = Annotated[int, Meta(description="A length of time in milliseconds.")]
+FloatMs = Annotated[float, Meta(description="A length of time in milliseconds, fractional.")]
 # What a working state's notes may hold (set_working_state refuses more).
 MAX_NOTE_SECTION_TOKENS = 2_000
 MAX_NOTES_TOKENS = 12_000
@@ -44,11 +51,17 @@ class Entry(Record):
     title: str
     content: str
     origin: Origin = "unknown"
-    created_at: int = 0
-    updated_at: int = 0
+    created_at: Annotated[int, Meta(description="Unix time in milliseconds (UTC); 0 when unknown.")] = 0
+    updated_at: Annotated[int, Meta(description="Unix time in milliseconds (UTC); 0 when unknown.")] = 0
     status: EntryStatus = "active"
     tags: list[str] = []
-    decay_ttl_ms: int | None = None
+    decay_ttl_ms: Annotated[
+        int | None,
+        Meta(
+            description="A length of time in milliseconds after createdAt when the entry archives "
+            "itself; null or 0: never."
+        ),
+    ] = None
     scope: Scope = "workspace"
     session_id: str | None = None
     source_refs: list[str] = []
@@ -60,7 +73,7 @@ class Event(Record):
 
     session_id: str
     seq: int
-    ts: int
+    ts: UnixMs
     type: EventType
     text: str
     tool_call_id: str | None = None
@@ -102,7 +115,7 @@ class Checkpoint(Record):
     preserved_from_seq: int
     mode: Literal["semantic", "checkpoint"]
     reason: Literal["manual", "budget", "overflow"]
-    created_at: int
+    created_at: UnixMs
 
 
 # --------------------------------------------------------------------------- sessions
@@ -113,7 +126,13 @@ class EventInput(msgspec.Struct, kw_only=True, rename="camel", forbid_unknown_fi
 
     type: EventType
     text: str
-    ts: Annotated[int, Meta(ge=-MAX_INT64 - 1, le=MAX_INT64)] | None = None
+    ts: Annotated[
+        Annotated[int, Meta(ge=-MAX_INT64 - 1, le=MAX_INT64)] | None,
+        Meta(
+            description="Unix time in milliseconds (UTC) of the event, as the client saw it; absent "
+            "or null: the daemon's clock."
+        ),
+    ] = None
     tool_call_id: str | None = None
     tool_name: str | None = None
     meta: dict[str, str] | None = None
@@ -125,8 +144,8 @@ class SessionInfo(Record):
 
     session_id: str
     title: str | None
-    created_at: int
-    closed_at: int | None
+    created_at: UnixMs
+    closed_at: MaybeUnixMs
     event_count: int
     last_seq: int
     last_hash: str
@@ -211,7 +230,7 @@ class CuratorTrace(Record):
     overlap: float | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
-    latency_ms: float = 0.0
+    latency_ms: FloatMs = 0.0
 
 
 class Manifest(Record):
@@ -222,7 +241,7 @@ class Manifest(Record):
 
     session_id: str
     call_id: str
-    created_at: int
+    created_at: UnixMs
     items: list[ManifestItem]
     curator: CuratorTrace | None = None
 
@@ -234,7 +253,7 @@ class MemoryEvent(Record):
     """One step in the lineage of a memory entry or proposal."""
 
     id: int
-    ts: int
+    ts: UnixMs
     action: str
     actor: str
     entry_id: str | None = None
@@ -291,9 +310,9 @@ class Episode(Record):
     summary: str
     tags: list[str]
     source_refs: list[str]
-    at: int
-    created_at: int
-    deleted_at: int | None = None
+    at: UnixMs
+    created_at: UnixMs
+    deleted_at: MaybeUnixMs = None
     consolidations: list[ConsolidationMark] = []
 
 
@@ -323,7 +342,9 @@ class Settings(msgspec.Struct, kw_only=True, rename="camel"):
 
     enabled: bool = True
     agent_read_enabled: bool = False
-    default_decay_days: float | None = None
+    default_decay_days: Annotated[
+        float | None, Meta(description="A length of time in days, fractional; null: no default decay.")
+    ] = None
     extract_tool_enabled: bool = False
     incognito: bool = False
     history_recall_enabled: bool = False
@@ -349,6 +370,6 @@ class Warning(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
 class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):
     backup_id: str
     file: str  # "MEMORY" | "PENDING"
-    created_at: int
+    created_at: UnixMs
     size: int
     sha256: str

@@ -64,6 +64,19 @@ class Period:
     month: int | None = None
 
 
+_EPOCH: Final = datetime(1970, 1, 1, tzinfo=UTC)
+# The first and last millisecond a datetime holds (years 1 to 9999).
+_FIRST_MS: Final = -62_135_596_800_000
+_LAST_MS: Final = 253_402_300_799_999
+
+
+def utc_moment(ts_ms: float) -> datetime:
+    """The UTC moment of a time in Unix ms, held to the years 1 to 9999: a client may stamp
+    an event with any 64-bit ``ts``, and no reader of it (a date in a pack, a weekday in the
+    attention state) may fail on one past what a datetime holds."""
+    return _EPOCH + timedelta(milliseconds=min(max(ts_ms, _FIRST_MS), _LAST_MS))
+
+
 def _ms(moment: datetime) -> int:
     return int(moment.timestamp() * 1000)
 
@@ -93,7 +106,7 @@ def _absolute(match: re.Match[str], slack_ms: int) -> Period | None:
 
 
 def _relative(match: re.Match[str], now_ms: int) -> Period:
-    now = datetime.fromtimestamp(now_ms / 1000, tz=UTC)
+    now = utc_moment(now_ms)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     if match["day"]:
         start = today - timedelta(days=1 if match["day"].lower() == "yesterday" else 0)
@@ -133,8 +146,8 @@ def in_periods(ts_ms: int, periods: list[Period], *, slack_ms: int = DEFAULT_SLA
             if period.start_ms <= ts_ms < period.end_ms:
                 return True
             continue
-        moment = datetime.fromtimestamp(ts_ms / 1000, tz=UTC)
-        earlier = datetime.fromtimestamp((ts_ms - slack_ms) / 1000, tz=UTC)
+        moment = utc_moment(ts_ms)
+        earlier = utc_moment(ts_ms - slack_ms)
         if period.month in (moment.month, earlier.month):
             return True
     return False

@@ -96,6 +96,9 @@ class LspDecoder:
                 if end < 0:
                     if len(self._buf) > MAX_HEADER_BYTES:
                         raise FrameError("header block too large", "bad_frame")
+                    if _bare_newline(self._buf):
+                        # Never the start of a valid block: say so now, not after 8 KiB.
+                        raise FrameError("header lines must end with \\r\\n", "bad_frame")
                     return out
                 self._need = self._content_length(bytes(self._buf[:end]))
                 del self._buf[: end + 4]
@@ -106,17 +109,24 @@ class LspDecoder:
             self._need = None
 
     def _content_length(self, header_block: bytes) -> int:
+        """The length the block's one Content-Length header gives: ASCII digits only (no
+        sign, no ``_``), and only one such header, so that every reader of the stream (a
+        proxy, a logger) frames it the same way as the daemon."""
         length: int | None = None
         for raw in header_block.split(b"\r\n"):
             name, sep, value = raw.partition(b":")
-            if not sep:
+            if not sep or b"\n" in raw:
                 raise FrameError("malformed header line", "bad_frame")
             if name.strip().lower() == b"content-length":
-                try:
-                    length = int(value.strip())
-                except ValueError:
-                    raise FrameError("Content-Length is not a number", "bad_frame") from None
-        if length is None or length < 0:
+                if length is not None:
+                    raise FrameError("Content-Length given twice", "bad_frame")
+                digits = value.strip(_WHITESPACE)
+                if not digits.isdigit():  # bytes: ASCII digits only
+                    raise FrameError("Content-Length is not a number", "bad_frame")
+                if len(digits) > len(str(self._max)):
+                    raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+                length = int(digits)
+        if length is None:
             raise FrameError("missing Content-Length header", "bad_frame")
         if length > self._max:
             raise FrameError(f"message exceeds {self._max} bytes", "too_large")
@@ -124,6 +134,11 @@ class LspDecoder:
 
     def has_partial(self) -> bool:
         return self._need is not None or bool(self._buf.strip(_WHITESPACE))
+
+
+def _bare_newline(data: bytearray) -> bool:
+    """Whether ``data`` holds a ``\\n`` that is not the end of a ``\\r\\n``."""
+    return data.count(b"\n") != data.count(b"\r\n")
 
 
 def make_decoder(framing: Framing, max_bytes: int) -> Decoder:

@@ -19,6 +19,14 @@ from makad.errors import MakadError
 Int64 = Annotated[int, Meta(ge=-MAX_INT64 - 1, le=MAX_INT64)]
 # A time in Unix ms, or a length of time in ms.
 Ms = Annotated[int, Meta(ge=0, le=MAX_INT64)]
+# An entry's own decay, as add_entry and propose take it.
+DecayTtlMs = Annotated[
+    Ms | None,
+    Meta(
+        description="A length of time in milliseconds after createdAt when the entry archives itself; "
+        "null: the workspace's defaultDecayDays."
+    ),
+]
 
 # What serves one method: (decoded params, the calling connection) -> the result.
 Handler = Callable[[Any, Any], Awaitable[Any]]

@@ -72,13 +72,13 @@ METHODS: list[MethodSpec] = [
         ListCheckpointsParams,
         CheckpointsResult,
         "A session's checkpoints, oldest first.",
-        errors=(InvalidWorkspace, NotFound),
+        errors=(InvalidWorkspace, InvalidParams, NotFound),
     ),
     MethodSpec(
         "get_checkpoint",
         GetCheckpointParams,
         Checkpoint,
         "One checkpoint by id.",
-        errors=(InvalidWorkspace, NotFound),
+        errors=(InvalidWorkspace, InvalidParams, NotFound),
     ),
 ]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
+
+from msgspec import Meta
 
 from makad.core.attention import AttentionSection
 from makad.core.context_types import ContextPack
 from makad.core.suggestions import Suggestion
-from makad.core.types import ContextStrategy
+from makad.core.types import ContextStrategy, DurationMs, UnixMs
 from makad.errors import IncognitoBlocked, InvalidParams, InvalidWorkspace, IOFailure, NotFound, TooLarge
 from makad.wire.base import MethodSpec, Result, WorkspaceParams
 
@@ -37,10 +39,13 @@ class GetAttentionParams(WorkspaceParams):
 class AttentionResult(Result):
     """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
-    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms)."""
+    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
+    ``enabled`` is false."""
 
     enabled: bool
-    computed_at: int
+    computed_at: Annotated[
+        int, Meta(description="Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false.")
+    ]
     sections: list[AttentionSection]
 
 
@@ -64,13 +69,19 @@ class SuggestResult(Result):
     ``enabled`` true, ``silenced`` is ``not_derived`` while the attention state has not been
     derived yet (it will be, off the request path). ``threshold``: the score a suggestion
     needs; ``cooldownMs``: how long ``dismiss_suggestion`` hides one by default;
-    ``computedAt``: when the attention state they come from was derived (ms)."""
+    ``computedAt``: when the attention state they come from was derived (ms), 0 when
+    there is none (``silenced`` set)."""
 
     enabled: bool
     suggestions: list[Suggestion]
     threshold: float
-    cooldown_ms: int
-    computed_at: int = 0
+    cooldown_ms: DurationMs
+    computed_at: Annotated[
+        int,
+        Meta(
+            description="Unix time in milliseconds (UTC) of the attention state used; 0 when there is none."
+        ),
+    ] = 0
     silenced: SilencedReason | None = None
     candidates: list[Suggestion] | None = None
 
@@ -80,14 +91,20 @@ class DismissSuggestionParams(WorkspaceParams):
     away (default: the daemon's cooldown; 0 brings it back now)."""
 
     id: str
-    for_ms: int | None = None
+    for_ms: Annotated[
+        int | None,
+        Meta(
+            description="A length of time in milliseconds, 0 to 31536000000 (a year); null: the "
+            "daemon's cooldown."
+        ),
+    ] = None
 
 
 class DismissSuggestionResult(Result):
     """``until``: when the suggestion may show again (ms)."""
 
     id: str
-    until: int
+    until: UnixMs
 
 
 MAX_DISMISS_MS = 365 * 86_400_000

@@ -30,7 +30,7 @@ class RecordEpisodeParams(WorkspaceParams):
     summary: str
     source_refs: list[str]
     tags: list[str] = []
-    at: Ms | None = None
+    at: Annotated[Ms | None, Meta(description="Unix time in milliseconds (UTC); null: now.")] = None
     request_id: str | None = None
 
 
@@ -49,7 +49,13 @@ class ListEpisodesParams(WorkspaceParams):
 
     tag: str | None = None
     session_id: str | None = None
-    since: Int64 | None = None
+    since: Annotated[
+        Int64 | None,
+        Meta(
+            description="Unix time in milliseconds (UTC): only episodes whose at is at or after it; "
+            "null: all."
+        ),
+    ] = None
     ids: list[str] | None = None
     include_deleted: bool = False
     limit: ListLimit = 1_000
@@ -119,7 +125,7 @@ METHODS: list[MethodSpec] = [
         CandidatesResult,
         "Tags whose episodes since their last consolidation reach the threshold "
         "(default 5 episodes from 2 sessions), with those episodes.",
-        errors=(*_WS, err.IOFailure),
+        errors=(*_WS, err.InvalidParams, err.IOFailure),
     ),
     MethodSpec(
         "consolidate",

@@ -6,7 +6,16 @@ from typing import Annotated
 
 from msgspec import Meta
 
-from makad.core.types import MAX_INT64, Event, EventInput, Manifest, RefResult, SessionInfo, WorkingState
+from makad.core.types import (
+    MAX_INT64,
+    Event,
+    EventInput,
+    Manifest,
+    RefResult,
+    SessionInfo,
+    UnixMs,
+    WorkingState,
+)
 from makad.errors import (
     Conflict,
     IncognitoBlocked,
@@ -54,7 +63,7 @@ class SessionsResult(Result):
 
 class DeleteSessionResult(Result):
     session_id: str
-    deleted_at: int
+    deleted_at: UnixMs
     event_count: int
     incognito: bool
 
@@ -93,8 +102,18 @@ class SearchHistoryParams(WorkspaceParams):
     query: str
     session_id: str | None = None
     limit: SearchLimit = 20
-    before: Int64 | None = None
-    after: Int64 | None = None
+    before: Annotated[
+        Int64 | None,
+        Meta(
+            description="Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound."
+        ),
+    ] = None
+    after: Annotated[
+        Int64 | None,
+        Meta(
+            description="Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound."
+        ),
+    ] = None
 
 
 class HistoryHit(Result):
@@ -147,7 +166,8 @@ class GetManifestParams(WorkspaceParams):
     call_id: str | None = None
 
 
-_WS = (InvalidWorkspace,)
+# Every method here is a session's: "@user" names no sessions (invalid_params).
+_WS = (InvalidWorkspace, InvalidParams)
 _READ = (*_WS, NotFound, IOFailure)
 _WRITE = (*_WS, NotFound, IncognitoBlocked, IOFailure)
 
@@ -157,7 +177,7 @@ METHODS: list[MethodSpec] = [
         OpenSessionParams,
         SessionView,
         "Create a session (or reopen one by id). Incognito sessions live in memory only.",
-        errors=(*_WS, InvalidParams, Conflict, IncognitoBlocked, IOFailure),
+        errors=(*_WS, Conflict, IncognitoBlocked, IOFailure),
         description="A persistent session cannot be opened while the workspace is "
         "incognito (incognito_blocked); a session keeps the kind it was "
         "created with (conflict); a deleted session's id is refused "
@@ -191,7 +211,7 @@ METHODS: list[MethodSpec] = [
         AppendEventsParams,
         AppendEventsResult,
         "Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.",
-        errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+        errors=(*_WRITE, Conflict, TooLarge),
         description="expectedSeq not the session's last seq: conflict with "
         "data.currentSeq. A closed session: conflict, reason closed. While "
         "the workspace is incognito, a persistent session is not written "
@@ -218,7 +238,7 @@ METHODS: list[MethodSpec] = [
         RetrieveParams,
         RetrieveResult,
         "The exact events named by event: refs, each verified against the hash chain.",
-        errors=(*_WS, InvalidParams, TooLarge, IOFailure),
+        errors=(*_WS, TooLarge, IOFailure),
         description="ok is false when an event is missing or its stored hash does "
         "not match its content (mismatchedSeqs, chainIntact).",
     ),
@@ -235,7 +255,7 @@ METHODS: list[MethodSpec] = [
         SetWorkingStateResult,
         "Change a session's working state (goals <= 8, open threads <= 12, decisions "
         "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
-        errors=(*_WRITE, InvalidParams, Conflict, TooLarge),
+        errors=(*_WRITE, Conflict, TooLarge),
         description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
         "writes the note sections it derives itself (Current State, Files "
         "and Functions, Errors & Corrections, Worklog), marked as derived; "

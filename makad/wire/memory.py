@@ -13,7 +13,7 @@ from makad.core.types import BackupInfo, ContextStrategy, Entry
 
 # A record the layers below the wire share: defined once, in core.
 from makad.core.types import Settings as Settings
-from makad.wire.base import MethodSpec, Ms, Result, Warning, WorkspaceParams
+from makad.wire.base import DecayTtlMs, MethodSpec, Result, Warning, WorkspaceParams
 
 MemoryStatus = Literal["ok", "disabled", "incognito_blocked", "safe_mode", "error"]
 
@@ -27,7 +27,13 @@ class SetSettingsParams(WorkspaceParams):
 
     enabled: bool | UnsetType = UNSET
     agent_read_enabled: bool | UnsetType = UNSET
-    default_decay_days: float | UnsetType | None = UNSET
+    default_decay_days: Annotated[
+        float | UnsetType | None,
+        Meta(
+            description="A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; "
+            "null: no default decay."
+        ),
+    ] = UNSET
     extract_tool_enabled: bool | UnsetType = UNSET
     incognito: bool | UnsetType = UNSET
     history_recall_enabled: bool | UnsetType = UNSET
@@ -98,7 +104,7 @@ class AddEntryParams(WorkspaceParams):
     tags: list[str] = []
     scope: Literal["workspace", "session", "global"] = "workspace"
     session_id: str | None = None
-    decay_ttl_ms: Ms | None = None
+    decay_ttl_ms: DecayTtlMs = None
     expected_revision: int | None = None
     request_id: str | None = None
 

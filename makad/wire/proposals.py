@@ -8,8 +8,8 @@ from msgspec import UNSET, UnsetType
 
 from makad import errors as err
 from makad.core.importers import ItemError
-from makad.core.types import Entry, MemoryEvent
-from makad.wire.base import MethodSpec, Ms, Params, Result, Warning, WorkspaceParams
+from makad.core.types import Entry, MaybeUnixMs, MemoryEvent, UnixMs
+from makad.wire.base import DecayTtlMs, MethodSpec, Params, Result, Warning, WorkspaceParams
 
 
 class Consolidates(Params):
@@ -30,7 +30,7 @@ class ProposeParams(WorkspaceParams):
     session_id: str | None = None
     source_refs: list[str] = []
     supersedes: str | None = None
-    decay_ttl_ms: Ms | None = None
+    decay_ttl_ms: DecayTtlMs = None
     draft: bool = False
     consolidates: Consolidates | None = None
     request_id: str | None = None
@@ -39,7 +39,7 @@ class ProposeParams(WorkspaceParams):
 class RejectionInfo(Result):
     proposal_id: str
     reason: str | None
-    rejected_at: int
+    rejected_at: UnixMs
 
 
 class ProposeResult(Result):
@@ -137,7 +137,7 @@ class HistoryResult(Result):
     proposal_id: str | None
     source_refs: list[str]
     approved_by: str | None
-    approved_at: int | None
+    approved_at: MaybeUnixMs
     events: list[MemoryEvent]
 
 
@@ -243,6 +243,6 @@ METHODS: list[MethodSpec] = [
         ExportParams,
         ExportResult,
         "Export active (and optionally archived) entries as JSON or Markdown.",
-        errors=(*_WS, err.IOFailure),
+        errors=(*_WS, err.IncognitoBlocked, err.IOFailure),
     ),
 ]

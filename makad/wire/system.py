@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
+from makad.core.types import DurationMs, UnixMs
 from makad.errors import ShuttingDown
 from makad.wire.base import MethodSpec, Params, Result
 
@@ -20,7 +21,7 @@ class WorkspaceWarning(Result, kw_only=True):
     workspace: str
     kind: str
     message: str
-    at: int
+    at: UnixMs
 
 
 class ContextPaths(Result):
@@ -40,7 +41,7 @@ class IndexFailure(Result, kw_only=True):
     workspace: str
     error: str
     attempts: int
-    retry_after_ms: int
+    retry_after_ms: DurationMs
 
 
 class SemanticStatus(Result, kw_only=True):
@@ -57,7 +58,9 @@ class SemanticStatus(Result, kw_only=True):
     model: str
     state: Literal["loading", "ready", "failed"]
     message: str | None = None
-    load_ms: float | None = None
+    load_ms: Annotated[
+        float | None, Meta(description="A length of time in milliseconds, fractional, or null.")
+    ] = None
     events_indexed: int = 0
     events_pending: int = 0
     entries_indexed: int = 0
@@ -70,7 +73,7 @@ class SemanticStatus(Result, kw_only=True):
 class StatusResult(Result):
     version: str
     pid: int
-    uptime_ms: int
+    uptime_ms: DurationMs
     # The path the daemon listens on: the one systemd bound when socket-activated.
     socket: str
     data_dir: str

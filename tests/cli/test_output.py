@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 from maka.cli.common import CliError, EntryEdit, entry_form, parse_entry_form, resolve_ids
 from maka.cli.output import age, display_width, side_by_side, table, truncate, wrap
 from maka.cli.system import parse_setting
+from maka.mcp_text import date_of
 
 DAY = 86_400_000
 
@@ -140,3 +141,9 @@ def test_a_setting_that_takes_a_name_takes_it_bare() -> None:
         parse_setting("contextStrategy=curatr")
     assert "deterministic" in str(typo.value)
     assert parse_setting("incognito=off") == ("incognito", False)
+
+
+def test_the_mcp_text_dates_any_time() -> None:
+    """The MCP bridge's `updated` date of an entry stamped at the end of int64 is the last day a date holds."""
+    assert date_of(2**63 - 1) == "9999-12-31"
+    assert date_of(1_796_000_000_000) == "2026-11-30"

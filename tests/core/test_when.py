@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from makad.core.when import DAY_MS, DEFAULT_SLACK_MS, Period, in_periods, query_periods
+from makad.core.when import DAY_MS, DEFAULT_SLACK_MS, Period, in_periods, query_periods, utc_moment
 
 NOW = int(datetime(2024, 3, 15, 12, tzinfo=UTC).timestamp() * 1000)
 
@@ -76,3 +76,20 @@ def test_any_text_gives_at_most_eight_sane_periods(query: str) -> None:
     periods = query_periods(query, NOW)
     assert len(periods) <= 8
     assert all(p.month is not None or p.start_ms < p.end_ms for p in periods)
+
+
+@given(st.integers(min_value=-(2**63), max_value=2**63 - 1))
+def test_any_64_bit_time_has_a_moment(ts: int) -> None:
+    """Every int64 of ms is a UTC moment: itself within the years 1 to 9999, else the nearest end."""
+    moment = utc_moment(ts)
+    assert moment.tzinfo is UTC
+    if ms(1, 1, 1) <= ts < ms(9999, 12, 31) + DAY_MS:
+        assert moment == datetime.fromtimestamp(0, tz=UTC) + timedelta(milliseconds=ts)
+    else:
+        assert moment.year in (1, 9999)
+
+
+def test_a_moment_is_exact_to_the_millisecond() -> None:
+    """utc_moment is the same moment fromtimestamp gives, milliseconds included, before 1970 too."""
+    for ts in (NOW + 123, -1, -86_400_001, 0):
+        assert utc_moment(ts) == datetime.fromtimestamp(ts / 1000, tz=UTC)

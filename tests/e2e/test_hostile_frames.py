@@ -5,6 +5,8 @@ from __future__ import annotations
 import contextlib
 import json
 
+import pytest
+
 from tests.support import DaemonProcess, RawConnection, ping_ok
 
 
@@ -59,6 +61,27 @@ def test_bad_lsp_header_closes(shared_daemon: DaemonProcess) -> None:
     with RawConnection(shared_daemon.socket, "lsp") as conn:
         conn.send_raw(b"Content-Length: many\r\n\r\n{}")
         assert conn.recv_message()["error"]["data"]["kind"] == "bad_frame"
+    assert ping_ok(shared_daemon.socket)
+
+
+@pytest.mark.parametrize(
+    "frame",
+    [
+        b'Content-Length: 40\r\nContent-Length: 5\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        b'Content-Length: 4_0\r\n\r\n{"jsonrpc":"2.0","id":1,"method":"ping"}',
+        b'Content-Length: 40\n\n{"jsonrpc":"2.0","id":1,"method":"ping"}',
+    ],
+    ids=["length_twice", "underscore", "bare_newlines"],
+)
+def test_ambiguous_lsp_header_closes(shared_daemon: DaemonProcess, frame: bytes) -> None:
+    """A header block readers could frame differently (two lengths, `4_0`, bare newlines) gets
+    bad_frame with id null and a close, never a reply to the request inside it."""
+    with RawConnection(shared_daemon.socket, "lsp") as conn:
+        conn.send_raw(frame)
+        reply = conn.recv_message()
+        assert reply["id"] is None and reply["error"]["code"] == -32600
+        assert reply["error"]["data"]["kind"] == "bad_frame"
+        assert conn.at_eof()
     assert ping_ok(shared_daemon.socket)
 
 

@@ -74,3 +74,45 @@ def test_lsp_missing_length() -> None:
     with pytest.raises(FrameError) as info:
         LspDecoder(100).feed(b"Content-Type: x\r\n\r\n")
     assert info.value.kind == "bad_frame"
+
+
+@pytest.mark.parametrize(
+    "header",
+    [
+        b"Content-Length: 2\r\nContent-Length: 2",
+        b"Content-Length: 2\r\ncontent-length: 12",
+    ],
+)
+def test_lsp_length_given_twice(header: bytes) -> None:
+    """Two Content-Length headers are a bad frame, equal or not: readers disagree on which one counts."""
+    with pytest.raises(FrameError) as info:
+        LspDecoder(100).feed(header + b"\r\n\r\n{}")
+    assert info.value.kind == "bad_frame"
+
+
+@pytest.mark.parametrize("value", [b"+2", b"2_0", b"-1", b"0x2", b"2 0", b"", b"\xd9\xa2"])
+def test_lsp_length_is_plain_digits(value: bytes) -> None:
+    """A Content-Length that is not ASCII digits (a sign, an underscore, hex, none) is a bad frame."""
+    with pytest.raises(FrameError) as info:
+        LspDecoder(100).feed(b"Content-Length: " + value + b"\r\n\r\n{}")
+    assert info.value.kind == "bad_frame"
+
+
+def test_lsp_length_may_have_blanks_around_it() -> None:
+    """Blanks around the Content-Length value, and any spelling of its name, are fine."""
+    assert LspDecoder(100).feed(b"content-LENGTH:  2 \r\n\r\n{}") == [b"{}"]
+
+
+@pytest.mark.parametrize("ending", [b"\n\n", b"\r\n\n", b"\n\r\n"])
+def test_lsp_header_lines_must_end_with_crlf(ending: bytes) -> None:
+    """A header block ended by bare newlines is a bad frame at once, not a wait for more headers."""
+    with pytest.raises(FrameError) as info:
+        LspDecoder(100).feed(b"Content-Length: 2" + ending + b"{}")
+    assert info.value.kind == "bad_frame"
+
+
+def test_lsp_length_of_many_digits_is_too_large() -> None:
+    """A Content-Length of thousands of digits is too_large, not a failure to convert it."""
+    with pytest.raises(FrameError) as info:
+        LspDecoder(100).feed(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n{}")
+    assert info.value.kind == "too_large"

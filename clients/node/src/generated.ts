@@ -17,7 +17,10 @@ export interface AddEntryParams {
   scope?: "global" | "session" | "workspace";
   /** @default null */
   sessionId?: string | null;
-  /** @default null */
+  /**
+   * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+   * @default null
+   */
   decayTtlMs?: number | null;
   /** @default null */
   expectedRevision?: number | null;
@@ -93,17 +96,22 @@ export interface Approved {
 export interface AttentionLine {
   text: string;
   refs: string[];
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC).
+   * @default 0
+   */
   at?: number;
 }
 
 /**
  * The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
  * refs it came from. `enabled` false (`attentionEnabled` off, or incognito): nothing is
- * derived and `sections` is empty. `computedAt`: when it was last derived (ms).
+ * derived and `sections` is empty. `computedAt`: when it was last derived (ms), 0 when
+ * `enabled` is false.
  */
 export interface AttentionResult {
   enabled: boolean;
+  /** Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false. */
   computedAt: number;
   sections: AttentionSection[];
 }
@@ -116,6 +124,7 @@ export interface AttentionSection {
 export interface BackupInfo {
   backupId: string;
   file: string;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
   size: number;
   sha256: string;
@@ -185,6 +194,7 @@ export interface Checkpoint {
   preservedFromSeq: number;
   mode: "checkpoint" | "semantic";
   reason: "budget" | "manual" | "overflow";
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
 }
 
@@ -314,12 +324,16 @@ export interface CuratorTrace {
   promptTokens?: number;
   /** @default 0 */
   completionTokens?: number;
-  /** @default 0 */
+  /**
+   * A length of time in milliseconds, fractional.
+   * @default 0
+   */
   latencyMs?: number;
 }
 
 export interface DeleteSessionResult {
   sessionId: string;
+  /** Unix time in milliseconds (UTC). */
   deletedAt: number;
   eventCount: number;
   incognito: boolean;
@@ -332,13 +346,17 @@ export interface DeleteSessionResult {
 export interface DismissSuggestionParams {
   workspace: string;
   id: string;
-  /** @default null */
+  /**
+   * A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
+   * @default null
+   */
   forMs?: number | null;
 }
 
 /** `until`: when the suggestion may show again (ms). */
 export interface DismissSuggestionResult {
   id: string;
+  /** Unix time in milliseconds (UTC). */
   until: number;
 }
 
@@ -349,15 +367,24 @@ export interface Entry {
   content: string;
   /** @default "unknown" */
   origin?: "extracted" | "imported" | "manual" | "unknown";
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC); 0 when unknown.
+   * @default 0
+   */
   createdAt?: number;
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC); 0 when unknown.
+   * @default 0
+   */
   updatedAt?: number;
   /** @default "active" */
   status?: "active" | "archived" | "draft" | "review_required";
   /** @default [] */
   tags?: string[];
-  /** @default null */
+  /**
+   * A length of time in milliseconds after createdAt when the entry archives itself; null or 0: never.
+   * @default null
+   */
   decayTtlMs?: number | null;
   /** @default "workspace" */
   scope?: "global" | "session" | "workspace";
@@ -398,9 +425,14 @@ export interface Episode {
   summary: string;
   tags: string[];
   sourceRefs: string[];
+  /** Unix time in milliseconds (UTC). */
   at: number;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC), or null.
+   * @default null
+   */
   deletedAt?: number | null;
   /** @default [] */
   consolidations?: ConsolidationMark[];
@@ -410,6 +442,7 @@ export interface Episode {
 export interface Event {
   sessionId: string;
   seq: number;
+  /** Unix time in milliseconds (UTC). */
   ts: number;
   type: "assistant_message" | "note" | "system" | "tool_call" | "tool_result" | "user_message";
   text: string;
@@ -431,7 +464,10 @@ export interface Event {
 export interface EventInput {
   type: "assistant_message" | "note" | "system" | "tool_call" | "tool_result" | "user_message";
   text: string;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC) of the event, as the client saw it; absent or null: the daemon's clock.
+   * @default null
+   */
   ts?: number | null;
   /** @default null */
   toolCallId?: string | null;
@@ -498,6 +534,7 @@ export interface HistoryResult {
   proposalId: string | null;
   sourceRefs: string[];
   approvedBy: string | null;
+  /** Unix time in milliseconds (UTC), or null. */
   approvedAt: number | null;
   events: MemoryEvent[];
 }
@@ -536,6 +573,7 @@ export interface IndexFailure {
   workspace: string;
   error: string;
   attempts: number;
+  /** A length of time in milliseconds. */
   retryAfterMs: number;
 }
 
@@ -561,7 +599,10 @@ export interface ListEpisodesParams {
   tag?: string | null;
   /** @default null */
   sessionId?: string | null;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
+   * @default null
+   */
   since?: number | null;
   /** @default null */
   ids?: string[] | null;
@@ -628,6 +669,7 @@ export interface LocalMemoryState {
 export interface Manifest {
   sessionId: string;
   callId: string;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
   items: ManifestItem[];
   /** @default null */
@@ -643,6 +685,7 @@ export interface ManifestItem {
 /** One step in the lineage of a memory entry or proposal. */
 export interface MemoryEvent {
   id: number;
+  /** Unix time in milliseconds (UTC). */
   ts: number;
   action: string;
   actor: string;
@@ -775,7 +818,10 @@ export interface ProposeParams {
   sourceRefs?: string[];
   /** @default null */
   supersedes?: string | null;
-  /** @default null */
+  /**
+   * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+   * @default null
+   */
   decayTtlMs?: number | null;
   /** @default false */
   draft?: boolean;
@@ -851,7 +897,10 @@ export interface RecordEpisodeParams {
   sourceRefs: string[];
   /** @default [] */
   tags?: string[];
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC); null: now.
+   * @default null
+   */
   at?: number | null;
   /** @default null */
   requestId?: string | null;
@@ -911,6 +960,7 @@ export interface RejectResult {
 export interface RejectionInfo {
   proposalId: string;
   reason: string | null;
+  /** Unix time in milliseconds (UTC). */
   rejectedAt: number;
 }
 
@@ -1003,9 +1053,15 @@ export interface SearchHistoryParams {
   sessionId?: string | null;
   /** @default 20 */
   limit?: number;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
+   * @default null
+   */
   before?: number | null;
-  /** @default null */
+  /**
+   * Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
+   * @default null
+   */
   after?: number | null;
 }
 
@@ -1036,7 +1092,10 @@ export interface SemanticStatus {
   state: "failed" | "loading" | "ready";
   /** @default null */
   message?: string | null;
-  /** @default null */
+  /**
+   * A length of time in milliseconds, fractional, or null.
+   * @default null
+   */
   loadMs?: number | null;
   /** @default 0 */
   eventsIndexed?: number;
@@ -1063,7 +1122,9 @@ export interface SessionParams {
 export interface SessionView {
   sessionId: string;
   title: string | null;
+  /** Unix time in milliseconds (UTC). */
   createdAt: number;
+  /** Unix time in milliseconds (UTC), or null. */
   closedAt: number | null;
   eventCount: number;
   lastSeq: number;
@@ -1080,6 +1141,7 @@ export interface SetSettingsParams {
   workspace: string;
   enabled?: boolean;
   agentReadEnabled?: boolean;
+  /** A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay. */
   defaultDecayDays?: number | null;
   extractToolEnabled?: boolean;
   incognito?: boolean;
@@ -1126,7 +1188,10 @@ export interface Settings {
   enabled?: boolean;
   /** @default false */
   agentReadEnabled?: boolean;
-  /** @default null */
+  /**
+   * A length of time in days, fractional; null: no default decay.
+   * @default null
+   */
   defaultDecayDays?: number | null;
   /** @default false */
   extractToolEnabled?: boolean;
@@ -1167,6 +1232,7 @@ export interface StateNotModified {
 export interface StatusResult {
   version: string;
   pid: number;
+  /** A length of time in milliseconds. */
   uptimeMs: number;
   socket: string;
   dataDir: string;
@@ -1210,14 +1276,19 @@ export interface SuggestParams {
  * `enabled` true, `silenced` is `not_derived` while the attention state has not been
  * derived yet (it will be, off the request path). `threshold`: the score a suggestion
  * needs; `cooldownMs`: how long `dismiss_suggestion` hides one by default;
- * `computedAt`: when the attention state they come from was derived (ms).
+ * `computedAt`: when the attention state they come from was derived (ms), 0 when
+ * there is none (`silenced` set).
  */
 export interface SuggestResult {
   enabled: boolean;
   suggestions: Suggestion[];
   threshold: number;
+  /** A length of time in milliseconds. */
   cooldownMs: number;
-  /** @default 0 */
+  /**
+   * Unix time in milliseconds (UTC) of the attention state used; 0 when there is none.
+   * @default 0
+   */
   computedAt?: number;
   /** @default null */
   silenced?: "agent_reads_off" | "attention_off" | "incognito" | "not_derived" | "session_incognito" | null;
@@ -1370,6 +1441,7 @@ export interface WorkspaceWarning {
   workspace: string;
   kind: string;
   message: string;
+  /** Unix time in milliseconds (UTC). */
   at: number;
 }
 
@@ -1413,6 +1485,7 @@ export interface Methods {
       workspace: string;
       enabled?: boolean;
       agentReadEnabled?: boolean;
+      /** A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay. */
       defaultDecayDays?: number | null;
       extractToolEnabled?: boolean;
       incognito?: boolean;
@@ -1453,7 +1526,10 @@ export interface Methods {
       scope?: "global" | "session" | "workspace";
       /** @default null */
       sessionId?: string | null;
-      /** @default null */
+      /**
+       * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+       * @default null
+       */
       decayTtlMs?: number | null;
       /** @default null */
       expectedRevision?: number | null;
@@ -1600,7 +1676,10 @@ export interface Methods {
       sourceRefs?: string[];
       /** @default null */
       supersedes?: string | null;
-      /** @default null */
+      /**
+       * A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
+       * @default null
+       */
       decayTtlMs?: number | null;
       /** @default false */
       draft?: boolean;
@@ -1687,7 +1766,7 @@ export interface Methods {
       includeArchived?: boolean;
     };
     result: ExportResult;
-    errors: "invalid_workspace" | "io_error";
+    errors: "incognito_blocked" | "invalid_workspace" | "io_error";
   };
   /**
    * What the model should see this turn, within budgetTokens: memory, working state, summary and recall segments plus the live history, with a trace of every choice.
@@ -1743,7 +1822,10 @@ export interface Methods {
     params: {
       workspace: string;
       id: string;
-      /** @default null */
+      /**
+       * A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
+       * @default null
+       */
       forMs?: number | null;
     };
     result: DismissSuggestionResult;
@@ -1777,7 +1859,7 @@ export interface Methods {
       sessionId: string;
     };
     result: CheckpointsResult;
-    errors: "invalid_workspace" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "not_found";
   };
   /** One checkpoint by id. */
   get_checkpoint: {
@@ -1786,7 +1868,7 @@ export interface Methods {
       checkpointId: string;
     };
     result: Checkpoint;
-    errors: "invalid_workspace" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "not_found";
   };
   /**
    * Create a session (or reopen one by id). Incognito sessions live in memory only.
@@ -1813,7 +1895,7 @@ export interface Methods {
       includeClosed?: boolean;
     };
     result: SessionsResult;
-    errors: "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /** Close a session: appends are refused until it is opened again. */
   close_session: {
@@ -1822,7 +1904,7 @@ export interface Methods {
       sessionId: string;
     };
     result: SessionView;
-    errors: "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found";
+    errors: "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Forget a session: its events, working state, manifests and checkpoints are erased; a tombstone (id, time, count, last hash) remains.
@@ -1834,7 +1916,7 @@ export interface Methods {
       sessionId: string;
     };
     result: DeleteSessionResult;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
@@ -1867,7 +1949,7 @@ export interface Methods {
       limit?: number;
     };
     result: ReadEventsResult;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /** BM25 search over session events (Chinese and Japanese included). */
   search_history: {
@@ -1878,13 +1960,19 @@ export interface Methods {
       sessionId?: string | null;
       /** @default 20 */
       limit?: number;
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
+       * @default null
+       */
       before?: number | null;
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
+       * @default null
+       */
       after?: number | null;
     };
     result: SearchHistoryResult;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * The exact events named by event: refs, each verified against the hash chain.
@@ -1907,7 +1995,7 @@ export interface Methods {
       sessionId: string;
     };
     result: WorkingState;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
@@ -1942,7 +2030,7 @@ export interface Methods {
       callId?: string | null;
     };
     result: Manifest;
-    errors: "invalid_workspace" | "io_error" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Record an episode: a one-line, redacted summary of something that happened in a session, with tags and the events it came from.
@@ -1956,7 +2044,10 @@ export interface Methods {
       sourceRefs: string[];
       /** @default [] */
       tags?: string[];
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC); null: now.
+       * @default null
+       */
       at?: number | null;
       /** @default null */
       requestId?: string | null;
@@ -1972,7 +2063,10 @@ export interface Methods {
       tag?: string | null;
       /** @default null */
       sessionId?: string | null;
-      /** @default null */
+      /**
+       * Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
+       * @default null
+       */
       since?: number | null;
       /** @default null */
       ids?: string[] | null;
@@ -1996,7 +2090,7 @@ export interface Methods {
       minSessions?: number;
     };
     result: CandidatesResult;
-    errors: "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /** Propose the digest of a tag's evidence (origin extracted, consolidating the episodes); the user approves or rejects it like any proposal. */
   consolidate: {

@@ -27,6 +27,7 @@ class AddEntryParams(TypedDict):
     scope: NotRequired[Literal["global", "session", "workspace"]]
     # default: null
     sessionId: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: null
@@ -105,6 +106,7 @@ class AttentionLine(TypedDict):
 
     text: str
     refs: list[str]
+    # Unix time in milliseconds (UTC).
     # default: 0
     at: NotRequired[int]
 
@@ -112,10 +114,12 @@ class AttentionLine(TypedDict):
 class AttentionResult(TypedDict):
     """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
-    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms).
+    derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
+    ``enabled`` is false.
     """
 
     enabled: bool
+    # Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false.
     computedAt: int
     sections: list[AttentionSection]
 
@@ -128,6 +132,7 @@ class AttentionSection(TypedDict):
 class BackupInfo(TypedDict):
     backupId: str
     file: str
+    # Unix time in milliseconds (UTC).
     createdAt: int
     size: int
     sha256: str
@@ -199,6 +204,7 @@ class Checkpoint(TypedDict):
     preservedFromSeq: int
     mode: Literal["checkpoint", "semantic"]
     reason: Literal["budget", "manual", "overflow"]
+    # Unix time in milliseconds (UTC).
     createdAt: int
 
 
@@ -334,12 +340,14 @@ class CuratorTrace(TypedDict):
     promptTokens: NotRequired[int]
     # default: 0
     completionTokens: NotRequired[int]
+    # A length of time in milliseconds, fractional.
     # default: 0.0
     latencyMs: NotRequired[float]
 
 
 class DeleteSessionResult(TypedDict):
     sessionId: str
+    # Unix time in milliseconds (UTC).
     deletedAt: int
     eventCount: int
     incognito: bool
@@ -352,6 +360,7 @@ class DismissSuggestionParams(TypedDict):
 
     workspace: str
     id: str
+    # A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
     # default: null
     forMs: NotRequired[int | None]
 
@@ -360,6 +369,7 @@ class DismissSuggestionResult(TypedDict):
     """``until``: when the suggestion may show again (ms)."""
 
     id: str
+    # Unix time in milliseconds (UTC).
     until: int
 
 
@@ -371,14 +381,17 @@ class Entry(TypedDict):
     content: str
     # default: "unknown"
     origin: NotRequired[Literal["extracted", "imported", "manual", "unknown"]]
+    # Unix time in milliseconds (UTC); 0 when unknown.
     # default: 0
     createdAt: NotRequired[int]
+    # Unix time in milliseconds (UTC); 0 when unknown.
     # default: 0
     updatedAt: NotRequired[int]
     # default: "active"
     status: NotRequired[Literal["active", "archived", "draft", "review_required"]]
     # default: []
     tags: NotRequired[list[str]]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null or 0: never.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: "workspace"
@@ -420,8 +433,11 @@ class Episode(TypedDict):
     summary: str
     tags: list[str]
     sourceRefs: list[str]
+    # Unix time in milliseconds (UTC).
     at: int
+    # Unix time in milliseconds (UTC).
     createdAt: int
+    # Unix time in milliseconds (UTC), or null.
     # default: null
     deletedAt: NotRequired[int | None]
     # default: []
@@ -433,6 +449,7 @@ class Event(TypedDict):
 
     sessionId: str
     seq: int
+    # Unix time in milliseconds (UTC).
     ts: int
     type: Literal["assistant_message", "note", "system", "tool_call", "tool_result", "user_message"]
     text: str
@@ -455,6 +472,7 @@ class EventInput(TypedDict):
 
     type: Literal["assistant_message", "note", "system", "tool_call", "tool_result", "user_message"]
     text: str
+    # Unix time in milliseconds (UTC) of the event, as the client saw it; absent or null: the daemon's clock.
     # default: null
     ts: NotRequired[int | None]
     # default: null
@@ -524,6 +542,7 @@ class HistoryResult(TypedDict):
     proposalId: str | None
     sourceRefs: list[str]
     approvedBy: str | None
+    # Unix time in milliseconds (UTC), or null.
     approvedAt: int | None
     events: list[MemoryEvent]
 
@@ -563,6 +582,7 @@ class IndexFailure(TypedDict):
     workspace: str
     error: str
     attempts: int
+    # A length of time in milliseconds.
     retryAfterMs: int
 
 
@@ -590,6 +610,7 @@ class ListEpisodesParams(TypedDict):
     tag: NotRequired[str | None]
     # default: null
     sessionId: NotRequired[str | None]
+    # Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
     # default: null
     since: NotRequired[int | None]
     # default: null
@@ -657,6 +678,7 @@ class Manifest(TypedDict):
 
     sessionId: str
     callId: str
+    # Unix time in milliseconds (UTC).
     createdAt: int
     items: list[ManifestItem]
     # default: null
@@ -673,6 +695,7 @@ class MemoryEvent(TypedDict):
     """One step in the lineage of a memory entry or proposal."""
 
     id: int
+    # Unix time in milliseconds (UTC).
     ts: int
     action: str
     actor: str
@@ -808,6 +831,7 @@ class ProposeParams(TypedDict):
     sourceRefs: NotRequired[list[str]]
     # default: null
     supersedes: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: false
@@ -885,6 +909,7 @@ class RecordEpisodeParams(TypedDict):
     sourceRefs: list[str]
     # default: []
     tags: NotRequired[list[str]]
+    # Unix time in milliseconds (UTC); null: now.
     # default: null
     at: NotRequired[int | None]
     # default: null
@@ -945,6 +970,7 @@ class RejectResult(TypedDict):
 class RejectionInfo(TypedDict):
     proposalId: str
     reason: str | None
+    # Unix time in milliseconds (UTC).
     rejectedAt: int
 
 
@@ -1037,8 +1063,10 @@ class SearchHistoryParams(TypedDict):
     sessionId: NotRequired[str | None]
     # default: 20
     limit: NotRequired[int]
+    # Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
     # default: null
     before: NotRequired[int | None]
+    # Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
     # default: null
     after: NotRequired[int | None]
 
@@ -1071,6 +1099,7 @@ class SemanticStatus(TypedDict):
     state: Literal["failed", "loading", "ready"]
     # default: null
     message: NotRequired[str | None]
+    # A length of time in milliseconds, fractional, or null.
     # default: null
     loadMs: NotRequired[float | None]
     # default: 0
@@ -1099,7 +1128,9 @@ class SessionView(TypedDict):
 
     sessionId: str
     title: str | None
+    # Unix time in milliseconds (UTC).
     createdAt: int
+    # Unix time in milliseconds (UTC), or null.
     closedAt: int | None
     eventCount: int
     lastSeq: int
@@ -1117,6 +1148,7 @@ class SetSettingsParams(TypedDict):
     workspace: str
     enabled: NotRequired[bool]
     agentReadEnabled: NotRequired[bool]
+    # A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay.
     defaultDecayDays: NotRequired[float | None]
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
@@ -1164,6 +1196,7 @@ class Settings(TypedDict):
     enabled: NotRequired[bool]
     # default: false
     agentReadEnabled: NotRequired[bool]
+    # A length of time in days, fractional; null: no default decay.
     # default: null
     defaultDecayDays: NotRequired[float | None]
     # default: false
@@ -1206,6 +1239,7 @@ class StateNotModified(TypedDict):
 class StatusResult(TypedDict):
     version: str
     pid: int
+    # A length of time in milliseconds.
     uptimeMs: int
     socket: str
     dataDir: str
@@ -1249,13 +1283,16 @@ class SuggestResult(TypedDict):
     ``enabled`` true, ``silenced`` is ``not_derived`` while the attention state has not been
     derived yet (it will be, off the request path). ``threshold``: the score a suggestion
     needs; ``cooldownMs``: how long ``dismiss_suggestion`` hides one by default;
-    ``computedAt``: when the attention state they come from was derived (ms).
+    ``computedAt``: when the attention state they come from was derived (ms), 0 when
+    there is none (``silenced`` set).
     """
 
     enabled: bool
     suggestions: list[Suggestion]
     threshold: float
+    # A length of time in milliseconds.
     cooldownMs: int
+    # Unix time in milliseconds (UTC) of the attention state used; 0 when there is none.
     # default: 0
     computedAt: NotRequired[int]
     # default: null
@@ -1412,6 +1449,7 @@ class WorkspaceWarning(TypedDict):
     workspace: str
     kind: str
     message: str
+    # Unix time in milliseconds (UTC).
     at: int
 
 
@@ -1427,6 +1465,7 @@ class SetSettingsArgs(TypedDict):
     workspace: str
     enabled: NotRequired[bool]
     agentReadEnabled: NotRequired[bool]
+    # A length of time in days, fractional, from 1 ms (1.2e-8) to 106751991167; null: no default decay.
     defaultDecayDays: NotRequired[float | None]
     extractToolEnabled: NotRequired[bool]
     incognito: NotRequired[bool]
@@ -1463,6 +1502,7 @@ class AddEntryArgs(TypedDict):
     scope: NotRequired[Literal["global", "session", "workspace"]]
     # default: null
     sessionId: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: null
@@ -1588,6 +1628,7 @@ class ProposeArgs(TypedDict):
     sourceRefs: NotRequired[list[str]]
     # default: null
     supersedes: NotRequired[str | None]
+    # A length of time in milliseconds after createdAt when the entry archives itself; null: the workspace's defaultDecayDays.
     # default: null
     decayTtlMs: NotRequired[int | None]
     # default: false
@@ -1699,6 +1740,7 @@ class DismissSuggestionArgs(TypedDict):
 
     workspace: str
     id: str
+    # A length of time in milliseconds, 0 to 31536000000 (a year); null: the daemon's cooldown.
     # default: null
     forMs: NotRequired[int | None]
 
@@ -1799,8 +1841,10 @@ class SearchHistoryArgs(TypedDict):
     sessionId: NotRequired[str | None]
     # default: 20
     limit: NotRequired[int]
+    # Unix time in milliseconds (UTC): only events whose ts is before it; null: no bound.
     # default: null
     before: NotRequired[int | None]
+    # Unix time in milliseconds (UTC): only events whose ts is after it; null: no bound.
     # default: null
     after: NotRequired[int | None]
 
@@ -1858,6 +1902,7 @@ class RecordEpisodeArgs(TypedDict):
     sourceRefs: list[str]
     # default: []
     tags: NotRequired[list[str]]
+    # Unix time in milliseconds (UTC); null: now.
     # default: null
     at: NotRequired[int | None]
     # default: null
@@ -1872,6 +1917,7 @@ class ListEpisodesArgs(TypedDict):
     tag: NotRequired[str | None]
     # default: null
     sessionId: NotRequired[str | None]
+    # Unix time in milliseconds (UTC): only episodes whose at is at or after it; null: all.
     # default: null
     since: NotRequired[int | None]
     # default: null
@@ -2075,7 +2121,7 @@ class Methods:
     def export_memories(self, **params: Unpack[ExportMemoriesArgs]) -> ExportResult:
         """Export active (and optionally archived) entries as JSON or Markdown.
 
-        Errors: invalid_workspace, io_error.
+        Errors: incognito_blocked, invalid_workspace, io_error.
         """
         return cast("ExportResult", self._call("export_memories", dict(params)))
 
@@ -2127,14 +2173,14 @@ class Methods:
     def list_checkpoints(self, **params: Unpack[ListCheckpointsArgs]) -> CheckpointsResult:
         """A session's checkpoints, oldest first.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("CheckpointsResult", self._call("list_checkpoints", dict(params)))
 
     def get_checkpoint(self, **params: Unpack[GetCheckpointArgs]) -> Checkpoint:
         """One checkpoint by id.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("Checkpoint", self._call("get_checkpoint", dict(params)))
 
@@ -2150,14 +2196,14 @@ class Methods:
     def list_sessions(self, **params: Unpack[ListSessionsArgs]) -> SessionsResult:
         """The workspace's sessions, newest first (incognito ones flagged).
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("SessionsResult", self._call("list_sessions", dict(params)))
 
     def close_session(self, **params: Unpack[CloseSessionArgs]) -> SessionView:
         """Close a session: appends are refused until it is opened again.
 
-        Errors: incognito_blocked, invalid_workspace, io_error, not_found.
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SessionView", self._call("close_session", dict(params)))
 
@@ -2166,7 +2212,7 @@ class Methods:
 
         Always allowed, also while the workspace is incognito or disabled.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("DeleteSessionResult", self._call("delete_session", dict(params)))
 
@@ -2184,14 +2230,14 @@ class Methods:
 
         Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("ReadEventsResult", self._call("read_events", dict(params)))
 
     def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
         """BM25 search over session events (Chinese and Japanese included).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SearchHistoryResult", self._call("search_history", dict(params)))
 
@@ -2207,7 +2253,7 @@ class Methods:
     def get_working_state(self, **params: Unpack[GetWorkingStateArgs]) -> WorkingState:
         """A session's working state: goals, open threads, decisions, notes.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("WorkingState", self._call("get_working_state", dict(params)))
 
@@ -2223,7 +2269,7 @@ class Methods:
     def get_manifest(self, **params: Unpack[GetManifestArgs]) -> Manifest:
         """What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message, and the curator's part when a curator strategy built it (in shadow mode, what the curator would have shown). A session keeps its latest 64 calls' manifests.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("Manifest", self._call("get_manifest", dict(params)))
 
@@ -2246,7 +2292,7 @@ class Methods:
     def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
         """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("CandidatesResult", self._call("consolidation_candidates", dict(params)))
 
@@ -2428,7 +2474,7 @@ class AsyncMethods:
     async def export_memories(self, **params: Unpack[ExportMemoriesArgs]) -> ExportResult:
         """Export active (and optionally archived) entries as JSON or Markdown.
 
-        Errors: invalid_workspace, io_error.
+        Errors: incognito_blocked, invalid_workspace, io_error.
         """
         return cast("ExportResult", await self._call("export_memories", dict(params)))
 
@@ -2480,14 +2526,14 @@ class AsyncMethods:
     async def list_checkpoints(self, **params: Unpack[ListCheckpointsArgs]) -> CheckpointsResult:
         """A session's checkpoints, oldest first.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("CheckpointsResult", await self._call("list_checkpoints", dict(params)))
 
     async def get_checkpoint(self, **params: Unpack[GetCheckpointArgs]) -> Checkpoint:
         """One checkpoint by id.
 
-        Errors: invalid_workspace, not_found.
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("Checkpoint", await self._call("get_checkpoint", dict(params)))
 
@@ -2503,14 +2549,14 @@ class AsyncMethods:
     async def list_sessions(self, **params: Unpack[ListSessionsArgs]) -> SessionsResult:
         """The workspace's sessions, newest first (incognito ones flagged).
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("SessionsResult", await self._call("list_sessions", dict(params)))
 
     async def close_session(self, **params: Unpack[CloseSessionArgs]) -> SessionView:
         """Close a session: appends are refused until it is opened again.
 
-        Errors: incognito_blocked, invalid_workspace, io_error, not_found.
+        Errors: incognito_blocked, invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SessionView", await self._call("close_session", dict(params)))
 
@@ -2519,7 +2565,7 @@ class AsyncMethods:
 
         Always allowed, also while the workspace is incognito or disabled.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("DeleteSessionResult", await self._call("delete_session", dict(params)))
 
@@ -2537,14 +2583,14 @@ class AsyncMethods:
 
         Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("ReadEventsResult", await self._call("read_events", dict(params)))
 
     async def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
         """BM25 search over session events (Chinese and Japanese included).
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SearchHistoryResult", await self._call("search_history", dict(params)))
 
@@ -2560,7 +2606,7 @@ class AsyncMethods:
     async def get_working_state(self, **params: Unpack[GetWorkingStateArgs]) -> WorkingState:
         """A session's working state: goals, open threads, decisions, notes.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("WorkingState", await self._call("get_working_state", dict(params)))
 
@@ -2576,7 +2622,7 @@ class AsyncMethods:
     async def get_manifest(self, **params: Unpack[GetManifestArgs]) -> Manifest:
         """What one build_context call sent (the session's latest without callId): each memory entry with the hash of the text shown, the sources of the other segments and the ref of every history message, and the curator's part when a curator strategy built it (in shadow mode, what the curator would have shown). A session keeps its latest 64 calls' manifests.
 
-        Errors: invalid_workspace, io_error, not_found.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("Manifest", await self._call("get_manifest", dict(params)))
 
@@ -2599,7 +2645,7 @@ class AsyncMethods:
     async def consolidation_candidates(self, **params: Unpack[ConsolidationCandidatesArgs]) -> CandidatesResult:
         """Tags whose episodes since their last consolidation reach the threshold (default 5 episodes from 2 sessions), with those episodes.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("CandidatesResult", await self._call("consolidation_candidates", dict(params)))
 

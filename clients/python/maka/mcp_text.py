@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any
+
+from makad.core.when import utc_moment
 
 HIT_TEXT_CHARS = 400
 EVENT_TEXT_CHARS = 2_000
@@ -19,7 +20,7 @@ def one_line(text: Any, limit: int) -> str:
 def date_of(ms: Any) -> str:
     if not isinstance(ms, int) or ms <= 0:
         return "date unknown"
-    return datetime.fromtimestamp(ms // 1000, tz=UTC).strftime("%Y-%m-%d")
+    return f"{utc_moment(ms):%Y-%m-%d}"  # any int64 of ms: the years 1 to 9999 hold it
 
 
 def event_ref(session_id: str, first: int, last: int) -> str:
