@@ -12,7 +12,7 @@ import pytest
 from makad.core.types import EventInput
 from makad.errors import IOFailure
 from makad.store.ledger import Ledger
-from makad.store.ledger.schema import EVENTS_APPEND_ONLY, RENAME_PENDING_KEY
+from makad.store.ledger.schema import EVENTS_APPEND_ONLY, RENAME_PENDING_KEY, episode_summary_key
 
 RAW = "AKIAIOSFODNN7EXAMPLE"
 NEW = "redacted-0123456789abcdef"
@@ -115,7 +115,8 @@ def test_a_stand_in_already_taken_is_left_alone(ledger: Ledger) -> None:
 
 
 def test_refs_and_json_records_follow_the_rename(ledger: Ledger) -> None:
-    """Source refs in manifests and episodes, and JSON records naming the session, take the new id."""
+    """Source refs in manifests and episodes, episodes' one-remark keys, and JSON records naming
+    the session take the new id."""
     conn = raw_conn(ledger)
     conn.execute(
         "INSERT INTO manifest_calls (id, session_id, call_id, created_at) VALUES (1, ?, 'c1', 1)", (RAW,)
@@ -129,9 +130,23 @@ def test_refs_and_json_records_follow_the_rename(ledger: Ledger) -> None:
         "INSERT INTO requests (request_id, method, result, ts) VALUES ('r1', 'open_session', ?, 1)",
         (f'{{"sessionId":"{RAW}","title":"deploy"}}'.encode(),),
     )
+    conn.execute(
+        "INSERT INTO episodes (id, episode_id, session_id, kind, summary, summary_key, at, created_at)"
+        " VALUES (1, 'e1', ?, 'decision', 'use blue', ?, 1, 1)",
+        (RAW, episode_summary_key(RAW, "use blue")),
+    )
+    conn.execute(
+        "INSERT INTO episode_refs (episode_ref, position, ref, session_id) VALUES (1, 0, ?, ?)",
+        (f"event:{RAW}:3", RAW),
+    )
     conn.close()
     ledger.rename_secret_session_ids(stand_in)
     with ledger.snapshot() as snap:
+        assert snap.execute("SELECT session_id, summary_key FROM episodes").fetchone() == (
+            NEW,
+            episode_summary_key(NEW, "use blue"),
+        )
+        assert snap.execute("SELECT ref, session_id FROM episode_refs").fetchone() == (f"event:{NEW}:3", NEW)
         assert snap.execute("SELECT session_id FROM manifest_calls").fetchone() == (NEW,)
         assert snap.execute("SELECT source_id FROM manifest_items").fetchone() == (f"event:{NEW}:1-2",)
         (result,) = snap.execute("SELECT result FROM requests").fetchone()

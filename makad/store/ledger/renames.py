@@ -105,11 +105,6 @@ class RenamesArea(LedgerBase):
             conn.execute("DELETE FROM meta WHERE key = ?", (RENAME_PENDING_KEY,))
         return len(free), len(renames) - len(free)
 
-    def chained_as(self, session_ids: Sequence[str]) -> dict[str, ChainedAs]:
-        """The renamed ones among ``session_ids``: the id their early events were hashed with."""
-        with self._reading() as conn:
-            return chained_as(conn, session_ids)
-
 
 def chained_as(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, ChainedAs]:
     """``session_chain_ids`` rows of the given sessions (most have none)."""
