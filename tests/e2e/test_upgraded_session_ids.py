@@ -185,3 +185,52 @@ def test_the_rename_is_made_once_and_leaves_the_raw_id_only_where_the_chain_need
     finally:
         conn.close()
     assert SECRET_ID not in daemon.log_text()
+
+
+SCOPED_MEMORY = (
+    "# Maka Memory\n\n## Staging flag\n"
+    "<!-- maka-memory: id=abc123 origin=manual createdAt=1 updatedAt=1 status=active tags= "
+    f"scope=session session={SECRET_ID} source=event:{SECRET_ID}:2 -->\n"
+    "the staging deploy needs the kumquat flag\n"
+)
+
+
+def test_memory_scoped_to_the_session_under_its_raw_id_still_reaches_it(daemon: DaemonProcess) -> None:
+    """An entry MEMORY.md scopes to the session by its raw id reaches the session's context
+    under the stand-in (and no other session's), and a proposal from the session may
+    replace it; the agent is shown no raw id."""
+    ws, _ = prepare(daemon)
+    (Path(ws) / "memory" / "MEMORY.md").write_text(SCOPED_MEMORY)
+    daemon.call(
+        "set_settings",
+        {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True, "historyRecallEnabled": True},
+    )
+    daemon.call("list_sessions", {"workspace": ws})
+    shown = stand_in(daemon, SECRET_ID)
+    pack = daemon.call(
+        "build_context",
+        {"workspace": ws, "sessionId": shown, "query": "staging kumquat flag", "budgetTokens": 6000},
+    )
+    assert "the staging deploy needs the kumquat flag" in answered(pack)
+    assert SECRET_ID not in answered(pack)
+    other = daemon.call("open_session", {"workspace": ws})["sessionId"]
+    elsewhere = daemon.call(
+        "build_context",
+        {"workspace": ws, "sessionId": other, "query": "staging kumquat flag", "budgetTokens": 6000},
+    )
+    assert "the staging deploy needs the kumquat flag" not in answered(elsewhere)
+    proposed = daemon.call(
+        "propose",
+        {
+            "workspace": ws,
+            "title": "Staging flag",
+            "content": "the staging deploy needs the kumquat and fig flags",
+            "scope": "session",
+            "sessionId": shown,
+            "supersedes": "abc123",
+        },
+    )
+    assert proposed["queued"] and SECRET_ID not in answered(proposed)
+    daemon.call("approve", {"workspace": ws, "ids": [proposed["proposal"]["id"]]})
+    memory = (Path(ws) / "memory" / "MEMORY.md").read_text()
+    assert "the kumquat and fig flags" in memory and f"session={shown} supersedes=abc123" in memory
