@@ -91,6 +91,7 @@ def build_app(
     ctx.recovery.append(memory.clean_temp_files)
     ctx.recovery.append(proposals.recover)
     sessions = Sessions(ctx)
+    ctx.recovery.append(sessions.rename_secret_ids)
     notes = SessionNotesKeeper(ctx, sessions)
     context = ContextService(ctx, writer, sessions)
     info.context_paths = context.path_counts

@@ -25,6 +25,11 @@ trusted. A missing row (a gap) breaks the links on both sides of it.
 Reads only fetch the rows on the edges of what they return (one before and one
 after each run of consecutive seqs) and hash only those and the events they
 return.
+
+A renamed session (one stored under an id holding a secret, before ids were screened:
+``makad.store.ledger.renames``) keeps the hashes its events were given. Its events up to
+``through_seq`` are hashed with the id they were appended under (``ChainedAs``, kept by
+the ledger for that alone and never returned); later ones with the session's id.
 """
 
 from __future__ import annotations
@@ -46,6 +51,8 @@ EVENT_TYPES: Final[frozenset[str]] = frozenset(get_args(EventType))
 
 EventKey = tuple[str, int]
 Head = tuple[int, str]  # a session's (last_seq, last_hash)
+# A renamed session's (id its early events were hashed with, the last seq hashed so).
+ChainedAs = tuple[str, int]
 
 
 class _Canonical(msgspec.Struct, rename="camel"):
@@ -67,13 +74,16 @@ class _Canonical(msgspec.Struct, rename="camel"):
 _CANONICAL = msgspec.json.Encoder(order="sorted")
 
 
-def canonical_event(event: Event) -> bytes:
+def canonical_event(event: Event, chained_as: ChainedAs | None = None) -> bytes:
     """The bytes an event's hash covers (see the module docstring)."""
+    session_id = event.session_id
+    if chained_as is not None and event.seq <= chained_as[1]:
+        session_id = chained_as[0]
     return _CANONICAL.encode(
         _Canonical(
             event.meta,
             event.seq,
-            event.session_id,
+            session_id,
             event.text,
             event.tokens,
             event.tool_call_id,
@@ -84,9 +94,9 @@ def canonical_event(event: Event) -> bytes:
     )
 
 
-def event_hash(previous_hash: str, event: Event) -> str:
-    """Chain ``event`` onto ``previous_hash``."""
-    return hashlib.sha256(previous_hash.encode("utf-8") + canonical_event(event)).hexdigest()
+def event_hash(previous_hash: str, event: Event, chained_as: ChainedAs | None = None) -> str:
+    """Chain ``event`` onto ``previous_hash`` (``chained_as``: its session's, if renamed)."""
+    return hashlib.sha256(previous_hash.encode("utf-8") + canonical_event(event, chained_as)).hexdigest()
 
 
 def prepare_event(new: EventInput, at: int) -> Event:
@@ -108,11 +118,13 @@ def prepare_event(new: EventInput, at: int) -> Event:
     )
 
 
-def first_bad_seq(events: Iterable[Event], last_seq: int, last_hash: str) -> int | None:
+def first_bad_seq(
+    events: Iterable[Event], last_seq: int, last_hash: str, chained_as: ChainedAs | None = None
+) -> int | None:
     """The first seq where a session's chain breaks (gap, bad hash, head mismatch), else None."""
     expected_seq, chain = 1, ""
     for event in events:
-        if event.seq != expected_seq or event_hash(chain, event) != event.hash:
+        if event.seq != expected_seq or event_hash(chain, event, chained_as) != event.hash:
             return expected_seq
         expected_seq, chain = expected_seq + 1, event.hash
     if expected_seq - 1 != last_seq:
@@ -122,11 +134,13 @@ def first_bad_seq(events: Iterable[Event], last_seq: int, last_hash: str) -> int
     return None
 
 
-def verify_span(span: EventSpan, by_seq: Mapping[int, Event], head: Head | None) -> RefResult:
+def verify_span(
+    span: EventSpan, by_seq: Mapping[int, Event], head: Head | None, chained_as: ChainedAs | None = None
+) -> RefResult:
     """Check a ref's events against the chain (see ``RefResult``).
 
     ``by_seq`` holds the stored events from ``from - 1`` to ``to + 1``; ``head``
-    is the session's ``(last_seq, last_hash)``.
+    is the session's ``(last_seq, last_hash)``; ``chained_as`` its, if it was renamed.
     """
     ref, session_id, first, last = span
     events = [by_seq[seq] for seq in range(first, last + 1) if seq in by_seq]
@@ -135,14 +149,14 @@ def verify_span(span: EventSpan, by_seq: Mapping[int, Event], head: Head | None)
     for event in events:
         before = by_seq.get(event.seq - 1)
         previous = "" if event.seq == 1 else None if before is None else before.hash
-        if previous is None or event_hash(previous, event) != event.hash:
+        if previous is None or event_hash(previous, event, chained_as) != event.hash:
             mismatched.append(event.seq)
     intact = True
     if events and head is not None:
         tail = events[-1]
         successor = by_seq.get(tail.seq + 1)
         if successor is not None:
-            intact = event_hash(tail.hash, successor) == successor.hash
+            intact = event_hash(tail.hash, successor, chained_as) == successor.hash
         else:
             intact = (tail.seq, tail.hash) == head
     return RefResult(
@@ -198,15 +212,22 @@ def edge_spans(events: Iterable[Event]) -> list[tuple[str, int, int]]:
     return spans
 
 
-def unverified(events: Sequence[Event], edges: Iterable[Event], heads: Mapping[str, Head]) -> set[EventKey]:
+def unverified(
+    events: Sequence[Event],
+    edges: Iterable[Event],
+    heads: Mapping[str, Head],
+    renamed: Mapping[str, ChainedAs] | None = None,
+) -> set[EventKey]:
     """Keys of the ``events`` that do not chain both ways (see the module docstring).
 
     ``edges`` are the stored rows ``edge_spans`` named (absent where none exists);
-    ``heads`` each session's ``(last_seq, last_hash)`` (absent: session gone).
+    ``heads`` each session's ``(last_seq, last_hash)`` (absent: session gone);
+    ``renamed`` each renamed session's ``ChainedAs``.
     One pass over the events in (session, seq) order hashes each event and each
     edge row after a run once.
     """
     around = {(e.session_id, e.seq): e for e in edges}
+    chained = renamed or {}
     ordered = sorted(events, key=lambda e: (e.session_id, e.seq))
     bad: set[EventKey] = set()
     previous: Event | None = None
@@ -222,26 +243,31 @@ def unverified(events: Sequence[Event], edges: Iterable[Event], heads: Mapping[s
             before = ""
         else:
             before = _hash_of(around.get((sid, seq - 1)))
-        ok = before is not None and event_hash(before, event) == event.hash
+        ok = before is not None and event_hash(before, event, chained.get(sid)) == event.hash
         if previous is not None:
             if follows:
                 if not (previous_ok and ok):
                     bad.add((previous.session_id, previous.seq))
-            elif not (previous_ok and _closes(previous, around, heads)):
+            elif not (previous_ok and _closes(previous, around, heads, chained)):
                 bad.add((previous.session_id, previous.seq))
         if heads.get(sid) is None:
             ok = False
         previous, previous_ok = event, ok
-    if previous is not None and not (previous_ok and _closes(previous, around, heads)):
+    if previous is not None and not (previous_ok and _closes(previous, around, heads, chained)):
         bad.add((previous.session_id, previous.seq))
     return bad
 
 
-def _closes(last: Event, around: Mapping[EventKey, Event], heads: Mapping[str, Head]) -> bool:
+def _closes(
+    last: Event,
+    around: Mapping[EventKey, Event],
+    heads: Mapping[str, Head],
+    renamed: Mapping[str, ChainedAs],
+) -> bool:
     """The event that ends a run is chained onto by the stored row after it, or is the head."""
     successor = around.get((last.session_id, last.seq + 1))
     if successor is not None:
-        return event_hash(last.hash, successor) == successor.hash
+        return event_hash(last.hash, successor, renamed.get(last.session_id)) == successor.hash
     return (last.seq, last.hash) == heads.get(last.session_id)
 
 

@@ -12,7 +12,7 @@ point is finished from the plan alone.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from typing import NamedTuple, Protocol, cast
 
 import msgspec
@@ -297,19 +297,28 @@ def no_replaceable(target: str) -> InvalidParams:
 
 
 def replaceable_entry(
-    memory: fmt.MemoryDocument, target: str, *, session_id: str | None, scope: Scope
+    memory: fmt.MemoryDocument,
+    target: str,
+    *,
+    session_id: str | None,
+    scope: Scope,
+    session_of: Callable[[str], str] | None = None,
 ) -> Entry:
     """The active entry ``target`` names, when a proposal from ``session_id`` with
     ``scope`` may replace it; else ``no_replaceable``.
 
-    An entry scoped to a session is replaceable only from that session. A session-scoped
+    An entry scoped to a session is replaceable only from that session (its id as
+    ``session_of`` gives it: the id the session is called by). A session-scoped
     proposal may replace only a session-scoped entry: approving it would take a fact every
     other session sees away from them, for one session's replacement."""
     section = fmt.find(memory, target)
     entry = section.entry if section is not None else None
     if entry is None or entry.status != "active":
         raise no_replaceable(target)
-    if entry.scope == "session" and (session_id is None or entry.session_id != session_id):
+    owner = entry.session_id
+    if owner is not None and session_of is not None:
+        owner = session_of(owner)
+    if entry.scope == "session" and (session_id is None or owner != session_id):
         raise no_replaceable(target)
     if scope == "session" and entry.scope != "session":
         raise InvalidParams(

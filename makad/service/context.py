@@ -61,6 +61,7 @@ from makad.service import entry_dates
 from makad.service.attention import cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.embeddings import Dense, MemoryCosines
+from makad.service.identifiers import Identifiers
 from makad.service.memory import MemoryWriter
 from makad.service.sessions import Sessions
 from makad.settings import CuratorSettings
@@ -525,7 +526,7 @@ class ContextService:
             return snap
         sections = [s for s in ws.memory.doc.sections if s.entry.status == "active"]
         dated = entry_dates.dated(ws, [s.entry for s in sections])
-        active = await in_thread(_index_redacted, ws.ledger, dated)
+        active = await in_thread(_index_redacted, ws.ledger, dated, self._ctx.identifiers)
         recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
         snap = MemorySnapshot(
             sha=sha,
@@ -575,10 +576,11 @@ def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
     return snap
 
 
-def _index_redacted(ledger: Ledger, entries: list[Entry]) -> list[Entry]:
+def _index_redacted(ledger: Ledger, entries: list[Entry], identifiers: Identifiers) -> list[Entry]:
     """The entries as the agent may see them (a secret the user typed into MEMORY.md is
-    redacted), indexed for search: the index holds no secret either."""
-    clean = [redact_entry(entry) for entry in entries]
+    redacted; a session id holding one is its stand-in, the id the session is called by),
+    indexed for search: the index holds no secret either."""
+    clean = [redact_entry(identifiers.scrub_entry(entry)) for entry in entries]
     ledger.replace_memory_index(clean)
     return clean
 

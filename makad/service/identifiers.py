@@ -24,6 +24,7 @@ import msgspec
 
 from makad.core.redaction import identifier_stand_in, redact
 from makad.core.refs import EVENT_PREFIX, ref_session
+from makad.core.types import Entry
 from makad.private_files import read_if_regular, read_regular
 from makad.wire.base import Handler, MethodSpec
 
@@ -57,6 +58,24 @@ class Identifiers:
 
     def scrub_refs(self, refs: list[str]) -> list[str]:
         return [self.scrub_ref(ref) for ref in refs]
+
+    def scrub_entry(self, entry: Entry) -> Entry:
+        """A memory entry's session, and the session of each of its ``event:`` refs, as every
+        call names them (one holding a secret as its stand-in, as a makad that did not screen
+        ids may have written it into MEMORY.md): the entry reaches its session, and its refs
+        resolve, by the id the session is called by. The same entry when nothing changes;
+        the rest of its text is left to ``redact_entry``."""
+        session = self.scrub_optional(entry.session_id)
+        refs = [self._scrub_event_ref(ref) for ref in entry.source_refs]
+        if session == entry.session_id and refs == entry.source_refs:
+            return entry
+        return msgspec.structs.replace(entry, session_id=session, source_refs=refs)
+
+    def _scrub_event_ref(self, ref: str) -> str:
+        session = ref_session(ref)
+        if session is None or (clean := self.scrub(session)) == session:
+            return ref
+        return f"{EVENT_PREFIX}{clean}:{ref.rpartition(':')[2]}"
 
     def wrap(
         self, catalogue: Mapping[str, MethodSpec], handlers: Mapping[str, Handler]

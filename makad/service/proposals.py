@@ -189,7 +189,11 @@ class ProposalService:
                 if target is not None:
                     if not target.startswith(USER_ID_PREFIX):
                         rules.replaceable_entry(
-                            ws.memory.doc, target, session_id=draft.session_id, scope=draft.scope
+                            ws.memory.doc,
+                            target,
+                            session_id=draft.session_id,
+                            scope=draft.scope,
+                            session_of=self._ctx.identifiers.scrub,
                         )
                     rules.check_open_replacements(ws.pending.doc, target, user_level=ws.level == "user")
                 known = rules.candidates(ws.memory.doc, ws.pending.doc)

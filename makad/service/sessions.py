@@ -26,6 +26,7 @@ from typing import Any, TypeVar, Unpack
 from weakref import WeakKeyDictionary
 
 import anyio
+import structlog
 
 from makad.core.chain import verify_span
 from makad.core.refs import parse_event_refs
@@ -52,6 +53,7 @@ from makad.store.session_store import SessionStore
 from makad.store.workspaces import Workspace
 
 T = TypeVar("T")
+log = structlog.get_logger("makad.sessions")
 
 
 @dataclass(frozen=True)
@@ -69,6 +71,14 @@ class Sessions:
         self._ctx = ctx
         # Each ledger's appends gather here before its worker thread (makad.service.append_queue).
         self._append_queues: WeakKeyDictionary[Ledger, AppendQueue] = WeakKeyDictionary()
+
+    async def rename_secret_ids(self, ws: Workspace) -> None:
+        """Run once per workspace before its first use: sessions stored (by a makad that did
+        not screen session ids) under an id holding a secret take the id's stand-in, the one
+        every call naming them now uses (``makad.store.ledger.renames``). Once done, a read."""
+        renamed, left = await in_thread(ws.ledger.rename_secret_session_ids, self._ctx.identifiers.scrub)
+        if renamed or left:
+            log.info("secret_session_ids_renamed", workspace_id=ws.id, renamed=renamed, left=left)
 
     def ephemeral(self, ws: Workspace) -> EphemeralSessions:
         """This workspace's in-memory sessions (gone on restart, by design)."""

@@ -32,7 +32,7 @@ def test_a_ledger_at_the_attention_step_migrates_in_place_keeping_its_rows(tmp_p
     finally:
         ledger.close()
     conn = sqlite3.connect(path)
-    assert user_version(conn) == SCHEMA_VERSION == 9
+    assert user_version(conn) == SCHEMA_VERSION == len(MIGRATIONS)
     conn.close()
 
 

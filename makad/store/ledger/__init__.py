@@ -14,7 +14,8 @@ module, each a mixin over the connection/transaction helper ``LedgerBase``:
 - ``lineage``: memory lineage, rejections, intents, request records;
 - ``episodes``: episodes and their consolidations;
 - ``pack_state``: the pack's bookkeeping — entry dates, memory shown per session,
-  the derived notes' progress.
+  the derived notes' progress;
+- ``renames``: the one-time rename of sessions stored under an id holding a secret.
 
 The pure rules the rows obey live in ``makad.core``: the hash chain
 (``core.chain``), session ids and refs (``core.refs``), working-state patches
@@ -36,6 +37,7 @@ from makad.store.ledger.group_commit import GroupCommitArea
 from makad.store.ledger.lineage import LineageArea
 from makad.store.ledger.pack_state import PackStateArea
 from makad.store.ledger.recovery import recovering
+from makad.store.ledger.renames import RenamesArea
 from makad.store.ledger.schema import SEARCH_TEXT_VERSION
 from makad.store.ledger.search import SearchArea
 from makad.store.ledger.turns import TurnsArea
@@ -44,7 +46,7 @@ __all__ = ["Ledger", "Synchronous", "now_ms"]
 
 
 @recovering(skip=frozenset({"close", "append_many"}))  # append_many recovers per call
-class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, PackStateArea):
+class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, PackStateArea, RenamesArea):
     """One workspace's SQLite ledger. Thread-safe; every method is blocking IO.
 
     A corrupt database is moved aside and replaced by a fresh one, at open or at

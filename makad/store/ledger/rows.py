@@ -187,7 +187,15 @@ def retrieve_span(conn: sqlite3.Connection, span: tuple[str, str, int, int]) -> 
         (session_id, first - 1, last + 1),
     ).fetchall()
     by_seq = {event.seq: event for event in map(event_row, rows)}
-    return verify_span(span, by_seq, None if head is None else (int(head[0]), str(head[1])))
+    renamed = conn.execute(
+        "SELECT hashed_id, through_seq FROM session_chain_ids WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return verify_span(
+        span,
+        by_seq,
+        None if head is None else (int(head[0]), str(head[1])),
+        None if renamed is None else (str(renamed[0]), int(renamed[1])),
+    )
 
 
 def reindex_events(conn: sqlite3.Connection) -> None:

@@ -22,6 +22,16 @@ FTS_TOKENIZE: Final = "porter unicode61 remove_diacritics 2"
 # search index, whose rows must equal what index_text produces today.
 SEARCH_TEXT_VERSION: Final = "1"
 
+# The triggers that keep the two logs append-only (dropped and made again, unchanged, only
+# by the one-time rename of session ids: ``makad.store.ledger.renames``).
+EVENTS_APPEND_ONLY: Final = """CREATE TRIGGER events_append_only BEFORE UPDATE ON events
+        BEGIN SELECT RAISE(ABORT, 'ledger events are append-only'); END"""
+MEMORY_EVENTS_APPEND_ONLY: Final = """CREATE TRIGGER memory_events_append_only BEFORE UPDATE ON memory_events
+        BEGIN SELECT RAISE(ABORT, 'memory events are append-only'); END"""
+# Set by the step that adds ``session_chain_ids``; the daemon, which holds the identifier
+# key, renames the sessions stored under an id holding a secret and removes it.
+RENAME_PENDING_KEY: Final = "rename_secret_session_ids"
+
 _V1: Final[tuple[str, ...]] = (
     "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
     """CREATE TABLE sessions (
@@ -48,8 +58,7 @@ _V1: Final[tuple[str, ...]] = (
         hash TEXT NOT NULL,
         UNIQUE (session_id, seq)
     )""",
-    """CREATE TRIGGER events_append_only BEFORE UPDATE ON events
-        BEGIN SELECT RAISE(ABORT, 'ledger events are append-only'); END""",
+    EVENTS_APPEND_ONLY,
     """CREATE TRIGGER events_forget_only BEFORE DELETE ON events
         WHEN NOT EXISTS (SELECT 1 FROM meta WHERE key = 'forgetting' AND value = old.session_id)
         BEGIN SELECT RAISE(ABORT, 'ledger events are removed only by delete_session'); END""",
@@ -111,8 +120,7 @@ _V1: Final[tuple[str, ...]] = (
     )""",
     "CREATE INDEX memory_events_by_entry ON memory_events (entry_id)",
     "CREATE INDEX memory_events_by_proposal ON memory_events (proposal_id)",
-    """CREATE TRIGGER memory_events_append_only BEFORE UPDATE ON memory_events
-        BEGIN SELECT RAISE(ABORT, 'memory events are append-only'); END""",
+    MEMORY_EVENTS_APPEND_ONLY,
     """CREATE TABLE rejections (
         content_hash TEXT PRIMARY KEY,
         proposal_id TEXT,
@@ -333,6 +341,20 @@ _SUGGESTIONS: Final[tuple[str, ...]] = (
 )
 
 
+# Session ids screened for secrets (``makad.store.ledger.renames``): a session stored
+# under an id holding one, by a makad that did not screen them, is renamed to the id's
+# stand-in once, and its events keep the hashes they were given: ``hashed_id`` is the id
+# they were hashed with, up to ``through_seq`` (``makad.core.chain``). Never returned.
+_SESSION_CHAIN_IDS: Final[tuple[str, ...]] = (
+    """CREATE TABLE session_chain_ids (
+        session_id TEXT PRIMARY KEY,
+        hashed_id TEXT NOT NULL,
+        through_seq INTEGER NOT NULL
+    ) WITHOUT ROWID""",
+    f"INSERT OR REPLACE INTO meta (key, value) VALUES ('{RENAME_PENDING_KEY}', '1')",
+)
+
+
 class NewerLedger(IOFailure):
     """The ledger carries a schema version past this code's: a newer makad wrote it."""
 
@@ -348,6 +370,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     _SEMANTIC_VECTORS,
     _ATTENTION,
     _SUGGESTIONS,
+    _SESSION_CHAIN_IDS,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 

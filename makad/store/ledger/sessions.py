@@ -26,6 +26,7 @@ from makad.store.ledger.episodes import tombstone_episodes
 from makad.store.ledger.lineage import replayed, store_request
 from makad.store.ledger.pack_state import SESSION_ROWS_DELETE
 from makad.store.ledger.records import RequestRecord, Tombstone
+from makad.store.ledger.renames import chained_as, session_chained_as
 from makad.store.ledger.rows import (
     EVENT_COLUMNS,
     SESSION_COLUMNS,
@@ -113,7 +114,8 @@ class SessionsArea(LedgerBase):
             events = [event_row(row) for row in rows]
             # The index is contentless: removing a row means replaying its tokens,
             # which only equal the indexed ones if the row is as it was appended.
-            intact = first_bad_seq(events, info.last_seq, info.last_hash) is None
+            renamed = session_chained_as(conn, session_id)
+            intact = first_bad_seq(events, info.last_seq, info.last_hash, renamed) is None
             if intact:
                 conn.executemany(
                     "INSERT INTO events_fts (events_fts, rowid, body) VALUES ('delete', ?, ?)",
@@ -132,6 +134,7 @@ class SessionsArea(LedgerBase):
                 "DELETE FROM working_state WHERE session_id = ?",
                 "DELETE FROM manifest_shown WHERE session_id = ?",
                 "DELETE FROM checkpoints WHERE session_id = ?",
+                "DELETE FROM session_chain_ids WHERE session_id = ?",
                 "DELETE FROM sessions WHERE session_id = ?",
             ):
                 conn.execute(statement, (session_id,))
@@ -234,7 +237,8 @@ class SessionsArea(LedgerBase):
                     (msgspec.json.encode(sids),),
                 )
             }
-        return chain.unverified(events, edges, heads)
+            renamed = chained_as(conn, sids)
+        return chain.unverified(events, edges, heads, renamed)
 
     def mark_unverified(self, events: Sequence[Event]) -> int:
         """Set ``verified = False`` on the events that do not verify; how many."""
@@ -258,11 +262,12 @@ class SessionsArea(LedgerBase):
         """Walk a session's chain: ``(True, None)`` or ``(False, first bad seq)``."""
         with self._reading() as conn:
             info = session_info(session_row(conn, session_id))
+            renamed = session_chained_as(conn, session_id)
             cursor = conn.execute(
                 f"SELECT 0, {EVENT_COLUMNS} FROM events WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             )
-            bad = first_bad_seq((event_row(row) for row in cursor), info.last_seq, info.last_hash)
+            bad = first_bad_seq((event_row(row) for row in cursor), info.last_seq, info.last_hash, renamed)
         return bad is None, bad
 
 
