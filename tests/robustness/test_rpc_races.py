@@ -1,0 +1,117 @@
+"""Concurrent RPC calls racing on one workspace of a real daemon: many clients at once,
+repeated, with the outcome checked from the files and the ledger afterwards."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from maka import AsyncClient
+from maka.errors import RemoteError
+from makad.core import memory_format as fmt
+from tests.support import DaemonProcess
+
+pytestmark = pytest.mark.anyio
+
+Call = tuple[str, dict[str, Any]]
+
+
+async def at_once(d: DaemonProcess, calls: list[Call]) -> list[Any]:
+    """Each call on its own connection, all started together; a RemoteError is returned
+    in the call's place."""
+    out: list[Any] = [None] * len(calls)
+
+    async def one(i: int, method: str, params: dict[str, Any]) -> None:
+        async with AsyncClient(str(d.socket), timeout=60) as client:
+            try:
+                out[i] = await client.call(method, params)
+            except RemoteError as exc:
+                out[i] = exc
+
+    async with anyio.create_task_group() as tg:
+        for i, (method, params) in enumerate(calls):
+            tg.start_soon(one, i, method, params)
+    return out
+
+
+async def read_until(d: DaemonProcess, w: str, done: anyio.Event, failed: list[str]) -> None:
+    """read_state on one connection, again and again until ``done``; failures kept."""
+    async with AsyncClient(str(d.socket), timeout=60) as client:
+        while not done.is_set():
+            try:
+                await client.call("read_state", {"workspace": w})
+            except RemoteError as exc:
+                failed.append(f"{exc.message} {exc.data}")
+
+
+def failures(results: list[Any]) -> list[str]:
+    return [f"{r.message} {r.data}" for r in results if isinstance(r, RemoteError)]
+
+
+def open_sections(path: Path) -> list[fmt.Section]:
+    doc = fmt.parse(path.read_text(encoding="utf-8")) if path.exists() else fmt.new_document()
+    return [s for s in doc.sections if s.entry.status in ("review_required", "draft")]
+
+
+async def test_a_new_workspace_used_by_many_clients_at_once_is_one_workspace(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """The first writes on a fresh folder (entries added, sessions opened) while other
+    clients keep reading it, so calls arrive as the first write binds the folder's id:
+    every call succeeds, every entry and session is there afterwards, and no data
+    directory is retired."""
+    d = shared_daemon
+    for round_ in range(5):
+        folder = d.workspace / f"fresh{round_}"
+        folder.mkdir()
+        w = str(folder)
+        writes: list[Call] = [("open_session", {"workspace": w}) for _ in range(8)]
+        writes += [
+            ("add_entry", {"workspace": w, "title": f"Entry {i}", "content": f"fact {i}"}) for i in range(8)
+        ]
+        done = anyio.Event()
+        read_failures: list[str] = []
+        async with anyio.create_task_group() as tg:
+            for _ in range(8):
+                tg.start_soon(read_until, d, w, done, read_failures)
+            results = await at_once(d, writes)
+            done.set()
+        assert failures(results) == [] and read_failures == []
+        added = sorted(f"Entry {i}" for i in range(8))
+        state = d.call("read_state", {"workspace": w, "includeEntries": True})
+        assert sorted(e["title"] for e in state["entries"]) == added
+        memory = fmt.parse((folder / "memory" / "MEMORY.md").read_text(encoding="utf-8"))
+        assert sorted(s.entry.title for s in memory.sections) == added
+        sessions = d.call("list_sessions", {"workspace": w})["sessions"]
+        assert {s["sessionId"] for s in sessions} == {r["sessionId"] for r in results[:8]}
+    assert not (d.data_dir / "retired").exists()
+
+
+async def test_a_proposal_racing_the_rejection_of_its_content_is_not_queued(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """Clients propose and import the content of a proposal while it is being rejected:
+    each is answered as the open duplicate (before the rejection) or as previously
+    rejected (after it), never queued again, and PENDING.md holds no open proposal
+    afterwards."""
+    d = shared_daemon
+    w = str(d.workspace)
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+    for round_ in range(10):
+        content = f"a fact the user turns down, number {round_}"
+        first = d.call("propose", {"workspace": w, "title": "Turned down", "content": content})
+        proposal = first["proposal"]["id"]
+        again = ("propose", {"workspace": w, "title": "Turned down", "content": content})
+        imported = ("import_memories", {"workspace": w, "data": f"{content}\n", "format": "text"})
+        results = await at_once(
+            d,
+            [("reject", {"workspace": w, "ids": [proposal], "reason": "no"}), *[again, imported] * 10],
+        )
+        assert failures(results) == []
+        assert results[0]["rejected"] == [proposal]
+        assert [r["proposal"]["id"] for r in results[1::2] if r["queued"]] == []
+        assert [r["imported"] for r in results[2::2] if r["imported"]] == []
+        assert open_sections(d.workspace / "memory" / "PENDING.md") == []
