@@ -3,6 +3,7 @@ repeated, with the outcome checked from the files and the ledger afterwards."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ import pytest
 from maka import AsyncClient
 from maka.errors import RemoteError
 from makad.core import memory_format as fmt
+from makad.store.workspaces import workspace_id
 from tests.support import DaemonProcess
 
 pytestmark = pytest.mark.anyio
@@ -115,3 +117,44 @@ async def test_a_proposal_racing_the_rejection_of_its_content_is_not_queued(
         assert [r["proposal"]["id"] for r in results[1::2] if r["queued"]] == []
         assert [r["imported"] for r in results[2::2] if r["imported"]] == []
         assert open_sections(d.workspace / "memory" / "PENDING.md") == []
+
+
+async def test_build_context_racing_delete_session_leaves_nothing_of_the_session(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """build_context calls on a session racing its delete_session (and compactions, and
+    late appends): once deleted, the ledger holds no event, checkpoint, manifest or
+    shown-memory row of it, only its tombstone."""
+    d = shared_daemon
+    w = str(d.workspace)
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True})
+    d.call("add_entry", {"workspace": w, "title": "Plan", "content": "the launch plan is in the blue folder"})
+    for _ in range(6):
+        sid = d.call("open_session", {"workspace": w})["sessionId"]
+        turns = [{"type": "user_message", "text": f"where is the plan {i}"} for i in range(6)]
+        d.call("append_events", {"workspace": w, "sessionId": sid, "events": turns})
+        pack = {"workspace": w, "sessionId": sid, "query": "launch plan", "budgetTokens": 1500}
+        compact = {"workspace": w, "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 10}
+        late = {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "late"}]}
+        results = await at_once(
+            d,
+            [
+                *[("build_context", pack)] * 8,
+                ("compact", compact),
+                ("delete_session", {"workspace": w, "sessionId": sid}),
+                ("append_events", late),
+            ],
+        )
+        refused = [r.data["kind"] for r in results if isinstance(r, RemoteError)]
+        # (compact may also find nothing left to compact of the session being deleted)
+        assert set(refused) <= {"not_found", "invalid_params"} and refused.count("invalid_params") <= 1
+    ledger = d.data_dir / "workspaces" / workspace_id(d.workspace.resolve()) / "ledger.sqlite3"
+    conn = sqlite3.connect(ledger)
+    try:
+        deleted = "SELECT session_id FROM tombstones"
+        assert conn.execute(f"SELECT count(*) FROM ({deleted})").fetchone() == (6,)
+        for table in ("events", "checkpoints", "manifest_calls", "manifest_shown", "working_state"):
+            rows = conn.execute(f"SELECT count(*) FROM {table} WHERE session_id IN ({deleted})").fetchone()
+            assert rows == (0,), table
+    finally:
+        conn.close()
