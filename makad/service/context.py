@@ -353,8 +353,10 @@ class ContextService:
         last_seq = 0
         working_state = None
         if sid is not None and source is not None:
-            last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
+            # The checkpoint first: one committed meanwhile (with the appends before it)
+            # cannot then reach past the last seq read, which would hide its live events.
             checkpoint = source.latest_checkpoint(sid)
+            last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
         # Recall sees this session's compacted part only.
         ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
         # The optional semantic channel embeds the query and searches the history's vectors
