@@ -14,9 +14,18 @@ from maka import AsyncClient
 from maka.errors import RemoteError
 from makad.core import memory_format as fmt
 from makad.store.workspaces import workspace_id
-from tests.support import DaemonProcess
+from tests.support import DaemonProcess, SharedDaemon
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def own(shared_daemon: DaemonProcess, request: pytest.FixtureRequest) -> DaemonProcess:
+    """The module's daemon with a fresh workspace folder of this test's own."""
+    folder = shared_daemon.workspace / request.node.name[:40]
+    folder.mkdir()
+    return SharedDaemon(shared_daemon, folder)
+
 
 Call = tuple[str, dict[str, Any]]
 
@@ -59,13 +68,13 @@ def open_sections(path: Path) -> list[fmt.Section]:
 
 
 async def test_a_new_workspace_used_by_many_clients_at_once_is_one_workspace(
-    shared_daemon: DaemonProcess,
+    own: DaemonProcess,
 ) -> None:
     """The first writes on a fresh folder (entries added, sessions opened) while other
     clients keep reading it, so calls arrive as the first write binds the folder's id:
     every call succeeds, every entry and session is there afterwards, and no data
     directory is retired."""
-    d = shared_daemon
+    d = own
     for round_ in range(5):
         folder = d.workspace / f"fresh{round_}"
         folder.mkdir()
@@ -93,13 +102,13 @@ async def test_a_new_workspace_used_by_many_clients_at_once_is_one_workspace(
 
 
 async def test_a_proposal_racing_the_rejection_of_its_content_is_not_queued(
-    shared_daemon: DaemonProcess,
+    own: DaemonProcess,
 ) -> None:
     """Clients propose and import the content of a proposal while it is being rejected:
     each is answered as the open duplicate (before the rejection) or as previously
     rejected (after it), never queued again, and PENDING.md holds no open proposal
     afterwards."""
-    d = shared_daemon
+    d = own
     w = str(d.workspace)
     d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
     for round_ in range(10):
@@ -120,12 +129,12 @@ async def test_a_proposal_racing_the_rejection_of_its_content_is_not_queued(
 
 
 async def test_build_context_racing_delete_session_leaves_nothing_of_the_session(
-    shared_daemon: DaemonProcess,
+    own: DaemonProcess,
 ) -> None:
     """build_context calls on a session racing its delete_session (and compactions, and
     late appends): once deleted, the ledger holds no event, checkpoint, manifest or
     shown-memory row of it, only its tombstone."""
-    d = shared_daemon
+    d = own
     w = str(d.workspace)
     d.call("set_settings", {"workspace": w, "agentReadEnabled": True})
     d.call("add_entry", {"workspace": w, "title": "Plan", "content": "the launch plan is in the blue folder"})
@@ -158,3 +167,39 @@ async def test_build_context_racing_delete_session_leaves_nothing_of_the_session
             assert rows == (0,), table
     finally:
         conn.close()
+
+
+async def test_copies_of_one_request_in_flight_at_once_all_get_its_result(
+    own: DaemonProcess,
+) -> None:
+    """A retry may arrive while the first attempt is still running (a client that timed
+    out and asked again): ten copies of a call with one requestId at once all get the
+    first attempt's result, and its effect happens once, for add_entry, propose,
+    approve, update_entry, reject and delete_entry."""
+    d = own
+    w = str(d.workspace)
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+
+    async def copies(method: str, params: dict[str, Any], request_id: str) -> list[Any]:
+        results = await at_once(d, [(method, {"workspace": w, **params, "requestId": request_id})] * 10)
+        assert failures(results) == [], method
+        assert all(r == results[0] for r in results), method
+        return results
+
+    for round_ in range(3):
+        added = await copies(
+            "add_entry", {"title": "Added", "content": f"added once {round_}"}, f"add-{round_}"
+        )
+        entry = added[0]["entry"]["id"]
+        proposed = await copies(
+            "propose", {"title": "P", "content": f"proposed once {round_}"}, f"p-{round_}"
+        )
+        assert proposed[0]["queued"]
+        approved = await copies("approve", {"ids": [proposed[0]["proposal"]["id"]]}, f"a-{round_}")
+        await copies("update_entry", {"id": entry, "content": f"updated once {round_}"}, f"u-{round_}")
+        doomed = d.call("propose", {"workspace": w, "title": "R", "content": f"rejected once {round_}"})
+        await copies("reject", {"ids": [doomed["proposal"]["id"]]}, f"r-{round_}")
+        await copies("delete_entry", {"id": approved[0]["approved"][0]["entry"]["id"]}, f"d-{round_}")
+    memory = fmt.parse((d.workspace / "memory" / "MEMORY.md").read_text(encoding="utf-8"))
+    assert sorted(s.entry.content for s in memory.sections) == [f"updated once {i}" for i in range(3)]
+    assert open_sections(d.workspace / "memory" / "PENDING.md") == []
