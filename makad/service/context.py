@@ -170,6 +170,7 @@ class ContextService:
             pool=pool,
             user=user,
             attention="asked" if attention and asked else "first" if attention and sid else None,
+            read_only=settings.incognito,
         )
         source: SessionStore | None = None
         if sid is not None:
@@ -303,7 +304,7 @@ class ContextService:
         curator: CuratorTrace | None,
     ) -> ContextPack:
         pack = msgspec.structs.replace(checked, call_id=gathered.call_id, revision=plan.revision)
-        if plan.sid is not None and not plan.incognito:
+        if plan.sid is not None and not plan.incognito and not plan.read_only:
             items, memory_bytes = _manifest(pack)
             ws.ledger.record_manifest(
                 plan.sid,
@@ -613,6 +614,8 @@ class _Plan:
     # Whether attention may show: "asked" (include names it), "first" (in the session's
     # first pack only), None (never).
     attention: Literal["asked", "first"] | None = None
+    # The workspace is incognito: a persistent session is read-only (no manifest).
+    read_only: bool = False
 
 
 def _history_tail(
