@@ -128,40 +128,84 @@ async def test_a_proposal_racing_the_rejection_of_its_content_is_not_queued(
         assert open_sections(d.workspace / "memory" / "PENDING.md") == []
 
 
-async def test_build_context_racing_delete_session_leaves_nothing_of_the_session(
-    own: DaemonProcess,
-) -> None:
-    """build_context calls on a session racing its delete_session (and compactions, and
-    late appends): once deleted, the ledger holds no event, checkpoint, manifest or
-    shown-memory row of it, only its tombstone."""
+def turns(first: int, count: int) -> list[dict[str, Any]]:
+    """``count`` long turns, user and assistant by turns, numbered from ``first``."""
+    return [
+        {"type": "assistant_message" if i % 2 else "user_message", "text": f"plan {i} " + "word " * 300}
+        for i in range(first, first + count)
+    ]
+
+
+def shown_seqs(pack: dict[str, Any]) -> list[int]:
+    return [int(m["sourceId"].rsplit(":", 1)[1]) for m in pack["messages"]]
+
+
+async def test_compaction_then_deletion_racing_build_context(own: DaemonProcess) -> None:
+    """A session compacted while clients append and build context: every pack shows the
+    checkpoint it names (or none) and then every event after it, without a gap; the
+    chain verifies and the checkpoint covers what it says. Then the session deleted
+    while clients build context and append: the ledger keeps no event, checkpoint,
+    manifest or shown-memory row of it, only its tombstone."""
+    from soaklib import verify
+
     d = own
     w = str(d.workspace)
     d.call("set_settings", {"workspace": w, "agentReadEnabled": True})
     d.call("add_entry", {"workspace": w, "title": "Plan", "content": "the launch plan is in the blue folder"})
-    for _ in range(6):
+    for _ in range(4):
         sid = d.call("open_session", {"workspace": w})["sessionId"]
-        turns = [{"type": "user_message", "text": f"where is the plan {i}"} for i in range(6)]
-        d.call("append_events", {"workspace": w, "sessionId": sid, "events": turns})
-        pack = {"workspace": w, "sessionId": sid, "query": "launch plan", "budgetTokens": 1500}
-        compact = {"workspace": w, "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 10}
+        d.call("append_events", {"workspace": w, "sessionId": sid, "events": turns(0, 12)})
+        pack = {"workspace": w, "sessionId": sid, "query": "launch plan", "budgetTokens": 30000}
+        compact = {"workspace": w, "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 1000}
+        results = await at_once(
+            d,
+            [
+                *[("compact", compact)] * 2,
+                *[("build_context", pack)] * 6,
+                *[
+                    ("append_events", {"workspace": w, "sessionId": sid, "events": turns(12 + 2 * i, 2)})
+                    for i in range(4)
+                ],
+            ],
+        )
+        # (the second compaction finds nothing to cover unless appends came in between)
+        assert failures(results[2:]) == []
+        compacted = [r for r in results[:2] if not isinstance(r, RemoteError)]
+        assert compacted and {r.data["kind"] for r in results[:2] if isinstance(r, RemoteError)} <= {
+            "invalid_params"
+        }
+        with d.client() as client:
+            info = client.call("list_sessions", {"workspace": w})["sessions"][0]
+            check = verify.check_session(client, w, info)
+        assert check.problems == [] and len(check.events) == 12 + 8
+        assert sorted(c["checkpointId"] for c in check.checkpoints) == sorted(
+            c["checkpointId"] for c in compacted
+        )
+        covered = {f"checkpoint:{c['checkpointId']}": c["coverage"]["toSeq"] for c in check.checkpoints}
+        for built in results[2:8]:
+            summary = [s for s in built["segments"] if s["kind"] == "summary"]
+            named = [ref for s in summary for ref in s["sourceIds"] if ref in covered]
+            floor = covered[named[0]] if named else 0
+            seqs = shown_seqs(built)
+            # After the checkpoint it names, from a user turn: every event up to at least the
+            # last one there before the calls, none twice, none skipped.
+            assert seqs and seqs[0] in (floor + 1, floor + 2) and seqs[0] % 2 == 1
+            assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[-1] >= 12
         late = {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "late"}]}
         results = await at_once(
             d,
             [
-                *[("build_context", pack)] * 8,
-                ("compact", compact),
                 ("delete_session", {"workspace": w, "sessionId": sid}),
+                *[("build_context", pack)] * 6,
                 ("append_events", late),
             ],
         )
-        refused = [r.data["kind"] for r in results if isinstance(r, RemoteError)]
-        # (compact may also find nothing left to compact of the session being deleted)
-        assert set(refused) <= {"not_found", "invalid_params"} and refused.count("invalid_params") <= 1
+        assert {r.data["kind"] for r in results if isinstance(r, RemoteError)} <= {"not_found"}
     ledger = d.data_dir / "workspaces" / workspace_id(d.workspace.resolve()) / "ledger.sqlite3"
     conn = sqlite3.connect(ledger)
     try:
         deleted = "SELECT session_id FROM tombstones"
-        assert conn.execute(f"SELECT count(*) FROM ({deleted})").fetchone() == (6,)
+        assert conn.execute(f"SELECT count(*) FROM ({deleted})").fetchone() == (4,)
         for table in ("events", "checkpoints", "manifest_calls", "manifest_shown", "working_state"):
             rows = conn.execute(f"SELECT count(*) FROM {table} WHERE session_id IN ({deleted})").fetchone()
             assert rows == (0,), table
