@@ -75,7 +75,7 @@ async def test_a_new_workspace_used_by_many_clients_at_once_is_one_workspace(
     every call succeeds, every entry and session is there afterwards, and no data
     directory is retired."""
     d = own
-    for round_ in range(5):
+    for round_ in range(3):
         folder = d.workspace / f"fresh{round_}"
         folder.mkdir()
         w = str(folder)
@@ -247,3 +247,112 @@ async def test_copies_of_one_request_in_flight_at_once_all_get_its_result(
     memory = fmt.parse((d.workspace / "memory" / "MEMORY.md").read_text(encoding="utf-8"))
     assert sorted(s.entry.content for s in memory.sections) == [f"updated once {i}" for i in range(3)]
     assert open_sections(d.workspace / "memory" / "PENDING.md") == []
+
+
+async def test_one_proposal_raced_by_duplicates_then_by_approvals_and_rejections(own: DaemonProcess) -> None:
+    """20 clients propose the same content at once: one proposal is queued and every
+    answer names it. Then five approvals and five rejections of it at once: exactly one
+    call wins, the files show its outcome alone and the lineage records it once."""
+    d = own
+    w = str(d.workspace)
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+    for round_ in range(4):
+        content = f"the build cache lives in /var/cache/build, round {round_}"
+        proposed = await at_once(
+            d, [("propose", {"workspace": w, "title": f"T{i}", "content": content}) for i in range(20)]
+        )
+        assert failures(proposed) == []
+        assert sum(r["queued"] for r in proposed) == 1
+        p = proposed[0]["proposal"]["id"]
+        assert {r["proposal"]["id"] for r in proposed} == {p}
+        assert [s.entry.id for s in open_sections(d.workspace / "memory" / "PENDING.md")] == [p]
+        outcome = await at_once(
+            d,
+            [("approve", {"workspace": w, "ids": [p]})] * 5 + [("reject", {"workspace": w, "ids": [p]})] * 5,
+        )
+        approved = [r for r in outcome[:5] if not isinstance(r, RemoteError)]
+        rejected = [r for r in outcome[5:] if not isinstance(r, RemoteError) and r["rejected"]]
+        assert len(approved) + len(rejected) == 1
+        assert {r.data["kind"] for r in outcome if isinstance(r, RemoteError)} <= {"not_found"}
+        memory = fmt.parse((d.workspace / "memory" / "MEMORY.md").read_text(encoding="utf-8"))
+        assert [s.entry.content for s in memory.sections].count(content) == len(approved)
+        assert open_sections(d.workspace / "memory" / "PENDING.md") == []
+        actions = [e["action"] for e in d.call("memory_history", {"workspace": w, "id": p})["events"]]
+        assert actions.count("approved") + actions.count("rejected") == 1
+
+
+async def test_concurrent_writes_each_get_their_own_revision(own: DaemonProcess) -> None:
+    """30 writes at once (entries added, proposals queued, a setting flipped): each
+    answer carries a revision of its own, and read_state afterwards shows every entry and
+    proposal at a revision no lower than any of them."""
+    d = own
+    w = str(d.workspace)
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+    calls: list[Call] = [
+        ("add_entry", {"workspace": w, "title": f"A{i}", "content": f"added {i}"}) for i in range(16)
+    ]
+    calls += [("propose", {"workspace": w, "title": f"P{i}", "content": f"proposed {i}"}) for i in range(10)]
+    calls += [("set_settings", {"workspace": w, "historyRecallEnabled": i % 2 == 0}) for i in range(4)]
+    results = await at_once(d, calls)
+    assert failures(results) == []
+    revisions = [r["revision"] for r in results[:26]]
+    assert len(set(revisions)) == 26
+    state = d.call("read_state", {"workspace": w, "includeEntries": True})
+    assert {e["title"] for e in state["entries"]} == {f"A{i}" for i in range(16)}
+    assert state["pendingCount"] == 10 and state["revision"] >= max(revisions)
+
+
+async def incognito_client(
+    d: DaemonProcess, sid: str, i: int, switched: anyio.Event, leaks: list[str]
+) -> None:
+    """One client's reads and writes, again and again until two rounds of them began after
+    ``switched``; notes each of those that got memory back or wrote."""
+    w = str(d.workspace)
+    after = 0
+    while after < 2:
+        begun_after = switched.is_set()
+        text = f"client {i} at {anyio.current_time()}"
+        pack, state, added, appended = await at_once(
+            d,
+            [
+                (
+                    "build_context",
+                    {"workspace": w, "sessionId": sid, "query": "vault code", "budgetTokens": 2000},
+                ),
+                ("read_state", {"workspace": w, "includeEntries": True}),
+                ("add_entry", {"workspace": w, "title": text, "content": text}),
+                (
+                    "append_events",
+                    {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": text}]},
+                ),
+            ],
+        )
+        if begun_after:
+            after += 1
+            leaks += [m for m, r in (("build_context", pack), ("read_state", state)) if "xyzzy" in str(r)]
+            leaks += [
+                m
+                for m, r in (("add_entry", added), ("append_events", appended))
+                if not isinstance(r, RemoteError)
+            ]
+
+
+async def test_nothing_begun_after_incognito_was_acknowledged_reads_or_writes(own: DaemonProcess) -> None:
+    """Clients build context, read state, add entries and append events while incognito
+    is switched on: every call sent after the switch was acknowledged returns no memory
+    and writes nothing (incognito_blocked), whatever ran before it."""
+    d = own
+    w = str(d.workspace)
+    d.call("set_settings", {"workspace": w, "agentReadEnabled": True})
+    d.call("add_entry", {"workspace": w, "title": "Vault", "content": "the vault code is xyzzy-42"})
+    sid = d.call("open_session", {"workspace": w})["sessionId"]
+    for _ in range(3):
+        d.call("set_settings", {"workspace": w, "incognito": False})
+        switched = anyio.Event()
+        leaks: list[str] = []
+        async with anyio.create_task_group() as tg:
+            for i in range(8):
+                tg.start_soon(incognito_client, d, sid, i, switched, leaks)
+            await at_once(d, [("set_settings", {"workspace": w, "incognito": True})])
+            switched.set()
+        assert leaks == []
