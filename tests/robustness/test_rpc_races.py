@@ -187,9 +187,9 @@ async def test_compaction_then_deletion_racing_build_context(own: DaemonProcess)
             named = [ref for s in summary for ref in s["sourceIds"] if ref in covered]
             floor = covered[named[0]] if named else 0
             seqs = shown_seqs(built)
-            # After the checkpoint it names, from a user turn: every event up to at least the
-            # last one there before the calls, none twice, none skipped.
-            assert seqs and seqs[0] in (floor + 1, floor + 2) and seqs[0] % 2 == 1
+            # Right after the checkpoint it names, at a user turn: every event up to at least
+            # the last one there before the calls, none twice, none skipped.
+            assert seqs and seqs[0] == floor + 1 and seqs[0] % 2 == 1
             assert seqs == list(range(seqs[0], seqs[0] + len(seqs))) and seqs[-1] >= 12
         late = {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "late"}]}
         results = await at_once(
