@@ -141,6 +141,9 @@ class ContextService:
                 f"budgetTokens must be between 0 and {MAX_BUDGET_TOKENS}", path="$.budgetTokens"
             )
         ws = await self._ctx.session_workspace(params.workspace)
+        # The revision before the settings and memory are read: a change landing meanwhile
+        # makes the pack look older than what it shows (a client builds again), never newer.
+        revision = await self._ctx.revision(ws)
         settings = await self._ctx.load_settings(ws)
         sid = params.session_id
         incognito = sid is not None and self._sessions.is_incognito(ws, sid)
@@ -164,7 +167,7 @@ class ContextService:
             budget=params.budget_tokens,
             snapshot=snapshot,
             recall=bool(recall_ok and (query or pool == "newest") and pool != "none"),
-            revision=await self._ctx.revision(ws),
+            revision=revision,
             workspace=str(ws.path),
             strategy=name,
             pool=pool,
@@ -472,6 +475,7 @@ class ContextService:
         uws = await self._ctx.user_level_if_any()
         if uws is None:
             return None
+        revision = await self._ctx.revision(uws)  # first, as build_context's
         settings = await self._ctx.load_settings(uws)
         if not agent_reads(settings):
             return None
@@ -484,7 +488,7 @@ class ContextService:
             prefixed = {user_level_id(key): value for key, value in snap.user_confidence.items()}
             view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned])
             uws.state.level_view = view
-        return _UserLevel(uws, view, await self._ctx.revision(uws))
+        return _UserLevel(uws, view, revision)
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
         current = _current_snapshot(ws)

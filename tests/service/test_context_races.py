@@ -9,6 +9,7 @@ import pytest
 
 from makad.core import compaction as plan_core
 from makad.core.types import Checkpoint, Coverage, EventInput
+from makad.service.context import ContextService
 from makad.store.ledger import Ledger
 from tests.service.conftest import InProcessDaemon
 
@@ -64,3 +65,30 @@ async def test_a_compaction_committing_during_build_context_hides_no_live_event(
     summary = [s for s in pack["segments"] if s["kind"] == "summary"]
     assert "checkpoint:cp-meanwhile" in summary[0]["sourceIds"]
     assert [m["sourceId"] for m in pack["messages"]] == [f"event:{sid}:{seq}" for seq in range(15, 21)]
+
+
+async def test_a_pack_never_claims_a_revision_newer_than_the_memory_it_shows(
+    served: InProcessDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry added while build_context is under way (after it took its memory
+    snapshot): the pack either shows the entry or names a revision from before it, so a
+    client comparing revisions knows to build again."""
+    real = ContextService._user_level
+    added: list[dict[str, Any]] = []
+
+    async def meanwhile(service: ContextService) -> Any:
+        if not added:
+            async with served.client() as other:
+                added.append(
+                    await other.call("add_entry", workspace=ws, title="Fresh", content="the new fact is kiwi")
+                )
+        return await real(service)
+
+    ws = str(served.workspace)
+    async with served.client() as c:
+        await c.call("set_settings", workspace=ws, agentReadEnabled=True)
+        await c.call("add_entry", workspace=ws, title="Old", content="the old fact is apple")
+        monkeypatch.setattr(ContextService, "_user_level", meanwhile)
+        pack = await c.call("build_context", workspace=ws, query="fact", budgetTokens=2000)
+    assert added and "apple" in str(pack["segments"])
+    assert "kiwi" in str(pack["segments"]) or pack["revision"] < added[0]["revision"]
