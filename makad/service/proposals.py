@@ -326,6 +326,10 @@ class ProposalService:
         ws = await self._ctx.workspace(params.workspace)
         async with ws.lock:
             await self._files.refresh(ws)
+        # What the answer says about the files, taken before the first await below: a
+        # proposal queued meanwhile is listed next time, under a newer revision.
+        revision = await self._ctx.revision(ws)
+        warnings = not_utf8(ws.pending.text, "PENDING.md")
         known = rules.candidates(ws.memory.doc, ws.pending.doc)
         open_sections = [s for s in ws.pending.doc.sections if is_open(s.entry)]
         replaced = await self._replaced(ws, [s.entry for s in open_sections])
@@ -338,11 +342,7 @@ class ProposalService:
             )
             for s in open_sections
         ]
-        return ProposalsResult(
-            proposals=views,
-            revision=await self._ctx.revision(ws),
-            warnings=not_utf8(ws.pending.text, "PENDING.md"),
-        )
+        return ProposalsResult(proposals=views, revision=revision, warnings=warnings)
 
     # --- approve ------------------------------------------------------------------------
 

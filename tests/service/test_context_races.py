@@ -1,5 +1,5 @@
-"""build_context while other calls commit to the same session, in process: the pack is
-one consistent view of the session."""
+"""Reads while other calls commit to the same workspace, in process: each answer is
+one consistent view, never newer than what it shows."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import pytest
 from makad.core import compaction as plan_core
 from makad.core.types import Checkpoint, Coverage, EventInput
 from makad.service.context import ContextService
+from makad.service.proposals import ProposalService
 from makad.store.ledger import Ledger
 from tests.service.conftest import InProcessDaemon
 
@@ -92,3 +93,29 @@ async def test_a_pack_never_claims_a_revision_newer_than_the_memory_it_shows(
         pack = await c.call("build_context", workspace=ws, query="fact", budgetTokens=2000)
     assert added and "apple" in str(pack["segments"])
     assert "kiwi" in str(pack["segments"]) or pack["revision"] < added[0]["revision"]
+
+
+async def test_list_proposals_never_names_a_revision_newer_than_its_list(
+    served: InProcessDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A proposal queued while list_proposals works out similar entries: the answer either
+    lists it or names a revision from before it."""
+    real = ProposalService._similar
+    queued: list[dict[str, Any]] = []
+    ws = str(served.workspace)
+
+    async def meanwhile(*args: Any, **kwargs: Any) -> Any:
+        if not queued:
+            async with served.client() as other:
+                queued.append(await other.call("propose", workspace=ws, title="Fresh", content="kiwi"))
+        return await real(*args, **kwargs)
+
+    async with served.client() as c:
+        await c.call("set_settings", workspace=ws, agentReadEnabled=True, extractToolEnabled=True)
+        await c.call("propose", workspace=ws, title="Old", content="apple")
+        monkeypatch.setattr(ProposalService, "_similar", meanwhile)
+        listed = await c.call("list_proposals", workspace=ws)
+    assert queued
+    titles = [p["proposal"]["title"] for p in listed["proposals"]]
+    assert "Old" in titles
+    assert "Fresh" in titles or listed["revision"] < queued[0]["revision"]
