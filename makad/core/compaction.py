@@ -187,14 +187,19 @@ def _safe_start(window: Sequence[Event], start: int) -> int:
 
 
 def _prefer_user_turn(window: Sequence[Event], start: int, suffix_tokens: Sequence[int], cap: int) -> int:
-    """Move back to the nearest user message when that keeps the suffix safe and under the cap."""
+    """Move back to the nearest user message when that keeps the suffix safe and under the cap.
+
+    When that user message opens the window, the result is 0 (nothing to cover yet):
+    covering it alone would leave its reply first in the kept history, where a pack,
+    which starts at a user turn, drops it without it being summarized either.
+    """
     if start <= 0 or start >= len(window) or window[start].type == "user_message":
         return start
-    user = next((i for i in range(start - 1, 0, -1) if window[i].type == "user_message"), None)
+    user = next((i for i in range(start - 1, -1, -1) if window[i].type == "user_message"), None)
     if user is None:
         return start
     candidate = _safe_start(window, user)
-    if candidate > 0 and suffix_tokens[candidate] <= cap:
+    if suffix_tokens[candidate] <= cap:
         return candidate
     return start
 

@@ -87,6 +87,8 @@ class WorkspaceAccess:
 
     # Set once ``ready`` has returned: later calls skip it (every request comes here).
     _ready: bool = field(default=False, init=False)
+    # The requestIds being run now, by workspace: a copy of one waits for it (``idempotent``).
+    _in_flight: dict[tuple[str, str], _InFlight] = field(default_factory=dict, init=False)
 
     def workspace_at_hand(self, raw: str) -> Workspace | None:
         """``workspace(raw)`` when it needs no await (a known spelling, ready, settled),
@@ -376,6 +378,26 @@ class WorkspaceAccess:
         request = Request(None if request_id is None else f"{method}:{request_id}", method)
         if request.key is None:
             return await run(request)
+        # A retry can come while the first attempt still runs (its client timed out): it
+        # waits for that attempt and is answered from its record, never runs beside it.
+        key = (ws.id, request.key)
+        flight = self._in_flight.get(key)
+        if flight is None:
+            flight = self._in_flight[key] = _InFlight()
+        flight.calls += 1
+        try:
+            async with flight.lock:
+                return await self._once(ws, request, result_type, run)
+        finally:
+            flight.calls -= 1
+            if not flight.calls:
+                del self._in_flight[key]
+
+    async def _once(
+        self, ws: Workspace, request: Request, result_type: type[R], run: Callable[[Request], Awaitable[R]]
+    ) -> R:
+        """``idempotent``'s body, for one requestId at a time."""
+        assert request.key is not None
         stored = await in_thread(ws.ledger.get_request_result, request.key)
         if stored is not None:
             return msgspec.json.decode(stored.result, type=result_type)
@@ -390,8 +412,16 @@ class WorkspaceAccess:
                 raise
             return msgspec.json.decode(stored.result, type=result_type)
         if not request.done:
-            await in_thread(ws.ledger.put_request_result, request.key, method, request.encode(result))
+            await in_thread(ws.ledger.put_request_result, request.key, request.method, request.encode(result))
         return result
+
+
+@dataclass
+class _InFlight:
+    """One requestId being run: its copies queue on ``lock``; ``calls`` counts them all."""
+
+    lock: anyio.Lock = field(default_factory=anyio.Lock)
+    calls: int = 0
 
 
 @dataclass

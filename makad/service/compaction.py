@@ -77,7 +77,9 @@ class CompactionService:
         )
         if plan is None:
             raise InvalidParams(
-                "nothing to compact: the live history fits the keep window", path="$.keepRecentTokens"
+                "nothing to compact: the live history fits the keep window (or is one user turn"
+                " and what answered it)",
+                path="$.keepRecentTokens",
             )
         covered = [e for e in events if plan.covered_from_seq <= e.seq <= plan.covered_to_seq]
         if params.mode == "semantic":

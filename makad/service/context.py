@@ -142,6 +142,9 @@ class ContextService:
                 f"budgetTokens must be between 0 and {MAX_BUDGET_TOKENS}", path="$.budgetTokens"
             )
         ws = await self._ctx.session_workspace(params.workspace)
+        # The revision before the settings and memory are read: a change landing meanwhile
+        # makes the pack look older than what it shows (a client builds again), never newer.
+        revision = await self._ctx.revision(ws)
         settings = await self._ctx.load_settings(ws)
         sid = params.session_id
         incognito = sid is not None and self._sessions.is_incognito(ws, sid)
@@ -165,12 +168,13 @@ class ContextService:
             budget=params.budget_tokens,
             snapshot=snapshot,
             recall=bool(recall_ok and (query or pool == "newest") and pool != "none"),
-            revision=await self._ctx.revision(ws),
+            revision=revision,
             workspace=str(ws.path),
             strategy=name,
             pool=pool,
             user=user,
             attention="asked" if attention and asked else "first" if attention and sid else None,
+            read_only=settings.incognito,
         )
         source: SessionStore | None = None
         if sid is not None:
@@ -304,7 +308,7 @@ class ContextService:
         curator: CuratorTrace | None,
     ) -> ContextPack:
         pack = msgspec.structs.replace(checked, call_id=gathered.call_id, revision=plan.revision)
-        if plan.sid is not None and not plan.incognito:
+        if plan.sid is not None and not plan.incognito and not plan.read_only:
             items, memory_bytes = _manifest(pack)
             ws.ledger.record_manifest(
                 plan.sid,
@@ -354,8 +358,10 @@ class ContextService:
         last_seq = 0
         working_state = None
         if sid is not None and source is not None:
-            last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
+            # The checkpoint first: one committed meanwhile (with the appends before it)
+            # cannot then reach past the last seq read, which would hide its live events.
             checkpoint = source.latest_checkpoint(sid)
+            last_seq = source.last_seq(sid)  # raises NotFound for an unknown session
         # Recall sees this session's compacted part only.
         ceiling = {sid: checkpoint.coverage.to_seq if checkpoint else 0} if sid else None
         # The optional semantic channel embeds the query and searches the history's vectors
@@ -470,6 +476,7 @@ class ContextService:
         uws = await self._ctx.user_level_if_any()
         if uws is None:
             return None
+        revision = await self._ctx.revision(uws)  # first, as build_context's
         settings = await self._ctx.load_settings(uws)
         if not agent_reads(settings):
             return None
@@ -482,7 +489,7 @@ class ContextService:
             prefixed = {user_level_id(key): value for key, value in snap.user_confidence.items()}
             view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned])
             uws.state.level_view = view
-        return _UserLevel(uws, view, await self._ctx.revision(uws))
+        return _UserLevel(uws, view, revision)
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
         current = _current_snapshot(ws)
@@ -613,6 +620,8 @@ class _Plan:
     # Whether attention may show: "asked" (include names it), "first" (in the session's
     # first pack only), None (never).
     attention: Literal["asked", "first"] | None = None
+    # The workspace is incognito: a persistent session is read-only (no manifest).
+    read_only: bool = False
 
 
 def _history_tail(

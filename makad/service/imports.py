@@ -59,8 +59,10 @@ class ImportService:
             progress = ImportProgress(peer, params.workspace, len(parsed.items)) if params.progress else None
             # Redaction and the canonical form, off the event loop: the heavy part of an import.
             cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
-            rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])
             async with ws.lock:
+                # Under the lock, as a rejection records its contents before it lets go: an
+                # item rejected meanwhile is seen open in PENDING.md or rejected, never neither.
+                rejected = await in_thread(ws.ledger.find_rejections, [digest for _, _, _, digest in cleaned])
                 await self._files.refresh(ws)
                 # A worker thread again: an import may hold a hundred thousand items.
                 new, duplicates, fitting = await in_thread(

@@ -208,17 +208,20 @@ class MemoryService:
                 sha256=None,
                 pending_count=pending_count,
             )
+        # Everything the answer says about the files, taken before the first await below:
+        # a write landing meanwhile must not mix two versions into one answer.
         all_entries, active, latest = self._derived(ws)
+        content, warnings = self._shown_text(ws)
+        doc, sha256 = ws.memory.doc, ws.memory.sha256
         shown = None
         trust = None
         if params.include_entries:
             shown = all_entries if params.include_archived else active
             if params.include_confidence:
                 trust = await confidence_map(ws, shown, params.include_archived)
-        content, warnings = self._shown_text(ws)
-        if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
+        if not doc.sections:  # "no entries": say where the memory might be instead
             warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path))]
-        warnings = [*warnings, *await self._pinned_warnings(ws, all_entries)]
+        warnings = [*warnings, *await self._pinned_warnings(ws, doc, all_entries)]
         return LocalMemoryState(
             **{
                 **base,
@@ -230,7 +233,7 @@ class MemoryService:
             latest_entry=latest,
             reason=None,
             revision=revision,
-            sha256=ws.memory.sha256,
+            sha256=sha256,
             pending_count=pending_count,
             entries=shown,
             confidence=trust,
@@ -256,10 +259,11 @@ class MemoryService:
         return not _decay_due(ws) and self._files_unchanged(ws)
 
     @staticmethod
-    async def _pinned_warnings(ws: Workspace, entries: list[Entry]) -> list[Warning]:
-        """``pinned_over_share`` warnings, worked out once a day per MEMORY.md version (an
-        entry's block grows once it is a day old: its age and a caveat join its ref line)."""
-        doc, now = ws.memory.doc, now_ms()
+    async def _pinned_warnings(ws: Workspace, doc: fmt.MemoryDocument, entries: list[Entry]) -> list[Warning]:
+        """``pinned_over_share`` warnings for ``doc`` (MEMORY.md as read, ``entries`` its
+        entries), worked out once a day per MEMORY.md version (an entry's block grows once
+        it is a day old: its age and a caveat join its ref line)."""
+        now = now_ms()
         cached = ws.state.pinned_warnings
         if cached is not None and cached.doc is doc and cached.day == now // DAY_MS:
             return cached.warnings

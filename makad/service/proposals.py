@@ -171,20 +171,22 @@ class ProposalService:
             target = rules.replacement_target(draft.supersedes, user_level=ws.level == "user")
             if target is not None and target.startswith(USER_ID_PREFIX):
                 await self._check_user_level_target(target)
-            rejection = await in_thread(ws.ledger.find_rejection, content_hash(content))
-            if rejection is not None:
-                return ProposeResult(
-                    proposal=None,
-                    queued=False,
-                    redactions=redactions,
-                    previously_rejected=RejectionInfo(
-                        proposal_id=rejection.proposal_id or "",
-                        reason=rejection.reason or None,
-                        rejected_at=rejection.ts,
-                    ),
-                    revision=await self._ctx.revision(ws),
-                )
             async with ws.lock:
+                # Under the lock: a rejection records its content before it lets go, so a
+                # proposal of that content sees it either open in PENDING.md or rejected.
+                rejection = await in_thread(ws.ledger.find_rejection, content_hash(content))
+                if rejection is not None:
+                    return ProposeResult(
+                        proposal=None,
+                        queued=False,
+                        redactions=redactions,
+                        previously_rejected=RejectionInfo(
+                            proposal_id=rejection.proposal_id or "",
+                            reason=rejection.reason or None,
+                            rejected_at=rejection.ts,
+                        ),
+                        revision=await self._ctx.revision(ws),
+                    )
                 await self._files.refresh(ws)
                 if target is not None:
                     if not target.startswith(USER_ID_PREFIX):
@@ -328,6 +330,10 @@ class ProposalService:
         ws = await self._ctx.workspace(params.workspace)
         async with ws.lock:
             await self._files.refresh(ws)
+        # What the answer says about the files, taken before the first await below: a
+        # proposal queued meanwhile is listed next time, under a newer revision.
+        revision = await self._ctx.revision(ws)
+        warnings = not_utf8(ws.pending.text, "PENDING.md")
         known = rules.candidates(ws.memory.doc, ws.pending.doc)
         open_sections = [s for s in ws.pending.doc.sections if is_open(s.entry)]
         replaced = await self._replaced(ws, [s.entry for s in open_sections])
@@ -340,11 +346,7 @@ class ProposalService:
             )
             for s in open_sections
         ]
-        return ProposalsResult(
-            proposals=views,
-            revision=await self._ctx.revision(ws),
-            warnings=not_utf8(ws.pending.text, "PENDING.md"),
-        )
+        return ProposalsResult(proposals=views, revision=revision, warnings=warnings)
 
     # --- approve ------------------------------------------------------------------------
 
@@ -488,31 +490,33 @@ class ProposalService:
                     ws, "pending", op, expected_revision=params.expected_revision, before_write=plan
                 )
                 revision = await self._ctx.revision(ws)
-            await self._gate.settle(ws, {e.id: ("rejected", None) for e in rejected})
-            result = RejectResult(rejected=[e.id for e in rejected], revision=revision)
-            contents: dict[str, str] = {}
-            for entry in rejected:
-                contents.setdefault(content_hash(entry.content), entry.id)
-            events = []
-            if earlier is None or earlier.state == "open":  # else its first attempt recorded them
-                events = [
-                    NewMemoryEvent(
-                        action="rejected",
-                        actor="user",
-                        proposal_id=e.id,
-                        # The title: what the attention state's "Do not re-propose" names.
-                        data={"reason": reason or None, "title": e.title},
-                    )
-                    for e in rejected
-                ]
-            await in_thread(
-                ws.ledger.record_lineage,
-                events,
-                rejected=contents,
-                reason=reason,
-                finish_intent=intent_id,
-                request=request.record(result),
-            )
+                await self._gate.settle(ws, {e.id: ("rejected", None) for e in rejected})
+                result = RejectResult(rejected=[e.id for e in rejected], revision=revision)
+                contents: dict[str, str] = {}
+                for entry in rejected:
+                    contents.setdefault(content_hash(entry.content), entry.id)
+                events = []
+                if earlier is None or earlier.state == "open":  # else its first attempt recorded them
+                    events = [
+                        NewMemoryEvent(
+                            action="rejected",
+                            actor="user",
+                            proposal_id=e.id,
+                            # The title: what the attention state's "Do not re-propose" names.
+                            data={"reason": reason or None, "title": e.title},
+                        )
+                        for e in rejected
+                    ]
+                # Recorded before the lock is let go: a proposal of the same content, waiting
+                # on the lock, must find the rejection once the proposal left PENDING.md.
+                await in_thread(
+                    ws.ledger.record_lineage,
+                    events,
+                    rejected=contents,
+                    reason=reason,
+                    finish_intent=intent_id,
+                    request=request.record(result),
+                )
             self._ctx.changed(ws)  # the rejections are recorded now (after the bump)
             return result
 

@@ -362,6 +362,20 @@ class WorkspaceRegistry:
         ):
             previous.stamp = now_stamp  # e.g. the id file touched, or written by the binder
             return previous
+        if (
+            previous is not None
+            and previous.identity is None
+            and found is not None
+            and _same_directory(previous.stamp, now_stamp)
+            and identity.read_binding(previous.data_dir) in (None, found)
+        ):
+            # An unbound folder gained an id: its first write is binding it (on a worker
+            # thread, the id written and the state not told yet), or someone wrote one,
+            # which that write adopts. Still the same workspace: re-opening it would close
+            # the ledger under the calls in flight and give the folder two states.
+            previous.identity = found
+            previous.stamp = now_stamp
+            return previous
         workspace = self._open_workspace(path, found, previous)
         self._open[path] = workspace
         return workspace

@@ -258,6 +258,23 @@ def test_window_prefers_to_start_at_a_user_message() -> None:
     assert first_kept.type == "user_message"
 
 
+def test_window_never_covers_a_user_turn_without_its_reply() -> None:
+    """When the only user turn behind the cut opens the window, covering it alone would
+    leave its reply first in the kept history, which a pack (starting at a user turn)
+    drops unseen: nothing is covered until a later user turn can start the window."""
+    builder = _Builder(41)
+    builder.add("user_message", "q", tokens=10)
+    for i in range(5):
+        builder.add("user_message" if i % 2 else "assistant_message", f"m{i}", tokens=400)
+    assert plan_keep_window(builder.events, 1000, previous_boundary_seq=40) is None
+    builder.add("user_message", "next", tokens=400)
+    builder.add("assistant_message", "answer", tokens=400)
+    plan = plan_keep_window(builder.events, 1000, previous_boundary_seq=40)
+    assert plan is not None
+    first_kept = next(e for e in builder.events if e.seq == plan.preserved_from_seq)
+    assert first_kept.type == "user_message" and plan.covered_to_seq >= 42
+
+
 def test_covered_hash_is_the_last_covered_event_hash() -> None:
     """The ledger's chain makes the last covered hash commit to the whole range."""
     events = _chat(3)

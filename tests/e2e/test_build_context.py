@@ -75,6 +75,27 @@ def test_invariant_3_incognito_means_nothing_from_memory(shared_daemon: DaemonPr
     assert "neovim" not in str(pack)
 
 
+def test_incognito_records_no_manifest_of_a_persistent_session(shared_daemon: DaemonProcess) -> None:
+    """While the workspace is incognito a persistent session is read-only: its pack still
+    shows its history, but no manifest of the call is written (get_manifest: not_found);
+    the manifests from before are kept."""
+    d = shared_daemon
+    sid = d.call("open_session", {"workspace": ws(d)})["sessionId"]
+    d.call(
+        "append_events",
+        {"workspace": ws(d), "sessionId": sid, "events": [{"type": "user_message", "text": "hi"}]},
+    )
+    before = build(d, sessionId=sid)
+    d.call("set_settings", {"workspace": ws(d), "incognito": True})
+    pack = build(d, sessionId=sid)
+    assert [m["sourceId"] for m in pack["messages"]] == [f"event:{sid}:1"]
+    with pytest.raises(RemoteError) as missing:
+        d.call("get_manifest", {"workspace": ws(d), "sessionId": sid, "callId": pack["callId"]})
+    assert missing.value.data["kind"] == "not_found"
+    kept = d.call("get_manifest", {"workspace": ws(d), "sessionId": sid})
+    assert kept["callId"] == before["callId"]
+
+
 def test_include_switches_memory_off(shared_daemon: DaemonProcess) -> None:
     """include without memory builds no memory segment."""
     seed_memory(shared_daemon)

@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
+from typing import Any
+
 import pytest
 
+from makad.service import memory as memory_service
 from tests.service.conftest import InProcessDaemon
 
 pytestmark = pytest.mark.anyio
@@ -33,3 +37,30 @@ async def test_a_hand_edit_is_what_the_next_read_shows(served: InProcessDaemon) 
     assert "On Tuesdays." in shown["content"] and "On Fridays." in edited["content"]
     assert [e["content"] for e in edited["entries"]] == ["On Fridays."]
     assert set(edited["confidence"]) == {e["id"] for e in edited["entries"]}
+
+
+async def test_one_read_state_is_one_version_of_the_file(
+    served: InProcessDaemon, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An entry added while read_state works out confidence: the answer's entries, text,
+    sha256, counts and revision all describe one version of MEMORY.md."""
+    real = memory_service.confidence_map
+    added: list[Any] = []
+    ws = str(served.workspace)
+
+    async def meanwhile(*args: Any) -> Any:
+        if not added:
+            async with served.client() as other:
+                added.append(await other.call("add_entry", workspace=ws, title="Fresh", content="kiwi"))
+        return await real(*args)
+
+    async with served.client() as c:
+        await c.call("add_entry", workspace=ws, title="Old", content="apple")
+        monkeypatch.setattr(memory_service, "confidence_map", meanwhile)
+        state = await c.call("read_state", workspace=ws, includeEntries=True, includeConfidence=True)
+    assert added
+    titles = [e["title"] for e in state["entries"]]
+    headings = [line[3:] for line in state["content"].splitlines() if line.startswith("## ")]
+    assert titles == headings and state["entryCount"] == len(titles)
+    assert state["sha256"] == hashlib.sha256(state["content"].encode()).hexdigest()
+    assert ("Fresh" in titles) == (state["revision"] >= added[0]["revision"])

@@ -321,6 +321,24 @@ def test_delete_session_forgets_everything_and_leaves_a_tombstone(ledger: Ledger
     conn.close()
 
 
+def test_a_manifest_recorded_after_its_session_was_deleted_is_not_kept(ledger: Ledger) -> None:
+    """A build_context that read the session before delete_session and records after it:
+    its manifest, what it showed and its memory total are not stored (the forget stands)."""
+    ledger.open_session("gone")
+    ledger.append_events("gone", msgs("hello"))
+    ledger.delete_session("gone")
+    manifest = ledger.record_manifest(
+        "gone", "call-1", [("event:gone:1", 3, ""), ("memory:m", 2, "h")], memory_bytes=2
+    )
+    assert manifest.call_id == "call-1"
+    conn = sqlite3.connect(ledger.path)
+    for table in ("manifest_calls", "manifest_items", "manifest_shown", "memory_session_totals"):
+        assert conn.execute(f"SELECT count(*) FROM {table}").fetchone() == (0,), table
+    conn.close()
+    with pytest.raises(NotFound):
+        ledger.get_manifest("gone")
+
+
 def test_delete_of_a_tampered_session_keeps_the_index_consistent(ledger: Ledger) -> None:
     """Forgetting a session whose rows were altered rebuilds the index instead of corrupting it."""
     ledger.open_session("gone")

@@ -11,6 +11,7 @@ import pytest
 
 from makad.errors import IOFailure
 from makad.store import identity
+from makad.store.memory_files import ensure_memory_dir
 from makad.store.workspaces import WorkspaceRegistry
 
 pytestmark = pytest.mark.anyio
@@ -113,3 +114,22 @@ async def test_a_directory_where_the_id_should_be_is_no_id(
     id_file.mkdir()
     assert (await registry.get(str(ws))).identity is None
     assert (tmp_path / "data" / "retired").is_dir()
+
+
+async def test_a_call_while_the_first_write_binds_keeps_the_state(
+    registry: WorkspaceRegistry, tmp_path: Path
+) -> None:
+    """A call that comes while the first write is binding the folder (the id file written,
+    the state not told yet) gets the same state with its ledger open, and the write then
+    finishes binding the data directory to that id: a workspace is never opened twice."""
+    ws = folder(tmp_path)
+    opened = await registry.get(str(ws))
+    ensure_memory_dir(ws / "memory")
+    written = identity.write_id(ws / "memory")  # the binder's first step
+    assert opened.identity is None
+    assert await registry.get(str(ws)) is opened
+    opened.ledger.open_session("s")  # the ledger still works; the binder finishes
+    assert opened.identity == written
+    assert identity.read_binding(opened.data_dir) == written
+    assert await registry.get(str(ws)) is opened
+    assert not (tmp_path / "data" / "retired").exists()

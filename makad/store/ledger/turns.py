@@ -94,6 +94,8 @@ class TurnsArea(LedgerBase):
         (``session_memory_bytes``). Only the latest
         ``MANIFEST_CALLS_KEPT`` calls of a session are kept. ``curator``: the
         curator's record of the call (JSON), kept with it (``get_manifest`` returns it).
+        A session deleted meanwhile (the call read it before ``delete_session``) records
+        nothing: its forget stands.
         """
         at = now_ms() if created_at is None else created_at
         listed = [
@@ -102,7 +104,10 @@ class TurnsArea(LedgerBase):
             else ManifestItem(source_id=item[0], tokens=item[1], content_hash=item[2])
             for item in items
         ]
+        manifest = Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
         with self._writing(relaxed=True) as conn:
+            if conn.execute("SELECT 1 FROM tombstones WHERE session_id = ?", (session_id,)).fetchone():
+                return manifest
             delete_manifest_calls(
                 conn,
                 "SELECT id FROM manifest_calls WHERE session_id = ? AND call_id = ?",
@@ -139,7 +144,7 @@ class TurnsArea(LedgerBase):
             self._on_commit.append(
                 lambda: self._shown_cache.recorded(session_id, int(ref or 0), call_id, shown, at)
             )
-        return Manifest(session_id=session_id, call_id=call_id, created_at=at, items=listed)
+        return manifest
 
     def shown_memory(self, session_id: str, since: int, among: Sequence[str] | None) -> ShownMemory:
         """Which of the sources ``among`` (None: every memory entry, ``memory:…``) the session
