@@ -370,3 +370,17 @@ def test_a_conditional_setting_changes_only_what_it_expected(ledger: Ledger) -> 
     assert ledger.put_setting_if("__revision__", 10, 12) is True
     assert ledger.put_setting_if("__revision__", 10, 13) is False
     assert ledger.get_settings_json() == {"__revision__": 12}
+
+
+def test_a_deleted_session_is_looked_up_by_index(tmp_path: Path) -> None:
+    """Whether a session was deleted is an index lookup, not a scan of every tombstone."""
+    path = tmp_path / "ledger.db"
+    Ledger(path).close()
+    conn = sqlite3.connect(path)
+    try:
+        plan = conn.execute(
+            "EXPLAIN QUERY PLAN SELECT 1 FROM tombstones WHERE session_id = ?", ("s",)
+        ).fetchall()
+    finally:
+        conn.close()
+    assert any("USING" in str(row[-1]) and "INDEX" in str(row[-1]) for row in plan), plan

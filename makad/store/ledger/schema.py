@@ -352,6 +352,9 @@ _SESSION_CHAIN_IDS: Final[tuple[str, ...]] = (
         through_seq INTEGER NOT NULL
     ) WITHOUT ROWID""",
     f"INSERT OR REPLACE INTO meta (key, value) VALUES ('{RENAME_PENDING_KEY}', '1')",
+    # A deleted session is looked up by id on every manifest and session open: one lookup,
+    # not a scan of every session ever deleted.
+    "CREATE INDEX IF NOT EXISTS tombstones_by_session ON tombstones (session_id)",
 )
 
 
