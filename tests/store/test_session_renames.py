@@ -32,6 +32,10 @@ def ledger(tmp_path: Path) -> Iterator[Ledger]:
     )
     led.open_session("plain")
     led.append_events("plain", [EventInput(type="user_message", text="an unrelated turn")])
+    # What the schema step leaves in a ledger that held sessions when it was upgraded.
+    conn = raw_conn(led)
+    conn.execute("INSERT INTO meta (key, value) VALUES (?, '1')", (RENAME_PENDING_KEY,))
+    conn.close()
     yield led
     led.close()
 

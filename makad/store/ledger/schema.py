@@ -351,7 +351,10 @@ _SESSION_CHAIN_IDS: Final[tuple[str, ...]] = (
         hashed_id TEXT NOT NULL,
         through_seq INTEGER NOT NULL
     ) WITHOUT ROWID""",
-    f"INSERT OR REPLACE INTO meta (key, value) VALUES ('{RENAME_PENDING_KEY}', '1')",
+    # Only a ledger that holds sessions already can hold one under a raw id: a new one gets
+    # no marker, so its first use writes nothing (a workspace's first write binds its folder).
+    f"INSERT OR REPLACE INTO meta (key, value) SELECT '{RENAME_PENDING_KEY}', '1'"
+    " WHERE EXISTS (SELECT 1 FROM sessions) OR EXISTS (SELECT 1 FROM tombstones)",
     # A deleted session is looked up by id on every manifest and session open: one lookup,
     # not a scan of every session ever deleted.
     "CREATE INDEX IF NOT EXISTS tombstones_by_session ON tombstones (session_id)",
