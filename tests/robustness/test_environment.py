@@ -1,13 +1,19 @@
 """The daemon's surroundings changed under it while it runs: its memory folder swapped for
 a file, MEMORY.md swapped for a FIFO or a device. Each gives a stable error kind, the
-daemon keeps serving, and nothing there is read, written or waited on."""
+daemon keeps serving, and nothing there is read, written or waited on; another process
+holding the ledger's lock."""
 
 from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -82,3 +88,63 @@ def test_memory_md_replaced_by_something_that_is_not_a_file(
     after = os.lstat(path)
     assert (after.st_ino, after.st_mode) == (planted.st_ino, planted.st_mode)
     serves_other_workspace(daemon, daemon.root / "other")
+
+
+HOLD_WRITE_LOCK = """
+import sqlite3, sys, time
+conn = sqlite3.connect(sys.argv[1], isolation_level=None)
+conn.execute("BEGIN IMMEDIATE")
+conn.execute("INSERT INTO meta (key, value) VALUES ('held', 'by another process')")
+print("held", flush=True)
+sys.stdin.read()  # until the test closes our stdin
+conn.execute("ROLLBACK")
+"""
+
+# SQLite's busy timeout on the daemon's connections (makad.store.ledger.base).
+BUSY_TIMEOUT_S = 10.0
+
+
+def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: DaemonProcess) -> None:
+    """Another process holding the ledger's write lock (a `sqlite3` shell in a write
+    transaction): writes fail with io_error ledger_busy, a crowd of them is answered in
+    about one busy timeout rather than one timeout each, other workspaces are served
+    meanwhile, and once the lock is released writes go through again."""
+    w = str(daemon.workspace)
+    sid = daemon.call("open_session", {"workspace": w})["sessionId"]
+    [ledger_dir] = list((daemon.data_dir / "workspaces").iterdir())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(ledger_dir / "ledger.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        calls: list[tuple[str, dict[str, Any]]] = [("open_session", {"workspace": w})] * 5 + [
+            (
+                "append_events",
+                {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "x"}]},
+            )
+        ] * 3
+        started = time.monotonic()
+        with ThreadPoolExecutor(len(calls)) as pool:
+            crowd = [pool.submit(remote_error, daemon, method, params) for method, params in calls]
+            serves_other_workspace(daemon, daemon.root / "other")
+            errors = [future.result() for future in crowd]
+        elapsed = time.monotonic() - started
+        assert {(e.kind, e.data.get("reason")) for e in errors} == {("io_error", "ledger_busy")}
+        assert "locked by another process" in errors[0].message
+        # One timeout each, in turn, would be len(calls) timeouts.
+        assert elapsed < 3 * BUSY_TIMEOUT_S, elapsed
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        assert holder.stdout is not None
+        holder.stdout.close()
+    got = daemon.call(
+        "append_events",
+        {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "after"}]},
+    )
+    assert got["lastSeq"] == 1
+    assert daemon.call("open_session", {"workspace": w})["sessionId"]

@@ -40,7 +40,10 @@ from makad.store.ledger.schema import migrate
 
 # The settings key under which the workspace revision is persisted.
 REVISION_KEY: Final = "__revision__"
+SQLITE_BUSY: Final = 5
+SQLITE_LOCKED: Final = 6
 SQLITE_CORRUPT: Final = 11
+SQLITE_FULL: Final = 13
 SQLITE_NOTADB: Final = 26
 SQLITE_CORRUPT_VTAB: Final = SQLITE_CORRUPT | (1 << 8)
 # Primary result codes that say something about the environment, not the file's
@@ -90,9 +93,23 @@ class LedgerReset:
     cause: str  # "corrupt_at_open" | "corrupt"
 
 
-def failure(exc: sqlite3.Error, message: str) -> IOFailure:
-    """The error a SQLite failure becomes: corruption and undecodable text are told apart."""
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite gave up waiting for a lock another connection holds (SQLITE_BUSY,
+    SQLITE_LOCKED): another process in a transaction on the file."""
     code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+
+
+def failure(exc: sqlite3.Error, message: str) -> IOFailure:
+    """The error a SQLite failure becomes: corruption and undecodable text are told apart,
+    and so are a lock another process holds and a full disk."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if is_busy(exc):
+        return IOFailure(
+            "the ledger is locked by another process: try again once it lets go", reason="ledger_busy"
+        )
+    if isinstance(code, int) and code & 0xFF == SQLITE_FULL:
+        return IOFailure("the disk is full: the ledger could not be written", reason="disk_full")
     if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_UNDECODABLE_TEXT):
         return LedgerUndecodable("the ledger holds text that is not UTF-8", reason="not_utf8")
     if code == SQLITE_CORRUPT_VTAB or "fts5" in str(exc):
