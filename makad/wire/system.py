@@ -89,8 +89,8 @@ class ShutdownResult(Result):
     stopping: bool
 
 
-# Why the daemon stops: the ``shutdown`` method, SIGTERM/SIGINT (``systemctl stop``,
-# Ctrl-C), or its services could not be loaded.
+# Why the daemon stops: the ``shutdown`` method, SIGTERM/SIGINT/SIGHUP (``systemctl stop``,
+# Ctrl-C, its terminal closed), or its services could not be loaded.
 StopReason = Literal["shutdown", "signal", "start_failed"]
 # The notification every open connection gets when the daemon stops on purpose (no
 # ``subscribe`` needed): clients that see it do not start a new daemon on their own.

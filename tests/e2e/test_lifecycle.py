@@ -79,6 +79,24 @@ def test_sigterm_with_client_connected_exits_zero(daemon: DaemonProcess) -> None
     assert not daemon.socket.exists()
 
 
+def test_sighup_stops_the_daemon_as_sigterm_does(daemon: DaemonProcess) -> None:
+    """SIGHUP (the terminal makad runs in closed) stops it cleanly, as SIGTERM does: exit
+    status 0, its socket file removed, memory as written, and a new daemon serves it."""
+    w = str(daemon.workspace)
+    daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+    memory = (daemon.workspace / "memory" / "MEMORY.md").read_bytes()
+    with RawConnection(daemon.socket) as conn:
+        assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 1})["result"] == "pong"
+        assert daemon.proc is not None
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert daemon.proc.wait(timeout=15) == 0
+    assert not daemon.socket.exists()
+    assert '"SIGHUP"' in daemon.log_text() and '"stopped"' in daemon.log_text()
+    assert (daemon.workspace / "memory" / "MEMORY.md").read_bytes() == memory
+    daemon.restart()
+    assert daemon.call("read_state", {"workspace": w})["entryCount"] == 1
+
+
 def test_shutdown_method_exits_zero(daemon: DaemonProcess) -> None:
     """The shutdown method answers, then the daemon exits 0."""
     assert daemon.call("shutdown") == {"stopping": True}
