@@ -91,8 +91,9 @@ def _secure(path: Path, what: str, elsewhere: str, *, tighten: bool) -> None:
 def check_socket_path(path: Path) -> None:
     if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
         raise StartupError(
-            f"socket path is {len(os.fsencode(path))} bytes, over the AF_UNIX limit of "
-            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter --socket path"
+            f"socket path {path} is {len(os.fsencode(path))} bytes, over the AF_UNIX limit of "
+            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter one (--socket or MAKAD_SOCKET, or a "
+            "shorter XDG_RUNTIME_DIR)"
         )
 
 

@@ -117,6 +117,28 @@ def test_too_long_socket_path_is_a_clear_error(short_tmp: Path) -> None:
     assert "AF_UNIX" in result.stderr and "shorter" in result.stderr
 
 
+def test_a_default_socket_path_too_long_says_which_setting_to_shorten(short_tmp: Path) -> None:
+    """No --socket, and an XDG_RUNTIME_DIR deep enough that the default socket path is over
+    the AF_UNIX limit: makad exits 1 before making anything there, naming the path's
+    length and every way to choose it (--socket, MAKAD_SOCKET, XDG_RUNTIME_DIR)."""
+    runtime = short_tmp / ("r" * 100)
+    runtime.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "MAKAD_SOCKET"}
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--data-dir", str(short_tmp / "d")],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env={**env, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert result.returncode == 1
+    length = len(os.fsencode(runtime / "maka" / "makad.sock"))
+    assert f"{length} bytes" in result.stderr and "AF_UNIX" in result.stderr
+    for setting in ("--socket", "MAKAD_SOCKET", "XDG_RUNTIME_DIR"):
+        assert setting in result.stderr, setting
+    assert not (runtime / "maka").exists()
+
+
 def test_a_regular_file_at_the_socket_path_is_not_replaced(short_tmp: Path) -> None:
     """makad refuses to delete a non-socket file sitting at its socket path."""
     target = short_tmp / "s.sock"
