@@ -45,6 +45,8 @@ log = structlog.get_logger("makad")
 RESERVED_FDS = 256
 # Linux refuses a soft limit over fs.nr_open; when the hard limit is "unlimited" aim here.
 NOFILE_CEILING = 1 << 20
+# How often the daemon checks that its data directory is still there (``data_lock_held``).
+DATA_DIR_CHECK_S = 2.0
 
 
 class StartupError(Exception):
@@ -122,6 +124,34 @@ def take_data_lock(settings: DaemonSettings) -> int:
             "that daemon's socket, stop it, or give this one another --data-dir"
         ),
     )
+
+
+def data_lock_held(fd: int, lock_path: Path) -> bool:
+    """Whether the data directory lock file this process holds is still at its path: not
+    deleted (with the whole folder, say) nor replaced. Once it is not, the daemon's state
+    is gone and another daemon could take the folder."""
+    held = os.fstat(fd)
+    if held.st_nlink == 0:
+        return False
+    try:
+        st = os.lstat(lock_path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+async def _stop_when_data_dir_lost(
+    server: Server, settings: DaemonSettings, fd: int, lost: anyio.Event
+) -> None:
+    """Stop the daemon (``data_dir_lost``) once its data directory is removed or replaced:
+    the ledgers, the identifier key and the lock went with it."""
+    while not server.stopping:
+        await anyio.sleep(DATA_DIR_CHECK_S)
+        if not await anyio.to_thread.run_sync(data_lock_held, fd, settings.data_lock_path):
+            log.error("data_dir_lost", data_dir=str(settings.data_dir))
+            lost.set()
+            server.request_stop("data_dir_lost")
+            return
 
 
 def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
@@ -284,7 +314,9 @@ async def run(settings: DaemonSettings) -> int:
         secure_data_dir(settings.data_dir)
         if activated is None:
             stack.callback(os.close, take_instance_lock(settings))
-        stack.callback(os.close, take_data_lock(settings))
+        data_lock = take_data_lock(settings)
+        stack.callback(os.close, data_lock)
+        data_dir_lost = anyio.Event()
         if activated is None:
             raw = bind_socket(settings.socket_path)
             stack.callback(_unlink_quietly, settings.socket_path)
@@ -310,6 +342,7 @@ async def run(settings: DaemonSettings) -> int:
             )
             tg.start_soon(composition.load, tg, where)
             tg.start_soon(heap.housekeeping_forever)
+            tg.start_soon(_stop_when_data_dir_lost, server, settings, data_lock, data_dir_lost)
             print(f"makad {__version__} listening on {where}", flush=True)
             systemd.notify("READY=1")
             await server.run(listener)
@@ -321,6 +354,13 @@ async def run(settings: DaemonSettings) -> int:
         log.info("stopped")
     if composition.failure is not None:
         print(f"makad: could not start: {composition.failure!r}", file=sys.stderr)
+        return 1
+    if data_dir_lost.is_set():
+        print(
+            f"makad: the data directory {settings.data_dir} was removed or replaced while it ran; "
+            "stopped (start makad again to begin afresh there)",
+            file=sys.stderr,
+        )
         return 1
     return 0
 

@@ -1,11 +1,12 @@
 """The daemon's surroundings changed under it while it runs: its memory folder swapped for
 a file, MEMORY.md swapped for a FIFO or a device. Each gives a stable error kind, the
 daemon keeps serving, and nothing there is read, written or waited on; another process
-holding the ledger's lock."""
+holding the ledger's lock; the data directory removed."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.robustness.helpers import IS_ROOT, generalized, remote_error, serves_other_workspace
-from tests.support import DaemonProcess, ping_ok
+from tests.support import DaemonProcess, RawConnection, ping_ok
 
 
 def test_the_memory_folder_replaced_by_a_file(daemon: DaemonProcess) -> None:
@@ -148,3 +149,25 @@ def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: Daem
     )
     assert got["lastSeq"] == 1
     assert daemon.call("open_session", {"workspace": w})["sessionId"]
+
+
+def test_the_data_directory_removed_while_running_stops_the_daemon(daemon: DaemonProcess) -> None:
+    """The data directory deleted under a running daemon (its ledgers, its lock): the
+    daemon tells its clients (daemon_stopping, reason data_dir_lost) and exits 1 rather
+    than serve on without state while a second daemon could take the same folder; the
+    memory files are untouched, and a daemon started again serves them from a fresh folder."""
+    w = str(daemon.workspace)
+    daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+    memory = (daemon.workspace / "memory" / "MEMORY.md").read_bytes()
+    assert daemon.proc is not None
+    with RawConnection(daemon.socket, timeout=30) as conn:
+        assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 1})["result"] == "pong"
+        shutil.rmtree(daemon.data_dir)
+        note = conn.recv_message()
+        assert note == {"jsonrpc": "2.0", "method": "daemon_stopping", "params": {"reason": "data_dir_lost"}}
+    assert daemon.proc.wait(timeout=30) == 1
+    assert '"data_dir_lost"' in daemon.log_text()
+    assert (daemon.workspace / "memory" / "MEMORY.md").read_bytes() == memory
+    daemon.restart()
+    state = daemon.call("read_state", {"workspace": w})
+    assert state["status"] == "ok" and state["entryCount"] == 1
