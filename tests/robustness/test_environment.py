@@ -1,7 +1,7 @@
 """The daemon's surroundings changed under it while it runs: its memory folder swapped for
 a file, MEMORY.md swapped for a FIFO or a device. Each gives a stable error kind, the
 daemon keeps serving, and nothing there is read, written or waited on; another process
-holding the ledger's lock; the data directory removed."""
+holding the ledger's lock; the data directory removed or full."""
 
 from __future__ import annotations
 
@@ -18,7 +18,14 @@ from typing import Any
 
 import pytest
 
-from tests.robustness.helpers import IS_ROOT, generalized, remote_error, serves_other_workspace
+from tests.robustness.helpers import (
+    IS_ROOT,
+    fill_disk,
+    generalized,
+    remote_error,
+    serves_other_workspace,
+    tiny_tmpfs,
+)
 from tests.support import DaemonProcess, RawConnection, ping_ok
 
 
@@ -171,3 +178,33 @@ def test_the_data_directory_removed_while_running_stops_the_daemon(daemon: Daemo
     daemon.restart()
     state = daemon.call("read_state", {"workspace": w})
     assert state["status"] == "ok" and state["entryCount"] == 1
+
+
+def test_a_workspace_first_opened_on_a_full_data_disk_says_the_disk_is_full(short_tmp: Path) -> None:
+    """The data directory's disk full when a workspace is first used (its identity, its
+    ledger to create): read_state, add_entry and open_session are io_error disk_full, not
+    "unreadable"; the memory folder gets no half entry; once space is freed it opens."""
+    data = short_tmp / "data"
+    with tiny_tmpfs(data, 2048):
+        d = DaemonProcess(short_tmp)
+        d.start()
+        try:
+            d.call("read_state", {"workspace": str(d.workspace)})
+            fresh = short_tmp / "fresh"
+            fresh.mkdir()
+            w = str(fresh)
+            filler = fill_disk(data)
+            for method, params in [
+                ("read_state", {"workspace": w}),
+                ("add_entry", {"workspace": w, "title": "T", "content": "c"}),
+                ("open_session", {"workspace": w}),
+            ]:
+                exc = remote_error(d, method, params)
+                assert (method, exc.kind, exc.data.get("reason")) == (method, "io_error", "disk_full")
+                assert "disk is full" in exc.message and generalized(exc, str(short_tmp))
+            assert not (fresh / "memory" / "MEMORY.md").exists()
+            filler.unlink()
+            d.call("add_entry", {"workspace": w, "title": "T", "content": "fits now"})
+            assert d.call("open_session", {"workspace": w})["sessionId"]
+        finally:
+            d.stop()

@@ -24,6 +24,7 @@ and the damaged event then fails its hash check (``makad.core.chain``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import inspect
 import os
@@ -129,10 +130,15 @@ def open_failure(exc: BaseException) -> IOFailure:
     aside); the environmental ones stay plain ``IOFailure``.
     """
     if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return IOFailure("the disk is full: the ledger could not be created", reason="disk_full")
         return IOFailure("the ledger database could not be opened")
     if isinstance(exc, sqlite3.Error) and not isinstance(failure(exc, ""), LedgerUndecodable):
         code = getattr(exc, "sqlite_errorcode", None)
         if not isinstance(code, int) or code & 0xFF in ENVIRONMENTAL:
+            said = failure(exc, "the ledger database could not be opened")
+            if said.details.get("reason") in ("ledger_busy", "disk_full"):
+                return said
             return IOFailure("the ledger database could not be opened")
     return LedgerCorrupt("the ledger database is unusable", reason="ledger_corrupt")
 
