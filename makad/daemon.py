@@ -35,6 +35,7 @@ from makad.rpc.server import Limits, Server
 from makad.service.system import EARLY_METHODS, DaemonInfo, SystemService, inject_faults
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.wire.system import METHODS as SYSTEM_METHODS
+from makad.wire.system import StopReason
 
 if TYPE_CHECKING:
     from makad.app import App
@@ -45,8 +46,9 @@ log = structlog.get_logger("makad")
 RESERVED_FDS = 256
 # Linux refuses a soft limit over fs.nr_open; when the hard limit is "unlimited" aim here.
 NOFILE_CEILING = 1 << 20
-# How often the daemon checks that its data directory is still there (``data_lock_held``).
-DATA_DIR_CHECK_S = 2.0
+# How often the daemon checks that its data directory and its socket file are still there
+# (``Surroundings``).
+SURROUNDINGS_CHECK_S = 2.0
 
 
 class StartupError(Exception):
@@ -140,18 +142,69 @@ def data_lock_held(fd: int, lock_path: Path) -> bool:
     return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
 
 
-async def _stop_when_data_dir_lost(
-    server: Server, settings: DaemonSettings, fd: int, lost: anyio.Event
-) -> None:
-    """Stop the daemon (``data_dir_lost``) once its data directory is removed or replaced:
-    the ledgers, the identifier key and the lock went with it."""
-    while not server.stopping:
-        await anyio.sleep(DATA_DIR_CHECK_S)
-        if not await anyio.to_thread.run_sync(data_lock_held, fd, settings.data_lock_path):
-            log.error("data_dir_lost", data_dir=str(settings.data_dir))
-            lost.set()
-            server.request_stop("data_dir_lost")
-            return
+FileId = tuple[int, int]
+
+
+def file_id(path: Path) -> FileId | None:
+    """(device, inode) of what is at ``path`` (not followed), None when nothing is."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class Surroundings:
+    """What the daemon needs to find where it left it: the data directory (its lock file)
+    and the socket file it bound (None: systemd's, not the daemon's to watch)."""
+
+    def __init__(self, settings: DaemonSettings, data_lock: int, socket_id: FileId | None) -> None:
+        self.settings = settings
+        self.data_lock = data_lock
+        self.socket_id = socket_id
+        self.lost: StopReason | None = None
+
+    def check(self) -> StopReason | None:
+        """What is gone (blocking: a stat or two): ``data_dir_lost`` when the data directory
+        was removed or replaced (its ledgers, identifier key and lock went with it),
+        ``socket_lost`` when the socket file was (no client can reach the daemon, yet its
+        locks keep a new one from starting); None while both are in place."""
+        if not data_lock_held(self.data_lock, self.settings.data_lock_path):
+            return "data_dir_lost"
+        if self.socket_id is not None and file_id(self.settings.socket_path) != self.socket_id:
+            return "socket_lost"
+        return None
+
+    async def stop_when_lost(self, server: Server) -> None:
+        """Stop the daemon once its data directory or its socket file is gone."""
+        while not server.stopping:
+            await anyio.sleep(SURROUNDINGS_CHECK_S)
+            lost = await anyio.to_thread.run_sync(self.check)
+            if lost is not None:
+                log.error(lost, data_dir=str(self.settings.data_dir), socket=str(self.settings.socket_path))
+                self.lost = lost
+                server.request_stop(lost)
+                return
+
+    def farewell(self) -> str | None:
+        """What to print when the daemon stopped because something was lost."""
+        if self.lost == "data_dir_lost":
+            return (
+                f"the data directory {self.settings.data_dir} was removed or replaced while it ran; "
+                "stopped (start makad again to begin afresh there)"
+            )
+        if self.lost == "socket_lost":
+            return (
+                f"the socket file {self.settings.socket_path} was removed or replaced while it ran, "
+                "so no client could reach it; stopped (start makad again to serve there)"
+            )
+        return None
+
+    def unlink_socket(self) -> None:
+        """Remove the socket file at exit, if it is still the one the daemon bound."""
+        path = self.settings.socket_path
+        if self.socket_id is not None and file_id(path) == self.socket_id:
+            _unlink_quietly(path)
 
 
 def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
@@ -316,12 +369,13 @@ async def run(settings: DaemonSettings) -> int:
             stack.callback(os.close, take_instance_lock(settings))
         data_lock = take_data_lock(settings)
         stack.callback(os.close, data_lock)
-        data_dir_lost = anyio.Event()
         if activated is None:
             raw = bind_socket(settings.socket_path)
-            stack.callback(_unlink_quietly, settings.socket_path)
+            surroundings = Surroundings(settings, data_lock, file_id(settings.socket_path))
+            stack.callback(surroundings.unlink_socket)
         else:
             raw = activated
+            surroundings = Surroundings(settings, data_lock, None)
             info.socket_path = systemd.socket_name(raw) or str(settings.socket_path)
             info.socket_activated = True
         listener: SocketListener = await SocketListener.from_socket(raw)
@@ -342,7 +396,7 @@ async def run(settings: DaemonSettings) -> int:
             )
             tg.start_soon(composition.load, tg, where)
             tg.start_soon(heap.housekeeping_forever)
-            tg.start_soon(_stop_when_data_dir_lost, server, settings, data_lock, data_dir_lost)
+            tg.start_soon(surroundings.stop_when_lost, server)
             print(f"makad {__version__} listening on {where}", flush=True)
             systemd.notify("READY=1")
             await server.run(listener)
@@ -355,12 +409,9 @@ async def run(settings: DaemonSettings) -> int:
     if composition.failure is not None:
         print(f"makad: could not start: {composition.failure!r}", file=sys.stderr)
         return 1
-    if data_dir_lost.is_set():
-        print(
-            f"makad: the data directory {settings.data_dir} was removed or replaced while it ran; "
-            "stopped (start makad again to begin afresh there)",
-            file=sys.stderr,
-        )
+    farewell = surroundings.farewell()
+    if farewell is not None:
+        print(f"makad: {farewell}", file=sys.stderr)
         return 1
     return 0
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 import stat
 import subprocess
 import sys
@@ -208,3 +209,40 @@ def test_a_workspace_first_opened_on_a_full_data_disk_says_the_disk_is_full(shor
             assert d.call("open_session", {"workspace": w})["sessionId"]
         finally:
             d.stop()
+
+
+@pytest.mark.parametrize("how", ["removed", "replaced"])
+def test_the_socket_file_removed_or_replaced_while_running_stops_the_daemon(
+    daemon: DaemonProcess, how: str
+) -> None:
+    """The socket file deleted under a running daemon (its runtime folder cleaned at
+    logout, a stray rm) or replaced by another socket: no client can reach the daemon, yet
+    it held the locks that keep a new one from starting. It tells the clients connected
+    (daemon_stopping, reason socket_lost) and exits 1, leaving whatever is at the path
+    now; a new daemon then starts on the same path and data."""
+    assert daemon.proc is not None
+    stranger: socket.socket | None = None
+    try:
+        with RawConnection(daemon.socket, timeout=30) as conn:
+            assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 1})["result"] == "pong"
+            daemon.socket.unlink()
+            if how == "replaced":
+                stranger = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                stranger.bind(str(daemon.socket))
+            note = conn.recv_message()
+            assert note == {
+                "jsonrpc": "2.0",
+                "method": "daemon_stopping",
+                "params": {"reason": "socket_lost"},
+            }
+        assert daemon.proc.wait(timeout=30) == 1
+        assert '"socket_lost"' in daemon.log_text()
+        if stranger is not None:
+            assert stat.S_ISSOCK(os.lstat(daemon.socket).st_mode)  # not the daemon's to remove
+            stranger.close()
+            daemon.socket.unlink()
+    finally:
+        if stranger is not None:
+            stranger.close()
+    daemon.restart()
+    assert ping_ok(daemon.socket)
