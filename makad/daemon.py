@@ -179,7 +179,11 @@ class Surroundings:
         """Stop the daemon once its data directory or its socket file is gone."""
         while not server.stopping:
             await anyio.sleep(SURROUNDINGS_CHECK_S)
-            lost = await anyio.to_thread.run_sync(self.check)
+            try:
+                lost = await anyio.to_thread.run_sync(self.check)
+            except Exception as exc:  # no verdict this time (no thread to be had, a stat): look again later
+                log.warning("surroundings_unchecked", error=type(exc).__name__)
+                continue
             if lost is not None:
                 log.error(lost, data_dir=str(self.settings.data_dir), socket=str(self.settings.socket_path))
                 self.lost = lost

@@ -233,7 +233,7 @@ def test_out_of_descriptors_the_daemon_waits_quietly_and_serves_once_clients_lea
         cpu_before = cpu_seconds(pid)
         time.sleep(3)
         assert cpu_seconds(pid) - cpu_before < 1.0  # a busy loop would take about 3 s
-        assert daemon.log_text().count('"accept_failed"') - lines_before <= 4
+        assert daemon.log_text().count('"accept_failed"') - lines_before <= 6  # not ~60
     finally:
         for sock in piled:
             sock.close()
