@@ -229,6 +229,8 @@ def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError as exc:  # a full disk: the lock holds all the same, its holder unnamed
+        log.warning("lock_pid_not_written", lock=str(lock_path), error=exc.strerror)
     except BaseException:
         os.close(fd)
         raise
@@ -253,6 +255,9 @@ def bind_socket(path: Path) -> socket.socket:
     old_umask = os.umask(0o177)
     try:
         sock.bind(os.fspath(path))
+    except OSError as exc:  # no room for one more file there, a read-only folder …
+        sock.close()
+        raise StartupError(f"the socket {path} cannot be made: {exc.strerror}") from None
     finally:
         os.umask(old_umask)
     sock.listen(socket.SOMAXCONN)  # a burst of clients waits instead of failing (EAGAIN)
@@ -411,7 +416,7 @@ async def run(settings: DaemonSettings) -> int:
             tg.cancel_scope.cancel()
         log.info("stopped")
     if composition.failure is not None:
-        print(f"makad: could not start: {composition.failure!r}", file=sys.stderr)
+        print(f"makad: could not start: {_said(composition.failure)}", file=sys.stderr)
         return 1
     farewell = surroundings.farewell()
     if farewell is not None:
@@ -430,6 +435,14 @@ async def _stop_on_signals(
             log.info("signal", signal=signal.Signals(signum).name)
             server.request_stop("signal")
             return
+
+
+def _said(exc: Exception) -> str:
+    """A start-up failure in a line: the system's reason for an OSError (a full disk, a
+    refusal) and the file it names, else the exception."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+    return repr(exc)
 
 
 def _unlink_quietly(path: Path) -> None:

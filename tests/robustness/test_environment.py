@@ -5,6 +5,7 @@ holding the ledger's lock; the data directory removed or full."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import socket
@@ -12,7 +13,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -246,3 +247,104 @@ def test_the_socket_file_removed_or_replaced_while_running_stops_the_daemon(
             stranger.close()
     daemon.restart()
     assert ping_ok(daemon.socket)
+
+
+@contextlib.contextmanager
+def few_inodes_tmpfs(path: Path, inodes: int) -> Iterator[None]:
+    """Mount a tmpfs with room for ``inodes`` files on ``path`` (root only)."""
+    if not IS_ROOT:
+        pytest.skip("mounting a tmpfs needs root")
+    path.mkdir(mode=0o700)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size=1m,nr_inodes={inodes},mode=0700", "tmpfs", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
+    try:
+        yield
+    finally:
+        subprocess.run(["umount", "-l", str(path)], check=False)
+
+
+def test_a_socket_folder_with_no_room_for_the_socket_is_a_clear_refusal(short_tmp: Path) -> None:
+    """The socket's filesystem has room for the lock file but not the socket (out of
+    inodes): makad exits 1 with one line naming the socket and the reason, no traceback."""
+    run = short_tmp / "run"
+    with few_inodes_tmpfs(run, 8):
+        fillers = []
+        with contextlib.suppress(OSError):
+            while True:
+                filler = run / f"f{len(fillers)}"
+                filler.touch()
+                fillers.append(filler)
+        fillers[0].unlink()  # room for the lock file only
+        socket_path = run / "s.sock"
+        result = subprocess.run(
+            [sys.executable, "-m", "makad", "--socket", str(socket_path), "--data-dir", str(short_tmp / "d")],
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    assert f"the socket {socket_path} cannot be made: No space left on device" in result.stderr
+
+
+def test_a_full_data_disk_at_start_is_said_plainly(short_tmp: Path) -> None:
+    """The data directory's disk full before the daemon's first start (no room for its
+    identifier key): makad exits 1 saying the disk is full, not an exception's repr."""
+    data = short_tmp / "data"
+    with tiny_tmpfs(data, 256):
+        filler = fill_disk(data)
+        result = subprocess.run(
+            [sys.executable, "-m", "makad", "--socket", str(short_tmp / "s.sock"), "--data-dir", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        filler.unlink()
+    assert result.returncode == 1
+    last = result.stderr.strip().splitlines()[-1]
+    assert last.startswith("makad: could not start: No space left on device"), last
+
+
+def test_a_daemon_started_again_on_a_full_data_disk_says_so_and_recovers(short_tmp: Path) -> None:
+    """The data directory's disk full when the daemon starts again: it starts (its pid
+    not written into the lock file); a workspace whose ledger cannot be opened (no room
+    for its shared-memory index; its privacy settings live there) is io_error disk_full,
+    never an unexplained failure; once space is freed it serves reads and writes."""
+    data = short_tmp / "data"
+    with tiny_tmpfs(data, 2048):
+        d = DaemonProcess(short_tmp)
+        d.start()
+        try:
+            w = str(d.workspace)
+            d.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+            sid = d.call("open_session", {"workspace": w})["sessionId"]
+            d.stop()
+            filler = fill_disk(data)
+            d.start()
+            assert ping_ok(d.socket)
+            for method, params in [
+                ("read_state", {"workspace": w}),
+                (
+                    "append_events",
+                    {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "x"}]},
+                ),
+            ]:
+                exc = remote_error(d, method, params)
+                assert (method, exc.kind, exc.data.get("reason")) == (method, "io_error", "disk_full")
+                assert "disk is full" in exc.message and generalized(exc, str(short_tmp))
+            filler.unlink()
+            state = d.call("read_state", {"workspace": w, "includeEntries": True})
+            assert state["status"] == "ok" and state["entryCount"] == 1
+            got = d.call(
+                "append_events",
+                {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "x"}]},
+            )
+            assert got["lastSeq"] == 1
+        finally:
+            d.stop()

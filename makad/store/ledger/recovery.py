@@ -45,6 +45,7 @@ SQLITE_BUSY: Final = 5
 SQLITE_LOCKED: Final = 6
 SQLITE_CORRUPT: Final = 11
 SQLITE_FULL: Final = 13
+SQLITE_IOERR_SHMSIZE: Final = 10 | (19 << 8)
 SQLITE_NOTADB: Final = 26
 SQLITE_CORRUPT_VTAB: Final = SQLITE_CORRUPT | (1 << 8)
 # Primary result codes that say something about the environment, not the file's
@@ -109,8 +110,9 @@ def failure(exc: sqlite3.Error, message: str) -> IOFailure:
         return IOFailure(
             "the ledger is locked by another process: try again once it lets go", reason="ledger_busy"
         )
-    if isinstance(code, int) and code & 0xFF == SQLITE_FULL:
-        return IOFailure("the disk is full: the ledger could not be written", reason="disk_full")
+    if isinstance(code, int) and (code & 0xFF == SQLITE_FULL or code == SQLITE_IOERR_SHMSIZE):
+        # SHMSIZE: no room for the shared-memory index a WAL ledger is opened with.
+        return IOFailure(f"the disk is full: {message}", reason="disk_full")
     if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_UNDECODABLE_TEXT):
         return LedgerUndecodable("the ledger holds text that is not UTF-8", reason="not_utf8")
     if code == SQLITE_CORRUPT_VTAB or "fts5" in str(exc):
