@@ -406,7 +406,7 @@ async def run(settings: DaemonSettings) -> int:
             tg.start_soon(composition.load, tg, where)
             tg.start_soon(heap.housekeeping_forever)
             tg.start_soon(surroundings.stop_when_lost, server)
-            print(f"makad {__version__} listening on {where}", flush=True)
+            logs.say(f"makad {__version__} listening on {where}")
             systemd.notify("READY=1")
             await server.run(listener)
             systemd.notify("STOPPING=1")
@@ -416,11 +416,11 @@ async def run(settings: DaemonSettings) -> int:
             tg.cancel_scope.cancel()
         log.info("stopped")
     if composition.failure is not None:
-        print(f"makad: could not start: {_said(composition.failure)}", file=sys.stderr)
+        logs.say(f"makad: could not start: {_said(composition.failure)}", "stderr")
         return 1
     farewell = surroundings.farewell()
     if farewell is not None:
-        print(f"makad: {farewell}", file=sys.stderr)
+        logs.say(f"makad: {farewell}", "stderr")
         return 1
     return 0
 
@@ -461,7 +461,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return anyio.run(run, settings, backend="asyncio")
     except StartupError as exc:
-        print(f"makad: {exc}", file=sys.stderr)
+        logs.say(f"makad: {exc}", "stderr")
         return exc.exit_code
     except KeyboardInterrupt:
         return 0

@@ -8,12 +8,13 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from maka import Client
-from maka.errors import DaemonUnavailable
+from maka.errors import DaemonUnavailable, RemoteError
 from tests.support import DaemonProcess, RawConnection, ping_ok, wait_listening
 
 
@@ -95,6 +96,57 @@ def test_sighup_stops_the_daemon_as_sigterm_does(daemon: DaemonProcess) -> None:
     assert (daemon.workspace / "memory" / "MEMORY.md").read_bytes() == memory
     daemon.restart()
     assert daemon.call("read_state", {"workspace": w})["entryCount"] == 1
+
+
+@pytest.mark.parametrize("broken", ["stdout", "stderr", "both"])
+def test_output_nobody_reads_does_not_stop_the_daemon(short_tmp: Path, broken: str) -> None:
+    """stdout or stderr a pipe whose reader is gone (`makad | head -1`, a launcher that
+    exited, a log pipe killed): the daemon starts, serves, logs into the void, and still
+    exits 0 on SIGTERM, instead of dying of EPIPE at its first line."""
+    sock = short_tmp / "s.sock"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    live = subprocess.PIPE
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "makad",
+            "--socket",
+            str(sock),
+            "--data-dir",
+            str(short_tmp / "d"),
+            "--log-format",
+            "json",
+        ],
+        stdout=write_end if broken in ("stdout", "both") else live,
+        stderr=write_end if broken in ("stderr", "both") else live,
+        text=True,
+    )
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # no "listening on" line to wait for where stdout is the broken pipe
+            assert proc.poll() is None, f"makad exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "makad did not answer"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                if probe.connect_ex(str(sock)) == 0:
+                    break
+            time.sleep(0.05)
+        ws = short_tmp / "ws"
+        ws.mkdir()
+        with Client(str(sock), timeout=30) as client:
+            assert client.call("ping") == "pong"
+            client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
+            with pytest.raises(RemoteError):
+                client.call("read_state", {"workspace": "relative"})  # a failure is logged
+            assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=20)
 
 
 def test_shutdown_method_exits_zero(daemon: DaemonProcess) -> None:
