@@ -348,3 +348,25 @@ def test_a_daemon_started_again_on_a_full_data_disk_says_so_and_recovers(short_t
             assert got["lastSeq"] == 1
         finally:
             d.stop()
+
+
+def test_the_memory_folder_deleted_brings_nothing_back(daemon: DaemonProcess) -> None:
+    """memory/ deleted while the daemon follows the workspace (the user wiping its
+    memory, secrets and all): the daemon takes the deletion in as such — it does not make
+    the folder again to queue what it held back into PENDING.md as "returned" — and the
+    workspace starts over empty (docs/WORKSPACES.md)."""
+    w = str(daemon.workspace)
+    for title in ("Build", "Token"):
+        daemon.call("add_entry", {"workspace": w, "title": title, "content": f"{title} note"})
+    memory = daemon.workspace / "memory"
+    with RawConnection(daemon.socket, timeout=30) as sub:
+        sub.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"workspace": w}})
+        shutil.rmtree(memory)
+        while True:  # the daemon has taken the deletion in once it says MEMORY.md changed
+            note = sub.recv_message()
+            if note.get("method") == "memory_changed":
+                break
+        assert note["params"].get("returned", []) == []
+    assert not (memory / "PENDING.md").exists()
+    assert daemon.call("list_proposals", {"workspace": w})["proposals"] == []
+    assert daemon.call("read_state", {"workspace": w})["entryCount"] == 0
