@@ -454,6 +454,7 @@ def _unlink_quietly(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logs.ensure_standard_streams()
     heap.configure_malloc()
     heap.configure_collector()
     settings = load(argv, stderr_is_tty=sys.stderr.isatty())

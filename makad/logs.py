@@ -55,6 +55,23 @@ def configure(log_format: str, level: str) -> None:
     )
 
 
+def ensure_standard_streams() -> None:
+    """Open /dev/null on each of descriptors 0-2 that is closed (`makad 2>&-`), before the
+    daemon opens anything: else the first file it opens (a lock, a ledger) takes that
+    number, and whatever writes to it (a log line, a C library's message) lands there."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            opened = os.open(os.devnull, os.O_RDWR)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+    for name in ("stdout", "stderr"):
+        if getattr(sys, name) is None:  # Python's own stream for a descriptor closed at start
+            setattr(sys, name, open(os.devnull, "w", encoding="utf-8"))  # noqa: SIM115  # for the process's life
+
+
 def say(text: str, stream: str = "stdout") -> None:
     """Print a line to stdout or stderr; one nobody can read any more (a pipe whose
     reader is gone, a closed terminal) is swapped for /dev/null instead of stopping the

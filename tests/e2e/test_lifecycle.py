@@ -149,6 +149,45 @@ def test_output_nobody_reads_does_not_stop_the_daemon(short_tmp: Path, broken: s
         proc.communicate(timeout=20)
 
 
+@pytest.mark.parametrize("closed", ["0", "1", "2"])
+def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, closed: str) -> None:
+    """makad started with stdin, stdout or stderr closed (`makad 2>&-`): it serves, and
+    the first file it opens does not take that descriptor's number (a log line would then
+    land in a lock file or a ledger): its lock file holds its pid and nothing else."""
+    sock = short_tmp / "s.sock"
+    data = short_tmp / "d"
+    command = [sys.executable, "-m", "makad", "--socket", str(sock), "--data-dir", str(data)]
+    proc = subprocess.Popen(
+        ["sh", "-c", f'exec "$@" {closed}>&-', "sh", *command],
+        stdout=subprocess.DEVNULL if closed != "1" else None,
+        stderr=subprocess.DEVNULL if closed != "2" else None,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert proc.poll() is None, f"makad exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "makad did not answer"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                if probe.connect_ex(str(sock)) == 0:
+                    break
+            time.sleep(0.05)
+        ws = short_tmp / "ws"
+        ws.mkdir()
+        with Client(str(sock), timeout=30) as client:
+            client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
+            with pytest.raises(RemoteError):
+                client.call("read_state", {"workspace": "relative"})  # a failure is logged
+            assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
+        for lock in (data / "makad.lock", short_tmp / "s.sock.lock"):
+            assert lock.read_text() == str(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
 def test_shutdown_method_exits_zero(daemon: DaemonProcess) -> None:
     """The shutdown method answers, then the daemon exits 0."""
     assert daemon.call("shutdown") == {"stopping": True}
