@@ -35,6 +35,7 @@ from makad.rpc.server import Limits, Server
 from makad.service.system import EARLY_METHODS, DaemonInfo, SystemService, inject_faults
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
 from makad.wire.system import METHODS as SYSTEM_METHODS
+from makad.wire.system import StopReason
 
 if TYPE_CHECKING:
     from makad.app import App
@@ -45,6 +46,9 @@ log = structlog.get_logger("makad")
 RESERVED_FDS = 256
 # Linux refuses a soft limit over fs.nr_open; when the hard limit is "unlimited" aim here.
 NOFILE_CEILING = 1 << 20
+# How often the daemon checks that its data directory and its socket file are still there
+# (``Surroundings``).
+SURROUNDINGS_CHECK_S = 2.0
 
 
 class StartupError(Exception):
@@ -91,8 +95,9 @@ def _secure(path: Path, what: str, elsewhere: str, *, tighten: bool) -> None:
 def check_socket_path(path: Path) -> None:
     if len(os.fsencode(path)) > MAX_SOCKET_PATH_BYTES:
         raise StartupError(
-            f"socket path is {len(os.fsencode(path))} bytes, over the AF_UNIX limit of "
-            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter --socket path"
+            f"socket path {path} is {len(os.fsencode(path))} bytes, over the AF_UNIX limit of "
+            f"{MAX_SOCKET_PATH_BYTES}: choose a shorter one (--socket or MAKAD_SOCKET, or a "
+            "shorter XDG_RUNTIME_DIR)"
         )
 
 
@@ -123,6 +128,89 @@ def take_data_lock(settings: DaemonSettings) -> int:
     )
 
 
+def data_lock_held(fd: int, lock_path: Path) -> bool:
+    """Whether the data directory lock file this process holds is still at its path: not
+    deleted (with the whole folder, say) nor replaced. Once it is not, the daemon's state
+    is gone and another daemon could take the folder."""
+    held = os.fstat(fd)
+    if held.st_nlink == 0:
+        return False
+    try:
+        st = os.lstat(lock_path)
+    except OSError:
+        return False
+    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
+
+
+FileId = tuple[int, int]
+
+
+def file_id(path: Path) -> FileId | None:
+    """(device, inode) of what is at ``path`` (not followed), None when nothing is."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return None
+    return st.st_dev, st.st_ino
+
+
+class Surroundings:
+    """What the daemon needs to find where it left it: the data directory (its lock file)
+    and the socket file it bound (None: systemd's, not the daemon's to watch)."""
+
+    def __init__(self, settings: DaemonSettings, data_lock: int, socket_id: FileId | None) -> None:
+        self.settings = settings
+        self.data_lock = data_lock
+        self.socket_id = socket_id
+        self.lost: StopReason | None = None
+
+    def check(self) -> StopReason | None:
+        """What is gone (blocking: a stat or two): ``data_dir_lost`` when the data directory
+        was removed or replaced (its ledgers, identifier key and lock went with it),
+        ``socket_lost`` when the socket file was (no client can reach the daemon, yet its
+        locks keep a new one from starting); None while both are in place."""
+        if not data_lock_held(self.data_lock, self.settings.data_lock_path):
+            return "data_dir_lost"
+        if self.socket_id is not None and file_id(self.settings.socket_path) != self.socket_id:
+            return "socket_lost"
+        return None
+
+    async def stop_when_lost(self, server: Server) -> None:
+        """Stop the daemon once its data directory or its socket file is gone."""
+        while not server.stopping:
+            await anyio.sleep(SURROUNDINGS_CHECK_S)
+            try:
+                lost = await anyio.to_thread.run_sync(self.check)
+            except Exception as exc:  # no verdict this time (no thread to be had, a stat): look again later
+                log.warning("surroundings_unchecked", error=type(exc).__name__)
+                continue
+            if lost is not None:
+                log.error(lost, data_dir=str(self.settings.data_dir), socket=str(self.settings.socket_path))
+                self.lost = lost
+                server.request_stop(lost)
+                return
+
+    def farewell(self) -> str | None:
+        """What to print when the daemon stopped because something was lost."""
+        if self.lost == "data_dir_lost":
+            return (
+                f"the data directory {self.settings.data_dir} was removed or replaced while it ran; "
+                "stopped (start makad again to begin afresh there)"
+            )
+        if self.lost == "socket_lost":
+            return (
+                f"the socket file {self.settings.socket_path} was removed or replaced while it ran, "
+                "so no client could reach it; stopped (start makad again to serve there)"
+            )
+        return None
+
+    def unlink_socket(self) -> None:
+        """Remove the socket file at exit, if it is still the one the daemon bound."""
+        path = self.settings.socket_path
+        if self.socket_id is not None and file_id(path) == self.socket_id:
+            _unlink_quietly(path)
+
+
 def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
     try:
         fd = open_private(lock_path)
@@ -141,6 +229,8 @@ def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
     try:
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
+    except OSError as exc:  # a full disk: the lock holds all the same, its holder unnamed
+        log.warning("lock_pid_not_written", lock=str(lock_path), error=exc.strerror)
     except BaseException:
         os.close(fd)
         raise
@@ -165,6 +255,9 @@ def bind_socket(path: Path) -> socket.socket:
     old_umask = os.umask(0o177)
     try:
         sock.bind(os.fspath(path))
+    except OSError as exc:  # no room for one more file there, a read-only folder …
+        sock.close()
+        raise StartupError(f"the socket {path} cannot be made: {exc.strerror}") from None
     finally:
         os.umask(old_umask)
     sock.listen(socket.SOMAXCONN)  # a burst of clients waits instead of failing (EAGAIN)
@@ -283,12 +376,15 @@ async def run(settings: DaemonSettings) -> int:
         secure_data_dir(settings.data_dir)
         if activated is None:
             stack.callback(os.close, take_instance_lock(settings))
-        stack.callback(os.close, take_data_lock(settings))
+        data_lock = take_data_lock(settings)
+        stack.callback(os.close, data_lock)
         if activated is None:
             raw = bind_socket(settings.socket_path)
-            stack.callback(_unlink_quietly, settings.socket_path)
+            surroundings = Surroundings(settings, data_lock, file_id(settings.socket_path))
+            stack.callback(surroundings.unlink_socket)
         else:
             raw = activated
+            surroundings = Surroundings(settings, data_lock, None)
             info.socket_path = systemd.socket_name(raw) or str(settings.socket_path)
             info.socket_activated = True
         listener: SocketListener = await SocketListener.from_socket(raw)
@@ -309,7 +405,8 @@ async def run(settings: DaemonSettings) -> int:
             )
             tg.start_soon(composition.load, tg, where)
             tg.start_soon(heap.housekeeping_forever)
-            print(f"makad {__version__} listening on {where}", flush=True)
+            tg.start_soon(surroundings.stop_when_lost, server)
+            logs.say(f"makad {__version__} listening on {where}")
             systemd.notify("READY=1")
             await server.run(listener)
             systemd.notify("STOPPING=1")
@@ -319,7 +416,11 @@ async def run(settings: DaemonSettings) -> int:
             tg.cancel_scope.cancel()
         log.info("stopped")
     if composition.failure is not None:
-        print(f"makad: could not start: {composition.failure!r}", file=sys.stderr)
+        logs.say(f"makad: could not start: {_said(composition.failure)}", "stderr")
+        return 1
+    farewell = surroundings.farewell()
+    if farewell is not None:
+        logs.say(f"makad: {farewell}", "stderr")
         return 1
     return 0
 
@@ -327,12 +428,21 @@ async def run(settings: DaemonSettings) -> int:
 async def _stop_on_signals(
     server: Server, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED
 ) -> None:
-    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+    # SIGHUP: the terminal makad runs in closed; stopping cleanly beats dying mid-request.
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT, signal.SIGHUP) as signals:
         task_status.started()
         async for signum in signals:
             log.info("signal", signal=signal.Signals(signum).name)
             server.request_stop("signal")
             return
+
+
+def _said(exc: Exception) -> str:
+    """A start-up failure in a line: the system's reason for an OSError (a full disk, a
+    refusal) and the file it names, else the exception."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror + (f" ({exc.filename})" if exc.filename else "")
+    return repr(exc)
 
 
 def _unlink_quietly(path: Path) -> None:
@@ -344,6 +454,7 @@ def _unlink_quietly(path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    logs.ensure_standard_streams()
     heap.configure_malloc()
     heap.configure_collector()
     settings = load(argv, stderr_is_tty=sys.stderr.isatty())
@@ -351,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return anyio.run(run, settings, backend="asyncio")
     except StartupError as exc:
-        print(f"makad: {exc}", file=sys.stderr)
+        logs.say(f"makad: {exc}", "stderr")
         return exc.exit_code
     except KeyboardInterrupt:
         return 0

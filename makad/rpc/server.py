@@ -15,6 +15,7 @@ possible and otherwise closes that connection alone.
 
 from __future__ import annotations
 
+import errno
 import os
 import socket
 import struct
@@ -56,6 +57,8 @@ READ_CHUNK = 64 * 1024
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 # Refusals are logged at most this often (a flood of connects is one line a second).
 REFUSAL_LOG_INTERVAL_S = 1.0
+# How long the accept loop waits after a failed accept (EMFILE: out of descriptors).
+ACCEPT_RETRY_S = 0.05
 # How long stopping waits for what is queued on the connections to be written.
 FLUSH_ON_STOP_S = 1.0
 
@@ -132,6 +135,8 @@ class Server:
         self._open = 0
         self._refused = 0
         self._refusal_logged_at = -REFUSAL_LOG_INTERVAL_S
+        self._accept_failures = 0
+        self._accept_failure_logged_at = -REFUSAL_LOG_INTERVAL_S
 
     def request_stop(self, reason: StopReason = "shutdown") -> None:
         """Stop serving, and tell every open connection that this is on purpose
@@ -182,14 +187,32 @@ class Server:
             try:
                 stream = await listener.accept()
             except Exception as exc:  # EMFILE and the like: keep accepting once it passes
-                log.warning("accept_failed", error=type(exc).__name__)
-                await anyio.sleep(0.05)
+                self._accept_failed(exc)
+                await anyio.sleep(ACCEPT_RETRY_S)
                 continue
             if self._open >= self._limits.max_connections:
                 await self._refuse(stream)
                 continue
             self._open += 1
             tg.start_soon(self._serve_connection, stream)
+
+    def _accept_failed(self, exc: Exception) -> None:
+        """Count a failed accept; log the count once a ``REFUSAL_LOG_INTERVAL_S`` at most
+        (out of descriptors, every retry fails until clients leave)."""
+        self._accept_failures += 1
+        now = time.monotonic()
+        if now - self._accept_failure_logged_at < REFUSAL_LOG_INTERVAL_S:
+            return
+        cause = exc if isinstance(exc, OSError) else exc.__cause__
+        code = cause.errno if isinstance(cause, OSError) and cause.errno else 0
+        log.warning(
+            "accept_failed",
+            error=type(exc).__name__,
+            errno=errno.errorcode.get(code, ""),
+            failures=self._accept_failures,
+        )
+        self._accept_failure_logged_at = now
+        self._accept_failures = 0
 
     async def _refuse(self, stream: SocketStream) -> None:
         """One error line, then close: written without waiting (a fresh socket has room)."""

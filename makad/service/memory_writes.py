@@ -138,6 +138,11 @@ class MemoryWriter:
             return frozenset()
         history = tuple(earlier.history)
         merge = save_merge.merge_save(history, tracked.doc, tracked.mtime_ns or None)
+        if merge.lacking and tracked.missing and not await in_thread(ws.memory_dir.is_dir):
+            # memory/ itself deleted: the user wiped this workspace's memory, and the folder
+            # is a new workspace from now on (docs/WORKSPACES.md): nothing it held is
+            # brought back, nor the folder made again to hold it.
+            merge = dataclasses.replace(merge, document=tracked.doc, reapplied=(), returned=())
         if merge.lacking and not await self._writable(ws):
             # Memory is off or incognito: nothing may be written, so the save is not taken
             # in yet -- the first read once writes are allowed merges it.

@@ -94,6 +94,24 @@ def check_not_symlink(path: Path, what: str) -> None:
         raise InvalidWorkspace(f"the {what} is a symlink; makad refuses to follow it", reason="symlink")
 
 
+def not_a_directory() -> InvalidWorkspace:
+    """What a workspace whose ``memory`` is not a folder (a file put there) gets."""
+    return InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
+
+
+def lstat_memory_file(path: Path) -> os.stat_result | None:
+    """``lstat`` of a memory file, None when it is missing; ``not_a_directory`` when its
+    folder is a file, and any other failure generalized (``generalize``)."""
+    try:
+        return path.lstat()
+    except FileNotFoundError:
+        return None
+    except NotADirectoryError:
+        raise not_a_directory() from None
+    except OSError as exc:
+        raise generalize(exc, path.name, "read") from None
+
+
 def read_memory_file(
     path: Path,
     max_bytes: int,
@@ -112,6 +130,8 @@ def read_memory_file(
         settled = read_settled(path, max_bytes, was_empty=was_empty, existed=existed, waits=waits)
     except FileNotFoundError:
         settled = None
+    except NotADirectoryError:
+        raise not_a_directory() from None
     except OSError as exc:
         raise generalize(exc, path.name, "read") from None
     if settled is None:
@@ -173,7 +193,7 @@ def ensure_memory_dir(memory_dir: Path) -> None:
     except OSError as exc:
         raise generalize(exc, memory_dir.name, "created", label="the memory directory") from None
     if not memory_dir.is_dir():
-        raise InvalidWorkspace("the memory path is not a directory", reason="not_a_directory")
+        raise not_a_directory()
 
 
 def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Replaced:

@@ -35,7 +35,7 @@ from makad.core import memory_format as fmt
 from makad.core.save_merge import KnownVersion, known_version, without_doc
 from makad.errors import InvalidWorkspace
 from makad.store.file_swap import DEFAULT_WAITS, Replaced, SaveWaits, Signature, signature_of
-from makad.store.memory_files import check_not_symlink, read_memory_file
+from makad.store.memory_files import check_not_symlink, lstat_memory_file, read_memory_file
 
 HISTORY: Final = 16
 # A version whose ctime was less than this old when it was read is read again at the next
@@ -158,10 +158,7 @@ class TrackedFile:
         """Re-read the file if it changed on disk; True when its content differs from before
         (``waits``: how long a file found emptied or gone is given to fill or come back)."""
         check_not_symlink(path.parent, "memory directory")
-        try:
-            st = path.lstat()
-        except FileNotFoundError:
-            st = None
+        st = lstat_memory_file(path)
         if st is not None and stat_mod.S_ISLNK(st.st_mode):
             raise InvalidWorkspace(
                 "the memory file is a symlink; makad refuses to follow it", reason="symlink"

@@ -11,6 +11,7 @@ directory at a path (or behind a spelling) is no longer the one it knew.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hashlib
 import os
 import stat as stat_mod
@@ -283,10 +284,7 @@ class WorkspaceRegistry:
                 try:
                     workspace = await anyio.to_thread.run_sync(self._reopen, path, workspace)
                 except OSError as exc:
-                    raise IOFailure(
-                        "the workspace could not be opened: its identity or data directory is unreadable",
-                        reason="io_error",
-                    ) from exc
+                    raise _open_failure(exc) from exc
             if user:
                 workspace.level = "user"
                 if known is None or known[0] is not workspace:
@@ -488,3 +486,19 @@ def _mint_quietly(memory_dir: Path) -> str | None:
         return identity.write_id(memory_dir)
     except OSError:
         return None  # read-only: bound later, if ever
+
+
+def _open_failure(exc: OSError) -> IOFailure:
+    """What a workspace that could not be opened (its identity, its folder in the data
+    directory) answers: a full disk and a refusal said as such, never a path."""
+    code = exc.errno or 0
+    if code == errno.ENOSPC:
+        return IOFailure("the disk is full: the workspace's state could not be written", reason="disk_full")
+    if code in (errno.EACCES, errno.EPERM, errno.EROFS):
+        return IOFailure(
+            f"the workspace could not be opened: its data directory refuses it ({os.strerror(code)})",
+            reason="permission_denied",
+        )
+    return IOFailure(
+        "the workspace could not be opened: its identity or data directory is unreadable", reason="io_error"
+    )

@@ -92,9 +92,10 @@ class ShutdownResult(Result):
     stopping: bool
 
 
-# Why the daemon stops: the ``shutdown`` method, SIGTERM/SIGINT (``systemctl stop``,
-# Ctrl-C), or its services could not be loaded.
-StopReason = Literal["shutdown", "signal", "start_failed"]
+# Why the daemon stops: the ``shutdown`` method, SIGTERM/SIGINT/SIGHUP (``systemctl stop``,
+# Ctrl-C, its terminal closed), its services could not be loaded, or its data directory or
+# its socket file was removed or replaced under it.
+StopReason = Literal["shutdown", "signal", "start_failed", "data_dir_lost", "socket_lost"]
 # The notification every open connection gets when the daemon stops on purpose (no
 # ``subscribe`` needed): clients that see it do not start a new daemon on their own.
 DAEMON_STOPPING = "daemon_stopping"

@@ -124,6 +124,21 @@ def test_library_client_does_not_restart_a_stopped_daemon(autostart_home: Autost
         assert client.call("ping") == "pong" and client.daemon_stopped is None
 
 
+def test_a_daemon_that_lost_its_socket_file_is_started_again_by_its_client(
+    autostart_home: AutostartHome,
+) -> None:
+    """The daemon's socket file deleted (its runtime folder cleaned at logout): the daemon
+    stops (daemon_stopping, reason socket_lost), which is no stop on purpose, so a
+    Client(autostart=True) starts a new daemon at its next call."""
+    with Client(str(autostart_home.socket), autostart=True) as client:
+        pid = int(client.call("status")["pid"])
+        autostart_home.socket.unlink()
+        wait_gone(pid)
+        assert client.call("ping") == "pong"
+        assert client.daemon_stopped is None
+        assert int(client.call("status")["pid"]) != pid
+
+
 @pytest.mark.anyio
 async def test_mcp_bridge_does_not_restart_a_stopped_daemon(autostart_home: AutostartHome) -> None:
     """maka mcp autostarted the daemon; after maka stop its tools say the daemon was stopped

@@ -8,12 +8,13 @@ import socket
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from maka import Client
-from maka.errors import DaemonUnavailable
+from maka.errors import DaemonUnavailable, RemoteError
 from tests.support import DaemonProcess, RawConnection, ping_ok, wait_listening
 
 
@@ -79,6 +80,114 @@ def test_sigterm_with_client_connected_exits_zero(daemon: DaemonProcess) -> None
     assert not daemon.socket.exists()
 
 
+def test_sighup_stops_the_daemon_as_sigterm_does(daemon: DaemonProcess) -> None:
+    """SIGHUP (the terminal makad runs in closed) stops it cleanly, as SIGTERM does: exit
+    status 0, its socket file removed, memory as written, and a new daemon serves it."""
+    w = str(daemon.workspace)
+    daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+    memory = (daemon.workspace / "memory" / "MEMORY.md").read_bytes()
+    with RawConnection(daemon.socket) as conn:
+        assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 1})["result"] == "pong"
+        assert daemon.proc is not None
+        daemon.proc.send_signal(signal.SIGHUP)
+        assert daemon.proc.wait(timeout=15) == 0
+    assert not daemon.socket.exists()
+    assert '"SIGHUP"' in daemon.log_text() and '"stopped"' in daemon.log_text()
+    assert (daemon.workspace / "memory" / "MEMORY.md").read_bytes() == memory
+    daemon.restart()
+    assert daemon.call("read_state", {"workspace": w})["entryCount"] == 1
+
+
+@pytest.mark.parametrize("broken", ["stdout", "stderr", "both"])
+def test_output_nobody_reads_does_not_stop_the_daemon(short_tmp: Path, broken: str) -> None:
+    """stdout or stderr a pipe whose reader is gone (`makad | head -1`, a launcher that
+    exited, a log pipe killed): the daemon starts, serves, logs into the void, and still
+    exits 0 on SIGTERM, instead of dying of EPIPE at its first line."""
+    sock = short_tmp / "s.sock"
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    live = subprocess.PIPE
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "makad",
+            "--socket",
+            str(sock),
+            "--data-dir",
+            str(short_tmp / "d"),
+            "--log-format",
+            "json",
+        ],
+        stdout=write_end if broken in ("stdout", "both") else live,
+        stderr=write_end if broken in ("stderr", "both") else live,
+        text=True,
+    )
+    os.close(write_end)
+    try:
+        deadline = time.monotonic() + 20
+        while True:  # no "listening on" line to wait for where stdout is the broken pipe
+            assert proc.poll() is None, f"makad exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "makad did not answer"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                if probe.connect_ex(str(sock)) == 0:
+                    break
+            time.sleep(0.05)
+        ws = short_tmp / "ws"
+        ws.mkdir()
+        with Client(str(sock), timeout=30) as client:
+            assert client.call("ping") == "pong"
+            client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
+            with pytest.raises(RemoteError):
+                client.call("read_state", {"workspace": "relative"})  # a failure is logged
+            assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.communicate(timeout=20)
+
+
+@pytest.mark.parametrize("closed", ["0", "1", "2"])
+def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, closed: str) -> None:
+    """makad started with stdin, stdout or stderr closed (`makad 2>&-`): it serves, and
+    the first file it opens does not take that descriptor's number (a log line would then
+    land in a lock file or a ledger): its lock file holds its pid and nothing else."""
+    sock = short_tmp / "s.sock"
+    data = short_tmp / "d"
+    command = [sys.executable, "-m", "makad", "--socket", str(sock), "--data-dir", str(data)]
+    proc = subprocess.Popen(
+        ["sh", "-c", f'exec "$@" {closed}>&-', "sh", *command],
+        stdout=subprocess.DEVNULL if closed != "1" else None,
+        stderr=subprocess.DEVNULL if closed != "2" else None,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            assert proc.poll() is None, f"makad exited with {proc.returncode}"
+            assert time.monotonic() < deadline, "makad did not answer"
+            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+                if probe.connect_ex(str(sock)) == 0:
+                    break
+            time.sleep(0.05)
+        ws = short_tmp / "ws"
+        ws.mkdir()
+        with Client(str(sock), timeout=30) as client:
+            client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
+            with pytest.raises(RemoteError):
+                client.call("read_state", {"workspace": "relative"})  # a failure is logged
+            assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
+        for lock in (data / "makad.lock", short_tmp / "s.sock.lock"):
+            assert lock.read_text() == str(proc.pid)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=20)
+
+
 def test_shutdown_method_exits_zero(daemon: DaemonProcess) -> None:
     """The shutdown method answers, then the daemon exits 0."""
     assert daemon.call("shutdown") == {"stopping": True}
@@ -97,6 +206,28 @@ def test_too_long_socket_path_is_a_clear_error(short_tmp: Path) -> None:
     )
     assert result.returncode == 1
     assert "AF_UNIX" in result.stderr and "shorter" in result.stderr
+
+
+def test_a_default_socket_path_too_long_says_which_setting_to_shorten(short_tmp: Path) -> None:
+    """No --socket, and an XDG_RUNTIME_DIR deep enough that the default socket path is over
+    the AF_UNIX limit: makad exits 1 before making anything there, naming the path's
+    length and every way to choose it (--socket, MAKAD_SOCKET, XDG_RUNTIME_DIR)."""
+    runtime = short_tmp / ("r" * 100)
+    runtime.mkdir(mode=0o700)
+    env = {k: v for k, v in os.environ.items() if k != "MAKAD_SOCKET"}
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--data-dir", str(short_tmp / "d")],
+        capture_output=True,
+        text=True,
+        timeout=20,
+        env={**env, "XDG_RUNTIME_DIR": str(runtime)},
+    )
+    assert result.returncode == 1
+    length = len(os.fsencode(runtime / "maka" / "makad.sock"))
+    assert f"{length} bytes" in result.stderr and "AF_UNIX" in result.stderr
+    for setting in ("--socket", "MAKAD_SOCKET", "XDG_RUNTIME_DIR"):
+        assert setting in result.stderr, setting
+    assert not (runtime / "maka").exists()
 
 
 def test_a_regular_file_at_the_socket_path_is_not_replaced(short_tmp: Path) -> None:

@@ -7,6 +7,7 @@ import json
 import os
 import resource
 import select
+import socket
 import threading
 import time
 from pathlib import Path
@@ -200,3 +201,44 @@ def test_imports_of_oversized_files_and_directories_are_refused_before_reading(
             assert reply["error"]["data"]["kind"] == "too_large", reply
     assert not (daemon.workspace / "memory" / "PENDING.md").exists()
     assert os.path.exists(big)
+
+
+def cpu_seconds(pid: int) -> float:
+    """User plus system CPU time the process has used so far (Linux /proc)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.skipif(not hasattr(resource, "prlimit"), reason="needs prlimit (Linux)")
+def test_out_of_descriptors_the_daemon_waits_quietly_and_serves_once_clients_leave(
+    daemon: DaemonProcess,
+) -> None:
+    """The open-file limit cut under a running daemon and 80 connections piled up: every
+    accept fails (EMFILE) while they stay, yet the daemon neither spins nor floods its log
+    (a line a second at most, counting the failures), and once the clients leave it
+    accepts and serves again on the same socket."""
+    assert daemon.proc is not None
+    pid = daemon.proc.pid
+    w = str(daemon.workspace)
+    daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (64, 64))
+    piled: list[socket.socket] = []
+    try:
+        for _ in range(80):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(daemon.socket))  # the backlog takes it; accept fails
+            piled.append(sock)
+        daemon.wait_for_log("accept_failed")
+        lines_before = daemon.log_text().count('"accept_failed"')
+        cpu_before = cpu_seconds(pid)
+        time.sleep(3)
+        assert cpu_seconds(pid) - cpu_before < 1.0  # a busy loop would take about 3 s
+        assert daemon.log_text().count('"accept_failed"') - lines_before <= 6  # not ~60
+    finally:
+        for sock in piled:
+            sock.close()
+    assert '"failures"' in daemon.log_text()
+    state = daemon.call("read_state", {"workspace": w}, timeout=30)
+    assert state["entryCount"] == 1
+    daemon.call("add_entry", {"workspace": w, "title": "Style", "content": "4 spaces"})
+    assert ping_ok(daemon.socket)

@@ -137,7 +137,7 @@ def test_real_full_disk_under_the_memory_dir(daemon: DaemonProcess) -> None:
 
 
 def test_real_full_disk_under_the_ledger(short_tmp: Path) -> None:
-    """The data directory fills up: ledger writes are io_error (not acknowledged), reads
+    """The data directory fills up: ledger writes are io_error disk_full (not acknowledged), reads
     still answer, and after space is freed nothing acknowledged is missing."""
     data = short_tmp / "data"
     with tiny_tmpfs(data, 2048):
@@ -161,6 +161,7 @@ def test_real_full_disk_under_the_ledger(short_tmp: Path) -> None:
                 },
             )
             assert exc.kind == "io_error" and generalized(exc, str(short_tmp), ".sqlite3")
+            assert exc.data.get("reason") == "disk_full"
             assert (
                 remote_error(d, "set_settings", {"workspace": w, "agentReadEnabled": True}).kind == "io_error"
             )

@@ -22,6 +22,8 @@ second process exits at once ("already serving") and both clients connect to the
 Only a client's first connect may start a daemon, and a reconnect after an unannounced
 loss (a crash); a daemon that says it stops on purpose (the ``daemon_stopping``
 notification: ``shutdown``, ``maka stop``, SIGTERM) stays stopped, whatever its clients.
+A daemon that stopped because its data directory or socket file was removed under it
+(``data_dir_lost``, ``socket_lost``) did not stop on purpose: it is started again.
 
 ``MAKA_NO_AUTOSTART=1`` refuses everywhere (also where the caller asked for autostart).
 """
@@ -134,6 +136,12 @@ def unavailable(
     return DaemonUnavailable(socket_path, reason)
 
 
+# Stops that say the daemon lost its surroundings (its data directory or its socket file
+# removed or replaced under it), not that anyone asked it to stop: what its clients need
+# then is a new daemon, so they start one as after a crash.
+LOST_SURROUNDINGS = frozenset({"data_dir_lost", "socket_lost"})
+
+
 def stop_reason(message: Mapping[str, Any]) -> str | None:
     """The reason in a ``daemon_stopping`` notification, else None."""
     if message.get("method") != DAEMON_STOPPING:
@@ -157,7 +165,7 @@ class StopAware:
     def _seen(self, message: Notification) -> None:
         """A notification as it is read: a stop on purpose is noted, the callback called."""
         reason = stop_reason(message)
-        if reason is not None:
+        if reason is not None and reason not in LOST_SURROUNDINGS:
             self.daemon_stopped = reason
         if self.on_notification is not None:
             self.on_notification(message)

@@ -18,7 +18,7 @@ from typing import Any, Literal, NotRequired, TypedDict
 
 CHANGE_NOTIFICATIONS = ("memory_changed", "proposals_changed", "settings_changed")
 # Sent to every connection, subscribed or not, when the daemon stops on purpose:
-# ``{reason}``, ``shutdown``, ``signal`` or ``start_failed``.
+# ``{reason}``, ``shutdown``, ``signal``, ``start_failed``, ``data_dir_lost`` or ``socket_lost``.
 DAEMON_STOPPING = "daemon_stopping"
 RECONNECTED = "reconnected"
 SUBSCRIPTION_LOST = "subscription_lost"

@@ -52,6 +52,7 @@ from makad.store.ledger.recovery import (
     check_header,
     check_schema,
     failure,
+    is_busy,
     lossy_text,
     move_aside,
     open_failure,
@@ -69,6 +70,12 @@ from makad.store.ledger.shown_cache import ShownCache
 # (measured at 100,000 events).
 CACHE_KIB_PER_CONNECTION: Final = 8192
 SQLITE_SOFT_HEAP_LIMIT_BYTES: Final = 8 << 20
+# How long a write waits for another process's lock on the file (a `sqlite3` shell in a
+# transaction) before it fails with ``ledger_busy``. For as long again after one write
+# waited that long in vain, writes try only briefly: a crowd queued behind it is answered
+# in about one timeout, not one timeout each in turn.
+BUSY_TIMEOUT_MS: Final = 10_000
+BUSY_RETRY_MS: Final = 100
 _UNSAFE: Final = (
     "a ledger file is a symlink, a FIFO, a hard link or not yours: makad does not open it "
     "(remove it from the workspace's data directory)"
@@ -114,6 +121,8 @@ class LedgerBase:
         self._before_first_write = before_first_write
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
+        # When a write last waited the whole busy timeout in vain (``_begin_write``).
+        self._busy_at: float | None = None
         self.generation = 0
         # Bumped when a damaged search index was rebuilt (the memory index is then empty).
         self.index_generation = 0
@@ -277,15 +286,18 @@ class LedgerBase:
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._on_commit = []
             try:
-                conn.execute("BEGIN IMMEDIATE")
+                self._begin_write(conn)
                 yield conn
                 conn.execute("COMMIT")
+                self._busy_at = None
                 for hook in self._on_commit:
                     hook()
             except BaseException as exc:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error) and is_busy(exc) and not self._recently_busy():
+                    self._busy_at = time.monotonic()
                 if isinstance(exc, sqlite3.Error):
                     found = failure(exc, "the ledger write failed")
                     if type(found) is IOFailure and _damaged(conn, exc):
@@ -309,6 +321,22 @@ class LedgerBase:
             raise IOFailure("the ledger file is missing", reason="ledger_missing") from None
         if (st.st_dev, st.st_ino) != self._identity:
             raise IOFailure("the ledger file was replaced", reason="ledger_replaced")
+
+    def _recently_busy(self) -> bool:
+        at = self._busy_at
+        return at is not None and time.monotonic() - at < BUSY_TIMEOUT_MS / 1000
+
+    def _begin_write(self, conn: sqlite3.Connection) -> None:
+        """``BEGIN IMMEDIATE``, waiting ``BUSY_TIMEOUT_MS`` for another process's lock, or
+        only ``BUSY_RETRY_MS`` soon after a write waited that long in vain (write lock held)."""
+        if not self._recently_busy():
+            conn.execute("BEGIN IMMEDIATE")
+            return
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_RETRY_MS}")
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        finally:
+            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -342,7 +370,9 @@ class LedgerBase:
 
 
 def _connect(path: Path, synchronous: Synchronous) -> sqlite3.Connection:
-    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=10.0)
+    conn = sqlite3.connect(
+        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+    )
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")
     conn.execute("PRAGMA foreign_keys = ON")

@@ -28,6 +28,7 @@ and the damaged event then fails its hash check (``makad.core.chain``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import inspect
 import os
@@ -44,7 +45,11 @@ from makad.store.ledger.schema import NewerLedger, migrate
 
 # The settings key under which the workspace revision is persisted.
 REVISION_KEY: Final = "__revision__"
+SQLITE_BUSY: Final = 5
+SQLITE_LOCKED: Final = 6
 SQLITE_CORRUPT: Final = 11
+SQLITE_FULL: Final = 13
+SQLITE_IOERR_SHMSIZE: Final = 10 | (19 << 8)
 SQLITE_NOTADB: Final = 26
 SQLITE_CORRUPT_VTAB: Final = SQLITE_CORRUPT | (1 << 8)
 # Primary result codes that say something about the environment, not the file's
@@ -106,9 +111,24 @@ class LedgerReset:
     versions: tuple[int, int] | None = None
 
 
-def failure(exc: sqlite3.Error, message: str) -> IOFailure:
-    """The error a SQLite failure becomes: corruption and undecodable text are told apart."""
+def is_busy(exc: sqlite3.Error) -> bool:
+    """Whether SQLite gave up waiting for a lock another connection holds (SQLITE_BUSY,
+    SQLITE_LOCKED): another process in a transaction on the file."""
     code = getattr(exc, "sqlite_errorcode", None)
+    return isinstance(code, int) and code & 0xFF in (SQLITE_BUSY, SQLITE_LOCKED)
+
+
+def failure(exc: sqlite3.Error, message: str) -> IOFailure:
+    """The error a SQLite failure becomes: corruption and undecodable text are told apart,
+    and so are a lock another process holds and a full disk."""
+    code = getattr(exc, "sqlite_errorcode", None)
+    if is_busy(exc):
+        return IOFailure(
+            "the ledger is locked by another process: try again once it lets go", reason="ledger_busy"
+        )
+    if isinstance(code, int) and (code & 0xFF == SQLITE_FULL or code == SQLITE_IOERR_SHMSIZE):
+        # SHMSIZE: no room for the shared-memory index a WAL ledger is opened with.
+        return IOFailure(f"the disk is full: {message}", reason="disk_full")
     if isinstance(exc, sqlite3.OperationalError) and str(exc).startswith(_UNDECODABLE_TEXT):
         return LedgerUndecodable("the ledger holds text that is not UTF-8", reason="not_utf8")
     if code == SQLITE_CORRUPT_VTAB or "fts5" in str(exc):
@@ -128,12 +148,17 @@ def open_failure(exc: BaseException) -> IOFailure:
     aside); the environmental ones stay plain ``IOFailure``.
     """
     if isinstance(exc, OSError):
+        if exc.errno == errno.ENOSPC:
+            return IOFailure("the disk is full: the ledger could not be created", reason="disk_full")
         return IOFailure("the ledger database could not be opened")
     if isinstance(exc, NewerLedger):
         return LedgerNewer(exc.message, reason="newer_ledger", **exc.details)
     if isinstance(exc, sqlite3.Error) and not isinstance(failure(exc, ""), LedgerUndecodable):
         code = getattr(exc, "sqlite_errorcode", None)
         if not isinstance(code, int) or code & 0xFF in ENVIRONMENTAL:
+            said = failure(exc, "the ledger database could not be opened")
+            if said.details.get("reason") in ("ledger_busy", "disk_full"):
+                return said
             return IOFailure("the ledger database could not be opened")
     return LedgerCorrupt("the ledger database is unusable", reason="ledger_corrupt")
 
