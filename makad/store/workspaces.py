@@ -85,7 +85,7 @@ def _echo(raw: str) -> str:
 def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     """Why ``path`` (resolved) cannot be a workspace, or None when it can.
 
-    Refused: the user level's folder and its ``memory/`` folder (two names for one folder
+    Refused: the filesystem root, the user level's folder and its ``memory/`` folder (two names for one folder
     would be two locks on one file), the data directory and anything inside it (the
     daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
     compared by (device, inode), so no spelling — a symlink, a bind mount, another case
@@ -95,6 +95,9 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     user_memory = _dir_key(user_dir / MEMORY_DIR)
     data = _dir_key(data_dir)
     own = _dir_key(path)
+    if own is not None and own == _dir_key(Path("/")):
+        # A /memory folder would be the nearest workspace of every folder on the machine.
+        return "the filesystem root is no workspace: name the project's own folder"
     if own is not None and own == user:
         return f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
     if own is not None and own == user_memory:

@@ -92,6 +92,18 @@ def test_a_folder_inside_the_user_memory_folder_is_refused(d: DaemonProcess) -> 
     assert not (inner / "memory").exists()
 
 
+def test_the_filesystem_root_is_refused_under_any_spelling(d: DaemonProcess) -> None:
+    """ "/" (and "/.", a symlink to it) is never a workspace: no /memory folder is made."""
+    links = d.root / "links"
+    links.mkdir(exist_ok=True)
+    if not (links / "to-root").is_symlink():
+        (links / "to-root").symlink_to("/")
+    existed = Path("/memory").exists()
+    for spelling in ("/", "/.", str(links / "to-root")):
+        assert "filesystem root" in assert_reserved(d, spelling), spelling
+    assert Path("/memory").exists() == existed
+
+
 def test_an_ordinary_folder_next_to_the_reserved_ones_still_works(d: DaemonProcess) -> None:
     """A sibling of the user folder and a folder inside the user folder (not memory/) are
     ordinary workspaces: the rule names folders, not prefixes of their paths."""
