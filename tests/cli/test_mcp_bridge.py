@@ -511,7 +511,8 @@ async def test_instructions_say_when_to_search_record_and_propose(shared_daemon:
 
 async def test_refusals_name_the_command_that_allows_them(shared_daemon: DaemonProcess) -> None:
     """With a switch off, the tool's message names the user's own `maka settings` command
-    for this workspace (quoted for the shell); run as given, it opens the gate."""
+    for this workspace (quoted for the shell), as a sentence of its own after the daemon's
+    reason; run as given, it opens the gate."""
     ws = shared_daemon.workspace / "my notes"
     ws.mkdir()
     call(shared_daemon, "add_entry", workspace=str(ws), title="Deploys", content="We deploy on Tuesdays.")
@@ -523,6 +524,7 @@ async def test_refusals_name_the_command_that_allows_them(shared_daemon: DaemonP
         is_error, proposed = await h.tool("memory_propose", title="T", content="c")
         assert is_error and proposed.startswith("gate_closed")
         assert f"maka settings -w '{ws}' agentReadEnabled=on extractToolEnabled=on" in proposed
+        assert "agentReadEnabled. Proposals need" in proposed  # two sentences, not run together
         ran = await anyio.to_thread.run_sync(
             lambda: subprocess.run(
                 ["bash", "-c", command.replace("maka ", f"{sys.executable} -m maka.cli ", 1)],

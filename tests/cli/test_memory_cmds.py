@@ -71,6 +71,27 @@ def test_show_unknown_id_is_a_remote_error(shared_daemon: DaemonProcess) -> None
     assert result.returncode == 1 and "not_found" in result.stderr
 
 
+def test_show_of_a_decided_proposal_says_what_became_of_it(shared_daemon: DaemonProcess) -> None:
+    """memory show of a proposal id after review names the entry it became (approved) or the
+    rejection and its reason, instead of saying it is gone from the files."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    kept = call(shared_daemon, "propose", title="Staging port", content="Staging listens on 5433.")
+    dropped = call(shared_daemon, "propose", title="Likes tabs", content="The user likes tabs.")
+    kept_id, dropped_id = kept["proposal"]["id"], dropped["proposal"]["id"]
+    approved = call(shared_daemon, "approve", ids=[kept_id])
+    entry_id = approved["approved"][0]["entry"]["id"]
+    call(shared_daemon, "reject", ids=[dropped_id], reason="not true")
+    shown = run_maka(shared_daemon, "memory", "show", kept_id)
+    assert shown.returncode == 0, shown.stderr
+    first = shown.stdout.splitlines()[0]
+    assert "approved" in first and entry_id in first and "no longer" not in shown.stdout
+    shown = run_maka(shared_daemon, "memory", "show", dropped_id)
+    assert shown.returncode == 0, shown.stderr
+    first = shown.stdout.splitlines()[0]
+    assert "rejected" in first and "no longer" not in shown.stdout
+    assert 'rejected by user: "not true"' in shown.stdout
+
+
 def test_ambiguous_prefix_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
     """A prefix matching two ids exits 2 and names the candidates."""
     ids = [

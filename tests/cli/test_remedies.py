@@ -65,3 +65,20 @@ def test_workspace_that_is_a_file_is_named(shared_daemon: DaemonProcess) -> None
     result = run_maka(shared_daemon, "-w", str(a_file), "memory", "list", workspace=False)
     assert result.returncode == 1
     assert f"workspace is not a directory: {a_file}" in result.stderr
+
+
+def test_unknown_ids_name_the_command_that_lists_the_right_ones(shared_daemon: DaemonProcess) -> None:
+    """An id that matches nothing (not_found) is followed by the command listing what exists:
+    proposals for approve/reject, entries for memory actions, backups for undo, sessions."""
+    ws = str(shared_daemon.workspace)
+    for args, listing in (
+        (("approve", "0123456789abcdef"), f"maka -w {ws} pending"),
+        (("reject", "0123456789abcdef"), f"maka -w {ws} pending"),
+        (("memory", "archive", "0123456789abcdef"), f"maka -w {ws} memory list -a"),
+        (("memory", "show", "0123456789abcdef"), f"maka -w {ws} memory list -a"),
+        (("undo", "0123456789abcdef"), f"maka -w {ws} backups"),
+        (("compact", "-s", "0123456789abcdef"), f"maka -w {ws} sessions"),
+    ):
+        result = run_maka(shared_daemon, *args)
+        assert result.returncode == 1 and "not_found" in result.stderr, (args, result.stderr)
+        assert f"listed by: {listing}" in result.stderr, (args, result.stderr)

@@ -328,7 +328,10 @@ class Bridge:
             hint = propose_hint(exc.kind, self.workspace)
             if not hint:
                 raise
-            raise ToolFailure(exc.kind, str(exc).split(": ", 1)[1] + hint) from None
+            reason = str(exc).split(": ", 1)[1].rstrip()
+            if not reason.endswith((".", "!", "?")):
+                reason += "."
+            raise ToolFailure(exc.kind, reason + hint) from None
         notes = []
         if result.get("redactions"):
             notes.append(f"{result['redactions']} secret(s) were redacted.")

@@ -4,6 +4,7 @@ operations."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -171,7 +172,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         if entry_id in pending and entry.get("supersedes"):
             _print_replaced(client, ws, entry_id)
     else:
-        print(f"{entry_id}: no longer in MEMORY.md or PENDING.md")
+        print(f"{entry_id}: {_fate(history or {})}")
     if history is not None:
         print()
         print("Why it is here:")
@@ -196,6 +197,18 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
 FILES = {"memory": "MEMORY.md", "pending": "PENDING.md"}
 
 
+def _fate(history: dict[str, Any]) -> str:
+    """What became of an id in neither file: the entry a proposal was approved as, its
+    rejection, or that it is gone."""
+    last = (history.get("events") or [{}])[-1]
+    action, became = last.get("action"), last.get("entryId")
+    if action == "approved" and became and became != history.get("id"):
+        return f"a proposal, approved as entry {became} (maka memory show {short_id(became)})"
+    if action == "rejected":
+        return "a proposal, rejected; it is in neither MEMORY.md nor PENDING.md"
+    return "no longer in MEMORY.md or PENDING.md"
+
+
 def how(event: dict[str, Any]) -> str:
     """What a lineage step's data says about how it happened (a save of the file, a
     daemon's answer to a save that lacked the entry), or nothing."""
@@ -203,6 +216,8 @@ def how(event: dict[str, Any]) -> str:
     name = FILES.get(str(data.get("file")), "the file")
     if data.get("via") == "external_edit":
         return f", typed into {name}" if event.get("action") == "added" else f" in {name}"
+    if event.get("action") == "rejected" and data.get("reason"):
+        return f": {json.dumps(data['reason'], ensure_ascii=False)}"
     if event.get("action") == "returned":
         return " to PENDING.md: a save of the file lacked it"
     if data.get("via") == "stale_save":

@@ -1,4 +1,5 @@
-"""What to do about a daemon error, for people: the command that lifts a closed gate."""
+"""What to do about a daemon error, for people: the command that lifts a closed gate, the
+command that lists the ids an unknown one was meant to be."""
 
 from __future__ import annotations
 
@@ -11,10 +12,26 @@ from maka.errors import RemoteError
 _GATE_SWITCHES = ("agentReadEnabled", "extractToolEnabled", "historyRecallEnabled")
 
 
-def _settings_command(args: argparse.Namespace, *pairs: str) -> str:
+# The command listing the ids a command takes, by command (and `memory` action).
+_LISTINGS = {
+    "approve": "pending",
+    "reject": "pending",
+    "memory": "memory list -a",
+    "undo": "backups",
+    "compact": "sessions",
+    "context": "sessions",
+    "episodes": "sessions",
+}
+
+
+def _command(args: argparse.Namespace, rest: str) -> str:
     workspace: str | None = getattr(args, "workspace", None)
     where = f" -w {shlex.quote(workspace)}" if workspace else ""
-    return f"maka{where} settings {' '.join(pairs)}"
+    return f"maka{where} {rest}"
+
+
+def _settings_command(args: argparse.Namespace, *pairs: str) -> str:
+    return _command(args, f"settings {' '.join(pairs)}")
 
 
 def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
@@ -31,4 +48,8 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
         )
     elif exc.kind == "disabled":
         return "memory is switched off here: " + _settings_command(args, "enabled=on") + " turns it on"
+    elif exc.kind == "not_found":
+        listing = _LISTINGS.get(str(getattr(args, "command", "")))
+        if listing:
+            return "existing ids are listed by: " + _command(args, listing)
     return None
