@@ -34,6 +34,18 @@ def test_status_table(shared_daemon: DaemonProcess) -> None:
     assert result.returncode == 0 and "version" in result.stdout
 
 
+def test_python_dash_m_maka_runs_the_cli(shared_daemon: DaemonProcess) -> None:
+    """`python -m maka` runs the same CLI as `python -m maka.cli` (as `python -m makad` runs the daemon)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "maka", "--socket", str(shared_daemon.socket), "call", "ping"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == "pong"
+
+
 def test_call_prints_result(shared_daemon: DaemonProcess) -> None:
     """maka call METHOD prints the result as JSON."""
     result = maka("--socket", str(shared_daemon.socket), "call", "ping", "{}")
