@@ -21,6 +21,7 @@ _LISTINGS = {
     "compact": "sessions",
     "context": "sessions",
     "episodes": "sessions",
+    "search": "sessions",
 }
 
 
