@@ -336,3 +336,18 @@ def test_pin_an_unknown_id_fails_cleanly(shared_daemon: DaemonProcess) -> None:
     result = run_maka(shared_daemon, "memory", "pin", "ffffffff")
     assert result.returncode != 0 and "ffffffff" in result.stderr
     assert memory_text(shared_daemon) == before
+
+
+def test_tidy_counts_one_line_in_the_singular(shared_daemon: DaemonProcess) -> None:
+    """`maka memory tidy --import -y` on one stray bullet says "1 memory", "This line" and
+    "1 line", not "1 memories" / "These 1 lines"."""
+    memory = shared_daemon.workspace / "memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "MEMORY.md").write_text(
+        "# Maka Memory\n\n- always run tests before pushing\n\n## Tabs\nUse tabs.\n"
+    )
+    result = run_maka(shared_daemon, "memory", "tidy", "--import", "-y")
+    assert result.returncode == 0, result.stderr
+    assert "Queued 1 memory from" in result.stdout
+    assert "This line above the first entry" in result.stdout and "Removed 1 line;" in result.stdout
+    assert not re.search(r"\b1 (memories|lines)\b|These 1\b", result.stdout)

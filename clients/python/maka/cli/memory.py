@@ -28,6 +28,7 @@ from maka.cli.common import (
 from maka.cli.output import (
     HAND_TYPED,
     age,
+    counted,
     entry_card,
     origin_label,
     print_json,
@@ -364,26 +365,33 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
             print_json(plan)
         print(
             "Nothing to remove above the first entry."
-            + (f" {len(kept)} lines there are not imported yet: {KEPT_HINT}" if kept else ""),
+            + (
+                f" {counted(len(kept), 'line')} there {'is' if len(kept) == 1 else 'are'} not "
+                f"imported yet: {KEPT_HINT}"
+                if kept
+                else ""
+            ),
             file=out,
         )
         return EXIT_OK
     print(
-        f"These {len(removable)} lines above the first entry of memory/MEMORY.md were imported "
+        ("This line" if len(removable) == 1 else f"These {len(removable)} lines")
+        + " above the first entry of memory/MEMORY.md were imported "
         "(where each memory is now is shown beside it) and can go:",
         file=out,
     )
     for line in removable:
         print(f"  {line['line']:>4}  {line['text'].strip()}   → {WHERE[line['where']]}{_id(line)}", file=out)
     if kept:
-        print(f"{len(kept)} other lines stay (not imported yet): {KEPT_HINT}", file=out)
+        print(f"{counted(len(kept), 'other line')} stay (not imported yet): {KEPT_HINT}", file=out)
     if not args.yes:
         if not sys.stdin.isatty():
             print("Nothing removed: run `maka memory tidy -y` to remove them.", file=out)
             if args.json:
                 print_json(plan)
             return EXIT_OK
-        answer = input(f"Remove these {len(removable)} lines? (a backup is kept: maka undo) [y/N] ")
+        these = "this line" if len(removable) == 1 else f"these {len(removable)} lines"
+        answer = input(f"Remove {these}? (a backup is kept: maka undo) [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing removed.", file=out)
             return EXIT_OK
@@ -398,7 +406,7 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(done)
     else:
-        print(f"Removed {len(done['removed'])} lines; `maka undo` brings them back.")
+        print(f"Removed {counted(len(done['removed']), 'line')}; `maka undo` brings them back.")
     return EXIT_OK
 
 
@@ -412,8 +420,8 @@ def queue_outside_lines(client: Client, ws: str, lines: list[dict[str, Any]], ou
         print("No bullets above the first entry to import: give each memory a `## Title` line.", file=out)
         return
     print(
-        f"Queued {len(result['imported'])} memories from the lines above the first entry in "
-        f"PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
+        f"Queued {counted(len(result['imported']), 'memory', 'memories')} from the lines above the "
+        f"first entry in PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
         file=out,
     )
 
