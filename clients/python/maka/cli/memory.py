@@ -82,7 +82,7 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
         folder = os.path.dirname(state.get("path") or "memory/MEMORY.md")
         print(f"maka: cannot read the memory in {folder}{reason}", file=sys.stderr)
     elif status != "ok":
-        print(f"maka: memory is {status}{reason}", file=sys.stderr)
+        print(f"maka: {state.get('reason') or 'memory is not read'} ({status})", file=sys.stderr)
         if status in STATUS_FIXES:
             print(f"  {STATUS_FIXES[status]}", file=sys.stderr)
     warnings = state.get("warnings") or []
