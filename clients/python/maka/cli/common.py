@@ -136,6 +136,14 @@ def workspace_of(args: argparse.Namespace) -> str:
     return ws or default_workspace()
 
 
+def maka_command(args: argparse.Namespace, rest: str) -> str:
+    """``maka REST`` as the user runs it next: with ``-w DIR`` when this command was given
+    one (the next command, run in the same folder, would find another workspace)."""
+    workspace: str | None = getattr(args, "workspace", None)
+    where = f" -w {shlex.quote(workspace)}" if workspace else ""
+    return f"maka{where} {rest}"
+
+
 def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 

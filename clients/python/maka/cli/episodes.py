@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, resolve_session, workspace_of
+from maka.cli.common import EXIT_OK, CliError, Parents, maka_command, resolve_session, workspace_of
 from maka.cli.output import age, print_json, short_id, show_table
 from maka.client import Client
 
@@ -86,7 +86,10 @@ def _queue(client: Client, args: argparse.Namespace, ws: str, tags: list[str]) -
         elif result.get("previouslyRejected"):
             print(f"{tag}: this digest was rejected before; not queued")
     if any(r.get("queued") for r in results):
-        print("Nothing is active until approved: run `maka review` or `maka approve`.")
+        print(
+            f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
+            f"`{maka_command(args, 'approve')}`."
+        )
     return EXIT_OK
 
 

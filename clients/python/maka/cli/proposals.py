@@ -5,13 +5,23 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
 from typing import Any
 
 from maka.cli import review
-from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, absolute, resolve_ids, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    EXIT_REMOTE,
+    CliError,
+    Parents,
+    absolute,
+    maka_command,
+    resolve_ids,
+    workspace_of,
+)
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
@@ -58,7 +68,7 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
             ]
         )
     show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
-    print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
+    print(f"\n{len(views)} waiting. `{maka_command(args, 'review')}` goes through them one by one.")
     return EXIT_OK
 
 
@@ -215,7 +225,8 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     if result.get("deferred"):
         print(
             f"{result['deferred']} more did not fit under PENDING.md's size cap. Review the queue "
-            f"(maka review), then run the same `maka import {args.file}` again: what is already "
+            f"({maka_command(args, 'review')}), then run the same "
+            f"`{maka_command(args, 'import ' + shlex.quote(args.file))}` again: what is already "
             "queued or decided is not added twice."
         )
     for problem in result.get("errors", []):
@@ -223,7 +234,10 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     for skipped in result.get("skipped", []):
         print(f"  skipped {skipped.get('locator', '?')}: {skipped.get('reason', '')}", file=sys.stderr)
     if imported:
-        print("Nothing is active until approved: run `maka review` or `maka approve`.")
+        print(
+            f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
+            f"`{maka_command(args, 'approve')}`."
+        )
     return EXIT_OK
 
 

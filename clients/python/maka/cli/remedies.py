@@ -4,8 +4,8 @@ command that lists the ids an unknown one was meant to be."""
 from __future__ import annotations
 
 import argparse
-import shlex
 
+from maka.cli.common import maka_command
 from maka.errors import RemoteError
 
 # The switches a gate_closed error names in its data, in the order `maka settings` takes them.
@@ -25,14 +25,8 @@ _LISTINGS = {
 }
 
 
-def _command(args: argparse.Namespace, rest: str) -> str:
-    workspace: str | None = getattr(args, "workspace", None)
-    where = f" -w {shlex.quote(workspace)}" if workspace else ""
-    return f"maka{where} {rest}"
-
-
 def _settings_command(args: argparse.Namespace, *pairs: str) -> str:
-    return _command(args, f"settings {' '.join(pairs)}")
+    return maka_command(args, f"settings {' '.join(pairs)}")
 
 
 def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
@@ -52,5 +46,5 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
     elif exc.kind == "not_found":
         listing = _LISTINGS.get(str(getattr(args, "command", "")))
         if listing:
-            return "existing ids are listed by: " + _command(args, listing)
+            return "existing ids are listed by: " + maka_command(args, listing)
     return None
