@@ -23,10 +23,48 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(status)
     else:
-        width = max(len(k) for k in status)
-        for key, value in status.items():
-            print(f"{key:<{width}}  {value}")
+        print("\n".join(status_lines(status)))
     return EXIT_OK
+
+
+def status_lines(status: dict[str, Any]) -> list[str]:
+    """``status`` for people: one ``key  value`` line each (true/false/null as in JSON, the
+    uptime also in words); a list of per-workspace records or an object below its key, one
+    indented line per item."""
+    width = max(len(k) for k in status)
+    lines: list[str] = []
+    for key, value in status.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"{key:<{width}}  {len(value)}")
+            lines.extend(f"  {_record(item)}" for item in value)
+        elif isinstance(value, dict):
+            lines.append(key)
+            lines.extend(f"  {k}: {_scalar(v)}" for k, v in value.items())
+        elif key == "uptimeMs" and isinstance(value, int):
+            lines.append(f"{key:<{width}}  {value} ({_duration(value)})")
+        else:
+            lines.append(f"{key:<{width}}  {'none' if value == [] else _scalar(value)}")
+    return lines
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _record(item: dict[str, Any]) -> str:
+    """One per-workspace record: the workspace, then its kind and message (a warning) or
+    its other fields."""
+    rest = {k: v for k, v in item.items() if k != "workspace"}
+    head = f"{item['workspace']}: " if "workspace" in item else ""
+    if "kind" in rest and "message" in rest:
+        return f"{head}{rest['kind']}: {rest['message']}"
+    return head + ", ".join(f"{k} {_scalar(v)}" for k, v in rest.items())
+
+
+def _duration(ms: int) -> str:
+    import humanize
+
+    return str(humanize.naturaldelta(ms / 1000))
 
 
 def cmd_ping(client: Client, args: argparse.Namespace) -> int:
