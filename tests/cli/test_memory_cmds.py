@@ -162,15 +162,18 @@ def test_archive_restore_delete(shared_daemon: DaemonProcess) -> None:
 
 
 def test_settings_show_and_patch(shared_daemon: DaemonProcess) -> None:
-    """settings KEY=VALUE patches (on/off accepted); without pairs it shows them all."""
+    """settings KEY=VALUE patches (on/off accepted); without pairs it shows them all and names
+    the workspace they belong to; a key without a value says how to write it."""
     result = run_maka(shared_daemon, "--json", "settings", "agentReadEnabled=on", "defaultDecayDays=30")
     assert result.returncode == 0
     changed = json.loads(result.stdout)
     assert changed["agentReadEnabled"] is True and changed["defaultDecayDays"] == 30
     shown = run_maka(shared_daemon, "settings")
     assert ["agentReadEnabled", "true"] in [line.split() for line in shown.stdout.splitlines()]
+    assert shown.stdout.rstrip().endswith(f"Workspace: {shared_daemon.workspace}")
     bad = run_maka(shared_daemon, "settings", "agentReadEnabled")
     assert bad.returncode == 2
+    assert "agentReadEnabled=on or agentReadEnabled=off" in bad.stderr  # a key alone: the form to use
 
 
 def test_settings_take_a_strategy_by_name(shared_daemon: DaemonProcess) -> None:

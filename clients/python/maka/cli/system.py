@@ -147,10 +147,24 @@ def _named_values() -> dict[str, tuple[str, ...]]:
 SETTING_NAMES = _named_values()
 
 
+def _value_forms(key: str) -> str:
+    """How a value of ``key`` is written, for a key typed without one."""
+    names = SETTING_NAMES.get(key)
+    if names is not None:
+        form = f"{key}=NAME, NAME one of {', '.join(names)}"
+    elif typing.get_type_hints(SetSettingsParams)[key] is bool:
+        form = f"{key}=on or {key}=off"
+    else:
+        form = f"{key}=N (a number, or null)"
+    return f"write {form} (`maka settings` alone shows every setting)"
+
+
 def parse_setting(pair: str) -> tuple[str, Any]:
     """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off,
     or for a setting that takes a name (``contextStrategy=curator``) the name itself."""
     key, sep, raw = pair.partition("=")
+    if not sep and key in SETTING_KEYS:
+        raise CliError(f"expected KEY=VALUE, got {pair!r}: {_value_forms(key)}")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
     if key not in SETTING_KEYS:
@@ -191,6 +205,7 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
     else:
         rows = [[key, json.dumps(value)] for key, value in result.items()]
         show_table(["SETTING", "VALUE"], rows)
+        print(f"\nWorkspace: {'the user level (@user)' if ws == '@user' else ws}")
     return EXIT_OK
 
 
