@@ -494,6 +494,21 @@ async def test_memory_context_shows_a_small_memory_whole(shared_daemon: DaemonPr
         assert [t for t in topics if f"## {t}\n" not in context] == []
 
 
+async def test_an_empty_pack_for_a_small_budget_says_to_raise_it(shared_daemon: DaemonProcess) -> None:
+    """memory_context and memory_search with a budget too small for the one relevant entry say
+    the budget is the cause and to call again with a larger budget_tokens, not that nothing
+    bears on the question."""
+    d = shared_daemon
+    call(d, "add_entry", title="Staging DB port", content="The staging database listens on 5433. " * 8)
+    open_gates(d)
+    async with host(d) as h:
+        for tool in ("memory_context", "memory_search"):
+            is_error, text = await h.tool(tool, query="staging database port", budget_tokens=50)
+            assert not is_error, text
+            assert "budget_tokens" in text and "larger" in text, (tool, text)
+            assert "Nothing in memory bears" not in text and "No memory entries" not in text
+
+
 async def test_instructions_say_when_to_search_record_and_propose(shared_daemon: DaemonProcess) -> None:
     """The server's instructions tell the agent to search before asking, to record every
     exchange with session_record (and why), what to propose — queued, not saved — and to
