@@ -91,3 +91,15 @@ def test_unknown_ids_name_the_command_that_lists_the_right_ones(shared_daemon: D
         result = run_maka(shared_daemon, *args)
         assert result.returncode == 1 and "not_found" in result.stderr, (args, result.stderr)
         assert f"listed by: {listing}" in result.stderr, (args, result.stderr)
+
+
+def test_a_mistyped_method_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka call read_stat` (and readState) is method_not_found followed by the closest
+    method's name and where the list is; a name close to none gets the list only."""
+    for typed in ("read_stat", "readState"):
+        result = run_maka(shared_daemon, "call", typed)
+        assert result.returncode == 1 and "method_not_found" in result.stderr
+        assert "did you mean read_state?" in result.stderr, result.stderr
+        assert "maka call rpc.discover" in result.stderr
+    far = run_maka(shared_daemon, "call", "zzzzzz")
+    assert "did you mean" not in far.stderr and "maka call rpc.discover" in far.stderr

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import argparse
 
-from maka.cli.common import maka_command
+from maka.cli.common import did_you_mean, maka_command
 from maka.errors import RemoteError
+from maka.generated import METHOD_NAMES
 
 # The switches a gate_closed error names in its data, in the order `maka settings` takes them.
 _GATE_SWITCHES = ("agentReadEnabled", "extractToolEnabled", "historyRecallEnabled")
@@ -43,6 +44,13 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
         )
     elif exc.kind == "disabled":
         return "memory is switched off here: " + _settings_command(args, "enabled=on") + " turns it on"
+    elif exc.kind == "method_not_found" and getattr(args, "command", None) == "call":
+        close = did_you_mean(str(args.method), METHOD_NAMES, casefold=True)
+        if close is None:
+            folded = {name.replace("_", "").casefold(): name for name in METHOD_NAMES}
+            close = folded.get(str(args.method).replace("_", "").casefold())
+        every = "`maka call rpc.discover` describes every method"
+        return f"did you mean {close}? {every}" if close else every
     elif exc.kind == "not_found":
         listing = _LISTINGS.get(str(getattr(args, "command", "")))
         if listing:
