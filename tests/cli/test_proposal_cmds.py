@@ -119,6 +119,19 @@ def test_import_into_another_workspace_names_it_in_what_to_run_next(
     assert "`maka review` goes through them" in here.stdout  # found from the folder: no -w
 
 
+def test_import_with_a_misspelt_format_names_the_closest(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka import F --format mem1` exits 1 naming the closest format, and does not tell the
+    user who passed --format to pass --format; nothing is queued."""
+    source = short_tmp / "notes.json"
+    source.write_text('[{"memory": "The user deploys on Tuesdays"}]')
+    result = run_maka(shared_daemon, "import", str(source), "--format", "mem1")
+    assert result.returncode == 1
+    assert "did you mean mem0?" in result.stderr and "pass --format" not in result.stderr
+    assert "Tuesdays" not in files(shared_daemon)[1]
+
+
 def test_import_missing_file_is_usage_error(shared_daemon: DaemonProcess) -> None:
     """A FILE that does not exist exits 2 before asking the daemon."""
     result = run_maka(shared_daemon, "import", "/nonexistent/file.json")

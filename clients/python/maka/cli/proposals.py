@@ -18,6 +18,7 @@ from maka.cli.common import (
     CliError,
     Parents,
     absolute,
+    did_you_mean,
     maka_command,
     resolve_ids,
     workspace_of,
@@ -213,7 +214,7 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     except RemoteError as exc:
         if args.json or "formats" not in exc.data:
             raise
-        return import_refused(exc)
+        return import_refused(exc, args.format)
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -245,11 +246,16 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
 FORMAT_MAY_HELP = frozenset({"no_memories", "unrecognised", "unknown_format"})
 
 
-def import_refused(exc: RemoteError) -> int:
+def import_refused(exc: RemoteError, asked: str | None = None) -> int:
     """An import the daemon refused (empty, binary, nothing found, format unknown): its
-    message, the way to name a format here (``--format``), and the items' errors."""
+    message, the way to name a format here (``--format``) or the format closest to the one
+    ``asked``, and the items' errors."""
     print(f"maka: {exc.message}", file=sys.stderr)
-    if exc.data.get("reason") in FORMAT_MAY_HELP:
+    if exc.data.get("reason") == "unknown_format" and asked:
+        close = did_you_mean(asked, [str(f) for f in exc.data.get("formats") or []], casefold=True)
+        if close:
+            print(f"  --format {asked}: did you mean {close}?", file=sys.stderr)
+    elif exc.data.get("reason") in FORMAT_MAY_HELP:
         print("  pass --format FORMAT to read it as one of those formats", file=sys.stderr)
     for problem in exc.data.get("errors", []):
         print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)
