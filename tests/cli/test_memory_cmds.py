@@ -37,6 +37,16 @@ def test_add_reads_content_from_stdin(shared_daemon: DaemonProcess) -> None:
     assert json.loads(result.stdout)["entry"]["content"] == "line one\nline two"
 
 
+def test_add_with_nothing_on_stdin_is_refused(shared_daemon: DaemonProcess) -> None:
+    """memory add TITLE with no CONTENT and an empty stdin (a script, an agent's shell) is a
+    usage error saying how to give the content; no entry is written."""
+    for args in (("memory", "add", "Only a title"), ("memory", "add", "Only a title", "-")):
+        result = run_maka(shared_daemon, *args, input="")
+        assert result.returncode == 2, result.stdout
+        assert "CONTENT" in result.stderr and "stdin" in result.stderr
+    assert call(shared_daemon, "read_state", includeEntries=True)["entries"] == []
+
+
 def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Path) -> None:
     """Without --workspace, MAKA_WORKSPACE is used, else the current directory."""
     call(daemon, "add_entry", title="Here", content="in the workspace")

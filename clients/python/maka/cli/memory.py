@@ -254,6 +254,13 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
     elif not sys.stdin.isatty():
         content = sys.stdin.read()
     else:
+        content = None
+    if content is not None and args.content in (None, "-") and not content.strip():
+        raise CliError(
+            "no content: stdin was empty; give CONTENT after the title, pipe it in, or run "
+            "`maka memory add TITLE` on a terminal to write it in $EDITOR"
+        )
+    if content is None:
         edited = parse_entry_form(edit_in_editor(entry_form(title, tags, "")))
         if edited is None:
             print("Cancelled: the content was empty.", file=sys.stderr)
