@@ -87,6 +87,15 @@ def test_search_finds_past_sessions_events(module_daemon: DaemonProcess, new_ws:
     assert code == 0 and out.startswith("No event matches")
 
 
+def test_episodes_of_an_unknown_session_says_so(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """episodes --session with an id no session has exits 1 saying so and naming `maka
+    sessions`, instead of an empty "No episodes." that reads as a real answer."""
+    call(module_daemon, new_ws, "open_session", title="real")
+    code, out, err = maka(module_daemon, new_ws, "episodes", "--session", "0123456789ab")
+    assert code == 1 and "No episodes." not in out
+    assert "0123456789ab" in err and "maka" in err and "sessions" in err
+
+
 def test_backups_lists_the_saved_versions(module_daemon: DaemonProcess, new_ws: Path) -> None:
     """Each write keeps the version it replaced; backups lists them newest first."""
     call(module_daemon, new_ws, "add_entry", title="One", content="first")
