@@ -30,6 +30,20 @@ def test_add_then_list_as_table_and_json(shared_daemon: DaemonProcess) -> None:
     assert [e["title"] for e in entries] == ["Prefers tabs"]
 
 
+def test_list_by_tag_matches_as_tags_are_stored(shared_daemon: DaemonProcess) -> None:
+    """Tags are stored lower-case with spaces as dashes, so `memory list -t "Ops Team"`
+    finds an entry added with --tags "Ops Team" (stored ops-team)."""
+    assert (
+        run_maka(
+            shared_daemon, "memory", "add", "Pager", "Ops rotates weekly.", "--tags", "Ops Team"
+        ).returncode
+        == 0
+    )
+    for typed in ("Ops Team", "ops-team", "OPS  team"):
+        listed = run_maka(shared_daemon, "memory", "list", "-t", typed)
+        assert listed.returncode == 0 and "Pager" in listed.stdout, (typed, listed.stdout)
+
+
 def test_add_reads_content_from_stdin(shared_daemon: DaemonProcess) -> None:
     """Without CONTENT and with stdin not a terminal, memory add reads stdin."""
     result = run_maka(shared_daemon, "--json", "memory", "add", "From stdin", input="line one\nline two\n")

@@ -49,6 +49,11 @@ def csv_tags(value: str) -> list[str]:
     return [t.strip() for t in value.split(",") if t.strip()]
 
 
+def tag_slug(tag: str) -> str:
+    """A tag as the daemon stores it: lower case, runs of whitespace as ``-``."""
+    return "-".join(tag.strip().lower().split())
+
+
 def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
     state: dict[str, Any] = client.call(
         "read_state", {"workspace": ws, "includeEntries": True, "includeArchived": archived}
@@ -132,7 +137,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         e
         for e in every
         if (args.archived or e.get("status") == "active")
-        and (not args.tag or set(args.tag) <= set(e.get("tags", [])))
+        and (not args.tag or {tag_slug(t) for t in args.tag} <= set(e.get("tags", [])))
     ]
     if not entries:
         print("No entries." if state.get("status") == "ok" else "Nothing to show.")
