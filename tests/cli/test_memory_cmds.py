@@ -44,6 +44,18 @@ def test_list_by_tag_matches_as_tags_are_stored(shared_daemon: DaemonProcess) ->
         assert listed.returncode == 0 and "Pager" in listed.stdout, (typed, listed.stdout)
 
 
+def test_add_notes_an_active_entry_with_the_same_title(shared_daemon: DaemonProcess) -> None:
+    """memory add with the title of an active entry adds it and notes the other one on
+    stderr with how to look at and retire it; a new title gets no note."""
+    first = call(shared_daemon, "add_entry", title="Deploy day", content="Tuesdays.")["entry"]["id"]
+    result = run_maka(shared_daemon, "memory", "add", "deploy  DAY", "Tuesday mornings.")
+    assert result.returncode == 0 and result.stdout.startswith("Added ")
+    assert "same title" in result.stderr and first[:12] in result.stderr
+    assert "memory archive ID" in result.stderr
+    other = run_maka(shared_daemon, "memory", "add", "Release train", "Weekly.")
+    assert other.returncode == 0 and other.stderr == ""
+
+
 def test_add_reads_content_from_stdin(shared_daemon: DaemonProcess) -> None:
     """Without CONTENT and with stdin not a terminal, memory add reads stdin."""
     result = run_maka(shared_daemon, "--json", "memory", "add", "From stdin", input="line one\nline two\n")

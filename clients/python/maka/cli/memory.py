@@ -19,6 +19,7 @@ from maka.cli.common import (
     Parents,
     edit_in_editor,
     entry_form,
+    maka_command,
     parse_entry_form,
     read_text_arg,
     resolve_ids,
@@ -288,7 +289,26 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         entry = result["entry"]
         print(f"Added {entry['id']}: {entry['title']}")
         _warn_redactions(result)
+        _note_same_title(client, args, entry)
     return EXIT_OK
+
+
+def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, Any]) -> None:
+    """A note on stderr when another active entry has the title just added (the agent would
+    see both)."""
+    key = " ".join(str(entry.get("title", "")).casefold().split())
+    same = [
+        e["id"]
+        for e in read_entries(client, workspace_of(args), archived=False).get("entries") or []
+        if e["id"] != entry["id"] and " ".join(str(e.get("title", "")).casefold().split()) == key
+    ]
+    if same:
+        print(
+            f"note: {', '.join(short_id(i) for i in same)} has the same title; "
+            f"`{maka_command(args, 'memory show ID')}` shows it, "
+            f"`{maka_command(args, 'memory archive ID')}` retires the one you no longer want",
+            file=sys.stderr,
+        )
 
 
 def _warn_redactions(result: dict[str, Any]) -> None:
