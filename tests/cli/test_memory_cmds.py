@@ -169,6 +169,23 @@ def test_edit_in_editor(daemon: DaemonProcess, short_tmp: Path) -> None:
     )
 
 
+def test_edit_off_a_terminal_without_an_editor_says_what_to_pass(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """memory edit ID with no field, off a terminal and with neither $VISUAL nor $EDITOR set,
+    does not start vi on a pipe: a usage error names the flags and --from; nothing changes."""
+    entry = call(shared_daemon, "add_entry", title="Shell", content="bash")["entry"]
+    before = memory_text(shared_daemon)
+    nothing = short_tmp / "empty-path"
+    nothing.mkdir()
+    env = {"EDITOR": "", "VISUAL": "", "PATH": str(nothing)}
+    result = run_maka(shared_daemon, "memory", "edit", entry["id"], env=env)
+    assert result.returncode == 2
+    assert "--content" in result.stderr and "--from" in result.stderr and "EDITOR" in result.stderr
+    assert "cannot run the editor" not in result.stderr
+    assert memory_text(shared_daemon) == before
+
+
 def test_edit_cancelled_by_empty_content(daemon: DaemonProcess, short_tmp: Path) -> None:
     """Saving an empty content in the editor changes nothing."""
     entry = call(daemon, "add_entry", title="Keep", content="keep me")["entry"]

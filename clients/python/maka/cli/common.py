@@ -260,6 +260,13 @@ def parse_entry_form(text: str) -> EntryEdit | None:
 def edit_in_editor(initial: str) -> str:
     """Open $VISUAL or $EDITOR (default vi) on a private temp file and return what was saved."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    if not (os.environ.get("VISUAL") or os.environ.get("EDITOR")) and not sys.stdin.isatty():
+        # vi on a pipe draws escapes into the log and exits 1; an editor the user named
+        # (`code --wait`) may open its own window, so only the fallback is refused here.
+        raise CliError(
+            "no terminal to edit in: pass the fields (--title, --content, --tags) or "
+            "--from FILE, or set $VISUAL or $EDITOR to an editor that opens its own window"
+        )
     with tempfile.TemporaryDirectory(prefix="maka-") as tmp:  # 0700: memory is private
         path = Path(tmp) / "entry.md"
         path.write_text(initial, encoding="utf-8")
