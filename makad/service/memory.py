@@ -217,7 +217,7 @@ class MemoryService:
                 trust = await confidence_map(ws, shown, params.include_archived)
         content, warnings = self._shown_text(ws)
         if not ws.memory.doc.sections:  # "no entries": say where the memory might be instead
-            warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path))]
+            warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path), ws.path)]
         warnings = [*warnings, *await self._pinned_warnings(ws, all_entries)]
         return LocalMemoryState(
             **{

@@ -407,3 +407,16 @@ def test_tidy_counts_one_line_in_the_singular(shared_daemon: DaemonProcess) -> N
     assert "Queued 1 memory from" in result.stdout
     assert "This line above the first entry" in result.stdout and "Removed 1 line;" in result.stdout
     assert not re.search(r"\b1 (memories|lines)\b|These 1\b", result.stdout)
+
+
+def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: DaemonProcess) -> None:
+    """`maka -w WS/memory memory list` (the memory folder taken for the workspace) says the
+    workspace is WS, and never advises moving MEMORY.md into memory/memory/ or importing it."""
+    ws = shared_daemon.workspace
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / "memory" / "MEMORY.md").write_text("# Maka Memory\n\n## Tabs\nUse tabs.\n")
+    result = run_maka(shared_daemon, "memory", "list", "-w", str(ws / "memory"), workspace=False)
+    assert result.returncode == 0
+    assert f"-w {ws} " in result.stderr, result.stderr
+    assert "mkdir -p memory" not in result.stderr and "maka import" not in result.stderr
+    assert not (ws / "memory" / "memory").exists()

@@ -103,8 +103,17 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
+        elif kind == "misplaced_file" and _in_memory_folder(state):
+            continue  # the warning names the workspace meant; moving or importing would hurt
         elif kind in WARNING_FIXES:
             print(f"  fix: {WARNING_FIXES[kind]}", file=sys.stderr)
+
+
+def _in_memory_folder(state: dict[str, Any]) -> bool:
+    """Whether the workspace read is itself named ``memory`` (MEMORY.md's path
+    ``…/memory/memory/MEMORY.md``): a workspace's memory folder given as the workspace."""
+    path = Path(str(state.get("path") or ""))
+    return path.parent.parent.name == "memory"
 
 
 def outside_text(client: Client, ws: str, state: dict[str, Any]) -> dict[str, Any] | None:
