@@ -155,7 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--max-message-bytes",
         type=int,
         default=None,
-        help=f"largest accepted message (default {DEFAULT_MAX_MESSAGE_BYTES})",
+        help=f"largest accepted message (env MAKAD_MAX_MESSAGE_BYTES; default {DEFAULT_MAX_MESSAGE_BYTES})",
     )
     parser.add_argument(
         "--max-reply-bytes",

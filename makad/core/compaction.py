@@ -146,6 +146,42 @@ def plan_keep_window(
     )
 
 
+def nothing_to_compact(
+    events: Sequence[Event],
+    keep_recent_tokens: int | None = None,
+    reason: Reason = "manual",
+    *,
+    previous_boundary_seq: int | None = None,
+    counter: TokenCount = estimate_tokens,
+) -> str:
+    """Why ``plan_keep_window`` found nothing to cover: the live events and their tokens,
+    against what always stays live (the window, clamped, and the last text messages)."""
+    window = [e for e in events if previous_boundary_seq is None or e.seq > previous_boundary_seq]
+    tokens = sum(event_tokens(e, counter) for e in window)
+    keep, _ = effective_window(keep_recent_tokens, reason)
+    messages = OVERFLOW_MIN_TEXT_MESSAGES if reason == "overflow" else MIN_TEXT_MESSAGES
+    since = " since the last checkpoint" if previous_boundary_seq else ""
+    floor = (
+        f" (keepRecentTokens is held between {MIN_KEEP_RECENT_TOKENS:,} and {MAX_KEEP_RECENT_TOKENS:,})"
+        if keep_recent_tokens is not None and keep_recent_tokens < MIN_KEEP_RECENT_TOKENS
+        else ""
+    )
+    texts = sum(is_text_message(e) for e in window)
+    if tokens > keep and texts > messages:
+        # More than the window keeps, yet no cut: the one user turn behind it opens the
+        # live history, and covering it alone would leave its reply unshown.
+        return (
+            f"nothing to compact yet: the session's {len(window)} events{since} ({tokens:,} tokens) "
+            "are one user turn and what answered it, which are covered together: compact again "
+            "after the next user turn"
+        )
+    return (
+        f"nothing to compact: the session's {len(window)} events{since} ({tokens:,} tokens) fit "
+        f"the keep window, which always keeps the last {keep:,} tokens and at least "
+        f"{messages} messages live{floor}"
+    )
+
+
 def _suffix_sums(costs: Sequence[int]) -> list[int]:
     sums = [0] * (len(costs) + 1)
     for i in range(len(costs) - 1, -1, -1):

@@ -5,6 +5,7 @@ Pure: the callers read the files (and look for misplaced ones) and pass the text
 from __future__ import annotations
 
 from collections.abc import Iterable
+from pathlib import PurePath
 from typing import Final
 
 from makad.core import memory_format as fmt
@@ -98,11 +99,23 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
 ROOT_FILES: Final = ("MEMORY.md", "PENDING.md")
 
 
-def misplaced(found: Iterable[str]) -> list[Warning]:
+def misplaced(found: Iterable[str], workspace: PurePath | None = None) -> list[Warning]:
     """``misplaced_file`` for each of ``found``, a MEMORY.md or PENDING.md at the workspace's
     top instead of in ``memory/``. The caller asks only while ``memory/MEMORY.md`` holds no
-    entry: beside a used memory file, a root MEMORY.md is likely another tool's.
+    entry: beside a used memory file, a root MEMORY.md is likely another tool's. A
+    ``workspace`` named ``memory`` is most likely a workspace's memory folder given as the
+    workspace: the warning names its parent instead of advising a move.
     """
+    if workspace is not None and workspace.name == "memory":
+        return [
+            Warning(
+                kind="misplaced_file",
+                message=f"{name} is at the top of {workspace}, which looks like a workspace's "
+                f"memory folder: that workspace is {workspace.parent} (maka -w {workspace.parent} "
+                "…, or run maka in that folder)",
+            )
+            for name in found
+        ]
     return [
         Warning(
             kind="misplaced_file",

@@ -76,11 +76,10 @@ class CompactionService:
             events, params.keep_recent_tokens, params.reason, previous_boundary_seq=floor
         )
         if plan is None:
-            raise InvalidParams(
-                "nothing to compact: the live history fits the keep window (or is one user turn"
-                " and what answered it)",
-                path="$.keepRecentTokens",
+            why = plan_core.nothing_to_compact(
+                events, params.keep_recent_tokens, params.reason, previous_boundary_seq=floor
             )
+            raise InvalidParams(why, path="$.keepRecentTokens")
         covered = [e for e in events if plan.covered_from_seq <= e.seq <= plan.covered_to_seq]
         if params.mode == "semantic":
             if params.summary is None:

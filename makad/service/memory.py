@@ -220,7 +220,7 @@ class MemoryService:
             if params.include_confidence:
                 trust = await confidence_map(ws, shown, params.include_archived)
         if not doc.sections:  # "no entries": say where the memory might be instead
-            warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path))]
+            warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path), ws.path)]
         warnings = [*warnings, *await self._pinned_warnings(ws, doc, all_entries)]
         return LocalMemoryState(
             **{

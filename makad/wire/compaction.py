@@ -51,8 +51,10 @@ METHODS: list[MethodSpec] = [
             "A semantic summary must hold the sections '# Current Goal', '# Current State' and "
             "'# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, "
             "else invalid_summary with data.problems. The preserved suffix keeps at least "
-            "keepRecentTokens (default 10,000, at most 40,000; halved for reason overflow) and "
-            "5 text messages, never splitting a tool call from its result. After 3 consecutive "
+            "keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason "
+            "overflow) and 5 text messages (2 for overflow), never splitting a tool call from its "
+            "result; a history that fits it has nothing to compact (invalid_params, data.path "
+            "$.keepRecentTokens). After 3 consecutive "
             "failed automatic compactions (reason budget or overflow) of a session, circuit_open "
             "until a manual compaction succeeds."
         ),

@@ -37,6 +37,7 @@ TOP = {
     "completion",
     "mcp",
     "sessions",
+    "search",
     "backups",
     "undo",
 }

@@ -183,6 +183,22 @@ def test_compact_against_the_daemon(daemon: DaemonProcess, short_tmp: Path) -> N
     assert checkpoint["mode"] == "semantic" and checkpoint["coverage"]["fromSeq"] >= 1
 
 
+def test_compact_of_a_short_session_says_how_much_stays_live(shared_daemon: DaemonProcess) -> None:
+    """Compacting a session whose history fits the keep window fails (invalid_params) with a
+    message naming its events and tokens and the window's floor (1,000 tokens, 5 messages),
+    so a smaller --keep-recent-tokens is not tried in vain."""
+    sid = call(shared_daemon, "open_session")["sessionId"]
+    events = [{"type": "user_message", "text": f"message {i} about the deploy"} for i in range(3)]
+    call(shared_daemon, "append_events", sessionId=sid, events=events)
+    result = run_maka(shared_daemon, "compact", "-s", sid, "--keep-recent-tokens", "10")
+    assert result.returncode == 1 and "invalid_params" in result.stderr
+    first = result.stderr.splitlines()[0]
+    assert "nothing to compact" in first and "3 events" in first
+    assert "1,000 tokens" in first and "5 messages" in first
+    help_text = run_maka(shared_daemon, "compact", "--help", workspace=False).stdout
+    assert "1000" in help_text.replace(",", "") and "10000" in help_text.replace(",", "")
+
+
 def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> None:
     """`maka attention` prints each section with its lines and refs once a session with a
     failure is closed; --json is get_attention's reply."""

@@ -48,6 +48,54 @@ def test_no_sessions_says_so(module_daemon: DaemonProcess, new_ws: Path) -> None
     assert code == 0 and "No sessions." in out
 
 
+def test_search_finds_past_sessions_events(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """search QUERY lists the matching events of the workspace's sessions with their refs
+    (as `maka sessions` shows the session: short), newest session's too; -s narrows to one
+    session by its short id; --json is search_history's result."""
+    sids = [call(module_daemon, new_ws, "open_session", title=t)["sessionId"] for t in ("one", "two")]
+    for sid, text in zip(
+        sids, ("The staging DB\nlistens on port 5433.", "Staging moved to 5434."), strict=True
+    ):
+        call(
+            module_daemon,
+            new_ws,
+            "append_events",
+            sessionId=sid,
+            events=[{"type": "user_message", "text": text}],
+        )
+    call(
+        module_daemon,
+        new_ws,
+        "append_events",
+        sessionId=sids[0],
+        events=[{"type": "note", "text": "unrelated"}],
+    )
+    code, out, err = maka(module_daemon, new_ws, "search", "staging")
+    assert code == 0, err
+    lines = out.splitlines()
+    assert lines[0].split() == ["REF", "WHEN", "TYPE", "TEXT"]
+    assert any(
+        f"event:{sids[0][:12]}:1" in line and "The staging DB listens on port 5433." in line for line in lines
+    )
+    assert any(f"event:{sids[1][:12]}:1" in line and "user_message" in line for line in lines)
+    assert "unrelated" not in out
+    code, out, _ = maka(module_daemon, new_ws, "search", "staging", "-s", sids[1][:12])
+    assert code == 0 and "5434" in out and "5433" not in out
+    code, out, _ = maka(module_daemon, new_ws, "search", "staging", "--json")
+    assert {h["event"]["sessionId"] for h in json.loads(out)["hits"]} == set(sids)
+    code, out, _ = maka(module_daemon, new_ws, "search", "kubernetes")
+    assert code == 0 and out.startswith("No event matches")
+
+
+def test_episodes_of_an_unknown_session_says_so(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """episodes --session with an id no session has exits 1 saying so and naming `maka
+    sessions`, instead of an empty "No episodes." that reads as a real answer."""
+    call(module_daemon, new_ws, "open_session", title="real")
+    code, out, err = maka(module_daemon, new_ws, "episodes", "--session", "0123456789ab")
+    assert code == 1 and "No episodes." not in out
+    assert "0123456789ab" in err and "maka" in err and "sessions" in err
+
+
 def test_backups_lists_the_saved_versions(module_daemon: DaemonProcess, new_ws: Path) -> None:
     """Each write keeps the version it replaced; backups lists them newest first."""
     call(module_daemon, new_ws, "add_entry", title="One", content="first")

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -32,6 +33,36 @@ def test_status_table(shared_daemon: DaemonProcess) -> None:
     """maka status prints a readable table."""
     result = maka("--socket", str(shared_daemon.socket), "status")
     assert result.returncode == 0 and "version" in result.stdout
+
+
+def test_python_dash_m_maka_runs_the_cli(shared_daemon: DaemonProcess) -> None:
+    """`python -m maka` runs the same CLI as `python -m maka.cli` (as `python -m makad` runs the daemon)."""
+    result = subprocess.run(
+        [sys.executable, "-m", "maka", "--socket", str(shared_daemon.socket), "call", "ping"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == "pong"
+
+
+def test_status_table_shows_values_for_people(shared_daemon: DaemonProcess) -> None:
+    """maka status prints booleans as true/false, the uptime in words, and each per-workspace
+    line (contextPaths, warnings) on a line of its own, never a Python repr of a list."""
+    shared_daemon.call(
+        "build_context", {"workspace": str(shared_daemon.workspace), "query": "x", "budgetTokens": 500}
+    )
+    result = maka("--socket", str(shared_daemon.socket), "status")
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    assert "{'" not in result.stdout and "[]" not in result.stdout
+    assert re.search(r"^socketActivated\s+false$", result.stdout, re.M)
+    assert re.search(r"^uptimeMs\s+\d+ \(.+\)$", result.stdout, re.M)
+    at = next(i for i, line in enumerate(lines) if line.startswith("contextPaths"))
+    assert any(
+        line.startswith(f"  {shared_daemon.workspace}: ") and "bounded" in line for line in lines[at + 1 :]
+    )
 
 
 def test_call_prints_result(shared_daemon: DaemonProcess) -> None:

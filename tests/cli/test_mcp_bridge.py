@@ -147,13 +147,15 @@ async def test_search_and_plain_context_with_read_on(shared_daemon: DaemonProces
 
 
 async def test_bad_arguments_are_a_tool_error(shared_daemon: DaemonProcess) -> None:
-    """A wrong type or a missing argument is a tool error naming the field; the server carries on."""
+    """A wrong type or a missing argument is a tool error naming the field (a value outside a
+    choice lists the choices); the server carries on."""
     open_gates(shared_daemon)
     async with host(shared_daemon) as h:
         is_error, text = await h.tool("memory_search", query=["not", "text"])
         assert is_error and text.startswith("invalid_params") and "query" in text
         is_error, text = await h.tool("session_record", turns=[{"role": "robot", "text": "x"}])
         assert is_error and "invalid_params" in text and "role" in text
+        assert "one of: assistant, note, system, tool_call, tool_result, user" in text  # what to send
         is_error, text = await h.tool("session_record", turns=[])
         assert is_error and "invalid_params" in text
         is_error, text = await h.tool("memory_search", query="still serving")
@@ -494,6 +496,21 @@ async def test_memory_context_shows_a_small_memory_whole(shared_daemon: DaemonPr
         assert [t for t in topics if f"## {t}\n" not in context] == []
 
 
+async def test_an_empty_pack_for_a_small_budget_says_to_raise_it(shared_daemon: DaemonProcess) -> None:
+    """memory_context and memory_search with a budget too small for the one relevant entry say
+    the budget is the cause and to call again with a larger budget_tokens, not that nothing
+    bears on the question."""
+    d = shared_daemon
+    call(d, "add_entry", title="Staging DB port", content="The staging database listens on 5433. " * 8)
+    open_gates(d)
+    async with host(d) as h:
+        for tool in ("memory_context", "memory_search"):
+            is_error, text = await h.tool(tool, query="staging database port", budget_tokens=50)
+            assert not is_error, text
+            assert "budget_tokens" in text and "larger" in text, (tool, text)
+            assert "Nothing in memory bears" not in text and "No memory entries" not in text
+
+
 async def test_instructions_say_when_to_search_record_and_propose(shared_daemon: DaemonProcess) -> None:
     """The server's instructions tell the agent to search before asking, to record every
     exchange with session_record (and why), what to propose — queued, not saved — and to
@@ -511,7 +528,8 @@ async def test_instructions_say_when_to_search_record_and_propose(shared_daemon:
 
 async def test_refusals_name_the_command_that_allows_them(shared_daemon: DaemonProcess) -> None:
     """With a switch off, the tool's message names the user's own `maka settings` command
-    for this workspace (quoted for the shell); run as given, it opens the gate."""
+    for this workspace (quoted for the shell), as a sentence of its own after the daemon's
+    reason; run as given, it opens the gate."""
     ws = shared_daemon.workspace / "my notes"
     ws.mkdir()
     call(shared_daemon, "add_entry", workspace=str(ws), title="Deploys", content="We deploy on Tuesdays.")
@@ -523,6 +541,7 @@ async def test_refusals_name_the_command_that_allows_them(shared_daemon: DaemonP
         is_error, proposed = await h.tool("memory_propose", title="T", content="c")
         assert is_error and proposed.startswith("gate_closed")
         assert f"maka settings -w '{ws}' agentReadEnabled=on extractToolEnabled=on" in proposed
+        assert "agentReadEnabled. Proposals need" in proposed  # two sentences, not run together
         ran = await anyio.to_thread.run_sync(
             lambda: subprocess.run(
                 ["bash", "-c", command.replace("maka ", f"{sys.executable} -m maka.cli ", 1)],

@@ -30,11 +30,47 @@ def test_add_then_list_as_table_and_json(shared_daemon: DaemonProcess) -> None:
     assert [e["title"] for e in entries] == ["Prefers tabs"]
 
 
+def test_list_by_tag_matches_as_tags_are_stored(shared_daemon: DaemonProcess) -> None:
+    """Tags are stored lower-case with spaces as dashes, so `memory list -t "Ops Team"`
+    finds an entry added with --tags "Ops Team" (stored ops-team)."""
+    assert (
+        run_maka(
+            shared_daemon, "memory", "add", "Pager", "Ops rotates weekly.", "--tags", "Ops Team"
+        ).returncode
+        == 0
+    )
+    for typed in ("Ops Team", "ops-team", "OPS  team"):
+        listed = run_maka(shared_daemon, "memory", "list", "-t", typed)
+        assert listed.returncode == 0 and "Pager" in listed.stdout, (typed, listed.stdout)
+
+
+def test_add_notes_an_active_entry_with_the_same_title(shared_daemon: DaemonProcess) -> None:
+    """memory add with the title of an active entry adds it and notes the other one on
+    stderr with how to look at and retire it; a new title gets no note."""
+    first = call(shared_daemon, "add_entry", title="Deploy day", content="Tuesdays.")["entry"]["id"]
+    result = run_maka(shared_daemon, "memory", "add", "deploy  DAY", "Tuesday mornings.")
+    assert result.returncode == 0 and result.stdout.startswith("Added ")
+    assert "same title" in result.stderr and first[:12] in result.stderr
+    assert "memory archive ID" in result.stderr
+    other = run_maka(shared_daemon, "memory", "add", "Release train", "Weekly.")
+    assert other.returncode == 0 and other.stderr == ""
+
+
 def test_add_reads_content_from_stdin(shared_daemon: DaemonProcess) -> None:
     """Without CONTENT and with stdin not a terminal, memory add reads stdin."""
     result = run_maka(shared_daemon, "--json", "memory", "add", "From stdin", input="line one\nline two\n")
     assert result.returncode == 0
     assert json.loads(result.stdout)["entry"]["content"] == "line one\nline two"
+
+
+def test_add_with_nothing_on_stdin_is_refused(shared_daemon: DaemonProcess) -> None:
+    """memory add TITLE with no CONTENT and an empty stdin (a script, an agent's shell) is a
+    usage error saying how to give the content; no entry is written."""
+    for args in (("memory", "add", "Only a title"), ("memory", "add", "Only a title", "-")):
+        result = run_maka(shared_daemon, *args, input="")
+        assert result.returncode == 2, result.stdout
+        assert "CONTENT" in result.stderr and "stdin" in result.stderr
+    assert call(shared_daemon, "read_state", includeEntries=True)["entries"] == []
 
 
 def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Path) -> None:
@@ -69,6 +105,27 @@ def test_show_unknown_id_is_a_remote_error(shared_daemon: DaemonProcess) -> None
     """An id that matches nothing is passed on and the daemon's not_found gives exit 1."""
     result = run_maka(shared_daemon, "memory", "show", "0123456789abcdef")
     assert result.returncode == 1 and "not_found" in result.stderr
+
+
+def test_show_of_a_decided_proposal_says_what_became_of_it(shared_daemon: DaemonProcess) -> None:
+    """memory show of a proposal id after review names the entry it became (approved) or the
+    rejection and its reason, instead of saying it is gone from the files."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    kept = call(shared_daemon, "propose", title="Staging port", content="Staging listens on 5433.")
+    dropped = call(shared_daemon, "propose", title="Likes tabs", content="The user likes tabs.")
+    kept_id, dropped_id = kept["proposal"]["id"], dropped["proposal"]["id"]
+    approved = call(shared_daemon, "approve", ids=[kept_id])
+    entry_id = approved["approved"][0]["entry"]["id"]
+    call(shared_daemon, "reject", ids=[dropped_id], reason="not true")
+    shown = run_maka(shared_daemon, "memory", "show", kept_id)
+    assert shown.returncode == 0, shown.stderr
+    first = shown.stdout.splitlines()[0]
+    assert "approved" in first and entry_id in first and "no longer" not in shown.stdout
+    shown = run_maka(shared_daemon, "memory", "show", dropped_id)
+    assert shown.returncode == 0, shown.stderr
+    first = shown.stdout.splitlines()[0]
+    assert "rejected" in first and "no longer" not in shown.stdout
+    assert 'rejected by user: "not true"' in shown.stdout
 
 
 def test_ambiguous_prefix_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
@@ -112,6 +169,23 @@ def test_edit_in_editor(daemon: DaemonProcess, short_tmp: Path) -> None:
     )
 
 
+def test_edit_off_a_terminal_without_an_editor_says_what_to_pass(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """memory edit ID with no field, off a terminal and with neither $VISUAL nor $EDITOR set,
+    does not start vi on a pipe: a usage error names the flags and --from; nothing changes."""
+    entry = call(shared_daemon, "add_entry", title="Shell", content="bash")["entry"]
+    before = memory_text(shared_daemon)
+    nothing = short_tmp / "empty-path"
+    nothing.mkdir()
+    env = {"EDITOR": "", "VISUAL": "", "PATH": str(nothing)}
+    result = run_maka(shared_daemon, "memory", "edit", entry["id"], env=env)
+    assert result.returncode == 2
+    assert "--content" in result.stderr and "--from" in result.stderr and "EDITOR" in result.stderr
+    assert "cannot run the editor" not in result.stderr
+    assert memory_text(shared_daemon) == before
+
+
 def test_edit_cancelled_by_empty_content(daemon: DaemonProcess, short_tmp: Path) -> None:
     """Saving an empty content in the editor changes nothing."""
     entry = call(daemon, "add_entry", title="Keep", content="keep me")["entry"]
@@ -141,15 +215,18 @@ def test_archive_restore_delete(shared_daemon: DaemonProcess) -> None:
 
 
 def test_settings_show_and_patch(shared_daemon: DaemonProcess) -> None:
-    """settings KEY=VALUE patches (on/off accepted); without pairs it shows them all."""
+    """settings KEY=VALUE patches (on/off accepted); without pairs it shows them all and names
+    the workspace they belong to; a key without a value says how to write it."""
     result = run_maka(shared_daemon, "--json", "settings", "agentReadEnabled=on", "defaultDecayDays=30")
     assert result.returncode == 0
     changed = json.loads(result.stdout)
     assert changed["agentReadEnabled"] is True and changed["defaultDecayDays"] == 30
     shown = run_maka(shared_daemon, "settings")
     assert ["agentReadEnabled", "true"] in [line.split() for line in shown.stdout.splitlines()]
+    assert shown.stdout.rstrip().endswith(f"Workspace: {shared_daemon.workspace}")
     bad = run_maka(shared_daemon, "settings", "agentReadEnabled")
     assert bad.returncode == 2
+    assert "agentReadEnabled=on or agentReadEnabled=off" in bad.stderr  # a key alone: the form to use
 
 
 def test_settings_take_a_strategy_by_name(shared_daemon: DaemonProcess) -> None:
@@ -315,3 +392,31 @@ def test_pin_an_unknown_id_fails_cleanly(shared_daemon: DaemonProcess) -> None:
     result = run_maka(shared_daemon, "memory", "pin", "ffffffff")
     assert result.returncode != 0 and "ffffffff" in result.stderr
     assert memory_text(shared_daemon) == before
+
+
+def test_tidy_counts_one_line_in_the_singular(shared_daemon: DaemonProcess) -> None:
+    """`maka memory tidy --import -y` on one stray bullet says "1 memory", "This line" and
+    "1 line", not "1 memories" / "These 1 lines"."""
+    memory = shared_daemon.workspace / "memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "MEMORY.md").write_text(
+        "# Maka Memory\n\n- always run tests before pushing\n\n## Tabs\nUse tabs.\n"
+    )
+    result = run_maka(shared_daemon, "memory", "tidy", "--import", "-y")
+    assert result.returncode == 0, result.stderr
+    assert "Queued 1 memory from" in result.stdout
+    assert "This line above the first entry" in result.stdout and "Removed 1 line;" in result.stdout
+    assert not re.search(r"\b1 (memories|lines)\b|These 1\b", result.stdout)
+
+
+def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: DaemonProcess) -> None:
+    """`maka -w WS/memory memory list` (the memory folder taken for the workspace) says the
+    workspace is WS, and never advises moving MEMORY.md into memory/memory/ or importing it."""
+    ws = shared_daemon.workspace
+    (ws / "memory").mkdir(exist_ok=True)
+    (ws / "memory" / "MEMORY.md").write_text("# Maka Memory\n\n## Tabs\nUse tabs.\n")
+    result = run_maka(shared_daemon, "memory", "list", "-w", str(ws / "memory"), workspace=False)
+    assert result.returncode == 0
+    assert f"-w {ws} " in result.stderr, result.stderr
+    assert "mkdir -p memory" not in result.stderr and "maka import" not in result.stderr
+    assert not (ws / "memory" / "memory").exists()

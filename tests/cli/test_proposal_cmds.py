@@ -101,6 +101,37 @@ def test_import_relative_path_lands_in_pending(daemon: DaemonProcess, short_tmp:
     assert json.loads(again.stdout)["imported"] == []
 
 
+def test_import_into_another_workspace_names_it_in_what_to_run_next(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka -w OTHER import` (and `-w OTHER pending`) say to review with `-w OTHER`: a bare
+    `maka review` in the current folder would go through another workspace's queue."""
+    other = short_tmp / "copy"
+    other.mkdir()
+    source = short_tmp / "notes.md"
+    source.write_text("- The user deploys on Tuesdays\n")
+    result = run_maka(shared_daemon, "import", str(source), "-w", str(other), workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert f"run `maka -w {other} review` or `maka -w {other} approve`" in result.stdout
+    listed = run_maka(shared_daemon, "pending", "-w", str(other), workspace=False)
+    assert f"`maka -w {other} review` goes through them" in listed.stdout
+    here = run_maka(shared_daemon, "pending", workspace=False, cwd=other)
+    assert "`maka review` goes through them" in here.stdout  # found from the folder: no -w
+
+
+def test_import_with_a_misspelt_format_names_the_closest(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka import F --format mem1` exits 1 naming the closest format, and does not tell the
+    user who passed --format to pass --format; nothing is queued."""
+    source = short_tmp / "notes.json"
+    source.write_text('[{"memory": "The user deploys on Tuesdays"}]')
+    result = run_maka(shared_daemon, "import", str(source), "--format", "mem1")
+    assert result.returncode == 1
+    assert "did you mean mem0?" in result.stderr and "pass --format" not in result.stderr
+    assert "Tuesdays" not in files(shared_daemon)[1]
+
+
 def test_import_missing_file_is_usage_error(shared_daemon: DaemonProcess) -> None:
     """A FILE that does not exist exits 2 before asking the daemon."""
     result = run_maka(shared_daemon, "import", "/nonexistent/file.json")

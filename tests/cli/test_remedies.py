@@ -40,6 +40,15 @@ def test_incognito_listing_names_how_to_end_it(shared_daemon: DaemonProcess) -> 
     result = run_maka(shared_daemon, "memory", "list")
     assert "incognito_blocked" in result.stderr
     assert "`maka settings incognito=off` ends incognito here" in result.stderr
+    assert result.stderr.startswith("maka: incognito is on: memory is not read (incognito_blocked)")
+
+
+def test_disabled_listing_says_it_once_and_how_to_switch_on(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list` with memory switched off says so once, with the kind, and the fix."""
+    assert run_maka(shared_daemon, "settings", "enabled=off").returncode == 0
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.stderr.startswith("maka: memory is disabled (disabled)\n")
+    assert "`maka settings enabled=on`" in result.stderr
 
 
 def test_json_errors_stay_one_json_line(shared_daemon: DaemonProcess) -> None:
@@ -65,3 +74,32 @@ def test_workspace_that_is_a_file_is_named(shared_daemon: DaemonProcess) -> None
     result = run_maka(shared_daemon, "-w", str(a_file), "memory", "list", workspace=False)
     assert result.returncode == 1
     assert f"workspace is not a directory: {a_file}" in result.stderr
+
+
+def test_unknown_ids_name_the_command_that_lists_the_right_ones(shared_daemon: DaemonProcess) -> None:
+    """An id that matches nothing (not_found) is followed by the command listing what exists:
+    proposals for approve/reject, entries for memory actions, backups for undo, sessions."""
+    ws = str(shared_daemon.workspace)
+    for args, listing in (
+        (("approve", "0123456789abcdef"), f"maka -w {ws} pending"),
+        (("reject", "0123456789abcdef"), f"maka -w {ws} pending"),
+        (("memory", "archive", "0123456789abcdef"), f"maka -w {ws} memory list -a"),
+        (("memory", "show", "0123456789abcdef"), f"maka -w {ws} memory list -a"),
+        (("undo", "0123456789abcdef"), f"maka -w {ws} backups"),
+        (("compact", "-s", "0123456789abcdef"), f"maka -w {ws} sessions"),
+    ):
+        result = run_maka(shared_daemon, *args)
+        assert result.returncode == 1 and "not_found" in result.stderr, (args, result.stderr)
+        assert f"listed by: {listing}" in result.stderr, (args, result.stderr)
+
+
+def test_a_mistyped_method_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka call read_stat` (and readState) is method_not_found followed by the closest
+    method's name and where the list is; a name close to none gets the list only."""
+    for typed in ("read_stat", "readState"):
+        result = run_maka(shared_daemon, "call", typed)
+        assert result.returncode == 1 and "method_not_found" in result.stderr
+        assert "did you mean read_state?" in result.stderr, result.stderr
+        assert "maka call rpc.discover" in result.stderr
+    far = run_maka(shared_daemon, "call", "zzzzzz")
+    assert "did you mean" not in far.stderr and "maka call rpc.discover" in far.stderr

@@ -168,6 +168,17 @@ def test_reads_create_nothing_and_the_first_write_binds(daemon: DaemonProcess) -
     assert recorded == id_file.read_text().strip() and len(recorded) == 32
 
 
+def test_a_hand_made_memory_folder_is_bound_at_the_first_read(daemon: DaemonProcess) -> None:
+    """A folder whose memory/MEMORY.md the user typed before any call gets memory/.maka-id
+    at the first read (documented so: a read creates it when memory/ is there already)."""
+    memory = daemon.workspace / "memory"
+    memory.mkdir(mode=0o700)
+    (memory / "MEMORY.md").write_text("# Maka Memory\n\n## Tabs\nUse tabs.\n")
+    daemon.call("read_state", {"workspace": str(daemon.workspace)})
+    recorded = (data_dir(daemon, daemon.workspace) / BINDING_FILE).read_text().strip()
+    assert (memory / ID_FILE).read_text().strip() == recorded
+
+
 def test_a_moved_folder_is_new_at_its_new_path_and_itself_again_back_home(daemon: DaemonProcess) -> None:
     """Moving the folder makes a new workspace at the new path (switches off); moving it back
     finds its data again, switches on."""

@@ -6,6 +6,7 @@ Each Struct is both the validator of a tool call's arguments and the source of t
 
 from __future__ import annotations
 
+import re
 from typing import Annotated, Any, Literal
 
 import msgspec
@@ -226,3 +227,23 @@ def input_schema(args: type[msgspec.Struct]) -> dict[str, Any]:
     schema: dict[str, Any] = inline(root)
     schema.pop("description", None)  # the tool's own description says it better
     return schema
+
+
+_AT_PATH = re.compile(r"at `\$((?:\.\w+|\[\d+\])*)`")
+
+
+def choices_at(message: str, schema: dict[str, Any]) -> str:
+    """msgspec's validation ``message``, plus the allowed values when the field it names
+    (``… - at `$.turns[0].role```) is a choice in ``schema``."""
+    found = _AT_PATH.search(message)
+    if found is None:
+        return message
+    node: Any = schema
+    for step in re.findall(r"\.(\w+)|\[\d+\]", found.group(1)):
+        node = (node.get("properties") or {}).get(step) if step else node.get("items")
+        if not isinstance(node, dict):
+            return message
+    enum = node.get("enum")
+    if not enum:
+        return message
+    return f"{message} (one of: {', '.join(str(v) for v in enum)})"

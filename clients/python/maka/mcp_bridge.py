@@ -263,7 +263,9 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
         try:
             args = msgspec.convert(params.arguments or {}, spec.args, strict=False)
         except msgspec.ValidationError as exc:
-            return text_result(f"invalid_params: {exc}", is_error=True)
+            return text_result(
+                f"invalid_params: {a.choices_at(str(exc), spec.tool().input_schema)}", is_error=True
+            )
         try:
             # memory_propose runs even while unlisted: the daemon's gate then refuses it
             # with its own kind, which tells the agent more than "unknown tool".

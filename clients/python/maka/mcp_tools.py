@@ -219,7 +219,7 @@ class Bridge:
         )
         segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
         if not segments:
-            return f"No memory entries for {args.query!r}."
+            return _too_small(pack, args.budget_tokens) or f"No memory entries for {args.query!r}."
         refs = [ref for s in segments for ref in s.get("sourceIds") or []]
         body = "\n\n".join(str(s.get("text", "")).strip() for s in segments)
         return f"{body}\n\nRefs: {', '.join(refs) if refs else '(none)'}"
@@ -234,7 +234,11 @@ class Bridge:
         if args.session_id:
             params["sessionId"] = await self.resolver.session_arg(args.session_id)
         pack = await self.call("build_context", params)
-        return text.pack_text(pack) or "Nothing in memory bears on this turn."
+        return (
+            text.pack_text(pack)
+            or _too_small(pack, args.budget_tokens)
+            or "Nothing in memory bears on this turn."
+        )
 
     async def memory_list(self, args: ListArgs) -> str:
         if why := await self.read_refusal():
@@ -328,7 +332,10 @@ class Bridge:
             hint = propose_hint(exc.kind, self.workspace)
             if not hint:
                 raise
-            raise ToolFailure(exc.kind, str(exc).split(": ", 1)[1] + hint) from None
+            reason = str(exc).split(": ", 1)[1].rstrip()
+            if not reason.endswith((".", "!", "?")):
+                reason += "."
+            raise ToolFailure(exc.kind, reason + hint) from None
         notes = []
         if result.get("redactions"):
             notes.append(f"{result['redactions']} secret(s) were redacted.")
@@ -432,3 +439,13 @@ class Bridge:
             if view.get("replaces") and not self.visible([view["replaces"]]):
                 del view["replaces"]
         return text.pending_markdown(proposals)
+
+
+def _too_small(pack: dict[str, Any], budget: int) -> str | None:
+    """What an empty pack says when the budget, not the question, left everything out."""
+    if (pack.get("trace") or {}).get("emptyReason") != "budget_too_small":
+        return None
+    return (
+        f"Nothing fits in budget_tokens={budget}: what bears on this turn needs more. Call again "
+        "with a larger budget_tokens."
+    )

@@ -1,4 +1,5 @@
-"""`maka sessions`, `maka backups` and `maka undo`: what happened, and taking the last change back."""
+"""`maka sessions`, `maka search`, `maka backups` and `maka undo`: what happened, and taking
+the last change back."""
 
 from __future__ import annotations
 
@@ -6,7 +7,15 @@ import argparse
 from typing import Any
 
 from maka.cli.changes import entry_changes
-from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, resolve_ids, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    EXIT_REMOTE,
+    CliError,
+    Parents,
+    resolve_ids,
+    resolve_session,
+    workspace_of,
+)
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_ids, show_table
 from maka.client import Client
@@ -38,6 +47,32 @@ def cmd_sessions(client: Client, args: argparse.Namespace) -> int:
         for s in sessions
     ]
     show_table(["ID", "STARTED", "STATE", "EVENTS", "TITLE"], rows)
+    return EXIT_OK
+
+
+def cmd_search(client: Client, args: argparse.Namespace) -> int:
+    ws = workspace_of(args)
+    params: dict[str, Any] = {"workspace": ws, "query": args.query, "limit": args.limit}
+    if args.session:
+        params["sessionId"] = resolve_session(client, ws, args.session)
+    found: dict[str, Any] = client.call("search_history", params)
+    if args.json:
+        print_json(found)
+        return EXIT_OK
+    hits = found.get("hits") or []
+    if not hits:
+        print(f"No event matches {args.query!r}.")
+        return EXIT_OK
+    rows = [
+        [
+            f"event:{h['event']['sessionId'][:12]}:{h['event']['seq']}",
+            age(h["event"].get("ts")),
+            h["event"].get("type", ""),
+            " ".join(str(h["event"].get("text") or "").split()),
+        ]
+        for h in hits
+    ]
+    show_table(["REF", "WHEN", "TYPE", "TEXT"], rows)
     return EXIT_OK
 
 
@@ -115,6 +150,20 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("--open", action="store_true", help="only sessions still open")
     p.set_defaults(func=cmd_sessions)
+
+    p = sub.add_parser(
+        "search",
+        parents=parents.scoped,
+        help="search the workspace's agent sessions (search_history)",
+        description="Full-text search (BM25) over the events of the workspace's agent sessions, "
+        "best match first: each event's ref (event:SESSION:SEQ, the session as `maka sessions` "
+        "shows it), age, type and text. Agents see these only with historyRecallEnabled; you "
+        "always do.",
+    )
+    p.add_argument("query", metavar="QUERY", help="the words to look for")
+    p.add_argument("-s", "--session", metavar="SESSION", help="only this session (id or unique prefix)")
+    p.add_argument("-n", "--limit", type=int, default=20, help="at most this many events (default: 20)")
+    p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(
         "backups",

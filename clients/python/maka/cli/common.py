@@ -136,6 +136,14 @@ def workspace_of(args: argparse.Namespace) -> str:
     return ws or default_workspace()
 
 
+def maka_command(args: argparse.Namespace, rest: str) -> str:
+    """``maka REST`` as the user runs it next: with ``-w DIR`` when this command was given
+    one (the next command, run in the same folder, would find another workspace)."""
+    workspace: str | None = getattr(args, "workspace", None)
+    where = f" -w {shlex.quote(workspace)}" if workspace else ""
+    return f"maka{where} {rest}"
+
+
 def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 
@@ -252,6 +260,13 @@ def parse_entry_form(text: str) -> EntryEdit | None:
 def edit_in_editor(initial: str) -> str:
     """Open $VISUAL or $EDITOR (default vi) on a private temp file and return what was saved."""
     editor = os.environ.get("VISUAL") or os.environ.get("EDITOR") or "vi"
+    if not (os.environ.get("VISUAL") or os.environ.get("EDITOR")) and not sys.stdin.isatty():
+        # vi on a pipe draws escapes into the log and exits 1; an editor the user named
+        # (`code --wait`) may open its own window, so only the fallback is refused here.
+        raise CliError(
+            "no terminal to edit in: pass the fields (--title, --content, --tags) or "
+            "--from FILE, or set $VISUAL or $EDITOR to an editor that opens its own window"
+        )
     with tempfile.TemporaryDirectory(prefix="maka-") as tmp:  # 0700: memory is private
         path = Path(tmp) / "entry.md"
         path.write_text(initial, encoding="utf-8")

@@ -326,11 +326,33 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "are kept. Mode defaults to semantic with --summary-file, "
         "else checkpoint (no model needed).",
     )
-    p.add_argument("-s", "--session", required=True, metavar="SESSION_ID")
-    p.add_argument("--summary-file", metavar="FILE", help="the summary to store (- for stdin)")
-    p.add_argument("--mode", choices=["semantic", "checkpoint"])
     p.add_argument(
-        "--keep-recent-tokens", type=int, metavar="N", help="tokens of recent history to keep live"
+        "-s",
+        "--session",
+        required=True,
+        metavar="SESSION_ID",
+        help="the session (its id or a unique prefix, as `maka sessions` shows it)",
     )
-    p.add_argument("--reason", choices=["manual", "budget", "overflow"])
+    p.add_argument(
+        "--summary-file",
+        metavar="FILE",
+        help="the summary to store, with # Current Goal, # Current State and # Next Step (- for stdin)",
+    )
+    p.add_argument(
+        "--mode",
+        choices=["semantic", "checkpoint"],
+        help="semantic stores --summary-file; checkpoint has the daemon write the summary",
+    )
+    p.add_argument(
+        "--keep-recent-tokens",
+        type=int,
+        metavar="N",
+        help="tokens of recent history to keep live (default 10,000; held between 1,000 and "
+        "40,000, and the last 5 messages always stay)",
+    )
+    p.add_argument(
+        "--reason",
+        choices=["manual", "budget", "overflow"],
+        help="recorded with the checkpoint (default manual; overflow halves the keep window)",
+    )
     p.set_defaults(func=cmd_compact)

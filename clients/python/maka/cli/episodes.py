@@ -5,7 +5,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, resolve_session, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    EXIT_REMOTE,
+    CliError,
+    Parents,
+    maka_command,
+    resolve_session,
+    workspace_of,
+)
 from maka.cli.output import age, print_json, short_id, show_table
 from maka.client import Client
 
@@ -17,6 +25,13 @@ def cmd_episodes(client: Client, args: argparse.Namespace) -> int:
         params["tag"] = args.tag
     if args.session:
         params["sessionId"] = resolve_session(client, ws, args.session)
+        known = client.call("list_sessions", {"workspace": ws, "includeClosed": True})["sessions"]
+        if params["sessionId"] not in {s["sessionId"] for s in known}:
+            raise CliError(
+                f"no session of this workspace has the id {args.session!r}; "
+                f"`{maka_command(args, 'sessions')}` lists them",
+                EXIT_REMOTE,
+            )
     result = client.call("list_episodes", params)
     if args.json:
         print_json(result)
@@ -86,7 +101,10 @@ def _queue(client: Client, args: argparse.Namespace, ws: str, tags: list[str]) -
         elif result.get("previouslyRejected"):
             print(f"{tag}: this digest was rejected before; not queued")
     if any(r.get("queued") for r in results):
-        print("Nothing is active until approved: run `maka review` or `maka approve`.")
+        print(
+            f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
+            f"`{maka_command(args, 'approve')}`."
+        )
     return EXIT_OK
 
 

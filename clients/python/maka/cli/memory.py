@@ -4,6 +4,7 @@ operations."""
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 import tempfile
@@ -18,6 +19,7 @@ from maka.cli.common import (
     Parents,
     edit_in_editor,
     entry_form,
+    maka_command,
     parse_entry_form,
     read_text_arg,
     resolve_ids,
@@ -27,6 +29,7 @@ from maka.cli.common import (
 from maka.cli.output import (
     HAND_TYPED,
     age,
+    counted,
     entry_card,
     origin_label,
     print_json,
@@ -45,6 +48,11 @@ PINNED_TAG = "pinned"
 
 def csv_tags(value: str) -> list[str]:
     return [t.strip() for t in value.split(",") if t.strip()]
+
+
+def tag_slug(tag: str) -> str:
+    """A tag as the daemon stores it: lower case, runs of whitespace as ``-``."""
+    return "-".join(tag.strip().lower().split())
 
 
 def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
@@ -80,7 +88,7 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
         folder = os.path.dirname(state.get("path") or "memory/MEMORY.md")
         print(f"maka: cannot read the memory in {folder}{reason}", file=sys.stderr)
     elif status != "ok":
-        print(f"maka: memory is {status}{reason}", file=sys.stderr)
+        print(f"maka: {state.get('reason') or 'memory is not read'} ({status})", file=sys.stderr)
         if status in STATUS_FIXES:
             print(f"  {STATUS_FIXES[status]}", file=sys.stderr)
     warnings = state.get("warnings") or []
@@ -95,8 +103,17 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
+        elif kind == "misplaced_file" and _in_memory_folder(state):
+            continue  # the warning names the workspace meant; moving or importing would hurt
         elif kind in WARNING_FIXES:
             print(f"  fix: {WARNING_FIXES[kind]}", file=sys.stderr)
+
+
+def _in_memory_folder(state: dict[str, Any]) -> bool:
+    """Whether the workspace read is itself named ``memory`` (MEMORY.md's path
+    ``…/memory/memory/MEMORY.md``): a workspace's memory folder given as the workspace."""
+    path = Path(str(state.get("path") or ""))
+    return path.parent.parent.name == "memory"
 
 
 def outside_text(client: Client, ws: str, state: dict[str, Any]) -> dict[str, Any] | None:
@@ -130,7 +147,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         e
         for e in every
         if (args.archived or e.get("status") == "active")
-        and (not args.tag or set(args.tag) <= set(e.get("tags", [])))
+        and (not args.tag or {tag_slug(t) for t in args.tag} <= set(e.get("tags", [])))
     ]
     if not entries:
         print("No entries." if state.get("status") == "ok" else "Nothing to show.")
@@ -171,7 +188,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         if entry_id in pending and entry.get("supersedes"):
             _print_replaced(client, ws, entry_id)
     else:
-        print(f"{entry_id}: no longer in MEMORY.md or PENDING.md")
+        print(f"{entry_id}: {_fate(history or {})}")
     if history is not None:
         print()
         print("Why it is here:")
@@ -196,6 +213,18 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
 FILES = {"memory": "MEMORY.md", "pending": "PENDING.md"}
 
 
+def _fate(history: dict[str, Any]) -> str:
+    """What became of an id in neither file: the entry a proposal was approved as, its
+    rejection, or that it is gone."""
+    last = (history.get("events") or [{}])[-1]
+    action, became = last.get("action"), last.get("entryId")
+    if action == "approved" and became and became != history.get("id"):
+        return f"a proposal, approved as entry {became} (maka memory show {short_id(became)})"
+    if action == "rejected":
+        return "a proposal, rejected; it is in neither MEMORY.md nor PENDING.md"
+    return "no longer in MEMORY.md or PENDING.md"
+
+
 def how(event: dict[str, Any]) -> str:
     """What a lineage step's data says about how it happened (a save of the file, a
     daemon's answer to a save that lacked the entry), or nothing."""
@@ -203,6 +232,8 @@ def how(event: dict[str, Any]) -> str:
     name = FILES.get(str(data.get("file")), "the file")
     if data.get("via") == "external_edit":
         return f", typed into {name}" if event.get("action") == "added" else f" in {name}"
+    if event.get("action") == "rejected" and data.get("reason"):
+        return f": {json.dumps(data['reason'], ensure_ascii=False)}"
     if event.get("action") == "returned":
         return " to PENDING.md: a save of the file lacked it"
     if data.get("via") == "stale_save":
@@ -238,6 +269,13 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
     elif not sys.stdin.isatty():
         content = sys.stdin.read()
     else:
+        content = None
+    if content is not None and args.content in (None, "-") and not content.strip():
+        raise CliError(
+            "no content: stdin was empty; give CONTENT after the title, pipe it in, or run "
+            "`maka memory add TITLE` on a terminal to write it in $EDITOR"
+        )
+    if content is None:
         edited = parse_entry_form(edit_in_editor(entry_form(title, tags, "")))
         if edited is None:
             print("Cancelled: the content was empty.", file=sys.stderr)
@@ -260,7 +298,26 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         entry = result["entry"]
         print(f"Added {entry['id']}: {entry['title']}")
         _warn_redactions(result)
+        _note_same_title(client, args, entry)
     return EXIT_OK
+
+
+def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, Any]) -> None:
+    """A note on stderr when another active entry has the title just added (the agent would
+    see both)."""
+    key = " ".join(str(entry.get("title", "")).casefold().split())
+    same = [
+        e["id"]
+        for e in read_entries(client, workspace_of(args), archived=False).get("entries") or []
+        if e["id"] != entry["id"] and " ".join(str(e.get("title", "")).casefold().split()) == key
+    ]
+    if same:
+        print(
+            f"note: {', '.join(short_id(i) for i in same)} has the same title; "
+            f"`{maka_command(args, 'memory show ID')}` shows it, "
+            f"`{maka_command(args, 'memory archive ID')}` retires the one you no longer want",
+            file=sys.stderr,
+        )
 
 
 def _warn_redactions(result: dict[str, Any]) -> None:
@@ -349,26 +406,33 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
             print_json(plan)
         print(
             "Nothing to remove above the first entry."
-            + (f" {len(kept)} lines there are not imported yet: {KEPT_HINT}" if kept else ""),
+            + (
+                f" {counted(len(kept), 'line')} there {'is' if len(kept) == 1 else 'are'} not "
+                f"imported yet: {KEPT_HINT}"
+                if kept
+                else ""
+            ),
             file=out,
         )
         return EXIT_OK
     print(
-        f"These {len(removable)} lines above the first entry of memory/MEMORY.md were imported "
+        ("This line" if len(removable) == 1 else f"These {len(removable)} lines")
+        + " above the first entry of memory/MEMORY.md were imported "
         "(where each memory is now is shown beside it) and can go:",
         file=out,
     )
     for line in removable:
         print(f"  {line['line']:>4}  {line['text'].strip()}   → {WHERE[line['where']]}{_id(line)}", file=out)
     if kept:
-        print(f"{len(kept)} other lines stay (not imported yet): {KEPT_HINT}", file=out)
+        print(f"{counted(len(kept), 'other line')} stay (not imported yet): {KEPT_HINT}", file=out)
     if not args.yes:
         if not sys.stdin.isatty():
             print("Nothing removed: run `maka memory tidy -y` to remove them.", file=out)
             if args.json:
                 print_json(plan)
             return EXIT_OK
-        answer = input(f"Remove these {len(removable)} lines? (a backup is kept: maka undo) [y/N] ")
+        these = "this line" if len(removable) == 1 else f"these {len(removable)} lines"
+        answer = input(f"Remove {these}? (a backup is kept: maka undo) [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing removed.", file=out)
             return EXIT_OK
@@ -383,7 +447,7 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(done)
     else:
-        print(f"Removed {len(done['removed'])} lines; `maka undo` brings them back.")
+        print(f"Removed {counted(len(done['removed']), 'line')}; `maka undo` brings them back.")
     return EXIT_OK
 
 
@@ -397,8 +461,8 @@ def queue_outside_lines(client: Client, ws: str, lines: list[dict[str, Any]], ou
         print("No bullets above the first entry to import: give each memory a `## Title` line.", file=out)
         return
     print(
-        f"Queued {len(result['imported'])} memories from the lines above the first entry in "
-        f"PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
+        f"Queued {counted(len(result['imported']), 'memory', 'memories')} from the lines above the "
+        f"first entry in PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
         file=out,
     )
 

@@ -5,13 +5,24 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import shutil
 import sys
 import time
 from typing import Any
 
 from maka.cli import review
-from maka.cli.common import EXIT_OK, EXIT_REMOTE, CliError, Parents, absolute, resolve_ids, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    EXIT_REMOTE,
+    CliError,
+    Parents,
+    absolute,
+    did_you_mean,
+    maka_command,
+    resolve_ids,
+    workspace_of,
+)
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
@@ -58,7 +69,7 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
             ]
         )
     show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
-    print(f"\n{len(views)} waiting. `maka review` goes through them one by one.")
+    print(f"\n{len(views)} waiting. `{maka_command(args, 'review')}` goes through them one by one.")
     return EXIT_OK
 
 
@@ -203,7 +214,7 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     except RemoteError as exc:
         if args.json or "formats" not in exc.data:
             raise
-        return import_refused(exc)
+        return import_refused(exc, args.format)
     if args.json:
         print_json(result)
         return EXIT_OK
@@ -215,7 +226,8 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     if result.get("deferred"):
         print(
             f"{result['deferred']} more did not fit under PENDING.md's size cap. Review the queue "
-            f"(maka review), then run the same `maka import {args.file}` again: what is already "
+            f"({maka_command(args, 'review')}), then run the same "
+            f"`{maka_command(args, 'import ' + shlex.quote(args.file))}` again: what is already "
             "queued or decided is not added twice."
         )
     for problem in result.get("errors", []):
@@ -223,7 +235,10 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     for skipped in result.get("skipped", []):
         print(f"  skipped {skipped.get('locator', '?')}: {skipped.get('reason', '')}", file=sys.stderr)
     if imported:
-        print("Nothing is active until approved: run `maka review` or `maka approve`.")
+        print(
+            f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
+            f"`{maka_command(args, 'approve')}`."
+        )
     return EXIT_OK
 
 
@@ -231,11 +246,16 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
 FORMAT_MAY_HELP = frozenset({"no_memories", "unrecognised", "unknown_format"})
 
 
-def import_refused(exc: RemoteError) -> int:
+def import_refused(exc: RemoteError, asked: str | None = None) -> int:
     """An import the daemon refused (empty, binary, nothing found, format unknown): its
-    message, the way to name a format here (``--format``), and the items' errors."""
+    message, the way to name a format here (``--format``) or the format closest to the one
+    ``asked``, and the items' errors."""
     print(f"maka: {exc.message}", file=sys.stderr)
-    if exc.data.get("reason") in FORMAT_MAY_HELP:
+    if exc.data.get("reason") == "unknown_format" and asked:
+        close = did_you_mean(asked, [str(f) for f in exc.data.get("formats") or []], casefold=True)
+        if close:
+            print(f"  --format {asked}: did you mean {close}?", file=sys.stderr)
+    elif exc.data.get("reason") in FORMAT_MAY_HELP:
         print("  pass --format FORMAT to read it as one of those formats", file=sys.stderr)
     for problem in exc.data.get("errors", []):
         print(f"  error {problem.get('locator', '?')}: {problem.get('reason', '')}", file=sys.stderr)

@@ -1,20 +1,33 @@
-"""What to do about a daemon error, for people: the command that lifts a closed gate."""
+"""What to do about a daemon error, for people: the command that lifts a closed gate, the
+command that lists the ids an unknown one was meant to be."""
 
 from __future__ import annotations
 
 import argparse
-import shlex
 
+from maka.cli.common import did_you_mean, maka_command
 from maka.errors import RemoteError
+from maka.generated import METHOD_NAMES
 
 # The switches a gate_closed error names in its data, in the order `maka settings` takes them.
 _GATE_SWITCHES = ("agentReadEnabled", "extractToolEnabled", "historyRecallEnabled")
 
 
+# The command listing the ids a command takes, by command (and `memory` action).
+_LISTINGS = {
+    "approve": "pending",
+    "reject": "pending",
+    "memory": "memory list -a",
+    "undo": "backups",
+    "compact": "sessions",
+    "context": "sessions",
+    "episodes": "sessions",
+    "search": "sessions",
+}
+
+
 def _settings_command(args: argparse.Namespace, *pairs: str) -> str:
-    workspace: str | None = getattr(args, "workspace", None)
-    where = f" -w {shlex.quote(workspace)}" if workspace else ""
-    return f"maka{where} settings {' '.join(pairs)}"
+    return maka_command(args, f"settings {' '.join(pairs)}")
 
 
 def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
@@ -31,4 +44,15 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
         )
     elif exc.kind == "disabled":
         return "memory is switched off here: " + _settings_command(args, "enabled=on") + " turns it on"
+    elif exc.kind == "method_not_found" and getattr(args, "command", None) == "call":
+        close = did_you_mean(str(args.method), METHOD_NAMES, casefold=True)
+        if close is None:
+            folded = {name.replace("_", "").casefold(): name for name in METHOD_NAMES}
+            close = folded.get(str(args.method).replace("_", "").casefold())
+        every = "`maka call rpc.discover` describes every method"
+        return f"did you mean {close}? {every}" if close else every
+    elif exc.kind == "not_found":
+        listing = _LISTINGS.get(str(getattr(args, "command", "")))
+        if listing:
+            return "existing ids are listed by: " + maka_command(args, listing)
     return None

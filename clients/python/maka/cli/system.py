@@ -23,10 +23,48 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(status)
     else:
-        width = max(len(k) for k in status)
-        for key, value in status.items():
-            print(f"{key:<{width}}  {value}")
+        print("\n".join(status_lines(status)))
     return EXIT_OK
+
+
+def status_lines(status: dict[str, Any]) -> list[str]:
+    """``status`` for people: one ``key  value`` line each (true/false/null as in JSON, the
+    uptime also in words); a list of per-workspace records or an object below its key, one
+    indented line per item."""
+    width = max(len(k) for k in status)
+    lines: list[str] = []
+    for key, value in status.items():
+        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+            lines.append(f"{key:<{width}}  {len(value)}")
+            lines.extend(f"  {_record(item)}" for item in value)
+        elif isinstance(value, dict):
+            lines.append(key)
+            lines.extend(f"  {k}: {_scalar(v)}" for k, v in value.items())
+        elif key == "uptimeMs" and isinstance(value, int):
+            lines.append(f"{key:<{width}}  {value} ({_duration(value)})")
+        else:
+            lines.append(f"{key:<{width}}  {'none' if value == [] else _scalar(value)}")
+    return lines
+
+
+def _scalar(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+
+
+def _record(item: dict[str, Any]) -> str:
+    """One per-workspace record: the workspace, then its kind and message (a warning) or
+    its other fields."""
+    rest = {k: v for k, v in item.items() if k != "workspace"}
+    head = f"{item['workspace']}: " if "workspace" in item else ""
+    if "kind" in rest and "message" in rest:
+        return f"{head}{rest['kind']}: {rest['message']}"
+    return head + ", ".join(f"{k} {_scalar(v)}" for k, v in rest.items())
+
+
+def _duration(ms: int) -> str:
+    import humanize
+
+    return str(humanize.naturaldelta(ms / 1000))
 
 
 def cmd_ping(client: Client, args: argparse.Namespace) -> int:
@@ -109,10 +147,24 @@ def _named_values() -> dict[str, tuple[str, ...]]:
 SETTING_NAMES = _named_values()
 
 
+def _value_forms(key: str) -> str:
+    """How a value of ``key`` is written, for a key typed without one."""
+    names = SETTING_NAMES.get(key)
+    if names is not None:
+        form = f"{key}=NAME, NAME one of {', '.join(names)}"
+    elif typing.get_type_hints(SetSettingsParams)[key] is bool:
+        form = f"{key}=on or {key}=off"
+    else:
+        form = f"{key}=N (a number, or null)"
+    return f"write {form} (`maka settings` alone shows every setting)"
+
+
 def parse_setting(pair: str) -> tuple[str, Any]:
     """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off,
     or for a setting that takes a name (``contextStrategy=curator``) the name itself."""
     key, sep, raw = pair.partition("=")
+    if not sep and key in SETTING_KEYS:
+        raise CliError(f"expected KEY=VALUE, got {pair!r}: {_value_forms(key)}")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
     if key not in SETTING_KEYS:
@@ -153,6 +205,7 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
     else:
         rows = [[key, json.dumps(value)] for key, value in result.items()]
         show_table(["SETTING", "VALUE"], rows)
+        print(f"\nWorkspace: {'the user level (@user)' if ws == '@user' else ws}")
     return EXIT_OK
 
 
