@@ -112,8 +112,21 @@ interface Pending {
   finish(error: Error | null, result?: unknown): void;
 }
 
+interface Early {
+  closed: boolean;
+  error: Error | undefined;
+  note(error?: unknown): void;
+}
+
 class Connection {
   readonly inflight = new Set<Pending>();
+  /**
+   * Requests waiting for the socket to drain: while the daemon reads slower than we call,
+   * they wait here rather than in the socket's own buffer, so that a request that times
+   * out or is aborted before its turn is dropped, never sent, and the bytes held stay
+   * bounded by the calls still pending.
+   */
+  readonly queue: Pending[] = [];
   closed = false;
   /** A reply arrived on it: the daemon really serves this connection. */
   answered = false;
@@ -162,6 +175,8 @@ export class MakaClient extends EventEmitter {
   /** Connections in a row that closed before any reply: a daemon that drops us at once. */
   private strikes = 0;
   private closed = false;
+  /** What befell a socket between connecting and being adopted (its file is checked meanwhile). */
+  private readonly early = new WeakMap<Socket, Early>();
   /** Resolvers of backoff sleeps, so close() ends them at once. */
   private readonly wakers = new Set<() => void>();
 
@@ -277,9 +292,11 @@ export class MakaClient extends EventEmitter {
     const connection = this.connection;
     this.connection = null;
     if (connection && !connection.closed) {
+      // Every call has been rejected: nothing buffered for the daemon is still wanted, and
+      // waiting for it to drain would wait forever on a daemon that stopped reading.
       await new Promise<void>((resolve) => {
         connection.socket.once("close", () => resolve());
-        connection.socket.end(() => connection.socket.destroy());
+        connection.socket.destroy();
       });
     }
   }
@@ -309,9 +326,20 @@ export class MakaClient extends EventEmitter {
     }
     pending.connection = connection;
     connection.inflight.add(pending);
-    connection.socket.write(encodeMessage(pending.message, this.framing), (error) => {
-      if (!error) pending.written = true;
-    });
+    connection.queue.push(pending);
+    this.flush(connection);
+  }
+
+  /** Hand queued requests to the socket until its buffer is full ('drain' resumes). */
+  private flush(connection: Connection): void {
+    const { socket, queue } = connection;
+    while (queue.length > 0 && !connection.closed && !socket.writableNeedDrain) {
+      const pending = queue.shift()!;
+      if (pending.settled) continue;
+      socket.write(encodeMessage(pending.message, this.framing), (error) => {
+        if (!error) pending.written = true;
+      });
+    }
   }
 
   private ensureConnected(): Promise<Connection> {
@@ -402,8 +430,16 @@ export class MakaClient extends EventEmitter {
   }
 
   private dial(): Promise<Socket> {
+    const socket = createConnection({ path: this.socketPath });
+    const early: Early = {
+      closed: false,
+      error: undefined,
+      note: (error?: unknown) => {
+        if (error instanceof Error) early.error = error;
+        else early.closed = true;
+      },
+    };
     return new Promise((resolve, reject) => {
-      const socket = createConnection({ path: this.socketPath });
       const onError = (error: Error) => {
         socket.destroy();
         reject(error);
@@ -411,18 +447,35 @@ export class MakaClient extends EventEmitter {
       socket.once("error", onError);
       socket.once("connect", () => {
         socket.off("error", onError);
+        // Until adopt() takes over (the socket file is checked meanwhile): an error must
+        // not go unheard, and a close must not go unseen.
+        this.early.set(socket, early);
+        socket.on("error", early.note);
+        socket.once("close", early.note);
         resolve(socket);
       });
     });
   }
 
   private async adopt(socket: Socket): Promise<Connection> {
+    const early = this.early.get(socket);
+    this.early.delete(socket);
+    if (early) socket.off("error", early.note).off("close", early.note);
+    if (early?.closed || socket.destroyed) {
+      // The daemon hung up before we could use the connection (it was stopping, or was
+      // killed with us in its backlog): a failed attempt, retried like a refused connect.
+      socket.destroy();
+      const code = (early?.error as NodeJS.ErrnoException | undefined)?.code ?? "ECONNRESET";
+      throw Object.assign(new Error("the daemon closed the connection at once", { cause: early?.error }), { code });
+    }
     const connection = new Connection(socket, createDecoder(this.framing, this.maxMessageBytes));
     socket.on("data", (chunk: Buffer) => this.receive(connection, chunk));
     socket.on("error", (error) => {
       connection.error = error;
     });
     socket.on("close", () => this.lost(connection));
+    socket.on("drain", () => this.flush(connection));
+    if (early?.error) connection.error = early.error;
     this.connection = connection;
     const reconnect = this.everConnected;
     this.everConnected = true;
@@ -501,14 +554,16 @@ export class MakaClient extends EventEmitter {
       }
     }
     connection.inflight.clear();
+    connection.queue.length = 0;
     if (this.closed) return;
     this.strikes = connection.answered ? 0 : this.strikes + 1;
     this.announce("disconnect", { error: connection.fatal ?? connection.error });
     if (unsent.length === 0 && this.subscriptions.size === 0) return;
     if (this.strikes > this.reconnect.retries) {
-      const error = connection.fatal ?? new ConnectionLostError("subscribe", { cause: connection.error });
-      for (const pending of unsent) pending.finish(error);
-      this.dropSubscriptions(error);
+      for (const pending of unsent) {
+        pending.finish(connection.fatal ?? new ConnectionLostError(pending.method, { cause: connection.error }));
+      }
+      this.dropSubscriptions(connection.fatal ?? new ConnectionLostError("subscribe", { cause: connection.error }));
       return;
     }
     const delay = this.strikes > 0 ? this.sleep(this.backoff(this.strikes - 1)) : Promise.resolve();

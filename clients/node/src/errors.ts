@@ -52,6 +52,7 @@ const SYSTEM_REASONS: Readonly<Record<string, string>> = {
   ENOENT: "No such file or directory",
   ENOTDIR: "Not a directory",
   ECONNREFUSED: "Connection refused",
+  ECONNRESET: "Connection reset by peer",
   ELOOP: "Too many levels of symbolic links",
   ENAMETOOLONG: "File name too long",
   ENOTSOCK: "Socket operation on non-socket",
