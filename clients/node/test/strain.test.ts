@@ -118,4 +118,29 @@ describe("a server that stops reading", () => {
       await server.close();
     }
   });
+
+  it("calls that never fully left the client, when it hangs up and no retry is left, reject naming their own method", { timeout: 10_000 }, async () => {
+    let socket: Socket | undefined;
+    const server = await stubbornServer((accepted) => {
+      socket = accepted;
+      accepted.pause();
+    });
+    const client = new MakaClient({ socketPath: server.socketPath, reconnect: false });
+    try {
+      const calls = [
+        client.callRaw("status", { padding: MIB }).catch((error: unknown) => error),
+        client.call("ping").catch((error: unknown) => error),
+      ];
+      while (!client.connected) await new Promise((resolve) => setTimeout(resolve, 5));
+      socket!.destroy();
+      const [status, ping] = await Promise.all(calls);
+      assert.ok(status instanceof ConnectionLostError, String(status));
+      assert.equal(status.method, "status");
+      assert.ok(ping instanceof ConnectionLostError, String(ping));
+      assert.equal(ping.method, "ping");
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
 });
