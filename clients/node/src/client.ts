@@ -282,7 +282,7 @@ export class MakaClient extends EventEmitter {
     return this.connection !== null && !this.connection.closed;
   }
 
-  /** Close the connection; pending calls fail with ClientClosedError. */
+  /** Close the connection at once (unsent requests are dropped); pending calls fail with ClientClosedError. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;

@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 import ts from "typescript";
 
-import { MakaClient } from "makad-client";
+import { ERROR_CLASSES, MakaClient } from "makad-client";
 import { Daemon } from "./helpers/daemon.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -20,6 +20,39 @@ function example(marker: string): string {
   const block = [...readme.matchAll(/```ts\n([\s\S]*?)```/g)].map((m) => m[1]!).find((b) => b.startsWith(marker));
   assert.ok(block, `the README has a ts block starting with ${marker}`);
   return block;
+}
+
+/** TypeScript's complaints about `code` compiled against the built package, strictly. */
+function typeErrors(scratch: string, code: string, name: string): string[] {
+  const file = join(scratch, name);
+  writeFileSync(file, code);
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: ["node"],
+    typeRoots: [join(root, "node_modules", "@types")],
+  };
+  const program = ts.createProgram([file], options);
+  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+}
+
+/** Run `code` (TypeScript, transpiled) with Node against the daemon; its output. */
+function run(scratch: string, code: string, name: string, daemon: Daemon): string {
+  const js = ts.transpileModule(code, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
+  const file = join(scratch, name);
+  writeFileSync(file, js);
+  return execFileSync(process.execPath, ["--unhandled-rejections=strict", file], {
+    cwd: daemon.workspace,
+    env: { ...process.env, MAKAD_SOCKET: daemon.socketPath },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
 }
 
 describe("README: build_context", () => {
@@ -37,23 +70,7 @@ describe("README: build_context", () => {
   });
 
   it("type-checks with the package's types", () => {
-    const file = join(scratch, "example.mts");
-    writeFileSync(file, example("// build_context"));
-    const options: ts.CompilerOptions = {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-      types: ["node"],
-      typeRoots: [join(root, "node_modules", "@types")],
-    };
-    const program = ts.createProgram([file], options);
-    const problems = ts
-      .getPreEmitDiagnostics(program)
-      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-    assert.deepEqual(problems, []);
+    assert.deepEqual(typeErrors(scratch, example("// build_context"), "example.mts"), []);
   });
 
   it("runs and prints the memory the agent may read", async () => {
@@ -61,18 +78,44 @@ describe("README: build_context", () => {
     await maka.call("add_entry", { workspace: daemon.workspace, title: "Deploys", content: "The team deploys on Tuesdays." });
     await maka.call("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
     await maka.close();
-    const js = ts.transpileModule(example("// build_context"), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    }).outputText;
-    const file = join(scratch, "example.mjs");
-    writeFileSync(file, js);
-    const out = execFileSync(process.execPath, [file], {
-      cwd: daemon.workspace,
-      env: { ...process.env, MAKAD_SOCKET: daemon.socketPath },
-      encoding: "utf8",
-      timeout: 30_000,
-    });
+    const out = run(scratch, example("// build_context"), "example.mjs", daemon);
     assert.match(out, /^\d+ of 1500 tokens \((fast|bounded|slow|fallback) path\), 0 messages$/m);
     assert.match(out, /The team deploys on Tuesdays\./);
+  });
+});
+
+describe("README: usage", () => {
+  let daemon: Daemon;
+  const scratch = join(root, "dist", "readme-usage");
+  const USAGE = 'import { MakaClient, ConflictError, NotFoundError, StatePoller } from "makad-client";';
+
+  before(async () => {
+    daemon = await Daemon.start();
+    mkdirSync(scratch, { recursive: true });
+  });
+  after(async () => {
+    await daemon.dispose();
+    rmSync(scratch, { recursive: true, force: true });
+  });
+
+  it("type-checks with the package's types", () => {
+    assert.deepEqual(typeErrors(scratch, example(USAGE), "usage.mts"), []);
+  });
+
+  it("runs as written against a real daemon", () => {
+    const out = run(scratch, example(USAGE), "usage.mjs", daemon);
+    assert.match(out, /^pong$/m);
+    assert.match(out, /^no such entry$/m);
+  });
+});
+
+describe("README: errors", () => {
+  it("the table names the class of every error kind", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const table = readme.slice(readme.indexOf("### Errors"), readme.indexOf("## Electron"));
+    const missing = Object.values(ERROR_CLASSES)
+      .map((cls) => cls.name)
+      .filter((name) => !table.includes(`\`${name}\``));
+    assert.deepEqual(missing, []);
   });
 });
