@@ -501,15 +501,20 @@ export class MakaClient extends EventEmitter {
 
   private receive(connection: Connection, chunk: Buffer): void {
     let messages: unknown[];
+    let fault: Error | undefined;
     try {
       messages = connection.decoder.push(chunk);
     } catch (error) {
-      connection.fatal = error instanceof Error ? error : new ProtocolError(String(error));
-      connection.socket.destroy();
-      return;
+      // Replies that came whole before the fault are still answers to their calls.
+      messages = error instanceof ProtocolError ? error.decoded : [];
+      fault = error instanceof Error ? error : new ProtocolError(String(error));
     }
     for (const message of messages) {
       for (const one of Array.isArray(message) ? message : [message]) this.dispatch(connection, one);
+    }
+    if (fault) {
+      connection.fatal = fault;
+      connection.socket.destroy();
     }
   }
 

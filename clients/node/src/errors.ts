@@ -170,6 +170,8 @@ export class AbortError extends MakaError {
 /** The daemon sent bytes that are not JSON-RPC 2.0 in the connection's framing. */
 export class ProtocolError extends MakaError {
   override name = "ProtocolError";
+  /** From a decoder: the messages that came whole before the fault, in order. */
+  decoded: unknown[] = [];
 }
 
 /** The client was closed with `close()`; pending and later calls fail with this. */

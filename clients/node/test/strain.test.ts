@@ -11,6 +11,7 @@ import {
   ConnectionLostError,
   DaemonUnavailableError,
   MakaClient,
+  ProtocolError,
   TimeoutError,
 } from "../src/index.js";
 import { shortTempDir } from "./helpers/daemon.js";
@@ -141,6 +142,38 @@ describe("a server that stops reading", () => {
     } finally {
       await client.close();
       await server.close();
+    }
+  });
+});
+
+describe("a reply over the client's limit", () => {
+  it("fails the connection's other calls, not the reply that came whole before it", { timeout: 10_000 }, async () => {
+    for (const framing of ["ndjson", "lsp"] as const) {
+      const server = await stubbornServer((socket) => {
+        let seen = "";
+        socket.on("data", (chunk: Buffer) => {
+          seen += chunk.toString("utf8");
+          if (!seen.includes('"id":2')) return;
+          const replies = [
+            { jsonrpc: "2.0", id: 1, result: "pong" },
+            { jsonrpc: "2.0", id: 2, result: "x".repeat(4096) },
+          ].map((reply) => {
+            const body = JSON.stringify(reply);
+            return framing === "ndjson" ? `${body}\n` : `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+          });
+          socket.write(replies.join(""));
+        });
+      });
+      const client = new MakaClient({ socketPath: server.socketPath, framing, maxMessageBytes: 1024, reconnect: false });
+      try {
+        const first = client.call("ping");
+        const second = client.call("status").catch((error: unknown) => error);
+        assert.equal(await first, "pong", framing);
+        assert.ok((await second) instanceof ProtocolError, framing);
+      } finally {
+        await client.close();
+        await server.close();
+      }
     }
   });
 });
