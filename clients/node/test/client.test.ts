@@ -99,11 +99,18 @@ for (const framing of FRAMINGS) {
       await assert.rejects(client.callRaw("ping", [1]), InvalidParamsError);
     });
 
-    it("concurrent calls are each answered with their own result", async () => {
+    it("1,000 concurrent calls are each answered with their own reply", async () => {
+      // The daemon's data.method tells each unknown-method reply apart: a mismatched id shows.
       const results = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => (i % 2 ? client.call("ping") : client.call("status").then((s) => s.pid))),
+        Array.from({ length: 1000 }, (_, i) =>
+          i % 3 === 0
+            ? client.call("ping")
+            : i % 3 === 1
+              ? client.call("status").then((s) => s.pid)
+              : client.callRaw(`no_such_${i}`).catch((error: RemoteError) => error.data["method"]),
+        ),
       );
-      results.forEach((value, i) => assert.equal(value, i % 2 ? "pong" : daemon.pid));
+      results.forEach((value, i) => assert.equal(value, ["pong", daemon.pid, `no_such_${i}`][i % 3]));
     });
 
     it("an aborted call rejects with AbortError and the connection stays usable", async () => {

@@ -13,6 +13,7 @@ import {
   DaemonUnavailableError,
   MakaClient,
   METHOD_NAMES,
+  StatePoller,
   TimeoutError,
   TooLargeError,
   type ClientEvents,
@@ -244,6 +245,46 @@ describe("a restarted daemon", () => {
         await other.callRaw("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
         const [params] = await changed;
         assert.equal(params.workspace, daemon.workspace);
+      } finally {
+        await client.close();
+        await other.close();
+        await daemon.dispose();
+      }
+    },
+  );
+});
+
+describe("a daemon killed with calls in flight (SIGKILL)", () => {
+  it(
+    "each call is answered or rejects with ConnectionLostError, and subscription and poller carry on after the restart",
+    { timeout: 30_000, skip: !HAS_SUBSCRIBE || !HAS_SETTINGS ? "subscribe/set_settings not in protocol/openrpc.json yet" : false },
+    async () => {
+      const daemon = await Daemon.start();
+      // No timeout: a call the kill leaves unanswered must still end, by the lost connection.
+      const client = new MakaClient({ socketPath: daemon.socketPath, timeoutMs: 0, reconnect: { retries: 200, baseMs: 10, maxMs: 100 } });
+      const other = new MakaClient({ socketPath: daemon.socketPath });
+      try {
+        await client.call("subscribe", { workspace: daemon.workspace });
+        const poller = new StatePoller(client, { workspace: daemon.workspace });
+        assert.equal(await poller.poll(), true);
+        const calls = Array.from({ length: 100 }, () =>
+          client.call("status").then(
+            () => "answered",
+            (error: Error) => error.name,
+          ),
+        );
+        const reconnected = nextEvent(client, "connect", (info) => info.reconnect);
+        await daemon.stop("SIGKILL");
+        const outcomes = new Set(await Promise.all(calls));
+        for (const outcome of outcomes) assert.ok(["answered", "ConnectionLostError"].includes(outcome), outcome);
+        await daemon.start();
+        await reconnected;
+        assert.equal(await poller.poll(), false, "nothing changed while it was down");
+        const changed = nextEvent(client, "settings_changed", (p) => p.workspace === daemon.workspace);
+        await other.call("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
+        await changed;
+        assert.equal(await poller.poll(), true);
+        assert.equal(client.listenerCount("connect"), 0, "no listener left behind by the client");
       } finally {
         await client.close();
         await other.close();
