@@ -175,6 +175,8 @@ export class MakaClient extends EventEmitter {
   /** Connections in a row that closed before any reply: a daemon that drops us at once. */
   private strikes = 0;
   private closed = false;
+  /** The calls waiting on each AbortSignal, behind one listener per signal. */
+  private readonly abortWatches = new WeakMap<AbortSignal, { callbacks: Set<() => void>; listener: () => void }>();
   /** What befell a socket between connecting and being adopted (its file is checked meanwhile). */
   private readonly early = new WeakMap<Socket, Early>();
   /** Resolvers of backoff sleeps, so close() ends them at once. */
@@ -221,7 +223,7 @@ export class MakaClient extends EventEmitter {
       const message: Record<string, unknown> = { jsonrpc: "2.0", id, method };
       if (params !== undefined) message["params"] = params;
       let timer: NodeJS.Timeout | undefined;
-      const onAbort = () => pending.finish(new AbortError(method, signal?.reason));
+      let unwatch: (() => void) | undefined;
       const pending: Pending = {
         id,
         method,
@@ -236,7 +238,7 @@ export class MakaClient extends EventEmitter {
           this.pending.delete(id);
           pending.connection?.inflight.delete(pending);
           if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
+          unwatch?.();
           if (error) reject(error);
           else {
             this.trackSubscription(method, params);
@@ -248,7 +250,7 @@ export class MakaClient extends EventEmitter {
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
         timer = setTimeout(() => pending.finish(new TimeoutError(method, timeoutMs)), timeoutMs);
       }
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal) unwatch = this.watchAbort(signal, () => pending.finish(new AbortError(method, signal.reason)));
       if (via) {
         this.send(via, pending);
         return;
@@ -258,6 +260,33 @@ export class MakaClient extends EventEmitter {
         (error: Error) => pending.finish(error),
       );
     });
+  }
+
+  /**
+   * Run `onAbort` when `signal` fires; returns the way to stop watching. One listener per
+   * signal, whatever the number of calls sharing it: a signal that lives as long as the app
+   * can serve any number of concurrent calls without Node's listener-leak warning.
+   */
+  private watchAbort(signal: AbortSignal, onAbort: () => void): () => void {
+    let watch = this.abortWatches.get(signal);
+    if (!watch) {
+      const callbacks = new Set<() => void>();
+      const listener = () => {
+        this.abortWatches.delete(signal);
+        for (const callback of [...callbacks]) callback();
+      };
+      watch = { callbacks, listener };
+      this.abortWatches.set(signal, watch);
+      signal.addEventListener("abort", listener, { once: true });
+    }
+    const { callbacks, listener } = watch;
+    callbacks.add(onAbort);
+    return () => {
+      callbacks.delete(onAbort);
+      if (callbacks.size > 0 || this.abortWatches.get(signal) !== watch) return;
+      this.abortWatches.delete(signal);
+      signal.removeEventListener("abort", listener);
+    };
   }
 
   /** Send a JSON-RPC notification (no reply). Resolves once it is written. */

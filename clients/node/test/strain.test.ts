@@ -177,3 +177,26 @@ describe("a reply over the client's limit", () => {
     }
   });
 });
+
+describe("one AbortSignal shared by many calls", () => {
+  it("aborts them all and draws no listener-leak warning from Node", { timeout: 10_000 }, async () => {
+    const server = await stubbornServer();
+    const client = new MakaClient({ socketPath: server.socketPath });
+    const warnings: string[] = [];
+    const onWarning = (warning: Error) => warnings.push(warning.name);
+    process.on("warning", onWarning);
+    try {
+      const controller = new AbortController();
+      const calls = Array.from({ length: 50 }, () => client.call("ping", {}, { signal: controller.signal }).catch((error: unknown) => error));
+      while (server.received() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      controller.abort();
+      for (const outcome of await Promise.all(calls)) assert.ok(outcome instanceof AbortError, String(outcome));
+      await new Promise((resolve) => setImmediate(resolve));
+      assert.deepEqual(warnings, []);
+    } finally {
+      process.off("warning", onWarning);
+      await client.close();
+      await server.close();
+    }
+  });
+});
