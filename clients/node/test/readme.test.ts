@@ -1,5 +1,5 @@
-// The README's build_context example type-checks against the built package and runs as
-// written against a real daemon.
+// The README's usage and build_context examples type-check against the built package and
+// run as written against a real daemon; its errors table names every error class.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -22,10 +22,12 @@ function example(marker: string): string {
   return block;
 }
 
-/** TypeScript's complaints about `code` compiled against the built package, strictly. */
-function typeErrors(scratch: string, code: string, name: string): string[] {
-  const file = join(scratch, name);
-  writeFileSync(file, code);
+/** TypeScript's complaints about each of `files` (name: code), compiled together against the built package. */
+function typeErrors(scratch: string, files: Record<string, string>): string[] {
+  const paths = Object.entries(files).map(([name, code]) => {
+    writeFileSync(join(scratch, name), code);
+    return join(scratch, name);
+  });
   const options: ts.CompilerOptions = {
     target: ts.ScriptTarget.ES2022,
     module: ts.ModuleKind.NodeNext,
@@ -36,11 +38,11 @@ function typeErrors(scratch: string, code: string, name: string): string[] {
     types: ["node"],
     typeRoots: [join(root, "node_modules", "@types")],
   };
-  const program = ts.createProgram([file], options);
-  return ts.getPreEmitDiagnostics(program).map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
+  const program = ts.createProgram(paths, options);
+  return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
 }
 
-/** Run `code` (TypeScript, transpiled) with Node against the daemon; its output. */
+/** Run `code` (TypeScript, transpiled) with Node against the daemon, in its workspace; its output. */
 function run(scratch: string, code: string, name: string, daemon: Daemon): string {
   const js = ts.transpileModule(code, {
     compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
@@ -55,7 +57,10 @@ function run(scratch: string, code: string, name: string, daemon: Daemon): strin
   });
 }
 
-describe("README: build_context", () => {
+const BUILD_CONTEXT = "// build_context";
+const USAGE = 'import { MakaClient, ConflictError, NotFoundError, StatePoller } from "makad-client";';
+
+describe("README examples", () => {
   let daemon: Daemon;
   // Inside the package, so that "makad-client" resolves to this build (self-reference).
   const scratch = join(root, "dist", "readme-example");
@@ -69,40 +74,21 @@ describe("README: build_context", () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  it("type-checks with the package's types", () => {
-    assert.deepEqual(typeErrors(scratch, example("// build_context"), "example.mts"), []);
+  it("the usage and build_context examples type-check with the package's types", () => {
+    assert.deepEqual(typeErrors(scratch, { "usage.mts": example(USAGE), "build-context.mts": example(BUILD_CONTEXT) }), []);
   });
 
-  it("runs and prints the memory the agent may read", async () => {
+  it("build_context runs and prints the memory the agent may read", async () => {
     const maka = new MakaClient({ socketPath: daemon.socketPath });
     await maka.call("add_entry", { workspace: daemon.workspace, title: "Deploys", content: "The team deploys on Tuesdays." });
     await maka.call("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
     await maka.close();
-    const out = run(scratch, example("// build_context"), "example.mjs", daemon);
+    const out = run(scratch, example(BUILD_CONTEXT), "build-context.mjs", daemon);
     assert.match(out, /^\d+ of 1500 tokens \((fast|bounded|slow|fallback) path\), 0 messages$/m);
     assert.match(out, /The team deploys on Tuesdays\./);
   });
-});
 
-describe("README: usage", () => {
-  let daemon: Daemon;
-  const scratch = join(root, "dist", "readme-usage");
-  const USAGE = 'import { MakaClient, ConflictError, NotFoundError, StatePoller } from "makad-client";';
-
-  before(async () => {
-    daemon = await Daemon.start();
-    mkdirSync(scratch, { recursive: true });
-  });
-  after(async () => {
-    await daemon.dispose();
-    rmSync(scratch, { recursive: true, force: true });
-  });
-
-  it("type-checks with the package's types", () => {
-    assert.deepEqual(typeErrors(scratch, example(USAGE), "usage.mts"), []);
-  });
-
-  it("runs as written against a real daemon", () => {
+  it("usage runs as written", () => {
     const out = run(scratch, example(USAGE), "usage.mjs", daemon);
     assert.match(out, /^pong$/m);
     assert.match(out, /^no such entry$/m);

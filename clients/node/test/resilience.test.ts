@@ -16,6 +16,7 @@ import {
   StatePoller,
   TimeoutError,
   TooLargeError,
+  TooManyConnectionsError,
   type ClientEvents,
 } from "../src/index.js";
 import { Daemon, shortTempDir } from "./helpers/daemon.js";
@@ -309,6 +310,33 @@ describe("connection-level errors", () => {
       assert.equal(await client.call("ping"), "pong");
     } finally {
       await client.close();
+      await daemon.dispose();
+    }
+  });
+
+  it("a daemon at its connection cap refuses with TooManyConnectionsError (from the id:null line)", async () => {
+    const daemon = await Daemon.start(["--max-connections", "1"]);
+    const first = new MakaClient({ socketPath: daemon.socketPath });
+    const second = new MakaClient({ socketPath: daemon.socketPath, reconnect: false });
+    try {
+      assert.equal(await first.call("ping"), "pong");
+      await assert.rejects(second.call("ping"), (error: unknown) => {
+        assert.ok(error instanceof TooManyConnectionsError, String(error));
+        assert.equal(error.data["limit"], 1);
+        return true;
+      });
+      await first.close();
+      // Served once the first connection is gone (the daemon notices the close on its own time).
+      const third = new MakaClient({ socketPath: daemon.socketPath, reconnect: { retries: 50, baseMs: 20, maxMs: 100 } });
+      let answer: unknown;
+      for (let i = 0; i < 50 && answer === undefined; i++) {
+        answer = await third.call("ping").catch(() => undefined);
+      }
+      assert.equal(answer, "pong");
+      await third.close();
+    } finally {
+      await first.close();
+      await second.close();
       await daemon.dispose();
     }
   });
