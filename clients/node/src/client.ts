@@ -123,10 +123,10 @@ class Connection {
   /**
    * Requests waiting for the socket to drain: while the daemon reads slower than we call,
    * they wait here rather than in the socket's own buffer, so that a request that times
-   * out or is aborted before its turn is dropped, never sent, and the bytes held stay
-   * bounded by the calls still pending.
+   * out or is aborted before its turn is dropped (never sent, and let go at once), and
+   * what is held stays bounded by the calls still pending. A Set keeps the calls' order.
    */
-  readonly queue: Pending[] = [];
+  readonly queue = new Set<Pending>();
   closed = false;
   /** A reply arrived on it: the daemon really serves this connection. */
   answered = false;
@@ -237,6 +237,7 @@ export class MakaClient extends EventEmitter {
           pending.settled = true;
           this.pending.delete(id);
           pending.connection?.inflight.delete(pending);
+          pending.connection?.queue.delete(pending);
           if (timer !== undefined) clearTimeout(timer);
           unwatch?.();
           if (error) reject(error);
@@ -355,16 +356,16 @@ export class MakaClient extends EventEmitter {
     }
     pending.connection = connection;
     connection.inflight.add(pending);
-    connection.queue.push(pending);
+    connection.queue.add(pending);
     this.flush(connection);
   }
 
   /** Hand queued requests to the socket until its buffer is full ('drain' resumes). */
   private flush(connection: Connection): void {
     const { socket, queue } = connection;
-    while (queue.length > 0 && !connection.closed && !socket.writableNeedDrain) {
-      const pending = queue.shift()!;
-      if (pending.settled) continue;
+    for (const pending of queue) {
+      if (connection.closed || socket.writableNeedDrain) return;
+      queue.delete(pending);
       socket.write(encodeMessage(pending.message, this.framing), (error) => {
         if (!error) pending.written = true;
       });
@@ -588,7 +589,7 @@ export class MakaClient extends EventEmitter {
       }
     }
     connection.inflight.clear();
-    connection.queue.length = 0;
+    connection.queue.clear();
     if (this.closed) return;
     this.strikes = connection.answered ? 0 : this.strikes + 1;
     this.announce("disconnect", { error: connection.fatal ?? connection.error });

@@ -5,6 +5,8 @@ import { rmSync } from "node:fs";
 import { createServer, type Server, type Socket } from "node:net";
 import { join } from "node:path";
 import { describe, it } from "node:test";
+import { setFlagsFromString } from "node:v8";
+import { runInNewContext } from "node:vm";
 
 import {
   AbortError,
@@ -114,6 +116,27 @@ describe("a server that stops reading", () => {
       });
       assert.equal(await reply, "pong");
       assert.ok(server.received() < 4 * MIB.length, `${server.received()} bytes reached the server`);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it("a call that timed out waiting for its turn is not kept until the daemon reads again", { timeout: 10_000 }, async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    const server = await stubbornServer((socket) => socket.pause());
+    const client = new MakaClient({ socketPath: server.socketPath });
+    try {
+      const blocker = client.callRaw("status", { padding: MIB }).catch(() => undefined);
+      let params: Record<string, unknown> | undefined = { padding: MIB.slice(1) };
+      const held = new WeakRef(params);
+      await assert.rejects(client.callRaw("status", params, { timeoutMs: 30 }), TimeoutError);
+      params = undefined;
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      assert.equal(held.deref(), undefined, "the timed-out request is still held");
+      void blocker;
     } finally {
       await client.close();
       await server.close();
