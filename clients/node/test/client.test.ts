@@ -1,9 +1,10 @@
 // MakaClient against a real makad, in both framings.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import {
   AbortError,
@@ -130,6 +131,24 @@ for (const framing of FRAMINGS) {
     });
   });
 }
+
+describe("the document makad serves (rpc.discover)", () => {
+  it("generates exactly src/generated.ts: every method's params, result and errors as typed here", async () => {
+    // dist/test/test/ -> the package directory
+    const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+    const generator = (await import(pathToFileURL(join(packageDir, "scripts", "gen-types.mjs")).href)) as {
+      generate(doc: unknown): string;
+      OUTPUT_PATH: string;
+    };
+    const client = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      const served = await client.call("rpc.discover");
+      assert.ok(generator.generate(served) === readFileSync(generator.OUTPUT_PATH, "utf8"), "src/generated.ts differs from the served document");
+    } finally {
+      await client.close();
+    }
+  });
+});
 
 describe("lifecycle", () => {
   it("rejects with ClientClosedError after close()", async () => {
