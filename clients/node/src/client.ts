@@ -112,8 +112,21 @@ interface Pending {
   finish(error: Error | null, result?: unknown): void;
 }
 
+interface Early {
+  closed: boolean;
+  error: Error | undefined;
+  note(error?: unknown): void;
+}
+
 class Connection {
   readonly inflight = new Set<Pending>();
+  /**
+   * Requests waiting for the socket to drain: while the daemon reads slower than we call,
+   * they wait here rather than in the socket's own buffer, so that a request that times
+   * out or is aborted before its turn is dropped (never sent, and let go at once), and
+   * what is held stays bounded by the calls still pending. A Set keeps the calls' order.
+   */
+  readonly queue = new Set<Pending>();
   closed = false;
   /** A reply arrived on it: the daemon really serves this connection. */
   answered = false;
@@ -162,6 +175,10 @@ export class MakaClient extends EventEmitter {
   /** Connections in a row that closed before any reply: a daemon that drops us at once. */
   private strikes = 0;
   private closed = false;
+  /** The calls waiting on each AbortSignal, behind one listener per signal. */
+  private readonly abortWatches = new WeakMap<AbortSignal, { callbacks: Set<() => void>; listener: () => void }>();
+  /** What befell a socket between connecting and being adopted (its file is checked meanwhile). */
+  private readonly early = new WeakMap<Socket, Early>();
   /** Resolvers of backoff sleeps, so close() ends them at once. */
   private readonly wakers = new Set<() => void>();
 
@@ -206,7 +223,7 @@ export class MakaClient extends EventEmitter {
       const message: Record<string, unknown> = { jsonrpc: "2.0", id, method };
       if (params !== undefined) message["params"] = params;
       let timer: NodeJS.Timeout | undefined;
-      const onAbort = () => pending.finish(new AbortError(method, signal?.reason));
+      let unwatch: (() => void) | undefined;
       const pending: Pending = {
         id,
         method,
@@ -220,8 +237,9 @@ export class MakaClient extends EventEmitter {
           pending.settled = true;
           this.pending.delete(id);
           pending.connection?.inflight.delete(pending);
+          pending.connection?.queue.delete(pending);
           if (timer !== undefined) clearTimeout(timer);
-          signal?.removeEventListener("abort", onAbort);
+          unwatch?.();
           if (error) reject(error);
           else {
             this.trackSubscription(method, params);
@@ -233,7 +251,7 @@ export class MakaClient extends EventEmitter {
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
         timer = setTimeout(() => pending.finish(new TimeoutError(method, timeoutMs)), timeoutMs);
       }
-      signal?.addEventListener("abort", onAbort, { once: true });
+      if (signal) unwatch = this.watchAbort(signal, () => pending.finish(new AbortError(method, signal.reason)));
       if (via) {
         this.send(via, pending);
         return;
@@ -243,6 +261,33 @@ export class MakaClient extends EventEmitter {
         (error: Error) => pending.finish(error),
       );
     });
+  }
+
+  /**
+   * Run `onAbort` when `signal` fires; returns the way to stop watching. One listener per
+   * signal, whatever the number of calls sharing it: a signal that lives as long as the app
+   * can serve any number of concurrent calls without Node's listener-leak warning.
+   */
+  private watchAbort(signal: AbortSignal, onAbort: () => void): () => void {
+    let watch = this.abortWatches.get(signal);
+    if (!watch) {
+      const callbacks = new Set<() => void>();
+      const listener = () => {
+        this.abortWatches.delete(signal);
+        for (const callback of [...callbacks]) callback();
+      };
+      watch = { callbacks, listener };
+      this.abortWatches.set(signal, watch);
+      signal.addEventListener("abort", listener, { once: true });
+    }
+    const { callbacks, listener } = watch;
+    callbacks.add(onAbort);
+    return () => {
+      callbacks.delete(onAbort);
+      if (callbacks.size > 0 || this.abortWatches.get(signal) !== watch) return;
+      this.abortWatches.delete(signal);
+      signal.removeEventListener("abort", listener);
+    };
   }
 
   /** Send a JSON-RPC notification (no reply). Resolves once it is written. */
@@ -267,7 +312,7 @@ export class MakaClient extends EventEmitter {
     return this.connection !== null && !this.connection.closed;
   }
 
-  /** Close the connection; pending calls fail with ClientClosedError. */
+  /** Close the connection at once (unsent requests are dropped); pending calls fail with ClientClosedError. */
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
@@ -277,9 +322,11 @@ export class MakaClient extends EventEmitter {
     const connection = this.connection;
     this.connection = null;
     if (connection && !connection.closed) {
+      // Every call has been rejected: nothing buffered for the daemon is still wanted, and
+      // waiting for it to drain would wait forever on a daemon that stopped reading.
       await new Promise<void>((resolve) => {
         connection.socket.once("close", () => resolve());
-        connection.socket.end(() => connection.socket.destroy());
+        connection.socket.destroy();
       });
     }
   }
@@ -309,9 +356,20 @@ export class MakaClient extends EventEmitter {
     }
     pending.connection = connection;
     connection.inflight.add(pending);
-    connection.socket.write(encodeMessage(pending.message, this.framing), (error) => {
-      if (!error) pending.written = true;
-    });
+    connection.queue.add(pending);
+    this.flush(connection);
+  }
+
+  /** Hand queued requests to the socket until its buffer is full ('drain' resumes). */
+  private flush(connection: Connection): void {
+    const { socket, queue } = connection;
+    for (const pending of queue) {
+      if (connection.closed || socket.writableNeedDrain) return;
+      queue.delete(pending);
+      socket.write(encodeMessage(pending.message, this.framing), (error) => {
+        if (!error) pending.written = true;
+      });
+    }
   }
 
   private ensureConnected(): Promise<Connection> {
@@ -402,8 +460,16 @@ export class MakaClient extends EventEmitter {
   }
 
   private dial(): Promise<Socket> {
+    const socket = createConnection({ path: this.socketPath });
+    const early: Early = {
+      closed: false,
+      error: undefined,
+      note: (error?: unknown) => {
+        if (error instanceof Error) early.error = error;
+        else early.closed = true;
+      },
+    };
     return new Promise((resolve, reject) => {
-      const socket = createConnection({ path: this.socketPath });
       const onError = (error: Error) => {
         socket.destroy();
         reject(error);
@@ -411,18 +477,35 @@ export class MakaClient extends EventEmitter {
       socket.once("error", onError);
       socket.once("connect", () => {
         socket.off("error", onError);
+        // Until adopt() takes over (the socket file is checked meanwhile): an error must
+        // not go unheard, and a close must not go unseen.
+        this.early.set(socket, early);
+        socket.on("error", early.note);
+        socket.once("close", early.note);
         resolve(socket);
       });
     });
   }
 
   private async adopt(socket: Socket): Promise<Connection> {
+    const early = this.early.get(socket);
+    this.early.delete(socket);
+    if (early) socket.off("error", early.note).off("close", early.note);
+    if (early?.closed || socket.destroyed) {
+      // The daemon hung up before we could use the connection (it was stopping, or was
+      // killed with us in its backlog): a failed attempt, retried like a refused connect.
+      socket.destroy();
+      const code = (early?.error as NodeJS.ErrnoException | undefined)?.code ?? "ECONNRESET";
+      throw Object.assign(new Error("the daemon closed the connection at once", { cause: early?.error }), { code });
+    }
     const connection = new Connection(socket, createDecoder(this.framing, this.maxMessageBytes));
     socket.on("data", (chunk: Buffer) => this.receive(connection, chunk));
     socket.on("error", (error) => {
       connection.error = error;
     });
     socket.on("close", () => this.lost(connection));
+    socket.on("drain", () => this.flush(connection));
+    if (early?.error) connection.error = early.error;
     this.connection = connection;
     const reconnect = this.everConnected;
     this.everConnected = true;
@@ -448,15 +531,20 @@ export class MakaClient extends EventEmitter {
 
   private receive(connection: Connection, chunk: Buffer): void {
     let messages: unknown[];
+    let fault: Error | undefined;
     try {
       messages = connection.decoder.push(chunk);
     } catch (error) {
-      connection.fatal = error instanceof Error ? error : new ProtocolError(String(error));
-      connection.socket.destroy();
-      return;
+      // Replies that came whole before the fault are still answers to their calls.
+      messages = error instanceof ProtocolError ? error.decoded : [];
+      fault = error instanceof Error ? error : new ProtocolError(String(error));
     }
     for (const message of messages) {
       for (const one of Array.isArray(message) ? message : [message]) this.dispatch(connection, one);
+    }
+    if (fault) {
+      connection.fatal = fault;
+      connection.socket.destroy();
     }
   }
 
@@ -501,14 +589,16 @@ export class MakaClient extends EventEmitter {
       }
     }
     connection.inflight.clear();
+    connection.queue.clear();
     if (this.closed) return;
     this.strikes = connection.answered ? 0 : this.strikes + 1;
     this.announce("disconnect", { error: connection.fatal ?? connection.error });
     if (unsent.length === 0 && this.subscriptions.size === 0) return;
     if (this.strikes > this.reconnect.retries) {
-      const error = connection.fatal ?? new ConnectionLostError("subscribe", { cause: connection.error });
-      for (const pending of unsent) pending.finish(error);
-      this.dropSubscriptions(error);
+      for (const pending of unsent) {
+        pending.finish(connection.fatal ?? new ConnectionLostError(pending.method, { cause: connection.error }));
+      }
+      this.dropSubscriptions(connection.fatal ?? new ConnectionLostError("subscribe", { cause: connection.error }));
       return;
     }
     const delay = this.strikes > 0 ? this.sleep(this.backoff(this.strikes - 1)) : Promise.resolve();

@@ -52,6 +52,7 @@ const SYSTEM_REASONS: Readonly<Record<string, string>> = {
   ENOENT: "No such file or directory",
   ENOTDIR: "Not a directory",
   ECONNREFUSED: "Connection refused",
+  ECONNRESET: "Connection reset by peer",
   ELOOP: "Too many levels of symbolic links",
   ENAMETOOLONG: "File name too long",
   ENOTSOCK: "Socket operation on non-socket",
@@ -169,6 +170,8 @@ export class AbortError extends MakaError {
 /** The daemon sent bytes that are not JSON-RPC 2.0 in the connection's framing. */
 export class ProtocolError extends MakaError {
   override name = "ProtocolError";
+  /** From a decoder: the messages that came whole before the fault, in order. */
+  decoded: unknown[] = [];
 }
 
 /** The client was closed with `close()`; pending and later calls fail with this. */

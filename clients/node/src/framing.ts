@@ -16,7 +16,10 @@ export function encodeMessage(message: unknown, framing: Framing): Buffer {
   return Buffer.concat([Buffer.from(`Content-Length: ${body.length}\r\n\r\n`, "latin1"), body]);
 }
 
-/** Splits received bytes into parsed JSON messages. Throws ProtocolError on malformed input. */
+/**
+ * Splits received bytes into parsed JSON messages. Throws ProtocolError on malformed input;
+ * its `decoded` holds the messages of the same push that came whole before the fault.
+ */
 export interface Decoder {
   push(chunk: Buffer): unknown[];
 }
@@ -61,13 +64,28 @@ class Chunks {
   }
 }
 
+/** Runs `decode`, handing the messages decoded before a ProtocolError over with it. */
+function pushing(decode: (out: unknown[]) => void): unknown[] {
+  const out: unknown[] = [];
+  try {
+    decode(out);
+  } catch (error) {
+    if (error instanceof ProtocolError) error.decoded = out;
+    throw error;
+  }
+  return out;
+}
+
 class NdjsonDecoder implements Decoder {
   private readonly held = new Chunks();
 
   constructor(private readonly max: number) {}
 
   push(chunk: Buffer): unknown[] {
-    const out: unknown[] = [];
+    return pushing((out) => this.decode(chunk, out));
+  }
+
+  private decode(chunk: Buffer, out: unknown[]): void {
     let start = 0;
     let end = chunk.indexOf(NEWLINE, start);
     while (end >= 0) {
@@ -80,7 +98,6 @@ class NdjsonDecoder implements Decoder {
     }
     this.held.add(chunk.subarray(start));
     if (this.held.length > this.max) throw new ProtocolError(`a message from the daemon exceeds ${this.max} bytes`);
-    return out;
   }
 }
 
@@ -91,20 +108,23 @@ class LspDecoder implements Decoder {
   constructor(private readonly max: number) {}
 
   push(chunk: Buffer): unknown[] {
+    return pushing((out) => this.decode(chunk, out));
+  }
+
+  private decode(chunk: Buffer, out: unknown[]): void {
     this.held.add(chunk);
-    const out: unknown[] = [];
     for (;;) {
       if (this.need === null) {
         const buffer = this.held.peek();
         const end = buffer.indexOf(HEADER_END);
         if (end < 0) {
           if (buffer.length > MAX_HEADER_BYTES) throw new ProtocolError("the daemon sent a header block that never ends");
-          return out;
+          return;
         }
         this.need = contentLength(this.held.take(end + HEADER_END.length).toString("latin1"));
         if (this.need > this.max) throw new ProtocolError(`a message from the daemon exceeds ${this.max} bytes`);
       }
-      if (this.held.length < this.need) return out;
+      if (this.held.length < this.need) return;
       out.push(parse(this.held.take(this.need)));
       this.need = null;
     }

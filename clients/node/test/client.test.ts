@@ -1,9 +1,10 @@
 // MakaClient against a real makad, in both framings.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
-import { join } from "node:path";
+import { mkdirSync, readFileSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
+import { fileURLToPath, pathToFileURL } from "node:url";
 
 import {
   AbortError,
@@ -99,11 +100,18 @@ for (const framing of FRAMINGS) {
       await assert.rejects(client.callRaw("ping", [1]), InvalidParamsError);
     });
 
-    it("concurrent calls are each answered with their own result", async () => {
+    it("1,000 concurrent calls are each answered with their own reply", async () => {
+      // The daemon's data.method tells each unknown-method reply apart: a mismatched id shows.
       const results = await Promise.all(
-        Array.from({ length: 50 }, (_, i) => (i % 2 ? client.call("ping") : client.call("status").then((s) => s.pid))),
+        Array.from({ length: 1000 }, (_, i) =>
+          i % 3 === 0
+            ? client.call("ping")
+            : i % 3 === 1
+              ? client.call("status").then((s) => s.pid)
+              : client.callRaw(`no_such_${i}`).catch((error: RemoteError) => error.data["method"]),
+        ),
       );
-      results.forEach((value, i) => assert.equal(value, i % 2 ? "pong" : daemon.pid));
+      results.forEach((value, i) => assert.equal(value, ["pong", daemon.pid, `no_such_${i}`][i % 3]));
     });
 
     it("an aborted call rejects with AbortError and the connection stays usable", async () => {
@@ -123,6 +131,24 @@ for (const framing of FRAMINGS) {
     });
   });
 }
+
+describe("the document makad serves (rpc.discover)", () => {
+  it("generates exactly src/generated.ts: every method's params, result and errors as typed here", async () => {
+    // dist/test/test/ -> the package directory
+    const packageDir = join(dirname(fileURLToPath(import.meta.url)), "..", "..", "..");
+    const generator = (await import(pathToFileURL(join(packageDir, "scripts", "gen-types.mjs")).href)) as {
+      generate(doc: unknown): string;
+      OUTPUT_PATH: string;
+    };
+    const client = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      const served = await client.call("rpc.discover");
+      assert.ok(generator.generate(served) === readFileSync(generator.OUTPUT_PATH, "utf8"), "src/generated.ts differs from the served document");
+    } finally {
+      await client.close();
+    }
+  });
+});
 
 describe("lifecycle", () => {
   it("rejects with ClientClosedError after close()", async () => {

@@ -1,5 +1,5 @@
-// The README's build_context example type-checks against the built package and runs as
-// written against a real daemon.
+// The README's usage and build_context examples type-check against the built package and
+// run as written against a real daemon; its errors table names every error class.
 
 import assert from "node:assert/strict";
 import { execFileSync } from "node:child_process";
@@ -10,7 +10,7 @@ import { fileURLToPath } from "node:url";
 
 import ts from "typescript";
 
-import { MakaClient } from "makad-client";
+import { ERROR_CLASSES, MakaClient } from "makad-client";
 import { Daemon } from "./helpers/daemon.js";
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), "../../..");
@@ -22,7 +22,45 @@ function example(marker: string): string {
   return block;
 }
 
-describe("README: build_context", () => {
+/** TypeScript's complaints about each of `files` (name: code), compiled together against the built package. */
+function typeErrors(scratch: string, files: Record<string, string>): string[] {
+  const paths = Object.entries(files).map(([name, code]) => {
+    writeFileSync(join(scratch, name), code);
+    return join(scratch, name);
+  });
+  const options: ts.CompilerOptions = {
+    target: ts.ScriptTarget.ES2022,
+    module: ts.ModuleKind.NodeNext,
+    moduleResolution: ts.ModuleResolutionKind.NodeNext,
+    strict: true,
+    noEmit: true,
+    skipLibCheck: true,
+    types: ["node"],
+    typeRoots: [join(root, "node_modules", "@types")],
+  };
+  const program = ts.createProgram(paths, options);
+  return ts.getPreEmitDiagnostics(program).map((d) => `${d.file?.fileName}: ${ts.flattenDiagnosticMessageText(d.messageText, "\n")}`);
+}
+
+/** Run `code` (TypeScript, transpiled) with Node against the daemon, in its workspace; its output. */
+function run(scratch: string, code: string, name: string, daemon: Daemon): string {
+  const js = ts.transpileModule(code, {
+    compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
+  const file = join(scratch, name);
+  writeFileSync(file, js);
+  return execFileSync(process.execPath, ["--unhandled-rejections=strict", file], {
+    cwd: daemon.workspace,
+    env: { ...process.env, MAKAD_SOCKET: daemon.socketPath },
+    encoding: "utf8",
+    timeout: 30_000,
+  });
+}
+
+const BUILD_CONTEXT = "// build_context";
+const USAGE = 'import { MakaClient, ConflictError, NotFoundError, StatePoller } from "makad-client";';
+
+describe("README examples", () => {
   let daemon: Daemon;
   // Inside the package, so that "makad-client" resolves to this build (self-reference).
   const scratch = join(root, "dist", "readme-example");
@@ -36,43 +74,34 @@ describe("README: build_context", () => {
     rmSync(scratch, { recursive: true, force: true });
   });
 
-  it("type-checks with the package's types", () => {
-    const file = join(scratch, "example.mts");
-    writeFileSync(file, example("// build_context"));
-    const options: ts.CompilerOptions = {
-      target: ts.ScriptTarget.ES2022,
-      module: ts.ModuleKind.NodeNext,
-      moduleResolution: ts.ModuleResolutionKind.NodeNext,
-      strict: true,
-      noEmit: true,
-      skipLibCheck: true,
-      types: ["node"],
-      typeRoots: [join(root, "node_modules", "@types")],
-    };
-    const program = ts.createProgram([file], options);
-    const problems = ts
-      .getPreEmitDiagnostics(program)
-      .map((d) => ts.flattenDiagnosticMessageText(d.messageText, "\n"));
-    assert.deepEqual(problems, []);
+  it("the usage and build_context examples type-check with the package's types", () => {
+    assert.deepEqual(typeErrors(scratch, { "usage.mts": example(USAGE), "build-context.mts": example(BUILD_CONTEXT) }), []);
   });
 
-  it("runs and prints the memory the agent may read", async () => {
+  it("build_context runs and prints the memory the agent may read", async () => {
     const maka = new MakaClient({ socketPath: daemon.socketPath });
     await maka.call("add_entry", { workspace: daemon.workspace, title: "Deploys", content: "The team deploys on Tuesdays." });
     await maka.call("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
     await maka.close();
-    const js = ts.transpileModule(example("// build_context"), {
-      compilerOptions: { module: ts.ModuleKind.ESNext, target: ts.ScriptTarget.ES2022 },
-    }).outputText;
-    const file = join(scratch, "example.mjs");
-    writeFileSync(file, js);
-    const out = execFileSync(process.execPath, [file], {
-      cwd: daemon.workspace,
-      env: { ...process.env, MAKAD_SOCKET: daemon.socketPath },
-      encoding: "utf8",
-      timeout: 30_000,
-    });
+    const out = run(scratch, example(BUILD_CONTEXT), "build-context.mjs", daemon);
     assert.match(out, /^\d+ of 1500 tokens \((fast|bounded|slow|fallback) path\), 0 messages$/m);
     assert.match(out, /The team deploys on Tuesdays\./);
+  });
+
+  it("usage runs as written", () => {
+    const out = run(scratch, example(USAGE), "usage.mjs", daemon);
+    assert.match(out, /^pong$/m);
+    assert.match(out, /^no such entry$/m);
+  });
+});
+
+describe("README: errors", () => {
+  it("the table names the class of every error kind", () => {
+    const readme = readFileSync(join(root, "README.md"), "utf8");
+    const table = readme.slice(readme.indexOf("### Errors"), readme.indexOf("## Electron"));
+    const missing = Object.values(ERROR_CLASSES)
+      .map((cls) => cls.name)
+      .filter((name) => !table.includes(`\`${name}\``));
+    assert.deepEqual(missing, []);
   });
 });

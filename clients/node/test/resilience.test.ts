@@ -13,8 +13,10 @@ import {
   DaemonUnavailableError,
   MakaClient,
   METHOD_NAMES,
+  StatePoller,
   TimeoutError,
   TooLargeError,
+  TooManyConnectionsError,
   type ClientEvents,
 } from "../src/index.js";
 import { Daemon, shortTempDir } from "./helpers/daemon.js";
@@ -253,6 +255,46 @@ describe("a restarted daemon", () => {
   );
 });
 
+describe("a daemon killed with calls in flight (SIGKILL)", () => {
+  it(
+    "each call is answered or rejects with ConnectionLostError, and subscription and poller carry on after the restart",
+    { timeout: 30_000, skip: !HAS_SUBSCRIBE || !HAS_SETTINGS ? "subscribe/set_settings not in protocol/openrpc.json yet" : false },
+    async () => {
+      const daemon = await Daemon.start();
+      // No timeout: a call the kill leaves unanswered must still end, by the lost connection.
+      const client = new MakaClient({ socketPath: daemon.socketPath, timeoutMs: 0, reconnect: { retries: 200, baseMs: 10, maxMs: 100 } });
+      const other = new MakaClient({ socketPath: daemon.socketPath });
+      try {
+        await client.call("subscribe", { workspace: daemon.workspace });
+        const poller = new StatePoller(client, { workspace: daemon.workspace });
+        assert.equal(await poller.poll(), true);
+        const calls = Array.from({ length: 100 }, () =>
+          client.call("status").then(
+            () => "answered",
+            (error: Error) => error.name,
+          ),
+        );
+        const reconnected = nextEvent(client, "connect", (info) => info.reconnect);
+        await daemon.stop("SIGKILL");
+        const outcomes = new Set(await Promise.all(calls));
+        for (const outcome of outcomes) assert.ok(["answered", "ConnectionLostError"].includes(outcome), outcome);
+        await daemon.start();
+        await reconnected;
+        assert.equal(await poller.poll(), false, "nothing changed while it was down");
+        const changed = nextEvent(client, "settings_changed", (p) => p.workspace === daemon.workspace);
+        await other.call("set_settings", { workspace: daemon.workspace, agentReadEnabled: true });
+        await changed;
+        assert.equal(await poller.poll(), true);
+        assert.equal(client.listenerCount("connect"), 0, "no listener left behind by the client");
+      } finally {
+        await client.close();
+        await other.close();
+        await daemon.dispose();
+      }
+    },
+  );
+});
+
 describe("connection-level errors", () => {
   it("a request over the daemon's size cap rejects with TooLargeError from the id:null reply", async () => {
     const daemon = await Daemon.start(["--max-message-bytes", "4096"]);
@@ -268,6 +310,33 @@ describe("connection-level errors", () => {
       assert.equal(await client.call("ping"), "pong");
     } finally {
       await client.close();
+      await daemon.dispose();
+    }
+  });
+
+  it("a daemon at its connection cap refuses with TooManyConnectionsError (from the id:null line)", async () => {
+    const daemon = await Daemon.start(["--max-connections", "1"]);
+    const first = new MakaClient({ socketPath: daemon.socketPath });
+    const second = new MakaClient({ socketPath: daemon.socketPath, reconnect: false });
+    try {
+      assert.equal(await first.call("ping"), "pong");
+      await assert.rejects(second.call("ping"), (error: unknown) => {
+        assert.ok(error instanceof TooManyConnectionsError, String(error));
+        assert.equal(error.data["limit"], 1);
+        return true;
+      });
+      await first.close();
+      // Served once the first connection is gone (the daemon notices the close on its own time).
+      const third = new MakaClient({ socketPath: daemon.socketPath, reconnect: { retries: 50, baseMs: 20, maxMs: 100 } });
+      let answer: unknown;
+      for (let i = 0; i < 50 && answer === undefined; i++) {
+        answer = await third.call("ping").catch(() => undefined);
+      }
+      assert.equal(answer, "pong");
+      await third.close();
+    } finally {
+      await first.close();
+      await second.close();
       await daemon.dispose();
     }
   });

@@ -44,6 +44,21 @@ describe("a server run by another user (nobody)", { skip: SKIP }, () => {
     assert.equal(impostor.received(), 0);
   });
 
+  it("is refused at once, never retried, by a client with the default reconnect policy", async () => {
+    const client = new MakaClient({ socketPath: impostor.socketPath });
+    let attempts = 0;
+    client.on("reconnecting", () => attempts++);
+    try {
+      await assert.rejects(client.call("ping"), UntrustedServerError);
+      await assert.rejects(client.call("subscribe", { workspace: "/" }), UntrustedServerError);
+      assert.equal(attempts, 0);
+      assert.equal(client.connected, false);
+    } finally {
+      await client.close();
+    }
+    assert.equal(impostor.received(), 0);
+  });
+
   it("is reached when serverUid names its uid", async () => {
     assert.equal(await ping(impostor.socketPath, { serverUid: impostor.uid }), "pong");
   });
