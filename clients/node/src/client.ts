@@ -519,7 +519,9 @@ export class MakaClient extends EventEmitter {
       try {
         await this.request("subscribe", params, {}, connection);
       } catch (caught) {
-        if (this.closed) return;
+        // The connection went down under the renewal (the daemon was still dying, or
+        // stopped again): the reconnect its loss starts renews the subscription.
+        if (this.closed || connection.closed) return;
         const error = caught instanceof Error ? caught : new Error(String(caught));
         const key = typeof params["workspace"] === "string" ? params["workspace"] : JSON.stringify(params);
         this.subscriptions.delete(key);

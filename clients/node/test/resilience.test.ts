@@ -265,6 +265,9 @@ describe("a daemon killed with calls in flight (SIGKILL)", () => {
       const client = new MakaClient({ socketPath: daemon.socketPath, timeoutMs: 0, reconnect: { retries: 200, baseMs: 10, maxMs: 100 } });
       const other = new MakaClient({ socketPath: daemon.socketPath });
       try {
+        // A workspace with memory on disk keeps its revision across a restart (a folder
+        // never written to is given a new one by each daemon: PROTOCOL.md).
+        await other.call("add_entry", { workspace: daemon.workspace, title: "Kept", content: "across the restart" });
         await client.call("subscribe", { workspace: daemon.workspace });
         const poller = new StatePoller(client, { workspace: daemon.workspace });
         assert.equal(await poller.poll(), true);
@@ -276,9 +279,11 @@ describe("a daemon killed with calls in flight (SIGKILL)", () => {
         );
         const reconnected = nextEvent(client, "connect", (info) => info.reconnect);
         await daemon.stop("SIGKILL");
+        // Calls still queued in the client when the connection dropped wait for the
+        // reconnect (within its retries), so the daemon comes back before they are awaited.
+        await daemon.start();
         const outcomes = new Set(await Promise.all(calls));
         for (const outcome of outcomes) assert.ok(["answered", "ConnectionLostError"].includes(outcome), outcome);
-        await daemon.start();
         await reconnected;
         assert.equal(await poller.poll(), false, "nothing changed while it was down");
         const changed = nextEvent(client, "settings_changed", (p) => p.workspace === daemon.workspace);

@@ -223,3 +223,45 @@ describe("one AbortSignal shared by many calls", () => {
     }
   });
 });
+
+describe("a daemon that dies again under a subscription's renewal", () => {
+  it("keeps the subscription and renews it on the next connection", { timeout: 10_000 }, async () => {
+    let accepted = 0;
+    const server = await stubbornServer((socket) => {
+      const nth = ++accepted;
+      let buffer = "";
+      socket.on("data", (chunk: Buffer) => {
+        buffer += chunk.toString("utf8");
+        let end: number;
+        while ((end = buffer.indexOf("\n")) >= 0) {
+          const request = JSON.parse(buffer.slice(0, end)) as { id: number; params: { workspace: string } };
+          buffer = buffer.slice(end + 1);
+          if (nth === 2) {
+            socket.destroy(); // dying: the renewal is cut off
+            return;
+          }
+          const reply = { jsonrpc: "2.0", id: request.id, result: { workspace: request.params.workspace, revision: 1 } };
+          socket.write(`${JSON.stringify(reply)}\n`);
+          if (nth === 1) setTimeout(() => socket.destroy(), 10); // the daemon goes down
+          if (nth === 3) {
+            const note = { jsonrpc: "2.0", method: "settings_changed", params: { workspace: "/w", revision: 2, cause: "settings" } };
+            setTimeout(() => socket.write(`${JSON.stringify(note)}\n`), 10);
+          }
+        }
+      });
+    });
+    const client = new MakaClient({ socketPath: server.socketPath, reconnect: { retries: 5, baseMs: 1, maxMs: 5 } });
+    const lost: unknown[] = [];
+    client.on("subscription_lost", (info) => lost.push(info));
+    try {
+      const changed = new Promise((resolve) => client.on("settings_changed", resolve));
+      await client.call("subscribe", { workspace: "/w" });
+      assert.deepEqual(await changed, { workspace: "/w", revision: 2, cause: "settings" });
+      assert.equal(accepted, 3);
+      assert.deepEqual(lost, []);
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+});
