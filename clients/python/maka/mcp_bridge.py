@@ -40,11 +40,13 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
 from maka.mcp_gates import ToolFailure, propose_open
 from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge
+from maka.mcp_wire import HostInput
 from maka.server_check import ServerUid
 from makad import __version__
 
@@ -52,6 +54,9 @@ MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
 ATTENTION_URI = "maka://attention"
 PROPOSE = "memory_propose"
+# "Resource not found": -32002 up to the 2025-11-25 specification, Invalid Params since.
+RESOURCE_NOT_FOUND = -32002
+INVALID_PARAMS = -32602
 log = logging.getLogger("maka.mcp")
 
 
@@ -296,7 +301,10 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
         host.saw(ctx)
         uri = str(params.uri)
         if uri not in RESOURCES:
-            raise ValueError(f"unknown resource {uri}")
+            code = INVALID_PARAMS if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND
+            raise MCPError(
+                code, f"Resource not found: {uri} (this server serves {', '.join(RESOURCES)})", {"uri": uri}
+            )
         try:
             body = await RESOURCES[uri][2](bridge)
         except ToolFailure as exc:
@@ -338,7 +346,8 @@ async def serve_async(bridge: Bridge) -> None:
     then close the ledger session."""
     server, _ = build_server(bridge)
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-    async with bridge, stdio_server() as (read, write), anyio.create_task_group() as tg:
+    host_input = HostInput().host_lines()
+    async with bridge, stdio_server(stdin=host_input) as (read, write), anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, bridge)
         await server.run(read, write, options)
         tg.cancel_scope.cancel()

@@ -1,0 +1,130 @@
+"""`maka mcp` on the wire: raw JSON-RPC lines on its stdin, as any MCP host may send them.
+
+The SDK's own client (tests/cli/mcp_session.py) only sends what it can serialize; these
+tests write the bytes themselves, against a real daemon.
+"""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tests.cli.helpers import call
+from tests.support import DaemonProcess
+
+REPLY_TIMEOUT_S = 20.0  # a bound that turns a missing reply into a failure, not a hang
+
+
+class RawHost:
+    """`maka mcp` as a subprocess, written to and read from line by line."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        self.proc = proc
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            self.lines.put(line)
+
+    def send(self, message: dict[str, Any] | bytes) -> None:
+        assert self.proc.stdin is not None
+        data = message if isinstance(message, bytes) else json.dumps(message).encode()
+        self.proc.stdin.write(data + b"\n")
+        self.proc.stdin.flush()
+
+    def reply(self, request_id: int) -> dict[str, Any]:
+        """The response to ``request_id`` (every line on stdout must be JSON-RPC)."""
+        while True:
+            try:
+                line = self.lines.get(timeout=REPLY_TIMEOUT_S)
+            except queue.Empty:
+                raise AssertionError(f"no reply to request {request_id}") from None
+            message: dict[str, Any] = json.loads(line)
+            assert message["jsonrpc"] == "2.0", message
+            if message.get("id") == request_id:
+                return message
+
+    def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
+        if params is not None:
+            message["params"] = params
+        self.send(message)
+        return self.reply(request_id)
+
+    def initialize(self, version: str = "2025-06-18") -> dict[str, Any]:
+        params = {
+            "protocolVersion": version,
+            "capabilities": {},
+            "clientInfo": {"name": "raw", "version": "0"},
+        }
+        result: dict[str, Any] = self.request(0, "initialize", params)["result"]
+        self.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        return result
+
+
+@contextmanager
+def raw_bridge(d: DaemonProcess) -> Iterator[RawHost]:
+    command = [sys.executable, "-m", "maka.cli", "--socket", str(d.socket), "mcp", "-w", str(d.workspace)]
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        yield RawHost(proc)
+    finally:
+        assert proc.stdin is not None
+        proc.stdin.close()
+        try:
+            proc.wait(timeout=30)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
+            assert proc.stdout is not None
+            proc.stdout.close()
+
+
+def tool_call(request_id: int, name: str, arguments_json: str) -> bytes:
+    """A tools/call line with the arguments written as raw JSON text."""
+    return (
+        f'{{"jsonrpc":"2.0","id":{request_id},"method":"tools/call",'
+        f'"params":{{"name":"{name}","arguments":{arguments_json}}}}}'
+    ).encode()
+
+
+def test_lone_surrogates_in_arguments_get_an_answer(shared_daemon: DaemonProcess) -> None:
+    """A call whose strings hold a lone UTF-16 surrogate escape (valid JSON, as a JavaScript
+    host writes a string cut in the middle of an emoji) is answered, the surrogate read as
+    U+FFFD like an invalid UTF-8 byte; the server carries on."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, historyRecallEnabled=True)
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        h.send(tool_call(1, "memory_search", r'{"query":"deploy \ud83d"}'))
+        found = h.reply(1)["result"]
+        assert not found.get("isError"), found
+        h.send(
+            tool_call(
+                2, "session_record", r'{"turns":[{"role":"user","text":"ship it \ud83d\ude80 now \udc80!"}]}'
+            )
+        )
+        recorded = h.reply(2)["result"]
+        assert not recorded.get("isError"), recorded
+        assert h.request(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
+    (event,) = call(shared_daemon, "search_history", query="ship")["hits"]
+    assert "ship it \U0001f680 now \ufffd!" in json.dumps(event, ensure_ascii=False)
+
+
+def test_unknown_resource_is_resource_not_found(shared_daemon: DaemonProcess) -> None:
+    """resources/read of a URI the server does not serve is the spec's "Resource not found"
+    error (-32002) naming the URI, not an error without a code."""
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        error = h.request(1, "resources/read", {"uri": "maka://memory/NOPE.md"})["error"]
+        assert error["code"] == -32002, error
+        assert "maka://memory/NOPE.md" in json.dumps(error)
+        assert "result" in h.request(2, "resources/read", {"uri": "maka://memory/MEMORY.md"})
