@@ -7,7 +7,9 @@ tests write the bytes themselves, against a real daemon.
 from __future__ import annotations
 
 import json
+import os
 import queue
+import signal
 import subprocess
 import sys
 import threading
@@ -15,9 +17,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import pytest
+
 from tests.cli.helpers import call
+from tests.cli.mcp_session import mcp_host
 from tests.support import DaemonProcess
 
+pytestmark = pytest.mark.filterwarnings("ignore:resources/subscribe is removed")
 REPLY_TIMEOUT_S = 20.0  # a bound that turns a missing reply into a failure, not a hang
 
 
@@ -128,3 +134,21 @@ def test_unknown_resource_is_resource_not_found(shared_daemon: DaemonProcess) ->
         assert error["code"] == -32002, error
         assert "maka://memory/NOPE.md" in json.dumps(error)
         assert "result" in h.request(2, "resources/read", {"uri": "maka://memory/MEMORY.md"})
+
+
+@pytest.mark.anyio
+async def test_a_daemon_that_does_not_answer_is_a_timeout_tool_error(daemon: DaemonProcess) -> None:
+    """With makad stuck (stopped), a tool call ends after `maka --timeout` seconds as the
+    tool error `timeout: …` saying so; once makad answers again, so do the tools."""
+    call(daemon, "set_settings", agentReadEnabled=True)
+    assert daemon.proc is not None
+    async with mcp_host(daemon.socket, "--timeout", "2", workspace=daemon.workspace) as h:
+        assert not (await h.tool("memory_search", query="deploy"))[0]
+        os.kill(daemon.proc.pid, signal.SIGSTOP)
+        try:
+            is_error, text = await h.tool("memory_search", query="deploy")
+        finally:
+            os.kill(daemon.proc.pid, signal.SIGCONT)
+        assert is_error and text.startswith("timeout: makad did not answer within 2 s"), text
+        is_error, text = await h.tool("memory_search", query="deploy")
+    assert not is_error, text

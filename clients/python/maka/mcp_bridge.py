@@ -364,9 +364,14 @@ async def _stop_on_signals(bridge: Bridge) -> None:
 
 
 def serve(
-    socket_path: str | None, workspace: str, autostart: bool = True, server_uid: ServerUid | None = None
+    socket_path: str | None,
+    workspace: str,
+    autostart: bool = True,
+    server_uid: ServerUid | None = None,
+    timeout: float = 30.0,
 ) -> None:
-    """Run the MCP server on stdin/stdout (blocking)."""
+    """Run the MCP server on stdin/stdout (blocking); ``timeout``: how long a tool call waits
+    for makad's answer."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
-    bridge = Bridge(socket_path, workspace, autostart=autostart, server_uid=server_uid)
+    bridge = Bridge(socket_path, workspace, autostart=autostart, server_uid=server_uid, timeout=timeout)
     anyio.run(serve_async, bridge, backend="asyncio")

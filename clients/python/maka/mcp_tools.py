@@ -74,6 +74,7 @@ class Bridge:
         server_uid: ServerUid | None = None,
     ) -> None:
         self.workspace = workspace
+        self.timeout = timeout
         self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart, server_uid=server_uid)
         self.settings: dict[str, Any] | None = None
         self.session_id: str | None = None
@@ -126,8 +127,15 @@ class Bridge:
             raise ToolFailure("daemon_unavailable", str(exc)) from None
         except UntrustedServer as exc:
             raise ToolFailure("untrusted_server", str(exc)) from None
-        except (MakaError, TimeoutError) as exc:
-            raise ToolFailure("connection", str(exc) or "timed out") from None
+        except TimeoutError:
+            raise ToolFailure(
+                "timeout",
+                f"makad did not answer within {self.timeout:g} s: it may be busy or stuck; "
+                "try again in a moment, and if it keeps happening tell the user (`maka status` "
+                "shows whether it answers)",
+            ) from None
+        except MakaError as exc:
+            raise ToolFailure("connection", str(exc)) from None
         self._unavailable_said = None
         return result
 
