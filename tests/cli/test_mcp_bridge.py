@@ -618,6 +618,18 @@ async def test_attention_tool_and_resource(shared_daemon: DaemonProcess) -> None
     assert resource == whole
 
 
+async def test_attention_section_nobody_has_is_a_tool_error(shared_daemon: DaemonProcess) -> None:
+    """memory_attention with a section name that is none of the sections is a tool error
+    listing the names, not an empty answer that reads as "nothing going on"."""
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
+        is_error, text = await h.tool("memory_attention", section="threads")
+        assert is_error and text.startswith("invalid_params: no attention section named 'threads'"), text
+        assert "Active threads" in text and "Rhythm" in text
+        is_error, text = await h.tool("memory_attention", section=" ACTIVE THREADS ")
+    assert not is_error and "## Active threads" in text and "## Rhythm" not in text
+
+
 async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
     """With agent read on, memory_suggestions offers a thread left a day ago with its id and
     refs; memory_dismiss_suggestion hides it; a malformed id is a tool error."""

@@ -408,11 +408,18 @@ class Bridge:
         if why := await self.read_refusal():
             return why
         result = await self.call("get_attention", {})
-        wanted = (args.section or "").strip().casefold() if args is not None else ""
-        if wanted:
-            result["sections"] = [
-                s for s in result.get("sections") or [] if str(s.get("name", "")).casefold() == wanted
-            ]
+        asked = (args.section or "").strip() if args is not None else ""
+        if asked:
+            sections = result.get("sections") or []
+            key = asked.casefold()
+            result["sections"] = [s for s in sections if str(s.get("name", "")).casefold() == key]
+            if not result["sections"]:
+                names = ", ".join(str(s.get("name")) for s in sections)
+                raise ToolFailure(
+                    "invalid_params",
+                    f"no attention section named {asked!r}: section is one of {names} "
+                    "(or leave it out for all of them)",
+                )
         return text.attention_markdown(result)
 
     async def suggestions(self, args: SuggestionsArgs | None = None) -> str:
