@@ -152,3 +152,18 @@ async def test_a_daemon_that_does_not_answer_is_a_timeout_tool_error(daemon: Dae
         assert is_error and text.startswith("timeout: makad did not answer within 2 s"), text
         is_error, text = await h.tool("memory_search", query="deploy")
     assert not is_error, text
+
+
+def test_protocol_versions_and_unknown_methods(shared_daemon: DaemonProcess) -> None:
+    """initialize answers a version the host asked for when it is one the server speaks
+    (2024-11-05 and later), else one it does speak; an unknown method is -32601 and the
+    server carries on."""
+    for asked in ("2024-11-05", "2025-03-26", "2025-06-18"):
+        with raw_bridge(shared_daemon) as h:
+            assert h.initialize(asked)["protocolVersion"] == asked
+    with raw_bridge(shared_daemon) as h:
+        answered = h.initialize("2099-01-01")["protocolVersion"]
+        assert answered in ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"), answered
+        assert h.request(1, "no/such/method")["error"]["code"] == -32601
+        assert h.request(2, "prompts/list")["error"]["code"] == -32601  # no prompts capability
+        assert h.request(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
