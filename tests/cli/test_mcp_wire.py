@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -33,6 +34,7 @@ class RawHost:
     def __init__(self, proc: subprocess.Popen[bytes]) -> None:
         self.proc = proc
         self.lines: queue.Queue[bytes] = queue.Queue()
+        self.others: list[dict[str, Any]] = []  # what came while waiting for another reply
         threading.Thread(target=self._pump, daemon=True).start()
 
     def _pump(self) -> None:
@@ -57,6 +59,7 @@ class RawHost:
             assert message["jsonrpc"] == "2.0", message
             if message.get("id") == request_id:
                 return message
+            self.others.append(message)
 
     def request(self, request_id: int, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
         message: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method}
@@ -167,3 +170,39 @@ def test_protocol_versions_and_unknown_methods(shared_daemon: DaemonProcess) -> 
         assert h.request(1, "no/such/method")["error"]["code"] == -32601
         assert h.request(2, "prompts/list")["error"]["code"] == -32601  # no prompts capability
         assert h.request(3, "ping") == {"jsonrpc": "2.0", "id": 3, "result": {}}
+
+
+def test_a_call_cancelled_while_it_is_sent_leaves_the_next_call_working(daemon: DaemonProcess) -> None:
+    """A host cancels (notifications/cancelled) a large call while the bridge is still
+    writing it to makad: the call gets no reply, as the spec says, and the next call is
+    answered normally (the cancelled one never leaves half a message on the connection)."""
+    assert daemon.proc is not None
+    with raw_bridge(daemon) as h:
+        h.initialize()
+        first = {"turns": [{"role": "user", "text": "before"}]}  # the session is open: a record sends at once
+        assert "result" in h.request(1, "tools/call", {"name": "session_record", "arguments": first})
+        big = {"turns": [{"role": "user", "text": "word " * 1_000_000}]}
+        os.kill(daemon.proc.pid, signal.SIGSTOP)  # its socket fills: the write blocks midway
+        try:
+            h.send(
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "session_record", "arguments": big},
+                }
+            )
+            h.send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2}})
+            assert h.request(3, "ping")["result"] == {}
+            time.sleep(0.5)  # the cancellation reaches the call
+        finally:
+            os.kill(daemon.proc.pid, signal.SIGCONT)
+        after = h.request(
+            4,
+            "tools/call",
+            {"name": "session_record", "arguments": {"turns": [{"role": "user", "text": "after"}]}},
+        )
+        assert not after["result"].get("isError"), after
+        assert "Recorded 1 turn(s)" in after["result"]["content"][0]["text"]
+        assert h.request(5, "ping")["result"] == {}
+    assert not [m for m in h.others if m.get("id") == 2]
