@@ -42,7 +42,7 @@ class RawHost:
         for line in self.proc.stdout:
             self.lines.put(line)
 
-    def send(self, message: dict[str, Any] | bytes) -> None:
+    def send(self, message: dict[str, Any] | list[dict[str, Any]] | bytes) -> None:
         assert self.proc.stdin is not None
         data = message if isinstance(message, bytes) else json.dumps(message).encode()
         self.proc.stdin.write(data + b"\n")
@@ -50,6 +50,10 @@ class RawHost:
 
     def reply(self, request_id: int) -> dict[str, Any]:
         """The response to ``request_id`` (every line on stdout must be JSON-RPC)."""
+        for message in self.others:
+            if message.get("id") == request_id:
+                self.others.remove(message)
+                return message
         while True:
             try:
                 line = self.lines.get(timeout=REPLY_TIMEOUT_S)
@@ -206,3 +210,28 @@ def test_a_call_cancelled_while_it_is_sent_leaves_the_next_call_working(daemon: 
         assert "Recorded 1 turn(s)" in after["result"]["content"][0]["text"]
         assert h.request(5, "ping")["result"] == {}
     assert not [m for m in h.others if m.get("id") == 2]
+
+
+def test_a_batch_is_answered_request_by_request(shared_daemon: DaemonProcess) -> None:
+    """A JSON-RPC batch (the 2025-03-26 revision allows hosts to send them) gets every
+    request in it answered, each by its id, and its notifications are taken."""
+    with raw_bridge(shared_daemon) as h:
+        h.initialize("2025-03-26")
+        h.send(
+            [
+                {"jsonrpc": "2.0", "id": 1, "method": "ping"},
+                {"jsonrpc": "2.0", "method": "notifications/roots/list_changed"},
+                {
+                    "jsonrpc": "2.0",
+                    "id": 2,
+                    "method": "tools/call",
+                    "params": {"name": "memory_list", "arguments": {}},
+                },
+                {"jsonrpc": "2.0", "id": 4, "method": "ping", "params": {"_meta": {"note": "cut \ud83d"}}},
+            ]
+        )
+        assert h.reply(1)["result"] == {}
+        listed = h.reply(2)["result"]
+        assert "Agent read is off" in listed["content"][0]["text"], listed
+        assert h.reply(4)["result"] == {}  # a lone surrogate in a batch too
+        assert h.request(3, "ping")["result"] == {}

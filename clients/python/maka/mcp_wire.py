@@ -5,6 +5,10 @@ what a JavaScript host writes for a string cut in the middle of an emoji, but no
 Unicode, so the SDK's parser rejects the line and the request is never answered (the
 host waits for ever). Each such line is rewritten with the lone surrogates replaced by
 U+FFFD, as an invalid UTF-8 byte on stdin already is.
+
+A JSON-RPC batch (an array of messages on one line, which the 2025-03-26 revision lets a
+host send) is handed to the SDK, which takes one message a line, message by message: each
+request in it is answered on its own line, by its id.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import io
 import json
 import re
 import sys
+from collections import deque
 from typing import IO, Any, BinaryIO, cast
 
 import anyio
@@ -44,9 +49,25 @@ def repair_line(line: str) -> str:
     except ValueError:
         return line  # not JSON: left to the SDK's parser to reject
     repaired = _repaired(message)
-    if repaired == message:
-        return line
-    return json.dumps(repaired, ensure_ascii=False, separators=(",", ":")) + "\n"
+    return line if repaired == message else _line(repaired)
+
+
+def _line(message: Any) -> str:
+    return json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+def batch_members(line: str) -> list[str] | None:
+    """The messages of a JSON-RPC batch line (a JSON array of objects), one line each, or
+    None for any other line."""
+    if not line.lstrip().startswith("["):
+        return None
+    try:
+        batch = json.loads(line)
+    except ValueError:
+        return None
+    if not batch or not isinstance(batch, list) or not all(isinstance(m, dict) for m in batch):
+        return None
+    return [_line(_repaired(member)) for member in batch]
 
 
 class HostInput:
@@ -57,9 +78,16 @@ class HostInput:
     def __init__(self, buffer: BinaryIO | None = None) -> None:
         wire = buffer if buffer is not None else sys.stdin.buffer
         self._text = io.TextIOWrapper(wire, encoding="utf-8", errors="replace")
+        self._batched: deque[str] = deque()  # the rest of a batch, taken before the next line
 
     def readline(self) -> str:
-        return repair_line(self._text.readline())
+        if not self._batched:
+            line = self._text.readline()
+            members = batch_members(line)
+            if members is None:
+                return repair_line(line)
+            self._batched.extend(members)
+        return repair_line(self._batched.popleft())
 
     def host_lines(self) -> anyio.AsyncFile[str]:
         return anyio.AsyncFile(cast(IO[str], self))
