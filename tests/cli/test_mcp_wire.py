@@ -133,13 +133,17 @@ def test_lone_surrogates_in_arguments_get_an_answer(shared_daemon: DaemonProcess
 
 
 def test_unknown_resource_is_resource_not_found(shared_daemon: DaemonProcess) -> None:
-    """resources/read of a URI the server does not serve is the spec's "Resource not found"
-    error (-32002) naming the URI, not an error without a code."""
+    """resources/read or resources/subscribe of a URI the server does not serve is the
+    spec's "Resource not found" error (-32002) naming the URI, not an error without a code
+    or a subscription to nothing."""
     with raw_bridge(shared_daemon) as h:
         h.initialize()
         error = h.request(1, "resources/read", {"uri": "maka://memory/NOPE.md"})["error"]
         assert error["code"] == -32002, error
         assert "maka://memory/NOPE.md" in json.dumps(error)
+        refused = h.request(4, "resources/subscribe", {"uri": "maka://memory/NOPE.md"})
+        assert refused.get("error", {}).get("code") == -32002, refused
+        assert h.request(5, "resources/subscribe", {"uri": "maka://memory/MEMORY.md"})["result"] == {}
         assert "result" in h.request(2, "resources/read", {"uri": "maka://memory/MEMORY.md"})
 
 

@@ -245,6 +245,15 @@ def instructions(workspace: str) -> str:
     )
 
 
+def served(ctx: Any, uri: str) -> None:
+    """Raise the specification's "Resource not found" for a URI this server does not serve."""
+    if uri not in RESOURCES:
+        code = INVALID_PARAMS if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND
+        raise MCPError(
+            code, f"Resource not found: {uri} (this server serves {', '.join(RESOURCES)})", {"uri": uri}
+        )
+
+
 def text_result(text: str, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
@@ -300,11 +309,7 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         host.saw(ctx)
         uri = str(params.uri)
-        if uri not in RESOURCES:
-            code = INVALID_PARAMS if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND
-            raise MCPError(
-                code, f"Resource not found: {uri} (this server serves {', '.join(RESOURCES)})", {"uri": uri}
-            )
+        served(ctx, uri)
         try:
             body = await RESOURCES[uri][2](bridge)
         except ToolFailure as exc:
@@ -315,6 +320,7 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         host.saw(ctx)
+        served(ctx, str(params.uri))
         host.subscribed.add(str(params.uri))
         with contextlib.suppress(ToolFailure):
             await bridge.connect()
