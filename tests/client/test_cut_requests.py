@@ -45,8 +45,8 @@ def test_sync_call_that_times_out_while_sending(daemon: DaemonProcess) -> None:
     """The sync client: a call whose request cannot be written within the timeout raises
     TimeoutError, and the same client's next call works."""
     ws = str(daemon.workspace)
+    session = daemon.call("open_session", {"workspace": ws})["sessionId"]
     with Client(str(daemon.socket), timeout=1.0) as c:
-        session = c.call("open_session", workspace=ws)["sessionId"]
         with stuck(daemon), pytest.raises(TimeoutError):
             c.call("append_events", {"workspace": ws, **big_append(session)})
         c.timeout = 30.0
