@@ -67,7 +67,8 @@ async def mcp_host(
     errlog: TextIO | None = None,
 ) -> AsyncIterator[Host]:
     """`maka --socket S ARGS… mcp [-w WS]` as a stdio MCP server, initialized; its stderr
-    goes to ``errlog`` (a real file) when given, else to this process's."""
+    goes to ``errlog`` (a real file) when given, else to this process's. Anything but
+    JSON-RPC on its stdout fails the test when the session ends."""
     ws = ["-w", str(workspace)] if workspace is not None else []
     params = StdioServerParameters(
         command=sys.executable,
@@ -79,9 +80,12 @@ async def mcp_host(
         anyio.create_memory_object_stream[Any](math.inf)
     )
     send, receive = pair
+    garbled: list[Exception] = []  # lines on the server's stdout that are not JSON-RPC
 
     async def keep(message: Any) -> None:
-        if not isinstance(message, Exception):
+        if isinstance(message, Exception):
+            garbled.append(message)
+        else:
             send.send_nowait(message)
 
     async with (
@@ -91,3 +95,4 @@ async def mcp_host(
         with send, receive:
             init = await session.initialize()
             yield Host(session, init, receive)
+    assert not garbled, f"the server wrote what is not JSON-RPC on its stdout: {garbled!r}"

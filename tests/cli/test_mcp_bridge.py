@@ -11,6 +11,7 @@ from typing import Any
 
 import anyio
 import pytest
+from jsonschema import Draft202012Validator
 from mcp import types
 
 from makad import __version__
@@ -59,7 +60,8 @@ def described(schema: dict[str, Any]) -> list[str]:
 
 
 async def test_server_info_and_schemas(shared_daemon: DaemonProcess) -> None:
-    """serverInfo carries makad's version; every parameter of every tool has a description."""
+    """serverInfo carries makad's version; every tool's inputSchema is a valid JSON Schema
+    object whose every parameter has a description."""
     open_gates(shared_daemon)
     async with host(shared_daemon) as h:
         assert h.init.server_info.name == "maka"
@@ -71,6 +73,9 @@ async def test_server_info_and_schemas(shared_daemon: DaemonProcess) -> None:
     for tool in tools:
         assert tool.description and described(tool.input_schema) == [], tool.name
         assert tool.input_schema["properties"], tool.name
+        Draft202012Validator.check_schema(tool.input_schema)  # the MCP default dialect
+        assert tool.input_schema["type"] == "object", tool.name
+        assert set(tool.input_schema["required"]) <= set(tool.input_schema["properties"]), tool.name
 
 
 async def test_propose_lands_in_pending_not_memory(shared_daemon: DaemonProcess) -> None:
@@ -635,6 +640,18 @@ async def test_attention_tool_and_resource(shared_daemon: DaemonProcess) -> None
     assert f"event:{sid}:1" in whole and "## Rhythm" in whole
     assert "## Rhythm" in only and "Port the exporter" not in only
     assert resource == whole
+
+
+async def test_attention_section_nobody_has_is_a_tool_error(shared_daemon: DaemonProcess) -> None:
+    """memory_attention with a section name that is none of the sections is a tool error
+    listing the names, not an empty answer that reads as "nothing going on"."""
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
+        is_error, text = await h.tool("memory_attention", section="threads")
+        assert is_error and text.startswith("invalid_params: no attention section named 'threads'"), text
+        assert "Active threads" in text and "Rhythm" in text
+        is_error, text = await h.tool("memory_attention", section=" ACTIVE THREADS ")
+    assert not is_error and "## Active threads" in text and "## Rhythm" not in text
 
 
 async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:

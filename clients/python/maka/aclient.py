@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
@@ -258,7 +259,7 @@ class AsyncClient(autostart.StopAware):
         try:
             try:
                 async with self._send_lock:
-                    await stream.send(payload)
+                    await self._send_whole(stream, payload)
             except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
                 # The daemon may have refused the request before closing (over the size
                 # cap): its error reaches this waiter through the reader. Otherwise the
@@ -276,6 +277,21 @@ class AsyncClient(autostart.StopAware):
             send.close()
             receive.close()
         return unwrap(message)
+
+    async def _send_whole(self, stream: SocketStream, payload: bytes) -> None:
+        """Write one message whole, even when the caller is cancelled meanwhile: half a
+        message would be read together with the next one as garbage, failing that one too.
+        One that cannot be written within the timeout (a stuck daemon) closes the
+        connection instead (the next call opens another) and raises TimeoutError."""
+        with anyio.CancelScope(shield=True) as scope:
+            if self.timeout is not None:
+                scope.deadline = anyio.current_time() + self.timeout
+            await stream.send(payload)
+        if scope.cancelled_caught:
+            with anyio.CancelScope(shield=True):
+                await stream.aclose()  # the reader sees it and lets the connection go
+            raise TimeoutError(f"could not send the request within {self.timeout:g} s")
+        await anyio.lowlevel.checkpoint()  # a cancellation that came meanwhile ends the call here
 
     async def notifications(self) -> AsyncIterator[Notification]:
         """Notifications (after ``subscribe``), as ``Client.notifications`` yields them:

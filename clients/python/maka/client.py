@@ -183,11 +183,16 @@ class Client(autostart.StopAware):
     def _send(self, payload: bytes) -> None:
         """Send a request. When the connection breaks meanwhile, the daemon either refused
         it before closing (over the size cap: its error is raised) or had restarted since
-        our last call (the request never reached it): then it is sent once more."""
+        our last call (the request never reached it): then it is sent once more. One that
+        cannot be written within the timeout raises TimeoutError and closes the connection,
+        which may hold part of it (the next call opens another)."""
         for _ in range(2):
             try:
                 self._connect().sendall(payload)
                 return
+            except TimeoutError:
+                self._drop()
+                raise
             except (BrokenPipeError, ConnectionResetError):
                 refusal = self._salvage()
                 self._drop()
@@ -197,7 +202,11 @@ class Client(autostart.StopAware):
 
     def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification: no reply comes back."""
-        self._connect().sendall(self._codec.notification(method, params))
+        try:
+            self._connect().sendall(self._codec.notification(method, params))
+        except TimeoutError:
+            self._drop()  # part of it may be on the connection
+            raise
 
     def _read(self) -> list[dict[str, Any]]:
         sock = self._connect()

@@ -219,7 +219,12 @@ def input_schema(args: type[msgspec.Struct]) -> dict[str, Any]:
             ref = node.get("$ref")
             if isinstance(ref, str) and ref.startswith("#/$defs/"):
                 return inline(components[ref.removeprefix("#/$defs/")])
-            return {k: inline(v) for k, v in node.items() if k != "title"}
+            # A schema's "title" annotation goes; a property named "title" stays.
+            return {
+                k: ({name: inline(prop) for name, prop in v.items()} if k == "properties" else inline(v))
+                for k, v in node.items()
+                if k != "title"
+            }
         if isinstance(node, list):
             return [inline(v) for v in node]
         return node

@@ -40,11 +40,13 @@ from mcp.server.subscriptions import (
     ResourceUpdated,
     ToolsListChanged,
 )
+from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
 from maka.mcp_gates import ToolFailure, propose_open
 from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge
+from maka.mcp_wire import HostInput
 from maka.server_check import ServerUid
 from makad import __version__
 
@@ -52,6 +54,9 @@ MEMORY_URI = "maka://memory/MEMORY.md"
 PENDING_URI = "maka://memory/PENDING.md"
 ATTENTION_URI = "maka://attention"
 PROPOSE = "memory_propose"
+# "Resource not found": -32002 up to the 2025-11-25 specification, Invalid Params since.
+RESOURCE_NOT_FOUND = -32002
+INVALID_PARAMS = -32602
 log = logging.getLogger("maka.mcp")
 
 
@@ -240,6 +245,15 @@ def instructions(workspace: str) -> str:
     )
 
 
+def served(ctx: Any, uri: str) -> None:
+    """Raise the specification's "Resource not found" for a URI this server does not serve."""
+    if uri not in RESOURCES:
+        code = INVALID_PARAMS if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND
+        raise MCPError(
+            code, f"Resource not found: {uri} (this server serves {', '.join(RESOURCES)})", {"uri": uri}
+        )
+
+
 def text_result(text: str, is_error: bool = False) -> types.CallToolResult:
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], is_error=is_error)
 
@@ -297,8 +311,7 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
     async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
         host.saw(ctx)
         uri = str(params.uri)
-        if uri not in RESOURCES:
-            raise ValueError(f"unknown resource {uri}")
+        served(ctx, uri)
         try:
             body = await RESOURCES[uri][2](bridge)
         except ToolFailure as exc:
@@ -309,6 +322,7 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
 
     async def subscribe(ctx: Any, params: types.SubscribeRequestParams) -> types.EmptyResult:
         host.saw(ctx)
+        served(ctx, str(params.uri))
         host.subscribed.add(str(params.uri))
         with contextlib.suppress(ToolFailure):
             await bridge.connect()
@@ -340,7 +354,8 @@ async def serve_async(bridge: Bridge) -> None:
     then close the ledger session."""
     server, _ = build_server(bridge)
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
-    async with bridge, stdio_server() as (read, write), anyio.create_task_group() as tg:
+    host_input = HostInput().host_lines()
+    async with bridge, stdio_server(stdin=host_input) as (read, write), anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, bridge)
         await server.run(read, write, options)
         tg.cancel_scope.cancel()
@@ -357,9 +372,14 @@ async def _stop_on_signals(bridge: Bridge) -> None:
 
 
 def serve(
-    socket_path: str | None, workspace: str, autostart: bool = True, server_uid: ServerUid | None = None
+    socket_path: str | None,
+    workspace: str,
+    autostart: bool = True,
+    server_uid: ServerUid | None = None,
+    timeout: float = 30.0,
 ) -> None:
-    """Run the MCP server on stdin/stdout (blocking)."""
+    """Run the MCP server on stdin/stdout (blocking); ``timeout``: how long a tool call waits
+    for makad's answer."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
-    bridge = Bridge(socket_path, workspace, autostart=autostart, server_uid=server_uid)
+    bridge = Bridge(socket_path, workspace, autostart=autostart, server_uid=server_uid, timeout=timeout)
     anyio.run(serve_async, bridge, backend="asyncio")

@@ -74,6 +74,7 @@ class Bridge:
         server_uid: ServerUid | None = None,
     ) -> None:
         self.workspace = workspace
+        self.timeout = timeout
         self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart, server_uid=server_uid)
         self.settings: dict[str, Any] | None = None
         self.session_id: str | None = None
@@ -126,8 +127,15 @@ class Bridge:
             raise ToolFailure("daemon_unavailable", str(exc)) from None
         except UntrustedServer as exc:
             raise ToolFailure("untrusted_server", str(exc)) from None
-        except (MakaError, TimeoutError) as exc:
-            raise ToolFailure("connection", str(exc) or "timed out") from None
+        except TimeoutError:
+            raise ToolFailure(
+                "timeout",
+                f"makad did not answer within {self.timeout:g} s: it may be busy or stuck; "
+                "try again in a moment, and if it keeps happening tell the user (`maka status` "
+                "shows whether it answers)",
+            ) from None
+        except MakaError as exc:
+            raise ToolFailure("connection", str(exc)) from None
         self._unavailable_said = None
         return result
 
@@ -407,11 +415,18 @@ class Bridge:
         if why := await self.read_refusal():
             return why
         result = await self.call("get_attention", {})
-        wanted = (args.section or "").strip().casefold() if args is not None else ""
-        if wanted:
-            result["sections"] = [
-                s for s in result.get("sections") or [] if str(s.get("name", "")).casefold() == wanted
-            ]
+        asked = (args.section or "").strip() if args is not None else ""
+        if asked:
+            sections = result.get("sections") or []
+            key = asked.casefold()
+            result["sections"] = [s for s in sections if str(s.get("name", "")).casefold() == key]
+            if not result["sections"]:
+                names = ", ".join(str(s.get("name")) for s in sections)
+                raise ToolFailure(
+                    "invalid_params",
+                    f"no attention section named {asked!r}: section is one of {names} "
+                    "(or leave it out for all of them)",
+                )
         return text.attention_markdown(result)
 
     async def suggestions(self, args: SuggestionsArgs | None = None) -> str:

@@ -19,7 +19,9 @@ def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
     from maka.mcp_bridge import serve
 
     workspace = resolve_workspace(args.workspace)
-    serve(client.socket_path, workspace, autostart=client.autostart, server_uid=client.server_uid)
+    timeout = client.timeout if client.timeout is not None else 30.0
+    uid = client.server_uid
+    serve(client.socket_path, workspace, autostart=client.autostart, server_uid=uid, timeout=timeout)
     return EXIT_OK
 
 
