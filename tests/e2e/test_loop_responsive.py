@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import select
+from typing import Any
 
 from tests.support import DaemonProcess, RawConnection
 from tests.worst_imports import worst_json, worst_markdown
@@ -14,17 +15,20 @@ from tests.worst_imports import worst_json, worst_markdown
 def _pings_during(d: DaemonProcess, data: str) -> tuple[int, dict[str, object]]:
     """Send one import on a connection, ping from another until the import's reply comes;
     how many pings were answered before it, and the reply."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": "import",
+        "method": "import_memories",
+        "params": {"workspace": str(d.workspace), "data": data},
+    }
+    return _pings_while(d, json.dumps(request).encode())
+
+
+def _pings_while(d: DaemonProcess, payload: bytes) -> tuple[int, Any]:
+    """Send ``payload`` (one message) on a connection, ping from another until its reply
+    comes; how many pings were answered before it, and the reply."""
     with RawConnection(d.socket, timeout=600) as importer, RawConnection(d.socket, timeout=60) as pinger:
-        importer.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": "import",
-                    "method": "import_memories",
-                    "params": {"workspace": str(d.workspace), "data": data},
-                }
-            )
-        )
+        importer.send(payload)
         answered = 0
         while True:
             ready, _, _ = select.select([importer.sock], [], [], 0)
@@ -49,4 +53,28 @@ def test_pings_are_answered_while_a_large_json_import_is_decoded(daemon: DaemonP
     (recognising it was a json.loads of the whole document on the event loop)."""
     answered, reply = _pings_during(daemon, worst_json())
     assert "result" in reply, reply
+    assert answered >= 3
+
+
+def test_pings_are_answered_while_a_batch_of_millions_of_elements_is_read(daemon: DaemonProcess) -> None:
+    """A 15 MB batch of five million empty objects (within the message cap, too many to
+    answer within the reply cap): pings from a second connection are answered before
+    its one ``reply_too_large`` error; decoding it and reckoning its replies never hold
+    the event loop."""
+    answered, reply = _pings_while(daemon, b"[" + b"{}," * 4_999_999 + b"{}]")
+    assert reply["error"]["data"]["kind"] == "reply_too_large", reply
+    assert reply["error"]["data"]["ran"] is False
+    assert answered >= 3
+
+
+def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(daemon: DaemonProcess) -> None:
+    """A request whose params hold a million objects each with a key twice: the exact
+    check that finds the duplicate runs off the event loop, pings are answered before its
+    ``invalid_request`` reply."""
+    payload = (
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + b'{"a":1,"a":1},' * 1_000_000 + b"{}]}}"
+    )
+    answered, reply = _pings_while(daemon, payload)
+    assert reply["error"]["data"]["kind"] == "invalid_request", reply
+    assert "duplicate key 'a'" in reply["error"]["data"]["reason"]
     assert answered >= 3
