@@ -30,8 +30,9 @@ so full-width Latin letters and half-width katakana match their usual forms.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Final
+
+from makad.core.normal_form import normalized
 
 # CJK letters (not punctuation): ideographs and extensions, 々〆〇, hiragana,
 # katakana (without the ・ middle dot), hangul syllables and jamo.
@@ -84,8 +85,8 @@ def index_text(text: str) -> str:
     """The text to put in an FTS5 column: ``text`` with every CJK run bigrammed."""
     if text.isascii():  # NFKC leaves ASCII as it is, and it holds no CJK
         return text
-    normalized = unicodedata.normalize("NFKC", text)
-    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", normalized)
+    folded = normalized(text)
+    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", folded)
 
 
 def query_tokens(query: str) -> list[tuple[str, bool]]:
@@ -99,7 +100,7 @@ def query_tokens(query: str) -> list[tuple[str, bool]]:
     """
     words: list[tuple[str, bool]] = []
     grams: list[tuple[str, bool]] = []
-    for match in _QUERY_TOKEN.finditer(unicodedata.normalize("NFKC", query)):
+    for match in _QUERY_TOKEN.finditer(normalized(query)):
         token = match.group()
         if match.group("cjk") is None:
             words.append((token.lower(), False))
