@@ -561,7 +561,7 @@ class MemoryService:
             raise NotFound("no backup with that id", backupId=params.backup_id)
         kind, text = found
         which: MemoryFile = "memory" if kind == "MEMORY" else "pending"
-        target = fmt.parse(text)
+        target = await in_thread(fmt.parse, text)
 
         def op(doc: fmt.MemoryDocument) -> Change:
             return Change(target, frozenset())

@@ -78,3 +78,65 @@ def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(da
     assert reply["error"]["data"]["kind"] == "invalid_request", reply
     assert "duplicate key 'a'" in reply["error"]["data"]["reason"]
     assert answered >= 3
+
+
+# A letter and 300,000 combining marks of alternating classes: putting them in canonical
+# order was quadratic and held the interpreter, minutes during which a ping (waited for a
+# minute at most) went unanswered.
+MARKS_BOMB = "a" + "\u0301\u0316" * 150_000
+
+
+def test_pings_are_answered_while_an_event_full_of_combining_marks_is_indexed(daemon: DaemonProcess) -> None:
+    """An event whose text is ``MARKS_BOMB`` (Unicode normalisation for the search index
+    sorted its marks in time quadratic in their number, without letting go of the
+    interpreter): it is stored, and pings from a second connection are answered before
+    its reply."""
+    daemon.call("open_session", {"workspace": str(daemon.workspace), "sessionId": "marks"})
+    request = {
+        "jsonrpc": "2.0",
+        "id": "append",
+        "method": "append_events",
+        "params": {
+            "workspace": str(daemon.workspace),
+            "sessionId": "marks",
+            "events": [{"type": "user_message", "text": MARKS_BOMB}],
+        },
+    }
+    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    assert reply["result"]["lastSeq"] == 1, reply
+    assert answered >= 3
+
+
+def test_pings_are_answered_while_a_query_full_of_combining_marks_is_searched(daemon: DaemonProcess) -> None:
+    """The same text as a ``search_history`` query: answered (no hits), and pings first."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": "search",
+        "method": "search_history",
+        "params": {"workspace": str(daemon.workspace), "query": MARKS_BOMB},
+    }
+    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    assert reply["result"]["hits"] == [], reply
+    assert answered >= 3
+
+
+def test_a_memory_file_of_thirty_thousand_empty_headings_is_served(daemon: DaemonProcess) -> None:
+    """A MEMORY.md at its cap made of ``## `` lines only (32,000 entries with one id): read
+    whole, an entry added to it, and pings from a second connection answered before the
+    add's reply (reading such a file was quadratic, and after a write it was read again
+    on the event loop)."""
+    memory = daemon.workspace / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("## \n" * 32_000, encoding="utf-8")
+    state = daemon.call("read_state", {"workspace": str(daemon.workspace)}, timeout=120)
+    assert state["status"] == "ok" and state["entryCount"] == 32_000
+    request = {
+        "jsonrpc": "2.0",
+        "id": "add",
+        "method": "add_entry",
+        "params": {"workspace": str(daemon.workspace), "title": "kept", "content": "after them all"},
+    }
+    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    assert reply["result"]["entry"]["title"] == "kept", reply
+    assert answered >= 3
+    assert (memory / "MEMORY.md").read_text(encoding="utf-8").startswith("## \n" * 32_000)
