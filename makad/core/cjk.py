@@ -67,6 +67,7 @@ QUESTION_FRAME_WORDS: Final = frozenset(
 QUERY_NOISE_WORDS: Final = ENGLISH_STOP_WORDS | QUESTION_FRAME_WORDS
 
 MAX_QUERY_TERMS: Final = 32
+INDEX_PIECE_CHARS: Final = 1 << 20
 
 
 def is_cjk(char: str) -> bool:
@@ -86,7 +87,25 @@ def index_text(text: str) -> str:
     if text.isascii():  # NFKC leaves ASCII as it is, and it holds no CJK
         return text
     folded = normalized(text)
-    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", folded)
+    if len(folded) <= INDEX_PIECE_CHARS:
+        return _CJK_RUN.sub(_bigrammed, folded)
+    # In pieces, each cut where no CJK run spans it (NFKC can make a text 18 times longer,
+    # and one ``sub`` over it keeps the interpreter from every other thread throughout).
+    out: list[str] = []
+    start = 0
+    while start < len(folded):
+        cut = start + INDEX_PIECE_CHARS
+        if cut < len(folded):
+            run = _CJK_RUN.match(folded, cut)
+            if run is not None:
+                cut = run.end()
+        out.append(_CJK_RUN.sub(_bigrammed, folded[start:cut]))
+        start = cut
+    return "".join(out)
+
+
+def _bigrammed(match: re.Match[str]) -> str:
+    return " " + " ".join(cjk_grams(match.group())) + " "
 
 
 def query_tokens(query: str) -> list[tuple[str, bool]]:

@@ -10,6 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core import cjk
 from makad.core.cjk import index_text, query_tokens
 from makad.core.normal_form import MAX_NON_STARTERS, PIECE_CHARS, normalized
 
@@ -78,3 +79,12 @@ def test_an_expanding_character_is_normalised_in_pieces_with_the_same_result() -
     """Five hundred thousand U+FDFA (18 characters each in NFKC): the same text as one call."""
     text = "\ufdfa" * 500_000
     assert normalized(text) == unicodedata.normalize("NFKC", text)
+
+
+def test_a_long_index_text_is_bigrammed_in_pieces_as_it_is_whole() -> None:
+    """Index text longer than a piece (CJK runs straddling every cut, U+FDFA expanding it):
+    the same bigrams as one pass over the whole."""
+    text = ("漢字仮名交じり文" * 70_000 + " x \ufdfa ") * 3
+    whole = cjk._CJK_RUN.sub(cjk._bigrammed, unicodedata.normalize("NFKC", text))
+    assert len(whole) > cjk.INDEX_PIECE_CHARS
+    assert index_text(text) == whole
