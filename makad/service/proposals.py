@@ -457,7 +457,7 @@ class ProposalService:
         ws = await self._ctx.workspace(params.workspace)
         if not params.ids:
             raise InvalidParams("ids must name at least one proposal", path="$.ids")
-        reason = redact(params.reason).text if params.reason else ""
+        reason = (await in_thread(redact, params.reason)).text if params.reason else ""
         intent_id = None if params.request_id is None else f"reject:{params.request_id}"
 
         async def run(request: Request) -> RejectResult:

@@ -140,3 +140,67 @@ def test_a_memory_file_of_thirty_thousand_empty_headings_is_served(daemon: Daemo
     assert reply["result"]["entry"]["title"] == "kept", reply
     assert answered >= 3
     assert (memory / "MEMORY.md").read_text(encoding="utf-8").startswith("## \n" * 32_000)
+
+
+def secret_dense(word: str) -> str:
+    """238 KB of ``password=<word>…`` for the redactor to read through: under the size above
+    which a message is decoded off the event loop, so the request starts on it at once."""
+    return f"password={word} " * 14_000
+
+
+# The redaction takes about a second: on a worker thread, pings are answered throughout it;
+# on the event loop, only the one or two that queued behind it.
+PINGS_DURING_REDACTION = 10
+
+
+def _request(method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": method, "method": method, "params": params}).encode()
+
+
+def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: DaemonProcess) -> None:
+    """``set_working_state`` with 238 KB of ``password=…`` in a note: its redaction runs off
+    the event loop (it ran on it: the daemon answered nobody meanwhile), pings are answered
+    before the reply, and no secret comes back."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "notes"})
+    notes = {"Current State": secret_dense("hunter2")}
+    answered, reply = _pings_while(
+        daemon, _request("set_working_state", {"workspace": ws, "sessionId": "notes", "notes": notes})
+    )
+    assert "result" in reply or reply["error"]["data"]["kind"] == "too_large", reply
+    assert "hunter2" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_a_session_title_is_redacted(daemon: DaemonProcess) -> None:
+    """``open_session`` with a 238 KB title full of ``password=…``: the same."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
+    answered, reply = _pings_while(
+        daemon, _request("open_session", {"workspace": ws, "title": secret_dense("hunter3")})
+    )
+    assert reply["result"]["title"].startswith("password=[REDACTED"), reply
+    assert "hunter3" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_a_rejection_reason_is_redacted(daemon: DaemonProcess) -> None:
+    """``reject`` with a 238 KB reason full of ``password=…``: the same."""
+    ws = str(daemon.workspace)
+    daemon.call("list_proposals", {"workspace": ws})  # the workspace is opened
+    payload = _request("reject", {"workspace": ws, "ids": ["nope"], "reason": secret_dense("hunter4")})
+    answered, reply = _pings_while(daemon, payload)
+    assert reply["error"]["data"]["kind"] == "not_found", reply
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_a_long_request_id_is_scrubbed(daemon: DaemonProcess) -> None:
+    """A 238 KB ``requestId`` full of ``password=…`` (identifiers are scrubbed of secrets
+    before any method sees them): scrubbed off the event loop, the entry added."""
+    ws = str(daemon.workspace)
+    daemon.call("read_state", {"workspace": ws})  # the workspace is opened
+    params = {"workspace": ws, "title": "t", "content": "c", "requestId": secret_dense("hunter5")}
+    answered, reply = _pings_while(daemon, _request("add_entry", params))
+    assert reply["result"]["entry"]["title"] == "t", reply
+    assert "hunter5" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
