@@ -209,7 +209,7 @@ class ProposalService:
                     tags=draft.tags,
                     scope=draft.scope,
                     session_id=draft.session_id if origin is None else None,
-                    source_refs=self._ctx.identifiers.scrub_refs(draft.source_refs),
+                    source_refs=await in_thread(self._ctx.identifiers.scrub_refs, draft.source_refs),
                     supersedes=target,
                     decay_ttl_ms=draft.decay_ttl_ms,
                     draft=draft.draft,

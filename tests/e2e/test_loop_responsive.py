@@ -204,3 +204,32 @@ def test_pings_are_answered_while_a_long_request_id_is_scrubbed(daemon: DaemonPr
     assert reply["result"]["entry"]["title"] == "t", reply
     assert "hunter5" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_episode_tags_and_refs_are_redacted(daemon: DaemonProcess) -> None:
+    """``record_episode`` with tags and source refs of 238 KB of ``password=…`` each (a tag
+    is redacted before it becomes a slug, a ref scrubbed): off the event loop, the call
+    refused for its refs, no secret in the reply."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
+    params = {
+        "workspace": ws,
+        "sessionId": "ep",
+        "summary": "one line",
+        "tags": [secret_dense("hunter6")],
+        "sourceRefs": [secret_dense("hunter7")],
+    }
+    answered, reply = _pings_while(daemon, _request("record_episode", params))
+    assert reply["error"]["data"]["kind"] in ("invalid_params", "too_large"), reply
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_an_episode_tag_filter_is_redacted(daemon: DaemonProcess) -> None:
+    """``list_episodes`` filtered by a 238 KB tag of ``password=…``: the same, no episodes."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
+    answered, reply = _pings_while(
+        daemon, _request("list_episodes", {"workspace": ws, "tag": secret_dense("hunter8")})
+    )
+    assert reply["result"]["episodes"] == [], reply
+    assert answered >= PINGS_DURING_REDACTION
