@@ -233,3 +233,14 @@ def test_pings_are_answered_while_an_episode_tag_filter_is_redacted(daemon: Daem
     )
     assert reply["result"]["episodes"] == [], reply
     assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_an_entry_tag_is_redacted(daemon: DaemonProcess) -> None:
+    """``add_entry`` with a 238 KB tag of ``password=…`` (a tag is redacted before it becomes
+    a slug): off the event loop; no secret in the reply."""
+    ws = str(daemon.workspace)
+    daemon.call("read_state", {"workspace": ws})  # the workspace is opened
+    params = {"workspace": ws, "title": "t", "content": "c", "tags": [secret_dense("hunter10")]}
+    answered, reply = _pings_while(daemon, _request("add_entry", params))
+    assert "hunter10" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
