@@ -202,7 +202,9 @@ class ProposalService:
                         redactions=redactions,
                         revision=await self._ctx.revision(ws),
                     )
-                proposal = rules.new_proposal(
+                # Its tags and refs are redacted: off the event loop.
+                proposal = await in_thread(
+                    rules.new_proposal,
                     title,
                     content,
                     origin="extracted",
@@ -367,7 +369,8 @@ class ProposalService:
                 if params.expected_revision is not None and params.expected_revision != revision:
                     raise Conflict("the workspace changed since that revision", currentRevision=revision)
                 origins, returned = await in_thread(_recorded_origins, ws, params.ids)
-                plan = rules.plan_approval(
+                plan = await in_thread(  # edits are cleaned and redacted: off the event loop
+                    rules.plan_approval,
                     ws.pending.doc,
                     ws.memory.doc,
                     params.ids,

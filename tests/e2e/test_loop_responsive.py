@@ -244,3 +244,28 @@ def test_pings_are_answered_while_an_entry_tag_is_redacted(daemon: DaemonProcess
     answered, reply = _pings_while(daemon, _request("add_entry", params))
     assert "hunter10" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_proposal_tags_are_redacted(daemon: DaemonProcess) -> None:
+    """``propose`` with a 238 KB tag of ``password=…``, then ``approve`` editing a proposal's
+    tags to one: both redact off the event loop; no secret in either reply."""
+    ws = str(daemon.workspace)
+    daemon.call("set_settings", {"workspace": ws, "extractToolEnabled": True, "agentReadEnabled": True})
+    first = daemon.call("propose", {"workspace": ws, "title": "t", "content": "c", "origin": "extracted"})
+    params = {
+        "workspace": ws,
+        "title": "t2",
+        "content": "c2",
+        "origin": "extracted",
+        "tags": [secret_dense("hunter12")],
+    }
+    answered, reply = _pings_while(daemon, _request("propose", params))
+    assert "hunter12" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+    pid = first["proposal"]["id"]
+    edits = {pid: {"tags": [secret_dense("hunter13")]}}
+    answered, reply = _pings_while(
+        daemon, _request("approve", {"workspace": ws, "ids": [pid], "edits": edits})
+    )
+    assert "hunter13" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
