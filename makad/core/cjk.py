@@ -30,8 +30,9 @@ so full-width Latin letters and half-width katakana match their usual forms.
 from __future__ import annotations
 
 import re
-import unicodedata
 from typing import Final
+
+from makad.core.normal_form import normalized
 
 # CJK letters (not punctuation): ideographs and extensions, 々〆〇, hiragana,
 # katakana (without the ・ middle dot), hangul syllables and jamo.
@@ -66,6 +67,7 @@ QUESTION_FRAME_WORDS: Final = frozenset(
 QUERY_NOISE_WORDS: Final = ENGLISH_STOP_WORDS | QUESTION_FRAME_WORDS
 
 MAX_QUERY_TERMS: Final = 32
+INDEX_PIECE_CHARS: Final = 1 << 20
 
 
 def is_cjk(char: str) -> bool:
@@ -84,8 +86,26 @@ def index_text(text: str) -> str:
     """The text to put in an FTS5 column: ``text`` with every CJK run bigrammed."""
     if text.isascii():  # NFKC leaves ASCII as it is, and it holds no CJK
         return text
-    normalized = unicodedata.normalize("NFKC", text)
-    return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", normalized)
+    folded = normalized(text)
+    if len(folded) <= INDEX_PIECE_CHARS:
+        return _CJK_RUN.sub(_bigrammed, folded)
+    # In pieces, each cut where no CJK run spans it (NFKC can make a text 18 times longer,
+    # and one ``sub`` over it keeps the interpreter from every other thread throughout).
+    out: list[str] = []
+    start = 0
+    while start < len(folded):
+        cut = start + INDEX_PIECE_CHARS
+        if cut < len(folded):
+            run = _CJK_RUN.match(folded, cut)
+            if run is not None:
+                cut = run.end()
+        out.append(_CJK_RUN.sub(_bigrammed, folded[start:cut]))
+        start = cut
+    return "".join(out)
+
+
+def _bigrammed(match: re.Match[str]) -> str:
+    return " " + " ".join(cjk_grams(match.group())) + " "
 
 
 def query_tokens(query: str) -> list[tuple[str, bool]]:
@@ -99,7 +119,7 @@ def query_tokens(query: str) -> list[tuple[str, bool]]:
     """
     words: list[tuple[str, bool]] = []
     grams: list[tuple[str, bool]] = []
-    for match in _QUERY_TOKEN.finditer(unicodedata.normalize("NFKC", query)):
+    for match in _QUERY_TOKEN.finditer(normalized(query)):
         token = match.group()
         if match.group("cjk") is None:
             words.append((token.lower(), False))

@@ -172,9 +172,10 @@ def _newline_style(lines: list[str]) -> str:
 
 
 def _comment_follows(bodies: list[str], index: int) -> bool:
-    for body in bodies[index + 1 :]:
-        if not is_blank(body):
-            return bool(COMMENT.match(body))
+    # By index, not over a slice: a slice copies the rest of the file for every heading.
+    for at in range(index + 1, len(bodies)):
+        if not is_blank(bodies[at]):
+            return bool(COMMENT.match(bodies[at]))
     return False
 
 
@@ -283,13 +284,18 @@ def _list_or(value: object) -> list[str]:
 def _assemble(preamble: str, sections: list[Section], newline: str, bom: bool) -> MemoryDocument:
     """Build a document, giving repeated ids a ``~n`` suffix (first one wins)."""
     taken: set[str] = set()
+    # The last suffix given to each repeated id: the next copy resumes there (every
+    # suffix below it is taken), so thousands of copies are not quadratic.
+    last_suffix: dict[str, int] = {}
     unique: list[Section] = []
     for section in sections:
         entry_id = section.declared_id
-        suffix = 1
-        while entry_id in taken:
-            suffix += 1
-            entry_id = f"{section.declared_id}~{suffix}"
+        if entry_id in taken:
+            suffix = last_suffix.get(entry_id, 1)
+            while entry_id in taken:
+                suffix += 1
+                entry_id = f"{section.declared_id}~{suffix}"
+            last_suffix[section.declared_id] = suffix
         taken.add(entry_id)
         if entry_id != section.entry.id:
             section = replace(section, entry=msgspec.structs.replace(section.entry, id=entry_id))

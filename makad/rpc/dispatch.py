@@ -50,6 +50,10 @@ INTERNAL_ERROR = -32603
 # (its elements may all be inline, so nothing else would let the event loop turn).
 YIELD_EVERY = 64
 YIELD_BYTES = 1024 * 1024
+# A payload larger than this is prepared (decoded, checked for keys given twice, its batch
+# replies reckoned) on a worker thread: within the message cap, millions of tiny objects
+# or members are seconds of that work, and the event loop must keep serving meanwhile.
+PREPARE_ON_LOOP_MAX_BYTES = 256 * 1024
 
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 # What an error echoes of the request (a method's name, msgspec's reason quoting a key or
@@ -398,7 +402,13 @@ class Dispatcher:
                 return _encoder.encode(_invalid_request("empty batch"))
             if _maybe_duplicated(payload, message):
                 message = _refuse_duplicates(payload, message)
-            return Prepared(message, True, all(self._is_inline(m) for m in message))
+            ids = [reply_id(obj) if expects_reply(obj) else NO_REPLY for obj in message]
+            budget = BatchBudget(self.max_reply_bytes, ids)
+            if not budget.fits:
+                log.warning("batch_reply_too_large", requests=len(message), limit=self.max_reply_bytes)
+                return too_large_reply(None, self.max_reply_bytes, ran=False, batch=True)
+            inline = all(self._is_inline(m) for m in message)
+            return Prepared(message, True, inline, replies=_BatchReplies(ids, budget))
         if message.__class__ is dict:
             # No key twice for sure when the colons number the members of the request and
             # of its params (each member has a colon outside strings, and they have at
@@ -423,7 +433,8 @@ class Dispatcher:
     async def run(self, prepared: Prepared, context: Any) -> bytes | None:
         """Execute prepared requests; the reply bytes, or None when nothing is to be sent."""
         if prepared.batch:
-            return await self._run_batch(prepared.messages, context)
+            assert prepared.replies is not None
+            return await self._run_batch(prepared.messages, prepared.replies, context)
         started = self._start(prepared.messages[0], context)  # ``_one``, unrolled
         reply: dict[str, Any] | None
         if isinstance(started, dict):
@@ -442,14 +453,10 @@ class Dispatcher:
             return too_large_reply(reply["id"], self.max_reply_bytes, ran=True)
         return encoded
 
-    async def _run_batch(self, messages: list[Any], context: Any) -> bytes | None:
+    async def _run_batch(self, messages: list[Any], replies: _BatchReplies, context: Any) -> bytes | None:
         """Elements in order, the array within the cap: a result past it becomes
         ``reply_too_large`` and the requests after it are not run."""
-        ids = [reply_id(obj) if expects_reply(obj) else NO_REPLY for obj in messages]
-        budget = BatchBudget(self.max_reply_bytes, ids)
-        if not budget.fits:
-            log.warning("batch_reply_too_large", requests=len(messages), limit=self.max_reply_bytes)
-            return too_large_reply(None, self.max_reply_bytes, ran=False, batch=True)
+        ids, budget = replies.ids, replies.budget
         parts: list[bytes] = []
         unyielded = 0
         for index, obj in enumerate(messages):
@@ -578,12 +585,22 @@ def reply_id(obj: Any) -> Any:
     return id_ if _valid_id(id_) else None
 
 
+class _BatchReplies(msgspec.Struct, gc=False):
+    """What a batch's elements are answered with (``NO_REPLY`` for a notification) and
+    the reply cap's budget for them, reckoned when the batch is prepared."""
+
+    ids: list[Any]
+    budget: BatchBudget
+
+
 class Prepared(msgspec.Struct, gc=False):
     """Decoded requests of one payload; ``inline`` when every method is in-memory only,
-    ``eager`` for a single request of an eager method (``MethodSpec.eager``). A Struct:
-    built in C, one per request (it holds no cycle, so the collector need not see it)."""
+    ``eager`` for a single request of an eager method (``MethodSpec.eager``); a batch's
+    ``replies``. A Struct: built in C, one per request (it holds no cycle, so the
+    collector need not see it)."""
 
     messages: list[Any]
     batch: bool
     inline: bool
     eager: bool = False
+    replies: _BatchReplies | None = None

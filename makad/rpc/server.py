@@ -24,6 +24,7 @@ from collections import deque
 from dataclasses import dataclass
 
 import anyio
+import anyio.to_thread
 import msgspec
 import structlog
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
@@ -31,6 +32,7 @@ from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 from makad.errors import TooManyConnections
 from makad.rpc.connection import OUTBOX_HIGH_WATER, Connection, yield_now
 from makad.rpc.dispatch import (
+    PREPARE_ON_LOOP_MAX_BYTES,
     Dispatcher,
     Prepared,
     error_response,
@@ -294,7 +296,10 @@ class Server:
             while queued:
                 message = queued.popleft()
                 try:
-                    prepared = prepare(message)
+                    if len(message) > PREPARE_ON_LOOP_MAX_BYTES:
+                        prepared = await anyio.to_thread.run_sync(prepare, message)
+                    else:
+                        prepared = prepare(message)
                 except Exception:
                     ref = new_ref()
                     log.error("request_crashed", stage="decode", ref=ref, exc_info=True)

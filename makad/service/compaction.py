@@ -18,7 +18,7 @@ from makad.core.redaction import redact
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Checkpoint, Coverage
 from makad.errors import InvalidParams, MakadError, NotFound
-from makad.service.common import Request, WorkspaceAccess, handlers_of, now_ms
+from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -84,7 +84,9 @@ class CompactionService:
         if params.mode == "semantic":
             if params.summary is None:
                 raise InvalidParams("semantic compaction needs a summary", path="$.summary")
-            summary = plan_core.validate_summary(params.summary, find_secrets=lambda t: redact(t).count)
+            summary = await in_thread(
+                plan_core.validate_summary, params.summary, find_secrets=lambda t: redact(t).count
+            )
         else:
             if params.summary is not None:
                 raise InvalidParams("checkpoint compaction builds its own summary", path="$.summary")
@@ -93,7 +95,7 @@ class CompactionService:
             summary = plan_core.checkpoint_summary(
                 [e for e in covered if e.verified], state, previous.summary if previous else None
             )
-            summary = redact(summary).text
+            summary = (await in_thread(redact, summary)).text
         checkpoint = Checkpoint(
             checkpoint_id=secrets.token_hex(12),
             session_id=sid,

@@ -21,6 +21,8 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
+from makad.core.normal_form import normalized
+
 META: Final = "\u2581"  # SentencePiece's metaspace, which stands for a space
 CACHE_WORDS: Final = 200_000
 # Only words this short are cached: a longer one (a key, a blob) seldom comes again, and
@@ -87,7 +89,7 @@ class WordPiece(_Cached):
             if cp in (0, 0xFFFD) or (unicodedata.category(ch).startswith("C") and ch not in "\t\n\r"):
                 continue
             chars.append(f" {ch} " if _is_cjk(cp) else " " if ch.isspace() else ch)
-        text = unicodedata.normalize("NFD", "".join(chars).lower())
+        text = normalized("".join(chars).lower(), "NFD")
         text = "".join(c for c in text if unicodedata.category(c) != "Mn")
         out: list[str] = []
         for word in text.split():

@@ -77,7 +77,7 @@ class Evidence:
 
     async def check(self, ws: Workspace, consolidates: Consolidates) -> None:
         """InsufficientEvidence (nothing written) unless the cited episodes pass the gate."""
-        tag = slug(consolidates.tag)
+        tag = await in_thread(slug, consolidates.tag)  # slug redacts: off the event loop
         ids = list(dict.fromkeys(episode_id_of(i) for i in consolidates.episode_ids))
         found: dict[str, EpisodeRecord] = {}
         unconsolidated: set[str] = set()
@@ -125,12 +125,13 @@ class EpisodeService:
     async def record_episode(self, params: RecordEpisodeParams, peer: Peer) -> RecordEpisodeResult:
         ws = await self._ctx.session_workspace(params.workspace)
         await self._check_not_incognito(ws, params.session_id)
-        summary, redactions = clean_summary(params.summary)
-        tags = episode_tags(params.tags)
-        check_ref_count(params.source_refs)
-        source_refs = episode_refs(
-            self._ctx.identifiers.scrub_refs(params.source_refs), self._ctx.incognito_sessions(ws)
+        # Redacting the summary, the tags and the refs: off the event loop.
+        (summary, redactions), tags = await in_thread(
+            lambda: (clean_summary(params.summary), episode_tags(params.tags))
         )
+        check_ref_count(params.source_refs)
+        scrubbed = await in_thread(self._ctx.identifiers.scrub_refs, params.source_refs)
+        source_refs = episode_refs(scrubbed, self._ctx.incognito_sessions(ws))
         now = now_ms()
         new = NewEpisode(
             episode_id=new_session_id(now),
@@ -154,7 +155,7 @@ class EpisodeService:
         ws = await self._ctx.session_workspace(params.workspace)
         found = await in_thread(
             ws.ledger.list_episodes,
-            tag=None if params.tag is None else slug(params.tag),
+            tag=None if params.tag is None else await in_thread(slug, params.tag),
             session_id=params.session_id,
             since=params.since,
             episode_ids=None if params.ids is None else [episode_id_of(i) for i in params.ids],
@@ -192,7 +193,7 @@ class EpisodeService:
 
     async def consolidation_candidates(self, params: CandidatesParams, peer: Peer) -> CandidatesResult:
         ws = await self._ctx.session_workspace(params.workspace)
-        tag = None if params.tag is None else slug(params.tag)
+        tag = None if params.tag is None else await in_thread(slug, params.tag)
         evidence = await in_thread(ws.ledger.evidence, tag)
         candidates = []
         for name, episodes in evidence.items():
@@ -215,7 +216,7 @@ class EpisodeService:
     async def consolidate(self, params: ConsolidateParams, peer: Peer) -> ProposeResult:
         """The digest of a tag's evidence, queued as a profile proposal (through the gate)."""
         ws = await self._ctx.session_workspace(params.workspace)
-        tag = slug(params.tag)
+        tag = await in_thread(slug, params.tag)
         if not tag:
             raise InvalidParams("a tag needs a letter or a digit", path="$.tag")
         episodes = (await in_thread(ws.ledger.evidence, tag)).get(tag, [])

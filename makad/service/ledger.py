@@ -129,7 +129,7 @@ class LedgerService:
 
     async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.session_workspace(params.workspace)
-        title = None if params.title is None else redact(params.title).text
+        title = None if params.title is None else (await in_thread(redact, params.title)).text
         info, incognito = await self._sessions.open(
             ws, params.session_id, title=title, incognito=params.incognito
         )
@@ -214,7 +214,7 @@ class LedgerService:
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
         ws = await self._ctx.session_workspace(params.workspace)
-        refs = self._ctx.identifiers.scrub_refs(params.refs)
+        refs = await in_thread(self._ctx.identifiers.scrub_refs, params.refs)
         results = await self._sessions.retrieve(ws, refs, asking=params.session_id)
         return RetrieveResult(results=results)
 
@@ -226,10 +226,15 @@ class LedgerService:
 
     async def set_working_state(self, params: SetWorkingStateParams, peer: Peer) -> SetWorkingStateResult:
         ws = await self._ctx.session_workspace(params.workspace)
-        goals, n_goals = redact_texts(params.goals)
-        threads, n_threads = redact_texts(params.open_threads)
-        decisions, n_decisions = redact_texts(params.decisions)
-        notes, n_notes = redact_notes(params.notes)
+        # Off the event loop: a note can be megabytes the redactor reads through.
+        (goals, n_goals), (threads, n_threads), (decisions, n_decisions), (notes, n_notes) = await in_thread(
+            lambda: (
+                redact_texts(params.goals),
+                redact_texts(params.open_threads),
+                redact_texts(params.decisions),
+                redact_notes(params.notes),
+            )
+        )
         state = await self._sessions.set_working_state(
             ws,
             params.session_id,

@@ -352,6 +352,7 @@ class MemoryService:
         async def run(request: Request) -> EntryResult:
             settings = await self._ctx.require_writable(ws)
             title, content, redactions = clean_entry(params.title, params.content)
+            tags = await in_thread(normalize_tags, params.tags)  # each tag redacted: off the loop
             if params.scope == "session" and not params.session_id:
                 raise InvalidParams("a session-scoped entry needs sessionId", path="$.sessionId")
             scope = level_scope(ws.level, params.scope, params.session_id)
@@ -365,7 +366,7 @@ class MemoryService:
                 created_at=now,
                 updated_at=now,
                 status="active",
-                tags=normalize_tags(params.tags),
+                tags=tags,
                 decay_ttl_ms=decay,
                 scope=scope,
                 session_id=params.session_id,
@@ -407,12 +408,14 @@ class MemoryService:
 
     async def update_entry(self, params: UpdateEntryParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
+        # Each tag is redacted: off the event loop, before the write (which runs on it).
+        new_tags = None if params.tags is UNSET else await in_thread(normalize_tags, params.tags)
 
         def change(entry: Entry) -> tuple[Entry, int]:
             title = entry.title if params.title is UNSET else params.title
             content = entry.content if params.content is UNSET else params.content
             title, content, redactions = clean_entry(title, content)
-            tags = entry.tags if params.tags is UNSET else normalize_tags(params.tags)
+            tags = entry.tags if new_tags is None else new_tags
             return msgspec.structs.replace(
                 entry, title=title, content=content, tags=tags, updated_at=now_ms()
             ), redactions
@@ -565,7 +568,7 @@ class MemoryService:
             raise NotFound("no backup with that id", backupId=params.backup_id)
         kind, text = found
         which: MemoryFile = "memory" if kind == "MEMORY" else "pending"
-        target = fmt.parse(text)
+        target = await in_thread(fmt.parse, text)
 
         def op(doc: fmt.MemoryDocument) -> Change:
             return Change(target, frozenset())

@@ -218,6 +218,7 @@ class MemoryWriter:
         text = self._merged_text(merge, which)
         kind = _kind(which)
         expect = None if tracked.missing else tracked.sha256
+        doc = await in_thread(fmt.parse, text)  # a 128 KiB file can be seconds of parsing
         try:
             written = await in_thread(self._replace, ws, kind, path, text, expect, tracked.text)
         except ChangedUnderfoot:
@@ -229,7 +230,7 @@ class MemoryWriter:
             tracked.forget_signature()
             tracked.history.pop()
             return False
-        tracked.remember(text, written)
+        tracked.remember(text, written, doc)
         await self._keep_typed_ids(ws)
         self._ctx.on_access(ws)
         return True
@@ -395,6 +396,7 @@ class MemoryWriter:
         kind = _kind(which)
         if before_write is not None:
             await before_write(change)
+        doc = await in_thread(fmt.parse, text)  # a 128 KiB file can be seconds of parsing
         written = await in_thread(self._replace, ws, kind, path, text, expect, old_text)
         if written.displaced is not None:
             # A save landed between our read and our rename: it is backed up; put it back
@@ -403,7 +405,7 @@ class MemoryWriter:
             await in_thread(self._put_back, ws, kind, path, written)
             tracked.forget_signature()
             raise ChangedUnderfoot(path.name)
-        tracked.remember(text, written)
+        tracked.remember(text, written, doc)
         await self._keep_typed_ids(ws)
         await scrub_removed_secrets(ws, [old_text])
         self._ctx.on_access(ws)

@@ -208,14 +208,16 @@ class ProposalService:
                         redactions=redactions,
                         revision=await self._ctx.revision(ws),
                     )
-                proposal = rules.new_proposal(
+                # Its tags and refs are redacted: off the event loop.
+                proposal = await in_thread(
+                    rules.new_proposal,
                     title,
                     content,
                     origin="extracted",
                     tags=draft.tags,
                     scope=draft.scope,
                     session_id=draft.session_id if origin is None else None,
-                    source_refs=self._ctx.identifiers.scrub_refs(draft.source_refs),
+                    source_refs=await in_thread(self._ctx.identifiers.scrub_refs, draft.source_refs),
                     supersedes=target,
                     decay_ttl_ms=draft.decay_ttl_ms,
                     draft=draft.draft,
@@ -373,7 +375,8 @@ class ProposalService:
                 if params.expected_revision is not None and params.expected_revision != revision:
                     raise Conflict("the workspace changed since that revision", currentRevision=revision)
                 origins, returned = await in_thread(_recorded_origins, ws, params.ids)
-                plan = rules.plan_approval(
+                plan = await in_thread(  # edits are cleaned and redacted: off the event loop
+                    rules.plan_approval,
                     ws.pending.doc,
                     ws.memory.doc,
                     params.ids,
@@ -463,7 +466,7 @@ class ProposalService:
         ws = await self._ctx.workspace(params.workspace)
         if not params.ids:
             raise InvalidParams("ids must name at least one proposal", path="$.ids")
-        reason = redact(params.reason).text if params.reason else ""
+        reason = (await in_thread(redact, params.reason)).text if params.reason else ""
         intent_id = None if params.request_id is None else f"reject:{params.request_id}"
 
         async def run(request: Request) -> RejectResult:

@@ -90,11 +90,12 @@ class TrackedFile:
             if len(self.history) > DOCS_KEPT:  # older versions keep fingerprints only
                 self.history[-DOCS_KEPT - 1] = without_doc(self.history[-DOCS_KEPT - 1])
 
-    def remember(self, text: str, written: Replaced) -> None:
-        """Record the daemon's own write so it is not mistaken for a user edit."""
+    def remember(self, text: str, written: Replaced, doc: fmt.MemoryDocument) -> None:
+        """Record the daemon's own write so it is not mistaken for a user edit (``doc``:
+        ``text`` parsed, off the event loop)."""
         self.text = text
         self.sha256 = written.sha256
-        self.doc = self.identify(fmt.parse(text))
+        self.doc = self.identify(doc)
         self._derive()
         self.missing = False
         self.too_large = False

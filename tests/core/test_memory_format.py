@@ -169,6 +169,32 @@ def test_duplicate_ids_keep_both_sections_with_suffix() -> None:
     assert "id=same~2" in changed.sections[1].raw
 
 
+def test_suffixes_skip_ids_already_taken_in_any_order() -> None:
+    """A section whose own id looks like a suffixed one (``same~2``) keeps it; the copies
+    of ``same`` after it take the next free suffixes, in file order."""
+    block = "## T\n<!-- maka-memory: id={} origin=manual -->\nx\n"
+    text = "".join(block.format(i) for i in ["same", "same~3", "same", "same~2", "same", "same"])
+    assert [e.id for e in entries(parse(text))] == [
+        "same",
+        "same~3",
+        "same~2",
+        "same~2~2",
+        "same~4",
+        "same~5",
+    ]
+
+
+def test_a_file_of_thirty_thousand_empty_headings_is_read_whole() -> None:
+    """A 128 KB MEMORY.md of nothing but ``## `` lines (one id repeated 32,000 times):
+    every line is an entry, each with its own suffix, the last ``~32000`` (giving the
+    suffixes, and finding each heading's comment, were quadratic: minutes)."""
+    doc = parse("## \n" * 32_000)
+    ids = [e.id for e in entries(doc)]
+    assert len(ids) == len(set(ids)) == 32_000
+    assert ids[-1] == ids[0] + "~32000"
+    assert render(doc) == "## \n" * 32_000
+
+
 def test_unknown_fields_survive_a_rewrite() -> None:
     """Unknown key=value tokens are written back when their entry changes."""
     doc = parse(_read("v02.md"))

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import select
+from typing import Any
 
 from tests.support import DaemonProcess, RawConnection
 from tests.worst_imports import worst_json, worst_markdown
@@ -14,17 +15,20 @@ from tests.worst_imports import worst_json, worst_markdown
 def _pings_during(d: DaemonProcess, data: str) -> tuple[int, dict[str, object]]:
     """Send one import on a connection, ping from another until the import's reply comes;
     how many pings were answered before it, and the reply."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": "import",
+        "method": "import_memories",
+        "params": {"workspace": str(d.workspace), "data": data},
+    }
+    return _pings_while(d, json.dumps(request).encode())
+
+
+def _pings_while(d: DaemonProcess, payload: bytes) -> tuple[int, Any]:
+    """Send ``payload`` (one message) on a connection, ping from another until its reply
+    comes; how many pings were answered before it, and the reply."""
     with RawConnection(d.socket, timeout=600) as importer, RawConnection(d.socket, timeout=60) as pinger:
-        importer.send(
-            json.dumps(
-                {
-                    "jsonrpc": "2.0",
-                    "id": "import",
-                    "method": "import_memories",
-                    "params": {"workspace": str(d.workspace), "data": data},
-                }
-            )
-        )
+        importer.send(payload)
         answered = 0
         while True:
             ready, _, _ = select.select([importer.sock], [], [], 0)
@@ -50,3 +54,218 @@ def test_pings_are_answered_while_a_large_json_import_is_decoded(daemon: DaemonP
     answered, reply = _pings_during(daemon, worst_json())
     assert "result" in reply, reply
     assert answered >= 3
+
+
+def test_pings_are_answered_while_a_batch_of_millions_of_elements_is_read(daemon: DaemonProcess) -> None:
+    """A 15 MB batch of five million empty objects (within the message cap, too many to
+    answer within the reply cap): pings from a second connection are answered before
+    its one ``reply_too_large`` error; decoding it and reckoning its replies never hold
+    the event loop."""
+    answered, reply = _pings_while(daemon, b"[" + b"{}," * 4_999_999 + b"{}]")
+    assert reply["error"]["data"]["kind"] == "reply_too_large", reply
+    assert reply["error"]["data"]["ran"] is False
+    assert answered >= 3
+
+
+def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(daemon: DaemonProcess) -> None:
+    """A request whose params hold a million objects each with a key twice: the exact
+    check that finds the duplicate runs off the event loop, pings are answered before its
+    ``invalid_request`` reply."""
+    payload = (
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + b'{"a":1,"a":1},' * 1_000_000 + b"{}]}}"
+    )
+    answered, reply = _pings_while(daemon, payload)
+    assert reply["error"]["data"]["kind"] == "invalid_request", reply
+    assert "duplicate key 'a'" in reply["error"]["data"]["reason"]
+    assert answered >= 3
+
+
+# A letter and 300,000 combining marks of alternating classes: putting them in canonical
+# order was quadratic and held the interpreter, minutes during which a ping (waited for a
+# minute at most) went unanswered.
+MARKS_BOMB = "a" + "\u0301\u0316" * 150_000
+
+
+def test_pings_are_answered_while_an_event_full_of_combining_marks_is_indexed(daemon: DaemonProcess) -> None:
+    """An event whose text is ``MARKS_BOMB`` (Unicode normalisation for the search index
+    sorted its marks in time quadratic in their number, without letting go of the
+    interpreter): it is stored, and pings from a second connection are answered before
+    its reply."""
+    daemon.call("open_session", {"workspace": str(daemon.workspace), "sessionId": "marks"})
+    request = {
+        "jsonrpc": "2.0",
+        "id": "append",
+        "method": "append_events",
+        "params": {
+            "workspace": str(daemon.workspace),
+            "sessionId": "marks",
+            "events": [{"type": "user_message", "text": MARKS_BOMB}],
+        },
+    }
+    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    assert reply["result"]["lastSeq"] == 1, reply
+    assert answered >= 3
+
+
+def test_pings_are_answered_while_a_query_full_of_combining_marks_is_searched(daemon: DaemonProcess) -> None:
+    """The same text as a ``search_history`` query: answered (no hits), and pings first."""
+    request = {
+        "jsonrpc": "2.0",
+        "id": "search",
+        "method": "search_history",
+        "params": {"workspace": str(daemon.workspace), "query": MARKS_BOMB},
+    }
+    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    assert reply["result"]["hits"] == [], reply
+    assert answered >= 3
+
+
+def test_a_memory_file_of_thirty_thousand_empty_headings_is_served(daemon: DaemonProcess) -> None:
+    """A MEMORY.md at its cap made of ``## `` lines only (32,000 entries with one id): read
+    whole, an entry added to it, and pings from a second connection answered before the
+    add's reply (reading such a file was quadratic, and after a write it was read again
+    on the event loop)."""
+    memory = daemon.workspace / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("## \n" * 32_000, encoding="utf-8")
+    state = daemon.call("read_state", {"workspace": str(daemon.workspace)}, timeout=120)
+    assert state["status"] == "ok" and state["entryCount"] == 32_000
+    request = {
+        "jsonrpc": "2.0",
+        "id": "add",
+        "method": "add_entry",
+        "params": {"workspace": str(daemon.workspace), "title": "kept", "content": "after them all"},
+    }
+    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    assert reply["result"]["entry"]["title"] == "kept", reply
+    assert answered >= 3
+    assert (memory / "MEMORY.md").read_text(encoding="utf-8").startswith("## \n" * 32_000)
+
+
+def secret_dense(word: str) -> str:
+    """238 KB of ``password=<word>…`` for the redactor to read through: under the size above
+    which a message is decoded off the event loop, so the request starts on it at once."""
+    return f"password={word} " * 14_000
+
+
+# The redaction takes about a second: on a worker thread, pings are answered throughout it;
+# on the event loop, only the one or two that queued behind it.
+PINGS_DURING_REDACTION = 10
+
+
+def _request(method: str, params: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": method, "method": method, "params": params}).encode()
+
+
+def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: DaemonProcess) -> None:
+    """``set_working_state`` with 238 KB of ``password=…`` in a note: its redaction runs off
+    the event loop (it ran on it: the daemon answered nobody meanwhile), pings are answered
+    before the reply, and no secret comes back."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "notes"})
+    notes = {"Current State": secret_dense("hunter2")}
+    answered, reply = _pings_while(
+        daemon, _request("set_working_state", {"workspace": ws, "sessionId": "notes", "notes": notes})
+    )
+    assert "result" in reply or reply["error"]["data"]["kind"] == "too_large", reply
+    assert "hunter2" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_a_session_title_is_redacted(daemon: DaemonProcess) -> None:
+    """``open_session`` with a 238 KB title full of ``password=…``: the same."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
+    answered, reply = _pings_while(
+        daemon, _request("open_session", {"workspace": ws, "title": secret_dense("hunter3")})
+    )
+    assert reply["result"]["title"].startswith("password=[REDACTED"), reply
+    assert "hunter3" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_a_rejection_reason_is_redacted(daemon: DaemonProcess) -> None:
+    """``reject`` with a 238 KB reason full of ``password=…``: the same."""
+    ws = str(daemon.workspace)
+    daemon.call("list_proposals", {"workspace": ws})  # the workspace is opened
+    payload = _request("reject", {"workspace": ws, "ids": ["nope"], "reason": secret_dense("hunter4")})
+    answered, reply = _pings_while(daemon, payload)
+    assert reply["error"]["data"]["kind"] == "not_found", reply
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_a_long_request_id_is_scrubbed(daemon: DaemonProcess) -> None:
+    """A 238 KB ``requestId`` full of ``password=…`` (identifiers are scrubbed of secrets
+    before any method sees them): scrubbed off the event loop, the entry added."""
+    ws = str(daemon.workspace)
+    daemon.call("read_state", {"workspace": ws})  # the workspace is opened
+    params = {"workspace": ws, "title": "t", "content": "c", "requestId": secret_dense("hunter5")}
+    answered, reply = _pings_while(daemon, _request("add_entry", params))
+    assert reply["result"]["entry"]["title"] == "t", reply
+    assert "hunter5" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_episode_tags_and_refs_are_redacted(daemon: DaemonProcess) -> None:
+    """``record_episode`` with tags and source refs of 238 KB of ``password=…`` each (a tag
+    is redacted before it becomes a slug, a ref scrubbed): off the event loop, the call
+    refused for its refs, no secret in the reply."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
+    params = {
+        "workspace": ws,
+        "sessionId": "ep",
+        "summary": "one line",
+        "tags": [secret_dense("hunter6")],
+        "sourceRefs": [secret_dense("hunter7")],
+    }
+    answered, reply = _pings_while(daemon, _request("record_episode", params))
+    assert reply["error"]["data"]["kind"] in ("invalid_params", "too_large"), reply
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_an_episode_tag_filter_is_redacted(daemon: DaemonProcess) -> None:
+    """``list_episodes`` filtered by a 238 KB tag of ``password=…``: the same, no episodes."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
+    answered, reply = _pings_while(
+        daemon, _request("list_episodes", {"workspace": ws, "tag": secret_dense("hunter8")})
+    )
+    assert reply["result"]["episodes"] == [], reply
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_an_entry_tag_is_redacted(daemon: DaemonProcess) -> None:
+    """``add_entry`` with a 238 KB tag of ``password=…`` (a tag is redacted before it becomes
+    a slug): off the event loop; no secret in the reply."""
+    ws = str(daemon.workspace)
+    daemon.call("read_state", {"workspace": ws})  # the workspace is opened
+    params = {"workspace": ws, "title": "t", "content": "c", "tags": [secret_dense("hunter10")]}
+    answered, reply = _pings_while(daemon, _request("add_entry", params))
+    assert "hunter10" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_proposal_tags_are_redacted(daemon: DaemonProcess) -> None:
+    """``propose`` with a 238 KB tag of ``password=…``, then ``approve`` editing a proposal's
+    tags to one: both redact off the event loop; no secret in either reply."""
+    ws = str(daemon.workspace)
+    daemon.call("set_settings", {"workspace": ws, "extractToolEnabled": True, "agentReadEnabled": True})
+    first = daemon.call("propose", {"workspace": ws, "title": "t", "content": "c", "origin": "extracted"})
+    params = {
+        "workspace": ws,
+        "title": "t2",
+        "content": "c2",
+        "origin": "extracted",
+        "tags": [secret_dense("hunter12")],
+    }
+    answered, reply = _pings_while(daemon, _request("propose", params))
+    assert "hunter12" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION
+    pid = first["proposal"]["id"]
+    edits = {pid: {"tags": [secret_dense("hunter13")]}}
+    answered, reply = _pings_while(
+        daemon, _request("approve", {"workspace": ws, "ids": [pid], "edits": edits})
+    )
+    assert "hunter13" not in json.dumps(reply)
+    assert answered >= PINGS_DURING_REDACTION

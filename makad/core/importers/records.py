@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import re
-import unicodedata
 from collections.abc import Iterable
 from typing import Final, Literal, get_args
 
 import msgspec
 
+from makad.core.normal_form import normalized
 from makad.core.redaction import redact
 from makad.core.types import Record
 
@@ -92,7 +92,7 @@ class ItemSkipped(Exception):
 
 
 def _normalized(text: str) -> str:
-    return " ".join(unicodedata.normalize("NFKC", text).casefold().split())
+    return " ".join(normalized(text).casefold().split())
 
 
 def content_key(title: str, content: str) -> str:

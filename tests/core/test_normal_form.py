@@ -1,0 +1,90 @@
+"""Normalisation in bounded work: the same text as ``unicodedata.normalize`` gives for
+the whole, cut into pieces where nothing combines across the cut, with a run of
+combining marks kept to Unicode's stream-safe 30."""
+
+from __future__ import annotations
+
+import unicodedata
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from makad.core import cjk
+from makad.core.cjk import index_text, query_tokens
+from makad.core.normal_form import MAX_NON_STARTERS, PIECE_CHARS, normalized
+
+# Characters that meet at a cut in every way that matters: ASCII letters and spaces,
+# combining marks of two classes (reordered), precomposed and compatibility forms,
+# Hangul jamo that compose with what precedes them, Indic vowel signs that do, CJK, and
+# U+FDFA (one character that NFKC makes 18).
+PARTS = [
+    "a", "e", " ", "\n", "\u0301", "\u0316", "\u0327", "é", "ﬁ", "Ａ", "\u1100", "\u1161",
+    "\u11a8", "가", "\u0bc6", "\u0bbe", "\u0b95", "漢", "字", "\ufdfa", "\u3163", "\u0f73", "½",
+]  # fmt: skip
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.sampled_from(PARTS), min_size=0, max_size=3 * PIECE_CHARS), st.sampled_from(["NFKC", "NFD"])
+)
+def test_pieces_give_what_the_whole_gives(parts: list[str], form: str) -> None:
+    """Any text of these characters (runs of marks short, as in real text), long enough to
+    be cut into pieces, normalises exactly as it does in one call."""
+    text = "".join(parts)
+    if any(len(run) > MAX_NON_STARTERS for run in _mark_runs(text)):
+        return
+    assert normalized(text, form) == unicodedata.normalize(form, text)  # type: ignore[arg-type]
+
+
+def _mark_runs(text: str) -> list[str]:
+    runs, current = [], ""
+    for char in text:
+        if unicodedata.combining(unicodedata.normalize("NFKD", char)[:1] or char):
+            current += char
+        else:
+            runs.append(current)
+            current = ""
+    return [*runs, current]
+
+
+@pytest.mark.parametrize("repeat", [1, 3])
+def test_long_texts_of_any_script_match(repeat: int) -> None:
+    """Long prose in several scripts, no ASCII in thousands of characters, matches too."""
+    text = ("Ｈｅｌｌｏ ﬁne café — 漢字仮名交じり文、한국어 텍스트。தமிழ் கொ ½ ") * 2000 * repeat
+    assert normalized(text) == unicodedata.normalize("NFKC", text)
+    cjk = "漢字仮名交じり文" * 5000 * repeat
+    assert normalized(cjk) == unicodedata.normalize("NFKC", cjk)
+
+
+def test_a_run_of_marks_is_kept_to_the_stream_safe_bound() -> None:
+    """A letter followed by a million combining marks of alternating classes (sorting them
+    took ``unicodedata`` hours, holding the interpreter): the letter with its first 30
+    marks, put in canonical order; the text after the run is kept."""
+    text = "a" + "\u0301\u0316" * 500_000 + " done"
+    kept = "a" + "\u0301\u0316" * (MAX_NON_STARTERS // 2) + " done"
+    assert normalized(text) == unicodedata.normalize("NFKC", kept)
+    assert normalized(text, "NFD") == unicodedata.normalize("NFD", kept)
+
+
+def test_a_million_marks_in_a_search_query_or_an_indexed_text() -> None:
+    """The search index's text and a query's tokens of such a text: bounded, and the
+    words around the marks are still there."""
+    text = "alpha " + "b" + "\u0301\u0316" * 500_000 + " omega"
+    assert index_text(text).split()[0] == "alpha" and index_text(text).split()[-1] == "omega"
+    assert [token for token, _ in query_tokens(text)][:1] and ("omega", False) in query_tokens(text)
+
+
+def test_an_expanding_character_is_normalised_in_pieces_with_the_same_result() -> None:
+    """Five hundred thousand U+FDFA (18 characters each in NFKC): the same text as one call."""
+    text = "\ufdfa" * 500_000
+    assert normalized(text) == unicodedata.normalize("NFKC", text)
+
+
+def test_a_long_index_text_is_bigrammed_in_pieces_as_it_is_whole() -> None:
+    """Index text longer than a piece (CJK runs straddling every cut, U+FDFA expanding it):
+    the same bigrams as one pass over the whole."""
+    text = ("漢字仮名交じり文" * 70_000 + " x \ufdfa ") * 3
+    whole = cjk._CJK_RUN.sub(cjk._bigrammed, unicodedata.normalize("NFKC", text))
+    assert len(whole) > cjk.INDEX_PIECE_CHARS
+    assert index_text(text) == whole
