@@ -252,7 +252,7 @@ def test_cli_says_how_to_bring_in_the_deferred_ones(capped: DaemonProcess, short
     source.write_text(lines(300))
     result = run_maka(capped, "import", str(source), "-w", str(ws), workspace=False)
     assert result.returncode == 0, result.stderr
-    assert "did not fit" in result.stdout and "maka import" in result.stdout
+    assert "did not fit" in result.stdout and f"maka -w {ws} import" in result.stdout
 
 
 def test_progress_notifications_come_before_the_result(module_daemon: DaemonProcess, new_ws: Path) -> None:

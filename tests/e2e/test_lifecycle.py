@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -125,28 +126,34 @@ def test_output_nobody_reads_does_not_stop_the_daemon(short_tmp: Path, broken: s
     )
     os.close(write_end)
     try:
-        deadline = time.monotonic() + 20
-        while True:  # no "listening on" line to wait for where stdout is the broken pipe
-            assert proc.poll() is None, f"makad exited with {proc.returncode}"
-            assert time.monotonic() < deadline, "makad did not answer"
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                if probe.connect_ex(str(sock)) == 0:
-                    break
-            time.sleep(0.05)
-        ws = short_tmp / "ws"
-        ws.mkdir()
-        with Client(str(sock), timeout=30) as client:
-            assert client.call("ping") == "pong"
-            client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
-            with pytest.raises(RemoteError):
-                client.call("read_state", {"workspace": "relative"})  # a failure is logged
-            assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
+        # No "listening on" line to wait for where stdout is the broken pipe.
+        _serves_and_logs(proc, sock, short_tmp / "ws")
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
         if proc.poll() is None:
             proc.kill()
         proc.communicate(timeout=20)
+
+
+def _serves_and_logs(proc: subprocess.Popen[Any], sock: Path, ws: Path) -> None:
+    """Wait until the daemon accepts on ``sock``, then write, fail (a failure is logged)
+    and read through it."""
+    deadline = time.monotonic() + 20
+    while True:
+        assert proc.poll() is None, f"makad exited with {proc.returncode}"
+        assert time.monotonic() < deadline, "makad did not answer"
+        with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
+            if probe.connect_ex(str(sock)) == 0:
+                break
+        time.sleep(0.05)
+    ws.mkdir()
+    with Client(str(sock), timeout=30) as client:
+        assert client.call("ping") == "pong"
+        client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
+        with pytest.raises(RemoteError):
+            client.call("read_state", {"workspace": "relative"})  # a failure is logged
+        assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
 
 
 @pytest.mark.parametrize("closed", ["0", "1", "2"])
@@ -163,21 +170,7 @@ def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, 
         stderr=subprocess.DEVNULL if closed != "2" else None,
     )
     try:
-        deadline = time.monotonic() + 20
-        while True:
-            assert proc.poll() is None, f"makad exited with {proc.returncode}"
-            assert time.monotonic() < deadline, "makad did not answer"
-            with socket.socket(socket.AF_UNIX, socket.SOCK_STREAM) as probe:
-                if probe.connect_ex(str(sock)) == 0:
-                    break
-            time.sleep(0.05)
-        ws = short_tmp / "ws"
-        ws.mkdir()
-        with Client(str(sock), timeout=30) as client:
-            client.call("add_entry", {"workspace": str(ws), "title": "Build", "content": "use make"})
-            with pytest.raises(RemoteError):
-                client.call("read_state", {"workspace": "relative"})  # a failure is logged
-            assert client.call("read_state", {"workspace": str(ws)})["entryCount"] == 1
+        _serves_and_logs(proc, sock, short_tmp / "ws")
         for lock in (data / "makad.lock", short_tmp / "s.sock.lock"):
             assert lock.read_text() == str(proc.pid)
         proc.send_signal(signal.SIGTERM)

@@ -60,13 +60,15 @@ def immutable_file(path: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def tiny_tmpfs(path: Path, size_kib: int) -> Iterator[None]:
-    """Mount a small tmpfs on ``path`` (root only), so the disk really fills up."""
+def tiny_tmpfs(path: Path, size_kib: int, *, inodes: int | None = None) -> Iterator[None]:
+    """Mount a small tmpfs on ``path`` (root only), so the disk really fills up; with
+    ``inodes``, room for only that many files."""
     if not IS_ROOT:
         pytest.skip("mounting a tmpfs needs root")
-    path.mkdir(exist_ok=True)
+    path.mkdir(mode=0o700, exist_ok=True)
+    options = f"size={size_kib}k,mode=0700" + (f",nr_inodes={inodes}" if inodes is not None else "")
     done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size={size_kib}k,mode=0700", "tmpfs", str(path)],
+        ["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(path)],
         capture_output=True,
         text=True,
         check=False,

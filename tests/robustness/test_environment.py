@@ -13,7 +13,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -249,31 +249,11 @@ def test_the_socket_file_removed_or_replaced_while_running_stops_the_daemon(
     assert ping_ok(daemon.socket)
 
 
-@contextlib.contextmanager
-def few_inodes_tmpfs(path: Path, inodes: int) -> Iterator[None]:
-    """Mount a tmpfs with room for ``inodes`` files on ``path`` (root only)."""
-    if not IS_ROOT:
-        pytest.skip("mounting a tmpfs needs root")
-    path.mkdir(mode=0o700)
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", f"size=1m,nr_inodes={inodes},mode=0700", "tmpfs", str(path)],
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.strip()}")
-    try:
-        yield
-    finally:
-        subprocess.run(["umount", "-l", str(path)], check=False)
-
-
 def test_a_socket_folder_with_no_room_for_the_socket_is_a_clear_refusal(short_tmp: Path) -> None:
     """The socket's filesystem has room for the lock file but not the socket (out of
     inodes): makad exits 1 with one line naming the socket and the reason, no traceback."""
     run = short_tmp / "run"
-    with few_inodes_tmpfs(run, 8):
+    with tiny_tmpfs(run, 1024, inodes=8):
         fillers = []
         with contextlib.suppress(OSError):
             while True:
