@@ -128,20 +128,6 @@ def take_data_lock(settings: DaemonSettings) -> int:
     )
 
 
-def data_lock_held(fd: int, lock_path: Path) -> bool:
-    """Whether the data directory lock file this process holds is still at its path: not
-    deleted (with the whole folder, say) nor replaced. Once it is not, the daemon's state
-    is gone and another daemon could take the folder."""
-    held = os.fstat(fd)
-    if held.st_nlink == 0:
-        return False
-    try:
-        st = os.lstat(lock_path)
-    except OSError:
-        return False
-    return (st.st_dev, st.st_ino) == (held.st_dev, held.st_ino)
-
-
 FileId = tuple[int, int]
 
 
@@ -152,6 +138,14 @@ def file_id(path: Path) -> FileId | None:
     except OSError:
         return None
     return st.st_dev, st.st_ino
+
+
+def data_lock_held(fd: int, lock_path: Path) -> bool:
+    """Whether the data directory lock file this process holds is still at its path: not
+    deleted (with the whole folder, say) nor replaced. Once it is not, the daemon's state
+    is gone and another daemon could take the folder."""
+    held = os.fstat(fd)
+    return held.st_nlink > 0 and file_id(lock_path) == (held.st_dev, held.st_ino)
 
 
 class Surroundings:

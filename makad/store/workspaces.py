@@ -85,9 +85,9 @@ def _echo(raw: str) -> str:
 def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     """Why ``path`` (resolved) cannot be a workspace, or None when it can.
 
-    Refused: the filesystem root, the user level's folder and its ``memory/`` folder (two names for one folder
-    would be two locks on one file), the data directory and anything inside it (the
-    daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
+    Refused: the filesystem root, the user level's folder and its ``memory/`` folder (two
+    names for one folder would be two locks on one file), the data directory and anything
+    inside it (the daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
     compared by (device, inode), so no spelling — a symlink, a bind mount, another case
     on a case-insensitive disk — gets past. Blocking: a few ``stat`` calls.
     """
