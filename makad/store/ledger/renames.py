@@ -27,8 +27,6 @@ import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Final
 
-import msgspec
-
 from makad.core.chain import ChainedAs
 from makad.core.refs import EVENT_PREFIX
 from makad.store.ledger.base import LedgerBase
@@ -106,20 +104,12 @@ class RenamesArea(LedgerBase):
         return len(free), len(renames) - len(free)
 
 
-def chained_as(conn: sqlite3.Connection, session_ids: Sequence[str]) -> dict[str, ChainedAs]:
-    """``session_chain_ids`` rows of the given sessions (most have none)."""
-    if not session_ids:
-        return {}
-    rows = conn.execute(
-        "SELECT session_id, hashed_id, through_seq FROM session_chain_ids"
-        " WHERE session_id IN (SELECT value FROM json_each(?))",
-        (msgspec.json.encode(list(session_ids)),),
-    )
-    return {str(sid): (str(hashed), int(through)) for sid, hashed, through in rows}
-
-
 def session_chained_as(conn: sqlite3.Connection, session_id: str) -> ChainedAs | None:
-    return chained_as(conn, [session_id]).get(session_id)
+    """The ``session_chain_ids`` row of a session (most have none)."""
+    row = conn.execute(
+        "SELECT hashed_id, through_seq FROM session_chain_ids WHERE session_id = ?", (session_id,)
+    ).fetchone()
+    return None if row is None else (str(row[0]), int(row[1]))
 
 
 def _rename(conn: sqlite3.Connection, old: str, new: str) -> None:

@@ -179,22 +179,22 @@ def span_events(conn: sqlite3.Connection, spans: Sequence[tuple[str, int, int]])
 
 def retrieve_span(conn: sqlite3.Connection, span: tuple[str, str, int, int]) -> RefResult:
     _, session_id, first, last = span
+    # The head, and the id a renamed session's early events were hashed with (most have none).
     head = conn.execute(
-        "SELECT last_seq, last_hash FROM sessions WHERE session_id = ?", (session_id,)
+        "SELECT s.last_seq, s.last_hash, c.hashed_id, c.through_seq FROM sessions AS s"
+        " LEFT JOIN session_chain_ids AS c USING (session_id) WHERE s.session_id = ?",
+        (session_id,),
     ).fetchone()
     rows = conn.execute(
         f"SELECT 0, {EVENT_COLUMNS} FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
         (session_id, first - 1, last + 1),
     ).fetchall()
     by_seq = {event.seq: event for event in map(event_row, rows)}
-    renamed = conn.execute(
-        "SELECT hashed_id, through_seq FROM session_chain_ids WHERE session_id = ?", (session_id,)
-    ).fetchone()
     return verify_span(
         span,
         by_seq,
         None if head is None else (int(head[0]), str(head[1])),
-        None if renamed is None else (str(renamed[0]), int(renamed[1])),
+        None if head is None or head[2] is None else (str(head[2]), int(head[3])),
     )
 
 

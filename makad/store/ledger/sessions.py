@@ -26,7 +26,7 @@ from makad.store.ledger.episodes import tombstone_episodes
 from makad.store.ledger.lineage import replayed, store_request
 from makad.store.ledger.pack_state import SESSION_ROWS_DELETE
 from makad.store.ledger.records import RequestRecord, Tombstone
-from makad.store.ledger.renames import chained_as, session_chained_as
+from makad.store.ledger.renames import session_chained_as
 from makad.store.ledger.rows import (
     EVENT_COLUMNS,
     SESSION_COLUMNS,
@@ -229,15 +229,17 @@ class SessionsArea(LedgerBase):
         with self._reading() as conn:
             edges += span_events(conn, missing) if missing else []
             sids = sorted({event.session_id for event in events})
-            heads = {
-                str(sid): (int(last_seq), str(last_hash))
-                for sid, last_seq, last_hash in conn.execute(
-                    "SELECT session_id, last_seq, last_hash FROM sessions"
-                    " WHERE session_id IN (SELECT value FROM json_each(?))",
-                    (msgspec.json.encode(sids),),
-                )
-            }
-            renamed = chained_as(conn, sids)
+            heads: dict[str, chain.Head] = {}
+            renamed: dict[str, chain.ChainedAs] = {}
+            for sid, last_seq, last_hash, hashed_id, through_seq in conn.execute(
+                "SELECT s.session_id, s.last_seq, s.last_hash, c.hashed_id, c.through_seq"
+                " FROM sessions AS s LEFT JOIN session_chain_ids AS c USING (session_id)"
+                " WHERE s.session_id IN (SELECT value FROM json_each(?))",
+                (msgspec.json.encode(sids),),
+            ):
+                heads[str(sid)] = (int(last_seq), str(last_hash))
+                if hashed_id is not None:
+                    renamed[str(sid)] = (str(hashed_id), int(through_seq))
         return chain.unverified(events, edges, heads, renamed)
 
     def mark_unverified(self, events: Sequence[Event]) -> int:
