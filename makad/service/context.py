@@ -549,7 +549,8 @@ class ContextService:
 
 def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str, AttentionLine]]:
     """(worker thread) The stored attention state's lines, when this call may show them:
-    asked for, or the session's first pack (its first recorded call, or this one)."""
+    asked for, or the session's first pack (its first recorded call, or this one; a retry of
+    that call shows what it showed, though the session's own events were derived since)."""
     if plan.attention is None:
         return []
     if plan.attention == "first" and plan.sid is not None:
@@ -561,8 +562,16 @@ def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str
             ws.state.first_calls[plan.sid] = first
         if first != call_id:
             return []
+        shown = ws.state.first_lines.get(plan.sid)
+        if shown is not None:
+            return shown
     state = cached_state(ws)
-    return [] if state is None else state.lines()
+    lines = [] if state is None else state.lines()
+    if plan.attention == "first" and plan.sid is not None:
+        if len(ws.state.first_lines) >= MAX_FIRST_CALLS:
+            ws.state.first_lines.clear()
+        ws.state.first_lines[plan.sid] = lines
+    return lines
 
 
 def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:

@@ -14,7 +14,7 @@ from typing import NamedTuple
 
 import anyio
 
-from makad.core.attention import AttentionState
+from makad.core.attention import AttentionLine, AttentionState
 from makad.core.behaviors import Behavior
 from makad.core.compaction import BreakerState
 from makad.core.confidence import Confidence
@@ -116,7 +116,8 @@ class WorkspaceState:
     # The attention state as last stored (``makad.service.attention``); ``attention_loaded``:
     # read from the ledger (None then means there is none); ``attention_purged``: nothing
     # derived is kept (the setting is off). Session id → the id of its first build_context
-    # call (attention shows in that pack).
+    # call (attention shows in that pack), and the lines that pack showed: a retry of that
+    # call shows them again, though the state was derived anew meanwhile.
     attention: AttentionState | None = None
     attention_loaded: bool = False
     attention_purged: bool = False
@@ -126,6 +127,7 @@ class WorkspaceState:
     # the newest record's id they were read up to; dropped with the attention state.
     suggestion_records: tuple[int, list[Behavior]] | None = None
     first_calls: dict[str, str] = field(default_factory=dict)
+    first_lines: dict[str, list[tuple[str, AttentionLine]]] = field(default_factory=dict)
     # The user level only: its snapshot with ``@user/`` ids.
     level_view: LevelView | None = None
     # A workspace: the user-level entries it overrides (makad.core.levels.overridden).
@@ -144,3 +146,4 @@ class WorkspaceState:
         self.attention_loaded = False
         self.suggestion_records = None
         self.attention_epoch += 1
+        self.first_lines = {}

@@ -271,6 +271,22 @@ def attention_segment(pack: dict[str, Any]) -> dict[str, Any] | None:
     return next((s for s in pack["segments"] if s["kind"] == "attention"), None)
 
 
+def test_a_retry_of_the_first_pack_shows_what_it_showed_after_the_session_is_derived() -> None:
+    """A retry of a session's first pack shows the attention lines that pack showed, though
+    the asking session's own events were turned into records in between (the rhythm line
+    then counts one more session)."""
+    for d in daemon_in_tmp(env={"MAKAD_BEHAVIOR_IDLE_MS": "1500"}):
+        w = fresh(d)
+        previous_session(d, w)
+        sid = session(d, w, [{"type": "user_message", "text": "Where were we?"}])
+        pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+        assert attention_segment(pack) is not None
+        derived = wait_for(d, w, lambda s: mentions(s, "2 session(s)", "Rhythm"))
+        assert mentions(derived, "2 session(s)", "Rhythm")
+        retried = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
+        assert retried == pack
+
+
 def test_first_pack_of_a_new_session_carries_the_open_thread_and_failure(d: DaemonProcess) -> None:
     """The first pack of the next session shows the previous session's open thread and its
     failure with their refs (a retry of that call too); the next turn's pack does not
