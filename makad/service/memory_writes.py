@@ -336,6 +336,10 @@ class MemoryWriter:
         back and the write is redone on top of it (a few times at most). ``returned``:
         the entries a save dropped that this write queues again (its notification says).
         """
+        if ws.ledger.read_only_since is not None:
+            # A ledger a full disk left read-only could not record the write: refused before
+            # the file changes (``disk_full`` while there is still no room).
+            await in_thread(ws.ledger.leave_read_only)
         for _attempt in range(MAX_WRITE_ATTEMPTS):
             try:
                 return await self._write_once(ws, which, op, expected_revision, bump, before_write, returned)
