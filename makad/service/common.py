@@ -22,6 +22,7 @@ from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, IO
 from makad.faults import Faults
 from makad.service.embeddings import SemanticChannel
 from makad.service.identifiers import Identifiers
+from makad.service.written_files import note_revision
 from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import REVISION_KEY
@@ -292,6 +293,7 @@ class WorkspaceAccess:
 
         await in_thread(store)
         ws.revision = revision
+        note_revision(revision)
         self.changed(ws)
         if ws.subscribers:
             self.notify_subscribers(

@@ -34,6 +34,7 @@ from makad.service import entry_dates
 from makad.service.attention import retract
 from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, WorkspaceAccess, in_thread
+from makad.service.written_files import note_written
 from makad.store import memory_files as files
 from makad.store.file_swap import ChangedUnderfoot, Replaced, SaveWaits
 from makad.store.tracked import TrackedFile
@@ -231,6 +232,7 @@ class MemoryWriter:
             tracked.history.pop()
             return False
         tracked.remember(text, written, doc)
+        note_written(path.name)
         await self._keep_typed_ids(ws)
         self._ctx.on_access(ws)
         return True
@@ -410,6 +412,7 @@ class MemoryWriter:
             tracked.forget_signature()
             raise ChangedUnderfoot(path.name)
         tracked.remember(text, written, doc)
+        note_written(path.name)
         await self._keep_typed_ids(ws)
         await scrub_removed_secrets(ws, [old_text])
         self._ctx.on_access(ws)
