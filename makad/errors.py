@@ -164,7 +164,7 @@ class IOFailure(MakadError):
         "ledger write after it did not go through): the change is in the file, so a retry "
         "without requestId would make it again",
         "written": "with memoryWritten: the names of the files written (MEMORY.md, PENDING.md)",
-        "revision": "with memoryWritten: the revision the write got, when one could be stored",
+        "revision": "with memoryWritten: the revision the change got (read_state is at it)",
     }
 
 

@@ -38,11 +38,13 @@ def test_a_ledger_failure_after_the_memory_file_was_written_says_it_was_written(
     daemon: DaemonProcess,
 ) -> None:
     """add_entry and update_entry without a requestId, their ledger writes failing after
-    MEMORY.md changed: io_error with memoryWritten true and the file written (no revision:
-    none could be stored); the file holds the entry once and the update."""
+    MEMORY.md changed: io_error with memoryWritten true, the file written and the revision
+    the change got; read_state is at that revision (a read asking if anything changed since
+    the one before is answered in full) and the file holds the entry once and the update."""
     w = str(daemon.workspace)
     memory = daemon.workspace / "memory" / "MEMORY.md"
     kept = daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})["entry"]
+    before = daemon.call("read_state", {"workspace": w})["revision"]
     with ledger_locked_by_another_process(daemon):
         added = remote_error(daemon, "add_entry", {"workspace": w, "title": "Test", "content": "use pytest"})
         updated = remote_error(
@@ -52,7 +54,9 @@ def test_a_ledger_failure_after_the_memory_file_was_written_says_it_was_written(
         assert (exc.kind, exc.data.get("reason")) == ("io_error", "ledger_busy")
         assert exc.data.get("memoryWritten") is True
         assert exc.data.get("written") == ["MEMORY.md"]
-        assert "revision" not in exc.data
+    assert before < added.data["revision"] < updated.data["revision"]
+    state = daemon.call("read_state", {"workspace": w, "ifRevision": before})
+    assert state["revision"] == updated.data["revision"] and "use make -j8" in state["content"]
     text = memory.read_text()
     assert text.count("use pytest") == 1 and "use make -j8" in text
 
