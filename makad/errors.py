@@ -53,6 +53,9 @@ class MakadError(Exception):
 
     code: ClassVar[int] = -32603
     kind: ClassVar[str] = "internal"
+    # The keys its ``data`` may carry besides ``kind``, each with what it means (listed in
+    # the OpenRPC document's components.errors as ``x-dataFields``).
+    data_fields: ClassVar[dict[str, str]] = {}
 
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
@@ -151,6 +154,18 @@ class IOFailure(MakadError):
 
     code = -32009
     kind = "io_error"
+    data_fields = {
+        "reason": "what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, "
+        "io_error ...",
+        "file": "the memory file or backup the failure is about, by name (MEMORY.md), never a path",
+        "osError": "with file: the system's reason (Permission denied)",
+        "errno": "with file: the reason's symbol (EACCES)",
+        "memoryWritten": "true when the call had already written a memory file when it failed (a "
+        "ledger write after it did not go through): the change is in the file, so a retry "
+        "without requestId would make it again",
+        "written": "with memoryWritten: the names of the files written (MEMORY.md, PENDING.md)",
+        "revision": "with memoryWritten: the revision the change got (read_state is at it)",
+    }
 
 
 class InvalidWorkspace(MakadError):

@@ -17,6 +17,15 @@ def _error_entry(err: type[MakadError]) -> dict[str, Any]:
     return {"code": err.code, "message": err.kind, "data": {"kind": err.kind}}
 
 
+def _component_error(err: type[MakadError]) -> dict[str, Any]:
+    """An error of components.errors: with the keys its data may carry (a specification
+    extension), when it names them."""
+    entry = _error_entry(err)
+    if err.data_fields:
+        entry["x-dataFields"] = dict(err.data_fields)
+    return entry
+
+
 def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
     specs = list(catalogue.values())
     types: list[Any] = []
@@ -61,7 +70,7 @@ def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
         "methods": methods,
         "components": {
             "schemas": dict(sorted(components.items())),
-            "errors": {err.kind: _error_entry(err) for err in ALL_ERRORS},
+            "errors": {err.kind: _component_error(err) for err in ALL_ERRORS},
         },
     }
 

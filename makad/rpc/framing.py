@@ -16,12 +16,16 @@ _WHITESPACE = b" \t\r\n"
 
 
 class FrameError(Exception):
-    """The byte stream cannot be framed; the connection must be closed after replying."""
+    """The byte stream cannot be framed; the connection must be closed after replying.
+
+    ``frames``: the whole messages the same ``feed`` framed before the bad one, in order
+    (a client that pipelines requests is answered up to where its stream broke)."""
 
     def __init__(self, reason: str, kind: str) -> None:
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
+        self.frames: list[bytes] = []
 
 
 class Decoder(Protocol):
@@ -53,8 +57,16 @@ class NdjsonDecoder:
             # One whole message and nothing buffered: a request-reply client's every read.
             line = data[:-1]
             return [line] if line.strip(_WHITESPACE) else []
-        self._buf += data
         out: list[bytes] = []
+        try:
+            self._feed(data, out)
+        except FrameError as exc:
+            exc.frames = out
+            raise
+        return out
+
+    def _feed(self, data: bytes, out: list[bytes]) -> None:
+        self._buf += data
         start = 0
         while True:
             end = self._buf.find(b"\n", max(start, self._scanned))
@@ -70,7 +82,6 @@ class NdjsonDecoder:
         self._scanned = len(self._buf)
         if len(self._buf) > self._max:
             raise FrameError(f"message exceeds {self._max} bytes", "too_large")
-        return out
 
     def has_partial(self) -> bool:
         return bool(self._buf.strip(_WHITESPACE))
@@ -85,8 +96,16 @@ class LspDecoder:
         self._need: int | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
-        self._buf += data
         out: list[bytes] = []
+        try:
+            self._feed(data, out)
+        except FrameError as exc:
+            exc.frames = out
+            raise
+        return out
+
+    def _feed(self, data: bytes, out: list[bytes]) -> None:
+        self._buf += data
         while True:
             if self._need is None:
                 # Blank bytes between frames are tolerated.
@@ -99,11 +118,11 @@ class LspDecoder:
                     if _bare_newline(self._buf):
                         # Never the start of a valid block: say so now, not after 8 KiB.
                         raise FrameError("header lines must end with \\r\\n", "bad_frame")
-                    return out
+                    return
                 self._need = self._content_length(bytes(self._buf[:end]))
                 del self._buf[: end + 4]
             if len(self._buf) < self._need:
-                return out
+                return
             out.append(bytes(self._buf[: self._need]))
             del self._buf[: self._need]
             self._need = None

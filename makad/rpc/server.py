@@ -285,6 +285,13 @@ class Server:
             tg.start_soon(self._read, conn, reading)
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
+        if (exc := reading.frame_error) is not None:
+            await conn.send(
+                _encoder.encode(
+                    error_response(-32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason})
+                )
+            )
+            log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
 
     async def _read(self, conn: Connection, reading: _Reading) -> None:
         """Read and start requests until the connection ends, or until an eager request
@@ -329,7 +336,7 @@ class Server:
                 except anyio.WouldBlock:
                     await limiter.acquire()
                 reading.tasks.start_soon(self._handle, conn, prepared, limiter)
-            if self._stopping or conn.closed:
+            if self._stopping or conn.closed or reading.frame_error is not None:
                 return
             # It does not read its replies: stop taking requests (the attribute first: the
             # property is a call, and almost always nothing waits).
@@ -365,13 +372,10 @@ class Server:
             try:
                 queued.extend(decoder.feed(chunk))
             except FrameError as exc:
-                await conn.send(
-                    _encoder.encode(
-                        error_response(-32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason})
-                    )
-                )
-                log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
-                return
+                # The requests framed before it are still run; the error is sent once
+                # they are answered (``_read_loop``), and nothing more is read.
+                queued.extend(exc.frames)
+                reading.frame_error = exc
 
     async def _handle_eagerly(
         self, conn: Connection, prepared: Prepared, reading: _Reading, held: bool
@@ -427,13 +431,14 @@ class _Reading:
     """One connection's reading, handed from task to task: what is framed and not yet
     started, the decoder, and the bound on requests in flight."""
 
-    __slots__ = ("decoder", "limiter", "pending", "queued", "tasks")
+    __slots__ = ("decoder", "frame_error", "limiter", "pending", "queued", "tasks")
 
     def __init__(self, limiter: anyio.Semaphore) -> None:
         self.limiter = limiter
         self.queued: deque[bytes] = deque()
         self.decoder: Decoder | None = None
         self.pending = b""  # bytes read before the framing is known
+        self.frame_error: FrameError | None = None  # the stream broke: read no further
         self.tasks: TaskGroup
 
 

@@ -22,6 +22,7 @@ from makad.errors import Conflict, Disabled, IncognitoBlocked, InvalidParams, IO
 from makad.faults import Faults
 from makad.service.embeddings import SemanticChannel
 from makad.service.identifiers import Identifiers
+from makad.service.written_files import note_revision
 from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.recovery import REVISION_KEY
@@ -282,21 +283,33 @@ class WorkspaceAccess:
         ``reapplied`` and ``returned``: what the daemon did about a save that lacked
         entries (``makad.core.save_merge``). Notifying only queues on each subscriber's
         connection: a subscriber that stops reading never holds up this write (callers
-        may hold the workspace lock)."""
+        may hold the workspace lock).
+
+        The change it counts has happened (a file written, settings stored): when the
+        ledger then fails to store the revision, the revision moves on all the same (the
+        clock reserved it), and the failure is raised after — else a client polling with
+        ``ifRevision`` would be told nothing changed. The ledger stores it with the next."""
         clock = self.registry.clock
         revision = clock.next_after(await self.revision(ws))
 
-        def store() -> None:
-            clock.reserve(revision)
-            ws.ledger.put_settings_json({REVISION_KEY: revision})
+        def store() -> MakadError | None:
+            clock.reserve(revision)  # its failure is raised: the value must not be used
+            try:
+                ws.ledger.put_settings_json({REVISION_KEY: revision})
+            except MakadError as exc:
+                return exc
+            return None
 
-        await in_thread(store)
+        unstored = await in_thread(store)
         ws.revision = revision
+        note_revision(revision)
         self.changed(ws)
         if ws.subscribers:
             self.notify_subscribers(
                 ws, channel, revision, cause, reapplied=reapplied or [], returned=returned or []
             )
+        if unstored is not None:
+            raise unstored
         return revision
 
     def changed(self, ws: Workspace) -> None:

@@ -48,6 +48,7 @@ from makad.faults import Faults
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.proposals import ProposalDraft, ProposalService
 from makad.service.sessions import Sessions
+from makad.service.written_files import reports_memory_written
 from makad.store import attention_store
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
@@ -213,6 +214,7 @@ class EpisodeService:
             candidates=candidates, min_episodes=params.min_episodes, min_sessions=params.min_sessions
         )
 
+    @reports_memory_written
     async def consolidate(self, params: ConsolidateParams, peer: Peer) -> ProposeResult:
         """The digest of a tag's evidence, queued as a profile proposal (through the gate)."""
         ws = await self._ctx.session_workspace(params.workspace)

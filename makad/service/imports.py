@@ -22,6 +22,7 @@ from makad.service import entry_dates
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_limited_thread, in_thread, now_ms
 from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryWriter
+from makad.service.written_files import reports_memory_written
 from makad.wire.base import Handler
 from makad.wire.proposals import ExportParams, ExportResult, ImportParams, ImportResultWire
 
@@ -39,6 +40,7 @@ class ImportService:
     def handlers(self) -> dict[str, Handler]:
         return handlers_of(self, "import_memories export_memories")
 
+    @reports_memory_written
     async def import_memories(self, params: ImportParams, peer: Peer) -> ImportResultWire:
         ws = await self._ctx.workspace(params.workspace)
         if (params.path is None) == (params.data is None):

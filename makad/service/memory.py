@@ -37,6 +37,7 @@ from makad.service.attention import retract
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms, workspace_warnings
 from makad.service.confidence import confidence_map
 from makad.service.memory_writes import Change, MemoryFile, MemoryWriter
+from makad.service.written_files import reports_memory_written
 from makad.store import memory_files as files
 from makad.store.tracked import unchanged_in
 from makad.store.workspace_state import DerivedEntries, PinnedWarnings, ShownText
@@ -346,6 +347,7 @@ class MemoryService:
 
     # --- the user's own operations ------------------------------------------------------
 
+    @reports_memory_written
     async def add_entry(self, params: AddEntryParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
 
@@ -406,6 +408,7 @@ class MemoryService:
 
         return await self._ctx.idempotent(ws, params.request_id, "add_entry", EntryResult, run)
 
+    @reports_memory_written
     async def update_entry(self, params: UpdateEntryParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
         # Each tag is redacted: off the event loop, before the write (which runs on it).
@@ -424,6 +427,7 @@ class MemoryService:
             ws, params.id, "update_entry", "updated", change, params.expected_revision, params.request_id
         )
 
+    @reports_memory_written
     async def pin_entry(self, params: PinEntryParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
         pinned = params.pinned
@@ -443,6 +447,7 @@ class MemoryService:
             already=lambda entry: is_pinned(entry) == pinned,
         )
 
+    @reports_memory_written
     async def archive_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
         return await self._modify(
@@ -455,6 +460,7 @@ class MemoryService:
             params.request_id,
         )
 
+    @reports_memory_written
     async def restore_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
 
@@ -471,6 +477,7 @@ class MemoryService:
             ws, params.id, "restore_entry", "restored", restore, params.expected_revision, params.request_id
         )
 
+    @reports_memory_written
     async def delete_entry(self, params: EntryIdParams, peer: Peer) -> EntryResult:
         ws = await self._ctx.workspace(params.workspace)
         return await self._modify(
@@ -560,6 +567,7 @@ class MemoryService:
         ws = await self._ctx.workspace(params.workspace)
         return BackupsResult(backups=await in_thread(files.list_backups, ws.backups_dir))
 
+    @reports_memory_written
     async def restore_backup(self, params: RestoreBackupParams, peer: Peer) -> RestoreBackupResult:
         ws = await self._ctx.workspace(params.workspace)
         await self._ctx.require_writable(ws)

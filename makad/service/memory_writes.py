@@ -34,6 +34,7 @@ from makad.service import entry_dates
 from makad.service.attention import retract
 from makad.service.backup_scrub import scrub_removed_secrets
 from makad.service.common import Channel, WorkspaceAccess, in_thread
+from makad.service.written_files import note_written
 from makad.store import memory_files as files
 from makad.store.file_swap import ChangedUnderfoot, Replaced, SaveWaits
 from makad.store.tracked import TrackedFile
@@ -231,6 +232,7 @@ class MemoryWriter:
             tracked.history.pop()
             return False
         tracked.remember(text, written, doc)
+        note_written(path.name)
         await self._keep_typed_ids(ws)
         self._ctx.on_access(ws)
         return True
@@ -336,6 +338,10 @@ class MemoryWriter:
         back and the write is redone on top of it (a few times at most). ``returned``:
         the entries a save dropped that this write queues again (its notification says).
         """
+        if ws.ledger.read_only_since is not None:
+            # A ledger a full disk left read-only could not record the write: refused before
+            # the file changes (``disk_full`` while there is still no room).
+            await in_thread(ws.ledger.leave_read_only)
         for _attempt in range(MAX_WRITE_ATTEMPTS):
             try:
                 return await self._write_once(ws, which, op, expected_revision, bump, before_write, returned)
@@ -406,6 +412,7 @@ class MemoryWriter:
             tracked.forget_signature()
             raise ChangedUnderfoot(path.name)
         tracked.remember(text, written, doc)
+        note_written(path.name)
         await self._keep_typed_ids(ws)
         await scrub_removed_secrets(ws, [old_text])
         self._ctx.on_access(ws)

@@ -13,6 +13,7 @@ from makad.core.peer import Peer
 from makad.errors import Conflict, InvalidParams, MakadError
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.memory import Change, MemoryWriter
+from makad.service.written_files import reports_memory_written
 from makad.store.ledger import Ledger
 from makad.wire.base import Handler
 from makad.wire.memory import RemoveOutsideTextParams, RemoveOutsideTextResult
@@ -35,6 +36,7 @@ class OutsideTextService:
     def handlers(self) -> dict[str, Handler]:
         return handlers_of(self, "remove_outside_text")
 
+    @reports_memory_written
     async def remove_outside_text(
         self, params: RemoveOutsideTextParams, peer: Peer
     ) -> RemoveOutsideTextResult:

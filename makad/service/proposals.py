@@ -36,6 +36,7 @@ from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, Inval
 from makad.service import entry_dates
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.memory import Change, MemoryWriter
+from makad.service.written_files import reports_memory_written
 from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.memory import Settings
@@ -101,6 +102,7 @@ class ProposalService:
 
     # --- propose ------------------------------------------------------------------------
 
+    @reports_memory_written
     async def propose(self, params: ProposeParams, peer: Peer) -> ProposeResult:
         ws = await self._ctx.workspace(params.workspace)
         draft = ProposalDraft(
@@ -352,6 +354,7 @@ class ProposalService:
 
     # --- approve ------------------------------------------------------------------------
 
+    @reports_memory_written
     async def approve(self, params: ApproveParams, peer: Peer) -> ApproveResult:
         ws = await self._ctx.workspace(params.workspace)
         if not params.ids:
@@ -462,6 +465,7 @@ class ProposalService:
 
     # --- reject ------------------------------------------------------------------------
 
+    @reports_memory_written
     async def reject(self, params: RejectParams, peer: Peer) -> RejectResult:
         ws = await self._ctx.workspace(params.workspace)
         if not params.ids:

@@ -135,7 +135,7 @@ def _dir_key(path: Path) -> tuple[int, int] | None:
 class Notice:
     """Something the user should hear about a workspace (read_state and status warnings)."""
 
-    kind: str  # "new_workspace" | "ledger_reset"
+    kind: str  # "new_workspace" | "ledger_reset" | "ledger_read_only"
     message: str
     at: int
 
@@ -205,9 +205,20 @@ class Workspace:
         return self.data_dir / "backups"
 
     def warnings(self) -> list[Notice]:
-        """Identity changes and ledger resets seen since this workspace was opened."""
+        """Identity changes and ledger resets seen since this workspace was opened, and a
+        ledger open read-only for want of disk space."""
         resets = [Notice("ledger_reset", _reset_message(reset), reset.at) for reset in self.ledger.resets]
+        read_only_since = self.ledger.read_only_since
+        if read_only_since is not None:
+            resets.append(Notice("ledger_read_only", _READ_ONLY_MESSAGE, read_only_since))
         return [*self.notices, *resets]
+
+
+_READ_ONLY_MESSAGE = (
+    "the disk of makad's data directory is full: this workspace's ledger is open read-only, "
+    "so reads are served as the ledger was and every write fails with disk_full (nothing is "
+    "written, MEMORY.md included) until space is freed"
+)
 
 
 def _reset_message(reset: LedgerReset) -> str:

@@ -68,7 +68,9 @@ class LocalMemoryState(Result, kw_only=True):
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt (or written by a
     newer makad: the message says so), moved aside and started over (privacy switches at
-    their defaults); ``pinned_over_share``: a pinned
+    their defaults); ``ledger_read_only``: the data directory's disk is full, the ledger is
+    read as it was and every write fails with ``disk_full`` until space is freed;
+    ``pinned_over_share``: a pinned
     entry (on its line) that a 1,500-token context pack has no room for.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).

@@ -78,7 +78,8 @@ class StatusResult(Result):
     socket: str
     data_dir: str
     connections: int
-    # Workspaces the daemon found replaced (new_workspace) or whose ledger it reset.
+    # Workspaces the daemon found replaced (new_workspace), whose ledger it reset, or whose
+    # ledger a full disk keeps read-only (ledger_read_only).
     warnings: list[WorkspaceWarning] = []
     # True when the listening socket came from systemd (LISTEN_FDS), not --socket.
     socket_activated: bool = False
@@ -114,7 +115,8 @@ METHODS: list[MethodSpec] = [
         NoParams,
         StatusResult,
         "Daemon version, pid, uptime, socket, data directory, open connections, "
-        "warnings (a corrupt ledger reset, a workspace replaced), and, when a model is "
+        "warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full "
+        "disk), and, when a model is "
         "configured, how far the semantic channel's indexing has got.",
         inline=True,
     ),

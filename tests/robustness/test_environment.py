@@ -291,11 +291,12 @@ def test_a_full_data_disk_at_start_is_said_plainly(short_tmp: Path) -> None:
     assert last.startswith("makad: could not start: No space left on device"), last
 
 
-def test_a_daemon_started_again_on_a_full_data_disk_says_so_and_recovers(short_tmp: Path) -> None:
-    """The data directory's disk full when the daemon starts again: it starts (its pid
-    not written into the lock file); a workspace whose ledger cannot be opened (no room
-    for its shared-memory index; its privacy settings live there) is io_error disk_full,
-    never an unexplained failure; once space is freed it serves reads and writes."""
+def test_a_daemon_started_again_on_a_full_data_disk_reads_and_refuses_writes(short_tmp: Path) -> None:
+    """The data directory's disk full when the daemon starts again, so a ledger cannot be
+    opened for writing (no room for its shared-memory index): the daemon starts, reads of
+    that workspace are served from the ledger as it was (read-only, warning
+    ``ledger_read_only``), every write is io_error disk_full with MEMORY.md untouched, and
+    once space is freed it writes again and the warning is gone."""
     data = short_tmp / "data"
     with tiny_tmpfs(data, 2048):
         d = DaemonProcess(short_tmp)
@@ -304,28 +305,45 @@ def test_a_daemon_started_again_on_a_full_data_disk_says_so_and_recovers(short_t
             w = str(d.workspace)
             d.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
             sid = d.call("open_session", {"workspace": w})["sessionId"]
+            event = {"type": "user_message", "text": "the deploy script is flaky"}
+            d.call("append_events", {"workspace": w, "sessionId": sid, "events": [event]})
             d.stop()
+            memory_before = (d.workspace / "memory" / "MEMORY.md").read_bytes()
             filler = fill_disk(data)
             d.start()
             assert ping_ok(d.socket)
+            state = d.call("read_state", {"workspace": w, "includeEntries": True})
+            assert state["status"] == "ok" and state["entryCount"] == 1
+            assert "use make" in state["content"]
+            assert [x["kind"] for x in state["warnings"]] == ["ledger_read_only"]
+            assert "disk" in state["warnings"][0]["message"]
+            assert [s["sessionId"] for s in d.call("list_sessions", {"workspace": w})["sessions"]] == [sid]
+            got = d.call("read_events", {"workspace": w, "sessionId": sid})
+            assert [e["text"] for e in got["events"]] == ["the deploy script is flaky"]
+            hits = d.call("search_history", {"workspace": w, "query": "deploy"})["hits"]
+            assert [h["event"]["seq"] for h in hits] == [1]
+            assert d.call("get_settings", {"workspace": w})["enabled"] is True
+            assert "use make" in d.call("export_memories", {"workspace": w})["data"]
+            assert d.call("list_proposals", {"workspace": w})["proposals"] == []
+            status_kinds = [x["kind"] for x in d.call("status")["warnings"]]
+            assert "ledger_read_only" in status_kinds
             for method, params in [
-                ("read_state", {"workspace": w}),
-                (
-                    "append_events",
-                    {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "x"}]},
-                ),
+                ("add_entry", {"workspace": w, "title": "T", "content": "not now"}),
+                ("append_events", {"workspace": w, "sessionId": sid, "events": [event]}),
+                ("open_session", {"workspace": w}),
+                ("set_settings", {"workspace": w, "agentReadEnabled": True}),
+                ("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 800}),
             ]:
                 exc = remote_error(d, method, params)
                 assert (method, exc.kind, exc.data.get("reason")) == (method, "io_error", "disk_full")
                 assert "disk is full" in exc.message and generalized(exc, str(short_tmp))
+            assert (d.workspace / "memory" / "MEMORY.md").read_bytes() == memory_before
             filler.unlink()
+            got = d.call("append_events", {"workspace": w, "sessionId": sid, "events": [event]})
+            assert got["lastSeq"] == 2
+            d.call("add_entry", {"workspace": w, "title": "Test", "content": "use pytest"})
             state = d.call("read_state", {"workspace": w, "includeEntries": True})
-            assert state["status"] == "ok" and state["entryCount"] == 1
-            got = d.call(
-                "append_events",
-                {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "x"}]},
-            )
-            assert got["lastSeq"] == 1
+            assert state["status"] == "ok" and state["entryCount"] == 2 and state["warnings"] == []
         finally:
             d.stop()
 

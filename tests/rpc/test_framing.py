@@ -116,3 +116,22 @@ def test_lsp_length_of_many_digits_is_too_large() -> None:
     with pytest.raises(FrameError) as info:
         LspDecoder(100).feed(b"Content-Length: " + b"9" * 5000 + b"\r\n\r\n{}")
     assert info.value.kind == "too_large"
+
+
+def test_lsp_error_carries_the_frames_before_it() -> None:
+    """A bad header block hands over the whole frames the same read held before it, in order."""
+    decoder = LspDecoder(1 << 20)
+    with pytest.raises(FrameError) as caught:
+        decoder.feed(encode("lsp", b"one") + encode("lsp", b"two") + b"Content-Length: x\r\n\r\n")
+    assert caught.value.kind == "bad_frame"
+    assert caught.value.frames == [b"one", b"two"]
+
+
+@pytest.mark.parametrize("tail", [b"x" * 20 + b"\n", b"x" * 20], ids=["whole_line", "unfinished_line"])
+def test_ndjson_error_carries_the_lines_before_it(tail: bytes) -> None:
+    """A line over the cap hands over the whole lines the same read held before it, in order."""
+    decoder = NdjsonDecoder(10)
+    with pytest.raises(FrameError) as caught:
+        decoder.feed(b"one\ntwo\n" + tail)
+    assert caught.value.kind == "too_large"
+    assert caught.value.frames == [b"one", b"two"]

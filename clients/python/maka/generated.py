@@ -644,7 +644,9 @@ class LocalMemoryState(TypedDict):
     ``new_workspace``: the folder at this path is not the one the daemon knew (settings
     start at their defaults); ``ledger_reset``: the ledger was corrupt (or written by a
     newer makad: the message says so), moved aside and started over (privacy switches at
-    their defaults); ``pinned_over_share``: a pinned
+    their defaults); ``ledger_read_only``: the data directory's disk is full, the ledger is
+    read as it was and every write fails with ``disk_full`` until space is freed;
+    ``pinned_over_share``: a pinned
     entry (on its line) that a 1,500-token context pack has no room for.
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
@@ -1964,7 +1966,7 @@ class Methods:
         return cast("str", self._call("ping", None))
 
     def status(self) -> StatusResult:
-        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced), and, when a model is configured, how far the semantic channel's indexing has got."""
+        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), and, when a model is configured, how far the semantic channel's indexing has got."""
         return cast("StatusResult", self._call("status", None))
 
     def rpc_discover(self) -> dict[str, Any]:
@@ -2317,7 +2319,7 @@ class AsyncMethods:
         return cast("str", await self._call("ping", None))
 
     async def status(self) -> StatusResult:
-        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced), and, when a model is configured, how far the semantic channel's indexing has got."""
+        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), and, when a model is configured, how far the semantic channel's indexing has got."""
         return cast("StatusResult", await self._call("status", None))
 
     async def rpc_discover(self) -> dict[str, Any]:

@@ -18,6 +18,10 @@ Concurrent appends share one commit and its fsync (``group_commit``).
 
 A corrupt database is moved aside and replaced by a fresh one, at open or at
 the first call that meets the damage (``makad.store.ledger.recovery``).
+
+A full disk at open (no room for the shared-memory index WAL needs) opens the file
+read-only instead, when the file alone is the whole ledger (``_open_read_only``): reads
+are served, every write is refused with ``disk_full`` until an open for writing works.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Final, Literal
+from urllib.parse import quote
 
 from makad import heap
 from makad.errors import IOFailure
@@ -59,7 +64,7 @@ from makad.store.ledger.recovery import (
     schema_statement,
 )
 from makad.store.ledger.rows import reindex_events
-from makad.store.ledger.schema import migrate
+from makad.store.ledger.schema import MIGRATIONS, migrate, user_version
 from makad.store.ledger.shown_cache import ShownCache
 
 # SQLite's page caches: up to this much per connection (two per workspace), and
@@ -82,6 +87,11 @@ _UNSAFE: Final = (
 )
 
 Synchronous = Literal["FULL", "NORMAL"]
+# A WAL file this long or shorter holds no frame (its header is 32 bytes).
+WAL_HEADER_BYTES: Final = 32
+# While the ledger is read-only, reads try to open it for writing this often at most
+# (writes try at every call): freed space is noticed without a write.
+READ_ONLY_RETRY_S: Final = 5.0
 
 
 def now_ms() -> int:
@@ -127,12 +137,18 @@ class LedgerBase:
         # Bumped when a damaged search index was rebuilt (the memory index is then empty).
         self.index_generation = 0
         self.resets: list[LedgerReset] = []
+        # When (Unix ms) the file was opened read-only for want of disk space, else None.
+        self.read_only_since: int | None = None
+        self._read_only_tried = 0.0  # time.monotonic() of the last try to leave it
         try:
             self._open()
         except LedgerNewer as exc:
             self._replace("newer_at_open", label="newer", versions=exc.versions())
         except LedgerCorrupt:
             self._replace("corrupt_at_open")
+        except IOFailure as exc:
+            if exc.details.get("reason") != "disk_full" or not self._open_read_only():
+                raise
 
     def _open(self) -> None:
         """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
@@ -153,6 +169,61 @@ class LedgerBase:
                     conn.close()
             raise open_failure(exc) from exc
         self._writer, self._reader = opened
+
+    def _open_read_only(self) -> bool:
+        """Open the file for reading only, with no shared-memory index (``immutable``): the
+        reads a full disk still allows. Only when no WAL frame is outside the file (a clean
+        stop checkpoints them all: the file is then the whole ledger) and its schema is this
+        code's (nothing can be migrated); else False."""
+        try:
+            if os.stat(f"{self.path}-wal").st_size > WAL_HEADER_BYTES:
+                return False
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return False
+        try:
+            conn = sqlite3.connect(
+                f"file:{quote(os.fspath(self.path))}?immutable=1",
+                uri=True,
+                isolation_level=None,
+                check_same_thread=False,
+            )
+        except sqlite3.Error:
+            return False
+        try:
+            conn.execute("PRAGMA query_only = ON")
+            conn.execute(f"PRAGMA cache_size = -{CACHE_KIB_PER_CONNECTION}")
+            conn.execute("PRAGMA temp_store = MEMORY")
+            if user_version(conn) != len(MIGRATIONS):
+                raise LedgerCorrupt("a schema this code does not read as it is", reason="ledger_corrupt")
+            check_schema(conn)
+        except Exception:  # whatever it is, the ledger stays unopened as it was
+            conn.close()
+            return False
+        self._reader = conn
+        self.read_only_since = now_ms()
+        self._read_only_tried = time.monotonic()
+        return True
+
+    def leave_read_only(self) -> None:
+        """Open a read-only ledger for writing, or raise why it cannot be (``disk_full``
+        while the disk is still full). Nothing to do when it is not read-only."""
+        if self.read_only_since is None:
+            return
+        with self._write_lock, self._read_lock:
+            if self.read_only_since is None:
+                return
+            self._read_only_tried = time.monotonic()
+            reader = self._reader
+            try:
+                self._open()
+            except OSError as exc:  # the file itself, before SQLite opens it
+                raise open_failure(exc) from exc
+            if reader is not None:
+                reader.close()
+            self.read_only_since = None
+            self._df_cache.clear()
 
     def _claim(self) -> bytes:
         """Make sure what SQLite opens at ``path`` is a regular file of ours (created
@@ -189,6 +260,9 @@ class LedgerBase:
                     if conn is not None:
                         conn.text_factory = lossy_text
                 return
+            if self.read_only_since is not None:
+                # Nothing is repaired or moved aside before there is room to start over.
+                raise IOFailure("the disk is full: the ledger is open read-only", reason="disk_full")
             if isinstance(found, LedgerOutOfMemory):
                 if self._intact():
                     # Not damage: said as it is, and nothing is moved or rebuilt.
@@ -277,6 +351,8 @@ class LedgerBase:
         that may be lost to a power cut without harm (manifests); the next durable
         commit fsyncs them anyway.
         """
+        if self.read_only_since is not None:
+            self.leave_read_only()
         with self._write_lock:
             conn = live(self._writer)
             self._check_file()
@@ -341,6 +417,9 @@ class LedgerBase:
     @contextlib.contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
         """One read transaction (a consistent snapshot) on the reader."""
+        if self.read_only_since is not None and time.monotonic() - self._read_only_tried > READ_ONLY_RETRY_S:
+            with contextlib.suppress(IOFailure):
+                self.leave_read_only()
         with self._read_lock:
             conn = live(self._reader)
             try:
