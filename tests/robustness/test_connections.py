@@ -13,8 +13,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from maka import AsyncClient
 from maka.errors import TooManyConnections
 from makad.service.import_source import MAX_DIR_ENTRIES
 from tests.support import DaemonProcess, RawConnection, ping_ok
@@ -97,17 +99,26 @@ def test_a_refused_client_that_keeps_writing_is_closed(short_tmp: Path) -> None:
         d.stop()
 
 
-def test_the_python_client_at_the_cap_raises_too_many_connections(short_tmp: Path) -> None:
-    """At the cap, each of 20 calls of the Python client raises TooManyConnections (limit 1),
-    never a lost connection."""
+def test_the_python_clients_at_the_cap_raise_too_many_connections(short_tmp: Path) -> None:
+    """At the cap, each of 20 calls of the Python client, and of 20 of its async client,
+    raises TooManyConnections (limit 1), never a lost connection."""
     d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "1"})
     d.start()
+
+    async def async_call() -> None:
+        async with AsyncClient(str(d.socket), timeout=30) as client:
+            await client.call("ping")
+
     try:
         with RawConnection(d.socket, timeout=30) as held:
             assert held.request(request("ping"))["result"] == "pong"
-            for _ in range(20):
-                with d.client(timeout=30) as client, pytest.raises(TooManyConnections) as refused:
-                    client.call("ping")
+            for i in range(40):
+                with pytest.raises(TooManyConnections) as refused:
+                    if i % 2:
+                        anyio.run(async_call)
+                    else:
+                        with d.client(timeout=30) as client:
+                            client.call("ping")
                 assert refused.value.data == {"kind": "too_many_connections", "limit": 1}
     finally:
         d.stop()
