@@ -29,7 +29,6 @@ import msgspec
 import structlog
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
 
-from makad.errors import TooManyConnections
 from makad.rpc.connection import OUTBOX_HIGH_WATER, Connection, yield_now
 from makad.rpc.dispatch import (
     PREPARE_ON_LOOP_MAX_BYTES,
@@ -43,6 +42,7 @@ from makad.rpc.dispatch import (
 )
 from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
+from makad.rpc.refusal import drain_then_close, send_refusal
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -59,6 +59,9 @@ READ_CHUNK = 64 * 1024
 MAX_IN_FLIGHT_PER_CONNECTION = 64
 # Refusals are logged at most this often (a flood of connects is one line a second).
 REFUSAL_LOG_INTERVAL_S = 1.0
+# Refused connections kept open at once so that their clients read the refusal
+# (makad.rpc.refusal); past this many a refused connection is closed at once.
+MAX_LINGERING_REFUSALS = 32
 # How long the accept loop waits after a failed accept (EMFILE: out of descriptors).
 ACCEPT_RETRY_S = 0.05
 # How long stopping waits for what is queued on the connections to be written.
@@ -107,19 +110,6 @@ def peer_uid(stream: SocketStream) -> int | None:
     return int(uid)
 
 
-def refusal_line(limit: int) -> bytes:
-    return (
-        _encoder.encode(
-            error_response(
-                TooManyConnections.code,
-                "Too many connections",
-                {"kind": TooManyConnections.kind, "limit": limit},
-            )
-        )
-        + b"\n"
-    )
-
-
 class Server:
     """Accepts connections and serves them until asked to stop."""
 
@@ -136,6 +126,7 @@ class Server:
         # Accepted and not yet finished (counted before their task starts).
         self._open = 0
         self._refused = 0
+        self._lingering = 0
         self._refusal_logged_at = -REFUSAL_LOG_INTERVAL_S
         self._accept_failures = 0
         self._accept_failure_logged_at = -REFUSAL_LOG_INTERVAL_S
@@ -193,7 +184,7 @@ class Server:
                 await anyio.sleep(ACCEPT_RETRY_S)
                 continue
             if self._open >= self._limits.max_connections:
-                await self._refuse(stream)
+                await self._refuse(stream, tg)
                 continue
             self._open += 1
             tg.start_soon(self._serve_connection, stream)
@@ -216,16 +207,15 @@ class Server:
         self._accept_failure_logged_at = now
         self._accept_failures = 0
 
-    async def _refuse(self, stream: SocketStream) -> None:
-        """One error line, then close: written without waiting (a fresh socket has room)."""
-        try:
-            uid = peer_uid(stream)
-            if uid is None or uid == self._uid:
-                raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
-                raw.send(refusal_line(self._limits.max_connections))
-        except OSError:
-            pass
-        finally:
+    async def _refuse(self, stream: SocketStream, tg: TaskGroup) -> None:
+        """One error line, then the connection lingers until the client has read it
+        (makad.rpc.refusal), unless too many refused ones linger already."""
+        uid = peer_uid(stream)
+        sent = (uid is None or uid == self._uid) and send_refusal(stream, self._limits.max_connections)
+        if sent and self._lingering < MAX_LINGERING_REFUSALS:
+            self._lingering += 1
+            tg.start_soon(self._linger, stream)
+        else:
             await stream.aclose()
         self._refused += 1
         now = time.monotonic()
@@ -238,6 +228,12 @@ class Server:
             )
             self._refusal_logged_at = now
             self._refused = 0
+
+    async def _linger(self, stream: SocketStream) -> None:
+        try:
+            await drain_then_close(stream)
+        finally:
+            self._lingering -= 1
 
     async def _close_idle_forever(self) -> None:
         timeout = self._limits.idle_timeout_s

@@ -13,8 +13,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
+from maka import AsyncClient
+from maka.errors import TooManyConnections
 from makad.service.import_source import MAX_DIR_ENTRIES
 from tests.support import DaemonProcess, RawConnection, ping_ok
 
@@ -44,6 +47,80 @@ def test_past_the_cap_a_connection_gets_one_error_line_then_idle_ones_time_out(s
     finally:
         for conn in idle:
             conn.close()
+        d.stop()
+
+
+def read_until_eof(conn: RawConnection) -> list[dict[str, Any]]:
+    """Every message the daemon sends on ``conn`` until it closes it."""
+    messages = []
+    while True:
+        try:
+            messages.append(conn.recv_message())
+        except EOFError:
+            return messages
+
+
+def test_a_refused_client_that_writes_at_once_still_reads_the_refusal(short_tmp: Path) -> None:
+    """At the cap, 50 clients in turn each write a ping the moment they connect, and every
+    one reads the too_many_connections line and then EOF (no reset, no broken pipe)."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "1"})
+    d.start()
+    try:
+        with RawConnection(d.socket, timeout=30) as held:
+            assert held.request(request("ping"))["result"] == "pong"
+            for i in range(50):
+                with RawConnection(d.socket, timeout=30) as refused:
+                    refused.send(json.dumps(request("ping", i)))
+                    messages = read_until_eof(refused)
+                assert [m["error"]["data"] for m in messages] == [
+                    {"kind": "too_many_connections", "limit": 1}
+                ]
+            assert held.request(request("ping", 2))["result"] == "pong"
+    finally:
+        d.stop()
+
+
+def test_a_refused_client_that_keeps_writing_is_closed(short_tmp: Path) -> None:
+    """At the cap, a client that reads the refusal and then writes a steady stream is
+    closed by the daemon all the same (what it sends after the refusal is not waited on)."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "1"})
+    d.start()
+    try:
+        with RawConnection(d.socket, timeout=30) as held:
+            assert held.request(request("ping"))["result"] == "pong"
+            with RawConnection(d.socket, timeout=30) as refused:
+                assert refused.recv_message()["error"]["data"]["kind"] == "too_many_connections"
+                line = json.dumps(request("ping")).encode() + b"\n"
+                with pytest.raises((BrokenPipeError, ConnectionResetError)):
+                    for _ in range(1_000_000):
+                        refused.send_raw(line * 100)
+            assert held.request(request("ping", 2))["result"] == "pong"
+    finally:
+        d.stop()
+
+
+def test_the_python_clients_at_the_cap_raise_too_many_connections(short_tmp: Path) -> None:
+    """At the cap, each of 20 calls of the Python client, and of 20 of its async client,
+    raises TooManyConnections (limit 1), never a lost connection."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_CONNECTIONS": "1"})
+    d.start()
+
+    async def async_call() -> None:
+        async with AsyncClient(str(d.socket), timeout=30) as client:
+            await client.call("ping")
+
+    try:
+        with RawConnection(d.socket, timeout=30) as held:
+            assert held.request(request("ping"))["result"] == "pong"
+            for i in range(40):
+                with pytest.raises(TooManyConnections) as refused:
+                    if i % 2:
+                        anyio.run(async_call)
+                    else:
+                        with d.client(timeout=30) as client:
+                            client.call("ping")
+                assert refused.value.data == {"kind": "too_many_connections", "limit": 1}
+    finally:
         d.stop()
 
 

@@ -100,9 +100,12 @@ const DEFAULT_RECONNECT: ReconnectOptions = { retries: 6, baseMs: 50, maxMs: 2_0
 const DEFAULT_MAX_MESSAGE_BYTES = 64 * 1024 * 1024;
 
 interface Pending {
+  /** The request's id; a notification's key in `pending` only (it is sent without one). */
   readonly id: number;
   readonly method: string;
   readonly message: Record<string, unknown>;
+  /** A request (settled by its reply), not a notification (settled once written). */
+  readonly expectsReply: boolean;
   settled: boolean;
   /** The request reached the socket's kernel buffer: a lost connection leaves its outcome unknown. */
   written: boolean;
@@ -121,10 +124,11 @@ interface Early {
 class Connection {
   readonly inflight = new Set<Pending>();
   /**
-   * Requests waiting for the socket to drain: while the daemon reads slower than we call,
-   * they wait here rather than in the socket's own buffer, so that a request that times
-   * out or is aborted before its turn is dropped (never sent, and let go at once), and
-   * what is held stays bounded by the calls still pending. A Set keeps the calls' order.
+   * Requests and notifications waiting for the socket to drain: while the daemon reads
+   * slower than we call, they wait here rather than in the socket's own buffer, so that
+   * one that times out or is aborted before its turn is dropped (never sent, and let go
+   * at once), and what is held stays bounded by the calls still pending. A Set keeps the
+   * calls' order.
    */
   readonly queue = new Set<Pending>();
   closed = false;
@@ -211,8 +215,28 @@ export class MakaClient extends EventEmitter {
     return this.request(method, params, options, null);
   }
 
+  /**
+   * Send a JSON-RPC notification (no reply). It waits its turn behind the calls made
+   * before it, like a call; resolves once it is written. A timeout or an abort before
+   * then drops it unsent; a connection lost before then sends it on the next one.
+   */
+  async notify(method: string, params?: unknown, options: CallOptions = {}): Promise<void> {
+    await this.submit(method, params, options, null, false);
+  }
+
   /** A request sent on `via` (a connection being set up), else on the client's connection. */
   private request(method: string, params: unknown, options: CallOptions, via: Connection | null): Promise<unknown> {
+    return this.submit(method, params, options, via, true);
+  }
+
+  /** Queue a request (settled by its reply) or a notification (settled once written). */
+  private submit(
+    method: string,
+    params: unknown,
+    options: CallOptions,
+    via: Connection | null,
+    expectsReply: boolean,
+  ): Promise<unknown> {
     if (this.closed) return Promise.reject(new ClientClosedError());
     const { signal } = options;
     if (signal?.aborted) return Promise.reject(new AbortError(method, signal.reason));
@@ -220,7 +244,7 @@ export class MakaClient extends EventEmitter {
 
     return new Promise<unknown>((resolve, reject) => {
       const id = this.nextId++;
-      const message: Record<string, unknown> = { jsonrpc: "2.0", id, method };
+      const message: Record<string, unknown> = expectsReply ? { jsonrpc: "2.0", id, method } : { jsonrpc: "2.0", method };
       if (params !== undefined) message["params"] = params;
       let timer: NodeJS.Timeout | undefined;
       let unwatch: (() => void) | undefined;
@@ -228,6 +252,7 @@ export class MakaClient extends EventEmitter {
         id,
         method,
         message,
+        expectsReply,
         settled: false,
         written: false,
         pinned: via !== null,
@@ -242,14 +267,14 @@ export class MakaClient extends EventEmitter {
           unwatch?.();
           if (error) reject(error);
           else {
-            this.trackSubscription(method, params);
+            if (expectsReply) this.trackSubscription(method, params);
             resolve(result);
           }
         },
       };
       this.pending.set(id, pending);
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-        timer = setTimeout(() => pending.finish(new TimeoutError(method, timeoutMs)), timeoutMs);
+        timer = setTimeout(() => pending.finish(new TimeoutError(method, timeoutMs, !expectsReply)), timeoutMs);
       }
       if (signal) unwatch = this.watchAbort(signal, () => pending.finish(new AbortError(method, signal.reason)));
       if (via) {
@@ -288,17 +313,6 @@ export class MakaClient extends EventEmitter {
       this.abortWatches.delete(signal);
       signal.removeEventListener("abort", listener);
     };
-  }
-
-  /** Send a JSON-RPC notification (no reply). Resolves once it is written. */
-  async notify(method: string, params?: unknown): Promise<void> {
-    if (this.closed) throw new ClientClosedError();
-    const connection = await this.ensureConnected();
-    const message: Record<string, unknown> = { jsonrpc: "2.0", method };
-    if (params !== undefined) message["params"] = params;
-    await new Promise<void>((resolve, reject) => {
-      connection.socket.write(encodeMessage(message, this.framing), (error) => (error ? reject(error) : resolve()));
-    });
   }
 
   /** Connect now rather than on the first call. */
@@ -367,7 +381,9 @@ export class MakaClient extends EventEmitter {
       if (connection.closed || socket.writableNeedDrain) return;
       queue.delete(pending);
       socket.write(encodeMessage(pending.message, this.framing), (error) => {
-        if (!error) pending.written = true;
+        if (error) return;
+        pending.written = true;
+        if (!pending.expectsReply) pending.finish(null);
       });
     }
   }
@@ -566,7 +582,7 @@ export class MakaClient extends EventEmitter {
       return;
     }
     const pending = typeof id === "number" ? this.pending.get(id) : undefined;
-    if (!pending) return;
+    if (!pending?.expectsReply) return;
     if (record["error"] !== undefined) pending.finish(remoteErrorFrom(record["error"], pending.method));
     else pending.finish(null, record["result"]);
   }

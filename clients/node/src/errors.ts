@@ -143,14 +143,14 @@ export class ConnectionLostError extends MakaError {
   }
 }
 
-/** The call got no reply within its timeout. */
+/** The call got no reply within its timeout (a notification: was not written within it). */
 export class TimeoutError extends MakaError {
   override name = "TimeoutError";
   readonly method: string;
   readonly timeoutMs: number;
 
-  constructor(method: string, timeoutMs: number) {
-    super(`${method} got no reply within ${timeoutMs} ms`);
+  constructor(method: string, timeoutMs: number, notification = false) {
+    super(notification ? `${method} was not written within ${timeoutMs} ms` : `${method} got no reply within ${timeoutMs} ms`);
     this.method = method;
     this.timeoutMs = timeoutMs;
   }

@@ -54,6 +54,12 @@ async function stubbornServer(onAccept: (socket: Socket) => void = () => {}): Pr
 
 const MIB = "x".repeat(1 << 20);
 
+/** Answer the ping in what the server has read so far, once it is all there. */
+function answerPing(socket: Socket, text: string): void {
+  const id = /"id":(\d+),"method":"ping"/.exec(text)?.[1];
+  if (id !== undefined) socket.write(`{"jsonrpc":"2.0","id":${id},"result":"pong"}\n`);
+}
+
 describe("a server that hangs up as soon as it accepts", () => {
   it("a call rejects with DaemonUnavailableError after the retries instead of waiting forever", { timeout: 10_000 }, async () => {
     let accepted = 0;
@@ -77,19 +83,94 @@ describe("a server that hangs up as soon as it accepts", () => {
 });
 
 describe("a server that stops reading", () => {
-  it("close() returns while requests are still buffered for it", { timeout: 10_000 }, async () => {
+  it("close() returns while requests and a notification are still buffered for it", { timeout: 10_000 }, async () => {
     const server = await stubbornServer((socket) => socket.once("data", () => socket.pause()));
     const client = new MakaClient({ socketPath: server.socketPath });
-    const calls = [1, 2, 3].map(() =>
-      client.callRaw("status", { padding: MIB }).then(
+    const outcome = (sent: Promise<unknown>) =>
+      sent.then(
         () => "answered",
         (error: Error) => error.name,
-      ),
-    );
+      );
+    const calls = [1, 2, 3].map(() => outcome(client.callRaw("status", { padding: MIB })));
+    calls.push(outcome(client.notify("note", { padding: MIB })));
     while (server.received() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
     await client.close();
-    assert.deepEqual(await Promise.all(calls), ["ClientClosedError", "ClientClosedError", "ClientClosedError"]);
+    assert.deepEqual(await Promise.all(calls), ["ClientClosedError", "ClientClosedError", "ClientClosedError", "ClientClosedError"]);
     await server.close();
+  });
+
+  it("a notification waits its turn behind the calls made before it", { timeout: 10_000 }, async () => {
+    let socket: Socket | undefined;
+    const server = await stubbornServer((accepted) => {
+      socket = accepted;
+      accepted.pause();
+    });
+    const client = new MakaClient({ socketPath: server.socketPath });
+    try {
+      const before = [1, 2, 3].map(() => client.callRaw("status", { padding: MIB }).catch(() => undefined));
+      const note = client.notify("note", { n: 1 });
+      const reply = client.call("ping");
+      while (!socket) await new Promise((resolve) => setTimeout(resolve, 5));
+      let text = "";
+      socket.on("data", (chunk: Buffer) => {
+        text += chunk.toString("latin1");
+        answerPing(socket!, text);
+      });
+      socket.resume();
+      assert.equal(await reply, "pong");
+      await note;
+      const order = [...text.matchAll(/"method":"(\w+)"/g)].map((match) => match[1]);
+      assert.deepEqual(order, ["status", "status", "status", "note", "ping"]);
+      void before;
+    } finally {
+      await client.close();
+      await server.close();
+    }
+  });
+
+  it("a notification that timed out or was aborted before its turn is never sent, nor kept", { timeout: 10_000 }, async () => {
+    setFlagsFromString("--expose-gc");
+    const gc = runInNewContext("gc") as () => void;
+    let socket: Socket | undefined;
+    const server = await stubbornServer((accepted) => {
+      socket = accepted;
+      accepted.pause();
+    });
+    const client = new MakaClient({ socketPath: server.socketPath });
+    try {
+      // Connected first: a call made while the client connects is held until the connect ends.
+      await client.connect();
+      const blocker = client.callRaw("status", { padding: MIB }).catch(() => undefined);
+      let params: Record<string, unknown> | undefined = { padding: MIB.slice(1) };
+      const held = new WeakRef(params);
+      await assert.rejects(client.notify("late_note", params, { timeoutMs: 30 }), (error: unknown) => {
+        assert.ok(error instanceof TimeoutError);
+        assert.match(error.message, /late_note was not written within 30 ms/);
+        return true;
+      });
+      const controller = new AbortController();
+      const aborted = client.notify("aborted_note", {}, { signal: controller.signal });
+      controller.abort();
+      await assert.rejects(aborted, AbortError);
+      params = undefined;
+      await new Promise((resolve) => setImmediate(resolve));
+      gc();
+      assert.equal(held.deref(), undefined, "the timed-out notification is still held");
+      // The server reads again: only what had already left the client can still arrive.
+      const reply = client.call("ping", {}, { timeoutMs: 0 });
+      let text = "";
+      socket!.on("data", (chunk: Buffer) => {
+        text += chunk.toString("latin1");
+        answerPing(socket!, text);
+      });
+      socket!.resume();
+      assert.equal(await reply, "pong");
+      assert.ok(!text.includes("_note"), "a dropped notification reached the server");
+      void blocker;
+    } finally {
+      await client.close();
+      await server.close();
+    }
   });
 
   it("requests that timed out or were aborted before they left the client are never sent", { timeout: 10_000 }, async () => {
@@ -100,6 +181,8 @@ describe("a server that stops reading", () => {
     });
     const client = new MakaClient({ socketPath: server.socketPath });
     try {
+      // Connected first: a call made while the client connects is held until the connect ends.
+      await client.connect();
       const controller = new AbortController();
       const timedOut = Array.from({ length: 16 }, () => client.callRaw("status", { padding: MIB }, { timeoutMs: 50 }));
       const aborted = Array.from({ length: 16 }, () => client.callRaw("status", { padding: MIB }, { signal: controller.signal }));
@@ -128,6 +211,8 @@ describe("a server that stops reading", () => {
     const server = await stubbornServer((socket) => socket.pause());
     const client = new MakaClient({ socketPath: server.socketPath });
     try {
+      // Connected first: a call made while the client connects is held until the connect ends.
+      await client.connect();
       const blocker = client.callRaw("status", { padding: MIB }).catch(() => undefined);
       let params: Record<string, unknown> | undefined = { padding: MIB.slice(1) };
       const held = new WeakRef(params);
