@@ -39,7 +39,8 @@ def test_incognito_listing_names_how_to_end_it(shared_daemon: DaemonProcess) -> 
     assert run_maka(shared_daemon, "settings", "incognito=on").returncode == 0
     result = run_maka(shared_daemon, "memory", "list")
     assert "incognito_blocked" in result.stderr
-    assert "`maka settings incognito=off` ends incognito here" in result.stderr
+    ws = shared_daemon.workspace
+    assert f"`maka -w {ws} settings incognito=off` ends incognito here" in result.stderr
     assert result.stderr.startswith("maka: incognito is on: memory is not read (incognito_blocked)")
 
 
@@ -48,7 +49,7 @@ def test_disabled_listing_says_it_once_and_how_to_switch_on(shared_daemon: Daemo
     assert run_maka(shared_daemon, "settings", "enabled=off").returncode == 0
     result = run_maka(shared_daemon, "memory", "list")
     assert result.stderr.startswith("maka: memory is disabled (disabled)\n")
-    assert "`maka settings enabled=on`" in result.stderr
+    assert f"`maka -w {shared_daemon.workspace} settings enabled=on`" in result.stderr
 
 
 def test_json_errors_stay_one_json_line(shared_daemon: DaemonProcess) -> None:

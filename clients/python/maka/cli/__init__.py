@@ -32,6 +32,7 @@ from maka.cli.common import (
     absolute,
     add_user_flag,
     announce_autostart,
+    positive_seconds,
 )
 from maka.cli.remedies import remedy
 from maka.client import Client
@@ -67,7 +68,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None, help=WORKSPACE_HELP)
     add_user_flag(parser, default=None)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
+    parser.add_argument("--timeout", type=positive_seconds, default=30.0, help="seconds to wait for a reply")
     parser.add_argument(
         "--server-uid",
         metavar="UID|any",

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -78,6 +80,28 @@ class Parser(argparse.ArgumentParser):
 USER_LEVEL = "@user"
 
 
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (a socket cannot wait 0 or -1 s)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number from 1 up."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number from 1 up: {text!r}")
+    return value
+
+
 def absolute(path: str) -> str:
     """A workspace as the daemon takes it: an absolute path, or "@user" as it is."""
     if path == USER_LEVEL:
@@ -141,7 +165,18 @@ def maka_command(args: argparse.Namespace, rest: str) -> str:
     one (the next command, run in the same folder, would find another workspace)."""
     workspace: str | None = getattr(args, "workspace", None)
     where = f" -w {shlex.quote(workspace)}" if workspace else ""
+    if workspace == USER_LEVEL:
+        where = " --user"
     return f"maka{where} {rest}"
+
+
+_MAKA_COMMAND = re.compile(r"\bmaka (?=[a-z])")
+
+
+def with_workspace(args: argparse.Namespace, hint: str) -> str:
+    """A hint of the CLI's own with every ``maka COMMAND`` in it as `maka_command` writes it
+    (never a daemon's message or the user's text: a word "maka" there is not a command)."""
+    return _MAKA_COMMAND.sub(lambda _: maka_command(args, ""), hint)
 
 
 def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:

@@ -6,7 +6,15 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_session, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    CliError,
+    Parents,
+    read_text_arg,
+    resolve_session,
+    with_workspace,
+    workspace_of,
+)
 from maka.cli.output import print_json, table, terminal_width, timestamp
 from maka.client import Client
 from maka.mcp_text import attention_markdown, suggestions_markdown
@@ -29,8 +37,10 @@ EMPTY_REASONS = {
 }
 
 
-def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
-    """A build_context result for people: totals, each segment, the messages, the trace."""
+def render_pack(pack: dict[str, Any], trace: bool, args: argparse.Namespace | None = None) -> list[str]:
+    """A build_context result for people: totals, each segment, the messages, the trace;
+    ``args``: the command's, so that a hint names the workspace and session it was run for."""
+    hint = (lambda text: with_workspace(args, text)) if args is not None else (lambda text: text)
     t = pack.get("trace") or {}
     head = (
         f"Context pack: {pack.get('totalTokens', '?')} of {pack.get('budgetTokens', '?')} "
@@ -40,12 +50,13 @@ def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
         head += f" · call {pack['callId']}"
     lines = [head]
     if pack.get("compactRecommended"):
-        lines.append("Compaction recommended: run `maka compact` for this session.")
+        session = f" -s {args.session}" if args is not None and args.session else ""
+        lines.append(hint(f"Compaction recommended: run `maka compact{session}` for this session."))
     segments = pack.get("segments") or []
     if not segments and not pack.get("messages"):
         reason = str(t.get("emptyReason") or "")
         why = EMPTY_REASONS.get(reason, "nothing relevant, or reading is turned off for this workspace")
-        lines.append(f"(empty: {why}{f' [{reason}]' if reason else ''})")
+        lines.append(f"(empty: {hint(why)}{f' [{reason}]' if reason else ''})")
     for segment in segments:
         lines += ["", f"━━ {segment.get('kind')} · {segment.get('tokens', 0)} tokens", ""]
         lines += str(segment.get("text", "")).splitlines()
@@ -164,7 +175,7 @@ def cmd_context(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(pack)
     else:
-        print("\n".join(render_pack(pack, args.trace)))
+        print("\n".join(render_pack(pack, args.trace, args)))
     return EXIT_OK
 
 

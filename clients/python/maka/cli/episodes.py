@@ -11,6 +11,7 @@ from maka.cli.common import (
     CliError,
     Parents,
     maka_command,
+    positive_int,
     resolve_session,
     workspace_of,
 )
@@ -82,7 +83,7 @@ def cmd_consolidate(client: Client, args: argparse.Namespace) -> int:
         for c in candidates
     ]
     show_table(["TAG", "EPISODES", "SESSIONS", "ELIGIBLE"], rows)
-    print("\n`maka consolidate TAG` queues a digest proposal for your approval.")
+    print(f"\n`{maka_command(args, 'consolidate TAG')}` queues a digest proposal for your approval.")
     return EXIT_OK
 
 
@@ -132,6 +133,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("tag", nargs="?", metavar="TAG")
     p.add_argument("--all", action="store_true", help="queue a digest for every eligible tag")
-    p.add_argument("--min-episodes", type=int, default=5, help="listing threshold (default 5)")
-    p.add_argument("--min-sessions", type=int, default=2, help="listing threshold (default 2)")
+    p.add_argument("--min-episodes", type=positive_int, default=5, help="listing threshold (default 5)")
+    p.add_argument("--min-sessions", type=positive_int, default=2, help="listing threshold (default 2)")
     p.set_defaults(func=cmd_consolidate)
