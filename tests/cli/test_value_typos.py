@@ -74,3 +74,16 @@ def test_a_search_limit_below_one_is_a_usage_error(shared_daemon: DaemonProcess)
     result = run_maka(shared_daemon, "search", "deploy", "-n", "0")
     assert result.returncode == 2
     assert "not a whole number from 1 up: '0'" in result.stderr and "invalid_params" not in result.stderr
+
+
+def test_a_mistyped_option_names_the_closest_of_that_command(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list --achived` exits 2 with "did you mean '--archived'?"; an option no
+    option of the command is close to (`--status`) gets no guess."""
+    result = run_maka(shared_daemon, "memory", "list", "--achived")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --achived; did you mean '--archived'?" in result.stderr
+    far = run_maka(shared_daemon, "memory", "list", "--status", "actve")
+    assert far.returncode == 2
+    assert "unrecognized arguments: --status actve" in far.stderr and "did you mean" not in far.stderr
+    typed = run_maka(shared_daemon, "mcp", "--worksapce=/tmp", workspace=False)
+    assert typed.returncode == 2 and "did you mean '--workspace'?" in typed.stderr

@@ -32,6 +32,7 @@ from maka.cli.common import (
     absolute,
     add_user_flag,
     announce_autostart,
+    parse_arguments,
     positive_seconds,
 )
 from maka.cli.remedies import remedy
@@ -92,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["__complete"]:
         return completion.complete_ids(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = parse_arguments(build_parser(), argv)
     announce_autostart()
     try:
         expected_server_uid(args.server_uid)

@@ -77,6 +77,35 @@ class Parser(argparse.ArgumentParser):
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, with the closest option of the command typed named for a
+    mistyped one (``--achived``: did you mean '--archived'?)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        known = _option_strings(parser, args)
+        for extra in (e.partition("=")[0] for e in extras if e.startswith("--")):
+            close = difflib.get_close_matches(extra.lstrip("-"), known, n=1, cutoff=0.7)
+            if close:
+                message += f"; did you mean '--{close[0]}'?"
+                break
+        parser.error(message)
+    return args
+
+
+def _option_strings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The long options (without their dashes) of ``parser`` and of the subcommands chosen."""
+    names: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                names += _option_strings(chosen, args)
+        else:
+            names += [o[2:] for o in action.option_strings if o.startswith("--")]
+    return names
+
+
 USER_LEVEL = "@user"
 
 
