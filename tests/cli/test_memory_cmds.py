@@ -420,3 +420,21 @@ def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: Da
     assert f"-w {ws} " in result.stderr, result.stderr
     assert "mkdir -p memory" not in result.stderr and "maka import" not in result.stderr
     assert not (ws / "memory" / "memory").exists()
+
+
+def test_edit_tags_that_drop_the_pin_say_so(shared_daemon: DaemonProcess) -> None:
+    """`memory edit ID --tags ops` on a pinned entry notes on stderr that it is no longer
+    pinned and how to pin it again; tags that keep `pinned` (or an unpinned entry) get no note."""
+    entry_id = call(shared_daemon, "add_entry", title="Deploys", content="Tuesdays.", tags=["ops"])["entry"][
+        "id"
+    ]
+    assert run_maka(shared_daemon, "memory", "pin", entry_id[:8]).returncode == 0
+    kept = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "ops,pinned,infra")
+    assert kept.returncode == 0 and "pinned" not in kept.stderr
+    dropped = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "ops")
+    assert dropped.returncode == 0
+    ws = shared_daemon.workspace
+    assert "no longer pinned" in dropped.stderr
+    assert f"`maka -w {ws} memory pin {entry_id[:12]}` pins it again" in dropped.stderr
+    again = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "infra")
+    assert again.returncode == 0 and again.stderr == ""

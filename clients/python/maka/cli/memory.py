@@ -389,7 +389,17 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
     else:
         print(f"Updated {result['entry']['id']}: {result['entry']['title']}")
         _warn_redactions(result)
+        if args.tags is not None and _pinned(entries.get(entry_id, {})) and not _pinned(result["entry"]):
+            print(
+                "note: the new tags leave out `pinned`, so the entry is no longer pinned; "
+                f"`{maka_command(args, 'memory pin ' + short_id(entry_id))}` pins it again",
+                file=sys.stderr,
+            )
     return EXIT_OK
+
+
+def _pinned(entry: dict[str, Any]) -> bool:
+    return PINNED_TAG in [t.strip().casefold() for t in entry.get("tags", [])]
 
 
 def keep_typed_text(text: str) -> str:
@@ -535,7 +545,7 @@ def _pin(pinned: bool) -> Command:
             return EXIT_OK
         for entry_id, result in zip(ids, results, strict=True):
             entry = result["entry"]
-            was = PINNED_TAG in [t.strip().casefold() for t in entries[entry_id].get("tags", [])]
+            was = _pinned(entries[entry_id])
             if was == pinned:
                 print(f"Already {'pinned' if pinned else 'not pinned'}: {entry['id']}: {entry['title']}")
             else:
