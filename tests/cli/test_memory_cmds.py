@@ -87,7 +87,7 @@ def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Pa
     )
     assert "Here" in by_cwd.stdout
     empty = run_maka(daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": ""})
-    assert "Here" not in empty.stdout and "No entries." in empty.stdout
+    assert "Here" not in empty.stdout and f"No entries in {other}" in empty.stdout
 
 
 def test_show_by_prefix_includes_lineage(shared_daemon: DaemonProcess) -> None:
@@ -438,3 +438,20 @@ def test_edit_tags_that_drop_the_pin_say_so(shared_daemon: DaemonProcess) -> Non
     assert f"`maka -w {ws} memory pin {entry_id[:12]}` pins it again" in dropped.stderr
     again = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "infra")
     assert again.returncode == 0 and again.stderr == ""
+
+
+def test_first_add_says_where_the_memory_file_is(shared_daemon: DaemonProcess) -> None:
+    """The add that creates memory/MEMORY.md names the file (the workspace was found like git,
+    perhaps not where the user thought); later adds do not repeat it."""
+    path = shared_daemon.workspace / "memory" / "MEMORY.md"
+    first = run_maka(shared_daemon, "memory", "add", "Deploys", "On Tuesdays.")
+    assert first.returncode == 0 and f"Created {path}" in first.stdout
+    second = run_maka(shared_daemon, "memory", "add", "Editor", "Uses vim.")
+    assert second.returncode == 0 and "Created" not in second.stdout
+
+
+def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list` with nothing to show names the MEMORY.md it looked at."""
+    result = run_maka(shared_daemon, "memory", "list")
+    path = shared_daemon.workspace / "memory" / "MEMORY.md"
+    assert result.returncode == 0 and result.stdout == f"No entries in {path}.\n"

@@ -14,6 +14,7 @@ from typing import Any, TextIO
 from maka.cli.common import (
     EXIT_OK,
     EXIT_REMOTE,
+    USER_LEVEL,
     CliError,
     Command,
     Parents,
@@ -166,7 +167,8 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
         and (not args.tag or {tag_slug(t) for t in args.tag} <= set(e.get("tags", [])))
     ]
     if not entries:
-        print("No entries." if state.get("status") == "ok" else "Nothing to show.")
+        where = f" in {state['path']}" if state.get("path") else ""
+        print(f"No entries{where}." if state.get("status") == "ok" else "Nothing to show.")
         return EXIT_OK
     rows = [
         [
@@ -307,15 +309,25 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         params.update(scope="session", sessionId=resolve_session(client, params["workspace"], args.session))
     if args.decay_days is not None:
         params["decayTtlMs"] = int(args.decay_days * 86_400_000)
+    new_file = _memory_file(params["workspace"])
+    if new_file is not None and new_file.exists():
+        new_file = None
     result = client.call("add_entry", params)
     if args.json:
         print_json(result)
     else:
         entry = result["entry"]
         print(f"Added {entry['id']}: {entry['title']}")
+        if new_file is not None and new_file.exists():
+            print(f"Created {new_file}")
         _warn_redactions(result)
         _note_same_title(client, args, entry)
     return EXIT_OK
+
+
+def _memory_file(ws: str) -> Path | None:
+    """A workspace's MEMORY.md (None for the user level, which lives in the daemon's data)."""
+    return None if ws == USER_LEVEL else Path(ws) / "memory" / "MEMORY.md"
 
 
 def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, Any]) -> None:
