@@ -86,3 +86,14 @@ def test_search_without_a_hit_says_what_it_searched(shared_daemon: DaemonProcess
     assert result.returncode == 0
     assert "No event of the agent sessions matches 'deploy days'." in result.stdout
     assert f"`maka -w {ws} context -q 'deploy days'`" in result.stdout
+
+
+def test_silenced_suggestions_name_the_switch(shared_daemon: DaemonProcess) -> None:
+    """`maka suggest` silenced by a switch names the `maka -w WS settings …` that lifts it."""
+    ws = shared_daemon.workspace
+    off = run_maka(shared_daemon, "suggest")
+    assert off.returncode == 0 and "agent read is off" in off.stdout
+    assert f"To change that: `maka -w {ws} settings agentReadEnabled=on`" in off.stdout
+    assert run_maka(shared_daemon, "settings", "agentReadEnabled=on", "attentionEnabled=off").returncode == 0
+    quiet = run_maka(shared_daemon, "suggest")
+    assert f"`maka -w {ws} settings attentionEnabled=on`" in quiet.stdout

@@ -10,6 +10,7 @@ from maka.cli.common import (
     EXIT_OK,
     CliError,
     Parents,
+    maka_command,
     read_text_arg,
     resolve_session,
     with_workspace,
@@ -210,7 +211,18 @@ def cmd_suggest(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(suggestions_markdown(result), end="")
+        lift = SILENCE_LIFTED_BY.get(str(result.get("silenced")))
+        if lift and not result.get("suggestions"):
+            print(f"\nTo change that: `{maka_command(args, 'settings ' + lift)}`")
     return EXIT_OK
+
+
+# The setting that lifts a silence of `suggest`, for the line after it.
+SILENCE_LIFTED_BY = {
+    "agent_reads_off": "agentReadEnabled=on",
+    "attention_off": "attentionEnabled=on",
+    "incognito": "incognito=off",
+}
 
 
 DURATION_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
