@@ -8,6 +8,7 @@ from typing import Any
 
 from maka.cli.common import (
     EXIT_OK,
+    USER_LEVEL,
     CliError,
     Parents,
     maka_command,
@@ -18,6 +19,7 @@ from maka.cli.common import (
 )
 from maka.cli.output import print_json, table, terminal_width, timestamp
 from maka.client import Client
+from maka.errors import RemoteError
 from maka.mcp_text import attention_markdown, suggestions_markdown
 
 SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
@@ -177,7 +179,31 @@ def cmd_context(client: Client, args: argparse.Namespace) -> int:
         print_json(pack)
     else:
         print("\n".join(render_pack(pack, args.trace, args)))
+        note = user_level_left_out(client, ws, pack)
+        if note:
+            print(f"\n({note})")
     return EXIT_OK
+
+
+def user_level_left_out(client: Client, ws: str, pack: dict[str, Any]) -> str | None:
+    """A note when the user level has active entries the pack cannot show because agents
+    may not read the user level (its switch is separate from the workspace's)."""
+    if ws == USER_LEVEL or pack.get("trace", {}).get("emptyReason") in ("reads_off", "incognito"):
+        return None
+    try:
+        if client.call("get_settings", {"workspace": USER_LEVEL}).get("agentReadEnabled"):
+            return None
+        state = client.call("read_state", {"workspace": USER_LEVEL, "includeEntries": True})
+    except RemoteError:
+        return None
+    active = [e for e in state.get("entries") or [] if e.get("status") == "active"]
+    if not active:
+        return None
+    count = "1 user-level entry is" if len(active) == 1 else f"{len(active)} user-level entries are"
+    return (
+        f"{count} left out: agents may not read the user level; "
+        "`maka --user settings agentReadEnabled=on` lets them"
+    )
 
 
 def render_checkpoint(result: dict[str, Any]) -> list[str]:
