@@ -104,3 +104,20 @@ def test_a_mistyped_method_names_the_closest(shared_daemon: DaemonProcess) -> No
         assert "maka call rpc.discover" in result.stderr
     far = run_maka(shared_daemon, "call", "zzzzzz")
     assert "did you mean" not in far.stderr and "maka call rpc.discover" in far.stderr
+
+
+def test_a_mistyped_enum_value_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka call build_context` with strategy "ful" is invalid_params followed by the closest
+    allowed value; a value close to none gets no guess (the allowed ones are listed above)."""
+    result = run_maka(shared_daemon, "call", "build_context", '{"budgetTokens": 100, "strategy": "ful"}')
+    assert result.returncode == 1 and "invalid_params" in result.stderr
+    assert "did you mean 'full'?" in result.stderr
+    far = run_maka(shared_daemon, "call", "build_context", '{"budgetTokens": 100, "strategy": "zzz"}')
+    assert far.returncode == 1 and "did you mean" not in far.stderr and '"allowed"' in far.stderr
+
+
+def test_a_mistyped_param_name_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka call read_state '{"includeEntrys": true}'` names includeEntries."""
+    result = run_maka(shared_daemon, "call", "read_state", '{"includeEntrys": true}')
+    assert result.returncode == 1 and "unknown field `includeEntrys`" in result.stderr
+    assert "did you mean 'includeEntries'?" in result.stderr

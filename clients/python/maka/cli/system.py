@@ -118,11 +118,16 @@ def cmd_stop(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def takes_workspace(method: str) -> bool:
-    """Whether ``method``'s params (in the generated catalogue) have a ``workspace``."""
+def param_names(method: str) -> tuple[str, ...]:
+    """The by-name params ``method`` takes (from the generated catalogue); () if unknown."""
     hint = getattr(getattr(generated.Methods, method.replace(".", "_"), None), "__annotations__", {})
     found = re.fullmatch(r"Unpack\[(\w+)\]", str(hint.get("params", "")))
-    return found is not None and "workspace" in getattr(generated, found[1], dict).__annotations__
+    return tuple(getattr(generated, found[1], dict).__annotations__) if found else ()
+
+
+def takes_workspace(method: str) -> bool:
+    """Whether ``method``'s params (in the generated catalogue) have a ``workspace``."""
+    return "workspace" in param_names(method)
 
 
 def cmd_call(client: Client, args: argparse.Namespace) -> int:
