@@ -3,6 +3,8 @@ one, before anything is sent or changed; never a silent empty result or a traceb
 
 from __future__ import annotations
 
+import json
+
 from tests.cli.helpers import call, run_maka
 from tests.support import DaemonProcess
 
@@ -87,3 +89,15 @@ def test_a_mistyped_option_names_the_closest_of_that_command(shared_daemon: Daem
     assert "unrecognized arguments: --status actve" in far.stderr and "did you mean" not in far.stderr
     typed = run_maka(shared_daemon, "mcp", "--worksapce=/tmp", workspace=False)
     assert typed.returncode == 2 and "did you mean '--workspace'?" in typed.stderr
+
+
+def test_json_listing_by_tag_lists_that_tag(shared_daemon: DaemonProcess) -> None:
+    """`maka --json memory list -t ops` holds only the entries tagged ops (it held every
+    entry), and a tag no entry carries is the same usage error as without --json."""
+    call(shared_daemon, "add_entry", title="Deploys", content="On Tuesdays.", tags=["ops"])
+    call(shared_daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
+    listed = run_maka(shared_daemon, "--json", "memory", "list", "-t", "ops")
+    assert listed.returncode == 0
+    assert [e["title"] for e in json.loads(listed.stdout)["entries"]] == ["Deploys"]
+    typo = run_maka(shared_daemon, "--json", "memory", "list", "-t", "opps")
+    assert typo.returncode == 2 and "did you mean 'ops'?" in typo.stderr

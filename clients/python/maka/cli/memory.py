@@ -149,7 +149,12 @@ def entry_ids(client: Client, ws: str) -> list[str]:
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     if args.json:
-        print_json(read_entries(client, ws, archived=args.archived))
+        listing = read_entries(client, ws, archived=args.archived)
+        if args.tag:
+            every = listing.get("entries") or []
+            check_tags(args.tag, {t for e in every for t in e.get("tags", [])}, "entry")
+            listing["entries"] = [e for e in every if _tagged(e, args.tag)]
+        print_json(listing)
         return EXIT_OK
     state = read_entries(client, ws)
     warn_status(args, state, outside_text(client, ws, state))
@@ -163,8 +168,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
     entries = [
         e
         for e in every
-        if (args.archived or e.get("status") == "active")
-        and (not args.tag or {tag_slug(t) for t in args.tag} <= set(e.get("tags", [])))
+        if (args.archived or e.get("status") == "active") and (not args.tag or _tagged(e, args.tag))
     ]
     if not entries:
         where = f" in {state['path']}" if state.get("path") else ""
@@ -183,6 +187,11 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
     ]
     show_table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows)
     return EXIT_OK
+
+
+def _tagged(entry: dict[str, Any], tags: list[str]) -> bool:
+    """Whether the entry carries every one of the tags (as typed: stored as slugs)."""
+    return {tag_slug(t) for t in tags} <= set(entry.get("tags", []))
 
 
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
