@@ -101,3 +101,12 @@ def test_json_listing_by_tag_lists_that_tag(shared_daemon: DaemonProcess) -> Non
     assert [e["title"] for e in json.loads(listed.stdout)["entries"]] == ["Deploys"]
     typo = run_maka(shared_daemon, "--json", "memory", "list", "-t", "opps")
     assert typo.returncode == 2 and "did you mean 'ops'?" in typo.stderr
+
+
+def test_decay_days_below_zero_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
+    """`maka memory add T C --decay-days -1` exits 2 before anything is written (it was the
+    daemon's invalid_params); 0 (never) is taken."""
+    result = run_maka(shared_daemon, "memory", "add", "T", "C", "--decay-days", "-1")
+    assert result.returncode == 2 and "not a number of days from 0 up: '-1'" in result.stderr
+    assert not (shared_daemon.workspace / "memory" / "MEMORY.md").exists()
+    assert run_maka(shared_daemon, "memory", "add", "T", "C", "--decay-days", "0").returncode == 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -51,6 +52,17 @@ PINNED_TAG = "pinned"
 
 def csv_tags(value: str) -> list[str]:
     return [t.strip() for t in value.split(",") if t.strip()]
+
+
+def days(text: str) -> float:
+    """An argparse type: a number of days from 0 up (0: never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"not a number of days from 0 up: {text!r}")
+    return value
 
 
 def tag_slug(tag: str) -> str:
@@ -643,9 +655,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")
     p.add_argument(
         "--decay-days",
-        type=float,
+        type=days,
         metavar="DAYS",
-        help="archive the entry automatically after this many days",
+        help="archive the entry automatically after this many days (0: never)",
     )
     p.set_defaults(func=cmd_add)
 
