@@ -66,7 +66,7 @@ def cmd_search(client: Client, args: argparse.Namespace) -> int:
     if not hits:
         print(f"No event of the agent sessions matches {args.query!r}.")
         context = maka_command(args, f"context -q {shlex.quote(args.query)}")
-        print(f"(search looks through session history; what memory gives for it: `{context}`)")
+        print(f"(this searched the sessions' history, not MEMORY.md: `{context}` shows what memory gives)")
         return EXIT_OK
     rows = [
         [
