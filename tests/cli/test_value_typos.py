@@ -110,3 +110,14 @@ def test_decay_days_below_zero_is_a_usage_error(shared_daemon: DaemonProcess) ->
     assert result.returncode == 2 and "not a number of days from 0 up: '-1'" in result.stderr
     assert not (shared_daemon.workspace / "memory" / "MEMORY.md").exists()
     assert run_maka(shared_daemon, "memory", "add", "T", "C", "--decay-days", "0").returncode == 0
+
+
+def test_an_option_of_maka_itself_after_the_command_says_where_it_goes(shared_daemon: DaemonProcess) -> None:
+    """`maka status --no-autostart` (an option only `maka` takes, typed after the command)
+    says it goes before the command, not "did you mean" the same option."""
+    result = run_maka(shared_daemon, "status", "--no-autostart", workspace=False)
+    assert result.returncode == 2
+    assert "did you mean" not in result.stderr
+    assert "'--no-autostart' goes before the command: maka --no-autostart status" in result.stderr
+    close = run_maka(shared_daemon, "status", "--timout", "3", workspace=False)
+    assert "did you mean '--timeout'? it goes before the command: maka --timeout" in close.stderr

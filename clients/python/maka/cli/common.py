@@ -79,30 +79,43 @@ class Parser(argparse.ArgumentParser):
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args``, with the closest option of the command typed named for a
-    mistyped one (``--achived``: did you mean '--archived'?)."""
+    mistyped one (``--achived``: did you mean '--archived'?), and an option of ``maka``
+    itself typed after the command said to go before it."""
     args, extras = parser.parse_known_args(argv)
     if extras:
         message = f"unrecognized arguments: {' '.join(extras)}"
-        known = _option_strings(parser, args)
-        for extra in (e.partition("=")[0] for e in extras if e.startswith("--")):
-            close = difflib.get_close_matches(extra.lstrip("-"), known, n=1, cutoff=0.7)
-            if close:
-                message += f"; did you mean '--{close[0]}'?"
-                break
+        command = getattr(args, "command", None)
+        own = _chosen_options(parser, args)
+        top = [o for o in _own_options(parser) if o not in own]
+        for extra in (e.partition("=")[0].lstrip("-") for e in extras if e.startswith("--")):
+            close = difflib.get_close_matches(extra, [*own, *top], n=1, cutoff=0.7)
+            if not close:
+                continue
+            option = f"--{close[0]}"
+            if close[0] not in top or command is None:
+                message += f"; did you mean '{option}'?"
+            else:
+                where = f"goes before the command: maka {option} {command} …"
+                guess = f"'{option}'" if close[0] == extra else f"did you mean '{option}'? it"
+                message += f"; {guess} {where}"
+            break
         parser.error(message)
     return args
 
 
-def _option_strings(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
-    """The long options (without their dashes) of ``parser`` and of the subcommands chosen."""
+def _own_options(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options (without their dashes) ``parser`` itself takes."""
+    return [o[2:] for action in parser._actions for o in action.option_strings if o.startswith("--")]
+
+
+def _chosen_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The long options of the subcommands ``args`` chose below ``parser``."""
     names: list[str] = []
     for action in parser._actions:
         if isinstance(action, argparse._SubParsersAction):
             chosen = action.choices.get(getattr(args, action.dest, None) or "")
             if chosen is not None:
-                names += _option_strings(chosen, args)
-        else:
-            names += [o[2:] for o in action.option_strings if o.startswith("--")]
+                names += _own_options(chosen) + _chosen_options(chosen, args)
     return names
 
 
