@@ -8,6 +8,7 @@ no other module peeks at the environment.
 from __future__ import annotations
 
 import argparse
+import difflib
 import os
 import tempfile
 import warnings
@@ -211,6 +212,15 @@ def _positive(name: str, value: float | None) -> None:
         raise SystemExit(f"makad: {name} must be positive")
 
 
+LOG_FORMATS = ("json", "console")
+LOG_LEVELS = ("debug", "info", "warning", "error")
+
+
+def _closest(typed: str, valid: tuple[str, ...]) -> str:
+    close = difflib.get_close_matches(typed, valid, n=1, cutoff=0.6)
+    return f" (did you mean {close[0]!r}?)" if close else ""
+
+
 def load(
     argv: list[str] | None = None, env: dict[str, str] | None = None, stderr_is_tty: bool = False
 ) -> DaemonSettings:
@@ -221,11 +231,15 @@ def load(
     data_raw = args.data_dir or env.get("MAKAD_DATA_DIR") or str(default_data_dir())
     user_raw = args.user_memory or env.get("MAKAD_USER_MEMORY") or None
     log_format = args.log_format or env.get("MAKAD_LOG_FORMAT") or ("console" if stderr_is_tty else "json")
-    if log_format not in ("json", "console"):
-        raise SystemExit("makad: log format must be json or console")
+    if log_format not in LOG_FORMATS:
+        raise SystemExit(
+            f"makad: log format {log_format!r} must be json or console{_closest(log_format, LOG_FORMATS)}"
+        )
     level = (args.log_level or env.get("MAKAD_LOG_LEVEL") or "info").lower()
-    if level not in ("debug", "info", "warning", "error"):
-        raise SystemExit("makad: log level must be debug, info, warning or error")
+    if level not in LOG_LEVELS:
+        raise SystemExit(
+            f"makad: log level {level!r} must be debug, info, warning or error{_closest(level, LOG_LEVELS)}"
+        )
     for flag in ("max_message_bytes", "max_reply_bytes", "max_connections", "idle_timeout"):
         _positive("--" + flag.replace("_", "-"), getattr(args, flag))
     max_msg = args.max_message_bytes or _int_env(env, "MAKAD_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES)

@@ -314,3 +314,19 @@ def test_an_empty_pack_says_why(daemon: DaemonProcess) -> None:
     memory.write_text(memory.read_text() + "\nfiller line\n" * 20_000)  # over the 128 KiB cap
     text, code = reason()
     assert code == "memory_unavailable" and "MEMORY.md could not be used" in text
+
+
+def test_context_names_user_level_entries_left_out_by_its_switch(daemon: DaemonProcess) -> None:
+    """With the user level's agent reads off, `maka context` says how many of its entries
+    the agent does not see and the command that lets it; with them on, the entry is in the
+    pack and there is no note."""
+    daemon.call("set_settings", {"workspace": str(daemon.workspace), "agentReadEnabled": True})
+    daemon.call("add_entry", {"workspace": "@user", "title": "Spelling", "content": "British English."})
+    left_out = run_maka(daemon, "context", "-q", "spelling")
+    assert left_out.returncode == 0
+    assert "British English." not in left_out.stdout
+    assert "1 user-level entry is left out" in left_out.stdout
+    assert "`maka --user settings agentReadEnabled=on`" in left_out.stdout
+    daemon.call("set_settings", {"workspace": "@user", "agentReadEnabled": True})
+    shown = run_maka(daemon, "context", "-q", "spelling")
+    assert "British English." in shown.stdout and "left out" not in shown.stdout

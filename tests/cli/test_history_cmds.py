@@ -84,7 +84,7 @@ def test_search_finds_past_sessions_events(module_daemon: DaemonProcess, new_ws:
     code, out, _ = maka(module_daemon, new_ws, "search", "staging", "--json")
     assert {h["event"]["sessionId"] for h in json.loads(out)["hits"]} == set(sids)
     code, out, _ = maka(module_daemon, new_ws, "search", "kubernetes")
-    assert code == 0 and out.startswith("No event matches")
+    assert code == 0 and out.startswith("No event of the agent sessions matches")
 
 
 def test_episodes_of_an_unknown_session_says_so(module_daemon: DaemonProcess, new_ws: Path) -> None:

@@ -153,7 +153,7 @@ async def test_search_and_plain_context_with_read_on(shared_daemon: DaemonProces
 
 async def test_bad_arguments_are_a_tool_error(shared_daemon: DaemonProcess) -> None:
     """A wrong type or a missing argument is a tool error naming the field (a value outside a
-    choice lists the choices); the server carries on."""
+    choice lists the choices, and the closest one); the server carries on."""
     open_gates(shared_daemon)
     async with host(shared_daemon) as h:
         is_error, text = await h.tool("memory_search", query=["not", "text"])
@@ -161,6 +161,8 @@ async def test_bad_arguments_are_a_tool_error(shared_daemon: DaemonProcess) -> N
         is_error, text = await h.tool("session_record", turns=[{"role": "robot", "text": "x"}])
         assert is_error and "invalid_params" in text and "role" in text
         assert "one of: assistant, note, system, tool_call, tool_result, user" in text  # what to send
+        is_error, text = await h.tool("session_record", turns=[{"role": "asistant", "text": "x"}])
+        assert is_error and text.endswith("user; did you mean 'assistant'?)")
         is_error, text = await h.tool("session_record", turns=[])
         assert is_error and "invalid_params" in text
         is_error, text = await h.tool("memory_search", query="still serving")

@@ -87,7 +87,7 @@ def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Pa
     )
     assert "Here" in by_cwd.stdout
     empty = run_maka(daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": ""})
-    assert "Here" not in empty.stdout and "No entries." in empty.stdout
+    assert "Here" not in empty.stdout and f"No entries in {other}" in empty.stdout
 
 
 def test_show_by_prefix_includes_lineage(shared_daemon: DaemonProcess) -> None:
@@ -420,3 +420,38 @@ def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: Da
     assert f"-w {ws} " in result.stderr, result.stderr
     assert "mkdir -p memory" not in result.stderr and "maka import" not in result.stderr
     assert not (ws / "memory" / "memory").exists()
+
+
+def test_edit_tags_that_drop_the_pin_say_so(shared_daemon: DaemonProcess) -> None:
+    """`memory edit ID --tags ops` on a pinned entry notes on stderr that it is no longer
+    pinned and how to pin it again; tags that keep `pinned` (or an unpinned entry) get no note."""
+    entry_id = call(shared_daemon, "add_entry", title="Deploys", content="Tuesdays.", tags=["ops"])["entry"][
+        "id"
+    ]
+    assert run_maka(shared_daemon, "memory", "pin", entry_id[:8]).returncode == 0
+    kept = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "ops,pinned,infra")
+    assert kept.returncode == 0 and "pinned" not in kept.stderr
+    dropped = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "ops")
+    assert dropped.returncode == 0
+    ws = shared_daemon.workspace
+    assert "no longer pinned" in dropped.stderr
+    assert f"`maka -w {ws} memory pin {entry_id[:12]}` pins it again" in dropped.stderr
+    again = run_maka(shared_daemon, "memory", "edit", entry_id[:8], "--tags", "infra")
+    assert again.returncode == 0 and again.stderr == ""
+
+
+def test_first_add_says_where_the_memory_file_is(shared_daemon: DaemonProcess) -> None:
+    """The add that creates memory/MEMORY.md names the file (the workspace was found like git,
+    perhaps not where the user thought); later adds do not repeat it."""
+    path = shared_daemon.workspace / "memory" / "MEMORY.md"
+    first = run_maka(shared_daemon, "memory", "add", "Deploys", "On Tuesdays.")
+    assert first.returncode == 0 and f"Created {path}" in first.stdout
+    second = run_maka(shared_daemon, "memory", "add", "Editor", "Uses vim.")
+    assert second.returncode == 0 and "Created" not in second.stdout
+
+
+def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list` with nothing to show names the MEMORY.md it looked at."""
+    result = run_maka(shared_daemon, "memory", "list")
+    path = shared_daemon.workspace / "memory" / "MEMORY.md"
+    assert result.returncode == 0 and result.stdout == f"No entries in {path}.\n"

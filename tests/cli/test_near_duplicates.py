@@ -69,7 +69,7 @@ def test_cli_approve_names_the_near_duplicate_and_the_way_to_replace_it(
     entry_id, pid = near_duplicate(module_daemon, ws)
     plain = run_maka(module_daemon, "approve", pid, "-w", str(ws), workspace=False)
     assert plain.returncode == 0
-    assert f"--supersedes {entry_id[:12]}" in plain.stderr and "maka review" in plain.stderr
+    assert f"--supersedes {entry_id[:12]}" in plain.stderr and f"maka -w {ws} review" in plain.stderr
     assert entries(module_daemon, ws)[OLD]["status"] == "active"  # plain approve keeps both
 
 

@@ -39,7 +39,8 @@ def test_incognito_listing_names_how_to_end_it(shared_daemon: DaemonProcess) -> 
     assert run_maka(shared_daemon, "settings", "incognito=on").returncode == 0
     result = run_maka(shared_daemon, "memory", "list")
     assert "incognito_blocked" in result.stderr
-    assert "`maka settings incognito=off` ends incognito here" in result.stderr
+    ws = shared_daemon.workspace
+    assert f"`maka -w {ws} settings incognito=off` ends incognito here" in result.stderr
     assert result.stderr.startswith("maka: incognito is on: memory is not read (incognito_blocked)")
 
 
@@ -48,7 +49,7 @@ def test_disabled_listing_says_it_once_and_how_to_switch_on(shared_daemon: Daemo
     assert run_maka(shared_daemon, "settings", "enabled=off").returncode == 0
     result = run_maka(shared_daemon, "memory", "list")
     assert result.stderr.startswith("maka: memory is disabled (disabled)\n")
-    assert "`maka settings enabled=on`" in result.stderr
+    assert f"`maka -w {shared_daemon.workspace} settings enabled=on`" in result.stderr
 
 
 def test_json_errors_stay_one_json_line(shared_daemon: DaemonProcess) -> None:
@@ -103,3 +104,20 @@ def test_a_mistyped_method_names_the_closest(shared_daemon: DaemonProcess) -> No
         assert "maka call rpc.discover" in result.stderr
     far = run_maka(shared_daemon, "call", "zzzzzz")
     assert "did you mean" not in far.stderr and "maka call rpc.discover" in far.stderr
+
+
+def test_a_mistyped_enum_value_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka call build_context` with strategy "ful" is invalid_params followed by the closest
+    allowed value; a value close to none gets no guess (the allowed ones are listed above)."""
+    result = run_maka(shared_daemon, "call", "build_context", '{"budgetTokens": 100, "strategy": "ful"}')
+    assert result.returncode == 1 and "invalid_params" in result.stderr
+    assert "did you mean 'full'?" in result.stderr
+    far = run_maka(shared_daemon, "call", "build_context", '{"budgetTokens": 100, "strategy": "zzz"}')
+    assert far.returncode == 1 and "did you mean" not in far.stderr and '"allowed"' in far.stderr
+
+
+def test_a_mistyped_param_name_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka call read_state '{"includeEntrys": true}'` names includeEntries."""
+    result = run_maka(shared_daemon, "call", "read_state", '{"includeEntrys": true}')
+    assert result.returncode == 1 and "unknown field `includeEntrys`" in result.stderr
+    assert "did you mean 'includeEntries'?" in result.stderr

@@ -505,3 +505,19 @@ def test_maka_consolidate_lists_and_queues(d: DaemonProcess) -> None:
     assert refused.returncode == 1 and "insufficient_evidence" in refused.stderr
     shown = json.loads(run_maka(d, "episodes", "--tag", "tea", "--json").stdout)
     assert len(shown["episodes"]) == 5
+
+
+def test_maka_episodes_and_consolidate_name_the_closest_tag(d: DaemonProcess) -> None:
+    """`maka episodes --tag teas` and `maka consolidate teas` exit 2 with "did you mean
+    'tea'?" when no episode carries the tag, instead of "No episodes." or insufficient_evidence;
+    a tag with episodes too few to consolidate still answers insufficient_evidence."""
+    open_gate(d)
+    evidence(d, "tea", 2)
+    listed = run_maka(d, "episodes", "--tag", "teas")
+    assert listed.returncode == 2 and "no episode is tagged 'teas': did you mean 'tea'?" in listed.stderr
+    assert "No episodes." not in listed.stdout
+    queued = run_maka(d, "consolidate", "teas")
+    assert queued.returncode == 2 and "did you mean 'tea'?" in queued.stderr
+    assert "(tags in use: tea)" in queued.stderr
+    few = run_maka(d, "consolidate", "tea")
+    assert few.returncode == 1 and "insufficient_evidence" in few.stderr

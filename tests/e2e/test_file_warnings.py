@@ -99,7 +99,7 @@ def test_cli_prints_each_warning_with_the_fix(module_daemon: DaemonProcess, new_
     """`maka memory list` prints the warnings on stderr, each kind with how to fix it."""
     (new_ws / "MEMORY.md").write_text("- uses pnpm\n")
     result = run_maka(module_daemon, "memory", "list", "-w", str(new_ws), workspace=False)
-    assert result.returncode == 0 and "No entries." in result.stdout
+    assert result.returncode == 0 and result.stdout.startswith("No entries in ")
     assert "misplaced_file" not in result.stdout
     assert "MEMORY.md" in result.stderr and "mv MEMORY.md memory/" in result.stderr
     memory = new_ws / "memory"
@@ -188,9 +188,10 @@ def test_cli_tidy_offers_and_asks(module_daemon: DaemonProcess, new_ws: Path) ->
     path = stray_memory(module_daemon, new_ws)
     before = path.read_bytes()
     listed = run_maka(module_daemon, "memory", "list", "-w", str(new_ws), workspace=False)
-    assert "3 of these lines were imported already: `maka memory tidy` removes them" in listed.stderr
+    tidy = f"`maka -w {new_ws} memory tidy`"
+    assert f"3 of these lines were imported already: {tidy} removes them" in listed.stderr
     shown = run_maka(module_daemon, "memory", "tidy", "-w", str(new_ws), workspace=False)
-    assert shown.returncode == 0 and "Nothing removed: run `maka memory tidy -y`" in shown.stdout
+    assert shown.returncode == 0 and f"Nothing removed: run `maka -w {new_ws} memory tidy -y`" in shown.stdout
     assert "- The staging DB is heron" in shown.stdout and "in MEMORY.md" in shown.stdout
     assert path.read_bytes() == before
     done = run_maka(module_daemon, "memory", "tidy", "-y", "-w", str(new_ws), workspace=False)

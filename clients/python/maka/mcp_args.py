@@ -6,6 +6,7 @@ Each Struct is both the validator of a tool call's arguments and the source of t
 
 from __future__ import annotations
 
+import difflib
 import re
 from typing import Annotated, Any, Literal
 
@@ -234,6 +235,7 @@ def input_schema(args: type[msgspec.Struct]) -> dict[str, Any]:
     return schema
 
 
+_ENUM_VALUE = re.compile(r"Invalid enum value '(.*?)'")
 _AT_PATH = re.compile(r"at `\$((?:\.\w+|\[\d+\])*)`")
 
 
@@ -251,4 +253,7 @@ def choices_at(message: str, schema: dict[str, Any]) -> str:
     enum = node.get("enum")
     if not enum:
         return message
-    return f"{message} (one of: {', '.join(str(v) for v in enum)})"
+    typed = _ENUM_VALUE.search(message)
+    close = difflib.get_close_matches(typed[1], [str(v) for v in enum], n=1) if typed else []
+    guess = f"; did you mean {close[0]!r}?" if close else ""
+    return f"{message} (one of: {', '.join(str(v) for v in enum)}{guess})"

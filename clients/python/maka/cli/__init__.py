@@ -32,6 +32,8 @@ from maka.cli.common import (
     absolute,
     add_user_flag,
     announce_autostart,
+    parse_arguments,
+    positive_seconds,
 )
 from maka.cli.remedies import remedy
 from maka.client import Client
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None, help=WORKSPACE_HELP)
     add_user_flag(parser, default=None)
-    parser.add_argument("--timeout", type=float, default=30.0, help="seconds to wait for a reply")
+    parser.add_argument("--timeout", type=positive_seconds, default=30.0, help="seconds to wait for a reply")
     parser.add_argument(
         "--server-uid",
         metavar="UID|any",
@@ -91,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["__complete"]:
         return completion.complete_ids(argv[1:])
-    args = build_parser().parse_args(argv)
+    args = parse_arguments(build_parser(), argv)
     announce_autostart()
     try:
         expected_server_uid(args.server_uid)

@@ -4,6 +4,7 @@ the last change back."""
 from __future__ import annotations
 
 import argparse
+import shlex
 from typing import Any
 
 from maka.cli.changes import entry_changes
@@ -12,6 +13,8 @@ from maka.cli.common import (
     EXIT_REMOTE,
     CliError,
     Parents,
+    maka_command,
+    positive_int,
     resolve_ids,
     resolve_session,
     workspace_of,
@@ -61,7 +64,9 @@ def cmd_search(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     hits = found.get("hits") or []
     if not hits:
-        print(f"No event matches {args.query!r}.")
+        print(f"No event of the agent sessions matches {args.query!r}.")
+        context = maka_command(args, f"context -q {shlex.quote(args.query)}")
+        print(f"(this searched the sessions' history, not MEMORY.md: `{context}` shows what memory gives)")
         return EXIT_OK
     rows = [
         [
@@ -93,7 +98,10 @@ def cmd_backups(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     rows = [[b["backupId"], b["file"], age(b.get("createdAt")), f"{b['size']:,} B"] for b in backups]
     show_table(["ID", "FILE", "SAVED", "SIZE"], rows)
-    print("\n`maka undo` restores the newest MEMORY backup; `maka undo ID` a chosen one.")
+    print(
+        f"\n`{maka_command(args, 'undo')}` restores the newest MEMORY backup; "
+        f"`{maka_command(args, 'undo ID')}` a chosen one."
+    )
     return EXIT_OK
 
 
@@ -127,7 +135,7 @@ def cmd_undo(client: Client, args: argparse.Namespace) -> int:
         ):
             print(f"  {line}")
     if result.get("undoBackupId"):
-        print(f"`maka undo {result['undoBackupId']}` puts back what this replaced.")
+        print(f"`{maka_command(args, 'undo ' + result['undoBackupId'])}` puts back what this replaced.")
     return EXIT_OK
 
 
@@ -162,7 +170,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("query", metavar="QUERY", help="the words to look for")
     p.add_argument("-s", "--session", metavar="SESSION", help="only this session (id or unique prefix)")
-    p.add_argument("-n", "--limit", type=int, default=20, help="at most this many events (default: 20)")
+    p.add_argument(
+        "-n", "--limit", type=positive_int, default=20, help="at most this many events (default: 20)"
+    )
     p.set_defaults(func=cmd_search)
 
     p = sub.add_parser(

@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import difflib
 import logging
+import math
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -75,7 +77,71 @@ class Parser(argparse.ArgumentParser):
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
 
 
+def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
+    """``parser.parse_args``, with the closest option of the command typed named for a
+    mistyped one (``--achived``: did you mean '--archived'?), and an option of ``maka``
+    itself typed after the command said to go before it."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        message = f"unrecognized arguments: {' '.join(extras)}"
+        command = getattr(args, "command", None)
+        own = _chosen_options(parser, args)
+        top = [o for o in _own_options(parser) if o not in own]
+        for extra in (e.partition("=")[0].lstrip("-") for e in extras if e.startswith("--")):
+            close = difflib.get_close_matches(extra, [*own, *top], n=1, cutoff=0.7)
+            if not close:
+                continue
+            option = f"--{close[0]}"
+            if close[0] not in top or command is None:
+                message += f"; did you mean '{option}'?"
+            else:
+                where = f"goes before the command: maka {option} {command} …"
+                guess = f"'{option}'" if close[0] == extra else f"did you mean '{option}'? it"
+                message += f"; {guess} {where}"
+            break
+        parser.error(message)
+    return args
+
+
+def _own_options(parser: argparse.ArgumentParser) -> list[str]:
+    """The long options (without their dashes) ``parser`` itself takes."""
+    return [o[2:] for action in parser._actions for o in action.option_strings if o.startswith("--")]
+
+
+def _chosen_options(parser: argparse.ArgumentParser, args: argparse.Namespace) -> list[str]:
+    """The long options of the subcommands ``args`` chose below ``parser``."""
+    names: list[str] = []
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                names += _own_options(chosen) + _chosen_options(chosen, args)
+    return names
+
+
 USER_LEVEL = "@user"
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a number of seconds above 0 (a socket cannot wait 0 or -1 s)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"not a number of seconds above 0: {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    """An argparse type: a whole number from 1 up."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"not a whole number from 1 up: {text!r}")
+    return value
 
 
 def absolute(path: str) -> str:
@@ -141,7 +207,18 @@ def maka_command(args: argparse.Namespace, rest: str) -> str:
     one (the next command, run in the same folder, would find another workspace)."""
     workspace: str | None = getattr(args, "workspace", None)
     where = f" -w {shlex.quote(workspace)}" if workspace else ""
+    if workspace == USER_LEVEL:
+        where = " --user"
     return f"maka{where} {rest}"
+
+
+_MAKA_COMMAND = re.compile(r"\bmaka (?=[a-z])")
+
+
+def with_workspace(args: argparse.Namespace, hint: str) -> str:
+    """A hint of the CLI's own with every ``maka COMMAND`` in it as `maka_command` writes it
+    (never a daemon's message or the user's text: a word "maka" there is not a command)."""
+    return _MAKA_COMMAND.sub(lambda _: maka_command(args, ""), hint)
 
 
 def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:

@@ -6,9 +6,20 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from maka.cli.common import EXIT_OK, CliError, Parents, read_text_arg, resolve_session, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    USER_LEVEL,
+    CliError,
+    Parents,
+    maka_command,
+    read_text_arg,
+    resolve_session,
+    with_workspace,
+    workspace_of,
+)
 from maka.cli.output import print_json, table, terminal_width, timestamp
 from maka.client import Client
+from maka.errors import RemoteError
 from maka.mcp_text import attention_markdown, suggestions_markdown
 
 SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
@@ -29,8 +40,10 @@ EMPTY_REASONS = {
 }
 
 
-def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
-    """A build_context result for people: totals, each segment, the messages, the trace."""
+def render_pack(pack: dict[str, Any], trace: bool, args: argparse.Namespace | None = None) -> list[str]:
+    """A build_context result for people: totals, each segment, the messages, the trace;
+    ``args``: the command's, so that a hint names the workspace and session it was run for."""
+    hint = (lambda text: with_workspace(args, text)) if args is not None else (lambda text: text)
     t = pack.get("trace") or {}
     head = (
         f"Context pack: {pack.get('totalTokens', '?')} of {pack.get('budgetTokens', '?')} "
@@ -40,12 +53,13 @@ def render_pack(pack: dict[str, Any], trace: bool) -> list[str]:
         head += f" · call {pack['callId']}"
     lines = [head]
     if pack.get("compactRecommended"):
-        lines.append("Compaction recommended: run `maka compact` for this session.")
+        session = f" -s {args.session}" if args is not None and args.session else ""
+        lines.append(hint(f"Compaction recommended: run `maka compact{session}` for this session."))
     segments = pack.get("segments") or []
     if not segments and not pack.get("messages"):
         reason = str(t.get("emptyReason") or "")
         why = EMPTY_REASONS.get(reason, "nothing relevant, or reading is turned off for this workspace")
-        lines.append(f"(empty: {why}{f' [{reason}]' if reason else ''})")
+        lines.append(f"(empty: {hint(why)}{f' [{reason}]' if reason else ''})")
     for segment in segments:
         lines += ["", f"━━ {segment.get('kind')} · {segment.get('tokens', 0)} tokens", ""]
         lines += str(segment.get("text", "")).splitlines()
@@ -164,8 +178,32 @@ def cmd_context(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(pack)
     else:
-        print("\n".join(render_pack(pack, args.trace)))
+        print("\n".join(render_pack(pack, args.trace, args)))
+        note = user_level_left_out(client, ws, pack)
+        if note:
+            print(f"\n({note})")
     return EXIT_OK
+
+
+def user_level_left_out(client: Client, ws: str, pack: dict[str, Any]) -> str | None:
+    """A note when the user level has active entries the pack cannot show because agents
+    may not read the user level (its switch is separate from the workspace's)."""
+    if ws == USER_LEVEL or pack.get("trace", {}).get("emptyReason") in ("reads_off", "incognito"):
+        return None
+    try:
+        if client.call("get_settings", {"workspace": USER_LEVEL}).get("agentReadEnabled"):
+            return None
+        state = client.call("read_state", {"workspace": USER_LEVEL, "includeEntries": True})
+    except RemoteError:
+        return None
+    active = [e for e in state.get("entries") or [] if e.get("status") == "active"]
+    if not active:
+        return None
+    count = "1 user-level entry is" if len(active) == 1 else f"{len(active)} user-level entries are"
+    return (
+        f"{count} left out: agents may not read the user level; "
+        "`maka --user settings agentReadEnabled=on` lets them"
+    )
 
 
 def render_checkpoint(result: dict[str, Any]) -> list[str]:
@@ -199,7 +237,18 @@ def cmd_suggest(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(suggestions_markdown(result), end="")
+        lift = SILENCE_LIFTED_BY.get(str(result.get("silenced")))
+        if lift and not result.get("suggestions"):
+            print(f"\nTo change that: `{maka_command(args, 'settings ' + lift)}`")
     return EXIT_OK
+
+
+# The setting that lifts a silence of `suggest`, for the line after it.
+SILENCE_LIFTED_BY = {
+    "agent_reads_off": "agentReadEnabled=on",
+    "attention_off": "attentionEnabled=on",
+    "incognito": "incognito=off",
+}
 
 
 DURATION_UNITS = {"ms": 1, "s": 1_000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}

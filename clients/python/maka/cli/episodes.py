@@ -11,11 +11,14 @@ from maka.cli.common import (
     CliError,
     Parents,
     maka_command,
+    positive_int,
     resolve_session,
     workspace_of,
 )
+from maka.cli.memory import check_tags
 from maka.cli.output import age, print_json, short_id, show_table
 from maka.client import Client
+from maka.errors import RemoteError
 
 
 def cmd_episodes(client: Client, args: argparse.Namespace) -> int:
@@ -37,6 +40,8 @@ def cmd_episodes(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
         return EXIT_OK
     episodes = result["episodes"]
+    if not episodes and args.tag:
+        check_tags([args.tag], episode_tags(client, ws), "episode")
     if not episodes:
         print("No episodes.")
         return EXIT_OK
@@ -82,12 +87,27 @@ def cmd_consolidate(client: Client, args: argparse.Namespace) -> int:
         for c in candidates
     ]
     show_table(["TAG", "EPISODES", "SESSIONS", "ELIGIBLE"], rows)
-    print("\n`maka consolidate TAG` queues a digest proposal for your approval.")
+    print(f"\n`{maka_command(args, 'consolidate TAG')}` queues a digest proposal for your approval.")
     return EXIT_OK
 
 
+def episode_tags(client: Client, ws: str) -> set[str]:
+    """Every tag the workspace's episodes carry."""
+    listing = client.call("list_episodes", {"workspace": ws, "limit": 10_000})
+    return {t for e in listing["episodes"] for t in e.get("tags", [])}
+
+
+def _consolidate(client: Client, ws: str, tag: str) -> Any:
+    try:
+        return client.call("consolidate", {"workspace": ws, "tag": tag})
+    except RemoteError as exc:
+        if exc.kind == "insufficient_evidence" and exc.data.get("episodes") == 0:
+            check_tags([tag], episode_tags(client, ws), "episode")  # a typo: a usage error
+        raise
+
+
 def _queue(client: Client, args: argparse.Namespace, ws: str, tags: list[str]) -> int:
-    results = [client.call("consolidate", {"workspace": ws, "tag": tag}) for tag in tags]
+    results = [_consolidate(client, ws, tag) for tag in tags]
     if args.json:
         print_json(results[0] if len(results) == 1 else results)
         return EXIT_OK
@@ -132,6 +152,6 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("tag", nargs="?", metavar="TAG")
     p.add_argument("--all", action="store_true", help="queue a digest for every eligible tag")
-    p.add_argument("--min-episodes", type=int, default=5, help="listing threshold (default 5)")
-    p.add_argument("--min-sessions", type=int, default=2, help="listing threshold (default 2)")
+    p.add_argument("--min-episodes", type=positive_int, default=5, help="listing threshold (default 5)")
+    p.add_argument("--min-sessions", type=positive_int, default=2, help="listing threshold (default 2)")
     p.set_defaults(func=cmd_consolidate)

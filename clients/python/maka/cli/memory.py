@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import sys
 import tempfile
@@ -14,9 +15,11 @@ from typing import Any, TextIO
 from maka.cli.common import (
     EXIT_OK,
     EXIT_REMOTE,
+    USER_LEVEL,
     CliError,
     Command,
     Parents,
+    did_you_mean,
     edit_in_editor,
     entry_form,
     maka_command,
@@ -24,6 +27,7 @@ from maka.cli.common import (
     read_text_arg,
     resolve_ids,
     resolve_session,
+    with_workspace,
     workspace_of,
 )
 from maka.cli.output import (
@@ -50,9 +54,32 @@ def csv_tags(value: str) -> list[str]:
     return [t.strip() for t in value.split(",") if t.strip()]
 
 
+def days(text: str) -> float:
+    """An argparse type: a number of days from 0 up (0: never)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value >= 0):
+        raise argparse.ArgumentTypeError(f"not a number of days from 0 up: {text!r}")
+    return value
+
+
 def tag_slug(tag: str) -> str:
     """A tag as the daemon stores it: lower case, runs of whitespace as ``-``."""
     return "-".join(tag.strip().lower().split())
+
+
+def check_tags(given: list[str], known: set[str], noun: str) -> None:
+    """A usage error for a tag filter that no entry (or episode: ``noun``) carries, so a typo
+    is not mistaken for an empty list: it names the closest tag in use and every tag there is."""
+    for tag in given:
+        if tag_slug(tag) in known:
+            continue
+        close = did_you_mean(tag_slug(tag), known)
+        hint = f"did you mean {close!r}? " if close else ""
+        in_use = f"tags in use: {', '.join(sorted(known))}" if known else "no tags are in use"
+        raise CliError(f"no {noun} is tagged {tag!r}: {hint}({in_use})")
 
 
 def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
@@ -79,7 +106,7 @@ STATUS_FIXES = {
 }
 
 
-def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> None:
+def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str, Any] | None = None) -> None:
     """The memory's status when it is not ok, and every warning with its fix, on stderr;
     ``tidy``: remove_outside_text's dry run, to say when the stray lines are imported."""
     status = state.get("status")
@@ -90,7 +117,7 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
     elif status != "ok":
         print(f"maka: {state.get('reason') or 'memory is not read'} ({status})", file=sys.stderr)
         if status in STATUS_FIXES:
-            print(f"  {STATUS_FIXES[status]}", file=sys.stderr)
+            print(f"  {with_workspace(args, STATUS_FIXES[status])}", file=sys.stderr)
     warnings = state.get("warnings") or []
     for warning in warnings:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
@@ -99,14 +126,14 @@ def warn_status(state: dict[str, Any], tidy: dict[str, Any] | None = None) -> No
             done = len(tidy["removed"])
             print(
                 f"  fix: {done} of these lines were imported already: "
-                "`maka memory tidy` removes them (it asks first)"
+                f"`{maka_command(args, 'memory tidy')}` removes them (it asks first)"
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
         elif kind == "misplaced_file" and _in_memory_folder(state):
             continue  # the warning names the workspace meant; moving or importing would hurt
         elif kind in WARNING_FIXES:
-            print(f"  fix: {WARNING_FIXES[kind]}", file=sys.stderr)
+            print(f"  fix: {with_workspace(args, WARNING_FIXES[kind])}", file=sys.stderr)
 
 
 def _in_memory_folder(state: dict[str, Any]) -> bool:
@@ -134,23 +161,30 @@ def entry_ids(client: Client, ws: str) -> list[str]:
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     if args.json:
-        print_json(read_entries(client, ws, archived=args.archived))
+        listing = read_entries(client, ws, archived=args.archived)
+        if args.tag:
+            every = listing.get("entries") or []
+            check_tags(args.tag, {t for e in every for t in e.get("tags", [])}, "entry")
+            listing["entries"] = [e for e in every if _tagged(e, args.tag)]
+        print_json(listing)
         return EXIT_OK
     state = read_entries(client, ws)
-    warn_status(state, outside_text(client, ws, state))
+    warn_status(args, state, outside_text(client, ws, state))
     if state.get("status") == "error":
         return EXIT_REMOTE  # said once above; the proposals cannot be read either
     every = state.get("entries") or []
     # Short ids must stay unambiguous for `maka memory show`, which also knows proposals.
     shown_ids = short_ids([*(e["id"] for e in every), *_pending_ids(client, ws)])
+    if args.tag:
+        check_tags(args.tag, {t for e in every for t in e.get("tags", [])}, "entry")
     entries = [
         e
         for e in every
-        if (args.archived or e.get("status") == "active")
-        and (not args.tag or {tag_slug(t) for t in args.tag} <= set(e.get("tags", [])))
+        if (args.archived or e.get("status") == "active") and (not args.tag or _tagged(e, args.tag))
     ]
     if not entries:
-        print("No entries." if state.get("status") == "ok" else "Nothing to show.")
+        where = f" in {state['path']}" if state.get("path") else ""
+        print(f"No entries{where}." if state.get("status") == "ok" else "Nothing to show.")
         return EXIT_OK
     rows = [
         [
@@ -165,6 +199,11 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
     ]
     show_table(["ID", "STATUS", "ORIGIN", "UPDATED", "TAGS", "TITLE"], rows)
     return EXIT_OK
+
+
+def _tagged(entry: dict[str, Any], tags: list[str]) -> bool:
+    """Whether the entry carries every one of the tags (as typed: stored as slugs)."""
+    return {tag_slug(t) for t in tags} <= set(entry.get("tags", []))
 
 
 def cmd_show(client: Client, args: argparse.Namespace) -> int:
@@ -188,7 +227,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         if entry_id in pending and entry.get("supersedes"):
             _print_replaced(client, ws, entry_id)
     else:
-        print(f"{entry_id}: {_fate(history or {})}")
+        print(f"{entry_id}: {with_workspace(args, _fate(history or {}))}")
     if history is not None:
         print()
         print("Why it is here:")
@@ -273,7 +312,7 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
     if content is not None and args.content in (None, "-") and not content.strip():
         raise CliError(
             "no content: stdin was empty; give CONTENT after the title, pipe it in, or run "
-            "`maka memory add TITLE` on a terminal to write it in $EDITOR"
+            f"`{maka_command(args, 'memory add TITLE')}` on a terminal to write it in $EDITOR"
         )
     if content is None:
         edited = parse_entry_form(edit_in_editor(entry_form(title, tags, "")))
@@ -291,15 +330,25 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         params.update(scope="session", sessionId=resolve_session(client, params["workspace"], args.session))
     if args.decay_days is not None:
         params["decayTtlMs"] = int(args.decay_days * 86_400_000)
+    new_file = _memory_file(params["workspace"])
+    if new_file is not None and new_file.exists():
+        new_file = None
     result = client.call("add_entry", params)
     if args.json:
         print_json(result)
     else:
         entry = result["entry"]
         print(f"Added {entry['id']}: {entry['title']}")
+        if new_file is not None and new_file.exists():
+            print(f"Created {new_file}")
         _warn_redactions(result)
         _note_same_title(client, args, entry)
     return EXIT_OK
+
+
+def _memory_file(ws: str) -> Path | None:
+    """A workspace's MEMORY.md (None for the user level, which lives in the daemon's data)."""
+    return None if ws == USER_LEVEL else Path(ws) / "memory" / "MEMORY.md"
 
 
 def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, Any]) -> None:
@@ -363,7 +412,8 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
             kept = keep_typed_text(typed)
             print(
                 f"maka: the memory changed while you were editing; your text is kept in {kept}\n"
-                f"  apply it to the current version: maka memory edit {entry_id} --from {kept}",
+                "  apply it to the current version: "
+                + maka_command(args, f"memory edit {entry_id} --from {kept}"),
                 file=sys.stderr,
             )
         raise
@@ -372,7 +422,17 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
     else:
         print(f"Updated {result['entry']['id']}: {result['entry']['title']}")
         _warn_redactions(result)
+        if args.tags is not None and _pinned(entries.get(entry_id, {})) and not _pinned(result["entry"]):
+            print(
+                "note: the new tags leave out `pinned`, so the entry is no longer pinned; "
+                f"`{maka_command(args, 'memory pin ' + short_id(entry_id))}` pins it again",
+                file=sys.stderr,
+            )
     return EXIT_OK
+
+
+def _pinned(entry: dict[str, Any]) -> bool:
+    return PINNED_TAG in [t.strip().casefold() for t in entry.get("tags", [])]
 
 
 def keep_typed_text(text: str) -> str:
@@ -398,7 +458,7 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     out = sys.stderr if args.json else sys.stdout
     plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
     if args.import_lines and plan["kept"]:
-        queue_outside_lines(client, ws, plan["kept"], out)
+        queue_outside_lines(client, args, plan["kept"], out)
         plan = client.call("remove_outside_text", {"workspace": ws, "dryRun": True})
     removable, kept = plan["removed"], plan["kept"]
     if not removable:
@@ -408,7 +468,7 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
             "Nothing to remove above the first entry."
             + (
                 f" {counted(len(kept), 'line')} there {'is' if len(kept) == 1 else 'are'} not "
-                f"imported yet: {KEPT_HINT}"
+                f"imported yet: {with_workspace(args, KEPT_HINT)}"
                 if kept
                 else ""
             ),
@@ -424,15 +484,16 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     for line in removable:
         print(f"  {line['line']:>4}  {line['text'].strip()}   → {WHERE[line['where']]}{_id(line)}", file=out)
     if kept:
-        print(f"{counted(len(kept), 'other line')} stay (not imported yet): {KEPT_HINT}", file=out)
+        stay = counted(len(kept), "other line")
+        print(f"{stay} stay (not imported yet): {with_workspace(args, KEPT_HINT)}", file=out)
     if not args.yes:
         if not sys.stdin.isatty():
-            print("Nothing removed: run `maka memory tidy -y` to remove them.", file=out)
+            print(f"Nothing removed: run `{maka_command(args, 'memory tidy -y')}` to remove them.", file=out)
             if args.json:
                 print_json(plan)
             return EXIT_OK
         these = "this line" if len(removable) == 1 else f"these {len(removable)} lines"
-        answer = input(f"Remove {these}? (a backup is kept: maka undo) [y/N] ")
+        answer = input(f"Remove {these}? (a backup is kept: {maka_command(args, 'undo')}) [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing removed.", file=out)
             return EXIT_OK
@@ -447,13 +508,17 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(done)
     else:
-        print(f"Removed {counted(len(done['removed']), 'line')}; `maka undo` brings them back.")
+        removed = counted(len(done["removed"]), "line")
+        print(f"Removed {removed}; `{maka_command(args, 'undo')}` brings them back.")
     return EXIT_OK
 
 
-def queue_outside_lines(client: Client, ws: str, lines: list[dict[str, Any]], out: TextIO) -> None:
+def queue_outside_lines(
+    client: Client, args: argparse.Namespace, lines: list[dict[str, Any]], out: TextIO
+) -> None:
     """Import the bullets among the lines above the first entry (markdown: prose is no
     memory) into PENDING.md, for review."""
+    ws = workspace_of(args)
     data = "".join(f"{line['text']}\n" for line in lines)
     try:
         result = client.call("import_memories", {"workspace": ws, "data": data, "format": "markdown"})
@@ -462,7 +527,8 @@ def queue_outside_lines(client: Client, ws: str, lines: list[dict[str, Any]], ou
         return
     print(
         f"Queued {counted(len(result['imported']), 'memory', 'memories')} from the lines above the "
-        f"first entry in PENDING.md ({result['duplicates']} known already); `maka review` decides them.",
+        f"first entry in PENDING.md ({result['duplicates']} known already); "
+        f"`{maka_command(args, 'review')}` decides them.",
         file=out,
     )
 
@@ -512,7 +578,7 @@ def _pin(pinned: bool) -> Command:
             return EXIT_OK
         for entry_id, result in zip(ids, results, strict=True):
             entry = result["entry"]
-            was = PINNED_TAG in [t.strip().casefold() for t in entries[entry_id].get("tags", [])]
+            was = _pinned(entries[entry_id])
             if was == pinned:
                 print(f"Already {'pinned' if pinned else 'not pinned'}: {entry['id']}: {entry['title']}")
             else:
@@ -589,9 +655,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")
     p.add_argument(
         "--decay-days",
-        type=float,
+        type=days,
         metavar="DAYS",
-        help="archive the entry automatically after this many days",
+        help="archive the entry automatically after this many days (0: never)",
     )
     p.set_defaults(func=cmd_add)
 

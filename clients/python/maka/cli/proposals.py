@@ -132,7 +132,7 @@ def cmd_approve(client: Client, args: argparse.Namespace) -> int:
             line += f" (archived {short_id(item['superseded'])}, which it replaces)"
         print(line)
         if not item.get("superseded") and not item.get("duplicateOf"):
-            _offer_replace(item["proposalId"], similar.get(item["proposalId"], []), active)
+            _offer_replace(args, item["proposalId"], similar.get(item["proposalId"], []), active)
     if result.get("redactions"):
         print(f"note: {result['redactions']} secret(s) were redacted", file=sys.stderr)
     return EXIT_OK
@@ -171,14 +171,17 @@ def _ask_near_duplicates(
     return chosen, edits
 
 
-def _offer_replace(proposal_id: str, similar: list[str], active: dict[str, dict[str, Any]]) -> None:
+def _offer_replace(
+    args: argparse.Namespace, proposal_id: str, similar: list[str], active: dict[str, dict[str, Any]]
+) -> None:
     """A near duplicate was approved beside the entry it resembles: say how to replace it."""
     for entry_id in (s for s in similar if s in active):
         print(
             f"note: it is close to entry {short_id(entry_id)} ({active[entry_id]['title']!r}), which stays "
-            f"active: `maka memory archive {short_id(entry_id)}` retires that one. Next time, "
-            f"`maka approve ID --supersedes {short_id(entry_id)}` replaces it in one step, and "
-            "`maka review` offers to merge the two texts (keys u and m).",
+            f"active: `{maka_command(args, 'memory archive ' + short_id(entry_id))}` retires that one. "
+            f"Next time, `{maka_command(args, 'approve ID --supersedes ' + short_id(entry_id))}` "
+            f"replaces it in one step, and `{maka_command(args, 'review')}` offers to merge the two "
+            "texts (keys u and m).",
             file=sys.stderr,
         )
 

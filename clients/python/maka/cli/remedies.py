@@ -4,8 +4,10 @@ command that lists the ids an unknown one was meant to be."""
 from __future__ import annotations
 
 import argparse
+import re
 
 from maka.cli.common import did_you_mean, maka_command
+from maka.cli.system import param_names
 from maka.errors import RemoteError
 from maka.generated import METHOD_NAMES
 
@@ -30,6 +32,24 @@ def _settings_command(args: argparse.Namespace, *pairs: str) -> str:
     return maka_command(args, f"settings {' '.join(pairs)}")
 
 
+_ENUM_VALUE = re.compile(r"Invalid enum value '(.*)'")
+_UNKNOWN_FIELD = re.compile(r"unknown field `(.*)`")
+
+
+def _closest_param(exc: RemoteError, args: argparse.Namespace) -> str | None:
+    """The allowed value closest to a mistyped one, or (`maka call`) the param name closest
+    to one the method does not take."""
+    reason = str(exc.data.get("reason", ""))
+    value, field = _ENUM_VALUE.search(reason), _UNKNOWN_FIELD.search(reason)
+    if value and isinstance(exc.data.get("allowed"), list):
+        close = did_you_mean(value[1], [str(a) for a in exc.data["allowed"]], casefold=True)
+    elif field and exc.data.get("path") == "$" and getattr(args, "command", None) == "call":
+        close = did_you_mean(field[1], param_names(str(args.method)), casefold=True)
+    else:
+        return None
+    return f"did you mean {close!r}?" if close else None
+
+
 def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
     """One line naming the command that lifts the switch the error is about, or None."""
     if exc.kind == "gate_closed":
@@ -51,6 +71,8 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
             close = folded.get(str(args.method).replace("_", "").casefold())
         every = "`maka call rpc.discover` describes every method"
         return f"did you mean {close}? {every}" if close else every
+    elif exc.kind == "invalid_params":
+        return _closest_param(exc, args)
     elif exc.kind == "not_found":
         listing = _LISTINGS.get(str(getattr(args, "command", "")))
         if listing:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import sys
 import time
@@ -11,7 +12,16 @@ import typing
 from typing import Any
 
 from maka import autostart, generated
-from maka.cli.common import EXIT_OK, EXIT_PROTOCOL, CliError, Parents, did_you_mean, workspace_of
+from maka.cli.common import (
+    EXIT_OK,
+    EXIT_PROTOCOL,
+    CliError,
+    Parents,
+    did_you_mean,
+    maka_command,
+    with_workspace,
+    workspace_of,
+)
 from maka.cli.output import print_json, show_table
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, ShuttingDown
@@ -108,11 +118,16 @@ def cmd_stop(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def takes_workspace(method: str) -> bool:
-    """Whether ``method``'s params (in the generated catalogue) have a ``workspace``."""
+def param_names(method: str) -> tuple[str, ...]:
+    """The by-name params ``method`` takes (from the generated catalogue); () if unknown."""
     hint = getattr(getattr(generated.Methods, method.replace(".", "_"), None), "__annotations__", {})
     found = re.fullmatch(r"Unpack\[(\w+)\]", str(hint.get("params", "")))
-    return found is not None and "workspace" in getattr(generated, found[1], dict).__annotations__
+    return tuple(getattr(generated, found[1], dict).__annotations__) if found else ()
+
+
+def takes_workspace(method: str) -> bool:
+    """Whether ``method``'s params (in the generated catalogue) have a ``workspace``."""
+    return "workspace" in param_names(method)
 
 
 def cmd_call(client: Client, args: argparse.Namespace) -> int:
@@ -184,18 +199,42 @@ def parse_setting(pair: str) -> tuple[str, Any]:
             hint = f" (did you mean {close!r}?)" if close else ""
             raise CliError(f"{key}: {raw!r} is not one of {', '.join(names)}{hint}")
         return key, value
-    words = {"on": True, "off": False, "yes": True, "no": False}
-    if raw.lower() in words:
-        return key, words[raw.lower()]
+    if typing.get_type_hints(SetSettingsParams)[key] is bool:
+        return key, _switch(key, raw)
+    return key, _number_or_null(key, raw)
+
+
+SWITCH_WORDS = {"on": True, "off": False, "true": True, "false": False, "yes": True, "no": False}
+
+
+def _switch(key: str, raw: str) -> bool:
+    """on/off (or true/false, yes/no, any case) for a setting that is a switch."""
+    if raw.lower() in SWITCH_WORDS:
+        return SWITCH_WORDS[raw.lower()]
+    close = did_you_mean(raw.lower(), SWITCH_WORDS)
+    hint = f" (did you mean {close!r}?)" if close else ""
+    raise CliError(f"{key}: {raw!r} is not on or off{hint}")
+
+
+def _number_or_null(key: str, raw: str) -> float | None:
+    """A number, or null (also none/off) for a setting such as defaultDecayDays."""
+    if raw.lower() in ("null", "none", "off"):
+        return None
     try:
-        return key, json.loads(raw)
-    except json.JSONDecodeError:
-        raise CliError(f"{key}: {raw!r} is not true/false/on/off, a number or null") from None
+        value = float(raw)
+        if not math.isfinite(value):
+            raise ValueError(raw)
+    except ValueError:
+        raise CliError(f"{key}: {raw!r} is not a number or null ({_value_forms(key)})") from None
+    return int(value) if value.is_integer() and "." not in raw else value
 
 
 def cmd_settings(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
-    changes = dict(parse_setting(p) for p in args.set)
+    try:
+        changes = dict(parse_setting(p) for p in args.set)
+    except CliError as exc:
+        raise CliError(with_workspace(args, str(exc)), exc.code) from None
     if changes:
         result = client.call("set_settings", {"workspace": ws, **changes})
     else:
@@ -206,6 +245,12 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
         rows = [[key, json.dumps(value)] for key, value in result.items()]
         show_table(["SETTING", "VALUE"], rows)
         print(f"\nWorkspace: {'the user level (@user)' if ws == '@user' else ws}")
+        if not result.get("agentReadEnabled") and not result.get("incognito"):
+            print(
+                "Agents cannot read this memory yet: "
+                f"`{maka_command(args, 'settings agentReadEnabled=on')}` lets them "
+                "(extractToolEnabled=on: propose entries; historyRecallEnabled=on: recall sessions)."
+            )
     return EXIT_OK
 
 

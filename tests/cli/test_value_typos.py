@@ -1,0 +1,123 @@
+"""A mistyped value is a usage error (exit 2) that names the valid values and the closest
+one, before anything is sent or changed; never a silent empty result or a traceback."""
+
+from __future__ import annotations
+
+import json
+
+from tests.cli.helpers import call, run_maka
+from tests.support import DaemonProcess
+
+
+def test_a_mistyped_switch_value_names_on_and_off(shared_daemon: DaemonProcess) -> None:
+    """`agentReadEnabled=onn` exits 2 with "did you mean 'on'", and the switch stays off."""
+    result = run_maka(shared_daemon, "settings", "agentReadEnabled=onn")
+    assert result.returncode == 2
+    assert "agentReadEnabled: 'onn' is not on or off (did you mean 'on'?)" in result.stderr
+    assert call(shared_daemon, "get_settings")["agentReadEnabled"] is False
+
+
+def test_a_switch_takes_words_not_numbers_or_strings(shared_daemon: DaemonProcess) -> None:
+    """`incognito=1` and `incognito="x"` are usage errors, not the daemon's invalid_params;
+    True/YES/false in any case work."""
+    for typed in ("incognito=1", 'incognito="x"'):
+        result = run_maka(shared_daemon, "settings", typed)
+        assert result.returncode == 2, (typed, result.stderr)
+        assert "is not on or off" in result.stderr and "invalid_params" not in result.stderr
+    assert run_maka(shared_daemon, "settings", "agentReadEnabled=True").returncode == 0
+    assert call(shared_daemon, "get_settings")["agentReadEnabled"] is True
+    assert run_maka(shared_daemon, "settings", "agentReadEnabled=FALSE").returncode == 0
+    assert call(shared_daemon, "get_settings")["agentReadEnabled"] is False
+
+
+def test_a_number_setting_takes_a_number_or_null(shared_daemon: DaemonProcess) -> None:
+    """`defaultDecayDays=abc` or `=on` exit 2 saying how it is written; 7.5 and null work."""
+    for typed in ("defaultDecayDays=abc", "defaultDecayDays=on", "defaultDecayDays=inf"):
+        result = run_maka(shared_daemon, "settings", typed)
+        assert result.returncode == 2, (typed, result.stderr)
+        assert "is not a number or null" in result.stderr and "defaultDecayDays=N" in result.stderr
+    assert run_maka(shared_daemon, "settings", "defaultDecayDays=7.5").returncode == 0
+    assert call(shared_daemon, "get_settings")["defaultDecayDays"] == 7.5
+    assert run_maka(shared_daemon, "settings", "defaultDecayDays=null").returncode == 0
+    assert call(shared_daemon, "get_settings")["defaultDecayDays"] is None
+
+
+def test_listing_by_a_mistyped_tag_names_the_closest(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list -t opps` exits 2 with "did you mean 'ops'" and the tags in use,
+    instead of "No entries."; a tag in use still lists its entries."""
+    call(shared_daemon, "add_entry", title="Deploys", content="On Tuesdays.", tags=["ops"])
+    call(shared_daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
+    result = run_maka(shared_daemon, "memory", "list", "-t", "opps")
+    assert result.returncode == 2
+    assert "no entry is tagged 'opps': did you mean 'ops'? (tags in use: ops, tools)" in result.stderr
+    assert "No entries." not in result.stdout
+    listed = run_maka(shared_daemon, "memory", "list", "-t", "ops")
+    assert listed.returncode == 0 and "Deploys" in listed.stdout and "Editor" not in listed.stdout
+
+
+def test_a_tag_filter_on_a_memory_without_tags_says_so(shared_daemon: DaemonProcess) -> None:
+    """With no tag in use, `memory list -t X` says no tags are in use (exit 2)."""
+    call(shared_daemon, "add_entry", title="Editor", content="Uses vim.")
+    result = run_maka(shared_daemon, "memory", "list", "-t", "ops")
+    assert result.returncode == 2 and "no tags are in use" in result.stderr
+
+
+def test_a_timeout_of_zero_or_less_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
+    """`maka --timeout -1 ping` (or 0, or nan) exits 2 with a message, not a traceback."""
+    for typed in ("-1", "0", "nan", "soon"):
+        result = run_maka(shared_daemon, "--timeout", typed, "ping", workspace=False)
+        assert result.returncode == 2, (typed, result.stderr)
+        assert "not a number of seconds above 0" in result.stderr
+    assert run_maka(shared_daemon, "--timeout", "2.5", "ping", workspace=False).returncode == 0
+
+
+def test_a_search_limit_below_one_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
+    """`maka search X -n 0` exits 2 naming the limit, not 1 with the daemon's invalid_params."""
+    result = run_maka(shared_daemon, "search", "deploy", "-n", "0")
+    assert result.returncode == 2
+    assert "not a whole number from 1 up: '0'" in result.stderr and "invalid_params" not in result.stderr
+
+
+def test_a_mistyped_option_names_the_closest_of_that_command(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list --achived` exits 2 with "did you mean '--archived'?"; an option no
+    option of the command is close to (`--status`) gets no guess."""
+    result = run_maka(shared_daemon, "memory", "list", "--achived")
+    assert result.returncode == 2
+    assert "unrecognized arguments: --achived; did you mean '--archived'?" in result.stderr
+    far = run_maka(shared_daemon, "memory", "list", "--status", "actve")
+    assert far.returncode == 2
+    assert "unrecognized arguments: --status actve" in far.stderr and "did you mean" not in far.stderr
+    typed = run_maka(shared_daemon, "mcp", "--worksapce=/tmp", workspace=False)
+    assert typed.returncode == 2 and "did you mean '--workspace'?" in typed.stderr
+
+
+def test_json_listing_by_tag_lists_that_tag(shared_daemon: DaemonProcess) -> None:
+    """`maka --json memory list -t ops` holds only the entries tagged ops (it held every
+    entry), and a tag no entry carries is the same usage error as without --json."""
+    call(shared_daemon, "add_entry", title="Deploys", content="On Tuesdays.", tags=["ops"])
+    call(shared_daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
+    listed = run_maka(shared_daemon, "--json", "memory", "list", "-t", "ops")
+    assert listed.returncode == 0
+    assert [e["title"] for e in json.loads(listed.stdout)["entries"]] == ["Deploys"]
+    typo = run_maka(shared_daemon, "--json", "memory", "list", "-t", "opps")
+    assert typo.returncode == 2 and "did you mean 'ops'?" in typo.stderr
+
+
+def test_decay_days_below_zero_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
+    """`maka memory add T C --decay-days -1` exits 2 before anything is written (it was the
+    daemon's invalid_params); 0 (never) is taken."""
+    result = run_maka(shared_daemon, "memory", "add", "T", "C", "--decay-days", "-1")
+    assert result.returncode == 2 and "not a number of days from 0 up: '-1'" in result.stderr
+    assert not (shared_daemon.workspace / "memory" / "MEMORY.md").exists()
+    assert run_maka(shared_daemon, "memory", "add", "T", "C", "--decay-days", "0").returncode == 0
+
+
+def test_an_option_of_maka_itself_after_the_command_says_where_it_goes(shared_daemon: DaemonProcess) -> None:
+    """`maka status --no-autostart` (an option only `maka` takes, typed after the command)
+    says it goes before the command, not "did you mean" the same option."""
+    result = run_maka(shared_daemon, "status", "--no-autostart", workspace=False)
+    assert result.returncode == 2
+    assert "did you mean" not in result.stderr
+    assert "'--no-autostart' goes before the command: maka --no-autostart status" in result.stderr
+    close = run_maka(shared_daemon, "status", "--timout", "3", workspace=False)
+    assert "did you mean '--timeout'? it goes before the command: maka --timeout" in close.stderr
