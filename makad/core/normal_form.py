@@ -1,4 +1,4 @@
-"""Unicode normalisation (NFKC, NFD) of text of any size in bounded work.
+"""Unicode normalisation (NFKC, NFC, NFD) of text of any size in bounded work.
 
 ``unicodedata.normalize`` runs in C without letting go of the interpreter, and its work
 is not linear: it puts each run of combining marks in canonical order by insertion, so a
@@ -21,7 +21,7 @@ import unicodedata
 from functools import lru_cache
 from typing import Final, Literal
 
-Form = Literal["NFKC", "NFD"]
+Form = Literal["NFKC", "NFC", "NFD"]
 
 MAX_NON_STARTERS: Final = 30
 PIECE_CHARS: Final = 4096

@@ -26,7 +26,8 @@ PARTS = [
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from(PARTS), min_size=0, max_size=3 * PIECE_CHARS), st.sampled_from(["NFKC", "NFD"])
+    st.lists(st.sampled_from(PARTS), min_size=0, max_size=3 * PIECE_CHARS),
+    st.sampled_from(["NFKC", "NFC", "NFD"]),
 )
 def test_pieces_give_what_the_whole_gives(parts: list[str], form: str) -> None:
     """Any text of these characters (runs of marks short, as in real text), long enough to

@@ -326,6 +326,24 @@ def test_rejected_content_stays_rejected_whatever_its_escaping(module_daemon: Da
         assert not again["queued"] and again["previouslyRejected"]["proposalId"] == proposal["id"]
 
 
+def test_decomposed_accents_are_the_same_content(module_daemon: DaemonProcess) -> None:
+    """A MEMORY.md saved decomposed (macOS) holds the same memory as an agent's precomposed
+    proposal: a duplicate; and a rejected proposal is recognised in either spelling."""
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    (ws / "memory" / "MEMORY.md").write_text(
+        "# M\n\n## Cafe\u0301 notes\nPrefers re\u0301sume\u0301 format\n", encoding="utf-8"
+    )
+    [entry] = entries_of(module_daemon, ws)
+    again = call(module_daemon, "propose", ws, title="Café notes", content="Prefers résumé format")
+    assert not again["queued"] and again["duplicateOf"] == entry["id"]
+    proposal = call(module_daemon, "propose", ws, title="T", content="Crème brûlée on Fridays")["proposal"]
+    call(module_daemon, "reject", ws, ids=[proposal["id"]], reason="wrong")
+    decomposed = "Cre\u0300me bru\u0302le\u0301e on Fridays"
+    again = call(module_daemon, "propose", ws, title="T", content=decomposed)
+    assert not again["queued"] and again["previouslyRejected"]["proposalId"] == proposal["id"]
+
+
 # --- 11. lossless metadata ----------------------------------------------------------------------
 
 _HELD_TOKENS = st.lists(
