@@ -82,6 +82,7 @@ def _sites() -> list[Site]:
         Site("claude.INDEX_LINK", claude.INDEX_LINK, MATCH),
         Site("sniffing._ENTRY_HEADING", sniffing._ENTRY_HEADING, MATCH),
         Site("sniffing._CONTROL", sniffing._CONTROL, SEARCH),
+        Site("sniffing._JSON_OPENING", sniffing._JSON_OPENING, MATCH),
         Site("timestamps._NUMBER", timestamps._NUMBER, MATCH),
         Site("bounded_json._BLANK", bounded_json._BLANK, MATCH),
         # Redaction

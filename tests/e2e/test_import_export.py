@@ -66,6 +66,23 @@ def test_own_export_round_trips_losslessly(
     assert call(module_daemon, target, "import_memories", data=again)["imported"] == []  # nothing new
 
 
+def test_an_export_cut_short_is_refused_and_nothing_queued(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A JSON export cut short is refused as invalid JSON naming where it breaks; PENDING.md
+    stays as it was (its lines are never queued as memories of their own)."""
+    fill(module_daemon, new_ws)
+    exported = call(module_daemon, new_ws, "export_memories", format="json")["data"]
+    target = short_tmp / "other"
+    target.mkdir()
+    with pytest.raises(InvalidParams) as refused:
+        call(module_daemon, target, "import_memories", data=exported[: len(exported) // 2])
+    assert refused.value.data["reason"] == "invalid_json"
+    assert "not valid JSON" in str(refused.value)
+    assert call(module_daemon, target, "list_proposals")["proposals"] == []
+    assert not (target / "memory" / "PENDING.md").exists()
+
+
 def test_a_file_with_nothing_to_import_is_an_error_naming_what_was_expected(
     module_daemon: DaemonProcess, new_ws: Path
 ) -> None:
