@@ -142,6 +142,14 @@ def _sites() -> list[Site]:
         Site("cjk._QUERY_TOKEN", cjk._QUERY_TOKEN, SEARCH),
         Site("normal_form._LONG_NON_ASCII", normal_form._LONG_NON_ASCII, SEARCH),
         Site("normal_form._ASCII", normal_form._ASCII, SEARCH),
+        Site("normal_form._ASTRAL", normal_form._ASTRAL, SEARCH),
+        *(
+            Site(
+                f"normal_form._classes({astral}).{name}", getattr(normal_form._classes(astral), name), SEARCH
+            )
+            for astral in (False, True)
+            for name in ("long_marks", "cut")
+        ),
         Site("compaction._FENCE", compaction._FENCE, MATCH),
         Site("compaction._ANCHORED_PATH", compaction._ANCHORED_PATH, MATCH),
         Site("compaction._RELATIVE_PATH", compaction._RELATIVE_PATH, MATCH),
