@@ -1,8 +1,8 @@
 """The rules every entry obeys, whoever writes it (the user, the agent, an import).
 
 An entry's title is one line of at most 300 characters, its content at most
-32 KiB; both are redacted, and the content is stored as it will read back
-(``makad.core.entry_text.prepare``). Tags are lower-case slugs, once each. A
+32 KiB; both are redacted, hold no NUL character, and the content is stored as it will
+read back (``makad.core.entry_text.prepare``). Tags are lower-case slugs, once each. A
 proposal is open (waiting in PENDING.md for the user) while ``review_required``
 or ``draft``.
 """
@@ -30,7 +30,10 @@ def is_open(entry: Entry) -> bool:
 def clean_entry(title: str, content: str) -> tuple[str, str, int]:
     """(title, content, secrets redacted) as stored; InvalidParams or TooLarge when the
     entry cannot be stored at all."""
-    title = " ".join(title.split())
+    # No text file holds NUL: written into one, it makes the file binary to every tool
+    # (and enough of them make it read as UTF-16, which the daemon refuses).
+    title = " ".join(title.replace("\x00", "").split())
+    content = content.replace("\x00", "")
     if not title:
         raise InvalidParams("title must not be empty", path="$.title")
     if len(title) > MAX_TITLE_CHARS:

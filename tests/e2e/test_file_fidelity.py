@@ -344,6 +344,25 @@ def test_decomposed_accents_are_the_same_content(module_daemon: DaemonProcess) -
     assert not again["queued"] and again["previouslyRejected"]["proposalId"] == proposal["id"]
 
 
+def test_nul_characters_from_a_client_never_reach_the_files(module_daemon: DaemonProcess) -> None:
+    """A proposal, an entry or an import holding NUL characters (which no UTF-8 text file
+    holds: enough of them made PENDING.md read as UTF-16 and refused, stopping every review)
+    is stored without them, and the files keep working."""
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    proposed = call(module_daemon, "propose", ws, title="P\x00", content="\x00a" * 1900)["proposal"]
+    assert proposed["title"] == "P" and proposed["content"] == "a" * 1900
+    assert call(module_daemon, "propose", ws, title="Q", content="next")["queued"]
+    added = call(module_daemon, "add_entry", ws, title="T", content="tab\x00s")["entry"]
+    assert added["content"] == "tabs"
+    data = json.dumps({"entries": [{"title": "I", "content": "i\u0000j"}]})
+    call(module_daemon, "import_memories", ws, data=data, format="makad")
+    listed = call(module_daemon, "list_proposals", ws)["proposals"]
+    assert sorted(p["proposal"]["content"] for p in listed) == ["a" * 1900, "ij", "next"]
+    for name in ("MEMORY.md", "PENDING.md"):
+        assert b"\x00" not in (ws / "memory" / name).read_bytes()
+
+
 # --- 11. lossless metadata ----------------------------------------------------------------------
 
 _HELD_TOKENS = st.lists(
