@@ -27,6 +27,7 @@ from makad.core import (
     cjk,
     compaction,
     conflicts,
+    entries,
     entry_comment,
     entry_text,
     episodes,
@@ -119,6 +120,7 @@ def _sites() -> list[Site]:
         Site("library.keyword_any_case", lib.keyword_any_case, SEARCH),
         Site("redaction._KEY_TAIL", redaction._KEY_TAIL, MATCH),
         # Memory files, entries, history, context
+        Site("entries._CONTROLS", entries._CONTROLS, SEARCH),
         Site("entry_text.COMMENT", entry_text.COMMENT, MATCH),
         Site("entry_text.H2", entry_text.H2, MATCH),
         Site("entry_text.LINE", entry_text.LINE, SEARCH),

@@ -363,6 +363,31 @@ def test_nul_characters_from_a_client_never_reach_the_files(module_daemon: Daemo
         assert b"\x00" not in (ws / "memory" / name).read_bytes()
 
 
+def test_terminal_control_characters_from_a_client_never_reach_the_files(
+    module_daemon: DaemonProcess,
+) -> None:
+    """An agent's title, content or tag holding terminal escapes (clearing the screen,
+    retitling the window, a disguised link) is stored without the control characters, so
+    `cat MEMORY.md` or `maka memory list` never runs them; tabs and line breaks stay."""
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    proposed = call(
+        module_daemon,
+        "propose",
+        ws,
+        title="Build \x1b]0;pwned\x07notes",
+        content="Run\tmake\r\n\x1b[2J\x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07 \x9b31m\x7f",
+        tags=["ops\x1b[5m"],
+    )["proposal"]
+    call(module_daemon, "approve", ws, ids=[proposed["id"]])
+    [entry] = entries_of(module_daemon, ws)
+    assert entry["title"] == "Build ]0;pwnednotes"
+    assert entry["content"] == "Run\tmake\n[2J[31mred[0m ]8;;http://xlink]8;; 31m"
+    assert entry["tags"] == ["ops[5m"]
+    written = (ws / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert not any(char in written for char in "\x1b\x07\x9b\x7f")
+
+
 # --- 11. lossless metadata ----------------------------------------------------------------------
 
 _HELD_TOKENS = st.lists(
