@@ -39,7 +39,8 @@ SHORT_RUN_CHARS: Final = 256
 
 _LONG_NON_ASCII = re.compile(rf"[^\x00-\x7f]{{{SHORT_RUN_CHARS + 1},}}")
 _ASCII = re.compile(r"[\x00-\x7f]")
-_ASTRAL = re.compile("[\U00010000-\U0010ffff]")
+_ASTRAL_RANGE: Final = "\\U00010000-\\U0010ffff"
+_ASTRAL = re.compile(f"[{_ASTRAL_RANGE}]")
 
 # Characters of combining class 0 that compose with the starter before them (the second
 # character of a canonical pair): Hangul vowels and trailing consonants, and vowel signs
@@ -107,17 +108,34 @@ def _not_cut() -> tuple[list[int], list[int]]:
 
 @functools.cache
 def _classes(astral: bool) -> _Classes:
-    """The classes for text with characters past U+FFFF (``astral``) or without. Without,
-    they are of the Basic Multilingual Plane alone: ``re`` then tests a character in one
-    table lookup, not against each of the ranges past U+FFFF."""
-    end = 0x110000 if astral else 0x10000
-    marks, joining = ([code for code in codes if code < end] for codes in _not_cut())
-    mark_class = _char_class(marks)
+    """The classes for text with characters past U+FFFF (``astral``) or without.
+
+    ``re`` tests a character against a class of the Basic Multilingual Plane in one table
+    lookup, but against the ranges past U+FFFF one by one: so the ranges past U+FFFF are
+    tried only for a character past U+FFFF, and text without one gets classes without them.
+    """
+    marks, joining = _not_cut()
+    plane = [code for code in marks if code < 0x10000], [code for code in marks if code >= 0x10000]
+    not_cut = sorted([*marks, *joining])
+    plane_not_cut = (
+        [code for code in not_cut if code < 0x10000],
+        [code for code in not_cut if code >= 0x10000],
+    )
+    if not astral:
+        mark_class = _char_class(plane[0])
+        return _Classes(
+            # One mark, then the rest: a pattern opening with a class is searched for by a
+            # fast scan for that class, one opening with a repeat is tried at every position.
+            long_marks=re.compile(f"[{mark_class}][{mark_class}]{{{MAX_NON_STARTERS},}}"),
+            cut=re.compile(f"[^{_char_class(plane_not_cut[0])}]"),
+        )
+    mark = f"(?:[{_char_class(plane[0])}]|(?=[{_ASTRAL_RANGE}])[{_char_class(plane[1])}])"
     return _Classes(
-        # One mark, then the rest: a pattern opening with a class is searched for by a
-        # fast scan for that class, one opening with a repeat is tried at every position.
-        long_marks=re.compile(f"[{mark_class}][{mark_class}]{{{MAX_NON_STARTERS},}}"),
-        cut=re.compile(f"[^{mark_class}{_char_class(joining)}]"),
+        long_marks=re.compile(f"{mark}{{{MAX_NON_STARTERS + 1},}}"),
+        cut=re.compile(
+            f"[^{_ASTRAL_RANGE}{_char_class(plane_not_cut[0])}]"
+            f"|(?=[{_ASTRAL_RANGE}])[^{_char_class(plane_not_cut[1])}]"
+        ),
     )
 
 

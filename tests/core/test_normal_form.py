@@ -109,10 +109,12 @@ def _bounded_by_hand(text: str, form: str) -> str:
 
 # Long runs without ASCII: CJK, Hangul syllables and jamo, Indic vowel signs, marks of
 # several classes (in runs past the bound), U+FDFA, halfwidth kana and their voicing marks
-# (a starter whose NFKD is a mark), Tibetan vowels that decompose to marks.
+# (a starter whose NFKD is a mark), Tibetan vowels that decompose to marks; past U+FFFF,
+# musical combining marks, a Chakma vowel sign that joins backward, and an emoji.
 LONG_RUN_PARTS = [
     "漢", "字", "가", "\u1100", "\u1161", "\u11a8", "\u0b95", "\u0bc6", "\u0bbe", "é",
     "\u0301" * 20, "\u0316" * 25, "\u0327", "\ufdfa", "\uff76", "\uff9e", "\u0f73", "\u3099", "ﬁ",
+    "\U0001d165", "\U0001d16d" * 20, "\U00011127", "\U00011131", "\U0001f44d",
 ]  # fmt: skip
 
 
