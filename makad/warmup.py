@@ -24,12 +24,13 @@ log = structlog.get_logger("makad.warmup")
 
 def load_request_libraries() -> None:
     """Import (and build) what requests use lazily: the secret scanner, the block parser,
-    the stemmer and the fuzzy matcher."""
-    from makad.core import entry_text, feedback, redaction
+    the stemmer, the fuzzy matcher and the character classes of Unicode normalisation."""
+    from makad.core import entry_text, feedback, normal_form, redaction
 
     redaction.preload()
     entry_text.markdown()
     feedback.preload()
+    normal_form.preload()
     import rapidfuzz.fuzz  # noqa: F401  # makad.core.canonical imports it on first use
 
 

@@ -2,8 +2,11 @@
 
 Duplicate, near-duplicate and previously-rejected checks all compare this
 form, so no spelling of the same content gets past them: line endings, case,
-runs of whitespace, and the backslashes that keep a ``## `` line from starting
-a section (however many a writer added) make no difference.
+runs of whitespace, decomposed or precomposed accents (NFC: a file macOS saved
+decomposed holds the same memory as an agent's precomposed text), and the
+backslashes that keep a ``## `` line from starting a section (however many a
+writer added) make no difference. Compatibility forms stay apart (NFC, not
+NFKC): ``x²`` is not ``x2``.
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import re
 from collections.abc import Iterable
 from typing import Final
 
+from makad.core.normal_form import normalized
 from makad.core.types import Entry
 
 # Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
@@ -25,7 +29,7 @@ _LINE_BREAK: Final = re.compile(r"\r\n?")
 
 def canonical(content: str) -> str:
     """The form two contents are compared in."""
-    text = _HEADING_ESCAPE.sub(r"\1", _LINE_BREAK.sub("\n", content))
+    text = _HEADING_ESCAPE.sub(r"\1", _LINE_BREAK.sub("\n", normalized(content, "NFC")))
     return " ".join(text.casefold().split())
 
 

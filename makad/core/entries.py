@@ -1,14 +1,15 @@
 """The rules every entry obeys, whoever writes it (the user, the agent, an import).
 
 An entry's title is one line of at most 300 characters, its content at most
-32 KiB; both are redacted, and the content is stored as it will read back
-(``makad.core.entry_text.prepare``). Tags are lower-case slugs, once each. A
-proposal is open (waiting in PENDING.md for the user) while ``review_required``
-or ``draft``.
+32 KiB; both are redacted, hold no control character but tabs and line breaks, and the
+content is stored as it will read back (``makad.core.entry_text.prepare``). Tags are
+lower-case slugs, once each. A proposal is open (waiting in PENDING.md for the user)
+while ``review_required`` or ``draft``.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from typing import Final
 
@@ -27,10 +28,22 @@ def is_open(entry: Entry) -> bool:
     return entry.status in OPEN_STATUSES
 
 
+# C0 controls but tab, line feed and carriage return; DEL; C1 controls. NUL makes a file
+# binary to every tool (enough of them make it read as UTF-16, which the daemon refuses);
+# the others are terminal commands (ESC, CSI, BEL): `cat MEMORY.md` would run them.
+_CONTROLS: Final = re.compile(r"[\x00-\x08\x0b-\x0c\x0e-\x1f\x7f-\x9f]")
+
+
+def without_controls(text: str) -> str:
+    """``text`` without the control characters no memory file holds."""
+    return _CONTROLS.sub("", text)
+
+
 def clean_entry(title: str, content: str) -> tuple[str, str, int]:
     """(title, content, secrets redacted) as stored; InvalidParams or TooLarge when the
     entry cannot be stored at all."""
-    title = " ".join(title.split())
+    title = " ".join(without_controls(title).split())
+    content = without_controls(content)
     if not title:
         raise InvalidParams("title must not be empty", path="$.title")
     if len(title) > MAX_TITLE_CHARS:
@@ -51,7 +64,7 @@ def normalize_tags(tags: Iterable[str]) -> list[str]:
     out: list[str] = []
     for tag in tags:
         # A secret pasted as a tag must not survive as a slug.
-        slug = "-".join(redact(tag).text.strip().lower().split())
+        slug = "-".join(without_controls(redact(tag).text).strip().lower().split())
         if slug and slug not in out:
             out.append(slug)
     return out

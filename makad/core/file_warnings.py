@@ -10,6 +10,7 @@ from typing import Final
 
 from makad.core import memory_format as fmt
 from makad.core.context_types import ContextLimits
+from makad.core.entries import is_open
 from makad.core.entry_text import split_lines
 from makad.core.levels import Level
 from makad.core.memory_select import PINNED_WARN_BUDGET, pinned_overflow
@@ -91,6 +92,54 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
             Warning(
                 kind="text_outside_entries",
                 message=f"{file_name} has {len(stray) - MAX_LINE_WARNINGS} more lines outside any entry",
+            )
+        )
+    return out
+
+
+_PROPOSAL_FIX: Final = (
+    "put <!-- maka-memory: status=review_required --> on the line under its heading to "
+    "have it reviewed, or move it to MEMORY.md to keep it as a memory"
+)
+
+
+def not_proposals(doc: fmt.MemoryDocument, *, per_line: bool = True) -> list[Warning]:
+    """``not_a_proposal`` for each section of PENDING.md (``doc``) that waits for no review
+    (typed there without ``status=review_required``, or left ``active``): kept as it is, but
+    neither listed nor approved. With ``per_line`` false, one warning names the lines."""
+    lines: list[tuple[int, str]] = []
+    line = 1 + len(split_lines(doc.preamble))
+    for section in doc.sections:
+        if not is_open(section.entry):
+            lines.append((line, section.entry.title))
+        line += len(split_lines(section.raw))
+    if not lines:
+        return []
+    if not per_line:
+        shown = ", ".join(str(number) for number, _ in lines[:MAX_LINE_WARNINGS])
+        more = f" and {len(lines) - MAX_LINE_WARNINGS} more" if len(lines) > MAX_LINE_WARNINGS else ""
+        return [
+            Warning(
+                kind="not_a_proposal",
+                message=f"PENDING.md line(s) {shown}{more} start sections that are not waiting for "
+                f"review, so they are neither listed nor approved: {_PROPOSAL_FIX}",
+            )
+        ]
+    out = [
+        Warning(
+            kind="not_a_proposal",
+            line=number,
+            message=f'PENDING.md line {number}: "{title}" is not waiting for review, so it is '
+            f"neither listed nor approved: {_PROPOSAL_FIX}",
+        )
+        for number, title in lines[:MAX_LINE_WARNINGS]
+    ]
+    if len(lines) > MAX_LINE_WARNINGS:
+        out.append(
+            Warning(
+                kind="not_a_proposal",
+                message=f"PENDING.md has {len(lines) - MAX_LINE_WARNINGS} more sections "
+                "not waiting for review",
             )
         )
     return out

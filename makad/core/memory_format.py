@@ -78,7 +78,8 @@ HEADER: Final = "# Maka Memory\n\n"
 PENDING_HEADER: Final = "# Maka Pending Proposals\n\n"
 
 _LINE_BREAKS = re.compile(r"[\r\n]+")
-_BLANK_END = re.compile(r"(?:\A|\r\n|\r|\n)[ \t]*(?:\r\n|\r|\n)\Z")
+# The CR of a CRLF is no line break of its own: ``x\r\n`` ends no blank line.
+_BLANK_END = re.compile(r"(?:\A|\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r|\n)\Z")
 # Decay needs all three understood: a held createdAt reads as 0 and would archive at once.
 _DECAY_KEYS: Final = frozenset({"createdAt", "decayTtlMs", "status"})
 

@@ -1,4 +1,4 @@
-"""Unicode normalisation (NFKC, NFD) of text of any size in bounded work.
+"""Unicode normalisation (NFKC, NFC, NFD) of text of any size in bounded work.
 
 ``unicodedata.normalize`` runs in C without letting go of the interpreter, and its work
 is not linear: it puts each run of combining marks in canonical order by insertion, so a
@@ -12,16 +12,23 @@ them hours — and no other thread, the event loop included, ran meanwhile. Here
   ``unicodedata.normalize`` gives for the whole (the marks past the bound aside) and each
   call is short (a character such as U+FDFA, which NFKC makes 18, no longer makes one
   call of millions).
+
+A long run of non-ASCII text (CJK prose holds no ASCII for hundreds of characters) is
+read through two character classes found once from ``unicodedata`` (``preload``, at the
+daemon's warm-up): the marks, whose runs past the bound are cut by one regex
+substitution, and the characters a piece may start at, each cut found by one search. Both
+run in C, so the run is never walked character by character in Python.
 """
 
 from __future__ import annotations
 
+import functools
 import re
 import unicodedata
-from functools import lru_cache
-from typing import Final, Literal
+from collections.abc import Iterator
+from typing import Final, Literal, NamedTuple
 
-Form = Literal["NFKC", "NFD"]
+Form = Literal["NFKC", "NFC", "NFD"]
 
 MAX_NON_STARTERS: Final = 30
 PIECE_CHARS: Final = 4096
@@ -32,6 +39,8 @@ SHORT_RUN_CHARS: Final = 256
 
 _LONG_NON_ASCII = re.compile(rf"[^\x00-\x7f]{{{SHORT_RUN_CHARS + 1},}}")
 _ASCII = re.compile(r"[\x00-\x7f]")
+_ASTRAL_RANGE: Final = "\\U00010000-\\U0010ffff"
+_ASTRAL = re.compile(f"[{_ASTRAL_RANGE}]")
 
 # Characters of combining class 0 that compose with the starter before them (the second
 # character of a canonical pair): Hangul vowels and trailing consonants, and vowel signs
@@ -51,8 +60,20 @@ _JOINS_BACKWARD: Final = frozenset(
 
 _CUT, _NO_CUT, _NON_STARTER = 0, 1, 2
 
+# Blocks holding only characters a piece may start at: CJK ideographs, Hangul syllables,
+# surrogates and private use, and the planes without a combining character. The classes
+# below are found without scanning them (``tests/core/test_normal_form.py`` scans them).
+_STARTER_BLOCKS: Final = (
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xAC00, 0xD7A3),
+    (0xD800, 0xF8FF),
+    (0x20000, 0x2F7FF),
+    (0x2FA20, 0xDFFFF),
+    (0xF0000, 0x10FFFF),
+)
 
-@lru_cache(maxsize=16384)
+
 def _kind(char: str) -> int:
     """Whether a piece may start at ``char`` (``_CUT``), may not (``_NO_CUT``), or
     ``char`` decomposes to a combining mark first (``_NON_STARTER``)."""
@@ -60,6 +81,87 @@ def _kind(char: str) -> int:
     if unicodedata.combining(first):
         return _NON_STARTER
     return _NO_CUT if first in _JOINS_BACKWARD or char in _JOINS_BACKWARD else _CUT
+
+
+class _Classes(NamedTuple):
+    long_marks: re.Pattern[str]  # a run of more than MAX_NON_STARTERS marks
+    cut: re.Pattern[str]  # a character a piece may start at
+
+
+@functools.cache
+def _not_cut() -> tuple[list[int], list[int]]:
+    """The code points of the marks, and of the characters that join backward: every one
+    ``_kind`` does not call ``_CUT`` (only one that is a mark, has a decomposition or is
+    listed as joining backward can be one)."""
+    marks: list[int] = []
+    joining: list[int] = []
+    for code in _scanned_code_points():
+        char = chr(code)
+        if unicodedata.combining(char) or unicodedata.decomposition(char) or char in _JOINS_BACKWARD:
+            kind = _kind(char)
+            if kind == _NON_STARTER:
+                marks.append(code)
+            elif kind == _NO_CUT:
+                joining.append(code)
+    return marks, joining
+
+
+@functools.cache
+def _classes(astral: bool) -> _Classes:
+    """The classes for text with characters past U+FFFF (``astral``) or without.
+
+    ``re`` tests a character against a class of the Basic Multilingual Plane in one table
+    lookup, but against the ranges past U+FFFF one by one: so the ranges past U+FFFF are
+    tried only for a character past U+FFFF, and text without one gets classes without them.
+    """
+    marks, joining = _not_cut()
+    plane = [code for code in marks if code < 0x10000], [code for code in marks if code >= 0x10000]
+    not_cut = sorted([*marks, *joining])
+    plane_not_cut = (
+        [code for code in not_cut if code < 0x10000],
+        [code for code in not_cut if code >= 0x10000],
+    )
+    if not astral:
+        mark_class = _char_class(plane[0])
+        return _Classes(
+            # One mark, then the rest: a pattern opening with a class is searched for by a
+            # fast scan for that class, one opening with a repeat is tried at every position.
+            long_marks=re.compile(f"[{mark_class}][{mark_class}]{{{MAX_NON_STARTERS},}}"),
+            cut=re.compile(f"[^{_char_class(plane_not_cut[0])}]"),
+        )
+    mark = f"(?:[{_char_class(plane[0])}]|(?=[{_ASTRAL_RANGE}])[{_char_class(plane[1])}])"
+    return _Classes(
+        long_marks=re.compile(f"{mark}{{{MAX_NON_STARTERS + 1},}}"),
+        cut=re.compile(
+            f"[^{_ASTRAL_RANGE}{_char_class(plane_not_cut[0])}]"
+            f"|(?=[{_ASTRAL_RANGE}])[^{_char_class(plane_not_cut[1])}]"
+        ),
+    )
+
+
+def preload() -> None:
+    """Find the character classes now (about a tenth of a second), not in a request."""
+    _classes(astral=False)
+    _classes(astral=True)
+
+
+def _scanned_code_points() -> Iterator[int]:
+    start = 0
+    for low, high in _STARTER_BLOCKS:
+        yield from range(start, low)
+        start = high + 1
+    yield from range(start, 0x110000)
+
+
+def _char_class(codes: list[int]) -> str:
+    """The inside of a ``[...]`` matching exactly ``codes`` (ascending), as ranges."""
+    ranges: list[list[int]] = []
+    for code in codes:
+        if ranges and ranges[-1][1] == code - 1:
+            ranges[-1][1] = code
+        else:
+            ranges.append([code, code])
+    return "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
 
 
 def normalized(text: str, form: Form = "NFKC") -> str:
@@ -98,21 +200,19 @@ def _in_pieces(text: str, form: Form) -> str:
 def _long_run(run: str, form: Form) -> str:
     """A long run of non-ASCII text: combining runs kept to ``MAX_NON_STARTERS``,
     normalised in pieces cut where ``_kind`` allows."""
+    classes = _classes(astral=_ASTRAL.search(run) is not None)
+    run = classes.long_marks.sub(_first_marks, run)
     out: list[str] = []
-    piece: list[str] = []
-    marks = 0
-    kind = _kind
-    for char in run:
-        k = kind(char)
-        if k == _NON_STARTER:
-            marks += 1
-            if marks > MAX_NON_STARTERS:
-                continue
-        else:
-            marks = 0
-            if k == _CUT and len(piece) >= PIECE_CHARS:
-                out.append(unicodedata.normalize(form, "".join(piece)))
-                piece = []
-        piece.append(char)
-    out.append(unicodedata.normalize(form, "".join(piece)))
+    start = 0
+    while len(run) - start > PIECE_CHARS:
+        cut = classes.cut.search(run, start + PIECE_CHARS)
+        if cut is None:
+            break
+        out.append(unicodedata.normalize(form, run[start : cut.start()]))
+        start = cut.start()
+    out.append(unicodedata.normalize(form, run[start:]))
     return "".join(out)
+
+
+def _first_marks(marks: re.Match[str]) -> str:
+    return marks.group()[:MAX_NON_STARTERS]

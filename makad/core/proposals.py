@@ -536,6 +536,7 @@ def imported_proposals(
                 status="review_required",
                 tags=normalize_tags(item.tags),
                 source_refs=[redact(f"import:{source_format}:{item.source_id}").text],
+                decay_ttl_ms=item.decay_ttl_ms,
             )
         )
     return new, duplicates

@@ -288,6 +288,7 @@ class MemoryService:
         warnings = [
             *fw.not_utf8(text, "MEMORY.md"),
             *fw.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
+            *fw.not_proposals(ws.pending.doc, per_line=False),
             *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
         ]
         shown = display(text)

@@ -21,6 +21,7 @@ ALL = [
     "build_context",
     "build_context_user",
     "memory_format",
+    "normal_form",
     "imports",
     "import_ping",
     "data_dir",

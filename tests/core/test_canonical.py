@@ -22,6 +22,14 @@ def test_spellings_of_the_same_content_hash_alike() -> None:
     assert content_hash("## Deploy\nOn Wednesdays") != content_hash(variants[0])
 
 
+def test_decomposed_and_precomposed_accents_hash_alike() -> None:
+    """Text saved decomposed (macOS: e + a combining accent) is the same content as the
+    precomposed spelling; a compatibility form (x²) stays what it is."""
+    assert content_hash("Prefers re\u0301sume\u0301 format") == content_hash("Prefers résumé format")
+    assert content_hash("한국어") == content_hash("\u1112\u1161\u11ab\u1100\u116e\u11a8\u110b\u1165")
+    assert content_hash("x² = 4") != content_hash("x2 = 4")
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.sampled_from(["## a", "\\## b", "text", "```", "- x", "", "#"]), max_size=8))
 def test_the_written_form_hashes_like_the_content(lines: list[str]) -> None:

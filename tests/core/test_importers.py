@@ -137,6 +137,24 @@ def test_sniff_rejects_json_of_no_known_shape() -> None:
         sniff('{"a": 1}\n{"b": 2}\n')
 
 
+@pytest.mark.parametrize("cut", [0.1, 0.5, 0.99])
+def test_sniff_refuses_json_cut_short_rather_than_reading_its_lines_as_text(cut: float) -> None:
+    """A JSON export cut short (a copy interrupted, a full disk) is refused as invalid JSON
+    with where it breaks, never read as lines of plain text; text that merely opens with a
+    bracket is still text."""
+    export = json.dumps(
+        {"level": "workspace", "entries": [{"title": f"T{i}", "content": "c"} for i in range(5)]}
+    )
+    for text in (json.dumps(json.loads(export), indent=2), export):
+        with pytest.raises(InvalidParams) as refused:
+            sniff(text[: int(len(text) * cut)])
+        assert refused.value.details["reason"] == "invalid_json"
+        assert "not valid JSON" in refused.value.message and refused.value.details["line"] >= 1
+    assert sniff("[[Project]] notes\nuses pnpm\n") == "text"
+    assert sniff("[link](https://example.com) is the wiki\n") == "text"
+    assert sniff("Uses pnpm\n{braces} mark template fields\nTabs, not spaces\n") == "text"
+
+
 def test_mem0_items_keep_ids_timestamps_and_categories() -> None:
     """mem0 get_all keeps each memory's id, created/updated times and categories."""
     result = _parse_fixture("mem0_get_all.json")

@@ -266,6 +266,19 @@ def test_upsert_on_crlf_bom_document_keeps_its_style() -> None:
     assert text.endswith("## N\r\n" + text.split("## N\r\n", 1)[1])
 
 
+@pytest.mark.parametrize("newline", ["\r\n", "\r", "\n"])
+def test_appended_entries_are_separated_by_a_blank_line_in_every_line_ending(newline: str) -> None:
+    """In a CRLF (Windows) or CR (old Mac) file, as in an LF one, a new entry goes after
+    one blank line, never right under the last line of the entry before it."""
+    text = f"# Maka Memory{newline}{newline}## A{newline}last line{newline}"
+    doc = upsert(parse(text), _entry("bbbb", title="B", content="b"))
+    doc = upsert(doc, _entry("cccc", title="C", content="c"))
+    out = render(doc)
+    assert out.startswith(f"{text}{newline}## B{newline}<!-- maka-memory: id=bbbb ")
+    assert f"-->{newline}b{newline}{newline}## C{newline}" in out
+    assert [e.title for e in entries(parse(out))] == ["A", "B", "C"]
+
+
 def test_upsert_replaces_in_place_and_keeps_spacing() -> None:
     """A changed entry is re-rendered where it was, with its trailing blank lines."""
     text = "# M\n\n## A\n<!-- maka-memory: id=a -->\nold\n\n\n\n## B\n<!-- maka-memory: id=b -->\nb\n"

@@ -26,7 +26,8 @@ PARTS = [
 
 @settings(max_examples=200, deadline=None)
 @given(
-    st.lists(st.sampled_from(PARTS), min_size=0, max_size=3 * PIECE_CHARS), st.sampled_from(["NFKC", "NFD"])
+    st.lists(st.sampled_from(PARTS), min_size=0, max_size=3 * PIECE_CHARS),
+    st.sampled_from(["NFKC", "NFC", "NFD"]),
 )
 def test_pieces_give_what_the_whole_gives(parts: list[str], form: str) -> None:
     """Any text of these characters (runs of marks short, as in real text), long enough to
@@ -88,3 +89,52 @@ def test_a_long_index_text_is_bigrammed_in_pieces_as_it_is_whole() -> None:
     whole = cjk._CJK_RUN.sub(cjk._bigrammed, unicodedata.normalize("NFKC", text))
     assert len(whole) > cjk.INDEX_PIECE_CHARS
     assert index_text(text) == whole
+
+
+def _bounded_by_hand(text: str, form: str) -> str:
+    """The specification, one character at a time: each run of more than
+    ``MAX_NON_STARTERS`` marks cut to its first ones, then one call for the whole."""
+    kept: list[str] = []
+    marks = 0
+    for char in text:
+        if unicodedata.combining(unicodedata.normalize("NFKD", char)[:1] or char):
+            marks += 1
+            if marks > MAX_NON_STARTERS:
+                continue
+        else:
+            marks = 0
+        kept.append(char)
+    return unicodedata.normalize(form, "".join(kept))  # type: ignore[arg-type]
+
+
+# Long runs without ASCII: CJK, Hangul syllables and jamo, Indic vowel signs, marks of
+# several classes (in runs past the bound), U+FDFA, halfwidth kana and their voicing marks
+# (a starter whose NFKD is a mark), Tibetan vowels that decompose to marks; past U+FFFF,
+# musical combining marks, a Chakma vowel sign that joins backward, and an emoji.
+LONG_RUN_PARTS = [
+    "漢", "字", "가", "\u1100", "\u1161", "\u11a8", "\u0b95", "\u0bc6", "\u0bbe", "é",
+    "\u0301" * 20, "\u0316" * 25, "\u0327", "\ufdfa", "\uff76", "\uff9e", "\u0f73", "\u3099", "ﬁ",
+    "\U0001d165", "\U0001d16d" * 20, "\U00011127", "\U00011131", "\U0001f44d",
+]  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.sampled_from(LONG_RUN_PARTS), min_size=200, max_size=2 * PIECE_CHARS),
+    st.sampled_from(["NFKC", "NFC", "NFD"]),
+)
+def test_long_runs_normalise_as_the_specification_does(parts: list[str], form: str) -> None:
+    """Long runs of non-ASCII text, marks past the bound included, give what cutting each
+    mark run to 30 and one call for the whole give."""
+    text = "".join(parts)
+    assert normalized(text, form) == _bounded_by_hand(text, form)  # type: ignore[arg-type]
+
+
+def test_the_blocks_never_scanned_hold_only_characters_a_piece_may_start_at() -> None:
+    """The character classes are found once, skipping the blocks of ideographs, Hangul
+    syllables, private use and planes without combining characters: every character
+    there is one a piece may start at, as ``_kind`` reads it."""
+    from makad.core.normal_form import _CUT, _STARTER_BLOCKS, _kind
+
+    for low, high in _STARTER_BLOCKS:
+        assert all(_kind(chr(code)) == _CUT for code in range(low, high + 1)), hex(low)

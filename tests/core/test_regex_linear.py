@@ -27,6 +27,7 @@ from makad.core import (
     cjk,
     compaction,
     conflicts,
+    entries,
     entry_comment,
     entry_text,
     episodes,
@@ -82,6 +83,7 @@ def _sites() -> list[Site]:
         Site("claude.INDEX_LINK", claude.INDEX_LINK, MATCH),
         Site("sniffing._ENTRY_HEADING", sniffing._ENTRY_HEADING, MATCH),
         Site("sniffing._CONTROL", sniffing._CONTROL, SEARCH),
+        Site("sniffing._JSON_OPENING", sniffing._JSON_OPENING, MATCH),
         Site("timestamps._NUMBER", timestamps._NUMBER, MATCH),
         Site("bounded_json._BLANK", bounded_json._BLANK, MATCH),
         # Redaction
@@ -118,6 +120,7 @@ def _sites() -> list[Site]:
         Site("library.keyword_any_case", lib.keyword_any_case, SEARCH),
         Site("redaction._KEY_TAIL", redaction._KEY_TAIL, MATCH),
         # Memory files, entries, history, context
+        Site("entries._CONTROLS", entries._CONTROLS, SEARCH),
         Site("entry_text.COMMENT", entry_text.COMMENT, MATCH),
         Site("entry_text.H2", entry_text.H2, MATCH),
         Site("entry_text.LINE", entry_text.LINE, SEARCH),
@@ -141,6 +144,14 @@ def _sites() -> list[Site]:
         Site("cjk._QUERY_TOKEN", cjk._QUERY_TOKEN, SEARCH),
         Site("normal_form._LONG_NON_ASCII", normal_form._LONG_NON_ASCII, SEARCH),
         Site("normal_form._ASCII", normal_form._ASCII, SEARCH),
+        Site("normal_form._ASTRAL", normal_form._ASTRAL, SEARCH),
+        *(
+            Site(
+                f"normal_form._classes({astral}).{name}", getattr(normal_form._classes(astral), name), SEARCH
+            )
+            for astral in (False, True)
+            for name in ("long_marks", "cut")
+        ),
         Site("compaction._FENCE", compaction._FENCE, MATCH),
         Site("compaction._ANCHORED_PATH", compaction._ANCHORED_PATH, MATCH),
         Site("compaction._RELATIVE_PATH", compaction._RELATIVE_PATH, MATCH),

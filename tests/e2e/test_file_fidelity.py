@@ -326,6 +326,68 @@ def test_rejected_content_stays_rejected_whatever_its_escaping(module_daemon: Da
         assert not again["queued"] and again["previouslyRejected"]["proposalId"] == proposal["id"]
 
 
+def test_decomposed_accents_are_the_same_content(module_daemon: DaemonProcess) -> None:
+    """A MEMORY.md saved decomposed (macOS) holds the same memory as an agent's precomposed
+    proposal: a duplicate; and a rejected proposal is recognised in either spelling."""
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    (ws / "memory" / "MEMORY.md").write_text(
+        "# M\n\n## Cafe\u0301 notes\nPrefers re\u0301sume\u0301 format\n", encoding="utf-8"
+    )
+    [entry] = entries_of(module_daemon, ws)
+    again = call(module_daemon, "propose", ws, title="Café notes", content="Prefers résumé format")
+    assert not again["queued"] and again["duplicateOf"] == entry["id"]
+    proposal = call(module_daemon, "propose", ws, title="T", content="Crème brûlée on Fridays")["proposal"]
+    call(module_daemon, "reject", ws, ids=[proposal["id"]], reason="wrong")
+    decomposed = "Cre\u0300me bru\u0302le\u0301e on Fridays"
+    again = call(module_daemon, "propose", ws, title="T", content=decomposed)
+    assert not again["queued"] and again["previouslyRejected"]["proposalId"] == proposal["id"]
+
+
+def test_nul_characters_from_a_client_never_reach_the_files(module_daemon: DaemonProcess) -> None:
+    """A proposal, an entry or an import holding NUL characters (which no UTF-8 text file
+    holds: enough of them made PENDING.md read as UTF-16 and refused, stopping every review)
+    is stored without them, and the files keep working."""
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    proposed = call(module_daemon, "propose", ws, title="P\x00", content="\x00a" * 1900)["proposal"]
+    assert proposed["title"] == "P" and proposed["content"] == "a" * 1900
+    assert call(module_daemon, "propose", ws, title="Q", content="next")["queued"]
+    added = call(module_daemon, "add_entry", ws, title="T", content="tab\x00s")["entry"]
+    assert added["content"] == "tabs"
+    data = json.dumps({"entries": [{"title": "I", "content": "i\u0000j"}]})
+    call(module_daemon, "import_memories", ws, data=data, format="makad")
+    listed = call(module_daemon, "list_proposals", ws)["proposals"]
+    assert sorted(p["proposal"]["content"] for p in listed) == ["a" * 1900, "ij", "next"]
+    for name in ("MEMORY.md", "PENDING.md"):
+        assert b"\x00" not in (ws / "memory" / name).read_bytes()
+
+
+def test_terminal_control_characters_from_a_client_never_reach_the_files(
+    module_daemon: DaemonProcess,
+) -> None:
+    """An agent's title, content or tag holding terminal escapes (clearing the screen,
+    retitling the window, a disguised link) is stored without the control characters, so
+    `cat MEMORY.md` or `maka memory list` never runs them; tabs and line breaks stay."""
+    ws = fresh_workspace(module_daemon)
+    call(module_daemon, "set_settings", ws, agentReadEnabled=True, extractToolEnabled=True)
+    proposed = call(
+        module_daemon,
+        "propose",
+        ws,
+        title="Build \x1b]0;pwned\x07notes",
+        content="Run\tmake\r\n\x1b[2J\x1b[31mred\x1b[0m \x1b]8;;http://x\x07link\x1b]8;;\x07 \x9b31m\x7f",
+        tags=["ops\x1b[5m"],
+    )["proposal"]
+    call(module_daemon, "approve", ws, ids=[proposed["id"]])
+    [entry] = entries_of(module_daemon, ws)
+    assert entry["title"] == "Build ]0;pwnednotes"
+    assert entry["content"] == "Run\tmake\n[2J[31mred[0m ]8;;http://xlink]8;; 31m"
+    assert entry["tags"] == ["ops[5m"]
+    written = (ws / "memory" / "MEMORY.md").read_text(encoding="utf-8")
+    assert not any(char in written for char in "\x1b\x07\x9b\x7f")
+
+
 # --- 11. lossless metadata ----------------------------------------------------------------------
 
 _HELD_TOKENS = st.lists(

@@ -223,3 +223,30 @@ def test_stray_lines_that_are_not_utf8_are_listed_and_tidied(
     assert path.read_bytes() == b"# Notes\n\n" + entry
     (waiting,) = module_daemon.call("list_proposals", {"workspace": ws})["proposals"]
     assert waiting["proposal"]["content"] == "The café opens at nine"
+
+
+def test_sections_of_pending_md_not_waiting_for_review_are_named(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """A section typed into PENDING.md without `status=review_required` (or one left
+    `active` there) is no proposal: list_proposals names each by line, read_state once, and
+    the file keeps it; the proposal beside them is listed."""
+    memory = new_ws / "memory"
+    memory.mkdir()
+    path = memory / "PENDING.md"
+    path.write_text(
+        "# Maka Pending Proposals\r\n\r\n## Typed by hand\r\nno comment at all\r\n\r\n"
+        "## Waiting\r\n<!-- maka-memory: id=w1 origin=extracted status=review_required -->\r\nok\r\n\r\n"
+        "## Left active\r\n<!-- maka-memory: id=a1 origin=extracted status=active -->\r\nactive\r\n"
+    )
+    before = path.read_bytes()
+    listed = module_daemon.call("list_proposals", {"workspace": str(new_ws)})
+    assert [p["proposal"]["id"] for p in listed["proposals"]] == ["w1"]
+    named = [(w["kind"], w.get("line")) for w in listed["warnings"]]
+    assert named == [("not_a_proposal", 3), ("not_a_proposal", 10)]
+    assert "Typed by hand" in listed["warnings"][0]["message"]
+    assert "status=review_required" in listed["warnings"][0]["message"]
+    state = read_state(module_daemon, new_ws)
+    (warning,) = [w for w in state["warnings"] if w["kind"] == "not_a_proposal"]
+    assert "line" not in warning and "3, 10" in warning["message"] and state["pendingCount"] == 1
+    assert path.read_bytes() == before

@@ -66,6 +66,65 @@ def test_own_export_round_trips_losslessly(
     assert call(module_daemon, target, "import_memories", data=again)["imported"] == []  # nothing new
 
 
+@pytest.mark.parametrize("export_format", ["json", "markdown"])
+def test_an_export_brings_back_only_what_was_active_and_keeps_decay(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path, export_format: str
+) -> None:
+    """An export with its archived entries (-a) read into another workspace: an archived
+    entry, and one scoped to a session of the exporting workspace, are skipped saying why
+    (never made active memories); an entry that decays keeps its decayTtlMs."""
+    call(module_daemon, new_ws, "add_entry", title="Kept", content="Uses pnpm")
+    day = 86_400_000
+    call(
+        module_daemon, new_ws, "add_entry", title="For a while", content="Freeze until Friday", decayTtlMs=day
+    )
+    old = call(module_daemon, new_ws, "add_entry", title="Retired", content="Deploys on Mondays")["entry"]
+    call(module_daemon, new_ws, "archive_entry", id=old["id"])
+    session = call(module_daemon, new_ws, "open_session")["sessionId"]
+    call(
+        module_daemon,
+        new_ws,
+        "add_entry",
+        title="Mine",
+        content="Only here",
+        scope="session",
+        sessionId=session,
+    )
+    exported = call(module_daemon, new_ws, "export_memories", format=export_format, includeArchived=True)[
+        "data"
+    ]
+    target = short_tmp / f"other-{export_format}"
+    target.mkdir()
+    result = call(module_daemon, target, "import_memories", data=exported)
+    assert sorted(s["reason"].split(":")[0] for s in result["skipped"]) == [
+        "archived in the export",
+        "scoped to one session of the workspace it was exported from",
+    ]
+    call(module_daemon, target, "approve", ids=result["imported"])
+    entries = call(module_daemon, target, "read_state", includeEntries=True, includeArchived=True)["entries"]
+    assert sorted((e["title"], e["status"], e["scope"], e["decayTtlMs"]) for e in entries) == [
+        ("For a while", "active", "workspace", day),
+        ("Kept", "active", "workspace", None),
+    ]
+
+
+def test_an_export_cut_short_is_refused_and_nothing_queued(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A JSON export cut short is refused as invalid JSON naming where it breaks; PENDING.md
+    stays as it was (its lines are never queued as memories of their own)."""
+    fill(module_daemon, new_ws)
+    exported = call(module_daemon, new_ws, "export_memories", format="json")["data"]
+    target = short_tmp / "other"
+    target.mkdir()
+    with pytest.raises(InvalidParams) as refused:
+        call(module_daemon, target, "import_memories", data=exported[: len(exported) // 2])
+    assert refused.value.data["reason"] == "invalid_json"
+    assert "not valid JSON" in str(refused.value)
+    assert call(module_daemon, target, "list_proposals")["proposals"] == []
+    assert not (target / "memory" / "PENDING.md").exists()
+
+
 def test_a_file_with_nothing_to_import_is_an_error_naming_what_was_expected(
     module_daemon: DaemonProcess, new_ws: Path
 ) -> None:

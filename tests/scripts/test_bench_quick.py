@@ -44,6 +44,8 @@ def test_bench_quick_prints_every_key() -> None:
     assert merged["user_entries_shown_per_call"] > 0  # the user level really was merged
     assert {"ready_ms", "rss_mib_idle", "rss_mib_loaded"} <= set(report["startup"])
     assert {"markdown_vs_plain", "not_utf8_vs_plain", "prepare_vs_one_parse"} <= set(report["memory_format"])
+    assert {"cjk_480", "cjk_20k", "marks_80k"} <= set(report["normal_form"])
+    assert all({"us", "baseline_us", "ratio"} <= set(case) for case in report["normal_form"].values())
     assert {"items", "p50_ms", "items_per_s", "pure_p50_ms", "ratio"} <= set(report["imports"])
     assert {"records", "state_lines", "score_ms", "derive_ms", "ratio"} <= set(report["suggestions"])
     ping = report["import_ping"]

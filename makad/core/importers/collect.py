@@ -49,6 +49,7 @@ class Collector:
         created: object = None,
         updated: object = None,
         exact: bool = False,
+        decay_ttl_ms: object = None,
     ) -> None:
         """Add one item, or raise ``ItemProblem`` when its content is missing or not text.
 
@@ -84,6 +85,7 @@ class Collector:
                 updated_at_ms=to_epoch_ms(updated),
                 source_format=self.format,
                 locator=locator,
+                decay_ttl_ms=_decay_or_none(decay_ttl_ms),
             )
         )
 
@@ -103,6 +105,13 @@ class Collector:
 
     def result(self) -> ImportResult:
         return ImportResult(format=self.format, items=self.items, errors=self.errors, skipped=self.skipped)
+
+
+def _decay_or_none(value: object) -> int | None:
+    """A decay (milliseconds, 0: never) as an entry's ``decayTtlMs`` holds one, else None."""
+    if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 1 << 53:
+        return value
+    return None
 
 
 def _over_entry_cap(text: str) -> bool:

@@ -3,8 +3,10 @@
 JSON is ``{"entries": [Entry, ...]}`` (camelCase, as ``read_state`` returns entries);
 Markdown is the MEMORY.md format, so a MEMORY.md from another workspace, or one typed by
 hand as ``## Title`` sections, reads the same way. Titles, contents (every paragraph,
-code block and escaped ``## `` line) and tags are kept as they are; the id and dates
-become the item's source id and dates.
+code block and escaped ``## `` line), tags and decay are kept as they are; the id and
+dates become the item's source id and dates. Only what was an active memory there comes
+back: an archived entry (``export -a``) and one scoped to a session of that workspace are
+skipped, saying so, never made active memories of this one.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from typing import Any
 
 from makad.core import memory_format as fmt
 from makad.core.importers.collect import Collector, as_object, json_records, load_json, string_list
-from makad.core.importers.records import ImportResult
+from makad.core.importers.records import ImportResult, ItemSkipped
 from makad.core.types import Entry
 
 
@@ -36,6 +38,7 @@ def parse_makad(text: str) -> ImportResult:
 
 def _json_entry(out: Collector, locator: str, record: object) -> None:
     entry: dict[str, Any] = as_object(record)
+    _skip_unless_active(entry.get("status"), entry.get("scope"))
     out.item(
         locator,
         entry.get("content"),
@@ -45,10 +48,12 @@ def _json_entry(out: Collector, locator: str, record: object) -> None:
         created=entry.get("createdAt") or None,
         updated=entry.get("updatedAt") or None,
         exact=True,
+        decay_ttl_ms=entry.get("decayTtlMs"),
     )
 
 
 def _section_entry(out: Collector, locator: str, entry: Entry) -> None:
+    _skip_unless_active(entry.status, entry.scope)
     out.item(
         locator,
         entry.content,
@@ -58,4 +63,12 @@ def _section_entry(out: Collector, locator: str, entry: Entry) -> None:
         created=entry.created_at or None,
         updated=entry.updated_at or None,
         exact=True,
+        decay_ttl_ms=entry.decay_ttl_ms,
     )
+
+
+def _skip_unless_active(status: object, scope: object) -> None:
+    if status == "archived":
+        raise ItemSkipped("archived in the export: an import brings back active memories only")
+    if scope == "session":
+        raise ItemSkipped("scoped to one session of the workspace it was exported from")

@@ -65,6 +65,8 @@ class ImportItem(Record):
     created_at_ms: int | None = None
     updated_at_ms: int | None = None
     locator: str = ""
+    # Milliseconds after its creation when the memory archives itself (makad's own exports).
+    decay_ttl_ms: int | None = None
 
 
 class ItemError(Record):

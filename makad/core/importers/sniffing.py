@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 import posixpath
 import re
 from collections import Counter
 from typing import Any, Final
 
+from makad.core.bounded_json import loads
 from makad.core.importers.chatgpt import dated_line
 from makad.core.importers.claude import INDEX_NAME, is_index, is_topic_file
 from makad.core.importers.collect import load_json
@@ -79,8 +81,11 @@ def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
     if lines and sum(line.lstrip().startswith("{") for line in lines) * 2 > len(lines):
         found = _jsonl_format(lines[:_SAMPLE_LINES])
         if found is None:
-            raise _unrecognised("JSON lines")
+            raise _not_json(text) if _opens_json(text) and len(lines) == 1 else _unrecognised("JSON lines")
         return found
+    if _opens_json(text):
+        # A JSON export cut short: read as lines of text, each of its lines would be queued.
+        raise _not_json(text)
     if is_topic_file(text) or is_index(text):
         return "claude_code"
     if name == INDEX_NAME.casefold() and text.lstrip().startswith("---"):
@@ -96,6 +101,34 @@ def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
         if not any(line.lstrip().startswith("#") for line in lines):
             return "text"  # plain lines: one memory per line
     return "markdown"
+
+
+# How a JSON document of records opens: an object with a key, or a list of objects or
+# strings. Text rarely does (``[[wiki links]]``, ``[a link](…)``, ``{braces}`` do not).
+_JSON_OPENING: Final = re.compile(r'\A[ \t\r\n]*(?:\{[ \t\r\n]*["}]|\[[ \t\r\n]*[{"\]])')
+
+
+def _opens_json(text: str) -> bool:
+    return _JSON_OPENING.match(text) is not None
+
+
+def _not_json(text: str) -> InvalidParams:
+    """The error for text that opens as JSON but does not parse: where it breaks."""
+    where: dict[str, int] = {}
+    try:
+        loads(text)
+    except json.JSONDecodeError as exc:
+        where = {"line": exc.lineno, "column": exc.colno}
+    except (ValueError, RecursionError):
+        pass
+    at = f" at line {where['line']}, column {where['column']}" if where else ""
+    return InvalidParams(
+        f"it is not valid JSON{at}: cut short or damaged? Export it again, or name its format, "
+        f"one of {', '.join(FORMATS)}",
+        reason="invalid_json",
+        formats=list(FORMATS),
+        **where,
+    )
 
 
 def _unrecognised(kind: str) -> InvalidParams:

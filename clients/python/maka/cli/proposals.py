@@ -246,7 +246,7 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
 
 
 # The daemon's reasons for which naming another format may help.
-FORMAT_MAY_HELP = frozenset({"no_memories", "unrecognised", "unknown_format"})
+FORMAT_MAY_HELP = frozenset({"no_memories", "unrecognised", "invalid_json", "unknown_format"})
 
 
 def import_refused(exc: RemoteError, asked: str | None = None) -> int:
