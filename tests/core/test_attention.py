@@ -94,6 +94,35 @@ def test_an_acknowledgement_is_not_a_request_left_unanswered() -> None:
     assert one([*failing(1), ev(5, "user_message", "ok thanks")]).outcome == "errors"
 
 
+def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() -> None:
+    """Thanks or praise in the recognized languages, alone or after "ok"/"super"/"vale"
+    ("ok merci", "vale, gracias", "muito obrigado"), is a pleased acknowledgement: the
+    segment is done, not a request left unanswered; asking for more is still a request."""
+    replied = [ev(1, "user_message", "Speed up src/cache.py"), ev(2, "assistant_message", "Done, tests pass.")]
+    for said in (
+        "ok merci",
+        "super, merci beaucoup !",
+        "d'accord, merci",
+        "super, danke",
+        "ok danke dir",
+        "dankeschön",
+        "top, vielen Dank!",
+        "vale, gracias",
+        "genial, muchas gracias",
+        "mil gracias",
+        "muito obrigado",
+        "ok, grazie mille",
+        "prima, dank je wel",
+        "ok ありがとう！",
+        "ok, thank you so much",
+        "cool, thanks a lot",
+    ):
+        rec = one([*replied, ev(3, "user_message", said)])
+        assert (rec.outcome, rec.turns) == ("done", 1), said
+    for said in ("ok merci, maintenant ajoute des tests", "danke, aber der Test schlägt fehl"):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "abandoned", said
+
+
 def test_an_acknowledged_session_is_not_suggested_as_unanswered() -> None:
     """A session whose last word was "great!" is no Unanswered line in the attention state."""
     events = [

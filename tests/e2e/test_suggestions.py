@@ -244,6 +244,29 @@ def test_an_incognito_sessions_work_is_never_suggested(d: DaemonProcess) -> None
     assert not any("Rotate" in c["text"] or "offset lost" in c["text"] for c in reply["candidates"])
 
 
+@pytest.mark.parametrize("thanks", ["ok merci", "super, danke", "vale, gracias", "muito obrigado"])
+def test_work_the_user_thanked_for_in_another_language_is_not_suggested(
+    d: DaemonProcess, thanks: str
+) -> None:
+    """A session left idle after the agent's reply and the user's "ok merci" is finished
+    work: no Unanswered line, no resume suggestion cites it."""
+    w = fresh(d)
+    now = now_ms()
+    thanked = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "Speed up the lookup in src/cache.py", "ts": now - DAY},
+            {"type": "assistant_message", "text": "Done: src/cache.py uses a dict now.", "ts": now - DAY + 1},
+            {"type": "user_message", "text": thanks, "ts": now - DAY + 2},
+        ],
+    )
+    thread_session(d, w, now - DAY + 3_600_000)
+    reply = wait_suggest(d, w, fires("wire the exporter"))
+    assert not any(thanked in ref for c in reply["candidates"] or [] for ref in c["refs"])
+    assert not mentions(attention(d, w), "src/cache.py", "Active threads", "Recently abandoned")
+
+
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
     """delete_session: nothing suggested or listed cites it, at once and once derived again."""
     w = fresh(d)
