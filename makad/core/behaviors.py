@@ -76,11 +76,20 @@ _NEUTRAL_ACK: Final = (
 )
 _GOOD_ACK: Final = (
     r"great|awesome|excellent|nice|cool|sweet|neat|wonderful|amazing|brilliant|perfect"
-    r"|good job|well done|nice work|great work|thanks?|thank you|ty|thx|cheers|bravo"
+    r"|good job|well done|nice work|great work|looks (?:good|great)"
+    r"|thanks?(?: a lot| so much)?|thank you(?: so much| very much)?|many thanks|ty|thx|cheers|bravo"
     r"|super|top|genial|génial|toll|ótimo|otimo"
+    # Thanks and praise in the languages DONE_SAID knows, so that "ok merci" or
+    # "vale, gracias" acknowledges as "ok thanks" does.
+    r"|merci(?: beaucoup| bien)?|parfait|excellente?|impeccable|nickel|tr[èe]s bien"
+    r"|danke(?: sch[öo]n| sehr| dir| euch)?|dankesch[öo]n|vielen dank|perfekt|klasse|sehr gut"
+    r"|(?:muchas |mil )?gracias|perfecto|estupendo|muy bien"
+    r"|(?:muito )?obrigad[oa]|valeu|perfeito|grazie(?: mille)?|perfetto|ottimo"
+    r"|bedankt|dank (?:je|u)(?: wel)?"
+    r"|ありがとう(?:ございます)?|谢谢|多谢|감사합니다|고마워"
 )
 _GOOD_EMOJI: Final = "[👍👌🎉✅🙏🙌💯]"
-_ACK_SEPARATOR: Final = r"[\s,.!~:;)-]"
+_ACK_SEPARATOR: Final = r"[\s,.!~:;)\-！。、，]"
 ACK_SAID: Final = re.compile(
     rf"\s*(?:(?:{_NEUTRAL_ACK}|{_GOOD_ACK})(?:{_ACK_SEPARATOR}+|$)"
     rf"|{_GOOD_EMOJI}[\U0001F3FB-\U0001F3FF\uFE0F]?{_ACK_SEPARATOR}*){{1,4}}",

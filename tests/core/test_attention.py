@@ -98,7 +98,10 @@ def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() ->
     """Thanks or praise in the recognized languages, alone or after "ok"/"super"/"vale"
     ("ok merci", "vale, gracias", "muito obrigado"), is a pleased acknowledgement: the
     segment is done, not a request left unanswered; asking for more is still a request."""
-    replied = [ev(1, "user_message", "Speed up src/cache.py"), ev(2, "assistant_message", "Done, tests pass.")]
+    replied = [
+        ev(1, "user_message", "Speed up src/cache.py"),
+        ev(2, "assistant_message", "Done, tests pass."),
+    ]
     for said in (
         "ok merci",
         "super, merci beaucoup !",
@@ -119,7 +122,7 @@ def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() ->
     ):
         rec = one([*replied, ev(3, "user_message", said)])
         assert (rec.outcome, rec.turns) == ("done", 1), said
-    for said in ("ok merci, maintenant ajoute des tests", "danke, aber der Test schlägt fehl"):
+    for said in ("ok merci, maintenant ajoute des tests", "super, danke — und jetzt die Tests?"):
         assert one([*replied, ev(3, "user_message", said)]).outcome == "abandoned", said
 
 
