@@ -126,6 +126,26 @@ def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() ->
         assert one([*replied, ev(3, "user_message", said)]).outcome == "abandoned", said
 
 
+def test_thanks_followed_by_a_further_ask_is_a_request() -> None:
+    """ "Thanks, but it still crashes — can you look?" asks for more: left without a reply it
+    is abandoned (an Unanswered line), not done; plain thanks stay done."""
+    replied = [ev(1, "user_message", "Fix src/export.py"), ev(2, "assistant_message", "Fixed, tests pass.")]
+    for said in (
+        "Thanks, but it still crashes on Windows paths — can you look?",
+        "thanks! can you also add a test for empty rows?",
+        "Danke, aber der Export schlägt unter Windows noch fehl",
+        "merci, mais le test échoue encore sous Windows",
+        "gracias, pero sigue fallando en Windows",
+        "That works, however the CLI flag is still missing",
+    ):
+        rec = one([*replied, ev(3, "user_message", said)])
+        assert rec.outcome == "abandoned", said
+        state = derive(NOW, [rec])
+        assert any(line.text.startswith("Unanswered") for _, line in state.lines()), said
+    for said in ("Thanks, that works", "thanks!", "Perfect, that's it.", "lgtm, ship it", "merci, ça marche"):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
+
+
 def test_an_acknowledged_session_is_not_suggested_as_unanswered() -> None:
     """A session whose last word was "great!" is no Unanswered line in the attention state."""
     events = [

@@ -267,6 +267,30 @@ def test_work_the_user_thanked_for_in_another_language_is_not_suggested(
     assert not mentions(attention(d, w), "src/cache.py", "Active threads", "Recently abandoned")
 
 
+def test_thanks_with_a_further_ask_left_unanswered_is_suggested(d: DaemonProcess) -> None:
+    """ "Thanks, but it still crashes — can you look?" with no reply is an unanswered request:
+    it is listed in the attention state and offered back."""
+    w = fresh(d)
+    now = now_ms()
+    asked = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "Make src/export.py skip empty rows", "ts": now - DAY},
+            {"type": "assistant_message", "text": "Empty rows are skipped now.", "ts": now - DAY + 1},
+            {
+                "type": "user_message",
+                "text": "Thanks, but it still crashes on Windows paths, can you look?",
+                "ts": now - DAY + 2,
+            },
+        ],
+    )
+    reply = wait_suggest(d, w, fires("Make src/export.py skip empty rows"))
+    [item] = reply["suggestions"]
+    assert item["kind"] == "resume_thread" and item["text"].startswith("Resume (unanswered)")
+    assert all(ref.startswith(f"event:{asked}:") for ref in item["refs"])
+
+
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
     """delete_session: nothing suggested or listed cites it, at once and once derived again."""
     w = fresh(d)
