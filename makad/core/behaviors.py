@@ -9,8 +9,9 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 - the ``intent``: the request that opened the segment, abbreviated;
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
-  "done", "lgtm", "danke", "merci", … — as the segment's last request, or the session
-  was closed after a reply with no open thread in its working state), ``dropped`` (the
+  "done", "lgtm", "danke", "merci", … — as the segment's last request, asking nothing
+  more ("thanks, but …", a question), or the session was closed after a reply with no
+  open thread in its working state), ``dropped`` (the
   user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
   segment's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
@@ -67,6 +68,12 @@ DONE_SAID: Final = re.compile(
     r"|ありがとう|谢谢|多谢|감사합니다|고마워)",
     re.IGNORECASE,
 )
+# What, after a DONE_SAID opening, asks for more: "thanks, but it still fails", "thanks!
+# can you also …?" are requests, not the work said finished.
+ASKS_MORE: Final = re.compile(
+    r"[?¿]|(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar)(?!\w)", re.IGNORECASE
+)
+ASKS_MORE_CHARS: Final = 2_000
 # A user message that only acknowledges the reply before it (the whole message): it asks
 # nothing, so it is not a request left unanswered. Words in the second group also say the
 # work turned out well, like DONE_SAID.
@@ -217,7 +224,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         if request:
             carry.turns += 1
             carry.last_request_seq = event.seq
-            carry.done_seq = event.seq if DONE_SAID.match(event.text[:200]) else 0
+            carry.done_seq = event.seq if _says_done(event.text) else 0
             carry.dropped_seq = event.seq if DROPPED_SAID.match(event.text[:200]) else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
@@ -245,6 +252,11 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         for path in paths_in(event):
             carry.paths = _count(carry.paths, path, MAX_PATHS)
     return closed, carry
+
+
+def _says_done(text: str) -> bool:
+    """The request says the work is finished, and asks for nothing more."""
+    return DONE_SAID.match(text[:200]) is not None and ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
 
 
 def _acknowledges(text: str) -> bool:

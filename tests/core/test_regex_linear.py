@@ -163,6 +163,7 @@ def _sites() -> list[Site]:
         Site("behaviors.DROPPED_SAID", behaviors.DROPPED_SAID, MATCH),
         Site("behaviors.ACK_SAID", behaviors.ACK_SAID, MATCH),
         Site("behaviors.GOOD_ACK", behaviors.GOOD_ACK, SEARCH),
+        Site("behaviors.ASKS_MORE", behaviors.ASKS_MORE, SEARCH),
         Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),
         Site("suggestions._LINE", suggestions._LINE, MATCH),
         Site("suggestions._WH", suggestions._WH, MATCH),
