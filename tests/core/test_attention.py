@@ -126,6 +126,43 @@ def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() ->
         assert one([*replied, ev(3, "user_message", said)]).outcome == "abandoned", said
 
 
+def test_thanks_alone_in_more_languages_acknowledges_the_reply() -> None:
+    """A whole message of thanks in Russian, Polish, Czech, Swedish, Finnish, Turkish, Greek,
+    Arabic, Hebrew, Hindi, … after a reply is done; the same word with no reply before it
+    is still a request left unanswered."""
+    replied = [
+        ev(1, "user_message", "Speed up src/cache.py"),
+        ev(2, "assistant_message", "Done, tests pass."),
+    ]
+    for said in (
+        "спасибо!",
+        "Большое спасибо",
+        "дякую",
+        "dzięki",
+        "ok, dziękuję",
+        "díky",
+        "tack!",
+        "takk",
+        "kiitos",
+        "teşekkürler",
+        "ευχαριστώ",
+        "köszönöm",
+        "mulțumesc",
+        "cảm ơn",
+        "terima kasih",
+        "شكرا",
+        "תודה רבה",
+        "धन्यवाद",
+    ):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
+    assert one(
+        [ev(1, "user_message", "Speed up src/cache.py"), ev(2, "user_message", "спасибо")]
+    ).outcome == ("abandoned")
+    assert one([*replied, ev(3, "user_message", "Tack a retry onto the fetch in src/net.py")]).outcome == (
+        "abandoned"
+    )
+
+
 def test_thanks_followed_by_a_further_ask_is_a_request() -> None:
     """ "Thanks, but it still crashes — can you look?" asks for more: left without a reply it
     is abandoned (an Unanswered line), not done; plain thanks stay done."""

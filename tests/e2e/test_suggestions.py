@@ -244,7 +244,9 @@ def test_an_incognito_sessions_work_is_never_suggested(d: DaemonProcess) -> None
     assert not any("Rotate" in c["text"] or "offset lost" in c["text"] for c in reply["candidates"])
 
 
-@pytest.mark.parametrize("thanks", ["ok merci", "super, danke", "vale, gracias", "muito obrigado"])
+@pytest.mark.parametrize(
+    "thanks", ["ok merci", "super, danke", "vale, gracias", "muito obrigado", "спасибо!"]
+)
 def test_work_the_user_thanked_for_in_another_language_is_not_suggested(
     d: DaemonProcess, thanks: str
 ) -> None:
