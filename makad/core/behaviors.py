@@ -18,7 +18,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
   reply ("ok", "got it", "great!") is no request: the segment keeps its last request's
   outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
-  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
+  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch,
+  and a message of thanks alone in many more languages ("спасибо", "kiitos", "شكرا");
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
@@ -94,6 +95,12 @@ _GOOD_ACK: Final = (
     r"|(?:muito )?obrigad[oa]|valeu|perfeito|grazie(?: mille)?|perfetto|ottimo"
     r"|bedankt|dank (?:je|u)(?: wel)?"
     r"|ありがとう(?:ございます)?|谢谢|多谢|감사합니다|고마워"
+    # Thanks in more languages, recognized only as a whole message (never as the opening
+    # of a request: "tack" is also an English verb).
+    r"|(?:большое )?спасибо(?: большое)?|спс|дякую|dzi[ęe]kuj[ęe]|dzi[ęe]ki|d[íi]ky|d[ěe]kuji"
+    r"|tack(?: så mycket)?|takk|tusind tak|kiitos|te[şs]ekk[üu]rler|te[şs]ekk[üu]r ederim|sa[ğg] ?ol"
+    r"|ευχαριστώ(?: πολύ)?|k[öo]sz[öo]n[öo]m|k[öo]szi|mul[țţt]umesc|c[ảa]m [ơo]n|terima kasih|makasih"
+    r"|شكرا(?: جزيلا)?|תודה(?: רבה)?|धन्यवाद|शुक्रिया"
 )
 _GOOD_EMOJI: Final = "[👍👌🎉✅🙏🙌💯]"
 _ACK_SEPARATOR: Final = r"[\s,.!~:;)\-！。、，]"
