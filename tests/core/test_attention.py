@@ -183,6 +183,25 @@ def test_thanks_followed_by_a_further_ask_is_a_request() -> None:
         assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
 
 
+def test_an_unanswered_follow_up_names_the_request_left_unanswered() -> None:
+    """When the segment's opening request was answered and a later one was not, the
+    Unanswered line names that later request (after the opening one, for the topic);
+    an unanswered opening request is named alone."""
+    events = [
+        ev(1, "user_message", "Why does the CI cache miss on every run?"),
+        ev(2, "assistant_message", "The cache key includes the date."),
+        ev(3, "user_message", "And how do I fix the key in .github/workflows/ci.yml?"),
+    ]
+    rec = one(events)
+    assert rec.outcome == "abandoned"
+    [line] = [line for name, line in derive(NOW, [rec]).lines() if name == "Active threads"]
+    assert line.text.startswith("Unanswered: Why does the CI cache miss on every run?")
+    assert line.text.endswith("And how do I fix the key in .github/workflows/ci.yml?")
+    assert line.refs == ["event:s:1", "event:s:3"]
+    alone = one([ev(1, "user_message", "Port the exporter to src/export.py")])
+    assert alone.thread == "Port the exporter to src/export.py"
+
+
 def test_an_acknowledged_session_is_not_suggested_as_unanswered() -> None:
     """A session whose last word was "great!" is no Unanswered line in the attention state."""
     events = [

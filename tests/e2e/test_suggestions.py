@@ -271,7 +271,7 @@ def test_work_the_user_thanked_for_in_another_language_is_not_suggested(
 
 def test_thanks_with_a_further_ask_left_unanswered_is_suggested(d: DaemonProcess) -> None:
     """ "Thanks, but it still crashes — can you look?" with no reply is an unanswered request:
-    it is listed in the attention state and offered back."""
+    it is listed in the attention state and offered back, naming that request."""
     w = fresh(d)
     now = now_ms()
     asked = session(
@@ -290,6 +290,7 @@ def test_thanks_with_a_further_ask_left_unanswered_is_suggested(d: DaemonProcess
     reply = wait_suggest(d, w, fires("Make src/export.py skip empty rows"))
     [item] = reply["suggestions"]
     assert item["kind"] == "resume_thread" and item["text"].startswith("Resume (unanswered)")
+    assert "still crashes on Windows paths" in item["text"]
     assert all(ref.startswith(f"event:{asked}:") for ref in item["refs"])
 
 
