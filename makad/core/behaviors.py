@@ -21,7 +21,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch,
   and a message of thanks alone in many more languages ("спасибо", "kiitos", "شكرا");
 - ``thread``: what is left open — the working state's last open thread, else (unless
-  the failures say it) the intent;
+  the failures say it) the intent, followed by the last request when that later one
+  is the request left without a reply;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
   ``failures`` and the ``fixes`` (successful calls, which later segments' failures are
   resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
@@ -152,6 +153,7 @@ class Carry(msgspec.Struct, kw_only=True):
     intent: str = ""
     intent_seq: int = 0
     last_request_seq: int = 0
+    last_request: str = ""  # its first line, abbreviated
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
     dropped_seq: int = 0  # the last request, when it let the work go
@@ -231,6 +233,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         if request:
             carry.turns += 1
             carry.last_request_seq = event.seq
+            carry.last_request = _first_line(event.text)
             carry.done_seq = event.seq if _says_done(event.text) else 0
             carry.dropped_seq = event.seq if DROPPED_SAID.match(event.text[:200]) else 0
             if not carry.intent:
@@ -295,6 +298,11 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
         thread = abbreviate(" ".join(threads[-1].split()), INTENT_CHARS)
     elif outcome == "errors":
         thread = ""  # the failures say it
+    elif outcome == "abandoned" and carry.last_request_seq != carry.intent_seq and carry.last_request:
+        # The opening request was answered, a later one was not: name both.
+        thread = abbreviate(
+            f"{abbreviate(carry.intent, INTENT_CHARS // 2)} — then: {carry.last_request}", INTENT_CHARS
+        )
     else:
         thread = carry.intent
     refs = []
