@@ -294,6 +294,27 @@ def test_thanks_with_a_further_ask_left_unanswered_is_suggested(d: DaemonProcess
     assert all(ref.startswith(f"event:{asked}:") for ref in item["refs"])
 
 
+def test_a_thread_let_go_in_a_later_session_in_other_words_is_not_suggested(d: DaemonProcess) -> None:
+    """Left open in one session and let go in the next ("never mind the exporter wiring"):
+    no resume suggestion, no open line in the attention state."""
+    w = fresh(d)
+    now = now_ms()
+    thread_session(d, w, now - 2 * DAY)
+    session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "never mind the exporter wiring, not needed", "ts": now - DAY},
+            {"type": "assistant_message", "text": "OK, leaving it.", "ts": now - DAY + 1},
+        ],
+    )
+    state = wait_for(d, w, lambda s: mentions(s, "2 session(s)", "Rhythm"))
+    assert mentions(state, "2 session(s)", "Rhythm")
+    assert not mentions(state, "wire the exporter", "Active threads", "Recently abandoned")
+    reply = suggest(d, w)
+    assert not any("wire the exporter" in c["text"] and c["score"] > 0 for c in reply["candidates"] or [])
+
+
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
     """delete_session: nothing suggested or listed cites it, at once and once derived again."""
     w = fresh(d)
