@@ -184,6 +184,7 @@ class Behavior(msgspec.Struct, kw_only=True, rename="camel"):
     failures: list[FailureNote]
     fixes: list[FixNote]
     refs: list[str]
+    let_go: str = ""  # a dropped segment's last request: the words that let the work go
 
 
 def call_key(tool: str, call: str) -> str:
@@ -327,6 +328,7 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
         failures=list(carry.failures),
         fixes=list(carry.fixes),
         refs=refs,
+        let_go=carry.last_request if outcome == "dropped" else "",
     )
 
 

@@ -169,6 +169,7 @@ def _sites() -> list[Site]:
         Site("suggestions._WH", suggestions._WH, MATCH),
         Site("suggestions._POLITE", suggestions._POLITE, MATCH),
         Site("attention._WORD", attention._WORD, SEARCH),
+        Site("attention._NAMING_WORD", attention._NAMING_WORD, SEARCH),
         Site("session_notes.RESTATEMENT", session_notes.RESTATEMENT, MATCH),
         # Facts that changed, and one owner per fact
         Site("conflicts._SENTENCES", conflicts._SENTENCES, SEARCH),

@@ -304,7 +304,11 @@ def test_a_thread_let_go_in_a_later_session_in_other_words_is_not_suggested(d: D
         d,
         w,
         [
-            {"type": "user_message", "text": "never mind the exporter wiring, not needed", "ts": now - DAY},
+            {
+                "type": "user_message",
+                "text": "never mind the exporter for the CLI, not needed",
+                "ts": now - DAY,
+            },
             {"type": "assistant_message", "text": "OK, leaving it.", "ts": now - DAY + 1},
         ],
     )
