@@ -18,7 +18,9 @@ sections, each line with its refs, each fact in one section only:
 A thread is resolved — and leaves the open sections — when a later segment of the same
 session ends ``done``, when a later segment of any session that ends ``done`` touched
 one of its paths, and (a failure) when a later successful result of the same call fixed
-it. A line whose text repeats memory text the user deleted or corrected
+it. An open thread is also let go when a later segment ends ``dropped`` with a request
+naming it (``DROP_SHARED_WORDS`` of its words; the failures stay listed).
+A line whose text repeats memory text the user deleted or corrected
 (``retracted_digests``) is left out, whatever section it was meant for.
 """
 
@@ -34,6 +36,7 @@ import msgspec
 
 from makad.core.behaviors import Behavior, call_key
 from makad.core.compaction import abbreviate
+from makad.core.episodes import STOPWORDS
 from makad.core.ownership import fact_key
 from makad.core.types import UnixMs
 from makad.core.when import utc_moment
@@ -58,6 +61,15 @@ LINE_CHARS: Final = 200
 MAX_REFS: Final = 3
 SHINGLE_WORDS: Final = 5
 _WORD: Final = re.compile(r"\w+")
+# A later request that lets work go names an open thread when they share this many words
+# (of 3+ letters, outside the stop words, compared on their first STEM_CHARS letters, so
+# "parser" is "parse"): "never mind the parser split" names "split the parser in …".
+DROP_SHARED_WORDS: Final = 2
+STEM_CHARS: Final = 5
+_NAMING_WORD: Final = re.compile(r"[^\W\d_]{3,}")
+_SHORT_STOPWORDS: Final = frozenset(
+    ("the", "and", "for", "not", "but", "you", "can", "let", "get", "all", "any")
+)
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -154,6 +166,25 @@ class _Thread(msgspec.Struct, kw_only=True):
     at: int
     paths: set[str]
     session_id: str
+    open: bool = False  # an Open/Unanswered thread (else a failure)
+    words: frozenset[str] = frozenset()  # the words a later request names it by
+
+
+def naming_words(text: str) -> frozenset[str]:
+    """The words a request names a thread by (see ``DROP_SHARED_WORDS``)."""
+    words = (w.casefold() for w in _NAMING_WORD.findall(text))
+    return frozenset(w[:STEM_CHARS] for w in words if w not in STOPWORDS and w not in _SHORT_STOPWORDS)
+
+
+def lets_go(words: frozenset[str], session_id: str, at: int, record: Behavior) -> bool:
+    """Whether ``record`` let go of an open thread (its naming ``words``, session, time): it
+    ended ``dropped`` later, in the same session or with a request naming the thread. Not
+    by its paths: a segment on several threads drops only the one its last request names."""
+    if record.outcome != "dropped" or record.ended_at < at:
+        return False
+    if record.session_id == session_id:
+        return True
+    return len(words & naming_words(record.let_go)) >= DROP_SHARED_WORDS
 
 
 def _resolved_by_later(thread: _Thread, record: Behavior) -> bool:
@@ -177,6 +208,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
         fixed_after[index] = set(running)
         running |= {call_key(f.tool, f.call) for f in ordered[index].fixes}
     done = [(i, r) for i, r in enumerate(ordered) if r.outcome == "done"]
+    dropped = [(i, r) for i, r in enumerate(ordered) if r.outcome == "dropped"]
     found: list[_Thread] = []
     for index, record in enumerate(ordered):
         paths = set(record.paths)
@@ -203,9 +235,18 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
                     at=record.ended_at,
                     paths=paths,
                     session_id=record.session_id,
+                    open=True,
+                    words=naming_words(f"{record.thread} {record.intent}"),
                 )
             )
-        found.extend(t for t in mine if not any(j > index and _resolved_by_later(t, r) for j, r in done))
+        found.extend(
+            t
+            for t in mine
+            if not any(j > index and _resolved_by_later(t, r) for j, r in done)
+            and not (
+                t.open and any(j > index and lets_go(t.words, t.session_id, t.at, r) for j, r in dropped)
+            )
+        )
     found.sort(key=lambda t: -t.at)
     return found
 

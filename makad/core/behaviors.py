@@ -9,17 +9,20 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 - the ``intent``: the request that opened the segment, abbreviated;
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
-  "done", "lgtm", "danke", "merci", … — as the segment's last request, or the session
-  was closed after a reply with no open thread in its working state), ``dropped`` (the
+  "done", "lgtm", "danke", "merci", … — as the segment's last request, asking nothing
+  more ("thanks, but …", a question), or the session was closed after a reply with no
+  open thread in its working state), ``dropped`` (the
   user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
   segment's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
   reply ("ok", "got it", "great!") is no request: the segment keeps its last request's
   outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
-  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
+  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch,
+  and a message of thanks alone in many more languages ("спасибо", "kiitos", "شكرا");
 - ``thread``: what is left open — the working state's last open thread, else (unless
-  the failures say it) the intent;
+  the failures say it) the intent, followed by the last request when that later one
+  is the request left without a reply;
 - the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
   ``failures`` and the ``fixes`` (successful calls, which later segments' failures are
   resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
@@ -67,6 +70,12 @@ DONE_SAID: Final = re.compile(
     r"|ありがとう|谢谢|多谢|감사합니다|고마워)",
     re.IGNORECASE,
 )
+# What, after a DONE_SAID opening, asks for more: "thanks, but it still fails", "thanks!
+# can you also …?" are requests, not the work said finished.
+ASKS_MORE: Final = re.compile(
+    r"[?¿]|(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar)(?!\w)", re.IGNORECASE
+)
+ASKS_MORE_CHARS: Final = 2_000
 # A user message that only acknowledges the reply before it (the whole message): it asks
 # nothing, so it is not a request left unanswered. Words in the second group also say the
 # work turned out well, like DONE_SAID.
@@ -76,11 +85,26 @@ _NEUTRAL_ACK: Final = (
 )
 _GOOD_ACK: Final = (
     r"great|awesome|excellent|nice|cool|sweet|neat|wonderful|amazing|brilliant|perfect"
-    r"|good job|well done|nice work|great work|thanks?|thank you|ty|thx|cheers|bravo"
+    r"|good job|well done|nice work|great work|looks (?:good|great)"
+    r"|thanks?(?: a lot| so much)?|thank you(?: so much| very much)?|many thanks|ty|thx|cheers|bravo"
     r"|super|top|genial|génial|toll|ótimo|otimo"
+    # Thanks and praise in the languages DONE_SAID knows, so that "ok merci" or
+    # "vale, gracias" acknowledges as "ok thanks" does.
+    r"|merci(?: beaucoup| bien)?|parfait|excellente?|impeccable|nickel|tr[èe]s bien"
+    r"|danke(?: sch[öo]n| sehr| dir| euch)?|dankesch[öo]n|vielen dank|perfekt|klasse|sehr gut"
+    r"|(?:muchas |mil )?gracias|perfecto|estupendo|muy bien"
+    r"|(?:muito )?obrigad[oa]|valeu|perfeito|grazie(?: mille)?|perfetto|ottimo"
+    r"|bedankt|dank (?:je|u)(?: wel)?"
+    r"|ありがとう(?:ございます)?|谢谢|多谢|감사합니다|고마워"
+    # Thanks in more languages, recognized only as a whole message (never as the opening
+    # of a request: "tack" is also an English verb).
+    r"|(?:большое )?спасибо(?: большое)?|спс|дякую|dzi[ęe]kuj[ęe]|dzi[ęe]ki|d[íi]ky|d[ěe]kuji"
+    r"|tack(?: så mycket)?|takk|tusind tak|kiitos|te[şs]ekk[üu]rler|te[şs]ekk[üu]r ederim|sa[ğg] ?ol"
+    r"|ευχαριστώ(?: πολύ)?|k[öo]sz[öo]n[öo]m|k[öo]szi|mul[țţt]umesc|c[ảa]m [ơo]n|terima kasih|makasih"
+    r"|شكرا(?: جزيلا)?|תודה(?: רבה)?|धन्यवाद|शुक्रिया"
 )
 _GOOD_EMOJI: Final = "[👍👌🎉✅🙏🙌💯]"
-_ACK_SEPARATOR: Final = r"[\s,.!~:;)-]"
+_ACK_SEPARATOR: Final = r"[\s,.!~:;)\-！。、，]"
 ACK_SAID: Final = re.compile(
     rf"\s*(?:(?:{_NEUTRAL_ACK}|{_GOOD_ACK})(?:{_ACK_SEPARATOR}+|$)"
     rf"|{_GOOD_EMOJI}[\U0001F3FB-\U0001F3FF\uFE0F]?{_ACK_SEPARATOR}*){{1,4}}",
@@ -129,6 +153,7 @@ class Carry(msgspec.Struct, kw_only=True):
     intent: str = ""
     intent_seq: int = 0
     last_request_seq: int = 0
+    last_request: str = ""  # its first line, abbreviated
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
     dropped_seq: int = 0  # the last request, when it let the work go
@@ -159,6 +184,7 @@ class Behavior(msgspec.Struct, kw_only=True, rename="camel"):
     failures: list[FailureNote]
     fixes: list[FixNote]
     refs: list[str]
+    let_go: str = ""  # a dropped segment's last request: the words that let the work go
 
 
 def call_key(tool: str, call: str) -> str:
@@ -208,7 +234,8 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         if request:
             carry.turns += 1
             carry.last_request_seq = event.seq
-            carry.done_seq = event.seq if DONE_SAID.match(event.text[:200]) else 0
+            carry.last_request = _first_line(event.text)
+            carry.done_seq = event.seq if _says_done(event.text) else 0
             carry.dropped_seq = event.seq if DROPPED_SAID.match(event.text[:200]) else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
@@ -236,6 +263,11 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         for path in paths_in(event):
             carry.paths = _count(carry.paths, path, MAX_PATHS)
     return closed, carry
+
+
+def _says_done(text: str) -> bool:
+    """The request says the work is finished, and asks for nothing more."""
+    return DONE_SAID.match(text[:200]) is not None and ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
 
 
 def _acknowledges(text: str) -> bool:
@@ -267,6 +299,11 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
         thread = abbreviate(" ".join(threads[-1].split()), INTENT_CHARS)
     elif outcome == "errors":
         thread = ""  # the failures say it
+    elif outcome == "abandoned" and carry.last_request_seq != carry.intent_seq and carry.last_request:
+        # The opening request was answered, a later one was not: name both.
+        thread = abbreviate(
+            f"{abbreviate(carry.intent, INTENT_CHARS // 2)} — then: {carry.last_request}", INTENT_CHARS
+        )
     else:
         thread = carry.intent
     refs = []
@@ -291,6 +328,7 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
         failures=list(carry.failures),
         fixes=list(carry.fixes),
         refs=refs,
+        let_go=carry.last_request if outcome == "dropped" else "",
     )
 
 

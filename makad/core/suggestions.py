@@ -42,10 +42,10 @@ A candidate scores 0 — and says why — when the current session (``session_id
 one it came from, already touches its paths or is on the same thread (its records say:
 the service adds records of the session's latest events); when its segment ended with
 the user letting it go (``dropped``: "never mind", "forget it", …) or a later segment on
-the same thread did; when a later record fixed the call or resolved the thread (the state
-may be older than the records); or when it is too fresh, too old, or (proposals) not
-waiting long enough. Such a veto holds for the fact wherever else it shows: the same
-thread left in another session is skipped too.
+the same thread, or naming it, did; when a later record fixed the
+call or resolved the thread (the state may be older than the records); or when it is too
+fresh, too old, or (proposals) not waiting long enough. Such a veto holds for the fact
+wherever else it shows: the same thread left in another session is skipped too.
 
 ``candidates`` lists every candidate with its score, best first (the skipped ones too:
 for explanation and evaluation). ``suggest`` keeps those scoring at least ``THRESHOLD``
@@ -81,6 +81,8 @@ from makad.core.attention import (
     AttentionLine,
     AttentionState,
     ago,
+    lets_go,
+    naming_words,
 )
 from makad.core.behaviors import Behavior, call_key
 from makad.core.compaction import abbreviate
@@ -303,8 +305,13 @@ def _thread_candidate(
     if record is not None and record.outcome == "dropped":
         return _skip(kind, anchor, text, refs, DROPPED)
     later = _later(records, line.at, session_id)
+    words = naming_words(f"{fact} {record.intent}" if record is not None else fact)
     if kind == "resume_thread" and any(
-        r.outcome == "dropped" and thread_key(fact) in (thread_key(r.thread), thread_key(r.intent))
+        r.outcome == "dropped"
+        and (
+            thread_key(fact) in (thread_key(r.thread), thread_key(r.intent))
+            or lets_go(words, seen.session or "", line.at, r)
+        )
         for r in later
     ):
         return _skip(kind, anchor, text, refs, DROPPED)

@@ -94,6 +94,114 @@ def test_an_acknowledgement_is_not_a_request_left_unanswered() -> None:
     assert one([*failing(1), ev(5, "user_message", "ok thanks")]).outcome == "errors"
 
 
+def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() -> None:
+    """Thanks or praise in the recognized languages, alone or after "ok"/"super"/"vale"
+    ("ok merci", "vale, gracias", "muito obrigado"), is a pleased acknowledgement: the
+    segment is done, not a request left unanswered; asking for more is still a request."""
+    replied = [
+        ev(1, "user_message", "Speed up src/cache.py"),
+        ev(2, "assistant_message", "Done, tests pass."),
+    ]
+    for said in (
+        "ok merci",
+        "super, merci beaucoup !",
+        "d'accord, merci",
+        "super, danke",
+        "ok danke dir",
+        "dankeschön",
+        "top, vielen Dank!",
+        "vale, gracias",
+        "genial, muchas gracias",
+        "mil gracias",
+        "muito obrigado",
+        "ok, grazie mille",
+        "prima, dank je wel",
+        "ok ありがとう！",
+        "ok, thank you so much",
+        "cool, thanks a lot",
+    ):
+        rec = one([*replied, ev(3, "user_message", said)])
+        assert (rec.outcome, rec.turns) == ("done", 1), said
+    for said in ("ok merci, maintenant ajoute des tests", "super, danke — und jetzt die Tests?"):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "abandoned", said
+
+
+def test_thanks_alone_in_more_languages_acknowledges_the_reply() -> None:
+    """A whole message of thanks in Russian, Polish, Czech, Swedish, Finnish, Turkish, Greek,
+    Arabic, Hebrew, Hindi, … after a reply is done; the same word with no reply before it
+    is still a request left unanswered."""
+    replied = [
+        ev(1, "user_message", "Speed up src/cache.py"),
+        ev(2, "assistant_message", "Done, tests pass."),
+    ]
+    for said in (
+        "спасибо!",
+        "Большое спасибо",
+        "дякую",
+        "dzięki",
+        "ok, dziękuję",
+        "díky",
+        "tack!",
+        "takk",
+        "kiitos",
+        "teşekkürler",
+        "ευχαριστώ",
+        "köszönöm",
+        "mulțumesc",
+        "cảm ơn",
+        "terima kasih",
+        "شكرا",
+        "תודה רבה",
+        "धन्यवाद",
+    ):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
+    assert one(
+        [ev(1, "user_message", "Speed up src/cache.py"), ev(2, "user_message", "спасибо")]
+    ).outcome == ("abandoned")
+    assert one([*replied, ev(3, "user_message", "Tack a retry onto the fetch in src/net.py")]).outcome == (
+        "abandoned"
+    )
+
+
+def test_thanks_followed_by_a_further_ask_is_a_request() -> None:
+    """ "Thanks, but it still crashes — can you look?" asks for more: left without a reply it
+    is abandoned (an Unanswered line), not done; plain thanks stay done."""
+    replied = [ev(1, "user_message", "Fix src/export.py"), ev(2, "assistant_message", "Fixed, tests pass.")]
+    for said in (
+        "Thanks, but it still crashes on Windows paths — can you look?",
+        "thanks! can you also add a test for empty rows?",
+        "Danke, aber der Export schlägt unter Windows noch fehl",
+        "merci, mais le test échoue encore sous Windows",
+        "gracias, pero sigue fallando en Windows",
+        "That works, however the CLI flag is still missing",
+    ):
+        rec = one([*replied, ev(3, "user_message", said)])
+        assert rec.outcome == "abandoned", said
+        state = derive(NOW, [rec])
+        assert any(line.text.startswith("Unanswered") for _, line in state.lines()), said
+    for said in ("Thanks, that works", "thanks!", "Perfect, that's it.", "lgtm, ship it", "merci, ça marche"):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
+
+
+def test_an_unanswered_follow_up_names_the_request_left_unanswered() -> None:
+    """When the segment's opening request was answered and a later one was not, the
+    Unanswered line names that later request (after the opening one, for the topic);
+    an unanswered opening request is named alone."""
+    events = [
+        ev(1, "user_message", "Why does the CI cache miss on every run?"),
+        ev(2, "assistant_message", "The cache key includes the date."),
+        ev(3, "user_message", "And how do I fix the key in .github/workflows/ci.yml?"),
+    ]
+    rec = one(events)
+    assert rec.outcome == "abandoned"
+    [line] = [line for name, line in derive(NOW, [rec]).lines() if name == "Active threads"]
+    assert line.text.startswith("Unanswered: Why does the CI cache miss on every run?")
+    assert line.text.endswith("And how do I fix the key in .github/workflows/ci.yml?")
+    assert line.refs == ["event:s:1", "event:s:3"]
+    alone = one([ev(1, "user_message", "Port the exporter to src/export.py")])
+    assert alone.thread == "Port the exporter to src/export.py"
+
+
 def test_an_acknowledged_session_is_not_suggested_as_unanswered() -> None:
     """A session whose last word was "great!" is no Unanswered line in the attention state."""
     events = [

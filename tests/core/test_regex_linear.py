@@ -174,11 +174,13 @@ def _sites() -> list[Site]:
         Site("behaviors.DROPPED_SAID", behaviors.DROPPED_SAID, MATCH),
         Site("behaviors.ACK_SAID", behaviors.ACK_SAID, MATCH),
         Site("behaviors.GOOD_ACK", behaviors.GOOD_ACK, SEARCH),
+        Site("behaviors.ASKS_MORE", behaviors.ASKS_MORE, SEARCH),
         Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),
         Site("suggestions._LINE", suggestions._LINE, MATCH),
         Site("suggestions._WH", suggestions._WH, MATCH),
         Site("suggestions._POLITE", suggestions._POLITE, MATCH),
         Site("attention._WORD", attention._WORD, SEARCH),
+        Site("attention._NAMING_WORD", attention._NAMING_WORD, SEARCH),
         Site("session_notes.RESTATEMENT", session_notes.RESTATEMENT, MATCH),
         # Facts that changed, and one owner per fact
         Site("conflicts._SENTENCES", conflicts._SENTENCES, SEARCH),

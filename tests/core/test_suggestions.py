@@ -398,6 +398,36 @@ def test_a_thread_dropped_later_does_not_fire_from_an_earlier_session() -> None:
     assert fired([left, dropped]) == []
 
 
+def test_a_thread_let_go_later_in_other_words_leaves_no_line() -> None:
+    """Left open in one session, let go in a later one that names it in other words
+    ("never mind the parser split"): no Open line in the state and no suggestion. A later
+    drop of other work keeps it — also one in a segment that touched the thread's paths
+    before "never mind, drop that" let go of its last request's work."""
+    at = NOW - DAY_MS
+    thread = WorkingState(open_threads=["split the parser in src/parse.py"])
+    left = rec("a", work("a", NOW - 3 * DAY_MS), working=thread)
+    named = rec("b", [ev("b", 1, "user_message", "never mind the parser split, we keep it whole", at)])
+    assert named.outcome == "dropped"
+    assert not [line for _, line in state_of([left, named]).lines() if line.text.startswith("Open")]
+    assert fired([left, named]) == []
+    other = rec("d", [ev("d", 1, "user_message", "never mind the logo colours", at)])
+    several = rec(
+        "c",
+        [
+            ev("c", 1, "user_message", "Picking up the parser split where we left it", at),
+            ev("c", 2, "tool_call", "cat src/parse.py", at, tool_call_id="p", tool_name="bash"),
+            ev("c", 3, "tool_result", "def parse(): ...", at, tool_call_id="p", tool_name="bash"),
+            ev("c", 4, "assistant_message", "Here it is.", at),
+            ev("c", 5, "user_message", "Quick one: the logo colours in src/logo.css", at),
+            ev("c", 6, "assistant_message", "Looking.", at),
+            ev("c", 7, "user_message", "never mind, drop that", at),
+        ],
+    )
+    for later in (other, several):
+        assert later.outcome == "dropped"
+        assert [s.kind for s in fired([left, later])] == ["resume_thread"], later.intent
+
+
 def test_a_threads_id_holds_as_it_ages_from_active_to_abandoned() -> None:
     """A thread (one cut to its 160 characters here) keeps its id from "Open: …" to
     "Open (idle 10 days): …", the label growing as it ages."""

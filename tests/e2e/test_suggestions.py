@@ -244,6 +244,81 @@ def test_an_incognito_sessions_work_is_never_suggested(d: DaemonProcess) -> None
     assert not any("Rotate" in c["text"] or "offset lost" in c["text"] for c in reply["candidates"])
 
 
+@pytest.mark.parametrize(
+    "thanks", ["ok merci", "super, danke", "vale, gracias", "muito obrigado", "спасибо!"]
+)
+def test_work_the_user_thanked_for_in_another_language_is_not_suggested(
+    d: DaemonProcess, thanks: str
+) -> None:
+    """A session left idle after the agent's reply and the user's "ok merci" is finished
+    work: no Unanswered line, no resume suggestion cites it."""
+    w = fresh(d)
+    now = now_ms()
+    thanked = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "Speed up the lookup in src/cache.py", "ts": now - DAY},
+            {"type": "assistant_message", "text": "Done: src/cache.py uses a dict now.", "ts": now - DAY + 1},
+            {"type": "user_message", "text": thanks, "ts": now - DAY + 2},
+        ],
+    )
+    thread_session(d, w, now - DAY + 3_600_000)
+    reply = wait_suggest(d, w, fires("wire the exporter"))
+    assert not any(thanked in ref for c in reply["candidates"] or [] for ref in c["refs"])
+    assert not mentions(attention(d, w), "src/cache.py", "Active threads", "Recently abandoned")
+
+
+def test_thanks_with_a_further_ask_left_unanswered_is_suggested(d: DaemonProcess) -> None:
+    """ "Thanks, but it still crashes — can you look?" with no reply is an unanswered request:
+    it is listed in the attention state and offered back, naming that request."""
+    w = fresh(d)
+    now = now_ms()
+    asked = session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "Make src/export.py skip empty rows", "ts": now - DAY},
+            {"type": "assistant_message", "text": "Empty rows are skipped now.", "ts": now - DAY + 1},
+            {
+                "type": "user_message",
+                "text": "Thanks, but it still crashes on Windows paths, can you look?",
+                "ts": now - DAY + 2,
+            },
+        ],
+    )
+    reply = wait_suggest(d, w, fires("Make src/export.py skip empty rows"))
+    [item] = reply["suggestions"]
+    assert item["kind"] == "resume_thread" and item["text"].startswith("Resume (unanswered)")
+    assert "still crashes on Windows paths" in item["text"]
+    assert all(ref.startswith(f"event:{asked}:") for ref in item["refs"])
+
+
+def test_a_thread_let_go_in_a_later_session_in_other_words_is_not_suggested(d: DaemonProcess) -> None:
+    """Left open in one session and let go in the next ("never mind the exporter wiring"):
+    no resume suggestion, no open line in the attention state."""
+    w = fresh(d)
+    now = now_ms()
+    thread_session(d, w, now - 2 * DAY)
+    session(
+        d,
+        w,
+        [
+            {
+                "type": "user_message",
+                "text": "never mind the exporter for the CLI, not needed",
+                "ts": now - DAY,
+            },
+            {"type": "assistant_message", "text": "OK, leaving it.", "ts": now - DAY + 1},
+        ],
+    )
+    state = wait_for(d, w, lambda s: mentions(s, "2 session(s)", "Rhythm"))
+    assert mentions(state, "2 session(s)", "Rhythm")
+    assert not mentions(state, "wire the exporter", "Active threads", "Recently abandoned")
+    reply = suggest(d, w)
+    assert not any("wire the exporter" in c["text"] and c["score"] > 0 for c in reply["candidates"] or [])
+
+
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
     """delete_session: nothing suggested or listed cites it, at once and once derived again."""
     w = fresh(d)
