@@ -283,7 +283,7 @@ def _rhythm(records: Sequence[Behavior], now: int) -> list[AttentionLine]:
     top_hours = sorted(h for h, _ in hours.most_common(3))
     newest = max(records, key=lambda r: r.ended_at)
     text = (
-        f"Worked on mostly on {', '.join(_WEEKDAYS[d] for d in top_days)}, around "
+        f"Worked mostly on {', '.join(_WEEKDAYS[d] for d in top_days)}, around "
         f"{', '.join(f'{h:02d}:00' for h in top_hours)} UTC; {len(sessions)} session(s) in the "
         f"records, the last {ago(now, newest.ended_at)} ago"
     )

@@ -378,7 +378,7 @@ def attention_inputs(**extra: Any) -> ContextInputs:
             AttentionLine(text="Open: wire the date parser into the CLI", refs=["event:old:4"]),
         ),
         ("Active threads", AttentionLine(text="Failed: bash pytest: offset lost", refs=["event:old:3"])),
-        ("Rhythm", AttentionLine(text="Worked on mostly on Mon", refs=["event:old:4"])),
+        ("Rhythm", AttentionLine(text="Worked mostly on Mon", refs=["event:old:4"])),
     ]
     return ContextInputs(
         budget_tokens=extra.pop("budget_tokens", 4000), now_ms=NOW, session_id="new", attention=lines, **extra
