@@ -102,4 +102,3 @@ def test_another_users_connections_are_served_nothing_and_logged_once_a_second(s
         assert len(lines) <= elapsed + 2, f"{len(lines)} lines in {elapsed:.1f} s"
     finally:
         d.stop()
-
