@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 
+from makad.core.cjk import query_head
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
@@ -197,7 +198,7 @@ class LedgerService:
         ws = await self._ctx.session_workspace(params.workspace)
         hits = await self._sessions.search(
             ws,
-            params.query,
+            query_head(params.query),
             session_id=params.session_id,
             limit=params.limit,
             before=params.before,

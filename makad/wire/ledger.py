@@ -97,7 +97,8 @@ class ReadEventsResult(Result):
 
 class SearchHistoryParams(WorkspaceParams):
     """Without ``sessionId`` incognito sessions are never searched; with an incognito
-    session's id, only that session is."""
+    session's id, only that session is. ``query`` is read up to its first 16,384
+    characters."""
 
     query: str
     session_id: str | None = None

@@ -139,6 +139,7 @@ export interface BackupsResult {
  * session's first pack); history is always built.
  *
  * `strategy`: how to choose (default: the workspace's `contextStrategy` setting).
+ * `query` is read up to its first 16,384 characters.
  */
 export interface BuildContextParams {
   workspace: string;
@@ -1044,7 +1045,8 @@ export interface ScoreParts {
 
 /**
  * Without `sessionId` incognito sessions are never searched; with an incognito
- * session's id, only that session is.
+ * session's id, only that session is. `query` is read up to its first 16,384
+ * characters.
  */
 export interface SearchHistoryParams {
   workspace: string;

@@ -147,6 +147,7 @@ class BuildContextParams(TypedDict):
     session's first pack); history is always built.
 
     ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
+    ``query`` is read up to its first 16,384 characters.
     """
 
     workspace: str
@@ -1054,7 +1055,8 @@ class ScoreParts(TypedDict):
 
 class SearchHistoryParams(TypedDict):
     """Without ``sessionId`` incognito sessions are never searched; with an incognito
-    session's id, only that session is.
+    session's id, only that session is. ``query`` is read up to its first 16,384
+    characters.
     """
 
     workspace: str
