@@ -17,7 +17,9 @@ from makad.core.cjk import query_head
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
+from makad.core.session_titles import check_session_title
 from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
+from makad.core.working_state import check_item_lengths
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
@@ -130,6 +132,7 @@ class LedgerService:
 
     async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.session_workspace(params.workspace)
+        check_session_title(params.title)
         title = None if params.title is None else (await in_thread(redact, params.title)).text
         info, incognito = await self._sessions.open(
             ws, params.session_id, title=title, incognito=params.incognito
@@ -227,6 +230,9 @@ class LedgerService:
 
     async def set_working_state(self, params: SetWorkingStateParams, peer: Peer) -> SetWorkingStateResult:
         ws = await self._ctx.session_workspace(params.workspace)
+        check_item_lengths(
+            {"goals": params.goals, "openThreads": params.open_threads, "decisions": params.decisions}
+        )
         # Off the event loop: a note can be megabytes the redactor reads through.
         (goals, n_goals), (threads, n_threads), (decisions, n_decisions), (notes, n_notes) = await in_thread(
             lambda: (

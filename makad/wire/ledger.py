@@ -178,8 +178,9 @@ METHODS: list[MethodSpec] = [
         OpenSessionParams,
         SessionView,
         "Create a session (or reopen one by id). Incognito sessions live in memory only.",
-        errors=(*_WS, Conflict, IncognitoBlocked, IOFailure),
-        description="A persistent session cannot be opened while the workspace is "
+        errors=(*_WS, Conflict, IncognitoBlocked, IOFailure, TooLarge),
+        description="A title is at most 300 characters (too_large, data.field title). "
+        "A persistent session cannot be opened while the workspace is "
         "incognito (incognito_blocked); a session keeps the kind it was "
         "created with (conflict); a deleted session's id is refused "
         "(conflict, reason deleted).",
@@ -255,7 +256,7 @@ METHODS: list[MethodSpec] = [
         SetWorkingStateParams,
         SetWorkingStateResult,
         "Change a session's working state (goals <= 8, open threads <= 12, decisions "
-        "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
+        "<= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).",
         errors=(*_WRITE, Conflict, TooLarge),
         description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
         "writes the note sections it derives itself (Current State, Files "

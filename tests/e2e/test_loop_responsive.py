@@ -173,16 +173,19 @@ def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: Daemo
     assert answered >= PINGS_DURING_REDACTION
 
 
-def test_pings_are_answered_while_a_session_title_is_redacted(daemon: DaemonProcess) -> None:
-    """``open_session`` with a 238 KB title full of ``password=…``: the same."""
+def test_a_long_session_title_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
+    """``open_session`` with a 238 KB title full of ``password=…``: ``too_large`` at once (a
+    title is at most 300 characters), before the redactor reads it; no secret in the reply."""
     ws = str(daemon.workspace)
     daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
-    answered, reply = _pings_while(
-        daemon, _request("open_session", {"workspace": ws, "title": secret_dense("hunter3")})
-    )
-    assert reply["result"]["title"].startswith("password=[REDACTED"), reply
+    with RawConnection(daemon.socket) as conn:
+        reply = conn.request(
+            json.loads(_request("open_session", {"workspace": ws, "title": secret_dense("hunter3")}))
+        )
+    assert reply["error"]["data"]["kind"] == "too_large", reply
     assert "hunter3" not in json.dumps(reply)
-    assert answered >= PINGS_DURING_REDACTION
+    titled = daemon.call("open_session", {"workspace": ws, "title": "password=hunter3 " * 10})
+    assert titled["title"].startswith("password=[REDACTED") and "hunter3" not in titled["title"]
 
 
 def test_pings_are_answered_while_a_rejection_reason_is_redacted(daemon: DaemonProcess) -> None:

@@ -1874,7 +1874,7 @@ export interface Methods {
   };
   /**
    * Create a session (or reopen one by id). Incognito sessions live in memory only.
-   * A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+   * A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
    */
   open_session: {
     params: {
@@ -1887,7 +1887,7 @@ export interface Methods {
       incognito?: boolean | null;
     };
     result: SessionView;
-    errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error";
+    errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "too_large";
   };
   /** The workspace's sessions, newest first (incognito ones flagged). */
   list_sessions: {
@@ -2000,7 +2000,7 @@ export interface Methods {
     errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
-   * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+   * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
    * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
    */
   set_working_state: {

@@ -2189,9 +2189,9 @@ class Methods:
     def open_session(self, **params: Unpack[OpenSessionArgs]) -> SessionView:
         """Create a session (or reopen one by id). Incognito sessions live in memory only.
 
-        A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+        A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
 
-        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error.
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, too_large.
         """
         return cast("SessionView", self._call("open_session", dict(params)))
 
@@ -2260,7 +2260,7 @@ class Methods:
         return cast("WorkingState", self._call("get_working_state", dict(params)))
 
     def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
-        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
         Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
 
@@ -2542,9 +2542,9 @@ class AsyncMethods:
     async def open_session(self, **params: Unpack[OpenSessionArgs]) -> SessionView:
         """Create a session (or reopen one by id). Incognito sessions live in memory only.
 
-        A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+        A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
 
-        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error.
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, too_large.
         """
         return cast("SessionView", await self._call("open_session", dict(params)))
 
@@ -2613,7 +2613,7 @@ class AsyncMethods:
         return cast("WorkingState", await self._call("get_working_state", dict(params)))
 
     async def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
-        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
         Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
 
