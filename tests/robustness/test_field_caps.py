@@ -52,3 +52,43 @@ def test_a_session_title_over_its_cap_is_refused_and_no_session_opened(shared_da
     assert (error.data["field"], error.data["limit"]) == ("title", SESSION_TITLE_CHARS)
     listed = shared_daemon.call("list_sessions", {"workspace": ws})["sessions"]
     assert [s["sessionId"] for s in listed] == [opened["sessionId"]]
+
+
+EVENT_CAP = 8 * 1024 * 1024
+
+
+def test_an_event_that_redaction_grows_past_its_cap_is_refused_so_every_event_stays_readable(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """An event of 5 MB of ``password=…`` grows past 8 MiB once redacted: ``too_large``
+    (``data.index``, ``data.limit``), nothing appended. Stored, such an event (at 16 MB, one
+    within the message cap) was acknowledged and then no ``read_events`` or ``retrieve``
+    could ever carry it back."""
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "grows"})
+    text = "password=hunter2 " * 300_000  # 5.1 MB sent, about 10.5 MB redacted
+    events = [{"type": "note", "text": "small"}, {"type": "user_message", "text": text}]
+    error = remote_error(
+        shared_daemon, "append_events", {"workspace": ws, "sessionId": "grows", "events": events}
+    )
+    assert error.kind == "too_large"
+    assert (error.data["index"], error.data["limit"]) == (1, EVENT_CAP)
+    assert "hunter2" not in str(error.data)
+    read = shared_daemon.call("read_events", {"workspace": ws, "sessionId": "grows"})
+    assert read["events"] == [] and read["lastSeq"] == 0
+
+
+def test_an_event_over_its_cap_as_sent_is_refused_before_redaction(shared_daemon: DaemonProcess) -> None:
+    """An event over 8 MiB as sent is ``too_large`` at once; one just under is appended and
+    read back whole."""
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "sent"})
+    params = {"workspace": ws, "sessionId": "sent"}
+    error = remote_error(
+        shared_daemon, "append_events", {**params, "events": [{"type": "note", "text": "x" * EVENT_CAP}]}
+    )
+    assert (error.kind, error.data["index"]) == ("too_large", 0)
+    fits = "y" * (EVENT_CAP - 1024)
+    shared_daemon.call("append_events", {**params, "events": [{"type": "note", "text": fits}]})
+    read = shared_daemon.call("read_events", {**params, "limit": 1})
+    assert read["events"][0]["text"] == fits
