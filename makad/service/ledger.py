@@ -20,6 +20,7 @@ from makad.core.refs import event_ref
 from makad.core.session_titles import check_session_title
 from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
 from makad.core.working_state import check_item_lengths
+from makad.errors import TooLarge
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
@@ -48,6 +49,32 @@ from makad.wire.ledger import (
 
 # Redacting a few KB takes well under 100 µs: less than the hop to a worker thread.
 INLINE_REDACTION_CHARS = 4_096
+# One event, as JSON, as sent and once redacted (a secret's marker can be longer than the
+# secret): half the default reply cap, so ``read_events`` can always carry any event back.
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+_event_encoder = msgspec.json.Encoder()
+
+
+def check_event_sizes(events: Sequence[EventInput], stage: str) -> None:
+    """``TooLarge`` naming the first event over ``MAX_EVENT_BYTES`` as JSON."""
+    for index, event in enumerate(events):
+        size = len(_event_encoder.encode(event))
+        if size > MAX_EVENT_BYTES:
+            raise TooLarge(
+                f"event {index} is over {MAX_EVENT_BYTES} bytes as JSON{stage}",
+                index=index,
+                limit=MAX_EVENT_BYTES,
+                actual=size,
+            )
+
+
+def redact_checked(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
+    """``redact_events``, then ``check_event_sizes`` on what would be stored."""
+    redacted, count = redact_events(events, scrub)
+    check_event_sizes(redacted, " once its secrets are redacted")
+    return redacted, count
 
 
 def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
@@ -170,9 +197,11 @@ class LedgerService:
         size = sum(len(e.text) + sum(map(len, (e.meta or {}).values())) for e in params.events)
         scrub = self._ctx.identifiers.scrub
         if size <= INLINE_REDACTION_CHARS:
-            events, redactions = redact_events(params.events, scrub)
+            events, redactions = redact_checked(params.events, scrub)
         else:
-            events, redactions = await in_thread(redact_events, params.events, scrub)
+            # As sent first: the redactor never reads through an event that cannot be kept.
+            await in_thread(check_event_sizes, params.events, "")
+            events, redactions = await in_thread(redact_checked, params.events, scrub)
         result = await self._sessions.append(
             ws,
             params.session_id,

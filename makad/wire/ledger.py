@@ -217,7 +217,8 @@ METHODS: list[MethodSpec] = [
         description="expectedSeq not the session's last seq: conflict with "
         "data.currentSeq. A closed session: conflict, reason closed. While "
         "the workspace is incognito, a persistent session is not written "
-        "(incognito_blocked).",
+        "(incognito_blocked). An event over 8 MiB as JSON, as sent or once its "
+        "secrets are redacted: too_large with data.index, nothing appended.",
     ),
     MethodSpec(
         "read_events",

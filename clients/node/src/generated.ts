@@ -1922,7 +1922,7 @@ export interface Methods {
   };
   /**
    * Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
-   * expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+   * expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked). An event over 8 MiB as JSON, as sent or once its secrets are redacted: too_large with data.index, nothing appended.
    */
   append_events: {
     params: {

@@ -2221,7 +2221,7 @@ class Methods:
     def append_events(self, **params: Unpack[AppendEventsArgs]) -> AppendEventsResult:
         """Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
 
-        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked). An event over 8 MiB as JSON, as sent or once its secrets are redacted: too_large with data.index, nothing appended.
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -2574,7 +2574,7 @@ class AsyncMethods:
     async def append_events(self, **params: Unpack[AppendEventsArgs]) -> AppendEventsResult:
         """Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
 
-        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked). An event over 8 MiB as JSON, as sent or once its secrets are redacted: too_large with data.index, nothing appended.
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
