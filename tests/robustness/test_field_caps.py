@@ -92,3 +92,31 @@ def test_an_event_over_its_cap_as_sent_is_refused_before_redaction(shared_daemon
     shared_daemon.call("append_events", {**params, "events": [{"type": "note", "text": fits}]})
     read = shared_daemon.call("read_events", {**params, "limit": 1})
     assert read["events"][0]["text"] == fits
+
+
+REASON_CHARS = 2_000
+
+
+def test_a_rejection_reason_over_its_cap_is_refused_and_the_proposal_kept(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """A reason of 2,001 characters is ``too_large`` (field ``reason``) and the proposal stays
+    queued; one of 2,000 rejects it (a reason of megabytes was kept in the proposal's
+    lineage, which every ``memory_history`` of it then carried)."""
+    folder = shared_daemon.root / "reasons"
+    folder.mkdir()
+    ws = str(folder)
+    shared_daemon.call(
+        "set_settings", {"workspace": ws, "extractToolEnabled": True, "agentReadEnabled": True}
+    )
+    pid = shared_daemon.call(
+        "propose", {"workspace": ws, "title": "t", "content": "c", "origin": "extracted"}
+    )["proposal"]["id"]
+    error = remote_error(
+        shared_daemon, "reject", {"workspace": ws, "ids": [pid], "reason": "r" * (REASON_CHARS + 1)}
+    )
+    assert error.kind == "too_large"
+    assert (error.data["field"], error.data["limit"]) == ("reason", REASON_CHARS)
+    assert [p["id"] for p in shared_daemon.call("list_proposals", {"workspace": ws})["proposals"]] == [pid]
+    done = shared_daemon.call("reject", {"workspace": ws, "ids": [pid], "reason": "r" * REASON_CHARS})
+    assert done["rejected"] == [pid]
