@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 
+from maka.errors import RemoteError
 from tests.robustness.helpers import remote_error
 from tests.support import DaemonProcess
 
@@ -60,17 +61,17 @@ EVENT_CAP = 8 * 1024 * 1024
 def test_an_event_that_redaction_grows_past_its_cap_is_refused_so_every_event_stays_readable(
     shared_daemon: DaemonProcess,
 ) -> None:
-    """An event of 5 MB of ``password=…`` grows past 8 MiB once redacted: ``too_large``
+    """An event of 3.6 MB of ``pwd=…`` grows past 8 MiB once redacted: ``too_large``
     (``data.index``, ``data.limit``), nothing appended. Stored, such an event (at 16 MB, one
     within the message cap) was acknowledged and then no ``read_events`` or ``retrieve``
     could ever carry it back."""
     ws = str(shared_daemon.workspace)
     shared_daemon.call("open_session", {"workspace": ws, "sessionId": "grows"})
-    text = "password=hunter2 " * 300_000  # 5.1 MB sent, about 10.5 MB redacted
+    text = "pwd=hunter2 " * 300_000  # 3.6 MB sent, 9 MB redacted
     events = [{"type": "note", "text": "small"}, {"type": "user_message", "text": text}]
-    error = remote_error(
-        shared_daemon, "append_events", {"workspace": ws, "sessionId": "grows", "events": events}
-    )
+    with shared_daemon.client(timeout=300) as client, pytest.raises(RemoteError) as raised:
+        client.call("append_events", {"workspace": ws, "sessionId": "grows", "events": events})
+    error = raised.value
     assert error.kind == "too_large"
     assert (error.data["index"], error.data["limit"]) == (1, EVENT_CAP)
     assert "hunter2" not in str(error.data)
@@ -117,6 +118,7 @@ def test_a_rejection_reason_over_its_cap_is_refused_and_the_proposal_kept(
     )
     assert error.kind == "too_large"
     assert (error.data["field"], error.data["limit"]) == ("reason", REASON_CHARS)
-    assert [p["id"] for p in shared_daemon.call("list_proposals", {"workspace": ws})["proposals"]] == [pid]
+    queued = shared_daemon.call("list_proposals", {"workspace": ws})["proposals"]
+    assert [p["proposal"]["id"] for p in queued] == [pid]
     done = shared_daemon.call("reject", {"workspace": ws, "ids": [pid], "reason": "r" * REASON_CHARS})
     assert done["rejected"] == [pid]

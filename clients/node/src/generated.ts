@@ -1716,7 +1716,10 @@ export interface Methods {
     result: ApproveResult;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
-  /** Reject proposals: removed from PENDING.md, recorded so the same one is not queued again. */
+  /**
+   * Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
+   * A reason is at most 2,000 characters (too_large, data.field reason).
+   */
   reject: {
     params: {
       workspace: string;

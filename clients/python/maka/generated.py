@@ -2102,6 +2102,8 @@ class Methods:
     def reject(self, **params: Unpack[RejectArgs]) -> RejectResult:
         """Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
 
+        A reason is at most 2,000 characters (too_large, data.field reason).
+
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", self._call("reject", dict(params)))
@@ -2454,6 +2456,8 @@ class AsyncMethods:
 
     async def reject(self, **params: Unpack[RejectArgs]) -> RejectResult:
         """Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
+
+        A reason is at most 2,000 characters (too_large, data.field reason).
 
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
