@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from maka.errors import RemoteError
 from makad.daemon import EXIT_UNSAFE
 from makad.store.workspaces import LEDGER_FILE, workspace_id
 from tests.impostor import NOBODY, needs_nobody
@@ -483,3 +484,56 @@ def test_a_symlinked_user_level_memory_folder_of_ours_is_served(short_tmp: Path)
         assert "everywhere" in (real / "memory" / "MEMORY.md").read_text()
     finally:
         d.stop()
+
+
+# ------------------------------------------------------ workspace memory/ ---
+
+
+@pytest.fixture
+def trap_ws(fresh_ws: tuple[DaemonProcess, Path, Path]) -> tuple[DaemonProcess, Path]:
+    """A workspace new to the module daemon, agent proposals on, its ``memory/`` made
+    (0700, empty) for traps."""
+    d, ws, _data = fresh_ws
+    (ws / "memory").mkdir(mode=0o700)
+    d.call("set_settings", {"workspace": str(ws), "extractToolEnabled": True, "agentReadEnabled": True})
+    return d, ws
+
+
+@pytest.mark.parametrize("kind", ["symlink", "dangling symlink", "hard link", "fifo"])
+def test_a_trap_at_pending_md_is_never_written_through(
+    trap_ws: tuple[DaemonProcess, Path], victim: Victim, kind: str
+) -> None:
+    """A symlink (live or dangling), hard link or FIFO where PENDING.md goes (a cloned
+    repository can carry the symlinks): a proposal is refused (symlink, not a regular file)
+    or replaces the link with a file of its own; the user's file keeps its bytes and mode,
+    nothing is made where a dangling link points, no read waits on the FIFO."""
+    d, ws = trap_ws
+    PLANTS[kind](ws / "memory" / "PENDING.md", victim)
+    try:
+        d.call("propose", {"workspace": str(ws), "title": "T", "content": "queued", "origin": "extracted"})
+    except RemoteError as exc:
+        assert (exc.kind, exc.data.get("reason")) in {
+            ("invalid_workspace", "symlink"),
+            ("io_error", "not_a_file"),
+        }
+    else:
+        assert kind == "hard link"  # written beside it and renamed over it: the link goes
+        assert "queued" in (ws / "memory" / "PENDING.md").read_text()
+    assert victim.untouched()
+    assert not victim.path.with_name("not-yet.txt").exists()
+    assert ping_ok(d.socket)
+
+
+@pytest.mark.parametrize("name", [".MEMORY.md.planted.tmp", ".PENDING.md.planted.tmp"])
+@pytest.mark.parametrize("kind", ["symlink", "fifo"])
+def test_a_trap_named_like_a_leftover_temp_file_is_left_alone(
+    trap_ws: tuple[DaemonProcess, Path], victim: Victim, name: str, kind: str
+) -> None:
+    """A symlink or FIFO named like the temp file a killed daemon leaves (which makad
+    deletes, after backing up what it held): not read through, not waited on; memory
+    is written and the user's file is untouched."""
+    d, ws = trap_ws
+    PLANTS[kind](ws / "memory" / name, victim)
+    d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
+    assert "written" in (ws / "memory" / "MEMORY.md").read_text()
+    assert victim.untouched()
