@@ -122,3 +122,26 @@ def test_a_rejection_reason_over_its_cap_is_refused_and_the_proposal_kept(
     assert [p["proposal"]["id"] for p in queued] == [pid]
     done = shared_daemon.call("reject", {"workspace": ws, "ids": [pid], "reason": "r" * REASON_CHARS})
     assert done["rejected"] == [pid]
+
+
+def test_read_events_stops_before_a_reply_too_large_to_carry(shared_daemon: DaemonProcess) -> None:
+    """Three events of 6 MiB each (18 MiB together, past the 16 MiB reply cap): each
+    ``read_events`` returns as many as fit in 8 MiB, at least one, with ``hasMore``, so
+    paging reads them all (the first read answered ``reply_too_large`` every time)."""
+    ws = str(shared_daemon.workspace)
+    params = {"workspace": ws, "sessionId": "paged"}
+    shared_daemon.call("open_session", params)
+    texts = [letter * (6 * 1024 * 1024) for letter in "abc"]
+    for text in texts:
+        shared_daemon.call(
+            "append_events", {**params, "events": [{"type": "note", "text": text}]}, timeout=120
+        )
+    seen: list[str] = []
+    after = 0
+    for _ in range(len(texts)):
+        read = shared_daemon.call("read_events", {**params, "afterSeq": after}, timeout=120)
+        assert len(read["events"]) == 1 and read["lastSeq"] == len(texts)
+        seen.append(read["events"][0]["text"])
+        after = read["events"][-1]["seq"]
+        assert read["hasMore"] is (after < len(texts))
+    assert seen == texts
