@@ -18,7 +18,7 @@ from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
 from makad.core.session_titles import check_session_title
-from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
+from makad.core.types import Event, EventInput, Manifest, SessionInfo, WorkingState
 from makad.core.working_state import check_item_lengths
 from makad.errors import TooLarge
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
@@ -68,6 +68,34 @@ def check_event_sizes(events: Sequence[EventInput], stage: str) -> None:
                 limit=MAX_EVENT_BYTES,
                 actual=size,
             )
+
+
+# What one read_events reply carries (its events as JSON), one event always: with events of
+# at most MAX_EVENT_BYTES, a page then fits the default reply cap whatever the events.
+MAX_READ_BYTES = MAX_EVENT_BYTES
+# Above the characters an event holds, what its other fields take as JSON at most.
+_EVENT_FIELDS_BYTES = 4_096
+
+
+def surely_within_read_bytes(events: list[Event]) -> bool:
+    """Whether ``events`` fit ``MAX_READ_BYTES`` counting 6 bytes a character, the most one
+    takes as JSON (``\\uXXXX``): cheap, so the common read needs no exact count."""
+    return sum(_characters(e) for e in events) * 6 + _EVENT_FIELDS_BYTES * len(events) <= MAX_READ_BYTES
+
+
+def within_read_bytes(events: list[Event]) -> list[Event]:
+    """The first of ``events`` (one at least) whose JSON fits ``MAX_READ_BYTES``."""
+    total = 0
+    for count, event in enumerate(events):
+        total += len(_event_encoder.encode(event))
+        if total > MAX_READ_BYTES and count:
+            return events[:count]
+    return events
+
+
+def _characters(event: Event) -> int:
+    meta = sum(len(k) + len(v) for k, v in (event.meta or {}).items())
+    return len(event.text) + meta + len(event.tool_name or "") + len(event.tool_call_id or "")
 
 
 def redact_checked(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
@@ -222,6 +250,8 @@ class LedgerService:
         events = await self._sessions.read_checked_events(
             ws, params.session_id, after_seq=params.after_seq, limit=params.limit
         )
+        if not surely_within_read_bytes(events):
+            events = await in_thread(within_read_bytes, events)
         info = await self._sessions.info(ws, params.session_id)
         last_read = events[-1].seq if events else params.after_seq
         return ReadEventsResult(events=events, last_seq=info.last_seq, has_more=last_read < info.last_seq)

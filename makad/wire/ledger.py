@@ -227,7 +227,8 @@ METHODS: list[MethodSpec] = [
         "A session's events after afterSeq, in order.",
         errors=_READ,
         description="Each event is checked against the hash chain: verified is false "
-        "when it does not chain (altered on disk).",
+        "when it does not chain (altered on disk). A reply carries as many events as fit "
+        "in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.",
     ),
     MethodSpec(
         "search_history",

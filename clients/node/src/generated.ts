@@ -1942,7 +1942,7 @@ export interface Methods {
   };
   /**
    * A session's events after afterSeq, in order.
-   * Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+   * Each event is checked against the hash chain: verified is false when it does not chain (altered on disk). A reply carries as many events as fit in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.
    */
   read_events: {
     params: {

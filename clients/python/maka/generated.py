@@ -2232,7 +2232,7 @@ class Methods:
     def read_events(self, **params: Unpack[ReadEventsArgs]) -> ReadEventsResult:
         """A session's events after afterSeq, in order.
 
-        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk). A reply carries as many events as fit in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.
 
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
@@ -2587,7 +2587,7 @@ class AsyncMethods:
     async def read_events(self, **params: Unpack[ReadEventsArgs]) -> ReadEventsResult:
         """A session's events after afterSeq, in order.
 
-        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk). A reply carries as many events as fit in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.
 
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
