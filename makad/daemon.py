@@ -68,6 +68,9 @@ class UnsafeFolder(StartupError):
 EXIT_UNSAFE = UnsafeFolder.exit_code
 SOCKET_ELSEWHERE = "--socket or MAKAD_SOCKET, or set XDG_RUNTIME_DIR to a private folder"
 DATA_ELSEWHERE = "--data-dir or MAKAD_DATA_DIR"
+USER_MEMORY_ELSEWHERE = "--user-memory or MAKAD_USER_MEMORY"
+# makad.store.workspaces.MEMORY_DIR, not imported: the store loads after the socket listens.
+MEMORY_FOLDER = "memory"
 
 
 def secure_socket_folder(path: Path) -> None:
@@ -80,6 +83,15 @@ def secure_data_dir(path: Path) -> None:
     """Make the data directory (0700), refuse one another uid could change, and make it
     owner-only when it is ours but looser (what is inside: ``tighten_tree`` at load)."""
     _secure(path, "data directory", DATA_ELSEWHERE, tighten=True)
+
+
+def secure_user_memory(path: Path) -> None:
+    """The user-level memory's folder outside the data directory (``--user-memory``): every
+    workspace's context carries its MEMORY.md, so its ``memory/`` must be ours and the folders
+    above it changeable by nobody else, like the data directory's. A symlink to it (which
+    the user may repoint) is checked where it leads now; ``memory/`` is made 0700 if missing."""
+    memory = Path(os.path.realpath(path)) / MEMORY_FOLDER
+    _secure(memory, "user-level memory folder", USER_MEMORY_ELSEWHERE, tighten=True)
 
 
 def _secure(path: Path, what: str, elsewhere: str, *, tighten: bool) -> None:
@@ -368,6 +380,8 @@ async def run(settings: DaemonSettings) -> int:
             check_socket_path(settings.socket_path)
             secure_socket_folder(settings.socket_path.parent)
         secure_data_dir(settings.data_dir)
+        if settings.user_memory is not None:
+            secure_user_memory(settings.user_memory)
         if activated is None:
             stack.callback(os.close, take_instance_lock(settings))
         data_lock = take_data_lock(settings)

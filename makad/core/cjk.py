@@ -67,6 +67,10 @@ QUESTION_FRAME_WORDS: Final = frozenset(
 QUERY_NOISE_WORDS: Final = ENGLISH_STOP_WORDS | QUESTION_FRAME_WORDS
 
 MAX_QUERY_TERMS: Final = 32
+# A query (search_history, build_context) is read up to this many characters: every pattern
+# that reads it (words, dates, CJK runs) then runs over a bounded text. Over a whole 11 MB
+# query each held the interpreter, and so every other request, for seconds at a time.
+MAX_QUERY_CHARS: Final = 16_384
 INDEX_PIECE_CHARS: Final = 1 << 20
 
 
@@ -106,6 +110,11 @@ def index_text(text: str) -> str:
 
 def _bigrammed(match: re.Match[str]) -> str:
     return " " + " ".join(cjk_grams(match.group())) + " "
+
+
+def query_head(query: str) -> str:
+    """The part of a query that is read: its first ``MAX_QUERY_CHARS`` characters."""
+    return query[:MAX_QUERY_CHARS]
 
 
 def query_tokens(query: str) -> list[tuple[str, bool]]:

@@ -17,6 +17,9 @@ from makad.errors import Conflict, InvalidParams, TooLarge
 MAX_GOALS: Final = 8
 MAX_OPEN_THREADS: Final = 12
 MAX_DECISIONS: Final = 20
+# One goal, open thread or decision: a line or a short paragraph. Checked on what the
+# client sent, before redaction reads it: every read of the state carries every item.
+MAX_ITEM_CHARS: Final = 2_000
 
 
 class WorkingStateChange(TypedDict, total=False):
@@ -29,6 +32,21 @@ class WorkingStateChange(TypedDict, total=False):
     notes: Mapping[str, str] | None
     expected_revision: int | None
     request_id: str | None
+
+
+def check_item_lengths(lists: Mapping[str, list[str] | None]) -> None:
+    """``TooLarge`` naming the field when an item of a list (by wire name) is over
+    ``MAX_ITEM_CHARS``."""
+    for field, items in lists.items():
+        for index, item in enumerate(items or ()):
+            if len(item) > MAX_ITEM_CHARS:
+                raise TooLarge(
+                    f"an item of {field} is over {MAX_ITEM_CHARS} characters",
+                    field=field,
+                    index=index,
+                    limit=MAX_ITEM_CHARS,
+                    actual=len(item),
+                )
 
 
 def check_revision(session_id: str, expected: int | None, current: WorkingState) -> None:

@@ -110,6 +110,24 @@ def peer_uid(stream: SocketStream) -> int | None:
     return int(uid)
 
 
+class Refusals:
+    """Connections refused for one reason: logged at most once a ``REFUSAL_LOG_INTERVAL_S``
+    with how many there were since the last line (a line each let a flood fill the log)."""
+
+    def __init__(self, reason: str) -> None:
+        self._reason = reason
+        self._since_logged = 0
+        self._logged_at = -REFUSAL_LOG_INTERVAL_S
+
+    def count(self, **fields: int) -> None:
+        self._since_logged += 1
+        now = time.monotonic()
+        if now - self._logged_at >= REFUSAL_LOG_INTERVAL_S:
+            log.warning("connection_refused", reason=self._reason, refused=self._since_logged, **fields)
+            self._logged_at = now
+            self._since_logged = 0
+
+
 class Server:
     """Accepts connections and serves them until asked to stop."""
 
@@ -125,9 +143,9 @@ class Server:
         self.connections: set[Connection] = set()
         # Accepted and not yet finished (counted before their task starts).
         self._open = 0
-        self._refused = 0
         self._lingering = 0
-        self._refusal_logged_at = -REFUSAL_LOG_INTERVAL_S
+        self._over_cap = Refusals("too many connections")
+        self._foreign = Refusals("peer uid differs")
         self._accept_failures = 0
         self._accept_failure_logged_at = -REFUSAL_LOG_INTERVAL_S
 
@@ -183,6 +201,13 @@ class Server:
                 self._accept_failed(exc)
                 await anyio.sleep(ACCEPT_RETRY_S)
                 continue
+            # Another uid's connection is closed before it counts against the cap, so a
+            # flood of them never crowds out the user's own clients.
+            uid = peer_uid(stream)
+            if uid is not None and uid != self._uid:
+                await stream.aclose()
+                self._foreign.count(uid=uid)
+                continue
             if self._open >= self._limits.max_connections:
                 await self._refuse(stream, tg)
                 continue
@@ -210,24 +235,12 @@ class Server:
     async def _refuse(self, stream: SocketStream, tg: TaskGroup) -> None:
         """One error line, then the connection lingers until the client has read it
         (makad.rpc.refusal), unless too many refused ones linger already."""
-        uid = peer_uid(stream)
-        sent = (uid is None or uid == self._uid) and send_refusal(stream, self._limits.max_connections)
-        if sent and self._lingering < MAX_LINGERING_REFUSALS:
+        if send_refusal(stream, self._limits.max_connections) and self._lingering < MAX_LINGERING_REFUSALS:
             self._lingering += 1
             tg.start_soon(self._linger, stream)
         else:
             await stream.aclose()
-        self._refused += 1
-        now = time.monotonic()
-        if now - self._refusal_logged_at >= REFUSAL_LOG_INTERVAL_S:
-            log.warning(
-                "connection_refused",
-                reason="too many connections",
-                limit=self._limits.max_connections,
-                refused=self._refused,
-            )
-            self._refusal_logged_at = now
-            self._refused = 0
+        self._over_cap.count(limit=self._limits.max_connections)
 
     async def _linger(self, stream: SocketStream) -> None:
         try:
@@ -249,10 +262,6 @@ class Server:
     async def _serve_connection(self, stream: SocketStream) -> None:
         try:
             async with stream:
-                uid = peer_uid(stream)
-                if uid is not None and uid != self._uid:
-                    log.warning("connection_refused", reason="peer uid differs")
-                    return
                 await self._serve(Connection(stream, time.monotonic()))
         except Exception:  # the boundary: this connection ends, the daemon does not
             log.error("connection_crashed", ref=new_ref(), exc_info=True)

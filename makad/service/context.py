@@ -28,6 +28,7 @@ import msgspec
 
 from makad.core import levels
 from makad.core.attention import AttentionLine
+from makad.core.cjk import query_head
 from makad.core.confidence import user_values
 from makad.core.context_check import assemble_checked
 from makad.core.context_types import (
@@ -149,7 +150,7 @@ class ContextService:
         sid = params.session_id
         incognito = sid is not None and self._sessions.is_incognito(ws, sid)
         include = frozenset(params.include) if params.include is not None else frozenset(SEGMENT_KINDS)
-        query = (params.query or "").strip() or None
+        query = query_head(params.query or "").strip() or None
         name: ContextStrategy = params.strategy or settings.context_strategy
         pool = strategy(name).pool
         reads_ok = agent_reads(settings, incognito_session=incognito)

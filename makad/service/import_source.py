@@ -15,6 +15,7 @@ from pathlib import Path
 from makad.core.undecodable import display
 from makad.errors import InvalidParams, NotFound, TooLarge
 from makad.private_files import NotRegularFile, read_open
+from makad.store.memory_files import generalize
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 # A Claude Code memory directory holds MEMORY.md and tens of topic files.
@@ -99,10 +100,14 @@ def _read_bounded(path: Path, limit: int) -> str:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
     except FileNotFoundError:
         raise NotFound("no file at that path", path="$.path") from None
+    except OSError as exc:  # not ours to read, a path through a file …
+        raise generalize(exc, path.name, "read") from None
     try:
         raw = read_open(fd, path, limit + 1)
     except NotRegularFile:
         raise InvalidParams("the import path is not a regular file", path="$.path") from None
+    except OSError as exc:  # a read the system fails (EIO; EAGAIN from a /proc file that waits)
+        raise generalize(exc, path.name, "read") from None
     finally:
         os.close(fd)
     if len(raw) > limit:

@@ -13,10 +13,14 @@ from collections.abc import Awaitable, Callable, Sequence
 
 import msgspec
 
+from makad.core.cjk import query_head
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
-from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
+from makad.core.session_titles import check_session_title
+from makad.core.types import Event, EventInput, Manifest, SessionInfo, WorkingState
+from makad.core.working_state import check_item_lengths
+from makad.errors import TooLarge
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
@@ -45,6 +49,60 @@ from makad.wire.ledger import (
 
 # Redacting a few KB takes well under 100 µs: less than the hop to a worker thread.
 INLINE_REDACTION_CHARS = 4_096
+# One event, as JSON, as sent and once redacted (a secret's marker can be longer than the
+# secret): half the default reply cap, so ``read_events`` can always carry any event back.
+MAX_EVENT_BYTES = 8 * 1024 * 1024
+
+
+_event_encoder = msgspec.json.Encoder()
+
+
+def check_event_sizes(events: Sequence[EventInput], stage: str) -> None:
+    """``TooLarge`` naming the first event over ``MAX_EVENT_BYTES`` as JSON."""
+    for index, event in enumerate(events):
+        size = len(_event_encoder.encode(event))
+        if size > MAX_EVENT_BYTES:
+            raise TooLarge(
+                f"event {index} is over {MAX_EVENT_BYTES} bytes as JSON{stage}",
+                index=index,
+                limit=MAX_EVENT_BYTES,
+                actual=size,
+            )
+
+
+# What one read_events reply carries (its events as JSON), one event always: with events of
+# at most MAX_EVENT_BYTES, a page then fits the default reply cap whatever the events.
+MAX_READ_BYTES = MAX_EVENT_BYTES
+# Above the characters an event holds, what its other fields take as JSON at most.
+_EVENT_FIELDS_BYTES = 4_096
+
+
+def surely_within_read_bytes(events: list[Event]) -> bool:
+    """Whether ``events`` fit ``MAX_READ_BYTES`` counting 6 bytes a character, the most one
+    takes as JSON (``\\uXXXX``): cheap, so the common read needs no exact count."""
+    return sum(_characters(e) for e in events) * 6 + _EVENT_FIELDS_BYTES * len(events) <= MAX_READ_BYTES
+
+
+def within_read_bytes(events: list[Event]) -> list[Event]:
+    """The first of ``events`` (one at least) whose JSON fits ``MAX_READ_BYTES``."""
+    total = 0
+    for count, event in enumerate(events):
+        total += len(_event_encoder.encode(event))
+        if total > MAX_READ_BYTES and count:
+            return events[:count]
+    return events
+
+
+def _characters(event: Event) -> int:
+    meta = sum(len(k) + len(v) for k, v in (event.meta or {}).items())
+    return len(event.text) + meta + len(event.tool_name or "") + len(event.tool_call_id or "")
+
+
+def redact_checked(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
+    """``redact_events``, then ``check_event_sizes`` on what would be stored."""
+    redacted, count = redact_events(events, scrub)
+    check_event_sizes(redacted, " once its secrets are redacted")
+    return redacted, count
 
 
 def redact_events(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
@@ -129,6 +187,7 @@ class LedgerService:
 
     async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.session_workspace(params.workspace)
+        check_session_title(params.title)
         title = None if params.title is None else (await in_thread(redact, params.title)).text
         info, incognito = await self._sessions.open(
             ws, params.session_id, title=title, incognito=params.incognito
@@ -166,9 +225,11 @@ class LedgerService:
         size = sum(len(e.text) + sum(map(len, (e.meta or {}).values())) for e in params.events)
         scrub = self._ctx.identifiers.scrub
         if size <= INLINE_REDACTION_CHARS:
-            events, redactions = redact_events(params.events, scrub)
+            events, redactions = redact_checked(params.events, scrub)
         else:
-            events, redactions = await in_thread(redact_events, params.events, scrub)
+            # As sent first: the redactor never reads through an event that cannot be kept.
+            await in_thread(check_event_sizes, params.events, "")
+            events, redactions = await in_thread(redact_checked, params.events, scrub)
         result = await self._sessions.append(
             ws,
             params.session_id,
@@ -189,6 +250,8 @@ class LedgerService:
         events = await self._sessions.read_checked_events(
             ws, params.session_id, after_seq=params.after_seq, limit=params.limit
         )
+        if not surely_within_read_bytes(events):
+            events = await in_thread(within_read_bytes, events)
         info = await self._sessions.info(ws, params.session_id)
         last_read = events[-1].seq if events else params.after_seq
         return ReadEventsResult(events=events, last_seq=info.last_seq, has_more=last_read < info.last_seq)
@@ -197,7 +260,7 @@ class LedgerService:
         ws = await self._ctx.session_workspace(params.workspace)
         hits = await self._sessions.search(
             ws,
-            params.query,
+            query_head(params.query),
             session_id=params.session_id,
             limit=params.limit,
             before=params.before,
@@ -226,6 +289,9 @@ class LedgerService:
 
     async def set_working_state(self, params: SetWorkingStateParams, peer: Peer) -> SetWorkingStateResult:
         ws = await self._ctx.session_workspace(params.workspace)
+        check_item_lengths(
+            {"goals": params.goals, "openThreads": params.open_threads, "decisions": params.decisions}
+        )
         # Off the event loop: a note can be megabytes the redactor reads through.
         (goals, n_goals), (threads, n_threads), (decisions, n_decisions), (notes, n_notes) = await in_thread(
             lambda: (

@@ -32,7 +32,16 @@ from makad.core.save_merge import note_of
 from makad.core.semantic import union_similar
 from makad.core.switches import agent_proposes, default_decay_ms
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
-from makad.errors import Conflict, Disabled, GateClosed, IncognitoBlocked, InvalidParams, MakadError, NotFound
+from makad.errors import (
+    Conflict,
+    Disabled,
+    GateClosed,
+    IncognitoBlocked,
+    InvalidParams,
+    MakadError,
+    NotFound,
+    TooLarge,
+)
 from makad.service import entry_dates
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.memory import Change, MemoryWriter
@@ -58,6 +67,8 @@ from makad.wire.proposals import (
 )
 
 log = structlog.get_logger("makad.proposals")
+# A rejection reason: a sentence or two, kept in the proposal's lineage.
+MAX_REASON_CHARS = 2_000
 
 
 class EvidenceGate(Protocol):
@@ -470,6 +481,14 @@ class ProposalService:
         ws = await self._ctx.workspace(params.workspace)
         if not params.ids:
             raise InvalidParams("ids must name at least one proposal", path="$.ids")
+        if params.reason is not None and len(params.reason) > MAX_REASON_CHARS:
+            # Before the redactor reads it: every memory_history of the proposal carries it.
+            raise TooLarge(
+                f"reason is over {MAX_REASON_CHARS} characters",
+                field="reason",
+                limit=MAX_REASON_CHARS,
+                actual=len(params.reason),
+            )
         reason = (await in_thread(redact, params.reason)).text if params.reason else ""
         intent_id = None if params.request_id is None else f"reject:{params.request_id}"
 

@@ -23,6 +23,7 @@ class BuildContextParams(WorkspaceParams):
     session's first pack); history is always built.
 
     ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
+    ``query`` is read up to its first 16,384 characters.
     """
 
     budget_tokens: int

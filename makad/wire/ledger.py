@@ -97,7 +97,8 @@ class ReadEventsResult(Result):
 
 class SearchHistoryParams(WorkspaceParams):
     """Without ``sessionId`` incognito sessions are never searched; with an incognito
-    session's id, only that session is."""
+    session's id, only that session is. ``query`` is read up to its first 16,384
+    characters."""
 
     query: str
     session_id: str | None = None
@@ -177,8 +178,9 @@ METHODS: list[MethodSpec] = [
         OpenSessionParams,
         SessionView,
         "Create a session (or reopen one by id). Incognito sessions live in memory only.",
-        errors=(*_WS, Conflict, IncognitoBlocked, IOFailure),
-        description="A persistent session cannot be opened while the workspace is "
+        errors=(*_WS, Conflict, IncognitoBlocked, IOFailure, TooLarge),
+        description="A title is at most 300 characters (too_large, data.field title). "
+        "A persistent session cannot be opened while the workspace is "
         "incognito (incognito_blocked); a session keeps the kind it was "
         "created with (conflict); a deleted session's id is refused "
         "(conflict, reason deleted).",
@@ -215,7 +217,8 @@ METHODS: list[MethodSpec] = [
         description="expectedSeq not the session's last seq: conflict with "
         "data.currentSeq. A closed session: conflict, reason closed. While "
         "the workspace is incognito, a persistent session is not written "
-        "(incognito_blocked).",
+        "(incognito_blocked). An event over 8 MiB as JSON, as sent or once its "
+        "secrets are redacted: too_large with data.index, nothing appended.",
     ),
     MethodSpec(
         "read_events",
@@ -224,7 +227,8 @@ METHODS: list[MethodSpec] = [
         "A session's events after afterSeq, in order.",
         errors=_READ,
         description="Each event is checked against the hash chain: verified is false "
-        "when it does not chain (altered on disk).",
+        "when it does not chain (altered on disk). A reply carries as many events as fit "
+        "in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.",
     ),
     MethodSpec(
         "search_history",
@@ -254,7 +258,7 @@ METHODS: list[MethodSpec] = [
         SetWorkingStateParams,
         SetWorkingStateResult,
         "Change a session's working state (goals <= 8, open threads <= 12, decisions "
-        "<= 20, notes <= 2,000 tokens a section and 12,000 in all).",
+        "<= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).",
         errors=(*_WRITE, Conflict, TooLarge),
         description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
         "writes the note sections it derives itself (Current State, Files "

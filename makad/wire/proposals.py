@@ -219,6 +219,7 @@ METHODS: list[MethodSpec] = [
         RejectResult,
         "Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.",
         errors=(*_WRITE, err.NotFound),
+        description="A reason is at most 2,000 characters (too_large, data.field reason).",
     ),
     MethodSpec(
         "memory_history",

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from maka.errors import InvalidParams, TooLarge
+from maka.errors import InvalidParams, RemoteError, TooLarge
 from tests.cli.helpers import MAKA, Pty, run_maka
 from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
 
@@ -436,4 +436,20 @@ def test_a_file_of_only_a_byte_order_mark_is_empty(
     with pytest.raises(InvalidParams) as raised:
         call(module_daemon, new_ws, "import_memories", path=str(bom))
     assert raised.value.data["reason"] == "empty" and "the file is empty" in str(raised.value)
+    assert call(module_daemon, new_ws, "list_proposals")["proposals"] == []
+
+
+@pytest.mark.skipif(
+    not os.path.exists("/proc/self/mem"), reason="needs /proc/self/mem (Linux), a file no read succeeds on"
+)
+def test_an_import_path_that_cannot_be_read_is_an_io_error(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """A path whose read fails (``/proc/self/mem``: EIO at offset 0; an unreadable file's
+    EACCES goes the same way) is ``io_error`` naming the file and the system's reason, not
+    an internal error; nothing is queued and the daemon serves on."""
+    with pytest.raises(RemoteError) as raised:
+        call(module_daemon, new_ws, "import_memories", path="/proc/self/mem")
+    assert raised.value.kind == "io_error", raised.value
+    assert raised.value.data["file"] == "mem" and raised.value.data["errno"] == "EIO"
     assert call(module_daemon, new_ws, "list_proposals")["proposals"] == []

@@ -173,26 +173,31 @@ def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: Daemo
     assert answered >= PINGS_DURING_REDACTION
 
 
-def test_pings_are_answered_while_a_session_title_is_redacted(daemon: DaemonProcess) -> None:
-    """``open_session`` with a 238 KB title full of ``password=…``: the same."""
+def test_a_long_session_title_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
+    """``open_session`` with a 238 KB title full of ``password=…``: ``too_large`` at once (a
+    title is at most 300 characters), before the redactor reads it; no secret in the reply."""
     ws = str(daemon.workspace)
     daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
-    answered, reply = _pings_while(
-        daemon, _request("open_session", {"workspace": ws, "title": secret_dense("hunter3")})
-    )
-    assert reply["result"]["title"].startswith("password=[REDACTED"), reply
+    with RawConnection(daemon.socket) as conn:
+        reply = conn.request(
+            json.loads(_request("open_session", {"workspace": ws, "title": secret_dense("hunter3")}))
+        )
+    assert reply["error"]["data"]["kind"] == "too_large", reply
     assert "hunter3" not in json.dumps(reply)
-    assert answered >= PINGS_DURING_REDACTION
+    titled = daemon.call("open_session", {"workspace": ws, "title": "password=hunter3 " * 10})
+    assert titled["title"].startswith("password=[REDACTED") and "hunter3" not in titled["title"]
 
 
-def test_pings_are_answered_while_a_rejection_reason_is_redacted(daemon: DaemonProcess) -> None:
-    """``reject`` with a 238 KB reason full of ``password=…``: the same."""
+def test_a_long_rejection_reason_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
+    """``reject`` with a 238 KB reason full of ``password=…``: ``too_large`` at once (a reason
+    is at most 2,000 characters), before the redactor reads it; no secret in the reply."""
     ws = str(daemon.workspace)
     daemon.call("list_proposals", {"workspace": ws})  # the workspace is opened
     payload = _request("reject", {"workspace": ws, "ids": ["nope"], "reason": secret_dense("hunter4")})
-    answered, reply = _pings_while(daemon, payload)
-    assert reply["error"]["data"]["kind"] == "not_found", reply
-    assert answered >= PINGS_DURING_REDACTION
+    with RawConnection(daemon.socket) as conn:
+        reply = conn.request(json.loads(payload))
+    assert reply["error"]["data"]["kind"] == "too_large", reply
+    assert "hunter4" not in json.dumps(reply)
 
 
 def test_pings_are_answered_while_a_long_request_id_is_scrubbed(daemon: DaemonProcess) -> None:
@@ -270,3 +275,44 @@ def test_pings_are_answered_while_proposal_tags_are_redacted(daemon: DaemonProce
     )
     assert "hunter13" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
+
+
+# Within the 16 MiB message cap: about 11 MB of distinct words.
+MILLION_WORDS = " ".join(f"w{i}" for i in range(1_400_000))
+
+
+def test_a_query_is_read_up_to_its_first_16_kib(daemon: DaemonProcess) -> None:
+    """``search_history`` and ``build_context`` read a query's first 16,384 characters: a
+    word there is searched for, one past them is not (every pattern over a whole 11 MB
+    query held the interpreter for seconds at a time, 20 s in all)."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "q"})
+    daemon.call("set_settings", {"workspace": ws, "historyRecallEnabled": True})
+    daemon.call(
+        "append_events",
+        {"workspace": ws, "sessionId": "q", "events": [{"type": "note", "text": "zebrafinch"}]},
+    )
+    daemon.call("open_session", {"workspace": ws, "sessionId": "later"})
+    filler = "filler " * 2_400  # 16,800 characters
+    found = daemon.call("search_history", {"workspace": ws, "query": "zebrafinch " + filler})
+    assert [hit["ref"] for hit in found["hits"]] == ["event:q:1"]
+    assert daemon.call("search_history", {"workspace": ws, "query": filler + "zebrafinch"})["hits"] == []
+    pack = daemon.call(
+        "build_context",
+        {"workspace": ws, "sessionId": "later", "budgetTokens": 2000, "query": filler + "zebrafinch"},
+    )
+    assert "zebrafinch" not in json.dumps(pack)
+
+
+def test_pings_are_answered_while_a_pack_is_built_for_a_query_of_a_million_words(
+    daemon: DaemonProcess,
+) -> None:
+    """``build_context`` with an 11 MB query of 1.4 million distinct words: pings from a
+    second connection are answered before its pack arrives."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "big"})
+    daemon.call("set_settings", {"workspace": ws, "historyRecallEnabled": True})
+    params = {"workspace": ws, "sessionId": "big", "budgetTokens": 2000, "query": MILLION_WORDS}
+    answered, reply = _pings_while(daemon, _request("build_context", params))
+    assert "segments" in reply["result"], reply
+    assert answered >= 3

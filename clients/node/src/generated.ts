@@ -139,6 +139,7 @@ export interface BackupsResult {
  * session's first pack); history is always built.
  *
  * `strategy`: how to choose (default: the workspace's `contextStrategy` setting).
+ * `query` is read up to its first 16,384 characters.
  */
 export interface BuildContextParams {
   workspace: string;
@@ -1046,7 +1047,8 @@ export interface ScoreParts {
 
 /**
  * Without `sessionId` incognito sessions are never searched; with an incognito
- * session's id, only that session is.
+ * session's id, only that session is. `query` is read up to its first 16,384
+ * characters.
  */
 export interface SearchHistoryParams {
   workspace: string;
@@ -1716,7 +1718,10 @@ export interface Methods {
     result: ApproveResult;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
-  /** Reject proposals: removed from PENDING.md, recorded so the same one is not queued again. */
+  /**
+   * Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
+   * A reason is at most 2,000 characters (too_large, data.field reason).
+   */
   reject: {
     params: {
       workspace: string;
@@ -1874,7 +1879,7 @@ export interface Methods {
   };
   /**
    * Create a session (or reopen one by id). Incognito sessions live in memory only.
-   * A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+   * A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
    */
   open_session: {
     params: {
@@ -1887,7 +1892,7 @@ export interface Methods {
       incognito?: boolean | null;
     };
     result: SessionView;
-    errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error";
+    errors: "conflict" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "too_large";
   };
   /** The workspace's sessions, newest first (incognito ones flagged). */
   list_sessions: {
@@ -1922,7 +1927,7 @@ export interface Methods {
   };
   /**
    * Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
-   * expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+   * expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked). An event over 8 MiB as JSON, as sent or once its secrets are redacted: too_large with data.index, nothing appended.
    */
   append_events: {
     params: {
@@ -1939,7 +1944,7 @@ export interface Methods {
   };
   /**
    * A session's events after afterSeq, in order.
-   * Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+   * Each event is checked against the hash chain: verified is false when it does not chain (altered on disk). A reply carries as many events as fit in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.
    */
   read_events: {
     params: {
@@ -2000,7 +2005,7 @@ export interface Methods {
     errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
-   * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+   * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
    * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
    */
   set_working_state: {

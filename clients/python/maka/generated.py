@@ -147,6 +147,7 @@ class BuildContextParams(TypedDict):
     session's first pack); history is always built.
 
     ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
+    ``query`` is read up to its first 16,384 characters.
     """
 
     workspace: str
@@ -1056,7 +1057,8 @@ class ScoreParts(TypedDict):
 
 class SearchHistoryParams(TypedDict):
     """Without ``sessionId`` incognito sessions are never searched; with an incognito
-    session's id, only that session is.
+    session's id, only that session is. ``query`` is read up to its first 16,384
+    characters.
     """
 
     workspace: str
@@ -2102,6 +2104,8 @@ class Methods:
     def reject(self, **params: Unpack[RejectArgs]) -> RejectResult:
         """Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
 
+        A reason is at most 2,000 characters (too_large, data.field reason).
+
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", self._call("reject", dict(params)))
@@ -2189,9 +2193,9 @@ class Methods:
     def open_session(self, **params: Unpack[OpenSessionArgs]) -> SessionView:
         """Create a session (or reopen one by id). Incognito sessions live in memory only.
 
-        A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+        A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
 
-        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error.
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, too_large.
         """
         return cast("SessionView", self._call("open_session", dict(params)))
 
@@ -2221,7 +2225,7 @@ class Methods:
     def append_events(self, **params: Unpack[AppendEventsArgs]) -> AppendEventsResult:
         """Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
 
-        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked). An event over 8 MiB as JSON, as sent or once its secrets are redacted: too_large with data.index, nothing appended.
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -2230,7 +2234,7 @@ class Methods:
     def read_events(self, **params: Unpack[ReadEventsArgs]) -> ReadEventsResult:
         """A session's events after afterSeq, in order.
 
-        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk). A reply carries as many events as fit in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.
 
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
@@ -2260,7 +2264,7 @@ class Methods:
         return cast("WorkingState", self._call("get_working_state", dict(params)))
 
     def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
-        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
         Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
 
@@ -2455,6 +2459,8 @@ class AsyncMethods:
     async def reject(self, **params: Unpack[RejectArgs]) -> RejectResult:
         """Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
 
+        A reason is at most 2,000 characters (too_large, data.field reason).
+
         Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", await self._call("reject", dict(params)))
@@ -2542,9 +2548,9 @@ class AsyncMethods:
     async def open_session(self, **params: Unpack[OpenSessionArgs]) -> SessionView:
         """Create a session (or reopen one by id). Incognito sessions live in memory only.
 
-        A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+        A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
 
-        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error.
+        Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, too_large.
         """
         return cast("SessionView", await self._call("open_session", dict(params)))
 
@@ -2574,7 +2580,7 @@ class AsyncMethods:
     async def append_events(self, **params: Unpack[AppendEventsArgs]) -> AppendEventsResult:
         """Append up to 10,000 events atomically; secrets are redacted first. Acknowledged means durable.
 
-        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked).
+        expectedSeq not the session's last seq: conflict with data.currentSeq. A closed session: conflict, reason closed. While the workspace is incognito, a persistent session is not written (incognito_blocked). An event over 8 MiB as JSON, as sent or once its secrets are redacted: too_large with data.index, nothing appended.
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -2583,7 +2589,7 @@ class AsyncMethods:
     async def read_events(self, **params: Unpack[ReadEventsArgs]) -> ReadEventsResult:
         """A session's events after afterSeq, in order.
 
-        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk).
+        Each event is checked against the hash chain: verified is false when it does not chain (altered on disk). A reply carries as many events as fit in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.
 
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
@@ -2613,7 +2619,7 @@ class AsyncMethods:
         return cast("WorkingState", await self._call("get_working_state", dict(params)))
 
     async def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
-        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, notes <= 2,000 tokens a section and 12,000 in all).
+        """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
         Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
 
