@@ -17,7 +17,7 @@ from makad.core.cjk import query_head
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
-from makad.core.session_titles import check_session_title
+from makad.core.session_titles import check_session_title, stored_title
 from makad.core.types import Event, EventInput, Manifest, SessionInfo, WorkingState
 from makad.core.working_state import check_item_lengths
 from makad.errors import TooLarge
@@ -188,7 +188,7 @@ class LedgerService:
     async def open_session(self, params: OpenSessionParams, peer: Peer) -> SessionView:
         ws = await self._ctx.session_workspace(params.workspace)
         check_session_title(params.title)
-        title = None if params.title is None else (await in_thread(redact, params.title)).text
+        title = None if params.title is None else stored_title((await in_thread(redact, params.title)).text)
         info, incognito = await self._sessions.open(
             ws, params.session_id, title=title, incognito=params.incognito
         )

@@ -175,7 +175,8 @@ def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: Daemo
 
 def test_a_long_session_title_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
     """``open_session`` with a 238 KB title full of ``password=…``: ``too_large`` at once (a
-    title is at most 300 characters), before the redactor reads it; no secret in the reply."""
+    title sent is at most 65,536 characters), before the redactor reads it; no secret in the
+    reply, nor in a long title shortened to 300 characters across a secret."""
     ws = str(daemon.workspace)
     daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
     with RawConnection(daemon.socket) as conn:
@@ -186,6 +187,10 @@ def test_a_long_session_title_is_refused_before_it_is_redacted(daemon: DaemonPro
     assert "hunter3" not in json.dumps(reply)
     titled = daemon.call("open_session", {"workspace": ws, "title": "password=hunter3 " * 10})
     assert titled["title"].startswith("password=[REDACTED") and "hunter3" not in titled["title"]
+    across = daemon.call(
+        "open_session", {"workspace": ws, "title": "word " * 58 + "password=hunter4hunter4 tail"}
+    )
+    assert "hunter4" not in across["title"] and len(across["title"]) <= 300
 
 
 def test_a_long_rejection_reason_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:

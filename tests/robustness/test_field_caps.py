@@ -12,6 +12,7 @@ from tests.support import DaemonProcess
 
 WORKING_STATE_ITEM_CHARS = 2_000
 SESSION_TITLE_CHARS = 300
+SENT_TITLE_CHARS = 65_536
 
 
 @pytest.mark.parametrize("field", ["goals", "openThreads", "decisions"])
@@ -35,24 +36,30 @@ def test_a_working_state_item_over_its_cap_is_refused_and_the_state_kept(
     assert state[field] == ["a" * WORKING_STATE_ITEM_CHARS]
 
 
-def test_a_session_title_over_its_cap_is_refused_and_no_session_opened(shared_daemon: DaemonProcess) -> None:
-    """A title of 300 characters opens a session; one of 301 is ``too_large`` (field
-    ``title``) and opens none (a title of megabytes was stored, and two made every
-    ``list_sessions`` of the workspace ``reply_too_large``)."""
+def test_a_long_session_title_is_kept_shortened_and_a_huge_one_refused(shared_daemon: DaemonProcess) -> None:
+    """A title of 300 characters is kept as sent; a longer one (a host naming the session by
+    its first prompt) is kept shortened at a word with an ellipsis; one over 65,536
+    characters is ``too_large`` (field ``title``) and opens none (a title of megabytes was
+    stored, and two made every ``list_sessions`` of the workspace ``reply_too_large``)."""
     folder = shared_daemon.root / "titles"
     folder.mkdir()
     ws = str(folder)
     opened = shared_daemon.call("open_session", {"workspace": ws, "title": "t" * SESSION_TITLE_CHARS})
     assert opened["title"] == "t" * SESSION_TITLE_CHARS
+    prompt = "Please refactor the date parser so that offsets survive a round trip " * 10
+    long = shared_daemon.call("open_session", {"workspace": ws, "title": prompt})
+    assert len(long["title"]) <= SESSION_TITLE_CHARS and long["title"].endswith("…")
+    assert long["title"][:-1].rstrip() in prompt
     error = remote_error(
         shared_daemon,
         "open_session",
-        {"workspace": ws, "sessionId": "long", "title": "u" * (SESSION_TITLE_CHARS + 1)},
+        {"workspace": ws, "sessionId": "huge", "title": "u" * (SENT_TITLE_CHARS + 1)},
     )
     assert error.kind == "too_large"
-    assert (error.data["field"], error.data["limit"]) == ("title", SESSION_TITLE_CHARS)
+    assert (error.data["field"], error.data["limit"]) == ("title", SENT_TITLE_CHARS)
     listed = shared_daemon.call("list_sessions", {"workspace": ws})["sessions"]
-    assert [s["sessionId"] for s in listed] == [opened["sessionId"]]
+    assert sorted(s["sessionId"] for s in listed) == sorted([opened["sessionId"], long["sessionId"]])
+    assert {s["sessionId"]: s["title"] for s in listed}[long["sessionId"]] == long["title"]
 
 
 EVENT_CAP = 8 * 1024 * 1024

@@ -1879,7 +1879,7 @@ export interface Methods {
   };
   /**
    * Create a session (or reopen one by id). Incognito sessions live in memory only.
-   * A title is at most 300 characters (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
+   * A title over 300 characters is kept shortened at a word with an ellipsis; one over 65,536 characters is refused (too_large, data.field title). A persistent session cannot be opened while the workspace is incognito (incognito_blocked); a session keeps the kind it was created with (conflict); a deleted session's id is refused (conflict, reason deleted).
    */
   open_session: {
     params: {
