@@ -274,6 +274,17 @@ def _read_section(raw: str) -> Section:
     )
 
 
+def comment_of(section: Section) -> tuple[int, str] | None:
+    """Where ``section``'s metadata comment is (lines after its heading) and its text after
+    ``maka-memory:``; None when it has none."""
+    if not section.has_comment:
+        return None
+    bodies = [strip_eol(line) for line in split_lines(section.raw)]
+    index = _comment_index(bodies)
+    comment = COMMENT.match(bodies[index]) if index < len(bodies) else None
+    return None if comment is None else (index, bodies[index][comment.end() :])
+
+
 def _int_or(value: object, default: int) -> int:
     return value if isinstance(value, int) else default
 
