@@ -13,15 +13,16 @@ or repeats an id are read again.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
+from functools import lru_cache, partial
 from typing import Final
 from urllib.parse import unquote
 
 from makad.core import memory_format as fmt
 from makad.core.closest import closest
 from makad.core.confidence import USER_FIELD, USER_LEVELS, understood_user_value
-from makad.core.entry_comment import FIELDS, ORIGINS, SCOPES, read_comment, understood
+from makad.core.entry_comment import FIELDS, ORIGINS, SCOPES, understood
 from makad.core.entry_text import split_lines
 from makad.core.types import MAX_INT64, Entry, Warning
 from makad.core.undecodable import display
@@ -47,7 +48,7 @@ def metadata(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warn
     flagged = {index for index, section in enumerate(doc.sections) if _suspect(section)}
     if not flagged:
         return []
-    found: list[tuple[str, int, str]] = []
+    found: list[Found] = []
     # The first entry naming each id, and its heading line: what a repeated id repeats.
     first: dict[str, tuple[str, int]] = {}
     line = 1 + _line_count(doc.preamble)
@@ -60,12 +61,26 @@ def metadata(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warn
     return _capped(found, file_name)
 
 
+# A warning's kind, line and message; a message that guesses a value is worked out only
+# for the warnings shown (past the cap of its kind only the count is).
+Found = tuple[str, int, str | Callable[[], str]]
+
+
 def _suspect(section: fmt.Section) -> bool:
-    return bool(
-        section.unknown_fields
-        or section.comment_malformed
-        or (not section.derived and section.entry.id != section.declared_id)
-    )
+    if section.unknown_fields or (not section.derived and section.entry.id != section.declared_id):
+        return True
+    # A comment naming no id reads as malformed; only one unclosed or with text after
+    # ``-->`` is worth a warning.
+    return section.comment_malformed and not _closed_cleanly(section)
+
+
+def _closed_cleanly(section: fmt.Section) -> bool:
+    """Whether the section's comment ends with ``-->`` and nothing after it."""
+    where = fmt.comment_of(section)
+    if where is None:
+        return True
+    closing = where[1].find("-->")
+    return closing >= 0 and not where[1][closing + 3 :].strip(" \t")
 
 
 def _line_count(text: str) -> int:
@@ -76,30 +91,37 @@ def _line_count(text: str) -> int:
 
 def _section_warnings(
     section: fmt.Section, line: int, file_name: str, first: dict[str, tuple[str, int]]
-) -> Iterator[tuple[str, int, str]]:
+) -> Iterator[Found]:
     where = fmt.comment_of(section)
     if where is None:
         return
     at = line + where[0]
-    fields = read_comment(where[1])
+    rest = where[1]
+    closing = rest.find("-->")
     entry = section.entry
     name = f'{file_name} line {at}, entry "{entry.title}"'
-    if not fields.closed:
+    if closing < 0:
         yield (
             "bad_metadata",
             at,
             f"{name}: its metadata comment has no closing -->, so the whole line is read as "
             "metadata; end the line with -->",
         )
-    elif fields.trailing:
+    elif rest[closing + 3 :].strip(" \t"):
         yield (
             "bad_metadata",
             at,
             f"{name}: the text after --> on the comment line is read as the start of the entry's "
             "content; put it on a line of its own",
         )
+    # Read as ``entry_comment.read_comment`` reads them; a token it did not hold was read.
+    held = set(section.unknown_fields)
     counted: dict[str, str] = {}
-    for raw_token in fields.tokens:
+    for raw_token in (rest if closing < 0 else rest[:closing]).split():
+        key, sep, value = raw_token.partition("=")
+        if raw_token not in held:
+            counted.setdefault(key, raw_token)
+            continue
         token = display(raw_token)
         key, sep, value = token.partition("=")
         if not sep:
@@ -117,15 +139,15 @@ def _section_warnings(
                 yield (
                     "duplicate_key",
                     at,
-                    f"{name}: {key}= is given twice: {counted[key]} counts, {token} is kept as "
-                    "written and ignored",
+                    f"{name}: {key}= is given twice: {display(counted[key])} counts, {token} is "
+                    "kept as written and ignored",
                 )
             elif not (understood_user_value(value) if key == USER_FIELD else understood(key, value)):
                 if key == USER_FIELD:
-                    counted[key] = token  # the first confidence= is the one read
-                yield ("unknown_value", at, f"{name}: {_unknown_value(key, value, entry)}")
+                    counted[key] = raw_token  # the first confidence= is the one read
+                yield ("unknown_value", at, partial(_unknown_value, name, key, value, entry))
             else:
-                counted[key] = token
+                counted[key] = raw_token
         elif (guess := _guess_key(key)) is not None:
             yield (
                 "unknown_key",
@@ -144,12 +166,13 @@ def _section_warnings(
         )
 
 
+@lru_cache(maxsize=256)  # the same few keys repeat over a file's entries
 def _guess_key(typed: str) -> str | None:
     guess = closest(typed, GUESSED_KEYS)
     return None if guess is None else f"{guess}="
 
 
-def _unknown_value(key: str, value: str, entry: Entry) -> str:
+def _unknown_value(name: str, key: str, value: str, entry: Entry) -> str:
     """What ``key=value`` is not, what the entry reads as instead, and the likely meaning."""
     token = f"{key}={value}"
     if key == "status":
@@ -180,7 +203,7 @@ def _unknown_value(key: str, value: str, entry: Entry) -> str:
         what = f"{token} names no id, so the entry's id comes from its text"
         guess = None
     hint = f"; did you mean {key}={guess}?" if guess else ""
-    return f"{what} (the token is kept as written){hint}"
+    return f"{name}: {what} (the token is kept as written){hint}"
 
 
 def _milliseconds(value: str) -> str | None:
@@ -217,14 +240,16 @@ def _confidence(value: str) -> str | None:
     return None
 
 
-def _capped(found: list[tuple[str, int, str]], file_name: str) -> list[Warning]:
+def _capped(found: list[Found], file_name: str) -> list[Warning]:
     """The first ``MAX_PER_KIND`` of each kind, then one warning per kind counting the rest."""
     out: list[Warning] = []
     counts: dict[str, int] = {}
     for kind, line, message in found:
         counts[kind] = counts.get(kind, 0) + 1
         if counts[kind] <= MAX_PER_KIND:
-            out.append(Warning(kind=kind, line=line, message=message))
+            out.append(
+                Warning(kind=kind, line=line, message=message if isinstance(message, str) else message())
+            )
     for kind, count in counts.items():
         if count > MAX_PER_KIND:
             out.append(

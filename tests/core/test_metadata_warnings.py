@@ -79,3 +79,16 @@ def test_bytes_that_are_not_utf8_stay_out_of_the_message() -> None:
     ((_, _, message),) = warnings_of(text)
     message.encode("utf-8")  # raises on a surrogate
     assert "status=act\u00e9ve" in message
+
+
+def test_old_mac_line_endings_count_as_lines() -> None:
+    """A file with CR-only line endings names the comment's line as an editor shows it."""
+    text = "# Maka Memory\r\r## A\rx\r\r## B\r<!-- maka-memory: origin=manul -->\rb\r"
+    ((kind, line, message),) = warnings_of(text)
+    assert (kind, line) == ("unknown_value", 7) and "did you mean origin=manual?" in message
+
+
+def test_text_after_the_comment_is_named() -> None:
+    """Text after --> on the comment line (read as content) is bad_metadata, on that line."""
+    ((kind, line, message),) = warnings_of("## A\n<!-- maka-memory: tags=ops --> Deploy on Tuesdays.\n")
+    assert (kind, line) == ("bad_metadata", 2) and "after -->" in message
