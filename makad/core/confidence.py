@@ -74,6 +74,11 @@ def user_values(doc: fmt.MemoryDocument) -> dict[str, str]:
     }
 
 
+def understood_user_value(value: str) -> bool:
+    """Whether ``confidence=value`` overrides the derived confidence (else it is ignored)."""
+    return _user_score(value) is not None
+
+
 def _user_score(value: str) -> float | None:
     lowered = value.strip().lower()
     if lowered in USER_LEVELS:

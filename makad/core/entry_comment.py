@@ -97,6 +97,11 @@ def held_keys(held: Sequence[str]) -> set[str]:
 _INVALID: Final = object()
 
 
+def understood(key: str, value: str) -> bool:
+    """Whether ``key=value`` (``key`` one of ``FIELDS``) is a value this version reads."""
+    return _parse_value(key, display(value)) is not _INVALID
+
+
 def _parse_value(key: str, value: str) -> object:
     if key == "id":
         return unquote(value) or _INVALID

@@ -78,6 +78,7 @@ HEADER: Final = "# Maka Memory\n\n"
 PENDING_HEADER: Final = "# Maka Pending Proposals\n\n"
 
 _LINE_BREAKS = re.compile(r"[\r\n]+")
+_LINE_BREAK = re.compile(r"\r\n|\r|\n")
 # The CR of a CRLF is no line break of its own: ``x\r\n`` ends no blank line.
 _BLANK_END = re.compile(r"(?:\A|\r\n|\r(?!\n)|\n)[ \t]*(?:\r\n|\r|\n)\Z")
 # Decay needs all three understood: a held createdAt reads as 0 and would archive at once.
@@ -272,6 +273,28 @@ def _read_section(raw: str) -> Section:
         unknown_fields=tuple(fields.held),
         derived=not isinstance(declared, str),
     )
+
+
+def comment_of(section: Section) -> tuple[int, str] | None:
+    """Where ``section``'s metadata comment is (lines after its heading) and its text after
+    ``maka-memory:``; None when it has none. Found without splitting the section's lines:
+    the comment is the first non-blank line after the heading, so the first ``<!--`` past
+    the heading's line is on it."""
+    if not section.has_comment:
+        return None
+    raw = section.raw
+    heading_end = _LINE_BREAK.search(raw)
+    opening = raw.find("<!--", heading_end.end() if heading_end else len(raw))
+    if opening < 0:
+        return None
+    start = max(raw.rfind("\n", 0, opening), raw.rfind("\r", 0, opening)) + 1
+    comment = COMMENT.match(raw, start)
+    if comment is None:
+        return None
+    end = _LINE_BREAK.search(raw, comment.end())
+    lines_before = raw[:start]
+    offset = len(split_lines(lines_before)) if "\r" in lines_before else lines_before.count("\n")
+    return offset, raw[comment.end() : end.start() if end else len(raw)]
 
 
 def _int_or(value: object, default: int) -> int:

@@ -21,6 +21,7 @@ from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
 from makad.core.levels import level_scope
 from makad.core.memory_select import is_pinned, with_pin
+from makad.core.metadata_warnings import metadata
 from makad.core.peer import Peer
 from makad.core.switches import DAY_MS, default_decay_ms
 from makad.core.types import MAX_INT64, Entry, NewMemoryEvent
@@ -290,6 +291,7 @@ class MemoryService:
             *fw.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
             *fw.not_proposals(ws.pending.doc, per_line=False),
             *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
+            *metadata(ws.memory.doc),
         ]
         shown = display(text)
         ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)

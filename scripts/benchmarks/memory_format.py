@@ -4,7 +4,9 @@ Figures are ratios against a baseline measured in the same run: parsing a
 markdown-heavy file (every entry with an escaped ``## `` line and a code fence,
 the case where the reader must parse content to unescape it) and a non-UTF-8
 file, against a plain-text file of the same entry count; preparing 32 KiB of
-content (closing blocks, escaping) against one markdown-it block parse of it.
+content (closing blocks, escaping) against one markdown-it block parse of it;
+read_state's metadata warnings on the plain file (nothing to warn about) and on one
+whose every entry has a status typed wrong (``status=actve``), against parsing it.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import Any
 
 from makad.core import memory_format as fmt
 from makad.core.entry_text import block_tokens, prepare
+from makad.core.metadata_warnings import metadata
 from makad.core.types import Entry
 
 
@@ -59,6 +62,12 @@ def run(quick: bool) -> dict[str, Any]:
     latin_ms = _best_ms(lambda: fmt.parse(latin), repeats)
     prepare_ms = _best_ms(lambda: prepare.__wrapped__(chunk), repeats)
     one_parse_ms = _best_ms(lambda: block_tokens(chunk.split("\n")), repeats)
+    plain_doc = fmt.parse(plain)
+    typos = plain.replace("status=active", "status=actve")
+    typos_doc = fmt.parse(typos)
+    typos_parse_ms = _best_ms(lambda: fmt.parse(typos), repeats)
+    clean_warn_ms = _best_ms(lambda: metadata(plain_doc), repeats)
+    typos_warn_ms = _best_ms(lambda: metadata(typos_doc), repeats)
     return {
         "memory_format": {
             "entries": entries,
@@ -70,5 +79,8 @@ def run(quick: bool) -> dict[str, Any]:
             "content_bytes": len(chunk.encode()),
             "prepare_ms": prepare_ms,
             "prepare_vs_one_parse": round(prepare_ms / one_parse_ms, 2) if one_parse_ms else 0,
+            "metadata_warnings_clean_ms": clean_warn_ms,
+            "metadata_warnings_typos_ms": typos_warn_ms,
+            "metadata_typos_vs_parse": round(typos_warn_ms / typos_parse_ms, 3) if typos_parse_ms else 0,
         }
     }

@@ -639,7 +639,16 @@ export interface ListSessionsParams {
  * their defaults); `ledger_read_only`: the data directory's disk is full, the ledger is
  * read as it was and every write fails with `disk_full` until space is freed;
  * `pinned_over_share`: a pinned
- * entry (on its line) that a 1,500-token context pack has no room for.
+ * entry (on its line) that a 1,500-token context pack has no room for;
+ * `text_outside_entries`, `misplaced_file`, `not_a_proposal`: text the daemon does
+ * not read as a memory. About metadata comments typed by hand, on the comment's line, the
+ * token kept as written and the entry read as without it: `unknown_value` (a known key
+ * with a value this version does not understand: `status=actve`, `createdAt=2024-01-01`,
+ * `confidence=1.5`), `unknown_key` (a key close to a known one: `stauts=`, `tag=`),
+ * `bad_metadata` (no closing `-->`, text after it, a token without `=`),
+ * `duplicate_key` (a key twice in one comment), `duplicate_id` (an id an earlier
+ * entry has); each message names the entry, the token, what it reads as and the likely
+ * spelling.
  * `confidence` (asked with `includeConfidence`): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */

@@ -97,6 +97,11 @@ WARNING_FIXES = {
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
     "or shorten them",
+    **dict.fromkeys(
+        ("unknown_value", "unknown_key", "bad_metadata", "duplicate_key", "duplicate_id"),
+        "edit the metadata comment on that line of memory/MEMORY.md (docs/FORMAT.md lists its keys "
+        "and values); until then the entry works as the warning says and the file is left as typed",
+    ),
 }
 OUTSIDE = "text_outside_entries"
 # What lifts a memory status other than ok, for the line after it.
@@ -121,6 +126,7 @@ def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str,
     warnings = state.get("warnings") or []
     for warning in warnings:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
+    fixes_shown: set[str] = set()
     for kind in dict.fromkeys(w.get("kind") for w in warnings):
         if kind == OUTSIDE and tidy and tidy.get("removed"):
             done = len(tidy["removed"])
@@ -132,7 +138,8 @@ def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str,
             )
         elif kind == "misplaced_file" and _in_memory_folder(state):
             continue  # the warning names the workspace meant; moving or importing would hurt
-        elif kind in WARNING_FIXES:
+        elif kind in WARNING_FIXES and WARNING_FIXES[kind] not in fixes_shown:
+            fixes_shown.add(WARNING_FIXES[kind])  # the metadata kinds share one fix
             print(f"  fix: {with_workspace(args, WARNING_FIXES[kind])}", file=sys.stderr)
 
 

@@ -1,0 +1,258 @@
+"""Warnings about metadata comments typed by hand that the daemon does not understand.
+
+A value this version does not know (``status=actve``), a key close to a known one
+(``stauts=``, ``tag=``), a token without ``=``, an unclosed comment, a key given twice in
+one comment, an id two entries share: each stays in the file byte for byte and the entry
+reads as it always did (``makad.core.entry_comment``: forward compatibility); these
+warnings only say so, with the closest valid spelling. A key close to no known one
+(``reviewer=ann``) is the user's own and warns about nothing.
+
+Pure and cheap on a clean file: only sections whose comment held a token, is malformed
+or repeats an id are read again.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime
+from functools import lru_cache, partial
+from typing import Final
+from urllib.parse import unquote
+
+from makad.core import memory_format as fmt
+from makad.core.closest import closest
+from makad.core.confidence import USER_FIELD, USER_LEVELS, understood_user_value
+from makad.core.entry_comment import FIELDS, ORIGINS, SCOPES, understood
+from makad.core.entry_text import split_lines
+from makad.core.types import MAX_INT64, Entry, Warning
+from makad.core.undecodable import display
+
+# The same cap as the other file warnings: one per line up to this many of a kind.
+MAX_PER_KIND: Final = 10
+# ``id`` is no guess for an unknown key: any short key (kind=, ip=) would be "did you mean id=".
+GUESSED_KEYS: Final = tuple(key for key in (*FIELDS, USER_FIELD) if key != "id")
+MEMORY_STATUSES: Final = ("active", "archived")
+_MORE: Final = {
+    "unknown_value": "metadata values makad does not understand",
+    "unknown_key": "metadata keys makad does not know",
+    "bad_metadata": "malformed metadata comments or tokens",
+    "duplicate_key": "metadata keys given twice in one comment",
+    "duplicate_id": "entries whose id another entry has",
+}
+DAY_MS: Final = 86_400_000
+
+
+def metadata(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
+    """``unknown_value``, ``unknown_key``, ``bad_metadata``, ``duplicate_key`` and
+    ``duplicate_id`` warnings for ``doc``'s metadata comments, on each comment's line."""
+    flagged = {index for index, section in enumerate(doc.sections) if _suspect(section)}
+    if not flagged:
+        return []
+    found: list[Found] = []
+    # The first entry naming each id, and its heading line: what a repeated id repeats.
+    first: dict[str, tuple[str, int]] = {}
+    line = 1 + _line_count(doc.preamble)
+    for index, section in enumerate(doc.sections[: max(flagged) + 1]):
+        if not section.derived:
+            first.setdefault(section.declared_id, (section.entry.title, line))
+        if index in flagged:
+            found.extend(_section_warnings(section, line, file_name, first))
+        line += _line_count(section.raw)
+    return _capped(found, file_name)
+
+
+# A warning's kind, line and message; a message that guesses a value is worked out only
+# for the warnings shown (past the cap of its kind only the count is).
+Found = tuple[str, int, str | Callable[[], str]]
+
+
+def _suspect(section: fmt.Section) -> bool:
+    if section.unknown_fields or (not section.derived and section.entry.id != section.declared_id):
+        return True
+    # A comment naming no id reads as malformed; only one unclosed or with text after
+    # ``-->`` is worth a warning.
+    return section.comment_malformed and not _closed_cleanly(section)
+
+
+def _closed_cleanly(section: fmt.Section) -> bool:
+    """Whether the section's comment ends with ``-->`` and nothing after it."""
+    where = fmt.comment_of(section)
+    if where is None:
+        return True
+    closing = where[1].find("-->")
+    return closing >= 0 and not where[1][closing + 3 :].strip(" \t")
+
+
+def _line_count(text: str) -> int:
+    if "\r" in text:
+        return len(split_lines(text))
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
+
+
+def _section_warnings(
+    section: fmt.Section, line: int, file_name: str, first: dict[str, tuple[str, int]]
+) -> Iterator[Found]:
+    where = fmt.comment_of(section)
+    if where is None:
+        return
+    at = line + where[0]
+    rest = where[1]
+    closing = rest.find("-->")
+    entry = section.entry
+    name = f'{file_name} line {at}, entry "{entry.title}"'
+    if closing < 0:
+        yield (
+            "bad_metadata",
+            at,
+            f"{name}: its metadata comment has no closing -->, so the whole line is read as "
+            "metadata; end the line with -->",
+        )
+    elif rest[closing + 3 :].strip(" \t"):
+        yield (
+            "bad_metadata",
+            at,
+            f"{name}: the text after --> on the comment line is read as the start of the entry's "
+            "content; put it on a line of its own",
+        )
+    # Read as ``entry_comment.read_comment`` reads them; a token it did not hold was read.
+    held = set(section.unknown_fields)
+    counted: dict[str, str] = {}
+    for raw_token in (rest if closing < 0 else rest[:closing]).split():
+        key, sep, value = raw_token.partition("=")
+        if raw_token not in held:
+            counted.setdefault(key, raw_token)
+            continue
+        token = display(raw_token)
+        key, sep, value = token.partition("=")
+        if not sep:
+            guess = "tags=pinned" if token.casefold() == "pinned" else _guess_key(token)
+            yield (
+                "bad_metadata",
+                at,
+                f"{name}: {token} has no =, so it is kept as written and ignored"
+                + (f"; did you mean {guess}?" if guess else ""),
+            )
+        elif key in FIELDS or key == USER_FIELD:
+            if key == USER_FIELD and not value:
+                continue  # an empty confidence= says nothing
+            if key in counted:
+                yield (
+                    "duplicate_key",
+                    at,
+                    f"{name}: {key}= is given twice: {display(counted[key])} counts, {token} is "
+                    "kept as written and ignored",
+                )
+            elif not (understood_user_value(value) if key == USER_FIELD else understood(key, value)):
+                if key == USER_FIELD:
+                    counted[key] = raw_token  # the first confidence= is the one read
+                yield ("unknown_value", at, partial(_unknown_value, name, key, value, entry))
+            else:
+                counted[key] = raw_token
+        elif (guess := _guess_key(key)) is not None:
+            yield (
+                "unknown_key",
+                at,
+                f"{name}: {token} has a key makad does not know, so it is kept as written and "
+                f"ignored; did you mean {guess}{value}?",
+            )
+    if not section.derived and entry.id != section.declared_id:
+        title, first_line = first.get(section.declared_id, ("?", 0))
+        yield (
+            "duplicate_id",
+            at,
+            f'{name}: id={section.declared_id} is also the id of "{title}" (line {first_line}), '
+            f"so this entry answers to {entry.id} while the file is kept as written; delete the "
+            "id= token of one of them to give it an id of its own",
+        )
+
+
+@lru_cache(maxsize=256)  # the same few keys repeat over a file's entries
+def _guess_key(typed: str) -> str | None:
+    guess = closest(typed, GUESSED_KEYS)
+    return None if guess is None else f"{guess}="
+
+
+def _unknown_value(name: str, key: str, value: str, entry: Entry) -> str:
+    """What ``key=value`` is not, what the entry reads as instead, and the likely meaning."""
+    token = f"{key}={value}"
+    if key == "status":
+        what = f"{token} is not a status makad knows, so the entry reads as {entry.status}"
+        guess = closest(value, MEMORY_STATUSES)
+    elif key == "origin":
+        what = f"{token} is not an origin makad knows, so the entry reads as origin {entry.origin}"
+        guess = closest(value, sorted(ORIGINS))
+    elif key == "scope":
+        what = f"{token} is not a scope makad knows, so the entry reads as scope {entry.scope}"
+        guess = closest(value, sorted(SCOPES))
+    elif key in ("createdAt", "updatedAt"):
+        what = f"{token} is not a date in Unix milliseconds, so " + (
+            "the entry has no creation date (its age is unknown) and never decays"
+            if key == "createdAt"
+            else "the entry reads as updated when it was created"
+        )
+        guess = _milliseconds(value)
+    elif key == "decayTtlMs":
+        what = f"{token} is not a whole number of milliseconds, so the entry never decays"
+        guess = _days(value)
+    elif key == USER_FIELD:
+        what = (
+            f"{token} is not high, medium, low or a number from 0 to 1, so the entry's confidence is derived"
+        )
+        guess = _confidence(value)
+    else:  # id: an empty value
+        what = f"{token} names no id, so the entry's id comes from its text"
+        guess = None
+    hint = f"; did you mean {key}={guess}?" if guess else ""
+    return f"{name}: {what} (the token is kept as written){hint}"
+
+
+def _milliseconds(value: str) -> str | None:
+    """A date typed as ISO 8601 (``2024-01-01``, UTC when no zone) in Unix milliseconds."""
+    try:
+        moment = datetime.fromisoformat(unquote(value))
+    except (ValueError, OverflowError):
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    try:
+        ms = int(moment.timestamp() * 1000)
+    except (ValueError, OverflowError, OSError):
+        return None
+    return str(ms) if 0 <= ms <= MAX_INT64 else None
+
+
+def _days(value: str) -> str | None:
+    """``30d`` (days) in milliseconds."""
+    number = value.lower().removesuffix("days").removesuffix("day").removesuffix("d")
+    if number != value.lower() and number.isdigit() and 0 < int(number) * DAY_MS <= MAX_INT64:
+        return str(int(number) * DAY_MS)
+    return None
+
+
+def _confidence(value: str) -> str | None:
+    """A level misspelt (``hgh``) or a percentage (``80``) as the value meant."""
+    try:
+        number = float(value)
+    except ValueError:
+        return closest(value, USER_LEVELS)
+    if number.is_integer() and 1 < number <= 100:
+        return f"{number / 100:g}"
+    return None
+
+
+def _capped(found: list[Found], file_name: str) -> list[Warning]:
+    """The first ``MAX_PER_KIND`` of each kind, then one warning per kind counting the rest."""
+    out: list[Warning] = []
+    counts: dict[str, int] = {}
+    for kind, line, message in found:
+        counts[kind] = counts.get(kind, 0) + 1
+        if counts[kind] <= MAX_PER_KIND:
+            out.append(
+                Warning(kind=kind, line=line, message=message if isinstance(message, str) else message())
+            )
+    for kind, count in counts.items():
+        if count > MAX_PER_KIND:
+            out.append(
+                Warning(kind=kind, message=f"{file_name} has {count - MAX_PER_KIND} more {_MORE[kind]}")
+            )
+    return out
