@@ -87,7 +87,8 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
 
     Refused: the filesystem root, the user level's folder and its ``memory/`` folder (two
     names for one folder would be two locks on one file), the data directory and anything
-    inside it (the daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
+    inside it (the daemon's own files), a folder whose ``memory/`` is one of those, and a
+    workspace's ``memory/`` folder (one holding its id file) and anything inside it. Folders are
     compared by (device, inode), so no spelling — a symlink, a bind mount, another case
     on a case-insensitive disk — gets past. Blocking: a few ``stat`` calls.
     """
@@ -119,6 +120,27 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
             "this folder's memory/ is makad's data directory or the user-level memory: the "
             "daemon's own files are no workspace"
         )
+    owner = _memory_folder_owner(path)
+    if owner is not None:
+        # A client started inside memory/ would otherwise get a memory/memory/ of its own.
+        return (
+            f"this folder is (or is inside) the memory/ folder of the workspace {_echo(str(owner))}: "
+            "name that folder"
+        )
+    return None
+
+
+def _memory_folder_owner(path: Path) -> Path | None:
+    """The workspace whose ``memory/`` folder ``path`` (resolved) is or is inside: the
+    nearest folder named memory holding a workspace id file."""
+    for folder in (path, *path.parents):
+        if folder.name != MEMORY_DIR:
+            continue
+        try:
+            if stat_mod.S_ISREG(os.lstat(folder / identity.ID_FILE).st_mode):
+                return folder.parent
+        except (OSError, ValueError):
+            continue
     return None
 
 
