@@ -69,7 +69,27 @@ def resolve_workspace(raw: str) -> Path:
         ) from None
     if not resolved.is_dir():
         raise InvalidWorkspace(f"workspace is not a directory: {_echo(raw)}; name the folder that holds it")
+    length, limit = len(os.fsencode(resolved)), _path_max(resolved)
+    if length + len(_LONGEST_INSIDE) >= limit:
+        raise InvalidWorkspace(
+            f"workspace path is too long: its real path is {length} bytes, and its memory files "
+            f"need {len(_LONGEST_INSIDE)} more under the system's limit of {limit - 1}; use a "
+            "folder with a shorter path",
+            reason="too_long",
+        )
     return resolved
+
+
+# The longest path the daemon writes inside a workspace: a memory file's temp file.
+_LONGEST_INSIDE = "/memory/.PENDING.md.XXXXXXXX.tmp"
+
+
+def _path_max(path: Path) -> int:
+    """The system's limit on a path's bytes (with its terminating NUL) below ``path``."""
+    try:
+        return os.pathconf(path, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 4096
 
 
 # An error names the path it refused, cut to this many characters.
