@@ -33,7 +33,7 @@ from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.recovery import LedgerReset
-from makad.store.memory_files import ensure_memory_dir
+from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
@@ -396,7 +396,8 @@ class WorkspaceRegistry:
             try:
                 make_dirs(self._user_dir)
             except OSError as exc:
-                raise IOFailure("the user-level memory folder could not be made", reason="io_error") from exc
+                label = "the user-level memory folder"
+                raise generalize(exc, self._user_dir.name, "made", label=label) from exc
             ensure_memory_dir(self._user_dir / MEMORY_DIR)
             return resolve_workspace(spelling)
         path = resolve_workspace(spelling)
