@@ -33,7 +33,7 @@ from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.recovery import LedgerReset
-from makad.store.memory_files import ensure_memory_dir
+from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
@@ -69,7 +69,27 @@ def resolve_workspace(raw: str) -> Path:
         ) from None
     if not resolved.is_dir():
         raise InvalidWorkspace(f"workspace is not a directory: {_echo(raw)}; name the folder that holds it")
+    length, limit = len(os.fsencode(resolved)), _path_max(resolved)
+    if length + len(_LONGEST_INSIDE) >= limit:
+        raise InvalidWorkspace(
+            f"workspace path is too long: its real path is {length} bytes, and its memory files "
+            f"need {len(_LONGEST_INSIDE)} more under the system's limit of {limit - 1}; use a "
+            "folder with a shorter path",
+            reason="too_long",
+        )
     return resolved
+
+
+# The longest path the daemon writes inside a workspace: a memory file's temp file.
+_LONGEST_INSIDE = "/memory/.PENDING.md.XXXXXXXX.tmp"
+
+
+def _path_max(path: Path) -> int:
+    """The system's limit on a path's bytes (with its terminating NUL) below ``path``."""
+    try:
+        return os.pathconf(path, "PC_PATH_MAX")
+    except (OSError, ValueError):
+        return 4096
 
 
 # An error names the path it refused, cut to this many characters.
@@ -87,7 +107,8 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
 
     Refused: the filesystem root, the user level's folder and its ``memory/`` folder (two
     names for one folder would be two locks on one file), the data directory and anything
-    inside it (the daemon's own files), and a folder whose ``memory/`` is one of those. Folders are
+    inside it (the daemon's own files), a folder whose ``memory/`` is one of those, and a
+    workspace's ``memory/`` folder (one holding its id file) and anything inside it. Folders are
     compared by (device, inode), so no spelling — a symlink, a bind mount, another case
     on a case-insensitive disk — gets past. Blocking: a few ``stat`` calls.
     """
@@ -119,6 +140,27 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
             "this folder's memory/ is makad's data directory or the user-level memory: the "
             "daemon's own files are no workspace"
         )
+    owner = _memory_folder_owner(path)
+    if owner is not None:
+        # A client started inside memory/ would otherwise get a memory/memory/ of its own.
+        return (
+            f"this folder is (or is inside) the memory/ folder of the workspace {_echo(str(owner))}: "
+            "name that folder"
+        )
+    return None
+
+
+def _memory_folder_owner(path: Path) -> Path | None:
+    """The workspace whose ``memory/`` folder ``path`` (resolved) is or is inside: the
+    nearest folder named memory holding a workspace id file."""
+    for folder in (path, *path.parents):
+        if folder.name != MEMORY_DIR:
+            continue
+        try:
+            if stat_mod.S_ISREG(os.lstat(folder / identity.ID_FILE).st_mode):
+                return folder.parent
+        except (OSError, ValueError):
+            continue
     return None
 
 
@@ -354,7 +396,8 @@ class WorkspaceRegistry:
             try:
                 make_dirs(self._user_dir)
             except OSError as exc:
-                raise IOFailure("the user-level memory folder could not be made", reason="io_error") from exc
+                label = "the user-level memory folder"
+                raise generalize(exc, self._user_dir.name, "made", label=label) from exc
             ensure_memory_dir(self._user_dir / MEMORY_DIR)
             return resolve_workspace(spelling)
         path = resolve_workspace(spelling)

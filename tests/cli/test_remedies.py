@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from tests.cli.helpers import run_maka
 from tests.support import DaemonProcess
 
@@ -121,3 +123,24 @@ def test_a_mistyped_param_name_names_the_closest(shared_daemon: DaemonProcess) -
     result = run_maka(shared_daemon, "call", "read_state", '{"includeEntrys": true}')
     assert result.returncode == 1 and "unknown field `includeEntrys`" in result.stderr
     assert "did you mean 'includeEntries'?" in result.stderr
+
+
+def test_a_found_workspace_that_is_the_user_level_says_how_to_go_on(short_tmp: Path) -> None:
+    """With the user level in the home folder (--user-memory ~), `maka` in a home subfolder
+    without a workspace of its own finds the home folder, which is refused as reserved: the
+    error says how it got there and names --user and `-w` with the current folder."""
+    home = short_tmp / "home"
+    proc = DaemonProcess(short_tmp, env={"MAKAD_USER_MEMORY": str(home)})
+    proc.start()
+    try:
+        proc.call("add_entry", {"workspace": "@user", "title": "Tabs", "content": "Indent with tabs."})
+        notes = home / "notes"
+        notes.mkdir()
+        result = run_maka(proc, "memory", "list", workspace=False, cwd=notes, env={"HOME": str(home)})
+        assert result.returncode == 1 and "reserved" in result.stderr
+        assert f"found {home} by walking up" in result.stderr, result.stderr
+        assert "--user" in result.stderr and f"-w {notes}" in result.stderr
+        there = run_maka(proc, "memory", "list", "-w", str(notes), workspace=False)
+        assert there.returncode == 0, there.stderr
+    finally:
+        proc.stop()

@@ -132,3 +132,22 @@ def test_a_folder_whose_memory_folder_is_the_data_directory_is_refused(short_tmp
         assert sorted(os.listdir(project)) == ["memory"]
     finally:
         proc.stop()
+
+
+def test_a_workspace_memory_folder_and_folders_inside_it_are_refused(d: DaemonProcess) -> None:
+    """A workspace's own memory/ folder (say, an agent started in it), a spelling of it and
+    a folder inside it are refused, naming the workspace: no memory/memory/ is made."""
+    project = d.root / "project-with-memory"
+    project.mkdir(exist_ok=True)
+    d.call("add_entry", {"workspace": str(project), "title": "Kept", "content": "in the workspace"})
+    memory = project / "memory"
+    inner = memory / "drafts"
+    inner.mkdir(exist_ok=True)
+    for spelling in (str(memory), f"{memory}/", f"{project}/./memory", str(inner)):
+        assert str(project) in assert_reserved(d, spelling), spelling
+    assert not (memory / "memory").exists() and not (inner / "memory").exists()
+    titles = [
+        e["title"]
+        for e in d.call("read_state", {"workspace": str(project), "includeEntries": True})["entries"]
+    ]
+    assert titles == ["Kept"]

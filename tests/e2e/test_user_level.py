@@ -431,3 +431,23 @@ def test_hand_edit_of_user_file_reaches_the_next_pack(d: DaemonProcess) -> None:
     path = user_file(d)
     path.write_text(path.read_text() + "\n## Typed by hand\nquokkas are the user's favourite animal\n")
     assert "quokkas" in memory_text(pack(d, w, "quokkas favourite animal"))
+
+
+def test_a_user_folder_that_cannot_be_made_says_why(short_tmp: Path) -> None:
+    """With a file where the user level's folder (or a folder above it) should be, "@user"
+    fails with io_error naming the system's reason (data.errno), and workspaces still work."""
+    (short_tmp / "a-file").write_text("not a folder\n")
+    for user_dir in (short_tmp / "a-file", short_tmp / "a-file" / "user"):
+        proc = DaemonProcess(short_tmp, env={"MAKAD_USER_MEMORY": str(user_dir)})
+        proc.start()
+        try:
+            with pytest.raises(RemoteError) as info:
+                proc.call("read_state", {"workspace": USER})
+            assert info.value.kind == "io_error"
+            assert info.value.data.get("errno") in ("ENOTDIR", "EEXIST"), info.value.data
+            assert "user-level memory folder" in info.value.message
+            assert info.value.data.get("osError", "") in info.value.message
+            assert proc.call("read_state", {"workspace": str(proc.workspace)})["status"] == "ok"
+        finally:
+            proc.stop()
+    assert (short_tmp / "a-file").read_text() == "not a folder\n"

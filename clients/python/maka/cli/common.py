@@ -199,7 +199,22 @@ def add_user_flag(parser: argparse.ArgumentParser, default: object) -> None:
 def workspace_of(args: argparse.Namespace) -> str:
     """``-w`` (before or after the command), else $MAKA_WORKSPACE, else found like git."""
     ws: str | None = getattr(args, "workspace", None)
-    return ws or default_workspace()
+    return sendable_workspace(ws or default_workspace())
+
+
+def sendable_workspace(ws: str) -> str:
+    """``ws``, or CliError when its path is not UTF-8 (a byte Python decoded to a lone
+    surrogate): requests are JSON, which cannot carry it."""
+    try:
+        ws.encode("utf-8")
+    except UnicodeEncodeError:
+        shown = os.fsencode(ws).decode("utf-8", "backslashreplace")
+        raise CliError(
+            f"the workspace folder's path is not UTF-8 ({shown}): makad names a workspace by its "
+            "path in JSON, which cannot carry those bytes; rename the folder (convmv can), or "
+            "name another one with -w"
+        ) from None
+    return ws
 
 
 def maka_command(args: argparse.Namespace, rest: str) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 
-from maka.cli.common import EXIT_OK, CliError, Parents
+from maka.cli.common import EXIT_OK, CliError, Parents, sendable_workspace
 from maka.client import Client
 from maka.workspace import resolve_workspace
 
@@ -18,7 +18,7 @@ def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
         )
     from maka.mcp_bridge import serve
 
-    workspace = resolve_workspace(args.workspace)
+    workspace = sendable_workspace(resolve_workspace(args.workspace))
     timeout = client.timeout if client.timeout is not None else 30.0
     uid = client.server_uid
     serve(client.socket_path, workspace, autostart=client.autostart, server_uid=uid, timeout=timeout)

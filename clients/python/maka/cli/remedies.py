@@ -4,12 +4,15 @@ command that lists the ids an unknown one was meant to be."""
 from __future__ import annotations
 
 import argparse
+import os
 import re
+import shlex
 
-from maka.cli.common import did_you_mean, maka_command
+from maka.cli.common import default_workspace, did_you_mean, maka_command
 from maka.cli.system import param_names
 from maka.errors import RemoteError
 from maka.generated import METHOD_NAMES
+from maka.workspace import WORKSPACE_ENV
 
 # The switches a gate_closed error names in its data, in the order `maka settings` takes them.
 _GATE_SWITCHES = ("agentReadEnabled", "extractToolEnabled", "historyRecallEnabled")
@@ -73,8 +76,26 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
         return f"did you mean {close}? {every}" if close else every
     elif exc.kind == "invalid_params":
         return _closest_param(exc, args)
+    elif exc.kind == "invalid_workspace" and exc.data.get("reason") == "reserved":
+        return _found_reserved(args)
     elif exc.kind == "not_found":
         listing = _LISTINGS.get(str(getattr(args, "command", "")))
         if listing:
             return "existing ids are listed by: " + maka_command(args, listing)
     return None
+
+
+def _found_reserved(args: argparse.Namespace) -> str | None:
+    """When the refused folder was found by walking up (no -w, no $MAKA_WORKSPACE) — say the
+    home folder holding the user level's memory/ — how to name what was meant."""
+    if getattr(args, "workspace", None) or os.environ.get(WORKSPACE_ENV):
+        return None
+    here = os.path.abspath(os.getcwd())
+    found = default_workspace()
+    if found == here:
+        return None
+    return (
+        f"maka found {found} by walking up from the current folder, which holds no workspace "
+        f"of its own: `maka --user …` works on the user level, `maka -w {shlex.quote(here)} …` "
+        "makes this folder a workspace"
+    )

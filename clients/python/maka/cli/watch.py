@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from maka.cli.changes import entry_changes
-from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace
+from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace, sendable_workspace
 from maka.cli.output import now_ms, short_id, timestamp
 from maka.client import Client
 from maka.errors import DaemonUnavailable
@@ -122,7 +122,8 @@ class Snapshots:
 
 def cmd_watch(client: Client, args: argparse.Namespace) -> int:
     given = args.workspace  # a list after the command, one path before it, or None
-    workspaces = [given] if isinstance(given, str) else given or [default_workspace()]
+    chosen = [given] if isinstance(given, str) else given or [default_workspace()]
+    workspaces = [sendable_workspace(ws) for ws in chosen]
     snapshots = None if args.json else Snapshots(client)
     for ws in workspaces:
         if snapshots is not None:
