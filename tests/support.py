@@ -71,7 +71,15 @@ class DaemonProcess:
         self.proc = subprocess.Popen(
             self.command(), stdout=subprocess.PIPE, stderr=self._log, text=True, env=env
         )
-        wait_listening(self.proc)
+        try:
+            wait_listening(self.proc)
+        except BaseException:
+            if self.proc.poll() is not None:  # it never listened: nothing is left to stop
+                if self.proc.stdout:
+                    self.proc.stdout.close()
+                self._log.close()
+                self.proc = None
+            raise
 
     def client(self, timeout: float = 30.0) -> Client:
         return Client(str(self.socket), timeout=timeout)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import shutil
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -434,20 +435,29 @@ def test_hand_edit_of_user_file_reaches_the_next_pack(d: DaemonProcess) -> None:
 
 
 def test_a_user_folder_that_cannot_be_made_says_why(short_tmp: Path) -> None:
-    """With a file where the user level's folder (or a folder above it) should be, "@user"
-    fails with io_error naming the system's reason (data.errno), and workspaces still work."""
+    """A file where the user level's folder (or a folder above it) should be stops makad
+    at start (exit 78, naming it); one put there while it runs makes "@user" fail with
+    io_error naming the system's reason (data.errno), and workspaces still work."""
     (short_tmp / "a-file").write_text("not a folder\n")
     for user_dir in (short_tmp / "a-file", short_tmp / "a-file" / "user"):
         proc = DaemonProcess(short_tmp, env={"MAKAD_USER_MEMORY": str(user_dir)})
-        proc.start()
-        try:
-            with pytest.raises(RemoteError) as info:
-                proc.call("read_state", {"workspace": USER})
-            assert info.value.kind == "io_error"
-            assert info.value.data.get("errno") in ("ENOTDIR", "EEXIST"), info.value.data
-            assert "user-level memory folder" in info.value.message
-            assert info.value.data.get("osError", "") in info.value.message
-            assert proc.call("read_state", {"workspace": str(proc.workspace)})["status"] == "ok"
-        finally:
-            proc.stop()
+        with pytest.raises(RuntimeError, match="exited with 78"):
+            proc.start()
+        assert f"{short_tmp / 'a-file'} is not a folder" in proc.stderr_path.read_text()
+    moved = short_tmp / "moved"
+    proc = DaemonProcess(short_tmp, env={"MAKAD_USER_MEMORY": str(moved / "user")})
+    proc.start()
+    try:
+        shutil.rmtree(moved)
+        moved.write_text("not a folder\n")
+        with pytest.raises(RemoteError) as info:
+            proc.call("read_state", {"workspace": USER})
+        assert info.value.kind == "io_error"
+        assert info.value.data.get("errno") in ("ENOTDIR", "EEXIST"), info.value.data
+        assert "user-level memory folder" in info.value.message
+        assert info.value.data.get("osError", "") in info.value.message
+        assert proc.call("read_state", {"workspace": str(proc.workspace)})["status"] == "ok"
+    finally:
+        proc.stop()
     assert (short_tmp / "a-file").read_text() == "not a folder\n"
+    assert moved.read_text() == "not a folder\n"
