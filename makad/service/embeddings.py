@@ -390,6 +390,9 @@ class SemanticChannel:
                 index.entries[h] = made[i]
             for h, _ in pairs:
                 index.entry_queue.pop(h, None)
+        # Counted before the turn embeds anything: a turn takes seconds, and status must not
+        # report a backlog as caught up meanwhile (the first turn after a restart least of all).
+        index.pending_events = store.count_after(ledger, index.cursor)
         for _ in range(BATCHES_PER_TURN):
             rows = store.events_after(ledger, index.cursor, EVENT_BATCH)
             if not rows:
@@ -405,6 +408,7 @@ class SemanticChannel:
             self.events_indexed += len(rows)
             self._add(index, [(r[1], r[2]) for r in rows], made)
             index.cursor = rows[-1][0]
+            index.pending_events = max(0, index.pending_events - len(rows))
         index.pending_events = store.count_after(ledger, index.cursor)
         index.scanned = seen
         return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
@@ -439,6 +443,7 @@ class SemanticChannel:
             self._add(index, [(r[1], r[2]) for r in page], matrix)
             after = page[-1][0]
         index.cursor = after
+        index.pending_events = store.count_after(ledger, after)
         index.loaded = True
 
     def _note_speakers(self, index: _Index, texts: list[str]) -> None:

@@ -206,6 +206,21 @@ async def test_history_recall_finds_a_paraphrased_event(semantic: InProcessDaemo
     assert hit["included"] and hit["parts"]["bm25"] == 0 and hit["parts"]["semantic"] > 0.2
 
 
+async def test_a_backlog_is_pending_until_every_event_has_its_vector(short_tmp: Path) -> None:
+    """The channel turned on for a workspace with history: status counts the backlog as
+    pending and says caught up only once every event has its vector."""
+    model = _model_or_skip()
+    async with serving(short_tmp) as daemon, daemon.client() as c:
+        ws = str(daemon.workspace)
+        sid = (await c.call("open_session", workspace=ws, title="earlier"))["sessionId"]
+        events = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(96)]
+        await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": model}) as daemon, daemon.client() as c:
+        await pack(c, str(daemon.workspace), "what was the plan?")
+        status = await caught_up(c)
+    assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
+
+
 async def test_without_a_model_status_has_no_semantic_part(served: InProcessDaemon) -> None:
     """With no model configured the channel is off: status says nothing of it, and no score
     has a semantic part."""
