@@ -295,12 +295,15 @@ class SemanticChannel:
                 self.state, self.message = "failed", str(exc)
                 log.warning("semantic_model_unavailable", reason=str(exc))
                 return
-        except Exception as exc:  # numpy missing, or a model that does not load
-            self.state, self.message = "failed", f"the model could not be loaded: {type(exc).__name__}"
+            # The first texts embedded: a model whose files load but do not fit together
+            # (a config.json of another model) fails here, not later in the indexer.
+            baseline = encoder.baseline()
+        except Exception as exc:  # numpy missing, or a model that does not load or run
+            self.state, self.message = "failed", f"the model could not be loaded: {_one_line(exc)}"
             log.warning("semantic_model_failed", exc_info=True)
             return
         self._np, self._encoder = numpy, encoder
-        self._baseline = encoder.baseline()
+        self._baseline = baseline
         self.model_name = encoder.name
         self.load_ms = (time.perf_counter() - started) * 1000
         self.state = "ready"

@@ -25,6 +25,7 @@ import pytest
 from maka import AsyncClient
 from makad.core.canonical import similar_ids
 from makad.core.types import Entry
+from makad.service.embedding_model import model_folder
 from tests.service.conftest import InProcessDaemon, serving
 
 pytestmark = pytest.mark.anyio
@@ -302,6 +303,38 @@ async def test_a_model_folder_someone_else_can_change_is_refused(short_tmp: Path
         expected = f"belongs to uid {pwd.getpwnam('nobody').pw_uid}"
     status, result = await _settled_status(folder, short_tmp)
     assert status["state"] == "failed" and expected in status["message"] and str(folder) in status["message"]
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+def _encoder_copy(folder: Path, config: dict[str, Any] | None = None, weights: bytes | None = None) -> Path:
+    """A folder of all-MiniLM-L6-v2's files (symlinks to the package's; skipped without it),
+    with ``config`` merged into its config.json and ``weights`` as its model.safetensors."""
+    source = model_folder(_model_or_skip())
+    folder.mkdir(mode=0o700)
+    for link in source.rglob("*"):
+        if link.is_file():
+            target = folder / link.relative_to(source)
+            target.parent.mkdir(mode=0o700, exist_ok=True)
+            target.symlink_to(link)
+    if config is not None:
+        (folder / "config.json").unlink()
+        (folder / "config.json").write_text(
+            json.dumps(json.loads((source / "config.json").read_text()) | config)
+        )
+    if weights is not None:
+        (folder / "model.safetensors").unlink()
+        (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+async def test_a_model_that_cannot_run_fails_saying_why(short_tmp: Path) -> None:
+    """A model whose files load but whose first texts cannot be embedded (a config.json
+    that does not fit its weights) fails, saying why, instead of loading for ever; requests
+    go on lexically."""
+    folder = _encoder_copy(short_tmp / "model", config={"num_attention_heads": 5})
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed" and "could not be loaded" in status["message"], status
+    assert "reshape" in status["message"], status
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 
