@@ -221,26 +221,43 @@ def combined_fingerprint(weights: str, settings: str) -> str:
 
 
 def _load_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of the safetensors file at ``path``, as float32 (int64 kept);
+    ``ModelUnavailable`` naming the file when it is cut short or not safetensors."""
     import numpy as np
 
     with _open(path) as fh:
         raw = fh.read()
-    (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + size])
     kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
     out: dict[str, Any] = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = meta["data_offsets"]
-        dtype = np.dtype(kinds[meta["dtype"]])
-        array = np.frombuffer(
-            raw, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + size + start
-        )
-        out[name.removeprefix("bert.")] = array.reshape(meta["shape"]).astype(
-            np.float32 if dtype != np.int64 else np.int64
-        )
+    try:
+        (size,) = struct.unpack("<Q", raw[:8])
+        if 8 + size > len(raw):
+            raise ValueError(f"its header says {size} bytes; the file holds {len(raw)}")
+        header = json.loads(raw[8 : 8 + size])
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            start, end = meta["data_offsets"]
+            if not 0 <= start <= end <= len(raw) - 8 - size:
+                raise ValueError(f"tensor {name} ends at byte {8 + size + end}; the file holds {len(raw)}")
+            if meta["dtype"] not in kinds:
+                raise ModelUnavailable(f"{path}: tensor {name} is {meta['dtype']}, which makad does not read")
+            dtype = np.dtype(kinds[meta["dtype"]])
+            array = np.frombuffer(
+                raw, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + size + start
+            )
+            out[name.removeprefix("bert.")] = array.reshape(meta["shape"]).astype(
+                np.float32 if dtype != np.int64 else np.int64
+            )
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:
+        raise ModelUnavailable(f"{path} is damaged or truncated ({_reason(exc)})") from exc
     return out
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as ``Type: message``, on one line of at most 200 characters."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return " ".join(text.split())[:200]
 
 
 def _erf(x: Any) -> Any:

@@ -338,6 +338,19 @@ async def test_a_model_that_cannot_run_fails_saying_why(short_tmp: Path) -> None
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 
+@pytest.mark.parametrize("damage", ["truncated", "random bytes"])
+async def test_a_damaged_weights_file_is_named_in_the_message(short_tmp: Path, damage: str) -> None:
+    """A model.safetensors cut short (an interrupted copy) or overwritten: the channel fails
+    naming the file and saying it is damaged; requests go on lexically."""
+    source = model_folder(_model_or_skip()) / "model.safetensors"
+    weights = source.read_bytes()[: 5 << 20] if damage == "truncated" else os.urandom(3 << 20)
+    folder = _encoder_copy(short_tmp / "model", weights=weights)
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed", status
+    assert f"{folder / 'model.safetensors'} is damaged or truncated" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
 STATIC_MODEL = "wordllama"
 
 
