@@ -66,9 +66,12 @@ MAX_HEADER_BYTES: Final = 64 << 20
 
 
 def numpy_module() -> Any:
-    """numpy, loaded after this module set its thread count (one BLAS thread: see above)."""
-    import numpy
-
+    """numpy, loaded after this module set its thread count (one BLAS thread: see above);
+    ``ModelUnavailable`` saying what to install when it is missing."""
+    try:
+        import numpy
+    except ImportError as exc:
+        raise ModelUnavailable(NO_NUMPY) from exc
     return numpy
 
 
@@ -115,6 +118,10 @@ BASELINE_TEXTS: Final = (
     "The printer on the third floor is out of toner.",
 )
 E5_MAGIC: Final = b"E5S1"
+NO_NUMPY: Final = (
+    "numpy is not installed: install makad with its semantic extra "
+    "(pip install 'makad[semantic]', or 'numpy>=1.26' into makad's environment)"
+)
 E5_PREFIXES: Final = ("query: ", "passage: ")
 
 
@@ -342,7 +349,7 @@ class Encoder(_Embedder):
         try:
             import numpy as np
         except ImportError as exc:
-            raise ModelUnavailable("numpy is not installed (pip install 'makad[semantic]')") from exc
+            raise ModelUnavailable(NO_NUMPY) from exc
         if source.is_file():
             w, config = self._e5_image(source)
         else:
@@ -467,7 +474,7 @@ class StaticEncoder(_Embedder):
         try:
             import numpy as np
         except ImportError as exc:
-            raise ModelUnavailable("numpy is not installed (pip install 'makad[semantic]')") from exc
+            raise ModelUnavailable(NO_NUMPY) from exc
         (matrix,) = _load_safetensors(table).values()
         self.table = np.ascontiguousarray(matrix, np.float32)
         self.dim = int(self.table.shape[1])

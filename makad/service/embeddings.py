@@ -287,9 +287,8 @@ class SemanticChannel:
         try:
             from makad.service.embedding_model import ModelUnavailable, load, numpy_module
 
-            numpy = numpy_module()
-
             try:
+                numpy = numpy_module()
                 encoder = load(self.spec or "")
             except ModelUnavailable as exc:
                 self.state, self.message = "failed", str(exc)

@@ -15,6 +15,7 @@ import os
 import pwd
 import sqlite3
 import struct
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -348,6 +349,18 @@ async def test_a_damaged_weights_file_is_named_in_the_message(short_tmp: Path, d
     status, result = await _settled_status(folder, short_tmp)
     assert status["state"] == "failed", status
     assert f"{folder / 'model.safetensors'} is damaged or truncated" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+async def test_without_numpy_the_message_says_what_to_install(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model configured in an environment without numpy (makad installed without its
+    semantic extra): the channel fails saying what to install; requests go on lexically."""
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if not installed: import raises
+    status, result = await _settled_status(short_tmp / "any-model", short_tmp)
+    assert status["state"] == "failed", status
+    assert "numpy is not installed" in status["message"] and "makad[semantic]" in status["message"], status
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 
