@@ -181,6 +181,24 @@ async def test_paraphrased_proposal_finds_its_near_duplicate(semantic: InProcess
     assert listed["proposals"][0]["similarTo"] == [entry_id]
 
 
+async def test_a_proposal_is_compared_by_its_title_and_content(semantic: InProcessDaemon) -> None:
+    """A proposal whose title says what an entry says (its content alone does not) is
+    compared as entries are embedded, title and content, and names the entry in similarTo."""
+    ws = str(semantic.workspace)
+    title, content = "pnpm, never npm", "For all of the frontend work."
+    async with semantic.client() as c:
+        await c.call("set_settings", workspace=ws, agentReadEnabled=True, extractToolEnabled=True)
+        added = await c.call(
+            "add_entry", workspace=ws, title="Prefers pnpm over npm", content="always pnpm; never npm or yarn"
+        )
+        await caught_up(c)
+        result = await c.call("propose", workspace=ws, title=title, content=content)
+        listed = await c.call("list_proposals", workspace=ws)
+    entry_id = added["entry"]["id"]
+    assert result["similarTo"] == [entry_id]
+    assert listed["proposals"][0]["similarTo"] == [entry_id]
+
+
 async def test_history_recall_finds_a_paraphrased_event(semantic: InProcessDaemon) -> None:
     """An earlier session's turn that shares no word with the question is recalled, with
     its semantic part, and status counts it indexed."""
