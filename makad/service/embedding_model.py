@@ -479,7 +479,12 @@ class StaticEncoder(_Embedder):
         self.table = np.ascontiguousarray(matrix, np.float32)
         self.dim = int(self.table.shape[1])
         spec = _json(tokenizer)
-        self.tokenizer = BytePairs(spec)
+        try:
+            self.tokenizer = BytePairs(spec)
+            if not all(type(i) is int for i in self.tokenizer.ids.values()):
+                raise ValueError("its vocabulary's ids are not all integers")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelUnavailable(f"{tokenizer} is not a tokenizer makad reads ({_reason(exc)})") from exc
         self.max_tokens = STATIC_MAX_TOKENS
         self.name = f"{table.stem}-{_digest(table)}"
         self.fingerprint = combined_fingerprint(fingerprint(table), settings_digest(spec, self.max_tokens))

@@ -382,6 +382,25 @@ async def test_without_numpy_the_message_says_what_to_install(
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 
+@pytest.mark.parametrize(
+    "tokenizer",
+    ['{"model": {}}', '{"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": 7}}'],
+    ids=["no vocabulary", "vocabulary of the wrong types"],
+)
+async def test_a_malformed_tokenizer_is_named_in_the_message(short_tmp: Path, tokenizer: str) -> None:
+    """A static model whose tokenizer.json is JSON but not a tokenizer: the channel fails
+    naming the file; requests go on lexically."""
+    links = _static_model_copy(short_tmp / "links")
+    folder = short_tmp / "model"
+    folder.mkdir(mode=0o700)
+    (folder / "table.safetensors").symlink_to(links / "l2_supercat_256.safetensors")
+    (folder / "tokenizer.json").write_text(tokenizer)
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed", status
+    assert f"{folder / 'tokenizer.json'} is not a tokenizer makad reads" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
 STATIC_MODEL = "wordllama"
 
 
