@@ -62,6 +62,9 @@ BATCH: Final = 16
 # tokenizer.json is a few megabytes, the largest in use tens.
 MAX_JSON_BYTES: Final = 64 << 20
 MAX_VOCAB_BYTES: Final = 16 << 20
+# A weights file is read whole: all-MiniLM-L6-v2's is 90 MB, a large encoder's (1,024
+# dimensions, 24 layers) 1.3 GB.
+MAX_WEIGHTS_BYTES: Final = 2 << 30
 MAX_HEADER_BYTES: Final = 64 << 20
 
 
@@ -233,6 +236,12 @@ def _load_safetensors(path: Path) -> dict[str, Any]:
     import numpy as np
 
     with _open(path) as fh:
+        # Refused before it is read into the daemon's memory.
+        if os.fstat(fh.fileno()).st_size > MAX_WEIGHTS_BYTES:
+            raise ModelUnavailable(
+                f"{path} is larger than {MAX_WEIGHTS_BYTES >> 20} MiB: makad runs small "
+                "sentence-embedding models (docs/SEMANTIC.md)"
+            )
         raw = fh.read()
     kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
     out: dict[str, Any] = {}

@@ -26,6 +26,7 @@ import pytest
 from maka import AsyncClient
 from makad.core.canonical import similar_ids
 from makad.core.types import Entry
+from makad.service import embedding_model
 from makad.service.embedding_model import model_folder
 from tests.service.conftest import InProcessDaemon, serving
 
@@ -398,6 +399,21 @@ async def test_a_malformed_tokenizer_is_named_in_the_message(short_tmp: Path, to
     status, result = await _settled_status(folder, short_tmp)
     assert status["state"] == "failed", status
     assert f"{folder / 'tokenizer.json'} is not a tokenizer makad reads" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+async def test_a_weights_file_over_the_limit_is_refused_unread(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model.safetensors larger than makad reads (a large language model's, say) is
+    refused by its size, before it is read into memory; requests go on lexically."""
+    monkeypatch.setattr(embedding_model, "MAX_WEIGHTS_BYTES", 1 << 20, raising=False)
+    folder = _encoder_copy(short_tmp / "model", weights=b"")
+    with (folder / "model.safetensors").open("r+b") as fh:
+        fh.truncate(2 << 20)  # sparse: 2 MiB of zeros, over the limit set above
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed", status
+    assert f"{folder / 'model.safetensors'} is larger than 1 MiB" in status["message"], status
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 
