@@ -62,13 +62,19 @@ BATCH: Final = 16
 # tokenizer.json is a few megabytes, the largest in use tens.
 MAX_JSON_BYTES: Final = 64 << 20
 MAX_VOCAB_BYTES: Final = 16 << 20
+# A weights file is read whole: all-MiniLM-L6-v2's is 90 MB, a large encoder's (1,024
+# dimensions, 24 layers) 1.3 GB.
+MAX_WEIGHTS_BYTES: Final = 2 << 30
 MAX_HEADER_BYTES: Final = 64 << 20
 
 
 def numpy_module() -> Any:
-    """numpy, loaded after this module set its thread count (one BLAS thread: see above)."""
-    import numpy
-
+    """numpy, loaded after this module set its thread count (one BLAS thread: see above);
+    ``ModelUnavailable`` saying what to install when it is missing."""
+    try:
+        import numpy
+    except ImportError as exc:
+        raise ModelUnavailable(NO_NUMPY) from exc
     return numpy
 
 
@@ -115,6 +121,10 @@ BASELINE_TEXTS: Final = (
     "The printer on the third floor is out of toner.",
 )
 E5_MAGIC: Final = b"E5S1"
+NO_NUMPY: Final = (
+    "numpy is not installed: install makad with its semantic extra "
+    "(pip install 'makad[semantic]', or 'numpy>=1.26' into makad's environment)"
+)
 E5_PREFIXES: Final = ("query: ", "passage: ")
 
 
@@ -221,26 +231,49 @@ def combined_fingerprint(weights: str, settings: str) -> str:
 
 
 def _load_safetensors(path: Path) -> dict[str, Any]:
+    """The tensors of the safetensors file at ``path``, as float32 (int64 kept);
+    ``ModelUnavailable`` naming the file when it is cut short or not safetensors."""
     import numpy as np
 
     with _open(path) as fh:
+        # Refused before it is read into the daemon's memory.
+        if os.fstat(fh.fileno()).st_size > MAX_WEIGHTS_BYTES:
+            raise ModelUnavailable(
+                f"{path} is larger than {MAX_WEIGHTS_BYTES >> 20} MiB: makad runs small "
+                "sentence-embedding models (docs/SEMANTIC.md)"
+            )
         raw = fh.read()
-    (size,) = struct.unpack("<Q", raw[:8])
-    header = json.loads(raw[8 : 8 + size])
     kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}
     out: dict[str, Any] = {}
-    for name, meta in header.items():
-        if name == "__metadata__":
-            continue
-        start, end = meta["data_offsets"]
-        dtype = np.dtype(kinds[meta["dtype"]])
-        array = np.frombuffer(
-            raw, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + size + start
-        )
-        out[name.removeprefix("bert.")] = array.reshape(meta["shape"]).astype(
-            np.float32 if dtype != np.int64 else np.int64
-        )
+    try:
+        (size,) = struct.unpack("<Q", raw[:8])
+        if 8 + size > len(raw):
+            raise ValueError(f"its header says {size} bytes; the file holds {len(raw)}")
+        header = json.loads(raw[8 : 8 + size])
+        for name, meta in header.items():
+            if name == "__metadata__":
+                continue
+            start, end = meta["data_offsets"]
+            if not 0 <= start <= end <= len(raw) - 8 - size:
+                raise ValueError(f"tensor {name} ends at byte {8 + size + end}; the file holds {len(raw)}")
+            if meta["dtype"] not in kinds:
+                raise ModelUnavailable(f"{path}: tensor {name} is {meta['dtype']}, which makad does not read")
+            dtype = np.dtype(kinds[meta["dtype"]])
+            array = np.frombuffer(
+                raw, dtype=dtype, count=(end - start) // dtype.itemsize, offset=8 + size + start
+            )
+            out[name.removeprefix("bert.")] = array.reshape(meta["shape"]).astype(
+                np.float32 if dtype != np.int64 else np.int64
+            )
+    except (ValueError, KeyError, TypeError, AttributeError, struct.error) as exc:
+        raise ModelUnavailable(f"{path} is damaged or truncated ({_reason(exc)})") from exc
     return out
+
+
+def _reason(exc: BaseException) -> str:
+    """An exception as ``Type: message``, on one line of at most 200 characters."""
+    text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return " ".join(text.split())[:200]
 
 
 def _erf(x: Any) -> Any:
@@ -325,7 +358,7 @@ class Encoder(_Embedder):
         try:
             import numpy as np
         except ImportError as exc:
-            raise ModelUnavailable("numpy is not installed (pip install 'makad[semantic]')") from exc
+            raise ModelUnavailable(NO_NUMPY) from exc
         if source.is_file():
             w, config = self._e5_image(source)
         else:
@@ -450,12 +483,17 @@ class StaticEncoder(_Embedder):
         try:
             import numpy as np
         except ImportError as exc:
-            raise ModelUnavailable("numpy is not installed (pip install 'makad[semantic]')") from exc
+            raise ModelUnavailable(NO_NUMPY) from exc
         (matrix,) = _load_safetensors(table).values()
         self.table = np.ascontiguousarray(matrix, np.float32)
         self.dim = int(self.table.shape[1])
         spec = _json(tokenizer)
-        self.tokenizer = BytePairs(spec)
+        try:
+            self.tokenizer = BytePairs(spec)
+            if not all(type(i) is int for i in self.tokenizer.ids.values()):
+                raise ValueError("its vocabulary's ids are not all integers")
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise ModelUnavailable(f"{tokenizer} is not a tokenizer makad reads ({_reason(exc)})") from exc
         self.max_tokens = STATIC_MAX_TOKENS
         self.name = f"{table.stem}-{_digest(table)}"
         self.fingerprint = combined_fingerprint(fingerprint(table), settings_digest(spec, self.max_tokens))

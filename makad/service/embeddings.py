@@ -287,20 +287,22 @@ class SemanticChannel:
         try:
             from makad.service.embedding_model import ModelUnavailable, load, numpy_module
 
-            numpy = numpy_module()
-
             try:
+                numpy = numpy_module()
                 encoder = load(self.spec or "")
             except ModelUnavailable as exc:
                 self.state, self.message = "failed", str(exc)
                 log.warning("semantic_model_unavailable", reason=str(exc))
                 return
-        except Exception as exc:  # numpy missing, or a model that does not load
-            self.state, self.message = "failed", f"the model could not be loaded: {type(exc).__name__}"
+            # The first texts embedded: a model whose files load but do not fit together
+            # (a config.json of another model) fails here, not later in the indexer.
+            baseline = encoder.baseline()
+        except Exception as exc:  # numpy missing, or a model that does not load or run
+            self.state, self.message = "failed", f"the model could not be loaded: {_one_line(exc)}"
             log.warning("semantic_model_failed", exc_info=True)
             return
         self._np, self._encoder = numpy, encoder
-        self._baseline = encoder.baseline()
+        self._baseline = baseline
         self.model_name = encoder.name
         self.load_ms = (time.perf_counter() - started) * 1000
         self.state = "ready"
@@ -390,6 +392,9 @@ class SemanticChannel:
                 index.entries[h] = made[i]
             for h, _ in pairs:
                 index.entry_queue.pop(h, None)
+        # Counted before the turn embeds anything: a turn takes seconds, and status must not
+        # report a backlog as caught up meanwhile (the first turn after a restart least of all).
+        index.pending_events = store.count_after(ledger, index.cursor)
         for _ in range(BATCHES_PER_TURN):
             rows = store.events_after(ledger, index.cursor, EVENT_BATCH)
             if not rows:
@@ -405,6 +410,7 @@ class SemanticChannel:
             self.events_indexed += len(rows)
             self._add(index, [(r[1], r[2]) for r in rows], made)
             index.cursor = rows[-1][0]
+            index.pending_events = max(0, index.pending_events - len(rows))
         index.pending_events = store.count_after(ledger, index.cursor)
         index.scanned = seen
         return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
@@ -439,6 +445,7 @@ class SemanticChannel:
             self._add(index, [(r[1], r[2]) for r in page], matrix)
             after = page[-1][0]
         index.cursor = after
+        index.pending_events = store.count_after(ledger, after)
         index.loaded = True
 
     def _note_speakers(self, index: _Index, texts: list[str]) -> None:

@@ -29,7 +29,7 @@ from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_leve
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.save_merge import note_of
-from makad.core.semantic import union_similar
+from makad.core.semantic import entry_text, union_similar
 from makad.core.switches import agent_proposes, default_decay_ms
 from makad.core.types import ConsolidationState, Entry, NewMemoryEvent, Origin, Scope
 from makad.errors import (
@@ -240,7 +240,7 @@ class ProposalService:
                 if draft.consolidates is not None:
                     await self._gate.queued(ws, draft.consolidates, proposal.id)
                 revision = await self._ctx.revision(ws)
-            similar = await self._similar(ws, content, known)
+            similar = await self._similar(ws, title, content, known)
             self._ctx.semantic.proposed(ws, proposal)
             result = ProposeResult(
                 proposal=proposal, queued=True, similar_to=similar, redactions=redactions, revision=revision
@@ -267,15 +267,17 @@ class ProposalService:
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
 
     async def _similar(
-        self, ws: Workspace, content: str, known: list[Entry], exclude: str | None = None
+        self, ws: Workspace, title: str, content: str, known: list[Entry], exclude: str | None = None
     ) -> list[str]:
         """The fuzzy matches of ``content`` among ``known``, then (with the semantic channel)
-        the entries whose meaning is near it (``makad.core.semantic``)."""
+        the entries whose meaning is near the proposal's, its title and content embedded as
+        an entry's are (``makad.core.semantic``)."""
         fuzzy = similar_ids(content, known, exclude=exclude)
         semantic = self._ctx.semantic
         if not semantic.ready:
             return fuzzy
-        dense = await in_thread(semantic.similar, ws, content, known, exclude)
+        text = entry_text(Entry(id="", title=title, content=content))
+        dense = await in_thread(semantic.similar, ws, text, known, exclude)
         return union_similar(fuzzy, dense, MAX_SIMILAR)
 
     async def _check_user_level_target(self, target: str) -> None:
@@ -355,7 +357,7 @@ class ProposalService:
         views = [
             ProposalView(
                 proposal=s.entry,
-                similar_to=await self._similar(ws, s.entry.content, known, exclude=s.entry.id),
+                similar_to=await self._similar(ws, s.entry.title, s.entry.content, known, exclude=s.entry.id),
                 note=note_of(s),
                 replaces=replaced.get(s.entry.id),
             )

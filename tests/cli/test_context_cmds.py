@@ -87,6 +87,22 @@ def test_render_trace_lists_every_candidate() -> None:
     assert any("memory:abc" in line and "[pinned] Deploys happen on Tuesdays" in line for line in lines)
 
 
+def test_render_trace_shows_the_semantic_part_when_the_channel_found_something() -> None:
+    """A candidate the semantic channel found shows its semantic part in a SEMANTIC column
+    (a score the other parts cannot explain); a pack without one keeps the lexical table."""
+    found = {
+        **PACK["trace"]["candidates"][1],
+        "parts": {"bm25": 0.0, "recency": 1.0, "tags": 0.0, "semantic": 0.24},
+    }
+    semantic_pack = {**PACK, "trace": {**PACK["trace"], "candidates": [found]}}
+    lines = render_pack(semantic_pack, trace=True)
+    header = next(line.split() for line in lines if line.startswith("KIND ") and "SCORE" in line)
+    row = next(line.split() for line in lines if "memory:def" in line)
+    assert header[:6] == ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "SEMANTIC"]
+    assert row[:6] == ["memory", "0.200", "0.00", "1.00", "0.00", "0.24"]
+    assert not any("SEMANTIC" in line for line in render_pack(PACK, trace=True))
+
+
 def test_render_trace_shows_the_flow_and_what_was_skipped() -> None:
     """The allocation table says how much of each cap flowed in; a skipped source is named."""
     lines = render_pack(PACK, trace=True)

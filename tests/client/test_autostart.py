@@ -55,6 +55,19 @@ def test_client_starts_one_detached_and_logged(autostart_home: AutostartHome) ->
     assert autostart_home.status()["pid"] == pid  # still serving after the client closed
 
 
+def test_a_relative_model_path_is_the_clients(
+    autostart_home: AutostartHome, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MAKAD_EMBEDDING_MODEL naming a folder relative to the client's directory names that
+    folder in the daemon it starts (which runs in /), not one relative to /."""
+    (autostart_home.root / "models" / "mine").mkdir(parents=True)
+    monkeypatch.chdir(autostart_home.root)
+    monkeypatch.setenv("MAKAD_EMBEDDING_MODEL", "models/mine")
+    with Client(str(autostart_home.socket), autostart=True) as c:
+        semantic = c.call("status")["semantic"]
+    assert semantic["model"] == str(autostart_home.root / "models" / "mine")
+
+
 def test_async_client_starts_one(autostart_home: AutostartHome) -> None:
     """AsyncClient(autostart=True) starts makad the same way."""
 

@@ -15,6 +15,7 @@ import os
 import pwd
 import sqlite3
 import struct
+import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -25,6 +26,8 @@ import pytest
 from maka import AsyncClient
 from makad.core.canonical import similar_ids
 from makad.core.types import Entry
+from makad.service import embedding_model
+from makad.service.embedding_model import model_folder
 from tests.service.conftest import InProcessDaemon, serving
 
 pytestmark = pytest.mark.anyio
@@ -179,6 +182,24 @@ async def test_paraphrased_proposal_finds_its_near_duplicate(semantic: InProcess
     assert listed["proposals"][0]["similarTo"] == [entry_id]
 
 
+async def test_a_proposal_is_compared_by_its_title_and_content(semantic: InProcessDaemon) -> None:
+    """A proposal whose title says what an entry says (its content alone does not) is
+    compared as entries are embedded, title and content, and names the entry in similarTo."""
+    ws = str(semantic.workspace)
+    title, content = "pnpm, never npm", "For all of the frontend work."
+    async with semantic.client() as c:
+        await c.call("set_settings", workspace=ws, agentReadEnabled=True, extractToolEnabled=True)
+        added = await c.call(
+            "add_entry", workspace=ws, title="Prefers pnpm over npm", content="always pnpm; never npm or yarn"
+        )
+        await caught_up(c)
+        result = await c.call("propose", workspace=ws, title=title, content=content)
+        listed = await c.call("list_proposals", workspace=ws)
+    entry_id = added["entry"]["id"]
+    assert result["similarTo"] == [entry_id]
+    assert listed["proposals"][0]["similarTo"] == [entry_id]
+
+
 async def test_history_recall_finds_a_paraphrased_event(semantic: InProcessDaemon) -> None:
     """An earlier session's turn that shares no word with the question is recalled, with
     its semantic part, and status counts it indexed."""
@@ -204,6 +225,21 @@ async def test_history_recall_finds_a_paraphrased_event(semantic: InProcessDaemo
     recalled = {row["sourceId"]: row for row in result["trace"]["candidates"] if row["kind"] == "recall"}
     hit = recalled[f"event:{sid}:2"]
     assert hit["included"] and hit["parts"]["bm25"] == 0 and hit["parts"]["semantic"] > 0.2
+
+
+async def test_a_backlog_is_pending_until_every_event_has_its_vector(short_tmp: Path) -> None:
+    """The channel turned on for a workspace with history: status counts the backlog as
+    pending and says caught up only once every event has its vector."""
+    model = _model_or_skip()
+    async with serving(short_tmp) as daemon, daemon.client() as c:
+        ws = str(daemon.workspace)
+        sid = (await c.call("open_session", workspace=ws, title="earlier"))["sessionId"]
+        events = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(96)]
+        await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": model}) as daemon, daemon.client() as c:
+        await pack(c, str(daemon.workspace), "what was the plan?")
+        status = await caught_up(c)
+    assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
 
 
 async def test_without_a_model_status_has_no_semantic_part(served: InProcessDaemon) -> None:
@@ -287,6 +323,97 @@ async def test_a_model_folder_someone_else_can_change_is_refused(short_tmp: Path
         expected = f"belongs to uid {pwd.getpwnam('nobody').pw_uid}"
     status, result = await _settled_status(folder, short_tmp)
     assert status["state"] == "failed" and expected in status["message"] and str(folder) in status["message"]
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+def _encoder_copy(folder: Path, config: dict[str, Any] | None = None, weights: bytes | None = None) -> Path:
+    """A folder of all-MiniLM-L6-v2's files (symlinks to the package's; skipped without it),
+    with ``config`` merged into its config.json and ``weights`` as its model.safetensors."""
+    source = model_folder(_model_or_skip())
+    folder.mkdir(mode=0o700)
+    for link in source.rglob("*"):
+        if link.is_file():
+            target = folder / link.relative_to(source)
+            target.parent.mkdir(mode=0o700, exist_ok=True)
+            target.symlink_to(link)
+    if config is not None:
+        (folder / "config.json").unlink()
+        (folder / "config.json").write_text(
+            json.dumps(json.loads((source / "config.json").read_text()) | config)
+        )
+    if weights is not None:
+        (folder / "model.safetensors").unlink()
+        (folder / "model.safetensors").write_bytes(weights)
+    return folder
+
+
+async def test_a_model_that_cannot_run_fails_saying_why(short_tmp: Path) -> None:
+    """A model whose files load but whose first texts cannot be embedded (a config.json
+    that does not fit its weights) fails, saying why, instead of loading for ever; requests
+    go on lexically."""
+    folder = _encoder_copy(short_tmp / "model", config={"num_attention_heads": 5})
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed" and "could not be loaded" in status["message"], status
+    assert "reshape" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+@pytest.mark.parametrize("damage", ["truncated", "random bytes"])
+async def test_a_damaged_weights_file_is_named_in_the_message(short_tmp: Path, damage: str) -> None:
+    """A model.safetensors cut short (an interrupted copy) or overwritten: the channel fails
+    naming the file and saying it is damaged; requests go on lexically."""
+    source = model_folder(_model_or_skip()) / "model.safetensors"
+    weights = source.read_bytes()[: 5 << 20] if damage == "truncated" else os.urandom(3 << 20)
+    folder = _encoder_copy(short_tmp / "model", weights=weights)
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed", status
+    assert f"{folder / 'model.safetensors'} is damaged or truncated" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+async def test_without_numpy_the_message_says_what_to_install(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model configured in an environment without numpy (makad installed without its
+    semantic extra): the channel fails saying what to install; requests go on lexically."""
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if not installed: import raises
+    status, result = await _settled_status(short_tmp / "any-model", short_tmp)
+    assert status["state"] == "failed", status
+    assert "numpy is not installed" in status["message"] and "makad[semantic]" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+@pytest.mark.parametrize(
+    "tokenizer",
+    ['{"model": {}}', '{"model": {"type": "BPE", "vocab": {"a": "zero"}, "merges": 7}}'],
+    ids=["no vocabulary", "vocabulary of the wrong types"],
+)
+async def test_a_malformed_tokenizer_is_named_in_the_message(short_tmp: Path, tokenizer: str) -> None:
+    """A static model whose tokenizer.json is JSON but not a tokenizer: the channel fails
+    naming the file; requests go on lexically."""
+    links = _static_model_copy(short_tmp / "links")
+    folder = short_tmp / "model"
+    folder.mkdir(mode=0o700)
+    (folder / "table.safetensors").symlink_to(links / "l2_supercat_256.safetensors")
+    (folder / "tokenizer.json").write_text(tokenizer)
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed", status
+    assert f"{folder / 'tokenizer.json'} is not a tokenizer makad reads" in status["message"], status
+    assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+async def test_a_weights_file_over_the_limit_is_refused_unread(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A model.safetensors larger than makad reads (a large language model's, say) is
+    refused by its size, before it is read into memory; requests go on lexically."""
+    monkeypatch.setattr(embedding_model, "MAX_WEIGHTS_BYTES", 1 << 20, raising=False)
+    folder = _encoder_copy(short_tmp / "model", weights=b"")
+    with (folder / "model.safetensors").open("r+b") as fh:
+        fh.truncate(2 << 20)  # sparse: 2 MiB of zeros, over the limit set above
+    status, result = await _settled_status(folder, short_tmp)
+    assert status["state"] == "failed", status
+    assert f"{folder / 'model.safetensors'} is larger than 1 MiB" in status["message"], status
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 

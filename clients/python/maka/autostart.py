@@ -237,6 +237,15 @@ class Launch:
         )
 
 
+def _absolute_model_path(env: dict[str, str]) -> dict[str, str]:
+    """``MAKAD_EMBEDDING_MODEL`` made absolute when it names a path relative to this
+    directory: the daemon runs in ``/``, where it would name another (or none)."""
+    spec = env.get("MAKAD_EMBEDDING_MODEL", "").strip()
+    if not spec or os.path.isabs(os.path.expanduser(spec)) or not os.path.exists(spec):
+        return {}
+    return {"MAKAD_EMBEDDING_MODEL": os.path.abspath(spec)}
+
+
 def launch(socket_path: str) -> Launch:
     """Start a detached makad for ``socket_path`` (blocking: a few milliseconds)."""
     command = daemon_command(socket_path)
@@ -251,6 +260,7 @@ def launch(socket_path: str) -> Launch:
     try:
         offset = os.fstat(fd).st_size
         env = {k: v for k, v in os.environ.items() if k not in SUPERVISOR_ENV}
+        env.update(_absolute_model_path(env))
         launcher = subprocess.run(
             [_interpreter(socket_path), "-I", "-S", "-c", _DETACH, *command],
             stdin=subprocess.DEVNULL,

@@ -101,6 +101,9 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
     lines = ["━━ trace", ""]
     candidates = trace.get("candidates") or []
     if candidates:
+        # The semantic channel's part, shown when it found something: a score it raised
+        # cannot be read from the lexical parts alone.
+        semantic = any((c.get("parts") or {}).get("semantic") for c in candidates)
         rows = []
         for c in candidates:
             parts = c.get("parts") or {}
@@ -111,6 +114,7 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
                     f"{parts.get('bm25', 0):.2f}",
                     f"{parts.get('recency', 0):.2f}",
                     f"{parts.get('tags', 0):.2f}",
+                    *([f"{parts.get('semantic', 0):.2f}"] if semantic else []),
                     str(c.get("tokens", 0)),
                     "yes" if c.get("included") else "no",
                     c.get("reason") or "-",
@@ -118,8 +122,9 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
                     _title(c),
                 ]
             )
+        parts_shown = ["BM25", "RECENCY", "TAGS", *(["SEMANTIC"] if semantic else [])]
         lines += table(
-            ["KIND", "SCORE", "BM25", "RECENCY", "TAGS", "TOKENS", "IN", "REASON", "SOURCE", "TITLE"],
+            ["KIND", "SCORE", *parts_shown, "TOKENS", "IN", "REASON", "SOURCE", "TITLE"],
             rows,
             width,
         ).splitlines()
