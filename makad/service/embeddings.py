@@ -114,6 +114,8 @@ class _Index:
     # Appends notified / seen by the indexer's latest scan: equal when it has looked
     # since the last append.
     appended: int = 0
+    # Events those appends committed to the ledger (counted on the event loop, at append).
+    events_appended: int = 0
     scanned: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Indexing turns failed in a row, the latest error (one line), and when
@@ -232,24 +234,35 @@ class SemanticChannel:
                     self._indexes[id(ws)] = _Index(ws, ws.ledger, ws.ledger.generation)
         self._wake.set()
 
-    def appended(self, ws: Workspace) -> None:
-        """Events were appended to ``ws`` (committed): the indexer looks again."""
+    def appended(self, ws: Workspace, events: int) -> None:
+        """``events`` events were appended to ``ws``'s ledger (committed): the indexer looks
+        again."""
         if self.spec is None:
             return
         self.touch(ws)
         index = self._indexes.get(id(ws))
         if index is not None:
             index.appended += 1
+            index.events_appended += events
             self._wake.set()
+
+    @staticmethod
+    def _events_pending(index: _Index) -> int:
+        """Events of ``index``'s workspace without a vector: counted by the indexer once it
+        has read the workspace; until then (the model loading, or failed), the events
+        appended since the daemon started."""
+        if not index.loaded:
+            return index.events_appended
+        return index.pending_events
 
     def status(self) -> SemanticStatus | None:
         if self.spec is None:
             return None
         indexes = list(self._indexes.values())
-        pending_events = sum(i.pending_events for i in indexes)
+        pending_events = sum(self._events_pending(i) for i in indexes)
         pending_entries = sum(len(i.entry_queue) for i in indexes)
         caught_up = (
-            self.state != "loading"
+            self.state == "ready"
             and all(i.loaded and i.scanned == i.appended for i in indexes)
             and pending_events == 0
             and pending_entries == 0

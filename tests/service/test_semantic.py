@@ -268,6 +268,22 @@ async def test_a_model_that_cannot_load_fails_alone(short_tmp: Path) -> None:
     assert [s["kind"] for s in result["segments"]] == ["memory"]
 
 
+async def test_a_failed_channel_is_never_caught_up(short_tmp: Path) -> None:
+    """A model that cannot load: status says failed and not caught up, before any workspace
+    is used and after events are appended, and counts those events as pending."""
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": str(short_tmp / "nowhere")}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            idle = await settled(c)
+            sid = (await c.call("open_session", workspace=ws, title="work"))["sessionId"]
+            events = [{"type": "user_message", "text": f"Step {i}."} for i in range(3)]
+            await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+            used = (await c.call("status"))["semantic"]
+    assert idle["state"] == "failed" and idle["caughtUp"] is False, idle
+    assert used["state"] == "failed" and used["caughtUp"] is False, used
+    assert used["eventsPending"] == 3 and used["eventsIndexed"] == 0, used
+
+
 def _static_model_copy(folder: Path) -> Path:
     """A folder of WordLlama's files (symlinks to the package's), as a user's own model
     folder would be (skipped without the package)."""
