@@ -114,8 +114,11 @@ class _Index:
     # Appends notified / seen by the indexer's latest scan: equal when it has looked
     # since the last append.
     appended: int = 0
-    # Events those appends committed to the ledger (counted on the event loop, at append).
+    # Events those appends committed to the ledger (counted on the event loop, at append),
+    # and how many of them had been notified when ``pending_events`` was last counted: the
+    # ones since are pending too, though the indexer has not counted them yet.
     events_appended: int = 0
+    counted_at: int = 0
     scanned: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Indexing turns failed in a row, the latest error (one line), and when
@@ -249,11 +252,11 @@ class SemanticChannel:
     @staticmethod
     def _events_pending(index: _Index) -> int:
         """Events of ``index``'s workspace without a vector: counted by the indexer once it
-        has read the workspace; until then (the model loading, or failed), the events
-        appended since the daemon started."""
+        has read the workspace, plus those appended since it counted; until then (the model
+        loading, or failed), the events appended since the daemon started."""
         if not index.loaded:
             return index.events_appended
-        return index.pending_events
+        return index.pending_events + index.events_appended - index.counted_at
 
     def status(self) -> SemanticStatus | None:
         if self.spec is None:
@@ -407,7 +410,7 @@ class SemanticChannel:
                 index.entry_queue.pop(h, None)
         # Counted before the turn embeds anything: a turn takes seconds, and status must not
         # report a backlog as caught up meanwhile (the first turn after a restart least of all).
-        index.pending_events = store.count_after(ledger, index.cursor)
+        self._count_pending(index)
         for _ in range(BATCHES_PER_TURN):
             rows = store.events_after(ledger, index.cursor, EVENT_BATCH)
             if not rows:
@@ -424,7 +427,7 @@ class SemanticChannel:
             self._add(index, [(r[1], r[2]) for r in rows], made)
             index.cursor = rows[-1][0]
             index.pending_events = max(0, index.pending_events - len(rows))
-        index.pending_events = store.count_after(ledger, index.cursor)
+        self._count_pending(index)
         index.scanned = seen
         return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
 
@@ -458,8 +461,17 @@ class SemanticChannel:
             self._add(index, [(r[1], r[2]) for r in page], matrix)
             after = page[-1][0]
         index.cursor = after
-        index.pending_events = store.count_after(ledger, after)
+        self._count_pending(index)
         index.loaded = True
+
+    @staticmethod
+    def _count_pending(index: _Index) -> None:
+        """Count the events past the cursor in the ledger. The appends notified so far are
+        noted first: one committed meanwhile is then counted twice until the next count,
+        never missed."""
+        notified = index.events_appended
+        index.pending_events = store.count_after(index.ledger, index.cursor)
+        index.counted_at = notified
 
     def _note_speakers(self, index: _Index, texts: list[str]) -> None:
         for text in texts:

@@ -16,6 +16,7 @@ import pwd
 import sqlite3
 import struct
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from makad.core.canonical import similar_ids
 from makad.core.types import Entry
 from makad.service import embedding_model
 from makad.service.embedding_model import model_folder
+from makad.service.embeddings import SemanticChannel
 from tests.service.conftest import InProcessDaemon, serving
 
 pytestmark = pytest.mark.anyio
@@ -240,6 +242,43 @@ async def test_a_backlog_is_pending_until_every_event_has_its_vector(short_tmp: 
         await pack(c, str(daemon.workspace), "what was the plan?")
         status = await caught_up(c)
     assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
+
+
+async def test_events_appended_during_an_indexing_turn_count_as_pending(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events appended while the indexer is in the middle of a turn are counted in
+    eventsPending at once, not only when the turn ends."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    entered, release = threading.Event(), threading.Event()
+    embed = SemanticChannel._embed
+
+    def held(channel: SemanticChannel, texts: list[str]) -> Any:
+        entered.set()
+        release.wait(CATCH_UP_S)
+        return embed(channel, texts)
+
+    monkeypatch.setattr(SemanticChannel, "_embed", held)
+    steps = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(65)]
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            try:
+                await settled(c)
+                sid = (await c.call("open_session", workspace=ws, title="work"))["sessionId"]
+                await c.call("append_events", workspace=ws, sessionId=sid, events=steps[:40])
+                # The indexer's turn is under way once it embeds.
+                assert await anyio.to_thread.run_sync(entered.wait, CATCH_UP_S)
+                await c.call("append_events", workspace=ws, sessionId=sid, events=steps[40:])
+                during = (await c.call("status"))["semantic"]
+            finally:
+                release.set()
+            after = await caught_up(c)
+    assert during["eventsIndexed"] == 0 and during["caughtUp"] is False, during
+    # At least every event appended (an append racing the turn's count may be counted twice
+    # until the turn ends, never missed).
+    assert during["eventsPending"] >= 65, during
+    assert after["eventsIndexed"] == 65 and after["eventsPending"] == 0, after
 
 
 async def test_without_a_model_status_has_no_semantic_part(served: InProcessDaemon) -> None:
