@@ -438,7 +438,16 @@ class SemanticChannel:
         ledger = index.ledger
         size = self._encoder.dim * 4  # float32
         if store.has_other_models(ledger, self.model_name, size):
-            store.drop_other_models(ledger, self.model_name, size)
+            dropped = store.drop_other_models(ledger, self.model_name, size)
+            if dropped.models:
+                log.info(
+                    "semantic_model_changed",
+                    workspace=str(index.ws.path),
+                    old_model=",".join(dropped.models),
+                    new_model=self.model_name,
+                    event_vectors_dropped=dropped.events,
+                    entry_vectors_dropped=dropped.entries,
+                )
         settled, gone = store.settle_fingerprint(ledger, self.model_name, self._encoder.fingerprint)
         if settled == "changed":
             log.warning(

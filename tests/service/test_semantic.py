@@ -665,3 +665,27 @@ async def test_vectors_stored_without_a_fingerprint_are_kept_and_it_is_adopted(s
     assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
     assert after["eventsPerSecond"] is None  # nothing embedded by this daemon
     assert _vectors(ledger) == (events, entries, mark)
+
+
+async def test_a_switch_to_another_model_is_logged_with_the_vectors_dropped(
+    short_tmp: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A workspace indexed with one model, served with another: the log says the model
+    changed, from which to which and how many vectors were dropped, and says nothing of
+    adopting a fingerprint."""
+    _model_or_skip()
+    before, ledger = await _index_walks(short_tmp, _static_model_files(short_tmp / "a"))
+    capfd.readouterr()
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": MODEL}) as daemon, daemon.client() as c:
+        await pack(c, str(daemon.workspace), "a walk by the water")
+        after = await caught_up(c)
+    out = capfd.readouterr().out
+    (line,) = [line for line in out.splitlines() if "semantic_model_changed" in line]
+    assert f"old_model={before['model']}" in line and f"new_model={after['model']}" in line, line
+    assert f"event_vectors_dropped={before['eventsIndexed']}" in line, line
+    assert f"entry_vectors_dropped={before['entriesIndexed']}" in line, line
+    assert "fingerprint_adopted" not in out
+    assert (
+        after["eventsIndexed"] == before["eventsIndexed"]
+        and len(_vectors(ledger)[0]) == before["eventsIndexed"]
+    )
