@@ -114,6 +114,11 @@ class _Index:
     # Appends notified / seen by the indexer's latest scan: equal when it has looked
     # since the last append.
     appended: int = 0
+    # Events those appends committed to the ledger (counted on the event loop, at append),
+    # and how many of them had been notified when ``pending_events`` was last counted: the
+    # ones since are pending too, though the indexer has not counted them yet.
+    events_appended: int = 0
+    counted_at: int = 0
     scanned: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Indexing turns failed in a row, the latest error (one line), and when
@@ -232,24 +237,35 @@ class SemanticChannel:
                     self._indexes[id(ws)] = _Index(ws, ws.ledger, ws.ledger.generation)
         self._wake.set()
 
-    def appended(self, ws: Workspace) -> None:
-        """Events were appended to ``ws`` (committed): the indexer looks again."""
+    def appended(self, ws: Workspace, events: int) -> None:
+        """``events`` events were appended to ``ws``'s ledger (committed): the indexer looks
+        again."""
         if self.spec is None:
             return
         self.touch(ws)
         index = self._indexes.get(id(ws))
         if index is not None:
             index.appended += 1
+            index.events_appended += events
             self._wake.set()
+
+    @staticmethod
+    def _events_pending(index: _Index) -> int:
+        """Events of ``index``'s workspace without a vector: counted by the indexer once it
+        has read the workspace, plus those appended since it counted; until then (the model
+        loading, or failed), the events appended since the daemon started."""
+        if not index.loaded:
+            return index.events_appended
+        return index.pending_events + index.events_appended - index.counted_at
 
     def status(self) -> SemanticStatus | None:
         if self.spec is None:
             return None
         indexes = list(self._indexes.values())
-        pending_events = sum(i.pending_events for i in indexes)
+        pending_events = sum(self._events_pending(i) for i in indexes)
         pending_entries = sum(len(i.entry_queue) for i in indexes)
         caught_up = (
-            self.state != "loading"
+            self.state == "ready"
             and all(i.loaded and i.scanned == i.appended for i in indexes)
             and pending_events == 0
             and pending_entries == 0
@@ -394,7 +410,7 @@ class SemanticChannel:
                 index.entry_queue.pop(h, None)
         # Counted before the turn embeds anything: a turn takes seconds, and status must not
         # report a backlog as caught up meanwhile (the first turn after a restart least of all).
-        index.pending_events = store.count_after(ledger, index.cursor)
+        self._count_pending(index)
         for _ in range(BATCHES_PER_TURN):
             rows = store.events_after(ledger, index.cursor, EVENT_BATCH)
             if not rows:
@@ -411,7 +427,7 @@ class SemanticChannel:
             self._add(index, [(r[1], r[2]) for r in rows], made)
             index.cursor = rows[-1][0]
             index.pending_events = max(0, index.pending_events - len(rows))
-        index.pending_events = store.count_after(ledger, index.cursor)
+        self._count_pending(index)
         index.scanned = seen
         return bool(index.pending_events or index.entry_queue or index.scanned != index.appended)
 
@@ -422,7 +438,16 @@ class SemanticChannel:
         ledger = index.ledger
         size = self._encoder.dim * 4  # float32
         if store.has_other_models(ledger, self.model_name, size):
-            store.drop_other_models(ledger, self.model_name, size)
+            dropped = store.drop_other_models(ledger, self.model_name, size)
+            if dropped.models:
+                log.info(
+                    "semantic_model_changed",
+                    workspace=str(index.ws.path),
+                    old_model=",".join(dropped.models),
+                    new_model=self.model_name,
+                    event_vectors_dropped=dropped.events,
+                    entry_vectors_dropped=dropped.entries,
+                )
         settled, gone = store.settle_fingerprint(ledger, self.model_name, self._encoder.fingerprint)
         if settled == "changed":
             log.warning(
@@ -445,8 +470,17 @@ class SemanticChannel:
             self._add(index, [(r[1], r[2]) for r in page], matrix)
             after = page[-1][0]
         index.cursor = after
-        index.pending_events = store.count_after(ledger, after)
+        self._count_pending(index)
         index.loaded = True
+
+    @staticmethod
+    def _count_pending(index: _Index) -> None:
+        """Count the events past the cursor in the ledger. The appends notified so far are
+        noted first: one committed meanwhile is then counted twice until the next count,
+        never missed."""
+        notified = index.events_appended
+        index.pending_events = store.count_after(index.ledger, index.cursor)
+        index.counted_at = notified
 
     def _note_speakers(self, index: _Index, texts: list[str]) -> None:
         for text in texts:

@@ -240,7 +240,8 @@ class LedgerService:
         )
         if self._notes is not None:
             self._notes.appended(ws, params.session_id, events)
-        self._ctx.semantic.appended(ws)
+        stored = 0 if self._sessions.is_incognito(ws, params.session_id) else len(events)
+        self._ctx.semantic.appended(ws, stored)
         return AppendEventsResult(
             first_seq=result.first_seq, last_seq=result.last_seq, redactions=result.redactions
         )

@@ -16,6 +16,7 @@ import pwd
 import sqlite3
 import struct
 import sys
+import threading
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -28,6 +29,7 @@ from makad.core.canonical import similar_ids
 from makad.core.types import Entry
 from makad.service import embedding_model
 from makad.service.embedding_model import model_folder
+from makad.service.embeddings import SemanticChannel
 from tests.service.conftest import InProcessDaemon, serving
 
 pytestmark = pytest.mark.anyio
@@ -242,6 +244,43 @@ async def test_a_backlog_is_pending_until_every_event_has_its_vector(short_tmp: 
     assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
 
 
+async def test_events_appended_during_an_indexing_turn_count_as_pending(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events appended while the indexer is in the middle of a turn are counted in
+    eventsPending at once, not only when the turn ends."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    entered, release = threading.Event(), threading.Event()
+    embed = SemanticChannel._embed
+
+    def held(channel: SemanticChannel, texts: list[str]) -> Any:
+        entered.set()
+        release.wait(CATCH_UP_S)
+        return embed(channel, texts)
+
+    monkeypatch.setattr(SemanticChannel, "_embed", held)
+    steps = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(65)]
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            try:
+                await settled(c)
+                sid = (await c.call("open_session", workspace=ws, title="work"))["sessionId"]
+                await c.call("append_events", workspace=ws, sessionId=sid, events=steps[:40])
+                # The indexer's turn is under way once it embeds.
+                assert await anyio.to_thread.run_sync(entered.wait, CATCH_UP_S)
+                await c.call("append_events", workspace=ws, sessionId=sid, events=steps[40:])
+                during = (await c.call("status"))["semantic"]
+            finally:
+                release.set()
+            after = await caught_up(c)
+    assert during["eventsIndexed"] == 0 and during["caughtUp"] is False, during
+    # At least every event appended (an append racing the turn's count may be counted twice
+    # until the turn ends, never missed).
+    assert during["eventsPending"] >= 65, during
+    assert after["eventsIndexed"] == 65 and after["eventsPending"] == 0, after
+
+
 async def test_without_a_model_status_has_no_semantic_part(served: InProcessDaemon) -> None:
     """With no model configured the channel is off: status says nothing of it, and no score
     has a semantic part."""
@@ -266,6 +305,22 @@ async def test_a_model_that_cannot_load_fails_alone(short_tmp: Path) -> None:
             result = await pack(c, ws, "when are deploys?")
     assert status["state"] == "failed" and status["message"]
     assert [s["kind"] for s in result["segments"]] == ["memory"]
+
+
+async def test_a_failed_channel_is_never_caught_up(short_tmp: Path) -> None:
+    """A model that cannot load: status says failed and not caught up, before any workspace
+    is used and after events are appended, and counts those events as pending."""
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": str(short_tmp / "nowhere")}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            idle = await settled(c)
+            sid = (await c.call("open_session", workspace=ws, title="work"))["sessionId"]
+            events = [{"type": "user_message", "text": f"Step {i}."} for i in range(3)]
+            await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+            used = (await c.call("status"))["semantic"]
+    assert idle["state"] == "failed" and idle["caughtUp"] is False, idle
+    assert used["state"] == "failed" and used["caughtUp"] is False, used
+    assert used["eventsPending"] == 3 and used["eventsIndexed"] == 0, used
 
 
 def _static_model_copy(folder: Path) -> Path:
@@ -610,3 +665,27 @@ async def test_vectors_stored_without_a_fingerprint_are_kept_and_it_is_adopted(s
     assert after["eventsIndexed"] == before["eventsIndexed"] >= 12
     assert after["eventsPerSecond"] is None  # nothing embedded by this daemon
     assert _vectors(ledger) == (events, entries, mark)
+
+
+async def test_a_switch_to_another_model_is_logged_with_the_vectors_dropped(
+    short_tmp: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    """A workspace indexed with one model, served with another: the log says the model
+    changed, from which to which and how many vectors were dropped, and says nothing of
+    adopting a fingerprint."""
+    _model_or_skip()
+    before, ledger = await _index_walks(short_tmp, _static_model_files(short_tmp / "a"))
+    capfd.readouterr()
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": MODEL}) as daemon, daemon.client() as c:
+        await pack(c, str(daemon.workspace), "a walk by the water")
+        after = await caught_up(c)
+    out = capfd.readouterr().out
+    (line,) = [line for line in out.splitlines() if "semantic_model_changed" in line]
+    assert f"old_model={before['model']}" in line and f"new_model={after['model']}" in line, line
+    assert f"event_vectors_dropped={before['eventsIndexed']}" in line, line
+    assert f"entry_vectors_dropped={before['entriesIndexed']}" in line, line
+    assert "fingerprint_adopted" not in out
+    assert (
+        after["eventsIndexed"] == before["eventsIndexed"]
+        and len(_vectors(ledger)[0]) == before["eventsIndexed"]
+    )

@@ -60,3 +60,24 @@ def test_entry_vectors_and_a_new_model(ledger: Ledger) -> None:
     vectors.drop_other_models(ledger, "new")
     assert not vectors.has_other_models(ledger, "new")
     assert vectors.entry_vectors(ledger, "old", ["h1"]) == {}
+
+
+def test_dropping_other_models_says_which_and_how_many(ledger: Ledger) -> None:
+    """A switch to another model drops the old model's vectors and says whose and how many."""
+    _append(ledger, "s1", "one", "two")
+    ids = [row[0] for row in vectors.events_after(ledger, 0, 10)]
+    vectors.write_events(ledger, "old", [(i, _vec(1.0)) for i in ids])
+    vectors.write_entries(ledger, "old", [("h1", _vec(1.0))])
+    vectors.write_entries(ledger, "new", [("h2", _vec(1.0))])
+    dropped = vectors.drop_other_models(ledger, "new")
+    assert dropped == vectors.Dropped(models=("old",), events=2, entries=1)
+    assert vectors.drop_other_models(ledger, "new") == vectors.Dropped(models=(), events=0, entries=0)
+
+
+def test_a_fingerprint_is_adopted_only_for_vectors_stored_without_one(ledger: Ledger) -> None:
+    """A model with no vectors stored records its fingerprint; one whose vectors were
+    stored without a fingerprint adopts it; the same fingerprint again is kept."""
+    assert vectors.settle_fingerprint(ledger, "fresh", "w1+s1") == ("recorded", 0)
+    assert vectors.settle_fingerprint(ledger, "fresh", "w1+s1") == ("kept", 0)
+    vectors.write_entries(ledger, "legacy", [("h1", _vec(1.0))])
+    assert vectors.settle_fingerprint(ledger, "legacy", "w2+s2") == ("adopted", 0)

@@ -1097,8 +1097,9 @@ export interface Segment {
  * (`message` says why; the daemon goes on without the channel). While `ready`,
  * `message` is set when a workspace's indexing keeps failing (`indexFailures` lists
  * each: its vectors stay as they are and it is tried again later). `caughtUp`: every
- * event appended and every entry written so far has its vector. `eventsPerSecond`:
- * the indexer's throughput since start (its embedding time only).
+ * event appended and every entry written so far has its vector (never while `loading`
+ * or `failed`). `eventsPerSecond`: the indexer's throughput since start (its
+ * embedding time only).
  */
 export interface SemanticStatus {
   model: string;

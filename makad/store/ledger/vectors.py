@@ -19,6 +19,7 @@ writes more than its arguments bound.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import Final, Literal
 
 from makad.store.ledger import Ledger
@@ -26,7 +27,7 @@ from makad.store.ledger import Ledger
 FINGERPRINT_KEY: Final = "vector_fingerprint:"
 # Every key starting with FINGERPRINT_KEY sorts from it up to (not including) this one.
 _FINGERPRINT_END: Final = "vector_fingerprint;"
-Settled = Literal["adopted", "kept", "changed"]
+Settled = Literal["recorded", "adopted", "kept", "changed"]
 # Separates a fingerprint's weights part from its settings part (tokenizer, pooling,
 # prefixes); a stored fingerprint without it covers the weights alone.
 _SETTINGS_MARK: Final = "+"
@@ -111,27 +112,49 @@ def write_entries(ledger: Ledger, model: str, rows: Sequence[tuple[str, bytes]])
         )
 
 
-def drop_other_models(ledger: Ledger, model: str, size: int | None = None) -> int:
+@dataclass(frozen=True)
+class Dropped:
+    """What ``drop_other_models`` deleted: the other models whose vectors were stored, and
+    how many event and entry vectors went (``model``'s of the wrong size among them)."""
+
+    models: tuple[str, ...]
+    events: int
+    entries: int
+
+
+def drop_other_models(ledger: Ledger, model: str, size: int | None = None) -> Dropped:
     """Delete every vector another model made, and (``size``: a vector's bytes) every one
-    of ``model``'s of another size (all its event vectors when one is); how many event
-    vectors went."""
+    of ``model``'s of another size (all its event vectors when one is)."""
     with ledger.transaction(relaxed=True) as conn:
+        others = tuple(
+            sorted(
+                str(name)
+                for (name,) in conn.execute(
+                    "SELECT model FROM event_vectors WHERE model != ? "
+                    "UNION SELECT model FROM entry_vectors WHERE model != ?",
+                    (model, model),
+                )
+            )
+        )
         if conn.execute(_BAD_EVENT, (model, size, size)).fetchone()[0]:
             gone = conn.execute("DELETE FROM event_vectors").rowcount
         else:
             gone = conn.execute("DELETE FROM event_vectors WHERE model != ?", (model,)).rowcount
-        conn.execute(f"DELETE FROM entry_vectors WHERE model != ? OR {_WRONG_SIZE}", (model, size, size))
+        entries = conn.execute(
+            f"DELETE FROM entry_vectors WHERE model != ? OR {_WRONG_SIZE}", (model, size, size)
+        ).rowcount
         conn.execute(
             "DELETE FROM meta WHERE key >= ? AND key < ? AND key != ?",
             (FINGERPRINT_KEY, _FINGERPRINT_END, FINGERPRINT_KEY + model),
         )
-    return int(gone)
+    return Dropped(others, int(gone), int(entries))
 
 
 def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Settled, int]:
-    """Compare ``model``'s fingerprint with the one the ledger keeps: none kept (vectors
-    written before fingerprints were), or one of the weights alone that matches
-    ``fingerprint``'s weights part (written before settings were fingerprinted) →
+    """Compare ``model``'s fingerprint with the one the ledger keeps: none kept and no
+    vector of ``model`` (a workspace new to it) → ``fingerprint`` is recorded; none kept
+    beside its vectors (written before fingerprints were), or one of the weights alone that
+    matches ``fingerprint``'s weights part (written before settings were fingerprinted) →
     ``fingerprint`` is adopted, the vectors kept; the same → kept; another → every vector
     of ``model`` is dropped (they were made by other weights or settings under the same
     name) and ``fingerprint`` kept instead, in one transaction. The outcome, and how many
@@ -148,6 +171,8 @@ def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Se
         weights_only = stored is not None and _SETTINGS_MARK not in stored
         if stored is None or (weights_only and fingerprint.startswith(f"{stored}{_SETTINGS_MARK}")):
             outcome = "adopted"
+        if stored is None and not conn.execute(_HAS_MODEL, (model, model)).fetchone()[0]:
+            outcome = "recorded"
         gone = 0
         if outcome == "changed":
             gone = conn.execute("DELETE FROM event_vectors WHERE model = ?", (model,)).rowcount
@@ -156,6 +181,10 @@ def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Se
     return outcome, int(gone)
 
 
+_HAS_MODEL = (
+    "SELECT EXISTS (SELECT 1 FROM event_vectors WHERE model = ?) "
+    "OR EXISTS (SELECT 1 FROM entry_vectors WHERE model = ?)"
+)
 _WRONG_SIZE = "(? IS NOT NULL AND (typeof(vec) != 'blob' OR length(vec) != ?))"
 _BAD_EVENT = f"SELECT EXISTS (SELECT 1 FROM event_vectors WHERE model = ? AND {_WRONG_SIZE})"
 
