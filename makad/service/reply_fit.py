@@ -29,7 +29,12 @@ _encoder = msgspec.json.Encoder()
 def surely_within_read_bytes(events: Sequence[Event]) -> bool:
     """Whether ``events`` fit ``MAX_READ_BYTES`` counting 6 bytes a character, the most one
     takes as JSON (``\\uXXXX``): cheap, so the common reply needs no exact count."""
-    return sum(_characters(e) for e in events) * 6 + _EVENT_FIELDS_BYTES * len(events) <= MAX_READ_BYTES
+    characters = 0
+    for event in events:
+        characters += len(event.text) + len(event.tool_name or "") + len(event.tool_call_id or "")
+        if event.meta:
+            characters += sum(len(k) + len(v) for k, v in event.meta.items())
+    return characters * 6 + _EVENT_FIELDS_BYTES * len(events) <= MAX_READ_BYTES
 
 
 def within_read_bytes(events: list[Event]) -> list[Event]:
@@ -94,8 +99,3 @@ def results_within_read_bytes(
         rest = event_ref(result.session_id, events[-1].seq + 1, result.to_seq)
         return kept, [rest, *refs[index + 1 :]]
     return kept, []
-
-
-def _characters(event: Event) -> int:
-    meta = sum(len(k) + len(v) for k, v in (event.meta or {}).items())
-    return len(event.text) + meta + len(event.tool_name or "") + len(event.tool_call_id or "")
