@@ -141,8 +141,8 @@ class SearchHistoryResult(Result):
         int,
         Meta(
             description="Hits found but left out, the lowest ranked, because the reply carries "
-            "at most 8 MiB of hits as JSON (one at least); ask again with a smaller limit or a "
-            "narrower before/after, or read them by ref."
+            "at most 8 MiB of hits as JSON (one at least); narrow the query, sessionId or "
+            "before/after to reach them."
         ),
     ] = 0
 

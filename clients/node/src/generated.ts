@@ -1096,7 +1096,7 @@ export interface SearchHistoryParams {
 export interface SearchHistoryResult {
   hits: HistoryHit[];
   /**
-   * Hits found but left out, the lowest ranked, because the reply carries at most 8 MiB of hits as JSON (one at least); ask again with a smaller limit or a narrower before/after, or read them by ref.
+   * Hits found but left out, the lowest ranked, because the reply carries at most 8 MiB of hits as JSON (one at least); narrow the query, sessionId or before/after to reach them.
    * @default 0
    */
   omitted?: number;

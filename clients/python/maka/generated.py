@@ -1095,7 +1095,7 @@ class SearchHistoryParams(TypedDict):
 
 class SearchHistoryResult(TypedDict):
     hits: list[HistoryHit]
-    # Hits found but left out, the lowest ranked, because the reply carries at most 8 MiB of hits as JSON (one at least); ask again with a smaller limit or a narrower before/after, or read them by ref.
+    # Hits found but left out, the lowest ranked, because the reply carries at most 8 MiB of hits as JSON (one at least); narrow the query, sessionId or before/after to reach them.
     # default: 0
     omitted: NotRequired[int]
 
