@@ -18,10 +18,17 @@ from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
 from makad.core.refs import event_ref
 from makad.core.session_titles import check_session_title, stored_title
-from makad.core.types import Event, EventInput, Manifest, SessionInfo, WorkingState
+from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
 from makad.core.working_state import check_item_lengths
 from makad.errors import TooLarge
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
+from makad.service.reply_fit import (
+    MAX_EVENT_BYTES,
+    hits_within_read_bytes,
+    results_within_read_bytes,
+    surely_within_read_bytes,
+    within_read_bytes,
+)
 from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.store.workspaces import Workspace
@@ -49,11 +56,6 @@ from makad.wire.ledger import (
 
 # Redacting a few KB takes well under 100 µs: less than the hop to a worker thread.
 INLINE_REDACTION_CHARS = 4_096
-# One event, as JSON, as sent and once redacted (a secret's marker can be longer than the
-# secret): half the default reply cap, so ``read_events`` can always carry any event back.
-MAX_EVENT_BYTES = 8 * 1024 * 1024
-
-
 _event_encoder = msgspec.json.Encoder()
 
 
@@ -68,34 +70,6 @@ def check_event_sizes(events: Sequence[EventInput], stage: str) -> None:
                 limit=MAX_EVENT_BYTES,
                 actual=size,
             )
-
-
-# What one read_events reply carries (its events as JSON), one event always: with events of
-# at most MAX_EVENT_BYTES, a page then fits the default reply cap whatever the events.
-MAX_READ_BYTES = MAX_EVENT_BYTES
-# Above the characters an event holds, what its other fields take as JSON at most.
-_EVENT_FIELDS_BYTES = 4_096
-
-
-def surely_within_read_bytes(events: list[Event]) -> bool:
-    """Whether ``events`` fit ``MAX_READ_BYTES`` counting 6 bytes a character, the most one
-    takes as JSON (``\\uXXXX``): cheap, so the common read needs no exact count."""
-    return sum(_characters(e) for e in events) * 6 + _EVENT_FIELDS_BYTES * len(events) <= MAX_READ_BYTES
-
-
-def within_read_bytes(events: list[Event]) -> list[Event]:
-    """The first of ``events`` (one at least) whose JSON fits ``MAX_READ_BYTES``."""
-    total = 0
-    for count, event in enumerate(events):
-        total += len(_event_encoder.encode(event))
-        if total > MAX_READ_BYTES and count:
-            return events[:count]
-    return events
-
-
-def _characters(event: Event) -> int:
-    meta = sum(len(k) + len(v) for k, v in (event.meta or {}).items())
-    return len(event.text) + meta + len(event.tool_name or "") + len(event.tool_call_id or "")
 
 
 def redact_checked(events: Sequence[EventInput], scrub: Callable[[str], str]) -> tuple[list[EventInput], int]:
@@ -267,20 +241,23 @@ class LedgerService:
             before=params.before,
             after=params.after,
         )
-        return SearchHistoryResult(
-            hits=[
-                HistoryHit(
-                    ref=event_ref(hit.event.session_id, hit.event.seq), score=hit.score, event=hit.event
-                )
-                for hit in hits
-            ]
-        )
+        shown = [
+            HistoryHit(ref=event_ref(hit.event.session_id, hit.event.seq), score=hit.score, event=hit.event)
+            for hit in hits
+        ]
+        if surely_within_read_bytes([hit.event for hit in hits]):
+            return SearchHistoryResult(hits=shown)
+        shown, omitted = await in_thread(hits_within_read_bytes, shown)
+        return SearchHistoryResult(hits=shown, omitted=omitted)
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
         ws = await self._ctx.session_workspace(params.workspace)
         refs = await in_thread(self._ctx.identifiers.scrub_refs, params.refs)
         results = await self._sessions.retrieve(ws, refs, asking=params.session_id)
-        return RetrieveResult(results=results)
+        if surely_within_read_bytes([event for result in results for event in result.events]):
+            return RetrieveResult(results=results)
+        results, omitted = await in_thread(results_within_read_bytes, results, params.refs)
+        return RetrieveResult(results=results, omitted=omitted)
 
     # --- working state and manifests ----------------------------------------------------
 

@@ -117,16 +117,34 @@ class SearchHistoryParams(WorkspaceParams):
     ] = None
 
 
-class HistoryHit(Result):
+class HistoryHit(Result, omit_defaults=True):
     """``score``: higher is better (negated BM25; a term count in incognito sessions)."""
 
     ref: str
     score: float
     event: Event
+    text_cut: Annotated[
+        bool,
+        Meta(
+            description="true: the hit alone was over 8 MiB as JSON, so event.text holds only "
+            "its start; retrieve with ref (or read_events) returns the whole event."
+        ),
+    ] = False
+    text_chars: Annotated[
+        int | None, Meta(description="With textCut: how many characters the whole text has.")
+    ] = None
 
 
 class SearchHistoryResult(Result):
     hits: list[HistoryHit]
+    omitted: Annotated[
+        int,
+        Meta(
+            description="Hits found but left out, the lowest ranked, because the reply carries "
+            "at most 8 MiB of hits as JSON (one at least); narrow the query, sessionId or "
+            "before/after to reach them."
+        ),
+    ] = 0
 
 
 class RetrieveParams(WorkspaceParams):
@@ -139,6 +157,14 @@ class RetrieveParams(WorkspaceParams):
 
 class RetrieveResult(Result):
     results: list[RefResult]
+    omitted: Annotated[
+        list[str],
+        Meta(
+            description="Refs left out, the last asked for, because the reply carries at most "
+            "8 MiB of events as JSON (one event at least): ask again for these. When a range "
+            "ref was cut, its result holds the first events and the rest of its range leads."
+        ),
+    ] = []
 
 
 class SetWorkingStateParams(WorkspaceParams):
@@ -237,6 +263,9 @@ METHODS: list[MethodSpec] = [
         SearchHistoryResult,
         "BM25 search over session events (Chinese and Japanese included).",
         errors=_READ,
+        description="A reply carries the best hits that fit in 8 MiB as JSON, one at least "
+        "(its text cut, textCut, when it alone is over): fewer than limit then, with omitted "
+        "counting the rest.",
     ),
     MethodSpec(
         "retrieve",
@@ -245,7 +274,9 @@ METHODS: list[MethodSpec] = [
         "The exact events named by event: refs, each verified against the hash chain.",
         errors=(*_WS, TooLarge, IOFailure),
         description="ok is false when an event is missing or its stored hash does "
-        "not match its content (mismatchedSeqs, chainIntact).",
+        "not match its content (mismatchedSeqs, chainIntact). A reply carries the events "
+        "that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out "
+        "(or the rest of a cut range) are listed in omitted.",
     ),
     MethodSpec(
         "get_working_state",

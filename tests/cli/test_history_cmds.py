@@ -201,3 +201,25 @@ def test_commands_take_the_short_session_ids_they_show(module_daemon: DaemonProc
     twins = [s for s in sids if s[0] == sids[-1][0]]
     code, _, err = maka(module_daemon, new_ws, "episodes", "--session", twins[0][0])
     assert code == 2 and "ambiguous" in err and all(t in err for t in twins)
+
+
+def test_search_says_when_large_events_were_left_out(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """Three matching events of 3 MiB: search lists the two that fit in one reply and says
+    one more was left out; --json carries search_history's omitted count."""
+    sid = call(module_daemon, new_ws, "open_session")["sessionId"]
+    for letter in "abc":
+        module_daemon.call(
+            "append_events",
+            {
+                "workspace": str(new_ws),
+                "sessionId": sid,
+                "events": [{"type": "note", "text": f"heron {letter * (3 * 1024 * 1024)}"}],
+            },
+            timeout=120,
+        )
+    code, out, err = maka(module_daemon, new_ws, "search", "heron")
+    assert code == 0, err
+    assert "heron a" in out and "heron b" in out and "heron c" not in out
+    assert "(1 more matching event was left out" in out
+    code, out, _ = maka(module_daemon, new_ws, "search", "heron", "--json")
+    assert json.loads(out)["omitted"] == 1

@@ -707,3 +707,26 @@ async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
         assert item["id"] not in after
         is_error, bad = await h.tool("memory_dismiss_suggestion", id="nope")
         assert is_error and "invalid_params" in bad
+
+
+async def test_large_events_left_out_of_a_reply_are_named(shared_daemon: DaemonProcess) -> None:
+    """Three events of 3 MiB: history_search shows the two that fit in one reply and says
+    one more was left out; memory_resolve of the three names the rest to resolve next."""
+    sid = call(shared_daemon, "open_session")["sessionId"]
+    for letter in "abc":
+        shared_daemon.call(
+            "append_events",
+            {
+                "workspace": str(shared_daemon.workspace),
+                "sessionId": sid,
+                "events": [{"type": "note", "text": f"heron {letter * (3 * 1024 * 1024)}"}],
+            },
+            timeout=120,
+        )
+    open_gates(shared_daemon, historyRecallEnabled=True)
+    async with host(shared_daemon) as h:
+        _, found = await h.tool("history_search", query="heron")
+        _, resolved = await h.tool("memory_resolve", refs=[f"event:{sid}:1-3"])
+    assert found.count(f"[event:{sid}:") == 2 and "(1 more matching events left out" in found
+    assert "1 note: heron a" in resolved and "2 note: heron b" in resolved
+    assert f"the rest, event:{sid}:3, did not fit in one reply" in resolved

@@ -521,6 +521,16 @@ export interface HistoryHit {
   ref: string;
   score: number;
   event: Event;
+  /**
+   * true: the hit alone was over 8 MiB as JSON, so event.text holds only its start; retrieve with ref (or read_events) returns the whole event.
+   * @default false
+   */
+  textCut?: boolean;
+  /**
+   * With textCut: how many characters the whole text has.
+   * @default null
+   */
+  textChars?: number | null;
 }
 
 export interface HistoryParams {
@@ -1030,6 +1040,11 @@ export interface RetrieveParams {
 
 export interface RetrieveResult {
   results: RefResult[];
+  /**
+   * Refs left out, the last asked for, because the reply carries at most 8 MiB of events as JSON (one event at least): ask again for these. When a range ref was cut, its result holds the first events and the rest of its range leads.
+   * @default []
+   */
+  omitted?: string[];
 }
 
 /**
@@ -1080,6 +1095,11 @@ export interface SearchHistoryParams {
 
 export interface SearchHistoryResult {
   hits: HistoryHit[];
+  /**
+   * Hits found but left out, the lowest ranked, because the reply carries at most 8 MiB of hits as JSON (one at least); narrow the query, sessionId or before/after to reach them.
+   * @default 0
+   */
+  omitted?: number;
 }
 
 /** One part of the system prompt; `tokens` is `counter.count(text)`. */
@@ -1968,7 +1988,10 @@ export interface Methods {
     result: ReadEventsResult;
     errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
-  /** BM25 search over session events (Chinese and Japanese included). */
+  /**
+   * BM25 search over session events (Chinese and Japanese included).
+   * A reply carries the best hits that fit in 8 MiB as JSON, one at least (its text cut, textCut, when it alone is over): fewer than limit then, with omitted counting the rest.
+   */
   search_history: {
     params: {
       workspace: string;
@@ -1993,7 +2016,7 @@ export interface Methods {
   };
   /**
    * The exact events named by event: refs, each verified against the hash chain.
-   * ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact).
+   * ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted.
    */
   retrieve: {
     params: {

@@ -528,6 +528,12 @@ class HistoryHit(TypedDict):
     ref: str
     score: float
     event: Event
+    # true: the hit alone was over 8 MiB as JSON, so event.text holds only its start; retrieve with ref (or read_events) returns the whole event.
+    # default: false
+    textCut: NotRequired[bool]
+    # With textCut: how many characters the whole text has.
+    # default: null
+    textChars: NotRequired[int | None]
 
 
 class HistoryParams(TypedDict):
@@ -1040,6 +1046,9 @@ class RetrieveParams(TypedDict):
 
 class RetrieveResult(TypedDict):
     results: list[RefResult]
+    # Refs left out, the last asked for, because the reply carries at most 8 MiB of events as JSON (one event at least): ask again for these. When a range ref was cut, its result holds the first events and the rest of its range leads.
+    # default: []
+    omitted: NotRequired[list[str]]
 
 
 class ScoreParts(TypedDict):
@@ -1086,6 +1095,9 @@ class SearchHistoryParams(TypedDict):
 
 class SearchHistoryResult(TypedDict):
     hits: list[HistoryHit]
+    # Hits found but left out, the lowest ranked, because the reply carries at most 8 MiB of hits as JSON (one at least); narrow the query, sessionId or before/after to reach them.
+    # default: 0
+    omitted: NotRequired[int]
 
 
 class Segment(TypedDict):
@@ -2253,6 +2265,8 @@ class Methods:
     def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
         """BM25 search over session events (Chinese and Japanese included).
 
+        A reply carries the best hits that fit in 8 MiB as JSON, one at least (its text cut, textCut, when it alone is over): fewer than limit then, with omitted counting the rest.
+
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SearchHistoryResult", self._call("search_history", dict(params)))
@@ -2260,7 +2274,7 @@ class Methods:
     def retrieve(self, **params: Unpack[RetrieveArgs]) -> RetrieveResult:
         """The exact events named by event: refs, each verified against the hash chain.
 
-        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact).
+        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted.
 
         Errors: invalid_params, invalid_workspace, io_error, too_large.
         """
@@ -2608,6 +2622,8 @@ class AsyncMethods:
     async def search_history(self, **params: Unpack[SearchHistoryArgs]) -> SearchHistoryResult:
         """BM25 search over session events (Chinese and Japanese included).
 
+        A reply carries the best hits that fit in 8 MiB as JSON, one at least (its text cut, textCut, when it alone is over): fewer than limit then, with omitted counting the rest.
+
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SearchHistoryResult", await self._call("search_history", dict(params)))
@@ -2615,7 +2631,7 @@ class AsyncMethods:
     async def retrieve(self, **params: Unpack[RetrieveArgs]) -> RetrieveResult:
         """The exact events named by event: refs, each verified against the hash chain.
 
-        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact).
+        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted.
 
         Errors: invalid_params, invalid_workspace, io_error, too_large.
         """

@@ -138,10 +138,11 @@ class Resolver:
         params: dict[str, Any] = {"refs": [ref]}
         if self.bridge.session_id:
             params["sessionId"] = self.bridge.session_id  # so refs into an incognito session resolve
-        results = (await self.bridge.call("retrieve", params)).get("results") or []
+        found = await self.bridge.call("retrieve", params)
+        results = found.get("results") or []
         if not results or not results[0].get("events"):
             return "Not found."
-        block = text.events_block(results[0])
+        block = text.events_block(results[0], found.get("omitted") or [])
         return block if session == given else f"({ref})\n{block}"
 
     # ------------------------------------------------- checkpoints, episodes ---

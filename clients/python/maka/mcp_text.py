@@ -34,6 +34,13 @@ def render_hit(hit: dict[str, Any]) -> str:
     return f"[{ref}] {event.get('type', '?')}: {one_line(event.get('text', ''), HIT_TEXT_CHARS)}"
 
 
+def omitted_hits(omitted: int | None) -> list[str]:
+    """The note under search hits when the reply left some out (its 8 MiB budget)."""
+    if not omitted:
+        return []
+    return [f"({omitted} more matching events left out: a reply holds at most 8 MiB; narrow the query)"]
+
+
 def pack_text(pack: dict[str, Any]) -> str:
     """A build_context pack as an agent uses it: its segments' text, in order (each names
     the refs it quotes). History messages are left out: the host holds the conversation."""
@@ -74,8 +81,9 @@ def ambiguous(what: str, given: str, lines: list[str]) -> str:
     )
 
 
-def events_block(result: dict[str, Any]) -> str:
-    """What one ``event:`` ref names, with the outcome of its hash-chain check."""
+def events_block(result: dict[str, Any], omitted: list[str] | None = None) -> str:
+    """What one ``event:`` ref names, with the outcome of its hash-chain check;
+    ``omitted``: retrieve's refs left out of its reply (the rest of a range too large)."""
     events = result.get("events") or []
     lines = []
     for event in events[:EVENTS_PER_REF]:
@@ -85,6 +93,8 @@ def events_block(result: dict[str, Any]) -> str:
         lines.append(f"{event.get('seq')} {who}: {one_line(event.get('text', ''), EVENT_TEXT_CHARS)}")
     if len(events) > EVENTS_PER_REF:
         lines.append(f"… {len(events) - EVENTS_PER_REF} more events: resolve a narrower range")
+    if omitted:
+        lines.append(f"… the rest, {omitted[0]}, did not fit in one reply (8 MiB): resolve it next")
     if result.get("ok"):
         lines.append("(verified against the session's hash chain)")
     else:

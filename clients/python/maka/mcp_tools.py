@@ -280,10 +280,11 @@ class Bridge:
         params: dict[str, Any] = {"query": args.query, "limit": clamp(args.limit, 1, MAX_HISTORY_HITS)}
         if args.session_id:
             params["sessionId"] = await self.resolver.session_arg(args.session_id)
-        hits = (await self.call("search_history", params)).get("hits") or []
+        found = await self.call("search_history", params)
+        hits = found.get("hits") or []
         if not hits:
             return f"No past events match {args.query!r}."
-        return "\n".join(text.render_hit(hit) for hit in hits)
+        return "\n".join([*(text.render_hit(hit) for hit in hits), *text.omitted_hits(found.get("omitted"))])
 
     async def session_record(self, args: RecordArgs) -> str:
         if not 1 <= len(args.turns) <= MAX_TURNS:

@@ -78,6 +78,15 @@ def cmd_search(client: Client, args: argparse.Namespace) -> int:
         for h in hits
     ]
     show_table(["REF", "WHEN", "TYPE", "TEXT"], rows)
+    for h in hits:
+        if h.get("textCut"):
+            ref = f"event:{h['event']['sessionId'][:12]}:{h['event']['seq']}"
+            print(f"({ref}: the reply cut its text, {h.get('textChars')} characters in all)")
+    if omitted := found.get("omitted"):
+        more = f"{omitted} more matching event" + ("s were" if omitted > 1 else " was")
+        print(
+            f"({more} left out: a reply carries at most 8 MiB of events; narrow the query or use -s SESSION)"
+        )
     return EXIT_OK
 
 
