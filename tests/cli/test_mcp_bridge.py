@@ -707,3 +707,16 @@ async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
         assert item["id"] not in after
         is_error, bad = await h.tool("memory_dismiss_suggestion", id="nope")
         assert is_error and "invalid_params" in bad
+
+
+async def test_suggestions_go_on_after_the_connections_session_is_deleted(daemon: DaemonProcess) -> None:
+    """When the connection's own session is deleted under it, memory_suggestions still
+    answers (asking without it) instead of failing not_found."""
+    open_gates(daemon)
+    async with host(daemon) as h:
+        _, recorded = await h.tool("session_record", turns=[{"role": "user", "text": "hello"}])
+        sid = recorded.split("session ")[1].split(" ")[0]
+        call(daemon, "close_session", sessionId=sid)
+        call(daemon, "delete_session", sessionId=sid)
+        is_error, text = await h.tool("memory_suggestions")
+        assert not is_error and text.startswith("# Suggestions"), text

@@ -437,7 +437,17 @@ class Bridge:
         params: dict[str, Any] = {"explain": bool(args and args.explain)}
         if self.session_id is not None:
             params["sessionId"] = self.session_id
-        return text.suggestions_markdown(await self.call("suggest", params))
+        try:
+            result = await self.call("suggest", params)
+        except ToolFailure as exc:
+            if exc.kind != "not_found" or "sessionId" not in params:
+                raise
+            # This connection's session is gone (deleted, or incognito across a restart):
+            # the next record opens a new one; ask without it meanwhile.
+            self.session_id = None
+            del params["sessionId"]
+            result = await self.call("suggest", params)
+        return text.suggestions_markdown(result)
 
     async def dismiss_suggestion(self, args: DismissSuggestionArgs) -> str:
         """Hide a suggestion for the daemon's cooldown (dismiss_suggestion), behind the read gate."""
