@@ -474,3 +474,22 @@ def test_restoring_a_decayed_entry_keeps_its_created_at(module_daemon: DaemonPro
     assert restored["decayTtlMs"] >= restored["updatedAt"] - 1000 + 60000
     after = entries_of(module_daemon, ws)
     assert [(e["status"], e["createdAt"]) for e in after] == [("active", 1000)]
+
+
+def test_an_entry_under_an_empty_heading_takes_new_content_and_tags(module_daemon: DaemonProcess) -> None:
+    """update_entry without a title on an entry whose heading is a bare `## ` changes its
+    content and tags and keeps the heading as typed; an explicit empty title stays refused."""
+    ws = fresh_workspace(module_daemon)
+    memory = ws / "memory" / "MEMORY.md"
+    memory.write_text("# M\n\n## Kept\nfirst\n\n## \nuntitled body\n", encoding="utf-8")
+    [untitled] = [e for e in entries_of(module_daemon, ws) if e["content"].startswith("untitled")]
+    assert untitled["title"] == ""
+    call(module_daemon, "update_entry", ws, id=untitled["id"], content="new body", tags=["later"])
+    [after] = [e for e in entries_of(module_daemon, ws) if e["title"] != "Kept"]
+    assert (after["title"], after["content"], after["tags"]) == ("", "new body", ["later"])
+    text = memory.read_text(encoding="utf-8")
+    assert "\n## \n" in text and "new body" in text and "untitled body" not in text, text
+    with pytest.raises(RemoteError) as caught:
+        call(module_daemon, "update_entry", ws, id=after["id"], title="  ")
+    assert caught.value.kind == "invalid_params" and caught.value.data.get("path") == "$.title"
+    assert "## Kept\n" in memory.read_text(encoding="utf-8")
