@@ -72,8 +72,10 @@ class Bridge:
         autostart: bool = True,
         timeout: float = 30.0,
         server_uid: ServerUid | None = None,
+        reserved_hint: str | None = None,
     ) -> None:
         self.workspace = workspace
+        self.reserved_hint = reserved_hint
         self.timeout = timeout
         self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart, server_uid=server_uid)
         self.settings: dict[str, Any] | None = None
@@ -118,7 +120,14 @@ class Bridge:
                 reason = exc.data.get("reason", "")
                 message = f"this call is over the daemon's message size cap ({reason}): send less per call"
                 raise ToolFailure("too_large", message) from None
-            raise ToolFailure(exc.kind, exc.message) from None
+            message = exc.message
+            if (
+                exc.kind == "invalid_workspace"
+                and exc.data.get("reason") == "reserved"
+                and self.reserved_hint
+            ):
+                message = f"{message}. {self.reserved_hint}"
+            raise ToolFailure(exc.kind, message) from None
         except DaemonUnavailable as exc:
             if exc.reason != self._unavailable_said:
                 # Every call answers with the error; stderr (the host's log) gets it once.
