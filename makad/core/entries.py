@@ -39,12 +39,13 @@ def without_controls(text: str) -> str:
     return _CONTROLS.sub("", text)
 
 
-def clean_entry(title: str, content: str) -> tuple[str, str, int]:
+def clean_entry(title: str, content: str, *, title_required: bool = True) -> tuple[str, str, int]:
     """(title, content, secrets redacted) as stored; InvalidParams or TooLarge when the
-    entry cannot be stored at all."""
+    entry cannot be stored at all. ``title_required`` false: an empty title is kept (an
+    entry the user wrote under a bare ``## `` heading keeps it when its content changes)."""
     title = " ".join(without_controls(title).split())
     content = without_controls(content)
-    if not title:
+    if not title and title_required:
         raise InvalidParams("title must not be empty", path="$.title")
     if len(title) > MAX_TITLE_CHARS:
         raise TooLarge(

@@ -42,7 +42,10 @@ if TYPE_CHECKING:
     from markdown_it.token import Token
 
 COMMENT: Final = re.compile(r"[ \t]*<!--[ \t]*maka-memory:")
-H2: Final = re.compile(r" {0,3}##(?=[ \t]|\Z)")
+# A U+FEFF starting a line is a byte order mark left by two files joined (``cat a.md
+# b.md``): not part of the line where sections start, though it stays in the file.
+LINE_BOM: Final = "\ufeff"
+H2: Final = re.compile(r"\ufeff? {0,3}##(?=[ \t]|\Z)")
 LINE: Final = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
 EOL: Final = re.compile(r"(?:\r\n|\r|\n)\Z")
 
@@ -57,7 +60,7 @@ def markdown() -> MarkdownIt:
     return MarkdownIt("commonmark").disable(["inline", "text_join"])
 
 
-_ESCAPABLE: Final = re.compile(r"( {0,3})(\\*)(?=##(?:[ \t]|\Z))")
+_ESCAPABLE: Final = re.compile(r"(\ufeff? {0,3})(\\*)(?=##(?:[ \t]|\Z))")
 # Without one of these characters no line can open a fence or an HTML block, define a
 # link reference or start a section: the common case skips the parser entirely.
 _RISKY: Final = re.compile(r"[`~<#\[]")
@@ -109,9 +112,10 @@ def block_tokens(lines: Sequence[str], env: dict[str, Any] | None = None) -> lis
     """markdown-it's block tokens for ``lines``, reading metadata comments as blank lines.
 
     Memory files are parsed the same way (a malformed comment must not open an HTML
-    block), so content is checked exactly as the file will be read. None if it fails.
+    block, a line's leading byte order mark is left out), so content is checked exactly
+    as the file will be read. None if it fails.
     """
-    source = "\n".join("" if COMMENT.match(line) else line for line in lines)
+    source = "\n".join("" if COMMENT.match(line) else line.removeprefix(LINE_BOM) for line in lines)
     try:
         return markdown().parse(source, env)
     except Exception:  # fail-open: the caller falls back to its safe choice

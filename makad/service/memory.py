@@ -420,7 +420,8 @@ class MemoryService:
         def change(entry: Entry) -> tuple[Entry, int]:
             title = entry.title if params.title is UNSET else params.title
             content = entry.content if params.content is UNSET else params.content
-            title, content, redactions = clean_entry(title, content)
+            # A title is required only when one is given: a heading the user left empty stays so.
+            title, content, redactions = clean_entry(title, content, title_required=params.title is not UNSET)
             tags = entry.tags if new_tags is None else new_tags
             return msgspec.structs.replace(
                 entry, title=title, content=content, tags=tags, updated_at=now_ms()

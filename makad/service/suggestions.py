@@ -9,6 +9,7 @@ into records of their own, so what the session is already on — its paths, its 
 is not suggested back to it. While the state has not been derived yet the reply is empty
 (``silenced: not_derived``) and the keeper is asked to derive it.
 
+A ``sessionId`` the workspace does not hold is ``not_found``, as ``build_context`` answers.
 Nothing is suggested with ``attentionEnabled`` off, agent reads off, or the workspace or
 the asking session incognito. A dismissal is kept in the workspace ledger
 (``makad.store.suggestion_store``) for ``forMs`` (default ``MAKAD_SUGGESTION_COOLDOWN_MS``).
@@ -73,6 +74,8 @@ class SuggestionService:
         ws = await self._ctx.session_workspace(params.workspace)
         settings = await self._ctx.load_settings(ws)
         sid = params.session_id
+        if sid is not None:
+            await self._sessions.require(ws, sid)
         incognito_session = sid is not None and self._sessions.is_incognito(ws, sid)
         silenced = silenced_by(settings, incognito_session=incognito_session)
         if silenced is not None:

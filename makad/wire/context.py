@@ -159,9 +159,9 @@ METHODS: list[MethodSpec] = [
             "per session, at most 3. The asking session's own threads are not suggested back. "
             "Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, "
             "agentReadEnabled off, or the workspace or the session incognito. Nothing is derived "
-            "on the request path."
+            "on the request path. A sessionId the workspace does not hold is not_found (data.sessionId)."
         ),
-        errors=(InvalidWorkspace, InvalidParams, IOFailure),
+        errors=(InvalidWorkspace, InvalidParams, NotFound, IOFailure),
     ),
     MethodSpec(
         "dismiss_suggestion",

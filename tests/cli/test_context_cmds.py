@@ -346,3 +346,14 @@ def test_context_names_user_level_entries_left_out_by_its_switch(daemon: DaemonP
     daemon.call("set_settings", {"workspace": "@user", "agentReadEnabled": True})
     shown = run_maka(daemon, "context", "-q", "spelling")
     assert "British English." in shown.stdout and "left out" not in shown.stdout
+
+
+def test_suggest_for_a_session_the_workspace_does_not_hold_fails_naming_it(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """`maka suggest --session X` with an X no session of the workspace has fails with
+    not_found and the id, as `maka context --session X` does."""
+    for command in ("suggest", "context"):
+        out = run_maka(shared_daemon, command, "--session", "s_nosuchsession")
+        assert out.returncode == 1, (command, out.stdout)
+        assert "not_found" in out.stderr and "s_nosuchsession" in out.stderr, (command, out.stderr)

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 from typing import Any
 
 import anyio
@@ -730,3 +731,40 @@ async def test_large_events_left_out_of_a_reply_are_named(shared_daemon: DaemonP
     assert found.count(f"[event:{sid}:") == 2 and "(1 more matching events left out" in found
     assert "1 note: heron a" in resolved and "2 note: heron b" in resolved
     assert f"the rest, event:{sid}:3, did not fit in one reply" in resolved
+
+
+async def test_suggestions_go_on_after_the_connections_session_is_deleted(daemon: DaemonProcess) -> None:
+    """When the connection's own session is deleted under it, memory_suggestions still
+    answers (asking without it) instead of failing not_found."""
+    open_gates(daemon)
+    async with host(daemon) as h:
+        _, recorded = await h.tool("session_record", turns=[{"role": "user", "text": "hello"}])
+        sid = recorded.split("session ")[1].split(" ")[0]
+        call(daemon, "close_session", sessionId=sid)
+        call(daemon, "delete_session", sessionId=sid)
+        is_error, text = await h.tool("memory_suggestions")
+        assert not is_error and text.startswith("# Suggestions"), text
+
+
+async def test_a_found_folder_that_is_the_user_level_says_how_to_go_on(short_tmp: Path) -> None:
+    """With the user level in the home folder (--user-memory ~), `maka mcp` started in a home
+    subfolder without a workspace of its own finds the home folder, refused as reserved:
+    each tool error says how it got there and names `maka mcp --user` and `-w` with the folder."""
+    home = short_tmp / "home"
+    proc = DaemonProcess(short_tmp, env={"MAKAD_USER_MEMORY": str(home)})
+    proc.start()
+    try:
+        proc.call("add_entry", {"workspace": "@user", "title": "Tabs", "content": "Indent with tabs."})
+        notes = home / "notes"
+        notes.mkdir()
+        env = bridge_env(drop=("MAKA_WORKSPACE",), HOME=str(home))
+        async with mcp_host(proc.socket, env=env, cwd=notes) as h:
+            is_error, text = await h.tool("memory_list")
+        assert is_error and "invalid_workspace" in text, text
+        assert f"found {home} by walking up" in text, text
+        assert "maka mcp --user" in text and f"maka mcp -w {notes}" in text, text
+        async with mcp_host(proc.socket, workspace=notes) as h:
+            is_error, text = await h.tool("memory_list")
+        assert not is_error, text
+    finally:
+        proc.stop()

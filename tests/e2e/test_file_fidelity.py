@@ -474,3 +474,58 @@ def test_restoring_a_decayed_entry_keeps_its_created_at(module_daemon: DaemonPro
     assert restored["decayTtlMs"] >= restored["updatedAt"] - 1000 + 60000
     after = entries_of(module_daemon, ws)
     assert [(e["status"], e["createdAt"]) for e in after] == [("active", 1000)]
+
+
+def test_an_entry_under_an_empty_heading_takes_new_content_and_tags(module_daemon: DaemonProcess) -> None:
+    """update_entry without a title on an entry whose heading is a bare `## ` changes its
+    content and tags and keeps the heading as typed; an explicit empty title stays refused."""
+    ws = fresh_workspace(module_daemon)
+    memory = ws / "memory" / "MEMORY.md"
+    memory.write_text("# M\n\n## Kept\nfirst\n\n## \nuntitled body\n", encoding="utf-8")
+    [untitled] = [e for e in entries_of(module_daemon, ws) if e["content"].startswith("untitled")]
+    assert untitled["title"] == ""
+    call(module_daemon, "update_entry", ws, id=untitled["id"], content="new body", tags=["later"])
+    [after] = [e for e in entries_of(module_daemon, ws) if e["title"] != "Kept"]
+    assert (after["title"], after["content"], after["tags"]) == ("", "new body", ["later"])
+    text = memory.read_text(encoding="utf-8")
+    assert "\n## \n" in text and "new body" in text and "untitled body" not in text, text
+    with pytest.raises(RemoteError) as caught:
+        call(module_daemon, "update_entry", ws, id=after["id"], title="  ")
+    assert caught.value.kind == "invalid_params" and caught.value.data.get("path") == "$.title"
+    assert "## Kept\n" in memory.read_text(encoding="utf-8")
+
+
+def test_a_byte_order_mark_inside_the_file_does_not_hide_the_heading_after_it(
+    module_daemon: DaemonProcess,
+) -> None:
+    """Two files concatenated (the second starting with a UTF-8 BOM): the `## ` line after
+    the BOM still starts an entry, and the BOM's bytes stay in the file through a rewrite."""
+    ws = fresh_workspace(module_daemon)
+    memory = ws / "memory" / "MEMORY.md"
+    second = "\ufeff## Second\nfrom the other file\n"
+    memory.write_bytes(("\ufeff# M\n\n## First\none\n" + second).encode("utf-8"))
+    found = entries_of(module_daemon, ws)
+    assert [(e["title"], e["content"]) for e in found] == [
+        ("First", "one"),
+        ("Second", "from the other file"),
+    ]
+    call(module_daemon, "update_entry", ws, id=found[1]["id"], content="changed")
+    call(module_daemon, "update_entry", ws, id=found[0]["id"], content="also changed")
+    data = memory.read_bytes().decode("utf-8")
+    assert data.startswith("\ufeff# M") and "\n\ufeff## Second\n" in data, data
+    assert [(e["title"], e["content"]) for e in entries_of(module_daemon, ws)] == [
+        ("First", "also changed"),
+        ("Second", "changed"),
+    ]
+
+
+def test_content_with_a_byte_order_mark_before_a_heading_stays_in_its_entry(
+    module_daemon: DaemonProcess,
+) -> None:
+    """Content holding a line that is a BOM then `## ` is written so it reads back as that
+    entry's content, not as an entry of its own."""
+    ws = fresh_workspace(module_daemon)
+    content = "before\n\ufeff## Not an entry\nafter"
+    call(module_daemon, "add_entry", ws, title="Holder", content=content)
+    [entry] = entries_of(module_daemon, ws)
+    assert (entry["title"], entry["content"]) == ("Holder", content)

@@ -415,3 +415,23 @@ def test_bad_suggest_params_and_incognito_dismissal_are_refused(d: DaemonProcess
     with pytest.raises(RemoteError) as caught:
         d.call("dismiss_suggestion", {"workspace": w, "id": "sg_0123456789abcdef"})
     assert caught.value.kind == "incognito_blocked"
+
+
+def test_an_unknown_or_other_workspaces_session_is_not_found_as_build_context_says(
+    d: DaemonProcess,
+) -> None:
+    """suggest with a sessionId the workspace does not hold (made up, or another workspace's)
+    is not_found naming the session, as build_context answers; the daemon keeps serving."""
+    w, other = fresh(d), fresh(d)
+    elsewhere = session(d, other, [{"type": "user_message", "text": "hi"}])
+    for sid in ("s_unknown", elsewhere):
+        for method, extra in (("suggest", {}), ("build_context", {"budgetTokens": 1000})):
+            with pytest.raises(RemoteError) as caught:
+                d.call(method, {"workspace": w, "sessionId": sid, **extra})
+            assert caught.value.kind == "not_found", method
+            assert caught.value.data.get("sessionId") == sid, method
+    d.call("set_settings", {"workspace": w, "attentionEnabled": False})
+    with pytest.raises(RemoteError) as caught:
+        d.call("suggest", {"workspace": w, "sessionId": "s_unknown"})
+    assert caught.value.kind == "not_found"
+    assert suggest(d, other, sessionId=elsewhere)["enabled"] is True

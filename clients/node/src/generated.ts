@@ -1838,7 +1838,7 @@ export interface Methods {
   };
   /**
    * What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
-   * Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path.
+   * Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
    */
   suggest: {
     params: {
@@ -1849,7 +1849,7 @@ export interface Methods {
       explain?: boolean;
     };
     result: SuggestResult;
-    errors: "invalid_params" | "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error" | "not_found";
   };
   /**
    * Hide a suggestion for forMs (default the daemon's cooldown, MAKAD_SUGGESTION_COOLDOWN_MS, 3 days); 0 brings it back.

@@ -2174,9 +2174,9 @@ class Methods:
     def suggest(self, **params: Unpack[SuggestArgs]) -> SuggestResult:
         """What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
 
-        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path.
+        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
 
-        Errors: invalid_params, invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SuggestResult", self._call("suggest", dict(params)))
 
@@ -2531,9 +2531,9 @@ class AsyncMethods:
     async def suggest(self, **params: Unpack[SuggestArgs]) -> SuggestResult:
         """What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
 
-        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path.
+        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
 
-        Errors: invalid_params, invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
         return cast("SuggestResult", await self._call("suggest", dict(params)))
 

@@ -377,9 +377,18 @@ def serve(
     autostart: bool = True,
     server_uid: ServerUid | None = None,
     timeout: float = 30.0,
+    reserved_hint: str | None = None,
 ) -> None:
     """Run the MCP server on stdin/stdout (blocking); ``timeout``: how long a tool call waits
-    for makad's answer."""
+    for makad's answer; ``reserved_hint``: added to an error refusing the workspace as
+    reserved (how the folder was found and what to start instead)."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
-    bridge = Bridge(socket_path, workspace, autostart=autostart, server_uid=server_uid, timeout=timeout)
+    bridge = Bridge(
+        socket_path,
+        workspace,
+        autostart=autostart,
+        server_uid=server_uid,
+        timeout=timeout,
+        reserved_hint=reserved_hint,
+    )
     anyio.run(serve_async, bridge, backend="asyncio")

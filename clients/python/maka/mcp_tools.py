@@ -72,8 +72,10 @@ class Bridge:
         autostart: bool = True,
         timeout: float = 30.0,
         server_uid: ServerUid | None = None,
+        reserved_hint: str | None = None,
     ) -> None:
         self.workspace = workspace
+        self.reserved_hint = reserved_hint
         self.timeout = timeout
         self.client = AsyncClient(socket_path, timeout=timeout, autostart=autostart, server_uid=server_uid)
         self.settings: dict[str, Any] | None = None
@@ -118,7 +120,14 @@ class Bridge:
                 reason = exc.data.get("reason", "")
                 message = f"this call is over the daemon's message size cap ({reason}): send less per call"
                 raise ToolFailure("too_large", message) from None
-            raise ToolFailure(exc.kind, exc.message) from None
+            message = exc.message
+            if (
+                exc.kind == "invalid_workspace"
+                and exc.data.get("reason") == "reserved"
+                and self.reserved_hint
+            ):
+                message = f"{message}. {self.reserved_hint}"
+            raise ToolFailure(exc.kind, message) from None
         except DaemonUnavailable as exc:
             if exc.reason != self._unavailable_said:
                 # Every call answers with the error; stderr (the host's log) gets it once.
@@ -438,7 +447,17 @@ class Bridge:
         params: dict[str, Any] = {"explain": bool(args and args.explain)}
         if self.session_id is not None:
             params["sessionId"] = self.session_id
-        return text.suggestions_markdown(await self.call("suggest", params))
+        try:
+            result = await self.call("suggest", params)
+        except ToolFailure as exc:
+            if exc.kind != "not_found" or "sessionId" not in params:
+                raise
+            # This connection's session is gone (deleted, or incognito across a restart):
+            # the next record opens a new one; ask without it meanwhile.
+            self.session_id = None
+            del params["sessionId"]
+            result = await self.call("suggest", params)
+        return text.suggestions_markdown(result)
 
     async def dismiss_suggestion(self, args: DismissSuggestionArgs) -> str:
         """Hide a suggestion for the daemon's cooldown (dismiss_suggestion), behind the read gate."""

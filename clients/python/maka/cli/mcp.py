@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import shlex
 
 from maka.cli.common import EXIT_OK, CliError, Parents, sendable_workspace
+from maka.cli.remedies import found_by_walking_up
 from maka.client import Client
 from maka.workspace import resolve_workspace
 
@@ -21,8 +23,29 @@ def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
     workspace = sendable_workspace(resolve_workspace(args.workspace))
     timeout = client.timeout if client.timeout is not None else 30.0
     uid = client.server_uid
-    serve(client.socket_path, workspace, autostart=client.autostart, server_uid=uid, timeout=timeout)
+    serve(
+        client.socket_path,
+        workspace,
+        autostart=client.autostart,
+        server_uid=uid,
+        timeout=timeout,
+        reserved_hint=_reserved_hint(args),
+    )
     return EXIT_OK
+
+
+def _reserved_hint(args: argparse.Namespace) -> str | None:
+    """What to say when the daemon refuses the workspace as reserved (the home folder holding
+    the user level's memory/, found by walking up): how to name what was meant."""
+    walked = found_by_walking_up(args)
+    if walked is None:
+        return None
+    found, here = walked
+    return (
+        f"maka mcp found {found} by walking up from {here}, which holds no workspace of its "
+        f"own: `maka mcp --user` serves the user level, `maka mcp -w {shlex.quote(here)}` "
+        "makes this folder a workspace (tell the user; the host's MCP settings start maka mcp)"
+    )
 
 
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:

@@ -85,15 +85,23 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
     return None
 
 
-def _found_reserved(args: argparse.Namespace) -> str | None:
-    """When the refused folder was found by walking up (no -w, no $MAKA_WORKSPACE) — say the
-    home folder holding the user level's memory/ — how to name what was meant."""
+def found_by_walking_up(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(the workspace found, the current folder) when the workspace was found by walking up
+    from a folder holding none of its own (no -w, no $MAKA_WORKSPACE); None otherwise."""
     if getattr(args, "workspace", None) or os.environ.get(WORKSPACE_ENV):
         return None
     here = os.path.abspath(os.getcwd())
     found = default_workspace()
-    if found == here:
+    return None if found == here else (found, here)
+
+
+def _found_reserved(args: argparse.Namespace) -> str | None:
+    """When the refused folder was found by walking up — say the home folder holding the
+    user level's memory/ — how to name what was meant."""
+    walked = found_by_walking_up(args)
+    if walked is None:
         return None
+    found, here = walked
     return (
         f"maka found {found} by walking up from the current folder, which holds no workspace "
         f"of its own: `maka --user …` works on the user level, `maka -w {shlex.quote(here)} …` "
