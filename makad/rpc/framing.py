@@ -7,6 +7,7 @@ garbage still gets a JSON-RPC parse error rather than a silent close).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal, Protocol
 
 Framing = Literal["ndjson", "lsp"]
@@ -26,6 +27,18 @@ class FrameError(Exception):
         self.reason = reason
         self.kind = kind
         self.frames: list[bytes] = []
+
+
+def frames_before_error(feed: Callable[[bytes, list[bytes]], None], data: bytes) -> list[bytes]:
+    """The whole messages ``feed`` frames from ``data``; a ``FrameError`` carries those
+    framed before it (they are answered before the error)."""
+    out: list[bytes] = []
+    try:
+        feed(data, out)
+    except FrameError as exc:
+        exc.frames = out
+        raise
+    return out
 
 
 class Decoder(Protocol):
@@ -57,13 +70,7 @@ class NdjsonDecoder:
             # One whole message and nothing buffered: a request-reply client's every read.
             line = data[:-1]
             return [line] if line.strip(_WHITESPACE) else []
-        out: list[bytes] = []
-        try:
-            self._feed(data, out)
-        except FrameError as exc:
-            exc.frames = out
-            raise
-        return out
+        return frames_before_error(self._feed, data)
 
     def _feed(self, data: bytes, out: list[bytes]) -> None:
         self._buf += data
@@ -96,13 +103,7 @@ class LspDecoder:
         self._need: int | None = None
 
     def feed(self, data: bytes) -> list[bytes]:
-        out: list[bytes] = []
-        try:
-            self._feed(data, out)
-        except FrameError as exc:
-            exc.frames = out
-            raise
-        return out
+        return frames_before_error(self._feed, data)
 
     def _feed(self, data: bytes, out: list[bytes]) -> None:
         self._buf += data
