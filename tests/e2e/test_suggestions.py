@@ -366,8 +366,10 @@ def test_deleted_or_corrected_memory_never_comes_back_through_a_suggestion(
             {"type": "assistant_message", "text": "Noted.", "ts": at + 3},
         ],
     )
+    d.call("set_working_state", {"workspace": w, "sessionId": sid, "openThreads": [f"Check that {FACT}"]})
     d.call("close_session", {"workspace": w, "sessionId": sid})
-    wait_suggest(d, w, lambda r: any("tools/ship.sh" in c["text"] for c in r["candidates"] or []))
+    seen = wait_suggest(d, w, lambda r: any("tools/ship.sh" in c["text"] for c in r["candidates"] or []))
+    assert any("tools/ship.sh" in c["text"] for c in seen["candidates"] or []), seen
     if how == "delete":
         d.call("delete_entry", {"workspace": w, "id": entry["id"]})
     else:
