@@ -13,7 +13,7 @@ import stat
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -110,6 +110,27 @@ sys.stdin.read()  # until the test closes our stdin
 conn.execute("ROLLBACK")
 """
 
+
+@contextlib.contextmanager
+def ledger_locked_by_another_process(daemon: DaemonProcess) -> Iterator[None]:
+    """A `sqlite3`-shell-like process holding the workspace ledger's write lock."""
+    [ledger_dir] = list((daemon.data_dir / "workspaces").iterdir())
+    holder = subprocess.Popen(
+        [sys.executable, "-c", HOLD_WRITE_LOCK, str(ledger_dir / "ledger.sqlite3")],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        yield
+    finally:
+        assert holder.stdin is not None and holder.stdout is not None
+        holder.stdin.close()
+        holder.wait(timeout=30)
+        holder.stdout.close()
+
+
 # SQLite's busy timeout on the daemon's connections (makad.store.ledger.base).
 BUSY_TIMEOUT_S = 10.0
 
@@ -121,15 +142,7 @@ def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: Daem
     meanwhile, and once the lock is released writes go through again."""
     w = str(daemon.workspace)
     sid = daemon.call("open_session", {"workspace": w})["sessionId"]
-    [ledger_dir] = list((daemon.data_dir / "workspaces").iterdir())
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_WRITE_LOCK, str(ledger_dir / "ledger.sqlite3")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    with ledger_locked_by_another_process(daemon):
         calls: list[tuple[str, dict[str, Any]]] = [("open_session", {"workspace": w})] * 5 + [
             (
                 "append_events",
@@ -146,12 +159,6 @@ def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: Daem
         assert "locked by another process" in errors[0].message
         # One timeout each, in turn, would be len(calls) timeouts.
         assert elapsed < 3 * BUSY_TIMEOUT_S, elapsed
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        assert holder.stdout is not None
-        holder.stdout.close()
     got = daemon.call(
         "append_events",
         {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "after"}]},

@@ -4,34 +4,9 @@ blindly; a write refused before the file changed says nothing of the kind."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
-
 from tests.robustness.helpers import remote_error
-from tests.robustness.test_environment import HOLD_WRITE_LOCK
+from tests.robustness.test_environment import ledger_locked_by_another_process
 from tests.support import DaemonProcess
-
-
-@contextmanager
-def ledger_locked_by_another_process(daemon: DaemonProcess) -> Iterator[None]:
-    """A `sqlite3`-shell-like process holding the workspace ledger's write lock."""
-    [ledger_dir] = list((daemon.data_dir / "workspaces").iterdir())
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLD_WRITE_LOCK, str(ledger_dir / "ledger.sqlite3")],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
-        yield
-    finally:
-        assert holder.stdin is not None and holder.stdout is not None
-        holder.stdin.close()
-        holder.wait(timeout=30)
-        holder.stdout.close()
 
 
 def test_a_ledger_failure_after_the_memory_file_was_written_says_it_was_written(
