@@ -8,7 +8,6 @@ no other module peeks at the environment.
 from __future__ import annotations
 
 import argparse
-import difflib
 import os
 import tempfile
 import warnings
@@ -19,6 +18,7 @@ from typing import TypeVar
 import platformdirs
 
 from makad import __version__
+from makad.core.closest import closest
 
 N = TypeVar("N", int, float)
 
@@ -217,8 +217,8 @@ LOG_LEVELS = ("debug", "info", "warning", "error")
 
 
 def _closest(typed: str, valid: tuple[str, ...]) -> str:
-    close = difflib.get_close_matches(typed, valid, n=1, cutoff=0.6)
-    return f" (did you mean {close[0]!r}?)" if close else ""
+    close = closest(typed, valid)
+    return f" (did you mean {close!r}?)" if close else ""
 
 
 def load(
