@@ -14,15 +14,27 @@ from typing import Any
 
 import pytest
 
+from maka.errors import RemoteError
+from tests.e2e.test_attention import attention_segment, previous_session
 from tests.robustness.helpers import fill_disk, remote_error, tiny_tmpfs
 from tests.support import DaemonProcess
 
 
 @pytest.fixture
 def disk(short_tmp: Path) -> Iterator[DaemonProcess]:
-    """A daemon whose data directory is a small tmpfs, with one entry and one session."""
+    """A daemon whose data directory is a small tmpfs, with one entry."""
+    yield from _on_tiny_disk(short_tmp, {})
+
+
+@pytest.fixture
+def deriving(short_tmp: Path) -> Iterator[DaemonProcess]:
+    """As ``disk``, with sessions turned into behavior records as soon as they are idle."""
+    yield from _on_tiny_disk(short_tmp, {"MAKAD_BEHAVIOR_IDLE_MS": "1"})
+
+
+def _on_tiny_disk(short_tmp: Path, env: dict[str, str]) -> Iterator[DaemonProcess]:
     with tiny_tmpfs(short_tmp / "data", 2048):
-        d = DaemonProcess(short_tmp)
+        d = DaemonProcess(short_tmp, env)
         d.start()
         try:
             w = str(d.workspace)
@@ -57,11 +69,13 @@ def _memory_text(pack: dict[str, Any]) -> str:
 
 
 def _recorded(d: DaemonProcess, sid: str, call_id: str) -> bool:
+    """Whether the call's manifest is in the ledger (else get_manifest is not_found)."""
     params = {"workspace": str(d.workspace), "sessionId": sid, "callId": call_id}
     with d.client() as client:
         try:
             client.call("get_manifest", params)
-        except Exception:
+        except RemoteError as exc:
+            assert exc.kind == "not_found"
             return False
     return True
 
@@ -140,3 +154,23 @@ def test_a_read_only_ledger_still_serves_packs_and_attention(disk: DaemonProcess
     assert _kinds(recorded) == [] and _recorded(d, sid, recorded["callId"])
     attention = d.call("get_attention", {"workspace": w})
     assert attention["enabled"] is True and _kinds(attention) == []
+
+
+def test_a_sessions_unrecorded_first_pack_still_shows_attention_once(deriving: DaemonProcess) -> None:
+    """The first pack of a session, unrecorded on a full disk, shows the attention state; a
+    retry of it shows the same, the session's next pack does not repeat it, nor does the
+    first pack recorded once space is freed."""
+    d = deriving
+    w = str(d.workspace)
+    previous_session(d, w)
+    sid = _session(d)
+    filler = fill_disk(d.data_dir)
+    first = _pack(d, sid, 4000)
+    segment = attention_segment(first)
+    assert segment is not None and "wire the new date parser" in segment["text"]
+    assert _kinds(first) == ["not_recorded"]
+    assert _pack(d, sid, 4000) == first
+    assert attention_segment(_pack(d, sid, 4100)) is None
+    filler.unlink()
+    recorded = _pack(d, sid, 4200)
+    assert attention_segment(recorded) is None and _kinds(recorded) == []
