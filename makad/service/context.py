@@ -482,11 +482,18 @@ class ContextService:
 
     async def _user_level(self) -> _UserLevel | None:
         """The user level's entries for this call, when it exists and allows agent reads."""
-        uws = await self._ctx.user_level_if_any()
-        if uws is None:
+        try:
+            uws = await self._ctx.user_level_if_any()
+            if uws is None:
+                return None
+            revision = await self._ctx.revision(uws)  # first, as build_context's
+            settings = await self._ctx.load_settings(uws)
+        except IOFailure as exc:
+            # A user level whose ledger a full disk keeps from being made: its switches
+            # live there, so agents may not read it; the workspace's pack is served.
+            if not unrecorded.disk_full(exc):
+                raise
             return None
-        revision = await self._ctx.revision(uws)  # first, as build_context's
-        settings = await self._ctx.load_settings(uws)
         if not agent_reads(settings):
             return None
         snap = await self._snapshot(uws)

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from maka.errors import RemoteError
+from tests.cli.helpers import run_maka
 from tests.e2e.test_attention import attention_segment, previous_session
 from tests.robustness.helpers import fill_disk, remote_error, tiny_tmpfs
 from tests.support import DaemonProcess
@@ -85,8 +86,9 @@ def test_a_disk_filling_up_still_serves_packs_unrecorded_and_records_once_freed(
 ) -> None:
     """The disk fills while the ledger is open for writing: build_context serves memory and
     history with a not_recorded warning and no manifest; a later pack shows the entry again
-    (not taken as already shown); MEMORY.md is untouched; once space is freed the next pack
-    is recorded and the one after it counts the entry as shown."""
+    (not taken as already shown); `maka context` prints the warning; a user level whose
+    ledger cannot be made is left out, not a failure; MEMORY.md is untouched; once space
+    is freed the next pack is recorded and the one after it counts the entry as shown."""
     d = disk
     sid = _session(d)
     memory = (d.workspace / "memory" / "MEMORY.md").read_bytes()
@@ -99,6 +101,11 @@ def test_a_disk_filling_up_still_serves_packs_unrecorded_and_records_once_freed(
     assert not _recorded(d, sid, first["callId"])
     second = _pack(d, sid, 900)
     assert "use make to deploy" in _memory_text(second) and _kinds(second) == ["not_recorded"]
+    unmade = remote_error(d, "read_state", {"workspace": "@user"})  # its ledger has no room
+    assert (unmade.kind, unmade.data.get("reason")) == ("io_error", "disk_full")
+    shown = run_maka(d, "context", "-s", sid, "-b", "700")
+    assert shown.returncode == 0 and "use make to deploy" in shown.stdout
+    assert "maka: warning: the disk of makad's data directory is full" in shown.stderr
     sessionless = _pack(d, None, 800)
     assert "use make to deploy" in _memory_text(sessionless) and _kinds(sessionless) == []
     assert (d.workspace / "memory" / "MEMORY.md").read_bytes() == memory
@@ -123,7 +130,7 @@ def _drop_attention_state(data_dir: Path) -> None:
 def test_a_read_only_ledger_still_serves_packs_and_attention(disk: DaemonProcess) -> None:
     """Started again on a full disk (ledger read-only, no attention state stored yet):
     build_context serves the pack with not_recorded, get_attention derives the state without
-    storing it (not_recorded), suggest and search_history answer; once space is freed
+    storing it (not_recorded, which `maka attention` prints), suggest and search_history answer; once space is freed
     build_context is recorded and get_attention stores its state (no warning)."""
     d = disk
     w = str(d.workspace)
@@ -143,6 +150,8 @@ def test_a_read_only_ledger_still_serves_packs_and_attention(disk: DaemonProcess
     attention = d.call("get_attention", {"workspace": w})
     assert attention["enabled"] is True and attention["computedAt"] > 0
     assert _kinds(attention) == ["not_recorded"]
+    shown = run_maka(d, "attention")
+    assert shown.returncode == 0 and "not stored" in shown.stderr
     suggested = d.call("suggest", {"workspace": w, "sessionId": sid})
     assert suggested["enabled"] is True and suggested["silenced"] is None
     hits = d.call("search_history", {"workspace": w, "query": "deploy"})["hits"]
