@@ -8,6 +8,7 @@ daemon started on a full disk."""
 from __future__ import annotations
 
 import sqlite3
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -127,10 +128,22 @@ def _drop_attention_state(data_dir: Path) -> None:
             conn.close()
 
 
+def _suggest_once_derived(d: DaemonProcess, sid: str) -> dict[str, Any]:
+    """suggest's reply once the attention keeper has derived a state (or after 10 s)."""
+    deadline = time.monotonic() + 10
+    while True:
+        suggested = dict(d.call("suggest", {"workspace": str(d.workspace), "sessionId": sid}))
+        if suggested["silenced"] != "not_derived" or time.monotonic() > deadline:
+            return suggested
+        time.sleep(0.05)
+
+
 def test_a_read_only_ledger_still_serves_packs_and_attention(disk: DaemonProcess) -> None:
-    """Started again on a full disk (ledger read-only, no attention state stored yet):
-    build_context serves the pack with not_recorded, get_attention derives the state without
-    storing it (not_recorded, which `maka attention` prints), suggest and search_history answer; once space is freed
+    """Started again on a full disk (ledger read-only, no attention state stored yet, a
+    session whose records cannot be written): the attention keeper still derives the state,
+    kept in memory, so suggest answers from it; build_context serves the pack with
+    not_recorded, get_attention derives the state without storing it (not_recorded, which
+    `maka attention` prints), search_history answers; once space is freed
     build_context is recorded and get_attention stores its state (no warning)."""
     d = disk
     w = str(d.workspace)
@@ -138,8 +151,10 @@ def test_a_read_only_ledger_still_serves_packs_and_attention(disk: DaemonProcess
     d.stop()
     _drop_attention_state(d.data_dir)
     filler = fill_disk(d.data_dir)
-    d.start()
+    d.start({"MAKAD_BEHAVIOR_IDLE_MS": "1"})  # the session is idle: due to be read
     assert "ledger_read_only" in _kinds(d.call("read_state", {"workspace": w}))
+    suggested = _suggest_once_derived(d, sid)
+    assert suggested["enabled"] is True and suggested["silenced"] is None
     pack = _pack(d, sid, 800)
     assert "use make to deploy" in _memory_text(pack)
     assert [m["content"] for m in pack["messages"]] == ["the deploy script is flaky"]
@@ -152,8 +167,6 @@ def test_a_read_only_ledger_still_serves_packs_and_attention(disk: DaemonProcess
     assert _kinds(attention) == ["not_recorded"]
     shown = run_maka(d, "attention")
     assert shown.returncode == 0 and "not stored" in shown.stderr
-    suggested = d.call("suggest", {"workspace": w, "sessionId": sid})
-    assert suggested["enabled"] is True and suggested["silenced"] is None
     hits = d.call("search_history", {"workspace": w, "query": "deploy"})["hits"]
     assert [h["event"]["text"] for h in hits] == ["the deploy script is flaky"]
     refused = remote_error(d, "add_entry", {"workspace": w, "title": "T", "content": "not now"})
