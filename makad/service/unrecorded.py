@@ -5,9 +5,10 @@ build_context records what each pack showed (later packs leave out what the sess
 shown already) and get_attention stores the state it derived. On a full data disk, or a
 ledger opened read-only by one (``ledger_read_only``), those writes fail with
 ``disk_full``: failing the read too would leave the agent with no context at all. So the
-record is skipped — nothing is kept in memory to write later: a later pack that does not
-know what an unrecorded one showed shows it again, which repeats but never hides — and the
-next call once space is freed records as usual.
+record is skipped and the next call once space is freed records as usual. Nothing of a
+pack is kept to be written later: a later pack that does not know what an unrecorded one
+showed shows it again, which repeats but never hides. The attention state, one per
+workspace, is kept in memory until it can be stored (``makad.service.attention``).
 """
 
 from __future__ import annotations
