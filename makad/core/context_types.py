@@ -18,7 +18,7 @@ from msgspec import UNSET, UnsetType
 from makad.core.attention import AttentionLine
 from makad.core.confidence import Confidence
 from makad.core.ownership import OwnedLine
-from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, CuratorTrace, Entry, Event, WorkingState
+from makad.core.types import MAX_NOTES_TOKENS, Checkpoint, CuratorTrace, Entry, Event, Warning, WorkingState
 
 SegmentKind = Literal["memory", "working_state", "summary", "attention", "recall"]
 # Priority order: a kind earlier in this tuple is served first from the budget.
@@ -194,7 +194,9 @@ class Trace(_Wire):
 
 
 class ContextPack(_Wire):
-    """The result of ``build_context``; the service fills ``call_id`` and ``revision``."""
+    """The result of ``build_context``; the service fills ``call_id``, ``revision`` and
+    ``warnings`` (``not_recorded``: the data directory's disk is full, the pack was served
+    but not recorded, so a later pack may show again what this one showed)."""
 
     segments: list[Segment]
     messages: list[Message]
@@ -204,6 +206,7 @@ class ContextPack(_Wire):
     trace: Trace
     call_id: str = ""
     revision: int = 0
+    warnings: list[Warning] = []
 
 
 @dataclass(slots=True)

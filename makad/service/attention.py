@@ -37,8 +37,9 @@ from makad.core import behaviors
 from makad.core.entries import is_open
 from makad.core.peer import Peer
 from makad.core.types import Entry
-from makad.errors import MakadError, NotFound
+from makad.errors import IOFailure, MakadError, NotFound
 from makad.faults import Faults
+from makad.service import unrecorded
 from makad.service.common import WorkspaceAccess, in_thread, now_ms
 from makad.store import attention_store
 from makad.store.workspaces import Workspace
@@ -134,25 +135,38 @@ class AttentionKeeper:
         due = await in_thread(attention_store.due_sessions, ws.ledger, idle_before)
         wrote = False
         for session_id, _, _ in due:
-            wrote |= await in_thread(extract, ws, session_id, faults, now)
+            try:
+                wrote |= await in_thread(extract, ws, session_id, faults, now)
+            except IOFailure as exc:
+                if not unrecorded.disk_full(exc):
+                    raise
+                break  # the records wait for space; the state is derived from those stored
         stored = await in_thread(cached_state, ws)
         newest = await in_thread(attention_store.newest_record, ws.ledger)
-        stale = stored is None or now - stored.computed_at >= REFRESH_MS or stored.records_upto != newest
+        stale = (
+            stored is None
+            or ws.state.attention_unstored
+            or now - stored.computed_at >= REFRESH_MS
+            or stored.records_upto != newest
+        )
         if wrote or dirty or stale:
             await self.derive(ws, now)
 
-    async def derive(self, ws: Workspace, now: int) -> core.AttentionState:
+    async def derive(self, ws: Workspace, now: int) -> tuple[core.AttentionState, bool]:
+        """The state derived now, and whether it was stored (not on a full disk: it is then
+        kept in memory only, and derived and stored again at the next chance)."""
         pending = [
             core.Pending(proposal_id=s.entry.id, title=s.entry.title, created_at=_created(s.entry))
             for s in ws.pending.doc.sections
             if is_open(s.entry)
         ][:50]
         epoch = ws.state.attention_epoch
-        state = await in_thread(_derive_stored, ws, now, pending, self._ctx.faults)
+        state, stored = await in_thread(_derive_stored, ws, now, pending, self._ctx.faults)
         if ws.state.attention_epoch == epoch:  # else a forget or a retraction came meanwhile
             ws.state.attention = state
             ws.state.attention_loaded = True
-        return state
+            ws.state.attention_unstored = not stored
+        return state, stored
 
     # --- get_attention -------------------------------------------------------------------
 
@@ -162,9 +176,13 @@ class AttentionKeeper:
         if not settings.attention_enabled or settings.incognito:
             return AttentionResult(enabled=False, computed_at=0, sections=[])
         state = await in_thread(cached_state, ws)
-        if state is None:
-            state = await self.derive(ws, now_ms())
-        return AttentionResult(enabled=True, computed_at=state.computed_at, sections=state.sections)
+        stored = not ws.state.attention_unstored
+        if state is None or not stored:
+            state, stored = await self.derive(ws, now_ms())
+        warnings = [] if stored else [unrecorded.not_recorded(unrecorded.ATTENTION_NOT_STORED)]
+        return AttentionResult(
+            enabled=True, computed_at=state.computed_at, sections=state.sections, warnings=warnings
+        )
 
 
 def _created(entry: Entry) -> int:
@@ -230,8 +248,9 @@ def _not_after(record: behaviors.Behavior, now: int) -> behaviors.Behavior:
 
 def _derive_stored(
     ws: Workspace, now: int, pending: list[core.Pending], faults: Faults
-) -> core.AttentionState:
-    """(worker thread) The state derived from what the ledger holds now, stored."""
+) -> tuple[core.AttentionState, bool]:
+    """(worker thread) The state derived from what the ledger holds now, stored, and
+    whether it was (not when the disk is full)."""
     ledger = ws.ledger
     records, upto = attention_store.records(ledger)
     rejected = attention_store.rejections(ledger, now - core.COOLDOWN_MS)
@@ -239,7 +258,12 @@ def _derive_stored(
     state = core.derive(now, records, pending, rejected, retracted)
     state.records_upto = upto
     faults.crash("attention_before_commit")
-    return attention_store.save_state(ledger, state)
+    try:
+        return attention_store.save_state(ledger, state), True
+    except IOFailure as exc:
+        if not unrecorded.disk_full(exc):
+            raise
+        return attention_store.unstored_state(ledger, state), False
 
 
 async def retract(ctx: WorkspaceAccess, ws: Workspace, changes: list[tuple[Entry, Entry | None]]) -> None:

@@ -58,7 +58,7 @@ from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event
 from makad.errors import InvalidParams, IOFailure
 from makad.service import curator as curator_http
-from makad.service import entry_dates
+from makad.service import entry_dates, unrecorded
 from makad.service.attention import cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.embeddings import Dense, MemoryCosines
@@ -311,14 +311,22 @@ class ContextService:
         pack = msgspec.structs.replace(checked, call_id=gathered.call_id, revision=plan.revision)
         if plan.sid is not None and not plan.incognito and not plan.read_only:
             items, memory_bytes = _manifest(pack)
-            ws.ledger.record_manifest(
-                plan.sid,
-                pack.call_id,
-                items,
-                memory_bytes=memory_bytes,
-                since=gathered.since,
-                curator=msgspec.json.encode(curator) if curator is not None else None,
-            )
+            try:
+                ws.ledger.record_manifest(
+                    plan.sid,
+                    pack.call_id,
+                    items,
+                    memory_bytes=memory_bytes,
+                    since=gathered.since,
+                    curator=msgspec.json.encode(curator) if curator is not None else None,
+                )
+            except IOFailure as exc:
+                if not unrecorded.disk_full(exc):
+                    raise
+                # Served all the same (makad.service.unrecorded): a later pack that does not
+                # know this one showed an entry shows it again.
+                warning = unrecorded.not_recorded(unrecorded.PACK_NOT_RECORDED)
+                pack = msgspec.structs.replace(pack, warnings=[*pack.warnings, warning])
         return pack
 
     def _dense(
@@ -474,11 +482,18 @@ class ContextService:
 
     async def _user_level(self) -> _UserLevel | None:
         """The user level's entries for this call, when it exists and allows agent reads."""
-        uws = await self._ctx.user_level_if_any()
-        if uws is None:
+        try:
+            uws = await self._ctx.user_level_if_any()
+            if uws is None:
+                return None
+            revision = await self._ctx.revision(uws)  # first, as build_context's
+            settings = await self._ctx.load_settings(uws)
+        except IOFailure as exc:
+            # A user level whose ledger a full disk keeps from being made: its switches
+            # live there, so agents may not read it; the workspace's pack is served.
+            if not unrecorded.disk_full(exc):
+                raise
             return None
-        revision = await self._ctx.revision(uws)  # first, as build_context's
-        settings = await self._ctx.load_settings(uws)
         if not agent_reads(settings):
             return None
         snap = await self._snapshot(uws)
@@ -534,7 +549,7 @@ class ContextService:
             return snap
         sections = [s for s in ws.memory.doc.sections if s.entry.status == "active"]
         dated = entry_dates.dated(ws, [s.entry for s in sections])
-        active = await in_thread(_index_redacted, ws.ledger, dated, self._ctx.identifiers)
+        active, indexed = await in_thread(_index_redacted, ws.ledger, dated, self._ctx.identifiers)
         recent = sorted(active, key=lambda e: (-e.updated_at, e.id))
         snap = MemorySnapshot(
             sha=sha,
@@ -544,7 +559,8 @@ class ContextService:
             index_generation=ws.ledger.index_generation,
             pinned=[e for e in active if is_pinned(e)],
         )
-        ws.state.memory_snapshot = snap
+        if indexed:  # else built again (and indexed) by the next call, once the disk allows
+            ws.state.memory_snapshot = snap
         return snap
 
 
@@ -593,13 +609,22 @@ def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
     return snap
 
 
-def _index_redacted(ledger: Ledger, entries: list[Entry], identifiers: Identifiers) -> list[Entry]:
+def _index_redacted(
+    ledger: Ledger, entries: list[Entry], identifiers: Identifiers
+) -> tuple[list[Entry], bool]:
     """The entries as the agent may see them (a secret the user typed into MEMORY.md is
     redacted; a session id holding one is its stand-in, the id the session is called by),
-    indexed for search: the index holds no secret either."""
+    indexed for search: the index holds no secret either. And whether they were indexed:
+    on a full disk the index stays as it was last written, and a query ranks the entries
+    it matches there (the others still fill the room left)."""
     clean = [redact_entry(identifiers.scrub_entry(entry)) for entry in entries]
-    ledger.replace_memory_index(clean)
-    return clean
+    try:
+        ledger.replace_memory_index(clean)
+    except IOFailure as exc:
+        if not unrecorded.disk_full(exc):
+            raise
+        return clean, False
+    return clean, True
 
 
 @dataclass(frozen=True)

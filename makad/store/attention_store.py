@@ -173,17 +173,26 @@ def save_state(ledger: Ledger, state: AttentionState) -> AttentionState:
     """Store the state, without lines citing a session deleted meanwhile (checked in the
     same transaction); returns what was stored."""
     with ledger.transaction(relaxed=True) as conn:
-        cited = {
-            ref.split(":")[1] for _, line in state.lines() for ref in line.refs if ref.startswith("event:")
-        }
-        gone = {sid for sid in cited if not _session_exists(conn, sid)}
-        retracted = frozenset(str(r[0]) for r in conn.execute("SELECT digest FROM retracted_text"))
-        kept = without_sessions(state, gone, retracted)
+        kept = _kept(conn, state)
         conn.execute(
             "INSERT OR REPLACE INTO attention_state (key, state, computed_at) VALUES (?, ?, ?)",
             (STATE_KEY, _encode(kept), kept.computed_at),
         )
     return kept
+
+
+def unstored_state(ledger: Ledger, state: AttentionState) -> AttentionState:
+    """The state as ``save_state`` would store it, when it cannot be stored (a full disk):
+    without lines citing a deleted session or retracted text."""
+    with ledger.snapshot() as conn:
+        return _kept(conn, state)
+
+
+def _kept(conn: sqlite3.Connection, state: AttentionState) -> AttentionState:
+    cited = {ref.split(":")[1] for _, line in state.lines() for ref in line.refs if ref.startswith("event:")}
+    gone = {sid for sid in cited if not _session_exists(conn, sid)}
+    retracted = frozenset(str(r[0]) for r in conn.execute("SELECT digest FROM retracted_text"))
+    return without_sessions(state, gone, retracted)
 
 
 def _session_exists(conn: sqlite3.Connection, session_id: str) -> bool:

@@ -120,6 +120,9 @@ class WorkspaceState:
     # call shows them again, though the state was derived anew meanwhile.
     attention: AttentionState | None = None
     attention_loaded: bool = False
+    # The cached state was derived but could not be stored (a full disk): derived again,
+    # and stored, at the next chance (``makad.service.unrecorded``).
+    attention_unstored: bool = False
     attention_purged: bool = False
     # Advanced whenever the cached state must not be set from a derivation begun before.
     attention_epoch: int = 0
@@ -144,6 +147,7 @@ class WorkspaceState:
         """The cached attention state is out of date: read it again from the ledger."""
         self.attention = None
         self.attention_loaded = False
+        self.attention_unstored = False
         self.suggestion_records = None
         self.attention_epoch += 1
         self.first_lines = {}

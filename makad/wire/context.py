@@ -11,7 +11,7 @@ from makad.core.context_types import ContextPack
 from makad.core.suggestions import Suggestion
 from makad.core.types import ContextStrategy, DurationMs, UnixMs
 from makad.errors import IncognitoBlocked, InvalidParams, InvalidWorkspace, IOFailure, NotFound, TooLarge
-from makad.wire.base import MethodSpec, Result, WorkspaceParams
+from makad.wire.base import MethodSpec, Result, Warning, WorkspaceParams
 
 MAX_BUDGET_TOKENS = 2_000_000
 
@@ -41,13 +41,16 @@ class AttentionResult(Result):
     """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
     derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
-    ``enabled`` is false."""
+    ``enabled`` is false. ``warnings``: ``not_recorded`` when the data directory's disk is
+    full: the state was derived from what the ledger holds but not stored (it is, once
+    space is freed)."""
 
     enabled: bool
     computed_at: Annotated[
         int, Meta(description="Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false.")
     ]
     sections: list[AttentionSection]
+    warnings: list[Warning] = []
 
 
 class SuggestParams(WorkspaceParams):

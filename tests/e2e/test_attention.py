@@ -374,7 +374,7 @@ def test_incognito_and_agent_reads_off_are_silent(d: DaemonProcess) -> None:
     assert attention_segment(pack) is None
 
     d.call("set_settings", {"workspace": w, "agentReadEnabled": True, "incognito": True})
-    assert attention(d, w) == {"enabled": False, "computedAt": 0, "sections": []}
+    assert attention(d, w) == {"enabled": False, "computedAt": 0, "sections": [], "warnings": []}
 
 
 def test_switched_off_nothing_derived_is_kept(d: DaemonProcess) -> None:

@@ -339,7 +339,6 @@ def test_a_daemon_started_again_on_a_full_data_disk_reads_and_refuses_writes(sho
                 ("append_events", {"workspace": w, "sessionId": sid, "events": [event]}),
                 ("open_session", {"workspace": w}),
                 ("set_settings", {"workspace": w, "agentReadEnabled": True}),
-                ("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 800}),
             ]:
                 exc = remote_error(d, method, params)
                 assert (method, exc.kind, exc.data.get("reason")) == (method, "io_error", "disk_full")

@@ -107,13 +107,17 @@ export interface AttentionLine {
  * The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
  * refs it came from. `enabled` false (`attentionEnabled` off, or incognito): nothing is
  * derived and `sections` is empty. `computedAt`: when it was last derived (ms), 0 when
- * `enabled` is false.
+ * `enabled` is false. `warnings`: `not_recorded` when the data directory's disk is
+ * full: the state was derived from what the ledger holds but not stored (it is, once
+ * space is freed).
  */
 export interface AttentionResult {
   enabled: boolean;
   /** Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false. */
   computedAt: number;
   sections: AttentionSection[];
+  /** @default [] */
+  warnings?: Warning[];
 }
 
 export interface AttentionSection {
@@ -249,7 +253,11 @@ export interface ConsolidationMark {
   entryId?: string | null;
 }
 
-/** The result of `build_context`; the service fills `call_id` and `revision`. */
+/**
+ * The result of `build_context`; the service fills `call_id`, `revision` and
+ * `warnings` (`not_recorded`: the data directory's disk is full, the pack was served
+ * but not recorded, so a later pack may show again what this one showed).
+ */
 export interface ContextPack {
   segments: Segment[];
   messages: Message[];
@@ -261,6 +269,8 @@ export interface ContextPack {
   callId?: string;
   /** @default 0 */
   revision?: number;
+  /** @default [] */
+  warnings?: Warning[];
 }
 
 /** How many build_context calls of one workspace took each `trace.path` since start. */

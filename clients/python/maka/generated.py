@@ -115,13 +115,17 @@ class AttentionResult(TypedDict):
     """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
     derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
-    ``enabled`` is false.
+    ``enabled`` is false. ``warnings``: ``not_recorded`` when the data directory's disk is
+    full: the state was derived from what the ledger holds but not stored (it is, once
+    space is freed).
     """
 
     enabled: bool
     # Unix time in milliseconds (UTC) of the derivation; 0 when enabled is false.
     computedAt: int
     sections: list[AttentionSection]
+    # default: []
+    warnings: NotRequired[list[WarningSchema]]
 
 
 class AttentionSection(TypedDict):
@@ -264,7 +268,10 @@ class ConsolidationMark(TypedDict):
 
 
 class ContextPack(TypedDict):
-    """The result of ``build_context``; the service fills ``call_id`` and ``revision``."""
+    """The result of ``build_context``; the service fills ``call_id``, ``revision`` and
+    ``warnings`` (``not_recorded``: the data directory's disk is full, the pack was served
+    but not recorded, so a later pack may show again what this one showed).
+    """
 
     segments: list[Segment]
     messages: list[Message]
@@ -276,6 +283,8 @@ class ContextPack(TypedDict):
     callId: NotRequired[str]
     # default: 0
     revision: NotRequired[int]
+    # default: []
+    warnings: NotRequired[list[WarningSchema]]
 
 
 class ContextPaths(TypedDict):

@@ -4,6 +4,7 @@ dismiss_suggestion) and `maka compact` (compact)."""
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
 from maka.cli.common import (
@@ -187,7 +188,14 @@ def cmd_context(client: Client, args: argparse.Namespace) -> int:
         note = user_level_left_out(client, ws, pack)
         if note:
             print(f"\n({note})")
+        print_warnings(pack)
     return EXIT_OK
+
+
+def print_warnings(result: dict[str, Any]) -> None:
+    """A reply's warnings (a pack not recorded for want of disk space …), on stderr."""
+    for warning in result.get("warnings") or []:
+        print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
 
 
 def user_level_left_out(client: Client, ws: str, pack: dict[str, Any]) -> str | None:
@@ -229,6 +237,7 @@ def cmd_attention(client: Client, args: argparse.Namespace) -> int:
         print_json(result)
     else:
         print(attention_markdown(result), end="")
+        print_warnings(result)
     return EXIT_OK
 
 
