@@ -98,7 +98,7 @@ WARNING_FIXES = {
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
     "or shorten them",
     **dict.fromkeys(
-        ("unknown_value", "unknown_key", "bad_metadata", "duplicate_key", "duplicate_id"),
+        ("unknown_value", "unknown_key", "bad_metadata", "duplicate_key", "duplicate_id", "unlikely_date"),
         "edit the metadata comment on that line of memory/MEMORY.md (docs/FORMAT.md lists its keys "
         "and values); until then the entry works as the warning says and the file is left as typed",
     ),
