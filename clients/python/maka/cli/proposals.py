@@ -258,6 +258,8 @@ def import_refused(exc: RemoteError, asked: str | None = None) -> int:
         close = did_you_mean(asked, [str(f) for f in exc.data.get("formats") or []], casefold=True)
         if close:
             print(f"  --format {asked}: did you mean {close}?", file=sys.stderr)
+    elif exc.data.get("detected"):
+        print(f"  without --format it is read as {exc.data['detected']}", file=sys.stderr)
     elif exc.data.get("reason") in FORMAT_MAY_HELP:
         print("  pass --format FORMAT to read it as one of those formats", file=sys.stderr)
     for problem in exc.data.get("errors", []):
