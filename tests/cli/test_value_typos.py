@@ -121,3 +121,22 @@ def test_an_option_of_maka_itself_after_the_command_says_where_it_goes(shared_da
     assert "'--no-autostart' goes before the command: maka --no-autostart status" in result.stderr
     close = run_maka(shared_daemon, "status", "--timout", "3", workspace=False)
     assert "did you mean '--timeout'? it goes before the command: maka --timeout" in close.stderr
+
+
+def test_a_number_of_days_typed_with_its_unit_names_the_number(shared_daemon: DaemonProcess) -> None:
+    """`defaultDecayDays=30d` (or `30days`) exits 2 with "did you mean defaultDecayDays=30?",
+    in one sentence without nested parentheses; nothing changes."""
+    for typed in ("defaultDecayDays=30d", "defaultDecayDays=30days"):
+        result = run_maka(shared_daemon, "settings", typed)
+        assert result.returncode == 2, (typed, result.stderr)
+        assert "did you mean defaultDecayDays=30?" in result.stderr
+        assert "))" not in result.stderr
+    assert call(shared_daemon, "get_settings")["defaultDecayDays"] is None
+
+
+def test_a_setting_typed_with_a_colon_names_the_equals_form(shared_daemon: DaemonProcess) -> None:
+    """`agentReadEnabled:on` exits 2 with "did you mean agentReadEnabled=on?"; nothing changes."""
+    result = run_maka(shared_daemon, "settings", "agentReadEnabled:on")
+    assert result.returncode == 2
+    assert "did you mean agentReadEnabled=on?" in result.stderr
+    assert call(shared_daemon, "get_settings")["agentReadEnabled"] is False

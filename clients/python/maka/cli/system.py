@@ -253,7 +253,7 @@ def _value_forms(key: str) -> str:
     elif typing.get_type_hints(SetSettingsParams)[key] is bool:
         form = f"{key}=on or {key}=off"
     else:
-        form = f"{key}=N (a number, or null)"
+        form = f"{key}=N (a number) or {key}=null"
     return f"write {form} (`maka settings` alone shows every setting)"
 
 
@@ -263,6 +263,9 @@ def parse_setting(pair: str) -> tuple[str, Any]:
     key, sep, raw = pair.partition("=")
     if not sep and key in SETTING_KEYS:
         raise CliError(f"expected KEY=VALUE, got {pair!r}: {_value_forms(key)}")
+    if not sep and ":" in pair and pair.partition(":")[0] in SETTING_KEYS:
+        key, _, raw = pair.partition(":")
+        raise CliError(f"expected KEY=VALUE, got {pair!r}: did you mean {key}={raw}?")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
     if key not in SETTING_KEYS:
@@ -308,7 +311,9 @@ def _number_or_null(key: str, raw: str) -> float | None:
         if not math.isfinite(value):
             raise ValueError(raw)
     except ValueError:
-        raise CliError(f"{key}: {raw!r} is not a number or null ({_value_forms(key)})") from None
+        days = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?) ?d(?:ays?)?", raw.strip().lower())
+        hint = f"did you mean {key}={days[1]}?" if days and key.endswith("Days") else _value_forms(key)
+        raise CliError(f"{key}: {raw!r} is not a number or null: {hint}") from None
     return int(value) if value.is_integer() and "." not in raw else value
 
 
