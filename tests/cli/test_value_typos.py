@@ -140,3 +140,16 @@ def test_a_setting_typed_with_a_colon_names_the_equals_form(shared_daemon: Daemo
     assert result.returncode == 2
     assert "did you mean agentReadEnabled=on?" in result.stderr
     assert call(shared_daemon, "get_settings")["agentReadEnabled"] is False
+
+
+def test_an_unknown_option_before_the_command_is_named(shared_daemon: DaemonProcess) -> None:
+    """`maka -W DIR status` names -W as the unknown option with the closest one (-w), not
+    "invalid choice" for the folder taken as the command; `maka --jsn status` names --json."""
+    result = run_maka(shared_daemon, "-W", str(shared_daemon.workspace), "status", workspace=False)
+    assert result.returncode == 2
+    assert "unrecognized option: -W; did you mean '-w'?" in result.stderr
+    assert "invalid choice" not in result.stderr
+    long = run_maka(shared_daemon, "--jsn", "status", workspace=False)
+    assert long.returncode == 2 and "did you mean '--json'?" in long.stderr
+    attached = run_maka(shared_daemon, f"-w{shared_daemon.workspace}", "--time=5", "status", workspace=False)
+    assert attached.returncode == 0, attached.stderr

@@ -81,6 +81,12 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
     """``parser.parse_args``, with the closest option of the command typed named for a
     mistyped one (``--achived``: did you mean '--archived'?), and an option of ``maka``
     itself typed after the command said to go before it."""
+    unknown = _unknown_option_before_command(parser, argv)
+    if unknown is not None:
+        known = [o for action in parser._actions for o in action.option_strings]
+        folded = [o for o in known if o.casefold() == unknown.casefold()]
+        close = folded or difflib.get_close_matches(unknown, known, n=1, cutoff=0.7)
+        parser.error(f"unrecognized option: {unknown}" + (f"; did you mean '{close[0]}'?" if close else ""))
     args, extras = parser.parse_known_args(argv)
     if extras:
         message = f"unrecognized arguments: {' '.join(extras)}"
@@ -101,6 +107,31 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
             break
         parser.error(message)
     return args
+
+
+def _unknown_option_before_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """An option typed before the command that ``parser`` does not take (``-W``), if any:
+    argparse would take the value after it for the command and name that instead."""
+    known = {o for action in parser._actions for o in action.option_strings}
+    commands = {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+    for token in argv:
+        if token == "--" or token in commands:
+            return None
+        if not token.startswith("-") or token == "-" or _NUMBER.fullmatch(token):
+            continue  # an option's value
+        name = token.partition("=")[0] if token.startswith("--") else token[:2]
+        abbreviates = name.startswith("--") and any(option.startswith(name) for option in known)
+        if name not in known and not abbreviates:  # argparse takes a long option's prefix
+            return name
+    return None
+
+
+_NUMBER = re.compile(r"-[0-9.]+")
 
 
 def _own_options(parser: argparse.ArgumentParser) -> list[str]:
