@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Mapping
 from typing import Final
 
@@ -52,7 +53,8 @@ def parse(data: str | bytes, format: FormatName, files: Mapping[str, str] | None
             data = data.decode("utf-8")
         except UnicodeDecodeError:
             return _failed(format, "not UTF-8 text")
-    text = data.removeprefix("\ufeff")
+    # A mark starting any line, not only the first: files joined with ``cat a.md b.md``.
+    text = _LINE_START_MARK.sub("", data)
     try:
         if format == "claude_code":
             return parse_claude_code(text, files)
@@ -61,6 +63,9 @@ def parse(data: str | bytes, format: FormatName, files: Mapping[str, str] | None
         return _failed(format, str(problem))
     except Exception:
         return _failed(format, INTERNAL_REASON)
+
+
+_LINE_START_MARK: Final = re.compile("^\ufeff", re.MULTILINE)
 
 
 def _failed(format: FormatName, reason: str) -> ImportResult:
