@@ -153,3 +153,24 @@ def test_an_unknown_option_before_the_command_is_named(shared_daemon: DaemonProc
     assert long.returncode == 2 and "did you mean '--json'?" in long.stderr
     attached = run_maka(shared_daemon, f"-w{shared_daemon.workspace}", "--time=5", "status", workspace=False)
     assert attached.returncode == 0, attached.stderr
+
+
+def test_no_command_lists_the_commands(shared_daemon: DaemonProcess) -> None:
+    """`maka` alone and `maka memory` alone exit 2 naming the commands (actions) to choose
+    from and where they are described, not only "the following arguments are required"."""
+    bare = run_maka(shared_daemon, workspace=False)
+    assert bare.returncode == 2
+    assert "choose from status, ping" in bare.stderr and "maka --help" in bare.stderr
+    memory = run_maka(shared_daemon, "memory", workspace=False)
+    assert memory.returncode == 2
+    assert "choose from list, tidy, show, add" in memory.stderr and "maka memory --help" in memory.stderr
+
+
+def test_help_and_version_as_commands_point_at_the_options(shared_daemon: DaemonProcess) -> None:
+    """`maka help` points at --help and `maka version` at --version, instead of listing
+    every command or guessing 'sessions'."""
+    help_word = run_maka(shared_daemon, "help", workspace=False)
+    assert help_word.returncode == 2 and "did you mean 'maka --help'?" in help_word.stderr
+    version = run_maka(shared_daemon, "version", workspace=False)
+    assert version.returncode == 2 and "did you mean 'maka --version'?" in version.stderr
+    assert "sessions" not in version.stderr

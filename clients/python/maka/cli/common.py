@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from maka.client import Client
 from maka.ids import DERIVED_ID_PREFIX, matching_ids
@@ -71,10 +71,26 @@ class Parser(argparse.ArgumentParser):
         choices = action.choices
         if choices is None or value in choices:
             return
+        if isinstance(action, argparse._SubParsersAction) and f"--{value}" in self._option_string_actions:
+            # `maka help`, `maka version`: the option of that name, not a command close to it
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}; did you mean '{self.prog} --{value}'?"
+            )
         names = [str(c) for c in choices]
         close = did_you_mean(str(value), names)
         hint = f"; did you mean {close!r}?" if close else f" (choose from {', '.join(names)})"
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error; a missing command (or action) also names the choices."""
+        for action in self._actions:
+            if (
+                isinstance(action, argparse._SubParsersAction)
+                and action.choices
+                and message.endswith(f"required: {argparse._get_action_name(action)}")
+            ):
+                message += f" (choose from {', '.join(action.choices)}; `{self.prog} --help` describes each)"
+        super().error(message)
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
