@@ -62,9 +62,9 @@ def metadata(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warn
     return _capped(found, file_name)
 
 
-# A warning's kind, line and message; a message that guesses a value is worked out only
-# for the warnings shown (past the cap of its kind only the count is).
-Found = tuple[str, int, str | Callable[[], str]]
+# A warning's kind, line, message and entry id; a message that guesses a value is worked
+# out only for the warnings shown (past the cap of its kind only the count is).
+Found = tuple[str, int, str | Callable[[], str], str]
 
 
 def _suspect(section: fmt.Section) -> bool:
@@ -109,6 +109,7 @@ def _section_warnings(
             at,
             f"{name}: its metadata comment has no closing -->, so the whole line is read as "
             "metadata; end the line with -->",
+            entry.id,
         )
     elif rest[closing + 3 :].strip(" \t"):
         yield (
@@ -116,6 +117,7 @@ def _section_warnings(
             at,
             f"{name}: the text after --> on the comment line is read as the start of the entry's "
             "content; put it on a line of its own",
+            entry.id,
         )
     # Read as ``entry_comment.read_comment`` reads them; a token it did not hold was read.
     held = set(section.unknown_fields)
@@ -124,7 +126,7 @@ def _section_warnings(
         key, sep, value = raw_token.partition("=")
         if raw_token not in held:
             if key in DATE_KEYS and key not in counted:
-                yield from _unlikely_date(name, at, key, value)
+                yield from _unlikely_date(name, at, key, value, entry.id)
             counted.setdefault(key, raw_token)
             continue
         token = display(raw_token)
@@ -136,6 +138,7 @@ def _section_warnings(
                 at,
                 f"{name}: {token} has no =, so it is kept as written and ignored"
                 + (f"; did you mean {guess}?" if guess else ""),
+                entry.id,
             )
         elif key in FIELDS or key == USER_FIELD:
             if key == USER_FIELD and not value:
@@ -146,11 +149,12 @@ def _section_warnings(
                     at,
                     f"{name}: {key}= is given twice: {display(counted[key])} counts, {token} is "
                     "kept as written and ignored",
+                    entry.id,
                 )
             elif not (understood_user_value(value) if key == USER_FIELD else understood(key, value)):
                 if key == USER_FIELD:
                     counted[key] = raw_token  # the first confidence= is the one read
-                yield ("unknown_value", at, partial(_unknown_value, name, key, value, entry))
+                yield ("unknown_value", at, partial(_unknown_value, name, key, value, entry), entry.id)
             else:
                 counted[key] = raw_token
         elif (guess := _guess_key(key)) is not None:
@@ -161,6 +165,7 @@ def _section_warnings(
                 at,
                 f"{name}: {token} has a key makad does not know, so it is kept as written and "
                 f"ignored; did you mean {guess}{value}?",
+                entry.id,
             )
     if not section.derived and entry.id != section.declared_id:
         title, first_line = first.get(section.declared_id, ("?", 0))
@@ -170,10 +175,11 @@ def _section_warnings(
             f'{name}: id={section.declared_id} is also the id of "{title}" (line {first_line}), '
             f"so this entry answers to {entry.id} while the file is kept as written; delete the "
             "id= token of one of them to give it an id of its own",
+            entry.id,
         )
 
 
-def _unlikely_date(name: str, at: int, key: str, value: str) -> Iterator[Found]:
+def _unlikely_date(name: str, at: int, key: str, value: str, entry_id: str) -> Iterator[Found]:
     """``unlikely_date`` when ``key=value`` (read) is a number in seconds or microseconds."""
     ms = int(value)
     mistake = unit_mistake(ms)
@@ -187,6 +193,7 @@ def _unlikely_date(name: str, at: int, key: str, value: str) -> Iterator[Found]:
         f"{name}: {key}={value} is read in Unix milliseconds, the unit makad reads, so the entry "
         f"reads as {what} on {day(ms)}; it looks like Unix {unit} (the token is kept as written); "
         f"did you mean {key}={meant_ms} ({day(meant_ms)})?",
+        entry_id,
     )
 
 
@@ -260,12 +267,11 @@ def _capped(found: list[Found], file_name: str) -> list[Warning]:
     """The first ``MAX_PER_KIND`` of each kind, then one warning per kind counting the rest."""
     out: list[Warning] = []
     counts: dict[str, int] = {}
-    for kind, line, message in found:
+    for kind, line, message, entry_id in found:
         counts[kind] = counts.get(kind, 0) + 1
         if counts[kind] <= MAX_PER_KIND:
-            out.append(
-                Warning(kind=kind, line=line, message=message if isinstance(message, str) else message())
-            )
+            shown = message if isinstance(message, str) else message()
+            out.append(Warning(kind=kind, line=line, message=shown, entry_id=entry_id))
     for kind, count in counts.items():
         if count > MAX_PER_KIND:
             out.append(

@@ -141,3 +141,14 @@ def test_a_misspelt_date_key_gets_its_value_in_milliseconds() -> None:
         "did you mean updatedAt=1733500000000?",
         "did you mean createdAt=1704067200000?",
     ]
+
+
+def test_each_line_warning_names_the_entry_it_is_about() -> None:
+    """A metadata warning on a comment's line carries the id of its entry (the one the entry
+    answers to: `aaaa~2` for a repeated id), so a client can show it with that entry."""
+    text = (
+        "## A\n<!-- maka-memory: id=aaaa status=actve -->\na\n"
+        "## B\n<!-- maka-memory: id=aaaa createdAt=1733500000 -->\nb\n"
+    )
+    found = [(w.kind, w.entry_id) for w in metadata(fmt.parse(text))]
+    assert found == [("unknown_value", "aaaa"), ("unlikely_date", "aaaa~2"), ("duplicate_id", "aaaa~2")]

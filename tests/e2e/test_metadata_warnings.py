@@ -158,3 +158,15 @@ def test_memory_list_gives_the_fix_for_a_date_in_seconds(module_daemon: DaemonPr
     result = run_maka(module_daemon, "memory", "list", "-w", str(new_ws), workspace=False)
     assert result.returncode == 0, result.stderr
     assert "createdAt=1733500000000" in result.stderr and "fix: edit the metadata comment" in result.stderr
+
+
+def test_memory_show_prints_the_warnings_about_that_entry(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """`maka memory show ID` prints the warnings about that entry's comment (with the fix),
+    not the other entries'; read_state gives each its entryId."""
+    write_memory(new_ws, TYPED)
+    state = read_state(module_daemon, new_ws)
+    assert {w.get("entryId") for w in state["warnings"] if w.get("line") == 4} == {"aaaa000000000001"}
+    result = run_maka(module_daemon, "memory", "show", "aaaa000000000001", "-w", str(new_ws), workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert "did you mean status=active?" in result.stderr and "fix:" in result.stderr
+    assert "stauts" not in result.stderr and "confidence=1.5" not in result.stderr

@@ -1448,13 +1448,16 @@ export interface UpdateEntryParams {
  * Something a read found worth telling the user; the read still succeeded.
  *
  * `kind` is stable (`not_utf8`, ...), `line` is 1-based when the warning is
- * about one line of a file, `message` is for people.
+ * about one line of a file, `message` is for people, `entry_id` the entry it is about
+ * (a metadata comment's, a pinned entry's).
  */
 export interface Warning {
   kind: string;
   /** @default null */
   line?: number | null;
   message: string;
+  /** @default null */
+  entryId?: string | null;
 }
 
 /** A session's working state: what the agent is doing right now. */

@@ -1446,13 +1446,16 @@ class WarningSchema(TypedDict):
     """Something a read found worth telling the user; the read still succeeded.
 
     ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
-    about one line of a file, ``message`` is for people.
+    about one line of a file, ``message`` is for people, ``entry_id`` the entry it is about
+    (a metadata comment's, a pinned entry's).
     """
 
     kind: str
     # default: null
     line: NotRequired[int | None]
     message: str
+    # default: null
+    entryId: NotRequired[str | None]
 
 
 class WorkingState(TypedDict):

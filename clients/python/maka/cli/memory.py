@@ -230,6 +230,9 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     if entry is None and history is None:
         raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
     if entry is not None:
+        about = [w for w in state.get("warnings") or [] if w.get("entryId") == entry_id]
+        if about:
+            warn_status(args, {"status": "ok", "warnings": about})
         print("\n".join(entry_card(entry)))
         if entry_id in pending and entry.get("supersedes"):
             _print_replaced(client, ws, entry_id)
