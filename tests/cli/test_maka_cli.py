@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -145,3 +146,20 @@ def test_mcp_without_the_extra_says_how_to_install(
     )
     assert main(["--socket", "/nonexistent.sock", "mcp"]) == 2
     assert "pip install 'makad[mcp]'" in capsys.readouterr().err
+
+
+def test_a_closed_stdin_or_stdout_is_no_traceback(shared_daemon: DaemonProcess) -> None:
+    """Started with stdin closed (`<&-`, as some launchers do) `maka memory add TITLE` says
+    stdin was empty (exit 2); with stdout closed `maka memory list` runs (exit 0); neither
+    prints a Python traceback."""
+    base = f"{shlex.quote(sys.executable)} -m maka.cli --socket {shlex.quote(str(shared_daemon.socket))}"
+    ws = f"-w {shlex.quote(str(shared_daemon.workspace))}"
+    closed_in = subprocess.run(
+        ["sh", "-c", f"exec {base} memory add Title {ws} <&-"], capture_output=True, text=True, timeout=30
+    )
+    assert closed_in.returncode == 2, closed_in.stderr
+    assert "stdin was empty" in closed_in.stderr and "Traceback" not in closed_in.stderr
+    closed_out = subprocess.run(
+        ["sh", "-c", f"exec {base} memory list {ws} >&-"], capture_output=True, text=True, timeout=30
+    )
+    assert closed_out.returncode == 0 and "Traceback" not in closed_out.stderr

@@ -89,8 +89,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def open_closed_streams() -> None:
+    """A standard stream the launcher closed (``<&-``; Python makes it None) reads as empty
+    or writes to nowhere, as /dev/null does, instead of failing on the first use."""
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115 (for the whole run)
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    open_closed_streams()
     if argv[:1] == ["__complete"]:
         return completion.complete_ids(argv[1:])
     args = parse_arguments(build_parser(), argv)
