@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
 import shlex
 import socket
@@ -16,11 +17,11 @@ import pytest
 from maka.cli import main
 from tests.support import DaemonProcess
 
+MAKA_ARGS = [sys.executable, "-m", "maka.cli"]
+
 
 def maka(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "maka.cli", *args], capture_output=True, text=True, timeout=30
-    )
+    return subprocess.run([*MAKA_ARGS, *args], capture_output=True, text=True, timeout=30)
 
 
 def test_status_json(shared_daemon: DaemonProcess) -> None:
@@ -163,3 +164,21 @@ def test_a_closed_stdin_or_stdout_is_no_traceback(shared_daemon: DaemonProcess) 
         ["sh", "-c", f"exec {base} memory list {ws} >&-"], capture_output=True, text=True, timeout=30
     )
     assert closed_out.returncode == 0 and "Traceback" not in closed_out.stderr
+
+
+def test_an_ascii_only_output_gets_no_traceback(shared_daemon: DaemonProcess) -> None:
+    """With an output encoding that cannot hold "é" or "…" (PYTHONIOENCODING=ascii, a
+    Latin-1 locale) tables print with a stand-in character and --json prints JSON escapes
+    that decode to the same text; no traceback."""
+    shared_daemon.call(
+        "add_entry", {"workspace": str(shared_daemon.workspace), "title": "Café", "content": "Opens at nine…"}
+    )
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    args = [*MAKA_ARGS, "--socket", str(shared_daemon.socket), "-w", str(shared_daemon.workspace)]
+    listed = subprocess.run([*args, "memory", "list"], capture_output=True, text=True, env=env, timeout=30)
+    assert listed.returncode == 0 and "Caf?" in listed.stdout and "Traceback" not in listed.stderr
+    exported = subprocess.run(
+        [*args, "--json", "memory", "list"], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert [e["title"] for e in json.loads(exported.stdout)["entries"]] == ["Café"]
