@@ -52,7 +52,7 @@ def unit_mistake(ms: int) -> tuple[str, int] | None:
 def meant(value: str) -> list[int]:
     """The milliseconds ``value`` likely means: an ISO date's (UTC when no zone), a number's
     in the unit it was likely typed in, both readings of a slashed date; [] for none."""
-    text = unquote(value)
+    text = unquote(value).strip("\"'")
     if text.isdigit() and len(text) <= 19 and int(text) <= MAX_INT64:
         mistake = unit_mistake(int(text))
         return [mistake[1] if mistake else int(text)]

@@ -152,3 +152,9 @@ def test_each_line_warning_names_the_entry_it_is_about() -> None:
     )
     found = [(w.kind, w.entry_id) for w in metadata(fmt.parse(text))]
     assert found == [("unknown_value", "aaaa"), ("unlikely_date", "aaaa~2"), ("duplicate_id", "aaaa~2")]
+
+
+def test_a_quoted_date_gets_its_milliseconds() -> None:
+    """createdAt="2024-01-01" (quoted, as in YAML) suggests the ISO date's milliseconds."""
+    ((kind, _, message),) = warnings_of('## A\n<!-- maka-memory: createdAt="2024-01-01" -->\na\n')
+    assert kind == "unknown_value" and message.endswith("did you mean createdAt=1704067200000?")
