@@ -407,6 +407,8 @@ def test_tidy_counts_one_line_in_the_singular(shared_daemon: DaemonProcess) -> N
     assert "Queued 1 memory from" in result.stdout
     assert "This line above the first entry" in result.stdout and "Removed 1 line;" in result.stdout
     assert not re.search(r"\b1 (memories|lines)\b|These 1\b", result.stdout)
+    assert "This line above the first entry of memory/MEMORY.md was imported" in result.stdout
+    assert "brings it back" in result.stdout and "them" not in result.stdout
 
 
 def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: DaemonProcess) -> None:

@@ -485,9 +485,10 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
             file=out,
         )
         return EXIT_OK
+    one = len(removable) == 1
     print(
-        ("This line" if len(removable) == 1 else f"These {len(removable)} lines")
-        + " above the first entry of memory/MEMORY.md were imported "
+        ("This line" if one else f"These {len(removable)} lines")
+        + f" above the first entry of memory/MEMORY.md {'was' if one else 'were'} imported "
         "(where each memory is now is shown beside it) and can go:",
         file=out,
     )
@@ -498,11 +499,15 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
         print(f"{stay} stay (not imported yet): {with_workspace(args, KEPT_HINT)}", file=out)
     if not args.yes:
         if not sys.stdin.isatty():
-            print(f"Nothing removed: run `{maka_command(args, 'memory tidy -y')}` to remove them.", file=out)
+            print(
+                f"Nothing removed: run `{maka_command(args, 'memory tidy -y')}` to remove "
+                f"{'it' if one else 'them'}.",
+                file=out,
+            )
             if args.json:
                 print_json(plan)
             return EXIT_OK
-        these = "this line" if len(removable) == 1 else f"these {len(removable)} lines"
+        these = "this line" if one else f"these {len(removable)} lines"
         answer = input(f"Remove {these}? (a backup is kept: {maka_command(args, 'undo')}) [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing removed.", file=out)
@@ -519,7 +524,8 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
         print_json(done)
     else:
         removed = counted(len(done["removed"]), "line")
-        print(f"Removed {removed}; `{maka_command(args, 'undo')}` brings them back.")
+        them = "it" if len(done["removed"]) == 1 else "them"
+        print(f"Removed {removed}; `{maka_command(args, 'undo')}` brings {them} back.")
     return EXIT_OK
 
 
@@ -538,7 +544,7 @@ def queue_outside_lines(
     print(
         f"Queued {counted(len(result['imported']), 'memory', 'memories')} from the lines above the "
         f"first entry in PENDING.md ({result['duplicates']} known already); "
-        f"`{maka_command(args, 'review')}` decides them.",
+        f"`{maka_command(args, 'review')}` decides {'it' if len(result['imported']) == 1 else 'them'}.",
         file=out,
     )
 
