@@ -8,6 +8,7 @@ from typing import Any
 import pytest
 
 from maka.errors import InvalidParams
+from tests.cli.helpers import run_maka
 from tests.support import DaemonProcess
 
 NOTES = "# Notes\r\n\r\n- Deploys happen on Tuesdays\r\n- Prefers pnpm over npm\r\n"
@@ -83,3 +84,15 @@ def test_utf16_without_a_byte_order_mark_is_refused_saying_how_to_save_it(
     with pytest.raises(InvalidParams) as raised:
         module_daemon.call("import_memories", {"workspace": str(new_ws), "path": str(path)})
     assert raised.value.data["reason"] == "binary" and "save that as UTF-8" in raised.value.message
+
+
+def test_maka_import_dash_reads_stdin(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """`cat notes.md | maka import -` imports what is piped in, as `maka memory add T -` reads
+    its content; an empty stdin is refused as empty."""
+    result = run_maka(module_daemon, "import", "-", "-w", str(new_ws), workspace=False, input=NOTES)
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 memories from markdown" in result.stdout
+    listing = module_daemon.call("list_proposals", {"workspace": str(new_ws)})
+    assert sorted(p["proposal"]["content"] for p in listing["proposals"]) == [c for c, _ in EXPECTED]
+    empty = run_maka(module_daemon, "import", "-", "-w", str(new_ws), workspace=False, input="")
+    assert empty.returncode == 1 and "empty" in empty.stderr

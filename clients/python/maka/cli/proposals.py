@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import shlex
@@ -201,10 +202,16 @@ def cmd_reject(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_import(client: Client, args: argparse.Namespace) -> int:
-    path = absolute(args.file)
-    if not os.path.exists(path):
-        raise CliError(f"{args.file}: no such file or directory")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "path": path}
+    params: dict[str, Any] = {"workspace": workspace_of(args)}
+    if args.file == "-":
+        if sys.stdin.isatty():
+            raise CliError("import - reads the export from stdin: pipe it in (cat notes.md | maka import -)")
+        params["data"] = _stdin_text()
+    else:
+        path = absolute(args.file)
+        if not os.path.exists(path):
+            raise CliError(f"{args.file}: no such file or directory")
+        params["path"] = path
     if args.format:
         params["format"] = args.format
     try:
@@ -243,6 +250,27 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
             f"`{maka_command(args, 'approve')}`."
         )
     return EXIT_OK
+
+
+def _stdin_text() -> str:
+    """What is piped in, read as the daemon reads a file: UTF-16 or UTF-32 by its byte order
+    mark, else UTF-8, else (bytes that are not UTF-8) cp1252."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream without bytes below it
+        return sys.stdin.read()
+    raw: bytes = buffer.read()
+    for mark, encoding in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if raw.startswith(mark):
+            return raw.decode(encoding, errors="replace")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", errors="replace")
 
 
 # The daemon's reasons for which naming another format may help.
@@ -397,7 +425,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="import memories from another tool into PENDING.md (import_memories)",
         description="FILE is an export file of another tool, a Claude Code "
         "memory directory, or plain text (one memory per line); the daemon reads it, "
-        "so it is sent as an absolute path. Binary and empty files are refused.",
+        "so it is sent as an absolute path; - reads it from stdin (cat notes.md | maka import -). "
+        "Binary and empty files are refused.",
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument(
