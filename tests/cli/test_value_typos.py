@@ -151,6 +151,10 @@ def test_an_unknown_option_before_the_command_is_named(shared_daemon: DaemonProc
     assert "invalid choice" not in result.stderr
     long = run_maka(shared_daemon, "--jsn", "status", workspace=False)
     assert long.returncode == 2 and "did you mean '--json'?" in long.stderr
+    one_dash = run_maka(shared_daemon, "-json", "status", workspace=False)
+    assert (
+        one_dash.returncode == 2 and "unrecognized option: -json; did you mean '--json'?" in one_dash.stderr
+    )
     attached = run_maka(shared_daemon, f"-w{shared_daemon.workspace}", "--time=5", "status", workspace=False)
     assert attached.returncode == 0, attached.stderr
 

@@ -140,7 +140,8 @@ def _unknown_option_before_command(parser: argparse.ArgumentParser, argv: list[s
             return None
         if not token.startswith("-") or token == "-" or _NUMBER.fullmatch(token):
             continue  # an option's value
-        name = token.partition("=")[0] if token.startswith("--") else token[:2]
+        # ``-wDIR`` is -w with its value; ``-json`` is no short option at all
+        name = token[:2] if not token.startswith("--") and token[:2] in known else token.partition("=")[0]
         abbreviates = name.startswith("--") and any(option.startswith(name) for option in known)
         if name not in known and not abbreviates:  # argparse takes a long option's prefix
             return name
