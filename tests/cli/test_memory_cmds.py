@@ -457,3 +457,15 @@ def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> N
     result = run_maka(shared_daemon, "memory", "list")
     path = shared_daemon.workspace / "memory" / "MEMORY.md"
     assert result.returncode == 0 and result.stdout == f"No entries in {path}.\n"
+
+
+def test_a_title_given_for_an_id_names_the_id(shared_daemon: DaemonProcess) -> None:
+    """`maka memory archive Tabs` (the title, not the id) names the entry's id to give
+    instead, and changes nothing; `maka memory show tabs` too, whatever the case."""
+    added = call(shared_daemon, "add_entry", title="Tabs", content="Use tabs.")["entry"]["id"]
+    result = run_maka(shared_daemon, "memory", "archive", "Tabs")
+    assert result.returncode == 1
+    assert f"the entry titled 'Tabs' has id {added[:12]}" in result.stderr
+    assert call(shared_daemon, "read_state", includeEntries=True)["entries"][0]["status"] == "active"
+    shown = run_maka(shared_daemon, "memory", "show", "tabs")
+    assert f"the entry titled 'Tabs' has id {added[:12]}" in shown.stderr

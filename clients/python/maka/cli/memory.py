@@ -9,6 +9,7 @@ import math
 import os
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -161,8 +162,9 @@ def outside_text(client: Client, ws: str, state: dict[str, Any]) -> dict[str, An
     return result
 
 
-def entry_ids(client: Client, ws: str) -> list[str]:
-    return [e["id"] for e in read_entries(client, ws).get("entries") or []]
+def titles(entries: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Entry id → title, for naming the id of a title typed where an id goes."""
+    return {e["id"]: str(e.get("title", "")) for e in entries}
 
 
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
@@ -218,7 +220,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
     pending = _pending_ids(client, ws)
-    (entry_id,) = resolve_ids([*entries, *pending], [args.id])
+    (entry_id,) = resolve_ids([*entries, *pending], [args.id], titles(entries.values()))
     try:
         history: dict[str, Any] | None = client.call("memory_history", {"workspace": ws, "id": entry_id})
     except MethodNotFound:
@@ -388,7 +390,7 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
-    (entry_id,) = resolve_ids(entries, [args.id])
+    (entry_id,) = resolve_ids(entries, [args.id], titles(entries.values()))
     params: dict[str, Any] = {"workspace": ws, "id": entry_id}
     if args.title is not None:
         params["title"] = args.title
@@ -560,7 +562,8 @@ def _id(line: dict[str, Any]) -> str:
 def _each(method: str, verb: str) -> Command:
     def run(client: Client, args: argparse.Namespace) -> int:
         ws = workspace_of(args)
-        ids = resolve_ids(entry_ids(client, ws), args.ids)
+        every = read_entries(client, ws).get("entries") or []
+        ids = resolve_ids([e["id"] for e in every], args.ids, titles(every))
         if method == "delete_entry" and not args.yes and sys.stdin.isatty():
             answer = input(
                 f"Delete {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} "
@@ -587,7 +590,7 @@ def _pin(pinned: bool) -> Command:
         ws = workspace_of(args)
         state = read_entries(client, ws)
         entries = {e["id"]: e for e in state.get("entries") or []}
-        ids = resolve_ids(list(entries), args.ids)
+        ids = resolve_ids(list(entries), args.ids, titles(entries.values()))
         results = [client.call("pin_entry", {"workspace": ws, "id": i, "pinned": pinned}) for i in ids]
         if args.json:
             print_json(results if len(results) > 1 else results[0])
