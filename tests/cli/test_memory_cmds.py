@@ -469,3 +469,14 @@ def test_a_title_given_for_an_id_names_the_id(shared_daemon: DaemonProcess) -> N
     assert call(shared_daemon, "read_state", includeEntries=True)["entries"][0]["status"] == "active"
     shown = run_maka(shared_daemon, "memory", "show", "tabs")
     assert f"the entry titled 'Tabs' has id {added[:12]}" in shown.stderr
+
+
+def test_a_list_of_only_archived_entries_says_how_to_see_them(shared_daemon: DaemonProcess) -> None:
+    """With every entry archived, `maka memory list` counts them and names `-a`, rather than
+    "No entries" alone."""
+    added = call(shared_daemon, "add_entry", title="Tabs", content="Use tabs.")["entry"]["id"]
+    call(shared_daemon, "archive_entry", id=added)
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0
+    assert "No active entries" in result.stdout and "1 archived" in result.stdout
+    assert "memory list -a" in result.stdout

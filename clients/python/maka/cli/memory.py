@@ -7,6 +7,7 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import tempfile
 from collections.abc import Iterable
@@ -193,7 +194,17 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
     ]
     if not entries:
         where = f" in {state['path']}" if state.get("path") else ""
-        print(f"No entries{where}." if state.get("status") == "ok" else "Nothing to show.")
+        archived = sum(
+            1 for e in every if e.get("status") == "archived" and (not args.tag or _tagged(e, args.tag))
+        )
+        if state.get("status") != "ok":
+            print("Nothing to show.")
+        elif archived and not args.archived:
+            tags = "".join(f" -t {shlex.quote(tag)}" for tag in args.tag or [])
+            shows = maka_command(args, f"memory list -a{tags}")
+            print(f"No active entries{where} ({archived} archived: `{shows}` shows them).")
+        else:
+            print(f"No entries{where}.")
         return EXIT_OK
     rows = [
         [
