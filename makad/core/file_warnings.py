@@ -205,6 +205,7 @@ def pinned_over_share(
         Warning(
             kind="pinned_over_share",
             line=lines.get(entry.id),
+            entry_id=entry.id,
             message=f'{file_name} line {lines.get(entry.id, "?")}: the pinned entry "{entry.title}" '
             f"does not fit: {why}",
         )

@@ -2,28 +2,27 @@
 
 A value this version does not know (``status=actve``), a key close to a known one
 (``stauts=``, ``tag=``), a token without ``=``, an unclosed comment, a key given twice in
-one comment, an id two entries share: each stays in the file byte for byte and the entry
-reads as it always did (``makad.core.entry_comment``: forward compatibility); these
-warnings only say so, with the closest valid spelling. A key close to no known one
-(``reviewer=ann``) is the user's own and warns about nothing.
+one comment, an id two entries share, a date typed in seconds: each stays in the file byte
+for byte and the entry reads as it always did (``makad.core.entry_comment``: forward
+compatibility); these warnings only say so, with the closest valid spelling. A key close
+to no known one (``reviewer=ann``) is the user's own and warns about nothing.
 
-Pure and cheap on a clean file: only sections whose comment held a token, is malformed
-or repeats an id are read again.
+Pure and cheap on a clean file: only sections whose comment held a token, is malformed,
+repeats an id or gives a date in seconds are read again.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import UTC, datetime
 from functools import lru_cache, partial
 from typing import Final
-from urllib.parse import unquote
 
 from makad.core import memory_format as fmt
 from makad.core.closest import closest
 from makad.core.confidence import USER_FIELD, USER_LEVELS, understood_user_value
 from makad.core.entry_comment import FIELDS, ORIGINS, SCOPES, understood
 from makad.core.entry_text import split_lines
+from makad.core.typed_dates import DATE_KEYS, FORMAT_EXAMPLE, day, meant, unit_mistake
 from makad.core.types import MAX_INT64, Entry, Warning
 from makad.core.undecodable import display
 
@@ -38,13 +37,15 @@ _MORE: Final = {
     "bad_metadata": "malformed metadata comments or tokens",
     "duplicate_key": "metadata keys given twice in one comment",
     "duplicate_id": "entries whose id another entry has",
+    "unlikely_date": "dates that read as a day no one meant",
 }
 DAY_MS: Final = 86_400_000
 
 
 def metadata(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
-    """``unknown_value``, ``unknown_key``, ``bad_metadata``, ``duplicate_key`` and
-    ``duplicate_id`` warnings for ``doc``'s metadata comments, on each comment's line."""
+    """``unknown_value``, ``unknown_key``, ``bad_metadata``, ``duplicate_key``,
+    ``duplicate_id`` and ``unlikely_date`` warnings for ``doc``'s metadata comments, on each
+    comment's line."""
     flagged = {index for index, section in enumerate(doc.sections) if _suspect(section)}
     if not flagged:
         return []
@@ -61,13 +62,15 @@ def metadata(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warn
     return _capped(found, file_name)
 
 
-# A warning's kind, line and message; a message that guesses a value is worked out only
-# for the warnings shown (past the cap of its kind only the count is).
-Found = tuple[str, int, str | Callable[[], str]]
+# A warning's kind, line, message and entry id; a message that guesses a value is worked
+# out only for the warnings shown (past the cap of its kind only the count is).
+Found = tuple[str, int, str | Callable[[], str], str]
 
 
 def _suspect(section: fmt.Section) -> bool:
     if section.unknown_fields or (not section.derived and section.entry.id != section.declared_id):
+        return True
+    if unit_mistake(section.entry.created_at) or unit_mistake(section.entry.updated_at):
         return True
     # A comment naming no id reads as malformed; only one unclosed or with text after
     # ``-->`` is worth a warning.
@@ -106,6 +109,7 @@ def _section_warnings(
             at,
             f"{name}: its metadata comment has no closing -->, so the whole line is read as "
             "metadata; end the line with -->",
+            entry.id,
         )
     elif rest[closing + 3 :].strip(" \t"):
         yield (
@@ -113,6 +117,7 @@ def _section_warnings(
             at,
             f"{name}: the text after --> on the comment line is read as the start of the entry's "
             "content; put it on a line of its own",
+            entry.id,
         )
     # Read as ``entry_comment.read_comment`` reads them; a token it did not hold was read.
     held = set(section.unknown_fields)
@@ -120,6 +125,8 @@ def _section_warnings(
     for raw_token in (rest if closing < 0 else rest[:closing]).split():
         key, sep, value = raw_token.partition("=")
         if raw_token not in held:
+            if key in DATE_KEYS and key not in counted:
+                yield from _unlikely_date(name, at, key, value, entry.id)
             counted.setdefault(key, raw_token)
             continue
         token = display(raw_token)
@@ -131,6 +138,7 @@ def _section_warnings(
                 at,
                 f"{name}: {token} has no =, so it is kept as written and ignored"
                 + (f"; did you mean {guess}?" if guess else ""),
+                entry.id,
             )
         elif key in FIELDS or key == USER_FIELD:
             if key == USER_FIELD and not value:
@@ -141,19 +149,23 @@ def _section_warnings(
                     at,
                     f"{name}: {key}= is given twice: {display(counted[key])} counts, {token} is "
                     "kept as written and ignored",
+                    entry.id,
                 )
             elif not (understood_user_value(value) if key == USER_FIELD else understood(key, value)):
                 if key == USER_FIELD:
                     counted[key] = raw_token  # the first confidence= is the one read
-                yield ("unknown_value", at, partial(_unknown_value, name, key, value, entry))
+                yield ("unknown_value", at, partial(_unknown_value, name, key, value, entry), entry.id)
             else:
                 counted[key] = raw_token
         elif (guess := _guess_key(key)) is not None:
+            if guess.removesuffix("=") in DATE_KEYS and len(dates := meant(value)) == 1:
+                value = str(dates[0])
             yield (
                 "unknown_key",
                 at,
                 f"{name}: {token} has a key makad does not know, so it is kept as written and "
                 f"ignored; did you mean {guess}{value}?",
+                entry.id,
             )
     if not section.derived and entry.id != section.declared_id:
         title, first_line = first.get(section.declared_id, ("?", 0))
@@ -163,7 +175,26 @@ def _section_warnings(
             f'{name}: id={section.declared_id} is also the id of "{title}" (line {first_line}), '
             f"so this entry answers to {entry.id} while the file is kept as written; delete the "
             "id= token of one of them to give it an id of its own",
+            entry.id,
         )
+
+
+def _unlikely_date(name: str, at: int, key: str, value: str, entry_id: str) -> Iterator[Found]:
+    """``unlikely_date`` when ``key=value`` (read) is a number in seconds or microseconds."""
+    ms = int(value)
+    mistake = unit_mistake(ms)
+    if mistake is None:
+        return
+    unit, meant_ms = mistake
+    what = "created" if key == "createdAt" else "updated"
+    yield (
+        "unlikely_date",
+        at,
+        f"{name}: {key}={value} is read in Unix milliseconds, the unit makad reads, so the entry "
+        f"reads as {what} on {day(ms)}; it looks like Unix {unit} (the token is kept as written); "
+        f"did you mean {key}={meant_ms} ({day(meant_ms)})?",
+        entry_id,
+    )
 
 
 @lru_cache(maxsize=256)  # the same few keys repeat over a file's entries
@@ -184,13 +215,20 @@ def _unknown_value(name: str, key: str, value: str, entry: Entry) -> str:
     elif key == "scope":
         what = f"{token} is not a scope makad knows, so the entry reads as scope {entry.scope}"
         guess = closest(value, sorted(SCOPES))
-    elif key in ("createdAt", "updatedAt"):
+    elif key in DATE_KEYS:
         what = f"{token} is not a date in Unix milliseconds, so " + (
             "the entry has no creation date (its age is unknown) and never decays"
             if key == "createdAt"
             else "the entry reads as updated when it was created"
         )
-        guess = _milliseconds(value)
+        readings = meant(value)
+        if not readings:
+            return f"{name}: {what} (the token is kept as written); {FORMAT_EXAMPLE}"
+        if len(readings) == 1:
+            guess = str(readings[0])
+        else:
+            shown = " or ".join(f"{key}={ms} ({day(ms)})" for ms in readings)
+            return f"{name}: {what} (the token is kept as written); did you mean {shown}?"
     elif key == "decayTtlMs":
         what = f"{token} is not a whole number of milliseconds, so the entry never decays"
         guess = _days(value)
@@ -204,21 +242,6 @@ def _unknown_value(name: str, key: str, value: str, entry: Entry) -> str:
         guess = None
     hint = f"; did you mean {key}={guess}?" if guess else ""
     return f"{name}: {what} (the token is kept as written){hint}"
-
-
-def _milliseconds(value: str) -> str | None:
-    """A date typed as ISO 8601 (``2024-01-01``, UTC when no zone) in Unix milliseconds."""
-    try:
-        moment = datetime.fromisoformat(unquote(value))
-    except (ValueError, OverflowError):
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    try:
-        ms = int(moment.timestamp() * 1000)
-    except (ValueError, OverflowError, OSError):
-        return None
-    return str(ms) if 0 <= ms <= MAX_INT64 else None
 
 
 def _days(value: str) -> str | None:
@@ -244,12 +267,11 @@ def _capped(found: list[Found], file_name: str) -> list[Warning]:
     """The first ``MAX_PER_KIND`` of each kind, then one warning per kind counting the rest."""
     out: list[Warning] = []
     counts: dict[str, int] = {}
-    for kind, line, message in found:
+    for kind, line, message, entry_id in found:
         counts[kind] = counts.get(kind, 0) + 1
         if counts[kind] <= MAX_PER_KIND:
-            out.append(
-                Warning(kind=kind, line=line, message=message if isinstance(message, str) else message())
-            )
+            shown = message if isinstance(message, str) else message()
+            out.append(Warning(kind=kind, line=line, message=shown, entry_id=entry_id))
     for kind, count in counts.items():
         if count > MAX_PER_KIND:
             out.append(

@@ -359,12 +359,14 @@ class Warning(msgspec.Struct, kw_only=True, rename="camel", omit_defaults=True):
     """Something a read found worth telling the user; the read still succeeded.
 
     ``kind`` is stable (``not_utf8``, ...), ``line`` is 1-based when the warning is
-    about one line of a file, ``message`` is for people.
+    about one line of a file, ``message`` is for people, ``entry_id`` the entry it is about
+    (a metadata comment's, a pinned entry's).
     """
 
     kind: str
     line: int | None = None
     message: str
+    entry_id: str | None = None
 
 
 class BackupInfo(msgspec.Struct, kw_only=True, rename="camel"):

@@ -9,6 +9,7 @@ bound too, because some (``/proc``) report a size of 0 and hold more.
 
 from __future__ import annotations
 
+import codecs
 import os
 from pathlib import Path
 
@@ -112,8 +113,33 @@ def _read_bounded(path: Path, limit: int) -> str:
         os.close(fd)
     if len(raw) > limit:
         raise TooLarge("import file is over 16 MiB", limit=limit, path="$.path")
+    wide = _wide_unicode(raw)
+    if wide is not None:
+        return wide
     # Bytes that are not UTF-8 read as cp1252, like memory files.
     return display(raw.decode("utf-8", "surrogateescape"))
+
+
+# UTF-32's marks first: UTF-32 LE's begins with UTF-16 LE's.
+_WIDE_MARKS = (
+    (codecs.BOM_UTF32_LE, "utf-32"),
+    (codecs.BOM_UTF32_BE, "utf-32"),
+    (codecs.BOM_UTF16_LE, "utf-16"),
+    (codecs.BOM_UTF16_BE, "utf-16"),
+)
+
+
+def _wide_unicode(raw: bytes) -> str | None:
+    """The text of a UTF-16 or UTF-32 file that starts with its byte order mark (Windows
+    Notepad's "Unicode"), without the mark; None for any other file, and for one that is
+    not valid in the encoding its mark names (refused as binary then: it holds NULs)."""
+    for mark, encoding in _WIDE_MARKS:
+        if raw.startswith(mark):
+            try:
+                return raw.decode(encoding)
+            except UnicodeDecodeError:
+                return None
+    return None
 
 
 def _inside(path: str, folder: Path) -> bool:

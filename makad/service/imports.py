@@ -53,11 +53,11 @@ class ImportService:
             )
             where = "$.path" if params.path is not None else "$.data"
             # Checking and recognising the input reads all of it: off the event loop as well.
-            parsed = await in_limited_thread(
+            parsed, detected = await in_limited_thread(
                 self._import_readers, _parse, params.format, data, files_, filename, where
             )
             if not parsed.items:
-                raise nothing_found(parsed, where)
+                raise nothing_found(parsed, where, detected)
             progress = ImportProgress(peer, params.workspace, len(parsed.items)) if params.progress else None
             # Redaction and the canonical form, off the event loop: the heavy part of an import.
             cleaned = await in_limited_thread(self._import_readers, _clean_items, parsed, progress)
@@ -196,18 +196,27 @@ def accepted() -> str:
     return ", ".join(importers.FORMATS)
 
 
-def nothing_found(parsed: importers.ImportResult, path: str) -> InvalidParams:
-    """The error for a file in which the chosen format found no memory at all."""
+def nothing_found(
+    parsed: importers.ImportResult, path: str, detected: importers.FormatName | None = None
+) -> InvalidParams:
+    """The error for a file in which the chosen format found no memory at all; ``detected``:
+    the format the file is detected as, when that one finds memories in it."""
     expected = importers.EXPECTED[parsed.format]
+    other = (
+        f"it is detected as {detected}, which finds memories in it"
+        if detected is not None
+        else f"it can be read as another format: {accepted()}"
+    )
+    extra = {"detected": detected} if detected is not None else {}
     return InvalidParams(
-        f"no memories found reading it as {parsed.format}: expected {expected}; "
-        f"it can be read as another format: {accepted()}",
+        f"no memories found reading it as {parsed.format}: expected {expected}; {other}",
         path=path,
         reason="no_memories",
         format=parsed.format,
         expected=expected,
         formats=list(importers.FORMATS),
         errors=[msgspec.to_builtins(e) for e in parsed.errors[:20]],
+        **extra,
     )
 
 
@@ -247,11 +256,22 @@ def _refused(said: str, path: str, reason: str, *, aside: bool = True, **extra: 
 
 def _parse(
     requested: str | None, data: str, files: dict[str, str] | None, filename: str | None, path: str
-) -> importers.ImportResult:
+) -> tuple[importers.ImportResult, importers.FormatName | None]:
+    """What the format (asked for, else detected) reads in ``data``; when an asked format
+    finds nothing, also the format ``data`` is detected as if that one finds something."""
     refused = not_importable(data, files, path)
     if refused is not None:
         raise refused
-    return importers.parse(data, _format_of(requested, data, files, filename), files=files)
+    parsed = importers.parse(data, _format_of(requested, data, files, filename), files=files)
+    if parsed.items or requested is None:
+        return parsed, None
+    try:
+        detected = _format_of(None, data, files, filename)
+    except InvalidParams:  # JSON no format knows
+        return parsed, None
+    if detected == parsed.format or not importers.parse(data, detected, files=files).items:
+        return parsed, None
+    return parsed, detected
 
 
 def _proposals(

@@ -79,8 +79,9 @@ class LocalMemoryState(Result, kw_only=True):
     ``confidence=1.5``), ``unknown_key`` (a key close to a known one: ``stauts=``, ``tag=``),
     ``bad_metadata`` (no closing ``-->``, text after it, a token without ``=``),
     ``duplicate_key`` (a key twice in one comment), ``duplicate_id`` (an id an earlier
-    entry has); each message names the entry, the token, what it reads as and the likely
-    spelling.
+    entry has), ``unlikely_date`` (a ``createdAt``/``updatedAt`` read, but in seconds or
+    microseconds: ``createdAt=1733500000`` reads as 1970-01-21); each message names the
+    entry, the token, what it reads as and the likely spelling (a date in milliseconds).
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """

@@ -357,3 +357,16 @@ def test_suggest_for_a_session_the_workspace_does_not_hold_fails_naming_it(
         out = run_maka(shared_daemon, command, "--session", "s_nosuchsession")
         assert out.returncode == 1, (command, out.stdout)
         assert "not_found" in out.stderr and "s_nosuchsession" in out.stderr, (command, out.stderr)
+
+
+def test_context_takes_the_query_as_words_too(shared_daemon: DaemonProcess) -> None:
+    """`maka context when do deploys happen` ranks by those words as -q would (as `maka
+    search QUERY` takes its query); giving both -q and words is a usage error."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True)
+    call(shared_daemon, "add_entry", title="Deploys", content="Deploys happen on Tuesdays.")
+    result = run_maka(shared_daemon, "context", "--json", "when", "do", "deploys", "happen")
+    assert result.returncode == 0, result.stderr
+    (candidate,) = json.loads(result.stdout)["trace"]["candidates"]
+    assert candidate["parts"]["bm25"] > 0
+    both = run_maka(shared_daemon, "context", "-q", "deploys", "tuesdays")
+    assert both.returncode == 2 and "-q" in both.stderr

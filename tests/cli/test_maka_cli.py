@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import re
+import shlex
 import socket
 import subprocess
 import sys
@@ -15,11 +17,11 @@ import pytest
 from maka.cli import main
 from tests.support import DaemonProcess
 
+MAKA_ARGS = [sys.executable, "-m", "maka.cli"]
+
 
 def maka(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "maka.cli", *args], capture_output=True, text=True, timeout=30
-    )
+    return subprocess.run([*MAKA_ARGS, *args], capture_output=True, text=True, timeout=30)
 
 
 def test_status_json(shared_daemon: DaemonProcess) -> None:
@@ -145,3 +147,38 @@ def test_mcp_without_the_extra_says_how_to_install(
     )
     assert main(["--socket", "/nonexistent.sock", "mcp"]) == 2
     assert "pip install 'makad[mcp]'" in capsys.readouterr().err
+
+
+def test_a_closed_stdin_or_stdout_is_no_traceback(shared_daemon: DaemonProcess) -> None:
+    """Started with stdin closed (`<&-`, as some launchers do) `maka memory add TITLE` says
+    stdin was empty (exit 2); with stdout closed `maka memory list` runs (exit 0); neither
+    prints a Python traceback."""
+    base = f"{shlex.quote(sys.executable)} -m maka.cli --socket {shlex.quote(str(shared_daemon.socket))}"
+    ws = f"-w {shlex.quote(str(shared_daemon.workspace))}"
+    closed_in = subprocess.run(
+        ["sh", "-c", f"exec {base} memory add Title {ws} <&-"], capture_output=True, text=True, timeout=30
+    )
+    assert closed_in.returncode == 2, closed_in.stderr
+    assert "stdin was empty" in closed_in.stderr and "Traceback" not in closed_in.stderr
+    closed_out = subprocess.run(
+        ["sh", "-c", f"exec {base} memory list {ws} >&-"], capture_output=True, text=True, timeout=30
+    )
+    assert closed_out.returncode == 0 and "Traceback" not in closed_out.stderr
+
+
+def test_an_ascii_only_output_gets_no_traceback(shared_daemon: DaemonProcess) -> None:
+    """With an output encoding that cannot hold "é" or "…" (PYTHONIOENCODING=ascii, a
+    Latin-1 locale) tables print with a stand-in character and --json prints JSON escapes
+    that decode to the same text; no traceback."""
+    shared_daemon.call(
+        "add_entry", {"workspace": str(shared_daemon.workspace), "title": "Café", "content": "Opens at nine…"}
+    )
+    env = {**os.environ, "PYTHONIOENCODING": "ascii"}
+    args = [*MAKA_ARGS, "--socket", str(shared_daemon.socket), "-w", str(shared_daemon.workspace)]
+    listed = subprocess.run([*args, "memory", "list"], capture_output=True, text=True, env=env, timeout=30)
+    assert listed.returncode == 0 and "Caf?" in listed.stdout and "Traceback" not in listed.stderr
+    exported = subprocess.run(
+        [*args, "--json", "memory", "list"], capture_output=True, text=True, env=env, timeout=30
+    )
+    assert exported.returncode == 0, exported.stderr
+    assert [e["title"] for e in json.loads(exported.stdout)["entries"]] == ["Café"]

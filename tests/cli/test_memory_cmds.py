@@ -407,6 +407,8 @@ def test_tidy_counts_one_line_in_the_singular(shared_daemon: DaemonProcess) -> N
     assert "Queued 1 memory from" in result.stdout
     assert "This line above the first entry" in result.stdout and "Removed 1 line;" in result.stdout
     assert not re.search(r"\b1 (memories|lines)\b|These 1\b", result.stdout)
+    assert "This line above the first entry of memory/MEMORY.md was imported" in result.stdout
+    assert "brings it back" in result.stdout and "them" not in result.stdout
 
 
 def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: DaemonProcess) -> None:
@@ -455,3 +457,26 @@ def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> N
     result = run_maka(shared_daemon, "memory", "list")
     path = shared_daemon.workspace / "memory" / "MEMORY.md"
     assert result.returncode == 0 and result.stdout == f"No entries in {path}.\n"
+
+
+def test_a_title_given_for_an_id_names_the_id(shared_daemon: DaemonProcess) -> None:
+    """`maka memory archive Tabs` (the title, not the id) names the entry's id to give
+    instead, and changes nothing; `maka memory show tabs` too, whatever the case."""
+    added = call(shared_daemon, "add_entry", title="Tabs", content="Use tabs.")["entry"]["id"]
+    result = run_maka(shared_daemon, "memory", "archive", "Tabs")
+    assert result.returncode == 1
+    assert f"the entry titled 'Tabs' has id {added[:12]}" in result.stderr
+    assert call(shared_daemon, "read_state", includeEntries=True)["entries"][0]["status"] == "active"
+    shown = run_maka(shared_daemon, "memory", "show", "tabs")
+    assert f"the entry titled 'Tabs' has id {added[:12]}" in shown.stderr
+
+
+def test_a_list_of_only_archived_entries_says_how_to_see_them(shared_daemon: DaemonProcess) -> None:
+    """With every entry archived, `maka memory list` counts them and names `-a`, rather than
+    "No entries" alone."""
+    added = call(shared_daemon, "add_entry", title="Tabs", content="Use tabs.")["entry"]["id"]
+    call(shared_daemon, "archive_entry", id=added)
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0
+    assert "No active entries" in result.stdout and "1 archived" in result.stdout
+    assert "memory list -a" in result.stdout

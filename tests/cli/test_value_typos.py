@@ -121,3 +121,60 @@ def test_an_option_of_maka_itself_after_the_command_says_where_it_goes(shared_da
     assert "'--no-autostart' goes before the command: maka --no-autostart status" in result.stderr
     close = run_maka(shared_daemon, "status", "--timout", "3", workspace=False)
     assert "did you mean '--timeout'? it goes before the command: maka --timeout" in close.stderr
+
+
+def test_a_number_of_days_typed_with_its_unit_names_the_number(shared_daemon: DaemonProcess) -> None:
+    """`defaultDecayDays=30d` (or `30days`) exits 2 with "did you mean defaultDecayDays=30?",
+    in one sentence without nested parentheses; nothing changes."""
+    for typed in ("defaultDecayDays=30d", "defaultDecayDays=30days"):
+        result = run_maka(shared_daemon, "settings", typed)
+        assert result.returncode == 2, (typed, result.stderr)
+        assert "did you mean defaultDecayDays=30?" in result.stderr
+        assert "))" not in result.stderr
+    assert call(shared_daemon, "get_settings")["defaultDecayDays"] is None
+
+
+def test_a_setting_typed_with_a_colon_names_the_equals_form(shared_daemon: DaemonProcess) -> None:
+    """`agentReadEnabled:on` exits 2 with "did you mean agentReadEnabled=on?"; nothing changes."""
+    result = run_maka(shared_daemon, "settings", "agentReadEnabled:on")
+    assert result.returncode == 2
+    assert "did you mean agentReadEnabled=on?" in result.stderr
+    assert call(shared_daemon, "get_settings")["agentReadEnabled"] is False
+
+
+def test_an_unknown_option_before_the_command_is_named(shared_daemon: DaemonProcess) -> None:
+    """`maka -W DIR status` names -W as the unknown option with the closest one (-w), not
+    "invalid choice" for the folder taken as the command; `maka --jsn status` names --json."""
+    result = run_maka(shared_daemon, "-W", str(shared_daemon.workspace), "status", workspace=False)
+    assert result.returncode == 2
+    assert "unrecognized option: -W; did you mean '-w'?" in result.stderr
+    assert "invalid choice" not in result.stderr
+    long = run_maka(shared_daemon, "--jsn", "status", workspace=False)
+    assert long.returncode == 2 and "did you mean '--json'?" in long.stderr
+    one_dash = run_maka(shared_daemon, "-json", "status", workspace=False)
+    assert (
+        one_dash.returncode == 2 and "unrecognized option: -json; did you mean '--json'?" in one_dash.stderr
+    )
+    attached = run_maka(shared_daemon, f"-w{shared_daemon.workspace}", "--time=5", "status", workspace=False)
+    assert attached.returncode == 0, attached.stderr
+
+
+def test_no_command_lists_the_commands(shared_daemon: DaemonProcess) -> None:
+    """`maka` alone and `maka memory` alone exit 2 naming the commands (actions) to choose
+    from and where they are described, not only "the following arguments are required"."""
+    bare = run_maka(shared_daemon, workspace=False)
+    assert bare.returncode == 2
+    assert "choose from status, ping" in bare.stderr and "maka --help" in bare.stderr
+    memory = run_maka(shared_daemon, "memory", workspace=False)
+    assert memory.returncode == 2
+    assert "choose from list, tidy, show, add" in memory.stderr and "maka memory --help" in memory.stderr
+
+
+def test_help_and_version_as_commands_point_at_the_options(shared_daemon: DaemonProcess) -> None:
+    """`maka help` points at --help and `maka version` at --version, instead of listing
+    every command or guessing 'sessions'."""
+    help_word = run_maka(shared_daemon, "help", workspace=False)
+    assert help_word.returncode == 2 and "did you mean 'maka --help'?" in help_word.stderr
+    version = run_maka(shared_daemon, "version", workspace=False)
+    assert version.returncode == 2 and "did you mean 'maka --version'?" in version.stderr
+    assert "sessions" not in version.stderr

@@ -600,3 +600,19 @@ def test_a_tag_holding_a_secret_is_redacted_before_it_is_lower_cased_or_cut() ->
         "redacted-slack_token",
         "plain-tag",
     ]
+
+
+def test_a_byte_order_mark_starting_a_later_line_hides_nothing() -> None:
+    """Two files joined with `cat a.md b.md`, the second saved with a byte order mark: its
+    heading still tags its bullets and its first bullet is still a memory (in markdown,
+    text and makad's format alike), without the mark."""
+    joined = "- First file's bullet\n\ufeff# Notes\n- Second file's bullet\n\ufeff- Third\n"
+    found = parse(joined, "markdown")
+    assert [(i.content, i.tags) for i in found.items] == [
+        ("First file's bullet", []),
+        ("Second file's bullet", ["notes"]),
+        ("Third", ["notes"]),
+    ]
+    assert [i.content for i in parse("one\n\ufefftwo\n", "text").items] == ["one", "two"]
+    entries = parse("## A\nx\n\ufeff## B\ny\n", "makad")
+    assert [i.content for i in entries.items] == ["x", "y"]

@@ -92,3 +92,69 @@ def test_text_after_the_comment_is_named() -> None:
     """Text after --> on the comment line (read as content) is bad_metadata, on that line."""
     ((kind, line, message),) = warnings_of("## A\n<!-- maka-memory: tags=ops --> Deploy on Tuesdays.\n")
     assert (kind, line) == ("bad_metadata", 2) and "after -->" in message
+
+
+def test_a_date_in_unix_seconds_is_an_unlikely_date() -> None:
+    """createdAt= and updatedAt= given in Unix seconds (read as a day in January 1970) warn
+    unlikely_date, naming the day they read as, milliseconds as the format makad reads and
+    the value meant."""
+    found = warnings_of("## A\n<!-- maka-memory: createdAt=1733500000 updatedAt=1733500000 -->\na\n")
+    assert [(kind, line) for kind, line, _ in found] == [("unlikely_date", 2), ("unlikely_date", 2)]
+    created, updated = (message for _, _, message in found)
+    assert "createdAt=1733500000" in created and "1970-01-21" in created
+    assert "Unix milliseconds" in created and "seconds" in created
+    assert created.endswith("did you mean createdAt=1733500000000 (2024-12-06)?")
+    assert "updated" in updated and updated.endswith("did you mean updatedAt=1733500000000 (2024-12-06)?")
+
+
+def test_a_date_in_microseconds_is_an_unlikely_date() -> None:
+    """A 16-digit createdAt (microseconds, read as a year past 5000) warns with the milliseconds meant."""
+    ((kind, _, message),) = warnings_of("## A\n<!-- maka-memory: createdAt=1733500000000000 -->\na\n")
+    assert kind == "unlikely_date" and "microseconds" in message
+    assert message.endswith("did you mean createdAt=1733500000000 (2024-12-06)?")
+
+
+def test_plausible_and_zero_dates_warn_about_nothing() -> None:
+    """Milliseconds of this century, 0 (no date) and the small numbers tests write are silent."""
+    assert warnings_of("## A\n<!-- maka-memory: createdAt=1764547200000 updatedAt=0 -->\na\n") == []
+    assert warnings_of("## B\n<!-- maka-memory: createdAt=1 updatedAt=2 -->\nb\n") == []
+
+
+def test_an_impossible_or_slashed_date_says_the_format_makad_reads() -> None:
+    """2026-13-45 and 12/04/2026 warn unknown_value naming Unix milliseconds with an example;
+    a slashed date gets both readings (day first, month first) as milliseconds."""
+    found = warnings_of("## A\n<!-- maka-memory: createdAt=2026-13-45 updatedAt=12/04/2026 -->\na\n")
+    assert [kind for kind, _, _ in found] == ["unknown_value", "unknown_value"]
+    impossible, slashed = (message for _, _, message in found)
+    assert "Unix milliseconds" in impossible and "1764547200000 is 2025-12-01" in impossible
+    assert (
+        "did you mean updatedAt=1775952000000 (2026-04-12) or updatedAt=1796342400000 (2026-12-04)?"
+        in slashed
+    )
+
+
+def test_a_misspelt_date_key_gets_its_value_in_milliseconds() -> None:
+    """updated=1733500000 (seconds) suggests updatedAt= with milliseconds, created=2024-01-01
+    the ISO date's milliseconds, not the value as typed."""
+    found = warnings_of("## A\n<!-- maka-memory: updated=1733500000 created=2024-01-01 -->\na\n")
+    assert [m.rsplit("; ", 1)[1] for _, _, m in found] == [
+        "did you mean updatedAt=1733500000000?",
+        "did you mean createdAt=1704067200000?",
+    ]
+
+
+def test_each_line_warning_names_the_entry_it_is_about() -> None:
+    """A metadata warning on a comment's line carries the id of its entry (the one the entry
+    answers to: `aaaa~2` for a repeated id), so a client can show it with that entry."""
+    text = (
+        "## A\n<!-- maka-memory: id=aaaa status=actve -->\na\n"
+        "## B\n<!-- maka-memory: id=aaaa createdAt=1733500000 -->\nb\n"
+    )
+    found = [(w.kind, w.entry_id) for w in metadata(fmt.parse(text))]
+    assert found == [("unknown_value", "aaaa"), ("unlikely_date", "aaaa~2"), ("duplicate_id", "aaaa~2")]
+
+
+def test_a_quoted_date_gets_its_milliseconds() -> None:
+    """createdAt="2024-01-01" (quoted, as in YAML) suggests the ISO date's milliseconds."""
+    ((kind, _, message),) = warnings_of('## A\n<!-- maka-memory: createdAt="2024-01-01" -->\na\n')
+    assert kind == "unknown_value" and message.endswith("did you mean createdAt=1704067200000?")

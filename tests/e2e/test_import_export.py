@@ -253,7 +253,7 @@ def test_cli_empty_file_says_empty_without_naming_a_wire_field(
     wrong = run_maka(
         module_daemon, "import", str(notes), "--format", "mem0", "-w", str(new_ws), workspace=False
     )
-    assert wrong.returncode == 1 and "pass --format FORMAT" in wrong.stderr
+    assert wrong.returncode == 1 and "without --format it is read as text" in wrong.stderr
     assert "pass format" not in wrong.stderr and not (new_ws / "memory" / "PENDING.md").exists()
 
 
@@ -453,3 +453,28 @@ def test_an_import_path_that_cannot_be_read_is_an_io_error(
     assert raised.value.kind == "io_error", raised.value
     assert raised.value.data["file"] == "mem" and raised.value.data["errno"] == "EIO"
     assert call(module_daemon, new_ws, "list_proposals")["proposals"] == []
+
+
+def test_a_format_that_finds_nothing_names_the_one_detected(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """--format markdown on a file of `## ` entries finds nothing: the refusal names the
+    format the file is detected as (data.detected) and `maka import` says to leave --format
+    out; a file no other format reads either has no detected."""
+    path = short_tmp / "entries.md"
+    path.write_text("## Deploys happen on Tuesdays\nNever on Fridays.\n", encoding="utf-8")
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=str(path), format="markdown")
+    assert raised.value.data["reason"] == "no_memories" and raised.value.data["detected"] == "makad"
+    assert "detected as makad" in raised.value.message
+    result = run_maka(
+        module_daemon, "import", "--format", "markdown", str(path), "-w", str(new_ws), workspace=False
+    )
+    assert result.returncode == 1 and "without --format it is read as makad" in result.stderr
+    with pytest.raises(InvalidParams) as nothing:
+        call(module_daemon, new_ws, "import_memories", data="just prose\n", format="mem0")
+    assert "detected" in nothing.value.data and nothing.value.data["detected"] == "text"
+    with pytest.raises(InvalidParams) as none:
+        call(module_daemon, new_ws, "import_memories", data='{"foo": 1}', format="mem0")
+    assert "detected" not in none.value.data
+    assert not (new_ws / "memory" / "PENDING.md").exists()

@@ -129,3 +129,44 @@ def test_memory_list_prints_the_warnings(module_daemon: DaemonProcess, new_ws: P
     assert "Deploys happen on Tuesdays" in result.stdout
     assert "status=actve" in result.stderr and "did you mean status=active?" in result.stderr
     assert "fix:" in result.stderr and "FORMAT.md" in result.stderr
+
+
+def test_hand_typed_dates_makad_cannot_use_are_named_and_kept(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """Epoch seconds, an impossible date and a slashed date each warn on their line with the
+    milliseconds meant, `maka memory list` prints them with a fix, and the file keeps every byte."""
+    typed = (
+        "## Seconds\n<!-- maka-memory: updatedAt=1733500000 -->\nA.\n\n"  # 2
+        "## Impossible\n<!-- maka-memory: createdAt=2026-13-45 -->\nB.\n\n"  # 6
+        "## Slashed\n<!-- maka-memory: createdAt=12/04/2026 -->\nC.\n"  # 10
+    )
+    path = write_memory(new_ws, typed)
+    state = read_state(module_daemon, new_ws)
+    (seconds,) = messages(state, "unlikely_date", 2)
+    assert "did you mean updatedAt=1733500000000 (2024-12-06)?" in seconds
+    (impossible,) = messages(state, "unknown_value", 6)
+    assert "makad reads Unix milliseconds" in impossible
+    (slashed,) = messages(state, "unknown_value", 10)
+    assert "(2026-04-12) or createdAt=" in slashed
+    assert path.read_text() == typed
+
+
+def test_memory_list_gives_the_fix_for_a_date_in_seconds(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A date in seconds alone is printed by `maka memory list` with the fix for metadata comments."""
+    write_memory(new_ws, "## Seconds\n<!-- maka-memory: createdAt=1733500000 -->\nA.\n")
+    result = run_maka(module_daemon, "memory", "list", "-w", str(new_ws), workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert "createdAt=1733500000000" in result.stderr and "fix: edit the metadata comment" in result.stderr
+
+
+def test_memory_show_prints_the_warnings_about_that_entry(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """`maka memory show ID` prints the warnings about that entry's comment (with the fix),
+    not the other entries'; read_state gives each its entryId."""
+    write_memory(new_ws, TYPED)
+    state = read_state(module_daemon, new_ws)
+    assert {w.get("entryId") for w in state["warnings"] if w.get("line") == 4} == {"aaaa000000000001"}
+    result = run_maka(module_daemon, "memory", "show", "aaaa000000000001", "-w", str(new_ws), workspace=False)
+    assert result.returncode == 0, result.stderr
+    assert "did you mean status=active?" in result.stderr and "fix:" in result.stderr
+    assert "stauts" not in result.stderr and "confidence=1.5" not in result.stderr

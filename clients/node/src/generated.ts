@@ -667,8 +667,9 @@ export interface ListSessionsParams {
  * `confidence=1.5`), `unknown_key` (a key close to a known one: `stauts=`, `tag=`),
  * `bad_metadata` (no closing `-->`, text after it, a token without `=`),
  * `duplicate_key` (a key twice in one comment), `duplicate_id` (an id an earlier
- * entry has); each message names the entry, the token, what it reads as and the likely
- * spelling.
+ * entry has), `unlikely_date` (a `createdAt`/`updatedAt` read, but in seconds or
+ * microseconds: `createdAt=1733500000` reads as 1970-01-21); each message names the
+ * entry, the token, what it reads as and the likely spelling (a date in milliseconds).
  * `confidence` (asked with `includeConfidence`): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
@@ -1457,13 +1458,16 @@ export interface UpdateEntryParams {
  * Something a read found worth telling the user; the read still succeeded.
  *
  * `kind` is stable (`not_utf8`, ...), `line` is 1-based when the warning is
- * about one line of a file, `message` is for people.
+ * about one line of a file, `message` is for people, `entry_id` the entry it is about
+ * (a metadata comment's, a pinned entry's).
  */
 export interface Warning {
   kind: string;
   /** @default null */
   line?: number | null;
   message: string;
+  /** @default null */
+  entryId?: string | null;
 }
 
 /** A session's working state: what the agent is doing right now. */

@@ -52,7 +52,10 @@ def parse(data: str | bytes, format: FormatName, files: Mapping[str, str] | None
             data = data.decode("utf-8")
         except UnicodeDecodeError:
             return _failed(format, "not UTF-8 text")
+    # A mark starting any line, not only the first: files joined with ``cat a.md b.md``.
     text = data.removeprefix("\ufeff")
+    if "\ufeff" in text:  # rare; the search is cheap, rewriting 16 MiB of text is not
+        text = text.replace("\n\ufeff", "\n").replace("\r\ufeff", "\r")
     try:
         if format == "claude_code":
             return parse_claude_code(text, files)

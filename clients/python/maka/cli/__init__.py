@@ -11,6 +11,7 @@ connected-on-demand ``Client`` and the parsed args and return an exit code:
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
@@ -35,6 +36,7 @@ from maka.cli.common import (
     parse_arguments,
     positive_seconds,
 )
+from maka.cli.output import holds_unicode
 from maka.cli.remedies import remedy
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
@@ -89,8 +91,26 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def usable_streams() -> None:
+    """A standard stream the launcher closed (``<&-``; Python makes it None) reads as empty
+    or writes to nowhere, as /dev/null does, instead of failing on the first use; output in
+    an encoding that cannot hold every character (PYTHONIOENCODING=ascii, a Latin-1
+    locale) shows ``?`` for those instead of a traceback (--json escapes them instead)."""
+    # Open for the whole run, as the standard streams are: no context manager.
+    if sys.stdin is None:
+        sys.stdin = open(os.devnull, encoding="utf-8")  # noqa: SIM115
+    if sys.stdout is None:
+        sys.stdout = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    if sys.stderr is None:
+        sys.stderr = open(os.devnull, "w", encoding="utf-8")  # noqa: SIM115
+    for stream in (sys.stdout, sys.stderr):
+        if not holds_unicode(stream) and isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="replace")
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
+    usable_streams()
     if argv[:1] == ["__complete"]:
         return completion.complete_ids(argv[1:])
     args = parse_arguments(build_parser(), argv)

@@ -12,11 +12,12 @@ import shlex
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
+from maka.cli.output import short_id
 from maka.client import Client
 from maka.ids import DERIVED_ID_PREFIX, matching_ids
 from maka.workspace import resolve_workspace
@@ -71,16 +72,38 @@ class Parser(argparse.ArgumentParser):
         choices = action.choices
         if choices is None or value in choices:
             return
+        if isinstance(action, argparse._SubParsersAction) and f"--{value}" in self._option_string_actions:
+            # `maka help`, `maka version`: the option of that name, not a command close to it
+            raise argparse.ArgumentError(
+                action, f"invalid choice: {value!r}; did you mean '{self.prog} --{value}'?"
+            )
         names = [str(c) for c in choices]
         close = did_you_mean(str(value), names)
         hint = f"; did you mean {close!r}?" if close else f" (choose from {', '.join(names)})"
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
+
+    def error(self, message: str) -> NoReturn:
+        """argparse's usage error; a missing command (or action) also names the choices."""
+        for action in self._actions:
+            if (
+                isinstance(action, argparse._SubParsersAction)
+                and action.choices
+                and message.endswith(f"required: {argparse._get_action_name(action)}")
+            ):
+                message += f" (choose from {', '.join(action.choices)}; `{self.prog} --help` describes each)"
+        super().error(message)
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
     """``parser.parse_args``, with the closest option of the command typed named for a
     mistyped one (``--achived``: did you mean '--archived'?), and an option of ``maka``
     itself typed after the command said to go before it."""
+    unknown = _unknown_option_before_command(parser, argv)
+    if unknown is not None:
+        known = [o for action in parser._actions for o in action.option_strings]
+        folded = [o for o in known if o.casefold() == unknown.casefold()]
+        close = folded or difflib.get_close_matches(unknown, known, n=1, cutoff=0.7)
+        parser.error(f"unrecognized option: {unknown}" + (f"; did you mean '{close[0]}'?" if close else ""))
     args, extras = parser.parse_known_args(argv)
     if extras:
         message = f"unrecognized arguments: {' '.join(extras)}"
@@ -101,6 +124,32 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
             break
         parser.error(message)
     return args
+
+
+def _unknown_option_before_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
+    """An option typed before the command that ``parser`` does not take (``-W``), if any:
+    argparse would take the value after it for the command and name that instead."""
+    known = {o for action in parser._actions for o in action.option_strings}
+    commands = {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+    for token in argv:
+        if token == "--" or token in commands:
+            return None
+        if not token.startswith("-") or token == "-" or _NUMBER.fullmatch(token):
+            continue  # an option's value
+        # ``-wDIR`` is -w with its value; ``-json`` is no short option at all
+        name = token[:2] if not token.startswith("--") and token[:2] in known else token.partition("=")[0]
+        abbreviates = name.startswith("--") and any(option.startswith(name) for option in known)
+        if name not in known and not abbreviates:  # argparse takes a long option's prefix
+            return name
+    return None
+
+
+_NUMBER = re.compile(r"-[0-9.]+")
 
 
 def _own_options(parser: argparse.ArgumentParser) -> list[str]:
@@ -236,11 +285,12 @@ def with_workspace(args: argparse.Namespace, hint: str) -> str:
     return _MAKA_COMMAND.sub(lambda _: maka_command(args, ""), hint)
 
 
-def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
+def resolve_ids(known: Iterable[str], given: list[str], titles: Mapping[str, str] | None = None) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 
     An id that matches nothing is passed on unchanged so the daemon reports it, after a
-    "did you mean" on stderr when a known id is close to it.
+    "did you mean" on stderr when a known id is close to it, or the ids of the entries
+    titled so when ``titles`` (id → title) has it as a title.
     """
     pool = list(dict.fromkeys(known))
     out: list[str] = []
@@ -248,7 +298,7 @@ def resolve_ids(known: Iterable[str], given: list[str]) -> list[str]:
         matches = matching_ids(pool, wanted)
         if len(matches) > 1:
             raise CliError(f"id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
-        if not matches:
+        if not matches and not _hint_titled(wanted, titles or {}):
             _hint_close_id(wanted, pool)
         out.append(matches[0] if matches else wanted)
     return out
@@ -262,6 +312,22 @@ def resolve_session(client: Client, workspace: str, given: str | None) -> str | 
     listing = client.call("list_sessions", {"workspace": workspace, "includeClosed": True})
     (session,) = resolve_ids([s["sessionId"] for s in listing["sessions"]], [given])
     return session
+
+
+def _hint_titled(wanted: str, titles: Mapping[str, str]) -> bool:
+    """Print the ids of the entries titled ``wanted`` (whatever the case), if any: a title
+    typed where an id goes. Never acted on: two entries may share a title."""
+    titled = [i for i, title in titles.items() if title.casefold() == wanted.casefold()]
+    if not titled:
+        return False
+    shown = ", ".join(short_id(i) for i in titled[:5])
+    which = (
+        f"the entry titled {titles[titled[0]]!r} has id"
+        if len(titled) == 1
+        else f"entries titled {wanted!r} have ids"
+    )
+    print(f"maka: {wanted!r} is no id; {which} {shown}: give that instead", file=sys.stderr)
+    return True
 
 
 def _hint_close_id(wanted: str, pool: list[str]) -> None:

@@ -4,6 +4,7 @@ dismiss_suggestion) and `maka compact` (compact)."""
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -176,8 +177,16 @@ def cmd_context(client: Client, args: argparse.Namespace) -> int:
     params: dict[str, Any] = {"workspace": ws, "budgetTokens": args.budget}
     if args.session:
         params["sessionId"] = resolve_session(client, ws, args.session)
-    if args.query is not None:
-        params["query"] = args.query
+    query = args.query
+    if args.words:
+        if query is not None:
+            raise CliError(
+                f"give the query once: -q {shlex.quote(query)} or the words "
+                f"{shlex.quote(' '.join(args.words))}, not both"
+            )
+        query = " ".join(args.words)
+    if query is not None:
+        params["query"] = query
     if args.include:
         params["include"] = list(dict.fromkeys(args.include))
     pack = client.call("build_context", params)
@@ -330,6 +339,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         description="What the agent would get for this query and budget: "
         "segments, history messages and, with --trace, why.",
     )
+    p.add_argument("words", nargs="*", metavar="QUERY", help="the current user turn (the same as -q QUERY)")
     p.add_argument("-q", "--query", help="the current user turn, used to rank memory and recall")
     p.add_argument("-b", "--budget", type=int, default=4000, metavar="N", help="token budget (default 4000)")
     p.add_argument("-s", "--session", metavar="SESSION_ID", help="the session to build for")

@@ -7,8 +7,10 @@ import argparse
 import json
 import math
 import os
+import shlex
 import sys
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -98,7 +100,7 @@ WARNING_FIXES = {
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
     "or shorten them",
     **dict.fromkeys(
-        ("unknown_value", "unknown_key", "bad_metadata", "duplicate_key", "duplicate_id"),
+        ("unknown_value", "unknown_key", "bad_metadata", "duplicate_key", "duplicate_id", "unlikely_date"),
         "edit the metadata comment on that line of memory/MEMORY.md (docs/FORMAT.md lists its keys "
         "and values); until then the entry works as the warning says and the file is left as typed",
     ),
@@ -161,8 +163,9 @@ def outside_text(client: Client, ws: str, state: dict[str, Any]) -> dict[str, An
     return result
 
 
-def entry_ids(client: Client, ws: str) -> list[str]:
-    return [e["id"] for e in read_entries(client, ws).get("entries") or []]
+def titles(entries: Iterable[dict[str, Any]]) -> dict[str, str]:
+    """Entry id → title, for naming the id of a title typed where an id goes."""
+    return {e["id"]: str(e.get("title", "")) for e in entries}
 
 
 def cmd_list(client: Client, args: argparse.Namespace) -> int:
@@ -191,7 +194,17 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
     ]
     if not entries:
         where = f" in {state['path']}" if state.get("path") else ""
-        print(f"No entries{where}." if state.get("status") == "ok" else "Nothing to show.")
+        archived = sum(
+            1 for e in every if e.get("status") == "archived" and (not args.tag or _tagged(e, args.tag))
+        )
+        if state.get("status") != "ok":
+            print("Nothing to show.")
+        elif archived and not args.archived:
+            tags = "".join(f" -t {shlex.quote(tag)}" for tag in args.tag or [])
+            shows = maka_command(args, f"memory list -a{tags}")
+            print(f"No active entries{where} ({archived} archived: `{shows}` shows them).")
+        else:
+            print(f"No entries{where}.")
         return EXIT_OK
     rows = [
         [
@@ -218,7 +231,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
     pending = _pending_ids(client, ws)
-    (entry_id,) = resolve_ids([*entries, *pending], [args.id])
+    (entry_id,) = resolve_ids([*entries, *pending], [args.id], titles(entries.values()))
     try:
         history: dict[str, Any] | None = client.call("memory_history", {"workspace": ws, "id": entry_id})
     except MethodNotFound:
@@ -230,6 +243,9 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     if entry is None and history is None:
         raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
     if entry is not None:
+        about = [w for w in state.get("warnings") or [] if w.get("entryId") == entry_id]
+        if about:
+            warn_status(args, {"status": "ok", "warnings": about})
         print("\n".join(entry_card(entry)))
         if entry_id in pending and entry.get("supersedes"):
             _print_replaced(client, ws, entry_id)
@@ -385,7 +401,7 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
-    (entry_id,) = resolve_ids(entries, [args.id])
+    (entry_id,) = resolve_ids(entries, [args.id], titles(entries.values()))
     params: dict[str, Any] = {"workspace": ws, "id": entry_id}
     if args.title is not None:
         params["title"] = args.title
@@ -482,9 +498,10 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
             file=out,
         )
         return EXIT_OK
+    one = len(removable) == 1
     print(
-        ("This line" if len(removable) == 1 else f"These {len(removable)} lines")
-        + " above the first entry of memory/MEMORY.md were imported "
+        ("This line" if one else f"These {len(removable)} lines")
+        + f" above the first entry of memory/MEMORY.md {'was' if one else 'were'} imported "
         "(where each memory is now is shown beside it) and can go:",
         file=out,
     )
@@ -495,11 +512,15 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
         print(f"{stay} stay (not imported yet): {with_workspace(args, KEPT_HINT)}", file=out)
     if not args.yes:
         if not sys.stdin.isatty():
-            print(f"Nothing removed: run `{maka_command(args, 'memory tidy -y')}` to remove them.", file=out)
+            print(
+                f"Nothing removed: run `{maka_command(args, 'memory tidy -y')}` to remove "
+                f"{'it' if one else 'them'}.",
+                file=out,
+            )
             if args.json:
                 print_json(plan)
             return EXIT_OK
-        these = "this line" if len(removable) == 1 else f"these {len(removable)} lines"
+        these = "this line" if one else f"these {len(removable)} lines"
         answer = input(f"Remove {these}? (a backup is kept: {maka_command(args, 'undo')}) [y/N] ")
         if answer.strip().lower() not in ("y", "yes"):
             print("Nothing removed.", file=out)
@@ -516,7 +537,8 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
         print_json(done)
     else:
         removed = counted(len(done["removed"]), "line")
-        print(f"Removed {removed}; `{maka_command(args, 'undo')}` brings them back.")
+        them = "it" if len(done["removed"]) == 1 else "them"
+        print(f"Removed {removed}; `{maka_command(args, 'undo')}` brings {them} back.")
     return EXIT_OK
 
 
@@ -535,7 +557,7 @@ def queue_outside_lines(
     print(
         f"Queued {counted(len(result['imported']), 'memory', 'memories')} from the lines above the "
         f"first entry in PENDING.md ({result['duplicates']} known already); "
-        f"`{maka_command(args, 'review')}` decides them.",
+        f"`{maka_command(args, 'review')}` decides {'it' if len(result['imported']) == 1 else 'them'}.",
         file=out,
     )
 
@@ -551,7 +573,8 @@ def _id(line: dict[str, Any]) -> str:
 def _each(method: str, verb: str) -> Command:
     def run(client: Client, args: argparse.Namespace) -> int:
         ws = workspace_of(args)
-        ids = resolve_ids(entry_ids(client, ws), args.ids)
+        every = read_entries(client, ws).get("entries") or []
+        ids = resolve_ids([e["id"] for e in every], args.ids, titles(every))
         if method == "delete_entry" and not args.yes and sys.stdin.isatty():
             answer = input(
                 f"Delete {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} "
@@ -578,7 +601,7 @@ def _pin(pinned: bool) -> Command:
         ws = workspace_of(args)
         state = read_entries(client, ws)
         entries = {e["id"]: e for e in state.get("entries") or []}
-        ids = resolve_ids(list(entries), args.ids)
+        ids = resolve_ids(list(entries), args.ids, titles(entries.values()))
         results = [client.call("pin_entry", {"workspace": ws, "id": i, "pinned": pinned}) for i in ids]
         if args.json:
             print_json(results if len(results) > 1 else results[0])

@@ -6,6 +6,7 @@ and hooks do not pay for them.
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import os
@@ -18,7 +19,18 @@ from typing import Any, TextIO
 
 
 def print_json(value: Any, file: TextIO | None = None) -> None:
-    print(json.dumps(value, indent=2, ensure_ascii=False), file=file or sys.stdout)
+    """``value`` as indented JSON; characters the stream's encoding cannot hold as ``\\u`` escapes."""
+    out = file or sys.stdout
+    print(json.dumps(value, indent=2, ensure_ascii=not holds_unicode(out)), file=out)
+
+
+def holds_unicode(stream: TextIO) -> bool:
+    """Whether ``stream``'s encoding can write every character (UTF-8, UTF-16, GB 18030 …)."""
+    try:
+        name = codecs.lookup(stream.encoding or "utf-8").name
+    except LookupError:
+        return False
+    return name.startswith(("utf-", "gb18030"))
 
 
 def counted(n: int, singular: str, plural: str | None = None) -> str:

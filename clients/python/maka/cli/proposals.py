@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import codecs
 import json
 import os
 import shlex
@@ -201,10 +202,16 @@ def cmd_reject(client: Client, args: argparse.Namespace) -> int:
 
 
 def cmd_import(client: Client, args: argparse.Namespace) -> int:
-    path = absolute(args.file)
-    if not os.path.exists(path):
-        raise CliError(f"{args.file}: no such file or directory")
-    params: dict[str, Any] = {"workspace": workspace_of(args), "path": path}
+    params: dict[str, Any] = {"workspace": workspace_of(args)}
+    if args.file == "-":
+        if sys.stdin.isatty():
+            raise CliError("import - reads the export from stdin: pipe it in (cat notes.md | maka import -)")
+        params["data"] = _stdin_text()
+    else:
+        path = absolute(args.file)
+        if not os.path.exists(path):
+            raise CliError(f"{args.file}: no such file or directory")
+        params["path"] = path
     if args.format:
         params["format"] = args.format
     try:
@@ -245,6 +252,27 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _stdin_text() -> str:
+    """What is piped in, read as the daemon reads a file: UTF-16 or UTF-32 by its byte order
+    mark, else UTF-8, else (bytes that are not UTF-8) cp1252."""
+    buffer = getattr(sys.stdin, "buffer", None)
+    if buffer is None:  # a text stream without bytes below it
+        return sys.stdin.read()
+    raw: bytes = buffer.read()
+    for mark, encoding in (
+        (codecs.BOM_UTF32_LE, "utf-32"),
+        (codecs.BOM_UTF32_BE, "utf-32"),
+        (codecs.BOM_UTF16_LE, "utf-16"),
+        (codecs.BOM_UTF16_BE, "utf-16"),
+    ):
+        if raw.startswith(mark):
+            return raw.decode(encoding, errors="replace")
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return raw.decode("cp1252", errors="replace")
+
+
 # The daemon's reasons for which naming another format may help.
 FORMAT_MAY_HELP = frozenset({"no_memories", "unrecognised", "invalid_json", "unknown_format"})
 
@@ -258,6 +286,8 @@ def import_refused(exc: RemoteError, asked: str | None = None) -> int:
         close = did_you_mean(asked, [str(f) for f in exc.data.get("formats") or []], casefold=True)
         if close:
             print(f"  --format {asked}: did you mean {close}?", file=sys.stderr)
+    elif exc.data.get("detected"):
+        print(f"  without --format it is read as {exc.data['detected']}", file=sys.stderr)
     elif exc.data.get("reason") in FORMAT_MAY_HELP:
         print("  pass --format FORMAT to read it as one of those formats", file=sys.stderr)
     for problem in exc.data.get("errors", []):
@@ -395,7 +425,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="import memories from another tool into PENDING.md (import_memories)",
         description="FILE is an export file of another tool, a Claude Code "
         "memory directory, or plain text (one memory per line); the daemon reads it, "
-        "so it is sent as an absolute path. Binary and empty files are refused.",
+        "so it is sent as an absolute path; - reads it from stdin (cat notes.md | maka import -). "
+        "Binary and empty files are refused.",
     )
     p.add_argument("file", metavar="FILE")
     p.add_argument(

@@ -5,10 +5,13 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import os
 import re
 import sys
 import time
 import typing
+from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from maka import autostart, generated
@@ -19,22 +22,92 @@ from maka.cli.common import (
     Parents,
     did_you_mean,
     maka_command,
+    sendable_workspace,
     with_workspace,
     workspace_of,
 )
 from maka.cli.output import print_json, show_table
 from maka.client import Client
-from maka.errors import DaemonUnavailable, ProtocolError, ShuttingDown
+from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, ShuttingDown
 from maka.generated import SetSettingsParams
+from maka.workspace import MEMORY_FILES, WORKSPACE_ENV, find_workspace
 
 
 def cmd_status(client: Client, args: argparse.Namespace) -> int:
     status = client.call("status")
+    ws = _status_workspace(args)
+    if ws is not None:
+        status["workspace"] = _workspace_files(client, ws)
     if args.json:
         print_json(status)
-    else:
-        print("\n".join(status_lines(status)))
+        return EXIT_OK
+    daemon = {k: v for k, v in status.items() if k != "workspace"}
+    lines = status_lines(daemon)
+    if ws is not None:
+        width = max(len(k) for k in [*daemon, "fileWarnings"])
+        lines.extend(workspace_lines(args, status["workspace"], daemon.get("warnings") or [], width))
+    print("\n".join(lines))
     return EXIT_OK
+
+
+# Warnings about the workspace's files that `maka status` shows in full; the rest are counted.
+STATUS_WARNINGS_SHOWN = 5
+
+
+def _status_workspace(args: argparse.Namespace) -> str | None:
+    """The workspace whose files `maka status` reports on: the one named (-w, --user,
+    $MAKA_WORKSPACE), else the one found like git when it holds a memory file (at the top
+    too: a misplaced one). None elsewhere, so that status run in any folder reads nothing."""
+    named = getattr(args, "workspace", None) or os.environ.get(WORKSPACE_ENV)
+    if named:
+        return workspace_of(args)
+    found = Path(find_workspace())
+    if any((found / where / name).is_file() for where in ("memory", ".") for name in MEMORY_FILES):
+        return sendable_workspace(str(found))
+    return None
+
+
+def _workspace_files(client: Client, ws: str) -> dict[str, Any]:
+    """The workspace, its memory's status and read_state's warnings (or why it could not be read)."""
+    try:
+        state = client.call("read_state", {"workspace": ws})
+    except RemoteError as exc:
+        return {"path": ws, "error": {"kind": exc.kind, "message": exc.message}}
+    return {"path": ws, "status": state.get("status"), "warnings": state.get("warnings") or []}
+
+
+def workspace_lines(
+    args: argparse.Namespace, files: dict[str, Any], daemon_warnings: list[dict[str, Any]], width: int
+) -> list[str]:
+    """The workspace and its file warnings for people: their count by kind, the first few
+    messages, and where to see them all with their fixes. A warning the daemon's own
+    ``warnings`` already list (ledger_read_only …) is not repeated."""
+    lines = [f"{'workspace':<{width}}  {files['path']}"]
+    if "error" in files:
+        lines.append(f"{'fileWarnings':<{width}}  cannot read: {files['error']['message']}")
+        return lines
+    if files.get("status") not in ("ok", None):
+        lines.append(f"{'memoryStatus':<{width}}  {files['status']}")
+    seen = {(w.get("kind"), w.get("message")) for w in daemon_warnings}
+    warnings = [w for w in files["warnings"] if (w.get("kind"), w.get("message")) not in seen]
+    if not warnings:
+        lines.append(f"{'fileWarnings':<{width}}  none")
+        return lines
+    kinds: Counter[str] = Counter()
+    for warning in warnings:
+        kinds[str(warning.get("kind"))] += _counted(warning)
+    total = sum(kinds.values())
+    lines.append(f"{'fileWarnings':<{width}}  {total} ({', '.join(f'{k} {n}' for k, n in kinds.items())})")
+    shown = [w for w in warnings if _counted(w) == 1][:STATUS_WARNINGS_SHOWN]
+    lines.extend(f"  {w.get('kind')}: {w.get('message')}" for w in shown)
+    more = total - len(shown)
+    listing = maka_command(args, "memory list")
+    lines.append(
+        f"  … {more} more: `{listing}` shows them all with their fixes"
+        if more > 0
+        else f"  `{listing}` shows them with their fixes"
+    )
+    return lines
 
 
 def status_lines(status: dict[str, Any]) -> list[str]:
@@ -55,6 +128,16 @@ def status_lines(status: dict[str, Any]) -> list[str]:
         else:
             lines.append(f"{key:<{width}}  {'none' if value == [] else _scalar(value)}")
     return lines
+
+
+# read_state gives ten warnings of a kind at most, then one without a line: "<file> has N more …".
+_MORE_OF_A_KIND = re.compile(r" has ([0-9]+) more ")
+
+
+def _counted(warning: dict[str, Any]) -> int:
+    """How many warnings ``warning`` stands for: N for read_state's "has N more" one, else 1."""
+    found = None if "line" in warning else _MORE_OF_A_KIND.search(str(warning.get("message", "")))
+    return int(found[1]) if found else 1
 
 
 def _scalar(value: Any) -> str:
@@ -170,7 +253,7 @@ def _value_forms(key: str) -> str:
     elif typing.get_type_hints(SetSettingsParams)[key] is bool:
         form = f"{key}=on or {key}=off"
     else:
-        form = f"{key}=N (a number, or null)"
+        form = f"{key}=N (a number) or {key}=null"
     return f"write {form} (`maka settings` alone shows every setting)"
 
 
@@ -180,6 +263,9 @@ def parse_setting(pair: str) -> tuple[str, Any]:
     key, sep, raw = pair.partition("=")
     if not sep and key in SETTING_KEYS:
         raise CliError(f"expected KEY=VALUE, got {pair!r}: {_value_forms(key)}")
+    if not sep and ":" in pair and pair.partition(":")[0] in SETTING_KEYS:
+        key, _, raw = pair.partition(":")
+        raise CliError(f"expected KEY=VALUE, got {pair!r}: did you mean {key}={raw}?")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
     if key not in SETTING_KEYS:
@@ -225,7 +311,9 @@ def _number_or_null(key: str, raw: str) -> float | None:
         if not math.isfinite(value):
             raise ValueError(raw)
     except ValueError:
-        raise CliError(f"{key}: {raw!r} is not a number or null ({_value_forms(key)})") from None
+        days = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?) ?d(?:ays?)?", raw.strip().lower())
+        hint = f"did you mean {key}={days[1]}?" if days and key.endswith("Days") else _value_forms(key)
+        raise CliError(f"{key}: {raw!r} is not a number or null: {hint}") from None
     return int(value) if value.is_integer() and "." not in raw else value
 
 
@@ -257,12 +345,14 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
     p = sub.add_parser(
         "status",
-        parents=[parents.json],
+        parents=parents.scoped,
         help="show the daemon's status",
         description="Prints the daemon's status (the status method): version, pid, uptime, "
         "socket, data dir, connections, workspace warnings and, with a model configured, how "
-        "far semantic indexing has got or why it fails. Starts makad when none answers, "
-        "unless --no-autostart.",
+        "far semantic indexing has got or why it fails. In a workspace (named with -w, --user "
+        "or $MAKA_WORKSPACE, or found holding a memory file) also what its files hold that makad "
+        "cannot use (read_state's warnings: their count by kind and the first five; --json adds "
+        "workspace: {path, status, warnings}). Starts makad when none answers, unless --no-autostart.",
     )
     p.set_defaults(func=cmd_status)
     p = sub.add_parser(
