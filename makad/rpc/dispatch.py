@@ -109,6 +109,9 @@ def _invalid_request(reason: str, id_: Any = None) -> dict[str, Any]:
 # The end of an object member's key: its closing quote, then the colon.
 _KEY_END = re.compile(rb'"[ \t\n\r]*:')
 _CONTAINERS = frozenset({dict, list})
+# More params than any method has (13): such params are refused by their first unknown
+# key, before they are spread into a call's keyword arguments (a copy of every member).
+MAX_PARAMS_MEMBERS = 64
 # Up to this size a payload's check encodes the decoded value again (cheaper than walking
 # it for the small requests of the hot path); above it, a walk over its containers.
 _REENCODE_MAX = 64 * 1024
@@ -280,6 +283,7 @@ class Dispatcher:
     ) -> None:
         self.max_reply_bytes = max_reply_bytes
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {}
+        self._param_names: dict[str, frozenset[str]] = {}
         self._inline: frozenset[str] = frozenset()
         self._eager: frozenset[str] = frozenset()
         # Set while more methods are coming (``defer_rest``); their requests wait for them.
@@ -292,6 +296,12 @@ class Dispatcher:
         if missing:
             raise RuntimeError(f"no handler for {sorted(missing)}")
         self._methods.update({name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()})
+        self._param_names.update(
+            {
+                name: frozenset(f.encode_name for f in msgspec.structs.fields(spec.params))
+                for name, spec in catalogue.items()
+            }
+        )
         self._inline |= {name for name, spec in catalogue.items() if spec.inline}
         self._eager |= {name for name, spec in catalogue.items() if spec.eager}
 
@@ -516,11 +526,24 @@ class Dispatcher:
         # ``Request(...)``: built as the tuple it is, without its generated ``__new__``.
         request: Request = _new_tuple(Request, (obj["method"], params, obj.get("id", NOID)))
         method = self._methods.get(request.method)
-        if method is not None and params.__class__ is dict:
+        if method is not None and params.__class__ is dict and len(params) <= MAX_PARAMS_MEMBERS:
             # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
             # signature binding (validate_args, ~10 µs) can never fail: skip it.
             return request, call(request, context, method)
         return request, self._unusual(request, obj, method, context)
+
+    def _up_to_unknown(self, request: Request) -> dict[str, Any]:
+        """The params up to their first key the method does not take (a method has fewer
+        params than ``MAX_PARAMS_MEMBERS``, so there is one): the call fails on them as on
+        the whole, without spreading every member into keyword arguments."""
+        names = self._param_names[request.method]
+        params: dict[str, Any] = request.params  # type: ignore[assignment]  # a dict: ``_unusual`` checked
+        head: dict[str, Any] = {}
+        for key, value in params.items():
+            head[key] = value
+            if key not in names:
+                break
+        return head
 
     async def _unusual(
         self,
@@ -536,7 +559,13 @@ class Dispatcher:
             method = await self._method(request.method)
         if method is None and self._rest_failed is not None:
             return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
-        if method is not None and isinstance(obj.get("params"), list):
+        if (
+            method is not None
+            and isinstance(request.params, dict)
+            and len(request.params) > MAX_PARAMS_MEMBERS
+        ):
+            request = _new_tuple(Request, (request.method, self._up_to_unknown(request), request.id))
+        elif method is not None and isinstance(obj.get("params"), list):
             # Every method takes by-name params; even an empty array is positional.
             return Error(
                 INVALID_PARAMS,

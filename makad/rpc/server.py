@@ -43,6 +43,7 @@ from makad.rpc.dispatch import (
 from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
 from makad.rpc.refusal import drain_then_close, send_refusal
+from makad.rpc.value_cap import MAX_MESSAGE_VALUES, over_cap
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -291,11 +292,7 @@ class Server:
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
         if (exc := reading.frame_error) is not None:
-            await conn.send(
-                _encoder.encode(
-                    error_response(-32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason})
-                )
-            )
+            await conn.send(_encoder.encode(error_response(-32600, "Invalid Request", exc.data())))
             log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
 
     async def _read(self, conn: Connection, reading: _Reading) -> None:
@@ -303,7 +300,7 @@ class Server:
         has to wait: this task then stays with that request, and a new one reads on."""
         max_bytes = self._limits.max_message_bytes
         queued = reading.queued
-        prepare = self._dispatcher.prepare
+        prepare = self._prepare
         while True:
             while queued:
                 message = queued.popleft()
@@ -316,6 +313,12 @@ class Server:
                     ref = new_ref()
                     log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
                     prepared = internal_error(ref)
+                if isinstance(prepared, FrameError):
+                    # Too many values to decode: refused like a message over the size cap
+                    # (its id is unknown), and nothing after it is read.
+                    queued.clear()
+                    reading.frame_error = prepared
+                    return
                 if isinstance(prepared, bytes):
                     await conn.send(prepared)
                     continue
@@ -381,6 +384,16 @@ class Server:
                 # they are answered (``_read_loop``), and nothing more is read.
                 queued.extend(exc.frames)
                 reading.frame_error = exc
+
+    def _prepare(self, message: bytes) -> Prepared | bytes | FrameError:
+        """The message's requests, or its error reply; a ``FrameError`` when it holds more
+        values than the cap (counted before decoding: decoding them is what costs)."""
+        if over_cap(message):
+            log.warning("message_too_many_values", size=len(message), limit=MAX_MESSAGE_VALUES)
+            return FrameError(
+                f"message holds more than {MAX_MESSAGE_VALUES} values", "too_large", limit=MAX_MESSAGE_VALUES
+            )
+        return self._dispatcher.prepare(message)
 
     async def _handle_eagerly(
         self, conn: Connection, prepared: Prepared, reading: _Reading, held: bool

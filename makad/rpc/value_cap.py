@@ -1,0 +1,76 @@
+"""The value cap: how many JSON values one message may hold, counted before it is decoded.
+
+Decoding costs by the value, not by the byte: a 12 MB object of a million keys takes the
+decoder over a second, in one C call that holds the GIL, so a worker thread does not spare
+the event loop. The cap bounds that call. Values are counted without decoding: each comma
+and each opening bracket outside strings is one (a container's children, or an empty
+container), so the count is the number of array elements and object members, an empty
+array or object counting one. The common message has fewer commas and brackets in all
+than the cap and is never scanned; a larger one is scanned in pieces of ``PIECE_BYTES``
+(each a few C calls), so that a worker thread running the scan lets the loop run between
+two pieces.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Final
+
+# A full append_events (10,000 events of eight fields and a few meta entries) fits.
+MAX_MESSAGE_VALUES: Final = 200_000
+PIECE_BYTES: Final = 256 * 1024
+
+# Within a string with its escapes removed: everything up to its closing quote.
+_STRING: Final = re.compile(rb'"[^"]*"')
+
+
+def _unescaped(data: bytes) -> bytes:
+    """``data`` without its escapes' backslashes and escaped quotes: in JSON every backslash
+    starts a two-byte escape, so a run of them pairs up from its start."""
+    if b"\\" not in data:
+        return data
+    return data.replace(b"\\\\", b"").replace(b'\\"', b"")
+
+
+def _structure(outside: bytes) -> int:
+    return outside.count(b",") + outside.count(b"[") + outside.count(b"{")
+
+
+def upper_bound(payload: bytes) -> int:
+    """At least the number of values in ``payload`` (commas and brackets in strings too)."""
+    return _structure(payload)
+
+
+def count_values(payload: bytes, stop_above: int = MAX_MESSAGE_VALUES) -> int:
+    """The values in ``payload`` (array elements and object members, an empty container
+    counting one), or a number over ``stop_above`` as soon as that many are found. Not a
+    validation: invalid JSON gets some count, and the decoder says what is wrong."""
+    data = _unescaped(payload)
+    count = 0
+    inside = False  # the piece starts within a string
+    pos, end = 0, len(data)
+    while pos < end:
+        piece = data[pos : pos + PIECE_BYTES]
+        pos += len(piece)
+        if inside:
+            close = piece.find(b'"')
+            if close < 0:
+                continue
+            piece = piece[close + 1 :]
+            inside = False
+        if piece.count(b'"') % 2:
+            # A string opens in this piece and closes in a later one.
+            opened = piece.rfind(b'"')
+            piece = piece[:opened]
+            inside = True
+        count += _structure(_STRING.sub(b"", piece))
+        if count > stop_above:
+            break
+    return count
+
+
+def over_cap(payload: bytes, limit: int = MAX_MESSAGE_VALUES) -> bool:
+    """Whether ``payload`` holds more than ``limit`` values."""
+    if len(payload) <= limit or upper_bound(payload) <= limit:
+        return False
+    return count_values(payload, limit) > limit
