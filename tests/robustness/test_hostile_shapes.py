@@ -218,3 +218,36 @@ def test_batches_of_ten_thousand_leave_room_for_others(shared_daemon: DaemonProc
     assert all("result" in r for r in replies)
     assert after["result"] == "pong"
     _assert_pongs(pongs)
+
+
+def test_ten_thousand_full_events_fit_under_the_value_cap(shared_daemon: DaemonProcess) -> None:
+    """10,000 events, each with type, text, ts, toolName, toolCallId and two meta entries:
+    one append_events, all appended."""
+    w = str(shared_daemon.workspace)
+    sid = shared_daemon.call("open_session", {"workspace": w})["sessionId"]
+    event = {
+        "type": "tool_result",
+        "text": "ok",
+        "ts": 1_700_000_000_000,
+        "toolName": "bash",
+        "toolCallId": "c1",
+        "meta": {"exitCode": "0", "cwd": "/"},
+    }
+    params = {"workspace": w, "sessionId": sid, "events": [event] * 10_000}
+    with RawConnection(shared_daemon.socket, timeout=120) as conn:
+        reply = conn.request({"jsonrpc": "2.0", "id": 1, "method": "append_events", "params": params})
+    assert reply["result"]["lastSeq"] - reply["result"]["firstSeq"] == 9_999
+
+
+@pytest.mark.parametrize("depth", [0, 700])
+def test_a_key_given_twice_in_a_large_message_is_refused(shared_daemon: DaemonProcess, depth: int) -> None:
+    """A key twice among 50,000 members (and under 700 levels of nesting): -32600 naming it,
+    the request's id kept; pings from another client are answered meanwhile."""
+    inner = _members(50_000)[:-1] + ',"k7":1}'
+    params = '{"x":' + "[" * depth + inner + "]" * depth + "}"
+    with pinging(shared_daemon) as pongs:
+        reply = _exchange(shared_daemon, _request("ping", params, '"dup"') + b"\n")
+    assert reply["id"] == "dup"
+    assert reply["error"]["data"]["kind"] == "invalid_request"
+    assert "'k7'" in reply["error"]["data"]["reason"]
+    _assert_pongs(pongs)
