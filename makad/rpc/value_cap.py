@@ -14,6 +14,7 @@ two pieces.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Final
 
 # 10,000 events of append_events fit, each with type, text, ts, toolName, toolCallId and
@@ -38,17 +39,20 @@ def _structure(outside: bytes) -> int:
     return outside.count(b",") + outside.count(b"[") + outside.count(b"{")
 
 
+def _colons(outside: bytes) -> int:
+    return outside.count(b":")
+
+
 def upper_bound(payload: bytes) -> int:
     """At least the number of values in ``payload`` (commas and brackets in strings too)."""
     return _structure(payload)
 
 
-def count_values(payload: bytes, stop_above: int = MAX_MESSAGE_VALUES) -> int:
-    """The values in ``payload`` (array elements and object members, an empty container
-    counting one), or a number over ``stop_above`` as soon as that many are found. Not a
-    validation: invalid JSON gets some count, and the decoder says what is wrong."""
+def _count_outside_strings(payload: bytes, count: Callable[[bytes], int], stop_above: int | None) -> int:
+    """The sum of ``count`` over the text of ``payload`` outside its strings, in pieces of
+    ``PIECE_BYTES``; once past ``stop_above`` (when given), some number over it."""
     data = _unescaped(payload)
-    count = 0
+    total = 0
     inside = False  # the piece starts within a string
     pos, end = 0, len(data)
     while pos < end:
@@ -62,13 +66,25 @@ def count_values(payload: bytes, stop_above: int = MAX_MESSAGE_VALUES) -> int:
             inside = False
         if piece.count(b'"') % 2:
             # A string opens in this piece and closes in a later one.
-            opened = piece.rfind(b'"')
-            piece = piece[:opened]
+            piece = piece[: piece.rfind(b'"')]
             inside = True
-        count += _structure(_STRING.sub(b"", piece))
-        if count > stop_above:
+        total += count(_STRING.sub(b"", piece))
+        if stop_above is not None and total > stop_above:
             break
-    return count
+    return total
+
+
+def count_values(payload: bytes, stop_above: int = MAX_MESSAGE_VALUES) -> int:
+    """The values in ``payload`` (array elements and object members, an empty container
+    counting one), or a number over ``stop_above`` as soon as that many are found. Not a
+    validation: invalid JSON gets some count, and the decoder says what is wrong."""
+    return _count_outside_strings(payload, _structure, stop_above)
+
+
+def count_members(payload: bytes) -> int:
+    """The object members written in ``payload`` (valid JSON): its colons outside strings,
+    a member given twice counted twice."""
+    return _count_outside_strings(payload, _colons, None)
 
 
 def over_cap(payload: bytes, limit: int = MAX_MESSAGE_VALUES) -> bool:

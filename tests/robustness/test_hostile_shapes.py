@@ -124,6 +124,17 @@ def test_commas_and_brackets_inside_strings_are_not_values(shared_daemon: Daemon
     assert reply["id"] == json.loads(f'"{text}"')
 
 
+def test_a_string_of_millions_of_escaped_quotes_and_colons_is_one_value(shared_daemon: DaemonProcess) -> None:
+    """An id of 14 MB of escaped quotes and colons (what a key looks like in text): the
+    request runs and echoes it; pings from another client are answered meanwhile."""
+    text = '\\":' * 5_000_000
+    with pinging(shared_daemon) as pongs:
+        reply = _exchange(shared_daemon, _request("ping", None, f'"{text}"') + b"\n")
+    assert reply["result"] == "pong"
+    assert reply["id"] == json.loads(f'"{text}"')
+    _assert_pongs(pongs)
+
+
 def test_a_message_at_the_value_cap_runs(shared_daemon: DaemonProcess) -> None:
     """Exactly as many values as the cap: decoded and answered (ping takes no params:
     invalid_params naming the first unknown one)."""

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.rpc import value_cap
-from makad.rpc.value_cap import count_values, over_cap
+from makad.rpc.value_cap import count_members, count_values, over_cap
 
 _TRICKY = st.sampled_from(['"', "\\", ",", ":", "[", "{", "]", "}", "\\u0022", "a", "é"])
 _TEXT = st.lists(_TRICKY, max_size=12).map("".join)
@@ -42,6 +42,27 @@ def test_the_count_is_the_structure_of_the_value(value: Any, piece: int, compact
         separators = (",", ":") if compact else (", ", ": ")
         payload = json.dumps(value, separators=separators, ensure_ascii=False).encode()
         assert count_values(payload, stop_above=10**9) == _reference(value)
+    finally:
+        value_cap.PIECE_BYTES = saved
+
+
+def _members(value: Any) -> int:
+    if isinstance(value, list):
+        return sum(_members(v) for v in value)
+    if isinstance(value, dict):
+        return len(value) + sum(_members(v) for v in value.values())
+    return 0
+
+
+@settings(max_examples=200, deadline=None)
+@given(value=_JSON, piece=st.sampled_from([1, 5, 256 * 1024]))
+def test_members_are_the_colons_outside_strings(value: Any, piece: int) -> None:
+    """Any JSON value, any piece size: ``count_members`` is its objects' members, colons
+    and escaped quotes inside strings never counted."""
+    saved = value_cap.PIECE_BYTES
+    value_cap.PIECE_BYTES = piece
+    try:
+        assert count_members(json.dumps(value, ensure_ascii=False).encode()) == _members(value)
     finally:
         value_cap.PIECE_BYTES = saved
 
