@@ -28,8 +28,8 @@ _STRING: Final = re.compile(rb'"[^"]*"')
 
 
 def _unescaped(data: bytes) -> bytes:
-    """``data`` without its escapes' backslashes and escaped quotes: in JSON every backslash
-    starts a two-byte escape, so a run of them pairs up from its start."""
+    """``data`` (whole escapes only) without its escaped backslashes and escaped quotes: in
+    JSON every backslash starts a two-byte escape, so a run of them pairs up from its start."""
     if b"\\" not in data:
         return data
     return data.replace(b"\\\\", b"").replace(b'\\"', b"")
@@ -50,14 +50,19 @@ def upper_bound(payload: bytes) -> int:
 
 def _count_outside_strings(payload: bytes, count: Callable[[bytes], int], stop_above: int | None) -> int:
     """The sum of ``count`` over the text of ``payload`` outside its strings, in pieces of
-    ``PIECE_BYTES``; once past ``stop_above`` (when given), some number over it."""
-    data = _unescaped(payload)
+    ``PIECE_BYTES`` (an escape cut by a piece's end is carried over to the next); once
+    past ``stop_above`` (when given), some number over it."""
     total = 0
     inside = False  # the piece starts within a string
-    pos, end = 0, len(data)
+    carried = b""  # a backslash whose escape goes on in the next piece
+    pos, end = 0, len(payload)
     while pos < end:
-        piece = data[pos : pos + PIECE_BYTES]
-        pos += len(piece)
+        raw = carried + payload[pos : pos + PIECE_BYTES]
+        pos += PIECE_BYTES
+        carried = b""
+        if raw.endswith(b"\\") and (len(raw) - len(raw.rstrip(b"\\"))) % 2:
+            raw, carried = raw[:-1], b"\\"
+        piece = _unescaped(raw)
         if inside:
             close = piece.find(b'"')
             if close < 0:
