@@ -316,6 +316,13 @@ class Dispatcher:
         missing = set(catalogue) - set(handlers)
         if missing:
             raise RuntimeError(f"no handler for {sorted(missing)}")
+        wide = [
+            name
+            for name, spec in catalogue.items()
+            if len(spec.params.__struct_fields__) >= MAX_PARAMS_MEMBERS
+        ]
+        if wide:
+            raise RuntimeError(f"{sorted(wide)} take MAX_PARAMS_MEMBERS params or more")
         self._methods.update({name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()})
         self._param_names.update(
             {

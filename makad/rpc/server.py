@@ -300,13 +300,15 @@ class Server:
         has to wait: this task then stays with that request, and a new one reads on."""
         max_bytes = self._limits.max_message_bytes
         queued = reading.queued
-        prepare = self._prepare
+        prepare = self._dispatcher.prepare
         while True:
             while queued:
                 message = queued.popleft()
                 try:
                     if len(message) > PREPARE_ON_LOOP_MAX_BYTES:
-                        prepared = await anyio.to_thread.run_sync(prepare, message)
+                        prepared = await anyio.to_thread.run_sync(self._prepare, message)
+                    elif len(message) > MAX_MESSAGE_VALUES:  # shorter ones hold fewer values
+                        prepared = self._prepare(message)
                     else:
                         prepared = prepare(message)
                 except Exception:

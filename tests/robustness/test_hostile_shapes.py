@@ -115,6 +115,22 @@ def test_requests_before_an_over_cap_message_are_answered(shared_daemon: DaemonP
     assert second["error"]["data"]["kind"] == "too_large" and second["id"] is None
 
 
+def test_the_value_cap_holds_with_content_length_framing(shared_daemon: DaemonProcess) -> None:
+    """With Content-Length framing too: a ping before is answered, then the message over
+    the value cap gets too_large in that framing, and the connection is closed."""
+    with RawConnection(shared_daemon.socket, framing="lsp", timeout=120) as conn:
+        conn.send(_request("ping", None, '"first"'))
+        conn.send(_request("ping", _members(MAX_MESSAGE_VALUES + 1)))
+        first, second = conn.recv_message(), conn.recv_message()
+        assert conn.at_eof()
+    assert first["result"] == "pong" and first["id"] == "first"
+    assert second["error"]["data"] == {
+        "kind": "too_large",
+        "reason": f"message holds more than {MAX_MESSAGE_VALUES} values",
+        "limit": MAX_MESSAGE_VALUES,
+    }
+
+
 def test_commas_and_brackets_inside_strings_are_not_values(shared_daemon: DaemonProcess) -> None:
     """A string of a million commas, colons, brackets and escaped quotes is one value: the
     request runs and echoes its id."""
