@@ -304,7 +304,7 @@ class Dispatcher:
     ) -> None:
         self.max_reply_bytes = max_reply_bytes
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {}
-        self._param_names: dict[str, frozenset[str]] = {}
+        self._params: dict[str, type[msgspec.Struct]] = {}
         self._inline: frozenset[str] = frozenset()
         self._eager: frozenset[str] = frozenset()
         # Set while more methods are coming (``defer_rest``); their requests wait for them.
@@ -324,12 +324,7 @@ class Dispatcher:
         if wide:
             raise RuntimeError(f"{sorted(wide)} take MAX_PARAMS_MEMBERS params or more")
         self._methods.update({name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()})
-        self._param_names.update(
-            {
-                name: frozenset(f.encode_name for f in msgspec.structs.fields(spec.params))
-                for name, spec in catalogue.items()
-            }
-        )
+        self._params.update({name: spec.params for name, spec in catalogue.items()})
         self._inline |= {name for name, spec in catalogue.items() if spec.inline}
         self._eager |= {name for name, spec in catalogue.items() if spec.eager}
 
@@ -564,7 +559,7 @@ class Dispatcher:
         """The params up to their first key the method does not take (a method has fewer
         params than ``MAX_PARAMS_MEMBERS``, so there is one): the call fails on them as on
         the whole, without spreading every member into keyword arguments."""
-        names = self._param_names[request.method]
+        names = self._params[request.method].__struct_encode_fields__
         params: dict[str, Any] = request.params  # type: ignore[assignment]  # a dict: ``_unusual`` checked
         head: dict[str, Any] = {}
         for key, value in params.items():

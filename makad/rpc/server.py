@@ -315,13 +315,14 @@ class Server:
                     ref = new_ref()
                     log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
                     prepared = internal_error(ref)
-                if isinstance(prepared, FrameError):
-                    # Too many values to decode: refused like a message over the size cap
-                    # (its id is unknown), and nothing after it is read.
-                    queued.clear()
-                    reading.frame_error = prepared
-                    return
-                if isinstance(prepared, bytes):
+                if prepared.__class__ is not Prepared:  # one test on the common path
+                    if isinstance(prepared, FrameError):
+                        # Too many values to decode: refused like a message over the size
+                        # cap (its id is unknown), and nothing after it is read.
+                        queued.clear()
+                        reading.frame_error = prepared
+                        return
+                    assert isinstance(prepared, bytes)
                     await conn.send(prepared)
                     continue
                 self._in_flight += 1  # ended in ``_handle``
