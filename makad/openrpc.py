@@ -65,7 +65,10 @@ def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
             "title": "makad",
             "version": __version__,
             "description": "JSON-RPC 2.0 over a Unix socket (NDJSON or Content-Length framing). "
-            "See protocol/PROTOCOL.md.",
+            "A message holds at most 16 MiB (--max-message-bytes) and 100,000 JSON values "
+            "(array elements and object members, the whole message counted); past either cap "
+            "it is refused unread with -32600 too_large (data.limit with the value cap), id "
+            "null, and the connection is closed. See protocol/PROTOCOL.md.",
         },
         "methods": methods,
         "components": {

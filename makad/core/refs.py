@@ -86,6 +86,13 @@ def ref_session(ref: str) -> str | None:
     return None
 
 
+def check_ref_count(refs: Sequence[str]) -> None:
+    """``TooLarge`` when there are more refs than events a call returns (each names one at
+    least): refused before any ref is read."""
+    if len(refs) > MAX_RETRIEVE_EVENTS:
+        raise TooLarge("refs name too many events", limit=MAX_RETRIEVE_EVENTS, count=len(refs))
+
+
 def parse_event_refs(refs: Sequence[str]) -> list[EventSpan]:
     """``(ref, session_id, from_seq, to_seq)`` for each ``event:`` ref, within the size cap."""
     spans: list[EventSpan] = []

@@ -6,7 +6,7 @@ Both stores (the SQLite ledger and the in-memory incognito sessions) apply a
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Final, TypedDict
 
 from makad.core.session_notes import make_room_for_client_notes
@@ -34,9 +34,16 @@ class WorkingStateChange(TypedDict, total=False):
     request_id: str | None
 
 
-def check_item_lengths(lists: Mapping[str, list[str] | None]) -> None:
-    """``TooLarge`` naming the field when an item of a list (by wire name) is over
-    ``MAX_ITEM_CHARS``."""
+# An unknown-section error names at most this many of them.
+SHOWN_SECTIONS: Final = 20
+_LIST_CAPS: Final = {"goals": MAX_GOALS, "openThreads": MAX_OPEN_THREADS, "decisions": MAX_DECISIONS}
+
+
+def check_item_lengths(lists: Mapping[str, list[str] | None], notes: Mapping[str, str] | None = None) -> None:
+    """What can be refused in a change before anything reads its text (the redactor would
+    read every item): ``TooLarge`` naming the field when an item of a list (by wire name)
+    is over ``MAX_ITEM_CHARS`` or a list is over its cap, ``InvalidParams`` for an
+    unknown note section."""
     for field, items in lists.items():
         for index, item in enumerate(items or ()):
             if len(item) > MAX_ITEM_CHARS:
@@ -47,6 +54,30 @@ def check_item_lengths(lists: Mapping[str, list[str] | None]) -> None:
                     limit=MAX_ITEM_CHARS,
                     actual=len(item),
                 )
+    for field, items in lists.items():
+        _check_count(field, items or ())
+    if notes:
+        _check_sections(notes)
+
+
+def _check_count(field: str, items: Sequence[str]) -> None:
+    cap = _LIST_CAPS[field]
+    if len(items) > cap:
+        raise TooLarge(f"at most {cap} {field}", field=field, limit=cap, count=len(items))
+
+
+def _check_sections(notes: Mapping[str, str]) -> None:
+    """``InvalidParams`` naming the first few unknown sections (a client may send many)."""
+    if len(notes) <= len(NOTE_SECTIONS) and all(section in NOTE_SECTIONS for section in notes):
+        return
+    unknown = sorted(set(notes) - set(NOTE_SECTIONS))
+    if unknown:
+        raise InvalidParams(
+            "unknown note section",
+            sections=unknown[:SHOWN_SECTIONS],
+            unknownCount=len(unknown),
+            allowed=list(NOTE_SECTIONS),
+        )
 
 
 def check_revision(session_id: str, expected: int | None, current: WorkingState) -> None:
@@ -92,16 +123,10 @@ def patch_working_state(
 
 def check_working_state(state: WorkingState) -> None:
     """Enforce the working-state caps: ``TooLarge`` or ``InvalidParams`` when over."""
-    for field, items, cap in (
-        ("goals", state.goals, MAX_GOALS),
-        ("openThreads", state.open_threads, MAX_OPEN_THREADS),
-        ("decisions", state.decisions, MAX_DECISIONS),
-    ):
-        if len(items) > cap:
-            raise TooLarge(f"at most {cap} {field}", field=field, limit=cap, count=len(items))
-    unknown = sorted(set(state.notes) - set(NOTE_SECTIONS))
-    if unknown:
-        raise InvalidParams("unknown note section", sections=unknown, allowed=list(NOTE_SECTIONS))
+    _check_count("goals", state.goals)
+    _check_count("openThreads", state.open_threads)
+    _check_count("decisions", state.decisions)
+    _check_sections(state.notes)
     total = 0
     for section, text in state.notes.items():
         tokens = estimate_tokens(text)

@@ -13,6 +13,7 @@ reply cap (``reply_budget``), and an unencodable one becomes -32603.
 from __future__ import annotations
 
 import json
+import json.scanner
 import re
 import time
 import uuid
@@ -37,6 +38,7 @@ from makad.rpc.jsonrpcserver_parts import (
     to_serializable_one,
 )
 from makad.rpc.reply_budget import NO_REPLY, BatchBudget, too_large_reply
+from makad.rpc.value_cap import count_members
 from makad.settings import DEFAULT_MAX_REPLY_BYTES
 from makad.wire.base import Handler, MethodSpec
 
@@ -106,9 +108,10 @@ def _invalid_request(reason: str, id_: Any = None) -> dict[str, Any]:
     )
 
 
-# The end of an object member's key: its closing quote, then the colon.
-_KEY_END = re.compile(rb'"[ \t\n\r]*:')
 _CONTAINERS = frozenset({dict, list})
+# More params than any method has (13): such params are refused by their first unknown
+# key, before they are spread into a call's keyword arguments (a copy of every member).
+MAX_PARAMS_MEMBERS = 64
 # Up to this size a payload's check encodes the decoded value again (cheaper than walking
 # it for the small requests of the hot path); above it, a walk over its containers.
 _REENCODE_MAX = 64 * 1024
@@ -160,7 +163,9 @@ def _maybe_duplicated(payload: bytes, value: Any) -> bool:
        no more colons than the value encoded again: each member has one outside strings,
        and the strings of a dropped member take theirs with them.
     3. For large payloads (not encoded again: that costs like the decode), the colons, or
-       the colons right after a closing quote, number the decoded members exactly.
+       the colons outside strings (each member has one there, and nothing else does),
+       number the decoded members exactly. Counted in pieces (``value_cap``): a string of
+       millions of escaped quotes and colons was seconds of one regex call.
     """
     if len(payload) <= _REENCODE_MAX:
         try:
@@ -174,7 +179,7 @@ def _maybe_duplicated(payload: bytes, value: Any) -> bool:
     members = _members(value)
     if payload.count(b":") == members:
         return False
-    return len(_KEY_END.findall(payload)) != members
+    return count_members(payload) != members
 
 
 def _keep_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -205,10 +210,29 @@ def _duplicate_key(value: Any) -> str | None:
     return None
 
 
+# The standard library's parser with its Python scanner: slower than its C one, but a
+# worker thread running it lets the event loop in between (the C scanner holds the GIL
+# for the whole document: a third of a second for an object of 100,000 members).
+def _python_pairs_decoder() -> json.JSONDecoder:
+    """One per parse: the scanner's key memo is the decoder's, not to be shared by threads."""
+    decoder = json.JSONDecoder(object_pairs_hook=_keep_duplicates)
+    decoder.scan_once = json.scanner.py_make_scanner(decoder)  # type: ignore[attr-defined]
+    return decoder
+
+
 def _exact(payload: bytes) -> Any:
     """``payload`` parsed again, each object with a key twice a ``_Duplicated`` (the rare
     path: only when the counts of ``_maybe_duplicated`` leave a doubt). None when this
-    parser refuses what msgspec took (then nothing is known to be duplicated)."""
+    parser refuses what msgspec took (then nothing is known to be duplicated). A large
+    payload (prepared on a worker thread) is parsed by the Python scanner first; nested
+    deeper than its recursion allows, by the C one."""
+    if len(payload) > PREPARE_ON_LOOP_MAX_BYTES:
+        try:
+            return _python_pairs_decoder().decode(payload.decode("utf-8", "surrogatepass"))
+        except ValueError:
+            return None
+        except RecursionError:
+            pass
     try:
         return json.loads(payload, object_pairs_hook=_keep_duplicates)
     except (ValueError, RecursionError):
@@ -280,6 +304,7 @@ class Dispatcher:
     ) -> None:
         self.max_reply_bytes = max_reply_bytes
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {}
+        self._params: dict[str, type[msgspec.Struct]] = {}
         self._inline: frozenset[str] = frozenset()
         self._eager: frozenset[str] = frozenset()
         # Set while more methods are coming (``defer_rest``); their requests wait for them.
@@ -291,7 +316,15 @@ class Dispatcher:
         missing = set(catalogue) - set(handlers)
         if missing:
             raise RuntimeError(f"no handler for {sorted(missing)}")
+        wide = [
+            name
+            for name, spec in catalogue.items()
+            if len(spec.params.__struct_fields__) >= MAX_PARAMS_MEMBERS
+        ]
+        if wide:
+            raise RuntimeError(f"{sorted(wide)} take MAX_PARAMS_MEMBERS params or more")
         self._methods.update({name: self._wrap(spec, handlers[name]) for name, spec in catalogue.items()})
+        self._params.update({name: spec.params for name, spec in catalogue.items()})
         self._inline |= {name for name, spec in catalogue.items() if spec.inline}
         self._eager |= {name for name, spec in catalogue.items() if spec.eager}
 
@@ -516,11 +549,24 @@ class Dispatcher:
         # ``Request(...)``: built as the tuple it is, without its generated ``__new__``.
         request: Request = _new_tuple(Request, (obj["method"], params, obj.get("id", NOID)))
         method = self._methods.get(request.method)
-        if method is not None and params.__class__ is dict:
+        if method is not None and params.__class__ is dict and len(params) <= MAX_PARAMS_MEMBERS:
             # Our wrappers take (context, *args, **kwargs), so jsonrpcserver's per-call
             # signature binding (validate_args, ~10 µs) can never fail: skip it.
             return request, call(request, context, method)
         return request, self._unusual(request, obj, method, context)
+
+    def _up_to_unknown(self, request: Request) -> dict[str, Any]:
+        """The params up to their first key the method does not take (a method has fewer
+        params than ``MAX_PARAMS_MEMBERS``, so there is one): the call fails on them as on
+        the whole, without spreading every member into keyword arguments."""
+        names = self._params[request.method].__struct_encode_fields__
+        params: dict[str, Any] = request.params  # type: ignore[assignment]  # a dict: ``_unusual`` checked
+        head: dict[str, Any] = {}
+        for key, value in params.items():
+            head[key] = value
+            if key not in names:
+                break
+        return head
 
     async def _unusual(
         self,
@@ -536,7 +582,13 @@ class Dispatcher:
             method = await self._method(request.method)
         if method is None and self._rest_failed is not None:
             return Error(INTERNAL_ERROR, "Internal error", {"kind": "internal", "ref": self._rest_failed})
-        if method is not None and isinstance(obj.get("params"), list):
+        if (
+            method is not None
+            and isinstance(request.params, dict)
+            and len(request.params) > MAX_PARAMS_MEMBERS
+        ):
+            request = _new_tuple(Request, (request.method, self._up_to_unknown(request), request.id))
+        elif method is not None and isinstance(obj.get("params"), list):
             # Every method takes by-name params; even an empty array is positional.
             return Error(
                 INVALID_PARAMS,

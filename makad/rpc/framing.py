@@ -22,11 +22,19 @@ class FrameError(Exception):
     ``frames``: the whole messages the same ``feed`` framed before the bad one, in order
     (a client that pipelines requests is answered up to where its stream broke)."""
 
-    def __init__(self, reason: str, kind: str) -> None:
+    def __init__(self, reason: str, kind: str, *, limit: int | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
+        self.limit = limit
         self.frames: list[bytes] = []
+
+    def data(self) -> dict[str, object]:
+        """The error reply's ``data``."""
+        out: dict[str, object] = {"kind": self.kind, "reason": self.reason}
+        if self.limit is not None:
+            out["limit"] = self.limit
+        return out
 
 
 def frames_before_error(feed: Callable[[bytes, list[bytes]], None], data: bytes) -> list[bytes]:

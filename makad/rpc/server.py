@@ -43,6 +43,7 @@ from makad.rpc.dispatch import (
 from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
 from makad.rpc.refusal import drain_then_close, send_refusal
+from makad.rpc.value_cap import MAX_MESSAGE_VALUES, over_cap
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
     DEFAULT_MAX_CONNECTIONS,
@@ -291,11 +292,7 @@ class Server:
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
         if (exc := reading.frame_error) is not None:
-            await conn.send(
-                _encoder.encode(
-                    error_response(-32600, "Invalid Request", {"kind": exc.kind, "reason": exc.reason})
-                )
-            )
+            await conn.send(_encoder.encode(error_response(-32600, "Invalid Request", exc.data())))
             log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
 
     async def _read(self, conn: Connection, reading: _Reading) -> None:
@@ -309,14 +306,23 @@ class Server:
                 message = queued.popleft()
                 try:
                     if len(message) > PREPARE_ON_LOOP_MAX_BYTES:
-                        prepared = await anyio.to_thread.run_sync(prepare, message)
+                        prepared = await anyio.to_thread.run_sync(self._prepare, message)
+                    elif len(message) > MAX_MESSAGE_VALUES:  # shorter ones hold fewer values
+                        prepared = self._prepare(message)
                     else:
                         prepared = prepare(message)
                 except Exception:
                     ref = new_ref()
                     log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
                     prepared = internal_error(ref)
-                if isinstance(prepared, bytes):
+                if prepared.__class__ is not Prepared:  # one test on the common path
+                    if isinstance(prepared, FrameError):
+                        # Too many values to decode: refused like a message over the size
+                        # cap (its id is unknown), and nothing after it is read.
+                        queued.clear()
+                        reading.frame_error = prepared
+                        return
+                    assert isinstance(prepared, bytes)
                     await conn.send(prepared)
                     continue
                 self._in_flight += 1  # ended in ``_handle``
@@ -381,6 +387,16 @@ class Server:
                 # they are answered (``_read_loop``), and nothing more is read.
                 queued.extend(exc.frames)
                 reading.frame_error = exc
+
+    def _prepare(self, message: bytes) -> Prepared | bytes | FrameError:
+        """The message's requests, or its error reply; a ``FrameError`` when it holds more
+        values than the cap (counted before decoding: decoding them is what costs)."""
+        if over_cap(message):
+            log.warning("message_too_many_values", size=len(message), limit=MAX_MESSAGE_VALUES)
+            return FrameError(
+                f"message holds more than {MAX_MESSAGE_VALUES} values", "too_large", limit=MAX_MESSAGE_VALUES
+            )
+        return self._dispatcher.prepare(message)
 
     async def _handle_eagerly(
         self, conn: Connection, prepared: Prepared, reading: _Reading, held: bool

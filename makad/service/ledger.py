@@ -16,7 +16,7 @@ import msgspec
 from makad.core.cjk import query_head
 from makad.core.peer import Peer
 from makad.core.redaction import redact, redact_joined
-from makad.core.refs import event_ref
+from makad.core.refs import check_ref_count, event_ref
 from makad.core.session_titles import check_session_title, stored_title
 from makad.core.types import EventInput, Manifest, SessionInfo, WorkingState
 from makad.core.working_state import check_item_lengths
@@ -251,6 +251,7 @@ class LedgerService:
         return SearchHistoryResult(hits=shown, omitted=omitted)
 
     async def retrieve(self, params: RetrieveParams, peer: Peer) -> RetrieveResult:
+        check_ref_count(params.refs)
         ws = await self._ctx.session_workspace(params.workspace)
         refs = await in_thread(self._ctx.identifiers.scrub_refs, params.refs)
         results = await self._sessions.retrieve(ws, refs, asking=params.session_id)
@@ -268,7 +269,8 @@ class LedgerService:
     async def set_working_state(self, params: SetWorkingStateParams, peer: Peer) -> SetWorkingStateResult:
         ws = await self._ctx.session_workspace(params.workspace)
         check_item_lengths(
-            {"goals": params.goals, "openThreads": params.open_threads, "decisions": params.decisions}
+            {"goals": params.goals, "openThreads": params.open_threads, "decisions": params.decisions},
+            params.notes,
         )
         # Off the event loop: a note can be megabytes the redactor reads through.
         (goals, n_goals), (threads, n_threads), (decisions, n_decisions), (notes, n_notes) = await in_thread(

@@ -276,7 +276,9 @@ METHODS: list[MethodSpec] = [
         description="ok is false when an event is missing or its stored hash does "
         "not match its content (mismatchedSeqs, chainIntact). A reply carries the events "
         "that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out "
-        "(or the rest of a cut range) are listed in omitted.",
+        "(or the rest of a cut range) are listed in omitted. More refs than 10,000 (the "
+        "events a call returns at most) is too_large with data.count the number of refs, "
+        "before any is read.",
     ),
     MethodSpec(
         "get_working_state",
@@ -295,7 +297,10 @@ METHODS: list[MethodSpec] = [
         description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
         "writes the note sections it derives itself (Current State, Files "
         "and Functions, Errors & Corrections, Worklog), marked as derived; "
-        "a section a client writes is never overwritten.",
+        "a section a client writes is never overwritten. Lists over their cap and unknown "
+        "note sections are refused before any text is read; the invalid_params for unknown "
+        "sections names the first 20 (data.sections, sorted) and counts them all "
+        "(data.unknownCount).",
     ),
     MethodSpec(
         "get_manifest",

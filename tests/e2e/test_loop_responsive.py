@@ -8,6 +8,7 @@ import json
 import select
 from typing import Any
 
+from makad.rpc.value_cap import MAX_MESSAGE_VALUES
 from tests.support import DaemonProcess, RawConnection
 from tests.worst_imports import worst_json, worst_markdown
 
@@ -56,23 +57,24 @@ def test_pings_are_answered_while_a_large_json_import_is_decoded(daemon: DaemonP
     assert answered >= 3
 
 
-def test_pings_are_answered_while_a_batch_of_millions_of_elements_is_read(daemon: DaemonProcess) -> None:
-    """A 15 MB batch of five million empty objects (within the message cap, too many to
-    answer within the reply cap): pings from a second connection are answered before
-    its one ``reply_too_large`` error; decoding it and reckoning its replies never hold
-    the event loop."""
+def test_pings_are_answered_while_a_batch_of_millions_of_elements_is_refused(daemon: DaemonProcess) -> None:
+    """A 15 MB batch of five million empty objects (within the size cap, over the value
+    cap): refused unread with one ``too_large`` error, and a second connection is served
+    while it is read and counted."""
     answered, reply = _pings_while(daemon, b"[" + b"{}," * 4_999_999 + b"{}]")
-    assert reply["error"]["data"]["kind"] == "reply_too_large", reply
-    assert reply["error"]["data"]["ran"] is False
-    assert answered >= 3
+    assert reply["error"]["data"]["kind"] == "too_large", reply
+    assert reply["error"]["data"]["limit"] == MAX_MESSAGE_VALUES
+    assert reply["id"] is None
+    with RawConnection(daemon.socket) as pinger:
+        assert pinger.request({"jsonrpc": "2.0", "id": answered, "method": "ping"})["result"] == "pong"
 
 
 def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(daemon: DaemonProcess) -> None:
-    """A request whose params hold a million objects each with a key twice: the exact
-    check that finds the duplicate runs off the event loop, pings are answered before its
-    ``invalid_request`` reply."""
+    """A request whose params hold 30,000 objects each with a key twice (just within the
+    value cap): the exact check that finds the duplicate runs off the event loop, pings
+    are answered before its ``invalid_request`` reply."""
     payload = (
-        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + b'{"a":1,"a":1},' * 1_000_000 + b"{}]}}"
+        b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + b'{"a":1,"a":1},' * 30_000 + b"{}]}}"
     )
     answered, reply = _pings_while(daemon, payload)
     assert reply["error"]["data"]["kind"] == "invalid_request", reply

@@ -2287,7 +2287,7 @@ class Methods:
     def retrieve(self, **params: Unpack[RetrieveArgs]) -> RetrieveResult:
         """The exact events named by event: refs, each verified against the hash chain.
 
-        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted.
+        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted. More refs than 10,000 (the events a call returns at most) is too_large with data.count the number of refs, before any is read.
 
         Errors: invalid_params, invalid_workspace, io_error, too_large.
         """
@@ -2303,7 +2303,7 @@ class Methods:
     def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
         """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
-        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -2644,7 +2644,7 @@ class AsyncMethods:
     async def retrieve(self, **params: Unpack[RetrieveArgs]) -> RetrieveResult:
         """The exact events named by event: refs, each verified against the hash chain.
 
-        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted.
+        ok is false when an event is missing or its stored hash does not match its content (mismatchedSeqs, chainIntact). A reply carries the events that fit in 8 MiB as JSON, one at least, in the order asked: the refs left out (or the rest of a cut range) are listed in omitted. More refs than 10,000 (the events a call returns at most) is too_large with data.count the number of refs, before any is read.
 
         Errors: invalid_params, invalid_workspace, io_error, too_large.
         """
@@ -2660,7 +2660,7 @@ class AsyncMethods:
     async def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
         """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
-        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
