@@ -48,14 +48,20 @@ __all__ = [
 ]
 
 
+def _field(schema: str | dict[str, Any], description: str) -> dict[str, Any]:
+    """A key of an error's ``data``: its JSON Schema (a type name, or a whole schema) and what it means."""
+    return {**({"type": schema} if isinstance(schema, str) else schema), "description": description}
+
+
 class MakadError(Exception):
     """Base of every error that is reported to a client."""
 
     code: ClassVar[int] = -32603
     kind: ClassVar[str] = "internal"
-    # The keys its ``data`` may carry besides ``kind``, each with what it means (listed in
-    # the OpenRPC document's components.errors as ``x-dataFields``).
-    data_fields: ClassVar[dict[str, str]] = {}
+    # The keys its ``data`` may carry besides ``kind``, each a JSON Schema with what it means
+    # (the OpenRPC document's components.errors lists them as ``x-dataFields``, and the
+    # generated clients type an error's ``data`` from them).
+    data_fields: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
@@ -91,6 +97,31 @@ class Conflict(MakadError):
 
     code = -32002
     kind = "conflict"
+    data_fields = {
+        "currentRevision": _field(
+            "integer",
+            "the revision now, when an expectedRevision did not match or the user changed the same "
+            "entry (set_working_state: the working state's revision): retry from it",
+        ),
+        "expectedRevision": _field("integer", "the expectedRevision the call sent"),
+        "currentSeq": _field("integer", "append_events: the session's last seq now"),
+        "expectedSeq": _field("integer", "append_events: the expectedSeq the call sent"),
+        "ids": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "the entries the user changed meanwhile: their version was kept",
+        ),
+        "reason": _field(
+            "string",
+            "closed (append_events to a closed session), deleted (open_session of a deleted id), "
+            "duplicate (the requestId's call was already applied)",
+        ),
+        "sessionId": _field("string", "the session the conflict is about"),
+        "incognito": _field("boolean", "open_session: the kind the existing session has"),
+        "requestId": _field("string", "a requestId already used, by this or another method"),
+        "checkpointId": _field("string", "compact: a checkpoint with this id exists"),
+        "toSeq": _field("integer", "compact: the ledger moved on past the checkpoint's range"),
+        "intentId": _field("string", "a write's recorded intent with this id exists"),
+    }
 
 
 class IncognitoBlocked(MakadError):
@@ -129,6 +160,13 @@ class ReplyTooLarge(TooLarge):
     """Written by the dispatcher when a reply would pass the reply cap (never raised by handlers)."""
 
     kind = "reply_too_large"
+    data_fields = {
+        "limit": _field("integer", "the reply cap in bytes (--max-reply-bytes)"),
+        "ran": _field(
+            "boolean",
+            "true: the method ran and its result was dropped; false: a batch element not run",
+        ),
+    }
 
 
 class SafeMode(MakadError):
@@ -155,16 +193,29 @@ class IOFailure(MakadError):
     code = -32009
     kind = "io_error"
     data_fields = {
-        "reason": "what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, "
-        "io_error ...",
-        "file": "the memory file or backup the failure is about, by name (MEMORY.md), never a path",
-        "osError": "with file: the system's reason (Permission denied)",
-        "errno": "with file: the reason's symbol (EACCES)",
-        "memoryWritten": "true when the call had already written a memory file when it failed (a "
-        "ledger write after it did not go through): the change is in the file, so a retry "
-        "without requestId would make it again",
-        "written": "with memoryWritten: the names of the files written (MEMORY.md, PENDING.md)",
-        "revision": "with memoryWritten: the revision the change got (read_state is at it)",
+        "reason": _field(
+            "string",
+            "what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, "
+            "utf16, io_error ...",
+        ),
+        "file": _field(
+            "string", "the memory file or backup the failure is about, by name (MEMORY.md), never a path"
+        ),
+        "osError": _field("string", "with file: the system's reason (Permission denied)"),
+        "errno": _field("string", "with file: the reason's symbol (EACCES)"),
+        "memoryWritten": _field(
+            "boolean",
+            "true when the call had already written a memory file when it failed (a ledger write "
+            "after it did not go through): the change is in the file, so a retry without "
+            "requestId would make it again",
+        ),
+        "written": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "with memoryWritten: the names of the files written (MEMORY.md, PENDING.md)",
+        ),
+        "revision": _field(
+            "integer", "with memoryWritten: the revision the change got (read_state is at it)"
+        ),
     }
 
 
@@ -205,6 +256,7 @@ class TooManyConnections(MakadError):
 
     code = -32014
     kind = "too_many_connections"
+    data_fields = {"limit": _field("integer", "the connection cap (--max-connections)")}
 
 
 ALL_ERRORS: tuple[type[MakadError], ...] = (

@@ -279,17 +279,34 @@ export function generate(doc) {
   out.push("");
   const codes = new Map();
   for (const [kind, code] of [...PROTOCOL_ERRORS, ...domain]) codes.set(kind, [...(codes.get(kind) ?? []), code]);
+  const dataFields = new Map(
+    Object.entries(doc.components?.errors ?? {}).map(([key, e]) => [e?.data?.kind ?? key, e?.["x-dataFields"]]),
+  );
   const classes = [];
   for (const kind of kinds) {
     const name = errorClassName(kind);
     if (seen.has(name) || RESERVED.has(name)) throw new Error(`error class ${name} (kind ${kind}) clashes with another name`);
     seen.set(name, kind);
     classes.push([kind, name]);
+    const fields = dataFields.get(kind);
+    const dataName = `${name}Data`;
+    if (fields) {
+      if (seen.has(dataName) || RESERVED.has(dataName)) throw new Error(`error data ${dataName} (kind ${kind}) clashes with another name`);
+      seen.set(dataName, kind);
+      out.push(`/** \`error.data\` of \`${kind}\`: every key but \`kind\` is present only where it applies. */`);
+      out.push(`export interface ${dataName} extends RemoteErrorData {`);
+      out.push(`  kind: ${literal(kind)};`);
+      for (const [key, schema] of Object.entries(fields)) {
+        out.push(`${docComment(schemaDocs(schema), 1)}  ${propertyKey(key)}?: ${schemaToTs(schema, 1)};`);
+      }
+      out.push("}");
+    }
     const shown = [...new Set(codes.get(kind))].join(", ");
     out.push(`/** \`${kind}\` (code ${shown}). */`);
     out.push(`export class ${name} extends RemoteError<${literal(kind)}> {`);
     out.push(`  static readonly kind = ${literal(kind)};`);
     out.push(`  override name = ${literal(name)};`);
+    if (fields) out.push(`  declare readonly data: ${dataName};`);
     out.push("}");
   }
   out.push("");

@@ -55,11 +55,17 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-/** Params of `memory_changed`, `proposals_changed` and `settings_changed`. */
+/** Params of `memory_changed`, `proposals_changed` and `settings_changed` (PROTOCOL.md, Notifications). */
 export interface ChangeNotification {
+  /** The workspace exactly as this connection spelled it in `subscribe`. */
   workspace: string;
   revision: number;
+  /** `daemon`, `external_edit` (the user's save) or `settings`. */
   cause?: string;
+  /** After a save that lacked entries the daemon wrote: the ids written back into the file. */
+  reapplied?: string[];
+  /** After a save that lacked entries: the ids queued in PENDING.md for the user to approve again. */
+  returned?: string[];
   [key: string]: unknown;
 }
 

@@ -880,7 +880,9 @@ export interface ReadEventsParams {
 
 export interface ReadEventsResult {
   events: Event[];
+  /** The session's last seq (0 when it has no event), not the last one returned: page on with afterSeq set to the last returned event's seq. */
   lastSeq: number;
+  /** true: the session has events after the last one returned (limit reached, or the reply's 8 MiB bound: fewer than limit then); ask again with afterSeq set to that event's seq. */
   hasMore: boolean;
 }
 
@@ -1122,6 +1124,7 @@ export interface Segment {
  * embedding time only).
  */
 export interface SemanticStatus {
+  /** What --embedding-model named while state is loading (or failed), then the name its vectors are stored under: the model folder's or file's name and a digest of its weights (model-1ddd09b6d051). */
   model: string;
   state: "failed" | "loading" | "ready";
   /** @default null */
@@ -2039,7 +2042,7 @@ export interface Methods {
   };
   /**
    * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
-   * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+   * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Task specification, Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), marked as derived; a section a client writes is never overwritten (write "" to hand it back). Workflow is the client's alone.
    */
   set_working_state: {
     params: {
@@ -2236,10 +2239,39 @@ export class NotFoundError extends RemoteError<"not_found"> {
   static readonly kind = "not_found";
   override name = "NotFoundError";
 }
+/** `error.data` of `conflict`: every key but `kind` is present only where it applies. */
+export interface ConflictErrorData extends RemoteErrorData {
+  kind: "conflict";
+  /** the revision now, when an expectedRevision did not match or the user changed the same entry (set_working_state: the working state's revision): retry from it */
+  currentRevision?: number;
+  /** the expectedRevision the call sent */
+  expectedRevision?: number;
+  /** append_events: the session's last seq now */
+  currentSeq?: number;
+  /** append_events: the expectedSeq the call sent */
+  expectedSeq?: number;
+  /** the entries the user changed meanwhile: their version was kept */
+  ids?: string[];
+  /** closed (append_events to a closed session), deleted (open_session of a deleted id), duplicate (the requestId's call was already applied) */
+  reason?: string;
+  /** the session the conflict is about */
+  sessionId?: string;
+  /** open_session: the kind the existing session has */
+  incognito?: boolean;
+  /** a requestId already used, by this or another method */
+  requestId?: string;
+  /** compact: a checkpoint with this id exists */
+  checkpointId?: string;
+  /** compact: the ledger moved on past the checkpoint's range */
+  toSeq?: number;
+  /** a write's recorded intent with this id exists */
+  intentId?: string;
+}
 /** `conflict` (code -32002). */
 export class ConflictError extends RemoteError<"conflict"> {
   static readonly kind = "conflict";
   override name = "ConflictError";
+  declare readonly data: ConflictErrorData;
 }
 /** `incognito_blocked` (code -32003). */
 export class IncognitoBlockedError extends RemoteError<"incognito_blocked"> {
@@ -2256,10 +2288,19 @@ export class GateClosedError extends RemoteError<"gate_closed"> {
   static readonly kind = "gate_closed";
   override name = "GateClosedError";
 }
+/** `error.data` of `reply_too_large`: every key but `kind` is present only where it applies. */
+export interface ReplyTooLargeErrorData extends RemoteErrorData {
+  kind: "reply_too_large";
+  /** the reply cap in bytes (--max-reply-bytes) */
+  limit?: number;
+  /** true: the method ran and its result was dropped; false: a batch element not run */
+  ran?: boolean;
+}
 /** `reply_too_large` (code -32006). */
 export class ReplyTooLargeError extends RemoteError<"reply_too_large"> {
   static readonly kind = "reply_too_large";
   override name = "ReplyTooLargeError";
+  declare readonly data: ReplyTooLargeErrorData;
 }
 /** `safe_mode` (code -32007). */
 export class SafeModeError extends RemoteError<"safe_mode"> {
@@ -2271,10 +2312,29 @@ export class InvalidSummaryError extends RemoteError<"invalid_summary"> {
   static readonly kind = "invalid_summary";
   override name = "InvalidSummaryError";
 }
+/** `error.data` of `io_error`: every key but `kind` is present only where it applies. */
+export interface IoErrorData extends RemoteErrorData {
+  kind: "io_error";
+  /** what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, utf16, io_error ... */
+  reason?: string;
+  /** the memory file or backup the failure is about, by name (MEMORY.md), never a path */
+  file?: string;
+  /** with file: the system's reason (Permission denied) */
+  osError?: string;
+  /** with file: the reason's symbol (EACCES) */
+  errno?: string;
+  /** true when the call had already written a memory file when it failed (a ledger write after it did not go through): the change is in the file, so a retry without requestId would make it again */
+  memoryWritten?: boolean;
+  /** with memoryWritten: the names of the files written (MEMORY.md, PENDING.md) */
+  written?: string[];
+  /** with memoryWritten: the revision the change got (read_state is at it) */
+  revision?: number;
+}
 /** `io_error` (code -32009). */
 export class IoError extends RemoteError<"io_error"> {
   static readonly kind = "io_error";
   override name = "IoError";
+  declare readonly data: IoErrorData;
 }
 /** `invalid_workspace` (code -32010). */
 export class InvalidWorkspaceError extends RemoteError<"invalid_workspace"> {
@@ -2296,10 +2356,17 @@ export class ShuttingDownError extends RemoteError<"shutting_down"> {
   static readonly kind = "shutting_down";
   override name = "ShuttingDownError";
 }
+/** `error.data` of `too_many_connections`: every key but `kind` is present only where it applies. */
+export interface TooManyConnectionsErrorData extends RemoteErrorData {
+  kind: "too_many_connections";
+  /** the connection cap (--max-connections) */
+  limit?: number;
+}
 /** `too_many_connections` (code -32014). */
 export class TooManyConnectionsError extends RemoteError<"too_many_connections"> {
   static readonly kind = "too_many_connections";
   override name = "TooManyConnectionsError";
+  declare readonly data: TooManyConnectionsErrorData;
 }
 
 export type RemoteErrorClass<K extends string = string> = (new (

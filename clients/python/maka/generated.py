@@ -888,7 +888,9 @@ class ReadEventsParams(TypedDict):
 
 class ReadEventsResult(TypedDict):
     events: list[Event]
+    # The session's last seq (0 when it has no event), not the last one returned: page on with afterSeq set to the last returned event's seq.
     lastSeq: int
+    # true: the session has events after the last one returned (limit reached, or the reply's 8 MiB bound: fewer than limit then); ask again with afterSeq set to that event's seq.
     hasMore: bool
 
 
@@ -1121,6 +1123,7 @@ class SemanticStatus(TypedDict):
     embedding time only).
     """
 
+    # What --embedding-model named while state is loading (or failed), then the name its vectors are stored under: the model folder's or file's name and a digest of its weights (model-1ddd09b6d051).
     model: str
     state: Literal["failed", "loading", "ready"]
     # default: null
@@ -2290,7 +2293,7 @@ class Methods:
     def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
         """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
-        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Task specification, Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), marked as derived; a section a client writes is never overwritten (write "" to hand it back). Workflow is the client's alone.
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -2647,7 +2650,7 @@ class AsyncMethods:
     async def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
         """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
-        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten.
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Task specification, Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), marked as derived; a section a client writes is never overwritten (write "" to hand it back). Workflow is the client's alone.
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
