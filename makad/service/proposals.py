@@ -389,7 +389,11 @@ class ProposalService:
                 await self._files.refresh(ws)
                 revision = await self._ctx.revision(ws)
                 if params.expected_revision is not None and params.expected_revision != revision:
-                    raise Conflict("the workspace changed since that revision", currentRevision=revision)
+                    raise Conflict(
+                        "the workspace changed since that revision",
+                        currentRevision=revision,
+                        expectedRevision=params.expected_revision,
+                    )
                 origins, returned = await in_thread(_recorded_origins, ws, params.ids)
                 plan = await in_thread(  # edits are cleaned and redacted: off the event loop
                     rules.plan_approval,

@@ -59,6 +59,8 @@ def _conflicts(c: Caller, ws: str) -> None:
     c.fail("add_entry", {"workspace": ws, "title": "T", "content": "c", "expectedRevision": 1}, "conflict")
     proposal = c.ok("propose", {"workspace": ws, "title": "P", "content": "Ana drinks tea."})["proposal"]
     c.fail("approve", {"workspace": ws, "ids": [proposal["id"]], "expectedRevision": 1}, "conflict")
+    c.fail("reject", {"workspace": ws, "ids": [proposal["id"]], "expectedRevision": 1}, "conflict")
+    c.fail("remove_outside_text", {"workspace": ws, "expectedRevision": 1}, "conflict")
     sid = c.ok("open_session", {"workspace": ws})["sessionId"]
     c.ok(
         "append_events",
@@ -173,3 +175,15 @@ def test_the_node_readme_reads_only_documented_error_fields() -> None:
     for name, dotted, bracketed in reads:
         field = dotted or bracketed
         assert field in FIELDS[classes[name]], (name, field)
+
+
+STALE = ("add_entry", "approve", "reject", "remove_outside_text", "set_working_state")
+
+
+def test_a_stale_expected_revision_is_answered_alike(drawn: list[tuple[str, dict[str, Any]]]) -> None:
+    """Every write refused for a stale expectedRevision — remove_outside_text with nothing to
+    remove included — says the revision it expected and the one to retry from."""
+    stale = {method: data for method, data in drawn if method in STALE and data["kind"] == "conflict"}
+    assert set(stale) == set(STALE)
+    for method, data in stale.items():
+        assert {"currentRevision", "expectedRevision"} <= set(data), (method, data)
