@@ -186,9 +186,10 @@ METHODS: list[MethodSpec] = [
         ProposeParams,
         ProposeResult,
         "The agent's path: queue a memory for the user's approval in PENDING.md (never "
-        "writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed "
-        "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
-        'unless origin is extracted, too_large. scope "global" queues in the user level\'s '
+        "writes MEMORY.md). An origin other than extracted is invalid_params as the params "
+        "are read, before any gate; then the gates in order: disabled, incognito_blocked, "
+        'gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" '
+        "queues in the user level's "
         'PENDING.md (workspace "@user", which must be enabled) with this workspace '
         "recorded in its lineage; the gates and the session are this workspace's. "
         "supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), "
