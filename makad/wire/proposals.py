@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from makad import errors as err
 from makad.core.importers import ItemError
@@ -76,8 +76,14 @@ class ProposalView(Result):
 class ProposalsResult(Result):
     proposals: list[ProposalView]
     revision: int
-    # ``not_utf8`` for each line of PENDING.md that is not valid UTF-8 (see read_state).
-    warnings: list[Warning] = []
+    warnings: Annotated[
+        list[Warning],
+        Meta(
+            description="not_utf8 for each line of PENDING.md that is not valid UTF-8, "
+            "not_a_proposal for each section waiting for no review, pending_safe_mode when "
+            "PENDING.md is over the size cap and none of its proposals is read (see read_state)."
+        ),
+    ] = []
 
 
 class ProposalEdit(Params):
