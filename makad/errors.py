@@ -147,6 +147,10 @@ class GateClosed(MakadError):
 
     code = -32005
     kind = "gate_closed"
+    data_fields = {
+        "extractToolEnabled": _field("boolean", "the workspace's extractToolEnabled setting"),
+        "agentReadEnabled": _field("boolean", "the workspace's agentReadEnabled setting"),
+    }
 
 
 class TooLarge(MakadError):

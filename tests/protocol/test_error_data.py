@@ -54,7 +54,9 @@ class Caller:
 
 
 def _conflicts(c: Caller, ws: str) -> None:
-    """Every compare-and-swap and state conflict a client can meet."""
+    """Every compare-and-swap and state conflict a client can meet (and the closed gate
+    before them: which switch is off)."""
+    c.fail("propose", {"workspace": ws, "title": "P", "content": "Ana drinks tea."}, "gate_closed")
     c.ok("set_settings", {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True})
     c.fail("add_entry", {"workspace": ws, "title": "T", "content": "c", "expectedRevision": 1}, "conflict")
     proposal = c.ok("propose", {"workspace": ws, "title": "P", "content": "Ana drinks tea."})["proposal"]
@@ -154,6 +156,7 @@ def test_the_calls_draw_the_fields_a_client_acts_on(drawn: list[tuple[str, dict[
         ("io_error", "revision"),
         ("reply_too_large", "ran"),
         ("too_many_connections", "limit"),
+        ("gate_closed", "extractToolEnabled"),
     } <= seen
     ran = {data["ran"] for _, data in drawn if data["kind"] == "reply_too_large"}
     assert ran == {True, False}

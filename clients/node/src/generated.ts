@@ -2286,10 +2286,19 @@ export class DisabledError extends RemoteError<"disabled"> {
   static readonly kind = "disabled";
   override name = "DisabledError";
 }
+/** `error.data` of `gate_closed`: every key but `kind` is present only where it applies. */
+export interface GateClosedErrorData extends RemoteErrorData {
+  kind: "gate_closed";
+  /** the workspace's extractToolEnabled setting */
+  extractToolEnabled?: boolean;
+  /** the workspace's agentReadEnabled setting */
+  agentReadEnabled?: boolean;
+}
 /** `gate_closed` (code -32005). */
 export class GateClosedError extends RemoteError<"gate_closed"> {
   static readonly kind = "gate_closed";
   override name = "GateClosedError";
+  declare readonly data: GateClosedErrorData;
 }
 /** `error.data` of `reply_too_large`: every key but `kind` is present only where it applies. */
 export interface ReplyTooLargeErrorData extends RemoteErrorData {
