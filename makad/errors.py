@@ -158,6 +158,23 @@ class TooLarge(MakadError):
 
     code = -32006
     kind = "too_large"
+    data_fields = {
+        "limit": _field(
+            "integer", "the cap passed, in the unit the message names (bytes, characters, items)"
+        ),
+        "actual": _field("integer", "the size sent, in the limit's unit"),
+        "count": _field("integer", "how many were sent (events, the events refs name, list items)"),
+        "index": _field("integer", "which element is over (an event of append_events, a list item)"),
+        "field": _field("string", "the param or list over its cap (title, reason, goals …)"),
+        "section": _field("string", "set_working_state: the notes section over its token cap"),
+        "tokens": _field("integer", "with section: its tokens"),
+        "path": _field("string", "the param at fault ($.path)"),
+        "capBytes": _field("integer", "import_memories: PENDING.md's size cap"),
+        "waiting": _field("integer", "import_memories: the new memories none of which fits"),
+        "budgetTokens": _field("integer", "build_context: the budget asked for"),
+        "minimumTokens": _field("integer", "build_context: what the newest user message alone needs"),
+        "reason": _field("string", "a message over the size cap (code -32600): what it exceeded"),
+    }
 
 
 class ReplyTooLarge(TooLarge):

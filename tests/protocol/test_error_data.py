@@ -84,6 +84,20 @@ def _conflicts(c: Caller, ws: str) -> None:
     c.fail("open_session", {"workspace": ws, "sessionId": sid}, "conflict")
 
 
+def _sizes(c: Caller, ws: str) -> None:
+    """Values over their caps, as a client sends them: a title, a batch of events, a list
+    of goals, a budget too small for the newest message."""
+    c.fail("add_entry", {"workspace": ws, "title": "t" * 301, "content": "c"}, "too_large")
+    sid = c.ok("open_session", {"workspace": ws})["sessionId"]
+    events = [{"type": "user_message", "text": "x"}] * 10_001
+    c.fail("append_events", {"workspace": ws, "sessionId": sid, "events": events}, "too_large")
+    goals = [f"goal {i}" for i in range(9)]
+    c.fail("set_working_state", {"workspace": ws, "sessionId": sid, "goals": goals}, "too_large")
+    words = {"workspace": ws, "sessionId": sid, "events": [{"type": "user_message", "text": "word " * 400}]}
+    c.ok("append_events", words)
+    c.fail("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 10}, "too_large")
+
+
 def _reply_caps(c: Caller) -> None:
     """A result over the reply cap (it ran), and a batch tail that did not run."""
     c.fail("rpc.discover", {}, "reply_too_large")
@@ -126,6 +140,7 @@ def drawn() -> Iterator[list[tuple[str, dict[str, Any]]]]:
             with ledger_locked_by_another_process(daemon):
                 c.fail("add_entry", {"workspace": ws, "title": "Test", "content": "use pytest"}, "io_error")
             _conflicts(c, ws)
+            _sizes(c, ws)
             _reply_caps(c)
             _connection_cap(daemon, c)
         yield c.errors
@@ -157,6 +172,8 @@ def test_the_calls_draw_the_fields_a_client_acts_on(drawn: list[tuple[str, dict[
         ("reply_too_large", "ran"),
         ("too_many_connections", "limit"),
         ("gate_closed", "extractToolEnabled"),
+        ("too_large", "limit"),
+        ("too_large", "minimumTokens"),
     } <= seen
     ran = {data["ran"] for _, data in drawn if data["kind"] == "reply_too_large"}
     assert ran == {True, False}

@@ -2212,10 +2212,41 @@ export class InvalidRequestError extends RemoteError<"invalid_request"> {
   static readonly kind = "invalid_request";
   override name = "InvalidRequestError";
 }
+/** `error.data` of `too_large`: every key but `kind` is present only where it applies. */
+export interface TooLargeErrorData extends RemoteErrorData {
+  kind: "too_large";
+  /** the cap passed, in the unit the message names (bytes, characters, items) */
+  limit?: number;
+  /** the size sent, in the limit's unit */
+  actual?: number;
+  /** how many were sent (events, the events refs name, list items) */
+  count?: number;
+  /** which element is over (an event of append_events, a list item) */
+  index?: number;
+  /** the param or list over its cap (title, reason, goals …) */
+  field?: string;
+  /** set_working_state: the notes section over its token cap */
+  section?: string;
+  /** with section: its tokens */
+  tokens?: number;
+  /** the param at fault ($.path) */
+  path?: string;
+  /** import_memories: PENDING.md's size cap */
+  capBytes?: number;
+  /** import_memories: the new memories none of which fits */
+  waiting?: number;
+  /** build_context: the budget asked for */
+  budgetTokens?: number;
+  /** build_context: what the newest user message alone needs */
+  minimumTokens?: number;
+  /** a message over the size cap (code -32600): what it exceeded */
+  reason?: string;
+}
 /** `too_large` (code -32600, -32006). */
 export class TooLargeError extends RemoteError<"too_large"> {
   static readonly kind = "too_large";
   override name = "TooLargeError";
+  declare readonly data: TooLargeErrorData;
 }
 /** `bad_frame` (code -32600). */
 export class BadFrameError extends RemoteError<"bad_frame"> {
