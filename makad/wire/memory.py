@@ -232,7 +232,7 @@ METHODS: list[MethodSpec] = [
         SetSettingsParams,
         Settings,
         "Change some of a workspace's settings (patch); returns all of them.",
-        errors=(*_WS, err.IOFailure),
+        errors=(*_WS, err.IOFailure, err.InvalidParams),
     ),
     MethodSpec(
         "read_state",
@@ -256,7 +256,7 @@ METHODS: list[MethodSpec] = [
         UpdateEntryParams,
         EntryResult,
         "Change an entry's title, content or tags.",
-        errors=(*_WRITE, err.NotFound),
+        errors=(*_WRITE, err.NotFound, err.InvalidParams),
     ),
     MethodSpec(
         "pin_entry",

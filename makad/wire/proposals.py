@@ -218,14 +218,14 @@ METHODS: list[MethodSpec] = [
         ApproveResult,
         "Activate proposals (optionally edited) in MEMORY.md and remove them from "
         "PENDING.md; a supersedes target is archived in the same write.",
-        errors=(*_WRITE, err.NotFound),
+        errors=(*_WRITE, err.NotFound, err.InvalidParams),
     ),
     MethodSpec(
         "reject",
         RejectParams,
         RejectResult,
         "Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.",
-        errors=(*_WRITE, err.NotFound),
+        errors=(*_WRITE, err.NotFound, err.InvalidParams),
         description="A reason is at most 2,000 characters (too_large, data.field reason).",
     ),
     MethodSpec(

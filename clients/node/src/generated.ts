@@ -1534,7 +1534,7 @@ export interface Methods {
       attentionEnabled?: boolean;
     };
     result: Settings;
-    errors: "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /** The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing. With ifRevision, {notModified: true, revision} when nothing changed since that revision. */
   read_state: {
@@ -1593,7 +1593,7 @@ export interface Methods {
       requestId?: string | null;
     };
     result: EntryResult;
-    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
   /** Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag. */
   pin_entry: {
@@ -1752,7 +1752,7 @@ export interface Methods {
       requestId?: string | null;
     };
     result: ApproveResult;
-    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
   /**
    * Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
@@ -1770,7 +1770,7 @@ export interface Methods {
       requestId?: string | null;
     };
     result: RejectResult;
-    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
   /** Why do you believe this? The lineage of an entry or proposal. */
   memory_history: {

@@ -2018,7 +2018,7 @@ class Methods:
     def set_settings(self, **params: Unpack[SetSettingsArgs]) -> Settings:
         """Change some of a workspace's settings (patch); returns all of them.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("Settings", self._call("set_settings", dict(params)))
 
@@ -2039,7 +2039,7 @@ class Methods:
     def update_entry(self, **params: Unpack[UpdateEntryArgs]) -> EntryResult:
         """Change an entry's title, content or tags.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", self._call("update_entry", dict(params)))
 
@@ -2123,7 +2123,7 @@ class Methods:
     def approve(self, **params: Unpack[ApproveArgs]) -> ApproveResult:
         """Activate proposals (optionally edited) in MEMORY.md and remove them from PENDING.md; a supersedes target is archived in the same write.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("ApproveResult", self._call("approve", dict(params)))
 
@@ -2132,7 +2132,7 @@ class Methods:
 
         A reason is at most 2,000 characters (too_large, data.field reason).
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", self._call("reject", dict(params)))
 
@@ -2375,7 +2375,7 @@ class AsyncMethods:
     async def set_settings(self, **params: Unpack[SetSettingsArgs]) -> Settings:
         """Change some of a workspace's settings (patch); returns all of them.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("Settings", await self._call("set_settings", dict(params)))
 
@@ -2396,7 +2396,7 @@ class AsyncMethods:
     async def update_entry(self, **params: Unpack[UpdateEntryArgs]) -> EntryResult:
         """Change an entry's title, content or tags.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", await self._call("update_entry", dict(params)))
 
@@ -2480,7 +2480,7 @@ class AsyncMethods:
     async def approve(self, **params: Unpack[ApproveArgs]) -> ApproveResult:
         """Activate proposals (optionally edited) in MEMORY.md and remove them from PENDING.md; a supersedes target is archived in the same write.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("ApproveResult", await self._call("approve", dict(params)))
 
@@ -2489,7 +2489,7 @@ class AsyncMethods:
 
         A reason is at most 2,000 characters (too_large, data.field reason).
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", await self._call("reject", dict(params)))
 
