@@ -158,6 +158,16 @@ class ImportParams(WorkspaceParams):
     progress: bool = False
 
 
+class ImportProgressParams(Result):
+    """Params of ``import_progress``: how many of an import's items were checked (at the
+    start, every 100, and at the end, before the reply), the workspace as the importer
+    spelled it."""
+
+    workspace: str
+    done: int
+    total: int
+
+
 class ImportResultWire(Result):
     format: str
     imported: list[str]

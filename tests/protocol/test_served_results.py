@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
+from tests.support import RawConnection, daemon_in_tmp
 
 DOC = json.loads((Path(__file__).resolve().parents[2] / "protocol" / "openrpc.json").read_text())
 METHODS = [method["name"] for method in DOC["methods"]]
@@ -48,6 +48,7 @@ class Session:
     def __init__(self, conn: RawConnection) -> None:
         self.conn = conn
         self.results: dict[str, list[Any]] = {}
+        self.notifications: dict[str, list[Any]] = {}
         self.next_id = 0
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -59,7 +60,9 @@ class Session:
         while True:
             reply = self.conn.recv_message()
             if reply.get("id") == self.next_id:
-                break  # anything else is a notification (subscribe, daemon_stopping)
+                break
+            if "id" not in reply:  # a notification (subscribe, import_progress, daemon_stopping)
+                self.notifications.setdefault(reply["method"], []).append(reply["params"])
         assert "error" not in reply, (method, reply)
         self.results.setdefault(method, []).append(reply["result"])
         return reply["result"]
@@ -71,6 +74,7 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("status")
     s.call("rpc.discover")
     s.call("get_settings", {"workspace": ws})
+    s.call("subscribe", {"workspace": ws})
     s.call(
         "set_settings",
         {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True, "historyRecallEnabled": True},
@@ -90,8 +94,6 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("delete_entry", {"workspace": ws, "id": spare["entry"]["id"]})
     s.call("remove_outside_text", {"workspace": ws, "dryRun": True})
     backups = s.call("list_backups", {"workspace": ws})["backups"]
-    s.call("subscribe", {"workspace": ws})
-    s.call("unsubscribe", {"workspace": ws})
     sid = s.call("open_session", {"workspace": ws, "title": "first"})["sessionId"]
     s.call(
         "append_events",
@@ -123,7 +125,10 @@ def _exercise(s: Session, ws: str) -> None:
     refused = s.call("propose", {"workspace": ws, "title": "Tea", "content": "Ana drinks tea."})
     s.call("reject", {"workspace": ws, "ids": [refused["proposal"]["id"]], "reason": "wrong"})
     s.call("memory_history", {"workspace": ws, "id": eid})
-    s.call("import_memories", {"workspace": ws, "data": "- Bob uses vim.\n", "format": "markdown"})
+    s.call(
+        "import_memories",
+        {"workspace": ws, "data": "- Bob uses vim.\n", "format": "markdown", "progress": True},
+    )
     s.call("export_memories", {"workspace": ws})
     s.call("build_context", {"workspace": ws, "budgetTokens": 2000, "sessionId": sid, "query": "deploy"})
     s.call("get_attention", {"workspace": ws})
@@ -163,6 +168,7 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("delete_session", {"workspace": ws, "sessionId": other})
     s.call("restore_backup", {"workspace": ws, "backupId": backups[0]["backupId"]})
     _other_shapes(s, ws, sid)
+    s.call("unsubscribe", {"workspace": ws})
     s.call("shutdown")
 
 
@@ -222,17 +228,19 @@ def _typed_by_hand(s: Session, folder: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[dict[str, list[Any]]]:
-    """Every method's results from one run against a real daemon (stopped by its last call)."""
+def session() -> Iterator[Session]:
+    """Every method's results, and the notifications that came meanwhile, from one run
+    against a real daemon (stopped by its last call)."""
     for daemon in daemon_in_tmp():
-        yield _served(daemon)
+        with RawConnection(daemon.socket, timeout=30) as conn:
+            done = Session(conn)
+            _exercise(done, str(daemon.workspace))
+        yield done
 
 
-def _served(daemon: DaemonProcess) -> dict[str, list[Any]]:
-    with RawConnection(daemon.socket, timeout=30) as conn:
-        session = Session(conn)
-        _exercise(session, str(daemon.workspace))
-        return session.results
+@pytest.fixture(scope="module")
+def served(session: Session) -> dict[str, list[Any]]:
+    return session.results
 
 
 def test_every_documented_method_is_served(served: dict[str, list[Any]]) -> None:
@@ -257,6 +265,22 @@ def test_the_check_catches_an_undocumented_field(served: dict[str, list[Any]]) -
     assert not validator("add_entry").is_valid(
         {**entry, "entry": {**entry["entry"], "createdAt": "2026-01-01"}}
     )
+
+
+NOTIFICATIONS = {note["name"]: note for note in DOC.get("x-notifications", [])}
+
+
+def test_every_notification_matches_its_documented_schema(session: Session) -> None:
+    """Each notification that came (subscribed changes, an import's progress, the stop) is
+    one the document lists, and its params validate against its schema, closed to
+    undocumented fields; every listed notification came."""
+    assert set(session.notifications) == set(NOTIFICATIONS)
+    for name, sent in session.notifications.items():
+        schema = {**_closed(copy.deepcopy(NOTIFICATIONS[name]["params"])), "components": COMPONENTS}
+        check = jsonschema.Draft202012Validator(schema)
+        for params in sent:
+            problems = [f"{list(e.absolute_path)}: {e.message[:300]}" for e in check.iter_errors(params)]
+            assert not problems, (name, problems)
 
 
 TIME_NAME = re.compile(r"^(ts|at|until)$|At$")

@@ -32,6 +32,7 @@ export const PROTOCOL_ERRORS = [
 // Names the generated module exports itself: a schema with one of these names is suffixed.
 const RESERVED = new Set([
   "RemoteError", "RemoteErrorData", "RemoteErrorClass", "ERROR_CLASSES", "Methods", "MethodName", "ParamsOf", "ResultOf", "ErrorKind", "DomainErrorKind",
+  "Notifications", "NotificationName", "NOTIFICATION_NAMES",
   "METHOD_NAMES", "ERROR_KINDS", "DOMAIN_ERROR_CODES", "PROTOCOL_ERROR_CODES", "PROTOCOL_VERSION",
   "Record", "Array", "Partial", "Error", "Object", "String", "Number", "Boolean", "Promise",
 ]);
@@ -258,6 +259,19 @@ export function generate(doc) {
   out.push("");
   out.push("/** Method names in document order. */");
   out.push(`export const METHOD_NAMES = [${methods.map((m) => literal(m.name)).join(", ")}] as const satisfies readonly MethodName[];`);
+  out.push("");
+
+  const notifications = Array.isArray(doc["x-notifications"]) ? doc["x-notifications"] : [];
+  out.push("/** Every notification the daemon sends (x-notifications; no id, no reply): its params. */");
+  out.push("export interface Notifications {");
+  for (const note of notifications) {
+    out.push(docComment([note.summary], 1).trimEnd());
+    out.push(`  ${propertyKey(note.name)}: ${schemaToTs(note.params, 1)};`);
+  }
+  out.push("}");
+  out.push("");
+  out.push("export type NotificationName = keyof Notifications;");
+  out.push(`export const NOTIFICATION_NAMES = [${notifications.map((n) => literal(n.name)).join(", ")}] as const satisfies readonly NotificationName[];`);
   out.push("");
 
   const domain = Object.entries(doc.components?.errors ?? {}).map(([key, e]) => [e?.data?.kind ?? key, e?.code]);

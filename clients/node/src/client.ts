@@ -14,7 +14,7 @@ import {
   TimeoutError,
 } from "./errors.js";
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
-import { METHOD_NAMES, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
+import { METHOD_NAMES, type ChangeNotification, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
 import { remoteErrorFrom } from "./remote.js";
 import { checkSocketFile, expectedServerUid, type ServerUid } from "./server-check.js";
 import { defaultSocketPath } from "./socket-path.js";
@@ -55,19 +55,8 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-/** Params of `memory_changed`, `proposals_changed` and `settings_changed` (PROTOCOL.md, Notifications). */
-export interface ChangeNotification {
-  /** The workspace exactly as this connection spelled it in `subscribe`. */
-  workspace: string;
-  revision: number;
-  /** `daemon`, `external_edit` (the user's save) or `settings`. */
-  cause?: string;
-  /** After a save that lacked entries the daemon wrote: the ids written back into the file. */
-  reapplied?: string[];
-  /** After a save that lacked entries: the ids queued in PENDING.md for the user to approve again. */
-  returned?: string[];
-  [key: string]: unknown;
-}
+/** Params of `memory_changed`, `proposals_changed` and `settings_changed` (generated from the document). */
+export type { ChangeNotification };
 
 export const CHANGE_NOTIFICATIONS = ["memory_changed", "proposals_changed", "settings_changed"] as const;
 export type ChangeNotificationName = (typeof CHANGE_NOTIFICATIONS)[number];

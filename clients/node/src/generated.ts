@@ -183,6 +183,25 @@ export interface CandidatesResult {
   minSessions: number;
 }
 
+/**
+ * Params of memory_changed / proposals_changed / settings_changed notifications.
+ *
+ * After a save that lacked entries the daemon had written (an editor buffer older than
+ * the write), `reapplied` lists the ids written back into the file and `returned`
+ * those queued in PENDING.md instead, because the save may have deleted them on
+ * purpose; the `proposals_changed` of the write that queues them names them in
+ * `returned` too (only present when not empty).
+ */
+export interface ChangeNotification {
+  workspace: string;
+  revision: number;
+  cause: "daemon" | "external_edit" | "settings";
+  /** @default [] */
+  reapplied?: string[];
+  /** @default [] */
+  returned?: string[];
+}
+
 /** What one compaction covers: never deletes the events it summarizes. */
 export interface Checkpoint {
   checkpointId: string;
@@ -330,6 +349,11 @@ export interface CuratorTrace {
    * @default 0
    */
   latencyMs?: number;
+}
+
+/** Params of `daemon_stopping`. */
+export interface DaemonStopping {
+  reason: "data_dir_lost" | "shutdown" | "signal" | "socket_lost" | "start_failed";
 }
 
 export interface DeleteSessionResult {
@@ -563,6 +587,17 @@ export interface ImportParams {
   requestId?: string | null;
   /** @default false */
   progress?: boolean;
+}
+
+/**
+ * Params of `import_progress`: how many of an import's items were checked (at the
+ * start, every 100, and at the end, before the reply), the workspace as the importer
+ * spelled it.
+ */
+export interface ImportProgressParams {
+  workspace: string;
+  done: number;
+  total: number;
 }
 
 export interface ImportResultWire {
@@ -2159,6 +2194,23 @@ export type ResultOf<M extends MethodName> = Methods[M]["result"];
 
 /** Method names in document order. */
 export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "suggest", "dismiss_suggestion", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
+
+/** Every notification the daemon sends (x-notifications; no id, no reply): its params. */
+export interface Notifications {
+  /** MEMORY.md changed after subscribe; cause daemon or external_edit (the user's save); after a save that lacked entries the daemon wrote, reapplied and returned name them (PROTOCOL.md, The user's edits). */
+  memory_changed: ChangeNotification;
+  /** PENDING.md changed after subscribe; cause daemon or external_edit (the user's save); after a save that lacked entries the daemon wrote, reapplied and returned name them (PROTOCOL.md, The user's edits). */
+  proposals_changed: ChangeNotification;
+  /** The workspace's settings changed (cause settings), after subscribe; also when the workspace was replaced or its ledger reset. */
+  settings_changed: ChangeNotification;
+  /** To every open connection, subscribed or not, before the daemon closes it: stopped on purpose (shutdown, signal), its services not loaded (start_failed), or its data directory or socket gone (data_dir_lost, socket_lost: a new daemon is wanted). Do not start a daemon again after shutdown or signal. */
+  daemon_stopping: DaemonStopping;
+  /** To the connection that called import_memories with progress: true, while it runs. */
+  import_progress: ImportProgressParams;
+}
+
+export type NotificationName = keyof Notifications;
+export const NOTIFICATION_NAMES = ["memory_changed", "proposals_changed", "settings_changed", "daemon_stopping", "import_progress"] as const satisfies readonly NotificationName[];
 
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {

@@ -192,6 +192,25 @@ class CandidatesResult(TypedDict):
     minSessions: int
 
 
+class ChangeNotification(TypedDict):
+    """Params of memory_changed / proposals_changed / settings_changed notifications.
+
+    After a save that lacked entries the daemon had written (an editor buffer older than
+    the write), ``reapplied`` lists the ids written back into the file and ``returned``
+    those queued in PENDING.md instead, because the save may have deleted them on
+    purpose; the ``proposals_changed`` of the write that queues them names them in
+    ``returned`` too (only present when not empty).
+    """
+
+    workspace: str
+    revision: int
+    cause: Literal["daemon", "external_edit", "settings"]
+    # default: []
+    reapplied: NotRequired[list[str]]
+    # default: []
+    returned: NotRequired[list[str]]
+
+
 class Checkpoint(TypedDict):
     """What one compaction covers: never deletes the events it summarizes."""
 
@@ -344,6 +363,12 @@ class CuratorTrace(TypedDict):
     # A length of time in milliseconds, fractional.
     # default: 0.0
     latencyMs: NotRequired[float]
+
+
+class DaemonStopping(TypedDict):
+    """Params of ``daemon_stopping``."""
+
+    reason: Literal["data_dir_lost", "shutdown", "signal", "socket_lost", "start_failed"]
 
 
 class DeleteSessionResult(TypedDict):
@@ -568,6 +593,17 @@ class ImportParams(TypedDict):
     requestId: NotRequired[str | None]
     # default: false
     progress: NotRequired[bool]
+
+
+class ImportProgressParams(TypedDict):
+    """Params of ``import_progress``: how many of an import's items were checked (at the
+    start, every 100, and at the end, before the reply), the workspace as the importer
+    spelled it.
+    """
+
+    workspace: str
+    done: int
+    total: int
 
 
 class ImportResultWire(TypedDict):
