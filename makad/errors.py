@@ -204,6 +204,21 @@ class InvalidSummary(MakadError):
 
     code = -32008
     kind = "invalid_summary"
+    data_fields = {
+        "problems": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "why: empty, too_long, missing_sections, empty_sections, contains_secret",
+        ),
+        "summaryTokens": _field("integer", "with too_long: the summary's tokens"),
+        "maxTokens": _field("integer", "with too_long: the most a summary may have"),
+        "missingSections": _field(
+            {"type": "array", "items": {"type": "string"}}, "with missing_sections: the headings missing"
+        ),
+        "emptySections": _field(
+            {"type": "array", "items": {"type": "string"}}, "with empty_sections: the headings with no text"
+        ),
+        "secretCount": _field("integer", "with contains_secret: how many secrets were found"),
+    }
 
 
 class IOFailure(MakadError):
@@ -256,6 +271,20 @@ class InsufficientEvidence(MakadError):
 
     code = -32011
     kind = "insufficient_evidence"
+    data_fields = {
+        "reason": _field(
+            "string", "no_episodes, unknown_episodes, foreign_tag, already_consolidated, below_threshold"
+        ),
+        "tag": _field("string", "the tag consolidated"),
+        "episodeIds": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "the episodes at fault (unknown, without the tag, or consolidated already; 20 at most)",
+        ),
+        "episodes": _field("integer", "below_threshold: the episodes cited"),
+        "sessions": _field("integer", "below_threshold: the sessions they come from"),
+        "minEpisodes": _field("integer", "below_threshold: the episodes needed"),
+        "minSessions": _field("integer", "below_threshold: the sessions needed"),
+    }
 
 
 class CircuitOpen(MakadError):
@@ -263,6 +292,11 @@ class CircuitOpen(MakadError):
 
     code = -32012
     kind = "circuit_open"
+    data_fields = {
+        "sessionId": _field("string", "the session whose automatic compactions stopped"),
+        "consecutiveFailures": _field("integer", "how many failed in a row"),
+        "threshold": _field("integer", "the failures in a row that open the circuit"),
+    }
 
 
 class ShuttingDown(MakadError):

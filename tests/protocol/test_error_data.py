@@ -98,6 +98,22 @@ def _sizes(c: Caller, ws: str) -> None:
     c.fail("build_context", {"workspace": ws, "sessionId": sid, "budgetTokens": 10}, "too_large")
 
 
+def _compaction_and_evidence(c: Caller, ws: str) -> None:
+    """A summary that fails its checks until the session's automatic compactions stop, and a
+    consolidation with too little evidence."""
+    sid = c.ok("open_session", {"workspace": ws})["sessionId"]
+    turns = [
+        {"type": "user_message" if i % 2 == 0 else "assistant_message", "text": "word " * 2000}
+        for i in range(12)
+    ]
+    c.ok("append_events", {"workspace": ws, "sessionId": sid, "events": turns})
+    bad = {"workspace": ws, "sessionId": sid, "mode": "semantic", "summary": "nope", "reason": "budget"}
+    for _ in range(3):
+        c.fail("compact", bad, "invalid_summary")
+    c.fail("compact", bad, "circuit_open")
+    c.fail("consolidate", {"workspace": ws, "tag": "deploy"}, "insufficient_evidence")
+
+
 def _reply_caps(c: Caller) -> None:
     """A result over the reply cap (it ran), and a batch tail that did not run."""
     c.fail("rpc.discover", {}, "reply_too_large")
@@ -141,6 +157,7 @@ def drawn() -> Iterator[list[tuple[str, dict[str, Any]]]]:
                 c.fail("add_entry", {"workspace": ws, "title": "Test", "content": "use pytest"}, "io_error")
             _conflicts(c, ws)
             _sizes(c, ws)
+            _compaction_and_evidence(c, ws)
             _reply_caps(c)
             _connection_cap(daemon, c)
         yield c.errors
@@ -174,6 +191,9 @@ def test_the_calls_draw_the_fields_a_client_acts_on(drawn: list[tuple[str, dict[
         ("gate_closed", "extractToolEnabled"),
         ("too_large", "limit"),
         ("too_large", "minimumTokens"),
+        ("invalid_summary", "missingSections"),
+        ("circuit_open", "consecutiveFailures"),
+        ("insufficient_evidence", "minEpisodes"),
     } <= seen
     ran = {data["ran"] for _, data in drawn if data["kind"] == "reply_too_large"}
     assert ran == {True, False}

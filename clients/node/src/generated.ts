@@ -2402,10 +2402,27 @@ export class SafeModeError extends RemoteError<"safe_mode"> {
   static readonly kind = "safe_mode";
   override name = "SafeModeError";
 }
+/** `error.data` of `invalid_summary`: every key but `kind` is present only where it applies. */
+export interface InvalidSummaryErrorData extends RemoteErrorData {
+  kind: "invalid_summary";
+  /** why: empty, too_long, missing_sections, empty_sections, contains_secret */
+  problems?: string[];
+  /** with too_long: the summary's tokens */
+  summaryTokens?: number;
+  /** with too_long: the most a summary may have */
+  maxTokens?: number;
+  /** with missing_sections: the headings missing */
+  missingSections?: string[];
+  /** with empty_sections: the headings with no text */
+  emptySections?: string[];
+  /** with contains_secret: how many secrets were found */
+  secretCount?: number;
+}
 /** `invalid_summary` (code -32008). */
 export class InvalidSummaryError extends RemoteError<"invalid_summary"> {
   static readonly kind = "invalid_summary";
   override name = "InvalidSummaryError";
+  declare readonly data: InvalidSummaryErrorData;
 }
 /** `error.data` of `io_error`: every key but `kind` is present only where it applies. */
 export interface IoErrorData extends RemoteErrorData {
@@ -2436,15 +2453,45 @@ export class InvalidWorkspaceError extends RemoteError<"invalid_workspace"> {
   static readonly kind = "invalid_workspace";
   override name = "InvalidWorkspaceError";
 }
+/** `error.data` of `insufficient_evidence`: every key but `kind` is present only where it applies. */
+export interface InsufficientEvidenceErrorData extends RemoteErrorData {
+  kind: "insufficient_evidence";
+  /** no_episodes, unknown_episodes, foreign_tag, already_consolidated, below_threshold */
+  reason?: string;
+  /** the tag consolidated */
+  tag?: string;
+  /** the episodes at fault (unknown, without the tag, or consolidated already; 20 at most) */
+  episodeIds?: string[];
+  /** below_threshold: the episodes cited */
+  episodes?: number;
+  /** below_threshold: the sessions they come from */
+  sessions?: number;
+  /** below_threshold: the episodes needed */
+  minEpisodes?: number;
+  /** below_threshold: the sessions needed */
+  minSessions?: number;
+}
 /** `insufficient_evidence` (code -32011). */
 export class InsufficientEvidenceError extends RemoteError<"insufficient_evidence"> {
   static readonly kind = "insufficient_evidence";
   override name = "InsufficientEvidenceError";
+  declare readonly data: InsufficientEvidenceErrorData;
+}
+/** `error.data` of `circuit_open`: every key but `kind` is present only where it applies. */
+export interface CircuitOpenErrorData extends RemoteErrorData {
+  kind: "circuit_open";
+  /** the session whose automatic compactions stopped */
+  sessionId?: string;
+  /** how many failed in a row */
+  consecutiveFailures?: number;
+  /** the failures in a row that open the circuit */
+  threshold?: number;
 }
 /** `circuit_open` (code -32012). */
 export class CircuitOpenError extends RemoteError<"circuit_open"> {
   static readonly kind = "circuit_open";
   override name = "CircuitOpenError";
+  declare readonly data: CircuitOpenErrorData;
 }
 /** `shutting_down` (code -32013). */
 export class ShuttingDownError extends RemoteError<"shutting_down"> {
