@@ -88,6 +88,21 @@ class NotFound(MakadError):
 
     code = -32001
     kind = "not_found"
+    data_fields = {
+        "id": _field("string", "the entry or proposal id asked for"),
+        "ids": _field(
+            {"type": "array", "items": {"type": "string"}}, "the ids of those asked for that do not exist"
+        ),
+        "sessionId": _field("string", "the session asked for"),
+        "callId": _field({"type": ["string", "null"]}, "get_manifest: the call asked for (null: the latest)"),
+        "checkpointId": _field("string", "the checkpoint asked for"),
+        "backupId": _field("string", "the backup asked for"),
+        "episodeIds": _field(
+            {"type": "array", "items": {"type": "string"}}, "the episodes that do not exist"
+        ),
+        "path": _field("string", "import_memories: the param naming a file that is not there ($.path)"),
+        "intentId": _field("string", "a write's recorded intent that is gone"),
+    }
 
 
 class Conflict(MakadError):
@@ -129,6 +144,7 @@ class IncognitoBlocked(MakadError):
 
     code = -32003
     kind = "incognito_blocked"
+    data_fields = {"sessionId": _field("string", "the incognito session, or the persistent one not written")}
 
 
 class Disabled(MakadError):
@@ -262,6 +278,14 @@ class InvalidWorkspace(MakadError):
 
     code = -32010
     kind = "invalid_workspace"
+    data_fields = {
+        "reason": _field(
+            "string",
+            "symlink (a symlinked memory folder or file), not_a_directory (a memory that is a "
+            "file), reserved (the data directory, the user level's folders, a memory folder), "
+            "too_long (no room under the path limit); absent: not absolute, not a directory",
+        ),
+    }
 
 
 class InsufficientEvidence(MakadError):

@@ -114,6 +114,23 @@ def _compaction_and_evidence(c: Caller, ws: str) -> None:
     c.fail("consolidate", {"workspace": ws, "tag": "deploy"}, "insufficient_evidence")
 
 
+def _missing_things(c: Caller, ws: str) -> None:
+    """Names of things that are not there, workspaces that cannot be one, an incognito
+    session asked to record an episode."""
+    c.fail("update_entry", {"workspace": ws, "id": "0123456789abcdef", "content": "x"}, "not_found")
+    c.fail("approve", {"workspace": ws, "ids": ["0123456789abcdef"]}, "not_found")
+    c.fail("get_manifest", {"workspace": ws, "sessionId": "nope"}, "not_found")
+    c.fail("get_checkpoint", {"workspace": ws, "checkpointId": "nope"}, "not_found")
+    c.fail("restore_backup", {"workspace": ws, "backupId": "1796000000000-000001-MEMORY"}, "not_found")
+    c.fail("import_memories", {"workspace": ws, "path": "/nonexistent/export.json"}, "not_found")
+    memory = Path(ws) / "memory"
+    c.fail("read_state", {"workspace": str(memory)}, "invalid_workspace")
+    c.fail("read_state", {"workspace": "relative"}, "invalid_workspace")
+    sid = c.ok("open_session", {"workspace": ws, "incognito": True})["sessionId"]
+    episode = {"workspace": ws, "sessionId": sid, "summary": "s", "sourceRefs": [], "tags": ["t"]}
+    c.fail("record_episode", episode, "incognito_blocked")
+
+
 def _reply_caps(c: Caller) -> None:
     """A result over the reply cap (it ran), and a batch tail that did not run."""
     c.fail("rpc.discover", {}, "reply_too_large")
@@ -158,6 +175,7 @@ def drawn() -> Iterator[list[tuple[str, dict[str, Any]]]]:
             _conflicts(c, ws)
             _sizes(c, ws)
             _compaction_and_evidence(c, ws)
+            _missing_things(c, ws)
             _reply_caps(c)
             _connection_cap(daemon, c)
         yield c.errors
@@ -194,6 +212,9 @@ def test_the_calls_draw_the_fields_a_client_acts_on(drawn: list[tuple[str, dict[
         ("invalid_summary", "missingSections"),
         ("circuit_open", "consecutiveFailures"),
         ("insufficient_evidence", "minEpisodes"),
+        ("not_found", "ids"),
+        ("invalid_workspace", "reason"),
+        ("incognito_blocked", "sessionId"),
     } <= seen
     ran = {data["ran"] for _, data in drawn if data["kind"] == "reply_too_large"}
     assert ran == {True, False}

@@ -2320,10 +2320,33 @@ export class InternalError extends RemoteError<"internal"> {
   static readonly kind = "internal";
   override name = "InternalError";
 }
+/** `error.data` of `not_found`: every key but `kind` is present only where it applies. */
+export interface NotFoundErrorData extends RemoteErrorData {
+  kind: "not_found";
+  /** the entry or proposal id asked for */
+  id?: string;
+  /** the ids of those asked for that do not exist */
+  ids?: string[];
+  /** the session asked for */
+  sessionId?: string;
+  /** get_manifest: the call asked for (null: the latest) */
+  callId?: string | null;
+  /** the checkpoint asked for */
+  checkpointId?: string;
+  /** the backup asked for */
+  backupId?: string;
+  /** the episodes that do not exist */
+  episodeIds?: string[];
+  /** import_memories: the param naming a file that is not there ($.path) */
+  path?: string;
+  /** a write's recorded intent that is gone */
+  intentId?: string;
+}
 /** `not_found` (code -32001). */
 export class NotFoundError extends RemoteError<"not_found"> {
   static readonly kind = "not_found";
   override name = "NotFoundError";
+  declare readonly data: NotFoundErrorData;
 }
 /** `error.data` of `conflict`: every key but `kind` is present only where it applies. */
 export interface ConflictErrorData extends RemoteErrorData {
@@ -2359,10 +2382,17 @@ export class ConflictError extends RemoteError<"conflict"> {
   override name = "ConflictError";
   declare readonly data: ConflictErrorData;
 }
+/** `error.data` of `incognito_blocked`: every key but `kind` is present only where it applies. */
+export interface IncognitoBlockedErrorData extends RemoteErrorData {
+  kind: "incognito_blocked";
+  /** the incognito session, or the persistent one not written */
+  sessionId?: string;
+}
 /** `incognito_blocked` (code -32003). */
 export class IncognitoBlockedError extends RemoteError<"incognito_blocked"> {
   static readonly kind = "incognito_blocked";
   override name = "IncognitoBlockedError";
+  declare readonly data: IncognitoBlockedErrorData;
 }
 /** `disabled` (code -32004). */
 export class DisabledError extends RemoteError<"disabled"> {
@@ -2448,10 +2478,17 @@ export class IoError extends RemoteError<"io_error"> {
   override name = "IoError";
   declare readonly data: IoErrorData;
 }
+/** `error.data` of `invalid_workspace`: every key but `kind` is present only where it applies. */
+export interface InvalidWorkspaceErrorData extends RemoteErrorData {
+  kind: "invalid_workspace";
+  /** symlink (a symlinked memory folder or file), not_a_directory (a memory that is a file), reserved (the data directory, the user level's folders, a memory folder), too_long (no room under the path limit); absent: not absolute, not a directory */
+  reason?: string;
+}
 /** `invalid_workspace` (code -32010). */
 export class InvalidWorkspaceError extends RemoteError<"invalid_workspace"> {
   static readonly kind = "invalid_workspace";
   override name = "InvalidWorkspaceError";
+  declare readonly data: InvalidWorkspaceErrorData;
 }
 /** `error.data` of `insufficient_evidence`: every key but `kind` is present only where it applies. */
 export interface InsufficientEvidenceErrorData extends RemoteErrorData {

@@ -5,6 +5,7 @@ import { describe, it } from "node:test";
 
 import {
   ConflictError,
+  InvalidParamsError,
   IoError,
   MakaClient,
   NotFoundError,
@@ -58,9 +59,13 @@ function typedErrorData(error: unknown): void {
     void limit;
   }
   if (error instanceof NotFoundError) {
+    const ids: string[] | undefined = error.data.ids;
+    void ids;
+  }
+  if (error instanceof InvalidParamsError) {
     // kinds without documented fields keep the index signature: bracket access only
-    const id: unknown = error.data["id"];
-    void id;
+    const path: unknown = error.data["path"];
+    void path;
   }
 }
 
