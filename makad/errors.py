@@ -48,14 +48,20 @@ __all__ = [
 ]
 
 
+def _field(schema: str | dict[str, Any], description: str) -> dict[str, Any]:
+    """A key of an error's ``data``: its JSON Schema (a type name, or a whole schema) and what it means."""
+    return {**({"type": schema} if isinstance(schema, str) else schema), "description": description}
+
+
 class MakadError(Exception):
     """Base of every error that is reported to a client."""
 
     code: ClassVar[int] = -32603
     kind: ClassVar[str] = "internal"
-    # The keys its ``data`` may carry besides ``kind``, each with what it means (listed in
-    # the OpenRPC document's components.errors as ``x-dataFields``).
-    data_fields: ClassVar[dict[str, str]] = {}
+    # The keys its ``data`` may carry besides ``kind``, each a JSON Schema with what it means
+    # (the OpenRPC document's components.errors lists them as ``x-dataFields``, and the
+    # generated clients type an error's ``data`` from them).
+    data_fields: ClassVar[dict[str, dict[str, Any]]] = {}
 
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
@@ -82,6 +88,21 @@ class NotFound(MakadError):
 
     code = -32001
     kind = "not_found"
+    data_fields = {
+        "id": _field("string", "the entry or proposal id asked for"),
+        "ids": _field(
+            {"type": "array", "items": {"type": "string"}}, "the ids of those asked for that do not exist"
+        ),
+        "sessionId": _field("string", "the session asked for"),
+        "callId": _field({"type": ["string", "null"]}, "get_manifest: the call asked for (null: the latest)"),
+        "checkpointId": _field("string", "the checkpoint asked for"),
+        "backupId": _field("string", "the backup asked for"),
+        "episodeIds": _field(
+            {"type": "array", "items": {"type": "string"}}, "the episodes that do not exist"
+        ),
+        "path": _field("string", "import_memories: the param naming a file that is not there ($.path)"),
+        "intentId": _field("string", "a write's recorded intent that is gone"),
+    }
 
 
 class Conflict(MakadError):
@@ -91,6 +112,31 @@ class Conflict(MakadError):
 
     code = -32002
     kind = "conflict"
+    data_fields = {
+        "currentRevision": _field(
+            "integer",
+            "the revision now, when an expectedRevision did not match or the user changed the same "
+            "entry (set_working_state: the working state's revision): retry from it",
+        ),
+        "expectedRevision": _field("integer", "the expectedRevision the call sent"),
+        "currentSeq": _field("integer", "append_events: the session's last seq now"),
+        "expectedSeq": _field("integer", "append_events: the expectedSeq the call sent"),
+        "ids": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "the entries the user changed meanwhile: their version was kept",
+        ),
+        "reason": _field(
+            "string",
+            "closed (append_events to a closed session), deleted (open_session of a deleted id), "
+            "duplicate (the requestId's call was already applied)",
+        ),
+        "sessionId": _field("string", "the session the conflict is about"),
+        "incognito": _field("boolean", "open_session: the kind the existing session has"),
+        "requestId": _field("string", "a requestId already used, by this or another method"),
+        "checkpointId": _field("string", "compact: a checkpoint with this id exists"),
+        "toSeq": _field("integer", "compact: the ledger moved on past the checkpoint's range"),
+        "intentId": _field("string", "a write's recorded intent with this id exists"),
+    }
 
 
 class IncognitoBlocked(MakadError):
@@ -98,6 +144,7 @@ class IncognitoBlocked(MakadError):
 
     code = -32003
     kind = "incognito_blocked"
+    data_fields = {"sessionId": _field("string", "the incognito session, or the persistent one not written")}
 
 
 class Disabled(MakadError):
@@ -116,6 +163,10 @@ class GateClosed(MakadError):
 
     code = -32005
     kind = "gate_closed"
+    data_fields = {
+        "extractToolEnabled": _field("boolean", "the workspace's extractToolEnabled setting"),
+        "agentReadEnabled": _field("boolean", "the workspace's agentReadEnabled setting"),
+    }
 
 
 class TooLarge(MakadError):
@@ -123,12 +174,36 @@ class TooLarge(MakadError):
 
     code = -32006
     kind = "too_large"
+    data_fields = {
+        "limit": _field(
+            "integer", "the cap passed, in the unit the message names (bytes, characters, items)"
+        ),
+        "actual": _field("integer", "the size sent, in the limit's unit"),
+        "count": _field("integer", "how many were sent (events, the events refs name, list items)"),
+        "index": _field("integer", "which element is over (an event of append_events, a list item)"),
+        "field": _field("string", "the param or list over its cap (title, reason, goals …)"),
+        "section": _field("string", "set_working_state: the notes section over its token cap"),
+        "tokens": _field("integer", "with section: its tokens"),
+        "path": _field("string", "the param at fault ($.path)"),
+        "capBytes": _field("integer", "import_memories: PENDING.md's size cap"),
+        "waiting": _field("integer", "import_memories: the new memories none of which fits"),
+        "budgetTokens": _field("integer", "build_context: the budget asked for"),
+        "minimumTokens": _field("integer", "build_context: what the newest user message alone needs"),
+        "reason": _field("string", "a message over the size cap (code -32600): what it exceeded"),
+    }
 
 
 class ReplyTooLarge(TooLarge):
     """Written by the dispatcher when a reply would pass the reply cap (never raised by handlers)."""
 
     kind = "reply_too_large"
+    data_fields = {
+        "limit": _field("integer", "the reply cap in bytes (--max-reply-bytes)"),
+        "ran": _field(
+            "boolean",
+            "true: the method ran and its result was dropped; false: a batch element not run",
+        ),
+    }
 
 
 class SafeMode(MakadError):
@@ -145,6 +220,21 @@ class InvalidSummary(MakadError):
 
     code = -32008
     kind = "invalid_summary"
+    data_fields = {
+        "problems": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "why: empty, too_long, missing_sections, empty_sections, contains_secret",
+        ),
+        "summaryTokens": _field("integer", "with too_long: the summary's tokens"),
+        "maxTokens": _field("integer", "with too_long: the most a summary may have"),
+        "missingSections": _field(
+            {"type": "array", "items": {"type": "string"}}, "with missing_sections: the headings missing"
+        ),
+        "emptySections": _field(
+            {"type": "array", "items": {"type": "string"}}, "with empty_sections: the headings with no text"
+        ),
+        "secretCount": _field("integer", "with contains_secret: how many secrets were found"),
+    }
 
 
 class IOFailure(MakadError):
@@ -155,16 +245,29 @@ class IOFailure(MakadError):
     code = -32009
     kind = "io_error"
     data_fields = {
-        "reason": "what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, "
-        "io_error ...",
-        "file": "the memory file or backup the failure is about, by name (MEMORY.md), never a path",
-        "osError": "with file: the system's reason (Permission denied)",
-        "errno": "with file: the reason's symbol (EACCES)",
-        "memoryWritten": "true when the call had already written a memory file when it failed (a "
-        "ledger write after it did not go through): the change is in the file, so a retry "
-        "without requestId would make it again",
-        "written": "with memoryWritten: the names of the files written (MEMORY.md, PENDING.md)",
-        "revision": "with memoryWritten: the revision the change got (read_state is at it)",
+        "reason": _field(
+            "string",
+            "what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, "
+            "utf16, io_error ...",
+        ),
+        "file": _field(
+            "string", "the memory file or backup the failure is about, by name (MEMORY.md), never a path"
+        ),
+        "osError": _field("string", "with file: the system's reason (Permission denied)"),
+        "errno": _field("string", "with file: the reason's symbol (EACCES)"),
+        "memoryWritten": _field(
+            "boolean",
+            "true when the call had already written a memory file when it failed (a ledger write "
+            "after it did not go through): the change is in the file, so a retry without "
+            "requestId would make it again",
+        ),
+        "written": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "with memoryWritten: the names of the files written (MEMORY.md, PENDING.md)",
+        ),
+        "revision": _field(
+            "integer", "with memoryWritten: the revision the change got (read_state is at it)"
+        ),
     }
 
 
@@ -175,6 +278,14 @@ class InvalidWorkspace(MakadError):
 
     code = -32010
     kind = "invalid_workspace"
+    data_fields = {
+        "reason": _field(
+            "string",
+            "symlink (a symlinked memory folder or file), not_a_directory (a memory that is a "
+            "file), reserved (the data directory, the user level's folders, a memory folder), "
+            "too_long (no room under the path limit); absent: not absolute, not a directory",
+        ),
+    }
 
 
 class InsufficientEvidence(MakadError):
@@ -184,6 +295,20 @@ class InsufficientEvidence(MakadError):
 
     code = -32011
     kind = "insufficient_evidence"
+    data_fields = {
+        "reason": _field(
+            "string", "no_episodes, unknown_episodes, foreign_tag, already_consolidated, below_threshold"
+        ),
+        "tag": _field("string", "the tag consolidated"),
+        "episodeIds": _field(
+            {"type": "array", "items": {"type": "string"}},
+            "the episodes at fault (unknown, without the tag, or consolidated already; 20 at most)",
+        ),
+        "episodes": _field("integer", "below_threshold: the episodes cited"),
+        "sessions": _field("integer", "below_threshold: the sessions they come from"),
+        "minEpisodes": _field("integer", "below_threshold: the episodes needed"),
+        "minSessions": _field("integer", "below_threshold: the sessions needed"),
+    }
 
 
 class CircuitOpen(MakadError):
@@ -191,6 +316,11 @@ class CircuitOpen(MakadError):
 
     code = -32012
     kind = "circuit_open"
+    data_fields = {
+        "sessionId": _field("string", "the session whose automatic compactions stopped"),
+        "consecutiveFailures": _field("integer", "how many failed in a row"),
+        "threshold": _field("integer", "the failures in a row that open the circuit"),
+    }
 
 
 class ShuttingDown(MakadError):
@@ -205,6 +335,7 @@ class TooManyConnections(MakadError):
 
     code = -32014
     kind = "too_many_connections"
+    data_fields = {"limit": _field("integer", "the connection cap (--max-connections)")}
 
 
 ALL_ERRORS: tuple[type[MakadError], ...] = (

@@ -9,6 +9,7 @@ import msgspec
 from makad import __version__
 from makad.errors import ALL_ERRORS, MakadError
 from makad.wire.base import MethodSpec
+from makad.wire.catalogue import NOTIFICATIONS, NotificationSpec
 
 REF_TEMPLATE = "#/components/schemas/{name}"
 
@@ -26,9 +27,12 @@ def _component_error(err: type[MakadError]) -> dict[str, Any]:
     return entry
 
 
-def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
+def generate(
+    catalogue: dict[str, MethodSpec], notifications: tuple[NotificationSpec, ...] = NOTIFICATIONS
+) -> dict[str, Any]:
     specs = list(catalogue.values())
-    types: list[Any] = []
+    # The notifications' params first: their schemas are components like the methods'.
+    types: list[Any] = [note.params for note in notifications]
     # Where each method's result schemas start in ``types``, and how many (a tuple of
     # alternatives is described as anyOf: msgspec describes only tagged Struct unions).
     result_at: list[tuple[int, int]] = []
@@ -71,6 +75,12 @@ def generate(catalogue: dict[str, MethodSpec]) -> dict[str, Any]:
             "null, and the connection is closed. See protocol/PROTOCOL.md.",
         },
         "methods": methods,
+        # Not part of OpenRPC 1.3 (which describes methods only): what the daemon sends
+        # unasked, each with the schema of its params.
+        "x-notifications": [
+            {"name": note.name, "summary": note.summary, "params": schemas[index]}
+            for index, note in enumerate(notifications)
+        ],
         "components": {
             "schemas": dict(sorted(components.items())),
             "errors": {err.kind: _component_error(err) for err in ALL_ERRORS},

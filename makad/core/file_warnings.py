@@ -145,6 +145,20 @@ def not_proposals(doc: fmt.MemoryDocument, *, per_line: bool = True) -> list[War
     return out
 
 
+def pending_over_cap(too_large: bool, size: int, cap: int) -> list[Warning]:
+    """``pending_safe_mode`` when PENDING.md is over the size cap: none of its proposals is
+    read, so an empty list of them must not pass for an empty queue."""
+    if not too_large:
+        return []
+    return [
+        Warning(
+            kind="pending_safe_mode",
+            message=f"PENDING.md is {size} bytes, over the {cap}-byte cap: no proposal is listed, "
+            "approved or queued until it is shrunk",
+        )
+    ]
+
+
 ROOT_FILES: Final = ("MEMORY.md", "PENDING.md")
 
 

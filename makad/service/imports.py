@@ -24,7 +24,13 @@ from makad.service.import_source import read_import_source
 from makad.service.memory import Change, MemoryWriter
 from makad.service.written_files import reports_memory_written
 from makad.wire.base import Handler
-from makad.wire.proposals import ExportParams, ExportResult, ImportParams, ImportResultWire
+from makad.wire.proposals import (
+    ExportParams,
+    ExportResult,
+    ImportParams,
+    ImportProgressParams,
+    ImportResultWire,
+)
 
 IMPORT_THREADS = 4
 
@@ -160,7 +166,7 @@ class ImportProgress:
         self._post(0)
 
     def _post(self, done: int) -> None:
-        note = {"workspace": self._workspace, "done": done, "total": self._total}
+        note = ImportProgressParams(workspace=self._workspace, done=done, total=self._total)
         self._peer.notify("import_progress", note, group=("import_progress", id(self)))
 
     def step(self, done: int) -> None:

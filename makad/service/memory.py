@@ -197,9 +197,11 @@ class MemoryService:
         if params.if_revision == revision:  # the files were touched, not changed
             return StateNotModified(not_modified=True, revision=revision)
         pending_count = sum(1 for s in ws.pending.doc.sections if is_open(s.entry))
+        cap = self._ctx.settings.memory_max_bytes
+        pending_warnings = fw.pending_over_cap(ws.pending.too_large, ws.pending.size, cap)
         if ws.memory.too_large:
             return LocalMemoryState(
-                **base,
+                **{**base, "warnings": [*notices, *pending_warnings]},
                 status="safe_mode",
                 entry_count=0,
                 latest_entry=None,
@@ -227,7 +229,7 @@ class MemoryService:
         return LocalMemoryState(
             **{
                 **base,
-                "warnings": [*notices, *warnings],
+                "warnings": [*notices, *warnings, *pending_warnings],
                 **({"content": content} if params.include_content else {}),
             },
             status="ok",

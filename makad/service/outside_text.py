@@ -15,6 +15,7 @@ from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.memory import Change, MemoryWriter
 from makad.service.written_files import reports_memory_written
 from makad.store.ledger import Ledger
+from makad.store.workspaces import Workspace
 from makad.wire.base import Handler
 from makad.wire.memory import RemoveOutsideTextParams, RemoveOutsideTextResult
 
@@ -45,6 +46,10 @@ class OutsideTextService:
             await self._ctx.require_writable(ws)
         async with ws.lock:
             await self._files.refresh(ws)
+            if not params.dry_run:
+                # Checked here too: a call with nothing to remove writes nothing, and a stale
+                # revision is a conflict whatever the call would have changed.
+                await self._check_revision(ws, params.expected_revision)
             preamble = ws.memory.doc.preamble
             planned = await in_thread(self._plan, ws.memory.doc, ws.pending.doc, preamble, ws.ledger)
             chosen = planned.removable
@@ -73,6 +78,15 @@ class OutsideTextService:
                 await self._files.write(ws, "memory", op, expected_revision=params.expected_revision)
             revision = await self._ctx.revision(ws)
         return RemoveOutsideTextResult(removed=chosen, kept=kept, dry_run=params.dry_run, revision=revision)
+
+    async def _check_revision(self, ws: Workspace, expected: int | None) -> None:
+        current = await self._ctx.revision(ws)
+        if expected is not None and expected != current:
+            raise Conflict(
+                "the workspace changed since that revision",
+                currentRevision=current,
+                expectedRevision=expected,
+            )
 
     @staticmethod
     def _plan(

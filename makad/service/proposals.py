@@ -24,7 +24,7 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.canonical import MAX_SIMILAR, content_hash, similar_ids
 from makad.core.entries import clean_entry, is_open
-from makad.core.file_warnings import not_proposals, not_utf8
+from makad.core.file_warnings import not_proposals, not_utf8, pending_over_cap
 from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact
@@ -350,7 +350,11 @@ class ProposalService:
         # What the answer says about the files, taken before the first await below: a
         # proposal queued meanwhile is listed next time, under a newer revision.
         revision = await self._ctx.revision(ws)
-        warnings = [*not_utf8(ws.pending.text, "PENDING.md"), *not_proposals(ws.pending.doc)]
+        warnings = [
+            *not_utf8(ws.pending.text, "PENDING.md"),
+            *not_proposals(ws.pending.doc),
+            *pending_over_cap(ws.pending.too_large, ws.pending.size, self._ctx.settings.memory_max_bytes),
+        ]
         known = rules.candidates(ws.memory.doc, ws.pending.doc)
         open_sections = [s for s in ws.pending.doc.sections if is_open(s.entry)]
         replaced = await self._replaced(ws, [s.entry for s in open_sections])
@@ -389,7 +393,11 @@ class ProposalService:
                 await self._files.refresh(ws)
                 revision = await self._ctx.revision(ws)
                 if params.expected_revision is not None and params.expected_revision != revision:
-                    raise Conflict("the workspace changed since that revision", currentRevision=revision)
+                    raise Conflict(
+                        "the workspace changed since that revision",
+                        currentRevision=revision,
+                        expectedRevision=params.expected_revision,
+                    )
                 origins, returned = await in_thread(_recorded_origins, ws, params.ids)
                 plan = await in_thread(  # edits are cleaned and redacted: off the event loop
                     rules.plan_approval,

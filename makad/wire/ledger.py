@@ -91,8 +91,21 @@ class ReadEventsParams(WorkspaceParams):
 
 class ReadEventsResult(Result):
     events: list[Event]
-    last_seq: int
-    has_more: bool
+    last_seq: Annotated[
+        int,
+        Meta(
+            description="The session's last seq (0 when it has no event), not the last one "
+            "returned: page on with afterSeq set to the last returned event's seq."
+        ),
+    ]
+    has_more: Annotated[
+        bool,
+        Meta(
+            description="true: the session has events after the last one returned (limit "
+            "reached, or the reply's 8 MiB bound: fewer than limit then); ask again with "
+            "afterSeq set to that event's seq."
+        ),
+    ]
 
 
 class SearchHistoryParams(WorkspaceParams):
@@ -295,9 +308,10 @@ METHODS: list[MethodSpec] = [
         "<= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).",
         errors=(*_WRITE, Conflict, TooLarge),
         description="Past ~10,000 tokens of events, and every ~5,000 after, the daemon "
-        "writes the note sections it derives itself (Current State, Files "
-        "and Functions, Errors & Corrections, Worklog), marked as derived; "
-        "a section a client writes is never overwritten. Lists over their cap and unknown "
+        "writes the note sections it derives itself (Current State, Task specification, "
+        "Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), "
+        'marked as derived; a section a client writes is never overwritten (write "" '
+        "to hand it back). Workflow is the client's alone. Lists over their cap and unknown "
         "note sections are refused before any text is read; the invalid_params for unknown "
         "sections names the first 20 (data.sections, sorted) and counts them all "
         "(data.unknownCount).",

@@ -62,26 +62,27 @@ class ReadStateParams(WorkspaceParams):
 class LocalMemoryState(Result, kw_only=True):
     """The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
 
-    ``warnings`` tells what the read found without failing: ``not_utf8`` names each
-    line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
-    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
-    ``new_workspace``: the folder at this path is not the one the daemon knew (settings
-    start at their defaults); ``ledger_reset``: the ledger was corrupt (or written by a
-    newer makad: the message says so), moved aside and started over (privacy switches at
-    their defaults); ``ledger_read_only``: the data directory's disk is full, the ledger is
-    read as it was and every write fails with ``disk_full`` until space is freed;
-    ``pinned_over_share``: a pinned
-    entry (on its line) that a 1,500-token context pack has no room for;
+    ``warnings`` tells what the read found without failing: ``not_utf8`` names each line of
+    MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are shown as cp1252
+    and kept on disk), and PENDING.md's in one warning without a line; ``new_workspace``:
+    the folder at this path is not the one the daemon knew (settings start at their
+    defaults); ``ledger_reset``: the ledger was corrupt (or written by a newer makad: the
+    message says so), moved aside and started over (privacy switches at their defaults);
+    ``ledger_read_only``: the data directory's disk is full, the ledger is read as it was
+    and every write fails with ``disk_full`` until space is freed; ``pinned_over_share``: a
+    pinned entry (on its line) that a 1,500-token context pack has no room for;
     ``text_outside_entries``, ``misplaced_file``, ``not_a_proposal``: text the daemon does
-    not read as a memory. About metadata comments typed by hand, on the comment's line, the
-    token kept as written and the entry read as without it: ``unknown_value`` (a known key
-    with a value this version does not understand: ``status=actve``, ``createdAt=2024-01-01``,
-    ``confidence=1.5``), ``unknown_key`` (a key close to a known one: ``stauts=``, ``tag=``),
-    ``bad_metadata`` (no closing ``-->``, text after it, a token without ``=``),
-    ``duplicate_key`` (a key twice in one comment), ``duplicate_id`` (an id an earlier
-    entry has), ``unlikely_date`` (a ``createdAt``/``updatedAt`` read, but in seconds or
-    microseconds: ``createdAt=1733500000`` reads as 1970-01-21); each message names the
-    entry, the token, what it reads as and the likely spelling (a date in milliseconds).
+    not read as a memory; ``pending_safe_mode``: PENDING.md is over the size cap, so none of
+    its proposals is read (``pendingCount`` 0) until it is shrunk. About metadata comments
+    typed by hand, on the comment's line, the token kept as written and the entry read as
+    without it: ``unknown_value`` (a known key with a value this version does not
+    understand: ``status=actve``, ``createdAt=2024-01-01``, ``confidence=1.5``),
+    ``unknown_key`` (a key close to a known one: ``stauts=``, ``tag=``), ``bad_metadata``
+    (no closing ``-->``, text after it, a token without ``=``), ``duplicate_key`` (a key
+    twice in one comment), ``duplicate_id`` (an id an earlier entry has), ``unlikely_date``
+    (a ``createdAt``/``updatedAt`` read, but in seconds or microseconds:
+    ``createdAt=1733500000`` reads as 1970-01-21); each message names the entry, the
+    token, what it reads as and the likely spelling (a date in milliseconds).
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -233,7 +234,7 @@ METHODS: list[MethodSpec] = [
         SetSettingsParams,
         Settings,
         "Change some of a workspace's settings (patch); returns all of them.",
-        errors=(*_WS, err.IOFailure),
+        errors=(*_WS, err.IOFailure, err.InvalidParams),
     ),
     MethodSpec(
         "read_state",
@@ -257,7 +258,7 @@ METHODS: list[MethodSpec] = [
         UpdateEntryParams,
         EntryResult,
         "Change an entry's title, content or tags.",
-        errors=(*_WRITE, err.NotFound),
+        errors=(*_WRITE, err.NotFound, err.InvalidParams),
     ),
     MethodSpec(
         "pin_entry",

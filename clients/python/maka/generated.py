@@ -196,6 +196,25 @@ class CandidatesResult(TypedDict):
     minSessions: int
 
 
+class ChangeNotification(TypedDict):
+    """Params of memory_changed / proposals_changed / settings_changed notifications.
+
+    After a save that lacked entries the daemon had written (an editor buffer older than
+    the write), ``reapplied`` lists the ids written back into the file and ``returned``
+    those queued in PENDING.md instead, because the save may have deleted them on
+    purpose; the ``proposals_changed`` of the write that queues them names them in
+    ``returned`` too (only present when not empty).
+    """
+
+    workspace: str
+    revision: int
+    cause: Literal["daemon", "external_edit", "settings"]
+    # default: []
+    reapplied: NotRequired[list[str]]
+    # default: []
+    returned: NotRequired[list[str]]
+
+
 class Checkpoint(TypedDict):
     """What one compaction covers: never deletes the events it summarizes."""
 
@@ -353,6 +372,12 @@ class CuratorTrace(TypedDict):
     # A length of time in milliseconds, fractional.
     # default: 0.0
     latencyMs: NotRequired[float]
+
+
+class DaemonStopping(TypedDict):
+    """Params of ``daemon_stopping``."""
+
+    reason: Literal["data_dir_lost", "shutdown", "signal", "socket_lost", "start_failed"]
 
 
 class DeleteSessionResult(TypedDict):
@@ -579,6 +604,17 @@ class ImportParams(TypedDict):
     progress: NotRequired[bool]
 
 
+class ImportProgressParams(TypedDict):
+    """Params of ``import_progress``: how many of an import's items were checked (at the
+    start, every 100, and at the end, before the reply), the workspace as the importer
+    spelled it.
+    """
+
+    workspace: str
+    done: int
+    total: int
+
+
 class ImportResultWire(TypedDict):
     format: str
     imported: list[str]
@@ -654,26 +690,27 @@ class ListSessionsParams(TypedDict):
 class LocalMemoryState(TypedDict):
     """The contract's LocalMemoryState plus revision, sha256, pendingCount, entries, warnings.
 
-    ``warnings`` tells what the read found without failing: ``not_utf8`` names each
-    line of MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are
-    shown as cp1252 and kept on disk), and PENDING.md's in one warning without a line;
-    ``new_workspace``: the folder at this path is not the one the daemon knew (settings
-    start at their defaults); ``ledger_reset``: the ledger was corrupt (or written by a
-    newer makad: the message says so), moved aside and started over (privacy switches at
-    their defaults); ``ledger_read_only``: the data directory's disk is full, the ledger is
-    read as it was and every write fails with ``disk_full`` until space is freed;
-    ``pinned_over_share``: a pinned
-    entry (on its line) that a 1,500-token context pack has no room for;
+    ``warnings`` tells what the read found without failing: ``not_utf8`` names each line of
+    MEMORY.md that is not valid UTF-8 (status stays ``ok``; those bytes are shown as cp1252
+    and kept on disk), and PENDING.md's in one warning without a line; ``new_workspace``:
+    the folder at this path is not the one the daemon knew (settings start at their
+    defaults); ``ledger_reset``: the ledger was corrupt (or written by a newer makad: the
+    message says so), moved aside and started over (privacy switches at their defaults);
+    ``ledger_read_only``: the data directory's disk is full, the ledger is read as it was
+    and every write fails with ``disk_full`` until space is freed; ``pinned_over_share``: a
+    pinned entry (on its line) that a 1,500-token context pack has no room for;
     ``text_outside_entries``, ``misplaced_file``, ``not_a_proposal``: text the daemon does
-    not read as a memory. About metadata comments typed by hand, on the comment's line, the
-    token kept as written and the entry read as without it: ``unknown_value`` (a known key
-    with a value this version does not understand: ``status=actve``, ``createdAt=2024-01-01``,
-    ``confidence=1.5``), ``unknown_key`` (a key close to a known one: ``stauts=``, ``tag=``),
-    ``bad_metadata`` (no closing ``-->``, text after it, a token without ``=``),
-    ``duplicate_key`` (a key twice in one comment), ``duplicate_id`` (an id an earlier
-    entry has), ``unlikely_date`` (a ``createdAt``/``updatedAt`` read, but in seconds or
-    microseconds: ``createdAt=1733500000`` reads as 1970-01-21); each message names the
-    entry, the token, what it reads as and the likely spelling (a date in milliseconds).
+    not read as a memory; ``pending_safe_mode``: PENDING.md is over the size cap, so none of
+    its proposals is read (``pendingCount`` 0) until it is shrunk. About metadata comments
+    typed by hand, on the comment's line, the token kept as written and the entry read as
+    without it: ``unknown_value`` (a known key with a value this version does not
+    understand: ``status=actve``, ``createdAt=2024-01-01``, ``confidence=1.5``),
+    ``unknown_key`` (a key close to a known one: ``stauts=``, ``tag=``), ``bad_metadata``
+    (no closing ``-->``, text after it, a token without ``=``), ``duplicate_key`` (a key
+    twice in one comment), ``duplicate_id`` (an id an earlier entry has), ``unlikely_date``
+    (a ``createdAt``/``updatedAt`` read, but in seconds or microseconds:
+    ``createdAt=1733500000`` reads as 1970-01-21); each message names the entry, the
+    token, what it reads as and the likely spelling (a date in milliseconds).
     ``confidence`` (asked with ``includeConfidence``): entry id → how far it can be trusted
     and why, derived from who wrote it, its source refs and its age (or set by the user).
     """
@@ -839,6 +876,7 @@ class ProposalView(TypedDict):
 class ProposalsResult(TypedDict):
     proposals: list[ProposalView]
     revision: int
+    # not_utf8 for each line of PENDING.md that is not valid UTF-8, not_a_proposal for each section waiting for no review, pending_safe_mode when PENDING.md is over the size cap and none of its proposals is read (see read_state).
     # default: []
     warnings: NotRequired[list[WarningSchema]]
 
@@ -898,7 +936,9 @@ class ReadEventsParams(TypedDict):
 
 class ReadEventsResult(TypedDict):
     events: list[Event]
+    # The session's last seq (0 when it has no event), not the last one returned: page on with afterSeq set to the last returned event's seq.
     lastSeq: int
+    # true: the session has events after the last one returned (limit reached, or the reply's 8 MiB bound: fewer than limit then); ask again with afterSeq set to that event's seq.
     hasMore: bool
 
 
@@ -1131,6 +1171,7 @@ class SemanticStatus(TypedDict):
     embedding time only).
     """
 
+    # What --embedding-model named while state is loading (or failed), then the name its vectors are stored under: the model folder's or file's name and a digest of its weights (model-1ddd09b6d051).
     model: str
     state: Literal["failed", "loading", "ready"]
     # default: null
@@ -2027,7 +2068,7 @@ class Methods:
     def set_settings(self, **params: Unpack[SetSettingsArgs]) -> Settings:
         """Change some of a workspace's settings (patch); returns all of them.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("Settings", self._call("set_settings", dict(params)))
 
@@ -2048,7 +2089,7 @@ class Methods:
     def update_entry(self, **params: Unpack[UpdateEntryArgs]) -> EntryResult:
         """Change an entry's title, content or tags.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", self._call("update_entry", dict(params)))
 
@@ -2116,7 +2157,7 @@ class Methods:
         return cast("SubscribeResult", self._call("unsubscribe", dict(params)))
 
     def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
-        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). An origin other than extracted is invalid_params as the params are read, before any gate; then the gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
 
         Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -2132,7 +2173,7 @@ class Methods:
     def approve(self, **params: Unpack[ApproveArgs]) -> ApproveResult:
         """Activate proposals (optionally edited) in MEMORY.md and remove them from PENDING.md; a supersedes target is archived in the same write.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("ApproveResult", self._call("approve", dict(params)))
 
@@ -2141,7 +2182,7 @@ class Methods:
 
         A reason is at most 2,000 characters (too_large, data.field reason).
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", self._call("reject", dict(params)))
 
@@ -2303,7 +2344,7 @@ class Methods:
     def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
         """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
-        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Task specification, Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), marked as derived; a section a client writes is never overwritten (write "" to hand it back). Workflow is the client's alone. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
@@ -2384,7 +2425,7 @@ class AsyncMethods:
     async def set_settings(self, **params: Unpack[SetSettingsArgs]) -> Settings:
         """Change some of a workspace's settings (patch); returns all of them.
 
-        Errors: invalid_workspace, io_error.
+        Errors: invalid_params, invalid_workspace, io_error.
         """
         return cast("Settings", await self._call("set_settings", dict(params)))
 
@@ -2405,7 +2446,7 @@ class AsyncMethods:
     async def update_entry(self, **params: Unpack[UpdateEntryArgs]) -> EntryResult:
         """Change an entry's title, content or tags.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("EntryResult", await self._call("update_entry", dict(params)))
 
@@ -2473,7 +2514,7 @@ class AsyncMethods:
         return cast("SubscribeResult", await self._call("unsubscribe", dict(params)))
 
     async def propose(self, **params: Unpack[ProposeArgs]) -> ProposeResult:
-        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). Gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled, whatever the origin), invalid_params unless origin is extracted, too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
+        """The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). An origin other than extracted is invalid_params as the params are read, before any gate; then the gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
 
         Errors: conflict, disabled, gate_closed, incognito_blocked, insufficient_evidence, invalid_params, invalid_workspace, io_error, safe_mode, too_large.
         """
@@ -2489,7 +2530,7 @@ class AsyncMethods:
     async def approve(self, **params: Unpack[ApproveArgs]) -> ApproveResult:
         """Activate proposals (optionally edited) in MEMORY.md and remove them from PENDING.md; a supersedes target is archived in the same write.
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("ApproveResult", await self._call("approve", dict(params)))
 
@@ -2498,7 +2539,7 @@ class AsyncMethods:
 
         A reason is at most 2,000 characters (too_large, data.field reason).
 
-        Errors: conflict, disabled, incognito_blocked, invalid_workspace, io_error, not_found, safe_mode, too_large.
+        Errors: conflict, disabled, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, safe_mode, too_large.
         """
         return cast("RejectResult", await self._call("reject", dict(params)))
 
@@ -2660,7 +2701,7 @@ class AsyncMethods:
     async def set_working_state(self, **params: Unpack[SetWorkingStateArgs]) -> SetWorkingStateResult:
         """Change a session's working state (goals <= 8, open threads <= 12, decisions <= 20, each at most 2,000 characters; notes <= 2,000 tokens a section and 12,000 in all).
 
-        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Files and Functions, Errors & Corrections, Worklog), marked as derived; a section a client writes is never overwritten. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
+        Past ~10,000 tokens of events, and every ~5,000 after, the daemon writes the note sections it derives itself (Current State, Task specification, Files and Functions, Errors & Corrections, Learnings, Key results, Worklog), marked as derived; a section a client writes is never overwritten (write "" to hand it back). Workflow is the client's alone. Lists over their cap and unknown note sections are refused before any text is read; the invalid_params for unknown sections names the first 20 (data.sections, sorted) and counts them all (data.unknownCount).
 
         Errors: conflict, incognito_blocked, invalid_params, invalid_workspace, io_error, not_found, too_large.
         """
