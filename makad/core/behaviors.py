@@ -11,7 +11,10 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
   "done", "lgtm", "danke", "merci", … — as the segment's last request, asking nothing
   more ("thanks, but …", a question), or the session was closed after a reply with no
-  open thread in its working state), ``dropped`` (the
+  open thread in its working state, or — closed or not — its last exchange finished the
+  work with no open thread in its working state: a plain "ok" to a reply reporting the
+  work done (``REPORTS_DONE``), or a short message of praise asking nothing more that
+  the agent answered in words alone, ``CLOSING_CHARS``), ``dropped`` (the
   user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
   segment's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
@@ -112,6 +115,31 @@ ACK_SAID: Final = re.compile(
 )
 GOOD_ACK: Final = re.compile(rf"(?<![\w'])(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI}", re.IGNORECASE)
 ACK_CHARS: Final = 60
+# A short message that opens with thanks or praise ("nice, that's sorted", "cool, moving
+# on"): it closes the work when it asks nothing more and the agent answers it in words
+# alone (no tool, no question); "nice, now add the export" sets the agent to work instead.
+PRAISE_OPENS: Final = re.compile(rf"\s*(?:(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI})", re.IGNORECASE)
+CLOSING_CHARS: Final = 100
+# An agent's reply that reports the work finished ("Done, the tests pass.", "All green.",
+# "Fixed."): acknowledged with a plain "ok", the work is finished. A sentence opening with
+# the words (so "not done yet" is no report), in the languages of DONE_SAID.
+REPORTS_DONE: Final = re.compile(
+    r"(?:^|(?<=[.!;:,—–\n])\s*)(?:(?:ok(?:ay)?|so|good|great|right),? )?(?:"
+    r"done\b|fixed\b|finished\b|completed?\b|resolved\b|merged\b|all (?:green|good|set|done)\b"
+    r"|(?:(?:the|all) )?(?:tests?|checks?|builds?|ci)(?: now)?"
+    r" (?:pass(?:es)?\b|(?:is |are )?(?:green|passing)\b)"
+    r"|it (?:now )?(?:passes|works)\b|(?:passing|works|working) now\b"
+    r"|erledigt\b|fertig\b|(?:es |das )?(?:funktioniert|klappt) jetzt\b|c'est fait\b|termin[ée]\b"
+    r"|[çc]a (?:marche|fonctionne)\b|listo\b|hecho\b|ya funciona\b|feito\b|pronto\b|funcionou\b"
+    r"|fatto\b|funziona\b|klaar\b|werkt nu\b)",
+    re.IGNORECASE,
+)
+# What, in such a reply, says the work is not finished after all.
+NOT_DONE: Final = re.compile(
+    r"\b(?:not|n't|fail\w*|error\w*|nicht|pas encore|todav[íi]a no|ainda n[ãa]o|non ancora|nog niet)\b"
+    r"|\?\s*$",
+    re.IGNORECASE,
+)
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
     r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah),? )?"
@@ -157,6 +185,10 @@ class Carry(msgspec.Struct, kw_only=True):
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
     dropped_seq: int = 0  # the last request, when it let the work go
+    # The user message that closed the work (see CLOSING_CHARS, REPORTS_DONE): an
+    # acknowledgement of a reply reporting it finished, or praise answered in words alone.
+    closing_seq: int = 0
+    reply_done: bool = False  # the last assistant message reported the work finished
     paths: dict[str, int] = {}
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
@@ -217,9 +249,18 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         request = event.type == "user_message" and bool(event.text.strip())
         if request and carry.last_request_seq and _acknowledges(event.text):
             # "ok", "great!": the segment's last request keeps its reply (or lack of one).
-            if GOOD_ACK.search(event.text) and carry.last_reply_seq > carry.last_request_seq:
+            replied = carry.last_reply_seq > carry.last_request_seq
+            pleased = replied and GOOD_ACK.search(event.text) is not None
+            if pleased:
                 carry.done_seq = carry.last_request_seq
                 carry.dropped_seq = 0
+            if replied and carry.reply_done:
+                carry.closing_seq = event.seq
+            if carry.empty() and (pleased or carry.closing_seq == event.seq):
+                # After a cut (the session went idle) the acknowledgement still finishes the
+                # work: a segment of its own says so.
+                carry.from_seq = event.seq
+                carry.started_at = event.ts
             carry.to_seq = event.seq
             carry.ended_at = max(carry.ended_at, event.ts)
             continue
@@ -232,6 +273,8 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         carry.to_seq = event.seq
         carry.ended_at = max(carry.ended_at, event.ts)
         if request:
+            replied = carry.last_reply_seq > carry.last_request_seq
+            carry.closing_seq = event.seq if replied and _praises_only(event.text) else 0
             carry.turns += 1
             carry.last_request_seq = event.seq
             carry.last_request = _first_line(event.text)
@@ -242,11 +285,17 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
                 carry.intent_seq = event.seq
         elif event.type == "assistant_message" and event.text.strip():
             carry.last_reply_seq = event.seq
+            carry.reply_done = _reports_done(event.text)
+            if event.text.rstrip().endswith(("?", "？")):
+                carry.closing_seq = 0  # the agent asked: the user's next word is an answer
         elif event.type == "tool_call":
+            carry.closing_seq = 0
             if event.tool_call_id and len(carry.open_calls) < MAX_OPEN_CALLS:
                 carry.open_calls[event.tool_call_id] = [event.tool_name or "tool", _first_line(event.text)]
         elif event.type == "tool_result":
             carry.last_reply_seq = event.seq
+            carry.reply_done = False
+            carry.closing_seq = 0
             tool, call = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
@@ -270,6 +319,19 @@ def _says_done(text: str) -> bool:
     return DONE_SAID.match(text[:200]) is not None and ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
 
 
+def _praises_only(text: str) -> bool:
+    """A short message opening with thanks or praise that asks for nothing more."""
+    return (
+        len(text) <= CLOSING_CHARS and PRAISE_OPENS.match(text) is not None and ASKS_MORE.search(text) is None
+    )
+
+
+def _reports_done(text: str) -> bool:
+    """The agent's reply says the work is finished, and nothing in it says otherwise."""
+    text = text[:ASKS_MORE_CHARS]
+    return REPORTS_DONE.search(text) is not None and NOT_DONE.search(text) is None
+
+
 def _acknowledges(text: str) -> bool:
     """The whole message only acknowledges: "ok", "got it", "great!", "nice, thanks 👍"."""
     return len(text) <= ACK_CHARS and ACK_SAID.fullmatch(text) is not None
@@ -284,6 +346,9 @@ def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> O
         return "errors"
     if carry.done_seq and carry.done_seq == carry.last_request_seq:
         return "done"
+    closing = carry.closing_seq >= carry.last_request_seq and carry.last_reply_seq > carry.last_request_seq
+    if carry.closing_seq and closing and not threads:
+        return "done"  # closed or not: its last exchange finished the work
     if carry.last_request_seq and carry.last_reply_seq < carry.last_request_seq:
         return "abandoned"
     if closed and not threads:
@@ -333,5 +398,11 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
 
 
 def continued(carry: Carry) -> Carry:
-    """A fresh segment after ``carry`` was flushed (nothing carried over)."""
-    return Carry(to_seq=carry.to_seq)
+    """A fresh segment after ``carry`` was flushed: nothing carried over but where its last
+    exchange stood, so that an acknowledgement of its reply is no new request."""
+    return Carry(
+        to_seq=carry.to_seq,
+        last_request_seq=carry.last_request_seq,
+        last_reply_seq=carry.last_reply_seq,
+        reply_done=carry.reply_done,
+    )

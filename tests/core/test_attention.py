@@ -461,3 +461,101 @@ def test_only_a_request_that_lets_the_work_go_is_a_drop() -> None:
             ev(4, "assistant_message", "ok"),
         ]
         assert (one(events).outcome == "dropped") is dropped, said
+
+
+def test_a_session_left_unclosed_after_its_closing_exchange_is_done() -> None:
+    """A session never closed whose last exchange finished the work (the agent reported it
+    done and the user acknowledged; or the user praised the result and the agent only
+    answered in words) is done; with an open thread in the working state it stays open."""
+    fixed = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "tool_call", "pytest tests/test_upload.py", tool_call_id="a", tool_name="bash"),
+        ev(3, "tool_result", "29 passed", tool_call_id="a", tool_name="bash"),
+        ev(4, "assistant_message", "The check passes now."),
+    ]
+    for said in ("ok", "Got it.", "d'accord", "vale"):
+        assert one([*fixed, ev(5, "user_message", said)]).outcome == "done", said
+    for said, answer in (
+        ("nice, that's sorted", "Done then."),
+        ("Brilliant — that was the last bit.", "You're welcome."),
+        ("cool, moving on", "Great."),
+        ("super, merci, c'est tout", "Avec plaisir."),
+    ):
+        events = [*fixed, ev(5, "user_message", said), ev(6, "assistant_message", answer)]
+        assert one(events).outcome == "done", said
+    threads = WorkingState(open_threads=["the upload retry still needs a test"])
+    kept = one([*fixed, ev(5, "user_message", "ok")], working=threads)
+    assert kept.outcome == "open"
+
+
+def test_a_session_cut_off_mid_request_is_still_open_or_unanswered() -> None:
+    """An acknowledgement of a reply that asked something, or that reported no finished
+    work, leaves the session open; praise that opens a new task is a request: unanswered
+    without a reply, open once the agent went to work on it."""
+    asked = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "I found the cause. Shall I change the backoff too?"),
+        ev(3, "user_message", "ok"),
+    ]
+    assert one(asked).outcome == "open"
+    midway = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "I found the cause in src/upload.py."),
+        ev(3, "user_message", "ok"),
+    ]
+    assert one(midway).outcome == "open"
+    passed = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "Done, the tests pass."),
+    ]
+    assert one([*passed, ev(3, "user_message", "nice, now add the CSV export")]).outcome == "abandoned"
+    went_on = [
+        *passed,
+        ev(3, "user_message", "nice, now add the CSV export"),
+        ev(4, "tool_call", "edit src/export.py", tool_call_id="e", tool_name="edit"),
+        ev(5, "tool_result", "ok", tool_call_id="e", tool_name="edit"),
+        ev(6, "assistant_message", "Started on the export."),
+    ]
+    assert one(went_on).outcome == "open"
+    answered_with_a_question = [
+        *passed,
+        ev(3, "user_message", "nice, now the CSV export"),
+        ev(4, "assistant_message", "Which columns should it have?"),
+    ]
+    assert one(answered_with_a_question).outcome == "open"
+    not_done = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "Not done yet: the backoff still needs work."),
+        ev(3, "user_message", "ok"),
+    ]
+    assert one(not_done).outcome == "open"
+
+
+def test_an_acknowledgement_after_an_idle_cut_is_not_a_new_request() -> None:
+    """Read in two steps with the segment cut between them (the session went idle), a later
+    "great, thanks!" (or "ok" to a reply reporting the work done) makes the session done,
+    and a later "ok" to any other reply adds no record: none is an Unanswered line."""
+    for reply, said, outcome in (
+        ("Ported.", "great, thanks!", "done"),
+        ("Ported, the tests pass.", "ok", "done"),
+        ("Ported.", "ok", None),
+    ):
+        first = [
+            ev(1, "user_message", "Port the exporter to src/export.py"),
+            ev(2, "assistant_message", reply),
+        ]
+        _, carry = gather("s", Carry(), first)
+        earlier = record("s", carry, closed=False, working=None)
+        assert earlier.outcome == "open"
+        closed, later = gather("s", behaviors.continued(carry), [ev(3, "user_message", said)])
+        assert closed == []
+        if outcome is None:
+            assert later.empty(), said
+            records = [earlier]
+        else:
+            rec = record("s", later, closed=False, working=None)
+            assert (rec.outcome, rec.turns, rec.refs) == (outcome, 0, ["event:s:3"]), said
+            records = [earlier, rec]
+        texts = [line.text for _, line in derive(NOW, records).lines()]
+        assert not any(t.startswith("Unanswered") for t in texts), (said, texts)
+        assert any(t.startswith("Open") for t in texts) is (outcome is None), (said, texts)
