@@ -6,7 +6,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 
 - when (``started_at``, ``ended_at``: the first and last event's time) and how many
   ``turns`` (user requests) it holds;
-- the ``intent``: the request that opened the segment, abbreviated;
+- the ``intent``: the request that opened the segment, abbreviated (a message that only
+  greets or opens the session, "hi", "Where were we?", is no request: ``OPENER_SAID``);
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
   "done", "lgtm", "danke", "merci", … — as the segment's last request, asking nothing
@@ -140,6 +141,26 @@ NOT_DONE: Final = re.compile(
     r"|\?\s*$",
     re.IGNORECASE,
 )
+# A user message that only greets or opens the session (the whole message): "hi",
+# "morning!", "Where were we?", "hallo", "bonjour". Like an acknowledgement it is no
+# request: the work is named by the request after it, and nothing is left unanswered.
+_GREETING: Final = (
+    r"(?:hi|hello|hey|hiya|howdy|yo|(?:good )?(?:morning|afternoon|evening)|gm"
+    r"|hallo|moin|servus|guten (?:morgen|tag|abend)|bonjour|bonsoir|salut|coucou"
+    r"|hola|buen(?:os|as) (?:d[íi]as|tardes|noches)|ol[áa]|oi|bom dia|boa (?:tarde|noite)"
+    r"|ciao|buongiorno|buonasera|hoi|goedemorgen|goedemiddag"
+    r"|привет|здравствуйте|cze[śs][ćc]|hej|hei|merhaba|こんにちは|おはよう|你好|안녕하세요)"
+    r"(?: (?:again|there|all|everyone|team))?"
+)
+_OPENER: Final = (
+    r"(?:where were we|what(?:'s| is) next|what now|let'?s (?:get going|get started|start|begin|go)"
+    r"|wo waren wir(?: stehen geblieben)?|o[ùu] en (?:[ée]tions|sommes)[- ]nous|d[óo]nde lo dejamos)"
+)
+OPENER_SAID: Final = re.compile(
+    rf"\s*(?:(?:ok(?:ay)?|so|right|alright)[\s,]+)?(?:(?:{_GREETING}|{_OPENER})(?:[\s,.!?~:;)\-！。、，？]+|$)"
+    rf"|[👋🙂😊]\s*){{1,3}}",
+    re.IGNORECASE,
+)
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
     r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah),? )?"
@@ -264,6 +285,13 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.to_seq = event.seq
             carry.ended_at = max(carry.ended_at, event.ts)
             continue
+        if request and _opens_session(event.text):
+            if carry.empty():
+                carry.from_seq = event.seq
+                carry.started_at = event.ts
+            carry.to_seq = event.seq
+            carry.ended_at = max(carry.ended_at, event.ts)
+            continue
         if request and carry.turns >= MAX_TURNS:
             closed.append(carry)
             carry = Carry()
@@ -330,6 +358,11 @@ def _reports_done(text: str) -> bool:
     """The agent's reply says the work is finished, and nothing in it says otherwise."""
     text = text[:ASKS_MORE_CHARS]
     return REPORTS_DONE.search(text) is not None and NOT_DONE.search(text) is None
+
+
+def _opens_session(text: str) -> bool:
+    """The whole message only greets or opens the session: "hi", "Where were we?"."""
+    return len(text) <= ACK_CHARS and OPENER_SAID.fullmatch(text) is not None
 
 
 def _acknowledges(text: str) -> bool:

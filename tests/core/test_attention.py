@@ -559,3 +559,37 @@ def test_an_acknowledgement_after_an_idle_cut_is_not_a_new_request() -> None:
         texts = [line.text for _, line in derive(NOW, records).lines()]
         assert not any(t.startswith("Unanswered") for t in texts), (said, texts)
         assert any(t.startswith("Open") for t in texts) is (outcome is None), (said, texts)
+
+
+def test_a_greeting_or_an_opener_is_no_thread() -> None:
+    """A message that only greets or opens the session ("morning!", "hi", "Where were
+    we?", "hallo", "bonjour") is no request: the thread is named by the first request
+    after it, and a session of greetings alone leaves no Open or Unanswered line."""
+    for opener in (
+        "morning!",
+        "hi",
+        "Hello again",
+        "Where were we?",
+        "ok, what's next?",
+        "hallo 👋",
+        "Bonjour !",
+    ):
+        events = [
+            ev(1, "user_message", opener),
+            ev(2, "assistant_message", "Hi, what would you like to work on?"),
+            ev(3, "user_message", "Fix the pagination in src/api/pages.py"),
+            ev(4, "assistant_message", "Looking at it."),
+        ]
+        rec = one(events)
+        assert (rec.intent, rec.thread, rec.turns) == (
+            "Fix the pagination in src/api/pages.py",
+            "Fix the pagination in src/api/pages.py",
+            1,
+        ), opener
+        assert rec.refs[0] == "event:s:3", opener
+        for alone in ([ev(1, "user_message", opener)], events[:2]):
+            texts = [line.text for _, line in derive(NOW, [one(alone)]).lines()]
+            assert not any(t.startswith(("Open", "Unanswered")) for t in texts), (opener, texts)
+    for request in ("hi, can you fix the parser?", "Hello world example in src/hello.py is broken"):
+        assert one([ev(1, "user_message", request)]).intent == request
+
