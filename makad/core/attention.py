@@ -19,7 +19,10 @@ A thread is resolved — and leaves the open sections — when a later segment o
 session ends ``done``, when a later segment of any session that ends ``done`` touched
 one of its paths, and (a failure) when a later successful result of the same call fixed
 it. An open thread is also let go when a later segment ends ``dropped`` with a request
-naming it (``DROP_SHARED_WORDS`` of its words; the failures stay listed).
+naming it (``DROP_SHARED_WORDS`` of its words; the failures stay listed), and it is
+listed once: when a later segment of another session took it up again (one of its paths,
+and a request naming it) and left the work open or failing again, that later segment's
+line tells it.
 A line whose text repeats memory text the user deleted or corrected
 (``retracted_digests``) is left out, whatever section it was meant for.
 """
@@ -195,6 +198,20 @@ def _resolved_by_later(thread: _Thread, record: Behavior) -> bool:
     return bool(thread.paths & set(record.paths))
 
 
+def _taken_up_again(thread: _Thread, record: Behavior) -> bool:
+    """Whether ``record``, a later segment of another session, took the open thread up
+    again — went back to its paths with a request naming it (``DROP_SHARED_WORDS`` of its
+    words) — and left the work open or failing again: its own line tells it now."""
+    return (
+        thread.open
+        and record.session_id != thread.session_id
+        and record.ended_at >= thread.at
+        and record.outcome in ("open", "abandoned", "errors")
+        and bool(thread.paths & set(record.paths))
+        and len(thread.words & naming_words(f"{record.thread} {record.intent}")) >= DROP_SHARED_WORDS
+    )
+
+
 def _threads(records: Sequence[Behavior]) -> list[_Thread]:
     """Open threads and unfixed failures no later record resolved, newest first."""
     ordered = sorted(records, key=lambda r: (r.ended_at, r.session_id, r.from_seq))
@@ -209,6 +226,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
         running |= {call_key(f.tool, f.call) for f in ordered[index].fixes}
     done = [(i, r) for i, r in enumerate(ordered) if r.outcome == "done"]
     dropped = [(i, r) for i, r in enumerate(ordered) if r.outcome == "dropped"]
+    left = [(i, r) for i, r in enumerate(ordered) if r.outcome in ("open", "abandoned", "errors")]
     found: list[_Thread] = []
     for index, record in enumerate(ordered):
         paths = set(record.paths)
@@ -246,6 +264,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
             and not (
                 t.open and any(j > index and lets_go(t.words, t.session_id, t.at, r) for j, r in dropped)
             )
+            and not any(j > index and _taken_up_again(t, r) for j, r in left)
         )
     found.sort(key=lambda t: -t.at)
     return found

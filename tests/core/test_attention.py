@@ -593,3 +593,61 @@ def test_a_greeting_or_an_opener_is_no_thread() -> None:
     for request in ("hi, can you fix the parser?", "Hello world example in src/hello.py is broken"):
         assert one([ev(1, "user_message", request)]).intent == request
 
+
+def test_a_thread_taken_up_again_and_left_open_is_listed_once() -> None:
+    """When a later session took an open thread up again (its paths, a request naming it)
+    and left the work open or failing again, only that later one is listed (and
+    suggested): the older line is the same work, told twice. A later session on other
+    paths, or on the same file about something else, leaves it listed."""
+
+    def session(sid: str, request: str, path: str, ts: int, *, fails: bool = False) -> Behavior:
+        result = "FAILED: 1 test" if fails else '{"ok": true}'
+        ts -= 10
+        events = [
+            Event(session_id=sid, seq=1, ts=ts, type="user_message", text=request, tokens=1),
+            Event(
+                session_id=sid,
+                seq=2,
+                ts=ts + 1,
+                type="tool_call",
+                text=f"edit {path}",
+                tokens=1,
+                tool_call_id="e",
+                tool_name="edit",
+            ),
+            Event(
+                session_id=sid,
+                seq=3,
+                ts=ts + 2,
+                type="tool_result",
+                text=result,
+                tokens=1,
+                tool_call_id="e",
+                tool_name="edit",
+            ),
+            Event(session_id=sid, seq=4, ts=ts + 3, type="assistant_message", text="Started.", tokens=1),
+        ]
+        return one(events, sid=sid)
+
+    first = session("a", "Build the CSV export in src/export/csv.py", "src/export/csv.py", NOW - 4 * DAY)
+    other = session("b", "Speed up the cache in src/cache.py", "src/cache.py", NOW - 3 * DAY)
+    again = session("c", "Back to the CSV export", "src/export/csv.py", NOW - 2 * DAY)
+    failing_again = session("d", "CSV export once more", "src/export/csv.py", NOW - DAY, fails=True)
+
+    def open_lines(records: list[Behavior]) -> list[str]:
+        return [line.text for name, line in derive(NOW, records).lines() if name in attention.OPEN_SECTIONS]
+
+    assert open_lines([first, other]) == [
+        "Open (idle 3 days): Speed up the cache in src/cache.py",
+        "Open (idle 4 days): Build the CSV export in src/export/csv.py",
+    ]
+    elsewhere = session("e", "Add logging to the exporter", "src/export/csv.py", NOW - 2 * DAY)
+    assert len(open_lines([first, elsewhere])) == 2
+    assert open_lines([first, other, again]) == [
+        "Open (idle 2 days): Back to the CSV export",
+        "Open (idle 3 days): Speed up the cache in src/cache.py",
+    ]
+    assert open_lines([first, other, again, failing_again]) == [
+        "Failed: edit edit src/export/csv.py: FAILED: 1 test",
+        "Open (idle 3 days): Speed up the cache in src/cache.py",
+    ]

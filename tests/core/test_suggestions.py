@@ -362,15 +362,20 @@ def test_a_polite_task_is_not_taken_for_a_question() -> None:
 
 
 def test_the_same_thread_left_in_two_sessions_is_one_suggestion() -> None:
-    """Two sessions left the same open thread: one resume_thread, citing both."""
+    """Two sessions left the same open thread: one resume_thread, citing both; when the
+    later one took it up again on the same paths, citing where it was left last."""
     thread = WorkingState(open_threads=["wire the exporter into the CLI"])
     records = [
         rec("a", work("a", NOW - 3 * DAY_MS), working=thread),
-        rec("b", work("b", NOW - DAY_MS), working=thread),
+        rec("b", work("b", NOW - DAY_MS, path="src/cli.py"), working=thread),
     ]
     out = fired(records)
     assert [s.kind for s in out] == ["resume_thread"]
     assert any("event:a:" in r for r in out[0].refs) and any("event:b:" in r for r in out[0].refs)
+    records[1] = rec("b", work("b", NOW - DAY_MS), working=thread)
+    out = fired(records)
+    assert [s.kind for s in out] == ["resume_thread"]
+    assert out[0].refs and all(r.startswith("event:b:") for r in out[0].refs)
 
 
 def test_a_thread_the_current_session_is_on_does_not_fire_from_another_session() -> None:
