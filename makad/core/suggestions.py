@@ -169,8 +169,8 @@ def _since(now: int, at: int) -> str:
     return f"{moment:%Y-%m-%d}"
 
 
-def _one_line(text: str) -> str:
-    return abbreviate(" ".join(text.split()), LINE_CHARS)
+def _one_line(text: str, chars: int = LINE_CHARS) -> str:
+    return abbreviate(" ".join(text.split()), chars)
 
 
 class _Seen(msgspec.Struct, kw_only=True):
@@ -294,8 +294,9 @@ def _thread_candidate(
         kind = "resume_thread"
         failure = None
         anchor = thread_key(fact)
-        unanswered = " (unanswered)" if label == "Unanswered" else ""
-        text = _one_line(f"Resume{unanswered}: {fact} (left {ago(now, line.at)} ago)")
+        head = f"Resume{' (unanswered)' if label == 'Unanswered' else ''}: "
+        tail = f" (left {ago(now, line.at)} ago)"  # the thread's words are cut, never the age
+        text = f"{head}{_one_line(fact, LINE_CHARS - len(head) - len(tail))}{tail}"
     if seen.session is not None and seen.session == session_id:
         return _skip(kind, anchor, text, refs, OWN_SESSION)
     if seen.paths & current.paths:

@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from makad.core import suggestions
-from makad.core.attention import DAY_MS, FORGOTTEN_AFTER_MS, AttentionState, Pending, derive
+from makad.core.attention import DAY_MS, FORGOTTEN_AFTER_MS, LINE_CHARS, AttentionState, Pending, derive
 from makad.core.behaviors import Behavior, Carry, gather, record
 from makad.core.suggestions import (
     MAX_SUGGESTIONS,
@@ -454,3 +454,22 @@ def test_a_full_waiting_section_says_at_least() -> None:
     ]
     (s,) = fired([], pending=old)
     assert s.text.startswith("At least 8 proposals have waited up to 14 days")
+
+
+def test_a_long_thread_keeps_its_age_whole() -> None:
+    """A suggestion about a long thread cuts the thread's words, never the "(left … ago)"
+    that ends it."""
+    at = NOW - DAY_MS // 2
+    thread = WorkingState(open_threads=["Compare the exports at " + "/".join(["exports"] * 30)])
+    events = [
+        ev("a", 1, "user_message", "Why do the nightly exports stall?", at),
+        ev("a", 2, "assistant_message", "The lock is held too long.", at),
+        ev("a", 3, "user_message", "And how do we fix it?", at),
+    ]
+    r = rec("a", events, working=thread)
+    assert r.outcome == "abandoned"
+    for now in (NOW, NOW + 11 * DAY_MS):
+        (c,) = candidates(now, state_of([r], now), [r])
+        assert c.text.startswith("Resume (unanswered): Compare the exports at exports/"), c.text
+        assert c.text.endswith(" ago)") and "… (left " in c.text, c.text
+        assert len(c.text) <= LINE_CHARS
