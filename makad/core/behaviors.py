@@ -27,7 +27,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent, followed by the last request when that later one
   is the request left without a reply;
-- the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
+- the ``paths`` and ``tools`` touched (most touched first, with counts: a call and its
+  result naming the same path are one touch), the unfixed
   ``failures`` and the ``fixes`` (successful calls, which later segments' failures are
   resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
   the failures and the last event).
@@ -214,7 +215,8 @@ class Carry(msgspec.Struct, kw_only=True):
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
     fixes: list[FixNote] = []
-    open_calls: dict[str, list[str]] = {}  # tool call id → [tool, arguments' first line]
+    # tool call id → [tool, arguments' first line, the paths the call named…]
+    open_calls: dict[str, list[str]] = {}
 
     def empty(self) -> bool:
         return not self.from_seq
@@ -300,6 +302,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.started_at = event.ts
         carry.to_seq = event.seq
         carry.ended_at = max(carry.ended_at, event.ts)
+        named: list[str] = []  # the paths a result's call named: counted with the call
         if request:
             replied = carry.last_reply_seq > carry.last_request_seq
             carry.closing_seq = event.seq if replied and _praises_only(event.text) else 0
@@ -319,12 +322,17 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         elif event.type == "tool_call":
             carry.closing_seq = 0
             if event.tool_call_id and len(carry.open_calls) < MAX_OPEN_CALLS:
-                carry.open_calls[event.tool_call_id] = [event.tool_name or "tool", _first_line(event.text)]
+                carry.open_calls[event.tool_call_id] = [
+                    event.tool_name or "tool",
+                    _first_line(event.text),
+                    *paths_in(event)[:MAX_PATHS],
+                ]
         elif event.type == "tool_result":
             carry.last_reply_seq = event.seq
             carry.reply_done = False
             carry.closing_seq = 0
-            tool, call = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
+            opened = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
+            tool, call, named = opened[0], opened[1], opened[2:]
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
             if failed(event):
@@ -338,7 +346,8 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
                     FixNote(event.seq, tool, call),
                 ][-MAX_FIXES:]
         for path in paths_in(event):
-            carry.paths = _count(carry.paths, path, MAX_PATHS)
+            if path not in named:  # a call and its result naming a path are one touch
+                carry.paths = _count(carry.paths, path, MAX_PATHS)
     return closed, carry
 
 

@@ -651,3 +651,22 @@ def test_a_thread_taken_up_again_and_left_open_is_listed_once() -> None:
         "Failed: edit edit src/export/csv.py: FAILED: 1 test",
         "Open (idle 3 days): Speed up the cache in src/cache.py",
     ]
+
+
+def test_a_call_and_its_result_naming_the_same_path_are_one_touch() -> None:
+    """An edit whose call and result both name the file counts one touch of it (the focus
+    line says "touched 2×" after two edits, not after one); a result naming other paths
+    counts those."""
+    edit = [
+        ev(1, "user_message", "Build the CSV export"),
+        ev(2, "tool_call", '{"path": "src/export/csv.py"}', tool_call_id="e1", tool_name="edit_file"),
+        ev(3, "tool_result", '{"path": "src/export/csv.py"}', tool_call_id="e1", tool_name="edit_file"),
+        ev(4, "tool_call", "grep -rl csv src", tool_call_id="g1", tool_name="bash"),
+        ev(5, "tool_result", "src/export/csv.py\nsrc/export/base.py", tool_call_id="g1", tool_name="bash"),
+    ]
+    assert one(edit[:3]).paths == {"src/export/csv.py": 1}
+    assert one(edit).paths == {"src/export/csv.py": 2, "src/export/base.py": 1}
+    [focus] = [
+        line.text for name, line in derive(NOW, [one(edit[:3])]).lines() if name == "Currently focused"
+    ]
+    assert focus == "src/export/csv.py (touched 1×)"
