@@ -16,7 +16,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   work with no open thread in its working state: a plain "ok" to a reply reporting the
   work done (``REPORTS_DONE``), or a short message of praise asking nothing more that
   the agent answered in words alone, ``CLOSING_CHARS``), ``dropped`` (the
-  user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
+  user let it go — "never mind", "forget it", "drop that", "scrap that idea", "we're
+  not doing it after all", "… not worth it", "vergiss es", … — as the
   segment's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
@@ -164,19 +165,30 @@ OPENER_SAID: Final = re.compile(
 )
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
-    r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah),? )?"
+    r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah|nah|nope|no|stop),? )?"
     r"(?:never ?mind\b|nvm\b|scratch that\b|let it go\b"
     # German, French, Spanish, Portuguese, Italian, Dutch: forget it, let it be, never mind
     r"|vergiss (?:es|das)\b|lass (?:es|das)(?: sein| bleiben)?(?=\s*(?:[.,!;:]|$))|lass gut sein\b"
     r"|schon gut\b|nicht mehr n[öo]tig\b"
     r"|laisse tomber\b|oublie (?:[çc]a|cela)\b|tant pis\b|pas la peine\b"
     r"|olv[íi]dalo\b|d[ée]jalo\b|no importa\b|da igual\b|esquece\b|deixa (?:pra|para) l[áa]\b"
-    r"|lascia (?:perdere|stare)\b|non importa\b|laat maar\b|vergeet het\b"
+    r"|lascia (?:perdere|stare)\b|non importa\b|laat maar\b|vergeet het\b|lassen wir (?:es|das)\b"
     r"|don'?t bother\b|not needed any ?more\b|no longer needed\b"
-    # "drop it", "forget that", "skip this": alone, not "drop this table from …"
-    r"|(?:let'?s )?(?:forget|drop|skip|cancel|abandon) (?:it|that|this|about it)(?=\s*(?:[.,!;:]|$)))",
+    # "we're not doing it", "we're not doing the cache after all": not "… enough retries"
+    r"|we(?:'re| are) not doing (?:it|that|this)\b"
+    r"|we(?:'re| are) not doing [^.!?\n]{0,80}?(?:after all|any ?more)\b"
+    # "drop it", "forget that", "scrap that idea", "abandon this one": alone, not "drop
+    # this table from …"
+    r"|(?:let'?s )?(?:forget|drop|skip|cancel|abandon|scrap|ditch|shelve)"
+    r" (?:it|that|this|about it|about that)(?: (?:one|idea|plan))?(?=\s*(?:[.,!;:—–-]|$)))",
     re.IGNORECASE,
 )
+# Anywhere in a short last request, words that say the work will not be done: "the cache
+# is not worth it", "leave the cache — we won't do it".
+DROPPED_ANYWHERE: Final = re.compile(
+    r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b)", re.IGNORECASE
+)
+DROPPED_CHARS: Final = 120
 
 
 class FailureNote(msgspec.Struct, array_like=True):
@@ -310,7 +322,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.last_request_seq = event.seq
             carry.last_request = _first_line(event.text)
             carry.done_seq = event.seq if _says_done(event.text) else 0
-            carry.dropped_seq = event.seq if DROPPED_SAID.match(event.text[:200]) else 0
+            carry.dropped_seq = event.seq if _lets_go(event.text) else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
@@ -367,6 +379,14 @@ def _reports_done(text: str) -> bool:
     """The agent's reply says the work is finished, and nothing in it says otherwise."""
     text = text[:ASKS_MORE_CHARS]
     return REPORTS_DONE.search(text) is not None and NOT_DONE.search(text) is None
+
+
+def _lets_go(text: str) -> bool:
+    """The request lets the work go: how it opens ("never mind", "scrap that idea"), or,
+    short, words anywhere in it ("… not worth it")."""
+    if DROPPED_SAID.match(text[:200]) is not None:
+        return True
+    return len(text) <= DROPPED_CHARS and DROPPED_ANYWHERE.search(text) is not None
 
 
 def _opens_session(text: str) -> bool:

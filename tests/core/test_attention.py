@@ -670,3 +670,28 @@ def test_a_call_and_its_result_naming_the_same_path_are_one_touch() -> None:
         line.text for name, line in derive(NOW, [one(edit[:3])]).lines() if name == "Currently focused"
     ]
     assert focus == "src/export/csv.py (touched 1×)"
+
+
+def test_saying_the_work_will_not_be_done_lets_it_go() -> None:
+    """ "let's scrap that idea", "nah, abandon this one", "we're not doing the cache after
+    all", "the cache is not worth it", "leave the cache — we won't do it" let the work go
+    like "never mind"; "we're not doing enough retries" and "is it worth it?" do not."""
+    for said, dropped in (
+        ("let's scrap that idea", True),
+        ("nah, abandon this one", True),
+        ("Stop, we're not doing the cache after all.", True),
+        ("forget about the cache, not worth it", True),
+        ("actually, leave the cache — we won't do it", True),
+        ("ditch it", True),
+        ("lassen wir das", True),
+        ("we're not doing enough retries in src/net.py", False),
+        ("is the cache worth it?", False),
+        ("scrap the old cache entries on startup", False),
+    ):
+        events = [
+            ev(1, "user_message", "Add a cache to src/cache.py"),
+            ev(2, "assistant_message", "Sure."),
+            ev(3, "user_message", said),
+            ev(4, "assistant_message", "ok"),
+        ]
+        assert (one(events).outcome == "dropped") is dropped, said

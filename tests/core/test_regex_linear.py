@@ -178,6 +178,7 @@ def _sites() -> list[Site]:
         Site("behaviors.ASKS_MORE", behaviors.ASKS_MORE, SEARCH),
         Site("behaviors.PRAISE_OPENS", behaviors.PRAISE_OPENS, MATCH),
         Site("behaviors.OPENER_SAID", behaviors.OPENER_SAID, MATCH),
+        Site("behaviors.DROPPED_ANYWHERE", behaviors.DROPPED_ANYWHERE, SEARCH),
         Site("behaviors.REPORTS_DONE", behaviors.REPORTS_DONE, SEARCH),
         Site("behaviors.NOT_DONE", behaviors.NOT_DONE, SEARCH),
         Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),
