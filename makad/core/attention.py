@@ -15,14 +15,15 @@ sections, each line with its refs, each fact in one section only:
   days), with the reason;
 - **Rhythm**: on which weekdays and at which hours (UTC) the workspace is worked on.
 
-A thread is resolved — and leaves the open sections — when a later segment of the same
-session ends ``done``, when a later segment of any session that ends ``done`` touched
-one of its paths, and (a failure) when a later successful result of the same call fixed
-it. An open thread is also let go when a later segment ends ``dropped`` with a request
-naming it (``DROP_SHARED_WORDS`` of its words; the failures stay listed), and it is
-listed once: when a later segment of another session took it up again (one of its paths,
-and a request naming it) and left the work open or failing again, that later segment's
-line tells it.
+A failed call is one line, its latest failure's, citing the earlier ones too (at most
+``MAX_REFS`` refs in all). A thread is resolved — and leaves the open sections — when a
+later segment of the same session ends ``done``, when a later segment of any session
+that ends ``done`` touched one of its paths, and (a failure) when a later successful
+result of the same call fixed it. An open thread is also let go when a later segment
+ends ``dropped`` with a request naming it (``DROP_SHARED_WORDS`` of its words; the
+failures stay listed), and it is listed once: when a later segment of another session
+took it up again (one of its paths, and a request naming it) and left the work open or
+failing again, that later segment's line tells it.
 A line whose text repeats memory text the user deleted or corrected
 (``retracted_digests``) is left out, whatever section it was meant for.
 """
@@ -218,12 +219,18 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
     latest: dict[str, int] = {}
     for index, record in enumerate(ordered):
         latest[record.session_id] = index
-    # fixed_after[i]: the calls a record after the i-th fixed.
+    # fixed_after[i] / failed_after[i]: the calls a record after the i-th fixed / failed.
     fixed_after: list[set[str]] = [set() for _ in ordered]
+    failed_after: list[set[str]] = [set() for _ in ordered]
     running: set[str] = set()
+    failing: set[str] = set()
     for index in range(len(ordered) - 1, -1, -1):
         fixed_after[index] = set(running)
+        failed_after[index] = set(failing)
         running |= {call_key(f.tool, f.call) for f in ordered[index].fixes}
+        failing |= {call_key(f.tool, f.call) for f in ordered[index].failures}
+    # The refs of a call's earlier failures, carried by its latest (one line a call).
+    earlier: dict[str, list[str]] = {}
     done = [(i, r) for i, r in enumerate(ordered) if r.outcome == "done"]
     dropped = [(i, r) for i, r in enumerate(ordered) if r.outcome == "dropped"]
     left = [(i, r) for i, r in enumerate(ordered) if r.outcome in ("open", "abandoned", "errors")]
@@ -232,13 +239,18 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
         paths = set(record.paths)
         mine: list[_Thread] = []
         for failure in record.failures:
-            if call_key(failure.tool, failure.call) in fixed_after[index]:
+            key = call_key(failure.tool, failure.call)
+            if key in fixed_after[index]:
+                continue
+            ref = f"event:{record.session_id}:{failure.seq}"
+            if key in failed_after[index]:  # it failed again later: that line tells it
+                earlier.setdefault(key, []).insert(0, ref)
                 continue
             call = f" {failure.call}" if failure.call else ""
             mine.append(
                 _Thread(
                     text=f"Failed: {failure.tool}{call}: {failure.text}",
-                    refs=[f"event:{record.session_id}:{failure.seq}"],
+                    refs=list(dict.fromkeys([ref, *earlier.get(key, [])]))[:MAX_REFS],
                     at=record.ended_at,
                     paths=paths,
                     session_id=record.session_id,

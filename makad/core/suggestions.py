@@ -421,8 +421,9 @@ def candidates(
             keep, other = (candidate, earlier) if _wins(candidate, earlier) else (earlier, candidate)
             keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
             candidate = keep
-        if candidate.kind == "unfixed_failure":
-            since = min(first_failed.get(candidate.id, line.at), line.at)
+        if candidate.kind == "unfixed_failure":  # since the earliest failure its refs cite
+            cited = [by_ref[ref].ended_at for ref in line.refs if ref in by_ref]
+            since = min(first_failed.get(candidate.id, line.at), line.at, *cited)
             first_failed[candidate.id] = since
             fact = candidate.text.split(": ", 1)[1]
             candidate.text = _one_line(f"Still failing since {_since(now, since)}: {fact}")

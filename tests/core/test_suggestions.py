@@ -21,6 +21,7 @@ from makad.core.suggestions import (
     valid_id,
 )
 from makad.core.types import Event, WorkingState
+from makad.core.when import utc_moment
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -473,3 +474,20 @@ def test_a_long_thread_keeps_its_age_whole() -> None:
         assert c.text.startswith("Resume (unanswered): Compare the exports at exports/"), c.text
         assert c.text.endswith(" ago)") and "… (left " in c.text, c.text
         assert len(c.text) <= LINE_CHARS
+
+
+def test_a_call_failing_again_in_a_later_session_is_one_line_since_the_first() -> None:
+    """The same call failing in two sessions is one Failed line in the state (the later
+    one, citing both failures), and one suggestion: still failing since the first."""
+    first = rec("a", failing("a", NOW - 3 * DAY_MS - 10))
+    again = rec("b", failing("b", NOW - DAY_MS))
+    state = state_of([first, again])
+    failed = [(name, line) for name, line in state.lines() if "Failed" in line.text]
+    assert [(name, line.text) for name, line in failed] == [
+        ("Active threads", "Failed: bash pytest tests/test_dates.py: FAILED: offset lost")
+    ]
+    assert failed[0][1].refs == ["event:b:3", "event:a:3"]
+    (s,) = fired([first, again])
+    weekday = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[utc_moment(NOW - 3 * DAY_MS - 10).weekday()]
+    assert s.kind == "unfixed_failure" and s.text.startswith(f"Still failing since {weekday}: "), s.text
+    assert set(s.refs) == {"event:a:3", "event:b:3"}
