@@ -364,8 +364,8 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
     anchor = next((r for r in oldest.refs if r.startswith("proposal:")), fact_key(oldest.text))
     if len(shown) == 1:
         text = f"Proposal {titles} has waited {ago(now, oldest.at)} for review"
-    else:  # the state lists at most MAX_LINES: a full section may hide more
-        count = f"At least {len(shown)}" if len(waiting) >= MAX_LINES else str(len(shown))
+    else:  # the state lists the oldest MAX_LINES: more may be due only when all of them are
+        count = f"At least {len(shown)}" if len(shown) >= MAX_LINES else str(len(shown))
         text = f"{count} proposals have waited up to {ago(now, oldest.at)} for review: {titles}"
     text = _one_line(text)
     if not due:

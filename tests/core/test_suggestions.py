@@ -491,3 +491,15 @@ def test_a_call_failing_again_in_a_later_session_is_one_line_since_the_first() -
     weekday = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[utc_moment(NOW - 3 * DAY_MS - 10).weekday()]
     assert s.kind == "unfixed_failure" and s.text.startswith(f"Still failing since {weekday}: "), s.text
     assert set(s.refs) == {"event:a:3", "event:b:3"}
+
+
+def test_a_full_waiting_section_with_some_due_says_exactly_how_many() -> None:
+    """Twelve proposals waiting, three past two days: the state lists the oldest eight, so
+    the newer ones it leaves out are not due either: "3 proposals …", not "At least 3"."""
+    days = [4, 3, 2] + [1] * 9
+    pending = [
+        Pending(proposal_id=f"p{i:02d}", title=f"Rule {i}", created_at=NOW - d * DAY_MS - i - 10)
+        for i, d in enumerate(days)
+    ]
+    (s,) = fired([], pending=pending)
+    assert s.text.startswith("3 proposals have waited up to 4 days for review"), s.text
