@@ -118,6 +118,9 @@ SAME_THREAD: Final = "the current session is on the same thread"
 DROPPED: Final = "the user let it go (dropped)"
 VETOES: Final = frozenset({OWN_SESSION, SAME_PATHS, SAME_THREAD, DROPPED})
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+# A thread whose words open with "Resume" ("Resume the retry logic"): said once, not
+# "Resume: Resume …".
+_SAYS_RESUME: Final = re.compile(r"resume\b[\s:,]*(?=\S)", re.IGNORECASE)
 
 
 class Suggestion(msgspec.Struct, kw_only=True, rename="camel"):
@@ -296,7 +299,9 @@ def _thread_candidate(
         anchor = thread_key(fact)
         head = f"Resume{' (unanswered)' if label == 'Unanswered' else ''}: "
         tail = f" (left {ago(now, line.at)} ago)"  # the thread's words are cut, never the age
-        text = f"{head}{_one_line(fact, LINE_CHARS - len(head) - len(tail))}{tail}"
+        resume = _SAYS_RESUME.match(fact)
+        said = fact[resume.end() :] if resume is not None else fact
+        text = f"{head}{_one_line(said, LINE_CHARS - len(head) - len(tail))}{tail}"
     if seen.session is not None and seen.session == session_id:
         return _skip(kind, anchor, text, refs, OWN_SESSION)
     if seen.paths & current.paths:

@@ -179,6 +179,7 @@ def _sites() -> list[Site]:
         Site("behaviors.PRAISE_OPENS", behaviors.PRAISE_OPENS, MATCH),
         Site("behaviors.OPENER_SAID", behaviors.OPENER_SAID, MATCH),
         Site("behaviors.DROPPED_ANYWHERE", behaviors.DROPPED_ANYWHERE, SEARCH),
+        Site("suggestions._SAYS_RESUME", suggestions._SAYS_RESUME, MATCH),
         Site("behaviors.REPORTS_DONE", behaviors.REPORTS_DONE, SEARCH),
         Site("behaviors.NOT_DONE", behaviors.NOT_DONE, SEARCH),
         Site("suggestions.ID_PATTERN", suggestions.ID_PATTERN, MATCH),

@@ -17,6 +17,7 @@ from makad.core.suggestions import (
     candidates,
     suggest,
     suggestion_id,
+    thread_key,
     timing,
     valid_id,
 )
@@ -503,3 +504,13 @@ def test_a_full_waiting_section_with_some_due_says_exactly_how_many() -> None:
     ]
     (s,) = fired([], pending=pending)
     assert s.text.startswith("3 proposals have waited up to 4 days for review"), s.text
+
+
+def test_a_thread_that_opens_with_resume_is_not_told_resume_twice() -> None:
+    """A thread whose request was "Resume the retry logic in src/net.py" reads "Resume: the
+    retry logic in src/net.py (left …)", not "Resume: Resume the retry logic …"; its id is
+    the thread's, whatever the text."""
+    r = rec("a", work("a", NOW - DAY_MS, request="Resume the retry logic in src/net.py"))
+    (s,) = fired([r])
+    assert s.text.startswith("Resume: the retry logic in src/net.py (left "), s.text
+    assert s.id == suggestion_id("resume_thread", thread_key("Resume the retry logic in src/net.py"))
