@@ -88,9 +88,7 @@ def _one_line(exc: BaseException) -> str:
     return " ".join(" ← ".join(parts).split())[:300]
 
 
-def newly_notified(
-    notified: dict[str, list[tuple[int, int]]], session_id: str, first: int, last: int
-) -> int:
+def newly_notified(notified: dict[str, list[tuple[int, int]]], session_id: str, first: int, last: int) -> int:
     """How many of the seqs ``first``..``last`` of ``session_id`` ``notified`` did not hold
     yet; they are added to it (ranges kept sorted, merged when they touch)."""
     if last < first:
