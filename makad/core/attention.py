@@ -15,11 +15,15 @@ sections, each line with its refs, each fact in one section only:
   days), with the reason;
 - **Rhythm**: on which weekdays and at which hours (UTC) the workspace is worked on.
 
-A thread is resolved — and leaves the open sections — when a later segment of the same
-session ends ``done``, when a later segment of any session that ends ``done`` touched
-one of its paths, and (a failure) when a later successful result of the same call fixed
-it. An open thread is also let go when a later segment ends ``dropped`` with a request
-naming it (``DROP_SHARED_WORDS`` of its words; the failures stay listed).
+A failed call is one line, its latest failure's, citing the earlier ones too (at most
+``MAX_REFS`` refs in all). A thread is resolved — and leaves the open sections — when a
+later segment of the same session ends ``done``, when a later segment of any session
+that ends ``done`` touched one of its paths, and (a failure) when a later successful
+result of the same call fixed it. An open thread is also let go when a later segment
+ends ``dropped`` with a request naming it (``DROP_SHARED_WORDS`` of its words; the
+failures stay listed), and it is listed once: when a later segment of another session
+took it up again (one of its paths, and a request naming it) and left the work open or
+failing again, that later segment's line tells it.
 A line whose text repeats memory text the user deleted or corrected
 (``retracted_digests``) is left out, whatever section it was meant for.
 """
@@ -195,32 +199,58 @@ def _resolved_by_later(thread: _Thread, record: Behavior) -> bool:
     return bool(thread.paths & set(record.paths))
 
 
+def _taken_up_again(thread: _Thread, record: Behavior) -> bool:
+    """Whether ``record``, a later segment of another session, took the open thread up
+    again — went back to its paths with a request naming it (``DROP_SHARED_WORDS`` of its
+    words) — and left the work open or failing again: its own line tells it now."""
+    return (
+        thread.open
+        and record.session_id != thread.session_id
+        and record.ended_at >= thread.at
+        and record.outcome in ("open", "abandoned", "errors")
+        and bool(thread.paths & set(record.paths))
+        and len(thread.words & naming_words(f"{record.thread} {record.intent}")) >= DROP_SHARED_WORDS
+    )
+
+
 def _threads(records: Sequence[Behavior]) -> list[_Thread]:
     """Open threads and unfixed failures no later record resolved, newest first."""
     ordered = sorted(records, key=lambda r: (r.ended_at, r.session_id, r.from_seq))
     latest: dict[str, int] = {}
     for index, record in enumerate(ordered):
         latest[record.session_id] = index
-    # fixed_after[i]: the calls a record after the i-th fixed.
+    # fixed_after[i] / failed_after[i]: the calls a record after the i-th fixed / failed.
     fixed_after: list[set[str]] = [set() for _ in ordered]
+    failed_after: list[set[str]] = [set() for _ in ordered]
     running: set[str] = set()
+    failing: set[str] = set()
     for index in range(len(ordered) - 1, -1, -1):
         fixed_after[index] = set(running)
+        failed_after[index] = set(failing)
         running |= {call_key(f.tool, f.call) for f in ordered[index].fixes}
+        failing |= {call_key(f.tool, f.call) for f in ordered[index].failures}
+    # The refs of a call's earlier failures, carried by its latest (one line a call).
+    earlier: dict[str, list[str]] = {}
     done = [(i, r) for i, r in enumerate(ordered) if r.outcome == "done"]
     dropped = [(i, r) for i, r in enumerate(ordered) if r.outcome == "dropped"]
+    left = [(i, r) for i, r in enumerate(ordered) if r.outcome in ("open", "abandoned", "errors")]
     found: list[_Thread] = []
     for index, record in enumerate(ordered):
         paths = set(record.paths)
         mine: list[_Thread] = []
         for failure in record.failures:
-            if call_key(failure.tool, failure.call) in fixed_after[index]:
+            key = call_key(failure.tool, failure.call)
+            if key in fixed_after[index]:
+                continue
+            ref = f"event:{record.session_id}:{failure.seq}"
+            if key in failed_after[index]:  # it failed again later: that line tells it
+                earlier.setdefault(key, []).insert(0, ref)
                 continue
             call = f" {failure.call}" if failure.call else ""
             mine.append(
                 _Thread(
                     text=f"Failed: {failure.tool}{call}: {failure.text}",
-                    refs=[f"event:{record.session_id}:{failure.seq}"],
+                    refs=list(dict.fromkeys([ref, *earlier.get(key, [])]))[:MAX_REFS],
                     at=record.ended_at,
                     paths=paths,
                     session_id=record.session_id,
@@ -246,6 +276,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
             and not (
                 t.open and any(j > index and lets_go(t.words, t.session_id, t.at, r) for j, r in dropped)
             )
+            and not any(j > index and _taken_up_again(t, r) for j, r in left)
         )
     found.sort(key=lambda t: -t.at)
     return found

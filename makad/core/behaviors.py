@@ -6,13 +6,18 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 
 - when (``started_at``, ``ended_at``: the first and last event's time) and how many
   ``turns`` (user requests) it holds;
-- the ``intent``: the request that opened the segment, abbreviated;
+- the ``intent``: the request that opened the segment, abbreviated (a message that only
+  greets or opens the session, "hi", "Where were we?", is no request: ``OPENER_SAID``);
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
   fixed within the segment), ``done`` (the user said so — "thanks", "that works",
   "done", "lgtm", "danke", "merci", … — as the segment's last request, asking nothing
   more ("thanks, but …", a question), or the session was closed after a reply with no
-  open thread in its working state), ``dropped`` (the
-  user let it go — "never mind", "forget it", "drop that", "vergiss es", … — as the
+  open thread in its working state, or — closed or not — its last exchange finished the
+  work with no open thread in its working state: a plain "ok" to a reply reporting the
+  work done (``REPORTS_DONE``), or a short message of praise asking nothing more that
+  the agent answered in words alone, ``CLOSING_CHARS``), ``dropped`` (the
+  user let it go — "never mind", "forget it", "drop that", "scrap that idea", "we're
+  not doing it after all", "… not worth it", "vergiss es", … — as the
   segment's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
@@ -23,7 +28,8 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent, followed by the last request when that later one
   is the request left without a reply;
-- the ``paths`` and ``tools`` touched (most touched first, with counts), the unfixed
+- the ``paths`` and ``tools`` touched (most touched first, with counts: a call and its
+  result naming the same path are one touch), the unfixed
   ``failures`` and the ``fixes`` (successful calls, which later segments' failures are
   resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
   the failures and the last event).
@@ -112,21 +118,77 @@ ACK_SAID: Final = re.compile(
 )
 GOOD_ACK: Final = re.compile(rf"(?<![\w'])(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI}", re.IGNORECASE)
 ACK_CHARS: Final = 60
+# A short message that opens with thanks or praise ("nice, that's sorted", "cool, moving
+# on"): it closes the work when it asks nothing more and the agent answers it in words
+# alone (no tool, no question); "nice, now add the export" sets the agent to work instead.
+PRAISE_OPENS: Final = re.compile(rf"\s*(?:(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI})", re.IGNORECASE)
+CLOSING_CHARS: Final = 100
+# An agent's reply that reports the work finished ("Done, the tests pass.", "All green.",
+# "Fixed."): acknowledged with a plain "ok", the work is finished. A sentence opening with
+# the words (so "not done yet" is no report), in the languages of DONE_SAID.
+REPORTS_DONE: Final = re.compile(
+    r"(?:^|(?<=[.!;:,—–\n])\s*)(?:(?:ok(?:ay)?|so|good|great|right),? )?(?:"
+    r"done\b|fixed\b|finished\b|completed?\b|resolved\b|merged\b|all (?:green|good|set|done)\b"
+    r"|(?:(?:the|all) )?(?:tests?|checks?|builds?|ci)(?: now)?"
+    r" (?:pass(?:es)?\b|(?:is |are )?(?:green|passing)\b)"
+    r"|it (?:now )?(?:passes|works)\b|(?:passing|works|working) now\b"
+    r"|erledigt\b|fertig\b|(?:es |das )?(?:funktioniert|klappt) jetzt\b|c'est fait\b|termin[ée]\b"
+    r"|[çc]a (?:marche|fonctionne)\b|listo\b|hecho\b|ya funciona\b|feito\b|pronto\b|funcionou\b"
+    r"|fatto\b|funziona\b|klaar\b|werkt nu\b)",
+    re.IGNORECASE,
+)
+# What, in such a reply, says the work is not finished after all.
+NOT_DONE: Final = re.compile(
+    r"\b(?:not|n't|fail\w*|error\w*|nicht|pas encore|todav[íi]a no|ainda n[ãa]o|non ancora|nog niet)\b"
+    r"|\?\s*$",
+    re.IGNORECASE,
+)
+# A user message that only greets or opens the session (the whole message): "hi",
+# "morning!", "Where were we?", "hallo", "bonjour". Like an acknowledgement it is no
+# request: the work is named by the request after it, and nothing is left unanswered.
+_GREETING: Final = (
+    r"(?:hi|hello|hey|hiya|howdy|yo|(?:good )?(?:morning|afternoon|evening)|gm"
+    r"|hallo|moin|servus|guten (?:morgen|tag|abend)|bonjour|bonsoir|salut|coucou"
+    r"|hola|buen(?:os|as) (?:d[íi]as|tardes|noches)|ol[áa]|oi|bom dia|boa (?:tarde|noite)"
+    r"|ciao|buongiorno|buonasera|hoi|goedemorgen|goedemiddag"
+    r"|привет|здравствуйте|cze[śs][ćc]|hej|hei|merhaba|こんにちは|おはよう|你好|안녕하세요)"
+    r"(?: (?:again|there|all|everyone|team))?"
+)
+_OPENER: Final = (
+    r"(?:where were we|what(?:'s| is) next|what now|let'?s (?:get going|get started|start|begin|go)"
+    r"|wo waren wir(?: stehen geblieben)?|o[ùu] en (?:[ée]tions|sommes)[- ]nous|d[óo]nde lo dejamos)"
+)
+OPENER_SAID: Final = re.compile(
+    rf"\s*(?:(?:ok(?:ay)?|so|right|alright)[\s,]+)?(?:(?:{_GREETING}|{_OPENER})(?:[\s,.!?~:;)\-！。、，？]+|$)"
+    rf"|[👋🙂😊]\s*){{1,3}}",
+    re.IGNORECASE,
+)
 # A user request that lets the work go (how it opens): the thread is not to be resumed.
 DROPPED_SAID: Final = re.compile(
-    r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah),? )?"
+    r"\s*[¡¿]?(?:(?:oh|ok(?:ay)?|hmm|actually|ach|naja|bon|bah|bueno|vale|ah|nah|nope|no|stop),? )?"
     r"(?:never ?mind\b|nvm\b|scratch that\b|let it go\b"
     # German, French, Spanish, Portuguese, Italian, Dutch: forget it, let it be, never mind
     r"|vergiss (?:es|das)\b|lass (?:es|das)(?: sein| bleiben)?(?=\s*(?:[.,!;:]|$))|lass gut sein\b"
     r"|schon gut\b|nicht mehr n[öo]tig\b"
     r"|laisse tomber\b|oublie (?:[çc]a|cela)\b|tant pis\b|pas la peine\b"
     r"|olv[íi]dalo\b|d[ée]jalo\b|no importa\b|da igual\b|esquece\b|deixa (?:pra|para) l[áa]\b"
-    r"|lascia (?:perdere|stare)\b|non importa\b|laat maar\b|vergeet het\b"
+    r"|lascia (?:perdere|stare)\b|non importa\b|laat maar\b|vergeet het\b|lassen wir (?:es|das)\b"
     r"|don'?t bother\b|not needed any ?more\b|no longer needed\b"
-    # "drop it", "forget that", "skip this": alone, not "drop this table from …"
-    r"|(?:let'?s )?(?:forget|drop|skip|cancel|abandon) (?:it|that|this|about it)(?=\s*(?:[.,!;:]|$)))",
+    # "we're not doing it", "we're not doing the cache after all": not "… enough retries"
+    r"|we(?:'re| are) not doing (?:it|that|this)\b"
+    r"|we(?:'re| are) not doing [^.!?\n]{0,80}?(?:after all|any ?more)\b"
+    # "drop it", "forget that", "scrap that idea", "abandon this one": alone, not "drop
+    # this table from …"
+    r"|(?:let'?s )?(?:forget|drop|skip|cancel|abandon|scrap|ditch|shelve)"
+    r" (?:it|that|this|about it|about that)(?: (?:one|idea|plan))?(?=\s*(?:[.,!;:—–-]|$)))",
     re.IGNORECASE,
 )
+# Anywhere in a short last request, words that say the work will not be done: "the cache
+# is not worth it", "leave the cache — we won't do it".
+DROPPED_ANYWHERE: Final = re.compile(
+    r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b)", re.IGNORECASE
+)
+DROPPED_CHARS: Final = 120
 
 
 class FailureNote(msgspec.Struct, array_like=True):
@@ -157,11 +219,16 @@ class Carry(msgspec.Struct, kw_only=True):
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
     dropped_seq: int = 0  # the last request, when it let the work go
+    # The user message that closed the work (see CLOSING_CHARS, REPORTS_DONE): an
+    # acknowledgement of a reply reporting it finished, or praise answered in words alone.
+    closing_seq: int = 0
+    reply_done: bool = False  # the last assistant message reported the work finished
     paths: dict[str, int] = {}
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
     fixes: list[FixNote] = []
-    open_calls: dict[str, list[str]] = {}  # tool call id → [tool, arguments' first line]
+    # tool call id → [tool, arguments' first line, the paths the call named…]
+    open_calls: dict[str, list[str]] = {}
 
     def empty(self) -> bool:
         return not self.from_seq
@@ -217,9 +284,25 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         request = event.type == "user_message" and bool(event.text.strip())
         if request and carry.last_request_seq and _acknowledges(event.text):
             # "ok", "great!": the segment's last request keeps its reply (or lack of one).
-            if GOOD_ACK.search(event.text) and carry.last_reply_seq > carry.last_request_seq:
+            replied = carry.last_reply_seq > carry.last_request_seq
+            pleased = replied and GOOD_ACK.search(event.text) is not None
+            if pleased:
                 carry.done_seq = carry.last_request_seq
                 carry.dropped_seq = 0
+            if replied and carry.reply_done:
+                carry.closing_seq = event.seq
+            if carry.empty() and (pleased or carry.closing_seq == event.seq):
+                # After a cut (the session went idle) the acknowledgement still finishes the
+                # work: a segment of its own says so.
+                carry.from_seq = event.seq
+                carry.started_at = event.ts
+            carry.to_seq = event.seq
+            carry.ended_at = max(carry.ended_at, event.ts)
+            continue
+        if request and _opens_session(event.text):
+            if carry.empty():
+                carry.from_seq = event.seq
+                carry.started_at = event.ts
             carry.to_seq = event.seq
             carry.ended_at = max(carry.ended_at, event.ts)
             continue
@@ -231,23 +314,37 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.started_at = event.ts
         carry.to_seq = event.seq
         carry.ended_at = max(carry.ended_at, event.ts)
+        named: list[str] = []  # the paths a result's call named: counted with the call
         if request:
+            replied = carry.last_reply_seq > carry.last_request_seq
+            carry.closing_seq = event.seq if replied and _praises_only(event.text) else 0
             carry.turns += 1
             carry.last_request_seq = event.seq
             carry.last_request = _first_line(event.text)
             carry.done_seq = event.seq if _says_done(event.text) else 0
-            carry.dropped_seq = event.seq if DROPPED_SAID.match(event.text[:200]) else 0
+            carry.dropped_seq = event.seq if _lets_go(event.text) else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
         elif event.type == "assistant_message" and event.text.strip():
             carry.last_reply_seq = event.seq
+            carry.reply_done = _reports_done(event.text)
+            if event.text.rstrip().endswith(("?", "？")):
+                carry.closing_seq = 0  # the agent asked: the user's next word is an answer
         elif event.type == "tool_call":
+            carry.closing_seq = 0
             if event.tool_call_id and len(carry.open_calls) < MAX_OPEN_CALLS:
-                carry.open_calls[event.tool_call_id] = [event.tool_name or "tool", _first_line(event.text)]
+                carry.open_calls[event.tool_call_id] = [
+                    event.tool_name or "tool",
+                    _first_line(event.text),
+                    *paths_in(event)[:MAX_PATHS],
+                ]
         elif event.type == "tool_result":
             carry.last_reply_seq = event.seq
-            tool, call = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
+            carry.reply_done = False
+            carry.closing_seq = 0
+            opened = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
+            tool, call, named = opened[0], opened[1], opened[2:]
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
             if failed(event):
@@ -261,13 +358,40 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
                     FixNote(event.seq, tool, call),
                 ][-MAX_FIXES:]
         for path in paths_in(event):
-            carry.paths = _count(carry.paths, path, MAX_PATHS)
+            if path not in named:  # a call and its result naming a path are one touch
+                carry.paths = _count(carry.paths, path, MAX_PATHS)
     return closed, carry
 
 
 def _says_done(text: str) -> bool:
     """The request says the work is finished, and asks for nothing more."""
     return DONE_SAID.match(text[:200]) is not None and ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
+
+
+def _praises_only(text: str) -> bool:
+    """A short message opening with thanks or praise that asks for nothing more."""
+    return (
+        len(text) <= CLOSING_CHARS and PRAISE_OPENS.match(text) is not None and ASKS_MORE.search(text) is None
+    )
+
+
+def _reports_done(text: str) -> bool:
+    """The agent's reply says the work is finished, and nothing in it says otherwise."""
+    text = text[:ASKS_MORE_CHARS]
+    return REPORTS_DONE.search(text) is not None and NOT_DONE.search(text) is None
+
+
+def _lets_go(text: str) -> bool:
+    """The request lets the work go: how it opens ("never mind", "scrap that idea"), or,
+    short, words anywhere in it ("… not worth it")."""
+    if DROPPED_SAID.match(text[:200]) is not None:
+        return True
+    return len(text) <= DROPPED_CHARS and DROPPED_ANYWHERE.search(text) is not None
+
+
+def _opens_session(text: str) -> bool:
+    """The whole message only greets or opens the session: "hi", "Where were we?"."""
+    return len(text) <= ACK_CHARS and OPENER_SAID.fullmatch(text) is not None
 
 
 def _acknowledges(text: str) -> bool:
@@ -284,6 +408,9 @@ def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> O
         return "errors"
     if carry.done_seq and carry.done_seq == carry.last_request_seq:
         return "done"
+    closing = carry.closing_seq >= carry.last_request_seq and carry.last_reply_seq > carry.last_request_seq
+    if carry.closing_seq and closing and not threads:
+        return "done"  # closed or not: its last exchange finished the work
     if carry.last_request_seq and carry.last_reply_seq < carry.last_request_seq:
         return "abandoned"
     if closed and not threads:
@@ -333,5 +460,11 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
 
 
 def continued(carry: Carry) -> Carry:
-    """A fresh segment after ``carry`` was flushed (nothing carried over)."""
-    return Carry(to_seq=carry.to_seq)
+    """A fresh segment after ``carry`` was flushed: nothing carried over but where its last
+    exchange stood, so that an acknowledgement of its reply is no new request."""
+    return Carry(
+        to_seq=carry.to_seq,
+        last_request_seq=carry.last_request_seq,
+        last_reply_seq=carry.last_reply_seq,
+        reply_done=carry.reply_done,
+    )

@@ -118,6 +118,9 @@ SAME_THREAD: Final = "the current session is on the same thread"
 DROPPED: Final = "the user let it go (dropped)"
 VETOES: Final = frozenset({OWN_SESSION, SAME_PATHS, SAME_THREAD, DROPPED})
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+# A thread whose words open with "Resume" ("Resume the retry logic"): said once, not
+# "Resume: Resume …".
+_SAYS_RESUME: Final = re.compile(r"resume\b[\s:,]*(?=\S)", re.IGNORECASE)
 
 
 class Suggestion(msgspec.Struct, kw_only=True, rename="camel"):
@@ -169,8 +172,8 @@ def _since(now: int, at: int) -> str:
     return f"{moment:%Y-%m-%d}"
 
 
-def _one_line(text: str) -> str:
-    return abbreviate(" ".join(text.split()), LINE_CHARS)
+def _one_line(text: str, chars: int = LINE_CHARS) -> str:
+    return abbreviate(" ".join(text.split()), chars)
 
 
 class _Seen(msgspec.Struct, kw_only=True):
@@ -294,8 +297,11 @@ def _thread_candidate(
         kind = "resume_thread"
         failure = None
         anchor = thread_key(fact)
-        unanswered = " (unanswered)" if label == "Unanswered" else ""
-        text = _one_line(f"Resume{unanswered}: {fact} (left {ago(now, line.at)} ago)")
+        head = f"Resume{' (unanswered)' if label == 'Unanswered' else ''}: "
+        tail = f" (left {ago(now, line.at)} ago)"  # the thread's words are cut, never the age
+        resume = _SAYS_RESUME.match(fact)
+        said = fact[resume.end() :] if resume is not None else fact
+        text = f"{head}{_one_line(said, LINE_CHARS - len(head) - len(tail))}{tail}"
     if seen.session is not None and seen.session == session_id:
         return _skip(kind, anchor, text, refs, OWN_SESSION)
     if seen.paths & current.paths:
@@ -363,8 +369,8 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
     anchor = next((r for r in oldest.refs if r.startswith("proposal:")), fact_key(oldest.text))
     if len(shown) == 1:
         text = f"Proposal {titles} has waited {ago(now, oldest.at)} for review"
-    else:  # the state lists at most MAX_LINES: a full section may hide more
-        count = f"At least {len(shown)}" if len(waiting) >= MAX_LINES else str(len(shown))
+    else:  # the state lists the oldest MAX_LINES: more may be due only when all of them are
+        count = f"At least {len(shown)}" if len(shown) >= MAX_LINES else str(len(shown))
         text = f"{count} proposals have waited up to {ago(now, oldest.at)} for review: {titles}"
     text = _one_line(text)
     if not due:
@@ -420,8 +426,9 @@ def candidates(
             keep, other = (candidate, earlier) if _wins(candidate, earlier) else (earlier, candidate)
             keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
             candidate = keep
-        if candidate.kind == "unfixed_failure":
-            since = min(first_failed.get(candidate.id, line.at), line.at)
+        if candidate.kind == "unfixed_failure":  # since the earliest failure its refs cite
+            cited = [by_ref[ref].ended_at for ref in line.refs if ref in by_ref]
+            since = min(first_failed.get(candidate.id, line.at), line.at, *cited)
             first_failed[candidate.id] = since
             fact = candidate.text.split(": ", 1)[1]
             candidate.text = _one_line(f"Still failing since {_since(now, since)}: {fact}")

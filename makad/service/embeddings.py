@@ -67,6 +67,9 @@ RADIUS: Final = 2
 MAX_SPEAKERS: Final = 64
 # Threads embedding queries (requests may come from several connections at once).
 QUERY_THREADS: Final = 2
+# Sessions whose appended seqs a workspace's index remembers (the least recently appended
+# to is forgotten first: a retry into it would be counted again, until the next count).
+MAX_NOTIFIED_SESSIONS: Final = 4096
 
 
 def retry_delay(attempts: int) -> float:
@@ -83,6 +86,27 @@ def _one_line(exc: BaseException) -> str:
         parts.append(f"{type(seen).__name__}: {seen}" if str(seen) else type(seen).__name__)
         seen = seen.__cause__
     return " ".join(" ← ".join(parts).split())[:300]
+
+
+def newly_notified(notified: dict[str, list[tuple[int, int]]], session_id: str, first: int, last: int) -> int:
+    """How many of the seqs ``first``..``last`` of ``session_id`` ``notified`` did not hold
+    yet; they are added to it (ranges kept sorted, merged when they touch)."""
+    if last < first:
+        return 0
+    ranges = notified.pop(session_id, [])
+    if not ranges and len(notified) >= MAX_NOTIFIED_SESSIONS:
+        notified.pop(next(iter(notified)))
+    known = sum(max(0, min(hi, last) - max(lo, first) + 1) for lo, hi in ranges)
+    merged: list[tuple[int, int]] = []
+    lo, hi = first, last
+    for a, b in ranges:
+        if b < lo - 1 or a > hi + 1:
+            merged.append((a, b))
+        else:
+            lo, hi = min(lo, a), max(hi, b)
+    merged.append((lo, hi))
+    notified[session_id] = sorted(merged)
+    return last - first + 1 - known
 
 
 def text_hash(text: str) -> str:
@@ -118,6 +142,10 @@ class _Index:
     # and how many of them had been notified when ``pending_events`` was last counted: the
     # ones since are pending too, though the indexer has not counted them yet.
     events_appended: int = 0
+    # The seqs appends notified, per session, as ranges (first, last) merged when they
+    # touch: a retried append (its requestId seen before: nothing appended) names seqs
+    # already counted and adds nothing to ``events_appended``.
+    notified: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     counted_at: int = 0
     scanned: int = 0
     lock: threading.Lock = field(default_factory=threading.Lock)
@@ -237,16 +265,16 @@ class SemanticChannel:
                     self._indexes[id(ws)] = _Index(ws, ws.ledger, ws.ledger.generation)
         self._wake.set()
 
-    def appended(self, ws: Workspace, events: int) -> None:
-        """``events`` events were appended to ``ws``'s ledger (committed): the indexer looks
-        again."""
+    def appended(self, ws: Workspace, session_id: str, first_seq: int, last_seq: int) -> None:
+        """Events ``first_seq``..``last_seq`` of a session are in ``ws``'s ledger (committed,
+        or committed before when the append was a retry): the indexer looks again."""
         if self.spec is None:
             return
         self.touch(ws)
         index = self._indexes.get(id(ws))
         if index is not None:
             index.appended += 1
-            index.events_appended += events
+            index.events_appended += newly_notified(index.notified, session_id, first_seq, last_seq)
             self._wake.set()
 
     @staticmethod

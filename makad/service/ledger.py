@@ -214,8 +214,8 @@ class LedgerService:
         )
         if self._notes is not None:
             self._notes.appended(ws, params.session_id, events)
-        stored = 0 if self._sessions.is_incognito(ws, params.session_id) else len(events)
-        self._ctx.semantic.appended(ws, stored)
+        if not self._sessions.is_incognito(ws, params.session_id):  # incognito: never in the ledger
+            self._ctx.semantic.appended(ws, params.session_id, result.first_seq, result.last_seq)
         return AppendEventsResult(
             first_seq=result.first_seq, last_seq=result.last_seq, redactions=result.redactions
         )

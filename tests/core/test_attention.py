@@ -461,3 +461,237 @@ def test_only_a_request_that_lets_the_work_go_is_a_drop() -> None:
             ev(4, "assistant_message", "ok"),
         ]
         assert (one(events).outcome == "dropped") is dropped, said
+
+
+def test_a_session_left_unclosed_after_its_closing_exchange_is_done() -> None:
+    """A session never closed whose last exchange finished the work (the agent reported it
+    done and the user acknowledged; or the user praised the result and the agent only
+    answered in words) is done; with an open thread in the working state it stays open."""
+    fixed = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "tool_call", "pytest tests/test_upload.py", tool_call_id="a", tool_name="bash"),
+        ev(3, "tool_result", "29 passed", tool_call_id="a", tool_name="bash"),
+        ev(4, "assistant_message", "The check passes now."),
+    ]
+    for said in ("ok", "Got it.", "d'accord", "vale"):
+        assert one([*fixed, ev(5, "user_message", said)]).outcome == "done", said
+    for said, answer in (
+        ("nice, that's sorted", "Done then."),
+        ("Brilliant — that was the last bit.", "You're welcome."),
+        ("cool, moving on", "Great."),
+        ("super, merci, c'est tout", "Avec plaisir."),
+    ):
+        events = [*fixed, ev(5, "user_message", said), ev(6, "assistant_message", answer)]
+        assert one(events).outcome == "done", said
+    threads = WorkingState(open_threads=["the upload retry still needs a test"])
+    kept = one([*fixed, ev(5, "user_message", "ok")], working=threads)
+    assert kept.outcome == "open"
+
+
+def test_a_session_cut_off_mid_request_is_still_open_or_unanswered() -> None:
+    """An acknowledgement of a reply that asked something, or that reported no finished
+    work, leaves the session open; praise that opens a new task is a request: unanswered
+    without a reply, open once the agent went to work on it."""
+    asked = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "I found the cause. Shall I change the backoff too?"),
+        ev(3, "user_message", "ok"),
+    ]
+    assert one(asked).outcome == "open"
+    midway = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "I found the cause in src/upload.py."),
+        ev(3, "user_message", "ok"),
+    ]
+    assert one(midway).outcome == "open"
+    passed = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "Done, the tests pass."),
+    ]
+    assert one([*passed, ev(3, "user_message", "nice, now add the CSV export")]).outcome == "abandoned"
+    went_on = [
+        *passed,
+        ev(3, "user_message", "nice, now add the CSV export"),
+        ev(4, "tool_call", "edit src/export.py", tool_call_id="e", tool_name="edit"),
+        ev(5, "tool_result", "ok", tool_call_id="e", tool_name="edit"),
+        ev(6, "assistant_message", "Started on the export."),
+    ]
+    assert one(went_on).outcome == "open"
+    answered_with_a_question = [
+        *passed,
+        ev(3, "user_message", "nice, now the CSV export"),
+        ev(4, "assistant_message", "Which columns should it have?"),
+    ]
+    assert one(answered_with_a_question).outcome == "open"
+    not_done = [
+        ev(1, "user_message", "Fix the retry logic in src/upload.py"),
+        ev(2, "assistant_message", "Not done yet: the backoff still needs work."),
+        ev(3, "user_message", "ok"),
+    ]
+    assert one(not_done).outcome == "open"
+
+
+def test_an_acknowledgement_after_an_idle_cut_is_not_a_new_request() -> None:
+    """Read in two steps with the segment cut between them (the session went idle), a later
+    "great, thanks!" (or "ok" to a reply reporting the work done) makes the session done,
+    and a later "ok" to any other reply adds no record: none is an Unanswered line."""
+    for reply, said, outcome in (
+        ("Ported.", "great, thanks!", "done"),
+        ("Ported, the tests pass.", "ok", "done"),
+        ("Ported.", "ok", None),
+    ):
+        first = [
+            ev(1, "user_message", "Port the exporter to src/export.py"),
+            ev(2, "assistant_message", reply),
+        ]
+        _, carry = gather("s", Carry(), first)
+        earlier = record("s", carry, closed=False, working=None)
+        assert earlier.outcome == "open"
+        closed, later = gather("s", behaviors.continued(carry), [ev(3, "user_message", said)])
+        assert closed == []
+        if outcome is None:
+            assert later.empty(), said
+            records = [earlier]
+        else:
+            rec = record("s", later, closed=False, working=None)
+            assert (rec.outcome, rec.turns, rec.refs) == (outcome, 0, ["event:s:3"]), said
+            records = [earlier, rec]
+        texts = [line.text for _, line in derive(NOW, records).lines()]
+        assert not any(t.startswith("Unanswered") for t in texts), (said, texts)
+        assert any(t.startswith("Open") for t in texts) is (outcome is None), (said, texts)
+
+
+def test_a_greeting_or_an_opener_is_no_thread() -> None:
+    """A message that only greets or opens the session ("morning!", "hi", "Where were
+    we?", "hallo", "bonjour") is no request: the thread is named by the first request
+    after it, and a session of greetings alone leaves no Open or Unanswered line."""
+    for opener in (
+        "morning!",
+        "hi",
+        "Hello again",
+        "Where were we?",
+        "ok, what's next?",
+        "hallo 👋",
+        "Bonjour !",
+    ):
+        events = [
+            ev(1, "user_message", opener),
+            ev(2, "assistant_message", "Hi, what would you like to work on?"),
+            ev(3, "user_message", "Fix the pagination in src/api/pages.py"),
+            ev(4, "assistant_message", "Looking at it."),
+        ]
+        rec = one(events)
+        assert (rec.intent, rec.thread, rec.turns) == (
+            "Fix the pagination in src/api/pages.py",
+            "Fix the pagination in src/api/pages.py",
+            1,
+        ), opener
+        assert rec.refs[0] == "event:s:3", opener
+        for alone in ([ev(1, "user_message", opener)], events[:2]):
+            texts = [line.text for _, line in derive(NOW, [one(alone)]).lines()]
+            assert not any(t.startswith(("Open", "Unanswered")) for t in texts), (opener, texts)
+    for request in ("hi, can you fix the parser?", "Hello world example in src/hello.py is broken"):
+        assert one([ev(1, "user_message", request)]).intent == request
+
+
+def test_a_thread_taken_up_again_and_left_open_is_listed_once() -> None:
+    """When a later session took an open thread up again (its paths, a request naming it)
+    and left the work open or failing again, only that later one is listed (and
+    suggested): the older line is the same work, told twice. A later session on other
+    paths, or on the same file about something else, leaves it listed."""
+
+    def session(sid: str, request: str, path: str, ts: int, *, fails: bool = False) -> Behavior:
+        result = "FAILED: 1 test" if fails else '{"ok": true}'
+        ts -= 10
+        events = [
+            Event(session_id=sid, seq=1, ts=ts, type="user_message", text=request, tokens=1),
+            Event(
+                session_id=sid,
+                seq=2,
+                ts=ts + 1,
+                type="tool_call",
+                text=f"edit {path}",
+                tokens=1,
+                tool_call_id="e",
+                tool_name="edit",
+            ),
+            Event(
+                session_id=sid,
+                seq=3,
+                ts=ts + 2,
+                type="tool_result",
+                text=result,
+                tokens=1,
+                tool_call_id="e",
+                tool_name="edit",
+            ),
+            Event(session_id=sid, seq=4, ts=ts + 3, type="assistant_message", text="Started.", tokens=1),
+        ]
+        return one(events, sid=sid)
+
+    first = session("a", "Build the CSV export in src/export/csv.py", "src/export/csv.py", NOW - 4 * DAY)
+    other = session("b", "Speed up the cache in src/cache.py", "src/cache.py", NOW - 3 * DAY)
+    again = session("c", "Back to the CSV export", "src/export/csv.py", NOW - 2 * DAY)
+    failing_again = session("d", "CSV export once more", "src/export/csv.py", NOW - DAY, fails=True)
+
+    def open_lines(records: list[Behavior]) -> list[str]:
+        return [line.text for name, line in derive(NOW, records).lines() if name in attention.OPEN_SECTIONS]
+
+    assert open_lines([first, other]) == [
+        "Open (idle 3 days): Speed up the cache in src/cache.py",
+        "Open (idle 4 days): Build the CSV export in src/export/csv.py",
+    ]
+    elsewhere = session("e", "Add logging to the exporter", "src/export/csv.py", NOW - 2 * DAY)
+    assert len(open_lines([first, elsewhere])) == 2
+    assert open_lines([first, other, again]) == [
+        "Open (idle 2 days): Back to the CSV export",
+        "Open (idle 3 days): Speed up the cache in src/cache.py",
+    ]
+    assert open_lines([first, other, again, failing_again]) == [
+        "Failed: edit edit src/export/csv.py: FAILED: 1 test",
+        "Open (idle 3 days): Speed up the cache in src/cache.py",
+    ]
+
+
+def test_a_call_and_its_result_naming_the_same_path_are_one_touch() -> None:
+    """An edit whose call and result both name the file counts one touch of it (the focus
+    line says "touched 2×" after two edits, not after one); a result naming other paths
+    counts those."""
+    edit = [
+        ev(1, "user_message", "Build the CSV export"),
+        ev(2, "tool_call", '{"path": "src/export/csv.py"}', tool_call_id="e1", tool_name="edit_file"),
+        ev(3, "tool_result", '{"path": "src/export/csv.py"}', tool_call_id="e1", tool_name="edit_file"),
+        ev(4, "tool_call", "grep -rl csv src", tool_call_id="g1", tool_name="bash"),
+        ev(5, "tool_result", "src/export/csv.py\nsrc/export/base.py", tool_call_id="g1", tool_name="bash"),
+    ]
+    assert one(edit[:3]).paths == {"src/export/csv.py": 1}
+    assert one(edit).paths == {"src/export/csv.py": 2, "src/export/base.py": 1}
+    [focus] = [
+        line.text for name, line in derive(NOW, [one(edit[:3])]).lines() if name == "Currently focused"
+    ]
+    assert focus == "src/export/csv.py (touched 1×)"
+
+
+def test_saying_the_work_will_not_be_done_lets_it_go() -> None:
+    """ "let's scrap that idea", "nah, abandon this one", "we're not doing the cache after
+    all", "the cache is not worth it", "leave the cache — we won't do it" let the work go
+    like "never mind"; "we're not doing enough retries" and "is it worth it?" do not."""
+    for said, dropped in (
+        ("let's scrap that idea", True),
+        ("nah, abandon this one", True),
+        ("Stop, we're not doing the cache after all.", True),
+        ("forget about the cache, not worth it", True),
+        ("actually, leave the cache — we won't do it", True),
+        ("ditch it", True),
+        ("lassen wir das", True),
+        ("we're not doing enough retries in src/net.py", False),
+        ("is the cache worth it?", False),
+        ("scrap the old cache entries on startup", False),
+    ):
+        events = [
+            ev(1, "user_message", "Add a cache to src/cache.py"),
+            ev(2, "assistant_message", "Sure."),
+            ev(3, "user_message", said),
+            ev(4, "assistant_message", "ok"),
+        ]
+        assert (one(events).outcome == "dropped") is dropped, said

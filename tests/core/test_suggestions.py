@@ -8,7 +8,7 @@ import msgspec
 import pytest
 
 from makad.core import suggestions
-from makad.core.attention import DAY_MS, FORGOTTEN_AFTER_MS, AttentionState, Pending, derive
+from makad.core.attention import DAY_MS, FORGOTTEN_AFTER_MS, LINE_CHARS, AttentionState, Pending, derive
 from makad.core.behaviors import Behavior, Carry, gather, record
 from makad.core.suggestions import (
     MAX_SUGGESTIONS,
@@ -17,10 +17,12 @@ from makad.core.suggestions import (
     candidates,
     suggest,
     suggestion_id,
+    thread_key,
     timing,
     valid_id,
 )
 from makad.core.types import Event, WorkingState
+from makad.core.when import utc_moment
 
 NOW = 1_800_000_000_000
 HOUR = 3_600_000
@@ -362,15 +364,20 @@ def test_a_polite_task_is_not_taken_for_a_question() -> None:
 
 
 def test_the_same_thread_left_in_two_sessions_is_one_suggestion() -> None:
-    """Two sessions left the same open thread: one resume_thread, citing both."""
+    """Two sessions left the same open thread: one resume_thread, citing both; when the
+    later one took it up again on the same paths, citing where it was left last."""
     thread = WorkingState(open_threads=["wire the exporter into the CLI"])
     records = [
         rec("a", work("a", NOW - 3 * DAY_MS), working=thread),
-        rec("b", work("b", NOW - DAY_MS), working=thread),
+        rec("b", work("b", NOW - DAY_MS, path="src/cli.py"), working=thread),
     ]
     out = fired(records)
     assert [s.kind for s in out] == ["resume_thread"]
     assert any("event:a:" in r for r in out[0].refs) and any("event:b:" in r for r in out[0].refs)
+    records[1] = rec("b", work("b", NOW - DAY_MS), working=thread)
+    out = fired(records)
+    assert [s.kind for s in out] == ["resume_thread"]
+    assert out[0].refs and all(r.startswith("event:b:") for r in out[0].refs)
 
 
 def test_a_thread_the_current_session_is_on_does_not_fire_from_another_session() -> None:
@@ -449,3 +456,61 @@ def test_a_full_waiting_section_says_at_least() -> None:
     ]
     (s,) = fired([], pending=old)
     assert s.text.startswith("At least 8 proposals have waited up to 14 days")
+
+
+def test_a_long_thread_keeps_its_age_whole() -> None:
+    """A suggestion about a long thread cuts the thread's words, never the "(left … ago)"
+    that ends it."""
+    at = NOW - DAY_MS // 2
+    thread = WorkingState(open_threads=["Compare the exports at " + "/".join(["exports"] * 30)])
+    events = [
+        ev("a", 1, "user_message", "Why do the nightly exports stall?", at),
+        ev("a", 2, "assistant_message", "The lock is held too long.", at),
+        ev("a", 3, "user_message", "And how do we fix it?", at),
+    ]
+    r = rec("a", events, working=thread)
+    assert r.outcome == "abandoned"
+    for now in (NOW, NOW + 11 * DAY_MS):
+        (c,) = candidates(now, state_of([r], now), [r])
+        assert c.text.startswith("Resume (unanswered): Compare the exports at exports/"), c.text
+        assert c.text.endswith(" ago)") and "… (left " in c.text, c.text
+        assert len(c.text) <= LINE_CHARS
+
+
+def test_a_call_failing_again_in_a_later_session_is_one_line_since_the_first() -> None:
+    """The same call failing in two sessions is one Failed line in the state (the later
+    one, citing both failures), and one suggestion: still failing since the first."""
+    first = rec("a", failing("a", NOW - 3 * DAY_MS - 10))
+    again = rec("b", failing("b", NOW - DAY_MS))
+    state = state_of([first, again])
+    failed = [(name, line) for name, line in state.lines() if "Failed" in line.text]
+    assert [(name, line.text) for name, line in failed] == [
+        ("Active threads", "Failed: bash pytest tests/test_dates.py: FAILED: offset lost")
+    ]
+    assert failed[0][1].refs == ["event:b:3", "event:a:3"]
+    (s,) = fired([first, again])
+    weekday = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")[utc_moment(NOW - 3 * DAY_MS - 10).weekday()]
+    assert s.kind == "unfixed_failure" and s.text.startswith(f"Still failing since {weekday}: "), s.text
+    assert set(s.refs) == {"event:a:3", "event:b:3"}
+
+
+def test_a_full_waiting_section_with_some_due_says_exactly_how_many() -> None:
+    """Twelve proposals waiting, three past two days: the state lists the oldest eight, so
+    the newer ones it leaves out are not due either: "3 proposals …", not "At least 3"."""
+    days = [4, 3, 2] + [1] * 9
+    pending = [
+        Pending(proposal_id=f"p{i:02d}", title=f"Rule {i}", created_at=NOW - d * DAY_MS - i - 10)
+        for i, d in enumerate(days)
+    ]
+    (s,) = fired([], pending=pending)
+    assert s.text.startswith("3 proposals have waited up to 4 days for review"), s.text
+
+
+def test_a_thread_that_opens_with_resume_is_not_told_resume_twice() -> None:
+    """A thread whose request was "Resume the retry logic in src/net.py" reads "Resume: the
+    retry logic in src/net.py (left …)", not "Resume: Resume the retry logic …"; its id is
+    the thread's, whatever the text."""
+    r = rec("a", work("a", NOW - DAY_MS, request="Resume the retry logic in src/net.py"))
+    (s,) = fired([r])
+    assert s.text.startswith("Resume: the retry logic in src/net.py (left "), s.text
+    assert s.id == suggestion_id("resume_thread", thread_key("Resume the retry logic in src/net.py"))

@@ -29,7 +29,7 @@ from makad.core.canonical import similar_ids
 from makad.core.types import Entry
 from makad.service import embedding_model
 from makad.service.embedding_model import model_folder
-from makad.service.embeddings import SemanticChannel
+from makad.service.embeddings import SemanticChannel, newly_notified
 from tests.service.conftest import InProcessDaemon, serving
 
 pytestmark = pytest.mark.anyio
@@ -321,6 +321,37 @@ async def test_a_failed_channel_is_never_caught_up(short_tmp: Path) -> None:
     assert idle["state"] == "failed" and idle["caughtUp"] is False, idle
     assert used["state"] == "failed" and used["caughtUp"] is False, used
     assert used["eventsPending"] == 3 and used["eventsIndexed"] == 0, used
+
+
+async def test_a_retried_append_is_pending_once_while_the_model_has_failed(short_tmp: Path) -> None:
+    """While the model has failed, an append retried with its requestId (which appends
+    nothing) adds nothing to eventsPending; an incognito session's events add nothing."""
+    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": str(short_tmp / "nowhere")}) as daemon:
+        ws = str(daemon.workspace)
+        async with daemon.client() as c:
+            await settled(c)
+            sid = (await c.call("open_session", workspace=ws, title="work"))["sessionId"]
+            events = [{"type": "user_message", "text": f"Step {i}."} for i in range(3)]
+            for _ in range(3):
+                await c.call("append_events", workspace=ws, sessionId=sid, events=events, requestId="r-1")
+            await c.call("append_events", workspace=ws, sessionId=sid, events=events[:1], requestId="r-2")
+            hidden = (await c.call("open_session", workspace=ws, incognito=True))["sessionId"]
+            await c.call("append_events", workspace=ws, sessionId=hidden, events=events)
+            used = (await c.call("status"))["semantic"]
+            stored = await c.call("read_events", workspace=ws, sessionId=sid)
+    assert len(stored["events"]) == 4
+    assert used["state"] == "failed" and used["eventsPending"] == 4, used
+
+
+def test_appended_seqs_are_counted_once_in_any_order() -> None:
+    """Ranges notified out of order are each counted once; a range already held adds nothing."""
+    notified: dict[str, list[tuple[int, int]]] = {}
+    counts = [
+        newly_notified(notified, "s", first, last)
+        for first, last in ((4, 6), (1, 3), (1, 3), (2, 8), (10, 10), (7, 7))
+    ]
+    assert counts == [3, 3, 0, 2, 1, 0]
+    assert notified == {"s": [(1, 8), (10, 10)]}
 
 
 def _static_model_copy(folder: Path) -> Path:
