@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
+import os
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
-from maka.cli import build_parser
+import pytest
+
+from maka.cli import build_parser, main
 
 SECTION_HEADINGS = ("positional arguments:", "options:", "optional arguments:")
 
@@ -31,25 +35,46 @@ def description_of(help_text: str) -> str:
     return "" if second.startswith(SECTION_HEADINGS) else second
 
 
-def run_help(path: tuple[str, ...]) -> tuple[tuple[str, ...], subprocess.CompletedProcess[str]]:
-    result = subprocess.run(
-        [sys.executable, "-m", "maka.cli", *path, "--help"], capture_output=True, text=True, timeout=60
-    )
-    return path, result
+def render_help(path: tuple[str, ...]) -> tuple[int, str]:
+    """The exit code and stdout of ``maka PATH --help``, run through the CLI's own ``main``."""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        try:
+            code = main([*path, "--help"])
+        except SystemExit as exc:
+            code = exc.code if isinstance(exc.code, int) else 1
+    return code, out.getvalue()
 
 
-def test_every_command_help_has_a_description() -> None:
+def test_every_command_help_has_a_description(monkeypatch: pytest.MonkeyPatch) -> None:
     """`maka CMD --help` shows a description under the usage line for every command and action."""
+    monkeypatch.setenv("COLUMNS", "100")
     paths = command_paths(build_parser())
     assert {("status",), ("ping",), ("memory", "pin"), ("mcp",)} <= set(paths)
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        results = list(pool.map(run_help, paths))
     missing = []
-    for path, result in results:
-        assert result.returncode == 0, (path, result.stderr)
-        if len(description_of(result.stdout)) < 20:
+    for path in paths:
+        code, text = render_help(path)
+        assert code == 0, (path, text)
+        if len(description_of(text)) < 20:
             missing.append(" ".join(path))
     assert missing == [], f"commands whose --help has no description: {missing}"
+
+
+def test_help_rendered_in_process_is_what_the_command_prints() -> None:
+    """The help the check above reads is the text a `maka ... --help` process prints."""
+    path = ("memory", "pin")
+    env = {**os.environ, "COLUMNS": "100"}
+    result = subprocess.run(
+        [sys.executable, "-m", "maka.cli", *path, "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert result.returncode == 0, result.stderr
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("COLUMNS", "100")
+        assert render_help(path) == (0, result.stdout)
 
 
 def test_description_check_sees_a_missing_description() -> None:

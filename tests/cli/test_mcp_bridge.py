@@ -710,6 +710,11 @@ async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
         assert is_error and "invalid_params" in bad
 
 
+# Prose, not one letter repeated: the secret scan an append runs reads words several times
+# faster than a single 3 MiB run of one character.
+PROSE_3_MIB = ("lorem ipsum dolor sit amet " * (3 * 1024 * 1024 // 27 + 1))[: 3 * 1024 * 1024]
+
+
 async def test_large_events_left_out_of_a_reply_are_named(shared_daemon: DaemonProcess) -> None:
     """Three events of 3 MiB: history_search shows the two that fit in one reply and says
     one more was left out; memory_resolve of the three names the rest to resolve next."""
@@ -720,7 +725,7 @@ async def test_large_events_left_out_of_a_reply_are_named(shared_daemon: DaemonP
             {
                 "workspace": str(shared_daemon.workspace),
                 "sessionId": sid,
-                "events": [{"type": "note", "text": f"heron {letter * (3 * 1024 * 1024)}"}],
+                "events": [{"type": "note", "text": f"heron {letter} {PROSE_3_MIB}"}],
             },
             timeout=120,
         )

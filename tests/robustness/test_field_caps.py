@@ -4,6 +4,8 @@ write can leave a session whose title or state no reply can carry any more."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from maka.errors import RemoteError
@@ -68,19 +70,23 @@ EVENT_CAP = 8 * 1024 * 1024
 def test_an_event_that_redaction_grows_past_its_cap_is_refused_so_every_event_stays_readable(
     shared_daemon: DaemonProcess,
 ) -> None:
-    """An event of 3.6 MB of ``pwd=…`` grows past 8 MiB once redacted: ``too_large``
-    (``data.index``, ``data.limit``), nothing appended. Stored, such an event (at 16 MB, one
-    within the message cap) was acknowledged and then no ``read_events`` or ``retrieve``
-    could ever carry it back."""
+    """An event under 8 MiB as sent whose ``pwd=…`` secrets take it past 8 MiB once
+    redacted is ``too_large`` (``data.index``, ``data.limit``), nothing appended. Stored,
+    such an event was acknowledged and then no ``read_events`` or ``retrieve`` could ever
+    carry it back."""
     ws = str(shared_daemon.workspace)
     shared_daemon.call("open_session", {"workspace": ws, "sessionId": "grows"})
-    text = "pwd=hunter2 " * 300_000  # 3.6 MB sent, 9 MB redacted
+    secrets = " pwd=hunter2" * 100  # each grows by 18 bytes: pwd=[REDACTED:generic_secret]
+    filler = "lorem ipsum dolor " * (EVENT_CAP // 18)
+    text = filler[: EVENT_CAP - 1024 - len(secrets)] + secrets
     events = [{"type": "note", "text": "small"}, {"type": "user_message", "text": text}]
+    assert len(json.dumps(events[1])) < EVENT_CAP
     with shared_daemon.client(timeout=300) as client, pytest.raises(RemoteError) as raised:
         client.call("append_events", {"workspace": ws, "sessionId": "grows", "events": events})
     error = raised.value
     assert error.kind == "too_large"
     assert (error.data["index"], error.data["limit"]) == (1, EVENT_CAP)
+    assert "redacted" in error.message
     assert "hunter2" not in str(error.data)
     read = shared_daemon.call("read_events", {"workspace": ws, "sessionId": "grows"})
     assert read["events"] == [] and read["lastSeq"] == 0

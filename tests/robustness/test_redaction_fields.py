@@ -10,12 +10,14 @@ top of a valid template, so the call does its real work.
 from __future__ import annotations
 
 import contextlib
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from maka.client import Client
 from maka.errors import RemoteError
 from makad.core.redaction import redact
 from tests.robustness.planting import Schemas, Slot, github_token
@@ -87,13 +89,14 @@ class Planter:
     """Valid templates for every method, and the objects (sessions, entries, proposals)
     they name, made fresh for each call so every call does real work."""
 
-    def __init__(self, daemon: DaemonProcess) -> None:
+    def __init__(self, daemon: DaemonProcess, client: Client) -> None:
         self.d = daemon
+        self.client = client
         self.ws = str(daemon.workspace)
         self.sid = self.session(self.ws)
 
     def call(self, method: str, params: dict[str, Any]) -> Any:
-        return self.d.call(method, params)
+        return self.client.call(method, params)
 
     def quiet(self, method: str, params: dict[str, Any]) -> Any:
         with contextlib.suppress(RemoteError):
@@ -283,9 +286,24 @@ def plant(planter: Planter, schemas: Schemas, slot: Slot, value: str) -> str:
     return "ok"
 
 
+TAIL = 16
+ALNUM_RUN = re.compile(rb"[A-Za-z0-9]{%d,}" % TAIL)
+
+
+def alnum_windows(data: bytes) -> set[bytes]:
+    """Every run of ``TAIL`` letters and digits in ``data`` (a needle's tail is one, so one
+    set lookup per window stands in for a scan of the whole file per needle)."""
+    return {
+        run[i : i + TAIL]
+        for match in ALNUM_RUN.finditer(data)
+        for run in (match.group(),)
+        for i in range(len(run) - TAIL + 1)
+    }
+
+
 def leaks(needles: dict[str, str], roots: list[Path], names_under: Path) -> dict[str, list[str]]:
-    """For each label whose needle (or its last 16 characters) is in a file's bytes, or in a
-    file name under ``names_under``: the files."""
+    """For each label whose needle's last 16 characters (so the needle too) are in a file's
+    bytes, or in a file name under ``names_under``: the files."""
     found: dict[str, list[str]] = {}
     files = [
         p
@@ -294,14 +312,27 @@ def leaks(needles: dict[str, str], roots: list[Path], names_under: Path) -> dict
         for p in ([root] if root.is_file() else root.rglob("*"))
         if p.is_file()
     ]
+    tails = {label: needle[-TAIL:] for label, needle in needles.items()}
+    assert all(ALNUM_RUN.fullmatch(tail.encode()) for tail in tails.values())
     for path in files:
-        data = path.read_bytes()
+        windows = alnum_windows(path.read_bytes())
         name = str(path.relative_to(names_under)) if path.is_relative_to(names_under) else ""
-        for label, needle in needles.items():
-            tail = needle[-16:]
-            if needle.encode() in data or tail.encode() in data or tail in name:
+        for label, tail in tails.items():
+            if tail.encode() in windows or tail in name:
                 found.setdefault(label, []).append(str(path))
     return found
+
+
+def test_the_leak_check_finds_a_tail_anywhere_in_a_file(short_tmp: Path) -> None:
+    """The check above finds a needle whole, its tail alone inside longer letters and digits,
+    and its tail in a file name, and finds nothing in a file without them."""
+    needle = github_token("check")
+    (short_tmp / "whole").write_bytes(b"\x00\x01" + needle.encode() + b"\xff")
+    (short_tmp / "tail").write_bytes(b"abc" + needle[-20:].encode() + b"XYZ0\n")
+    (short_tmp / f"name-{needle[-TAIL:]}").write_bytes(b"")
+    (short_tmp / "clean").write_bytes(needle[:-1].encode() + b" " + needle[-TAIL + 1 :].encode())
+    found = leaks({"n": needle}, [short_tmp], short_tmp)
+    assert sorted(Path(p).name for p in found["n"]) == ["name-" + needle[-TAIL:], "tail", "whole"]
 
 
 def memory_dirs(root: Path) -> list[Path]:
@@ -315,8 +346,6 @@ def test_a_secret_in_every_string_field_of_every_method_reaches_no_file_or_log(d
     field succeed, and afterwards no file under the data dir or any memory dir, no file
     name in the data dir, and no log line holds any of the secrets."""
     schemas = Schemas(daemon.call("rpc.discover"))
-    planter = Planter(daemon)
-    planter.open_gate(planter.ws)
     planted: dict[str, str] = {}
     outcomes: dict[str, set[str]] = {}
     slots = [
@@ -325,15 +354,19 @@ def test_a_secret_in_every_string_field_of_every_method_reaches_no_file_or_log(d
         if method not in SKIPPED_METHODS
         for slot in schemas.string_slots(method)
     ]
-    for slot in slots:
-        for form, shape in FORMS.items():
-            if form == "ref" and not slot.top.lower().endswith("refs"):
-                continue
-            secret = github_token(f"{slot.label}:{form}")
-            planted[f"{slot.label}:{form}"] = secret
-            if form == "ref":  # the session the ref names exists, with events
-                planter.session(planter.ws, secret)
-            outcomes.setdefault(slot.label, set()).add(plant(planter, schemas, slot, shape.format(secret)))
+    with daemon.client(timeout=60) as client:  # one connection for the few hundred calls
+        planter = Planter(daemon, client)
+        planter.open_gate(planter.ws)
+        for slot in slots:
+            for form, shape in FORMS.items():
+                if form == "ref" and not slot.top.lower().endswith("refs"):
+                    continue
+                secret = github_token(f"{slot.label}:{form}")
+                planted[f"{slot.label}:{form}"] = secret
+                if form == "ref":  # the session the ref names exists, with events
+                    planter.session(planter.ws, secret)
+                outcome = plant(planter, schemas, slot, shape.format(secret))
+                outcomes.setdefault(slot.label, set()).add(outcome)
     assert all(redact(s).count == 1 for s in planted.values())
     roots = [daemon.data_dir, daemon.stderr_path, *memory_dirs(daemon.root)]
     assert leaks(planted, roots, daemon.data_dir) == {}

@@ -12,6 +12,14 @@ MIB = 1024 * 1024
 BUDGET = 8 * MIB
 # The most one event may take as JSON, as sent.
 MAX_EVENT_BYTES = 8 * MIB
+# Words rather than one letter repeated: an append's secret scan reads them several times
+# faster, and they take as many bytes.
+WORDS = "lorem ipsum dolor sit amet "
+
+
+def prose(chars: int) -> str:
+    """``chars`` characters of words, none of them "needle"."""
+    return (WORDS * (chars // len(WORDS) + 1))[:chars]
 
 
 def _append_large(d: DaemonProcess, session: str, texts: list[str]) -> dict[str, Any]:
@@ -24,7 +32,7 @@ def _append_large(d: DaemonProcess, session: str, texts: list[str]) -> dict[str,
 
 def _six_of_3_mib(d: DaemonProcess, session: str) -> tuple[dict[str, Any], list[str]]:
     """Six events of 3 MiB each (18 MiB together), each holding the word "needle"."""
-    texts = [f"needle {letter * (3 * MIB)}" for letter in "abcdef"]
+    texts = [f"needle {letter} {prose(3 * MIB)}" for letter in "abcdef"]
     return _append_large(d, session, texts), texts
 
 
@@ -50,7 +58,7 @@ def test_search_history_cuts_one_hit_over_the_budget_and_says_how_to_read_it(
     envelope = len(
         '{"type":"note","text":"","ts":null,"toolCallId":null,"toolName":null,"meta":null,"tokens":null}'
     )
-    text = "needle " + "z" * (MAX_EVENT_BYTES - envelope - len("needle "))
+    text = "needle " + prose(MAX_EVENT_BYTES - envelope - len("needle "))
     params = _append_large(shared_daemon, "cut", [text])
     found = shared_daemon.call("search_history", {**params, "query": "needle"}, timeout=120)
     (hit,) = found["hits"]
