@@ -205,6 +205,10 @@ def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Repl
     try:
         return replace_verified(path, text.encode("utf-8", "surrogateescape"), **terms)
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # the folder replaced since the checks
+            check_not_symlink(path.parent, "memory directory")
+            if exc.errno == errno.ENOTDIR:
+                raise not_a_directory() from None
         raise generalize(exc, path.name, "written") from None
 
 
