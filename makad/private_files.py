@@ -46,6 +46,7 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO (or a device) returns at once instead of waiting for a writer.
 _NO_WAIT: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _READ_FLAGS: Final = os.O_RDONLY | _NO_WAIT
+_LOOKUP_FLAGS: Final = (_DIR_FLAGS & ~os.O_RDONLY) | getattr(os, "O_PATH", os.O_RDONLY)
 _CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -409,11 +410,13 @@ def open_regular(path: Path | str, *, dir_fd: int | None = None) -> int:
     return os.open(path, _READ_FLAGS, dir_fd=dir_fd)
 
 
-def open_folder(path: Path | str) -> int:
+def open_folder(path: Path | str, *, lookup_only: bool = False) -> int:
     """A descriptor of the folder at ``path``, never through a symlink there (``OSError``
     ELOOP or ENOTDIR): names looked up relative to it stay in that folder even when
-    someone who can write the folder above renames it away and puts a symlink in its place."""
-    return os.open(path, _DIR_FLAGS)
+    someone who can write the folder above renames it away and puts a symlink in its place.
+    ``lookup_only``: for reads by name only (no fsync, no listing), so a folder this uid
+    may search but not list still serves (``O_PATH`` where there is one)."""
+    return os.open(path, _LOOKUP_FLAGS if lookup_only else _DIR_FLAGS)
 
 
 def regular_file_stat(path: Path | str) -> os.stat_result | None:

@@ -26,6 +26,7 @@ from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
 from makad.private_files import (
     make_dirs,
+    open_folder,
     read_if_regular,
     read_regular,
     regular_file_stat,
@@ -126,14 +127,23 @@ def read_memory_file(
     ``existed``: it was there before, so a moment without it may be a save;
     ``waits``: how long a file found emptied or gone is given to fill or come back)."""
     check_not_symlink(path.parent, "memory directory")
+    folder = _open_memory_folder(path.parent)
     try:
-        settled = read_settled(path, max_bytes, was_empty=was_empty, existed=existed, waits=waits)
+        # Read in the folder just opened (never through a symlink put in its place since);
+        # a folder missing now may be one being put back: its path is waited on instead.
+        name = path.name if folder is not None else path
+        settled = read_settled(
+            name, max_bytes, was_empty=was_empty, existed=existed, waits=waits, dir_fd=folder
+        )
     except FileNotFoundError:
         settled = None
     except NotADirectoryError:
         raise not_a_directory() from None
     except OSError as exc:
         raise generalize(exc, path.name, "read") from None
+    finally:
+        if folder is not None:
+            os.close(folder)
     if settled is None:
         return FileRead(None, None, 0, missing=True)
     st, data = settled
@@ -154,6 +164,21 @@ def read_memory_file(
     return FileRead(
         text, hashlib.sha256(data).hexdigest(), len(data), signature=signature, mtime_ns=st.st_mtime_ns
     )
+
+
+def _open_memory_folder(memory_dir: Path) -> int | None:
+    """A descriptor of ``memory/`` opened without following a symlink (None when it is
+    missing); ``symlink`` or ``not_a_directory`` when it is no folder, other failures
+    generalized."""
+    try:
+        return open_folder(memory_dir, lookup_only=True)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            check_not_symlink(memory_dir, "memory directory")
+            raise not_a_directory() from None
+        raise generalize(exc, memory_dir.name, "read", label="the memory directory") from None
 
 
 # Byte-order marks of UTF-16 (and so of UTF-32 LE) and UTF-32 BE.

@@ -5,6 +5,9 @@ and nothing is created or replaced where the symlink leads (real files)."""
 from __future__ import annotations
 
 import hashlib
+import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -12,6 +15,7 @@ import pytest
 from makad.errors import InvalidWorkspace
 from makad.store import identity, memory_files
 from makad.store.memory_files import read_memory_file, write_memory_file
+from tests.impostor import NOBODY, needs_nobody
 
 CAP = 1 << 20
 
@@ -112,3 +116,63 @@ def test_a_memory_folder_swapped_for_a_symlink_after_the_checks_is_refused(
         )
     assert refused.value.details.get("reason") == "symlink"
     assert contents(elsewhere) == before
+
+
+def test_a_memory_folder_swapped_for_a_symlink_before_the_read_is_not_read_through(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The swap lands after makad's look at ``memory/`` and before it reads MEMORY.md: it
+    reads the workspace's own file, never the other folder's (which would reach this
+    workspace's context, and its next write)."""
+    workspace = tmp_path / "ws"
+    memory = workspace / "memory"
+    memory.mkdir(parents=True)
+    (memory / "MEMORY.md").write_bytes(b"this workspace's memory\n")
+    elsewhere = elsewhere_with_memory(tmp_path)
+    real = memory_files.read_settled
+
+    def swapped_first(*args: object, **kwargs: object) -> object:
+        memory.rename(workspace / "moved")
+        memory.symlink_to(elsewhere)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(memory_files, "read_settled", swapped_first)
+    read = read_memory_file(memory / "MEMORY.md", CAP, existed=True)
+    assert read.text == "this workspace's memory\n"
+
+
+@needs_nobody
+def test_a_memory_folder_that_may_be_searched_but_not_listed_is_still_read() -> None:
+    """``memory/`` of mode 0100 (search, no listing): MEMORY.md in it is read as before
+    (the folder is opened for lookups only, which needs no right to list it). Run as
+    ``nobody`` in a child process: root reads any folder."""
+    assert NOBODY is not None
+    root = Path(tempfile.mkdtemp(prefix="mkx", dir="/tmp"))
+    try:
+        memory = root / "memory"
+        memory.mkdir()
+        (memory / "MEMORY.md").write_bytes(b"searchable\n")
+        for path in (root, memory, memory / "MEMORY.md"):
+            os.chown(path, NOBODY.pw_uid, NOBODY.pw_gid)
+        memory.chmod(0o100)
+        root.chmod(0o700)
+        reader, writer = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # the child: nobody, reading; its answer on the pipe
+            code = 1
+            try:
+                os.close(reader)
+                os.setgid(NOBODY.pw_gid)
+                os.setuid(NOBODY.pw_uid)
+                read = read_memory_file(memory / "MEMORY.md", CAP)
+                os.write(writer, (read.text or "").encode())
+                code = 0
+            finally:
+                os._exit(code)
+        os.close(writer)
+        with os.fdopen(reader, "rb") as answer:
+            text = answer.read()
+        _, status = os.waitpid(pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0 and text == b"searchable\n"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
