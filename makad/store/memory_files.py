@@ -29,7 +29,6 @@ from makad.private_files import (
     open_folder,
     read_if_regular,
     read_regular,
-    regular_file_stat,
     write_private,
 )
 from makad.store.file_swap import (
@@ -240,27 +239,37 @@ def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Repl
 _TEMP_NAME = re.compile(r"^\.(MEMORY|PENDING)\.md\..+\.tmp$")
 
 
-def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None]) -> int:
+def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None], max_bytes: int) -> int:
     """Delete temp files a killed daemon left (before any write of ours starts).
 
     One may hold a save the daemon displaced just before it died: each that differs
-    from its file goes to ``keep`` (file kind, bytes) first, to be backed up.
+    from its file goes to ``keep`` (file kind, bytes) first, to be backed up. One over
+    ``max_bytes`` is no temp file of the daemon's (it writes none that large; a cloned
+    repository may carry one): left where it is, never read nor copied. Everything is
+    looked up in the folder opened here, never through a symlink put in its place.
     """
-    if memory_dir.is_symlink() or not memory_dir.is_dir():
+    try:
+        folder = open_folder(memory_dir)
+    except OSError:  # missing, a symlink, not a folder: nothing of ours to clean
         return 0
     removed = 0
-    for path in memory_dir.iterdir():
-        match = _TEMP_NAME.match(path.name)
-        if not match or not path.is_file() or path.is_symlink():
-            continue
-        with contextlib.suppress(OSError):
-            data = read_regular(path)
-            target = memory_dir / f"{match.group(1)}.md"
-            current = read_regular(target) if regular_file_stat(target) is not None else b""
-            if data and data != current:
-                keep(match.group(1), data)
-            path.unlink()
-            removed += 1
+    try:
+        for entry in os.scandir(folder):
+            match = _TEMP_NAME.match(entry.name)
+            with contextlib.suppress(OSError):
+                if not match or not entry.is_file(follow_symlinks=False):
+                    continue
+                data = read_regular(entry.name, max_bytes + 1, dir_fd=folder)
+                if len(data) > max_bytes:
+                    continue
+                target = f"{match.group(1)}.md"
+                current = read_if_regular(target, max_bytes + 1, dir_fd=folder) or b""
+                if data and data != current:
+                    keep(match.group(1), data)
+                os.unlink(entry.name, dir_fd=folder)
+                removed += 1
+    finally:
+        os.close(folder)
     return removed
 
 

@@ -537,3 +537,24 @@ def test_a_trap_named_like_a_leftover_temp_file_is_left_alone(
     d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
     assert "written" in (ws / "memory" / "MEMORY.md").read_text()
     assert victim.untouched()
+
+
+def test_a_huge_file_named_like_a_leftover_temp_file_is_neither_read_nor_backed_up(short_tmp: Path) -> None:
+    """A file over the memory cap named like the temp file a killed daemon leaves (a cloned
+    repository can carry one): no save of makad's is that large, so it is not read into
+    memory nor copied into the backups; it is left where it is and memory is served."""
+    d = DaemonProcess(short_tmp, env={"LOCAL_MEMORY_MAX_BYTES": "4096"})
+    d.start()
+    try:
+        ws = short_tmp / "ws"
+        (ws / "memory").mkdir(parents=True)
+        planted = ws / "memory" / ".MEMORY.md.planted.tmp"
+        planted.write_bytes(b"x" * (1 << 20))
+        d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
+        assert "written" in (ws / "memory" / "MEMORY.md").read_text()
+        backups = list(d.data_dir.glob("workspaces/*/backups/*"))
+        assert all(p.stat().st_size <= 4096 for p in backups), [p.stat().st_size for p in backups]
+        assert planted.stat().st_size == 1 << 20
+        assert ping_ok(d.socket)
+    finally:
+        d.stop()
