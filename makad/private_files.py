@@ -46,7 +46,8 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO (or a device) returns at once instead of waiting for a writer.
 _NO_WAIT: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _READ_FLAGS: Final = os.O_RDONLY | _NO_WAIT
-_LOOKUP_FLAGS: Final = (_DIR_FLAGS & ~os.O_RDONLY) | getattr(os, "O_PATH", os.O_RDONLY)
+# O_PATH (Linux): a folder to look names up in, which needs no right to list it.
+_LOOKUP_FLAGS: Final = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
 _CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
