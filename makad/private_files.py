@@ -46,6 +46,8 @@ _DIR_FLAGS: Final = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # O_NONBLOCK: opening a FIFO (or a device) returns at once instead of waiting for a writer.
 _NO_WAIT: Final = os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
 _READ_FLAGS: Final = os.O_RDONLY | _NO_WAIT
+# O_PATH (Linux): a folder to look names up in, which needs no right to list it.
+_LOOKUP_FLAGS: Final = os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC | getattr(os, "O_PATH", os.O_RDONLY)
 _CREATE_FLAGS: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -334,6 +336,27 @@ def write_private(path: Path, data: bytes, *, sync_dir: bool = True) -> None:
             fsync_dir(path.parent)
 
 
+def write_private_in(folder: int, name: str, data: bytes) -> None:
+    """``write_private`` of the file ``name`` in the folder open as ``folder``
+    (``open_folder``): the temp file, the rename and the sync all stay in that folder."""
+    tmp = f".{name}.{secrets.token_hex(4)}.tmp"
+    fd = os.open(tmp, _CREATE_FLAGS, PRIVATE_FILE_MODE, dir_fd=folder)
+    try:
+        try:
+            os.fchmod(fd, PRIVATE_FILE_MODE)
+            write_all(fd, data)
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=folder)
+        raise
+    with contextlib.suppress(OSError):
+        os.fsync(folder)
+
+
 def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, _DIR_FLAGS)
     try:
@@ -342,22 +365,22 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def read_regular(path: Path | str, limit: int = -1) -> bytes:
+def read_regular(path: Path | str, limit: int = -1, *, dir_fd: int | None = None) -> bytes:
     """The bytes of the regular file at ``path`` (at most ``limit``; -1: all), never through
     a symlink (``OSError`` ELOOP) and never waiting on a FIFO or device
-    (``NotRegularFile``)."""
-    fd = os.open(path, _READ_FLAGS)
+    (``NotRegularFile``). ``dir_fd``: ``path`` is a name in that folder."""
+    fd = os.open(path, _READ_FLAGS, dir_fd=dir_fd)
     try:
         return read_open(fd, path, limit)
     finally:
         os.close(fd)
 
 
-def read_if_regular(path: Path | str, limit: int = -1) -> bytes | None:
+def read_if_regular(path: Path | str, limit: int = -1, *, dir_fd: int | None = None) -> bytes | None:
     """``read_regular``, or None when there is no regular file at ``path`` (missing, a
     symlink, a FIFO, a folder …); any other failure (a permission, the disk) is raised."""
     try:
-        return read_regular(path, limit)
+        return read_regular(path, limit, dir_fd=dir_fd)
     except (FileNotFoundError, NotRegularFile):
         return None
     except OSError as exc:
@@ -382,10 +405,19 @@ def read_open(fd: int, path: Path | str, limit: int = -1) -> bytes:
     return b"".join(chunks)
 
 
-def open_regular(path: Path | str) -> int:
+def open_regular(path: Path | str, *, dir_fd: int | None = None) -> int:
     """A read-only descriptor of ``path`` opened without following a symlink or waiting on a
     FIFO; check it with ``os.fstat`` (or read it with ``read_open``)."""
-    return os.open(path, _READ_FLAGS)
+    return os.open(path, _READ_FLAGS, dir_fd=dir_fd)
+
+
+def open_folder(path: Path | str, *, lookup_only: bool = False) -> int:
+    """A descriptor of the folder at ``path``, never through a symlink there (``OSError``
+    ELOOP or ENOTDIR): names looked up relative to it stay in that folder even when
+    someone who can write the folder above renames it away and puts a symlink in its place.
+    ``lookup_only``: for reads by name only (no fsync, no listing), so a folder this uid
+    may search but not list still serves (``O_PATH`` where there is one)."""
+    return os.open(path, _LOOKUP_FLAGS if lookup_only else _DIR_FLAGS)
 
 
 def regular_file_stat(path: Path | str) -> os.stat_result | None:

@@ -318,7 +318,8 @@ class MemoryService:
         def keep(kind: str, data: bytes) -> None:
             files.save_backup(ws.backups_dir, kind, data.decode("utf-8", "surrogateescape"))
 
-        await in_thread(files.remove_stale_temp_files, ws.memory_dir, keep)
+        cap = self._ctx.settings.memory_max_bytes
+        await in_thread(files.remove_stale_temp_files, ws.memory_dir, keep, cap)
 
     async def ingest(self, ws: Workspace) -> None:
         """Pick up whatever changed on disk (the watcher calls this after each batch)."""

@@ -26,8 +26,8 @@ import ctypes
 import errno
 import hashlib
 import os
+import secrets
 import stat
-import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -36,7 +36,7 @@ from typing import Final, NotRequired, TypedDict
 
 import structlog
 
-from makad.private_files import fsync_dir, open_regular, read_if_regular, read_open, read_regular
+from makad.private_files import open_folder, open_regular, read_if_regular, read_open, read_regular
 
 # (st_ino, st_size, st_mtime_ns, st_ctime_ns): what tells one version of a file from the
 # next without reading it. The change time is the one a tool cannot put back: `touch -r`,
@@ -59,7 +59,6 @@ _NAP_S: Final = 0.01
 
 log = structlog.get_logger("makad.file_swap")
 
-_AT_FDCWD: Final = -100
 _RENAME_NOREPLACE: Final = 1
 _RENAME_EXCHANGE: Final = 2
 _UNSUPPORTED: Final = frozenset({errno.EINVAL, errno.ENOSYS, errno.ENOTSUP, errno.EOPNOTSUPP})
@@ -105,7 +104,7 @@ def signature_of(st: os.stat_result) -> Signature:
     return (st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
 
 
-def _renameat2() -> Callable[[bytes, bytes, int], int] | None:
+def _renameat2() -> Callable[[int, bytes, bytes, int], int] | None:
     try:
         function = ctypes.CDLL(None, use_errno=True).renameat2
     except (OSError, AttributeError):
@@ -113,8 +112,8 @@ def _renameat2() -> Callable[[bytes, bytes, int], int] | None:
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     function.restype = ctypes.c_int
 
-    def call(src: bytes, dst: bytes, flags: int) -> int:
-        return int(function(_AT_FDCWD, src, _AT_FDCWD, dst, flags))
+    def call(folder: int, src: bytes, dst: bytes, flags: int) -> int:
+        return int(function(folder, src, folder, dst, flags))
 
     return call
 
@@ -122,11 +121,12 @@ def _renameat2() -> Callable[[bytes, bytes, int], int] | None:
 _RENAMEAT2: Final = _renameat2()
 
 
-def _rename2(src: Path, dst: Path, flags: int) -> bool:
-    """renameat2 with ``flags``; False where the system or filesystem does not offer it."""
+def _rename2(folder: int, src: str, dst: str, flags: int) -> bool:
+    """renameat2 of two names in ``folder`` with ``flags``; False where the system or
+    filesystem does not offer it."""
     if _RENAMEAT2 is None:
         return False
-    if _RENAMEAT2(os.fsencode(src), os.fsencode(dst), flags) == 0:
+    if _RENAMEAT2(folder, os.fsencode(src), os.fsencode(dst), flags) == 0:
         return True
     code = ctypes.get_errno()
     if code in _UNSUPPORTED:
@@ -140,7 +140,12 @@ def _nap(seconds: float) -> None:
 
 
 def settled_stat(
-    path: Path | str, *, was_empty: bool = False, existed: bool = True, waits: SaveWaits = DEFAULT_WAITS
+    path: Path | str,
+    *,
+    was_empty: bool = False,
+    existed: bool = True,
+    waits: SaveWaits = DEFAULT_WAITS,
+    dir_fd: int | None = None,
 ) -> os.stat_result | None:
     """``lstat(path)`` once the file has stopped changing (None when it is gone).
 
@@ -148,14 +153,15 @@ def settled_stat(
     where ``was_empty`` is false), and up to ``waits.missing_ns`` for a missing file
     that ``existed`` to come back; never longer than ``MAX_SETTLE_S`` plus the longer
     of the two in all. Each wait for an emptied or a missing file is logged once (rare:
-    a save caught half-way; and what makes such a read slow).
+    a save caught half-way; and what makes such a read slow). ``dir_fd``: ``path`` is a
+    name in that folder.
     """
     deadline = time.monotonic() + MAX_SETTLE_S + max(waits.emptied_ns, waits.missing_ns) / 1e9
     missing_until = time.monotonic() + (waits.missing_ns / 1e9 if existed else 0.0)
     told = ""
     while True:
         try:
-            st = os.lstat(path)
+            st = os.stat(path, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             if time.monotonic() >= min(missing_until, deadline):
                 return None
@@ -184,31 +190,32 @@ def read_settled(
     was_empty: bool = False,
     existed: bool = True,
     waits: SaveWaits = DEFAULT_WAITS,
+    dir_fd: int | None = None,
 ) -> tuple[os.stat_result, bytes] | None:
     """The file's stat and bytes (up to ``max_bytes + 1``) once it has stopped changing."""
     last: tuple[os.stat_result, bytes] | None = None
     for _ in range(20):
-        st = settled_stat(path, was_empty=was_empty, existed=existed, waits=waits)
+        st = settled_stat(path, was_empty=was_empty, existed=existed, waits=waits, dir_fd=dir_fd)
         if st is None:
             return None
         if not stat.S_ISREG(st.st_mode):
             return st, b""
-        read = _read_now(path, max_bytes + 1)
+        read = _read_now(path, max_bytes + 1, dir_fd)
         if read is None:
             continue  # a symlink now: the next stat says so
         last = read
         if signature_of(read[0]) == signature_of(st):
             break
     if last is None:  # a symlink at every look
-        return os.lstat(path), b""
+        return os.stat(path, dir_fd=dir_fd, follow_symlinks=False), b""
     return last  # (still changing after all that: the last read)
 
 
-def _read_now(path: Path | str, limit: int) -> tuple[os.stat_result, bytes] | None:
+def _read_now(path: Path | str, limit: int, dir_fd: int | None) -> tuple[os.stat_result, bytes] | None:
     """The file's stat and bytes, opened without following a symlink (None: it is one now)
     or waiting on a FIFO put there since the caller's stat (its stat, no bytes)."""
     try:
-        fd = open_regular(path)
+        fd = open_regular(path, dir_fd=dir_fd)
     except OSError as exc:
         if exc.errno != errno.ELOOP:
             raise
@@ -252,10 +259,16 @@ def replace_verified(
     ``before_rename`` runs right before the rename (the fault seam: ``makad.faults``);
     ``waits``: how long a displaced file found emptied is given to fill.
     """
-    tmp_name: str | None = None
+    # Every name is looked up in the folder opened here, never through a symlink: one put
+    # in the folder's place meanwhile (by someone who can write the folder above) cannot
+    # lead the write, or the removal of the temp file, into another folder.
+    folder = open_folder(path.parent)
+    name = path.name
+    tmp: str | None = None
     fd = -1  # open until the file is in place: its signature is taken there (``_in_place``)
     try:
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+        tmp = f".{name}.{secrets.token_hex(6)}.tmp"
+        fd = os.open(tmp, _CREATE_TEMP, 0o600, dir_fd=folder)
         os.fchmod(fd, 0o600)
         view = memoryview(data)
         while view:
@@ -264,32 +277,35 @@ def replace_verified(
             os.utime(fd, ns=(time.time_ns(), mtime_ns))
         os.fsync(fd)
         written = os.fstat(fd)
-        tmp = Path(tmp_name)
         sha = hashlib.sha256(data).hexdigest()
         if before_rename is not None:
             before_rename()
         visible_ns = time.time_ns()
         if expect_sha is None:
-            _create(tmp, path)
-            tmp_name = None
-            fsync_dir(path.parent)
+            _create(folder, tmp, name, path)
+            tmp = None
+            os.fsync(folder)
             return Replaced(sha, _in_place(fd, written), visible_ns)
-        if not _exchange(tmp, path, expect_sha, max_bytes):
-            tmp_name = None  # renamed over the file the old way
-            fsync_dir(path.parent)
+        if not _exchange(folder, tmp, name, path, expect_sha, max_bytes):
+            tmp = None  # renamed over the file the old way
+            os.fsync(folder)
             return Replaced(sha, _in_place(fd, written), visible_ns)
-        fsync_dir(path.parent)
+        os.fsync(folder)
         signature = _in_place(fd, written)
-        displaced = _displaced(tmp, expect_sha, max_bytes, waits)
+        displaced = _displaced(folder, tmp, expect_sha, max_bytes, waits)
         if displaced is not None:
             keep(displaced.data)
         return Replaced(sha, signature, visible_ns, displaced)
     finally:
         if fd >= 0:
             os.close(fd)
-        if tmp_name is not None:
+        if tmp is not None:
             with contextlib.suppress(OSError):
-                os.unlink(tmp_name)
+                os.unlink(tmp, dir_fd=folder)
+        os.close(folder)
+
+
+_CREATE_TEMP: Final = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def _in_place(fd: int, written: os.stat_result) -> Signature:
@@ -303,43 +319,44 @@ def _in_place(fd: int, written: os.stat_result) -> Signature:
     return signature_of(written)
 
 
-def _create(tmp: Path, path: Path) -> None:
-    """Rename ``tmp`` to ``path`` only if nothing is there (else ChangedUnderfoot)."""
+def _create(folder: int, tmp: str, name: str, path: Path) -> None:
+    """Rename ``tmp`` to ``name`` only if nothing is there (else ChangedUnderfoot)."""
     try:
-        if _rename2(tmp, path, _RENAME_NOREPLACE):
+        if _rename2(folder, tmp, name, _RENAME_NOREPLACE):
             return
-        os.link(tmp, path)  # fails rather than replace, like RENAME_NOREPLACE
+        # Fails rather than replace, like RENAME_NOREPLACE.
+        os.link(tmp, name, src_dir_fd=folder, dst_dir_fd=folder, follow_symlinks=False)
     except FileExistsError:
         raise ChangedUnderfoot(str(path)) from None
-    os.unlink(tmp)
+    os.unlink(tmp, dir_fd=folder)
 
 
-def _exchange(tmp: Path, path: Path, expect_sha: str, max_bytes: int) -> bool:
-    """Swap ``tmp`` and ``path``; False when it fell back to compare-then-rename."""
+def _exchange(folder: int, tmp: str, name: str, path: Path, expect_sha: str, max_bytes: int) -> bool:
+    """Swap ``tmp`` and ``name``; False when it fell back to compare-then-rename."""
     try:
-        if _rename2(tmp, path, _RENAME_EXCHANGE):
+        if _rename2(folder, tmp, name, _RENAME_EXCHANGE):
             return True
     except FileNotFoundError:
         raise ChangedUnderfoot(str(path)) from None
     try:
-        current = read_regular(path, max_bytes + 1)
+        current = read_regular(name, max_bytes + 1, dir_fd=folder)
     except FileNotFoundError:
         raise ChangedUnderfoot(str(path)) from None
     if hashlib.sha256(current).hexdigest() != expect_sha:
         raise ChangedUnderfoot(str(path))
-    os.replace(tmp, path)
+    os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
     return False
 
 
-def _displaced(tmp: Path, expect_sha: str, max_bytes: int, waits: SaveWaits) -> Displaced | None:
+def _displaced(folder: int, tmp: str, expect_sha: str, max_bytes: int, waits: SaveWaits) -> Displaced | None:
     """What the exchange put under the temp name, if it is not the expected version."""
-    data = read_if_regular(tmp, max_bytes + 1)
+    data = read_if_regular(tmp, max_bytes + 1, dir_fd=folder)
     if data is None:
         return None  # not a file (a symlink swapped in): nothing of the user's to keep
     if hashlib.sha256(data).hexdigest() == expect_sha:
         return None
     # An in-place save may still be writing into it: read it once it is done.
-    settled = read_settled(tmp, max_bytes, waits=waits)
+    settled = read_settled(tmp, max_bytes, waits=waits, dir_fd=folder)
     if settled is None:
         return None
     st, data = settled

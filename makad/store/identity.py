@@ -33,7 +33,14 @@ import stat
 import time
 from pathlib import Path
 
-from makad.private_files import NotRegularFile, make_dirs, read_regular, write_private
+from makad.private_files import (
+    NotRegularFile,
+    make_dirs,
+    open_folder,
+    read_regular,
+    write_private,
+    write_private_in,
+)
 
 ID_FILE = ".maka-id"
 BINDING_FILE = "identity"
@@ -100,11 +107,16 @@ def read_id(memory_dir: Path) -> str | None:
 def write_id(memory_dir: Path) -> str:
     """Mint an id and write it to ``memory/.maka-id`` atomically (mode 0600).
 
-    The caller has checked that ``memory_dir`` is a real directory (not a symlink).
-    Raises OSError when the directory cannot be written.
+    Written in the folder the caller checked even if it is swapped for a symlink meanwhile
+    (``open_folder``: a symlink there by now is refused). Raises OSError when the folder
+    cannot be written.
     """
     new_id = secrets.token_hex(16)
-    _write_atomically(memory_dir / ID_FILE, f"{new_id}\n")
+    folder = open_folder(memory_dir)
+    try:
+        write_private_in(folder, ID_FILE, f"{new_id}\n".encode("ascii"))
+    finally:
+        os.close(folder)
     return new_id
 
 

@@ -26,9 +26,9 @@ from makad.core.types import BackupInfo
 from makad.errors import InvalidWorkspace, IOFailure
 from makad.private_files import (
     make_dirs,
+    open_folder,
     read_if_regular,
     read_regular,
-    regular_file_stat,
     write_private,
 )
 from makad.store.file_swap import (
@@ -126,14 +126,23 @@ def read_memory_file(
     ``existed``: it was there before, so a moment without it may be a save;
     ``waits``: how long a file found emptied or gone is given to fill or come back)."""
     check_not_symlink(path.parent, "memory directory")
+    folder = _open_memory_folder(path.parent)
     try:
-        settled = read_settled(path, max_bytes, was_empty=was_empty, existed=existed, waits=waits)
+        # Read in the folder just opened (never through a symlink put in its place since);
+        # a folder missing now may be one being put back: its path is waited on instead.
+        name = path.name if folder is not None else path
+        settled = read_settled(
+            name, max_bytes, was_empty=was_empty, existed=existed, waits=waits, dir_fd=folder
+        )
     except FileNotFoundError:
         settled = None
     except NotADirectoryError:
         raise not_a_directory() from None
     except OSError as exc:
         raise generalize(exc, path.name, "read") from None
+    finally:
+        if folder is not None:
+            os.close(folder)
     if settled is None:
         return FileRead(None, None, 0, missing=True)
     st, data = settled
@@ -154,6 +163,21 @@ def read_memory_file(
     return FileRead(
         text, hashlib.sha256(data).hexdigest(), len(data), signature=signature, mtime_ns=st.st_mtime_ns
     )
+
+
+def _open_memory_folder(memory_dir: Path) -> int | None:
+    """A descriptor of ``memory/`` opened without following a symlink (None when it is
+    missing); ``symlink`` or ``not_a_directory`` when it is no folder, other failures
+    generalized."""
+    try:
+        return open_folder(memory_dir, lookup_only=True)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):
+            check_not_symlink(memory_dir, "memory directory")
+            raise not_a_directory() from None
+        raise generalize(exc, memory_dir.name, "read", label="the memory directory") from None
 
 
 # Byte-order marks of UTF-16 (and so of UTF-32 LE) and UTF-32 BE.
@@ -205,33 +229,47 @@ def write_memory_file(path: Path, text: str, **terms: Unpack[SwapTerms]) -> Repl
     try:
         return replace_verified(path, text.encode("utf-8", "surrogateescape"), **terms)
     except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # the folder replaced since the checks
+            check_not_symlink(path.parent, "memory directory")
+            if exc.errno == errno.ENOTDIR:
+                raise not_a_directory() from None
         raise generalize(exc, path.name, "written") from None
 
 
 _TEMP_NAME = re.compile(r"^\.(MEMORY|PENDING)\.md\..+\.tmp$")
 
 
-def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None]) -> int:
+def remove_stale_temp_files(memory_dir: Path, keep: Callable[[str, bytes], None], max_bytes: int) -> int:
     """Delete temp files a killed daemon left (before any write of ours starts).
 
     One may hold a save the daemon displaced just before it died: each that differs
-    from its file goes to ``keep`` (file kind, bytes) first, to be backed up.
+    from its file goes to ``keep`` (file kind, bytes) first, to be backed up. One over
+    ``max_bytes`` is no temp file of the daemon's (it writes none that large; a cloned
+    repository may carry one): left where it is, never read nor copied. Everything is
+    looked up in the folder opened here, never through a symlink put in its place.
     """
-    if memory_dir.is_symlink() or not memory_dir.is_dir():
+    try:
+        folder = open_folder(memory_dir)
+    except OSError:  # missing, a symlink, not a folder: nothing of ours to clean
         return 0
     removed = 0
-    for path in memory_dir.iterdir():
-        match = _TEMP_NAME.match(path.name)
-        if not match or not path.is_file() or path.is_symlink():
-            continue
-        with contextlib.suppress(OSError):
-            data = read_regular(path)
-            target = memory_dir / f"{match.group(1)}.md"
-            current = read_regular(target) if regular_file_stat(target) is not None else b""
-            if data and data != current:
-                keep(match.group(1), data)
-            path.unlink()
-            removed += 1
+    try:
+        for entry in os.scandir(folder):
+            match = _TEMP_NAME.match(entry.name)
+            with contextlib.suppress(OSError):
+                if not match or not entry.is_file(follow_symlinks=False):
+                    continue
+                data = read_regular(entry.name, max_bytes + 1, dir_fd=folder)
+                if len(data) > max_bytes:
+                    continue
+                target = f"{match.group(1)}.md"
+                current = read_if_regular(target, max_bytes + 1, dir_fd=folder) or b""
+                if data and data != current:
+                    keep(match.group(1), data)
+                os.unlink(entry.name, dir_fd=folder)
+                removed += 1
+    finally:
+        os.close(folder)
     return removed
 
 

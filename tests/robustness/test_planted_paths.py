@@ -537,3 +537,56 @@ def test_a_trap_named_like_a_leftover_temp_file_is_left_alone(
     d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
     assert "written" in (ws / "memory" / "MEMORY.md").read_text()
     assert victim.untouched()
+
+
+def test_a_huge_file_named_like_a_leftover_temp_file_is_neither_read_nor_backed_up(short_tmp: Path) -> None:
+    """A file over the memory cap named like the temp file a killed daemon leaves (a cloned
+    repository can carry one): no save of makad's is that large, so it is not read into
+    memory nor copied into the backups; it is left where it is and memory is served."""
+    d = DaemonProcess(short_tmp, env={"LOCAL_MEMORY_MAX_BYTES": "4096"})
+    d.start()
+    try:
+        ws = short_tmp / "ws"
+        (ws / "memory").mkdir(parents=True)
+        planted = ws / "memory" / ".MEMORY.md.planted.tmp"
+        planted.write_bytes(b"x" * (1 << 20))
+        d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
+        assert "written" in (ws / "memory" / "MEMORY.md").read_text()
+        backups = list(d.data_dir.glob("workspaces/*/backups/*"))
+        assert all(p.stat().st_size <= 4096 for p in backups), [p.stat().st_size for p in backups]
+        assert planted.stat().st_size == 1 << 20
+        assert ping_ok(d.socket)
+    finally:
+        d.stop()
+
+
+@pytest.mark.parametrize("kind", sorted(PLANTS))
+def test_a_trap_at_the_workspace_id_file_is_never_read_or_written_through(
+    fresh_ws: tuple[DaemonProcess, Path, Path], victim: Victim, kind: str
+) -> None:
+    """A symlink, hard link, FIFO or folder at ``memory/.maka-id`` before makad's first
+    write there (a cloned repository can carry the symlink): memory is written, no read
+    waits on the FIFO, the user's file keeps its bytes and mode, and nothing is made
+    where a dangling link points."""
+    d, ws, _data = fresh_ws
+    (ws / "memory").mkdir(mode=0o700)
+    PLANTS[kind](ws / "memory" / ".maka-id", victim)
+    d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
+    assert "written" in (ws / "memory" / "MEMORY.md").read_text()
+    assert victim.untouched()
+    assert not victim.path.with_name("not-yet.txt").exists()
+    assert ping_ok(d.socket)
+
+
+def test_a_huge_workspace_id_file_is_read_no_further_than_an_id(
+    fresh_ws: tuple[DaemonProcess, Path, Path],
+) -> None:
+    """A 2 GiB (sparse) ``memory/.maka-id``: makad reads the few bytes an id takes, takes
+    it for no id, and writes memory."""
+    d, ws, _data = fresh_ws
+    (ws / "memory").mkdir(mode=0o700)
+    with open(ws / "memory" / ".maka-id", "wb") as huge:
+        huge.truncate(2 << 30)
+    d.call("add_entry", {"workspace": str(ws), "title": "T", "content": "written"})
+    assert "written" in (ws / "memory" / "MEMORY.md").read_text()
+    assert ping_ok(d.socket)
