@@ -659,7 +659,9 @@ export interface ListSessionsParams {
  * their defaults); `ledger_read_only`: the data directory's disk is full, the ledger is
  * read as it was and every write fails with `disk_full` until space is freed;
  * `pinned_over_share`: a pinned
- * entry (on its line) that a 1,500-token context pack has no room for;
+ * entry (on its line) that a 1,500-token context pack has no room for, counting in a
+ * workspace the user level's pinned entries its packs show too (one of those: by title,
+ * without a line);
  * `text_outside_entries`, `misplaced_file`, `not_a_proposal`: text the daemon does
  * not read as a memory. About metadata comments typed by hand, on the comment's line, the
  * token kept as written and the entry read as without it: `unknown_value` (a known key
