@@ -12,8 +12,8 @@ from makad.core import memory_format as fmt
 from makad.core.context_types import ContextLimits
 from makad.core.entries import is_open
 from makad.core.entry_text import split_lines
-from makad.core.levels import Level
-from makad.core.memory_select import PINNED_WARN_BUDGET, pinned_overflow
+from makad.core.levels import USER_ID_PREFIX, Level
+from makad.core.memory_select import PINNED_WARN_BUDGET, OtherLevelPins, pinned_overflow
 from makad.core.outside_text import stray_lines
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Entry, Warning
@@ -196,27 +196,43 @@ def pinned_over_share(
     user_confidence: dict[str, str],
     level: Level,
     file_name: str = "MEMORY.md",
+    other: OtherLevelPins | None = None,
 ) -> list[Warning]:
     """``pinned_over_share`` for each pinned entry of ``entries`` (the dated entries of
     ``doc``, in its order) that a 1,500-token context pack has no room for: the pinned
     entries need more than the small-memory share of such a pack
-    (``makad.core.memory_select.pinned_overflow``). Blocking (renders each pinned entry)."""
-    found = pinned_overflow(entries, now_ms, ContextLimits(), HeuristicCounter(), level, user_confidence)
+    (``makad.core.memory_select.pinned_overflow``). ``other``: the user level's pinned
+    entries, which the same packs show beside a workspace's; those of them left out are
+    named too (without a line: they are in the user level's file). Blocking (renders each
+    pinned entry)."""
+    found = pinned_overflow(
+        entries, now_ms, ContextLimits(), HeuristicCounter(), level, user_confidence, other
+    )
     if not found.past:
         return []
+    theirs = {entry.id for entry in other.entries} if other is not None else set()
     lines: dict[str, int] = {}
     line = 1 + len(split_lines(doc.preamble))
     for section in doc.sections:
         lines.setdefault(section.entry.id, line)
         line += len(split_lines(section.raw))
+    counted = f"the {found.pinned} pinned entries"
+    if found.others:
+        counted += f" ({found.others} of them the user level's, shown beside this workspace's)"
     why = (
-        f"the {found.pinned} pinned entries need about {found.tokens:,} tokens, more than the "
+        f"{counted} need about {found.tokens:,} tokens, more than the "
         f"{found.limit:,} a {PINNED_WARN_BUDGET:,}-token context pack gives them (half its budget, "
         "at most 2,000 tokens): such packs leave it out, the context trace says when. Unpin some "
         "(maka memory unpin ID) or shorten them"
     )
     out = [
         Warning(
+            kind="pinned_over_share",
+            message=f'the user level\'s pinned entry "{entry.title}" does not fit: {why} '
+            f"(this one: maka --user memory unpin {entry.id.removeprefix(USER_ID_PREFIX)})",
+        )
+        if entry.id in theirs
+        else Warning(
             kind="pinned_over_share",
             line=lines.get(entry.id),
             entry_id=entry.id,

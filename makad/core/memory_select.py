@@ -92,6 +92,18 @@ class PinnedOverflow:
     tokens: int
     limit: int
     past: list[Entry]
+    # How many of ``pinned`` are the user level's (``other`` below).
+    others: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class OtherLevelPins:
+    """The pinned entries another level adds to the same packs (the user level's, under
+    ``@user/`` ids), with its confidence values under the same ids."""
+
+    level: Level
+    entries: Sequence[Entry]
+    user_confidence: Mapping[str, str]
 
 
 def pinned_overflow(
@@ -101,23 +113,33 @@ def pinned_overflow(
     counter: TokenCounter,
     level: Level | None = None,
     user_confidence: Mapping[str, str] | None = None,
+    other: OtherLevelPins | None = None,
 ) -> PinnedOverflow:
-    """The active pinned ``entries``, what they cost as the memory segment renders them,
+    """The active pinned ``entries`` (with ``other``'s: a pack holds both levels' pinned
+    entries in one memory segment), what they cost as the memory segment renders them,
     and those that do not fit in a ``PINNED_WARN_BUDGET`` pack's small-memory share when
     packed as a pack without a query packs them: in fill order, one that does not fit
     passed over."""
     limit = small_share(PINNED_WARN_BUDGET, limits)
     used = needed = counter.count(memory_text([]))
     values = user_confidence or {}
-    pinned = [e for e in entries if e.status == "active" and is_pinned(e)]
-    pinned.sort(key=lambda e: fill_key(e, now_ms, values.get(e.id)))
+    pinned = [(e, level, values.get(e.id)) for e in entries if e.status == "active" and is_pinned(e)]
+    theirs = []
+    if other is not None:
+        theirs = [
+            (e, other.level, other.user_confidence.get(e.id))
+            for e in other.entries
+            if e.status == "active" and is_pinned(e)
+        ]
+    pinned += theirs
+    pinned.sort(key=lambda item: fill_key(item[0], now_ms, item[2]))
     past: list[Entry] = []
-    for entry in pinned:
-        trust = confidence.derive(entry, now_ms, values.get(entry.id))
-        cost = counter.count(memory_block(entry, now_ms, limits, trust, level)) + BLOCK_SEPARATOR_TOKENS
+    for entry, its_level, user_set in pinned:
+        trust = confidence.derive(entry, now_ms, user_set)
+        cost = counter.count(memory_block(entry, now_ms, limits, trust, its_level)) + BLOCK_SEPARATOR_TOKENS
         needed += cost
         if used + cost > limit:  # the next, smaller one may still fit
             past.append(entry)
         else:
             used += cost
-    return PinnedOverflow(len(pinned), needed if pinned else 0, limit, past)
+    return PinnedOverflow(len(pinned), needed if pinned else 0, limit, past, len(theirs))

@@ -19,11 +19,11 @@ from makad.core import file_warnings as fw
 from makad.core import memory_format as fmt
 from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
-from makad.core.levels import level_scope
-from makad.core.memory_select import is_pinned, with_pin
+from makad.core.levels import Level, level_scope, overridden, user_level_id
+from makad.core.memory_select import OtherLevelPins, is_pinned, with_pin
 from makad.core.metadata_warnings import metadata
 from makad.core.peer import Peer
-from makad.core.switches import DAY_MS, default_decay_ms
+from makad.core.switches import DAY_MS, agent_reads, default_decay_ms
 from makad.core.types import MAX_INT64, Entry, NewMemoryEvent
 from makad.core.undecodable import display
 from makad.errors import (
@@ -262,20 +262,46 @@ class MemoryService:
             return True  # nothing is read in these states; the switches bump the revision
         return not _decay_due(ws) and self._files_unchanged(ws)
 
-    @staticmethod
-    async def _pinned_warnings(ws: Workspace, doc: fmt.MemoryDocument, entries: list[Entry]) -> list[Warning]:
+    async def _pinned_warnings(
+        self, ws: Workspace, doc: fmt.MemoryDocument, entries: list[Entry]
+    ) -> list[Warning]:
         """``pinned_over_share`` warnings for ``doc`` (MEMORY.md as read, ``entries`` its
-        entries), worked out once a day per MEMORY.md version (an entry's block grows once
+        entries) and, in a workspace, the user level's pinned entries its packs show beside
+        them; worked out once a day per version of both files (an entry's block grows once
         it is a day old: its age and a caveat join its ref line)."""
         now = now_ms()
+        user_doc, user_entries = await self._user_pinned(ws) if ws.level == "workspace" else (None, [])
         cached = ws.state.pinned_warnings
-        if cached is not None and cached.doc is doc and cached.day == now // DAY_MS:
+        if (
+            cached is not None
+            and cached.doc is doc
+            and cached.user_doc is user_doc
+            and cached.day == now // DAY_MS
+        ):
             return cached.warnings
         found: list[Warning] = []
-        if any(is_pinned(entry) for entry in entries):
-            found = await in_thread(fw.pinned_over_share, doc, entries, now, user_values(doc), ws.level)
-        ws.state.pinned_warnings = PinnedWarnings(doc, now // DAY_MS, found)
+        if user_entries or any(is_pinned(entry) for entry in entries):
+            found = await in_thread(_pinned_over_share, doc, entries, now, ws.level, user_doc, user_entries)
+        ws.state.pinned_warnings = PinnedWarnings(doc, now // DAY_MS, found, user_doc)
         return found
+
+    async def _user_pinned(self, ws: Workspace) -> tuple[fmt.MemoryDocument | None, list[Entry]]:
+        """The user level's MEMORY.md and its active pinned entries, when the user level
+        exists and lets agents read it (its entries then join the workspace's packs)."""
+        try:
+            uws = await self._ctx.user_level_if_any()
+            if uws is None or not agent_reads(await self._ctx.load_settings(uws)):
+                return None, []
+            if uws.lock.locked() or not self._files_unchanged(uws):
+                async with uws.lock:
+                    if not self._files_unchanged(uws):
+                        await self._files.refresh(uws)
+        except (IOFailure, InvalidWorkspace):  # the workspace's own warnings still hold
+            return None, []
+        if uws.memory.too_large:
+            return None, []
+        _, active, _ = self._derived(uws)
+        return uws.memory.doc, [entry for entry in active if is_pinned(entry)]
 
     @staticmethod
     def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
@@ -612,3 +638,27 @@ class MemoryService:
         ws = await self._ctx.workspace(params.workspace)
         self._ctx.unsubscribe(ws, peer)
         return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))
+
+
+def _pinned_over_share(
+    doc: fmt.MemoryDocument,
+    entries: list[Entry],
+    now: int,
+    level: Level,
+    user_doc: fmt.MemoryDocument | None,
+    user_entries: list[Entry],
+) -> list[Warning]:
+    """``pinned_over_share`` for MEMORY.md, counting the user level's pinned entries a
+    workspace entry does not override (under ``@user/`` ids, as the packs show them).
+    Blocking: compares and renders entries."""
+    other = None
+    if user_doc is not None and user_entries:
+        beaten = overridden((e for e in entries if e.status == "active"), user_entries)
+        shown = [
+            msgspec.structs.replace(e, id=user_level_id(e.id))
+            for e in user_entries
+            if user_level_id(e.id) not in beaten
+        ]
+        values = {user_level_id(key): value for key, value in user_values(user_doc).items()}
+        other = OtherLevelPins("user", shown, values)
+    return fw.pinned_over_share(doc, entries, now, user_values(doc), level, other=other)

@@ -36,11 +36,13 @@ class ConfidenceCache(NamedTuple):
 
 
 class PinnedWarnings(NamedTuple):
-    """read_state's ``pinned_over_share`` warnings for one MEMORY.md version and one day."""
+    """read_state's ``pinned_over_share`` warnings for one MEMORY.md version (and one of
+    the user level's, whose pinned entries a workspace's packs show too) and one day."""
 
     doc: MemoryDocument
     day: int
     warnings: list[Warning]
+    user_doc: MemoryDocument | None = None
 
 
 class ShownText(NamedTuple):

@@ -10,12 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from makad.core import file_warnings as fw
+from makad.core import memory_format as fmt
 from makad.core.assembly import assemble
 from makad.core.context_types import ContextInputs, ContextLimits, ContextPack, FillOrder
 from makad.core.levels import user_level_id
 from makad.core.memory_segment import FILL_GIVE_UP_AFTER, FILL_SCAN_MAX, shown_prefix
 from makad.core.memory_select import (
     PINNED_WARN_BUDGET,
+    OtherLevelPins,
     fill_order,
     is_pinned,
     pinned_overflow,
@@ -561,6 +564,29 @@ def test_pinned_overflow_names_the_entries_past_the_share() -> None:
     lots = pinned_overflow(pins, NOW, limits, COUNTER)
     assert lots.limit == small_share(PINNED_WARN_BUDGET, limits) and lots.tokens > lots.limit
     assert lots.past and lots.past == pins[len(pins) - len(lots.past) :]  # the oldest
+
+
+def test_pinned_overflow_counts_the_user_levels_pins_beside_the_workspaces() -> None:
+    """Each level's pins fit alone, not together: the older ones of both are past the share,
+    and the warning names a user-level entry by title, without an entry id of MEMORY.md."""
+    limits = ContextLimits()
+    mine = [pinned(f"w{i:02d}", words=20, age_days=2 * i) for i in range(8)]
+    theirs = [pinned(user_level_id(f"u{i:02d}"), words=20, age_days=2 * i + 1) for i in range(8)]
+    assert pinned_overflow(mine, NOW, limits, COUNTER, "workspace").past == []
+    assert pinned_overflow(theirs, NOW, limits, COUNTER, "user").past == []
+    both = pinned_overflow(mine, NOW, limits, COUNTER, "workspace", other=OtherLevelPins("user", theirs, {}))
+    assert (both.pinned, both.others) == (16, 8) and both.tokens > both.limit
+    oldest = sorted(mine + theirs, key=lambda e: e.updated_at)
+    assert both.past and sorted(both.past, key=lambda e: e.updated_at) == oldest[: len(both.past)]
+    assert any(e in theirs for e in both.past) and any(e in mine for e in both.past)
+    text = "# Maka Memory\n\n" + "\n\n".join(f"## {e.title}\n{e.content}" for e in mine) + "\n"
+    doc = fmt.parse(text)
+    warned = fw.pinned_over_share(doc, mine, NOW, {}, "workspace", other=OtherLevelPins("user", theirs, {}))
+    about_theirs = [w for w in warned if w.entry_id is None]
+    assert {w.entry_id for w in warned if w.entry_id is not None} == {e.id for e in both.past if e in mine}
+    assert len(about_theirs) == sum(e in theirs for e in both.past)
+    unpin = {f"maka --user memory unpin {e.id.removeprefix('@user/')}" for e in both.past if e in theirs}
+    assert {next(u for u in unpin if u in w.message) for w in about_theirs} == unpin
 
 
 def test_a_pack_cuts_only_pinned_entries_read_state_names() -> None:

@@ -366,3 +366,48 @@ def test_later_turns_fill_with_entries_not_shown_yet(shared_daemon: DaemonProces
     assert shown_first and shown_second and not shown_first & shown_second
     order = [f"Note {i:03d}" for i in sorted(range(200), key=fill_rank)]
     assert max(order.index(t) for t in shown_first) < min(order.index(t) for t in shown_second)
+
+
+def test_over_pinning_across_both_levels_is_warned_in_the_workspace(daemon: DaemonProcess) -> None:
+    """Pinned entries that fit alone in each file but not together in one pack: the
+    workspace's read_state warns about those a 1,500-token pack leaves out (its own on their
+    lines); the user level's read_state, which packs of no workspace in particular, does not."""
+    d = daemon
+    rule = "In this repo rule {}: keep the {} module free of global state and side effects."
+    habit = "Across projects habit {}: I prefer {} functions, named for what they return."
+    mine = [
+        (f"Workspace rule {i}", rule.format(i, ["api", "cli", "docs", "ui", "db"][i % 5])) for i in range(11)
+    ]
+    theirs = [
+        (f"My habit {i}", habit.format(i, ["short", "explicit", "typed", "tested", "small"][i % 5]))
+        for i in range(11)
+    ]
+    pin = "<!-- maka-memory: tags=pinned -->"
+    write_memory(d, [f"## {title}\n{pin}\n{content}" for title, content in mine])
+    enable(d)
+    user_path = Path(d.call("read_state", {"workspace": "@user"})["path"])
+    user_path.write_text(
+        "# Maka Memory\n\n" + "\n\n".join(f"## {t}\n{pin}\n{c}" for t, c in theirs) + "\n", encoding="utf-8"
+    )
+    d.call("set_settings", {"workspace": "@user", "agentReadEnabled": False})
+    for level in ("@user", ws(d)):  # each file alone fits a 1,500-token pack
+        state = d.call("read_state", {"workspace": level})
+        assert [w for w in state["warnings"] if w["kind"] == "pinned_over_share"] == []
+    d.call("set_settings", {"workspace": "@user", "agentReadEnabled": True})
+    pack = build(d, sessionId=record_session(d, turns=30), query="what next", budgetTokens=1500)
+    cut = {c["title"] for c in memory_rows(pack) if c.get("pinned") and not c["included"]}
+    assert cut and all(c["reason"] == "budget" for c in memory_rows(pack) if c["title"] in cut)
+    state = d.call("read_state", {"workspace": ws(d)})
+    warned = [w for w in state["warnings"] if w["kind"] == "pinned_over_share"]
+    named = {title for title, _ in mine + theirs if any(f'"{title}"' in w["message"] for w in warned)}
+    assert cut <= named, "every pinned entry a 1,500-token pack leaves out was warned about"
+    lines = (d.workspace / "memory" / "MEMORY.md").read_text(encoding="utf-8").splitlines()
+    for warning in warned:
+        if "line" in warning:
+            assert lines[warning["line"] - 1].startswith("## Workspace rule ")
+    assert all("user level" in w["message"] for w in warned)
+    assert [
+        w
+        for w in d.call("read_state", {"workspace": "@user"})["warnings"]
+        if w["kind"] == "pinned_over_share"
+    ] == []

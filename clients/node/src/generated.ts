@@ -693,7 +693,9 @@ export interface ListSessionsParams {
  * message says so), moved aside and started over (privacy switches at their defaults);
  * `ledger_read_only`: the data directory's disk is full, the ledger is read as it was
  * and every write fails with `disk_full` until space is freed; `pinned_over_share`: a
- * pinned entry (on its line) that a 1,500-token context pack has no room for;
+ * pinned entry (on its line) that a 1,500-token context pack has no room for, counting in
+ * a workspace the user level's pinned entries its packs show too (one of those: by title,
+ * without a line);
  * `text_outside_entries`, `misplaced_file`, `not_a_proposal`: text the daemon does
  * not read as a memory; `pending_safe_mode`: PENDING.md is over the size cap, so none of
  * its proposals is read (`pendingCount` 0) until it is shrunk. About metadata comments
