@@ -25,15 +25,22 @@ PARTS = [
 ]  # fmt: skip
 
 
+def _joined(parts: list[str], min_size: int, max_size: int) -> st.SearchStrategy[str]:
+    """Texts of ``min_size`` to ``max_size`` of ``parts`` in a seeded random order. A list
+    strategy draws thousands of elements one by one, most of a test's time, and keeps most
+    lists short: too short to be cut into pieces."""
+    return st.builds(
+        lambda size, seed: "".join(random.Random(seed).choices(parts, k=size)),
+        st.integers(min_size, max_size),
+        st.integers(0, 2**32 - 1),
+    )
+
+
 @settings(max_examples=200, deadline=None)
-@given(
-    st.lists(st.sampled_from(PARTS), min_size=0, max_size=3 * PIECE_CHARS),
-    st.sampled_from(["NFKC", "NFC", "NFD"]),
-)
-def test_pieces_give_what_the_whole_gives(parts: list[str], form: str) -> None:
+@given(_joined(PARTS, 0, 3 * PIECE_CHARS), st.sampled_from(["NFKC", "NFC", "NFD"]))
+def test_pieces_give_what_the_whole_gives(text: str, form: str) -> None:
     """Any text of these characters (runs of marks short, as in real text), long enough to
     be cut into pieces, normalises exactly as it does in one call."""
-    text = "".join(parts)
     if any(len(run) > MAX_NON_STARTERS for run in _mark_runs(text)):
         return
     assert normalized(text, form) == unicodedata.normalize(form, text)  # type: ignore[arg-type]
@@ -117,17 +124,6 @@ LONG_RUN_PARTS = [
     "\u0301" * 20, "\u0316" * 25, "\u0327", "\ufdfa", "\uff76", "\uff9e", "\u0f73", "\u3099", "ﬁ",
     "\U0001d165", "\U0001d16d" * 20, "\U00011127", "\U00011131", "\U0001f44d",
 ]  # fmt: skip
-
-
-def _joined(parts: list[str], min_size: int, max_size: int) -> st.SearchStrategy[str]:
-    """Texts of ``min_size`` to ``max_size`` of ``parts`` in a seeded random order. A list
-    strategy draws thousands of elements one by one, most of a test's time, and keeps most
-    lists short: too short to be cut into pieces."""
-    return st.builds(
-        lambda size, seed: "".join(random.Random(seed).choices(parts, k=size)),
-        st.integers(min_size, max_size),
-        st.integers(0, 2**32 - 1),
-    )
 
 
 @settings(max_examples=150, deadline=None)
