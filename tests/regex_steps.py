@@ -13,6 +13,7 @@ running for minutes.
 
 from __future__ import annotations
 
+import gc
 import re
 import sys
 from collections.abc import Callable
@@ -22,6 +23,9 @@ from re import _parser as P  # type: ignore[attr-defined]
 from typing import Any
 
 Cont = Callable[[int], bool]
+# The flags as plain ints: ``re.RegexFlag`` arithmetic goes through ``enum`` on every step.
+_IGNORECASE, _ASCII = int(re.IGNORECASE), int(re.ASCII)
+_MULTILINE, _DOTALL = int(re.MULTILINE), int(re.DOTALL)
 
 
 class TooManySteps(Exception):
@@ -35,6 +39,10 @@ class _Run:
     budget: int
     steps: int = 0
     groups: dict[int, tuple[int, int]] = field(default_factory=dict)
+    # What a class said of a character, and a lookbehind's width, by the tree node (alive
+    # for the run): the same answers, worked out once.
+    classes: dict[tuple[int, str, int], bool] = field(default_factory=dict)
+    widths: dict[int, int] = field(default_factory=dict)
 
 
 def _category(code: Any, char: str, ascii_only: bool) -> bool:
@@ -58,13 +66,21 @@ def _category(code: Any, char: str, ascii_only: bool) -> bool:
 
 
 def _fold(char: str, flags: int) -> str:
-    return char.lower() if flags & re.IGNORECASE else char
+    return char.lower() if flags & _IGNORECASE else char
+
+
+def _in_class_cached(run: _Run, items: list[Any], char: str) -> bool:
+    key = (id(items), char, run.flags & (_IGNORECASE | _ASCII))
+    found = run.classes.get(key)
+    if found is None:
+        found = run.classes[key] = _in_class(items, char, run.flags)
+    return found
 
 
 def _in_class(items: list[Any], char: str, flags: int) -> bool:
     negate = False
     found = False
-    options = {char, char.lower(), char.upper()} if flags & re.IGNORECASE else {char}
+    options = {char, char.lower(), char.upper()} if flags & _IGNORECASE else {char}
     for op, arg in items:
         name = str(op)
         if name == "NEGATE":
@@ -74,7 +90,7 @@ def _in_class(items: list[Any], char: str, flags: int) -> bool:
         elif name == "RANGE":
             found = found or any(arg[0] <= ord(c) <= arg[1] for c in options)
         elif name == "CATEGORY":
-            found = found or _category(arg, char, bool(flags & re.ASCII))
+            found = found or _category(arg, char, bool(flags & _ASCII))
         else:  # pragma: no cover - a construct this model does not know
             raise NotImplementedError(name)
     return found != negate
@@ -86,8 +102,8 @@ def _is_word(text: str, pos: int) -> bool:
 
 def _at(code: Any, run: _Run, pos: int) -> bool:
     text, n = run.text, len(run.text)
-    name = str(code)
-    multiline = bool(run.flags & re.MULTILINE)
+    name = code.name
+    multiline = bool(run.flags & _MULTILINE)
     if name == "AT_BEGINNING":
         return pos == 0 or (multiline and text[pos - 1] == "\n")
     if name == "AT_BEGINNING_STRING":
@@ -118,7 +134,7 @@ def _match(run: _Run, seq: list[Any], i: int, pos: int, k: Cont) -> bool:
     if i == len(seq):
         return k(pos)
     op, arg = seq[i]
-    name = str(op)
+    name = op.name  # str(op) would call its Python __repr__ on every step
     text, n, flags = run.text, len(run.text), run.flags
 
     def rest(p: int) -> bool:
@@ -129,9 +145,9 @@ def _match(run: _Run, seq: list[Any], i: int, pos: int, k: Cont) -> bool:
     if name == "NOT_LITERAL":
         return pos < n and _fold(text[pos], flags) != _fold(chr(arg), flags) and rest(pos + 1)
     if name == "ANY":
-        return pos < n and (bool(flags & re.DOTALL) or text[pos] != "\n") and rest(pos + 1)
+        return pos < n and (bool(flags & _DOTALL) or text[pos] != "\n") and rest(pos + 1)
     if name == "IN":
-        return pos < n and _in_class(arg, text[pos], flags) and rest(pos + 1)
+        return pos < n and _in_class_cached(run, arg, text[pos]) and rest(pos + 1)
     if name == "AT":
         return _at(arg, run, pos) and rest(pos)
     if name == "BRANCH":
@@ -203,7 +219,9 @@ def _match(run: _Run, seq: list[Any], i: int, pos: int, k: Cont) -> bool:
         if direction == 1:
             found = _match(run, sub, 0, pos, lambda q: True)
         else:
-            width = _width(sub)
+            width = run.widths.get(id(arg[1]), -1)
+            if width < 0:
+                width = run.widths[id(arg[1])] = _width(sub)
             found = pos - width >= 0 and _match(run, sub, 0, pos - width, lambda q: q == pos)
         return found == (name == "ASSERT") and rest(pos)
     if name == "GROUPREF":
@@ -235,9 +253,13 @@ def steps(pattern: re.Pattern[str], text: str, method: str = "finditer", budget:
     ``fullmatch`` try the start only, ``search`` every start up to the first match, and
     ``finditer`` (also ``findall``, ``sub``, ``split``) every match in turn."""
     tree = _tree(pattern)
-    run = _Run(text, pattern.flags, budget)
+    run = _Run(text, int(pattern.flags), budget)
     old_limit = sys.getrecursionlimit()
     sys.setrecursionlimit(max(old_limit, 50 * len(text) + 10_000))
+    # A run holds one closure per character on its stack: the cyclic collector would walk
+    # them all again and again, half the run's time. What it leaves is freed afterwards.
+    collecting = gc.isenabled()
+    gc.disable()
     try:
         if method in ("match", "fullmatch"):
             end = len(text) if method == "fullmatch" else None
@@ -259,6 +281,8 @@ def steps(pattern: re.Pattern[str], text: str, method: str = "finditer", budget:
         return run.steps
     finally:
         sys.setrecursionlimit(old_limit)
+        if collecting:
+            gc.enable()
 
 
 def alphabet(pattern: re.Pattern[str]) -> list[str]:

@@ -56,7 +56,7 @@ def _baseline(corpus: Corpus, seconds: float) -> float:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    seconds = 0.5 if quick else 3.0
+    seconds = 0.2 if quick else 3.0
     corpus = Corpus()
     with Daemon() as daemon:
         _concurrent_calls(daemon, corpus, CONCURRENT, 0.2)  # open the workspace, warm up

@@ -273,6 +273,6 @@ def _scenario(scales: list[int], entries: int, calls: int) -> dict[str, Any]:
 
 def run(quick: bool) -> dict[str, Any]:
     if quick:
-        return {"build_context_scale": _scenario([2_000, 20_000], 200, 5)}
+        return {"build_context_scale": _scenario([500, 5_000], 200, 5)}
     calls = int(os.environ.get("MAKA_BENCH_SCALE_CALLS", "300"))
     return {"build_context_scale": _scenario([100_000, 1_000_000], 10_000, calls)}

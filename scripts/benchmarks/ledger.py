@@ -7,7 +7,7 @@
   100-row / one-row transactions, in the same run on the same disk. ``ratio`` and
   ``ratio_single`` divide the daemon's figure by its baseline.
 - ``search_p95_ms_1m``: search_history latency over the socket on a workspace of
-  1,000,000 events (``search_events`` says how many; --quick uses 20,000), written
+  1,000,000 events (``search_events`` says how many; --quick uses 4,000), written
   straight through the Ledger store before the daemon starts.
 """
 
@@ -204,7 +204,7 @@ def _search_latencies(daemon: Daemon, corpus: Corpus, sessions: list[str], n: in
 
 
 def run(quick: bool) -> dict[str, Any]:
-    seconds = 0.5 if quick else 3.0
+    seconds = 0.2 if quick else 3.0
     corpus = Corpus()
     out: dict[str, Any] = {"durability": "WAL, synchronous=FULL", "conns": 1, "batch_size": BATCH}
     root = Path(tempfile.mkdtemp(prefix="mkl", dir="/tmp"))
@@ -229,7 +229,7 @@ def run(quick: bool) -> dict[str, Any]:
             "ratio_single": round(single / base_single, 3) if base_single else 0.0,
         }
     )
-    size = 20_000 if quick else 1_000_000
+    size = 4_000 if quick else 1_000_000
     daemon = Daemon()
     try:
         started = time.perf_counter()

@@ -52,7 +52,7 @@ async def _one(path: str, request: bytes) -> bytes:
 
 
 def run(quick: bool) -> dict[str, Any]:
-    seconds = 0.5 if quick else 3.0
+    seconds = 0.2 if quick else 3.0
     conns = 4
     with Daemon() as daemon:
         mem = daemon.workspace / "memory"

@@ -45,7 +45,7 @@ def run(quick: bool) -> dict[str, Any]:
     # Echo and ping alternate in rounds (3 s each side in all): a single window each
     # let the machine's drift decide the ratio (0.73-1.12 for the same tree on a quiet
     # VM). The ratio is the median of the rounds' ratios; the rounds are shown.
-    rounds, seconds = (1, 0.5) if quick else (3, 1.0)
+    rounds, seconds = (1, 0.2) if quick else (3, 1.0)
     out: dict[str, Any] = {}
     with Daemon() as daemon:
         echo_path = Path(tempfile.mkdtemp(prefix="mke", dir="/tmp")) / "e.sock"

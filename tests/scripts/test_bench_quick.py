@@ -68,7 +68,7 @@ def test_bench_scale_quick_prints_both_scales_and_where_the_bytes_go() -> None:
     )
     assert result.returncode == 0, result.stderr[-2000:]
     scale = json.loads(result.stdout)["build_context_scale"]
-    assert set(scale["latency"]) == set(scale["cpu"]) == set(scale["disk"]) == {"2000", "20000"}
+    assert set(scale["latency"]) == set(scale["cpu"]) == set(scale["disk"]) == {"500", "5000"}
     for figures in scale["latency"].values():
         assert 0 < figures["p50_ms"] <= figures["p95_ms"] <= figures["p99_ms"]
     assert {
@@ -78,8 +78,8 @@ def test_bench_scale_quick_prints_both_scales_and_where_the_bytes_go() -> None:
         "cpu_p95_largest_over_smallest",
     } <= set(scale["ratios"])
     assert all(ingest["events_per_s"] > 0 for ingest in scale["ingest"].values())
-    disk = scale["disk"]["20000"]
-    assert disk["events"] == 20000
+    disk = scale["disk"]["5000"]
+    assert disk["events"] == 5000
     parts = disk["by_part_per_event"]
     assert parts["event_rows"] > disk["event_rows_per_event"]["text"] > 0
     assert parts["events_fts"] > 0

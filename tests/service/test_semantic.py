@@ -229,27 +229,9 @@ async def test_history_recall_finds_a_paraphrased_event(semantic: InProcessDaemo
     assert hit["included"] and hit["parts"]["bm25"] == 0 and hit["parts"]["semantic"] > 0.2
 
 
-async def test_a_backlog_is_pending_until_every_event_has_its_vector(short_tmp: Path) -> None:
-    """The channel turned on for a workspace with history: status counts the backlog as
-    pending and says caught up only once every event has its vector."""
-    model = _model_or_skip()
-    async with serving(short_tmp) as daemon, daemon.client() as c:
-        ws = str(daemon.workspace)
-        sid = (await c.call("open_session", workspace=ws, title="earlier"))["sessionId"]
-        events = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(96)]
-        await c.call("append_events", workspace=ws, sessionId=sid, events=events)
-    async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": model}) as daemon, daemon.client() as c:
-        await pack(c, str(daemon.workspace), "what was the plan?")
-        status = await caught_up(c)
-    assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
-
-
-async def test_events_appended_during_an_indexing_turn_count_as_pending(
-    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Events appended while the indexer is in the middle of a turn are counted in
-    eventsPending at once, not only when the turn ends."""
-    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+def _held_indexing(monkeypatch: pytest.MonkeyPatch) -> tuple[threading.Event, threading.Event]:
+    """The indexer's embedding held until ``release`` is set (``entered`` once it is held):
+    an indexing turn as long as a test needs it to be."""
     entered, release = threading.Event(), threading.Event()
     embed = SemanticChannel._embed
 
@@ -259,6 +241,45 @@ async def test_events_appended_during_an_indexing_turn_count_as_pending(
         return embed(channel, texts)
 
     monkeypatch.setattr(SemanticChannel, "_embed", held)
+    return entered, release
+
+
+async def test_a_backlog_is_pending_until_every_event_has_its_vector(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The channel turned on for a workspace with history: while its first indexing turn
+    embeds, status counts the backlog as pending and not caught up; it says caught up only
+    once every event has its vector."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    async with serving(short_tmp) as daemon, daemon.client() as c:
+        ws = str(daemon.workspace)
+        sid = (await c.call("open_session", workspace=ws, title="earlier"))["sessionId"]
+        events = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(96)]
+        await c.call("append_events", workspace=ws, sessionId=sid, events=events)
+    entered, release = _held_indexing(monkeypatch)
+    async with (
+        serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}) as daemon,
+        daemon.client() as c,
+    ):
+        try:
+            await pack(c, str(daemon.workspace), "what was the plan?")
+            assert await anyio.to_thread.run_sync(entered.wait, CATCH_UP_S)
+            during = (await c.call("status"))["semantic"]
+        finally:
+            release.set()
+        status = await caught_up(c)
+    assert during["caughtUp"] is False and during["eventsPending"] == 96, during
+    assert during["eventsIndexed"] == 0, during
+    assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
+
+
+async def test_events_appended_during_an_indexing_turn_count_as_pending(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Events appended while the indexer is in the middle of a turn are counted in
+    eventsPending at once, not only when the turn ends."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    entered, release = _held_indexing(monkeypatch)
     steps = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(65)]
     async with serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}) as daemon:
         ws = str(daemon.workspace)
