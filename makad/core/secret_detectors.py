@@ -41,6 +41,8 @@ from __future__ import annotations
 
 import bisect
 import functools
+import itertools
+import operator
 import re
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
@@ -68,8 +70,10 @@ class _Rule:
     # lookbehind would defeat the literal-prefix scan.
     left: re.Pattern[str] | None = None
     left_widths: tuple[int, ...] = ()
-    # Skip the rule unless the lower-cased text holds one of these (cheaper than a search).
+    # Skip the rule unless the lower-cased text holds one of these (cheaper than a search),
+    # and each of ``needs_all``.
     needs: tuple[str, ...] = ()
+    needs_all: tuple[str, ...] = ()
 
 
 def _rule(
@@ -81,10 +85,13 @@ def _rule(
     left: str | None = None,
     left_widths: tuple[int, ...] = (),
     needs: str | tuple[str, ...] = (),
+    needs_all: tuple[str, ...] = (),
 ) -> _Rule:
     left_regex = re.compile(left) if left else None
     needed = (needs,) if isinstance(needs, str) else needs
-    return _Rule(kind, re.compile(pattern), group, is_valid, word_start, left_regex, left_widths, needed)
+    return _Rule(
+        kind, re.compile(pattern), group, is_valid, word_start, left_regex, left_widths, needed, needs_all
+    )
 
 
 _TOKEN_BODY: Final = "[A-Za-z0-9_-]"
@@ -129,7 +136,12 @@ _OWN_FORMATS: Final = (
     # The lookbehind after the prefix: a prefix inside a word fails at once (the body
     # holds every character of the prefix, so a search would read on from each one).
     _rule("github_token", r"github_pat_(?<!\wgithub_pat_)[A-Za-z0-9_]{50,255}+" + _END),
-    _rule("aws_access_key", r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])"),
+    # (The prefixes as needs: the search tries the alternation at each ``A`` of ``AAAA…``.)
+    _rule(
+        "aws_access_key",
+        r"(?:A3T[A-Z0-9]|AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}(?![A-Za-z0-9])",
+        needs=("a3t", "akia", "asia", "abia", "acca"),
+    ),
     _rule(
         "slack_webhook",
         r"https://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9_/-]{20,}",
@@ -193,7 +205,13 @@ _CONTEXT_RULES: Final = (
         1,
         word_start=False,
     ),
-    _rule("bearer_token", r"[Bb]earer[ \t]++([A-Za-z0-9._~+/-]{20,}+=*+)", 1, _has_digit_and_letter),
+    _rule(
+        "bearer_token",
+        r"[Bb]earer[ \t]++([A-Za-z0-9._~+/-]{20,}+=*+)",
+        1,
+        _has_digit_and_letter,
+        needs="bearer",  # no literal prefix: the search would try every character
+    ),
     # An Authorization header's credentials: after a scheme (``Basic`` holds base64 of
     # ``user:password``), or alone, a token of 20+ characters without dashes.
     _rule(
@@ -240,7 +258,10 @@ _CONTEXT_RULES: Final = (
         1,
         _has_digit_and_letter,
         word_start=False,
-        needs="--",
+        # The leading lookbehind is tried at every character of the text: run only on a
+        # text that holds a whole option name's parts.
+        needs=("token", "-key"),
+        needs_all=("--",),
     ),
     _rule(
         "generic_secret",
@@ -315,7 +336,7 @@ def library() -> _Library:
     return _Library(
         rules=rules,
         formats=formats,
-        needs=tuple(sorted({needed for rule in rules for needed in rule.needs})),
+        needs=tuple(sorted({needed for rule in rules for needed in (*rule.needs, *rule.needs_all)})),
         keyword=re.compile("|".join(keyword.DENYLIST)),
         keyword_any_case=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
         is_sequential_string=heuristic.is_sequential_string,
@@ -469,9 +490,14 @@ def _cuts(text: str) -> dict[int, int]:
     reaches: one inside a token's start (``sk/-proj-…``), the first after a token's start
     in its segment, or one inside the number a Telegram or Mailchimp token starts with.
     The starts are looked for with the separators taken out, so a start cut is found too."""
-    separators = [found.start() for found in _SEPARATOR.finditer(text)]
+    squeezed = text.replace("/", "").replace("\\", "")
+    starts = list(_SPLIT_START.finditer(squeezed))
+    if not starts:
+        # No token starts here: listing the separators (one Python object each, seconds
+        # on a megabyte of ``////…``) would be for nothing.
+        return {}
+    separators = _separator_positions(text)
     shifted = _shifted(separators)
-    squeezed = _SEPARATOR.sub("", text)
     cuts: dict[int, int] = {}
 
     def position(squeezed_at: int) -> int:
@@ -481,7 +507,7 @@ def _cuts(text: str) -> dict[int, int]:
     def add(cut: int, reach: int) -> None:
         cuts[cut] = max(reach, cuts.get(cut, reach))
 
-    for start in _SPLIT_START.finditer(squeezed):
+    for start in starts:
         first, last = position(start.start()), position(start.end() - 1)
         middle = _LEFT_PARTS.get(start.group()[:3])
         reach = position(start.end() if middle is not None else start.start() + _LONGEST_START)
@@ -506,10 +532,23 @@ def _cuts(text: str) -> dict[int, int]:
     return cuts
 
 
+# Each ASCII byte as 1 when it is a path separator, else 0.
+_SEPARATOR_BYTES: Final = bytes(int(chr(byte) in "/\\") for byte in range(256))
+
+
+def _separator_positions(text: str) -> list[int]:
+    """Where the separators are. (Picked in C for an ASCII text: a match object per
+    separator costs seconds on a megabyte of ``////…``.)"""
+    if text.isascii():
+        flags = text.encode("ascii").translate(_SEPARATOR_BYTES)
+        return list(itertools.compress(range(len(text)), flags))
+    return [found.start() for found in _SEPARATOR.finditer(text)]
+
+
 def _shifted(separators: list[int]) -> list[int]:
     """For each separator, the position in the text without separators of the character
     right after it (so a bisect on it counts the separators before a position)."""
-    return [at - index for index, at in enumerate(separators)]
+    return list(map(operator.sub, separators, range(len(separators))))
 
 
 def _may_continue(segment: str) -> bool:
@@ -611,12 +650,19 @@ def may_hold_keyword(lowered: str) -> bool:
     # Every detect-secrets keyword holds one of these; plain substring tests
     # are several times cheaper than the keyword alternation.
     return (
-        "key" in lowered
-        or "pass" in lowered
-        or "pwd" in lowered
-        or "secret" in lowered
-        or "contrase" in lowered
+        holds(lowered, "key")
+        or holds(lowered, "pass")
+        or holds(lowered, "pwd")
+        or holds(lowered, "secret")
+        or holds(lowered, "contrase")
     )
+
+
+def holds(text: str, word: str) -> bool:
+    """``word in text``, answered first by looking for each of its characters alone. A
+    substring search moves one character at a time through a run of a character of the
+    word (``aws`` in ``aaaa…``: ~15 ns a character); a one-character search is a memchr."""
+    return all(char in text for char in word) and word in text
 
 
 def add_spans(spans: list[Span], found: Iterable[Span]) -> None:
@@ -648,9 +694,11 @@ def union(spans: list[Span], more: list[Span]) -> list[Span]:
 
 
 def _rule_spans(text: str, folded: str, rules: tuple[_Rule, ...]) -> Iterator[Span]:
-    present = frozenset(needed for needed in library().needs if needed in folded)
+    present = frozenset(needed for needed in library().needs if holds(folded, needed))
     for rule in rules:
         if rule.needs and present.isdisjoint(rule.needs):
+            continue
+        if not present.issuperset(rule.needs_all):
             continue
         for match in rule.regex.finditer(text):
             start, end = match.span(rule.group)

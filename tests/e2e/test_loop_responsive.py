@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import select
+import sqlite3
 from typing import Any
 
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES
@@ -173,6 +174,30 @@ def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: Daemo
     assert "result" in reply or reply["error"]["data"]["kind"] == "too_large", reply
     assert "hunter2" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
+
+
+def test_pings_are_answered_while_an_event_of_one_repeated_character_is_redacted(
+    daemon: DaemonProcess,
+) -> None:
+    """``append_events`` with an 8 MB tool output of ``////…`` holding a token at its end
+    (a separator line, a minified file): the event is redacted in pieces off the event
+    loop, pings are answered before the reply, and the token is not stored."""
+    ws = str(daemon.workspace)
+    daemon.call("open_session", {"workspace": ws, "sessionId": "runs"})
+    token = "sk-ant-api03-" + "x7Kq9" * 8
+    event = {"type": "tool_result", "text": "/" * 8_000_000 + " " + token, "toolCallId": "c", "toolName": "t"}
+    answered, reply = _pings_while(
+        daemon, _request("append_events", {"workspace": ws, "sessionId": "runs", "events": [event]})
+    )
+    assert "result" in reply, reply
+    assert answered >= PINGS_DURING_REDACTION
+    (ledger,) = (daemon.data_dir / "workspaces").glob("*/ledger.sqlite3")
+    conn = sqlite3.connect(f"file:{ledger}?mode=ro", uri=True)
+    try:
+        (stored,) = conn.execute("SELECT text FROM events WHERE session_id = 'runs'").fetchone()
+    finally:
+        conn.close()
+    assert stored.endswith(" [REDACTED:anthropic_key]")
 
 
 def test_a_long_session_title_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
