@@ -1,7 +1,9 @@
 """Every ``maka`` command starts lean: agent hosts run it in hooks on every turn.
 
 Each command is run in a fresh interpreter, as the console script runs it; afterwards the
-top-level packages in ``sys.modules`` are listed. The daemon's package (which loads
+top-level packages (and maka's modules) in ``sys.modules`` are listed. ``maka.generated``
+builds a TypedDict per schema of the protocol, most of a client's import time; only
+``maka settings`` and a ``maka call`` with params read them. The daemon's package (which loads
 structlog), the MCP SDK and the async client's anyio are each needed only by some commands
 (``maka --version`` reads the version from makad; ``maka mcp`` serves MCP; a client that
 starts a daemon runs makad's private-file helpers), so the others never import them.
@@ -28,11 +30,12 @@ try:
     code = main(sys.argv[1:])
 except SystemExit as exc:
     code = exc.code
-loaded = sorted({name.split(".")[0] for name, m in list(sys.modules.items()) if m is not None})
+names = [name for name, m in list(sys.modules.items()) if m is not None]
+loaded = sorted({name.split(".")[0] for name in names} | {n for n in names if n.startswith("maka.")})
 print("\nLOADED " + json.dumps({"code": code, "loaded": loaded}))
 """
 # Not for a client that finds its daemon running.
-NEVER = ("makad", "structlog", "mcp", "anyio", "asyncio")
+NEVER = ("makad", "structlog", "mcp", "anyio", "asyncio", "maka.generated")
 
 
 def loaded_by(argv: list[str], env: dict[str, str] | None = None) -> tuple[int, set[str]]:
