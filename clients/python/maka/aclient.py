@@ -15,7 +15,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 from maka import autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
-from maka.generated import AsyncMethods
+from maka.generated_methods import AsyncMethods
 from maka.notifications import (
     RECONNECT_RETRIES,
     RECONNECTED,

@@ -43,19 +43,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
-import anyio
 import platformdirs
 
 from maka.errors import DaemonUnavailable
 from maka.notifications import DAEMON_STOPPING, Notification
-from makad.private_files import (
-    NotPrivate,
-    make_dirs,
-    open_private,
-    open_regular,
-    read_open,
-    regular_file_stat,
-)
+
+# anyio and makad.private_files (which loads the daemon's package, structlog with it) are
+# imported where a daemon is started or its log read: a client that finds one running, as
+# nearly every `maka` command does, never pays for them.
 
 NO_AUTOSTART_ENV = "MAKA_NO_AUTOSTART"
 START_TIMEOUT_S = 15.0
@@ -248,6 +243,8 @@ def _absolute_model_path(env: dict[str, str]) -> dict[str, str]:
 
 def launch(socket_path: str) -> Launch:
     """Start a detached makad for ``socket_path`` (blocking: a few milliseconds)."""
+    from makad.private_files import NotPrivate, make_dirs, open_private
+
     command = daemon_command(socket_path)
     path = log_path()
     try:
@@ -359,6 +356,8 @@ async def start_and_connect_async(
     socket_path: str, connect: Callable[[], Awaitable[T]], wait_s: float = START_TIMEOUT_S
 ) -> T:
     """``start_and_connect`` for async clients: the launch runs in a worker thread."""
+    import anyio
+
     _held_back(socket_path)
     wait = _Wait(await anyio.to_thread.run_sync(launch, socket_path), wait_s)
     while True:
@@ -373,6 +372,8 @@ async def start_and_connect_async(
 
 
 def _rotate(path: Path) -> None:
+    from makad.private_files import regular_file_stat
+
     with contextlib.suppress(OSError):
         st = regular_file_stat(path)
         if st is not None and st.st_size > LOG_ROTATE_BYTES:
@@ -380,6 +381,8 @@ def _rotate(path: Path) -> None:
 
 
 def _read_from(path: Path, offset: int) -> str:
+    from makad.private_files import open_regular, read_open
+
     try:
         fd = open_regular(path)
     except OSError:

@@ -12,7 +12,7 @@ from typing import Any
 from maka import autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
-from maka.generated import Methods
+from maka.generated_methods import Methods
 from maka.notifications import (
     RECONNECT_RETRIES,
     RECONNECTED,

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from makad.core.when import utc_moment
-
 HIT_TEXT_CHARS = 400
 EVENT_TEXT_CHARS = 2_000
 EVENTS_PER_REF = 200
@@ -20,6 +18,9 @@ def one_line(text: Any, limit: int) -> str:
 def date_of(ms: Any) -> str:
     if not isinstance(ms, int) or ms <= 0:
         return "date unknown"
+    # Here, not at the top: it loads the daemon's package, which `maka context` never needs.
+    from makad.core.when import utc_moment
+
     return f"{utc_moment(ms):%Y-%m-%d}"  # any int64 of ms: the years 1 to 9999 hold it
 
 

@@ -21,8 +21,6 @@ possible.
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import socket
 import stat
@@ -119,6 +117,10 @@ def _getpeereid() -> Callable[[int], int | None] | None:
     (glibc)."""
     if sys.platform.startswith("linux"):
         return None
+    # Here, not at the top: every command loads this module, and Linux never gets this far.
+    import ctypes
+    import ctypes.util
+
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
         function = libc.getpeereid

@@ -25,6 +25,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[3]
 DOCUMENT_PATH = ROOT / "protocol" / "openrpc.json"
 OUTPUT_PATH = ROOT / "clients" / "python" / "maka" / "generated.py"
+METHODS_OUTPUT_PATH = ROOT / "clients" / "python" / "maka" / "generated_methods.py"
 
 # Names the generated module defines or imports itself: a schema with one of them is suffixed.
 RESERVED = {
@@ -259,52 +260,105 @@ def methods_class(name: str, methods: list[dict[str, Any]], is_async: bool) -> l
     return [*out[:-1], "", ""]
 
 
+def _schema_names(doc: dict[str, Any]) -> dict[str, str]:
+    """Python name → what it declares (a schema, or a method's params), refusing clashes."""
+    seen: dict[str, str] = {}
+    for raw in (doc.get("components") or {}).get("schemas") or {}:
+        name = type_name(raw)
+        if name in seen:
+            raise SystemExit(f"schemas {seen[name]} and {raw} both map to the name {name}")
+        seen[name] = raw
+    for method in _methods(doc):
+        name = f"{pascal(method['name'])}Args"
+        if name in seen:
+            raise SystemExit(f"params of {method['name']} and schema {seen[name]} share the name {name}")
+        seen[name] = method["name"]
+    return seen
+
+
+def _methods(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    return [m for m in doc.get("methods") or [] if isinstance(m, dict)]
+
+
 def generate(doc: dict[str, Any]) -> str:
+    """maka/generated.py: the TypedDicts, and the calls module's names re-exported."""
+    _schema_names(doc)
     out = [
         '"""Types of the daemon\'s methods, generated from protocol/openrpc.json: do not edit.',
         "",
         "Regenerate with ``python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``",
-        "runs it); a test fails when this file drifts from the document.",
+        "runs it); a test fails when this file drifts from the document. The typed functions",
+        "live in ``maka.generated_methods`` (re-exported here), which a client loads without",
+        "building these TypedDicts.",
+        '"""',
+        "# ruff: noqa: E501",
+        "",
+        "from __future__ import annotations",
+        "",
+        "from typing import Any, Literal, NotRequired, TypeAlias, TypedDict",
+        "",
+        *(f"from maka.generated_methods import {name} as {name}" for name in CALLS_EXPORTS),
+        "",
+        "#: Version of the OpenRPC document (the daemon's version) these types come from.",
+        f"PROTOCOL_VERSION = {json.dumps(str((doc.get('info') or {}).get('version', '0.0.0')))}",
+        "",
+        "",
+    ]
+    for raw, schema in ((doc.get("components") or {}).get("schemas") or {}).items():
+        out += schema_declaration(type_name(raw), schema if isinstance(schema, dict) else {})
+    for method in _methods(doc):
+        out += args_declaration(method)
+    text = "\n".join(out).rstrip("\n") + "\n"
+    return re.sub(r"\n{4,}", "\n\n\n", text)
+
+
+# What maka/generated_methods.py defines (maka/generated.py re-exports each).
+CALLS_EXPORTS = ("DOMAIN_ERROR_CODES", "METHOD_NAMES", "AsyncCall", "AsyncMethods", "Call", "Methods")
+
+
+def generate_methods(doc: dict[str, Any]) -> str:
+    """maka/generated_methods.py: the typed functions, the method names and error kinds. Their
+    annotations name the TypedDicts for the checker only, so importing it builds none."""
+    seen = _schema_names(doc)
+    methods = _methods(doc)
+    body = methods_class("Methods", methods, is_async=False)
+    body += methods_class("AsyncMethods", methods, is_async=True)
+    names = ", ".join(json.dumps(m["name"]) for m in methods)
+    body += ["#: Method names in document order.", f"METHOD_NAMES = ({names})", ""]
+    errors = (doc.get("components") or {}).get("errors") or {}
+    body += ["#: Domain error kinds (``error.data.kind``) and their codes.", "DOMAIN_ERROR_CODES = {"]
+    for key, error in errors.items():
+        kind = (error.get("data") or {}).get("kind") or key
+        body.append(f"    {json.dumps(kind)}: {int(error.get('code'))},")
+    body.append("}")
+    used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(body)))
+    typing_names = sorted({"Any", "cast"} | (used & {"Literal", "Unpack"}))
+    checked = sorted((name for name in seen if name in used), key=lambda n: (n.lower(), n))
+    out = [
+        '"""The daemon\'s methods as typed functions, generated from protocol/openrpc.json: do not',
+        "edit. Regenerate with ``python clients/python/scripts/gen_types.py``.",
+        "",
+        "Apart from the TypedDicts they name (``maka.generated``) because building those is most",
+        "of what importing the types costs, which every ``maka`` command would pay at start-up.",
         '"""',
         "# ruff: noqa: E501",
         "",
         "from __future__ import annotations",
         "",
         "from collections.abc import Awaitable, Callable",
-        "from typing import Any, Literal, NotRequired, TypeAlias, TypedDict, Unpack, cast",
+        f"from typing import TYPE_CHECKING, {', '.join(typing_names)}",
         "",
-        "#: Version of the OpenRPC document (the daemon's version) these types come from.",
-        f"PROTOCOL_VERSION = {json.dumps(str((doc.get('info') or {}).get('version', '0.0.0')))}",
-        "",
+    ]
+    if checked:
+        imports = [f"        {name}," for name in checked]
+        out += ["if TYPE_CHECKING:", "    from maka.generated import (", *imports, "    )", ""]
+    out += [
         "Call = Callable[[str, dict[str, Any] | None], Any]",
         "AsyncCall = Callable[[str, dict[str, Any] | None], Awaitable[Any]]",
         "",
         "",
+        *body,
     ]
-    seen: dict[str, str] = {}
-    for raw, schema in ((doc.get("components") or {}).get("schemas") or {}).items():
-        name = type_name(raw)
-        if name in seen:
-            raise SystemExit(f"schemas {seen[name]} and {raw} both map to the name {name}")
-        seen[name] = raw
-        out += schema_declaration(name, schema if isinstance(schema, dict) else {})
-    methods = [m for m in doc.get("methods") or [] if isinstance(m, dict)]
-    for method in methods:
-        name = f"{pascal(method['name'])}Args"
-        if name in seen:
-            raise SystemExit(f"params of {method['name']} and schema {seen[name]} share the name {name}")
-        seen[name] = method["name"]
-        out += args_declaration(method)
-    out += methods_class("Methods", methods, is_async=False)
-    out += methods_class("AsyncMethods", methods, is_async=True)
-    names = ", ".join(json.dumps(m["name"]) for m in methods)
-    out += ["#: Method names in document order.", f"METHOD_NAMES = ({names})", ""]
-    errors = (doc.get("components") or {}).get("errors") or {}
-    out += ["#: Domain error kinds (``error.data.kind``) and their codes.", "DOMAIN_ERROR_CODES = {"]
-    for key, error in errors.items():
-        kind = (error.get("data") or {}).get("kind") or key
-        out.append(f"    {json.dumps(kind)}: {int(error.get('code'))},")
-    out.append("}")
     text = "\n".join(out) + "\n"
     return re.sub(r"\n{4,}", "\n\n\n", text)
 
@@ -315,20 +369,25 @@ def read_document(path: Path = DOCUMENT_PATH) -> dict[str, Any]:
 
 
 def main(argv: list[str]) -> int:
-    text = generate(read_document())
-    shown = OUTPUT_PATH.relative_to(ROOT)
+    doc = read_document()
+    outputs = ((OUTPUT_PATH, generate(doc)), (METHODS_OUTPUT_PATH, generate_methods(doc)))
     if "--check" in argv:
-        current = OUTPUT_PATH.read_text(encoding="utf-8") if OUTPUT_PATH.exists() else ""
-        if current != text:
+        stale = [
+            path.relative_to(ROOT)
+            for path, text in outputs
+            if (path.read_text(encoding="utf-8") if path.exists() else "") != text
+        ]
+        if stale:
             print(
-                f"{shown} is out of date with protocol/openrpc.json: run "
+                f"{', '.join(map(str, stale))} out of date with protocol/openrpc.json: run "
                 f"python clients/python/scripts/gen_types.py",
                 file=sys.stderr,
             )
             return 1
         return 0
-    OUTPUT_PATH.write_text(text, encoding="utf-8")
-    print(f"wrote {shown} ({len(read_document().get('methods') or [])} methods)")
+    for path, text in outputs:
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path.relative_to(ROOT)} ({len(doc.get('methods') or [])} methods)")
     return 0
 
 

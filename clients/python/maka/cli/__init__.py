@@ -15,6 +15,7 @@ import io
 import json
 import os
 import sys
+from typing import Any
 
 from maka.cli import backups, completion, context, episodes, mcp, memory, proposals, review, system, watch
 from maka.cli.common import (
@@ -41,7 +42,6 @@ from maka.cli.remedies import remedy
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
 from maka.server_check import expected_server_uid
-from makad import __version__
 
 __all__ = [
     "EXIT_NO_DAEMON",
@@ -57,6 +57,21 @@ __all__ = [
 GROUPS = (system, memory, proposals, review, backups, episodes, watch, context, completion, mcp)
 
 
+class VersionAction(argparse.Action):
+    """``--version``: argparse's version action, reading the version only when asked (it
+    lives in the daemon's package, whose import loads structlog)."""
+
+    def __init__(self, option_strings: list[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        kwargs.setdefault("help", "show program's version number and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, *args: Any) -> None:
+        from makad import __version__
+
+        parser._print_message(f"maka {__version__}\n", sys.stdout)
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = Parser(
         prog="maka",
@@ -67,7 +82,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--socket", metavar="SOCKET", help="daemon socket (env MAKAD_SOCKET; default: runtime dir)"
     )
-    parser.add_argument("--version", action="version", version=f"maka {__version__}")
+    parser.add_argument("--version", action=VersionAction)
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None, help=WORKSPACE_HELP)
     add_user_flag(parser, default=None)

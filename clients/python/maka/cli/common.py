@@ -68,6 +68,15 @@ def did_you_mean(given: str, choices: Iterable[str], *, casefold: bool = False) 
 class Parser(argparse.ArgumentParser):
     """argparse with "did you mean" for a mistyped command or choice."""
 
+    #: Makes ``description`` when the help is shown: for one read from something costly to
+    #: load, which building the parser (every command) should not pay for.
+    describe: Callable[[], str] | None = None
+
+    def format_help(self) -> str:
+        if self.describe is not None:
+            self.description = self.describe()
+        return super().format_help()
+
     def _check_value(self, action: argparse.Action, value: Any) -> None:
         choices = action.choices
         if choices is None or value in choices:

@@ -29,7 +29,6 @@ from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
 from maka.errors import RemoteError
 from maka.notifications import Notification
-from makad.private_files import NotPrivate, open_private, write_all
 
 NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
 
@@ -345,6 +344,9 @@ class ImportBar:
 def write_export(path: str, data: str) -> None:
     """Write an export (private memory) to a new file (mode 0600) or over a regular file of
     the user's; never through a symlink, a FIFO or a hard link someone planted there."""
+    # Here, not at the top: it loads the daemon's package, which no other command needs.
+    from makad.private_files import NotPrivate, open_private, write_all
+
     try:
         fd = open_private(path, os.O_WRONLY)
     except NotPrivate as exc:

@@ -11,7 +11,7 @@ import shlex
 from maka.cli.common import default_workspace, did_you_mean, maka_command
 from maka.cli.system import param_names
 from maka.errors import RemoteError
-from maka.generated import METHOD_NAMES
+from maka.generated_methods import METHOD_NAMES
 from maka.workspace import WORKSPACE_ENV
 
 # The switches a gate_closed error names in its data, in the order `maka settings` takes them.

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import math
 import os
@@ -14,12 +15,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from maka import autostart, generated
+from maka import autostart, generated_methods
 from maka.cli.common import (
     EXIT_OK,
     EXIT_PROTOCOL,
     CliError,
     Parents,
+    Parser,
     did_you_mean,
     maka_command,
     sendable_workspace,
@@ -29,7 +31,6 @@ from maka.cli.common import (
 from maka.cli.output import print_json, show_table
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, ShuttingDown
-from maka.generated import SetSettingsParams
 from maka.workspace import MEMORY_FILES, WORKSPACE_ENV, find_workspace
 
 
@@ -203,9 +204,13 @@ def cmd_stop(client: Client, args: argparse.Namespace) -> int:
 
 def param_names(method: str) -> tuple[str, ...]:
     """The by-name params ``method`` takes (from the generated catalogue); () if unknown."""
-    hint = getattr(getattr(generated.Methods, method.replace(".", "_"), None), "__annotations__", {})
+    hint = getattr(getattr(generated_methods.Methods, method.replace(".", "_"), None), "__annotations__", {})
     found = re.fullmatch(r"Unpack\[(\w+)\]", str(hint.get("params", "")))
-    return tuple(getattr(generated, found[1], dict).__annotations__) if found else ()
+    if not found:
+        return ()
+    from maka import generated  # its TypedDicts: only for a method that takes params
+
+    return tuple(getattr(generated, found[1], dict).__annotations__)
 
 
 def takes_workspace(method: str) -> bool:
@@ -228,29 +233,45 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# The keys set_settings takes (from the generated types, so a new setting is known at once).
-SETTING_KEYS = tuple(k for k in SetSettingsParams.__annotations__ if k != "workspace")
+@functools.cache
+def setting_types() -> dict[str, Any]:
+    """The keys set_settings takes and their types (from the generated types, so a new
+    setting is known at once). Read when first needed: building the generated TypedDicts
+    is a large part of a command's start-up, and only the settings command uses them."""
+    from maka.generated import SetSettingsParams
+
+    return {k: v for k, v in typing.get_type_hints(SetSettingsParams).items() if k != "workspace"}
 
 
-def _named_values() -> dict[str, tuple[str, ...]]:
+def settings_description() -> str:
+    return (
+        "Without KEY=VALUE: get_settings. With them: set_settings (a patch). "
+        f"Keys: {', '.join(setting_keys())}. Values: on/off, a number or null"
+        + "".join(f"; {key}: {' | '.join(names)}" for key, names in setting_names().items())
+        + "."
+    )
+
+
+def setting_keys() -> tuple[str, ...]:
+    return tuple(setting_types())
+
+
+@functools.cache
+def setting_names() -> dict[str, tuple[str, ...]]:
     """The settings whose value is one of a few names (contextStrategy), with the names."""
-    hints = typing.get_type_hints(SetSettingsParams)
     return {
-        key: tuple(str(name) for name in typing.get_args(hints[key]))
-        for key in SETTING_KEYS
-        if typing.get_origin(hints[key]) is typing.Literal
+        key: tuple(str(name) for name in typing.get_args(hint))
+        for key, hint in setting_types().items()
+        if typing.get_origin(hint) is typing.Literal
     }
-
-
-SETTING_NAMES = _named_values()
 
 
 def _value_forms(key: str) -> str:
     """How a value of ``key`` is written, for a key typed without one."""
-    names = SETTING_NAMES.get(key)
+    names = setting_names().get(key)
     if names is not None:
         form = f"{key}=NAME, NAME one of {', '.join(names)}"
-    elif typing.get_type_hints(SetSettingsParams)[key] is bool:
+    elif setting_types()[key] is bool:
         form = f"{key}=on or {key}=off"
     else:
         form = f"{key}=N (a number) or {key}=null"
@@ -261,18 +282,19 @@ def parse_setting(pair: str) -> tuple[str, Any]:
     """``agentReadEnabled=true`` → ("agentReadEnabled", True); values are JSON, or on/off,
     or for a setting that takes a name (``contextStrategy=curator``) the name itself."""
     key, sep, raw = pair.partition("=")
-    if not sep and key in SETTING_KEYS:
+    keys = setting_keys()
+    if not sep and key in keys:
         raise CliError(f"expected KEY=VALUE, got {pair!r}: {_value_forms(key)}")
-    if not sep and ":" in pair and pair.partition(":")[0] in SETTING_KEYS:
+    if not sep and ":" in pair and pair.partition(":")[0] in keys:
         key, _, raw = pair.partition(":")
         raise CliError(f"expected KEY=VALUE, got {pair!r}: did you mean {key}={raw}?")
     if not sep or not key:
         raise CliError(f"expected KEY=VALUE, got {pair!r}")
-    if key not in SETTING_KEYS:
-        close = did_you_mean(key, SETTING_KEYS, casefold=True)
-        hint = f"did you mean {close!r}?" if close else f"the keys are {', '.join(SETTING_KEYS)}"
+    if key not in keys:
+        close = did_you_mean(key, keys, casefold=True)
+        hint = f"did you mean {close!r}?" if close else f"the keys are {', '.join(keys)}"
         raise CliError(f"unknown setting {key!r}: {hint}")
-    names = SETTING_NAMES.get(key)
+    names = setting_names().get(key)
     if names is not None:
         if raw in names:
             return key, raw
@@ -285,7 +307,7 @@ def parse_setting(pair: str) -> tuple[str, Any]:
             hint = f" (did you mean {close!r}?)" if close else ""
             raise CliError(f"{key}: {raw!r} is not one of {', '.join(names)}{hint}")
         return key, value
-    if typing.get_type_hints(SetSettingsParams)[key] is bool:
+    if setting_types()[key] is bool:
         return key, _switch(key, raw)
     return key, _number_or_null(key, raw)
 
@@ -386,11 +408,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "settings",
         parents=parents.scoped,
         help="show or change a workspace's settings",
-        description="Without KEY=VALUE: get_settings. With them: set_settings (a patch). "
-        f"Keys: {', '.join(SETTING_KEYS)}. Values: on/off, a number or null"
-        + "".join(f"; {key}: {' | '.join(names)}" for key, names in SETTING_NAMES.items())
-        + ".",
     )
+    typing.cast(Parser, p).describe = settings_description
     p.add_argument(
         "set",
         nargs="*",
