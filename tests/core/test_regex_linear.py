@@ -46,6 +46,7 @@ from makad.core import (
     secret_views,
     session_notes,
     suggestions,
+    typed_dates,
     undecodable,
     when,
 )
@@ -218,6 +219,7 @@ def _sites() -> list[Site]:
         Site("when._RELATIVE", when._RELATIVE, SEARCH),
         Site("refs.SESSION_ID", refs.SESSION_ID, MATCH),
         Site("refs.EVENT_REF", refs.EVENT_REF, MATCH),
+        Site("typed_dates._SLASHED", typed_dates._SLASHED, MATCH),
         # Wire, service and store
         Site("dispatch._PATH", dispatch._PATH, SEARCH),
         Site("allowed._STEP", allowed._STEP, SEARCH),
