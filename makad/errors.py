@@ -139,6 +139,14 @@ class Conflict(MakadError):
     }
 
 
+def check_revision(expected: int | None, current: int) -> None:
+    """Raise ``Conflict`` when a write's ``expectedRevision`` is given and is not ``current``."""
+    if expected is not None and expected != current:
+        raise Conflict(
+            "the workspace changed since that revision", currentRevision=current, expectedRevision=expected
+        )
+
+
 class IncognitoBlocked(MakadError):
     """Raised when incognito is on and the call would read or write persistent memory (fails closed)."""
 

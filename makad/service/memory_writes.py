@@ -29,7 +29,7 @@ from makad.core import memory_format as fmt
 from makad.core import save_merge
 from makad.core.entries import is_open
 from makad.core.types import Entry, NewMemoryEvent
-from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge
+from makad.errors import Conflict, IOFailure, MakadError, SafeMode, TooLarge, check_revision
 from makad.service import entry_dates
 from makad.service.attention import retract
 from makad.service.backup_scrub import scrub_removed_secrets
@@ -367,12 +367,7 @@ class MemoryWriter:
         tracked, path, channel = self._tracked(ws, which)
         user_changed = (await self.refresh(ws, which)).get(which, frozenset())
         revision = await self._ctx.revision(ws)
-        if expected_revision is not None and expected_revision != revision:
-            raise Conflict(
-                "the workspace changed since that revision",
-                currentRevision=revision,
-                expectedRevision=expected_revision,
-            )
+        check_revision(expected_revision, revision)
         if tracked.too_large:
             raise SafeMode(
                 f"{path.name} is over the {self._ctx.settings.memory_max_bytes}-byte "

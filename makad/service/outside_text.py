@@ -10,7 +10,7 @@ from makad.core import outside_text as outside
 from makad.core.canonical import content_hash
 from makad.core.entries import clean_entry
 from makad.core.peer import Peer
-from makad.errors import Conflict, InvalidParams, MakadError
+from makad.errors import Conflict, InvalidParams, MakadError, check_revision
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread
 from makad.service.memory import Change, MemoryWriter
 from makad.service.written_files import reports_memory_written
@@ -80,13 +80,7 @@ class OutsideTextService:
         return RemoveOutsideTextResult(removed=chosen, kept=kept, dry_run=params.dry_run, revision=revision)
 
     async def _check_revision(self, ws: Workspace, expected: int | None) -> None:
-        current = await self._ctx.revision(ws)
-        if expected is not None and expected != current:
-            raise Conflict(
-                "the workspace changed since that revision",
-                currentRevision=current,
-                expectedRevision=expected,
-            )
+        check_revision(expected, await self._ctx.revision(ws))
 
     @staticmethod
     def _plan(

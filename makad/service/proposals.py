@@ -41,6 +41,7 @@ from makad.errors import (
     MakadError,
     NotFound,
     TooLarge,
+    check_revision,
 )
 from makad.service import entry_dates
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
@@ -392,12 +393,7 @@ class ProposalService:
             async with ws.lock:
                 await self._files.refresh(ws)
                 revision = await self._ctx.revision(ws)
-                if params.expected_revision is not None and params.expected_revision != revision:
-                    raise Conflict(
-                        "the workspace changed since that revision",
-                        currentRevision=revision,
-                        expectedRevision=params.expected_revision,
-                    )
+                check_revision(params.expected_revision, revision)
                 origins, returned = await in_thread(_recorded_origins, ws, params.ids)
                 plan = await in_thread(  # edits are cleaned and redacted: off the event loop
                     rules.plan_approval,
