@@ -45,6 +45,7 @@ __all__ = [
     "ShuttingDown",
     "TooLarge",
     "TooManyConnections",
+    "check_revision",
 ]
 
 

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
+import typing
+from typing import Any
 
-if TYPE_CHECKING:
+if typing.TYPE_CHECKING:
     from maka.aclient import AsyncClient
     from maka.client import Client
     from maka.errors import DaemonUnavailable, MakaError, RemoteError, UntrustedServer
