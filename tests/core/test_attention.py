@@ -443,6 +443,17 @@ def test_a_segment_the_user_dropped_leaves_no_open_thread() -> None:
     assert any(t.startswith("Failed") for t in texts)
 
 
+def lets_the_work_go(said: str) -> bool:
+    """Whether ``said``, answered by the agent after a request for a cache, drops that work."""
+    events = [
+        ev(1, "user_message", "Add a cache to src/cache.py"),
+        ev(2, "assistant_message", "Sure."),
+        ev(3, "user_message", said),
+        ev(4, "assistant_message", "ok"),
+    ]
+    return one(events).outcome == "dropped"
+
+
 def test_only_a_request_that_lets_the_work_go_is_a_drop() -> None:
     """ "Forget it." and "ok, drop that" drop the segment; "drop this table from the schema"
     and "skip it if the cache is warm" are tasks."""
@@ -454,13 +465,7 @@ def test_only_a_request_that_lets_the_work_go_is_a_drop() -> None:
         ("skip it if the cache is warm", False),
         ("Forgetful caches lose keys", False),
     ):
-        events = [
-            ev(1, "user_message", "Add a cache to src/cache.py"),
-            ev(2, "assistant_message", "Sure."),
-            ev(3, "user_message", said),
-            ev(4, "assistant_message", "ok"),
-        ]
-        assert (one(events).outcome == "dropped") is dropped, said
+        assert lets_the_work_go(said) is dropped, said
 
 
 def test_a_session_left_unclosed_after_its_closing_exchange_is_done() -> None:
@@ -688,10 +693,4 @@ def test_saying_the_work_will_not_be_done_lets_it_go() -> None:
         ("is the cache worth it?", False),
         ("scrap the old cache entries on startup", False),
     ):
-        events = [
-            ev(1, "user_message", "Add a cache to src/cache.py"),
-            ev(2, "assistant_message", "Sure."),
-            ev(3, "user_message", said),
-            ev(4, "assistant_message", "ok"),
-        ]
-        assert (one(events).outcome == "dropped") is dropped, said
+        assert lets_the_work_go(said) is dropped, said
