@@ -37,6 +37,19 @@ def contents(folder: Path) -> dict[str, bytes]:
     return {p.name: p.read_bytes() for p in folder.iterdir()}
 
 
+def swap_before(monkeypatch: pytest.MonkeyPatch, name: str, memory: Path, elsewhere: Path) -> None:
+    """``memory_files.<name>`` first moves ``memory`` aside and puts a symlink to
+    ``elsewhere`` in its place, then does its work."""
+    real = getattr(memory_files, name)
+
+    def swapped_first(*args: object, **kwargs: object) -> object:
+        memory.rename(memory.parent / "moved")
+        memory.symlink_to(elsewhere)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_files, name, swapped_first)
+
+
 @pytest.mark.parametrize("existing", [True, False], ids=["replacing MEMORY.md", "creating MEMORY.md"])
 def test_a_memory_folder_swapped_for_a_symlink_mid_write_is_never_written_through(
     tmp_path: Path, existing: bool
@@ -98,14 +111,7 @@ def test_a_memory_folder_swapped_for_a_symlink_after_the_checks_is_refused(
     (memory / "MEMORY.md").write_bytes(b"the user's other memory\n")
     elsewhere = elsewhere_with_memory(tmp_path)
     before = contents(elsewhere)
-    real = memory_files.replace_verified
-
-    def swapped_first(*args: object, **kwargs: object) -> object:
-        memory.rename(workspace / "moved")
-        memory.symlink_to(elsewhere)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(memory_files, "replace_verified", swapped_first)
+    swap_before(monkeypatch, "replace_verified", memory, elsewhere)
     with pytest.raises(InvalidWorkspace) as refused:
         write_memory_file(
             memory / "MEMORY.md",
@@ -129,14 +135,7 @@ def test_a_memory_folder_swapped_for_a_symlink_before_the_read_is_not_read_throu
     memory.mkdir(parents=True)
     (memory / "MEMORY.md").write_bytes(b"this workspace's memory\n")
     elsewhere = elsewhere_with_memory(tmp_path)
-    real = memory_files.read_settled
-
-    def swapped_first(*args: object, **kwargs: object) -> object:
-        memory.rename(workspace / "moved")
-        memory.symlink_to(elsewhere)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(memory_files, "read_settled", swapped_first)
+    swap_before(monkeypatch, "read_settled", memory, elsewhere)
     read = read_memory_file(memory / "MEMORY.md", CAP, existed=True)
     assert read.text == "this workspace's memory\n"
 
