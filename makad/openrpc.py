@@ -7,11 +7,24 @@ from typing import Any
 import msgspec
 
 from makad import __version__
+from makad.core.chain import MAX_APPEND_EVENTS
 from makad.errors import ALL_ERRORS, MakadError
+from makad.rpc.value_cap import MAX_MESSAGE_VALUES
+from makad.service.reply_fit import MAX_EVENT_BYTES
+from makad.settings import DEFAULT_MAX_MESSAGE_BYTES
 from makad.wire.base import MethodSpec
 from makad.wire.catalogue import NOTIFICATIONS, NotificationSpec
 
 REF_TEMPLATE = "#/components/schemas/{name}"
+
+# What a client must stay within, so that it can split a request before sending it rather
+# than have the connection closed. maxMessageBytes is the default of --max-message-bytes.
+LIMITS: dict[str, int] = {
+    "maxMessageBytes": DEFAULT_MAX_MESSAGE_BYTES,
+    "maxMessageValues": MAX_MESSAGE_VALUES,
+    "maxAppendEvents": MAX_APPEND_EVENTS,
+    "maxEventBytes": MAX_EVENT_BYTES,
+}
 
 
 def _error_entry(err: type[MakadError]) -> dict[str, Any]:
@@ -71,8 +84,9 @@ def generate(
             "description": "JSON-RPC 2.0 over a Unix socket (NDJSON or Content-Length framing). "
             "A message holds at most 16 MiB (--max-message-bytes) and 100,000 JSON values "
             "(array elements and object members, the whole message counted); past either cap "
-            "it is refused unread with -32600 too_large (data.limit with the value cap), id "
-            "null, and the connection is closed. See protocol/PROTOCOL.md.",
+            "it is refused unread with -32600 too_large (data.limit: the cap passed), id "
+            "null, and the connection is closed. The caps are listed in x-limits. See "
+            "protocol/PROTOCOL.md.",
         },
         "methods": methods,
         # Not part of OpenRPC 1.3 (which describes methods only): what the daemon sends
@@ -81,6 +95,9 @@ def generate(
             {"name": note.name, "summary": note.summary, "params": schemas[index]}
             for index, note in enumerate(notifications)
         ],
+        # Not part of OpenRPC either: the caps on a message and on append_events, which the
+        # clients' generated constants come from.
+        "x-limits": dict(LIMITS),
         "components": {
             "schemas": dict(sorted(components.items())),
             "errors": {err.kind: _component_error(err) for err in ALL_ERRORS},

@@ -90,13 +90,13 @@ class NdjsonDecoder:
             line = bytes(self._buf[start:end])
             start = end + 1
             if len(line) > self._max:
-                raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+                raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
             if line.strip(_WHITESPACE):
                 out.append(line)
         del self._buf[:start]
         self._scanned = len(self._buf)
         if len(self._buf) > self._max:
-            raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+            raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
 
     def has_partial(self) -> bool:
         return bool(self._buf.strip(_WHITESPACE))
@@ -152,12 +152,12 @@ class LspDecoder:
                 if not digits.isdigit():  # bytes: ASCII digits only
                     raise FrameError("Content-Length is not a number", "bad_frame")
                 if len(digits) > len(str(self._max)):
-                    raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+                    raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
                 length = int(digits)
         if length is None:
             raise FrameError("missing Content-Length header", "bad_frame")
         if length > self._max:
-            raise FrameError(f"message exceeds {self._max} bytes", "too_large")
+            raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
         return length
 
     def has_partial(self) -> bool:

@@ -274,6 +274,12 @@ export function generate(doc) {
   out.push(`export const NOTIFICATION_NAMES = [${notifications.map((n) => literal(n.name)).join(", ")}] as const satisfies readonly NotificationName[];`);
   out.push("");
 
+  out.push("/** The caps on one message and on append_events (x-limits; maxMessageBytes is the default of the daemon's --max-message-bytes). */");
+  out.push("export const LIMITS = {");
+  for (const [key, value] of Object.entries(doc["x-limits"] ?? {})) out.push(`  ${propertyKey(key)}: ${Number(value)},`);
+  out.push("} as const;");
+  out.push("");
+
   const domain = Object.entries(doc.components?.errors ?? {}).map(([key, e]) => [e?.data?.kind ?? key, e?.code]);
   out.push("/** Domain error kinds and their codes (components.errors). */");
   out.push("export const DOMAIN_ERROR_CODES = {");

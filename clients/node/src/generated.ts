@@ -2229,6 +2229,14 @@ export interface Notifications {
 export type NotificationName = keyof Notifications;
 export const NOTIFICATION_NAMES = ["memory_changed", "proposals_changed", "settings_changed", "daemon_stopping", "import_progress"] as const satisfies readonly NotificationName[];
 
+/** The caps on one message and on append_events (x-limits; maxMessageBytes is the default of the daemon's --max-message-bytes). */
+export const LIMITS = {
+  maxMessageBytes: 16777216,
+  maxMessageValues: 100000,
+  maxAppendEvents: 10000,
+  maxEventBytes: 8388608,
+} as const;
+
 /** Domain error kinds and their codes (components.errors). */
 export const DOMAIN_ERROR_CODES = {
   invalid_params: -32602,

@@ -12,7 +12,7 @@ import anyio.lowlevel
 from anyio.abc import SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 
-from maka import autostart
+from maka import append_parts, autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
 from maka.generated_methods import AsyncMethods
@@ -238,6 +238,12 @@ class AsyncClient(autostart.StopAware):
         """Call a method with by-name params (a dict and/or keywords) and return its result."""
         if kw:
             params = {**(params or {}), **kw}
+        if method == append_parts.METHOD and isinstance(params, dict):
+            # More events than one message may carry go in parts (maka.append_parts).
+            return await append_parts.append_async(self._call_once, params)
+        return await self._call_once(method, params)
+
+    async def _call_once(self, method: str, params: dict[str, Any] | None) -> Any:
         stream = await self._ensure()
         try:
             result = await self._request(stream, method, params)

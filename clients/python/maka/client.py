@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from maka import autostart
+from maka import append_parts, autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
 from maka.generated_methods import Methods
@@ -161,6 +161,9 @@ class Client(autostart.StopAware):
         """Call a method with by-name params (a dict and/or keywords) and return its result."""
         if kw:
             params = {**(params or {}), **kw}
+        if method == append_parts.METHOD and isinstance(params, dict):
+            # More events than one message may carry go in parts (maka.append_parts).
+            return append_parts.append(self._roundtrip, params)
         result = self._roundtrip(method, params)
         self._subscriptions.track(method, params)
         return result

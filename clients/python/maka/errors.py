@@ -74,7 +74,48 @@ class RemoteError(MakaError):
         self.kind = str(self.data.get("kind", "unknown"))
 
     def __str__(self) -> str:
-        return f"{self.message} ({self.kind}, code {self.code})"
+        # An error about the whole message (too_large, bad_frame) says why in data.reason.
+        reason = self.data.get("reason")
+        why = f": {reason}" if self.code == -32600 and isinstance(reason, str) and reason else ""
+        return f"{self.message}{why} ({self.kind}, code {self.code})"
+
+
+class AppendPartlyDone(MakaError):
+    """An ``append_events`` sent in parts (more events than one message may carry) of
+    which the first ``appended`` events landed (seqs ``first_seq``..``last_seq``) and the
+    next part failed with ``error``: refused whole, or, when ``failed_part_unknown`` (the
+    connection was lost, a timeout), perhaps landed. With a ``request_id``, calling again
+    with the same params appends no part twice; without one, send ``events[appended:]``
+    (after checking the session when ``failed_part_unknown``)."""
+
+    def __init__(
+        self,
+        *,
+        appended: int,
+        total: int,
+        first_seq: int,
+        last_seq: int,
+        failed_part_unknown: bool,
+        request_id: str | None,
+        error: MakaError,
+    ) -> None:
+        outcome = "may have landed" if failed_part_unknown else "did not land"
+        retry = (
+            "calling again with the same requestId appends no part twice"
+            if request_id is not None
+            else f"send events[{appended}:] again"
+        )
+        super().__init__(
+            f"append_events in parts: the first {appended} of {total} events were appended "
+            f"(seq {first_seq}-{last_seq}); the next part failed and {outcome} ({error}); {retry}"
+        )
+        self.appended = appended
+        self.total = total
+        self.first_seq = first_seq
+        self.last_seq = last_seq
+        self.failed_part_unknown = failed_part_unknown
+        self.request_id = request_id
+        self.error = error
 
 
 class InvalidParams(RemoteError): ...

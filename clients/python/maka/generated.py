@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
 
 from maka.generated_methods import DOMAIN_ERROR_CODES as DOMAIN_ERROR_CODES
+from maka.generated_methods import LIMITS as LIMITS
 from maka.generated_methods import METHOD_NAMES as METHOD_NAMES
 from maka.generated_methods import AsyncCall as AsyncCall
 from maka.generated_methods import AsyncMethods as AsyncMethods

@@ -834,3 +834,12 @@ DOMAIN_ERROR_CODES = {
     "shutting_down": -32013,
     "too_many_connections": -32014,
 }
+
+#: The caps on one message and on append_events (x-limits; maxMessageBytes is the
+#: default of the daemon's --max-message-bytes).
+LIMITS = {
+    "maxMessageBytes": 16777216,
+    "maxMessageValues": 100000,
+    "maxAppendEvents": 10000,
+    "maxEventBytes": 8388608,
+}

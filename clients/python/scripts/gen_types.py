@@ -313,7 +313,15 @@ def generate(doc: dict[str, Any]) -> str:
 
 
 # What maka/generated_methods.py defines (maka/generated.py re-exports each).
-CALLS_EXPORTS = ("DOMAIN_ERROR_CODES", "METHOD_NAMES", "AsyncCall", "AsyncMethods", "Call", "Methods")
+CALLS_EXPORTS = (
+    "DOMAIN_ERROR_CODES",
+    "LIMITS",
+    "METHOD_NAMES",
+    "AsyncCall",
+    "AsyncMethods",
+    "Call",
+    "Methods",
+)
 
 
 def generate_methods(doc: dict[str, Any]) -> str:
@@ -331,6 +339,14 @@ def generate_methods(doc: dict[str, Any]) -> str:
         kind = (error.get("data") or {}).get("kind") or key
         body.append(f"    {json.dumps(kind)}: {int(error.get('code'))},")
     body.append("}")
+    body += [
+        "",
+        "#: The caps on one message and on append_events (x-limits; maxMessageBytes is the",
+        "#: default of the daemon's --max-message-bytes).",
+        "LIMITS = {",
+        *(f"    {json.dumps(key)}: {int(value)}," for key, value in (doc.get("x-limits") or {}).items()),
+        "}",
+    ]
     used = set(re.findall(r"[A-Za-z_]\w*", "\n".join(body)))
     typing_names = sorted({"Any", "cast"} | (used & {"Literal", "Unpack"}))
     checked = sorted((name for name in seen if name in used), key=lambda n: (n.lower(), n))

@@ -1,0 +1,260 @@
+"""An append_events of more events than one message may carry: the clients send it in
+consecutive parts, in order, and say plainly which part landed when one fails."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import pytest
+
+from maka import AsyncClient, Client
+from maka.append_parts import count_values, plan
+from maka.errors import AppendPartlyDone, InvalidParams, TooLarge
+from maka.generated import LIMITS
+from makad.openrpc import LIMITS as DAEMON_LIMITS
+from makad.rpc.value_cap import count_values as daemon_count_values
+from tests.support import DaemonProcess, daemon_in_tmp
+
+pytestmark = pytest.mark.anyio
+
+
+def notes(count: int, meta: int = 0, start: int = 0) -> list[dict[str, Any]]:
+    """``count`` note events numbered from ``start``, each with ``meta`` meta entries."""
+    extra = {"meta": {f"k{j}": "v" for j in range(meta)}} if meta else {}
+    return [{"type": "note", "text": f"e{i}", **extra} for i in range(start, start + count)]
+
+
+def texts(c: Client, ws: str, session: str) -> list[str]:
+    """Every event text of the session, in seq order."""
+    out: list[str] = []
+    after = 0
+    while True:
+        page = c.call("read_events", workspace=ws, sessionId=session, afterSeq=after, limit=10_000)
+        out += [e["text"] for e in page["events"]]
+        if not page["hasMore"]:
+            return out
+        after = page["events"][-1]["seq"]
+
+
+def open_session(c: Client, ws: str) -> str:
+    return str(c.call("open_session", workspace=ws)["sessionId"])
+
+
+def test_generated_limits_are_the_daemons() -> None:
+    """The clients' generated caps are the ones the daemon enforces."""
+    assert LIMITS == DAEMON_LIMITS
+
+
+def test_client_counts_values_as_the_daemon_does() -> None:
+    """The client's count of a message's values equals the daemon's for the same bytes."""
+    message = {
+        "jsonrpc": "2.0",
+        "method": "append_events",
+        "id": 7,
+        "params": {
+            "workspace": "/w",
+            "sessionId": "s",
+            "events": [*notes(3, meta=2), {"type": "note", "text": "a,[{", "meta": {}}],
+        },
+    }
+    assert count_values(message) == daemon_count_values(msgspec.json.encode(message))
+
+
+def test_small_append_is_one_request() -> None:
+    """A call within every cap is sent as it is, in one request."""
+    assert plan({"workspace": "/w", "sessionId": "s", "events": notes(10)}) == [(0, 10)]
+
+
+BIG_EVENTS = [{"type": "note", "text": "x" * (1 << 20)} for _ in range(40)]
+
+
+@pytest.mark.parametrize(
+    "events", [notes(12_000, meta=20), notes(25_000), BIG_EVENTS], ids=["values", "count", "bytes"]
+)
+def test_parts_fit_every_cap(events: list[dict[str, Any]]) -> None:
+    """Each planned part holds at most the events, values and bytes one message may carry."""
+    params = {"workspace": "/w", "sessionId": "s", "events": events}
+    parts = plan(params)
+    assert len(parts) > 1 and parts[0][0] == 0 and parts[-1][1] == len(events)
+    for (_, end), (next_start, _) in itertools.pairwise(parts):
+        assert end == next_start
+    for start, end in parts:
+        message = {
+            "jsonrpc": "2.0",
+            "method": "append_events",
+            "id": 2**62,
+            "params": {**params, "events": params["events"][start:end]},
+        }
+        encoded = msgspec.json.encode(message)
+        assert end - start <= LIMITS["maxAppendEvents"]
+        assert daemon_count_values(encoded) <= LIMITS["maxMessageValues"]
+        assert len(encoded) < LIMITS["maxMessageBytes"]
+
+
+def test_many_small_events_land_in_order(shared_daemon: DaemonProcess) -> None:
+    """More events than the per-call cap (10,000) are appended by one call, in order."""
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        result = c.call("append_events", workspace=ws, sessionId=session, events=notes(10_050))
+        assert (result["firstSeq"], result["lastSeq"]) == (1, 10_050)
+        assert texts(c, ws, session) == [f"e{i}" for i in range(10_050)]
+
+
+def test_events_rich_in_meta_land_without_closing_the_connection(shared_daemon: DaemonProcess) -> None:
+    """3,000 events of 40 meta entries each (over the value cap as one message) all land."""
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        result = c.call("append_events", workspace=ws, sessionId=session, events=notes(3_000, meta=40))
+        assert result["lastSeq"] == 3_000
+        page = c.call("read_events", workspace=ws, sessionId=session, afterSeq=2_999, limit=1)
+        assert page["events"][0]["meta"] == {f"k{j}": "v" for j in range(40)}
+
+
+def test_retry_with_request_id_appends_nothing_twice(shared_daemon: DaemonProcess) -> None:
+    """A split call retried with the same requestId returns the same seqs and appends nothing."""
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        params = {
+            "workspace": ws,
+            "sessionId": session,
+            "events": notes(3_000, meta=40),
+            "requestId": "batch-1",
+        }
+        first = c.call("append_events", params)
+        again = c.call("append_events", params)
+        assert first == again == {"firstSeq": 1, "lastSeq": 3_000, "redactions": 0}
+        assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 3_000
+
+
+def test_expected_seq_is_carried_from_part_to_part(shared_daemon: DaemonProcess) -> None:
+    """With expectedSeq each later part expects where the previous one ended: all land."""
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        c.call("append_events", workspace=ws, sessionId=session, events=notes(2))
+        result = c.call(
+            "append_events",
+            workspace=ws,
+            sessionId=session,
+            events=notes(3_000, meta=40, start=2),
+            expectedSeq=2,
+        )
+        assert (result["firstSeq"], result["lastSeq"]) == (3, 3_002)
+        assert texts(c, ws, session) == [f"e{i}" for i in range(3_002)]
+
+
+def test_part_refused_after_one_landed_says_which(shared_daemon: DaemonProcess) -> None:
+    """When the second part is refused, the error says the first 10,000 landed and the rest did not."""
+    ws = str(shared_daemon.workspace)
+    events = notes(10_005)
+    events[10_002] = {"type": "not_a_type", "text": "bad"}
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        with pytest.raises(AppendPartlyDone) as caught:
+            c.call("append_events", workspace=ws, sessionId=session, events=events)
+        err = caught.value
+        assert (err.appended, err.total, err.first_seq, err.last_seq) == (10_000, 10_005, 1, 10_000)
+        assert not err.failed_part_unknown and isinstance(err.error, InvalidParams)
+        assert "the first 10000 of 10005 events were appended" in str(err) and "events[10000:]" in str(err)
+        assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 10_000
+
+
+def test_one_event_over_the_value_cap_is_refused_before_sending(shared_daemon: DaemonProcess) -> None:
+    """An event no message can carry is refused by the client, naming the cap; nothing is sent
+    and the connection stays open."""
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        with pytest.raises(TooLarge) as caught:
+            c.call(
+                "append_events",
+                workspace=ws,
+                sessionId=session,
+                events=[
+                    *notes(3),
+                    {"type": "note", "text": "x", "meta": {f"k{j}": "" for j in range(100_001)}},
+                ],
+            )
+        assert caught.value.data["index"] == 3 and caught.value.data["limit"] == 100_000
+        assert "100000" in str(caught.value) and "nothing was sent" in str(caught.value)
+        connection = c._sock
+        assert c.call("read_events", workspace=ws, sessionId=session)["lastSeq"] == 0
+        assert c._sock is connection
+
+
+async def test_async_client_splits_too(shared_daemon: DaemonProcess) -> None:
+    """The async client appends more events than the per-call cap in one call, in order."""
+    ws = str(shared_daemon.workspace)
+    async with AsyncClient(str(shared_daemon.socket)) as c:
+        session = (await c.call("open_session", workspace=ws))["sessionId"]
+        result = await c.call("append_events", workspace=ws, sessionId=session, events=notes(10_001))
+        assert (result["firstSeq"], result["lastSeq"]) == (1, 10_001)
+        last = await c.call("read_events", workspace=ws, sessionId=session, afterSeq=9_999)
+        assert [e["text"] for e in last["events"]] == ["e9999", "e10000"]
+
+
+async def test_async_partial_failure_says_which(shared_daemon: DaemonProcess) -> None:
+    """The async client reports a refused second part as the sync one does."""
+    ws = str(shared_daemon.workspace)
+    events = notes(10_001)
+    events[10_000] = {"type": "not_a_type", "text": "bad"}
+    async with AsyncClient(str(shared_daemon.socket)) as c:
+        session = (await c.call("open_session", workspace=ws))["sessionId"]
+        with pytest.raises(AppendPartlyDone) as caught:
+            await c.call("append_events", workspace=ws, sessionId=session, events=events, requestId="r")
+        assert caught.value.appended == 10_000
+        assert "same requestId appends no part twice" in str(caught.value)
+
+
+@pytest.fixture(scope="module")
+def small_cap_daemon() -> Iterator[DaemonProcess]:
+    """A daemon whose messages are capped at 64 KiB."""
+    yield from daemon_in_tmp({"MAKAD_MAX_MESSAGE_BYTES": str(64 * 1024)})
+
+
+def refs_over_value_cap() -> list[str]:
+    return [f"event:s:{i}" for i in range(100_001)]
+
+
+def test_message_over_the_value_cap_is_a_clear_error_sync(shared_daemon: DaemonProcess) -> None:
+    """A message over the value cap (not an append) raises TooLarge saying why, and the
+    next call opens a new connection and works."""
+    with shared_daemon.client() as c:
+        with pytest.raises(TooLarge) as caught:
+            c.call("retrieve", workspace=str(shared_daemon.workspace), refs=refs_over_value_cap())
+        assert caught.value.data["limit"] == 100_000
+        assert "more than 100000 values" in str(caught.value)
+        assert c.call("ping") == "pong"
+
+
+async def test_message_over_the_value_cap_is_a_clear_error_async(shared_daemon: DaemonProcess) -> None:
+    """The async client: the same clear TooLarge, and the next call works."""
+    async with AsyncClient(str(shared_daemon.socket)) as c:
+        with pytest.raises(TooLarge) as caught:
+            await c.call("retrieve", workspace=str(shared_daemon.workspace), refs=refs_over_value_cap())
+        assert "more than 100000 values" in str(caught.value)
+        assert await c.call("ping") == "pong"
+
+
+def test_message_over_the_byte_cap_names_the_cap(small_cap_daemon: DaemonProcess, tmp_path: Path) -> None:
+    """A message over the daemon's byte cap raises TooLarge with data.limit, the cap in bytes."""
+    ws = str(small_cap_daemon.workspace)
+    with small_cap_daemon.client() as c:
+        session = open_session(c, ws)
+        with pytest.raises(TooLarge) as caught:
+            c.call(
+                "append_events",
+                workspace=ws,
+                sessionId=session,
+                events=[{"type": "note", "text": "x" * 100_000}],
+            )
+        assert caught.value.data["limit"] == 64 * 1024
+        assert f"message exceeds {64 * 1024} bytes" in str(caught.value)
+        assert c.call("ping") == "pong"
