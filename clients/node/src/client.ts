@@ -13,6 +13,7 @@ import {
   ProtocolError,
   TimeoutError,
 } from "./errors.js";
+import { APPEND_METHOD, appendInParts } from "./append-parts.js";
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 import { METHOD_NAMES, type ChangeNotification, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
 import { remoteErrorFrom } from "./remote.js";
@@ -207,6 +208,10 @@ export class MakaClient extends EventEmitter {
 
   /** Call any method by name, untyped (methods newer than these types, or deliberate misuse). */
   callRaw(method: string, params?: unknown, options: CallOptions = {}): Promise<unknown> {
+    if (method === APPEND_METHOD && typeof params === "object" && params !== null && !Array.isArray(params)) {
+      // More events than one message may carry go in parts (append-parts.ts).
+      return appendInParts((part) => this.request(method, part, options, null), params as Record<string, unknown>);
+    }
     return this.request(method, params, options, null);
   }
 

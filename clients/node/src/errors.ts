@@ -26,7 +26,9 @@ export class RemoteError<K extends string = ErrorKind | (string & {})> extends M
   readonly method: string | undefined;
 
   constructor(code: number, message: string, data: RemoteErrorData, method?: string) {
-    super(`${message} (${data.kind}, code ${code}${method ? `, method ${method}` : ""})`);
+    // An error about the whole message (too_large, bad_frame) says why in data.reason.
+    const why = code === -32600 && typeof data["reason"] === "string" && data["reason"] ? `: ${data["reason"]}` : "";
+    super(`${message}${why} (${data.kind}, code ${code}${method ? `, method ${method}` : ""})`);
     this.code = code;
     this.remoteMessage = message;
     this.kind = data.kind as K;

@@ -24,6 +24,7 @@ export {
   UntrustedServerError,
   type RemoteErrorData,
 } from "./errors.js";
+export { AppendPartlyDoneError, countValues, planAppend } from "./append-parts.js";
 export { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 export { remoteErrorFrom } from "./remote.js";
 export { defaultSocketPath, type SocketPathContext } from "./socket-path.js";

@@ -301,7 +301,7 @@ describe("a daemon killed with calls in flight (SIGKILL)", () => {
 });
 
 describe("connection-level errors", () => {
-  it("a request over the daemon's size cap rejects with TooLargeError from the id:null reply", async () => {
+  it("a request over the daemon's size cap rejects with TooLargeError from the id:null reply, naming the cap", async () => {
     const daemon = await Daemon.start(["--max-message-bytes", "4096"]);
     const client = new MakaClient({ socketPath: daemon.socketPath });
     try {
@@ -309,6 +309,8 @@ describe("connection-level errors", () => {
         assert.ok(error instanceof TooLargeError);
         assert.equal(error.kind, "too_large");
         assert.equal(error.code, -32600);
+        assert.equal(error.data["limit"], 4096);
+        assert.match(error.message, /message exceeds 4096 bytes/);
         return true;
       });
       // The daemon closed that connection; the client opens a new one.

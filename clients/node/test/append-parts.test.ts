@@ -1,0 +1,138 @@
+// An append_events of more events than one message may carry: the client sends it in
+// consecutive parts, in order, against a real makad, and says which part landed when one fails.
+
+import assert from "node:assert/strict";
+import { after, before, describe, it } from "node:test";
+
+import {
+  AppendPartlyDoneError,
+  countValues,
+  InvalidParamsError,
+  LIMITS,
+  MakaClient,
+  planAppend,
+  TooLargeError,
+  type EventInput,
+} from "../src/index.js";
+import { Daemon } from "./helpers/daemon.js";
+
+/** `count` note events numbered from `start`, each with `meta` meta entries. */
+function notes(count: number, meta = 0, start = 0): EventInput[] {
+  const extra = meta > 0 ? { meta: Object.fromEntries(Array.from({ length: meta }, (_, j) => [`k${j}`, "v"])) } : {};
+  return Array.from({ length: count }, (_, i) => ({ type: "note" as const, text: `e${start + i}`, ...extra }));
+}
+
+describe("planning the parts", () => {
+  it("counts values as the daemon does: elements and members, an empty container one, nothing in strings", () => {
+    assert.equal(countValues({ a: [1, 2], b: {}, c: "x,[{\"", d: undefined }), 3 + 2 + 1);
+  });
+
+  it("sends a call within every cap as it is, in one request", () => {
+    assert.deepEqual(planAppend({ workspace: "/w", sessionId: "s", events: notes(10) }), [[0, 10]]);
+  });
+
+  for (const [name, events] of [
+    ["values", notes(12_000, 20)],
+    ["count", notes(25_000)],
+    ["bytes", Array.from({ length: 40 }, () => ({ type: "note", text: "x".repeat(1 << 20) }))],
+  ] as const) {
+    it(`cuts a batch over the ${name} cap into consecutive parts that each fit every cap`, () => {
+      const params = { workspace: "/w", sessionId: "s", events: [...events] };
+      const parts = planAppend(params);
+      assert.ok(parts.length > 1);
+      assert.equal(parts[0]?.[0], 0);
+      assert.equal(parts.at(-1)?.[1], events.length);
+      for (let k = 1; k < parts.length; k++) assert.equal(parts[k]?.[0], parts[k - 1]?.[1]);
+      for (const [start, end] of parts) {
+        const message = JSON.stringify({ jsonrpc: "2.0", id: 2 ** 53, method: "append_events", params: { ...params, events: events.slice(start, end) } });
+        assert.ok(end - start <= LIMITS.maxAppendEvents);
+        assert.ok(countValues(JSON.parse(message)) <= LIMITS.maxMessageValues);
+        assert.ok(Buffer.byteLength(message) < LIMITS.maxMessageBytes);
+      }
+    });
+  }
+});
+
+describe("appending in parts to a real daemon", () => {
+  let daemon: Daemon;
+  let client: MakaClient;
+
+  before(async () => {
+    daemon = await Daemon.start();
+    client = new MakaClient({ socketPath: daemon.socketPath });
+  });
+
+  after(async () => {
+    await client.close();
+    await daemon.dispose();
+  });
+
+  async function openSession(): Promise<string> {
+    return (await client.call("open_session", { workspace: daemon.workspace })).sessionId;
+  }
+
+  it("appends more events than the per-call cap in one call, in order", async () => {
+    const sessionId = await openSession();
+    const result = await client.call("append_events", { workspace: daemon.workspace, sessionId, events: notes(10_001) });
+    assert.deepEqual([result.firstSeq, result.lastSeq], [1, 10_001]);
+    const tail = await client.call("read_events", { workspace: daemon.workspace, sessionId, afterSeq: 9_999 });
+    assert.deepEqual(tail.events.map((e) => e.text), ["e9999", "e10000"]);
+  });
+
+  it("appends events too rich in meta for one message, and a retry with the same requestId appends nothing", async () => {
+    const sessionId = await openSession();
+    const params = { workspace: daemon.workspace, sessionId, events: notes(3_000, 40), requestId: "batch-1" };
+    const first = await client.call("append_events", params);
+    const again = await client.call("append_events", params);
+    assert.deepEqual(first, { firstSeq: 1, lastSeq: 3_000, redactions: 0 });
+    assert.deepEqual(again, first);
+    const last = await client.call("read_events", { workspace: daemon.workspace, sessionId, afterSeq: 2_999 });
+    assert.equal(last.lastSeq, 3_000);
+    assert.equal(last.events[0]?.text, "e2999");
+  });
+
+  it("says which part landed when a later part is refused", async () => {
+    const sessionId = await openSession();
+    const events = notes(10_005);
+    events[10_002] = { type: "not_a_type", text: "bad" } as unknown as EventInput;
+    await assert.rejects(client.callRaw("append_events", { workspace: daemon.workspace, sessionId, events }), (error: unknown) => {
+      assert.ok(error instanceof AppendPartlyDoneError, String(error));
+      assert.deepEqual([error.appended, error.total, error.firstSeq, error.lastSeq], [10_000, 10_005, 1, 10_000]);
+      assert.equal(error.failedPartUnknown, false);
+      assert.ok(error.error instanceof InvalidParamsError);
+      assert.match(error.message, /the first 10000 of 10005 events were appended/);
+      assert.match(error.message, /events\.slice\(10000\)/);
+      return true;
+    });
+    const head = await client.call("read_events", { workspace: daemon.workspace, sessionId, limit: 1 });
+    assert.equal(head.lastSeq, 10_000);
+  });
+
+  it("refuses an event no message can carry before sending anything, naming the cap", async () => {
+    const sessionId = await openSession();
+    const huge = { type: "note", text: "x", meta: Object.fromEntries(Array.from({ length: 100_001 }, (_, j) => [`k${j}`, ""])) };
+    await assert.rejects(
+      client.callRaw("append_events", { workspace: daemon.workspace, sessionId, events: [...notes(3), huge] }),
+      (error: unknown) => {
+        assert.ok(error instanceof TooLargeError, String(error));
+        assert.equal(error.data["index"], 3);
+        assert.equal(error.data["limit"], 100_000);
+        assert.match(error.message, /100000.*nothing was sent/);
+        return true;
+      },
+    );
+    const head = await client.call("read_events", { workspace: daemon.workspace, sessionId });
+    assert.equal(head.lastSeq, 0);
+  });
+
+  it("a message over the value cap (not an append) rejects with a TooLargeError saying why, and the next call works", async () => {
+    const refs = Array.from({ length: 100_001 }, (_, i) => `event:s:${i}`);
+    await assert.rejects(client.callRaw("retrieve", { workspace: daemon.workspace, refs }), (error: unknown) => {
+      assert.ok(error instanceof TooLargeError, String(error));
+      assert.equal(error.data["limit"], 100_000);
+      assert.match(error.message, /more than 100000 values/);
+      return true;
+    });
+    assert.equal(await client.call("ping"), "pong");
+  });
+});
