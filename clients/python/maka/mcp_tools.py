@@ -20,7 +20,14 @@ from anyio.abc import TaskGroup
 
 from maka import mcp_text as text
 from maka.aclient import AsyncClient
-from maka.errors import DaemonUnavailable, MakaError, MethodNotFound, RemoteError, UntrustedServer
+from maka.errors import (
+    AppendPartlyDone,
+    DaemonUnavailable,
+    MakaError,
+    MethodNotFound,
+    RemoteError,
+    UntrustedServer,
+)
 from maka.ids import matching_ids
 from maka.mcp_args import (
     MAX_BUDGET_TOKENS,
@@ -143,6 +150,9 @@ class Bridge:
                 "try again in a moment, and if it keeps happening tell the user (`maka status` "
                 "shows whether it answers)",
             ) from None
+        except AppendPartlyDone as exc:
+            # Some turns were recorded, in order, and the rest not: the message says which.
+            raise ToolFailure("partly_recorded", str(exc)) from None
         except MakaError as exc:
             raise ToolFailure("connection", str(exc)) from None
         self._unavailable_said = None
