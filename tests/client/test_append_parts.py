@@ -12,7 +12,7 @@ import msgspec
 import pytest
 
 from maka import AsyncClient, Client
-from maka.append_parts import count_values, plan
+from maka.append_parts import append, count_values, plan
 from maka.errors import AppendPartlyDone, InvalidParams, TooLarge
 from maka.generated import LIMITS
 from makad.openrpc import LIMITS as DAEMON_LIMITS
@@ -93,6 +93,22 @@ def test_parts_fit_every_cap(events: list[dict[str, Any]]) -> None:
         assert end - start <= LIMITS["maxAppendEvents"]
         assert daemon_count_values(encoded) <= LIMITS["maxMessageValues"]
         assert len(encoded) < LIMITS["maxMessageBytes"]
+
+
+def test_a_refused_parts_index_counts_in_the_whole_list() -> None:
+    """An error naming an event of a later part names it by its place in the whole list."""
+    calls: list[int] = []
+
+    def call(method: str, params: dict[str, Any]) -> Any:
+        calls.append(len(params["events"]))
+        if len(calls) == 2:
+            raise TooLarge(-32006, "event 3 is over 8388608 bytes as JSON", {"kind": "too_large", "index": 3})
+        return {"firstSeq": 1, "lastSeq": 10_000}
+
+    with pytest.raises(AppendPartlyDone) as caught:
+        append(call, {"workspace": "/w", "sessionId": "s", "events": notes(10_010)})
+    assert calls == [10_000, 10]
+    assert isinstance(caught.value.error, TooLarge) and caught.value.error.data["index"] == 10_003
 
 
 def test_many_small_events_land_in_order(shared_daemon: DaemonProcess) -> None:

@@ -181,6 +181,9 @@ export async function appendInParts(
       const first = results[0];
       if (first === undefined || previous === undefined) throw error;
       const cause = error instanceof Error ? error : new MakaError(String(error));
+      if (error instanceof RemoteError && typeof error.data["index"] === "number") {
+        error.data["index"] += start; // the event's place in the whole list, not in the part
+      }
       throw new AppendPartlyDoneError(start, events.length, first.firstSeq, previous.lastSeq, !(error instanceof RemoteError), requestId, cause);
     }
   }

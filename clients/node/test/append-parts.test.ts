@@ -14,6 +14,7 @@ import {
   TooLargeError,
   type EventInput,
 } from "../src/index.js";
+import { appendInParts } from "../src/append-parts.js";
 import { Daemon } from "./helpers/daemon.js";
 
 /** `count` note events numbered from `start`, each with `meta` meta entries. */
@@ -51,6 +52,25 @@ describe("planning the parts", () => {
       }
     });
   }
+});
+
+describe("a part that fails", () => {
+  it("names an event of a later part by its place in the whole list", async () => {
+    const sizes: number[] = [];
+    const call = async (part: Record<string, unknown>) => {
+      sizes.push((part["events"] as unknown[]).length);
+      if (sizes.length === 2) throw new TooLargeError(-32006, "event 3 is over 8388608 bytes as JSON", { kind: "too_large", index: 3 });
+      return { firstSeq: 1, lastSeq: 10_000 };
+    };
+    await assert.rejects(appendInParts(call, { workspace: "/w", sessionId: "s", events: notes(10_010) }), (error: unknown) => {
+      assert.ok(error instanceof AppendPartlyDoneError);
+      assert.ok(error.error instanceof TooLargeError);
+      assert.equal(error.error.data["index"], 10_003);
+      assert.equal(error.failedPartUnknown, false);
+      return true;
+    });
+    assert.deepEqual(sizes, [10_000, 10]);
+  });
 });
 
 describe("appending in parts to a real daemon", () => {

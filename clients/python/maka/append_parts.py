@@ -17,7 +17,7 @@ and object member is one, an empty array or object one.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Final
+from typing import Any, Final, NoReturn
 
 import msgspec
 
@@ -110,7 +110,7 @@ def _check_alone(index: int, encoded: int, size: int, values: int, room_bytes: i
         _refuse(index, f"is {encoded} bytes as JSON; a message is at most {limit}", limit, encoded)
 
 
-def _refuse(index: int, what: str, limit: int, actual: int) -> None:
+def _refuse(index: int, what: str, limit: int, actual: int) -> NoReturn:
     raise TooLarge(
         -32006,
         f"event {index} {what}: nothing was sent",
@@ -144,8 +144,11 @@ def _partly_done(
 ) -> AppendPartlyDone:
     # A daemon's error reply means the part was refused whole; anything else (a lost
     # connection, a timeout) leaves it unknown.
+    start = parts[len(results)][0]
+    if isinstance(exc, RemoteError) and isinstance(exc.data.get("index"), int):
+        exc.data["index"] += start  # the event's place in the whole list, not in the part
     return AppendPartlyDone(
-        appended=parts[len(results)][0],
+        appended=start,
         total=len(params["events"]),
         first_seq=results[0]["firstSeq"],
         last_seq=results[-1]["lastSeq"],
