@@ -3,6 +3,7 @@
 import { EventEmitter } from "node:events";
 import { createConnection, type Socket } from "node:net";
 
+import { APPEND_METHOD, appendInParts } from "./append-parts.js";
 import {
   AbortError,
   ClientClosedError,
@@ -13,7 +14,6 @@ import {
   ProtocolError,
   TimeoutError,
 } from "./errors.js";
-import { APPEND_METHOD, appendInParts } from "./append-parts.js";
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 import { METHOD_NAMES, type ChangeNotification, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
 import { remoteErrorFrom } from "./remote.js";
