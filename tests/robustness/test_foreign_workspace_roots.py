@@ -121,3 +121,15 @@ def test_our_own_workspace_in_a_shared_folder_is_still_found(daemon: DaemonProce
     listed = maka_in(daemon, project / "src", "--json", "memory", "list")
     assert listed.returncode == 0, listed.stderr
     assert [entry["title"] for entry in json.loads(listed.stdout)["entries"]] == ["Deploy"]
+
+
+@needs_nobody
+def test_maka_names_the_folder_it_walked_past_and_how_to_use_it(daemon: DaemonProcess, shared: Path) -> None:
+    """On stderr, once, maka says which folder it did not take as the workspace, whose it is,
+    and that -w takes it anyway."""
+    plant_memory(shared)
+    listed = maka_in(daemon, shared / "mine", "memory", "list")
+    assert listed.returncode == 0, listed.stderr
+    notes = [line for line in listed.stderr.splitlines() if str(shared) in line]
+    assert len(notes) == 1, listed.stderr
+    assert notes[0].startswith("maka: ") and "nobody" in notes[0] and f"-w {shared}" in notes[0]

@@ -2,11 +2,18 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import pwd
+import shlex
 from pathlib import Path
 
 WORKSPACE_ENV = "MAKA_WORKSPACE"
 MEMORY_FILES = ("MEMORY.md", "PENDING.md")
+
+log = logging.getLogger("maka.workspace")
+# Folders already said to be walked past (a command may walk up more than once).
+_said_foreign: set[Path] = set()
 
 
 def is_workspace_root(directory: Path) -> bool:
@@ -17,19 +24,39 @@ def is_workspace_root(directory: Path) -> bool:
     does one that another user made, or one in another user's folder (like git's
     ``safe.directory``): in a shared folder such as /tmp anyone can plant a ``memory/`` or a
     ``.git`` above where the user works, and adopting it would feed the agent that user's
-    memory and put the user's own in their folder.
+    memory and put the user's own in their folder. Such a folder is named once on the
+    ``maka.workspace`` log (warning).
     """
     memory = directory / "memory"
     if any((memory / name).is_file() for name in MEMORY_FILES):
-        return _ours(directory) and _ours(memory, follow=False)
-    git = directory / ".git"  # a directory, or a file in worktrees and submodules
-    return git.exists() and _ours(directory) and _ours(git, follow=False)
+        marker = memory
+    elif (directory / ".git").exists():  # a directory, or a file in worktrees and submodules
+        marker = directory / ".git"
+    else:
+        return False
+    for path in (directory, marker):
+        owner = os.stat(path, follow_symlinks=path is directory).st_uid
+        if owner not in (os.geteuid(), 0):
+            _say_foreign(directory, path, owner)
+            return False
+    return True
 
 
-def _ours(path: Path, *, follow: bool = True) -> bool:
-    """Whether ``path`` belongs to this user or to root (who could change anything anyway)."""
-    owner = os.stat(path, follow_symlinks=follow).st_uid
-    return owner in (os.geteuid(), 0)
+def _say_foreign(directory: Path, owned: Path, owner: int) -> None:
+    if directory in _said_foreign:
+        return
+    _said_foreign.add(directory)
+    try:
+        name = f"{pwd.getpwuid(owner).pw_name} (uid {owner})"
+    except KeyError:
+        name = f"uid {owner}"
+    log.warning(
+        "not using %s as the workspace: %s belongs to %s, not to you; -w %s uses it anyway",
+        directory,
+        "that folder" if owned == directory else f"its {owned.name}{'/' if owned.is_dir() else ''}",
+        name,
+        shlex.quote(str(directory)),
+    )
 
 
 def find_workspace(
