@@ -236,13 +236,18 @@ class Server:
             own, failure = take_queue(raw, self._uid, self._foreign)
             if failure is not None:  # EMFILE and the like: keep accepting once it passes
                 self._accept_failed(failure)
-            for sock in own:
-                try:
-                    stream = await UNIXSocketStream.from_socket(sock)
-                except (ValueError, OSError):  # gone already (its client hung up)
+            waiting = iter(own)
+            try:
+                for sock in waiting:
+                    try:
+                        stream = await UNIXSocketStream.from_socket(sock)
+                    except (ValueError, OSError):  # gone already (its client hung up)
+                        sock.close()
+                        continue
+                    await self._admit(stream, tg)
+            finally:  # stopping: what this batch has not admitted is closed
+                for sock in waiting:
                     sock.close()
-                    continue
-                await self._admit(stream, tg)
             if failure is not None:
                 await anyio.sleep(ACCEPT_RETRY_S)
 
