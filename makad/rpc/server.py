@@ -27,7 +27,7 @@ import anyio
 import anyio.to_thread
 import msgspec
 import structlog
-from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup
+from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, UNIXSocketStream
 
 from makad.rpc.connection import OUTBOX_HIGH_WATER, Connection, yield_now
 from makad.rpc.dispatch import (
@@ -100,15 +100,47 @@ class _CrashingDecoder:
         return self._inner.has_partial()
 
 
-def peer_uid(stream: SocketStream) -> int | None:
-    """The connecting process's uid (SO_PEERCRED), or None where the OS cannot say."""
-    raw: socket.socket = stream.extra(SocketAttribute.raw_socket)
+# Connections taken off the listen queue at once, between two turns of the event loop.
+ACCEPT_BATCH = 256
+
+
+def peer_uid(sock: socket.socket) -> int | None:
+    """The uid of the process at the other end of ``sock`` (SO_PEERCRED), None where the
+    OS cannot say."""
     try:
-        creds = raw.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
+        creds = sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, struct.calcsize("3i"))
     except (OSError, AttributeError):
         return None
     _pid, uid, _gid = struct.unpack("3i", creds)
     return int(uid)
+
+
+def take_queue(
+    listening: socket.socket, own_uid: int, foreign: Refusals
+) -> tuple[list[socket.socket], OSError | None]:
+    """Accept what waits on the listen queue (up to ``ACCEPT_BATCH``) without yielding:
+    another uid's connections are closed here and counted in ``foreign``; the user's are
+    returned, with the error that stopped the batch (EMFILE …), if one did.
+
+    Another user who can reach the socket (one opened to others) can connect as fast as
+    the kernel lets them: refused one by one through the event loop, their connects kept
+    the listen queue full, and the user's own clients got EAGAIN or waited seconds."""
+    own: list[socket.socket] = []
+    for _ in range(ACCEPT_BATCH):
+        try:
+            sock, _address = listening.accept()
+        except BlockingIOError:
+            break
+        except OSError as exc:
+            return own, exc
+        uid = peer_uid(sock)
+        if uid is not None and uid != own_uid:
+            sock.close()
+            foreign.count(uid=uid)
+            continue
+        sock.setblocking(False)
+        own.append(sock)
+    return own, None
 
 
 class Refusals:
@@ -195,25 +227,37 @@ class Server:
             tg.cancel_scope.cancel()
 
     async def _accept_forever(self, listener: SocketListener, tg: TaskGroup) -> None:
+        raw: socket.socket = listener.extra(SocketAttribute.raw_socket)
+        raw.setblocking(False)
         while True:
+            await anyio.wait_readable(raw)
+            # Another uid's connections are closed in there, before they count against
+            # the cap, so a flood of them never crowds out the user's own clients.
+            own, failure = take_queue(raw, self._uid, self._foreign)
+            if failure is not None:  # EMFILE and the like: keep accepting once it passes
+                self._accept_failed(failure)
+            waiting = iter(own)
             try:
-                stream = await listener.accept()
-            except Exception as exc:  # EMFILE and the like: keep accepting once it passes
-                self._accept_failed(exc)
+                for sock in waiting:
+                    try:
+                        stream = await UNIXSocketStream.from_socket(sock)
+                    except (ValueError, OSError):  # gone already (its client hung up)
+                        sock.close()
+                        continue
+                    await self._admit(stream, tg)
+            finally:  # stopping: what this batch has not admitted is closed
+                for sock in waiting:
+                    sock.close()
+            if failure is not None:
                 await anyio.sleep(ACCEPT_RETRY_S)
-                continue
-            # Another uid's connection is closed before it counts against the cap, so a
-            # flood of them never crowds out the user's own clients.
-            uid = peer_uid(stream)
-            if uid is not None and uid != self._uid:
-                await stream.aclose()
-                self._foreign.count(uid=uid)
-                continue
-            if self._open >= self._limits.max_connections:
-                await self._refuse(stream, tg)
-                continue
-            self._open += 1
-            tg.start_soon(self._serve_connection, stream)
+
+    async def _admit(self, stream: SocketStream, tg: TaskGroup) -> None:
+        """Serve a connection of the user's, or refuse it past the connection cap."""
+        if self._open >= self._limits.max_connections:
+            await self._refuse(stream, tg)
+            return
+        self._open += 1
+        tg.start_soon(self._serve_connection, stream)
 
     def _accept_failed(self, exc: Exception) -> None:
         """Count a failed accept; log the count once a ``REFUSAL_LOG_INTERVAL_S`` at most

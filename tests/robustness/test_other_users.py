@@ -102,3 +102,61 @@ def test_another_users_connections_are_served_nothing_and_logged_once_a_second(s
         assert len(lines) <= elapsed + 2, f"{len(lines)} lines in {elapsed:.1f} s"
     finally:
         d.stop()
+
+
+# Run as nobody: connect to the socket ``argv[2]`` (and close at once) until ``argv[3]``
+# exists, from ``argv[4]`` processes; print how many connects there were.
+FLOOD = r"""
+import os, socket, sys
+path, stop, workers = sys.argv[1], sys.argv[2], int(sys.argv[3])
+for _ in range(workers - 1):
+    if os.fork() == 0:
+        break
+count = 0
+while not os.path.exists(stop):
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.setblocking(False)
+    try:
+        sock.connect(path)
+        count += 1
+    except OSError:
+        pass
+    sock.close()
+print(count, flush=True)
+"""
+
+FLOOD_WORKERS = 2
+PINGS_DURING_FLOOD = 20
+
+
+@needs_nobody
+def test_a_flood_of_another_users_connects_fails_none_of_our_calls(short_tmp: Path) -> None:
+    """With the socket opened up, another user connecting (and hanging up) as fast as two
+    processes can keeps the daemon's listen queue full; our clients' calls made meanwhile
+    wait their turn and are all answered, none fails with EAGAIN."""
+    assert NOBODY is not None
+    d = DaemonProcess(short_tmp)
+    d.start()
+    stop = short_tmp / "stop-flood"
+    flood = None
+    try:
+        open_up(d)
+        flood = subprocess.Popen(
+            [interpreter(), "-I", "-c", FLOOD, str(d.socket), str(stop), str(FLOOD_WORKERS)],
+            user=NOBODY.pw_uid,
+            group=NOBODY.pw_gid,
+            stdout=subprocess.PIPE,
+            text=True,
+            cwd="/",
+        )
+        d.wait_for_log("connection_refused")
+        answered = []
+        for _ in range(PINGS_DURING_FLOOD):
+            with d.client(timeout=60) as client:
+                answered.append(client.call("ping"))
+        assert answered == ["pong"] * PINGS_DURING_FLOOD
+    finally:
+        stop.touch()
+        if flood is not None:
+            flood.communicate(timeout=60)
+        d.stop()

@@ -92,7 +92,12 @@ export class DaemonUnavailableError extends MakaError {
         ? `cannot use the socket ${socketPath}: its path is ${size} bytes, over the ` +
             `${MAX_SOCKET_PATH_BYTES} a Unix socket path may have; pass a shorter socketPath or ` +
             "MAKAD_SOCKET (and start makad with the same)"
-        : `no makad is running on ${socketPath} (${WHY_NOBODY[reason] ?? systemReason(reason)}); ` +
+        : reason === "EAGAIN"
+          ? // The daemon's listen queue is full (a burst of clients, or another user's flood of
+            // connects on a socket opened to others): it is busy, not gone.
+            `makad on ${socketPath} is too busy to take a connection: its listen queue stayed ` +
+            "full through every retry; try again, or allow more retries (reconnect)"
+          : `no makad is running on ${socketPath} (${WHY_NOBODY[reason] ?? systemReason(reason)}); ` +
             "start one with `makad` or `scripts/run`, or pass socketPath / set MAKAD_SOCKET",
       options,
     );

@@ -2,7 +2,7 @@
 
 import assert from "node:assert/strict";
 import { lstatSync, rmSync } from "node:fs";
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { after, before, describe, it } from "node:test";
@@ -142,6 +142,37 @@ describe("no daemon", () => {
       return true;
     });
     await client.close();
+  });
+
+  it("a listen queue full through every retry says the daemon is busy, not that none runs", async () => {
+    const socketPath = join(dir, "busy.sock");
+    // A server that never accepts, its queue filled: what a flood of connects leaves.
+    const fill =
+      "import socket, sys\n" +
+      "s = socket.socket(socket.AF_UNIX); s.bind(sys.argv[1]); s.listen(0); held = []\n" +
+      "while True:\n" +
+      "    c = socket.socket(socket.AF_UNIX); c.setblocking(False)\n" +
+      "    try: c.connect(sys.argv[1])\n" +
+      "    except BlockingIOError: break\n" +
+      "    held.append(c)\n" +
+      "print('full', flush=True); sys.stdin.read()\n";
+    const filler = spawn(process.env["PYTHON"] ?? "python3", ["-c", fill, socketPath], {
+      stdio: ["pipe", "pipe", "inherit"],
+    });
+    await new Promise<void>((resolve) => filler.stdout.once("data", () => resolve()));
+    const client = new MakaClient({ socketPath, reconnect: { retries: 1, baseMs: 1, maxMs: 2 } });
+    try {
+      await assert.rejects(client.call("ping"), (error: unknown) => {
+        assert.ok(error instanceof DaemonUnavailableError);
+        assert.equal(error.reason, "EAGAIN");
+        assert.match(error.message, /^makad on .* is too busy to take a connection: /);
+        return true;
+      });
+    } finally {
+      await client.close();
+      filler.stdin.end();
+      filler.kill();
+    }
   });
 
   it("a socket path too long for a Unix socket is refused before dialing, in the Python client's words", async () => {

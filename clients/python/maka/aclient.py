@@ -14,6 +14,7 @@ from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStre
 
 from maka import append_parts, autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
+from maka.dial import connect_waiting_async
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
 from maka.generated_methods import AsyncMethods
 from maka.notifications import (
@@ -105,7 +106,7 @@ class AsyncClient(autostart.StopAware):
             self._stream = None
 
     async def _dial(self) -> SocketStream:
-        stream = await anyio.connect_unix(self.socket_path)
+        stream = await connect_waiting_async(self.socket_path, self.timeout)
         try:
             check_server(stream.extra(SocketAttribute.raw_socket), self.socket_path, self._expected_uid)
         except BaseException:

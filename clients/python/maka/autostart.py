@@ -117,6 +117,13 @@ def unavailable(
             f"{MAX_SOCKET_PATH_BYTES} a Unix socket path may have; pass a shorter --socket or "
             "MAKAD_SOCKET (and start makad with the same)",
         )
+    if isinstance(exc, BlockingIOError):  # maka.dial waited out the timeout
+        return DaemonUnavailable(
+            socket_path,
+            "listen queue full",
+            message=f"makad on {socket_path} is too busy to take a connection: {exc.strerror}; "
+            "try again, or give the client a longer timeout (`maka --timeout S`)",
+        )
     reason = (
         WHY_NOBODY.get(type(exc), type(exc).__name__) if nobody_listening(exc) else (exc.strerror or str(exc))
     )

@@ -11,6 +11,7 @@ from typing import Any
 
 from maka import append_parts, autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
+from maka.dial import connect_waiting
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
 from maka.generated_methods import Methods
 from maka.notifications import (
@@ -90,7 +91,7 @@ class Client(autostart.StopAware):
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
-            sock.connect(self.socket_path)
+            connect_waiting(sock, self.socket_path, self.timeout)
             check_server(sock, self.socket_path, self._expected_uid)
         except BaseException:
             sock.close()

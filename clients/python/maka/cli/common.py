@@ -364,12 +364,14 @@ class _StderrNote(logging.Handler):
 
 
 def announce_autostart() -> None:
-    """Say on stderr when a command starts the daemon (the library only logs it)."""
-    logger = logging.getLogger("maka.autostart")
-    if not any(isinstance(h, _StderrNote) for h in logger.handlers):
-        logger.addHandler(_StderrNote(logging.INFO))
-        logger.setLevel(logging.INFO)
-        logger.propagate = False
+    """Say on stderr when a command starts the daemon, and when the walk up to the workspace
+    passed a folder of another user's (the library only logs them)."""
+    for name in ("maka.autostart", "maka.workspace"):
+        logger = logging.getLogger(name)
+        if not any(isinstance(h, _StderrNote) for h in logger.handlers):
+            logger.addHandler(_StderrNote(logging.INFO))
+            logger.setLevel(logging.INFO)
+            logger.propagate = False
 
 
 # ---------------------------------------------------------------- editor ---
