@@ -89,8 +89,6 @@ def _sites() -> list[Site]:
         Site("bounded_json._BLANK", bounded_json._BLANK, MATCH),
         # Redaction
         Site("base64_texts.BASE64_RUN", base64_texts.BASE64_RUN, SEARCH),
-        Site("base64_texts._STANDARD_ONLY", base64_texts._STANDARD_ONLY, SEARCH),
-        Site("base64_texts._URLSAFE_ONLY", base64_texts._URLSAFE_ONLY, SEARCH),
         Site("base64_texts._STANDARD_PIECE", base64_texts._STANDARD_PIECE, SEARCH),
         Site("base64_texts._URLSAFE_PIECE", base64_texts._URLSAFE_PIECE, SEARCH),
         Site("base64_texts._TEXT", base64_texts._TEXT, SEARCH),
