@@ -35,7 +35,6 @@ _RUN_START: Final = b"\x01" * 20
 # A piece shorter than this encodes fewer than 10 characters: no secret the detector
 # finds is that short (the shortest is a three-letter keyword, "=" and six characters).
 _MIN_PIECE: Final = 14
-_TO_STANDARD: Final = str.maketrans("-_", "+/")
 _STANDARD_PIECE: Final = re.compile(r"[A-Za-z0-9+/]++")
 _URLSAFE_PIECE: Final = re.compile(r"[A-Za-z0-9_-]++")
 # Stretches of 8+ characters of decoded text without a control character (C0 but the
@@ -151,15 +150,19 @@ def _pieces(run: str, body: str, alphabet: re.Pattern[str]) -> Iterator[DecodedT
             if end - start - alignment < _MIN_PIECE or _ASCII_LEADS.search(chars[alignment::4]) is None:
                 continue
             if not translated:
-                chars, translated = chars.translate(_TO_STANDARD), True
+                # (Two replaces: ``str.translate`` with a table raises and catches a
+                # KeyError for every character the table does not name.)
+                chars, translated = chars.replace("-", "+").replace("_", "/"), True
             raw = _decode(chars[alignment:])
-            if alignment == 0:
+            flags = raw.translate(_TEXT_BYTE_FLAGS)
+            # An ASCII control byte is no text (decoded, or not UTF-8): nothing whole.
+            if alignment == 0 and b"\x00" not in flags:
                 whole = _whole(raw)
                 if whole is not None:
                     padded_end = len(run) if end == len(body) else end
                     yield DecodedText(whole, start, padded_end, True, start, end, 0, 0)
                     break
-            if _TEXT_BYTES not in raw.translate(_TEXT_BYTE_FLAGS):
+            if _TEXT_BYTES not in flags:
                 continue  # no eight bytes in a row without an ASCII control: no stretch
             decoded = raw.decode("utf-8", "surrogateescape")
             # The byte offset of each stretch, counted on from the previous one: counting
