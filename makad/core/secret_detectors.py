@@ -48,7 +48,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
 
-from makad.core.base64_texts import BASE64_RUN, decoded_texts
+from makad.core.base64_texts import base64_runs, decoded_texts
 from makad.core.keyword_values import keyword_values
 from makad.core.secret_views import View, normalized_view, unescaped_view
 
@@ -622,7 +622,7 @@ def _layers(text: str, depth: int, *, everything: bool) -> list[Span]:
 def _base64_spans(text: str, depth: int) -> Iterator[Span]:
     """Base64 runs whose decoded text holds a secret (kind ``base64_<inner kind>``): the
     whole piece when it decodes to text alone, else the characters encoding the secret."""
-    for match in BASE64_RUN.finditer(text):
+    for match in base64_runs(text):
         for decoded in decoded_texts(match.group()):
             if not _may_hold_secret(decoded.text):
                 continue

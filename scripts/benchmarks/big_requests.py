@@ -1,10 +1,11 @@
 """big_requests: what one pathological request costs everyone else. For each shape (a
 million keys, deep nesting, a million-element list, a million ``\\u`` escapes, 100k-digit
-numbers, keys given twice, huge ids, batches of 10,000) and for the methods that take
-lists, one connection sends the request while a second pings in a closed loop: the
-longest ping wait, the daemon's CPU seconds for the request, its reply (kind and size),
-and whether the daemon still answers afterwards. ``--holds``: how long preparing each
-shape keeps other threads from the interpreter, measured in-process (``holds``).
+numbers, keys given twice, huge ids, batches of 10,000, a 4 MB tool output of random
+base64 or hex) and for the methods that take lists, one connection sends the request
+while a second pings in a closed loop: the longest ping wait, the daemon's CPU seconds
+for the request, its reply (kind and size), and whether the daemon still answers
+afterwards. ``--holds``: how long preparing each shape keeps other threads from the
+interpreter, measured in-process (``holds``).
 
     PYTHONPATH=.:clients/python:scripts python scripts/benchmarks/big_requests.py \\
         [--holds] [--quick] [SHAPE...]
@@ -12,7 +13,9 @@ shape keeps other threads from the interpreter, measured in-process (``holds``).
 
 from __future__ import annotations
 
+import base64
 import json
+import random
 import threading
 import time
 from collections.abc import Callable
@@ -43,6 +46,23 @@ def _nested(depth: int, open_: str, close: str, inner: str = "0") -> str:
     return open_ * depth + inner + close * depth
 
 
+# The session the blob shapes append to, opened before the shapes run (the other shapes'
+# session is not: they measure the request, not the append).
+BLOB_SESSION = '"blobs"'
+
+
+def _random_base64(chars: int) -> str:
+    return base64.b64encode(random.Random(1).randbytes(chars * 3 // 4)).decode()
+
+
+def _random_hex(chars: int) -> str:
+    return random.Random(1).randbytes(chars // 2).hex()
+
+
+def _tool_output(text: str) -> str:
+    return json.dumps({"type": "tool_result", "toolCallId": "c", "toolName": "t", "text": text})
+
+
 def shapes(ws: str, quick: bool) -> dict[str, Callable[[], bytes]]:
     """Each shape's request, built on demand (some are 12 MB)."""
     n = 20_000 if quick else 1_000_000
@@ -50,6 +70,7 @@ def shapes(ws: str, quick: bool) -> dict[str, Callable[[], bytes]]:
     digits = 1_000 if quick else 100_000
     batch = 500 if quick else 10_000
     under = 5_000 if quick else 99_990  # just under the value cap (100,000)
+    blob = 64 * 1024 if quick else 4 * 2**20
     w = json.dumps(ws)
     session = '"s1"'
 
@@ -121,6 +142,16 @@ def shapes(ws: str, quick: bool) -> dict[str, Callable[[], bytes]]:
                 + _members(n, '"v"')
                 + "}]"
             ),
+        ),
+        # A tool output of random base64 (an image, an archive) or hex: the secret scan's
+        # costliest text per byte.
+        "append_random_base64_4mb": lambda: _request(
+            "append_events",
+            ws_params(f'"sessionId":{BLOB_SESSION},"events":[' + _tool_output(_random_base64(blob)) + "]"),
+        ),
+        "append_random_hex_4mb": lambda: _request(
+            "append_events",
+            ws_params(f'"sessionId":{BLOB_SESSION},"events":[' + _tool_output(_random_hex(blob)) + "]"),
         ),
         "retrieve_refs": lambda: _request("retrieve", ws_params('"refs":' + _array(n, '"event:s1:1"'))),
         "retrieve_range_refs": lambda: _request(
@@ -234,6 +265,10 @@ def run(quick: bool, only: list[str] | None = None, repeats: int = 3) -> dict[st
         try:
             # The workspace opened first: its first call's cost is not any shape's.
             pinger.send(_request("get_settings", json.dumps({"workspace": ws})))
+            pinger.reply()
+            pinger.send(
+                _request("open_session", json.dumps({"workspace": ws, "sessionId": json.loads(BLOB_SESSION)}))
+            )
             pinger.reply()
             idle = [idle_max_ms(pinger, 1.0) for _ in range(repeats)]
             report["idle_max_ping_ms"] = sorted(idle)[len(idle) // 2]

@@ -29,13 +29,15 @@ ALL = [
 ]
 # Run only when named: they need tools CI does not have (valgrind), or a long time
 # (build_context_scale ingests 1.1 million events), or an optional extra and a model
-# (build_context_semantic), or megabytes of pathological requests (big_requests).
+# (build_context_semantic), or megabytes of pathological requests or texts (big_requests,
+# pathological_inputs).
 OPTIONAL = [
     "appends_instructions",
     "big_requests",
     "build_context_instructions",
     "build_context_scale",
     "build_context_semantic",
+    "pathological_inputs",
     "read_state_instructions",
     "rpc_instructions",
 ]

@@ -89,8 +89,6 @@ def _sites() -> list[Site]:
         Site("bounded_json._BLANK", bounded_json._BLANK, MATCH),
         # Redaction
         Site("base64_texts.BASE64_RUN", base64_texts.BASE64_RUN, SEARCH),
-        Site("base64_texts._STANDARD_ONLY", base64_texts._STANDARD_ONLY, SEARCH),
-        Site("base64_texts._URLSAFE_ONLY", base64_texts._URLSAFE_ONLY, SEARCH),
         Site("base64_texts._STANDARD_PIECE", base64_texts._STANDARD_PIECE, SEARCH),
         Site("base64_texts._URLSAFE_PIECE", base64_texts._URLSAFE_PIECE, SEARCH),
         Site("base64_texts._TEXT", base64_texts._TEXT, SEARCH),
@@ -135,6 +133,7 @@ def _sites() -> list[Site]:
         Site("memory_format._BLANK_END", memory_format._BLANK_END, SEARCH),
         Site("memory_format._LINE_BREAKS", memory_format._LINE_BREAKS, SEARCH),
         Site("memory_format._LINE_BREAK", memory_format._LINE_BREAK, SEARCH),
+        Site("memory_format._ANY_ATX", memory_format._ANY_ATX, MATCH),
         Site("canonical._HEADING_ESCAPE", canonical._HEADING_ESCAPE, SEARCH),
         Site("canonical._LINE_BREAK", canonical._LINE_BREAK, SEARCH),
         Site("outside_text._TITLE_LINE", outside_text._TITLE_LINE, MATCH),
