@@ -9,7 +9,7 @@ import pytest
 
 from makad.core import suggestions
 from makad.core.attention import DAY_MS, FORGOTTEN_AFTER_MS, LINE_CHARS, AttentionState, Pending, derive
-from makad.core.behaviors import Behavior, Carry, gather, record
+from makad.core.behaviors import Behavior, Carry, gather, records
 from makad.core.suggestions import (
     MAX_SUGGESTIONS,
     THRESHOLD,
@@ -71,7 +71,8 @@ def rec(
 ) -> Behavior:
     closed_segments, carry = gather(sid, Carry(), events)
     assert closed_segments == []
-    return record(sid, carry, closed=closed, working=working)
+    (only,) = records(sid, carry, closed=closed, working=working)
+    return only
 
 
 def state_of(records: list[Behavior], now: int = NOW, pending: list[Pending] | None = None) -> AttentionState:
