@@ -22,7 +22,8 @@ later record of the same thread ends ``done`` (not another thread of its session
 "thanks" for other work), when a later record of any session that ends ``done``
 touched one of its paths, and (a failure) when a later successful result of the same
 call fixed it. An open thread is also let go when a later record of the same thread,
-or one with a request naming it, ends ``dropped`` (``DROP_SHARED_WORDS`` of its words; the
+one with a request naming it, or one that took it up again (one of its paths and a
+request naming it) ends ``dropped`` (``DROP_SHARED_WORDS`` of its words; the
 failures stay listed), and it is listed once: when a later segment of another session
 took it up again (one of its paths, and a request naming it) and left the work open or
 failing again, that later segment's line tells it.
@@ -35,7 +36,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final
 
 import msgspec
@@ -178,15 +179,28 @@ def same_thread(record: Behavior, session_id: str, thread_seq: int) -> bool:
     return not record.thread_seq or not thread_seq or record.thread_seq == thread_seq
 
 
-def lets_go(words: frozenset[str], session_id: str, at: int, record: Behavior, thread_seq: int = 0) -> bool:
+def lets_go(
+    words: frozenset[str],
+    session_id: str,
+    at: int,
+    record: Behavior,
+    thread_seq: int = 0,
+    paths: Collection[str] = (),
+) -> bool:
     """Whether ``record`` let go of an open thread (its naming ``words``, session, time,
-    thread): it ended ``dropped`` later, on the same thread or with a request naming it. Not
-    by its paths: a segment on several threads drops only the one its last request names."""
+    thread, paths): it ended ``dropped`` later, on the same thread, with a request naming
+    it, or after taking it up again (back on one of its ``paths`` with a request naming it:
+    "Back to the parser refactor" … "never mind, drop that"). Not by its paths alone: a
+    thread touching several paths drops only the work its requests name."""
     if record.outcome != "dropped" or record.ended_at < at:
         return False
     if same_thread(record, session_id, thread_seq):
         return True
-    return len(words & naming_words(record.let_go)) >= DROP_SHARED_WORDS
+    if len(words & naming_words(record.let_go)) >= DROP_SHARED_WORDS:
+        return True
+    return (
+        bool(set(paths) & set(record.paths)) and len(words & naming_words(record.intent)) >= DROP_SHARED_WORDS
+    )
 
 
 def _resolved_by_later(thread: _Thread, record: Behavior) -> bool:
@@ -288,7 +302,8 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
             and not (
                 t.open
                 and any(
-                    j > index and lets_go(t.words, t.session_id, t.at, r, t.thread_seq) for j, r in dropped
+                    j > index and lets_go(t.words, t.session_id, t.at, r, t.thread_seq, t.paths)
+                    for j, r in dropped
                 )
             )
             and not any(j > index and _taken_up_again(t, r) for j, r in left)

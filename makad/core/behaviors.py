@@ -208,8 +208,9 @@ DROPPED_CHARS: Final = 120
 # Which thread a turn (a request and what follows it, up to the next request) belongs to
 # is read from the turn itself, never from what it says about being done: the thread it
 # shares a path, a call, or words with (the latest such), else — when it did work
-# elsewhere (touched other paths) — a thread of its own, else (a question answered in
-# words, "thanks", "try again", a request left without a reply) the thread worked on last.
+# elsewhere (touched other paths, or named other files than the thread worked on last
+# touched) — a thread of its own, else (a question answered in words, "thanks", "try
+# again", a request left without a reply) the thread worked on last.
 # A request names a thread by this many shared words (of 3+ letters, outside the stop
 # words, compared on their first STEM_CHARS letters, so "parser" is "parse"); a path's
 # topic words (its file name's, else its folder's) need only one.
@@ -632,7 +633,8 @@ def _settled(carry: Carry) -> list[Strand]:
     for mark in reversed(carry.known):
         if _related(turn, _signs(mark.paths, mark.calls, mark.words, [])):
             return [*strands, _as_strand(carry, mark.thread_seq)]
-    if carry.paths:
+    if carry.paths or (strands and carry.named and strands[-1].paths):
+        # Work elsewhere, or a request naming other files than the thread worked on last.
         return [*strands, _as_strand(carry, carry.intent_seq or carry.from_seq)]
     if strands and not _finished(strands[-1]):
         return [*strands[:-1], _merged(strands[-1], carry)]

@@ -42,7 +42,7 @@ A candidate scores 0 — and says why — when the current session (``session_id
 one it came from, already touches its paths or is on the same thread (its records say:
 the service adds records of the session's latest events); when its record ended with
 the user letting it go (``dropped``: "never mind", "forget it", …) or a later record of
-the same thread, or naming it, did; when a later record fixed the
+the same thread, naming it or taking it up again, did; when a later record fixed the
 call or resolved the thread (the state may be older than the records); or when it is too
 fresh, too old, or (proposals) not waiting long enough. Such a veto holds for the fact
 wherever else it shows: the same thread left in another session is skipped too.
@@ -317,7 +317,7 @@ def _thread_candidate(
         r.outcome == "dropped"
         and (
             thread_key(fact) in (thread_key(r.thread), thread_key(r.intent))
-            or lets_go(words, seen.session or "", line.at, r, record.thread_seq if record else 0)
+            or lets_go(words, seen.session or "", line.at, r, record.thread_seq if record else 0, seen.paths)
         )
         for r in later
     ):
