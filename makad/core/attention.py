@@ -6,8 +6,9 @@ rejections; digests of memory text the user deleted or corrected) and gives six
 sections, each line with its refs, each fact in one section only:
 
 - **Active threads**: the open work of the last ``ABANDONED_AFTER_MS`` (2 days): each
-  session's latest segment that did not end ``done`` or ``dropped`` (its open thread: the working
-  state's, else the request), and each failed call no later segment fixed;
+  thread's latest record (a session's threads: ``Behavior.thread_seq``) that did not end
+  ``done`` or ``dropped`` (its open thread: the working state's, else the request), and
+  each failed call no later record fixed;
 - **Recently abandoned**: the same, idle for 2 to ``FORGOTTEN_AFTER_MS`` (14) days;
 - **Currently focused**: the paths touched most in the last day before the newest record;
 - **Waiting on the user**: proposals pending in PENDING.md, oldest first, with their age;
@@ -17,10 +18,12 @@ sections, each line with its refs, each fact in one section only:
 
 A failed call is one line, its latest failure's, citing the earlier ones too (at most
 ``MAX_REFS`` refs in all). A thread is resolved — and leaves the open sections — when a
-later segment of the same session ends ``done``, when a later segment of any session
-that ends ``done`` touched one of its paths, and (a failure) when a later successful
-result of the same call fixed it. An open thread is also let go when a later segment
-ends ``dropped`` with a request naming it (``DROP_SHARED_WORDS`` of its words; the
+later record of the same thread ends ``done`` (not another thread of its session: a
+"thanks" for other work), when a later record of any session that ends ``done``
+touched one of its paths, and (a failure) when a later successful result of the same
+call fixed it. An open thread is also let go when a later record of the same thread,
+one with a request naming it, or one that took it up again (one of its paths and a
+request naming it) ends ``dropped`` (``DROP_SHARED_WORDS`` of its words; the
 failures stay listed), and it is listed once: when a later segment of another session
 took it up again (one of its paths, and a request naming it) and left the work open or
 failing again, that later segment's line tells it.
@@ -33,14 +36,13 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import Final
 
 import msgspec
 
-from makad.core.behaviors import Behavior, call_key
+from makad.core.behaviors import SHARED_WORDS, Behavior, call_key, naming_words
 from makad.core.compaction import abbreviate
-from makad.core.episodes import STOPWORDS
 from makad.core.ownership import fact_key
 from makad.core.types import UnixMs
 from makad.core.when import utc_moment
@@ -66,14 +68,8 @@ MAX_REFS: Final = 3
 SHINGLE_WORDS: Final = 5
 _WORD: Final = re.compile(r"\w+")
 # A later request that lets work go names an open thread when they share this many words
-# (of 3+ letters, outside the stop words, compared on their first STEM_CHARS letters, so
-# "parser" is "parse"): "never mind the parser split" names "split the parser in …".
-DROP_SHARED_WORDS: Final = 2
-STEM_CHARS: Final = 5
-_NAMING_WORD: Final = re.compile(r"[^\W\d_]{3,}")
-_SHORT_STOPWORDS: Final = frozenset(
-    ("the", "and", "for", "not", "but", "you", "can", "let", "get", "all", "any")
-)
+# (``naming_words``): "never mind the parser split" names "split the parser in …".
+DROP_SHARED_WORDS: Final = SHARED_WORDS
 _WEEKDAYS: Final = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
 
 
@@ -171,30 +167,46 @@ class _Thread(msgspec.Struct, kw_only=True):
     paths: set[str]
     session_id: str
     open: bool = False  # an Open/Unanswered thread (else a failure)
+    thread_seq: int = 0  # which of its session's threads (0: the session's only one)
     words: frozenset[str] = frozenset()  # the words a later request names it by
 
 
-def naming_words(text: str) -> frozenset[str]:
-    """The words a request names a thread by (see ``DROP_SHARED_WORDS``)."""
-    words = (w.casefold() for w in _NAMING_WORD.findall(text))
-    return frozenset(w[:STEM_CHARS] for w in words if w not in STOPWORDS and w not in _SHORT_STOPWORDS)
+def same_thread(record: Behavior, session_id: str, thread_seq: int) -> bool:
+    """Whether ``record`` is of the thread ``thread_seq`` of session ``session_id`` (records
+    written before threads were told apart: of the session)."""
+    if record.session_id != session_id:
+        return False
+    return not record.thread_seq or not thread_seq or record.thread_seq == thread_seq
 
 
-def lets_go(words: frozenset[str], session_id: str, at: int, record: Behavior) -> bool:
-    """Whether ``record`` let go of an open thread (its naming ``words``, session, time): it
-    ended ``dropped`` later, in the same session or with a request naming the thread. Not
-    by its paths: a segment on several threads drops only the one its last request names."""
+def lets_go(
+    words: frozenset[str],
+    session_id: str,
+    at: int,
+    record: Behavior,
+    thread_seq: int = 0,
+    paths: Collection[str] = (),
+) -> bool:
+    """Whether ``record`` let go of an open thread (its naming ``words``, session, time,
+    thread, paths): it ended ``dropped`` later, on the same thread, with a request naming
+    it, or after taking it up again (back on one of its ``paths`` with a request naming it:
+    "Back to the parser refactor" … "never mind, drop that"). Not by its paths alone: a
+    thread touching several paths drops only the work its requests name."""
     if record.outcome != "dropped" or record.ended_at < at:
         return False
-    if record.session_id == session_id:
+    if same_thread(record, session_id, thread_seq):
         return True
-    return len(words & naming_words(record.let_go)) >= DROP_SHARED_WORDS
+    if len(words & naming_words(record.let_go)) >= DROP_SHARED_WORDS:
+        return True
+    return (
+        bool(set(paths) & set(record.paths)) and len(words & naming_words(record.intent)) >= DROP_SHARED_WORDS
+    )
 
 
 def _resolved_by_later(thread: _Thread, record: Behavior) -> bool:
     if record.ended_at < thread.at or record.outcome != "done":
         return False
-    if record.session_id == thread.session_id:
+    if same_thread(record, thread.session_id, thread.thread_seq):
         return True
     return bool(thread.paths & set(record.paths))
 
@@ -213,12 +225,23 @@ def _taken_up_again(thread: _Thread, record: Behavior) -> bool:
     )
 
 
+def _latest_of_thread(latest: dict[tuple[str, int], int], record: Behavior, index: int) -> bool:
+    """Whether the ``index``-th record is its thread's latest (a record written before
+    threads were told apart is of its session's only thread, and one after it tells it)."""
+    if record.thread_seq:
+        return (
+            latest[(record.session_id, record.thread_seq)] == index
+            and latest.get((record.session_id, 0), -1) < index
+        )
+    return max(i for (sid, _), i in latest.items() if sid == record.session_id) == index
+
+
 def _threads(records: Sequence[Behavior]) -> list[_Thread]:
     """Open threads and unfixed failures no later record resolved, newest first."""
     ordered = sorted(records, key=lambda r: (r.ended_at, r.session_id, r.from_seq))
-    latest: dict[str, int] = {}
+    latest: dict[tuple[str, int], int] = {}  # a thread's latest record
     for index, record in enumerate(ordered):
-        latest[record.session_id] = index
+        latest[(record.session_id, record.thread_seq)] = index
     # fixed_after[i] / failed_after[i]: the calls a record after the i-th fixed / failed.
     fixed_after: list[set[str]] = [set() for _ in ordered]
     failed_after: list[set[str]] = [set() for _ in ordered]
@@ -254,9 +277,11 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
                     at=record.ended_at,
                     paths=paths,
                     session_id=record.session_id,
+                    thread_seq=record.thread_seq,
                 )
             )
-        if latest[record.session_id] == index and record.outcome not in ("done", "dropped") and record.thread:
+        last = _latest_of_thread(latest, record, index)
+        if last and record.outcome not in ("done", "dropped") and record.thread:
             label = "Unanswered" if record.outcome == "abandoned" else "Open"
             mine.append(
                 _Thread(
@@ -266,6 +291,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
                     paths=paths,
                     session_id=record.session_id,
                     open=True,
+                    thread_seq=record.thread_seq,
                     words=naming_words(f"{record.thread} {record.intent}"),
                 )
             )
@@ -274,7 +300,11 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
             for t in mine
             if not any(j > index and _resolved_by_later(t, r) for j, r in done)
             and not (
-                t.open and any(j > index and lets_go(t.words, t.session_id, t.at, r) for j, r in dropped)
+                t.open
+                and any(
+                    j > index and lets_go(t.words, t.session_id, t.at, r, t.thread_seq, t.paths)
+                    for j, r in dropped
+                )
             )
             and not any(j > index and _taken_up_again(t, r) for j, r in left)
         )

@@ -1,16 +1,23 @@
 """Behavior records: what each session did, derived from its events without a model.
 
-A record covers one segment of a session: the events from a user request to where the
-segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` requests
-(the next request opens a new segment). It says:
+A record covers one thread of one segment of a session. A segment holds the events from
+a user request to where it was cut — the session went idle, was closed, or reached
+``MAX_TURNS`` requests (the next request opens a new segment); its turns (a request and
+what follows it, up to the next request) are grouped into threads by what they share
+(``SHARED_WORDS``: paths, calls, a path's topic, words of the requests — never by what
+they say about being done), so that "thanks" after other work closes that work and not
+an earlier thread the user left unfinished. Each thread's outcome comes from its own
+turns; ``thread_seq`` (the seq of the request that opened it) ties a thread's records
+across segments. A record says:
 
 - when (``started_at``, ``ended_at``: the first and last event's time) and how many
   ``turns`` (user requests) it holds;
-- the ``intent``: the request that opened the segment, abbreviated (a message that only
-  greets or opens the session, "hi", "Where were we?", is no request: ``OPENER_SAID``);
+- the ``intent``: the request that opened the thread in the segment, abbreviated (a
+  message that only greets or opens the session, "hi", "Where were we?", is no request:
+  ``OPENER_SAID``);
 - the ``outcome``: ``errors`` (a failed tool result no later result of the same call
-  fixed within the segment), ``done`` (the user said so — "thanks", "that works",
-  "done", "lgtm", "danke", "merci", … — as the segment's last request, asking nothing
+  fixed within the thread), ``done`` (the user said so — "thanks", "that works",
+  "done", "lgtm", "danke", "merci", … — as the thread's last request, asking nothing
   more ("thanks, but …", a question), or the session was closed after a reply with no
   open thread in its working state, or — closed or not — its last exchange finished the
   work with no open thread in its working state: a plain "ok" to a reply reporting the
@@ -18,10 +25,10 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   the agent answered in words alone, ``CLOSING_CHARS``), ``dropped`` (the
   user let it go — "never mind", "forget it", "drop that", "scrap that idea", "we're
   not doing it after all", "… not worth it", "vergiss es", … — as the
-  segment's last request; it comes before ``errors``: the failures stay listed, the
+  thread's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
-  reply ("ok", "got it", "great!") is no request: the segment keeps its last request's
+  reply ("ok", "got it", "great!") is no request: the thread keeps its last request's
   outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
   English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch,
   and a message of thanks alone in many more languages ("спасибо", "kiitos", "شكرا");
@@ -34,8 +41,9 @@ segment was cut — the session went idle, was closed, or reached ``MAX_TURNS`` 
   resolved by: ``makad.core.attention``), and ``refs`` (``event:`` refs to the request,
   the failures and the last event).
 
-``gather`` reads events in seq order into ``Carry`` (the open segment, bounded) and
-returns the segments it closed on the way; ``flush`` closes the open one. The service
+``gather`` reads events in seq order into ``Carry`` (the open segment, bounded: its
+threads so far and the turn under way) and returns the segments it closed on the way;
+``records`` gives a segment's records, one a thread. The service
 stores the records together with the offset and the carry, in one transaction
 (``makad.store.attention_store``), so a crash between two steps repeats or skips nothing.
 """
@@ -48,7 +56,8 @@ from typing import Final, Literal
 
 import msgspec
 
-from makad.core.compaction import abbreviate, paths_in
+from makad.core.compaction import abbreviate, looks_like_path, paths_in
+from makad.core.episodes import STOPWORDS
 from makad.core.refs import event_ref
 from makad.core.session_notes import failed, failure_text
 from makad.core.types import Event, WorkingState
@@ -78,9 +87,10 @@ DONE_SAID: Final = re.compile(
 )
 # What, after a DONE_SAID opening, asks for more: "thanks, but it still fails", "thanks!
 # can you also …?" are requests, not the work said finished.
-ASKS_MORE: Final = re.compile(
-    r"[?¿]|(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar)(?!\w)", re.IGNORECASE
-)
+_BUT: Final = r"(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar)(?!\w)"
+ASKS_MORE: Final = re.compile(rf"[?¿]|{_BUT}", re.IGNORECASE)
+# "but it still fails": the praise before it is no verdict on the work.
+BUT_SAID: Final = re.compile(_BUT, re.IGNORECASE)
 ASKS_MORE_CHARS: Final = 2_000
 # A user message that only acknowledges the reply before it (the whole message): it asks
 # nothing, so it is not a request left unanswered. Words in the second group also say the
@@ -122,6 +132,12 @@ ACK_CHARS: Final = 60
 # on"): it closes the work when it asks nothing more and the agent answers it in words
 # alone (no tool, no question); "nice, now add the export" sets the agent to work instead.
 PRAISE_OPENS: Final = re.compile(rf"\s*(?:(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI})", re.IGNORECASE)
+# A request that opens with thanks or praise set apart ("nice, now add the export",
+# "thanks! can you also …"): after a reply reporting the work done, the praise finishes
+# that work, whatever the request goes on to ask.
+PRAISE_THEN: Final = re.compile(
+    rf"\s*(?:(?:{_GOOD_ACK})|{_GOOD_EMOJI})\s*(?:[,.!;:—–]|\s-\s|{_GOOD_EMOJI})", re.IGNORECASE
+)
 CLOSING_CHARS: Final = 100
 # An agent's reply that reports the work finished ("Done, the tests pass.", "All green.",
 # "Fixed."): acknowledged with a plain "ok", the work is finished. A sentence opening with
@@ -189,6 +205,32 @@ DROPPED_ANYWHERE: Final = re.compile(
     r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b)", re.IGNORECASE
 )
 DROPPED_CHARS: Final = 120
+# Which thread a turn (a request and what follows it, up to the next request) belongs to
+# is read from the turn itself, never from what it says about being done: the thread it
+# shares a path, a call, or words with (the latest such), else — when it did work
+# elsewhere (touched other paths, or named other files than the thread worked on last
+# touched) — a thread of its own, else (a question answered in words, "thanks", "try
+# again", a request left without a reply) the thread worked on last.
+# A request names a thread by this many shared words (of 3+ letters, outside the stop
+# words, compared on their first STEM_CHARS letters, so "parser" is "parse"); a path's
+# topic words (its file name's, else its folder's) need only one.
+SHARED_WORDS: Final = 2
+STEM_CHARS: Final = 5
+MAX_WORDS: Final = 48
+MAX_KNOWN: Final = 8
+_NAMING_WORD: Final = re.compile(r"[^\W\d_]{3,}")
+_SHORT_STOPWORDS: Final = frozenset(
+    ("the", "and", "for", "not", "but", "you", "can", "let", "get", "all", "any")
+)
+# Parts of a path that say where a file sits by convention, not what it is about.
+_LAYOUT_WORDS: Final = frozenset(
+    w[:STEM_CHARS]
+    for w in (
+        "src", "lib", "app", "apps", "pkg", "cmd", "internal", "test", "tests", "spec", "specs",
+        "index", "main", "init", "mod", "core", "service", "services", "util", "utils", "common",
+        "helpers",
+    )
+)  # fmt: skip
 
 
 class FailureNote(msgspec.Struct, array_like=True):
@@ -204,8 +246,8 @@ class FixNote(msgspec.Struct, array_like=True):
     call: str
 
 
-class Carry(msgspec.Struct, kw_only=True):
-    """The open segment, read so far (bounded); stored with the offset between steps."""
+class Fold(msgspec.Struct, kw_only=True):
+    """Events folded in order: one turn, or the turns of one thread."""
 
     from_seq: int = 0
     to_seq: int = 0
@@ -227,11 +269,46 @@ class Carry(msgspec.Struct, kw_only=True):
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
     fixes: list[FixNote] = []
+    # The naming words of its requests, and the topic words of the paths they name
+    # (``topic_words``): what a later turn is recognised to continue it by.
+    words: list[str] = []
+    named: list[str] = []
+
+
+class Strand(Fold, kw_only=True):
+    """One thread of a segment: the turns that belong to it, folded in order."""
+
+    # The seq of the request that opened the thread (in this segment or an earlier one of
+    # the session): the records of one thread share it.
+    thread_seq: int = 0
+
+
+class Mark(msgspec.Struct, array_like=True):
+    """What a thread of an earlier segment of the session is recognised by."""
+
+    thread_seq: int
+    paths: list[str]
+    words: list[str]
+    calls: list[str]
+
+
+class Carry(Fold, kw_only=True):
+    """The open segment, read so far (bounded); stored with the offset between steps.
+
+    Its own fields fold the current turn (from its request to the next one); ``strands``
+    the segment's earlier turns, grouped by thread; ``known`` the threads of the
+    session's earlier segments."""
+
     # tool call id → [tool, arguments' first line, the paths the call named…]
     open_calls: dict[str, list[str]] = {}
+    strands: list[Strand] = []
+    known: list[Mark] = []
 
     def empty(self) -> bool:
-        return not self.from_seq
+        return not self.from_seq and not self.strands
+
+    def segment_turns(self) -> int:
+        return self.turns + sum(strand.turns for strand in self.strands)
 
 
 class Behavior(msgspec.Struct, kw_only=True, rename="camel"):
@@ -252,6 +329,38 @@ class Behavior(msgspec.Struct, kw_only=True, rename="camel"):
     fixes: list[FixNote]
     refs: list[str]
     let_go: str = ""  # a dropped segment's last request: the words that let the work go
+    # The seq of the request that opened its thread: a session's records of one thread
+    # (its segments cut by idleness or length) share it; 0 in records written before.
+    thread_seq: int = 0
+
+
+def naming_words(text: str) -> frozenset[str]:
+    """The words a request names a thread by (see ``SHARED_WORDS``)."""
+    words = (w.casefold() for w in _NAMING_WORD.findall(text))
+    return frozenset(w[:STEM_CHARS] for w in words if w not in STOPWORDS and w not in _SHORT_STOPWORDS)
+
+
+def topic_words(path: str) -> set[str]:
+    """What a path is about: the words of its file name, else of its folder, without the
+    layout words ("tests/test_dates.py" and "src/dates.py" are both about "dates")."""
+    parts = [p for p in path.replace("\\", "/").split("/") if p.strip(".")]
+    if not parts:
+        return set()
+    for part in (parts[-1].split(".")[0], *parts[-2:-1]):
+        words = {w.casefold()[:STEM_CHARS] for w in _NAMING_WORD.findall(part)} - _LAYOUT_WORDS
+        if words:
+            return words
+    return set()
+
+
+def _path_token(token: str) -> str:
+    return token.strip("\"'`()[]{}<>,;:?!").rstrip(".")
+
+
+def _named_paths(text: str) -> list[str]:
+    """The paths a request names (its words then leave them out)."""
+    tokens = (_path_token(t) for t in text[:ASKS_MORE_CHARS].split())
+    return [t for t in tokens if looks_like_path(t)]
 
 
 def call_key(tool: str, call: str) -> str:
@@ -306,10 +415,16 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.to_seq = event.seq
             carry.ended_at = max(carry.ended_at, event.ts)
             continue
-        if request and carry.turns >= MAX_TURNS:
+        if request and carry.segment_turns() >= MAX_TURNS:
             closed.append(carry)
-            carry = Carry()
-        if carry.empty():
+            carry = Carry(known=_marks(carry))
+        elif request and carry.turns:
+            if carry.last_reply_seq > carry.last_request_seq and carry.reply_done and _praises(event.text):
+                # "nice, now add the export" after "Done, the tests pass.": the praise
+                # finishes the work reported done, whatever the request goes on to.
+                carry.closing_seq = event.seq
+            carry = _next_turn(carry)
+        if not carry.from_seq:
             carry.from_seq = event.seq
             carry.started_at = event.ts
         carry.to_seq = event.seq
@@ -326,6 +441,10 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
+            named = _named_paths(event.text)
+            prose = " ".join(t for t in event.text[:ASKS_MORE_CHARS].split() if _path_token(t) not in named)
+            carry.words = _union(carry.words, naming_words(prose))
+            carry.named = _union(carry.named, {w for path in named for w in topic_words(path)})
         elif event.type == "assistant_message" and event.text.strip():
             carry.last_reply_seq = event.seq
             carry.reply_done = _reports_done(event.text)
@@ -375,6 +494,11 @@ def _praises_only(text: str) -> bool:
     )
 
 
+def _praises(text: str) -> bool:
+    """The request opens with thanks or praise set apart, and takes nothing back ("but")."""
+    return PRAISE_THEN.match(text) is not None and BUT_SAID.search(text[:ASKS_MORE_CHARS]) is None
+
+
 def _reports_done(text: str) -> bool:
     """The agent's reply says the work is finished, and nothing in it says otherwise."""
     text = text[:ASKS_MORE_CHARS]
@@ -399,7 +523,158 @@ def _acknowledges(text: str) -> bool:
     return len(text) <= ACK_CHARS and ACK_SAID.fullmatch(text) is not None
 
 
-def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> Outcome:
+def _union(words: list[str], more: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys([*words, *sorted(more)]))[:MAX_WORDS]
+
+
+def _summed(one: dict[str, int], other: dict[str, int], limit: int) -> dict[str, int]:
+    counts = dict(one)
+    for key, count in other.items():
+        counts[key] = counts.get(key, 0) + count
+    return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:limit])
+
+
+class _Signs(msgspec.Struct):
+    """What a turn or a thread is recognised by."""
+
+    paths: set[str]
+    calls: set[str]
+    words: set[str]
+    topics: set[str]
+
+
+def _signs_of(fold: Fold) -> _Signs:
+    return _signs(
+        list(fold.paths),
+        [call_key(f.tool, f.call) for f in fold.failures] + [call_key(f.tool, f.call) for f in fold.fixes],
+        fold.words,
+        fold.named,
+    )
+
+
+def _signs(paths: list[str], calls: list[str], words: list[str], named: list[str]) -> _Signs:
+    topics = {w for path in paths for w in topic_words(path)} | set(named)
+    return _Signs(set(paths), set(calls), set(words), topics)
+
+
+def _related(turn: _Signs, thread: _Signs) -> bool:
+    """Whether a turn continues a thread. A turn that touched paths: by a path, a call or a
+    path's topic in common (what it worked on says it). Else by a call, a path's topic
+    named by the other's words, or ``SHARED_WORDS`` words of their requests."""
+    if turn.paths:
+        return bool(turn.paths & thread.paths or turn.calls & thread.calls or turn.topics & thread.topics)
+    return bool(
+        turn.calls & thread.calls
+        or turn.topics & (thread.topics | thread.words)
+        or thread.topics & turn.words
+        or len(turn.words & thread.words) >= SHARED_WORDS
+    )
+
+
+def _finished(fold: Fold) -> bool:
+    """Whether the fold's last exchange finished or let go of its work: a later request
+    opens a thread of its own (the same file again is new work)."""
+    if fold.last_request_seq and fold.last_request_seq in (fold.done_seq, fold.dropped_seq):
+        return True
+    return fold.closing_seq >= fold.last_request_seq > 0 and fold.last_reply_seq > fold.last_request_seq
+
+
+def _as_strand(fold: Fold, thread_seq: int) -> Strand:
+    fields = {name: getattr(fold, name) for name in Fold.__struct_fields__}
+    return Strand(thread_seq=thread_seq, **fields)
+
+
+def _merged(strand: Strand, turn: Fold) -> Strand:
+    """The thread with the turn's events folded in after its own."""
+    fixed = {call_key(f.tool, f.call) for f in turn.fixes}
+    return Strand(
+        thread_seq=strand.thread_seq,
+        from_seq=strand.from_seq,
+        to_seq=max(strand.to_seq, turn.to_seq),
+        started_at=min(strand.started_at, turn.started_at),
+        ended_at=max(strand.ended_at, turn.ended_at),
+        turns=strand.turns + turn.turns,
+        intent=strand.intent or turn.intent,
+        intent_seq=strand.intent_seq or turn.intent_seq,
+        # How the thread's last exchange stands is how the turn left it.
+        last_request_seq=turn.last_request_seq,
+        last_request=turn.last_request,
+        last_reply_seq=turn.last_reply_seq,
+        done_seq=turn.done_seq,
+        dropped_seq=turn.dropped_seq,
+        closing_seq=turn.closing_seq,
+        reply_done=turn.reply_done,
+        paths=_summed(strand.paths, turn.paths, MAX_PATHS),
+        tools=_summed(strand.tools, turn.tools, MAX_TOOLS),
+        failures=[
+            *[f for f in strand.failures if call_key(f.tool, f.call) not in fixed],
+            *turn.failures,
+        ][-MAX_FAILURES:],
+        fixes=[*[f for f in strand.fixes if call_key(f.tool, f.call) not in fixed], *turn.fixes][-MAX_FIXES:],
+        words=_union(strand.words, turn.words),
+        named=_union(strand.named, turn.named),
+    )
+
+
+def _settled(carry: Carry) -> list[Strand]:
+    """The segment's threads with the current turn placed (see ``SHARED_WORDS``), the
+    one worked on last at the end."""
+    strands = list(carry.strands)
+    if not carry.from_seq:
+        return strands
+    if not carry.turns and strands:  # an acknowledgement: of the exchange before it
+        return [*strands[:-1], _merged(strands[-1], carry)]
+    if strands and _finished(carry) and not carry.paths:  # "thanks": for the thread worked on last
+        return [*strands[:-1], _merged(strands[-1], carry)]
+    turn = _signs_of(carry)
+    for index in range(len(strands) - 1, -1, -1):
+        if not _finished(strands[index]) and _related(turn, _signs_of(strands[index])):
+            return [*strands[:index], *strands[index + 1 :], _merged(strands[index], carry)]
+    for mark in reversed(carry.known):
+        if _related(turn, _signs(mark.paths, mark.calls, mark.words, [])):
+            return [*strands, _as_strand(carry, mark.thread_seq)]
+    if carry.paths or (strands and carry.named and strands[-1].paths):
+        # Work elsewhere, or a request naming other files than the thread worked on last.
+        return [*strands, _as_strand(carry, carry.intent_seq or carry.from_seq)]
+    if strands and not _finished(strands[-1]):
+        return [*strands[:-1], _merged(strands[-1], carry)]
+    if not strands and carry.known:
+        return [_as_strand(carry, carry.known[-1].thread_seq)]
+    return [*strands, _as_strand(carry, carry.intent_seq or carry.from_seq)]
+
+
+def _marks(carry: Carry) -> list[Mark]:
+    """The session's threads so far, as the next segment recognises them."""
+    marks = list(carry.known)
+    for strand in _settled(carry):
+        marks = [m for m in marks if m.thread_seq != strand.thread_seq]
+        signs = _signs_of(strand)
+        marks.append(
+            Mark(
+                strand.thread_seq,
+                sorted(signs.paths)[:MAX_PATHS],
+                sorted(signs.words | signs.topics)[:MAX_WORDS],
+                sorted(signs.calls)[:MAX_FIXES],
+            )
+        )
+    return marks[-MAX_KNOWN:]
+
+
+def _next_turn(carry: Carry) -> Carry:
+    """A new turn after ``carry``'s: its turn placed among the segment's threads, where its
+    last exchange stood carried over (so the next request reads it)."""
+    return Carry(
+        to_seq=carry.to_seq,
+        last_request_seq=carry.last_request_seq,
+        last_reply_seq=carry.last_reply_seq,
+        reply_done=carry.reply_done,
+        open_calls=carry.open_calls,
+        strands=_settled(carry),
+        known=carry.known,
+    )
+
+
+def outcome_of(carry: Fold, *, closed: bool, working: WorkingState | None) -> Outcome:
     """How the segment ended (see module doc)."""
     threads = [t for t in (working.open_threads if working else []) if t.strip()]
     if carry.dropped_seq and carry.dropped_seq == carry.last_request_seq:
@@ -418,8 +693,30 @@ def outcome_of(carry: Carry, *, closed: bool, working: WorkingState | None) -> O
     return "open"
 
 
-def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState | None) -> Behavior:
-    """The record of one closed segment."""
+def records(session_id: str, carry: Carry, *, closed: bool, working: WorkingState | None) -> list[Behavior]:
+    """The records of one closed segment: one a thread, each with the outcome its own turns
+    give it. Whether the session was closed speaks for the thread worked on last; the
+    working state's open threads go to the threads they name (sharing words with; else the
+    last one), and a thread of an agent keeping them that none names was finished."""
+    strands = _settled(carry)
+    threads = [t for t in (working.open_threads if working else []) if t.strip()]
+    owned: list[list[str]] = [[] for _ in strands]
+    for thread in threads:
+        words = naming_words(thread)
+        overlap = [len(words & (set(s.words) | _signs_of(s).topics)) for s in strands]
+        best = max(range(len(strands)), key=lambda i: (overlap[i], i), default=None)
+        if best is not None:
+            owned[best].append(thread)
+    out = []
+    for index, strand in enumerate(strands):
+        last = index == len(strands) - 1
+        mine = WorkingState(open_threads=owned[index]) if owned[index] else None
+        out.append(_record(session_id, strand, closed=closed if last else bool(threads), working=mine))
+    return out
+
+
+def _record(session_id: str, carry: Strand, *, closed: bool, working: WorkingState | None) -> Behavior:
+    """The record of one thread of a segment."""
     outcome = outcome_of(carry, closed=closed, working=working)
     threads = [t for t in (working.open_threads if working else []) if t.strip()]
     if threads and outcome not in ("done", "dropped"):
@@ -456,15 +753,18 @@ def record(session_id: str, carry: Carry, *, closed: bool, working: WorkingState
         fixes=list(carry.fixes),
         refs=refs,
         let_go=carry.last_request if outcome == "dropped" else "",
+        thread_seq=carry.thread_seq,
     )
 
 
 def continued(carry: Carry) -> Carry:
     """A fresh segment after ``carry`` was flushed: nothing carried over but where its last
-    exchange stood, so that an acknowledgement of its reply is no new request."""
+    exchange stood, so that an acknowledgement of its reply is no new request, and what
+    its threads are recognised by."""
     return Carry(
         to_seq=carry.to_seq,
         last_request_seq=carry.last_request_seq,
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
+        known=_marks(carry),
     )

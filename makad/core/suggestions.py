@@ -35,14 +35,14 @@ Kinds:
   the request is a question ("how …", "why …", "…?"): asked and answered, most likely.
 
 - *passed by* (failures) — 0.5 when at least ``PASSED_BY`` (2) other calls succeeded
-  after it in its segment: the work went on, the failure did not stop it (a ``grep``
+  after it in its thread's record: the work went on, the failure did not stop it (a ``grep``
   finding nothing, a probe that was expected to fail).
 
 A candidate scores 0 — and says why — when the current session (``session_id``) is the
 one it came from, already touches its paths or is on the same thread (its records say:
-the service adds records of the session's latest events); when its segment ended with
-the user letting it go (``dropped``: "never mind", "forget it", …) or a later segment on
-the same thread, or naming it, did; when a later record fixed the
+the service adds records of the session's latest events); when its record ended with
+the user letting it go (``dropped``: "never mind", "forget it", …) or a later record of
+the same thread, naming it or taking it up again, did; when a later record fixed the
 call or resolved the thread (the state may be older than the records); or when it is too
 fresh, too old, or (proposals) not waiting long enough. Such a veto holds for the fact
 wherever else it shows: the same thread left in another session is skipped too.
@@ -82,9 +82,9 @@ from makad.core.attention import (
     AttentionState,
     ago,
     lets_go,
-    naming_words,
+    same_thread,
 )
-from makad.core.behaviors import Behavior, call_key
+from makad.core.behaviors import Behavior, call_key, naming_words
 from makad.core.compaction import abbreviate
 from makad.core.ownership import fact_key
 from makad.core.when import utc_moment
@@ -205,10 +205,11 @@ def _moved_on(later: Sequence[Behavior], paths: set[str]) -> int:
 
 
 def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
+    thread_seq = seen.record.thread_seq if seen.record is not None else 0
     for r in later:
         if r.outcome != "done":
             continue
-        if r.session_id == seen.session or seen.paths & set(r.paths):
+        if same_thread(r, seen.session or "", thread_seq) or seen.paths & set(r.paths):
             return True
     return False
 
@@ -316,7 +317,7 @@ def _thread_candidate(
         r.outcome == "dropped"
         and (
             thread_key(fact) in (thread_key(r.thread), thread_key(r.intent))
-            or lets_go(words, seen.session or "", line.at, r)
+            or lets_go(words, seen.session or "", line.at, r, record.thread_seq if record else 0, seen.paths)
         )
         for r in later
     ):

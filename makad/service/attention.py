@@ -220,12 +220,12 @@ def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> bool:
         page = ledger.read_events(session_id, after_seq=expected, limit=READ_PAGE)
         faults.crash("behaviors_after_read")
         closed, carry = behaviors.gather(session_id, carry, page)
-        records = [behaviors.record(session_id, c, closed=False, working=None) for c in closed]
+        records = [r for c in closed for r in behaviors.records(session_id, c, closed=False, working=None)]
         last_page = len(page) < READ_PAGE
         to_seq = page[-1].seq if page else expected
         if last_page and not carry.empty():
             done = info.closed_at is not None
-            records.append(behaviors.record(session_id, carry, closed=done, working=working))
+            records.extend(behaviors.records(session_id, carry, closed=done, working=working))
             carry = behaviors.continued(carry)
         records = [_not_after(record, now) for record in records]
         faults.crash("behaviors_before_commit")

@@ -157,7 +157,7 @@ def _latest(ledger: Ledger, session_id: str) -> list[Behavior]:
     )
     working = ledger.get_working_state(session_id)
     closed, carry = behaviors.gather(session_id, behaviors.Carry(), events)
-    out = [behaviors.record(session_id, c, closed=False, working=None) for c in closed]
+    out = [r for c in closed for r in behaviors.records(session_id, c, closed=False, working=None)]
     if not carry.empty():
-        out.append(behaviors.record(session_id, carry, closed=False, working=working))
+        out.extend(behaviors.records(session_id, carry, closed=False, working=working))
     return out

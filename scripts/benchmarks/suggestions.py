@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from makad.core.attention import DAY_MS, Pending, derive
-from makad.core.behaviors import Behavior, Carry, gather, record
+from makad.core.behaviors import Behavior, Carry, gather, records
 from makad.core.suggestions import candidates
 from makad.core.types import Event
 
@@ -35,7 +35,7 @@ def _records(count: int) -> list[Behavior]:
             event(4, "assistant_message", "Looking into it."),
         ]
         _, carry = gather(sid, Carry(), events)
-        out.append(record(sid, carry, closed=False, working=None))
+        out.extend(records(sid, carry, closed=False, working=None))
     return out
 
 

@@ -74,10 +74,10 @@ def to_events(session: Session) -> list[Event]:
 def records_of(session: Session) -> list[behaviors.Behavior]:
     """The session's behavior records, as the service writes them once it is closed or idle."""
     closed, carry = behaviors.gather(session.id, behaviors.Carry(), to_events(session))
-    out = [behaviors.record(session.id, c, closed=False, working=None) for c in closed]
+    out = [r for c in closed for r in behaviors.records(session.id, c, closed=False, working=None)]
     if not carry.empty():
         working = WorkingState(open_threads=list(session.open_threads))
-        out.append(behaviors.record(session.id, carry, closed=session.closed, working=working))
+        out.extend(behaviors.records(session.id, carry, closed=session.closed, working=working))
     return out
 
 

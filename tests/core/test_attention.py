@@ -7,7 +7,7 @@ from typing import Any
 from makad.core import attention, behaviors
 from makad.core.assembly import assemble
 from makad.core.attention import AttentionLine, Pending, Rejected, derive, retracted_digests
-from makad.core.behaviors import MAX_TURNS, Behavior, Carry, gather, record
+from makad.core.behaviors import MAX_TURNS, Behavior, Carry, gather, records
 from makad.core.context_types import ContextInputs
 from makad.core.strategies.curator import pressured
 from makad.core.types import Event, WorkingState
@@ -32,9 +32,17 @@ def failing(first: int, ts: int = NOW - DAY) -> list[Event]:
 def one(
     events: list[Event], *, closed: bool = False, working: WorkingState | None = None, sid: str = "s"
 ) -> Behavior:
+    (only,) = threads(events, closed=closed, working=working, sid=sid)
+    return only
+
+
+def threads(
+    events: list[Event], *, closed: bool = False, working: WorkingState | None = None, sid: str = "s"
+) -> list[Behavior]:
+    """The records of a session read at once (one a thread)."""
     done, carry = gather(sid, Carry(), events)
     assert done == []
-    return record(sid, carry, closed=closed, working=working)
+    return records(sid, carry, closed=closed, working=working)
 
 
 # --------------------------------------------------------------------- records ---
@@ -122,8 +130,11 @@ def test_thanks_in_other_languages_combined_with_an_acknowledgement_is_done() ->
     ):
         rec = one([*replied, ev(3, "user_message", said)])
         assert (rec.outcome, rec.turns) == ("done", 1), said
-    for said in ("ok merci, maintenant ajoute des tests", "super, danke — und jetzt die Tests?"):
-        assert one([*replied, ev(3, "user_message", said)]).outcome == "abandoned", said
+    for said, outcomes in (
+        ("ok merci, maintenant ajoute des tests", ["abandoned"]),
+        ("super, danke — und jetzt die Tests?", ["done", "abandoned"]),  # praise, then a new ask
+    ):
+        assert [r.outcome for r in threads([*replied, ev(3, "user_message", said)])] == outcomes, said
 
 
 def test_thanks_alone_in_more_languages_acknowledges_the_reply() -> None:
@@ -165,19 +176,21 @@ def test_thanks_alone_in_more_languages_acknowledges_the_reply() -> None:
 
 def test_thanks_followed_by_a_further_ask_is_a_request() -> None:
     """ "Thanks, but it still crashes — can you look?" asks for more: left without a reply it
-    is abandoned (an Unanswered line), not done; plain thanks stay done."""
+    is abandoned (an Unanswered line), not done; plain thanks stay done. "thanks! can you
+    also …?" after a reply reporting the work done finishes that work and opens a thread
+    of its own, left unanswered."""
     replied = [ev(1, "user_message", "Fix src/export.py"), ev(2, "assistant_message", "Fixed, tests pass.")]
-    for said in (
-        "Thanks, but it still crashes on Windows paths — can you look?",
-        "thanks! can you also add a test for empty rows?",
-        "Danke, aber der Export schlägt unter Windows noch fehl",
-        "merci, mais le test échoue encore sous Windows",
-        "gracias, pero sigue fallando en Windows",
-        "That works, however the CLI flag is still missing",
+    for said, first in (
+        ("Thanks, but it still crashes on Windows paths — can you look?", None),
+        ("thanks! can you also add a test for empty rows?", "done"),
+        ("Danke, aber der Export schlägt unter Windows noch fehl", None),
+        ("merci, mais le test échoue encore sous Windows", None),
+        ("gracias, pero sigue fallando en Windows", None),
+        ("That works, however the CLI flag is still missing", None),
     ):
-        rec = one([*replied, ev(3, "user_message", said)])
-        assert rec.outcome == "abandoned", said
-        state = derive(NOW, [rec])
+        found = threads([*replied, ev(3, "user_message", said)])
+        assert [r.outcome for r in found] == ([first] if first else []) + ["abandoned"], said
+        state = derive(NOW, found)
         assert any(line.text.startswith("Unanswered") for _, line in state.lines()), said
     for said in ("Thanks, that works", "thanks!", "Perfect, that's it.", "lgtm, ship it", "merci, ça marche"):
         assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
@@ -217,12 +230,20 @@ def test_segments_are_cut_at_max_turns_and_carried_between_steps() -> None:
     """Past MAX_TURNS requests a new segment opens; reading in two steps gives the same
     records as reading at once."""
     events = [ev(i + 1, "user_message", f"request {i}") for i in range(MAX_TURNS * 2 + 3)]
+
+    def spans(carries: list[Carry]) -> list[tuple[int, int, int]]:
+        return [
+            (r.from_seq, r.to_seq, r.turns)
+            for c in carries
+            for r in records("s", c, closed=False, working=None)
+        ]
+
     closed, carry = gather("s", Carry(), events)
-    assert [(c.from_seq, c.to_seq, c.turns) for c in closed] == [(1, 20, 20), (21, 40, 20)]
+    assert spans(closed) == [(1, 20, 20), (21, 40, 20)]
     first, mid = gather("s", Carry(), events[:25])
     second, end = gather("s", mid, events[25:])
-    assert [c.from_seq for c in first + second] == [1, 21]
-    assert (end.from_seq, end.to_seq, end.turns) == (carry.from_seq, carry.to_seq, carry.turns) == (41, 43, 3)
+    assert spans(first + second) == [(1, 20, 20), (21, 40, 20)]
+    assert spans([end]) == spans([carry]) == [(41, 43, 3)]
     again, same = gather("s", end, events)  # events already read are skipped
     assert again == [] and same.to_seq == 43
 
@@ -496,7 +517,8 @@ def test_a_session_left_unclosed_after_its_closing_exchange_is_done() -> None:
 def test_a_session_cut_off_mid_request_is_still_open_or_unanswered() -> None:
     """An acknowledgement of a reply that asked something, or that reported no finished
     work, leaves the session open; praise that opens a new task is a request: unanswered
-    without a reply, open once the agent went to work on it."""
+    without a reply, open once the agent went to work on it (a thread of its own: the
+    praise finished the work reported done)."""
     asked = [
         ev(1, "user_message", "Fix the retry logic in src/upload.py"),
         ev(2, "assistant_message", "I found the cause. Shall I change the backoff too?"),
@@ -513,7 +535,11 @@ def test_a_session_cut_off_mid_request_is_still_open_or_unanswered() -> None:
         ev(1, "user_message", "Fix the retry logic in src/upload.py"),
         ev(2, "assistant_message", "Done, the tests pass."),
     ]
-    assert one([*passed, ev(3, "user_message", "nice, now add the CSV export")]).outcome == "abandoned"
+    left = threads([*passed, ev(3, "user_message", "nice, now add the CSV export")])
+    assert [(r.intent, r.outcome) for r in left] == [
+        ("Fix the retry logic in src/upload.py", "done"),
+        ("nice, now add the CSV export", "abandoned"),
+    ]
     went_on = [
         *passed,
         ev(3, "user_message", "nice, now add the CSV export"),
@@ -521,13 +547,15 @@ def test_a_session_cut_off_mid_request_is_still_open_or_unanswered() -> None:
         ev(5, "tool_result", "ok", tool_call_id="e", tool_name="edit"),
         ev(6, "assistant_message", "Started on the export."),
     ]
-    assert one(went_on).outcome == "open"
+    fixed, export = records("s", gather("s", Carry(), went_on)[1], closed=False, working=None)
+    assert (fixed.intent, fixed.outcome) == ("Fix the retry logic in src/upload.py", "done")
+    assert (export.intent, export.outcome) == ("nice, now add the CSV export", "open")
     answered_with_a_question = [
         *passed,
         ev(3, "user_message", "nice, now the CSV export"),
         ev(4, "assistant_message", "Which columns should it have?"),
     ]
-    assert one(answered_with_a_question).outcome == "open"
+    assert [r.outcome for r in threads(answered_with_a_question)] == ["done", "open"]
     not_done = [
         ev(1, "user_message", "Fix the retry logic in src/upload.py"),
         ev(2, "assistant_message", "Not done yet: the backoff still needs work."),
@@ -550,18 +578,18 @@ def test_an_acknowledgement_after_an_idle_cut_is_not_a_new_request() -> None:
             ev(2, "assistant_message", reply),
         ]
         _, carry = gather("s", Carry(), first)
-        earlier = record("s", carry, closed=False, working=None)
+        (earlier,) = records("s", carry, closed=False, working=None)
         assert earlier.outcome == "open"
         closed, later = gather("s", behaviors.continued(carry), [ev(3, "user_message", said)])
         assert closed == []
         if outcome is None:
             assert later.empty(), said
-            records = [earlier]
+            derived = [earlier]
         else:
-            rec = record("s", later, closed=False, working=None)
+            (rec,) = records("s", later, closed=False, working=None)
             assert (rec.outcome, rec.turns, rec.refs) == (outcome, 0, ["event:s:3"]), said
-            records = [earlier, rec]
-        texts = [line.text for _, line in derive(NOW, records).lines()]
+            derived = [earlier, rec]
+        texts = [line.text for _, line in derive(NOW, derived).lines()]
         assert not any(t.startswith("Unanswered") for t in texts), (said, texts)
         assert any(t.startswith("Open") for t in texts) is (outcome is None), (said, texts)
 

@@ -177,6 +177,8 @@ def _sites() -> list[Site]:
         Site("behaviors.GOOD_ACK", behaviors.GOOD_ACK, SEARCH),
         Site("behaviors.ASKS_MORE", behaviors.ASKS_MORE, SEARCH),
         Site("behaviors.PRAISE_OPENS", behaviors.PRAISE_OPENS, MATCH),
+        Site("behaviors.PRAISE_THEN", behaviors.PRAISE_THEN, MATCH),
+        Site("behaviors.BUT_SAID", behaviors.BUT_SAID, SEARCH),
         Site("behaviors.OPENER_SAID", behaviors.OPENER_SAID, MATCH),
         Site("behaviors.DROPPED_ANYWHERE", behaviors.DROPPED_ANYWHERE, SEARCH),
         Site("suggestions._SAYS_RESUME", suggestions._SAYS_RESUME, MATCH),
@@ -187,7 +189,7 @@ def _sites() -> list[Site]:
         Site("suggestions._WH", suggestions._WH, MATCH),
         Site("suggestions._POLITE", suggestions._POLITE, MATCH),
         Site("attention._WORD", attention._WORD, SEARCH),
-        Site("attention._NAMING_WORD", attention._NAMING_WORD, SEARCH),
+        Site("behaviors._NAMING_WORD", behaviors._NAMING_WORD, SEARCH),
         Site("session_notes.RESTATEMENT", session_notes.RESTATEMENT, MATCH),
         # Facts that changed, and one owner per fact
         Site("conflicts._SENTENCES", conflicts._SENTENCES, SEARCH),

@@ -9,7 +9,7 @@ import pytest
 
 from makad.core import suggestions
 from makad.core.attention import DAY_MS, FORGOTTEN_AFTER_MS, LINE_CHARS, AttentionState, Pending, derive
-from makad.core.behaviors import Behavior, Carry, gather, record
+from makad.core.behaviors import Behavior, Carry, gather, records
 from makad.core.suggestions import (
     MAX_SUGGESTIONS,
     THRESHOLD,
@@ -66,12 +66,22 @@ def passing(sid: str, at: int, first: int = 1) -> list[Event]:
     ]
 
 
+def threads(
+    sid: str, events: list[Event], *, closed: bool = False, working: WorkingState | None = None
+) -> list[Behavior]:
+    """The session's records (one a thread)."""
+    closed_segments, carry = gather(sid, Carry(), events)
+    assert closed_segments == []
+    return records(sid, carry, closed=closed, working=working)
+
+
 def rec(
     sid: str, events: list[Event], *, closed: bool = False, working: WorkingState | None = None
 ) -> Behavior:
     closed_segments, carry = gather(sid, Carry(), events)
     assert closed_segments == []
-    return record(sid, carry, closed=closed, working=working)
+    (only,) = records(sid, carry, closed=closed, working=working)
+    return only
 
 
 def state_of(records: list[Behavior], now: int = NOW, pending: list[Pending] | None = None) -> AttentionState:
@@ -408,8 +418,8 @@ def test_a_thread_dropped_later_does_not_fire_from_an_earlier_session() -> None:
 def test_a_thread_let_go_later_in_other_words_leaves_no_line() -> None:
     """Left open in one session, let go in a later one that names it in other words
     ("never mind the parser split"): no Open line in the state and no suggestion. A later
-    drop of other work keeps it — also one in a segment that touched the thread's paths
-    before "never mind, drop that" let go of its last request's work."""
+    drop of other work keeps it — also one in a session that took the thread up before
+    "never mind, drop that" let go of the other work it went on to (another thread)."""
     at = NOW - DAY_MS
     thread = WorkingState(open_threads=["split the parser in src/parse.py"])
     left = rec("a", work("a", NOW - 3 * DAY_MS), working=thread)
@@ -418,7 +428,7 @@ def test_a_thread_let_go_later_in_other_words_leaves_no_line() -> None:
     assert not [line for _, line in state_of([left, named]).lines() if line.text.startswith("Open")]
     assert fired([left, named]) == []
     other = rec("d", [ev("d", 1, "user_message", "never mind the logo colours", at)])
-    several = rec(
+    several = threads(
         "c",
         [
             ev("c", 1, "user_message", "Picking up the parser split where we left it", at),
@@ -430,9 +440,34 @@ def test_a_thread_let_go_later_in_other_words_leaves_no_line() -> None:
             ev("c", 7, "user_message", "never mind, drop that", at),
         ],
     )
-    for later in (other, several):
-        assert later.outcome == "dropped"
-        assert [s.kind for s in fired([left, later])] == ["resume_thread"], later.intent
+    assert [(r.intent[:14], r.outcome) for r in several] == [
+        ("Picking up the", "open"),
+        ("Quick one: the", "dropped"),
+    ]
+    for later in ([other], several):
+        assert [s.kind for s in fired([left, *later])] == ["resume_thread"], later[-1].intent
+
+
+def test_a_thread_taken_up_again_in_a_later_session_and_let_go_there_leaves_no_line() -> None:
+    """Left open, taken up again in a later session ("Back to the parser refactor", its
+    file read again) and let go there with "never mind, drop that": no Open line and no
+    suggestion. Taken up without going back to its files, the drop names nothing."""
+    left = rec("a", work("a", NOW - 3 * DAY_MS))
+    at = NOW - DAY_MS
+    resumed = [
+        ev("b", 1, "user_message", "Back to the parser refactor", at),
+        ev("b", 2, "tool_call", "cat src/parse.py", at, tool_call_id="p", tool_name="bash"),
+        ev("b", 3, "tool_result", "def parse(): ...", at, tool_call_id="p", tool_name="bash"),
+        ev("b", 4, "assistant_message", "Here is where we stopped.", at),
+        ev("b", 5, "user_message", "never mind, drop that", at),
+        ev("b", 6, "assistant_message", "Dropped.", at),
+    ]
+    dropped = rec("b", resumed)
+    assert dropped.outcome == "dropped"
+    assert not [line for _, line in state_of([left, dropped]).lines() if line.text.startswith("Open")]
+    assert fired([left, dropped]) == []
+    elsewhere = rec("c", [e for e in resumed if e.type != "tool_call" and e.type != "tool_result"])
+    assert [s.kind for s in fired([left, elsewhere])] == ["resume_thread"]
 
 
 def test_a_threads_id_holds_as_it_ages_from_active_to_abandoned() -> None:

@@ -15,6 +15,8 @@ from typing import Any
 import pytest
 
 from maka.errors import RemoteError
+from makad.core import behaviors
+from makad.core.types import Event
 from tests.support import DaemonProcess, daemon_in_tmp
 
 IDLE = {"MAKAD_BEHAVIOR_IDLE_MS": "1"}
@@ -165,6 +167,26 @@ def records_of(d: DaemonProcess, sid: str) -> list[tuple[int, int]]:
     return [(int(a), int(b)) for a, b in rows]
 
 
+def uninterrupted(sid: str, events: list[dict[str, Any]]) -> list[tuple[int, int]]:
+    """The (from, to) seqs of the records one uninterrupted read of ``events`` gives: one a
+    thread of each segment."""
+    read = [
+        Event(
+            session_id=sid,
+            seq=i + 1,
+            ts=e["ts"],
+            type=e["type"],
+            text=e["text"],
+            tool_call_id=e.get("toolCallId"),
+            tool_name=e.get("toolName"),
+        )
+        for i, e in enumerate(events)
+    ]
+    closed, carry = behaviors.gather(sid, behaviors.Carry(), read)
+    found = [r for c in [*closed, carry] for r in behaviors.records(sid, c, closed=False, working=None)]
+    return sorted((r.from_seq, r.to_seq) for r in found)
+
+
 def dead(d: DaemonProcess) -> None:
     """Wait for a daemon that killed itself, and tidy up after it."""
     assert d.proc is not None
@@ -178,14 +200,15 @@ def dead(d: DaemonProcess) -> None:
 )
 def test_records_exactly_once_across_kill9_at_every_step(short_tmp: Path, point: str) -> None:
     """Killed at each step of extraction (at every step boundary, again and again, for the
-    after-commit point): the records cover every event once, in the segments an
-    uninterrupted run writes, and the attention state is there in the end."""
+    after-commit point): the records are those an uninterrupted run writes (one a thread
+    of each segment), and the attention state is there in the end."""
     d = DaemonProcess(short_tmp)
     d.start()  # the default idle time: nothing is extracted while the events go in
     try:
         w = fresh(d)
         now = int(time.time() * 1000)
-        sid = session(d, w, long_session(now))
+        events = long_session(now)
+        sid = session(d, w, events)
         last = int(d.call("read_events", {"workspace": w, "sessionId": sid, "limit": 1})["lastSeq"])
         assert last == 1200
         d.stop()
@@ -208,14 +231,15 @@ def test_records_exactly_once_across_kill9_at_every_step(short_tmp: Path, point:
             d.stop()
             kills += 1
             covered = records_of(d, sid)
-            if point != "behaviors_after_commit" or (covered and covered[-1][1] == last):
+            if point != "behaviors_after_commit" or (covered and max(b for _, b in covered) == last):
                 break
             assert kills < 10
         d.start(IDLE)
         d.call("read_state", {"workspace": w})
         state = wait_for(d, w, lambda s: s["computedAt"] > 0 and bool(section_lines(s, "Rhythm")))
         covered = records_of(d, sid)
-        assert covered == [(1 + 200 * i, 200 * (i + 1)) for i in range(6)]
+        assert covered == uninterrupted(sid, events)
+        assert len(covered) == 6 * 7  # six segments of 20 requests, each on seven files
         assert section_lines(state, "Currently focused")
         if point == "behaviors_after_commit":
             assert kills >= 3  # one kill after each of the three 500-event steps
