@@ -423,6 +423,11 @@ class ContextService:
                     overridden = _overrides(ws, plan.snapshot, view.snapshot)
                     if plan.pool == "ranked":
                         fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
+        places: dict[str, int] = {}
+        if plan.snapshot is not None:
+            user_places = plan.user.view.places if plan.user is not None else {}
+            own_places = plan.snapshot.places
+            places = {e.id: own_places.get(e.id, user_places.get(e.id, 0)) for e in entries}
         found = _done(dense)
         if plan.recall and found is not None:
             recall = self._ctx.semantic.join(ws, recall, found.events, ceiling)
@@ -464,6 +469,7 @@ class ContextService:
             memory_fill=fill,
             already_shown=already_shown,
             memory_confidence=confidence,
+            memory_places=places,
             memory_hashes=hashes,
             memory_session_bytes=session_bytes,
             memory_skipped=snapshot.skipped if snapshot is not None else None,
@@ -503,7 +509,8 @@ class ContextService:
         if view is None or view.snapshot is not snap:
             by_id = {key: msgspec.structs.replace(e, id=user_level_id(e.id)) for key, e in snap.by_id.items()}
             prefixed = {user_level_id(key): value for key, value in snap.user_confidence.items()}
-            view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned])
+            places = {user_level_id(key): at for key, at in snap.places.items()}
+            view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned], places)
             uws.state.level_view = view
         return _UserLevel(uws, view, revision)
 
@@ -558,6 +565,7 @@ class ContextService:
             user_confidence=user_values(ws.memory.doc),
             index_generation=ws.ledger.index_generation,
             pinned=[e for e in active if is_pinned(e)],
+            places={e.id: at for at, e in enumerate(active)},
         )
         if indexed:  # else built again (and indexed) by the next call, once the disk allows
             ws.state.memory_snapshot = snap
@@ -701,7 +709,9 @@ def _memory_candidates(
     if len(pinned) > MEMORY_PINNED_CANDIDATES:
         now, values = now_ms(), snap.user_confidence
         pinned = heapq.nsmallest(
-            MEMORY_PINNED_CANDIDATES, pinned, key=lambda e: fill_key(e, now, values.get(e.id))
+            MEMORY_PINNED_CANDIDATES,
+            pinned,
+            key=lambda e: fill_key(e, now, values.get(e.id), snap.places.get(e.id, 0)),
         )
     chosen: dict[str, Entry] = {entry.id: entry for entry in pinned}
     if pool == "newest":
