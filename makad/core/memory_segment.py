@@ -9,7 +9,8 @@ Order. The segment is packed in four tiers, each entry at most once:
 1. **pinned** entries (``makad.core.memory_select``): those matching the query
    first, each group in fill order (below);
 2. entries **matching** the query (a word, a tag or another channel's part:
-   ``makad.core.ranking.matches``), best score first, at most ``memory_top_k``;
+   ``makad.core.ranking.matches``; a word the service's bridge adds, ``makad.core.bridge``,
+   counts as a word), best score first, at most ``memory_top_k``;
 3. the other matching entries, best score first;
 4. **every other entry**: first the ``MEMORY_NEAR_K`` nearest the query by the
    semantic channel's cosine (``ContextInputs.memory_near``, nearest first; only with

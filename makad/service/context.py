@@ -28,6 +28,7 @@ import msgspec
 
 from makad.core import levels
 from makad.core.attention import AttentionLine
+from makad.core.bridge import BRIDGED_WEIGHT, bridged_terms, query_words
 from makad.core.cjk import query_head
 from makad.core.confidence import user_values
 from makad.core.context_check import assemble_checked
@@ -723,7 +724,35 @@ def _memory_candidates(
             if found is not None:
                 chosen.setdefault(entry_id, found)
                 bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
+        _bridged_candidates(ws, snap, query, chosen, bm25)
     return list(chosen.values()), bm25
+
+
+def _bridged_candidates(
+    ws: Workspace, snap: MemorySnapshot, query: str, chosen: dict[str, Entry], bm25: dict[str, float]
+) -> None:
+    """Add the entries only the bridge's words find (``makad.core.bridge``), each scored
+    ``BRIDGED_WEIGHT`` of the best direct match times its share of the best bridged one, so
+    it ranks below the direct matches of the same strength."""
+    words = bridged_terms(query_words(query))
+    room = MEMORY_BM25_CANDIDATES - len(bm25)
+    if not words or room <= 0:
+        return
+    found = [
+        (entry_id, score)
+        for entry_id, score in ws.ledger.search_memory(query, MEMORY_BM25_CANDIDATES, words=words)
+        if entry_id not in bm25 and entry_id in snap.by_id
+    ][:room]
+    if not found:
+        return
+    best_bridged = max(score for _, score in found)
+    best_direct = max((-raw for raw in bm25.values()), default=1.0)
+    if best_bridged <= 0:
+        return
+    scale = BRIDGED_WEIGHT * best_direct / best_bridged
+    for entry_id, score in found:
+        chosen.setdefault(entry_id, snap.by_id[entry_id])
+        bm25[entry_id] = -score * scale
 
 
 def _user_candidates(user: _UserLevel, query: str | None, pool: Pool) -> tuple[list[Entry], dict[str, float]]:

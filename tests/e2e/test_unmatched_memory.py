@@ -1,5 +1,6 @@
 """Typed memory the query's words do not find, over the socket: the order it fills leftover
-room in, the room it gets before other sessions' excerpts, and the whole-memory boundary."""
+room in, the room it gets before other sessions' excerpts, the whole-memory boundary, and
+the built-in bridge from a question's words to an entry's."""
 
 from __future__ import annotations
 
@@ -84,3 +85,35 @@ def test_typed_memory_fills_the_small_share_before_other_sessions_excerpts_grow(
     one_entry = max(r["tokens"] for r in memory_rows(pack) if r["included"])
     assert memory["used"] >= budget // 2 - 2 * one_entry
 
+
+def test_a_question_finds_its_entry_through_the_kind_of_thing_it_names(shared_daemon: DaemonProcess) -> None:
+    """Among 120 entries, "which editor?" finds the entry that only says Emacs, and it
+    ranks below an entry that has the word itself."""
+    d = shared_daemon
+    fillers = [(f"Note {n:03d}", f"Standing remark {n} kept by the owner.") for n in range(118)]
+    targets = [
+        ("Writing setup", "Sam works in Emacs with Doom and evil mode."),
+        ("Markdown", "The docs editor wraps lines at 100 columns."),
+    ]
+    write_memory(d, hand_typed(fillers[:60] + targets + fillers[60:]))
+    enable(d)
+    pack = build(d, query="which editor does he prefer?", budgetTokens=1500)
+    rows = {r["title"]: r for r in memory_rows(pack)}
+    assert rows["Writing setup"]["included"]
+    assert 0 < rows["Writing setup"]["parts"]["bm25"] < rows["Markdown"]["parts"]["bm25"]
+
+
+def test_a_member_does_not_bring_its_siblings(shared_daemon: DaemonProcess) -> None:
+    """Asking about Python matches an entry about languages but not one about Java."""
+    d = shared_daemon
+    write_memory(
+        d,
+        hand_typed(
+            [("Legacy", "The old monolith needs Java 11."), ("Stack", "Two languages at most per service.")]
+        ),
+    )
+    enable(d)
+    pack = build(d, query="python", budgetTokens=1500)
+    rows = {r["title"]: r for r in memory_rows(pack)}
+    assert rows["Stack"]["parts"]["bm25"] > 0
+    assert rows["Legacy"]["parts"]["bm25"] == 0
