@@ -14,10 +14,11 @@ health, travel, preferences):
   member brings only the kind's words, never its siblings (asking about ``python``
   must not find the memory about ``java``).
 
-Words are looked up lower-cased, as written or without a plural ``s``/``es`` (SQLite's
-porter stemmer then matches their other forms). The added words are searched apart from
-the query's own (``makad.service.context``), and an entry only they find ranks below
-every entry the query's own words find (``BRIDGED_WEIGHT``). Nothing here is learned or
+Words are looked up lower-cased, as written or without a plural or verb ending (SQLite's
+porter stemmer then matches the added words' other forms). The added words are searched
+apart from the query's own (``makad.service.context``), and an entry only they find
+scores at most half what the best match on the query's own words scores
+(``BRIDGED_WEIGHT``): below the good direct matches. Nothing here is learned or
 downloaded: the lists are the whole of it, and no list is tuned to one workspace. Words
 found in almost any memory ("never", "use", "work") are left out of them: each would
 bring half the file.
@@ -230,10 +231,18 @@ KINDS: Final[tuple[tuple[str, str], ...]] = (
 
 
 def _forms(word: str) -> tuple[str, ...]:
+    """The word and the forms the lists may hold it under: without a plural or verb ending
+    ("dependencies" → "dependency", "installing" → "install", "deployed" → "deploy")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return (word, word[:-3] + "y")
     if len(word) > 4 and word.endswith("es"):
         return (word, word[:-2], word[:-1])
     if len(word) > 3 and word.endswith("s"):
         return (word, word[:-1])
+    if len(word) > 5 and word.endswith("ing"):
+        return (word, word[:-3], word[:-3] + "e")
+    if len(word) > 4 and word.endswith("ed"):
+        return (word, word[:-2], word[:-1])
     return (word,)
 
 

@@ -29,3 +29,9 @@ def test_a_long_query_adds_a_bounded_number_of_words() -> None:
     """However many kinds a query names, at most MAX_BRIDGED_TERMS words are added."""
     words = query_words("package editor language browser database month weekday city country shell")
     assert 0 < len(bridged_terms(words)) <= MAX_BRIDGED_TERMS
+
+
+def test_a_word_is_found_under_its_plain_form() -> None:
+    """'installing' and 'deployed' are looked up as 'install' and 'deploy'."""
+    assert "pnpm" in bridged_terms(["installing"])
+    assert "ship" in bridged_terms(["deployed"])
