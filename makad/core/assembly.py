@@ -167,7 +167,8 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
     if not alone:
         grown_to = memory.own_cap(own["memory"], small_share(budget, limits))
         own["memory"] = min(grown_to, ceiling("memory", budget, limits), budget)
-    built, allocation = _share(builders, own, budget, limits, available, history_wants, alone)
+    fill_share = 0 if alone else small_share(budget, limits)
+    built, allocation = _share(builders, own, budget, limits, available, history_wants, alone, fill_share)
 
     segments = [s for s in (built[k].segment for k in OUTPUT_ORDER) if s is not None]
     segment_tokens = sum(s.tokens for s in segments)
@@ -269,11 +270,14 @@ def _share(
     available: int,
     history_wants: int,
     alone: bool,
+    fill_share: int = 0,
 ) -> tuple[dict[SegmentKind, Built], dict[SegmentKind, Allocation]]:
     """Build each segment kind within its cap, then let unused shares flow (see budget doc).
 
     ``available``: what history's reserve leaves; ``history_wants``: what history would
-    take beyond it, which it gets before recall.
+    take beyond it, which it gets before recall; ``fill_share``: how far memory's entries
+    that only fill may grow memory before recall gets more than its own cap (the
+    small-memory share).
     """
     built: dict[SegmentKind, Built] = {}
     allocation: dict[SegmentKind, Allocation] = {}
@@ -289,6 +293,12 @@ def _share(
         built[kind] = result
         allocation[kind] = Allocation(kind=kind, cap=cap, used=used, truncated=result.truncated)
     for kind in SEGMENT_KINDS:  # step 4: unused shares flow, in the same order
+        if kind == "recall" and built["memory"].wants_fill:
+            # The memory the user keeps fills up to the small-memory share before excerpts
+            # of other sessions grow past their own cap.
+            top = min(fill_share, ceiling("memory", budget, limits, alone=alone))
+            available = _fill_memory(builders, built, allocation, available - history_wants, top)
+            available += history_wants
         before = allocation[kind]
         mine = min(own[kind], before.cap)
         if before.cap > mine:  # the last kind, built at once with what would flow to it
@@ -323,6 +333,31 @@ def _share(
                     flowed=before.flowed + cap - before.cap,
                 )
     return built, allocation
+
+
+def _fill_memory(
+    builders: dict[SegmentKind, _Builder],
+    built: dict[SegmentKind, Built],
+    allocation: dict[SegmentKind, Allocation],
+    room: int,
+    fill_share: int,
+) -> int:
+    """Memory rebuilt with its entries that only fill, up to ``fill_share`` in all and
+    within ``room``; returns what is left of ``room``."""
+    before = allocation["memory"]
+    fill = min(fill_share, before.used + room)
+    if room <= 0 or fill <= before.used:
+        return room
+    cap = max(before.cap, fill)
+    result = builders["memory"].build(cap, fill)
+    used = result.segment.tokens if result.segment else 0
+    if used <= before.used:
+        return room
+    built["memory"] = result
+    allocation["memory"] = Allocation(
+        kind="memory", cap=cap, used=used, truncated=result.truncated, flowed=before.flowed + cap - before.cap
+    )
+    return room - (used - before.used)
 
 
 # ------------------------------------------------------- working state ---

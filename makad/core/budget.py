@@ -17,8 +17,9 @@ In order:
    floor of the cap, not a reservation: a tight budget still leaves a segment
    out when the kinds before it took the room. Memory's cap grows to the
    small-memory share (``makad.core.memory_select``) when its entries all fit
-   there, or to hold its pinned entries; here memory packs its pinned entries
-   and those matching the query only (``makad.core.memory_segment``).
+   there (the segment measured as rendered), or to hold its pinned entries; here
+   memory packs its pinned entries and those matching the query only
+   (``makad.core.memory_segment``).
 4. **Flow of unused shares** — what the kinds left unused goes, in the order
    working_state, summary, memory, attention, **history**, recall, to each kind that still
    has candidates it left out for lack of room (a cut working state or summary,
@@ -29,7 +30,10 @@ In order:
    what is unused, in a long one the conversation does. Right after memory's
    turn, what is left of memory's own cap goes to its entries that only fill
    (those past ``memory_top_k`` and those matching nothing); they never ask for
-   more than that cap.
+   more than that cap. Before recall's turn, they may grow memory up to the
+   small-memory share (within memory's ceiling) with what history does not
+   want: the memory the user keeps comes before more excerpts of other sessions
+   than recall's own cap holds.
 5. **History** — gets everything the segments did not use.
 6. **What is still unused** — when history could not use it all (it was short,
    or its next whole turn did not fit), memory's entries left out for room take

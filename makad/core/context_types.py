@@ -256,7 +256,9 @@ class RecallHit(msgspec.Struct, kw_only=True):
     similarity: float | None = None
 
 
-FillKey = tuple[float, int, str]
+# Confidence (negated), update time (negated), place in the file, id: see
+# ``makad.core.memory_select.fill_key``.
+FillKey = tuple[float, int, int, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -385,6 +387,8 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     memory_fill_shown: int = 0
     memory_hashes: dict[str, str] = {}
     memory_confidence: dict[str, str] = {}
+    # Candidate id → its place in its level's file (``memory_select.fill_key``).
+    memory_places: dict[str, int] = {}
     memory_session_bytes: int = 0
     memory_skipped: Skipped | None = None
     # Where the user level's candidates start in ``memory_entries`` (None: there are none).
@@ -425,6 +429,8 @@ class MemorySnapshot:
     index_generation: int = 0
     # The pinned entries, in the order of the file (``makad.core.memory_select``).
     pinned: list[Entry] = field(default_factory=list)
+    # entry id → its place among the active entries of the file (0: the top one).
+    places: dict[str, int] = field(default_factory=dict)
     # The entries in fill order, worked out at the first call that needs it and kept while
     # valid (``makad.core.memory_select.fill_order``).
     fill: FillOrder | None = None

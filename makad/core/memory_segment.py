@@ -9,13 +9,14 @@ Order. The segment is packed in four tiers, each entry at most once:
 1. **pinned** entries (``makad.core.memory_select``): those matching the query
    first, each group in fill order (below);
 2. entries **matching** the query (a word, a tag or another channel's part:
-   ``makad.core.ranking.matches``), best score first, at most ``memory_top_k``;
+   ``makad.core.ranking.matches``; a word the service's bridge adds, ``makad.core.bridge``,
+   counts as a word), best score first, at most ``memory_top_k``;
 3. the other matching entries, best score first;
 4. **every other entry**: first the ``MEMORY_NEAR_K`` nearest the query by the
    semantic channel's cosine (``ContextInputs.memory_near``, nearest first; only with
    the channel, ``makad.core.semantic``), then in fill order: confidence, then recency,
-   then id (``memory_select.fill_order``) — the candidates that matched nothing and the
-   entries of ``ContextInputs.memory_fill`` beyond them. Without a query nothing
+   then place in the file, then id (``memory_select.fill_order``) — the candidates that
+   matched nothing and the entries of ``ContextInputs.memory_fill`` beyond them. Without a query nothing
    matches, so memory is the pinned entries, then fill order.
 
 Room. Tiers 1 and 2 use memory's cap and, when one is left out for lack of room
@@ -25,7 +26,8 @@ memory's own cap once the kinds before memory and its own matching entries were
 served (step 4), then what no kind used (step 6); left out they are ``top_k``
 (tier 3) or ``budget`` (tier 4) and ask for nothing. ``own_cap`` says how far
 memory's own cap grows: to hold every entry that could be shown when they fit in
-the small-memory share (``memory_select.small_share``; then every tier is packed
+the small-memory share (``memory_select.small_share``; measured as the segment holding
+them all renders, though ``build`` adds the blocks up one by one; then every tier is packed
 at once, nothing only fills), or else to hold the pinned entries up to that share.
 
 A selection (``ContextInputs.selection``, set by a strategy of
@@ -195,11 +197,12 @@ class MemoryBuilder:
         )
         self._ranked = ranked
         user_values = inputs.memory_confidence
+        places = inputs.memory_places
         pinned = sorted(
             (r for r in ranked if r.index not in self._exclusions and is_pinned(r.entry)),
             key=lambda r: (
                 not matches(r.parts),
-                fill_key(r.entry, inputs.now_ms, user_values.get(r.entry.id)),
+                fill_key(r.entry, inputs.now_ms, user_values.get(r.entry.id), places.get(r.entry.id, 0)),
             ),
         )
         pinned_at = {r.index for r in pinned}
@@ -238,7 +241,12 @@ class MemoryBuilder:
             self._tier3 = {r.index for r in self._rest_matched}
             self._unmatched = sorted(
                 (
-                    (fill_key(r.entry, inputs.now_ms, user_values.get(r.entry.id)), r)
+                    (
+                        fill_key(
+                            r.entry, inputs.now_ms, user_values.get(r.entry.id), places.get(r.entry.id, 0)
+                        ),
+                        r,
+                    )
                     for r in ranked
                     if r.index not in self._exclusions and r.index not in pinned_at and not matches(r.parts)
                 ),
@@ -497,9 +505,10 @@ class MemoryBuilder:
     # ------------------------------------------------------------ the budget ---
 
     def _showable_cost(self, limit: int, pinned_only: bool = False) -> int | None:
-        """What every entry that could be shown costs (or only the pinned ones), None when
-        over ``limit``: counting stops there. A quarter token a character of the content
-        shown is a lower bound of a block's cost: past the limit, nothing is rendered."""
+        """What every entry that could be shown costs as ``build`` adds it up (or only the
+        pinned ones), None when the segment holding them all, as rendered, is over ``limit``.
+        A quarter token a character of the content shown is a lower bound of a block's
+        cost: past the limit, nothing is rendered."""
         items: Iterator[RankedEntry] = iter(self._want)
         if not pinned_only:
             items = _chain(items, self._walk())
@@ -515,10 +524,12 @@ class MemoryBuilder:
             if least > limit:
                 return None
             rendered.append(item)
-        for item in rendered:
-            used += self._block(item).tokens + BLOCK_SEPARATOR_TOKENS
-            if used > limit:
-                return None
+        blocks = [self._block(item) for item in rendered]
+        used += sum(block.tokens + BLOCK_SEPARATOR_TOKENS for block in blocks)
+        # Whether they fit is what the segment as rendered costs (each block counted alone
+        # rounds up); what is returned is what ``build`` adds up as it packs them.
+        if used > limit and self._counter.count(memory_text(block.text for block in blocks)) > limit:
+            return None
         return used
 
     def own_cap(self, cap: int, small: int) -> int:

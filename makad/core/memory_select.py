@@ -9,7 +9,8 @@
   unchanged entry twice between compactions).
 - **The small-memory share** of a budget: ``min(memory_small_max_tokens,
   memory_small_share % of the budget)`` — by default min(2,000, 50 %). When every
-  entry that could be shown fits in it, memory's own cap grows to hold them all,
+  entry that could be shown fits in it (the segment holding them measured as it is
+  rendered), memory's own cap grows to hold them all,
   query or not; pinned entries may grow it up to the same share. Ten one-line
   entries cost about 400 tokens in a pack while fresh and 660 once older than a day
   (the ref line then carries the age and a staleness caveat), 24 such entries about
@@ -18,9 +19,11 @@
   served first.
 - **Fill order.** Entries that match nothing fill what is left of memory's room by
   confidence (``makad.core.confidence.score``) highest first, then most recently
-  updated, then by id. The order changes with time only when an entry crosses an age
-  threshold of its confidence, so it is worked out once and kept until then
-  (``FillOrder.valid_until_ms``).
+  updated, then by their place in their file (the top first: entries a user typed in
+  one save share their dates, and the order they were written in is the one they
+  expect, where an id derived from the text would be arbitrary), then by id. The order
+  changes with time only when an entry crosses an age threshold of its confidence, so
+  it is worked out once and kept until then (``FillOrder.valid_until_ms``).
 - **Over-pinning.** ``pinned_overflow`` says which pinned entries of a file do not fit
   in the small-memory share of a ``PINNED_WARN_BUDGET`` pack (1,500 tokens, the
   budget of the documented prompt hooks: 750 tokens): ``read_state`` warns about
@@ -63,20 +66,27 @@ def small_share(budget: int, limits: ContextLimits) -> int:
     return max(min(limits.memory_small_max_tokens, share(budget, limits.memory_small_share)), 0)
 
 
-def fill_key(entry: Entry, now_ms: int, user_set: str | None) -> FillKey:
-    """Sorts best first: the highest confidence, then the latest update, then the id."""
-    return (-confidence.score(entry, now_ms, user_set), -(entry.updated_at or entry.created_at), entry.id)
+def fill_key(entry: Entry, now_ms: int, user_set: str | None, place: int) -> FillKey:
+    """Sorts best first: the highest confidence, then the latest update, then the place in
+    the file (``place``: 0 for the top entry), then the id."""
+    return (
+        -confidence.score(entry, now_ms, user_set),
+        -(entry.updated_at or entry.created_at),
+        place,
+        entry.id,
+    )
 
 
 def fill_order(
     entries: Iterable[Entry], now_ms: int, user_confidence: Mapping[str, str], *, user_level: bool = False
 ) -> FillOrder:
-    """``entries`` in fill order at ``now_ms``, and until when that order holds."""
+    """``entries`` (in the order of their file) in fill order at ``now_ms``, and until when
+    that order holds."""
     keyed: list[tuple[FillKey, Entry]] = []
     until: int | None = None
-    for entry in entries:
+    for place, entry in enumerate(entries):
         user_set = user_confidence.get(entry.id)
-        keyed.append((fill_key(entry, now_ms, user_set), entry))
+        keyed.append((fill_key(entry, now_ms, user_set, place), entry))
         change = confidence.changes_after(entry, now_ms, user_set)
         if change is not None and (until is None or change < until):
             until = change
@@ -123,18 +133,22 @@ def pinned_overflow(
     limit = small_share(PINNED_WARN_BUDGET, limits)
     used = needed = counter.count(memory_text([]))
     values = user_confidence or {}
-    pinned = [(e, level, values.get(e.id)) for e in entries if e.status == "active" and is_pinned(e)]
+    pinned = [
+        (e, level, values.get(e.id), place)
+        for place, e in enumerate(entries)
+        if e.status == "active" and is_pinned(e)
+    ]
     theirs = []
     if other is not None:
         theirs = [
-            (e, other.level, other.user_confidence.get(e.id))
-            for e in other.entries
+            (e, other.level, other.user_confidence.get(e.id), place)
+            for place, e in enumerate(other.entries)
             if e.status == "active" and is_pinned(e)
         ]
     pinned += theirs
-    pinned.sort(key=lambda item: fill_key(item[0], now_ms, item[2]))
+    pinned.sort(key=lambda item: fill_key(item[0], now_ms, item[2], item[3]))
     past: list[Entry] = []
-    for entry, its_level, user_set in pinned:
+    for entry, its_level, user_set, _ in pinned:
         trust = confidence.derive(entry, now_ms, user_set)
         cost = counter.count(memory_block(entry, now_ms, limits, trust, its_level)) + BLOCK_SEPARATOR_TOKENS
         needed += cost

@@ -28,6 +28,7 @@ import msgspec
 
 from makad.core import levels
 from makad.core.attention import AttentionLine
+from makad.core.bridge import BRIDGED_WEIGHT, bridged_terms, query_words
 from makad.core.cjk import query_head
 from makad.core.confidence import user_values
 from makad.core.context_check import assemble_checked
@@ -423,6 +424,11 @@ class ContextService:
                     overridden = _overrides(ws, plan.snapshot, view.snapshot)
                     if plan.pool == "ranked":
                         fill.append(_fill(view, view.by_id.values(), view.confidence, now, user_level=True))
+        places: dict[str, int] = {}
+        if plan.snapshot is not None:
+            user_places = plan.user.view.places if plan.user is not None else {}
+            own_places = plan.snapshot.places
+            places = {e.id: own_places.get(e.id, user_places.get(e.id, 0)) for e in entries}
         found = _done(dense)
         if plan.recall and found is not None:
             recall = self._ctx.semantic.join(ws, recall, found.events, ceiling)
@@ -464,6 +470,7 @@ class ContextService:
             memory_fill=fill,
             already_shown=already_shown,
             memory_confidence=confidence,
+            memory_places=places,
             memory_hashes=hashes,
             memory_session_bytes=session_bytes,
             memory_skipped=snapshot.skipped if snapshot is not None else None,
@@ -503,7 +510,8 @@ class ContextService:
         if view is None or view.snapshot is not snap:
             by_id = {key: msgspec.structs.replace(e, id=user_level_id(e.id)) for key, e in snap.by_id.items()}
             prefixed = {user_level_id(key): value for key, value in snap.user_confidence.items()}
-            view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned])
+            places = {user_level_id(key): at for key, at in snap.places.items()}
+            view = LevelView(snap, by_id, prefixed, {}, [by_id[e.id] for e in snap.pinned], places)
             uws.state.level_view = view
         return _UserLevel(uws, view, revision)
 
@@ -558,6 +566,7 @@ class ContextService:
             user_confidence=user_values(ws.memory.doc),
             index_generation=ws.ledger.index_generation,
             pinned=[e for e in active if is_pinned(e)],
+            places={e.id: at for at, e in enumerate(active)},
         )
         if indexed:  # else built again (and indexed) by the next call, once the disk allows
             ws.state.memory_snapshot = snap
@@ -701,7 +710,9 @@ def _memory_candidates(
     if len(pinned) > MEMORY_PINNED_CANDIDATES:
         now, values = now_ms(), snap.user_confidence
         pinned = heapq.nsmallest(
-            MEMORY_PINNED_CANDIDATES, pinned, key=lambda e: fill_key(e, now, values.get(e.id))
+            MEMORY_PINNED_CANDIDATES,
+            pinned,
+            key=lambda e: fill_key(e, now, values.get(e.id), snap.places.get(e.id, 0)),
         )
     chosen: dict[str, Entry] = {entry.id: entry for entry in pinned}
     if pool == "newest":
@@ -713,7 +724,35 @@ def _memory_candidates(
             if found is not None:
                 chosen.setdefault(entry_id, found)
                 bm25[entry_id] = -score  # the core expects FTS5's raw (negative) bm25
+        _bridged_candidates(ws, snap, query, chosen, bm25)
     return list(chosen.values()), bm25
+
+
+def _bridged_candidates(
+    ws: Workspace, snap: MemorySnapshot, query: str, chosen: dict[str, Entry], bm25: dict[str, float]
+) -> None:
+    """Add the entries only the bridge's words find (``makad.core.bridge``), each scored
+    ``BRIDGED_WEIGHT`` of the best direct match times its share of the best bridged one, so
+    it ranks below the direct matches of the same strength."""
+    words = bridged_terms(query_words(query))
+    room = MEMORY_BM25_CANDIDATES - len(bm25)
+    if not words or room <= 0:
+        return
+    found = [
+        (entry_id, score)
+        for entry_id, score in ws.ledger.search_memory(query, MEMORY_BM25_CANDIDATES, words=words)
+        if entry_id not in bm25 and entry_id in snap.by_id
+    ][:room]
+    if not found:
+        return
+    best_bridged = max(score for _, score in found)
+    best_direct = max((-raw for raw in bm25.values()), default=1.0)
+    if best_bridged <= 0:
+        return
+    scale = BRIDGED_WEIGHT * best_direct / best_bridged
+    for entry_id, score in found:
+        chosen.setdefault(entry_id, snap.by_id[entry_id])
+        bm25[entry_id] = -score * scale
 
 
 def _user_candidates(user: _UserLevel, query: str | None, pool: Pool) -> tuple[list[Entry], dict[str, float]]:

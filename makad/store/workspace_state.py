@@ -74,6 +74,8 @@ class LevelView:
     hashes: dict[str, str]  # ``@user/`` id → entry_hash, filled as entries become candidates
     # The pinned entries under their ``@user/`` ids, in the order of the file.
     pinned: list[Entry] = field(default_factory=list)
+    # ``@user/`` id → its place among the active entries of the user's file.
+    places: dict[str, int] = field(default_factory=dict)
     # Its entries in fill order (``makad.core.memory_select``), kept while valid.
     fill: FillOrder | None = None
 

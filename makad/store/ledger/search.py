@@ -301,9 +301,12 @@ class SearchArea(SessionsArea):
             # Small index: merging now keeps removed entries' tokens off the disk.
             conn.execute("INSERT INTO memory_fts (memory_fts) VALUES ('optimize')")
 
-    def search_memory(self, query: str, limit: int = 20) -> list[tuple[str, float]]:
-        """``(entry_id, score)`` best first; score is the negated bm25 (title weighs 2x)."""
-        match = match_expression(query)
+    def search_memory(
+        self, query: str, limit: int = 20, *, words: Sequence[str] | None = None
+    ) -> list[tuple[str, float]]:
+        """``(entry_id, score)`` best first; score is the negated bm25 (title weighs 2x).
+        ``words``: search these words (any of them), each as it is, instead of the query."""
+        match = match_expression(query) if words is None else _any_of(words)
         if match is None or limit <= 0:
             return []
         with self._reading() as conn:
@@ -313,6 +316,12 @@ class SearchArea(SessionsArea):
                 (match, min(limit, MAX_SEARCH_LIMIT)),
             ).fetchall()
         return [(str(entry_id), -float(score)) for entry_id, score in rows]
+
+
+def _any_of(words: Sequence[str]) -> str | None:
+    """An FTS5 expression matching any of ``words``, each quoted (never FTS5 syntax)."""
+    quoted = ['"' + word.replace('"', '""') + '"' for word in words if word.strip()]
+    return " OR ".join(quoted) if quoted else None
 
 
 class _Most(NamedTuple):

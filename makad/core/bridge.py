@@ -1,0 +1,281 @@
+"""A small built-in bridge between the words of a question and the words of a memory.
+
+A user asks "which package manager for the web app?" of a memory that says "Use pnpm
+with the lockfile committed": no word is shared, so the word search finds nothing. The
+bridge adds, to the words of a query, words that name the same thing or a kind of it,
+from two short general-purpose lists of the things people keep in memory (tools,
+languages, editors, package managers, people and roles, dates and deadlines, places,
+health, travel, preferences):
+
+- ``SAME``: words that mean the same (``db`` / ``database``, ``boss`` / ``manager``):
+  each brings the others;
+- ``KINDS``: a kind's words and the words of its members (``editor``: ``vim``,
+  ``emacs``…). A word of the kind brings every member (and the kind's other words); a
+  member brings only the kind's words, never its siblings (asking about ``python``
+  must not find the memory about ``java``).
+
+Words are looked up lower-cased, as written or without a plural or verb ending (SQLite's
+porter stemmer then matches the added words' other forms). The added words are searched
+apart from the query's own (``makad.service.context``), and an entry only they find
+scores at most half what the best match on the query's own words scores
+(``BRIDGED_WEIGHT``): below the good direct matches. Nothing here is learned or
+downloaded: the lists are the whole of it, and no list is tuned to one workspace. Words
+found in almost any memory ("never", "use", "work") are left out of them: each would
+bring half the file.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Final
+
+from makad.core.cjk import ENGLISH_STOP_WORDS
+
+# An entry the bridge alone finds weighs this much of what the same match on the query's
+# own words would: below every direct match of the same strength.
+BRIDGED_WEIGHT: Final = 0.5
+# At most this many words are added to one query (the longest lists are kinds of tools).
+MAX_BRIDGED_TERMS: Final = 96
+
+_WORD: Final = re.compile(r"[a-z0-9][a-z0-9+#.\-]*[a-z0-9+#]|[a-z0-9]")
+
+SAME: Final[tuple[str, ...]] = (
+    "db database databases datastore",
+    "prod production",
+    "repo repository repos",
+    "config configuration settings setup",
+    "docs documentation handbook manual wiki",
+    "auth authentication login signin sso",
+    "env environment",
+    "k8s kubernetes kube",
+    "js javascript ecmascript",
+    "ts typescript",
+    "py python cpython",
+    "pr mr diff patch",
+    "boss manager supervisor lead",
+    "colleague coworker teammate",
+    "holiday holidays vacation leave pto",
+    "deadline due cutoff closes",
+    "meeting call sync standup",
+    "birthday anniversary",
+    "present gift",
+    "doctor physician gp medic",
+    "dentist dental",
+    "medicine medication pill pills drug drugs prescription",
+    "allergy allergic",
+    "plane flight airline",
+    "hotel accommodation stay lodging",
+    "car vehicle",
+    "dog puppy pet",
+    "cat kitten pet",
+    "flat apartment home house",
+    "salary pay compensation",
+    "job employer",
+    "computer laptop machine workstation",
+    "display monitor screen",
+    "font typeface",
+    "theme colours colors scheme",
+    "terminal shell console",
+    "chat messaging",
+    "email mail",
+    "cert certificate tls ssl https",
+    "secret secrets credential credentials token tokens password passwords key keys",
+    "bug issue ticket",
+    "backlog tracker",
+    "release ship launch rollout",
+    "version release",
+    "test tests testing check checks",
+    "lint linter linting",
+    "format formatter formatting style",
+    "deploy deployment ship",
+    "container docker image",
+    "queue jobs background async asynchronous worker workers",
+    "cache caching",
+    "logs logging log",
+    "metrics dashboards charts graphs monitoring observability",
+    "alert alerts paging pager",
+    "cost costs spend bill budget",
+    "price pricing plan plans",
+    "customer customers client clients",
+    "translation translations localization localisation i18n l10n",
+    "accessibility a11y",
+    "analytics tracking telemetry",
+    "backup backups snapshot snapshots",
+    "food meal meals dinner lunch breakfast diet",
+    "vegetarian vegan",
+    "book books reading",
+    "talk presentation speaking keynote",
+    "conference event summit",
+    "goal goals okr okrs objective",
+    "retro retrospective",
+    "hiring interview interviews recruiting candidates",
+    "mentor mentoring mentee",
+    "reply replies respond response answer answers",
+    "short brief concise terse",
+    "long verbose detailed",
+    "funding grant",
+    "insurance cover coverage",
+    "bank banking",
+    "passport visa",
+    "keyboard layout keys",
+    "prefer prefers preference preferences favourite favorite likes",
+    "spouse wife husband partner",
+    "sick ill illness",
+    "phone mobile cell",
+    "staging preprod",
+    "server host instance vm",
+    "storage bucket",
+    "timezone tz",
+    "invoice invoices billing",
+    "expires expiry expiration lapse renew renewal",
+    "calendar agenda",
+    "contract agreement",
+    "weekend saturday sunday",
+)
+
+KINDS: Final[tuple[tuple[str, str], ...]] = (
+    (
+        "package packages dependency dependencies deps install installs installer lockfile manager",
+        "npm pnpm yarn bun pip pipx poetry uv conda pipenv cargo gem bundler composer maven gradle "
+        "nuget brew homebrew apt dnf yum pacman nix",
+    ),
+    (
+        "editor editors ide",
+        "vim neovim nvim emacs vscode helix sublime intellij pycharm webstorm goland xcode nano zed "
+        "jetbrains cursor",
+    ),
+    (
+        "language languages",
+        "python javascript typescript java kotlin swift go golang rust ruby php csharp scala "
+        "elixir haskell clojure dart lua perl sql bash",
+    ),
+    ("interpreter runtime jdk jvm", "python cpython pypy node nodejs deno bun java jvm ruby"),
+    ("browser browsers web internet", "firefox chrome chromium safari brave"),
+    (
+        "shell terminal prompt",
+        "bash zsh fish nushell powershell iterm kitty alacritty wezterm tmux starship",
+    ),
+    ("os system desktop", "linux macos windows fedora ubuntu debian arch nixos silverblue"),
+    (
+        "database db sql relational",
+        "postgres postgresql mysql mariadb sqlite oracle mssql mongodb dynamodb cassandra",
+    ),
+    ("cache", "redis memcached varnish"),
+    ("queue broker messaging async", "rabbitmq kafka sqs celery sidekiq nats pubsub"),
+    ("cloud hosting provider", "aws gcp azure hetzner digitalocean fly heroku vercel netlify cloudflare"),
+    (
+        "kubernetes orchestration cluster",
+        "eks gke aks helm argo argocd kubectl k3s",
+    ),
+    ("infrastructure iac provisioning", "terraform pulumi ansible cloudformation opentofu"),
+    ("pipeline pipelines ci cd", "jenkins circleci gitlab actions travis buildkite drone"),
+    (
+        "monitoring metrics dashboards observability",
+        "prometheus grafana datadog newrelic sentry tempo jaeger loki honeycomb",
+    ),
+    ("tracker backlog tickets issues tasks", "jira linear trello asana github youtrack clickup"),
+    ("chat messaging", "slack teams discord mattermost zulip"),
+    ("design mockups mockup prototype", "figma sketch zeplin"),
+    ("notes notebook", "obsidian notion evernote logseq onenote"),
+    ("password passwords secrets vault", "1password bitwarden lastpass keepass vault"),
+    ("vpn tunnel", "wireguard openvpn tailscale"),
+    (
+        "formatter format formatting",
+        "prettier black ruff gofmt rustfmt clang-format biome",
+    ),
+    ("linter lint linting", "eslint ruff flake8 pylint golangci-lint clippy rubocop stylelint mypy"),
+    ("test tests testing runner", "pytest jest vitest mocha junit rspec playwright cypress"),
+    ("orm mapper", "sqlalchemy prisma hibernate django activerecord typeorm sequelize"),
+    ("migration migrations schema", "alembic flyway liquibase"),
+    ("framework", "django flask fastapi rails spring react vue angular svelte nextjs"),
+    ("frontend web client ui", "react vue angular svelte nextjs css html"),
+    ("backend server endpoint api service", "django flask fastapi rails spring express"),
+    ("mobile app phone", "ios android swiftui uikit kotlin flutter"),
+    ("analytics tracking", "posthog mixpanel amplitude plausible"),
+    ("flag flags toggle toggles", "launchdarkly unleash flagsmith"),
+    ("support helpdesk", "zendesk intercom freshdesk"),
+    ("localization translation", "crowdin lokalise transifex weblate"),
+    ("backup backups", "restic borg backblaze timemachine"),
+    ("git host hosting", "github gitlab codeberg bitbucket gitea"),
+    ("license licence licensing", "mit apache gpl bsd mpl"),
+    ("hardware computer machine", "macbook thinkpad imac dell lenovo"),
+    (
+        "person people team colleague",
+        "cto ceo cfo vp head lead manager engineer designer owner reviewer maintainer",
+    ),
+    ("leadership executive chief officer", "cto ceo cfo coo vp head"),
+    ("family relative relatives", "sister brother mother father mom dad wife husband partner son daughter"),
+    ("child children kid kids", "son daughter"),
+    (
+        "date day deadline schedule",
+        "monday tuesday wednesday thursday friday saturday sunday january february march april "
+        "may june july august september october november december today tomorrow weekly monthly",
+    ),
+    ("month", "january february march april may june july august september october november december"),
+    ("weekday week", "monday tuesday wednesday thursday friday saturday sunday"),
+    ("time hour clock morning afternoon evening", "am pm noon midnight"),
+    ("country", "canada germany portugal spain france italy japan usa uk"),
+    ("city town", "lisbon berlin london paris toronto madrid vilnius tokyo"),
+    ("trip travel", "flight hotel airport train"),
+    ("health medical", "doctor dentist allergy medication insurance clinic"),
+    ("exercise workout sport", "gym climbing running cycling swimming yoga"),
+    ("drink beverage", "coffee tea juice"),
+    ("money finance", "bank salary rent tax invoice budget"),
+    ("currency", "eur euro euros usd dollar dollars gbp pound pounds"),
+    ("timezone zone", "utc gmt cet cest pst pdt est edt wet"),
+    ("payment payments checkout", "stripe paypal adyen braintree"),
+    ("email mail inbox", "gmail outlook fastmail protonmail"),
+    ("storage", "s3 gcs minio"),
+)
+
+
+def _forms(word: str) -> tuple[str, ...]:
+    """The word and the forms the lists may hold it under: without a plural or verb ending
+    ("dependencies" → "dependency", "installing" → "install", "deployed" → "deploy")."""
+    if len(word) > 4 and word.endswith("ies"):
+        return (word, word[:-3] + "y")
+    if len(word) > 4 and word.endswith("es"):
+        return (word, word[:-2], word[:-1])
+    if len(word) > 3 and word.endswith("s"):
+        return (word, word[:-1])
+    if len(word) > 5 and word.endswith("ing"):
+        return (word, word[:-3], word[:-3] + "e")
+    if len(word) > 4 and word.endswith("ed"):
+        return (word, word[:-2], word[:-1])
+    return (word,)
+
+
+def _index() -> dict[str, frozenset[str]]:
+    adds: dict[str, set[str]] = {}
+    for line in SAME:
+        words = line.split()
+        for word in words:
+            adds.setdefault(word, set()).update(words)
+    for kind_line, members_line in KINDS:
+        kind, members = kind_line.split(), members_line.split()
+        for word in kind:
+            adds.setdefault(word, set()).update(kind + members)
+        for word in members:
+            adds.setdefault(word, set()).update(kind)
+    return {word: frozenset(found - {word}) for word, found in adds.items()}
+
+
+_ADDS: Final = _index()
+
+
+def bridged_terms(words: Iterable[str]) -> list[str]:
+    """The words the bridge adds to ``words`` (a query's lower-cased words), none of them
+    among ``words``, in a stable order, at most ``MAX_BRIDGED_TERMS``."""
+    own = {form for word in words for form in _forms(word)}
+    found: dict[str, None] = {}
+    for word in sorted(own - ENGLISH_STOP_WORDS):
+        for added in sorted(_ADDS.get(word, ())):
+            if added not in own and added not in ENGLISH_STOP_WORDS:
+                found.setdefault(added, None)
+    return list(found)[:MAX_BRIDGED_TERMS]
+
+
+def query_words(query: str) -> list[str]:
+    """The lower-cased words of a query as the bridge reads them."""
+    return _WORD.findall(query.lower())

@@ -1,0 +1,37 @@
+"""The built-in bridge between a question's words and an entry's (makad.core.bridge)."""
+
+from __future__ import annotations
+
+from makad.core.bridge import MAX_BRIDGED_TERMS, bridged_terms, query_words
+
+
+def test_a_kind_brings_its_members_and_a_member_its_kind_only() -> None:
+    """'editor' brings emacs and vim; 'python' brings 'language' but not java."""
+    assert {"emacs", "vim"} <= set(bridged_terms(["editor"]))
+    from_python = set(bridged_terms(["python"]))
+    assert "language" in from_python
+    assert "java" not in from_python
+
+
+def test_words_meaning_the_same_bring_each_other_in_plural_too() -> None:
+    """'databases' brings 'db', and 'boss' brings 'manager'."""
+    assert "db" in bridged_terms(["databases"])
+    assert "manager" in bridged_terms(["boss"])
+
+
+def test_stop_words_and_the_query_own_words_are_never_added() -> None:
+    """'may' (a month, and a stop word) adds nothing; a word the query has is not added again."""
+    assert bridged_terms(["may"]) == []
+    assert "vacation" not in bridged_terms(["holiday", "vacation"])
+
+
+def test_a_long_query_adds_a_bounded_number_of_words() -> None:
+    """However many kinds a query names, at most MAX_BRIDGED_TERMS words are added."""
+    words = query_words("package editor language browser database month weekday city country shell")
+    assert 0 < len(bridged_terms(words)) <= MAX_BRIDGED_TERMS
+
+
+def test_a_word_is_found_under_its_plain_form() -> None:
+    """'installing' and 'deployed' are looked up as 'install' and 'deploy'."""
+    assert "pnpm" in bridged_terms(["installing"])
+    assert "ship" in bridged_terms(["deployed"])
