@@ -4,6 +4,7 @@ Pure: the callers read the files (and look for misplaced ones) and pass the text
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Final
@@ -17,7 +18,7 @@ from makad.core.memory_select import PINNED_WARN_BUDGET, OtherLevelPins, pinned_
 from makad.core.outside_text import stray_lines
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Entry, Warning
-from makad.core.undecodable import undecodable_lines
+from makad.core.undecodable import display, undecodable_lines
 
 # One warning per line up to this many; the rest are summed up in one more.
 MAX_LINE_WARNINGS: Final = 10
@@ -68,6 +69,16 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
 
 
 ENTRY_FIX: Final = "start each memory with a `## Title` line (see docs/FORMAT.md)"
+# ``##Title`` (no space) and ``### Title`` look like entry headings but are not.
+_SLIPPED_HEADING: Final = re.compile(r" {0,3}(?:##(?=[^\s#])|#{3,6}[ \t]+)(.*?)[ \t]*$")
+
+
+def _entry_fix(text: str) -> str:
+    """The fix for a stray line: the heading it was likely meant as, else the general rule."""
+    slipped = _SLIPPED_HEADING.fullmatch(text.rstrip("\r\n"))
+    if slipped is None or not slipped[1]:
+        return ENTRY_FIX
+    return f"did you mean ## {slipped[1]}? (an entry starts with two # and a space: see docs/FORMAT.md)"
 
 
 def outside_entries(preamble: str, file_name: str) -> list[Warning]:
@@ -78,12 +89,13 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     reads as "no entries", which is what this warning explains.
     """
     stray = stray_lines(preamble)
+    lines = split_lines(preamble) if stray else []
     out = [
         Warning(
             kind="text_outside_entries",
             line=number,
             message=f"{file_name} line {number} is outside any entry, so it is not read as a memory: "
-            + ENTRY_FIX,
+            + _entry_fix(display(lines[number - 1])),
         )
         for number in stray[:MAX_LINE_WARNINGS]
     ]

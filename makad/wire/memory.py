@@ -80,7 +80,8 @@ class LocalMemoryState(Result, kw_only=True):
     without it: ``unknown_value`` (a known key with a value this version does not
     understand: ``status=actve``, ``createdAt=2024-01-01``, ``confidence=1.5``),
     ``unknown_key`` (a key close to a known one: ``stauts=``, ``tag=``), ``bad_metadata``
-    (no closing ``-->``, text after it, a token without ``=``), ``duplicate_key`` (a key
+    (no closing ``-->``, text after it, a token without ``=``, or ``maka-memory:`` misspelt
+    or left out, so the comment is the entry's first line of content), ``duplicate_key`` (a key
     twice in one comment), ``duplicate_id`` (an id an earlier entry has), ``unlikely_date``
     (a ``createdAt``/``updatedAt`` read, but in seconds or microseconds:
     ``createdAt=1733500000`` reads as 1970-01-21); each message names the entry, the

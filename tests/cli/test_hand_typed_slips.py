@@ -1,0 +1,80 @@
+"""Slips made typing MEMORY.md by hand are named with the fix, and the file stays as typed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.helpers import run_maka
+from tests.support import DaemonProcess
+
+
+def write_memory(d: DaemonProcess, text: str) -> bytes:
+    (d.workspace / "memory").mkdir(exist_ok=True)
+    path = d.workspace / "memory" / "MEMORY.md"
+    path.write_text(text, encoding="utf-8")
+    return path.read_bytes()
+
+
+COMMENT = "id=5922a6112320ab35 origin=manual createdAt=1764547200000 status=active"
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "<!-- maka-memroy:",
+        "<!-- Maka-Memory:",
+        "<!-- maka memory:",
+        "<!-- maka_memory:",
+        "<!-- maka-memory :",
+        "<!--maka-memory",
+        "<!--",
+    ],
+)
+def test_a_misspelt_metadata_comment_is_named_with_the_spelling_makad_reads(
+    shared_daemon: DaemonProcess, opening: str
+) -> None:
+    """A metadata comment whose maka-memory: is misspelt or missing is named on its line: the entry
+    got an id from its text and the comment reads as its content; the file is untouched."""
+    before = write_memory(
+        shared_daemon, f"# Maka Memory\n\n## Use pnpm\n{opening} {COMMENT} -->\nThe frontend uses pnpm.\n"
+    )
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "line 4" in result.stderr and '"Use pnpm"' in result.stderr
+    assert "<!-- maka-memory:" in result.stderr  # the spelling makad reads
+    assert "id=5922a6112320ab35" in result.stderr  # the id the entry does not answer to
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["<!-- TODO: check this with ops -->", "<!-- prettier-ignore -->", "<!-- note: id=7 is the ticket -->"],
+)
+def test_an_ordinary_comment_under_a_heading_warns_about_nothing(
+    shared_daemon: DaemonProcess, comment: str
+) -> None:
+    """A comment of the user's own under a heading is content, not a misspelt metadata comment."""
+    write_memory(shared_daemon, f"# Maka Memory\n\n## Use pnpm\n{comment}\nThe frontend uses pnpm.\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("##Deploys on Tuesdays", "## Deploys on Tuesdays"),
+        ("### Deploys on Tuesdays", "## Deploys on Tuesdays"),
+    ],
+)
+def test_a_heading_typed_without_its_space_or_with_three_hashes_is_named(
+    shared_daemon: DaemonProcess, typed: str, meant: str
+) -> None:
+    """A first entry typed as ``##Title`` or ``### Title`` is not an entry: the warning on its
+    line says so and gives the heading makad reads, not only the general advice."""
+    write_memory(shared_daemon, f"# Maka Memory\n\n{typed}\nNever on Fridays.\n\n## Tabs\nUse tabs.\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line3,) = [line for line in result.stderr.splitlines() if "line 3" in line]
+    assert f"did you mean {meant}?" in line3
+    assert "line 4" in result.stderr  # its text is outside any entry too
