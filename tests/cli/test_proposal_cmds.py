@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,34 @@ def test_import_into_another_workspace_names_it_in_what_to_run_next(
     source.write_text("- The user deploys on Tuesdays\n")
     result = run_maka(shared_daemon, "import", str(source), "-w", str(other), workspace=False)
     assert result.returncode == 0, result.stderr
-    assert f"run `maka -w {other} review` or `maka -w {other} approve`" in result.stdout
+    assert f"run `maka -w {other} review` or `maka -w {other} approve --all`" in result.stdout
     listed = run_maka(shared_daemon, "pending", "-w", str(other), workspace=False)
     assert f"`maka -w {other} review` goes through them" in listed.stdout
     here = run_maka(shared_daemon, "pending", workspace=False, cwd=other)
     assert "`maka review` goes through them" in here.stdout  # found from the folder: no -w
+
+
+def test_the_approve_command_an_import_suggests_approves_when_run_as_printed(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """The `maka approve …` an import suggests next is a whole command: pasted as printed,
+    it approves what was imported (a bare `maka approve` would be a usage error)."""
+    source = short_tmp / "notes.md"
+    source.write_text("- The user deploys on Tuesdays\n- Go code uses tabs\n")
+    result = run_maka(shared_daemon, "import", str(source))
+    assert result.returncode == 0, result.stderr
+    suggested = result.stdout.rsplit("`", 2)[1]
+    assert suggested.startswith("maka ") and " approve" in suggested
+    approved = run_maka(shared_daemon, *shlex.split(suggested)[1:], workspace=False)
+    assert approved.returncode == 0, approved.stderr
+    assert (
+        len(
+            call(shared_daemon, "read_state", workspace=str(shared_daemon.workspace), includeEntries=True)[
+                "entries"
+            ]
+        )
+        == 2
+    )
 
 
 def test_import_with_a_misspelt_format_names_the_closest(

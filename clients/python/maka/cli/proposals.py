@@ -246,7 +246,7 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     if imported:
         print(
             f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
-            f"`{maka_command(args, 'approve')}`."
+            f"`{maka_command(args, 'approve --all')}`."
         )
     return EXIT_OK
 
