@@ -12,7 +12,7 @@ from typing import Final
 from makad.core import memory_format as fmt
 from makad.core.context_types import ContextLimits
 from makad.core.entries import is_open
-from makad.core.entry_text import split_lines
+from makad.core.entry_text import is_blank, split_lines
 from makad.core.levels import USER_ID_PREFIX, Level
 from makad.core.memory_select import PINNED_WARN_BUDGET, OtherLevelPins, pinned_overflow
 from makad.core.outside_text import stray_lines
@@ -107,6 +107,59 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
             )
         )
     return out
+
+
+# A ``##`` line with no space after it: a heading typed wrong, unless in a code block.
+_UNSPACED_HEADING: Final = re.compile(r"^ {0,3}##[^\s#]", re.MULTILINE)
+_FENCE: Final = re.compile(r" {0,3}(?:```|~~~)")
+
+
+def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
+    """``not_a_heading`` for each ``##Title`` line (no space after ``##``) after a blank line
+    inside an entry, outside code blocks: it is no heading, so its text reads as part of the entry above.
+    Cheap on a clean file: one regular-expression search per section."""
+    out: list[Warning] = []
+    line = 1 + len(split_lines(doc.preamble))
+    for section in doc.sections:
+        if not _UNSPACED_HEADING.search(section.raw):
+            line += _count_lines(section.raw)
+            continue
+        lines = split_lines(section.raw)
+        for index in _unspaced_lines(lines):
+            typed = display(lines[index]).strip()
+            out.append(
+                Warning(
+                    kind="not_a_heading",
+                    line=line + index,
+                    entry_id=section.entry.id,
+                    message=f'{file_name} line {line + index} "{typed}" is no heading: ## needs a '
+                    "space after it, so the line and the text below it read as part of the entry "
+                    f'"{section.entry.title}" above; did you mean ## {typed[2:].strip()}?',
+                )
+            )
+        line += len(lines)
+    return out[:MAX_LINE_WARNINGS]
+
+
+def _unspaced_lines(lines: list[str]) -> list[int]:
+    """Indexes of the ``##Title`` lines of a section's ``lines`` (its heading first) that
+    start a paragraph, not counting those inside a fenced code block. A paragraph's first
+    line is where an entry typed by hand starts; an ``##`` glued to the text above it is
+    more likely the text's own (a hashtag in content the daemon wrote)."""
+    found: list[int] = []
+    fenced = False
+    for index, text in enumerate(lines[1:], 1):
+        if _FENCE.match(text):
+            fenced = not fenced
+        elif not fenced and _UNSPACED_HEADING.match(text) and is_blank(lines[index - 1]):
+            found.append(index)
+    return found
+
+
+def _count_lines(text: str) -> int:
+    if "\r" in text:
+        return len(split_lines(text))
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 _PROPOSAL_FIX: Final = (

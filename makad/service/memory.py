@@ -322,6 +322,7 @@ class MemoryService:
             *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
             *metadata(ws.memory.doc),
             *misspelt_comments(ws.memory.doc),
+            *fw.unspaced_headings(ws.memory.doc),
         ]
         shown = display(text)
         ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)

@@ -78,3 +78,34 @@ def test_a_heading_typed_without_its_space_or_with_three_hashes_is_named(
     (line3,) = [line for line in result.stderr.splitlines() if "line 3" in line]
     assert f"did you mean {meant}?" in line3
     assert "line 4" in result.stderr  # its text is outside any entry too
+
+
+def test_a_heading_without_its_space_below_an_entry_is_named(shared_daemon: DaemonProcess) -> None:
+    """``##Second`` typed below an entry reads as part of that entry: the warning on its line
+    names the entry it joined and the heading meant; the file is untouched."""
+    before = write_memory(shared_daemon, "# Maka Memory\n\n## First\ntext one\n\n##Second note\ntext two\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line6,) = [line for line in result.stderr.splitlines() if "line 6" in line]
+    assert '"First"' in line6 and "did you mean ## Second note?" in line6
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
+def test_hashes_in_a_code_block_of_an_entry_warn_about_nothing(shared_daemon: DaemonProcess) -> None:
+    """``##x`` inside a fenced code block of an entry is code, not a heading typed wrong."""
+    write_memory(shared_daemon, "# Maka Memory\n\n## Build\n```sh\n##run this\n```\nthen deploy\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_a_hashtag_starting_content_the_daemon_wrote_warns_about_nothing(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """An entry added with content that starts ``##tag`` is the user's text as given: the
+    file the daemon wrote warns about nothing."""
+    added = run_maka(shared_daemon, "memory", "add", "Tags", "##release-notes go in the wiki\nweekly")
+    assert added.returncode == 0, added.stderr
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
