@@ -109,3 +109,19 @@ def test_a_hashtag_starting_content_the_daemon_wrote_warns_about_nothing(
     result = run_maka(shared_daemon, "memory", "list")
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr
+
+
+def test_tags_typed_with_spaces_after_the_commas_are_named_with_the_list_meant(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """``tags=ops, deploy, ci`` (spaces after the commas) names each word left out with the
+    whole list as makad reads it: ``tags=ops,deploy,ci``."""
+    write_memory(
+        shared_daemon,
+        "# Maka Memory\n\n## Deploys\n<!-- maka-memory: id=aaaa000000000001 tags=ops, deploy, ci -->\nTuesdays.\n",
+    )
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "line 4" in line]
+    assert len(warned) == 2
+    assert all("did you mean tags=ops,deploy,ci?" in line for line in warned), warned
