@@ -134,6 +134,7 @@ def _section_warnings(
         token = display(raw_token)
         key, sep, value = token.partition("=")
         if not sep:
+            guess: str | None
             if index in listed:
                 guess = display(listed[index])
             elif token.casefold() == "pinned":
