@@ -84,11 +84,22 @@ def _near_marker(label: str) -> bool:
     return difflib.SequenceMatcher(None, label, "makamemory").ratio() >= _NEAR
 
 
+def _joined_lists(tokens: list[str]) -> list[str]:
+    """``tags=go, style`` (a space after a comma) as the one token makad reads: ``tags=go,style``."""
+    out: list[str] = []
+    for token in tokens:
+        if out and out[-1].endswith(",") and "=" not in token:
+            out[-1] += token
+        else:
+            out.append(token)
+    return out
+
+
 def _warning(section: fmt.Section, line: int, file_name: str, tokens: list[str]) -> Warning:
     entry = section.entry
     typed_id = next((token for token in tokens if token.startswith("id=")), None)
     instead = f" instead of {typed_id}" if typed_id else ""
-    meant = " ".join([f"<!-- {MARKER}", *tokens, "-->"])
+    meant = " ".join([f"<!-- {MARKER}", *_joined_lists(tokens), "-->"])
     return Warning(
         kind="bad_metadata",
         line=line,

@@ -15,7 +15,7 @@ def write_memory(d: DaemonProcess, text: str) -> bytes:
     return path.read_bytes()
 
 
-COMMENT = "id=5922a6112320ab35 origin=manual createdAt=1764547200000 status=active"
+COMMENT = "id=5922a6112320ab35 origin=manual createdAt=1764547200000 status=active tags=ops,deploy"
 
 
 @pytest.mark.parametrize(
@@ -35,14 +35,16 @@ def test_a_misspelt_metadata_comment_is_named_with_the_spelling_makad_reads(
 ) -> None:
     """A metadata comment whose maka-memory: is misspelt or missing is named on its line: the entry
     got an id from its text and the comment reads as its content; the file is untouched."""
+    typed = COMMENT.replace(",", ", ")  # the list typed with a space: the suggestion joins it
     before = write_memory(
-        shared_daemon, f"# Maka Memory\n\n## Use pnpm\n{opening} {COMMENT} -->\nThe frontend uses pnpm.\n"
+        shared_daemon, f"# Maka Memory\n\n## Use pnpm\n{opening} {typed} -->\nThe frontend uses pnpm.\n"
     )
     result = run_maka(shared_daemon, "memory", "list")
     assert result.returncode == 0, result.stderr
     assert "line 4" in result.stderr and '"Use pnpm"' in result.stderr
     assert "<!-- maka-memory:" in result.stderr  # the spelling makad reads
     assert "id=5922a6112320ab35" in result.stderr  # the id the entry does not answer to
+    assert f"did you mean <!-- maka-memory: {COMMENT} -->?" in result.stderr
     assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
 
 
