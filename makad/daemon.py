@@ -33,7 +33,7 @@ from makad.private_files import NotPrivate, open_private, secure_folder, tighten
 from makad.rpc.dispatch import Dispatcher, new_ref
 from makad.rpc.server import Limits, Server
 from makad.service.system import EARLY_METHODS, DaemonInfo, SystemService, inject_faults
-from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, load
+from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, default_socket_path, load
 from makad.wire.system import METHODS as SYSTEM_METHODS
 from makad.wire.system import StopReason
 
@@ -121,8 +121,20 @@ def take_instance_lock(settings: DaemonSettings) -> int:
     return _hold_lock(
         settings.lock_path,
         "instance lock",
-        lambda holder: f"another makad (pid {holder}) is already serving {settings.socket_path}",
+        lambda holder: (
+            f"another makad (pid {holder}) is already serving {settings.socket_path}: "
+            f"use that one, or stop it first with `{_stop_command(settings.socket_path)}`"
+        ),
     )
+
+
+def _stop_command(socket_path: Path) -> str:
+    """The ``maka stop`` that reaches the daemon on ``socket_path``."""
+    if socket_path == default_socket_path():
+        return "maka stop"
+    import shlex  # only when a second daemon is refused: start-up does not pay for it
+
+    return f"maka --socket {shlex.quote(str(socket_path))} stop"
 
 
 def take_data_lock(settings: DaemonSettings) -> int:

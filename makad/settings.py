@@ -188,6 +188,20 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _parse(parser: argparse.ArgumentParser, argv: list[str] | None) -> argparse.Namespace:
+    """``parser.parse_args``, naming the closest flag for a mistyped one (``--sokcet``)."""
+    args, extras = parser.parse_known_args(argv)
+    if extras:
+        import difflib  # only for a mistyped flag: start-up does not pay for it
+
+        known = [option for action in parser._actions for option in action.option_strings]
+        typed = next((extra.partition("=")[0] for extra in extras if extra.startswith("-")), "")
+        close = difflib.get_close_matches(typed, known, n=1, cutoff=0.7) if typed else []
+        hint = f"; did you mean '{close[0]}'?" if close else ""
+        parser.error(f"unrecognized arguments: {' '.join(extras)}{hint}")
+    return args
+
+
 def _number_env(env: dict[str, str], name: str, default: N, kind: type[N]) -> N:
     """A positive number from the environment (``kind`` int or float), else ``default``."""
     raw = env.get(name)
@@ -226,7 +240,7 @@ def load(
 ) -> DaemonSettings:
     """Resolve settings from flags, then environment, then platform defaults."""
     env = dict(os.environ) if env is None else env
-    args = build_parser().parse_args(argv)
+    args = _parse(build_parser(), argv)
     socket_raw = args.socket or env.get("MAKAD_SOCKET") or str(default_socket_path())
     data_raw = args.data_dir or env.get("MAKAD_DATA_DIR") or str(default_data_dir())
     user_raw = args.user_memory or env.get("MAKAD_USER_MEMORY") or None

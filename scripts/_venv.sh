@@ -14,6 +14,12 @@ fi
 STAMP="$VENV/.makad-installed"
 WANT="$(cat "$ROOT/pyproject.toml" | sha256sum | cut -d' ' -f1)-${MAKAD_EXTRAS:-dev}"
 if [ ! -f "$STAMP" ] || [ "$(cat "$STAMP")" != "$WANT" ]; then
+  # pip is quiet: without this line the first run looks stuck for a minute or two.
+  if [ -f "$STAMP" ]; then
+    echo "makad: updating $VENV to match pyproject.toml …" >&2
+  else
+    echo "makad: first use: installing makad and its dependencies into $VENV (a minute or two; needs PyPI) …" >&2
+  fi
   "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2 || true
   if ! "$VENV/bin/python" -m pip install --quiet -e "$ROOT[${MAKAD_EXTRAS:-dev}]" >&2; then
     echo "makad: installing into $VENV failed (see above)" >&2

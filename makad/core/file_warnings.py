@@ -4,6 +4,7 @@ Pure: the callers read the files (and look for misplaced ones) and pass the text
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 from pathlib import PurePath
 from typing import Final
@@ -11,13 +12,13 @@ from typing import Final
 from makad.core import memory_format as fmt
 from makad.core.context_types import ContextLimits
 from makad.core.entries import is_open
-from makad.core.entry_text import split_lines
+from makad.core.entry_text import is_blank, split_lines
 from makad.core.levels import USER_ID_PREFIX, Level
 from makad.core.memory_select import PINNED_WARN_BUDGET, OtherLevelPins, pinned_overflow
 from makad.core.outside_text import stray_lines
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Entry, Warning
-from makad.core.undecodable import undecodable_lines
+from makad.core.undecodable import display, undecodable_lines
 
 # One warning per line up to this many; the rest are summed up in one more.
 MAX_LINE_WARNINGS: Final = 10
@@ -68,6 +69,16 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
 
 
 ENTRY_FIX: Final = "start each memory with a `## Title` line (see docs/FORMAT.md)"
+# ``##Title`` (no space) and ``### Title`` look like entry headings but are not.
+_SLIPPED_HEADING: Final = re.compile(r" {0,3}(?:##(?=[^\s#])|#{3,6}[ \t]+)(.*?)[ \t]*$")
+
+
+def _entry_fix(text: str) -> str:
+    """The fix for a stray line: the heading it was likely meant as, else the general rule."""
+    slipped = _SLIPPED_HEADING.fullmatch(text.rstrip("\r\n"))
+    if slipped is None or not slipped[1]:
+        return ENTRY_FIX
+    return f"did you mean ## {slipped[1]}? (an entry starts with two # and a space: see docs/FORMAT.md)"
 
 
 def outside_entries(preamble: str, file_name: str) -> list[Warning]:
@@ -78,12 +89,13 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     reads as "no entries", which is what this warning explains.
     """
     stray = stray_lines(preamble)
+    lines = split_lines(preamble) if stray else []
     out = [
         Warning(
             kind="text_outside_entries",
             line=number,
             message=f"{file_name} line {number} is outside any entry, so it is not read as a memory: "
-            + ENTRY_FIX,
+            + _entry_fix(display(lines[number - 1])),
         )
         for number in stray[:MAX_LINE_WARNINGS]
     ]
@@ -95,6 +107,59 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
             )
         )
     return out
+
+
+# A ``##`` line with no space after it: a heading typed wrong, unless in a code block.
+_UNSPACED_HEADING: Final = re.compile(r"^ {0,3}##[^\s#]", re.MULTILINE)
+_FENCE: Final = re.compile(r" {0,3}(?:```|~~~)")
+
+
+def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
+    """``not_a_heading`` for each ``##Title`` line (no space after ``##``) after a blank line
+    inside an entry, outside code blocks: it is no heading, so its text reads as part of the entry above.
+    Cheap on a clean file: one regular-expression search per section."""
+    out: list[Warning] = []
+    line = 1 + len(split_lines(doc.preamble))
+    for section in doc.sections:
+        if not _UNSPACED_HEADING.search(section.raw):
+            line += _count_lines(section.raw)
+            continue
+        lines = split_lines(section.raw)
+        for index in _unspaced_lines(lines):
+            typed = display(lines[index]).strip()
+            out.append(
+                Warning(
+                    kind="not_a_heading",
+                    line=line + index,
+                    entry_id=section.entry.id,
+                    message=f'{file_name} line {line + index} "{typed}" is no heading: ## needs a '
+                    "space after it, so the line and the text below it read as part of the entry "
+                    f'"{section.entry.title}" above; did you mean ## {typed[2:].strip()}?',
+                )
+            )
+        line += len(lines)
+    return out[:MAX_LINE_WARNINGS]
+
+
+def _unspaced_lines(lines: list[str]) -> list[int]:
+    """Indexes of the ``##Title`` lines of a section's ``lines`` (its heading first) that
+    start a paragraph, not counting those inside a fenced code block. A paragraph's first
+    line is where an entry typed by hand starts; an ``##`` glued to the text above it is
+    more likely the text's own (a hashtag in content the daemon wrote)."""
+    found: list[int] = []
+    fenced = False
+    for index, text in enumerate(lines[1:], 1):
+        if _FENCE.match(text):
+            fenced = not fenced
+        elif not fenced and _UNSPACED_HEADING.match(text) and is_blank(lines[index - 1]):
+            found.append(index)
+    return found
+
+
+def _count_lines(text: str) -> int:
+    if "\r" in text:
+        return len(split_lines(text))
+    return text.count("\n") + (1 if text and not text.endswith("\n") else 0)
 
 
 _PROPOSAL_FIX: Final = (

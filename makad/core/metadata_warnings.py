@@ -122,7 +122,9 @@ def _section_warnings(
     # Read as ``entry_comment.read_comment`` reads them; a token it did not hold was read.
     held = set(section.unknown_fields)
     counted: dict[str, str] = {}
-    for raw_token in (rest if closing < 0 else rest[:closing]).split():
+    raw_tokens = (rest if closing < 0 else rest[:closing]).split()
+    listed = _spaced_lists(raw_tokens)
+    for index, raw_token in enumerate(raw_tokens):
         key, sep, value = raw_token.partition("=")
         if raw_token not in held:
             if key in DATE_KEYS and key not in counted:
@@ -132,7 +134,13 @@ def _section_warnings(
         token = display(raw_token)
         key, sep, value = token.partition("=")
         if not sep:
-            guess = "tags=pinned" if token.casefold() == "pinned" else _guess_key(token)
+            guess: str | None
+            if index in listed:
+                guess = display(listed[index])
+            elif token.casefold() == "pinned":
+                guess = "tags=pinned"
+            else:
+                guess = _guess_key(token)
             yield (
                 "bad_metadata",
                 at,
@@ -177,6 +185,22 @@ def _section_warnings(
             "id= token of one of them to give it an id of its own",
             entry.id,
         )
+
+
+def _spaced_lists(tokens: list[str]) -> dict[int, str]:
+    """For each token that continues a list typed with a space after its comma
+    (``tags=ops, deploy``), the list as one token: ``tags=ops,deploy``."""
+    out: dict[int, str] = {}
+    start = 0
+    while start < len(tokens):
+        end = start + 1
+        if "=" in tokens[start]:
+            while end < len(tokens) and tokens[end - 1].endswith(",") and "=" not in tokens[end]:
+                end += 1
+        if end - start > 1:
+            out.update(dict.fromkeys(range(start + 1, end), "".join(tokens[start:end]).rstrip(",")))
+        start = end
+    return out
 
 
 def _unlikely_date(name: str, at: int, key: str, value: str, entry_id: str) -> Iterator[Found]:

@@ -22,6 +22,7 @@ from makad.core.entries import clean_entry, is_open, normalize_tags
 from makad.core.levels import Level, level_scope, overridden, user_level_id
 from makad.core.memory_select import OtherLevelPins, is_pinned, with_pin
 from makad.core.metadata_warnings import metadata
+from makad.core.misspelt_comment import misspelt_comments
 from makad.core.peer import Peer
 from makad.core.switches import DAY_MS, agent_reads, default_decay_ms
 from makad.core.types import MAX_INT64, Entry, NewMemoryEvent
@@ -320,6 +321,8 @@ class MemoryService:
             *fw.not_proposals(ws.pending.doc, per_line=False),
             *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
             *metadata(ws.memory.doc),
+            *misspelt_comments(ws.memory.doc),
+            *fw.unspaced_headings(ws.memory.doc),
         ]
         shown = display(text)
         ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)

@@ -370,3 +370,21 @@ def test_context_takes_the_query_as_words_too(shared_daemon: DaemonProcess) -> N
     assert candidate["parts"]["bm25"] > 0
     both = run_maka(shared_daemon, "context", "-q", "deploys", "tuesdays")
     assert both.returncode == 2 and "-q" in both.stderr
+
+
+@pytest.mark.parametrize(("typed", "budget"), [("2k", 2000), ("1.5K", 1500), ("2,000", 2000), ("2000", 2000)])
+def test_a_budget_in_thousands_is_read_as_tokens(
+    shared_daemon: DaemonProcess, typed: str, budget: int
+) -> None:
+    """`maka context -b 2k` (or 1.5K, 2,000) asks for that many tokens instead of failing
+    with "invalid int value"."""
+    result = run_maka(shared_daemon, "--json", "context", "-q", "deploy", "-b", typed)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["budgetTokens"] == budget
+
+
+def test_a_budget_that_is_no_number_names_what_is_taken(shared_daemon: DaemonProcess) -> None:
+    """`maka context -b lots` is a usage error giving examples of a budget."""
+    result = run_maka(shared_daemon, "context", "-q", "deploy", "-b", "lots")
+    assert result.returncode == 2
+    assert "such as 2000 or 2k" in result.stderr

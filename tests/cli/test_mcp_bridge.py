@@ -773,3 +773,33 @@ async def test_a_found_folder_that_is_the_user_level_says_how_to_go_on(short_tmp
         assert not is_error, text
     finally:
         proc.stop()
+
+
+def test_a_workspace_folder_that_does_not_exist_is_named_at_start(shared_daemon: DaemonProcess) -> None:
+    """`maka mcp -w` naming a folder that does not exist says so on stderr (the host's MCP
+    log) when it starts, with what fails until it exists; an existing folder warns nothing."""
+
+    def start(workspace: Path) -> str:
+        ran = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "maka.cli",
+                "--socket",
+                str(shared_daemon.socket),
+                "mcp",
+                "-w",
+                str(workspace),
+            ],
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        return ran.stderr
+
+    missing = shared_daemon.workspace / "no-such-project"
+    said = start(missing)
+    assert f"maka mcp: serving {missing}" in said
+    assert f"{missing} does not exist" in said and "--workspace" in said
+    assert "does not exist" not in start(shared_daemon.workspace)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import stat
 from pathlib import Path
 from typing import Any
@@ -112,11 +113,46 @@ def test_import_into_another_workspace_names_it_in_what_to_run_next(
     source.write_text("- The user deploys on Tuesdays\n")
     result = run_maka(shared_daemon, "import", str(source), "-w", str(other), workspace=False)
     assert result.returncode == 0, result.stderr
-    assert f"run `maka -w {other} review` or `maka -w {other} approve`" in result.stdout
+    assert f"run `maka -w {other} review` or `maka -w {other} approve --all`" in result.stdout
     listed = run_maka(shared_daemon, "pending", "-w", str(other), workspace=False)
     assert f"`maka -w {other} review` goes through them" in listed.stdout
     here = run_maka(shared_daemon, "pending", workspace=False, cwd=other)
     assert "`maka review` goes through them" in here.stdout  # found from the folder: no -w
+
+
+def test_the_approve_command_an_import_suggests_approves_when_run_as_printed(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """The `maka approve …` an import suggests next is a whole command: pasted as printed,
+    it approves what was imported (a bare `maka approve` would be a usage error)."""
+    source = short_tmp / "notes.md"
+    source.write_text("- The user deploys on Tuesdays\n- Go code uses tabs\n")
+    result = run_maka(shared_daemon, "import", str(source))
+    assert result.returncode == 0, result.stderr
+    suggested = result.stdout.rsplit("`", 2)[1]
+    assert suggested.startswith("maka ") and " approve" in suggested
+    approved = run_maka(shared_daemon, *shlex.split(suggested)[1:], workspace=False)
+    assert approved.returncode == 0, approved.stderr
+    assert (
+        len(
+            call(shared_daemon, "read_state", workspace=str(shared_daemon.workspace), includeEntries=True)[
+                "entries"
+            ]
+        )
+        == 2
+    )
+
+
+def test_a_proposal_title_given_where_its_id_goes_names_the_id(shared_daemon: DaemonProcess) -> None:
+    """`maka approve "Title"` (a waiting proposal's title, not its id) names that proposal's
+    id on stderr before the daemon's not_found, and approves nothing."""
+    proposal_id = propose(shared_daemon, "Use ruff", "Lint with ruff.")
+    for command in ("approve", "reject"):
+        result = run_maka(shared_daemon, command, "use ruff")
+        assert result.returncode == 1
+        assert f"the proposal titled 'Use ruff' has id {proposal_id[:12]}" in result.stderr
+    pending = call(shared_daemon, "list_proposals")["proposals"]
+    assert [view["proposal"]["id"] for view in pending] == [proposal_id]
 
 
 def test_import_with_a_misspelt_format_names_the_closest(

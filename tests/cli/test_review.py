@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 from pathlib import Path
 from typing import Any
 
@@ -174,3 +175,21 @@ def test_review_can_approve_and_pin(shared_daemon: DaemonProcess) -> None:
     assert result.returncode == 0 and "Approved and pinned" in result.stdout
     (entry,) = call(d, "read_state", includeEntries=True)["entries"]
     assert entry["tags"] == ["ops", "pinned"] and entry["content"] == "Deploys go out on Tuesdays."
+
+
+def test_ctrl_c_says_what_was_decided_and_what_still_waits(shared_daemon: DaemonProcess) -> None:
+    """Ctrl-C at a review's prompt exits 130 after saying what was decided (kept) and how
+    many proposals still wait, so nobody wonders whether the approvals so far counted."""
+    propose(shared_daemon, "Editor", "The user's editor is helix.")
+    propose(shared_daemon, "Shell", "The user's shell is fish.")
+    env = {**os.environ, "COLUMNS": "120", "TERM": "dumb"}
+    argv = [*MAKA, "--socket", str(shared_daemon.socket), "review", "-w", str(shared_daemon.workspace)]
+    pty = Pty(argv, env)
+    pty.expect(PROMPT)
+    pty.send("a")
+    pty.expect(PROMPT)
+    pty.proc.send_signal(signal.SIGINT)  # Ctrl-C (the pty is not the child's controlling terminal)
+    code, rest = pty.wait()
+    assert code == 130
+    assert "Interrupted: 1 approved, 0 rejected, 1 left waiting." in rest
+    assert len(call(shared_daemon, "list_proposals")["proposals"]) == 1

@@ -9,7 +9,7 @@ import threading
 from pathlib import Path
 
 from maka.cli.watch import Snapshots, describe
-from tests.cli.helpers import MAKA, call
+from tests.cli.helpers import MAKA, call, run_maka
 from tests.support import DaemonProcess
 
 
@@ -122,3 +122,12 @@ def test_watch_names_a_return_its_readings_missed() -> None:
         "returned 'kept' (0a53267e789e) to PENDING.md: a save lacked it (an editor buffer older than "
         "the daemon's write?)"
     ]
+
+
+def test_a_count_of_zero_or_less_is_a_usage_error(shared_daemon: DaemonProcess) -> None:
+    """`maka watch -n 0` (or a negative count) exits 2 naming the number, instead of
+    watching forever as if no count were given."""
+    for count in ("0", "-3"):
+        result = run_maka(shared_daemon, "watch", "-n", count)
+        assert result.returncode == 2, (count, result.stderr)
+        assert "not a whole number from 1 up" in result.stderr

@@ -418,3 +418,32 @@ def test_a_daemon_that_cannot_load_its_services_exits_one(short_tmp: Path) -> No
     proc.stop()
     log = proc.log_text()
     assert "start_failed" in log and "could not start" in log and "IsADirectoryError" in log
+
+
+def test_a_mistyped_flag_names_the_closest(short_tmp: Path) -> None:
+    """makad --sokcet PATH is a usage error (exit 2) that names the flag meant, and starts nothing."""
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--sokcet", str(short_tmp / "s.sock")],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 2
+    assert "did you mean '--socket'?" in result.stderr
+    assert not (short_tmp / "s.sock").exists()
+
+
+def test_a_second_daemon_on_the_same_socket_says_how_to_stop_the_first(daemon: DaemonProcess) -> None:
+    """A makad started on a socket another makad serves exits 1 naming that one's pid and
+    the maka command (with that socket) that stops it; the first keeps serving."""
+    assert daemon.proc is not None
+    result = subprocess.run(
+        [sys.executable, "-m", "makad", "--socket", str(daemon.socket), "--data-dir", str(daemon.data_dir)],
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    assert result.returncode == 1
+    assert f"another makad (pid {daemon.proc.pid}) is already serving {daemon.socket}" in result.stderr
+    assert f"maka --socket {daemon.socket} stop" in result.stderr
+    assert daemon.call("ping") == "pong"

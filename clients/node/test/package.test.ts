@@ -1,8 +1,8 @@
 // The package loads by its own name both as ESM (import) and as CommonJS (require).
 
 import assert from "node:assert/strict";
-import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { execFileSync, spawnSync } from "node:child_process";
+import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
@@ -48,6 +48,20 @@ describe("npm pack", () => {
     const meta = JSON.parse(readFileSync(join(root, "package.json"), "utf8")) as Record<string, unknown>;
     for (const field of ["name", "version", "description", "license", "keywords", "engines", "exports", "types", "files"]) {
       assert.ok(meta[field], `package.json has ${field}`);
+    }
+  });
+
+  it("a build without the dev dependencies says to run npm ci first", () => {
+    const dir = mkdtempSync(join(tmpdir(), "makad-nodeps-"));
+    try {
+      writeFileSync(join(dir, "package.json"), readFileSync(join(root, "package.json")));
+      cpSync(join(root, "scripts"), join(dir, "scripts"), { recursive: true });
+      const built = spawnSync("npm", ["run", "build"], { cwd: dir, encoding: "utf8" });
+      assert.notEqual(built.status, 0);
+      assert.match(built.stderr, /run `npm ci` in clients\/node first/);
+      assert.doesNotMatch(built.stderr, /tsc: not found/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 

@@ -290,9 +290,36 @@ def launch(socket_path: str) -> Launch:
 
 def _announce(started: Launch) -> None:
     _failed.pop(started.socket_path, None)
+    serving = lock_holder(started.socket_path)
+    if serving is not None and serving != started.pid:
+        # Another client's start took the lock first: the process this one launched exits.
+        log.info(
+            "no makad answered on %s: started one, as another client did at the same moment; "
+            "theirs serves (pid %d, log %s)",
+            started.socket_path,
+            serving,
+            started.log,
+        )
+        return
     log.info(
         "no makad answered on %s: started one (pid %d, log %s)", started.socket_path, started.pid, started.log
     )
+
+
+def lock_holder(socket_path: str) -> int | None:
+    """The pid the daemon serving ``socket_path`` wrote into its lock file
+    (``SOCKET.lock``), or None when it cannot be read."""
+    try:
+        fd = os.open(socket_path + ".lock", os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        written = os.read(fd, 32).decode("ascii", "replace").strip()
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    return int(written) if written.isdigit() else None
 
 
 def _held_back(socket_path: str) -> None:

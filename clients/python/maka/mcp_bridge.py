@@ -44,7 +44,7 @@ from mcp.shared.exceptions import MCPError
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
-from maka.mcp_gates import ToolFailure, propose_open
+from maka.mcp_gates import USER_LEVEL, ToolFailure, propose_open
 from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge
 from maka.mcp_wire import HostInput
 from maka.server_check import ServerUid
@@ -383,6 +383,13 @@ def serve(
     for makad's answer; ``reserved_hint``: added to an error refusing the workspace as
     reserved (how the folder was found and what to start instead)."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
+    if workspace != USER_LEVEL and not os.path.isdir(workspace):
+        print(
+            f"maka mcp: warning: {workspace} does not exist (or is no folder): every tool call fails "
+            "(invalid_workspace) until it does; check the --workspace the host starts this with",
+            file=sys.stderr,
+            flush=True,
+        )
     bridge = Bridge(
         socket_path,
         workspace,

@@ -294,12 +294,14 @@ def with_workspace(args: argparse.Namespace, hint: str) -> str:
     return _MAKA_COMMAND.sub(lambda _: maka_command(args, ""), hint)
 
 
-def resolve_ids(known: Iterable[str], given: list[str], titles: Mapping[str, str] | None = None) -> list[str]:
+def resolve_ids(
+    known: Iterable[str], given: list[str], titles: Mapping[str, str] | None = None, noun: str = "entry"
+) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 
     An id that matches nothing is passed on unchanged so the daemon reports it, after a
     "did you mean" on stderr when a known id is close to it, or the ids of the entries
-    titled so when ``titles`` (id → title) has it as a title.
+    (``noun``: the proposals …) titled so when ``titles`` (id → title) has it as a title.
     """
     pool = list(dict.fromkeys(known))
     out: list[str] = []
@@ -307,7 +309,7 @@ def resolve_ids(known: Iterable[str], given: list[str], titles: Mapping[str, str
         matches = matching_ids(pool, wanted)
         if len(matches) > 1:
             raise CliError(f"id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
-        if not matches and not _hint_titled(wanted, titles or {}):
+        if not matches and not _hint_titled(wanted, titles or {}, noun):
             _hint_close_id(wanted, pool)
         out.append(matches[0] if matches else wanted)
     return out
@@ -323,7 +325,7 @@ def resolve_session(client: Client, workspace: str, given: str | None) -> str | 
     return session
 
 
-def _hint_titled(wanted: str, titles: Mapping[str, str]) -> bool:
+def _hint_titled(wanted: str, titles: Mapping[str, str], noun: str = "entry") -> bool:
     """Print the ids of the entries titled ``wanted`` (whatever the case), if any: a title
     typed where an id goes. Never acted on: two entries may share a title."""
     titled = [i for i, title in titles.items() if title.casefold() == wanted.casefold()]
@@ -331,9 +333,9 @@ def _hint_titled(wanted: str, titles: Mapping[str, str]) -> bool:
         return False
     shown = ", ".join(short_id(i) for i in titled[:5])
     which = (
-        f"the entry titled {titles[titled[0]]!r} has id"
+        f"the {noun} titled {titles[titled[0]]!r} has id"
         if len(titled) == 1
-        else f"entries titled {wanted!r} have ids"
+        else f"{'proposals' if noun == 'proposal' else 'entries'} titled {wanted!r} have ids"
     )
     print(f"maka: {wanted!r} is no id; {which} {shown}: give that instead", file=sys.stderr)
     return True

@@ -170,6 +170,20 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
     return lines
 
 
+def token_budget(text: str) -> int:
+    """An argparse type: a number of tokens, also written with a thousands separator (2,000)
+    or in thousands (2k, 1.5K), as budgets are often spoken of."""
+    cleaned = text.strip().replace(",", "").replace("_", "")
+    scale = 1000 if cleaned[-1:] in ("k", "K") else 1
+    try:
+        value = float(cleaned[:-1] if scale > 1 else cleaned) * scale
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number of tokens, such as 2000 or 2k: {text!r}") from None
+    if not value.is_integer():
+        raise argparse.ArgumentTypeError(f"not a whole number of tokens, such as 2000 or 2k: {text!r}")
+    return int(value)
+
+
 def cmd_context(client: Client, args: argparse.Namespace) -> int:
     if args.budget <= 0:
         raise CliError("--budget must be a positive number of tokens")
@@ -341,7 +355,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("words", nargs="*", metavar="QUERY", help="the current user turn (the same as -q QUERY)")
     p.add_argument("-q", "--query", help="the current user turn, used to rank memory and recall")
-    p.add_argument("-b", "--budget", type=int, default=4000, metavar="N", help="token budget (default 4000)")
+    p.add_argument(
+        "-b", "--budget", type=token_budget, default=4000, metavar="N", help="token budget (default 4000)"
+    )
     p.add_argument("-s", "--session", metavar="SESSION_ID", help="the session to build for")
     p.add_argument(
         "--include",

@@ -123,7 +123,7 @@ def _queue(client: Client, args: argparse.Namespace, ws: str, tags: list[str]) -
     if any(r.get("queued") for r in results):
         print(
             f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
-            f"`{maka_command(args, 'approve')}`."
+            f"`{maka_command(args, 'approve --all')}`."
         )
     return EXIT_OK
 

@@ -96,6 +96,7 @@ WARNING_FIXES = {
     "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md (docs/FORMAT.md), "
     "or `maka memory tidy --import`: it queues the bullets for review in PENDING.md, then removes "
     "those lines from the top of the file (it asks first)",
+    "not_a_heading": "put a space after the ## of that line in memory/MEMORY.md (docs/FORMAT.md)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
     "or shorten them",

@@ -104,7 +104,8 @@ def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str], d
         return ws, known, similar
     if not args.ids:
         raise CliError("name at least one proposal id, or --all")
-    return ws, resolve_ids(known, args.ids), similar
+    titled = {v["proposal"]["id"]: str(v["proposal"].get("title", "")) for v in views}
+    return ws, resolve_ids(known, args.ids, titled, noun="proposal"), similar
 
 
 def cmd_approve(client: Client, args: argparse.Namespace) -> int:
@@ -246,7 +247,7 @@ def cmd_import(client: Client, args: argparse.Namespace) -> int:
     if imported:
         print(
             f"Nothing is active until approved: run `{maka_command(args, 'review')}` or "
-            f"`{maka_command(args, 'approve')}`."
+            f"`{maka_command(args, 'approve --all')}`."
         )
     return EXIT_OK
 

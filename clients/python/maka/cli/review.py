@@ -189,9 +189,32 @@ def cmd_review(client: Client, args: argparse.Namespace) -> int:
         print("No proposals waiting.", file=out)
         return _finish(outcome, args, out)
     keys = Keys(sys.stdin, out)
+    try:
+        return _review(client, waiting, len(queues) > 1, keys, outcome, args, out)
+    except KeyboardInterrupt:
+        # Every decision was sent as it was made: say which stand before exiting 130.
+        left = sum(len(views) for _, views in waiting) - len(outcome.approved) - len(outcome.rejected)
+        print(
+            f"\nInterrupted: {len(outcome.approved)} approved, {len(outcome.rejected)} rejected, "
+            f"{max(left, 0)} left waiting.",
+            file=out,
+        )
+        raise
+
+
+def _review(
+    client: Client,
+    waiting: list[tuple[str, list[dict[str, Any]]]],
+    headed: bool,
+    keys: Keys,
+    outcome: Outcome,
+    args: argparse.Namespace,
+    out: TextIO,
+) -> int:
+    """Go through each queue of ``waiting`` (under a heading when ``headed``)."""
     width = terminal_width(out)
     for queue, views in waiting:
-        if len(queues) > 1:
+        if headed:
             name = "the user level (@user)" if queue == USER_LEVEL else queue
             print(f"Proposals for {name}: {len(views)}", file=out)
         state = client.call("read_state", {"workspace": queue, "includeEntries": True})

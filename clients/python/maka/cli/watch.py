@@ -9,7 +9,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from maka.cli.changes import entry_changes
-from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace, sendable_workspace
+from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace, positive_int, sendable_workspace
 from maka.cli.output import now_ms, short_id, timestamp
 from maka.client import Client
 from maka.errors import DaemonUnavailable
@@ -176,7 +176,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument(
         "-n",
         "--count",
-        type=int,
+        type=positive_int,
         default=0,
         metavar="N",
         help="exit after N notifications (default: run until interrupted)",

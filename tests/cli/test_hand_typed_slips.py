@@ -1,0 +1,129 @@
+"""Slips made typing MEMORY.md by hand are named with the fix, and the file stays as typed."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.cli.helpers import run_maka
+from tests.support import DaemonProcess
+
+
+def write_memory(d: DaemonProcess, text: str) -> bytes:
+    (d.workspace / "memory").mkdir(exist_ok=True)
+    path = d.workspace / "memory" / "MEMORY.md"
+    path.write_text(text, encoding="utf-8")
+    return path.read_bytes()
+
+
+COMMENT = "id=5922a6112320ab35 origin=manual createdAt=1764547200000 status=active tags=ops,deploy"
+
+
+@pytest.mark.parametrize(
+    "opening",
+    [
+        "<!-- maka-memroy:",
+        "<!-- Maka-Memory:",
+        "<!-- maka memory:",
+        "<!-- maka_memory:",
+        "<!-- maka-memory :",
+        "<!--maka-memory",
+        "<!--",
+    ],
+)
+def test_a_misspelt_metadata_comment_is_named_with_the_spelling_makad_reads(
+    shared_daemon: DaemonProcess, opening: str
+) -> None:
+    """A metadata comment whose maka-memory: is misspelt or missing is named on its line: the entry
+    got an id from its text and the comment reads as its content; the file is untouched."""
+    typed = COMMENT.replace(",", ", ")  # the list typed with a space: the suggestion joins it
+    before = write_memory(
+        shared_daemon, f"# Maka Memory\n\n## Use pnpm\n{opening} {typed} -->\nThe frontend uses pnpm.\n"
+    )
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "line 4" in result.stderr and '"Use pnpm"' in result.stderr
+    assert "<!-- maka-memory:" in result.stderr  # the spelling makad reads
+    assert "id=5922a6112320ab35" in result.stderr  # the id the entry does not answer to
+    assert f"did you mean <!-- maka-memory: {COMMENT} -->?" in result.stderr
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    "comment",
+    ["<!-- TODO: check this with ops -->", "<!-- prettier-ignore -->", "<!-- note: id=7 is the ticket -->"],
+)
+def test_an_ordinary_comment_under_a_heading_warns_about_nothing(
+    shared_daemon: DaemonProcess, comment: str
+) -> None:
+    """A comment of the user's own under a heading is content, not a misspelt metadata comment."""
+    write_memory(shared_daemon, f"# Maka Memory\n\n## Use pnpm\n{comment}\nThe frontend uses pnpm.\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+@pytest.mark.parametrize(
+    ("typed", "meant"),
+    [
+        ("##Deploys on Tuesdays", "## Deploys on Tuesdays"),
+        ("### Deploys on Tuesdays", "## Deploys on Tuesdays"),
+    ],
+)
+def test_a_heading_typed_without_its_space_or_with_three_hashes_is_named(
+    shared_daemon: DaemonProcess, typed: str, meant: str
+) -> None:
+    """A first entry typed as ``##Title`` or ``### Title`` is not an entry: the warning on its
+    line says so and gives the heading makad reads, not only the general advice."""
+    write_memory(shared_daemon, f"# Maka Memory\n\n{typed}\nNever on Fridays.\n\n## Tabs\nUse tabs.\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line3,) = [line for line in result.stderr.splitlines() if "line 3" in line]
+    assert f"did you mean {meant}?" in line3
+    assert "line 4" in result.stderr  # its text is outside any entry too
+
+
+def test_a_heading_without_its_space_below_an_entry_is_named(shared_daemon: DaemonProcess) -> None:
+    """``##Second`` typed below an entry reads as part of that entry: the warning on its line
+    names the entry it joined and the heading meant; the file is untouched."""
+    before = write_memory(shared_daemon, "# Maka Memory\n\n## First\ntext one\n\n##Second note\ntext two\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line6,) = [line for line in result.stderr.splitlines() if "line 6" in line]
+    assert '"First"' in line6 and "did you mean ## Second note?" in line6
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
+def test_hashes_in_a_code_block_of_an_entry_warn_about_nothing(shared_daemon: DaemonProcess) -> None:
+    """``##x`` inside a fenced code block of an entry is code, not a heading typed wrong."""
+    write_memory(shared_daemon, "# Maka Memory\n\n## Build\n```sh\n##run this\n```\nthen deploy\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_a_hashtag_starting_content_the_daemon_wrote_warns_about_nothing(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """An entry added with content that starts ``##tag`` is the user's text as given: the
+    file the daemon wrote warns about nothing."""
+    added = run_maka(shared_daemon, "memory", "add", "Tags", "##release-notes go in the wiki\nweekly")
+    assert added.returncode == 0, added.stderr
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_tags_typed_with_spaces_after_the_commas_are_named_with_the_list_meant(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """``tags=ops, deploy, ci`` (spaces after the commas) names each word left out with the
+    whole list as makad reads it: ``tags=ops,deploy,ci``."""
+    write_memory(
+        shared_daemon,
+        "# Maka Memory\n\n## Deploys\n<!-- maka-memory: id=aaaa000000000001 tags=ops, deploy, ci -->\nTuesdays.\n",
+    )
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    warned = [line for line in result.stderr.splitlines() if "line 4" in line]
+    assert len(warned) == 2
+    assert all("did you mean tags=ops,deploy,ci?" in line for line in warned), warned
