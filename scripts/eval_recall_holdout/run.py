@@ -126,14 +126,11 @@ def ask(client: Client, ws: str, query: str, budget: int) -> dict[str, Any]:
     return pack
 
 
-def memory_view(pack: dict[str, Any]) -> tuple[set[str], set[str]]:
-    """The memory refs shown, and those whose trace row matched the query (bm25 > 0)."""
+def memory_view(pack: dict[str, Any]) -> tuple[set[str], list[str]]:
+    """The memory refs shown, and those whose trace row matched the query (bm25 > 0), best first."""
     shown = {ref for s in pack["segments"] if s["kind"] == "memory" for ref in s["sourceIds"]}
-    matched = {
-        c["sourceId"]
-        for c in pack["trace"]["candidates"]
-        if c["kind"] == "memory" and c.get("parts", {}).get("bm25", 0) > 0
-    }
+    rows = [c for c in pack["trace"]["candidates"] if c["kind"] == "memory" and c["parts"].get("bm25", 0) > 0]
+    matched = [c["sourceId"] for c in sorted(rows, key=lambda c: -c["score"])]
     return shown, matched
 
 
@@ -158,7 +155,9 @@ def evaluate(client: Client, root: Path, calls: int) -> dict[str, Any]:
                     tally["asked"] += 1
                     tally["shown"] += ref in shown
                     tally["matched"] += ref in matched
-                    state = "matched" if ref in matched and ref in shown else "shown" if ref in shown else "-"
+                    state = "shown" if ref in shown else "-"
+                    if ref in matched:
+                        state += f" matched#{matched.index(ref) + 1}/{len(matched)}"
                     per_question.setdefault(key, {})[setting] = state
     assert big is not None
     ws, ids = big
