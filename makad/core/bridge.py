@@ -150,7 +150,9 @@ KINDS: Final[tuple[tuple[str, str], ...]] = (
         "python javascript typescript java kotlin swift go golang rust ruby php csharp scala "
         "elixir haskell clojure dart lua perl sql bash",
     ),
-    ("interpreter runtime jdk jvm", "python cpython pypy node nodejs deno bun java jvm ruby"),
+    # jdk and jvm name Java's runtime alone: as kind words, a question about Python would
+    # bring the Java entry.
+    ("interpreter runtime", "python cpython pypy node nodejs deno bun java jdk jvm ruby"),
     ("browser browsers web internet", "firefox chrome chromium safari brave"),
     (
         "shell terminal prompt",

@@ -13,6 +13,13 @@ def test_a_kind_brings_its_members_and_a_member_its_kind_only() -> None:
     assert "java" not in from_python
 
 
+def test_a_member_brings_no_word_naming_only_a_sibling() -> None:
+    """'python' brings 'runtime' but not 'jdk' or 'jvm', which name Java's runtime alone."""
+    from_python = set(bridged_terms(["python"]))
+    assert "runtime" in from_python
+    assert not {"jdk", "jvm"} & from_python
+
+
 def test_words_meaning_the_same_bring_each_other_in_plural_too() -> None:
     """'databases' brings 'db', and 'boss' brings 'manager'."""
     assert "db" in bridged_terms(["databases"])

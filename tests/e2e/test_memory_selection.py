@@ -108,6 +108,25 @@ def test_the_pnpm_entry_answers_a_paraphrased_question(shared_daemon: DaemonProc
         assert "irrelevant" not in pack["trace"]["dropped"]
 
 
+def test_asking_about_python_does_not_match_the_java_entry(shared_daemon: DaemonProcess) -> None:
+    """An entry about the JDK and the JVM matches no word of a question about Python."""
+    d = shared_daemon
+    write_memory(
+        d,
+        hand_typed(
+            [
+                ("Billing service", "Runs on the JDK 17; tune the JVM heap in deploy/billing.yaml."),
+                ("Interpreter", "Scripts need CPython 3.12 from the deadsnakes packages."),
+            ]
+        ),
+    )
+    enable(d)
+    pack = build(d, sessionId=record_session(d), query="which python version do we target?")
+    bm25 = {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}
+    assert bm25["Interpreter"] > 0
+    assert bm25.get("Billing service", 0) == 0
+
+
 def entry_section(i: int, *, confidence: str, updated: int, tags: str = "") -> str:
     tag_token = f" tags={tags}" if tags else ""
     return (
