@@ -30,7 +30,7 @@ import { checkSocketFile, expectedServerUid, type ServerUid } from "./server-che
 import { defaultSocketPath } from "./socket-path.js";
 
 export interface ReconnectOptions {
-  /** Connect attempts after the first failed one before giving up (0: fail at once). */
+  /** Connect attempts after the first failed one before giving up (0: fail at once; `Infinity`: never). */
   retries: number;
   /** Delay before the first retry; doubled on each further one. */
   baseMs: number;

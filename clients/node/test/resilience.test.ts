@@ -228,6 +228,32 @@ describe("a restarted daemon", () => {
     }
   });
 
+  it("with retries: Infinity, a call and a subscription outlast a daemon down longer than the default retries", { timeout: 60_000 }, async (t) => {
+    const daemon = await Daemon.start();
+    const client = new MakaClient({ socketPath: daemon.socketPath, timeoutMs: 0, reconnect: { retries: Infinity, baseMs: 5, maxMs: 5 } });
+    // A client that never gives up would keep a timed-out test's process alive.
+    t.signal.addEventListener("abort", () => void client.close());
+    try {
+      await client.call("subscribe", { workspace: daemon.workspace });
+      await daemon.stop();
+      // Far more failed attempts, once it is gone, than the default six before makad is back.
+      let failed = 0;
+      const restarted = nextEvent(client, "reconnecting", () => ++failed === 20).then(() => daemon.start());
+      const lost: unknown[] = [];
+      client.on("subscription_lost", (info) => lost.push(info));
+      const answer = client.call("ping");
+      await restarted;
+      assert.equal(await answer, "pong");
+      const changed = nextEvent(client, "memory_changed", (p) => p.workspace === daemon.workspace);
+      await client.call("add_entry", { workspace: daemon.workspace, title: "Back", content: "after a long outage" });
+      await changed;
+      assert.deepEqual(lost, []);
+    } finally {
+      await client.close();
+      await daemon.dispose();
+    }
+  });
+
   it(
     "subscriptions are renewed on the new connection",
     { skip: !HAS_SUBSCRIBE || !HAS_SETTINGS ? "subscribe/set_settings not in protocol/openrpc.json yet" : false },
