@@ -15,13 +15,22 @@ import {
   TimeoutError,
 } from "./errors.js";
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
-import { METHOD_NAMES, type ChangeNotification, type MethodName, type ParamsOf, type ResultOf } from "./generated.js";
+import {
+  METHOD_NAMES,
+  NOTIFICATION_NAMES,
+  type ChangeNotification,
+  type MethodName,
+  type NotificationName,
+  type Notifications,
+  type ParamsOf,
+  type ResultOf,
+} from "./generated.js";
 import { remoteErrorFrom } from "./remote.js";
 import { checkSocketFile, expectedServerUid, type ServerUid } from "./server-check.js";
 import { defaultSocketPath } from "./socket-path.js";
 
 export interface ReconnectOptions {
-  /** Connect attempts after the first failed one before giving up (0: fail at once). */
+  /** Connect attempts after the first failed one before giving up (0: fail at once; `Infinity`: never). */
   retries: number;
   /** Delay before the first retry; doubled on each further one. */
   baseMs: number;
@@ -62,11 +71,14 @@ export type { ChangeNotification };
 export const CHANGE_NOTIFICATIONS = ["memory_changed", "proposals_changed", "settings_changed"] as const;
 export type ChangeNotificationName = (typeof CHANGE_NOTIFICATIONS)[number];
 
-/** Events a MakaClient emits, with their listener arguments. */
-export interface ClientEvents {
-  memory_changed: [params: ChangeNotification];
-  proposals_changed: [params: ChangeNotification];
-  settings_changed: [params: ChangeNotification];
+/** One event per notification of the document, named as it, with its typed params. */
+export type NotificationEvents = { [N in NotificationName]: [params: Notifications[N]] };
+
+/**
+ * Events a MakaClient emits, with their listener arguments: each notification of the
+ * document (`memory_changed`, `daemon_stopping`, …) under its own name, and these.
+ */
+export interface ClientEvents extends NotificationEvents {
   /** Every notification from the daemon, known or not. */
   notification: [method: string, params: unknown];
   /** A connection is up (`reconnect`: after a loss; subscriptions are renewed by then, re-read state). */
@@ -75,8 +87,8 @@ export interface ClientEvents {
   disconnect: [info: { error: Error | undefined }];
   /** A connect attempt failed; the next one is in `delayMs`. */
   reconnecting: [info: { attempt: number; delayMs: number; error: Error }];
-  /** A subscription could not be renewed after a reconnect. */
-  subscription_lost: [info: { params: unknown; error: Error }];
+  /** A subscription could not be renewed after a reconnect: the params of its `subscribe` (the daemon accepted them). */
+  subscription_lost: [info: { params: ParamsOf<"subscribe">; error: Error }];
 }
 
 type EventName = keyof ClientEvents;
@@ -167,7 +179,7 @@ export class MakaClient extends EventEmitter {
   private readonly expectedUid: number | null;
   private readonly pending = new Map<number, Pending>();
   /** Params of each active `subscribe`, keyed by workspace, renewed after a reconnect. */
-  private readonly subscriptions = new Map<string, Record<string, unknown>>();
+  private readonly subscriptions = new Map<string, ParamsOf<"subscribe">>();
   private nextId = 1;
   private connection: Connection | null = null;
   private connecting: Promise<Connection> | null = null;
@@ -181,6 +193,10 @@ export class MakaClient extends EventEmitter {
   private readonly early = new WeakMap<Socket, Early>();
   /** Resolvers of backoff sleeps, so close() ends them at once. */
   private readonly wakers = new Set<() => void>();
+  /** `connect()` calls waiting for a connection. */
+  private connectWaiters = 0;
+  /** Why the latest connect attempt failed, until one succeeds. */
+  private lastConnectError: DaemonUnavailableError | undefined;
 
   constructor(options: ClientOptions = {}) {
     super();
@@ -261,6 +277,7 @@ export class MakaClient extends EventEmitter {
           if (pending.settled) return;
           pending.settled = true;
           this.pending.delete(id);
+          if (!this.wanted()) this.wakeSleepers();
           pending.connection?.inflight.delete(pending);
           pending.connection?.queue.delete(pending);
           if (timer !== undefined) clearTimeout(timer);
@@ -274,7 +291,7 @@ export class MakaClient extends EventEmitter {
       };
       this.pending.set(id, pending);
       if (timeoutMs > 0 && Number.isFinite(timeoutMs)) {
-        timer = setTimeout(() => pending.finish(new TimeoutError(method, timeoutMs, !expectsReply)), timeoutMs);
+        timer = setTimeout(() => pending.finish(this.timeoutError(pending, timeoutMs)), timeoutMs);
       }
       if (signal) unwatch = this.watchAbort(signal, () => pending.finish(new AbortError(method, signal.reason)));
       if (via) {
@@ -286,6 +303,31 @@ export class MakaClient extends EventEmitter {
         (error: Error) => pending.finish(error),
       );
     });
+  }
+
+  /** Why `pending` timed out: no reply, or (not sent yet) still connecting or waiting its turn. */
+  private timeoutError(pending: Pending, timeoutMs: number): TimeoutError {
+    let unsent: string | undefined;
+    if (!pending.written) {
+      if (pending.connection !== null) unsent = "makad has not read what was sent before it yet";
+      else if (this.lastConnectError !== undefined) unsent = this.lastConnectError.message;
+      else unsent = `still connecting to makad on ${this.socketPath}`;
+    }
+    return new TimeoutError(pending.method, timeoutMs, !pending.expectsReply, unsent);
+  }
+
+  /**
+   * Whether anybody still needs a connection: a pending call, a subscription to renew, or
+   * a `connect()` waiting. When nobody does, the connect loop stops dialling, so that a
+   * client whose calls all timed out or were aborted while the daemon was down does not
+   * keep the process alive through its retries.
+   */
+  private wanted(): boolean {
+    return this.pending.size > 0 || this.subscriptions.size > 0 || this.connectWaiters > 0;
+  }
+
+  private wakeSleepers(): void {
+    for (const wake of [...this.wakers]) wake();
   }
 
   /**
@@ -318,7 +360,12 @@ export class MakaClient extends EventEmitter {
   /** Connect now rather than on the first call. */
   async connect(): Promise<void> {
     if (this.closed) throw new ClientClosedError();
-    await this.ensureConnected();
+    this.connectWaiters++;
+    try {
+      await this.ensureConnected();
+    } finally {
+      this.connectWaiters--;
+    }
   }
 
   /** Whether a connection is currently open. */
@@ -332,7 +379,7 @@ export class MakaClient extends EventEmitter {
     this.closed = true;
     for (const pending of [...this.pending.values()]) pending.finish(new ClientClosedError());
     this.subscriptions.clear();
-    for (const wake of [...this.wakers]) wake();
+    this.wakeSleepers();
     const connection = this.connection;
     this.connection = null;
     if (connection && !connection.closed) {
@@ -350,7 +397,8 @@ export class MakaClient extends EventEmitter {
     if (typeof params !== "object" || params === null) return;
     const record = params as Record<string, unknown>;
     const key = typeof record["workspace"] === "string" ? record["workspace"] : JSON.stringify(record);
-    if (method === "subscribe") this.subscriptions.set(key, record);
+    // Only a subscribe the daemon accepted is tracked: its params are a SubscribeParams.
+    if (method === "subscribe") this.subscriptions.set(key, record as ParamsOf<"subscribe">);
     else this.subscriptions.delete(key);
   }
 
@@ -405,6 +453,7 @@ export class MakaClient extends EventEmitter {
   private async connectWithRetry(): Promise<Connection> {
     for (let attempt = 0; ; attempt++) {
       if (this.closed) throw new ClientClosedError();
+      if (attempt > 0 && !this.wanted() && this.lastConnectError !== undefined) throw this.lastConnectError;
       try {
         const socket = await this.openSocket();
         if (this.closed) {
@@ -415,10 +464,9 @@ export class MakaClient extends EventEmitter {
       } catch (caught) {
         const error = caught instanceof Error ? caught : new Error(String(caught));
         if (error instanceof MakaError) throw error;
-        if (attempt >= this.reconnect.retries) {
-          const code = (error as NodeJS.ErrnoException).code ?? error.message;
-          throw new DaemonUnavailableError(this.socketPath, code, { cause: error });
-        }
+        const code = (error as NodeJS.ErrnoException).code ?? error.message;
+        this.lastConnectError = new DaemonUnavailableError(this.socketPath, code, { cause: error });
+        if (attempt >= this.reconnect.retries) throw this.lastConnectError;
         const delayMs = this.backoff(attempt);
         this.announce("reconnecting", { attempt: attempt + 1, delayMs, error });
         await this.sleep(delayMs);
@@ -427,6 +475,7 @@ export class MakaClient extends EventEmitter {
   }
 
   private sleep(ms: number): Promise<void> {
+    if (!this.wanted()) return Promise.resolve();
     return new Promise((resolve) => {
       const wake = () => {
         clearTimeout(timer);
@@ -523,6 +572,7 @@ export class MakaClient extends EventEmitter {
     socket.on("drain", () => this.flush(connection));
     if (early?.error) connection.error = early.error;
     this.connection = connection;
+    this.lastConnectError = undefined;
     const reconnect = this.everConnected;
     this.everConnected = true;
     if (reconnect && this.subscriptions.size > 0) await this.renewSubscriptions(connection);
@@ -589,8 +639,9 @@ export class MakaClient extends EventEmitter {
 
   private notification(method: string, params: unknown): void {
     this.announce("notification", method, params);
-    if ((CHANGE_NOTIFICATIONS as readonly string[]).includes(method)) {
-      this.announce(method as ChangeNotificationName, params as ChangeNotification);
+    if ((NOTIFICATION_NAMES as readonly string[]).includes(method)) {
+      // The params as the daemon sent them, typed by the document's name for them.
+      this.announce(method as "memory_changed", params as ChangeNotification);
     }
   }
 

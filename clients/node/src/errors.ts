@@ -150,17 +150,45 @@ export class ConnectionLostError extends MakaError {
   }
 }
 
-/** The call got no reply within its timeout (a notification: was not written within it). */
+/**
+ * The call got no reply within its timeout (a notification: was not written within it).
+ * `sent` says whether the request had reached the socket: one that had not (the client was
+ * still connecting, or the daemon was not reading) was never run, and the message says why.
+ */
 export class TimeoutError extends MakaError {
   override name = "TimeoutError";
   readonly method: string;
   readonly timeoutMs: number;
+  /** The request had been written to the socket: the daemon may still run it. */
+  readonly sent: boolean;
 
-  constructor(method: string, timeoutMs: number, notification = false) {
-    super(notification ? `${method} was not written within ${timeoutMs} ms` : `${method} got no reply within ${timeoutMs} ms`);
+  /** `unsentBecause`: why a request was not sent yet (its absence: it was sent). */
+  constructor(method: string, timeoutMs: number, notification = false, unsentBecause?: string) {
+    super(
+      notification
+        ? `${method} was not written within ${timeoutMs} ms${unsentBecause ? `: ${unsentBecause}` : ""}`
+        : unsentBecause
+          ? `${method} was not sent within ${timeoutMs} ms: ${unsentBecause}`
+          : `${method} got no reply within ${timeoutMs} ms`,
+    );
     this.method = method;
     this.timeoutMs = timeoutMs;
+    this.sent = unsentBecause === undefined;
   }
+}
+
+/**
+ * What a signal's reason adds to "was aborted": its message, unless it is the plain
+ * `AbortError` that `abort()` without a reason gives (`AbortSignal.timeout`'s reason says
+ * it timed out; an app's own reason says what it was).
+ */
+function abortReason(reason: unknown): string {
+  if (reason instanceof Error || reason instanceof DOMException) {
+    if (reason.name === "TimeoutError") return ": its signal timed out";
+    return reason.name === "AbortError" || !reason.message ? "" : `: ${reason.message}`;
+  }
+  if (typeof reason === "string" && reason) return `: ${reason}`;
+  return "";
 }
 
 /** The call's AbortSignal fired before the reply came. `cause` is the signal's reason. */
@@ -169,7 +197,7 @@ export class AbortError extends MakaError {
   readonly method: string;
 
   constructor(method: string, reason?: unknown) {
-    super(`${method} was aborted`, { cause: reason });
+    super(`${method} was aborted${abortReason(reason)}`, { cause: reason });
     this.method = method;
   }
 }

@@ -10,6 +10,7 @@ export {
   type ClientEvents,
   type ClientOptions,
   type MethodProxy,
+  type NotificationEvents,
   type ReconnectOptions,
 } from "./client.js";
 export {

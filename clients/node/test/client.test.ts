@@ -16,6 +16,7 @@ import {
   MethodNotFoundError,
   RemoteError,
   type ClientEvents,
+  type DaemonStopping,
   type Framing,
 } from "../src/index.js";
 import { Daemon } from "./helpers/daemon.js";
@@ -126,6 +127,22 @@ for (const framing of FRAMINGS) {
       assert.equal(await client.call("ping"), "pong");
     });
 
+    it("an aborted call's message says why the signal fired (AbortSignal.timeout, an app's reason)", async () => {
+      const timedOut = AbortSignal.timeout(1);
+      await new Promise((resolve) => timedOut.addEventListener("abort", resolve, { once: true }));
+      await assert.rejects(client.call("status", {}, { signal: timedOut }), (error: unknown) => {
+        assert.ok(error instanceof AbortError);
+        assert.equal(error.message, "status was aborted: its signal timed out");
+        assert.equal((error.cause as DOMException).name, "TimeoutError");
+        return true;
+      });
+      const controller = new AbortController();
+      const call = client.call("status", {}, { signal: controller.signal });
+      controller.abort("window closed");
+      await assert.rejects(call, { name: "AbortError", message: "status was aborted: window closed" });
+      await assert.rejects(client.call("ping", {}, { signal: AbortSignal.abort() }), { message: "ping was aborted" });
+    });
+
     it("a call with an already aborted signal is never sent", async () => {
       await assert.rejects(client.call("ping", {}, { signal: AbortSignal.abort() }), AbortError);
     });
@@ -164,6 +181,24 @@ describe("lifecycle", () => {
     await client.notify("ping");
     assert.equal(await client.call("ping"), "pong");
     await client.close();
+  });
+});
+
+describe("daemon_stopping", () => {
+  it("reaches a connected client as its own typed event before the daemon closes the connection", async () => {
+    const own = await Daemon.start();
+    const client = new MakaClient({ socketPath: own.socketPath, reconnect: false });
+    try {
+      assert.equal(await client.call("ping"), "pong");
+      const stopping = nextEvent(client, "daemon_stopping");
+      await own.stop();
+      const [params] = await stopping;
+      const reason: DaemonStopping["reason"] = params.reason;
+      assert.equal(reason, "signal");
+    } finally {
+      await client.close();
+      await own.dispose();
+    }
   });
 });
 

@@ -22,6 +22,10 @@ interface Stubborn {
   socketPath: string;
   /** Bytes received so far (only while reading). */
   received(): number;
+  /** Resolves once some bytes have been received. */
+  receivedSome(): Promise<void>;
+  /** Resolves with the first connection accepted. */
+  firstSocket(): Promise<Socket>;
   close(): Promise<void>;
 }
 
@@ -31,12 +35,18 @@ async function stubbornServer(onAccept: (socket: Socket) => void = () => {}): Pr
   const socketPath = join(root, "s.sock");
   const sockets = new Set<Socket>();
   let received = 0;
+  let gotSome: () => void = () => {};
+  const some = new Promise<void>((resolve) => (gotSome = resolve));
+  let gotSocket: (socket: Socket) => void = () => {};
+  const first = new Promise<Socket>((resolve) => (gotSocket = resolve));
   const server: Server = createServer((socket) => {
     sockets.add(socket);
+    gotSocket(socket);
     socket.on("close", () => sockets.delete(socket));
     socket.on("error", () => {});
     socket.on("data", (chunk: Buffer) => {
       received += chunk.length;
+      gotSome();
     });
     onAccept(socket);
   });
@@ -44,6 +54,8 @@ async function stubbornServer(onAccept: (socket: Socket) => void = () => {}): Pr
   return {
     socketPath,
     received: () => received,
+    receivedSome: () => some,
+    firstSocket: () => first,
     close: async () => {
       for (const socket of sockets) socket.destroy();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -93,28 +105,24 @@ describe("a server that stops reading", () => {
       );
     const calls = [1, 2, 3].map(() => outcome(client.callRaw("status", { padding: MIB })));
     calls.push(outcome(client.notify("note", { padding: MIB })));
-    while (server.received() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+    await server.receivedSome();
     await client.close();
     assert.deepEqual(await Promise.all(calls), ["ClientClosedError", "ClientClosedError", "ClientClosedError", "ClientClosedError"]);
     await server.close();
   });
 
   it("a notification waits its turn behind the calls made before it", { timeout: 10_000 }, async () => {
-    let socket: Socket | undefined;
-    const server = await stubbornServer((accepted) => {
-      socket = accepted;
-      accepted.pause();
-    });
+    const server = await stubbornServer((accepted) => accepted.pause());
     const client = new MakaClient({ socketPath: server.socketPath });
     try {
       const before = [1, 2, 3].map(() => client.callRaw("status", { padding: MIB }).catch(() => undefined));
       const note = client.notify("note", { n: 1 });
       const reply = client.call("ping");
-      while (!socket) await new Promise((resolve) => setTimeout(resolve, 5));
+      const socket = await server.firstSocket();
       let text = "";
       socket.on("data", (chunk: Buffer) => {
         text += chunk.toString("latin1");
-        answerPing(socket!, text);
+        answerPing(socket, text);
       });
       socket.resume();
       assert.equal(await reply, "pong");
@@ -131,15 +139,12 @@ describe("a server that stops reading", () => {
   it("a notification that timed out or was aborted before its turn is never sent, nor kept", { timeout: 10_000 }, async () => {
     setFlagsFromString("--expose-gc");
     const gc = runInNewContext("gc") as () => void;
-    let socket: Socket | undefined;
-    const server = await stubbornServer((accepted) => {
-      socket = accepted;
-      accepted.pause();
-    });
+    const server = await stubbornServer((accepted) => accepted.pause());
     const client = new MakaClient({ socketPath: server.socketPath });
     try {
       // Connected first: a call made while the client connects is held until the connect ends.
       await client.connect();
+      const socket = await server.firstSocket();
       const blocker = client.callRaw("status", { padding: MIB }).catch(() => undefined);
       let params: Record<string, unknown> | undefined = { padding: MIB.slice(1) };
       const held = new WeakRef(params);
@@ -159,11 +164,11 @@ describe("a server that stops reading", () => {
       // The server reads again: only what had already left the client can still arrive.
       const reply = client.call("ping", {}, { timeoutMs: 0 });
       let text = "";
-      socket!.on("data", (chunk: Buffer) => {
+      socket.on("data", (chunk: Buffer) => {
         text += chunk.toString("latin1");
-        answerPing(socket!, text);
+        answerPing(socket, text);
       });
-      socket!.resume();
+      socket.resume();
       assert.equal(await reply, "pong");
       assert.ok(!text.includes("_note"), "a dropped notification reached the server");
       void blocker;
@@ -174,15 +179,12 @@ describe("a server that stops reading", () => {
   });
 
   it("requests that timed out or were aborted before they left the client are never sent", { timeout: 10_000 }, async () => {
-    let socket: Socket | undefined;
-    const server = await stubbornServer((accepted) => {
-      socket = accepted;
-      accepted.pause();
-    });
+    const server = await stubbornServer((accepted) => accepted.pause());
     const client = new MakaClient({ socketPath: server.socketPath });
     try {
       // Connected first: a call made while the client connects is held until the connect ends.
       await client.connect();
+      const socket = await server.firstSocket();
       const controller = new AbortController();
       const timedOut = Array.from({ length: 16 }, () => client.callRaw("status", { padding: MIB }, { timeoutMs: 50 }));
       const aborted = Array.from({ length: 16 }, () => client.callRaw("status", { padding: MIB }, { signal: controller.signal }));
@@ -191,11 +193,11 @@ describe("a server that stops reading", () => {
       for (const call of aborted) await assert.rejects(call, AbortError);
       // The server reads again: only what had already left the client can still arrive.
       const reply = client.call("ping", {}, { timeoutMs: 0 });
-      socket!.resume();
+      socket.resume();
       let tail = "";
-      socket!.on("data", (chunk: Buffer) => {
+      socket.on("data", (chunk: Buffer) => {
         tail = (tail + chunk.toString("latin1")).slice(-64);
-        if (tail.includes('"method":"ping"')) socket!.write('{"jsonrpc":"2.0","id":33,"result":"pong"}\n');
+        if (tail.includes('"method":"ping"')) socket.write('{"jsonrpc":"2.0","id":33,"result":"pong"}\n');
       });
       assert.equal(await reply, "pong");
       assert.ok(server.received() < 4 * MIB.length, `${server.received()} bytes reached the server`);
@@ -229,19 +231,16 @@ describe("a server that stops reading", () => {
   });
 
   it("calls that never fully left the client, when it hangs up and no retry is left, reject naming their own method", { timeout: 10_000 }, async () => {
-    let socket: Socket | undefined;
-    const server = await stubbornServer((accepted) => {
-      socket = accepted;
-      accepted.pause();
-    });
+    const server = await stubbornServer((accepted) => accepted.pause());
     const client = new MakaClient({ socketPath: server.socketPath, reconnect: false });
     try {
+      const connected = new Promise((resolve) => client.once("connect", resolve));
       const calls = [
         client.callRaw("status", { padding: MIB }).catch((error: unknown) => error),
         client.call("ping").catch((error: unknown) => error),
       ];
-      while (!client.connected) await new Promise((resolve) => setTimeout(resolve, 5));
-      socket!.destroy();
+      await connected;
+      (await server.firstSocket()).destroy();
       const [status, ping] = await Promise.all(calls);
       assert.ok(status instanceof ConnectionLostError, String(status));
       assert.equal(status.method, "status");
@@ -296,7 +295,7 @@ describe("one AbortSignal shared by many calls", () => {
     try {
       const controller = new AbortController();
       const calls = Array.from({ length: 50 }, () => client.call("ping", {}, { signal: controller.signal }).catch((error: unknown) => error));
-      while (server.received() === 0) await new Promise((resolve) => setTimeout(resolve, 5));
+      await server.receivedSome();
       controller.abort();
       for (const outcome of await Promise.all(calls)) assert.ok(outcome instanceof AbortError, String(outcome));
       await new Promise((resolve) => setImmediate(resolve));
@@ -326,11 +325,14 @@ describe("a daemon that dies again under a subscription's renewal", () => {
             return;
           }
           const reply = { jsonrpc: "2.0", id: request.id, result: { workspace: request.params.workspace, revision: 1 } };
+          if (nth === 1) {
+            socket.end(`${JSON.stringify(reply)}\n`); // answers, then the daemon goes down
+            return;
+          }
           socket.write(`${JSON.stringify(reply)}\n`);
-          if (nth === 1) setTimeout(() => socket.destroy(), 10); // the daemon goes down
           if (nth === 3) {
             const note = { jsonrpc: "2.0", method: "settings_changed", params: { workspace: "/w", revision: 2, cause: "settings" } };
-            setTimeout(() => socket.write(`${JSON.stringify(note)}\n`), 10);
+            socket.write(`${JSON.stringify(note)}\n`);
           }
         }
       });

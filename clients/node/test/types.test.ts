@@ -10,6 +10,9 @@ import {
   MakaClient,
   NotFoundError,
   TooManyConnectionsError,
+  type ClientEvents,
+  type DaemonStopping,
+  type ImportProgressParams,
   type ParamsOf,
   type ResultOf,
   type StatusResult,
@@ -76,9 +79,22 @@ function typedNotifications(client: MakaClient): void {
     const reapplied: string[] | undefined = params.reapplied;
     void [returned, reapplied, params.cause];
   });
+  client.on("daemon_stopping", (params) => {
+    assertType<Equal<typeof params.reason, DaemonStopping["reason"]>>(true);
+  });
+  client.on("subscription_lost", ({ params }) => {
+    const workspace: string = params.workspace;
+    void workspace;
+  });
 }
 
 describe("types", () => {
+  it("a notification's and a lost subscription's params are typed", () => {
+    assertType<Equal<ClientEvents["import_progress"], [params: ImportProgressParams]>>(true);
+    assertType<Equal<ClientEvents["daemon_stopping"], [params: DaemonStopping]>>(true);
+    assert.equal(typeof typedNotifications, "function");
+  });
+
   it("an error's documented data fields are typed", () => {
     assertType<Equal<IoError["data"]["memoryWritten"], boolean | undefined>>(true);
     assertType<Equal<ConflictError["data"]["kind"], "conflict">>(true);
