@@ -283,8 +283,9 @@ def _reset_message(reset: LedgerReset) -> str:
 class WorkspaceRegistry:
     """Opens each workspace once and hands out the same state to every service.
 
-    Every call re-checks that the spelling still names the same directory, on the
-    event loop (no worker-thread hop: this is the hot path of every request). A
+    Every call re-checks that the spelling still names the same directory, on a
+    worker thread (a slow or hung disk under one workspace then holds up only the
+    calls that name it, never the event loop every client shares). A
     bound workspace needs one ``stat`` of its id file through the spelling: a
     symlink repointed, a folder deleted and made again or an id changed all give
     another inode (or none). A workspace not bound yet is checked by its stamp (the
@@ -310,24 +311,28 @@ class WorkspaceRegistry:
         # Every revision of every workspace here comes from it (unique across them all).
         self.clock = RevisionClock(data_dir)
 
-    def known(self, raw_path: str) -> Workspace | None:
+    async def known(self, raw_path: str) -> Workspace | None:
         """The workspace this spelling named last time, if it still names it (the stat
-        check above, no await): None means ``get`` must look."""
+        check above, on a worker thread): None means ``get`` must look."""
         known = self._by_raw.get(raw_path)
-        if known is None:
+        if known is None or known[0].stamp is None:
             return None
-        cached, id_file = known
+        still = await anyio.to_thread.run_sync(self._still_named, raw_path, *known)
+        return known[0] if still else None
+
+    def _still_named(self, raw_path: str, cached: Workspace, id_file: str) -> bool:
+        """Whether ``raw_path`` still names ``cached`` (blocking: one or two ``stat``)."""
         stamp = cached.stamp
         if stamp is None:
-            return None
+            return False
         if cached.identity is not None:
             found = identity.id_stamp(id_file)
-            return cached if found is not None and found == stamp[2:] else None
+            return found is not None and found == stamp[2:]
         spelling = str(self._user_dir) if raw_path == USER_LEVEL else raw_path
-        return cached if identity.stamp(spelling, id_file) == stamp else None
+        return identity.stamp(spelling, id_file) == stamp
 
     async def get(self, raw_path: str) -> Workspace:
-        cached = self.known(raw_path)
+        cached = await self.known(raw_path)
         if cached is not None:
             return cached
         known = self._by_raw.get(raw_path)
@@ -335,18 +340,24 @@ class WorkspaceRegistry:
         spelling = str(self._user_dir) if user else raw_path
         path = await anyio.to_thread.run_sync(self._resolve, spelling, user)
         async with self._lock:
-            workspace = self._open.get(path)
-            if workspace is None or identity.stamp(path) != workspace.stamp:
-                try:
-                    workspace = await anyio.to_thread.run_sync(self._reopen, path, workspace)
-                except OSError as exc:
-                    raise _open_failure(exc) from exc
+            try:
+                workspace = await anyio.to_thread.run_sync(self._current, path)
+            except OSError as exc:
+                raise _open_failure(exc) from exc
             if user:
                 workspace.level = "user"
                 if known is None or known[0] is not workspace:
                     await anyio.to_thread.run_sync(self._note_user_folder, workspace)
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
             self._by_raw[raw_path] = (workspace, identity.id_path(spelling))
+        return workspace
+
+    def _current(self, path: Path) -> Workspace:
+        """The workspace open at ``path``, re-opened when its directory is no longer the
+        one it was (blocking; under the registry's lock)."""
+        workspace = self._open.get(path)
+        if workspace is None or identity.stamp(path) != workspace.stamp:
+            workspace = self._reopen(path, workspace)
         return workspace
 
     def named(self, raw_path: str) -> Workspace | None:
