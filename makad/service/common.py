@@ -91,6 +91,18 @@ class WorkspaceAccess:
     # The requestIds being run now, by workspace: a copy of one waits for it (``idempotent``).
     _in_flight: dict[tuple[str, str], _InFlight] = field(default_factory=dict, init=False)
 
+    async def workspace_at_hand(self, raw: str, also: Callable[[Workspace], T]) -> tuple[Workspace, T] | None:
+        """``workspace(raw)`` with ``also(workspace)`` run in the spelling check's worker-thread
+        hop, when the spelling is known and the workspace ready and settled; else None (then
+        ``workspace``): a cheap read's stats and the check in one hop."""
+        if not self._ready:
+            return None
+        found = await self.registry.known_and(raw, also)
+        if found is None or found[0].state.settled != found[0].ledger.generation:
+            return None
+        self.on_access(found[0])
+        return found
+
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.known(raw)
         before = None

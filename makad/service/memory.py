@@ -137,7 +137,15 @@ class MemoryService:
 
     async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState | StateNotModified:
         ctx = self._ctx
-        ws = await ctx.workspace(params.workspace)
+        # A conditional read of a known workspace: its stats in the spelling check's hop.
+        files_unchanged: bool | None = None
+        at_hand = None
+        if params.if_revision is not None:
+            at_hand = await ctx.workspace_at_hand(params.workspace, _files_unchanged_now)
+        if at_hand is not None:
+            ws, files_unchanged = at_hand
+        else:
+            ws = await ctx.workspace(params.workspace)
         settings = ws.state.settings
         if settings is None:
             settings = await ctx.load_settings(ws)
@@ -147,7 +155,8 @@ class MemoryService:
                 async with ws.lock:
                     pass
                 locked = ws.lock.locked()
-            if not locked and await self._unchanged_since(ws, settings, params.if_revision):
+                files_unchanged = None  # stat'ed before that write: look again
+            if not locked and await self._unchanged_since(ws, settings, params.if_revision, files_unchanged):
                 return StateNotModified(not_modified=True, revision=params.if_revision)
         notices = workspace_warnings(ws)  # a replaced workspace, a reset ledger
         base: dict[str, Any] = {
@@ -246,9 +255,11 @@ class MemoryService:
     async def _files_unchanged(ws: Workspace) -> bool:
         """Both memory files are surely what was last read (stat signatures, on a worker
         thread: the workspace's disk may be slow or hung)."""
-        return await in_thread(unchanged_in, ws.memory_dir_name, ws.memory_files)
+        return await in_thread(_files_unchanged_now, ws)
 
-    async def _unchanged_since(self, ws: Workspace, settings: Settings, revision: int) -> bool:
+    async def _unchanged_since(
+        self, ws: Workspace, settings: Settings, revision: int, files_unchanged: bool | None = None
+    ) -> bool:
         """Whether a conditional read can answer notModified without reading: the
         revision is the one asked about (it moves with every change of MEMORY.md, PENDING.md
         or the settings), no decay is due, and both files still have the stat signature
@@ -258,7 +269,9 @@ class MemoryService:
             return False
         if not settings.enabled or settings.incognito:
             return True  # nothing is read in these states; the switches bump the revision
-        if _decay_due(ws) or not await self._files_unchanged(ws):
+        if files_unchanged is None:
+            files_unchanged = await self._files_unchanged(ws)
+        if _decay_due(ws) or not files_unchanged:
             return False
         return ws.revision == revision and not ws.lock.locked()  # nothing began meanwhile
 
@@ -662,3 +675,8 @@ def _pinned_over_share(
         values = {user_level_id(key): value for key, value in user_values(user_doc).items()}
         other = OtherLevelPins("user", shown, values)
     return fw.pinned_over_share(doc, entries, now, user_values(doc), level, other=other)
+
+
+def _files_unchanged_now(ws: Workspace) -> bool:
+    """Both memory files' stat signatures are what was last read (blocking: a few stats)."""
+    return unchanged_in(ws.memory_dir_name, ws.memory_files)

@@ -15,9 +15,11 @@ import errno
 import hashlib
 import os
 import stat as stat_mod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,6 +47,7 @@ USER_LEVEL_FILE = "user-level"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
 MAX_CACHED_SPELLINGS = 10_000
+T = TypeVar("T")
 
 
 def workspace_id(path: Path) -> str:
@@ -314,11 +317,21 @@ class WorkspaceRegistry:
     async def known(self, raw_path: str) -> Workspace | None:
         """The workspace this spelling named last time, if it still names it (the stat
         check above, on a worker thread): None means ``get`` must look."""
+        found = await self.known_and(raw_path, _nothing)
+        return None if found is None else found[0]
+
+    async def known_and(self, raw_path: str, also: Callable[[Workspace], T]) -> tuple[Workspace, T] | None:
+        """``known``, with ``also(workspace)`` run in the same worker-thread hop when the
+        spelling still names it (one hop for the check and the caller's own stats)."""
         known = self._by_raw.get(raw_path)
         if known is None or known[0].stamp is None:
             return None
-        still = await anyio.to_thread.run_sync(self._still_named, raw_path, *known)
-        return known[0] if still else None
+        cached, id_file = known
+
+        def check() -> tuple[Workspace, T] | None:
+            return (cached, also(cached)) if self._still_named(raw_path, cached, id_file) else None
+
+        return await anyio.to_thread.run_sync(check)
 
     def _still_named(self, raw_path: str, cached: Workspace, id_file: str) -> bool:
         """Whether ``raw_path`` still names ``cached`` (blocking: one or two ``stat``)."""
@@ -536,6 +549,10 @@ def _write_marker(marker: Path, path: Path) -> None:
         write_all(fd, redact(str(path)).text.encode("utf-8", "surrogateescape"))
     finally:
         os.close(fd)
+
+
+def _nothing(workspace: Workspace) -> None:
+    return None
 
 
 def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:
