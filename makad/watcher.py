@@ -41,6 +41,8 @@ class Watcher:
         self._ingest = ingest
         self._debounce_ms = debounce_ms
         self._dirs: dict[Path, Workspace] = {}
+        # Memory directories being looked for (``ensure``), each looked for once at a time.
+        self._looking: set[Path] = set()
         self._changed = anyio.Event()
         self._stop = anyio.Event()
         self._tg: TaskGroup | None = None
@@ -54,9 +56,26 @@ class Watcher:
         self._changed.set()
 
     def ensure(self, ws: Workspace) -> None:
-        """Start watching a workspace's memory directory once it exists."""
-        if ws.watching or not ws.memory_dir.is_dir():
+        """Start watching a workspace's memory directory once it exists (looked for on a
+        worker thread: a request never waits on the workspace's disk for it)."""
+        if ws.watching or ws.memory_dir in self._looking:
             return
+        if self._tg is None:  # not started: nothing is served yet, nothing waits
+            if ws.memory_dir.is_dir():
+                self._add(ws)
+            return
+        self._looking.add(ws.memory_dir)
+        self._tg.start_soon(self._add_if_present, ws)
+
+    async def _add_if_present(self, ws: Workspace) -> None:
+        try:
+            present = await anyio.to_thread.run_sync(ws.memory_dir.is_dir)
+        finally:
+            self._looking.discard(ws.memory_dir)
+        if present and not ws.watching:
+            self._add(ws)
+
+    def _add(self, ws: Workspace) -> None:
         ws.watching = True
         self._dirs[ws.memory_dir] = ws
         self._changed.set()
@@ -67,15 +86,16 @@ class Watcher:
             if self._stop.is_set():
                 return
             self._changed = anyio.Event()
-            self._forget_missing()
+            await self._forget_missing()
             if not self._dirs:
                 continue
             await self._watch_until_changed()
 
-    def _forget_missing(self) -> None:
-        for path, ws in list(self._dirs.items()):
-            if not path.is_dir():
-                del self._dirs[path]
+    async def _forget_missing(self) -> None:
+        gone = await anyio.to_thread.run_sync(_missing, list(self._dirs))
+        for path in gone:
+            ws = self._dirs.pop(path, None)
+            if ws is not None:
                 ws.watching = False
 
     async def _watch_until_changed(self) -> None:
@@ -125,3 +145,8 @@ class Watcher:
             await self._ingest(ws)
         except Exception as exc:  # one bad read must not end the watch
             log.warning("ingest_failed", workspace_id=ws.id, error=type(exc).__name__)
+
+
+def _missing(folders: list[Path]) -> list[Path]:
+    """The folders that are no directory (any more): blocking, a ``stat`` each."""
+    return [folder for folder in folders if not folder.is_dir()]

@@ -91,17 +91,20 @@ class WorkspaceAccess:
     # The requestIds being run now, by workspace: a copy of one waits for it (``idempotent``).
     _in_flight: dict[tuple[str, str], _InFlight] = field(default_factory=dict, init=False)
 
-    def workspace_at_hand(self, raw: str) -> Workspace | None:
-        """``workspace(raw)`` when it needs no await (a known spelling, ready, settled),
-        else None: a cheap read finds its workspace without a coroutine of its own."""
-        ws = self.registry.known(raw)
-        if ws is None or not self._ready or ws.state.settled != ws.ledger.generation:
+    async def workspace_at_hand(self, raw: str, also: Callable[[Workspace], T]) -> tuple[Workspace, T] | None:
+        """``workspace(raw)`` with ``also(workspace)`` run in the spelling check's worker-thread
+        hop, when the spelling is known and the workspace ready and settled; else None (then
+        ``workspace``): a cheap read's stats and the check in one hop."""
+        if not self._ready:
             return None
-        self.on_access(ws)
-        return ws
+        found = await self.registry.known_and(raw, also)
+        if found is None or found[0].state.settled != found[0].ledger.generation:
+            return None
+        self.on_access(found[0])
+        return found
 
     async def workspace(self, raw: str) -> Workspace:
-        ws = self.registry.known(raw)
+        ws = await self.registry.known(raw)
         before = None
         if ws is None:
             before = self.registry.named(raw)
@@ -152,7 +155,7 @@ class WorkspaceAccess:
     async def user_level_if_any(self) -> Workspace | None:
         """The user level, unless it was never used (its folder does not exist yet): a
         read never makes it."""
-        if not self.registry.user_level_known() and not self.registry.user_dir.is_dir():
+        if not self.registry.user_level_known() and not await in_thread(self.registry.user_dir.is_dir):
             return None
         return await self.user_level()
 

@@ -516,7 +516,7 @@ class ContextService:
         return _UserLevel(uws, view, revision)
 
     async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
-        current = _current_snapshot(ws)
+        current = await _current_snapshot(ws)
         if current is not None:
             return current
         try:
@@ -600,22 +600,26 @@ def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str
     return lines
 
 
-def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
+async def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
     """The snapshot already built, when MEMORY.md on disk is still the version it was built
-    from (one ``lstat``, on the event loop): then no worker-thread hop to refresh the file.
-    Otherwise (changed, or a write of the daemon's own under way: the loaded text is newer
-    than the snapshot) None, and ``_snapshot`` refreshes under the workspace's lock."""
+    from (one ``lstat``, on a worker thread): then no refresh of the file. Otherwise
+    (changed, or a write of the daemon's own under way: the loaded text is newer than the
+    snapshot) None, and ``_snapshot`` refreshes under the workspace's lock."""
     snap = ws.state.memory_snapshot
-    if (
+    if not _snapshot_matches(ws, snap) or not await in_thread(ws.memory.looks_current, ws.memory_path):
+        return None
+    return snap if ws.state.memory_snapshot is snap and _snapshot_matches(ws, snap) else None
+
+
+def _snapshot_matches(ws: Workspace, snap: MemorySnapshot | None) -> bool:
+    """Whether ``snap`` was built from MEMORY.md as loaded now (no disk access)."""
+    return not (
         snap is None
         or snap.skipped is not None
         or ws.memory.too_large
         or snap.sha != ws.memory.sha256
         or snap.index_generation != ws.ledger.index_generation
-        or not ws.memory.looks_current(ws.memory_path)
-    ):
-        return None
-    return snap
+    )
 
 
 def _index_redacted(

@@ -138,8 +138,15 @@ class MemoryService:
 
     async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState | StateNotModified:
         ctx = self._ctx
-        # The common case (a known workspace, its settings cached) without two coroutines.
-        ws = ctx.workspace_at_hand(params.workspace) or await ctx.workspace(params.workspace)
+        # A conditional read of a known workspace: its stats in the spelling check's hop.
+        files_unchanged: bool | None = None
+        at_hand = None
+        if params.if_revision is not None:
+            at_hand = await ctx.workspace_at_hand(params.workspace, _files_unchanged_now)
+        if at_hand is not None:
+            ws, files_unchanged = at_hand
+        else:
+            ws = await ctx.workspace(params.workspace)
         settings = ws.state.settings
         if settings is None:
             settings = await ctx.load_settings(ws)
@@ -149,7 +156,8 @@ class MemoryService:
                 async with ws.lock:
                     pass
                 locked = ws.lock.locked()
-            if not locked and self._unchanged_since(ws, settings, params.if_revision):
+                files_unchanged = None  # stat'ed before that write: look again
+            if not locked and await self._unchanged_since(ws, settings, params.if_revision, files_unchanged):
                 return StateNotModified(not_modified=True, revision=params.if_revision)
         notices = workspace_warnings(ws)  # a replaced workspace, a reset ledger
         base: dict[str, Any] = {
@@ -177,9 +185,9 @@ class MemoryService:
         try:
             # Nothing to take in or archive (and nobody writing): the state at hand is
             # current, and taking the lock would only cost a wait.
-            if ws.lock.locked() or not self._files_unchanged(ws) or _decay_due(ws):
+            if ws.lock.locked() or not await self._files_unchanged(ws) or _decay_due(ws):
                 async with ws.lock:
-                    if not self._files_unchanged(ws):  # else refresh has nothing to do
+                    if not await self._files_unchanged(ws):  # else refresh has nothing to do
                         await self._files.refresh(ws)
                     await self.apply_decay(ws)
         except (IOFailure, InvalidWorkspace) as exc:  # the contract's error status
@@ -245,13 +253,14 @@ class MemoryService:
         )
 
     @staticmethod
-    def _files_unchanged(ws: Workspace) -> bool:
-        """Both memory files are surely what was last read (stat signatures). Stats on
-        the event loop, as the registry's hot-path check: a worker-thread hop would cost
-        more than the stats."""
-        return unchanged_in(ws.memory_dir_name, ws.memory_files)
+    async def _files_unchanged(ws: Workspace) -> bool:
+        """Both memory files are surely what was last read (stat signatures, on a worker
+        thread: the workspace's disk may be slow or hung)."""
+        return await in_thread(_files_unchanged_now, ws)
 
-    def _unchanged_since(self, ws: Workspace, settings: Settings, revision: int) -> bool:
+    async def _unchanged_since(
+        self, ws: Workspace, settings: Settings, revision: int, files_unchanged: bool | None = None
+    ) -> bool:
         """Whether a conditional read can answer notModified without reading: the
         revision is the one asked about (it moves with every change of MEMORY.md, PENDING.md
         or the settings), no decay is due, and both files still have the stat signature
@@ -261,7 +270,11 @@ class MemoryService:
             return False
         if not settings.enabled or settings.incognito:
             return True  # nothing is read in these states; the switches bump the revision
-        return not _decay_due(ws) and self._files_unchanged(ws)
+        if files_unchanged is None:
+            files_unchanged = await self._files_unchanged(ws)
+        if _decay_due(ws) or not files_unchanged:
+            return False
+        return ws.revision == revision and not ws.lock.locked()  # nothing began meanwhile
 
     async def _pinned_warnings(
         self, ws: Workspace, doc: fmt.MemoryDocument, entries: list[Entry]
@@ -293,9 +306,9 @@ class MemoryService:
             uws = await self._ctx.user_level_if_any()
             if uws is None or not agent_reads(await self._ctx.load_settings(uws)):
                 return None, []
-            if uws.lock.locked() or not self._files_unchanged(uws):
+            if uws.lock.locked() or not await self._files_unchanged(uws):
                 async with uws.lock:
-                    if not self._files_unchanged(uws):
+                    if not await self._files_unchanged(uws):
                         await self._files.refresh(uws)
         except (IOFailure, InvalidWorkspace):  # the workspace's own warnings still hold
             return None, []
@@ -665,3 +678,8 @@ def _pinned_over_share(
         values = {user_level_id(key): value for key, value in user_values(user_doc).items()}
         other = OtherLevelPins("user", shown, values)
     return fw.pinned_over_share(doc, entries, now, user_values(doc), level, other=other)
+
+
+def _files_unchanged_now(ws: Workspace) -> bool:
+    """Both memory files' stat signatures are what was last read (blocking: a few stats)."""
+    return unchanged_in(ws.memory_dir_name, ws.memory_files)

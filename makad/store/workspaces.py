@@ -15,9 +15,11 @@ import errno
 import hashlib
 import os
 import stat as stat_mod
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
+from typing import TypeVar
 
 import anyio
 import anyio.to_thread
@@ -45,6 +47,7 @@ USER_LEVEL_FILE = "user-level"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
 MAX_CACHED_SPELLINGS = 10_000
+T = TypeVar("T")
 
 
 def workspace_id(path: Path) -> str:
@@ -283,8 +286,9 @@ def _reset_message(reset: LedgerReset) -> str:
 class WorkspaceRegistry:
     """Opens each workspace once and hands out the same state to every service.
 
-    Every call re-checks that the spelling still names the same directory, on the
-    event loop (no worker-thread hop: this is the hot path of every request). A
+    Every call re-checks that the spelling still names the same directory, on a
+    worker thread (a slow or hung disk under one workspace then holds up only the
+    calls that name it, never the event loop every client shares). A
     bound workspace needs one ``stat`` of its id file through the spelling: a
     symlink repointed, a folder deleted and made again or an id changed all give
     another inode (or none). A workspace not bound yet is checked by its stamp (the
@@ -310,24 +314,38 @@ class WorkspaceRegistry:
         # Every revision of every workspace here comes from it (unique across them all).
         self.clock = RevisionClock(data_dir)
 
-    def known(self, raw_path: str) -> Workspace | None:
+    async def known(self, raw_path: str) -> Workspace | None:
         """The workspace this spelling named last time, if it still names it (the stat
-        check above, no await): None means ``get`` must look."""
+        check above, on a worker thread): None means ``get`` must look."""
+        found = await self.known_and(raw_path, _nothing)
+        return None if found is None else found[0]
+
+    async def known_and(self, raw_path: str, also: Callable[[Workspace], T]) -> tuple[Workspace, T] | None:
+        """``known``, with ``also(workspace)`` run in the same worker-thread hop when the
+        spelling still names it (one hop for the check and the caller's own stats)."""
         known = self._by_raw.get(raw_path)
-        if known is None:
+        if known is None or known[0].stamp is None:
             return None
         cached, id_file = known
+
+        def check() -> tuple[Workspace, T] | None:
+            return (cached, also(cached)) if self._still_named(raw_path, cached, id_file) else None
+
+        return await anyio.to_thread.run_sync(check)
+
+    def _still_named(self, raw_path: str, cached: Workspace, id_file: str) -> bool:
+        """Whether ``raw_path`` still names ``cached`` (blocking: one or two ``stat``)."""
         stamp = cached.stamp
         if stamp is None:
-            return None
+            return False
         if cached.identity is not None:
             found = identity.id_stamp(id_file)
-            return cached if found is not None and found == stamp[2:] else None
+            return found is not None and found == stamp[2:]
         spelling = str(self._user_dir) if raw_path == USER_LEVEL else raw_path
-        return cached if identity.stamp(spelling, id_file) == stamp else None
+        return identity.stamp(spelling, id_file) == stamp
 
     async def get(self, raw_path: str) -> Workspace:
-        cached = self.known(raw_path)
+        cached = await self.known(raw_path)
         if cached is not None:
             return cached
         known = self._by_raw.get(raw_path)
@@ -335,18 +353,24 @@ class WorkspaceRegistry:
         spelling = str(self._user_dir) if user else raw_path
         path = await anyio.to_thread.run_sync(self._resolve, spelling, user)
         async with self._lock:
-            workspace = self._open.get(path)
-            if workspace is None or identity.stamp(path) != workspace.stamp:
-                try:
-                    workspace = await anyio.to_thread.run_sync(self._reopen, path, workspace)
-                except OSError as exc:
-                    raise _open_failure(exc) from exc
+            try:
+                workspace = await anyio.to_thread.run_sync(self._current, path)
+            except OSError as exc:
+                raise _open_failure(exc) from exc
             if user:
                 workspace.level = "user"
                 if known is None or known[0] is not workspace:
                     await anyio.to_thread.run_sync(self._note_user_folder, workspace)
         if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
             self._by_raw[raw_path] = (workspace, identity.id_path(spelling))
+        return workspace
+
+    def _current(self, path: Path) -> Workspace:
+        """The workspace open at ``path``, re-opened when its directory is no longer the
+        one it was (blocking; under the registry's lock)."""
+        workspace = self._open.get(path)
+        if workspace is None or identity.stamp(path) != workspace.stamp:
+            workspace = self._reopen(path, workspace)
         return workspace
 
     def named(self, raw_path: str) -> Workspace | None:
@@ -525,6 +549,10 @@ def _write_marker(marker: Path, path: Path) -> None:
         write_all(fd, redact(str(path)).text.encode("utf-8", "surrogateescape"))
     finally:
         os.close(fd)
+
+
+def _nothing(workspace: Workspace) -> None:
+    return None
 
 
 def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:

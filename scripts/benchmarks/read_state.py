@@ -7,7 +7,7 @@ false``, status and counts without the text.
 
 ``get_settings`` under the same load shows the per-call cost of finding the
 workspace (the spelling cache re-checked with a stat of the workspace's id
-file), which the 110 KB reply of read_state hides. ``cpu_us`` is the daemon's
+file, on a worker thread), which the 110 KB reply of read_state hides. ``cpu_us`` is the daemon's
 CPU time per request for each: the figure to compare across commits on a busy
 machine (throughput there swings with the neighbours' load).
 """
