@@ -164,9 +164,12 @@ def new_entry_id(content: str, created_at_ms: int) -> str:
     return _sha16(content + str(created_at_ms))
 
 
+DERIVED_ID_PREFIX = "h-"  # an entry that names no id (typed by hand): derived from its text
+
+
 def derived_entry_id(title: str, content: str) -> str:
     """Id for an entry that names none: stable while title and content are."""
-    return "h-" + _sha16(title + "\n" + content)
+    return DERIVED_ID_PREFIX + _sha16(title + "\n" + content)
 
 
 def _newline_style(lines: list[str]) -> str:

@@ -558,11 +558,12 @@ class ProposalService:
 
     async def memory_history(self, params: HistoryParams, peer: Peer) -> HistoryResult:
         ws = await self._ctx.workspace(params.workspace)
-        events = await in_thread(ws.ledger.memory_history, params.id)
         async with ws.lock:
             await self._files.refresh(ws)
-        in_memory = fmt.find(ws.memory.doc, params.id)
-        section = in_memory or fmt.find(ws.pending.doc, params.id)
+        wanted = await self._history_id(ws, params.id)
+        events = await in_thread(ws.ledger.memory_history, wanted)
+        in_memory = fmt.find(ws.memory.doc, wanted)
+        section = in_memory or fmt.find(ws.pending.doc, wanted)
         if not events and section is None:
             raise NotFound("no entry or proposal with that id", id=params.id)
         approved = next((e for e in events if e.action == "approved"), None)
@@ -573,7 +574,7 @@ class ProposalService:
         if in_memory is not None:  # with the dates the daemon keeps for an entry typed by hand
             entry = entry_dates.dated_entry(ws, in_memory.entry)
         return HistoryResult(
-            id=params.id,
+            id=wanted,
             entry=entry,
             proposal_id=proposal_id,
             source_refs=rules.lineage_refs(entry, events),
@@ -581,6 +582,28 @@ class ProposalService:
             approved_at=approved.ts if approved else None,
             events=events,
         )
+
+    async def _history_id(self, ws: Workspace, given: str) -> str:
+        """``given`` when it is an id of the files or the lineage, else the one such id it is
+        a unique prefix of (the short ids lists print); an entry typed by hand (``h-…``) by
+        its hex part too. A prefix of several ids is invalid_params naming them."""
+        in_files = [s.entry.id for doc in (ws.memory.doc, ws.pending.doc) for s in doc.sections]
+        if given in in_files or not given:
+            return given
+        prefixes = [given, fmt.DERIVED_ID_PREFIX + given]
+        in_lineage = await in_thread(ws.ledger.lineage_ids_starting, prefixes)
+        if given in in_lineage:
+            return given
+        known = dict.fromkeys([*in_files, *in_lineage])
+        matches = [k for k in known if any(k.startswith(p) for p in prefixes)]
+        if len(matches) > 1:
+            raise InvalidParams(
+                "that id prefix starts several ids; give more of it",
+                path="$.id",
+                reason="ambiguous_id",
+                candidates=matches[:10],
+            )
+        return matches[0] if matches else given
 
 
 def _upserted(doc: fmt.MemoryDocument, entry: Entry) -> Change:

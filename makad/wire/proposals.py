@@ -243,7 +243,11 @@ METHODS: list[MethodSpec] = [
         HistoryParams,
         HistoryResult,
         "Why do you believe this? The lineage of an entry or proposal.",
-        errors=(*_WS, err.NotFound),
+        errors=(*_WS, err.NotFound, err.InvalidParams),
+        description="id is whole or a unique prefix of an entry's or proposal's id (the short "
+        "ids lists print; an entry typed by hand, h-…, by its hex part too); the result's id "
+        "is the whole one. A prefix of several ids is invalid_params with data.reason "
+        "ambiguous_id and data.candidates (up to 10 ids); one of none is not_found.",
     ),
     MethodSpec(
         "import_memories",

@@ -1826,14 +1826,17 @@ export interface Methods {
     result: RejectResult;
     errors: "conflict" | "disabled" | "incognito_blocked" | "invalid_params" | "invalid_workspace" | "io_error" | "not_found" | "safe_mode" | "too_large";
   };
-  /** Why do you believe this? The lineage of an entry or proposal. */
+  /**
+   * Why do you believe this? The lineage of an entry or proposal.
+   * id is whole or a unique prefix of an entry's or proposal's id (the short ids lists print; an entry typed by hand, h-…, by its hex part too); the result's id is the whole one. A prefix of several ids is invalid_params with data.reason ambiguous_id and data.candidates (up to 10 ids); one of none is not_found.
+   */
   memory_history: {
     params: {
       workspace: string;
       id: string;
     };
     result: HistoryResult;
-    errors: "invalid_workspace" | "not_found";
+    errors: "invalid_params" | "invalid_workspace" | "not_found";
   };
   /** Import memories from another tool into PENDING.md (origin imported); re-importing adds nothing. A binary or empty file is invalid_params (data.reason) and nothing is queued; a file in which nothing is found is invalid_params naming what the format expects; every such error lists data.formats; memories past PENDING.md's cap are deferred (or too_large when none fits). */
   import_memories: {

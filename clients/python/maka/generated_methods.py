@@ -256,7 +256,9 @@ class Methods:
     def memory_history(self, **params: Unpack[MemoryHistoryArgs]) -> HistoryResult:
         """Why do you believe this? The lineage of an entry or proposal.
 
-        Errors: invalid_workspace, not_found.
+        id is whole or a unique prefix of an entry's or proposal's id (the short ids lists print; an entry typed by hand, h-…, by its hex part too); the result's id is the whole one. A prefix of several ids is invalid_params with data.reason ambiguous_id and data.candidates (up to 10 ids); one of none is not_found.
+
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("HistoryResult", self._call("memory_history", dict(params)))
 
@@ -613,7 +615,9 @@ class AsyncMethods:
     async def memory_history(self, **params: Unpack[MemoryHistoryArgs]) -> HistoryResult:
         """Why do you believe this? The lineage of an entry or proposal.
 
-        Errors: invalid_workspace, not_found.
+        id is whole or a unique prefix of an entry's or proposal's id (the short ids lists print; an entry typed by hand, h-…, by its hex part too); the result's id is the whole one. A prefix of several ids is invalid_params with data.reason ambiguous_id and data.candidates (up to 10 ids); one of none is not_found.
+
+        Errors: invalid_params, invalid_workspace, not_found.
         """
         return cast("HistoryResult", await self._call("memory_history", dict(params)))
 

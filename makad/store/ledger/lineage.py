@@ -111,6 +111,21 @@ class LineageArea(LedgerBase):
                 found.update(str(row[0]) for row in rows)
         return found
 
+    def lineage_ids_starting(self, prefixes: Sequence[str], limit: int = 20) -> list[str]:
+        """The entry and proposal ids in the lineage that start with one of ``prefixes``
+        (at most ``limit``, in id order)."""
+        found: set[str] = set()
+        with self._reading() as conn:
+            for prefix in dict.fromkeys(p for p in prefixes if p):
+                for column in ("entry_id", "proposal_id"):
+                    rows = conn.execute(
+                        f"SELECT DISTINCT {column} FROM memory_events"
+                        f" WHERE substr({column}, 1, ?) = ? ORDER BY {column} LIMIT ?",
+                        (len(prefix), prefix, limit),
+                    ).fetchall()
+                    found.update(str(r[0]) for r in rows)
+        return sorted(found)[:limit]
+
     def memory_history(self, entry_or_proposal_id: str) -> list[MemoryEvent]:
         """Every lineage step of an entry or proposal, including the proposals behind an entry."""
         key = entry_or_proposal_id

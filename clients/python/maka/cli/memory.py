@@ -32,6 +32,7 @@ from maka.cli.common import (
     with_workspace,
     workspace_of,
 )
+from maka.cli.decided import decision, lineage, refuse_decided_proposal
 from maka.cli.output import (
     HAND_TYPED,
     age,
@@ -47,6 +48,7 @@ from maka.cli.output import (
 from maka.cli.review import replacement_columns
 from maka.client import Client
 from maka.errors import Conflict, InvalidParams, MethodNotFound
+from maka.ids import matching_ids
 
 # The tag that pins an entry (build_context always shows it, first).
 PINNED_TAG = "pinned"
@@ -232,11 +234,17 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
     pending = _pending_ids(client, ws)
-    (entry_id,) = resolve_ids([*entries, *pending], [args.id], titles(entries.values()))
-    try:
-        history: dict[str, Any] | None = client.call("memory_history", {"workspace": ws, "id": entry_id})
-    except MethodNotFound:
-        history = None
+    pool = [*entries, *pending]
+    # An id of neither file (a proposal decided since, in its short form) is the ledger's.
+    history = None if matching_ids(pool, args.id) else lineage(client, ws, args.id)
+    if history is not None:
+        entry_id = str(history["id"])
+    else:
+        (entry_id,) = resolve_ids(pool, [args.id], titles(entries.values()))
+        try:
+            history = client.call("memory_history", {"workspace": ws, "id": entry_id})
+        except MethodNotFound:
+            history = None
     entry = (history or {}).get("entry") or entries.get(entry_id)
     if args.json:
         print_json(history if history is not None else entry)
@@ -252,6 +260,11 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
             _print_replaced(client, ws, entry_id)
     else:
         print(f"{entry_id}: {with_workspace(args, _fate(history or {}))}")
+        became = decision(history or {})
+        if became is not None and became[1] in entries:
+            # Read-only, so shown through the proposal's id; a change needs the entry's own.
+            print()
+            print("\n".join(entry_card(entries[became[1]])))
     if history is not None:
         print()
         print("Why it is here:")
@@ -402,7 +415,7 @@ def cmd_edit(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
-    (entry_id,) = resolve_ids(entries, [args.id], titles(entries.values()))
+    (entry_id,) = entry_ids(client, args, ws, entries, [args.id], "edit")
     params: dict[str, Any] = {"workspace": ws, "id": entry_id}
     if args.title is not None:
         params["title"] = args.title
@@ -567,15 +580,31 @@ WHERE = {"memory": "in MEMORY.md", "pending": "waiting in PENDING.md", "rejected
 KEPT_HINT = "`maka memory tidy --import` queues their bullets for review first"
 
 
+def entry_ids(
+    client: Client,
+    args: argparse.Namespace,
+    ws: str,
+    entries: dict[str, dict[str, Any]],
+    given: list[str],
+    command: str,
+) -> list[str]:
+    """The entries meant, as `resolve_ids` finds them; an id of no entry that names a
+    proposal (decided or waiting) is refused with what became of it."""
+    for wanted in given:
+        if not matching_ids(entries, wanted):
+            refuse_decided_proposal(client, args, ws, wanted, command, set(entries))
+    return resolve_ids(entries, given, titles(entries.values()))
+
+
 def _id(line: dict[str, Any]) -> str:
     return f" ({short_id(line['id'])})" if line.get("id") else ""
 
 
-def _each(method: str, verb: str) -> Command:
+def _each(method: str, verb: str, name: str) -> Command:
     def run(client: Client, args: argparse.Namespace) -> int:
         ws = workspace_of(args)
-        every = read_entries(client, ws).get("entries") or []
-        ids = resolve_ids([e["id"] for e in every], args.ids, titles(every))
+        every = {e["id"]: e for e in read_entries(client, ws).get("entries") or []}
+        ids = entry_ids(client, args, ws, every, args.ids, name)
         if method == "delete_entry" and not args.yes and sys.stdin.isatty():
             answer = input(
                 f"Delete {len(ids)} entr{'y' if len(ids) == 1 else 'ies'} "
@@ -602,7 +631,7 @@ def _pin(pinned: bool) -> Command:
         ws = workspace_of(args)
         state = read_entries(client, ws)
         entries = {e["id"]: e for e in state.get("entries") or []}
-        ids = resolve_ids(list(entries), args.ids, titles(entries.values()))
+        ids = entry_ids(client, args, ws, entries, args.ids, "pin" if pinned else "unpin")
         results = [client.call("pin_entry", {"workspace": ws, "id": i, "pinned": pinned}) for i in ids]
         if args.json:
             print_json(results if len(results) > 1 else results[0])
@@ -760,4 +789,4 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         p.add_argument("ids", nargs="+", metavar="ENTRY_ID")
         if name == "delete":
             p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
-        p.set_defaults(func=_each(method, verb))
+        p.set_defaults(func=_each(method, verb, name))

@@ -24,10 +24,12 @@ from maka.cli.common import (
     resolve_ids,
     workspace_of,
 )
+from maka.cli.decided import refuse_not_waiting
 from maka.cli.memory import read_entries
 from maka.cli.output import age, print_json, short_id, short_ids, show_table
 from maka.client import Client
 from maka.errors import RemoteError
+from maka.ids import matching_ids
 from maka.notifications import Notification
 
 NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
@@ -90,7 +92,9 @@ def returned_mark(view: dict[str, Any]) -> str:
     return " (returned: a save lacked it)" if view.get("note") else ""
 
 
-def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str], dict[str, list[str]]]:
+def _chosen(
+    client: Client, args: argparse.Namespace, command: str
+) -> tuple[str, list[str], dict[str, list[str]]]:
     """The workspace, the proposal ids meant, and what each waiting one is similar to."""
     ws = workspace_of(args)
     views = list_proposals(client, ws)["proposals"]
@@ -105,11 +109,14 @@ def _chosen(client: Client, args: argparse.Namespace) -> tuple[str, list[str], d
     if not args.ids:
         raise CliError("name at least one proposal id, or --all")
     titled = {v["proposal"]["id"]: str(v["proposal"].get("title", "")) for v in views}
+    for given in args.ids:
+        if not matching_ids(known, given):
+            refuse_not_waiting(client, args, ws, given, command)
     return ws, resolve_ids(known, args.ids, titled, noun="proposal"), similar
 
 
 def cmd_approve(client: Client, args: argparse.Namespace) -> int:
-    ws, ids, similar = _chosen(client, args)
+    ws, ids, similar = _chosen(client, args, "approve")
     params: dict[str, Any] = {"workspace": ws, "ids": ids}
     active = {e["id"]: e for e in read_entries(client, ws, archived=False).get("entries") or []}
     if args.supersedes:
@@ -188,7 +195,7 @@ def _offer_replace(
 
 
 def cmd_reject(client: Client, args: argparse.Namespace) -> int:
-    ws, ids, _ = _chosen(client, args)
+    ws, ids, _ = _chosen(client, args, "reject")
     params: dict[str, Any] = {"workspace": ws, "ids": ids}
     if args.reason:
         params["reason"] = args.reason
