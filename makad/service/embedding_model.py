@@ -318,8 +318,12 @@ class _Embedder:
         other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated"."""
         import numpy as np
 
-        count = len(BASELINE_TEXTS)
-        cosines = self.embed_queries(list(BASELINE_TEXTS)) @ self.embed(list(BASELINE_TEXTS)).T
+        texts = list(BASELINE_TEXTS)
+        queries = self.embed_queries(texts)
+        # Without prefixes a query embeds as a document does: once is enough.
+        documents = queries if self.query_prefix == self.passage_prefix else self.embed(texts)
+        count = len(texts)
+        cosines = queries @ documents.T
         return float(cosines[~np.eye(count, dtype=bool)].mean())
 
     def embed(self, texts: list[str]) -> Any:
