@@ -309,13 +309,20 @@ class _Embedder:
     tokenizer: _Tokenizer
     query_prefix: str = ""
     passage_prefix: str = ""
+    _baseline: float | None = None
 
     def _pooled(self, batch: list[list[int]]) -> Any:
         raise NotImplementedError
 
     def baseline(self) -> float:
         """The mean cosine between a query and a document that have nothing to do with each
-        other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated"."""
+        other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated".
+        Measured on the first call; later ones (another channel on this model) reuse it."""
+        if self._baseline is None:
+            self._baseline = self._measure_baseline()
+        return self._baseline
+
+    def _measure_baseline(self) -> float:
         import numpy as np
 
         texts = list(BASELINE_TEXTS)
