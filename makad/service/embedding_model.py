@@ -309,17 +309,28 @@ class _Embedder:
     tokenizer: _Tokenizer
     query_prefix: str = ""
     passage_prefix: str = ""
+    _baseline: float | None = None
 
     def _pooled(self, batch: list[list[int]]) -> Any:
         raise NotImplementedError
 
     def baseline(self) -> float:
         """The mean cosine between a query and a document that have nothing to do with each
-        other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated"."""
+        other (``BASELINE_TEXTS``, every pair of different ones): the model's "unrelated".
+        Measured on the first call; later ones (another channel on this model) reuse it."""
+        if self._baseline is None:
+            self._baseline = self._measure_baseline()
+        return self._baseline
+
+    def _measure_baseline(self) -> float:
         import numpy as np
 
-        count = len(BASELINE_TEXTS)
-        cosines = self.embed_queries(list(BASELINE_TEXTS)) @ self.embed(list(BASELINE_TEXTS)).T
+        texts = list(BASELINE_TEXTS)
+        queries = self.embed_queries(texts)
+        # Without prefixes a query embeds as a document does: once is enough.
+        documents = queries if self.query_prefix == self.passage_prefix else self.embed(texts)
+        count = len(texts)
+        cosines = queries @ documents.T
         return float(cosines[~np.eye(count, dtype=bool)].mean())
 
     def embed(self, texts: list[str]) -> Any:

