@@ -136,7 +136,7 @@ SAME: Final[tuple[str, ...]] = (
 
 KINDS: Final[tuple[tuple[str, str], ...]] = (
     (
-        "package packages dependency dependencies deps install installs installer lockfile manager",
+        "package packages dependency dependencies deps install installs installer lockfile",
         "npm pnpm yarn bun pip pipx poetry uv conda pipenv cargo gem bundler composer maven gradle "
         "nuget brew homebrew apt dnf yum pacman nix",
     ),

@@ -42,3 +42,11 @@ def test_a_word_is_found_under_its_plain_form() -> None:
     """'installing' and 'deployed' are looked up as 'install' and 'deploy'."""
     assert "pnpm" in bridged_terms(["installing"])
     assert "ship" in bridged_terms(["deployed"])
+
+
+def test_a_manager_of_people_brings_no_package_manager() -> None:
+    """The word manager alone means a person: it brings boss and team words, no package manager;
+    "package manager" still brings the package managers."""
+    alone = bridged_terms(query_words("who is my manager?"))
+    assert "boss" in alone and not {"npm", "pnpm", "yarn"} & set(alone)
+    assert {"npm", "pnpm"} <= set(bridged_terms(query_words("which package manager?")))
