@@ -15,9 +15,8 @@ from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.peer import Peer
 from makad.errors import ShuttingDown
 from makad.faults import Faults
-from makad.rpc.value_cap import MAX_MESSAGE_VALUES
 from makad.service.reply_fit import MAX_EVENT_BYTES
-from makad.settings import DaemonSettings
+from makad.settings import MAX_MESSAGE_VALUES, DaemonSettings
 from makad.wire.base import Handler
 from makad.wire.system import (
     ContextPaths,
