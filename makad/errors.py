@@ -199,6 +199,11 @@ class TooLarge(MakadError):
         "budgetTokens": _field("integer", "build_context: the budget asked for"),
         "minimumTokens": _field("integer", "build_context: what the newest user message alone needs"),
         "reason": _field("string", "a message over the size cap (code -32600): what it exceeded"),
+        "cap": _field(
+            "string",
+            "a message over a cap (code -32600): which of status.limits it passed "
+            "(maxMessageBytes, maxMessageValues)",
+        ),
     }
 
 

@@ -13,7 +13,7 @@ import tempfile
 import warnings
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Final, TypeVar
 
 import platformdirs
 
@@ -25,6 +25,11 @@ N = TypeVar("N", int, float)
 APP_NAME = "maka"
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
+# The JSON values one message may hold (makad.rpc.value_cap counts them). 10,000 events of
+# append_events fit, each with type, text, ts, toolName, toolCallId and two meta entries.
+# One object of this many members takes the decoder about 50 ms; past that its cost grows
+# faster than its size (twice the members, about eight times as long).
+MAX_MESSAGE_VALUES: Final = 100_000
 DEFAULT_MAX_CONNECTIONS = 4096
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024

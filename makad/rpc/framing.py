@@ -16,17 +16,23 @@ MAX_HEADER_BYTES = 8 * 1024
 _WHITESPACE = b" \t\r\n"
 
 
+# The name, in status's ``limits``, of the cap a message over it breaks.
+BYTE_CAP = "maxMessageBytes"
+
+
 class FrameError(Exception):
     """The byte stream cannot be framed; the connection must be closed after replying.
 
     ``frames``: the whole messages the same ``feed`` framed before the bad one, in order
     (a client that pipelines requests is answered up to where its stream broke)."""
 
-    def __init__(self, reason: str, kind: str, *, limit: int | None = None) -> None:
+    def __init__(self, reason: str, kind: str, *, limit: int | None = None, cap: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.kind = kind
         self.limit = limit
+        # Which of status's ``limits`` ``limit`` is (maxMessageBytes, maxMessageValues).
+        self.cap = cap
         self.frames: list[bytes] = []
 
     def data(self) -> dict[str, object]:
@@ -34,6 +40,8 @@ class FrameError(Exception):
         out: dict[str, object] = {"kind": self.kind, "reason": self.reason}
         if self.limit is not None:
             out["limit"] = self.limit
+        if self.cap is not None:
+            out["cap"] = self.cap
         return out
 
 
@@ -90,13 +98,15 @@ class NdjsonDecoder:
             line = bytes(self._buf[start:end])
             start = end + 1
             if len(line) > self._max:
-                raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
+                raise FrameError(
+                    f"message exceeds {self._max} bytes", "too_large", limit=self._max, cap=BYTE_CAP
+                )
             if line.strip(_WHITESPACE):
                 out.append(line)
         del self._buf[:start]
         self._scanned = len(self._buf)
         if len(self._buf) > self._max:
-            raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
+            raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max, cap=BYTE_CAP)
 
     def has_partial(self) -> bool:
         return bool(self._buf.strip(_WHITESPACE))
@@ -152,12 +162,14 @@ class LspDecoder:
                 if not digits.isdigit():  # bytes: ASCII digits only
                     raise FrameError("Content-Length is not a number", "bad_frame")
                 if len(digits) > len(str(self._max)):
-                    raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
+                    raise FrameError(
+                        f"message exceeds {self._max} bytes", "too_large", limit=self._max, cap=BYTE_CAP
+                    )
                 length = int(digits)
         if length is None:
             raise FrameError("missing Content-Length header", "bad_frame")
         if length > self._max:
-            raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max)
+            raise FrameError(f"message exceeds {self._max} bytes", "too_large", limit=self._max, cap=BYTE_CAP)
         return length
 
     def has_partial(self) -> bool:

@@ -438,7 +438,10 @@ class Server:
         if over_cap(message):
             log.warning("message_too_many_values", size=len(message), limit=MAX_MESSAGE_VALUES)
             return FrameError(
-                f"message holds more than {MAX_MESSAGE_VALUES} values", "too_large", limit=MAX_MESSAGE_VALUES
+                f"message holds more than {MAX_MESSAGE_VALUES} values",
+                "too_large",
+                limit=MAX_MESSAGE_VALUES,
+                cap="maxMessageValues",
             )
         return self._dispatcher.prepare(message)
 

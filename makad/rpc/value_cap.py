@@ -17,10 +17,8 @@ import re
 from collections.abc import Callable
 from typing import Final
 
-# 10,000 events of append_events fit, each with type, text, ts, toolName, toolCallId and
-# two meta entries. One object of this many members takes the decoder about 50 ms; past
-# that its cost grows faster than its size (twice the members, about eight times as long).
-MAX_MESSAGE_VALUES: Final = 100_000
+from makad.settings import MAX_MESSAGE_VALUES as MAX_MESSAGE_VALUES  # where it is set
+
 PIECE_BYTES: Final = 256 * 1024
 
 # Within a string with its escapes removed: everything up to its closing quote.

@@ -11,13 +11,16 @@ from typing import TYPE_CHECKING, Any
 import msgspec
 
 from makad import __version__
+from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.peer import Peer
 from makad.errors import ShuttingDown
 from makad.faults import Faults
-from makad.settings import DaemonSettings
+from makad.service.reply_fit import MAX_EVENT_BYTES
+from makad.settings import MAX_MESSAGE_VALUES, DaemonSettings
 from makad.wire.base import Handler
 from makad.wire.system import (
     ContextPaths,
+    DaemonLimits,
     NoParams,
     SemanticStatus,
     ShutdownResult,
@@ -60,6 +63,16 @@ def _semantic(info: DaemonInfo) -> dict[str, SemanticStatus]:
     return {} if found is None else {"semantic": found}
 
 
+def _limits(info: DaemonInfo) -> DaemonLimits:
+    return DaemonLimits(
+        max_message_bytes=info.settings.max_message_bytes,
+        max_message_values=MAX_MESSAGE_VALUES,
+        max_append_events=MAX_APPEND_EVENTS,
+        max_event_bytes=MAX_EVENT_BYTES,
+        max_reply_bytes=info.settings.max_reply_bytes,
+    )
+
+
 def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
     """Every open workspace's warnings, oldest first."""
     found = [
@@ -100,6 +113,7 @@ class SystemService:
             connections=info.connection_count(),
             warnings=info.warnings(),
             context_paths=info.context_paths(),
+            limits=_limits(info),
             **_semantic(info),
         )
 

@@ -78,6 +78,19 @@ class SemanticStatus(Result, kw_only=True):
     index_failures: list[IndexFailure] = []
 
 
+class DaemonLimits(Result, kw_only=True):
+    """The caps this daemon enforces (x-limits in the OpenRPC document lists the defaults):
+    a client splits what it sends to stay within them."""
+
+    max_message_bytes: Annotated[
+        int, Meta(description="The largest request message, in bytes (--max-message-bytes).")
+    ]
+    max_message_values: Annotated[int, Meta(description="The most JSON values one message may hold.")]
+    max_append_events: Annotated[int, Meta(description="The most events one append_events may carry.")]
+    max_event_bytes: Annotated[int, Meta(description="The largest event, in bytes as JSON.")]
+    max_reply_bytes: Annotated[int, Meta(description="The largest reply, in bytes (--max-reply-bytes).")]
+
+
 class StatusResult(Result):
     version: str
     pid: int
@@ -95,6 +108,8 @@ class StatusResult(Result):
     context_paths: list[ContextPaths] = []
     # Present when a model is configured (``--embedding-model``): the semantic channel.
     semantic: SemanticStatus | UnsetType = UNSET
+    # The caps it enforces, as started (its --max-message-bytes, not only the default).
+    limits: DaemonLimits | UnsetType = UNSET
 
 
 class ShutdownResult(Result):
@@ -124,7 +139,7 @@ METHODS: list[MethodSpec] = [
         StatusResult,
         "Daemon version, pid, uptime, socket, data directory, open connections, "
         "warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full "
-        "disk), and, when a model is "
+        "disk), the caps it enforces on messages (limits), and, when a model is "
         "configured, how far the semantic channel's indexing has got.",
         inline=True,
     ),

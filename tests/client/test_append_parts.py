@@ -260,17 +260,109 @@ async def test_message_over_the_value_cap_is_a_clear_error_async(shared_daemon: 
 
 
 def test_message_over_the_byte_cap_names_the_cap(small_cap_daemon: DaemonProcess, tmp_path: Path) -> None:
-    """A message over the daemon's byte cap raises TooLarge with data.limit, the cap in bytes."""
+    """A message over the daemon's byte cap raises TooLarge with data.limit, the cap in bytes,
+    and data.cap naming it; the next call works."""
+    ws = str(small_cap_daemon.workspace)
+    with small_cap_daemon.client() as c:
+        with pytest.raises(TooLarge) as caught:
+            c.call("retrieve", workspace=ws, refs=["event:s:" + "9" * 1_000] * 100)
+        assert caught.value.data["limit"] == 64 * 1024
+        assert caught.value.data["cap"] == "maxMessageBytes"
+        assert f"message exceeds {64 * 1024} bytes" in str(caught.value)
+        assert c.call("ping") == "pong"
+
+
+SMALL_CAP = 64 * 1024
+
+
+def wide_notes(count: int, size: int = 2_000) -> list[dict[str, Any]]:
+    """``count`` note events of ``size`` bytes of text, numbered from 0."""
+    return [{"type": "note", "text": f"e{i} " + "x" * size} for i in range(count)]
+
+
+def test_status_reports_the_caps_it_enforces(
+    small_cap_daemon: DaemonProcess, shared_daemon: DaemonProcess
+) -> None:
+    """status.limits is the daemon's own byte cap as started, with the fixed caps beside it."""
+    with small_cap_daemon.client() as c:
+        limits = c.call("status")["limits"]
+    assert limits["maxMessageBytes"] == SMALL_CAP
+    assert {k: limits[k] for k in ("maxMessageValues", "maxAppendEvents", "maxEventBytes")} == {
+        k: LIMITS[k] for k in ("maxMessageValues", "maxAppendEvents", "maxEventBytes")
+    }
+    with shared_daemon.client() as c:
+        assert c.call("status")["limits"]["maxMessageBytes"] == LIMITS["maxMessageBytes"]
+
+
+def test_append_over_a_smaller_byte_cap_is_cut_again_and_lands(small_cap_daemon: DaemonProcess) -> None:
+    """200 events of 2 KB (one message at the default caps) all land, in order, under a 64 KiB cap."""
     ws = str(small_cap_daemon.workspace)
     with small_cap_daemon.client() as c:
         session = open_session(c, ws)
+        events = wide_notes(200)
+        result = c.call("append_events", workspace=ws, sessionId=session, events=events, expectedSeq=0)
+        assert (result["firstSeq"], result["lastSeq"]) == (1, 200)
+        assert texts(c, ws, session) == [e["text"] for e in events]
+        assert c._limits["maxMessageBytes"] == SMALL_CAP
+
+
+def test_retry_after_learning_the_cap_appends_nothing_twice(small_cap_daemon: DaemonProcess) -> None:
+    """With a requestId, the same call again (by the client that learned the cap, or by a new
+    one that learns it again) returns the same seqs and appends nothing."""
+    ws = str(small_cap_daemon.workspace)
+    with small_cap_daemon.client() as c:
+        session = open_session(c, ws)
+        # Over the default per-call cap too: parts at the defaults, each cut again.
+        params = {"workspace": ws, "sessionId": session, "events": notes(10_050), "requestId": "cut-1"}
+        first = c.call("append_events", params)
+        again = c.call("append_events", params)
+    with small_cap_daemon.client() as fresh:
+        third = fresh.call("append_events", params)
+        assert first == again == third and (first["firstSeq"], first["lastSeq"]) == (1, 10_050)
+        assert fresh.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 10_050
+
+
+def test_retry_of_a_cut_append_refused_midway_appends_nothing_twice(small_cap_daemon: DaemonProcess) -> None:
+    """A cut append whose later piece is refused says how many landed; retrying it on a new
+    client appends none of those again."""
+    ws = str(small_cap_daemon.workspace)
+    events = wide_notes(200)
+    events[150] = {"type": "not_a_type", "text": "bad"}
+    with small_cap_daemon.client() as c:
+        session = open_session(c, ws)
+        params = {"workspace": ws, "sessionId": session, "events": events, "requestId": "cut-2"}
+        with pytest.raises(AppendPartlyDone) as caught:
+            c.call("append_events", params)
+        landed = caught.value.appended
+        assert 0 < landed <= 150 and isinstance(caught.value.error, InvalidParams)
+    with small_cap_daemon.client() as fresh:
+        with pytest.raises(AppendPartlyDone) as again:
+            fresh.call("append_events", params)
+        assert again.value.appended == landed
+        assert fresh.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == landed
+
+
+def test_event_over_the_learned_cap_is_refused_with_that_cap(small_cap_daemon: DaemonProcess) -> None:
+    """An event larger than the daemon's byte cap is refused naming that cap; nothing lands."""
+    ws = str(small_cap_daemon.workspace)
+    with small_cap_daemon.client() as c:
+        session = open_session(c, ws)
+        events = [*notes(3), {"type": "note", "text": "x" * 100_000}]
         with pytest.raises(TooLarge) as caught:
-            c.call(
-                "append_events",
-                workspace=ws,
-                sessionId=session,
-                events=[{"type": "note", "text": "x" * 100_000}],
-            )
-        assert caught.value.data["limit"] == 64 * 1024
-        assert f"message exceeds {64 * 1024} bytes" in str(caught.value)
-        assert c.call("ping") == "pong"
+            c.call("append_events", workspace=ws, sessionId=session, events=events)
+        assert caught.value.data["limit"] == SMALL_CAP and caught.value.data["index"] == 3
+        assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 0
+
+
+async def test_async_client_cuts_again_at_the_daemons_cap(small_cap_daemon: DaemonProcess) -> None:
+    """The async client learns the smaller byte cap too: every event lands once, in order."""
+    ws = str(small_cap_daemon.workspace)
+    events = wide_notes(200)
+    async with AsyncClient(str(small_cap_daemon.socket)) as c:
+        session = (await c.call("open_session", workspace=ws))["sessionId"]
+        params = {"workspace": ws, "sessionId": session, "events": events, "requestId": "cut-3"}
+        result = await c.call("append_events", params)
+        assert (result["firstSeq"], result["lastSeq"]) == (1, 200)
+        assert await c.call("append_events", params) == result
+    with small_cap_daemon.client() as sync:
+        assert texts(sync, ws, session) == [e["text"] for e in events]

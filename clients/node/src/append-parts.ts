@@ -8,6 +8,14 @@
 // (`<requestId>:part<k>of<n>`), so retrying the whole call appends no part twice; with an
 // expectedSeq each later part expects the seq the one before it ended on. The Python
 // client (maka.append_parts) does the same.
+//
+// A daemon started with a smaller --max-message-bytes refuses a part over its cap
+// (too_large with data.cap "maxMessageBytes" and data.limit its cap; the request did not
+// run). The client then keeps that cap for its later calls and cuts what is left again,
+// once: each part planned with the default caps is cut into pieces that fit the daemon's
+// cap, named `<part's requestId>:part<j>of<m>` when there is more than one. The names
+// depend only on the events and the two caps, so a retry against the same daemon (by this
+// client, or a new one that learns the cap the same way) appends no piece twice.
 
 import { MakaError, RemoteError } from "./errors.js";
 import { LIMITS, TooLargeError } from "./generated.js";
@@ -65,19 +73,22 @@ function byteBound(value: unknown): number {
   return total;
 }
 
+/** The caps a client plans with: the generated defaults, or the daemon's once learned. */
+export type Limits = { -readonly [K in keyof typeof LIMITS]: number };
+
 /** The `[start, end)` slices of `params.events` to send, in order; throws TooLargeError for an event no message can carry. */
-export function planAppend(params: Record<string, unknown>): Array<[number, number]> {
+export function planAppend(params: Record<string, unknown>, limits: Limits = LIMITS): Array<[number, number]> {
   const events = params["events"];
   if (!Array.isArray(events) || events.length === 0) return [[0, Array.isArray(events) ? events.length : 0]];
   // The envelope's own values: 4 members ("jsonrpc", "method", "id", "params").
-  if (events.length <= LIMITS.maxAppendEvents && 4 + countValues(params) <= LIMITS.maxMessageValues) {
+  if (events.length <= limits.maxAppendEvents && 4 + countValues(params) <= limits.maxMessageValues) {
     // Most calls are far below the byte cap: a bound tells so without encoding them (the
     // others are measured event by event below, and still sent whole when they fit).
-    if (byteBound(params) <= LIMITS.maxMessageBytes - ENVELOPE_SLACK_BYTES) return [[0, events.length]];
+    if (byteBound(params) <= limits.maxMessageBytes - ENVELOPE_SLACK_BYTES) return [[0, events.length]];
   }
   const bare = { ...params, events: [] };
-  const roomBytes = LIMITS.maxMessageBytes - Buffer.byteLength(JSON.stringify(bare)) - ENVELOPE_SLACK_BYTES;
-  const roomValues = LIMITS.maxMessageValues - (4 + countValues(bare) - 1); // the empty array's one
+  const roomBytes = limits.maxMessageBytes - Buffer.byteLength(JSON.stringify(bare)) - ENVELOPE_SLACK_BYTES;
+  const roomValues = limits.maxMessageValues - (4 + countValues(bare) - 1); // the empty array's one
   const parts: Array<[number, number]> = [];
   let start = 0;
   let usedBytes = 0;
@@ -86,9 +97,9 @@ export function planAppend(params: Record<string, unknown>): Array<[number, numb
     const encoded = Buffer.byteLength(JSON.stringify(event) ?? "null");
     const size = encoded + 1; // its comma
     const values = 1 + countValues(event);
-    checkAlone(index, encoded, size, values, roomBytes, roomValues);
+    checkAlone(limits, index, encoded, size, values, roomBytes, roomValues);
     const count = index - start;
-    if (count > 0 && (count === LIMITS.maxAppendEvents || usedBytes + size > roomBytes || usedValues + values > roomValues)) {
+    if (count > 0 && (count === limits.maxAppendEvents || usedBytes + size > roomBytes || usedValues + values > roomValues)) {
       parts.push([start, index]);
       start = index;
       usedBytes = 0;
@@ -101,15 +112,15 @@ export function planAppend(params: Record<string, unknown>): Array<[number, numb
   return parts;
 }
 
-function checkAlone(index: number, encoded: number, size: number, values: number, roomBytes: number, roomValues: number): void {
+function checkAlone(limits: Limits, index: number, encoded: number, size: number, values: number, roomBytes: number, roomValues: number): void {
   if (values > roomValues) {
-    refuse(index, `holds ${values} JSON values; a message holds at most ${LIMITS.maxMessageValues}`, LIMITS.maxMessageValues, values);
+    refuse(index, `holds ${values} JSON values; a message holds at most ${limits.maxMessageValues}`, limits.maxMessageValues, values);
   }
-  if (encoded > LIMITS.maxEventBytes) {
-    refuse(index, `is ${encoded} bytes as JSON; an event is at most ${LIMITS.maxEventBytes}`, LIMITS.maxEventBytes, encoded);
+  if (encoded > limits.maxEventBytes) {
+    refuse(index, `is ${encoded} bytes as JSON; an event is at most ${limits.maxEventBytes}`, limits.maxEventBytes, encoded);
   }
   if (size > roomBytes) {
-    refuse(index, `is ${encoded} bytes as JSON; a message is at most ${LIMITS.maxMessageBytes}`, LIMITS.maxMessageBytes, encoded);
+    refuse(index, `is ${encoded} bytes as JSON; a message is at most ${limits.maxMessageBytes}`, limits.maxMessageBytes, encoded);
   }
 }
 
@@ -159,34 +170,111 @@ export class AppendPartlyDoneError extends MakaError {
   }
 }
 
-/** append_events through `call`, in parts when one message cannot carry it. */
+/** A piece to send: its events' `[start, end)` and its requestId (undefined without one). */
+type Piece = [number, number, string | undefined];
+
+function sameAsDefaults(limits: Limits): boolean {
+  return (Object.keys(LIMITS) as Array<keyof Limits>).every((key) => limits[key] === LIMITS[key]);
+}
+
+/**
+ * What to send, in order: the parts planned with the default caps, each cut again when
+ * `limits` (the daemon's, once known) is smaller. A piece's requestId depends on nothing
+ * else, so that retrying the call appends no piece twice.
+ */
+export function appendPieces(params: Record<string, unknown>, limits: Limits = LIMITS): Piece[] {
+  const outer = planAppend(params);
+  const events = params["events"];
+  const requestId = typeof params["requestId"] === "string" ? params["requestId"] : undefined;
+  const out: Piece[] = [];
+  for (const [k, [start, end]] of outer.entries()) {
+    const name = requestId === undefined ? undefined : outer.length === 1 ? requestId : `${requestId}:part${k + 1}of${outer.length}`;
+    if (sameAsDefaults(limits) || !Array.isArray(events)) {
+      out.push([start, end, name]);
+      continue;
+    }
+    const part: Record<string, unknown> = { ...params, events: events.slice(start, end) };
+    if (name !== undefined) part["requestId"] = name;
+    let inner: Array<[number, number]>;
+    try {
+      inner = planAppend(part, limits);
+    } catch (error) {
+      if (error instanceof TooLargeError && typeof error.data["index"] === "number") error.data["index"] += start;
+      throw error;
+    }
+    for (const [j, [a, b]] of inner.entries()) {
+      const pieceName = name === undefined || inner.length === 1 ? name : `${name}:part${j + 1}of${inner.length}`;
+      out.push([start + a, start + b, pieceName]);
+    }
+  }
+  return out;
+}
+
+/** The daemon's byte cap when `error` is its refusal of a message over a cap smaller than `limits` says; else undefined. */
+function learnedCap(error: unknown, limits: Limits): number | undefined {
+  if (!(error instanceof TooLargeError) || error.data["clientSide"]) return undefined;
+  const limit = error.data["limit"];
+  if (error.data["cap"] !== "maxMessageBytes" || typeof limit !== "number") return undefined;
+  return limit < limits.maxMessageBytes ? limit : undefined;
+}
+
+/**
+ * append_events through `call`, in parts when one message cannot carry it. `limits`: the
+ * daemon's caps as this client knows them (its byte cap is lowered when the daemon refuses
+ * a part over a smaller one; what is left is then cut again, once).
+ */
 export async function appendInParts(
   call: (params: Record<string, unknown>) => Promise<unknown>,
   params: Record<string, unknown>,
+  limits: Limits = { ...LIMITS },
 ): Promise<unknown> {
-  const parts = planAppend(params);
-  if (parts.length === 1) return call(params);
-  const events = params["events"] as unknown[];
+  let todo = appendPieces(params, limits);
+  // One piece is the call as it is (its requestId too): sent unchanged.
+  let whole = todo.length === 1;
+  let resplit = false;
+  const events = (Array.isArray(params["events"]) ? params["events"] : []) as unknown[];
   const requestId = typeof params["requestId"] === "string" ? params["requestId"] : undefined;
   const chained = params["expectedSeq"] !== undefined && params["expectedSeq"] !== null;
   const results: AppendResult[] = [];
-  for (const [k, [start, end]] of parts.entries()) {
-    const part: Record<string, unknown> = { ...params, events: events.slice(start, end) };
-    if (requestId !== undefined) part["requestId"] = `${requestId}:part${k + 1}of${parts.length}`;
+  const fail = (start: number, error: unknown): never => {
+    const first = results[0];
     const previous = results.at(-1);
-    if (chained && previous !== undefined) part["expectedSeq"] = previous.lastSeq;
+    if (first === undefined || previous === undefined) throw error;
+    const cause = error instanceof Error ? error : new MakaError(String(error));
+    if (error instanceof RemoteError && !error.data["clientSide"] && typeof error.data["index"] === "number") {
+      error.data["index"] += start; // the event's place in the whole list, not in the part
+    }
+    throw new AppendPartlyDoneError(start, events.length, first.firstSeq, previous.lastSeq, !(error instanceof RemoteError), requestId, cause);
+  };
+  while (todo.length > 0) {
+    const [start, end, name] = todo[0] as Piece;
+    let request = params;
+    if (!whole) {
+      request = { ...params, events: events.slice(start, end) };
+      if (name !== undefined) request["requestId"] = name;
+      const previous = results.at(-1);
+      if (chained && previous !== undefined) request["expectedSeq"] = previous.lastSeq;
+    }
     try {
-      results.push((await call(part)) as AppendResult);
+      results.push((await call(request)) as AppendResult);
+      todo.shift();
     } catch (error) {
-      const first = results[0];
-      if (first === undefined || previous === undefined) throw error;
-      const cause = error instanceof Error ? error : new MakaError(String(error));
-      if (error instanceof RemoteError && typeof error.data["index"] === "number") {
-        error.data["index"] += start; // the event's place in the whole list, not in the part
+      const cap = resplit ? undefined : learnedCap(error, limits);
+      if (cap === undefined) return fail(start, error);
+      resplit = true;
+      limits.maxMessageBytes = cap;
+      let left: Piece[];
+      try {
+        left = appendPieces(params, limits).filter((piece) => piece[0] >= start);
+      } catch (refused) {
+        return fail(start, refused);
       }
-      throw new AppendPartlyDoneError(start, events.length, first.firstSeq, previous.lastSeq, !(error instanceof RemoteError), requestId, cause);
+      if (left[0]?.[0] !== start) return fail(start, error);
+      todo = left;
+      whole = false;
     }
   }
+  if (results.length === 1) return results[0];
   const first = results[0] as AppendResult;
   const last = results.at(-1) as AppendResult;
   return {

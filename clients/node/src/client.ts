@@ -3,7 +3,7 @@
 import { EventEmitter } from "node:events";
 import { createConnection, type Socket } from "node:net";
 
-import { APPEND_METHOD, appendInParts } from "./append-parts.js";
+import { APPEND_METHOD, appendInParts, type Limits } from "./append-parts.js";
 import {
   AbortError,
   ClientClosedError,
@@ -16,6 +16,7 @@ import {
 } from "./errors.js";
 import { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 import {
+  LIMITS,
   METHOD_NAMES,
   NOTIFICATION_NAMES,
   type ChangeNotification,
@@ -175,6 +176,8 @@ export class MakaClient extends EventEmitter {
   readonly m: MethodProxy;
 
   private readonly maxMessageBytes: number;
+  /** The daemon's caps as far as known: its byte cap is learned from a refusal (append-parts.ts). */
+  private readonly limits: Limits = { ...LIMITS };
   /** The uid the server must run as; null: any. */
   private readonly expectedUid: number | null;
   private readonly pending = new Map<number, Pending>();
@@ -226,7 +229,7 @@ export class MakaClient extends EventEmitter {
   callRaw(method: string, params?: unknown, options: CallOptions = {}): Promise<unknown> {
     if (method === APPEND_METHOD && typeof params === "object" && params !== null && !Array.isArray(params)) {
       // More events than one message may carry go in parts (append-parts.ts).
-      return appendInParts((part) => this.request(method, part, options, null), params as Record<string, unknown>);
+      return appendInParts((part) => this.request(method, part, options, null), params as Record<string, unknown>, this.limits);
     }
     return this.request(method, params, options, null);
   }

@@ -361,6 +361,23 @@ export interface CuratorTrace {
   latencyMs?: number;
 }
 
+/**
+ * The caps this daemon enforces (x-limits in the OpenRPC document lists the defaults):
+ * a client splits what it sends to stay within them.
+ */
+export interface DaemonLimits {
+  /** The largest request message, in bytes (--max-message-bytes). */
+  maxMessageBytes: number;
+  /** The most JSON values one message may hold. */
+  maxMessageValues: number;
+  /** The most events one append_events may carry. */
+  maxAppendEvents: number;
+  /** The largest event, in bytes as JSON. */
+  maxEventBytes: number;
+  /** The largest reply, in bytes (--max-reply-bytes). */
+  maxReplyBytes: number;
+}
+
 /** Params of `daemon_stopping`. */
 export interface DaemonStopping {
   reason: "data_dir_lost" | "shutdown" | "signal" | "socket_lost" | "start_failed";
@@ -1335,6 +1352,7 @@ export interface StatusResult {
   /** @default [] */
   contextPaths?: ContextPaths[];
   semantic?: SemanticStatus;
+  limits?: DaemonLimits;
 }
 
 export interface SubscribeParams {
@@ -1547,7 +1565,7 @@ export interface Methods {
     result: string;
     errors: never;
   };
-  /** Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), and, when a model is configured, how far the semantic channel's indexing has got. */
+  /** Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), the caps it enforces on messages (limits), and, when a model is configured, how far the semantic channel's indexing has got. */
   status: {
     params: Record<string, never>;
     result: StatusResult;
@@ -2323,6 +2341,8 @@ export interface TooLargeErrorData extends RemoteErrorData {
   minimumTokens?: number;
   /** a message over the size cap (code -32600): what it exceeded */
   reason?: string;
+  /** a message over a cap (code -32600): which of status.limits it passed (maxMessageBytes, maxMessageValues) */
+  cap?: string;
 }
 /** `too_large` (code -32600, -32006). */
 export class TooLargeError extends RemoteError<"too_large"> {

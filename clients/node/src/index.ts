@@ -25,7 +25,7 @@ export {
   UntrustedServerError,
   type RemoteErrorData,
 } from "./errors.js";
-export { AppendPartlyDoneError, countValues, planAppend } from "./append-parts.js";
+export { AppendPartlyDoneError, appendPieces, countValues, planAppend, type Limits } from "./append-parts.js";
 export { createDecoder, encodeMessage, type Decoder, type Framing } from "./framing.js";
 export { remoteErrorFrom } from "./remote.js";
 export { defaultSocketPath, type SocketPathContext } from "./socket-path.js";

@@ -156,3 +156,106 @@ describe("appending in parts to a real daemon", () => {
     assert.equal(await client.call("ping"), "pong");
   });
 });
+
+describe("appending to a daemon with a smaller byte cap", () => {
+  const SMALL_CAP = 64 * 1024;
+  let daemon: Daemon;
+  let client: MakaClient;
+
+  before(async () => {
+    daemon = await Daemon.start(["--max-message-bytes", String(SMALL_CAP)]);
+    client = new MakaClient({ socketPath: daemon.socketPath });
+  });
+
+  after(async () => {
+    await client.close();
+    await daemon.dispose();
+  });
+
+  /** `count` note events of `size` bytes of text, numbered from 0. */
+  function wideNotes(count: number, size = 2_000): EventInput[] {
+    return Array.from({ length: count }, (_, i) => ({ type: "note" as const, text: `e${i} ${"x".repeat(size)}` }));
+  }
+
+  async function openSession(on: MakaClient = client): Promise<string> {
+    return (await on.call("open_session", { workspace: daemon.workspace })).sessionId;
+  }
+
+  async function lastSeq(sessionId: string): Promise<number> {
+    return (await client.call("read_events", { workspace: daemon.workspace, sessionId, limit: 1 })).lastSeq;
+  }
+
+  it("reports the caps it enforces in status.limits", async () => {
+    const { limits } = await client.call("status");
+    assert.equal(limits?.maxMessageBytes, SMALL_CAP);
+    assert.equal(limits?.maxAppendEvents, LIMITS.maxAppendEvents);
+    assert.equal(limits?.maxMessageValues, LIMITS.maxMessageValues);
+  });
+
+  it("cuts an append again at the daemon's cap: every event lands once, in order", async () => {
+    const fresh = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      const sessionId = await openSession(fresh);
+      const events = wideNotes(200);
+      const result = await fresh.call("append_events", { workspace: daemon.workspace, sessionId, events, expectedSeq: 0 });
+      assert.deepEqual([result.firstSeq, result.lastSeq], [1, 200]);
+      const page = await fresh.call("read_events", { workspace: daemon.workspace, sessionId, limit: 1_000 });
+      assert.deepEqual(page.events.map((e) => e.text), events.map((e) => e.text));
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it("a retry with the same requestId appends nothing twice, by the client that learned the cap or a new one", async () => {
+    const sessionId = await openSession();
+    const params = { workspace: daemon.workspace, sessionId, events: notes(10_050), requestId: "cut-1" };
+    const first = await client.call("append_events", params);
+    const again = await client.call("append_events", params);
+    const fresh = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      const third = await fresh.call("append_events", params);
+      assert.deepEqual([first.firstSeq, first.lastSeq], [1, 10_050]);
+      assert.deepEqual(again, first);
+      assert.deepEqual(third, first);
+    } finally {
+      await fresh.close();
+    }
+    assert.equal(await lastSeq(sessionId), 10_050);
+  });
+
+  it("a cut append refused midway, retried on a new client, appends none of what landed again", async () => {
+    const sessionId = await openSession();
+    const events = wideNotes(200);
+    events[150] = { type: "not_a_type", text: "bad" } as unknown as EventInput;
+    const params = { workspace: daemon.workspace, sessionId, events, requestId: "cut-2" };
+    let landed = -1;
+    const fresh = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      for (const on of [fresh, client]) {
+        await assert.rejects(on.callRaw("append_events", params), (error: unknown) => {
+          assert.ok(error instanceof AppendPartlyDoneError, String(error));
+          assert.ok(error.error instanceof InvalidParamsError);
+          if (landed === -1) landed = error.appended;
+          assert.equal(error.appended, landed);
+          return true;
+        });
+      }
+    } finally {
+      await fresh.close();
+    }
+    assert.ok(landed > 0 && landed <= 150);
+    assert.equal(await lastSeq(sessionId), landed);
+  });
+
+  it("refuses an event over the daemon's cap, naming that cap; nothing lands", async () => {
+    const sessionId = await openSession();
+    const events = [...notes(3), { type: "note" as const, text: "x".repeat(100_000) }];
+    await assert.rejects(client.callRaw("append_events", { workspace: daemon.workspace, sessionId, events }), (error: unknown) => {
+      assert.ok(error instanceof TooLargeError, String(error));
+      assert.equal(error.data["limit"], SMALL_CAP);
+      assert.equal(error.data["index"], 3);
+      return true;
+    });
+    assert.equal(await lastSeq(sessionId), 0);
+  });
+});

@@ -16,7 +16,7 @@ from maka import append_parts, autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
 from maka.dial import connect_waiting_async
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
-from maka.generated_methods import AsyncMethods
+from maka.generated_methods import LIMITS, AsyncMethods
 from maka.notifications import (
     RECONNECT_RETRIES,
     RECONNECTED,
@@ -65,6 +65,8 @@ class AsyncClient(autostart.StopAware):
         self.m = AsyncMethods(self.call)
         self._stream: SocketStream | None = None
         self._codec = Codec()
+        # The daemon's caps as far as known: its byte cap is learned from a refusal.
+        self._limits: dict[str, int] = dict(LIMITS)
         self._waiters: dict[int, MemoryObjectSendStream[dict[str, Any]]] = {}
         self._send_lock = anyio.Lock()
         self._connect_lock = anyio.Lock()
@@ -241,7 +243,7 @@ class AsyncClient(autostart.StopAware):
             params = {**(params or {}), **kw}
         if method == append_parts.METHOD and isinstance(params, dict):
             # More events than one message may carry go in parts (maka.append_parts).
-            return await append_parts.append_async(self._call_once, params)
+            return await append_parts.append_async(self._call_once, params, self._limits)
         return await self._call_once(method, params)
 
     async def _call_once(self, method: str, params: dict[str, Any] | None) -> Any:

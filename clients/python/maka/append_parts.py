@@ -10,13 +10,21 @@ part twice; with an ``expectedSeq`` each later part expects the seq the one befo
 ended on, so no other append lands between them. A part that fails after some have
 landed raises ``AppendPartlyDone``, saying how many events landed.
 
+A daemon started with a smaller ``--max-message-bytes`` refuses a part over its cap
+(``too_large`` with ``data.cap == "maxMessageBytes"`` and ``data.limit`` its cap; the
+request did not run). The client then keeps that cap for its later calls and cuts what
+is left again, once: each part planned with the default caps is cut into pieces that fit
+the daemon's cap, named ``<part's requestId>:part<j>of<m>`` when there is more than one.
+The names depend only on the events and the two caps, so a retry against the same daemon
+(by this client, or a new one that learns the cap the same way) appends nothing twice.
+
 Values are counted as the daemon counts them (``makad.rpc.value_cap``): each array element
 and object member is one, an empty array or object one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, NoReturn
 
 import msgspec
@@ -53,16 +61,16 @@ def _structure_bound(encoded: bytes) -> int:
     return encoded.count(b",") + encoded.count(b"[") + encoded.count(b"{")
 
 
-def plan(params: dict[str, Any]) -> list[tuple[int, int]]:
+def plan(params: dict[str, Any], limits: Mapping[str, int] = LIMITS) -> list[tuple[int, int]]:
     """The ``(start, end)`` slices of ``params["events"]`` to send, in order: one for a call
-    within every cap. An event no message can carry raises ``TooLarge`` before anything
-    is sent."""
+    within every cap of ``limits``. An event no message can carry raises ``TooLarge``
+    before anything is sent."""
     events = params.get("events")
     if not isinstance(events, list | tuple) or not events:
         return [(0, len(events) if isinstance(events, list | tuple) else 0)]
-    max_bytes = LIMITS["maxMessageBytes"] - ENVELOPE_SLACK_BYTES
-    max_values = LIMITS["maxMessageValues"]
-    max_events = LIMITS["maxAppendEvents"]
+    max_bytes = limits["maxMessageBytes"] - ENVELOPE_SLACK_BYTES
+    max_values = limits["maxMessageValues"]
+    max_events = limits["maxAppendEvents"]
     whole = _encoder.encode(params)
     # The envelope's own values: 4 members ("jsonrpc", "method", "id", "params").
     if len(events) <= max_events and len(whole) <= max_bytes and 4 + _structure_bound(whole) <= max_values:
@@ -70,17 +78,19 @@ def plan(params: dict[str, Any]) -> list[tuple[int, int]]:
     bare = {**params, "events": []}
     base_bytes = len(_encoder.encode(bare)) + ENVELOPE_SLACK_BYTES
     base_values = 4 + count_values(bare) - 1  # the empty array's one: its events count instead
-    return _cut(events, LIMITS["maxMessageBytes"] - base_bytes, max_values - base_values, max_events)
+    return _cut(events, limits, limits["maxMessageBytes"] - base_bytes, max_values - base_values, max_events)
 
 
-def _cut(events: Sequence[Any], room_bytes: int, room_values: int, max_events: int) -> list[tuple[int, int]]:
+def _cut(
+    events: Sequence[Any], limits: Mapping[str, int], room_bytes: int, room_values: int, max_events: int
+) -> list[tuple[int, int]]:
     parts: list[tuple[int, int]] = []
     start = used_bytes = used_values = 0
     for index, event in enumerate(events):
         encoded = len(_encoder.encode(event))
         size = encoded + 1  # its comma
         values = 1 + count_values(event)
-        _check_alone(index, encoded, size, values, room_bytes, room_values)
+        _check_alone(limits, index, encoded, size, values, room_bytes, room_values)
         count = index - start
         if count and (
             count == max_events or used_bytes + size > room_bytes or used_values + values > room_values
@@ -93,20 +103,24 @@ def _cut(events: Sequence[Any], room_bytes: int, room_values: int, max_events: i
     return parts
 
 
-def _check_alone(index: int, encoded: int, size: int, values: int, room_bytes: int, room_values: int) -> None:
+def _check_alone(
+    limits: Mapping[str, int],
+    index: int,
+    encoded: int,
+    size: int,
+    values: int,
+    room_bytes: int,
+    room_values: int,
+) -> None:
     """``TooLarge`` for an event that no request can carry (nothing has been sent)."""
-    max_event = LIMITS["maxEventBytes"]
+    max_event = limits["maxEventBytes"]
     if values > room_values:
-        _refuse(
-            index,
-            f"holds {values} JSON values; a message holds at most {LIMITS['maxMessageValues']}",
-            LIMITS["maxMessageValues"],
-            values,
-        )
+        limit = limits["maxMessageValues"]
+        _refuse(index, f"holds {values} JSON values; a message holds at most {limit}", limit, values)
     if encoded > max_event:
         _refuse(index, f"is {encoded} bytes as JSON; an event is at most {max_event}", max_event, encoded)
     if size > room_bytes:
-        limit = LIMITS["maxMessageBytes"]
+        limit = limits["maxMessageBytes"]
         _refuse(index, f"is {encoded} bytes as JSON; a message is at most {limit}", limit, encoded)
 
 
@@ -118,20 +132,61 @@ def _refuse(index: int, what: str, limit: int, actual: int) -> NoReturn:
     )
 
 
-def _part_params(
-    params: dict[str, Any], parts: list[tuple[int, int]], k: int, last_seq: int | None
-) -> dict[str, Any]:
-    start, end = parts[k]
-    part = {**params, "events": params["events"][start:end]}
+# A piece to send: its events' slice and its requestId (None without one).
+Piece = tuple[int, int, str | None]
+
+
+def pieces(params: dict[str, Any], limits: Mapping[str, int] = LIMITS) -> list[Piece]:
+    """What to send, in order: the parts planned with the default caps, each cut again
+    when ``limits`` (the daemon's, once known) is smaller. A piece's requestId depends on
+    nothing else, so that retrying the call appends no piece twice."""
+    outer = plan(params, LIMITS)
+    events = params.get("events")
     request_id = params.get("requestId")
-    if request_id is not None:
-        part["requestId"] = f"{request_id}:part{k + 1}of{len(parts)}"
+    out: list[Piece] = []
+    for k, (start, end) in enumerate(outer):
+        name = request_id if len(outer) == 1 else f"{request_id}:part{k + 1}of{len(outer)}"
+        if limits is LIMITS or not isinstance(events, list | tuple):
+            out.append((start, end, name if request_id is not None else None))
+            continue
+        part = {**params, "events": events[start:end]}
+        if request_id is not None:
+            part["requestId"] = name
+        try:
+            inner = plan(part, limits)
+        except TooLarge as exc:
+            exc.data["index"] += start  # the event's place in the whole list, not in the part
+            raise
+        for j, (a, b) in enumerate(inner):
+            piece_name = name if len(inner) == 1 else f"{name}:part{j + 1}of{len(inner)}"
+            out.append((start + a, start + b, piece_name if request_id is not None else None))
+    return out
+
+
+def learned_cap(exc: MakaError, limits: Mapping[str, int]) -> int | None:
+    """The daemon's message byte cap when ``exc`` is its refusal of a message over a cap
+    smaller than ``limits`` says (the request did not run); None otherwise."""
+    if not isinstance(exc, TooLarge) or exc.data.get("clientSide"):
+        return None
+    limit = exc.data.get("limit")
+    if exc.data.get("cap") != "maxMessageBytes" or not isinstance(limit, int):
+        return None
+    return limit if limit < limits["maxMessageBytes"] else None
+
+
+def _piece_params(params: dict[str, Any], piece: Piece, last_seq: int | None) -> dict[str, Any]:
+    start, end, name = piece
+    part = {**params, "events": params["events"][start:end]}
+    if name is not None:
+        part["requestId"] = name
     if last_seq is not None and params.get("expectedSeq") is not None:
         part["expectedSeq"] = last_seq
     return part
 
 
 def _merged(results: list[dict[str, Any]]) -> dict[str, Any]:
+    if len(results) == 1:
+        return results[0]
     return {
         "firstSeq": results[0]["firstSeq"],
         "lastSeq": results[-1]["lastSeq"],
@@ -140,12 +195,15 @@ def _merged(results: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def _partly_done(
-    params: dict[str, Any], parts: list[tuple[int, int]], results: list[dict[str, Any]], exc: MakaError
+    params: dict[str, Any], start: int, results: list[dict[str, Any]], exc: MakaError
 ) -> AppendPartlyDone:
     # A daemon's error reply means the part was refused whole; anything else (a lost
     # connection, a timeout) leaves it unknown.
-    start = parts[len(results)][0]
-    if isinstance(exc, RemoteError) and isinstance(exc.data.get("index"), int):
+    if (
+        isinstance(exc, RemoteError)
+        and not exc.data.get("clientSide")
+        and isinstance(exc.data.get("index"), int)
+    ):
         exc.data["index"] += start  # the event's place in the whole list, not in the part
     return AppendPartlyDone(
         appended=start,
@@ -158,36 +216,87 @@ def _partly_done(
     )
 
 
-def append(call: Callable[[str, dict[str, Any]], Any], params: dict[str, Any]) -> Any:
-    """``append_events`` through ``call``, in parts when one message cannot carry it."""
-    parts = plan(params)
-    if len(parts) == 1:
-        return call(METHOD, params)
-    results: list[dict[str, Any]] = []
-    for k in range(len(parts)):
+class _Run:
+    """One append_events in pieces: what is left to send, and what landed."""
+
+    def __init__(self, params: dict[str, Any], limits: MutableMapping[str, int]) -> None:
+        self.params = params
+        self.limits = limits
+        self.todo = pieces(params, self._caps())
+        # One piece is the call as it is (its requestId too): sent unchanged.
+        self.whole = len(self.todo) == 1
+        self.results: list[dict[str, Any]] = []
+        self.resplit = False
+
+    def _caps(self) -> Mapping[str, int]:
+        return LIMITS if dict(self.limits) == LIMITS else self.limits
+
+    def next(self) -> dict[str, Any] | None:
+        """The params of the next request, or None when all landed."""
+        if not self.todo:
+            return None
+        if self.whole:
+            return self.params
+        return _piece_params(self.params, self.todo[0], self.results[-1]["lastSeq"] if self.results else None)
+
+    def landed(self, result: Any) -> None:
+        self.todo.pop(0)
+        self.results.append(result)
+
+    def failed(self, exc: MakaError) -> None:
+        """Cut what is left again when the daemon's byte cap turned out smaller (once);
+        otherwise raise: ``exc`` itself when nothing landed."""
+        start = self.todo[0][0]
+        cap = None if self.resplit else learned_cap(exc, self.limits)
+        if cap is not None:
+            self.resplit = True
+            self.limits["maxMessageBytes"] = cap
+            try:
+                left = [p for p in pieces(self.params, self.limits) if p[0] >= start]
+            except MakaError as refused:
+                self._raise(start, refused)
+            if left and left[0][0] == start:
+                self.todo, self.whole = left, False
+                return
+        self._raise(start, exc)
+
+    def _raise(self, start: int, exc: MakaError) -> NoReturn:
+        if not self.results:
+            raise exc
+        raise _partly_done(self.params, start, self.results, exc) from exc
+
+
+def append(
+    call: Callable[[str, dict[str, Any]], Any],
+    params: dict[str, Any],
+    limits: MutableMapping[str, int] | None = None,
+) -> Any:
+    """``append_events`` through ``call``, in parts when one message cannot carry it.
+    ``limits``: the caps of the daemon as this client knows them (updated when it refuses
+    a part over a smaller byte cap)."""
+    run = _Run(params, dict(LIMITS) if limits is None else limits)
+    while (request := run.next()) is not None:
         try:
-            results.append(
-                call(METHOD, _part_params(params, parts, k, results[-1]["lastSeq"] if results else None))
-            )
+            result = call(METHOD, request)
         except MakaError as exc:
-            if not results:
-                raise
-            raise _partly_done(params, parts, results, exc) from exc
-    return _merged(results)
+            run.failed(exc)
+            continue
+        run.landed(result)
+    return _merged(run.results)
 
 
-async def append_async(call: Callable[[str, dict[str, Any]], Awaitable[Any]], params: dict[str, Any]) -> Any:
+async def append_async(
+    call: Callable[[str, dict[str, Any]], Awaitable[Any]],
+    params: dict[str, Any],
+    limits: MutableMapping[str, int] | None = None,
+) -> Any:
     """``append`` for the async client."""
-    parts = plan(params)
-    if len(parts) == 1:
-        return await call(METHOD, params)
-    results: list[dict[str, Any]] = []
-    for k in range(len(parts)):
+    run = _Run(params, dict(LIMITS) if limits is None else limits)
+    while (request := run.next()) is not None:
         try:
-            part = _part_params(params, parts, k, results[-1]["lastSeq"] if results else None)
-            results.append(await call(METHOD, part))
+            result = await call(METHOD, request)
         except MakaError as exc:
-            if not results:
-                raise
-            raise _partly_done(params, parts, results, exc) from exc
-    return _merged(results)
+            run.failed(exc)
+            continue
+        run.landed(result)
+    return _merged(run.results)

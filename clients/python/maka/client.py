@@ -13,7 +13,7 @@ from maka import append_parts, autostart
 from maka.codec import Codec, default_socket_path, is_notification, unwrap
 from maka.dial import connect_waiting
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError
-from maka.generated_methods import Methods
+from maka.generated_methods import LIMITS, Methods
 from maka.notifications import (
     RECONNECT_RETRIES,
     RECONNECTED,
@@ -64,6 +64,8 @@ class Client(autostart.StopAware):
         self.m = Methods(self.call)
         self._sock: socket.socket | None = None
         self._codec = Codec()
+        # The daemon's caps as far as known: its byte cap is learned from a refusal.
+        self._limits: dict[str, int] = dict(LIMITS)
         self._notifications: collections.deque[Notification] = collections.deque()
         self._subscriptions = Subscriptions()
         self._ever_connected = False
@@ -164,7 +166,7 @@ class Client(autostart.StopAware):
             params = {**(params or {}), **kw}
         if method == append_parts.METHOD and isinstance(params, dict):
             # More events than one message may carry go in parts (maka.append_parts).
-            return append_parts.append(self._roundtrip, params)
+            return append_parts.append(self._roundtrip, params, self._limits)
         result = self._roundtrip(method, params)
         self._subscriptions.track(method, params)
         return result

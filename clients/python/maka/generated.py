@@ -380,6 +380,23 @@ class CuratorTrace(TypedDict):
     latencyMs: NotRequired[float]
 
 
+class DaemonLimits(TypedDict):
+    """The caps this daemon enforces (x-limits in the OpenRPC document lists the defaults):
+    a client splits what it sends to stay within them.
+    """
+
+    # The largest request message, in bytes (--max-message-bytes).
+    maxMessageBytes: int
+    # The most JSON values one message may hold.
+    maxMessageValues: int
+    # The most events one append_events may carry.
+    maxAppendEvents: int
+    # The largest event, in bytes as JSON.
+    maxEventBytes: int
+    # The largest reply, in bytes (--max-reply-bytes).
+    maxReplyBytes: int
+
+
 class DaemonStopping(TypedDict):
     """Params of ``daemon_stopping``."""
 
@@ -1338,6 +1355,7 @@ class StatusResult(TypedDict):
     # default: []
     contextPaths: NotRequired[list[ContextPaths]]
     semantic: NotRequired[SemanticStatus]
+    limits: NotRequired[DaemonLimits]
 
 
 class SubscribeParams(TypedDict):

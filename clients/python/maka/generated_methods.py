@@ -111,7 +111,7 @@ class Methods:
         return cast("str", self._call("ping", None))
 
     def status(self) -> StatusResult:
-        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), and, when a model is configured, how far the semantic channel's indexing has got."""
+        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), the caps it enforces on messages (limits), and, when a model is configured, how far the semantic channel's indexing has got."""
         return cast("StatusResult", self._call("status", None))
 
     def rpc_discover(self) -> dict[str, Any]:
@@ -470,7 +470,7 @@ class AsyncMethods:
         return cast("str", await self._call("ping", None))
 
     async def status(self) -> StatusResult:
-        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), and, when a model is configured, how far the semantic channel's indexing has got."""
+        """Daemon version, pid, uptime, socket, data directory, open connections, warnings (a corrupt ledger reset, a workspace replaced, a ledger read-only on a full disk), the caps it enforces on messages (limits), and, when a model is configured, how far the semantic channel's indexing has got."""
         return cast("StatusResult", await self._call("status", None))
 
     async def rpc_discover(self) -> dict[str, Any]:
