@@ -125,11 +125,15 @@ def parse(text: str) -> MemoryDocument:
     body = text[1:] if bom else text
     lines = split_lines(body)
     newline = _newline_style(lines)
-    starts = _heading_lines([strip_eol(line) for line in lines])
-    bounds = [*starts, len(lines)]
+    bodies = [strip_eol(line) for line in lines]
+    bounds = [*_heading_lines(bodies), len(lines)]
     preamble = "".join(lines[: bounds[0]])
-    raws = ["".join(lines[a:b]) for a, b in pairwise(bounds)]
-    return _assemble(preamble, [_read_section(raw) for raw in raws], newline, bom)
+    # Each section is built once, already holding its unique id (copying it to rename it
+    # cost a quarter of reading a file of one repeated heading), from the lines split
+    # above rather than its bytes split again.
+    ids = _UniqueIds()
+    sections = tuple(_read_section("".join(lines[a:b]), ids, bodies[a:b]) for a, b in pairwise(bounds))
+    return MemoryDocument(preamble, sections, newline, bom)
 
 
 def render(doc: MemoryDocument) -> str:
@@ -268,8 +272,10 @@ def _comment_index(bodies: list[str]) -> int:
     return index
 
 
-def _read_section(raw: str) -> Section:
-    bodies = [strip_eol(line) for line in split_lines(raw)]
+def _read_section(raw: str, ids: _UniqueIds, bodies: list[str] | None = None) -> Section:
+    """The section ``raw`` holds; ``bodies``: its lines without their endings, if known."""
+    if bodies is None:
+        bodies = [strip_eol(line) for line in split_lines(raw)]
     title = display(_title(bodies[0])) if bodies else ""
     index = _comment_index(bodies)
     comment = COMMENT.match(bodies[index]) if index < len(bodies) else None
@@ -282,12 +288,12 @@ def _read_section(raw: str) -> Section:
     content = "\n".join(unescape(spelled.split("\n"))) if spelled else ""
     values = fields.values
     declared = values.get("id")
-    entry_id = declared if isinstance(declared, str) else derived_entry_id(title, spelled)
+    declared_id = declared if isinstance(declared, str) else derived_entry_id(title, spelled)
     created = _int_or(values.get("createdAt"), 0)
     # The ignores below: a value a newer version wrote (origin=robot) is kept as written,
     # outside the Literal the type names, so a rewrite never destroys it (lossless).
     entry = Entry(
-        id=entry_id,
+        id=ids.claim(declared_id),
         title=title,
         content=content,
         origin=values.get("origin", "unknown"),  # type: ignore[arg-type]
@@ -304,7 +310,7 @@ def _read_section(raw: str) -> Section:
     return Section(
         raw=raw,
         entry=entry,
-        declared_id=entry_id,
+        declared_id=declared_id,
         has_comment=comment is not None,
         comment_malformed=fields.malformed or (comment is not None and declared is None),
         unknown_fields=tuple(fields.held),
@@ -342,24 +348,43 @@ def _list_or(value: object) -> list[str]:
     return list(value) if isinstance(value, list) else []
 
 
+class _UniqueIds:
+    """Ids handed out in file order, a repeated one with a ``~n`` suffix (first one wins)."""
+
+    def __init__(self) -> None:
+        self._taken: set[str] = set()
+        # The last suffix given to each repeated id: the next copy resumes there (every
+        # suffix below it is taken), so thousands of copies are not quadratic.
+        self._last_suffix: dict[str, int] = {}
+
+    def claim(self, declared_id: str) -> str:
+        entry_id = declared_id
+        if entry_id in self._taken:
+            suffix = self._last_suffix.get(declared_id, 1)
+            while entry_id in self._taken:
+                suffix += 1
+                entry_id = f"{declared_id}~{suffix}"
+            self._last_suffix[declared_id] = suffix
+        self._taken.add(entry_id)
+        return entry_id
+
+
 def _assemble(preamble: str, sections: list[Section], newline: str, bom: bool) -> MemoryDocument:
     """Build a document, giving repeated ids a ``~n`` suffix (first one wins)."""
-    taken: set[str] = set()
-    # The last suffix given to each repeated id: the next copy resumes there (every
-    # suffix below it is taken), so thousands of copies are not quadratic.
-    last_suffix: dict[str, int] = {}
+    ids = _UniqueIds()
     unique: list[Section] = []
     for section in sections:
-        entry_id = section.declared_id
-        if entry_id in taken:
-            suffix = last_suffix.get(entry_id, 1)
-            while entry_id in taken:
-                suffix += 1
-                entry_id = f"{section.declared_id}~{suffix}"
-            last_suffix[section.declared_id] = suffix
-        taken.add(entry_id)
+        entry_id = ids.claim(section.declared_id)
         if entry_id != section.entry.id:
-            section = replace(section, entry=msgspec.structs.replace(section.entry, id=entry_id))
+            section = Section(
+                section.raw,
+                msgspec.structs.replace(section.entry, id=entry_id),
+                section.declared_id,
+                section.has_comment,
+                section.comment_malformed,
+                section.derived,
+                section.unknown_fields,
+            )
         unique.append(section)
     return MemoryDocument(preamble, tuple(unique), newline, bom)
 
@@ -576,7 +601,7 @@ def _replace_raw(doc: MemoryDocument, index: int, raw: str, entry_id: str | None
 
 def _read_as(raw: str, entry_id: str | None) -> Section:
     """The section ``raw`` holds, with ``entry_id`` when its bytes name no id."""
-    section = _read_section(raw)
+    section = _read_section(raw, _UniqueIds())
     return _named(section, entry_id) if section.derived and entry_id else section
 
 

@@ -184,6 +184,51 @@ def test_suffixes_skip_ids_already_taken_in_any_order() -> None:
     ]
 
 
+def test_repeated_ids_are_given_their_suffix_without_copying_sections(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Reading sections that repeat one id builds each section and entry once, with its
+    ``~n`` id, instead of copying it to rename it (a copy per section of a file of
+    50,000 ``## a`` lines cost a quarter of reading it)."""
+    from makad.core import memory_format
+
+    copies: list[object] = []
+
+    def counted(original: object) -> object:
+        def copy(obj: object, /, **changes: object) -> object:
+            copies.append(obj)
+            return original(obj, **changes)  # type: ignore[operator]
+
+        return copy
+
+    monkeypatch.setattr(memory_format, "replace", counted(memory_format.replace))
+    monkeypatch.setattr(msgspec.structs, "replace", counted(msgspec.structs.replace))
+    doc = parse("## a\n" * 1_000)
+    assert [e.id for e in entries(doc)][-1] == entries(doc)[0].id + "~1000"
+    assert copies == []
+
+
+def test_a_suffixed_section_keeps_everything_but_its_id() -> None:
+    """A repeated id's later sections differ from a lone section of the same bytes only
+    in their entry's ``~n`` id: the id the file declares, comment flags, unknown tokens
+    and every other entry field are kept."""
+    block = "## T\n<!-- maka-memory: id=same origin=manual tags=a,b odd=1 junk -->\nx\n"
+    alone = parse(block).sections[0]
+    later = parse(block * 3).sections[2]
+    assert later.entry.id == "same~3"
+    assert later.declared_id == alone.declared_id == "same"
+    assert later.entry == msgspec.structs.replace(alone.entry, id="same~3")
+    assert (later.raw, later.has_comment, later.comment_malformed, later.derived, later.unknown_fields) == (
+        alone.raw,
+        alone.has_comment,
+        alone.comment_malformed,
+        alone.derived,
+        alone.unknown_fields,
+    )
+    hand_typed = parse("## a\nb\n" * 2).sections[1]
+    assert hand_typed.derived and hand_typed.entry.id.endswith("~2")
+
+
 def test_a_file_of_thirty_thousand_empty_headings_is_read_whole() -> None:
     """A 128 KB MEMORY.md of nothing but ``## `` lines (one id repeated 32,000 times):
     every line is an entry, each with its own suffix, the last ``~32000`` (giving the
