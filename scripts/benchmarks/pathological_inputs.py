@@ -2,7 +2,9 @@
 (``redact``) and the memory-file reader (``memory_format.parse``), in-process. Shapes: 8 MB
 runs of one character, random base64 (one run, and in 76-character lines), random hex;
 MEMORY.md files of 32k empty headings, 100k lines of ``-``, 100k ``## a`` lines, 10k
-daemon-written entries, 5k nested list items, 50k setext headings.
+daemon-written entries, 5k nested list items, 50k setext headings; and an import asked
+to read 50k ``## a`` lines as ``markdown`` (it finds no bullet, so the file is read again
+as the format it is detected as, before the ``no_memories`` error).
 
 ``--tree DIR`` (repeatable) measures each given source tree in its own subprocess, so an
 old tree and a new one are compared in the same run (``git worktree add /tmp/old REV``);
@@ -61,6 +63,18 @@ def _memory_shapes(scale: int) -> dict[str, Callable[[], str]]:
     }
 
 
+def _import_as_markdown(data: str) -> object:
+    """What ``import_memories`` does with ``data`` and format ``markdown`` before it
+    queues anything (reading, detecting, and the ``no_memories`` error)."""
+    from makad.errors import InvalidParams
+    from makad.service.imports import _parse
+
+    try:
+        return _parse("markdown", data, None, None, "$.data")
+    except InvalidParams as exc:
+        return exc
+
+
 def measure(quick: bool, only: list[str] | None, repeats: int) -> dict[str, dict[str, float]]:
     """In this process: each shape's size and its best CPU seconds."""
     from makad.core import memory_format
@@ -72,6 +86,8 @@ def measure(quick: bool, only: list[str] | None, repeats: int) -> dict[str, dict
         actions[name] = (build, redact)
     for name, build in _memory_shapes(50 if quick else 1).items():
         actions[name] = (build, memory_format.parse)
+    h2_lines = 50_000 // (50 if quick else 1)
+    actions["import_markdown_h2_lines"] = (lambda: "## a\n" * h2_lines, _import_as_markdown)
     report: dict[str, dict[str, float]] = {}
     for name, (build, action) in actions.items():
         if only and name not in only:
