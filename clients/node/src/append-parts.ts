@@ -86,7 +86,7 @@ export function planAppend(params: Record<string, unknown>): Array<[number, numb
     const encoded = Buffer.byteLength(JSON.stringify(event) ?? "null");
     const size = encoded + 1; // its comma
     const values = 1 + countValues(event);
-    checkAlone(index, encoded, size, values, roomBytes, roomValues);
+    checkAlone(index, eventBytes(event, encoded), size, values, roomBytes, roomValues);
     const count = index - start;
     if (count > 0 && (count === LIMITS.maxAppendEvents || usedBytes + size > roomBytes || usedValues + values > roomValues)) {
       parts.push([start, index]);
@@ -101,14 +101,25 @@ export function planAppend(params: Record<string, unknown>): Array<[number, numb
   return parts;
 }
 
-function checkAlone(index: number, encoded: number, size: number, values: number, roomBytes: number, roomValues: number): void {
+// The daemon measures an event as JSON with every field present (an absent one as null).
+const EVENT_FIELDS = ["type", "text", "ts", "toolCallId", "toolName", "meta", "tokens"] as const;
+
+/** The bytes of `event` (`encoded` bytes as sent) as the daemon measures it against maxEventBytes. */
+function eventBytes(event: unknown, encoded: number): number {
+  if (typeof event !== "object" || event === null || Array.isArray(event)) return encoded;
+  const fields = event as Record<string, unknown>;
+  return EVENT_FIELDS.reduce((total, name) => (fields[name] === undefined ? total + `,"${name}":null`.length : total), encoded);
+}
+
+function checkAlone(index: number, measured: number, size: number, values: number, roomBytes: number, roomValues: number): void {
   if (values > roomValues) {
     refuse(index, `holds ${values} JSON values; a message holds at most ${LIMITS.maxMessageValues}`, LIMITS.maxMessageValues, values);
   }
-  if (encoded > LIMITS.maxEventBytes) {
-    refuse(index, `is ${encoded} bytes as JSON; an event is at most ${LIMITS.maxEventBytes}`, LIMITS.maxEventBytes, encoded);
+  if (measured > LIMITS.maxEventBytes) {
+    refuse(index, `is ${measured} bytes as JSON (its absent fields as null); an event is at most ${LIMITS.maxEventBytes}`, LIMITS.maxEventBytes, measured);
   }
   if (size > roomBytes) {
+    const encoded = size - 1;
     refuse(index, `is ${encoded} bytes as JSON; a message is at most ${LIMITS.maxMessageBytes}`, LIMITS.maxMessageBytes, encoded);
   }
 }

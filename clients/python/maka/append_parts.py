@@ -30,6 +30,17 @@ METHOD: Final = "append_events"
 ENVELOPE_SLACK_BYTES: Final = 160
 
 _encoder = msgspec.json.Encoder()
+# The daemon measures an event as JSON with every field present (an absent one as null):
+# the bytes those fields add when the client leaves them out.
+_EVENT_FIELDS: Final = ("type", "text", "ts", "toolCallId", "toolName", "meta", "tokens")
+
+
+def event_bytes(event: Any, encoded: int) -> int:
+    """The bytes of ``event`` (``encoded`` bytes as sent) as the daemon measures it against
+    ``maxEventBytes``."""
+    if not isinstance(event, dict):
+        return encoded
+    return encoded + sum(len(f',"{name}":null') for name in _EVENT_FIELDS if name not in event)
 
 
 def count_values(value: Any) -> int:
@@ -80,7 +91,7 @@ def _cut(events: Sequence[Any], room_bytes: int, room_values: int, max_events: i
         encoded = len(_encoder.encode(event))
         size = encoded + 1  # its comma
         values = 1 + count_values(event)
-        _check_alone(index, encoded, size, values, room_bytes, room_values)
+        _check_alone(index, event, encoded, size, values, room_bytes, room_values)
         count = index - start
         if count and (
             count == max_events or used_bytes + size > room_bytes or used_values + values > room_values
@@ -93,9 +104,12 @@ def _cut(events: Sequence[Any], room_bytes: int, room_values: int, max_events: i
     return parts
 
 
-def _check_alone(index: int, encoded: int, size: int, values: int, room_bytes: int, room_values: int) -> None:
+def _check_alone(
+    index: int, event: Any, encoded: int, size: int, values: int, room_bytes: int, room_values: int
+) -> None:
     """``TooLarge`` for an event that no request can carry (nothing has been sent)."""
     max_event = LIMITS["maxEventBytes"]
+    measured = event_bytes(event, encoded)
     if values > room_values:
         _refuse(
             index,
@@ -103,8 +117,13 @@ def _check_alone(index: int, encoded: int, size: int, values: int, room_bytes: i
             LIMITS["maxMessageValues"],
             values,
         )
-    if encoded > max_event:
-        _refuse(index, f"is {encoded} bytes as JSON; an event is at most {max_event}", max_event, encoded)
+    if measured > max_event:
+        _refuse(
+            index,
+            f"is {measured} bytes as JSON (its absent fields as null); an event is at most {max_event}",
+            max_event,
+            measured,
+        )
     if size > room_bytes:
         limit = LIMITS["maxMessageBytes"]
         _refuse(index, f"is {encoded} bytes as JSON; a message is at most {limit}", limit, encoded)
