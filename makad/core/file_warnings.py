@@ -10,6 +10,7 @@ from pathlib import PurePath
 from typing import Final
 
 from makad.core import memory_format as fmt
+from makad.core.compaction import abbreviate
 from makad.core.context_types import ContextLimits
 from makad.core.entries import is_open
 from makad.core.entry_text import is_blank, split_lines
@@ -22,6 +23,13 @@ from makad.core.undecodable import display, undecodable_lines
 
 # One warning per line up to this many; the rest are summed up in one more.
 MAX_LINE_WARNINGS: Final = 10
+# A line, a title or a comment typed in the file is quoted in a warning at most this long.
+QUOTE_CHARS: Final = 120
+
+
+def quoted(text: str) -> str:
+    """``text`` as a warning quotes it: one line, at most ``QUOTE_CHARS`` characters."""
+    return abbreviate(text[: QUOTE_CHARS * 4], QUOTE_CHARS)
 
 
 def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list[Warning]:
@@ -78,7 +86,9 @@ def _entry_fix(text: str) -> str:
     slipped = _SLIPPED_HEADING.fullmatch(text.rstrip("\r\n"))
     if slipped is None or not slipped[1]:
         return ENTRY_FIX
-    return f"did you mean ## {slipped[1]}? (an entry starts with two # and a space: see docs/FORMAT.md)"
+    return (
+        f"did you mean ## {quoted(slipped[1])}? (an entry starts with two # and a space: see docs/FORMAT.md)"
+    )
 
 
 def outside_entries(preamble: str, file_name: str) -> list[Warning]:
@@ -132,13 +142,15 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
                     kind="not_a_heading",
                     line=line + index,
                     entry_id=section.entry.id,
-                    message=f'{file_name} line {line + index} "{typed}" is no heading: ## needs a '
-                    "space after it, so the line and the text below it read as part of the entry "
-                    f'"{section.entry.title}" above; did you mean ## {typed[2:].strip()}?',
+                    message=f'{file_name} line {line + index} "{quoted(typed)}" is no heading: ## '
+                    "needs a space after it, so the line and the text below it read as part of the "
+                    f'entry "{quoted(section.entry.title)}" above; did you mean ## {quoted(typed[2:])}?',
                 )
             )
+            if len(out) >= MAX_LINE_WARNINGS:
+                return out
         line += len(lines)
-    return out[:MAX_LINE_WARNINGS]
+    return out
 
 
 def _unspaced_lines(lines: list[str]) -> list[int]:

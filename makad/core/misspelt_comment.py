@@ -21,6 +21,7 @@ from typing import Final
 from makad.core import memory_format as fmt
 from makad.core.entry_comment import FIELDS
 from makad.core.entry_text import is_blank, split_lines
+from makad.core.file_warnings import quoted
 from makad.core.types import Warning
 from makad.core.undecodable import display
 
@@ -52,8 +53,10 @@ def misspelt_comments(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
         found = _first_text_line(lines) if index in flagged else None
         if found is not None and (tokens := _meant_as_metadata(display(lines[found]))) is not None:
             out.append(_warning(section, line + found, file_name, tokens))
+            if len(out) >= MAX_WARNINGS:
+                return out
         line += len(lines)
-    return out[:MAX_WARNINGS]
+    return out
 
 
 def _first_text_line(lines: list[str]) -> int | None:
@@ -98,14 +101,14 @@ def _joined_lists(tokens: list[str]) -> list[str]:
 def _warning(section: fmt.Section, line: int, file_name: str, tokens: list[str]) -> Warning:
     entry = section.entry
     typed_id = next((token for token in tokens if token.startswith("id=")), None)
-    instead = f" instead of {typed_id}" if typed_id else ""
-    meant = " ".join([f"<!-- {MARKER}", *_joined_lists(tokens), "-->"])
+    instead = f" instead of {quoted(typed_id)}" if typed_id else ""
+    meant = " ".join([f"<!-- {MARKER}", quoted(" ".join(_joined_lists(tokens))), "-->"])
     return Warning(
         kind="bad_metadata",
         line=line,
         entry_id=entry.id,
         message=(
-            f'{file_name} line {line}, entry "{entry.title}": this comment is not read as the '
+            f'{file_name} line {line}, entry "{quoted(entry.title)}": this comment is not read as the '
             f"entry's metadata, whose comment starts <!-- {MARKER}, so it reads as the first line "
             f"of the entry's content and the entry answers to {entry.id}{instead} (the line is "
             f"kept as written); did you mean {meant}?"

@@ -127,3 +127,31 @@ def test_tags_typed_with_spaces_after_the_commas_are_named_with_the_list_meant(
     warned = [line for line in result.stderr.splitlines() if "line 4" in line]
     assert len(warned) == 2
     assert all("did you mean tags=ops,deploy,ci?" in line for line in warned), warned
+
+
+def test_warnings_about_huge_slips_stay_small_in_read_state(shared_daemon: DaemonProcess) -> None:
+    """``##`` lines, a misspelt comment and a title of 30 KB each are quoted
+    abbreviated: each warning stays small, and there are at most ten of each kind."""
+    long = "x" * 30_000
+    write_memory(
+        shared_daemon,
+        "# Maka Memory\n\n##"
+        + long
+        + "\n\n## Notes\nbody\n\n##"
+        + long
+        + "\n\n## T"
+        + long
+        + "\n<!-- maka-memroy: id="
+        + long
+        + " status=active -->\nbody\n"
+        + "".join(
+            f"## E{i}\n<!-- maka-memroy: id=e{i} status=active -->\nbody\n\n##x{i}\n" for i in range(30)
+        ),
+    )
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
+        warnings = c.call("read_state", workspace=ws)["warnings"]
+    kinds = [w["kind"] for w in warnings]
+    assert 1 <= kinds.count("not_a_heading") <= 10 and 1 <= kinds.count("bad_metadata") <= 11
+    assert "text_outside_entries" in kinds
+    assert max(len(w["message"]) for w in warnings) < 2_000

@@ -205,6 +205,22 @@ def test_one_event_over_the_value_cap_is_refused_before_sending(shared_daemon: D
         assert c._sock is connection
 
 
+def test_event_just_under_the_cap_as_sent_but_over_it_as_stored_is_refused_before_sending(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """An event the daemon measures over maxEventBytes (its absent fields count as null) is
+    refused by the client before any part lands, not after the first part was appended."""
+    ws = str(shared_daemon.workspace)
+    big = {"type": "note", "text": "x" * (LIMITS["maxEventBytes"] - 40)}
+    assert len(msgspec.json.encode(big)) < LIMITS["maxEventBytes"]
+    with shared_daemon.client() as c:
+        session = open_session(c, ws)
+        with pytest.raises(TooLarge) as caught:
+            c.call("append_events", workspace=ws, sessionId=session, events=[*notes(10_000), big])
+        assert caught.value.data["index"] == 10_000 and caught.value.data["clientSide"] is True
+        assert c.call("read_events", workspace=ws, sessionId=session)["lastSeq"] == 0
+
+
 async def test_async_client_splits_too(shared_daemon: DaemonProcess) -> None:
     """The async client appends more events than the per-call cap in one call, in order."""
     ws = str(shared_daemon.workspace)

@@ -97,7 +97,7 @@ export function planAppend(params: Record<string, unknown>, limits: Limits = LIM
     const encoded = Buffer.byteLength(JSON.stringify(event) ?? "null");
     const size = encoded + 1; // its comma
     const values = 1 + countValues(event);
-    checkAlone(limits, index, encoded, size, values, roomBytes, roomValues);
+    checkAlone(limits, index, eventBytes(event, encoded), size, values, roomBytes, roomValues);
     const count = index - start;
     if (count > 0 && (count === limits.maxAppendEvents || usedBytes + size > roomBytes || usedValues + values > roomValues)) {
       parts.push([start, index]);
@@ -112,14 +112,25 @@ export function planAppend(params: Record<string, unknown>, limits: Limits = LIM
   return parts;
 }
 
-function checkAlone(limits: Limits, index: number, encoded: number, size: number, values: number, roomBytes: number, roomValues: number): void {
+// The daemon measures an event as JSON with every field present (an absent one as null).
+const EVENT_FIELDS = ["type", "text", "ts", "toolCallId", "toolName", "meta", "tokens"] as const;
+
+/** The bytes of `event` (`encoded` bytes as sent) as the daemon measures it against maxEventBytes. */
+function eventBytes(event: unknown, encoded: number): number {
+  if (typeof event !== "object" || event === null || Array.isArray(event)) return encoded;
+  const fields = event as Record<string, unknown>;
+  return EVENT_FIELDS.reduce((total, name) => (fields[name] === undefined ? total + `,"${name}":null`.length : total), encoded);
+}
+
+function checkAlone(limits: Limits, index: number, measured: number, size: number, values: number, roomBytes: number, roomValues: number): void {
   if (values > roomValues) {
     refuse(index, `holds ${values} JSON values; a message holds at most ${limits.maxMessageValues}`, limits.maxMessageValues, values);
   }
-  if (encoded > limits.maxEventBytes) {
-    refuse(index, `is ${encoded} bytes as JSON; an event is at most ${limits.maxEventBytes}`, limits.maxEventBytes, encoded);
+  if (measured > limits.maxEventBytes) {
+    refuse(index, `is ${measured} bytes as JSON (its absent fields as null); an event is at most ${limits.maxEventBytes}`, limits.maxEventBytes, measured);
   }
   if (size > roomBytes) {
+    const encoded = size - 1;
     refuse(index, `is ${encoded} bytes as JSON; a message is at most ${limits.maxMessageBytes}`, limits.maxMessageBytes, encoded);
   }
 }

@@ -145,6 +145,23 @@ describe("appending in parts to a real daemon", () => {
     assert.equal(head.lastSeq, 0);
   });
 
+  it("refuses an event over maxEventBytes as the daemon measures it (absent fields as null) before any part lands", async () => {
+    const sessionId = await openSession();
+    const big: EventInput = { type: "note", text: "x".repeat(LIMITS.maxEventBytes - 40) };
+    assert.ok(Buffer.byteLength(JSON.stringify(big)) < LIMITS.maxEventBytes);
+    await assert.rejects(
+      client.callRaw("append_events", { workspace: daemon.workspace, sessionId, events: [...notes(10_000), big] }),
+      (error: unknown) => {
+        assert.ok(error instanceof TooLargeError, String(error));
+        assert.equal(error.data["index"], 10_000);
+        assert.equal(error.data["clientSide"], true);
+        return true;
+      },
+    );
+    const head = await client.call("read_events", { workspace: daemon.workspace, sessionId });
+    assert.equal(head.lastSeq, 0);
+  });
+
   it("a message over the value cap (not an append) rejects with a TooLargeError saying why, and the next call works", async () => {
     const refs = Array.from({ length: 100_001 }, (_, i) => `event:s:${i}`);
     await assert.rejects(client.callRaw("retrieve", { workspace: daemon.workspace, refs }), (error: unknown) => {

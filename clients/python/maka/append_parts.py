@@ -38,6 +38,17 @@ METHOD: Final = "append_events"
 ENVELOPE_SLACK_BYTES: Final = 160
 
 _encoder = msgspec.json.Encoder()
+# The daemon measures an event as JSON with every field present (an absent one as null):
+# the bytes those fields add when the client leaves them out.
+_EVENT_FIELDS: Final = ("type", "text", "ts", "toolCallId", "toolName", "meta", "tokens")
+
+
+def event_bytes(event: Any, encoded: int) -> int:
+    """The bytes of ``event`` (``encoded`` bytes as sent) as the daemon measures it against
+    ``maxEventBytes``."""
+    if not isinstance(event, dict):
+        return encoded
+    return encoded + sum(len(f',"{name}":null') for name in _EVENT_FIELDS if name not in event)
 
 
 def count_values(value: Any) -> int:
@@ -90,7 +101,7 @@ def _cut(
         encoded = len(_encoder.encode(event))
         size = encoded + 1  # its comma
         values = 1 + count_values(event)
-        _check_alone(limits, index, encoded, size, values, room_bytes, room_values)
+        _check_alone(limits, index, event, encoded, size, values, room_bytes, room_values)
         count = index - start
         if count and (
             count == max_events or used_bytes + size > room_bytes or used_values + values > room_values
@@ -106,6 +117,7 @@ def _cut(
 def _check_alone(
     limits: Mapping[str, int],
     index: int,
+    event: Any,
     encoded: int,
     size: int,
     values: int,
@@ -114,11 +126,17 @@ def _check_alone(
 ) -> None:
     """``TooLarge`` for an event that no request can carry (nothing has been sent)."""
     max_event = limits["maxEventBytes"]
+    measured = event_bytes(event, encoded)
     if values > room_values:
         limit = limits["maxMessageValues"]
         _refuse(index, f"holds {values} JSON values; a message holds at most {limit}", limit, values)
-    if encoded > max_event:
-        _refuse(index, f"is {encoded} bytes as JSON; an event is at most {max_event}", max_event, encoded)
+    if measured > max_event:
+        _refuse(
+            index,
+            f"is {measured} bytes as JSON (its absent fields as null); an event is at most {max_event}",
+            max_event,
+            measured,
+        )
     if size > room_bytes:
         limit = limits["maxMessageBytes"]
         _refuse(index, f"is {encoded} bytes as JSON; a message is at most {limit}", limit, encoded)
