@@ -103,6 +103,14 @@ class WorkspaceAccess:
         self.on_access(found[0])
         return found
 
+    def adopt_at_hand(self, ws: Workspace) -> bool:
+        """Whether ``ws``, which ``registry.known_now`` found on a worker thread, can be used
+        as it is (the daemon ready, the workspace settled), as ``workspace_at_hand`` would."""
+        if not self._ready or ws.state.settled != ws.ledger.generation:
+            return False
+        self.on_access(ws)
+        return True
+
     async def workspace(self, raw: str) -> Workspace:
         ws = await self.registry.known(raw)
         before = None

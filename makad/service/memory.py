@@ -19,7 +19,7 @@ from makad.core import file_warnings as fw
 from makad.core import memory_format as fmt
 from makad.core.confidence import user_values
 from makad.core.entries import clean_entry, is_open, normalize_tags
-from makad.core.levels import Level, level_scope, overridden, user_level_id
+from makad.core.levels import USER_LEVEL, Level, level_scope, overridden, user_level_id
 from makad.core.memory_select import OtherLevelPins, is_pinned, with_pin
 from makad.core.metadata_warnings import metadata
 from makad.core.misspelt_comment import misspelt_comments
@@ -138,13 +138,21 @@ class MemoryService:
 
     async def read_state(self, params: ReadStateParams, peer: Peer) -> LocalMemoryState | StateNotModified:
         ctx = self._ctx
-        # A conditional read of a known workspace: its stats in the spelling check's hop.
+        # A known workspace: its memory files' stats in the spelling check's hop, and for a
+        # full read the user level's check and stats too (its pinned entries join the
+        # warnings); a conditional read mostly answers notModified without them.
         files_unchanged: bool | None = None
-        at_hand = None
-        if params.if_revision is not None:
-            at_hand = await ctx.workspace_at_hand(params.workspace, _files_unchanged_now)
+        user_at_hand: _UserAtHand | None = None
+        full = params.if_revision is None
+        registry = ctx.registry
+
+        def stats(ws: Workspace) -> tuple[bool, _UserAtHand | None]:
+            user = registry.known_now(USER_LEVEL) if full and ws.level == "workspace" else None
+            return _files_unchanged_now(ws), None if user is None else (user, _files_unchanged_now(user))
+
+        at_hand = await ctx.workspace_at_hand(params.workspace, stats)
         if at_hand is not None:
-            ws, files_unchanged = at_hand
+            ws, (files_unchanged, user_at_hand) = at_hand
         else:
             ws = await ctx.workspace(params.workspace)
         settings = ws.state.settings
@@ -185,7 +193,9 @@ class MemoryService:
         try:
             # Nothing to take in or archive (and nobody writing): the state at hand is
             # current, and taking the lock would only cost a wait.
-            if ws.lock.locked() or not await self._files_unchanged(ws) or _decay_due(ws):
+            if files_unchanged is None:
+                files_unchanged = await self._files_unchanged(ws)
+            if ws.lock.locked() or not files_unchanged or _decay_due(ws):
                 async with ws.lock:
                     if not await self._files_unchanged(ws):  # else refresh has nothing to do
                         await self._files.refresh(ws)
@@ -234,7 +244,7 @@ class MemoryService:
                 trust = await confidence_map(ws, shown, params.include_archived)
         if not doc.sections:  # "no entries": say where the memory might be instead
             warnings = [*warnings, *fw.misplaced(await in_thread(_root_files, ws.path), ws.path)]
-        warnings = [*warnings, *await self._pinned_warnings(ws, doc, all_entries)]
+        warnings = [*warnings, *await self._pinned_warnings(ws, doc, all_entries, user_at_hand)]
         return LocalMemoryState(
             **{
                 **base,
@@ -277,14 +287,20 @@ class MemoryService:
         return ws.revision == revision and not ws.lock.locked()  # nothing began meanwhile
 
     async def _pinned_warnings(
-        self, ws: Workspace, doc: fmt.MemoryDocument, entries: list[Entry]
+        self,
+        ws: Workspace,
+        doc: fmt.MemoryDocument,
+        entries: list[Entry],
+        user_at_hand: _UserAtHand | None = None,
     ) -> list[Warning]:
         """``pinned_over_share`` warnings for ``doc`` (MEMORY.md as read, ``entries`` its
         entries) and, in a workspace, the user level's pinned entries its packs show beside
         them; worked out once a day per version of both files (an entry's block grows once
         it is a day old: its age and a caveat join its ref line)."""
         now = now_ms()
-        user_doc, user_entries = await self._user_pinned(ws) if ws.level == "workspace" else (None, [])
+        user_doc, user_entries = (
+            await self._user_pinned(user_at_hand) if ws.level == "workspace" else (None, [])
+        )
         cached = ws.state.pinned_warnings
         if (
             cached is not None
@@ -299,14 +315,34 @@ class MemoryService:
         ws.state.pinned_warnings = PinnedWarnings(doc, now // DAY_MS, found, user_doc)
         return found
 
-    async def _user_pinned(self, ws: Workspace) -> tuple[fmt.MemoryDocument | None, list[Entry]]:
+    async def _user_pinned(
+        self, user_at_hand: _UserAtHand | None = None
+    ) -> tuple[fmt.MemoryDocument | None, list[Entry]]:
         """The user level's MEMORY.md and its active pinned entries, when the user level
-        exists and lets agents read it (its entries then join the workspace's packs)."""
+        exists and lets agents read it (its entries then join the workspace's packs).
+        ``user_at_hand``: the user level and its files' stats, checked in the caller's hop."""
         try:
-            uws = await self._ctx.user_level_if_any()
-            if uws is None or not agent_reads(await self._ctx.load_settings(uws)):
+            # Known already: its memory files' stats in the spelling check's hop.
+            files_unchanged: bool | None = None
+            at_hand = (
+                user_at_hand
+                if user_at_hand is not None and self._ctx.adopt_at_hand(user_at_hand[0])
+                else None
+            )
+            if at_hand is None:
+                at_hand = await self._ctx.workspace_at_hand(USER_LEVEL, _files_unchanged_now)
+            if at_hand is not None:
+                uws, files_unchanged = at_hand
+            else:
+                found = await self._ctx.user_level_if_any()
+                if found is None:
+                    return None, []
+                uws = found
+            if not agent_reads(await self._ctx.load_settings(uws)):
                 return None, []
-            if uws.lock.locked() or not await self._files_unchanged(uws):
+            if files_unchanged is None:
+                files_unchanged = await self._files_unchanged(uws)
+            if uws.lock.locked() or not files_unchanged:
                 async with uws.lock:
                     if not await self._files_unchanged(uws):
                         await self._files.refresh(uws)
@@ -678,6 +714,11 @@ def _pinned_over_share(
         values = {user_level_id(key): value for key, value in user_values(user_doc).items()}
         other = OtherLevelPins("user", shown, values)
     return fw.pinned_over_share(doc, entries, now, user_values(doc), level, other=other)
+
+
+# The user level as a worker thread found it still named, and whether its memory files
+# were unchanged then.
+_UserAtHand = tuple[Workspace, bool]
 
 
 def _files_unchanged_now(ws: Workspace) -> bool:

@@ -333,6 +333,14 @@ class WorkspaceRegistry:
 
         return await anyio.to_thread.run_sync(check)
 
+    def known_now(self, raw_path: str) -> Workspace | None:
+        """``known``'s answer for a caller already on a worker thread (blocking): another
+        spelling's check in that caller's hop."""
+        known = self._by_raw.get(raw_path)
+        if known is None or known[0].stamp is None:
+            return None
+        return known[0] if self._still_named(raw_path, *known) else None
+
     def _still_named(self, raw_path: str, cached: Workspace, id_file: str) -> bool:
         """Whether ``raw_path`` still names ``cached`` (blocking: one or two ``stat``)."""
         stamp = cached.stamp
