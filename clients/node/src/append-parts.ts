@@ -127,11 +127,11 @@ function checkAlone(limits: Limits, index: number, measured: number, size: numbe
     refuse(index, `holds ${values} JSON values; a message holds at most ${limits.maxMessageValues}`, limits.maxMessageValues, values);
   }
   if (measured > limits.maxEventBytes) {
-    refuse(index, `is ${measured} bytes as JSON (its absent fields as null); an event is at most ${limits.maxEventBytes}`, limits.maxEventBytes, measured);
+    refuse(index, `is ${measured} bytes as JSON (its absent fields as null); an event is at most ${limits.maxEventBytes} bytes`, limits.maxEventBytes, measured);
   }
   if (size > roomBytes) {
     const encoded = size - 1;
-    refuse(index, `is ${encoded} bytes as JSON; a message is at most ${limits.maxMessageBytes}`, limits.maxMessageBytes, encoded);
+    refuse(index, `is ${encoded} bytes as JSON; a message is at most ${limits.maxMessageBytes} bytes`, limits.maxMessageBytes, encoded);
   }
 }
 

@@ -133,13 +133,13 @@ def _check_alone(
     if measured > max_event:
         _refuse(
             index,
-            f"is {measured} bytes as JSON (its absent fields as null); an event is at most {max_event}",
+            f"is {measured} bytes as JSON (its absent fields as null); an event is at most {max_event} bytes",
             max_event,
             measured,
         )
     if size > room_bytes:
         limit = limits["maxMessageBytes"]
-        _refuse(index, f"is {encoded} bytes as JSON; a message is at most {limit}", limit, encoded)
+        _refuse(index, f"is {encoded} bytes as JSON; a message is at most {limit} bytes", limit, encoded)
 
 
 def _refuse(index: int, what: str, limit: int, actual: int) -> NoReturn:
