@@ -52,7 +52,8 @@ async def test_an_oversized_tool_call_is_a_too_large_tool_error(small_cap: Daemo
             is_error, text = await h.tool(name, **arguments)
             assert is_error, (name, text[:200])
             assert text.startswith("too_large:"), (name, text[:200])
-            assert f"{CAP} bytes" in text, text
+            # the daemon's message cap, or the client's event cap an 8 MB turn is over first
+            assert f"{CAP} bytes" in text or "an event is at most" in text, text
             is_error, text = await h.tool("memory_list")
             assert not is_error, text
     assert ping_ok(small_cap.socket)
