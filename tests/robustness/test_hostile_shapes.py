@@ -128,6 +128,7 @@ def test_the_value_cap_holds_with_content_length_framing(shared_daemon: DaemonPr
         "kind": "too_large",
         "reason": f"message holds more than {MAX_MESSAGE_VALUES} values",
         "limit": MAX_MESSAGE_VALUES,
+        "cap": "maxMessageValues",
     }
 
 
