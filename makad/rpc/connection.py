@@ -75,6 +75,7 @@ class Connection:
     def __init__(self, stream: SocketStream, now: float = 0.0) -> None:
         self.id = next(_ids)
         self._stream = stream
+        self.stream = stream
         self._raw: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
         self._fd = self._raw.fileno() if self._raw is not None else -1
         self.framing: Framing = "ndjson"

@@ -65,3 +65,16 @@ async def drain_then_close(stream: SocketStream) -> None:
         pass
     finally:
         await stream.aclose()
+
+
+async def end_then_drain(stream: SocketStream) -> None:
+    """End the daemon's side (the client reads what was sent, then EOF), then discard what
+    the client still sends, as ``drain_then_close`` does, and close."""
+    raw: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
+    try:
+        if raw is not None:
+            raw.shutdown(socket.SHUT_WR)
+    except OSError:
+        await stream.aclose()
+        return
+    await drain_then_close(stream)

@@ -42,7 +42,7 @@ from makad.rpc.dispatch import (
 )
 from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
-from makad.rpc.refusal import drain_then_close, send_refusal
+from makad.rpc.refusal import drain_then_close, end_then_drain, send_refusal
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES, over_cap
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -319,14 +319,19 @@ class Server:
             with conn.scope:
                 async with anyio.create_task_group() as writer:
                     writer.start_soon(conn.write_forever)
-                    await self._read_loop(conn)
+                    broken = await self._read_loop(conn)
                     await conn.flush()
                     writer.cancel_scope.cancel()
+                if broken:
+                    # Closing with the rest of the refused message unread would reset the
+                    # connection, and the client could lose the error line before reading it.
+                    await end_then_drain(conn.stream)
         finally:
             self.connections.discard(conn)
             conn.run_close_hooks()
 
-    async def _read_loop(self, conn: Connection) -> None:
+    async def _read_loop(self, conn: Connection) -> bool:
+        """Serve the connection's requests; True when a broken frame ended it."""
         reading = _Reading(anyio.Semaphore(MAX_IN_FLIGHT_PER_CONNECTION))
         async with anyio.create_task_group() as tg:
             reading.tasks = tg
@@ -338,6 +343,8 @@ class Server:
         if (exc := reading.frame_error) is not None:
             await conn.send(_encoder.encode(error_response(-32600, "Invalid Request", exc.data())))
             log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
+            return True
+        return False
 
     async def _read(self, conn: Connection, reading: _Reading) -> None:
         """Read and start requests until the connection ends, or until an eager request
