@@ -118,6 +118,11 @@ interface Pending {
   settled: boolean;
   /** The request reached the socket's kernel buffer: a lost connection leaves its outcome unknown. */
   written: boolean;
+  /**
+   * Handed to the socket, perhaps in part: a connection the daemon refused with an id:null
+   * error (the message over its cap) settles it with that error instead of sending it again.
+   */
+  handed: boolean;
   /** Bound to one connection (a subscription renewal): never moved to another. */
   readonly pinned: boolean;
   connection: Connection | null;
@@ -274,6 +279,7 @@ export class MakaClient extends EventEmitter {
         expectsReply,
         settled: false,
         written: false,
+        handed: false,
         pinned: via !== null,
         connection: null,
         finish: (error, result) => {
@@ -431,6 +437,7 @@ export class MakaClient extends EventEmitter {
     for (const pending of queue) {
       if (connection.closed || socket.writableNeedDrain) return;
       queue.delete(pending);
+      pending.handed = true;
       socket.write(encodeMessage(pending.message, this.framing), (error) => {
         if (error) return;
         pending.written = true;
@@ -653,10 +660,11 @@ export class MakaClient extends EventEmitter {
     if (this.connection === connection) this.connection = null;
     const unsent: Pending[] = [];
     for (const pending of [...connection.inflight]) {
-      if (pending.written || pending.pinned) {
+      if (pending.written || pending.pinned || (pending.handed && connection.fatal !== undefined)) {
         pending.finish(connection.fatal ?? new ConnectionLostError(pending.method, { cause: connection.error }));
       } else {
         pending.connection = null;
+        pending.handed = false;
         unsent.push(pending);
       }
     }
