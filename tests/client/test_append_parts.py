@@ -109,6 +109,8 @@ def test_a_refused_parts_index_counts_in_the_whole_list() -> None:
         append(call, {"workspace": "/w", "sessionId": "s", "events": notes(10_010)})
     assert calls == [10_000, 10]
     assert isinstance(caught.value.error, TooLarge) and caught.value.error.data["index"] == 10_003
+    assert "event 10003 is over" in str(caught.value.error) and "event 10003 is over" in str(caught.value)
+    assert "event 3 " not in str(caught.value)
 
 
 def test_many_small_events_land_in_order(shared_daemon: DaemonProcess) -> None:
@@ -178,6 +180,7 @@ def test_part_refused_after_one_landed_says_which(shared_daemon: DaemonProcess) 
         err = caught.value
         assert (err.appended, err.total, err.first_seq, err.last_seq) == (10_000, 10_005, 1, 10_000)
         assert not err.failed_part_unknown and isinstance(err.error, InvalidParams)
+        assert err.error.data["path"] == "$.events[10002].type"
         assert "the first 10000 of 10005 events were appended" in str(err) and "events[10000:]" in str(err)
         assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 10_000
 
@@ -368,6 +371,21 @@ def test_event_over_the_learned_cap_is_refused_with_that_cap(small_cap_daemon: D
             c.call("append_events", workspace=ws, sessionId=session, events=events)
         assert caught.value.data["limit"] == SMALL_CAP and caught.value.data["index"] == 3
         assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 0
+
+
+def test_event_of_a_later_part_over_the_learned_cap_is_named_by_its_place_in_the_whole_list(
+    small_cap_daemon: DaemonProcess,
+) -> None:
+    """An event over the daemon's byte cap in a later part is refused naming its index in
+    the whole list, in data.index and in the message alike."""
+    ws = str(small_cap_daemon.workspace)
+    with small_cap_daemon.client() as c:
+        session = open_session(c, ws)
+        events = [*notes(10_003), {"type": "note", "text": "x" * 100_000}]
+        with pytest.raises(TooLarge) as caught:
+            c.call("append_events", workspace=ws, sessionId=session, events=events)
+        assert caught.value.data["index"] == 10_003
+        assert str(caught.value).startswith("event 10003 is")
 
 
 async def test_async_client_cuts_again_at_the_daemons_cap(small_cap_daemon: DaemonProcess) -> None:

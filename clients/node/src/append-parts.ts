@@ -6,8 +6,9 @@
 // larger one is cut, in order, into the fewest parts that each fit, sent one after the
 // other. Each part is atomic; the whole is not. With a requestId each part gets its own
 // (`<requestId>:part<k>of<n>`), so retrying the whole call appends no part twice; with an
-// expectedSeq each later part expects the seq the one before it ended on. The Python
-// client (maka.append_parts) does the same.
+// expectedSeq each later part expects the seq the one before it ended on. An error about
+// one event names it by its place in the whole list (data.index, data.path, the message).
+// The Python client (maka.append_parts) does the same.
 //
 // A daemon started with a smaller --max-message-bytes refuses a part over its cap
 // (too_large with data.cap "maxMessageBytes" and data.limit its cap; the request did not
@@ -181,6 +182,25 @@ export class AppendPartlyDoneError extends MakaError {
   }
 }
 
+/**
+ * Name the event `error` is about by its place in the whole list, not in the part that
+ * began at `start`: in data.index, data.path and the message alike.
+ */
+function countFrom(error: RemoteError, start: number): void {
+  const index = error.data["index"];
+  if (typeof index === "number") {
+    error.data["index"] = index + start;
+    const named = new RegExp(`\\bevent ${index}\\b`);
+    const rebased = `event ${index + start}`;
+    (error as { remoteMessage: string }).remoteMessage = error.remoteMessage.replace(named, rebased);
+    error.message = error.message.replace(named, rebased);
+  }
+  const path = error.data["path"];
+  if (typeof path === "string") {
+    error.data["path"] = path.replace(/^\$\.events\[(\d+)\]/, (_, n: string) => `$.events[${Number(n) + start}]`);
+  }
+}
+
 /** A piece to send: its events' `[start, end)` and its requestId (undefined without one). */
 type Piece = [number, number, string | undefined];
 
@@ -210,7 +230,7 @@ export function appendPieces(params: Record<string, unknown>, limits: Limits = L
     try {
       inner = planAppend(part, limits);
     } catch (error) {
-      if (error instanceof TooLargeError && typeof error.data["index"] === "number") error.data["index"] += start;
+      if (error instanceof TooLargeError) countFrom(error, start);
       throw error;
     }
     for (const [j, [a, b]] of inner.entries()) {
@@ -252,9 +272,7 @@ export async function appendInParts(
     const previous = results.at(-1);
     if (first === undefined || previous === undefined) throw error;
     const cause = error instanceof Error ? error : new MakaError(String(error));
-    if (error instanceof RemoteError && !error.data["clientSide"] && typeof error.data["index"] === "number") {
-      error.data["index"] += start; // the event's place in the whole list, not in the part
-    }
+    if (error instanceof RemoteError && !error.data["clientSide"]) countFrom(error, start);
     throw new AppendPartlyDoneError(start, events.length, first.firstSeq, previous.lastSeq, !(error instanceof RemoteError), requestId, cause);
   };
   while (todo.length > 0) {

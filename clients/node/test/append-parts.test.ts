@@ -66,6 +66,10 @@ describe("a part that fails", () => {
       assert.ok(error instanceof AppendPartlyDoneError);
       assert.ok(error.error instanceof TooLargeError);
       assert.equal(error.error.data["index"], 10_003);
+      assert.equal(error.error.remoteMessage, "event 10003 is over 8388608 bytes as JSON");
+      assert.match(error.error.message, /^event 10003 is over/);
+      assert.match(error.message, /event 10003 is over/);
+      assert.doesNotMatch(error.message, /event 3 /);
       assert.equal(error.failedPartUnknown, false);
       return true;
     });
@@ -120,6 +124,7 @@ describe("appending in parts to a real daemon", () => {
       assert.deepEqual([error.appended, error.total, error.firstSeq, error.lastSeq], [10_000, 10_005, 1, 10_000]);
       assert.equal(error.failedPartUnknown, false);
       assert.ok(error.error instanceof InvalidParamsError);
+      assert.equal(error.error.data["path"], "$.events[10002].type");
       assert.match(error.message, /the first 10000 of 10005 events were appended/);
       assert.match(error.message, /events\.slice\(10000\)/);
       return true;
@@ -271,6 +276,18 @@ describe("appending to a daemon with a smaller byte cap", () => {
       assert.ok(error instanceof TooLargeError, String(error));
       assert.equal(error.data["limit"], SMALL_CAP);
       assert.equal(error.data["index"], 3);
+      return true;
+    });
+    assert.equal(await lastSeq(sessionId), 0);
+  });
+
+  it("names an event of a later part over the daemon's cap by its place in the whole list, in data.index and the message", async () => {
+    const sessionId = await openSession();
+    const events = [...notes(10_003), { type: "note" as const, text: "x".repeat(100_000) }];
+    await assert.rejects(client.callRaw("append_events", { workspace: daemon.workspace, sessionId, events }), (error: unknown) => {
+      assert.ok(error instanceof TooLargeError, String(error));
+      assert.equal(error.data["index"], 10_003);
+      assert.match(error.message, /^event 10003 is /);
       return true;
     });
     assert.equal(await lastSeq(sessionId), 0);

@@ -8,7 +8,8 @@ sent one after the other. Each part is atomic; the whole is not. With a ``reques
 part gets its own (``<requestId>:part<k>of<n>``), so retrying the whole call appends no
 part twice; with an ``expectedSeq`` each later part expects the seq the one before it
 ended on, so no other append lands between them. A part that fails after some have
-landed raises ``AppendPartlyDone``, saying how many events landed.
+landed raises ``AppendPartlyDone``, saying how many events landed; an error about one
+event names it by its place in the whole list (``data.index``, ``data.path``, the message).
 
 A daemon started with a smaller ``--max-message-bytes`` refuses a part over its cap
 (``too_large`` with ``data.cap == "maxMessageBytes"`` and ``data.limit`` its cap; the
@@ -24,6 +25,7 @@ and object member is one, an empty array or object one.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping, Sequence
 from typing import Any, Final, NoReturn
 
@@ -150,6 +152,19 @@ def _refuse(index: int, what: str, limit: int, actual: int) -> NoReturn:
     )
 
 
+def count_from(exc: RemoteError, start: int) -> None:
+    """Name the event ``exc`` is about by its place in the whole list, not in the part that
+    began at ``start``: in ``data.index``, ``data.path`` and the message alike."""
+    index = exc.data.get("index")
+    if isinstance(index, int):
+        exc.data["index"] = index + start
+        exc.message = re.sub(rf"\bevent {index}\b", f"event {index + start}", exc.message, count=1)
+        exc.args = (exc.message, *exc.args[1:])
+    path = exc.data.get("path")
+    if isinstance(path, str):
+        exc.data["path"] = re.sub(r"^\$\.events\[(\d+)\]", lambda m: f"$.events[{int(m[1]) + start}]", path)
+
+
 # A piece to send: its events' slice and its requestId (None without one).
 Piece = tuple[int, int, str | None]
 
@@ -173,7 +188,7 @@ def pieces(params: dict[str, Any], limits: Mapping[str, int] = LIMITS) -> list[P
         try:
             inner = plan(part, limits)
         except TooLarge as exc:
-            exc.data["index"] += start  # the event's place in the whole list, not in the part
+            count_from(exc, start)
             raise
         for j, (a, b) in enumerate(inner):
             piece_name = name if len(inner) == 1 else f"{name}:part{j + 1}of{len(inner)}"
@@ -217,12 +232,8 @@ def _partly_done(
 ) -> AppendPartlyDone:
     # A daemon's error reply means the part was refused whole; anything else (a lost
     # connection, a timeout) leaves it unknown.
-    if (
-        isinstance(exc, RemoteError)
-        and not exc.data.get("clientSide")
-        and isinstance(exc.data.get("index"), int)
-    ):
-        exc.data["index"] += start  # the event's place in the whole list, not in the part
+    if isinstance(exc, RemoteError) and not exc.data.get("clientSide"):
+        count_from(exc, start)
     return AppendPartlyDone(
         appended=start,
         total=len(params["events"]),
