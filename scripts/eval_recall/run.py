@@ -74,7 +74,7 @@ VARIANTS = ("default", "default-pack", "bm25-plain", "recent", "full")
 CATEGORIES = (1, 2, 3, 4, 5)
 OVERALL_CATEGORIES = (1, 2, 3, 4)
 APPEND_BATCH = 1_000
-STARTUP_TIMEOUT_S = 30.0
+STARTUP_TIMEOUT_S = 60.0
 
 
 @dataclass(slots=True)
@@ -103,35 +103,43 @@ class Ingested:
 
 
 class Daemon:
-    """``python -m makad`` on a socket in a short temp dir; stopped and removed on exit."""
+    """``python -m makad`` from the source tree ``tree`` (this one by default), on a socket
+    in a short temp dir ``root``; stopped on exit. ``model``: its MAKAD_EMBEDDING_MODEL
+    (none: the caller's is dropped). ``defaults_only``: no MAKAD_* variable of the caller's
+    environment reaches it, so it runs on that tree's defaults."""
 
-    def __init__(self, root: Path, model: str | None = None) -> None:
+    def __init__(
+        self, root: Path, model: str | None = None, *, tree: Path = ROOT, defaults_only: bool = False
+    ) -> None:
         self.root = root
         self.model = model
+        self.tree = tree
+        self.defaults_only = defaults_only
         self.socket = root / "s.sock"
         self.proc: subprocess.Popen[str] | None = None
 
+    def _env(self) -> dict[str, str]:
+        dropped = "MAKAD_" if self.defaults_only else "MAKAD_EMBEDDING_MODEL"
+        env = {k: v for k, v in os.environ.items() if not k.startswith(dropped)}
+        if self.model:
+            env["MAKAD_EMBEDDING_MODEL"] = self.model
+        env["PYTHONPATH"] = os.pathsep.join(
+            [str(self.tree), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
+        )
+        return env
+
     def __enter__(self) -> Daemon:
-        command = [
-            sys.executable,
-            "-m",
-            "makad",
-            "--socket",
-            str(self.socket),
-            "--data-dir",
-            str(self.root / "data"),
-            "--log-level",
-            "warning",
-        ]
-        env = {
-            **{k: v for k, v in os.environ.items() if k != "MAKAD_EMBEDDING_MODEL"},
-            **({"MAKAD_EMBEDDING_MODEL": self.model} if self.model else {}),
-            "PYTHONPATH": os.pathsep.join(
-                [str(ROOT), str(ROOT / "clients" / "python"), os.environ.get("PYTHONPATH", "")]
-            ),
-        }
+        command = [sys.executable, "-m", "makad", "--socket", str(self.socket)]
+        command += ["--data-dir", str(self.root / "data"), "--log-level", "warning"]
+        # Run in root: ``-m`` puts the working directory first on sys.path, and a makad
+        # there would stand in for the one of ``tree``.
         self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            text=True,
+            env=self._env(),
+            cwd=self.root,
         )
         deadline = time.monotonic() + STARTUP_TIMEOUT_S
         assert self.proc.stdout is not None
@@ -141,7 +149,7 @@ class Daemon:
             if time.monotonic() > deadline:
                 break
         self.__exit__()
-        raise RuntimeError("makad did not start (no 'listening on' line)")
+        raise RuntimeError(f"makad from {self.tree} did not start (no 'listening on' line)")
 
     def __exit__(self, *exc: object) -> None:
         if self.proc is not None:

@@ -20,10 +20,8 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import random
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -32,54 +30,12 @@ from typing import Any
 
 from eval_recall_holdout.holdout_set import ENTRIES, QUESTIONS, UNRELATED, check_disjoint
 
+from eval_recall.run import Daemon
 from maka import Client
 
-ROOT = Path(__file__).resolve().parents[2]
 SIZES = (20, 40, 80)
 BUDGETS = (1500, 4000)
 SEED = 7
-STARTUP_TIMEOUT_S = 60.0
-
-
-class Daemon:
-    """``python -m makad`` from one source tree, on a socket in a short temp dir."""
-
-    def __init__(self, tree: Path, root: Path) -> None:
-        self.tree = tree
-        self.root = root
-        self.socket = root / "s.sock"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def __enter__(self) -> Daemon:
-        command = [sys.executable, "-m", "makad", "--socket", str(self.socket)]
-        command += ["--data-dir", str(self.root / "data"), "--log-level", "warning"]
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MAKAD_")}
-        env["PYTHONPATH"] = os.pathsep.join([str(self.tree), str(ROOT / "clients" / "python")])
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=env, cwd=self.root
-        )
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + STARTUP_TIMEOUT_S
-        for line in self.proc.stdout:
-            if "listening on" in line:
-                return self
-            if time.monotonic() > deadline:
-                break
-        self.__exit__()
-        raise RuntimeError(f"makad from {self.tree} did not start")
-
-    def __exit__(self, *exc: object) -> None:
-        if self.proc is not None:
-            if self.proc.poll() is None:
-                self.proc.terminate()
-                try:
-                    self.proc.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self.proc.kill()
-                    self.proc.wait()
-            if self.proc.stdout is not None:
-                self.proc.stdout.close()
-            self.proc = None
 
 
 def typed_file(entries: list[tuple[str, str, str]]) -> str:
@@ -203,8 +159,8 @@ def main() -> None:
         root = Path(tempfile.mkdtemp(prefix="mkho", dir="/tmp"))
         try:
             with (
-                Daemon(Path(path).resolve(), root) as daemon,
-                Client(str(daemon.socket), timeout=300) as client,
+                Daemon(root, tree=Path(path).resolve(), defaults_only=True) as daemon,
+                daemon.client() as client,
             ):
                 report[name] = evaluate(client, root, args.calls)
         finally:
