@@ -361,31 +361,21 @@ def test_retry_of_a_cut_append_refused_midway_appends_nothing_twice(small_cap_da
         assert fresh.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == landed
 
 
-def test_event_over_the_learned_cap_is_refused_with_that_cap(small_cap_daemon: DaemonProcess) -> None:
-    """An event larger than the daemon's byte cap is refused naming that cap; nothing lands."""
-    ws = str(small_cap_daemon.workspace)
-    with small_cap_daemon.client() as c:
-        session = open_session(c, ws)
-        events = [*notes(3), {"type": "note", "text": "x" * 100_000}]
-        with pytest.raises(TooLarge) as caught:
-            c.call("append_events", workspace=ws, sessionId=session, events=events)
-        assert caught.value.data["limit"] == SMALL_CAP and caught.value.data["index"] == 3
-        assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 0
-
-
-def test_event_of_a_later_part_over_the_learned_cap_is_named_by_its_place_in_the_whole_list(
-    small_cap_daemon: DaemonProcess,
+@pytest.mark.parametrize("before", [3, 10_003], ids=["first part", "later part"])
+def test_event_over_the_learned_cap_is_refused_with_that_cap(
+    small_cap_daemon: DaemonProcess, before: int
 ) -> None:
-    """An event over the daemon's byte cap in a later part is refused naming its index in
-    the whole list, in data.index and in the message alike."""
+    """An event larger than the daemon's byte cap is refused naming that cap and the event's
+    place in the whole list (in data.index and the message alike); nothing lands."""
     ws = str(small_cap_daemon.workspace)
     with small_cap_daemon.client() as c:
         session = open_session(c, ws)
-        events = [*notes(10_003), {"type": "note", "text": "x" * 100_000}]
+        events = [*notes(before), {"type": "note", "text": "x" * 100_000}]
         with pytest.raises(TooLarge) as caught:
             c.call("append_events", workspace=ws, sessionId=session, events=events)
-        assert caught.value.data["index"] == 10_003
-        assert str(caught.value).startswith("event 10003 is")
+        assert caught.value.data["limit"] == SMALL_CAP and caught.value.data["index"] == before
+        assert str(caught.value).startswith(f"event {before} is")
+        assert c.call("read_events", workspace=ws, sessionId=session, limit=1)["lastSeq"] == 0
 
 
 async def test_async_client_cuts_again_at_the_daemons_cap(small_cap_daemon: DaemonProcess) -> None:

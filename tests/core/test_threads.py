@@ -19,38 +19,22 @@ def script(*steps: tuple[str, ...]) -> list[Event]:
     """Events from compact steps: ("u", text), ("a", text), ("t", tool, call, result)."""
     events: list[Event] = []
     at = NOW - DAY
+
+    def add(type_: Any, text: str, **fields: Any) -> None:
+        seq = len(events) + 1
+        events.append(
+            Event(session_id="s", seq=seq, ts=at + seq - 1, type=type_, text=text, tokens=5, **fields)
+        )
+
     for step in steps:
         kind, rest = step[0], step[1:]
-        extra: dict[str, Any] = {}
         if kind == "t":
             tool, call, result = rest
             cid = f"c{len(events)}"
-            for type_, text in (("tool_call", call), ("tool_result", result)):
-                events.append(
-                    Event(
-                        session_id="s",
-                        seq=len(events) + 1,
-                        ts=at + len(events),
-                        type=type_,  # type: ignore[arg-type]
-                        text=text,
-                        tool_call_id=cid,
-                        tool_name=tool,
-                        tokens=5,
-                    )
-                )
-            continue
-        type_ = "user_message" if kind == "u" else "assistant_message"
-        events.append(
-            Event(
-                session_id="s",
-                seq=len(events) + 1,
-                ts=at + len(events),
-                type=type_,  # type: ignore[arg-type]
-                text=rest[0],
-                tokens=5,
-                **extra,
-            )
-        )
+            add("tool_call", call, tool_call_id=cid, tool_name=tool)
+            add("tool_result", result, tool_call_id=cid, tool_name=tool)
+        else:
+            add("user_message" if kind == "u" else "assistant_message", rest[0])
     return events
 
 
