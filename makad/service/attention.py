@@ -249,8 +249,8 @@ def _not_after(record: behaviors.Behavior, now: int) -> behaviors.Behavior:
 def _derive_stored(
     ws: Workspace, now: int, pending: list[core.Pending], faults: Faults
 ) -> tuple[core.AttentionState, bool]:
-    """(worker thread) The state derived from what the ledger holds now, stored, and
-    whether it was (not when the disk is full)."""
+    """(worker thread) The state derived from what the ledger holds now, stored (in a
+    bound folder), and whether it is as stored (not when the disk is full)."""
     ledger = ws.ledger
     records, upto = attention_store.records(ledger)
     rejected = attention_store.rejections(ledger, now - core.COOLDOWN_MS)
@@ -258,6 +258,12 @@ def _derive_stored(
     state = core.derive(now, records, pending, rejected, retracted)
     state.records_upto = upto
     faults.crash("attention_before_commit")
+    if ws.identity is None:
+        # A folder not bound yet (no memory/ there: nothing was ever written to it) holds
+        # nothing to derive from, and storing would be its ledger's first write, which
+        # binds it: a folder only read would get a memory/ folder. Kept in memory until
+        # its first change.
+        return attention_store.unstored_state(ledger, state), True
     try:
         return attention_store.save_state(ledger, state), True
     except IOFailure as exc:

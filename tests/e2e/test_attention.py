@@ -268,6 +268,24 @@ def test_a_resolved_thread_leaves_the_open_sections(d: DaemonProcess) -> None:
     assert not mentions(state, "Fix the failing date test", *OPEN_SECTIONS)
 
 
+def test_a_folder_only_read_gets_no_memory_folder(d: DaemonProcess) -> None:
+    """A folder only read (read_state, get_attention) is left as it was, also once the
+    background keeper has gone over it after a change elsewhere: no memory/ folder appears."""
+    read_only = d.root / f"w{next(_COUNTER)}"
+    read_only.mkdir()
+    assert d.call("read_state", {"workspace": str(read_only)})["status"] == "ok"
+    w = fresh(d)
+    first = session(d, w, failing_run(int(time.time() * 1000) - 3_600_000))
+    d.call("close_session", {"workspace": w, "sessionId": first})
+    # The keeper goes over every open workspace in the order they were opened: once this
+    # one's records are in its state, it has been over the folder only read too.
+    assert mentions(wait_for(d, w, lambda s: mentions(s, "offset lost")), "offset lost")
+    state = attention(d, str(read_only))
+    assert state["enabled"] and not section_lines(state, *OPEN_SECTIONS)
+    assert not state.get("warnings")
+    assert sorted(p.name for p in read_only.iterdir()) == []
+
+
 def test_an_idle_thread_moves_to_recently_abandoned(d: DaemonProcess) -> None:
     """A thread idle for days is listed as recently abandoned, with how long, not as active."""
     w = fresh(d)
