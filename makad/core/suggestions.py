@@ -43,8 +43,10 @@ one it came from, already touches its paths or is on the same thread (its record
 the service adds records of the session's latest events); when its record ended with
 the user letting it go (``dropped``: "never mind", "forget it", …) or a later record of
 the same thread, naming it or taking it up again, did; when a later record fixed the
-call or resolved the thread (the state may be older than the records); or when it is too
-fresh, too old, or (proposals) not waiting long enough. Such a veto holds for the fact
+call or resolved the thread (the state may be older than the records); when it was
+passed over: ``PASSED_OVER_SESSIONS`` (3) later sessions went by, none working on its
+paths (the user left it without a word, and each of them started without taking it up);
+or when it is too fresh, too old, or (proposals) not waiting long enough. Such a veto holds for the fact
 wherever else it shows: the same thread left in another session is skipped too.
 
 ``candidates`` lists every candidate with its score, best first (the skipped ones too:
@@ -103,6 +105,9 @@ PASSED_BY: Final = 2
 # at most ~30: the first 64 characters of a thread's words survive every cut.
 THREAD_KEY_CHARS: Final = 64
 MAX_MOVED_ON: Final = 6
+# Later sessions that went by without taking a thread or failure up, after which it is no
+# longer offered (it stays in the attention state until the forgotten horizon).
+PASSED_OVER_SESSIONS: Final = 3
 PRIOR: Final = {"unfixed_failure": 0.9, "resume_thread": 0.8, "waiting_review": 0.6}
 ID_PATTERN: Final = re.compile(r"sg_[0-9a-f]{16}")
 _LINE: Final = re.compile(r"(Open|Unanswered|Failed)(?: \(idle [^)]*\))?: (.*)", re.DOTALL)
@@ -202,6 +207,11 @@ def _moved_on(later: Sequence[Behavior], paths: set[str]) -> int:
         r.session_id for r in later if (r.tools or r.paths or r.turns > 1) and not (paths & set(r.paths))
     }
     return min(len(sessions), MAX_MOVED_ON)
+
+
+def _passed_over(later: Sequence[Behavior], paths: set[str]) -> int:
+    """How many later sessions went by without working on any of ``paths``."""
+    return len({r.session_id for r in later if not (paths & set(r.paths))})
 
 
 def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
@@ -330,6 +340,10 @@ def _thread_candidate(
         return _skip(kind, anchor, text, refs, "a later session that ended done resolved it")
     if idle < WARM_MS:
         return _skip(kind, anchor, text, refs, f"idle only {ago(now, line.at)}: it may still be under way")
+    passed_over = _passed_over(later, seen.paths)
+    if passed_over >= PASSED_OVER_SESSIONS:
+        why = f"passed over: {passed_over} later sessions went by without it"
+        return _skip(kind, anchor, text, refs, why)
     if idle >= FORGOTTEN_AFTER_MS:
         return _skip(kind, anchor, text, refs, f"idle {ago(now, line.at)}: past the forgotten horizon")
     parts = [

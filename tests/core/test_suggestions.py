@@ -328,8 +328,9 @@ def test_a_question_answered_with_tools_does_not_fire() -> None:
     assert fired([task]) != []
 
 
-def test_small_later_sessions_do_not_count_as_moving_on() -> None:
-    """Later one-line chats without tools leave a thread's score as it was."""
+def test_small_later_sessions_do_not_count_as_moving_on_until_they_pass_it_over() -> None:
+    """Two later one-line chats without tools leave a thread's score as it was; a third
+    passes it over: it is skipped, saying so."""
     left = rec("a", work("a", NOW - DAY_MS))
     chats = [
         rec(
@@ -341,11 +342,15 @@ def test_small_later_sessions_do_not_count_as_moving_on() -> None:
         )
         for i in range(3)
     ]
-    alone = next(c for c in candidates(NOW, state_of([left]), [left]) if "event:a:" in c.refs[0])
-    busy = next(
-        c for c in candidates(NOW, state_of([left, *chats]), [left, *chats]) if "event:a:" in c.refs[0]
-    )
-    assert busy.score == alone.score
+
+    def left_after(later: list[Behavior]) -> Suggestion:
+        found = candidates(NOW, state_of([left, *later]), [left, *later])
+        return next(c for c in found if "event:a:" in c.refs[0])
+
+    alone = left_after([])
+    assert left_after(chats[:2]).score == alone.score >= THRESHOLD
+    passed = left_after(chats)
+    assert passed.score == 0 and passed.reason == "passed over: 3 later sessions went by without it"
 
 
 def test_a_failure_the_work_went_on_past_does_not_fire() -> None:

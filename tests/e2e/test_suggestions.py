@@ -319,6 +319,41 @@ def test_a_thread_let_go_in_a_later_session_in_other_words_is_not_suggested(d: D
     assert not any("wire the exporter" in c["text"] and c["score"] > 0 for c in reply["candidates"] or [])
 
 
+def light_session(d: DaemonProcess, w: str, at: int) -> str:
+    """A later session of one question answered in words and thanked for: nothing of the thread."""
+    return session(
+        d,
+        w,
+        [
+            {"type": "user_message", "text": "What does the --retry flag of the uploader do?", "ts": at},
+            {"type": "assistant_message", "text": "It retries a failed upload three times.", "ts": at + 1},
+            {"type": "user_message", "text": "thanks", "ts": at + 2},
+        ],
+    )
+
+
+def test_a_thread_passed_over_by_later_sessions_stops_being_suggested_but_stays_listed(
+    d: DaemonProcess,
+) -> None:
+    """A thread left without a word is offered while fewer than 3 later sessions went by
+    without taking it up; from the 3rd on it is not offered (the reason says so) and the
+    attention state still lists it."""
+    w = fresh(d)
+    now = now_ms()
+    thread_session(d, w, now - 2 * DAY)
+    for k in range(2):
+        light_session(d, w, now - 2 * DAY + (k + 1) * 3_600_000)
+    reply = wait_suggest(d, w, fires("wire the exporter"))
+    assert any("wire the exporter" in t for t in texts(reply))
+    light_session(d, w, now - DAY)
+    state = wait_for(d, w, lambda s: mentions(s, "4 session(s)", "Rhythm"))
+    assert mentions(state, "wire the exporter", "Active threads", "Recently abandoned")
+    reply = suggest(d, w)
+    assert not any("wire the exporter" in t for t in texts(reply))
+    [candidate] = [c for c in reply["candidates"] if "wire the exporter" in c["text"]]
+    assert candidate["score"] == 0 and "3 later sessions" in candidate["reason"]
+
+
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
     """delete_session: nothing suggested or listed cites it, at once and once derived again."""
     w = fresh(d)
