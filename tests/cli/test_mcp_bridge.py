@@ -45,6 +45,11 @@ def host(d: DaemonProcess, **kw: Any) -> Any:
     return mcp_host(d.socket, workspace=d.workspace, **kw)
 
 
+def mcp_command(d: DaemonProcess, workspace: Path) -> list[str]:
+    """The command line a host runs to serve ``workspace`` over MCP through ``d``."""
+    return [sys.executable, "-m", "maka.cli", "--socket", str(d.socket), "mcp", "-w", str(workspace)]
+
+
 def open_gates(d: DaemonProcess, **extra: bool) -> None:
     call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True, **extra)
 
@@ -402,16 +407,7 @@ async def test_session_survives_a_daemon_restart(daemon: DaemonProcess) -> None:
 def test_sigterm_closes_the_session(shared_daemon: DaemonProcess) -> None:
     """A host that stops the server with SIGTERM still gets its ledger session closed."""
     proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "maka.cli",
-            "--socket",
-            str(shared_daemon.socket),
-            "mcp",
-            "-w",
-            str(shared_daemon.workspace),
-        ],
+        mcp_command(shared_daemon, shared_daemon.workspace),
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
@@ -781,16 +777,7 @@ def test_a_workspace_folder_that_does_not_exist_is_named_at_start(shared_daemon:
 
     def start(workspace: Path) -> str:
         ran = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "maka.cli",
-                "--socket",
-                str(shared_daemon.socket),
-                "mcp",
-                "-w",
-                str(workspace),
-            ],
+            mcp_command(shared_daemon, workspace),
             stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,

@@ -13,8 +13,7 @@ import anyio.to_thread
 import pytest
 
 from tests.protocol.test_served_results import Session
-from tests.robustness.test_loop_io import LoopWatch, _serve_and_exercise
-from tests.support import short_temp_dir
+from tests.robustness.test_loop_io import LoopWatch, serve_in_temp_dir
 
 
 def _counting(watch: LoopWatch, hops: list[str]) -> Callable[..., Any]:
@@ -55,11 +54,7 @@ def test_cheap_reads_make_one_hop(monkeypatch: pytest.MonkeyPatch) -> None:
             found[name] = fewest or []
         s.call("shutdown")
 
-    root = short_temp_dir()
-    try:
-        _serve_and_exercise(root, watch, exercise)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    serve_in_temp_dir(watch, exercise)
     assert {name: len(h) for name, h in found.items()} == dict.fromkeys(found, 1), found
 
 
@@ -81,8 +76,4 @@ def test_a_full_read_sees_the_user_level_replaced() -> None:
         assert "new_workspace" in {w["kind"] for w in state["warnings"]}, state
         s.call("shutdown")
 
-    root = short_temp_dir()
-    try:
-        _serve_and_exercise(root, watch, exercise)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    serve_in_temp_dir(watch, exercise)

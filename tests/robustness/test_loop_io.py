@@ -150,6 +150,15 @@ def watch(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopWatch]:
     _WATCH.loop_thread = None
 
 
+def serve_in_temp_dir(watch: LoopWatch, exercise: Callable[[Session, str], None]) -> None:
+    """``_serve_and_exercise`` in a short temp dir of its own, removed afterwards."""
+    root = short_temp_dir()
+    try:
+        _serve_and_exercise(root, watch, exercise)
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
 def _serve_and_exercise(root: Path, watch: LoopWatch, exercise: Callable[[Session, str], None]) -> None:
     """Run a daemon in this thread's event loop; once it serves every method, arm the watch
     and have ``exercise`` call it from another thread (its last call stops the daemon)."""
@@ -213,11 +222,7 @@ def _everything(s: Session, ws: str) -> None:
 
 def test_no_method_touches_the_disk_on_the_event_loop(watch: LoopWatch) -> None:
     """Every method served does its file IO and SQLite on worker threads, never on the loop."""
-    root = short_temp_dir()
-    try:
-        _serve_and_exercise(root, watch, _everything)
-    finally:
-        shutil.rmtree(root, ignore_errors=True)
+    serve_in_temp_dir(watch, _everything)
     seen = sorted({f"{what}  [{where}]" for what, where in watch.hits})
     assert not seen, "disk access on the event loop:\n" + "\n".join(seen)
 
