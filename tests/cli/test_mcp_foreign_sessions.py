@@ -61,3 +61,26 @@ async def test_memory_context_with_another_session_once_history_recall_is_on(
     async with host(shared_daemon) as h:
         is_error, text = await h.tool("memory_context", query="vault code", session_id=sid)
     assert not is_error and "4471" in text, text
+
+
+async def test_memory_resolve_leaves_out_a_proposal_scoped_to_another_session(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """memory_resolve of the id of a proposal scoped to another session finds nothing, as
+    memory_list leaves out entries scoped to another session."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    sid = str(call(shared_daemon, "open_session")["sessionId"])
+    proposed = call(
+        shared_daemon,
+        "propose",
+        title="Vault",
+        content="Vault code 4471 for that session only.",
+        scope="session",
+        sessionId=sid,
+    )
+    proposal_id = proposed["proposal"]["id"]
+    async with host(shared_daemon) as h:
+        for given in (proposal_id, proposal_id[:12]):
+            is_error, text = await h.tool("memory_resolve", refs=[f"memory:{given}"])
+            assert not is_error, text
+            assert "4471" not in text and "Not found" in text

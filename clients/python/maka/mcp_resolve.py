@@ -83,7 +83,7 @@ class Resolver:
                 text.ambiguous("entries", wanted, [text.entry_line(entries[i], level) for i in found])
             )
         proposals = (await bridge.call("list_proposals", {"workspace": workspace})).get("proposals") or []
-        waiting = {v["proposal"]["id"]: v["proposal"] for v in proposals}
+        waiting = {p["id"]: p for p in bridge.visible([v["proposal"] for v in proposals])}
         queued = matching_ids(waiting, wanted)
         if len(queued) == 1:
             return (
