@@ -38,6 +38,7 @@ from makad.rpc.jsonrpcserver_parts import (
     to_serializable_one,
 )
 from makad.rpc.reply_budget import NO_REPLY, BatchBudget, too_large_reply
+from makad.rpc.throttled_log import throttled
 from makad.rpc.value_cap import count_members
 from makad.settings import DEFAULT_MAX_REPLY_BYTES
 from makad.wire.base import Handler, MethodSpec
@@ -68,6 +69,10 @@ _new_tuple = tuple.__new__
 # with {} as with []; its ``**`` copies this, so it is never changed).
 _NO_PARAMS: dict[str, Any] = {}
 log = structlog.get_logger("makad.rpc")
+# A client can fail a request, or ask for a reply over the cap, in a loop: once a second.
+_log_failed = throttled("makad.rpc", "request_failed")
+_log_reply_too_large = throttled("makad.rpc", "reply_too_large", "warning")
+_log_batch_reply_too_large = throttled("makad.rpc", "batch_reply_too_large", "warning")
 
 
 def _clip(text: str) -> str:
@@ -398,7 +403,7 @@ class Dispatcher:
             try:
                 result = await handler(params, context)
             except MakadError as exc:
-                log.info("request_failed", method=spec.name, kind=exc.kind)
+                _log_failed((spec.name, exc.kind), method=spec.name, kind=exc.kind)
                 return Error(exc.code, exc.message, exc.data())
             except Exception:
                 ref = new_ref()
@@ -438,7 +443,7 @@ class Dispatcher:
             ids = [reply_id(obj) if expects_reply(obj) else NO_REPLY for obj in message]
             budget = BatchBudget(self.max_reply_bytes, ids)
             if not budget.fits:
-                log.warning("batch_reply_too_large", requests=len(message), limit=self.max_reply_bytes)
+                _log_batch_reply_too_large((), requests=len(message), limit=self.max_reply_bytes)
                 return too_large_reply(None, self.max_reply_bytes, ran=False, batch=True)
             inline = all(self._is_inline(m) for m in message)
             return Prepared(message, True, inline, replies=_BatchReplies(ids, budget))
@@ -482,7 +487,7 @@ class Dispatcher:
         except Exception:
             encoded = self._encode(reply)  # -32603, logged
         if len(encoded) > self.max_reply_bytes and "result" in reply:
-            log.warning("reply_too_large", size=len(encoded), limit=self.max_reply_bytes)
+            _log_reply_too_large("one", size=len(encoded), limit=self.max_reply_bytes)
             return too_large_reply(reply["id"], self.max_reply_bytes, ran=True)
         return encoded
 
@@ -508,7 +513,7 @@ class Dispatcher:
             if budget.take(index, len(encoded)):
                 parts.append(encoded)
             else:
-                log.warning("reply_too_large", batch_index=index, limit=self.max_reply_bytes)
+                _log_reply_too_large("batch", batch_index=index, limit=self.max_reply_bytes)
                 parts.append(too_large_reply(reply["id"], self.max_reply_bytes, ran=True))
         if not parts:
             return None

@@ -43,6 +43,7 @@ from makad.rpc.dispatch import (
 from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
 from makad.rpc.refusal import drain_then_close, end_then_drain, send_refusal
+from makad.rpc.throttled_log import throttled
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES, over_cap
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
@@ -53,6 +54,10 @@ from makad.wire.system import DAEMON_STOPPING, DaemonStopping, StopReason
 
 log = structlog.get_logger("makad.server")
 _encoder = msgspec.json.Encoder()
+# A client can send broken or oversized messages on connection after connection: these
+# are logged once a second with their count (makad.rpc.throttled_log).
+_log_bad_frame = throttled("makad.server", "connection_closed_bad_frame")
+_log_too_many_values = throttled("makad.server", "message_too_many_values", "warning")
 
 # Below glibc's pinned mmap threshold (makad.heap): each recv allocates this much and
 # shrinks it to what arrived; a larger size cost an mmap and munmap per read.
@@ -342,7 +347,7 @@ class Server:
             # Server.run cancels whatever outlives the grace period.
         if (exc := reading.frame_error) is not None:
             await conn.send(_encoder.encode(error_response(-32600, "Invalid Request", exc.data())))
-            log.info("connection_closed_bad_frame", conn=conn.id, kind=exc.kind)
+            _log_bad_frame(exc.kind, conn=conn.id, kind=exc.kind)
             return True
         return False
 
@@ -443,7 +448,7 @@ class Server:
         """The message's requests, or its error reply; a ``FrameError`` when it holds more
         values than the cap (counted before decoding: decoding them is what costs)."""
         if over_cap(message):
-            log.warning("message_too_many_values", size=len(message), limit=MAX_MESSAGE_VALUES)
+            _log_too_many_values((), size=len(message), limit=MAX_MESSAGE_VALUES)
             return FrameError(
                 f"message holds more than {MAX_MESSAGE_VALUES} values",
                 "too_large",

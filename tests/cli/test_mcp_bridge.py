@@ -487,7 +487,7 @@ async def test_memory_context_shows_a_small_memory_whole(shared_daemon: DaemonPr
     ]
     (d.workspace / "memory").mkdir(exist_ok=True)
     (d.workspace / "memory" / "MEMORY.md").write_text("# Maka Memory\n\n" + "\n\n".join(sections) + "\n")
-    open_gates(d)
+    open_gates(d, historyRecallEnabled=True)  # the session is not the connection's own
     sid = d.call("open_session", {"workspace": str(d.workspace)})["sessionId"]
     turns = [{"type": "user_message", "text": "rebase the feature branch " * 40} for _ in range(60)]
     d.call("append_events", {"workspace": str(d.workspace), "sessionId": sid, "events": turns})

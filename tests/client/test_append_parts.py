@@ -390,3 +390,24 @@ async def test_async_client_cuts_again_at_the_daemons_cap(small_cap_daemon: Daem
         assert await c.call("append_events", params) == result
     with small_cap_daemon.client() as sync:
         assert texts(sync, ws, session) == [e["text"] for e in events]
+
+
+def test_a_cap_learned_from_a_daemon_since_restarted_with_the_default_does_not_refuse(
+    daemon: DaemonProcess,
+) -> None:
+    """A client that learned a daemon's smaller byte cap, then meets that daemon restarted
+    with the default cap, sends an event over the old cap and it lands (before, the client
+    refused it itself for as long as it lived)."""
+    ws = str(daemon.workspace)
+    daemon.restart({"MAKAD_MAX_MESSAGE_BYTES": str(SMALL_CAP)})
+    big = {"type": "note", "text": "x" * 100_000}
+    with daemon.client() as c:
+        session = open_session(c, ws)
+        c.call("append_events", workspace=ws, sessionId=session, events=wide_notes(200))
+        assert c._limits["maxMessageBytes"] == SMALL_CAP
+        with pytest.raises(TooLarge) as caught:  # still that cap: refused, naming it
+            c.call("append_events", workspace=ws, sessionId=session, events=[big])
+        assert caught.value.data["limit"] == SMALL_CAP
+        daemon.restart({"MAKAD_MAX_MESSAGE_BYTES": str(LIMITS["maxMessageBytes"])})
+        result = c.call("append_events", workspace=ws, sessionId=session, events=[big])
+        assert result["firstSeq"] == result["lastSeq"] == 201

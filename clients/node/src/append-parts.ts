@@ -12,7 +12,9 @@
 //
 // A daemon started with a smaller --max-message-bytes refuses a part over its cap
 // (too_large with data.cap "maxMessageBytes" and data.limit its cap; the request did not
-// run). The client then keeps that cap for its later calls and cuts what is left again,
+// run). The client then keeps that cap for its later calls (until one holds an event over
+// it: the daemon may have been restarted with the default since, so that call is sent at
+// the defaults and the cap learned again if it still holds) and cuts what is left again,
 // once: each part planned with the default caps is cut into pieces that fit the daemon's
 // cap, named `<part's requestId>:part<j>of<m>` when there is more than one. The names
 // depend only on the events and the two caps, so a retry against the same daemon (by this
@@ -250,6 +252,23 @@ function learnedCap(error: unknown, limits: Limits): number | undefined {
 }
 
 /**
+ * The pieces at the caps the client knows; at the defaults when an event is over a cap it
+ * learned but within the defaults: the daemon that cap came from may have been restarted
+ * with larger ones since, so it is asked (and, when the cap still holds, refuses the
+ * message and the client learns it again).
+ */
+function firstPieces(params: Record<string, unknown>, limits: Limits): Piece[] {
+  try {
+    return appendPieces(params, limits);
+  } catch (error) {
+    if (!(error instanceof TooLargeError) || sameAsDefaults(limits)) throw error;
+  }
+  const first = appendPieces(params, LIMITS); // throws when the defaults refuse it too
+  Object.assign(limits, LIMITS);
+  return first;
+}
+
+/**
  * append_events through `call`, in parts when one message cannot carry it. `limits`: the
  * daemon's caps as this client knows them (its byte cap is lowered when the daemon refuses
  * a part over a smaller one; what is left is then cut again, once).
@@ -259,7 +278,7 @@ export async function appendInParts(
   params: Record<string, unknown>,
   limits: Limits = { ...LIMITS },
 ): Promise<unknown> {
-  let todo = appendPieces(params, limits);
+  let todo = firstPieces(params, limits);
   // One piece is the call as it is (its requestId too): sent unchanged.
   let whole = todo.length === 1;
   let resplit = false;

@@ -284,3 +284,29 @@ describe("appending to a daemon with a smaller byte cap", () => {
     });
   }
 });
+
+describe("a cap learned from a daemon since restarted with the default", () => {
+  it("does not make the client refuse an event over it: the daemon is asked", async () => {
+    const SMALL_CAP = 64 * 1024;
+    const daemon = await Daemon.start(["--max-message-bytes", String(SMALL_CAP)]);
+    const client = new MakaClient({ socketPath: daemon.socketPath });
+    try {
+      const { sessionId } = await client.call("open_session", { workspace: daemon.workspace });
+      const wide = Array.from({ length: 200 }, (_, i) => ({ type: "note" as const, text: `e${i} ${"x".repeat(2_000)}` }));
+      await client.call("append_events", { workspace: daemon.workspace, sessionId, events: wide });
+      const big = [{ type: "note" as const, text: "x".repeat(100_000) }];
+      await assert.rejects(client.callRaw("append_events", { workspace: daemon.workspace, sessionId, events: big }), (error: unknown) => {
+        assert.ok(error instanceof TooLargeError, String(error));
+        assert.equal(error.data["limit"], SMALL_CAP); // that cap still holds: refused, naming it
+        return true;
+      });
+      daemon.extraArgs.splice(0); // the default cap from now on
+      await daemon.restart();
+      const result = await client.call("append_events", { workspace: daemon.workspace, sessionId, events: big });
+      assert.deepEqual([result.firstSeq, result.lastSeq], [201, 201]);
+    } finally {
+      await client.close();
+      await daemon.dispose();
+    }
+  });
+});

@@ -13,8 +13,10 @@ event names it by its place in the whole list (``data.index``, ``data.path``, th
 
 A daemon started with a smaller ``--max-message-bytes`` refuses a part over its cap
 (``too_large`` with ``data.cap == "maxMessageBytes"`` and ``data.limit`` its cap; the
-request did not run). The client then keeps that cap for its later calls and cuts what
-is left again, once: each part planned with the default caps is cut into pieces that fit
+request did not run). The client then keeps that cap for its later calls (until one holds
+an event over it: the daemon may have been restarted with the default since, so the call
+is sent at the defaults and the cap learned again if it still holds) and cuts what is
+left again, once: each part planned with the default caps is cut into pieces that fit
 the daemon's cap, named ``<part's requestId>:part<j>of<m>`` when there is more than one.
 The names depend only on the events and the two caps, so a retry against the same daemon
 (by this client, or a new one that learns the cap the same way) appends nothing twice.
@@ -251,7 +253,7 @@ class _Run:
     def __init__(self, params: dict[str, Any], limits: MutableMapping[str, int]) -> None:
         self.params = params
         self.limits = limits
-        self.todo = pieces(params, self._caps())
+        self.todo = self._first_pieces()
         # One piece is the call as it is (its requestId too): sent unchanged.
         self.whole = len(self.todo) == 1
         self.results: list[dict[str, Any]] = []
@@ -259,6 +261,21 @@ class _Run:
 
     def _caps(self) -> Mapping[str, int]:
         return LIMITS if dict(self.limits) == LIMITS else self.limits
+
+    def _first_pieces(self) -> list[Piece]:
+        """The pieces at the caps this client knows; at the defaults when an event is over
+        a cap it learned but within the defaults: the daemon that cap came from may have
+        been restarted with larger ones since, so it is asked (and, when the cap still
+        holds, refuses the message and the client learns it again)."""
+        caps = self._caps()
+        try:
+            return pieces(self.params, caps)
+        except TooLarge:
+            if caps is LIMITS:
+                raise
+        first = pieces(self.params, LIMITS)  # raises when the defaults refuse it too
+        self.limits.update(LIMITS)
+        return first
 
     def next(self) -> dict[str, Any] | None:
         """The params of the next request, or None when all landed."""

@@ -83,7 +83,7 @@ class Resolver:
                 text.ambiguous("entries", wanted, [text.entry_line(entries[i], level) for i in found])
             )
         proposals = (await bridge.call("list_proposals", {"workspace": workspace})).get("proposals") or []
-        waiting = {v["proposal"]["id"]: v["proposal"] for v in proposals}
+        waiting = {p["id"]: p for p in bridge.visible([v["proposal"] for v in proposals])}
         queued = matching_ids(waiting, wanted)
         if len(queued) == 1:
             return (
@@ -121,13 +121,18 @@ class Resolver:
 
     async def session_arg(self, given: str | None) -> str | None:
         """A tool's ``session_id`` argument, completed when it is a unique prefix."""
+        session, _ = await self.readable_session(given)
+        return session
+
+    async def readable_session(self, given: str | None) -> tuple[str | None, str | None]:
+        """(``session_arg``, refusal): the refusal says why what that session holds may not
+        be read (another session while history recall is off), else None."""
         if not given:
-            return given
+            return given, None
         try:
-            session, _ = await self.session(given, await self.bridge.fresh_settings())
+            return await self.session(given, await self.bridge.fresh_settings())
         except AmbiguousId as exc:
             raise ToolFailure("invalid_params", str(exc)) from None
-        return session
 
     async def events(self, rest: str, settings: dict[str, Any]) -> str:
         given, sep, span = rest.partition(":")

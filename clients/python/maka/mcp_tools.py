@@ -259,7 +259,12 @@ class Bridge:
             "budgetTokens": clamp(args.budget_tokens, 50, MAX_BUDGET_TOKENS),
         }
         if args.session_id:
-            params["sessionId"] = await self.resolver.session_arg(args.session_id)
+            # That session's entries, working state and summary come along: another
+            # session's need history recall, as every read of past sessions does.
+            session, why = await self.resolver.readable_session(args.session_id)
+            if why is not None:
+                return why
+            params["sessionId"] = session
         pack = await self.call("build_context", params)
         return (
             text.pack_text(pack)
