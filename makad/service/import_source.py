@@ -10,6 +10,7 @@ bound too, because some (``/proc``) report a size of 0 and hold more.
 from __future__ import annotations
 
 import codecs
+import errno
 import os
 from pathlib import Path
 
@@ -49,7 +50,7 @@ def read_import_source(
     target = Path(path)
     if target.is_dir():
         found = {
-            str(child.relative_to(target)): _read_bounded(child, MAX_IMPORT_BYTES)
+            str(child.relative_to(target)): _read_bounded(child, MAX_IMPORT_BYTES, follow=False)
             for child in markdown_files(target)
         }
         return found.get("MEMORY.md", ""), found, "MEMORY.md"
@@ -95,13 +96,21 @@ def markdown_files(root: Path) -> list[Path]:
     return sorted(files)
 
 
-def _read_bounded(path: Path, limit: int) -> str:
+def _read_bounded(path: Path, limit: int, follow: bool = True) -> str:
+    """``follow=False``: a file of a directory walk, which skipped symlinks; one swapped
+    for a symlink since is refused, not followed out of the directory."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
     try:
         # A FIFO or a device (renamed in since the walk) is refused, never waited on.
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise NotFound("no file at that path", path="$.path") from None
-    except OSError as exc:  # not ours to read, a path through a file …
+    except OSError as exc:
+        if exc.errno == errno.ELOOP and not follow:
+            raise InvalidParams(
+                f"{path.name} became a symlink while the directory was read", path="$.path"
+            ) from None
+        # not ours to read, a path through a file …
         raise generalize(exc, path.name, "read") from None
     try:
         raw = read_open(fd, path, limit + 1)
