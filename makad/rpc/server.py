@@ -478,9 +478,9 @@ class Server:
             waited = True
             if not held:  # a slot was free when it started, and nothing ran since
                 limiter.acquire_nowait()
-            reading.handoffs += 1
             if not reading.wake_spare(True):
                 reading.tasks.start_soon(self._read, conn, reading)
+            reading.handoffs += 1  # the task that reads now counts from here
 
         try:
             await in_place(self._handle(conn, prepared, None), read_on)
