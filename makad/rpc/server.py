@@ -397,7 +397,9 @@ class Server:
                             await limiter.acquire()
                         if await self._handle_eagerly(conn, prepared, reading, held):
                             # It waited, and another task reads now: this one waits as
-                            # the spare for the next hand-off, or ends with the reading.
+                            # the spare for the next hand-off, or ends with the reading
+                            # (holding no request's bytes meanwhile).
+                            message = prepared = b""
                             if not await reading.stand_by():
                                 return
                             mine = reading.handoffs
