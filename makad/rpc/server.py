@@ -15,6 +15,7 @@ possible and otherwise closes that connection alone.
 
 from __future__ import annotations
 
+import asyncio
 import errno
 import os
 import socket
@@ -352,97 +353,110 @@ class Server:
         return False
 
     async def _read(self, conn: Connection, reading: _Reading) -> None:
-        """Read and start requests until the connection ends, or until an eager request
-        has to wait: this task then stays with that request, and a new one reads on."""
+        """Read and start requests until the connection ends. An eager request that has to
+        wait keeps this task, and another reads on: the connection's spare, or a new task.
+        Once that request is answered, this task is the spare (``_Reading.stand_by``): a
+        connection whose requests each wait (a thread hop) spawns no task per request."""
         max_bytes = self._limits.max_message_bytes
         queued = reading.queued
         prepare = self._dispatcher.prepare
-        while True:
-            while queued:
-                message = queued.popleft()
-                try:
-                    if len(message) > PREPARE_ON_LOOP_MAX_BYTES:
-                        prepared = await anyio.to_thread.run_sync(self._prepare, message)
-                    elif len(message) > MAX_MESSAGE_VALUES:  # shorter ones hold fewer values
-                        prepared = self._prepare(message)
-                    else:
-                        prepared = prepare(message)
-                except Exception:
-                    ref = new_ref()
-                    log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
-                    prepared = internal_error(ref)
-                if prepared.__class__ is not Prepared:  # one test on the common path
-                    if isinstance(prepared, FrameError):
-                        # Too many values to decode: refused like a message over the size
-                        # cap (its id is unknown), and nothing after it is read.
-                        queued.clear()
-                        reading.frame_error = prepared
-                        return
-                    assert isinstance(prepared, bytes)
-                    await conn.send(prepared)
-                    continue
-                self._in_flight += 1  # ended in ``_handle``
-                conn.in_flight += 1
-                if prepared.inline:
-                    # No IO behind it: answering in place beats spawning a task, and
-                    # the reader itself is the bound on how many run at once.
-                    await self._handle(conn, prepared, None)
-                    continue
-                limiter = reading.limiter
-                if prepared.eager:
-                    # A slot of the bound is taken only if it waits, unless none is free:
-                    # then it waits for one first, as any other request does.
-                    held = limiter.value == 0
-                    if held:
+        mine = reading.handoffs  # this task reads until the count moves on
+        try:
+            while True:
+                while queued:
+                    message = queued.popleft()
+                    try:
+                        if len(message) > PREPARE_ON_LOOP_MAX_BYTES:
+                            prepared = await anyio.to_thread.run_sync(self._prepare, message)
+                        elif len(message) > MAX_MESSAGE_VALUES:  # shorter ones hold fewer values
+                            prepared = self._prepare(message)
+                        else:
+                            prepared = prepare(message)
+                    except Exception:
+                        ref = new_ref()
+                        log.error("request_crashed", stage="decode", ref=ref, exc_info=True)
+                        prepared = internal_error(ref)
+                    if prepared.__class__ is not Prepared:  # one test on the common path
+                        if isinstance(prepared, FrameError):
+                            # Too many values to decode: refused like a message over the size
+                            # cap (its id is unknown), and nothing after it is read.
+                            queued.clear()
+                            reading.frame_error = prepared
+                            return
+                        assert isinstance(prepared, bytes)
+                        await conn.send(prepared)
+                        continue
+                    self._in_flight += 1  # ended in ``_handle``
+                    conn.in_flight += 1
+                    if prepared.inline:
+                        # No IO behind it: answering in place beats spawning a task, and
+                        # the reader itself is the bound on how many run at once.
+                        await self._handle(conn, prepared, None)
+                        continue
+                    limiter = reading.limiter
+                    if prepared.eager:
+                        # A slot of the bound is taken only if it waits, unless none is free:
+                        # then it waits for one first, as any other request does.
+                        held = limiter.value == 0
+                        if held:
+                            await limiter.acquire()
+                        if await self._handle_eagerly(conn, prepared, reading, held):
+                            # It waited, and another task reads now: this one waits as
+                            # the spare for the next hand-off, or ends with the reading
+                            # (holding no request's bytes meanwhile).
+                            message = prepared = b""
+                            if not await reading.stand_by():
+                                return
+                            mine = reading.handoffs
+                        continue
+                    try:
+                        limiter.acquire_nowait()  # no scheduling round trip when free
+                    except anyio.WouldBlock:
                         await limiter.acquire()
-                    if await self._handle_eagerly(conn, prepared, reading, held):
-                        return  # it waited: another task reads the connection now
-                    continue
+                    reading.tasks.start_soon(self._handle, conn, prepared, limiter)
+                if self._stopping or conn.closed or reading.frame_error is not None:
+                    return
+                # It does not read its replies: stop taking requests (the attribute first: the
+                # property is a call, and almost always nothing waits).
+                if conn.reply_bytes > OUTBOX_HIGH_WATER and conn.backlogged:
+                    await conn.wait_for_room()
                 try:
-                    limiter.acquire_nowait()  # no scheduling round trip when free
-                except anyio.WouldBlock:
-                    await limiter.acquire()
-                reading.tasks.start_soon(self._handle, conn, prepared, limiter)
-            if self._stopping or conn.closed or reading.frame_error is not None:
-                return
-            # It does not read its replies: stop taking requests (the attribute first: the
-            # property is a call, and almost always nothing waits).
-            if conn.reply_bytes > OUTBOX_HIGH_WATER and conn.backlogged:
-                await conn.wait_for_room()
-            try:
-                # ``conn.receive`` unrolled for its common case (one frame less to resume
-                # and leave per request): yield once, and the next request is often there.
-                await yield_now()
-                chunk = conn.recv_now(READ_CHUNK)
-                if chunk is None:
-                    chunk = await conn.receive(READ_CHUNK)
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
-                chunk = b""
-            if not chunk:
-                if reading.decoder is not None and reading.decoder.has_partial():
-                    log.debug("client_closed_mid_message", conn=conn.id)
-                return
-            conn.last_active = time.monotonic()
-            decoder = reading.decoder
-            if decoder is None:
-                reading.pending += chunk
-                framing = detect(reading.pending)
-                if framing is None:
-                    if len(reading.pending) > max_bytes:
-                        return
-                    continue
-                conn.framing = framing
-                decoder = reading.decoder = make_decoder(framing, max_bytes)
-                if self._limits.fault_point == "connection_crash":
-                    decoder = reading.decoder = _CrashingDecoder(decoder)
-                chunk, reading.pending = reading.pending, b""
-            try:
-                queued.extend(decoder.feed(chunk))
-            except FrameError as exc:
-                # The requests framed before it are still run; the error is sent once
-                # they are answered (``_read_loop``), and nothing more is read.
-                queued.extend(exc.frames)
-                reading.frame_error = exc
+                    # ``conn.receive`` unrolled for its common case (one frame less to resume
+                    # and leave per request): yield once, and the next request is often there.
+                    await yield_now()
+                    chunk = conn.recv_now(READ_CHUNK)
+                    if chunk is None:
+                        chunk = await conn.receive(READ_CHUNK)
+                except (anyio.BrokenResourceError, anyio.ClosedResourceError, OSError):
+                    chunk = b""
+                if not chunk:
+                    if reading.decoder is not None and reading.decoder.has_partial():
+                        log.debug("client_closed_mid_message", conn=conn.id)
+                    return
+                conn.last_active = time.monotonic()
+                decoder = reading.decoder
+                if decoder is None:
+                    reading.pending += chunk
+                    framing = detect(reading.pending)
+                    if framing is None:
+                        if len(reading.pending) > max_bytes:
+                            return
+                        continue
+                    conn.framing = framing
+                    decoder = reading.decoder = make_decoder(framing, max_bytes)
+                    if self._limits.fault_point == "connection_crash":
+                        decoder = reading.decoder = _CrashingDecoder(decoder)
+                    chunk, reading.pending = reading.pending, b""
+                try:
+                    queued.extend(decoder.feed(chunk))
+                except FrameError as exc:
+                    # The requests framed before it are still run; the error is sent once
+                    # they are answered (``_read_loop``), and nothing more is read.
+                    queued.extend(exc.frames)
+                    reading.frame_error = exc
+        finally:
+            if reading.handoffs == mine:  # the reader: no other task will read
+                reading.end()
 
     def _prepare(self, message: bytes) -> Prepared | bytes | FrameError:
         """The message's requests, or its error reply; a ``FrameError`` when it holds more
@@ -471,7 +485,9 @@ class Server:
             waited = True
             if not held:  # a slot was free when it started, and nothing ran since
                 limiter.acquire_nowait()
-            reading.tasks.start_soon(self._read, conn, reading)
+            if not reading.wake_spare(True):
+                reading.tasks.start_soon(self._read, conn, reading)
+            reading.handoffs += 1  # the task that reads now counts from here
 
         try:
             await in_place(self._handle(conn, prepared, None), read_on)
@@ -511,7 +527,17 @@ class _Reading:
     """One connection's reading, handed from task to task: what is framed and not yet
     started, the decoder, and the bound on requests in flight."""
 
-    __slots__ = ("decoder", "frame_error", "limiter", "pending", "queued", "tasks")
+    __slots__ = (
+        "decoder",
+        "ended",
+        "frame_error",
+        "handoffs",
+        "limiter",
+        "pending",
+        "queued",
+        "spare",
+        "tasks",
+    )
 
     def __init__(self, limiter: anyio.Semaphore) -> None:
         self.limiter = limiter
@@ -520,6 +546,38 @@ class _Reading:
         self.pending = b""  # bytes read before the framing is known
         self.frame_error: FrameError | None = None  # the stream broke: read no further
         self.tasks: TaskGroup
+        # How many times the reading moved to another task (a request it ran had to wait).
+        self.handoffs = 0
+        # A task whose waiting request is answered, waiting to read at the next hand-off:
+        # waking it costs far less than spawning a task (anyio's bookkeeping, a cancel scope).
+        self.spare: asyncio.Future[bool] | None = None
+        self.ended = False  # the reader stopped: nothing more is read
+
+    async def stand_by(self) -> bool:
+        """Wait as the spare: True when a hand-off makes this task the reader, False when
+        the reading ended (or another task is the spare already)."""
+        if self.ended or self.spare is not None:
+            return False
+        spare: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        self.spare = spare
+        try:
+            return await spare
+        finally:
+            if self.spare is spare:
+                self.spare = None
+
+    def wake_spare(self, read: bool) -> bool:
+        """Wake the spare, to read on (``read``) or to end; False when there is none."""
+        spare, self.spare = self.spare, None
+        if spare is None or spare.done():  # done: cancelled, its task on its way out
+            return False
+        spare.set_result(read)
+        return True
+
+    def end(self) -> None:
+        """The reader stopped: the spare ends, and a task freed later ends too."""
+        self.ended = True
+        self.wake_spare(False)
 
 
 def _crash_reply(prepared: Prepared, ref: str) -> bytes | None:

@@ -147,10 +147,12 @@ class MemoryService:
         registry = ctx.registry
 
         def stats(ws: Workspace) -> tuple[bool, _UserAtHand | None]:
-            user = registry.known_now(USER_LEVEL) if full and ws.level == "workspace" else None
+            user = registry.known_now(USER_LEVEL) if ws.level == "workspace" else None
             return _files_unchanged_now(ws), None if user is None else (user, _files_unchanged_now(user))
 
-        at_hand = await ctx.workspace_at_hand(params.workspace, stats)
+        # A conditional read's stats are one function for every call: concurrent reads of
+        # the workspace share the hop (``known_and``).
+        at_hand = await ctx.workspace_at_hand(params.workspace, stats if full else _own_stats_now)
         if at_hand is not None:
             ws, (files_unchanged, user_at_hand) = at_hand
         else:
@@ -719,6 +721,11 @@ def _pinned_over_share(
 # The user level as a worker thread found it still named, and whether its memory files
 # were unchanged then.
 _UserAtHand = tuple[Workspace, bool]
+
+
+def _own_stats_now(ws: Workspace) -> tuple[bool, _UserAtHand | None]:
+    """A conditional read's stats in its hop: the workspace's memory files only (blocking)."""
+    return _files_unchanged_now(ws), None
 
 
 def _files_unchanged_now(ws: Workspace) -> bool:

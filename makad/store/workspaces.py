@@ -37,6 +37,7 @@ from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.recovery import LedgerReset
 from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
+from makad.store.shared_checks import SharedChecks
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
 from makad.store.workspace_state import WorkspaceState
@@ -311,6 +312,8 @@ class WorkspaceRegistry:
         # The spellings clients used, each with its workspace and its id file's path.
         self._by_raw: dict[str, tuple[Workspace, str]] = {}
         self._lock = anyio.Lock()
+        # The spelling checks, one run shared by the calls that ask for the same at once.
+        self._checks = SharedChecks()
         # Every revision of every workspace here comes from it (unique across them all).
         self.clock = RevisionClock(data_dir)
 
@@ -322,7 +325,9 @@ class WorkspaceRegistry:
 
     async def known_and(self, raw_path: str, also: Callable[[Workspace], T]) -> tuple[Workspace, T] | None:
         """``known``, with ``also(workspace)`` run in the same worker-thread hop when the
-        spelling still names it (one hop for the check and the caller's own stats)."""
+        spelling still names it (one hop for the check and the caller's own stats). Calls
+        asking with the same spelling and ``also`` at once share that hop, one that starts
+        after each of them asked (``makad.store.shared_checks``): ``also`` only reads."""
         known = self._by_raw.get(raw_path)
         if known is None or known[0].stamp is None:
             return None
@@ -331,7 +336,8 @@ class WorkspaceRegistry:
         def check() -> tuple[Workspace, T] | None:
             return (cached, also(cached)) if self._still_named(raw_path, cached, id_file) else None
 
-        return await anyio.to_thread.run_sync(check)
+        # ``cached`` by identity: the spelling may name another workspace by the next call.
+        return await self._checks.run((raw_path, id(cached), id_file, also), check)
 
     def known_now(self, raw_path: str) -> Workspace | None:
         """``known``'s answer for a caller already on a worker thread (blocking): another

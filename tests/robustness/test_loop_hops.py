@@ -12,26 +12,36 @@ from typing import Any
 import anyio.to_thread
 import pytest
 
+from makad.store.shared_checks import CheckThreads
 from tests.protocol.test_served_results import Session
 from tests.robustness.test_loop_io import LoopWatch, serve_in_temp_dir
 
 
-def _counting(watch: LoopWatch, hops: list[str]) -> Callable[..., Any]:
+def _count_hops(monkeypatch: pytest.MonkeyPatch, watch: LoopWatch, hops: list[str]) -> None:
+    """Record each hand-off to a worker thread made on the loop: ``anyio.to_thread.run_sync``
+    and the shared checks' threads (``makad.store.shared_checks``)."""
     real = anyio.to_thread.run_sync
+    real_submit = CheckThreads.submit
 
     async def run_sync(fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         if watch.on_loop():
             hops.append(getattr(fn, "__qualname__", repr(fn)))
         return await real(fn, *args, **kwargs)
 
-    return run_sync
+    def submit(self: CheckThreads, loop: Any, fn: Callable[[], Any], done: Any) -> None:
+        if watch.on_loop():
+            hops.append(getattr(fn, "__qualname__", repr(fn)))
+        real_submit(self, loop, fn, done)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", run_sync)
+    monkeypatch.setattr(CheckThreads, "submit", submit)
 
 
 def test_cheap_reads_make_one_hop(monkeypatch: pytest.MonkeyPatch) -> None:
     """get_settings and read_state (conditional, full or summary) each hop to a worker thread once."""
     watch = LoopWatch()
     hops: list[str] = []
-    monkeypatch.setattr(anyio.to_thread, "run_sync", _counting(watch, hops))
+    _count_hops(monkeypatch, watch, hops)
     found: dict[str, list[str]] = {}
 
     def exercise(s: Session, ws: str) -> None:

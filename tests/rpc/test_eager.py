@@ -40,6 +40,7 @@ class Handlers:
         self.started = anyio.Event()  # set when ``running`` first reaches ``until``
         self.until = 1
         self.cancelled = 0
+        self.closed = anyio.Event()  # set when a connection that called ``watch`` closes
 
     async def fast(self, params: NoParams, peer: object) -> int:
         task = anyio.get_current_task().id
@@ -74,6 +75,10 @@ class Handlers:
     async def ping(self, params: NoParams, peer: object) -> str:
         return "pong"
 
+    async def watch(self, params: NoParams, peer: Any) -> int:
+        peer.on_close(lambda _: self.closed.set())
+        return 0
+
 
 def catalogue() -> dict[str, MethodSpec]:
     return {
@@ -81,6 +86,7 @@ def catalogue() -> dict[str, MethodSpec]:
         "wait": MethodSpec("wait", NoParams, list, "test", eager=True),
         "boom": MethodSpec("boom", NoParams, str, "test", eager=True),
         "ping": MethodSpec("ping", NoParams, str, "test", inline=True),
+        "watch": MethodSpec("watch", NoParams, int, "test", eager=True),
     }
 
 
@@ -150,6 +156,63 @@ async def test_a_waiting_request_does_not_hold_up_the_ones_after_it(short_tmp: P
         await stream.send(request("fast", 4))
         assert (await replies.next())["result"] == third["result"]
         await stream.aclose()
+
+
+async def test_the_task_a_waiting_request_freed_reads_at_the_next_wait(short_tmp: Path) -> None:
+    """Two eager requests that wait, one after the other: the task freed by the first takes
+    over reading when the second waits, so the connection's requests run on two tasks."""
+    handlers = Handlers()
+    async with serving(short_tmp, handlers) as (path, _):
+        stream = await anyio.connect_unix(path)
+        replies = Replies(stream)
+        await stream.send(request("wait", 1))
+        await handlers.started.wait()
+        handlers.release.set()
+        first, _ = (await replies.next())["result"]
+        await stream.send(request("fast", 2))
+        reader = (await replies.next())["result"]
+        assert reader != first
+        handlers.release = anyio.Event()
+        await stream.send(request("wait", 3))
+        await stream.send(request("fast", 4))
+        assert (await replies.next())["result"] == first  # the freed task reads now
+        handlers.release.set()
+        assert (await replies.next())["result"] == [reader, reader]
+        await stream.send(request("fast", 5))
+        assert (await replies.next())["result"] == first
+        await stream.aclose()
+
+
+async def test_a_connection_closed_with_a_freed_task_waiting_ends(short_tmp: Path) -> None:
+    """A client that leaves after a request that waited: the connection's tasks end (the
+    freed one with the reader), and the server holds no connection."""
+    handlers = Handlers()
+    async with serving(short_tmp, handlers) as (path, server):
+        stream = await anyio.connect_unix(path)
+        replies = Replies(stream)
+        handlers.release.set()
+        await stream.send(request("watch", 1) + request("wait", 2))
+        assert [(await replies.next())["id"] for _ in range(2)] == [1, 2]
+        await stream.aclose()
+        with anyio.fail_after(5):
+            await handlers.closed.wait()
+        assert not server.connections
+
+
+async def test_a_request_answered_after_its_client_left_ends_its_task(short_tmp: Path) -> None:
+    """A client that leaves while its eager request waits: once released, the request's
+    task ends with the rest, and the server holds no connection."""
+    handlers = Handlers()
+    async with serving(short_tmp, handlers) as (path, server):
+        stream = await anyio.connect_unix(path)
+        await stream.send(request("watch", 1) + request("wait", 2))
+        await handlers.started.wait()
+        await stream.aclose()
+        await anyio.sleep(0.05)  # the reader sees the end first
+        handlers.release.set()
+        with anyio.fail_after(5):
+            await handlers.closed.wait()
+        assert not server.connections
 
 
 async def test_a_waiting_request_does_not_hold_up_other_connections(short_tmp: Path) -> None:
