@@ -57,6 +57,21 @@ def test_a_second_daemon_on_the_same_data_directory_is_refused(daemon: DaemonPro
         later.stdout.close()
 
 
+def test_a_second_daemon_on_the_same_data_directory_is_told_the_first_ones_socket(
+    daemon: DaemonProcess,
+) -> None:
+    """The refusal of a second makad on the data directory names the socket the first one
+    serves and the commands that reach and stop it there."""
+    command = [*daemon.command()]
+    command[command.index("--socket") + 1] = str(daemon.root / "other.sock")
+    second = subprocess.run(command, capture_output=True, text=True, timeout=20)
+    assert second.returncode == 1
+    assert f"on {daemon.socket}" in second.stderr
+    assert f"maka --socket {daemon.socket} stop" in second.stderr
+    assert f"MAKAD_SOCKET={daemon.socket}" in second.stderr
+    assert ping_ok(daemon.socket)
+
+
 def test_stale_socket_is_recovered(short_tmp: Path) -> None:
     """A socket file left by a kill -9'd daemon does not stop the next one."""
     first = DaemonProcess(short_tmp)
