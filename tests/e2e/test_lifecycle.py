@@ -175,7 +175,8 @@ def _serves_and_logs(proc: subprocess.Popen[Any], sock: Path, ws: Path) -> None:
 def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, closed: str) -> None:
     """makad started with stdin, stdout or stderr closed (`makad 2>&-`): it serves, and
     the first file it opens does not take that descriptor's number (a log line would then
-    land in a lock file or a ledger): its lock file holds its pid and nothing else."""
+    land in a lock file or a ledger): its lock files hold its pid (the data directory's,
+    its socket too) and nothing else."""
     sock = short_tmp / "s.sock"
     data = short_tmp / "d"
     command = [sys.executable, "-m", "makad", "--socket", str(sock), "--data-dir", str(data)]
@@ -186,8 +187,8 @@ def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, 
     )
     try:
         _serves_and_logs(proc, sock, short_tmp / "ws")
-        for lock in (data / "makad.lock", short_tmp / "s.sock.lock"):
-            assert lock.read_text() == str(proc.pid)
+        assert (short_tmp / "s.sock.lock").read_text() == str(proc.pid)
+        assert (data / "makad.lock").read_text() == f"{proc.pid}\n{sock}"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:
