@@ -35,7 +35,10 @@ def cmd_sessions(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     sessions = listing["sessions"]
     if not sessions:
-        print("No sessions.")
+        if args.open:
+            print(f"No open sessions (`{maka_command(args, 'sessions')}` lists the closed ones too).")
+        else:
+            print("No sessions.")
         return EXIT_OK
     shown = short_ids(s["sessionId"] for s in sessions)
     rows = [
