@@ -55,7 +55,7 @@ def test_no_open_session_does_not_say_there_are_none(module_daemon: DaemonProces
     call(module_daemon, new_ws, "close_session", sessionId=sid)
     code, out, _ = maka(module_daemon, new_ws, "sessions", "--open")
     assert code == 0 and "No sessions." not in out
-    assert "No open sessions" in out and f"maka -w {new_ws} sessions" in out
+    assert f"No open sessions (1 closed: `maka -w {new_ws} sessions` lists them)." in out
 
 
 def test_search_finds_past_sessions_events(module_daemon: DaemonProcess, new_ws: Path) -> None:

@@ -35,8 +35,13 @@ def cmd_sessions(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     sessions = listing["sessions"]
     if not sessions:
+        closed = 0
         if args.open:
-            print(f"No open sessions (`{maka_command(args, 'sessions')}` lists the closed ones too).")
+            every = client.call("list_sessions", {"workspace": workspace_of(args), "includeClosed": True})
+            closed = len(every["sessions"])
+        if closed:
+            lists = maka_command(args, "sessions")
+            print(f"No open sessions ({closed} closed: `{lists}` lists them).")
         else:
             print("No sessions.")
         return EXIT_OK
