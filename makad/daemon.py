@@ -121,7 +121,7 @@ def take_instance_lock(settings: DaemonSettings) -> int:
     return _hold_lock(
         settings.lock_path,
         "instance lock",
-        lambda holder: (
+        lambda holder, _socket: (
             f"another makad (pid {holder}) is already serving {settings.socket_path}: "
             f"use that one, or stop it first with `{_stop_command(settings.socket_path)}`"
         ),
@@ -140,15 +140,32 @@ def _stop_command(socket_path: Path) -> str:
 def take_data_lock(settings: DaemonSettings) -> int:
     """Hold an exclusive flock in the data directory for the life of the process: two
     daemons on one data directory (another socket: another MAKAD_SOCKET or
-    XDG_RUNTIME_DIR) would both write its ledgers, revisions and memory files."""
+    XDG_RUNTIME_DIR) would both write its ledgers, revisions and memory files. The lock
+    file names the holder's socket too, so the one refused can say where it serves."""
     return _hold_lock(
         settings.data_lock_path,
         "data directory lock",
-        lambda holder: (
-            f"another makad (pid {holder}) already uses the data directory "
-            f"{settings.data_dir} on another socket (one daemon per data directory): use "
-            "that daemon's socket, stop it, or give this one another --data-dir"
-        ),
+        lambda holder, socket_path: _data_dir_taken(settings.data_dir, holder, socket_path),
+        note=str(settings.socket_path),
+    )
+
+
+def _data_dir_taken(data_dir: Path, holder: str, socket_path: str) -> str:
+    """Why a second daemon on ``data_dir`` is refused, and how to reach or stop the first."""
+    if not socket_path:  # a lock written without its socket: an older makad, a full disk
+        return (
+            f"another makad (pid {holder}) already uses the data directory {data_dir} on "
+            "another socket (one daemon per data directory): use that daemon's socket, stop "
+            "it, or give this one another --data-dir"
+        )
+    import shlex  # only when a second daemon is refused: start-up does not pay for it
+
+    quoted = shlex.quote(socket_path)
+    return (
+        f"another makad (pid {holder}) already uses the data directory {data_dir}, serving "
+        f"on {socket_path} (one daemon per data directory): use that daemon "
+        f"(`maka --socket {quoted} …`, or MAKAD_SOCKET={quoted}), stop it with "
+        f"`{_stop_command(Path(socket_path))}`, or give this one another --data-dir"
     )
 
 
@@ -229,7 +246,9 @@ class Surroundings:
             _unlink_quietly(path)
 
 
-def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
+def _hold_lock(lock_path: Path, what: str, busy: Callable[[str, str], str], note: str = "") -> int:
+    """Take ``lock_path`` and write this process's pid into it (and ``note`` on the next
+    line); when another process holds it, ``busy(its pid, its note)`` is the refusal."""
     try:
         fd = open_private(lock_path)
     except NotPrivate as exc:
@@ -239,14 +258,15 @@ def _hold_lock(lock_path: Path, what: str, busy: Callable[[str], str]) -> int:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except OSError as exc:
-        holder = os.pread(fd, 32, 0).decode("ascii", "replace").strip() or "unknown"
+        written = os.pread(fd, 4096, 0).decode("utf-8", "replace")
         os.close(fd)
         if exc.errno not in (errno.EAGAIN, errno.EACCES):
             raise
-        raise StartupError(busy(holder)) from None
+        holder, _, holder_note = written.partition("\n")
+        raise StartupError(busy(holder.strip() or "unknown", holder_note.strip())) from None
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        os.pwrite(fd, f"{os.getpid()}\n{note}".encode() if note else str(os.getpid()).encode(), 0)
     except OSError as exc:  # a full disk: the lock holds all the same, its holder unnamed
         log.warning("lock_pid_not_written", lock=str(lock_path), error=exc.strerror)
     except BaseException:

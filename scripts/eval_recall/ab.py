@@ -99,7 +99,7 @@ from urllib.parse import urlsplit
 
 from eval_recall import answers
 from eval_recall.ab_checks import PLACEHOLDER_ANSWER, Checks, synthetic_checks
-from eval_recall.locomo import Conversation, Question, load, sha256_file
+from eval_recall.locomo import Conversation, Question, load, missing_dataset, sha256_file
 from eval_recall.metrics import covered, expand_ref, mean, percentile
 from eval_recall.run import DEFAULT_DATASET, OVERALL_CATEGORIES, Daemon, Ingested, commit, ingest
 from maka import Client
@@ -725,7 +725,7 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
     if not args.dataset.is_file():
-        print(f"ab: no dataset at {args.dataset}", file=sys.stderr)
+        print(missing_dataset("ab", args.dataset), file=sys.stderr)
         return 2
     report = evaluate(args)
     print(json.dumps(report["variants"], indent=2))

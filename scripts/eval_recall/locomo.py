@@ -25,6 +25,18 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+SOURCE = "data/locomo10.json in github.com/snap-research/LoCoMo"
+
+
+def missing_dataset(tool: str, path: Path) -> str:
+    """What a tool says when the LoCoMo file is not where it looks: the file is not shipped."""
+    return (
+        f"{tool}: no LoCoMo dataset at {path}. It is not shipped with makad: save the first "
+        f"five conversations (elements 0-4 of the list) of {SOURCE} there, or pass "
+        '--dataset PATH (docs/PERFORMANCE.md, "Recall on LoCoMo")'
+    )
+
+
 _SESSION_KEY = re.compile(r"session_(\d+)")
 _DIA = re.compile(r"D:?(\d+):0*(\d+)")
 

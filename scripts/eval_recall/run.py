@@ -63,7 +63,7 @@ from pathlib import Path
 from typing import Any
 
 from eval_recall import paraphrase, peer_basic_memory
-from eval_recall.locomo import Conversation, load, sha256_file
+from eval_recall.locomo import Conversation, load, missing_dataset, sha256_file
 from eval_recall.metrics import covered, expand_ref, mean, percentile, recall
 from maka import Client
 from makad.core.tokens import estimate_tokens
@@ -581,8 +581,12 @@ def parse(argv: Sequence[str] | None = None) -> argparse.Namespace:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = parse(argv)
-    if not args.dataset.is_file():
-        print(f"eval-recall: no dataset at {args.dataset}", file=sys.stderr)
+    reads_locomo = not (args.semantic and args.paraphrase_only)
+    if reads_locomo and not args.dataset.is_file():
+        print(
+            missing_dataset("eval-recall", args.dataset) + "; --semantic MODEL --paraphrase-only needs none",
+            file=sys.stderr,
+        )
         return 2
     print(json.dumps(compared(args) if args.semantic else evaluate(args), indent=2))
     return 0

@@ -35,6 +35,30 @@ def test_settings_say_how_to_let_agents_read(shared_daemon: DaemonProcess) -> No
     assert on.returncode == 0 and "Agents cannot read" not in on.stdout
 
 
+def test_settings_say_incognito_overrides_the_switches(shared_daemon: DaemonProcess) -> None:
+    """With incognito on, `maka settings` says agents read and propose nothing whatever the
+    other switches (extractToolEffective among them) show, and names the command that ends it."""
+    ws = shared_daemon.workspace
+    shown = run_maka(
+        shared_daemon, "settings", "agentReadEnabled=on", "extractToolEnabled=on", "incognito=on"
+    )
+    assert shown.returncode == 0
+    assert "Incognito is on: agents read and propose nothing here" in shown.stdout
+    assert f"`maka -w {ws} settings incognito=off` ends it" in shown.stdout
+    off = run_maka(shared_daemon, "settings", "incognito=off")
+    assert off.returncode == 0 and "Incognito is on" not in off.stdout
+
+
+def test_settings_say_memory_switched_off_overrides_the_switches(shared_daemon: DaemonProcess) -> None:
+    """With memory switched off (enabled=off), `maka settings` says agents read and propose
+    nothing, and names the command that turns it back on."""
+    ws = shared_daemon.workspace
+    shown = run_maka(shared_daemon, "settings", "agentReadEnabled=on", "enabled=off")
+    assert shown.returncode == 0
+    assert "Memory is off here: agents read and propose nothing" in shown.stdout
+    assert f"`maka -w {ws} settings enabled=on` turns it back on" in shown.stdout
+
+
 def test_user_level_hints_say_user(shared_daemon: DaemonProcess) -> None:
     """With --user the suggested command carries --user, not the "@user" spelling."""
     shown = run_maka(shared_daemon, "--user", "settings", workspace=False)

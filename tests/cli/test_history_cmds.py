@@ -48,6 +48,16 @@ def test_no_sessions_says_so(module_daemon: DaemonProcess, new_ws: Path) -> None
     assert code == 0 and "No sessions." in out
 
 
+def test_no_open_session_does_not_say_there_are_none(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """sessions --open with only closed sessions says none is open and how to list the
+    closed ones, not that there are no sessions."""
+    sid = call(module_daemon, new_ws, "open_session", title="Done")["sessionId"]
+    call(module_daemon, new_ws, "close_session", sessionId=sid)
+    code, out, _ = maka(module_daemon, new_ws, "sessions", "--open")
+    assert code == 0 and "No sessions." not in out
+    assert f"No open sessions (1 closed: `maka -w {new_ws} sessions` lists them)." in out
+
+
 def test_search_finds_past_sessions_events(module_daemon: DaemonProcess, new_ws: Path) -> None:
     """search QUERY lists the matching events of the workspace's sessions with their refs
     (as `maka sessions` shows the session: short), newest session's too; -s narrows to one

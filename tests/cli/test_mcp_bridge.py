@@ -790,3 +790,21 @@ def test_a_workspace_folder_that_does_not_exist_is_named_at_start(shared_daemon:
     assert f"maka mcp: serving {missing}" in said
     assert f"{missing} does not exist" in said and "--workspace" in said
     assert "does not exist" not in start(shared_daemon.workspace)
+
+
+async def test_started_in_the_root_without_a_workspace_names_the_flag(
+    shared_daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """`maka mcp` started in / with no workspace (a host such as Claude Desktop starts servers
+    there) warns on stderr at start, and each tool error names the --workspace to add to the
+    host's settings."""
+    errlog = tmp_path / "stderr"
+    with errlog.open("w") as err:
+        env = bridge_env(drop=("MAKA_WORKSPACE",))
+        async with mcp_host(shared_daemon.socket, env=env, cwd=Path("/"), errlog=err) as h:
+            is_error, text = await h.tool("memory_list")
+    assert is_error and text.startswith("invalid_workspace"), text
+    assert "--workspace" in text and "host" in text, text
+    said = errlog.read_text()
+    assert "maka mcp: serving /" in said
+    assert "warning: / is no workspace" in said and "--workspace" in said, said

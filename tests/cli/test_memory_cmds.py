@@ -454,9 +454,24 @@ def test_first_add_says_where_the_memory_file_is(shared_daemon: DaemonProcess) -
 
 def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> None:
     """`maka memory list` with nothing to show names the MEMORY.md it looked at."""
-    result = run_maka(shared_daemon, "memory", "list")
     path = shared_daemon.workspace / "memory" / "MEMORY.md"
+    path.parent.mkdir()
+    path.write_text("# Maka Memory\n")
+    result = run_maka(shared_daemon, "memory", "list")
     assert result.returncode == 0 and result.stdout == f"No entries in {path}.\n"
+
+
+def test_an_empty_list_of_a_file_not_made_yet_says_how_to_start_it(shared_daemon: DaemonProcess) -> None:
+    """Before MEMORY.md exists, `maka memory list` says so and names the command that
+    creates it (with the workspace it was run with) and the editor's way."""
+    ws = shared_daemon.workspace
+    path = ws / "memory" / "MEMORY.md"
+    result = run_maka(shared_daemon, "memory", "list", "-w", str(ws), workspace=False)
+    assert result.returncode == 0
+    assert result.stdout.startswith(f"No entries in {path}: it does not exist yet.")
+    assert f"`maka -w {ws} memory add TITLE TEXT` creates it" in result.stdout
+    assert "## Title" in result.stdout and "docs/FORMAT.md" in result.stdout
+    assert not path.exists()
 
 
 def test_a_title_given_for_an_id_names_the_id(shared_daemon: DaemonProcess) -> None:

@@ -57,6 +57,21 @@ def test_a_second_daemon_on_the_same_data_directory_is_refused(daemon: DaemonPro
         later.stdout.close()
 
 
+def test_a_second_daemon_on_the_same_data_directory_is_told_the_first_ones_socket(
+    daemon: DaemonProcess,
+) -> None:
+    """The refusal of a second makad on the data directory names the socket the first one
+    serves and the commands that reach and stop it there."""
+    command = [*daemon.command()]
+    command[command.index("--socket") + 1] = str(daemon.root / "other.sock")
+    second = subprocess.run(command, capture_output=True, text=True, timeout=20)
+    assert second.returncode == 1
+    assert f"on {daemon.socket}" in second.stderr
+    assert f"maka --socket {daemon.socket} stop" in second.stderr
+    assert f"MAKAD_SOCKET={daemon.socket}" in second.stderr
+    assert ping_ok(daemon.socket)
+
+
 def test_stale_socket_is_recovered(short_tmp: Path) -> None:
     """A socket file left by a kill -9'd daemon does not stop the next one."""
     first = DaemonProcess(short_tmp)
@@ -160,7 +175,8 @@ def _serves_and_logs(proc: subprocess.Popen[Any], sock: Path, ws: Path) -> None:
 def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, closed: str) -> None:
     """makad started with stdin, stdout or stderr closed (`makad 2>&-`): it serves, and
     the first file it opens does not take that descriptor's number (a log line would then
-    land in a lock file or a ledger): its lock file holds its pid and nothing else."""
+    land in a lock file or a ledger): its lock files hold its pid (the data directory's,
+    its socket too) and nothing else."""
     sock = short_tmp / "s.sock"
     data = short_tmp / "d"
     command = [sys.executable, "-m", "makad", "--socket", str(sock), "--data-dir", str(data)]
@@ -171,8 +187,8 @@ def test_a_daemon_started_with_a_standard_stream_closed_serves(short_tmp: Path, 
     )
     try:
         _serves_and_logs(proc, sock, short_tmp / "ws")
-        for lock in (data / "makad.lock", short_tmp / "s.sock.lock"):
-            assert lock.read_text() == str(proc.pid)
+        assert (short_tmp / "s.sock.lock").read_text() == str(proc.pid)
+        assert (data / "makad.lock").read_text() == f"{proc.pid}\n{sock}"
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=20) == 0
     finally:

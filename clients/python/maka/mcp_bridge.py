@@ -383,7 +383,14 @@ def serve(
     for makad's answer; ``reserved_hint``: added to an error refusing the workspace as
     reserved (how the folder was found and what to start instead)."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
-    if workspace != USER_LEVEL and not os.path.isdir(workspace):
+    if workspace == "/":
+        print(
+            "maka mcp: warning: / is no workspace: every tool call fails (invalid_workspace); "
+            "start maka mcp with --workspace /path/to/the/project in the host's MCP settings",
+            file=sys.stderr,
+            flush=True,
+        )
+    elif workspace != USER_LEVEL and not os.path.isdir(workspace):
         print(
             f"maka mcp: warning: {workspace} does not exist (or is no folder): every tool call fails "
             "(invalid_workspace) until it does; check the --workspace the host starts this with",

@@ -35,7 +35,15 @@ def cmd_sessions(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     sessions = listing["sessions"]
     if not sessions:
-        print("No sessions.")
+        closed = 0
+        if args.open:
+            every = client.call("list_sessions", {"workspace": workspace_of(args), "includeClosed": True})
+            closed = len(every["sessions"])
+        if closed:
+            lists = maka_command(args, "sessions")
+            print(f"No open sessions ({closed} closed: `{lists}` lists them).")
+        else:
+            print("No sessions.")
         return EXIT_OK
     shown = short_ids(s["sessionId"] for s in sessions)
     rows = [

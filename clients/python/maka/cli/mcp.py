@@ -11,6 +11,12 @@ from maka.cli.remedies import found_by_walking_up
 from maka.client import Client
 from maka.workspace import resolve_workspace
 
+# Hosts such as Claude Desktop start their servers in /, which a walk up cannot leave.
+ROOT_HINT = (
+    "maka mcp runs in / with no workspace named: the host's MCP settings must start it with "
+    "`--workspace /path/to/the/project` (or `--user` for the user-level memory); tell the user"
+)
+
 
 def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
     if importlib.util.find_spec("mcp") is None:
@@ -29,14 +35,17 @@ def cmd_mcp(client: Client, args: argparse.Namespace) -> int:
         autostart=client.autostart,
         server_uid=uid,
         timeout=timeout,
-        reserved_hint=_reserved_hint(args),
+        reserved_hint=_reserved_hint(args, workspace),
     )
     return EXIT_OK
 
 
-def _reserved_hint(args: argparse.Namespace) -> str | None:
-    """What to say when the daemon refuses the workspace as reserved (the home folder holding
-    the user level's memory/, found by walking up): how to name what was meant."""
+def _reserved_hint(args: argparse.Namespace, workspace: str) -> str | None:
+    """What to say when the daemon refuses the workspace as reserved (the filesystem root, or
+    the home folder holding the user level's memory/, found by walking up): how to name what
+    was meant."""
+    if workspace == "/":
+        return ROOT_HINT
     walked = found_by_walking_up(args)
     if walked is None:
         return None

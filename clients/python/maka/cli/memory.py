@@ -206,6 +206,12 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
             tags = "".join(f" -t {shlex.quote(tag)}" for tag in args.tag or [])
             shows = maka_command(args, f"memory list -a{tags}")
             print(f"No active entries{where} ({archived} archived: `{shows}` shows them).")
+        elif state.get("path") and state.get("sha256") is None:  # status ok, no bytes on disk
+            adds = maka_command(args, "memory add TITLE TEXT")
+            print(
+                f"No entries{where}: it does not exist yet. `{adds}` creates it; so does your "
+                "editor (a `## Title` line and the text below it is an entry: docs/FORMAT.md)."
+            )
         else:
             print(f"No entries{where}.")
         return EXIT_OK

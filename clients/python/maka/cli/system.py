@@ -355,7 +355,17 @@ def cmd_settings(client: Client, args: argparse.Namespace) -> int:
         rows = [[key, json.dumps(value)] for key, value in result.items()]
         show_table(["SETTING", "VALUE"], rows)
         print(f"\nWorkspace: {'the user level (@user)' if ws == '@user' else ws}")
-        if not result.get("agentReadEnabled") and not result.get("incognito"):
+        if result.get("incognito"):
+            print(
+                "Incognito is on: agents read and propose nothing here, whatever the switches "
+                f"above say; `{maka_command(args, 'settings incognito=off')}` ends it."
+            )
+        elif result.get("enabled") is False:
+            print(
+                "Memory is off here: agents read and propose nothing, whatever the switches above "
+                f"say; `{maka_command(args, 'settings enabled=on')}` turns it back on."
+            )
+        elif not result.get("agentReadEnabled"):
             print(
                 "Agents cannot read this memory yet: "
                 f"`{maka_command(args, 'settings agentReadEnabled=on')}` lets them "
