@@ -50,3 +50,26 @@ def test_a_manager_of_people_brings_no_package_manager() -> None:
     alone = bridged_terms(query_words("who is my manager?"))
     assert "boss" in alone and not {"npm", "pnpm", "yarn"} & set(alone)
     assert {"npm", "pnpm"} <= set(bridged_terms(query_words("which package manager?")))
+
+
+def test_a_word_of_many_senses_alone_brings_nothing_from_its_marked_list() -> None:
+    """'day' alone brings no weekday, 'leave' (going away) no holiday words, 'kitty' no terminal."""
+    assert "tuesday" not in bridged_terms(
+        query_words("how much cash goes in the till at the start of the day?")
+    )
+    assert "vacation" not in bridged_terms(query_words("when does the plane to Lisbon leave?"))
+    assert "terminal" not in bridged_terms(query_words("which food does our kitty like?"))
+
+
+def test_a_marked_word_counts_when_asked_for_or_confirmed() -> None:
+    """'which day' and 'how many people' ask for the thing; 'days of leave' and 'kitty
+    terminal' confirm the sense with another word of the same list or sense."""
+    assert "tuesday" in bridged_terms(query_words("which day is collection?"))
+    assert "reviewer" in bridged_terms(query_words("how many people must approve?"))
+    assert "vacation" in bridged_terms(query_words("how many days of leave are left?"))
+    assert "alacritty" in bridged_terms(query_words("kitty or another terminal?"))
+
+
+def test_a_marked_word_is_still_added_when_another_word_brings_its_list() -> None:
+    """'vacation' brings 'leave' though 'leave' alone brings nothing."""
+    assert "leave" in bridged_terms(["vacation"])
