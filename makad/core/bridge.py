@@ -3,9 +3,9 @@
 A user asks "which package manager for the web app?" of a memory that says "Use pnpm
 with the lockfile committed": no word is shared, so the word search finds nothing. The
 bridge adds, to the words of a query, words that name the same thing or a kind of it,
-from two short general-purpose lists of the things people keep in memory (tools,
+from short general-purpose lists of the things people keep in memory (tools,
 languages, editors, package managers, people and roles, dates and deadlines, places,
-health, travel, preferences):
+health, travel, preferences, and the rest of everyday life):
 
 - ``SAME``: words that mean the same (``db`` / ``database``, ``boss`` / ``manager``):
   each brings the others;
@@ -13,6 +13,9 @@ health, travel, preferences):
   ``emacs``…). A word of the kind brings every member (and the kind's other words); a
   member brings only the kind's words, never its siblings (asking about ``python``
   must not find the memory about ``java``).
+
+``EVERYDAY_SAME`` and ``EVERYDAY_KINDS`` are the same two kinds of list for the rest of
+what people keep: home, family, health, money, travel, work admin, shops, labs, pastimes.
 
 A word that reads as something else in everyday speech is marked ``?`` in a list
 (``leave?`` among the holiday words, ``kitty?`` among the terminals, ``day?`` and
@@ -113,7 +116,7 @@ SAME: Final[tuple[str, ...]] = (
     "backup backups snapshot snapshots",
     "food meal meals dinner lunch breakfast diet",
     "vegetarian vegan",
-    "book books reading",
+    "book? books reading",
     "talk presentation speaking keynote",
     "conference event? summit",
     "goal goals okr okrs objective",
@@ -241,6 +244,109 @@ KINDS: Final[tuple[tuple[str, str], ...]] = (
 )
 
 
+# The same two kinds of list for the notes people keep about the rest of their lives:
+# home, family, health, money, travel, work admin, shops, labs and pastimes.
+EVERYDAY_SAME: Final[tuple[str, ...]] = (
+    "rubbish trash garbage waste bin? bins recycling refuse? litter",
+    "boiler furnace heating heater",
+    "fridge refrigerator",
+    "laundry washer washing dryer",
+    "neighbour neighbours neighbor neighbors",
+    "warranty guarantee guaranteed",
+    "alarm alarms detector detectors",
+    "landlord landlady letting",
+    "rent rental renting lease? leased? tenancy",
+    "repair repairs fix? mend",
+    "mum mom mother mummy mommy mama",
+    "dad father daddy papa",
+    "grandma grandmother granny gran nan? nana nanna",
+    "grandpa grandfather grandad granddad",
+    "babysitter childminder nanny childcare",
+    "wedding married marriage",
+    "teacher teachers tutor",
+    "lesson lessons class? classes? tuition",
+    "dentist dental teeth tooth",
+    "eye eyes optician optometrist glasses spectacles eyesight vision?",
+    "vaccine vaccines vaccination vaccinations jab jabs shot? shots? booster boosters immunisation "
+    "immunization",
+    "flu influenza",
+    "pharmacy pharmacist chemist drugstore",
+    "physio physiotherapy physiotherapist rehab",
+    "carer carers caregiver",
+    "booking booked reservation reservations reserve? reserved?",
+    "appointment appointments",
+    "train? trains? rail railway",
+    "ticket? tickets? fare fares",
+    "abroad overseas foreign",
+    "luggage baggage suitcase",
+    "commute commuting",
+    "mortgage mortgages loan loans",
+    "pension pensions retirement retire?",
+    "savings saving?",
+    "tax taxes taxation",
+    "donation donations donate charity charities",
+    "electricity electric energy power?",
+    "accountant accountants bookkeeper accounting",
+    "reimburse reimbursed reimbursement expense expenses claim? claims?",
+    "salary wage wages payroll paid payslip paycheck",
+    "office workplace",
+    "permit permits badge?",
+    "lab laboratory labs",
+    "sample samples specimen specimens",
+    "reagent reagents chemical chemicals",
+    "sterilise sterilize sterilised sterilized sterilisation sterilization autoclave",
+    "microscope microscopes microscopy imaging",
+    "funder funders funding grant grants",
+    "talk talks presentation presenting presents? speaking keynote seminar lecture",
+    "shop shops store? stores? boutique",
+    "till tills register?",
+    "stock restock inventory",
+    "supplier suppliers vendor vendors wholesaler",
+    "buy buys buying purchase purchases purchasing procurement",
+    "coffee espresso",
+    "bike bikes bicycle bicycles cycling",
+    "tyre tyres tire tires",
+    "run? running jog jogging",
+    "marathon race? races?",
+    "choir chorus singing sing",
+    "rehearsal rehearsals rehearse practice? practise?",
+    "book? books novel? novels reading",
+    "club clubs society circle?",
+    "garden gardening allotment",
+    "greenhouse glasshouse",
+    "veg vegetable vegetables",
+    "cat cats kitten kitty",
+    "vet? vets veterinary veterinarian",
+)
+
+EVERYDAY_KINDS: Final[tuple[tuple[str, str], ...]] = (
+    ("appliance appliances", "fridge freezer washer dryer dishwasher oven cooker microwave kettle boiler"),
+    (
+        "family relative relatives",
+        "mum mom dad grandma grandmother granny nan grandpa grandfather aunt uncle cousin niece nephew "
+        "grandson granddaughter",
+    ),
+    ("child children kid kids", "toddler baby"),
+    ("school", "teacher class? lesson homework pupil pupils term?"),
+    (
+        "medicine medication pill pills drug drugs prescription meds tablet tablets antibiotic antibiotics",
+        "penicillin amoxicillin ibuprofen paracetamol aspirin insulin statin amlodipine",
+    ),
+    ("health medical", "dentist optician pharmacy physio vaccine gp nurse"),
+    ("trip travel journey", "passport luggage ticket? abroad"),
+    ("money finance", "mortgage pension savings loan donation"),
+    ("currency currencies cash money", "eur euro euros usd dollar dollars gbp"),
+    ("tax taxes", "vat gst hmrc irs"),
+    ("utility? utilities?", "electricity gas? water? broadband"),
+    ("instrument? instruments? music", "guitar piano violin drums ukulele cello flute saxophone"),
+    ("flowers flower", "lilies lily roses rose tulips tulip daisies orchids"),
+    ("dairy", "milk cheese butter yoghurt yogurt cream"),
+    ("pet pets animal animals", "dog dogs cat cats puppy kitten rabbit hamster"),
+    ("ppe protective safety?", "goggles gloves coat? coats? mask masks"),
+    ("dna genetic", "plasmid plasmids rna genome primers"),
+    ("exercise exercises workout sport", "gym climbing running cycling swimming yoga squats physio"),
+)
+
 # Words that read the same in many senses confirm the sense of a marked word when the
 # query has both: "hours" confirms "deadline" as a date.
 SENSES: Final[tuple[str, ...]] = (
@@ -290,13 +396,13 @@ def _split(line: str) -> tuple[list[str], set[str]]:
 def _index() -> tuple[list[_Group], dict[str, list[tuple[int, frozenset[str]]]]]:
     groups: list[_Group] = []
     adds: dict[str, list[tuple[int, frozenset[str]]]] = {}
-    for line in SAME:
+    for line in SAME + EVERYDAY_SAME:
         words, marked = _split(line)
         index = len(groups)
         groups.append(_Group(frozenset(words), frozenset(marked)))
         for word in words:
             adds.setdefault(word, []).append((index, frozenset(words) - {word}))
-    for kind_line, members_line in KINDS:
+    for kind_line, members_line in KINDS + EVERYDAY_KINDS:
         (kind, kind_marked), (members, members_marked) = _split(kind_line), _split(members_line)
         index = len(groups)
         groups.append(_Group(frozenset(kind + members), frozenset(kind_marked | members_marked)))

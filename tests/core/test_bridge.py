@@ -73,3 +73,18 @@ def test_a_marked_word_counts_when_asked_for_or_confirmed() -> None:
 def test_a_marked_word_is_still_added_when_another_word_brings_its_list() -> None:
     """'vacation' brings 'leave' though 'leave' alone brings nothing."""
     assert "leave" in bridged_terms(["vacation"])
+
+
+def test_everyday_words_bring_the_words_people_keep_them_under() -> None:
+    """Home, health, money and pastime words bring their kin: 'rubbish' brings 'bins',
+    'vaccine' brings 'jab', 'retirement' brings 'pension', 'bicycle' brings 'bike'."""
+    assert "bins" in bridged_terms(["rubbish"])
+    assert "jab" in bridged_terms(["vaccine"])
+    assert "pension" in bridged_terms(["retirement"])
+    assert "bike" in bridged_terms(["bicycle"])
+
+
+def test_an_everyday_word_with_a_technical_sense_is_marked_too() -> None:
+    """'nan' alone (not a number) brings no grandmother; 'lease' alone (a lock's) brings no rent."""
+    assert "grandma" not in bridged_terms(query_words("why is the average nan?"))
+    assert "rent" not in bridged_terms(query_words("how long is the lock lease?"))

@@ -443,3 +443,12 @@ def test_a_word_of_many_senses_alone_does_not_match_every_dated_entry(shared_dae
     assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}.get("Bins", 0) == 0
     pack = build(d, sessionId=record_session(d), query="which day is collection?")
     assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}["Bins"] > 0
+
+
+def test_a_household_entry_answers_a_question_in_other_words(shared_daemon: DaemonProcess) -> None:
+    """'when does the furnace get its yearly check?' matches the entry about the boiler."""
+    d = shared_daemon
+    write_memory(d, hand_typed([("Boiler", "Hendry Heating services the boiler every October.")]))
+    enable(d)
+    pack = build(d, sessionId=record_session(d), query="when does the furnace get its yearly check?")
+    assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}["Boiler"] > 0
