@@ -452,3 +452,12 @@ def test_a_household_entry_answers_a_question_in_other_words(shared_daemon: Daem
     enable(d)
     pack = build(d, sessionId=record_session(d), query="when does the furnace get its yearly check?")
     assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}["Boiler"] > 0
+
+
+def test_a_question_with_an_apostrophe_does_not_match_every_possessive(shared_daemon: DaemonProcess) -> None:
+    """ "What's a good recipe for bread?" matches no entry just because it says "Mum's"."""
+    d = shared_daemon
+    write_memory(d, hand_typed([("Carer", "Mum's carer visits at 8am and 6pm.")]))
+    enable(d)
+    pack = build(d, sessionId=record_session(d), query="What's a good recipe for bread?")
+    assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}.get("Carer", 0) == 0
