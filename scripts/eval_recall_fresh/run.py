@@ -14,12 +14,15 @@ Per tree and setting (``"120@1500"``: 120 entries, 1,500 tokens) it counts the t
 counted and listed. Prints JSON.
 
     PYTHONPATH=scripts:.:clients/python python -m eval_recall_fresh.run \
-        --tree old=/tmp/old_tree --tree new=.
+        --tree old=/tmp/old_tree --tree new=. [--set second] [--missed]
+
+``--set second`` runs ``eval_recall_fresh.second`` instead (30 notes, 10 unrelated questions).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import itertools
 import json
 import shutil
@@ -31,7 +34,6 @@ from typing import Any
 from eval_recall_holdout.run import Daemon, ask, memory_view
 
 from eval_recall.paraphrase import DATA, Entry, load
-from eval_recall_fresh.data import ENTRIES, QUESTIONS, UNRELATED
 from maka import Client
 
 FILLER_COUNTS = (60, 200)
@@ -61,13 +63,13 @@ def typed_file(lines: list[str]) -> str:
     return "\n".join(parts)
 
 
-def layout(filler_count: int) -> list[tuple[str, str]]:
+def layout(entries: dict[str, str], filler_count: int) -> list[tuple[str, str]]:
     """(key, text) per entry: the targets spread evenly among the fillers."""
     extra = [(f.key, f"{f.title}: {f.content}") for f in fillers(filler_count)]
-    step = len(extra) // len(ENTRIES)
+    step = len(extra) // len(entries)
     rest = iter(extra)
     out: list[tuple[str, str]] = []
-    for key, text in ENTRIES.items():
+    for key, text in entries.items():
         out.append((key, text))
         out.extend(itertools.islice(rest, step))
     out.extend(rest)
@@ -84,17 +86,17 @@ def setup(client: Client, folder: Path, entries: list[tuple[str, str]]) -> dict[
     return {key: by_text[text] for key, text in entries}
 
 
-def evaluate(client: Client, root: Path) -> dict[str, Any]:
+def evaluate(client: Client, root: Path, data: Any) -> dict[str, Any]:
     found: dict[str, dict[str, int]] = {}
     missed: dict[str, list[str]] = {}
     junk: dict[str, dict[str, Any]] = {}
     for count in FILLER_COUNTS:
-        entries = layout(count)
+        entries = layout(data.ENTRIES, count)
         folder = root / f"f{count}"
         ids = setup(client, folder, entries)
         size = len(entries)
         key_of = {f"memory:{v}": k for k, v in ids.items()}
-        for question, key in QUESTIONS:
+        for question, key in data.QUESTIONS:
             for budget in BUDGETS:
                 shown, matched = memory_view(ask(client, str(folder), question, budget))
                 ref = f"memory:{ids[key]}"
@@ -107,7 +109,7 @@ def evaluate(client: Client, root: Path) -> dict[str, Any]:
                     missed.setdefault(setting, []).append(key)
         pulled: dict[str, list[str]] = {}
         shown_total = 0
-        for query in UNRELATED:
+        for query in data.UNRELATED:
             shown, matched = memory_view(ask(client, str(folder), query, 1500))
             shown_total += len(shown)
             hits = sorted(key_of[r] for r in matched if r in key_of)
@@ -126,7 +128,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--tree", action="append", required=True, help="NAME=PATH of a source tree")
     parser.add_argument("--missed", action="store_true", help="also list the entries each setting missed")
+    parser.add_argument(
+        "--set",
+        choices=("data", "second"),
+        default="data",
+        help="data: the first set; second: the smaller later one",
+    )
     args = parser.parse_args()
+    data = importlib.import_module(f"eval_recall_fresh.{args.set}")
     report: dict[str, Any] = {}
     for spec in args.tree:
         name, _, path = spec.partition("=")
@@ -136,7 +145,7 @@ def main() -> None:
                 Daemon(Path(path).resolve(), root) as daemon,
                 Client(str(daemon.socket), timeout=300) as client,
             ):
-                report[name] = evaluate(client, root)
+                report[name] = evaluate(client, root, data)
         finally:
             shutil.rmtree(root, ignore_errors=True)
         if not args.missed:
