@@ -65,6 +65,11 @@ QUESTION_FRAME_WORDS: Final = frozenset(
     say said much many often ways""".split()  # noqa: SIM905 - a word list reads better as prose
 )
 QUERY_NOISE_WORDS: Final = ENGLISH_STOP_WORDS | QUESTION_FRAME_WORDS
+# What follows the apostrophe of a contraction or possessive ("what's", "Ann's", "we'll"):
+# the index holds each as a word of its own, so searching for it matched every entry
+# with a possessive in it.
+_CONTRACTION_TAILS: Final = frozenset({"s", "t", "d", "ll", "re", "ve", "m"})
+_APOSTROPHES: Final = frozenset("'\u2019\u02bc")
 
 MAX_QUERY_TERMS: Final = 32
 # A query (search_history, build_context) is read up to this many characters: every pattern
@@ -121,16 +126,23 @@ def query_tokens(query: str) -> list[tuple[str, bool]]:
     """The distinct search tokens of arbitrary user text as ``(token, is_prefix)``.
 
     Words are lower-cased and stop words and question-framing words dropped
-    (unless nothing else is left);
+    (unless nothing else is left), and so is the tail of a contraction or possessive
+    ("what's", "Ann's");
     CJK runs become bigrams, and a one-character run a prefix token. At most
     ``MAX_QUERY_TERMS`` are kept, the longest first (a long word is usually a
     rarer one), which bounds the cost of a long query.
     """
     words: list[tuple[str, bool]] = []
     grams: list[tuple[str, bool]] = []
-    for match in _QUERY_TOKEN.finditer(normalized(query)):
+    text = normalized(query)
+    for match in _QUERY_TOKEN.finditer(text):
         token = match.group()
         if match.group("cjk") is None:
+            if (
+                token.lower() in _CONTRACTION_TAILS
+                and text[match.start() - 1 : match.start()] in _APOSTROPHES
+            ):
+                continue
             words.append((token.lower(), False))
         elif len(token) == 1:
             grams.append((token, True))

@@ -50,3 +50,41 @@ def test_a_manager_of_people_brings_no_package_manager() -> None:
     alone = bridged_terms(query_words("who is my manager?"))
     assert "boss" in alone and not {"npm", "pnpm", "yarn"} & set(alone)
     assert {"npm", "pnpm"} <= set(bridged_terms(query_words("which package manager?")))
+
+
+def test_a_word_of_many_senses_alone_brings_nothing_from_its_marked_list() -> None:
+    """'day' alone brings no weekday, 'leave' (going away) no holiday words, 'kitty' no terminal."""
+    assert "tuesday" not in bridged_terms(
+        query_words("how much cash goes in the till at the start of the day?")
+    )
+    assert "vacation" not in bridged_terms(query_words("when does the plane to Lisbon leave?"))
+    assert "terminal" not in bridged_terms(query_words("which food does our kitty like?"))
+
+
+def test_a_marked_word_counts_when_asked_for_or_confirmed() -> None:
+    """'which day' and 'how many people' ask for the thing; 'days of leave' and 'kitty
+    terminal' confirm the sense with another word of the same list or sense."""
+    assert "tuesday" in bridged_terms(query_words("which day is collection?"))
+    assert "reviewer" in bridged_terms(query_words("how many people must approve?"))
+    assert "vacation" in bridged_terms(query_words("how many days of leave are left?"))
+    assert "alacritty" in bridged_terms(query_words("kitty or another terminal?"))
+
+
+def test_a_marked_word_is_still_added_when_another_word_brings_its_list() -> None:
+    """'vacation' brings 'leave' though 'leave' alone brings nothing."""
+    assert "leave" in bridged_terms(["vacation"])
+
+
+def test_everyday_words_bring_the_words_people_keep_them_under() -> None:
+    """Home, health, money and pastime words bring their kin: 'rubbish' brings 'bins',
+    'vaccine' brings 'jab', 'retirement' brings 'pension', 'bicycle' brings 'bike'."""
+    assert "bins" in bridged_terms(["rubbish"])
+    assert "jab" in bridged_terms(["vaccine"])
+    assert "pension" in bridged_terms(["retirement"])
+    assert "bike" in bridged_terms(["bicycle"])
+
+
+def test_an_everyday_word_with_a_technical_sense_is_marked_too() -> None:
+    """'nan' alone (not a number) brings no grandmother; 'lease' alone (a lock's) brings no rent."""
+    assert "grandma" not in bridged_terms(query_words("why is the average nan?"))
+    assert "rent" not in bridged_terms(query_words("how long is the lock lease?"))

@@ -51,6 +51,13 @@ def test_query_terms_drop_stop_words_and_quote_everything() -> None:
     assert match_expression("tabs spaces") == '"tabs" OR "spaces"'
 
 
+def test_the_tail_of_a_contraction_or_possessive_is_no_search_term() -> None:
+    """ "What's", "Ann's" and "we’ll" search for neither "s" nor "ll"; a lone letter still counts."""
+    assert query_terms("What's Ann's plan?") == ['"ann"', '"plan"']
+    assert query_terms("we’ll see") == ['"see"']
+    assert query_terms("the s key") == ['"s"', '"key"']
+
+
 def test_question_framing_words_are_dropped_unless_alone() -> None:
     """ "Would Ann likely enjoy…" searches for what it asks about, not for "likely"."""
     assert query_terms("Would Ann likely enjoy hiking?") == ['"ann"', '"enjoy"', '"hiking"']

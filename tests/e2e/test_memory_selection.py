@@ -430,3 +430,34 @@ def test_over_pinning_across_both_levels_is_warned_in_the_workspace(daemon: Daem
         for w in d.call("read_state", {"workspace": "@user"})["warnings"]
         if w["kind"] == "pinned_over_share"
     ] == []
+
+
+def test_a_word_of_many_senses_alone_does_not_match_every_dated_entry(shared_daemon: DaemonProcess) -> None:
+    """'the start of the day' matches no entry naming a weekday; 'which day' still does."""
+    d = shared_daemon
+    write_memory(
+        d, hand_typed([("Bins", "Recycling goes out Tuesday night."), ("Till", "Float is 150 in coins.")])
+    )
+    enable(d)
+    pack = build(d, sessionId=record_session(d), query="how much cash at the start of the day?")
+    assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}.get("Bins", 0) == 0
+    pack = build(d, sessionId=record_session(d), query="which day is collection?")
+    assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}["Bins"] > 0
+
+
+def test_a_household_entry_answers_a_question_in_other_words(shared_daemon: DaemonProcess) -> None:
+    """'when does the furnace get its yearly check?' matches the entry about the boiler."""
+    d = shared_daemon
+    write_memory(d, hand_typed([("Boiler", "Hendry Heating services the boiler every October.")]))
+    enable(d)
+    pack = build(d, sessionId=record_session(d), query="when does the furnace get its yearly check?")
+    assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}["Boiler"] > 0
+
+
+def test_a_question_with_an_apostrophe_does_not_match_every_possessive(shared_daemon: DaemonProcess) -> None:
+    """ "What's a good recipe for bread?" matches no entry just because it says "Mum's"."""
+    d = shared_daemon
+    write_memory(d, hand_typed([("Carer", "Mum's carer visits at 8am and 6pm.")]))
+    enable(d)
+    pack = build(d, sessionId=record_session(d), query="What's a good recipe for bread?")
+    assert {c["title"]: c["parts"]["bm25"] for c in memory_rows(pack)}.get("Carer", 0) == 0
