@@ -18,6 +18,13 @@ from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp, short_temp
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
 os.environ["MAKA_NO_AUTOSTART"] = "1"
 
+# One BLAS thread in the test processes, as makad's embedding module asks for in the
+# daemon: here another module (nltk, for scripts/ab's scores) imports numpy first during
+# collection, and OpenBLAS's own threads would spin against the other pytest worker and the
+# daemons on CI's 2 cores, each matrix product many times slower. Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # Property tests check what holds, never how fast: on a loaded machine (CI's 2 cores, the
 # other test workers) an example can take longer than Hypothesis's 200 ms deadline, or the
 # data longer to draw than its too_slow health check allows, and neither is a failure.
