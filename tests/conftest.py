@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -30,6 +31,25 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 # data longer to draw than its too_slow health check allows, and neither is a failure.
 settings.register_profile("makad", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("makad")
+
+# A test marked ``slow`` (a benchmark run, a kill -9 loop) counts as this many ordinary ones
+# when the modules are ordered for the workers.
+SLOW_WEIGHT = 25
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with the most work first (a ``slow`` test counting SLOW_WEIGHT): pytest-xdist
+    hands each worker whole modules in this order (scripts/test), so a long module is not
+    started last while the other worker has nothing left to do. A module's own tests keep
+    their order."""
+    weights: Counter[str] = Counter()
+    for item in items:
+        weights[_module_of(item)] += SLOW_WEIGHT if item.get_closest_marker("slow") else 1
+    items.sort(key=lambda item: -weights[_module_of(item)])
+
+
+def _module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.fixture
