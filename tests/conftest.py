@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import os
 import shutil
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -18,11 +19,37 @@ from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp, short_temp
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
 os.environ["MAKA_NO_AUTOSTART"] = "1"
 
+# One BLAS thread in the test processes, as makad's embedding module asks for in the
+# daemon: here another module (nltk, for scripts/ab's scores) imports numpy first during
+# collection, and OpenBLAS's own threads would spin against the other pytest worker and the
+# daemons on CI's 2 cores, each matrix product many times slower. Set before numpy loads.
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+
 # Property tests check what holds, never how fast: on a loaded machine (CI's 2 cores, the
 # other test workers) an example can take longer than Hypothesis's 200 ms deadline, or the
 # data longer to draw than its too_slow health check allows, and neither is a failure.
 settings.register_profile("makad", deadline=None, suppress_health_check=[HealthCheck.too_slow])
 settings.load_profile("makad")
+
+# A test marked ``slow`` (a benchmark run, a kill -9 loop) counts as this many ordinary ones
+# when the modules are ordered for the workers.
+SLOW_WEIGHT = 25
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules with the most work first (a ``slow`` test counting SLOW_WEIGHT): pytest-xdist
+    hands each worker whole modules in this order (scripts/test), so a long module is not
+    started last while the other worker has nothing left to do. A module's own tests keep
+    their order."""
+    weights: Counter[str] = Counter()
+    for item in items:
+        weights[_module_of(item)] += SLOW_WEIGHT if item.get_closest_marker("slow") else 1
+    items.sort(key=lambda item: -weights[_module_of(item)])
+
+
+def _module_of(item: pytest.Item) -> str:
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.fixture

@@ -49,6 +49,7 @@ def run_recipe(daemon: DaemonProcess, recipe: str, **env: str) -> subprocess.Com
     )
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("jq") is None, reason="the recipes use jq")
 def test_every_recipe_runs(daemon: DaemonProcess) -> None:
     """Each recipe exits 0 in a workspace with entries and proposals, and does what it says."""

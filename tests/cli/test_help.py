@@ -46,6 +46,7 @@ def render_help(path: tuple[str, ...]) -> tuple[int, str]:
     return code, out.getvalue()
 
 
+@pytest.mark.slow
 def test_every_command_help_has_a_description(monkeypatch: pytest.MonkeyPatch) -> None:
     """`maka CMD --help` shows a description under the usage line for every command and action."""
     monkeypatch.setenv("COLUMNS", "100")

@@ -7,6 +7,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -17,8 +18,8 @@ from mcp import types
 
 from makad import __version__
 from tests.cli.helpers import call
-from tests.cli.mcp_session import bridge_env, mcp_host
-from tests.support import DaemonProcess
+from tests.cli.mcp_session import Host, bridge_env, mcp_host
+from tests.support import DaemonProcess, SharedDaemon
 
 pytestmark = [
     pytest.mark.anyio,
@@ -54,6 +55,25 @@ def open_gates(d: DaemonProcess, **extra: bool) -> None:
     call(d, "set_settings", agentReadEnabled=True, extractToolEnabled=True, **extra)
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """asyncio, for the whole module: the shared bridge below lives as long as it."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def shared_host(module_daemon: DaemonProcess) -> AsyncIterator[tuple[Host, Path]]:
+    """One `maka mcp` (and its workspace) for the tests that read what the server says of
+    itself or call tools that change nothing: each bridge pays ~2.5 s of CPU importing the
+    MCP SDK. Agent read and propose are on. A test that needs its own bridge or workspace
+    starts one with ``host``."""
+    workspace = module_daemon.root / "bridged"
+    workspace.mkdir()
+    open_gates(SharedDaemon(module_daemon, workspace))
+    async with mcp_host(module_daemon.socket, workspace=workspace) as h:
+        yield h, workspace
+
+
 def described(schema: dict[str, Any]) -> list[str]:
     """Paths of the properties (nested ones included) that carry no description."""
     missing = []
@@ -65,16 +85,15 @@ def described(schema: dict[str, Any]) -> list[str]:
     return missing
 
 
-async def test_server_info_and_schemas(shared_daemon: DaemonProcess) -> None:
+async def test_server_info_and_schemas(shared_host: tuple[Host, Path]) -> None:
     """serverInfo carries makad's version; every tool's inputSchema is a valid JSON Schema
     object whose every parameter has a description."""
-    open_gates(shared_daemon)
-    async with host(shared_daemon) as h:
-        assert h.init.server_info.name == "maka"
-        assert h.init.server_info.version == __version__
-        assert h.init.capabilities.tools is not None and h.init.capabilities.tools.list_changed
-        assert h.init.capabilities.resources is not None and h.init.capabilities.resources.subscribe
-        tools = (await h.session.list_tools()).tools
+    h, _ = shared_host
+    assert h.init.server_info.name == "maka"
+    assert h.init.server_info.version == __version__
+    assert h.init.capabilities.tools is not None and h.init.capabilities.tools.list_changed
+    assert h.init.capabilities.resources is not None and h.init.capabilities.resources.subscribe
+    tools = (await h.session.list_tools()).tools
     assert {t.name for t in tools} == READ_TOOLS | {"memory_propose"}
     for tool in tools:
         assert tool.description and described(tool.input_schema) == [], tool.name
@@ -157,21 +176,20 @@ async def test_search_and_plain_context_with_read_on(shared_daemon: DaemonProces
     assert history.startswith("History recall is off")
 
 
-async def test_bad_arguments_are_a_tool_error(shared_daemon: DaemonProcess) -> None:
+async def test_bad_arguments_are_a_tool_error(shared_host: tuple[Host, Path]) -> None:
     """A wrong type or a missing argument is a tool error naming the field (a value outside a
     choice lists the choices, and the closest one); the server carries on."""
-    open_gates(shared_daemon)
-    async with host(shared_daemon) as h:
-        is_error, text = await h.tool("memory_search", query=["not", "text"])
-        assert is_error and text.startswith("invalid_params") and "query" in text
-        is_error, text = await h.tool("session_record", turns=[{"role": "robot", "text": "x"}])
-        assert is_error and "invalid_params" in text and "role" in text
-        assert "one of: assistant, note, system, tool_call, tool_result, user" in text  # what to send
-        is_error, text = await h.tool("session_record", turns=[{"role": "asistant", "text": "x"}])
-        assert is_error and text.endswith("user; did you mean 'assistant'?)")
-        is_error, text = await h.tool("session_record", turns=[])
-        assert is_error and "invalid_params" in text
-        is_error, text = await h.tool("memory_search", query="still serving")
+    h, _ = shared_host
+    is_error, text = await h.tool("memory_search", query=["not", "text"])
+    assert is_error and text.startswith("invalid_params") and "query" in text
+    is_error, text = await h.tool("session_record", turns=[{"role": "robot", "text": "x"}])
+    assert is_error and "invalid_params" in text and "role" in text
+    assert "one of: assistant, note, system, tool_call, tool_result, user" in text  # what to send
+    is_error, text = await h.tool("session_record", turns=[{"role": "asistant", "text": "x"}])
+    assert is_error and text.endswith("user; did you mean 'assistant'?)")
+    is_error, text = await h.tool("session_record", turns=[])
+    assert is_error and "invalid_params" in text
+    is_error, text = await h.tool("memory_search", query="still serving")
     assert not is_error, text
 
 
@@ -515,13 +533,13 @@ async def test_an_empty_pack_for_a_small_budget_says_to_raise_it(shared_daemon: 
             assert "Nothing in memory bears" not in text and "No memory entries" not in text
 
 
-async def test_instructions_say_when_to_search_record_and_propose(shared_daemon: DaemonProcess) -> None:
+async def test_instructions_say_when_to_search_record_and_propose(shared_host: tuple[Host, Path]) -> None:
     """The server's instructions tell the agent to search before asking, to record every
     exchange with session_record (and why), what to propose — queued, not saved — and to
     correct a changed fact with supersedes rather than a second entry."""
-    async with host(shared_daemon) as h:
-        said = h.init.instructions or ""
-    assert str(shared_daemon.workspace) in said
+    h, workspace = shared_host
+    said = h.init.instructions or ""
+    assert str(workspace) in said
     _, search, record, propose, correct, refused = said.split("\n- ")
     assert "memory_search" in search and "before asking" in search
     assert "session_record" in record and "after each exchange" in record and "history_search" in record
@@ -604,10 +622,10 @@ async def test_resolve_takes_the_short_ids_people_see(shared_daemon: DaemonProce
     assert "1 user_message: short refs please" in blocks[f"event:{sid[:12]}:1]"]
 
 
-async def test_resource_templates_are_answered(shared_daemon: DaemonProcess) -> None:
+async def test_resource_templates_are_answered(shared_host: tuple[Host, Path]) -> None:
     """resources/templates/list is answered (an empty list: the resources have fixed URIs)."""
-    async with host(shared_daemon) as h:
-        templates = await h.session.list_resource_templates()
+    h, _ = shared_host
+    templates = await h.session.list_resource_templates()
     assert templates.resource_templates == []
 
 
@@ -641,15 +659,14 @@ async def test_attention_tool_and_resource(shared_daemon: DaemonProcess) -> None
     assert resource == whole
 
 
-async def test_attention_section_nobody_has_is_a_tool_error(shared_daemon: DaemonProcess) -> None:
+async def test_attention_section_nobody_has_is_a_tool_error(shared_host: tuple[Host, Path]) -> None:
     """memory_attention with a section name that is none of the sections is a tool error
     listing the names, not an empty answer that reads as "nothing going on"."""
-    open_gates(shared_daemon)
-    async with host(shared_daemon) as h:
-        is_error, text = await h.tool("memory_attention", section="threads")
-        assert is_error and text.startswith("invalid_params: no attention section named 'threads'"), text
-        assert "Active threads" in text and "Rhythm" in text
-        is_error, text = await h.tool("memory_attention", section=" ACTIVE THREADS ")
+    h, _ = shared_host
+    is_error, text = await h.tool("memory_attention", section="threads")
+    assert is_error and text.startswith("invalid_params: no attention section named 'threads'"), text
+    assert "Active threads" in text and "Rhythm" in text
+    is_error, text = await h.tool("memory_attention", section=" ACTIVE THREADS ")
     assert not is_error and "## Active threads" in text and "## Rhythm" not in text
 
 

@@ -165,6 +165,7 @@ async def test_a_daemon_that_does_not_answer_is_a_timeout_tool_error(daemon: Dae
     assert not is_error, text
 
 
+@pytest.mark.slow
 def test_protocol_versions_and_unknown_methods(shared_daemon: DaemonProcess) -> None:
     """initialize answers a version the host asked for when it is one the server speaks
     (2024-11-05 and later), else one it does speak; an unknown method is -32601 and the

@@ -194,6 +194,7 @@ def dead(d: DaemonProcess) -> None:
     d.stop()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize(
     "point",
     ["behaviors_after_read", "behaviors_before_commit", "behaviors_after_commit", "attention_before_commit"],

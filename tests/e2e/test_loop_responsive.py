@@ -41,43 +41,47 @@ def _pings_while(d: DaemonProcess, payload: bytes) -> tuple[int, Any]:
             answered += 1
 
 
-def test_pings_are_answered_while_a_worst_case_import_runs(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_worst_case_import_runs(shared_daemon: DaemonProcess) -> None:
     """Pings sent from a second connection after the import was sent are answered before
     the import's own reply arrives (an order, not a time): the import never holds the
     event loop, whatever its items make the parsers and the redactor do."""
-    answered, reply = _pings_during(daemon, worst_markdown())
+    answered, reply = _pings_during(shared_daemon, worst_markdown())
     assert "result" in reply, reply
     assert answered >= 3
 
 
-def test_pings_are_answered_while_a_large_json_import_is_decoded(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_large_json_import_is_decoded(shared_daemon: DaemonProcess) -> None:
     """The same while a large JSON document is recognised, decoded and its records read
     (recognising it was a json.loads of the whole document on the event loop)."""
-    answered, reply = _pings_during(daemon, worst_json())
+    answered, reply = _pings_during(shared_daemon, worst_json())
     assert "result" in reply, reply
     assert answered >= 3
 
 
-def test_pings_are_answered_while_a_batch_of_millions_of_elements_is_refused(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_batch_of_millions_of_elements_is_refused(
+    shared_daemon: DaemonProcess,
+) -> None:
     """A 15 MB batch of five million empty objects (within the size cap, over the value
     cap): refused unread with one ``too_large`` error, and a second connection is served
     while it is read and counted."""
-    answered, reply = _pings_while(daemon, b"[" + b"{}," * 4_999_999 + b"{}]")
+    answered, reply = _pings_while(shared_daemon, b"[" + b"{}," * 4_999_999 + b"{}]")
     assert reply["error"]["data"]["kind"] == "too_large", reply
     assert reply["error"]["data"]["limit"] == MAX_MESSAGE_VALUES
     assert reply["id"] is None
-    with RawConnection(daemon.socket) as pinger:
+    with RawConnection(shared_daemon.socket) as pinger:
         assert pinger.request({"jsonrpc": "2.0", "id": answered, "method": "ping"})["result"] == "pong"
 
 
-def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(
+    shared_daemon: DaemonProcess,
+) -> None:
     """A request whose params hold 30,000 objects each with a key twice (just within the
     value cap): the exact check that finds the duplicate runs off the event loop, pings
     are answered before its ``invalid_request`` reply."""
     payload = (
         b'{"jsonrpc":"2.0","id":1,"method":"ping","params":{"x":[' + b'{"a":1,"a":1},' * 30_000 + b"{}]}}"
     )
-    answered, reply = _pings_while(daemon, payload)
+    answered, reply = _pings_while(shared_daemon, payload)
     assert reply["error"]["data"]["kind"] == "invalid_request", reply
     assert "duplicate key 'a'" in reply["error"]["data"]["reason"]
     assert answered >= 3
@@ -89,57 +93,61 @@ def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(da
 MARKS_BOMB = "a" + "\u0301\u0316" * 150_000
 
 
-def test_pings_are_answered_while_an_event_full_of_combining_marks_is_indexed(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_an_event_full_of_combining_marks_is_indexed(
+    shared_daemon: DaemonProcess,
+) -> None:
     """An event whose text is ``MARKS_BOMB`` (Unicode normalisation for the search index
     sorted its marks in time quadratic in their number, without letting go of the
     interpreter): it is stored, and pings from a second connection are answered before
     its reply."""
-    daemon.call("open_session", {"workspace": str(daemon.workspace), "sessionId": "marks"})
+    shared_daemon.call("open_session", {"workspace": str(shared_daemon.workspace), "sessionId": "marks"})
     request = {
         "jsonrpc": "2.0",
         "id": "append",
         "method": "append_events",
         "params": {
-            "workspace": str(daemon.workspace),
+            "workspace": str(shared_daemon.workspace),
             "sessionId": "marks",
             "events": [{"type": "user_message", "text": MARKS_BOMB}],
         },
     }
-    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    answered, reply = _pings_while(shared_daemon, json.dumps(request).encode())
     assert reply["result"]["lastSeq"] == 1, reply
     assert answered >= 3
 
 
-def test_pings_are_answered_while_a_query_full_of_combining_marks_is_searched(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_query_full_of_combining_marks_is_searched(
+    shared_daemon: DaemonProcess,
+) -> None:
     """The same text as a ``search_history`` query: answered (no hits), and pings first."""
     request = {
         "jsonrpc": "2.0",
         "id": "search",
         "method": "search_history",
-        "params": {"workspace": str(daemon.workspace), "query": MARKS_BOMB},
+        "params": {"workspace": str(shared_daemon.workspace), "query": MARKS_BOMB},
     }
-    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    answered, reply = _pings_while(shared_daemon, json.dumps(request).encode())
     assert reply["result"]["hits"] == [], reply
     assert answered >= 3
 
 
-def test_a_memory_file_of_thirty_thousand_empty_headings_is_served(daemon: DaemonProcess) -> None:
+def test_a_memory_file_of_thirty_thousand_empty_headings_is_served(shared_daemon: DaemonProcess) -> None:
     """A MEMORY.md at its cap made of ``## `` lines only (32,000 entries with one id): read
     whole, an entry added to it, and pings from a second connection answered before the
     add's reply (reading such a file was quadratic, and after a write it was read again
     on the event loop)."""
-    memory = daemon.workspace / "memory"
+    memory = shared_daemon.workspace / "memory"
     memory.mkdir()
     (memory / "MEMORY.md").write_text("## \n" * 32_000, encoding="utf-8")
-    state = daemon.call("read_state", {"workspace": str(daemon.workspace)}, timeout=120)
+    state = shared_daemon.call("read_state", {"workspace": str(shared_daemon.workspace)}, timeout=120)
     assert state["status"] == "ok" and state["entryCount"] == 32_000
     request = {
         "jsonrpc": "2.0",
         "id": "add",
         "method": "add_entry",
-        "params": {"workspace": str(daemon.workspace), "title": "kept", "content": "after them all"},
+        "params": {"workspace": str(shared_daemon.workspace), "title": "kept", "content": "after them all"},
     }
-    answered, reply = _pings_while(daemon, json.dumps(request).encode())
+    answered, reply = _pings_while(shared_daemon, json.dumps(request).encode())
     assert reply["result"]["entry"]["title"] == "kept", reply
     assert answered >= 3
     assert (memory / "MEMORY.md").read_text(encoding="utf-8").startswith("## \n" * 32_000)
@@ -161,15 +169,15 @@ def _request(method: str, params: dict[str, Any]) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": method, "method": method, "params": params}).encode()
 
 
-def test_pings_are_answered_while_working_state_notes_are_redacted(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_working_state_notes_are_redacted(shared_daemon: DaemonProcess) -> None:
     """``set_working_state`` with 238 KB of ``password=…`` in a note: its redaction runs off
     the event loop (it ran on it: the daemon answered nobody meanwhile), pings are answered
     before the reply, and no secret comes back."""
-    ws = str(daemon.workspace)
-    daemon.call("open_session", {"workspace": ws, "sessionId": "notes"})
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "notes"})
     notes = {"Current State": secret_dense("hunter2")}
     answered, reply = _pings_while(
-        daemon, _request("set_working_state", {"workspace": ws, "sessionId": "notes", "notes": notes})
+        shared_daemon, _request("set_working_state", {"workspace": ws, "sessionId": "notes", "notes": notes})
     )
     assert "result" in reply or reply["error"]["data"]["kind"] == "too_large", reply
     assert "hunter2" not in json.dumps(reply)
@@ -200,56 +208,56 @@ def test_pings_are_answered_while_an_event_of_one_repeated_character_is_redacted
     assert stored.endswith(" [REDACTED:anthropic_key]")
 
 
-def test_a_long_session_title_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
+def test_a_long_session_title_is_refused_before_it_is_redacted(shared_daemon: DaemonProcess) -> None:
     """``open_session`` with a 238 KB title full of ``password=…``: ``too_large`` at once (a
     title sent is at most 65,536 characters), before the redactor reads it; no secret in the
     reply, nor in a long title shortened to 300 characters across a secret."""
-    ws = str(daemon.workspace)
-    daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
-    with RawConnection(daemon.socket) as conn:
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "first"})  # the ledger is made
+    with RawConnection(shared_daemon.socket) as conn:
         reply = conn.request(
             json.loads(_request("open_session", {"workspace": ws, "title": secret_dense("hunter3")}))
         )
     assert reply["error"]["data"]["kind"] == "too_large", reply
     assert "hunter3" not in json.dumps(reply)
-    titled = daemon.call("open_session", {"workspace": ws, "title": "password=hunter3 " * 10})
+    titled = shared_daemon.call("open_session", {"workspace": ws, "title": "password=hunter3 " * 10})
     assert titled["title"].startswith("password=[REDACTED") and "hunter3" not in titled["title"]
-    across = daemon.call(
+    across = shared_daemon.call(
         "open_session", {"workspace": ws, "title": "word " * 58 + "password=hunter4hunter4 tail"}
     )
     assert "hunter4" not in across["title"] and len(across["title"]) <= 300
 
 
-def test_a_long_rejection_reason_is_refused_before_it_is_redacted(daemon: DaemonProcess) -> None:
+def test_a_long_rejection_reason_is_refused_before_it_is_redacted(shared_daemon: DaemonProcess) -> None:
     """``reject`` with a 238 KB reason full of ``password=…``: ``too_large`` at once (a reason
     is at most 2,000 characters), before the redactor reads it; no secret in the reply."""
-    ws = str(daemon.workspace)
-    daemon.call("list_proposals", {"workspace": ws})  # the workspace is opened
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("list_proposals", {"workspace": ws})  # the workspace is opened
     payload = _request("reject", {"workspace": ws, "ids": ["nope"], "reason": secret_dense("hunter4")})
-    with RawConnection(daemon.socket) as conn:
+    with RawConnection(shared_daemon.socket) as conn:
         reply = conn.request(json.loads(payload))
     assert reply["error"]["data"]["kind"] == "too_large", reply
     assert "hunter4" not in json.dumps(reply)
 
 
-def test_pings_are_answered_while_a_long_request_id_is_scrubbed(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_long_request_id_is_scrubbed(shared_daemon: DaemonProcess) -> None:
     """A 238 KB ``requestId`` full of ``password=…`` (identifiers are scrubbed of secrets
     before any method sees them): scrubbed off the event loop, the entry added."""
-    ws = str(daemon.workspace)
-    daemon.call("read_state", {"workspace": ws})  # the workspace is opened
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("read_state", {"workspace": ws})  # the workspace is opened
     params = {"workspace": ws, "title": "t", "content": "c", "requestId": secret_dense("hunter5")}
-    answered, reply = _pings_while(daemon, _request("add_entry", params))
+    answered, reply = _pings_while(shared_daemon, _request("add_entry", params))
     assert reply["result"]["entry"]["title"] == "t", reply
     assert "hunter5" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
 
 
-def test_pings_are_answered_while_episode_tags_and_refs_are_redacted(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_episode_tags_and_refs_are_redacted(shared_daemon: DaemonProcess) -> None:
     """``record_episode`` with tags and source refs of 238 KB of ``password=…`` each (a tag
     is redacted before it becomes a slug, a ref scrubbed): off the event loop, the call
     refused for its refs, no secret in the reply."""
-    ws = str(daemon.workspace)
-    daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
     params = {
         "workspace": ws,
         "sessionId": "ep",
@@ -257,39 +265,43 @@ def test_pings_are_answered_while_episode_tags_and_refs_are_redacted(daemon: Dae
         "tags": [secret_dense("hunter6")],
         "sourceRefs": [secret_dense("hunter7")],
     }
-    answered, reply = _pings_while(daemon, _request("record_episode", params))
+    answered, reply = _pings_while(shared_daemon, _request("record_episode", params))
     assert reply["error"]["data"]["kind"] in ("invalid_params", "too_large"), reply
     assert answered >= PINGS_DURING_REDACTION
 
 
-def test_pings_are_answered_while_an_episode_tag_filter_is_redacted(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_an_episode_tag_filter_is_redacted(shared_daemon: DaemonProcess) -> None:
     """``list_episodes`` filtered by a 238 KB tag of ``password=…``: the same, no episodes."""
-    ws = str(daemon.workspace)
-    daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "ep"})
     answered, reply = _pings_while(
-        daemon, _request("list_episodes", {"workspace": ws, "tag": secret_dense("hunter8")})
+        shared_daemon, _request("list_episodes", {"workspace": ws, "tag": secret_dense("hunter8")})
     )
     assert reply["result"]["episodes"] == [], reply
     assert answered >= PINGS_DURING_REDACTION
 
 
-def test_pings_are_answered_while_an_entry_tag_is_redacted(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_an_entry_tag_is_redacted(shared_daemon: DaemonProcess) -> None:
     """``add_entry`` with a 238 KB tag of ``password=…`` (a tag is redacted before it becomes
     a slug): off the event loop; no secret in the reply."""
-    ws = str(daemon.workspace)
-    daemon.call("read_state", {"workspace": ws})  # the workspace is opened
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("read_state", {"workspace": ws})  # the workspace is opened
     params = {"workspace": ws, "title": "t", "content": "c", "tags": [secret_dense("hunter10")]}
-    answered, reply = _pings_while(daemon, _request("add_entry", params))
+    answered, reply = _pings_while(shared_daemon, _request("add_entry", params))
     assert "hunter10" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
 
 
-def test_pings_are_answered_while_proposal_tags_are_redacted(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_proposal_tags_are_redacted(shared_daemon: DaemonProcess) -> None:
     """``propose`` with a 238 KB tag of ``password=…``, then ``approve`` editing a proposal's
     tags to one: both redact off the event loop; no secret in either reply."""
-    ws = str(daemon.workspace)
-    daemon.call("set_settings", {"workspace": ws, "extractToolEnabled": True, "agentReadEnabled": True})
-    first = daemon.call("propose", {"workspace": ws, "title": "t", "content": "c", "origin": "extracted"})
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call(
+        "set_settings", {"workspace": ws, "extractToolEnabled": True, "agentReadEnabled": True}
+    )
+    first = shared_daemon.call(
+        "propose", {"workspace": ws, "title": "t", "content": "c", "origin": "extracted"}
+    )
     params = {
         "workspace": ws,
         "title": "t2",
@@ -297,13 +309,13 @@ def test_pings_are_answered_while_proposal_tags_are_redacted(daemon: DaemonProce
         "origin": "extracted",
         "tags": [secret_dense("hunter12")],
     }
-    answered, reply = _pings_while(daemon, _request("propose", params))
+    answered, reply = _pings_while(shared_daemon, _request("propose", params))
     assert "hunter12" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
     pid = first["proposal"]["id"]
     edits = {pid: {"tags": [secret_dense("hunter13")]}}
     answered, reply = _pings_while(
-        daemon, _request("approve", {"workspace": ws, "ids": [pid], "edits": edits})
+        shared_daemon, _request("approve", {"workspace": ws, "ids": [pid], "edits": edits})
     )
     assert "hunter13" not in json.dumps(reply)
     assert answered >= PINGS_DURING_REDACTION
@@ -313,23 +325,25 @@ def test_pings_are_answered_while_proposal_tags_are_redacted(daemon: DaemonProce
 MILLION_WORDS = " ".join(f"w{i}" for i in range(1_400_000))
 
 
-def test_a_query_is_read_up_to_its_first_16_kib(daemon: DaemonProcess) -> None:
+def test_a_query_is_read_up_to_its_first_16_kib(shared_daemon: DaemonProcess) -> None:
     """``search_history`` and ``build_context`` read a query's first 16,384 characters: a
     word there is searched for, one past them is not (every pattern over a whole 11 MB
     query held the interpreter for seconds at a time, 20 s in all)."""
-    ws = str(daemon.workspace)
-    daemon.call("open_session", {"workspace": ws, "sessionId": "q"})
-    daemon.call("set_settings", {"workspace": ws, "historyRecallEnabled": True})
-    daemon.call(
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "q"})
+    shared_daemon.call("set_settings", {"workspace": ws, "historyRecallEnabled": True})
+    shared_daemon.call(
         "append_events",
         {"workspace": ws, "sessionId": "q", "events": [{"type": "note", "text": "zebrafinch"}]},
     )
-    daemon.call("open_session", {"workspace": ws, "sessionId": "later"})
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "later"})
     filler = "filler " * 2_400  # 16,800 characters
-    found = daemon.call("search_history", {"workspace": ws, "query": "zebrafinch " + filler})
+    found = shared_daemon.call("search_history", {"workspace": ws, "query": "zebrafinch " + filler})
     assert [hit["ref"] for hit in found["hits"]] == ["event:q:1"]
-    assert daemon.call("search_history", {"workspace": ws, "query": filler + "zebrafinch"})["hits"] == []
-    pack = daemon.call(
+    assert (
+        shared_daemon.call("search_history", {"workspace": ws, "query": filler + "zebrafinch"})["hits"] == []
+    )
+    pack = shared_daemon.call(
         "build_context",
         {"workspace": ws, "sessionId": "later", "budgetTokens": 2000, "query": filler + "zebrafinch"},
     )
@@ -337,14 +351,14 @@ def test_a_query_is_read_up_to_its_first_16_kib(daemon: DaemonProcess) -> None:
 
 
 def test_pings_are_answered_while_a_pack_is_built_for_a_query_of_a_million_words(
-    daemon: DaemonProcess,
+    shared_daemon: DaemonProcess,
 ) -> None:
     """``build_context`` with an 11 MB query of 1.4 million distinct words: pings from a
     second connection are answered before its pack arrives."""
-    ws = str(daemon.workspace)
-    daemon.call("open_session", {"workspace": ws, "sessionId": "big"})
-    daemon.call("set_settings", {"workspace": ws, "historyRecallEnabled": True})
+    ws = str(shared_daemon.workspace)
+    shared_daemon.call("open_session", {"workspace": ws, "sessionId": "big"})
+    shared_daemon.call("set_settings", {"workspace": ws, "historyRecallEnabled": True})
     params = {"workspace": ws, "sessionId": "big", "budgetTokens": 2000, "query": MILLION_WORDS}
-    answered, reply = _pings_while(daemon, _request("build_context", params))
+    answered, reply = _pings_while(shared_daemon, _request("build_context", params))
     assert "segments" in reply["result"], reply
     assert answered >= 3

@@ -210,6 +210,7 @@ def test_memory_history_explains_an_entry(shared_daemon: DaemonProcess) -> None:
     assert history["approvedBy"] == "user"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("point", ["approve_after_intent", "approve_after_memory", "approve_after_pending"])
 def test_approval_survives_kill_at_each_step(daemon: DaemonProcess, point: str) -> None:
     """kill -9 between the steps of approve, then restart: approved exactly once, out of PENDING."""

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -36,6 +37,7 @@ def _written_back(c: Client, ws: str, text: str) -> list[str]:
     ]
 
 
+@pytest.mark.slow
 @settings(
     max_examples=40,
     deadline=None,

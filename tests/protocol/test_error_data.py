@@ -181,6 +181,7 @@ def drawn() -> Iterator[list[tuple[str, dict[str, Any]]]]:
         yield c.errors
 
 
+@pytest.mark.slow
 def test_every_data_field_sent_is_documented(drawn: list[tuple[str, dict[str, Any]]]) -> None:
     """Each error's data keys but `kind` are its kind's documented fields, and each value fits
     the field's schema."""

@@ -12,6 +12,7 @@ from soaklib.crash import CrashLoop
 from tests.support import DaemonProcess
 
 
+@pytest.mark.slow
 def test_crash_loop_loses_and_corrupts_nothing(short_tmp: Path) -> None:
     """Four kill -9s at random moments while clients add, edit, propose, approve, reject,
     append, compact and build context and the user edits both files: after each restart
@@ -29,6 +30,7 @@ def test_crash_loop_loses_and_corrupts_nothing(short_tmp: Path) -> None:
     assert required <= set(report["acknowledged_by_method"])
 
 
+@pytest.mark.slow
 def test_approve_retried_after_a_crash_gets_its_result(daemon: DaemonProcess) -> None:
     """The daemon dies mid-approval (after MEMORY.md was written); recovery finishes the
     approval at restart, and the client's retry with the same requestId is answered with

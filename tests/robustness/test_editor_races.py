@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import pytest
+
 from soaklib.races import STYLES, run_editor_races
 
 PATIENT = {"MAKAD_EMPTY_SAVE_WAIT_MS": "20000", "MAKAD_MISSING_SAVE_WAIT_MS": "20000"}
 
 
+@pytest.mark.slow
 def test_fifty_editor_saves_racing_approve_lose_nothing() -> None:
     """50 saves in five styles (temp+rename, in place, vim's backup-rename, a delayed
     rename, a buffer read before the approval) race approve: no user edit is lost, no

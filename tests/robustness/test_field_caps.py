@@ -67,6 +67,7 @@ def test_a_long_session_title_is_kept_shortened_and_a_huge_one_refused(shared_da
 EVENT_CAP = 8 * 1024 * 1024
 
 
+@pytest.mark.slow
 def test_an_event_that_redaction_grows_past_its_cap_is_refused_so_every_event_stays_readable(
     shared_daemon: DaemonProcess,
 ) -> None:

@@ -6,11 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from soaklib.load import WARM_UP_CALLS_PER_CLIENT, run_load, warmed_up
 from soaklib.memprobe import Probe
 from tests.support import DaemonProcess, RawConnection
 
 
+@pytest.mark.slow
 def test_short_load_mixes_every_method_without_surprises() -> None:
     """Eight clients for a few seconds, each touring every method (shutdown aside) until
     it has called each one, however long the tour takes on a busy machine (coverage is

@@ -4,11 +4,14 @@ blindly; a write refused before the file changed says nothing of the kind."""
 
 from __future__ import annotations
 
+import pytest
+
 from tests.robustness.helpers import remote_error
 from tests.robustness.test_environment import ledger_locked_by_another_process
 from tests.support import DaemonProcess
 
 
+@pytest.mark.slow
 def test_a_ledger_failure_says_whether_the_memory_file_was_written(daemon: DaemonProcess) -> None:
     """Ledger writes failing (another process holds its lock): add_entry with a requestId
     records its intent first, so it is refused before MEMORY.md changes and its error has no

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
+
 from tests.support import DaemonProcess
 
 MIB = 1024 * 1024
@@ -36,6 +38,7 @@ def _six_of_3_mib(d: DaemonProcess, session: str) -> tuple[dict[str, Any], list[
     return _append_large(d, session, texts), texts
 
 
+@pytest.mark.slow
 def test_search_history_returns_the_hits_that_fit_and_counts_the_rest(shared_daemon: DaemonProcess) -> None:
     """Six hits of 3 MiB: the reply carries the best two (9 MiB would pass 8 MiB) with
     ``omitted: 4``; a small hit set says ``omitted: 0``."""

@@ -190,6 +190,7 @@ def _packs(out: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh]
 
 
+@pytest.mark.slow
 def test_summary_has_every_metric_for_every_variant(run: tuple[dict[str, Any], Path, Any]) -> None:
     """summary.json: one object per variant with every metric scripts/ab reports, both questions asked."""
     printed, out, _ = run

@@ -8,9 +8,12 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@pytest.mark.slow
 def test_bench_quick_prints_every_key() -> None:
     """The CI smoke run of scripts/bench prints one JSON object with every benchmark's keys."""
     result = subprocess.run(
@@ -56,6 +59,7 @@ def test_bench_quick_prints_every_key() -> None:
     assert data_dir["modes_changed_first_start"] == data_dir["entries"] + 2  # root, workspaces/
 
 
+@pytest.mark.slow
 def test_bench_scale_quick_prints_both_scales_and_where_the_bytes_go() -> None:
     """scripts/bench --quick build_context_scale prints each scale's latency and CPU, the
     same-run ratios, ingest rates and each ledger's bytes per event by part."""
