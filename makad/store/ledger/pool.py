@@ -48,7 +48,6 @@ class LedgerPool:
         self.cap = max(MIN_OPEN_LEDGERS, cap)
         self._lock = threading.Lock()
         self._open: OrderedDict[int, Restable] = OrderedDict()
-        self.rested = 0  # how many times a ledger was put to rest
 
     def open_count(self) -> int:
         with self._lock:
@@ -73,8 +72,7 @@ class LedgerPool:
     def forget(self, ledger: Restable) -> None:
         """``ledger`` is closed (called with its locks held)."""
         with self._lock:
-            if self._open.pop(id(ledger), None) is not None:
-                self.rested += 1
+            self._open.pop(id(ledger), None)
 
     def closed(self, ledger: Restable) -> None:
         """``ledger`` is closed for good."""
