@@ -31,6 +31,7 @@ from makad.service.session_notes import SessionNotesKeeper
 from makad.service.sessions import Sessions
 from makad.service.suggestions import SuggestionService
 from makad.service.system import DaemonInfo, SystemService, inject_faults, registry_warnings
+from makad.store.ledger.pool import ledger_cap
 from makad.store.workspaces import Workspace, WorkspaceRegistry
 from makad.warmup import Warmup
 from makad.watcher import Watcher
@@ -72,7 +73,12 @@ def build_app(
     # The one fault seam: armed by the test environment only (makad.faults).
     if faults is None:
         faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
-    registry = WorkspaceRegistry(settings.data_dir, faults=faults, user_dir=settings.user_memory_dir)
+    registry = WorkspaceRegistry(
+        settings.data_dir,
+        faults=faults,
+        user_dir=settings.user_memory_dir,
+        max_open=ledger_cap(settings.max_open_workspaces),
+    )
     info.warnings = lambda: registry_warnings(registry)
     semantic = SemanticChannel(settings.embedding_model)
     ctx = WorkspaceAccess(

@@ -31,6 +31,8 @@ DEFAULT_MAX_REPLY_BYTES = 16 * 1024 * 1024
 # faster than its size (twice the members, about eight times as long).
 MAX_MESSAGE_VALUES: Final = 100_000
 DEFAULT_MAX_CONNECTIONS = 4096
+# Workspaces whose ledger stays open at once (the rest reopen at their next call).
+DEFAULT_MAX_OPEN_WORKSPACES = 64
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
@@ -71,6 +73,7 @@ class DaemonSettings:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     max_connections: int = DEFAULT_MAX_CONNECTIONS
+    max_open_workspaces: int = DEFAULT_MAX_OPEN_WORKSPACES
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
     session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
@@ -177,6 +180,14 @@ def build_parser() -> argparse.ArgumentParser:
         help=f"connections served at once (env MAKAD_MAX_CONNECTIONS; default {DEFAULT_MAX_CONNECTIONS})",
     )
     parser.add_argument(
+        "--max-open-workspaces",
+        type=int,
+        default=None,
+        help="workspaces whose ledger is kept open at once; the least recently used idle one "
+        "is closed past it and reopened at its next call (env MAKAD_MAX_OPEN_WORKSPACES; "
+        f"default {DEFAULT_MAX_OPEN_WORKSPACES}, lowered to a quarter of the open-file limit)",
+    )
+    parser.add_argument(
         "--idle-timeout",
         type=float,
         default=None,
@@ -259,7 +270,13 @@ def load(
         raise SystemExit(
             f"makad: log level {level!r} must be debug, info, warning or error{_closest(level, LOG_LEVELS)}"
         )
-    for flag in ("max_message_bytes", "max_reply_bytes", "max_connections", "idle_timeout"):
+    for flag in (
+        "max_message_bytes",
+        "max_reply_bytes",
+        "max_connections",
+        "max_open_workspaces",
+        "idle_timeout",
+    ):
         _positive("--" + flag.replace("_", "-"), getattr(args, flag))
     max_msg = args.max_message_bytes or _int_env(env, "MAKAD_MAX_MESSAGE_BYTES", DEFAULT_MAX_MESSAGE_BYTES)
     return DaemonSettings(
@@ -272,6 +289,8 @@ def load(
         or _int_env(env, "MAKAD_MAX_REPLY_BYTES", DEFAULT_MAX_REPLY_BYTES),
         max_connections=args.max_connections
         or _int_env(env, "MAKAD_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS),
+        max_open_workspaces=args.max_open_workspaces
+        or _int_env(env, "MAKAD_MAX_OPEN_WORKSPACES", DEFAULT_MAX_OPEN_WORKSPACES),
         idle_timeout_s=args.idle_timeout
         or _number_env(env, "MAKAD_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),

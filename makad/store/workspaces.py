@@ -34,6 +34,7 @@ from makad.private_files import create_private, make_dirs, read_if_regular, writ
 from makad.store import identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
+from makad.store.ledger.pool import DEFAULT_MAX_OPEN_LEDGERS, LedgerPool
 from makad.store.ledger.recovery import LedgerReset
 from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
@@ -285,7 +286,9 @@ def _reset_message(reset: LedgerReset) -> str:
 
 
 class WorkspaceRegistry:
-    """Opens each workspace once and hands out the same state to every service.
+    """Opens each workspace once and hands out the same state to every service. Its
+    ledger's connections are closed while others are used more recently, past
+    ``max_open`` (``makad.store.ledger.pool``), and opened again by its next call.
 
     Every call re-checks that the spelling still names the same directory, on a
     worker thread (a slow or hung disk under one workspace then holds up only the
@@ -303,9 +306,12 @@ class WorkspaceRegistry:
         *,
         faults: Faults = UNARMED,  # armed by tests only: handed to each ledger
         user_dir: Path | None = None,
+        max_open: int = DEFAULT_MAX_OPEN_LEDGERS,
     ) -> None:
         self._data_dir = data_dir
         self._faults = faults
+        # At most this many workspaces keep their ledger open (``makad.store.ledger.pool``).
+        self.ledgers = LedgerPool(max_open)
         # The user-level memory's folder (workspace "@user").
         self._user_dir = user_dir if user_dir is not None else data_dir / "user"
         self._open: dict[Path, Workspace] = {}
@@ -499,7 +505,9 @@ class WorkspaceRegistry:
         if found is not None and identity.read_binding(data_dir) != found:
             identity.write_binding(data_dir, found)
         binder = None if found is not None else _Binder(path, data_dir)
-        ledger = Ledger(data_dir / LEDGER_FILE, before_first_write=binder, faults=self._faults)
+        ledger = Ledger(
+            data_dir / LEDGER_FILE, before_first_write=binder, faults=self._faults, pool=self.ledgers
+        )
         workspace = Workspace(
             path=path,
             id=ws_id,

@@ -150,23 +150,25 @@ def watch(monkeypatch: pytest.MonkeyPatch) -> Iterator[LoopWatch]:
     _WATCH.loop_thread = None
 
 
-def serve_in_temp_dir(watch: LoopWatch, exercise: Callable[[Session, str], None]) -> None:
+def serve_in_temp_dir(watch: LoopWatch, exercise: Callable[[Session, str], None], **settings: Any) -> None:
     """``_serve_and_exercise`` in a short temp dir of its own, removed afterwards."""
     root = short_temp_dir()
     try:
-        _serve_and_exercise(root, watch, exercise)
+        _serve_and_exercise(root, watch, exercise, **settings)
     finally:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _serve_and_exercise(root: Path, watch: LoopWatch, exercise: Callable[[Session, str], None]) -> None:
+def _serve_and_exercise(
+    root: Path, watch: LoopWatch, exercise: Callable[[Session, str], None], **more: Any
+) -> None:
     """Run a daemon in this thread's event loop; once it serves every method, arm the watch
     and have ``exercise`` call it from another thread (its last call stops the daemon)."""
     workspace = root / "ws"
     workspace.mkdir()
     (root / "warm").mkdir()
     settings = DaemonSettings(
-        socket_path=root / "s.sock", data_dir=root / "data", log_format="json", log_level="warning"
+        socket_path=root / "s.sock", data_dir=root / "data", log_format="json", log_level="warning", **more
     )
 
     def client() -> None:
@@ -223,6 +225,31 @@ def _everything(s: Session, ws: str) -> None:
 def test_no_method_touches_the_disk_on_the_event_loop(watch: LoopWatch) -> None:
     """Every method served does its file IO and SQLite on worker threads, never on the loop."""
     serve_in_temp_dir(watch, _everything)
+    seen = sorted({f"{what}  [{where}]" for what, where in watch.hits})
+    assert not seen, "disk access on the event loop:\n" + "\n".join(seen)
+
+
+def _many_folders(s: Session, ws: str) -> None:
+    """Entries and sessions in more folders than ledgers may stay open, each used again
+    after its ledger was closed."""
+    folders = [str(Path(ws).parent / f"many{n}") for n in range(6)]
+    for name in folders:
+        os.mkdir(name)
+        s.call("add_entry", {"workspace": name, "title": "Note", "content": f"in {name}"})
+        sid = s.call("open_session", {"workspace": name})["sessionId"]
+        s.call(
+            "append_events",
+            {"workspace": name, "sessionId": sid, "events": [{"type": "user_message", "text": "hi"}]},
+        )
+    for name in folders:
+        s.call("build_context", {"workspace": name, "budgetTokens": 500})
+        s.call("search_history", {"workspace": name, "query": "hi"})
+    s.call("shutdown")
+
+
+def test_ledgers_closed_past_the_cap_reopen_off_the_event_loop(watch: LoopWatch) -> None:
+    """Closing ledgers past the open-workspace cap and reopening them is done on worker threads."""
+    serve_in_temp_dir(watch, _many_folders, max_open_workspaces=2)
     seen = sorted({f"{what}  [{where}]" for what, where in watch.hits})
     assert not seen, "disk access on the event loop:\n" + "\n".join(seen)
 

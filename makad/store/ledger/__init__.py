@@ -36,6 +36,7 @@ from makad.store.ledger.episodes import EpisodesArea
 from makad.store.ledger.group_commit import GroupCommitArea
 from makad.store.ledger.lineage import LineageArea
 from makad.store.ledger.pack_state import PackStateArea
+from makad.store.ledger.pool import LedgerPool
 from makad.store.ledger.recovery import recovering
 from makad.store.ledger.renames import RenamesArea
 from makad.store.ledger.schema import SEARCH_TEXT_VERSION
@@ -67,8 +68,11 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, 
         synchronous: Synchronous = "FULL",
         before_first_write: Callable[[], bool] | None = None,
         faults: Faults = UNARMED,
+        pool: LedgerPool | None = None,
     ) -> None:
-        super().__init__(path, synchronous=synchronous, before_first_write=before_first_write, faults=faults)
+        super().__init__(
+            path, synchronous=synchronous, before_first_write=before_first_write, faults=faults, pool=pool
+        )
         self.refresh_search_text()
 
     def refresh_search_text(self) -> None:

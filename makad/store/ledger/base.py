@@ -22,6 +22,10 @@ the first call that meets the damage (``makad.store.ledger.recovery``).
 A full disk at open (no room for the shared-memory index WAL needs) opens the file
 read-only instead, when the file alone is the whole ledger (``_open_read_only``): reads
 are served, every write is refused with ``disk_full`` until an open for writing works.
+
+Resting (``makad.store.ledger.pool``): a ledger not in use may have its connections closed
+to bound the descriptors and memory of many workspaces; its next read or write opens them
+again as a first open does (the file claimed, checked and recovered the same way).
 """
 
 from __future__ import annotations
@@ -47,6 +51,7 @@ from makad.private_files import (
     make_dirs,
     open_regular,
 )
+from makad.store.ledger.pool import LedgerPool
 from makad.store.ledger.recovery import (
     LedgerCorrupt,
     LedgerIndexDamaged,
@@ -114,8 +119,14 @@ class LedgerBase:
         *,
         synchronous: Synchronous = "FULL",
         before_first_write: Callable[[], bool] | None = None,
+        pool: LedgerPool | None = None,
     ) -> None:
         self.path = path
+        self._pool = pool
+        # Connections closed by the pool, opened again by the next read or write; the
+        # file as they left it (closing the last connection checkpoints the WAL into it).
+        self._resting = False
+        self._rested_as: tuple[int, int, int, int] | None = None
         make_dirs(path.parent)
         self._write_lock = threading.Lock()
         self._read_lock = threading.Lock()
@@ -140,6 +151,13 @@ class LedgerBase:
         # When (Unix ms) the file was opened read-only for want of disk space, else None.
         self.read_only_since: int | None = None
         self._read_only_tried = 0.0  # time.monotonic() of the last try to leave it
+        self._first_open()
+        if pool is not None:
+            pool.used(self)
+
+    def _first_open(self) -> None:
+        """Open the file as the daemon's start does: a damaged or newer one moved aside, a
+        full disk served read-only when it can be."""
         try:
             self._open()
         except LedgerNewer as exc:
@@ -149,6 +167,59 @@ class LedgerBase:
         except IOFailure as exc:
             if exc.details.get("reason") != "disk_full" or not self._open_read_only():
                 raise
+
+    def rest(self) -> bool:
+        """Close both connections if no thread is using the ledger (never waits), to be
+        opened again by the next read or write; whether it did. A ledger open read-only
+        (a full disk) is left as it is."""
+        if not self._write_lock.acquire(blocking=False):
+            return False
+        try:
+            if not self._read_lock.acquire(blocking=False):
+                return False
+            try:
+                if self._resting or self.read_only_since is not None or self._writer is None:
+                    return False
+                for conn in (self._reader, self._writer):
+                    if conn is not None:
+                        with contextlib.suppress(sqlite3.Error):
+                            conn.close()
+                self._reader = self._writer = None
+                self._shown_cache.clear()
+                self._rested_as = _file_version(self.path)
+                self._resting = True
+                if self._pool is not None:
+                    self._pool.forget(self)
+                return True
+            finally:
+                self._read_lock.release()
+        finally:
+            self._write_lock.release()
+
+    @property
+    def resting(self) -> bool:
+        return self._resting
+
+    def _wake(self) -> None:
+        """Open a resting ledger's connections again (both locks held). The file is the
+        one a first open would find: when it is not the file as it was put to rest (deleted,
+        replaced or written to meanwhile), what was cached from the old one is dropped and
+        ``generation`` moves on, so the service forgets its own caches too."""
+        if not self._resting:
+            return
+        same_file = self._rested_as is not None and _file_version(self.path) == self._rested_as
+        generation = self.generation
+        self._first_open()
+        self._resting = False
+        if self.generation == generation and not same_file:
+            self._df_cache.clear()
+            self._shown_cache.clear()
+            self.generation += 1
+
+    def _touch(self) -> None:
+        """Tell the pool this ledger is in use (a lock held; it may rest others)."""
+        if self._pool is not None:
+            self._pool.used(self)
 
     def _open(self) -> None:
         """Open (creating) the database at ``path``; ``LedgerCorrupt`` when it is unusable."""
@@ -255,6 +326,9 @@ class LedgerBase:
         with self._write_lock, self._read_lock:
             if generation != self.generation:
                 return  # a concurrent call has already reset the ledger
+            self._wake()
+            if generation != self.generation:
+                return  # the file put to rest is no longer there: nothing to repair in it
             if isinstance(found, LedgerUndecodable):
                 for conn in (self._writer, self._reader):
                     if conn is not None:
@@ -327,6 +401,9 @@ class LedgerBase:
     def close(self) -> None:
         """Close both connections; later calls fail with IOFailure."""
         with self._write_lock, self._read_lock:
+            self._resting = False
+            if self._pool is not None:
+                self._pool.closed(self)
             for conn in (self._reader, self._writer):
                 if conn is not None:
                     with contextlib.suppress(sqlite3.Error):
@@ -354,7 +431,13 @@ class LedgerBase:
         if self.read_only_since is not None:
             self.leave_read_only()
         with self._write_lock:
+            if self._resting:
+                with self._read_lock:
+                    self._wake()
+                if self.read_only_since is not None:
+                    raise IOFailure("the disk is full: the ledger is open read-only", reason="disk_full")
             conn = live(self._writer)
+            self._touch()
             self._check_file()
             if self._before_first_write is not None and self._before_first_write():
                 self._before_first_write = None
@@ -420,7 +503,7 @@ class LedgerBase:
         if self.read_only_since is not None and time.monotonic() - self._read_only_tried > READ_ONLY_RETRY_S:
             with contextlib.suppress(IOFailure):
                 self.leave_read_only()
-        with self._read_lock:
+        with self._read_lock_awake():
             conn = live(self._reader)
             try:
                 conn.execute("BEGIN")
@@ -431,6 +514,23 @@ class LedgerBase:
                 if conn.in_transaction:
                     with contextlib.suppress(sqlite3.Error):
                         conn.execute("ROLLBACK")
+
+    @contextlib.contextmanager
+    def _read_lock_awake(self) -> Iterator[None]:
+        """The reader lock, held with the ledger open (woken first when resting: that takes
+        the writer lock too, which is always taken before the reader's)."""
+        while True:
+            self._read_lock.acquire()
+            if not self._resting:
+                break
+            self._read_lock.release()
+            with self._write_lock, self._read_lock:
+                self._wake()
+        try:
+            self._touch()
+            yield
+        finally:
+            self._read_lock.release()
 
     def _meta(self, key: str) -> str | None:
         with self._reading() as conn:
@@ -445,6 +545,8 @@ class LedgerBase:
         with contextlib.suppress(IOFailure), self._writing() as conn:
             conn.execute("INSERT INTO events_fts (events_fts) VALUES ('optimize')")
         with self._write_lock, self._read_lock, contextlib.suppress(sqlite3.Error):
+            if self._resting:
+                return  # closing the connections checkpointed the WAL already
             live(self._writer).execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
@@ -460,6 +562,16 @@ def _connect(path: Path, synchronous: Synchronous) -> sqlite3.Connection:
     conn.execute(f"PRAGMA soft_heap_limit = {SQLITE_SOFT_HEAP_LIMIT_BYTES}")
     conn.execute("PRAGMA temp_store = MEMORY")
     return conn
+
+
+def _file_version(path: Path) -> tuple[int, int, int, int] | None:
+    """(device, inode, change time, size) of a file, None when it cannot be read: a file
+    deleted and made again can take the same inode, never the same change time as well."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return (st.st_dev, st.st_ino, st.st_ctime_ns, st.st_size)
 
 
 def live(conn: sqlite3.Connection | None) -> sqlite3.Connection:

@@ -83,7 +83,7 @@ class SearchArea(SessionsArea):
         if limit <= 0:
             return []
         window = SEARCH_WINDOW if window is None else max(window, 1)
-        with self._read_lock:
+        with self._read_lock_awake():
             found = self._selective_match(query, rare_only=rare_only, window=window)
         if found is None:
             return []

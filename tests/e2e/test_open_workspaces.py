@@ -1,0 +1,186 @@
+"""Many workspaces, few open ledgers: past ``--max-open-workspaces`` the least recently
+used idle ledger is closed and reopened by its next call, with nothing lost."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import shutil
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from maka import Client
+from makad.store.workspaces import workspace_id
+from tests.support import DaemonProcess, daemon_in_tmp
+
+CAP = 4
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def capped() -> Iterator[DaemonProcess]:
+    """A daemon that keeps at most ``CAP`` workspace ledgers open."""
+    yield from daemon_in_tmp(env={"MAKAD_MAX_OPEN_WORKSPACES": str(CAP)})
+
+
+def folder(d: DaemonProcess) -> str:
+    path = d.root / f"f{next(_names)}"
+    path.mkdir()
+    return str(path)
+
+
+def open_ledgers(d: DaemonProcess) -> set[str]:
+    """The ledger files the daemon holds open (its descriptors, read from /proc)."""
+    assert d.proc is not None
+    fd_dir = Path(f"/proc/{d.proc.pid}/fd")
+    found: set[str] = set()
+    for fd in os.listdir(fd_dir):
+        try:
+            target = os.readlink(fd_dir / fd)
+        except OSError:
+            continue  # closed meanwhile
+        if target.endswith("/ledger.sqlite3"):
+            found.add(target)
+    return found
+
+
+def fd_count(d: DaemonProcess) -> int:
+    assert d.proc is not None
+    return len(os.listdir(f"/proc/{d.proc.pid}/fd"))
+
+
+def ledger_of(d: DaemonProcess, ws: str) -> str:
+    return str(d.data_dir / "workspaces" / workspace_id(Path(ws).resolve()) / "ledger.sqlite3")
+
+
+def read_others(d: DaemonProcess, count: int) -> None:
+    """Read ``count`` fresh folders: enough to push every earlier ledger out."""
+    with d.client() as c:
+        for _ in range(count):
+            c.call("read_state", {"workspace": folder(d)})
+
+
+def append(c: Client | DaemonProcess, ws: str, sid: str, *texts: str) -> dict[str, Any]:
+    events = [{"type": "user_message", "text": t} for t in texts]
+    result: dict[str, Any] = c.call("append_events", {"workspace": ws, "sessionId": sid, "events": events})
+    return result
+
+
+def test_reading_50_folders_keeps_the_open_ledgers_at_the_cap(capped: DaemonProcess) -> None:
+    """Fifty folders read one after another leave at most the cap's ledgers open."""
+    read_others(capped, CAP)
+    before = fd_count(capped)
+    read_others(capped, 50)
+    assert len(open_ledgers(capped)) <= CAP
+    assert fd_count(capped) <= before + 2
+
+
+def test_a_closed_workspace_reopens_with_its_entries_events_and_settings(capped: DaemonProcess) -> None:
+    """Entries, ledger events and settings are all there when a closed ledger reopens."""
+    ws = folder(capped)
+    capped.call("add_entry", {"workspace": ws, "title": "Kept", "content": "survives closing"})
+    sid = capped.call("open_session", {"workspace": ws})["sessionId"]
+    append(capped, ws, sid, "first note", "second note")
+    settings = capped.call("set_settings", {"workspace": ws, "agentReadEnabled": True, "defaultDecayDays": 9})
+    read_others(capped, CAP + 2)
+    assert ledger_of(capped, ws) not in open_ledgers(capped)
+    state = capped.call("read_state", {"workspace": ws, "includeEntries": True})
+    assert [e["title"] for e in state["entries"]] == ["Kept"]
+    events = capped.call("read_events", {"workspace": ws, "sessionId": sid})["events"]
+    assert [e["text"] for e in events] == ["first note", "second note"]
+    assert capped.call("get_settings", {"workspace": ws}) == settings
+    assert append(capped, ws, sid, "after reopening")["lastSeq"] == 3
+    assert ledger_of(capped, ws) in open_ledgers(capped)
+
+
+def test_an_edit_made_while_closed_is_seen_after_reopening(capped: DaemonProcess) -> None:
+    """A hand edit to MEMORY.md while the workspace's ledger is closed shows at the next read."""
+    ws = folder(capped)
+    capped.call("add_entry", {"workspace": ws, "title": "Before", "content": "typed by the agent"})
+    read_others(capped, CAP + 2)
+    assert ledger_of(capped, ws) not in open_ledgers(capped)
+    memory = Path(ws) / "memory" / "MEMORY.md"
+    tmp = memory.with_name(".MEMORY.md.swp")
+    tmp.write_text(memory.read_text() + "\n## Typed by hand\nwhile the ledger was closed\n")
+    os.replace(tmp, memory)
+    state = capped.call("read_state", {"workspace": ws, "includeEntries": True})
+    assert [e["title"] for e in state["entries"]] == ["Before", "Typed by hand"]
+
+
+def test_a_subscriber_still_hears_edits_after_the_cap_is_passed(capped: DaemonProcess) -> None:
+    """A subscribed workspace's notifications keep coming however many folders are read after."""
+    ws = folder(capped)
+    capped.call("add_entry", {"workspace": ws, "title": "Watched", "content": "subscribed"})
+    with capped.client() as sub:
+        base = sub.call("subscribe", {"workspace": ws})["revision"]
+        read_others(capped, CAP + 2)
+        memory = Path(ws) / "memory" / "MEMORY.md"
+        tmp = memory.with_name(".MEMORY.md.swp")
+        tmp.write_text(memory.read_text() + "\n## Edited\nunder a subscription\n")
+        os.replace(tmp, memory)
+        note = next(sub.notifications())
+        assert note["method"] == "memory_changed"
+        assert note["params"]["cause"] == "external_edit" and note["params"]["revision"] > base
+
+
+def test_an_incognito_session_survives_its_ledger_closing(capped: DaemonProcess) -> None:
+    """An incognito session (memory only) keeps its events while its workspace's ledger is closed."""
+    ws = folder(capped)
+    sid = capped.call("open_session", {"workspace": ws, "incognito": True})["sessionId"]
+    append(capped, ws, sid, "kept in memory only")
+    read_others(capped, CAP + 2)
+    events = capped.call("read_events", {"workspace": ws, "sessionId": sid})["events"]
+    assert [e["text"] for e in events] == ["kept in memory only"]
+
+
+def test_concurrent_calls_on_workspaces_being_closed_are_all_served(capped: DaemonProcess) -> None:
+    """Calls racing the closing and reopening of their ledgers all succeed."""
+    spaces = [folder(capped) for _ in range(3 * CAP)]
+    sessions = {ws: capped.call("open_session", {"workspace": ws})["sessionId"] for ws in spaces}
+    failures: list[BaseException] = []
+
+    def work(offset: int) -> None:
+        try:
+            with capped.client() as c:
+                for n in range(30):
+                    ws = spaces[(offset + n) % len(spaces)]
+                    append(c, ws, sessions[ws], f"note {offset} {n}")
+                    c.call("read_state", {"workspace": ws})
+                    c.call("search_history", {"workspace": ws, "query": f"note {offset}"})
+        except BaseException as exc:  # reported below, with the thread's own error
+            failures.append(exc)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert failures == []
+    counted = 0
+    for ws, sid in sessions.items():
+        counted += len(
+            capped.call("read_events", {"workspace": ws, "sessionId": sid, "limit": 1000})["events"]
+        )
+    assert counted == 6 * 30
+    assert len(open_ledgers(capped)) <= CAP
+
+
+def test_a_folder_made_again_while_its_ledger_was_closed_is_a_new_workspace(capped: DaemonProcess) -> None:
+    """The identity check holds across a closed ledger: the folder deleted and made again
+    meanwhile is a new workspace, its switches at their defaults and its history gone."""
+    ws = folder(capped)
+    capped.call("add_entry", {"workspace": ws, "title": "Old", "content": "the old folder's"})
+    capped.call("set_settings", {"workspace": ws, "agentReadEnabled": True})
+    capped.call("open_session", {"workspace": ws})
+    read_others(capped, CAP + 2)
+    assert ledger_of(capped, ws) not in open_ledgers(capped)
+    shutil.rmtree(ws)
+    os.mkdir(ws)
+    state = capped.call("read_state", {"workspace": ws})
+    assert state["entryCount"] == 0 and state["agentReadEnabled"] is False
+    assert "new_workspace" in [w["kind"] for w in state["warnings"]]
+    assert capped.call("list_sessions", {"workspace": ws})["sessions"] == []
