@@ -175,7 +175,7 @@ def wait_listening(proc: subprocess.Popen[str]) -> str:
 class RawConnection:
     """A raw socket speaking either NDJSON or Content-Length framing."""
 
-    def __init__(self, path: Path, framing: str = "ndjson", timeout: float = 10.0) -> None:
+    def __init__(self, path: Path, framing: str = "ndjson", timeout: float = 30.0) -> None:
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(timeout)
         self.sock.connect(str(path))
