@@ -1951,7 +1951,7 @@ export interface Methods {
   };
   /**
    * Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
-   * A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact (invalid_params, data.path $.keepRecentTokens). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
+   * A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact yet (invalid_params, data.reason nothing_to_compact, data.liveTokens and data.keptTokens; data.path $.keepRecentTokens when the caller gave it, else $.sessionId). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
    */
   compact: {
     params: {

@@ -10,6 +10,7 @@ from typing import Any
 
 from maka.cli.common import (
     EXIT_OK,
+    EXIT_REMOTE,
     USER_LEVEL,
     CliError,
     Parents,
@@ -337,7 +338,15 @@ def cmd_compact(client: Client, args: argparse.Namespace) -> int:
         params["keepRecentTokens"] = args.keep_recent_tokens
     if args.reason:
         params["reason"] = args.reason
-    result = client.call("compact", params)
+    try:
+        result = client.call("compact", params)
+    except RemoteError as exc:
+        # A window the user chose keeps the daemon's invalid_params; the default one
+        # falling short is no mistake of theirs, so it is said in one plain line.
+        chose_window = args.keep_recent_tokens is not None
+        if args.json or chose_window or exc.data.get("reason") != "nothing_to_compact":
+            raise
+        raise CliError(exc.message, code=EXIT_REMOTE) from None
     if args.json:
         print_json(result)
     else:
@@ -413,7 +422,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="compact a session's history into a checkpoint (compact)",
         description="Writes a checkpoint that covers older events; the events "
         "are kept. Mode defaults to semantic with --summary-file, "
-        "else checkpoint (no model needed).",
+        "else checkpoint (no model needed). A session still shorter than the kept window "
+        "has nothing to compact yet: that is said in one line, with exit status 1.",
     )
     p.add_argument(
         "-s",
