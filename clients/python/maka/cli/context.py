@@ -385,7 +385,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="show what the workspace is in the middle of (get_attention)",
         description="The attention state derived from past sessions: active and abandoned "
-        "threads, focus, proposals waiting, rejections cooling down, rhythm (docs/ATTENTION.md).",
+        "threads, focus, proposals waiting, rejections cooling down, rhythm (makad's docs/ATTENTION.md).",
     )
     p.set_defaults(func=cmd_attention)
 
@@ -395,7 +395,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="show what is worth picking up again, if anything (suggest); `suggest dismiss ID` hides one",
         description="Suggestions derived from past sessions, with restraint: a thread left open, "
         "a failure still standing, proposals waiting for review — each with its score, the reason "
-        "and its refs. Most of the time there is nothing (docs/ATTENTION.md, Suggestions).",
+        "and its refs. Most of the time there is nothing (makad's docs/ATTENTION.md, Suggestions).",
     )
     p.add_argument(
         "-s", "--session", metavar="SESSION_ID", help="the session asking (its own work is left out)"
