@@ -1,6 +1,6 @@
 """Types of the daemon's methods, generated from protocol/openrpc.json: do not edit.
 
-Regenerate with ``python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``
+Regenerate with ``.venv/bin/python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``
 runs it); a test fails when this file drifts from the document. The typed functions
 live in ``maka.generated_methods`` (re-exported here), which a client loads without
 building these TypedDicts.

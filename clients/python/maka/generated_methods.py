@@ -1,5 +1,5 @@
 """The daemon's methods as typed functions, generated from protocol/openrpc.json: do not
-edit. Regenerate with ``python clients/python/scripts/gen_types.py``.
+edit. Regenerate with ``.venv/bin/python clients/python/scripts/gen_types.py``.
 
 Apart from the TypedDicts they name (``maka.generated``) because building those is most
 of what importing the types costs, which every ``maka`` command would pay at start-up.
