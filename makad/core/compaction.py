@@ -24,8 +24,8 @@ Keep-window rules (defaults after Claude Code's, see REFERENCES.md):
   when one is close enough that the cap still holds.
 - Nothing before the previous boundary is ever covered again.
 - When no cut leaves something to cover, the plan is ``None``: the service
-  answers ``InvalidParams("nothing to compact")`` rather than writing an empty
-  checkpoint.
+  answers ``InvalidParams`` (``data.reason`` ``nothing_to_compact``) rather than
+  writing an empty checkpoint.
 """
 
 from __future__ import annotations
@@ -146,6 +146,14 @@ def plan_keep_window(
     )
 
 
+class NothingToCompact(msgspec.Struct, frozen=True, kw_only=True):
+    """Why a compaction found nothing to cover, in words and in figures."""
+
+    message: str
+    live_tokens: int
+    kept_tokens: int
+
+
 def nothing_to_compact(
     events: Sequence[Event],
     keep_recent_tokens: int | None = None,
@@ -153,7 +161,7 @@ def nothing_to_compact(
     *,
     previous_boundary_seq: int | None = None,
     counter: TokenCount = estimate_tokens,
-) -> str:
+) -> NothingToCompact:
     """Why ``plan_keep_window`` found nothing to cover: the live events and their tokens,
     against what always stays live (the window, clamped, and the last text messages)."""
     window = [e for e in events if previous_boundary_seq is None or e.seq > previous_boundary_seq]
@@ -167,19 +175,22 @@ def nothing_to_compact(
         else ""
     )
     texts = sum(is_text_message(e) for e in window)
+    holds = f"nothing to compact yet: the session holds {tokens:,} tokens{since} in {len(window)} events"
     if tokens > keep and texts > messages:
         # More than the window keeps, yet no cut: the one user turn behind it opens the
         # live history, and covering it alone would leave its reply unshown.
-        return (
-            f"nothing to compact yet: the session's {len(window)} events{since} ({tokens:,} tokens) "
-            "are one user turn and what answered it, which are covered together: compact again "
-            "after the next user turn"
+        why = (
+            f"{holds}, one user turn and what answered it, which are covered together: "
+            "compact again after the next user turn"
         )
-    return (
-        f"nothing to compact: the session's {len(window)} events{since} ({tokens:,} tokens) fit "
-        f"the keep window, which always keeps the last {keep:,} tokens and at least "
-        f"{messages} messages live{floor}"
-    )
+    elif tokens <= keep:
+        why = (
+            f"{holds}, fewer than the {keep:,} tokens kept verbatim "
+            f"(and the last {messages} messages always stay){floor}"
+        )
+    else:
+        why = f"{holds} but {texts} messages, and the last {messages} messages always stay verbatim{floor}"
+    return NothingToCompact(message=why, live_tokens=tokens, kept_tokens=keep)
 
 
 def _suffix_sums(costs: Sequence[int]) -> list[int]:

@@ -76,7 +76,7 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
     return out
 
 
-ENTRY_FIX: Final = "start each memory with a `## Title` line (see docs/FORMAT.md)"
+ENTRY_FIX: Final = "start each memory with a `## Title` line (makad's docs/FORMAT.md)"
 # ``##Title`` (no space) and ``### Title`` look like entry headings but are not.
 _SLIPPED_HEADING: Final = re.compile(r" {0,3}(?:##(?=[^\s#])|#{3,6}[ \t]+)(.*?)[ \t]*$")
 
@@ -87,7 +87,8 @@ def _entry_fix(text: str) -> str:
     if slipped is None or not slipped[1]:
         return ENTRY_FIX
     return (
-        f"did you mean ## {quoted(slipped[1])}? (an entry starts with two # and a space: see docs/FORMAT.md)"
+        f"did you mean ## {quoted(slipped[1])}? "
+        "(an entry starts with two # and a space: makad's docs/FORMAT.md)"
     )
 
 

@@ -79,7 +79,15 @@ class CompactionService:
             why = plan_core.nothing_to_compact(
                 events, params.keep_recent_tokens, params.reason, previous_boundary_seq=floor
             )
-            raise InvalidParams(why, path="$.keepRecentTokens")
+            # The session is what falls short unless the caller chose the window.
+            given = params.keep_recent_tokens is not None
+            raise InvalidParams(
+                why.message,
+                path="$.keepRecentTokens" if given else "$.sessionId",
+                reason="nothing_to_compact",
+                liveTokens=why.live_tokens,
+                keptTokens=why.kept_tokens,
+            )
         covered = [e for e in events if plan.covered_from_seq <= e.seq <= plan.covered_to_seq]
         if params.mode == "semantic":
             if params.summary is None:

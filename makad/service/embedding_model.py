@@ -240,7 +240,7 @@ def _load_safetensors(path: Path) -> dict[str, Any]:
         if os.fstat(fh.fileno()).st_size > MAX_WEIGHTS_BYTES:
             raise ModelUnavailable(
                 f"{path} is larger than {MAX_WEIGHTS_BYTES >> 20} MiB: makad runs small "
-                "sentence-embedding models (docs/SEMANTIC.md)"
+                "sentence-embedding models (makad's docs/SEMANTIC.md)"
             )
         raw = fh.read()
     kinds = {"F32": np.float32, "F16": np.float16, "I64": np.int64}

@@ -53,8 +53,9 @@ METHODS: list[MethodSpec] = [
             "else invalid_summary with data.problems. The preserved suffix keeps at least "
             "keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason "
             "overflow) and 5 text messages (2 for overflow), never splitting a tool call from its "
-            "result; a history that fits it has nothing to compact (invalid_params, data.path "
-            "$.keepRecentTokens). After 3 consecutive "
+            "result; a history that fits it has nothing to compact yet (invalid_params, data.reason "
+            "nothing_to_compact, data.liveTokens and data.keptTokens; data.path $.keepRecentTokens "
+            "when the caller gave it, else $.sessionId). After 3 consecutive "
             "failed automatic compactions (reason budget or overflow) of a session, circuit_open "
             "until a manual compaction succeeds."
         ),

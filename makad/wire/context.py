@@ -38,7 +38,7 @@ class GetAttentionParams(WorkspaceParams):
 
 
 class AttentionResult(Result):
-    """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
+    """The workspace's attention state (makad's docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
     derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
     ``enabled`` is false. ``warnings``: ``not_recorded`` when the data directory's disk is
@@ -66,7 +66,7 @@ SilencedReason = Literal["attention_off", "incognito", "session_incognito", "age
 
 
 class SuggestResult(Result):
-    """What is worth offering the user now (docs/ATTENTION.md, Suggestions), best first.
+    """What is worth offering the user now (makad's docs/ATTENTION.md, Suggestions), best first.
 
     ``enabled`` false: nothing is suggested and ``silenced`` says why (``attention_off``,
     ``incognito``: the workspace, ``session_incognito``, ``agent_reads_off``); with
@@ -146,7 +146,7 @@ METHODS: list[MethodSpec] = [
             "session is closed or idle), PENDING.md and recent rejections, off the request path; "
             "this reads the stored state. Incognito sessions contribute nothing; with "
             "attentionEnabled off or the workspace incognito the reply is enabled: false and "
-            "empty. A thread a later session resolved is not listed (docs/ATTENTION.md)."
+            "empty. A thread a later session resolved is not listed (makad's docs/ATTENTION.md)."
         ),
         errors=(InvalidWorkspace, InvalidParams, IOFailure),
     ),
@@ -158,7 +158,7 @@ METHODS: list[MethodSpec] = [
         "proposals waiting for review — each with a score, the reason and its refs; often nothing.",
         description=(
             "Scored without a model from the stored attention state and behavior records "
-            "(docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one "
+            "(makad's docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one "
             "per session, at most 3. The asking session's own threads are not suggested back. "
             "Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, "
             "agentReadEnabled off, or the workspace or the session incognito. Nothing is derived "

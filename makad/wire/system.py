@@ -45,7 +45,7 @@ class IndexFailure(Result, kw_only=True):
 
 
 class SemanticStatus(Result, kw_only=True):
-    """The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
+    """The semantic channel (makad's docs/SEMANTIC.md): its model and how far indexing has got.
 
     ``state``: ``loading`` (requests go on lexically meanwhile), ``ready``, or ``failed``
     (``message`` says why; the daemon goes on without the channel). While ``ready``,

@@ -7,7 +7,7 @@ for the request, its reply (kind and size), and whether the daemon still answers
 afterwards. ``--holds``: how long preparing each shape keeps other threads from the
 interpreter, measured in-process (``holds``).
 
-    PYTHONPATH=.:clients/python:scripts python scripts/benchmarks/big_requests.py \\
+    PYTHONPATH=.:clients/python:scripts .venv/bin/python scripts/benchmarks/big_requests.py \\
         [--holds] [--quick] [SHAPE...]
 """
 

@@ -11,7 +11,7 @@ old tree and a new one are compared in the same run (``git worktree add /tmp/old
 without it, this tree. Each figure is the best of ``--repeats`` (CPU time, so waiting for
 a core on a shared machine does not count).
 
-    PYTHONPATH=.:clients/python:scripts python scripts/benchmarks/pathological_inputs.py \\
+    PYTHONPATH=.:clients/python:scripts .venv/bin/python scripts/benchmarks/pathological_inputs.py \\
         [--quick] [--tree DIR ...] [--repeats N] [SHAPE...]
 """
 

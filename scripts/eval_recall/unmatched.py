@@ -13,7 +13,7 @@ earlier session of chatter that shares words with the questions (so recall has
 excerpts to offer) and asks from a session that is not new. A question scores 1 when
 its entry is in the pack's memory segment.
 
-    PYTHONPATH=scripts:.:clients/python python -m eval_recall.unmatched [--history]
+    PYTHONPATH=scripts:.:clients/python .venv/bin/python -m eval_recall.unmatched [--history]
 """
 
 from __future__ import annotations

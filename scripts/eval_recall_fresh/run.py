@@ -13,7 +13,7 @@ Per tree and setting (``"120@1500"``: 120 entries, 1,500 tokens) it counts the t
 15 unrelated questions are asked of each workspace and the entries they match (junk) are
 counted and listed. Prints JSON.
 
-    PYTHONPATH=scripts:.:clients/python python -m eval_recall_fresh.run \
+    PYTHONPATH=scripts:.:clients/python .venv/bin/python -m eval_recall_fresh.run \
         --tree old=/tmp/old_tree --tree new=. [--set second] [--missed]
 
 ``--set second`` runs ``eval_recall_fresh.second`` instead (30 notes, 10 unrelated questions).

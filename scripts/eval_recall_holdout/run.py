@@ -12,7 +12,7 @@ has ``bm25`` > 0) rather than as room-filling. It also asks ``UNRELATED`` questi
 the 80-entry workspace and lists the entries that matched them (false friends), and times
 ``build_context`` (80 entries, ``--calls`` calls, p50/p95 in ms). Prints JSON.
 
-    PYTHONPATH=scripts:.:clients/python python -m eval_recall_holdout.run \
+    PYTHONPATH=scripts:.:clients/python .venv/bin/python -m eval_recall_holdout.run \
         --tree old=/tmp/old_tree --tree new=.
 """
 

@@ -215,6 +215,24 @@ def test_compact_of_a_short_session_says_how_much_stays_live(shared_daemon: Daem
     assert "1000" in help_text.replace(",", "") and "10000" in help_text.replace(",", "")
 
 
+def test_compact_with_the_default_window_says_plainly_there_is_nothing_yet(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """`maka compact -s S` on a session shorter than the default window exits 1 with one plain
+    line naming the session's tokens and the 10,000 kept verbatim, not a param never passed."""
+    sid = call(shared_daemon, "open_session")["sessionId"]
+    events = [{"type": "user_message", "text": f"message {i} about the deploy"} for i in range(3)]
+    call(shared_daemon, "append_events", sessionId=sid, events=events)
+    result = run_maka(shared_daemon, "compact", "-s", sid)
+    assert result.returncode == 1
+    first = result.stderr.splitlines()[0]
+    assert first.startswith("maka: nothing to compact yet: the session holds ")
+    assert "fewer than the 10,000 tokens kept verbatim" in first
+    assert "keepRecentTokens" not in result.stderr and "invalid_params" not in result.stderr
+    help_text = run_maka(shared_daemon, "compact", "--help", workspace=False).stdout
+    assert "nothing to compact" in help_text and "exit status 1" in help_text
+
+
 def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> None:
     """`maka attention` prints each section with its lines and refs once a session with a
     failure is closed; --json is get_attention's reply."""

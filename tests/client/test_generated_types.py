@@ -29,18 +29,22 @@ def generator() -> ModuleType:
     return module
 
 
+REGENERATE = "out of date: run .venv/bin/python clients/python/scripts/gen_types.py (or scripts/gen-protocol)"
+
+
 def test_generated_module_matches_the_document() -> None:
-    """Regenerating from protocol/openrpc.json gives the committed maka/generated.py
-    (run python clients/python/scripts/gen_types.py, or scripts/gen-protocol)."""
+    """Regenerating from protocol/openrpc.json gives the committed maka/generated.py."""
     gen = generator()
-    assert gen.generate(gen.read_document()) == (ROOT / "clients/python/maka/generated.py").read_text()
+    assert gen.generate(gen.read_document()) == (ROOT / "clients/python/maka/generated.py").read_text(), (
+        REGENERATE
+    )
 
 
 def test_generated_methods_module_matches_the_document() -> None:
     """Regenerating from protocol/openrpc.json gives the committed maka/generated_methods.py."""
     gen = generator()
     expected = (ROOT / "clients/python/maka/generated_methods.py").read_text()
-    assert gen.generate_methods(gen.read_document()) == expected
+    assert gen.generate_methods(gen.read_document()) == expected, REGENERATE
 
 
 def test_every_method_and_error_kind_is_covered() -> None:

@@ -268,8 +268,8 @@ def test_window_never_covers_a_user_turn_without_its_reply() -> None:
     for i in range(5):
         builder.add("user_message" if i % 2 else "assistant_message", f"m{i}", tokens=400)
     assert plan_keep_window(builder.events, 1000, previous_boundary_seq=40) is None
-    why = nothing_to_compact(builder.events, 1000, previous_boundary_seq=40)
-    assert "yet" in why and "after the next user turn" in why and "fit the keep window" not in why
+    why = nothing_to_compact(builder.events, 1000, previous_boundary_seq=40).message
+    assert "yet" in why and "after the next user turn" in why and "kept verbatim" not in why
     builder.add("user_message", "next", tokens=400)
     builder.add("assistant_message", "answer", tokens=400)
     plan = plan_keep_window(builder.events, 1000, previous_boundary_seq=40)

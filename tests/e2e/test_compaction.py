@@ -149,6 +149,35 @@ def test_nothing_to_compact(shared_daemon: DaemonProcess) -> None:
     assert info.value.kind == "invalid_params"
 
 
+def test_nothing_to_compact_names_the_session_not_an_omitted_param(shared_daemon: DaemonProcess) -> None:
+    """With keepRecentTokens omitted, nothing to compact points at the session (data.path
+    $.sessionId), with data.reason nothing_to_compact and the live and kept token figures."""
+    sid = open_session(shared_daemon)
+    append(shared_daemon, sid, scripted_turns(2))
+    with pytest.raises(RemoteError) as info:
+        shared_daemon.call(
+            "compact", {"workspace": ws(shared_daemon), "sessionId": sid, "mode": "checkpoint"}
+        )
+    data = info.value.data
+    assert info.value.kind == "invalid_params" and data["reason"] == "nothing_to_compact"
+    assert data["path"] == "$.sessionId"
+    assert 0 < data["liveTokens"] < data["keptTokens"] == 10_000
+    assert info.value.message.startswith("nothing to compact yet: the session holds ")
+
+
+def test_nothing_to_compact_with_a_given_window_points_at_it(shared_daemon: DaemonProcess) -> None:
+    """A keepRecentTokens the caller gave that leaves nothing to cover keeps data.path
+    $.keepRecentTokens, with the window as held (clamped) in data.keptTokens."""
+    sid = open_session(shared_daemon)
+    append(shared_daemon, sid, scripted_turns(2))
+    params = {"workspace": ws(shared_daemon), "sessionId": sid, "mode": "checkpoint", "keepRecentTokens": 5}
+    with pytest.raises(RemoteError) as info:
+        shared_daemon.call("compact", params)
+    data = info.value.data
+    assert data["path"] == "$.keepRecentTokens" and data["reason"] == "nothing_to_compact"
+    assert data["keptTokens"] == 1_000
+
+
 def test_breaker_opens_after_three_failed_overflow_compactions(shared_daemon: DaemonProcess) -> None:
     """Three failed reactive compactions in a row give circuit_open instead of a fourth try."""
     sid = open_session(shared_daemon)

@@ -104,7 +104,7 @@ export interface AttentionLine {
 }
 
 /**
- * The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
+ * The workspace's attention state (makad's docs/ATTENTION.md): six sections, each line with the
  * refs it came from. `enabled` false (`attentionEnabled` off, or incognito): nothing is
  * derived and `sections` is empty. `computedAt`: when it was last derived (ms), 0 when
  * `enabled` is false. `warnings`: `not_recorded` when the data directory's disk is
@@ -1184,7 +1184,7 @@ export interface Segment {
 }
 
 /**
- * The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
+ * The semantic channel (makad's docs/SEMANTIC.md): its model and how far indexing has got.
  *
  * `state`: `loading` (requests go on lexically meanwhile), `ready`, or `failed`
  * (`message` says why; the daemon goes on without the channel). While `ready`,
@@ -1378,7 +1378,7 @@ export interface SuggestParams {
 }
 
 /**
- * What is worth offering the user now (docs/ATTENTION.md, Suggestions), best first.
+ * What is worth offering the user now (makad's docs/ATTENTION.md, Suggestions), best first.
  *
  * `enabled` false: nothing is suggested and `silenced` says why (`attention_off`,
  * `incognito`: the workspace, `session_incognito`, `agent_reads_off`); with
@@ -1908,7 +1908,7 @@ export interface Methods {
   };
   /**
    * What the user is in the middle of in this workspace: active and abandoned threads, focus, proposals waiting, rejections cooling down, rhythm — each line with its refs.
-   * Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (docs/ATTENTION.md).
+   * Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (makad's docs/ATTENTION.md).
    */
   get_attention: {
     params: {
@@ -1919,7 +1919,7 @@ export interface Methods {
   };
   /**
    * What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
-   * Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
+   * Scored without a model from the stored attention state and behavior records (makad's docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
    */
   suggest: {
     params: {
@@ -1951,7 +1951,7 @@ export interface Methods {
   };
   /**
    * Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
-   * A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact (invalid_params, data.path $.keepRecentTokens). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
+   * A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact yet (invalid_params, data.reason nothing_to_compact, data.liveTokens and data.keptTokens; data.path $.keepRecentTokens when the caller gave it, else $.sessionId). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
    */
   compact: {
     params: {

@@ -95,6 +95,63 @@ describe("README examples", () => {
   });
 });
 
+// Just enough of Electron's and VS Code's APIs, as their own typings declare them, for the
+// README's integration examples to be compiled against this package's real types.
+const HOST_STUBS = `
+declare module "electron" {
+  export const app: {
+    whenReady(): Promise<void>;
+    getPath(name: "home" | "documents" | "userData"): string;
+    on(event: "will-quit", listener: () => void): void;
+  };
+  export class BrowserWindow {
+    constructor(options?: { webPreferences?: { preload?: string } });
+    webContents: { send(channel: string, ...args: unknown[]): void };
+  }
+  export const ipcMain: { handle(channel: string, listener: (event: unknown, ...args: any[]) => unknown): void };
+}
+declare module "vscode" {
+  export interface Disposable { dispose(): any }
+  export interface CancellationToken { isCancellationRequested: boolean; onCancellationRequested(listener: () => any): Disposable }
+  export interface ExtensionContext { readonly subscriptions: { dispose(): any }[] }
+  export interface StatusBarItem extends Disposable { text: string; show(): void }
+  export enum StatusBarAlignment { Left = 1, Right = 2 }
+  export enum ProgressLocation { SourceControl = 1, Window = 10, Notification = 15 }
+  export namespace workspace {
+    const workspaceFolders: readonly { readonly uri: { readonly fsPath: string } }[] | undefined;
+    function openTextDocument(options?: { language?: string; content?: string }): Thenable<unknown>;
+  }
+  export namespace window {
+    function createStatusBarItem(alignment?: StatusBarAlignment, priority?: number): StatusBarItem;
+    function withProgress<R>(
+      options: { location: ProgressLocation; title?: string; cancellable?: boolean },
+      task: (progress: unknown, token: CancellationToken) => Thenable<R>,
+    ): Thenable<R>;
+    function showTextDocument(document: unknown): Thenable<unknown>;
+    function showWarningMessage(message: string): Thenable<string | undefined>;
+  }
+  export namespace commands {
+    function registerCommand(command: string, callback: (...args: any[]) => any): Disposable;
+  }
+}
+`;
+
+describe("README: Electron and VS Code examples", () => {
+  const scratch = join(root, "dist", "readme-hosts");
+  before(() => mkdirSync(scratch, { recursive: true }));
+  after(() => rmSync(scratch, { recursive: true, force: true }));
+
+  it("type-check with the package's types (the Electron main process as CommonJS)", () => {
+    const files = {
+      "hosts.d.ts": HOST_STUBS,
+      "main.cts": example("// main.ts"),
+      "extension.mts": example("// extension.ts"),
+      "jsonrpc.mts": example('import { createConnection } from "node:net";'),
+    };
+    assert.deepEqual(typeErrors(scratch, files), []);
+  });
+});
+
 describe("README: errors", () => {
   it("the table names the class of every error kind", () => {
     const readme = readFileSync(join(root, "README.md"), "utf8");

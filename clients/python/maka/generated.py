@@ -1,6 +1,6 @@
 """Types of the daemon's methods, generated from protocol/openrpc.json: do not edit.
 
-Regenerate with ``python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``
+Regenerate with ``.venv/bin/python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``
 runs it); a test fails when this file drifts from the document. The typed functions
 live in ``maka.generated_methods`` (re-exported here), which a client loads without
 building these TypedDicts.
@@ -118,7 +118,7 @@ class AttentionLine(TypedDict):
 
 
 class AttentionResult(TypedDict):
-    """The workspace's attention state (docs/ATTENTION.md): six sections, each line with the
+    """The workspace's attention state (makad's docs/ATTENTION.md): six sections, each line with the
     refs it came from. ``enabled`` false (``attentionEnabled`` off, or incognito): nothing is
     derived and ``sections`` is empty. ``computedAt``: when it was last derived (ms), 0 when
     ``enabled`` is false. ``warnings``: ``not_recorded`` when the data directory's disk is
@@ -1187,7 +1187,7 @@ class Segment(TypedDict):
 
 
 class SemanticStatus(TypedDict):
-    """The semantic channel (docs/SEMANTIC.md): its model and how far indexing has got.
+    """The semantic channel (makad's docs/SEMANTIC.md): its model and how far indexing has got.
 
     ``state``: ``loading`` (requests go on lexically meanwhile), ``ready``, or ``failed``
     (``message`` says why; the daemon goes on without the channel). While ``ready``,
@@ -1381,7 +1381,7 @@ class SuggestParams(TypedDict):
 
 
 class SuggestResult(TypedDict):
-    """What is worth offering the user now (docs/ATTENTION.md, Suggestions), best first.
+    """What is worth offering the user now (makad's docs/ATTENTION.md, Suggestions), best first.
 
     ``enabled`` false: nothing is suggested and ``silenced`` says why (``attention_off``,
     ``incognito``: the workspace, ``session_incognito``, ``agent_reads_off``); with

@@ -1,5 +1,5 @@
 """The daemon's methods as typed functions, generated from protocol/openrpc.json: do not
-edit. Regenerate with ``python clients/python/scripts/gen_types.py``.
+edit. Regenerate with ``.venv/bin/python clients/python/scripts/gen_types.py``.
 
 Apart from the TypedDicts they name (``maka.generated``) because building those is most
 of what importing the types costs, which every ``maka`` command would pay at start-up.
@@ -288,7 +288,7 @@ class Methods:
     def get_attention(self, **params: Unpack[GetAttentionArgs]) -> AttentionResult:
         """What the user is in the middle of in this workspace: active and abandoned threads, focus, proposals waiting, rejections cooling down, rhythm — each line with its refs.
 
-        Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (docs/ATTENTION.md).
+        Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (makad's docs/ATTENTION.md).
 
         Errors: invalid_params, invalid_workspace, io_error.
         """
@@ -297,7 +297,7 @@ class Methods:
     def suggest(self, **params: Unpack[SuggestArgs]) -> SuggestResult:
         """What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
 
-        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
+        Scored without a model from the stored attention state and behavior records (makad's docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
 
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
@@ -315,7 +315,7 @@ class Methods:
     def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
         """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
 
-        A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact (invalid_params, data.path $.keepRecentTokens). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
+        A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact yet (invalid_params, data.reason nothing_to_compact, data.liveTokens and data.keptTokens; data.path $.keepRecentTokens when the caller gave it, else $.sessionId). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
 
         Errors: circuit_open, conflict, incognito_blocked, invalid_params, invalid_summary, invalid_workspace, io_error, not_found.
         """
@@ -647,7 +647,7 @@ class AsyncMethods:
     async def get_attention(self, **params: Unpack[GetAttentionArgs]) -> AttentionResult:
         """What the user is in the middle of in this workspace: active and abandoned threads, focus, proposals waiting, rejections cooling down, rhythm — each line with its refs.
 
-        Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (docs/ATTENTION.md).
+        Derived without a model from the behavior records of past sessions (written when a session is closed or idle), PENDING.md and recent rejections, off the request path; this reads the stored state. Incognito sessions contribute nothing; with attentionEnabled off or the workspace incognito the reply is enabled: false and empty. A thread a later session resolved is not listed (makad's docs/ATTENTION.md).
 
         Errors: invalid_params, invalid_workspace, io_error.
         """
@@ -656,7 +656,7 @@ class AsyncMethods:
     async def suggest(self, **params: Unpack[SuggestArgs]) -> SuggestResult:
         """What is worth offering the user unasked — a thread to resume, a failure still standing, proposals waiting for review — each with a score, the reason and its refs; often nothing.
 
-        Scored without a model from the stored attention state and behavior records (docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
+        Scored without a model from the stored attention state and behavior records (makad's docs/ATTENTION.md): only candidates scoring at least threshold, not dismissed, one per session, at most 3. The asking session's own threads are not suggested back. Nothing is suggested (enabled: false, silenced says why) with attentionEnabled off, agentReadEnabled off, or the workspace or the session incognito. Nothing is derived on the request path. A sessionId the workspace does not hold is not_found (data.sessionId).
 
         Errors: invalid_params, invalid_workspace, io_error, not_found.
         """
@@ -674,7 +674,7 @@ class AsyncMethods:
     async def compact(self, **params: Unpack[CompactArgs]) -> Checkpoint:
         """Checkpoint a session: a summary (semantic: written by the client's model; checkpoint: built without a model) replaces the covered events in build_context. Nothing is deleted: every event stays reachable through retrieve and search_history.
 
-        A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact (invalid_params, data.path $.keepRecentTokens). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
+        A semantic summary must hold the sections '# Current Goal', '# Current State' and '# Next Step' (any heading level), be at most 12,000 tokens and contain no secret, else invalid_summary with data.problems. The preserved suffix keeps at least keepRecentTokens (default 10,000, held between 1,000 and 40,000; halved for reason overflow) and 5 text messages (2 for overflow), never splitting a tool call from its result; a history that fits it has nothing to compact yet (invalid_params, data.reason nothing_to_compact, data.liveTokens and data.keptTokens; data.path $.keepRecentTokens when the caller gave it, else $.sessionId). After 3 consecutive failed automatic compactions (reason budget or overflow) of a session, circuit_open until a manual compaction succeeds.
 
         Errors: circuit_open, conflict, incognito_blocked, invalid_params, invalid_summary, invalid_workspace, io_error, not_found.
         """

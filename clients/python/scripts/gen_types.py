@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Generate clients/python/maka/generated.py from protocol/openrpc.json (stdlib only).
 
-    python clients/python/scripts/gen_types.py           write the module
-    python clients/python/scripts/gen_types.py --check   exit 1 when it differs from the document
+    .venv/bin/python clients/python/scripts/gen_types.py           write the module
+    .venv/bin/python clients/python/scripts/gen_types.py --check   exit 1 when it differs from the document
 
 The Python twin of clients/node/scripts/gen-types.mjs: every component schema becomes a
 TypedDict (results stay the plain dicts the daemon sent; the types are for the checker and
@@ -286,7 +286,7 @@ def generate(doc: dict[str, Any]) -> str:
     out = [
         '"""Types of the daemon\'s methods, generated from protocol/openrpc.json: do not edit.',
         "",
-        "Regenerate with ``python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``",
+        "Regenerate with ``.venv/bin/python clients/python/scripts/gen_types.py`` (``scripts/gen-protocol``",
         "runs it); a test fails when this file drifts from the document. The typed functions",
         "live in ``maka.generated_methods`` (re-exported here), which a client loads without",
         "building these TypedDicts.",
@@ -352,7 +352,7 @@ def generate_methods(doc: dict[str, Any]) -> str:
     checked = sorted((name for name in seen if name in used), key=lambda n: (n.lower(), n))
     out = [
         '"""The daemon\'s methods as typed functions, generated from protocol/openrpc.json: do not',
-        "edit. Regenerate with ``python clients/python/scripts/gen_types.py``.",
+        "edit. Regenerate with ``.venv/bin/python clients/python/scripts/gen_types.py``.",
         "",
         "Apart from the TypedDicts they name (``maka.generated``) because building those is most",
         "of what importing the types costs, which every ``maka`` command would pay at start-up.",
@@ -396,7 +396,7 @@ def main(argv: list[str]) -> int:
         if stale:
             print(
                 f"{', '.join(map(str, stale))} out of date with protocol/openrpc.json: run "
-                f"python clients/python/scripts/gen_types.py",
+                f".venv/bin/python clients/python/scripts/gen_types.py",
                 file=sys.stderr,
             )
             return 1

@@ -245,7 +245,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p = sub.add_parser(
         "completion",
         help="print a shell completion script",
-        description='eval "$(maka completion bash)" in ~/.bashrc; see docs/CLI.md for zsh and fish.',
+        description='bash: eval "$(maka completion bash)" in ~/.bashrc; zsh: eval "$(maka completion zsh)" '
+        "in ~/.zshrc, after compinit; fish: maka completion fish > ~/.config/fish/completions/maka.fish.",
     )
     p.add_argument("shell", choices=sorted(SHELLS))
     p.set_defaults(func=cmd_completion)

@@ -10,6 +10,7 @@ from typing import Any
 
 from maka.cli.common import (
     EXIT_OK,
+    EXIT_REMOTE,
     USER_LEVEL,
     CliError,
     Parents,
@@ -337,7 +338,15 @@ def cmd_compact(client: Client, args: argparse.Namespace) -> int:
         params["keepRecentTokens"] = args.keep_recent_tokens
     if args.reason:
         params["reason"] = args.reason
-    result = client.call("compact", params)
+    try:
+        result = client.call("compact", params)
+    except RemoteError as exc:
+        # A window the user chose keeps the daemon's invalid_params; the default one
+        # falling short is no mistake of theirs, so it is said in one plain line.
+        chose_window = args.keep_recent_tokens is not None
+        if args.json or chose_window or exc.data.get("reason") != "nothing_to_compact":
+            raise
+        raise CliError(exc.message, code=EXIT_REMOTE) from None
     if args.json:
         print_json(result)
     else:
@@ -376,7 +385,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="show what the workspace is in the middle of (get_attention)",
         description="The attention state derived from past sessions: active and abandoned "
-        "threads, focus, proposals waiting, rejections cooling down, rhythm (docs/ATTENTION.md).",
+        "threads, focus, proposals waiting, rejections cooling down, rhythm (makad's docs/ATTENTION.md).",
     )
     p.set_defaults(func=cmd_attention)
 
@@ -386,7 +395,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="show what is worth picking up again, if anything (suggest); `suggest dismiss ID` hides one",
         description="Suggestions derived from past sessions, with restraint: a thread left open, "
         "a failure still standing, proposals waiting for review — each with its score, the reason "
-        "and its refs. Most of the time there is nothing (docs/ATTENTION.md, Suggestions).",
+        "and its refs. Most of the time there is nothing (makad's docs/ATTENTION.md, Suggestions).",
     )
     p.add_argument(
         "-s", "--session", metavar="SESSION_ID", help="the session asking (its own work is left out)"
@@ -413,7 +422,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         help="compact a session's history into a checkpoint (compact)",
         description="Writes a checkpoint that covers older events; the events "
         "are kept. Mode defaults to semantic with --summary-file, "
-        "else checkpoint (no model needed).",
+        "else checkpoint (no model needed). A session still shorter than the kept window "
+        "has nothing to compact yet: that is said in one line, with exit status 1.",
     )
     p.add_argument(
         "-s",

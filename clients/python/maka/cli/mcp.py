@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import shlex
+import textwrap
 
 from maka.cli.common import EXIT_OK, CliError, Parents, sendable_workspace
 from maka.cli.remedies import found_by_walking_up
@@ -57,18 +58,38 @@ def _reserved_hint(args: argparse.Namespace, workspace: str) -> str | None:
     )
 
 
-def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
-    p = sub.add_parser(
-        "mcp",
-        parents=[parents.workspace],
-        help="serve the workspace's memory to an agent over MCP (stdio)",
-        description="A stdio MCP server for one workspace: --workspace, else $MAKA_WORKSPACE, "
+MCP_DESCRIPTION = (
+    textwrap.fill(
+        "A stdio MCP server for one workspace: --workspace, else $MAKA_WORKSPACE, "
         "else the nearest folder at or above the current one holding "
         "memory/MEMORY.md (or PENDING.md) or .git. Tools memory_search, "
         "memory_context, memory_attention, memory_suggestions, "
         "memory_dismiss_suggestion, memory_list, memory_resolve, history_search, "
         "session_record and (while the user allows it) memory_propose; resources "
         "MEMORY.md, PENDING.md and the attention state. Starts makad when none "
-        "answers (unless maka --no-autostart mcp). Every privacy gate applies; see docs/MCP.md.",
+        "answers (unless maka --no-autostart mcp). Every privacy gate applies: "
+        "agents read nothing until `maka settings agentReadEnabled=on`.",
+        width=78,
+    )
+    + """
+
+An MCP host starts it as a subprocess. Claude Code:
+  claude mcp add maka -- maka mcp --workspace "$PWD"
+Claude Desktop, Cursor, VS Code (the host's JSON settings; Claude Desktop starts
+servers in /, so name the workspace):
+  "maka": {"command": "maka", "args": ["mcp", "--workspace", "/path/to/project"]}
+
+More (hooks, instructions for the agent, each host's settings file): makad's docs/MCP.md.
+"""
+)
+
+
+def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: Parents) -> None:
+    p = sub.add_parser(
+        "mcp",
+        parents=[parents.workspace],
+        help="serve the workspace's memory to an agent over MCP (stdio)",
+        description=MCP_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.set_defaults(func=cmd_mcp)

@@ -95,16 +95,16 @@ def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, An
 
 # What to do about a warning, beyond what its message says (the daemon's words are kept).
 WARNING_FIXES = {
-    "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md (docs/FORMAT.md), "
-    "or `maka memory tidy --import`: it queues the bullets for review in PENDING.md, then removes "
-    "those lines from the top of the file (it asks first)",
-    "not_a_heading": "put a space after the ## of that line in memory/MEMORY.md (docs/FORMAT.md)",
+    "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md "
+    "(makad's docs/FORMAT.md), or `maka memory tidy --import`: it queues the bullets for review "
+    "in PENDING.md, then removes those lines from the top of the file (it asks first)",
+    "not_a_heading": "put a space after the ## of that line in memory/MEMORY.md (makad's docs/FORMAT.md)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
     "or shorten them",
     **dict.fromkeys(
         ("unknown_value", "unknown_key", "bad_metadata", "duplicate_key", "duplicate_id", "unlikely_date"),
-        "edit the metadata comment on that line of memory/MEMORY.md (docs/FORMAT.md lists its keys "
+        "edit the metadata comment on that line of memory/MEMORY.md (makad's docs/FORMAT.md lists its keys "
         "and values); until then the entry works as the warning says and the file is left as typed",
     ),
 }
@@ -210,7 +210,7 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
             adds = maka_command(args, "memory add TITLE TEXT")
             print(
                 f"No entries{where}: it does not exist yet. `{adds}` creates it; so does your "
-                "editor (a `## Title` line and the text below it is an entry: docs/FORMAT.md)."
+                "editor (a `## Title` line and the text below it is an entry: makad's docs/FORMAT.md)."
             )
         else:
             print(f"No entries{where}.")
