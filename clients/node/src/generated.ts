@@ -140,7 +140,7 @@ export interface BackupsResult {
 
 /**
  * `include` lists the segment kinds wanted (default all, attention only in a
- * session's first pack); history is always built.
+ * session's first pack or a call without a session); history is always built.
  *
  * `strategy`: how to choose (default: the workspace's `contextStrategy` setting).
  * `query` is read up to its first 16,384 characters.

@@ -154,7 +154,7 @@ class BackupsResult(TypedDict):
 
 class BuildContextParams(TypedDict):
     """``include`` lists the segment kinds wanted (default all, attention only in a
-    session's first pack); history is always built.
+    session's first pack or a call without a session); history is always built.
 
     ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
     ``query`` is read up to its first 16,384 characters.
