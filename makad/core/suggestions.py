@@ -472,20 +472,44 @@ def pick(
     now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None = None
 ) -> list[Suggestion]:
     """``suggest``'s choice among ``found`` (``candidates``' answer, best first)."""
+    return _choose(now, found, dismissed)[0]
+
+
+def explained(
+    now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None = None
+) -> list[Suggestion]:
+    """``found`` with the reason why each one scoring at least ``THRESHOLD`` that ``pick``
+    leaves out is not offered (dismissed, another of its session offered, the cap)."""
+    held = _choose(now, found, dismissed)[1]
+    return [
+        msgspec.structs.replace(c, reason=f"{c.reason}; not offered: {held[c.id]}") if c.id in held else c
+        for c in found
+    ]
+
+
+def _choose(
+    now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None
+) -> tuple[list[Suggestion], dict[str, str]]:
+    """The suggestions offered, and why each other one over the threshold is not."""
     dismissed = dismissed or {}
     out: list[Suggestion] = []
-    sessions: set[str] = set()
+    held: dict[str, str] = {}
+    offered_in: dict[str, str] = {}
     for candidate in found:
         if candidate.score < THRESHOLD:
             break
-        if dismissed.get(candidate.id, 0) > now:
+        until = dismissed.get(candidate.id, 0)
+        if until > now:
+            held[candidate.id] = f"dismissed until {utc_moment(until):%Y-%m-%d %H:%M} UTC"
+            continue
+        if len(out) >= MAX_SUGGESTIONS:
+            held[candidate.id] = f"{MAX_SUGGESTIONS} better ones are offered"
             continue
         session = session_of(candidate.refs)
-        if session is not None and session in sessions:
+        if session is not None and session in offered_in:
+            held[candidate.id] = f"{offered_in[session]} from the same session is (one per session)"
             continue
         if session is not None:
-            sessions.add(session)
+            offered_in[session] = candidate.id
         out.append(candidate)
-        if len(out) >= MAX_SUGGESTIONS:
-            break
-    return out
+    return out, held

@@ -56,7 +56,7 @@ class AttentionResult(Result):
 class SuggestParams(WorkspaceParams):
     """``sessionId``: the session asking (its own threads are not suggested back to it, and
     an incognito one gets nothing). ``explain``: also list every candidate, the skipped
-    ones with score 0 and the reason."""
+    ones with score 0 and the reason (one over the threshold not offered says why)."""
 
     session_id: str | None = None
     explain: bool = False

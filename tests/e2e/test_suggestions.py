@@ -192,6 +192,31 @@ def test_a_dismissed_suggestion_stays_away_for_the_cooldown(d: DaemonProcess) ->
     assert [s["id"] for s in suggest(d, w)["suggestions"]] == [item["id"]]
 
 
+def test_explain_says_why_a_candidate_over_the_threshold_is_not_offered(d: DaemonProcess) -> None:
+    """With explain, a candidate scoring over the threshold but not offered says why in its
+    reason: another suggestion from the same session is offered (named by id), or it was
+    dismissed (until when); an offered one says neither."""
+    w = fresh(d)
+    now = now_ms()
+    sid = session(d, w, failing_run(now - 5 * 3_600_000))
+    d.call(
+        "set_working_state",
+        {"workspace": w, "sessionId": sid, "openThreads": ["tests/test_dates.py::test_tz still failing"]},
+    )
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    reply = wait_suggest(d, w, lambda r: len(r["candidates"] or []) >= 2)
+    [offered] = reply["suggestions"]
+    assert "not offered" not in offered["reason"]
+    [held] = [c for c in reply["candidates"] if c["id"] != offered["id"] and c["score"] >= reply["threshold"]]
+    assert f"not offered: {offered['id']} from the same session is" in held["reason"]
+    d.call("dismiss_suggestion", {"workspace": w, "id": offered["id"]})
+    reply = suggest(d, w)
+    [gone] = [c for c in reply["candidates"] if c["id"] == offered["id"]]
+    assert "not offered: dismissed until" in gone["reason"]
+    assert [s["id"] for s in reply["suggestions"]] == [held["id"]]
+    assert "not offered" not in reply["suggestions"][0]["reason"]
+
+
 def test_a_dismissal_survives_a_daemon_restart(short_tmp: Path) -> None:
     """Dismissed for a day, restarted: the id is still a candidate but not suggested."""
     d = DaemonProcess(short_tmp)

@@ -1370,7 +1370,7 @@ class SubscribeResult(TypedDict):
 class SuggestParams(TypedDict):
     """``sessionId``: the session asking (its own threads are not suggested back to it, and
     an incognito one gets nothing). ``explain``: also list every candidate, the skipped
-    ones with score 0 and the reason.
+    ones with score 0 and the reason (one over the threshold not offered says why).
     """
 
     workspace: str
