@@ -379,6 +379,44 @@ def test_a_thread_passed_over_by_later_sessions_stops_being_suggested_but_stays_
     assert candidate["score"] == 0 and "3 later sessions" in candidate["reason"]
 
 
+def test_later_work_in_the_same_session_is_no_later_session(d: DaemonProcess) -> None:
+    """A failure left in a session that then went on to other work, followed by 2 light
+    sessions, is still offered (2 later sessions went by, not 3), and its reason counts no
+    later session for the work done in its own session."""
+    w = fresh(d)
+    now = now_ms()
+    at = now - 2 * DAY
+    switch = [
+        {"type": "user_message", "text": "Leave that. Add a CSV report in src/report.py", "ts": at + 10},
+        {
+            "type": "tool_call",
+            "text": "cat src/report.py",
+            "toolCallId": "r1",
+            "toolName": "bash",
+            "ts": at + 11,
+        },
+        {
+            "type": "tool_result",
+            "text": "def report(): ...",
+            "toolCallId": "r1",
+            "toolName": "bash",
+            "ts": at + 12,
+        },
+        {"type": "assistant_message", "text": "The CSV report is written in src/report.py.", "ts": at + 13},
+    ]
+    sid = session(d, w, failing_run(at) + switch)
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    for k in range(2):
+        light_session(d, w, at + (k + 1) * 3_600_000)
+    state = wait_for(d, w, lambda s: mentions(s, "3 session(s)", "Rhythm"))
+    assert mentions(state, "offset lost")
+    reply = suggest(d, w)
+    [failure] = [c for c in reply["candidates"] if "offset lost" in c["text"]]
+    assert "passed over" not in failure["reason"]
+    assert "later session" not in failure["reason"]
+    assert any("offset lost" in t for t in texts(reply))
+
+
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:
     """delete_session: nothing suggested or listed cites it, at once and once derived again."""
     w = fresh(d)
