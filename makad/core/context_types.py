@@ -403,7 +403,8 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     recall_hits: list[RecallHit] = []
     limits: ContextLimits = ContextLimits()
     # The attention lines this call may show (section, line): empty unless it is the
-    # session's first pack or ``include`` names attention (``makad.core.attention``).
+    # session's first pack, a call without a session, or ``include`` names attention
+    # (``makad.core.attention``).
     attention: list[tuple[str, AttentionLine]] = []
     # The refs (``memory:<id>``, ``event:<session>:<seq>``) a strategy chose, in the order
     # to pack them; None: the deterministic ranking chooses (``makad.core.strategies``).

@@ -200,18 +200,21 @@ def _later(records: Sequence[Behavior], at: int, session_id: str | None) -> list
     return [r for r in records if r.started_at > at and r.session_id != session_id]
 
 
-def _moved_on(later: Sequence[Behavior], paths: set[str]) -> int:
-    """How many later sessions did real work (a tool, a path or more than one request) on
-    other paths (none of ``paths``)."""
+def _moved_on(later: Sequence[Behavior], paths: set[str], own: str | None) -> int:
+    """How many later sessions (not ``own``, the one it was left in) did real work (a tool,
+    a path or more than one request) on other paths (none of ``paths``)."""
     sessions = {
-        r.session_id for r in later if (r.tools or r.paths or r.turns > 1) and not (paths & set(r.paths))
+        r.session_id
+        for r in later
+        if r.session_id != own and (r.tools or r.paths or r.turns > 1) and not (paths & set(r.paths))
     }
     return min(len(sessions), MAX_MOVED_ON)
 
 
-def _passed_over(later: Sequence[Behavior], paths: set[str]) -> int:
-    """How many later sessions went by without working on any of ``paths``."""
-    return len({r.session_id for r in later if not (paths & set(r.paths))})
+def _passed_over(later: Sequence[Behavior], paths: set[str], own: str | None) -> int:
+    """How many later sessions (not ``own``, the one it was left in) went by without
+    working on any of ``paths``."""
+    return len({r.session_id for r in later if r.session_id != own and not (paths & set(r.paths))})
 
 
 def _resolved(later: Sequence[Behavior], seen: _Seen) -> bool:
@@ -340,7 +343,7 @@ def _thread_candidate(
         return _skip(kind, anchor, text, refs, "a later session that ended done resolved it")
     if idle < WARM_MS:
         return _skip(kind, anchor, text, refs, f"idle only {ago(now, line.at)}: it may still be under way")
-    passed_over = _passed_over(later, seen.paths)
+    passed_over = _passed_over(later, seen.paths, seen.session)
     if passed_over >= PASSED_OVER_SESSIONS:
         why = f"passed over: {passed_over} later sessions went by without it"
         return _skip(kind, anchor, text, refs, why)
@@ -354,7 +357,7 @@ def _thread_candidate(
         past = sum(1 for f in record.fixes if f.seq > failure.seq)
         if past >= PASSED_BY:
             parts.append(_Part(0.5, f"the work went on past it ({past} successful calls after)"))
-    moved = _moved_on(later, seen.paths)
+    moved = _moved_on(later, seen.paths, seen.session)
     if moved:
         parts.append(_Part(MOVED_ON**moved, f"{moved} later session(s) on other work"))
     if kind == "resume_thread" and record is not None:
@@ -472,20 +475,44 @@ def pick(
     now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None = None
 ) -> list[Suggestion]:
     """``suggest``'s choice among ``found`` (``candidates``' answer, best first)."""
+    return _choose(now, found, dismissed)[0]
+
+
+def explained(
+    now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None = None
+) -> list[Suggestion]:
+    """``found`` with the reason why each one scoring at least ``THRESHOLD`` that ``pick``
+    leaves out is not offered (dismissed, another of its session offered, the cap)."""
+    held = _choose(now, found, dismissed)[1]
+    return [
+        msgspec.structs.replace(c, reason=f"{c.reason}; not offered: {held[c.id]}") if c.id in held else c
+        for c in found
+    ]
+
+
+def _choose(
+    now: int, found: Sequence[Suggestion], dismissed: Mapping[str, int] | None
+) -> tuple[list[Suggestion], dict[str, str]]:
+    """The suggestions offered, and why each other one over the threshold is not."""
     dismissed = dismissed or {}
     out: list[Suggestion] = []
-    sessions: set[str] = set()
+    held: dict[str, str] = {}
+    offered_in: dict[str, str] = {}
     for candidate in found:
         if candidate.score < THRESHOLD:
             break
-        if dismissed.get(candidate.id, 0) > now:
+        until = dismissed.get(candidate.id, 0)
+        if until > now:
+            held[candidate.id] = f"dismissed until {utc_moment(until):%Y-%m-%d %H:%M} UTC"
+            continue
+        if len(out) >= MAX_SUGGESTIONS:
+            held[candidate.id] = f"{MAX_SUGGESTIONS} better ones are offered"
             continue
         session = session_of(candidate.refs)
-        if session is not None and session in sessions:
+        if session is not None and session in offered_in:
+            held[candidate.id] = f"{offered_in[session]} from the same session is (one per session)"
             continue
         if session is not None:
-            sessions.add(session)
+            offered_in[session] = candidate.id
         out.append(candidate)
-        if len(out) >= MAX_SUGGESTIONS:
-            break
-    return out
+    return out, held

@@ -155,9 +155,11 @@ class ContextService:
         name: ContextStrategy = params.strategy or settings.context_strategy
         pool = strategy(name).pool
         reads_ok = agent_reads(settings, incognito_session=incognito)
-        # The attention state: in a session's first pack, or when include names it.
+        # The attention state: in a session's first pack, when include names it, or in any
+        # call without a session (no session could have been shown it: each such call is a
+        # first look at what the workspace is in the middle of).
         attention = reads_ok and settings.attention_enabled and "attention" in include
-        asked = params.include is not None and "attention" in params.include
+        asked = sid is None or (params.include is not None and "attention" in params.include)
         memory_ok = reads_ok and "memory" in include
         snapshot = await self._snapshot(ws) if memory_ok else None
         user = await self._user_level() if snapshot is not None else None

@@ -92,7 +92,7 @@ class SuggestionService:
             threshold=core.THRESHOLD,
             cooldown_ms=self._cooldown_ms,
             computed_at=state.computed_at,
-            candidates=found if params.explain else None,
+            candidates=core.explained(now, found, dismissed) if params.explain else None,
         )
 
     def _empty(self, *, enabled: bool, silenced: SilencedReason) -> SuggestResult:

@@ -46,7 +46,8 @@ from proactivity_eval.truth import (
     Naming,
 )
 
-GENERATOR_VERSION = "1"
+# 2: the asker persona (question-only sessions); the other personas' histories are unchanged.
+GENERATOR_VERSION = "2"
 CARE_DAYS = (10, 21)
 MAX_IN_MIND = 6
 MINUTE_MS = 60_000
@@ -85,6 +86,10 @@ class Persona:
     never_review_p: float
     reject_p: float
     dismiss_p: float  # the user dismisses a suggestion that did not help
+    # A session is one question and its answer, no tool used, no thread touched, and
+    # nothing more said. Drawn only when above 0, so the other personas' histories stay
+    # as they were, event for event.
+    question_p: float = 0.0
 
 
 PERSONAS: tuple[Persona, ...] = (
@@ -256,6 +261,35 @@ PERSONAS: tuple[Persona, ...] = (
         reject_p=0.5,
         dismiss_p=0.45,
     ),
+    Persona(
+        name="asker",
+        about="asker: mostly one-question sessions without tools; the odd thread of work left without a word",
+        weekday_p=(0.8, 0.8, 0.8, 0.8, 0.7, 0.2, 0.1),
+        hours=(8, 9, 11, 13, 15, 17),
+        sessions=(1, 4),
+        burst_p=0.1,
+        gap_p=0.03,
+        threads_per_session=(1, 1),
+        resume_p=0.5,
+        resume_pick="random",
+        finish_p=0.25,
+        fix_open_p=0.0,
+        fail_left_p=0.2,
+        drop_p=0.05,
+        cutoff_p=0.05,
+        test_p=0.6,
+        fail_p=0.5,
+        lose_interest_p=0.5,
+        interest_days=(1, 4),
+        close_p=0.3,
+        working_state_p=0.2,
+        propose_p=0.05,
+        review_days=(0.5, 4.0),
+        never_review_p=0.3,
+        reject_p=0.4,
+        dismiss_p=0.4,
+        question_p=0.7,
+    ),
 )
 
 
@@ -396,6 +430,27 @@ PROPOSALS = (
     "Keep {m} errors in one enum",
     "Deploy {m} only on weekdays",
     "Document {m} settings in the README",
+)
+QUESTIONS = (
+    "How do I undo the last commit but keep the changes?",
+    "what's the difference between a list and a tuple?",
+    "Quick question: what does HTTP 409 mean?",
+    "regex for a UUID?",
+    "How do I see which process listens on port 8080?",
+    "is it ok to catch Exception in a CLI entry point?",
+    "What's a good name for a function that retries with backoff?",
+    "how do I format a date as ISO 8601 in JS?",
+    "Can you explain what a context manager is, briefly?",
+    "what's the syntax for a multi-line f-string?",
+    "Which is faster for lookups, a dict or a set?",
+    "How do I squash my last three commits?",
+)
+ANSWERS = (
+    "Short answer: yes, and here is why.",
+    "Here's the one-liner you want.",
+    "It depends on the case, but usually the second option.",
+    "That's the standard way; an example follows.",
+    "In short: they differ in mutability.",
 )
 REJECT_REASONS = ("not true any more", "too specific", "we decided otherwise", "")
 
@@ -792,6 +847,8 @@ class Generator:
         session = Session(id=f"{self.tag}-s{len(self.sessions) + 1:03d}", start=start)
         session.items, session.why_not = self.truth(start)
         w = _Writer(rng, session)
+        if final is None and p.question_p and rng.random() < p.question_p:
+            return self.question_session(w)
         if rng.random() < 0.3:  # an ordinary opener, owned by no thread
             w.add("user_message", self.pick(OPENERS), None)
             w.add("assistant_message", "Hi — what would you like to work on?", None)
@@ -825,6 +882,14 @@ class Generator:
             self.propose(w.clock)
         self.sessions.append(session)
         return session
+
+    def question_session(self, w: _Writer) -> Session:
+        """One question, its answer, then nothing: no tool, no thread, no working state."""
+        w.add("user_message", self.pick(QUESTIONS), None)
+        w.add("assistant_message", self.pick(ANSWERS), None)
+        w.session.closed = self.rng.random() < self.p.close_p
+        self.sessions.append(w.session)
+        return w.session
 
     def final_block(self, w: _Writer, thread: Thread, resumed: bool, final: str) -> None:
         """The continuity check's last block: the thread left open with its check failing."""

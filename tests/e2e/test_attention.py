@@ -366,6 +366,29 @@ def test_first_pack_of_a_new_session_carries_the_open_thread_and_failure(d: Daem
     assert attention_segment(asked) is not None
 
 
+def test_a_pack_asked_without_a_session_carries_the_open_thread_and_failure(d: DaemonProcess) -> None:
+    """A build_context call with no optional params (no session, no query, no include) shows
+    the last session's open thread and unfixed failure, every time it is asked; include
+    without attention leaves them out; a failure fixed since is gone from it."""
+    w = fresh(d)
+    old = previous_session(d, w)
+    for _ in range(2):
+        pack = d.call("build_context", {"workspace": w, "budgetTokens": 4000})
+        segment = attention_segment(pack)
+        assert segment is not None
+        assert "wire the new date parser into the CLI" in segment["text"]
+        assert "offset lost" in segment["text"] and f"event:{old}:3" in segment["sourceIds"]
+        assert pack["trace"]["emptyReason"] is None
+    memory_only = d.call("build_context", {"workspace": w, "budgetTokens": 4000, "include": ["memory"]})
+    assert attention_segment(memory_only) is None
+    now = int(time.time() * 1000)
+    fixed = session(d, w, passing_run(now - 60_000))
+    d.call("close_session", {"workspace": w, "sessionId": fixed})
+    wait_for(d, w, lambda s: not mentions(s, "offset lost", *OPEN_SECTIONS))
+    segment = attention_segment(d.call("build_context", {"workspace": w, "budgetTokens": 4000}))
+    assert segment is None or "offset lost" not in segment["text"]
+
+
 def test_a_line_the_working_state_carries_is_owned_elsewhere(d: DaemonProcess) -> None:
     """A thread the session's working state already shows is not repeated through attention:
     the trace lists it as owned_elsewhere, owned by the working state."""

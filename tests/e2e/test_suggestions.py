@@ -192,6 +192,31 @@ def test_a_dismissed_suggestion_stays_away_for_the_cooldown(d: DaemonProcess) ->
     assert [s["id"] for s in suggest(d, w)["suggestions"]] == [item["id"]]
 
 
+def test_explain_says_why_a_candidate_over_the_threshold_is_not_offered(d: DaemonProcess) -> None:
+    """With explain, a candidate scoring over the threshold but not offered says why in its
+    reason: another suggestion from the same session is offered (named by id), or it was
+    dismissed (until when); an offered one says neither."""
+    w = fresh(d)
+    now = now_ms()
+    sid = session(d, w, failing_run(now - 5 * 3_600_000))
+    d.call(
+        "set_working_state",
+        {"workspace": w, "sessionId": sid, "openThreads": ["tests/test_dates.py::test_tz still failing"]},
+    )
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    reply = wait_suggest(d, w, lambda r: len(r["candidates"] or []) >= 2)
+    [offered] = reply["suggestions"]
+    assert "not offered" not in offered["reason"]
+    [held] = [c for c in reply["candidates"] if c["id"] != offered["id"] and c["score"] >= reply["threshold"]]
+    assert f"not offered: {offered['id']} from the same session is" in held["reason"]
+    d.call("dismiss_suggestion", {"workspace": w, "id": offered["id"]})
+    reply = suggest(d, w)
+    [gone] = [c for c in reply["candidates"] if c["id"] == offered["id"]]
+    assert "not offered: dismissed until" in gone["reason"]
+    assert [s["id"] for s in reply["suggestions"]] == [held["id"]]
+    assert "not offered" not in reply["suggestions"][0]["reason"]
+
+
 def test_a_dismissal_survives_a_daemon_restart(short_tmp: Path) -> None:
     """Dismissed for a day, restarted: the id is still a candidate but not suggested."""
     d = DaemonProcess(short_tmp)
@@ -352,6 +377,44 @@ def test_a_thread_passed_over_by_later_sessions_stops_being_suggested_but_stays_
     assert not any("wire the exporter" in t for t in texts(reply))
     [candidate] = [c for c in reply["candidates"] if "wire the exporter" in c["text"]]
     assert candidate["score"] == 0 and "3 later sessions" in candidate["reason"]
+
+
+def test_later_work_in_the_same_session_is_no_later_session(d: DaemonProcess) -> None:
+    """A failure left in a session that then went on to other work, followed by 2 light
+    sessions, is still offered (2 later sessions went by, not 3), and its reason counts no
+    later session for the work done in its own session."""
+    w = fresh(d)
+    now = now_ms()
+    at = now - 2 * DAY
+    switch = [
+        {"type": "user_message", "text": "Leave that. Add a CSV report in src/report.py", "ts": at + 10},
+        {
+            "type": "tool_call",
+            "text": "cat src/report.py",
+            "toolCallId": "r1",
+            "toolName": "bash",
+            "ts": at + 11,
+        },
+        {
+            "type": "tool_result",
+            "text": "def report(): ...",
+            "toolCallId": "r1",
+            "toolName": "bash",
+            "ts": at + 12,
+        },
+        {"type": "assistant_message", "text": "The CSV report is written in src/report.py.", "ts": at + 13},
+    ]
+    sid = session(d, w, failing_run(at) + switch)
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    for k in range(2):
+        light_session(d, w, at + (k + 1) * 3_600_000)
+    state = wait_for(d, w, lambda s: mentions(s, "3 session(s)", "Rhythm"))
+    assert mentions(state, "offset lost")
+    reply = suggest(d, w)
+    [failure] = [c for c in reply["candidates"] if "offset lost" in c["text"]]
+    assert "passed over" not in failure["reason"]
+    assert "later session" not in failure["reason"]
+    assert any("offset lost" in t for t in texts(reply))
 
 
 def test_a_forgotten_sessions_suggestions_disappear(d: DaemonProcess) -> None:

@@ -65,6 +65,61 @@ def test_histories_hold_every_situation_the_truth_speaks_of() -> None:
     assert skips and closed and idle
 
 
+def test_the_earlier_personas_histories_are_unchanged_by_the_asker() -> None:
+    """Adding the asker persona leaves every earlier persona's seed-7 history as it was."""
+    digests = {p.name: generate(p.name, 7).digest() for p in PERSONAS if p.name != "asker"}
+    assert digests == {
+        "steady": "df0c623e-65647",
+        "hobbyist": "e7f223f7-24146",
+        "juggler": "d0729f5d-148410",
+        "finisher": "763489c4-45304",
+        "oncall": "d4a96636-149504",
+        "explorer": "4ea6b167-28985",
+    }
+
+
+def _passed_over(history: Any, session_index: int, thread: str) -> int:
+    """Later sessions, since the thread was last worked on, that did not work on it."""
+    sessions = history.sessions[:session_index]
+    last = max(i for i, s in enumerate(sessions) if thread in s.threads)
+    return len(sessions) - last - 1
+
+
+def test_the_asker_leaves_threads_without_a_word_between_one_question_sessions() -> None:
+    """The asker's sessions are mostly one question and its answer (no tool, no thread); its
+    threads are left open without a word; after 3 such sessions some threads are still
+    wanted (items) and some were given up (lost_interest), so both sides have ground truth."""
+    wanted = given_up = 0
+    for seed in (1, 2, 3, 7):
+        history = generate("asker", seed)
+        questions = [s for s in history.sessions if not s.threads]
+        assert len(questions) > len(history.sessions) / 2
+        for session in questions:
+            assert [e.type for e in session.events] == ["user_message", "assistant_message"]
+            assert session.open_threads == []
+        for index, session in enumerate(history.sessions):
+            for item in session.items:
+                if item.key.startswith("thread:") and _passed_over(history, index, item.key) >= 3:
+                    wanted += 1
+            for key, why in session.why_not.items():
+                if why == "lost_interest" and _passed_over(history, index, key) >= 3:
+                    given_up += 1
+        left = [
+            t
+            for t in history.threads.values()
+            if t.status == "open"
+            and not any(
+                e.type == "user_message"
+                and e.thread == t.key
+                and ("later" in e.text or "drop" in e.text.lower())
+                for s in history.sessions
+                for e in s.events
+            )
+        ]
+        assert left, seed
+    assert wanted > 0 and given_up > 0
+
+
 def test_a_failing_thread_left_standing_is_a_failure_record() -> None:
     """The generator's failing runs are failures to the behavior records (the events are real)."""
     history = generate("oncall", 7, 10)

@@ -140,7 +140,7 @@ export interface BackupsResult {
 
 /**
  * `include` lists the segment kinds wanted (default all, attention only in a
- * session's first pack); history is always built.
+ * session's first pack or a call without a session); history is always built.
  *
  * `strategy`: how to choose (default: the workspace's `contextStrategy` setting).
  * `query` is read up to its first 16,384 characters.
@@ -1367,7 +1367,7 @@ export interface SubscribeResult {
 /**
  * `sessionId`: the session asking (its own threads are not suggested back to it, and
  * an incognito one gets nothing). `explain`: also list every candidate, the skipped
- * ones with score 0 and the reason.
+ * ones with score 0 and the reason (one over the threshold not offered says why).
  */
 export interface SuggestParams {
   workspace: string;

@@ -154,7 +154,7 @@ class BackupsResult(TypedDict):
 
 class BuildContextParams(TypedDict):
     """``include`` lists the segment kinds wanted (default all, attention only in a
-    session's first pack); history is always built.
+    session's first pack or a call without a session); history is always built.
 
     ``strategy``: how to choose (default: the workspace's ``contextStrategy`` setting).
     ``query`` is read up to its first 16,384 characters.
@@ -1370,7 +1370,7 @@ class SubscribeResult(TypedDict):
 class SuggestParams(TypedDict):
     """``sessionId``: the session asking (its own threads are not suggested back to it, and
     an incognito one gets nothing). ``explain``: also list every candidate, the skipped
-    ones with score 0 and the reason.
+    ones with score 0 and the reason (one over the threshold not offered says why).
     """
 
     workspace: str
