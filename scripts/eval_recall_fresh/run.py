@@ -31,7 +31,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from eval_recall_holdout.run import Daemon, ask, memory_view
+from eval_recall_holdout.run import Daemon, ask, memory_view, tally
 
 from eval_recall.paraphrase import DATA, Entry, load
 from maka import Client
@@ -101,10 +101,7 @@ def evaluate(client: Client, root: Path, data: Any) -> dict[str, Any]:
                 shown, matched = memory_view(ask(client, str(folder), question, budget))
                 ref = f"memory:{ids[key]}"
                 setting = f"{size}@{budget}"
-                tally = found.setdefault(setting, {"shown": 0, "matched": 0, "asked": 0})
-                tally["asked"] += 1
-                tally["shown"] += ref in shown
-                tally["matched"] += ref in matched
+                tally(found, setting, ref, shown, matched)
                 if ref not in shown:
                     missed.setdefault(setting, []).append(key)
         pulled: dict[str, list[str]] = {}

@@ -90,6 +90,16 @@ def memory_view(pack: dict[str, Any]) -> tuple[set[str], list[str]]:
     return shown, matched
 
 
+def tally(
+    found: dict[str, dict[str, int]], setting: str, ref: str, shown: set[str], matched: list[str]
+) -> None:
+    """Count one question asked at ``setting``: whether ``ref`` was shown, and matched."""
+    counts = found.setdefault(setting, {"shown": 0, "matched": 0, "asked": 0})
+    counts["asked"] += 1
+    counts["shown"] += ref in shown
+    counts["matched"] += ref in matched
+
+
 def evaluate(client: Client, root: Path, calls: int) -> dict[str, Any]:
     found: dict[str, dict[str, int]] = {}
     per_question: dict[str, dict[str, str]] = {}
@@ -107,10 +117,7 @@ def evaluate(client: Client, root: Path, calls: int) -> dict[str, Any]:
                     shown, matched = memory_view(ask(client, str(folder), question, budget))
                     ref = f"memory:{ids[key]}"
                     setting = f"{size}@{budget}"
-                    tally = found.setdefault(setting, {"shown": 0, "matched": 0, "asked": 0})
-                    tally["asked"] += 1
-                    tally["shown"] += ref in shown
-                    tally["matched"] += ref in matched
+                    tally(found, setting, ref, shown, matched)
                     state = "shown" if ref in shown else "-"
                     if ref in matched:
                         state += f" matched#{matched.index(ref) + 1}/{len(matched)}"
