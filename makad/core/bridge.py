@@ -417,12 +417,17 @@ _GROUPS, _ADDS = _index()
 _SENSES: Final = tuple(frozenset(line.split()) for line in SENSES)
 
 
-def _confirmed(word: str, group: _Group, others: set[str]) -> bool:
-    """Whether another word of the query confirms a marked word's sense: a word of the
-    same list, or of the same sense (``SENSES``)."""
-    if others & group.words:
+def _confirmed(word: str, group: _Group, own: set[str], mine: set[str]) -> bool:
+    """Whether another word of the query (one of ``own``, the query's forms, that is not
+    among ``mine``, this word's forms) confirms a marked word's sense: a word of the same
+    list, or of the same sense (``SENSES``)."""
+
+    def other(form: str) -> bool:
+        return form in own and form not in mine
+
+    if any(other(form) for form in group.words):
         return True
-    return any(word in sense and others & sense for sense in _SENSES)
+    return any(word in sense and any(other(form) for form in sense) for sense in _SENSES)
 
 
 def bridged_terms(words: Iterable[str]) -> list[str]:
@@ -436,11 +441,12 @@ def bridged_terms(words: Iterable[str]) -> list[str]:
     candidates: dict[str, set[str]] = {}
     for position, forms in enumerate(forms_at):
         asked = position > 0 and ordered[position - 1] in _ASKING
-        others = {form for at, other in enumerate(forms_at) if at != position for form in other}
         for form in forms - ENGLISH_STOP_WORDS:
             for index, added in _ADDS.get(form, ()):
                 group = _GROUPS[index]
-                if form in group.marked and not asked and not _confirmed(form, group, others - forms):
+                # The other words' forms are ``own`` less this word's: testing membership
+                # keeps a long query linear (a set of them per word would be quadratic).
+                if form in group.marked and not asked and not _confirmed(form, group, own, forms):
                     continue
                 candidates.setdefault(form, set()).update(added)
     found: dict[str, None] = {}

@@ -22,7 +22,7 @@ import structlog
 
 from makad.core import memory_format as fmt
 from makad.core import proposals as rules
-from makad.core.canonical import MAX_SIMILAR, content_hash, similar_ids
+from makad.core.canonical import MAX_SIMILAR, content_hash, similar_ids, similar_ids_each
 from makad.core.entries import clean_entry, is_open
 from makad.core.file_warnings import not_proposals, not_utf8, pending_over_cap
 from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_level_id
@@ -268,12 +268,19 @@ class ProposalService:
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
 
     async def _similar(
-        self, ws: Workspace, title: str, content: str, known: list[Entry], exclude: str | None = None
+        self,
+        ws: Workspace,
+        title: str,
+        content: str,
+        known: list[Entry],
+        exclude: str | None = None,
+        fuzzy: list[str] | None = None,
     ) -> list[str]:
-        """The fuzzy matches of ``content`` among ``known``, then (with the semantic channel)
-        the entries whose meaning is near the proposal's, its title and content embedded as
-        an entry's are (``makad.core.semantic``)."""
-        fuzzy = similar_ids(content, known, exclude=exclude)
+        """The fuzzy matches of ``content`` among ``known`` (``fuzzy`` when they are found
+        already), then (with the semantic channel) the entries whose meaning is near the
+        proposal's, its title and content embedded as an entry's are (``makad.core.semantic``)."""
+        if fuzzy is None:
+            fuzzy = await in_thread(similar_ids, content, known, exclude=exclude)
         semantic = self._ctx.semantic
         if not semantic.ready:
             return fuzzy
@@ -359,14 +366,19 @@ class ProposalService:
         known = rules.candidates(ws.memory.doc, ws.pending.doc)
         open_sections = [s for s in ws.pending.doc.sections if is_open(s.entry)]
         replaced = await self._replaced(ws, [s.entry for s in open_sections])
+        # Every open proposal against every entry and proposal: off the event loop.
+        targets = [(s.entry.content, s.entry.id) for s in open_sections]
+        fuzzy = await in_thread(similar_ids_each, targets, known)
         views = [
             ProposalView(
                 proposal=s.entry,
-                similar_to=await self._similar(ws, s.entry.title, s.entry.content, known, exclude=s.entry.id),
+                similar_to=await self._similar(
+                    ws, s.entry.title, s.entry.content, known, exclude=s.entry.id, fuzzy=found
+                ),
                 note=note_of(s),
                 replaces=replaced.get(s.entry.id),
             )
-            for s in open_sections
+            for s, found in zip(open_sections, fuzzy, strict=True)
         ]
         return ProposalsResult(proposals=views, revision=revision, warnings=warnings)
 

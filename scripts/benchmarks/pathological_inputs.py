@@ -4,7 +4,10 @@ runs of one character, random base64 (one run, and in 76-character lines), rando
 MEMORY.md files of 32k empty headings, 100k lines of ``-``, 100k ``## a`` lines, 10k
 daemon-written entries, 5k nested list items, 50k setext headings; and an import asked
 to read 50k ``## a`` lines as ``markdown`` (it finds no bullet, so the file is read again
-as the format it is detected as, before the ``no_memories`` error).
+as the format it is detected as, before the ``no_memories`` error). And the word bridge
+(``bridged_terms``, what ``build_context`` adds to a query's words) on queries of 1k, 2k
+and 4k words (a ``build_context`` query is read up to 16,384 characters, ~3k words): the
+three figures should grow about as the words do.
 
 ``--tree DIR`` (repeatable) measures each given source tree in its own subprocess, so an
 old tree and a new one are compared in the same run (``git worktree add /tmp/old REV``);
@@ -63,6 +66,21 @@ def _memory_shapes(scale: int) -> dict[str, Callable[[], str]]:
     }
 
 
+def _bridge_shapes(scale: int) -> dict[str, Callable[[], str]]:
+    words = ["postgres", "deploy", "which", "day", "leave", "kitty", "build", "package", "manager"]
+
+    def query(count: int) -> str:
+        return " ".join(words[i % len(words)] for i in range(count))
+
+    return {f"bridge_query_{k}k_words": (lambda n=k * 1000 // scale: query(n)) for k in (1, 2, 4)}
+
+
+def _bridge(query: str) -> object:
+    from makad.core.bridge import bridged_terms, query_words
+
+    return bridged_terms(query_words(query))
+
+
 def _import_as_markdown(data: str) -> object:
     """What ``import_memories`` does with ``data`` and format ``markdown`` before it
     queues anything (reading, detecting, and the ``no_memories`` error)."""
@@ -86,6 +104,8 @@ def measure(quick: bool, only: list[str] | None, repeats: int) -> dict[str, dict
         actions[name] = (build, redact)
     for name, build in _memory_shapes(50 if quick else 1).items():
         actions[name] = (build, memory_format.parse)
+    for name, build in _bridge_shapes(50 if quick else 1).items():
+        actions[name] = (build, _bridge)
     h2_lines = 50_000 // (50 if quick else 1)
     actions["import_markdown_h2_lines"] = (lambda: "## a\n" * h2_lines, _import_as_markdown)
     report: dict[str, dict[str, float]] = {}

@@ -88,3 +88,14 @@ def test_an_everyday_word_with_a_technical_sense_is_marked_too() -> None:
     """'nan' alone (not a number) brings no grandmother; 'lease' alone (a lock's) brings no rent."""
     assert "grandma" not in bridged_terms(query_words("why is the average nan?"))
     assert "rent" not in bridged_terms(query_words("how long is the lock lease?"))
+
+
+def test_a_query_of_thousands_of_words_bridges_as_its_distinct_words_do() -> None:
+    """Repeating a query's words thousands of times changes neither what is added nor the
+    confirmation of a marked word by another word far away in the query."""
+    short = query_words("kitty or another terminal? we chose postgres")
+    long = query_words("kitty " + "filler " * 3_000 + "terminal postgres " * 1_000)
+    assert "alacritty" in bridged_terms(long)
+    assert set(bridged_terms(long)) == set(bridged_terms(short))
+    lone = query_words("kitty " * 3_000)
+    assert "terminal" not in bridged_terms(lone)

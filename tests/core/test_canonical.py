@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -49,3 +50,28 @@ def test_similar_ids_use_the_canonical_form() -> None:
     assert similar_ids("## deploy days\nWe deploy on Tuesdays!", candidates) == ["a"]
     assert similar_ids("## deploy days\nwe deploy on tuesdays", candidates, exclude="a") == []
     assert canonical("A\r\n\\## B") == "a ## b"
+
+
+def test_many_contents_read_each_candidate_in_canonical_form_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Comparing 40 proposals with 120 candidates puts each text in canonical form once
+    (160 times, not 40 x 120), and finds for each what ``similar_ids`` finds alone."""
+    from makad.core import canonical as module
+
+    candidates = [
+        Entry(id=f"e{i:03}", title="t", content=f"we deploy service {i % 7} on day {i % 5}")
+        for i in range(120)
+    ]
+    targets = [(f"We deploy service {i % 7} on day {i % 3}!", f"e{i:03}") for i in range(40)]
+    expected = [similar_ids(content, candidates, exclude=exclude) for content, exclude in targets]
+    assert any(expected)
+    calls = 0
+    real = module.canonical
+
+    def counted(content: str) -> str:
+        nonlocal calls
+        calls += 1
+        return real(content)
+
+    monkeypatch.setattr(module, "canonical", counted)
+    assert module.similar_ids_each(targets, candidates) == expected
+    assert calls == len(targets) + len(candidates)

@@ -9,6 +9,8 @@ import select
 import sqlite3
 from typing import Any
 
+from makad.core.memory_format import render_entry
+from makad.core.types import Entry
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES
 from tests.support import DaemonProcess, RawConnection
 from tests.worst_imports import worst_json, worst_markdown
@@ -362,3 +364,35 @@ def test_pings_are_answered_while_a_pack_is_built_for_a_query_of_a_million_words
     answered, reply = _pings_while(shared_daemon, _request("build_context", params))
     assert "segments" in reply["result"], reply
     assert answered >= 3
+
+
+PINGS_DURING_COMPARING = 50
+
+
+def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: DaemonProcess) -> None:
+    """``list_proposals`` over 700 open proposals (PENDING.md near its cap) compares each
+    with every entry and proposal off the event loop, and lists each one's near duplicates."""
+    ws = daemon.workspace
+    daemon.call("read_state", {"workspace": str(ws)})  # the workspace is opened
+    proposals = [
+        Entry(
+            id=f"{i:016x}",
+            title=f"Fact {i}",
+            content=f"The value number {i} is {i * 7} units",
+            origin="extracted",
+            status="review_required",
+        )
+        for i in range(700)
+    ]
+    pending = "# Pending\n\n" + "\n".join(render_entry(p) for p in proposals)
+    (ws / "memory").mkdir(mode=0o700, exist_ok=True)
+    (ws / "memory" / "PENDING.md").write_text(pending, encoding="utf-8")
+    request = _request("list_proposals", {"workspace": str(ws)})
+    daemon.call("list_proposals", {"workspace": str(ws)})  # PENDING.md is read: only comparing is left
+    answered, reply = _pings_while(daemon, request)
+    listed = reply["result"]["proposals"]
+    assert len(listed) == len(proposals)
+    assert f"{1:016x}" in listed[10]["similarTo"]  # "number 10 is 70" is near "number 1 is 7"
+    # On the event loop, only the pings queued before the comparing began (under ten);
+    # on a worker thread, hundreds.
+    assert answered >= PINGS_DURING_COMPARING
