@@ -266,7 +266,8 @@ def _hold_lock(lock_path: Path, what: str, busy: Callable[[str, str], str], note
         raise StartupError(busy(holder.strip() or "unknown", holder_note.strip())) from None
     try:
         os.ftruncate(fd, 0)
-        os.pwrite(fd, f"{os.getpid()}\n{note}".encode() if note else str(os.getpid()).encode(), 0)
+        # fsencode: a socket path need not be UTF-8 (surrogate escapes would not encode)
+        os.pwrite(fd, os.fsencode(f"{os.getpid()}\n{note}" if note else str(os.getpid())), 0)
     except OSError as exc:  # a full disk: the lock holds all the same, its holder unnamed
         log.warning("lock_pid_not_written", lock=str(lock_path), error=exc.strerror)
     except BaseException:
