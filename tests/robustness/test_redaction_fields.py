@@ -304,6 +304,20 @@ def alnum_windows(data: bytes) -> set[bytes]:
 def leaks(needles: dict[str, str], roots: list[Path], names_under: Path) -> dict[str, list[str]]:
     """For each label whose needle's last 16 characters (so the needle too) are in a file's
     bytes, or in a file name under ``names_under``: the files."""
+    tails = {label: needle[-TAIL:] for label, needle in needles.items()}
+    assert all(ALNUM_RUN.fullmatch(tail.encode()) for tail in tails.values())
+    # A file can go while it is read (a ledger closed when idle takes its -shm and -wal
+    # with it, their pages checkpointed into the ledger): then the whole scan runs again,
+    # so what moved into a file already read is not missed.
+    for _ in range(5):
+        try:
+            return _leaks_once(tails, roots, names_under)
+        except FileNotFoundError:
+            continue
+    return _leaks_once(tails, roots, names_under)
+
+
+def _leaks_once(tails: dict[str, str], roots: list[Path], names_under: Path) -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
     files = [
         p
@@ -312,8 +326,6 @@ def leaks(needles: dict[str, str], roots: list[Path], names_under: Path) -> dict
         for p in ([root] if root.is_file() else root.rglob("*"))
         if p.is_file()
     ]
-    tails = {label: needle[-TAIL:] for label, needle in needles.items()}
-    assert all(ALNUM_RUN.fullmatch(tail.encode()) for tail in tails.values())
     for path in files:
         windows = alnum_windows(path.read_bytes())
         name = str(path.relative_to(names_under)) if path.is_relative_to(names_under) else ""
