@@ -366,7 +366,7 @@ def test_pings_are_answered_while_a_pack_is_built_for_a_query_of_a_million_words
     assert answered >= 3
 
 
-PINGS_DURING_COMPARING = 50
+PINGS_DURING_COMPARING = 10
 
 
 def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: DaemonProcess) -> None:
@@ -393,6 +393,7 @@ def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: Dae
     listed = reply["result"]["proposals"]
     assert len(listed) == len(proposals)
     assert f"{1:016x}" in listed[10]["similarTo"]  # "number 10 is 70" is near "number 1 is 7"
-    # On the event loop, only the pings queued before the comparing began (under ten);
-    # on a worker thread, hundreds.
+    # On the event loop, only the pings answered before the comparing began (none or
+    # one: PENDING.md was read already); on a worker thread, one per round trip for the
+    # whole comparing (dozens under CI load, hundreds on a quiet machine).
     assert answered >= PINGS_DURING_COMPARING
