@@ -411,6 +411,23 @@ def test_tidy_counts_one_line_in_the_singular(shared_daemon: DaemonProcess) -> N
     assert "brings it back" in result.stdout and "them" not in result.stdout
 
 
+def test_tidy_import_on_prose_does_not_point_back_at_itself(shared_daemon: DaemonProcess) -> None:
+    """`maka memory tidy --import` with only a prose line above the first entry says the line
+    is no bullet and how to keep or drop it, never to run `tidy --import` again; the file stays."""
+    memory = shared_daemon.workspace / "memory"
+    memory.mkdir(exist_ok=True)
+    text = "# Maka Memory\n\nSome notes for the agent.\n\n## Tabs\nUse tabs.\n"
+    (memory / "MEMORY.md").write_text(text)
+    result = run_maka(shared_daemon, "memory", "tidy", "--import")
+    assert result.returncode == 0, result.stderr
+    assert "No bullets above the first entry to import." in result.stdout
+    assert "1 line there is no bullet and stays: give a memory there a `## Title` line" in result.stdout
+    assert "tidy --import` queues" not in result.stdout
+    assert (memory / "MEMORY.md").read_text() == text
+    listed = run_maka(shared_daemon, "memory", "list")
+    assert "bullets there (a list copied from a CLAUDE.md)" in listed.stderr
+
+
 def test_workspace_given_as_its_memory_folder_names_the_parent(shared_daemon: DaemonProcess) -> None:
     """`maka -w WS/memory memory list` (the memory folder taken for the workspace) says the
     workspace is WS, and never advises moving MEMORY.md into memory/memory/ or importing it."""

@@ -96,8 +96,9 @@ def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, An
 # What to do about a warning, beyond what its message says (the daemon's words are kept).
 WARNING_FIXES = {
     "text_outside_entries": "put a `## Title` line above each memory in memory/MEMORY.md "
-    "(makad's docs/FORMAT.md), or `maka memory tidy --import`: it queues the bullets for review "
-    "in PENDING.md, then removes those lines from the top of the file (it asks first)",
+    "(makad's docs/FORMAT.md); bullets there (a list copied from a CLAUDE.md): `maka memory tidy "
+    "--import` queues them for review in PENDING.md, then removes those lines from the top of the "
+    "file (it asks first)",
     "not_a_heading": "put a space after the ## of that line in memory/MEMORY.md (makad's docs/FORMAT.md)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
@@ -507,16 +508,7 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     if not removable:
         if args.json:
             print_json(plan)
-        print(
-            "Nothing to remove above the first entry."
-            + (
-                f" {counted(len(kept), 'line')} there {'is' if len(kept) == 1 else 'are'} not "
-                f"imported yet: {with_workspace(args, KEPT_HINT)}"
-                if kept
-                else ""
-            ),
-            file=out,
-        )
+        print("Nothing to remove above the first entry." + _kept_note(args, kept, " "), file=out)
         return EXIT_OK
     one = len(removable) == 1
     print(
@@ -528,8 +520,7 @@ def cmd_tidy(client: Client, args: argparse.Namespace) -> int:
     for line in removable:
         print(f"  {line['line']:>4}  {line['text'].strip()}   → {WHERE[line['where']]}{_id(line)}", file=out)
     if kept:
-        stay = counted(len(kept), "other line")
-        print(f"{stay} stay (not imported yet): {with_workspace(args, KEPT_HINT)}", file=out)
+        print(_kept_note(args, kept, "", other=True), file=out)
     if not args.yes:
         if not sys.stdin.isatty():
             print(
@@ -572,7 +563,7 @@ def queue_outside_lines(
     try:
         result = client.call("import_memories", {"workspace": ws, "data": data, "format": "markdown"})
     except InvalidParams:
-        print("No bullets above the first entry to import: give each memory a `## Title` line.", file=out)
+        print("No bullets above the first entry to import.", file=out)
         return
     print(
         f"Queued {counted(len(result['imported']), 'memory', 'memories')} from the lines above the "
@@ -584,6 +575,23 @@ def queue_outside_lines(
 
 WHERE = {"memory": "in MEMORY.md", "pending": "waiting in PENDING.md", "rejected": "rejected before"}
 KEPT_HINT = "`maka memory tidy --import` queues their bullets for review first"
+# After --import, what stays above the first entry held no bullet to queue (prose, a heading).
+PROSE_HINT = (
+    "give a memory there a `## Title` line, or delete the line in your editor (makad's docs/FORMAT.md)"
+)
+
+
+def _kept_note(args: argparse.Namespace, kept: list[dict[str, Any]], lead: str, other: bool = False) -> str:
+    """The lines tidy leaves above the first entry, and what to do about them: without
+    --import, the command that queues their bullets; with it, that they are no bullets."""
+    if not kept:
+        return ""
+    one = len(kept) == 1
+    lines = counted(len(kept), "other line" if other else "line")
+    are = "is" if one else "are"
+    if args.import_lines:
+        return f"{lead}{lines} there {are} no bullet and stay{'s' if one else ''}: {PROSE_HINT}"
+    return f"{lead}{lines} there {are} not imported yet: {with_workspace(args, KEPT_HINT)}"
 
 
 def entry_ids(
