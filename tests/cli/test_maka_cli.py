@@ -81,9 +81,11 @@ def test_call_error_goes_to_stderr(shared_daemon: DaemonProcess) -> None:
 
 
 def test_bad_params_json_is_usage_error(shared_daemon: DaemonProcess) -> None:
-    """PARAMS that are not JSON give exit 2."""
-    result = maka("--socket", str(shared_daemon.socket), "call", "ping", "{nope")
+    """PARAMS that are not JSON give exit 2 and show what well-formed PARAMS look like."""
+    result = maka("--socket", str(shared_daemon.socket), "call", "propose", "{title: 1}")
     assert result.returncode == 2
+    assert "PARAMS is not valid JSON" in result.stderr
+    assert """maka call propose '{"title": "T", "content": "C"}'""" in result.stderr
 
 
 def test_no_daemon_says_how_to_start(short_tmp: Path) -> None:

@@ -98,7 +98,7 @@ def test_unknown_ids_name_the_command_that_lists_the_right_ones(shared_daemon: D
 
 def test_a_mistyped_method_names_the_closest(shared_daemon: DaemonProcess) -> None:
     """`maka call read_stat` (and readState) is method_not_found followed by the closest
-    method's name and where the list is; a name close to none gets the list only."""
+    method's name and where the list is; a name close to none gets the methods' names."""
     for typed in ("read_stat", "readState"):
         result = run_maka(shared_daemon, "call", typed)
         assert result.returncode == 1 and "method_not_found" in result.stderr
@@ -106,6 +106,7 @@ def test_a_mistyped_method_names_the_closest(shared_daemon: DaemonProcess) -> No
         assert "maka call rpc.discover" in result.stderr
     far = run_maka(shared_daemon, "call", "zzzzzz")
     assert "did you mean" not in far.stderr and "maka call rpc.discover" in far.stderr
+    assert "the methods: ping, status, " in far.stderr and ", build_context, " in far.stderr
 
 
 def test_a_mistyped_enum_value_names_the_closest(shared_daemon: DaemonProcess) -> None:

@@ -72,8 +72,10 @@ def remedy(exc: RemoteError, args: argparse.Namespace) -> str | None:
         if close is None:
             folded = {name.replace("_", "").casefold(): name for name in METHOD_NAMES}
             close = folded.get(str(args.method).replace("_", "").casefold())
-        every = "`maka call rpc.discover` describes every method"
-        return f"did you mean {close}? {every}" if close else every
+        if close:
+            return f"did you mean {close}? `maka call rpc.discover` describes every method"
+        # rpc.discover prints the whole OpenRPC document: the names fit on a line or two.
+        return f"the methods: {', '.join(METHOD_NAMES)} (`maka call rpc.discover` describes each)"
     elif exc.kind == "invalid_params":
         return _closest_param(exc, args)
     elif exc.kind == "invalid_workspace" and exc.data.get("reason") == "reserved":

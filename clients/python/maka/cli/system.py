@@ -225,7 +225,11 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
         try:
             params = json.loads(raw)
         except json.JSONDecodeError as exc:
-            raise CliError(f"PARAMS is not valid JSON: {exc}") from None
+            raise CliError(
+                f"PARAMS is not valid JSON ({exc}): give one JSON object, its names in double "
+                "quotes and the whole in single quotes for the shell, e.g. "
+                """maka call propose '{"title": "T", "content": "C"}'"""
+            ) from None
     if (params is None or isinstance(params, dict)) and takes_workspace(args.method):
         # As every other command: -w, else $MAKA_WORKSPACE, else found like git.
         params = {"workspace": workspace_of(args), **(params or {})}
@@ -411,8 +415,16 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "and prints the result as JSON. A method that takes a workspace gets the command's "
         "(-w, else $MAKA_WORKSPACE, else found like git) when PARAMS leave it out.",
     )
-    p.add_argument("method")
-    p.add_argument("params", nargs="?", help="by-name params as a JSON object, or - for stdin")
+    p.add_argument(
+        "method",
+        help="the method's name, e.g. ping, read_state or propose (a name that is no method "
+        "lists them; makad's protocol/PROTOCOL.md describes each)",
+    )
+    p.add_argument(
+        "params",
+        nargs="?",
+        help="""by-name params as a JSON object ('{"title": "T", "content": "C"}'), or - for stdin""",
+    )
     p.set_defaults(func=cmd_call)
     p = sub.add_parser(
         "settings",
