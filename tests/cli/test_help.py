@@ -48,17 +48,22 @@ def render_help(path: tuple[str, ...]) -> tuple[int, str]:
 
 @pytest.mark.slow
 def test_every_command_help_has_a_description(monkeypatch: pytest.MonkeyPatch) -> None:
-    """`maka CMD --help` shows a description under the usage line for every command and action."""
+    """`maka CMD --help` shows a description under the usage line for every command and action,
+    quoting as the terminal shows it (`x`, never reStructuredText's ``x``)."""
     monkeypatch.setenv("COLUMNS", "100")
     paths = command_paths(build_parser())
     assert {("status",), ("ping",), ("memory", "pin"), ("mcp",)} <= set(paths)
     missing = []
+    double_backticks = []
     for path in paths:
         code, text = render_help(path)
         assert code == 0, (path, text)
         if len(description_of(text)) < 20:
             missing.append(" ".join(path))
+        if "``" in text:
+            double_backticks.append(" ".join(path))
     assert missing == [], f"commands whose --help has no description: {missing}"
+    assert double_backticks == [], f"commands whose --help quotes with ``: {double_backticks}"
 
 
 def test_help_rendered_in_process_is_what_the_command_prints() -> None:

@@ -86,7 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--json", action="store_true", help="print machine-readable JSON")
     parser.add_argument("-w", "--workspace", metavar="DIR", type=absolute, default=None, help=WORKSPACE_HELP)
     add_user_flag(parser, default=None)
-    parser.add_argument("--timeout", type=positive_seconds, default=30.0, help="seconds to wait for a reply")
+    parser.add_argument(
+        "--timeout", type=positive_seconds, default=30.0, help="seconds to wait for a reply (default 30)"
+    )
     parser.add_argument(
         "--server-uid",
         metavar="UID|any",

@@ -150,7 +150,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "consolidation reach the threshold. With TAG (or --all): "
         "queue the digest of that evidence as a proposal.",
     )
-    p.add_argument("tag", nargs="?", metavar="TAG")
+    p.add_argument("tag", nargs="?", metavar="TAG", help="the tag whose evidence to queue as a proposal")
     p.add_argument("--all", action="store_true", help="queue a digest for every eligible tag")
     p.add_argument("--min-episodes", type=positive_int, default=5, help="listing threshold (default 5)")
     p.add_argument("--min-sessions", type=positive_int, default=2, help="listing threshold (default 2)")

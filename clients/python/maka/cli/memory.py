@@ -723,8 +723,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         description="CONTENT may be - for stdin; without it, stdin is read when "
         "it is not a terminal, else $EDITOR opens.",
     )
-    p.add_argument("title")
-    p.add_argument("content", nargs="?")
+    p.add_argument("title", metavar="TITLE", help="the entry's `## ` heading")
+    p.add_argument("content", nargs="?", metavar="CONTENT", help="its text (- reads stdin)")
     p.add_argument("--tags", metavar="CSV", help="comma-separated tags")
     p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")
     p.add_argument(
@@ -743,8 +743,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "the entry. When the write is refused, what was typed is kept in a file that --from "
         "applies later. A backup of MEMORY.md is kept: `maka undo` reverts the change.",
     )
-    p.add_argument("id", metavar="ENTRY_ID")
-    p.add_argument("--title")
+    p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")
+    p.add_argument("--title", help="the new title")
     p.add_argument("--content", help="new content, or - for stdin")
     p.add_argument("--tags", metavar="CSV", help='replace the tags ("" clears them)')
     p.add_argument(
@@ -800,7 +800,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         ),
     ):
         p = msub.add_parser(name, parents=parents.scoped, help=text, description=description)
-        p.add_argument("ids", nargs="+", metavar="ENTRY_ID")
+        p.add_argument("ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them")
         if name == "delete":
             p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
         p.set_defaults(func=_each(method, verb, name))

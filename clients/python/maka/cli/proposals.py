@@ -438,7 +438,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "so it is sent as an absolute path; - reads it from stdin (cat notes.md | maka import -). "
         "Binary and empty files are refused.",
     )
-    p.add_argument("file", metavar="FILE")
+    p.add_argument("file", metavar="FILE", help="the file or folder to import, or - for stdin")
     p.add_argument(
         "--format",
         help="text (plain text, one memory per line), makad, mem0, openmemory, chatgpt, "
@@ -455,7 +455,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "too) as JSON, which `maka import --format makad` reads back, or as Markdown; -o FILE "
         "writes them to FILE instead.",
     )
-    p.add_argument("--format", choices=["json", "markdown"], default="json")
+    p.add_argument("--format", choices=["json", "markdown"], default="json", help="(default: json)")
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
     p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_export)

@@ -1,13 +1,13 @@
 """`maka review`: one pass over the proposal queues, each proposal beside its similar entries.
 
-The workspace's queue first, then the user level's (``@user``); ``--user`` reviews that alone.
+The workspace's queue first, then the user level's (`@user`); `--user` reviews that alone.
 
 Keys: a approve · p approve and pin (always in the agent's context, first) · e edit then
 approve · r reject (asks for a reason) · s skip · q quit · ? help.
 When the proposal is close to an active entry: u approve it instead of that entry (which is
 archived: supersede) · m merge both texts in the editor, the result replacing the entry.
 On a terminal one key press is enough; from a pipe each line is a key (and the line after
-``r`` is the reason), so ``printf 'a\\nr\\nstale\\n' | maka review`` works too.
+`r` is the reason), so `printf 'a\\nr\\nstale\\n' | maka review` works too.
 Each decision is sent at once: quitting keeps what was decided so far.
 """
 
