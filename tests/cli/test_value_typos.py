@@ -178,3 +178,15 @@ def test_help_and_version_as_commands_point_at_the_options(shared_daemon: Daemon
     version = run_maka(shared_daemon, "version", workspace=False)
     assert version.returncode == 2 and "did you mean 'maka --version'?" in version.stderr
     assert "sessions" not in version.stderr
+
+
+def test_a_command_taken_for_the_workspace_folder_is_named(shared_daemon: DaemonProcess) -> None:
+    """`maka -w memory list` (the folder left out) says -w took the command 'memory' for the
+    folder and how to write it, not only that 'list' is no command; `-w memory status` (a
+    folder named memory, then a command) still runs."""
+    result = run_maka(shared_daemon, "-w", "memory", "list", workspace=False)
+    assert result.returncode == 2
+    assert "-w took the command 'memory' for the workspace folder" in result.stderr
+    assert "maka -w DIR memory list" in result.stderr
+    ran = run_maka(shared_daemon, "-w", "memory", "ping", workspace=False)
+    assert ran.returncode == 0, ran.stderr

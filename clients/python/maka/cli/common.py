@@ -113,6 +113,13 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
         folded = [o for o in known if o.casefold() == unknown.casefold()]
         close = folded or difflib.get_close_matches(unknown, known, n=1, cutoff=0.7)
         parser.error(f"unrecognized option: {unknown}" + (f"; did you mean '{close[0]}'?" if close else ""))
+    swallowed = _command_taken_for_workspace(parser, argv)
+    if swallowed is not None:
+        flag, taken, following = swallowed
+        parser.error(
+            f"argument COMMAND: invalid choice: {following!r}: {flag} took the command {taken!r} "
+            f"for the workspace folder; name the folder after it: maka {flag} DIR {taken} {following} …"
+        )
     args, extras = parser.parse_known_args(argv)
     if extras:
         message = f"unrecognized arguments: {' '.join(extras)}"
@@ -159,6 +166,31 @@ def _unknown_option_before_command(parser: argparse.ArgumentParser, argv: list[s
 
 
 _NUMBER = re.compile(r"-[0-9.]+")
+
+
+def _command_taken_for_workspace(
+    parser: argparse.ArgumentParser, argv: list[str]
+) -> tuple[str, str, str] | None:
+    """(the option, the command, the word after it) for ``maka -w memory list``: ``-w`` left
+    without its folder took the command as one, and argparse would only name ``list``."""
+    commands = {
+        name
+        for action in parser._actions
+        if isinstance(action, argparse._SubParsersAction)
+        for name in action.choices
+    }
+    for at, token in enumerate(argv[:-2]):
+        if token in commands or token == "--":
+            return None  # past the command: a -w there belongs to it
+        following = argv[at + 2]
+        if (
+            token in ("-w", "--workspace")
+            and argv[at + 1] in commands
+            and following not in commands
+            and not following.startswith("-")
+        ):
+            return token, argv[at + 1], following
+    return None
 
 
 def _own_options(parser: argparse.ArgumentParser) -> list[str]:
