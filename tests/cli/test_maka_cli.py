@@ -89,10 +89,19 @@ def test_bad_params_json_is_usage_error(shared_daemon: DaemonProcess) -> None:
 
 
 def test_no_daemon_says_how_to_start(short_tmp: Path) -> None:
-    """Without a daemon maka exits 3 and says how to start one."""
-    result = maka("--socket", str(short_tmp / "none.sock"), "status")
+    """Without a daemon maka exits 3 and says how to start one, and that --no-autostart is
+    what kept maka from starting it."""
+    env = {k: v for k, v in os.environ.items() if k != "MAKA_NO_AUTOSTART"}
+    result = subprocess.run(
+        [*MAKA_ARGS, "--socket", str(short_tmp / "none.sock"), "--no-autostart", "status"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+        env=env,
+    )
     assert result.returncode == 3
     assert "start one" in result.stderr
+    assert "autostart is off (--no-autostart): without it, maka starts makad" in result.stderr
 
 
 def test_no_daemon_says_what_is_at_the_socket(short_tmp: Path) -> None:

@@ -17,6 +17,7 @@ import os
 import sys
 from typing import Any
 
+from maka import autostart
 from maka.cli import backups, completion, context, episodes, mcp, memory, proposals, review, system, watch
 from maka.cli.common import (
     EXIT_CODES_HELP,
@@ -148,6 +149,8 @@ def main(argv: list[str] | None = None) -> int:
         return exc.code
     except DaemonUnavailable as exc:
         print(f"maka: {exc}", file=sys.stderr)
+        if args.no_autostart and not autostart.refused():  # the environment's refusal is in exc
+            print("  autostart is off (--no-autostart): without it, maka starts makad", file=sys.stderr)
         return EXIT_NO_DAEMON
     except UntrustedServer as exc:
         print(f"maka: {exc}", file=sys.stderr)
