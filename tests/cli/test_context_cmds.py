@@ -267,6 +267,26 @@ def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> N
     assert as_json["enabled"] is True and as_json["sections"][0]["name"] == "Active threads"
 
 
+def test_attention_switched_off_says_which_switch_and_the_command(shared_daemon: DaemonProcess) -> None:
+    """`maka attention` with nothing derived names the switch that stops it — incognito
+    before attentionEnabled — and the `maka settings` command that lifts it."""
+    ws = shared_daemon.workspace
+    call(shared_daemon, "set_settings", attentionEnabled=False, incognito=True)
+    hidden = run_maka(shared_daemon, "attention")
+    assert hidden.returncode == 0, hidden.stderr
+    assert (
+        f"The workspace is incognito; to change that: `maka -w {ws} settings incognito=off`" in hidden.stdout
+    )
+    call(shared_daemon, "set_settings", incognito=False)
+    off = run_maka(shared_daemon, "attention")
+    assert f"attentionEnabled is off here; to change that: `maka -w {ws} settings attentionEnabled=on`" in (
+        off.stdout
+    )
+    call(shared_daemon, "set_settings", attentionEnabled=True)
+    on = run_maka(shared_daemon, "attention")
+    assert "to change that" not in on.stdout
+
+
 def test_suggest_command_lists_dismisses_and_brings_back(daemon: DaemonProcess) -> None:
     """`maka suggest` shows a thread left a day ago with its id, score and refs; `maka suggest
     dismiss ID` hides it, `--for 0` brings it back; --json is suggest's reply."""

@@ -256,12 +256,21 @@ def render_checkpoint(result: dict[str, Any]) -> list[str]:
 
 
 def cmd_attention(client: Client, args: argparse.Namespace) -> int:
-    result = client.call("get_attention", {"workspace": workspace_of(args)})
+    ws = workspace_of(args)
+    result = client.call("get_attention", {"workspace": ws})
     if args.json:
         print_json(result)
-    else:
-        print(attention_markdown(result), end="")
-        print_warnings(result)
+        return EXIT_OK
+    print(attention_markdown(result), end="")
+    print_warnings(result)
+    if not result.get("enabled"):
+        # The reply does not say which switch: the settings do, and name the command.
+        settings = client.call("get_settings", {"workspace": ws})
+        if settings.get("incognito"):
+            why, lift = "The workspace is incognito", "incognito=off"
+        else:
+            why, lift = "attentionEnabled is off here", "attentionEnabled=on"
+        print(f"\n{why}; to change that: `{maka_command(args, 'settings ' + lift)}`")
     return EXIT_OK
 
 
