@@ -51,7 +51,11 @@ def test_add_notes_an_active_entry_with_the_same_title(shared_daemon: DaemonProc
     result = run_maka(shared_daemon, "memory", "add", "deploy  DAY", "Tuesday mornings.")
     assert result.returncode == 0 and result.stdout.startswith("Added ")
     assert "same title" in result.stderr and first[:12] in result.stderr
-    assert "memory archive ID" in result.stderr
+    added = result.stdout.split()[1].rstrip(":")
+    ws = shared_daemon.workspace
+    assert f"`maka -w {ws} memory show {first[:12]}` shows it" in result.stderr
+    assert f"`maka -w {ws} memory archive {first[:12]}` retires it" in result.stderr
+    assert f"`maka -w {ws} memory archive {added[:12]}` the one just added" in result.stderr
     other = run_maka(shared_daemon, "memory", "add", "Release train", "Weekly.")
     assert other.returncode == 0 and other.stderr == ""
 

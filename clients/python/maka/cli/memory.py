@@ -399,16 +399,25 @@ def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, 
     """A note on stderr when another active entry has the title just added (the agent would
     see both)."""
     key = " ".join(str(entry.get("title", "")).casefold().split())
+    entries = read_entries(client, workspace_of(args)).get("entries") or []
     same = [
         e["id"]
-        for e in read_entries(client, workspace_of(args), archived=False).get("entries") or []
-        if e["id"] != entry["id"] and " ".join(str(e.get("title", "")).casefold().split()) == key
+        for e in entries
+        if e["id"] != entry["id"]
+        and e.get("status") == "active"
+        and " ".join(str(e.get("title", "")).casefold().split()) == key
     ]
     if same:
+        # Name the ids in the commands, so that they can be pasted as they are (the
+        # prefixes the listing shows: legacy manual-<ms> ids share their first characters).
+        shown = short_ids(e["id"] for e in entries)
+        other = shown[same[0]] if len(same) == 1 else "ID"
+        added = shown.get(str(entry["id"]), str(entry["id"]))
         print(
-            f"note: {', '.join(short_id(i) for i in same)} has the same title; "
-            f"`{maka_command(args, 'memory show ID')}` shows it, "
-            f"`{maka_command(args, 'memory archive ID')}` retires the one you no longer want",
+            f"note: {', '.join(shown[i] for i in same)} {'has' if len(same) == 1 else 'have'} the same "
+            f"title; `{maka_command(args, f'memory show {other}')}` shows "
+            f"{'it' if len(same) == 1 else 'one'}, `{maka_command(args, f'memory archive {other}')}` "
+            f"retires it, `{maka_command(args, f'memory archive {added}')}` the one just added",
             file=sys.stderr,
         )
 
