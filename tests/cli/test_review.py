@@ -166,6 +166,19 @@ def test_card_stacked_when_narrow_or_off_a_terminal() -> None:
     assert any("no longer there" in line for line in lines)
 
 
+def test_card_says_why_a_returned_entry_is_waiting() -> None:
+    """A proposal the daemon queued back after a save lacked it says so above the entry,
+    with what approving and rejecting do; a proposal without the note does not."""
+    returned = {**sample_view(), "note": "returned-after-a-save-lacked-it"}
+    del returned["proposal"]["supersedes"]
+    for width in (None, 60):
+        text = " ".join(card(returned, 1, 1, {}, {}, width=width))
+        assert "Returned to PENDING.md: a save of the file lacked it" in text, width
+        assert "Approve it to keep it (the same entry), reject it to delete it." in text
+    plain = sample_view()
+    assert not any("Returned" in line for line in card(plain, 1, 1, {}, {}, width=None))
+
+
 def test_review_can_approve_and_pin(shared_daemon: DaemonProcess) -> None:
     """p approves the proposal with the pinned tag added to its own tags."""
     d = shared_daemon

@@ -107,6 +107,12 @@ class Outcome:
         }
 
 
+RETURNED = (
+    "Returned to PENDING.md: a save of the file lacked it (an editor buffer older than the daemon's "
+    "write?). Approve it to keep it (the same entry), reject it to delete it."
+)
+
+
 def card(
     view: dict[str, Any],
     index: int,
@@ -124,6 +130,8 @@ def card(
     target = proposal.get("supersedes")
     title = f"── Proposal {index}/{total}{' · a replacement' if target else ''} "
     lines = ["", title + "─" * max(0, min(width or RULE_WIDTH, RULE_WIDTH) - len(title)), ""]
+    if view.get("note"):  # queued back by the daemon, not proposed: say why it is here
+        lines += wrap_all([RETURNED, ""], width) if width is not None else [RETURNED, ""]
     similar = [s for s in view.get("similarTo", []) if s != target]
     others = ["Similar entries:" if similar else "No similar entries."]
     for other in similar:
