@@ -473,6 +473,20 @@ def test_first_add_says_where_the_memory_file_is(shared_daemon: DaemonProcess) -
     assert second.returncode == 0 and "Created" not in second.stdout
 
 
+def test_first_add_in_a_git_repository_says_to_keep_the_id_file(shared_daemon: DaemonProcess) -> None:
+    """The add that creates memory/MEMORY.md in a folder with .git says to commit or ignore
+    memory/.maka-id (git stash -u would remove it); without .git, and on later adds, nothing."""
+    plain = run_maka(shared_daemon, "memory", "add", "Deploys", "On Tuesdays.")
+    assert plain.returncode == 0 and ".maka-id" not in plain.stderr
+    repo = shared_daemon.workspace / "repo"
+    (repo / ".git").mkdir(parents=True)
+    first = run_maka(shared_daemon, "memory", "add", "Editor", "Uses vim.", "-w", str(repo), workspace=False)
+    assert first.returncode == 0, first.stderr
+    assert "commit memory/ with its .maka-id, or add memory/.maka-id to .gitignore" in first.stderr
+    again = run_maka(shared_daemon, "memory", "add", "Shell", "Uses fish.", "-w", str(repo), workspace=False)
+    assert again.returncode == 0 and ".maka-id" not in again.stderr
+
+
 def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> None:
     """`maka memory list` with nothing to show names the MEMORY.md it looked at."""
     path = shared_daemon.workspace / "memory" / "MEMORY.md"
