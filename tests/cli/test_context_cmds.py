@@ -78,6 +78,24 @@ def test_render_pack_shows_segments_messages_and_totals() -> None:
     assert "memory:def" not in text  # the trace only with --trace
 
 
+def test_render_pack_says_why_the_curator_pick_is_not_shown() -> None:
+    """A fallback pack says the curator is not configured (naming what to set) or failed
+    (with the reason); a curator that was skipped or used, or none asked, adds no line."""
+
+    def with_curator(**curator: Any) -> str:
+        return "\n".join(render_pack({**PACK, "trace": {**PACK["trace"], "curator": curator}}, trace=False))
+
+    unset = with_curator(status="unconfigured", reason="unconfigured")
+    assert "Curator: not configured, so this is the deterministic pack" in unset
+    assert "MAKAD_CURATOR_URL and MAKAD_CURATOR_MODEL" in unset
+    assert "Curator: failed (timeout), so this is the deterministic pack" in with_curator(
+        status="failed", reason="timeout"
+    )
+    for quiet in ({"status": "ok"}, {"status": "skipped", "reason": "fits"}):
+        assert "Curator:" not in with_curator(**quiet)
+    assert "Curator:" not in "\n".join(render_pack(PACK, trace=False))
+
+
 def test_render_trace_lists_every_candidate() -> None:
     """--trace adds a row per candidate with its score parts and why it was left out."""
     lines = render_pack(PACK, trace=True)

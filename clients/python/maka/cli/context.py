@@ -55,6 +55,9 @@ def render_pack(pack: dict[str, Any], trace: bool, args: argparse.Namespace | No
     if pack.get("callId"):
         head += f" · call {pack['callId']}"
     lines = [head]
+    curator_note = _curator_note(t.get("curator"))
+    if curator_note:
+        lines.append(curator_note)
     if pack.get("compactRecommended"):
         session = f" -s {args.session}" if args is not None and args.session else ""
         lines.append(hint(f"Compaction recommended: run `maka compact{session}` for this session."))
@@ -76,6 +79,22 @@ def render_pack(pack: dict[str, Any], trace: bool, args: argparse.Namespace | No
     if trace and t:
         lines += ["", *render_trace(t)]
     return lines
+
+
+def _curator_note(curator: Any) -> str | None:
+    """Why the curator's pick is not what is shown, when it was needed and could not be
+    asked or used: the header only says "fallback path"."""
+    if not isinstance(curator, dict):
+        return None
+    status = curator.get("status")
+    if status == "unconfigured":
+        return (
+            "Curator: not configured, so this is the deterministic pack: start makad with "
+            "MAKAD_CURATOR_URL and MAKAD_CURATOR_MODEL (makad's docs/CONTEXT.md, The LLM curator)"
+        )
+    if status == "failed":
+        return f"Curator: failed ({curator.get('reason')}), so this is the deterministic pack"
+    return None
 
 
 def render_message(message: dict[str, Any]) -> list[str]:
