@@ -87,3 +87,38 @@ def test_a_full_read_sees_the_user_level_replaced() -> None:
         s.call("shutdown")
 
     serve_in_temp_dir(watch, exercise)
+
+
+def test_the_warnings_about_a_memory_file_are_worked_out_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """read_state's warnings about what MEMORY.md's comments hold (a "did you mean" guess
+    per key it does not know: a second and more for a cloned repository's comment of
+    14,000 keys) are worked out on a worker thread, and shown like the ones before."""
+    import makad.service.memory as memory_service
+
+    watch = LoopWatch()
+    where: list[bool] = []
+    real = memory_service.metadata
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        where.append(watch.on_loop())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_service, "metadata", recorded)
+    found: dict[str, Any] = {}
+
+    def exercise(s: Session, ws: str) -> None:
+        memory = Path(ws) / "memory"
+        memory.mkdir()
+        unknown = " ".join(f"k{i}=v" for i in range(2_000))
+        (memory / "MEMORY.md").write_text(
+            f"## Shell\n<!-- maka-memory: stauts=active {unknown} -->\nAna uses zsh.\n"
+        )
+        found["state"] = s.call("read_state", {"workspace": ws})
+        s.call("shutdown")
+
+    serve_in_temp_dir(watch, exercise)
+    assert where and not any(where), where
+    kinds = {w["kind"] for w in found["state"]["warnings"]}
+    assert "unknown_key" in kinds and found["state"]["entryCount"] == 1, found["state"]
