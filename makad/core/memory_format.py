@@ -52,7 +52,7 @@ from __future__ import annotations
 import bisect
 import hashlib
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Final
@@ -461,6 +461,20 @@ def upsert(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
     if section.entry == entry:
         return doc
     return _replace_raw(doc, index, _rewrite(section, entry, doc.newline))
+
+
+def render_entries(entries: Sequence[Entry], newline: str = "\n") -> str:
+    """A new memory file holding ``entries`` in order, a blank line between sections: what
+    upserting each into ``new_document`` renders, in one pass (``upsert`` looks through
+    the whole document each time, so entry by entry takes time quadratic in their number)."""
+    header = HEADER.replace("\n", newline)
+    if not entries:
+        return header
+    raws = [render_entry(entry, (), newline) for entry in entries]
+    parts = [_with_blank_line_end(header, newline)]
+    parts.extend(_with_blank_line_end(raw, newline) for raw in raws[:-1])
+    parts.append(raws[-1])
+    return "".join(parts)
 
 
 def put_raw(doc: MemoryDocument, entry_id: str, raw: str) -> MemoryDocument:

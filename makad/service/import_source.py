@@ -49,8 +49,10 @@ def read_import_source(
         )
     target = Path(path)
     if target.is_dir():
+        # A name that is not UTF-8 (bytes a zip or an old file system left) is read as
+        # cp1252, like such bytes in a file: it reaches proposals, replies and the ledger.
         found = {
-            str(child.relative_to(target)): _read_bounded(child, MAX_IMPORT_BYTES, follow=False)
+            display(str(child.relative_to(target))): _read_bounded(child, MAX_IMPORT_BYTES, follow=False)
             for child in markdown_files(target)
         }
         return found.get("MEMORY.md", ""), found, "MEMORY.md"
@@ -100,6 +102,7 @@ def _read_bounded(path: Path, limit: int, follow: bool = True) -> str:
     """``follow=False``: a file of a directory walk, which skipped symlinks; one swapped
     for a symlink since is refused, not followed out of the directory."""
     flags = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | (0 if follow else os.O_NOFOLLOW)
+    name = display(path.name)  # errors name it: a name that is not UTF-8 read as cp1252
     try:
         # A FIFO or a device (renamed in since the walk) is refused, never waited on.
         fd = os.open(path, flags)
@@ -108,16 +111,16 @@ def _read_bounded(path: Path, limit: int, follow: bool = True) -> str:
     except OSError as exc:
         if exc.errno == errno.ELOOP and not follow:
             raise InvalidParams(
-                f"{path.name} became a symlink while the directory was read", path="$.path"
+                f"{name} became a symlink while the directory was read", path="$.path"
             ) from None
         # not ours to read, a path through a file …
-        raise generalize(exc, path.name, "read") from None
+        raise generalize(exc, name, "read") from None
     try:
         raw = read_open(fd, path, limit + 1)
     except NotRegularFile:
         raise InvalidParams("the import path is not a regular file", path="$.path") from None
     except OSError as exc:  # a read the system fails (EIO; EAGAIN from a /proc file that waits)
-        raise generalize(exc, path.name, "read") from None
+        raise generalize(exc, name, "read") from None
     finally:
         os.close(fd)
     if len(raw) > limit:

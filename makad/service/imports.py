@@ -141,14 +141,8 @@ class ImportService:
         # With the dates the daemon keeps for entries typed by hand (their comment has none).
         dated = entry_dates.dated(ws, fmt.entries(ws.memory.doc))
         chosen = [e for e in dated if e.status == "active" or params.include_archived]
-        if params.format == "json":
-            body = {"level": ws.level, "entries": chosen}
-            data = msgspec.json.format(msgspec.json.encode(body), indent=2).decode()
-        else:
-            doc = fmt.new_document()
-            for entry in chosen:
-                doc = fmt.upsert(doc, entry)
-            data = fmt.render(doc)
+        # Tens of thousands of entries fit under the file's cap: off the event loop.
+        data = await in_thread(_export_text, chosen, ws.level, params.format)
         return ExportResult(format=params.format, data=data, count=len(chosen), level=ws.level)
 
 
@@ -312,3 +306,11 @@ def _format_of(
     if files is not None:
         return "claude_code"
     return importers.sniff(data, filename)
+
+
+def _export_text(chosen: list[Entry], level: str, form: str) -> str:
+    """The export's text: JSON (``{"level", "entries"}``, indented) or a memory file."""
+    if form == "json":
+        body = msgspec.json.encode({"level": level, "entries": chosen})
+        return msgspec.json.format(body, indent=2).decode()
+    return fmt.render_entries(chosen)

@@ -236,8 +236,8 @@ class MemoryService:
         # Everything the answer says about the files, taken before the first await below:
         # a write landing meanwhile must not mix two versions into one answer.
         all_entries, active, latest = self._derived(ws)
-        content, warnings = self._shown_text(ws)
         doc, sha256 = ws.memory.doc, ws.memory.sha256
+        content, warnings = await self._shown_text(ws)  # of the version taken above
         shown = None
         trust = None
         if params.include_entries:
@@ -356,27 +356,25 @@ class MemoryService:
         return uws.memory.doc, [entry for entry in active if is_pinned(entry)]
 
     @staticmethod
-    def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
-        """MEMORY.md's text as read_state shows it, and the warnings about what the files hold."""
+    async def _shown_text(ws: Workspace) -> tuple[str, list[Warning]]:
+        """MEMORY.md's text as read_state shows it, and the warnings about what the files
+        hold, for the versions at hand when it is called. Worked out on a worker thread:
+        a file's comments can hold thousands of keys to guess at (a cloned repository's
+        MEMORY.md): seconds of work, which no other call waits for."""
+        memory, pending = ws.memory, ws.pending
+        memory_text, pending_text, memory_doc, pending_doc = (
+            memory.text,
+            pending.text,
+            memory.doc,
+            pending.doc,
+        )
         cached = ws.state.shown_text
-        if (
-            cached is not None
-            and cached.memory_text is ws.memory.text
-            and cached.pending_text is ws.pending.text
-        ):
+        if cached is not None and cached.memory_text is memory_text and cached.pending_text is pending_text:
             return cached.shown, cached.warnings
-        text = ws.memory.text or ""
-        warnings = [
-            *fw.not_utf8(text, "MEMORY.md"),
-            *fw.not_utf8(ws.pending.text, "PENDING.md", per_line=False),
-            *fw.not_proposals(ws.pending.doc, per_line=False),
-            *fw.outside_entries(ws.memory.doc.preamble, "MEMORY.md"),
-            *metadata(ws.memory.doc),
-            *misspelt_comments(ws.memory.doc),
-            *fw.unspaced_headings(ws.memory.doc),
-        ]
-        shown = display(text)
-        ws.state.shown_text = ShownText(ws.memory.text, ws.pending.text, shown, warnings)
+        shown, warnings = await in_thread(
+            _shown_and_warnings, memory_text, pending_text, memory_doc, pending_doc
+        )
+        ws.state.shown_text = ShownText(memory_text, pending_text, shown, warnings)
         return shown, warnings
 
     @staticmethod
@@ -731,3 +729,23 @@ def _own_stats_now(ws: Workspace) -> tuple[bool, _UserAtHand | None]:
 def _files_unchanged_now(ws: Workspace) -> bool:
     """Both memory files' stat signatures are what was last read (blocking: a few stats)."""
     return unchanged_in(ws.memory_dir_name, ws.memory_files)
+
+
+def _shown_and_warnings(
+    memory_text: str | None,
+    pending_text: str | None,
+    memory_doc: fmt.MemoryDocument,
+    pending_doc: fmt.MemoryDocument,
+) -> tuple[str, list[Warning]]:
+    """MEMORY.md's text as shown, and the warnings about both files (pure; CPU-bound)."""
+    text = memory_text or ""
+    warnings = [
+        *fw.not_utf8(text, "MEMORY.md"),
+        *fw.not_utf8(pending_text, "PENDING.md", per_line=False),
+        *fw.not_proposals(pending_doc, per_line=False),
+        *fw.outside_entries(memory_doc.preamble, "MEMORY.md"),
+        *metadata(memory_doc),
+        *misspelt_comments(memory_doc),
+        *fw.unspaced_headings(memory_doc),
+    ]
+    return display(text), warnings

@@ -376,7 +376,9 @@ class MemoryWriter:
         current = tracked.doc
         if tracked.missing or fmt.is_empty(current):
             current = fmt.new_document(current.newline, header_of(which))
-        change = op(current)
+        # Each upsert goes through the whole document: approving hundreds of proposals into
+        # a MEMORY.md of thousands of entries is seconds of work, done off the event loop.
+        change, text = await in_thread(_applied, op, current)
         both = change.touched & user_changed
         if both:
             raise Conflict(
@@ -384,7 +386,6 @@ class MemoryWriter:
                 ids=sorted(both),
                 currentRevision=revision,
             )
-        text = fmt.render(change.doc)
         if len(text.encode("utf-8", "surrogateescape")) > self._ctx.settings.memory_max_bytes:
             raise TooLarge(
                 f"the write would take {path.name} over its size cap",
@@ -485,3 +486,9 @@ def _kind(which: MemoryFile) -> str:
 def header_of(which: MemoryFile) -> str:
     """The title a new MEMORY.md or PENDING.md starts with."""
     return fmt.HEADER if which == "memory" else fmt.PENDING_HEADER
+
+
+def _applied(op: Callable[[fmt.MemoryDocument], Change], current: fmt.MemoryDocument) -> tuple[Change, str]:
+    """``op``'s change to ``current`` and the text of the document it makes (pure, CPU-bound)."""
+    change = op(current)
+    return change, fmt.render(change.doc)

@@ -24,6 +24,7 @@ from makad.core.memory_format import (
     parse,
     remove,
     render,
+    render_entries,
     render_entry,
     upsert,
 )
@@ -583,3 +584,22 @@ def test_blank_content_renders_no_body_lines() -> None:
     text = render_entry(_entry("a", title="A", content="\n  \n"))
     assert text.count("\n") == 2
     assert entries(parse(text))[0].content == ""
+
+
+def test_render_entries_renders_what_upserting_each_entry_renders() -> None:
+    """``render_entries`` (one pass) gives the very text of upserting the entries one by one
+    into a new document: none, one, several, entries typed by hand with the same text (ids
+    with ``~n``), content without a final newline, code blocks and archived entries."""
+    typed = parse(
+        "# Maka Memory\n\n## Same\nsame text\n\n## Same\nsame text\n## Code\n```\nx\n```\n"
+        "## Last\n<!-- maka-memory: id=e1 status=archived tags=a,b -->\nno newline at the end"
+    )
+    made = [
+        Entry(id=f"{i:016x}", title=f"T{i}", content=f"fact {i}", origin="manual", created_at=i, updated_at=i)
+        for i in range(5)
+    ]
+    for chosen in ([], made[:1], made, entries(typed), [*entries(typed), *made]):
+        doc = new_document()
+        for entry in chosen:
+            doc = upsert(doc, entry)
+        assert render_entries(chosen) == render(doc), chosen

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -96,3 +97,23 @@ def test_maka_import_dash_reads_stdin(module_daemon: DaemonProcess, new_ws: Path
     assert sorted(p["proposal"]["content"] for p in listing["proposals"]) == [c for c, _ in EXPECTED]
     empty = run_maka(module_daemon, "import", "-", "-w", str(new_ws), workspace=False, input="")
     assert empty.returncode == 1 and "empty" in empty.stderr
+
+
+def test_a_directory_with_file_names_that_are_not_utf8_imports_them(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
+) -> None:
+    """A memory directory holding a topic file whose name is Latin-1 bytes (not UTF-8, as a
+    zip or an old file system leaves them) imports its memories, the name read as cp1252;
+    the daemon serves on."""
+    folder = short_tmp / "claude"
+    folder.mkdir()
+    (folder / "MEMORY.md").write_text("# Memory\n\n- Deploys happen on Tuesdays\n")
+    topic = os.path.join(os.fsencode(folder), "café.md".encode("latin-1"))
+    with open(topic, "wb") as out:
+        out.write(b"---\nname: cafe\ndescription: where\n---\n\nThe caf\xe9 opens at nine\n")
+    module_daemon.call("import_memories", {"workspace": str(new_ws), "path": str(folder)})
+    listing: dict[str, Any] = module_daemon.call("list_proposals", {"workspace": str(new_ws)})
+    contents = [p["proposal"]["content"] for p in listing["proposals"]]
+    assert any("Tuesdays" in c for c in contents), contents
+    assert any("café opens at nine" in c for c in contents), contents
+    assert module_daemon.call("ping") == "pong"

@@ -28,10 +28,14 @@ def _pings_during(d: DaemonProcess, data: str) -> tuple[int, dict[str, object]]:
     return _pings_while(d, json.dumps(request).encode())
 
 
-def _pings_while(d: DaemonProcess, payload: bytes) -> tuple[int, Any]:
+def _pings_while(d: DaemonProcess, payload: bytes, ping_timeout: float = 60) -> tuple[int, Any]:
     """Send ``payload`` (one message) on a connection, ping from another until its reply
-    comes; how many pings were answered before it, and the reply."""
-    with RawConnection(d.socket, timeout=600) as importer, RawConnection(d.socket, timeout=60) as pinger:
+    comes; how many pings were answered before it, and the reply. A ping unanswered for
+    ``ping_timeout`` seconds raises TimeoutError."""
+    with (
+        RawConnection(d.socket, timeout=600) as importer,
+        RawConnection(d.socket, timeout=ping_timeout) as pinger,
+    ):
         importer.send(payload)
         answered = 0
         while True:
@@ -397,3 +401,22 @@ def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: Dae
     # one: PENDING.md was read already); on a worker thread, one per round trip for the
     # whole comparing (dozens under CI load, hundreds on a quiet machine).
     assert answered >= PINGS_DURING_COMPARING
+
+
+def test_pings_are_answered_while_a_memory_file_of_tiny_entries_is_exported(daemon: DaemonProcess) -> None:
+    """A MEMORY.md at its cap made of 18,000 two-line entries (a cloned repository's, say),
+    exported as Markdown and as JSON: every entry is in the export, and pings from a
+    second connection are answered before each reply, none waiting half a minute
+    (building the Markdown export re-read the document once per entry, on the event
+    loop: 84 s)."""
+    memory = daemon.workspace / "memory"
+    memory.mkdir()
+    count = 18_000
+    (memory / "MEMORY.md").write_text("# Maka Memory\n\n" + "## a\nb\n" * count, encoding="utf-8")
+    daemon.call("read_state", {"workspace": str(daemon.workspace)}, timeout=120)  # read once
+    for form in ("markdown", "json"):
+        params = {"workspace": str(daemon.workspace), "format": form}
+        answered, reply = _pings_while(daemon, _request("export_memories", params), ping_timeout=30)
+        assert reply["result"]["count"] == count, reply
+        assert answered >= 3, form
+    assert reply["result"]["data"].count('"title": "a"') == count

@@ -87,3 +87,67 @@ def test_a_full_read_sees_the_user_level_replaced() -> None:
         s.call("shutdown")
 
     serve_in_temp_dir(watch, exercise)
+
+
+def test_the_warnings_about_a_memory_file_are_worked_out_off_the_loop(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """read_state's warnings about what MEMORY.md's comments hold (a "did you mean" guess
+    per key it does not know: a second and more for a cloned repository's comment of
+    14,000 keys) are worked out on a worker thread, and shown like the ones before."""
+    import makad.service.memory as memory_service
+
+    watch = LoopWatch()
+    where: list[bool] = []
+    real = memory_service.metadata
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        where.append(watch.on_loop())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(memory_service, "metadata", recorded)
+    found: dict[str, Any] = {}
+
+    def exercise(s: Session, ws: str) -> None:
+        memory = Path(ws) / "memory"
+        memory.mkdir()
+        unknown = " ".join(f"k{i}=v" for i in range(2_000))
+        (memory / "MEMORY.md").write_text(
+            f"## Shell\n<!-- maka-memory: stauts=active {unknown} -->\nAna uses zsh.\n"
+        )
+        found["state"] = s.call("read_state", {"workspace": ws})
+        s.call("shutdown")
+
+    serve_in_temp_dir(watch, exercise)
+    assert where and not any(where), where
+    kinds = {w["kind"] for w in found["state"]["warnings"]}
+    assert "unknown_key" in kinds and found["state"]["entryCount"] == 1, found["state"]
+
+
+def test_a_write_works_out_the_new_file_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every change a write makes to a memory file's document (an entry added, proposals
+    imported, approved: one upsert each, through the whole document, so approving
+    hundreds into a MEMORY.md of thousands of entries is seconds of work) is made on a
+    worker thread."""
+    import makad.core.memory_format as fmt
+
+    watch = LoopWatch()
+    where: list[bool] = []
+    real = fmt.upsert
+
+    def recorded(*args: Any, **kwargs: Any) -> Any:
+        where.append(watch.on_loop())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(fmt, "upsert", recorded)
+
+    def exercise(s: Session, ws: str) -> None:
+        s.call("add_entry", {"workspace": ws, "title": "Shell", "content": "Ana uses zsh."})
+        s.call("import_memories", {"workspace": ws, "data": "# Notes\n\n- Ana uses vim.\n- Ana uses tmux.\n"})
+        ids = [p["proposal"]["id"] for p in s.call("list_proposals", {"workspace": ws})["proposals"]]
+        approved = s.call("approve", {"workspace": ws, "ids": ids})
+        assert len(approved["approved"]) == 2, approved
+        s.call("shutdown")
+
+    serve_in_temp_dir(watch, exercise)
+    assert len(where) >= 5 and not any(where), where
