@@ -107,6 +107,8 @@ class AttentionKeeper:
             for ws in list(self._ctx.registry.all()):
                 dirty = ws.id in self._dirty
                 self._dirty.discard(ws.id)
+                if not dirty and not _due(ws):
+                    continue
                 try:
                     await self.process(ws, dirty=dirty)
                 except MakadError as exc:
@@ -117,6 +119,7 @@ class AttentionKeeper:
                 self._idle.set()
 
     async def process(self, ws: Workspace, *, dirty: bool = False) -> None:
+        ws.state.attention_next_at = None  # set again only when the round below completes
         if ws.level == "user":
             return
         settings = await self._ctx.load_settings(ws)
@@ -132,14 +135,17 @@ class AttentionKeeper:
         now = now_ms()
         idle_before = now - self._idle_ms
         faults = self._ctx.faults
+        writes_seen = ws.ledger.write_count  # before reading: a write meanwhile is seen next round
         due = await in_thread(attention_store.due_sessions, ws.ledger, idle_before)
         wrote = False
+        complete = len(due) < attention_store.DUE_PAGE
         for session_id, _, _ in due:
             try:
                 wrote |= await in_thread(extract, ws, session_id, faults, now)
             except IOFailure as exc:
                 if not unrecorded.disk_full(exc):
                     raise
+                complete = False
                 break  # the records wait for space; the state is derived from those stored
         stored = await in_thread(cached_state, ws)
         newest = await in_thread(attention_store.newest_record, ws.ledger)
@@ -151,6 +157,19 @@ class AttentionKeeper:
         )
         if wrote or dirty or stale:
             await self.derive(ws, now)
+        if complete and not ws.state.attention_unstored:
+            await self._sleep_until_due(ws, now, writes_seen)
+
+    async def _sleep_until_due(self, ws: Workspace, now: int, writes_seen: int) -> None:
+        """Leave ``ws`` alone until a session of it goes idle or its stored state is due a
+        refresh, unless its ledger is written or one of its inputs changes first."""
+        stored = await in_thread(cached_state, ws)
+        next_at = now + REFRESH_MS if stored is None else stored.computed_at + REFRESH_MS
+        idle_from = await in_thread(attention_store.next_idle_ts, ws.ledger)
+        if idle_from is not None:
+            next_at = min(next_at, idle_from + self._idle_ms)
+        ws.state.attention_next_at = next_at
+        ws.state.attention_seen_writes = writes_seen
 
     async def derive(self, ws: Workspace, now: int) -> tuple[core.AttentionState, bool]:
         """The state derived now, and whether it was stored (not on a full disk: it is then
@@ -183,6 +202,12 @@ class AttentionKeeper:
         return AttentionResult(
             enabled=True, computed_at=state.computed_at, sections=state.sections, warnings=warnings
         )
+
+
+def _due(ws: Workspace) -> bool:
+    """Whether the keeper's round must look at ``ws`` though no input was reported changed."""
+    next_at = ws.state.attention_next_at
+    return next_at is None or ws.ledger.write_count != ws.state.attention_seen_writes or now_ms() >= next_at
 
 
 def _created(entry: Entry) -> int:

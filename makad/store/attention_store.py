@@ -87,7 +87,10 @@ def commit_step(
     return True
 
 
-def due_sessions(ledger: Ledger, idle_before: int, limit: int = 100) -> list[tuple[str, int, bool]]:
+DUE_PAGE = 100
+
+
+def due_sessions(ledger: Ledger, idle_before: int, limit: int = DUE_PAGE) -> list[tuple[str, int, bool]]:
     """Sessions with events the records have not read, closed or idle since before
     ``idle_before`` (ms): (session id, last seq, closed)."""
     with ledger.snapshot() as conn:
@@ -101,6 +104,19 @@ def due_sessions(ledger: Ledger, idle_before: int, limit: int = 100) -> list[tup
             (idle_before, limit),
         ).fetchall()
     return [(str(r[0]), int(r[1]), bool(r[2])) for r in rows]
+
+
+def next_idle_ts(ledger: Ledger) -> int | None:
+    """The earliest last-event time of an open session with events the records have not
+    read (it is due ``idle_ms`` after that), or None when there is none."""
+    with ledger.snapshot() as conn:
+        row = conn.execute(
+            "SELECT min(e.ts) FROM sessions AS s"
+            " LEFT JOIN behavior_offsets AS o ON o.session_id = s.session_id"
+            " JOIN events AS e ON e.session_id = s.session_id AND e.seq = s.last_seq"
+            " WHERE s.last_seq > coalesce(o.to_seq, 0) AND s.closed_at IS NULL"
+        ).fetchone()
+    return None if row is None or row[0] is None else int(row[0])
 
 
 def records(ledger: Ledger, limit: int = MAX_RECORDS) -> tuple[list[Behavior], int]:

@@ -128,6 +128,12 @@ class WorkspaceState:
     # and stored, at the next chance (``makad.service.unrecorded``).
     attention_unstored: bool = False
     attention_purged: bool = False
+    # When the keeper must look at this workspace again though nothing changed (a session
+    # going idle, the stored state's refresh; None: at its next round), and the ledger's
+    # write count it last looked at: a write since makes it look at once. A workspace
+    # nobody uses is then never read, so its ledger stays closed.
+    attention_next_at: int | None = None
+    attention_seen_writes: int = -1
     # Advanced whenever the cached state must not be set from a derivation begun before.
     attention_epoch: int = 0
     # The behavior records suggestions are scored with (``makad.service.suggestions``), and
@@ -152,6 +158,7 @@ class WorkspaceState:
         self.attention = None
         self.attention_loaded = False
         self.attention_unstored = False
+        self.attention_next_at = None
         self.suggestion_records = None
         self.attention_epoch += 1
         self.first_lines = {}

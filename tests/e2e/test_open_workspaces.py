@@ -7,6 +7,7 @@ import itertools
 import os
 import shutil
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -184,3 +185,30 @@ def test_a_folder_made_again_while_its_ledger_was_closed_is_a_new_workspace(capp
     assert state["entryCount"] == 0 and state["agentReadEnabled"] is False
     assert "new_workspace" in [w["kind"] for w in state["warnings"]]
     assert capped.call("list_sessions", {"workspace": ws})["sessions"] == []
+
+
+def test_the_attention_keeper_leaves_closed_ledgers_closed() -> None:
+    """With more workspaces than the cap, each with a session its behavior records were
+    read from, the keeper's later rounds open none of them again: the same ledgers stay
+    open round after round instead of every workspace's being reopened in turn."""
+    rounds_s = 0.2  # the keeper's round with an idle time of 800 ms
+    for d in daemon_in_tmp(env={"MAKAD_MAX_OPEN_WORKSPACES": "2", "MAKAD_BEHAVIOR_IDLE_MS": "800"}):
+        folders = [folder(d) for _ in range(6)]
+        with d.client() as c:
+            for ws in folders:
+                sid = c.call("open_session", {"workspace": ws})["sessionId"]
+                append(c, ws, sid, "wire the deploy script to staging")
+                c.call("close_session", {"workspace": ws, "sessionId": sid})
+        # Once the sessions' records are read and the state derived (a few rounds, more
+        # on a loaded machine), a window of ten rounds sees only the ledgers left open.
+        windows = []
+        for _ in range(20):
+            seen: set[str] = set()
+            deadline = time.monotonic() + 10 * rounds_s
+            while time.monotonic() < deadline:
+                seen |= open_ledgers(d)
+                time.sleep(0.01)
+            windows.append(len(seen))
+            if len(seen) <= 2:
+                break
+        assert windows[-1] <= 2, windows

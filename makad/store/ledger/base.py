@@ -144,6 +144,9 @@ class LedgerBase:
         self._reader: sqlite3.Connection | None = None
         # When a write last waited the whole busy timeout in vain (``_begin_write``).
         self._busy_at: float | None = None
+        # Committed write transactions since the ledger was made (read without a lock: an
+        # int, only ever increased under the write lock).
+        self.write_count = 0
         self.generation = 0
         # Bumped when a damaged search index was rebuilt (the memory index is then empty).
         self.index_generation = 0
@@ -448,6 +451,7 @@ class LedgerBase:
                 self._begin_write(conn)
                 yield conn
                 conn.execute("COMMIT")
+                self.write_count += 1
                 self._busy_at = None
                 for hook in self._on_commit:
                     hook()
