@@ -153,17 +153,22 @@ def check_ref_count(refs: Sequence[str]) -> None:
         raise TooLarge("refs name too many events", limit=MAX_RETRIEVE_EVENTS, count=len(refs))
 
 
-def parse_event_refs(refs: Sequence[str]) -> list[EventSpan]:
-    """``(ref, session_id, from_seq, to_seq)`` for each ``event:`` ref, within the size cap."""
+def parse_event_refs(refs: Sequence[str], field: str | None = None) -> list[EventSpan]:
+    """``(ref, session_id, from_seq, to_seq)`` for each ``event:`` ref, within the size cap.
+    ``field``: the param holding ``refs`` (``$.sourceRefs``): a refusal then names the
+    ref's place in it (``data.path``) and says why (``data.reason`` ``not_an_event_ref``)."""
     spans: list[EventSpan] = []
-    for ref in refs:
+    for index, ref in enumerate(refs):
+        where = {} if field is None else {"path": f"{field}[{index}]", "reason": "not_an_event_ref"}
         match = EVENT_REF.fullmatch(ref)
         if match is None:
-            raise InvalidParams("not an event ref", ref=ref)
+            raise InvalidParams("not an event ref", ref=quoted_ref(ref), **where)
         first = int(match["first"])
         last = first if match["last"] is None else int(match["last"])
         if first < 1 or last < first or last > MAX_INT64:
-            raise InvalidParams(f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=ref)
+            raise InvalidParams(
+                f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=quoted_ref(ref), **where
+            )
         spans.append((ref, match["session"], first, last))
     total = sum(last - first + 1 for _, _, first, last in spans)
     if total > MAX_RETRIEVE_EVENTS:

@@ -191,3 +191,47 @@ def test_too_many_refs_are_refused_before_any_is_read(shared_daemon: DaemonProce
         call(d, "propose", title="T", content="c", sourceRefs=["event:ghost:1"] * 10_001)
     assert info.value.kind == "too_large" and info.value.data["count"] == 10_001
     assert pending(d) is None
+
+
+@pytest.mark.parametrize(
+    ("ref", "reason"),
+    [
+        ("event:ghost:1", "unknown_session"),
+        ("event:{sid}:3", "past_last_seq"),
+        ("event:{sid}:2-5", "past_last_seq"),
+        ("event:{other}:1", "unknown_session"),
+        ("memory:abc", "not_an_event_ref"),
+    ],
+)
+def test_record_episode_refuses_a_ref_that_names_no_recorded_event(
+    shared_daemon: DaemonProcess, ref: str, reason: str
+) -> None:
+    """record_episode refuses a ref to an unknown session, another workspace's, or past
+    the session's last seq (alone or as a range), at its index; no episode is recorded."""
+    d = shared_daemon
+    sid = recorded(d, 2)
+    other_ws = str(d.workspace) + "-other"
+    Path(other_ws).mkdir()
+    other = recorded(d, 3, other_ws)
+    bad = ref.format(sid=sid, other=other)
+    data = refused(
+        d,
+        "record_episode",
+        sessionId=sid,
+        summary="s",
+        tags=["t"],
+        sourceRefs=[f"event:{sid}:1", f"event:{sid}:1", bad],
+    )
+    assert (data["path"], data["reason"], data["ref"]) == ("$.sourceRefs[2]", reason, bad)
+    if reason == "past_last_seq":
+        assert data["lastSeq"] == 2
+    assert call(d, "list_episodes", includeDeleted=True)["episodes"] == []
+
+
+def test_record_episode_keeps_a_ref_given_twice_once(shared_daemon: DaemonProcess) -> None:
+    """An episode citing the same recorded event twice cites it once."""
+    d = shared_daemon
+    sid = recorded(d, 2)
+    refs = [f"event:{sid}:1-2", f"event:{sid}:1-2", f"event:{sid}:2"]
+    episode = call(d, "record_episode", sessionId=sid, summary="s", tags=["t"], sourceRefs=refs)["episode"]
+    assert episode["sourceRefs"] == [f"event:{sid}:1-2", f"event:{sid}:2"]
