@@ -213,6 +213,13 @@ METHODS: list[MethodSpec] = [
         "session (else invalid_params at $.supersedes), at most one open proposal replaces "
         "an entry, and at most 20 replacements wait at once (too_large).",
         errors=(*_WRITE, err.GateClosed, err.InvalidParams, err.InsufficientEvidence),
+        description="Each sourceRefs item must name what the workspace (the proposing one for "
+        "scope global) stores: event:<sessionId>:<seq> or <from>-<to> a recorded session and "
+        "seqs up to its last, memory:<id> an entry, checkpoint:<id> a checkpoint, "
+        "episode:<id> an episode; else invalid_params at $.sourceRefs[i] with data.ref and "
+        "data.reason (not_a_source_ref, unknown_session, past_last_seq with data.lastSeq, "
+        "unknown_entry, unknown_checkpoint, unknown_episode), nothing queued. More than "
+        "10,000 refs is too_large.",
     ),
     MethodSpec(
         "list_proposals",
