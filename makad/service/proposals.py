@@ -28,7 +28,13 @@ from makad.core.file_warnings import not_proposals, not_utf8, pending_over_cap
 from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact
-from makad.core.refs import SourceRef, check_ref_count, parse_source_refs, unresolved_ref
+from makad.core.refs import (
+    MAX_RETRIEVE_EVENTS,
+    SourceRef,
+    check_ref_count,
+    parse_source_refs,
+    unresolved_ref,
+)
 from makad.core.save_merge import note_of
 from makad.core.semantic import entry_text, union_similar
 from makad.core.switches import agent_proposes, default_decay_ms
@@ -624,15 +630,29 @@ class ProposalService:
         entry = section.entry if section else None
         if in_memory is not None:  # with the dates the daemon keeps for an entry typed by hand
             entry = entry_dates.dated_entry(ws, in_memory.entry)
+        source_refs = rules.lineage_refs(entry, events)
         return HistoryResult(
             id=wanted,
             entry=entry,
             proposal_id=proposal_id,
-            source_refs=rules.lineage_refs(entry, events),
+            source_refs=source_refs,
             approved_by=approved.actor if approved else None,
             approved_at=approved.ts if approved else None,
             events=events,
+            unresolved_refs=[] if ws.level == "user" else await self._unresolved_refs(ws, source_refs),
         )
+
+    async def _unresolved_refs(self, ws: Workspace, refs: list[str]) -> list[str]:
+        """The refs among ``refs`` (as a file holds them) naming nothing ``ws`` stores now;
+        a ref of another form (``import:…``, free text) is not judged. Never raises."""
+        if not refs:
+            return []
+        scrubbed = await in_thread(self._ctx.identifiers.scrub_refs, refs[:MAX_RETRIEVE_EVENTS])
+        parsed = [p for p in map(_lenient_ref, enumerate(scrubbed)) if p is not None]
+        in_files = await self._entries_in_files(ws, [r for r in parsed if r.kind == "memory"])
+        rest = [r for r in parsed if r.position not in in_files]
+        unresolved = await in_thread(ws.ledger.unresolved_refs, rest)
+        return [refs[ref.position] for ref, _ in unresolved]
 
     async def _history_id(self, ws: Workspace, given: str) -> str:
         """``given`` when it is an id of the files or the lineage, else the one such id it is
@@ -700,3 +720,13 @@ def _unresolved(ref: SourceRef, last_seq: int | None) -> InvalidParams:
     return unresolved_ref(
         ref, "unknown_entry", "a source ref names a memory entry this workspace does not have"
     )
+
+
+def _lenient_ref(item: tuple[int, str]) -> SourceRef | None:
+    """A stored ref at its place, parsed, or None when it is of no form the ledger resolves."""
+    position, ref = item
+    try:
+        (parsed,) = parse_source_refs([ref])
+    except InvalidParams:
+        return None
+    return parsed._replace(position=position)

@@ -136,7 +136,11 @@ class HistoryParams(WorkspaceParams):
 
 
 class HistoryResult(Result):
-    """Why the daemon believes an entry: its proposal, sources, approval and later edits."""
+    """Why the daemon believes an entry: its proposal, sources, approval and later edits.
+    ``unresolvedRefs``: those of ``sourceRefs`` (event, memory, checkpoint or episode refs)
+    that name nothing the workspace stores now — written into a file by hand or by an
+    older makad, or their session deleted since; never checked at the user level (its
+    refs name the proposing workspace's events)."""
 
     id: str
     entry: Entry | None
@@ -145,6 +149,7 @@ class HistoryResult(Result):
     approved_by: str | None
     approved_at: MaybeUnixMs
     events: list[MemoryEvent]
+    unresolved_refs: list[str] = []
 
 
 class ImportParams(WorkspaceParams):

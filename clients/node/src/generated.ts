@@ -589,7 +589,13 @@ export interface HistoryParams {
   id: string;
 }
 
-/** Why the daemon believes an entry: its proposal, sources, approval and later edits. */
+/**
+ * Why the daemon believes an entry: its proposal, sources, approval and later edits.
+ * `unresolvedRefs`: those of `sourceRefs` (event, memory, checkpoint or episode refs)
+ * that name nothing the workspace stores now — written into a file by hand or by an
+ * older makad, or their session deleted since; never checked at the user level (its
+ * refs name the proposing workspace's events).
+ */
 export interface HistoryResult {
   id: string;
   entry: Entry | null;
@@ -599,6 +605,8 @@ export interface HistoryResult {
   /** Unix time in milliseconds (UTC), or null. */
   approvedAt: number | null;
   events: MemoryEvent[];
+  /** @default [] */
+  unresolvedRefs?: string[];
 }
 
 /** Either `path` (a file, or a Claude Code memory directory) or `data` (the text). */
