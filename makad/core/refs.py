@@ -162,13 +162,11 @@ def parse_event_refs(refs: Sequence[str], field: str | None = None) -> list[Even
         where = {} if field is None else {"path": f"{field}[{index}]", "reason": "not_an_event_ref"}
         match = EVENT_REF.fullmatch(ref)
         if match is None:
-            raise InvalidParams("not an event ref", ref=quoted_ref(ref), **where)
+            raise InvalidParams("not an event ref", ref=ref, **where)
         first = int(match["first"])
         last = first if match["last"] is None else int(match["last"])
         if first < 1 or last < first or last > MAX_INT64:
-            raise InvalidParams(
-                f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=quoted_ref(ref), **where
-            )
+            raise InvalidParams(f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=ref, **where)
         spans.append((ref, match["session"], first, last))
     total = sum(last - first + 1 for _, _, first, last in spans)
     if total > MAX_RETRIEVE_EVENTS:

@@ -302,14 +302,15 @@ class ProposalService:
         if mine:
             async with src.lock:
                 await self._files.refresh(src)
-                found.update(r.position for r in mine if fmt.find(src.memory.doc, r.target) is not None)
+                doc = src.memory.doc
+            found.update(await in_thread(_in_doc, doc, [(r.position, r.target) for r in mine]))
         user = None if not users else await self._ctx.user_level_if_any()
         if user is not None:
             async with user.lock:
                 await self._files.refresh(user)
                 doc = user.memory.doc
-                named = ((r.position, r.target.removeprefix(USER_ID_PREFIX)) for r in users)
-                found.update(position for position, entry_id in named if fmt.find(doc, entry_id) is not None)
+            named = [(r.position, r.target.removeprefix(USER_ID_PREFIX)) for r in users]
+            found.update(await in_thread(_in_doc, doc, named))
         return found
 
     async def _similar(
@@ -730,3 +731,9 @@ def _lenient_ref(item: tuple[int, str]) -> SourceRef | None:
     except InvalidParams:
         return None
     return parsed._replace(position=position)
+
+
+def _in_doc(doc: fmt.MemoryDocument, wanted: list[tuple[int, str]]) -> set[int]:
+    """The positions of the entry ids among ``wanted`` that ``doc`` holds, whatever their status."""
+    ids = {section.entry.id for section in doc.sections}
+    return {position for position, entry_id in wanted if entry_id in ids}

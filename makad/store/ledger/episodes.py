@@ -14,7 +14,7 @@ from typing import Any, cast
 import msgspec
 
 from makad.core.cjk import match_expression
-from makad.core.refs import EventSpan, episode_ref, parse_event_refs, quoted_ref
+from makad.core.refs import EventSpan, episode_ref, parse_event_refs
 from makad.core.types import ConsolidationMark, ConsolidationState, EpisodeRecord, NewEpisode, RefResult
 from makad.errors import InvalidParams, NotFound
 from makad.store.ledger.base import LedgerBase, now_ms
@@ -370,7 +370,7 @@ def unintact_ref(conn: sqlite3.Connection, position: int, span: EventSpan, found
         "a source ref does not name stored, intact events",
         path=f"$.sourceRefs[{position}]",
         reason=reason,
-        ref=quoted_ref(span[0]),
+        ref=span[0],
         missingSeqs=found.missing_seqs,
         mismatchedSeqs=found.mismatched_seqs,
         **({} if last_seq is None else {"lastSeq": last_seq}),
