@@ -644,12 +644,17 @@ class ProposalService:
         )
 
     async def _unresolved_refs(self, ws: Workspace, refs: list[str]) -> list[str]:
-        """The refs among ``refs`` (as a file holds them) naming nothing ``ws`` stores now;
-        a ref of another form (``import:…``, free text) is not judged. Never raises."""
+        """The refs among ``refs`` (as a file holds them) naming nothing ``ws`` stores now
+        (the first ``MAX_RETRIEVE_EVENTS`` judged); a ref of another form (``import:…``, free
+        text) is not judged, and none is refused."""
         if not refs:
             return []
-        scrubbed = await in_thread(self._ctx.identifiers.scrub_refs, refs[:MAX_RETRIEVE_EVENTS])
-        parsed = [p for p in map(_lenient_ref, enumerate(scrubbed)) if p is not None]
+        scrub = self._ctx.identifiers.scrub_refs
+        parsed = await in_thread(
+            lambda: [
+                p for p in map(_lenient_ref, enumerate(scrub(refs[:MAX_RETRIEVE_EVENTS]))) if p is not None
+            ]
+        )
         in_files = await self._entries_in_files(ws, [r for r in parsed if r.kind == "memory"])
         rest = [r for r in parsed if r.position not in in_files]
         unresolved = await in_thread(ws.ledger.unresolved_refs, rest)

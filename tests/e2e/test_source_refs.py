@@ -235,3 +235,20 @@ def test_record_episode_keeps_a_ref_given_twice_once(shared_daemon: DaemonProces
     refs = [f"event:{sid}:1-2", f"event:{sid}:1-2", f"event:{sid}:2"]
     episode = call(d, "record_episode", sessionId=sid, summary="s", tags=["t"], sourceRefs=refs)["episode"]
     assert episode["sourceRefs"] == [f"event:{sid}:1-2", f"event:{sid}:2"]
+
+
+def test_propose_cites_a_user_level_entry(shared_daemon: DaemonProcess) -> None:
+    """memory:@user/<id> is accepted when the user level's MEMORY.md holds that entry,
+    refused (unknown_entry) when it does not."""
+    d = shared_daemon
+    open_gate(d)
+    call(d, "set_settings", "@user", enabled=True)
+    entry = call(d, "add_entry", "@user", title="Spelling", content=f"British English {d.workspace.name}")[
+        "entry"
+    ]
+    ref = f"memory:@user/{entry['id']}"
+    assert call(d, "propose", title="T", content="Spells colour with u", sourceRefs=[ref])["queued"]
+    data = refused(
+        d, "propose", title="T", content="Spells grey with e", sourceRefs=["memory:@user/0000000000000000"]
+    )
+    assert (data["path"], data["reason"]) == ("$.sourceRefs[0]", "unknown_entry")
