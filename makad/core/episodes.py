@@ -213,9 +213,16 @@ def check_ref_count(refs: Sequence[str]) -> None:
 
 
 def episode_refs(refs: Sequence[str], incognito: Collection[str]) -> list[str]:
-    """An episode's source refs, each once; InvalidParams for one into an incognito session."""
-    for ref in refs:
+    """An episode's source refs as given (the ledger keeps each once); InvalidParams at
+    ``$.sourceRefs[i]`` for one into an incognito session (``data.reason``
+    ``incognito_session``)."""
+    for index, ref in enumerate(refs):
         parts = ref.split(":")
         if len(parts) == 3 and parts[1] in incognito:
-            raise InvalidParams("a source ref names an incognito session", path="$.sourceRefs", ref=ref)
-    return list(dict.fromkeys(refs))
+            raise InvalidParams(
+                "a source ref names an incognito session",
+                path=f"$.sourceRefs[{index}]",
+                reason="incognito_session",
+                ref=ref,
+            )
+    return list(refs)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Sequence
-from typing import Final
+from typing import Final, Literal, NamedTuple
 
 from makad.core.types import MAX_INT64
 from makad.errors import InvalidParams, TooLarge
@@ -30,6 +30,66 @@ CHECKPOINT_PREFIX: Final = "checkpoint:"
 
 # (ref, session_id, from_seq, to_seq) of one parsed ``event:`` ref.
 EventSpan = tuple[str, str, int, int]
+# A ref quoted in an error's data is cut to this many characters (and an ellipsis).
+QUOTED_REF_CHARS: Final = 200
+
+SourceKind = Literal["event", "memory", "checkpoint", "episode"]
+SOURCE_KINDS: Final[tuple[SourceKind, ...]] = ("event", "memory", "checkpoint", "episode")
+
+
+class SourceRef(NamedTuple):
+    """One source ref a call hands in, parsed: its position in the call's list, the ref,
+    its kind, what it names (a session, entry, checkpoint or episode id) and, for an
+    ``event:`` ref, its seqs (0 otherwise)."""
+
+    position: int
+    ref: str
+    kind: SourceKind
+    target: str
+    first: int = 0
+    last: int = 0
+
+
+def quoted_ref(ref: str) -> str:
+    """A ref as an error's data quotes it: at most ``QUOTED_REF_CHARS`` characters."""
+    return ref if len(ref) <= QUOTED_REF_CHARS else ref[:QUOTED_REF_CHARS] + "…"
+
+
+def unresolved_ref(source: SourceRef, reason: str, message: str, **data: object) -> InvalidParams:
+    """The refusal of a source ref that names nothing stored: ``invalid_params`` at
+    ``$.sourceRefs[<index>]`` with a stable ``data.reason`` and the ref (as stored: scrubbed)."""
+    return InvalidParams(
+        message, path=f"$.sourceRefs[{source.position}]", reason=reason, ref=quoted_ref(source.ref), **data
+    )
+
+
+def parse_source_refs(refs: Sequence[str]) -> list[SourceRef]:
+    """Each ref of a call parsed, in order; ``InvalidParams`` (``data.reason``
+    ``not_a_source_ref``, ``data.path`` ``$.sourceRefs[i]``) for the first that is not
+    ``event:<session>:<seq>``, ``event:<session>:<from>-<to>`` (1 <= from <= to),
+    ``memory:<id>``, ``checkpoint:<id>`` or ``episode:<id>``."""
+    parsed: list[SourceRef] = []
+    for index, ref in enumerate(refs):
+        kind, _, target = ref.partition(":")
+        if kind == "event":
+            match = EVENT_REF.fullmatch(ref)
+            if match is not None:
+                first = int(match["first"])
+                last = first if match["last"] is None else int(match["last"])
+                if 1 <= first <= last <= MAX_INT64 and SESSION_ID.fullmatch(match["session"]):
+                    parsed.append(SourceRef(index, ref, "event", match["session"], first, last))
+                    continue
+        elif kind in SOURCE_KINDS and target and target.strip() == target:
+            parsed.append(SourceRef(index, ref, kind, target))
+            continue
+        raise InvalidParams(
+            "a source ref is event:<sessionId>:<seq>, event:<sessionId>:<from>-<to>, "
+            "memory:<entryId>, checkpoint:<id> or episode:<episodeId>",
+            path=f"$.sourceRefs[{index}]",
+            reason="not_a_source_ref",
+            ref=quoted_ref(ref),
+        )
+    return parsed
 
 
 def new_session_id(at_ms: int) -> str:
@@ -93,17 +153,20 @@ def check_ref_count(refs: Sequence[str]) -> None:
         raise TooLarge("refs name too many events", limit=MAX_RETRIEVE_EVENTS, count=len(refs))
 
 
-def parse_event_refs(refs: Sequence[str]) -> list[EventSpan]:
-    """``(ref, session_id, from_seq, to_seq)`` for each ``event:`` ref, within the size cap."""
+def parse_event_refs(refs: Sequence[str], field: str | None = None) -> list[EventSpan]:
+    """``(ref, session_id, from_seq, to_seq)`` for each ``event:`` ref, within the size cap.
+    ``field``: the param holding ``refs`` (``$.sourceRefs``): a refusal then names the
+    ref's place in it (``data.path``) and says why (``data.reason`` ``not_an_event_ref``)."""
     spans: list[EventSpan] = []
-    for ref in refs:
+    for index, ref in enumerate(refs):
+        where = {} if field is None else {"path": f"{field}[{index}]", "reason": "not_an_event_ref"}
         match = EVENT_REF.fullmatch(ref)
         if match is None:
-            raise InvalidParams("not an event ref", ref=ref)
+            raise InvalidParams("not an event ref", ref=ref, **where)
         first = int(match["first"])
         last = first if match["last"] is None else int(match["last"])
         if first < 1 or last < first or last > MAX_INT64:
-            raise InvalidParams(f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=ref)
+            raise InvalidParams(f"an event ref needs 1 <= from <= to <= {MAX_INT64}", ref=ref, **where)
         spans.append((ref, match["session"], first, last))
     total = sum(last - first + 1 for _, _, first, last in spans)
     if total > MAX_RETRIEVE_EVENTS:

@@ -28,6 +28,13 @@ from makad.core.file_warnings import not_proposals, not_utf8, pending_over_cap
 from makad.core.levels import USER_ID_PREFIX, USER_LEVEL, level_scope, user_level_id
 from makad.core.peer import Peer
 from makad.core.redaction import redact
+from makad.core.refs import (
+    MAX_RETRIEVE_EVENTS,
+    SourceRef,
+    check_ref_count,
+    parse_source_refs,
+    unresolved_ref,
+)
 from makad.core.save_merge import note_of
 from makad.core.semantic import entry_text, union_similar
 from makad.core.switches import agent_proposes, default_decay_ms
@@ -180,6 +187,9 @@ class ProposalService:
             title, content, redactions = clean_entry(draft.title, draft.content)
             if draft.scope == "session" and not draft.session_id:
                 raise InvalidParams("a session-scoped proposal needs sessionId", path="$.sessionId")
+            check_ref_count(draft.source_refs)
+            source_refs = await in_thread(self._ctx.identifiers.scrub_refs, draft.source_refs)
+            await self._check_source_refs(ws if origin is None else origin, source_refs)
             if draft.consolidates is not None:
                 await self._gate.check(ws, draft.consolidates)
             target = rules.replacement_target(draft.supersedes, user_level=ws.level == "user")
@@ -231,7 +241,7 @@ class ProposalService:
                     tags=draft.tags,
                     scope=draft.scope,
                     session_id=draft.session_id if origin is None else None,
-                    source_refs=await in_thread(self._ctx.identifiers.scrub_refs, draft.source_refs),
+                    source_refs=source_refs,
                     supersedes=target,
                     decay_ttl_ms=draft.decay_ttl_ms,
                     draft=draft.draft,
@@ -266,6 +276,42 @@ class ProposalService:
             return result
 
         return await self._ctx.idempotent(ws, request_id, "propose", ProposeResult, run)
+
+    async def _check_source_refs(self, src: Workspace, refs: list[str]) -> None:
+        """Every source ref (scrubbed) names something of ``src``, the workspace the agent
+        proposes from: an ``event:`` ref a session of its ledger and seqs up to the last
+        recorded, a ``checkpoint:`` or ``episode:`` ref one of its ledger, a ``memory:`` ref
+        an entry of its MEMORY.md (any status; ``@user/<id>``: of the user level's) or of
+        its lineage (deleted since). Else ``invalid_params`` at ``$.sourceRefs[i]`` for the
+        first that does not, and nothing is written. One ledger read for all of them."""
+        if not refs:
+            return
+        parsed = await in_thread(parse_source_refs, refs)
+        in_files = await self._entries_in_files(src, [r for r in parsed if r.kind == "memory"])
+        rest = [r for r in parsed if r.position not in in_files]
+        unresolved = await in_thread(src.ledger.unresolved_refs, rest)
+        if unresolved:
+            raise _unresolved(*unresolved[0])
+
+    async def _entries_in_files(self, src: Workspace, refs: list[SourceRef]) -> set[int]:
+        """The indexes of the ``memory:`` refs among ``refs`` naming an entry of MEMORY.md
+        (``src``'s, or the user level's for ``@user/<id>``), whatever its status."""
+        found: set[int] = set()
+        mine = [r for r in refs if not r.target.startswith(USER_ID_PREFIX)]
+        users = [r for r in refs if r.target.startswith(USER_ID_PREFIX)]
+        if mine:
+            async with src.lock:
+                await self._files.refresh(src)
+                doc = src.memory.doc
+            found.update(await in_thread(_in_doc, doc, [(r.position, r.target) for r in mine]))
+        user = None if not users else await self._ctx.user_level_if_any()
+        if user is not None:
+            async with user.lock:
+                await self._files.refresh(user)
+                doc = user.memory.doc
+            named = [(r.position, r.target.removeprefix(USER_ID_PREFIX)) for r in users]
+            found.update(await in_thread(_in_doc, doc, named))
+        return found
 
     async def _similar(
         self,
@@ -585,15 +631,34 @@ class ProposalService:
         entry = section.entry if section else None
         if in_memory is not None:  # with the dates the daemon keeps for an entry typed by hand
             entry = entry_dates.dated_entry(ws, in_memory.entry)
+        source_refs = rules.lineage_refs(entry, events)
         return HistoryResult(
             id=wanted,
             entry=entry,
             proposal_id=proposal_id,
-            source_refs=rules.lineage_refs(entry, events),
+            source_refs=source_refs,
             approved_by=approved.actor if approved else None,
             approved_at=approved.ts if approved else None,
             events=events,
+            unresolved_refs=[] if ws.level == "user" else await self._unresolved_refs(ws, source_refs),
         )
+
+    async def _unresolved_refs(self, ws: Workspace, refs: list[str]) -> list[str]:
+        """The refs among ``refs`` (as a file holds them) naming nothing ``ws`` stores now
+        (the first ``MAX_RETRIEVE_EVENTS`` judged); a ref of another form (``import:…``, free
+        text) is not judged, and none is refused."""
+        if not refs:
+            return []
+        scrub = self._ctx.identifiers.scrub_refs
+        parsed = await in_thread(
+            lambda: [
+                p for p in map(_lenient_ref, enumerate(scrub(refs[:MAX_RETRIEVE_EVENTS]))) if p is not None
+            ]
+        )
+        in_files = await self._entries_in_files(ws, [r for r in parsed if r.kind == "memory"])
+        rest = [r for r in parsed if r.position not in in_files]
+        unresolved = await in_thread(ws.ledger.unresolved_refs, rest)
+        return [refs[ref.position] for ref, _ in unresolved]
 
     async def _history_id(self, ws: Workspace, given: str) -> str:
         """``given`` when it is an id of the files or the lineage, else the one such id it is
@@ -635,3 +700,45 @@ def _recorded_origins(ws: Workspace, ids: list[str]) -> tuple[dict[str, Origin],
         if rules.returned_entry(proposal_id, history):
             returned.add(proposal_id)
     return found, returned
+
+
+def _unresolved(ref: SourceRef, last_seq: int | None) -> InvalidParams:
+    """The refusal of a source ref that names nothing the workspace stores."""
+    if ref.kind == "event" and last_seq is None:
+        return unresolved_ref(
+            ref, "unknown_session", "a source ref names a session this workspace has not recorded"
+        )
+    if ref.kind == "event":
+        return unresolved_ref(
+            ref,
+            "past_last_seq",
+            "a source ref names events past the last one its session recorded",
+            lastSeq=last_seq,
+        )
+    if ref.kind == "checkpoint":
+        return unresolved_ref(
+            ref, "unknown_checkpoint", "a source ref names a checkpoint this workspace does not have"
+        )
+    if ref.kind == "episode":
+        return unresolved_ref(
+            ref, "unknown_episode", "a source ref names an episode this workspace does not have"
+        )
+    return unresolved_ref(
+        ref, "unknown_entry", "a source ref names a memory entry this workspace does not have"
+    )
+
+
+def _lenient_ref(item: tuple[int, str]) -> SourceRef | None:
+    """A stored ref at its place, parsed, or None when it is of no form the ledger resolves."""
+    position, ref = item
+    try:
+        (parsed,) = parse_source_refs([ref])
+    except InvalidParams:
+        return None
+    return parsed._replace(position=position)
+
+
+def _in_doc(doc: fmt.MemoryDocument, wanted: list[tuple[int, str]]) -> set[int]:
+    """The positions of the entry ids among ``wanted`` that ``doc`` holds, whatever their status."""
+    ids = {section.entry.id for section in doc.sections}
+    return {position for position, entry_id in wanted if entry_id in ids}

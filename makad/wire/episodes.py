@@ -109,8 +109,9 @@ METHODS: list[MethodSpec] = [
         "a session, with tags and the events it came from.",
         errors=(*_WS, err.InvalidParams, err.NotFound, err.IncognitoBlocked, err.TooLarge, err.IOFailure),
         description="sourceRefs must name stored events of non-incognito sessions "
-        "(invalid_params with data.ref otherwise). Refused while the "
-        "workspace or the session is incognito.",
+        "(invalid_params at $.sourceRefs[i] with data.ref and data.reason otherwise: "
+        "not_an_event_ref, unknown_session, past_last_seq with data.lastSeq, "
+        "incognito_session, not_intact). Refused while the workspace or the session is incognito.",
     ),
     MethodSpec(
         "list_episodes",

@@ -136,7 +136,11 @@ class HistoryParams(WorkspaceParams):
 
 
 class HistoryResult(Result):
-    """Why the daemon believes an entry: its proposal, sources, approval and later edits."""
+    """Why the daemon believes an entry: its proposal, sources, approval and later edits.
+    ``unresolvedRefs``: those of ``sourceRefs`` (event, memory, checkpoint or episode refs)
+    that name nothing the workspace stores now — written into a file by hand or by an
+    older makad, or their session deleted since; never checked at the user level (its
+    refs name the proposing workspace's events)."""
 
     id: str
     entry: Entry | None
@@ -145,6 +149,7 @@ class HistoryResult(Result):
     approved_by: str | None
     approved_at: MaybeUnixMs
     events: list[MemoryEvent]
+    unresolved_refs: list[str] = []
 
 
 class ImportParams(WorkspaceParams):
@@ -213,6 +218,13 @@ METHODS: list[MethodSpec] = [
         "session (else invalid_params at $.supersedes), at most one open proposal replaces "
         "an entry, and at most 20 replacements wait at once (too_large).",
         errors=(*_WRITE, err.GateClosed, err.InvalidParams, err.InsufficientEvidence),
+        description="Each sourceRefs item must name what the workspace (the proposing one for "
+        "scope global) stores: event:<sessionId>:<seq> or <from>-<to> a recorded session and "
+        "seqs up to its last, memory:<id> an entry, checkpoint:<id> a checkpoint, "
+        "episode:<id> an episode; else invalid_params at $.sourceRefs[i] with data.ref and "
+        "data.reason (not_a_source_ref, unknown_session, past_last_seq with data.lastSeq, "
+        "unknown_entry, unknown_checkpoint, unknown_episode), nothing queued. More than "
+        "10,000 refs is too_large.",
     ),
     MethodSpec(
         "list_proposals",

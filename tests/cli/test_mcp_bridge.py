@@ -120,6 +120,27 @@ async def test_propose_lands_in_pending_not_memory(shared_daemon: DaemonProcess)
     assert view["proposal"]["origin"] == "extracted" and view["proposal"]["tags"] == ["ops"]
 
 
+async def test_propose_cites_recorded_turns_and_not_invented_ones(shared_daemon: DaemonProcess) -> None:
+    """memory_propose keeps a ref session_record returned; a ref naming no recorded event is
+    a tool error saying so, and PENDING.md is not written."""
+    open_gates(shared_daemon)
+    pending = shared_daemon.workspace / "memory" / "PENDING.md"
+    async with host(shared_daemon) as h:
+        is_error, text = await h.tool("memory_propose", title="T", content="c", source_refs=["event:x:1"])
+        assert is_error and "source ref" in text, text
+        assert not pending.exists()
+        _, recorded = await h.tool(
+            "session_record", turns=[{"role": "user", "text": "We deploy on Tuesdays."}]
+        )
+        ref = recorded.split(" as ")[1].split(".")[0]
+        is_error, text = await h.tool(
+            "memory_propose", title="Deploy day", content="The team deploys on Tuesdays.", source_refs=[ref]
+        )
+    assert not is_error, text
+    (view,) = call(shared_daemon, "list_proposals")["proposals"]
+    assert view["proposal"]["sourceRefs"] == [ref]
+
+
 async def test_gates_closed_by_default(shared_daemon: DaemonProcess) -> None:
     """With agent read off, every read (tools and resources) says so and returns nothing;
     memory_propose is not listed, and calling it anyway fails with gate_closed."""

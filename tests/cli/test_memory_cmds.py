@@ -530,3 +530,32 @@ def test_a_list_of_only_archived_entries_says_how_to_see_them(shared_daemon: Dae
     assert result.returncode == 0
     assert "No active entries" in result.stdout and "1 archived" in result.stdout
     assert "memory list -a" in result.stdout
+
+
+def test_show_marks_sources_that_name_nothing_stored(shared_daemon: DaemonProcess) -> None:
+    """A proposal written into PENDING.md by hand with an invented ref is read and approved
+    as it is; memory show marks that ref (not in the ledger), not the recorded one or an import's."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    sid = call(shared_daemon, "open_session")["sessionId"]
+    call(
+        shared_daemon, "append_events", sessionId=sid, events=[{"type": "user_message", "text": "uv please"}]
+    )
+    call(shared_daemon, "propose", title="Editor", content="Uses vim.", sourceRefs=[f"event:{sid}:1"])
+    refs = f"event:{sid}:1,event:s9:1-4,import:md:x"
+    pending = shared_daemon.workspace / "memory" / "PENDING.md"
+    pending.write_text(
+        pending.read_text()
+        + "\n## Use uv\n<!-- maka-memory: id=9d8c7b6a5f4e3d2c origin=extracted createdAt=40 updatedAt=40"
+        + f" status=review_required source={refs} -->\nSwitch the project to uv.\n"
+    )
+    (view,) = [
+        v for v in call(shared_daemon, "list_proposals")["proposals"] if v["proposal"]["title"] == "Use uv"
+    ]
+    assert view["proposal"]["sourceRefs"] == refs.split(",")
+    shown = run_maka(shared_daemon, "memory", "show", "9d8c7b6a5f4e3d2c")
+    assert shown.returncode == 0, shown.stderr
+    assert f"sources event:{sid}:1, event:s9:1-4 (not in the ledger), import:md:x\n" in shown.stdout
+    entry = call(shared_daemon, "approve", ids=["9d8c7b6a5f4e3d2c"])["approved"][0]["entry"]
+    assert entry["sourceRefs"] == refs.split(",")
+    history = call(shared_daemon, "memory_history", id=entry["id"])
+    assert history["unresolvedRefs"] == ["event:s9:1-4"]

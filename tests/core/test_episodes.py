@@ -72,8 +72,8 @@ def test_the_threshold_is_monotone(episodes: int, sessions: int, lo: int, ls: in
 
 
 def test_refs_are_counted_and_kept_out_of_incognito_sessions() -> None:
-    """At least one ref, at most the cap; a ref into an incognito session is refused;
-    repeated refs are kept once, in order."""
+    """At least one ref, at most the cap; a ref into an incognito session is refused at its
+    index; the others are kept as given (the ledger keeps a repeated one once)."""
     with pytest.raises(InvalidParams):
         check_ref_count([])
     with pytest.raises(TooLarge):
@@ -81,7 +81,12 @@ def test_refs_are_counted_and_kept_out_of_incognito_sessions() -> None:
     with pytest.raises(InvalidParams) as caught:
         episode_refs(["event:s1:1", "event:hidden:2"], {"hidden"})
     assert caught.value.details["ref"] == "event:hidden:2"
-    assert episode_refs(["event:s1:2", "event:s1:1", "event:s1:2"], set()) == ["event:s1:2", "event:s1:1"]
+    assert caught.value.details["path"] == "$.sourceRefs[1]"
+    assert episode_refs(["event:s1:2", "event:s1:1", "event:s1:2"], set()) == [
+        "event:s1:2",
+        "event:s1:1",
+        "event:s1:2",
+    ]
 
 
 def test_a_digest_shows_the_latest_fifty_and_counts_the_rest() -> None:

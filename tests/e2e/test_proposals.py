@@ -33,6 +33,14 @@ def propose(d: DaemonProcess, content: str, **kw: Any) -> dict[str, Any]:
     return result
 
 
+def recorded(d: DaemonProcess, events: int) -> str:
+    """A session of ``events`` user messages, for proposals to cite."""
+    sid: str = d.call("open_session", {"workspace": ws(d)})["sessionId"]
+    batch = [{"type": "user_message", "text": f"message {i}"} for i in range(events)]
+    d.call("append_events", {"workspace": ws(d), "sessionId": sid, "events": batch})
+    return sid
+
+
 def file_bytes(d: DaemonProcess) -> tuple[bytes | None, bytes | None]:
     mem = d.workspace / "memory"
     read = lambda p: p.read_bytes() if p.exists() else None  # noqa: E731
@@ -109,7 +117,8 @@ def test_gates_in_order(shared_daemon: DaemonProcess) -> None:
 def test_propose_writes_pending_not_memory_and_redacts(shared_daemon: DaemonProcess) -> None:
     """A proposal lands in PENDING.md only, with secrets redacted (invariant 5)."""
     open_gate(shared_daemon)
-    result = propose(shared_daemon, f"deploy key {SECRET}", sourceRefs=["event:s1:3-9"])
+    sid = recorded(shared_daemon, 9)
+    result = propose(shared_daemon, f"deploy key {SECRET}", sourceRefs=[f"event:{sid}:3-9"])
     assert result["redactions"] == 1 and result["queued"]
     assert pending_ids(shared_daemon) == [result["proposal"]["id"]]
     assert not (shared_daemon.workspace / "memory" / "MEMORY.md").exists()
@@ -155,7 +164,10 @@ def test_approve_with_edit_and_supersede(shared_daemon: DaemonProcess) -> None:
         "add_entry", {"workspace": ws(shared_daemon), "title": "Editor", "content": "Uses vim"}
     )["entry"]
     open_gate(shared_daemon)
-    prop = propose(shared_daemon, "Uses neovim", supersedes=old["id"], sourceRefs=["event:s1:4"])["proposal"]
+    sid = recorded(shared_daemon, 4)
+    prop = propose(shared_daemon, "Uses neovim", supersedes=old["id"], sourceRefs=[f"event:{sid}:4"])[
+        "proposal"
+    ]
     result = shared_daemon.call(
         "approve",
         {
@@ -171,7 +183,7 @@ def test_approve_with_edit_and_supersede(shared_daemon: DaemonProcess) -> None:
     assert by_id[old["id"]].status == "archived"
     new = by_id[approved["entry"]["id"]]
     assert new.status == "active" and new.origin == "extracted"
-    assert new.source_refs == ["event:s1:4"]
+    assert new.source_refs == [f"event:{sid}:4"]
     assert SECRET not in (shared_daemon.workspace / "memory" / "MEMORY.md").read_text()
     assert pending_ids(shared_daemon) == []
 
@@ -196,7 +208,8 @@ def test_approve_unknown_id_changes_nothing(shared_daemon: DaemonProcess) -> Non
 def test_memory_history_explains_an_entry(shared_daemon: DaemonProcess) -> None:
     """memory_history answers why: the proposal, its sources, who approved it, later edits."""
     open_gate(shared_daemon)
-    prop = propose(shared_daemon, "Works in UTC", sourceRefs=["event:s9:1-3"])["proposal"]
+    sid = recorded(shared_daemon, 3)
+    prop = propose(shared_daemon, "Works in UTC", sourceRefs=[f"event:{sid}:1-3"])["proposal"]
     entry = shared_daemon.call("approve", {"workspace": ws(shared_daemon), "ids": [prop["id"]]})["approved"][
         0
     ]["entry"]
@@ -206,7 +219,7 @@ def test_memory_history_explains_an_entry(shared_daemon: DaemonProcess) -> None:
     history = shared_daemon.call("memory_history", {"workspace": ws(shared_daemon), "id": entry["id"]})
     actions = [e["action"] for e in history["events"]]
     assert actions == ["proposed", "approved", "updated"]
-    assert history["proposalId"] == prop["id"] and history["sourceRefs"] == ["event:s9:1-3"]
+    assert history["proposalId"] == prop["id"] and history["sourceRefs"] == [f"event:{sid}:1-3"]
     assert history["approvedBy"] == "user"
 
 

@@ -589,7 +589,13 @@ export interface HistoryParams {
   id: string;
 }
 
-/** Why the daemon believes an entry: its proposal, sources, approval and later edits. */
+/**
+ * Why the daemon believes an entry: its proposal, sources, approval and later edits.
+ * `unresolvedRefs`: those of `sourceRefs` (event, memory, checkpoint or episode refs)
+ * that name nothing the workspace stores now — written into a file by hand or by an
+ * older makad, or their session deleted since; never checked at the user level (its
+ * refs name the proposing workspace's events).
+ */
 export interface HistoryResult {
   id: string;
   entry: Entry | null;
@@ -599,6 +605,8 @@ export interface HistoryResult {
   /** Unix time in milliseconds (UTC), or null. */
   approvedAt: number | null;
   events: MemoryEvent[];
+  /** @default [] */
+  unresolvedRefs?: string[];
 }
 
 /** Either `path` (a file, or a Claude Code memory directory) or `data` (the text). */
@@ -1770,7 +1778,10 @@ export interface Methods {
     result: SubscribeResult;
     errors: "invalid_workspace";
   };
-  /** The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). An origin other than extracted is invalid_params as the params are read, before any gate; then the gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large). */
+  /**
+   * The agent's path: queue a memory for the user's approval in PENDING.md (never writes MEMORY.md). An origin other than extracted is invalid_params as the params are read, before any gate; then the gates in order: disabled, incognito_blocked, gate_closed (extractToolEnabled && agentReadEnabled), too_large. scope "global" queues in the user level's PENDING.md (workspace "@user", which must be enabled) with this workspace recorded in its lineage; the gates and the session are this workspace's. supersedes: the entry the proposal corrects or replaces (its id or memory:<id>), archived when the user approves; it must be active and visible to the proposing session (else invalid_params at $.supersedes), at most one open proposal replaces an entry, and at most 20 replacements wait at once (too_large).
+   * Each sourceRefs item must name what the workspace (the proposing one for scope global) stores: event:<sessionId>:<seq> or <from>-<to> a recorded session and seqs up to its last, memory:<id> an entry, checkpoint:<id> a checkpoint, episode:<id> an episode; else invalid_params at $.sourceRefs[i] with data.ref and data.reason (not_a_source_ref, unknown_session, past_last_seq with data.lastSeq, unknown_entry, unknown_checkpoint, unknown_episode), nothing queued. More than 10,000 refs is too_large.
+   */
   propose: {
     params: {
       workspace: string;
@@ -2155,7 +2166,7 @@ export interface Methods {
   };
   /**
    * Record an episode: a one-line, redacted summary of something that happened in a session, with tags and the events it came from.
-   * sourceRefs must name stored events of non-incognito sessions (invalid_params with data.ref otherwise). Refused while the workspace or the session is incognito.
+   * sourceRefs must name stored events of non-incognito sessions (invalid_params at $.sourceRefs[i] with data.ref and data.reason otherwise: not_an_event_ref, unknown_session, past_last_seq with data.lastSeq, incognito_session, not_intact). Refused while the workspace or the session is incognito.
    */
   record_episode: {
     params: {

@@ -599,7 +599,12 @@ class HistoryParams(TypedDict):
 
 
 class HistoryResult(TypedDict):
-    """Why the daemon believes an entry: its proposal, sources, approval and later edits."""
+    """Why the daemon believes an entry: its proposal, sources, approval and later edits.
+    ``unresolvedRefs``: those of ``sourceRefs`` (event, memory, checkpoint or episode refs)
+    that name nothing the workspace stores now — written into a file by hand or by an
+    older makad, or their session deleted since; never checked at the user level (its
+    refs name the proposing workspace's events).
+    """
 
     id: str
     entry: Entry | None
@@ -609,6 +614,8 @@ class HistoryResult(TypedDict):
     # Unix time in milliseconds (UTC), or null.
     approvedAt: int | None
     events: list[MemoryEvent]
+    # default: []
+    unresolvedRefs: NotRequired[list[str]]
 
 
 class ImportParams(TypedDict):

@@ -188,8 +188,9 @@ class ProposeArgs(msgspec.Struct):
     source_refs: Annotated[
         list[str] | None,
         Meta(
-            description="Refs of the events that support it (event:<session>:<seq>), "
-            "so the user can check where it came from."
+            description="Refs of the recorded events that support it (event:<session>:<seq>, "
+            "as session_record returned them), so the user can check where it came from. "
+            "A ref that names nothing recorded is refused."
         ),
     ] = None
     everywhere: Annotated[

@@ -14,8 +14,8 @@ from typing import Any, cast
 import msgspec
 
 from makad.core.cjk import match_expression
-from makad.core.refs import episode_ref, parse_event_refs
-from makad.core.types import ConsolidationMark, ConsolidationState, EpisodeRecord, NewEpisode
+from makad.core.refs import EventSpan, episode_ref, parse_event_refs
+from makad.core.types import ConsolidationMark, ConsolidationState, EpisodeRecord, NewEpisode, RefResult
 from makad.errors import InvalidParams, NotFound
 from makad.store.ledger.base import LedgerBase, now_ms
 from makad.store.ledger.lineage import replay_request, store_request
@@ -33,13 +33,15 @@ class EpisodesArea(LedgerBase):
         """Record an episode of a stored session, in one transaction.
 
         Every source ref must name stored events that verify against the chain
-        (else ``InvalidParams`` naming the ref); the session must exist (``NotFound``).
+        (else ``InvalidParams`` at ``$.sourceRefs[i]`` naming the ref, with ``data.reason``
+        ``unknown_session``, ``past_last_seq`` or ``not_intact``); the session must exist
+        (``NotFound``). A ref given twice is kept once.
         The same remark (summary, case and spacing aside) is one episode per session:
         recording it again returns the first one with ``created=False``. A
         ``request_id`` seen before returns the first result.
         """
         at = now_ms() if now is None else now
-        spans = parse_event_refs(new.source_refs)
+        spans = parse_event_refs(new.source_refs, "$.sourceRefs")
         key = episode_summary_key(new.session_id, new.summary)
         with self._writing() as conn:
             if request_id is not None:
@@ -47,16 +49,11 @@ class EpisodesArea(LedgerBase):
                 if replay is not None:
                     return replay
             session_row(conn, new.session_id)
-            for span in spans:
+            for position, span in enumerate(spans):
                 found = retrieve_span(conn, span)
                 if not found.ok:
-                    raise InvalidParams(
-                        "a source ref does not name stored, intact events",
-                        path="$.sourceRefs",
-                        ref=span[0],
-                        missingSeqs=found.missing_seqs,
-                        mismatchedSeqs=found.mismatched_seqs,
-                    )
+                    raise unintact_ref(conn, position, span, found)
+            spans = list({span[0]: span for span in spans}.values())  # each ref once, in order
             row = conn.execute("SELECT id FROM episodes WHERE summary_key = ?", (key,)).fetchone()
             if row is not None:
                 result = AddedEpisode(episode=load_episodes(conn, [int(row[0])])[0], created=False)
@@ -359,4 +356,22 @@ def tombstone_episodes(conn: sqlite3.Connection, session_id: str, at: int) -> No
     conn.execute(
         f"UPDATE episodes SET summary = '', summary_key = NULL, deleted_at = ? WHERE id {inside}",
         (at, wanted),
+    )
+
+
+def unintact_ref(conn: sqlite3.Connection, position: int, span: EventSpan, found: RefResult) -> InvalidParams:
+    """The refusal of an episode's source ref whose events are not all stored and intact."""
+    row = conn.execute("SELECT last_seq FROM sessions WHERE session_id = ?", (span[1],)).fetchone()
+    last_seq = None if row is None else int(row[0])
+    reason = (
+        "unknown_session" if last_seq is None else "past_last_seq" if span[3] > last_seq else "not_intact"
+    )
+    return InvalidParams(
+        "a source ref does not name stored, intact events",
+        path=f"$.sourceRefs[{position}]",
+        reason=reason,
+        ref=span[0],
+        missingSeqs=found.missing_seqs,
+        mismatchedSeqs=found.mismatched_seqs,
+        **({} if last_seq is None else {"lastSeq": last_seq}),
     )

@@ -11,6 +11,7 @@ from typing import Any, Final, TypeVar, cast
 import msgspec
 
 from makad.core.redaction import redact_tree
+from makad.core.refs import SourceRef
 from makad.core.types import MemoryEvent, NewMemoryEvent
 from makad.errors import Conflict, InvalidParams, NotFound
 from makad.store.ledger.base import LedgerBase, now_ms
@@ -27,6 +28,25 @@ _MEMORY_EVENT_COLUMNS: Final = "id, ts, action, actor, entry_id, proposal_id, da
 _INTENT_COLUMNS: Final = "id, kind, payload, state, ts, finished_at"
 
 _T = TypeVar("_T")
+
+# One read answers for every source ref of a call: each row of the JSON array is
+# [kind, target, to_seq] (its key the index); a row comes back for each ref that names nothing stored,
+# with the session's last seq when the session exists but the ref runs past it.
+_UNRESOLVED_REFS: Final = """
+SELECT r.key, r.kind, s.last_seq FROM (
+    SELECT key, json_extract(value, '$[0]') AS kind, json_extract(value, '$[1]') AS target,
+        json_extract(value, '$[2]') AS last FROM json_each(?)
+) AS r
+LEFT JOIN sessions AS s ON r.kind = 'event' AND s.session_id = r.target
+WHERE CASE r.kind
+    WHEN 'event' THEN s.session_id IS NULL OR r.last > s.last_seq
+    WHEN 'checkpoint' THEN NOT EXISTS (SELECT 1 FROM checkpoints WHERE checkpoint_id = r.target)
+    WHEN 'episode' THEN NOT EXISTS (
+        SELECT 1 FROM episodes WHERE episode_id = r.target AND deleted_at IS NULL)
+    WHEN 'memory' THEN NOT EXISTS (SELECT 1 FROM memory_events WHERE entry_id = r.target)
+    ELSE 1 END
+ORDER BY r.key
+"""
 
 
 class LineageArea(LedgerBase):
@@ -110,6 +130,19 @@ class LineageArea(LedgerBase):
                 ).fetchall()
                 found.update(str(row[0]) for row in rows)
         return found
+
+    def unresolved_refs(self, refs: Sequence[SourceRef]) -> list[tuple[SourceRef, int | None]]:
+        """The refs among ``refs`` that name nothing in this ledger, in order, each with the
+        last seq of the session an ``event:`` ref names when that session exists (None
+        otherwise): an ``event:`` ref needs its session and every seq up to the last
+        recorded one; ``checkpoint:`` a checkpoint; ``episode:`` an episode whose session
+        was not deleted; ``memory:`` an entry the lineage knows. One read for them all."""
+        if not refs:
+            return []
+        rows = [[ref.kind, ref.target, ref.last] for ref in refs]
+        with self._reading() as conn:
+            found = conn.execute(_UNRESOLVED_REFS, (msgspec.json.encode(rows).decode(),)).fetchall()
+        return [(refs[int(key)], None if last is None else int(last)) for key, _, last in found]
 
     def lineage_ids_starting(self, prefixes: Sequence[str], limit: int = 20) -> list[str]:
         """The entry and proposal ids in the lineage that start with one of ``prefixes``

@@ -43,6 +43,7 @@ from maka.cli.output import (
     short_id,
     short_ids,
     show_table,
+    sources_text,
     timestamp,
 )
 from maka.cli.review import replacement_columns
@@ -258,11 +259,12 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         return EXIT_OK
     if entry is None and history is None:
         raise CliError(f"no entry with id {entry_id!r}", EXIT_REMOTE)
+    unresolved = set((history or {}).get("unresolvedRefs") or [])
     if entry is not None:
         about = [w for w in state.get("warnings") or [] if w.get("entryId") == entry_id]
         if about:
             warn_status(args, {"status": "ok", "warnings": about})
-        print("\n".join(entry_card(entry)))
+        print("\n".join(entry_card(entry, unresolved=unresolved)))
         if entry_id in pending and entry.get("supersedes"):
             _print_replaced(client, ws, entry_id)
     else:
@@ -276,7 +278,7 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
         print()
         print("Why it is here:")
         if history.get("sourceRefs") and not (entry or {}).get("sourceRefs"):
-            print("  sources " + ", ".join(history["sourceRefs"]))
+            print("  sources " + sources_text(history["sourceRefs"], unresolved))
         if (
             not history.get("events")
             and entry is not None

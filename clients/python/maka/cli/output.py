@@ -13,7 +13,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import timedelta
 from typing import Any, TextIO
 
@@ -216,8 +216,14 @@ def origin_label(origin: Any) -> str:
     return HAND_TYPED if origin in (None, "unknown") else str(origin)
 
 
-def entry_card(entry: dict[str, Any], now: int | None = None) -> list[str]:
-    """An entry (or proposal) as lines: title, metadata, then its content."""
+def sources_text(refs: list[str], unresolved: Collection[str] = ()) -> str:
+    """Source refs, comma-separated, each naming nothing stored marked ``(not in the ledger)``."""
+    return ", ".join(f"{ref} (not in the ledger)" if ref in unresolved else ref for ref in refs)
+
+
+def entry_card(entry: dict[str, Any], now: int | None = None, unresolved: Collection[str] = ()) -> list[str]:
+    """An entry (or proposal) as lines: title, metadata, then its content; a source ref in
+    ``unresolved`` (one that names nothing the workspace stores) says so."""
     origin = origin_label(entry.get("origin"))
     if origin == HAND_TYPED:
         origin += " (typed into the file; origin unknown)"
@@ -240,7 +246,7 @@ def entry_card(entry: dict[str, Any], now: int | None = None) -> list[str]:
         days = entry["decayTtlMs"] / 86_400_000
         lines.append(f"  decays after {days:g} days")
     if entry.get("sourceRefs"):
-        lines.append("  sources " + ", ".join(entry["sourceRefs"]))
+        lines.append("  sources " + sources_text(entry["sourceRefs"], unresolved))
     if entry.get("supersedes"):
         lines.append(f"  supersedes {entry['supersedes']}")
     lines.append("")
