@@ -391,9 +391,12 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
     for low in range(0, len(text), WINDOW):
         start = max(0, low - OVERLAP)
         found = _find_normalized(text[start : low + WINDOW + OVERLAP], depth)
-        spans = union(
-            spans, [(a + start, b + start, kind) for a, b, kind in found if low <= a + start < low + WINDOW]
-        )
+        more = [(a + start, b + start, kind) for a, b, kind in found if low <= a + start < low + WINDOW]
+        # Only the spans reaching past ``low`` can overlap the window's (which all start
+        # at ``low`` or later): merged with them alone, not with every span so far, the
+        # union costs what the window found, so a long text costs time linear in its size.
+        keep = bisect.bisect_right(spans, low, key=operator.itemgetter(1))
+        spans[keep:] = union(spans[keep:], more)
     return spans
 
 
