@@ -44,6 +44,7 @@ import functools
 import itertools
 import operator
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -300,7 +301,6 @@ class _Library:
     needs: tuple[str, ...]
     keyword: re.Pattern[str]
     keyword_any_case: re.Pattern[str]
-    is_sequential_string: Callable[[str], bool]
     is_templated_secret: Callable[[str], bool]
 
 
@@ -339,7 +339,6 @@ def library() -> _Library:
         needs=tuple(sorted({needed for rule in rules for needed in (*rule.needs, *rule.needs_all)})),
         keyword=re.compile("|".join(keyword.DENYLIST)),
         keyword_any_case=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
-        is_sequential_string=heuristic.is_sequential_string,
         is_templated_secret=heuristic.is_templated_secret,
     )
 
@@ -751,8 +750,11 @@ def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
 def end_of_line(text: str, pos: int, limit: int | None = None) -> int:
     """Where the line holding ``pos`` ends; with ``limit``, at most that far ahead."""
     stop = len(text) if limit is None else min(len(text), pos + limit)
-    ends = [found for found in (text.find("\n", pos, stop), text.find("\r", pos, stop)) if found >= 0]
-    return min(ends, default=stop)
+    newline = text.find("\n", pos, stop)
+    if newline >= 0:
+        stop = newline
+    ret = text.find("\r", pos, stop)
+    return ret if ret >= 0 else stop
 
 
 def _keyword_values(line: str) -> Iterator[tuple[int, int]]:
@@ -768,8 +770,7 @@ def _plausible(value: str, lenient: bool) -> bool:
     """Whether a keyword's value looks like a credential rather than prose or a reference."""
     if len(value) < 6 or MARKER_PREFIX in value or value.startswith("$"):
         return False
-    checks = library()
-    if checks.is_templated_secret(value) or checks.is_sequential_string(value) or len(set(value)) < 3:
+    if library().is_templated_secret(value) or is_sequential_string(value) or len(set(value)) < 3:
         return False
     if value.lower().strip("<>[]{}'\"") in _PLACEHOLDERS:
         return False
@@ -777,6 +778,31 @@ def _plausible(value: str, lenient: bool) -> bool:
         return True
     if _REFERENCE.match(value):
         return False
-    has_digit = any(c.isdigit() for c in value)
-    has_letter = any(c.isalpha() for c in value)
+    if value.isascii():  # (str.isdigit and str.isalpha are these on ASCII: one search each)
+        has_digit = _ASCII_DIGIT.search(value) is not None
+        has_letter = _ASCII_LETTER.search(value) is not None
+    else:
+        has_digit = any(c.isdigit() for c in value)
+        has_letter = any(c.isalpha() for c in value)
     return has_letter and (has_digit or bool(_SYMBOL.search(value)))
+
+
+# detect-secrets' ``is_sequential_string`` sequences (``filters.heuristic``), built once:
+# the function builds them again on every call, a third of a keyword value's checks.
+_SEQUENCES: Final = (
+    string.ascii_uppercase + string.ascii_uppercase + string.digits + "+/",
+    string.digits + string.ascii_uppercase + string.ascii_uppercase + "+/",
+    (string.digits + string.ascii_uppercase) * 2,
+    string.digits * 2,
+    string.hexdigits.upper() + string.hexdigits.upper(),
+    string.ascii_uppercase + "=/",
+)
+_ASCII_DIGIT: Final = re.compile(r"[0-9]")
+_ASCII_LETTER: Final = re.compile(r"[A-Za-z]")
+
+
+def is_sequential_string(value: str) -> bool:
+    """Whether ``value``, upper-cased, is part of an alphabet or a counting sequence
+    (``ABCDEF``, ``123456``): detect-secrets' test, with its sequences built once."""
+    upper = value.upper()
+    return any(upper in sequence for sequence in _SEQUENCES)
