@@ -466,6 +466,8 @@ def _split_spans(text: str, depth: int) -> list[Span]:
         floor = max(0, cut - MAX_SEGMENT)
         while first > floor and _SEGMENT_END.match(text, first - 1) is None:
             first -= 1
+        if not _may_join_a_token(text, first, cut):
+            continue
         pieces = [(first, cut)]
         # Until the pieces hold a whole token, any next segment may be its rest
         # (``sk-…/euceiu/…``): only a token already whole stops at a path's own words.
@@ -485,6 +487,25 @@ def _split_spans(text: str, depth: int) -> list[Span]:
             whole = whole or bool(across)
             following = _SEPARATORS.match(text, end)
     return found
+
+
+def _may_join_a_token(text: str, first: int, cut: int) -> bool:
+    """Whether the segment ``text[first:cut]`` joined with as many of the next segments as
+    ``_split_spans`` may join to it holds a run of 20 (every token does): without one, no
+    join finds anything, and what the segment holds alone does not matter."""
+    pieces = [text[first:cut]]
+    following = _SEPARATORS.match(text, cut)
+    for _ in range(MAX_SPLITS):
+        if following is None:
+            break
+        at = following.end()
+        stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
+        end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
+        if end == at:
+            break
+        pieces.append(text[at:end])
+        following = _SEPARATORS.match(text, end)
+    return has_long_run("".join(pieces))
 
 
 def _cuts(text: str) -> dict[int, int]:
