@@ -60,10 +60,6 @@ def _may_start(char: str) -> bool:
     return _is_word(char) or char in "-+"
 
 
-def _word_end(line: str, pos: int) -> int:
-    return _WORD_RUN.match(line, pos).end()  # type: ignore[union-attr]
-
-
 def _skip_blanks(line: str, pos: int) -> int:
     return _BLANK_RUN.match(line, pos).end()  # type: ignore[union-attr]
 
@@ -145,8 +141,8 @@ class _Reader:
         pos = _skip_blanks(line, pos)
         if pos < len(line) and line[pos] in _QUOTES:
             self.quoted(pos)
-        elif not quote_required and pos < len(line):
-            self.unquoted(pos)
+        elif not quote_required and pos < len(line) and _may_start(line[pos]):
+            self.unquoted(pos)  # (one that cannot start a value is not read to its end)
 
     def mark_before(self, pos: int, quote: str) -> int:
         """The nearest position before ``pos`` holding ``quote`` or, for a quote other than
@@ -182,14 +178,15 @@ def general_values(line: str, keyword: re.Pattern[str], any_case: re.Pattern[str
         lowered, keyword = line, any_case
     word_until = 0
     for hit in keyword.finditer(lowered):
-        if hit.start() < max(word_until, reader.until):
+        hit_start, hit_end = hit.span()
+        if hit_start < word_until or hit_start < reader.until:
             continue  # inside a key or a value already read
-        end = _word_end(line, hit.end())
+        end = _WORD_RUN.match(line, hit_end).end()  # type: ignore[union-attr]
         word_until = end
-        if line[hit.start() : hit.end()] == lowered[hit.start() : hit.end()]:
-            _compared_before(reader, hit.start())
+        if line[hit_start:hit_end] == lowered[hit_start:hit_end]:
+            _compared_before(reader, hit_start)
         _after_key(reader, end)
-        if _is_flag(line, hit.start(), end):
+        if _is_flag(line, hit_start, end):
             _after_flag(reader, end)
     for (start, end), quoted in sorted(reader.found.items()):
         yield Value(start, end, quoted)
