@@ -170,6 +170,8 @@ def keyword_values(line: str, keyword: re.Pattern[str], any_case: re.Pattern[str
 def general_values(line: str, keyword: re.Pattern[str], any_case: re.Pattern[str]) -> Iterator[Value]:
     """``keyword_values`` without the shortcut for the commonest line (``_SIMPLE_LINE``),
     which finds what this finds on such a line, at a fraction of the cost."""
+    if not ("=" in line or ":" in line or "!" in line or ";" in line or "--" in line):
+        return  # every shape needs an operator (``"v" !! key`` too), a ``;`` or ``--``
     if is_indirect_reference(line):
         return
     reader = _Reader(line)

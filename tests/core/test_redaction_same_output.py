@@ -5,6 +5,7 @@ mixtures of the costly shapes with secrets in them."""
 
 from __future__ import annotations
 
+import pytest
 from detect_secrets.filters import heuristic
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -97,3 +98,16 @@ def test_the_simple_line_shortcut_finds_what_the_general_reading_finds(line: str
 def test_sequential_strings_are_detect_secrets_ones(value: str) -> None:
     """``is_sequential_string`` answers as detect-secrets' own test does."""
     assert is_sequential_string(value) == heuristic.is_sequential_string(value)
+
+
+@pytest.mark.parametrize(
+    "line",
+    ['"abc123" !! password', "'abc123' !!! secret", 'secret "abc123";', "--password abc123", "pwd: abc123"],
+)
+def test_a_line_with_one_operator_character_keeps_its_value(line: str) -> None:
+    """A line whose only operator is ``!!``, ``;``, ``--`` or ``:`` is still read for values
+    (a line with none of ``= : ! ;`` and no ``--`` is skipped unread)."""
+    found = library()
+    assert [line[v.start : v.end] for v in keyword_values(line, found.keyword, found.keyword_any_case)] == [
+        "abc123"
+    ]
