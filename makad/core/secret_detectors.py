@@ -44,6 +44,7 @@ import functools
 import itertools
 import operator
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from typing import Final
@@ -300,7 +301,6 @@ class _Library:
     needs: tuple[str, ...]
     keyword: re.Pattern[str]
     keyword_any_case: re.Pattern[str]
-    is_sequential_string: Callable[[str], bool]
     is_templated_secret: Callable[[str], bool]
 
 
@@ -339,7 +339,6 @@ def library() -> _Library:
         needs=tuple(sorted({needed for rule in rules for needed in (*rule.needs, *rule.needs_all)})),
         keyword=re.compile("|".join(keyword.DENYLIST)),
         keyword_any_case=re.compile("|".join(keyword.DENYLIST), re.IGNORECASE),
-        is_sequential_string=heuristic.is_sequential_string,
         is_templated_secret=heuristic.is_templated_secret,
     )
 
@@ -391,9 +390,12 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
     for low in range(0, len(text), WINDOW):
         start = max(0, low - OVERLAP)
         found = _find_normalized(text[start : low + WINDOW + OVERLAP], depth)
-        spans = union(
-            spans, [(a + start, b + start, kind) for a, b, kind in found if low <= a + start < low + WINDOW]
-        )
+        more = [(a + start, b + start, kind) for a, b, kind in found if low <= a + start < low + WINDOW]
+        # Only the spans reaching past ``low`` can overlap the window's (which all start
+        # at ``low`` or later): merged with them alone, not with every span so far, the
+        # union costs what the window found, so a long text costs time linear in its size.
+        keep = bisect.bisect_right(spans, low, key=operator.itemgetter(1))
+        spans[keep:] = union(spans[keep:], more)
     return spans
 
 
@@ -464,6 +466,8 @@ def _split_spans(text: str, depth: int) -> list[Span]:
         floor = max(0, cut - MAX_SEGMENT)
         while first > floor and _SEGMENT_END.match(text, first - 1) is None:
             first -= 1
+        if not _may_join_a_token(text, first, cut):
+            continue
         pieces = [(first, cut)]
         # Until the pieces hold a whole token, any next segment may be its rest
         # (``sk-…/euceiu/…``): only a token already whole stops at a path's own words.
@@ -483,6 +487,25 @@ def _split_spans(text: str, depth: int) -> list[Span]:
             whole = whole or bool(across)
             following = _SEPARATORS.match(text, end)
     return found
+
+
+def _may_join_a_token(text: str, first: int, cut: int) -> bool:
+    """Whether the segment ``text[first:cut]`` joined with as many of the next segments as
+    ``_split_spans`` may join to it holds a run of 20 (every token does): without one, no
+    join finds anything, and what the segment holds alone does not matter."""
+    pieces = [text[first:cut]]
+    following = _SEPARATORS.match(text, cut)
+    for _ in range(MAX_SPLITS):
+        if following is None:
+            break
+        at = following.end()
+        stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
+        end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
+        if end == at:
+            break
+        pieces.append(text[at:end])
+        following = _SEPARATORS.match(text, end)
+    return has_long_run("".join(pieces))
 
 
 def _cuts(text: str) -> dict[int, int]:
@@ -748,8 +771,11 @@ def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
 def end_of_line(text: str, pos: int, limit: int | None = None) -> int:
     """Where the line holding ``pos`` ends; with ``limit``, at most that far ahead."""
     stop = len(text) if limit is None else min(len(text), pos + limit)
-    ends = [found for found in (text.find("\n", pos, stop), text.find("\r", pos, stop)) if found >= 0]
-    return min(ends, default=stop)
+    newline = text.find("\n", pos, stop)
+    if newline >= 0:
+        stop = newline
+    ret = text.find("\r", pos, stop)
+    return ret if ret >= 0 else stop
 
 
 def _keyword_values(line: str) -> Iterator[tuple[int, int]]:
@@ -765,8 +791,7 @@ def _plausible(value: str, lenient: bool) -> bool:
     """Whether a keyword's value looks like a credential rather than prose or a reference."""
     if len(value) < 6 or MARKER_PREFIX in value or value.startswith("$"):
         return False
-    checks = library()
-    if checks.is_templated_secret(value) or checks.is_sequential_string(value) or len(set(value)) < 3:
+    if library().is_templated_secret(value) or is_sequential_string(value) or len(set(value)) < 3:
         return False
     if value.lower().strip("<>[]{}'\"") in _PLACEHOLDERS:
         return False
@@ -774,6 +799,31 @@ def _plausible(value: str, lenient: bool) -> bool:
         return True
     if _REFERENCE.match(value):
         return False
-    has_digit = any(c.isdigit() for c in value)
-    has_letter = any(c.isalpha() for c in value)
+    if value.isascii():  # (str.isdigit and str.isalpha are these on ASCII: one search each)
+        has_digit = _ASCII_DIGIT.search(value) is not None
+        has_letter = _ASCII_LETTER.search(value) is not None
+    else:
+        has_digit = any(c.isdigit() for c in value)
+        has_letter = any(c.isalpha() for c in value)
     return has_letter and (has_digit or bool(_SYMBOL.search(value)))
+
+
+# detect-secrets' ``is_sequential_string`` sequences (``filters.heuristic``), built once:
+# the function builds them again on every call, a third of a keyword value's checks.
+_SEQUENCES: Final = (
+    string.ascii_uppercase + string.ascii_uppercase + string.digits + "+/",
+    string.digits + string.ascii_uppercase + string.ascii_uppercase + "+/",
+    (string.digits + string.ascii_uppercase) * 2,
+    string.digits * 2,
+    string.hexdigits.upper() + string.hexdigits.upper(),
+    string.ascii_uppercase + "=/",
+)
+_ASCII_DIGIT: Final = re.compile(r"[0-9]")
+_ASCII_LETTER: Final = re.compile(r"[A-Za-z]")
+
+
+def is_sequential_string(value: str) -> bool:
+    """Whether ``value``, upper-cased, is part of an alphabet or a counting sequence
+    (``ABCDEF``, ``123456``): detect-secrets' test, with its sequences built once."""
+    upper = value.upper()
+    return any(upper in sequence for sequence in _SEQUENCES)

@@ -30,7 +30,7 @@ ALL = [
 # Run only when named: they need tools CI does not have (valgrind), or a long time
 # (build_context_scale ingests 1.1 million events), or an optional extra and a model
 # (build_context_semantic), or megabytes of pathological requests or texts (big_requests,
-# pathological_inputs).
+# pathological_inputs, redaction_cost).
 OPTIONAL = [
     "appends_instructions",
     "big_requests",
@@ -39,6 +39,7 @@ OPTIONAL = [
     "build_context_semantic",
     "pathological_inputs",
     "read_state_instructions",
+    "redaction_cost",
     "rpc_instructions",
 ]
 
