@@ -371,22 +371,31 @@ class _UniqueIds:
 
 def _assemble(preamble: str, sections: list[Section], newline: str, bom: bool) -> MemoryDocument:
     """Build a document, giving repeated ids a ``~n`` suffix (first one wins)."""
+    unique, _ = _claimed(sections)
+    return MemoryDocument(preamble, tuple(unique), newline, bom)
+
+
+def _claimed(sections: Sequence[Section]) -> tuple[list[Section], _UniqueIds]:
+    """``sections`` holding the ids claimed for them in order, and the claims made."""
     ids = _UniqueIds()
     unique: list[Section] = []
     for section in sections:
         entry_id = ids.claim(section.declared_id)
-        if entry_id != section.entry.id:
-            section = Section(
-                section.raw,
-                msgspec.structs.replace(section.entry, id=entry_id),
-                section.declared_id,
-                section.has_comment,
-                section.comment_malformed,
-                section.derived,
-                section.unknown_fields,
-            )
-        unique.append(section)
-    return MemoryDocument(preamble, tuple(unique), newline, bom)
+        unique.append(section if entry_id == section.entry.id else _holding(section, entry_id))
+    return unique, ids
+
+
+def _holding(section: Section, entry_id: str) -> Section:
+    """``section`` reporting ``entry_id`` (its declared id unchanged)."""
+    return Section(
+        section.raw,
+        msgspec.structs.replace(section.entry, id=entry_id),
+        section.declared_id,
+        section.has_comment,
+        section.comment_malformed,
+        section.derived,
+        section.unknown_fields,
+    )
 
 
 def _sha16(text: str) -> str:
@@ -461,6 +470,104 @@ def upsert(doc: MemoryDocument, entry: Entry) -> MemoryDocument:
     if section.entry == entry:
         return doc
     return _replace_raw(doc, index, _rewrite(section, entry, doc.newline))
+
+
+class Upserts:
+    """Many ``upsert`` and ``find`` calls on one document, each costing about the section it
+    touches: the result, and every section found on the way, is what calling ``upsert`` and
+    ``find`` on the whole document in turn gives (``~n`` suffixes included), which costs
+    the whole document per call.
+
+    The ids of a document follow from its sections' declared ids in order (each claim
+    depends only on the ones before it), so an entry appended under an id no section holds,
+    or a section rewritten with the same declared id, leaves every other id as it was: only
+    a rewrite that changes a declared id (an entry typed by hand getting its id written, a
+    ``~n`` copy its own) claims them all again, as every ``upsert`` does."""
+
+    def __init__(self, doc: MemoryDocument) -> None:
+        self._doc: MemoryDocument | None = doc  # None once anything changed
+        self._preamble = doc.preamble
+        self._sections = list(doc.sections)
+        self._newline = doc.newline
+        self._bom = doc.bom
+        # Set once the ids are claimed afresh: a document ``renamed`` gave ids may hold
+        # ones a claim would not give, which the first change (like ``upsert``'s) renumbers.
+        self._ids: _UniqueIds | None = None
+        self._index = self._first_indexes()
+
+    def _first_indexes(self) -> dict[str, int]:
+        index: dict[str, int] = {}
+        for at, section in enumerate(self._sections):
+            index.setdefault(section.entry.id, at)
+        return index
+
+    def _claim_all(self) -> None:
+        self._sections, self._ids = _claimed(self._sections)
+        self._index = self._first_indexes()
+
+    def find(self, entry_id: str) -> Section | None:
+        """The section holding ``entry_id`` in the document as it is now, if any."""
+        at = self._index.get(entry_id)
+        return None if at is None else self._sections[at]
+
+    def upsert(self, entry: Entry) -> None:
+        """What ``upsert`` does to the document as it is now."""
+        at = self._index.get(entry.id)
+        if at is None:
+            self._append(render_entry(entry, (), self._newline))
+            return
+        section = self._sections[at]
+        if section.entry == entry:
+            return
+        self._doc = None
+        rewritten = _read_as(_rewrite(section, entry, self._newline), section.entry.id)
+        self._sections[at] = rewritten
+        if self._ids is None or rewritten.declared_id != section.declared_id:
+            self._claim_all()
+        elif rewritten.entry.id != section.entry.id:
+            self._sections[at] = _holding(rewritten, section.entry.id)
+
+    def _append(self, raw: str) -> None:
+        self._doc = None
+        if self._ids is None:
+            self._claim_all()
+        assert self._ids is not None
+        sections = self._sections
+        if not self._preamble and not sections:
+            self._preamble = HEADER.replace("\n", self._newline)
+        if sections:
+            sections[-1] = replace(sections[-1], raw=_with_blank_line_end(sections[-1].raw, self._newline))
+        else:
+            self._preamble = _with_blank_line_end(self._preamble, self._newline)
+        section = _read_as(raw, None)
+        entry_id = self._ids.claim(section.declared_id)
+        sections.append(section if entry_id == section.entry.id else _holding(section, entry_id))
+        self._index.setdefault(entry_id, len(sections) - 1)
+
+    def doc(self) -> MemoryDocument:
+        """The document with every upsert so far applied (the one given, when none changed it)."""
+        if self._doc is not None:
+            return self._doc
+        return MemoryDocument(self._preamble, tuple(self._sections), self._newline, self._bom)
+
+
+def remove_each(doc: MemoryDocument, ids: Sequence[str]) -> MemoryDocument:
+    """What ``remove`` of each of ``ids`` in turn gives, in one pass when no id can move: when
+    every section holds the id it declares and no two declare the same, removing one changes
+    no other's id. (Otherwise a removal can give a later ``~n`` copy the id itself, and the
+    next removal must see that: the ids are removed one at a time.)"""
+    if not ids:
+        return doc
+    declared = {s.declared_id for s in doc.sections}
+    if len(declared) != len(doc.sections) or any(s.entry.id != s.declared_id for s in doc.sections):
+        for entry_id in ids:
+            doc = remove(doc, entry_id)
+        return doc
+    gone = set(ids)
+    kept = tuple(s for s in doc.sections if s.entry.id not in gone)
+    if len(kept) == len(doc.sections):
+        return doc
+    return MemoryDocument(doc.preamble, kept, doc.newline, doc.bom)
 
 
 def render_entries(entries: Sequence[Entry], newline: str = "\n") -> str:

@@ -367,19 +367,21 @@ def approve_into(memory: fmt.MemoryDocument, plan: ApprovalPlan) -> MemoryApprov
     """MEMORY.md with the plan's entries upserted and what they supersede archived."""
     touched: set[str] = set()
     superseded: dict[str, str] = {}
+    # One pass over the document, not one per entry: what upserting each in turn gives.
+    doc = fmt.Upserts(memory)
     for item in plan.items:
         if item.duplicate_of is not None:  # already active: nothing to write
             continue
         entry = item.entry
-        memory = fmt.upsert(memory, entry)
+        doc.upsert(entry)
         touched.add(entry.id)
-        target = fmt.find(memory, entry.supersedes) if entry.supersedes else None
+        target = doc.find(entry.supersedes) if entry.supersedes else None
         if target is not None and target.entry.status == "active":
             archived = msgspec.structs.replace(target.entry, status="archived", updated_at=plan.at)
-            memory = fmt.upsert(memory, archived)
+            doc.upsert(archived)
             touched.add(target.entry.id)
             superseded[entry.id] = target.entry.id
-    return MemoryApproval(memory, frozenset(touched), superseded)
+    return MemoryApproval(doc.doc(), frozenset(touched), superseded)
 
 
 def remove_approved(pending: fmt.MemoryDocument, plan: ApprovalPlan) -> fmt.MemoryDocument:
@@ -388,10 +390,8 @@ def remove_approved(pending: fmt.MemoryDocument, plan: ApprovalPlan) -> fmt.Memo
 
 
 def without(doc: fmt.MemoryDocument, ids: Iterable[str]) -> fmt.MemoryDocument:
-    """``doc`` without the sections of ``ids`` (those it has)."""
-    for section_id in ids:
-        doc = fmt.remove(doc, section_id)
-    return doc
+    """``doc`` without the sections of ``ids`` (those it has), removed in turn."""
+    return fmt.remove_each(doc, list(ids))
 
 
 def reject_from(pending: fmt.MemoryDocument, ids: Iterable[str]) -> tuple[fmt.MemoryDocument, list[Entry]]:
