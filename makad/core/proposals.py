@@ -167,7 +167,11 @@ def plan_approval(
     if missing:
         raise NotFound("no open proposal with that id", ids=missing)
     active: dict[str, Entry] = {}
-    for existing in fmt.entries(memory):
+    # What fmt.find gives, looked up once per proposal rather than read through each time.
+    sections: dict[str, fmt.Section] = {}
+    for section in memory.sections:
+        existing = section.entry
+        sections.setdefault(existing.id, section)
         if existing.status == "active":
             active.setdefault(content_hash(existing.content), existing)
     items: list[PlannedItem] = []
@@ -175,7 +179,7 @@ def plan_approval(
     redactions = 0
     for offset, proposal_id in enumerate(dict.fromkeys(ids)):
         edit = edits.get(proposal_id)
-        proposed = _edited(proposals[proposal_id], edit, memory)
+        proposed = _edited(proposals[proposal_id], edit, sections)
         # The user may have edited PENDING.md by hand: redact what is approved, again.
         title, content, count = clean_entry(proposed.title, proposed.content)
         redactions += count
@@ -189,7 +193,7 @@ def plan_approval(
             continue
         # An entry a save dropped, approved back, is that entry again (unless MEMORY.md
         # holds its id meanwhile).
-        back = proposal_id in returned and proposal_id not in used and fmt.find(memory, proposal_id) is None
+        back = proposal_id in returned and proposal_id not in used and proposal_id not in sections
         if back:
             created, entry_id = now + offset, proposal_id
             used.add(entry_id)
@@ -244,8 +248,9 @@ def _dates(
     return created, updated, decay
 
 
-def _edited(proposal: Entry, edit: Edit | None, memory: fmt.MemoryDocument) -> Entry:
-    """The proposal with the user's edit applied (not yet cleaned)."""
+def _edited(proposal: Entry, edit: Edit | None, memory: Mapping[str, fmt.Section]) -> Entry:
+    """The proposal with the user's edit applied (not yet cleaned); ``memory``: MEMORY.md's
+    sections by id."""
     if edit is None:
         return proposal
     supersedes = proposal.supersedes
@@ -260,11 +265,11 @@ def _edited(proposal: Entry, edit: Edit | None, memory: fmt.MemoryDocument) -> E
     )
 
 
-def _replaceable(memory: fmt.MemoryDocument, proposal_id: str, target: str | None) -> str | None:
+def _replaceable(memory: Mapping[str, fmt.Section], proposal_id: str, target: str | None) -> str | None:
     """``target`` when it names an active entry of MEMORY.md (what an approval may supersede)."""
     if target is None:
         return None
-    section = fmt.find(memory, target)
+    section = memory.get(target)
     if section is None or section.entry.status != "active":
         raise InvalidParams(
             "supersedes must name an active entry of MEMORY.md",
