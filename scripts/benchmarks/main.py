@@ -30,9 +30,11 @@ ALL = [
 # Run only when named: they need tools CI does not have (valgrind), or a long time
 # (build_context_scale ingests 1.1 million events), or an optional extra and a model
 # (build_context_semantic), or megabytes of pathological requests or texts (big_requests,
-# pathological_inputs, redaction_cost).
+# pathological_inputs, redaction_cost), or files of 16,000 entries made and read per case
+# (approval_cost).
 OPTIONAL = [
     "appends_instructions",
+    "approval_cost",
     "big_requests",
     "build_context_instructions",
     "build_context_scale",
