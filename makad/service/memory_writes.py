@@ -376,8 +376,8 @@ class MemoryWriter:
         current = tracked.doc
         if tracked.missing or fmt.is_empty(current):
             current = fmt.new_document(current.newline, header_of(which))
-        # Each upsert goes through the whole document: approving hundreds of proposals into
-        # a MEMORY.md of thousands of entries is seconds of work, done off the event loop.
+        # An operation reads through the whole document at least once (and rendering it is a
+        # pass of its own): on a MEMORY.md of thousands of entries, done off the event loop.
         change, text = await in_thread(_applied, op, current)
         both = change.touched & user_changed
         if both:
