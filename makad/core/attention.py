@@ -43,6 +43,7 @@ import msgspec
 
 from makad.core.behaviors import SHARED_WORDS, Behavior, call_key, naming_words
 from makad.core.compaction import abbreviate
+from makad.core.counted import counted
 from makad.core.ownership import fact_key
 from makad.core.types import UnixMs
 from makad.core.when import utc_moment
@@ -345,7 +346,7 @@ def _rhythm(records: Sequence[Behavior], now: int) -> list[AttentionLine]:
     newest = max(records, key=lambda r: r.ended_at)
     text = (
         f"Worked mostly on {', '.join(_WEEKDAYS[d] for d in top_days)}, around "
-        f"{', '.join(f'{h:02d}:00' for h in top_hours)} UTC; {len(sessions)} session(s) in the "
+        f"{', '.join(f'{h:02d}:00' for h in top_hours)} UTC; {counted(len(sessions), 'session')} in the "
         f"records, the last {ago(now, newest.ended_at)} ago"
     )
     return [AttentionLine(text=text, refs=[newest.refs[-1]], at=newest.ended_at)]

@@ -88,6 +88,7 @@ from makad.core.attention import (
 )
 from makad.core.behaviors import Behavior, call_key, naming_words
 from makad.core.compaction import abbreviate
+from makad.core.counted import counted
 from makad.core.ownership import fact_key
 from makad.core.when import utc_moment
 
@@ -359,7 +360,7 @@ def _thread_candidate(
             parts.append(_Part(0.5, f"the work went on past it ({past} successful calls after)"))
     moved = _moved_on(later, seen.paths, seen.session)
     if moved:
-        parts.append(_Part(MOVED_ON**moved, f"{moved} later session(s) on other work"))
+        parts.append(_Part(MOVED_ON**moved, f"{counted(moved, 'later session')} on other work"))
     if kind == "resume_thread" and record is not None:
         if record.turns <= 1 and not record.tools and not record.paths:
             parts.append(_Part(0.5, "a single exchange, no tools or paths"))
@@ -400,7 +401,9 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
             f"the oldest has waited only {ago(now, oldest.at)} (fires after {ago(REVIEW_AFTER_MS, 0)})",
         )
     prior = min(PRIOR["waiting_review"] + 0.1 * (len(due) - 1), 0.9)
-    score, reason = _score([_Part(prior, f"{len(due)} proposal(s) waiting past {ago(REVIEW_AFTER_MS, 0)}")])
+    score, reason = _score(
+        [_Part(prior, f"{counted(len(due), 'proposal')} waiting past {ago(REVIEW_AFTER_MS, 0)}")]
+    )
     return Suggestion(
         id=suggestion_id("waiting_review", anchor),
         kind="waiting_review",
