@@ -112,12 +112,24 @@ class Rejected(msgspec.Struct, kw_only=True):
     at: int
 
 
+# What ``ago`` says for a time under an hour: a bound already, so no "up to" or "only" before it.
+UNDER_AN_HOUR: Final = "less than an hour"
+
+
 def ago(now: int, at: int) -> str:
+    """The time from ``at`` to ``now`` in words: "3 days", "1 hour", "less than an hour"."""
     days = max(now - at, 0) // DAY_MS
     if days >= 1:
-        return f"{days} day{'s' if days != 1 else ''}"
+        return counted(days, "day")
     hours = max(now - at, 0) // 3_600_000
-    return f"{hours} hour{'s' if hours != 1 else ''}" if hours >= 1 else "less than an hour"
+    return counted(hours, "hour") if hours >= 1 else UNDER_AN_HOUR
+
+
+def ago_with(word: str, now: int, at: int) -> str:
+    """``ago`` after a qualifier such as "up to" or "only" ("up to 4 days"); alone when it is
+    "less than an hour", which "up to less than an hour" would only garble."""
+    span = ago(now, at)
+    return span if span == UNDER_AN_HOUR else f"{word} {span}"
 
 
 # ---------------------------------------------------------------- retraction ---
