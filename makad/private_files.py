@@ -247,7 +247,10 @@ def check_own_file(fd: int, path: Path | str) -> os.stat_result:
     if st.st_uid != os.geteuid():
         raise NotPrivate(path, f"belongs to {user_name(st.st_uid)}, not to you", "remove it")
     if st.st_nlink != 1:
-        problem = f"has {st.st_nlink - 1} other hard link(s): writing it would change another file"
+        others = st.st_nlink - 1
+        problem = (
+            f"has {others} other hard link{'' if others == 1 else 's'}: writing it would change another file"
+        )
         raise NotPrivate(path, problem, "remove it")
     return st
 

@@ -43,6 +43,7 @@ import msgspec
 
 from makad.core.behaviors import SHARED_WORDS, Behavior, call_key, naming_words
 from makad.core.compaction import abbreviate
+from makad.core.counted import counted
 from makad.core.ownership import fact_key
 from makad.core.types import UnixMs
 from makad.core.when import utc_moment
@@ -111,12 +112,24 @@ class Rejected(msgspec.Struct, kw_only=True):
     at: int
 
 
+# What ``ago`` says for a time under an hour: a bound already, so no "up to" or "only" before it.
+UNDER_AN_HOUR: Final = "less than an hour"
+
+
 def ago(now: int, at: int) -> str:
+    """The time from ``at`` to ``now`` in words: "3 days", "1 hour", "less than an hour"."""
     days = max(now - at, 0) // DAY_MS
     if days >= 1:
-        return f"{days} day{'s' if days != 1 else ''}"
+        return counted(days, "day")
     hours = max(now - at, 0) // 3_600_000
-    return f"{hours} hour{'s' if hours != 1 else ''}" if hours >= 1 else "less than an hour"
+    return counted(hours, "hour") if hours >= 1 else UNDER_AN_HOUR
+
+
+def ago_with(word: str, now: int, at: int) -> str:
+    """``ago`` after a qualifier such as "up to" or "only" ("up to 4 days"); alone when it is
+    "less than an hour", which "up to less than an hour" would only garble."""
+    span = ago(now, at)
+    return span if span == UNDER_AN_HOUR else f"{word} {span}"
 
 
 # ---------------------------------------------------------------- retraction ---
@@ -345,7 +358,7 @@ def _rhythm(records: Sequence[Behavior], now: int) -> list[AttentionLine]:
     newest = max(records, key=lambda r: r.ended_at)
     text = (
         f"Worked mostly on {', '.join(_WEEKDAYS[d] for d in top_days)}, around "
-        f"{', '.join(f'{h:02d}:00' for h in top_hours)} UTC; {len(sessions)} session(s) in the "
+        f"{', '.join(f'{h:02d}:00' for h in top_hours)} UTC; {counted(len(sessions), 'session')} in the "
         f"records, the last {ago(now, newest.ended_at)} ago"
     )
     return [AttentionLine(text=text, refs=[newest.refs[-1]], at=newest.ended_at)]

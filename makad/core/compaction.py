@@ -38,6 +38,7 @@ from typing import Final, Literal
 
 import msgspec
 
+from makad.core.counted import counted
 from makad.core.markdown_lines import Heading, atx_heading
 from makad.core.refs import event_range, event_ref
 from makad.core.tokens import estimate_tokens
@@ -359,7 +360,7 @@ def validate_summary(
     secrets = find_secrets(summary) if find_secrets is not None else 0
     if secrets:
         problems.append("contains_secret")
-        details.append(f"contains {secrets} secret(s)")
+        details.append(f"contains {counted(secrets, 'secret')}")
         data["secretCount"] = secrets
     if problems:
         raise InvalidSummary("invalid summary: " + "; ".join(details), problems=problems, **data)
@@ -576,7 +577,7 @@ def _bullets(items: Sequence[str], detail: _Detail) -> list[str]:
     kept = list(items[-detail.fixed_items :])
     lines = [f"- {abbreviate(item, detail.fixed_chars)}" for item in kept]
     if len(items) > len(kept):
-        lines.insert(0, f"- … {len(items) - len(kept)} earlier item(s) omitted")
+        lines.insert(0, f"- … {counted(len(items) - len(kept), 'earlier item')} omitted")
     return lines
 
 
@@ -587,7 +588,7 @@ def _render(m: _Material, detail: _Detail, kept_users: int) -> str:
     out = [
         "# Session checkpoint",
         "",
-        f"Summary written without a model; it covers {m.count} event(s), {span}.",
+        f"Summary written without a model; it covers {counted(m.count, 'event')}, {span}.",
         "",
         "## Current Goal",
         *_bullets(m.goals, detail),
@@ -610,7 +611,7 @@ def _render(m: _Material, detail: _Detail, kept_users: int) -> str:
         if omitted:
             first, last = m.users[0], m.users[omitted - 1]
             span = event_range(m.session_id, first.seq, last.seq)
-            out.append(f"- … {omitted} earlier user message(s) omitted ({span})")
+            out.append(f"- … {counted(omitted, 'earlier user message')} omitted ({span})")
         out += [f"- {_ref(e)}: {abbreviate(e.text, detail.message_chars)}" for e in users]
         out.append("")
     if m.tools and detail.tools:
@@ -623,13 +624,13 @@ def _render(m: _Material, detail: _Detail, kept_users: int) -> str:
                 line += " (" + ", ".join(_ref(e) for e in refs) + more + ")"
             out.append(line)
         if len(m.tools) > detail.tools:
-            out.append(f"- … {len(m.tools) - detail.tools} more tool(s)")
+            out.append(f"- … {counted(len(m.tools) - detail.tools, 'more tool')}")
         out.append("")
     if m.files and detail.files:
         out.append("## Files Touched")
         out += [f"- {path}" for path in m.files[: detail.files]]
         if len(m.files) > detail.files:
-            out.append(f"- … {len(m.files) - detail.files} more file(s)")
+            out.append(f"- … {counted(len(m.files) - detail.files, 'more file')}")
         out.append("")
     if m.previous and detail.previous_chars:
         out += [

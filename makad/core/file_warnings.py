@@ -12,6 +12,7 @@ from typing import Final
 from makad.core import memory_format as fmt
 from makad.core.compaction import abbreviate
 from makad.core.context_types import ContextLimits
+from makad.core.counted import counted
 from makad.core.entries import is_open
 from makad.core.entry_text import is_blank, split_lines
 from makad.core.levels import USER_ID_PREFIX, Level
@@ -48,8 +49,8 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
             Warning(
                 kind="not_utf8",
                 message=(
-                    f"{file_name} is not valid UTF-8 at line(s) {shown}{more}: those bytes are shown as "
-                    "cp1252 and kept as they are on disk"
+                    f"{file_name} is not valid UTF-8 at line{'s' if len(lines) > 1 else ''} {shown}{more}: "
+                    "those bytes are shown as cp1252 and kept as they are on disk"
                 ),
             )
         ]
@@ -69,7 +70,8 @@ def not_utf8(text: str | None, file_name: str, *, per_line: bool = True) -> list
             Warning(
                 kind="not_utf8",
                 message=(
-                    f"{file_name} has {len(lines) - MAX_LINE_WARNINGS} more lines that are not valid UTF-8"
+                    f"{file_name} has {counted(len(lines) - MAX_LINE_WARNINGS, 'more line')} that "
+                    f"{'is' if len(lines) - MAX_LINE_WARNINGS == 1 else 'are'} not valid UTF-8"
                 ),
             )
         )
@@ -199,8 +201,13 @@ def not_proposals(doc: fmt.MemoryDocument, *, per_line: bool = True) -> list[War
         return [
             Warning(
                 kind="not_a_proposal",
-                message=f"PENDING.md line(s) {shown}{more} start sections that are not waiting for "
-                f"review, so they are neither listed nor approved: {_PROPOSAL_FIX}",
+                message=(
+                    f"PENDING.md line {shown} starts a section that is not waiting for review, so it "
+                    f"is neither listed nor approved: {_PROPOSAL_FIX}"
+                    if len(lines) == 1
+                    else f"PENDING.md lines {shown}{more} start sections that are not waiting for "
+                    f"review, so they are neither listed nor approved: {_PROPOSAL_FIX}"
+                ),
             )
         ]
     out = [
@@ -216,7 +223,7 @@ def not_proposals(doc: fmt.MemoryDocument, *, per_line: bool = True) -> list[War
         out.append(
             Warning(
                 kind="not_a_proposal",
-                message=f"PENDING.md has {len(lines) - MAX_LINE_WARNINGS} more sections "
+                message=f"PENDING.md has {counted(len(lines) - MAX_LINE_WARNINGS, 'more section')} "
                 "not waiting for review",
             )
         )

@@ -42,6 +42,7 @@ from typing import Final
 import msgspec
 
 from makad.core.compaction import abbreviate, paths_in
+from makad.core.counted import counted
 from makad.core.refs import event_range, event_ref
 from makad.core.tokens import estimate_tokens
 from makad.core.types import MAX_NOTE_SECTION_TOKENS, MAX_NOTES_TOKENS, Event, WorkingState
@@ -283,7 +284,7 @@ def _fit(head: str, lines: list[str], max_tokens: int, omitted: int = 0) -> str:
     kept.reverse()
     cut = omitted + len(lines) - len(kept)
     if cut:
-        kept.insert(0, f"- … {cut} earlier item(s) left out")
+        kept.insert(0, f"- … {counted(cut, 'earlier item')} left out")
     return "\n".join([head, *kept])
 
 

@@ -83,11 +83,13 @@ from makad.core.attention import (
     AttentionLine,
     AttentionState,
     ago,
+    ago_with,
     lets_go,
     same_thread,
 )
 from makad.core.behaviors import Behavior, call_key, naming_words
 from makad.core.compaction import abbreviate
+from makad.core.counted import counted
 from makad.core.ownership import fact_key
 from makad.core.when import utc_moment
 
@@ -342,7 +344,8 @@ def _thread_candidate(
     if _resolved(later, seen):
         return _skip(kind, anchor, text, refs, "a later session that ended done resolved it")
     if idle < WARM_MS:
-        return _skip(kind, anchor, text, refs, f"idle only {ago(now, line.at)}: it may still be under way")
+        why = f"idle {ago_with('only', now, line.at)}: it may still be under way"
+        return _skip(kind, anchor, text, refs, why)
     passed_over = _passed_over(later, seen.paths, seen.session)
     if passed_over >= PASSED_OVER_SESSIONS:
         why = f"passed over: {passed_over} later sessions went by without it"
@@ -359,7 +362,7 @@ def _thread_candidate(
             parts.append(_Part(0.5, f"the work went on past it ({past} successful calls after)"))
     moved = _moved_on(later, seen.paths, seen.session)
     if moved:
-        parts.append(_Part(MOVED_ON**moved, f"{moved} later session(s) on other work"))
+        parts.append(_Part(MOVED_ON**moved, f"{counted(moved, 'later session')} on other work"))
     if kind == "resume_thread" and record is not None:
         if record.turns <= 1 and not record.tools and not record.paths:
             parts.append(_Part(0.5, "a single exchange, no tools or paths"))
@@ -389,7 +392,7 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
         text = f"Proposal {titles} has waited {ago(now, oldest.at)} for review"
     else:  # the state lists the oldest MAX_LINES: more may be due only when all of them are
         count = f"At least {len(shown)}" if len(shown) >= MAX_LINES else str(len(shown))
-        text = f"{count} proposals have waited up to {ago(now, oldest.at)} for review: {titles}"
+        text = f"{count} proposals have waited {ago_with('up to', now, oldest.at)} for review: {titles}"
     text = _one_line(text)
     if not due:
         return _skip(
@@ -397,10 +400,13 @@ def _review_candidate(now: int, lines: Sequence[AttentionLine]) -> Suggestion | 
             anchor,
             text,
             refs,
-            f"the oldest has waited only {ago(now, oldest.at)} (fires after {ago(REVIEW_AFTER_MS, 0)})",
+            f"the oldest has waited {ago_with('only', now, oldest.at)} "
+            f"(fires after {ago(REVIEW_AFTER_MS, 0)})",
         )
     prior = min(PRIOR["waiting_review"] + 0.1 * (len(due) - 1), 0.9)
-    score, reason = _score([_Part(prior, f"{len(due)} proposal(s) waiting past {ago(REVIEW_AFTER_MS, 0)}")])
+    score, reason = _score(
+        [_Part(prior, f"{counted(len(due), 'proposal')} waiting past {ago(REVIEW_AFTER_MS, 0)}")]
+    )
     return Suggestion(
         id=suggestion_id("waiting_review", anchor),
         kind="waiting_review",

@@ -41,6 +41,7 @@ import structlog
 
 from makad.core import semantic as rules
 from makad.core.context_types import RecallHit
+from makad.core.counted import counted
 from makad.core.redaction import redact_entry
 from makad.core.types import Entry, Event
 from makad.store.ledger import Ledger
@@ -304,10 +305,10 @@ class SemanticChannel:
         if message is None and failures:
             first = failures[0]
             message = (
-                f"indexing {first.workspace} failed {first.attempts} time(s) in a row: {first.error}; "
-                f"tried again after {first.retry_after_ms / 1000:g} s"
+                f"indexing {first.workspace} failed {counted(first.attempts, 'time')} in a row: "
+                f"{first.error}; tried again after {first.retry_after_ms / 1000:g} s"
                 + (
-                    f" (and {len(failures) - 1} other workspace(s): indexFailures)"
+                    f" (and {counted(len(failures) - 1, 'other workspace')}: indexFailures)"
                     if len(failures) > 1
                     else ""
                 )

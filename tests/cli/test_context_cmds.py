@@ -388,6 +388,30 @@ def test_an_empty_pack_says_why(daemon: DaemonProcess) -> None:
     assert code == "memory_unavailable" and "MEMORY.md could not be used" in text
 
 
+def test_an_empty_pack_names_only_the_switches_that_are_off(daemon: DaemonProcess) -> None:
+    """With reads off, the empty pack's hint names the switches that are off and no other:
+    agentReadEnabled alone, enabled alone, or both; --json is the pack unchanged."""
+
+    def hint() -> str:
+        shown = run_maka(daemon, "context")
+        assert shown.returncode == 0, shown.stderr
+        (line,) = [line for line in shown.stdout.splitlines() if line.startswith("(empty: ")]
+        return line
+
+    only_reads = hint()
+    assert "settings agentReadEnabled=on`" in only_reads and "enabled=on " not in only_reads
+    assert "agents may not read" in only_reads and "switched off" not in only_reads
+    call(daemon, "set_settings", agentReadEnabled=True, enabled=False)
+    only_memory = hint()
+    assert "settings enabled=on`" in only_memory and "agentReadEnabled" not in only_memory
+    assert "memory is switched off" in only_memory
+    call(daemon, "set_settings", agentReadEnabled=False)
+    both = hint()
+    assert "settings enabled=on agentReadEnabled=on`" in both
+    pack = json.loads(run_maka(daemon, "context", "--json").stdout)
+    assert pack["trace"]["emptyReason"] == "reads_off" and "settings" not in pack
+
+
 def test_context_names_user_level_entries_left_out_by_its_switch(daemon: DaemonProcess) -> None:
     """With the user level's agent reads off, `maka context` says how many of its entries
     the agent does not see and the command that lets it; with them on, the entry is in the

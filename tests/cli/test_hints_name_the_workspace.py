@@ -72,7 +72,7 @@ def test_empty_context_names_the_workspace_to_switch_on(shared_daemon: DaemonPro
     call(shared_daemon, "add_entry", title="Deploys", content="On Tuesdays.")
     result = run_maka(shared_daemon, "context", "-q", "deploys")
     assert result.returncode == 0
-    assert f"`maka -w {ws} settings enabled=on agentReadEnabled=on`" in result.stdout
+    assert f"`maka -w {ws} settings agentReadEnabled=on`" in result.stdout
 
 
 def test_incognito_listing_names_the_workspace(shared_daemon: DaemonProcess) -> None:

@@ -15,6 +15,8 @@ from pathlib import Path
 import pytest
 
 from maka.cli import main
+from maka.cli.system import DEFAULT_LIMITS
+from makad.settings import DEFAULT_MAX_REPLY_BYTES
 from tests.support import DaemonProcess
 
 MAKA_ARGS = [sys.executable, "-m", "maka.cli"]
@@ -65,6 +67,39 @@ def test_status_table_shows_values_for_people(shared_daemon: DaemonProcess) -> N
     assert any(
         line.startswith(f"  {shared_daemon.workspace}: ") and "bounded" in line for line in lines[at + 1 :]
     )
+
+
+def test_status_for_people_leaves_out_defaults_that_json_keeps(short_tmp: Path) -> None:
+    """Before any pack is built and with the default caps, `maka status` shows neither
+    contextPaths nor limits; --json has both, and its limits are the defaults the CLI knows."""
+    fresh = DaemonProcess(short_tmp)
+    fresh.start()
+    try:
+        shown = maka("--socket", str(fresh.socket), "status")
+        as_json = json.loads(maka("--socket", str(fresh.socket), "--json", "status").stdout)
+    finally:
+        fresh.stop()
+    assert shown.returncode == 0, shown.stderr
+    assert "contextPaths" not in shown.stdout and "limits" not in shown.stdout
+    assert "maxMessageBytes" not in shown.stdout
+    assert as_json["contextPaths"] == [] and as_json["limits"] == DEFAULT_LIMITS
+    assert DEFAULT_LIMITS["maxReplyBytes"] == DEFAULT_MAX_REPLY_BYTES
+
+
+def test_status_for_people_shows_a_cap_that_is_not_the_default(short_tmp: Path) -> None:
+    """A daemon started with another --max-reply-bytes: `maka status` lists that cap under
+    limits with its default, and no cap left at its default."""
+    changed = DaemonProcess(short_tmp, env={"MAKAD_MAX_REPLY_BYTES": "5000000"})
+    changed.start()
+    try:
+        shown = maka("--socket", str(changed.socket), "status")
+    finally:
+        changed.stop()
+    assert shown.returncode == 0, shown.stderr
+    lines = shown.stdout.splitlines()
+    at = lines.index("limits")
+    assert lines[at + 1] == f"  maxReplyBytes: 5000000 (default {DEFAULT_MAX_REPLY_BYTES})"
+    assert "maxMessageBytes" not in shown.stdout
 
 
 def test_call_prints_result(shared_daemon: DaemonProcess) -> None:

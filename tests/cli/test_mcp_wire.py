@@ -212,7 +212,7 @@ def test_a_call_cancelled_while_it_is_sent_leaves_the_next_call_working(daemon: 
             {"name": "session_record", "arguments": {"turns": [{"role": "user", "text": "after"}]}},
         )
         assert not after["result"].get("isError"), after
-        assert "Recorded 1 turn(s)" in after["result"]["content"][0]["text"]
+        assert "Recorded 1 turn in" in after["result"]["content"][0]["text"]
         assert h.request(5, "ping")["result"] == {}
     assert not [m for m in h.others if m.get("id") == 2]
 

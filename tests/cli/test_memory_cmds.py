@@ -30,6 +30,20 @@ def test_add_then_list_as_table_and_json(shared_daemon: DaemonProcess) -> None:
     assert [e["title"] for e in entries] == ["Prefers tabs"]
 
 
+def test_add_counts_redacted_secrets_in_words(shared_daemon: DaemonProcess) -> None:
+    """`memory add` notes "1 secret was redacted" for one secret and "2 secrets were" for two."""
+    token = "ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    one = run_maka(shared_daemon, "memory", "add", "Creds", f"token {token}")
+    assert one.returncode == 0, one.stderr
+    assert "note: 1 secret was redacted before writing" in one.stderr
+    two = run_maka(
+        shared_daemon, "memory", "add", "More creds", f"a {token} and b {token.replace('a1', 'z9')}"
+    )
+    assert two.returncode == 0, two.stderr
+    assert "note: 2 secrets were redacted before writing" in two.stderr
+    assert "(s)" not in one.stderr + two.stderr
+
+
 def test_list_by_tag_matches_as_tags_are_stored(shared_daemon: DaemonProcess) -> None:
     """Tags are stored lower-case with spaces as dashes, so `memory list -t "Ops Team"`
     finds an entry added with --tags "Ops Team" (stored ops-team)."""

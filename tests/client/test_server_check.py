@@ -206,6 +206,34 @@ def test_without_peer_credentials_our_socket_in_private_folders_passes(
         assert client.call("ping") == "pong"
 
 
+def test_a_symlinked_socket_path_passes_by_the_peer_check(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """Where the kernel names the peer, a socket path that is a symbolic link to our own
+    daemon is reached: the server itself was checked, not the path."""
+    link = short_tmp / "link.sock"
+    link.symlink_to(shared_daemon.socket)
+    with Client(str(link)) as client:
+        assert client.call("ping") == "pong"
+
+
+def test_without_peer_credentials_a_symlinked_socket_path_is_refused_as_one(
+    shared_daemon: DaemonProcess, short_tmp: Path, no_peer_credentials: None
+) -> None:
+    """The fallback refuses a socket path that is a symbolic link, saying so and where it
+    leads, not that its socket file belongs to some uid."""
+    link = short_tmp / "link.sock"
+    link.symlink_to(shared_daemon.socket)
+    with pytest.raises(UntrustedServer) as refused, Client(str(link)) as c:
+        c.call("ping")
+    message = str(refused.value)
+    assert refused.value.reason == (
+        f"its socket path is a symbolic link (to {shared_daemon.socket}), which this client does not follow"
+    )
+    assert "connect to the path it leads to instead" in message
+    assert "belongs to uid" not in message and "allow its uid" not in message
+
+
 @needs_nobody
 def test_without_peer_credentials_a_socket_of_nobody_is_refused(
     impostor: Impostor, no_peer_credentials: None

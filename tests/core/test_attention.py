@@ -358,7 +358,7 @@ def test_sections_by_age_pending_rejections_focus_and_rhythm() -> None:
         'Proposal "Newer" waiting 1 day for review',
     ]
     assert by["Do not re-propose"] == ['"Use tabs" rejected 2 days ago: we use spaces']
-    assert by["Rhythm"] and "2 session(s)" in by["Rhythm"][0]
+    assert by["Rhythm"] and "2 sessions in the records" in by["Rhythm"][0]
     assert [s.name for s in state.sections] == list(attention.SECTIONS)
 
 

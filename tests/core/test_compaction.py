@@ -456,7 +456,7 @@ def test_checkpoint_summary_drops_oldest_user_messages_first() -> None:
     summary = checkpoint_summary(builder.events, WorkingState(), max_tokens=1500)
     assert "message number 199" in summary
     assert "message number 0 " not in summary
-    assert "earlier user message(s) omitted (event:s1:1-" in summary
+    assert "earlier user messages omitted (event:s1:1-" in summary
     assert estimate_tokens(summary) <= 1500
 
 

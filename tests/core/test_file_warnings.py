@@ -28,7 +28,16 @@ def test_each_undecodable_line_is_named_then_the_rest_summed_up() -> None:
 def test_another_file_gets_one_warning_naming_its_lines() -> None:
     """per_line=False: a single warning without a line, listing the lines in its message."""
     (only,) = not_utf8(cp1252_lines(2), "PENDING.md", per_line=False)
-    assert only.line is None and "PENDING.md" in only.message and "1, 2" in only.message
+    assert only.line is None and "PENDING.md" in only.message and "at lines 1, 2:" in only.message
+
+
+def test_counts_of_undecodable_lines_read_as_words() -> None:
+    """One line is "line 1" and one more is "1 more line that is", never "line(s)"."""
+    (only,) = not_utf8(cp1252_lines(1), "PENDING.md", per_line=False)
+    assert "at line 1:" in only.message
+    found = not_utf8(cp1252_lines(MAX_LINE_WARNINGS + 1), "MEMORY.md")
+    assert "has 1 more line that is not valid UTF-8" in found[-1].message
+    assert not any("(s)" in w.message for w in [only, *found])
 
 
 def test_misplaced_names_each_root_file_found() -> None:

@@ -229,7 +229,7 @@ def test_key_results_keep_the_last_turn_that_had_any_and_the_task_survives_a_tig
     texts = notes.render(state, SID, WorkingState(), {"Task specification": 200, "Key results": 200})
     assert texts["Key results"].splitlines()[1:] == ["- test: 1 passed (event:s1:3)"]
     task = texts["Task specification"]
-    assert "Fix the flaky login test" in task and "earlier item(s) left out" in task
+    assert "Fix the flaky login test" in task and "earlier items left out" in task
     assert "case 29" in task and "case 0 " not in task and estimate_tokens(task) <= 200
 
 

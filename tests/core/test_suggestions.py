@@ -246,6 +246,24 @@ def test_proposals_waiting_fire_once_aggregated_and_only_past_the_age() -> None:
     assert c.score == 0 and "only" in c.reason
 
 
+def test_proposals_waiting_under_an_hour_read_naturally() -> None:
+    """Proposals waiting less than an hour "have waited less than an hour", never "up to
+    less than an hour", and the reason says "has waited less than an hour", never "only less
+    than"; an older one keeps its "up to" and "only"."""
+    fresh = [
+        Pending(proposal_id=f"f{i}", title=f"Rule {i}", created_at=NOW - 60_000 * (i + 1)) for i in range(2)
+    ]
+    (c,) = candidates(NOW, state_of([], pending=fresh), [])
+    assert c.text.startswith("2 proposals have waited less than an hour for review"), c.text
+    assert c.reason.startswith("the oldest has waited less than an hour (fires after 2 days)"), c.reason
+    hours = [
+        Pending(proposal_id=f"h{i}", title=f"Rule {i}", created_at=NOW - (3 + i) * HOUR) for i in range(2)
+    ]
+    (c,) = candidates(NOW, state_of([], pending=hours), [])
+    assert c.text.startswith("2 proposals have waited up to 4 hours for review"), c.text
+    assert c.reason.startswith("the oldest has waited only 4 hours"), c.reason
+
+
 def test_ids_are_stable_across_derivations_and_decoding() -> None:
     """The same facts give the same ids an hour later and after the records round-trip through JSON."""
     records = [rec("a", work("a", NOW - DAY_MS)), rec("b", failing("b", NOW - 2 * DAY_MS))]

@@ -330,8 +330,8 @@ def test_a_retry_of_the_first_pack_shows_what_it_showed_after_the_session_is_der
         sid = session(d, w, [{"type": "user_message", "text": "Where were we?"}])
         pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
         assert attention_segment(pack) is not None
-        derived = wait_for(d, w, lambda s: mentions(s, "2 session(s)", "Rhythm"))
-        assert mentions(derived, "2 session(s)", "Rhythm")
+        derived = wait_for(d, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+        assert mentions(derived, "2 sessions", "Rhythm")
         retried = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
         assert retried == pack
 

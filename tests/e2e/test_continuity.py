@@ -76,7 +76,7 @@ def test_one_very_long_session_does_not_push_the_others_out(shared: DaemonProces
     state = wait_for(shared, w, lambda s: mentions(s, "next step 6", "Active threads"))
     assert mentions(state, "next step 6", "Active threads")
     assert mentions(state, "go vet ./cmd/lint", "Recently abandoned")
-    assert "2 session(s)" in section_lines(state, "Rhythm")[0]["text"]
+    assert "2 sessions" in section_lines(state, "Rhythm")[0]["text"]
 
 
 # ------------------------------------------------------------ other languages ---

@@ -337,8 +337,8 @@ def test_a_thread_let_go_in_a_later_session_in_other_words_is_not_suggested(d: D
             {"type": "assistant_message", "text": "OK, leaving it.", "ts": now - DAY + 1},
         ],
     )
-    state = wait_for(d, w, lambda s: mentions(s, "2 session(s)", "Rhythm"))
-    assert mentions(state, "2 session(s)", "Rhythm")
+    state = wait_for(d, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "2 sessions", "Rhythm")
     assert not mentions(state, "wire the exporter", "Active threads", "Recently abandoned")
     reply = suggest(d, w)
     assert not any("wire the exporter" in c["text"] and c["score"] > 0 for c in reply["candidates"] or [])
@@ -371,7 +371,7 @@ def test_a_thread_passed_over_by_later_sessions_stops_being_suggested_but_stays_
     reply = wait_suggest(d, w, fires("wire the exporter"))
     assert any("wire the exporter" in t for t in texts(reply))
     light_session(d, w, now - DAY)
-    state = wait_for(d, w, lambda s: mentions(s, "4 session(s)", "Rhythm"))
+    state = wait_for(d, w, lambda s: mentions(s, "4 sessions", "Rhythm"))
     assert mentions(state, "wire the exporter", "Active threads", "Recently abandoned")
     reply = suggest(d, w)
     assert not any("wire the exporter" in t for t in texts(reply))
@@ -408,7 +408,7 @@ def test_later_work_in_the_same_session_is_no_later_session(d: DaemonProcess) ->
     d.call("close_session", {"workspace": w, "sessionId": sid})
     for k in range(2):
         light_session(d, w, at + (k + 1) * 3_600_000)
-    state = wait_for(d, w, lambda s: mentions(s, "3 session(s)", "Rhythm"))
+    state = wait_for(d, w, lambda s: mentions(s, "3 sessions", "Rhythm"))
     assert mentions(state, "offset lost")
     reply = suggest(d, w)
     [failure] = [c for c in reply["candidates"] if "offset lost" in c["text"]]

@@ -121,13 +121,19 @@ export class UntrustedServerError extends MakaError {
   /** The uid owning the socket file or folder at fault, when that is what failed. */
   readonly ownerUid: number | undefined;
 
-  constructor(socketPath: string, expectedUid: number, reason: string, ownerUid?: number) {
+  /**
+   * `fix`: what to do instead of allowing another uid, when that is not the remedy (a
+   * socket path that is a symbolic link: connect to the path it leads to).
+   */
+  constructor(socketPath: string, expectedUid: number, reason: string, ownerUid?: number, fix?: string) {
     const allow = ownerUid ?? "<uid>";
     super(
-      `the server on ${socketPath} is not trusted: ${reason}, and it should be run by uid ${expectedUid}; ` +
-        "refusing to talk to it (another user's server would read everything this client sends and " +
-        "could answer with invented memory). If it is the makad you mean to use, allow its uid: " +
-        `serverUid: ${allow} (or MAKA_SERVER_UID=${allow}); "any" turns the check off`,
+      fix !== undefined
+        ? `the server on ${socketPath} is not trusted: ${reason}; refusing to talk to it, nothing was sent. ${fix}`
+        : `the server on ${socketPath} is not trusted: ${reason}, and it should be run by uid ${expectedUid}; ` +
+            "refusing to talk to it (another user's server would read everything this client sends and " +
+            "could answer with invented memory). If it is the makad you mean to use, allow its uid: " +
+            `serverUid: ${allow} (or MAKA_SERVER_UID=${allow}); "any" turns the check off`,
     );
     this.socketPath = socketPath;
     this.expectedUid = expectedUid;

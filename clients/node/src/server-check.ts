@@ -12,7 +12,9 @@
 //   that uid, this process's uid or root, and is writable by nobody else unless sticky
 //   (like /tmp, where nobody can rename or delete another's entries): so nobody but those
 //   uids can have put a socket there or can swap it while the client connects;
-// - the file is the same one (device and inode) before and after the connect.
+// - the file is the same one (device and inode) before and after the connect;
+// - the socket path is no symbolic link (the link and the file it leads to would be two
+//   things to check): refused, naming the path it leads to.
 //
 // Limits: this shows who made the socket file and who could replace it, not which process
 // holds the listening socket (a process of the expected uid, or root, can hand it to
@@ -21,7 +23,7 @@
 // user owns even when the server is yours (e.g. a bind mount in a container): `serverUid`
 // or MAKA_SERVER_UID then says which uid to expect, or "any" turns the check off.
 
-import { lstat, realpath } from "node:fs/promises";
+import { lstat, readlink, realpath } from "node:fs/promises";
 import { join, resolve, sep } from "node:path";
 
 import { UntrustedServerError, systemReason } from "./errors.js";
@@ -80,6 +82,20 @@ export async function checkSocketFile(socketPath: string, expected: number): Pro
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT" || code === "ENOTDIR") return null;
     throw new UntrustedServerError(socketPath, expected, `its socket file cannot be checked (${systemReason(code)})`);
+  }
+  if (info.isSymbolicLink()) {
+    // The connect would follow it to a file this check never looked at: refused here, with
+    // the path to use, rather than left to fail after the connect as a changed file.
+    const target = await readlink(socketPath).catch(() => undefined);
+    const to = target === undefined ? "" : ` (to ${target})`;
+    throw new UntrustedServerError(
+      socketPath,
+      expected,
+      `its socket path is a symbolic link${to}, which this client does not follow`,
+      undefined,
+      "connect to the path it leads to instead (socketPath or MAKAD_SOCKET); " +
+        'serverUid "any" (MAKA_SERVER_UID=any) turns the check off',
+    );
   }
   if (!info.isSocket()) return null; // not a server at all: the connect fails on its own
   if (info.uid !== expected) {

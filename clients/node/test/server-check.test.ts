@@ -1,12 +1,13 @@
 // The client refuses a server that another user could have put on the socket path.
 
 import assert from "node:assert/strict";
-import { chmodSync, chownSync, mkdirSync, renameSync, rmSync } from "node:fs";
+import { chmodSync, chownSync, mkdirSync, renameSync, rmSync, symlinkSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { after, before, describe, it } from "node:test";
 
 import { expectedServerUid, MakaClient, UntrustedServerError } from "../src/index.js";
 import { Daemon, shortTempDir } from "./helpers/daemon.js";
+import { fakeServer } from "./helpers/fake-server.js";
 import { impostorSkipReason, nobody, startImpostor, type Impostor } from "./helpers/impostor.js";
 
 const SKIP = impostorSkipReason();
@@ -103,6 +104,46 @@ describe("the folders above the socket", () => {
 
   it("a socket of ours in a private folder is reached", async () => {
     assert.equal(await ping(daemon.socketPath), "pong");
+  });
+
+  it("a socket path that is a symbolic link to our own daemon is refused as one, and named", async () => {
+    const folder = shortTempDir("mkl-");
+    const link = join(folder, "s.sock");
+    symlinkSync(daemon.socketPath, link);
+    try {
+      await assert.rejects(ping(link), (error: unknown) => {
+        assert.ok(error instanceof UntrustedServerError);
+        assert.equal(
+          error.reason,
+          `its socket path is a symbolic link (to ${daemon.socketPath}), which this client does not follow`,
+        );
+        assert.match(error.message, /connect to the path it leads to instead \(socketPath or MAKAD_SOCKET\)/);
+        assert.doesNotMatch(error.message, /changed while connecting|allow its uid/);
+        return true;
+      });
+      assert.equal(await ping(link, { serverUid: "any" }), "pong");
+    } finally {
+      rmSync(folder, { recursive: true, force: true });
+    }
+  });
+
+  it("a server behind a symbolic link is sent nothing, also by a client that reconnects", async () => {
+    const server = await fakeServer();
+    const folder = shortTempDir("mkl-");
+    const link = join(folder, "s.sock");
+    symlinkSync(server.socketPath, link);
+    const client = new MakaClient({ socketPath: link });
+    let attempts = 0;
+    client.on("reconnecting", () => attempts++);
+    try {
+      await assert.rejects(client.call("ping"), /its socket path is a symbolic link/);
+      assert.equal(attempts, 0);
+      assert.equal(server.received(), "");
+    } finally {
+      await client.close();
+      await server.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   });
 
   it("a folder writable by its group is refused, and named", async () => {

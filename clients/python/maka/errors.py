@@ -29,17 +29,27 @@ class UntrustedServer(MakaError):
     system cannot say and its socket file failed the check instead: ``reason``)."""
 
     def __init__(
-        self, socket_path: str, expected_uid: int, *, server_uid: int | None = None, reason: str | None = None
+        self,
+        socket_path: str,
+        expected_uid: int,
+        *,
+        server_uid: int | None = None,
+        reason: str | None = None,
+        fix: str | None = None,
     ) -> None:
         what = f"runs as {uid_name(server_uid)}" if server_uid is not None else f"is not trusted: {reason}"
         allow = server_uid if server_uid is not None else "UID"
-        super().__init__(
-            f"the server on {socket_path} {what}, not as {uid_name(expected_uid)}: refusing to talk to "
-            "it (another user's server would read everything this client sends and could answer "
-            "with invented memory). If it is the makad you mean to use, allow its uid: "
-            f"MAKA_SERVER_UID={allow} (or server_uid={allow}, `maka --server-uid {allow}`); "
-            "'any' turns the check off"
-        )
+        if fix is not None:  # allowing another uid is not the remedy (a symbolic link)
+            message = f"the server on {socket_path} {what}; refusing to talk to it, nothing was sent. {fix}"
+        else:
+            message = (
+                f"the server on {socket_path} {what}, not as {uid_name(expected_uid)}: refusing to talk "
+                "to it (another user's server would read everything this client sends and could "
+                "answer with invented memory). If it is the makad you mean to use, allow its uid: "
+                f"MAKA_SERVER_UID={allow} (or server_uid={allow}, `maka --server-uid {allow}`); "
+                "'any' turns the check off"
+            )
+        super().__init__(message)
         self.socket_path = socket_path
         self.server_uid = server_uid
         self.expected_uid = expected_uid

@@ -50,6 +50,7 @@ from maka.mcp_gates import USER_LEVEL, ToolFailure, propose_hint, propose_open, 
 from maka.mcp_resolve import USER_PREFIX, Resolver
 from maka.notifications import RECONNECTED, SUBSCRIPTION_LOST
 from maka.server_check import ServerUid
+from maka.words import counted, redacted
 
 log = logging.getLogger("maka.mcp")
 ROLE_TO_TYPE = {
@@ -335,8 +336,8 @@ class Bridge:
             session = await self.ensure_session()
             result = await self.call("append_events", {"sessionId": session, "events": events})
         ref = text.event_ref(session, int(result["firstSeq"]), int(result["lastSeq"]))
-        note = f" {result['redactions']} secret(s) were redacted." if result.get("redactions") else ""
-        return f"Recorded {len(events)} turn(s) in session {session} as {ref}.{note}"
+        note = f" {redacted(result['redactions'])}." if result.get("redactions") else ""
+        return f"Recorded {counted(len(events), 'turn')} in session {session} as {ref}.{note}"
 
     async def memory_resolve(self, args: ResolveArgs) -> str:
         refs = list(dict.fromkeys(r.strip() for r in args.refs if r.strip()))
@@ -371,7 +372,7 @@ class Bridge:
             raise ToolFailure(exc.kind, reason + hint) from None
         notes = []
         if result.get("redactions"):
-            notes.append(f"{result['redactions']} secret(s) were redacted.")
+            notes.append(f"{redacted(result['redactions'])}.")
         if result.get("queued"):
             proposal = result["proposal"]
             if proposal.get("supersedes"):

@@ -145,6 +145,19 @@ def check_socket_file(socket_path: str, expected: int) -> None:
     except OSError as exc:
         problem = f"its socket file cannot be checked ({exc.strerror})"
         raise UntrustedServer(socket_path, expected, reason=problem) from None
+    if stat.S_ISLNK(st.st_mode):
+        # The connect followed it to a file this check does not look at.
+        try:
+            to = f" (to {os.readlink(path)})"
+        except OSError:
+            to = ""
+        raise UntrustedServer(
+            socket_path,
+            expected,
+            reason=f"its socket path is a symbolic link{to}, which this client does not follow",
+            fix="connect to the path it leads to instead (MAKAD_SOCKET, `maka --socket`); "
+            "MAKA_SERVER_UID=any turns the check off",
+        )
     if not stat.S_ISSOCK(st.st_mode) or st.st_uid != expected:
         raise UntrustedServer(socket_path, expected, reason=f"its socket file belongs to uid {st.st_uid}")
     _check_folders(socket_path, expected, path.parent, 0)

@@ -28,10 +28,8 @@ from maka.mcp_text import attention_markdown, suggestions_markdown
 SEGMENT_KINDS = ("memory", "working_state", "summary", "attention", "recall")
 
 
-# What trace.emptyReason means, and what to do about it.
+# What trace.emptyReason means, and what to do about it (reads_off: reads_off_hint).
 EMPTY_REASONS = {
-    "reads_off": "agents may not read this workspace's memory; "
-    "turn it on with `maka settings enabled=on agentReadEnabled=on`",
     "incognito": "incognito is on (the workspace or the session): nothing is read",
     "memory_unavailable": "MEMORY.md could not be used (too large or unreadable); "
     "`maka memory list` says why",
@@ -43,9 +41,31 @@ EMPTY_REASONS = {
 }
 
 
-def render_pack(pack: dict[str, Any], trace: bool, args: argparse.Namespace | None = None) -> list[str]:
+def reads_off_hint(settings: dict[str, Any] | None) -> str:
+    """Why reads are off, naming only the switches ``settings`` (get_settings) shows off,
+    with the command that turns those on; both when the settings are not known (or show
+    both on: switched on since the pack was built)."""
+    memory_off = settings is None or settings.get("enabled") is False
+    agents_off = settings is None or settings.get("agentReadEnabled") is False
+    if memory_off == agents_off:
+        return (
+            "memory is switched off in this workspace, and agents may not read it; turn both on "
+            "with `maka settings enabled=on agentReadEnabled=on`"
+        )
+    if memory_off:
+        return "memory is switched off in this workspace; turn it on with `maka settings enabled=on`"
+    return "agents may not read this workspace's memory; let them with `maka settings agentReadEnabled=on`"
+
+
+def render_pack(
+    pack: dict[str, Any],
+    trace: bool,
+    args: argparse.Namespace | None = None,
+    settings: dict[str, Any] | None = None,
+) -> list[str]:
     """A build_context result for people: totals, each segment, the messages, the trace;
-    ``args``: the command's, so that a hint names the workspace and session it was run for."""
+    ``args``: the command's, so that a hint names the workspace and session it was run for;
+    ``settings``: the workspace's, so that an empty pack's hint names only the switches off."""
     hint = (lambda text: with_workspace(args, text)) if args is not None else (lambda text: text)
     t = pack.get("trace") or {}
     head = (
@@ -64,7 +84,11 @@ def render_pack(pack: dict[str, Any], trace: bool, args: argparse.Namespace | No
     segments = pack.get("segments") or []
     if not segments and not pack.get("messages"):
         reason = str(t.get("emptyReason") or "")
-        why = EMPTY_REASONS.get(reason, "nothing relevant, or reading is turned off for this workspace")
+        why = (
+            reads_off_hint(settings)
+            if reason == "reads_off"
+            else EMPTY_REASONS.get(reason, "nothing relevant, or reading is turned off for this workspace")
+        )
         lines.append(f"(empty: {hint(why)}{f' [{reason}]' if reason else ''})")
     for segment in segments:
         lines += ["", f"━━ {segment.get('kind')} · {segment.get('tokens', 0)} tokens", ""]
@@ -227,12 +251,24 @@ def cmd_context(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(pack)
     else:
-        print("\n".join(render_pack(pack, args.trace, args)))
+        print("\n".join(render_pack(pack, args.trace, args, _settings_if_reads_off(client, ws, pack))))
         note = user_level_left_out(client, ws, pack)
         if note:
             print(f"\n({note})")
         print_warnings(pack)
     return EXIT_OK
+
+
+def _settings_if_reads_off(client: Client, ws: str, pack: dict[str, Any]) -> dict[str, Any] | None:
+    """The workspace's settings when the pack is empty because reads are off (the hint names
+    the switches that are off), else None; None too when they cannot be read."""
+    if (pack.get("trace") or {}).get("emptyReason") != "reads_off":
+        return None
+    try:
+        settings = client.call("get_settings", {"workspace": ws})
+    except RemoteError:
+        return None
+    return settings if isinstance(settings, dict) else None
 
 
 def print_warnings(result: dict[str, Any]) -> None:

@@ -36,7 +36,6 @@ from maka.cli.decided import decision, lineage, refuse_decided_proposal
 from maka.cli.output import (
     HAND_TYPED,
     age,
-    counted,
     entry_card,
     origin_label,
     print_json,
@@ -50,6 +49,7 @@ from maka.cli.review import replacement_columns
 from maka.client import Client
 from maka.errors import Conflict, InvalidParams, MethodNotFound
 from maka.ids import matching_ids
+from maka.words import counted, redacted
 
 # The tag that pins an entry (build_context always shows it, first).
 PINNED_TAG = "pinned"
@@ -436,7 +436,7 @@ def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, 
 
 def _warn_redactions(result: dict[str, Any]) -> None:
     if result.get("redactions"):
-        print(f"note: {result['redactions']} secret(s) were redacted before writing", file=sys.stderr)
+        print(f"note: {redacted(result['redactions'])} before writing", file=sys.stderr)
 
 
 def cmd_edit(client: Client, args: argparse.Namespace) -> int:

@@ -33,11 +33,6 @@ def holds_unicode(stream: TextIO) -> bool:
     return name.startswith(("utf-", "gb18030"))
 
 
-def counted(n: int, singular: str, plural: str | None = None) -> str:
-    """``n`` and the noun it counts: "1 line", "3 lines", "1 memory", "2 memories"."""
-    return f"{n} {singular if n == 1 else plural or singular + 's'}"
-
-
 def display_width(text: str) -> int:
     """Columns the text takes in a terminal (CJK characters take two)."""
     from rich.cells import cell_len

@@ -31,6 +31,7 @@ from maka.client import Client
 from maka.errors import RemoteError
 from maka.ids import matching_ids
 from maka.notifications import Notification
+from maka.words import redacted
 
 NEAR_DUPLICATE_PROMPT = "[a]pprove as well [u]se instead [m]erge [s]kip [?] "
 
@@ -142,7 +143,7 @@ def cmd_approve(client: Client, args: argparse.Namespace) -> int:
         if not item.get("superseded") and not item.get("duplicateOf"):
             _offer_replace(args, item["proposalId"], similar.get(item["proposalId"], []), active)
     if result.get("redactions"):
-        print(f"note: {result['redactions']} secret(s) were redacted", file=sys.stderr)
+        print(f"note: {redacted(result['redactions'])}", file=sys.stderr)
     return EXIT_OK
 
 

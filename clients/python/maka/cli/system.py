@@ -42,13 +42,37 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(status)
         return EXIT_OK
-    daemon = {k: v for k, v in status.items() if k != "workspace"}
+    daemon = for_people(status)
     lines = status_lines(daemon)
     if ws is not None:
         width = max(len(k) for k in [*daemon, "fileWarnings"])
         lines.extend(workspace_lines(args, status["workspace"], daemon.get("warnings") or [], width))
     print("\n".join(lines))
     return EXIT_OK
+
+
+# The caps a daemon enforces when started without --max-message-bytes or --max-reply-bytes:
+# x-limits, and --max-reply-bytes' default (makad.settings.DEFAULT_MAX_REPLY_BYTES).
+DEFAULT_LIMITS = {**generated_methods.LIMITS, "maxReplyBytes": 16 * 1024 * 1024}
+
+
+def for_people(status: dict[str, Any]) -> dict[str, Any]:
+    """The daemon's ``status`` as ``maka status`` shows it (--json shows all of it):
+    ``contextPaths`` only when a workspace has built a pack, ``limits`` only the caps that
+    differ from the defaults (started with --max-message-bytes …), with the default."""
+    shown = {k: v for k, v in status.items() if k not in ("workspace", "contextPaths", "limits")}
+    if status.get("contextPaths"):
+        shown["contextPaths"] = status["contextPaths"]
+    limits = status.get("limits")
+    if isinstance(limits, dict):
+        changed = {
+            key: f"{value} (default {DEFAULT_LIMITS[key]})" if key in DEFAULT_LIMITS else value
+            for key, value in limits.items()
+            if DEFAULT_LIMITS.get(key) != value
+        }
+        if changed:
+            shown["limits"] = changed
+    return shown
 
 
 # Warnings about the workspace's files that `maka status` shows in full; the rest are counted.
