@@ -126,20 +126,25 @@ def test_the_warnings_about_a_memory_file_are_worked_out_off_the_loop(
 
 def test_a_write_works_out_the_new_file_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every change a write makes to a memory file's document (an entry added, proposals
-    imported, approved: one upsert each, through the whole document, so approving
-    hundreds into a MEMORY.md of thousands of entries is seconds of work) is made on a
+    imported, approved: one upsert each, a walk of the whole document or of one batch, so
+    approving hundreds into a MEMORY.md of thousands of entries is real work) is made on a
     worker thread."""
     import makad.core.memory_format as fmt
 
     watch = LoopWatch()
     where: list[bool] = []
-    real = fmt.upsert
+    real_upsert, real_batch_upsert = fmt.upsert, fmt.Upserts.upsert
 
     def recorded(*args: Any, **kwargs: Any) -> Any:
         where.append(watch.on_loop())
-        return real(*args, **kwargs)
+        return real_upsert(*args, **kwargs)
+
+    def recorded_in_batch(self: fmt.Upserts, entry: Any) -> None:
+        where.append(watch.on_loop())
+        real_batch_upsert(self, entry)
 
     monkeypatch.setattr(fmt, "upsert", recorded)
+    monkeypatch.setattr(fmt.Upserts, "upsert", recorded_in_batch)
 
     def exercise(s: Session, ws: str) -> None:
         s.call("add_entry", {"workspace": ws, "title": "Shell", "content": "Ana uses zsh."})
