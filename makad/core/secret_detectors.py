@@ -472,21 +472,30 @@ def _split_spans(text: str, depth: int) -> list[Span]:
         # Until the pieces hold a whole token, any next segment may be its rest
         # (``sk-…/euceiu/…``): only a token already whole stops at a path's own words.
         whole = bool(_layers(text[first:cut], depth, everything=False))
-        following = _SEPARATORS.match(text, cut)
-        for _ in range(MAX_SPLITS):
-            if following is None:
-                break
-            at = following.end()
-            stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
-            end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
-            if end == at or (whole and at > reach and not _may_continue(text[at:end])):
+        for at, end in _segments_after(text, cut):
+            if whole and at > reach and not _may_continue(text[at:end]):
                 break
             pieces.append((at, end))
             across = _across(text, pieces, depth)
             found = union(found, across)
             whole = whole or bool(across)
-            following = _SEPARATORS.match(text, end)
     return found
+
+
+def _segments_after(text: str, cut: int) -> Iterator[tuple[int, int]]:
+    """The (start, end) of each of the up to ``MAX_SPLITS`` non-empty segments that follow
+    the separators after ``cut``, in order, up to the first empty one."""
+    following = _SEPARATORS.match(text, cut)
+    for _ in range(MAX_SPLITS):
+        if following is None:
+            return
+        at = following.end()
+        stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
+        end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
+        if end == at:
+            return
+        yield at, end
+        following = _SEPARATORS.match(text, end)
 
 
 def _may_join_a_token(text: str, first: int, cut: int) -> bool:
@@ -494,17 +503,7 @@ def _may_join_a_token(text: str, first: int, cut: int) -> bool:
     ``_split_spans`` may join to it holds a run of 20 (every token does): without one, no
     join finds anything, and what the segment holds alone does not matter."""
     pieces = [text[first:cut]]
-    following = _SEPARATORS.match(text, cut)
-    for _ in range(MAX_SPLITS):
-        if following is None:
-            break
-        at = following.end()
-        stop = _SEGMENT_END.search(text, at, at + MAX_SEGMENT)
-        end = stop.start() if stop is not None else min(len(text), at + MAX_SEGMENT)
-        if end == at:
-            break
-        pieces.append(text[at:end])
-        following = _SEPARATORS.match(text, end)
+    pieces.extend(text[at:end] for at, end in _segments_after(text, cut))
     return has_long_run("".join(pieces))
 
 
