@@ -19,18 +19,9 @@ from makad.core import memory_format as fmt
 from makad.core import proposals as rules
 from makad.core.types import Entry
 from makad.wire.proposals import ProposalEdit
+from tests.core.plain_scrubber import Plain
 
 NOW = 1_700_000_000_000
-
-
-class Plain:
-    """The identity scrubber."""
-
-    def scrub_optional(self, value: str | None) -> str | None:
-        return value
-
-    def scrub_refs(self, refs: list[str]) -> list[str]:
-        return list(refs)
 
 
 def reference_approve_into(memory: fmt.MemoryDocument, plan: rules.ApprovalPlan) -> rules.MemoryApproval:

@@ -16,18 +16,9 @@ from makad.core.importers import ImportItem
 from makad.core.types import Entry, MemoryEvent
 from makad.errors import InvalidParams, NotFound, TooLarge
 from makad.wire.proposals import ProposalEdit
+from tests.core.plain_scrubber import Plain
 
 NOW = 1_700_000_000_000
-
-
-class Plain:
-    """The identity scrubber: no client-chosen identifier holds a secret here."""
-
-    def scrub_optional(self, value: str | None) -> str | None:
-        return value
-
-    def scrub_refs(self, refs: list[str]) -> list[str]:
-        return list(refs)
 
 
 def entry(entry_id: str, content: str, **fields: object) -> Entry:
