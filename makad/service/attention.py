@@ -155,16 +155,17 @@ class AttentionKeeper:
             or now - stored.computed_at >= REFRESH_MS
             or stored.records_upto != newest
         )
+        computed_at = now if stored is None else stored.computed_at
         if wrote or dirty or stale:
-            await self.derive(ws, now)
+            state, _ = await self.derive(ws, now)
+            computed_at = state.computed_at
         if complete and not ws.state.attention_unstored:
-            await self._sleep_until_due(ws, now, writes_seen)
+            await self._sleep_until_due(ws, computed_at + REFRESH_MS, writes_seen)
 
-    async def _sleep_until_due(self, ws: Workspace, now: int, writes_seen: int) -> None:
-        """Leave ``ws`` alone until a session of it goes idle or its stored state is due a
-        refresh, unless its ledger is written or one of its inputs changes first."""
-        stored = await in_thread(cached_state, ws)
-        next_at = now + REFRESH_MS if stored is None else stored.computed_at + REFRESH_MS
+    async def _sleep_until_due(self, ws: Workspace, refresh_at: int, writes_seen: int) -> None:
+        """Leave ``ws`` alone until a session of it goes idle or its state is due a refresh
+        at ``refresh_at``, unless its ledger is written or one of its inputs changes first."""
+        next_at = refresh_at
         idle_from = await in_thread(attention_store.next_idle_ts, ws.ledger)
         if idle_from is not None:
             next_at = min(next_at, idle_from + self._idle_ms)
