@@ -287,11 +287,17 @@ class ProposalService:
         if not refs:
             return
         parsed = await in_thread(parse_source_refs, refs)
-        in_files = await self._entries_in_files(src, [r for r in parsed if r.kind == "memory"])
-        rest = [r for r in parsed if r.position not in in_files]
-        unresolved = await in_thread(src.ledger.unresolved_refs, rest)
+        unresolved = await self._resolve(src, parsed)
         if unresolved:
             raise _unresolved(*unresolved[0])
+
+    async def _resolve(self, src: Workspace, parsed: list[SourceRef]) -> list[tuple[SourceRef, int | None]]:
+        """The refs among ``parsed`` that name nothing ``src`` stores (``memory:`` refs are
+        looked for in the files first, the rest in one ledger read), each with its session's
+        last seq where that is why."""
+        in_files = await self._entries_in_files(src, [r for r in parsed if r.kind == "memory"])
+        rest = [r for r in parsed if r.position not in in_files]
+        return await in_thread(src.ledger.unresolved_refs, rest)
 
     async def _entries_in_files(self, src: Workspace, refs: list[SourceRef]) -> set[int]:
         """The indexes of the ``memory:`` refs among ``refs`` naming an entry of MEMORY.md
@@ -655,10 +661,7 @@ class ProposalService:
                 p for p in map(_lenient_ref, enumerate(scrub(refs[:MAX_RETRIEVE_EVENTS]))) if p is not None
             ]
         )
-        in_files = await self._entries_in_files(ws, [r for r in parsed if r.kind == "memory"])
-        rest = [r for r in parsed if r.position not in in_files]
-        unresolved = await in_thread(ws.ledger.unresolved_refs, rest)
-        return [refs[ref.position] for ref, _ in unresolved]
+        return [refs[ref.position] for ref, _ in await self._resolve(ws, parsed)]
 
     async def _history_id(self, ws: Workspace, given: str) -> str:
         """``given`` when it is an id of the files or the lineage, else the one such id it is
