@@ -180,6 +180,28 @@ def test_help_and_version_as_commands_point_at_the_options(shared_daemon: Daemon
     assert "sessions" not in version.stderr
 
 
+def test_an_action_of_memory_typed_alone_names_maka_memory(shared_daemon: DaemonProcess) -> None:
+    """`maka pin ID` and `maka list` (an action of `maka memory` without it) exit 2 naming
+    `maka memory pin` and `maka memory list`, never a command spelt alike ('ping')."""
+    pin = run_maka(shared_daemon, "pin", "0123abcd", workspace=False)
+    assert pin.returncode == 2 and "did you mean 'maka memory pin'?" in pin.stderr
+    assert "'ping'" not in pin.stderr
+    listing = run_maka(shared_daemon, "list", workspace=False)
+    assert listing.returncode == 2 and "did you mean 'maka memory list'?" in listing.stderr
+
+
+def test_commands_of_other_tools_name_what_maka_does_instead(shared_daemon: DaemonProcess) -> None:
+    """`maka init`, `maka doctor` and `maka start` say what does that here (no init is
+    needed, `maka status`, autostart) instead of listing every command or guessing 'status'."""
+    init = run_maka(shared_daemon, "init", workspace=False)
+    assert init.returncode == 2 and "there is no init" in init.stderr and "maka memory add" in init.stderr
+    doctor = run_maka(shared_daemon, "doctor", workspace=False)
+    assert doctor.returncode == 2 and "`maka status` checks" in doctor.stderr
+    start = run_maka(shared_daemon, "start", workspace=False)
+    assert start.returncode == 2 and "starts makad on demand" in start.stderr
+    assert "did you mean 'status'" not in start.stderr
+
+
 def test_a_command_taken_for_the_workspace_folder_is_named(shared_daemon: DaemonProcess) -> None:
     """`maka -w memory list` (the folder left out) says -w took the command 'memory' for the
     folder and how to write it, not only that 'list' is no command; `-w memory status` (a

@@ -15,7 +15,7 @@ import tempfile
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any, Final, NoReturn
 
 from maka.cli.output import short_id
 from maka.client import Client
@@ -87,6 +87,9 @@ class Parser(argparse.ArgumentParser):
                 action, f"invalid choice: {value!r}; did you mean '{self.prog} --{value}'?"
             )
         names = [str(c) for c in choices]
+        meant = _meant_command(self.prog, choices, str(value)) if isinstance(choices, Mapping) else None
+        if meant is not None:
+            raise argparse.ArgumentError(action, f"invalid choice: {value!r}; {meant}")
         close = did_you_mean(str(value), names)
         hint = f"; did you mean {close!r}?" if close else f" (choose from {', '.join(names)})"
         raise argparse.ArgumentError(action, f"invalid choice: {value!r}{hint}")
@@ -101,6 +104,31 @@ class Parser(argparse.ArgumentParser):
             ):
                 message += f" (choose from {', '.join(action.choices)}; `{self.prog} --help` describes each)"
         super().error(message)
+
+
+# Commands other tools have, where maka does the same with another command. Spelling
+# distance would name a wrong one (`start`: 'status'), or none at all.
+_OTHER_TOOLS_WORDS: Final = {
+    "init": "there is no init: the first write creates memory/ (`{prog} memory add TITLE TEXT`, "
+    "`{prog} settings agentReadEnabled=on`)",
+    "doctor": "`{prog} status` checks the daemon and what the workspace's files hold that makad cannot use",
+    "start": "{prog} starts makad on demand (any command does; `makad` runs it in the foreground)",
+    "restart": "`{prog} stop`, then any command starts makad again",
+}
+_OTHER_TOOLS_WORDS["check"] = _OTHER_TOOLS_WORDS["health"] = _OTHER_TOOLS_WORDS["doctor"]
+
+
+def _meant_command(prog: str, choices: Mapping[str, Any], word: str) -> str | None:
+    """What ``prog WORD`` most likely meant when WORD is no command: an action of ``memory``
+    typed without it (`maka pin ID`: 'maka memory pin', never 'ping'), or a command another
+    tool has (`maka init`, `maka doctor`)."""
+    memory = choices.get("memory")
+    if isinstance(memory, argparse.ArgumentParser):
+        for sub in memory._actions:
+            if isinstance(sub, argparse._SubParsersAction) and word in sub.choices:
+                return f"did you mean '{prog} memory {word}'?"
+    said = _OTHER_TOOLS_WORDS.get(word) if "status" in choices else None
+    return None if said is None else said.format(prog=prog)
 
 
 def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argparse.Namespace:
