@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.cli.helpers import run_maka
+from tests.cli.helpers import call, run_maka
 from tests.support import DaemonProcess
 
 PROPOSAL = '{"title": "CI", "content": "CI runs on GitHub Actions."}'
@@ -124,6 +124,19 @@ def test_a_mistyped_param_name_names_the_closest(shared_daemon: DaemonProcess) -
     result = run_maka(shared_daemon, "call", "read_state", '{"includeEntrys": true}')
     assert result.returncode == 1 and "unknown field `includeEntrys`" in result.stderr
     assert "did you mean 'includeEntries'?" in result.stderr
+
+
+def test_params_that_do_not_fit_are_said_once(shared_daemon: DaemonProcess) -> None:
+    """An event with a field no event has names its path and the field on the error line,
+    and the data line below it does not repeat them."""
+    session = call(shared_daemon, "open_session")["sessionId"]
+    events = '[{"type": "user_message", "content": "hi"}]'
+    result = run_maka(
+        shared_daemon, "call", "append_events", f'{{"sessionId": "{session}", "events": {events}}}'
+    )
+    assert result.returncode == 1
+    assert "maka: Invalid params: $.events[0]: Object contains unknown field `content`" in result.stderr
+    assert result.stderr.count("unknown field `content`") == 1, result.stderr
 
 
 def test_a_found_workspace_that_is_the_user_level_says_how_to_go_on(short_tmp: Path) -> None:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from maka import Client
 from maka import errors as client
 from makad.errors import ALL_ERRORS, MakadError
 from makad.rpc.dispatch import error_response
+from tests.support import DaemonProcess
 
 # Kinds the JSON-RPC layer itself sends (makad.rpc.dispatch) that have a class of their own;
 # parse_error, too_deep and invalid_request arrive as a plain RemoteError.
@@ -45,3 +47,31 @@ def test_an_unknown_kind_stays_a_remote_error() -> None:
     """A kind this client does not know (a newer daemon) is still an error with its kind."""
     rebuilt = client.from_error_object({"code": -32099, "message": "new", "data": {"kind": "brand_new"}})
     assert type(rebuilt) is client.RemoteError and rebuilt.kind == "brand_new"
+
+
+def test_params_that_do_not_fit_say_which_and_why_in_the_text(shared_daemon: DaemonProcess) -> None:
+    """An InvalidParams for params the method's schema refuses names the param and what is
+    wrong with it in its text, not only "Invalid params"."""
+    with Client(str(shared_daemon.socket)) as c:
+        session = c.call("open_session", workspace=str(shared_daemon.workspace))["sessionId"]
+        with pytest.raises(client.InvalidParams) as caught:
+            c.call(
+                "append_events",
+                workspace=str(shared_daemon.workspace),
+                sessionId=session,
+                events=[{"type": "user_message", "content": "hi"}],
+            )
+    assert str(caught.value).startswith(
+        "Invalid params: $.events[0]: Object contains unknown field `content` (invalid_params"
+    )
+
+
+def test_a_domain_invalid_params_keeps_its_own_message() -> None:
+    """An InvalidParams whose message already says what is wrong is not given its data's
+    reason token again."""
+    error = {
+        "code": -32602,
+        "message": "nothing to compact yet",
+        "data": {"kind": "invalid_params", "reason": "nothing_to_compact"},
+    }
+    assert str(client.from_error_object(error)) == "nothing to compact yet (invalid_params, code -32602)"

@@ -14,6 +14,22 @@ export interface RemoteErrorData {
   [key: string]: unknown;
 }
 
+/**
+ * What an error's text adds to its message from `data`: the reason of an error about the
+ * whole message (too_large, bad_frame), and the param and reason of params that do not fit
+ * the method ("Invalid params" alone would not say which param, nor what is wrong).
+ */
+function why(code: number, message: string, data: RemoteErrorData): string {
+  const reason = data["reason"];
+  if (typeof reason !== "string" || !reason) return "";
+  if (code === -32600) return `: ${reason}`;
+  if (code === -32602 && message === "Invalid params") {
+    const path = data["path"];
+    return `: ${typeof path === "string" && path !== "" && path !== "$" ? `${path}: ` : ""}${reason}`;
+  }
+  return "";
+}
+
 /** A JSON-RPC error reply from the daemon. `kind` is the stable reason; `message` is for people. */
 export class RemoteError<K extends string = ErrorKind | (string & {})> extends MakaError {
   override name = "RemoteError";
@@ -26,9 +42,7 @@ export class RemoteError<K extends string = ErrorKind | (string & {})> extends M
   readonly method: string | undefined;
 
   constructor(code: number, message: string, data: RemoteErrorData, method?: string) {
-    // An error about the whole message (too_large, bad_frame) says why in data.reason.
-    const why = code === -32600 && typeof data["reason"] === "string" && data["reason"] ? `: ${data["reason"]}` : "";
-    super(`${message}${why} (${data.kind}, code ${code}${method ? `, method ${method}` : ""})`);
+    super(`${message}${why(code, message, data)} (${data.kind}, code ${code}${method ? `, method ${method}` : ""})`);
     this.code = code;
     this.remoteMessage = message;
     this.kind = data.kind as K;

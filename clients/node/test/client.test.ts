@@ -97,6 +97,15 @@ for (const framing of FRAMINGS) {
       });
     });
 
+    it("params that do not fit say which param and what is wrong in the error's text", async () => {
+      const params = { workspace: "/", sessionId: "s", events: [{ type: "user_message", content: "hi" }] };
+      await assert.rejects(client.callRaw("append_events", params), (error: unknown) => {
+        assert.ok(error instanceof InvalidParamsError);
+        assert.match(error.message, /^Invalid params: \$\.events\[0\]: Object contains unknown field `content` \(invalid_params/);
+        return true;
+      });
+    });
+
     it("positional params are refused with invalid_params", async () => {
       await assert.rejects(client.callRaw("ping", [1]), InvalidParamsError);
     });

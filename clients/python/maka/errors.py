@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 
 class MakaError(Exception):
@@ -84,10 +84,27 @@ class RemoteError(MakaError):
         self.kind = str(self.data.get("kind", "unknown"))
 
     def __str__(self) -> str:
-        # An error about the whole message (too_large, bad_frame) says why in data.reason.
-        reason = self.data.get("reason")
-        why = f": {reason}" if self.code == -32600 and isinstance(reason, str) and reason else ""
-        return f"{self.message}{why} ({self.kind}, code {self.code})"
+        return f"{self.message}{_why(self.code, self.message, self.data)} ({self.kind}, code {self.code})"
+
+
+# The message of params that do not fit the method's schema; what is wrong is in data.
+_GENERIC_INVALID_PARAMS: Final = "Invalid params"
+
+
+def _why(code: int, message: str, data: dict[str, Any]) -> str:
+    """What an error's text adds to its message from ``data``: the reason of an error about
+    the whole message (too_large, bad_frame), and the param and reason of params that do not
+    fit the method (``Invalid params`` alone would not say which param, nor what is wrong)."""
+    reason = data.get("reason")
+    if not isinstance(reason, str) or not reason:
+        return ""
+    if code == -32600:
+        return f": {reason}"
+    if code == -32602 and message == _GENERIC_INVALID_PARAMS:
+        path = data.get("path")
+        where = f"{path}: " if isinstance(path, str) and path not in ("", "$") else ""
+        return f": {where}{reason}"
+    return ""
 
 
 class AppendPartlyDone(MakaError):

@@ -162,8 +162,16 @@ def main(argv: list[str] | None = None) -> int:
                 file=sys.stderr,
             )
         else:
-            print(f"maka: {exc}", file=sys.stderr)
-            detail = {k: v for k, v in exc.data.items() if k != "kind"}
+            said = str(exc)
+            print(f"maka: {said}", file=sys.stderr)
+            # The text says the reason of params that do not fit (and their path) already.
+            reason = exc.data.get("reason")
+            told = (
+                ("kind", "reason", "path")
+                if isinstance(reason, str) and f": {reason} (" in said
+                else ("kind",)
+            )
+            detail = {k: v for k, v in exc.data.items() if k not in told}
             if detail:
                 print(f"  {json.dumps(detail, ensure_ascii=False)}", file=sys.stderr)
             fix = remedy(exc, args)
