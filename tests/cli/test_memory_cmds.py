@@ -501,6 +501,30 @@ def test_first_add_in_a_git_repository_says_to_keep_the_id_file(shared_daemon: D
     assert again.returncode == 0 and ".maka-id" not in again.stderr
 
 
+def test_the_command_that_makes_the_id_file_in_a_git_repository_says_to_keep_it(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """In a git work tree the command whose call makes memory/.maka-id says to commit or
+    ignore it: `maka settings agentReadEnabled=on` (the first write), or the first listing of
+    a MEMORY.md typed by hand; the commands after it, `maka memory add` included, do not."""
+    note = "commit memory/ with its .maka-id, or add memory/.maka-id to .gitignore"
+    repo = shared_daemon.workspace / "repo"
+    (repo / ".git").mkdir(parents=True)
+    on = run_maka(shared_daemon, "settings", "agentReadEnabled=on", "-w", str(repo), workspace=False)
+    assert on.returncode == 0 and note in on.stderr
+    assert (repo / "memory" / ".maka-id").exists()
+    add = run_maka(shared_daemon, "memory", "add", "Editor", "Uses vim.", "-w", str(repo), workspace=False)
+    assert add.returncode == 0 and "Created" in add.stdout and ".maka-id" not in add.stderr
+    typed = shared_daemon.workspace / "typed"
+    (typed / ".git").mkdir(parents=True)
+    (typed / "memory").mkdir()
+    (typed / "memory" / "MEMORY.md").write_text("## Shell\nUses fish.\n")
+    listed = run_maka(shared_daemon, "memory", "list", "-w", str(typed), workspace=False)
+    assert listed.returncode == 0 and "Shell" in listed.stdout and note in listed.stderr
+    again = run_maka(shared_daemon, "memory", "list", "-w", str(typed), workspace=False)
+    assert again.returncode == 0 and ".maka-id" not in again.stderr
+
+
 def test_an_empty_list_names_the_file_it_read(shared_daemon: DaemonProcess) -> None:
     """`maka memory list` with nothing to show names the MEMORY.md it looked at."""
     path = shared_daemon.workspace / "memory" / "MEMORY.md"

@@ -28,6 +28,7 @@ from maka.cli.common import (
     EXIT_REMOTE,
     EXIT_UNTRUSTED,
     EXIT_USAGE,
+    GIT_NOTE,
     WORKSPACE_HELP,
     CliError,
     Parents,
@@ -37,6 +38,7 @@ from maka.cli.common import (
     announce_autostart,
     parse_arguments,
     positive_seconds,
+    unmade_id_file,
 )
 from maka.cli.output import holds_unicode
 from maka.cli.remedies import remedy
@@ -142,7 +144,10 @@ def main(argv: list[str] | None = None) -> int:
         with Client(
             args.socket, timeout=args.timeout, autostart=not args.no_autostart, server_uid=args.server_uid
         ) as client:
+            id_file = unmade_id_file(args)
             code: int = args.func(client, args)
+            if id_file is not None and id_file.exists() and not args.json:
+                print(f"note: {GIT_NOTE}", file=sys.stderr)
             return code
     except CliError as exc:
         print(f"maka: {exc}", file=sys.stderr)

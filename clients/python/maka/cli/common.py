@@ -320,6 +320,32 @@ def workspace_of(args: argparse.Namespace) -> str:
     return sendable_workspace(ws or default_workspace())
 
 
+# The id file outlives nothing git removes as untracked (docs/WORKSPACES.md, "In a git repository").
+GIT_NOTE: Final = (
+    "this workspace is a git repository: commit memory/ with its .maka-id, or add memory/.maka-id "
+    "to .gitignore; left untracked, `git stash -u` or `git clean -fd` removes it and the folder "
+    "becomes a new workspace (switches off, sessions set aside: makad's docs/WORKSPACES.md)"
+)
+
+
+def unmade_id_file(args: argparse.Namespace) -> Path | None:
+    """The ``memory/.maka-id`` this command may make, when its workspace is a git work tree
+    without one yet: the daemon writes it at the workspace's first write (``maka settings
+    agentReadEnabled=on``), or at its first call once ``memory/`` is there (a MEMORY.md typed
+    by hand), and whichever command that is says to keep it (``GIT_NOTE``). None for ``maka
+    mcp``, whose stderr is the agent host's log."""
+    if not hasattr(args, "workspace") or getattr(args, "command", None) == "mcp":
+        return None
+    try:
+        ws = workspace_of(args)
+    except CliError:
+        return None  # the command itself says why
+    if ws == USER_LEVEL or not (Path(ws) / ".git").exists():
+        return None
+    id_file = Path(ws) / "memory" / ".maka-id"
+    return None if id_file.exists() else id_file
+
+
 def sendable_workspace(ws: str) -> str:
     """``ws``, or CliError when its path is not UTF-8 (a byte Python decoded to a lone
     surrogate): requests are JSON, which cannot carry it."""

@@ -387,19 +387,9 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         print(f"Added {entry['id']}: {entry['title']}")
         if new_file is not None and new_file.exists():
             print(f"Created {new_file}")
-            if (new_file.parent.parent / ".git").exists():
-                print(f"note: {GIT_NOTE}", file=sys.stderr)
         _warn_redactions(result)
         _note_same_title(client, args, entry)
     return EXIT_OK
-
-
-# The id file outlives nothing git removes as untracked (docs/WORKSPACES.md, "In a git repository").
-GIT_NOTE = (
-    "this workspace is a git repository: commit memory/ with its .maka-id, or add memory/.maka-id "
-    "to .gitignore; left untracked, `git stash -u` or `git clean -fd` removes it and the folder "
-    "becomes a new workspace (switches off, sessions set aside: makad's docs/WORKSPACES.md)"
-)
 
 
 def _memory_file(ws: str) -> Path | None:
