@@ -176,7 +176,8 @@ def nothing_to_compact(
         else ""
     )
     texts = sum(is_text_message(e) for e in window)
-    holds = f"nothing to compact yet: the session holds {tokens:,} tokens{since} in {len(window)} events"
+    held = f"{tokens:,} token{'' if tokens == 1 else 's'}{since} in {counted(len(window), 'event')}"
+    holds = f"nothing to compact yet: the session holds {held}"
     if tokens > keep and texts > messages:
         # More than the window keeps, yet no cut: the one user turn behind it opens the
         # live history, and covering it alone would leave its reply unshown.

@@ -213,6 +213,15 @@ def test_short_session_has_nothing_to_compact() -> None:
     assert plan_keep_window([], 10_000) is None
 
 
+def test_nothing_to_compact_counts_one_event_in_the_singular() -> None:
+    """A session of one event is said to hold "1 event", and of two "2 events"."""
+    builder = _Builder()
+    builder.add("user_message", "hello", tokens=10)
+    one = nothing_to_compact(builder.events, 10_000).message
+    assert " in 1 event, " in one, one
+    assert " in 2 events, " in nothing_to_compact(_chat(1), 10_000).message
+
+
 def test_five_text_messages_are_kept_even_when_tokens_suffice() -> None:
     """A huge last message does not shrink the kept window below five text messages."""
     events = _chat(10, tokens=100)
