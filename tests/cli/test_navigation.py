@@ -123,3 +123,25 @@ def test_an_unknown_id_suggests_a_close_one(module_daemon: DaemonProcess, new_ws
     code, _, err = maka(module_daemon, "memory", "archive", typo, "-w", str(new_ws))
     assert code == 1 and "not_found" in err
     assert f"did you mean {entry_id[:12]}" in err
+
+
+def test_a_gone_hand_typed_id_is_not_taken_for_another_by_its_h(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """An h- id matching nothing (an entry deleted since) whose hex part is only half like a
+    known one's gets no "did you mean" on the strength of the h- they share; a typo in the
+    hex part of an h- id still names the entry meant."""
+    memory = new_ws / "memory"
+    memory.mkdir()
+    (memory / "MEMORY.md").write_text("## Uses helix\nThe user edits in helix.\n")
+    code, out, _ = maka(module_daemon, "--json", "memory", "list", "-w", str(new_ws))
+    (entry,) = json.loads(out)["entries"]
+    hex_part = entry["id"][2:]
+    # Two of four hex characters in place: with the two of "h-" it would read as close.
+    spare = [c for c in "0123456789abcdef" if c not in hex_part[:4]]
+    other = hex_part[0] + spare[0] + hex_part[2] + spare[1]
+    code, _, err = maka(module_daemon, "memory", "archive", f"h-{other}", "-w", str(new_ws))
+    assert code == 1 and "not_found" in err and "did you mean" not in err, err
+    typo = hex_part[:2] + ("0" if hex_part[2] != "0" else "1") + hex_part[3:10]
+    code, _, err = maka(module_daemon, "memory", "archive", f"h-{typo}", "-w", str(new_ws))
+    assert code == 1 and f"did you mean {entry['id'][:12]}" in err, err

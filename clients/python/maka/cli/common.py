@@ -428,13 +428,15 @@ def _hint_titled(wanted: str, titles: Mapping[str, str], noun: str = "entry") ->
 
 
 def _hint_close_id(wanted: str, pool: list[str]) -> None:
-    """Print the known id whose start (or hex part's start) is closest to ``wanted``."""
+    """Print the known id whose start (or hex part's start) is closest to ``wanted``.
+
+    Hex parts are compared without the ``h-`` of hand-typed ids: those two characters alone
+    would make ``h-40f5`` (an entry deleted since) look like any other ``h-`` id."""
+    want = wanted.removeprefix(DERIVED_ID_PREFIX)
     starts: dict[str, str] = {}
     for known in pool:
-        hex_part = known.removeprefix(DERIVED_ID_PREFIX)
-        for start in (known[: len(wanted)], hex_part[: len(wanted)]):
-            starts.setdefault(start, known)
-    close = did_you_mean(wanted, starts)
+        starts.setdefault(known.removeprefix(DERIVED_ID_PREFIX)[: len(want)], known)
+    close = did_you_mean(want, starts)
     if close is not None:
         print(f"maka: no id starts with {wanted!r}; did you mean {starts[close][:12]}?", file=sys.stderr)
 
