@@ -364,6 +364,17 @@ def test_short_ids_are_the_shortest_unambiguous_prefix() -> None:
     }
 
 
+def test_an_id_two_entries_share_is_listed_with_its_whole_suffix() -> None:
+    """The second of two entries typed with one 16-character id is listed as `ID~2`, the id
+    its warning names, never cut to `ID~`."""
+    shared = "aaaaaaaaaaaaaaaa"
+    assert short_ids([shared, f"{shared}~2", "bbbbbbbbbbbbbbbb"]) == {
+        shared: shared,
+        f"{shared}~2": f"{shared}~2",
+        "bbbbbbbbbbbbbbbb": "bbbbbbbbbbbb",
+    }
+
+
 def test_pin_and_unpin_by_prefix(shared_daemon: DaemonProcess) -> None:
     """memory pin takes id prefixes, keeps the other tags and says when there was nothing to
     do; the pinned entry leads the agent's memory; unpin takes it back."""

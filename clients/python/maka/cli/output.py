@@ -180,7 +180,9 @@ def short_ids(ids: Iterable[str]) -> dict[str, str]:
     """Each id's shortest prefix of at least SHORT_ID_CHARS that no other id starts with.
 
     Legacy ``manual-<ms>`` ids share long prefixes, so a fixed cut would collide; an id
-    that is itself the start of another (``x`` and ``x~2``) is shown whole (exact ids win).
+    that is itself the start of another (``x`` and ``x~2``) is shown whole (exact ids win),
+    and so is one whose cut would fall in its ``~N`` (an id two entries of the file share,
+    told apart by that suffix): ``x~`` alone would not say which.
     """
     pool = sorted(set(ids))
     out: dict[str, str] = {}
@@ -189,7 +191,8 @@ def short_ids(ids: Iterable[str]) -> dict[str, str]:
             (_common_prefix(entry_id, pool[j]) for j in (index - 1, index + 1) if 0 <= j < len(pool)),
             default=0,
         )
-        out[entry_id] = entry_id[: max(SHORT_ID_CHARS, shared + 1)]
+        cut = max(SHORT_ID_CHARS, shared + 1)
+        out[entry_id] = entry_id if 0 <= entry_id.find("~") < cut else entry_id[:cut]
     return out
 
 
