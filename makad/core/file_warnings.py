@@ -122,14 +122,16 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     return out
 
 
-# A ``##`` line with no space after it: a heading typed wrong, unless in a code block.
-_UNSPACED_HEADING: Final = re.compile(r"^ {0,3}##[^\s#]", re.MULTILINE)
+# A ``##`` line with no space after it, or a ``# Title`` (one # short of an entry): a
+# heading typed wrong, unless in a code block.
+_UNSPACED_HEADING: Final = re.compile(r"^ {0,3}(?:##[^\s#]|#[ \t]+\S)", re.MULTILINE)
 _FENCE: Final = re.compile(r" {0,3}(?:```|~~~)")
 
 
 def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
-    """``not_a_heading`` for each ``##Title`` line (no space after ``##``) after a blank line
-    inside an entry, outside code blocks: it is no heading, so its text reads as part of the entry above.
+    """``not_a_heading`` for each ``##Title`` line (no space after ``##``) or ``# Title`` line
+    (one ``#``) after a blank line inside an entry, outside code blocks: it starts no entry, so
+    its text reads as part of the entry above.
     Cheap on a clean file: one regular-expression search per section."""
     out: list[Warning] = []
     line = 1 + len(split_lines(doc.preamble))
@@ -140,14 +142,20 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
         lines = split_lines(section.raw)
         for index in _unspaced_lines(lines):
             typed = display(lines[index]).strip()
+            single = not typed.startswith("##")
+            why = (
+                "has one # where an entry's heading has two"
+                if single
+                else "is no heading: ## needs a space after it"
+            )
             out.append(
                 Warning(
                     kind="not_a_heading",
                     line=line + index,
                     entry_id=section.entry.id,
-                    message=f'{file_name} line {line + index} "{quoted(typed)}" is no heading: ## '
-                    "needs a space after it, so the line and the text below it read as part of the "
-                    f'entry "{quoted(section.entry.title)}" above; did you mean ## {quoted(typed[2:])}?',
+                    message=f'{file_name} line {line + index} "{quoted(typed)}" {why}, so the line '
+                    f'and the text below it read as part of the entry "{quoted(section.entry.title)}" '
+                    f"above; did you mean ## {quoted(typed[1 if single else 2 :].strip())}?",
                 )
             )
             if len(out) >= MAX_LINE_WARNINGS:
@@ -157,7 +165,7 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
 
 
 def _unspaced_lines(lines: list[str]) -> list[int]:
-    """Indexes of the ``##Title`` lines of a section's ``lines`` (its heading first) that
+    """Indexes of the ``##Title`` and ``# Title`` lines of a section's ``lines`` (its heading first) that
     start a paragraph, not counting those inside a fenced code block. A paragraph's first
     line is where an entry typed by hand starts; an ``##`` glued to the text above it is
     more likely the text's own (a hashtag in content the daemon wrote)."""

@@ -74,9 +74,10 @@ class LocalMemoryState(Result, kw_only=True):
     a workspace the user level's pinned entries its packs show too (one of those: by title,
     without a line);
     ``text_outside_entries``, ``misplaced_file``, ``not_a_proposal``: text the daemon does
-    not read as a memory; ``not_a_heading``: a ``##Title`` line (no space) inside an entry,
-    read as part of it; ``pending_safe_mode``: PENDING.md is over the size cap, so none of
-    its proposals is read (``pendingCount`` 0) until it is shrunk. About metadata comments
+    not read as a memory; ``not_a_heading``: a ``##Title`` line (no space) or a ``# Title``
+    line (one ``#``) inside an entry, read as part of it; ``pending_safe_mode``: PENDING.md
+    is over the size cap, so none of its proposals is read (``pendingCount`` 0) until it is
+    shrunk. About metadata comments
     typed by hand, on the comment's line, the token kept as written and the entry read as
     without it: ``unknown_value`` (a known key with a value this version does not
     understand: ``status=actve``, ``createdAt=2024-01-01``, ``confidence=1.5``),

@@ -93,6 +93,25 @@ def test_a_heading_without_its_space_below_an_entry_is_named(shared_daemon: Daem
     assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
 
 
+def test_a_heading_typed_with_one_hash_below_an_entry_is_named(shared_daemon: DaemonProcess) -> None:
+    """``# Second`` typed below an entry (one # short of an entry) reads as part of that entry:
+    the warning on its line says so, names the entry it joined and ``## Second``, and the
+    fix says how an entry's heading is typed; a ``# `` line in a code block warns about nothing."""
+    before = write_memory(
+        shared_daemon,
+        "# Maka Memory\n\n## First\ntext one\n\n# Second note\ntext two\n\n"
+        "## Build\n```sh\n# install first\nnpm ci\n```\n",
+    )
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line6,) = [line for line in result.stderr.splitlines() if "line 6" in line]
+    assert "has one # where an entry's heading has two" in line6
+    assert '"First"' in line6 and "did you mean ## Second note?" in line6
+    assert "type that line as ## Title" in result.stderr
+    assert "install first" not in result.stderr
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
 def test_hashes_in_a_code_block_of_an_entry_warn_about_nothing(shared_daemon: DaemonProcess) -> None:
     """``##x`` inside a fenced code block of an entry is code, not a heading typed wrong."""
     write_memory(shared_daemon, "# Maka Memory\n\n## Build\n```sh\n##run this\n```\nthen deploy\n")

@@ -100,7 +100,8 @@ WARNING_FIXES = {
     "(makad's docs/FORMAT.md); bullets there (a list copied from a CLAUDE.md): `maka memory tidy "
     "--import` queues them for review in PENDING.md, then removes those lines from the top of the "
     "file (it asks first)",
-    "not_a_heading": "put a space after the ## of that line in memory/MEMORY.md (makad's docs/FORMAT.md)",
+    "not_a_heading": "type that line as ## Title (two #, a space) in memory/MEMORY.md "
+    "(makad's docs/FORMAT.md)",
     "misplaced_file": "or queue its entries for review without moving it: maka import MEMORY.md",
     "pinned_over_share": "unpin some (maka memory unpin ID; maka memory list -t pinned lists them) "
     "or shorten them",
