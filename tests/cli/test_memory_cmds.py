@@ -498,6 +498,17 @@ def test_first_add_says_where_the_memory_file_is(shared_daemon: DaemonProcess) -
     assert second.returncode == 0 and "Created" not in second.stdout
 
 
+def test_first_user_level_add_says_where_its_memory_file_is(daemon: DaemonProcess) -> None:
+    """The first `maka --user memory add` names the user level's MEMORY.md (in the daemon's
+    data, where nobody would look for it) so it can be edited by hand; later adds do not."""
+    first = run_maka(daemon, "--user", "memory", "add", "Spelling", "British English.", workspace=False)
+    assert first.returncode == 0, first.stderr
+    path = call(daemon, "read_state", workspace="@user")["path"]
+    assert path.endswith("MEMORY.md") and f"Created {path}" in first.stdout
+    again = run_maka(daemon, "--user", "memory", "add", "Tabs", "Indents with tabs.", workspace=False)
+    assert again.returncode == 0 and "Created" not in again.stdout
+
+
 def test_first_add_in_a_git_repository_says_to_keep_the_id_file(shared_daemon: DaemonProcess) -> None:
     """The add that creates memory/MEMORY.md in a folder with .git says to commit or ignore
     memory/.maka-id (git stash -u would remove it); without .git, and on later adds, nothing."""

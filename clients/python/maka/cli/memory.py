@@ -377,7 +377,7 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
         params.update(scope="session", sessionId=resolve_session(client, params["workspace"], args.session))
     if args.decay_days is not None:
         params["decayTtlMs"] = int(args.decay_days * 86_400_000)
-    new_file = _memory_file(params["workspace"])
+    new_file = _memory_file(client, params["workspace"])
     if new_file is not None and new_file.exists():
         new_file = None
     result = client.call("add_entry", params)
@@ -393,9 +393,15 @@ def cmd_add(client: Client, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _memory_file(ws: str) -> Path | None:
-    """A workspace's MEMORY.md (None for the user level, which lives in the daemon's data)."""
-    return None if ws == USER_LEVEL else Path(ws) / "memory" / "MEMORY.md"
+def _memory_file(client: Client, ws: str) -> Path | None:
+    """A workspace's MEMORY.md; the user level's, which lives in the daemon's data (or
+    where ``makad --user-memory`` put it), as the daemon names it."""
+    if ws != USER_LEVEL:
+        return Path(ws) / "memory" / "MEMORY.md"
+    path = client.call("read_state", {"workspace": ws, "includeEntries": False, "includeContent": False}).get(
+        "path"
+    )
+    return Path(path) if isinstance(path, str) and path else None
 
 
 def _note_same_title(client: Client, args: argparse.Namespace, entry: dict[str, Any]) -> None:
