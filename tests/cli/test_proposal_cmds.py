@@ -89,6 +89,18 @@ def test_approve_unknown_id_is_remote_error(shared_daemon: DaemonProcess) -> Non
     assert result.returncode == 1 and "not_found" in result.stderr
 
 
+def test_pending_says_why_a_section_typed_into_pending_md_is_not_listed(shared_daemon: DaemonProcess) -> None:
+    """A section typed into PENDING.md without status=review_required is not listed, and
+    `maka pending` says so on stderr with its line and the comment that makes it a proposal."""
+    pending = shared_daemon.workspace / "memory" / "PENDING.md"
+    pending.parent.mkdir()
+    pending.write_text("# Maka Pending Proposals\n\n## Hand proposal\nTyped here by hand.\n")
+    result = run_maka(shared_daemon, "pending")
+    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+    assert "maka: warning: PENDING.md line 3" in result.stderr and '"Hand proposal"' in result.stderr
+    assert "status=review_required" in result.stderr
+
+
 def test_import_relative_path_lands_in_pending(daemon: DaemonProcess, short_tmp: Path) -> None:
     """import FILE sends an absolute path; the memories wait in PENDING.md, not MEMORY.md."""
     source = short_tmp / "notes.md"

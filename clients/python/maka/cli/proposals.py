@@ -50,6 +50,10 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
     if args.json:
         print_json(listing)
         return EXIT_OK
+    # A section typed into PENDING.md without status=review_required is in no listing:
+    # the warning is the one place that says why it is missing.
+    for warning in listing.get("warnings") or []:
+        print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
     views = listing["proposals"]
     if not views:
         print("No proposals waiting.")
