@@ -121,6 +121,21 @@ def test_render_trace_shows_the_semantic_part_when_the_channel_found_something()
     assert not any("SEMANTIC" in line for line in render_pack(PACK, trace=True))
 
 
+def test_trace_shows_an_entry_never_rendered_without_a_token_count(shared_daemon: DaemonProcess) -> None:
+    """An entry left out for budget before its block was rendered (far too big for what was
+    left) is 0 tokens in the trace's JSON and `-` in `maka context --trace`, never a cost of 0."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True)
+    call(shared_daemon, "add_entry", title="Deploys", content="We deploy on Tuesdays.")
+    call(shared_daemon, "add_entry", title="Runbook", content="Step after step of the runbook. " * 300)
+    pack = call(shared_daemon, "build_context", query="deploy runbook", budgetTokens=300)
+    (big,) = [c for c in pack["trace"]["candidates"] if c.get("title") == "Runbook"]
+    assert big["reason"] == "budget" and big["tokens"] == 0
+    shown = run_maka(shared_daemon, "context", "-q", "deploy runbook", "-b", "300", "--trace")
+    assert shown.returncode == 0, shown.stderr
+    row = next(line.split() for line in shown.stdout.splitlines() if line.endswith("Runbook"))
+    assert row[5:8] == ["-", "no", "budget"], row
+
+
 def test_render_trace_shows_the_flow_and_what_was_skipped() -> None:
     """The allocation table says how much of each cap flowed in; a skipped source is named."""
     lines = render_pack(PACK, trace=True)

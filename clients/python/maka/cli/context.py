@@ -161,7 +161,7 @@ def render_trace(trace: dict[str, Any]) -> list[str]:
                     f"{parts.get('recency', 0):.2f}",
                     f"{parts.get('tags', 0):.2f}",
                     *([f"{parts.get('semantic', 0):.2f}"] if semantic else []),
-                    str(c.get("tokens", 0)),
+                    _tokens(c),
                     "yes" if c.get("included") else "no",
                     c.get("reason") or "-",
                     c.get("sourceId", ""),
@@ -269,6 +269,16 @@ def _settings_if_reads_off(client: Client, ws: str, pack: dict[str, Any]) -> dic
     except RemoteError:
         return None
     return settings if isinstance(settings, dict) else None
+
+
+def _tokens(candidate: dict[str, Any]) -> str:
+    """A candidate's TOKENS cell: "-" for an entry left out before its block was rendered
+    (surely too big for what was left, already shown …: its cost was never counted), which
+    the trace carries as 0."""
+    tokens = candidate.get("tokens", 0)
+    if not tokens and not candidate.get("included") and candidate.get("kind") == "memory":
+        return "-"
+    return str(tokens)
 
 
 def print_warnings(result: dict[str, Any]) -> None:
