@@ -569,16 +569,96 @@ def test_an_empty_list_of_a_file_not_made_yet_says_how_to_start_it(shared_daemon
     assert not path.exists()
 
 
-def test_a_title_given_for_an_id_names_the_id(shared_daemon: DaemonProcess) -> None:
-    """`maka memory archive Tabs` (the title, not the id) names the entry's id to give
-    instead, and changes nothing; `maka memory show tabs` too, whatever the case."""
+def test_a_title_given_to_a_change_is_refused_in_one_message(shared_daemon: DaemonProcess) -> None:
+    """`maka memory archive Tabs` (the title, not the id) and the other changes refuse it in
+    one line naming the entry's id, with no not_found after it, and change nothing."""
     added = call(shared_daemon, "add_entry", title="Tabs", content="Use tabs.")["entry"]["id"]
-    result = run_maka(shared_daemon, "memory", "archive", "Tabs")
-    assert result.returncode == 1
-    assert f"the entry titled 'Tabs' has id {added[:12]}" in result.stderr
-    assert call(shared_daemon, "read_state", includeEntries=True)["entries"][0]["status"] == "active"
-    shown = run_maka(shared_daemon, "memory", "show", "tabs")
-    assert f"the entry titled 'Tabs' has id {added[:12]}" in shown.stderr
+    for args in (("archive",), ("delete", "-y"), ("pin",), ("edit", "--title", "Spaces")):
+        result = run_maka(shared_daemon, "memory", *args, "tabs" if args[0] == "pin" else "Tabs")
+        assert result.returncode == 1, (args, result.stderr)
+        (line,) = result.stderr.splitlines()
+        assert f"the entry titled 'Tabs' has id {added[:12]}: give that instead" in line, args
+        assert "not_found" not in line and result.stdout == ""
+    (entry,) = call(shared_daemon, "read_state", includeEntries=True)["entries"]
+    assert (entry["title"], entry["status"], entry["tags"]) == ("Tabs", "active", [])
+
+
+def test_show_takes_the_title_of_one_active_entry(shared_daemon: DaemonProcess) -> None:
+    """`maka memory show CI` shows the one active entry titled CI as its id would, saying
+    nothing more; so does `ci` when no entry is titled exactly that; `C` matches no title."""
+    added = call(shared_daemon, "add_entry", title="CI", content="CI runs on every push.")["entry"]["id"]
+    by_id = run_maka(shared_daemon, "memory", "show", added)
+    assert by_id.returncode == 0 and "CI runs on every push." in by_id.stdout
+    for typed in ("CI", "ci"):
+        shown = run_maka(shared_daemon, "memory", "show", typed)
+        assert (shown.returncode, shown.stdout, shown.stderr) == (0, by_id.stdout, ""), typed
+    as_json = run_maka(shared_daemon, "memory", "show", "ci", "--json")
+    assert as_json.returncode == 0 and json.loads(as_json.stdout)["id"] == added
+    part = run_maka(shared_daemon, "memory", "show", "C")
+    assert part.returncode == 1 and "CI runs" not in part.stdout
+
+
+def test_show_prefers_the_title_typed_exactly_to_one_in_another_case(shared_daemon: DaemonProcess) -> None:
+    """With entries titled CI and ci, `show ci` is the one titled ci; `show Ci`, which
+    both match only whatever the case, lists both ids and fails."""
+    upper = call(shared_daemon, "add_entry", title="CI", content="Upper.")["entry"]["id"]
+    lower = call(shared_daemon, "add_entry", title="ci", content="Lower.")["entry"]["id"]
+    shown = run_maka(shared_daemon, "memory", "show", "ci")
+    assert shown.returncode == 0 and "Lower." in shown.stdout and "Upper." not in shown.stdout
+    mixed = run_maka(shared_daemon, "memory", "show", "Ci")
+    assert mixed.returncode == 2 and mixed.stdout == ""
+    (line,) = mixed.stderr.splitlines()
+    assert upper[:12] in line and lower[:12] in line
+
+
+def test_show_of_a_title_two_active_entries_share_lists_their_ids(shared_daemon: DaemonProcess) -> None:
+    """`maka memory show Deploy` with two active entries titled Deploy exits 2 with one line
+    naming both ids (no not_found), and shows neither."""
+    ids = [
+        call(shared_daemon, "add_entry", title="Deploy", content=text)["entry"]["id"]
+        for text in ("On Tuesdays.", "With make deploy.")
+    ]
+    result = run_maka(shared_daemon, "memory", "show", "Deploy")
+    assert result.returncode == 2 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert f"2 active entries are titled 'Deploy', with ids {ids[0][:12]}, {ids[1][:12]}" in line
+    assert "not_found" not in line
+
+
+def test_show_takes_an_id_before_a_title_equal_to_it(shared_daemon: DaemonProcess) -> None:
+    """An id that is also another entry's title shows the entry of that id."""
+    first = call(shared_daemon, "add_entry", title="Editor", content="Uses vim.")["entry"]["id"]
+    call(shared_daemon, "add_entry", title=first, content="Titled like an id.")
+    shown = run_maka(shared_daemon, "memory", "show", first)
+    assert shown.returncode == 0 and shown.stderr == ""
+    assert "Uses vim." in shown.stdout and "Titled like an id." not in shown.stdout
+
+
+def test_show_names_an_archived_entry_of_that_title_by_id(shared_daemon: DaemonProcess) -> None:
+    """A title only an archived entry has is named with that entry's id in one line (exit 1);
+    beside an active entry of the same title, the active one is shown."""
+    old = call(shared_daemon, "add_entry", title="Shell", content="Uses bash.")["entry"]["id"]
+    call(shared_daemon, "archive_entry", id=old)
+    result = run_maka(shared_daemon, "memory", "show", "Shell")
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert f"the archived entry titled 'Shell' has id {old[:12]}" in line
+    assert f"memory show {old[:12]}` shows it" in line
+    call(shared_daemon, "add_entry", title="Shell", content="Uses fish.")
+    shown = run_maka(shared_daemon, "memory", "show", "Shell")
+    assert shown.returncode == 0 and "Uses fish." in shown.stdout and "Uses bash." not in shown.stdout
+
+
+def test_show_names_a_waiting_proposal_of_that_title_by_id(shared_daemon: DaemonProcess) -> None:
+    """A title only a waiting proposal has is named with the proposal's id in one line (exit
+    1): a title stands for an active entry alone."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    proposal = call(shared_daemon, "propose", title="Use ruff", content="Lint with ruff.")
+    proposal_id = proposal["proposal"]["id"]
+    result = run_maka(shared_daemon, "memory", "show", "use ruff")
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert f"the proposal waiting titled 'Use ruff' has id {proposal_id[:12]}" in line
 
 
 def test_a_list_of_only_archived_entries_says_how_to_see_them(shared_daemon: DaemonProcess) -> None:

@@ -156,13 +156,14 @@ def test_the_approve_command_an_import_suggests_approves_when_run_as_printed(
 
 
 def test_a_proposal_title_given_where_its_id_goes_names_the_id(shared_daemon: DaemonProcess) -> None:
-    """`maka approve "Title"` (a waiting proposal's title, not its id) names that proposal's
-    id on stderr before the daemon's not_found, and approves nothing."""
+    """`maka approve "Title"` (a waiting proposal's title, not its id) is refused in one
+    line naming that proposal's id (no not_found after it), and approves nothing."""
     proposal_id = propose(shared_daemon, "Use ruff", "Lint with ruff.")
     for command in ("approve", "reject"):
         result = run_maka(shared_daemon, command, "use ruff")
         assert result.returncode == 1
-        assert f"the proposal titled 'Use ruff' has id {proposal_id[:12]}" in result.stderr
+        (line,) = result.stderr.splitlines()
+        assert f"the proposal titled 'Use ruff' has id {proposal_id[:12]}: give that instead" in line
     pending = call(shared_daemon, "list_proposals")["proposals"]
     assert [view["proposal"]["id"] for view in pending] == [proposal_id]
 

@@ -30,7 +30,7 @@ EXIT_CODES_HELP = """\
 exit codes:
   0    success
   1    the daemon answered with an error (its kind is printed, e.g. not_found)
-  2    usage error: bad arguments, an ambiguous id, invalid JSON, a missing optional extra
+  2    usage error: bad arguments, an ambiguous id or title, invalid JSON, a missing optional extra
   3    no daemon is running on the socket
   4    the connection broke, the reply was malformed, or it timed out
   5    the server on the socket runs as another user: refused (see --server-uid)
@@ -385,9 +385,11 @@ def resolve_ids(
 ) -> list[str]:
     """Each given id, or the one known id it is a unique prefix of (like git's short hashes).
 
-    An id that matches nothing is passed on unchanged so the daemon reports it, after a
-    "did you mean" on stderr when a known id is close to it, or the ids of the entries
-    (``noun``: the proposals …) titled so when ``titles`` (id → title) has it as a title.
+    A title of ``titles`` (id → title) given where an id goes is refused with the ids of
+    the entries (``noun``: the proposals …) titled so: these are the commands that change
+    things, and two entries may share a title. Any other id that matches nothing is passed
+    on unchanged so the daemon reports it, after a "did you mean" on stderr when a known id
+    is close to it.
     """
     pool = list(dict.fromkeys(known))
     out: list[str] = []
@@ -395,10 +397,35 @@ def resolve_ids(
         matches = matching_ids(pool, wanted)
         if len(matches) > 1:
             raise CliError(f"id {wanted!r} is ambiguous: {', '.join(matches[:5])}")
-        if not matches and not _hint_titled(wanted, titles or {}, noun):
+        if not matches:
+            titled = titled_ids(titles or {}, wanted)
+            if titled:
+                raise CliError(
+                    f"{titled_text(wanted, titled, titles or {}, noun)}: give "
+                    f"{'that' if len(titled) == 1 else 'one of them'} instead (a change takes an id, "
+                    "never a title)",
+                    EXIT_REMOTE,
+                )
             _hint_close_id(wanted, pool)
         out.append(matches[0] if matches else wanted)
     return out
+
+
+def titled_ids(titles: Mapping[str, str], wanted: str) -> list[str]:
+    """The ids (of ``titles``: id → title) titled exactly ``wanted``; if none, those titled
+    so whatever the case. Never a part of a title: a title only ever names whole titles."""
+    exact = [i for i, title in titles.items() if title == wanted]
+    return exact or [i for i, title in titles.items() if title.casefold() == wanted.casefold()]
+
+
+def titled_text(wanted: str, titled: list[str], titles: Mapping[str, str], noun: str = "entry") -> str:
+    """``'Tabs' is no id; the entry titled 'Tabs' has id …`` (or the ids of several) for
+    the ids ``titled`` that `titled_ids` found for ``wanted``."""
+    shown = ", ".join(short_id(i) for i in titled[:5]) + (", …" if len(titled) > 5 else "")
+    if len(titled) == 1:
+        return f"{wanted!r} is no id; the {noun} titled {titles[titled[0]]!r} has id {shown}"
+    plural = noun[:-1] + "ies" if noun.endswith("y") else noun + "s"
+    return f"{wanted!r} is no id; {len(titled)} {plural} are titled {wanted!r}, with ids {shown}"
 
 
 def resolve_session(client: Client, workspace: str, given: str | None) -> str | None:
@@ -409,22 +436,6 @@ def resolve_session(client: Client, workspace: str, given: str | None) -> str | 
     listing = client.call("list_sessions", {"workspace": workspace, "includeClosed": True})
     (session,) = resolve_ids([s["sessionId"] for s in listing["sessions"]], [given])
     return session
-
-
-def _hint_titled(wanted: str, titles: Mapping[str, str], noun: str = "entry") -> bool:
-    """Print the ids of the entries titled ``wanted`` (whatever the case), if any: a title
-    typed where an id goes. Never acted on: two entries may share a title."""
-    titled = [i for i, title in titles.items() if title.casefold() == wanted.casefold()]
-    if not titled:
-        return False
-    shown = ", ".join(short_id(i) for i in titled[:5])
-    which = (
-        f"the {noun} titled {titles[titled[0]]!r} has id"
-        if len(titled) == 1
-        else f"{'proposals' if noun == 'proposal' else 'entries'} titled {wanted!r} have ids"
-    )
-    print(f"maka: {wanted!r} is no id; {which} {shown}: give that instead", file=sys.stderr)
-    return True
 
 
 def _hint_close_id(wanted: str, pool: list[str]) -> None:

@@ -29,6 +29,8 @@ from maka.cli.common import (
     read_text_arg,
     resolve_ids,
     resolve_session,
+    titled_ids,
+    titled_text,
     with_workspace,
     workspace_of,
 )
@@ -242,14 +244,14 @@ def cmd_show(client: Client, args: argparse.Namespace) -> int:
     ws = workspace_of(args)
     state = read_entries(client, ws)
     entries = {e["id"]: e for e in state.get("entries") or []}
-    pending = _pending_ids(client, ws)
+    pending = _pending_titles(client, ws)
     pool = [*entries, *pending]
     # An id of neither file (a proposal decided since, in its short form) is the ledger's.
     history = None if matching_ids(pool, args.id) else lineage(client, ws, args.id)
     if history is not None:
         entry_id = str(history["id"])
     else:
-        (entry_id,) = resolve_ids(pool, [args.id], titles(entries.values()))
+        entry_id = _id_or_title(args, entries, pending, args.id)
         try:
             history = client.call("memory_history", {"workspace": ws, "id": entry_id})
         except MethodNotFound:
@@ -339,12 +341,53 @@ def _print_replaced(client: Client, ws: str, proposal_id: str) -> None:
     print("\n".join(old))
 
 
-def _pending_ids(client: Client, ws: str) -> list[str]:
+def _id_or_title(
+    args: argparse.Namespace, entries: dict[str, dict[str, Any]], pending: dict[str, str], given: str
+) -> str:
+    """The entry or waiting proposal ``given`` is the id (or a unique prefix of the id) of;
+    else the one active entry titled ``given`` (exactly, else whatever the case).
+
+    Only a command that reads takes a title: a title of several active entries is refused
+    with their ids, and one of an archived entry or a waiting proposal is named with its id
+    (an archived entry often shares its title with the active one that replaced it)."""
+    pool = [*entries, *pending]
+    if len(matching_ids(pool, given)) != 1:
+        active = titles(e for e in entries.values() if e.get("status", "active") == "active")
+        titled = titled_ids(active, given)
+        if len(titled) > 1:
+            raise CliError(f"{titled_text(given, titled, active, 'active entry')}: give one of them")
+        if titled:
+            return titled[0]
+        for named, noun in (
+            (titles(e for e in entries.values() if e["id"] not in active), "archived entry"),
+            (pending, "proposal waiting"),
+        ):
+            titled = titled_ids(named, given)
+            if titled:
+                shows = (
+                    f"`{maka_command(args, 'memory show ' + short_id(titled[0]))}` shows it"
+                    if len(titled) == 1
+                    else "give one of them"
+                )
+                raise CliError(
+                    f"{titled_text(given, titled, named, noun)}, and no active entry has that title: {shows}",
+                    EXIT_REMOTE,
+                )
+    (entry_id,) = resolve_ids(pool, [given])
+    return entry_id
+
+
+def _pending_titles(client: Client, ws: str) -> dict[str, str]:
+    """Each waiting proposal's id → its title."""
     try:
         listing = client.call("list_proposals", {"workspace": ws})
     except MethodNotFound:
-        return []
-    return [v["proposal"]["id"] for v in listing.get("proposals", [])]
+        return {}
+    return {v["proposal"]["id"]: str(v["proposal"].get("title", "")) for v in listing.get("proposals", [])}
+
+
+def _pending_ids(client: Client, ws: str) -> list[str]:
+    return list(_pending_titles(client, ws))
 
 
 def cmd_add(client: Client, args: argparse.Namespace) -> int:
@@ -729,9 +772,12 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="an entry and why it is there (memory_history)",
         description="Shows one entry (or a proposal waiting) and its history from the ledger: "
-        "who proposed it, from which session, who approved or changed it, and when.",
+        "who proposed it, from which session, who approved or changed it, and when. It only "
+        "reads, so an active entry's title works in place of its id (exactly as typed, else "
+        "whatever the case; two entries of that title are named by id); the commands that "
+        "change entries take ids only.",
     )
-    p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")
+    p.add_argument("id", metavar="ENTRY_ID", help="an id, a unique prefix of one, or an active entry's title")
     p.set_defaults(func=cmd_show)
 
     p = msub.add_parser(
@@ -761,7 +807,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "the entry. When the write is refused, what was typed is kept in a file that --from "
         "applies later. A backup of MEMORY.md is kept: `maka undo` reverts the change.",
     )
-    p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one")
+    p.add_argument("id", metavar="ENTRY_ID", help="an id or a unique prefix of one (not a title)")
     p.add_argument("--title", help="the new title")
     p.add_argument("--content", help="new content, or - for stdin")
     p.add_argument("--tags", metavar="CSV", help='replace the tags ("" clears them)')
@@ -789,7 +835,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         ),
     ):
         p = msub.add_parser(name, parents=parents.scoped, help=text, description=description)
-        p.add_argument("ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them")
+        p.add_argument(
+            "ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them (not titles)"
+        )
         p.set_defaults(func=_pin(pinned))
 
     for name, method, verb, text, description in (
@@ -818,7 +866,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         ),
     ):
         p = msub.add_parser(name, parents=parents.scoped, help=text, description=description)
-        p.add_argument("ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them")
+        p.add_argument(
+            "ids", nargs="+", metavar="ENTRY_ID", help="ids or unique prefixes of them (not titles)"
+        )
         if name == "delete":
             p.add_argument("-y", "--yes", action="store_true", help="do not ask for confirmation")
         p.set_defaults(func=_each(method, verb, name))

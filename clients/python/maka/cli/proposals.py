@@ -421,7 +421,10 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     ):
         p = sub.add_parser(name, parents=parents.scoped, help=text, description=description)
         p.add_argument(
-            "ids", nargs="*", metavar="PROPOSAL_ID", help="proposal ids or unique prefixes of them"
+            "ids",
+            nargs="*",
+            metavar="PROPOSAL_ID",
+            help="proposal ids or unique prefixes of them (not titles)",
         )
         p.add_argument("--all", action="store_true", help="every proposal waiting")
         if name == "reject":
