@@ -114,12 +114,19 @@ class MemoryWriter:
 
         results = await in_thread(check)
         user_changed: dict[MemoryFile, frozenset[str]] = {}
-        for name, (t, _, _), (old_doc, old_text), changed in zip(
+        released = ws.hashes_at_release
+        for name, (t, _, channel), (old_doc, old_text), changed in zip(
             names, tracked, before, results, strict=True
         ):
             earlier, t.before = t.before, None
             if changed and earlier is not None:
                 user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
+            elif released is not None and t.loaded and released.pop(name, t.sha256) != t.sha256:
+                # The first read since the registry let go of this folder's state (as a
+                # start would read it): a version other than the one it knew then was saved
+                # meanwhile, and the revision must say so (a conditional read would be told
+                # nothing changed).
+                await self._ctx.bump(ws, channel, "external_edit")
             if name == "memory":  # what the file went from and to, merged saves included
                 await entry_dates.observe(ws, old_doc, t.doc)
         return user_changed

@@ -22,10 +22,14 @@ CAP = 4
 _names = itertools.count()
 
 
-@pytest.fixture(scope="module")
-def capped() -> Iterator[DaemonProcess]:
-    """A daemon that keeps at most ``CAP`` workspace ledgers open."""
-    yield from daemon_in_tmp(env={"MAKAD_MAX_OPEN_WORKSPACES": str(CAP)})
+@pytest.fixture(scope="module", params=["kept", "released"])
+def capped(request: pytest.FixtureRequest) -> Iterator[DaemonProcess]:
+    """A daemon that keeps at most ``CAP`` workspace ledgers open; "released": one that also
+    lets go of each workspace as soon as its ledger is closed and it is idle."""
+    env = {"MAKAD_MAX_OPEN_WORKSPACES": str(CAP)}
+    if request.param == "released":
+        env["MAKAD_WORKSPACE_RELEASE_MS"] = "1"
+    yield from daemon_in_tmp(env=env)
 
 
 def folder(d: DaemonProcess) -> str:
