@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Final
 
 from makad.core.normal_form import normalized
@@ -22,6 +23,9 @@ from makad.core.types import Entry
 # Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
 SIMILARITY_THRESHOLD: Final = 85
 MAX_SIMILAR: Final = 5
+# Contents whose hash is kept: an approval hashes every active entry of MEMORY.md to find a
+# proposal already there, and the next one meets the same entries (the same strings).
+HASHES_KEPT: Final = 32_768
 
 _HEADING_ESCAPE: Final = re.compile(r"^([ \t]*)\\+(?=##)", re.MULTILINE)
 _LINE_BREAK: Final = re.compile(r"\r\n?")
@@ -33,6 +37,7 @@ def canonical(content: str) -> str:
     return " ".join(text.casefold().split())
 
 
+@lru_cache(maxsize=HASHES_KEPT)
 def content_hash(content: str) -> str:
     """What makes two memories the same: sha256 of their canonical form."""
     return hashlib.sha256(canonical(content).encode("utf-8", "surrogatepass")).hexdigest()

@@ -226,7 +226,7 @@ class MemoryWriter:
         text = self._merged_text(merge, which)
         kind = _kind(which)
         expect = None if tracked.missing else tracked.sha256
-        doc = await in_thread(fmt.parse, text)  # a 128 KiB file can be seconds of parsing
+        doc = await in_thread(fmt.parse, text, tracked.parsed)  # the save's sections: not read again
         try:
             written = await in_thread(self._replace, ws, kind, path, text, expect, tracked.text)
         except ChangedUnderfoot:
@@ -405,7 +405,9 @@ class MemoryWriter:
         kind = _kind(which)
         if before_write is not None:
             await before_write(change)
-        doc = await in_thread(fmt.parse, text)  # a 128 KiB file can be seconds of parsing
+        # What stayed of the version read is not read again: a file of thousands of entries
+        # that one write changed is one section read (the whole file: seconds).
+        doc = await in_thread(fmt.parse, text, None if tracked.missing else tracked.parsed)
         written = await in_thread(self._replace, ws, kind, path, text, expect, old_text)
         if written.displaced is not None:
             # A save landed between our read and our rename: it is backed up; put it back
