@@ -38,7 +38,7 @@ from makad.service.written_files import note_written
 from makad.store import memory_files as files
 from makad.store.file_swap import ChangedUnderfoot, Replaced, SaveWaits
 from makad.store.tracked import TrackedFile
-from makad.store.workspaces import Workspace
+from makad.store.workspaces import Workspace, short_hash
 
 log = structlog.get_logger("makad.memory")
 
@@ -121,7 +121,7 @@ class MemoryWriter:
             earlier, t.before = t.before, None
             if changed and earlier is not None:
                 user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
-            elif released is not None and t.loaded and released.pop(name, t.sha256) != t.sha256:
+            elif released is not None and t.loaded and released.pop(name, now := short_hash(t.sha256)) != now:
                 # The first read since the registry let go of this folder's state (as a
                 # start would read it): a version other than the one it knew then was saved
                 # meanwhile, and the revision must say so (a conditional read would be told

@@ -52,8 +52,9 @@ USER_LEVEL_FILE = "user-level"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
 MAX_CACHED_SPELLINGS = 10_000
-# Released workspaces whose memory files' hashes are kept (``WorkspaceRegistry.release``).
-MAX_REMEMBERED_FILES = 100_000
+# Released workspaces whose memory files' hashes are kept (``WorkspaceRegistry.release``):
+# about 300 bytes each.
+MAX_REMEMBERED_FILES = 65_536
 T = TypeVar("T")
 
 
@@ -223,9 +224,10 @@ class Workspace:
     # of it (``WorkspaceRegistry.release``; taken back by the next call that names it).
     last_used: float = field(default_factory=time.monotonic)
     released: bool = False
-    # The memory files' hashes when the registry last let go of this folder's workspace
-    # (None: it never did): a version read first that differs is a change (``bump``).
-    hashes_at_release: dict[str, str | None] | None = None
+    # The memory files' hashes (``short_hash``) when the registry last let go of this
+    # folder's workspace (None: it never did): a version read first that differs is a
+    # change (``bump``).
+    hashes_at_release: dict[str, int | None] | None = None
 
     def __post_init__(self) -> None:
         self.typed_ids = TypedIds(self.ledger)
@@ -335,8 +337,9 @@ class WorkspaceRegistry:
         self._open: dict[Path, Workspace] = {}
         # Released workspaces still held elsewhere (``release``).
         self._released: weakref.WeakValueDictionary[Path, Workspace] = weakref.WeakValueDictionary()
-        # Released folders' memory file hashes, oldest first (``hashes_at_release``).
-        self._hashes: OrderedDict[Path, dict[str, str | None]] = OrderedDict()
+        # Released folders' memory file hashes by workspace id, oldest first
+        # (``hashes_at_release``).
+        self._hashes: OrderedDict[str, dict[str, int | None]] = OrderedDict()
         # The spellings clients used, each with its workspace (held weakly: a released one
         # is not kept alive by its spellings) and its id file's path.
         self._by_raw: dict[str, tuple[weakref.ref[Workspace], str]] = {}
@@ -467,7 +470,7 @@ class WorkspaceRegistry:
 
     def _remember_hashes(self, workspace: Workspace) -> None:
         files = {
-            name: tracked.sha256
+            name: short_hash(tracked.sha256)
             for name, tracked in (("memory", workspace.memory), ("pending", workspace.pending))
             if tracked.loaded
         }
@@ -475,8 +478,8 @@ class WorkspaceRegistry:
             files = {**workspace.hashes_at_release, **files}
         if not files:
             return
-        self._hashes[workspace.path] = files
-        self._hashes.move_to_end(workspace.path)
+        self._hashes[workspace.id] = files
+        self._hashes.move_to_end(workspace.id)
         while len(self._hashes) > MAX_REMEMBERED_FILES:
             self._hashes.popitem(last=False)
 
@@ -610,7 +613,7 @@ class WorkspaceRegistry:
             workspace.subscribers = previous.subscribers
             workspace.state.close_hooked = previous.state.close_hooked
         else:
-            workspace.hashes_at_release = self._hashes.pop(path, None)
+            workspace.hashes_at_release = self._hashes.pop(ws_id, None)
         return workspace
 
     def all(self) -> list[Workspace]:
@@ -672,6 +675,11 @@ def _write_marker(marker: Path, path: Path) -> None:
         write_all(fd, redact(str(path)).text.encode("utf-8", "surrogateescape"))
     finally:
         os.close(fd)
+
+
+def short_hash(sha256: str | None) -> int | None:
+    """A file's sha256 (hex) cut to 64 bits, as released workspaces' files are remembered."""
+    return None if sha256 is None else int(sha256[:16], 16)
 
 
 def _nothing(workspace: Workspace) -> None:

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from makad.store.workspaces import Workspace, WorkspaceRegistry
+from makad.store.workspaces import Workspace, WorkspaceRegistry, short_hash
 
 pytestmark = pytest.mark.anyio
 
@@ -89,7 +89,7 @@ async def test_the_files_hashes_at_release_go_to_the_next_state(
     (memory / "MEMORY.md").write_text("## One\nfirst\n")
     ws.memory.refresh(ws.memory_path, 1 << 20)
     ws.pending.refresh(ws.pending_path, 1 << 20)
-    known = {"memory": ws.memory.sha256, "pending": None}
+    known = {"memory": short_hash(ws.memory.sha256), "pending": None}
     ws.ledger.rest()
     await registry.release([ws], always)
     del ws
