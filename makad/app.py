@@ -22,6 +22,7 @@ from makad.service.context import ContextService
 from makad.service.embeddings import SemanticChannel
 from makad.service.episodes import EpisodeService, Evidence
 from makad.service.identifiers import Identifiers, load_or_create_key
+from makad.service.idle_workspaces import IdleWorkspaces
 from makad.service.imports import ImportService
 from makad.service.ledger import LedgerService
 from makad.service.memory import MemoryService, MemoryWriter
@@ -54,6 +55,7 @@ class App:
     # the composition root before the registry closes.
     semantic: SemanticChannel
     attention: AttentionKeeper
+    idle: IdleWorkspaces
 
 
 def openrpc_document() -> dict[str, Any]:
@@ -120,6 +122,12 @@ def build_app(
         semantic.touch(ws)
 
     ctx.on_access = on_access if semantic.enabled else watcher.ensure
+    idle = IdleWorkspaces(
+        ctx,
+        settings.workspace_release_ms,
+        busy=[lambda ws: not attention.quiet(ws), notes.queued],
+        released=[watcher.forget],
+    )
     ctx.ready = warmup.ensure  # request-only libraries, once a workspace is in use
     services: list[Any] = [
         system or SystemService(info, openrpc_document),
@@ -147,4 +155,5 @@ def build_app(
         faults=ctx.faults,
         semantic=semantic,
         attention=attention,
+        idle=idle,
     )

@@ -386,6 +386,7 @@ class Composition:
             app.watcher.start(tg)
             app.notes.start(tg)
             app.attention.start(tg)
+            app.idle.start(tg)
             self.dispatcher.add_rest(CATALOGUE, app.handlers)
             # Logged once everything is served: the first line redacted loads the secret
             # scanner (makad.core.redaction), which the first pong need not wait for.

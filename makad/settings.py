@@ -33,6 +33,9 @@ MAX_MESSAGE_VALUES: Final = 100_000
 DEFAULT_MAX_CONNECTIONS = 4096
 # Workspaces whose ledger stays open at once (the rest reopen at their next call).
 DEFAULT_MAX_OPEN_WORKSPACES = 64
+# A workspace with its ledger closed and unused this long is let go of (read again from
+# disk by its next call): ``makad.service.idle_workspaces``.
+DEFAULT_WORKSPACE_RELEASE_MS = 10 * 60_000
 DEFAULT_IDLE_TIMEOUT_S = 300.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
@@ -74,6 +77,7 @@ class DaemonSettings:
     max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     max_open_workspaces: int = DEFAULT_MAX_OPEN_WORKSPACES
+    workspace_release_ms: int = DEFAULT_WORKSPACE_RELEASE_MS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
     session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
@@ -291,6 +295,7 @@ def load(
         or _int_env(env, "MAKAD_MAX_CONNECTIONS", DEFAULT_MAX_CONNECTIONS),
         max_open_workspaces=args.max_open_workspaces
         or _int_env(env, "MAKAD_MAX_OPEN_WORKSPACES", DEFAULT_MAX_OPEN_WORKSPACES),
+        workspace_release_ms=_int_env(env, "MAKAD_WORKSPACE_RELEASE_MS", DEFAULT_WORKSPACE_RELEASE_MS),
         idle_timeout_s=args.idle_timeout
         or _number_env(env, "MAKAD_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),

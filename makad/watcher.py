@@ -72,8 +72,21 @@ class Watcher:
             present = await anyio.to_thread.run_sync(ws.memory_dir.is_dir)
         finally:
             self._looking.discard(ws.memory_dir)
-        if present and not ws.watching:
+        if present and not ws.watching and not ws.released:
             self._add(ws)
+
+    def forget(self, released: list[Workspace]) -> None:
+        """Stop watching workspaces the registry let go of (one restart of the watch for
+        them all): the next call naming one watches it again, and the watch's restart
+        reads its files then, so nothing saved meanwhile is missed."""
+        gone = False
+        for ws in released:
+            if ws.watching and self._dirs.get(ws.memory_dir) is ws:
+                del self._dirs[ws.memory_dir]
+                gone = True
+            ws.watching = False
+        if gone:
+            self._changed.set()
 
     def _add(self, ws: Workspace) -> None:
         ws.watching = True

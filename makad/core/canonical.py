@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterable, Sequence
+from functools import lru_cache
 from typing import Final
 
 from makad.core.normal_form import normalized
@@ -22,6 +23,12 @@ from makad.core.types import Entry
 # Near duplicates: rapidfuzz token_sort_ratio (0-100, word order ignored) at or above this.
 SIMILARITY_THRESHOLD: Final = 85
 MAX_SIMILAR: Final = 5
+# Contents whose hash is kept: an approval hashes every active entry of MEMORY.md to find a
+# proposal already there, and the next one meets the same entries (the same strings). Only
+# contents of up to ``HASHED_CHARS_KEPT`` characters are kept (the cache holds them: at most
+# 40 MB of ASCII text), longer ones hashed each time.
+HASHES_KEPT: Final = 20_000
+HASHED_CHARS_KEPT: Final = 2_048
 
 _HEADING_ESCAPE: Final = re.compile(r"^([ \t]*)\\+(?=##)", re.MULTILINE)
 _LINE_BREAK: Final = re.compile(r"\r\n?")
@@ -35,7 +42,14 @@ def canonical(content: str) -> str:
 
 def content_hash(content: str) -> str:
     """What makes two memories the same: sha256 of their canonical form."""
+    return _kept_hash(content) if len(content) <= HASHED_CHARS_KEPT else _hash(content)
+
+
+def _hash(content: str) -> str:
     return hashlib.sha256(canonical(content).encode("utf-8", "surrogatepass")).hexdigest()
+
+
+_kept_hash = lru_cache(maxsize=HASHES_KEPT)(_hash)
 
 
 def similar_ids(content: str, candidates: Iterable[Entry], exclude: str | None = None) -> list[str]:

@@ -119,8 +119,15 @@ class MemoryDocument:
 # --- parsing -----------------------------------------------------------------
 
 
-def parse(text: str) -> MemoryDocument:
-    """Split ``text`` into preamble and sections; never raises."""
+def parse(text: str, earlier: MemoryDocument | None = None) -> MemoryDocument:
+    """Split ``text`` into preamble and sections; never raises.
+
+    ``earlier``: a document ``parse`` returned before (as it returned it, no section
+    changed since), typically the file's previous version: a section of ``text`` whose
+    bytes are one of its sections' is that section (given the id this file's order
+    claims for it) rather than read again. A section is a function of its bytes and of
+    the ids claimed before it, so the result is the same; a write of one entry into a
+    file of thousands then reads one section, not all of them."""
     bom = text.startswith("\ufeff")
     body = text[1:] if bom else text
     lines = split_lines(body)
@@ -132,8 +139,26 @@ def parse(text: str) -> MemoryDocument:
     # cost a quarter of reading a file of one repeated heading), from the lines split
     # above rather than its bytes split again.
     ids = _UniqueIds()
-    sections = tuple(_read_section("".join(lines[a:b]), ids, bodies[a:b]) for a, b in pairwise(bounds))
+    if earlier is None or not earlier.sections:
+        sections = tuple(_read_section("".join(lines[a:b]), ids, bodies[a:b]) for a, b in pairwise(bounds))
+    else:
+        known = {section.raw: section for section in earlier.sections}
+        sections = tuple(
+            _reread_section("".join(lines[a:b]), ids, bodies, a, b, known) for a, b in pairwise(bounds)
+        )
     return MemoryDocument(preamble, sections, newline, bom)
+
+
+def _reread_section(
+    raw: str, ids: _UniqueIds, bodies: list[str], start: int, end: int, known: dict[str, Section]
+) -> Section:
+    """The section ``raw`` holds: ``known``'s section of the same bytes holding the id
+    claimed now, else read (``bodies[start:end]``: its lines without their endings)."""
+    found = known.get(raw)
+    if found is None:
+        return _read_section(raw, ids, bodies[start:end])
+    entry_id = ids.claim(found.declared_id)
+    return found if entry_id == found.entry.id else _holding(found, entry_id)
 
 
 def render(doc: MemoryDocument) -> str:

@@ -118,9 +118,18 @@ class AttentionKeeper:
             if not self._dirty:
                 self._idle.set()
 
+    def quiet(self, ws: Workspace) -> bool:
+        """Whether the keeper has nothing to do for ``ws`` but refresh its stored state
+        (which a later call reads, or the keeper derives, as at the daemon's start): no
+        change reported, no session waiting to go idle, no write since it last looked."""
+        return ws.id not in self._dirty and ws.state.attention_quiet_writes == ws.ledger.write_count
+
     async def process(self, ws: Workspace, *, dirty: bool = False) -> None:
         ws.state.attention_next_at = None  # set again only when the round below completes
+        ws.state.attention_quiet_writes = -1
+        writes = ws.ledger.write_count
         if ws.level == "user":
+            ws.state.attention_quiet_writes = writes
             return
         settings = await self._ctx.load_settings(ws)
         if not settings.attention_enabled:
@@ -128,9 +137,11 @@ class AttentionKeeper:
                 await in_thread(attention_store.purge, ws.ledger)
                 forget_cached(ws)
                 ws.state.attention_purged = True
+            ws.state.attention_quiet_writes = writes
             return
         ws.state.attention_purged = False
         if settings.incognito:
+            ws.state.attention_quiet_writes = writes
             return
         now = now_ms()
         idle_before = now - self._idle_ms
@@ -139,9 +150,12 @@ class AttentionKeeper:
         due = await in_thread(attention_store.due_sessions, ws.ledger, idle_before)
         wrote = False
         complete = len(due) < attention_store.DUE_PAGE
+        own = 0  # the write transactions of this round's own (``quiet``)
         for session_id, _, _ in due:
             try:
-                wrote |= await in_thread(extract, ws, session_id, faults, now)
+                wrote_records, commits = await in_thread(extract, ws, session_id, faults, now)
+                wrote |= wrote_records
+                own += commits
             except IOFailure as exc:
                 if not unrecorded.disk_full(exc):
                     raise
@@ -157,20 +171,26 @@ class AttentionKeeper:
         )
         computed_at = now if stored is None else stored.computed_at
         if wrote or dirty or stale:
-            state, _ = await self.derive(ws, now)
+            bound = ws.identity is not None  # else the state is not stored: nothing written
+            state, saved = await self.derive(ws, now)
             computed_at = state.computed_at
+            own += 1 if bound and saved else 0  # one transaction
         if complete and not ws.state.attention_unstored:
-            await self._sleep_until_due(ws, computed_at + REFRESH_MS, writes_seen)
+            await self._sleep_until_due(ws, computed_at + REFRESH_MS, writes_seen, own)
 
-    async def _sleep_until_due(self, ws: Workspace, refresh_at: int, writes_seen: int) -> None:
+    async def _sleep_until_due(self, ws: Workspace, refresh_at: int, writes_seen: int, own: int) -> None:
         """Leave ``ws`` alone until a session of it goes idle or its state is due a refresh
-        at ``refresh_at``, unless its ledger is written or one of its inputs changes first."""
+        at ``refresh_at``, unless its ledger is written or one of its inputs changes first.
+        ``own``: the write transactions this round made (the workspace is quiet while no
+        other has been made since)."""
         next_at = refresh_at
         idle_from = await in_thread(attention_store.next_idle_ts, ws.ledger)
         if idle_from is not None:
             next_at = min(next_at, idle_from + self._idle_ms)
         ws.state.attention_next_at = next_at
         ws.state.attention_seen_writes = writes_seen
+        if idle_from is None:
+            ws.state.attention_quiet_writes = writes_seen + own
 
     async def derive(self, ws: Workspace, now: int) -> tuple[core.AttentionState, bool]:
         """The state derived now, and whether it was stored (not on a full disk: it is then
@@ -231,17 +251,19 @@ def cached_state(ws: Workspace) -> core.AttentionState | None:
     return state
 
 
-def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> bool:
+def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> tuple[bool, int]:
     """(worker thread) The session's unread events turned into records, a step at a time
-    (see module doc); whether any record was written."""
+    (see module doc); whether any record was written, and how many write transactions
+    committed (one per step, whatever it found)."""
     ledger = ws.ledger
     expected, carry = attention_store.offset(ledger, session_id)
     try:
         info = ledger.get_session(session_id)
     except NotFound:
-        return False
+        return False, 0
     working = ledger.get_working_state(session_id)
     wrote = False
+    commits = 0
     while True:
         page = ledger.read_events(session_id, after_seq=expected, limit=READ_PAGE)
         faults.crash("behaviors_after_read")
@@ -255,13 +277,15 @@ def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> bool:
             carry = behaviors.continued(carry)
         records = [_not_after(record, now) for record in records]
         faults.crash("behaviors_before_commit")
-        if not attention_store.commit_step(ledger, session_id, expected, records, to_seq, carry, now):
-            return wrote
+        stepped = attention_store.commit_step(ledger, session_id, expected, records, to_seq, carry, now)
+        commits += 1
+        if not stepped:
+            return wrote, commits
         faults.crash("behaviors_after_commit")
         wrote |= bool(records)
         expected = to_seq
         if last_page:
-            return wrote
+            return wrote, commits
 
 
 def _not_after(record: behaviors.Behavior, now: int) -> behaviors.Behavior:

@@ -100,7 +100,7 @@ class WorkspaceAccess:
         found = await self.registry.known_and(raw, also)
         if found is None or found[0].state.settled != found[0].ledger.generation:
             return None
-        self.on_access(found[0])
+        self._use(found[0])
         return found
 
     def adopt_at_hand(self, ws: Workspace) -> bool:
@@ -108,7 +108,7 @@ class WorkspaceAccess:
         as it is (the daemon ready, the workspace settled), as ``workspace_at_hand`` would."""
         if not self._ready or ws.state.settled != ws.ledger.generation:
             return False
-        self.on_access(ws)
+        self._use(ws)
         return True
 
     async def workspace(self, raw: str) -> Workspace:
@@ -124,8 +124,14 @@ class WorkspaceAccess:
             await self._settle(ws)
         if before is not None and before.path != ws.path:
             await self._follow_spelling(raw, before, ws)
-        self.on_access(ws)
+        self._use(ws)
         return ws
+
+    def _use(self, ws: Workspace) -> None:
+        """A call is using ``ws``: the registry holds it again if it had let go of it, and
+        it counts as used now (``makad.service.idle_workspaces``)."""
+        self.registry.keep(ws)
+        self.on_access(ws)
 
     async def _follow_spelling(self, raw: str, before: Workspace, now: Workspace) -> None:
         """``raw`` names another folder than at its last call (a symlink repointed, the user

@@ -38,7 +38,7 @@ from makad.service.written_files import note_written
 from makad.store import memory_files as files
 from makad.store.file_swap import ChangedUnderfoot, Replaced, SaveWaits
 from makad.store.tracked import TrackedFile
-from makad.store.workspaces import Workspace
+from makad.store.workspaces import Workspace, short_hash
 
 log = structlog.get_logger("makad.memory")
 
@@ -114,12 +114,19 @@ class MemoryWriter:
 
         results = await in_thread(check)
         user_changed: dict[MemoryFile, frozenset[str]] = {}
-        for name, (t, _, _), (old_doc, old_text), changed in zip(
+        released = ws.hashes_at_release
+        for name, (t, _, channel), (old_doc, old_text), changed in zip(
             names, tracked, before, results, strict=True
         ):
             earlier, t.before = t.before, None
             if changed and earlier is not None:
                 user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
+            elif released is not None and t.loaded and released.pop(name, now := short_hash(t.sha256)) != now:
+                # The first read since the registry let go of this folder's state (as a
+                # start would read it): a version other than the one it knew then was saved
+                # meanwhile, and the revision must say so (a conditional read would be told
+                # nothing changed).
+                await self._ctx.bump(ws, channel, "external_edit")
             if name == "memory":  # what the file went from and to, merged saves included
                 await entry_dates.observe(ws, old_doc, t.doc)
         return user_changed
@@ -219,7 +226,7 @@ class MemoryWriter:
         text = self._merged_text(merge, which)
         kind = _kind(which)
         expect = None if tracked.missing else tracked.sha256
-        doc = await in_thread(fmt.parse, text)  # a 128 KiB file can be seconds of parsing
+        doc = await in_thread(fmt.parse, text, tracked.parsed)  # the save's sections: not read again
         try:
             written = await in_thread(self._replace, ws, kind, path, text, expect, tracked.text)
         except ChangedUnderfoot:
@@ -398,7 +405,9 @@ class MemoryWriter:
         kind = _kind(which)
         if before_write is not None:
             await before_write(change)
-        doc = await in_thread(fmt.parse, text)  # a 128 KiB file can be seconds of parsing
+        # What stayed of the version read is not read again: a file of thousands of entries
+        # that one write changed is one section read (the whole file: seconds).
+        doc = await in_thread(fmt.parse, text, None if tracked.missing else tracked.parsed)
         written = await in_thread(self._replace, ws, kind, path, text, expect, old_text)
         if written.displaced is not None:
             # A save landed between our read and our rename: it is backed up; put it back

@@ -88,6 +88,10 @@ class SessionNotesKeeper:
         self._idle = anyio.Event() if self._idle.is_set() else self._idle
         self._wake.set()
 
+    def queued(self, ws: Workspace) -> bool:
+        """Whether a session of ``ws`` waits for its notes to be updated."""
+        return any(key[0] == ws.id for key in self._queued)
+
     async def settled(self) -> None:
         """Wait until every queued session has been handled (tests, shutdown)."""
         await self._idle.wait()

@@ -88,6 +88,11 @@ class EphemeralSessions:
         with self._lock:
             return session_id in self._sessions
 
+    def empty(self) -> bool:
+        """Whether no session is held (closed ones included: their events are here only)."""
+        with self._lock:
+            return not self._sessions
+
     def get_session(self, session_id: str) -> SessionInfo:
         with self._lock:
             return _copy(self._get(session_id).info)

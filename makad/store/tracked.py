@@ -57,6 +57,9 @@ class TrackedFile:
     sha256: str | None = None
     text: str | None = None
     doc: fmt.MemoryDocument = field(default_factory=fmt.MemoryDocument)
+    # ``text`` as ``fmt.parse`` read it (``doc`` before ``identify``): the next version is
+    # parsed against it, each section it shares read once (``fmt.parse``'s ``earlier``).
+    parsed: fmt.MemoryDocument = field(default_factory=fmt.MemoryDocument, repr=False)
     missing: bool = True
     too_large: bool = False
     size: int = 0
@@ -95,6 +98,7 @@ class TrackedFile:
         ``text`` parsed, off the event loop)."""
         self.text = text
         self.sha256 = written.sha256
+        self.parsed = doc
         self.doc = self.identify(doc)
         self._derive()
         self.missing = False
@@ -191,7 +195,8 @@ class TrackedFile:
         self.text = read.text
         self.mtime_ns = read.mtime_ns
         self.trusted = read.signature is None or _trusted(read.signature)
-        self.doc = self.identify(fmt.parse(read.text)) if read.text is not None else fmt.MemoryDocument()
+        self.parsed = fmt.parse(read.text, self.parsed) if read.text is not None else fmt.MemoryDocument()
+        self.doc = self.identify(self.parsed)
         self._derive()
         was_loaded = self.loaded
         self.loaded = True

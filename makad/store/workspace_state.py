@@ -134,6 +134,10 @@ class WorkspaceState:
     # nobody uses is then never read, so its ledger stays closed.
     attention_next_at: int | None = None
     attention_seen_writes: int = -1
+    # The ledger's write count when the keeper last found nothing left to do here but the
+    # state's refresh (no session waiting to go idle): the workspace may then be released
+    # (``makad.service.idle_workspaces``) while the count is still that. -1: not so.
+    attention_quiet_writes: int = -1
     # Advanced whenever the cached state must not be set from a derivation begun before.
     attention_epoch: int = 0
     # The behavior records suggestions are scored with (``makad.service.suggestions``), and

@@ -15,7 +15,10 @@ import errno
 import hashlib
 import os
 import stat as stat_mod
-from collections.abc import Callable
+import time
+import weakref
+from collections import OrderedDict
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -49,6 +52,9 @@ USER_LEVEL_FILE = "user-level"
 MEMORY_FILE = "MEMORY.md"
 PENDING_FILE = "PENDING.md"
 MAX_CACHED_SPELLINGS = 10_000
+# Released workspaces whose memory files' hashes are kept (``WorkspaceRegistry.release``):
+# about 300 bytes each.
+MAX_REMEMBERED_FILES = 65_536
 T = TypeVar("T")
 
 
@@ -214,6 +220,14 @@ class Workspace:
     level: Level = "workspace"
     # The ids of MEMORY.md's hand-typed entries (set up with the workspace).
     typed_ids: TypedIds = field(init=False, repr=False)
+    # When a call last used it (``time.monotonic``), and whether the registry has let go
+    # of it (``WorkspaceRegistry.release``; taken back by the next call that names it).
+    last_used: float = field(default_factory=time.monotonic)
+    released: bool = False
+    # The memory files' hashes (``short_hash``) when the registry last let go of this
+    # folder's workspace (None: it never did): a version read first that differs is a
+    # change (``bump``).
+    hashes_at_release: dict[str, int | None] | None = None
 
     def __post_init__(self) -> None:
         self.typed_ids = TypedIds(self.ledger)
@@ -290,6 +304,12 @@ class WorkspaceRegistry:
     ledger's connections are closed while others are used more recently, past
     ``max_open`` (``makad.store.ledger.pool``), and opened again by its next call.
 
+    An idle workspace can be let go of (``release``: ``makad.service.idle_workspaces``
+    decides which): the registry then holds it weakly only. While anything still holds
+    it (a call in flight, a background task) every lookup finds that same object, so a
+    folder never has two states at once; once nothing does, it is freed, and the next
+    call opens the folder again as the daemon's start would.
+
     Every call re-checks that the spelling still names the same directory, on a
     worker thread (a slow or hung disk under one workspace then holds up only the
     calls that name it, never the event loop every client shares). A
@@ -315,8 +335,14 @@ class WorkspaceRegistry:
         # The user-level memory's folder (workspace "@user").
         self._user_dir = user_dir if user_dir is not None else data_dir / "user"
         self._open: dict[Path, Workspace] = {}
-        # The spellings clients used, each with its workspace and its id file's path.
-        self._by_raw: dict[str, tuple[Workspace, str]] = {}
+        # Released workspaces still held elsewhere (``release``).
+        self._released: weakref.WeakValueDictionary[Path, Workspace] = weakref.WeakValueDictionary()
+        # Released folders' memory file hashes by workspace id, oldest first
+        # (``hashes_at_release``).
+        self._hashes: OrderedDict[str, dict[str, int | None]] = OrderedDict()
+        # The spellings clients used, each with its workspace (held weakly: a released one
+        # is not kept alive by its spellings) and its id file's path.
+        self._by_raw: dict[str, tuple[weakref.ref[Workspace], str]] = {}
         self._lock = anyio.Lock()
         # The spelling checks, one run shared by the calls that ask for the same at once.
         self._checks = SharedChecks()
@@ -334,7 +360,7 @@ class WorkspaceRegistry:
         spelling still names it (one hop for the check and the caller's own stats). Calls
         asking with the same spelling and ``also`` at once share that hop, one that starts
         after each of them asked (``makad.store.shared_checks``): ``also`` only reads."""
-        known = self._by_raw.get(raw_path)
+        known = self._spelling(raw_path)
         if known is None or known[0].stamp is None:
             return None
         cached, id_file = known
@@ -348,10 +374,18 @@ class WorkspaceRegistry:
     def known_now(self, raw_path: str) -> Workspace | None:
         """``known``'s answer for a caller already on a worker thread (blocking): another
         spelling's check in that caller's hop."""
-        known = self._by_raw.get(raw_path)
+        known = self._spelling(raw_path)
         if known is None or known[0].stamp is None:
             return None
         return known[0] if self._still_named(raw_path, *known) else None
+
+    def _spelling(self, raw_path: str) -> tuple[Workspace, str] | None:
+        """The workspace this spelling named last time (if it is alive) and its id file."""
+        known = self._by_raw.get(raw_path)
+        if known is None:
+            return None
+        workspace = known[0]()
+        return None if workspace is None else (workspace, known[1])
 
     def _still_named(self, raw_path: str, cached: Workspace, id_file: str) -> bool:
         """Whether ``raw_path`` still names ``cached`` (blocking: one or two ``stat``)."""
@@ -367,8 +401,9 @@ class WorkspaceRegistry:
     async def get(self, raw_path: str) -> Workspace:
         cached = await self.known(raw_path)
         if cached is not None:
+            self.keep(cached)
             return cached
-        known = self._by_raw.get(raw_path)
+        known = self._spelling(raw_path)
         user = raw_path == USER_LEVEL
         spelling = str(self._user_dir) if user else raw_path
         path = await anyio.to_thread.run_sync(self._resolve, spelling, user)
@@ -381,21 +416,76 @@ class WorkspaceRegistry:
                 workspace.level = "user"
                 if known is None or known[0] is not workspace:
                     await anyio.to_thread.run_sync(self._note_user_folder, workspace)
-        if known is not None or len(self._by_raw) < MAX_CACHED_SPELLINGS:
-            self._by_raw[raw_path] = (workspace, identity.id_path(spelling))
+        if raw_path in self._by_raw or len(self._by_raw) < MAX_CACHED_SPELLINGS or self._forget_spellings():
+            self._by_raw[raw_path] = (weakref.ref(workspace), identity.id_path(spelling))
         return workspace
+
+    def _forget_spellings(self) -> bool:
+        """Drop the spellings of workspaces that were released and freed; whether there is
+        room for another now. (The user level's is kept: ``user_level_known``.)"""
+        for raw, (ref, _) in list(self._by_raw.items()):
+            if ref() is None and raw != USER_LEVEL:
+                del self._by_raw[raw]
+        return len(self._by_raw) < MAX_CACHED_SPELLINGS
 
     def _current(self, path: Path) -> Workspace:
         """The workspace open at ``path``, re-opened when its directory is no longer the
         one it was (blocking; under the registry's lock)."""
         workspace = self._open.get(path)
+        if workspace is None:
+            workspace = self._released.get(path)
+            if workspace is not None:
+                self.keep(workspace)
         if workspace is None or identity.stamp(path) != workspace.stamp:
             workspace = self._reopen(path, workspace)
         return workspace
 
+    def keep(self, workspace: Workspace) -> None:
+        """``workspace`` is in use: hold it again if it was released (a call found it
+        through a spelling, or at its path, while something else still held it)."""
+        workspace.last_used = time.monotonic()
+        if workspace.released:
+            workspace.released = False
+            self._open.setdefault(workspace.path, workspace)
+
+    async def release(
+        self, candidates: Iterable[Workspace], still: Callable[[Workspace], bool]
+    ) -> list[Workspace]:
+        """Let go of each candidate that ``still`` finds idle (asked again under the
+        registry's lock, so no open of the folder is under way): the registry holds it
+        weakly from now on (see the class doc). Its memory files' hashes are kept (at most
+        ``MAX_REMEMBERED_FILES`` folders'), so a version first read by the next state of
+        the folder that differs from them counts as a change. Returns those released."""
+        released: list[Workspace] = []
+        async with self._lock:
+            for workspace in candidates:
+                if self._open.get(workspace.path) is not workspace or not still(workspace):
+                    continue
+                del self._open[workspace.path]
+                workspace.released = True
+                self._released[workspace.path] = workspace
+                self._remember_hashes(workspace)
+                released.append(workspace)
+        return released
+
+    def _remember_hashes(self, workspace: Workspace) -> None:
+        files = {
+            name: short_hash(tracked.sha256)
+            for name, tracked in (("memory", workspace.memory), ("pending", workspace.pending))
+            if tracked.loaded
+        }
+        if workspace.hashes_at_release:  # never read since it was opened again: still those
+            files = {**workspace.hashes_at_release, **files}
+        if not files:
+            return
+        self._hashes[workspace.id] = files
+        self._hashes.move_to_end(workspace.id)
+        while len(self._hashes) > MAX_REMEMBERED_FILES:
+            self._hashes.popitem(last=False)
+
     def named(self, raw_path: str) -> Workspace | None:
         """The workspace this spelling named at its last call (it may name another now)."""
-        known = self._by_raw.get(raw_path)
+        known = self._spelling(raw_path)
         return None if known is None else known[0]
 
     def _note_user_folder(self, workspace: Workspace) -> None:
@@ -522,13 +612,16 @@ class WorkspaceRegistry:
         if previous is not None:  # a subscription names the path: it carries over
             workspace.subscribers = previous.subscribers
             workspace.state.close_hooked = previous.state.close_hooked
+        else:
+            workspace.hashes_at_release = self._hashes.pop(ws_id, None)
         return workspace
 
     def all(self) -> list[Workspace]:
+        """The workspaces held (the released ones not among them)."""
         return list(self._open.values())
 
     def close(self) -> None:
-        for workspace in self._open.values():
+        for workspace in [*self._open.values(), *self._released.values()]:
             workspace.ledger.close()
         self._open.clear()
 
@@ -543,20 +636,31 @@ class _Binder:
     def __init__(self, path: Path, data_dir: Path) -> None:
         self.path = path
         self.data_dir = data_dir
-        self.workspace: Workspace | None = None
+        # Held weakly: the workspace holds its ledger, which holds this (no cycle, so a
+        # released workspace is freed as soon as nothing uses it).
+        self._workspace: weakref.ref[Workspace] | None = None
+
+    @property
+    def workspace(self) -> Workspace | None:
+        return None if self._workspace is None else self._workspace()
+
+    @workspace.setter
+    def workspace(self, workspace: Workspace | None) -> None:
+        self._workspace = None if workspace is None else weakref.ref(workspace)
 
     def __call__(self) -> bool:
         memory_dir = self.path / MEMORY_DIR
+        workspace = self.workspace
         try:
             ensure_memory_dir(memory_dir)
             found = identity.read_id(memory_dir) or identity.write_id(memory_dir)
-            if self.workspace is not None:
-                self.workspace.identity = found
+            if workspace is not None:
+                workspace.identity = found
             identity.write_binding(self.data_dir, found)
         except (OSError, MakadError):
             return False  # a read-only workspace stays unbound; tried again at the next write
-        if self.workspace is not None:
-            self.workspace.stamp = identity.stamp(self.path)
+        if workspace is not None:
+            workspace.stamp = identity.stamp(self.path)
         return True
 
 
@@ -571,6 +675,11 @@ def _write_marker(marker: Path, path: Path) -> None:
         write_all(fd, redact(str(path)).text.encode("utf-8", "surrogateescape"))
     finally:
         os.close(fd)
+
+
+def short_hash(sha256: str | None) -> int | None:
+    """A file's sha256 (hex) cut to 64 bits, as released workspaces' files are remembered."""
+    return None if sha256 is None else int(sha256[:16], 16)
 
 
 def _nothing(workspace: Workspace) -> None:

@@ -5,6 +5,8 @@ In-process, the approval's pure steps as the daemon runs them: ``plan`` (decidin
 content), ``memory`` (the plan applied to MEMORY.md and the text rendered), ``pending``
 (the proposals removed from PENDING.md and the text rendered); ``total`` is their sum,
 best of ``--repeats`` (CPU time, so waiting for a core on a shared machine does not count).
+``read_back`` (not in ``total``): the new MEMORY.md text parsed, as the write does before
+remembering it, against the version it changed where the tree's parser takes one.
 One proposal in ten supersedes an active entry; MEMORY.md holds a few repeated ids and
 hand-typed entries, as files edited by hand do.
 
@@ -87,11 +89,17 @@ def measure(sizes: list[tuple[int, int]], repeats: int) -> dict[str, dict[str, f
             left = fmt.render(rules.remove_approved(pending, plan))
             removed = time.process_time()
             assert text.count("\n## ") >= entries and "## Proposal" not in left
+            try:
+                fmt.parse(text, memory)
+            except TypeError:  # a tree whose parser reads every section each time
+                fmt.parse(text)
+            read_back = time.process_time() - removed
             figures = {
                 "plan": planned - start,
                 "memory": written - planned,
                 "pending": removed - written,
                 "total": removed - start,
+                "read_back": read_back,
             }
             best = {k: min(v, best.get(k, v)) for k, v in figures.items()}
         report[f"{proposals}_into_{entries}"] = {k: round(v, 4) for k, v in best.items()}

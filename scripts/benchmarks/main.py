@@ -31,7 +31,7 @@ ALL = [
 # (build_context_scale ingests 1.1 million events), or an optional extra and a model
 # (build_context_semantic), or megabytes of pathological requests or texts (big_requests,
 # pathological_inputs, redaction_cost), or files of 16,000 entries made and read per case
-# (approval_cost).
+# (approval_cost), or a few hundred folders served and a few seconds' wait (many_workspaces).
 OPTIONAL = [
     "appends_instructions",
     "approval_cost",
@@ -39,6 +39,7 @@ OPTIONAL = [
     "build_context_instructions",
     "build_context_scale",
     "build_context_semantic",
+    "many_workspaces",
     "pathological_inputs",
     "read_state_instructions",
     "redaction_cost",

@@ -579,6 +579,32 @@ def test_upsert_changes_only_that_sections_bytes(items: list[Entry], data: st.Da
     assert entries(changed)[index].content == "changed"
 
 
+@settings(max_examples=300, deadline=None)
+@given(_ANY_TEXT, _ANY_TEXT)
+def test_parsing_against_an_earlier_version_reads_the_same(before: str, after: str) -> None:
+    """``parse(after, earlier=parse(before))`` is ``parse(after)``, section for section, for
+    any two texts (sections in common, repeated ids, junk between them, any line endings)."""
+    assert parse(after, parse(before)) == parse(after)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_ENTRIES, st.data())
+def test_parsing_a_write_against_the_version_it_changed_reads_the_same(
+    items: list[Entry], data: st.DataObject
+) -> None:
+    """A version made from another by moving, repeating, dropping or changing sections (as
+    writes and saves do) parses against it exactly as it parses alone, reusing its sections."""
+    doc = parse(render(_doc(*items)) + "## Typed\nby hand\n\n## Typed\nby hand\n")
+    picks = data.draw(st.lists(st.integers(min_value=0, max_value=len(doc.sections) - 1), max_size=12))
+    changed = data.draw(st.lists(_MARKDOWNISH, max_size=3))
+    text = doc.preamble + "".join(doc.sections[i].raw for i in picks) + "".join(changed)
+    again = parse(text, doc)
+    assert again == parse(text)
+    shared = {section.raw: section for section in doc.sections}
+    reused = [s for s in again.sections if s.raw in shared and s.entry.id == shared[s.raw].entry.id]
+    assert all(section is shared[section.raw] for section in reused)
+
+
 def test_blank_content_renders_no_body_lines() -> None:
     """An entry with only whitespace lines as content renders heading and comment only."""
     text = render_entry(_entry("a", title="A", content="\n  \n"))

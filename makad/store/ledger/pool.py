@@ -1,7 +1,8 @@
 """How many ledgers keep their SQLite connections open at once.
 
-Every workspace a call names keeps its ``Workspace`` (its in-memory sessions, subscribers
-and caches) for the daemon's life, but an open ledger costs about five file descriptors
+A workspace keeps its ``Workspace`` (its in-memory sessions, subscribers and caches)
+while it is in use (an idle one is let go of: ``makad.service.idle_workspaces``), but an
+open ledger costs about five file descriptors
 and half a megabyte of SQLite memory. Past ``cap`` open ledgers, the least recently used
 one that no thread is using is put to rest: its connections are closed, and its next read
 or write opens them again (``LedgerBase``), with the same checks as a first open. A ledger
