@@ -25,8 +25,8 @@ from makad.service.identifiers import Identifiers
 from makad.service.written_files import note_revision
 from makad.settings import DaemonSettings
 from makad.store.ledger.records import RequestRecord
-from makad.store.ledger.recovery import REVISION_KEY
-from makad.store.workspaces import Workspace, WorkspaceRegistry
+from makad.store.ledger.recovery import FILE_HASH_KEYS, REVISION_KEY
+from makad.store.workspaces import Workspace, WorkspaceRegistry, short_hash
 from makad.wire.base import Handler, Warning
 from makad.wire.memory import ChangeNotification, Settings
 
@@ -221,6 +221,8 @@ class WorkspaceAccess:
             settings = Settings()
         settings = derive(settings)
         if ws.revision is None:
+            if ws.hashes_unwatched is None:
+                ws.hashes_unwatched = stored_file_hashes(raw)
             stored = raw.get(REVISION_KEY)
             revision = await self._adopt_revision(stored)
             if ws.revision is None:  # (a call that loaded them meanwhile set it first)
@@ -308,11 +310,17 @@ class WorkspaceAccess:
         ``ifRevision`` would be told nothing changed. The ledger stores it with the next."""
         clock = self.registry.clock
         revision = clock.next_after(await self.revision(ws))
+        # The files as this revision knows them, so the next open can tell a save made
+        # while nothing watched them (``stored_file_hashes``).
+        values: dict[str, object] = {REVISION_KEY: revision}
+        for name, tracked in (("memory", ws.memory), ("pending", ws.pending)):
+            if tracked.loaded:
+                values[FILE_HASH_KEYS[name]] = short_hash(tracked.sha256)
 
         def store() -> MakadError | None:
             clock.reserve(revision)  # its failure is raised: the value must not be used
             try:
-                ws.ledger.put_settings_json({REVISION_KEY: revision})
+                ws.ledger.put_settings_json(values)
             except MakadError as exc:
                 return exc
             return None
@@ -487,3 +495,14 @@ def _notify(peer: Peer, channel: Channel, note: ChangeNotification, group: tuple
         peer.notify(channel, note, group=group)
     except Exception:  # a broken subscriber must not fail the write that notified it
         log.warning("notify_failed", channel=channel, exc_info=True)
+
+
+def stored_file_hashes(raw: dict[str, object]) -> dict[str, int | None] | None:
+    """The memory files' hashes stored with a workspace's revision (``bump``), or None."""
+    found: dict[str, int | None] = {}
+    for name, key in FILE_HASH_KEYS.items():
+        if key in raw:
+            value = raw[key]
+            if value is None or (isinstance(value, int) and not isinstance(value, bool)):
+                found[name] = value
+    return found or None

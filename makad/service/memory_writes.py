@@ -112,9 +112,11 @@ class MemoryWriter:
             ws.typed_ids.save()
             return changed
 
+        if ws.revision is None:  # the hashes stored with it, to compare the first read with
+            await self._ctx.revision(ws)
         results = await in_thread(check)
         user_changed: dict[MemoryFile, frozenset[str]] = {}
-        released = ws.hashes_at_release
+        released = ws.hashes_unwatched
         for name, (t, _, channel), (old_doc, old_text), changed in zip(
             names, tracked, before, results, strict=True
         ):
@@ -122,10 +124,10 @@ class MemoryWriter:
             if changed and earlier is not None:
                 user_changed[name] = await self._take_in(ws, name, earlier, old_text, depth)
             elif released is not None and t.loaded and released.pop(name, now := short_hash(t.sha256)) != now:
-                # The first read since the registry let go of this folder's state (as a
-                # start would read it): a version other than the one it knew then was saved
-                # meanwhile, and the revision must say so (a conditional read would be told
-                # nothing changed).
+                # The first read since the daemon started or the registry let go of this
+                # folder's state: a version other than the one the stored revision knew was
+                # saved meanwhile, and the revision must say so (a conditional read would
+                # be told nothing changed).
                 await self._ctx.bump(ws, channel, "external_edit")
             if name == "memory":  # what the file went from and to, merged saves included
                 await entry_dates.observe(ws, old_doc, t.doc)

@@ -224,10 +224,11 @@ class Workspace:
     # of it (``WorkspaceRegistry.release``; taken back by the next call that names it).
     last_used: float = field(default_factory=time.monotonic)
     released: bool = False
-    # The memory files' hashes (``short_hash``) when the registry last let go of this
-    # folder's workspace (None: it never did): a version read first that differs is a
-    # change (``bump``).
-    hashes_at_release: dict[str, int | None] | None = None
+    # The memory files' hashes (``short_hash``) when the daemon last stopped watching
+    # them: kept by the registry when it let go of this folder's workspace, else stored
+    # with the revision (None: neither). A version read first that differs was saved
+    # meanwhile: a change (``bump``).
+    hashes_unwatched: dict[str, int | None] | None = None
 
     def __post_init__(self) -> None:
         self.typed_ids = TypedIds(self.ledger)
@@ -338,7 +339,7 @@ class WorkspaceRegistry:
         # Released workspaces still held elsewhere (``release``).
         self._released: weakref.WeakValueDictionary[Path, Workspace] = weakref.WeakValueDictionary()
         # Released folders' memory file hashes by workspace id, oldest first
-        # (``hashes_at_release``).
+        # (``hashes_unwatched``).
         self._hashes: OrderedDict[str, dict[str, int | None]] = OrderedDict()
         # The spellings clients used, each with its workspace (held weakly: a released one
         # is not kept alive by its spellings) and its id file's path.
@@ -474,8 +475,8 @@ class WorkspaceRegistry:
             for name, tracked in (("memory", workspace.memory), ("pending", workspace.pending))
             if tracked.loaded
         }
-        if workspace.hashes_at_release:  # never read since it was opened again: still those
-            files = {**workspace.hashes_at_release, **files}
+        if workspace.hashes_unwatched:  # never read since it was opened again: still those
+            files = {**workspace.hashes_unwatched, **files}
         if not files:
             return
         self._hashes[workspace.id] = files
@@ -613,7 +614,7 @@ class WorkspaceRegistry:
             workspace.subscribers = previous.subscribers
             workspace.state.close_hooked = previous.state.close_hooked
         else:
-            workspace.hashes_at_release = self._hashes.pop(ws_id, None)
+            workspace.hashes_unwatched = self._hashes.pop(ws_id, None)
         return workspace
 
     def all(self) -> list[Workspace]:

@@ -279,3 +279,44 @@ def test_a_revision_given_in_place_of_an_old_one_survives_a_restart(short_tmp: P
                 )
     finally:
         d.stop()
+
+
+def test_a_save_made_while_the_daemon_was_stopped_moves_the_revision(short_tmp: Path) -> None:
+    """MEMORY.md and PENDING.md saved while no daemon ran: after the restart, a conditional
+    read with the revision from before is the new full state, never notModified; a folder
+    left alone keeps its revision."""
+    d = DaemonProcess(short_tmp)
+    edited, untouched, queued = (
+        seeded(short_tmp / "e", "epsilon"),
+        seeded(short_tmp / "u", "upsilon"),
+        seeded(short_tmp / "q", "kappa"),
+    )
+    d.start()
+    try:
+        with d.client() as c:
+            for folder in (edited, untouched, queued):
+                c.call("add_entry", {"workspace": str(folder), "title": "Written", "content": "by the daemon"})
+            c.call(
+                "set_settings",
+                {"workspace": str(queued), "agentReadEnabled": True, "extractToolEnabled": True},
+            )
+            c.call("propose", {"workspace": str(queued), "title": "Idea", "content": "a proposal"})
+            before = {folder: read(c, str(folder))["revision"] for folder in (edited, untouched, queued)}
+        d.stop()
+        memory = edited / "memory" / "MEMORY.md"
+        memory.write_text(memory.read_text() + "\n## Typed while stopped\n\nby hand\n")
+        pending = queued / "memory" / "PENDING.md"
+        pending.write_text(pending.read_text().replace("a proposal", "a proposal, reworded"))
+        d.start()
+        with d.client() as c:
+            after = read(c, str(edited), ifRevision=before[edited])
+            assert "notModified" not in after and after["revision"] > before[edited]
+            assert "by hand" in facts(after)
+            proposals = c.call("read_state", {"workspace": str(queued), "ifRevision": before[queued]})
+            assert "notModified" not in proposals and proposals["revision"] > before[queued]
+            assert read(c, str(untouched), ifRevision=before[untouched]) == {
+                "notModified": True,
+                "revision": before[untouched],
+            }
+    finally:
+        d.stop()

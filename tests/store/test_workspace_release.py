@@ -77,7 +77,7 @@ async def test_release_skips_what_is_no_longer_idle(registry: WorkspaceRegistry,
     assert registry.all() == [ws] and not ws.released
 
 
-async def test_the_files_hashes_at_release_go_to_the_next_state(
+async def test_the_files_hashes_unwatched_go_to_the_next_state(
     registry: WorkspaceRegistry, tmp_path: Path
 ) -> None:
     """The memory files' hashes known at release are handed to the folder's next state (so a
@@ -95,9 +95,9 @@ async def test_the_files_hashes_at_release_go_to_the_next_state(
     del ws
     gc.collect()
     again = await registry.get(raw)
-    assert again.hashes_at_release == known
+    assert again.hashes_unwatched == known
     other = await registry.get(folder(tmp_path, "other"))
     await registry.release([other], always)
     del other
     gc.collect()
-    assert (await registry.get(str(tmp_path / "other"))).hashes_at_release is None
+    assert (await registry.get(str(tmp_path / "other"))).hashes_unwatched is None

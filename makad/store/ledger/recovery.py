@@ -45,6 +45,10 @@ from makad.store.ledger.schema import NewerLedger, migrate
 
 # The settings key under which the workspace revision is persisted.
 REVISION_KEY: Final = "__revision__"
+# The settings keys under which the memory files' hashes (``short_hash``) at the stored
+# revision are kept: a version found at the next open that differs was saved while the
+# daemon did not watch (stopped, or the folder released), and the revision moves.
+FILE_HASH_KEYS: Final = {"memory": "__memory_hash__", "pending": "__pending_hash__"}
 SQLITE_BUSY: Final = 5
 SQLITE_LOCKED: Final = 6
 SQLITE_CORRUPT: Final = 11
