@@ -87,6 +87,26 @@ LINE_PIECE_CHARS: Final = 64 * 1024
 _LINE_END: Final = re.compile(r"\r\n?|\n")
 
 
+# Every line break ``str.splitlines`` knows, CRLF as one.
+_ANY_LINE_END: Final = re.compile(r"\r\n?|[\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def text_lines(text: str, piece: int = LINE_PIECE_CHARS) -> list[str]:
+    """``text.splitlines()`` in pieces of about ``piece`` characters that each end at a
+    line break, so that an import's 16 MiB of short lines never hold the interpreter in
+    one call (as ``split_lines``)."""
+    if len(text) <= piece:
+        return text.splitlines()
+    lines: list[str] = []
+    start, size = 0, len(text)
+    while start < size:
+        ending = _ANY_LINE_END.search(text, start + piece - 1)
+        end = size if ending is None else ending.end()
+        lines += text[start:end].splitlines()
+        start = end
+    return lines
+
+
 def split_lines(text: str, piece: int = LINE_PIECE_CHARS) -> list[str]:
     """Lines with their endings; the same line breaks as markdown-it (CRLF, CR, LF)."""
     if len(text) <= piece:

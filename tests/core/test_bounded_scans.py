@@ -265,3 +265,39 @@ def _split_in_bounded_calls(text: str) -> None:
         entry_text.LINE = original  # type: ignore[misc]
     assert lines == original.findall(text)
     assert len(spans) > 10 and max(spans) <= entry_text.LINE_PIECE_CHARS + len("## h\r\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("a\r\n\v\x1c\x85\u2028"), max_size=40), st.integers(1, 6))
+def test_text_lines_in_pieces_are_splitlines(text: str, piece: int) -> None:
+    """Split in pieces that end at any line break ``str.splitlines`` knows, a text has the
+    lines of one ``splitlines`` call."""
+    assert entry_text.text_lines(text, piece) == text.splitlines()
+
+
+def test_a_long_import_is_split_into_lines_in_pieces() -> None:
+    """Texts of 200,000 one-character lines (LF, CR or U+2028) are cut into pieces of at
+    most one piece and one line break each before ``splitlines`` runs on them."""
+    for text in ("a\n" * 200_000, "a\r" * 200_000, "a\u2028" * 200_000):
+        cuts = _cuts_of(text)
+        sizes = [end - begin for begin, end in zip([0, *cuts[:-1]], cuts, strict=True)]
+        assert len(cuts) > 5 and max(sizes) <= entry_text.LINE_PIECE_CHARS + 1
+
+
+def _cuts_of(text: str) -> list[int]:
+    """Where ``text_lines`` cuts ``text`` (the end of each piece), checking its lines."""
+    cuts: list[int] = []
+    pattern = entry_text._ANY_LINE_END
+
+    class Recording:
+        def search(self, string: str, pos: int) -> re.Match[str] | None:
+            found = pattern.search(string, pos)
+            cuts.append(found.end() if found else len(string))
+            return found
+
+    entry_text._ANY_LINE_END = Recording()  # type: ignore[assignment]
+    try:
+        assert entry_text.text_lines(text) == text.splitlines()
+    finally:
+        entry_text._ANY_LINE_END = pattern  # type: ignore[misc]
+    return cuts

@@ -635,8 +635,9 @@ def test_more_memories_than_an_import_reads_are_refused_as_they_are_counted(
             parse(text, fmt_name)
         assert refused.value.data() == {"kind": "too_large", "limit": cap}
     monkeypatch.setattr(makad_importer.fmt, "parse", _never_called)
-    with pytest.raises(collect.TooManyItems):
-        parse("## h\nx\n" * (cap + 1), "makad")
+    for newline in ("\n", "\r\n", "\r"):
+        with pytest.raises(collect.TooManyItems):
+            parse(f"## h{newline}x{newline}" * (cap + 1), "makad")
     monkeypatch.undo()
     assert len(parse("".join(f"w{i}\n" for i in range(cap)), "text").items) == cap
 

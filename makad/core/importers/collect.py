@@ -7,6 +7,7 @@ from typing import Any, Final
 
 from makad.core.bounded_json import loads
 from makad.core.entries import MAX_ENTRY_BYTES
+from makad.core.entry_text import text_lines
 from makad.core.importers.records import (
     INTERNAL_REASON,
     FormatName,
@@ -162,7 +163,7 @@ def load_json(text: str) -> tuple[bool, Any]:
 def json_lines(text: str, out: Collector) -> list[tuple[str, Any]]:
     """Each non-blank line as a JSON value with its ``line N`` locator; bad lines become errors."""
     records: list[tuple[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip():
             continue
         ok, value = load_json(line)

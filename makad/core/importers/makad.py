@@ -34,9 +34,9 @@ def parse_makad(text: str) -> ImportResult:
         for locator, record in json_records(text, ("entries",), out):
             out.read(locator, _json_entry, out, locator, record)
         return out.result()
-    if text.startswith("## ") + text.count("\n## ") > MAX_IMPORT_ITEMS:
-        # Every entry starts with such a line: counted in C before millions of sections
-        # are built only to be refused one by one.
+    if text.startswith("## ") + text.count("\n## ") + text.count("\r## ") > MAX_IMPORT_ITEMS:
+        # Every entry starts with such a line (after an LF, a CRLF or a lone CR): counted
+        # in C before millions of sections are built only to be refused one by one.
         raise TooManyItems()
     document = fmt.parse(text)
     line = 1 + len(document.preamble.splitlines())
