@@ -79,9 +79,46 @@ _HTML_CLOSERS: Final[tuple[tuple[re.Pattern[str], Callable[[re.Match[str]], str]
 )
 
 
-def split_lines(text: str) -> list[str]:
+# One ``findall`` over a 16 MiB import of short lines makes millions of strings without
+# letting go of the interpreter: seconds in which no other thread ran, the event loop
+# included. A longer text is split in pieces of about this many characters, each ending
+# at a line break (never inside a CRLF), and other threads run between them.
+LINE_PIECE_CHARS: Final = 64 * 1024
+_LINE_END: Final = re.compile(r"\r\n?|\n")
+
+
+# Every line break ``str.splitlines`` knows, CRLF as one.
+_ANY_LINE_END: Final = re.compile(r"\r\n?|[\n\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
+
+
+def text_lines(text: str, piece: int = LINE_PIECE_CHARS) -> list[str]:
+    """``text.splitlines()`` in pieces of about ``piece`` characters that each end at a
+    line break, so that an import's 16 MiB of short lines never hold the interpreter in
+    one call (as ``split_lines``)."""
+    if len(text) <= piece:
+        return text.splitlines()
+    lines: list[str] = []
+    start, size = 0, len(text)
+    while start < size:
+        ending = _ANY_LINE_END.search(text, start + piece - 1)
+        end = size if ending is None else ending.end()
+        lines += text[start:end].splitlines()
+        start = end
+    return lines
+
+
+def split_lines(text: str, piece: int = LINE_PIECE_CHARS) -> list[str]:
     """Lines with their endings; the same line breaks as markdown-it (CRLF, CR, LF)."""
-    return LINE.findall(text)
+    if len(text) <= piece:
+        return LINE.findall(text)
+    lines: list[str] = []
+    start, size = 0, len(text)
+    while start < size:
+        ending = _LINE_END.search(text, start + piece - 1)
+        end = size if ending is None else ending.end()
+        lines += LINE.findall(text, start, end)
+        start = end
+    return lines
 
 
 def strip_eol(line: str) -> str:

@@ -62,6 +62,8 @@ class Decoder(Protocol):
 
     def has_partial(self) -> bool: ...
 
+    def buffered(self) -> int: ...
+
 
 def detect(buffer: bytes) -> Framing | None:
     """Framing of a connection from its first bytes, or None while only blanks arrived."""
@@ -110,6 +112,10 @@ class NdjsonDecoder:
 
     def has_partial(self) -> bool:
         return bool(self._buf.strip(_WHITESPACE))
+
+    def buffered(self) -> int:
+        """Bytes held of a message not yet whole."""
+        return len(self._buf)
 
 
 class LspDecoder:
@@ -174,6 +180,10 @@ class LspDecoder:
 
     def has_partial(self) -> bool:
         return self._need is not None or bool(self._buf.strip(_WHITESPACE))
+
+    def buffered(self) -> int:
+        """Bytes held of a frame not yet whole (its header block, or its body so far)."""
+        return len(self._buf)
 
 
 def _bare_newline(data: bytearray) -> bool:

@@ -43,6 +43,7 @@ from makad.rpc.dispatch import (
 )
 from makad.rpc.eager import in_place
 from makad.rpc.framing import Decoder, FrameError, detect, make_decoder
+from makad.rpc.large_messages import LARGE_PARTIAL_BYTES, LargeMessages
 from makad.rpc.refusal import drain_then_close, end_then_drain, send_refusal
 from makad.rpc.throttled_log import throttled
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES, over_cap
@@ -104,6 +105,9 @@ class _CrashingDecoder:
 
     def has_partial(self) -> bool:
         return self._inner.has_partial()
+
+    def buffered(self) -> int:
+        return self._inner.buffered()
 
 
 # Connections taken off the listen queue at once, between two turns of the event loop.
@@ -187,6 +191,7 @@ class Server:
         self._foreign = Refusals("peer uid differs")
         self._accept_failures = 0
         self._accept_failure_logged_at = -REFUSAL_LOG_INTERVAL_S
+        self.large = LargeMessages(self._limits.max_message_bytes)
 
     def request_stop(self, reason: StopReason = "shutdown") -> None:
         """Stop serving, and tell every open connection that this is on purpose
@@ -346,6 +351,7 @@ class Server:
             tg.start_soon(self._read, conn, reading)
             # Leaving the task group lets the requests already read finish; on shutdown
             # Server.run cancels whatever outlives the grace period.
+        self._give_back_slot(reading)  # the reader ended (its ``finally`` did) or was cancelled
         if (exc := reading.frame_error) is not None:
             await conn.send(_encoder.encode(error_response(-32600, "Invalid Request", exc.data())))
             _log_bad_frame(exc.kind, conn=conn.id, kind=exc.kind)
@@ -420,6 +426,10 @@ class Server:
                 # property is a call, and almost always nothing waits).
                 if conn.reply_bytes > OUTBOX_HIGH_WATER and conn.backlogged:
                     await conn.wait_for_room()
+                # In the middle of a large message: read on only with a slot (large_messages).
+                if reading.large and not reading.slot:
+                    await self.large.take()
+                    reading.slot = True
                 try:
                     # ``conn.receive`` unrolled for its common case (one frame less to resume
                     # and leave per request): yield once, and the next request is often there.
@@ -436,17 +446,18 @@ class Server:
                 conn.last_active = time.monotonic()
                 decoder = reading.decoder
                 if decoder is None:
-                    reading.pending += chunk
-                    framing = detect(reading.pending)
+                    # Blanks before the first message are counted, not kept: the framing
+                    # is the first other byte's, and either decoder skips leading blanks.
+                    framing = detect(chunk)
                     if framing is None:
-                        if len(reading.pending) > max_bytes:
+                        reading.blanks += len(chunk)
+                        if reading.blanks > max_bytes:
                             return
                         continue
                     conn.framing = framing
                     decoder = reading.decoder = make_decoder(framing, max_bytes)
                     if self._limits.fault_point == "connection_crash":
                         decoder = reading.decoder = _CrashingDecoder(decoder)
-                    chunk, reading.pending = reading.pending, b""
                 try:
                     queued.extend(decoder.feed(chunk))
                 except FrameError as exc:
@@ -454,9 +465,18 @@ class Server:
                     # they are answered (``_read_loop``), and nothing more is read.
                     queued.extend(exc.frames)
                     reading.frame_error = exc
+                reading.large = decoder.buffered() > LARGE_PARTIAL_BYTES
+                if reading.slot and not reading.large:
+                    self._give_back_slot(reading)
         finally:
             if reading.handoffs == mine:  # the reader: no other task will read
                 reading.end()
+                self._give_back_slot(reading)
+
+    def _give_back_slot(self, reading: _Reading) -> None:
+        if reading.slot:
+            reading.slot = False
+            self.large.give_back()
 
     def _prepare(self, message: bytes) -> Prepared | bytes | FrameError:
         """The message's requests, or its error reply; a ``FrameError`` when it holds more
@@ -528,13 +548,15 @@ class _Reading:
     started, the decoder, and the bound on requests in flight."""
 
     __slots__ = (
+        "blanks",
         "decoder",
         "ended",
         "frame_error",
         "handoffs",
+        "large",
         "limiter",
-        "pending",
         "queued",
+        "slot",
         "spare",
         "tasks",
     )
@@ -543,7 +565,10 @@ class _Reading:
         self.limiter = limiter
         self.queued: deque[bytes] = deque()
         self.decoder: Decoder | None = None
-        self.pending = b""  # bytes read before the framing is known
+        self.blanks = 0  # blank bytes read before the framing is known
+        # Holding a message not yet whole past LARGE_PARTIAL_BYTES; and a slot to read on.
+        self.large = False
+        self.slot = False
         self.frame_error: FrameError | None = None  # the stream broke: read no further
         self.tasks: TaskGroup
         # How many times the reading moved to another task (a request it ran had to wait).

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 from typing import Any
 
 import pytest
@@ -13,7 +14,7 @@ from detect_secrets.filters.heuristic import is_indirect_reference as library_in
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from makad.core import bounded_json, secret_detectors
+from makad.core import bounded_json, entry_text, secret_detectors
 from makad.core.importers import records
 from makad.core.importers.records import TITLE_SCAN_CHARS, clean_title
 from makad.core.keyword_values import is_indirect_reference
@@ -229,3 +230,74 @@ def test_a_large_json_document_is_decoded_in_bounded_calls() -> None:
         bounded_json.json.loads = original  # type: ignore[attr-defined]
     assert value == json.loads(text)
     assert len(sizes) > 10 and max(sizes) <= 2 * bounded_json.PIECE_CHARS
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("a\r\n\u2028"), max_size=40), st.integers(1, 6))
+def test_lines_split_in_pieces_are_the_lines_of_one_split(text: str, piece: int) -> None:
+    """Split in pieces that end at a line break, a text has the lines one ``findall`` gives,
+    CRLFs, lone CRs and a last line without an ending included."""
+    assert entry_text.split_lines(text, piece) == entry_text.LINE.findall(text)
+
+
+def test_a_long_text_is_split_into_lines_by_bounded_calls() -> None:
+    """A 2 MiB text of short lines (CRLF and LF, or CR alone) is split by calls over at
+    most a piece and one line each (one call over all of it held the interpreter for
+    seconds at 16 MiB)."""
+    for text in ("## h\r\nx\n" * 250_000, "## h\rx\r" * 250_000):
+        _split_in_bounded_calls(text)
+
+
+def _split_in_bounded_calls(text: str) -> None:
+    """Split ``text`` recording the span of each ``findall``; check the lines and spans."""
+    spans: list[int] = []
+    original = entry_text.LINE
+
+    class Recording:
+        def findall(self, whole: str, pos: int = 0, endpos: int = sys.maxsize) -> list[str]:
+            spans.append(min(endpos, len(whole)) - pos)
+            return original.findall(whole, pos, endpos)
+
+    entry_text.LINE = Recording()  # type: ignore[assignment]
+    try:
+        lines = entry_text.split_lines(text)
+    finally:
+        entry_text.LINE = original  # type: ignore[misc]
+    assert lines == original.findall(text)
+    assert len(spans) > 10 and max(spans) <= entry_text.LINE_PIECE_CHARS + len("## h\r\n")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(st.sampled_from("a\r\n\v\x1c\x85\u2028"), max_size=40), st.integers(1, 6))
+def test_text_lines_in_pieces_are_splitlines(text: str, piece: int) -> None:
+    """Split in pieces that end at any line break ``str.splitlines`` knows, a text has the
+    lines of one ``splitlines`` call."""
+    assert entry_text.text_lines(text, piece) == text.splitlines()
+
+
+def test_a_long_import_is_split_into_lines_in_pieces() -> None:
+    """Texts of 200,000 one-character lines (LF, CR or U+2028) are cut into pieces of at
+    most one piece and one line break each before ``splitlines`` runs on them."""
+    for text in ("a\n" * 200_000, "a\r" * 200_000, "a\u2028" * 200_000):
+        cuts = _cuts_of(text)
+        sizes = [end - begin for begin, end in zip([0, *cuts[:-1]], cuts, strict=True)]
+        assert len(cuts) > 5 and max(sizes) <= entry_text.LINE_PIECE_CHARS + 1
+
+
+def _cuts_of(text: str) -> list[int]:
+    """Where ``text_lines`` cuts ``text`` (the end of each piece), checking its lines."""
+    cuts: list[int] = []
+    pattern = entry_text._ANY_LINE_END
+
+    class Recording:
+        def search(self, string: str, pos: int) -> re.Match[str] | None:
+            found = pattern.search(string, pos)
+            cuts.append(found.end() if found else len(string))
+            return found
+
+    entry_text._ANY_LINE_END = Recording()  # type: ignore[assignment]
+    try:
+        assert entry_text.text_lines(text) == text.splitlines()
+    finally:
+        entry_text._ANY_LINE_END = pattern  # type: ignore[misc]
+    return cuts

@@ -15,10 +15,12 @@ from makad.core.importers import (
     FormatName,
     ImportResult,
     binary_reason,
+    collect,
     content_key,
     parse,
     sniff,
 )
+from makad.core.importers import makad as makad_importer
 from makad.core.importers.records import INTERNAL_REASON, clean_title, headline, normalize_tags
 from makad.core.importers.timestamps import to_epoch_ms
 from makad.errors import InvalidParams
@@ -616,3 +618,30 @@ def test_a_byte_order_mark_starting_a_later_line_hides_nothing() -> None:
     assert [i.content for i in parse("one\n\ufefftwo\n", "text").items] == ["one", "two"]
     entries = parse("## A\nx\n\ufeff## B\ny\n", "makad")
     assert [i.content for i in entries.items] == ["x", "y"]
+
+
+def test_more_memories_than_an_import_reads_are_refused_as_they_are_counted(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Plain lines, mem0 records and makad Markdown entries, one past ``MAX_IMPORT_ITEMS``:
+    ``too_large`` with the limit; the Markdown's ``## `` lines are counted before any
+    section is built (building them took minutes for a million), and exactly the cap is read."""
+    cap = collect.MAX_IMPORT_ITEMS
+    for text, fmt_name in (
+        ("".join(f"w{i}\n" for i in range(cap + 1)), "text"),
+        (json.dumps({"results": [{"memory": f"m{i}"} for i in range(cap + 1)]}), "mem0"),
+    ):
+        with pytest.raises(collect.TooManyItems) as refused:
+            parse(text, fmt_name)
+        assert refused.value.data() == {"kind": "too_large", "limit": cap}
+    monkeypatch.setattr(makad_importer.fmt, "parse", _never_called)
+    for newline in ("\n", "\r\n", "\r"):
+        with pytest.raises(collect.TooManyItems):
+            parse(f"## h{newline}x{newline}" * (cap + 1), "makad")
+    monkeypatch.undo()
+    assert len(parse("".join(f"w{i}\n" for i in range(cap)), "text").items) == cap
+
+
+def _never_called(text: str) -> None:
+    """Stands in for a step that must not run."""
+    raise AssertionError("the sections were built")

@@ -131,6 +131,8 @@ def _sites() -> list[Site]:
         Site("entry_text.H2", entry_text.H2, MATCH),
         Site("entry_text.LINE", entry_text.LINE, SEARCH),
         Site("entry_text.EOL", entry_text.EOL, SEARCH),
+        Site("entry_text._LINE_END", entry_text._LINE_END, SEARCH),
+        Site("entry_text._ANY_LINE_END", entry_text._ANY_LINE_END, SEARCH),
         Site("entry_text._ESCAPABLE", entry_text._ESCAPABLE, MATCH),
         Site("entry_text._RISKY", entry_text._RISKY, SEARCH),
         *(

@@ -9,6 +9,7 @@ import select
 import sqlite3
 from typing import Any
 
+from makad.core.importers.collect import MAX_IMPORT_ITEMS
 from makad.core.memory_format import render_entry
 from makad.core.types import Entry
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES
@@ -91,6 +92,22 @@ def test_pings_are_answered_while_a_request_full_of_duplicate_keys_is_checked(
     assert reply["error"]["data"]["kind"] == "invalid_request", reply
     assert "duplicate key 'a'" in reply["error"]["data"]["reason"]
     assert answered >= 3
+
+
+def test_an_import_of_more_memories_than_are_read_is_refused_while_pings_are_answered(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """Text of one short line per memory, past ``MAX_IMPORT_ITEMS`` of them (16 MiB of such
+    lines are a million memories: minutes of redaction and titles for one call), and a mem0
+    list as long: ``too_large`` with the limit once that many are read, nothing queued, and
+    pings from a second connection answered before the reply."""
+    lines = "".join(f"w{i}\n" for i in range(MAX_IMPORT_ITEMS * 2))
+    records = json.dumps({"results": [{"memory": f"m{i}"} for i in range(MAX_IMPORT_ITEMS + 1)]})
+    for data in (lines, records):
+        answered, reply = _pings_during(shared_daemon, data)
+        assert reply["error"]["data"] == {"kind": "too_large", "limit": MAX_IMPORT_ITEMS}, reply
+        assert answered >= 3
+    assert not (shared_daemon.workspace / "memory" / "PENDING.md").exists()
 
 
 # A letter and 300,000 combining marks of alternating classes: putting them in canonical

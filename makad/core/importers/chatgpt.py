@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from makad.core.entry_text import text_lines
 from makad.core.importers.collect import Collector
 from makad.core.importers.records import ImportResult, ItemProblem
 from makad.core.importers.timestamps import to_epoch_ms
@@ -37,7 +38,7 @@ def parse_chatgpt(text: str) -> ImportResult:
     """Dated lines when the list has any (other lines are then errors: a header, a stray
     remark); a plain list pasted from "Manage memories" has none, and every line is one."""
     out = Collector("chatgpt")
-    lines = [(n, line) for n, line in enumerate(text.splitlines(), start=1) if line.strip()]
+    lines = [(n, line) for n, line in enumerate(text_lines(text), start=1) if line.strip()]
     dated = any(dated_line(line) is not None for _, line in lines)
     for number, line in lines:
         reader = _line_item if dated else _plain_item
@@ -49,7 +50,7 @@ def parse_text(text: str) -> ImportResult:
     """Plain text (a ``.txt`` note, a list pasted from anywhere): every non-blank line is
     one memory, a leading bullet or number removed."""
     out = Collector("text")
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if line.strip():
             out.read(f"line {number}", _plain_item, out, number, line)
     return out.result()

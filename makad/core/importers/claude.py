@@ -19,6 +19,7 @@ import re
 from collections.abc import Mapping
 from typing import Final
 
+from makad.core.entry_text import text_lines
 from makad.core.importers.collect import Collector
 from makad.core.importers.markdown import BULLET, bullets, parse_bullets, split_frontmatter
 from makad.core.importers.records import ImportResult, ItemProblem
@@ -36,7 +37,7 @@ def _normal_path(path: str) -> str:
 
 def is_index(text: str) -> bool:
     """Most bullets of the text are links to ``.md`` topic files."""
-    lines = [ln for ln in text.splitlines() if BULLET.match(ln)]
+    lines = [ln for ln in text_lines(text) if BULLET.match(ln)]
     links = [ln for ln in lines if INDEX_LINK.match(ln)]
     return bool(links) and 2 * len(links) >= len(lines)
 
@@ -60,7 +61,7 @@ def parse_claude_code(text: str, files: Mapping[str, str] | None = None) -> Impo
         out.read("file", _topic_item, out, "file", index, None)
         return out.result()
     linked: set[str] = set()
-    for number, line in enumerate(index.splitlines(), start=1):
+    for number, line in enumerate(text_lines(index), start=1):
         link = INDEX_LINK.match(line)
         if link is None:
             continue
@@ -70,7 +71,7 @@ def parse_claude_code(text: str, files: Mapping[str, str] | None = None) -> Impo
             out.error(f"{INDEX_NAME}:{number}", "linked topic file was not provided")
             continue
         out.read(path, _topic_item, out, path, topics[path], link.group("title"))
-    lines = index.splitlines()
+    lines = text_lines(index)
     for bullet in bullets(index):
         if not INDEX_LINK.match(lines[bullet.line - 1]):
             out.read(f"{INDEX_NAME}:{bullet.line}", _index_bullet, out, bullet.line, bullet.text)

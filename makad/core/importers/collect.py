@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
-from typing import Any
+from typing import Any, Final
 
 from makad.core.bounded_json import loads
 from makad.core.entries import MAX_ENTRY_BYTES
+from makad.core.entry_text import text_lines
 from makad.core.importers.records import (
     INTERNAL_REASON,
     FormatName,
@@ -23,10 +24,27 @@ from makad.core.importers.records import (
 )
 from makad.core.importers.timestamps import to_epoch_ms
 from makad.core.redaction import redact
+from makad.errors import TooLarge
+
+# More memories than an import reads: PENDING.md (128 KiB) holds a few hundred proposals,
+# so an export past this is read again and again for years of review, and each item costs
+# redaction, a title and a key (16 MiB of one-word lines are a million items: minutes of
+# CPU for one call). Counted as items are read, so such a file is refused early.
+MAX_IMPORT_ITEMS: Final = 50_000
 
 
 class FileProblem(Exception):
     """The input as a whole cannot be read as the requested format."""
+
+
+class TooManyItems(TooLarge):
+    """The input holds more memories than an import reads (``MAX_IMPORT_ITEMS``)."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            f"the import holds more than {MAX_IMPORT_ITEMS} memories: import it in parts",
+            limit=MAX_IMPORT_ITEMS,
+        )
 
 
 class Collector:
@@ -56,6 +74,8 @@ class Collector:
         ``exact`` (makad's own exports): title, content and tags as they are, only blank
         lines around the content dropped (as MEMORY.md does), so a round trip is lossless.
         """
+        if len(self.items) >= MAX_IMPORT_ITEMS:
+            raise TooManyItems()
         if not isinstance(content, str):
             raise ItemProblem("content is missing or not text")
         if _over_entry_cap(content.strip()):
@@ -93,6 +113,8 @@ class Collector:
         """Run ``reader(*args)`` for one item; its failure becomes an error for that item alone."""
         try:
             reader(*args)
+        except TooManyItems:
+            raise
         except ItemSkipped as skip:
             self.skipped.append(ItemError(locator=locator, reason=str(skip)))
         except ItemProblem as problem:
@@ -141,7 +163,7 @@ def load_json(text: str) -> tuple[bool, Any]:
 def json_lines(text: str, out: Collector) -> list[tuple[str, Any]]:
     """Each non-blank line as a JSON value with its ``line N`` locator; bad lines become errors."""
     records: list[tuple[str, Any]] = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(text_lines(text), start=1):
         if not line.strip():
             continue
         ok, value = load_json(line)

@@ -14,7 +14,15 @@ from __future__ import annotations
 from typing import Any
 
 from makad.core import memory_format as fmt
-from makad.core.importers.collect import Collector, as_object, json_records, load_json, string_list
+from makad.core.importers.collect import (
+    MAX_IMPORT_ITEMS,
+    Collector,
+    TooManyItems,
+    as_object,
+    json_records,
+    load_json,
+    string_list,
+)
 from makad.core.importers.records import ImportResult, ItemSkipped
 from makad.core.types import Entry
 
@@ -26,6 +34,10 @@ def parse_makad(text: str) -> ImportResult:
         for locator, record in json_records(text, ("entries",), out):
             out.read(locator, _json_entry, out, locator, record)
         return out.result()
+    if text.startswith("## ") + text.count("\n## ") + text.count("\r## ") > MAX_IMPORT_ITEMS:
+        # Every entry starts with such a line (after an LF, a CRLF or a lone CR): counted
+        # in C before millions of sections are built only to be refused one by one.
+        raise TooManyItems()
     document = fmt.parse(text)
     line = 1 + len(document.preamble.splitlines())
     for section in document.sections:

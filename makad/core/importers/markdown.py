@@ -14,6 +14,7 @@ from typing import Final
 
 import msgspec
 
+from makad.core.entry_text import text_lines
 from makad.core.importers.collect import Collector
 from makad.core.importers.records import FormatName, ImportResult, ItemProblem
 from makad.core.markdown_lines import atx_heading, without_comments
@@ -35,7 +36,7 @@ def bullets(text: str) -> Iterator[Bullet]:
     current: list[str] | None = None
     start = 0
     in_fence = False
-    for number, raw in enumerate(text.splitlines(), start=1):
+    for number, raw in enumerate(text_lines(text), start=1):
         if _FENCE.match(raw):
             in_fence = not in_fence
             continue
@@ -92,7 +93,7 @@ def split_frontmatter(text: str) -> Frontmatter | None:
     ``None`` when the text has no frontmatter; ``ItemProblem`` when it opens one
     and never closes it.
     """
-    lines = text.splitlines()
+    lines = text_lines(text)
     if not lines or lines[0].strip() != "---":
         return None
     fields: dict[str, str] = {}

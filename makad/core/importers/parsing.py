@@ -7,7 +7,7 @@ from typing import Final
 
 from makad.core.importers.chatgpt import parse_chatgpt, parse_text
 from makad.core.importers.claude import parse_claude_code, parse_claude_md
-from makad.core.importers.collect import FileProblem
+from makad.core.importers.collect import FileProblem, TooManyItems
 from makad.core.importers.honcho import parse_honcho
 from makad.core.importers.letta import parse_letta
 from makad.core.importers.makad import parse_makad
@@ -62,6 +62,8 @@ def parse(data: str | bytes, format: FormatName, files: Mapping[str, str] | None
         return _READERS[format](text)
     except FileProblem as problem:
         return _failed(format, str(problem))
+    except TooManyItems:
+        raise
     except Exception:
         return _failed(format, INTERNAL_REASON)
 

@@ -9,6 +9,7 @@ from collections import Counter
 from typing import Any, Final
 
 from makad.core.bounded_json import loads
+from makad.core.entry_text import text_lines
 from makad.core.importers.chatgpt import dated_line
 from makad.core.importers.claude import INDEX_NAME, is_index, is_topic_file
 from makad.core.importers.collect import load_json
@@ -77,7 +78,7 @@ def sniff(data: str | bytes, filename: str | None = None) -> FormatName:
         if found is None:
             raise _unrecognised("JSON")
         return found
-    lines = [line for line in text.splitlines() if line.strip()]
+    lines = [line for line in text_lines(text) if line.strip()]
     if lines and sum(line.lstrip().startswith("{") for line in lines) * 2 > len(lines):
         found = _jsonl_format(lines[:_SAMPLE_LINES])
         if found is None:

@@ -1,0 +1,51 @@
+"""How many connections may be in the middle of receiving a large message at once.
+
+Each connection may hold the part of a message received so far, up to the message size
+cap (16 MiB by default); the connection cap is in the thousands, so clients that each
+send most of a large message and then stop (or send it a byte at a time) could make the
+daemon hold more memory than the machine has. A connection whose partial message passes
+``LARGE_PARTIAL_BYTES`` reads on only while it holds one of a few slots: the others stop
+reading, so the rest of their messages waits in the kernel's socket buffers (their
+clients' sends block), and they read on as slots come free, in the order they asked.
+A slot is given back once the message is whole, or when the connection stops reading.
+Small messages (every ping, most calls) never touch a slot.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+import anyio
+
+# A message that arrives in one read (the reader takes 64 KiB at a time) is never
+# partial past this.
+LARGE_PARTIAL_BYTES: Final = 64 * 1024
+# What the partial large messages of all connections may hold together, at most.
+LARGE_PARTIALS_BUDGET_BYTES: Final = 256 * 1024 * 1024
+# Slots there are however large the cap is set: one client's large message never waits
+# only because another client is sending one.
+MIN_LARGE_SLOTS: Final = 2
+
+
+def large_slots(max_message_bytes: int) -> int:
+    """How many connections may hold a large partial message at once."""
+    return max(MIN_LARGE_SLOTS, LARGE_PARTIALS_BUDGET_BYTES // max(1, max_message_bytes))
+
+
+class LargeMessages:
+    """The slots, and which connection (by its reading state) holds one."""
+
+    def __init__(self, max_message_bytes: int) -> None:
+        self.slots = large_slots(max_message_bytes)
+        self._free = anyio.Semaphore(self.slots)
+
+    @property
+    def free(self) -> int:
+        return self._free.value
+
+    async def take(self) -> None:
+        """Wait for a slot (first come, first served)."""
+        await self._free.acquire()
+
+    def give_back(self) -> None:
+        self._free.release()
