@@ -24,10 +24,15 @@ exception text; ``data`` carries machine-readable details (always with ``kind``)
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+import errno
+from typing import Any, ClassVar, Final
+
+# The system's "no room to write": the disk is full, or the user's quota on it is spent.
+DISK_FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT})
 
 __all__ = [
     "ALL_ERRORS",
+    "DISK_FULL_ERRNOS",
     "CircuitOpen",
     "Conflict",
     "Disabled",

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Unpack
 
 from makad.core.types import BackupInfo
-from makad.errors import InvalidWorkspace, IOFailure
+from makad.errors import DISK_FULL_ERRNOS, InvalidWorkspace, IOFailure
 from makad.private_files import (
     make_dirs,
     open_folder,
@@ -73,7 +73,7 @@ def generalize(
     why = os.strerror(code) if code else "unknown error"
     detail = {"file": file, "osError": why, "errno": errno.errorcode.get(code, "")}
     name = label or file
-    if code == errno.ENOSPC:
+    if code in DISK_FULL_ERRNOS:
         return IOFailure(f"the disk is full: {name} could not be written", reason="disk_full", **detail)
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return IOFailure(f"{name} could not be {doing}: {why}", reason="permission_denied", **detail)

@@ -17,13 +17,12 @@ workspace gets a new one when it is opened.
 
 from __future__ import annotations
 
-import errno
 import threading
 import time
 from pathlib import Path
 from typing import Final
 
-from makad.errors import IOFailure
+from makad.errors import DISK_FULL_ERRNOS, IOFailure
 from makad.private_files import make_dirs, read_if_regular, write_private
 
 CLOCK_FILE: Final = "revision-clock"
@@ -74,7 +73,7 @@ class RevisionClock:
                 make_dirs(self._path.parent)
                 write_private(self._path, f"{self.since} {bound}\n".encode("ascii"))
             except OSError as exc:
-                reason = "disk_full" if exc.errno == errno.ENOSPC else "io_error"
+                reason = "disk_full" if exc.errno in DISK_FULL_ERRNOS else "io_error"
                 raise IOFailure("the data directory could not be written", reason=reason) from None
             self._bound = bound
 

@@ -31,7 +31,7 @@ from makad.core.levels import USER_LEVEL, Level
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.undecodable import display
-from makad.errors import InvalidWorkspace, IOFailure, MakadError
+from makad.errors import DISK_FULL_ERRNOS, InvalidWorkspace, IOFailure, MakadError
 from makad.faults import UNARMED, Faults
 from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
 from makad.store import identity
@@ -709,7 +709,7 @@ def _open_failure(exc: OSError) -> IOFailure:
     """What a workspace that could not be opened (its identity, its folder in the data
     directory) answers: a full disk and a refusal said as such, never a path."""
     code = exc.errno or 0
-    if code == errno.ENOSPC:
+    if code in DISK_FULL_ERRNOS:
         return IOFailure("the disk is full: the workspace's state could not be written", reason="disk_full")
     if code in (errno.EACCES, errno.EPERM, errno.EROFS):
         return IOFailure(

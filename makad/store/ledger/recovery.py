@@ -28,7 +28,6 @@ and the damaged event then fails its hash check (``makad.core.chain``).
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import inspect
 import os
@@ -40,7 +39,7 @@ from typing import Any, Final, Protocol, TypeVar
 
 import msgspec
 
-from makad.errors import IOFailure
+from makad.errors import DISK_FULL_ERRNOS, IOFailure
 from makad.store.ledger.schema import NewerLedger, migrate
 
 # The settings key under which the workspace revision is persisted.
@@ -152,7 +151,7 @@ def open_failure(exc: BaseException) -> IOFailure:
     aside); the environmental ones stay plain ``IOFailure``.
     """
     if isinstance(exc, OSError):
-        if exc.errno == errno.ENOSPC:
+        if exc.errno in DISK_FULL_ERRNOS:
             return IOFailure("the disk is full: the ledger could not be created", reason="disk_full")
         return IOFailure("the ledger database could not be opened")
     if isinstance(exc, NewerLedger):
