@@ -330,6 +330,7 @@ def limits_for(settings: DaemonSettings, nofile: int, faults: Faults) -> Limits:
         max_message_bytes=settings.max_message_bytes,
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
+        large_slot_hold_s=settings.large_slot_hold_s,
         shutdown_grace_s=settings.shutdown_grace_s,
         fault_point=faults.point,
     )

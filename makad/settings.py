@@ -37,6 +37,10 @@ DEFAULT_MAX_OPEN_WORKSPACES = 64
 # disk by its next call): ``makad.service.idle_workspaces``.
 DEFAULT_WORKSPACE_RELEASE_MS = 10 * 60_000
 DEFAULT_IDLE_TIMEOUT_S = 300.0
+# How long a connection may hold a large-message slot while others wait for one
+# (``makad.rpc.large_messages``): a local client sends the largest message allowed in
+# well under a second.
+DEFAULT_LARGE_SLOT_HOLD_S = 60.0
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
 DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
@@ -79,6 +83,7 @@ class DaemonSettings:
     max_open_workspaces: int = DEFAULT_MAX_OPEN_WORKSPACES
     workspace_release_ms: int = DEFAULT_WORKSPACE_RELEASE_MS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    large_slot_hold_s: float = DEFAULT_LARGE_SLOT_HOLD_S
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
     session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
     shutdown_grace_s: float = 5.0
@@ -298,6 +303,7 @@ def load(
         workspace_release_ms=_int_env(env, "MAKAD_WORKSPACE_RELEASE_MS", DEFAULT_WORKSPACE_RELEASE_MS),
         idle_timeout_s=args.idle_timeout
         or _number_env(env, "MAKAD_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S, float),
+        large_slot_hold_s=_number_env(env, "MAKAD_LARGE_MESSAGE_HOLD_S", DEFAULT_LARGE_SLOT_HOLD_S, float),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
         session_memory_cap_bytes=_int_env(
             env, "MAKAD_SESSION_MEMORY_CAP_BYTES", DEFAULT_SESSION_MEMORY_CAP_BYTES

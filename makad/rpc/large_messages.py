@@ -8,11 +8,15 @@ daemon hold more memory than the machine has. A connection whose partial message
 reading, so the rest of their messages waits in the kernel's socket buffers (their
 clients' sends block), and they read on as slots come free, in the order they asked.
 A slot is given back once the message is whole, or when the connection stops reading.
-Small messages (every ping, most calls) never touch a slot.
+Small messages (every ping, most calls) never touch a slot. A holder that keeps its slot
+longer than the hold limit while others wait for one (a client trickling its message, or
+one stopped mid-message) is closed, so the holders cannot keep the rest out for good.
 """
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable, Hashable
 from typing import Final
 
 import anyio
@@ -38,14 +42,28 @@ class LargeMessages:
     def __init__(self, max_message_bytes: int) -> None:
         self.slots = large_slots(max_message_bytes)
         self._free = anyio.Semaphore(self.slots)
+        # Each holder: since when, and how to end it when it holds on too long.
+        self._held: dict[Hashable, tuple[float, Callable[[], None]]] = {}
 
     @property
     def free(self) -> int:
         return self._free.value
 
-    async def take(self) -> None:
-        """Wait for a slot (first come, first served)."""
+    async def take(self, holder: Hashable, end: Callable[[], None]) -> None:
+        """Wait for a slot (first come, first served); ``end`` closes ``holder``."""
         await self._free.acquire()
+        self._held[holder] = (time.monotonic(), end)
 
-    def give_back(self) -> None:
+    def give_back(self, holder: Hashable) -> None:
+        del self._held[holder]
         self._free.release()
+
+    def end_stalled(self, hold_s: float, now: float) -> int:
+        """End the holders that held a slot longer than ``hold_s`` while another waits for
+        one; how many."""
+        if not self._held or self._free.statistics().tasks_waiting == 0:
+            return 0
+        stalled = [end for since, end in self._held.values() if now - since >= hold_s]
+        for end in stalled:
+            end()
+        return len(stalled)

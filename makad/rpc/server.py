@@ -23,6 +23,7 @@ import struct
 import time
 from collections import deque
 from dataclasses import dataclass
+from functools import partial
 
 import anyio
 import anyio.to_thread
@@ -49,6 +50,7 @@ from makad.rpc.throttled_log import throttled
 from makad.rpc.value_cap import MAX_MESSAGE_VALUES, over_cap
 from makad.settings import (
     DEFAULT_IDLE_TIMEOUT_S,
+    DEFAULT_LARGE_SLOT_HOLD_S,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_MESSAGE_BYTES,
 )
@@ -83,6 +85,8 @@ class Limits:
     max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
+    # How long a connection may hold a large-message slot while others wait (large_messages).
+    large_slot_hold_s: float = DEFAULT_LARGE_SLOT_HOLD_S
     shutdown_grace_s: float = 5.0
     # Test-only: ``connection_crash`` makes a connection's reader fail outside any
     # request when it reads CRASH_MARKER (the boundary below must hold).
@@ -306,10 +310,12 @@ class Server:
 
     async def _close_idle_forever(self) -> None:
         timeout = self._limits.idle_timeout_s
-        interval = min(max(timeout / 4, 0.05), 5.0)
+        hold = self._limits.large_slot_hold_s
+        interval = min(max(min(timeout, hold) / 4, 0.05), 5.0)
         while True:
             await anyio.sleep(interval)
             now = time.monotonic()
+            self.large.end_stalled(hold, now)
             for conn in list(self.connections):
                 if conn.idle and now - conn.last_active >= timeout:
                     log.info("connection_idle_closed", conn=conn.id, idle_s=round(timeout, 1))
@@ -428,7 +434,7 @@ class Server:
                     await conn.wait_for_room()
                 # In the middle of a large message: read on only with a slot (large_messages).
                 if reading.large and not reading.slot:
-                    await self.large.take()
+                    await self.large.take(reading, partial(_end_stalled, conn))
                     reading.slot = True
                 try:
                     # ``conn.receive`` unrolled for its common case (one frame less to resume
@@ -476,7 +482,7 @@ class Server:
     def _give_back_slot(self, reading: _Reading) -> None:
         if reading.slot:
             reading.slot = False
-            self.large.give_back()
+            self.large.give_back(reading)
 
     def _prepare(self, message: bytes) -> Prepared | bytes | FrameError:
         """The message's requests, or its error reply; a ``FrameError`` when it holds more
@@ -541,6 +547,12 @@ class Server:
                 self._idle.set()
             if limiter is not None:
                 limiter.release()
+
+
+def _end_stalled(conn: Connection) -> None:
+    """Close a connection that held a large-message slot too long while others waited."""
+    log.info("large_message_stalled", conn=conn.id)
+    conn.scope.cancel()
 
 
 class _Reading:

@@ -75,6 +75,35 @@ def test_connections_stalled_in_large_messages_hold_a_few_slots_and_all_are_answ
             sender.thread.join(10)
 
 
+def test_a_connection_holding_a_slot_too_long_while_others_wait_is_closed(short_tmp: Path) -> None:
+    """With two slots and a one-second hold limit, two connections that send most of a large
+    message and stop are closed once a third waits for a slot; the third is then read and
+    answered, and a lone holder nobody waits behind is left alone."""
+    cap = 128 * 1024 * 1024  # 256 MiB over the cap: the fewest slots there are
+    assert large_slots(cap) == 2
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_MESSAGE_BYTES": str(cap), "MAKAD_LARGE_MESSAGE_HOLD_S": "1"})
+    d.start()
+    senders: list[_Sender] = []
+    try:
+        lone = _Sender(d.socket, 0)
+        senders.append(lone)
+        assert lone.sent.wait(60)
+        time.sleep(3)  # past the hold limit, but nobody waits: it keeps its slot
+        assert _still_open(lone.conn)
+        senders += [_Sender(d.socket, i) for i in (1, 2)]
+        late = next(s for s in senders[1:] if s.sent.wait(60))  # the other slot
+        waiting = next(s for s in senders[1:] if s is not late)
+        assert waiting.sent.wait(60), "the waiting connection was never read"
+        assert _everything_until_closed(lone.conn) == b""  # ended, unanswered
+        assert waiting.finish() == {"jsonrpc": "2.0", "id": waiting.id, "result": "pong"}
+        assert ping_ok(d.socket)
+    finally:
+        for sender in senders:
+            sender.conn.close()
+            sender.thread.join(10)
+        d.stop()
+
+
 def test_blanks_before_a_first_message_in_many_reads_are_skipped(daemon: DaemonProcess) -> None:
     """A connection that starts with 2 MiB of blanks (spaces, tabs, CRs, newlines) sent in
     small pieces, then a request, in either framing: the request is answered; blanks past
@@ -101,3 +130,17 @@ def _everything_until_closed(conn: RawConnection) -> bytes:
         while chunk := conn.sock.recv(65536):
             got += chunk
     return got
+
+
+def _still_open(conn: RawConnection) -> bool:
+    """Whether the daemon has neither closed ``conn`` nor written on it."""
+    conn.sock.setblocking(False)
+    try:
+        conn.sock.recv(1)
+    except BlockingIOError:
+        return True
+    except OSError:
+        return False
+    finally:
+        conn.sock.setblocking(True)
+    return False
