@@ -168,20 +168,20 @@ def test_render_checkpoint() -> None:
     assert "events 1–40" in lines[1] and "from seq 41" in lines[2]
 
 
-def test_context_usage_errors(daemon: DaemonProcess) -> None:
+def test_context_usage_errors(shared_daemon: DaemonProcess) -> None:
     """A non-positive budget and a missing --session are usage errors (exit 2)."""
-    assert run_maka(daemon, "context", "--budget", "0").returncode == 2
-    assert run_maka(daemon, "compact").returncode == 2
+    assert run_maka(shared_daemon, "context", "--budget", "0").returncode == 2
+    assert run_maka(shared_daemon, "compact").returncode == 2
 
 
-def test_context_against_the_daemon(daemon: DaemonProcess) -> None:
+def test_context_against_the_daemon(shared_daemon: DaemonProcess) -> None:
     """maka context --json returns build_context's pack within the budget (when offered)."""
-    if "build_context" not in methods(daemon):
+    if "build_context" not in methods(shared_daemon):
         pytest.skip("this makad has no build_context yet")
-    call(daemon, "set_settings", agentReadEnabled=True)
-    call(daemon, "add_entry", title="Deploys", content="Deploys happen on Tuesdays.")
+    call(shared_daemon, "set_settings", agentReadEnabled=True)
+    call(shared_daemon, "add_entry", title="Deploys", content="Deploys happen on Tuesdays.")
     result = run_maka(
-        daemon,
+        shared_daemon,
         "context",
         "--json",
         "--query",
@@ -195,15 +195,15 @@ def test_context_against_the_daemon(daemon: DaemonProcess) -> None:
     pack = json.loads(result.stdout)
     assert pack["totalTokens"] <= 800
     assert any("Tuesdays" in s["text"] for s in pack["segments"])
-    readable = run_maka(daemon, "context", "-q", "deploys", "-b", "800", "--trace")
+    readable = run_maka(shared_daemon, "context", "-q", "deploys", "-b", "800", "--trace")
     assert "Context pack:" in readable.stdout and "━━ trace" in readable.stdout
 
 
-def test_compact_against_the_daemon(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_compact_against_the_daemon(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """maka compact --summary-file writes a semantic checkpoint (when offered)."""
-    if not {"compact", "open_session", "append_events"} <= methods(daemon):
+    if not {"compact", "open_session", "append_events"} <= methods(shared_daemon):
         pytest.skip("this makad has no compact / ledger methods yet")
-    sid = call(daemon, "open_session")["sessionId"]
+    sid = call(shared_daemon, "open_session")["sessionId"]
     events = [
         {
             "type": "user_message" if i % 2 == 0 else "assistant_message",
@@ -211,13 +211,13 @@ def test_compact_against_the_daemon(daemon: DaemonProcess, short_tmp: Path) -> N
         }
         for i in range(40)
     ]
-    call(daemon, "append_events", sessionId=sid, events=events)
+    call(shared_daemon, "append_events", sessionId=sid, events=events)
     summary = short_tmp / "summary.md"
     summary.write_text(
         "# Current Goal\nShip the deploy.\n# Current State\nTests pass.\n# Next Step\nTag the release.\n"
     )
     result = run_maka(
-        daemon,
+        shared_daemon,
         "--json",
         "compact",
         "--session",
@@ -266,13 +266,13 @@ def test_compact_with_the_default_window_says_plainly_there_is_nothing_yet(
     assert "nothing to compact" in help_text and "exit status 1" in help_text
 
 
-def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> None:
+def test_attention_command_shows_the_state_with_refs(shared_daemon: DaemonProcess) -> None:
     """`maka attention` prints each section with its lines and refs once a session with a
     failure is closed; --json is get_attention's reply."""
-    w = str(daemon.workspace)
-    sid = call(daemon, "open_session")["sessionId"]
+    w = str(shared_daemon.workspace)
+    sid = call(shared_daemon, "open_session")["sessionId"]
     call(
-        daemon,
+        shared_daemon,
         "append_events",
         sessionId=sid,
         events=[
@@ -286,17 +286,17 @@ def test_attention_command_shows_the_state_with_refs(daemon: DaemonProcess) -> N
             },
         ],
     )
-    call(daemon, "close_session", sessionId=sid)
+    call(shared_daemon, "close_session", sessionId=sid)
     for _ in range(300):
-        state = daemon.call("get_attention", {"workspace": w})
+        state = shared_daemon.call("get_attention", {"workspace": w})
         if state["sections"][0]["lines"]:
             break
         time.sleep(0.1)
-    out = run_maka(daemon, "attention")
+    out = run_maka(shared_daemon, "attention")
     assert out.returncode == 0, out.stderr
     assert "## Active threads" in out.stdout and "E501 line too long" in out.stdout
     assert f"event:{sid}:3" in out.stdout and "## Rhythm" in out.stdout
-    as_json = json.loads(run_maka(daemon, "attention", "--json").stdout)
+    as_json = json.loads(run_maka(shared_daemon, "attention", "--json").stdout)
     assert as_json["enabled"] is True and as_json["sections"][0]["name"] == "Active threads"
 
 
@@ -320,14 +320,14 @@ def test_attention_switched_off_says_which_switch_and_the_command(shared_daemon:
     assert "to change that" not in on.stdout
 
 
-def test_suggest_command_lists_dismisses_and_brings_back(daemon: DaemonProcess) -> None:
+def test_suggest_command_lists_dismisses_and_brings_back(shared_daemon: DaemonProcess) -> None:
     """`maka suggest` shows a thread left a day ago with its id, score and refs; `maka suggest
     dismiss ID` hides it, `--for 0` brings it back; --json is suggest's reply."""
-    call(daemon, "set_settings", agentReadEnabled=True)
+    call(shared_daemon, "set_settings", agentReadEnabled=True)
     at = int(time.time() * 1000) - 86_400_000
-    sid = call(daemon, "open_session")["sessionId"]
+    sid = call(shared_daemon, "open_session")["sessionId"]
     call(
-        daemon,
+        shared_daemon,
         "append_events",
         sessionId=sid,
         events=[
@@ -349,66 +349,68 @@ def test_suggest_command_lists_dismisses_and_brings_back(daemon: DaemonProcess) 
             {"type": "assistant_message", "text": "Halfway.", "ts": at},
         ],
     )
-    call(daemon, "set_working_state", sessionId=sid, openThreads=["port the exporter to v2"])
-    call(daemon, "close_session", sessionId=sid)
+    call(shared_daemon, "set_working_state", sessionId=sid, openThreads=["port the exporter to v2"])
+    call(shared_daemon, "close_session", sessionId=sid)
     for _ in range(300):  # the keeper may first answer from the events alone, before the close
-        reply = call(daemon, "suggest")
+        reply = call(shared_daemon, "suggest")
         if any("port the exporter to v2" in s["text"] for s in reply["suggestions"]):
             break
         time.sleep(0.1)
     [item] = reply["suggestions"]
-    out = run_maka(daemon, "suggest")
+    out = run_maka(shared_daemon, "suggest")
     assert out.returncode == 0, out.stderr
     assert "Resume: port the exporter to v2" in out.stdout and item["id"] in out.stdout
     assert f"event:{sid}:1" in out.stdout
-    gone = run_maka(daemon, "suggest", "dismiss", item["id"])
+    gone = run_maka(shared_daemon, "suggest", "dismiss", item["id"])
     assert gone.returncode == 0, gone.stderr
     assert gone.stdout.startswith(f"Dismissed {item['id']} until ")
-    assert "Nothing worth suggesting now." in run_maka(daemon, "suggest").stdout
-    assert item["id"] in run_maka(daemon, "suggest", "--all").stdout  # listed as not suggested
-    run_maka(daemon, "suggest", "dismiss", item["id"], "--for", "0")
-    as_json = json.loads(run_maka(daemon, "suggest", "--json").stdout)
+    assert "Nothing worth suggesting now." in run_maka(shared_daemon, "suggest").stdout
+    assert item["id"] in run_maka(shared_daemon, "suggest", "--all").stdout  # listed as not suggested
+    run_maka(shared_daemon, "suggest", "dismiss", item["id"], "--for", "0")
+    as_json = json.loads(run_maka(shared_daemon, "suggest", "--json").stdout)
     assert [s["id"] for s in as_json["suggestions"]] == [item["id"]]
-    bad = run_maka(daemon, "suggest", "dismiss", "nope")
+    bad = run_maka(shared_daemon, "suggest", "dismiss", "nope")
     assert bad.returncode != 0 and "invalid_params" in bad.stderr + bad.stdout
 
 
-def test_an_empty_pack_says_why(daemon: DaemonProcess) -> None:
+def test_an_empty_pack_says_why(shared_daemon: DaemonProcess) -> None:
     """An empty `maka context` names its reason (trace.emptyReason): reads off, nothing yet,
     a budget too small, memory left out of --include, incognito, memory unavailable — and a pack with something has none."""
 
     def reason(*args: str) -> tuple[str, str | None]:
-        shown = run_maka(daemon, "context", *args)
-        pack = json.loads(run_maka(daemon, "context", "--json", *args).stdout)
+        shown = run_maka(shared_daemon, "context", *args)
+        pack = json.loads(run_maka(shared_daemon, "context", "--json", *args).stdout)
         assert shown.returncode == 0, shown.stderr
         return shown.stdout, pack["trace"].get("emptyReason")
 
     text, code = reason()
     assert code == "reads_off" and "agentReadEnabled=on" in text and "[reads_off]" in text
-    call(daemon, "set_settings", agentReadEnabled=True)
+    call(shared_daemon, "set_settings", agentReadEnabled=True)
     text, code = reason()
     assert code == "nothing_yet" and "nothing to show yet" in text
-    call(daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays with make deploy.")
+    call(
+        shared_daemon, "add_entry", title="Deploys", content="The team deploys on Tuesdays with make deploy."
+    )
     text, code = reason("--budget", "5")
     assert code == "budget_too_small" and "larger --budget" in text
     assert reason()[1] is None
     text, code = reason("--include", "working_state")
     assert code == "not_included" and "memory was left out" in text
-    call(daemon, "set_settings", incognito=True)
+    call(shared_daemon, "set_settings", incognito=True)
     assert reason()[1] == "incognito"
-    call(daemon, "set_settings", incognito=False)
-    memory = daemon.workspace / "memory" / "MEMORY.md"
+    call(shared_daemon, "set_settings", incognito=False)
+    memory = shared_daemon.workspace / "memory" / "MEMORY.md"
     memory.write_text(memory.read_text() + "\nfiller line\n" * 20_000)  # over the 128 KiB cap
     text, code = reason()
     assert code == "memory_unavailable" and "MEMORY.md could not be used" in text
 
 
-def test_an_empty_pack_names_only_the_switches_that_are_off(daemon: DaemonProcess) -> None:
+def test_an_empty_pack_names_only_the_switches_that_are_off(shared_daemon: DaemonProcess) -> None:
     """With reads off, the empty pack's hint names the switches that are off and no other:
     agentReadEnabled alone, enabled alone, or both; --json is the pack unchanged."""
 
     def hint() -> str:
-        shown = run_maka(daemon, "context")
+        shown = run_maka(shared_daemon, "context")
         assert shown.returncode == 0, shown.stderr
         (line,) = [line for line in shown.stdout.splitlines() if line.startswith("(empty: ")]
         return line
@@ -416,17 +418,18 @@ def test_an_empty_pack_names_only_the_switches_that_are_off(daemon: DaemonProces
     only_reads = hint()
     assert "settings agentReadEnabled=on`" in only_reads and "enabled=on " not in only_reads
     assert "agents may not read" in only_reads and "switched off" not in only_reads
-    call(daemon, "set_settings", agentReadEnabled=True, enabled=False)
+    call(shared_daemon, "set_settings", agentReadEnabled=True, enabled=False)
     only_memory = hint()
     assert "settings enabled=on`" in only_memory and "agentReadEnabled" not in only_memory
     assert "memory is switched off" in only_memory
-    call(daemon, "set_settings", agentReadEnabled=False)
+    call(shared_daemon, "set_settings", agentReadEnabled=False)
     both = hint()
     assert "settings enabled=on agentReadEnabled=on`" in both
-    pack = json.loads(run_maka(daemon, "context", "--json").stdout)
+    pack = json.loads(run_maka(shared_daemon, "context", "--json").stdout)
     assert pack["trace"]["emptyReason"] == "reads_off" and "settings" not in pack
 
 
+# A daemon of its own: the user level is one per daemon, shared by the module's workspaces.
 def test_context_names_user_level_entries_left_out_by_its_switch(daemon: DaemonProcess) -> None:
     """With the user level's agent reads off, `maka context` says how many of its entries
     the agent does not see and the command that lets it; with them on, the entry is in the

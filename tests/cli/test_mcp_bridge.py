@@ -691,14 +691,14 @@ async def test_attention_section_nobody_has_is_a_tool_error(shared_host: tuple[H
     assert not is_error and "## Active threads" in text and "## Rhythm" not in text
 
 
-async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
+async def test_suggestions_tool_and_dismissal(shared_daemon: DaemonProcess) -> None:
     """With agent read on, memory_suggestions offers a thread left a day ago with its id and
     refs; memory_dismiss_suggestion hides it; a malformed id is a tool error."""
-    open_gates(daemon)
+    open_gates(shared_daemon)
     at = int(time.time() * 1000) - 86_400_000
-    sid = call(daemon, "open_session")["sessionId"]
+    sid = call(shared_daemon, "open_session")["sessionId"]
     call(
-        daemon,
+        shared_daemon,
         "append_events",
         sessionId=sid,
         events=[
@@ -720,12 +720,12 @@ async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
             {"type": "assistant_message", "text": "Started.", "ts": at},
         ],
     )
-    call(daemon, "set_working_state", sessionId=sid, openThreads=["move the scheduler to asyncio"])
-    call(daemon, "close_session", sessionId=sid)
+    call(shared_daemon, "set_working_state", sessionId=sid, openThreads=["move the scheduler to asyncio"])
+    call(shared_daemon, "close_session", sessionId=sid)
 
     def suggested() -> list[dict[str, Any]]:
         for _ in range(300):
-            found: list[dict[str, Any]] = call(daemon, "suggest")["suggestions"]
+            found: list[dict[str, Any]] = call(shared_daemon, "suggest")["suggestions"]
             if any(sid in ref for s in found for ref in s["refs"]):
                 return found
             time.sleep(0.1)
@@ -733,7 +733,7 @@ async def test_suggestions_tool_and_dismissal(daemon: DaemonProcess) -> None:
 
     found = await anyio.to_thread.run_sync(suggested)
     [item] = [s for s in found if any(sid in ref for ref in s["refs"])]
-    async with host(daemon) as h:
+    async with host(shared_daemon) as h:
         is_error, text = await h.tool("memory_suggestions")
         assert not is_error and "Resume" in text and item["id"] in text and f"event:{sid}:1" in text
         is_error, done = await h.tool("memory_dismiss_suggestion", id=item["id"])
@@ -772,15 +772,17 @@ async def test_large_events_left_out_of_a_reply_are_named(shared_daemon: DaemonP
     assert f"the rest, event:{sid}:3, did not fit in one reply" in resolved
 
 
-async def test_suggestions_go_on_after_the_connections_session_is_deleted(daemon: DaemonProcess) -> None:
+async def test_suggestions_go_on_after_the_connections_session_is_deleted(
+    shared_daemon: DaemonProcess,
+) -> None:
     """When the connection's own session is deleted under it, memory_suggestions still
     answers (asking without it) instead of failing not_found."""
-    open_gates(daemon)
-    async with host(daemon) as h:
+    open_gates(shared_daemon)
+    async with host(shared_daemon) as h:
         _, recorded = await h.tool("session_record", turns=[{"role": "user", "text": "hello"}])
         sid = recorded.split("session ")[1].split(" ")[0]
-        call(daemon, "close_session", sessionId=sid)
-        call(daemon, "delete_session", sessionId=sid)
+        call(shared_daemon, "close_session", sessionId=sid)
+        call(shared_daemon, "delete_session", sessionId=sid)
         is_error, text = await h.tool("memory_suggestions")
         assert not is_error and text.startswith("# Suggestions"), text
 

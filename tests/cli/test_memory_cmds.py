@@ -91,20 +91,30 @@ def test_add_with_nothing_on_stdin_is_refused(shared_daemon: DaemonProcess) -> N
     assert call(shared_daemon, "read_state", includeEntries=True)["entries"] == []
 
 
-def test_workspace_defaults_to_env_then_cwd(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_workspace_defaults_to_env_then_cwd(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """Without --workspace, MAKA_WORKSPACE is used, else the current directory."""
-    call(daemon, "add_entry", title="Here", content="in the workspace")
+    call(shared_daemon, "add_entry", title="Here", content="in the workspace")
     other = short_tmp / "elsewhere"
     other.mkdir()
     by_env = run_maka(
-        daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": str(daemon.workspace)}
+        shared_daemon,
+        "memory",
+        "list",
+        workspace=False,
+        cwd=other,
+        env={"MAKA_WORKSPACE": str(shared_daemon.workspace)},
     )
     assert "Here" in by_env.stdout
     by_cwd = run_maka(
-        daemon, "memory", "list", workspace=False, cwd=daemon.workspace, env={"MAKA_WORKSPACE": ""}
+        shared_daemon,
+        "memory",
+        "list",
+        workspace=False,
+        cwd=shared_daemon.workspace,
+        env={"MAKA_WORKSPACE": ""},
     )
     assert "Here" in by_cwd.stdout
-    empty = run_maka(daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": ""})
+    empty = run_maka(shared_daemon, "memory", "list", workspace=False, cwd=other, env={"MAKA_WORKSPACE": ""})
     assert "Here" not in empty.stdout and f"No entries in {other}" in empty.stdout
 
 
@@ -168,17 +178,17 @@ def test_edit_with_flags(shared_daemon: DaemonProcess) -> None:
     assert updated["content"] == "helix" and updated["tags"] == [] and updated["title"] == "Editor"
 
 
-def test_edit_in_editor(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_edit_in_editor(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """Without field flags memory edit opens $EDITOR on a form and applies what was saved."""
-    entry = call(daemon, "add_entry", title="Shell", content="bash", tags=["tools"])["entry"]
+    entry = call(shared_daemon, "add_entry", title="Shell", content="bash", tags=["tools"])["entry"]
     editor = editor_script(
         short_tmp,
         "path.write_text(text.replace('Title: Shell', 'Title: Login shell')"
         ".replace('bash', 'zsh with oh-my-zsh'))",
     )
-    result = run_maka(daemon, "memory", "edit", entry["id"], env={"EDITOR": editor, "VISUAL": ""})
+    result = run_maka(shared_daemon, "memory", "edit", entry["id"], env={"EDITOR": editor, "VISUAL": ""})
     assert result.returncode == 0, result.stderr
-    state = call(daemon, "read_state", includeEntries=True)
+    state = call(shared_daemon, "read_state", includeEntries=True)
     (after,) = state["entries"]
     assert (after["title"], after["content"], after["tags"]) == (
         "Login shell",
@@ -204,14 +214,14 @@ def test_edit_off_a_terminal_without_an_editor_says_what_to_pass(
     assert memory_text(shared_daemon) == before
 
 
-def test_edit_cancelled_by_empty_content(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_edit_cancelled_by_empty_content(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """Saving an empty content in the editor changes nothing."""
-    entry = call(daemon, "add_entry", title="Keep", content="keep me")["entry"]
+    entry = call(shared_daemon, "add_entry", title="Keep", content="keep me")["entry"]
     editor = editor_script(short_tmp, "path.write_text(text.split('---')[0] + '---\\n')")
-    before = memory_text(daemon)
-    result = run_maka(daemon, "memory", "edit", entry["id"], env={"EDITOR": editor, "VISUAL": ""})
+    before = memory_text(shared_daemon)
+    result = run_maka(shared_daemon, "memory", "edit", entry["id"], env={"EDITOR": editor, "VISUAL": ""})
     assert result.returncode == 0 and "Cancelled" in result.stderr
-    assert memory_text(daemon) == before
+    assert memory_text(shared_daemon) == before
 
 
 def test_archive_restore_delete(shared_daemon: DaemonProcess) -> None:
@@ -300,31 +310,33 @@ def test_incognito_list_says_so(shared_daemon: DaemonProcess) -> None:
     assert "incognito_blocked" in result.stderr
 
 
-def test_edit_refuses_to_overwrite_a_change_made_meanwhile(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_edit_refuses_to_overwrite_a_change_made_meanwhile(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
     """A change made while $EDITOR is open makes the edit fail with conflict; nothing is lost."""
-    entry = call(daemon, "add_entry", title="Shell", content="bash")["entry"]
+    entry = call(shared_daemon, "add_entry", title="Shell", content="bash")["entry"]
     meanwhile = (
         f"from maka import Client\n"
-        f"Client({str(daemon.socket)!r}).call('add_entry', workspace={str(daemon.workspace)!r}, "
+        f"Client({str(shared_daemon.socket)!r}).call('add_entry', workspace={str(shared_daemon.workspace)!r}, "
         f"title='Meanwhile', content='added while editing')\n"
         f"path.write_text(text.replace('bash', 'zsh'))"
     )
     result = run_maka(
-        daemon,
+        shared_daemon,
         "memory",
         "edit",
         entry["id"],
         env={"EDITOR": editor_script(short_tmp, meanwhile), "VISUAL": ""},
     )
     assert result.returncode == 1 and "conflict" in result.stderr
-    contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
+    contents = {e["content"] for e in call(shared_daemon, "read_state", includeEntries=True)["entries"]}
     assert contents == {"bash", "added while editing"}
     # The text typed in the editor is kept in a private file, and --from applies it.
     (kept,) = re.findall(r"kept in (\S+\.md)", result.stderr)
     assert "zsh" in Path(kept).read_text() and Path(kept).stat().st_mode & 0o077 == 0
-    again = run_maka(daemon, "memory", "edit", entry["id"], "--from", kept)
+    again = run_maka(shared_daemon, "memory", "edit", entry["id"], "--from", kept)
     assert again.returncode == 0, again.stderr
-    contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
+    contents = {e["content"] for e in call(shared_daemon, "read_state", includeEntries=True)["entries"]}
     assert contents == {"zsh", "added while editing"}
     Path(kept).unlink()
 

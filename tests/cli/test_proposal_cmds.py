@@ -101,16 +101,16 @@ def test_pending_says_why_a_section_typed_into_pending_md_is_not_listed(shared_d
     assert "status=review_required" in result.stderr
 
 
-def test_import_relative_path_lands_in_pending(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_import_relative_path_lands_in_pending(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """import FILE sends an absolute path; the memories wait in PENDING.md, not MEMORY.md."""
     source = short_tmp / "notes.md"
     source.write_text("- The user deploys on Tuesdays\n- The user's editor is helix\n")
-    result = run_maka(daemon, "import", "notes.md", "--format", "markdown", cwd=short_tmp)
+    result = run_maka(shared_daemon, "import", "notes.md", "--format", "markdown", cwd=short_tmp)
     assert result.returncode == 0, result.stderr
     assert "Imported 2 memories" in result.stdout
-    memory, pending = files(daemon)
+    memory, pending = files(shared_daemon)
     assert "deploys on Tuesdays" in pending and "deploys on Tuesdays" not in memory
-    again = run_maka(daemon, "--json", "import", str(source), "--format", "markdown")
+    again = run_maka(shared_daemon, "--json", "import", str(source), "--format", "markdown")
     assert json.loads(again.stdout)["imported"] == []
 
 
@@ -187,19 +187,19 @@ def test_import_missing_file_is_usage_error(shared_daemon: DaemonProcess) -> Non
     assert result.returncode == 2 and "no such file" in result.stderr
 
 
-def test_export_json_and_markdown(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_export_json_and_markdown(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """export prints the data itself (JSON or Markdown); -o writes it to a file."""
-    call(daemon, "add_entry", title="Lang", content="Go and Python")
-    as_json = run_maka(daemon, "export")
+    call(shared_daemon, "add_entry", title="Lang", content="Go and Python")
+    as_json = run_maka(shared_daemon, "export")
     assert json.loads(as_json.stdout)["entries"][0]["content"] == "Go and Python"
-    as_md = run_maka(daemon, "export", "--format", "markdown")
+    as_md = run_maka(shared_daemon, "export", "--format", "markdown")
     assert "## Lang" in as_md.stdout
     target = short_tmp / "out.md"
-    written = run_maka(daemon, "export", "--format", "markdown", "-o", str(target))
+    written = run_maka(shared_daemon, "export", "--format", "markdown", "-o", str(target))
     assert written.stdout == "" and "## Lang" in target.read_text()
     assert stat.S_IMODE(target.stat().st_mode) == 0o600  # memory is private
     target.write_text("an older export")
-    again = run_maka(daemon, "export", "--format", "markdown", "-o", str(target))
+    again = run_maka(shared_daemon, "export", "--format", "markdown", "-o", str(target))
     assert again.returncode == 0 and "older" not in target.read_text() and "## Lang" in target.read_text()
 
 

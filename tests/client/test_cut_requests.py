@@ -41,13 +41,13 @@ def big_append(session: str) -> dict[str, object]:
     return {"sessionId": session, "events": [{"type": "user_message", "text": BIG_TEXT}]}
 
 
-def test_sync_call_that_times_out_while_sending(daemon: DaemonProcess) -> None:
+def test_sync_call_that_times_out_while_sending(shared_daemon: DaemonProcess) -> None:
     """The sync client: a call whose request cannot be written within the timeout raises
     TimeoutError, and the same client's next call works."""
-    ws = str(daemon.workspace)
-    session = daemon.call("open_session", {"workspace": ws})["sessionId"]
-    with Client(str(daemon.socket), timeout=1.0) as c:
-        with stuck(daemon), pytest.raises(TimeoutError):
+    ws = str(shared_daemon.workspace)
+    session = shared_daemon.call("open_session", {"workspace": ws})["sessionId"]
+    with Client(str(shared_daemon.socket), timeout=1.0) as c:
+        with stuck(shared_daemon), pytest.raises(TimeoutError):
             c.call("append_events", {"workspace": ws, **big_append(session)})
         c.timeout = 30.0
         result = c.call(
@@ -56,13 +56,13 @@ def test_sync_call_that_times_out_while_sending(daemon: DaemonProcess) -> None:
     assert result["lastSeq"] >= 1
 
 
-async def test_async_call_cancelled_while_sending(daemon: DaemonProcess) -> None:
+async def test_async_call_cancelled_while_sending(shared_daemon: DaemonProcess) -> None:
     """The async client: a call cancelled while its request is being written ends, and the
     same client's next call works."""
-    ws = str(daemon.workspace)
-    async with AsyncClient(str(daemon.socket)) as c:
+    ws = str(shared_daemon.workspace)
+    async with AsyncClient(str(shared_daemon.socket)) as c:
         session = (await c.call("open_session", workspace=ws))["sessionId"]
-        with stuck(daemon, resume_after_s=1.0):
+        with stuck(shared_daemon, resume_after_s=1.0):
             with anyio.move_on_after(0.5) as scope:
                 await c.call("append_events", {"workspace": ws, **big_append(session)})
         assert scope.cancelled_caught

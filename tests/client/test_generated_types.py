@@ -115,10 +115,10 @@ def typed(value: Any, schema: type[Any]) -> Any:
     return msgspec.convert(value, schema)
 
 
-def test_typed_results_match_the_daemon(daemon: DaemonProcess) -> None:
+def test_typed_results_match_the_daemon(shared_daemon: DaemonProcess) -> None:
     """client.m's results validate against the generated types, method by method."""
-    ws = str(daemon.workspace)
-    with daemon.client() as c:
+    ws = str(shared_daemon.workspace)
+    with shared_daemon.client() as c:
         typed(c.m.status(), generated.StatusResult)
         typed(
             c.m.set_settings(workspace=ws, agentReadEnabled=True, extractToolEnabled=True), generated.Settings
@@ -155,11 +155,11 @@ def test_typed_results_match_the_daemon(daemon: DaemonProcess) -> None:
             typed({"version": "0.1.0"}, generated.StatusResult)  # the check can fail
 
 
-def test_async_typed_results(daemon: DaemonProcess) -> None:
+def test_async_typed_results(shared_daemon: DaemonProcess) -> None:
     """AsyncClient.m gives the same typed results."""
 
     async def go() -> Any:
-        async with AsyncClient(str(daemon.socket)) as c:
-            return await c.m.get_settings(workspace=str(daemon.workspace))
+        async with AsyncClient(str(shared_daemon.socket)) as c:
+            return await c.m.get_settings(workspace=str(shared_daemon.workspace))
 
     assert typed(anyio.run(go), generated.Settings)["agentReadEnabled"] is False

@@ -15,6 +15,7 @@ from makad.core.secret_detectors import is_sequential_string, library
 from tests.core.redaction_corpus import HASHES, digest, items
 
 
+@pytest.mark.slow
 def test_every_corpus_item_is_redacted_as_recorded() -> None:
     """Each item's spans, redacted texts, counts and kinds hash to the recorded value."""
     recorded = dict(line.split(" ", 1) for line in HASHES.read_text(encoding="utf-8").splitlines())
@@ -82,6 +83,7 @@ _LINES = st.tuples(
 ).map("".join)
 
 
+@pytest.mark.slow
 @given(_LINES)
 @settings(max_examples=4000, deadline=None)
 def test_the_simple_line_shortcut_finds_what_the_general_reading_finds(line: str) -> None:

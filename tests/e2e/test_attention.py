@@ -24,8 +24,15 @@ DAY = 86_400_000
 OPEN_SECTIONS = ("Active threads", "Recently abandoned")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def d() -> Iterator[DaemonProcess]:
+    """One daemon for the module: each test works in workspaces of its own (``fresh``)."""
+    yield from daemon_in_tmp(env=IDLE)
+
+
+@pytest.fixture
+def own_d() -> Iterator[DaemonProcess]:
+    """A daemon of the test's own, for a test that reads every workspace ledger it has."""
     yield from daemon_in_tmp(env=IDLE)
 
 
@@ -158,6 +165,13 @@ def long_session(now: int) -> list[dict[str, Any]]:
             *[{"type": "assistant_message", "text": f"note {turn}.{i}", "ts": at + 3 + i} for i in range(7)],
         ]
     return events
+
+
+def session_records(d: DaemonProcess, sid: str) -> int:
+    """How many behavior records of session ``sid`` the daemon's ledgers hold, all told."""
+    counts = ledger_rows(d, "SELECT count(*) FROM behaviors WHERE session_id = ?", sid)
+    assert counts, "the daemon has no workspace ledger to look in"
+    return sum(int(n) for (n,) in counts)
 
 
 def records_of(d: DaemonProcess, sid: str) -> list[tuple[int, int]]:
@@ -426,7 +440,7 @@ def test_incognito_and_agent_reads_off_are_silent(d: DaemonProcess) -> None:
     d.call("close_session", {"workspace": w, "sessionId": visible})
     state = wait_for(d, w, lambda s: mentions(s, "offset lost"))
     assert not mentions(state, "Rotate the secret")
-    assert ledger_rows(d, "SELECT count(*) FROM behaviors WHERE session_id = ?", hidden) == [(0,)]
+    assert session_records(d, hidden) == 0
 
     incognito = session(d, w, [{"type": "user_message", "text": "hi"}], incognito=True)
     pack = d.call("build_context", {"workspace": w, "sessionId": incognito, "budgetTokens": 4000})
@@ -443,9 +457,10 @@ def test_incognito_and_agent_reads_off_are_silent(d: DaemonProcess) -> None:
     assert attention(d, w) == {"enabled": False, "computedAt": 0, "sections": [], "warnings": []}
 
 
-def test_switched_off_nothing_derived_is_kept(d: DaemonProcess) -> None:
+def test_switched_off_nothing_derived_is_kept(own_d: DaemonProcess) -> None:
     """attentionEnabled off: every record, offset and the state are dropped, and nothing is
     derived from sessions closed afterwards."""
+    d = own_d
     w = fresh(d)
     now = int(time.time() * 1000)
     first = session(d, w, failing_run(now - 3_600_000))
@@ -488,7 +503,7 @@ def test_a_forgotten_session_never_comes_back(d: DaemonProcess) -> None:
         for ref in line["refs"]
     )
     assert not mentions(state, "offset lost") and not mentions(state, "wire the new date parser")
-    assert ledger_rows(d, "SELECT count(*) FROM behaviors WHERE session_id = ?", old) == [(0,)]
+    assert session_records(d, old) == 0
     sid = session(d, w, [{"type": "user_message", "text": "Where were we?"}])
     pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 4000})
     segment = attention_segment(pack)

@@ -158,9 +158,11 @@ def seed(d: DaemonProcess, ws: str, *, crowded: bool = True) -> dict[str, str]:
         ("Token", "The Berlin deploy key is AKIAABCDEFGHIJKLMNOP."),
     ]:
         ids[title] = d.call("add_entry", {"workspace": ws, "title": title, "content": content})["entry"]["id"]
-    for index in range(FILLERS if crowded else 0):
-        content = f"Quarterly report {index}: " + "figures and tables " * 12
-        d.call("add_entry", {"workspace": ws, "title": f"Report {index}", "content": content})
+    # One connection for the fillers: a connection each would spend the time on setup alone.
+    with d.client() as client:
+        for index in range(FILLERS if crowded else 0):
+            content = f"Quarterly report {index}: " + "figures and tables " * 12
+            client.call("add_entry", {"workspace": ws, "title": f"Report {index}", "content": content})
     old = open_session(d, ws)
     append(d, ws, old, "Where did Ann move?", "She moved to Berlin, near the river.", "Nice city, Berlin.")
     ids["old"] = old
@@ -356,11 +358,11 @@ def test_nothing_is_asked_when_everything_fits(d: DaemonProcess, ws: str, script
     assert len([ref for ref in shown(pack) if ref.startswith("memory:")]) == 4
 
 
-def test_without_an_endpoint_a_call_that_fits_is_fast(daemon: DaemonProcess) -> None:
+def test_without_an_endpoint_a_call_that_fits_is_fast(shared_daemon: DaemonProcess) -> None:
     """No model configured and nothing to choose: path fast, not a fallback."""
-    ws = str(daemon.workspace)
-    ids = seed(daemon, ws, crowded=False)
-    pack, _ = build(daemon, ws, sessionId=ids["sid"], strategy="curator")
+    ws = str(shared_daemon.workspace)
+    ids = seed(shared_daemon, ws, crowded=False)
+    pack, _ = build(shared_daemon, ws, sessionId=ids["sid"], strategy="curator")
     assert pack["trace"]["path"] == "fast" and pack["trace"]["curator"]["status"] == "skipped"
 
 
@@ -561,11 +563,11 @@ def test_the_workspace_setting_chooses_the_strategy_and_status_counts_paths(
     assert d.call("get_settings", {"workspace": ws})["contextStrategy"] == "curator"
 
 
-def test_without_an_endpoint_the_curator_falls_back_unconfigured(daemon: DaemonProcess) -> None:
+def test_without_an_endpoint_the_curator_falls_back_unconfigured(shared_daemon: DaemonProcess) -> None:
     """No MAKAD_CURATOR_URL and memory under pressure: the deterministic pack, path fallback,
     reason unconfigured."""
-    ws = str(daemon.workspace)
-    seed(daemon, ws)
-    pack, _ = build(daemon, ws, strategy="curator", budgetTokens=2998)
+    ws = str(shared_daemon.workspace)
+    seed(shared_daemon, ws)
+    pack, _ = build(shared_daemon, ws, strategy="curator", budgetTokens=2998)
     assert pack["trace"]["path"] == "fallback"
     assert pack["trace"]["curator"]["status"] == "unconfigured"

@@ -12,8 +12,10 @@ FRAMINGS = ["ndjson", "lsp"]
 
 
 @pytest.fixture(params=FRAMINGS)
-def conn(request: pytest.FixtureRequest, daemon: DaemonProcess):  # type: ignore[no-untyped-def]
-    with RawConnection(daemon.socket, request.param) as c:
+def conn(request: pytest.FixtureRequest, shared_daemon: DaemonProcess):  # type: ignore[no-untyped-def]
+    """A fresh connection in either framing to the module's daemon (no test here changes
+    state outside its own workspace, so one daemon serves them all)."""
+    with RawConnection(shared_daemon.socket, request.param) as c:
         yield c
 
 
@@ -145,9 +147,11 @@ def test_empty_positional_params_are_invalid(conn: RawConnection) -> None:
     assert reply["error"]["code"] == -32602
 
 
-def test_a_value_outside_an_enum_names_the_allowed_ones(conn: RawConnection, daemon: DaemonProcess) -> None:
+def test_a_value_outside_an_enum_names_the_allowed_ones(
+    conn: RawConnection, shared_daemon: DaemonProcess
+) -> None:
     """A value outside a field's fixed set is -32602 with data.allowed listing the set; the daemon serves on."""
-    params = {"workspace": str(daemon.workspace), "format": "yaml"}
+    params = {"workspace": str(shared_daemon.workspace), "format": "yaml"}
     reply = conn.request({"jsonrpc": "2.0", "method": "export_memories", "params": params, "id": 5})
     data = reply["error"]["data"]
     assert reply["error"]["code"] == -32602 and data["kind"] == "invalid_params"

@@ -390,11 +390,11 @@ def test_pings_are_answered_while_a_pack_is_built_for_a_query_of_a_million_words
 PINGS_DURING_COMPARING = 10
 
 
-def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_hundreds_of_proposals_are_compared(shared_daemon: DaemonProcess) -> None:
     """``list_proposals`` over 700 open proposals (PENDING.md near its cap) compares each
     with every entry and proposal off the event loop, and lists each one's near duplicates."""
-    ws = daemon.workspace
-    daemon.call("read_state", {"workspace": str(ws)})  # the workspace is opened
+    ws = shared_daemon.workspace
+    shared_daemon.call("read_state", {"workspace": str(ws)})  # the workspace is opened
     proposals = [
         Entry(
             id=f"{i:016x}",
@@ -409,8 +409,8 @@ def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: Dae
     (ws / "memory").mkdir(mode=0o700, exist_ok=True)
     (ws / "memory" / "PENDING.md").write_text(pending, encoding="utf-8")
     request = _request("list_proposals", {"workspace": str(ws)})
-    daemon.call("list_proposals", {"workspace": str(ws)})  # PENDING.md is read: only comparing is left
-    answered, reply = _pings_while(daemon, request)
+    shared_daemon.call("list_proposals", {"workspace": str(ws)})  # PENDING.md is read: only comparing is left
+    answered, reply = _pings_while(shared_daemon, request)
     listed = reply["result"]["proposals"]
     assert len(listed) == len(proposals)
     assert f"{1:016x}" in listed[10]["similarTo"]  # "number 10 is 70" is near "number 1 is 7"
@@ -420,20 +420,22 @@ def test_pings_are_answered_while_hundreds_of_proposals_are_compared(daemon: Dae
     assert answered >= PINGS_DURING_COMPARING
 
 
-def test_pings_are_answered_while_a_memory_file_of_tiny_entries_is_exported(daemon: DaemonProcess) -> None:
+def test_pings_are_answered_while_a_memory_file_of_tiny_entries_is_exported(
+    shared_daemon: DaemonProcess,
+) -> None:
     """A MEMORY.md at its cap made of 18,000 two-line entries (a cloned repository's, say),
     exported as Markdown and as JSON: every entry is in the export, and pings from a
     second connection are answered before each reply, none waiting half a minute
     (building the Markdown export re-read the document once per entry, on the event
     loop: 84 s)."""
-    memory = daemon.workspace / "memory"
+    memory = shared_daemon.workspace / "memory"
     memory.mkdir()
     count = 18_000
     (memory / "MEMORY.md").write_text("# Maka Memory\n\n" + "## a\nb\n" * count, encoding="utf-8")
-    daemon.call("read_state", {"workspace": str(daemon.workspace)}, timeout=120)  # read once
+    shared_daemon.call("read_state", {"workspace": str(shared_daemon.workspace)}, timeout=120)  # read once
     for form in ("markdown", "json"):
-        params = {"workspace": str(daemon.workspace), "format": form}
-        answered, reply = _pings_while(daemon, _request("export_memories", params), ping_timeout=30)
+        params = {"workspace": str(shared_daemon.workspace), "format": form}
+        answered, reply = _pings_while(shared_daemon, _request("export_memories", params), ping_timeout=30)
         assert reply["result"]["count"] == count, reply
         assert answered >= 3, form
     assert reply["result"]["data"].count('"title": "a"') == count

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from maka import Client, StatePoller
 from makad.store.ledger import Ledger
 from makad.store.workspaces import workspace_id
@@ -201,6 +203,7 @@ def test_a_repointed_user_memory_folder_is_a_new_workspace_and_says_so(short_tmp
         d.stop()
 
 
+@pytest.mark.slow
 def test_another_user_memory_folder_after_a_restart_says_so(short_tmp: Path) -> None:
     """Started again with another --user-memory: the old revision gets the new folder in
     full with new_workspace; started again with the same folder: no warning."""

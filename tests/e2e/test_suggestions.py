@@ -28,8 +28,9 @@ COOLDOWN_MS = 1_500
 ENV = {"MAKAD_BEHAVIOR_IDLE_MS": "1", "MAKAD_SUGGESTION_COOLDOWN_MS": str(COOLDOWN_MS)}
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def d() -> Iterator[DaemonProcess]:
+    """One daemon for the module: each test works in workspaces of its own (``fresh``)."""
     yield from daemon_in_tmp(env=ENV)
 
 

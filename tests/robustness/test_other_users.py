@@ -11,6 +11,8 @@ import subprocess
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.impostor import NOBODY, interpreter, needs_nobody
 from tests.support import DaemonProcess, ping_ok
 
@@ -129,6 +131,7 @@ FLOOD_WORKERS = 2
 PINGS_DURING_FLOOD = 20
 
 
+@pytest.mark.slow
 @needs_nobody
 def test_a_flood_of_another_users_connects_fails_none_of_our_calls(short_tmp: Path) -> None:
     """With the socket opened up, another user connecting (and hanging up) as fast as two

@@ -50,6 +50,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return venv / "bin"
 
 
+@pytest.mark.slow
 def test_installed_commands_run_and_know_their_version(installed: Path) -> None:
     """`maka --version` and `makad --version` from the installed wheel print this version."""
     for command in ("maka", "makad"):
