@@ -298,7 +298,9 @@ def test_a_save_made_while_the_daemon_was_stopped_moves_the_revision(short_tmp: 
     try:
         with d.client() as c:
             for folder in (edited, untouched, queued):
-                c.call("add_entry", {"workspace": str(folder), "title": "Written", "content": "by the daemon"})
+                c.call(
+                    "add_entry", {"workspace": str(folder), "title": "Written", "content": "by the daemon"}
+                )
             c.call(
                 "set_settings",
                 {"workspace": str(queued), "agentReadEnabled": True, "extractToolEnabled": True},
