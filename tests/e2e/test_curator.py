@@ -144,6 +144,22 @@ def append(d: DaemonProcess, ws: str, sid: str, *texts: str) -> None:
 FILLERS = 80  # reports sharing no word with the query: with them memory does not all fit
 
 
+def add_fillers(d: DaemonProcess, ws: str) -> None:
+    """The filler entries, saved into MEMORY.md at once as ``add_entry`` would have written
+    each (80 calls rewrite the file 80 times), and taken in before this returns."""
+    memory = Path(ws) / "memory" / "MEMORY.md"
+    now = int(time.time() * 1000)
+    fillers = "".join(
+        f"\n## Report {index}\n<!-- maka-memory: id={index:016x} origin=manual createdAt={now} "
+        f"updatedAt={now} status=active -->\nQuarterly report {index}: " + "figures and tables " * 12 + "\n"
+        for index in range(FILLERS)
+    )
+    before = len(d.call("read_state", {"workspace": ws, "includeEntries": True})["entries"])
+    memory.write_text(memory.read_text() + fillers)
+    entries = d.call("read_state", {"workspace": ws, "includeEntries": True})["entries"]
+    assert len(entries) == before + FILLERS
+
+
 def seed(d: DaemonProcess, ws: str, *, crowded: bool = True) -> dict[str, str]:
     """Memory and an earlier session, about two cities; the question session; ids by name.
 
@@ -158,11 +174,8 @@ def seed(d: DaemonProcess, ws: str, *, crowded: bool = True) -> dict[str, str]:
         ("Token", "The Berlin deploy key is AKIAABCDEFGHIJKLMNOP."),
     ]:
         ids[title] = d.call("add_entry", {"workspace": ws, "title": title, "content": content})["entry"]["id"]
-    # One connection for the fillers: a connection each would spend the time on setup alone.
-    with d.client() as client:
-        for index in range(FILLERS if crowded else 0):
-            content = f"Quarterly report {index}: " + "figures and tables " * 12
-            client.call("add_entry", {"workspace": ws, "title": f"Report {index}", "content": content})
+    if crowded:
+        add_fillers(d, ws)
     old = open_session(d, ws)
     append(d, ws, old, "Where did Ann move?", "She moved to Berlin, near the river.", "Nice city, Berlin.")
     ids["old"] = old
