@@ -85,7 +85,7 @@ _LINES = st.tuples(
 
 @pytest.mark.slow
 @given(_LINES)
-@settings(max_examples=4000, deadline=None)
+@settings(max_examples=1500, deadline=None)
 def test_the_simple_line_shortcut_finds_what_the_general_reading_finds(line: str) -> None:
     """On ``key = value`` lines and lines a part away from one (another operator, quote,
     bracket, prefix or tail), ``keyword_values`` (which reads the simple ones by one regex)
