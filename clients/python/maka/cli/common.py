@@ -336,6 +336,8 @@ def unmade_id_file(args: argparse.Namespace) -> Path | None:
     mcp``, whose stderr is the agent host's log."""
     if not hasattr(args, "workspace") or getattr(args, "command", None) == "mcp":
         return None
+    if not isinstance(args.workspace, str | None):  # several (``maka watch DIR DIR``): no one note
+        return None
     try:
         ws = workspace_of(args)
     except CliError:
