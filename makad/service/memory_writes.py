@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final, Literal
 
+import anyio
 import msgspec
 import structlog
 
@@ -98,8 +99,17 @@ class MemoryWriter:
     ) -> dict[MemoryFile, frozenset[str]]:
         """Under ws.lock: take in a user's save of the files (default both), if any.
 
-        Returns, per file that changed, the ids the user's save changed.
-        """
+        Returns, per file that changed, the ids the user's save changed. Never cancelled
+        halfway: once a save is read, the files' state holds it, and a cancellation before
+        the revision moved (a watch restarting, a call given up) would lose the change —
+        no later read sees it as new."""
+        with anyio.CancelScope(shield=True):
+            changed = await self._refresh(ws, *which, depth=depth)
+        return changed
+
+    async def _refresh(
+        self, ws: Workspace, *which: MemoryFile, depth: int
+    ) -> dict[MemoryFile, frozenset[str]]:
         names = which or MEMORY_FILES
         cap = self._ctx.settings.memory_max_bytes
         waits = self._waits()
