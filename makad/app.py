@@ -125,8 +125,8 @@ def build_app(
     idle = IdleWorkspaces(
         ctx,
         settings.workspace_release_ms,
-        busy=[lambda ws: not attention.quiet(ws), notes.queued],
-        released=[watcher.forget],
+        busy=[lambda ws: not attention.quiet(ws), notes.queued, semantic.busy],
+        released=[watcher.forget, semantic.forget],
     )
     ctx.ready = warmup.ensure  # request-only libraries, once a workspace is in use
     services: list[Any] = [

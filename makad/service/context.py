@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import heapq
-from collections import Counter
+from collections import Counter, OrderedDict
 from collections.abc import Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
@@ -93,6 +93,9 @@ HISTORY_FIRST_READ = 256
 HISTORY_MIN_READ = 64
 # Sessions whose first build_context call is remembered (the attention segment's).
 MAX_FIRST_CALLS = 10_000
+# Workspaces whose build_context paths ``status`` counts: the ones that built a pack most
+# recently (a daemon serving thousands of folders does not keep a count for each forever).
+MAX_PATH_COUNTS = 256
 
 
 @dataclass
@@ -119,11 +122,13 @@ class ContextService:
         self._sessions = sessions
         self._limits = ContextLimits(memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
         self._curator = curator if curator is not None else ctx.settings.curator
-        # workspace path → how many packs took each trace.path (for ``status``).
-        self._paths: dict[str, Counter[str]] = {}
+        # workspace path → how many packs took each trace.path (for ``status``), the
+        # MAX_PATH_COUNTS that built one most recently, least recent first.
+        self._paths: OrderedDict[str, Counter[str]] = OrderedDict()
 
     def path_counts(self) -> list[ContextPaths]:
-        """Per workspace, how many build_context calls took each path since the daemon started."""
+        """Per workspace, how many build_context calls took each path since the daemon started
+        (the ``MAX_PATH_COUNTS`` workspaces that built a pack most recently)."""
         return [
             ContextPaths(
                 workspace=workspace,
@@ -134,6 +139,15 @@ class ContextService:
             )
             for workspace, counts in sorted(self._paths.items())
         ]
+
+    def _count_path(self, workspace: str, path: str) -> None:
+        counts = self._paths.pop(workspace, None)
+        if counts is None:
+            counts = Counter()
+            while len(self._paths) >= MAX_PATH_COUNTS:
+                self._paths.popitem(last=False)
+        self._paths[workspace] = counts
+        counts[path] += 1
 
     def handlers(self) -> dict[str, Handler]:
         return handlers_of(self, "build_context")
@@ -189,7 +203,7 @@ class ContextService:
             # One worker-thread hop gathers every input, assembles and records the manifest:
             # hops are not free.
             pack = await in_thread(self._gather_and_assemble, ws, plan, source)
-        self._paths.setdefault(plan.workspace, Counter())[pack.trace.path] += 1
+        self._count_path(plan.workspace, pack.trace.path)
         if not pack.segments and not pack.messages:
             entries = (len(snapshot.by_id) if snapshot is not None else 0) + (
                 len(user.view.snapshot.by_id) if user is not None else 0

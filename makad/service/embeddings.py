@@ -155,6 +155,8 @@ class _Index:
     failures: int = 0
     error: str | None = None
     retry_at: float = 0.0
+    # The indexer is in a turn of it (its workspace is then in use: not released).
+    stepping: bool = False
 
     def failure(self) -> IndexFailure | None:
         if self.error is None:
@@ -266,6 +268,47 @@ class SemanticChannel:
                     self._indexes[id(ws)] = _Index(ws, ws.ledger, ws.ledger.generation)
         self._wake.set()
 
+    def busy(self, ws: Workspace) -> bool:
+        """Whether the indexer has work in ``ws`` or is at it (the workspace is then kept,
+        not released: ``makad.service.idle_workspaces``). A failed model has none."""
+        index = self._indexes.get(id(ws))
+        if index is None or index.ws is not ws or self.state not in ("loading", "ready"):
+            return False
+        return index.stepping or self._has_work(index)
+
+    def forget(self, released: list[Workspace]) -> None:
+        """Released workspaces: their vectors in memory are let go of. The next call naming
+        one indexes it again as after the daemon's start: the ledger's vectors loaded, only
+        what has none embedded."""
+        with self._lock:
+            for ws in released:
+                index = self._indexes.get(id(ws))
+                if ws.released and index is not None and index.ws is ws:
+                    del self._indexes[id(ws)]
+
+    def held(self, ws: Workspace) -> bool:
+        """Whether the channel holds an index of ``ws`` (its vectors in memory)."""
+        index = self._indexes.get(id(ws))
+        return index is not None and index.ws is ws
+
+    def _has_work(self, index: _Index) -> bool:
+        """Whether a turn of the indexer would do anything for ``index``: not loaded yet, its
+        ledger reopened on another file, appends not looked at, events or entries without a
+        vector, a MEMORY.md or PENDING.md version not read, or a failed turn to retry. An
+        index with none is left alone, so its ledger can rest and its workspace be released."""
+        ws = index.ws
+        ledger = ws.ledger
+        return (
+            not index.loaded
+            or ledger is not index.ledger
+            or ledger.generation != index.generation
+            or index.failures > 0
+            or index.scanned != index.appended
+            or self._events_pending(index) > 0
+            or bool(index.entry_queue)
+            or (ws.memory.sha256, ws.pending.sha256) != index.seen_docs
+        )
+
     def appended(self, ws: Workspace, session_id: str, first_seq: int, last_seq: int) -> None:
         """Events ``first_seq``..``last_seq`` of a session are in ``ws``'s ledger (committed,
         or committed before when the append was a retry): the indexer looks again."""
@@ -360,11 +403,16 @@ class SemanticChannel:
                     break
                 if index.failures and time.monotonic() < index.retry_at:
                     continue  # failed lately: left alone until its retry time
+                if not self._has_work(index):
+                    continue  # caught up: its ledger is not read, so it can rest
+                index.stepping = True
                 try:
                     more = self._step(index)
                 except Exception as exc:
                     self._failed(index, exc)
                     continue
+                finally:
+                    index.stepping = False
                 if index.failures:
                     log.info("semantic_index_recovered", workspace=str(index.ws.path), after=index.failures)
                     index.failures, index.error = 0, None
@@ -417,7 +465,8 @@ class SemanticChannel:
         ledger = index.ws.ledger
         if ledger is not index.ledger or ledger.generation != index.generation:
             with self._lock:
-                self._indexes[id(index.ws)] = _Index(index.ws, ledger, ledger.generation)
+                if self._indexes.get(id(index.ws)) is index:  # not forgotten meanwhile
+                    self._indexes[id(index.ws)] = _Index(index.ws, ledger, ledger.generation)
             return True
         seen = index.appended
         if not index.loaded:

@@ -14,8 +14,9 @@ Kept, whatever their idleness, are the workspaces holding what exists in memory 
 what a background task has yet to do: a subscriber, an incognito or ephemeral session,
 session notes or a tripped compaction breaker of one, a lock held, a notice or ledger
 reset not yet read, a scrub to retry, an attention state not stored, work the attention
-keeper or the session-notes keeper has not done yet; and the user level (every
-workspace's context reads it).
+keeper, the session-notes keeper or the semantic indexer has not done yet; and the user
+level (every workspace's context reads it). Those told of a release let go of what they
+held for the workspace too (its watch, its vectors in memory).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ import pytest
 from anyio.abc import SocketListener
 
 from maka import AsyncClient
-from makad.app import build_app
+from makad.app import App, build_app
 from makad.daemon import bind_socket
 from makad.rpc.dispatch import Dispatcher
 from makad.rpc.server import Limits, Server
@@ -26,12 +26,14 @@ from makad.wire.catalogue import CATALOGUE
 
 @dataclass
 class InProcessDaemon:
-    """A served app: its socket, data directory and a workspace folder."""
+    """A served app: its socket, data directory and a workspace folder (and the app, for
+    tests that look at a service's state)."""
 
     root: Path
     socket: Path
     data_dir: Path
     workspace: Path
+    app: App
 
     def client(self) -> AsyncClient:
         return AsyncClient(str(self.socket), timeout=10.0)
@@ -67,7 +69,7 @@ async def serving(root: Path, env: dict[str, str] | None = None) -> AsyncIterato
             app.notes.start(tg)
             tg.start_soon(serve)
             try:
-                yield InProcessDaemon(root, settings.socket_path, settings.data_dir, workspace)
+                yield InProcessDaemon(root, settings.socket_path, settings.data_dir, workspace, app)
             finally:
                 server.request_stop()  # as on SIGTERM: in-flight requests finish first
                 with anyio.move_on_after(5):

@@ -276,6 +276,38 @@ async def test_a_backlog_is_pending_until_every_event_has_its_vector(
     assert status["eventsIndexed"] == 96 and status["eventsPending"] == 0, status
 
 
+async def test_a_workspace_with_an_indexing_backlog_is_busy_until_caught_up(
+    short_tmp: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the indexer has events of a workspace to embed, the channel counts the
+    workspace busy (it is not released); once it is caught up, not busy, and forgetting it
+    then lets its index go."""
+    _static_model_copy(short_tmp / "unused")  # skips without numpy or the package
+    entered, release = _held_indexing(monkeypatch)
+    async with (
+        serving(short_tmp, env={"MAKAD_EMBEDDING_MODEL": STATIC_MODEL}) as daemon,
+        daemon.client() as c,
+    ):
+        ws_path = str(daemon.workspace)
+        channel = daemon.app.semantic
+        try:
+            sid = (await c.call("open_session", workspace=ws_path, title="earlier"))["sessionId"]
+            events = [{"type": "user_message", "text": f"Step {i} of the migration plan."} for i in range(40)]
+            await c.call("append_events", workspace=ws_path, sessionId=sid, events=events)
+            assert await anyio.to_thread.run_sync(entered.wait, CATCH_UP_S)
+            ws = await daemon.app.registry.get(ws_path)
+            during = channel.busy(ws)
+        finally:
+            release.set()
+        await caught_up(c)
+        after = channel.busy(ws)
+        ws.released = True  # as the registry marks what it lets go of
+        channel.forget([ws])
+        status = (await c.call("status"))["semantic"]
+    assert during is True and after is False
+    assert not channel.held(ws) and status["eventsIndexed"] == 0
+
+
 async def test_events_appended_during_an_indexing_turn_count_as_pending(
     short_tmp: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -144,8 +144,8 @@ class LedgerBase:
         self._reader: sqlite3.Connection | None = None
         # When a write last waited the whole busy timeout in vain (``_begin_write``).
         self._busy_at: float | None = None
-        # Committed write transactions since the ledger was made (read without a lock: an
-        # int, only ever increased under the write lock).
+        # Committed write transactions since the ledger was made, derived ones (vectors) left
+        # out (read without a lock: an int, only ever increased under the write lock).
         self.write_count = 0
         self.generation = 0
         # Bumped when a damaged search index was rebuilt (the memory index is then empty).
@@ -415,16 +415,21 @@ class LedgerBase:
             self._reader = self._writer = None
             self._shown_cache.clear()
 
-    def transaction(self, *, relaxed: bool = False) -> contextlib.AbstractContextManager[sqlite3.Connection]:
-        """A write transaction, for stores that keep their own tables in this ledger."""
-        return self._writing(relaxed=relaxed)
+    def transaction(
+        self, *, relaxed: bool = False, derived: bool = False
+    ) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """A write transaction, for stores that keep their own tables in this ledger.
+        ``derived``: it writes only what is computed again from the rest (the semantic
+        channel's vectors), so it is not counted in ``write_count``: whoever watches that
+        for new input (the attention keeper) has nothing to look at again."""
+        return self._writing(relaxed=relaxed, derived=derived)
 
     def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A read transaction, for stores that keep their own tables in this ledger."""
         return self._reading()
 
     @contextlib.contextmanager
-    def _writing(self, *, relaxed: bool = False) -> Iterator[sqlite3.Connection]:
+    def _writing(self, *, relaxed: bool = False, derived: bool = False) -> Iterator[sqlite3.Connection]:
         """One ``BEGIN IMMEDIATE`` transaction on the writer, committed on success.
 
         ``relaxed``: commit without fsyncing the WAL (synchronous=NORMAL) — for records
@@ -451,7 +456,8 @@ class LedgerBase:
                 self._begin_write(conn)
                 yield conn
                 conn.execute("COMMIT")
-                self.write_count += 1
+                if not derived:
+                    self.write_count += 1
                 self._busy_at = None
                 for hook in self._on_commit:
                     hook()

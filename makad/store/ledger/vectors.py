@@ -11,9 +11,10 @@ weights' sampled blocks, then its tokenizer's and settings' digest): when either
 under a name (a fine-tune exported into the same folder, another vocabulary or pooling),
 that model's vectors are dropped too (``settle_fingerprint``). Vectors are derived
 data, so they are written with relaxed commits (``LedgerBase.transaction(relaxed=True)``):
-one lost to a power cut is computed again. An event's vector goes with the event when it
-is forgotten (a trigger). Callers run these in worker threads; none of them reads or
-writes more than its arguments bound.
+one lost to a power cut is computed again; and they are not counted among the ledger's
+writes (``derived=True``: the attention keeper has no new input to look at). An event's
+vector goes with the event when it is forgotten (a trigger). Callers run these in worker
+threads; none of them reads or writes more than its arguments bound.
 """
 
 from __future__ import annotations
@@ -77,7 +78,7 @@ def write_events(ledger: Ledger, model: str, rows: Sequence[tuple[int, bytes]]) 
     """Store event vectors (replacing any for the same events); skips forgotten events."""
     if not rows:
         return
-    with ledger.transaction(relaxed=True) as conn:
+    with ledger.transaction(relaxed=True, derived=True) as conn:
         conn.executemany(
             "INSERT OR REPLACE INTO event_vectors (event_id, model, vec) "
             "SELECT ?, ?, ? WHERE EXISTS (SELECT 1 FROM events WHERE id = ?)",
@@ -105,7 +106,7 @@ def write_entries(ledger: Ledger, model: str, rows: Sequence[tuple[str, bytes]])
     """Store entry-text vectors by the text's hash."""
     if not rows:
         return
-    with ledger.transaction(relaxed=True) as conn:
+    with ledger.transaction(relaxed=True, derived=True) as conn:
         conn.executemany(
             "INSERT OR REPLACE INTO entry_vectors (text_hash, model, vec) VALUES (?, ?, ?)",
             [(text_hash, model, vec) for text_hash, vec in rows],
@@ -125,7 +126,7 @@ class Dropped:
 def drop_other_models(ledger: Ledger, model: str, size: int | None = None) -> Dropped:
     """Delete every vector another model made, and (``size``: a vector's bytes) every one
     of ``model``'s of another size (all its event vectors when one is)."""
-    with ledger.transaction(relaxed=True) as conn:
+    with ledger.transaction(relaxed=True, derived=True) as conn:
         others = tuple(
             sorted(
                 str(name)
@@ -164,7 +165,7 @@ def settle_fingerprint(ledger: Ledger, model: str, fingerprint: str) -> tuple[Se
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
     if row is not None and str(row[0]) == fingerprint:
         return "kept", 0
-    with ledger.transaction(relaxed=True) as conn:
+    with ledger.transaction(relaxed=True, derived=True) as conn:
         row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         stored = None if row is None else str(row[0])
         outcome: Settled = "kept" if stored == fingerprint else "changed"
