@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import gc
 import weakref
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -13,15 +12,6 @@ import pytest
 from makad.store.workspaces import Workspace, WorkspaceRegistry, short_hash
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def registry(tmp_path: Path) -> AsyncIterator[WorkspaceRegistry]:
-    reg = WorkspaceRegistry(tmp_path / "data")
-    try:
-        yield reg
-    finally:
-        reg.close()
 
 
 def folder(tmp_path: Path, name: str = "ws") -> str:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -15,15 +14,6 @@ from makad.store.memory_files import ensure_memory_dir
 from makad.store.workspaces import WorkspaceRegistry
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture
-async def registry(tmp_path: Path) -> AsyncIterator[WorkspaceRegistry]:
-    reg = WorkspaceRegistry(tmp_path / "data")
-    try:
-        yield reg
-    finally:
-        reg.close()
 
 
 def folder(tmp_path: Path, name: str = "ws") -> Path:
