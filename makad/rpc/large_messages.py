@@ -45,10 +45,6 @@ class LargeMessages:
         # Each holder: since when, and how to end it when it holds on too long.
         self._held: dict[Hashable, tuple[float, Callable[[], None]]] = {}
 
-    @property
-    def free(self) -> int:
-        return self._free.value
-
     async def take(self, holder: Hashable, end: Callable[[], None]) -> None:
         """Wait for a slot (first come, first served); ``end`` closes ``holder``."""
         await self._free.acquire()
