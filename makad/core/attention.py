@@ -99,6 +99,27 @@ class AttentionState(msgspec.Struct, kw_only=True, rename="camel"):
         return [(section.name, line) for section in self.sections for line in section.lines]
 
 
+WAITING = "Waiting on the user"
+PROPOSAL_REF = "proposal:"
+
+
+def without_settled(state: AttentionState, open_ids: frozenset[str] | set[str]) -> AttentionState:
+    """``state`` without the "Waiting on the user" lines of proposals no longer open (approved,
+    rejected or deleted since it was derived: the keeper derives again a moment later, and
+    until then a pack must not say a settled proposal still waits)."""
+
+    def waits(line: AttentionLine) -> bool:
+        return any(r.startswith(PROPOSAL_REF) and r[len(PROPOSAL_REF) :] in open_ids for r in line.refs)
+
+    if not any(s.name == WAITING and not all(waits(x) for x in s.lines) for s in state.sections):
+        return state
+    sections = [
+        AttentionSection(name=s.name, lines=[x for x in s.lines if waits(x)]) if s.name == WAITING else s
+        for s in state.sections
+    ]
+    return msgspec.structs.replace(state, sections=sections)
+
+
 class Pending(msgspec.Struct, kw_only=True):
     proposal_id: str
     title: str
@@ -387,7 +408,7 @@ def derive(
     newest = max((r.ended_at for r in records), default=0)
     sections["Currently focused"] = _focus(records, newest)
     for item in sorted(pending, key=lambda p: (p.created_at, p.proposal_id)):
-        sections["Waiting on the user"].append(
+        sections[WAITING].append(
             AttentionLine(
                 text=f'Proposal "{item.title}" waiting {ago(now, item.created_at)} for review',
                 refs=[f"proposal:{item.proposal_id}"],

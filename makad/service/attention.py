@@ -240,15 +240,21 @@ def forget_cached(ws: Workspace) -> None:
 
 
 def cached_state(ws: Workspace) -> core.AttentionState | None:
-    """(worker thread) The stored state, read once and then kept on ``ws.state``."""
+    """(worker thread) The stored state, read once and then kept on ``ws.state``, as it
+    reads now: a proposal settled since it was derived no longer waits on the user."""
     if ws.state.attention_loaded:
-        return ws.state.attention
-    epoch = ws.state.attention_epoch
-    state = attention_store.load_state(ws.ledger)
-    if ws.state.attention_epoch == epoch:
-        ws.state.attention = state
-        ws.state.attention_loaded = True
-    return state
+        state = ws.state.attention
+    else:
+        epoch = ws.state.attention_epoch
+        state = attention_store.load_state(ws.ledger)
+        if ws.state.attention_epoch == epoch:
+            ws.state.attention = state
+            ws.state.attention_loaded = True
+    return None if state is None else core.without_settled(state, _open_ids(ws))
+
+
+def _open_ids(ws: Workspace) -> set[str]:
+    return {s.entry.id for s in ws.pending.doc.sections if is_open(s.entry)}
 
 
 def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> tuple[bool, int]:

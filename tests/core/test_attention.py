@@ -722,3 +722,20 @@ def test_saying_the_work_will_not_be_done_lets_it_go() -> None:
         ("scrap the old cache entries on startup", False),
     ):
         assert lets_the_work_go(said) is dropped, said
+
+
+def test_a_settled_proposal_no_longer_waits_and_the_rest_is_kept() -> None:
+    """Of the waiting lines only the still-open proposals' stay; other sections and the state's
+    stamps are untouched, and a state with nothing settled is returned as it is."""
+    pending = [Pending(proposal_id=p, title=p.upper(), created_at=1) for p in ("a", "b")]
+    gone = [Rejected(proposal_id="c", title="C", reason="", at=2)]
+    state = derive(3, [], pending, gone)
+    assert attention.without_settled(state, {"a", "b"}) is state
+    kept = attention.without_settled(state, {"b"})
+    waiting = next(s for s in kept.sections if s.name == attention.WAITING).lines
+    assert [line.refs for line in waiting] == [["proposal:b"]]
+    assert [s.name for s in kept.sections] == [s.name for s in state.sections]
+    assert kept.computed_at == state.computed_at and kept.records_upto == state.records_upto
+    assert [line for name, line in kept.lines() if name == "Do not re-propose"] == [
+        line for name, line in state.lines() if name == "Do not re-propose"
+    ]

@@ -251,8 +251,12 @@ def test_records_exactly_once_across_kill9_at_every_step(short_tmp: Path, point:
             assert kills < 10
         d.start(IDLE)
         d.call("read_state", {"workspace": w})
+        # get_attention derives from the records stored so far: wait for the last step's first
+        deadline = time.monotonic() + KILL_WAIT_S
+        while not ((covered := records_of(d, sid)) and max(b for _, b in covered) == last):
+            assert time.monotonic() < deadline, "extraction did not reach the session's last event"
+            time.sleep(0.1)
         state = wait_for(d, w, lambda s: s["computedAt"] > 0 and bool(section_lines(s, "Rhythm")))
-        covered = records_of(d, sid)
         assert covered == uninterrupted(sid, events)
         assert len(covered) == 6 * 7  # six segments of 20 requests, each on seven files
         assert section_lines(state, "Currently focused")
@@ -593,3 +597,20 @@ def test_proposals_waiting_and_rejections_cooling_down(d: DaemonProcess) -> None
     [line] = section_lines(state, "Do not re-propose")
     assert line["text"].startswith('"Use tabs" rejected') and line["text"].endswith(": we use spaces")
     assert line["refs"] == [f"proposal:{pid}"]
+
+
+def test_an_approved_proposal_stops_waiting_at_once(d: DaemonProcess) -> None:
+    """Right after an approval, before the keeper derives again, neither get_attention nor a
+    pack says the proposal still waits (the memory text is in the pack once)."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    kept = d.call("propose", {"workspace": w, "title": "Keeps bees", "content": "Keeps three hives of bees."})
+    other = d.call("propose", {"workspace": w, "title": "Grows figs", "content": "Grows figs in pots."})
+    wait_for(d, w, lambda s: len(section_lines(s, "Waiting on the user")) == 2)
+    d.call("approve", {"workspace": w, "ids": [kept["proposal"]["id"]]})
+    [line] = section_lines(attention(d, w), "Waiting on the user")
+    assert line["refs"] == [f"proposal:{other['proposal']['id']}"]
+    pack = d.call("build_context", {"workspace": w, "query": "bees", "budgetTokens": 2000})
+    segment = attention_segment(pack)
+    assert segment is not None and "Grows figs" in segment["text"] and "Keeps bees" not in segment["text"]
+    assert "\n".join(s["text"] for s in pack["segments"]).count("Keeps three hives") == 1
