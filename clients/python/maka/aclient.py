@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import math
+import socket
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
@@ -191,12 +192,13 @@ class AsyncClient(autostart.StopAware):
             lost = self._stream is stream
             if lost:
                 self._stream = None
+            if self._stream is None:  # else the waiters are the next connection's
+                waiting, self._waiters = self._waiters, {}
+                for waiter in waiting.values():
+                    waiter.close()
             # The reader owns its connection: once it ends, nothing else will close it.
             with anyio.CancelScope(shield=True):
-                await stream.aclose()
-            for waiter in self._waiters.values():
-                await waiter.aclose()
-            self._waiters.clear()
+                await _close_after_send(stream, self._send_lock)
             if (
                 lost
                 and not self._closing
@@ -321,6 +323,22 @@ class AsyncClient(autostart.StopAware):
                 return out
             if not isinstance(item, BaseException):
                 out.append(item)
+
+
+async def _close_after_send(stream: SocketStream, send_lock: anyio.Lock) -> None:
+    """Close ``stream`` once no send is under way on it. A send blocked on a full buffer
+    is woken by the shutdown (it fails as the connection ends) and lets go of the lock; a
+    close racing a send's wake-up instead makes asyncio fail the loop's callback (anyio's
+    raw-socket streams resolve the send's future twice)."""
+    with contextlib.suppress(OSError):
+        stream.extra(SocketAttribute.raw_socket).shutdown(socket.SHUT_RDWR)
+    with anyio.move_on_after(LAST_WORDS_S) as waited:
+        await send_lock.acquire()
+    try:
+        await stream.aclose()
+    finally:
+        if not waited.cancelled_caught:
+            send_lock.release()
 
 
 class _NotSent(Exception):
