@@ -84,9 +84,9 @@ def check_tags(given: list[str], known: set[str], noun: str) -> None:
         if tag_slug(tag) in known:
             continue
         close = did_you_mean(tag_slug(tag), known)
-        hint = f"did you mean {close!r}? " if close else ""
+        hint = f": did you mean {close!r}?" if close else ""
         in_use = f"tags in use: {', '.join(sorted(known))}" if known else "no tags are in use"
-        raise CliError(f"no {noun} is tagged {tag!r}: {hint}({in_use})")
+        raise CliError(f"no {noun} is tagged {tag!r}{hint} ({in_use})")
 
 
 def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
@@ -216,6 +216,11 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
             print(
                 f"No entries{where}: it does not exist yet. `{adds}` creates it; so does your "
                 "editor (a `## Title` line and the text below it is an entry: makad's docs/FORMAT.md)."
+            )
+        elif len(args.tag or []) > 1:  # each tag is on some entry (check_tags), never all on one
+            print(
+                f"No entry{where} is tagged {' and '.join(map(repr, args.tag))} at once: "
+                "with several tags, only the entries carrying every one are listed."
             )
         else:
             print(f"No entries{where}.")
@@ -745,7 +750,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "--tag narrows the list) with their short ids, which the other actions take.",
     )
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
-    p.add_argument("-t", "--tag", action="append", help="only entries with this tag (repeatable)")
+    p.add_argument(
+        "-t",
+        "--tag",
+        action="extend",
+        type=csv_tags,
+        help="only entries with this tag; repeated (-t a -t b) or comma-separated (-t a,b): "
+        "only entries with every one of them",
+    )
     p.set_defaults(func=cmd_list)
 
     p = msub.add_parser(
