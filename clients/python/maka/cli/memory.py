@@ -146,11 +146,37 @@ def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str,
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
+        elif kind == "not_utf8":
+            for path in _undecodable_files(state, warnings):
+                print(f"  fix: {utf8_fix(path)}", file=sys.stderr)
         elif kind == "misplaced_file" and _in_memory_folder(state):
             continue  # the warning names the workspace meant; moving or importing would hurt
         elif kind in WARNING_FIXES and WARNING_FIXES[kind] not in fixes_shown:
             fixes_shown.add(WARNING_FIXES[kind])  # the metadata kinds share one fix
             print(f"  fix: {with_workspace(args, WARNING_FIXES[kind])}", file=sys.stderr)
+
+
+def utf8_fix(path: str) -> str:
+    """How to make a file that is not UTF-8 (cp1252, as the daemon shows it) UTF-8."""
+    quoted, new = shlex.quote(path), shlex.quote(path + ".new")
+    return (
+        f"save {path} as UTF-8 in your editor (vim: `:set fileencoding=utf-8 | w`) or convert it: "
+        f"`iconv -f cp1252 -t utf-8 {quoted} > {new} && mv {new} {quoted}`; its entries keep their ids"
+    )
+
+
+def _undecodable_files(state: dict[str, Any], warnings: list[dict[str, Any]]) -> list[str]:
+    """The paths of the memory files the ``not_utf8`` warnings are about (their messages
+    start with the file's name)."""
+    folder = os.path.dirname(state.get("path") or "memory/MEMORY.md")
+    names = {
+        name
+        for w in warnings
+        if w.get("kind") == "not_utf8"
+        for name in ("MEMORY.md", "PENDING.md")
+        if str(w.get("message", "")).startswith(name)
+    }
+    return [os.path.join(folder, name) for name in ("MEMORY.md", "PENDING.md") if name in names]
 
 
 def _in_memory_folder(state: dict[str, Any]) -> bool:
