@@ -7,10 +7,11 @@ import argparse
 import json
 import math
 import os
+import re
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -404,8 +405,33 @@ def _id_or_title(
                     f"{titled_text(given, titled, named, noun)}, and no active entry has that title: {shows}",
                     EXIT_REMOTE,
                 )
+        _name_titles_holding(args, active, given)
     (entry_id,) = resolve_ids(pool, [given])
     return entry_id
+
+
+# What could be an id or a prefix of one: the daemon's hex ids, hand-typed `h-…` ones.
+_ID_LIKE = re.compile(r"(h-)?[0-9a-f]*", re.IGNORECASE)
+
+
+def _name_titles_holding(args: argparse.Namespace, active: Mapping[str, str], given: str) -> None:
+    """A usage error naming the active entries whose title holds ``given`` (words of a title
+    typed for the whole title), so the user gets their ids; none is picked, since a part of
+    a title never stands for the entry. Nothing when ``given`` looks like an id."""
+    if _ID_LIKE.fullmatch(given.strip()):
+        return
+    wanted = " ".join(given.casefold().split())
+    holding = [i for i, title in active.items() if wanted in " ".join(title.casefold().split())]
+    if not holding:
+        return
+    named = "; ".join(f"{short_id(i)} {active[i]!r}" for i in holding[:5])
+    named += "; …" if len(holding) > 5 else ""
+    shows = maka_command(args, "memory show " + short_id(holding[0]))
+    raise CliError(
+        f"{given!r} is no id and no entry's whole title; active entries whose title holds it: {named} "
+        f"(`{shows}` shows {'it' if len(holding) == 1 else 'the first'})",
+        EXIT_REMOTE,
+    )
 
 
 def _pending_titles(client: Client, ws: str) -> dict[str, str]:
