@@ -203,6 +203,19 @@ def test_export_json_and_markdown(shared_daemon: DaemonProcess, short_tmp: Path)
     assert again.returncode == 0 and "older" not in target.read_text() and "## Lang" in target.read_text()
 
 
+def test_a_quoted_tilde_in_a_file_argument_is_the_home_folder(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka export -o '~/out.json'` (a ~ no shell expanded) writes into $HOME, as -w and
+    import take ~ too; no folder named ~ is looked for."""
+    call(shared_daemon, "add_entry", title="Lang", content="Go and Python")
+    home = short_tmp / "home"
+    home.mkdir()
+    written = run_maka(shared_daemon, "export", "-o", "~/out.json", env={"HOME": str(home)})
+    assert written.returncode == 0, written.stderr
+    assert json.loads((home / "out.json").read_text())["entries"][0]["title"] == "Lang"
+
+
 def test_export_never_writes_through_a_trap_at_the_output_path(
     shared_daemon: DaemonProcess, short_tmp: Path
 ) -> None:

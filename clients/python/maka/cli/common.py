@@ -262,6 +262,12 @@ def positive_int(text: str) -> int:
     return value
 
 
+def user_path(value: str) -> str:
+    """A file argument with a leading ``~`` expanded, as -w and import do: a quoted one (from a
+    script or a config) reaches maka unexpanded. ``-`` (stdin) stays as it is."""
+    return value if value == "-" else os.path.expanduser(value)
+
+
 def absolute(path: str) -> str:
     """A workspace as the daemon takes it: an absolute path, or "@user" as it is."""
     if path == USER_LEVEL:

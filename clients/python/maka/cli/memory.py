@@ -32,6 +32,7 @@ from maka.cli.common import (
     resolve_session,
     titled_ids,
     titled_text,
+    user_path,
     with_workspace,
     workspace_of,
 )
@@ -879,6 +880,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "--from",
         dest="from_file",
         metavar="FILE",
+        type=user_path,
         help="apply an edit form saved earlier (the file a refused edit was kept in) instead of $EDITOR",
     )
     p.set_defaults(func=cmd_edit)

@@ -22,6 +22,7 @@ from maka.cli.common import (
     did_you_mean,
     maka_command,
     resolve_ids,
+    user_path,
     workspace_of,
 )
 from maka.cli.decided import refuse_not_waiting
@@ -465,5 +466,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("--format", choices=["json", "markdown"], default="json", help="(default: json)")
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", type=user_path, help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_export)
