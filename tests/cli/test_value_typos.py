@@ -112,6 +112,15 @@ def test_a_mistyped_option_names_the_closest_of_that_command(shared_daemon: Daem
     assert typed.returncode == 2 and "did you mean '--workspace'?" in typed.stderr
 
 
+def test_a_mistyped_option_shows_the_usage_of_its_command(shared_daemon: DaemonProcess) -> None:
+    """`maka pending --jsn` prints `maka pending`'s usage line and error, not maka's
+    whole option list."""
+    result = run_maka(shared_daemon, "pending", "--jsn")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: maka pending [-h]")
+    assert "maka pending: error: unrecognized arguments: --jsn; did you mean '--json'?" in result.stderr
+
+
 def test_json_listing_by_tag_lists_that_tag(shared_daemon: DaemonProcess) -> None:
     """`maka --json memory list -t ops` holds only the entries tagged ops (it held every
     entry), and a tag no entry carries is the same usage error as without --json."""
