@@ -44,9 +44,11 @@ def test_pending_lists_the_queue(shared_daemon: DaemonProcess) -> None:
 
 
 def test_empty_queue(shared_daemon: DaemonProcess) -> None:
-    """pending on an empty queue says so and exits 0."""
+    """pending on an empty queue says so, naming the workspace it looked in, and exits 0."""
     result = run_maka(shared_daemon, "pending")
-    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+    assert result.returncode == 0 and f"No proposals waiting in {shared_daemon.workspace}." in result.stdout
+    user = run_maka(shared_daemon, "--user", "pending", workspace=False)
+    assert user.returncode == 0 and "No proposals waiting in the user level (@user)." in user.stdout
 
 
 def test_approve_by_prefix_moves_into_memory(shared_daemon: DaemonProcess) -> None:
@@ -96,7 +98,7 @@ def test_pending_says_why_a_section_typed_into_pending_md_is_not_listed(shared_d
     pending.parent.mkdir()
     pending.write_text("# Maka Pending Proposals\n\n## Hand proposal\nTyped here by hand.\n")
     result = run_maka(shared_daemon, "pending")
-    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+    assert result.returncode == 0 and "No proposals waiting in " in result.stdout
     assert "maka: warning: PENDING.md line 3" in result.stderr and '"Hand proposal"' in result.stderr
     assert "status=review_required" in result.stderr
 

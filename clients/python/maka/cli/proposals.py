@@ -16,6 +16,7 @@ from maka.cli import review
 from maka.cli.common import (
     EXIT_OK,
     EXIT_REMOTE,
+    USER_LEVEL,
     CliError,
     Parents,
     absolute,
@@ -57,7 +58,9 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
     views = listing["proposals"]
     if not views:
-        print("No proposals waiting.")
+        ws = workspace_of(args)
+        # Named, so that a folder that is not the workspace meant is noticed.
+        print(f"No proposals waiting in {'the user level (@user)' if ws == USER_LEVEL else ws}.")
         return EXIT_OK
     rows = []
     shown_ids = short_ids(v["proposal"]["id"] for v in views)
