@@ -17,6 +17,7 @@ from pathlib import Path
 from makad.core.undecodable import display
 from makad.errors import InvalidParams, NotFound, TooLarge
 from makad.private_files import NotRegularFile, read_open
+from makad.store.identity import ID_FILE
 from makad.store.memory_files import generalize
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
@@ -39,6 +40,7 @@ def read_import_source(
     assert path is not None
     if not os.path.isabs(path):
         raise InvalidParams("path must be absolute", path="$.path")
+    path = str(makad_memory_file(Path(path)) or path)
     if own is not None and _inside(path, own):
         raise InvalidParams(
             "that is this workspace's own memory (its memory folder, MEMORY.md or PENDING.md): "
@@ -59,6 +61,22 @@ def read_import_source(
     if not target.is_file():
         raise NotFound("no file at that path", path="$.path")
     return _read_bounded(target, MAX_IMPORT_BYTES), None, target.name
+
+
+def makad_memory_file(target: Path) -> Path | None:
+    """The MEMORY.md a folder of makad's stands for: a workspace (``target/memory/``) or
+    its memory folder, known by the PENDING.md or ``.maka-id`` beside MEMORY.md. Read as a
+    directory of notes, its MEMORY.md and PENDING.md would each be queued as one proposal
+    holding the whole file; read as the file, its entries are. None for any other path (a
+    Claude Code memory directory has neither file)."""
+    if not target.is_dir():
+        return None
+    for folder in (target / "memory", target):
+        memory = folder / "MEMORY.md"
+        beside = any(os.path.lexists(folder / name) for name in ("PENDING.md", ID_FILE))
+        if beside and memory.is_file() and not memory.is_symlink():
+            return memory
+    return None
 
 
 def markdown_files(root: Path) -> list[Path]:

@@ -90,3 +90,20 @@ def test_description_check_sees_a_missing_description() -> None:
     assert description_of(bare.replace("\n\noptions", "\n\nChecks the daemon.\n\noptions")) == (
         "Checks the daemon."
     )
+
+
+def test_every_positional_argument_is_named_in_capitals() -> None:
+    """Each command's positional arguments read as placeholders (METHOD, SHELL, QUERY …)
+    in its usage line and errors, never as a lower-case name or a {choice,list}."""
+    lower = []
+    parsers = [(("maka",), build_parser())]
+    while parsers:
+        path, parser = parsers.pop()
+        for action in parser._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                parsers.extend(((*path, name), sub) for name, sub in action.choices.items())
+            elif not action.option_strings and not isinstance(action, argparse._SubParsersAction):
+                shown = action.metavar or action.dest
+                if not isinstance(shown, str) or shown != shown.upper():
+                    lower.append((" ".join(path), shown))
+    assert lower == []

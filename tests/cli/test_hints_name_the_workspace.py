@@ -3,6 +3,8 @@ the same command typed bare in the current folder would act on another one."""
 
 from __future__ import annotations
 
+import shlex
+
 from tests.cli.helpers import call, run_maka
 from tests.support import DaemonProcess
 
@@ -110,6 +112,18 @@ def test_search_without_a_hit_says_what_it_searched(shared_daemon: DaemonProcess
     assert result.returncode == 0
     assert "No event of the agent sessions matches 'deploy days'." in result.stdout
     assert f"`maka -w {ws} context -q 'deploy days'`" in result.stdout
+
+
+def test_a_search_for_a_dash_word_names_a_context_command_that_runs(shared_daemon: DaemonProcess) -> None:
+    """The context command named after a search for `-n2` finding nothing runs as printed
+    (`--query=-n2`: after -q the word would read as an option)."""
+    ws = str(shared_daemon.workspace)
+    result = run_maka(shared_daemon, "-w", ws, "search", "--", "-n2", workspace=False)
+    assert result.returncode == 0
+    command = result.stdout.split("`")[1]
+    assert command.endswith("context --query=-n2")
+    again = run_maka(shared_daemon, *shlex.split(command)[1:], workspace=False)
+    assert again.returncode == 0, again.stderr
 
 
 def test_silenced_suggestions_name_the_switch(shared_daemon: DaemonProcess) -> None:

@@ -673,6 +673,21 @@ def test_show_names_a_waiting_proposal_of_that_title_by_id(shared_daemon: Daemon
     assert f"the proposal waiting titled 'Use ruff' has id {proposal_id[:12]}" in line
 
 
+def test_show_of_words_of_a_title_names_the_entries_whose_title_holds_them(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """`maka memory show deploys` with an entry titled "Deploys happen on Tuesdays" shows
+    nothing (a part of a title never stands for an entry) and names that entry's id and
+    title in one line (exit 1), instead of the daemon's not_found."""
+    added = call(shared_daemon, "add_entry", title="Deploys happen on Tuesdays", content="Never Fridays.")
+    entry_id = added["entry"]["id"]
+    result = run_maka(shared_daemon, "memory", "show", "deploys")
+    assert result.returncode == 1 and result.stdout == ""
+    (line,) = result.stderr.splitlines()
+    assert f"{entry_id[:12]} 'Deploys happen on Tuesdays'" in line and "not_found" not in line
+    assert f"memory show {entry_id[:12]}` shows it" in line
+
+
 def test_a_list_of_only_archived_entries_says_how_to_see_them(shared_daemon: DaemonProcess) -> None:
     """With every entry archived, `maka memory list` counts them and names `-a`, rather than
     "No entries" alone."""

@@ -48,6 +48,16 @@ def test_table_cuts_only_the_last_column() -> None:
     assert all(display_width(line) <= 40 for line in cut) and cut[2] == "bbb  short"
 
 
+def test_a_terminal_too_narrow_for_the_table_cuts_no_id() -> None:
+    """On a terminal narrower than the columns before the last need, those columns are
+    printed whole (the lines run past the edge) and only the last one is cut."""
+    entry_id = "da452d07d6b9"
+    rows = [[entry_id, "active", "hand-typed", "4 minutes ago", "Deploys happen on Tuesdays"]]
+    lines = table(["ID", "STATUS", "ORIGIN", "UPDATED", "TITLE"], rows, width=40).splitlines()
+    assert lines[1].split()[:4] == [entry_id, "active", "hand-typed", "4"]
+    assert lines[1].endswith("…") and "Deploys" in lines[1]
+
+
 def test_side_by_side_fits_the_width_and_loses_nothing() -> None:
     """Both columns fit the width, the gap is kept, and long lines wrap within their
     column instead of being cut: every word is still there."""

@@ -44,9 +44,11 @@ def test_pending_lists_the_queue(shared_daemon: DaemonProcess) -> None:
 
 
 def test_empty_queue(shared_daemon: DaemonProcess) -> None:
-    """pending on an empty queue says so and exits 0."""
+    """pending on an empty queue says so, naming the workspace it looked in, and exits 0."""
     result = run_maka(shared_daemon, "pending")
-    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+    assert result.returncode == 0 and f"No proposals waiting in {shared_daemon.workspace}." in result.stdout
+    user = run_maka(shared_daemon, "--user", "pending", workspace=False)
+    assert user.returncode == 0 and "No proposals waiting in the user level (@user)." in user.stdout
 
 
 def test_approve_by_prefix_moves_into_memory(shared_daemon: DaemonProcess) -> None:
@@ -96,7 +98,7 @@ def test_pending_says_why_a_section_typed_into_pending_md_is_not_listed(shared_d
     pending.parent.mkdir()
     pending.write_text("# Maka Pending Proposals\n\n## Hand proposal\nTyped here by hand.\n")
     result = run_maka(shared_daemon, "pending")
-    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+    assert result.returncode == 0 and "No proposals waiting in " in result.stdout
     assert "maka: warning: PENDING.md line 3" in result.stderr and '"Hand proposal"' in result.stderr
     assert "status=review_required" in result.stderr
 
@@ -201,6 +203,19 @@ def test_export_json_and_markdown(shared_daemon: DaemonProcess, short_tmp: Path)
     target.write_text("an older export")
     again = run_maka(shared_daemon, "export", "--format", "markdown", "-o", str(target))
     assert again.returncode == 0 and "older" not in target.read_text() and "## Lang" in target.read_text()
+
+
+def test_a_quoted_tilde_in_a_file_argument_is_the_home_folder(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka export -o '~/out.json'` (a ~ no shell expanded) writes into $HOME, as -w and
+    import take ~ too; no folder named ~ is looked for."""
+    call(shared_daemon, "add_entry", title="Lang", content="Go and Python")
+    home = short_tmp / "home"
+    home.mkdir()
+    written = run_maka(shared_daemon, "export", "-o", "~/out.json", env={"HOME": str(home)})
+    assert written.returncode == 0, written.stderr
+    assert json.loads((home / "out.json").read_text())["entries"][0]["title"] == "Lang"
 
 
 def test_export_never_writes_through_a_trap_at_the_output_path(

@@ -120,7 +120,7 @@ def test_review_json_summary(shared_daemon: DaemonProcess) -> None:
 def test_review_empty_queue(shared_daemon: DaemonProcess) -> None:
     """An empty queue ends at once."""
     result = run_maka(shared_daemon, "review")
-    assert result.returncode == 0 and "No proposals waiting." in result.stdout
+    assert result.returncode == 0 and "No proposals waiting in " in result.stdout
 
 
 def sample_view() -> dict[str, Any]:

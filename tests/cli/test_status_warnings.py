@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from tests.cli.helpers import run_maka
@@ -80,3 +81,21 @@ def test_status_with_a_clean_workspace_says_so(shared_daemon: DaemonProcess) -> 
     result = run_maka(shared_daemon, "status")
     assert result.returncode == 0, result.stderr
     assert "fileWarnings     none" in result.stdout
+
+
+def test_a_memory_file_not_in_utf8_gets_a_fix_that_makes_it_utf8(shared_daemon: DaemonProcess) -> None:
+    """`maka memory list` on a cp1252 MEMORY.md prints a fix naming the file; running its
+    iconv command makes the warnings go and keeps the entry's id."""
+    memory = shared_daemon.workspace / "memory"
+    memory.mkdir(exist_ok=True)
+    (memory / "MEMORY.md").write_bytes(b"# Maka Memory\n\n## Caf\xe9\nna\xefve\n")
+    before = json.loads(run_maka(shared_daemon, "--json", "memory", "list").stdout)
+    listed = run_maka(shared_daemon, "memory", "list")
+    fixes = [line for line in listed.stderr.splitlines() if line.startswith("  fix: ")]
+    assert len(fixes) == 1 and str(memory / "MEMORY.md") in fixes[0], listed.stderr
+    command = fixes[0].split("`iconv", 1)[1].split("`", 1)[0]
+    subprocess.run("iconv" + command, shell=True, check=True)
+    after = run_maka(shared_daemon, "--json", "memory", "list")
+    assert "not valid UTF-8" not in after.stderr
+    entries = json.loads(after.stdout)["entries"]
+    assert [(e["id"], e["title"]) for e in entries] == [(before["entries"][0]["id"], "Café")]

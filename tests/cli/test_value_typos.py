@@ -55,6 +55,27 @@ def test_listing_by_a_mistyped_tag_names_the_closest(shared_daemon: DaemonProces
     assert listed.returncode == 0 and "Deploys" in listed.stdout and "Editor" not in listed.stdout
 
 
+def test_several_tags_list_the_entries_carrying_every_one(shared_daemon: DaemonProcess) -> None:
+    """`-t ops -t pinned` and `-t ops,pinned` list only the entries with both tags; when
+    none carries both, the message says so instead of "No entries"."""
+    call(shared_daemon, "add_entry", title="Deploys", content="On Tuesdays.", tags=["ops", "pinned"])
+    call(shared_daemon, "add_entry", title="Oncall", content="Rotates weekly.", tags=["ops"])
+    for typed in (["-t", "ops", "-t", "pinned"], ["-t", "ops,pinned"]):
+        listed = run_maka(shared_daemon, "memory", "list", *typed)
+        assert listed.returncode == 0 and "Deploys" in listed.stdout and "Oncall" not in listed.stdout
+    call(shared_daemon, "add_entry", title="Editor", content="Uses vim.", tags=["tools"])
+    none = run_maka(shared_daemon, "memory", "list", "-t", "tools,ops")
+    assert none.returncode == 0
+    assert "is tagged 'tools' and 'ops' at once" in none.stdout and "No entries" not in none.stdout
+
+
+def test_a_tag_filter_with_no_tag_in_use_says_so_without_a_stray_colon(shared_daemon: DaemonProcess) -> None:
+    """With no tag in use the usage error reads "no entry is tagged 'ops' (no tags are in use)"."""
+    call(shared_daemon, "add_entry", title="Editor", content="Uses vim.")
+    result = run_maka(shared_daemon, "memory", "list", "-t", "ops")
+    assert "no entry is tagged 'ops' (no tags are in use)" in result.stderr
+
+
 def test_a_tag_filter_on_a_memory_without_tags_says_so(shared_daemon: DaemonProcess) -> None:
     """With no tag in use, `memory list -t X` says no tags are in use (exit 2)."""
     call(shared_daemon, "add_entry", title="Editor", content="Uses vim.")
@@ -89,6 +110,15 @@ def test_a_mistyped_option_names_the_closest_of_that_command(shared_daemon: Daem
     assert "unrecognized arguments: --status actve" in far.stderr and "did you mean" not in far.stderr
     typed = run_maka(shared_daemon, "mcp", "--worksapce=/tmp", workspace=False)
     assert typed.returncode == 2 and "did you mean '--workspace'?" in typed.stderr
+
+
+def test_a_mistyped_option_shows_the_usage_of_its_command(shared_daemon: DaemonProcess) -> None:
+    """`maka pending --jsn` prints `maka pending`'s usage line and error, not maka's
+    whole option list."""
+    result = run_maka(shared_daemon, "pending", "--jsn")
+    assert result.returncode == 2
+    assert result.stderr.startswith("usage: maka pending [-h]")
+    assert "maka pending: error: unrecognized arguments: --jsn; did you mean '--json'?" in result.stderr
 
 
 def test_json_listing_by_tag_lists_that_tag(shared_daemon: DaemonProcess) -> None:

@@ -131,3 +131,34 @@ def test_a_count_of_zero_or_less_is_a_usage_error(shared_daemon: DaemonProcess) 
         result = run_maka(shared_daemon, "watch", "-n", count)
         assert result.returncode == 2, (count, result.stderr)
         assert "not a whole number from 1 up" in result.stderr
+
+
+def test_user_after_the_command_watches_the_user_level_beside_the_workspace(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """`maka watch -w DIR --user` subscribes to both, and an entry added at the user level
+    is printed under its workspace, @user."""
+    proc = subprocess.Popen(
+        [
+            *MAKA,
+            "--socket",
+            str(shared_daemon.socket),
+            "watch",
+            "-n",
+            "1",
+            "-w",
+            str(shared_daemon.workspace),
+            "--user",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stderr is not None
+    watching = [proc.stderr.readline(), proc.stderr.readline()]
+    assert watching[0].startswith(f"watching {shared_daemon.workspace} ") and watching[1].startswith(
+        "watching @user "
+    )
+    call(shared_daemon, "add_entry", workspace="@user", title="Spelling", content="British English")
+    out, _ = proc.communicate(timeout=20)
+    assert proc.returncode == 0 and "@user" in out and "added 'Spelling'" in out

@@ -207,11 +207,12 @@ def test_cli_zip_archive_is_refused_asking_to_unpack_it(
     assert not (new_ws / "memory" / "PENDING.md").exists()
 
 
-@pytest.mark.parametrize("target", ["memory", "memory/PENDING.md", "memory/MEMORY.md"])
+@pytest.mark.parametrize("target", [".", "memory", "memory/PENDING.md", "memory/MEMORY.md"])
 def test_cli_importing_the_workspaces_own_memory_is_refused(
     module_daemon: DaemonProcess, new_ws: Path, target: str
 ) -> None:
-    """`maka import memory` in a workspace is refused (own_memory); PENDING.md is left as it was."""
+    """`maka import memory` (or `maka import .`, the workspace folder) in a workspace is
+    refused (own_memory); PENDING.md is left as it was."""
     fill(module_daemon, new_ws)
     call(module_daemon, new_ws, "import_memories", data="Waiting memory one\nWaiting memory two\n")
     before = (new_ws / "memory" / "PENDING.md").read_bytes()
@@ -221,6 +222,22 @@ def test_cli_importing_the_workspaces_own_memory_is_refused(
     with pytest.raises(InvalidParams) as raised:
         call(module_daemon, new_ws, "import_memories", path=str(new_ws / target))
     assert raised.value.data["reason"] == "own_memory"
+
+
+@pytest.mark.parametrize("target", [".", "memory"])
+def test_another_workspaces_folder_imports_its_entries(
+    module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path, target: str
+) -> None:
+    """Importing another workspace's folder, or its memory folder, queues its MEMORY.md's
+    entries one by one, never its MEMORY.md or PENDING.md as one proposal each."""
+    fill(module_daemon, new_ws)
+    call(module_daemon, new_ws, "import_memories", data="Waiting memory one\n")
+    other = short_tmp / "other"
+    other.mkdir()
+    result = run_maka(module_daemon, "import", str(new_ws / target), "-w", str(other), workspace=False)
+    assert result.returncode == 0, result.stderr
+    titles = sorted(v["proposal"]["title"] for v in call(module_daemon, other, "list_proposals")["proposals"])
+    assert titles == sorted(title for title, _, _ in ENTRIES)
 
 
 def test_cli_binary_file_is_refused_and_nothing_queued(

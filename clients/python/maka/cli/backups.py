@@ -73,7 +73,9 @@ def cmd_search(client: Client, args: argparse.Namespace) -> int:
     hits = found.get("hits") or []
     if not hits:
         print(f"No event of the agent sessions matches {args.query!r}.")
-        context = maka_command(args, f"context -q {shlex.quote(args.query)}")
+        # A query starting with a dash is given as --query=…: after -q it reads as an option.
+        option = "--query=" if args.query.startswith("-") else "-q "
+        context = maka_command(args, f"context {option}{shlex.quote(args.query)}")
         print(f"(this searched the sessions' history, not MEMORY.md: `{context}` shows what memory gives)")
         return EXIT_OK
     rows = [

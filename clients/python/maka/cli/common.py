@@ -166,8 +166,20 @@ def parse_arguments(parser: argparse.ArgumentParser, argv: list[str]) -> argpars
                 guess = f"'{option}'" if close[0] == extra else f"did you mean '{option}'? it"
                 message += f"; {guess} {where}"
             break
-        parser.error(message)
+        # The usage shown is the command's own (`maka memory list [-h] …`), not maka's.
+        _chosen_parser(parser, args).error(message)
     return args
+
+
+def _chosen_parser(parser: argparse.ArgumentParser, args: argparse.Namespace) -> argparse.ArgumentParser:
+    """The innermost subcommand's parser ``args`` chose below ``parser`` (``parser`` itself
+    when none was)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            chosen = action.choices.get(getattr(args, action.dest, None) or "")
+            if chosen is not None:
+                return _chosen_parser(chosen, args)
+    return parser
 
 
 def _unknown_option_before_command(parser: argparse.ArgumentParser, argv: list[str]) -> str | None:
@@ -260,6 +272,12 @@ def positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"not a whole number from 1 up: {text!r}")
     return value
+
+
+def user_path(value: str) -> str:
+    """A file argument with a leading ``~`` expanded, as -w and import do: a quoted one (from a
+    script or a config) reaches maka unexpanded. ``-`` (stdin) stays as it is."""
+    return value if value == "-" else os.path.expanduser(value)
 
 
 def absolute(path: str) -> str:

@@ -248,5 +248,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         description='bash: eval "$(maka completion bash)" in ~/.bashrc; zsh: eval "$(maka completion zsh)" '
         "in ~/.zshrc, after compinit; fish: maka completion fish > ~/.config/fish/completions/maka.fish.",
     )
-    p.add_argument("shell", choices=sorted(SHELLS))
+    p.add_argument("shell", metavar="SHELL", choices=sorted(SHELLS), help=", ".join(sorted(SHELLS)))
     p.set_defaults(func=cmd_completion)

@@ -17,6 +17,7 @@ from maka.cli.common import (
     maka_command,
     read_text_arg,
     resolve_session,
+    user_path,
     with_workspace,
     workspace_of,
 )
@@ -509,6 +510,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     p.add_argument(
         "--summary-file",
         metavar="FILE",
+        type=user_path,
         help="the summary to store, with # Current Goal, # Current State and # Next Step (- for stdin)",
     )
     p.add_argument(

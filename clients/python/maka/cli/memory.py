@@ -7,10 +7,11 @@ import argparse
 import json
 import math
 import os
+import re
 import shlex
 import sys
 import tempfile
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -31,6 +32,7 @@ from maka.cli.common import (
     resolve_session,
     titled_ids,
     titled_text,
+    user_path,
     with_workspace,
     workspace_of,
 )
@@ -84,9 +86,9 @@ def check_tags(given: list[str], known: set[str], noun: str) -> None:
         if tag_slug(tag) in known:
             continue
         close = did_you_mean(tag_slug(tag), known)
-        hint = f"did you mean {close!r}? " if close else ""
+        hint = f": did you mean {close!r}?" if close else ""
         in_use = f"tags in use: {', '.join(sorted(known))}" if known else "no tags are in use"
-        raise CliError(f"no {noun} is tagged {tag!r}: {hint}({in_use})")
+        raise CliError(f"no {noun} is tagged {tag!r}{hint} ({in_use})")
 
 
 def read_entries(client: Client, ws: str, archived: bool = True) -> dict[str, Any]:
@@ -146,11 +148,37 @@ def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str,
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
+        elif kind == "not_utf8":
+            for path in _undecodable_files(state, warnings):
+                print(f"  fix: {utf8_fix(path)}", file=sys.stderr)
         elif kind == "misplaced_file" and _in_memory_folder(state):
             continue  # the warning names the workspace meant; moving or importing would hurt
         elif kind in WARNING_FIXES and WARNING_FIXES[kind] not in fixes_shown:
             fixes_shown.add(WARNING_FIXES[kind])  # the metadata kinds share one fix
             print(f"  fix: {with_workspace(args, WARNING_FIXES[kind])}", file=sys.stderr)
+
+
+def utf8_fix(path: str) -> str:
+    """How to make a file that is not UTF-8 (cp1252, as the daemon shows it) UTF-8."""
+    quoted, new = shlex.quote(path), shlex.quote(path + ".new")
+    return (
+        f"save {path} as UTF-8 in your editor (vim: `:set fileencoding=utf-8 | w`) or convert it: "
+        f"`iconv -f cp1252 -t utf-8 {quoted} > {new} && mv {new} {quoted}`; its entries keep their ids"
+    )
+
+
+def _undecodable_files(state: dict[str, Any], warnings: list[dict[str, Any]]) -> list[str]:
+    """The paths of the memory files the ``not_utf8`` warnings are about (their messages
+    start with the file's name)."""
+    folder = os.path.dirname(state.get("path") or "memory/MEMORY.md")
+    names = {
+        name
+        for w in warnings
+        if w.get("kind") == "not_utf8"
+        for name in ("MEMORY.md", "PENDING.md")
+        if str(w.get("message", "")).startswith(name)
+    }
+    return [os.path.join(folder, name) for name in ("MEMORY.md", "PENDING.md") if name in names]
 
 
 def _in_memory_folder(state: dict[str, Any]) -> bool:
@@ -216,6 +244,11 @@ def cmd_list(client: Client, args: argparse.Namespace) -> int:
             print(
                 f"No entries{where}: it does not exist yet. `{adds}` creates it; so does your "
                 "editor (a `## Title` line and the text below it is an entry: makad's docs/FORMAT.md)."
+            )
+        elif len(args.tag or []) > 1:  # each tag is on some entry (check_tags), never all on one
+            print(
+                f"No entry{where} is tagged {' and '.join(map(repr, args.tag))} at once: "
+                "with several tags, only the entries carrying every one are listed."
             )
         else:
             print(f"No entries{where}.")
@@ -373,8 +406,33 @@ def _id_or_title(
                     f"{titled_text(given, titled, named, noun)}, and no active entry has that title: {shows}",
                     EXIT_REMOTE,
                 )
+        _name_titles_holding(args, active, given)
     (entry_id,) = resolve_ids(pool, [given])
     return entry_id
+
+
+# What could be an id or a prefix of one: the daemon's hex ids, hand-typed `h-…` ones.
+_ID_LIKE = re.compile(r"(h-)?[0-9a-f]*", re.IGNORECASE)
+
+
+def _name_titles_holding(args: argparse.Namespace, active: Mapping[str, str], given: str) -> None:
+    """A usage error naming the active entries whose title holds ``given`` (words of a title
+    typed for the whole title), so the user gets their ids; none is picked, since a part of
+    a title never stands for the entry. Nothing when ``given`` looks like an id."""
+    if _ID_LIKE.fullmatch(given.strip()):
+        return
+    wanted = " ".join(given.casefold().split())
+    holding = [i for i, title in active.items() if wanted in " ".join(title.casefold().split())]
+    if not holding:
+        return
+    named = "; ".join(f"{short_id(i)} {active[i]!r}" for i in holding[:5])
+    named += "; …" if len(holding) > 5 else ""
+    shows = maka_command(args, "memory show " + short_id(holding[0]))
+    raise CliError(
+        f"{given!r} is no id and no entry's whole title; active entries whose title holds it: {named} "
+        f"(`{shows}` shows {'it' if len(holding) == 1 else 'the first'})",
+        EXIT_REMOTE,
+    )
 
 
 def _pending_titles(client: Client, ws: str) -> dict[str, str]:
@@ -745,7 +803,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "--tag narrows the list) with their short ids, which the other actions take.",
     )
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
-    p.add_argument("-t", "--tag", action="append", help="only entries with this tag (repeatable)")
+    p.add_argument(
+        "-t",
+        "--tag",
+        action="extend",
+        type=csv_tags,
+        help="only entries with this tag; repeated (-t a -t b) or comma-separated (-t a,b): "
+        "only entries with every one of them",
+    )
     p.set_defaults(func=cmd_list)
 
     p = msub.add_parser(
@@ -815,6 +880,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "--from",
         dest="from_file",
         metavar="FILE",
+        type=user_path,
         help="apply an edit form saved earlier (the file a refused edit was kept in) instead of $EDITOR",
     )
     p.set_defaults(func=cmd_edit)

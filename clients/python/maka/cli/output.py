@@ -94,7 +94,10 @@ def table(
     headers: Sequence[str], rows: Sequence[Sequence[str]], width: int | None = None, *, color: bool = False
 ) -> str:
     """Aligned columns (rich renders them; CJK counts double); when ``width`` is given the
-    last column is cut to fit it with an ellipsis. ``color``: ANSI styles for a terminal."""
+    last column is cut to fit it with an ellipsis, to no fewer than 8 columns. The other
+    columns are never cut, on a terminal narrower than they need too: lines then run past
+    its edge (it wraps them) rather than show ids no command takes back.
+    ``color``: ANSI styles for a terminal."""
     from rich.console import Console
     from rich.table import Table
     from rich.text import Text
@@ -112,7 +115,8 @@ def table(
         max([display_width(h), *(display_width(row[i]) for row in cells)]) for i, h in enumerate(headers)
     ]
     # Only the last column gives way to the terminal's width (rich measures and cuts it).
-    room = None if width is None else max(8, width - sum(widths[:-1]) - 2 * (len(widths) - 1))
+    fixed = sum(widths[:-1]) + 2 * (len(widths) - 1)
+    room = None if width is None else max(8, width - fixed)
     for index, header in enumerate(headers):
         last = index == len(headers) - 1
         grid.add_column(
@@ -126,7 +130,7 @@ def table(
     out = io.StringIO()
     console = Console(
         file=out,
-        width=width if width is not None else _UNCUT,
+        width=_UNCUT if width is None or room is None else max(width, fixed + min(room, widths[-1])),
         force_terminal=color,
         color_system="standard" if color else None,
         no_color=not color,

@@ -16,12 +16,14 @@ from maka.cli import review
 from maka.cli.common import (
     EXIT_OK,
     EXIT_REMOTE,
+    USER_LEVEL,
     CliError,
     Parents,
     absolute,
     did_you_mean,
     maka_command,
     resolve_ids,
+    user_path,
     workspace_of,
 )
 from maka.cli.decided import refuse_not_waiting
@@ -56,7 +58,9 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
     views = listing["proposals"]
     if not views:
-        print("No proposals waiting.")
+        ws = workspace_of(args)
+        # Named, so that a folder that is not the workspace meant is noticed.
+        print(f"No proposals waiting in {'the user level (@user)' if ws == USER_LEVEL else ws}.")
         return EXIT_OK
     rows = []
     shown_ids = short_ids(v["proposal"]["id"] for v in views)
@@ -465,5 +469,5 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument("--format", choices=["json", "markdown"], default="json", help="(default: json)")
     p.add_argument("-a", "--archived", action="store_true", help="include archived entries")
-    p.add_argument("-o", "--output", metavar="FILE", help="write to FILE instead of stdout")
+    p.add_argument("-o", "--output", metavar="FILE", type=user_path, help="write to FILE instead of stdout")
     p.set_defaults(func=cmd_export)

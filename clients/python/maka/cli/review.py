@@ -194,7 +194,8 @@ def cmd_review(client: Client, args: argparse.Namespace) -> int:
     waiting = [(q, views) for q, views in waiting if views]
     outcome = Outcome()
     if not waiting:
-        print("No proposals waiting.", file=out)
+        where = "the user level (@user)" if ws == USER_LEVEL else f"{ws} or the user level (@user)"
+        print(f"No proposals waiting in {where}.", file=out)
         return _finish(outcome, args, out)
     keys = Keys(sys.stdin, out)
     try:

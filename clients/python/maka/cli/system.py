@@ -441,11 +441,13 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
     )
     p.add_argument(
         "method",
+        metavar="METHOD",
         help="the method's name, e.g. ping, read_state or propose (a name that is no method "
         "lists them; makad's protocol/PROTOCOL.md describes each)",
     )
     p.add_argument(
         "params",
+        metavar="PARAMS",
         nargs="?",
         help="""by-name params as a JSON object ('{"title": "T", "content": "C"}'), or - for stdin""",
     )

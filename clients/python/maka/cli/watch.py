@@ -9,7 +9,15 @@ from collections.abc import Mapping
 from typing import Any
 
 from maka.cli.changes import entry_changes
-from maka.cli.common import EXIT_OK, Parents, absolute, default_workspace, positive_int, sendable_workspace
+from maka.cli.common import (
+    EXIT_OK,
+    USER_LEVEL,
+    Parents,
+    absolute,
+    default_workspace,
+    positive_int,
+    sendable_workspace,
+)
 from maka.cli.output import now_ms, short_id, timestamp
 from maka.client import Client
 from maka.errors import DaemonUnavailable
@@ -172,6 +180,14 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         action="append",
         default=argparse.SUPPRESS,
         help="a workspace to watch (repeatable; env MAKA_WORKSPACE; default: found like git)",
+    )
+    p.add_argument(
+        "--user",
+        dest="workspace",
+        action="append_const",
+        const=USER_LEVEL,
+        default=argparse.SUPPRESS,
+        help='watch the user-level memory too (the same as -w "@user")',
     )
     p.add_argument(
         "-n",
