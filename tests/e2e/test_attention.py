@@ -614,3 +614,52 @@ def test_an_approved_proposal_stops_waiting_at_once(d: DaemonProcess) -> None:
     segment = attention_segment(pack)
     assert segment is not None and "Grows figs" in segment["text"] and "Keeps bees" not in segment["text"]
     assert "\n".join(s["text"] for s in pack["segments"]).count("Keeps three hives") == 1
+
+
+def test_a_hand_deletion_is_left_out_of_a_read_right_after_the_save(d: DaemonProcess) -> None:
+    """Memory text the user deletes by hand in MEMORY.md is out of get_attention and of
+    suggest's candidates read right after the save, before the watcher takes the save in."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "attentionEnabled": True})
+    path = Path(w) / "memory" / "MEMORY.md"
+    editor_save(path, f"# Maka Memory\n\n## Deploy\n{FACT}\n\n## Kept\nsomething else\n")
+    assert d.call("read_state", {"workspace": w})["entryCount"] == 2  # the save is taken in
+    now = int(time.time() * 1000)
+    session(d, w, [{"type": "user_message", "text": f"Remember: {FACT}", "ts": now - 3_600_000}])
+    wait_for(d, w, lambda s: mentions(s, "tools/ship.sh"))
+    editor_save(path, "# Maka Memory\n\n## Kept\nsomething else\n")
+    assert not mentions(attention(d, w), "tools/ship.sh")
+    found = d.call("suggest", {"workspace": w, "explain": True})
+    assert "tools/ship.sh" not in repr(found)
+
+
+def pending_without(w: str, title: str) -> None:
+    """PENDING.md saved by hand (as an editor does) without the proposal titled ``title``."""
+    path = Path(w) / "memory" / "PENDING.md"
+    head, *sections = path.read_text(encoding="utf-8").split("\n## ")
+    kept = [s for s in sections if not s.startswith(title)]
+    assert len(kept) == len(sections) - 1
+    tmp = path.with_name(".PENDING.md.swp~")
+    tmp.write_text("\n## ".join([head, *kept]), encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def test_a_proposal_taken_out_of_pending_by_hand_stops_waiting_at_once(d: DaemonProcess) -> None:
+    """A proposal the user deletes from PENDING.md in an editor no longer waits in a pack or
+    in get_attention read right after the save, before the watcher takes the save in."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    for title, content in [
+        ("Keeps bees", "Keeps three hives."),
+        ("Grows figs", "Grows figs."),
+        ("Brews mead", "Brews mead."),
+    ]:
+        d.call("propose", {"workspace": w, "title": title, "content": content})
+    wait_for(d, w, lambda s: len(section_lines(s, "Waiting on the user")) == 3)
+    pending_without(w, "Keeps bees")
+    pack = d.call("build_context", {"workspace": w, "query": "bees", "budgetTokens": 2000})
+    segment = attention_segment(pack)
+    assert segment is not None and "Grows figs" in segment["text"] and "Keeps bees" not in segment["text"]
+    pending_without(w, "Grows figs")
+    [line] = section_lines(attention(d, w), "Waiting on the user")
+    assert line["text"].startswith('Proposal "Brews mead"')
