@@ -663,3 +663,19 @@ def test_a_proposal_taken_out_of_pending_by_hand_stops_waiting_at_once(d: Daemon
     pending_without(w, "Grows figs")
     [line] = section_lines(attention(d, w), "Waiting on the user")
     assert line["text"].startswith('Proposal "Brews mead"')
+
+
+def test_a_proposal_still_waits_after_a_restart(own_d: DaemonProcess) -> None:
+    """After a restart the first get_attention and the first pack still list the proposals
+    PENDING.md holds (the file is read before the stored state is checked against it)."""
+    w = fresh(own_d)
+    own_d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    own_d.call("propose", {"workspace": w, "title": "Keeps bees", "content": "Keeps three hives of bees."})
+    wait_for(own_d, w, lambda s: len(section_lines(s, "Waiting on the user")) == 1)
+    own_d.restart(IDLE)
+    [line] = section_lines(attention(own_d, w), "Waiting on the user")
+    assert line["text"].startswith('Proposal "Keeps bees"')
+    own_d.restart(IDLE)
+    pack = own_d.call("build_context", {"workspace": w, "include": ["attention"], "budgetTokens": 2000})
+    segment = attention_segment(pack)
+    assert segment is not None and "Keeps bees" in segment["text"]
