@@ -116,6 +116,11 @@ class ProposalService:
         self._files = writer
         self._gate = gate
 
+    async def take_in_saves(self, ws: Workspace) -> None:
+        """A user's save of the memory files the watcher has not taken in yet, taken in
+        (``MemoryWriter.take_in_saves``): what they deleted by hand is known as taken back."""
+        await self._files.take_in_saves(ws)
+
     def handlers(self) -> dict[str, Handler]:
         return handlers_of(self, "propose list_proposals approve reject memory_history")
 

@@ -679,3 +679,36 @@ def test_a_proposal_still_waits_after_a_restart(own_d: DaemonProcess) -> None:
     pack = own_d.call("build_context", {"workspace": w, "include": ["attention"], "budgetTokens": 2000})
     segment = attention_segment(pack)
     assert segment is not None and "Keeps bees" in segment["text"]
+
+
+@pytest.mark.parametrize("read", ["consolidate", "close_session"])
+def test_text_deleted_by_hand_is_no_evidence_right_after_the_save(d: DaemonProcess, read: str) -> None:
+    """Memory text the user deletes by hand in MEMORY.md is, right after the save (before
+    the watcher takes it in), neither a consolidation nor a closing session's episode."""
+    w = fresh(d)
+    d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    path = Path(w) / "memory" / "MEMORY.md"
+    editor_save(path, f"# Maka Memory\n\n## Deploy\n{FACT}\n\n## Kept\nsomething else\n")
+    assert d.call("read_state", {"workspace": w})["entryCount"] == 2  # the save is taken in
+    sid = session(d, w, [{"type": "user_message", "text": f"Remember: {FACT}"}])
+    d.call("set_working_state", {"workspace": w, "sessionId": sid, "goals": [FACT], "decisions": [FACT]})
+    for i in range(5):
+        other = session(d, w, [{"type": "user_message", "text": f"note {i}"}])
+        d.call(
+            "record_episode",
+            {
+                "workspace": w,
+                "sessionId": other,
+                "summary": f"Said again ({i}): {FACT}",
+                "tags": ["deploy"],
+                "sourceRefs": [f"event:{other}:1"],
+            },
+        )
+    editor_save(path, "# Maka Memory\n\n## Kept\nsomething else\n")
+    if read == "consolidate":
+        with pytest.raises(RemoteError) as refused:
+            d.call("consolidate", {"workspace": w, "tag": "deploy"})
+        assert refused.value.kind == "insufficient_evidence"
+    else:
+        d.call("close_session", {"workspace": w, "sessionId": sid})
+        assert d.call("list_episodes", {"workspace": w, "sessionId": sid})["episodes"] == []
