@@ -235,6 +235,9 @@ class AttentionKeeper:
         stored = not ws.state.attention_unstored
         if state is None or not stored:
             state, stored = await self.derive(ws, now_ms())
+            # Derived from PENDING.md as it was when the derivation began: one settled
+            # meanwhile no longer waits (as ``cached_state`` reads it).
+            state = core.without_settled(state, _open_ids(ws))
         warnings = [] if stored else [unrecorded.not_recorded(unrecorded.ATTENTION_NOT_STORED)]
         return AttentionResult(
             enabled=True, computed_at=state.computed_at, sections=state.sections, warnings=warnings
