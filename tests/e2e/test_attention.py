@@ -524,11 +524,11 @@ def editor_save(path: Path, text: str) -> None:
 FACT = "the deploy script lives in tools/ship.sh and needs the office VPN"
 
 
-@pytest.mark.parametrize("how", ["delete", "correct", "delete_by_hand"])
+@pytest.mark.parametrize("how", ["delete", "correct", "delete_by_hand", "approve_correction"])
 def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, how: str) -> None:
-    """Memory text the user deletes or corrects (over RPC, or by hand in MEMORY.md) is left
-    out of the attention state, of the episode a closing session records and of a
-    consolidation digest written afterwards."""
+    """Memory text the user deletes or corrects (over RPC, by hand in MEMORY.md, or by
+    approving a proposal that supersedes the entry) is left out of the attention state, of
+    the episode a closing session records and of a consolidation digest written afterwards."""
     w = fresh(d)
     d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
     path = Path(w) / "memory" / "MEMORY.md"
@@ -563,6 +563,10 @@ def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, 
         assert d.call("read_state", {"workspace": w})["status"] == "ok"  # the save is taken in
         steps = d.call("memory_history", {"workspace": w, "id": entry["id"]})["events"]
         assert [(s["action"], s["actor"]) for s in steps][-1] == ("deleted", "user")
+    elif how == "approve_correction":
+        fix = {"title": "Deploy", "content": "deploys go through CI only", "supersedes": entry["id"]}
+        proposal = d.call("propose", {"workspace": w, **fix})["proposal"]
+        d.call("approve", {"workspace": w, "ids": [proposal["id"]]})
     else:
         d.call("update_entry", {"workspace": w, "id": entry["id"], "content": "deploys go through CI only"})
     state = attention(d, w)
