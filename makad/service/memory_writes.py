@@ -112,8 +112,10 @@ class MemoryWriter:
         still to come) taken in now, as the watcher would: what a read derives from the
         files -- the attention state's waiting proposals, text the user took back -- then
         holds what the user saved. Stat signatures first, on a worker thread: mostly that
-        is all. Not while memory is off or incognito (nothing is taken in then)."""
-        if await in_thread(unchanged_in, ws.memory_dir_name, ws.memory_files):
+        is all. Not while memory is off or incognito (nothing is taken in then). A take-in
+        under way (the watcher's: the files already read, what it took back not recorded
+        yet) or a write is waited for."""
+        if await in_thread(unchanged_in, ws.memory_dir_name, ws.memory_files) and not ws.lock.locked():
             return
         settings = await self._ctx.load_settings(ws)
         if not settings.enabled or settings.incognito:
