@@ -543,7 +543,9 @@ class ContextService:
             return current
         try:
             async with ws.lock:
-                await self._files.refresh(ws, *(("memory", "pending") if pending else ("memory",)))
+                await self._files.refresh(ws, "memory")
+                if pending:  # else the attention lines are read against it as last read
+                    await self._files.refresh_quietly(ws, "pending")
         except IOFailure as exc:
             return MemorySnapshot(
                 None,

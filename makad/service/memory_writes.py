@@ -121,7 +121,15 @@ class MemoryWriter:
         if not settings.enabled or settings.incognito:
             return
         async with ws.lock:
-            await self.refresh(ws)
+            await self.refresh_quietly(ws)
+
+    async def refresh_quietly(self, ws: Workspace, *which: MemoryFile) -> None:
+        """Under ws.lock: ``refresh`` for a read that goes on with the files as last read
+        when they cannot be read now (logged, as the watcher's take-in is)."""
+        try:
+            await self.refresh(ws, *which)
+        except MakadError as exc:
+            log.warning("take_in_failed", workspace_id=ws.id, kind=exc.kind)
 
     async def _refresh(
         self, ws: Workspace, *which: MemoryFile, depth: int

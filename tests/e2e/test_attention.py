@@ -716,3 +716,16 @@ def test_text_deleted_by_hand_is_no_evidence_right_after_the_save(d: DaemonProce
     else:
         d.call("close_session", {"workspace": w, "sessionId": sid})
         assert d.call("list_episodes", {"workspace": w, "sessionId": sid})["episodes"] == []
+
+
+def test_an_unreadable_pending_file_leaves_the_pack_and_the_state_served(d: DaemonProcess) -> None:
+    """A PENDING.md that cannot be read (a folder in its place) leaves a pack's memory and
+    the attention state served, read against PENDING.md as last read."""
+    w = fresh(d)
+    d.call("add_entry", {"workspace": w, "title": "Bees", "content": "Keeps three hives of bees."})
+    pending = Path(w) / "memory" / "PENDING.md"
+    pending.unlink(missing_ok=True)
+    pending.mkdir()
+    pack = d.call("build_context", {"workspace": w, "query": "bees", "budgetTokens": 2000})
+    assert "Keeps three hives" in "\n".join(s["text"] for s in pack["segments"])
+    assert attention(d, w)["enabled"] is True
