@@ -107,7 +107,7 @@ def build_app(
         curator.prepare_in_background()
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals, evidence)
-    attention = AttentionKeeper(ctx, settings.behavior_idle_ms)
+    attention = AttentionKeeper(ctx, settings.behavior_idle_ms, writer.take_in_saves)
     ctx.on_change.append(attention.changed)
 
     async def closed(ws: Workspace, session_id: str) -> None:
@@ -140,7 +140,7 @@ def build_app(
         LedgerService(ctx, sessions, notes, on_close=closed, on_delete=attention.session_deleted),
         episodes,
         attention,
-        SuggestionService(ctx, sessions, settings.suggestion_cooldown_ms),
+        SuggestionService(ctx, sessions, writer.take_in_saves, settings.suggestion_cooldown_ms),
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

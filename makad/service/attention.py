@@ -20,12 +20,17 @@ workspace that allows it (``attentionEnabled`` on, incognito off) it:
    ``attention_before_commit``).
 
 ``build_context`` and ``get_attention`` only read the stored state (cached on
-``ws.state``). Incognito sessions never reach the ledger, so nothing is derived from
-them; while the workspace is incognito nothing is derived at all. ``attentionEnabled``
-off drops every record, offset and state (``attention_store.purge``).
+``ws.state``), first taking in a user's save of MEMORY.md or PENDING.md the watcher has not
+taken in yet (``take_in``): a proposal deleted by hand no longer waits, text deleted by hand
+is never said again, from the moment the save is on disk. Incognito sessions never reach
+the ledger, so nothing is derived from them; while the workspace is incognito nothing is
+derived at all. ``attentionEnabled`` off drops every record, offset and state
+(``attention_store.purge``).
 """
 
 from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
 
 import anyio
 import msgspec
@@ -56,9 +61,19 @@ MAX_TICK_S = 60.0
 SETTLE_S = 0.25
 
 
+TakeIn = Callable[[Workspace], Awaitable[None]]
+
+
+async def _nothing_to_take_in(ws: Workspace) -> None:
+    return None
+
+
 class AttentionKeeper:
-    def __init__(self, ctx: WorkspaceAccess, idle_ms: int = DEFAULT_IDLE_MS) -> None:
+    def __init__(
+        self, ctx: WorkspaceAccess, idle_ms: int = DEFAULT_IDLE_MS, take_in: TakeIn = _nothing_to_take_in
+    ) -> None:
         self._ctx = ctx
+        self._take_in = take_in
         self._idle_ms = max(idle_ms, 0)
         self._tick = min(max(self._idle_ms / 4000, 0.2), MAX_TICK_S)
         self._dirty: set[str] = set()
@@ -215,10 +230,14 @@ class AttentionKeeper:
         settings = await self._ctx.load_settings(ws)
         if not settings.attention_enabled or settings.incognito:
             return AttentionResult(enabled=False, computed_at=0, sections=[])
+        await self._take_in(ws)
         state = await in_thread(cached_state, ws)
         stored = not ws.state.attention_unstored
         if state is None or not stored:
             state, stored = await self.derive(ws, now_ms())
+            # Derived from PENDING.md as it was when the derivation began: one settled
+            # meanwhile no longer waits (as ``cached_state`` reads it).
+            state = core.without_settled(state, _open_ids(ws))
         warnings = [] if stored else [unrecorded.not_recorded(unrecorded.ATTENTION_NOT_STORED)]
         return AttentionResult(
             enabled=True, computed_at=state.computed_at, sections=state.sections, warnings=warnings

@@ -175,7 +175,11 @@ class ContextService:
         attention = reads_ok and settings.attention_enabled and "attention" in include
         asked = sid is None or (params.include is not None and "attention" in params.include)
         memory_ok = reads_ok and "memory" in include
-        snapshot = await self._snapshot(ws) if memory_ok else None
+        # The attention lines are read against PENDING.md's open proposals: a user's save of
+        # it the watcher has not taken in yet is taken in first, with MEMORY.md's.
+        snapshot = await self._snapshot(ws, pending=attention) if memory_ok else None
+        if attention and not memory_ok:
+            await self._files.take_in_saves(ws)
         user = await self._user_level() if snapshot is not None else None
         recall_ok = settings.history_recall_enabled and "recall" in include and not incognito
         plan = _Plan(
@@ -531,13 +535,17 @@ class ContextService:
             uws.state.level_view = view
         return _UserLevel(uws, view, revision)
 
-    async def _snapshot(self, ws: Workspace) -> MemorySnapshot:
-        current = await _current_snapshot(ws)
+    async def _snapshot(self, ws: Workspace, *, pending: bool = False) -> MemorySnapshot:
+        """MEMORY.md's snapshot as the file is now (and, with ``pending``, PENDING.md taken
+        in as it is now too)."""
+        current = await _current_snapshot(ws, pending=pending)
         if current is not None:
             return current
         try:
             async with ws.lock:
                 await self._files.refresh(ws, "memory")
+                if pending:  # else the attention lines are read against it as last read
+                    await self._files.refresh_quietly(ws, "pending")
         except IOFailure as exc:
             return MemorySnapshot(
                 None,
@@ -616,13 +624,20 @@ def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str
     return lines
 
 
-async def _current_snapshot(ws: Workspace) -> MemorySnapshot | None:
+async def _current_snapshot(ws: Workspace, *, pending: bool) -> MemorySnapshot | None:
     """The snapshot already built, when MEMORY.md on disk is still the version it was built
-    from (one ``lstat``, on a worker thread): then no refresh of the file. Otherwise
-    (changed, or a write of the daemon's own under way: the loaded text is newer than the
-    snapshot) None, and ``_snapshot`` refreshes under the workspace's lock."""
+    from (one ``lstat``, on a worker thread; with ``pending``, PENDING.md's too, in the same
+    hop): then no refresh of the file. Otherwise (changed, or a write of the daemon's own
+    under way: the loaded text is newer than the snapshot) None, and ``_snapshot``
+    refreshes under the workspace's lock."""
     snap = ws.state.memory_snapshot
-    if not _snapshot_matches(ws, snap) or not await in_thread(ws.memory.looks_current, ws.memory_path):
+
+    def current() -> bool:
+        return ws.memory.looks_current(ws.memory_path) and (
+            not pending or ws.pending.looks_current(ws.pending_path)
+        )
+
+    if not _snapshot_matches(ws, snap) or not await in_thread(current):
         return None
     return snap if ws.state.memory_snapshot is snap and _snapshot_matches(ws, snap) else None
 

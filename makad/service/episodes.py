@@ -173,6 +173,7 @@ class EpisodeService:
         summary = close_summary(state)
         if summary is None:
             return None
+        await self._proposals.take_in_saves(ws)  # a deletion by hand is known before it is checked
         retracted = await in_thread(attention_store.load_retracted, ws.ledger)
         if repeats_retracted(summary, retracted):  # the user took it back from memory
             return None
@@ -222,6 +223,7 @@ class EpisodeService:
         if not tag:
             raise InvalidParams("a tag needs a letter or a digit", path="$.tag")
         episodes = (await in_thread(ws.ledger.evidence, tag)).get(tag, [])
+        await self._proposals.take_in_saves(ws)  # a deletion by hand is known before it is checked
         retracted = await in_thread(attention_store.load_retracted, ws.ledger)
         # An episode saying what the user deleted or corrected from memory is no evidence.
         episodes = [e for e in episodes if not repeats_retracted(e.summary, retracted)]

@@ -38,7 +38,7 @@ from makad.service.common import Channel, WorkspaceAccess, in_thread
 from makad.service.written_files import note_written
 from makad.store import memory_files as files
 from makad.store.file_swap import ChangedUnderfoot, Replaced, SaveWaits
-from makad.store.tracked import TrackedFile
+from makad.store.tracked import TrackedFile, unchanged_in
 from makad.store.workspaces import Workspace, short_hash
 
 log = structlog.get_logger("makad.memory")
@@ -106,6 +106,30 @@ class MemoryWriter:
         with anyio.CancelScope(shield=True):
             changed = await self._refresh(ws, *which, depth=depth)
         return changed
+
+    async def take_in_saves(self, ws: Workspace) -> None:
+        """A user's save of MEMORY.md or PENDING.md not taken in yet (the watcher's batch is
+        still to come) taken in now, as the watcher would: what a read derives from the
+        files -- the attention state's waiting proposals, text the user took back -- then
+        holds what the user saved. Stat signatures first, on a worker thread: mostly that
+        is all. Not while memory is off or incognito (nothing is taken in then). A take-in
+        under way (the watcher's: the files already read, what it took back not recorded
+        yet) or a write is waited for."""
+        if await in_thread(unchanged_in, ws.memory_dir_name, ws.memory_files) and not ws.lock.locked():
+            return
+        settings = await self._ctx.load_settings(ws)
+        if not settings.enabled or settings.incognito:
+            return
+        async with ws.lock:
+            await self.refresh_quietly(ws)
+
+    async def refresh_quietly(self, ws: Workspace, *which: MemoryFile) -> None:
+        """Under ws.lock: ``refresh`` for a read that goes on with the files as last read
+        when they cannot be read now (logged, as the watcher's take-in is)."""
+        try:
+            await self.refresh(ws, *which)
+        except MakadError as exc:
+            log.warning("take_in_failed", workspace_id=ws.id, kind=exc.kind)
 
     async def _refresh(
         self, ws: Workspace, *which: MemoryFile, depth: int

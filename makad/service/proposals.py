@@ -51,6 +51,7 @@ from makad.errors import (
     check_revision,
 )
 from makad.service import entry_dates
+from makad.service.attention import retract
 from makad.service.common import Request, WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.memory import Change, MemoryWriter
 from makad.service.written_files import reports_memory_written
@@ -115,6 +116,11 @@ class ProposalService:
         self._ctx = ctx
         self._files = writer
         self._gate = gate
+
+    async def take_in_saves(self, ws: Workspace) -> None:
+        """A user's save of the memory files the watcher has not taken in yet, taken in
+        (``MemoryWriter.take_in_saves``): what they deleted by hand is known as taken back."""
+        await self._files.take_in_saves(ws)
 
     def handlers(self) -> dict[str, Handler]:
         return handlers_of(self, "propose list_proposals approve reject memory_history")
@@ -490,11 +496,17 @@ class ProposalService:
         """Carry out a planned approval and close its intent; every step may be repeated.
         The lineage, the intent's close and the request record are one transaction."""
         superseded: dict[str, str] = {}
+        corrected: list[tuple[Entry, Entry | None]] = []
 
         def memory_op(doc: fmt.MemoryDocument) -> Change:
             applied = rules.approve_into(doc, plan)
             superseded.clear()
             superseded.update(applied.superseded)
+            corrected.clear()
+            for new_id, old_id in applied.superseded.items():
+                old, new = fmt.find(doc, old_id), fmt.find(applied.doc, new_id)
+                if old is not None:
+                    corrected.append((old.entry, None if new is None else new.entry))
             return Change(applied.doc, applied.touched)
 
         await self._files.write(ws, "memory", memory_op)
@@ -529,6 +541,9 @@ class ProposalService:
             ws.ledger.record_lineage(events, finish_intent=intent_id, request=record)
 
         await in_thread(commit)
+        # An approved correction takes back what the entry it supersedes said, as
+        # update_entry does: the attention state, episodes and consolidations leave it out.
+        await retract(self._ctx, ws, corrected)
         return result
 
     async def recover(self, ws: Workspace) -> None:

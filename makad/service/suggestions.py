@@ -11,8 +11,10 @@ is not suggested back to it. While the state has not been derived yet the reply 
 
 A ``sessionId`` the workspace does not hold is ``not_found``, as ``build_context`` answers.
 Nothing is suggested with ``attentionEnabled`` off, agent reads off, or the workspace or
-the asking session incognito. A dismissal is kept in the workspace ledger
-(``makad.store.suggestion_store``) for ``forMs`` (default ``MAKAD_SUGGESTION_COOLDOWN_MS``).
+the asking session incognito. A user's save of MEMORY.md or PENDING.md the watcher has not
+taken in yet is taken in first (as ``get_attention`` does). A dismissal is kept in the
+workspace ledger (``makad.store.suggestion_store``) for ``forMs`` (default
+``MAKAD_SUGGESTION_COOLDOWN_MS``).
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ from makad.core.peer import Peer
 from makad.core.switches import agent_reads
 from makad.core.types import Settings
 from makad.errors import IncognitoBlocked, InvalidParams, NotFound
-from makad.service.attention import cached_state
+from makad.service.attention import TakeIn, cached_state
 from makad.service.common import WorkspaceAccess, handlers_of, in_thread, now_ms
 from makad.service.sessions import Sessions
 from makad.settings import DEFAULT_SUGGESTION_COOLDOWN_MS
@@ -61,9 +63,14 @@ def silenced_by(settings: Settings, *, incognito_session: bool) -> SilencedReaso
 
 class SuggestionService:
     def __init__(
-        self, ctx: WorkspaceAccess, sessions: Sessions, cooldown_ms: int = DEFAULT_SUGGESTION_COOLDOWN_MS
+        self,
+        ctx: WorkspaceAccess,
+        sessions: Sessions,
+        take_in: TakeIn,
+        cooldown_ms: int = DEFAULT_SUGGESTION_COOLDOWN_MS,
     ) -> None:
         self._ctx = ctx
+        self._take_in = take_in
         self._sessions = sessions
         self._cooldown_ms = min(max(cooldown_ms, 0), MAX_DISMISS_MS)
 
@@ -80,6 +87,7 @@ class SuggestionService:
         silenced = silenced_by(settings, incognito_session=incognito_session)
         if silenced is not None:
             return self._empty(enabled=False, silenced=silenced)
+        await self._take_in(ws)  # a save the watcher has not taken in yet: as it stands now
         now = now_ms()
         state, records, dismissed = await in_thread(_inputs, ws, now, sid)
         if state is None:
