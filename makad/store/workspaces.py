@@ -72,6 +72,16 @@ def resolve_workspace(raw: str) -> Path:
         )
     if not os.path.isabs(raw):
         raise InvalidWorkspace("workspace must be an absolute path")
+    # The system takes no path this long, so none can name a folder; and resolving one
+    # component at a time copies the rest of it at each (``/../../…`` of 6 MB kept a
+    # worker thread busy for hours).
+    limit = _path_max(Path("/"))
+    if len(raw) >= limit:
+        raise InvalidWorkspace(
+            f"workspace path is too long: {len(raw)} characters, and the system takes paths "
+            f"of at most {limit - 1} bytes; name the folder by a shorter path",
+            reason="too_long",
+        )
     try:
         resolved = Path(raw).resolve(strict=True)
     except (OSError, RuntimeError):
