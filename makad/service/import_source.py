@@ -18,6 +18,7 @@ from makad.core.undecodable import display
 from makad.errors import InvalidParams, NotFound, TooLarge
 from makad.private_files import NotRegularFile, read_open
 from makad.store.memory_files import generalize
+from makad.store.workspaces import path_limit
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 # A Claude Code memory directory holds MEMORY.md and tens of topic files.
@@ -39,6 +40,16 @@ def read_import_source(
     assert path is not None
     if not os.path.isabs(path):
         raise InvalidParams("path must be absolute", path="$.path")
+    limit = path_limit()
+    if len(path) >= limit:
+        # No file has such a path; and resolving it (below) one component at a time
+        # copies the rest at each step: 6 MB of /../../… took a worker thread for hours.
+        raise InvalidParams(
+            f"path is too long: {len(path)} characters, and the system takes paths of at most "
+            f"{limit - 1} bytes",
+            path="$.path",
+            reason="too_long",
+        )
     if own is not None and _inside(path, own):
         raise InvalidParams(
             "that is this workspace's own memory (its memory folder, MEMORY.md or PENDING.md): "
