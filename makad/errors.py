@@ -302,7 +302,8 @@ class InvalidWorkspace(MakadError):
             "string",
             "symlink (a symlinked memory folder or file), not_a_directory (a memory that is a "
             "file), reserved (the data directory, the user level's folders, a memory folder), "
-            "too_long (no room under the path limit); absent: not absolute, not a directory",
+            "too_long (no room under the path limit, or spelled past it); absent: not absolute, "
+            "not a directory",
         ),
     }
 

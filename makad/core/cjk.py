@@ -29,6 +29,7 @@ so full-width Latin letters and half-width katakana match their usual forms.
 
 from __future__ import annotations
 
+import operator
 import re
 from typing import Final
 
@@ -77,6 +78,8 @@ MAX_QUERY_TERMS: Final = 32
 # query each held the interpreter, and so every other request, for seconds at a time.
 MAX_QUERY_CHARS: Final = 16_384
 INDEX_PIECE_CHARS: Final = 1 << 20
+# A CJK run's bigrams are made this many at a time (``_grams_text``).
+GRAM_PIECE_CHARS: Final = 1 << 14
 
 
 def is_cjk(char: str) -> bool:
@@ -114,7 +117,24 @@ def index_text(text: str) -> str:
 
 
 def _bigrammed(match: re.Match[str]) -> str:
-    return " " + " ".join(cjk_grams(match.group())) + " "
+    return " " + _grams_text(match.group()) + " "
+
+
+def _grams_text(run: str) -> str:
+    """``" ".join(cjk_grams(run))``, made ``GRAM_PIECE_CHARS`` bigrams at a time.
+
+    One run can be millions of characters long (U+3300 and its neighbours are each four
+    katakana under NFKC): a list of one two-character string per character took some
+    50 bytes each, over half a gigabyte for one appended event, and joining and freeing
+    it were single calls that kept every other thread from running for seconds.
+    """
+    pieces: list[str] = []
+    for start in range(0, len(run) - 1, GRAM_PIECE_CHARS):
+        # Overlapping the next piece by one character: its last bigram ends there.
+        piece = run[start : start + GRAM_PIECE_CHARS + 1]
+        pieces.append(" ".join(map(operator.add, piece[:-1], piece[1:])))
+    pieces.append(run[-1])
+    return " ".join(pieces)
 
 
 def query_head(query: str) -> str:

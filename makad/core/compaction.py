@@ -382,6 +382,13 @@ _ANCHORED_PATH = re.compile(rf"^(?:~|\.{{1,2}})?/(?:{_PATH_CHARS}+/)*{_PATH_CHAR
 _RELATIVE_PATH = re.compile(rf"^(?:{_PATH_CHARS}+/)+{_PATH_CHARS}*\.[A-Za-z]\w{{0,7}}$")
 _BARE_FILE = re.compile(rf"^{_PATH_CHARS}*\w\.([A-Za-z]\w{{0,7}})$")
 _STRIP_CHARS = "\"'`()[]{}<>,;:"
+# What ``paths_in`` reads of an event: JSON-decoding, splitting and matching a tool's
+# megabytes of output made millions of strings in calls that let no other thread run
+# (over a second each for one 8 MB event), for paths a call or result names first.
+PATH_SCAN_CHARS: Final = 64 * 1024
+SEARCH_PIECE_CHARS: Final = 64 * 1024
+NOT_SPACE: Final = re.compile(r"\S")
+_SPACE: Final = re.compile(r"\s")
 
 
 def looks_like_path(token: str) -> bool:
@@ -408,6 +415,15 @@ def _json_strings(value: object) -> Iterable[str]:
             yield from _json_strings(item)
 
 
+def _head(text: str, max_chars: int) -> str:
+    """``text``, or its first ``max_chars`` up to their last line break or space."""
+    if len(text) <= max_chars:
+        return text
+    head = text[:max_chars]
+    cut = max(head.rfind("\n"), head.rfind(" "))
+    return head[:cut] if cut > 0 else head
+
+
 def _paths_in_call(text: str) -> list[str]:
     try:
         strings = list(_json_strings(json.loads(text)))
@@ -430,13 +446,12 @@ def _paths_in_result(text: str) -> list[str]:
 
 
 def paths_in(event: Event) -> list[str]:
-    """The paths a tool call or result names (its arguments, its whole values, its meta)."""
-    if event.type == "tool_call":
-        paths = _paths_in_call(event.text)
-    elif event.type == "tool_result":
-        paths = _paths_in_result(event.text)
-    else:
+    """The paths a tool call or result names (its arguments, its whole values, its meta),
+    in its first ``PATH_SCAN_CHARS`` (cut at a line break or a space: no path is cut)."""
+    if event.type not in ("tool_call", "tool_result"):
         return []
+    text = _head(event.text, PATH_SCAN_CHARS)
+    paths = _paths_in_call(text) if event.type == "tool_call" else _paths_in_result(text)
     if event.meta:
         paths += [v for v in event.meta.values() if looks_like_path(v)]
     return paths
@@ -451,9 +466,35 @@ def files_touched(events: Iterable[Event]) -> list[str]:
     return sorted(counts, key=lambda p: (-counts[p], p))
 
 
+def find_from(pattern: re.Pattern[str], text: str, start: int) -> int:
+    """Where ``pattern`` (one character) first matches from ``start``, or -1: searched
+    ``SEARCH_PIECE_CHARS`` at a time, as one search of megabytes holds the interpreter."""
+    for piece in range(start, len(text), SEARCH_PIECE_CHARS):
+        found = pattern.search(text, piece, piece + SEARCH_PIECE_CHARS)
+        if found is not None:
+            return found.start()
+    return -1
+
+
 def abbreviate(text: str, max_chars: int) -> str:
-    """One line, whitespace collapsed, cut at a word boundary with an ellipsis."""
-    line = " ".join(text.split())
+    """One line, whitespace collapsed, cut at a word boundary with an ellipsis.
+
+    Only the words the line can hold are read: ``" ".join(text.split())`` over a tool's
+    megabytes of output made a string per word in one call that let no other thread
+    run (over a second for an 8 MB event, every client waiting); and a run of blanks is
+    skipped in pieces (``find_from``)."""
+    words: list[str] = []
+    length = -1
+    end = 0
+    while length <= max_chars:
+        start = find_from(NOT_SPACE, text, end)
+        if start < 0:
+            break
+        end = find_from(_SPACE, text, start)
+        end = len(text) if end < 0 else end
+        words.append(text[start:end])
+        length += end - start + 1
+    line = " ".join(words)
     if len(line) <= max_chars:
         return line
     cut = line[: max(max_chars - 1, 1)]

@@ -62,13 +62,13 @@ def clean_entry(title: str, content: str, *, title_required: bool = True) -> tup
 
 def normalize_tags(tags: Iterable[str]) -> list[str]:
     """Lower-case slugs (runs of whitespace as ``-``), redacted, each once, in order."""
-    out: list[str] = []
+    out: dict[str, None] = {}  # in order, each once (a list's `in` made 90,000 tags take minutes)
     for tag in tags:
         # A secret pasted as a tag must not survive as a slug.
         slug = "-".join(without_controls(redact(tag).text).strip().lower().split())
-        if slug and slug not in out:
-            out.append(slug)
-    return out
+        if slug:
+            out.setdefault(slug)
+    return list(out)
 
 
 def redact_all(values: Iterable[str]) -> list[str]:

@@ -41,7 +41,7 @@ from typing import Final
 
 import msgspec
 
-from makad.core.compaction import abbreviate, paths_in
+from makad.core.compaction import NOT_SPACE, abbreviate, find_from, paths_in
 from makad.core.counted import counted
 from makad.core.refs import event_range, event_ref
 from makad.core.tokens import estimate_tokens
@@ -97,6 +97,8 @@ _VERDICT_LINE: Final = re.compile(
     re.MULTILINE,
 )
 VERDICT_SPAN: Final = 2_000
+# What ``str.splitlines`` splits at (every one of them is whitespace too).
+_LINE_BREAK: Final = re.compile("[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]")
 
 
 class Line(msgspec.Struct, array_like=True):
@@ -169,10 +171,13 @@ def failure_text(text: str) -> str:
 
 
 def _first_line(text: str) -> str:
-    for line in text.splitlines():
-        if line.strip():
-            return abbreviate(line, LINE_CHARS)
-    return ""
+    """The first line with more than whitespace in it, abbreviated; found without
+    splitting the whole text (millions of lines in one call that let no other thread run)."""
+    start = find_from(NOT_SPACE, text, 0)
+    if start < 0:
+        return ""
+    end = find_from(_LINE_BREAK, text, start)
+    return abbreviate(text[start : end if end >= 0 else len(text)], LINE_CHARS)
 
 
 def _summary_line(text: str) -> str:

@@ -255,8 +255,10 @@ class Sessions:
         """Incognito events are searched only when their own session is named (incognito
         sessions never reach SQLite, so the ledger alone is the rest)."""
         store = ws.ledger if session_id is None else self.store(ws, session_id)
-        return await self._call(
-            store, store.search_history, query, session_id=session_id, limit=limit, before=before, after=after
+        # A worker thread even for an incognito session: its search reads every event's
+        # text afresh (no index is kept for it), seconds for a few megabytes of events.
+        return await in_thread(
+            store.search_history, query, session_id=session_id, limit=limit, before=before, after=after
         )
 
     async def retrieve(

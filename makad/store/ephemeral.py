@@ -33,12 +33,17 @@ from makad.core.types import (
     WorkingState,
 )
 from makad.core.working_state import WorkingStateChange, check_revision, patch_working_state
-from makad.errors import NotFound
+from makad.errors import NotFound, TooLarge
 from makad.store.ledger.records import RequestRecord
 from makad.store.ledger.sessions import AppendCall, admit, prepare_append
 from makad.store.session_store import AppendOptions, HistoryScope
 
 _WORD: Final = re.compile(r"[^\W_]+")
+# The most characters of event text (and metadata) one workspace's incognito sessions hold
+# at once. Nothing of them reaches disk, so without a cap an agent appending megabytes at
+# a time grew the daemon without end (7 MB of resident memory per 7 MB event, until the
+# system killed it and every incognito session with it). Deleting a session frees its share.
+MAX_HELD_CHARS: Final = 128 * 1024 * 1024
 
 
 @dataclass
@@ -56,9 +61,11 @@ class EphemeralSessions:
 
     in_memory: ClassVar[bool] = True
 
-    def __init__(self) -> None:
+    def __init__(self, max_held_chars: int = MAX_HELD_CHARS) -> None:
         self._lock = threading.Lock()
         self._sessions: dict[str, _Session] = {}
+        self._max_held = max_held_chars
+        self._held = 0  # characters of event text and metadata, over every session
 
     def open_session(
         self, session_id: str | None = None, *, title: str | None = None, now: int | None = None
@@ -115,7 +122,9 @@ class EphemeralSessions:
     def delete_session(self, session_id: str) -> int:
         """Drop a session and its events; returns how many events it had."""
         with self._lock:
-            return len(self._sessions.pop(self._get(session_id).info.session_id).events)
+            events = self._sessions.pop(self._get(session_id).info.session_id).events
+            self._held -= sum(map(_held_chars, events))
+            return len(events)
 
     def last_seq(self, session_id: str) -> int:
         with self._lock:
@@ -133,6 +142,16 @@ class EphemeralSessions:
                 return session.requests[request_id]
             info = session.info
             admit(append, info.last_seq, info.closed_at)
+            adding = sum(_held_chars(event) for event, _ in append.drafts)
+            if self._held + adding > self._max_held:
+                raise TooLarge(
+                    f"incognito sessions hold at most {self._max_held} characters of events in "
+                    "a workspace, all in memory: delete one (delete_session) or open a session "
+                    "that is not incognito",
+                    limit=self._max_held,
+                    actual=self._held + adding,
+                )
+            self._held += adding
             result = AppendResult(
                 first_seq=info.last_seq + 1,
                 last_seq=info.last_seq + len(append.drafts),
@@ -244,7 +263,8 @@ class EphemeralSessions:
             ]
         hits: list[SearchHit] = []
         for event in candidates:
-            words = {w.lower() for w in _WORD.findall(index_text(event.text))}
+            # Word by word: one findall over megabytes is a call no other thread runs in.
+            words = {w.group().lower() for w in _WORD.finditer(index_text(event.text))}
             score = sum(
                 1
                 for token, prefix in tokens
@@ -264,6 +284,12 @@ class EphemeralSessions:
 
 def _copy(info: SessionInfo) -> SessionInfo:
     return copy.copy(info)
+
+
+def _held_chars(event: Event) -> int:
+    """What an event counts against ``MAX_HELD_CHARS``: its text and metadata."""
+    meta = event.meta or {}
+    return len(event.text) + sum(len(k) + len(v) for k, v in meta.items())
 
 
 def _now() -> int:

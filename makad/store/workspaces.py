@@ -72,6 +72,16 @@ def resolve_workspace(raw: str) -> Path:
         )
     if not os.path.isabs(raw):
         raise InvalidWorkspace("workspace must be an absolute path")
+    # The system takes no path this long, so none can name a folder; and resolving one
+    # component at a time copies the rest of it at each (``/../../…`` of 6 MB kept a
+    # worker thread busy for hours).
+    limit = path_limit()
+    if len(raw) >= limit:
+        raise InvalidWorkspace(
+            f"workspace path is too long: {len(raw)} characters, and the system takes paths "
+            f"of at most {limit - 1} bytes; name the folder by a shorter path",
+            reason="too_long",
+        )
     try:
         resolved = Path(raw).resolve(strict=True)
     except (OSError, RuntimeError):
@@ -93,6 +103,12 @@ def resolve_workspace(raw: str) -> Path:
 
 # The longest path the daemon writes inside a workspace: a memory file's temp file.
 _LONGEST_INSIDE = "/memory/.PENDING.md.XXXXXXXX.tmp"
+
+
+def path_limit() -> int:
+    """The system's limit on a path's bytes (with its terminating NUL): no path this
+    long (in characters, each at least a byte) names a file."""
+    return _path_max(Path("/"))
 
 
 def _path_max(path: Path) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import sys
+import tracemalloc
 import unicodedata
 
 from hypothesis import given, settings
@@ -10,6 +12,7 @@ from hypothesis import strategies as st
 
 from makad.core.cjk import (
     _CJK_RUN,
+    GRAM_PIECE_CHARS,
     MAX_QUERY_TERMS,
     cjk_grams,
     index_text,
@@ -92,3 +95,25 @@ def _index_text_unshortened(text: str) -> str:
 def test_ascii_text_is_indexed_as_it_is(text: str) -> None:
     """index_text's shortcut for ASCII gives what NFKC and the bigram pass give."""
     assert index_text(text) == _index_text_unshortened(text)
+
+
+def test_a_run_longer_than_a_piece_gives_the_same_bigrams() -> None:
+    """A CJK run made in pieces is indexed exactly as the whole run would be."""
+    for length in (GRAM_PIECE_CHARS - 1, GRAM_PIECE_CHARS, GRAM_PIECE_CHARS + 1, 3 * GRAM_PIECE_CHARS + 2):
+        run = "".join(chr(0x4E00 + (i * 7919) % 20_000) for i in range(length))
+        assert index_text(run) == _index_text_unshortened(run)
+
+
+def test_a_long_kana_run_is_indexed_without_a_string_per_character() -> None:
+    """Characters NFKC makes four katakana each (U+3300) index as one long run while
+    holding a few times the index text, not a list of one string per character (some
+    50 bytes each: over half a gigabyte for one 8 MB event)."""
+    text = "\u3300" * 50_000
+    tracemalloc.start()
+    try:
+        indexed = index_text(text)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert indexed == _index_text_unshortened(text)
+    assert peak < 6 * sys.getsizeof(indexed), (peak, sys.getsizeof(indexed))

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+import tracemalloc
+from collections.abc import Callable
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core import session_notes as notes
+from makad.core.compaction import abbreviate
 from makad.core.tokens import estimate_tokens
 from makad.core.types import Event, EventType, WorkingState
 
@@ -240,3 +244,48 @@ def test_stored_notes_of_an_older_daemon_still_decode() -> None:
     old = {"tokens": 5, "errors": [[3, "bash", "boom", 0]], "worklog": [[1, "hi"]]}
     state = msgspec.json.decode(msgspec.json.encode(old), type=notes.Gathered)
     assert state.errors[0].call == "" and state.task is None and state.key_results == []
+
+
+def _peak_bytes(run: Callable[[], object]) -> int:
+    """The most memory ``run`` held at once beyond what was there before (tracemalloc)."""
+    tracemalloc.start()
+    try:
+        run()
+        return tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+@pytest.mark.parametrize(
+    ("type_", "text"),
+    [
+        ("tool_result", "ok\n" * 300_000),
+        ("tool_result", "\n" * 300_000 + "ok"),
+        ("tool_call", json.dumps({"args": ["src/a.py"] * 100_000})),
+        ("tool_call", "src/a.py " * 100_000),
+        ("user_message", "lorem ipsum " * 100_000),
+        ("assistant_message", " " * 1_000_000 + "done"),
+    ],
+    ids=["lines", "blank-lines", "json-values", "path-words", "words", "blanks"],
+)
+def test_a_huge_event_is_gathered_without_a_string_per_line_or_word(type_: EventType, text: str) -> None:
+    """A tool's megabytes of output are noted from their head and their first line, read
+    without splitting the whole text (a string per line or word, made in one call that
+    let no other thread run: over a second, every client waiting, for one 8 MB event)."""
+    event = ev(1, type_, text, tool_call_id="c1")
+    gathered = notes.Gathered()
+    peak = _peak_bytes(lambda: notes.gather(gathered, [event]))
+    assert gathered.last_seq == 1
+    # A copy or two of the text at most (splitting it took some 20 times its size).
+    assert peak < 2 * len(text) + 1_000_000, peak
+
+
+def test_the_first_line_and_abbreviation_read_as_splitting_would() -> None:
+    """The first non-blank line and its abbreviation, found piecewise, are what splitting
+    the whole text gives, across every kind of line break and blank."""
+    for text in ["", " \n\t", "\u2028\x85 a  b\u3000c\r\nd", "\x1c\x1dx y", "  " * 40_000 + "w\nz"]:
+        line = next((x for x in text.splitlines() if x.strip()), "")
+        expected = " ".join(line.split())
+        assert notes._first_line(text) == expected, repr(text[:40])
+        assert abbreviate(text, 1_000) == " ".join(text.split())
+    assert abbreviate("word " * 100_000, 12) == "word word…"

@@ -240,6 +240,19 @@ def test_another_workspaces_folder_imports_its_entries(
     assert titles == sorted(title for title, _, _ in ENTRIES)
 
 
+def test_an_import_path_longer_than_the_system_takes_is_refused_unresolved(
+    module_daemon: DaemonProcess, new_ws: Path
+) -> None:
+    """A ``path`` past the system's path limit (``/../../…``, which resolving copied the
+    rest of at every component: hours of a worker thread for 6 MB) is invalid_params,
+    reason too_long, at once; nothing is queued."""
+    spelled = "/" + "../" * 200_000 + str(new_ws / "memory" / "MEMORY.md").lstrip("/")
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=spelled)
+    assert (raised.value.data["reason"], raised.value.data["path"]) == ("too_long", "$.path")
+    assert not (new_ws / "memory" / "PENDING.md").exists()
+
+
 def test_cli_binary_file_is_refused_and_nothing_queued(
     module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
 ) -> None:

@@ -45,3 +45,18 @@ def test_a_deep_folder_with_room_for_its_memory_files_works(daemon: DaemonProces
     daemon.call("add_entry", {"workspace": str(folder), "title": "Deep", "content": "still works"})
     state = daemon.call("read_state", {"workspace": str(folder), "includeEntries": True})
     assert [e["title"] for e in state["entries"]] == ["Deep"]
+
+
+def test_a_workspace_spelled_longer_than_the_system_takes_is_refused_unresolved(
+    daemon: DaemonProcess,
+) -> None:
+    """A spelling past the system's path limit (``/../../…``, which reaches ``/`` and was
+    resolved one component at a time, copying the rest of the text at each: hours of a
+    worker thread for 6 MB) is invalid_workspace, reason too_long, at once."""
+    limit = os.pathconf("/", "PC_PATH_MAX")
+    spelled = "/" + "../" * 200_000 + str(daemon.workspace).lstrip("/")
+    with pytest.raises(RemoteError) as info:
+        daemon.call("read_state", {"workspace": spelled})
+    assert (info.value.kind, info.value.data.get("reason")) == ("invalid_workspace", "too_long")
+    assert f"at most {limit - 1} bytes" in info.value.message
+    assert daemon.call("read_state", {"workspace": "/" + "../" * 100 + str(daemon.workspace).lstrip("/")})

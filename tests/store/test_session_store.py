@@ -159,3 +159,21 @@ def test_a_session_without_a_recorded_call_has_no_manifest(store: SessionStore) 
         store.get_manifest("s")
     with pytest.raises(NotFound):
         store.get_manifest("nope", "c1")
+
+
+def test_incognito_sessions_hold_a_bounded_amount_of_text_and_deleting_one_frees_it() -> None:
+    """Incognito events live in memory only: past the cap an append is ``too_large`` and
+    adds nothing (the sessions keep what they had); deleting a session frees its share."""
+    store = EphemeralSessions(max_held_chars=1_000)
+    store.open_session("a")
+    store.open_session("b")
+    store.append_events("a", batch("x" * 600))
+    with pytest.raises(TooLarge) as refused:
+        store.append_events("b", batch("y" * 300, "z" * 200))
+    data = refused.value.data()
+    assert (data["kind"], data["limit"], data["actual"]) == ("too_large", 1_000, 1_100)
+    assert store.last_seq("b") == 0
+    assert [e.text for e in store.read_events("a")] == ["x" * 600]
+    store.append_events("b", [EventInput(type="user_message", text="y" * 300, ts=1, meta={"k": "v" * 99})])
+    store.delete_session("a")
+    assert store.append_events("b", batch("z" * 600)).last_seq == 2

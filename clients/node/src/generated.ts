@@ -2543,7 +2543,7 @@ export class IoError extends RemoteError<"io_error"> {
 /** `error.data` of `invalid_workspace`: every key but `kind` is present only where it applies. */
 export interface InvalidWorkspaceErrorData extends RemoteErrorData {
   kind: "invalid_workspace";
-  /** symlink (a symlinked memory folder or file), not_a_directory (a memory that is a file), reserved (the data directory, the user level's folders, a memory folder), too_long (no room under the path limit); absent: not absolute, not a directory */
+  /** symlink (a symlinked memory folder or file), not_a_directory (a memory that is a file), reserved (the data directory, the user level's folders, a memory folder), too_long (no room under the path limit, or spelled past it); absent: not absolute, not a directory */
   reason?: string;
 }
 /** `invalid_workspace` (code -32010). */

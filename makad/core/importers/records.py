@@ -198,4 +198,6 @@ def normalize_tags(tags: Iterable[object]) -> list[str]:
         slug = _DASHES.sub("-", slug)[:TAG_MAX_CHARS].strip("-.")
         if slug and slug not in out:
             out.append(slug)
-    return out[:MAX_TAGS]
+            if len(out) == MAX_TAGS:  # the rest are never kept: not read (nor redacted)
+                break
+    return out
