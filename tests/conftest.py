@@ -6,6 +6,7 @@ import compileall
 import itertools
 import os
 import shutil
+import sys
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,6 +16,12 @@ from hypothesis import HealthCheck, settings
 
 from makad.store.ledger import Ledger
 from tests.support import DaemonProcess, SharedDaemon, daemon_in_tmp, short_temp_dir
+
+# pytest keeps each test module with its asserts rewritten in __pycache__, unless bytecode
+# is not to be written (PYTHONDONTWRITEBYTECODE, as on the shared test machines): then every
+# xdist worker rewrites all ~380 modules on every run, ~20 s of CPU each, two thirds of
+# collecting. Set before any test module is imported; __pycache__ is in .gitignore.
+sys.dont_write_bytecode = False
 
 # No test may start a daemon on the user's own data directory by accident (the CLI and
 # `maka mcp` autostart one by default): the autostart tests turn it back on, in a temp home.
