@@ -521,9 +521,12 @@ def run_and_exit() -> NoReturn:
     object by object: ~0.1 s of CPU, more than the rest of a stop. Exit handlers (the
     logging module's flush among them) and non-daemon threads are still waited for."""
     code = main()
-    for thread in threading.enumerate():
-        if thread is not threading.main_thread() and not thread.daemon:
-            thread.join()
+    # The interpreter's first steps at exit, in its order: threading's exit callbacks (a
+    # thread pool left open is told to end there, else a join of its threads would wait
+    # for ever), a join of every non-daemon thread, then the exit handlers.
+    shutdown_threads = getattr(threading, "_shutdown", None)
+    if shutdown_threads is not None:
+        shutdown_threads()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with suppress(OSError, ValueError):  # a closed or broken stream: nothing more to say
