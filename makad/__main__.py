@@ -1,5 +1,3 @@
-import sys
+from makad.daemon import run_and_exit
 
-from makad.daemon import main
-
-sys.exit(main())
+run_and_exit()

@@ -9,6 +9,7 @@ live or stale (docs/ARCHITECTURE.md, "Traps in the libraries underneath").
 
 from __future__ import annotations
 
+import atexit
 import errno
 import fcntl
 import os
@@ -17,10 +18,11 @@ import signal
 import socket
 import stat
 import sys
+import threading
 from collections.abc import Callable
-from contextlib import ExitStack
+from contextlib import ExitStack, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 import anyio
 import anyio.to_thread
@@ -511,5 +513,26 @@ def main(argv: list[str] | None = None) -> int:
         return 0
 
 
+def run_and_exit() -> NoReturn:
+    """The ``makad`` command: ``main()``, then out with its exit code.
+
+    Once ``main()`` has returned everything the daemon opened is closed (ledgers, the
+    socket, the locks). What the interpreter would still do is tear down its ~400 modules
+    object by object: ~0.1 s of CPU, more than the rest of a stop. Exit handlers (the
+    logging module's flush among them) and non-daemon threads are still waited for."""
+    code = main()
+    # The interpreter's first steps at exit, in its order: threading's exit callbacks (a
+    # thread pool left open is told to end there, else a join of its threads would wait
+    # for ever), a join of every non-daemon thread, then the exit handlers.
+    shutdown_threads = getattr(threading, "_shutdown", None)
+    if shutdown_threads is not None:
+        shutdown_threads()
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        with suppress(OSError, ValueError):  # a closed or broken stream: nothing more to say
+            stream.flush()
+    os._exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run_and_exit()

@@ -26,6 +26,11 @@ def entries(d: DaemonProcess, workspace: str) -> list[str]:
     return [e["content"] for e in state["entries"]]
 
 
+def beside(d: DaemonProcess, name: str) -> Path:
+    """A path of this test's own next to its workspace (the module's daemon serves others)."""
+    return d.workspace.parent / f"{d.workspace.name}-{name}"
+
+
 def kinds(warnings: list[dict[str, Any]]) -> list[str]:
     return [w["kind"] for w in warnings]
 
@@ -43,23 +48,23 @@ def settle_in_use(d: DaemonProcess, ws: Path) -> str:
     return sid
 
 
-def test_a_symlink_repointed_sends_writes_to_the_new_target(daemon: DaemonProcess) -> None:
+def test_a_symlink_repointed_sends_writes_to_the_new_target(shared_daemon: DaemonProcess) -> None:
     """Writes through a symlink follow it when it is repointed, also on an open connection;
     the old target keeps exactly what was written while the link pointed at it."""
-    first, second = daemon.root / "first", daemon.root / "second"
+    first, second = beside(shared_daemon, "first"), beside(shared_daemon, "second")
     first.mkdir()
     second.mkdir()
-    link = daemon.root / "current"
+    link = beside(shared_daemon, "current")
     link.symlink_to(first)
-    with daemon.client() as client:
+    with shared_daemon.client() as client:
         client.call("add_entry", {"workspace": str(link), "title": "A", "content": "written to first"})
-        tmp = daemon.root / "current.tmp"
+        tmp = beside(shared_daemon, "current.tmp")
         tmp.symlink_to(second)
         os.replace(tmp, link)
         client.call("add_entry", {"workspace": str(link), "title": "B", "content": "written to second"})
-    assert entries(daemon, str(first)) == ["written to first"]
-    assert entries(daemon, str(second)) == ["written to second"]
-    assert entries(daemon, str(link)) == ["written to second"]
+    assert entries(shared_daemon, str(first)) == ["written to first"]
+    assert entries(shared_daemon, str(second)) == ["written to second"]
+    assert entries(shared_daemon, str(link)) == ["written to second"]
 
 
 def test_a_folder_deleted_and_made_again_is_a_new_workspace(daemon: DaemonProcess) -> None:
@@ -108,14 +113,14 @@ def test_a_folder_made_again_while_the_daemon_was_down_is_new_too(daemon: Daemon
     assert state["agentReadEnabled"] is True and state["warnings"] == []
 
 
-def test_the_memory_folder_deleted_while_running_starts_over(daemon: DaemonProcess) -> None:
+def test_the_memory_folder_deleted_while_running_starts_over(shared_daemon: DaemonProcess) -> None:
     """memory/ holds the id: deleting it (with MEMORY.md) is a new workspace, fail closed."""
-    ws = daemon.workspace
-    settle_in_use(daemon, ws)
+    ws = shared_daemon.workspace
+    settle_in_use(shared_daemon, ws)
     shutil.rmtree(ws / "memory")
-    settings = daemon.call("get_settings", {"workspace": str(ws)})
+    settings = shared_daemon.call("get_settings", {"workspace": str(ws)})
     assert not any(settings[k] for k in SWITCHES)
-    added = daemon.call("add_entry", {"workspace": str(ws), "title": "T", "content": "fresh"})
+    added = shared_daemon.call("add_entry", {"workspace": str(ws), "title": "T", "content": "fresh"})
     assert added["entry"]["content"] == "fresh"
     assert (ws / "memory" / ID_FILE).is_file()
 
@@ -154,42 +159,44 @@ def test_identity_survives_restarts_and_editor_saves(daemon: DaemonProcess) -> N
     assert len(daemon.call("list_sessions", {"workspace": str(ws)})["sessions"]) == 1
 
 
-def test_reads_create_nothing_and_the_first_write_binds(daemon: DaemonProcess) -> None:
+def test_reads_create_nothing_and_the_first_write_binds(shared_daemon: DaemonProcess) -> None:
     """Reading a workspace creates no memory/ folder; the first write of any kind (here a
     session) creates memory/.maka-id (0600) and records it in the data directory."""
-    w = str(daemon.workspace)
+    w = str(shared_daemon.workspace)
     for method in ("read_state", "get_settings", "list_sessions", "list_proposals"):
-        daemon.call(method, {"workspace": w})
-    assert not (daemon.workspace / "memory").exists()
-    daemon.call("open_session", {"workspace": w})
-    id_file = daemon.workspace / "memory" / ID_FILE
+        shared_daemon.call(method, {"workspace": w})
+    assert not (shared_daemon.workspace / "memory").exists()
+    shared_daemon.call("open_session", {"workspace": w})
+    id_file = shared_daemon.workspace / "memory" / ID_FILE
     assert oct(id_file.stat().st_mode & 0o777) == "0o600"
-    recorded = (data_dir(daemon, daemon.workspace) / BINDING_FILE).read_text().strip()
+    recorded = (data_dir(shared_daemon, shared_daemon.workspace) / BINDING_FILE).read_text().strip()
     assert recorded == id_file.read_text().strip() and len(recorded) == 32
 
 
-def test_a_hand_made_memory_folder_is_bound_at_the_first_read(daemon: DaemonProcess) -> None:
+def test_a_hand_made_memory_folder_is_bound_at_the_first_read(shared_daemon: DaemonProcess) -> None:
     """A folder whose memory/MEMORY.md the user typed before any call gets memory/.maka-id
     at the first read (documented so: a read creates it when memory/ is there already)."""
-    memory = daemon.workspace / "memory"
+    memory = shared_daemon.workspace / "memory"
     memory.mkdir(mode=0o700)
     (memory / "MEMORY.md").write_text("# Maka Memory\n\n## Tabs\nUse tabs.\n")
-    daemon.call("read_state", {"workspace": str(daemon.workspace)})
-    recorded = (data_dir(daemon, daemon.workspace) / BINDING_FILE).read_text().strip()
+    shared_daemon.call("read_state", {"workspace": str(shared_daemon.workspace)})
+    recorded = (data_dir(shared_daemon, shared_daemon.workspace) / BINDING_FILE).read_text().strip()
     assert (memory / ID_FILE).read_text().strip() == recorded
 
 
-def test_a_moved_folder_is_new_at_its_new_path_and_itself_again_back_home(daemon: DaemonProcess) -> None:
+def test_a_moved_folder_is_new_at_its_new_path_and_itself_again_back_home(
+    shared_daemon: DaemonProcess,
+) -> None:
     """Moving the folder makes a new workspace at the new path (switches off); moving it back
     finds its data again, switches on."""
-    ws = daemon.workspace
-    settle_in_use(daemon, ws)
-    moved = daemon.root / "moved"
+    ws = shared_daemon.workspace
+    settle_in_use(shared_daemon, ws)
+    moved = beside(shared_daemon, "moved")
     os.rename(ws, moved)
-    assert daemon.call("read_state", {"workspace": str(moved)})["agentReadEnabled"] is False
-    assert entries(daemon, str(moved)) == ["launch on friday"]
+    assert shared_daemon.call("read_state", {"workspace": str(moved)})["agentReadEnabled"] is False
+    assert entries(shared_daemon, str(moved)) == ["launch on friday"]
     os.rename(moved, ws)
-    state = daemon.call("read_state", {"workspace": str(ws)})
+    state = shared_daemon.call("read_state", {"workspace": str(ws)})
     assert state["agentReadEnabled"] is True and state["warnings"] == []
 
 
@@ -216,34 +223,34 @@ def test_a_data_directory_from_before_ids_is_adopted(short_tmp: Path) -> None:
         proc.stop()
 
 
-def test_a_subscriber_hears_that_its_workspace_was_replaced(daemon: DaemonProcess) -> None:
+def test_a_subscriber_hears_that_its_workspace_was_replaced(shared_daemon: DaemonProcess) -> None:
     """A subscription names a path: when the folder there is replaced, the subscriber gets
     settings_changed (switches back at defaults) with a revision past the old one."""
-    ws = daemon.workspace
-    settle_in_use(daemon, ws)
-    with Client(str(daemon.socket), timeout=10) as sub:
+    ws = shared_daemon.workspace
+    settle_in_use(shared_daemon, ws)
+    with Client(str(shared_daemon.socket), timeout=10) as sub:
         base = sub.call("subscribe", {"workspace": str(ws)})["revision"]
         shutil.rmtree(ws)
         ws.mkdir()
-        daemon.call("get_settings", {"workspace": str(ws)})
+        shared_daemon.call("get_settings", {"workspace": str(ws)})
         note = next(sub.notifications())
     assert note["method"] == "settings_changed" and note["params"]["revision"] > base
 
 
-def test_an_id_file_that_is_a_symlink_is_not_trusted(daemon: DaemonProcess) -> None:
+def test_an_id_file_that_is_a_symlink_is_not_trusted(shared_daemon: DaemonProcess) -> None:
     """memory/.maka-id replaced by a symlink to another workspace's id is no id: the
     workspace is new, and the other workspace's file is left alone."""
-    ws = daemon.workspace
-    settle_in_use(daemon, ws)
-    other = daemon.root / "other"
+    ws = shared_daemon.workspace
+    settle_in_use(shared_daemon, ws)
+    other = beside(shared_daemon, "other")
     other.mkdir()
-    daemon.call("open_session", {"workspace": str(other)})
+    shared_daemon.call("open_session", {"workspace": str(other)})
     id_file = ws / "memory" / ID_FILE
     id_file.unlink()
     id_file.symlink_to(other / "memory" / ID_FILE)
     before = (other / "memory" / ID_FILE).read_bytes()
-    assert daemon.call("get_settings", {"workspace": str(ws)})["agentReadEnabled"] is False
+    assert shared_daemon.call("get_settings", {"workspace": str(ws)})["agentReadEnabled"] is False
     assert (other / "memory" / ID_FILE).read_bytes() == before
-    conn = sqlite3.connect(data_dir(daemon, other) / "ledger.sqlite3")
+    conn = sqlite3.connect(data_dir(shared_daemon, other) / "ledger.sqlite3")
     assert conn.execute("SELECT count(*) FROM sessions").fetchone()[0] == 1
     conn.close()

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import sqlite3
 
+import pytest
+
 from makad.core.redaction import redact
 from tests.e2e.test_loop_responsive import PINGS_DURING_REDACTION, _pings_while, _request
 from tests.support import DaemonProcess
@@ -30,6 +32,7 @@ def pathological_text() -> str:
     )
 
 
+@pytest.mark.slow
 def test_a_pathological_event_is_redacted_while_pings_are_answered(daemon: DaemonProcess) -> None:
     """``append_events`` with ``pathological_text``: pings are answered before the reply,
     and the stored text is the text redacted (no token, no ``hunter…x9`` password)."""
