@@ -326,6 +326,8 @@ def test_suggest_command_lists_dismisses_and_brings_back(shared_daemon: DaemonPr
     call(shared_daemon, "set_settings", agentReadEnabled=True)
     at = int(time.time() * 1000) - 86_400_000
     sid = call(shared_daemon, "open_session")["sessionId"]
+    # Records are made once the (past-stamped) events are idle: the working state goes first.
+    call(shared_daemon, "set_working_state", sessionId=sid, openThreads=["port the exporter to v2"])
     call(
         shared_daemon,
         "append_events",
@@ -349,9 +351,8 @@ def test_suggest_command_lists_dismisses_and_brings_back(shared_daemon: DaemonPr
             {"type": "assistant_message", "text": "Halfway.", "ts": at},
         ],
     )
-    call(shared_daemon, "set_working_state", sessionId=sid, openThreads=["port the exporter to v2"])
     call(shared_daemon, "close_session", sessionId=sid)
-    for _ in range(300):  # the keeper may first answer from the events alone, before the close
+    for _ in range(300):  # the keeper derives in the background
         reply = call(shared_daemon, "suggest")
         if any("port the exporter to v2" in s["text"] for s in reply["suggestions"]):
             break

@@ -48,8 +48,20 @@ def fresh(d: DaemonProcess, *, reads: bool = True) -> str:
     return str(path)
 
 
-def session(d: DaemonProcess, w: str, events: list[dict[str, Any]], **open_params: Any) -> str:
+def session(
+    d: DaemonProcess,
+    w: str,
+    events: list[dict[str, Any]],
+    *,
+    working: dict[str, Any] | None = None,
+    **open_params: Any,
+) -> str:
+    """A session with ``events``, its working state (``working``) set before they go in: a
+    session's records are made once its events are idle (at once for events stamped in the
+    past) from the working state as it is then, so a state set after them may come too late."""
     sid = str(d.call("open_session", {"workspace": w, **open_params})["sessionId"])
+    if working is not None:
+        d.call("set_working_state", {"workspace": w, "sessionId": sid, **working})
     if events:
         d.call("append_events", {"workspace": w, "sessionId": sid, "events": events})
     return sid
@@ -325,10 +337,11 @@ def test_an_idle_thread_moves_to_recently_abandoned(d: DaemonProcess) -> None:
 def previous_session(d: DaemonProcess, w: str) -> str:
     """A session two days back: an open thread in its working state and a failure unfixed."""
     now = int(time.time() * 1000)
-    sid = session(d, w, failing_run(now - 2 * DAY - 3_600_000))
-    d.call(
-        "set_working_state",
-        {"workspace": w, "sessionId": sid, "openThreads": ["wire the new date parser into the CLI"]},
+    sid = session(
+        d,
+        w,
+        failing_run(now - 2 * DAY - 3_600_000),
+        working={"openThreads": ["wire the new date parser into the CLI"]},
     )
     wait_for(d, w, lambda s: mentions(s, "wire the new date parser") and mentions(s, "offset lost"))
     return sid

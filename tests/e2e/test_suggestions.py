@@ -87,8 +87,8 @@ def thread_session(d: DaemonProcess, w: str, at: int, thread: str = "wire the ex
             {"type": "user_message", "text": "Now the CLI part", "ts": at + 4},
             {"type": "assistant_message", "text": "Next: the CLI.", "ts": at + 5},
         ],
+        working={"openThreads": [thread]},
     )
-    d.call("set_working_state", {"workspace": w, "sessionId": sid, "openThreads": [thread]})
     d.call("close_session", {"workspace": w, "sessionId": sid})
     return sid
 
@@ -199,10 +199,11 @@ def test_explain_says_why_a_candidate_over_the_threshold_is_not_offered(d: Daemo
     dismissed (until when); an offered one says neither."""
     w = fresh(d)
     now = now_ms()
-    sid = session(d, w, failing_run(now - 5 * 3_600_000))
-    d.call(
-        "set_working_state",
-        {"workspace": w, "sessionId": sid, "openThreads": ["tests/test_dates.py::test_tz still failing"]},
+    sid = session(
+        d,
+        w,
+        failing_run(now - 5 * 3_600_000),
+        working={"openThreads": ["tests/test_dates.py::test_tz still failing"]},
     )
     d.call("close_session", {"workspace": w, "sessionId": sid})
     reply = wait_suggest(d, w, lambda r: len(r["candidates"] or []) >= 2)
@@ -464,8 +465,8 @@ def test_deleted_or_corrected_memory_never_comes_back_through_a_suggestion(
             {"type": "tool_result", "text": "#!/bin/sh", "toolCallId": "x", "toolName": "bash", "ts": at + 2},
             {"type": "assistant_message", "text": "Noted.", "ts": at + 3},
         ],
+        working={"openThreads": [f"Check that {FACT}"]},
     )
-    d.call("set_working_state", {"workspace": w, "sessionId": sid, "openThreads": [f"Check that {FACT}"]})
     d.call("close_session", {"workspace": w, "sessionId": sid})
     seen = wait_suggest(d, w, lambda r: any("tools/ship.sh" in c["text"] for c in r["candidates"] or []))
     assert any("tools/ship.sh" in c["text"] for c in seen["candidates"] or []), seen
