@@ -78,6 +78,10 @@ MAX_QUERY_TERMS: Final = 32
 # query each held the interpreter, and so every other request, for seconds at a time.
 MAX_QUERY_CHARS: Final = 16_384
 INDEX_PIECE_CHARS: Final = 1 << 20
+# An event's index text is at most this many times its own length. Text of any script grows
+# little under NFKC; a run of characters it makes many of (U+FDFA is 18) is indexed for its
+# head only, so one appended event cannot cost the index (and the CPU) 18 times its size.
+MAX_INDEX_GROWTH: Final = 4
 # A CJK run's bigrams are made this many at a time (``_grams_text``).
 GRAM_PIECE_CHARS: Final = 1 << 14
 
@@ -98,7 +102,7 @@ def index_text(text: str) -> str:
     """The text to put in an FTS5 column: ``text`` with every CJK run bigrammed."""
     if text.isascii():  # NFKC leaves ASCII as it is, and it holds no CJK
         return text
-    folded = normalized(text)
+    folded = normalized(text, limit=MAX_INDEX_GROWTH * len(text))
     if len(folded) <= INDEX_PIECE_CHARS:
         return _CJK_RUN.sub(_bigrammed, folded)
     # In pieces, each cut where no CJK run spans it (NFKC can make a text 18 times longer,

@@ -164,54 +164,63 @@ def _char_class(codes: list[int]) -> str:
     return "".join(f"\\U{low:08x}-\\U{high:08x}" for low, high in ranges)
 
 
-def normalized(text: str, form: Form = "NFKC") -> str:
-    """``unicodedata.normalize(form, text)`` in bounded work (see the module doc)."""
+def normalized(text: str, form: Form = "NFKC", *, limit: int | None = None) -> str:
+    """``unicodedata.normalize(form, text)`` in bounded work (see the module doc). With
+    ``limit``, at most its first ``limit`` characters, and the text past what they need is
+    not normalised (NFKC makes some characters 18: an index of such text stops growing)."""
     if text.isascii():
-        return text
+        return text if limit is None else text[:limit]
     if len(text) <= PIECE_CHARS and _LONG_NON_ASCII.search(text) is None:
-        return unicodedata.normalize(form, text)
+        whole = unicodedata.normalize(form, text)
+        return whole if limit is None else whole[:limit]
     out: list[str] = []
+    size = 0
+    for piece in _pieces(text, form):
+        out.append(piece)
+        size += len(piece)
+        if limit is not None and size >= limit:
+            return "".join(out)[:limit]
+    return "".join(out)
+
+
+def _pieces(text: str, form: Form) -> Iterator[str]:
+    """``text`` normalised, a piece at a time."""
     start = 0
     for match in _LONG_NON_ASCII.finditer(text):
         # The ASCII character before the run may compose with its first mark: it goes
         # with the run (a cut before an ASCII character is always safe).
         run_start = max(match.start() - 1, start)
-        out.append(_in_pieces(text[start:run_start], form))
-        out.append(_long_run(text[run_start : match.end()], form))
+        yield from _in_pieces(text[start:run_start], form)
+        yield from _long_run(text[run_start : match.end()], form)
         start = match.end()
-    out.append(_in_pieces(text[start:], form))
-    return "".join(out)
+    yield from _in_pieces(text[start:], form)
 
 
-def _in_pieces(text: str, form: Form) -> str:
+def _in_pieces(text: str, form: Form) -> Iterator[str]:
     """Text with no long non-ASCII run, normalised in pieces cut before ASCII characters."""
-    out: list[str] = []
     start = 0
     while len(text) - start > PIECE_CHARS:
         found = _ASCII.search(text, start + PIECE_CHARS)
         if found is None:
             break
-        out.append(unicodedata.normalize(form, text[start : found.start()]))
+        yield unicodedata.normalize(form, text[start : found.start()])
         start = found.start()
-    out.append(unicodedata.normalize(form, text[start:]))
-    return "".join(out)
+    yield unicodedata.normalize(form, text[start:])
 
 
-def _long_run(run: str, form: Form) -> str:
+def _long_run(run: str, form: Form) -> Iterator[str]:
     """A long run of non-ASCII text: combining runs kept to ``MAX_NON_STARTERS``,
     normalised in pieces cut where ``_kind`` allows."""
     classes = _classes(astral=_ASTRAL.search(run) is not None)
     run = classes.long_marks.sub(_first_marks, run)
-    out: list[str] = []
     start = 0
     while len(run) - start > PIECE_CHARS:
         cut = classes.cut.search(run, start + PIECE_CHARS)
         if cut is None:
             break
-        out.append(unicodedata.normalize(form, run[start : cut.start()]))
+        yield unicodedata.normalize(form, run[start : cut.start()])
         start = cut.start()
-    out.append(unicodedata.normalize(form, run[start:]))
-    return "".join(out)
+    yield unicodedata.normalize(form, run[start:])
 
 
 def _first_marks(marks: re.Match[str]) -> str:

@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from makad.core.cjk import (
     _CJK_RUN,
     GRAM_PIECE_CHARS,
+    MAX_INDEX_GROWTH,
     MAX_QUERY_TERMS,
     cjk_grams,
     index_text,
@@ -86,7 +87,7 @@ def test_match_expression_is_only_quoted_terms(query: str) -> None:
 
 
 def _index_text_unshortened(text: str) -> str:
-    normalized = unicodedata.normalize("NFKC", text)
+    normalized = unicodedata.normalize("NFKC", text)[: MAX_INDEX_GROWTH * len(text)]
     return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", normalized)
 
 
@@ -117,3 +118,17 @@ def test_a_long_kana_run_is_indexed_without_a_string_per_character() -> None:
         tracemalloc.stop()
     assert indexed == _index_text_unshortened(text)
     assert peak < 6 * sys.getsizeof(indexed), (peak, sys.getsizeof(indexed))
+
+
+def test_text_that_nfkc_multiplies_is_indexed_for_its_head_only() -> None:
+    """A run of U+FDFA (18 characters each under NFKC) gives index text at most
+    ``MAX_INDEX_GROWTH`` times its length, the head of what the whole would give; prose of
+    several scripts is indexed whole."""
+    text = "start " + "\ufdfa" * 100_000
+    out = index_text(text)
+    assert len(out) == MAX_INDEX_GROWTH * len(text)
+    assert unicodedata.normalize("NFKC", text).startswith(out) and out.startswith("start ")
+    prose = "Ｈｅｌｌｏ ﬁne café — 한국어 텍스트 ½ ﬃ ﷺ " * 50
+    whole = unicodedata.normalize("NFKC", prose)
+    assert len(whole) < MAX_INDEX_GROWTH * len(prose)
+    assert index_text(prose) == _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", whole)

@@ -46,6 +46,17 @@ def test_pieces_give_what_the_whole_gives(text: str, form: str) -> None:
     assert normalized(text, form) == unicodedata.normalize(form, text)  # type: ignore[arg-type]
 
 
+@settings(max_examples=100, deadline=None)
+@given(
+    _joined(PARTS, 0, 3 * PIECE_CHARS),
+    st.sampled_from(["NFKC", "NFC", "NFD"]),
+    st.integers(0, 4 * PIECE_CHARS),
+)
+def test_a_limit_gives_the_head_of_the_whole(text: str, form: str, limit: int) -> None:
+    """With a limit, the first ``limit`` characters of what the whole text normalises to."""
+    assert normalized(text, form, limit=limit) == normalized(text, form)[:limit]  # type: ignore[arg-type]
+
+
 def _mark_runs(text: str) -> list[str]:
     runs, current = [], ""
     for char in text:
