@@ -78,9 +78,10 @@ MAX_QUERY_TERMS: Final = 32
 # query each held the interpreter, and so every other request, for seconds at a time.
 MAX_QUERY_CHARS: Final = 16_384
 INDEX_PIECE_CHARS: Final = 1 << 20
-# An event's index text is at most this many times its own length. Text of any script grows
-# little under NFKC; a run of characters it makes many of (U+FDFA is 18) is indexed for its
-# head only, so one appended event cannot cost the index (and the CPU) 18 times its size.
+# An event's index text is made from at most this many times its length of NFKC text. Text
+# of any script grows little under NFKC; a run of characters it makes many of (U+FDFA is 18)
+# is indexed for its head only, so one appended event cannot cost the index (and the CPU)
+# 18 times its size.
 MAX_INDEX_GROWTH: Final = 4
 # A CJK run's bigrams are made this many at a time (``_grams_text``).
 GRAM_PIECE_CHARS: Final = 1 << 14
@@ -98,11 +99,12 @@ def cjk_grams(run: str) -> list[str]:
     return [run[i : i + 2] for i in range(len(run) - 1)] + [run[-1]]
 
 
-def index_text(text: str) -> str:
-    """The text to put in an FTS5 column: ``text`` with every CJK run bigrammed."""
+def index_text(text: str, *, bounded: bool = False) -> str:
+    """The text to put in an FTS5 column: ``text`` with every CJK run bigrammed; when
+    ``bounded``, from at most ``MAX_INDEX_GROWTH`` times its length of NFKC text."""
     if text.isascii():  # NFKC leaves ASCII as it is, and it holds no CJK
         return text
-    folded = normalized(text, limit=MAX_INDEX_GROWTH * len(text))
+    folded = normalized(text, limit=MAX_INDEX_GROWTH * len(text) if bounded else None)
     if len(folded) <= INDEX_PIECE_CHARS:
         return _CJK_RUN.sub(_bigrammed, folded)
     # In pieces, each cut where no CJK run spans it (NFKC can make a text 18 times longer,

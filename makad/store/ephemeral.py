@@ -264,7 +264,7 @@ class EphemeralSessions:
         hits: list[SearchHit] = []
         for event in candidates:
             # Word by word: one findall over megabytes is a call no other thread runs in.
-            words = {w.group().lower() for w in _WORD.finditer(index_text(event.text))}
+            words = {w.group().lower() for w in _WORD.finditer(index_text(event.text, bounded=True))}
             score = sum(
                 1
                 for token, prefix in tokens

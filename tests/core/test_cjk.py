@@ -87,7 +87,7 @@ def test_match_expression_is_only_quoted_terms(query: str) -> None:
 
 
 def _index_text_unshortened(text: str) -> str:
-    normalized = unicodedata.normalize("NFKC", text)[: MAX_INDEX_GROWTH * len(text)]
+    normalized = unicodedata.normalize("NFKC", text)
     return _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", normalized)
 
 
@@ -121,14 +121,16 @@ def test_a_long_kana_run_is_indexed_without_a_string_per_character() -> None:
 
 
 def test_text_that_nfkc_multiplies_is_indexed_for_its_head_only() -> None:
-    """A run of U+FDFA (18 characters each under NFKC) gives index text at most
-    ``MAX_INDEX_GROWTH`` times its length, the head of what the whole would give; prose of
-    several scripts is indexed whole."""
+    """Bounded (an event's), a run of U+FDFA (18 characters each under NFKC) gives index
+    text at most ``MAX_INDEX_GROWTH`` times its length, the head of what the whole would
+    give; prose of several scripts is indexed whole."""
     text = "start " + "\ufdfa" * 100_000
-    out = index_text(text)
+    out = index_text(text, bounded=True)
     assert len(out) == MAX_INDEX_GROWTH * len(text)
     assert unicodedata.normalize("NFKC", text).startswith(out) and out.startswith("start ")
     prose = "Ｈｅｌｌｏ ﬁne café — 한국어 텍스트 ½ ﬃ ﷺ " * 50
     whole = unicodedata.normalize("NFKC", prose)
     assert len(whole) < MAX_INDEX_GROWTH * len(prose)
-    assert index_text(prose) == _CJK_RUN.sub(lambda m: " " + " ".join(cjk_grams(m.group())) + " ", whole)
+    assert index_text(prose, bounded=True) == _CJK_RUN.sub(
+        lambda m: " " + " ".join(cjk_grams(m.group())) + " ", whole
+    )

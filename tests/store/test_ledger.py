@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from makad.core.chain import event_hash
+from makad.core.cjk import index_text
 from makad.core.tokens import estimate_tokens
 from makad.core.types import AppendResult, EventInput
 from makad.errors import Conflict, InvalidParams, IOFailure, NotFound, TooLarge
@@ -422,6 +423,47 @@ def test_stale_search_index_is_rebuilt_on_open(tmp_path: Path) -> None:
     led = Ledger(path)
     try:
         assert [h.event.seq for h in led.search_history("天気")] == [1]
+    finally:
+        led.close()
+
+
+def test_rows_indexed_whole_by_an_earlier_release_are_removed_with_their_own_tokens(tmp_path: Path) -> None:
+    """A ledger whose events were indexed whole (NFKC text of any length, before index text
+    was bounded) opens without a rebuild; a session deleted then, old rows or new, leaves no
+    token in the contentless index, and new rows are indexed bounded."""
+    expanding = "\ufdfa" * 2_000 + " tailword"  # past four times its length: "tailword" is cut
+    path = tmp_path / "l.db"
+    led = Ledger(path)
+    led.open_session("old")
+    led.append_events("old", msgs(expanding))
+    led.close()
+    conn = sqlite3.connect(path)  # as the earlier release left it
+    conn.execute("INSERT INTO events_fts (events_fts) VALUES ('delete-all')")
+    for rowid, text in conn.execute("SELECT id, text FROM events").fetchall():
+        conn.execute("INSERT INTO events_fts (rowid, body) VALUES (?, ?)", (rowid, index_text(text)))
+    conn.execute("DELETE FROM meta WHERE key = 'index_bounded_from'")
+    conn.commit()
+    conn.close()
+    led = Ledger(path)
+    try:
+        led.open_session("new")
+        led.append_events("new", msgs(expanding))
+
+        def tail_rows() -> list[int]:
+            raw = sqlite3.connect(path)
+            try:
+                return [
+                    r[0]
+                    for r in raw.execute("SELECT rowid FROM events_fts WHERE events_fts MATCH 'tailword'")
+                ]
+            finally:
+                raw.close()
+
+        assert len(tail_rows()) == 1  # the old row, indexed whole; the new one is bounded
+        led.delete_session("old")
+        led.delete_session("new")
+        assert tail_rows() == []
+        assert led.search_history("الله") == []
     finally:
         led.close()
 

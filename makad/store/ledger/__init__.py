@@ -39,6 +39,7 @@ from makad.store.ledger.pack_state import PackStateArea
 from makad.store.ledger.pool import LedgerPool
 from makad.store.ledger.recovery import recovering
 from makad.store.ledger.renames import RenamesArea
+from makad.store.ledger.rows import BOUNDED_FROM_KEY
 from makad.store.ledger.schema import SEARCH_TEXT_VERSION
 from makad.store.ledger.search import SearchArea
 from makad.store.ledger.turns import TurnsArea
@@ -83,6 +84,12 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, 
         escaping the constructor."""
         if self._meta("search_text_version") != SEARCH_TEXT_VERSION:
             self.rebuild_search_index()
+        if self._meta(BOUNDED_FROM_KEY) is None:  # kept by a release that indexed events whole
+            with self._writing() as conn:
+                conn.execute(
+                    "INSERT OR IGNORE INTO meta (key, value) SELECT ?, coalesce(max(id), 0) + 1 FROM events",
+                    (BOUNDED_FROM_KEY,),
+                )
 
     def get_settings_json(self) -> dict[str, Any]:
         """The workspace's persisted settings, key → decoded JSON value."""

@@ -8,6 +8,7 @@ and the hash chain (``makad.core.chain``) then marks the event unverified.
 from __future__ import annotations
 
 import contextlib
+import math
 import sqlite3
 from collections.abc import Sequence
 from typing import Any, Final, cast, get_args
@@ -50,9 +51,21 @@ def session_info(row: tuple[Any, ...]) -> SessionInfo:
     )
 
 
-def search_body(event: Event) -> str:
+# The first event id whose index text was made bounded (``index_text(bounded=True)``):
+# rows of a ledger written before that were indexed whole, and removing one from the
+# contentless index replays the tokens it was indexed with.
+BOUNDED_FROM_KEY = "index_bounded_from"
+
+
+def search_body(event: Event, *, bounded: bool = True) -> str:
     text = event.text if event.tool_name is None else f"{event.text}\n{event.tool_name}"
-    return index_text(text)
+    return index_text(text, bounded=bounded)
+
+
+def bounded_from(conn: sqlite3.Connection) -> int | float:
+    """The first event id indexed bounded (none, on a ledger not opened since it was kept)."""
+    row = conn.execute("SELECT value FROM meta WHERE key = ?", (BOUNDED_FROM_KEY,)).fetchone()
+    return math.inf if row is None else int(row[0])
 
 
 def event_values(event: Event) -> tuple[Any, ...]:
@@ -207,3 +220,4 @@ def reindex_events(conn: sqlite3.Connection) -> None:
             "INSERT INTO events_fts (rowid, body) VALUES (?, ?)",
             [(row[0], search_body(event_row(row))) for row in batch],
         )
+    conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, '0')", (BOUNDED_FROM_KEY,))

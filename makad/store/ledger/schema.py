@@ -147,6 +147,8 @@ _V1: Final[tuple[str, ...]] = (
         entry_id UNINDEXED, title, content, tags, tokenize='{FTS_TOKENIZE}')""",
     "CREATE TABLE settings (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID",
     f"INSERT INTO meta (key, value) VALUES ('search_text_version', '{SEARCH_TEXT_VERSION}')",
+    # Every event's index text is made bounded (makad.store.ledger.rows.BOUNDED_FROM_KEY).
+    "INSERT INTO meta (key, value) VALUES ('index_bounded_from', '0')",
 )
 
 # Episodes and the evidence behind profile proposals. ``episodes.id`` is the

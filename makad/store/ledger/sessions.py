@@ -30,6 +30,7 @@ from makad.store.ledger.renames import session_chained_as
 from makad.store.ledger.rows import (
     EVENT_COLUMNS,
     SESSION_COLUMNS,
+    bounded_from,
     event_row,
     event_values,
     found_session,
@@ -117,9 +118,13 @@ class SessionsArea(LedgerBase):
             renamed = session_chained_as(conn, session_id)
             intact = first_bad_seq(events, info.last_seq, info.last_hash, renamed) is None
             if intact:
+                since = bounded_from(conn)
                 conn.executemany(
                     "INSERT INTO events_fts (events_fts, rowid, body) VALUES ('delete', ?, ?)",
-                    [(row[0], search_body(e)) for row, e in zip(rows, events, strict=True)],
+                    [
+                        (row[0], search_body(e, bounded=row[0] >= since))
+                        for row, e in zip(rows, events, strict=True)
+                    ],
                 )
             conn.execute("INSERT INTO meta (key, value) VALUES ('forgetting', ?)", (session_id,))
             conn.execute("DELETE FROM events WHERE session_id = ?", (session_id,))
