@@ -6,6 +6,8 @@ of them: the whole would take seconds). ``ratio`` = ``normalized`` time / baseli
 The texts: 480 characters of ASCII, of accented Latin, of Chinese (no ASCII at all: one
 long non-ASCII run), of Chinese with full-width punctuation (which NFKC changes), 20,000
 Chinese characters, and a letter followed by 80,000 combining marks of two classes.
+``index_fdfa_100k``: an event's index text (``index_text(bounded=True)``) of 100,000
+U+FDFA, which NFKC makes 18 characters each; its baseline is the same text indexed whole.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import timeit
 import unicodedata
 from typing import Any
 
+from makad.core.cjk import index_text
 from makad.core.normal_form import MAX_NON_STARTERS, normalized, preload
 
 _HANZI = (
@@ -51,4 +54,14 @@ def run(quick: bool) -> dict[str, Any]:
         took = _best_us(lambda text=text: normalized(text), number, repeat)
         base = _best_us(lambda t=baseline_text: unicodedata.normalize("NFKC", t), number, repeat)
         out[name] = {"us": round(took, 1), "baseline_us": round(base, 1), "ratio": round(took / base, 1)}
+    fdfa = "\ufdfa" * 100_000
+    took = _best_us(lambda: index_text(fdfa, bounded=True), 1, repeat)
+    base = _best_us(lambda: index_text(fdfa), 1, repeat)
+    out["index_fdfa_100k"] = {
+        "us": round(took, 1),
+        "baseline_us": round(base, 1),
+        "ratio": round(took / base, 2),
+        "index_chars": len(index_text(fdfa, bounded=True)),
+        "baseline_index_chars": len(index_text(fdfa)),
+    }
     return {"normal_form": out}
