@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import ClassVar, Final, NoReturn, Unpack
+from typing import ClassVar, Final, NoReturn, TypeVar, Unpack
 
 from makad.core.chain import event_hash, first_bad_seq, verify_span
 from makad.core.cjk import index_text, query_tokens
@@ -44,6 +44,13 @@ _WORD: Final = re.compile(r"[^\W_]+")
 # a time grew the daemon without end (7 MB of resident memory per 7 MB event, until the
 # system killed it and every incognito session with it). Deleting a session frees its share.
 MAX_HELD_CHARS: Final = 128 * 1024 * 1024
+# A retry is recognised by its request id among a session's latest this many appends and
+# working-state changes (each of the latter keeps the state it made, up to ~200 KB): kept
+# without end, distinct ids alone grew the daemon without bound.
+MAX_KEPT_REQUESTS: Final = 1024
+MAX_KEPT_STATE_REQUESTS: Final = 64
+
+_R = TypeVar("_R")
 
 
 @dataclass
@@ -54,6 +61,14 @@ class _Session:
     state: WorkingState = field(default_factory=WorkingState)
     state_requests: dict[str, WorkingState] = field(default_factory=dict)
     checkpoint: Checkpoint | None = None  # the latest only
+
+
+def _keep(results: dict[str, _R], request_id: str, result: _R, most: int) -> None:
+    """``result`` kept under ``request_id``, the oldest let go past ``most`` (dicts keep
+    insertion order)."""
+    results[request_id] = result
+    while len(results) > most:
+        del results[next(iter(results))]
 
 
 class EphemeralSessions:
@@ -165,7 +180,7 @@ class EphemeralSessions:
                 info.event_count += 1
                 session.events.append(event)
             if request_id is not None:
-                session.requests[request_id] = result
+                _keep(session.requests, request_id, result, MAX_KEPT_REQUESTS)
             return result
 
     def read_events(self, session_id: str, *, after_seq: int = 0, limit: int | None = None) -> list[Event]:
@@ -214,7 +229,7 @@ class EphemeralSessions:
             )
             session.state = state
             if request_id is not None:
-                session.state_requests[request_id] = state
+                _keep(session.state_requests, request_id, state, MAX_KEPT_STATE_REQUESTS)
             return copy.deepcopy(state)
 
     def get_manifest(self, session_id: str, call_id: str | None = None) -> NoReturn:

@@ -88,3 +88,27 @@ def test_working_state_follows_the_ledger_rules(ledger: Ledger) -> None:
     assert memory.get_working_state("s").notes == {"Learnings": "b"}
     memory.get_working_state("s").goals.append("mutated")
     assert memory.get_working_state("s").goals == ["ship"]
+
+
+def test_retries_are_recognised_among_the_latest_requests_only() -> None:
+    """Request ids are kept for a session's latest appends and working-state changes, not
+    without end: the most recent still replay, the oldest are let go."""
+    from makad.store.ephemeral import MAX_KEPT_REQUESTS, MAX_KEPT_STATE_REQUESTS
+
+    memory = EphemeralSessions()
+    sid = memory.open_session().session_id
+    for i in range(MAX_KEPT_REQUESTS + 10):
+        memory.append_events(sid, batch("x"), request_id=f"a{i}")
+    for i in range(MAX_KEPT_STATE_REQUESTS + 10):
+        memory.set_working_state(sid, goals=[f"g{i}"], request_id=f"s{i}")
+    last = MAX_KEPT_REQUESTS + 9
+    assert memory.append_events(sid, batch("x"), request_id=f"a{last}") == AppendResult(
+        first_seq=last + 1, last_seq=last + 1
+    )
+    assert memory.append_events(sid, batch("x"), request_id="a0").first_seq == last + 2  # applied again
+    assert memory.set_working_state(
+        sid, goals=["new"], request_id=f"s{MAX_KEPT_STATE_REQUESTS + 9}"
+    ).goals == [f"g{MAX_KEPT_STATE_REQUESTS + 9}"]
+    assert memory.set_working_state(sid, goals=["new"], request_id="s0").goals == ["new"]
+    held = memory._sessions[sid]  # the bound itself
+    assert len(held.requests) <= MAX_KEPT_REQUESTS and len(held.state_requests) <= MAX_KEPT_STATE_REQUESTS
