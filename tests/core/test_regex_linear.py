@@ -186,6 +186,7 @@ def _sites() -> list[Site]:
         ),
         Site("session_notes._ERROR_TEXT", session_notes._ERROR_TEXT, MATCH),
         Site("session_notes._VERDICT_LINE", session_notes._VERDICT_LINE, SEARCH),
+        Site("session_notes._LINE_BREAK", session_notes._LINE_BREAK, SEARCH),
         Site("behaviors.DONE_SAID", behaviors.DONE_SAID, MATCH),
         Site("behaviors.DROPPED_SAID", behaviors.DROPPED_SAID, MATCH),
         Site("behaviors.ACK_SAID", behaviors.ACK_SAID, MATCH),
