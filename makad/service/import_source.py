@@ -19,7 +19,7 @@ from makad.errors import InvalidParams, NotFound, TooLarge
 from makad.private_files import NotRegularFile, read_open
 from makad.store.identity import ID_FILE
 from makad.store.memory_files import generalize
-from makad.store.workspaces import path_limit
+from makad.store.workspaces import too_long
 
 MAX_IMPORT_BYTES = 16 * 1024 * 1024
 # A Claude Code memory directory holds MEMORY.md and tens of topic files.
@@ -41,16 +41,8 @@ def read_import_source(
     assert path is not None
     if not os.path.isabs(path):
         raise InvalidParams("path must be absolute", path="$.path")
-    limit = path_limit()
-    if len(path) >= limit:
-        # No file has such a path; and resolving it (below) one component at a time
-        # copies the rest at each step: 6 MB of /../../… took a worker thread for hours.
-        raise InvalidParams(
-            f"path is too long: {len(path)} characters, and the system takes paths of at most "
-            f"{limit - 1} bytes",
-            path="$.path",
-            reason="too_long",
-        )
+    if (why := too_long(path)) is not None:
+        raise InvalidParams(f"path is too long: {why}", path="$.path", reason="too_long")
     path = str(makad_memory_file(Path(path)) or path)
     if own is not None and _inside(path, own):
         raise InvalidParams(

@@ -72,15 +72,9 @@ def resolve_workspace(raw: str) -> Path:
         )
     if not os.path.isabs(raw):
         raise InvalidWorkspace("workspace must be an absolute path")
-    # The system takes no path this long, so none can name a folder; and resolving one
-    # component at a time copies the rest of it at each (``/../../…`` of 6 MB kept a
-    # worker thread busy for hours).
-    limit = path_limit()
-    if len(raw) >= limit:
+    if (why := too_long(raw)) is not None:
         raise InvalidWorkspace(
-            f"workspace path is too long: {len(raw)} characters, and the system takes paths "
-            f"of at most {limit - 1} bytes; name the folder by a shorter path",
-            reason="too_long",
+            f"workspace path is too long: {why}; name the folder by a shorter path", reason="too_long"
         )
     try:
         resolved = Path(raw).resolve(strict=True)
@@ -109,6 +103,16 @@ def path_limit() -> int:
     """The system's limit on a path's bytes (with its terminating NUL): no path this
     long (in characters, each at least a byte) names a file."""
     return _path_max(Path("/"))
+
+
+def too_long(path: str) -> str | None:
+    """Why ``path`` names no file, when it is as long as the system's limit or longer (no
+    file has such a path; and resolving it one component at a time copies the rest at
+    each step: ``/../../…`` of 6 MB kept a worker thread busy for hours); else None."""
+    limit = path_limit()
+    if len(path) < limit:
+        return None
+    return f"{len(path)} characters, and the system takes paths of at most {limit - 1} bytes"
 
 
 def _path_max(path: Path) -> int:

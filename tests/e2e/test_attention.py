@@ -542,6 +542,23 @@ def editor_save(path: Path, text: str) -> None:
 FACT = "the deploy script lives in tools/ship.sh and needs the office VPN"
 
 
+def episodes_repeating_the_fact(d: DaemonProcess, w: str, *, at: int | None = None) -> None:
+    """Five sessions of a note each, each with an episode tagged deploy that says FACT again."""
+    for i in range(5):
+        stamp = {} if at is None else {"ts": at}
+        other = session(d, w, [{"type": "user_message", "text": f"note {i}", **stamp}])
+        d.call(
+            "record_episode",
+            {
+                "workspace": w,
+                "sessionId": other,
+                "summary": f"Said again ({i}): {FACT}",
+                "tags": ["deploy"],
+                "sourceRefs": [f"event:{other}:1"],
+            },
+        )
+
+
 @pytest.mark.parametrize("how", ["delete", "correct", "delete_by_hand", "approve_correction"])
 def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, how: str) -> None:
     """Memory text the user deletes or corrects (over RPC, by hand in MEMORY.md, or by
@@ -562,18 +579,7 @@ def test_a_deleted_or_corrected_memory_entry_never_comes_back(d: DaemonProcess, 
     now = int(time.time() * 1000)
     sid = session(d, w, [{"type": "user_message", "text": f"Remember: {FACT}", "ts": now - 3_600_000}])
     wait_for(d, w, lambda s: mentions(s, "tools/ship.sh"))
-    for i in range(5):
-        other = session(d, w, [{"type": "user_message", "text": f"note {i}", "ts": now - 3_600_000}])
-        d.call(
-            "record_episode",
-            {
-                "workspace": w,
-                "sessionId": other,
-                "summary": f"Said again ({i}): {FACT}",
-                "tags": ["deploy"],
-                "sourceRefs": [f"event:{other}:1"],
-            },
-        )
+    episodes_repeating_the_fact(d, w, at=now - 3_600_000)
     if how == "delete":
         d.call("delete_entry", {"workspace": w, "id": entry["id"]})
     elif how == "delete_by_hand":
@@ -714,18 +720,7 @@ def test_text_deleted_by_hand_is_no_evidence_right_after_the_save(d: DaemonProce
     assert d.call("read_state", {"workspace": w})["entryCount"] == 2  # the save is taken in
     sid = session(d, w, [{"type": "user_message", "text": f"Remember: {FACT}"}])
     d.call("set_working_state", {"workspace": w, "sessionId": sid, "goals": [FACT], "decisions": [FACT]})
-    for i in range(5):
-        other = session(d, w, [{"type": "user_message", "text": f"note {i}"}])
-        d.call(
-            "record_episode",
-            {
-                "workspace": w,
-                "sessionId": other,
-                "summary": f"Said again ({i}): {FACT}",
-                "tags": ["deploy"],
-                "sourceRefs": [f"event:{other}:1"],
-            },
-        )
+    episodes_repeating_the_fact(d, w)
     editor_save(path, "# Maka Memory\n\n## Kept\nsomething else\n")
     if read == "consolidate":
         with pytest.raises(RemoteError) as refused:
