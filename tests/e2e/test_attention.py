@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from maka.errors import RemoteError
@@ -742,3 +743,27 @@ def test_an_unreadable_pending_file_leaves_the_pack_and_the_state_served(d: Daem
     pack = d.call("build_context", {"workspace": w, "query": "bees", "budgetTokens": 2000})
     assert "Keeps three hives" in "\n".join(s["text"] for s in pack["segments"])
     assert attention(d, w)["enabled"] is True
+
+
+def test_the_state_derived_after_a_restart_lists_the_proposals_waiting(own_d: DaemonProcess) -> None:
+    """After a restart, the state the keeper derives and stores for a workspace reached only by
+    a session's events (nothing has read PENDING.md yet) lists the proposal waiting in it."""
+    w = fresh(own_d)
+    own_d.call("set_settings", {"workspace": w, "extractToolEnabled": True})
+    own_d.call("propose", {"workspace": w, "title": "Use tabs", "content": "Indent with tabs."})
+    own_d.stop()
+    own_d.start(IDLE)
+    started = int(time.time() * 1000)
+    session(own_d, w, failing_run(started - 2 * DAY))
+    deadline = time.monotonic() + 30
+    while True:
+        rows = ledger_rows(own_d, "SELECT state FROM attention_state")
+        states = [msgspec.json.decode(bytes(row[0])) for row in rows]
+        fresh_states = [s for s in states if s["computedAt"] >= started and "offset lost" in str(s)]
+        if fresh_states or time.monotonic() > deadline:
+            break
+        time.sleep(0.1)
+    [state] = fresh_states
+    assert any(
+        'Proposal "Use tabs" waiting' in line["text"] for line in section_lines(state, "Waiting on the user")
+    )
