@@ -322,6 +322,12 @@ def outcomes(found: list[dict[str, Any]]) -> list[tuple[str, str]]:
     return [(r["outcome"], r["thread"]) for r in found]
 
 
+def offered(d: DaemonProcess, w: str, text: str) -> bool:
+    """Whether ``suggest`` weighs a line saying ``text``, offered or not (``explain``)."""
+    reply = d.call("suggest", {"workspace": w, "explain": True})
+    return any(text in c["text"] for c in [*reply["suggestions"], *reply["candidates"]])
+
+
 def test_a_session_closed_after_its_idle_cut_is_recorded_done(d: DaemonProcess) -> None:
     """A session recorded open when it went idle, then closed with no new event, has its
     record made again as done (still one record), and leaves the open sections."""
@@ -330,6 +336,7 @@ def test_a_session_closed_after_its_idle_cut_is_recorded_done(d: DaemonProcess) 
     found = records_once(d, sid, lambda rs: True)
     assert outcomes(found) == [("open", "Add a CSV export to src/export.py")]
     assert mentions(wait_for(d, w, lambda s: mentions(s, "CSV export")), "CSV export", "Active threads")
+    assert offered(d, w, "CSV export")
 
     d.call("close_session", {"workspace": w, "sessionId": sid})
     found = records_once(d, sid, lambda rs: rs[0]["outcome"] == "done")
@@ -337,6 +344,7 @@ def test_a_session_closed_after_its_idle_cut_is_recorded_done(d: DaemonProcess) 
     assert (found[0]["fromSeq"], found[0]["toSeq"]) == (1, 4)
     state = wait_for(d, w, lambda s: not mentions(s, "CSV export", *OPEN_SECTIONS))
     assert not mentions(state, "CSV export", *OPEN_SECTIONS)
+    assert not offered(d, w, "CSV export")
 
 
 def test_a_working_state_set_after_the_idle_cut_remakes_the_record(d: DaemonProcess) -> None:
