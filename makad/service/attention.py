@@ -13,7 +13,13 @@ workspace that allows it (``attentionEnabled`` on, incognito off) it:
    this machine's clock happened, at the latest, when they were read).
    A kill at any point (fault points ``behaviors_after_read``,
    ``behaviors_before_commit``, ``behaviors_after_commit``) leaves the offset with the
-   records it covers: the next run goes on from there, repeating nothing;
+   records it covers: the next run goes on from there, repeating nothing. A session
+   closed, or its working state set, after its last segment was recorded (it went idle),
+   with no event since, has that segment's records **made again** (``remake``): under
+   the same keys, replaced in one transaction together with what they were made from
+   (the close, the working state's revision); what is due is read from the ledger, so a
+   kill before or after (fault points ``behaviors_before_remake``,
+   ``behaviors_after_remake``) is made good by the next run;
 2. **derives** the attention state again (``makad.core.attention.derive``) when a
    record was written, an input changed, or the stored state is older than
    ``REFRESH_MS`` (its sections speak of ages), and stores it (fault point
@@ -31,6 +37,7 @@ derived at all. ``attentionEnabled`` off drops every record, offset and state
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from typing import Literal
 
 import anyio
 import msgspec
@@ -176,6 +183,18 @@ class AttentionKeeper:
                     raise
                 complete = False
                 break  # the records wait for space; the state is derived from those stored
+        again = await in_thread(attention_store.remakes, ws.ledger)
+        complete = complete and len(again) < attention_store.DUE_PAGE
+        for session_id in again:
+            try:
+                wrote_records, commits = await in_thread(remake, ws, session_id, faults, now)
+                wrote |= wrote_records
+                own += commits
+            except IOFailure as exc:
+                if not unrecorded.disk_full(exc):
+                    raise
+                complete = False
+                break
         stored = await in_thread(cached_state, ws)
         newest = await in_thread(attention_store.newest_record, ws.ledger)
         stale = (
@@ -296,13 +315,19 @@ def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> tuple[b
         records = [r for c in closed for r in behaviors.records(session_id, c, closed=False, working=None)]
         last_page = len(page) < READ_PAGE
         to_seq = page[-1].seq if page else expected
+        # The last segment recorded, made again when the session is closed or its working
+        # state set later (``remake``): this step's cut, or none once a later one began.
+        last: attention_store.Last | Literal["keep"] | None = (
+            None if closed or not carry.empty() else attention_store.KEEP
+        )
         if last_page and not carry.empty():
             done = info.closed_at is not None
             records.extend(behaviors.records(session_id, carry, closed=done, working=working))
+            last = attention_store.Last(carry, done, working.revision)
             carry = behaviors.continued(carry)
         records = [_not_after(record, now) for record in records]
         faults.crash("behaviors_before_commit")
-        stepped = attention_store.commit_step(ledger, session_id, expected, records, to_seq, carry, now)
+        stepped = attention_store.commit_step(ledger, session_id, expected, records, to_seq, carry, now, last)
         commits += 1
         if not stepped:
             return wrote, commits
@@ -311,6 +336,35 @@ def extract(ws: Workspace, session_id: str, faults: Faults, now: int) -> tuple[b
         expected = to_seq
         if last_page:
             return wrote, commits
+
+
+def remake(ws: Workspace, session_id: str, faults: Faults, now: int) -> tuple[bool, int]:
+    """(worker thread) The records of the session's last segment made again, when it was
+    closed or its working state set since they were made and no event came after them;
+    whether a record changed, and how many write transactions committed."""
+    ledger = ws.ledger
+    found = attention_store.last_segment(ledger, session_id)
+    if found is None:
+        return False, 0
+    expected, was = found
+    try:
+        info = ledger.get_session(session_id)
+        working = ledger.get_working_state(session_id)
+    except NotFound:
+        return False, 0
+    if info.last_seq != expected:
+        return False, 0  # events not read yet: the next extraction reads them first
+    # A close speaks for the segment once made: reopening the session takes nothing back.
+    done = was.closed or info.closed_at is not None
+    if (done, working.revision) == (was.closed, was.revision):
+        return False, 0
+    records = behaviors.records(session_id, was.carry, closed=done, working=working)
+    records = [_not_after(record, now) for record in records]
+    faults.crash("behaviors_before_remake")
+    made = attention_store.Last(was.carry, done, working.revision)
+    changed = attention_store.remake_step(ledger, session_id, expected, was, records, made)
+    faults.crash("behaviors_after_remake")
+    return changed, 1
 
 
 def _not_after(record: behaviors.Behavior, now: int) -> behaviors.Behavior:

@@ -3,7 +3,14 @@
 - ``behaviors``: the records derived from each session (``makad.core.behaviors``);
 - ``behavior_offsets``: per session, the last seq the records have read and the open
   segment (``Carry``) — written in the same transaction as the records they cover
-  (``commit_step``), so a crash at any point repeats nothing and skips nothing;
+  (``commit_step``), so a crash at any point repeats nothing and skips nothing — and,
+  while no later segment has begun, the last segment recorded (``Last``: its ``Carry``
+  as it was cut, whether the session was closed and the working state's revision its
+  records were made with). A close or a working state set after the cut, with no new
+  event, makes that segment's records again (``remakes``, ``remake_step``): the same
+  keys (session, first seq), replaced in one transaction with the new ``Last``, so a
+  crash leaves the old records and their ``Last`` (made again by the next run) or the
+  new ones — never both, never neither;
 - ``attention_state``: the workspace's attention state last derived
   (``makad.core.attention``), read by ``get_attention`` and ``build_context``;
 - ``retracted_text``: digests of memory text the user deleted or corrected
@@ -19,7 +26,7 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
@@ -38,11 +45,27 @@ MAX_RECORDS_PER_SESSION: Final = 20
 RECORDS_SCANNED: Final = 5_000
 MAX_REJECTIONS: Final = 20
 MAX_RETRACTED: Final = 50_000
+# How many sessions one round of the keeper extracts, or makes the last records of again.
+DUE_PAGE: Final = 100
 
 _carry = msgspec.json.Decoder(Carry)
 _behavior = msgspec.json.Decoder(Behavior)
 _state = msgspec.json.Decoder(AttentionState)
 _encode = msgspec.json.encode
+
+
+class Last(msgspec.Struct, frozen=True):
+    """The last segment recorded of a session, while no later one has begun: its ``Carry``
+    as it was cut, and what its records were made with (the session closed or not, the
+    working state's revision)."""
+
+    carry: Carry
+    closed: bool
+    revision: int
+
+
+# ``commit_step``: the session's ``Last`` stays as it is (the step read no new segment).
+KEEP: Final = "keep"
 
 
 def offset(ledger: Ledger, session_id: str) -> tuple[int, Carry]:
@@ -64,9 +87,12 @@ def commit_step(
     to_seq: int,
     carry: Carry,
     now: int,
+    last: Last | Literal["keep"] | None = KEEP,
 ) -> bool:
-    """In one transaction: the records, the new offset and the open segment. False (and
-    nothing written) when the session is gone or another step moved the offset."""
+    """In one transaction: the records, the new offset, the open segment and the last
+    segment recorded (``last``: None once a later one has begun; ``KEEP``: as it is).
+    False (and nothing written) when the session is gone or another step moved the
+    offset."""
     with ledger.transaction() as conn:
         if conn.execute("SELECT 1 FROM sessions WHERE session_id = ?", (session_id,)).fetchone() is None:
             return False
@@ -80,14 +106,100 @@ def commit_step(
             [(session_id, r.from_seq, r.to_seq, r.ended_at, _encode(r)) for r in records],
         )
         conn.execute(
-            "INSERT OR REPLACE INTO behavior_offsets (session_id, to_seq, carry, updated_at)"
-            " VALUES (?, ?, ?, ?)",
+            "INSERT INTO behavior_offsets (session_id, to_seq, carry, updated_at) VALUES (?, ?, ?, ?)"
+            " ON CONFLICT (session_id) DO UPDATE SET to_seq = excluded.to_seq, carry = excluded.carry,"
+            " updated_at = excluded.updated_at",
             (session_id, to_seq, _encode(carry), now),
         )
+        if not isinstance(last, str):  # else KEEP
+            _set_last(conn, session_id, last)
     return True
 
 
-DUE_PAGE = 100
+def _set_last(conn: sqlite3.Connection, session_id: str, last: Last | None) -> None:
+    conn.execute(
+        "UPDATE behavior_offsets SET segment = ?, made_closed = ?, made_revision = ? WHERE session_id = ?",
+        (
+            None if last is None else _encode(last.carry),
+            int(last is not None and last.closed),
+            0 if last is None else last.revision,
+            session_id,
+        ),
+    )
+
+
+def remakes(ledger: Ledger, limit: int = DUE_PAGE) -> list[str]:
+    """Sessions whose last segment recorded must be made again: no event came after it,
+    and the session was closed or its working state set since its records were made."""
+    with ledger.snapshot() as conn:
+        rows = conn.execute(
+            "SELECT o.session_id FROM behavior_offsets AS o"
+            " JOIN sessions AS s ON s.session_id = o.session_id"
+            " LEFT JOIN working_state AS w ON w.session_id = o.session_id"
+            " WHERE o.segment IS NOT NULL AND o.to_seq = s.last_seq"
+            " AND ((s.closed_at IS NOT NULL AND NOT o.made_closed)"
+            "  OR coalesce(w.revision, 0) != o.made_revision)"
+            " LIMIT ?",
+            (limit,),
+        ).fetchall()
+    return [str(r[0]) for r in rows]
+
+
+def last_segment(ledger: Ledger, session_id: str) -> tuple[int, Last] | None:
+    """(the last seq the session's records have read, its last segment recorded), or None
+    when a later segment has begun (or none was recorded)."""
+    with ledger.snapshot() as conn:
+        row = conn.execute(
+            "SELECT to_seq, segment, made_closed, made_revision FROM behavior_offsets WHERE session_id = ?",
+            (session_id,),
+        ).fetchone()
+    if row is None or row[1] is None:
+        return None
+    return int(row[0]), Last(_carry.decode(bytes(row[1])), bool(row[2]), int(row[3]))
+
+
+def remake_step(
+    ledger: Ledger, session_id: str, expected: int, was: Last, records: list[Behavior], made: Last
+) -> bool:
+    """In one transaction: the records of the session's last segment replaced by
+    ``records`` (the same keys: each record's session and first seq), with ``made`` what
+    they were made with. A record that changed gets an id past every other, so that a
+    state derived before it is seen out of date (``newest_record``). False (and nothing
+    written) when the session is gone, an event was read since, or the segment's records
+    were made again meanwhile; True when a record changed."""
+    with ledger.transaction() as conn:
+        row = conn.execute(
+            "SELECT o.to_seq, o.made_closed, o.made_revision FROM behavior_offsets AS o"
+            " JOIN sessions AS s ON s.session_id = o.session_id"
+            " WHERE o.session_id = ? AND o.segment IS NOT NULL AND s.last_seq = o.to_seq",
+            (session_id,),
+        ).fetchone()
+        if row is None or (int(row[0]), bool(row[1]), int(row[2])) != (expected, was.closed, was.revision):
+            return False
+        first = min((r.from_seq for r in records), default=expected + 1)
+        stored = conn.execute(
+            "SELECT from_seq, record FROM behaviors WHERE session_id = ? AND from_seq BETWEEN ? AND ?"
+            " ORDER BY from_seq",
+            (session_id, first, expected),
+        ).fetchall()
+        encoded = sorted(((r.from_seq, _encode(r)) for r in records), key=lambda fe: fe[0])
+        changed = [(int(f), bytes(b)) for f, b in stored] != encoded
+        if changed:
+            top = int(conn.execute("SELECT coalesce(max(id), 0) FROM behaviors").fetchone()[0])
+            conn.execute(
+                "DELETE FROM behaviors WHERE session_id = ? AND from_seq BETWEEN ? AND ?",
+                (session_id, first, expected),
+            )
+            conn.executemany(
+                "INSERT INTO behaviors (id, session_id, from_seq, to_seq, ended_at, record)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (top + n, session_id, r.from_seq, r.to_seq, r.ended_at, _encode(r))
+                    for n, r in enumerate(sorted(records, key=lambda r: r.from_seq), start=1)
+                ],
+            )
+        _set_last(conn, session_id, made)
+    return changed
 
 
 def due_sessions(ledger: Ledger, idle_before: int, limit: int = DUE_PAGE) -> list[tuple[str, int, bool]]:

@@ -5,6 +5,7 @@ that never come back."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import time
@@ -275,6 +276,153 @@ def test_records_exactly_once_across_kill9_at_every_step(short_tmp: Path, point:
         assert section_lines(state, "Currently focused")
         if point == "behaviors_after_commit":
             assert kills >= 3  # one kill after each of the three 500-event steps
+    finally:
+        d.stop()
+
+
+# ------------------------------------------- a close or working state after the cut ---
+
+
+def export_run(at: int) -> list[dict[str, Any]]:
+    """A request, an edit, and a reply that reports no verdict: an open thread while the
+    session is open, finished once it is closed with no open thread in its working state."""
+    return [
+        {"type": "user_message", "text": "Add a CSV export to src/export.py", "ts": at},
+        {
+            "type": "tool_call",
+            "text": "edit src/export.py",
+            "toolCallId": "e1",
+            "toolName": "edit",
+            "ts": at + 1,
+        },
+        {"type": "tool_result", "text": "ok", "toolCallId": "e1", "toolName": "edit", "ts": at + 2},
+        {"type": "assistant_message", "text": "I added the CSV writer in src/export.py.", "ts": at + 3},
+    ]
+
+
+def records_read(d: DaemonProcess, sid: str) -> list[dict[str, Any]]:
+    """The session's behavior records as stored, in seq order."""
+    rows = ledger_rows(d, "SELECT record FROM behaviors WHERE session_id = ? ORDER BY from_seq", sid)
+    return [msgspec.json.decode(bytes(row[0])) for row in rows]
+
+
+def records_once(
+    d: DaemonProcess, sid: str, ok: Callable[[list[dict[str, Any]]], bool]
+) -> list[dict[str, Any]]:
+    """The session's records once ``ok`` holds (the keeper writes them in the background)."""
+    deadline = time.monotonic() + 30
+    while True:
+        found = records_read(d, sid)
+        if (found and ok(found)) or time.monotonic() > deadline:
+            return found
+        time.sleep(0.1)
+
+
+def outcomes(found: list[dict[str, Any]]) -> list[tuple[str, str]]:
+    return [(r["outcome"], r["thread"]) for r in found]
+
+
+def offered(d: DaemonProcess, w: str, text: str) -> bool:
+    """Whether ``suggest`` weighs a line saying ``text``, offered or not (``explain``)."""
+    reply = d.call("suggest", {"workspace": w, "explain": True})
+    return any(text in c["text"] for c in [*reply["suggestions"], *reply["candidates"]])
+
+
+def test_a_session_closed_after_its_idle_cut_is_recorded_done(d: DaemonProcess) -> None:
+    """A session recorded open when it went idle, then closed with no new event, has its
+    record made again as done (still one record), and leaves the open sections."""
+    w = fresh(d)
+    sid = session(d, w, export_run(int(time.time() * 1000) - 3_600_000))
+    found = records_once(d, sid, lambda rs: True)
+    assert outcomes(found) == [("open", "Add a CSV export to src/export.py")]
+    assert mentions(wait_for(d, w, lambda s: mentions(s, "CSV export")), "CSV export", "Active threads")
+    assert offered(d, w, "CSV export")
+
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    found = records_once(d, sid, lambda rs: rs[0]["outcome"] == "done")
+    assert outcomes(found) == [("done", "Add a CSV export to src/export.py")]
+    assert (found[0]["fromSeq"], found[0]["toSeq"]) == (1, 4)
+    state = wait_for(d, w, lambda s: not mentions(s, "CSV export", *OPEN_SECTIONS))
+    assert not mentions(state, "CSV export", *OPEN_SECTIONS)
+    assert not offered(d, w, "CSV export")
+
+
+def test_a_working_state_set_after_the_idle_cut_remakes_the_record(d: DaemonProcess) -> None:
+    """The open thread the working state names after the session went idle is the one its
+    record and the active threads carry; emptied after the close, the record is done."""
+    w = fresh(d)
+    working = {"openThreads": ["wire the CSV export into the CLI"]}
+    sid = session(d, w, export_run(int(time.time() * 1000) - 3_600_000), working=working)
+    found = records_once(d, sid, lambda rs: True)
+    assert outcomes(found) == [("open", "wire the CSV export into the CLI")]
+
+    d.call(
+        "set_working_state", {"workspace": w, "sessionId": sid, "openThreads": ["add a --csv flag to report"]}
+    )
+    found = records_once(d, sid, lambda rs: rs[0]["thread"] != "wire the CSV export into the CLI")
+    assert outcomes(found) == [("open", "add a --csv flag to report")]
+    state = wait_for(d, w, lambda s: mentions(s, "--csv flag", "Active threads"))
+    assert mentions(state, "--csv flag", "Active threads")
+    assert not mentions(state, "wire the CSV export", *OPEN_SECTIONS)
+
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    d.call("set_working_state", {"workspace": w, "sessionId": sid, "openThreads": []})
+    found = records_once(d, sid, lambda rs: rs[0]["outcome"] == "done")
+    assert outcomes(found) == [("done", "Add a CSV export to src/export.py")]
+    state = wait_for(d, w, lambda s: not mentions(s, "CSV", *OPEN_SECTIONS))
+    assert not mentions(state, "CSV", *OPEN_SECTIONS)
+
+
+def test_a_later_segment_keeps_the_earlier_record_as_it_was(d: DaemonProcess) -> None:
+    """Once the session went on to new work after the cut, a close speaks for that work:
+    the earlier segment's record stays as it was made."""
+    w = fresh(d)
+    now = int(time.time() * 1000)
+    sid = session(d, w, export_run(now - 3_600_000))
+    records_once(d, sid, lambda rs: True)
+    more = [
+        {"type": "user_message", "text": "Now rename the tests in tests/test_report.py", "ts": now - 60_000},
+        {"type": "assistant_message", "text": "Which names do you want?", "ts": now - 59_000},
+    ]
+    d.call("append_events", {"workspace": w, "sessionId": sid, "events": more})
+    records_once(d, sid, lambda rs: len(rs) == 2)
+    d.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(d, w, lambda s: not mentions(s, "rename the tests", *OPEN_SECTIONS))
+    assert not mentions(state, "rename the tests", *OPEN_SECTIONS)
+    assert [r["outcome"] for r in records_read(d, sid)] == ["open", "done"]
+
+
+@pytest.mark.parametrize("point", ["behaviors_before_remake", "behaviors_after_remake"])
+def test_a_close_after_the_idle_cut_is_recorded_across_kill9(short_tmp: Path, point: str) -> None:
+    """Killed right before or right after the record of a session closed after its idle cut
+    is made again: the next daemon ends with the one record, done."""
+    d = DaemonProcess(short_tmp)
+    d.start(IDLE)
+    try:
+        w = fresh(d)
+        sid = session(d, w, export_run(int(time.time() * 1000) - 3_600_000))
+        assert outcomes(records_once(d, sid, lambda rs: True))[0][0] == "open"
+        d.stop()
+        d.start({**IDLE, "MAKAD_FAULT_POINT": point})
+        assert d.proc is not None
+        with contextlib.suppress(Exception):  # the keeper may kill the daemon before the reply
+            d.call("close_session", {"workspace": w, "sessionId": sid}, timeout=10)
+        try:
+            d.proc.wait(timeout=KILL_WAIT_S)
+        except Exception:
+            pytest.fail(f"the daemon was not killed at {point}")
+        d.stop()
+        made = "open" if point == "behaviors_before_remake" else "done"
+        assert [r["outcome"] for r in records_read(d, sid)] == [made]
+        d.start(IDLE)
+        assert d.call("list_sessions", {"workspace": w})["sessions"][0]["closedAt"] is not None
+        found = records_once(d, sid, lambda rs: rs[0]["outcome"] == "done")
+        assert outcomes(found) == [("done", "Add a CSV export to src/export.py")]
+        state = wait_for(
+            d, w, lambda s: s["computedAt"] > 0 and not mentions(s, "CSV export", *OPEN_SECTIONS)
+        )
+        assert not mentions(state, "CSV export", *OPEN_SECTIONS)
+        assert len(records_read(d, sid)) == 1
     finally:
         d.stop()
 

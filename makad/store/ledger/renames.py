@@ -63,6 +63,7 @@ _JSON_COLUMNS: Final = (
     ("session_notes", "session_id", "state"),
     ("behaviors", "id", "record"),
     ("behavior_offsets", "session_id", "carry"),
+    ("behavior_offsets", "session_id", "segment"),
     ("attention_state", "key", "state"),
     ("manifest_curator", "call_ref", "record"),
     ("requests", "request_id", "result"),

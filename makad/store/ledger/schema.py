@@ -363,6 +363,18 @@ _SESSION_CHAIN_IDS: Final[tuple[str, ...]] = (
 )
 
 
+# The last segment a session's records were made from (``behavior_offsets.segment``, its
+# ``Carry`` as it was cut), kept while no later segment has begun, with what its records
+# were made with: whether the session was closed and its working state's revision. A close
+# or a working state set after the cut, with no new event, makes them again
+# (``attention_store.remake_step``); a row of an older ledger has none, and is left as it is.
+_LAST_SEGMENT: Final[tuple[str, ...]] = (
+    "ALTER TABLE behavior_offsets ADD COLUMN segment BLOB",
+    "ALTER TABLE behavior_offsets ADD COLUMN made_closed INTEGER NOT NULL DEFAULT 0",
+    "ALTER TABLE behavior_offsets ADD COLUMN made_revision INTEGER NOT NULL DEFAULT 0",
+)
+
+
 class NewerLedger(IOFailure):
     """The ledger carries a schema version past this code's: a newer makad wrote it."""
 
@@ -379,6 +391,7 @@ MIGRATIONS: Final[tuple[Migration, ...]] = (
     _ATTENTION,
     _SUGGESTIONS,
     _SESSION_CHAIN_IDS,
+    _LAST_SEGMENT,
 )
 SCHEMA_VERSION: Final = len(MIGRATIONS)
 
