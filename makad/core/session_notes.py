@@ -158,9 +158,18 @@ def failed(event: Event) -> bool:
     return any(_VERDICT_LINE.search(part) for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:]))
 
 
+_TRACEBACK: Final = "traceback (most recent call last)"
+# Lines of a chained Python traceback that introduce the next one, not an exception.
+_CHAINED: Final = ("traceback (most recent call last)", "during handling of the above", "the above exception")
+
+
 def failure_text(text: str) -> str:
     """Where a failed result says so: all of it, or — when its opening does not read as an
-    error (``running 3 tests``) — from its first verdict line on (``test result: FAILED…``)."""
+    error (``running 3 tests``) — from its first verdict line on (``test result: FAILED…``);
+    a Python traceback from the exception it ended on (``ValueError: …``), the last line
+    of its tail that is not indented."""
+    if text[:200].lstrip().casefold().startswith(_TRACEBACK):
+        return _raised(text)
     if _ERROR_TEXT.match(text[:200]):
         return text
     for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:]):
@@ -168,6 +177,15 @@ def failure_text(text: str) -> str:
         if found is not None:
             return part[found.start() :]
     return text
+
+
+def _raised(traceback: str) -> str:
+    """A Python traceback from the line naming the exception it ended on, else all of it."""
+    tail = traceback[-VERDICT_SPAN:]
+    for line in reversed(tail.splitlines()):
+        if line[:1].isalnum() and not line.casefold().startswith(_CHAINED):
+            return line + "\n"
+    return traceback
 
 
 def _first_line(text: str) -> str:

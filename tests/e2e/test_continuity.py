@@ -166,6 +166,30 @@ def test_a_go_or_rust_test_failing_only_in_its_output_is_still_failing_next_time
     assert not mentions(state, said)
 
 
+PY_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/app/.venv/bin/alembic", line 8, in <module>\n'
+    "    sys.exit(main())\n"
+    '  File "/srv/app/.venv/lib/python3.12/site-packages/sqlalchemy/engine/base.py", line 1967\n'
+    "    self.dialect.do_execute(\n"
+    "sqlalchemy.exc.OperationalError: duplicate column name: email_verified\n"
+)
+
+
+def test_a_python_traceback_is_named_by_its_exception_not_its_header(shared: DaemonProcess) -> None:
+    """A failed call whose output is a Python traceback is listed, and suggested, by the
+    exception it ended on, not by "Traceback (most recent call last):"."""
+    w = fresh(shared)
+    now = now_ms()
+    request = "Add the email_verified column in db/migrations/0042_email_verified.py"
+    session(shared, w, failing(now - 2 * DAY - HOUR, request, "alembic upgrade head", PY_TRACEBACK))
+    said = "alembic upgrade head: sqlalchemy.exc.OperationalError: duplicate column name: email_verified"
+    state = wait_for(shared, w, lambda s: mentions(s, "alembic upgrade head", "Recently abandoned"))
+    assert mentions(state, said, "Recently abandoned"), section_lines(state, "Recently abandoned")
+    assert not mentions(state, "most recent call last")
+    assert any(said in text for text in suggested(shared, w))
+
+
 # ------------------------------------------------------------------ clock skew ---
 
 
