@@ -190,6 +190,56 @@ def test_a_python_traceback_is_named_by_its_exception_not_its_header(shared: Dae
     assert any(said in text for text in suggested(shared, w))
 
 
+# ------------------------------------------------------- one session after another ---
+
+
+def test_a_session_opened_right_after_one_closes_is_shown_what_that_one_left_open() -> None:
+    """A host that closes a session and opens the next at once (a cleared conversation):
+    the new session's first pack, asked before the keeper has had its turn, carries the
+    thread the closed session left unanswered, as a pack without a session does."""
+    for d in daemon_in_tmp():  # behavior records on close only, as in everyday use
+        w = fresh(d)
+        now = now_ms()
+        left = session(
+            d,
+            w,
+            [
+                {
+                    "type": "user_message",
+                    "text": "Port the CSV exporter in src/export/csv.py to streaming writes",
+                    "ts": now - 20 * 60_000,
+                },
+                {
+                    "type": "tool_call",
+                    "text": "edit src/export/csv.py",
+                    "toolCallId": "e",
+                    "toolName": "edit",
+                    "ts": now - 19 * 60_000,
+                },
+                {
+                    "type": "tool_result",
+                    "text": "ok",
+                    "toolCallId": "e",
+                    "toolName": "edit",
+                    "ts": now - 18 * 60_000,
+                },
+                {
+                    "type": "assistant_message",
+                    "text": "Half the writer streams; the footer still buffers.",
+                    "ts": now - 17 * 60_000,
+                },
+                {"type": "user_message", "text": "What is left for the footer?", "ts": now - 16 * 60_000},
+            ],
+        )
+        d.call("close_session", {"workspace": w, "sessionId": left})
+        sid = session(d, w, [{"type": "user_message", "text": "Morning! Where were we?", "ts": now}])
+        pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 2000})
+        shown = " ".join(s["text"] for s in pack["segments"] if s["kind"] == "attention")
+        assert "Port the CSV exporter" in shown and f"event:{left}:5" in shown, pack["segments"]
+        bare = d.call("build_context", {"workspace": w, "budgetTokens": 2000})
+        assert any("Port the CSV exporter" in s["text"] for s in bare["segments"] if s["kind"] == "attention")
+
+
 # ------------------------------------------------------------------ clock skew ---
 
 
