@@ -140,7 +140,9 @@ def build_app(
         LedgerService(ctx, sessions, notes, on_close=closed, on_delete=attention.session_deleted),
         episodes,
         attention,
-        SuggestionService(ctx, sessions, writer.take_in_saves, settings.suggestion_cooldown_ms),
+        SuggestionService(
+            ctx, sessions, writer.take_in_saves, settings.suggestion_cooldown_ms, attention.caught_up
+        ),
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

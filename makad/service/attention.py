@@ -25,9 +25,10 @@ taken in yet (``take_in``): a proposal deleted by hand no longer waits, text del
 is never said again, from the moment the save is on disk. Incognito sessions never reach
 the ledger, so nothing is derived from them; while the workspace is incognito nothing is
 derived at all. ``attentionEnabled`` off drops every record, offset and state
-(``attention_store.purge``). A pack that may show the state first waits, at most
-``CLOSE_WAIT_S``, for the round that takes in the sessions closed since the keeper last
-looked (``caught_up``): a host that closes a session and opens the next at once.
+(``attention_store.purge``). ``get_attention``, ``suggest`` and a pack that may show the
+state first wait, at most ``CLOSE_WAIT_S``, for the round that takes in the sessions
+closed since the keeper last looked (``caught_up``): a host that closes a session and
+opens the next at once.
 """
 
 from __future__ import annotations
@@ -259,6 +260,7 @@ class AttentionKeeper:
         if not settings.attention_enabled or settings.incognito:
             return AttentionResult(enabled=False, computed_at=0, sections=[])
         await self._take_in(ws)
+        await self.caught_up(ws)  # a session closed just before: its records and the state
         state = await in_thread(cached_state, ws)
         stored = not ws.state.attention_unstored
         if state is None or not stored:

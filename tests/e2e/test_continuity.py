@@ -240,6 +240,45 @@ def test_a_session_opened_right_after_one_closes_is_shown_what_that_one_left_ope
         assert any("Port the CSV exporter" in s["text"] for s in bare["segments"] if s["kind"] == "attention")
 
 
+def test_suggest_and_get_attention_right_after_a_close_know_what_it_left_failing() -> None:
+    """Asked the moment a session is closed (the next one opening), suggest offers the
+    failure that session left and get_attention lists it: neither answers from before it."""
+    for d in daemon_in_tmp():  # behavior records on close only, as in everyday use
+        w = fresh(d)
+        left = session(
+            d,
+            w,
+            failing(
+                now_ms() - DAY,
+                "Make the footer stream in src/export/csv.py",
+                "pytest tests/test_csv.py",
+                "FAILED tests/test_csv.py::test_footer - AssertionError: footer buffered",
+                {"exit_code": "1"},
+            ),
+        )
+        d.call("close_session", {"workspace": w, "sessionId": left})
+        sid = session(d, w, [])
+        assert any("test_footer" in text for text in suggested_to(d, w, sid))
+        d.call("close_session", {"workspace": w, "sessionId": sid})
+        again = session(
+            d,
+            w,
+            failing(
+                now_ms() - DAY,
+                "Now the header",
+                "pytest tests/test_header.py",
+                "FAILED tests/test_header.py::test_bom",
+            ),
+        )
+        d.call("close_session", {"workspace": w, "sessionId": again})
+        assert mentions(d.call("get_attention", {"workspace": w}), "test_bom")
+
+
+def suggested_to(d: DaemonProcess, w: str, sid: str) -> list[str]:
+    reply = d.call("suggest", {"workspace": w, "sessionId": sid})
+    return [s["text"] for s in reply["suggestions"]]
+
+
 # ------------------------------------------------------------------ clock skew ---
 
 
