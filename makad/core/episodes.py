@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from makad.core.redaction import MARKER_PREFIX, redact
+from makad.core.redaction import redact, without_markers
 from makad.core.types import EpisodeRecord, WorkingState
 from makad.core.when import utc_moment
 from makad.errors import InsufficientEvidence, InvalidParams, TooLarge
@@ -43,8 +43,6 @@ DIGEST_LINES = 50
 _NOT_SLUG = re.compile(r"[\W_]+")
 _HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]*)")
 _WORD = re.compile(r"[^\W\d_][\w-]*")
-# What a secret became: its words ("redacted", the kind) say nothing of the session.
-_MARKER = re.compile(re.escape(MARKER_PREFIX) + r"[\w-]*\]")
 _STOPWORDS = """
 about above after again against also always because been before being below between both
 cannot could decision decisions does doing done down during each every from further goal
@@ -119,7 +117,7 @@ def close_tags(state: WorkingState) -> list[str]:
         return picked[:MAX_EPISODE_TAGS]
     words = [
         w
-        for w in (slug(m) for m in _WORD.findall(_MARKER.sub(" ", text).casefold()))
+        for w in (slug(m) for m in _WORD.findall(without_markers(text).casefold()))
         if 4 <= len(w) <= 32 and w not in STOPWORDS
     ]
     counts = Counter(words)

@@ -125,6 +125,7 @@ def _sites() -> list[Site]:
         Site("library.keyword", lib.keyword, SEARCH),
         Site("library.keyword_any_case", lib.keyword_any_case, SEARCH),
         Site("redaction._KEY_TAIL", redaction._KEY_TAIL, MATCH),
+        Site("redaction._MARKER", redaction._MARKER, SEARCH),
         # Memory files, entries, history, context
         Site("entries._CONTROLS", entries._CONTROLS, SEARCH),
         Site("entry_text.COMMENT", entry_text.COMMENT, MATCH),
@@ -175,7 +176,6 @@ def _sites() -> list[Site]:
         Site("episodes._NOT_SLUG", episodes._NOT_SLUG, SEARCH),
         Site("episodes._HASHTAG", episodes._HASHTAG, SEARCH),
         Site("episodes._WORD", episodes._WORD, SEARCH),
-        Site("episodes._MARKER", episodes._MARKER, SEARCH),
         Site("feedback._WORD", feedback._WORD, SEARCH),
         Site("ranking._WORD", ranking._WORD, SEARCH),
         Site("recall._CAPITALIZED", recall._CAPITALIZED, SEARCH),

@@ -329,3 +329,77 @@ def test_a_password_given_as_a_command_line_option_never_reaches_attention_or_a_
     assert any("--password [REDACTED" in text and "--env prod" in text for text in shown)
     for text in [stored, *shown]:
         assert not {"hunter2hunter2", "zq9Xv4Lm2Pw8", "k7Qw2Er9Ty4Ui1Op6As3"} & set(text.split())
+
+
+def test_letting_go_of_work_quoting_a_token_keeps_other_work_that_quoted_one(shared: DaemonProcess) -> None:
+    """A publish workflow left half-written with an npm token pasted in its request stays
+    open when a later session lets go of a ghcr push whose request pasted a GitHub token:
+    the two secrets' markers do not make the two requests name the same work."""
+    w = fresh(shared)
+    now = now_ms()
+    npm_token = "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    github_token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    workflow = ".github/workflows/release.yml"
+    publish = session(
+        shared,
+        w,
+        [
+            {
+                "type": "user_message",
+                "text": f"Set up npm publish in {workflow}, token is {npm_token}",
+                "ts": now - 3 * DAY,
+            },
+            {
+                "type": "tool_call",
+                "text": f"edit {workflow}",
+                "toolCallId": "k",
+                "toolName": "edit",
+                "ts": now - 3 * DAY + 1,
+            },
+            {
+                "type": "tool_result",
+                "text": "ok",
+                "toolCallId": "k",
+                "toolName": "edit",
+                "ts": now - 3 * DAY + 2,
+            },
+            {
+                "type": "assistant_message",
+                "text": "The publish job is half-written.",
+                "ts": now - 3 * DAY + 3,
+            },
+        ],
+        working={"openThreads": ["the npm publish job still lacks provenance"]},
+    )
+    shared.call("close_session", {"workspace": w, "sessionId": publish})
+    assert mentions(wait_for(shared, w, lambda s: mentions(s, "lacks provenance")), "lacks provenance")
+    docker = session(
+        shared,
+        w,
+        [
+            {"type": "user_message", "text": "Write a Dockerfile in docker/api.Dockerfile", "ts": now - DAY},
+            {
+                "type": "tool_call",
+                "text": "edit docker/api.Dockerfile",
+                "toolCallId": "d",
+                "toolName": "edit",
+                "ts": now - DAY + 1,
+            },
+            {"type": "tool_result", "text": "ok", "toolCallId": "d", "toolName": "edit", "ts": now - DAY + 2},
+            {
+                "type": "assistant_message",
+                "text": "Written; pushing needs a ghcr login.",
+                "ts": now - DAY + 3,
+            },
+            {
+                "type": "user_message",
+                "text": f"forget the ghcr push with {github_token}, not worth it",
+                "ts": now - DAY + 4,
+            },
+            {"type": "assistant_message", "text": "OK.", "ts": now - DAY + 5},
+        ],
+    )
+    shared.call("close_session", {"workspace": w, "sessionId": docker})
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "lacks provenance", "Recently abandoned"), state["sections"]
+    assert not mentions(state, "Dockerfile")
