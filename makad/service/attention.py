@@ -60,7 +60,8 @@ REFRESH_MS = 3_600_000
 DEFAULT_IDLE_MS = 15 * 60_000
 MAX_TICK_S = 60.0
 # How long a pack that may show the state waits for the round taking in a just-closed
-# session (normally one SETTLE_S and one derivation); past it, the pack shows the state stored.
+# session (one derivation: a call waiting cuts the settling short); past it, the pack shows
+# the state stored.
 CLOSE_WAIT_S = 5.0
 # How long a change waits before the state is derived again: writes in a burst (an import,
 # a tour of add_entry) cost one derivation, not one each.
@@ -88,6 +89,7 @@ class AttentionKeeper:
         self._closes: dict[str, anyio.Event] = {}
         self._closing: dict[str, anyio.Event] = {}
         self._wake = anyio.Event()
+        self._hurry = anyio.Event()  # a call waits for the round (``caught_up``): settle no more
         self._idle = anyio.Event()
         self._idle.set()
         self._started = False
@@ -118,6 +120,7 @@ class AttentionKeeper:
         records and state (at once when none was closed since the keeper last looked)."""
         done = self._closes.get(ws.id) or self._closing.get(ws.id)
         if done is not None:
+            self._hurry.set()
             with anyio.move_on_after(timeout_s):
                 await done.wait()
 
@@ -137,8 +140,10 @@ class AttentionKeeper:
             with anyio.move_on_after(self._tick):
                 await self._wake.wait()
             if self._wake.is_set():  # a burst of writes is one change: let it settle first
-                await anyio.sleep(SETTLE_S)
+                with anyio.move_on_after(SETTLE_S):
+                    await self._hurry.wait()
             self._wake = anyio.Event()
+            self._hurry = anyio.Event()
             for ws in list(self._ctx.registry.all()):
                 dirty = ws.id in self._dirty
                 self._dirty.discard(ws.id)
