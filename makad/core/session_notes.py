@@ -159,6 +159,7 @@ def failed(event: Event) -> bool:
 
 
 _TRACEBACK: Final = "traceback (most recent call last)"
+_TRACEBACK_LINE: Final = "\nTraceback (most recent call last):"
 # Lines of a chained Python traceback that introduce the next one, not an exception.
 _CHAINED: Final = ("traceback (most recent call last)", "during handling of the above", "the above exception")
 
@@ -166,8 +167,8 @@ _CHAINED: Final = ("traceback (most recent call last)", "during handling of the 
 def failure_text(text: str) -> str:
     """Where a failed result says so: all of it, or — when its opening does not read as an
     error (``running 3 tests``) — from its first verdict line on (``test result: FAILED…``);
-    a Python traceback from the exception it ended on (``ValueError: …``), the last line
-    of its tail that is not indented."""
+    a Python traceback (opening it, or after log lines, without a verdict line) from the
+    exception it ended on (``ValueError: …``), the last line of its tail not indented."""
     if text[:200].lstrip().casefold().startswith(_TRACEBACK):
         return _raised(text)
     if _ERROR_TEXT.match(text[:200]):
@@ -176,6 +177,8 @@ def failure_text(text: str) -> str:
         found = _VERDICT_LINE.search(part)
         if found is not None:
             return part[found.start() :]
+    if any(_TRACEBACK_LINE in part for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:])):
+        return _raised(text)  # log lines, then the traceback the run died of
     return text
 
 

@@ -176,17 +176,27 @@ PY_TRACEBACK = (
 )
 
 
-def test_a_python_traceback_is_named_by_its_exception_not_its_header(shared: DaemonProcess) -> None:
-    """A failed call whose output is a Python traceback is listed, and suggested, by the
-    exception it ended on, not by "Traceback (most recent call last):"."""
+@pytest.mark.parametrize(
+    "output",
+    [PY_TRACEBACK, "INFO  [alembic.runtime.migration] Context impl PostgresqlImpl.\n" + PY_TRACEBACK],
+    ids=["alone", "after-log-lines"],
+)
+def test_a_python_traceback_is_named_by_its_exception_not_its_header(
+    shared: DaemonProcess, output: str
+) -> None:
+    """A failed call whose output is a Python traceback (alone, or after the tool's log
+    lines) is listed, and suggested, by the exception it ended on, not by "Traceback (most
+    recent call last):" or a log line."""
     w = fresh(shared)
     now = now_ms()
     request = "Add the email_verified column in db/migrations/0042_email_verified.py"
-    session(shared, w, failing(now - 2 * DAY - HOUR, request, "alembic upgrade head", PY_TRACEBACK))
+    session(
+        shared, w, failing(now - 2 * DAY - HOUR, request, "alembic upgrade head", output, {"exit_code": "1"})
+    )
     said = "alembic upgrade head: sqlalchemy.exc.OperationalError: duplicate column name: email_verified"
     state = wait_for(shared, w, lambda s: mentions(s, "alembic upgrade head", "Recently abandoned"))
     assert mentions(state, said, "Recently abandoned"), section_lines(state, "Recently abandoned")
-    assert not mentions(state, "most recent call last")
+    assert not mentions(state, "most recent call last") and not mentions(state, "Context impl")
     assert any(said in text for text in suggested(shared, w))
 
 
