@@ -237,7 +237,9 @@ def gather(state: Gathered, events: Iterable[Event]) -> Gathered:
             args = state.open_args.pop(event.tool_call_id or "", "")
             tool = event.tool_name or called or "tool"
             if failed(event):
-                state.errors.append(ErrorNote(event.seq, tool, _first_line(event.text), call=args))
+                state.errors.append(
+                    ErrorNote(event.seq, tool, _first_line(failure_text(event.text)), call=args)
+                )
             else:
                 for error in reversed(state.errors):
                     if error.tool == tool and not error.fixed_seq:
