@@ -101,13 +101,13 @@ def build_app(
     sessions = Sessions(ctx)
     ctx.recovery.append(sessions.rename_secret_ids)
     notes = SessionNotesKeeper(ctx, sessions)
-    context = ContextService(ctx, writer, sessions)
+    attention = AttentionKeeper(ctx, settings.behavior_idle_ms, writer.take_in_saves)
+    context = ContextService(ctx, writer, sessions, attention_caught_up=attention.caught_up)
     info.context_paths = context.path_counts
     if settings.curator.configured:
         curator.prepare_in_background()
     compaction = CompactionService(ctx, sessions)
     episodes = EpisodeService(ctx, sessions, proposals, evidence)
-    attention = AttentionKeeper(ctx, settings.behavior_idle_ms, writer.take_in_saves)
     ctx.on_change.append(attention.changed)
 
     async def closed(ws: Workspace, session_id: str) -> None:
@@ -140,7 +140,9 @@ def build_app(
         LedgerService(ctx, sessions, notes, on_close=closed, on_delete=attention.session_deleted),
         episodes,
         attention,
-        SuggestionService(ctx, sessions, writer.take_in_saves, settings.suggestion_cooldown_ms),
+        SuggestionService(
+            ctx, sessions, writer.take_in_saves, settings.suggestion_cooldown_ms, attention.caught_up
+        ),
     ]
     handlers: dict[str, Handler] = {}
     for service in services:

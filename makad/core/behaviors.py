@@ -58,6 +58,7 @@ import msgspec
 
 from makad.core.compaction import abbreviate, looks_like_path, paths_in
 from makad.core.episodes import STOPWORDS
+from makad.core.redaction import without_markers
 from makad.core.refs import event_ref
 from makad.core.session_notes import failed, failure_text
 from makad.core.types import Event, WorkingState
@@ -335,8 +336,9 @@ class Behavior(msgspec.Struct, kw_only=True, rename="camel"):
 
 
 def naming_words(text: str) -> frozenset[str]:
-    """The words a request names a thread by (see ``SHARED_WORDS``)."""
-    words = (w.casefold() for w in _NAMING_WORD.findall(text))
+    """The words a request names a thread by (see ``SHARED_WORDS``), none of a redaction
+    marker's: two requests each quoting a token are not about the same thing."""
+    words = (w.casefold() for w in _NAMING_WORD.findall(without_markers(text)))
     return frozenset(w[:STEM_CHARS] for w in words if w not in STOPWORDS and w not in _SHORT_STOPWORDS)
 
 

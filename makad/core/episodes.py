@@ -12,7 +12,7 @@ The episode ``close_session`` records, without any model:
   (nothing when both lists are empty), clipped to 200 characters;
 - tags: the ``#hashtags`` in the decisions and goals; without any, their three
   most frequent words of 4+ letters outside a stop list (ties: first seen,
-  decisions before goals);
+  decisions before goals), never a word of a ``[REDACTED:kind]`` marker;
 - refs: for each goal and decision, the session's user message sharing the
   most words with it (BM25 over the session), else its last user message; a
   session without user messages records no episode.
@@ -26,7 +26,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Final
 
-from makad.core.redaction import redact
+from makad.core.redaction import redact, without_markers
 from makad.core.types import EpisodeRecord, WorkingState
 from makad.core.when import utc_moment
 from makad.errors import InsufficientEvidence, InvalidParams, TooLarge
@@ -117,7 +117,7 @@ def close_tags(state: WorkingState) -> list[str]:
         return picked[:MAX_EPISODE_TAGS]
     words = [
         w
-        for w in (slug(m) for m in _WORD.findall(text.casefold()))
+        for w in (slug(m) for m in _WORD.findall(without_markers(text).casefold()))
         if 4 <= len(w) <= 32 and w not in STOPWORDS
     ]
     counts = Counter(words)

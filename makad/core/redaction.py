@@ -50,6 +50,7 @@ __all__ = [
     "redact_tree",
     "redact_values",
     "secrets_in",
+    "without_markers",
 ]
 
 IDENTIFIER_PREFIX: Final = "redacted-"
@@ -61,6 +62,16 @@ class Redacted(msgspec.Struct, frozen=True):
     text: str
     count: int
     kinds: list[str]
+
+
+# What a secret became: ``[REDACTED:<kind>]``.
+_MARKER: Final = re.compile(re.escape(MARKER_PREFIX) + r"[\w-]*\]")
+
+
+def without_markers(text: str) -> str:
+    """``text`` with each redaction marker a space: the words a marker is made of
+    ("redacted", the secret's kind) say nothing of what the text is about."""
+    return _MARKER.sub(" ", text) if MARKER_PREFIX in text else text
 
 
 def redact(text: str) -> Redacted:

@@ -158,16 +158,37 @@ def failed(event: Event) -> bool:
     return any(_VERDICT_LINE.search(part) for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:]))
 
 
+_TRACEBACK: Final = "traceback (most recent call last)"
+_TRACEBACK_LINE: Final = "\nTraceback (most recent call last):"
+# Lines of a chained Python traceback that introduce the next one, not an exception.
+_CHAINED: Final = ("traceback (most recent call last)", "during handling of the above", "the above exception")
+
+
 def failure_text(text: str) -> str:
     """Where a failed result says so: all of it, or — when its opening does not read as an
-    error (``running 3 tests``) — from its first verdict line on (``test result: FAILED…``)."""
+    error (``running 3 tests``) — from its first verdict line on (``test result: FAILED…``);
+    a Python traceback (opening it, or after log lines, without a verdict line) from the
+    exception it ended on (``ValueError: …``), the last line of its tail not indented."""
+    if text[:200].lstrip().casefold().startswith(_TRACEBACK):
+        return _raised(text)
     if _ERROR_TEXT.match(text[:200]):
         return text
     for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:]):
         found = _VERDICT_LINE.search(part)
         if found is not None:
             return part[found.start() :]
+    if any(_TRACEBACK_LINE in part for part in (text[:VERDICT_SPAN], text[-VERDICT_SPAN:])):
+        return _raised(text)  # log lines, then the traceback the run died of
     return text
+
+
+def _raised(traceback: str) -> str:
+    """A Python traceback from the line naming the exception it ended on, else all of it."""
+    tail = traceback[-VERDICT_SPAN:]
+    for line in reversed(tail.splitlines()):
+        if line[:1].isalnum() and not line.casefold().startswith(_CHAINED):
+            return line + "\n"
+    return traceback
 
 
 def _first_line(text: str) -> str:
@@ -216,7 +237,9 @@ def gather(state: Gathered, events: Iterable[Event]) -> Gathered:
             args = state.open_args.pop(event.tool_call_id or "", "")
             tool = event.tool_name or called or "tool"
             if failed(event):
-                state.errors.append(ErrorNote(event.seq, tool, _first_line(event.text), call=args))
+                state.errors.append(
+                    ErrorNote(event.seq, tool, _first_line(failure_text(event.text)), call=args)
+                )
             else:
                 for error in reversed(state.errors):
                     if error.tool == tool and not error.fixed_seq:

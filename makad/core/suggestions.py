@@ -171,10 +171,14 @@ def timing(idle: int) -> float:
 
 
 def _since(now: int, at: int) -> str:
+    """When something began, by the UTC calendar: the time on the day of ``now``, the
+    weekday within the six days before it, else the date — never a clock time or a weekday
+    that reads as today for an earlier day."""
     moment = utc_moment(at)
-    if now - at < DAY_MS:
+    days = (utc_moment(now).date() - moment.date()).days
+    if days <= 0:
         return f"{moment:%H:%M} UTC"
-    if now - at < 7 * DAY_MS:
+    if days < 7:
         return _WEEKDAYS[moment.weekday()]
     return f"{moment:%Y-%m-%d}"
 

@@ -31,7 +31,10 @@ taken in yet (``take_in``): a proposal deleted by hand no longer waits, text del
 is never said again, from the moment the save is on disk. Incognito sessions never reach
 the ledger, so nothing is derived from them; while the workspace is incognito nothing is
 derived at all. ``attentionEnabled`` off drops every record, offset and state
-(``attention_store.purge``).
+(``attention_store.purge``). ``get_attention``, ``suggest`` and a pack that may show the
+state first wait, at most ``CLOSE_WAIT_S``, for the round that takes in the sessions
+closed since the keeper last looked (``caught_up``): a host that closes a session and
+opens the next at once.
 """
 
 from __future__ import annotations
@@ -63,6 +66,10 @@ READ_PAGE = 500
 REFRESH_MS = 3_600_000
 DEFAULT_IDLE_MS = 15 * 60_000
 MAX_TICK_S = 60.0
+# How long a pack that may show the state waits for the round taking in a just-closed
+# session (one derivation: a call waiting cuts the settling short); past it, the pack shows
+# the state stored.
+CLOSE_WAIT_S = 5.0
 # How long a change waits before the state is derived again: writes in a burst (an import,
 # a tour of add_entry) cost one derivation, not one each.
 SETTLE_S = 0.25
@@ -84,7 +91,12 @@ class AttentionKeeper:
         self._idle_ms = max(idle_ms, 0)
         self._tick = min(max(self._idle_ms / 4000, 0.2), MAX_TICK_S)
         self._dirty: set[str] = set()
+        # Workspace id → set once the round that takes in the sessions closed so far is over:
+        # waiting (``closes``) for a round to begin, then (``closing``) while it runs.
+        self._closes: dict[str, anyio.Event] = {}
+        self._closing: dict[str, anyio.Event] = {}
         self._wake = anyio.Event()
+        self._hurry = anyio.Event()  # a call waits for the round (``caught_up``): settle no more
         self._idle = anyio.Event()
         self._idle.set()
         self._started = False
@@ -106,7 +118,18 @@ class AttentionKeeper:
             self._wake.set()
 
     async def session_closed(self, ws: Workspace, session_id: str) -> None:
+        if self._started and ws.id not in self._closes:
+            self._closes[ws.id] = anyio.Event()
         self.changed(ws)
+
+    async def caught_up(self, ws: Workspace, timeout_s: float = CLOSE_WAIT_S) -> None:
+        """Wait, at most ``timeout_s``, until the sessions of ``ws`` closed so far are in its
+        records and state (at once when none was closed since the keeper last looked)."""
+        done = self._closes.get(ws.id) or self._closing.get(ws.id)
+        if done is not None:
+            self._hurry.set()
+            with anyio.move_on_after(timeout_s):
+                await done.wait()
 
     async def session_deleted(self, ws: Workspace, session_id: str) -> None:
         """The session's records and the state went with it (same transaction)."""
@@ -124,19 +147,30 @@ class AttentionKeeper:
             with anyio.move_on_after(self._tick):
                 await self._wake.wait()
             if self._wake.is_set():  # a burst of writes is one change: let it settle first
-                await anyio.sleep(SETTLE_S)
+                with anyio.move_on_after(SETTLE_S):
+                    await self._hurry.wait()
             self._wake = anyio.Event()
+            self._hurry = anyio.Event()
             for ws in list(self._ctx.registry.all()):
                 dirty = ws.id in self._dirty
                 self._dirty.discard(ws.id)
-                if not dirty and not _due(ws):
-                    continue
+                closes = self._closes.pop(ws.id, None)
+                if closes is not None:
+                    self._closing[ws.id] = closes
                 try:
-                    await self.process(ws, dirty=dirty)
+                    if dirty or _due(ws):
+                        await self.process(ws, dirty=dirty)
                 except MakadError as exc:
                     log.info("attention_skipped", kind=exc.kind)
                 except Exception:
                     log.exception("attention_failed")
+                finally:
+                    if closes is not None:
+                        del self._closing[ws.id]
+                        closes.set()
+            # A workspace released meanwhile has no round to wait for.
+            for gone in set(self._closes) - {ws.id for ws in self._ctx.registry.all()}:
+                self._closes.pop(gone).set()
             if not self._dirty:
                 self._idle.set()
 
@@ -250,6 +284,7 @@ class AttentionKeeper:
         if not settings.attention_enabled or settings.incognito:
             return AttentionResult(enabled=False, computed_at=0, sections=[])
         await self._take_in(ws)
+        await self.caught_up(ws)  # a session closed just before: its records and the state
         state = await in_thread(cached_state, ws)
         stored = not ws.state.attention_unstored
         if state is None or not stored:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 import heapq
 from collections import Counter, OrderedDict
-from collections.abc import Iterable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Literal
@@ -116,10 +116,12 @@ class ContextService:
         writer: MemoryWriter,
         sessions: Sessions,
         curator: CuratorSettings | None = None,
+        attention_caught_up: Callable[[Workspace], Awaitable[None]] | None = None,
     ) -> None:
         self._ctx = ctx
         self._files = writer
         self._sessions = sessions
+        self._attention_caught_up = attention_caught_up
         self._limits = ContextLimits(memory_session_cap_bytes=ctx.settings.session_memory_cap_bytes)
         self._curator = curator if curator is not None else ctx.settings.curator
         # workspace path → how many packs took each trace.path (for ``status``), the
@@ -180,6 +182,11 @@ class ContextService:
         snapshot = await self._snapshot(ws, pending=attention) if memory_ok else None
         if attention and not memory_ok:
             await self._files.take_in_saves(ws)
+        may_show = attention and (asked or (sid is not None and sid not in ws.state.first_calls))
+        if may_show and self._attention_caught_up is not None:
+            # A session closed just before (the host opened this one at once): its records
+            # and the state derived from them, before a pack that shows it.
+            await self._attention_caught_up(ws)
         user = await self._user_level() if snapshot is not None else None
         recall_ok = settings.history_recall_enabled and "recall" in include and not incognito
         plan = _Plan(

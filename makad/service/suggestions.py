@@ -19,6 +19,8 @@ workspace ledger (``makad.store.suggestion_store``) for ``forMs`` (default
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 from makad.core import behaviors
 from makad.core import suggestions as core
 from makad.core.attention import AttentionState
@@ -68,9 +70,11 @@ class SuggestionService:
         sessions: Sessions,
         take_in: TakeIn,
         cooldown_ms: int = DEFAULT_SUGGESTION_COOLDOWN_MS,
+        caught_up: Callable[[Workspace], Awaitable[None]] | None = None,
     ) -> None:
         self._ctx = ctx
         self._take_in = take_in
+        self._caught_up = caught_up
         self._sessions = sessions
         self._cooldown_ms = min(max(cooldown_ms, 0), MAX_DISMISS_MS)
 
@@ -88,6 +92,8 @@ class SuggestionService:
         if silenced is not None:
             return self._empty(enabled=False, silenced=silenced)
         await self._take_in(ws)  # a save the watcher has not taken in yet: as it stands now
+        if self._caught_up is not None:
+            await self._caught_up(ws)  # a session closed just before: its records and state
         now = now_ms()
         state, records, dismissed = await in_thread(_inputs, ws, now, sid)
         if state is None:

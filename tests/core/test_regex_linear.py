@@ -125,6 +125,7 @@ def _sites() -> list[Site]:
         Site("library.keyword", lib.keyword, SEARCH),
         Site("library.keyword_any_case", lib.keyword_any_case, SEARCH),
         Site("redaction._KEY_TAIL", redaction._KEY_TAIL, MATCH),
+        Site("redaction._MARKER", redaction._MARKER, SEARCH),
         # Memory files, entries, history, context
         Site("entries._CONTROLS", entries._CONTROLS, SEARCH),
         Site("entry_text.COMMENT", entry_text.COMMENT, MATCH),

@@ -166,6 +166,129 @@ def test_a_go_or_rust_test_failing_only_in_its_output_is_still_failing_next_time
     assert not mentions(state, said)
 
 
+PY_TRACEBACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/app/.venv/bin/alembic", line 8, in <module>\n'
+    "    sys.exit(main())\n"
+    '  File "/srv/app/.venv/lib/python3.12/site-packages/sqlalchemy/engine/base.py", line 1967\n'
+    "    self.dialect.do_execute(\n"
+    "sqlalchemy.exc.OperationalError: duplicate column name: email_verified\n"
+)
+
+
+@pytest.mark.parametrize(
+    "output",
+    [PY_TRACEBACK, "INFO  [alembic.runtime.migration] Context impl PostgresqlImpl.\n" + PY_TRACEBACK],
+    ids=["alone", "after-log-lines"],
+)
+def test_a_python_traceback_is_named_by_its_exception_not_its_header(
+    shared: DaemonProcess, output: str
+) -> None:
+    """A failed call whose output is a Python traceback (alone, or after the tool's log
+    lines) is listed, and suggested, by the exception it ended on, not by "Traceback (most
+    recent call last):" or a log line."""
+    w = fresh(shared)
+    now = now_ms()
+    request = "Add the email_verified column in db/migrations/0042_email_verified.py"
+    session(
+        shared, w, failing(now - 2 * DAY - HOUR, request, "alembic upgrade head", output, {"exit_code": "1"})
+    )
+    said = "alembic upgrade head: sqlalchemy.exc.OperationalError: duplicate column name: email_verified"
+    state = wait_for(shared, w, lambda s: mentions(s, "alembic upgrade head", "Recently abandoned"))
+    assert mentions(state, said, "Recently abandoned"), section_lines(state, "Recently abandoned")
+    assert not mentions(state, "most recent call last") and not mentions(state, "Context impl")
+    assert any(said in text for text in suggested(shared, w))
+
+
+# ------------------------------------------------------- one session after another ---
+
+
+def test_a_session_opened_right_after_one_closes_is_shown_what_that_one_left_open() -> None:
+    """A host that closes a session and opens the next at once (a cleared conversation):
+    the new session's first pack, asked before the keeper has had its turn, carries the
+    thread the closed session left unanswered, as a pack without a session does."""
+    for d in daemon_in_tmp():  # behavior records on close only, as in everyday use
+        w = fresh(d)
+        now = now_ms()
+        left = session(
+            d,
+            w,
+            [
+                {
+                    "type": "user_message",
+                    "text": "Port the CSV exporter in src/export/csv.py to streaming writes",
+                    "ts": now - 20 * 60_000,
+                },
+                {
+                    "type": "tool_call",
+                    "text": "edit src/export/csv.py",
+                    "toolCallId": "e",
+                    "toolName": "edit",
+                    "ts": now - 19 * 60_000,
+                },
+                {
+                    "type": "tool_result",
+                    "text": "ok",
+                    "toolCallId": "e",
+                    "toolName": "edit",
+                    "ts": now - 18 * 60_000,
+                },
+                {
+                    "type": "assistant_message",
+                    "text": "Half the writer streams; the footer still buffers.",
+                    "ts": now - 17 * 60_000,
+                },
+                {"type": "user_message", "text": "What is left for the footer?", "ts": now - 16 * 60_000},
+            ],
+        )
+        d.call("close_session", {"workspace": w, "sessionId": left})
+        sid = session(d, w, [{"type": "user_message", "text": "Morning! Where were we?", "ts": now}])
+        pack = d.call("build_context", {"workspace": w, "sessionId": sid, "budgetTokens": 2000})
+        shown = " ".join(s["text"] for s in pack["segments"] if s["kind"] == "attention")
+        assert "Port the CSV exporter" in shown and f"event:{left}:5" in shown, pack["segments"]
+        bare = d.call("build_context", {"workspace": w, "budgetTokens": 2000})
+        assert any("Port the CSV exporter" in s["text"] for s in bare["segments"] if s["kind"] == "attention")
+
+
+def test_suggest_and_get_attention_right_after_a_close_know_what_it_left_failing() -> None:
+    """Asked the moment a session is closed (the next one opening), suggest offers the
+    failure that session left and get_attention lists it: neither answers from before it."""
+    for d in daemon_in_tmp():  # behavior records on close only, as in everyday use
+        w = fresh(d)
+        left = session(
+            d,
+            w,
+            failing(
+                now_ms() - DAY,
+                "Make the footer stream in src/export/csv.py",
+                "pytest tests/test_csv.py",
+                "FAILED tests/test_csv.py::test_footer - AssertionError: footer buffered",
+                {"exit_code": "1"},
+            ),
+        )
+        d.call("close_session", {"workspace": w, "sessionId": left})
+        sid = session(d, w, [])
+        assert any("test_footer" in text for text in suggested_to(d, w, sid))
+        d.call("close_session", {"workspace": w, "sessionId": sid})
+        again = session(
+            d,
+            w,
+            failing(
+                now_ms() - DAY,
+                "Now the header",
+                "pytest tests/test_header.py",
+                "FAILED tests/test_header.py::test_bom",
+            ),
+        )
+        d.call("close_session", {"workspace": w, "sessionId": again})
+        assert mentions(d.call("get_attention", {"workspace": w}), "test_bom")
+
+
+def suggested_to(d: DaemonProcess, w: str, sid: str) -> list[str]:
+    reply = d.call("suggest", {"workspace": w, "sessionId": sid})
+    return [s["text"] for s in reply["suggestions"]]
+
+
 # ------------------------------------------------------------------ clock skew ---
 
 
@@ -216,3 +339,77 @@ def test_a_password_given_as_a_command_line_option_never_reaches_attention_or_a_
     assert any("--password [REDACTED" in text and "--env prod" in text for text in shown)
     for text in [stored, *shown]:
         assert not {"hunter2hunter2", "zq9Xv4Lm2Pw8", "k7Qw2Er9Ty4Ui1Op6As3"} & set(text.split())
+
+
+def test_letting_go_of_work_quoting_a_token_keeps_other_work_that_quoted_one(shared: DaemonProcess) -> None:
+    """A publish workflow left half-written with an npm token pasted in its request stays
+    open when a later session lets go of a ghcr push whose request pasted a GitHub token:
+    the two secrets' markers do not make the two requests name the same work."""
+    w = fresh(shared)
+    now = now_ms()
+    npm_token = "npm_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8"
+    github_token = "ghp_" + "Z9y8X7w6V5u4T3s2R1q0P9o8N7m6L5k4J3i2"
+    workflow = ".github/workflows/release.yml"
+    publish = session(
+        shared,
+        w,
+        [
+            {
+                "type": "user_message",
+                "text": f"Set up npm publish in {workflow}, token is {npm_token}",
+                "ts": now - 3 * DAY,
+            },
+            {
+                "type": "tool_call",
+                "text": f"edit {workflow}",
+                "toolCallId": "k",
+                "toolName": "edit",
+                "ts": now - 3 * DAY + 1,
+            },
+            {
+                "type": "tool_result",
+                "text": "ok",
+                "toolCallId": "k",
+                "toolName": "edit",
+                "ts": now - 3 * DAY + 2,
+            },
+            {
+                "type": "assistant_message",
+                "text": "The publish job is half-written.",
+                "ts": now - 3 * DAY + 3,
+            },
+        ],
+        working={"openThreads": ["the npm publish job still lacks provenance"]},
+    )
+    shared.call("close_session", {"workspace": w, "sessionId": publish})
+    assert mentions(wait_for(shared, w, lambda s: mentions(s, "lacks provenance")), "lacks provenance")
+    docker = session(
+        shared,
+        w,
+        [
+            {"type": "user_message", "text": "Write a Dockerfile in docker/api.Dockerfile", "ts": now - DAY},
+            {
+                "type": "tool_call",
+                "text": "edit docker/api.Dockerfile",
+                "toolCallId": "d",
+                "toolName": "edit",
+                "ts": now - DAY + 1,
+            },
+            {"type": "tool_result", "text": "ok", "toolCallId": "d", "toolName": "edit", "ts": now - DAY + 2},
+            {
+                "type": "assistant_message",
+                "text": "Written; pushing needs a ghcr login.",
+                "ts": now - DAY + 3,
+            },
+            {
+                "type": "user_message",
+                "text": f"forget the ghcr push with {github_token}, not worth it",
+                "ts": now - DAY + 4,
+            },
+            {"type": "assistant_message", "text": "OK.", "ts": now - DAY + 5},
+        ],
+    )
+    shared.call("close_session", {"workspace": w, "sessionId": docker})
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "lacks provenance", "Recently abandoned"), state["sections"]
+    assert not mentions(state, "Dockerfile")

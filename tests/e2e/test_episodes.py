@@ -287,6 +287,24 @@ def test_close_session_records_the_deterministic_episode(d: DaemonProcess) -> No
     assert len(call(d, "list_episodes")["episodes"]) == 1
 
 
+def test_close_episode_tags_never_come_from_a_redaction_marker(d: DaemonProcess) -> None:
+    """Goals and decisions quoting secrets tag the episode by their own words: the
+    [REDACTED:kind] markers the secrets became are no tag ("redacted", "openai-key")."""
+    sid = session(d, "deploy the billing service to staging")
+    call(
+        d,
+        "set_working_state",
+        sessionId=sid,
+        goals=[f"Deploy billing with key {SECRET}", f"Rotate {SECRET} after the billing deploy"],
+        decisions=[f"Staging uses {SECRET} until Friday"],
+    )
+    call(d, "close_session", sessionId=sid)
+    (episode,) = call(d, "list_episodes")["episodes"]
+    assert "[REDACTED:" in episode["summary"] and SECRET not in episode["summary"]
+    assert episode["tags"] == ["deploy", "billing", "staging"]
+    assert call(d, "list_episodes", tag="redacted")["episodes"] == []
+
+
 def test_close_episode_falls_back_to_the_last_user_message(d: DaemonProcess) -> None:
     """A goal sharing no word with any user message points at the session's last one."""
     sid = session(d, "first", "second", "third")

@@ -112,3 +112,38 @@ def test_an_incognito_session_gets_notes_in_memory_only(daemon: DaemonProcess) -
     assert "src/missing_3.py" in notes["Errors & Corrections"]
     stored = b"".join(p.read_bytes() for p in daemon.data_dir.rglob("ledger.sqlite3*"))
     assert b"src/missing_3.py" not in stored and b"mod_39" not in stored
+
+
+def test_session_notes_name_a_failure_by_what_says_it_failed(shared_daemon: DaemonProcess) -> None:
+    """A failed run whose output opens with "running 3 tests", and one that is a Python
+    traceback after log lines, are noted in Errors & Corrections by the runner's verdict
+    and by the exception, as the attention state names them — not by their first line."""
+    sid = open_session(shared_daemon)
+    filler = " ".join(f"detail{k}" for k in range(60))
+    turns: list[dict[str, Any]] = []
+    outputs = {
+        "cargo test lexer": "running 3 tests\ntest idents ... FAILED\n\ntest result: FAILED. 2 passed; 1 failed\n",
+        "alembic upgrade head": "INFO  [alembic] Context impl.\nTraceback (most recent call last):\n"
+        '  File "env.py", line 8, in <module>\nsqlalchemy.exc.OperationalError: duplicate column\n',
+    }
+    for n, (command, output) in enumerate(outputs.items()):
+        turns += [
+            {"type": "user_message", "text": f"Run {command}"},
+            {"type": "tool_call", "text": command, "toolCallId": f"f{n}", "toolName": "bash"},
+            {
+                "type": "tool_result",
+                "text": output,
+                "toolCallId": f"f{n}",
+                "toolName": "bash",
+                "meta": {"exit_code": "1"},
+            },
+        ]
+    for i in range(40):
+        turns += _tool_turn(i, filler)
+    for start in range(0, len(turns), 40):
+        append(shared_daemon, sid, turns[start : start + 40])
+    notes = _notes_when(shared_daemon, sid, lambda n: "alembic" in n.get("Errors & Corrections", ""))
+    errors = notes["Errors & Corrections"]
+    assert "test result: FAILED. 2 passed; 1 failed" in errors, errors
+    assert "sqlalchemy.exc.OperationalError: duplicate column" in errors, errors
+    assert "running 3 tests" not in errors and "Context impl" not in errors

@@ -537,3 +537,27 @@ def test_an_unknown_or_other_workspaces_session_is_not_found_as_build_context_sa
         d.call("suggest", {"workspace": w, "sessionId": "s_unknown"})
     assert caught.value.kind == "not_found"
     assert suggest(d, other, sessionId=elsewhere)["enabled"] is True
+
+
+def _since_label(reply: dict[str, Any], marker: str) -> str:
+    """What "Still failing since …:" says for the candidate whose text holds ``marker``."""
+    (text,) = [c["text"] for c in reply["candidates"] if marker in c["text"]]
+    return text.removeprefix("Still failing since ").split(": ", 1)[0]
+
+
+def test_still_failing_since_never_reads_as_today_for_an_earlier_day(d: DaemonProcess) -> None:
+    """A failure from late yesterday is "since <yesterday's weekday>", not a clock time that
+    reads as today; one from the same weekday last week is its date, not today's weekday."""
+    now = now_ms()
+    midnight = now - now % DAY
+    cases = {"yesterday": midnight - 60_000, "last week": midnight - 6 * DAY - 60_000}
+    labels = {}
+    for name, at in cases.items():
+        w = fresh(d)
+        sid = session(d, w, failing_run(at))
+        d.call("close_session", {"workspace": w, "sessionId": sid})
+        labels[name] = _since_label(wait_suggest(d, w, lambda r: bool(r["candidates"])), "offset lost")
+    weekdays = ("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")
+    yesterday = time.gmtime((midnight - 60_000) / 1000)
+    assert labels["yesterday"] == weekdays[yesterday.tm_wday]
+    assert labels["last week"] == time.strftime("%Y-%m-%d", time.gmtime((midnight - 6 * DAY - 60_000) / 1000))
