@@ -322,7 +322,8 @@ def test_attention_switched_off_says_which_switch_and_the_command(shared_daemon:
 
 def test_suggest_command_lists_dismisses_and_brings_back(shared_daemon: DaemonProcess) -> None:
     """`maka suggest` shows a thread left a day ago with its id, score and refs; `maka suggest
-    dismiss ID` hides it, `--for 0` brings it back; --json is suggest's reply."""
+    dismiss ID` (or a unique start of the id) hides it, `--for 0` brings it back; --json is
+    suggest's reply."""
     call(shared_daemon, "set_settings", agentReadEnabled=True)
     at = int(time.time() * 1000) - 86_400_000
     sid = call(shared_daemon, "open_session")["sessionId"]
@@ -368,6 +369,9 @@ def test_suggest_command_lists_dismisses_and_brings_back(shared_daemon: DaemonPr
     assert "Nothing worth suggesting now." in run_maka(shared_daemon, "suggest").stdout
     assert item["id"] in run_maka(shared_daemon, "suggest", "--all").stdout  # listed as not suggested
     run_maka(shared_daemon, "suggest", "dismiss", item["id"], "--for", "0")
+    short = run_maka(shared_daemon, "suggest", "dismiss", item["id"][3:9])  # a unique start, as for entries
+    assert short.stdout.startswith(f"Dismissed {item['id']} until "), short.stderr
+    run_maka(shared_daemon, "suggest", "dismiss", item["id"][:9], "--for", "0")
     as_json = json.loads(run_maka(shared_daemon, "suggest", "--json").stdout)
     assert [s["id"] for s in as_json["suggestions"]] == [item["id"]]
     bad = run_maka(shared_daemon, "suggest", "dismiss", "nope")

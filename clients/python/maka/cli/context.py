@@ -4,6 +4,7 @@ dismiss_suggestion) and `maka compact` (compact)."""
 from __future__ import annotations
 
 import argparse
+import re
 import shlex
 import sys
 from typing import Any
@@ -16,6 +17,7 @@ from maka.cli.common import (
     Parents,
     maka_command,
     read_text_arg,
+    resolve_ids,
     resolve_session,
     user_path,
     with_workspace,
@@ -379,7 +381,8 @@ def duration_ms(text: str) -> int:
 
 
 def cmd_dismiss_suggestion(client: Client, args: argparse.Namespace) -> int:
-    params: dict[str, Any] = {"workspace": workspace_of(args), "id": args.id}
+    ws = workspace_of(args)
+    params: dict[str, Any] = {"workspace": ws, "id": suggestion_id(client, ws, args.id)}
     if args.for_ms is not None:
         params["forMs"] = args.for_ms
     result = client.call("dismiss_suggestion", params)
@@ -390,6 +393,24 @@ def cmd_dismiss_suggestion(client: Client, args: argparse.Namespace) -> int:
     else:
         print(f"Dismissed {result['id']} until {timestamp(int(result['until']))}.")
     return EXIT_OK
+
+
+_FULL_SUGGESTION_ID = re.compile(r"sg_[0-9a-f]{16}")
+
+
+def suggestion_id(client: Client, workspace: str, given: str) -> str:
+    """The suggestion id given, or the one candidate (suggested, dismissed or under the
+    threshold) whose id it is a unique prefix of, with or without its ``sg_``."""
+    if _FULL_SUGGESTION_ID.fullmatch(given):
+        return given
+    try:
+        listing = client.call("suggest", {"workspace": workspace, "explain": True})
+    except RemoteError:
+        return given  # the daemon says what is wrong when the dismissal itself is asked
+    known = [str(c["id"]) for c in [*(listing.get("suggestions") or []), *(listing.get("candidates") or [])]]
+    wanted = given if given.startswith("sg_") or not given else "sg_" + given
+    (found,) = resolve_ids(known, [wanted])
+    return found if found != wanted else given
 
 
 def cmd_compact(client: Client, args: argparse.Namespace) -> int:
@@ -485,7 +506,7 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         description="The suggestion is not shown again for the daemon's cooldown "
         "(MAKAD_SUGGESTION_COOLDOWN_MS, default 3 days), or for --for; --for 0 brings it back.",
     )
-    d.add_argument("id", metavar="ID", help="the suggestion's id (sg_…)")
+    d.add_argument("id", metavar="ID", help="the suggestion's id (sg_…), or a unique start of it")
     d.add_argument(
         "--for", dest="for_ms", type=duration_ms, metavar="DURATION", help="how long: 3d, 12h, 30m, 0"
     )
