@@ -30,8 +30,10 @@ across segments. A record says:
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
   reply ("ok", "got it", "great!") is no request: the thread keeps its last request's
   outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
-  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch,
-  and a message of thanks alone in many more languages ("спасибо", "kiitos", "شكرا");
+  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
+  a message of thanks alone in many more languages ("kiitos", "tack"), and one opening
+  with thanks in Russian, Ukrainian, Greek, Arabic, Hebrew or Hindi ("спасибо, всё
+  работает"; "спасибо, но …" asks for more);
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent, followed by the last request when that later one
   is the request left without a reply;
@@ -83,12 +85,17 @@ DONE_SAID: Final = re.compile(
     r"|ya funciona\b|ya est[áa]\b|listo(?=\s*(?:[.,!;]|$))|obrigad[oa]\b|valeu\b|perfeito\b"
     r"|funcionou\b|grazie\b|perfetto\b|funziona(?: ora| adesso)?(?=\s*(?:[.,!;]|$))"
     r"|bedankt\b|dank je\b|werkt nu\b"
-    r"|ありがとう|谢谢|多谢|감사합니다|고마워)",
+    r"|ありがとう|谢谢|多谢|감사합니다|고마워"
+    # Thanks in scripts where the word cannot open an English request ("tack" can)
+    r"|(?:большое )?спасибо(?!\w)|дякую(?!\w)|ευχαριστώ(?!\w)|شكرا|תודה|धन्यवाद|शुक्रिया)",
     re.IGNORECASE,
 )
 # What, after a DONE_SAID opening, asks for more: "thanks, but it still fails", "thanks!
 # can you also …?" are requests, not the work said finished.
-_BUT: Final = r"(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar)(?!\w)"
+_BUT: Final = (
+    r"(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar"
+    r"|но|однако|але|проте|αλλά|όμως|لكن|ولكن|אבל|लेकिन|पर)(?!\w)"
+)
 ASKS_MORE: Final = re.compile(rf"[?¿]|{_BUT}", re.IGNORECASE)
 # "but it still fails": the praise before it is no verdict on the work.
 BUT_SAID: Final = re.compile(_BUT, re.IGNORECASE)

@@ -174,6 +174,19 @@ def test_thanks_alone_in_more_languages_acknowledges_the_reply() -> None:
     )
 
 
+def test_thanks_in_a_non_latin_script_opening_a_remark_is_done() -> None:
+    """ "спасибо, всё работает" after a reply finishes the work as "thanks, it works" does;
+    "спасибо, но …" (thanks, but …) in these scripts still asks for more."""
+    replied = [
+        ev(1, "user_message", "Speed up src/cache.py"),
+        ev(2, "assistant_message", "Готово, тесты проходят."),
+    ]
+    for said in ("спасибо, всё работает", "Дякую, все працює", "ευχαριστώ, δουλεύει", "شكرا، يعمل الآن"):
+        assert one([*replied, ev(3, "user_message", said)]).outcome == "done", said
+    for said in ("спасибо, но тест всё ещё падает", "дякую, але збірка падає", "תודה, אבל זה עדיין נופל"):
+        assert [r.outcome for r in threads([*replied, ev(3, "user_message", said)])] == ["abandoned"], said
+
+
 def test_thanks_followed_by_a_further_ask_is_a_request() -> None:
     """ "Thanks, but it still crashes — can you look?" asks for more: left without a reply it
     is abandoned (an Unanswered line), not done; plain thanks stay done. "thanks! can you
