@@ -12,7 +12,9 @@ The episode ``close_session`` records, without any model:
   (nothing when both lists are empty), clipped to 200 characters;
 - tags: the ``#hashtags`` in the decisions and goals; without any, their three
   most frequent words of 4+ letters outside a stop list (ties: first seen,
-  decisions before goals), never a word of a ``[REDACTED:kind]`` marker;
+  decisions before goals), never a word of a ``[REDACTED:kind]`` marker; in Chinese,
+  Japanese and Korean text, its kanji compounds of 2–6 characters, katakana and hangul
+  words, never a whole sentence;
 - refs: for each goal and decision, the session's user message sharing the
   most words with it (BM25 over the session), else its last user message; a
   session without user messages records no episode.
@@ -43,6 +45,20 @@ DIGEST_LINES = 50
 _NOT_SLUG = re.compile(r"[\W_]+")
 _HASHTAG = re.compile(r"(?<![\w#])#(\w[\w-]*)")
 _WORD = re.compile(r"[^\W\d_][\w-]*")
+# Chinese and Japanese are written without spaces, so a "word" above is a whole sentence.
+# Their candidate tags are the runs of one script in it: kanji/hanzi compounds of 2–6
+# characters, katakana words, hangul words; hiragana (Japanese particles and endings) is
+# never one. A longer han run is a Chinese phrase, not a word: no tag rather than a
+# sentence that never repeats.
+_SCRIPT_RUN = re.compile(
+    r"(?P<han>[\u3005\u3007\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]+)"
+    r"|(?P<kata>[\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff]+)"
+    r"|(?P<hangul>[\u1100-\u11ff\u3131-\u318e\uac00-\ud7af]+)"
+    r"|(?P<kana>[\u3041-\u3096\u309d-\u309f]+)"
+    r"|(?P<other>[^\u3005\u3007\u3041-\u3096\u309d-\u309f\u30a1-\u30fa\u30fc-\u30ff\u31f0-\u31ff"
+    r"\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f\u1100-\u11ff\u3131-\u318e\uac00-\ud7af]+)"
+)
+_CJK_TAG_CHARS: Final = {"han": (2, 6), "kata": (2, 16), "hangul": (2, 8)}
 _STOPWORDS = """
 about above after again against also always because been before being below between both
 cannot could decision decisions does doing done down during each every from further goal
@@ -115,14 +131,22 @@ def close_tags(state: WorkingState) -> list[str]:
     picked = list(dict.fromkeys(t for t in hashtags if t))
     if picked:
         return picked[:MAX_EPISODE_TAGS]
-    words = [
-        w
-        for w in (slug(m) for m in _WORD.findall(without_markers(text).casefold()))
-        if 4 <= len(w) <= 32 and w not in STOPWORDS
-    ]
+    words = [w for m in _WORD.findall(without_markers(text).casefold()) for w in _tag_words(m)]
     counts = Counter(words)
     first = {w: i for i, w in reversed(list(enumerate(words)))}
     return sorted(counts, key=lambda w: (-counts[w], first[w]))[:CLOSE_TAGS]
+
+
+def _tag_words(word: str) -> list[str]:
+    """The candidate tags in one word of the text: itself when it has 4–32 letters and is
+    no stop word, or, in Chinese, Japanese and Korean, its runs of one script (``_SCRIPT_RUN``)."""
+    out = []
+    for run in _SCRIPT_RUN.finditer(word):
+        kind, piece = run.lastgroup, slug(run.group())
+        low, high = _CJK_TAG_CHARS.get(kind or "", (4, 32))
+        if kind != "kana" and piece and low <= len(piece) <= high and piece not in STOPWORDS:
+            out.append(piece)
+    return out
 
 
 def digest(tag: str, episodes: list[EpisodeRecord]) -> tuple[str, str]:

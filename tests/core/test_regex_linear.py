@@ -176,6 +176,7 @@ def _sites() -> list[Site]:
         Site("episodes._NOT_SLUG", episodes._NOT_SLUG, SEARCH),
         Site("episodes._HASHTAG", episodes._HASHTAG, SEARCH),
         Site("episodes._WORD", episodes._WORD, SEARCH),
+        Site("episodes._SCRIPT_RUN", episodes._SCRIPT_RUN, SEARCH),
         Site("feedback._WORD", feedback._WORD, SEARCH),
         Site("ranking._WORD", ranking._WORD, SEARCH),
         Site("recall._CAPITALIZED", recall._CAPITALIZED, SEARCH),

@@ -107,6 +107,19 @@ def test_close_summary_and_tags_are_deterministic() -> None:
     assert long is not None and len(long) == 200 and long.endswith("…")
 
 
+def test_close_tags_in_chinese_and_japanese_are_words_not_sentences() -> None:
+    """Goals written without spaces give their kanji compounds and katakana words as tags
+    (so they can repeat across sessions and be consolidated), never the whole sentence;
+    hiragana particles and a long Chinese phrase give none."""
+    japanese = WorkingState(
+        goals=["構造化ログを導入する", "ログの形式を決める"], decisions=["ログは構造化する"]
+    )
+    assert close_tags(japanese) == ["ログ", "構造化", "導入"]
+    assert close_tags(WorkingState(goals=["引入结构化日志并统一所有服务的格式"])) == []
+    assert close_tags(WorkingState(goals=["用 sqlite 存储 日志"])) == ["sqlite", "存储", "日志"]
+    assert close_tags(WorkingState(goals=["로그 형식을 통일한다"])) == ["로그", "형식을", "통일한다"]
+
+
 def test_digest_names_tag_counts_and_episode_lines() -> None:
     """The digest proposal: 'recurring: <tag> — N episodes across M sessions' and one line each."""
     eps = [
