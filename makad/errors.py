@@ -97,7 +97,12 @@ class NotFound(MakadError):
     data_fields = {
         "id": _field("string", "the entry or proposal id asked for"),
         "ids": _field(
-            {"type": "array", "items": {"type": "string"}}, "the ids of those asked for that do not exist"
+            {"type": "array", "items": {"type": "string"}},
+            "the ids of those asked for that do not exist (approve, reject: the first 20, each"
+            " cut to 200 characters)",
+        ),
+        "missingCount": _field(
+            "integer", "approve, reject: how many ids do not exist, when more than ids lists"
         ),
         "sessionId": _field("string", "the session asked for"),
         "callId": _field({"type": ["string", "null"]}, "get_manifest: the call asked for (null: the latest)"),

@@ -2387,8 +2387,10 @@ export interface NotFoundErrorData extends RemoteErrorData {
   kind: "not_found";
   /** the entry or proposal id asked for */
   id?: string;
-  /** the ids of those asked for that do not exist */
+  /** the ids of those asked for that do not exist (approve, reject: the first 20, each cut to 200 characters) */
   ids?: string[];
+  /** approve, reject: how many ids do not exist, when more than ids lists */
+  missingCount?: number;
   /** the session asked for */
   sessionId?: string;
   /** get_manifest: the call asked for (null: the latest) */
