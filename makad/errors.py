@@ -278,7 +278,11 @@ class IOFailure(MakadError):
             "string", "the memory file or backup the failure is about, by name (MEMORY.md), never a path"
         ),
         "osError": _field("string", "with file: the system's reason (Permission denied)"),
-        "errno": _field("string", "with file: the reason's symbol (EACCES)"),
+        "errno": _field(
+            "string",
+            "with file: the reason's symbol (EACCES); a ledger write or open that found no room"
+            " left by an I/O error: ENOSPC or EDQUOT",
+        ),
         "memoryWritten": _field(
             "boolean",
             "true when the call had already written a memory file when it failed (a ledger write "

@@ -2527,7 +2527,7 @@ export interface IoErrorData extends RemoteErrorData {
   file?: string;
   /** with file: the system's reason (Permission denied) */
   osError?: string;
-  /** with file: the reason's symbol (EACCES) */
+  /** with file: the reason's symbol (EACCES); a ledger write or open that found no room left by an I/O error: ENOSPC or EDQUOT */
   errno?: string;
   /** true when the call had already written a memory file when it failed (a ledger write after it did not go through): the change is in the file, so a retry without requestId would make it again */
   memoryWritten?: boolean;
