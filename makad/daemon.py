@@ -333,6 +333,7 @@ def limits_for(settings: DaemonSettings, nofile: int, faults: Faults) -> Limits:
         max_connections=cap,
         idle_timeout_s=settings.idle_timeout_s,
         large_slot_hold_s=settings.large_slot_hold_s,
+        max_unsent_reply_bytes=settings.max_unsent_reply_bytes,
         shutdown_grace_s=settings.shutdown_grace_s,
         fault_point=faults.point,
     )

@@ -97,7 +97,12 @@ class NotFound(MakadError):
     data_fields = {
         "id": _field("string", "the entry or proposal id asked for"),
         "ids": _field(
-            {"type": "array", "items": {"type": "string"}}, "the ids of those asked for that do not exist"
+            {"type": "array", "items": {"type": "string"}},
+            "the ids of those asked for that do not exist (approve, reject: the first 20, each"
+            " cut to 200 characters)",
+        ),
+        "missingCount": _field(
+            "integer", "approve, reject: how many ids do not exist, when more than ids lists"
         ),
         "sessionId": _field("string", "the session asked for"),
         "callId": _field({"type": ["string", "null"]}, "get_manifest: the call asked for (null: the latest)"),
@@ -273,7 +278,11 @@ class IOFailure(MakadError):
             "string", "the memory file or backup the failure is about, by name (MEMORY.md), never a path"
         ),
         "osError": _field("string", "with file: the system's reason (Permission denied)"),
-        "errno": _field("string", "with file: the reason's symbol (EACCES)"),
+        "errno": _field(
+            "string",
+            "with file: the reason's symbol (EACCES); a ledger write or open that found no room"
+            " left by an I/O error: ENOSPC or EDQUOT",
+        ),
         "memoryWritten": _field(
             "boolean",
             "true when the call had already written a memory file when it failed (a ledger write "

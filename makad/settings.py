@@ -41,6 +41,9 @@ DEFAULT_IDLE_TIMEOUT_S = 300.0
 # (``makad.rpc.large_messages``): a local client sends the largest message allowed in
 # well under a second.
 DEFAULT_LARGE_SLOT_HOLD_S = 60.0
+# Reply bytes computed and not yet read by their clients, all connections together, past
+# which the connection holding the most is closed (a client that does not read its replies).
+DEFAULT_MAX_UNSENT_REPLY_BYTES = 256 * 1024 * 1024
 DEFAULT_MEMORY_MAX_BYTES = 128 * 1024
 # Memory shown to one session between compactions (Claude Code's 60 KB).
 DEFAULT_SESSION_MEMORY_CAP_BYTES = 60 * 1024
@@ -84,6 +87,7 @@ class DaemonSettings:
     workspace_release_ms: int = DEFAULT_WORKSPACE_RELEASE_MS
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     large_slot_hold_s: float = DEFAULT_LARGE_SLOT_HOLD_S
+    max_unsent_reply_bytes: int = DEFAULT_MAX_UNSENT_REPLY_BYTES
     memory_max_bytes: int = DEFAULT_MEMORY_MAX_BYTES
     session_memory_cap_bytes: int = DEFAULT_SESSION_MEMORY_CAP_BYTES
     shutdown_grace_s: float = 5.0
@@ -304,6 +308,9 @@ def load(
         idle_timeout_s=args.idle_timeout
         or _number_env(env, "MAKAD_IDLE_TIMEOUT_S", DEFAULT_IDLE_TIMEOUT_S, float),
         large_slot_hold_s=_number_env(env, "MAKAD_LARGE_MESSAGE_HOLD_S", DEFAULT_LARGE_SLOT_HOLD_S, float),
+        max_unsent_reply_bytes=_number_env(
+            env, "MAKAD_MAX_UNSENT_REPLY_BYTES", DEFAULT_MAX_UNSENT_REPLY_BYTES, int
+        ),
         memory_max_bytes=_int_env(env, "LOCAL_MEMORY_MAX_BYTES", DEFAULT_MEMORY_MAX_BYTES),
         session_memory_cap_bytes=_int_env(
             env, "MAKAD_SESSION_MEMORY_CAP_BYTES", DEFAULT_SESSION_MEMORY_CAP_BYTES

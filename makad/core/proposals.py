@@ -33,6 +33,10 @@ from makad.errors import InvalidParams, NotFound, TooLarge
 # Open proposals that replace an entry (``supersedes``) one queue holds at most: an agent
 # cannot line up the whole memory for archiving in one review.
 MAX_OPEN_REPLACEMENTS = 20
+# An approve or reject naming ids that are no open proposal lists this many of them in
+# its error (``data.ids``), each cut to this many characters, and counts them all.
+MAX_MISSING_SHOWN = 20
+MAX_MISSING_ID_CHARS = 200
 
 
 class Scrubber(Protocol):
@@ -109,8 +113,26 @@ def open_proposal(pending: fmt.MemoryDocument, proposal_id: str) -> Entry:
     """The open proposal with that id, else NotFound."""
     section = fmt.find(pending, proposal_id)
     if section is None or not is_open(section.entry):
-        raise NotFound("no open proposal with that id", ids=[proposal_id])
+        raise not_open([proposal_id])
     return section.entry
+
+
+def open_ids(pending: fmt.MemoryDocument) -> set[str]:
+    """The ids of PENDING.md's open proposals."""
+    return {s.entry.id for s in pending.sections if is_open(s.entry)}
+
+
+def not_open(missing: Sequence[str]) -> NotFound:
+    """The refusal of ids that name no open proposal: the first ``MAX_MISSING_SHOWN`` of
+    them (each cut to ``MAX_MISSING_ID_CHARS`` characters), and ``missingCount`` when
+    there are more, so the error stays small whatever was asked for."""
+    shown = [
+        i if len(i) <= MAX_MISSING_ID_CHARS else i[:MAX_MISSING_ID_CHARS] + "…"
+        for i in missing[:MAX_MISSING_SHOWN]
+    ]
+    if len(missing) > MAX_MISSING_SHOWN:
+        return NotFound("no open proposal with that id", ids=shown, missingCount=len(missing))
+    return NotFound("no open proposal with that id", ids=shown)
 
 
 def queued_origin(proposal_id: str, history: Iterable[MemoryEvent]) -> Origin | None:
@@ -163,9 +185,9 @@ def plan_approval(
     kept, so its lineage and the refs to it go on (unless MEMORY.md holds that id again).
     """
     proposals = {s.entry.id: s.entry for s in pending.sections}
-    missing = [i for i in ids if i not in proposals or not is_open(proposals[i])]
+    missing = [i for i in dict.fromkeys(ids) if i not in proposals or not is_open(proposals[i])]
     if missing:
-        raise NotFound("no open proposal with that id", ids=missing)
+        raise not_open(missing)
     active: dict[str, Entry] = {}
     # What fmt.find gives, looked up once per proposal rather than read through each time.
     sections: dict[str, fmt.Section] = {}

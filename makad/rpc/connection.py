@@ -69,11 +69,21 @@ class _Slot:
         self.latest[method] = params
 
 
+class Backlog:
+    """The reply bytes queued and not yet written of every connection of one server, together."""
+
+    __slots__ = ("total",)
+
+    def __init__(self) -> None:
+        self.total = 0
+
+
 class Connection:
     """One client connection: framing, outbox, subscriptions, activity, close hooks."""
 
-    def __init__(self, stream: SocketStream, now: float = 0.0) -> None:
+    def __init__(self, stream: SocketStream, now: float = 0.0, backlog: Backlog | None = None) -> None:
         self.id = next(_ids)
+        self._backlog = backlog if backlog is not None else Backlog()
         self._stream = stream
         self.stream = stream
         self._raw: socket.socket | None = stream.extra(SocketAttribute.raw_socket, None)
@@ -84,6 +94,9 @@ class Connection:
         self._outbox: deque[bytes | _Slot] = deque()
         self._waiting_slots: dict[Hashable, _Slot] = {}
         self.reply_bytes = 0  # of replies queued and not yet written
+        # When the socket last took queued bytes (time.monotonic()): long ago, with replies
+        # queued, means a client that does not read them.
+        self.written_at = now
         self._writing = False
         self._wake = anyio.Event()
         self._room: anyio.Event | None = None
@@ -194,6 +207,7 @@ class Connection:
             self._writing = True
             try:
                 await self._stream.send(frame)
+                self.written_at = time.monotonic()
             except _BROKEN:
                 self.mark_closed()
             finally:
@@ -203,10 +217,15 @@ class Connection:
             return
         self._outbox.append(frame)
         self.reply_bytes += len(frame)
+        self._backlog.total += len(frame)
         if not self._writing:
             await self._drain()
             return
         await self.wait_for_room()
+
+    def not_reading(self, now: float, after_s: float) -> bool:
+        """Replies are queued and the socket has taken none of them for ``after_s``."""
+        return self.reply_bytes > 0 and now - self.written_at >= after_s
 
     @property
     def backlogged(self) -> bool:
@@ -252,6 +271,7 @@ class Connection:
                 item = self._outbox.popleft()
                 if isinstance(item, bytes):
                     self.reply_bytes -= len(item)
+                    self._backlog.total -= len(item)
                     self._make_room()
                     await self._write(item)
                 else:
@@ -271,10 +291,11 @@ class Connection:
     async def _write(self, data: bytes) -> None:
         if len(data) <= WRITE_CHUNK:
             await self._stream.send(data)
+            self.written_at = time.monotonic()
             return
         for start in range(0, len(data), WRITE_CHUNK):
             await self._stream.send(data[start : start + WRITE_CHUNK])
-            self.last_active = time.monotonic()  # a slow reader is not an idle one
+            self.last_active = self.written_at = time.monotonic()  # a slow reader is not an idle one
 
     def _slot_bytes(self, slot: _Slot) -> bytes:
         frames = []
@@ -299,6 +320,7 @@ class Connection:
         self.closed = True
         self._outbox.clear()
         self._waiting_slots.clear()
+        self._backlog.total -= self.reply_bytes
         self.reply_bytes = 0
         self._make_room()
         self._wake.set()

@@ -31,7 +31,7 @@ import msgspec
 import structlog
 from anyio.abc import SocketAttribute, SocketListener, SocketStream, TaskGroup, UNIXSocketStream
 
-from makad.rpc.connection import OUTBOX_HIGH_WATER, Connection, yield_now
+from makad.rpc.connection import OUTBOX_HIGH_WATER, Backlog, Connection, yield_now
 from makad.rpc.dispatch import (
     PREPARE_ON_LOOP_MAX_BYTES,
     Dispatcher,
@@ -53,6 +53,7 @@ from makad.settings import (
     DEFAULT_LARGE_SLOT_HOLD_S,
     DEFAULT_MAX_CONNECTIONS,
     DEFAULT_MAX_MESSAGE_BYTES,
+    DEFAULT_MAX_UNSENT_REPLY_BYTES,
 )
 from makad.wire.system import DAEMON_STOPPING, DaemonStopping, StopReason
 
@@ -62,6 +63,7 @@ _encoder = msgspec.json.Encoder()
 # are logged once a second with their count (makad.rpc.throttled_log).
 _log_bad_frame = throttled("makad.server", "connection_closed_bad_frame")
 _log_too_many_values = throttled("makad.server", "message_too_many_values", "warning")
+_log_not_reading = throttled("makad.server", "connection_not_reading_closed", "warning")
 
 # Below glibc's pinned mmap threshold (makad.heap): each recv allocates this much and
 # shrinks it to what arrived; a larger size cost an mmap and munmap per read.
@@ -74,6 +76,9 @@ REFUSAL_LOG_INTERVAL_S = 1.0
 MAX_LINGERING_REFUSALS = 32
 # How long the accept loop waits after a failed accept (EMFILE: out of descriptors).
 ACCEPT_RETRY_S = 0.05
+# A connection whose socket took none of its queued replies for this long is one that does
+# not read them: the first closed when replies waiting to be read take too much memory.
+NOT_READING_S = 5.0
 # How long stopping waits for what is queued on the connections to be written.
 FLUSH_ON_STOP_S = 1.0
 
@@ -87,6 +92,9 @@ class Limits:
     idle_timeout_s: float = DEFAULT_IDLE_TIMEOUT_S
     # How long a connection may hold a large-message slot while others wait (large_messages).
     large_slot_hold_s: float = DEFAULT_LARGE_SLOT_HOLD_S
+    # Replies computed and not yet read, all connections together, past which the
+    # connection holding the most of them is closed (``Server._shed``).
+    max_unsent_reply_bytes: int = DEFAULT_MAX_UNSENT_REPLY_BYTES
     shutdown_grace_s: float = 5.0
     # Test-only: ``connection_crash`` makes a connection's reader fail outside any
     # request when it reads CRASH_MARKER (the boundary below must hold).
@@ -196,6 +204,7 @@ class Server:
         self._accept_failures = 0
         self._accept_failure_logged_at = -REFUSAL_LOG_INTERVAL_S
         self.large = LargeMessages(self._limits.max_message_bytes)
+        self._backlog = Backlog()
 
     def request_stop(self, reason: StopReason = "shutdown") -> None:
         """Stop serving, and tell every open connection that this is on purpose
@@ -316,6 +325,11 @@ class Server:
             await anyio.sleep(interval)
             now = time.monotonic()
             self.large.end_stalled(hold, now)
+            while self._backlog.total > self._limits.max_unsent_reply_bytes:
+                before = self._backlog.total
+                self._shed(now)
+                if self._backlog.total >= before:
+                    break  # every connection holding replies still reads them
             for conn in list(self.connections):
                 if conn.idle and now - conn.last_active >= timeout:
                     log.info("connection_idle_closed", conn=conn.id, idle_s=round(timeout, 1))
@@ -324,7 +338,7 @@ class Server:
     async def _serve_connection(self, stream: SocketStream) -> None:
         try:
             async with stream:
-                await self._serve(Connection(stream, time.monotonic()))
+                await self._serve(Connection(stream, time.monotonic(), self._backlog))
         except Exception:  # the boundary: this connection ends, the daemon does not
             log.error("connection_crashed", ref=new_ref(), exc_info=True)
         finally:
@@ -398,6 +412,12 @@ class Server:
                         assert isinstance(prepared, bytes)
                         await conn.send(prepared)
                         continue
+                    if conn.reply_bytes > OUTBOX_HIGH_WATER and conn.backlogged:
+                        # It does not read its replies: start no more of its requests
+                        # until it does (those read already wait, unstarted).
+                        await conn.wait_for_room()
+                        if conn.closed:
+                            return
                     self._in_flight += 1  # ended in ``_handle``
                     conn.in_flight += 1
                     if prepared.inline:
@@ -479,6 +499,21 @@ class Server:
                 reading.end()
                 self._give_back_slot(reading)
 
+    def _shed(self, now: float) -> None:
+        """Replies computed and not yet read are over ``max_unsent_reply_bytes``: close the
+        connection holding the most of them among those whose socket has taken none for
+        ``NOT_READING_S`` (a client that sends requests and never reads the answers),
+        dropping its replies. A client that reads is left alone: what it holds is drained."""
+        stalled = [c for c in self.connections if c.not_reading(now, NOT_READING_S)]
+        if not stalled:
+            return
+        victim = max(stalled, key=lambda c: c.reply_bytes)
+        _log_not_reading(
+            (), conn=victim.id, unsent_bytes=victim.reply_bytes, limit=self._limits.max_unsent_reply_bytes
+        )
+        victim.mark_closed()
+        victim.scope.cancel()
+
     def _give_back_slot(self, reading: _Reading) -> None:
         if reading.slot:
             reading.slot = False
@@ -536,7 +571,10 @@ class Server:
                 conn.last_active = time.monotonic()
             if reply is not None:
                 frame = conn.send_nowait(reply)
+                reply = None  # the frame is a copy: this one is not held while it waits
                 if frame is not None:
+                    if self._backlog.total + len(frame) > self._limits.max_unsent_reply_bytes:
+                        self._shed(time.monotonic())
                     await conn.send_frame(frame)
         except Exception:  # writing failed in a way the outbox did not expect
             log.error("connection_crashed", conn=conn.id, ref=new_ref(), exc_info=True)

@@ -270,11 +270,16 @@ class SemanticChannel:
 
     def busy(self, ws: Workspace) -> bool:
         """Whether the indexer has work in ``ws`` or is at it (the workspace is then kept,
-        not released: ``makad.service.idle_workspaces``). A failed model has none."""
+        not released: ``makad.service.idle_workspaces``). A failed model has none, nor has
+        a workspace whose indexing failed last and waits for its retry: its work is in its
+        ledger, so it is released when idle like any other (status stops listing it) and
+        its next call indexes it again, as after a start."""
         index = self._indexes.get(id(ws))
         if index is None or index.ws is not ws or self.state not in ("loading", "ready"):
             return False
-        return index.stepping or self._has_work(index)
+        if index.stepping:
+            return True
+        return index.failures == 0 and self._has_work(index)
 
     def forget(self, released: list[Workspace]) -> None:
         """Released workspaces: their vectors in memory are let go of. The next call naming
@@ -407,6 +412,8 @@ class SemanticChannel:
                     continue  # caught up: its ledger is not read, so it can rest
                 index.stepping = True
                 try:
+                    if index.ws.released:
+                        continue  # let go of since the list was taken: forget() drops it
                     more = self._step(index)
                 except Exception as exc:
                     self._failed(index, exc)

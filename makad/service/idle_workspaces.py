@@ -14,7 +14,8 @@ Kept, whatever their idleness, are the workspaces holding what exists in memory 
 what a background task has yet to do: a subscriber, an incognito or ephemeral session,
 session notes or a tripped compaction breaker of one, a lock held, a notice or ledger
 reset not yet read, a scrub to retry, an attention state not stored, work the attention
-keeper, the session-notes keeper or the semantic indexer has not done yet; and the user
+keeper, the session-notes keeper or the semantic indexer has not done yet (but for a
+workspace whose indexing failed last: it is released, and tried again at its next call); and the user
 level (every workspace's context reads it). Those told of a release let go of what they
 held for the workspace too (its watch, its vectors in memory).
 """

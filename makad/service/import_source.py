@@ -41,6 +41,8 @@ def read_import_source(
     assert path is not None
     if not os.path.isabs(path):
         raise InvalidParams("path must be absolute", path="$.path")
+    if "\0" in path:  # no file has one in its name; the system refuses to look one up
+        raise InvalidParams("path holds a NUL character", path="$.path", reason="nul")
     if (why := too_long(path)) is not None:
         raise InvalidParams(f"path is too long: {why}", path="$.path", reason="too_long")
     path = str(makad_memory_file(Path(path)) or path)

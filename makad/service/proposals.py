@@ -710,7 +710,10 @@ def _recorded_origins(ws: Workspace, ids: list[str]) -> tuple[dict[str, Origin],
     a save dropped, from the ledger (blocking)."""
     found: dict[str, Origin] = {}
     returned: set[str] = set()
-    for proposal_id in dict.fromkeys(ids):
+    waiting = rules.open_ids(ws.pending.doc)
+    # Only ids PENDING.md holds open are looked up: the others are refused by the plan,
+    # and a call naming many of them must not cost a ledger read each.
+    for proposal_id in (i for i in dict.fromkeys(ids) if i in waiting):
         history = ws.ledger.memory_history(proposal_id)
         origin = rules.queued_origin(proposal_id, history)
         if origin is not None:

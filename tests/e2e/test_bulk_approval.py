@@ -4,6 +4,9 @@ entries that were there keep their bytes and their ids."""
 
 from __future__ import annotations
 
+import pytest
+
+from maka.errors import RemoteError
 from makad.core import memory_format as fmt
 from tests.support import DaemonProcess
 
@@ -65,3 +68,29 @@ def test_approving_hundreds_of_proposals_in_one_call_lands_every_one(
     assert d.call("list_proposals", {"workspace": ws})["proposals"] == []
     history = d.call("memory_history", {"workspace": ws, "id": new_ids[-1]})
     assert history["approvedBy"] == "user"
+
+
+def test_approving_or_rejecting_many_unknown_ids_is_a_short_not_found(shared_daemon: DaemonProcess) -> None:
+    """An approve naming one open proposal among 30,000 ids that name none is not_found
+    listing the first 20 (a long one cut to 200 characters) and counting them all; the
+    proposal stays in PENDING.md, and a reject of a long unknown id is cut the same way."""
+    d = shared_daemon
+    ws = str(d.workspace)
+    imported = d.call("import_memories", {"workspace": ws, "data": "A fact to review.", "format": "chatgpt"})
+    (proposal,) = [p["proposal"]["id"] for p in d.call("list_proposals", {"workspace": ws})["proposals"]]
+    long_id = "x" * 5_000
+    unknown = [long_id] + [f"p-{n:030x}" for n in range(29_999)]
+    pending = (d.workspace / "memory" / "PENDING.md").read_bytes()
+
+    with pytest.raises(RemoteError) as approving:
+        d.call("approve", {"workspace": ws, "ids": [proposal, *unknown]}, timeout=120)
+    with pytest.raises(RemoteError) as rejecting:
+        d.call("reject", {"workspace": ws, "ids": [long_id]})
+
+    assert imported["imported"]
+    assert approving.value.kind == "not_found"
+    assert approving.value.data["ids"] == [long_id[:200] + "…", *unknown[1:20]]
+    assert approving.value.data["missingCount"] == 30_000
+    assert rejecting.value.kind == "not_found" and rejecting.value.data["ids"] == [long_id[:200] + "…"]
+    assert "missingCount" not in rejecting.value.data
+    assert (d.workspace / "memory" / "PENDING.md").read_bytes() == pending

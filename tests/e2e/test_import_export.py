@@ -253,6 +253,16 @@ def test_an_import_path_longer_than_the_system_takes_is_refused_unresolved(
     assert not (new_ws / "memory" / "PENDING.md").exists()
 
 
+def test_an_import_path_holding_a_nul_is_invalid_params(module_daemon: DaemonProcess, new_ws: Path) -> None:
+    """A ``path`` with a NUL character (no file can have one) is invalid_params, reason nul,
+    not an internal error; nothing is queued."""
+    memory = new_ws / "memory" / "MEMORY.md"
+    with pytest.raises(InvalidParams) as raised:
+        call(module_daemon, new_ws, "import_memories", path=f"{memory}\0.md")
+    assert (raised.value.data["reason"], raised.value.data["path"]) == ("nul", "$.path")
+    assert not (new_ws / "memory" / "PENDING.md").exists()
+
+
 def test_cli_binary_file_is_refused_and_nothing_queued(
     module_daemon: DaemonProcess, new_ws: Path, short_tmp: Path
 ) -> None:

@@ -130,3 +130,41 @@ def test_notification_precedes_the_reply_of_the_write_that_caused_it(daemon: Dae
                 assert message["id"] == f"a{i}"
                 assert seen >= message["result"]["revision"]
                 break
+
+
+UNSENT_CAP = 4 * 1024 * 1024
+BIG_TEXT = "every word of a long transcript " * 3_000  # ~96 KB an event
+
+
+def test_a_client_that_never_reads_big_replies_is_closed_once_they_take_too_much(short_tmp: Any) -> None:
+    """Replies of about 1 MB asked for again and again by a client that never reads them
+    stay queued in the daemon until they pass ``MAKAD_MAX_UNSENT_REPLY_BYTES`` and the
+    socket has taken none for a while: then that connection is closed (its replies
+    dropped) and logged; a client asking the same and reading every reply gets them all,
+    and pings are answered throughout."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_UNSENT_REPLY_BYTES": str(UNSENT_CAP)})
+    d.start()
+    try:
+        ws = str(d.workspace)
+        session = d.call("open_session", {"workspace": ws})["sessionId"]
+        events = [{"type": "user_message", "text": f"{BIG_TEXT} {n}"} for n in range(10)]
+        d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
+        ask = {"jsonrpc": "2.0", "method": "read_events", "params": {"workspace": ws, "sessionId": session}}
+        requests = b"".join(json.dumps({**ask, "id": n}).encode() + b"\n" for n in range(40))
+
+        stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+        stalled.connect(str(d.socket))
+        stalled.sendall(requests)
+        d.wait_for_log("connection_not_reading_closed", timeout=60)
+        assert d.call("ping") == "pong"
+
+        with RawConnection(d.socket, timeout=60) as reader:
+            reader.send_raw(requests)
+            replies = [reader.recv_message() for _ in range(40)]
+        assert sorted(r["id"] for r in replies) == list(range(40))
+        assert all(len(r["result"]["events"]) == 10 for r in replies)
+        assert d.log_text().count('"connection_not_reading_closed"') == 1
+        stalled.close()
+    finally:
+        d.stop()

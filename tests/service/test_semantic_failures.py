@@ -1,5 +1,6 @@
 """A workspace whose semantic indexing keeps failing, in a real makad process: it is
-retried with a doubling wait, the traceback is logged once, and status says so.
+retried with a doubling wait, the traceback is logged once, status says so, and it is
+released once idle like any other.
 
 Needs numpy and the ``wordllama`` package (a static model: it loads in well under a second);
 skipped, saying so, without them.
@@ -19,6 +20,7 @@ from typing import Any
 import pytest
 
 from makad.service.embeddings import INDEX_RETRY_MAX_S, INDEX_RETRY_S, retry_delay
+from tests.e2e.test_idle_workspaces import CAP, folder, wait_released
 from tests.support import DaemonProcess
 
 # How long the test waits for the indexer to reach a state before giving up (not a timing
@@ -108,3 +110,55 @@ def test_failing_indexing_backs_off_logs_once_and_shows_in_status(semantic_daemo
     assert status["indexFailures"] == [] and status["message"] is None
     assert status["eventsIndexed"] == 2
     assert len(log_records(d, "semantic_index_recovered")) == 1
+
+
+@pytest.fixture
+def releasing_semantic(short_tmp: Path) -> Iterator[DaemonProcess]:
+    """A wordllama daemon keeping two ledgers open that releases a workspace once idle."""
+    if importlib.util.find_spec("numpy") is None or importlib.util.find_spec("wordllama") is None:
+        pytest.skip("needs numpy and wordllama: pip install numpy; pip install --no-deps wordllama")
+    d = DaemonProcess(
+        short_tmp,
+        env={
+            "MAKAD_EMBEDDING_MODEL": "wordllama",
+            "MAKAD_MAX_OPEN_WORKSPACES": str(CAP),
+            "MAKAD_WORKSPACE_RELEASE_MS": "1",
+            # The attention keeper reads a session once it is idle this long (it is kept meanwhile).
+            "MAKAD_BEHAVIOR_IDLE_MS": "2000",
+        },
+    )
+    d.start()
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+def test_a_workspace_whose_indexing_keeps_failing_is_still_released(
+    releasing_semantic: DaemonProcess,
+) -> None:
+    """A workspace whose vector writes keep failing is released once idle like any other
+    (status stops listing its failure); once writes work again, its next call indexes what
+    was left, the vectors stored before loaded from its ledger."""
+    d = releasing_semantic
+    ws = folder(d)
+    d.call("add_entry", {"workspace": ws, "title": "River", "content": "We walked along the river."})
+    session = d.call("open_session", {"workspace": ws})["sessionId"]
+    events = [{"type": "user_message", "text": "We walked along the river."}]
+    d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
+    wait_for(d, lambda s: s["state"] == "ready" and s["caughtUp"])
+    (ledger,) = (d.data_dir / "workspaces").rglob("ledger.sqlite3")
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        conn.execute(REFUSE)
+    events = [{"type": "user_message", "text": "The bridge was closed for repairs."}]
+    d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
+    wait_for(d, lambda s: [f["workspace"] for f in s["indexFailures"]] == [ws])
+
+    wait_released(d, ws, "released while its indexing fails")
+
+    assert semantic_status(d)["indexFailures"] == []
+    with contextlib.closing(sqlite3.connect(ledger)) as conn, conn:
+        conn.execute("DROP TRIGGER refuse_vectors")
+    d.call("read_state", {"workspace": ws})
+    status = wait_for(d, lambda s: s["caughtUp"])
+    assert status["indexFailures"] == [] and status["eventsIndexed"] == 2

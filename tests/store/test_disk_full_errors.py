@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import errno
 import os
+import sqlite3
+from pathlib import Path
 
 import pytest
 
-from makad.store.ledger.recovery import open_failure
+from makad.store.ledger.recovery import open_failure, write_failure
 from makad.store.memory_files import generalize
 from makad.store.workspaces import _open_failure
+from tests.robustness.helpers import fill_disk, tiny_tmpfs
 
 
 @pytest.mark.parametrize("code", [errno.ENOSPC, errno.EDQUOT])
@@ -33,3 +36,25 @@ def test_other_write_failures_stay_io_error() -> None:
     """A file too large for the process's limit is not a full disk."""
     failure = generalize(OSError(errno.EFBIG, os.strerror(errno.EFBIG)), "MEMORY.md", "written")
     assert failure.details["reason"] == "io_error"
+
+
+def _io_error() -> sqlite3.OperationalError:
+    """A write SQLite failed with SQLITE_IOERR_WRITE (every errno but ENOSPC, EDQUOT included)."""
+    exc = sqlite3.OperationalError("disk I/O error")
+    exc.sqlite_errorcode = 10 | (3 << 8)  # type: ignore[attr-defined]
+    return exc
+
+
+def test_a_ledger_io_error_without_room_left_is_disk_full(tmp_path: Path) -> None:
+    """A ledger write's I/O error in a folder whose disk has no room left is disk_full
+    (naming the errno the disk gave); with room, it stays a plain io_error."""
+    with_room = write_failure(_io_error(), tmp_path)
+    full = tmp_path / "full"
+    with tiny_tmpfs(full, 256):
+        fill_disk(full)
+        without = write_failure(_io_error(), full)
+        left = sorted(p.name for p in full.iterdir())
+
+    assert with_room.details.get("reason") is None and with_room.message == "the ledger write failed"
+    assert without.details == {"reason": "disk_full", "errno": "ENOSPC"}
+    assert left == ["filler"]

@@ -2387,8 +2387,10 @@ export interface NotFoundErrorData extends RemoteErrorData {
   kind: "not_found";
   /** the entry or proposal id asked for */
   id?: string;
-  /** the ids of those asked for that do not exist */
+  /** the ids of those asked for that do not exist (approve, reject: the first 20, each cut to 200 characters) */
   ids?: string[];
+  /** approve, reject: how many ids do not exist, when more than ids lists */
+  missingCount?: number;
   /** the session asked for */
   sessionId?: string;
   /** get_manifest: the call asked for (null: the latest) */
@@ -2525,7 +2527,7 @@ export interface IoErrorData extends RemoteErrorData {
   file?: string;
   /** with file: the system's reason (Permission denied) */
   osError?: string;
-  /** with file: the reason's symbol (EACCES) */
+  /** with file: the reason's symbol (EACCES); a ledger write or open that found no room left by an I/O error: ENOSPC or EDQUOT */
   errno?: string;
   /** true when the call had already written a memory file when it failed (a ledger write after it did not go through): the change is in the file, so a retry without requestId would make it again */
   memoryWritten?: boolean;

@@ -67,6 +67,7 @@ from makad.store.ledger.recovery import (
     move_aside,
     open_failure,
     schema_statement,
+    write_failure,
 )
 from makad.store.ledger.rows import reindex_events
 from makad.store.ledger.schema import MIGRATIONS, migrate, user_version
@@ -241,7 +242,7 @@ class LedgerBase:
             for conn in opened:
                 with contextlib.suppress(sqlite3.Error):
                     conn.close()
-            raise open_failure(exc) from exc
+            raise open_failure(exc, self.path.parent) from exc
         self._writer, self._reader = opened
 
     def _open_read_only(self) -> bool:
@@ -468,7 +469,7 @@ class LedgerBase:
                 if isinstance(exc, sqlite3.Error) and is_busy(exc) and not self._recently_busy():
                     self._busy_at = time.monotonic()
                 if isinstance(exc, sqlite3.Error):
-                    found = failure(exc, "the ledger write failed")
+                    found = write_failure(exc, self.path.parent)
                     if type(found) is IOFailure and _damaged(conn, exc):
                         found = LedgerCorrupt("the ledger database is corrupt", reason="ledger_corrupt")
                     raise found from exc

@@ -28,6 +28,7 @@ and the damaged event then fails its hash check (``makad.core.chain``).
 from __future__ import annotations
 
 import contextlib
+import errno
 import functools
 import inspect
 import os
@@ -50,11 +51,16 @@ REVISION_KEY: Final = "__revision__"
 FILE_HASH_KEYS: Final = {"memory": "__memory_hash__", "pending": "__pending_hash__"}
 SQLITE_BUSY: Final = 5
 SQLITE_LOCKED: Final = 6
+SQLITE_IOERR: Final = 10
 SQLITE_CORRUPT: Final = 11
 SQLITE_FULL: Final = 13
 SQLITE_IOERR_SHMSIZE: Final = 10 | (19 << 8)
 SQLITE_NOTADB: Final = 26
 SQLITE_CORRUPT_VTAB: Final = SQLITE_CORRUPT | (1 << 8)
+# How much room a failed ledger write's folder is asked for, to tell a spent quota apart
+# from a failing disk (SQLite reports ENOSPC as SQLITE_FULL, every other errno, EDQUOT
+# included, as a plain SQLITE_IOERR): a few of the pages a commit writes.
+ROOM_PROBE_BYTES: Final = 64 * 1024
 # Primary result codes that say something about the environment, not the file's
 # content: at open these are reported (io_error) and the database is left alone.
 ENVIRONMENTAL: Final = frozenset(
@@ -141,14 +147,53 @@ def failure(exc: sqlite3.Error, message: str) -> IOFailure:
     return IOFailure(message)
 
 
-def open_failure(exc: BaseException) -> IOFailure:
+def write_failure(exc: sqlite3.Error, folder: Path) -> IOFailure:
+    """What a failed ledger write in ``folder`` means (blocking): as ``failure`` says, but an
+    I/O error while the folder's disk has no room left for this user (a quota spent, which
+    SQLite cannot tell from a failing disk) is ``disk_full``, as ENOSPC is."""
+    found = failure(exc, "the ledger write failed")
+    code = getattr(exc, "sqlite_errorcode", None)
+    if type(found) is IOFailure and isinstance(code, int) and code & 0xFF == SQLITE_IOERR:
+        spent = no_room(folder)
+        if spent is not None:
+            return IOFailure("the disk is full: the ledger write failed", reason="disk_full", errno=spent)
+    return found
+
+
+def no_room(folder: Path) -> str | None:
+    """``ENOSPC`` or ``EDQUOT`` when ``folder``'s disk has no room for ``ROOM_PROBE_BYTES``
+    more for this user, else None (blocking). Asked with an unnamed file (``O_TMPFILE``),
+    so nothing is left behind; where there is none, with a named one removed at once."""
+    name: Path | None = None
+    try:
+        if hasattr(os, "O_TMPFILE"):
+            fd = os.open(folder, os.O_TMPFILE | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        else:  # pragma: no cover - macOS
+            name = folder / f".room-{os.getpid()}-{os.urandom(4).hex()}"
+            fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        return errno.errorcode[exc.errno] if exc.errno in DISK_FULL_ERRNOS else None
+    try:
+        os.posix_fallocate(fd, 0, ROOM_PROBE_BYTES)
+    except OSError as exc:
+        return errno.errorcode[exc.errno] if exc.errno in DISK_FULL_ERRNOS else None
+    finally:
+        os.close(fd)
+        if name is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(name)
+    return None
+
+
+def open_failure(exc: BaseException, folder: Path | None = None) -> IOFailure:
     """What an error while opening a ledger means.
 
     At open the daemon has written nothing yet, so any failure that is not about
     the environment means the file cannot serve as a ledger: a damaged page or
     schema, a header that is not SQLite's, a schema version no makad wrote, an
     unreadable settings record. Those are ``LedgerCorrupt`` (the file is moved
-    aside); the environmental ones stay plain ``IOFailure``.
+    aside); the environmental ones stay plain ``IOFailure`` (``disk_full`` for no room,
+    a spent quota told by ``folder``'s lack of room as ``write_failure`` does).
     """
     if isinstance(exc, OSError):
         if exc.errno in DISK_FULL_ERRNOS:
@@ -162,6 +207,11 @@ def open_failure(exc: BaseException) -> IOFailure:
             said = failure(exc, "the ledger database could not be opened")
             if said.details.get("reason") in ("ledger_busy", "disk_full"):
                 return said
+            spent = None if folder is None or code is None or code & 0xFF != SQLITE_IOERR else no_room(folder)
+            if spent is not None:
+                return IOFailure(
+                    "the disk is full: the ledger could not be opened", reason="disk_full", errno=spent
+                )
             return IOFailure("the ledger database could not be opened")
     return LedgerCorrupt("the ledger database is unusable", reason="ledger_corrupt")
 
