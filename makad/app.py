@@ -114,7 +114,7 @@ def build_app(
         await episodes.session_closed(ws, session_id)
         await attention.session_closed(ws, session_id)
 
-    watcher = Watcher(memory.ingest, settings.watch_debounce_ms)
+    watcher = Watcher(memory.ingest, memory.to_ingest, settings.watch_debounce_ms)
     warmup = Warmup()
 
     def on_access(ws: Workspace) -> None:

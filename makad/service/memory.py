@@ -408,6 +408,18 @@ class MemoryService:
             await self._files.refresh(ws)
             await self.apply_decay(ws)
 
+    async def to_ingest(self, wss: list[Workspace]) -> list[Workspace]:
+        """Those of ``wss`` that ``ingest`` would find something to do in: a memory file
+        changed since it was last read (stat signatures, all in one worker-thread hop), a
+        write or take-in under way, an entry due to decay. The watcher reads only these
+        when its watch restarts, not every workspace it watches."""
+
+        def changed() -> list[bool]:
+            return [not unchanged_in(ws.memory_dir_name, ws.memory_files) for ws in wss]
+
+        flags = await in_thread(changed)
+        return [ws for ws, flag in zip(wss, flags, strict=True) if flag or ws.lock.locked() or _decay_due(ws)]
+
     async def apply_decay(self, ws: Workspace) -> None:
         """Under ws.lock: archive expired entries in place (a write the user sees)."""
         now = now_ms()

@@ -31,7 +31,8 @@ ALL = [
 # (build_context_scale ingests 1.1 million events), or an optional extra and a model
 # (build_context_semantic), or megabytes of pathological requests or texts (big_requests,
 # pathological_inputs, redaction_cost), or files of 16,000 entries made and read per case
-# (approval_cost), or a few hundred folders served and a few seconds' wait (many_workspaces).
+# (approval_cost), or a few hundred folders served and a few seconds' wait (many_workspaces),
+# or a thousand folders subscribed to, watched and not (subscriptions).
 OPTIONAL = [
     "appends_instructions",
     "approval_cost",
@@ -44,6 +45,7 @@ OPTIONAL = [
     "read_state_instructions",
     "redaction_cost",
     "rpc_instructions",
+    "subscriptions",
 ]
 
 
