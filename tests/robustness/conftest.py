@@ -1,4 +1,5 @@
-"""Robustness tests: scripts/soaklib on the import path, and one daemon shared by a module."""
+"""Robustness tests: scripts/soaklib on the import path, one daemon shared by a module, and
+a daemon that waits briefly for a ledger another process holds."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.robustness.helpers import BRIEF_BUSY_ENV
 from tests.support import DaemonProcess, daemon_in_tmp
 
 SCRIPTS = Path(__file__).resolve().parents[2] / "scripts"
@@ -19,3 +21,15 @@ if str(SCRIPTS) not in sys.path:
 def shared_daemon() -> Iterator[DaemonProcess]:
     """One makad for a whole module (hypothesis examples reuse it)."""
     yield from daemon_in_tmp()
+
+
+@pytest.fixture
+def brief_busy_daemon(short_tmp: Path) -> Iterator[DaemonProcess]:
+    """A started makad whose ledger writes wait BRIEF_BUSY_TIMEOUT_S, not 10 s, for a lock
+    another process holds before they fail with ledger_busy."""
+    proc = DaemonProcess(short_tmp, env=BRIEF_BUSY_ENV)
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.robustness.helpers import (
+    BRIEF_BUSY_TIMEOUT_S,
     IS_ROOT,
     fill_disk,
     generalized,
@@ -131,15 +132,14 @@ def ledger_locked_by_another_process(daemon: DaemonProcess) -> Iterator[None]:
         holder.stdout.close()
 
 
-# SQLite's busy timeout on the daemon's connections (makad.store.ledger.base).
-BUSY_TIMEOUT_S = 10.0
-
-
-def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: DaemonProcess) -> None:
+def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(
+    brief_busy_daemon: DaemonProcess,
+) -> None:
     """Another process holding the ledger's write lock (a `sqlite3` shell in a write
     transaction): writes fail with io_error ledger_busy, a crowd of them is answered in
     about one busy timeout rather than one timeout each, other workspaces are served
     meanwhile, and once the lock is released writes go through again."""
+    daemon = brief_busy_daemon
     w = str(daemon.workspace)
     sid = daemon.call("open_session", {"workspace": w})["sessionId"]
     with ledger_locked_by_another_process(daemon):
@@ -158,7 +158,7 @@ def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: Daem
         assert {(e.kind, e.data.get("reason")) for e in errors} == {("io_error", "ledger_busy")}
         assert "locked by another process" in errors[0].message
         # One timeout each, in turn, would be len(calls) timeouts.
-        assert elapsed < 3 * BUSY_TIMEOUT_S, elapsed
+        assert elapsed < 3 * BRIEF_BUSY_TIMEOUT_S, elapsed
     got = daemon.call(
         "append_events",
         {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "after"}]},
