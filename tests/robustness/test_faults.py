@@ -24,7 +24,7 @@ from tests.robustness.helpers import (
     snapshot,
     tiny_tmpfs,
 )
-from tests.support import DaemonProcess, SharedDaemon, ping_ok
+from tests.support import DaemonProcess, ping_ok
 
 
 def ws(d: DaemonProcess) -> str:
@@ -37,13 +37,6 @@ def memory_dir(d: DaemonProcess) -> Path:
 
 def ledger_dir(d: DaemonProcess) -> Path:
     return d.data_dir / "workspaces" / workspace_id(d.workspace.resolve())
-
-
-@pytest.fixture
-def served(module_daemon: DaemonProcess, new_ws: Path) -> DaemonProcess:
-    """The module's daemon with a fresh workspace of this test's own, for the tests that
-    neither stop it nor arm a fault at its start (one start-up for them all)."""
-    return SharedDaemon(module_daemon, new_ws)
 
 
 def seed(d: DaemonProcess) -> dict[str, Any]:
