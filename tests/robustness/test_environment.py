@@ -81,7 +81,7 @@ def test_memory_md_replaced_by_something_that_is_not_a_file(
 ) -> None:
     """MEMORY.md swapped for a FIFO (no writer: an open for reading would wait forever), a
     symlink to /dev/zero (endless) or a device: read_state says error at once, writes
-    are refused with a stable kind, what was planted stays, and the served keeps serving."""
+    are refused with a stable kind, what was planted stays, and the daemon keeps serving."""
     w = str(served.workspace)
     served.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
     path = served.workspace / "memory" / "MEMORY.md"
@@ -355,8 +355,8 @@ def test_a_daemon_started_again_on_a_full_data_disk_reads_and_refuses_writes(sho
 
 
 def test_the_memory_folder_deleted_brings_nothing_back(served: DaemonProcess) -> None:
-    """memory/ deleted while the served follows the workspace (the user wiping its
-    memory, secrets and all): the served takes the deletion in as such — it does not make
+    """memory/ deleted while the daemon follows the workspace (the user wiping its
+    memory, secrets and all): the daemon takes the deletion in as such — it does not make
     the folder again to queue what it held back into PENDING.md as "returned" — and the
     workspace starts over empty (docs/WORKSPACES.md)."""
     w = str(served.workspace)
@@ -366,7 +366,7 @@ def test_the_memory_folder_deleted_brings_nothing_back(served: DaemonProcess) ->
     with RawConnection(served.socket, timeout=30) as sub:
         sub.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"workspace": w}})
         shutil.rmtree(memory)
-        while True:  # the served has taken the deletion in once it says MEMORY.md changed
+        while True:  # the daemon has taken the deletion in once it says MEMORY.md changed
             note = sub.recv_message()
             if note.get("method") == "memory_changed":
                 break
