@@ -1,9 +1,9 @@
 """The one fault seam: failure points the tests arm, inert in every real run.
 
 The daemon builds one ``Faults`` from its settings (``MAKAD_FAULT_POINT``,
-``MAKAD_FAULT_DISK_FULL``, ``MAKAD_FAULT_BUSY_TIMEOUT_MS``) and hands it to the services, which name the steps
-between which a crash or a failure is worth testing. Unarmed, every call is a
-no-op: nothing here changes what a real run does.
+``MAKAD_FAULT_DISK_FULL``, ``MAKAD_FAULT_BUSY_TIMEOUT_MS``) and hands it to the
+services, which name the steps between which a crash or a failure is worth testing.
+Unarmed, every call is a no-op: nothing here changes what a real run does.
 """
 
 from __future__ import annotations
