@@ -74,7 +74,11 @@ def build_app(
     settings = info.settings
     # The one fault seam: armed by the test environment only (makad.faults).
     if faults is None:
-        faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
+        faults = Faults(
+            point=settings.fault_point,
+            disk_full=settings.fault_disk_full,
+            busy_timeout_ms=settings.fault_busy_timeout_ms,
+        )
     registry = WorkspaceRegistry(
         settings.data_dir,
         faults=faults,

@@ -436,7 +436,11 @@ async def run(settings: DaemonSettings) -> int:
         listener: SocketListener = await SocketListener.from_socket(raw)
 
         # The one fault seam: armed by the test environment only (makad.faults).
-        faults = Faults(point=settings.fault_point, disk_full=settings.fault_disk_full)
+        faults = Faults(
+            point=settings.fault_point,
+            disk_full=settings.fault_disk_full,
+            busy_timeout_ms=settings.fault_busy_timeout_ms,
+        )
         composition = Composition(info, faults)
         stack.callback(composition.close)
         server = Server(composition.dispatcher, limits_for(settings, raise_open_file_limit(), faults))

@@ -1,9 +1,9 @@
 """The one fault seam: failure points the tests arm, inert in every real run.
 
 The daemon builds one ``Faults`` from its settings (``MAKAD_FAULT_POINT``,
-``MAKAD_FAULT_DISK_FULL``) and hands it to the services, which name the steps
-between which a crash or a failure is worth testing. Unarmed, every call is a
-no-op: nothing here changes what a real run does.
+``MAKAD_FAULT_DISK_FULL``, ``MAKAD_FAULT_BUSY_TIMEOUT_MS``) and hands it to the
+services, which name the steps between which a crash or a failure is worth testing.
+Unarmed, every call is a no-op: nothing here changes what a real run does.
 """
 
 from __future__ import annotations
@@ -24,10 +24,13 @@ log = structlog.get_logger("makad.faults")
 @dataclass(frozen=True)
 class Faults:
     """``point``: the step at which the process kills itself; ``disk_full``: every
-    memory-file write fails as if the disk were full."""
+    memory-file write fails as if the disk were full; ``busy_timeout_ms``: how long a
+    ledger write waits for another process's lock, shorter than the ledger's own
+    (``makad.store.ledger.base.BUSY_TIMEOUT_MS``) so a test of a locked ledger waits less."""
 
     point: str | None = None
     disk_full: bool = False
+    busy_timeout_ms: int | None = None
 
     def crash(self, point: str) -> None:
         """SIGKILL this process when armed at ``point`` (a crash between two steps)."""

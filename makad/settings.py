@@ -104,6 +104,9 @@ class DaemonSettings:
     fault_point: str | None = None
     # Test-only: fail memory-file writes as if the disk were full.
     fault_disk_full: bool = False
+    # Test-only: how long a ledger write waits for another process's lock (the ledger's
+    # own 10 s when None), so a test of a locked ledger waits less.
+    fault_busy_timeout_ms: int | None = None
     curator: CuratorSettings = CuratorSettings()
     # The user-level memory folder (workspace "@user"); None: ``<data dir>/user``.
     user_memory: Path | None = None
@@ -321,6 +324,7 @@ def load(
         missing_save_wait_ms=_int_env(env, "MAKAD_MISSING_SAVE_WAIT_MS", DEFAULT_MISSING_SAVE_WAIT_MS),
         fault_point=env.get("MAKAD_FAULT_POINT") or None,
         fault_disk_full=env.get("MAKAD_FAULT_DISK_FULL") == "1",
+        fault_busy_timeout_ms=_int_env(env, "MAKAD_FAULT_BUSY_TIMEOUT_MS", 0) or None,
         curator=_curator(env),
         user_memory=Path(user_raw).expanduser().absolute() if user_raw else None,
         embedding_model=(args.embedding_model or env.get("MAKAD_EMBEDDING_MODEL") or "").strip() or None,

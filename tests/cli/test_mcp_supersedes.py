@@ -5,14 +5,15 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from maka.errors import RemoteError
 from tests.cli.helpers import call, run_maka
-from tests.cli.mcp_session import mcp_host
-from tests.support import DaemonProcess
+from tests.cli.mcp_session import Host, mcp_host
+from tests.support import DaemonProcess, SharedDaemon
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
 PENDING_URI = "maka://memory/PENDING.md"
@@ -32,6 +33,25 @@ def open_gates(d: DaemonProcess, workspace: str | None = None) -> None:
 def entry(d: DaemonProcess, title: str, content: str, **kw: Any) -> str:
     entry_id: str = call(d, "add_entry", title=title, content=content, **kw)["entry"]["id"]
     return entry_id
+
+
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """asyncio, for the whole module: the shared bridge below lives as long as it."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def refusing_host(module_daemon: DaemonProcess) -> AsyncIterator[tuple[Host, DaemonProcess]]:
+    """One `maka mcp` (and its workspace, gates open) for the replacements it must refuse:
+    each refusal queues nothing, so one bridge serves them all (each bridge pays ~2 s of
+    CPU importing the MCP SDK)."""
+    workspace = module_daemon.root / "refusing"
+    workspace.mkdir()
+    d = SharedDaemon(module_daemon, workspace)
+    open_gates(d)
+    async with host(d) as h:
+        yield h, d
 
 
 def refused(d: DaemonProcess, method: str, **params: Any) -> dict[str, Any]:
@@ -79,11 +99,11 @@ async def test_an_agent_replaces_a_changed_fact(shared_daemon: DaemonProcess) ->
 
 
 @pytest.mark.parametrize("how", ["missing", "archived", "other_session", "ambiguous"])
-async def test_what_an_agent_cannot_replace(shared_daemon: DaemonProcess, how: str) -> None:
+async def test_what_an_agent_cannot_replace(refusing_host: tuple[Host, DaemonProcess], how: str) -> None:
     """A target that does not exist, is archived or is scoped to another session is refused
     with one message (nothing said of entries the session cannot see); an ambiguous prefix
     lists the candidates; nothing is queued."""
-    open_gates(shared_daemon)
+    h, shared_daemon = refusing_host
     other = call(shared_daemon, "open_session")["sessionId"]
     target = {
         "missing": "0123456789abcdef",
@@ -100,10 +120,9 @@ async def test_what_an_agent_cannot_replace(shared_daemon: DaemonProcess, how: s
         firsts = Counter(i[0] for i in ids)
         target = max(firsts, key=lambda c: firsts[c])
         assert firsts[target] > 1
-    async with host(shared_daemon) as h:
-        is_error, text = await h.tool(
-            "memory_propose", title="New", content="A corrected fact.", supersedes=f"memory:{target}"
-        )
+    is_error, text = await h.tool(
+        "memory_propose", title="New", content="A corrected fact.", supersedes=f"memory:{target}"
+    )
     assert is_error
     if how == "ambiguous":
         assert text.startswith("invalid_params: Ambiguous")

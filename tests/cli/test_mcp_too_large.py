@@ -8,7 +8,7 @@ SDK's empty ``{"code": 0, "message": ""}``, and the next call works.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import anyio
@@ -17,7 +17,7 @@ import pytest
 from maka import AsyncClient, Client
 from maka.errors import TooLarge
 from tests.cli.helpers import call
-from tests.cli.mcp_session import mcp_host
+from tests.cli.mcp_session import Host, mcp_host
 from tests.support import DaemonProcess, daemon_in_tmp, ping_ok
 
 pytestmark = [pytest.mark.anyio, pytest.mark.filterwarnings("ignore:resources/subscribe is removed")]
@@ -32,6 +32,21 @@ def small_cap() -> Iterator[DaemonProcess]:
     yield from daemon_in_tmp({"MAKAD_MAX_MESSAGE_BYTES": str(CAP)})
 
 
+@pytest.fixture(scope="module")
+def anyio_backend() -> str:
+    """asyncio, for the whole module: the bridge below lives as long as it."""
+    return "asyncio"
+
+
+@pytest.fixture(scope="module")
+async def bridge(small_cap: DaemonProcess) -> AsyncIterator[Host]:
+    """One `maka mcp` on the small-cap daemon, agent read and propose on, for every size:
+    that it goes on after each refusal is part of what is tested."""
+    call(small_cap, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
+    async with mcp_host(small_cap.socket, workspace=small_cap.workspace) as h:
+        yield h
+
+
 def oversized_calls(size: int) -> list[tuple[str, dict[str, Any]]]:
     text = "x" * size
     return [
@@ -43,19 +58,19 @@ def oversized_calls(size: int) -> list[tuple[str, dict[str, Any]]]:
 
 
 @pytest.mark.parametrize("size", SIZES)
-async def test_an_oversized_tool_call_is_a_too_large_tool_error(small_cap: DaemonProcess, size: int) -> None:
+async def test_an_oversized_tool_call_is_a_too_large_tool_error(
+    small_cap: DaemonProcess, bridge: Host, size: int
+) -> None:
     """Each tool that carries the agent's text answers too_large over the cap; the bridge
     goes on (a small call right after works) and the daemon keeps serving."""
-    call(small_cap, "set_settings", agentReadEnabled=True, extractToolEnabled=True)
-    async with mcp_host(small_cap.socket, workspace=small_cap.workspace) as h:
-        for name, arguments in oversized_calls(size):
-            is_error, text = await h.tool(name, **arguments)
-            assert is_error, (name, text[:200])
-            assert text.startswith("too_large:"), (name, text[:200])
-            # the daemon's message cap, or the client's event cap an 8 MB turn is over first
-            assert f"{CAP} bytes" in text or "an event is at most" in text, text
-            is_error, text = await h.tool("memory_list")
-            assert not is_error, text
+    for name, arguments in oversized_calls(size):
+        is_error, text = await bridge.tool(name, **arguments)
+        assert is_error, (name, text[:200])
+        assert text.startswith("too_large:"), (name, text[:200])
+        # the daemon's message cap, or the client's event cap an 8 MB turn is over first
+        assert f"{CAP} bytes" in text or "an event is at most" in text, text
+        is_error, text = await bridge.tool("memory_list")
+        assert not is_error, text
     assert ping_ok(small_cap.socket)
 
 

@@ -22,18 +22,23 @@ def propose(d: DaemonProcess, title: str, content: str) -> str:
     return pid
 
 
-def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_review_on_a_terminal(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """On a pty single keys edit+approve, reject with a reason, skip and approve, in order."""
     call(
-        daemon, "add_entry", title="Indentation", content="The user prefers tabs for indentation in Go code."
+        shared_daemon,
+        "add_entry",
+        title="Indentation",
+        content="The user prefers tabs for indentation in Go code.",
     )
-    edited = propose(daemon, "Tabs", "The user prefers tabs for indentation in all Go code.")
-    rejected = propose(daemon, "Spaces", "The user likes two-space indents.")
-    skipped = propose(daemon, "Later", "Decide about this later.")
-    approved = propose(daemon, "Editor", "The user's editor is helix.")
+    edited = propose(shared_daemon, "Tabs", "The user prefers tabs for indentation in all Go code.")
+    rejected = propose(shared_daemon, "Spaces", "The user likes two-space indents.")
+    skipped = propose(shared_daemon, "Later", "Decide about this later.")
+    approved = propose(shared_daemon, "Editor", "The user's editor is helix.")
     editor = editor_script(short_tmp, "path.write_text(text.replace('in all Go code', 'in Go and C'))")
     env = {**os.environ, "EDITOR": editor, "VISUAL": "", "COLUMNS": "120", "TERM": "dumb"}
-    pty = Pty([*MAKA, "--socket", str(daemon.socket), "review", "-w", str(daemon.workspace)], env)
+    pty = Pty(
+        [*MAKA, "--socket", str(shared_daemon.socket), "review", "-w", str(shared_daemon.workspace)], env
+    )
 
     first = pty.expect(PROMPT)
     assert "Proposal 1/4" in first and "Similar entries:" in first
@@ -51,12 +56,12 @@ def test_review_on_a_terminal(daemon: DaemonProcess, short_tmp: Path) -> None:
     assert code == 0
     assert "Done: 2 approved, 1 rejected, 1 left waiting." in rest
 
-    contents = {e["content"] for e in call(daemon, "read_state", includeEntries=True)["entries"]}
+    contents = {e["content"] for e in call(shared_daemon, "read_state", includeEntries=True)["entries"]}
     assert "The user prefers tabs for indentation in Go and C." in contents
     assert "The user's editor is helix." in contents
-    waiting = [v["proposal"]["id"] for v in call(daemon, "list_proposals")["proposals"]]
+    waiting = [v["proposal"]["id"] for v in call(shared_daemon, "list_proposals")["proposals"]]
     assert waiting == [skipped] and edited not in waiting and approved not in waiting
-    again = call(daemon, "propose", title="Spaces", content="The user likes two-space indents.")
+    again = call(shared_daemon, "propose", title="Spaces", content="The user likes two-space indents.")
     assert again["previouslyRejected"]["reason"] == "stale"
     assert again["previouslyRejected"]["proposalId"] == rejected
 

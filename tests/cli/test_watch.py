@@ -13,23 +13,33 @@ from tests.cli.helpers import MAKA, call, run_maka
 from tests.support import DaemonProcess
 
 
-def test_watch_prints_each_notification_as_json(daemon: DaemonProcess) -> None:
+def test_watch_prints_each_notification_as_json(shared_daemon: DaemonProcess) -> None:
     """watch --json -n 2 prints one JSON notification per line, then exits 0."""
     proc = subprocess.Popen(
-        [*MAKA, "--socket", str(daemon.socket), "watch", "--json", "-n", "2", "-w", str(daemon.workspace)],
+        [
+            *MAKA,
+            "--socket",
+            str(shared_daemon.socket),
+            "watch",
+            "--json",
+            "-n",
+            "2",
+            "-w",
+            str(shared_daemon.workspace),
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
     )
     assert proc.stderr is not None and proc.stdout is not None
-    assert proc.stderr.readline().startswith(f"watching {daemon.workspace} (revision ")
-    call(daemon, "add_entry", title="T", content="watched")
-    call(daemon, "set_settings", agentReadEnabled=True)
+    assert proc.stderr.readline().startswith(f"watching {shared_daemon.workspace} (revision ")
+    call(shared_daemon, "add_entry", title="T", content="watched")
+    call(shared_daemon, "set_settings", agentReadEnabled=True)
     out, _ = proc.communicate(timeout=20)
     notes = [json.loads(line) for line in out.splitlines()]
     assert proc.returncode == 0
     assert [n["method"] for n in notes] == ["memory_changed", "settings_changed"]
-    assert notes[0]["params"]["workspace"] == str(daemon.workspace)
+    assert notes[0]["params"]["workspace"] == str(shared_daemon.workspace)
     assert notes[0]["params"]["cause"] == "daemon"
 
 

@@ -448,17 +448,17 @@ def test_search_time_window_and_limit(shared_daemon: DaemonProcess) -> None:
         shared_daemon.call("search_history", {"workspace": ws, "query": "kiwi", "limit": 0})
 
 
-def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess) -> None:
+def test_retrieve_detects_a_row_altered_behind_the_daemon(shared_daemon: DaemonProcess) -> None:
     """A stored event edited with sqlite3 comes back flagged; untouched refs still verify."""
-    ws = ws_of(daemon)
-    sid = open_session(daemon, ws, sessionId="s")
-    append(daemon, ws, sid, "one", "two", "three")
-    conn = sqlite3.connect(db_path(daemon))
+    ws = ws_of(shared_daemon)
+    sid = open_session(shared_daemon, ws, sessionId="s")
+    append(shared_daemon, ws, sid, "one", "two", "three")
+    conn = sqlite3.connect(db_path(shared_daemon))
     conn.execute("DROP TRIGGER IF EXISTS events_append_only")
     conn.execute("UPDATE events SET text = 'forged' WHERE session_id = 's' AND seq = 2")
     conn.commit()
     conn.close()
-    results = daemon.call(
+    results = shared_daemon.call(
         "retrieve",
         {"workspace": ws, "refs": ["event:s:3", "event:s:2", "event:s:1-3", "event:s:1", "event:s:7"]},
     )["results"]
@@ -469,7 +469,7 @@ def test_retrieve_detects_a_row_altered_behind_the_daemon(daemon: DaemonProcess)
     assert results[3]["mismatchedSeqs"] == [] and results[3]["chainIntact"] is False
     assert results[4]["missingSeqs"] == [7]
     with pytest.raises(InvalidParams):
-        daemon.call("retrieve", {"workspace": ws, "refs": ["memory:abc"]})
+        shared_daemon.call("retrieve", {"workspace": ws, "refs": ["memory:abc"]})
 
 
 # ---------------------------------------------------------------------- working state, manifests

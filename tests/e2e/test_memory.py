@@ -198,16 +198,16 @@ def test_safe_mode_over_cap(shared_daemon: DaemonProcess) -> None:
     assert info.value.kind == "safe_mode"
 
 
-def test_symlinked_memory_dir_is_refused(daemon: DaemonProcess, short_tmp: Path) -> None:
+def test_symlinked_memory_dir_is_refused(shared_daemon: DaemonProcess, short_tmp: Path) -> None:
     """A symlinked memory directory is refused; nothing is written through it."""
     elsewhere = short_tmp / "elsewhere"
     elsewhere.mkdir()
-    os.symlink(elsewhere, daemon.workspace / "memory")
+    os.symlink(elsewhere, shared_daemon.workspace / "memory")
     with pytest.raises(RemoteError) as info:
-        daemon.call("add_entry", {"workspace": ws_of(daemon), "title": "T", "content": "c"})
+        shared_daemon.call("add_entry", {"workspace": ws_of(shared_daemon), "title": "T", "content": "c"})
     assert info.value.kind == "invalid_workspace"
     assert list(elsewhere.iterdir()) == []
-    state = daemon.call("read_state", {"workspace": ws_of(daemon)})
+    state = shared_daemon.call("read_state", {"workspace": ws_of(shared_daemon)})
     assert state["status"] == "error"
 
 

@@ -15,6 +15,7 @@ from typing import Any
 import jsonschema
 import pytest
 
+from tests.robustness.helpers import BRIEF_BUSY_ENV
 from tests.robustness.test_environment import ledger_locked_by_another_process
 from tests.support import DaemonProcess, RawConnection, daemon_in_tmp
 
@@ -164,7 +165,11 @@ def _connection_cap(daemon: DaemonProcess, c: Caller) -> None:
 @pytest.fixture(scope="module")
 def drawn() -> Iterator[list[tuple[str, dict[str, Any]]]]:
     """Each (method, error data) drawn from one daemon with a small reply and connection cap."""
-    env = {"MAKAD_MAX_REPLY_BYTES": str(REPLY_CAP), "MAKAD_MAX_CONNECTIONS": str(CONNECTION_CAP)}
+    env = {
+        "MAKAD_MAX_REPLY_BYTES": str(REPLY_CAP),
+        "MAKAD_MAX_CONNECTIONS": str(CONNECTION_CAP),
+        **BRIEF_BUSY_ENV,  # the ledger locked by another process refuses sooner
+    }
     for daemon in daemon_in_tmp(env):
         ws = str(daemon.workspace)
         with RawConnection(daemon.socket, timeout=30) as conn:

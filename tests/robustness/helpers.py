@@ -17,6 +17,12 @@ from tests.support import DaemonProcess
 
 IS_ROOT = os.geteuid() == 0
 
+# How long a daemon started with BRIEF_BUSY_ENV (the ``brief_busy_daemon`` fixture) waits
+# for a ledger whose lock another process holds, where the ledger's own wait is 10 s: the
+# same refusal (ledger_busy) by the same path, sooner (makad.faults).
+BRIEF_BUSY_TIMEOUT_S = 2.0
+BRIEF_BUSY_ENV = {"MAKAD_FAULT_BUSY_TIMEOUT_MS": str(int(BRIEF_BUSY_TIMEOUT_S * 1000))}
+
 
 @contextlib.contextmanager
 def read_only_dir(path: Path) -> Iterator[str]:

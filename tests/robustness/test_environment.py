@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests.robustness.helpers import (
+    BRIEF_BUSY_TIMEOUT_S,
     IS_ROOT,
     fill_disk,
     generalized,
@@ -31,31 +32,31 @@ from tests.robustness.helpers import (
 from tests.support import DaemonProcess, RawConnection, ping_ok
 
 
-def test_the_memory_folder_replaced_by_a_file(daemon: DaemonProcess) -> None:
+def test_the_memory_folder_replaced_by_a_file(served: DaemonProcess) -> None:
     """memory/ swapped for a regular file: read_state says error, writes are
     invalid_workspace (not_a_directory), the file is left as it was, other workspaces are
     served, and once the folder is back the workspace works again."""
-    w = str(daemon.workspace)
-    daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
-    memory = daemon.workspace / "memory"
+    w = str(served.workspace)
+    served.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+    memory = served.workspace / "memory"
     for child in memory.iterdir():
         child.unlink()
     memory.rmdir()
     memory.write_bytes(b"the user's own file")
-    state = daemon.call("read_state", {"workspace": w})
+    state = served.call("read_state", {"workspace": w})
     assert state["status"] == "error" and "not a directory" in state["reason"]
     for method, params in [
         ("add_entry", {"workspace": w, "title": "T", "content": "c"}),
         ("list_proposals", {"workspace": w}),
     ]:
-        exc = remote_error(daemon, method, params)
+        exc = remote_error(served, method, params)
         assert (method, exc.kind, exc.data.get("reason")) == (method, "invalid_workspace", "not_a_directory")
-        assert generalized(exc, str(daemon.root))
+        assert generalized(exc, str(served.root))
     assert memory.read_bytes() == b"the user's own file"
-    serves_other_workspace(daemon, daemon.root / "other")
+    serves_other_workspace(served, served.root / "other")
     memory.unlink()
-    daemon.call("add_entry", {"workspace": w, "title": "Back", "content": "a folder again"})
-    assert daemon.call("read_state", {"workspace": w})["status"] == "ok"
+    served.call("add_entry", {"workspace": w, "title": "Back", "content": "a folder again"})
+    assert served.call("read_state", {"workspace": w})["status"] == "ok"
 
 
 def _fifo(path: Path) -> None:
@@ -76,28 +77,28 @@ def _null_device(path: Path) -> None:
     "plant", [_fifo, _dev_zero_link, _null_device], ids=["fifo", "dev-zero-symlink", "char-device"]
 )
 def test_memory_md_replaced_by_something_that_is_not_a_file(
-    daemon: DaemonProcess, plant: Callable[[Path], None]
+    served: DaemonProcess, plant: Callable[[Path], None]
 ) -> None:
     """MEMORY.md swapped for a FIFO (no writer: an open for reading would wait forever), a
     symlink to /dev/zero (endless) or a device: read_state says error at once, writes
     are refused with a stable kind, what was planted stays, and the daemon keeps serving."""
-    w = str(daemon.workspace)
-    daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
-    path = daemon.workspace / "memory" / "MEMORY.md"
+    w = str(served.workspace)
+    served.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})
+    path = served.workspace / "memory" / "MEMORY.md"
     path.unlink()
     plant(path)
     planted = os.lstat(path)
-    state = daemon.call("read_state", {"workspace": w, "includeEntries": True}, timeout=15)
+    state = served.call("read_state", {"workspace": w, "includeEntries": True}, timeout=15)
     assert state["status"] == "error" and state["entryCount"] == 0
-    exc = remote_error(daemon, "add_entry", {"workspace": w, "title": "T", "content": "c"})
+    exc = remote_error(served, "add_entry", {"workspace": w, "title": "T", "content": "c"})
     assert (exc.kind, exc.data.get("reason")) in (
         ("io_error", "not_a_file"),
         ("invalid_workspace", "symlink"),
     )
-    assert ping_ok(daemon.socket)
+    assert ping_ok(served.socket)
     after = os.lstat(path)
     assert (after.st_ino, after.st_mode) == (planted.st_ino, planted.st_mode)
-    serves_other_workspace(daemon, daemon.root / "other")
+    serves_other_workspace(served, served.root / "other")
 
 
 HOLD_WRITE_LOCK = """
@@ -131,15 +132,14 @@ def ledger_locked_by_another_process(daemon: DaemonProcess) -> Iterator[None]:
         holder.stdout.close()
 
 
-# SQLite's busy timeout on the daemon's connections (makad.store.ledger.base).
-BUSY_TIMEOUT_S = 10.0
-
-
-def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: DaemonProcess) -> None:
+def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(
+    brief_busy_daemon: DaemonProcess,
+) -> None:
     """Another process holding the ledger's write lock (a `sqlite3` shell in a write
     transaction): writes fail with io_error ledger_busy, a crowd of them is answered in
     about one busy timeout rather than one timeout each, other workspaces are served
     meanwhile, and once the lock is released writes go through again."""
+    daemon = brief_busy_daemon
     w = str(daemon.workspace)
     sid = daemon.call("open_session", {"workspace": w})["sessionId"]
     with ledger_locked_by_another_process(daemon):
@@ -158,7 +158,7 @@ def test_a_ledger_locked_by_another_process_fails_fast_and_recovers(daemon: Daem
         assert {(e.kind, e.data.get("reason")) for e in errors} == {("io_error", "ledger_busy")}
         assert "locked by another process" in errors[0].message
         # One timeout each, in turn, would be len(calls) timeouts.
-        assert elapsed < 3 * BUSY_TIMEOUT_S, elapsed
+        assert elapsed < 3 * BRIEF_BUSY_TIMEOUT_S, elapsed
     got = daemon.call(
         "append_events",
         {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "after"}]},
@@ -354,16 +354,16 @@ def test_a_daemon_started_again_on_a_full_data_disk_reads_and_refuses_writes(sho
             d.stop()
 
 
-def test_the_memory_folder_deleted_brings_nothing_back(daemon: DaemonProcess) -> None:
+def test_the_memory_folder_deleted_brings_nothing_back(served: DaemonProcess) -> None:
     """memory/ deleted while the daemon follows the workspace (the user wiping its
     memory, secrets and all): the daemon takes the deletion in as such — it does not make
     the folder again to queue what it held back into PENDING.md as "returned" — and the
     workspace starts over empty (docs/WORKSPACES.md)."""
-    w = str(daemon.workspace)
+    w = str(served.workspace)
     for title in ("Build", "Token"):
-        daemon.call("add_entry", {"workspace": w, "title": title, "content": f"{title} note"})
-    memory = daemon.workspace / "memory"
-    with RawConnection(daemon.socket, timeout=30) as sub:
+        served.call("add_entry", {"workspace": w, "title": title, "content": f"{title} note"})
+    memory = served.workspace / "memory"
+    with RawConnection(served.socket, timeout=30) as sub:
         sub.request({"jsonrpc": "2.0", "id": 1, "method": "subscribe", "params": {"workspace": w}})
         shutil.rmtree(memory)
         while True:  # the daemon has taken the deletion in once it says MEMORY.md changed
@@ -372,5 +372,5 @@ def test_the_memory_folder_deleted_brings_nothing_back(daemon: DaemonProcess) ->
                 break
         assert note["params"].get("returned", []) == []
     assert not (memory / "PENDING.md").exists()
-    assert daemon.call("list_proposals", {"workspace": w})["proposals"] == []
-    assert daemon.call("read_state", {"workspace": w})["entryCount"] == 0
+    assert served.call("list_proposals", {"workspace": w})["proposals"] == []
+    assert served.call("read_state", {"workspace": w})["entryCount"] == 0

@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from maka.errors import RemoteError
+from makad.store.workspaces import workspace_id
 from tests.robustness.helpers import (
     fill_disk,
     generalized,
@@ -35,8 +36,7 @@ def memory_dir(d: DaemonProcess) -> Path:
 
 
 def ledger_dir(d: DaemonProcess) -> Path:
-    [found] = list((d.data_dir / "workspaces").iterdir())
-    return found
+    return d.data_dir / "workspaces" / workspace_id(d.workspace.resolve())
 
 
 def seed(d: DaemonProcess) -> dict[str, Any]:
@@ -202,73 +202,73 @@ def test_real_full_disk_under_the_backups(short_tmp: Path) -> None:
             d.stop()
 
 
-def test_read_only_memory_dir(daemon: DaemonProcess) -> None:
+def test_read_only_memory_dir(served: DaemonProcess) -> None:
     """A memory directory that refuses writes: io_error permission_denied, entries still
     readable, other workspaces served, and writes resume once it is writable again."""
-    seed(daemon)
-    w = ws(daemon)
-    before = snapshot(memory_dir(daemon))
-    with read_only_dir(memory_dir(daemon)):
+    seed(served)
+    w = ws(served)
+    before = snapshot(memory_dir(served))
+    with read_only_dir(memory_dir(served)):
         for method, params in [
             ("add_entry", {"workspace": w, "title": "New", "content": "refused"}),
             ("propose", {"workspace": w, "title": "Q", "content": "refused too"}),
         ]:
-            exc = remote_error(daemon, method, params)
+            exc = remote_error(served, method, params)
             assert (exc.kind, exc.data.get("reason")) == ("io_error", "permission_denied")
-            assert generalized(exc, str(daemon.root)) and exc.data["file"] in ("MEMORY.md", "PENDING.md")
+            assert generalized(exc, str(served.root)) and exc.data["file"] in ("MEMORY.md", "PENDING.md")
             assert exc.data["osError"] in ("Permission denied", "Operation not permitted")
-        state = daemon.call("read_state", {"workspace": w})
+        state = served.call("read_state", {"workspace": w})
         assert state["status"] == "ok" and state["entryCount"] == 2
-        serves_other_workspace(daemon, daemon.root / "other")
-        assert snapshot(memory_dir(daemon)) == before
-    daemon.call("add_entry", {"workspace": w, "title": "New", "content": "accepted"})
-    assert "accepted" in (memory_dir(daemon) / "MEMORY.md").read_text()
-    assert no_temp_files(daemon)
+        serves_other_workspace(served, served.root / "other")
+        assert snapshot(memory_dir(served)) == before
+    served.call("add_entry", {"workspace": w, "title": "New", "content": "accepted"})
+    assert "accepted" in (memory_dir(served) / "MEMORY.md").read_text()
+    assert no_temp_files(served)
 
 
-def test_memory_file_replaced_by_a_directory(daemon: DaemonProcess) -> None:
+def test_memory_file_replaced_by_a_directory(served: DaemonProcess) -> None:
     """MEMORY.md swapped for a directory while running: status error (generalized), writes
     are io_error, the directory and PENDING.md are left alone, other workspaces served."""
-    seed(daemon)
-    w = ws(daemon)
-    path = memory_dir(daemon) / "MEMORY.md"
+    seed(served)
+    w = ws(served)
+    path = memory_dir(served) / "MEMORY.md"
     path.unlink()
     path.mkdir()
     (path / "inside.txt").write_text("the user's own file")
-    before = snapshot(memory_dir(daemon))
-    state = daemon.call("read_state", {"workspace": w})
+    before = snapshot(memory_dir(served))
+    state = served.call("read_state", {"workspace": w})
     assert state["status"] == "error"
-    assert str(daemon.root) not in state["reason"] and "MEMORY.md" not in state["reason"]
-    exc = remote_error(daemon, "add_entry", {"workspace": w, "title": "T", "content": "c"})
-    assert exc.kind == "io_error" and generalized(exc, str(daemon.root))
-    serves_other_workspace(daemon, daemon.root / "other")
-    assert snapshot(memory_dir(daemon)) == before
+    assert str(served.root) not in state["reason"] and "MEMORY.md" not in state["reason"]
+    exc = remote_error(served, "add_entry", {"workspace": w, "title": "T", "content": "c"})
+    assert exc.kind == "io_error" and generalized(exc, str(served.root))
+    serves_other_workspace(served, served.root / "other")
+    assert snapshot(memory_dir(served)) == before
     shutil.rmtree(path)
-    daemon.call("add_entry", {"workspace": w, "title": "Back", "content": "a file again"})
-    assert daemon.call("read_state", {"workspace": w})["status"] == "ok"
+    served.call("add_entry", {"workspace": w, "title": "Back", "content": "a file again"})
+    assert served.call("read_state", {"workspace": w})["status"] == "ok"
 
 
-def test_memory_file_replaced_by_a_symlink(daemon: DaemonProcess) -> None:
+def test_memory_file_replaced_by_a_symlink(served: DaemonProcess) -> None:
     """MEMORY.md swapped for a symlink to a file elsewhere: status error, writes refused
     (invalid_workspace, reason symlink), and the link's target is never written."""
-    seed(daemon)
-    w = ws(daemon)
-    target = daemon.root / "elsewhere.md"
+    seed(served)
+    w = ws(served)
+    target = served.root / "elsewhere.md"
     target.write_text("# not memory\n\n## Private\nleave me alone\n")
-    path = memory_dir(daemon) / "MEMORY.md"
+    path = memory_dir(served) / "MEMORY.md"
     path.unlink()
     path.symlink_to(target)
-    before = snapshot(daemon.root / "elsewhere.md"), snapshot(memory_dir(daemon))
-    assert daemon.call("read_state", {"workspace": w})["status"] == "error"
+    before = snapshot(served.root / "elsewhere.md"), snapshot(memory_dir(served))
+    assert served.call("read_state", {"workspace": w})["status"] == "error"
     for method, params in [
         ("add_entry", {"workspace": w, "title": "T", "content": "c"}),
         ("propose", {"workspace": w, "title": "P", "content": "p"}),
     ]:
-        exc = remote_error(daemon, method, params)
+        exc = remote_error(served, method, params)
         assert (exc.kind, exc.data.get("reason")) == ("invalid_workspace", "symlink")
-    serves_other_workspace(daemon, daemon.root / "other")
+    serves_other_workspace(served, served.root / "other")
     assert target.read_text() == "# not memory\n\n## Private\nleave me alone\n"
-    assert (snapshot(daemon.root / "elsewhere.md"), snapshot(memory_dir(daemon))) == before
+    assert (snapshot(served.root / "elsewhere.md"), snapshot(memory_dir(served))) == before
 
 
 def test_ledger_file_deleted_while_running(daemon: DaemonProcess) -> None:
@@ -352,33 +352,33 @@ def test_ledger_file_truncated_while_running(daemon: DaemonProcess) -> None:
     assert daemon.proc is not None and daemon.proc.poll() is None
 
 
-def test_failed_write_retried_with_its_request_id_lands_once(daemon: DaemonProcess) -> None:
+def test_failed_write_retried_with_its_request_id_lands_once(served: DaemonProcess) -> None:
     """A write that fails after MEMORY.md was written (the ledger refuses the bookkeeping)
     and is retried with the same requestId ends with the entry there exactly once."""
-    w = ws(daemon)
-    daemon.call("add_entry", {"workspace": w, "title": "Seed", "content": "seed"})
+    w = ws(served)
+    served.call("add_entry", {"workspace": w, "title": "Seed", "content": "seed"})
     params = {"workspace": w, "title": "Once", "content": "only once please", "requestId": "r-1"}
-    with immutable_file(ledger_dir(daemon) / "ledger.sqlite3-wal"):
-        assert remote_error(daemon, "add_entry", params).kind == "io_error"
-    daemon.call("add_entry", params)
-    assert (memory_dir(daemon) / "MEMORY.md").read_text().count("only once please") == 1
+    with immutable_file(ledger_dir(served) / "ledger.sqlite3-wal"):
+        assert remote_error(served, "add_entry", params).kind == "io_error"
+    served.call("add_entry", params)
+    assert (memory_dir(served) / "MEMORY.md").read_text().count("only once please") == 1
 
 
-def test_backup_vanishing_between_listing_and_reading(daemon: DaemonProcess) -> None:
+def test_backup_vanishing_between_listing_and_reading(served: DaemonProcess) -> None:
     """A backup that disappears between the directory listing and the read (concurrent
     pruning; here a dangling link stands in for it) never makes list_backups or
     restore_backup an internal error."""
-    w = ws(daemon)
-    daemon.call("add_entry", {"workspace": w, "title": "One", "content": "1"})
-    daemon.call("add_entry", {"workspace": w, "title": "Two", "content": "2"})
-    backups = ledger_dir(daemon) / "backups"
+    w = ws(served)
+    served.call("add_entry", {"workspace": w, "title": "One", "content": "1"})
+    served.call("add_entry", {"workspace": w, "title": "Two", "content": "2"})
+    backups = ledger_dir(served) / "backups"
     (backups / "1700000000000-999999-MEMORY.md").symlink_to(backups / "gone.md")
     kinds = []
     for method, params in [
         ("list_backups", {"workspace": w}),
         ("restore_backup", {"workspace": w, "backupId": "1700000000000-999999-MEMORY"}),
     ]:
-        with daemon.client() as client:
+        with served.client() as client:
             try:
                 client.call(method, params)
                 kinds.append("ok")
@@ -389,25 +389,25 @@ def test_backup_vanishing_between_listing_and_reading(daemon: DaemonProcess) -> 
 
 @pytest.mark.parametrize("method", ["delete_entry", "reject"])
 def test_failed_change_retried_with_its_request_id_gets_its_result(
-    daemon: DaemonProcess, method: str
+    served: DaemonProcess, method: str
 ) -> None:
     """A delete_entry or reject that failed after its file was written (the ledger refused
     the bookkeeping), retried with the same requestId, is answered with its result — not
     not_found for the entry or proposal it removed itself."""
-    w = ws(daemon)
+    w = ws(served)
     if method == "delete_entry":
-        target = daemon.call("add_entry", {"workspace": w, "title": "Gone", "content": "remove me"})["entry"][
+        target = served.call("add_entry", {"workspace": w, "title": "Gone", "content": "remove me"})["entry"][
             "id"
         ]
         params = {"workspace": w, "id": target, "requestId": "r-1"}
     else:
-        daemon.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
-        target = daemon.call("propose", {"workspace": w, "title": "Gone", "content": "remove me"})[
+        served.call("set_settings", {"workspace": w, "agentReadEnabled": True, "extractToolEnabled": True})
+        target = served.call("propose", {"workspace": w, "title": "Gone", "content": "remove me"})[
             "proposal"
         ]["id"]
         params = {"workspace": w, "ids": [target], "reason": "no", "requestId": "r-1"}
-    with immutable_file(ledger_dir(daemon) / "ledger.sqlite3-wal"):
-        assert remote_error(daemon, method, params).kind == "io_error"
-    retried = daemon.call(method, params)
+    with immutable_file(ledger_dir(served) / "ledger.sqlite3-wal"):
+        assert remote_error(served, method, params).kind == "io_error"
+    retried = served.call(method, params)
     assert target in json.dumps(retried)
-    assert not any("remove me" in p.read_text() for p in memory_dir(daemon).glob("*.md"))
+    assert not any("remove me" in p.read_text() for p in memory_dir(served).glob("*.md"))

@@ -26,9 +26,17 @@ def give_to_nobody(*paths: Path) -> None:
 
 
 @pytest.fixture
-def shared(daemon: DaemonProcess) -> Iterator[Path]:
-    """A folder everyone may write, sticky like /tmp, with a folder of the user's in it."""
-    folder = daemon.root / "shared"
+def daemon(module_daemon: DaemonProcess) -> DaemonProcess:
+    """The module's daemon: each test works in a shared folder of its own (``shared``) and
+    names no workspace, so ``maka`` finds one from the folder it runs in."""
+    return module_daemon
+
+
+@pytest.fixture
+def shared(new_ws: Path) -> Iterator[Path]:
+    """A folder everyone may write, sticky like /tmp, with a folder of the user's in it
+    (in a fresh folder of the module daemon's, which holds no workspace marker)."""
+    folder = new_ws / "shared"
     folder.mkdir()
     os.chmod(folder, 0o1777)
     (folder / "mine").mkdir()

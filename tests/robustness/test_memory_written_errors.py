@@ -4,22 +4,22 @@ blindly; a write refused before the file changed says nothing of the kind."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.robustness.helpers import remote_error
 from tests.robustness.test_environment import ledger_locked_by_another_process
 from tests.support import DaemonProcess
 
 
-@pytest.mark.slow
-def test_a_ledger_failure_says_whether_the_memory_file_was_written(daemon: DaemonProcess) -> None:
+def test_a_ledger_failure_says_whether_the_memory_file_was_written(
+    brief_busy_daemon: DaemonProcess,
+) -> None:
     """Ledger writes failing (another process holds its lock): add_entry with a requestId
     records its intent first, so it is refused before MEMORY.md changes and its error has no
     memoryWritten; add_entry and update_entry without one fail after MEMORY.md changed:
     io_error with memoryWritten true, the file written and the revision the change got;
     read_state is at that revision (a read asking if anything changed since the one before
     is answered in full) and the file holds the entry once and the update. (One lock for
-    both cases: each first write under it waits the ledger's 10 s busy timeout.)"""
+    both cases: the first write under it waits out the busy timeout, shortened here.)"""
+    daemon = brief_busy_daemon
     w = str(daemon.workspace)
     memory = daemon.workspace / "memory" / "MEMORY.md"
     kept = daemon.call("add_entry", {"workspace": w, "title": "Build", "content": "use make"})["entry"]

@@ -9,6 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from makad.daemon import RESERVED_FDS, connection_cap
+from makad.faults import UNARMED
 from makad.settings import (
     DEFAULT_EMPTY_SAVE_WAIT_MS,
     DEFAULT_IDLE_TIMEOUT_S,
@@ -17,6 +18,7 @@ from makad.settings import (
     DEFAULT_MISSING_SAVE_WAIT_MS,
     load,
 )
+from makad.store.ledger.base import BUSY_TIMEOUT_MS
 
 BASE = ["--socket", "/tmp/x.sock", "--data-dir", "/tmp/x"]
 
@@ -52,6 +54,14 @@ def test_save_waits_default_and_environment() -> None:
     assert (configured.empty_save_wait_ms, configured.missing_save_wait_ms) == (60000, 250)
 
 
+def test_the_ledger_busy_timeout_is_shortened_by_tests_only() -> None:
+    """Without ``MAKAD_FAULT_BUSY_TIMEOUT_MS`` nothing shortens the ledger's 10 s wait for a
+    lock another process holds; the tests' variable sets it."""
+    assert load(BASE, env={}).fault_busy_timeout_ms is None
+    assert UNARMED.busy_timeout_ms is None and BUSY_TIMEOUT_MS == 10_000
+    assert load(BASE, env={"MAKAD_FAULT_BUSY_TIMEOUT_MS": "2000"}).fault_busy_timeout_ms == 2000
+
+
 @pytest.mark.parametrize(
     "argv,env",
     [
@@ -62,6 +72,7 @@ def test_save_waits_default_and_environment() -> None:
         ([], {"MAKAD_MAX_CONNECTIONS": "-5"}),
         ([], {"MAKAD_EMPTY_SAVE_WAIT_MS": "0"}),
         ([], {"MAKAD_MISSING_SAVE_WAIT_MS": "a while"}),
+        ([], {"MAKAD_FAULT_BUSY_TIMEOUT_MS": "0"}),
     ],
 )
 def test_nonsense_limits_stop_the_start(argv: list[str], env: dict[str, str]) -> None:

@@ -43,6 +43,7 @@ from urllib.parse import quote
 
 from makad import heap
 from makad.errors import IOFailure
+from makad.faults import UNARMED, Faults
 from makad.private_files import (
     NotPrivate,
     check_companion,
@@ -112,6 +113,7 @@ class LedgerBase:
     ``resets`` lists the corrupt files moved aside, ``generation`` counts them.
     ``before_first_write`` runs (under the write lock) before the first write
     until it returns True: the workspace binds its identity there.
+    ``faults`` (armed by tests only, ``makad.faults``) may shorten the busy timeout.
     """
 
     def __init__(
@@ -120,9 +122,13 @@ class LedgerBase:
         *,
         synchronous: Synchronous = "FULL",
         before_first_write: Callable[[], bool] | None = None,
+        faults: Faults = UNARMED,
         pool: LedgerPool | None = None,
     ) -> None:
         self.path = path
+        self._faults = faults
+        # How long a write waits for another process's lock (shortened by tests only).
+        self._busy_timeout_ms = faults.busy_timeout_ms or BUSY_TIMEOUT_MS
         self._pool = pool
         # Connections closed by the pool, opened again by the next read or write; the
         # file as they left it (closing the last connection checkpoints the WAL into it).
@@ -231,10 +237,10 @@ class LedgerBase:
         opened: list[sqlite3.Connection] = []
         try:
             check_header(header)
-            opened.append(_connect(self.path, self._synchronous))
+            opened.append(_connect(self.path, self._synchronous, self._busy_timeout_ms))
             migrate(opened[0])
             check_schema(opened[0])
-            opened.append(_connect(self.path, self._synchronous))
+            opened.append(_connect(self.path, self._synchronous, self._busy_timeout_ms))
         except Exception as exc:
             # Nothing is written yet: whatever fails here that is not the environment
             # (open_failure tells them apart) means the file cannot serve as a ledger —
@@ -494,10 +500,10 @@ class LedgerBase:
 
     def _recently_busy(self) -> bool:
         at = self._busy_at
-        return at is not None and time.monotonic() - at < BUSY_TIMEOUT_MS / 1000
+        return at is not None and time.monotonic() - at < self._busy_timeout_ms / 1000
 
     def _begin_write(self, conn: sqlite3.Connection) -> None:
-        """``BEGIN IMMEDIATE``, waiting ``BUSY_TIMEOUT_MS`` for another process's lock, or
+        """``BEGIN IMMEDIATE``, waiting the busy timeout for another process's lock, or
         only ``BUSY_RETRY_MS`` soon after a write waited that long in vain (write lock held)."""
         if not self._recently_busy():
             conn.execute("BEGIN IMMEDIATE")
@@ -506,7 +512,7 @@ class LedgerBase:
         try:
             conn.execute("BEGIN IMMEDIATE")
         finally:
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            conn.execute(f"PRAGMA busy_timeout = {self._busy_timeout_ms}")
 
     @contextlib.contextmanager
     def _reading(self) -> Iterator[sqlite3.Connection]:
@@ -561,9 +567,9 @@ class LedgerBase:
             live(self._writer).execute("PRAGMA wal_checkpoint(TRUNCATE)")
 
 
-def _connect(path: Path, synchronous: Synchronous) -> sqlite3.Connection:
+def _connect(path: Path, synchronous: Synchronous, busy_timeout_ms: int) -> sqlite3.Connection:
     conn = sqlite3.connect(
-        path, isolation_level=None, check_same_thread=False, timeout=BUSY_TIMEOUT_MS / 1000
+        path, isolation_level=None, check_same_thread=False, timeout=busy_timeout_ms / 1000
     )
     conn.execute("PRAGMA journal_mode = WAL")
     conn.execute(f"PRAGMA synchronous = {synchronous}")

@@ -52,7 +52,6 @@ from typing import Any, Final
 
 from makad.core.chain import MAX_APPEND_EVENTS
 from makad.core.types import AppendResult
-from makad.faults import UNARMED, Faults
 from makad.store.ledger.base import now_ms
 from makad.store.ledger.recovery import damage
 from makad.store.ledger.sessions import (
@@ -88,10 +87,9 @@ class _RunAlone(Exception):
 class GroupCommitArea(SessionsArea):
     """``append_events`` through a queue whose head commits for everyone queued (see above)."""
 
-    def __init__(self, *args: Any, faults: Faults = UNARMED, **kwargs: Any) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._append_queue: deque[_Queued] = deque()
         self._append_turn = threading.Condition(threading.Lock())
-        self._faults = faults
         # Commits that stored appends, and how many appends they stored (more than one a
         # commit: appends were grouped).
         self.append_commits = 0
