@@ -204,31 +204,15 @@ class AttentionKeeper:
         faults = self._ctx.faults
         writes_seen = ws.ledger.write_count  # before reading: a write meanwhile is seen next round
         due = await in_thread(attention_store.due_sessions, ws.ledger, idle_before)
-        wrote = False
-        complete = len(due) < attention_store.DUE_PAGE
-        own = 0  # the write transactions of this round's own (``quiet``)
-        for session_id, _, _ in due:
-            try:
-                wrote_records, commits = await in_thread(extract, ws, session_id, faults, now)
-                wrote |= wrote_records
-                own += commits
-            except IOFailure as exc:
-                if not unrecorded.disk_full(exc):
-                    raise
-                complete = False
-                break  # the records wait for space; the state is derived from those stored
+        # ``own``: the write transactions of this round's own (``quiet``)
+        wrote, own, finished = await _steps(
+            extract, ws, [session_id for session_id, _, _ in due], faults, now
+        )
+        complete = finished and len(due) < attention_store.DUE_PAGE
         again = await in_thread(attention_store.remakes, ws.ledger)
-        complete = complete and len(again) < attention_store.DUE_PAGE
-        for session_id in again:
-            try:
-                wrote_records, commits = await in_thread(remake, ws, session_id, faults, now)
-                wrote |= wrote_records
-                own += commits
-            except IOFailure as exc:
-                if not unrecorded.disk_full(exc):
-                    raise
-                complete = False
-                break
+        wrote_again, own_again, finished = await _steps(remake, ws, again, faults, now)
+        wrote, own = wrote or wrote_again, own + own_again
+        complete = complete and finished and len(again) < attention_store.DUE_PAGE
         stored = await in_thread(cached_state, ws)
         newest = await in_thread(attention_store.newest_record, ws.ledger)
         stale = (
@@ -400,6 +384,28 @@ def remake(ws: Workspace, session_id: str, faults: Faults, now: int) -> tuple[bo
     changed = attention_store.remake_step(ledger, session_id, expected, was, records, made)
     faults.crash("behaviors_after_remake")
     return changed, 1
+
+
+async def _steps(
+    step: Callable[[Workspace, str, Faults, int], tuple[bool, int]],
+    ws: Workspace,
+    session_ids: list[str],
+    faults: Faults,
+    now: int,
+) -> tuple[bool, int, bool]:
+    """``extract`` or ``remake`` for each session in turn: whether any wrote records, the
+    write transactions they made, and whether all ran (False once the disk is full: the
+    records wait for space, and the state is derived from those stored)."""
+    wrote, commits = False, 0
+    for session_id in session_ids:
+        try:
+            wrote_records, made = await in_thread(step, ws, session_id, faults, now)
+        except IOFailure as exc:
+            if not unrecorded.disk_full(exc):
+                raise
+            return wrote, commits, False
+        wrote, commits = wrote or wrote_records, commits + made
+    return wrote, commits, True
 
 
 def _not_after(record: behaviors.Behavior, now: int) -> behaviors.Behavior:
