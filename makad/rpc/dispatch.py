@@ -18,7 +18,7 @@ import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
 import anyio.lowlevel
 import msgspec
@@ -27,6 +27,7 @@ import structlog
 from makad import logs
 from makad.errors import MakadError
 from makad.rpc.allowed import allowed_values
+from makad.rpc.connection import Connection
 from makad.rpc.jsonrpcserver_parts import (
     NOID,
     Error,
@@ -298,6 +299,22 @@ def _check_request(obj: Any) -> dict[str, Any] | None:
     return None
 
 
+# Requests whose reply may run to megabytes (``MethodSpec.large_reply``) run this many
+# bytes of reply cap at a time, server-wide: each may build a reply up to the cap (and
+# many times that in Python objects before it is encoded: ~60 MB for a 4 MB page of
+# events), and a client can pipeline 64 of them on each of many connections. The rest
+# wait, holding only their params, for one to finish; and none takes a slot while its
+# connection has more replies unread than a reading client leaves.
+LARGE_REPLIES_BUDGET_BYTES: Final = 64 * 1024 * 1024
+MIN_LARGE_REPLY_SLOTS: Final = 2
+_log_large_waiting = throttled("makad.rpc", "large_replies_waiting")
+
+
+def large_reply_slots(max_reply_bytes: int) -> int:
+    """How many requests whose reply may be large run at once, server-wide."""
+    return max(MIN_LARGE_REPLY_SLOTS, LARGE_REPLIES_BUDGET_BYTES // max(1, max_reply_bytes))
+
+
 class Dispatcher:
     """Turns one framed payload into the bytes of its reply (or None for no reply)."""
 
@@ -308,6 +325,8 @@ class Dispatcher:
         max_reply_bytes: int = DEFAULT_MAX_REPLY_BYTES,
     ) -> None:
         self.max_reply_bytes = max_reply_bytes
+        self.large_reply_slots = large_reply_slots(max_reply_bytes)
+        self._large: anyio.Semaphore | None = None  # made on first use, on the event loop
         self._methods: dict[str, Callable[..., Awaitable[Any]]] = {}
         self._params: dict[str, type[msgspec.Struct]] = {}
         self._inline: frozenset[str] = frozenset()
@@ -369,6 +388,7 @@ class Dispatcher:
         # has no field a handler could change, and converting {} would only rebuild it.
         no_params = params_type() if not params_type.__struct_fields__ else None
         required = [f.encode_name for f in msgspec.structs.fields(params_type) if f.required]
+        large = spec.large_reply
 
         async def call(context: Any, *args: Any, **kwargs: Any) -> Any:
             if args:
@@ -401,7 +421,14 @@ class Dispatcher:
                 return Error(INVALID_PARAMS, message, data)
             started = time.perf_counter() if logs.debug_enabled else 0.0
             try:
-                result = await handler(params, context)
+                if large:
+                    slots = await self._large_slot(spec.name, context)
+                    try:
+                        result = await handler(params, context)
+                    finally:
+                        slots.release()
+                else:
+                    result = await handler(params, context)
             except MakadError as exc:
                 _log_failed((spec.name, exc.kind), method=spec.name, kind=exc.kind)
                 return Error(exc.code, exc.message, exc.data())
@@ -418,6 +445,26 @@ class Dispatcher:
             return Right(_new_tuple(SuccessResult, (result,)))
 
         return call
+
+    async def _large_slot(self, method: str, context: Any) -> anyio.Semaphore:
+        """A slot of the server-wide bound on requests whose reply may be large (waiting
+        for one is logged, at most once a second), taken while the request's connection
+        has no more replies unread than a reading client leaves: one whose client has not
+        read the replies before gets no more built for it until it does (its requests
+        started already wait here, as its unstarted ones wait to start), and holds no slot
+        meanwhile. The caller releases the slot."""
+        if self._large is None:
+            self._large = anyio.Semaphore(self.large_reply_slots)
+        conn = context if isinstance(context, Connection) else None
+        while True:
+            if conn is not None:
+                await conn.wait_for_room()
+            if self._large.value == 0:
+                _log_large_waiting("wait", method=method, slots=self.large_reply_slots)
+            await self._large.acquire()
+            if conn is None or not conn.backlogged:
+                return self._large
+            self._large.release()
 
     def prepare(self, payload: bytes) -> Prepared | bytes:
         """Decode one framed payload: the requests to run, or the bytes of an error reply."""

@@ -65,3 +65,6 @@ class MethodSpec:
     # handler has to wait (a thread hop, a lock). Its work before that first wait
     # delays the connection's next request, so only cheap reads are eager.
     eager: bool = False
+    # Its one reply may run to megabytes (events, search hits, an export): at most a few
+    # such requests run at once, server-wide (``makad.rpc.dispatch.large_reply_slots``).
+    large_reply: bool = False

@@ -83,5 +83,6 @@ METHODS: list[MethodSpec] = [
         Checkpoint,
         "One checkpoint by id.",
         errors=(InvalidWorkspace, InvalidParams, NotFound),
+        large_reply=True,
     ),
 ]

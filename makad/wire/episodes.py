@@ -119,6 +119,7 @@ METHODS: list[MethodSpec] = [
         ListEpisodesResult,
         "Episodes, oldest first, filtered by tag, session, time or id.",
         errors=(*_WS, err.InvalidParams, err.IOFailure),
+        large_reply=True,
     ),
     MethodSpec(
         "consolidation_candidates",

@@ -231,6 +231,7 @@ METHODS: list[MethodSpec] = [
         SessionsResult,
         "The workspace's sessions, newest first (incognito ones flagged).",
         errors=(*_WS, IOFailure),
+        large_reply=True,
     ),
     MethodSpec(
         "close_session",
@@ -269,6 +270,7 @@ METHODS: list[MethodSpec] = [
         description="Each event is checked against the hash chain: verified is false "
         "when it does not chain (altered on disk). A reply carries as many events as fit "
         "in 8 MiB as JSON, one at least: fewer than limit then, with hasMore.",
+        large_reply=True,
     ),
     MethodSpec(
         "search_history",
@@ -279,6 +281,7 @@ METHODS: list[MethodSpec] = [
         description="A reply carries the best hits that fit in 8 MiB as JSON, one at least "
         "(its text cut, textCut, when it alone is over): fewer than limit then, with omitted "
         "counting the rest.",
+        large_reply=True,
     ),
     MethodSpec(
         "retrieve",
@@ -292,6 +295,7 @@ METHODS: list[MethodSpec] = [
         "(or the rest of a cut range) are listed in omitted. More refs than 10,000 (the "
         "events a call returns at most) is too_large with data.count the number of refs, "
         "before any is read.",
+        large_reply=True,
     ),
     MethodSpec(
         "get_working_state",

@@ -260,6 +260,7 @@ METHODS: list[MethodSpec] = [
         "ids lists print; an entry typed by hand, h-…, by its hex part too); the result's id "
         "is the whole one. A prefix of several ids is invalid_params with data.reason "
         "ambiguous_id and data.candidates (up to 10 ids); one of none is not_found.",
+        large_reply=True,
     ),
     MethodSpec(
         "import_memories",
@@ -278,5 +279,6 @@ METHODS: list[MethodSpec] = [
         ExportResult,
         "Export active (and optionally archived) entries as JSON or Markdown.",
         errors=(*_WS, err.IncognitoBlocked, err.IOFailure),
+        large_reply=True,
     ),
 ]

@@ -160,11 +160,11 @@ def test_pings_are_answered_while_an_incognito_session_is_searched(shared_daemon
     and pings from a second connection are answered while it runs."""
     workspace = str(shared_daemon.workspace)
     shared_daemon.call("open_session", {"workspace": workspace, "sessionId": "quiet", "incognito": True})
-    words = " ".join(f"w{i}" for i in range(400_000))
-    shared_daemon.call(
-        "append_events",
-        {"workspace": workspace, "sessionId": "quiet", "events": [{"type": "user_message", "text": words}]},
-    )
+    # Four events of a few megabytes: long enough a search that the pings answered while it
+    # runs in a thread stand far above those the steps before it let through.
+    texts = [" ".join(f"{letter}{i}" for i in range(400_000)) for letter in "wxyz"]
+    events = [{"type": "user_message", "text": text} for text in texts]
+    shared_daemon.call("append_events", {"workspace": workspace, "sessionId": "quiet", "events": events})
     request = {
         "jsonrpc": "2.0",
         "id": "search",
@@ -175,8 +175,9 @@ def test_pings_are_answered_while_an_incognito_session_is_searched(shared_daemon
     assert [hit["ref"] for hit in reply["result"]["hits"]] == ["event:quiet:1"], reply
     # The steps before the search (its query redacted in a worker thread…) let a few
     # pings through even when the search itself holds the loop (10 to 30 measured),
-    # against 150 to 250 while it runs in a thread.
-    assert answered >= 60
+    # against 150 to 250 for one such event while it runs in a thread (42 on a machine
+    # busy with other work); more for four.
+    assert answered >= 60, answered
 
 
 def test_a_memory_file_of_thirty_thousand_empty_headings_is_served(shared_daemon: DaemonProcess) -> None:

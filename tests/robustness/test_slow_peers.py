@@ -132,7 +132,9 @@ def test_notification_precedes_the_reply_of_the_write_that_caused_it(daemon: Dae
                 break
 
 
-UNSENT_CAP = 4 * 1024 * 1024
+# Below one reply: requests with large replies are built only while their connection
+# has little unread, so only a cap below one reply is ever passed by a single client.
+UNSENT_CAP = 512 * 1024
 BIG_TEXT = "every word of a long transcript " * 3_000  # ~96 KB an event
 
 
@@ -166,5 +168,36 @@ def test_a_client_that_never_reads_big_replies_is_closed_once_they_take_too_much
         assert all(len(r["result"]["events"]) == 10 for r in replies)
         assert d.log_text().count('"connection_not_reading_closed"') == 1
         stalled.close()
+    finally:
+        d.stop()
+
+
+def test_requests_with_large_replies_run_a_few_at_a_time_server_wide(short_tmp: Any) -> None:
+    """Many connections each pipelining requests for about a megabyte of events: only a few
+    run at once across the daemon (the rest wait, logged), every reply still arrives whole
+    and in full, and pings are answered meanwhile."""
+    d = DaemonProcess(short_tmp, env={"MAKAD_MAX_REPLY_BYTES": str(128 * 1024 * 1024)})  # 2 slots
+    d.start()
+    try:
+        ws = str(d.workspace)
+        session = d.call("open_session", {"workspace": ws})["sessionId"]
+        events = [{"type": "user_message", "text": f"{BIG_TEXT} {n}"} for n in range(10)]
+        d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
+        assert d.call("status")["limits"]["maxReplyBytes"] == 128 * 1024 * 1024
+        ask = {"jsonrpc": "2.0", "method": "read_events", "params": {"workspace": ws, "sessionId": session}}
+        requests = b"".join(json.dumps({**ask, "id": n}).encode() + b"\n" for n in range(20))
+        readers = [RawConnection(d.socket, timeout=60) for _ in range(4)]
+        try:
+            for reader in readers:
+                reader.send_raw(requests)
+            assert d.call("ping") == "pong"
+            for reader in readers:
+                replies = [reader.recv_message() for _ in range(20)]
+                assert sorted(r["id"] for r in replies) == list(range(20))
+                assert all(len(r["result"]["events"]) == 10 for r in replies)
+        finally:
+            for reader in readers:
+                reader.close()
+        assert '"large_replies_waiting"' in d.log_text()
     finally:
         d.stop()
