@@ -137,11 +137,17 @@ class Watcher:
         started = anyio.current_time()
 
         async def relay() -> None:
-            await changed.wait()
-            # More additions may join this restart; the watch goes on serving meanwhile.
-            with anyio.move_on_after(min(self._last_restart_s * RESTART_WAIT_FACTOR, MAX_RESTART_WAIT_S)):
-                await self._stop.wait()
-            restart.set()
+            try:
+                await changed.wait()
+                if not self._stop.is_set():
+                    # More additions may join this restart; the watch goes on serving meanwhile.
+                    wait_s = min(self._last_restart_s * RESTART_WAIT_FACTOR, MAX_RESTART_WAIT_S)
+                    with anyio.move_on_after(wait_s):
+                        await self._stop.wait()
+            finally:
+                # Also when cancelled (the daemon stopping): the watch's thread ends only when
+                # this is set, and nothing can cancel the thread itself.
+                restart.set()
 
         async def catch_up() -> None:
             # Whatever was saved while the watch was (re)starting is read here. This task
