@@ -138,6 +138,17 @@ UNSENT_CAP = 512 * 1024
 BIG_TEXT = "every word of a long transcript " * 3_000  # ~96 KB an event
 
 
+def big_reads(d: DaemonProcess, count: int) -> bytes:
+    """``count`` framed read_events requests (ids 0…count-1) for a session of ten ~96 KB
+    events, made in ``d``'s workspace: each reply is about a megabyte."""
+    ws = str(d.workspace)
+    session = d.call("open_session", {"workspace": ws})["sessionId"]
+    events = [{"type": "user_message", "text": f"{BIG_TEXT} {n}"} for n in range(10)]
+    d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
+    ask = {"jsonrpc": "2.0", "method": "read_events", "params": {"workspace": ws, "sessionId": session}}
+    return b"".join(json.dumps({**ask, "id": n}).encode() + b"\n" for n in range(count))
+
+
 def test_a_client_that_never_reads_big_replies_is_closed_once_they_take_too_much(short_tmp: Any) -> None:
     """Replies of about 1 MB asked for again and again by a client that never reads them
     stay queued in the daemon until they pass ``MAKAD_MAX_UNSENT_REPLY_BYTES`` and the
@@ -147,12 +158,7 @@ def test_a_client_that_never_reads_big_replies_is_closed_once_they_take_too_much
     d = DaemonProcess(short_tmp, env={"MAKAD_MAX_UNSENT_REPLY_BYTES": str(UNSENT_CAP)})
     d.start()
     try:
-        ws = str(d.workspace)
-        session = d.call("open_session", {"workspace": ws})["sessionId"]
-        events = [{"type": "user_message", "text": f"{BIG_TEXT} {n}"} for n in range(10)]
-        d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
-        ask = {"jsonrpc": "2.0", "method": "read_events", "params": {"workspace": ws, "sessionId": session}}
-        requests = b"".join(json.dumps({**ask, "id": n}).encode() + b"\n" for n in range(40))
+        requests = big_reads(d, 40)
 
         stalled = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         stalled.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
@@ -179,13 +185,8 @@ def test_requests_with_large_replies_run_a_few_at_a_time_server_wide(short_tmp: 
     d = DaemonProcess(short_tmp, env={"MAKAD_MAX_REPLY_BYTES": str(128 * 1024 * 1024)})  # 2 slots
     d.start()
     try:
-        ws = str(d.workspace)
-        session = d.call("open_session", {"workspace": ws})["sessionId"]
-        events = [{"type": "user_message", "text": f"{BIG_TEXT} {n}"} for n in range(10)]
-        d.call("append_events", {"workspace": ws, "sessionId": session, "events": events})
+        requests = big_reads(d, 20)
         assert d.call("status")["limits"]["maxReplyBytes"] == 128 * 1024 * 1024
-        ask = {"jsonrpc": "2.0", "method": "read_events", "params": {"workspace": ws, "sessionId": session}}
-        requests = b"".join(json.dumps({**ask, "id": n}).encode() + b"\n" for n in range(20))
         readers = [RawConnection(d.socket, timeout=60) for _ in range(4)]
         try:
             for reader in readers:
