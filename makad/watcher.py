@@ -90,8 +90,14 @@ class Watcher:
             present = await anyio.to_thread.run_sync(ws.memory_dir.is_dir)
         finally:
             self._looking.discard(ws.memory_dir)
-        if present and not ws.watching and not ws.released:
+        if ws.watching or ws.released:
+            return
+        if present:
             self._add(ws)
+        elif not (ws.memory.missing and ws.pending.missing):
+            # Its files were read, and the folder is gone before any watch covered it:
+            # take the deletion in as a watched folder's would be.
+            await self._ingest_stale([ws])
 
     def forget(self, released: list[Workspace]) -> None:
         """Stop watching workspaces the registry let go of (one restart of the watch for
@@ -123,11 +129,25 @@ class Watcher:
             await self._watch_until_changed()
 
     async def _forget_missing(self) -> None:
-        gone = await anyio.to_thread.run_sync(_missing, list(self._dirs))
-        for path in gone:
-            ws = self._dirs.pop(path, None)
-            if ws is not None:
-                ws.watching = False
+        """Stop watching folders that are gone, reading each once more first when its
+        files changed since it was last read: a folder added, and deleted before the
+        restarted watch covered it, sent no event, and its deletion is taken in here."""
+        missing = await anyio.to_thread.run_sync(_missing, list(self._dirs))
+        gone = [ws for path in missing if (ws := self._dirs.pop(path, None)) is not None]
+        for ws in gone:
+            ws.watching = False
+        if gone:
+            await self._ingest_stale(gone)
+
+    async def _ingest_stale(self, wss: list[Workspace]) -> None:
+        """Read those of ``wss`` whose files changed since they were last read."""
+        try:
+            stale = await self._to_ingest(wss)
+        except Exception as exc:  # cannot tell: read them all
+            log.warning("catch_up_check_failed", error=type(exc).__name__)
+            stale = wss
+        for ws in stale:
+            await self._ingest_quietly(ws)
 
     async def _watch_until_changed(self) -> None:
         import watchfiles  # with the first watched workspace, not at the daemon's start-up
@@ -155,13 +175,7 @@ class Watcher:
             # registers its watches before that: a save made before then is read here,
             # one made after arrives as a batch. (Reading before starting the watch left
             # a window in which a save was seen by neither.)
-            try:
-                stale = await self._to_ingest(list(self._dirs.values()))
-            except Exception as exc:  # cannot tell: read them all
-                log.warning("catch_up_check_failed", error=type(exc).__name__)
-                stale = list(self._dirs.values())
-            for ws in stale:
-                await self._ingest_quietly(ws)
+            await self._ingest_stale(list(self._dirs.values()))
             self._last_restart_s = anyio.current_time() - started
 
         async with anyio.create_task_group() as tg:

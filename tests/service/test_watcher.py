@@ -1,0 +1,115 @@
+"""The watcher on real folders with real watches: a memory folder deleted before any watch
+covered it (while the watch waits for more additions to join its restart, or before the
+folder was first looked for) is still read once, so the daemon takes the deletion in. The
+workspace is a stand-in holding what the watcher reads of one; reading is recorded."""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import cast
+
+import anyio
+import pytest
+
+from makad.store.tracked import TrackedFile
+from makad.store.workspaces import MEMORY_FILE, PENDING_FILE, Workspace
+from makad.watcher import Watcher
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@dataclass(eq=False)
+class _Workspace:
+    """What the watcher reads of a workspace: its memory folder, its files as last read
+    (present here), whether it is watched or let go of."""
+
+    memory_dir: Path
+    memory: TrackedFile = field(default_factory=lambda: TrackedFile(MEMORY_FILE, missing=False))
+    pending: TrackedFile = field(default_factory=lambda: TrackedFile(PENDING_FILE))
+    watching: bool = False
+    released: bool = False
+
+
+def _workspace(root: Path, name: str) -> Workspace:
+    folder = root / name / "memory"
+    folder.mkdir(parents=True)
+    (folder / MEMORY_FILE).write_text("# Memory\n")
+    return cast(Workspace, _Workspace(folder))
+
+
+class _Reads:
+    """Records each workspace read; every folder counts as changed since its last read."""
+
+    def __init__(self) -> None:
+        self.read: list[Workspace] = []
+        self.event = anyio.Event()
+
+    async def ingest(self, ws: Workspace) -> None:
+        self.read.append(ws)
+        self.event.set()
+
+    async def to_ingest(self, wss: list[Workspace]) -> list[Workspace]:
+        return list(wss)
+
+    async def wait_for(self, ws: Workspace) -> None:
+        with anyio.fail_after(20):
+            while ws not in self.read:
+                await self.event.wait()
+                self.event = anyio.Event()
+
+
+async def test_a_folder_deleted_while_its_watch_waits_to_restart_is_read(tmp_path: Path) -> None:
+    """A folder added while the watch holds back its restart for more additions, and
+    deleted before the restart, is read once as the restart finds it gone."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    first, second = _workspace(tmp_path, "first"), _workspace(tmp_path, "second")
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(first)
+        await reads.wait_for(first)  # the first watch's catch-up read
+        watcher._last_restart_s = 1.0  # the next restart waits its longest for more additions
+        watcher.ensure(second)
+        with anyio.fail_after(10):
+            while not second.watching:
+                await anyio.sleep(0.01)
+        await anyio.to_thread.run_sync(shutil.rmtree, second.memory_dir)
+        await reads.wait_for(second)
+        assert not second.watching
+        watcher.stop()
+
+
+async def test_a_folder_deleted_before_it_was_looked_for_is_read(tmp_path: Path) -> None:
+    """A workspace whose files were read, and whose folder is gone when the watcher first
+    looks for it, is read once (its files are gone), not left unwatched as it was."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "only")
+    shutil.rmtree(ws.memory_dir)
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)
+        assert not ws.watching
+        watcher.stop()
+
+
+async def test_a_folder_never_read_is_not_read_when_absent(tmp_path: Path) -> None:
+    """A workspace that never had memory files is not read on each look for its folder."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = cast(Workspace, _Workspace(tmp_path / "none" / "memory", memory=TrackedFile(MEMORY_FILE)))
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        for _ in range(3):
+            watcher.ensure(ws)
+            await anyio.sleep(0.05)
+        assert reads.read == [] and not ws.watching
+        watcher.stop()
