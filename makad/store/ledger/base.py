@@ -147,6 +147,9 @@ class LedgerBase:
         self._on_commit: list[Callable[[], None]] = []
         self._synchronous = synchronous
         self._before_first_write = before_first_write
+        # Statements made part of the next write transaction, whichever it is, by key (a
+        # later one replaces an earlier one): see ``with_next_write``.
+        self._with_next_write: dict[str, Callable[[sqlite3.Connection], object]] = {}
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         # When a write last waited the whole busy timeout in vain (``_begin_write``).
@@ -405,6 +408,7 @@ class LedgerBase:
         self._open()
         self._df_cache.clear()
         self._shown_cache.clear()
+        self._with_next_write.clear()  # they were for the file moved aside
         self.generation += 1
         self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause, versions=versions))
 
@@ -430,6 +434,13 @@ class LedgerBase:
         channel's vectors), so it is not counted in ``write_count``: whoever watches that
         for new input (the attention keeper) has nothing to look at again."""
         return self._writing(relaxed=relaxed, derived=derived)
+
+    def with_next_write(self, key: str, write: Callable[[sqlite3.Connection], object]) -> None:
+        """Run ``write`` inside the next write transaction that commits, whichever it is (a
+        later one under the same ``key`` replaces it): for a record that must not be a write
+        of its own (a read writes nothing) yet should be kept once anything is written.
+        Takes no lock: a write under way either runs it or leaves it for the next."""
+        self._with_next_write[key] = write
 
     def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A read transaction, for stores that keep their own tables in this ledger."""
@@ -459,13 +470,19 @@ class LedgerBase:
             if relaxed:
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._on_commit = []
+            riders = dict(self._with_next_write)
             try:
                 self._begin_write(conn)
+                for rider in riders.values():
+                    rider(conn)
                 yield conn
                 conn.execute("COMMIT")
                 if not derived:
                     self.write_count += 1
                 self._busy_at = None
+                for key, rider in riders.items():
+                    if self._with_next_write.get(key) is rider:
+                        del self._with_next_write[key]
                 for hook in self._on_commit:
                     hook()
             except BaseException as exc:
