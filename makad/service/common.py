@@ -309,10 +309,13 @@ class WorkspaceAccess:
         connection: a subscriber that stops reading never holds up this write (callers
         may hold the workspace lock).
 
-        The change it counts has happened (a file written, settings stored): when the
-        ledger then fails to store the revision, the revision moves on all the same (the
-        clock reserved it), and the failure is raised after — else a client polling with
-        ``ifRevision`` would be told nothing changed. The ledger stores it with the next."""
+        The change it counts has happened (a file written, settings stored, a user's save
+        read): when the ledger then fails to store the revision, the revision moves on all
+        the same, and the failure is raised after — else a client polling with
+        ``ifRevision`` would be told nothing changed. The ledger stores it with its next
+        write. On a full disk the clock cannot reserve it either: it is used once the wall
+        clock covers it (``RevisionClock.reserve_or_cover``), else that failure is raised
+        and the revision stays."""
         clock = self.registry.clock
         revision = clock.next_after(await self.revision(ws))
         # The files as this revision knows them, so the next open can tell a save made
@@ -323,10 +326,11 @@ class WorkspaceAccess:
                 values[FILE_HASH_KEYS[name]] = short_hash(tracked.sha256)
 
         def store() -> MakadError | None:
-            clock.reserve(revision)  # its failure is raised: the value must not be used
+            clock.reserve_or_cover(revision)  # its failure is raised: the value must not be used
             try:
                 ws.ledger.put_settings_json(values)
             except MakadError as exc:
+                ws.ledger.put_settings_with_next_write(values)
                 return exc
             return None
 

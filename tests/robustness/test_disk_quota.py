@@ -102,3 +102,37 @@ def test_a_restart_with_the_quota_spent_reads_the_ledger_read_only(
     assert appended["reason"] == "disk_full"
     flag.unlink()
     assert d.call("append_events", {"workspace": ws, "sessionId": session, "events": [event]})["lastSeq"] == 1
+
+
+def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_once_room_is_back(
+    quota_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """The user saves MEMORY.md while no ledger write gets through (the data directory's
+    quota spent): reads serve the save at a new revision, and its lineage step is kept
+    and written with the ledger's next write once room is back, no restart."""
+    d, flag = quota_daemon
+    ws = str(d.workspace)
+    added = d.call("add_entry", {"workspace": ws, "title": "Deploys", "content": "We deploy on Fridays."})
+    session = d.call("open_session", {"workspace": ws})["sessionId"]
+    d.stop()
+    d.extra_env["MAKAD_TEST_QUOTA_DIRS"] = str(d.data_dir)  # the user's folder has room
+    d.start()
+    d.call("read_state", {"workspace": ws})
+    flag.touch()
+    path = d.workspace / "memory" / "MEMORY.md"
+    saved = path.with_name("MEMORY.md.tmp")  # saved as editors do: a new file renamed over it
+    saved.write_text(path.read_text().replace("Fridays", "Tuesdays"))
+    saved.replace(path)
+
+    state = d.call("read_state", {"workspace": ws})
+    event = {"type": "user_message", "text": "Still there?"}
+    refused(d, "append_events", {"workspace": ws, "sessionId": session, "events": [event]})
+    flag.unlink()
+    d.call("append_events", {"workspace": ws, "sessionId": session, "events": [event]})
+    history = d.call("memory_history", {"workspace": ws, "id": added["entry"]["id"]})
+
+    assert "Tuesdays" in state["content"] and state["revision"] > added["revision"]
+    assert [(s["actor"], (s["data"] or {}).get("via")) for s in history["events"]][-1] == (
+        "user",
+        "external_edit",
+    )

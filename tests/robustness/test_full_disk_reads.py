@@ -191,3 +191,47 @@ def test_a_revision_never_stored_is_handed_out_on_a_full_disk_and_never_again(
     filler.unlink()
     added = d.call("add_entry", {"workspace": w, "title": "More", "content": "room again"})
     assert added["revision"] > max(seen)
+
+
+@pytest.fixture
+def data_disk(short_tmp: Path) -> Iterator[DaemonProcess]:
+    """A daemon whose data directory alone is a small tmpfs (the workspace has room)."""
+    with tiny_tmpfs(short_tmp / "data", 2048):
+        d = DaemonProcess(short_tmp)
+        d.start()
+        try:
+            yield d
+        finally:
+            d.stop()
+
+
+def _history_vias(d: DaemonProcess, entry: str) -> list[str]:
+    history = d.call("memory_history", {"workspace": str(d.workspace), "id": entry})
+    return [(step["data"] or {}).get("via") for step in history["events"]]
+
+
+def test_a_users_edit_taken_in_on_a_full_disk_is_served_and_recorded_once_freed(
+    data_disk: DaemonProcess,
+) -> None:
+    """The user edits MEMORY.md while the data disk is full: reads serve the edit at a new
+    revision; once space is freed the edit is in the entry's history, recorded by the
+    daemon's next ledger write, without a restart, with the revision it was read at."""
+    d = data_disk
+    w = str(d.workspace)
+    entry = d.call("add_entry", {"workspace": w, "title": "Deploys", "content": "We deploy on Fridays."})
+    entry_id = entry["entry"]["id"]
+    sid = _session(d)
+    filler = fill_disk(d.data_dir)
+    path = d.workspace / "memory" / "MEMORY.md"
+    saved = path.with_name("MEMORY.md.tmp")  # saved as editors do: a new file renamed over it
+    saved.write_text(path.read_text().replace("Fridays", "Tuesdays"))
+    saved.replace(path)
+
+    state = d.call("read_state", {"workspace": w, "includeEntries": True})
+    assert "Tuesdays" in state["content"]
+    assert state["revision"] > entry["revision"]
+
+    filler.unlink()
+    d.call("append_events", {"workspace": w, "sessionId": sid, "events": [EVENT]})
+    assert "external_edit" in _history_vias(d, entry_id)
+    assert d.call("read_state", {"workspace": w})["revision"] == state["revision"]
