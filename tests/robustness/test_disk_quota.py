@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -104,18 +105,13 @@ def test_a_restart_with_the_quota_spent_reads_the_ledger_read_only(
     assert d.call("append_events", {"workspace": ws, "sessionId": session, "events": [event]})["lastSeq"] == 1
 
 
-def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_once_room_is_back(
-    quota_daemon: tuple[DaemonProcess, Path],
-) -> None:
-    """The user saves MEMORY.md while no ledger write gets through (the data directory's
-    quota spent): reads serve the save at a new revision, and its lineage step is kept
-    and written with the ledger's next write once room is back, no restart."""
-    d, flag = quota_daemon
+def _saved_with_quota_spent(d: DaemonProcess, flag: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the entry added, read_state's answer) once the user saved an edit of it while no
+    ledger write gets through (the data directory's quota spent, the user's folder not)."""
     ws = str(d.workspace)
     added = d.call("add_entry", {"workspace": ws, "title": "Deploys", "content": "We deploy on Fridays."})
-    session = d.call("open_session", {"workspace": ws})["sessionId"]
     d.stop()
-    d.extra_env["MAKAD_TEST_QUOTA_DIRS"] = str(d.data_dir)  # the user's folder has room
+    d.extra_env["MAKAD_TEST_QUOTA_DIRS"] = str(d.data_dir)
     d.start()
     d.call("read_state", {"workspace": ws})
     flag.touch()
@@ -123,16 +119,48 @@ def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_once_room_is_bac
     saved = path.with_name("MEMORY.md.tmp")  # saved as editors do: a new file renamed over it
     saved.write_text(path.read_text().replace("Fridays", "Tuesdays"))
     saved.replace(path)
-
     state = d.call("read_state", {"workspace": ws})
-    event = {"type": "user_message", "text": "Still there?"}
-    refused(d, "append_events", {"workspace": ws, "sessionId": session, "events": [event]})
-    flag.unlink()
-    d.call("append_events", {"workspace": ws, "sessionId": session, "events": [event]})
-    history = d.call("memory_history", {"workspace": ws, "id": added["entry"]["id"]})
-
     assert "Tuesdays" in state["content"] and state["revision"] > added["revision"]
-    assert [(s["actor"], (s["data"] or {}).get("via")) for s in history["events"]][-1] == (
-        "user",
-        "external_edit",
-    )
+    return added, state
+
+
+def _last_step(d: DaemonProcess, entry_id: str) -> tuple[str, str | None]:
+    history = d.call("memory_history", {"workspace": str(d.workspace), "id": entry_id})
+    step = history["events"][-1]
+    return step["actor"], (step["data"] or {}).get("via")
+
+
+def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_once_room_is_back(
+    quota_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """The user saves MEMORY.md while no ledger write gets through: reads serve the save at
+    a new revision, and its lineage step and that revision are written with the ledger's
+    next write once room is back (here a session opened), no restart."""
+    d, flag = quota_daemon
+    ws = str(d.workspace)
+    added, state = _saved_with_quota_spent(d, flag)
+    refused(d, "open_session", {"workspace": ws})
+    flag.unlink()
+    d.call("open_session", {"workspace": ws})
+    d.kill9()
+    d.proc = None
+    d.start()
+
+    assert _last_step(d, added["entry"]["id"]) == ("user", "external_edit")
+    assert d.call("read_state", {"workspace": ws})["revision"] == state["revision"]
+
+
+def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_at_a_clean_stop(
+    quota_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """With no write after room is back, a clean stop writes what the save's take-in kept
+    for the ledger's next write: the next start has its lineage step and revision."""
+    d, flag = quota_daemon
+    ws = str(d.workspace)
+    added, state = _saved_with_quota_spent(d, flag)
+    flag.unlink()
+    d.stop()
+    d.start()
+
+    assert _last_step(d, added["entry"]["id"]) == ("user", "external_edit")
+    assert d.call("read_state", {"workspace": ws})["revision"] == state["revision"]

@@ -42,7 +42,7 @@ from typing import Final, Literal
 from urllib.parse import quote
 
 from makad import heap
-from makad.errors import IOFailure
+from makad.errors import IOFailure, MakadError
 from makad.faults import UNARMED, Faults
 from makad.private_files import (
     NotPrivate,
@@ -413,7 +413,11 @@ class LedgerBase:
         self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause, versions=versions))
 
     def close(self) -> None:
-        """Close both connections; later calls fail with IOFailure."""
+        """Close both connections, having written what waits for the next write
+        (``with_next_write``) when the disk allows; later calls fail with IOFailure."""
+        if self._with_next_write:
+            with contextlib.suppress(MakadError, sqlite3.Error, OSError), self._writing():
+                pass
         with self._write_lock, self._read_lock:
             self._resting = False
             if self._pool is not None:
