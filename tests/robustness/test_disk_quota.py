@@ -58,7 +58,8 @@ def refused(d: DaemonProcess, method: str, params: dict[str, object]) -> dict[st
 def test_a_spent_quota_is_disk_full_on_every_write_path(quota_daemon: tuple[DaemonProcess, Path]) -> None:
     """With the quota spent, a ledger write (append, settings, a new session) is io_error
     disk_full naming EDQUOT, as a memory file write is, with MEMORY.md unchanged;
-    build_context still answers (not_recorded), and everything works once room is back."""
+    status warns disk_full naming EDQUOT; build_context still answers (not_recorded), and
+    everything works once room is back."""
     d, flag = quota_daemon
     ws = str(d.workspace)
     d.call("add_entry", {"workspace": ws, "title": "Deploys", "content": "We deploy on Fridays."})
@@ -73,8 +74,11 @@ def test_a_spent_quota_is_disk_full_on_every_write_path(quota_daemon: tuple[Daem
     added = refused(d, "add_entry", {"workspace": ws, "title": "More", "content": "Another fact."})
     pack = d.call("build_context", {"workspace": ws, "sessionId": session, "budgetTokens": 500})
 
+    warned = [(w["kind"], "EDQUOT" in w["message"]) for w in d.call("status")["warnings"]]
+
     for data in (appended, settings, opened, added):
         assert data["reason"] == "disk_full" and data["errno"] == "EDQUOT", data
+    assert warned == [("disk_full", True)]
     assert (d.workspace / "memory" / "MEMORY.md").read_bytes() == memory
     assert "not_recorded" in [w["kind"] for w in pack["warnings"]]
     flag.unlink()

@@ -112,8 +112,9 @@ def _setup(d: DaemonProcess, variant: str) -> tuple[str, str | None, str | None]
 def test_a_daemon_started_on_a_full_disk_answers_every_read(disk: DaemonProcess, variant: str) -> None:
     """Started again on a full disk, the daemon answers every read of a workspace it knew
     (with sessions only, with memory and a proposal, the user level) with what is stored,
-    at the revision it had, and no file changes; a write is io_error disk_full; once space
-    is freed a write works without a restart and moves the revision on."""
+    at the revision it had, and no file changes; status warns disk_full; a write is
+    io_error disk_full; once space is freed the warning goes, and a write works without a
+    restart and moves the revision on."""
     d = disk
     w, sid, entry = _setup(d, variant)
     before = d.call("read_state", {"workspace": w})
@@ -142,8 +143,12 @@ def test_a_daemon_started_on_a_full_disk_answers_every_read(disk: DaemonProcess,
     refused = remote_error(d, "add_entry", {"workspace": w, "title": "More", "content": "not now"})
     assert (refused.kind, refused.data.get("reason")) == ("io_error", "disk_full")
     assert _files(d) == files
+    status = answers["status"]
+    assert [(w_["kind"], w_["workspace"]) for w_ in status["warnings"]][0] == ("disk_full", str(d.data_dir))
+    assert "ENOSPC" in status["warnings"][0]["message"]
 
     filler.unlink()
+    assert "disk_full" not in [w_["kind"] for w_ in d.call("status")["warnings"]]
     added = d.call("add_entry", {"workspace": w, "title": "More", "content": "room again"})
     assert added["revision"] > before["revision"]
     assert d.call("read_state", {"workspace": w})["revision"] == added["revision"]
