@@ -144,8 +144,10 @@ def test_a_daemon_started_on_a_full_disk_answers_every_read(disk: DaemonProcess,
     assert (refused.kind, refused.data.get("reason")) == ("io_error", "disk_full")
     assert _files(d) == files
     status = answers["status"]
-    assert [(w_["kind"], w_["workspace"]) for w_ in status["warnings"]][0] == ("disk_full", str(d.data_dir))
-    assert "ENOSPC" in status["warnings"][0]["message"]
+    first = status["warnings"][0]
+    assert (first["kind"], first["workspace"]) == ("disk_full", str(d.data_dir)) and "ENOSPC" in first[
+        "message"
+    ]
 
     filler.unlink()
     assert "disk_full" not in [w_["kind"] for w_ in d.call("status")["warnings"]]

@@ -150,6 +150,7 @@ class LedgerBase:
         # Statements made part of the next write transaction, whichever it is, by key (a
         # later one replaces an earlier one): see ``with_next_write``.
         self._with_next_write: dict[str, Callable[[sqlite3.Connection], object]] = {}
+        self._riders_lock = threading.Lock()  # held only to change or copy that dict
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         # When a write last waited the whole busy timeout in vain (``_begin_write``).
@@ -408,7 +409,8 @@ class LedgerBase:
         self._open()
         self._df_cache.clear()
         self._shown_cache.clear()
-        self._with_next_write.clear()  # they were for the file moved aside
+        with self._riders_lock:
+            self._with_next_write.clear()  # they were for the file moved aside
         self.generation += 1
         self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause, versions=versions))
 
@@ -443,8 +445,9 @@ class LedgerBase:
         """Run ``write`` inside the next write transaction that commits, whichever it is (a
         later one under the same ``key`` replaces it): for a record that must not be a write
         of its own (a read writes nothing) yet should be kept once anything is written.
-        Takes no lock: a write under way either runs it or leaves it for the next."""
-        self._with_next_write[key] = write
+        A write under way either runs it or leaves it for the next (never waited for)."""
+        with self._riders_lock:
+            self._with_next_write[key] = write
 
     def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A read transaction, for stores that keep their own tables in this ledger."""
@@ -474,19 +477,26 @@ class LedgerBase:
             if relaxed:
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._on_commit = []
-            riders = dict(self._with_next_write)
+            with self._riders_lock:
+                riders = dict(self._with_next_write)
             try:
                 self._begin_write(conn)
-                for rider in riders.values():
-                    rider(conn)
+                for key, rider in riders.items():
+                    try:
+                        rider(conn)
+                    except sqlite3.IntegrityError:  # it can never be written: not tried again
+                        with self._riders_lock:
+                            if self._with_next_write.get(key) is rider:
+                                del self._with_next_write[key]
                 yield conn
                 conn.execute("COMMIT")
                 if not derived:
                     self.write_count += 1
                 self._busy_at = None
-                for key, rider in riders.items():
-                    if self._with_next_write.get(key) is rider:
-                        del self._with_next_write[key]
+                with self._riders_lock:
+                    for key, rider in riders.items():
+                        if self._with_next_write.get(key) is rider:
+                            del self._with_next_write[key]
                 for hook in self._on_commit:
                     hook()
             except BaseException as exc:
