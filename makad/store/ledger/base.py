@@ -416,8 +416,10 @@ class LedgerBase:
 
     def close(self) -> None:
         """Close both connections, having written what waits for the next write
-        (``with_next_write``) when the disk allows; later calls fail with IOFailure."""
-        if self._with_next_write:
+        (``with_next_write``) when the disk allows — not when no write has bound the
+        ledger yet (a workspace only read: that write would create its ``memory/``); later
+        calls fail with IOFailure."""
+        if self._with_next_write and self._before_first_write is None:
             with contextlib.suppress(MakadError, sqlite3.Error, OSError), self._writing():
                 pass
         with self._write_lock, self._read_lock:
