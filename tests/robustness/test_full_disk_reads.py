@@ -62,6 +62,7 @@ def _reads(d: DaemonProcess, w: str, sid: str | None, entry: str | None) -> dict
         ("list_proposals", {"workspace": w}),
         ("list_backups", {"workspace": w}),
         ("export_memories", {"workspace": w}),
+        ("subscribe", {"workspace": w}),
     ]
     if w != "@user":  # the user level has no sessions, history or context of its own
         calls += [
