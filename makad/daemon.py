@@ -410,8 +410,16 @@ class Composition:
             self.app.registry.close()
 
 
+def _no_room(data_dir: Path) -> str | None:
+    """``status``'s probe of the data directory's disk (on a worker thread; imported there,
+    as nothing of the ledger's is needed to start listening)."""
+    from makad.store.ledger.recovery import no_room
+
+    return no_room(data_dir)
+
+
 async def run(settings: DaemonSettings) -> int:
-    info = DaemonInfo(settings=settings)
+    info = DaemonInfo(settings=settings, no_room=lambda: _no_room(settings.data_dir))
     with ExitStack() as stack:
         activated = systemd.activated_socket()
         if activated is None:

@@ -453,6 +453,10 @@ async def retract(ctx: WorkspaceAccess, ws: Workspace, changes: list[tuple[Entry
             digests |= core.retracted_digests(before.title, after.title if after else "")
     if not digests:
         return
-    await in_thread(attention_store.add_retracted, ws.ledger, digests, now_ms())
+    try:
+        await in_thread(attention_store.add_retracted, ws.ledger, digests, now_ms())
+    except IOFailure as exc:  # the disk: kept for the ledger's next write
+        log.warning("retraction_kept_for_next_write", workspace_id=ws.id, reason=exc.details.get("reason"))
+        attention_store.add_retracted_with_next_write(ws.ledger, digests, now_ms())
     ws.state.forget_attention()
     ctx.changed(ws)

@@ -238,7 +238,9 @@ class WorkspaceAccess:
     async def _adopt_revision(self, stored: object) -> int:
         """The revision a workspace opens with: the one it stored, when the revision clock
         issued it; else (never written, or stored before the clock) a new one (no two
-        workspaces share a revision), which ``_keep_revision`` stores."""
+        workspaces share a revision), which ``_keep_revision`` stores. Opening is a read: on
+        a full disk the new one is handed out once the wall clock covers it
+        (``RevisionClock.reserve_or_cover``)."""
         clock = self.registry.clock
         if clock.issued(stored):
             assert isinstance(stored, int)
@@ -246,22 +248,25 @@ class WorkspaceAccess:
             return stored
         revision = clock.next_after(None)
         if not clock.reserved(revision):
-            await in_thread(clock.reserve, revision)
+            await in_thread(clock.reserve_or_cover, revision)
         return revision
 
     async def _keep_revision(self, ws: Workspace, stored: object, revision: int) -> None:
         """Store the revision a workspace was given in place of ``stored``, so that a restart
         with nothing changed hands out the same one (a conditional read stays notModified,
-        an ``expectedRevision`` still matches). Only while the ledger still holds ``stored``
-        (a change that stored a later one meanwhile stands), and only for a folder already
-        bound (its ``memory/`` is there): a read creates nothing in the user's folder, and
-        such a workspace keeps its revision in memory until its first change."""
-        if ws.identity is None:
-            return
-        try:
-            await in_thread(ws.ledger.put_setting_if, REVISION_KEY, stored, revision)
-        except IOFailure:
-            log.warning("revision_not_kept", workspace_id=ws.id)  # kept in memory: as before
+        an ``expectedRevision`` still matches, and a restart on a full disk needs no new
+        one). Only while the ledger still holds ``stored`` (a change that stored a later one
+        meanwhile stands). For a folder not bound yet (no ``memory/``: a read creates
+        nothing in the user's folder), and when the ledger cannot be written now (a full
+        disk), it is stored with the ledger's next write, whatever that is (a session
+        opened, an event appended); kept in memory until then."""
+        if ws.identity is not None:
+            try:
+                await in_thread(ws.ledger.put_setting_if, REVISION_KEY, stored, revision)
+                return
+            except IOFailure:
+                log.warning("revision_not_kept", workspace_id=ws.id)
+        ws.ledger.put_setting_if_with_next_write(REVISION_KEY, stored, revision)
 
     async def store_settings(self, ws: Workspace, settings: Settings) -> Settings:
         settings = derive(settings)
@@ -304,10 +309,13 @@ class WorkspaceAccess:
         connection: a subscriber that stops reading never holds up this write (callers
         may hold the workspace lock).
 
-        The change it counts has happened (a file written, settings stored): when the
-        ledger then fails to store the revision, the revision moves on all the same (the
-        clock reserved it), and the failure is raised after — else a client polling with
-        ``ifRevision`` would be told nothing changed. The ledger stores it with the next."""
+        The change it counts has happened (a file written, settings stored, a user's save
+        read): when the ledger then fails to store the revision, the revision moves on all
+        the same, and the failure is raised after — else a client polling with
+        ``ifRevision`` would be told nothing changed. The ledger stores it with its next
+        write. On a full disk the clock cannot reserve it either: it is used once the wall
+        clock covers it (``RevisionClock.reserve_or_cover``), else that failure is raised
+        and the revision stays."""
         clock = self.registry.clock
         revision = clock.next_after(await self.revision(ws))
         # The files as this revision knows them, so the next open can tell a save made
@@ -318,10 +326,11 @@ class WorkspaceAccess:
                 values[FILE_HASH_KEYS[name]] = short_hash(tracked.sha256)
 
         def store() -> MakadError | None:
-            clock.reserve(revision)  # its failure is raised: the value must not be used
+            clock.reserve_or_cover(revision)  # its failure is raised: the value must not be used
             try:
                 ws.ledger.put_settings_json(values)
             except MakadError as exc:
+                ws.ledger.put_settings_with_next_write(values)
                 return exc
             return None
 

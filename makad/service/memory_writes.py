@@ -162,7 +162,7 @@ class MemoryWriter:
                 # folder's state: a version other than the one the stored revision knew was
                 # saved meanwhile, and the revision must say so (a conditional read would
                 # be told nothing changed).
-                await self._ctx.bump(ws, channel, "external_edit")
+                await self._bump_taken_in(ws, channel)
             if name == "memory":  # what the file went from and to, merged saves included
                 await entry_dates.observe(ws, old_doc, t.doc)
         return user_changed
@@ -178,7 +178,7 @@ class MemoryWriter:
         """A save was just read: merge it, write what it lacked, record and notify."""
         tracked, _, channel = self._tracked(ws, which)
         if tracked.too_large:  # unreadable for now: nothing is known to have changed
-            await self._ctx.bump(ws, channel, "external_edit")
+            await self._bump_taken_in(ws, channel)
             return frozenset()
         history = tuple(earlier.history)
         merge = save_merge.merge_save(history, tracked.doc, tracked.mtime_ns or None)
@@ -231,11 +231,30 @@ class MemoryWriter:
                 returned=len(returned),
             )
         await self._record_merge(ws, which, merge)
-        await self._ctx.bump(ws, channel, "external_edit", reapplied=list(merge.reapplied), returned=returned)
+        await self._bump_taken_in(ws, channel, reapplied=list(merge.reapplied), returned=returned)
         await scrub_removed_secrets(ws, [old_text])
         if merge.returned and which == "memory":
             await self._return_to_pending(ws, merge.returned)
         return merge.user_changed
+
+    async def _bump_taken_in(
+        self,
+        ws: Workspace,
+        channel: Channel,
+        *,
+        reapplied: list[str] | None = None,
+        returned: list[str] | None = None,
+    ) -> None:
+        """``bump`` for a save taken in. When only the ledger's record of the new revision
+        failed (the disk: it is kept for the ledger's next write), the revision moved and
+        subscribers were told: the take-in goes on, and a read serves the save."""
+        before = ws.revision
+        try:
+            await self._ctx.bump(ws, channel, "external_edit", reapplied=reapplied, returned=returned)
+        except IOFailure as exc:
+            if ws.revision == before:
+                raise
+            log.warning("revision_kept_for_next_write", workspace_id=ws.id, reason=exc.details.get("reason"))
 
     async def _writable(self, ws: Workspace) -> bool:
         settings = await self._ctx.load_settings(ws)
@@ -312,7 +331,17 @@ class MemoryWriter:
             )
             for entry_id in ids
         ]
-        await in_thread(ws.ledger.record_lineage, events, relaxed=True)
+        await self._record_or_keep(ws, events)
+
+    async def _record_or_keep(self, ws: Workspace, events: list[NewMemoryEvent]) -> None:
+        """Record a take-in's lineage steps; when the disk has no room for them, keep them for
+        the ledger's next write (the save is taken in all the same: reads serve it at a new
+        revision, and a later read would not see it as new)."""
+        try:
+            await in_thread(ws.ledger.record_lineage, events, relaxed=True)
+        except IOFailure as exc:
+            log.warning("lineage_kept_for_next_write", workspace_id=ws.id, reason=exc.details.get("reason"))
+            ws.ledger.record_lineage_with_next_write(events)
 
     async def _retract_user_edits(
         self,
@@ -360,7 +389,7 @@ class MemoryWriter:
             )
             for section in merge.returned[:MAX_RECORDED_EDITS]
         ]
-        await in_thread(ws.ledger.record_lineage, events, relaxed=True)
+        await self._record_or_keep(ws, events)
 
     # --- the daemon's writes ------------------------------------------------------------
 

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+import anyio.to_thread
 import msgspec
 
 from makad import __version__
@@ -47,6 +48,10 @@ class DaemonInfo:
     request_stop: Callable[[StopReason], None] = lambda reason: None
     stopping: Callable[[], bool] = lambda: False
     warnings: Callable[[], list[WorkspaceWarning]] = lambda: []
+    # Blocking: ENOSPC or EDQUOT when the data directory's disk has no room left, else None.
+    no_room: Callable[[], str | None] = lambda: None
+    # Since when (Unix ms) ``status`` has found the data directory's disk with no room.
+    disk_full_since: int | None = None
     context_paths: Callable[[], list[ContextPaths]] = lambda: []
     # The semantic channel's status (None: no model configured; makad.service.embeddings).
     semantic: Callable[[], SemanticStatus | None] = lambda: None
@@ -71,6 +76,26 @@ def _limits(info: DaemonInfo) -> DaemonLimits:
         max_event_bytes=MAX_EVENT_BYTES,
         max_reply_bytes=info.settings.max_reply_bytes,
     )
+
+
+DISK_FULL_MESSAGE = (
+    "the disk of makad's data directory has no room left ({errno}): reads are served from "
+    "what is stored, every write fails with disk_full and changes nothing, until space is freed"
+)
+
+
+async def _disk_warnings(info: DaemonInfo) -> list[WorkspaceWarning]:
+    """``disk_full`` while the data directory's disk has no room (asked at each ``status``,
+    on a worker thread: a probe that leaves nothing behind), since when it was first found."""
+    spent = await anyio.to_thread.run_sync(info.no_room)
+    if spent is None:
+        info.disk_full_since = None
+        return []
+    if info.disk_full_since is None:
+        info.disk_full_since = time.time_ns() // 1_000_000
+    message = DISK_FULL_MESSAGE.format(errno=spent)
+    data_dir = str(info.settings.data_dir)
+    return [WorkspaceWarning(workspace=data_dir, kind="disk_full", message=message, at=info.disk_full_since)]
 
 
 def registry_warnings(registry: WorkspaceRegistry) -> list[WorkspaceWarning]:
@@ -111,7 +136,7 @@ class SystemService:
             socket_activated=info.socket_activated,
             data_dir=str(info.settings.data_dir),
             connections=info.connection_count(),
-            warnings=info.warnings(),
+            warnings=[*await _disk_warnings(info), *info.warnings()],
             context_paths=info.context_paths(),
             limits=_limits(info),
             **_semantic(info),

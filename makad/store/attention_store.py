@@ -23,6 +23,7 @@ state with them, in its transaction; ``purge`` drops everything derived (the set
 
 from __future__ import annotations
 
+import functools
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -346,14 +347,26 @@ def add_retracted(ledger: Ledger, digests: Iterable[str], now: int) -> None:
     if not rows:
         return
     with ledger.transaction() as conn:
-        conn.executemany("INSERT OR IGNORE INTO retracted_text (digest, ts) VALUES (?, ?)", rows)
-        conn.execute(
-            "DELETE FROM retracted_text WHERE digest IN (SELECT digest FROM retracted_text"
-            " ORDER BY ts DESC LIMIT -1 OFFSET ?)",
-            (MAX_RETRACTED,),
-        )
-        # What was derived before the retraction may say it: derived again without it.
-        conn.execute("DELETE FROM attention_state")
+        _insert_retracted(conn, rows)
+
+
+def add_retracted_with_next_write(ledger: Ledger, digests: Iterable[str], now: int) -> None:
+    """``add_retracted`` as part of the ledger's next write, whichever it is (the disk had no
+    room for it now)."""
+    rows = [(d, now) for d in digests]
+    if rows:
+        ledger.with_next_write(f"retracted:{now}:{id(rows)}", functools.partial(_insert_retracted, rows=rows))
+
+
+def _insert_retracted(conn: sqlite3.Connection, rows: list[tuple[str, int]]) -> None:
+    conn.executemany("INSERT OR IGNORE INTO retracted_text (digest, ts) VALUES (?, ?)", rows)
+    conn.execute(
+        "DELETE FROM retracted_text WHERE digest IN (SELECT digest FROM retracted_text"
+        " ORDER BY ts DESC LIMIT -1 OFFSET ?)",
+        (MAX_RETRACTED,),
+    )
+    # What was derived before the retraction may say it: derived again without it.
+    conn.execute("DELETE FROM attention_state")
 
 
 def load_retracted(ledger: Ledger) -> frozenset[str]:

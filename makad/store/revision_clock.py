@@ -10,9 +10,18 @@ from this one clock: a workspace's revisions still only increase, and no two wor
 
 The clock starts each run past everything it handed out before (a bound it persists
 ahead of use, in blocks) and past the wall clock in milliseconds (so a lost or restored
-file still starts past every revision issued). Revisions a workspace stored before the
-clock existed (below ``since``, the clock's first value) are not its own: such a
-workspace gets a new one when it is opened.
+file still starts past every revision issued). A clean stop persists the bound it reached,
+so the next run need not start a block ahead of the wall clock. Revisions a workspace
+stored before the clock existed (below ``since``, the clock's first value) are not its
+own: such a workspace gets a new one when it is opened.
+
+When the bound cannot be persisted (a full disk), a revision a read needs (a workspace
+opened with none of its own) is still handed out once the wall clock has reached it:
+every later run starts past the wall clock, so none hands it out again, persisted or not
+(as long as the system clock is not set back before the bound is next written: the next
+reservation, or the clean stop, covers it). That is a wait of about a millisecond, unless the last run was killed within a minute of
+reserving a block (then the bound on file is up to a block ahead of the wall clock): a
+wait longer than ``COVER_WAIT_MS`` is not made, and the read fails as a write would.
 """
 
 from __future__ import annotations
@@ -28,6 +37,8 @@ from makad.private_files import make_dirs, read_if_regular, write_private
 CLOCK_FILE: Final = "revision-clock"
 # Revisions reserved per write of the file.
 BLOCK: Final = 1 << 16
+# The longest a read waits for the wall clock to reach a revision it could not reserve.
+COVER_WAIT_MS: Final = 2_000
 
 
 class RevisionClock:
@@ -75,6 +86,35 @@ class RevisionClock:
             except OSError as exc:
                 reason = "disk_full" if exc.errno in DISK_FULL_ERRNOS else "io_error"
                 raise IOFailure("the data directory could not be written", reason=reason) from None
+            self._bound = bound
+
+    def reserve_or_cover(self, value: int) -> None:
+        """``reserve``, or, when the data directory cannot be written, wait until the wall
+        clock has passed ``value`` (no run after this one can hand it out again): for a
+        revision a read hands out. Raises ``reserve``'s IOFailure when that is more than
+        ``COVER_WAIT_MS`` away. Blocking."""
+        try:
+            self.reserve(value)
+        except IOFailure:
+            ahead_ms = value - time.time_ns() // 1_000_000
+            if ahead_ms > COVER_WAIT_MS:
+                raise
+            while ahead_ms >= 0:
+                time.sleep((ahead_ms + 1) / 1000)
+                ahead_ms = value - time.time_ns() // 1_000_000
+
+    def close(self) -> None:
+        """At a clean stop: persist the bound the clock reached (past every value handed
+        out, not a block ahead), so the next run starts at the wall clock. Left as it was
+        when the file cannot be written. Blocking; a value handed out later is reserved."""
+        with self._lock:
+            bound = self._last + 1
+            if bound >= self._bound:
+                return  # (nothing reserved ahead to give back)
+            try:
+                write_private(self._path, f"{self.since} {bound}\n".encode("ascii"))
+            except OSError:
+                return
             self._bound = bound
 
 

@@ -645,6 +645,7 @@ class WorkspaceRegistry:
         for workspace in [*self._open.values(), *self._released.values()]:
             workspace.ledger.close()
         self._open.clear()
+        self.clock.close()
 
 
 LEDGER_FILE = "ledger.sqlite3"

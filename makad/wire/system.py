@@ -100,7 +100,8 @@ class StatusResult(Result):
     data_dir: str
     connections: int
     # Workspaces the daemon found replaced (new_workspace), whose ledger it reset, or whose
-    # ledger a full disk keeps read-only (ledger_read_only).
+    # ledger a full disk keeps read-only (ledger_read_only); and the data directory's disk
+    # with no room left (disk_full, its ``workspace`` the data directory).
     warnings: list[WorkspaceWarning] = []
     # True when the listening socket came from systemd (LISTEN_FDS), not --socket.
     socket_activated: bool = False

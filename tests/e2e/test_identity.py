@@ -173,6 +173,16 @@ def test_reads_create_nothing_and_the_first_write_binds(shared_daemon: DaemonPro
     assert recorded == id_file.read_text().strip() and len(recorded) == 32
 
 
+def test_reads_create_nothing_also_once_the_daemon_stops(daemon: DaemonProcess) -> None:
+    """A workspace only read is left without a memory/ folder by a clean stop too (what its
+    ledger keeps for its first write is not written on its own then)."""
+    w = str(daemon.workspace)
+    for method in ("read_state", "get_settings", "list_sessions"):
+        daemon.call(method, {"workspace": w})
+    daemon.stop()
+    assert not (daemon.workspace / "memory").exists()
+
+
 def test_a_hand_made_memory_folder_is_bound_at_the_first_read(shared_daemon: DaemonProcess) -> None:
     """A folder whose memory/MEMORY.md the user typed before any call gets memory/.maka-id
     at the first read (documented so: a read creates it when memory/ is there already)."""

@@ -12,6 +12,7 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -57,7 +58,8 @@ def refused(d: DaemonProcess, method: str, params: dict[str, object]) -> dict[st
 def test_a_spent_quota_is_disk_full_on_every_write_path(quota_daemon: tuple[DaemonProcess, Path]) -> None:
     """With the quota spent, a ledger write (append, settings, a new session) is io_error
     disk_full naming EDQUOT, as a memory file write is, with MEMORY.md unchanged;
-    build_context still answers (not_recorded), and everything works once room is back."""
+    status warns disk_full naming EDQUOT; build_context still answers (not_recorded), and
+    everything works once room is back."""
     d, flag = quota_daemon
     ws = str(d.workspace)
     d.call("add_entry", {"workspace": ws, "title": "Deploys", "content": "We deploy on Fridays."})
@@ -72,8 +74,11 @@ def test_a_spent_quota_is_disk_full_on_every_write_path(quota_daemon: tuple[Daem
     added = refused(d, "add_entry", {"workspace": ws, "title": "More", "content": "Another fact."})
     pack = d.call("build_context", {"workspace": ws, "sessionId": session, "budgetTokens": 500})
 
+    warned = [(w["kind"], "EDQUOT" in w["message"]) for w in d.call("status")["warnings"]]
+
     for data in (appended, settings, opened, added):
         assert data["reason"] == "disk_full" and data["errno"] == "EDQUOT", data
+    assert warned == [("disk_full", True)]
     assert (d.workspace / "memory" / "MEMORY.md").read_bytes() == memory
     assert "not_recorded" in [w["kind"] for w in pack["warnings"]]
     flag.unlink()
@@ -102,3 +107,64 @@ def test_a_restart_with_the_quota_spent_reads_the_ledger_read_only(
     assert appended["reason"] == "disk_full"
     flag.unlink()
     assert d.call("append_events", {"workspace": ws, "sessionId": session, "events": [event]})["lastSeq"] == 1
+
+
+def _saved_with_quota_spent(d: DaemonProcess, flag: Path) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(the entry added, read_state's answer) once the user saved an edit of it while no
+    ledger write gets through (the data directory's quota spent, the user's folder not)."""
+    ws = str(d.workspace)
+    added = d.call("add_entry", {"workspace": ws, "title": "Deploys", "content": "We deploy on Fridays."})
+    d.stop()
+    d.extra_env["MAKAD_TEST_QUOTA_DIRS"] = str(d.data_dir)
+    d.start()
+    d.call("read_state", {"workspace": ws})
+    flag.touch()
+    path = d.workspace / "memory" / "MEMORY.md"
+    saved = path.with_name("MEMORY.md.tmp")  # saved as editors do: a new file renamed over it
+    saved.write_text(path.read_text().replace("Fridays", "Tuesdays"))
+    saved.replace(path)
+    state = d.call("read_state", {"workspace": ws})
+    assert "Tuesdays" in state["content"] and state["revision"] > added["revision"]
+    return added, state
+
+
+def _last_step(d: DaemonProcess, entry_id: str) -> tuple[str, str | None]:
+    history = d.call("memory_history", {"workspace": str(d.workspace), "id": entry_id})
+    step = history["events"][-1]
+    return step["actor"], (step["data"] or {}).get("via")
+
+
+def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_once_room_is_back(
+    quota_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """The user saves MEMORY.md while no ledger write gets through: reads serve the save at
+    a new revision, and its lineage step and that revision are written with the ledger's
+    next write once room is back (here a session opened), no restart."""
+    d, flag = quota_daemon
+    ws = str(d.workspace)
+    added, state = _saved_with_quota_spent(d, flag)
+    refused(d, "open_session", {"workspace": ws})
+    flag.unlink()
+    d.call("open_session", {"workspace": ws})
+    d.kill9()
+    d.proc = None
+    d.start()
+
+    assert _last_step(d, added["entry"]["id"]) == ("user", "external_edit")
+    assert d.call("read_state", {"workspace": ws})["revision"] == state["revision"]
+
+
+def test_a_users_edit_taken_in_with_the_quota_spent_is_recorded_at_a_clean_stop(
+    quota_daemon: tuple[DaemonProcess, Path],
+) -> None:
+    """With no write after room is back, a clean stop writes what the save's take-in kept
+    for the ledger's next write: the next start has its lineage step and revision."""
+    d, flag = quota_daemon
+    ws = str(d.workspace)
+    added, state = _saved_with_quota_spent(d, flag)
+    flag.unlink()
+    d.stop()
+    d.start()
+
+    assert _last_step(d, added["entry"]["id"]) == ("user", "external_edit")
+    assert d.call("read_state", {"workspace": ws})["revision"] == state["revision"]

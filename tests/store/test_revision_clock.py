@@ -94,3 +94,38 @@ def test_a_data_directory_that_cannot_be_written_is_an_io_failure(tmp_path: Path
     with pytest.raises(IOFailure):
         clock.reserve(value)
     assert not clock.reserved(value)
+
+
+def test_a_clean_stop_gives_back_the_block_it_did_not_use(tmp_path: Path) -> None:
+    """Closed, the clock persists the bound it reached instead of a block ahead: the next
+    run starts past every value handed out, at the wall clock; a value handed out after
+    the close is reserved again."""
+    clock = RevisionClock(tmp_path)
+    past = handed_out(clock, 3)
+    clock.close()
+    assert (tmp_path / CLOCK_FILE).read_text().split()[1] == str(max(past) + 1)
+    later = clock.next_after(None)
+    assert not clock.reserved(later)
+    clock.reserve(later)
+    assert int((tmp_path / CLOCK_FILE).read_text().split()[1]) > later
+    clock.close()
+    while time.time_ns() // 1_000_000 <= later:
+        time.sleep(0.001)
+    second = RevisionClock(tmp_path)
+    first_value = second.next_after(None)
+    assert later < first_value <= time.time_ns() // 1_000_000 + 1
+
+
+def test_a_value_that_cannot_be_reserved_is_covered_by_the_wall_clock(tmp_path: Path) -> None:
+    """When the bound cannot be persisted, ``reserve_or_cover`` returns once the wall clock
+    has passed the value (no later run can hand it out again), and refuses (IOFailure) a
+    value further ahead of the wall clock than it waits."""
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    clock = RevisionClock(blocker / "data")
+    value = clock.next_after(None)
+    clock.reserve_or_cover(value)
+    assert time.time_ns() // 1_000_000 > value
+    far = clock.next_after(time.time_ns() // 1_000_000 + revision_clock.COVER_WAIT_MS + 60_000)
+    with pytest.raises(IOFailure):
+        clock.reserve_or_cover(far)

@@ -24,6 +24,8 @@ The pure rules the rows obey live in ``makad.core``: the hash chain
 
 from __future__ import annotations
 
+import functools
+import sqlite3
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, ClassVar
@@ -45,6 +47,23 @@ from makad.store.ledger.search import SearchArea
 from makad.store.ledger.turns import TurnsArea
 
 __all__ = ["Ledger", "Synchronous", "now_ms"]
+
+
+def _upsert_settings(conn: sqlite3.Connection, rows: list[tuple[str, str]]) -> None:
+    conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", rows)
+
+
+def _put_setting_if(conn: sqlite3.Connection, key: str, expected: Any, value: Any) -> bool:
+    """Set one setting to ``value`` while it holds ``expected`` (None: while it is absent)."""
+    encoded = msgspec.json.encode(value).decode()
+    if expected is None:
+        cursor = conn.execute("INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", (key, encoded))
+    else:
+        cursor = conn.execute(
+            "UPDATE settings SET value = ? WHERE key = ? AND value = ?",
+            (encoded, key, msgspec.json.encode(expected).decode()),
+        )
+    return cursor.rowcount == 1
 
 
 @recovering(skip=frozenset({"close", "append_many"}))  # append_many recovers per call
@@ -103,20 +122,23 @@ class Ledger(GroupCommitArea, SearchArea, TurnsArea, LineageArea, EpisodesArea, 
         with self._writing() as conn:
             if replace:
                 conn.execute("DELETE FROM settings")
-            conn.executemany("INSERT OR REPLACE INTO settings (key, value) VALUES (?, ?)", rows)
+            _upsert_settings(conn, rows)
 
     def put_setting_if(self, key: str, expected: Any, value: Any) -> bool:
         """Set one setting to ``value`` only while it still holds ``expected`` (None: while it
         is absent); whether it did. A write that raced it and won is left as it is."""
-        encoded = msgspec.json.encode(value).decode()
         with self._writing() as conn:
-            if expected is None:
-                cursor = conn.execute(
-                    "INSERT OR IGNORE INTO settings (key, value) VALUES (?, ?)", (key, encoded)
-                )
-            else:
-                cursor = conn.execute(
-                    "UPDATE settings SET value = ? WHERE key = ? AND value = ?",
-                    (encoded, key, msgspec.json.encode(expected).decode()),
-                )
-        return cursor.rowcount == 1
+            return _put_setting_if(conn, key, expected, value)
+
+    def put_settings_with_next_write(self, values: Mapping[str, Any]) -> None:
+        """``put_settings_json`` (an upsert) as part of the ledger's next write, whichever it
+        is; a later call replaces an earlier one's values."""
+        rows = [(key, msgspec.json.encode(value).decode()) for key, value in values.items()]
+        self.with_next_write("settings", functools.partial(_upsert_settings, rows=rows))
+
+    def put_setting_if_with_next_write(self, key: str, expected: Any, value: Any) -> None:
+        """``put_setting_if`` as part of the ledger's next write, whichever it is (none is
+        made for it)."""
+        self.with_next_write(
+            f"setting:{key}", functools.partial(_put_setting_if, key=key, expected=expected, value=value)
+        )

@@ -42,7 +42,7 @@ from typing import Final, Literal
 from urllib.parse import quote
 
 from makad import heap
-from makad.errors import IOFailure
+from makad.errors import IOFailure, MakadError
 from makad.faults import UNARMED, Faults
 from makad.private_files import (
     NotPrivate,
@@ -147,6 +147,10 @@ class LedgerBase:
         self._on_commit: list[Callable[[], None]] = []
         self._synchronous = synchronous
         self._before_first_write = before_first_write
+        # Statements made part of the next write transaction, whichever it is, by key (a
+        # later one replaces an earlier one): see ``with_next_write``.
+        self._with_next_write: dict[str, Callable[[sqlite3.Connection], object]] = {}
+        self._riders_lock = threading.Lock()  # held only to change or copy that dict
         self._writer: sqlite3.Connection | None = None
         self._reader: sqlite3.Connection | None = None
         # When a write last waited the whole busy timeout in vain (``_begin_write``).
@@ -405,11 +409,19 @@ class LedgerBase:
         self._open()
         self._df_cache.clear()
         self._shown_cache.clear()
+        with self._riders_lock:
+            self._with_next_write.clear()  # they were for the file moved aside
         self.generation += 1
         self.resets.append(LedgerReset(at=at, moved_to=moved.name, cause=cause, versions=versions))
 
     def close(self) -> None:
-        """Close both connections; later calls fail with IOFailure."""
+        """Close both connections, having written what waits for the next write
+        (``with_next_write``) when the disk allows — not when no write has bound the
+        ledger yet (a workspace only read: that write would create its ``memory/``); later
+        calls fail with IOFailure."""
+        if self._with_next_write and self._before_first_write is None:
+            with contextlib.suppress(MakadError, sqlite3.Error, OSError), self._writing():
+                pass
         with self._write_lock, self._read_lock:
             self._resting = False
             if self._pool is not None:
@@ -430,6 +442,14 @@ class LedgerBase:
         channel's vectors), so it is not counted in ``write_count``: whoever watches that
         for new input (the attention keeper) has nothing to look at again."""
         return self._writing(relaxed=relaxed, derived=derived)
+
+    def with_next_write(self, key: str, write: Callable[[sqlite3.Connection], object]) -> None:
+        """Run ``write`` inside the next write transaction that commits, whichever it is (a
+        later one under the same ``key`` replaces it): for a record that must not be a write
+        of its own (a read writes nothing) yet should be kept once anything is written.
+        A write under way either runs it or leaves it for the next (never waited for)."""
+        with self._riders_lock:
+            self._with_next_write[key] = write
 
     def snapshot(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
         """A read transaction, for stores that keep their own tables in this ledger."""
@@ -459,13 +479,26 @@ class LedgerBase:
             if relaxed:
                 conn.execute("PRAGMA synchronous = NORMAL")
             self._on_commit = []
+            with self._riders_lock:
+                riders = dict(self._with_next_write)
             try:
                 self._begin_write(conn)
+                for key, rider in riders.items():
+                    try:
+                        rider(conn)
+                    except sqlite3.IntegrityError:  # it can never be written: not tried again
+                        with self._riders_lock:
+                            if self._with_next_write.get(key) is rider:
+                                del self._with_next_write[key]
                 yield conn
                 conn.execute("COMMIT")
                 if not derived:
                     self.write_count += 1
                 self._busy_at = None
+                with self._riders_lock:
+                    for key, rider in riders.items():
+                        if self._with_next_write.get(key) is rider:
+                            del self._with_next_write[key]
                 for hook in self._on_commit:
                     hook()
             except BaseException as exc:

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 import secrets
 import sqlite3
 from collections.abc import Mapping, Sequence
@@ -93,20 +94,12 @@ class LineageArea(LedgerBase):
         A crash leaves all of it or none. ``relaxed``: no fsync of its own (a durable
         commit the caller makes next fsyncs it too; a power cut in between may lose it)."""
         at = now_ms()
-        rows = []
-        for event in events:
-            _check_event(event.action, event.actor, event.entry_id, event.proposal_id)
-            encoded = None if event.data is None else msgspec.json.encode(event.data).decode()
-            rows.append((at, event.entry_id, event.action, event.actor, event.proposal_id, encoded))
+        rows = _lineage_rows(events, at)
         if not rows and not rejected and finish_intent is None and request is None:
             return
         with self._writing(relaxed=relaxed) as conn:
             guard_request(conn, request)
-            conn.executemany(
-                "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
-                " VALUES (?, ?, ?, ?, ?, ?)",
-                rows,
-            )
+            _insert_lineage(conn, rows)
             conn.executemany(
                 "INSERT OR IGNORE INTO rejections (content_hash, proposal_id, reason, ts)"
                 " VALUES (?, ?, ?, ?)",
@@ -115,6 +108,14 @@ class LineageArea(LedgerBase):
             if finish_intent is not None:
                 _finish_intent(conn, finish_intent, "done", at)
             store_request(conn, request, at)
+
+    def record_lineage_with_next_write(self, events: Sequence[NewMemoryEvent]) -> None:
+        """Lineage steps kept for the ledger's next write, whichever it is (the disk had no
+        room for them now), stamped with the time they happened."""
+        at = now_ms()
+        rows = _lineage_rows(events, at)
+        if rows:
+            self.with_next_write(f"lineage:{at}:{id(rows)}", functools.partial(_insert_lineage, rows=rows))
 
     def find_rejections(self, content_hashes: Sequence[str]) -> set[str]:
         """The hashes among ``content_hashes`` that were rejected before (one read)."""
@@ -359,3 +360,20 @@ def store_request(conn: sqlite3.Connection, request: RequestRecord | None, at: i
             "INSERT INTO requests (request_id, method, result, ts) VALUES (?, ?, ?, ?)",
             (request.request_id, request.method, request.result, at),
         )
+
+
+def _lineage_rows(events: Sequence[NewMemoryEvent], at: int) -> list[tuple[object, ...]]:
+    rows: list[tuple[object, ...]] = []
+    for event in events:
+        _check_event(event.action, event.actor, event.entry_id, event.proposal_id)
+        encoded = None if event.data is None else msgspec.json.encode(event.data).decode()
+        rows.append((at, event.entry_id, event.action, event.actor, event.proposal_id, encoded))
+    return rows
+
+
+def _insert_lineage(conn: sqlite3.Connection, rows: list[tuple[object, ...]]) -> None:
+    conn.executemany(
+        "INSERT INTO memory_events (ts, entry_id, action, actor, proposal_id, data)"
+        " VALUES (?, ?, ?, ?, ?, ?)",
+        rows,
+    )
