@@ -19,9 +19,10 @@ When the bound cannot be persisted (a full disk), a revision a read needs (a wor
 opened with none of its own) is still handed out once the wall clock has reached it:
 every later run starts past the wall clock, so none hands it out again, persisted or not
 (as long as the system clock is not set back before the bound is next written: the next
-reservation, or the clean stop, covers it). That is a wait of about a millisecond, unless the last run was killed within a minute of
-reserving a block (then the bound on file is up to a block ahead of the wall clock): a
-wait longer than ``COVER_WAIT_MS`` is not made, and the read fails as a write would.
+reservation, or the clean stop, covers it). That is a wait of about a millisecond, unless
+the last run was killed within a minute of reserving a block (then the bound on file is up
+to a block ahead of the wall clock): a wait longer than ``COVER_WAIT_MS`` is not made, and
+the read fails as a write would.
 """
 
 from __future__ import annotations
