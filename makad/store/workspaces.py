@@ -42,6 +42,7 @@ from makad.store.ledger.recovery import LedgerReset
 from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
 from makad.store.shared_checks import SharedChecks
+from makad.store.system_folders import system_folder
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
 from makad.store.workspace_state import WorkspaceState
@@ -136,7 +137,7 @@ def _echo(raw: str) -> str:
 def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     """Why ``path`` (resolved) cannot be a workspace, or None when it can.
 
-    Refused: the filesystem root, the kernel's folders (``_kernel_folder``), the user
+    Refused: the filesystem root, the kernel's folders (``system_folder``), the user
     level's folder and its ``memory/`` folder (two names for one folder would be two locks
     on one file), the data directory and anything
     inside it (the daemon's own files), a folder whose ``memory/`` is one of those, and a
@@ -148,12 +149,9 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     user_memory = _dir_key(user_dir / MEMORY_DIR)
     data = _dir_key(data_dir)
     own = _dir_key(path)
-    if own is not None and own == _dir_key(Path("/")):
-        # A /memory folder would be the nearest workspace of every folder on the machine.
-        return "the filesystem root is no workspace: name the project's own folder"
-    kernel = _kernel_folder(path, own)
-    if kernel is not None:
-        return f"this folder is in {kernel}, the kernel's own: no workspace; name the project's own folder"
+    system = system_folder(path)
+    if system is not None:
+        return f"{system} is no workspace: name the project's own folder"
     if own is not None and own == user:
         return f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
     if own is not None and own == user_memory:
@@ -182,32 +180,6 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
             f"this folder is (or is inside) the memory/ folder of the workspace {_echo(str(owner))}: "
             "name that folder"
         )
-    return None
-
-
-# The kernel's folders: views of its state (/proc, /sys) and the device nodes (/dev), each
-# a filesystem of its own where it is mounted. A memory/ folder there is nothing a project
-# keeps: /proc refuses one, a cgroup folder in /sys makes a cgroup of it, /dev lets root
-# make it. /proc/self would name the daemon's own process, another folder after a restart.
-_KERNEL_FOLDERS = ("/proc", "/sys", "/dev")
-
-
-def _kernel_folder(path: Path, own: tuple[int, int] | None) -> str | None:
-    """The kernel folder ``path`` (resolved; ``own``: its ``_dir_key``) is or is inside,
-    else None. Below /dev only the device folder's own filesystem counts, not a tmpfs
-    mounted in it (/dev/shm). A folder of one of those names on the root's filesystem (no
-    kernel mounted there) is an ordinary folder."""
-    root = _dir_key(Path("/"))
-    for name in _KERNEL_FOLDERS:
-        top = _dir_key(Path(name))
-        if top is None or root is None or top[0] == root[0]:
-            continue
-        if name == "/dev":
-            inside = own is not None and own[0] == top[0]
-        else:
-            inside = path == Path(name) or Path(name) in path.parents
-        if inside:
-            return name
     return None
 
 
