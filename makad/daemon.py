@@ -36,6 +36,7 @@ from makad.rpc.dispatch import Dispatcher, new_ref
 from makad.rpc.server import Limits, Server
 from makad.service.system import EARLY_METHODS, DaemonInfo, SystemService, inject_faults
 from makad.settings import MAX_SOCKET_PATH_BYTES, DaemonSettings, default_socket_path, load
+from makad.store.system_folders import system_folder
 from makad.wire.system import METHODS as SYSTEM_METHODS
 from makad.wire.system import StopReason
 
@@ -92,8 +93,14 @@ def secure_user_memory(path: Path) -> None:
     workspace's context carries its MEMORY.md, so its ``memory/`` must be ours and the folders
     above it changeable by nobody else, like the data directory's. A symlink to it (which
     the user may repoint) is checked where it leads now; ``memory/`` is made 0700 if missing."""
-    memory = Path(os.path.realpath(path)) / MEMORY_FOLDER
-    _secure(memory, "user-level memory folder", USER_MEMORY_ELSEWHERE, tighten=True)
+    real = Path(os.path.realpath(path))
+    system = system_folder(real)
+    if system is not None:  # refused as a workspace is, before a memory/ is made there
+        raise UnsafeFolder(
+            f"the user-level memory folder {path}: {system} holds no memory; name a folder of "
+            f"yours ({USER_MEMORY_ELSEWHERE})"
+        )
+    _secure(real / MEMORY_FOLDER, "user-level memory folder", USER_MEMORY_ELSEWHERE, tighten=True)
 
 
 def _secure(path: Path, what: str, elsewhere: str, *, tighten: bool) -> None:

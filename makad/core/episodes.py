@@ -40,6 +40,11 @@ MAX_EPISODE_TAGS: Final = 16
 MAX_EPISODE_REFS: Final = 64
 
 MAX_TAG_CHARS = 64
+# consolidation_candidates lists each tag's newest episodes, this many, for the first
+# CANDIDATES_WITH_EPISODES tags (their counts count them all): every episode once per
+# tag it carries, a long history went past the reply cap.
+CANDIDATE_EPISODES: Final = 20
+CANDIDATES_WITH_EPISODES: Final = 200
 CLOSE_TAGS = 3
 DIGEST_LINES = 50
 _NOT_SLUG = re.compile(r"[\W_]+")

@@ -26,6 +26,8 @@ import structlog
 
 from makad.core.attention import repeats_retracted
 from makad.core.episodes import (
+    CANDIDATE_EPISODES,
+    CANDIDATES_WITH_EPISODES,
     MAX_EPISODE_REFS,
     Threshold,
     below_threshold,
@@ -197,23 +199,36 @@ class EpisodeService:
         ws = await self._ctx.session_workspace(params.workspace)
         tag = None if params.tag is None else await in_thread(slug, params.tag)
         evidence = await in_thread(ws.ledger.evidence, tag)
-        candidates = []
-        for name, episodes in evidence.items():
-            sessions = len({e.session_id for e in episodes})
-            if len(episodes) >= params.min_episodes and sessions >= params.min_sessions:
-                candidates.append(
-                    Candidate(
-                        tag=name,
-                        episode_count=len(episodes),
-                        session_count=sessions,
-                        eligible=self._threshold.met(len(episodes), sessions),
-                        episodes=[e.view() for e in episodes],
-                    )
-                )
-        candidates.sort(key=lambda c: (-c.episode_count, -c.session_count, c.tag))
+        candidates = await in_thread(self._candidates, evidence, params.min_episodes, params.min_sessions)
         return CandidatesResult(
             candidates=candidates, min_episodes=params.min_episodes, min_sessions=params.min_sessions
         )
+
+    def _candidates(
+        self, evidence: dict[str, list[EpisodeRecord]], min_episodes: int, min_sessions: int
+    ) -> list[Candidate]:
+        """The tags with enough evidence, most first, each with its counts and (the first
+        ``CANDIDATES_WITH_EPISODES``) its newest ``CANDIDATE_EPISODES`` episodes: all of
+        them, once per tag each carries, are megabytes past the reply cap in a long history.
+        Blocking: views and counts every episode."""
+        found = []
+        for name, episodes in evidence.items():
+            sessions = len({e.session_id for e in episodes})
+            if len(episodes) >= min_episodes and sessions >= min_sessions:
+                found.append((name, episodes, sessions))
+        found.sort(key=lambda f: (-len(f[1]), -f[2], f[0]))
+        return [
+            Candidate(
+                tag=name,
+                episode_count=len(episodes),
+                session_count=sessions,
+                eligible=self._threshold.met(len(episodes), sessions),
+                episodes=[e.view() for e in episodes[-CANDIDATE_EPISODES:]]
+                if rank < CANDIDATES_WITH_EPISODES
+                else [],
+            )
+            for rank, (name, episodes, sessions) in enumerate(found)
+        ]
 
     @reports_memory_written
     async def consolidate(self, params: ConsolidateParams, peer: Peer) -> ProposeResult:

@@ -64,8 +64,19 @@ def read_import_source(
         }
         return found.get("MEMORY.md", ""), found, "MEMORY.md"
     if not target.is_file():
+        if os.path.exists(target):  # a FIFO, a device, a socket: there, but nothing to read
+            raise _not_regular()
         raise NotFound("no file at that path", path="$.path")
     return _read_bounded(target, MAX_IMPORT_BYTES), None, target.name
+
+
+def _not_regular() -> InvalidParams:
+    return InvalidParams(
+        "the import path is not a regular file (a FIFO, a device or a socket): name an export file "
+        "or a memory directory",
+        path="$.path",
+        reason="not_regular_file",
+    )
 
 
 def makad_memory_file(target: Path) -> Path | None:
@@ -141,7 +152,7 @@ def _read_bounded(path: Path, limit: int, follow: bool = True) -> str:
     try:
         raw = read_open(fd, path, limit + 1)
     except NotRegularFile:
-        raise InvalidParams("the import path is not a regular file", path="$.path") from None
+        raise _not_regular() from None
     except OSError as exc:  # a read the system fails (EIO; EAGAIN from a /proc file that waits)
         raise generalize(exc, name, "read") from None
     finally:

@@ -42,6 +42,7 @@ from makad.store.ledger.recovery import LedgerReset
 from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
 from makad.store.shared_checks import SharedChecks
+from makad.store.system_folders import system_folder
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
 from makad.store.workspace_state import WorkspaceState
@@ -136,8 +137,9 @@ def _echo(raw: str) -> str:
 def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     """Why ``path`` (resolved) cannot be a workspace, or None when it can.
 
-    Refused: the filesystem root, the user level's folder and its ``memory/`` folder (two
-    names for one folder would be two locks on one file), the data directory and anything
+    Refused: the filesystem root, the kernel's folders (``system_folder``), the user
+    level's folder and its ``memory/`` folder (two names for one folder would be two locks
+    on one file), the data directory and anything
     inside it (the daemon's own files), a folder whose ``memory/`` is one of those, and a
     workspace's ``memory/`` folder (one holding its id file) and anything inside it. Folders are
     compared by (device, inode), so no spelling — a symlink, a bind mount, another case
@@ -147,9 +149,9 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     user_memory = _dir_key(user_dir / MEMORY_DIR)
     data = _dir_key(data_dir)
     own = _dir_key(path)
-    if own is not None and own == _dir_key(Path("/")):
-        # A /memory folder would be the nearest workspace of every folder on the machine.
-        return "the filesystem root is no workspace: name the project's own folder"
+    system = system_folder(path)
+    if system is not None:
+        return f"{system} is no workspace: name the project's own folder"
     if own is not None and own == user:
         return f'this folder holds the user-level memory: address it as workspace "{USER_LEVEL}"'
     if own is not None and own == user_memory:

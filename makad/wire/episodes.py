@@ -75,7 +75,8 @@ class CandidatesParams(WorkspaceParams):
 
 
 class Candidate(Result):
-    """A tag's evidence since its last consolidation."""
+    """A tag's evidence since its last consolidation: its counts, and its newest 20
+    episodes (none past the first 200 candidates; ``list_episodes {tag}`` lists them all)."""
 
     tag: str
     episode_count: int

@@ -123,6 +123,19 @@ def test_bad_params_json_is_usage_error(shared_daemon: DaemonProcess) -> None:
     assert """maka call propose '{"title": "T", "content": "C"}'""" in result.stderr
 
 
+def test_params_nested_too_deep_are_a_usage_error(shared_daemon: DaemonProcess) -> None:
+    """PARAMS nested deeper than the parser takes give exit 2 and a message, no traceback;
+    so does a setting's value."""
+    deep = "[" * 20_000 + "]" * 20_000
+    result = maka("--socket", str(shared_daemon.socket), "call", "ping", deep)
+    assert result.returncode == 2 and "Traceback" not in result.stderr
+    assert "PARAMS is nested too deep" in result.stderr
+    ws = ["-w", str(shared_daemon.workspace)]
+    setting = maka("--socket", str(shared_daemon.socket), *ws, "settings", f"contextStrategy={deep}")
+    assert setting.returncode == 2 and "Traceback" not in setting.stderr
+    assert "is not one of" in setting.stderr
+
+
 def test_no_daemon_says_how_to_start(short_tmp: Path) -> None:
     """Without a daemon maka exits 3 and says how to start one, and that --no-autostart is
     what kept maka from starting it."""

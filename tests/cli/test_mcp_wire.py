@@ -240,3 +240,42 @@ def test_a_batch_is_answered_request_by_request(shared_daemon: DaemonProcess) ->
         assert "Agent read is off" in listed["content"][0]["text"], listed
         assert h.reply(4)["result"] == {}  # a lone surrogate in a batch too
         assert h.request(3, "ping")["result"] == {}
+
+
+DEEP = 100_000
+# Deep enough that Python's parser takes it but copying it through a recursive function
+# would pass the interpreter's recursion limit.
+NEAR_LIMIT = 950
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(b"[" * DEEP + b"]" * DEEP, id="batch-of-nested-arrays"),
+        pytest.param(b'[{"a":' + b"[" * DEEP + b"]" * DEEP + b"}]", id="batch-member-nested"),
+        pytest.param(
+            b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"_meta":{"s":"\\ud800","a":'
+            + b"[" * DEEP
+            + b"]" * DEEP
+            + b"}}}",
+            id="lone-surrogate-and-nesting",
+        ),
+        pytest.param(
+            b"[" + b'{"a":' * NEAR_LIMIT + b"1" + b"}" * NEAR_LIMIT + b"]", id="batch-near-the-limit"
+        ),
+        pytest.param(
+            b'{"s":"\\ud800","a":' + b"[" * NEAR_LIMIT + b"]" * NEAR_LIMIT + b"}",
+            id="lone-surrogate-near-the-limit",
+        ),
+    ],
+)
+def test_a_deeply_nested_line_leaves_the_bridge_serving(shared_daemon: DaemonProcess, line: bytes) -> None:
+    """A line nested deeper than Python's parser or its recursion limit takes (a batch, or a
+    line with a lone surrogate escape, which the bridge reads before the SDK does) is
+    refused or left unanswered like any unreadable line: the bridge keeps reading, and the
+    next request is answered."""
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        h.send(line)
+        assert h.request(8, "ping")["result"] == {}
+        assert h.proc.poll() is None

@@ -158,7 +158,10 @@ export interface BuildContextParams {
   strategy?: "curator" | "curator_shadow" | "deterministic" | "full" | "recent" | "summary" | null;
 }
 
-/** A tag's evidence since its last consolidation. */
+/**
+ * A tag's evidence since its last consolidation: its counts, and its newest 20
+ * episodes (none past the first 200 candidates; `list_episodes {tag}` lists them all).
+ */
 export interface Candidate {
   tag: string;
   episodeCount: number;

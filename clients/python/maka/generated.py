@@ -173,7 +173,9 @@ class BuildContextParams(TypedDict):
 
 
 class Candidate(TypedDict):
-    """A tag's evidence since its last consolidation."""
+    """A tag's evidence since its last consolidation: its counts, and its newest 20
+    episodes (none past the first 200 candidates; ``list_episodes {tag}`` lists them all).
+    """
 
     tag: str
     episodeCount: int

@@ -41,14 +41,16 @@ def _repaired(node: Any) -> Any:
 
 def repair_line(line: str) -> str:
     """``line`` with every lone surrogate in its JSON strings replaced by U+FFFD (paired
-    escapes stay the character they name); any other line as it came."""
+    escapes stay the character they name); any other line as it came — one nested too
+    deep to read or copy (``RecursionError``, from the parser or ``_repaired``) too: the
+    SDK's parser refuses it like any unreadable line, and reading goes on."""
     if not _SURROGATE_ESCAPE.search(line):
         return line
     try:
         message = json.loads(line)  # Python's parser keeps lone surrogates in the strings
-    except ValueError:
-        return line  # not JSON: left to the SDK's parser to reject
-    repaired = _repaired(message)
+        repaired = _repaired(message)
+    except (ValueError, RecursionError):
+        return line  # not JSON, or nested past the recursion limit: left to the SDK to reject
     return line if repaired == message else _line(repaired)
 
 
@@ -63,11 +65,11 @@ def batch_members(line: str) -> list[str] | None:
         return None
     try:
         batch = json.loads(line)
-    except ValueError:
+        if not batch or not isinstance(batch, list) or not all(isinstance(m, dict) for m in batch):
+            return None
+        return [_line(_repaired(member)) for member in batch]
+    except (ValueError, RecursionError):  # not JSON, or nested past the recursion limit
         return None
-    if not batch or not isinstance(batch, list) or not all(isinstance(m, dict) for m in batch):
-        return None
-    return [_line(_repaired(member)) for member in batch]
 
 
 class HostInput:

@@ -40,7 +40,7 @@ from maka.cli.common import (
     positive_seconds,
     unmade_id_file,
 )
-from maka.cli.output import holds_unicode
+from maka.cli.output import controls_shown, holds_unicode
 from maka.cli.remedies import remedy
 from maka.client import Client
 from maka.errors import DaemonUnavailable, ProtocolError, RemoteError, UntrustedServer
@@ -134,6 +134,13 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["__complete"]:
         return completion.complete_ids(argv[1:])
     args = parse_arguments(build_parser(), argv)
+    if args.func is mcp.cmd_mcp:  # stdout carries the MCP protocol, for a host, not a terminal
+        return _run(args)
+    with controls_shown(args.json):
+        return _run(args)
+
+
+def _run(args: argparse.Namespace) -> int:
     announce_autostart()
     try:
         expected_server_uid(args.server_uid)

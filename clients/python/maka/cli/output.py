@@ -10,18 +10,79 @@ import codecs
 import io
 import json
 import os
+import re
 import shutil
 import sys
 import time
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from contextlib import contextmanager
 from datetime import timedelta
 from typing import Any, TextIO
 
+# The characters a terminal acts on rather than shows: the C0 controls but tab and line
+# feed (a carriage return only when a line feed follows it), DEL and the C1 controls. Text
+# an agent or a tool recorded (a session title, an event, an episode) may hold them:
+# printed raw, an escape sequence could set the clipboard (OSC 52), retitle the window,
+# clear the screen, or hide or overwrite lines of what maka printed.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]|\r(?!\n)")
+
+
+def shown(text: str) -> str:
+    """``text`` with each control character a terminal acts on as a visible ``\\xNN``."""
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+
+
+def json_shown(text: str) -> str:
+    """Likewise as a JSON escape (``\\u00NN``): ``json.dumps`` escapes C0 controls in
+    strings but leaves DEL and C1 raw, and all of them are only ever in strings."""
+    return _CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
+
+
+class ControlsShown:
+    """A text stream that writes every control character a terminal acts on in a visible
+    form; everything else (``fileno``, ``isatty``, ``encoding``, ``flush`` …) is the
+    stream's own."""
+
+    def __init__(self, inner: TextIO, form: Callable[[str], str]) -> None:
+        self.inner = inner
+        self.form = form
+
+    def write(self, text: str) -> int:
+        self.inner.write(self.form(text))
+        return len(text)
+
+    def writelines(self, lines: Iterable[str]) -> None:
+        for line in lines:
+            self.write(line)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def unfiltered(stream: TextIO) -> TextIO:
+    """The stream under a ``ControlsShown``, for output whose escapes are maka's own (the
+    colours of a table whose cells went through ``shown``, a progress bar)."""
+    return stream.inner if isinstance(stream, ControlsShown) else stream
+
+
+@contextmanager
+def controls_shown(json_output: bool) -> Iterator[None]:
+    """While it runs, stdout and stderr show control characters as escapes (JSON escapes
+    on stdout for ``--json``)."""
+    saved = sys.stdout, sys.stderr
+    sys.stdout = ControlsShown(sys.stdout, json_shown if json_output else shown)
+    sys.stderr = ControlsShown(sys.stderr, shown)
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
 
 def print_json(value: Any, file: TextIO | None = None) -> None:
-    """``value`` as indented JSON; characters the stream's encoding cannot hold as ``\\u`` escapes."""
+    """``value`` as indented JSON; characters the stream's encoding cannot hold as ``\\u``
+    escapes, and so are control characters (DEL and C1 too, which JSON allows raw)."""
     out = file or sys.stdout
-    print(json.dumps(value, indent=2, ensure_ascii=not holds_unicode(out)), file=out)
+    print(json_shown(json.dumps(value, indent=2, ensure_ascii=not holds_unicode(out))), file=out)
 
 
 def holds_unicode(stream: TextIO) -> bool:
@@ -110,7 +171,8 @@ def table(
         header_style="bold" if color else "",
         expand=False,
     )
-    cells = [[one_line(c) for c in row] for row in rows]
+    headers = [shown(h) for h in headers]
+    cells = [[shown(one_line(c)) for c in row] for row in rows]
     widths = [
         max([display_width(h), *(display_width(row[i]) for row in cells)]) for i, h in enumerate(headers)
     ]
@@ -143,7 +205,9 @@ def table(
 
 def show_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> None:
     """Print a table for people: fitted to a terminal and coloured there, whole elsewhere."""
-    print(table(headers, rows, terminal_width(), color=colorful()))
+    color = colorful()
+    out = unfiltered(sys.stdout) if color else sys.stdout  # the cells are shown() already
+    print(table(headers, rows, terminal_width(), color=color), file=out)
 
 
 def now_ms() -> int:

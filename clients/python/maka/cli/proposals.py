@@ -28,7 +28,7 @@ from maka.cli.common import (
 )
 from maka.cli.decided import refuse_not_waiting
 from maka.cli.memory import read_entries
-from maka.cli.output import age, print_json, short_id, short_ids, show_table
+from maka.cli.output import age, print_json, short_id, short_ids, show_table, unfiltered
 from maka.client import Client
 from maka.errors import RemoteError
 from maka.ids import matching_ids
@@ -341,7 +341,7 @@ class ImportBar:
                 BarColumn(),
                 MofNCompleteColumn(),
                 TimeElapsedColumn(),
-                console=Console(file=sys.stderr),
+                console=Console(file=unfiltered(sys.stderr)),
                 transient=True,
             )
             self.bar.start()

@@ -254,6 +254,8 @@ def cmd_call(client: Client, args: argparse.Namespace) -> int:
                 "quotes and the whole in single quotes for the shell, e.g. "
                 """maka call propose '{"title": "T", "content": "C"}'"""
             ) from None
+        except RecursionError:
+            raise CliError("PARAMS is nested too deep to read: give a JSON object of a few levels") from None
     if (params is None or isinstance(params, dict)) and takes_workspace(args.method):
         # As every other command: -w, else $MAKA_WORKSPACE, else found like git.
         params = {"workspace": workspace_of(args), **(params or {})}
@@ -328,7 +330,7 @@ def parse_setting(pair: str) -> tuple[str, Any]:
             return key, raw
         try:
             value = json.loads(raw)
-        except json.JSONDecodeError:
+        except (json.JSONDecodeError, RecursionError):  # not JSON, or nested too deep to read
             value = raw
         if isinstance(value, str) and value not in names:
             close = did_you_mean(value, names, casefold=True)
