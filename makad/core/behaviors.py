@@ -24,7 +24,9 @@ across segments. A record says:
   work done (``REPORTS_DONE``), or a short message of praise asking nothing more that
   the agent answered in words alone, ``CLOSING_CHARS``), ``dropped`` (the
   user let it go — "never mind", "forget it", "drop that", "scrap that idea", "we're
-  not doing it after all", "… not worth it", "vergiss es", … — as the
+  not doing it after all", "… not worth it", "vergiss es", or a clause that lets go
+  by itself after a lead-in, "hmm, you know what, forget it", "ладно, забудьте об этом",
+  "やっぱりやめておこう"; "no need" only when it answers no question of the agent's — as the
   thread's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
   ``open`` (anything else: work to be resumed). A message that only acknowledges the
@@ -210,9 +212,55 @@ DROPPED_SAID: Final = re.compile(
 # Anywhere in a short last request, words that say the work will not be done: "the cache
 # is not worth it", "leave the cache — we won't do it".
 DROPPED_ANYWHERE: Final = re.compile(
-    r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b)", re.IGNORECASE
+    r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b"
+    r"|(?:ne|n'en) vaut pas la peine|lohnt sich nicht|no vale la pena|n[ãa]o vale a pena|non ne vale la pena"
+    r"|не стоит того)",
+    re.IGNORECASE,
 )
 DROPPED_CHARS: Final = 120
+# Anywhere in a short last request, a clause that lets the work go all by itself: after
+# a lead-in ("hmm, you know what, forget it", "on reflection, let's just drop it"), or
+# in the words of another language ("ладно, забудьте об этом", "bon, on laisse tomber").
+# The clause names nothing but the work ("it", "this"): "forget the tests" or "skip it if
+# the fixture is missing" say what to do, and "drop it?" asks.
+_CLAUSE_END: Final = r"(?=\s*(?:[.,!;:…—–)。！、，]|$))"
+_LET_GO_CLAUSE: Final = (
+    r"(?:(?:let'?s|let us|we can|we'?ll|just|then)\s+){0,3}"
+    r"(?:forget|drop|skip|cancel|abandon|scrap|ditch|shelve) (?:it|that|this)(?: (?:one|idea|plan|part))?"
+    r"|(?:let'?s |let us )?(?:not bother|not do (?:it|that|this))(?: with (?:it|that|this))?"
+    r"|(?:do not|don'?t) bother(?: with (?:it|that|this))?"
+    r"|(?:we )?(?:do not|don'?t|no longer) need (?:it|that|this)"
+    r"|never ?mind|nvm|scratch that|let it go"
+    r"|(?:das |es )?(?:brauchen|machen) wir (?:doch |dann |jetzt |also )?(?:nicht|nie)(?: mehr)?"
+    r"|(?:vergiss|vergessen wir) (?:es|das)"
+    r"|lass(?:en wir| uns)? (?:es|das)(?: (?:lassen|sein|bleiben|vergessen))?"
+    r"|on (?:abandonne|laisse tomber|oublie)(?: (?:[çc]a|cette id[ée]e))?|laisse tomber|oublie (?:[çc]a|cela)"
+    r"|(?:mejor )?(?:lo dejamos|d[ée]jalo|olv[íi]dalo)|esquece|deixa (?:pra|para) l[áa]"
+    r"|lascia (?:perdere|stare)"
+    r"|laat maar|(?:ладно )?забудь(?:те)?(?: (?:об этом|про это|это))?|проехали|отбой|не будем"
+)
+# The same for what says only that the work is not needed ("no need", "не надо"): unless
+# it answers a question of the agent ("Shall I add tests too?" — "No need."), which it
+# declines, not the work.
+_NOT_NEEDED_CLAUSE: Final = (
+    r"no need|not needed|(?:это |этого )?не (?:нужно|надо)|no hace falta|pas besoin|nicht (?:mehr )?n[öo]tig"
+    r"|n[ãa]o precisa|non serve"
+)
+_CLAUSE_START: Final = (
+    r"(?:^|(?<=[,.;:!?…—–(、。，！？]))\s*"
+    r"(?:(?:oh|ok(?:ay)?|hmm+|well|actually|so|ach|bon|bueno|vale|nah|no)[,\s]\s*)?"
+)
+_CLAUSE_TAIL: Final = r"(?: (?:after all|any ?more|altogether|for good|then|either|finalement|doch))?"
+LET_GO_CLAUSE: Final = re.compile(
+    rf"{_CLAUSE_START}(?:{_LET_GO_CLAUSE}){_CLAUSE_TAIL}{_CLAUSE_END}", re.IGNORECASE
+)
+NOT_NEEDED_CLAUSE: Final = re.compile(rf"{_CLAUSE_START}(?:{_NOT_NEEDED_CLAUSE}){_CLAUSE_END}", re.IGNORECASE)
+# Anywhere in a short last request, in languages written without spaces, the words that
+# let work go ("やっぱりやめておこう", "算了吧"): they are not parts of other words.
+LET_GO_CJK: Final = re.compile(
+    r"やめ(?:よう|ましょう|とこう|ておこう|にしよう|にします)|もういい(?:です|よ)?(?=\s*(?:[.,!。！、，]|$))"
+    r"|忘れて(?:ください)?(?=\s*(?:[.,!。！、，]|$))|算了|不用了|不做了|别管了|그만하자|됐어|취소하자"
+)
 # Which thread a turn (a request and what follows it, up to the next request) belongs to
 # is read from the turn itself, never from what it says about being done: the thread it
 # shares a path, a call, or words with (the latest such), else — when it did work
@@ -273,6 +321,7 @@ class Fold(msgspec.Struct, kw_only=True):
     # acknowledgement of a reply reporting it finished, or praise answered in words alone.
     closing_seq: int = 0
     reply_done: bool = False  # the last assistant message reported the work finished
+    reply_asked: bool = False  # the last assistant message ended with a question
     paths: dict[str, int] = {}
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
@@ -446,7 +495,8 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.last_request_seq = event.seq
             carry.last_request = _first_line(event.text)
             carry.done_seq = event.seq if _says_done(event.text) else 0
-            carry.dropped_seq = event.seq if _lets_go(event.text) else 0
+            asked = replied and carry.reply_asked
+            carry.dropped_seq = event.seq if _lets_go(event.text, asked=asked) else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
@@ -457,6 +507,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         elif event.type == "assistant_message" and event.text.strip():
             carry.last_reply_seq = event.seq
             carry.reply_done = _reports_done(event.text)
+            carry.reply_asked = event.text.rstrip().endswith(("?", "？"))
             if event.text.rstrip().endswith(("?", "？")):
                 carry.closing_seq = 0  # the agent asked: the user's next word is an answer
         elif event.type == "tool_call":
@@ -514,12 +565,19 @@ def _reports_done(text: str) -> bool:
     return REPORTS_DONE.search(text) is not None and NOT_DONE.search(text) is None
 
 
-def _lets_go(text: str) -> bool:
+def _lets_go(text: str, *, asked: bool = False) -> bool:
     """The request lets the work go: how it opens ("never mind", "scrap that idea"), or,
-    short, words anywhere in it ("… not worth it")."""
+    short, words anywhere in it ("… not worth it"), or a clause of it that lets go alone
+    ("hmm, you know what, forget it"; "no need", unless it answers the agent's question)."""
     if DROPPED_SAID.match(text[:200]) is not None:
         return True
-    return len(text) <= DROPPED_CHARS and DROPPED_ANYWHERE.search(text) is not None
+    if len(text) > DROPPED_CHARS:
+        return False
+    if DROPPED_ANYWHERE.search(text) is not None or LET_GO_CLAUSE.search(text) is not None:
+        return True
+    if LET_GO_CJK.search(text) is not None:
+        return True
+    return not asked and NOT_NEEDED_CLAUSE.search(text) is not None
 
 
 def _opens_session(text: str) -> bool:
@@ -613,6 +671,7 @@ def _merged(strand: Strand, turn: Fold) -> Strand:
         dropped_seq=turn.dropped_seq,
         closing_seq=turn.closing_seq,
         reply_done=turn.reply_done,
+        reply_asked=turn.reply_asked,
         paths=_summed(strand.paths, turn.paths, MAX_PATHS),
         tools=_summed(strand.tools, turn.tools, MAX_TOOLS),
         failures=[
@@ -677,6 +736,7 @@ def _next_turn(carry: Carry) -> Carry:
         last_request_seq=carry.last_request_seq,
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
+        reply_asked=carry.reply_asked,
         open_calls=carry.open_calls,
         strands=_settled(carry),
         known=carry.known,
@@ -775,5 +835,6 @@ def continued(carry: Carry) -> Carry:
         last_request_seq=carry.last_request_seq,
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
+        reply_asked=carry.reply_asked,
         known=_marks(carry),
     )

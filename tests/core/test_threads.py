@@ -164,3 +164,15 @@ def test_records_written_before_threads_were_told_apart_keep_a_session_one_threa
     (later,) = read(script(("u", "thanks, all good now"), ("a", "Great.")))
     later.from_seq, later.to_seq, later.started_at, later.ended_at = 9, 10, NOW - 1_000, NOW - 900
     assert open_lines([old]) and open_lines([old, later]) == []
+
+
+def test_no_need_lets_the_work_go_unless_it_declines_the_agents_offer() -> None:
+    """ "No need." after a reply saying more is to do lets the work go; after the agent's
+    question ("Shall I also …?") it declines the offer and the work stays open, as a
+    lead-in before "forget it" or "skip it" does not keep it."""
+    offer = ("a", "Shall I also add a test for leap years?")
+    declined = read(script(*DATES, offer, ("u", "No need."), ("a", "OK.")), closed=False)
+    assert [r.outcome for r in declined] == ["open"]
+    for last in ("No need.", "Well, you know what, skip it.", "Bah, lassen wir das."):
+        let_go = read(script(*DATES, ("u", last), ("a", "OK.")), closed=False)
+        assert [r.outcome for r in let_go] == ["dropped"], last

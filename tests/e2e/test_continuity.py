@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_attention import DAY, fresh, mentions, section_lines, session, wait_for
+from tests.e2e.test_attention import DAY, OPEN_SECTIONS, fresh, mentions, section_lines, session, wait_for
 from tests.support import DaemonProcess, daemon_in_tmp
 
 HOUR = 3_600_000
@@ -413,3 +413,63 @@ def test_letting_go_of_work_quoting_a_token_keeps_other_work_that_quoted_one(sha
     state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
     assert mentions(state, "lacks provenance", "Recently abandoned"), state["sections"]
     assert not mentions(state, "Dockerfile")
+
+
+# ------------------------------------------------------------ letting work go ---
+
+
+def worked(at: int, request: str, path: str, last: str) -> list[dict[str, Any]]:
+    """A request, an edit of ``path``, a reply saying more is to do, the user's last word
+    and the agent's short answer to it."""
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "tool_call", "text": f"edit {path}", "toolCallId": "e", "toolName": "edit", "ts": at + 1},
+        {"type": "tool_result", "text": "ok", "toolCallId": "e", "toolName": "edit", "ts": at + 2},
+        {"type": "assistant_message", "text": "A first part is in; more is to do.", "ts": at + 3},
+        {"type": "user_message", "text": last, "ts": at + 4},
+        {"type": "assistant_message", "text": "OK.", "ts": at + 5},
+    ]
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Hmm, you know what, forget it.",
+        "On reflection, let's just drop it.",
+        "Let's not bother with that after all.",
+        "We don't need this anymore.",
+        "Ach, das brauchen wir nicht mehr.",
+        "Bon, on laisse tomber.",
+        "Ça ne vaut pas la peine, finalement.",
+        "No, mejor lo dejamos.",
+        "No hace falta, gracias.",
+        "Ладно, забудьте об этом.",
+        "Не надо.",
+        "うーん、やっぱりやめておこう。",
+        "算了吧。",
+    ],
+)
+def test_work_the_user_let_go_in_their_own_words_is_not_brought_back(
+    shared: DaemonProcess, last: str
+) -> None:
+    """Work the user let go of as their last word — after a lead-in, or in German, French,
+    Spanish, Russian, Japanese or Chinese — leaves the open threads and is not suggested,
+    while the work of another session left without a word stays."""
+    w = fresh(shared)
+    now = now_ms()
+    session(
+        shared,
+        w,
+        worked(now - 3 * DAY, "Add a plugin loader in src/plugins/loader.py", "src/plugins/loader.py", last),
+    )
+    session(
+        shared,
+        w,
+        worked(
+            now - 2 * DAY, "Write the release notes in docs/release.md", "docs/release.md", "Let me think."
+        ),
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "release notes", *OPEN_SECTIONS), state["sections"]
+    assert not mentions(state, "plugin loader", *OPEN_SECTIONS), state["sections"]
+    assert not [text for text in suggested(shared, w) if "plugin loader" in text]
