@@ -427,10 +427,22 @@ def call_key(tool: str, call: str) -> str:
 
 
 def _first_line(text: str) -> str:
+    """The first line that says something: not blank, not a code fence (```sql, ~~~), so
+    a request pasted as a code block is named by its first line of code."""
     for line in text.splitlines():
-        if line.strip():
+        if line.strip() and not _is_fence(line):
             return abbreviate(line.strip(), INTENT_CHARS)
     return ""
+
+
+def _is_fence(line: str) -> bool:
+    """A Markdown code fence's line: three or more backticks or tildes, then at most a
+    language tag (one word)."""
+    stripped = line.strip()
+    if stripped[:3] not in ("```", "~~~"):
+        return False
+    tag = stripped.lstrip(stripped[0]).strip()
+    return not any(c.isspace() for c in tag) and stripped[0] not in tag
 
 
 def _count(counts: dict[str, int], key: str, limit: int) -> dict[str, int]:

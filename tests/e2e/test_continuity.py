@@ -473,3 +473,33 @@ def test_work_the_user_let_go_in_their_own_words_is_not_brought_back(
     assert mentions(state, "release notes", *OPEN_SECTIONS), state["sections"]
     assert not mentions(state, "plugin loader", *OPEN_SECTIONS), state["sections"]
     assert not [text for text in suggested(shared, w) if "plugin loader" in text]
+
+
+# ------------------------------------------------------------ pasted code ---
+
+
+@pytest.mark.parametrize(
+    ("request_text", "said"),
+    [
+        (
+            "```sql\nSELECT id FROM orders WHERE paid_at IS NULL;\n```\nwhy is this slow?",
+            "SELECT id FROM orders",
+        ),
+        ("~~~\n$ npm run lint\nsrc/cart.ts:12:5  error  no-unused-vars\n~~~", "$ npm run lint"),
+        ("   ```   \n\n```ts\nexport const cart = createStore();\n```", "export const cart = createStore();"),
+    ],
+    ids=["sql-then-question", "tilde-fence", "empty-fence-first"],
+)
+def test_a_request_pasted_as_a_code_block_is_named_by_its_first_line_of_code(
+    shared: DaemonProcess, request_text: str, said: str
+) -> None:
+    """A request that opens with a code fence (```sql, ~~~) left without a reply: the
+    attention line and the suggestion made of it name its first line of code, never the
+    fence."""
+    w = fresh(shared)
+    session(shared, w, [{"type": "user_message", "text": request_text, "ts": now_ms() - 2 * DAY}])
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    lines = [line["text"] for line in section_lines(state, *OPEN_SECTIONS)]
+    assert len(lines) == 1 and said in lines[0] and "```" not in lines[0] and "~~~" not in lines[0], lines
+    listed = shared.call("suggest", {"workspace": w, "explain": True})["candidates"]
+    assert [c for c in listed if said in c["text"] and "```" not in c["text"]], listed
