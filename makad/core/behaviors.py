@@ -426,6 +426,53 @@ def call_key(tool: str, call: str) -> str:
     return f"{tool.casefold()}\x00{' '.join(call.split()).casefold()}"
 
 
+# Words that chain commands: a failed call holding one is fixed only by the same call.
+_SHELL_CHAINS: Final = frozenset(("&&", "||", ";", "|", "&"))
+
+
+def covering_keys(key: str) -> frozenset[str]:
+    """The calls (``call_key``) whose success fixes the failed call ``key``: the same call,
+    or the same command over more — its first words (two at least) without the arguments
+    after them, or with its last argument cut back to a folder or file it lies in
+    (``pytest tests/test_cart.py`` covers ``pytest tests/test_cart.py::test_discount -x``,
+    ``npm test`` covers ``npm test -- cart``, ``pytest tests/`` covers
+    ``pytest tests/cart/test_totals.py``). A call that chains commands (``&&``, ``|``,
+    ``;``) is covered by itself alone."""
+    tool, _, arguments = key.partition("\x00")
+    words = arguments.split(" ")
+    found = {key}
+    if len(words) < 2 or any(w in _SHELL_CHAINS or w.endswith(";") for w in words):
+        return frozenset(found)
+    for count in range(2, len(words) + 1):
+        head = " ".join(words[: count - 1])
+        if count < len(words) and _selects(words[:count], words[count:]):
+            found.add(f"{tool}\x00{head} {words[count - 1]}")
+        last = words[count - 1]
+        for index in range(1, len(last)):
+            if last[index] == "/":
+                found.add(f"{tool}\x00{head} {last[:index]}")
+                found.add(f"{tool}\x00{head} {last[: index + 1]}")
+            elif last.startswith("::", index):
+                found.add(f"{tool}\x00{head} {last[:index]}")
+    return frozenset(found)
+
+
+def _selects(kept: list[str], left: list[str]) -> bool:
+    """Whether the words ``left`` after ``kept`` only narrow what the command runs: ``kept``
+    runs tests (a word of it says "test" or "spec": ``cargo test``, ``npm test``,
+    ``rspec``), or every word left is a flag, a flag's value or a path (``-k rounding``,
+    ``--env=ci``, ``src/cart.py``) — never a subcommand (``npm run`` does not cover ``npm
+    run build``)."""
+    if any("test" in word or "spec" in word for word in kept):
+        return True
+    flag_before = False
+    for word in left:
+        if not (word.startswith("-") or flag_before or "::" in word or any(c in word for c in "/.=")):
+            return False
+        flag_before = word.startswith("-") and "=" not in word
+    return True
+
+
 def _first_line(text: str) -> str:
     """The first line that says something: not blank, not a code fence (```sql, ~~~), so
     a request pasted as a code block is named by its first line of code."""
@@ -543,7 +590,9 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
                 carry.failures = [*carry.failures, note][-MAX_FAILURES:]
             else:
                 key = call_key(tool, call)
-                carry.failures = [f for f in carry.failures if call_key(f.tool, f.call) != key]
+                carry.failures = [
+                    f for f in carry.failures if key not in covering_keys(call_key(f.tool, f.call))
+                ]
                 carry.fixes = [
                     *[f for f in carry.fixes if call_key(f.tool, f.call) != key],
                     FixNote(event.seq, tool, call),
@@ -687,7 +736,7 @@ def _merged(strand: Strand, turn: Fold) -> Strand:
         paths=_summed(strand.paths, turn.paths, MAX_PATHS),
         tools=_summed(strand.tools, turn.tools, MAX_TOOLS),
         failures=[
-            *[f for f in strand.failures if call_key(f.tool, f.call) not in fixed],
+            *[f for f in strand.failures if not fixed & covering_keys(call_key(f.tool, f.call))],
             *turn.failures,
         ][-MAX_FAILURES:],
         fixes=[*[f for f in strand.fixes if call_key(f.tool, f.call) not in fixed], *turn.fixes][-MAX_FIXES:],

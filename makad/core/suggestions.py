@@ -87,7 +87,7 @@ from makad.core.attention import (
     lets_go,
     same_thread,
 )
-from makad.core.behaviors import Behavior, call_key, naming_words
+from makad.core.behaviors import Behavior, call_key, covering_keys, naming_words
 from makad.core.compaction import abbreviate
 from makad.core.counted import counted
 from makad.core.ownership import fact_key
@@ -342,8 +342,8 @@ def _thread_candidate(
     ):
         return _skip(kind, anchor, text, refs, DROPPED)
     if failure is not None:
-        key = call_key(failure.tool, failure.call)
-        if any(call_key(f.tool, f.call) == key for r in later for f in r.fixes):
+        covering = covering_keys(call_key(failure.tool, failure.call))
+        if any(call_key(f.tool, f.call) in covering for r in later for f in r.fixes):
             return _skip(kind, anchor, text, refs, "a later result of the same call fixed it")
     if _resolved(later, seen):
         return _skip(kind, anchor, text, refs, "a later session that ended done resolved it")

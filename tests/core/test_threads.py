@@ -176,3 +176,30 @@ def test_no_need_lets_the_work_go_unless_it_declines_the_agents_offer() -> None:
     for last in ("No need.", "Well, you know what, skip it.", "Bah, lassen wir das."):
         let_go = read(script(*DATES, ("u", last), ("a", "OK.")), closed=False)
         assert [r.outcome for r in let_go] == ["dropped"], last
+
+
+def test_a_wider_run_passing_fixes_the_narrower_failure_and_nothing_else() -> None:
+    """Within a session, ``pytest tests/`` passing fixes ``pytest tests/test_dates.py::test_tz``
+    failing; ``npm run`` passing does not fix ``npm run build``, nor does ``cd web`` fix
+    ``cd web && make``."""
+    fixed = read(
+        script(
+            ("u", "Fix the tz test in tests/test_dates.py"),
+            ("t", "bash", "pytest tests/test_dates.py::test_tz", "FAILED tests/test_dates.py::test_tz"),
+            ("t", "bash", "pytest tests/", "40 passed"),
+            ("a", "Green."),
+        ),
+        closed=False,
+    )
+    assert [r.failures for r in fixed] == [[]]
+    for failing, passing in (("npm run build", "npm run"), ("cd web && make", "cd web")):
+        kept = read(
+            script(
+                ("u", "Build the web app"),
+                ("t", "bash", failing, "Error: exit status 2"),
+                ("t", "bash", passing, "ok"),
+                ("a", "Still broken."),
+            ),
+            closed=False,
+        )
+        assert [f.call for r in kept for f in r.failures] == [failing]

@@ -503,3 +503,66 @@ def test_a_request_pasted_as_a_code_block_is_named_by_its_first_line_of_code(
     assert len(lines) == 1 and said in lines[0] and "```" not in lines[0] and "~~~" not in lines[0], lines
     listed = shared.call("suggest", {"workspace": w, "explain": True})["candidates"]
     assert [c for c in listed if said in c["text"] and "```" not in c["text"]], listed
+
+
+# ------------------------------------------------------- a wider run passing ---
+
+
+def run(at: int, request: str, command: str, output: str, code: int, last: str) -> list[dict[str, Any]]:
+    """A request, one run of ``command`` (its exit code in ``meta``), a reply, the user's
+    last word and the agent's answer to it."""
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "tool_call", "text": command, "toolCallId": "r", "toolName": "bash", "ts": at + 1},
+        {
+            "type": "tool_result",
+            "text": output,
+            "toolCallId": "r",
+            "toolName": "bash",
+            "meta": {"exit_code": str(code)},
+            "ts": at + 2,
+        },
+        {"type": "assistant_message", "text": "That is the run's result.", "ts": at + 3},
+        {"type": "user_message", "text": last, "ts": at + 4},
+        {"type": "assistant_message", "text": "OK.", "ts": at + 5},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("narrow", "wide"),
+    [
+        ("pytest tests/test_cart.py::test_discount", "pytest tests/test_cart.py"),
+        ("npm test -- --testPathPattern cart", "npm test"),
+        ("python -m pytest tests/cart/test_totals.py -k rounding", "python -m pytest tests/"),
+    ],
+    ids=["pytest-file", "npm", "pytest-folder"],
+)
+def test_a_failure_is_fixed_by_a_later_wider_run_of_the_same_command_passing(
+    shared: DaemonProcess, narrow: str, wide: str
+) -> None:
+    """A test run left failing, and in a later session the same command over more (the
+    whole file, folder or suite) passing: the failure leaves the attention state and is not
+    suggested as still failing."""
+    w = fresh(shared)
+    now = now_ms()
+    session(shared, w, run(now - 3 * DAY, "Fix the cart discount rounding", narrow, "1 failed", 1, "Hm."))
+    session(shared, w, run(now - 2 * DAY, "Run all the cart tests", wide, "52 passed", 0, "Good."))
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert not mentions(state, "Failed"), state["sections"]
+    assert not [text for text in suggested(shared, w) if text.startswith("Still failing")]
+
+
+def test_a_narrower_run_passing_leaves_the_wider_failure_standing(shared: DaemonProcess) -> None:
+    """The whole suite left failing, and later one test file of it passing: the suite's
+    failure still stands, and is still suggested."""
+    w = fresh(shared)
+    now = now_ms()
+    session(
+        shared, w, run(now - 3 * DAY, "Get the suite green", "cargo test", "test result: FAILED", 101, "Hm.")
+    )
+    session(
+        shared, w, run(now - 2 * DAY, "Only the lexer now", "cargo test lexer", "test result: ok", 0, "Good.")
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "bash cargo test: test result: FAILED", *OPEN_SECTIONS), state["sections"]
+    assert [text for text in suggested(shared, w) if text.startswith("Still failing")]
