@@ -35,7 +35,8 @@ across segments. A record says:
   English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
   a message of thanks alone in many more languages ("kiitos", "tack"), and one opening
   with thanks in Russian, Ukrainian, Greek, Arabic, Hebrew or Hindi ("спасибо, всё
-  работает"; "спасибо, но …" asks for more);
+  работает"; "спасибо, но …" asks for more), and praise in Russian, Ukrainian, Japanese,
+  Chinese and Korean ("Супер, заработало!", "太好了，谢谢！"; "でも", "但是" ask for more);
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent, followed by the last request when that later one
   is the request left without a reply;
@@ -97,8 +98,10 @@ DONE_SAID: Final = re.compile(
 _BUT: Final = (
     r"(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar"
     r"|но|однако|але|проте|αλλά|όμως|لكن|ولكن|אבל|लेकिन|पर)(?!\w)"
+    # Japanese, Chinese, Korean: written without spaces, so without word boundaries
+    r"|(?<=[、，,\s])でも|けど|しかし|但是|不过|可是|하지만|그런데"
 )
-ASKS_MORE: Final = re.compile(rf"[?¿]|{_BUT}", re.IGNORECASE)
+ASKS_MORE: Final = re.compile(rf"[?¿？]|{_BUT}", re.IGNORECASE)
 # "but it still fails": the praise before it is no verdict on the work.
 BUT_SAID: Final = re.compile(_BUT, re.IGNORECASE)
 ASKS_MORE_CHARS: Final = 2_000
@@ -122,6 +125,10 @@ _GOOD_ACK: Final = (
     r"|(?:muito )?obrigad[oa]|valeu|perfeito|grazie(?: mille)?|perfetto|ottimo"
     r"|bedankt|dank (?:je|u)(?: wel)?"
     r"|ありがとう(?:ございます)?|谢谢|多谢|감사합니다|고마워"
+    # Praise in Russian, Ukrainian, Japanese, Chinese and Korean
+    r"|отлично|супер|круто|здорово|прекрасно|замечательно|чудово|відмінно|чудесно"
+    r"|(?:素晴らしい|すばらしい|完璧|最高|すごい)(?:です(?:ね)?)?|いいね|太好了|完美|很好|好极了"
+    r"|좋아요|완벽해요|완벽합니다|최고예요"
     # Thanks in more languages, recognized only as a whole message (never as the opening
     # of a request: "tack" is also an English verb).
     r"|(?:большое )?спасибо(?: большое)?|спс|дякую|dzi[ęe]kuj[ęe]|dzi[ęe]ki|d[íi]ky|d[ěe]kuji"

@@ -566,3 +566,35 @@ def test_a_narrower_run_passing_leaves_the_wider_failure_standing(shared: Daemon
     state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
     assert mentions(state, "bash cargo test: test result: FAILED", *OPEN_SECTIONS), state["sections"]
     assert [text for text in suggested(shared, w) if text.startswith("Still failing")]
+
+
+# ---------------------------------------------- pleased in other scripts ---
+
+
+@pytest.mark.parametrize(
+    ("last", "answer", "finished"),
+    [
+        ("Супер, заработало!", "Рад помочь.", True),
+        ("Чудово, все працює.", "Будь ласка.", True),
+        ("素晴らしい、動きました。ありがとうございます", "どういたしまして。", True),
+        ("太好了，谢谢！", "不客气。", True),
+        ("완벽해요, 감사합니다", "천만에요.", True),
+        ("Отлично, но тест всё ещё падает.", "Посмотрю.", False),
+        ("ありがとう、でもまだ失敗します。", "確認します。", False),
+        ("谢谢，但是还是不行。", "我再看看。", False),
+    ],
+)
+def test_work_the_user_is_pleased_with_in_another_script_is_finished(
+    shared: DaemonProcess, last: str, answer: str, finished: bool
+) -> None:
+    """A short last message of praise or thanks in Russian, Ukrainian, Japanese, Chinese or
+    Korean, answered in words, finishes the work as "great, thanks" does; one that goes
+    on with "but" (но, でも, 但是) leaves it open."""
+    w = fresh(shared)
+    events = worked(
+        now_ms() - 2 * DAY, "Fix the locale fallback in src/i18n/fallback.py", "src/i18n/fallback.py", last
+    )
+    events[-1]["text"] = answer
+    session(shared, w, events)
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    assert mentions(state, "locale fallback", *OPEN_SECTIONS) is not finished, state["sections"]
