@@ -301,6 +301,7 @@ class FailureNote(msgspec.Struct, array_like=True):
     tool: str
     call: str  # the failed call's arguments, first line
     text: str  # what the result said, first line
+    at: int = 0  # the failed result's time (0 in records written before it was kept)
 
 
 class FixNote(msgspec.Struct, array_like=True):
@@ -593,7 +594,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
             if failed(event):
-                note = FailureNote(event.seq, tool, call, _first_line(failure_text(event.text)))
+                note = FailureNote(event.seq, tool, call, _first_line(failure_text(event.text)), event.ts)
                 carry.failures = [*carry.failures, note][-MAX_FAILURES:]
             else:
                 key = call_key(tool, call)

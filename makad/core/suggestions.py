@@ -426,6 +426,16 @@ def _wins(one: Suggestion, other: Suggestion) -> bool:
     return (one.reason in VETOES, one.score) > (other.reason in VETOES, other.score)
 
 
+def _failed_at(record: Behavior, ref: str) -> int:
+    """When the failure ``ref`` cites happened: its result's time, never after its record
+    ended (a clock running ahead is read as the record is), else the record's end."""
+    seq = ref.rsplit(":", 1)[-1]
+    for failure in record.failures:
+        if str(failure.seq) == seq and failure.at:
+            return min(failure.at, record.ended_at)
+    return record.ended_at
+
+
 def candidates(
     now: int, state: AttentionState, records: Sequence[Behavior], *, session_id: str | None = None
 ) -> list[Suggestion]:
@@ -455,7 +465,7 @@ def candidates(
             keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
             candidate = keep
         if candidate.kind == "unfixed_failure":  # since the earliest failure its refs cite
-            cited = [by_ref[ref].ended_at for ref in line.refs if ref in by_ref]
+            cited = [_failed_at(by_ref[ref], ref) for ref in line.refs if ref in by_ref]
             since = min(first_failed.get(candidate.id, line.at), line.at, *cited)
             first_failed[candidate.id] = since
             fact = candidate.text.split(": ", 1)[1]

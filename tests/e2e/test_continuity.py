@@ -598,3 +598,25 @@ def test_work_the_user_is_pleased_with_in_another_script_is_finished(
     session(shared, w, events)
     state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
     assert mentions(state, "locale fallback", *OPEN_SECTIONS) is not finished, state["sections"]
+
+
+# ------------------------------------------------------- failing since when ---
+
+
+def test_a_failure_left_before_midnight_is_failing_since_that_day(shared: DaemonProcess) -> None:
+    """A test that failed ten minutes before midnight (UTC) in a session that went on past
+    it: the suggestion says it has been failing since the day it failed, not the next."""
+    w = fresh(shared)
+    midnight = (now_ms() // DAY - 3) * DAY
+    events = failing(midnight - 10 * 60_000, "Fix the invoice totals in src/invoice.py", "pytest", "1 failed")
+    events[2]["meta"] = {"exit_code": "1"}
+    events += [
+        {"type": "user_message", "text": "Show me the invoice fixture", "ts": midnight + 20 * 60_000},
+        {"type": "assistant_message", "text": "It rounds each line first.", "ts": midnight + 21 * 60_000},
+    ]
+    session(shared, w, events)
+    wait_for(shared, w, lambda s: mentions(s, "pytest: 1 failed"))
+    day_before = time.strftime("%a", time.gmtime((midnight - DAY) / 1000))
+    assert [text for text in suggested(shared, w) if text.startswith(f"Still failing since {day_before}:")], (
+        suggested(shared, w)
+    )
