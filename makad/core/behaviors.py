@@ -89,6 +89,9 @@ DONE_SAID: Final = re.compile(
     r"|funcionou\b|grazie\b|perfetto\b|funziona(?: ora| adesso)?(?=\s*(?:[.,!;]|$))"
     r"|bedankt\b|dank je\b|werkt nu\b"
     r"|ありがとう|谢谢|多谢|감사합니다|고마워"
+    # It works, said in Russian, Ukrainian, Japanese, Chinese and Korean ("теперь всё работает")
+    r"|(?:(?:теперь|сейчас|всё|все|уже) )*(?:работает|заработало|получилось|працює|запрацювало)(?!\w)"
+    r"|(?:動きました|動いた|直りました|直った|できました)|搞定|(?:可以|好)了|成功了|잘 돼요|됐어요|작동해요"
     # Thanks in scripts where the word cannot open an English request ("tack" can)
     r"|(?:большое )?спасибо(?!\w)|дякую(?!\w)|ευχαριστώ(?!\w)|شكرا|תודה|धन्यवाद|शुक्रिया)",
     re.IGNORECASE,
@@ -153,7 +156,7 @@ PRAISE_OPENS: Final = re.compile(rf"\s*(?:(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI})",
 # "thanks! can you also …"): after a reply reporting the work done, the praise finishes
 # that work, whatever the request goes on to ask.
 PRAISE_THEN: Final = re.compile(
-    rf"\s*(?:(?:{_GOOD_ACK})|{_GOOD_EMOJI})\s*(?:[,.!;:—–]|\s-\s|{_GOOD_EMOJI})", re.IGNORECASE
+    rf"\s*(?:(?:{_GOOD_ACK})|{_GOOD_EMOJI})\s*(?:[,.!;:—–、，。！]|\s-\s|{_GOOD_EMOJI})", re.IGNORECASE
 )
 CLOSING_CHARS: Final = 100
 # An agent's reply that reports the work finished ("Done, the tests pass.", "All green.",
@@ -612,8 +615,14 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
 
 
 def _says_done(text: str) -> bool:
-    """The request says the work is finished, and asks for nothing more."""
-    return DONE_SAID.match(text[:200]) is not None and ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
+    """The request says the work is finished — how it opens, or after praise set apart
+    ("great, ship it", "Отлично, теперь всё работает") — and asks for nothing more."""
+    head = text[:200]
+    if DONE_SAID.match(head) is None:
+        praise = PRAISE_THEN.match(head)
+        if praise is None or DONE_SAID.match(head, praise.end()) is None:
+            return False
+    return ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
 
 
 def _praises_only(text: str) -> bool:

@@ -620,3 +620,30 @@ def test_a_failure_left_before_midnight_is_failing_since_that_day(shared: Daemon
     assert [text for text in suggested(shared, w) if text.startswith(f"Still failing since {day_before}:")], (
         suggested(shared, w)
     )
+
+
+@pytest.mark.parametrize(
+    ("last", "finished"),
+    [
+        ("great, ship it", True),
+        ("Awesome — merged.", True),
+        ("Nice! Tests are green now.", True),
+        ("Отлично, теперь всё работает.", True),
+        ("素晴らしい、動きました！", True),
+        ("Cool, but it still fails on CI.", False),
+        ("Nice, now add the export", False),
+    ],
+)
+def test_praise_then_the_work_said_done_as_the_last_word_finishes_it(
+    shared: DaemonProcess, last: str, finished: bool
+) -> None:
+    """A last message, left without a reply, that opens with praise and goes on to say the
+    work is done ("great, ship it", "Отлично, теперь всё работает.") finishes the work as
+    the same words alone do; praise then "but …" or a new request does not."""
+    w = fresh(shared)
+    events = worked(
+        now_ms() - 2 * DAY, "Wire the webhook retries in src/hooks/retry.py", "src/hooks/retry.py", last
+    )
+    session(shared, w, events[:-1])
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    assert mentions(state, "webhook retries", *OPEN_SECTIONS) is not finished, state["sections"]
