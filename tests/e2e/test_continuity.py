@@ -647,3 +647,42 @@ def test_praise_then_the_work_said_done_as_the_last_word_finishes_it(
     session(shared, w, events[:-1])
     state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
     assert mentions(state, "webhook retries", *OPEN_SECTIONS) is not finished, state["sections"]
+
+
+# ------------------------------------------- why a pack shows attention or not ---
+
+
+def test_the_trace_says_why_a_pack_shows_the_attention_segment_or_not(shared: DaemonProcess) -> None:
+    """Each pack's ``trace.attention`` says why it carries the attention segment (no
+    session, a session's first pack, asked by ``include``) or why not (a later pack of the
+    session, left out of ``include``, an incognito session, agent reads or attention off)."""
+    w = fresh(shared)
+    quoting = failing(
+        now_ms() - 2 * DAY, "Fix the CSV quoting in src/csv.py", "pytest", "1 failed", {"exit_code": "1"}
+    )
+    session(shared, w, quoting)
+    wait_for(shared, w, lambda s: mentions(s, "pytest: 1 failed"))
+
+    def why(sid: str | None = None, **params: Any) -> tuple[str | None, bool]:
+        pack = shared.call(
+            "build_context",
+            {"workspace": w, "budgetTokens": 4000, **({"sessionId": sid} if sid else {}), **params},
+        )
+        return pack["trace"].get("attention"), any(s["kind"] == "attention" for s in pack["segments"])
+
+    assert why() == ("no_session", True)
+    sid = session(shared, w, [{"type": "user_message", "text": "Hi, what is left?", "ts": now_ms()}])
+    assert why(sid) == ("first_pack", True)
+    shared.call(
+        "append_events",
+        {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "And?"}]},
+    )
+    assert why(sid) == ("later_pack", False)
+    assert why(sid, include=["attention"]) == ("asked", True)
+    assert why(sid, include=["memory", "recall"]) == ("not_included", False)
+    hidden = session(shared, w, [], incognito=True)
+    assert why(hidden) == ("incognito", False)
+    shared.call("set_settings", {"workspace": w, "attentionEnabled": False})
+    assert why() == ("attention_off", False)
+    shared.call("set_settings", {"workspace": w, "attentionEnabled": True, "agentReadEnabled": False})
+    assert why() == ("reads_off", False)
