@@ -29,7 +29,8 @@ across segments. A record says:
   "やっぱりやめておこう"; "no need" only when it answers no question of the agent's — as the
   thread's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
-  ``open`` (anything else: work to be resumed). A message that only acknowledges the
+  ``open`` (anything else: work to be resumed — also a last word putting the work off,
+  "thanks, let's continue tomorrow", ``DEFERS_SAID``, which no thanks or close finishes). A message that only acknowledges the
   reply ("ok", "got it", "great!") is no request: the thread keeps its last request's
   outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
   English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
@@ -271,6 +272,23 @@ LET_GO_CJK: Final = re.compile(
     r"やめ(?:よう|ましょう|とこう|ておこう|にしよう|にします)|もういい(?:です|よ)?(?=\s*(?:[.,!。！、，]|$))"
     r"|忘れて(?:ください)?(?=\s*(?:[.,!。！、，]|$))|算了|不用了|不做了|别管了|그만하자|됐어|취소하자"
 )
+# Anywhere in a short last request the agent answered in words alone (or not at all),
+# words that put the work off until later ("thanks, let's continue tomorrow", "ok, let's
+# call it a day", "für heute reicht's", "продолжим в следующий раз", "今日はここまで"):
+# the work is not finished, thanks or not, and closing the session does not finish it.
+# Words that also mean "then" ("luego", "потом", "dann") are not among them.
+DEFERS_SAID: Final = re.compile(
+    r"(?<!\w)(?:tomorrow|tmrw|later(?! than)|next (?:time|week|session)|another (?:time|day)"
+    r"|(?:for|over) (?:today|tonight|the day)|call it a (?:day|night)|stop here|pause here"
+    r"|morgen|sp[äa]ter|n[äa]chste(?:s|n)? mal|ein andermal|f[üu]r heute|feierabend"
+    r"|demain|plus tard|la prochaine fois|une autre fois|pour aujourd'hui|pour ce soir"
+    r"|ma[ñn]ana|m[áa]s tarde|la pr[óo]xima|otro d[íi]a|por hoy|amanh[ãa]|mais tarde|por hoje"
+    r"|domani|pi[ùu] tardi|per oggi|la prossima volta"
+    r"|завтра|позже|в следующий раз|в другой раз|на сегодня)(?!\w)"
+    r"|明日|あとで|後で|次回|今日はここまで|明天|下次|今天就到这|내일|나중에|다음에",
+    re.IGNORECASE,
+)
+DEFERS_CHARS: Final = 160
 # Which thread a turn (a request and what follows it, up to the next request) belongs to
 # is read from the turn itself, never from what it says about being done: the thread it
 # shares a path, a call, or words with (the latest such), else — when it did work
@@ -328,6 +346,7 @@ class Fold(msgspec.Struct, kw_only=True):
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
     dropped_seq: int = 0  # the last request, when it let the work go
+    defer_seq: int = 0  # the last request, when it put the work off (DEFERS_SAID)
     # The user message that closed the work (see CLOSING_CHARS, REPORTS_DONE): an
     # acknowledgement of a reply reporting it finished, or praise answered in words alone.
     closing_seq: int = 0
@@ -567,6 +586,8 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.done_seq = event.seq if _says_done(event.text) else 0
             asked = replied and carry.reply_asked
             carry.dropped_seq = event.seq if _lets_go(event.text, asked=asked) else 0
+            defers = len(event.text) <= DEFERS_CHARS and DEFERS_SAID.search(event.text) is not None
+            carry.defer_seq = event.seq if defers else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
@@ -582,6 +603,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
                 carry.closing_seq = 0  # the agent asked: the user's next word is an answer
         elif event.type == "tool_call":
             carry.closing_seq = 0
+            carry.defer_seq = 0  # the agent went to work: it was a request, not a sign-off
             if event.tool_call_id and len(carry.open_calls) < MAX_OPEN_CALLS:
                 carry.open_calls[event.tool_call_id] = [
                     event.tool_name or "tool",
@@ -718,7 +740,10 @@ def _related(turn: _Signs, thread: _Signs) -> bool:
 
 def _finished(fold: Fold) -> bool:
     """Whether the fold's last exchange finished or let go of its work: a later request
-    opens a thread of its own (the same file again is new work)."""
+    opens a thread of its own (the same file again is new work). Work put off until
+    later is not finished."""
+    if fold.defer_seq and fold.defer_seq == fold.last_request_seq:
+        return False
     if fold.last_request_seq and fold.last_request_seq in (fold.done_seq, fold.dropped_seq):
         return True
     return fold.closing_seq >= fold.last_request_seq > 0 and fold.last_reply_seq > fold.last_request_seq
@@ -747,6 +772,7 @@ def _merged(strand: Strand, turn: Fold) -> Strand:
         last_reply_seq=turn.last_reply_seq,
         done_seq=turn.done_seq,
         dropped_seq=turn.dropped_seq,
+        defer_seq=turn.defer_seq,
         closing_seq=turn.closing_seq,
         reply_done=turn.reply_done,
         reply_asked=turn.reply_asked,
@@ -828,6 +854,8 @@ def outcome_of(carry: Fold, *, closed: bool, working: WorkingState | None) -> Ou
         return "dropped"
     if carry.failures:
         return "errors"
+    if carry.defer_seq and carry.defer_seq == carry.last_request_seq:
+        return "open"  # put off until later: not finished, closed or not
     if carry.done_seq and carry.done_seq == carry.last_request_seq:
         return "done"
     closing = carry.closing_seq >= carry.last_request_seq and carry.last_reply_seq > carry.last_request_seq

@@ -686,3 +686,46 @@ def test_the_trace_says_why_a_pack_shows_the_attention_segment_or_not(shared: Da
     assert why() == ("attention_off", False)
     shared.call("set_settings", {"workspace": w, "attentionEnabled": True, "agentReadEnabled": False})
     assert why() == ("reads_off", False)
+
+
+# ------------------------------------------------------- to be continued ---
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Cheers, we'll finish this next week.",
+        "Ok, let's call it a day.",
+        "Danke, für heute reicht's.",
+        "Merci, on reprend la suite plus tard.",
+        "Gracias, lo terminamos otro día.",
+        "Спасибо, доделаем в следующий раз.",
+        "今日はここまで。ありがとう",
+    ],
+)
+@pytest.mark.parametrize("closed", [False, True], ids=["idle", "closed"])
+def test_work_the_user_means_to_continue_later_stays_open(
+    shared: DaemonProcess, last: str, closed: bool
+) -> None:
+    """A last word that puts the work off ("we'll finish this next week", "für heute
+    reicht's", "продолжим в следующий раз"), thanks before it or not, the session left idle
+    or closed: the thread stays open and is suggested; plain thanks still finish it."""
+    w = fresh(shared)
+    now = now_ms()
+    later = session(
+        shared,
+        w,
+        worked(now - 2 * DAY, "Port the mailer to async in src/mail/send.py", "src/mail/send.py", last),
+    )
+    done = session(
+        shared,
+        w,
+        worked(now - 2 * DAY + HOUR, "Tidy the logging setup in src/log.py", "src/log.py", "Thanks!"),
+    )
+    if closed:
+        for sid in (later, done):
+            shared.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "Port the mailer", *OPEN_SECTIONS), state["sections"]
+    assert not mentions(state, "logging setup", *OPEN_SECTIONS)
+    assert [text for text in suggested(shared, w) if "Port the mailer" in text]
