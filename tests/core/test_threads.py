@@ -203,3 +203,21 @@ def test_a_wider_run_passing_fixes_the_narrower_failure_and_nothing_else() -> No
             closed=False,
         )
         assert [f.call for r in kept for f in r.failures] == [failing]
+
+
+def test_putting_work_off_keeps_it_open_but_a_request_the_agent_works_on_is_a_request() -> None:
+    """ "Thanks, let's pick this up tomorrow." answered in words leaves the work open even
+    in a closed session; "write the migration now and run it later", which the agent then
+    works on, is an ordinary request: closed after its reply, the work is done."""
+    later = read(script(*DATES, ("u", "Thanks, let's pick this up tomorrow."), ("a", "Sure!")), closed=True)
+    assert [r.outcome for r in later] == ["open"]
+    request = read(
+        script(
+            *DATES,
+            ("u", "Write the migration now and run it later"),
+            ("t", "write_file", '{"path": "src/dates.py"}', "ok"),
+            ("a", "Written."),
+        ),
+        closed=True,
+    )
+    assert [r.outcome for r in request] == ["done"]
