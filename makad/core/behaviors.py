@@ -30,10 +30,12 @@ across segments. A record says:
   thread's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
   ``open`` (anything else: work to be resumed — also a last word putting the work off,
-  "thanks, let's continue tomorrow", ``DEFERS_SAID``, which no thanks or close finishes). A message that only acknowledges the
-  reply ("ok", "got it", "great!") is no request: the thread keeps its last request's
-  outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
-  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
+  "thanks, let's continue tomorrow", ``DEFERS_SAID``, which no thanks or close finishes,
+  and a session closed after a reply saying what is still to do, ``REMAINS_SAID``). A
+  message that only acknowledges the reply ("ok", "got it", "great!") is no request: the
+  thread keeps its last request's outcome, and a pleased acknowledgement after a reply
+  makes it ``done``. The words are English and the common ones of German, French,
+  Spanish, Portuguese, Italian and Dutch;
   a message of thanks alone in many more languages ("kiitos", "tack"), and one opening
   with thanks in Russian, Ukrainian, Greek, Arabic, Hebrew or Hindi ("спасибо, всё
   работает"; "спасибо, но …" asks for more), and praise in Russian, Ukrainian, Japanese,
@@ -178,6 +180,22 @@ REPORTS_DONE: Final = re.compile(
 NOT_DONE: Final = re.compile(
     r"\b(?:not|n't|fail\w*|error\w*|nicht|pas encore|todav[íi]a no|ainda n[ãa]o|non ancora|nog niet)\b"
     r"|\?\s*$",
+    re.IGNORECASE,
+)
+# An agent's reply that says part of the work is still to do ("the backoff cap is still to
+# do", "die Tests fehlen noch", "il reste la validation", "осталось добавить тесты"): a
+# session closed after it leaves the work open. "The remaining tests pass" and "the old
+# tests still pass" say nothing is left.
+REMAINS_SAID: Final = re.compile(
+    r"(?<!\w)(?:(?:is|are) still (?:to do|to be done|missing|open|pending|left)"
+    r"|still (?:to do|needs?|has to|have to)"
+    r"|remains?(?! (?:green|passing|unchanged|the same|as))(?=\s*(?:[.,;:!]|to |$))|left to do|to be done"
+    r"|not (?:yet (?:done|finished|complete|implemented)|finished)"
+    r"|fehl(?:t|en) noch|noch offen|noch zu tun|il reste|reste à faire|pas encore"
+    r"|queda(?:n)? pendiente|falta(?:n)? (?:por|todavía|aún)|todav[íi]a no|ainda (?:falta|n[ãa]o)"
+    r"|resta da fare"
+    r"|осталось|остается|ещё не|еще не|ещё нужно|еще нужно)(?!\w)"
+    r"|まだ残って|未完|まだ終わって|还没|还需要|아직",
     re.IGNORECASE,
 )
 # A user message that only greets or opens the session (the whole message): "hi",
@@ -352,6 +370,7 @@ class Fold(msgspec.Struct, kw_only=True):
     closing_seq: int = 0
     reply_done: bool = False  # the last assistant message reported the work finished
     reply_asked: bool = False  # the last assistant message ended with a question
+    reply_remains: bool = False  # the last assistant message said work is still to do
     paths: dict[str, int] = {}
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
@@ -599,6 +618,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.last_reply_seq = event.seq
             carry.reply_done = _reports_done(event.text)
             carry.reply_asked = event.text.rstrip().endswith(("?", "？"))
+            carry.reply_remains = REMAINS_SAID.search(event.text[:ASKS_MORE_CHARS]) is not None
             if event.text.rstrip().endswith(("?", "？")):
                 carry.closing_seq = 0  # the agent asked: the user's next word is an answer
         elif event.type == "tool_call":
@@ -613,6 +633,7 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         elif event.type == "tool_result":
             carry.last_reply_seq = event.seq
             carry.reply_done = False
+            carry.reply_remains = False
             carry.closing_seq = 0
             opened = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
             tool, call, named = opened[0], opened[1], opened[2:]
@@ -776,6 +797,7 @@ def _merged(strand: Strand, turn: Fold) -> Strand:
         closing_seq=turn.closing_seq,
         reply_done=turn.reply_done,
         reply_asked=turn.reply_asked,
+        reply_remains=turn.reply_remains,
         paths=_summed(strand.paths, turn.paths, MAX_PATHS),
         tools=_summed(strand.tools, turn.tools, MAX_TOOLS),
         failures=[
@@ -841,6 +863,7 @@ def _next_turn(carry: Carry) -> Carry:
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
         reply_asked=carry.reply_asked,
+        reply_remains=carry.reply_remains,
         open_calls=carry.open_calls,
         strands=_settled(carry),
         known=carry.known,
@@ -863,7 +886,7 @@ def outcome_of(carry: Fold, *, closed: bool, working: WorkingState | None) -> Ou
         return "done"  # closed or not: its last exchange finished the work
     if carry.last_request_seq and carry.last_reply_seq < carry.last_request_seq:
         return "abandoned"
-    if closed and not threads:
+    if closed and not threads and not carry.reply_remains:
         return "done"
     return "open"
 
@@ -942,5 +965,6 @@ def continued(carry: Carry) -> Carry:
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
         reply_asked=carry.reply_asked,
+        reply_remains=carry.reply_remains,
         known=_marks(carry),
     )

@@ -729,3 +729,34 @@ def test_work_the_user_means_to_continue_later_stays_open(
     assert mentions(state, "Port the mailer", *OPEN_SECTIONS), state["sections"]
     assert not mentions(state, "logging setup", *OPEN_SECTIONS)
     assert [text for text in suggested(shared, w) if "Port the mailer" in text]
+
+
+@pytest.mark.parametrize(
+    ("reply", "left_open"),
+    [
+        ("The retry loop is in; the backoff cap is still to do.", True),
+        ("Ich habe den Sender umgebaut, die Tests fehlen noch.", True),
+        ("J'ai ajouté l'envoi ; il reste la gestion des erreurs.", True),
+        ("Añadí el envío; queda pendiente el reintento.", True),
+        ("Отправку переписал, осталось добавить тесты.", True),
+        ("送信は直しました。テストはまだ残っています。", True),
+        ("The remaining tests pass and the mailer is async now.", False),
+        ("Done — the old tests still pass.", False),
+    ],
+)
+def test_a_session_closed_after_a_reply_saying_work_remains_leaves_it_open(
+    shared: DaemonProcess, reply: str, left_open: bool
+) -> None:
+    """A session closed right after the agent's reply says what is still to do ("the
+    backoff cap is still to do", "осталось добавить тесты") leaves the thread open, in the
+    state and as a suggestion; closed after a reply saying nothing remains, it is done."""
+    w = fresh(shared)
+    events = worked(
+        now_ms() - 2 * DAY, "Port the mailer to async in src/mail/send.py", "src/mail/send.py", ""
+    )
+    events = [*events[:3], {**events[3], "text": reply}]
+    sid = session(shared, w, events)
+    shared.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    assert mentions(state, "Port the mailer", *OPEN_SECTIONS) is left_open, state["sections"]
+    assert bool([text for text in suggested(shared, w) if "Port the mailer" in text]) is left_open
