@@ -221,3 +221,22 @@ def test_putting_work_off_keeps_it_open_but_a_request_the_agent_works_on_is_a_re
         closed=True,
     )
     assert [r.outcome for r in request] == ["done"]
+
+
+def test_a_close_after_a_reply_saying_work_remains_leaves_it_open() -> None:
+    """Closed right after "It still needs a test for leap years." the work is open; closed
+    after "The suite remains green." or after more tool work that followed such a reply,
+    it is done."""
+    remains = read(script(*DATES, ("a", "It still needs a test for leap years.")), closed=True)
+    assert [r.outcome for r in remains] == ["open"]
+    green = read(script(*DATES, ("a", "The suite remains green.")), closed=True)
+    assert [r.outcome for r in green] == ["done"]
+    worked_on = read(
+        script(
+            *DATES,
+            ("a", "It still needs a test for leap years."),
+            ("t", "write_file", '{"path": "tests/test_dates.py"}', "ok"),
+        ),
+        closed=True,
+    )
+    assert [r.outcome for r in worked_on] == ["done"]
