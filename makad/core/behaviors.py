@@ -166,7 +166,7 @@ CLOSING_CHARS: Final = 100
 # "Fixed."): acknowledged with a plain "ok", the work is finished. A sentence opening with
 # the words (so "not done yet" is no report), in the languages of DONE_SAID.
 REPORTS_DONE: Final = re.compile(
-    r"(?:^|(?<=[.!;:,—–\n])\s*)(?:(?:ok(?:ay)?|so|good|great|right),? )?(?:"
+    r"(?:^|(?<=[.!;:,—–\n])[^\S\n]*)(?:(?:ok(?:ay)?|so|good|great|right),? )?(?:"
     r"done\b|fixed\b|finished\b|completed?\b|resolved\b|merged\b|all (?:green|good|set|done)\b"
     r"|(?:(?:the|all) )?(?:tests?|checks?|builds?|ci)(?: now)?"
     r" (?:pass(?:es)?\b|(?:is |are )?(?:green|passing)\b)"
