@@ -87,7 +87,7 @@ from makad.core.attention import (
     lets_go,
     same_thread,
 )
-from makad.core.behaviors import Behavior, call_key, covering_keys, naming_words
+from makad.core.behaviors import Behavior, FailureNote, call_key, covering_keys, naming_words
 from makad.core.compaction import abbreviate
 from makad.core.counted import counted
 from makad.core.ownership import fact_key
@@ -285,6 +285,24 @@ def _score(parts: Sequence[_Part]) -> tuple[float, str]:
     return score, "; ".join(f"{p.words} ×{p.factor:.2f}" for p in parts)
 
 
+def _last_fix(records: Sequence[Behavior], failed_in: Behavior, failure: FailureNote) -> str:
+    """The ref of the latest success of ``failure``'s call (or of a wider run of it) before
+    it failed — before its record ended, or earlier in that record — or "" when none of
+    ``records`` holds one."""
+    covering = covering_keys(call_key(failure.tool, failure.call))
+    best: tuple[int, int, str] = (0, 0, "")
+    for record in records:
+        same = record.session_id == failed_in.session_id and record.from_seq == failed_in.from_seq
+        if record.ended_at > failed_in.ended_at or (record.ended_at == failed_in.ended_at and not same):
+            continue
+        for fix in record.fixes:
+            if same and fix.seq > failure.seq:
+                continue
+            if call_key(fix.tool, fix.call) in covering:
+                best = max(best, (record.ended_at, fix.seq, f"event:{record.session_id}:{fix.seq}"))
+    return best[2]
+
+
 def _skip(kind: str, anchor: str, text: str, refs: list[str], why: str) -> Suggestion:
     return Suggestion(id=suggestion_id(kind, anchor), kind=kind, text=text, score=0.0, reason=why, refs=refs)
 
@@ -312,6 +330,10 @@ def _thread_candidate(
             seqs = {ref.rsplit(":", 1)[-1] for ref in line.refs}
             failure = next((f for f in record.failures if str(f.seq) in seqs), None)
         anchor = call_key(failure.tool, failure.call) if failure is not None else fact_key(fact)
+        if failure is not None and record is not None:
+            fixed = _last_fix(records, record, failure)
+            if fixed:  # failing again after a fix: a fact of its own, not hidden by an older dismissal
+                anchor = f"{anchor}\x00fixed:{fixed}"
         text = _one_line(f"Still failing since {_since(now, line.at)}: {fact}")
     else:
         kind = "resume_thread"

@@ -760,3 +760,40 @@ def test_a_session_closed_after_a_reply_saying_work_remains_leaves_it_open(
     state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
     assert mentions(state, "Port the mailer", *OPEN_SECTIONS) is left_open, state["sections"]
     assert bool([text for text in suggested(shared, w) if "Port the mailer" in text]) is left_open
+
+
+# ------------------------------------------------ dismissed, then again ---
+
+
+def test_a_dismissed_failure_that_was_fixed_and_broke_again_is_suggested_again(shared: DaemonProcess) -> None:
+    """A failure the user dismissed stays hidden while it keeps failing; once a later run
+    fixed it and a still later one failed again, that new failure is suggested, dismissal
+    or not."""
+    w = fresh(shared)
+    now = now_ms()
+    command = "go test ./internal/lexer/..."
+    session(
+        shared,
+        w,
+        run(now - 5 * DAY, "Fix the lexer's unicode idents", command, "--- FAIL: TestIdent", 1, "Hm."),
+    )
+    wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    [first] = [
+        s for s in shared.call("suggest", {"workspace": w})["suggestions"] if s["kind"] == "unfixed_failure"
+    ]
+    shared.call("dismiss_suggestion", {"workspace": w, "id": first["id"]})
+    session(
+        shared,
+        w,
+        run(now - 4 * DAY, "Once more on the lexer idents", command, "--- FAIL: TestIdent", 1, "Hm."),
+    )
+    wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert not [text for text in suggested(shared, w) if text.startswith("Still failing")]
+    session(
+        shared, w, run(now - 3 * DAY, "The lexer idents, last try", command, "ok  lexer 0.01s", 0, "Good.")
+    )
+    session(
+        shared, w, run(now - 2 * DAY, "Add raw strings to the lexer", command, "--- FAIL: TestRaw", 1, "Hm.")
+    )
+    wait_for(shared, w, lambda s: mentions(s, "4 sessions", "Rhythm"))
+    assert [text for text in suggested(shared, w) if text.startswith("Still failing") and "TestRaw" in text]
