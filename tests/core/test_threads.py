@@ -240,3 +240,12 @@ def test_a_close_after_a_reply_saying_work_remains_leaves_it_open() -> None:
         closed=True,
     )
     assert [r.outcome for r in worked_on] == ["done"]
+
+
+def test_good_alone_after_a_reply_is_a_pleased_acknowledgement() -> None:
+    """ "Good." or "Sounds good!" after the agent's reply finishes the work, as "great"
+    does; "Good, but the DST case still fails" asks for more."""
+    for last in ("Good.", "Sounds good!", "very good 👍"):
+        assert [r.outcome for r in read(script(*DATES, ("u", last)), closed=False)] == ["done"], last
+    more = read(script(*DATES, ("u", "Good, but the DST case still fails"), ("a", "Looking.")), closed=False)
+    assert [r.outcome for r in more] == ["open"]
