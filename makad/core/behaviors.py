@@ -291,19 +291,27 @@ LET_GO_CJK: Final = re.compile(
     r"|忘れて(?:ください)?(?=\s*(?:[.,!。！、，]|$))|算了|不用了|不做了|别管了|그만하자|됐어|취소하자"
 )
 # Anywhere in a short last request the agent answered in words alone (or not at all),
-# words that put the work off until later ("thanks, let's continue tomorrow", "ok, let's
-# call it a day", "für heute reicht's", "продолжим в следующий раз", "今日はここまで"):
-# the work is not finished, thanks or not, and closing the session does not finish it.
-# Words that also mean "then" ("luego", "потом", "dann") are not among them.
+# words that put the work off until later ("thanks, let's continue tomorrow", "we'll
+# finish this next week", "on reprend plus tard", "продолжим в следующий раз"): the work
+# is not finished, thanks or not, and closing the session does not finish it. Words that
+# also mean "then" ("luego", "потом", "dann") are not among them.
 DEFERS_SAID: Final = re.compile(
     r"(?<!\w)(?:tomorrow|tmrw|later(?! than)|next (?:time|week|session)|another (?:time|day)"
-    r"|(?:for|over) (?:today|tonight|the day)|call it a (?:day|night)|stop here|pause here"
-    r"|morgen|sp[äa]ter|n[äa]chste(?:s|n)? mal|ein andermal|f[üu]r heute|feierabend"
-    r"|demain|plus tard|la prochaine fois|une autre fois|pour aujourd'hui|pour ce soir"
-    r"|ma[ñn]ana|m[áa]s tarde|la pr[óo]xima|otro d[íi]a|por hoy|amanh[ãa]|mais tarde|por hoje"
-    r"|domani|pi[ùu] tardi|per oggi|la prossima volta"
-    r"|завтра|позже|в следующий раз|в другой раз|на сегодня)(?!\w)"
-    r"|明日|あとで|後で|次回|今日はここまで|明天|下次|今天就到这|내일|나중에|다음에",
+    r"|morgen|sp[äa]ter|n[äa]chste(?:s|n)? mal|ein andermal"
+    r"|demain|plus tard|la prochaine fois|une autre fois"
+    r"|ma[ñn]ana|m[áa]s tarde|la pr[óo]xima|otro d[íi]a|amanh[ãa]|mais tarde"
+    r"|domani|pi[ùu] tardi|la prossima volta"
+    r"|завтра|позже|в следующий раз|в другой раз)(?!\w)"
+    r"|明日|あとで|後で|次回|明天|下次|내일|나중에|다음에",
+    re.IGNORECASE,
+)
+# Words that only sign off for now ("ok, let's call it a day", "für heute reicht's",
+# "今日はここまで"): they put the work off too, unless the agent's reply before them
+# reported it done ("It passes now." — "thanks, that's all for today").
+SIGNS_OFF: Final = re.compile(
+    r"(?<!\w)(?:(?:for|over) (?:today|tonight|the day)|call it a (?:day|night)|stop here|pause here"
+    r"|f[üu]r heute|feierabend|pour aujourd'hui|pour ce soir|por hoy|por hoje|per oggi|на сегодня)(?!\w)"
+    r"|今日はここまで|今天就到这",
     re.IGNORECASE,
 )
 DEFERS_CHARS: Final = 160
@@ -605,7 +613,10 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.done_seq = event.seq if _says_done(event.text) else 0
             asked = replied and carry.reply_asked
             carry.dropped_seq = event.seq if _lets_go(event.text, asked=asked) else 0
-            defers = len(event.text) <= DEFERS_CHARS and DEFERS_SAID.search(event.text) is not None
+            defers = len(event.text) <= DEFERS_CHARS and (
+                DEFERS_SAID.search(event.text) is not None
+                or (not (replied and carry.reply_done) and SIGNS_OFF.search(event.text) is not None)
+            )
             carry.defer_seq = event.seq if defers else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)

@@ -203,6 +203,7 @@ def _sites() -> list[Site]:
         Site("behaviors.NOT_NEEDED_CLAUSE", behaviors.NOT_NEEDED_CLAUSE, SEARCH),
         Site("behaviors.LET_GO_CJK", behaviors.LET_GO_CJK, SEARCH),
         Site("behaviors.DEFERS_SAID", behaviors.DEFERS_SAID, SEARCH),
+        Site("behaviors.SIGNS_OFF", behaviors.SIGNS_OFF, SEARCH),
         Site("behaviors.REMAINS_SAID", behaviors.REMAINS_SAID, SEARCH),
         Site("suggestions._SAYS_RESUME", suggestions._SAYS_RESUME, MATCH),
         Site("behaviors.REPORTS_DONE", behaviors.REPORTS_DONE, SEARCH),

@@ -249,3 +249,15 @@ def test_good_alone_after_a_reply_is_a_pleased_acknowledgement() -> None:
         assert [r.outcome for r in read(script(*DATES, ("u", last)), closed=False)] == ["done"], last
     more = read(script(*DATES, ("u", "Good, but the DST case still fails"), ("a", "Looking.")), closed=False)
     assert [r.outcome for r in more] == ["open"]
+
+
+def test_signing_off_for_today_keeps_unfinished_work_open_and_finished_work_done() -> None:
+    """ "Ok, that's it for today." after a reply saying more is to do leaves the work open;
+    after "Done, the tests pass." it is done, as any thanks would leave it."""
+    unfinished = read(script(*DATES, ("u", "Ok, that's it for today."), ("a", "Bye!")), closed=True)
+    assert [r.outcome for r in unfinished] == ["open"]
+    finished = read(
+        script(*DATES, ("a", "Done, the tests pass."), ("u", "Ok, that's it for today."), ("a", "Bye!")),
+        closed=True,
+    )
+    assert [r.outcome for r in finished] == ["done"]
