@@ -120,7 +120,7 @@ _NEUTRAL_ACK: Final = (
 )
 _GOOD_ACK: Final = (
     r"great|awesome|excellent|nice|cool|sweet|neat|wonderful|amazing|brilliant|perfect"
-    r"|good(?: job| stuff)?|very good|sounds good|well done|nice work|great work|looks (?:good|great)"
+    r"|good job|well done|nice work|great work|looks (?:good|great)"
     r"|thanks?(?: a lot| so much)?|thank you(?: so much| very much)?|many thanks|ty|thx|cheers|bravo"
     r"|super|top|genial|génial|toll|ótimo|otimo"
     # Thanks and praise in the languages DONE_SAID knows, so that "ok merci" or

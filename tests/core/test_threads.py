@@ -242,15 +242,6 @@ def test_a_close_after_a_reply_saying_work_remains_leaves_it_open() -> None:
     assert [r.outcome for r in worked_on] == ["done"]
 
 
-def test_good_alone_after_a_reply_is_a_pleased_acknowledgement() -> None:
-    """ "Good." or "Sounds good!" after the agent's reply finishes the work, as "great"
-    does; "Good, but the DST case still fails" asks for more."""
-    for last in ("Good.", "Sounds good!", "very good 👍"):
-        assert [r.outcome for r in read(script(*DATES, ("u", last)), closed=False)] == ["done"], last
-    more = read(script(*DATES, ("u", "Good, but the DST case still fails"), ("a", "Looking.")), closed=False)
-    assert [r.outcome for r in more] == ["open"]
-
-
 def test_signing_off_for_today_keeps_unfinished_work_open_and_finished_work_done() -> None:
     """ "Ok, that's it for today." after a reply saying more is to do leaves the work open;
     after "Done, the tests pass." it is done, as any thanks would leave it."""
