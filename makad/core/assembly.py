@@ -230,6 +230,7 @@ def assemble(inputs: ContextInputs, counter: TokenCounter | None = None) -> Cont
             skipped=[inputs.memory_skipped] if inputs.memory_skipped is not None else [],
             memory_session_bytes=inputs.memory_session_bytes + shown_bytes,
             owned_elsewhere=owned,
+            attention=inputs.attention_reason,
         ),
     )
 

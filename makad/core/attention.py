@@ -41,7 +41,7 @@ from typing import Final
 
 import msgspec
 
-from makad.core.behaviors import SHARED_WORDS, Behavior, call_key, naming_words
+from makad.core.behaviors import SHARED_WORDS, Behavior, call_key, covering_keys, naming_words
 from makad.core.compaction import abbreviate
 from makad.core.counted import counted
 from makad.core.ownership import fact_key
@@ -297,7 +297,7 @@ def _threads(records: Sequence[Behavior]) -> list[_Thread]:
         mine: list[_Thread] = []
         for failure in record.failures:
             key = call_key(failure.tool, failure.call)
-            if key in fixed_after[index]:
+            if fixed_after[index] & covering_keys(key):
                 continue
             ref = f"event:{record.session_id}:{failure.seq}"
             if key in failed_after[index]:  # it failed again later: that line tells it

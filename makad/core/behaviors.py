@@ -24,16 +24,22 @@ across segments. A record says:
   work done (``REPORTS_DONE``), or a short message of praise asking nothing more that
   the agent answered in words alone, ``CLOSING_CHARS``), ``dropped`` (the
   user let it go — "never mind", "forget it", "drop that", "scrap that idea", "we're
-  not doing it after all", "… not worth it", "vergiss es", … — as the
+  not doing it after all", "… not worth it", "vergiss es", or a clause that lets go
+  by itself after a lead-in, "hmm, you know what, forget it", "ладно, забудьте об этом",
+  "やっぱりやめておこう"; "no need" only when it answers no question of the agent's — as the
   thread's last request; it comes before ``errors``: the failures stay listed, the
   thread is not to be resumed), ``abandoned`` (the last request got no reply at all) or
-  ``open`` (anything else: work to be resumed). A message that only acknowledges the
-  reply ("ok", "got it", "great!") is no request: the thread keeps its last request's
-  outcome, and a pleased acknowledgement after a reply makes it ``done``. The words are
-  English and the common ones of German, French, Spanish, Portuguese, Italian and Dutch;
+  ``open`` (anything else: work to be resumed — also a last word putting the work off,
+  "thanks, let's continue tomorrow", ``DEFERS_SAID``, which no thanks or close finishes,
+  and a session closed after a reply saying what is still to do, ``REMAINS_SAID``). A
+  message that only acknowledges the reply ("ok", "got it", "great!") is no request: the
+  thread keeps its last request's outcome, and a pleased acknowledgement after a reply
+  makes it ``done``. The words are English and the common ones of German, French,
+  Spanish, Portuguese, Italian and Dutch;
   a message of thanks alone in many more languages ("kiitos", "tack"), and one opening
   with thanks in Russian, Ukrainian, Greek, Arabic, Hebrew or Hindi ("спасибо, всё
-  работает"; "спасибо, но …" asks for more);
+  работает"; "спасибо, но …" asks for more), and praise in Russian, Ukrainian, Japanese,
+  Chinese and Korean ("Супер, заработало!", "太好了，谢谢！"; "でも", "但是" ask for more);
 - ``thread``: what is left open — the working state's last open thread, else (unless
   the failures say it) the intent, followed by the last request when that later one
   is the request left without a reply;
@@ -86,6 +92,9 @@ DONE_SAID: Final = re.compile(
     r"|funcionou\b|grazie\b|perfetto\b|funziona(?: ora| adesso)?(?=\s*(?:[.,!;]|$))"
     r"|bedankt\b|dank je\b|werkt nu\b"
     r"|ありがとう|谢谢|多谢|감사합니다|고마워"
+    # It works, said in Russian, Ukrainian, Japanese, Chinese and Korean ("теперь всё работает")
+    r"|(?:(?:теперь|сейчас|всё|все|уже) )*(?:работает|заработало|получилось|працює|запрацювало)(?!\w)"
+    r"|(?:動きました|動いた|直りました|直った|できました)|搞定|(?:可以|好)了|成功了|잘 돼요|됐어요|작동해요"
     # Thanks in scripts where the word cannot open an English request ("tack" can)
     r"|(?:большое )?спасибо(?!\w)|дякую(?!\w)|ευχαριστώ(?!\w)|شكرا|תודה|धन्यवाद|शुक्रिया)",
     re.IGNORECASE,
@@ -95,8 +104,10 @@ DONE_SAID: Final = re.compile(
 _BUT: Final = (
     r"(?<!\w)(?:but|however|aber|jedoch|mais|pero|sin embargo|mas|però|maar"
     r"|но|однако|але|проте|αλλά|όμως|لكن|ولكن|אבל|लेकिन|पर)(?!\w)"
+    # Japanese, Chinese, Korean: written without spaces, so without word boundaries
+    r"|(?<=[、，,\s])でも|けど|しかし|但是|不过|可是|하지만|그런데"
 )
-ASKS_MORE: Final = re.compile(rf"[?¿]|{_BUT}", re.IGNORECASE)
+ASKS_MORE: Final = re.compile(rf"[?¿？]|{_BUT}", re.IGNORECASE)
 # "but it still fails": the praise before it is no verdict on the work.
 BUT_SAID: Final = re.compile(_BUT, re.IGNORECASE)
 ASKS_MORE_CHARS: Final = 2_000
@@ -120,6 +131,10 @@ _GOOD_ACK: Final = (
     r"|(?:muito )?obrigad[oa]|valeu|perfeito|grazie(?: mille)?|perfetto|ottimo"
     r"|bedankt|dank (?:je|u)(?: wel)?"
     r"|ありがとう(?:ございます)?|谢谢|多谢|감사합니다|고마워"
+    # Praise in Russian, Ukrainian, Japanese, Chinese and Korean
+    r"|отлично|супер|круто|здорово|прекрасно|замечательно|чудово|відмінно|чудесно"
+    r"|(?:素晴らしい|すばらしい|完璧|最高|すごい)(?:です(?:ね)?)?|いいね|太好了|完美|很好|好极了"
+    r"|좋아요|완벽해요|완벽합니다|최고예요"
     # Thanks in more languages, recognized only as a whole message (never as the opening
     # of a request: "tack" is also an English verb).
     r"|(?:большое )?спасибо(?: большое)?|спс|дякую|dzi[ęe]kuj[ęe]|dzi[ęe]ki|d[íi]ky|d[ěe]kuji"
@@ -144,14 +159,14 @@ PRAISE_OPENS: Final = re.compile(rf"\s*(?:(?:{_GOOD_ACK})(?!\w)|{_GOOD_EMOJI})",
 # "thanks! can you also …"): after a reply reporting the work done, the praise finishes
 # that work, whatever the request goes on to ask.
 PRAISE_THEN: Final = re.compile(
-    rf"\s*(?:(?:{_GOOD_ACK})|{_GOOD_EMOJI})\s*(?:[,.!;:—–]|\s-\s|{_GOOD_EMOJI})", re.IGNORECASE
+    rf"\s*(?:(?:{_GOOD_ACK})|{_GOOD_EMOJI})\s*(?:[,.!;:—–、，。！]|\s-\s|{_GOOD_EMOJI})", re.IGNORECASE
 )
 CLOSING_CHARS: Final = 100
 # An agent's reply that reports the work finished ("Done, the tests pass.", "All green.",
 # "Fixed."): acknowledged with a plain "ok", the work is finished. A sentence opening with
 # the words (so "not done yet" is no report), in the languages of DONE_SAID.
 REPORTS_DONE: Final = re.compile(
-    r"(?:^|(?<=[.!;:,—–\n])\s*)(?:(?:ok(?:ay)?|so|good|great|right),? )?(?:"
+    r"(?:^|(?<=[.!;:,—–\n])[^\S\n]*)(?:(?:ok(?:ay)?|so|good|great|right),? )?(?:"
     r"done\b|fixed\b|finished\b|completed?\b|resolved\b|merged\b|all (?:green|good|set|done)\b"
     r"|(?:(?:the|all) )?(?:tests?|checks?|builds?|ci)(?: now)?"
     r" (?:pass(?:es)?\b|(?:is |are )?(?:green|passing)\b)"
@@ -165,6 +180,22 @@ REPORTS_DONE: Final = re.compile(
 NOT_DONE: Final = re.compile(
     r"\b(?:not|n't|fail\w*|error\w*|nicht|pas encore|todav[íi]a no|ainda n[ãa]o|non ancora|nog niet)\b"
     r"|\?\s*$",
+    re.IGNORECASE,
+)
+# An agent's reply that says part of the work is still to do ("the backoff cap is still to
+# do", "die Tests fehlen noch", "il reste la validation", "осталось добавить тесты"): a
+# session closed after it leaves the work open. "The remaining tests pass" and "the old
+# tests still pass" say nothing is left.
+REMAINS_SAID: Final = re.compile(
+    r"(?<!\w)(?:(?:is|are) still (?:to do|to be done|missing|open|pending|left)"
+    r"|still (?:to do|needs?|has to|have to)"
+    r"|remains?(?! (?:green|passing|unchanged|the same|as))(?=\s*(?:[.,;:!]|to |$))|left to do|to be done"
+    r"|not (?:yet (?:done|finished|complete|implemented)|finished)"
+    r"|fehl(?:t|en) noch|noch offen|noch zu tun|il reste|reste à faire|pas encore"
+    r"|queda(?:n)? pendiente|falta(?:n)? (?:por|todavía|aún)|todav[íi]a no|ainda (?:falta|n[ãa]o)"
+    r"|resta da fare"
+    r"|осталось|остается|ещё не|еще не|ещё нужно|еще нужно)(?!\w)"
+    r"|まだ残って|未完|まだ終わって|还没|还需要|아직",
     re.IGNORECASE,
 )
 # A user message that only greets or opens the session (the whole message): "hi",
@@ -210,9 +241,80 @@ DROPPED_SAID: Final = re.compile(
 # Anywhere in a short last request, words that say the work will not be done: "the cache
 # is not worth it", "leave the cache — we won't do it".
 DROPPED_ANYWHERE: Final = re.compile(
-    r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b)", re.IGNORECASE
+    r"(?<!\w)(?:(?<!is it )not worth it(?! ?\?)|we won'?t do (?:it|that|this)\b"
+    r"|(?:ne|n'en) vaut pas la peine|lohnt sich nicht|no vale la pena|n[ãa]o vale a pena|non ne vale la pena"
+    r"|не стоит того)",
+    re.IGNORECASE,
 )
 DROPPED_CHARS: Final = 120
+# Anywhere in a short last request, a clause that lets the work go all by itself: after
+# a lead-in ("hmm, you know what, forget it", "on reflection, let's just drop it"), or
+# in the words of another language ("ладно, забудьте об этом", "bon, on laisse tomber").
+# The clause names nothing but the work ("it", "this"): "forget the tests" or "skip it if
+# the fixture is missing" say what to do, and "drop it?" asks.
+_CLAUSE_END: Final = r"(?=\s*(?:[.,!;:…—–)。！、，]|$))"
+_LET_GO_CLAUSE: Final = (
+    r"(?:(?:let'?s|let us|we can|we'?ll|just|then)\s+){0,3}"
+    r"(?:forget|drop|skip|cancel|abandon|scrap|ditch|shelve) (?:it|that|this)(?: (?:one|idea|plan|part))?"
+    r"|(?:let'?s |let us )?(?:not bother|not do (?:it|that|this))(?: with (?:it|that|this))?"
+    r"|(?:do not|don'?t) bother(?: with (?:it|that|this))?"
+    r"|(?:we )?(?:do not|don'?t|no longer) need (?:it|that|this)"
+    r"|never ?mind|nvm|scratch that|let it go"
+    r"|(?:das |es )?(?:brauchen|machen) wir (?:doch |dann |jetzt |also )?(?:nicht|nie)(?: mehr)?"
+    r"|(?:vergiss|vergessen wir) (?:es|das)"
+    r"|lass(?:en wir| uns)? (?:es|das)(?: (?:lassen|sein|bleiben|vergessen))?"
+    r"|on (?:abandonne|laisse tomber|oublie)(?: (?:[çc]a|cette id[ée]e))?|laisse tomber|oublie (?:[çc]a|cela)"
+    r"|(?:mejor )?(?:lo dejamos|d[ée]jalo|olv[íi]dalo)|esquece|deixa (?:pra|para) l[áa]"
+    r"|lascia (?:perdere|stare)"
+    r"|laat maar|(?:ладно )?забудь(?:те)?(?: (?:об этом|про это|это))?|проехали|отбой|не будем"
+)
+# The same for what says only that the work is not needed ("no need", "не надо"): unless
+# it answers a question of the agent ("Shall I add tests too?" — "No need."), which it
+# declines, not the work.
+_NOT_NEEDED_CLAUSE: Final = (
+    r"no need|not needed|(?:это |этого )?не (?:нужно|надо)|no hace falta|pas besoin|nicht (?:mehr )?n[öo]tig"
+    r"|n[ãa]o precisa|non serve"
+)
+_CLAUSE_START: Final = (
+    r"(?:^|(?<=[,.;:!?…—–(、。，！？]))\s*"
+    r"(?:(?:oh|ok(?:ay)?|hmm+|well|actually|so|ach|bon|bueno|vale|nah|no)[,\s]\s*)?"
+)
+_CLAUSE_TAIL: Final = r"(?: (?:after all|any ?more|altogether|for good|then|either|finalement|doch))?"
+LET_GO_CLAUSE: Final = re.compile(
+    rf"{_CLAUSE_START}(?:{_LET_GO_CLAUSE}){_CLAUSE_TAIL}{_CLAUSE_END}", re.IGNORECASE
+)
+NOT_NEEDED_CLAUSE: Final = re.compile(rf"{_CLAUSE_START}(?:{_NOT_NEEDED_CLAUSE}){_CLAUSE_END}", re.IGNORECASE)
+# Anywhere in a short last request, in languages written without spaces, the words that
+# let work go ("やっぱりやめておこう", "算了吧"): they are not parts of other words.
+LET_GO_CJK: Final = re.compile(
+    r"やめ(?:よう|ましょう|とこう|ておこう|にしよう|にします)|もういい(?:です|よ)?(?=\s*(?:[.,!。！、，]|$))"
+    r"|忘れて(?:ください)?(?=\s*(?:[.,!。！、，]|$))|算了|不用了|不做了|别管了|그만하자|됐어|취소하자"
+)
+# Anywhere in a short last request the agent answered in words alone (or not at all),
+# words that put the work off until later ("thanks, let's continue tomorrow", "we'll
+# finish this next week", "on reprend plus tard", "продолжим в следующий раз"): the work
+# is not finished, thanks or not, and closing the session does not finish it. Words that
+# also mean "then" ("luego", "потом", "dann") are not among them.
+DEFERS_SAID: Final = re.compile(
+    r"(?<!\w)(?:tomorrow|tmrw|later(?! than)|next (?:time|week|session)|another (?:time|day)"
+    r"|morgen|sp[äa]ter|n[äa]chste(?:s|n)? mal|ein andermal"
+    r"|demain|plus tard|la prochaine fois|une autre fois"
+    r"|ma[ñn]ana|m[áa]s tarde|la pr[óo]xima|otro d[íi]a|amanh[ãa]|mais tarde"
+    r"|domani|pi[ùu] tardi|la prossima volta"
+    r"|завтра|позже|в следующий раз|в другой раз)(?!\w)"
+    r"|明日|あとで|後で|次回|明天|下次|내일|나중에|다음에",
+    re.IGNORECASE,
+)
+# Words that only sign off for now ("ok, let's call it a day", "für heute reicht's",
+# "今日はここまで"): they put the work off too, unless the agent's reply before them
+# reported it done ("It passes now." — "thanks, that's all for today").
+SIGNS_OFF: Final = re.compile(
+    r"(?<!\w)(?:(?:for|over) (?:today|tonight|the day)|call it a (?:day|night)|stop here|pause here"
+    r"|f[üu]r heute|feierabend|pour aujourd'hui|pour ce soir|por hoy|por hoje|per oggi|на сегодня)(?!\w)"
+    r"|今日はここまで|今天就到这",
+    re.IGNORECASE,
+)
+DEFERS_CHARS: Final = 160
 # Which thread a turn (a request and what follows it, up to the next request) belongs to
 # is read from the turn itself, never from what it says about being done: the thread it
 # shares a path, a call, or words with (the latest such), else — when it did work
@@ -246,6 +348,7 @@ class FailureNote(msgspec.Struct, array_like=True):
     tool: str
     call: str  # the failed call's arguments, first line
     text: str  # what the result said, first line
+    at: int = 0  # the failed result's time (0 in records written before it was kept)
 
 
 class FixNote(msgspec.Struct, array_like=True):
@@ -269,10 +372,13 @@ class Fold(msgspec.Struct, kw_only=True):
     last_reply_seq: int = 0  # an assistant message or a tool result after the last request
     done_seq: int = 0  # the last request, when it said the work is done
     dropped_seq: int = 0  # the last request, when it let the work go
+    defer_seq: int = 0  # the last request, when it put the work off (DEFERS_SAID)
     # The user message that closed the work (see CLOSING_CHARS, REPORTS_DONE): an
     # acknowledgement of a reply reporting it finished, or praise answered in words alone.
     closing_seq: int = 0
     reply_done: bool = False  # the last assistant message reported the work finished
+    reply_asked: bool = False  # the last assistant message ended with a question
+    reply_remains: bool = False  # the last assistant message said work is still to do
     paths: dict[str, int] = {}
     tools: dict[str, int] = {}
     failures: list[FailureNote] = []
@@ -377,11 +483,70 @@ def call_key(tool: str, call: str) -> str:
     return f"{tool.casefold()}\x00{' '.join(call.split()).casefold()}"
 
 
+# Words that chain commands: a failed call holding one is fixed only by the same call.
+_SHELL_CHAINS: Final = frozenset(("&&", "||", ";", "|", "&"))
+
+
+def covering_keys(key: str) -> frozenset[str]:
+    """The calls (``call_key``) whose success fixes the failed call ``key``: the same call,
+    or the same command over more — its first words (two at least) without the arguments
+    after them, or with its last argument cut back to a folder or file it lies in
+    (``pytest tests/test_cart.py`` covers ``pytest tests/test_cart.py::test_discount -x``,
+    ``npm test`` covers ``npm test -- cart``, ``pytest tests/`` covers
+    ``pytest tests/cart/test_totals.py``). A call that chains commands (``&&``, ``|``,
+    ``;``) is covered by itself alone."""
+    tool, _, arguments = key.partition("\x00")
+    words = arguments.split(" ")
+    found = {key}
+    if len(words) < 2 or any(w in _SHELL_CHAINS or w.endswith(";") for w in words):
+        return frozenset(found)
+    for count in range(2, len(words) + 1):
+        head = " ".join(words[: count - 1])
+        if count < len(words) and _selects(words[:count], words[count:]):
+            found.add(f"{tool}\x00{head} {words[count - 1]}")
+        last = words[count - 1]
+        for index in range(1, len(last)):
+            if last[index] == "/":
+                found.add(f"{tool}\x00{head} {last[:index]}")
+                found.add(f"{tool}\x00{head} {last[: index + 1]}")
+            elif last.startswith("::", index):
+                found.add(f"{tool}\x00{head} {last[:index]}")
+    return frozenset(found)
+
+
+def _selects(kept: list[str], left: list[str]) -> bool:
+    """Whether the words ``left`` after ``kept`` only narrow what the command runs: ``kept``
+    runs tests (a word of it says "test" or "spec": ``cargo test``, ``npm test``,
+    ``rspec``), or every word left is a flag, a flag's value or a path (``-k rounding``,
+    ``--env=ci``, ``src/cart.py``) — never a subcommand (``npm run`` does not cover ``npm
+    run build``)."""
+    if any("test" in word or "spec" in word for word in kept):
+        return True
+    flag_before = False
+    for word in left:
+        if not (word.startswith("-") or flag_before or "::" in word or any(c in word for c in "/.=")):
+            return False
+        flag_before = word.startswith("-") and "=" not in word
+    return True
+
+
 def _first_line(text: str) -> str:
+    """The first line that says something: not blank, not a code fence (```sql, ~~~), so
+    a request pasted as a code block is named by its first line of code."""
     for line in text.splitlines():
-        if line.strip():
+        if line.strip() and not _is_fence(line):
             return abbreviate(line.strip(), INTENT_CHARS)
     return ""
+
+
+def _is_fence(line: str) -> bool:
+    """A Markdown code fence's line: three or more backticks or tildes, then at most a
+    language tag (one word)."""
+    stripped = line.strip()
+    if stripped[:3] not in ("```", "~~~"):
+        return False
+    tag = stripped.lstrip(stripped[0]).strip()
+    return not any(c.isspace() for c in tag) and stripped[0] not in tag
 
 
 def _count(counts: dict[str, int], key: str, limit: int) -> dict[str, int]:
@@ -446,7 +611,13 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
             carry.last_request_seq = event.seq
             carry.last_request = _first_line(event.text)
             carry.done_seq = event.seq if _says_done(event.text) else 0
-            carry.dropped_seq = event.seq if _lets_go(event.text) else 0
+            asked = replied and carry.reply_asked
+            carry.dropped_seq = event.seq if _lets_go(event.text, asked=asked) else 0
+            defers = len(event.text) <= DEFERS_CHARS and (
+                DEFERS_SAID.search(event.text) is not None
+                or (not (replied and carry.reply_done) and SIGNS_OFF.search(event.text) is not None)
+            )
+            carry.defer_seq = event.seq if defers else 0
             if not carry.intent:
                 carry.intent = _first_line(event.text)
                 carry.intent_seq = event.seq
@@ -457,10 +628,13 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         elif event.type == "assistant_message" and event.text.strip():
             carry.last_reply_seq = event.seq
             carry.reply_done = _reports_done(event.text)
+            carry.reply_asked = event.text.rstrip().endswith(("?", "？"))
+            carry.reply_remains = REMAINS_SAID.search(event.text[:ASKS_MORE_CHARS]) is not None
             if event.text.rstrip().endswith(("?", "？")):
                 carry.closing_seq = 0  # the agent asked: the user's next word is an answer
         elif event.type == "tool_call":
             carry.closing_seq = 0
+            carry.defer_seq = 0  # the agent went to work: it was a request, not a sign-off
             if event.tool_call_id and len(carry.open_calls) < MAX_OPEN_CALLS:
                 carry.open_calls[event.tool_call_id] = [
                     event.tool_name or "tool",
@@ -470,17 +644,20 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
         elif event.type == "tool_result":
             carry.last_reply_seq = event.seq
             carry.reply_done = False
+            carry.reply_remains = False
             carry.closing_seq = 0
             opened = carry.open_calls.pop(event.tool_call_id or "", [event.tool_name or "tool", ""])
             tool, call, named = opened[0], opened[1], opened[2:]
             tool = event.tool_name or tool
             carry.tools = _count(carry.tools, tool, MAX_TOOLS)
             if failed(event):
-                note = FailureNote(event.seq, tool, call, _first_line(failure_text(event.text)))
+                note = FailureNote(event.seq, tool, call, _first_line(failure_text(event.text)), event.ts)
                 carry.failures = [*carry.failures, note][-MAX_FAILURES:]
             else:
                 key = call_key(tool, call)
-                carry.failures = [f for f in carry.failures if call_key(f.tool, f.call) != key]
+                carry.failures = [
+                    f for f in carry.failures if key not in covering_keys(call_key(f.tool, f.call))
+                ]
                 carry.fixes = [
                     *[f for f in carry.fixes if call_key(f.tool, f.call) != key],
                     FixNote(event.seq, tool, call),
@@ -492,8 +669,14 @@ def gather(session_id: str, carry: Carry, events: Iterable[Event]) -> tuple[list
 
 
 def _says_done(text: str) -> bool:
-    """The request says the work is finished, and asks for nothing more."""
-    return DONE_SAID.match(text[:200]) is not None and ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
+    """The request says the work is finished — how it opens, or after praise set apart
+    ("great, ship it", "Отлично, теперь всё работает") — and asks for nothing more."""
+    head = text[:200]
+    if DONE_SAID.match(head) is None:
+        praise = PRAISE_THEN.match(head)
+        if praise is None or DONE_SAID.match(head, praise.end()) is None:
+            return False
+    return ASKS_MORE.search(text[:ASKS_MORE_CHARS]) is None
 
 
 def _praises_only(text: str) -> bool:
@@ -514,12 +697,19 @@ def _reports_done(text: str) -> bool:
     return REPORTS_DONE.search(text) is not None and NOT_DONE.search(text) is None
 
 
-def _lets_go(text: str) -> bool:
+def _lets_go(text: str, *, asked: bool = False) -> bool:
     """The request lets the work go: how it opens ("never mind", "scrap that idea"), or,
-    short, words anywhere in it ("… not worth it")."""
+    short, words anywhere in it ("… not worth it"), or a clause of it that lets go alone
+    ("hmm, you know what, forget it"; "no need", unless it answers the agent's question)."""
     if DROPPED_SAID.match(text[:200]) is not None:
         return True
-    return len(text) <= DROPPED_CHARS and DROPPED_ANYWHERE.search(text) is not None
+    if len(text) > DROPPED_CHARS:
+        return False
+    if DROPPED_ANYWHERE.search(text) is not None or LET_GO_CLAUSE.search(text) is not None:
+        return True
+    if LET_GO_CJK.search(text) is not None:
+        return True
+    return not asked and NOT_NEEDED_CLAUSE.search(text) is not None
 
 
 def _opens_session(text: str) -> bool:
@@ -582,7 +772,10 @@ def _related(turn: _Signs, thread: _Signs) -> bool:
 
 def _finished(fold: Fold) -> bool:
     """Whether the fold's last exchange finished or let go of its work: a later request
-    opens a thread of its own (the same file again is new work)."""
+    opens a thread of its own (the same file again is new work). Work put off until
+    later is not finished."""
+    if fold.defer_seq and fold.defer_seq == fold.last_request_seq:
+        return False
     if fold.last_request_seq and fold.last_request_seq in (fold.done_seq, fold.dropped_seq):
         return True
     return fold.closing_seq >= fold.last_request_seq > 0 and fold.last_reply_seq > fold.last_request_seq
@@ -611,12 +804,15 @@ def _merged(strand: Strand, turn: Fold) -> Strand:
         last_reply_seq=turn.last_reply_seq,
         done_seq=turn.done_seq,
         dropped_seq=turn.dropped_seq,
+        defer_seq=turn.defer_seq,
         closing_seq=turn.closing_seq,
         reply_done=turn.reply_done,
+        reply_asked=turn.reply_asked,
+        reply_remains=turn.reply_remains,
         paths=_summed(strand.paths, turn.paths, MAX_PATHS),
         tools=_summed(strand.tools, turn.tools, MAX_TOOLS),
         failures=[
-            *[f for f in strand.failures if call_key(f.tool, f.call) not in fixed],
+            *[f for f in strand.failures if not fixed & covering_keys(call_key(f.tool, f.call))],
             *turn.failures,
         ][-MAX_FAILURES:],
         fixes=[*[f for f in strand.fixes if call_key(f.tool, f.call) not in fixed], *turn.fixes][-MAX_FIXES:],
@@ -677,6 +873,8 @@ def _next_turn(carry: Carry) -> Carry:
         last_request_seq=carry.last_request_seq,
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
+        reply_asked=carry.reply_asked,
+        reply_remains=carry.reply_remains,
         open_calls=carry.open_calls,
         strands=_settled(carry),
         known=carry.known,
@@ -690,6 +888,8 @@ def outcome_of(carry: Fold, *, closed: bool, working: WorkingState | None) -> Ou
         return "dropped"
     if carry.failures:
         return "errors"
+    if carry.defer_seq and carry.defer_seq == carry.last_request_seq:
+        return "open"  # put off until later: not finished, closed or not
     if carry.done_seq and carry.done_seq == carry.last_request_seq:
         return "done"
     closing = carry.closing_seq >= carry.last_request_seq and carry.last_reply_seq > carry.last_request_seq
@@ -697,7 +897,7 @@ def outcome_of(carry: Fold, *, closed: bool, working: WorkingState | None) -> Ou
         return "done"  # closed or not: its last exchange finished the work
     if carry.last_request_seq and carry.last_reply_seq < carry.last_request_seq:
         return "abandoned"
-    if closed and not threads:
+    if closed and not threads and not carry.reply_remains:
         return "done"
     return "open"
 
@@ -775,5 +975,7 @@ def continued(carry: Carry) -> Carry:
         last_request_seq=carry.last_request_seq,
         last_reply_seq=carry.last_reply_seq,
         reply_done=carry.reply_done,
+        reply_asked=carry.reply_asked,
+        reply_remains=carry.reply_remains,
         known=_marks(carry),
     )

@@ -36,6 +36,19 @@ EmptyReason = Literal[
     "not_included",
 ]
 
+# Why a pack carries the attention segment (``no_session``, ``first_pack``, ``asked``) or
+# not (the others): ``Trace.attention``.
+AttentionReason = Literal[
+    "no_session",
+    "first_pack",
+    "asked",
+    "later_pack",
+    "not_included",
+    "reads_off",
+    "incognito",
+    "attention_off",
+]
+
 
 class _Wire(msgspec.Struct, kw_only=True, rename="camel"):
     """Base of the output records: camelCase keys, keyword-only."""
@@ -173,7 +186,14 @@ class Trace(_Wire):
       ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
     - ``empty_reason``: set when the pack has no segment and no message, why
       (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
-      ``nothing_yet``, ``nothing_matched``, ``budget_too_small`` or ``not_included``.
+      ``nothing_yet``, ``nothing_matched``, ``budget_too_small`` or ``not_included``;
+    - ``attention``: why the attention segment may be in the pack — ``no_session`` (a
+      call without a session), ``first_pack`` (the session's first), ``asked``
+      (``include`` names it) — or is not: ``later_pack`` (the session was shown it in its
+      first pack), ``not_included`` (``include`` leaves it out), ``reads_off`` (memory or
+      agent reads off), ``incognito`` (the workspace or the session), ``attention_off``
+      (``attentionEnabled`` off). A pack that may carry it shows none when the state has
+      no line the pack does not already carry.
     """
 
     path: Literal["fast", "bounded", "slow", "fallback"]
@@ -191,6 +211,7 @@ class Trace(_Wire):
     curator: CuratorTrace | None = None
     owned_elsewhere: list[OwnedLine] = []
     empty_reason: EmptyReason | None = None
+    attention: AttentionReason | None = None
 
 
 class ContextPack(_Wire):
@@ -406,6 +427,8 @@ class ContextInputs(msgspec.Struct, kw_only=True):
     # session's first pack, a call without a session, or ``include`` names attention
     # (``makad.core.attention``).
     attention: list[tuple[str, AttentionLine]] = []
+    # Why the attention lines are offered or not (``Trace.attention``).
+    attention_reason: AttentionReason | None = None
     # The refs (``memory:<id>``, ``event:<session>:<seq>``) a strategy chose, in the order
     # to pack them; None: the deterministic ranking chooses (``makad.core.strategies``).
     selection: list[str] | None = None

@@ -87,7 +87,7 @@ from makad.core.attention import (
     lets_go,
     same_thread,
 )
-from makad.core.behaviors import Behavior, call_key, naming_words
+from makad.core.behaviors import Behavior, FailureNote, call_key, covering_keys, naming_words
 from makad.core.compaction import abbreviate
 from makad.core.counted import counted
 from makad.core.ownership import fact_key
@@ -285,6 +285,24 @@ def _score(parts: Sequence[_Part]) -> tuple[float, str]:
     return score, "; ".join(f"{p.words} ×{p.factor:.2f}" for p in parts)
 
 
+def _last_fix(records: Sequence[Behavior], failed_in: Behavior, failure: FailureNote) -> str:
+    """The ref of the latest success of ``failure``'s call (or of a wider run of it) before
+    it failed — before its record ended, or earlier in that record — or "" when none of
+    ``records`` holds one."""
+    covering = covering_keys(call_key(failure.tool, failure.call))
+    best: tuple[int, int, str] = (0, 0, "")
+    for record in records:
+        same = record.session_id == failed_in.session_id and record.from_seq == failed_in.from_seq
+        if record.ended_at > failed_in.ended_at or (record.ended_at == failed_in.ended_at and not same):
+            continue
+        for fix in record.fixes:
+            if same and fix.seq > failure.seq:
+                continue
+            if call_key(fix.tool, fix.call) in covering:
+                best = max(best, (record.ended_at, fix.seq, f"event:{record.session_id}:{fix.seq}"))
+    return best[2]
+
+
 def _skip(kind: str, anchor: str, text: str, refs: list[str], why: str) -> Suggestion:
     return Suggestion(id=suggestion_id(kind, anchor), kind=kind, text=text, score=0.0, reason=why, refs=refs)
 
@@ -312,6 +330,10 @@ def _thread_candidate(
             seqs = {ref.rsplit(":", 1)[-1] for ref in line.refs}
             failure = next((f for f in record.failures if str(f.seq) in seqs), None)
         anchor = call_key(failure.tool, failure.call) if failure is not None else fact_key(fact)
+        if failure is not None and record is not None:
+            fixed = _last_fix(records, record, failure)
+            if fixed:  # failing again after a fix: a fact of its own, not hidden by an older dismissal
+                anchor = f"{anchor}\x00fixed:{fixed}"
         text = _one_line(f"Still failing since {_since(now, line.at)}: {fact}")
     else:
         kind = "resume_thread"
@@ -342,8 +364,8 @@ def _thread_candidate(
     ):
         return _skip(kind, anchor, text, refs, DROPPED)
     if failure is not None:
-        key = call_key(failure.tool, failure.call)
-        if any(call_key(f.tool, f.call) == key for r in later for f in r.fixes):
+        covering = covering_keys(call_key(failure.tool, failure.call))
+        if any(call_key(f.tool, f.call) in covering for r in later for f in r.fixes):
             return _skip(kind, anchor, text, refs, "a later result of the same call fixed it")
     if _resolved(later, seen):
         return _skip(kind, anchor, text, refs, "a later session that ended done resolved it")
@@ -426,6 +448,16 @@ def _wins(one: Suggestion, other: Suggestion) -> bool:
     return (one.reason in VETOES, one.score) > (other.reason in VETOES, other.score)
 
 
+def _failed_at(record: Behavior, ref: str) -> int:
+    """When the failure ``ref`` cites happened: its result's time, never after its record
+    ended (a clock running ahead is read as the record is), else the record's end."""
+    seq = ref.rsplit(":", 1)[-1]
+    for failure in record.failures:
+        if str(failure.seq) == seq and failure.at:
+            return min(failure.at, record.ended_at)
+    return record.ended_at
+
+
 def candidates(
     now: int, state: AttentionState, records: Sequence[Behavior], *, session_id: str | None = None
 ) -> list[Suggestion]:
@@ -455,7 +487,7 @@ def candidates(
             keep.refs = list(dict.fromkeys([*keep.refs, *other.refs]))
             candidate = keep
         if candidate.kind == "unfixed_failure":  # since the earliest failure its refs cite
-            cited = [by_ref[ref].ended_at for ref in line.refs if ref in by_ref]
+            cited = [_failed_at(by_ref[ref], ref) for ref in line.refs if ref in by_ref]
             since = min(first_failed.get(candidate.id, line.at), line.at, *cited)
             first_failed[candidate.id] = since
             fact = candidate.text.split(": ", 1)[1]

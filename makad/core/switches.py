@@ -11,6 +11,7 @@ from typing import Final
 
 import msgspec
 
+from makad.core.context_types import AttentionReason
 from makad.core.types import Settings
 
 DAY_MS: Final = 86_400_000
@@ -31,6 +32,27 @@ def agent_reads(settings: Settings, *, incognito_session: bool = False) -> bool:
     return (
         settings.enabled and settings.agent_read_enabled and not settings.incognito and not incognito_session
     )
+
+
+def attention_reason(
+    settings: Settings, *, incognito_session: bool, included: bool, session: bool, asked: bool
+) -> AttentionReason:
+    """Why a pack may carry the attention segment, or why it may not (``Trace.attention``):
+    the switches first, then ``include`` (``included``: it names attention, or is not
+    given), then who asks — a call without a session, one whose ``include`` names it
+    (``asked``), else the session's first pack (``first_pack``; the caller knows whether
+    this call is that one, else ``later_pack``)."""
+    if not (settings.enabled and settings.agent_read_enabled):
+        return "reads_off"
+    if settings.incognito or incognito_session:
+        return "incognito"
+    if not settings.attention_enabled:
+        return "attention_off"
+    if not included:
+        return "not_included"
+    if not session:
+        return "no_session"
+    return "asked" if asked else "first_pack"
 
 
 def agent_proposes(settings: Settings) -> bool:

@@ -34,6 +34,7 @@ from makad.core.confidence import user_values
 from makad.core.context_check import assemble_checked
 from makad.core.context_types import (
     SEGMENT_KINDS,
+    AttentionReason,
     ContextInputs,
     ContextLimits,
     ContextPack,
@@ -54,7 +55,7 @@ from makad.core.refs import MEMORY_PREFIX, memory_ref
 from makad.core.render import entry_hash
 from makad.core.strategies import Pool, strategy
 from makad.core.strategies import curator as curator_core
-from makad.core.switches import agent_reads
+from makad.core.switches import agent_reads, attention_reason
 from makad.core.tokens import HeuristicCounter
 from makad.core.types import Checkpoint, ContextStrategy, CuratorTrace, Entry, Event
 from makad.errors import InvalidParams, IOFailure
@@ -203,6 +204,13 @@ class ContextService:
             pool=pool,
             user=user,
             attention="asked" if attention and asked else "first" if attention and sid else None,
+            attention_reason=attention_reason(
+                settings,
+                incognito_session=incognito,
+                included="attention" in include,
+                session=sid is not None,
+                asked=asked,
+            ),
             read_only=settings.incognito,
         )
         source: SessionStore | None = None
@@ -482,8 +490,10 @@ class ContextService:
                 _shown_hashes(plan.snapshot, shown_view)
             session_bytes = ws.ledger.session_memory_bytes(sid, since, call_id)
         snapshot = plan.snapshot
+        lines = _attention_lines(ws, plan, call_id)
         inputs = ContextInputs(
-            attention=_attention_lines(ws, plan, call_id),
+            attention=lines or [],
+            attention_reason="later_pack" if lines is None else plan.attention_reason,
             budget_tokens=plan.budget,
             now_ms=now,
             session_id=sid,
@@ -604,10 +614,11 @@ class ContextService:
         return snap
 
 
-def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str, AttentionLine]]:
+def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str, AttentionLine]] | None:
     """(worker thread) The stored attention state's lines, when this call may show them:
     asked for, or the session's first pack (its first recorded call, or this one; a retry of
-    that call shows what it showed, though the session's own events were derived since)."""
+    that call shows what it showed, though the session's own events were derived since);
+    None for a later pack of the session."""
     if plan.attention is None:
         return []
     if plan.attention == "first" and plan.sid is not None:
@@ -618,7 +629,7 @@ def _attention_lines(ws: Workspace, plan: _Plan, call_id: str) -> list[tuple[str
                 ws.state.first_calls.clear()  # read again from the ledger when needed
             ws.state.first_calls[plan.sid] = first
         if first != call_id:
-            return []
+            return None
         shown = ws.state.first_lines.get(plan.sid)
         if shown is not None:
             return shown
@@ -706,6 +717,9 @@ class _Plan:
     # Whether attention may show: "asked" (include names it), "first" (in the session's
     # first pack only), None (never).
     attention: Literal["asked", "first"] | None = None
+    # Why it may show or not (``Trace.attention``); "first_pack" until the call is found
+    # not to be the session's first.
+    attention_reason: AttentionReason | None = None
     # The workspace is incognito: a persistent session is read-only (no manifest).
     read_only: bool = False
 

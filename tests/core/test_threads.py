@@ -164,3 +164,91 @@ def test_records_written_before_threads_were_told_apart_keep_a_session_one_threa
     (later,) = read(script(("u", "thanks, all good now"), ("a", "Great.")))
     later.from_seq, later.to_seq, later.started_at, later.ended_at = 9, 10, NOW - 1_000, NOW - 900
     assert open_lines([old]) and open_lines([old, later]) == []
+
+
+def test_no_need_lets_the_work_go_unless_it_declines_the_agents_offer() -> None:
+    """ "No need." after a reply saying more is to do lets the work go; after the agent's
+    question ("Shall I also …?") it declines the offer and the work stays open, as a
+    lead-in before "forget it" or "skip it" does not keep it."""
+    offer = ("a", "Shall I also add a test for leap years?")
+    declined = read(script(*DATES, offer, ("u", "No need."), ("a", "OK.")), closed=False)
+    assert [r.outcome for r in declined] == ["open"]
+    for last in ("No need.", "Well, you know what, skip it.", "Bah, lassen wir das."):
+        let_go = read(script(*DATES, ("u", last), ("a", "OK.")), closed=False)
+        assert [r.outcome for r in let_go] == ["dropped"], last
+
+
+def test_a_wider_run_passing_fixes_the_narrower_failure_and_nothing_else() -> None:
+    """Within a session, ``pytest tests/`` passing fixes ``pytest tests/test_dates.py::test_tz``
+    failing; ``npm run`` passing does not fix ``npm run build``, nor does ``cd web`` fix
+    ``cd web && make``."""
+    fixed = read(
+        script(
+            ("u", "Fix the tz test in tests/test_dates.py"),
+            ("t", "bash", "pytest tests/test_dates.py::test_tz", "FAILED tests/test_dates.py::test_tz"),
+            ("t", "bash", "pytest tests/", "40 passed"),
+            ("a", "Green."),
+        ),
+        closed=False,
+    )
+    assert [r.failures for r in fixed] == [[]]
+    for failing, passing in (("npm run build", "npm run"), ("cd web && make", "cd web")):
+        kept = read(
+            script(
+                ("u", "Build the web app"),
+                ("t", "bash", failing, "Error: exit status 2"),
+                ("t", "bash", passing, "ok"),
+                ("a", "Still broken."),
+            ),
+            closed=False,
+        )
+        assert [f.call for r in kept for f in r.failures] == [failing]
+
+
+def test_putting_work_off_keeps_it_open_but_a_request_the_agent_works_on_is_a_request() -> None:
+    """ "Thanks, let's pick this up tomorrow." answered in words leaves the work open even
+    in a closed session; "write the migration now and run it later", which the agent then
+    works on, is an ordinary request: closed after its reply, the work is done."""
+    later = read(script(*DATES, ("u", "Thanks, let's pick this up tomorrow."), ("a", "Sure!")), closed=True)
+    assert [r.outcome for r in later] == ["open"]
+    request = read(
+        script(
+            *DATES,
+            ("u", "Write the migration now and run it later"),
+            ("t", "write_file", '{"path": "src/dates.py"}', "ok"),
+            ("a", "Written."),
+        ),
+        closed=True,
+    )
+    assert [r.outcome for r in request] == ["done"]
+
+
+def test_a_close_after_a_reply_saying_work_remains_leaves_it_open() -> None:
+    """Closed right after "It still needs a test for leap years." the work is open; closed
+    after "The suite remains green." or after more tool work that followed such a reply,
+    it is done."""
+    remains = read(script(*DATES, ("a", "It still needs a test for leap years.")), closed=True)
+    assert [r.outcome for r in remains] == ["open"]
+    green = read(script(*DATES, ("a", "The suite remains green.")), closed=True)
+    assert [r.outcome for r in green] == ["done"]
+    worked_on = read(
+        script(
+            *DATES,
+            ("a", "It still needs a test for leap years."),
+            ("t", "write_file", '{"path": "tests/test_dates.py"}', "ok"),
+        ),
+        closed=True,
+    )
+    assert [r.outcome for r in worked_on] == ["done"]
+
+
+def test_signing_off_for_today_keeps_unfinished_work_open_and_finished_work_done() -> None:
+    """ "Ok, that's it for today." after a reply saying more is to do leaves the work open;
+    after "Done, the tests pass." it is done, as any thanks would leave it."""
+    unfinished = read(script(*DATES, ("u", "Ok, that's it for today."), ("a", "Bye!")), closed=True)
+    assert [r.outcome for r in unfinished] == ["open"]
+    finished = read(
+        script(*DATES, ("a", "Done, the tests pass."), ("u", "Ok, that's it for today."), ("a", "Bye!")),
+        closed=True,
+    )
+    assert [r.outcome for r in finished] == ["done"]

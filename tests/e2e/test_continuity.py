@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.test_attention import DAY, fresh, mentions, section_lines, session, wait_for
+from tests.e2e.test_attention import DAY, OPEN_SECTIONS, fresh, mentions, section_lines, session, wait_for
 from tests.support import DaemonProcess, daemon_in_tmp
 
 HOUR = 3_600_000
@@ -413,3 +413,387 @@ def test_letting_go_of_work_quoting_a_token_keeps_other_work_that_quoted_one(sha
     state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
     assert mentions(state, "lacks provenance", "Recently abandoned"), state["sections"]
     assert not mentions(state, "Dockerfile")
+
+
+# ------------------------------------------------------------ letting work go ---
+
+
+def worked(at: int, request: str, path: str, last: str) -> list[dict[str, Any]]:
+    """A request, an edit of ``path``, a reply saying more is to do, the user's last word
+    and the agent's short answer to it."""
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "tool_call", "text": f"edit {path}", "toolCallId": "e", "toolName": "edit", "ts": at + 1},
+        {"type": "tool_result", "text": "ok", "toolCallId": "e", "toolName": "edit", "ts": at + 2},
+        {"type": "assistant_message", "text": "A first part is in; more is to do.", "ts": at + 3},
+        {"type": "user_message", "text": last, "ts": at + 4},
+        {"type": "assistant_message", "text": "OK.", "ts": at + 5},
+    ]
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Hmm, you know what, forget it.",
+        "On reflection, let's just drop it.",
+        "Let's not bother with that after all.",
+        "We don't need this anymore.",
+        "Ach, das brauchen wir nicht mehr.",
+        "Bon, on laisse tomber.",
+        "Ça ne vaut pas la peine, finalement.",
+        "No, mejor lo dejamos.",
+        "No hace falta, gracias.",
+        "Ладно, забудьте об этом.",
+        "Не надо.",
+        "うーん、やっぱりやめておこう。",
+        "算了吧。",
+    ],
+)
+def test_work_the_user_let_go_in_their_own_words_is_not_brought_back(
+    shared: DaemonProcess, last: str
+) -> None:
+    """Work the user let go of as their last word — after a lead-in, or in German, French,
+    Spanish, Russian, Japanese or Chinese — leaves the open threads and is not suggested,
+    while the work of another session left without a word stays."""
+    w = fresh(shared)
+    now = now_ms()
+    session(
+        shared,
+        w,
+        worked(now - 3 * DAY, "Add a plugin loader in src/plugins/loader.py", "src/plugins/loader.py", last),
+    )
+    session(
+        shared,
+        w,
+        worked(
+            now - 2 * DAY, "Write the release notes in docs/release.md", "docs/release.md", "Let me think."
+        ),
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "release notes", *OPEN_SECTIONS), state["sections"]
+    assert not mentions(state, "plugin loader", *OPEN_SECTIONS), state["sections"]
+    assert not [text for text in suggested(shared, w) if "plugin loader" in text]
+
+
+# ------------------------------------------------------------ pasted code ---
+
+
+@pytest.mark.parametrize(
+    ("request_text", "said"),
+    [
+        (
+            "```sql\nSELECT id FROM orders WHERE paid_at IS NULL;\n```\nwhy is this slow?",
+            "SELECT id FROM orders",
+        ),
+        ("~~~\n$ npm run lint\nsrc/cart.ts:12:5  error  no-unused-vars\n~~~", "$ npm run lint"),
+        ("   ```   \n\n```ts\nexport const cart = createStore();\n```", "export const cart = createStore();"),
+    ],
+    ids=["sql-then-question", "tilde-fence", "empty-fence-first"],
+)
+def test_a_request_pasted_as_a_code_block_is_named_by_its_first_line_of_code(
+    shared: DaemonProcess, request_text: str, said: str
+) -> None:
+    """A request that opens with a code fence (```sql, ~~~) left without a reply: the
+    attention line and the suggestion made of it name its first line of code, never the
+    fence."""
+    w = fresh(shared)
+    session(shared, w, [{"type": "user_message", "text": request_text, "ts": now_ms() - 2 * DAY}])
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    lines = [line["text"] for line in section_lines(state, *OPEN_SECTIONS)]
+    assert len(lines) == 1 and said in lines[0] and "```" not in lines[0] and "~~~" not in lines[0], lines
+    listed = shared.call("suggest", {"workspace": w, "explain": True})["candidates"]
+    assert [c for c in listed if said in c["text"] and "```" not in c["text"]], listed
+
+
+# ------------------------------------------------------- a wider run passing ---
+
+
+def run(at: int, request: str, command: str, output: str, code: int, last: str) -> list[dict[str, Any]]:
+    """A request, one run of ``command`` (its exit code in ``meta``), a reply, the user's
+    last word and the agent's answer to it."""
+    return [
+        {"type": "user_message", "text": request, "ts": at},
+        {"type": "tool_call", "text": command, "toolCallId": "r", "toolName": "bash", "ts": at + 1},
+        {
+            "type": "tool_result",
+            "text": output,
+            "toolCallId": "r",
+            "toolName": "bash",
+            "meta": {"exit_code": str(code)},
+            "ts": at + 2,
+        },
+        {"type": "assistant_message", "text": "That is the run's result.", "ts": at + 3},
+        {"type": "user_message", "text": last, "ts": at + 4},
+        {"type": "assistant_message", "text": "OK.", "ts": at + 5},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("narrow", "wide"),
+    [
+        ("pytest tests/test_cart.py::test_discount", "pytest tests/test_cart.py"),
+        ("npm test -- --testPathPattern cart", "npm test"),
+        ("python -m pytest tests/cart/test_totals.py -k rounding", "python -m pytest tests/"),
+    ],
+    ids=["pytest-file", "npm", "pytest-folder"],
+)
+def test_a_failure_is_fixed_by_a_later_wider_run_of_the_same_command_passing(
+    shared: DaemonProcess, narrow: str, wide: str
+) -> None:
+    """A test run left failing, and in a later session the same command over more (the
+    whole file, folder or suite) passing: the failure leaves the attention state and is not
+    suggested as still failing."""
+    w = fresh(shared)
+    now = now_ms()
+    session(shared, w, run(now - 3 * DAY, "Fix the cart discount rounding", narrow, "1 failed", 1, "Hm."))
+    session(shared, w, run(now - 2 * DAY, "Run all the cart tests", wide, "52 passed", 0, "Good."))
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert not mentions(state, "Failed"), state["sections"]
+    assert not [text for text in suggested(shared, w) if text.startswith("Still failing")]
+
+
+def test_a_narrower_run_passing_leaves_the_wider_failure_standing(shared: DaemonProcess) -> None:
+    """The whole suite left failing, and later one test file of it passing: the suite's
+    failure still stands, and is still suggested."""
+    w = fresh(shared)
+    now = now_ms()
+    session(
+        shared, w, run(now - 3 * DAY, "Get the suite green", "cargo test", "test result: FAILED", 101, "Hm.")
+    )
+    session(
+        shared, w, run(now - 2 * DAY, "Only the lexer now", "cargo test lexer", "test result: ok", 0, "Good.")
+    )
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "bash cargo test: test result: FAILED", *OPEN_SECTIONS), state["sections"]
+    assert [text for text in suggested(shared, w) if text.startswith("Still failing")]
+
+
+# ---------------------------------------------- pleased in other scripts ---
+
+
+@pytest.mark.parametrize(
+    ("last", "answer", "finished"),
+    [
+        ("Супер, заработало!", "Рад помочь.", True),
+        ("Чудово, все працює.", "Будь ласка.", True),
+        ("素晴らしい、動きました。ありがとうございます", "どういたしまして。", True),
+        ("太好了，谢谢！", "不客气。", True),
+        ("완벽해요, 감사합니다", "천만에요.", True),
+        ("Отлично, но тест всё ещё падает.", "Посмотрю.", False),
+        ("ありがとう、でもまだ失敗します。", "確認します。", False),
+        ("谢谢，但是还是不行。", "我再看看。", False),
+    ],
+)
+def test_work_the_user_is_pleased_with_in_another_script_is_finished(
+    shared: DaemonProcess, last: str, answer: str, finished: bool
+) -> None:
+    """A short last message of praise or thanks in Russian, Ukrainian, Japanese, Chinese or
+    Korean, answered in words, finishes the work as "great, thanks" does; one that goes
+    on with "but" (но, でも, 但是) leaves it open."""
+    w = fresh(shared)
+    events = worked(
+        now_ms() - 2 * DAY, "Fix the locale fallback in src/i18n/fallback.py", "src/i18n/fallback.py", last
+    )
+    events[-1]["text"] = answer
+    session(shared, w, events)
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    assert mentions(state, "locale fallback", *OPEN_SECTIONS) is not finished, state["sections"]
+
+
+# ------------------------------------------------------- failing since when ---
+
+
+def test_a_failure_left_before_midnight_is_failing_since_that_day(shared: DaemonProcess) -> None:
+    """A test that failed ten minutes before midnight (UTC) in a session that went on past
+    it: the suggestion says it has been failing since the day it failed, not the next."""
+    w = fresh(shared)
+    midnight = (now_ms() // DAY - 3) * DAY
+    events = failing(midnight - 10 * 60_000, "Fix the invoice totals in src/invoice.py", "pytest", "1 failed")
+    events[2]["meta"] = {"exit_code": "1"}
+    events += [
+        {"type": "user_message", "text": "Show me the invoice fixture", "ts": midnight + 20 * 60_000},
+        {"type": "assistant_message", "text": "It rounds each line first.", "ts": midnight + 21 * 60_000},
+    ]
+    session(shared, w, events)
+    wait_for(shared, w, lambda s: mentions(s, "pytest: 1 failed"))
+    day_before = time.strftime("%a", time.gmtime((midnight - DAY) / 1000))
+    assert [text for text in suggested(shared, w) if text.startswith(f"Still failing since {day_before}:")], (
+        suggested(shared, w)
+    )
+
+
+@pytest.mark.parametrize(
+    ("last", "finished"),
+    [
+        ("great, ship it", True),
+        ("Awesome — merged.", True),
+        ("Nice! Tests are green now.", True),
+        ("Отлично, теперь всё работает.", True),
+        ("素晴らしい、動きました！", True),
+        ("Cool, but it still fails on CI.", False),
+        ("Nice, now add the export", False),
+    ],
+)
+def test_praise_then_the_work_said_done_as_the_last_word_finishes_it(
+    shared: DaemonProcess, last: str, finished: bool
+) -> None:
+    """A last message, left without a reply, that opens with praise and goes on to say the
+    work is done ("great, ship it", "Отлично, теперь всё работает.") finishes the work as
+    the same words alone do; praise then "but …" or a new request does not."""
+    w = fresh(shared)
+    events = worked(
+        now_ms() - 2 * DAY, "Wire the webhook retries in src/hooks/retry.py", "src/hooks/retry.py", last
+    )
+    session(shared, w, events[:-1])
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    assert mentions(state, "webhook retries", *OPEN_SECTIONS) is not finished, state["sections"]
+
+
+# ------------------------------------------- why a pack shows attention or not ---
+
+
+def test_the_trace_says_why_a_pack_shows_the_attention_segment_or_not(shared: DaemonProcess) -> None:
+    """Each pack's ``trace.attention`` says why it carries the attention segment (no
+    session, a session's first pack, asked by ``include``) or why not (a later pack of the
+    session, left out of ``include``, an incognito session, agent reads or attention off)."""
+    w = fresh(shared)
+    quoting = failing(
+        now_ms() - 2 * DAY, "Fix the CSV quoting in src/csv.py", "pytest", "1 failed", {"exit_code": "1"}
+    )
+    session(shared, w, quoting)
+    wait_for(shared, w, lambda s: mentions(s, "pytest: 1 failed"))
+
+    def why(sid: str | None = None, **params: Any) -> tuple[str | None, bool]:
+        pack = shared.call(
+            "build_context",
+            {"workspace": w, "budgetTokens": 4000, **({"sessionId": sid} if sid else {}), **params},
+        )
+        return pack["trace"].get("attention"), any(s["kind"] == "attention" for s in pack["segments"])
+
+    assert why() == ("no_session", True)
+    sid = session(shared, w, [{"type": "user_message", "text": "Hi, what is left?", "ts": now_ms()}])
+    assert why(sid) == ("first_pack", True)
+    shared.call(
+        "append_events",
+        {"workspace": w, "sessionId": sid, "events": [{"type": "user_message", "text": "And?"}]},
+    )
+    assert why(sid) == ("later_pack", False)
+    assert why(sid, include=["attention"]) == ("asked", True)
+    assert why(sid, include=["memory", "recall"]) == ("not_included", False)
+    hidden = session(shared, w, [], incognito=True)
+    assert why(hidden) == ("incognito", False)
+    shared.call("set_settings", {"workspace": w, "attentionEnabled": False})
+    assert why() == ("attention_off", False)
+    shared.call("set_settings", {"workspace": w, "attentionEnabled": True, "agentReadEnabled": False})
+    assert why() == ("reads_off", False)
+
+
+# ------------------------------------------------------- to be continued ---
+
+
+@pytest.mark.parametrize(
+    "last",
+    [
+        "Cheers, we'll finish this next week.",
+        "Ok, let's call it a day.",
+        "Danke, für heute reicht's.",
+        "Merci, on reprend la suite plus tard.",
+        "Gracias, lo terminamos otro día.",
+        "Спасибо, доделаем в следующий раз.",
+        "今日はここまで。ありがとう",
+    ],
+)
+@pytest.mark.parametrize("closed", [False, True], ids=["idle", "closed"])
+def test_work_the_user_means_to_continue_later_stays_open(
+    shared: DaemonProcess, last: str, closed: bool
+) -> None:
+    """A last word that puts the work off ("we'll finish this next week", "für heute
+    reicht's", "продолжим в следующий раз"), thanks before it or not, the session left idle
+    or closed: the thread stays open and is suggested; plain thanks still finish it."""
+    w = fresh(shared)
+    now = now_ms()
+    later = session(
+        shared,
+        w,
+        worked(now - 2 * DAY, "Port the mailer to async in src/mail/send.py", "src/mail/send.py", last),
+    )
+    done = session(
+        shared,
+        w,
+        worked(now - 2 * DAY + HOUR, "Tidy the logging setup in src/log.py", "src/log.py", "Thanks!"),
+    )
+    if closed:
+        for sid in (later, done):
+            shared.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert mentions(state, "Port the mailer", *OPEN_SECTIONS), state["sections"]
+    assert not mentions(state, "logging setup", *OPEN_SECTIONS)
+    assert [text for text in suggested(shared, w) if "Port the mailer" in text]
+
+
+@pytest.mark.parametrize(
+    ("reply", "left_open"),
+    [
+        ("The retry loop is in; the backoff cap is still to do.", True),
+        ("Ich habe den Sender umgebaut, die Tests fehlen noch.", True),
+        ("J'ai ajouté l'envoi ; il reste la gestion des erreurs.", True),
+        ("Añadí el envío; queda pendiente el reintento.", True),
+        ("Отправку переписал, осталось добавить тесты.", True),
+        ("送信は直しました。テストはまだ残っています。", True),
+        ("The remaining tests pass and the mailer is async now.", False),
+        ("Done — the old tests still pass.", False),
+    ],
+)
+def test_a_session_closed_after_a_reply_saying_work_remains_leaves_it_open(
+    shared: DaemonProcess, reply: str, left_open: bool
+) -> None:
+    """A session closed right after the agent's reply says what is still to do ("the
+    backoff cap is still to do", "осталось добавить тесты") leaves the thread open, in the
+    state and as a suggestion; closed after a reply saying nothing remains, it is done."""
+    w = fresh(shared)
+    events = worked(
+        now_ms() - 2 * DAY, "Port the mailer to async in src/mail/send.py", "src/mail/send.py", ""
+    )
+    events = [*events[:3], {**events[3], "text": reply}]
+    sid = session(shared, w, events)
+    shared.call("close_session", {"workspace": w, "sessionId": sid})
+    state = wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    assert mentions(state, "Port the mailer", *OPEN_SECTIONS) is left_open, state["sections"]
+    assert bool([text for text in suggested(shared, w) if "Port the mailer" in text]) is left_open
+
+
+# ------------------------------------------------ dismissed, then again ---
+
+
+def test_a_dismissed_failure_that_was_fixed_and_broke_again_is_suggested_again(shared: DaemonProcess) -> None:
+    """A failure the user dismissed stays hidden while it keeps failing; once a later run
+    fixed it and a still later one failed again, that new failure is suggested, dismissal
+    or not."""
+    w = fresh(shared)
+    now = now_ms()
+    command = "go test ./internal/lexer/..."
+    session(
+        shared,
+        w,
+        run(now - 5 * DAY, "Fix the lexer's unicode idents", command, "--- FAIL: TestIdent", 1, "Hm."),
+    )
+    wait_for(shared, w, lambda s: mentions(s, "1 session", "Rhythm"))
+    [first] = [
+        s for s in shared.call("suggest", {"workspace": w})["suggestions"] if s["kind"] == "unfixed_failure"
+    ]
+    shared.call("dismiss_suggestion", {"workspace": w, "id": first["id"]})
+    session(
+        shared,
+        w,
+        run(now - 4 * DAY, "Once more on the lexer idents", command, "--- FAIL: TestIdent", 1, "Hm."),
+    )
+    wait_for(shared, w, lambda s: mentions(s, "2 sessions", "Rhythm"))
+    assert not [text for text in suggested(shared, w) if text.startswith("Still failing")]
+    session(
+        shared, w, run(now - 3 * DAY, "The lexer idents, last try", command, "ok  lexer 0.01s", 0, "Good.")
+    )
+    session(
+        shared, w, run(now - 2 * DAY, "Add raw strings to the lexer", command, "--- FAIL: TestRaw", 1, "Hm.")
+    )
+    wait_for(shared, w, lambda s: mentions(s, "4 sessions", "Rhythm"))
+    assert [text for text in suggested(shared, w) if text.startswith("Still failing") and "TestRaw" in text]

@@ -1463,7 +1463,14 @@ class Trace(TypedDict):
       ``makad.core.ownership``); ``dropped`` counts them under ``owned_elsewhere``;
     - ``empty_reason``: set when the pack has no segment and no message, why
       (``makad.core.empty_pack``): ``reads_off``, ``incognito``, ``memory_unavailable``,
-      ``nothing_yet``, ``nothing_matched``, ``budget_too_small`` or ``not_included``.
+      ``nothing_yet``, ``nothing_matched``, ``budget_too_small`` or ``not_included``;
+    - ``attention``: why the attention segment may be in the pack — ``no_session`` (a
+      call without a session), ``first_pack`` (the session's first), ``asked``
+      (``include`` names it) — or is not: ``later_pack`` (the session was shown it in its
+      first pack), ``not_included`` (``include`` leaves it out), ``reads_off`` (memory or
+      agent reads off), ``incognito`` (the workspace or the session), ``attention_off``
+      (``attentionEnabled`` off). A pack that may carry it shows none when the state has
+      no line the pack does not already carry.
     """
 
     path: Literal["bounded", "fallback", "fast", "slow"]
@@ -1488,6 +1495,8 @@ class Trace(TypedDict):
     ownedElsewhere: NotRequired[list[OwnedLine]]
     # default: null
     emptyReason: NotRequired[Literal["budget_too_small", "incognito", "memory_unavailable", "not_included", "nothing_matched", "nothing_yet", "reads_off"] | None]
+    # default: null
+    attention: NotRequired[Literal["asked", "attention_off", "first_pack", "incognito", "later_pack", "no_session", "not_included", "reads_off"] | None]
 
 
 class TraceCandidate(TypedDict):
