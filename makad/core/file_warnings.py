@@ -130,8 +130,9 @@ _FENCE: Final = re.compile(r" {0,3}(?:```|~~~)")
 
 def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
     """``not_a_heading`` for each ``##Title`` line (no space after ``##``) or ``# Title`` line
-    (one ``#``) after a blank line inside an entry, outside code blocks: it starts no entry, so
-    its text reads as part of the entry above.
+    (one ``#``) inside an entry, outside code blocks, after a blank line (in an entry typed by
+    hand, without a metadata comment, after any line): it starts no entry, so its text reads
+    as part of the entry above.
     Cheap on a clean file: one regular-expression search per section."""
     out: list[Warning] = []
     line = 1 + len(split_lines(doc.preamble))
@@ -140,7 +141,7 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
             line += _count_lines(section.raw)
             continue
         lines = split_lines(section.raw)
-        for index in _unspaced_lines(lines):
+        for index in _unspaced_lines(lines, glued=not section.has_comment):
             typed = display(lines[index]).strip()
             single = not typed.startswith("##")
             why = (
@@ -164,17 +165,19 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
     return out
 
 
-def _unspaced_lines(lines: list[str]) -> list[int]:
+def _unspaced_lines(lines: list[str], *, glued: bool) -> list[int]:
     """Indexes of the ``##Title`` and ``# Title`` lines of a section's ``lines`` (its heading first) that
-    start a paragraph, not counting those inside a fenced code block. A paragraph's first
-    line is where an entry typed by hand starts; an ``##`` glued to the text above it is
-    more likely the text's own (a hashtag in content the daemon wrote)."""
+    start a paragraph (with ``glued``, any of them), not counting those inside a fenced code
+    block. A paragraph's first line is where an entry typed by hand starts; in an entry the
+    daemon wrote (it has a metadata comment) an ``##`` glued to the text above it is more
+    likely the text's own (a hashtag, a shell comment), while in one typed by hand it is a
+    heading typed without the blank line above it."""
     found: list[int] = []
     fenced = False
     for index, text in enumerate(lines[1:], 1):
         if _FENCE.match(text):
             fenced = not fenced
-        elif not fenced and _UNSPACED_HEADING.match(text) and is_blank(lines[index - 1]):
+        elif not fenced and _UNSPACED_HEADING.match(text) and (glued or is_blank(lines[index - 1])):
             found.append(index)
     return found
 
