@@ -449,7 +449,13 @@ def _pending_ids(client: Client, ws: str) -> list[str]:
 
 
 def cmd_add(client: Client, args: argparse.Namespace) -> int:
-    title: str = args.title
+    if args.title is None and not sys.stdin.isatty():
+        raise CliError(
+            "maka memory add needs TITLE off a terminal: "
+            f"`{maka_command(args, 'memory add TITLE TEXT')}` (or TEXT piped in); "
+            "on a terminal, `maka memory add` alone opens $EDITOR on a form to fill in"
+        )
+    title: str = args.title or ""
     tags = csv_tags(args.tags) if args.tags is not None else []
     if args.content is not None:
         content = read_text_arg(args.content)
@@ -850,9 +856,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="add your own entry, active at once (add_entry)",
         description="CONTENT may be - for stdin; without it, stdin is read when "
-        "it is not a terminal, else $EDITOR opens.",
+        "it is not a terminal, else $EDITOR opens (without TITLE too: the form asks for it).",
     )
-    p.add_argument("title", metavar="TITLE", help="the entry's `## ` heading")
+    p.add_argument("title", nargs="?", metavar="TITLE", help="the entry's `## ` heading")
     p.add_argument("content", nargs="?", metavar="CONTENT", help="its text (- reads stdin)")
     p.add_argument("--tags", metavar="CSV", help="comma-separated tags")
     p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")
