@@ -94,6 +94,40 @@ def _entry_fix(text: str) -> str:
     )
 
 
+def _one_hash_title(text: str) -> str | None:
+    """The title of a ``# Title`` line (one #, up to three spaces before it), else None."""
+    line = text.rstrip("\r\n")
+    rest = line.lstrip(" ")
+    if len(line) - len(rest) > 3 or not rest.startswith(("# ", "#\t")):
+        return None
+    return rest[1:].strip() or None
+
+
+def _one_hash_headings(lines: list[str], stray: list[int]) -> dict[int, str]:
+    """The ``# Title`` lines (number → title) of a preamble holding two or more of them: one
+    is the file's title, a second means the ``# `` lines were typed as entries' headings."""
+    skipped = set(stray)
+    found: dict[int, str] = {}
+    for number, text in enumerate(lines, start=1):
+        title = None if number in skipped else _one_hash_title(display(text))
+        if title is not None:
+            found[number] = title
+    return found if len(found) >= 2 else {}
+
+
+def _stray_fix(text: str, number: int, headings: dict[int, str]) -> str:
+    """The fix for stray line ``number``: the ``## `` heading meant by the ``# `` line above it
+    (in a preamble of several, ``headings``), else what ``_entry_fix`` says."""
+    above = [n for n in headings if n < number]
+    if not above or _SLIPPED_HEADING.fullmatch(text.rstrip("\r\n")) is not None:
+        return _entry_fix(text)
+    title = quoted(headings[above[-1]])
+    return (
+        f'the "# {title}" above it (line {above[-1]}) has one # where an entry\'s heading has two: '
+        f"did you mean ## {title}? (makad's docs/FORMAT.md)"
+    )
+
+
 def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     """``text_outside_entries`` for each line of ``preamble`` (the text before the first
     ``## `` entry) that is not blank, the file's ``# `` title or an HTML comment.
@@ -103,12 +137,13 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     """
     stray = stray_lines(preamble)
     lines = split_lines(preamble) if stray else []
+    headings = _one_hash_headings(lines, stray)
     out = [
         Warning(
             kind="text_outside_entries",
             line=number,
             message=f"{file_name} line {number} is outside any entry, so it is not read as a memory: "
-            + _entry_fix(display(lines[number - 1])),
+            + _stray_fix(display(lines[number - 1]), number, headings),
         )
         for number in stray[:MAX_LINE_WARNINGS]
     ]

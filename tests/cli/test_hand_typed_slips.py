@@ -209,3 +209,28 @@ def test_a_hash_line_right_under_text_the_daemon_wrote_warns_about_nothing(
     result = run_maka(shared_daemon, "memory", "list")
     assert result.returncode == 0, result.stderr
     assert "warning" not in result.stderr
+
+
+def test_entries_typed_with_one_hash_each_are_named_with_the_heading_meant(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """A file typed as ``# Deploys`` / text / ``# Testing`` / text (one # per heading, so no
+    entry at all): the warning on each text line names the ``# `` heading above it and the
+    ``## `` heading meant, not only the general rule; the file is untouched."""
+    before = write_memory(shared_daemon, "# Deploys\nTuesdays only\n\n# Testing\nrun pytest\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line2,) = [line for line in result.stderr.splitlines() if "line 2 " in line]
+    assert '"# Deploys" above it (line 1)' in line2 and "did you mean ## Deploys?" in line2
+    (line5,) = [line for line in result.stderr.splitlines() if "line 5 " in line]
+    assert '"# Testing" above it (line 4)' in line5 and "did you mean ## Testing?" in line5
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
+def test_a_file_title_above_bullets_is_not_taken_for_an_entry_heading(shared_daemon: DaemonProcess) -> None:
+    """One ``# Title`` above a list of bullets is the file's title: the bullets' warnings give
+    the general rule and name no ``## `` heading meant."""
+    write_memory(shared_daemon, "# Project notes\n- use pnpm\n- tabs\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "line 2 " in result.stderr and "did you mean" not in result.stderr
