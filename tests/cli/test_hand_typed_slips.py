@@ -224,6 +224,8 @@ def test_entries_typed_with_one_hash_each_are_named_with_the_heading_meant(
     assert '"# Deploys" above it (line 1)' in line2 and "did you mean ## Deploys?" in line2
     (line5,) = [line for line in result.stderr.splitlines() if "line 5 " in line]
     assert '"# Testing" above it (line 4)' in line5 and "did you mean ## Testing?" in line5
+    assert "fix: type each heading named above as ## Title" in result.stderr
+    assert "tidy --import" not in result.stderr  # no bullets to import: only headings to retype
     assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
 
 
@@ -234,3 +236,4 @@ def test_a_file_title_above_bullets_is_not_taken_for_an_entry_heading(shared_dae
     result = run_maka(shared_daemon, "memory", "list")
     assert result.returncode == 0, result.stderr
     assert "line 2 " in result.stderr and "did you mean" not in result.stderr
+    assert "tidy --import" in result.stderr

@@ -116,6 +116,11 @@ WARNING_FIXES = {
     ),
 }
 OUTSIDE = "text_outside_entries"
+# When every stray line's warning names the heading meant (`# Title` typed for `## Title`,
+# `##Title`, `### Title`): no bullets to import, only headings to retype.
+HEADINGS_FIX = (
+    "type each heading named above as ## Title (two #, a space) in memory/MEMORY.md (makad's docs/FORMAT.md)"
+)
 # What lifts a memory status other than ok, for the line after it.
 STATUS_FIXES = {
     "incognito_blocked": "`maka settings incognito=off` ends incognito here",
@@ -148,6 +153,11 @@ def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str,
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
+        elif kind == OUTSIDE and all(
+            "did you mean ## " in str(w.get("message", "")) for w in warnings if w.get("kind") == OUTSIDE
+        ):
+            fixes_shown.add(HEADINGS_FIX)
+            print(f"  fix: {with_workspace(args, HEADINGS_FIX)}", file=sys.stderr)
         elif kind == "not_utf8":
             for path in _undecodable_files(state, warnings):
                 print(f"  fix: {utf8_fix(path)}", file=sys.stderr)
