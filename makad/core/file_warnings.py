@@ -166,8 +166,8 @@ _FENCE: Final = re.compile(r" {0,3}(?:```|~~~)")
 def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
     """``not_a_heading`` for each ``##Title`` line (no space after ``##``) or ``# Title`` line
     (one ``#``) inside an entry, outside code blocks, after a blank line (in an entry typed by
-    hand, without a metadata comment, after any line): it starts no entry, so its text reads
-    as part of the entry above.
+    hand, without a metadata comment or with ``origin=unknown``, after any line): it starts no
+    entry, so its text reads as part of the entry above.
     Cheap on a clean file: one regular-expression search per section."""
     out: list[Warning] = []
     line = 1 + len(split_lines(doc.preamble))
@@ -176,7 +176,8 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
             line += _count_lines(section.raw)
             continue
         lines = split_lines(section.raw)
-        for index in _unspaced_lines(lines, glued=not section.has_comment):
+        by_hand = not section.has_comment or section.entry.origin == "unknown"
+        for index in _unspaced_lines(lines, glued=by_hand):
             typed = display(lines[index]).strip()
             single = not typed.startswith("##")
             why = (
@@ -204,7 +205,7 @@ def _unspaced_lines(lines: list[str], *, glued: bool) -> list[int]:
     """Indexes of the ``##Title`` and ``# Title`` lines of a section's ``lines`` (its heading first) that
     start a paragraph (with ``glued``, any of them), not counting those inside a fenced code
     block. A paragraph's first line is where an entry typed by hand starts; in an entry the
-    daemon wrote (it has a metadata comment) an ``##`` glued to the text above it is more
+    daemon wrote (added, proposed or imported) an ``##`` glued to the text above it is more
     likely the text's own (a hashtag, a shell comment), while in one typed by hand it is a
     heading typed without the blank line above it."""
     found: list[int] = []

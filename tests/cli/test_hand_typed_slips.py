@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.helpers import run_maka
+from tests.cli.helpers import call, run_maka
 from tests.support import DaemonProcess
 
 
@@ -197,6 +197,12 @@ def test_headings_typed_right_under_the_text_of_a_hand_typed_entry_are_named(
     assert status.returncode == 0, status.stderr
     assert "not_a_heading 2" in status.stdout
     assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+    # Once the daemon wrote the entry's comment (an archive), the lines are still named.
+    (entry,) = call(shared_daemon, "read_state", includeEntries=True)["entries"]
+    assert run_maka(shared_daemon, "memory", "archive", entry["id"]).returncode == 0
+    assert "origin=unknown" in (shared_daemon.workspace / "memory" / "MEMORY.md").read_text()
+    again = run_maka(shared_daemon, "memory", "list", "-a")
+    assert "did you mean ## Testing?" in again.stderr and "did you mean ## Editor?" in again.stderr
 
 
 def test_a_hash_line_right_under_text_the_daemon_wrote_warns_about_nothing(
