@@ -257,3 +257,18 @@ def test_pending_in_a_workspace_counts_the_user_levels_queue_too(daemon: DaemonP
     assert "1 waiting." in listed.stdout and "1 more waits at the user level" in listed.stdout
     assert "--json" not in listed.stdout
     assert len(json.loads(run_maka(daemon, "pending", "--json").stdout)["proposals"]) == 1
+
+
+def test_import_of_a_claude_md_names_the_prose_it_left_out(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka import CLAUDE.md` queues its bullets and says on stderr which lines of text were
+    not imported (not bullets) and how to import one, so a section of prose is not lost unsaid."""
+    source = short_tmp / "CLAUDE.md"
+    source.write_text(
+        "# CLAUDE.md\n\n- Use pnpm\n- Tabs for Go\n\n## Testing\nRun pytest -q before pushing.\n"
+    )
+    result = run_maka(shared_daemon, "import", str(source))
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 memories from claude_md" in result.stdout
+    assert "skipped line 7: text, not a bullet" in result.stderr and "`- `" in result.stderr
