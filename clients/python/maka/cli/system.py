@@ -47,6 +47,11 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
     if ws is not None:
         width = max(len(k) for k in [*daemon, "fileWarnings"])
         lines.extend(workspace_lines(args, status["workspace"], daemon.get("warnings") or [], width))
+    else:
+        # Nothing read there: only where `maka` would work, so that a new project is not a guess.
+        width = max(len(k) for k in daemon)
+        start = maka_command(args, "memory add TITLE TEXT")
+        lines.append(f"{'workspace':<{width}}  {find_workspace()} (no memory yet: `{start}` starts it)")
     print("\n".join(lines))
     return EXIT_OK
 
