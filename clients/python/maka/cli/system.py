@@ -419,7 +419,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "far semantic indexing has got or why it fails. In a workspace (named with -w, --user "
         "or $MAKA_WORKSPACE, or found holding a memory file) also what its files hold that makad "
         "cannot use (read_state's warnings: their count by kind and the first five; --json adds "
-        "workspace: {path, status, warnings}). Starts makad when none answers, unless --no-autostart.",
+        "workspace: {path, status, warnings}); elsewhere, the folder maka would use as the "
+        "workspace (nothing read). Starts makad when none answers, unless --no-autostart.",
     )
     p.set_defaults(func=cmd_status)
     p = sub.add_parser(
