@@ -461,7 +461,7 @@ def _pending_ids(client: Client, ws: str) -> list[str]:
 def cmd_add(client: Client, args: argparse.Namespace) -> int:
     if args.title is None and not sys.stdin.isatty():
         raise CliError(
-            "maka memory add needs TITLE off a terminal: "
+            "memory add needs TITLE off a terminal: "
             f"`{maka_command(args, 'memory add TITLE TEXT')}` (or TEXT piped in); "
             "on a terminal, `maka memory add` alone opens $EDITOR on a form to fill in"
         )
