@@ -94,6 +94,40 @@ def _entry_fix(text: str) -> str:
     )
 
 
+def _one_hash_title(text: str) -> str | None:
+    """The title of a ``# Title`` line (one #, up to three spaces before it), else None."""
+    line = text.rstrip("\r\n")
+    rest = line.lstrip(" ")
+    if len(line) - len(rest) > 3 or not rest.startswith(("# ", "#\t")):
+        return None
+    return rest[1:].strip() or None
+
+
+def _one_hash_headings(lines: list[str], stray: list[int]) -> dict[int, str]:
+    """The ``# Title`` lines (number → title) of a preamble holding two or more of them: one
+    is the file's title, a second means the ``# `` lines were typed as entries' headings."""
+    skipped = set(stray)
+    found: dict[int, str] = {}
+    for number, text in enumerate(lines, start=1):
+        title = None if number in skipped else _one_hash_title(display(text))
+        if title is not None:
+            found[number] = title
+    return found if len(found) >= 2 else {}
+
+
+def _stray_fix(text: str, number: int, headings: dict[int, str]) -> str:
+    """The fix for stray line ``number``: the ``## `` heading meant by the ``# `` line above it
+    (in a preamble of several, ``headings``), else what ``_entry_fix`` says."""
+    above = [n for n in headings if n < number]
+    if not above or _SLIPPED_HEADING.fullmatch(text.rstrip("\r\n")) is not None:
+        return _entry_fix(text)
+    title = quoted(headings[above[-1]])
+    return (
+        f'the "# {title}" above it (line {above[-1]}) has one # where an entry\'s heading has two: '
+        f"did you mean ## {title}? (makad's docs/FORMAT.md)"
+    )
+
+
 def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     """``text_outside_entries`` for each line of ``preamble`` (the text before the first
     ``## `` entry) that is not blank, the file's ``# `` title or an HTML comment.
@@ -103,12 +137,13 @@ def outside_entries(preamble: str, file_name: str) -> list[Warning]:
     """
     stray = stray_lines(preamble)
     lines = split_lines(preamble) if stray else []
+    headings = _one_hash_headings(lines, stray)
     out = [
         Warning(
             kind="text_outside_entries",
             line=number,
             message=f"{file_name} line {number} is outside any entry, so it is not read as a memory: "
-            + _entry_fix(display(lines[number - 1])),
+            + _stray_fix(display(lines[number - 1]), number, headings),
         )
         for number in stray[:MAX_LINE_WARNINGS]
     ]
@@ -130,8 +165,9 @@ _FENCE: Final = re.compile(r" {0,3}(?:```|~~~)")
 
 def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> list[Warning]:
     """``not_a_heading`` for each ``##Title`` line (no space after ``##``) or ``# Title`` line
-    (one ``#``) after a blank line inside an entry, outside code blocks: it starts no entry, so
-    its text reads as part of the entry above.
+    (one ``#``) inside an entry, outside code blocks, after a blank line (in an entry typed by
+    hand, without a metadata comment or with ``origin=unknown``, after any line): it starts no
+    entry, so its text reads as part of the entry above.
     Cheap on a clean file: one regular-expression search per section."""
     out: list[Warning] = []
     line = 1 + len(split_lines(doc.preamble))
@@ -140,7 +176,8 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
             line += _count_lines(section.raw)
             continue
         lines = split_lines(section.raw)
-        for index in _unspaced_lines(lines):
+        by_hand = not section.has_comment or section.entry.origin == "unknown"
+        for index in _unspaced_lines(lines, glued=by_hand):
             typed = display(lines[index]).strip()
             single = not typed.startswith("##")
             why = (
@@ -164,17 +201,19 @@ def unspaced_headings(doc: fmt.MemoryDocument, file_name: str = "MEMORY.md") -> 
     return out
 
 
-def _unspaced_lines(lines: list[str]) -> list[int]:
+def _unspaced_lines(lines: list[str], *, glued: bool) -> list[int]:
     """Indexes of the ``##Title`` and ``# Title`` lines of a section's ``lines`` (its heading first) that
-    start a paragraph, not counting those inside a fenced code block. A paragraph's first
-    line is where an entry typed by hand starts; an ``##`` glued to the text above it is
-    more likely the text's own (a hashtag in content the daemon wrote)."""
+    start a paragraph (with ``glued``, any of them), not counting those inside a fenced code
+    block. A paragraph's first line is where an entry typed by hand starts; in an entry the
+    daemon wrote (added, proposed or imported) an ``##`` glued to the text above it is more
+    likely the text's own (a hashtag, a shell comment), while in one typed by hand it is a
+    heading typed without the blank line above it."""
     found: list[int] = []
     fenced = False
     for index, text in enumerate(lines[1:], 1):
         if _FENCE.match(text):
             fenced = not fenced
-        elif not fenced and _UNSPACED_HEADING.match(text) and is_blank(lines[index - 1]):
+        elif not fenced and _UNSPACED_HEADING.match(text) and (glued or is_blank(lines[index - 1])):
             found.append(index)
     return found
 

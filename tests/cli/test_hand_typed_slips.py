@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.cli.helpers import run_maka
+from tests.cli.helpers import call, run_maka
 from tests.support import DaemonProcess
 
 
@@ -174,3 +174,72 @@ def test_warnings_about_huge_slips_stay_small_in_read_state(shared_daemon: Daemo
     assert 1 <= kinds.count("not_a_heading") <= 10 and 1 <= kinds.count("bad_metadata") <= 11
     assert "text_outside_entries" in kinds
     assert max(len(w["message"]) for w in warnings) < 2_000
+
+
+def test_headings_typed_right_under_the_text_of_a_hand_typed_entry_are_named(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """``# Testing`` and ``##Editor`` typed by hand with no blank line above them (in a file
+    saved with a BOM and CRLF) read as part of the entry above: ``maka memory list`` and
+    ``maka status`` name each line, the entry it joined and the heading meant."""
+    before = write_memory(
+        shared_daemon,
+        "\ufeff# My notes\r\n\r\n## Deploys\r\nDeploys go out on Tuesdays.\r\n# Testing\r\n"
+        "Run\tpytest -q before pushing.\r\n##Editor\r\nhelix, tabs\r\n",
+    )
+    listed = run_maka(shared_daemon, "memory", "list")
+    assert listed.returncode == 0, listed.stderr
+    (line5,) = [line for line in listed.stderr.splitlines() if "line 5" in line]
+    assert '"Deploys"' in line5 and "did you mean ## Testing?" in line5
+    (line7,) = [line for line in listed.stderr.splitlines() if "line 7" in line]
+    assert '"Deploys"' in line7 and "did you mean ## Editor?" in line7
+    status = run_maka(shared_daemon, "status", "-w", str(shared_daemon.workspace))
+    assert status.returncode == 0, status.stderr
+    assert "not_a_heading 2" in status.stdout
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+    # Once the daemon wrote the entry's comment (an archive), the lines are still named.
+    (entry,) = call(shared_daemon, "read_state", includeEntries=True)["entries"]
+    assert run_maka(shared_daemon, "memory", "archive", entry["id"]).returncode == 0
+    assert "origin=unknown" in (shared_daemon.workspace / "memory" / "MEMORY.md").read_text()
+    again = run_maka(shared_daemon, "memory", "list", "-a")
+    assert "did you mean ## Testing?" in again.stderr and "did you mean ## Editor?" in again.stderr
+
+
+def test_a_hash_line_right_under_text_the_daemon_wrote_warns_about_nothing(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """Content added through makad whose second line starts ``# `` (a shell comment, say) is
+    the text as given: the entry the daemon wrote, with its comment, warns about nothing."""
+    added = run_maka(shared_daemon, "memory", "add", "Build", "Run these:\n# install first\nnpm ci")
+    assert added.returncode == 0, added.stderr
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "warning" not in result.stderr
+
+
+def test_entries_typed_with_one_hash_each_are_named_with_the_heading_meant(
+    shared_daemon: DaemonProcess,
+) -> None:
+    """A file typed as ``# Deploys`` / text / ``# Testing`` / text (one # per heading, so no
+    entry at all): the warning on each text line names the ``# `` heading above it and the
+    ``## `` heading meant, not only the general rule; the file is untouched."""
+    before = write_memory(shared_daemon, "# Deploys\nTuesdays only\n\n# Testing\nrun pytest\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    (line2,) = [line for line in result.stderr.splitlines() if "line 2 " in line]
+    assert '"# Deploys" above it (line 1)' in line2 and "did you mean ## Deploys?" in line2
+    (line5,) = [line for line in result.stderr.splitlines() if "line 5 " in line]
+    assert '"# Testing" above it (line 4)' in line5 and "did you mean ## Testing?" in line5
+    assert "fix: type each heading named above as ## Title" in result.stderr
+    assert "tidy --import" not in result.stderr  # no bullets to import: only headings to retype
+    assert (shared_daemon.workspace / "memory" / "MEMORY.md").read_bytes() == before
+
+
+def test_a_file_title_above_bullets_is_not_taken_for_an_entry_heading(shared_daemon: DaemonProcess) -> None:
+    """One ``# Title`` above a list of bullets is the file's title: the bullets' warnings give
+    the general rule and name no ``## `` heading meant."""
+    write_memory(shared_daemon, "# Project notes\n- use pnpm\n- tabs\n")
+    result = run_maka(shared_daemon, "memory", "list")
+    assert result.returncode == 0, result.stderr
+    assert "line 2 " in result.stderr and "did you mean" not in result.stderr
+    assert "tidy --import" in result.stderr

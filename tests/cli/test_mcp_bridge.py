@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -17,7 +18,7 @@ from jsonschema import Draft202012Validator
 from mcp import types
 
 from makad import __version__
-from tests.cli.helpers import call
+from tests.cli.helpers import Pty, call
 from tests.cli.mcp_session import Host, bridge_env, mcp_host
 from tests.support import DaemonProcess, SharedDaemon
 
@@ -848,3 +849,24 @@ async def test_started_in_the_root_without_a_workspace_names_the_flag(
     said = errlog.read_text()
     assert "maka mcp: serving /" in said
     assert "warning: / is no workspace" in said and "--workspace" in said, said
+
+
+def test_started_on_a_terminal_it_says_it_waits_for_a_host(shared_daemon: DaemonProcess) -> None:
+    """`maka mcp` typed at a terminal says, under `serving`, that it is a server for an agent
+    host to start, where to read how, and that Ctrl-C stops it, which it then does.
+    A host's pipe gets no such line."""
+    pty = Pty(mcp_command(shared_daemon, shared_daemon.workspace), {**os.environ, "TERM": "dumb"})
+    pty.expect(f"maka mcp: serving {shared_daemon.workspace}")
+    said = pty.expect("Ctrl-C")
+    assert "MCP host" in said and "docs/MCP.md" in said
+    pty.proc.send_signal(signal.SIGINT)  # what Ctrl-C sends (this pty is no controlling terminal)
+    code, _ = pty.wait()
+    assert code in (0, 130)  # closed at once, or interrupted before the handler was in place
+    piped = subprocess.run(
+        mcp_command(shared_daemon, shared_daemon.workspace),
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "Ctrl-C" not in piped.stderr

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
 from maka.cli.output import short_ids
-from tests.cli.helpers import call, editor_script, run_maka
+from tests.cli.helpers import MAKA, Pty, call, editor_script, run_maka
 from tests.support import DaemonProcess
 
 
@@ -726,3 +727,33 @@ def test_show_marks_sources_that_name_nothing_stored(shared_daemon: DaemonProces
     assert entry["sourceRefs"] == refs.split(",")
     history = call(shared_daemon, "memory_history", id=entry["id"])
     assert history["unresolvedRefs"] == ["event:s9:1-4"]
+
+
+def test_add_without_a_title_on_a_terminal_opens_the_editor(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka memory add` alone, on a terminal, opens $EDITOR on an empty form: the title and
+    the text typed there are the entry added."""
+    editor = editor_script(
+        short_tmp,
+        "path.write_text(text.replace('Title: ', 'Title: Login shell') + 'zsh with oh-my-zsh\\n')",
+    )
+    env = {**os.environ, "EDITOR": editor, "VISUAL": "", "TERM": "dumb"}
+    pty = Pty(
+        [*MAKA, "--socket", str(shared_daemon.socket), "memory", "add", "-w", str(shared_daemon.workspace)],
+        env,
+    )
+    code, out = pty.wait()
+    assert code == 0, out
+    assert "Added" in out
+    (entry,) = call(shared_daemon, "read_state", includeEntries=True)["entries"]
+    assert (entry["title"], entry["content"]) == ("Login shell", "zsh with oh-my-zsh")
+
+
+def test_add_without_a_title_off_a_terminal_names_what_to_give(shared_daemon: DaemonProcess) -> None:
+    """`maka memory add` with neither TITLE nor a terminal to edit in is a usage error naming
+    TITLE and the editor; nothing is written."""
+    result = run_maka(shared_daemon, "memory", "add", input="some text\n")
+    assert result.returncode == 2
+    assert "TITLE" in result.stderr and "EDITOR" in result.stderr
+    assert not (shared_daemon.workspace / "memory" / "MEMORY.md").exists()

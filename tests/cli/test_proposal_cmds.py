@@ -239,3 +239,36 @@ def test_export_never_writes_through_a_trap_at_the_output_path(
         assert result.returncode == 2 and f"not writing the export: {at}" in result.stderr, name
         assert victim.read_text() == "the user's notes" and stat.S_IMODE(victim.stat().st_mode) == 0o644
         assert not (short_tmp / "new.txt").exists()
+
+
+def test_pending_in_a_workspace_counts_the_user_levels_queue_too(daemon: DaemonProcess) -> None:
+    """`maka pending` in a workspace names the proposals waiting at the user level (an agent's
+    `scope: "global"` ones, which `maka review` goes through next) and the command listing
+    them, with the workspace's queue empty too; with none there it says nothing of it."""
+    quiet = run_maka(daemon, "pending")
+    assert quiet.returncode == 0 and "user level" not in quiet.stdout
+    propose(daemon, "British spelling", "Write answers in British English.", scope="global")
+    empty = run_maka(daemon, "pending")
+    assert empty.returncode == 0, empty.stderr
+    assert f"No proposals waiting in {daemon.workspace}" in empty.stdout
+    assert "1 waits at the user level" in empty.stdout and "maka --user pending" in empty.stdout
+    propose(daemon, "Tabs", "The user prefers tabs for indentation in Go code.")
+    listed = run_maka(daemon, "pending")
+    assert "1 waiting." in listed.stdout and "1 more waits at the user level" in listed.stdout
+    assert "--json" not in listed.stdout
+    assert len(json.loads(run_maka(daemon, "pending", "--json").stdout)["proposals"]) == 1
+
+
+def test_import_of_a_claude_md_names_the_prose_it_left_out(
+    shared_daemon: DaemonProcess, short_tmp: Path
+) -> None:
+    """`maka import CLAUDE.md` queues its bullets and says on stderr which lines of text were
+    not imported (not bullets) and how to import one, so a section of prose is not lost unsaid."""
+    source = short_tmp / "CLAUDE.md"
+    source.write_text(
+        "# CLAUDE.md\n\n- Use pnpm\n- Tabs for Go\n\n## Testing\nRun pytest -q before pushing.\n"
+    )
+    result = run_maka(shared_daemon, "import", str(source))
+    assert result.returncode == 0, result.stderr
+    assert "Imported 2 memories from claude_md" in result.stdout
+    assert "skipped line 7: text, not a bullet" in result.stderr and "`- `" in result.stderr

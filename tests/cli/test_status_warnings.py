@@ -99,3 +99,19 @@ def test_a_memory_file_not_in_utf8_gets_a_fix_that_makes_it_utf8(shared_daemon: 
     assert "not valid UTF-8" not in after.stderr
     entries = json.loads(after.stdout)["entries"]
     assert [(e["id"], e["title"]) for e in entries] == [(before["entries"][0]["id"], "Café")]
+
+
+def test_status_in_a_project_without_memory_names_the_folder_maka_would_use(
+    shared_daemon: DaemonProcess, tmp_path: Path
+) -> None:
+    """In a git repository with no memory yet, maka status names the folder `maka` commands
+    work on there and the command that starts its memory; it reads and creates nothing."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    (project / "src").mkdir()
+    result = run_maka(shared_daemon, "status", workspace=False, cwd=project / "src")
+    assert result.returncode == 0, result.stderr
+    (line,) = [line for line in result.stdout.splitlines() if line.startswith("workspace")]
+    assert str(project) in line and "no memory yet" in line and "maka memory add" in line
+    assert "fileWarnings" not in result.stdout
+    assert sorted(p.name for p in project.iterdir()) == [".git", "src"]

@@ -645,3 +645,22 @@ def test_more_memories_than_an_import_reads_are_refused_as_they_are_counted(
 def _never_called(text: str) -> None:
     """Stands in for a step that must not run."""
     raise AssertionError("the sections were built")
+
+
+def test_prose_beside_the_bullets_is_named_as_left_out() -> None:
+    """A CLAUDE.md's prose lines (under a heading, not bullets) are not imported, and one
+    skipped item names their lines and how to import one; code in a fence is not named."""
+    text = (
+        "# CLAUDE.md\n\n- Use pnpm\n\n## Testing\nRun pytest -q before pushing.\n"
+        "Keep tests fast.\n\n```sh\nnpm ci\n```\n\n## Style\n- Tabs for Go\nAlso in C.\n"
+    )
+    result = parse(text, "claude_md")
+    assert [i.content for i in result.items] == ["Use pnpm", "Tabs for Go"]
+    (skipped,) = result.skipped
+    assert skipped.locator == "lines 6-7, 15"
+    assert "not a bullet" in skipped.reason and "- " in skipped.reason
+
+
+def test_bullets_alone_skip_nothing() -> None:
+    """A list of bullets under headings leaves nothing out, so nothing is named."""
+    assert parse("# Notes\n\n- one\n  more of one\n- two\n", "markdown").skipped == []

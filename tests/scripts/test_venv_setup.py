@@ -41,3 +41,12 @@ def test_first_use_says_it_installs_and_how_long_it_takes(tmp_path: Path) -> Non
     again = run_script(tmp_path)
     assert again.returncode == 0 and again.stdout == "serving\n"
     assert "installing" not in again.stderr
+
+
+def test_it_says_how_another_terminal_reaches_maka(tmp_path: Path) -> None:
+    """scripts/run names, on stderr, the PATH line a new terminal (which starts elsewhere than
+    the clone) needs for `maka`, with the virtualenv's absolute path, and `maka status`."""
+    ran = run_script(tmp_path)
+    assert ran.returncode == 0, ran.stderr
+    assert f'export PATH="{tmp_path / "venv"}/bin:$PATH"' in ran.stderr
+    assert "maka status" in ran.stderr

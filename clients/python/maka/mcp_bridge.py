@@ -383,6 +383,13 @@ def serve(
     for makad's answer; ``reserved_hint``: added to an error refusing the workspace as
     reserved (how the folder was found and what to start instead)."""
     print(f"maka mcp: serving {workspace}", file=sys.stderr, flush=True)
+    if sys.stdin.isatty():
+        print(
+            "maka mcp: this is a server an MCP host (Claude Code, Cursor …) starts and talks to on "
+            "stdin; it waits for one here. To connect a host: makad's docs/MCP.md. Ctrl-C stops it.",
+            file=sys.stderr,
+            flush=True,
+        )
     if workspace == "/":
         print(
             "maka mcp: warning: / is no workspace: every tool call fails (invalid_workspace); "

@@ -125,6 +125,10 @@ class Collector:
     def error(self, locator: str, reason: str) -> None:
         self.errors.append(ItemError(locator=locator, reason=reason))
 
+    def skip(self, locator: str, reason: str) -> None:
+        """What was left out on purpose, with why."""
+        self.skipped.append(ItemError(locator=locator, reason=reason))
+
     def result(self) -> ImportResult:
         return ImportResult(format=self.format, items=self.items, errors=self.errors, skipped=self.skipped)
 

@@ -30,8 +30,9 @@ class Bullet(msgspec.Struct, frozen=True):
     heading: str | None
 
 
-def bullets(text: str) -> Iterator[Bullet]:
-    """Top-level bullets with their continuation lines, in order."""
+def bullets(text: str, prose: list[int] | None = None) -> Iterator[Bullet]:
+    """Top-level bullets with their continuation lines, in order; the numbers of the other
+    lines of text (not blank, no heading, outside fenced code) are appended to ``prose``."""
     heading: str | None = None
     current: list[str] | None = None
     start = 0
@@ -57,22 +58,52 @@ def bullets(text: str) -> Iterator[Bullet]:
         elif bullet_match:
             start = number
             current = [_CHECKBOX.sub("", (bullet_match.group("text") or "").strip())]
+        elif prose is not None and line.strip():
+            prose.append(number)
     if current is not None:
         yield Bullet(start, "\n".join(current).strip(), heading)
+
+
+def line_ranges(numbers: list[int]) -> str:
+    """``[6, 7, 15]`` as ``6-7, 15``."""
+    spans: list[list[int]] = []
+    for number in numbers:
+        if spans and number == spans[-1][1] + 1:
+            spans[-1][1] = number
+        else:
+            spans.append([number, number])
+    return ", ".join(str(a) if a == b else f"{a}-{b}" for a, b in spans)
 
 
 def parse_bullets(text: str, fmt: FormatName = "markdown", skip_imports: bool = False) -> ImportResult:
     """Each top-level bullet as an item tagged with its heading; no bullets is an error."""
     out = Collector(fmt)
     found = False
-    for bullet in bullets(text):
+    prose: list[int] = []
+    for bullet in bullets(text, prose):
         if skip_imports and bullet.text.startswith("@") and " " not in bullet.text:
             continue
         found = True
         out.read(f"line {bullet.line}", _bullet_item, out, bullet)
     if not found:
         out.error("file", "no bullet items found")
+        return out.result()
+    if skip_imports:  # a line that is one @path imports another file: no memory of its own
+        lines = text_lines(text)
+        prose = [n for n in prose if not _is_import_line(lines[n - 1])]
+    if prose:
+        out.skip(
+            f"line{'s' if len(prose) > 1 else ''} {line_ranges(prose)}",
+            "text, not a bullet: only top-level `- ` bullets are imported (start a line with `- ` "
+            "to import it, then import the file again)",
+        )
     return out.result()
+
+
+def _is_import_line(line: str) -> bool:
+    """``@path`` alone on its line: CLAUDE.md's import of another file."""
+    word = line.strip()
+    return word.startswith("@") and not any(c.isspace() for c in word)
 
 
 def _bullet_item(out: Collector, bullet: Bullet) -> None:

@@ -116,6 +116,11 @@ WARNING_FIXES = {
     ),
 }
 OUTSIDE = "text_outside_entries"
+# When every stray line's warning names the heading meant (`# Title` typed for `## Title`,
+# `##Title`, `### Title`): no bullets to import, only headings to retype.
+HEADINGS_FIX = (
+    "type each heading named above as ## Title (two #, a space) in memory/MEMORY.md (makad's docs/FORMAT.md)"
+)
 # What lifts a memory status other than ok, for the line after it.
 STATUS_FIXES = {
     "incognito_blocked": "`maka settings incognito=off` ends incognito here",
@@ -148,6 +153,11 @@ def warn_status(args: argparse.Namespace, state: dict[str, Any], tidy: dict[str,
                 + (f"; {len(tidy['kept'])} are not imported yet" if tidy.get("kept") else ""),
                 file=sys.stderr,
             )
+        elif kind == OUTSIDE and all(
+            "did you mean ## " in str(w.get("message", "")) for w in warnings if w.get("kind") == OUTSIDE
+        ):
+            fixes_shown.add(HEADINGS_FIX)
+            print(f"  fix: {with_workspace(args, HEADINGS_FIX)}", file=sys.stderr)
         elif kind == "not_utf8":
             for path in _undecodable_files(state, warnings):
                 print(f"  fix: {utf8_fix(path)}", file=sys.stderr)
@@ -449,7 +459,13 @@ def _pending_ids(client: Client, ws: str) -> list[str]:
 
 
 def cmd_add(client: Client, args: argparse.Namespace) -> int:
-    title: str = args.title
+    if args.title is None and not sys.stdin.isatty():
+        raise CliError(
+            "memory add needs TITLE off a terminal: "
+            f"`{maka_command(args, 'memory add TITLE TEXT')}` (or TEXT piped in); "
+            "on a terminal, `maka memory add` alone opens $EDITOR on a form to fill in"
+        )
+    title: str = args.title or ""
     tags = csv_tags(args.tags) if args.tags is not None else []
     if args.content is not None:
         content = read_text_arg(args.content)
@@ -850,9 +866,9 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         parents=parents.scoped,
         help="add your own entry, active at once (add_entry)",
         description="CONTENT may be - for stdin; without it, stdin is read when "
-        "it is not a terminal, else $EDITOR opens.",
+        "it is not a terminal, else $EDITOR opens (without TITLE too: the form asks for it).",
     )
-    p.add_argument("title", metavar="TITLE", help="the entry's `## ` heading")
+    p.add_argument("title", nargs="?", metavar="TITLE", help="the entry's `## ` heading")
     p.add_argument("content", nargs="?", metavar="CONTENT", help="its text (- reads stdin)")
     p.add_argument("--tags", metavar="CSV", help="comma-separated tags")
     p.add_argument("--session", metavar="SESSION_ID", help="scope the entry to one session")

@@ -57,10 +57,11 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
     for warning in listing.get("warnings") or []:
         print(f"maka: warning: {warning.get('message', warning.get('kind'))}", file=sys.stderr)
     views = listing["proposals"]
+    ws = workspace_of(args)
+    elsewhere = _user_level_note(client, args, ws, more=bool(views))
     if not views:
-        ws = workspace_of(args)
         # Named, so that a folder that is not the workspace meant is noticed.
-        print(f"No proposals waiting in {'the user level (@user)' if ws == USER_LEVEL else ws}.")
+        print(f"No proposals waiting in {'the user level (@user)' if ws == USER_LEVEL else ws}.{elsewhere}")
         return EXIT_OK
     rows = []
     shown_ids = short_ids(v["proposal"]["id"] for v in views)
@@ -80,8 +81,27 @@ def cmd_pending(client: Client, args: argparse.Namespace) -> int:
             ]
         )
     show_table(["ID", "ORIGIN", "PROPOSED", "SIMILAR", "TAGS", "TITLE"], rows)
-    print(f"\n{len(views)} waiting. `{maka_command(args, 'review')}` goes through them one by one.")
+    review = maka_command(args, "review")
+    print(f"\n{len(views)} waiting. `{review}` goes through them one by one.{elsewhere}")
     return EXIT_OK
+
+
+def _user_level_note(client: Client, args: argparse.Namespace, ws: str, *, more: bool) -> str:
+    """In a workspace, a sentence counting the proposals waiting at the user level (agents'
+    ``scope: "global"`` ones, which ``maka review`` goes through after the workspace's), with
+    the command listing them; "" at the user level itself or with none waiting there."""
+    if ws == USER_LEVEL:
+        return ""
+    waiting = len(list_proposals(client, USER_LEVEL)["proposals"])
+    if not waiting:
+        return ""
+    verb = "waits" if waiting == 1 else "wait"
+    return (
+        f" {waiting}{' more' if more else ''} {verb} at the user level (for every workspace): "
+        "`maka --user pending` lists "
+        f"{'it' if waiting == 1 else 'them'}, `{maka_command(args, 'review')}` goes through "
+        f"{'it' if waiting == 1 else 'them'} {'after these' if more else 'too'}."
+    )
 
 
 def replaces_mark(view: dict[str, Any]) -> str:

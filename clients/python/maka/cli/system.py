@@ -47,6 +47,11 @@ def cmd_status(client: Client, args: argparse.Namespace) -> int:
     if ws is not None:
         width = max(len(k) for k in [*daemon, "fileWarnings"])
         lines.extend(workspace_lines(args, status["workspace"], daemon.get("warnings") or [], width))
+    else:
+        # Nothing read there: only where `maka` would work, so that a new project is not a guess.
+        width = max(len(k) for k in daemon)
+        start = maka_command(args, "memory add TITLE TEXT")
+        lines.append(f"{'workspace':<{width}}  {find_workspace()} (no memory yet: `{start}` starts it)")
     print("\n".join(lines))
     return EXIT_OK
 
@@ -414,7 +419,8 @@ def register(sub: argparse._SubParsersAction[argparse.ArgumentParser], parents: 
         "far semantic indexing has got or why it fails. In a workspace (named with -w, --user "
         "or $MAKA_WORKSPACE, or found holding a memory file) also what its files hold that makad "
         "cannot use (read_state's warnings: their count by kind and the first five; --json adds "
-        "workspace: {path, status, warnings}). Starts makad when none answers, unless --no-autostart.",
+        "workspace: {path, status, warnings}); elsewhere, the folder maka would use as the "
+        "workspace (nothing read). Starts makad when none answers, unless --no-autostart.",
     )
     p.set_defaults(func=cmd_status)
     p = sub.add_parser(
