@@ -22,6 +22,7 @@ import pytest
 
 from maka import Client
 from makad.core.save_merge import RETURNED_NOTE
+from makad.store.workspaces import workspace_id
 from tests.cli.helpers import MAKA, run_maka
 from tests.cli.test_watch import wait_for_line
 from tests.support import DaemonProcess, daemon_in_tmp
@@ -78,8 +79,12 @@ def active_contents(d: DaemonProcess, ws: Path) -> list[str]:
     return [e["content"] for e in state["entries"]]
 
 
-def backups_of(d: DaemonProcess) -> list[str]:
-    return [p.read_text(encoding="utf-8") for p in d.data_dir.glob("workspaces/*/backups/*-MEMORY.md")]
+def backups_of(d: DaemonProcess, ws: Path | None = None) -> list[str]:
+    """The MEMORY.md backups the daemon kept: of workspace ``ws``, or of all of them."""
+    folder = "*" if ws is None else workspace_id(ws.resolve())
+    return [
+        p.read_text(encoding="utf-8") for p in d.data_dir.glob(f"workspaces/{folder}/backups/*-MEMORY.md")
+    ]
 
 
 def notes_until(client: Client, wanted: str) -> list[dict[str, Any]]:
@@ -103,6 +108,8 @@ def test_a_save_landing_right_before_the_rename_is_put_back_and_merged(
     the save is backed up, put back, and the new entry written on top of it; no entry is
     recorded as deleted and the user's text is in the file."""
     ws = fresh(daemon)
+    # The module's daemon: its log and backups hold the other style's displaced save too.
+    displaced_before = daemon.log_text().count('"save_displaced"')
     text = memory(ws).read_text(encoding="utf-8") + "\n## Mine\nsaved while the daemon wrote\n"
     memory(ws).with_name(f".editor-{style}.MEMORY.md").write_text(text, encoding="utf-8")
     added = call(daemon, "add_entry", ws, title="New", content="added by the daemon")
@@ -110,9 +117,9 @@ def test_a_save_landing_right_before_the_rename_is_put_back_and_merged(
     assert "saved while the daemon wrote" in final and "added by the daemon" in final
     assert "seed entry kept" in final
     assert not memory(ws).with_name(f".editor-{style}.MEMORY.md").exists()  # the save did land
-    assert any("saved while the daemon wrote" in b for b in backups_of(daemon))
+    assert any("saved while the daemon wrote" in b for b in backups_of(daemon, ws))
     assert ("deleted", "user") not in history(daemon, ws, added["entry"]["id"])
-    assert '"save_displaced"' in daemon.log_text()
+    assert daemon.log_text().count('"save_displaced"') > displaced_before
     assert not list((ws / "memory").glob(".MEMORY.md.*.tmp"))
 
 

@@ -8,7 +8,7 @@ import os
 import shutil
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -80,6 +80,31 @@ def close_ledger(d: DaemonProcess, ws: str) -> None:
         read_others(d, CAP + 2)
 
 
+def holds_soon(condition: Callable[[], bool]) -> bool:
+    """Whether ``condition`` holds now or within 30 s."""
+    deadline = time.monotonic() + 30
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def seen_open_after_a_call(d: DaemonProcess, ws: str, sid: str) -> bool:
+    """Whether ``ws``'s ledger is seen open right after a call reading it. The attention
+    keeper's first look at each folder read before (in the background, after a write wakes
+    it) opens their ledgers one after another, and may push this one out again at any
+    moment: the call is made again until it is seen open, for 30 s at most."""
+    deadline = time.monotonic() + 30
+    while True:
+        d.call("read_events", {"workspace": ws, "sessionId": sid})
+        if ledger_of(d, ws) in open_ledgers(d):
+            return True
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.1)
+
+
 def append(c: Client | DaemonProcess, ws: str, sid: str, *texts: str) -> dict[str, Any]:
     events = [{"type": "user_message", "text": t} for t in texts]
     result: dict[str, Any] = c.call("append_events", {"workspace": ws, "sessionId": sid, "events": events})
@@ -87,12 +112,14 @@ def append(c: Client | DaemonProcess, ws: str, sid: str, *texts: str) -> dict[st
 
 
 def test_reading_50_folders_keeps_the_open_ledgers_at_the_cap(capped: DaemonProcess) -> None:
-    """Fifty folders read one after another leave at most the cap's ledgers open."""
+    """Fifty folders read one after another leave at most the cap's ledgers open. (A ledger
+    being opened is one over the cap until the least recently used one is closed: the
+    attention keeper's first look at the folders the module's earlier tests read opens
+    theirs in the background, so the counts are looked at until no such open is under way.)"""
     read_others(capped, CAP)
     before = fd_count(capped)
     read_others(capped, 50)
-    assert len(open_ledgers(capped)) <= CAP
-    assert fd_count(capped) <= before + 2
+    assert holds_soon(lambda: len(open_ledgers(capped)) <= CAP and fd_count(capped) <= before + 2)
 
 
 def test_a_closed_workspace_reopens_with_its_entries_events_and_settings(capped: DaemonProcess) -> None:
@@ -109,7 +136,7 @@ def test_a_closed_workspace_reopens_with_its_entries_events_and_settings(capped:
     assert [e["text"] for e in events] == ["first note", "second note"]
     assert capped.call("get_settings", {"workspace": ws}) == settings
     assert append(capped, ws, sid, "after reopening")["lastSeq"] == 3
-    assert ledger_of(capped, ws) in open_ledgers(capped)
+    assert seen_open_after_a_call(capped, ws, sid)
 
 
 def test_an_edit_made_while_closed_is_seen_after_reopening(capped: DaemonProcess) -> None:

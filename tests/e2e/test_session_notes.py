@@ -142,7 +142,12 @@ def test_session_notes_name_a_failure_by_what_says_it_failed(shared_daemon: Daem
         turns += _tool_turn(i, filler)
     for start in range(0, len(turns), 40):
         append(shared_daemon, sid, turns[start : start + 40])
-    notes = _notes_when(shared_daemon, sid, lambda n: "alembic" in n.get("Errors & Corrections", ""))
+    # Both failures noted (by their verdict and exception: neither line says "alembic").
+    notes = _notes_when(
+        shared_daemon,
+        sid,
+        lambda n: all(part in n.get("Errors & Corrections", "") for part in ("FAILED.", "OperationalError")),
+    )
     errors = notes["Errors & Corrections"]
     assert "test result: FAILED. 2 passed; 1 failed" in errors, errors
     assert "sqlalchemy.exc.OperationalError: duplicate column" in errors, errors

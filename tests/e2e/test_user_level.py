@@ -87,13 +87,14 @@ def test_user_entry_reaches_two_unrelated_workspaces(d: DaemonProcess) -> None:
 
 
 def test_read_state_names_the_user_level_file(d: DaemonProcess) -> None:
-    """read_state on @user returns the user-level MEMORY.md's path, and its entries."""
+    """read_state on @user returns the user-level MEMORY.md's path, and its entries: the one
+    added there is global (the other tests' entries share the file, some typed by hand)."""
     user_on(d)
-    add(d, USER, "Indentation", "Indents with tabs, never spaces.")
+    added = add(d, USER, "Indentation", "Indents with tabs, never spaces.")
     state = d.call("read_state", {"workspace": USER, "includeEntries": True})
     assert state["path"] == str(user_file(d))
-    assert "Indentation" in [e["title"] for e in state["entries"]]
-    assert all(e["scope"] == "global" for e in state["entries"])
+    [read] = [e for e in state["entries"] if e["id"] == added["id"]]
+    assert (read["title"], read["scope"]) == ("Indentation", "global")
 
 
 def test_global_proposal_queues_only_at_user_level_and_shows_elsewhere(d: DaemonProcess) -> None:

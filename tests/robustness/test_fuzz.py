@@ -236,6 +236,14 @@ def assert_spec_error(reply: Any) -> None:
     assert isinstance(error["data"]["kind"], str) and error["data"]["kind"] != "internal"
 
 
+@pytest.fixture(autouse=True)
+def no_internal_error_logged(shared_daemon: DaemonProcess) -> Iterator[None]:
+    """After each test, in whatever order they run, the module's daemon has logged no
+    internal error (request_crashed): the test that caused one fails in its teardown."""
+    yield
+    assert '"request_crashed"' not in shared_daemon.log_text()
+
+
 def healthy(d: DaemonProcess) -> None:
     assert d.proc is not None and d.proc.poll() is None, "the daemon died"
     assert ping_ok(d.socket)

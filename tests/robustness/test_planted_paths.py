@@ -332,10 +332,13 @@ def fresh_ws(shared_daemon: DaemonProcess) -> tuple[DaemonProcess, Path, Path]:
     return shared_daemon, ws, shared_daemon.data_dir / "workspaces" / workspace_id(ws.resolve())
 
 
-def test_what_makad_creates_in_its_data_dir_is_owner_only(fresh_ws: tuple[DaemonProcess, Path, Path]) -> None:
+def test_what_makad_creates_in_its_data_dir_is_owner_only(daemon: DaemonProcess) -> None:
     """A new workspace's folders (``workspaces/`` included) are 0700 and its files 0600,
-    whatever the umask (``workspaces/`` was 0755 and its path file 0644)."""
-    d, ws, data_dir = fresh_ws
+    whatever the umask (``workspaces/`` was 0755 and its path file 0644). A daemon of its
+    own: in the module's, ``workspaces/`` may be there already, made by another test."""
+    d, ws = daemon, daemon.workspace
+    data_dir = d.data_dir / "workspaces" / workspace_id(ws.resolve())
+    assert not (d.data_dir / "workspaces").exists()
     for i in range(2):  # the second write makes a backup
         d.call("add_entry", {"workspace": str(ws), "title": f"T{i}", "content": "private"})
     for folder in (d.data_dir, d.data_dir / "workspaces"):
@@ -352,9 +355,11 @@ def test_what_makad_creates_in_its_data_dir_is_owner_only(fresh_ws: tuple[Daemon
 
 @pytest.fixture
 def planted_ws(fresh_ws: tuple[DaemonProcess, Path, Path]) -> tuple[DaemonProcess, Path, Path]:
-    """``fresh_ws`` with its data folder made (empty, 0700), ready for traps."""
+    """``fresh_ws`` with its data folder made (empty, 0700), ready for traps; ``workspaces/``
+    above it, when made here, is 0700 too, as the daemon makes it."""
     data_dir = fresh_ws[2]
-    data_dir.mkdir(mode=0o700, parents=True)
+    data_dir.parent.mkdir(mode=0o700, exist_ok=True)
+    data_dir.mkdir(mode=0o700)
     return fresh_ws
 
 
