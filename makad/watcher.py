@@ -12,7 +12,10 @@ make one restart together: a client subscribing to thousands of folders one by o
 restarts over the whole set, not one per folder.
 
 Directories are watched, not files: editors that save by writing a temp file and
-renaming it replace the inode, which a file watch would miss. Event types are
+renaming it replace the inode, which a file watch would miss. A watched folder that is
+itself moved away or deleted (a restore copying it back, ``mv memory.new memory``) takes
+its watch with it: that event restarts the watch over the folder at the path now. Event
+types are
 not trusted (editors emit unordered add/delete batches and probe files); after
 each batch the files are re-read and compared by content hash, so the daemon's
 own writes are never taken for user edits.
@@ -35,10 +38,6 @@ if TYPE_CHECKING:
 
 log = structlog.get_logger("makad.watcher")
 WATCHED = frozenset({MEMORY_FILE, PENDING_FILE})
-
-
-def _only_memory_files(change: watchfiles.Change, path: str) -> bool:
-    return Path(path).name in WATCHED
 
 
 # A restart of the watch waits, for more additions to join it, this many times as long as
@@ -178,20 +177,36 @@ class Watcher:
             await self._ingest_stale(list(self._dirs.values()))
             self._last_restart_s = anyio.current_time() - started
 
+        folders = {str(folder) for folder in self._dirs}
+
+        def memory_files_and_folders(change: watchfiles.Change, path: str) -> bool:
+            return path in folders or Path(path).name in WATCHED
+
         async with anyio.create_task_group() as tg:
             tg.start_soon(relay)
             tg.start_soon(catch_up)
             try:
                 async for batch in watchfiles.awatch(
-                    *self._dirs,
-                    watch_filter=_only_memory_files,
+                    *folders,
+                    watch_filter=memory_files_and_folders,
                     debounce=self._debounce_ms,
                     step=10,
                     recursive=False,
                     stop_event=restart,
                     ignore_permission_denied=True,
                 ):
-                    touched = {Path(path).parent for _, path in batch}
+                    touched = {Path(path).parent for _, path in batch if path not in folders}
+                    gone = {
+                        Path(path)
+                        for change, path in batch
+                        if path in folders and change == watchfiles.Change.deleted
+                    }
+                    if gone:
+                        # A watched folder itself moved away or deleted: its watch is on
+                        # the folder that went, so the restart watches the one at its path
+                        # now, if any, and reads it (or forgets it: _forget_missing).
+                        touched |= gone
+                        self._changed.set()
                     for directory in touched:
                         ws = self._dirs.get(directory)
                         if ws is not None:

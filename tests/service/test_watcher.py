@@ -5,6 +5,7 @@ workspace is a stand-in holding what the watcher reads of one; reading is record
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -112,4 +113,56 @@ async def test_a_folder_never_read_is_not_read_when_absent(tmp_path: Path) -> No
             watcher.ensure(ws)
             await anyio.sleep(0.05)
         assert reads.read == [] and not ws.watching
+        watcher.stop()
+
+
+def _watched_inodes() -> set[int]:
+    """The inodes of the folders this process's inotify watches are on (from /proc)."""
+    found: set[int] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            info = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:
+            continue  # closed meanwhile (the watch restarting)
+        for line in info.splitlines():
+            if line.startswith("inotify wd:"):
+                fields = dict(part.split(":", 1) for part in line.split()[1:])
+                found.add(int(fields["ino"], 16))
+    return found
+
+
+async def _until_watched(folder: Path) -> None:
+    with anyio.fail_after(20):
+        while os.stat(folder).st_ino not in await anyio.to_thread.run_sync(_watched_inodes):  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+@pytest.mark.parametrize("how", ["moved away", "deleted"])
+async def test_a_watched_folder_made_anew_is_watched_anew(tmp_path: Path, how: str) -> None:
+    """A watched memory folder moved away or deleted, and made again at its path (a git
+    checkout, a restore from elsewhere), is read, and the new folder is watched: a later
+    save in it is read too."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "only")
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)  # the first watch's catch-up read
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        if how == "moved away":
+            ws.memory_dir.rename(tmp_path / "only" / "memory.old")
+        else:
+            shutil.rmtree(ws.memory_dir)
+        ws.memory_dir.mkdir()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Anew\n")
+        await reads.wait_for(ws)
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved later\n")
+        await reads.wait_for(ws)
+        assert ws.watching
         watcher.stop()
