@@ -15,10 +15,9 @@ Directories are watched, not files: editors that save by writing a temp file and
 renaming it replace the inode, which a file watch would miss. A watched folder that is
 itself moved away or deleted (a restore copying it back, ``mv memory.new memory``) takes
 its watch with it: that event restarts the watch over the folder at the path now. Event
-types are
-not trusted (editors emit unordered add/delete batches and probe files); after
-each batch the files are re-read and compared by content hash, so the daemon's
-own writes are never taken for user edits.
+types are not trusted (editors emit unordered add/delete batches and probe files); after
+each batch the files are re-read and compared by content hash, so the daemon's own writes
+are never taken for user edits.
 """
 
 from __future__ import annotations
