@@ -5,6 +5,7 @@ in, and heard by the subscriber, whatever happened to the folder meanwhile."""
 from __future__ import annotations
 
 import itertools
+import json
 import os
 import subprocess
 from pathlib import Path
@@ -27,24 +28,37 @@ def seeded(d: DaemonProcess, name: str) -> Path:
     return ws
 
 
-def subscribe(conn: RawConnection, ws: Path) -> None:
-    reply = conn.request(
-        {"jsonrpc": "2.0", "id": next(_ids), "method": "subscribe", "params": {"workspace": str(ws)}}
-    )
-    assert "result" in reply, reply
+class Subscriber:
+    """A raw connection's subscriptions and the notifications it received."""
 
+    def __init__(self, conn: RawConnection) -> None:
+        self.conn = conn
+        self.notes: list[dict[str, Any]] = []
 
-def next_external_edit(conn: RawConnection, ws: Path) -> dict[str, Any]:
-    """The next memory_changed for ``ws`` caused by a save (the connection's timeout fails it)."""
-    while True:
-        message = conn.recv_message()
-        params = message.get("params", {})
-        if (
-            message.get("method") == "memory_changed"
-            and params.get("workspace") == str(ws)
-            and params.get("cause") == "external_edit"
-        ):
-            return dict(params)
+    def subscribe(self, ws: Path) -> None:
+        request_id = next(_ids)
+        params = {"workspace": str(ws)}
+        self.conn.send(
+            json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "subscribe", "params": params})
+        )
+        while (message := self.conn.recv_message()).get("id") != request_id:
+            self.notes.append(message)
+        assert "result" in message, message
+
+    def external_edit(self, ws: Path) -> dict[str, Any]:
+        """The next memory_changed for ``ws`` caused by a save, not taken yet (the
+        connection's timeout fails the wait)."""
+        while True:
+            for i, message in enumerate(self.notes):
+                params = message.get("params", {})
+                if (
+                    message.get("method") == "memory_changed"
+                    and params.get("workspace") == str(ws)
+                    and params.get("cause") == "external_edit"
+                ):
+                    del self.notes[i]
+                    return dict(params)
+            self.notes.append(self.conn.recv_message())
 
 
 def titles(d: DaemonProcess, ws: Path) -> list[str]:
@@ -79,16 +93,17 @@ def test_git_checkouts_of_memory_md_are_heard(module_daemon: DaemonProcess) -> N
     git(ws, "commit", "-q", "-m", "no memory")
     git(ws, "checkout", "-q", "main")
     with RawConnection(d.socket) as conn:
-        subscribe(conn, ws)
+        sub = Subscriber(conn)
+        sub.subscribe(ws)
         wait_for(lambda: watched(d, str(ws)), "watched")
         git(ws, "checkout", "-q", "bare")
-        next_external_edit(conn, ws)
+        sub.external_edit(ws)
         assert titles(d, ws) == []
         git(ws, "checkout", "-q", "main")
-        next_external_edit(conn, ws)
+        sub.external_edit(ws)
         assert titles(d, ws) == ["Seed"]
         save_as_vim(memory(ws), memory(ws).read_text() + "\n## After checkout\nsaved by hand\n")
-        next_external_edit(conn, ws)
+        sub.external_edit(ws)
     assert titles(d, ws) == ["Seed", "After checkout"]
 
 
@@ -98,11 +113,35 @@ def test_a_save_in_memory_restored_by_copy_is_heard(module_daemon: DaemonProcess
     d = module_daemon
     ws = seeded(d, "restored")
     with RawConnection(d.socket) as conn:
-        subscribe(conn, ws)
+        sub = Subscriber(conn)
+        sub.subscribe(ws)
         wait_for(lambda: watched(d, str(ws)), "watched")
         os.rename(ws / "memory", ws / "memory.bak")
         subprocess.run(["cp", "-a", str(ws / "memory.bak"), str(ws / "memory")], check=True)
         assert titles(d, ws) == ["Seed"]
         save_as_vim(memory(ws), memory(ws).read_text() + "\n## After restore\nsaved by hand\n")
-        next_external_edit(conn, ws)
+        sub.external_edit(ws)
     assert titles(d, ws) == ["Seed", "After restore"]
+
+
+def test_saves_right_after_subscribing_to_new_folders_are_heard(module_daemon: DaemonProcess) -> None:
+    """Folders the daemon never read, subscribed one after another with a save in each
+    right after its subscribe answered (while the watch waits to restart over them): every
+    save reaches the subscriber, and read_state shows it at the revision heard."""
+    d = module_daemon
+    folders = []
+    for i in range(30):
+        ws = d.root / f"fresh{i}"
+        (ws / "memory").mkdir(parents=True)
+        memory(ws).write_text("# Memory\n\n## Seed\nwritten by hand\n", encoding="utf-8")
+        folders.append(ws)
+    with RawConnection(d.socket) as conn:
+        sub = Subscriber(conn)
+        for ws in folders:
+            sub.subscribe(ws)
+            save_as_vim(memory(ws), memory(ws).read_text() + "\n## Saved\nright after subscribing\n")
+        heard = {ws: sub.external_edit(ws)["revision"] for ws in folders}
+    for ws in folders:
+        state = d.call("read_state", {"workspace": str(ws), "includeEntries": True})
+        assert [entry["title"] for entry in state["entries"]] == ["Seed", "Saved"]
+        assert state["revision"] == heard[ws]  # the save's revision: no later one
