@@ -57,8 +57,10 @@ class Watcher:
         self._debounce_ms = debounce_ms
         self._last_restart_s = 0.0
         self._dirs: dict[Path, Workspace] = {}
-        # Memory directories being looked for (``ensure``), each looked for once at a time.
-        self._looking: set[Path] = set()
+        # The workspaces (their ids) whose memory directory is being looked for (``ensure``),
+        # each looked for once at a time. Workspaces, not folders: a workspace let go of
+        # and opened again (a new one for the same folder) is looked for afresh.
+        self._looking: set[int] = set()
         self._changed = anyio.Event()
         self._stop = anyio.Event()
         self._tg: TaskGroup | None = None
@@ -74,20 +76,20 @@ class Watcher:
     def ensure(self, ws: Workspace) -> None:
         """Start watching a workspace's memory directory once it exists (looked for on a
         worker thread: a request never waits on the workspace's disk for it)."""
-        if ws.watching or ws.memory_dir in self._looking:
+        if ws.watching or id(ws) in self._looking:
             return
         if self._tg is None:  # not started: nothing is served yet, nothing waits
             if ws.memory_dir.is_dir():
                 self._add(ws)
             return
-        self._looking.add(ws.memory_dir)
+        self._looking.add(id(ws))
         self._tg.start_soon(self._add_if_present, ws)
 
     async def _add_if_present(self, ws: Workspace) -> None:
         try:
             present = await anyio.to_thread.run_sync(ws.memory_dir.is_dir)
         finally:
-            self._looking.discard(ws.memory_dir)
+            self._looking.discard(id(ws))
         if ws.watching or ws.released:
             return
         if present:

@@ -166,3 +166,27 @@ async def test_a_watched_folder_made_anew_is_watched_anew(tmp_path: Path, how: s
         await reads.wait_for(ws)
         assert ws.watching
         watcher.stop()
+
+
+async def test_a_workspace_opened_again_while_its_folder_is_looked_for_is_watched(tmp_path: Path) -> None:
+    """A workspace let go of while its folder is still being looked for, and opened again
+    at once (a new workspace for the same folder), is watched: the look for the one let
+    go of does not stand for the new one's."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "again")
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)  # looked for on a worker thread, not yet found
+        ws.released = True
+        watcher.forget([ws])
+        again = cast(Workspace, _Workspace(ws.memory_dir))
+        watcher.ensure(again)
+        await reads.wait_for(again)  # the new workspace's watch's catch-up read
+        assert again.watching and not ws.watching
+        await _until_watched(again.memory_dir)
+        reads.read.clear()
+        (again.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
+        await reads.wait_for(again)
+        assert ws not in reads.read
+        watcher.stop()
