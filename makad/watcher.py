@@ -22,9 +22,11 @@ are never taken for user edits.
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Literal
 
 import anyio
 import structlog
@@ -79,7 +81,7 @@ class Watcher:
         if ws.watching or id(ws) in self._looking:
             return
         if self._tg is None:  # not started: nothing is served yet, nothing waits
-            if ws.memory_dir.is_dir():
+            if _folder_kind(ws.memory_dir) == "folder":
                 self._add(ws)
             return
         self._looking.add(id(ws))
@@ -87,14 +89,14 @@ class Watcher:
 
     async def _add_if_present(self, ws: Workspace) -> None:
         try:
-            present = await anyio.to_thread.run_sync(ws.memory_dir.is_dir)
+            kind = await anyio.to_thread.run_sync(_folder_kind, ws.memory_dir)
         finally:
             self._looking.discard(id(ws))
         if ws.watching or ws.released:
             return
-        if present:
+        if kind == "folder":
             self._add(ws)
-        elif not (ws.memory.missing and ws.pending.missing):
+        elif kind == "absent" and not (ws.memory.missing and ws.pending.missing):
             # Its files were read, and the folder is gone before any watch covered it:
             # take the deletion in as a watched folder's would be.
             await self._ingest_stale([ws])
@@ -224,6 +226,21 @@ class Watcher:
             log.warning("ingest_failed", workspace_id=ws.id, error=type(exc).__name__)
 
 
+def _folder_kind(path: Path) -> Literal["folder", "absent", "other"]:
+    """Whether ``path`` is a directory, nothing, or something else: a file, or a symlink
+    even to a directory (the daemon follows none, and a watch through one would be on the
+    folder it points to, and stay there once the link is gone; calls report it). Blocking:
+    an ``lstat``."""
+    try:
+        mode = os.lstat(path).st_mode
+    except (FileNotFoundError, NotADirectoryError):
+        return "absent"
+    except OSError:
+        return "other"
+    return "folder" if stat.S_ISDIR(mode) else "other"
+
+
 def _missing(folders: list[Path]) -> list[Path]:
-    """The folders that are no directory (any more): blocking, a ``stat`` each."""
-    return [folder for folder in folders if not folder.is_dir()]
+    """The folders that are no directory (any more), or a symlink now: blocking, an
+    ``lstat`` each."""
+    return [folder for folder in folders if _folder_kind(folder) != "folder"]

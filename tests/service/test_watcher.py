@@ -190,3 +190,32 @@ async def test_a_workspace_opened_again_while_its_folder_is_looked_for_is_watche
         await reads.wait_for(again)
         assert ws not in reads.read
         watcher.stop()
+
+
+async def test_a_memory_folder_replaced_by_a_symlink_is_not_watched_through_it(tmp_path: Path) -> None:
+    """A watched memory folder replaced by a symlink (which the daemon refuses to follow)
+    stops being watched instead of being watched through the link; once the folder is
+    back and the workspace named again, the folder is watched and a save in it is read."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "linked")
+    aside, elsewhere = tmp_path / "linked" / "memory.old", tmp_path / "elsewhere"
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)
+        await _until_watched(ws.memory_dir)
+        shutil.copytree(ws.memory_dir, elsewhere)
+        ws.memory_dir.rename(aside)
+        ws.memory_dir.symlink_to(elsewhere)
+        with anyio.fail_after(20):
+            while ws.watching:  # noqa: ASYNC110 - the watcher sets a flag, no event
+                await anyio.sleep(0.01)
+        ws.memory_dir.unlink()
+        aside.rename(ws.memory_dir)
+        watcher.ensure(ws)  # the next call naming the workspace
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
+        await reads.wait_for(ws)
+        watcher.stop()
