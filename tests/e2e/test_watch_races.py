@@ -7,6 +7,7 @@ from __future__ import annotations
 import itertools
 import json
 import os
+import shutil
 import subprocess
 from pathlib import Path
 from typing import Any
@@ -145,3 +146,68 @@ def test_saves_right_after_subscribing_to_new_folders_are_heard(module_daemon: D
         state = d.call("read_state", {"workspace": str(ws), "includeEntries": True})
         assert [entry["title"] for entry in state["entries"]] == ["Seed", "Saved"]
         assert state["revision"] == heard[ws]  # the save's revision: no later one
+
+
+def save_with(tool: int, path: Path, title: str) -> None:
+    """A save adding an entry, made the way one of a few real tools makes it."""
+    addition = f"\n## {title}\nsaved by tool {tool}\n"
+    text = path.read_text(encoding="utf-8") + addition
+    kind = tool % 6
+    if kind == 0 and shutil.which("vim"):  # vim's own write: backup file, new file, swap file
+        script = [f"$put ='## {title}'", f"$put ='saved by tool {tool}'", "wq"]
+        command = ["vim", "-u", "NONE", "-i", "NONE", "-N", "-es"]
+        subprocess.run([*command, *(f"+{line}" for line in script), str(path)], check=True, timeout=30)
+    elif kind == 1:  # sed -i: a temp file renamed over
+        subprocess.run(["sed", "-i", f"$a\\\\n## {title}\\nsaved by tool {tool}", str(path)], check=True)
+    elif kind == 2:  # cp -p from elsewhere, then the old mtime put back (touch -r)
+        before = os.stat(path)
+        source = path.with_name(".restore")
+        source.write_text(text, encoding="utf-8")
+        subprocess.run(["cp", "-p", str(source), str(path)], check=True)
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+        source.unlink()
+    elif kind == 3:  # truncated, then written in a second step (rsync --inplace alike)
+        with open(path, "r+", encoding="utf-8") as file:
+            file.truncate(0)
+            file.flush()
+            os.fsync(file.fileno())
+            file.write(text)
+    elif kind == 4:  # vim's rename dance, emulated
+        save_as_vim(path, text)
+    else:  # a temp file beside it renamed over it
+        temp = path.with_name("MEMORY.md.tmp")
+        temp.write_text(text, encoding="utf-8")
+        os.replace(temp, path)
+
+
+def test_tool_saves_while_a_hundred_folders_are_subscribed_are_heard(module_daemon: DaemonProcess) -> None:
+    """A hundred folders the daemon never read subscribed one after another, with saves by
+    vim, sed -i, cp -p with the mtime put back, truncate-then-write and renames, in the
+    first folder and in the one just subscribed, while the watch waits to restart over the
+    new ones: read_state shows every save, and the subscriber heard the revision it shows."""
+    d = module_daemon
+    folders = []
+    for i in range(100):
+        ws = d.root / f"many{i}"
+        (ws / "memory").mkdir(parents=True)
+        memory(ws).write_text("# Memory\n\n## Seed\nwritten by hand\n", encoding="utf-8")
+        folders.append(ws)
+    expected = {ws: ["Seed"] for ws in folders}
+    with RawConnection(d.socket) as conn:
+        sub = Subscriber(conn)
+        for i, ws in enumerate(folders):
+            sub.subscribe(ws)
+            if i % 10 == 3:
+                for target in dict.fromkeys([folders[0], ws]):
+                    title = f"Saved {i} in {target.name}"
+                    save_with(i + len(expected[target]), memory(target), title)
+                    expected[target].append(title)
+        for ws, titles_saved in expected.items():
+            if len(titles_saved) == 1:
+                continue
+            state = d.call("read_state", {"workspace": str(ws), "includeEntries": True})
+            assert [entry["title"] for entry in state["entries"]] == titles_saved
+            while sub.external_edit(ws)["revision"] != state["revision"]:
+                pass
+    for ws in folders:
+        assert titles(d, ws) == expected[ws]
