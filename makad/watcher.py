@@ -14,10 +14,13 @@ restarts over the whole set, not one per folder.
 Directories are watched, not files: editors that save by writing a temp file and
 renaming it replace the inode, which a file watch would miss. A watched folder that is
 itself moved away or deleted (a restore copying it back, ``mv memory.new memory``) takes
-its watch with it: that event restarts the watch over the folder at the path now. Event
-types are not trusted (editors emit unordered add/delete batches and probe files); after
-each batch the files are re-read and compared by content hash, so the daemon's own writes
-are never taken for user edits.
+its watch with it: that event restarts the watch over the folder at the path now. A
+folder missing when the watch restarts (deleted, its workspace folder renamed away) is not
+watched; a subscribed workspace's is looked for every ``MISSING_LOOK_S`` and watched again
+once it is back (the others are looked for at their next call). Event types are not
+trusted (editors emit unordered add/delete batches and probe files); after each batch the
+files are re-read and compared by content hash, so the daemon's own writes are never taken
+for user edits.
 """
 
 from __future__ import annotations
@@ -45,6 +48,9 @@ WATCHED = frozenset({MEMORY_FILE, PENDING_FILE})
 # the last one took (so restarts take at most a fifth of the time), up to MAX_RESTART_WAIT_S.
 RESTART_WAIT_FACTOR = 4
 MAX_RESTART_WAIT_S = 2.0
+# How often the memory folders of subscribed workspaces that are not there (deleted, or
+# their workspace folder moved away) are looked for: a watch cannot cover a missing folder.
+MISSING_LOOK_S = 1.0
 
 
 class Watcher:
@@ -63,6 +69,9 @@ class Watcher:
         # each looked for once at a time. Workspaces, not folders: a workspace let go of
         # and opened again (a new one for the same folder) is looked for afresh.
         self._looking: set[int] = set()
+        # Workspaces whose memory directory was missing when last looked for: looked for
+        # again every MISSING_LOOK_S while one has subscribers (nothing else would name them).
+        self._missing: dict[int, Workspace] = {}
         self._changed = anyio.Event()
         self._stop = anyio.Event()
         self._tg: TaskGroup | None = None
@@ -70,6 +79,7 @@ class Watcher:
     def start(self, tg: TaskGroup) -> None:
         self._tg = tg
         tg.start_soon(self._run)
+        tg.start_soon(self._look_for_missing)
 
     def stop(self) -> None:
         self._stop.set()
@@ -96,10 +106,33 @@ class Watcher:
             return
         if kind == "folder":
             self._add(ws)
-        elif kind == "absent" and not (ws.memory.missing and ws.pending.missing):
+            return
+        self._missing[id(ws)] = ws
+        if kind == "absent" and not (ws.memory.missing and ws.pending.missing):
             # Its files were read, and the folder is gone before any watch covered it:
             # take the deletion in as a watched folder's would be.
             await self._ingest_stale([ws])
+
+    async def _look_for_missing(self) -> None:
+        """Watch the memory folders of subscribed workspaces once they are back (a
+        workspace folder renamed away and back, a memory folder made again): a subscriber
+        makes no call that would look for them. The others wait for their next call."""
+        while not self._stop.is_set():
+            with anyio.move_on_after(MISSING_LOOK_S):
+                await self._stop.wait()
+            for key, ws in list(self._missing.items()):
+                # Watched again, let go of, no subscriber, or another workspace watched
+                # at its folder now (one opened in its place): no longer looked for here.
+                if ws.watching or ws.released or not ws.subscribers or ws.memory_dir in self._dirs:
+                    del self._missing[key]
+            if not self._missing:
+                continue
+            wss = list(self._missing.values())
+            kinds = await anyio.to_thread.run_sync(_folder_kinds, [ws.memory_dir for ws in wss])
+            for ws, kind in zip(wss, kinds, strict=True):
+                if kind == "folder" and not (ws.watching or ws.released or ws.memory_dir in self._dirs):
+                    self._missing.pop(id(ws), None)
+                    self._add(ws)
 
     def forget(self, released: list[Workspace]) -> None:
         """Stop watching workspaces the registry let go of (one restart of the watch for
@@ -138,6 +171,7 @@ class Watcher:
         gone = [ws for path in missing if (ws := self._dirs.pop(path, None)) is not None]
         for ws in gone:
             ws.watching = False
+            self._missing[id(ws)] = ws
         if gone:
             await self._ingest_stale(gone)
 
@@ -238,6 +272,11 @@ def _folder_kind(path: Path) -> Literal["folder", "absent", "other"]:
     except OSError:
         return "other"
     return "folder" if stat.S_ISDIR(mode) else "other"
+
+
+def _folder_kinds(paths: list[Path]) -> list[Literal["folder", "absent", "other"]]:
+    """``_folder_kind`` of each path (blocking: an ``lstat`` each)."""
+    return [_folder_kind(path) for path in paths]
 
 
 def _missing(folders: list[Path]) -> list[Path]:

@@ -12,7 +12,7 @@ import subprocess
 from pathlib import Path
 from typing import Any
 
-from tests.e2e.test_idle_workspaces import wait_for, watched
+from tests.e2e.test_idle_workspaces import wait_for, watched, watched_inodes
 from tests.support import DaemonProcess, RawConnection
 
 _ids = itertools.count(1)
@@ -211,3 +211,32 @@ def test_tool_saves_while_a_hundred_folders_are_subscribed_are_heard(module_daem
                 pass
     for ws in folders:
         assert titles(d, ws) == expected[ws]
+
+
+def test_a_workspace_renamed_away_during_a_restart_and_back_is_heard(module_daemon: DaemonProcess) -> None:
+    """A subscribed workspace's folder renamed away while another folder's addition
+    restarts the watch, and renamed back: a save in it afterwards reaches the subscriber
+    with no other call naming the workspace, and read_state shows it."""
+    d = module_daemon
+    ws = seeded(d, "renamed")
+    away = d.root / "renamed.away"
+    with RawConnection(d.socket) as conn:
+        sub = Subscriber(conn)
+        sub.subscribe(ws)
+        wait_for(lambda: watched(d, str(ws)), "watched")
+        inode = os.stat(ws / "memory").st_ino
+        ws.rename(away)
+        added = d.root / "added meanwhile"
+        (added / "memory").mkdir(parents=True)
+        memory(added).write_text("# Memory\n", encoding="utf-8")
+        sub.subscribe(added)  # the watch restarts over the folders there are now
+        wait_for(lambda: inode not in watched_inodes(d), "unwatched")
+        away.rename(ws)
+        wait_for(lambda: watched(d, str(ws)), "watched again")
+        sub.notes.clear()
+        save_as_vim(memory(ws), memory(ws).read_text() + "\n## Back\nsaved by hand\n")
+        heard = [sub.external_edit(ws)["revision"]]  # before any call names the workspace
+        state = d.call("read_state", {"workspace": str(ws), "includeEntries": True})
+        assert [entry["title"] for entry in state["entries"]] == ["Seed", "Back"]
+        while state["revision"] not in heard:
+            heard.append(sub.external_edit(ws)["revision"])

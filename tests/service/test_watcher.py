@@ -36,6 +36,7 @@ class _Workspace:
     pending: TrackedFile = field(default_factory=lambda: TrackedFile(PENDING_FILE))
     watching: bool = False
     released: bool = False
+    subscribers: dict[object, set[str]] = field(default_factory=dict)
 
 
 def _workspace(root: Path, name: str) -> Workspace:
@@ -214,6 +215,33 @@ async def test_a_memory_folder_replaced_by_a_symlink_is_not_watched_through_it(t
         ws.memory_dir.unlink()
         aside.rename(ws.memory_dir)
         watcher.ensure(ws)  # the next call naming the workspace
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
+        await reads.wait_for(ws)
+        watcher.stop()
+
+
+async def test_a_subscribed_workspace_moved_away_during_a_restart_is_watched_once_back(
+    tmp_path: Path,
+) -> None:
+    """A subscribed workspace's folder renamed away while the watch restarts (its memory
+    folder missing then, so no longer watched) and renamed back is watched again without
+    any call naming it: a save in it is read."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws, other = _workspace(tmp_path, "moved"), _workspace(tmp_path, "other")
+    ws.subscribers[object()] = {"moved"}
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)
+        ws.memory_dir.parent.rename(tmp_path / "away")
+        watcher.ensure(other)  # an addition: the watch restarts without the folder
+        with anyio.fail_after(20):
+            while ws.watching:  # noqa: ASYNC110 - the watcher sets a flag, no event
+                await anyio.sleep(0.01)
+        (tmp_path / "away").rename(ws.memory_dir.parent)
         await _until_watched(ws.memory_dir)
         reads.read.clear()
         (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
