@@ -695,6 +695,10 @@ class MemoryService:
 
     async def subscribe(self, params: SubscribeParams, peer: Peer) -> SubscribeResult:
         ws = await self._ctx.workspace(params.workspace)
+        # The files as they are now are what the revision answered stands for: a folder the
+        # daemon never read is read here, so a save made after this answer (before the watch
+        # covers the folder) is a change the subscriber hears of, not the first version read.
+        await self._files.take_in_saves(ws)
         self._ctx.subscribe(ws, peer, params.workspace)
         return SubscribeResult(workspace=params.workspace, revision=await self._ctx.revision(ws))
 

@@ -5,6 +5,7 @@ workspace is a stand-in holding what the watcher reads of one; reading is record
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +36,7 @@ class _Workspace:
     pending: TrackedFile = field(default_factory=lambda: TrackedFile(PENDING_FILE))
     watching: bool = False
     released: bool = False
+    subscribers: dict[object, set[str]] = field(default_factory=dict)
 
 
 def _workspace(root: Path, name: str) -> Workspace:
@@ -112,4 +114,136 @@ async def test_a_folder_never_read_is_not_read_when_absent(tmp_path: Path) -> No
             watcher.ensure(ws)
             await anyio.sleep(0.05)
         assert reads.read == [] and not ws.watching
+        watcher.stop()
+
+
+def _watched_inodes() -> set[int]:
+    """The inodes of the folders this process's inotify watches are on (from /proc)."""
+    found: set[int] = set()
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
+                continue
+            info = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:
+            continue  # closed meanwhile (the watch restarting)
+        for line in info.splitlines():
+            if line.startswith("inotify wd:"):
+                fields = dict(part.split(":", 1) for part in line.split()[1:])
+                found.add(int(fields["ino"], 16))
+    return found
+
+
+async def _until_watched(folder: Path) -> None:
+    with anyio.fail_after(20):
+        while os.stat(folder).st_ino not in await anyio.to_thread.run_sync(_watched_inodes):  # noqa: ASYNC110
+            await anyio.sleep(0.01)
+
+
+@pytest.mark.parametrize("how", ["moved away", "deleted"])
+async def test_a_watched_folder_made_anew_is_watched_anew(tmp_path: Path, how: str) -> None:
+    """A watched memory folder moved away or deleted, and made again at its path (a git
+    checkout, a restore from elsewhere), is read, and the new folder is watched: a later
+    save in it is read too."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "only")
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)  # the first watch's catch-up read
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        if how == "moved away":
+            ws.memory_dir.rename(tmp_path / "only" / "memory.old")
+        else:
+            shutil.rmtree(ws.memory_dir)
+        ws.memory_dir.mkdir()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Anew\n")
+        await reads.wait_for(ws)
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved later\n")
+        await reads.wait_for(ws)
+        assert ws.watching
+        watcher.stop()
+
+
+async def test_a_workspace_opened_again_while_its_folder_is_looked_for_is_watched(tmp_path: Path) -> None:
+    """A workspace let go of while its folder is still being looked for, and opened again
+    at once (a new workspace for the same folder), is watched: the look for the one let
+    go of does not stand for the new one's."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "again")
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)  # looked for on a worker thread, not yet found
+        ws.released = True
+        watcher.forget([ws])
+        again = cast(Workspace, _Workspace(ws.memory_dir))
+        watcher.ensure(again)
+        await reads.wait_for(again)  # the new workspace's watch's catch-up read
+        assert again.watching and not ws.watching
+        await _until_watched(again.memory_dir)
+        reads.read.clear()
+        (again.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
+        await reads.wait_for(again)
+        assert ws not in reads.read
+        watcher.stop()
+
+
+async def test_a_memory_folder_replaced_by_a_symlink_is_not_watched_through_it(tmp_path: Path) -> None:
+    """A watched memory folder replaced by a symlink (which the daemon refuses to follow)
+    stops being watched instead of being watched through the link; once the folder is
+    back and the workspace named again, the folder is watched and a save in it is read."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws = _workspace(tmp_path, "linked")
+    aside, elsewhere = tmp_path / "linked" / "memory.old", tmp_path / "elsewhere"
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)
+        await _until_watched(ws.memory_dir)
+        shutil.copytree(ws.memory_dir, elsewhere)
+        ws.memory_dir.rename(aside)
+        ws.memory_dir.symlink_to(elsewhere)
+        with anyio.fail_after(20):
+            while ws.watching:  # noqa: ASYNC110 - the watcher sets a flag, no event
+                await anyio.sleep(0.01)
+        ws.memory_dir.unlink()
+        aside.rename(ws.memory_dir)
+        watcher.ensure(ws)  # the next call naming the workspace
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
+        await reads.wait_for(ws)
+        watcher.stop()
+
+
+async def test_a_subscribed_workspace_moved_away_during_a_restart_is_watched_once_back(
+    tmp_path: Path,
+) -> None:
+    """A subscribed workspace's folder renamed away while the watch restarts (its memory
+    folder missing then, so no longer watched) and renamed back is watched again without
+    any call naming it: a save in it is read."""
+    reads = _Reads()
+    watcher = Watcher(reads.ingest, reads.to_ingest, debounce_ms=50)
+    ws, other = _workspace(tmp_path, "moved"), _workspace(tmp_path, "other")
+    ws.subscribers[object()] = {"moved"}
+    async with anyio.create_task_group() as tg:
+        watcher.start(tg)
+        watcher.ensure(ws)
+        await reads.wait_for(ws)
+        ws.memory_dir.parent.rename(tmp_path / "away")
+        watcher.ensure(other)  # an addition: the watch restarts without the folder
+        with anyio.fail_after(20):
+            while ws.watching:  # noqa: ASYNC110 - the watcher sets a flag, no event
+                await anyio.sleep(0.01)
+        (tmp_path / "away").rename(ws.memory_dir.parent)
+        await _until_watched(ws.memory_dir)
+        reads.read.clear()
+        (ws.memory_dir / MEMORY_FILE).write_text("# Memory\n\n## Saved\n")
+        await reads.wait_for(ws)
         watcher.stop()
