@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from maka.mcp_text import ECHO_LIMIT
 from tests.cli.helpers import call
 from tests.cli.mcp_session import mcp_host
 from tests.support import DaemonProcess
@@ -341,3 +342,40 @@ def test_a_notification_the_server_cannot_read_gets_no_reply(
         h.send(line)
         assert h.request(17, "ping")["result"] == {}
         assert h.others == [], h.others
+
+
+LONG_INPUT = "q" * 100_000
+
+
+def test_what_the_bridge_repeats_of_a_long_input_is_cut_short(shared_daemon: DaemonProcess) -> None:
+    """A 100,000-character input the bridge names back (an unknown resource, tool, method
+    or attention section, a query or tag that found nothing, an id or ref it cannot
+    resolve) is repeated as its first ECHO_LIMIT characters and its length, not whole."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, historyRecallEnabled=True)
+    cut = "q" * ECHO_LIMIT + "… (100000 characters)"
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        asks: list[tuple[str, dict[str, Any]]] = [
+            ("resources/read", {"uri": "maka://memory/" + LONG_INPUT}),
+            ("resources/subscribe", {"uri": LONG_INPUT}),
+            ("tools/call", {"name": LONG_INPUT, "arguments": {}}),
+            (LONG_INPUT, {}),
+            *(
+                ("tools/call", {"name": name, "arguments": arguments})
+                for name, arguments in [
+                    ("memory_attention", {"section": LONG_INPUT}),
+                    ("memory_search", {"query": LONG_INPUT}),
+                    ("memory_list", {"tag": LONG_INPUT}),
+                    ("history_search", {"query": LONG_INPUT}),
+                    ("memory_resolve", {"refs": [LONG_INPUT]}),
+                    ("memory_resolve", {"refs": ["event:" + LONG_INPUT + ":1"]}),
+                ]
+            ),
+        ]
+        for request_id, (method, params) in enumerate(asks, start=30):
+            answer = h.request(request_id, method, params)
+            written = json.dumps(answer, ensure_ascii=False)
+            assert LONG_INPUT not in written, (method, params.get("name"), written[:300])
+            assert len(written) < 3_000, (method, written[:300])
+        assert cut in written or "Not found" in written
+        assert h.request(99, "ping")["result"] == {}

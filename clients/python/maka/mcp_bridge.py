@@ -47,6 +47,7 @@ from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
 from maka.mcp_gates import USER_LEVEL, ToolFailure, propose_open
+from maka.mcp_text import echoed
 from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge
 from maka.mcp_wire import HostInput, read_host
 from maka.server_check import ServerUid
@@ -251,8 +252,9 @@ def served(ctx: Any, uri: str) -> None:
     """Raise the specification's "Resource not found" for a URI this server does not serve."""
     if uri not in RESOURCES:
         code = INVALID_PARAMS if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND
+        shown = echoed(uri)
         raise MCPError(
-            code, f"Resource not found: {uri} (this server serves {', '.join(RESOURCES)})", {"uri": uri}
+            code, f"Resource not found: {shown} (this server serves {', '.join(RESOURCES)})", {"uri": shown}
         )
 
 
@@ -275,7 +277,7 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
         host.saw(ctx)
         spec = BY_NAME.get(params.name)
         if spec is None:
-            return text_result(f"unknown_tool: no tool named {params.name!r}", is_error=True)
+            return text_result(f"unknown_tool: no tool named {echoed(params.name)!r}", is_error=True)
         try:
             args = msgspec.convert(params.arguments or {}, spec.args, strict=False)
         except msgspec.ValidationError as exc:

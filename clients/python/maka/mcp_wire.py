@@ -15,7 +15,9 @@ JSON of no JSON-RPC message's shape) is not passed on to be dropped: a request a
 (a line whose top-level object has an ``"id"``, read even when the line is not JSON) is
 answered at once with a JSON-RPC error, -32700 parse error or -32600 invalid request, with
 that id, so the host does not wait for a reply that never comes. A line with no id there
-(a notification, or a batch) gets nothing, as JSON-RPC says of notifications.
+(a notification, or a batch) gets nothing, as JSON-RPC says of notifications. A request
+for a method named by more than ``ECHO_LIMIT`` characters (longer than any MCP method) is
+"Method not found" naming it cut short.
 """
 
 from __future__ import annotations
@@ -33,6 +35,8 @@ from anyio.abc import ObjectSendStream
 from mcp import types
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
+
+from maka.mcp_text import ECHO_LIMIT, echoed
 
 # A \uD800–\uDFFF escape (JSON hex digits are case-insensitive); a cheap test that lets
 # every other line through untouched.
@@ -70,7 +74,6 @@ def repair_line(line: str) -> str:
 # that no text makes it backtrack) or one bracket: what finding the top level takes.
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)|[\[\]{}]', re.DOTALL)
 _ID_VALUE = re.compile(r'\s*:\s*(-?[0-9]++(?![0-9.eE])|"(?:[^"\\]|\\.)*+")')
-INVALID_REQUEST = -32600
 
 
 def top_level_id(line: str) -> int | str | None:
@@ -117,7 +120,8 @@ def refusal(line: str, error: ValidationError) -> types.JSONRPCError | None:
         data = types.ErrorData(code=types.PARSE_ERROR, message=f"Parse error: {json_problem}")
     else:
         data = types.ErrorData(
-            code=INVALID_REQUEST, message="Invalid request: not a JSON-RPC request, notification or response"
+            code=types.INVALID_REQUEST,
+            message="Invalid request: not a JSON-RPC request, notification or response",
         )
     return types.JSONRPCError(jsonrpc="2.0", id=request_id, error=data)
 
@@ -142,7 +146,19 @@ async def read_host(
                     else:
                         await replies.send(SessionMessage(answer))
                     continue
+                if isinstance(message, types.JSONRPCRequest) and len(message.method) > ECHO_LIMIT:
+                    await replies.send(SessionMessage(_unknown_method(message)))
+                    continue
                 await messages.send(SessionMessage(message))
+
+
+def _unknown_method(request: types.JSONRPCRequest) -> types.JSONRPCError:
+    """ "Method not found" for a method name longer than any MCP method, named cut short
+    (the SDK's own answer would repeat it whole)."""
+    error = types.ErrorData(
+        code=types.METHOD_NOT_FOUND, message="Method not found", data=echoed(request.method)
+    )
+    return types.JSONRPCError(jsonrpc="2.0", id=request.id, error=error)
 
 
 def _line(message: Any) -> str:
