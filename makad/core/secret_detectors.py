@@ -466,17 +466,27 @@ def _split_spans(text: str, depth: int) -> list[Span]:
     join finds across a separator is mapped back over it. Once the pieces hold a whole
     token, a next segment joins only if it starts within the token's fixed start
     (``sk/-/svcacc/t-…``) or could go on a token (``_may_continue``): a path's own words
-    (``/details``) do not, so a token whole in a path keeps the path after it."""
+    (``/details``) do not, so a token whole in a path keeps the path after it.
+
+    Past ``_joins_budget(text)`` segments joined so, a segment holding a token's start is
+    not joined but redacted whole with the segments it would join (``DENSE_CUTS_KIND``)."""
     if not _may_hold_split_token(text):
         return []
     found: list[Span] = []
+    dense: list[Span] = []
+    budget = _joins_budget(text)
     for cut, reach in sorted(_cuts(text).items()):
         first = cut
         floor = max(0, cut - MAX_SEGMENT)
         while first > floor and _SEGMENT_END.match(text, first - 1) is None:
             first -= 1
+        if budget <= 0:
+            last = max((end for _, end in _segments_after(text, cut)), default=cut)
+            dense.append((first, last, DENSE_CUTS_KIND))
+            continue
         if not _may_join_a_token(text, first, cut):
             continue
+        budget -= 1
         pieces = [(first, cut)]
         # Until the pieces hold a whole token, any next segment may be its rest
         # (``sk-…/euceiu/…``): only a token already whole stops at a path's own words.
@@ -488,7 +498,21 @@ def _split_spans(text: str, depth: int) -> list[Span]:
             across = _across(text, pieces, depth)
             found = union(found, across)
             whole = whole or bool(across)
-    return found
+    return union(found, dense)
+
+
+# Joining the segments around a cut costs ~50-200 µs (the format rules run on each join):
+# a text may have this many cut token starts joined, one per JOIN_CHARS characters, at
+# least MIN_JOINS. Prose, code, logs and URL lists stay far below it; a run such as
+# ``sk-ant-\\/sk-ant-\\/…`` (a cut token start every 9 characters, ~20 µs a byte read
+# in full) has the rest redacted whole, as ``DENSE_CUTS_KIND``.
+JOIN_CHARS: Final = 200
+MIN_JOINS: Final = 64
+DENSE_CUTS_KIND: Final = "dense_token_cuts"
+
+
+def _joins_budget(text: str) -> int:
+    return max(MIN_JOINS, len(text) // JOIN_CHARS)
 
 
 def _segments_after(text: str, cut: int) -> Iterator[tuple[int, int]]:

@@ -325,3 +325,17 @@ def test_a_long_line_with_keywords_further_apart_is_read_value_by_value() -> Non
     assert secret_detectors.DENSE_KIND not in redacted.kinds
     assert "Zx9kQ2vT7wLm4Rp8" not in redacted.text
     assert '"api_key":"k3"' in redacted.text
+
+
+@pytest.mark.parametrize("unit", ["sk-ant-\\/", "xoxb-\\/", "github_pat_\\/", "sk-proj-/"])
+def test_token_starts_cut_by_separators_past_the_joins_budget_are_redacted_whole(unit: str) -> None:
+    """Past the number of cut token starts whose segments are joined and read
+    (``_joins_budget``), a segment holding a token's start is redacted whole with the
+    segments it would join (``dense_token_cuts``): a real token cut in two there never
+    comes through."""
+    token = "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"
+    cut_token = token[:14] + "/" + token[14:]
+    text = unit * 5_000 + " " + cut_token + " " + unit * 5_000
+    redacted = redact(text)
+    assert token[14:] not in redacted.text and token[:14] not in redacted.text
+    assert secret_detectors.DENSE_CUTS_KIND in redacted.kinds
