@@ -20,6 +20,9 @@
 
 The message is written for people and must never contain memory content or
 exception text; ``data`` carries machine-readable details (always with ``kind``).
+An error repeats no more than ``ECHO_LIMIT`` characters of any string it was given: each
+string in its data (the ids, refs and names a caller sent) longer than that is cut to
+its first ``ECHO_LIMIT`` characters followed by ``… (N characters)`` (``echoed``).
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ DISK_FULL_ERRNOS: Final = frozenset({errno.ENOSPC, errno.EDQUOT})
 __all__ = [
     "ALL_ERRORS",
     "DISK_FULL_ERRNOS",
+    "ECHO_LIMIT",
     "CircuitOpen",
     "Conflict",
     "Disabled",
@@ -51,7 +55,36 @@ __all__ = [
     "TooLarge",
     "TooManyConnections",
     "check_revision",
+    "echoed",
 ]
+
+# The most characters of one string an error repeats (see ``echoed``).
+ECHO_LIMIT: Final = 200
+
+
+def echoed(value: str, limit: int = ECHO_LIMIT) -> str:
+    """``value`` as an error may repeat it: whole up to ``limit`` characters, else its
+    first ``limit`` characters, an ellipsis and its length (``… (100000 characters)``).
+    A string it already cut is kept as it is."""
+    if len(value) <= limit or _is_cut(value, limit):
+        return value
+    return f"{value[:limit]}… ({len(value)} characters)"
+
+
+def _is_cut(value: str, limit: int) -> bool:
+    tail = value[limit:]
+    return tail.startswith("… (") and tail.endswith(" characters)") and tail[3:-12].isdigit()
+
+
+def _bounded(node: Any) -> Any:
+    """``node`` with every string in it (keys too) ``echoed``."""
+    if isinstance(node, str):
+        return echoed(node)
+    if isinstance(node, list | tuple):
+        return [_bounded(item) for item in node]
+    if isinstance(node, dict):
+        return {_bounded(key): _bounded(value) for key, value in node.items()}
+    return node
 
 
 def _field(schema: str | dict[str, Any], description: str) -> dict[str, Any]:
@@ -72,7 +105,7 @@ class MakadError(Exception):
     def __init__(self, message: str, **data: Any) -> None:
         super().__init__(message)
         self.message = message
-        self.details = data
+        self.details = {key: _bounded(value) for key, value in data.items()}
 
     def data(self) -> dict[str, Any]:
         return {"kind": self.kind, **self.details}

@@ -28,7 +28,7 @@ from makad.core.memory_select import with_pin
 from makad.core.redaction import redact
 from makad.core.refs import MEMORY_PREFIX
 from makad.core.types import Entry, MemoryEvent, NewMemoryEvent, Origin, Scope
-from makad.errors import InvalidParams, NotFound, TooLarge
+from makad.errors import ECHO_LIMIT, InvalidParams, NotFound, TooLarge, echoed
 
 # Open proposals that replace an entry (``supersedes``) one queue holds at most: an agent
 # cannot line up the whole memory for archiving in one review.
@@ -36,7 +36,7 @@ MAX_OPEN_REPLACEMENTS = 20
 # An approve or reject naming ids that are no open proposal lists this many of them in
 # its error (``data.ids``), each cut to this many characters, and counts them all.
 MAX_MISSING_SHOWN = 20
-MAX_MISSING_ID_CHARS = 200
+MAX_MISSING_ID_CHARS = ECHO_LIMIT
 
 
 class Scrubber(Protocol):
@@ -126,10 +126,7 @@ def not_open(missing: Sequence[str]) -> NotFound:
     """The refusal of ids that name no open proposal: the first ``MAX_MISSING_SHOWN`` of
     them (each cut to ``MAX_MISSING_ID_CHARS`` characters), and ``missingCount`` when
     there are more, so the error stays small whatever was asked for."""
-    shown = [
-        i if len(i) <= MAX_MISSING_ID_CHARS else i[:MAX_MISSING_ID_CHARS] + "…"
-        for i in missing[:MAX_MISSING_SHOWN]
-    ]
+    shown = [echoed(i, MAX_MISSING_ID_CHARS) for i in missing[:MAX_MISSING_SHOWN]]
     if len(missing) > MAX_MISSING_SHOWN:
         return NotFound("no open proposal with that id", ids=shown, missingCount=len(missing))
     return NotFound("no open proposal with that id", ids=shown)

@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from typing import Final, Literal, NamedTuple
 
 from makad.core.types import MAX_INT64
-from makad.errors import InvalidParams, TooLarge
+from makad.errors import ECHO_LIMIT, InvalidParams, TooLarge, echoed
 
 MAX_RETRIEVE_EVENTS: Final = 10_000
 SESSION_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,127}")
@@ -31,7 +31,7 @@ CHECKPOINT_PREFIX: Final = "checkpoint:"
 # (ref, session_id, from_seq, to_seq) of one parsed ``event:`` ref.
 EventSpan = tuple[str, str, int, int]
 # A ref quoted in an error's data is cut to this many characters (and an ellipsis).
-QUOTED_REF_CHARS: Final = 200
+QUOTED_REF_CHARS: Final = ECHO_LIMIT
 
 SourceKind = Literal["event", "memory", "checkpoint", "episode"]
 SOURCE_KINDS: Final[tuple[SourceKind, ...]] = ("event", "memory", "checkpoint", "episode")
@@ -52,7 +52,7 @@ class SourceRef(NamedTuple):
 
 def quoted_ref(ref: str) -> str:
     """A ref as an error's data quotes it: at most ``QUOTED_REF_CHARS`` characters."""
-    return ref if len(ref) <= QUOTED_REF_CHARS else ref[:QUOTED_REF_CHARS] + "…"
+    return echoed(ref, QUOTED_REF_CHARS)
 
 
 def unresolved_ref(source: SourceRef, reason: str, message: str, **data: object) -> InvalidParams:

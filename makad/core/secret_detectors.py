@@ -391,6 +391,10 @@ def find_spans(text: str, depth: int = 0) -> list[Span]:
         start = max(0, low - OVERLAP)
         found = _find_normalized(text[start : low + WINDOW + OVERLAP], depth)
         more = [(a + start, b + start, kind) for a, b, kind in found if low <= a + start < low + WINDOW]
+        # A span reaching back into the previous window (windows overlap) keeps its part
+        # from ``low`` on: one shorter than OVERLAP the previous window found whole, but a
+        # stretch redacted whole for its density (``DENSE_KIND``) can be longer.
+        more += [(low, b + start, kind) for a, b, kind in found if a + start < low < b + start]
         # Only the spans reaching past ``low`` can overlap the window's (which all start
         # at ``low`` or later): merged with them alone, not with every span so far, the
         # union costs what the window found, so a long text costs time linear in its size.
@@ -411,15 +415,20 @@ def _find_normalized(text: str, depth: int) -> list[Span]:
 def _find(text: str, depth: int) -> list[Span]:
     """The secrets of the text itself, of its unescaped view (URL and JSON escapes
     decoded), and the tokens a path separator cuts in two (or in up to four)."""
-    spans = _layers(text, depth, everything=True)
+    dense: list[Span] = []
+    spans = _layers(text, depth, everything=True, dense=dense)
     if "%" in text or "\\" in text:
         unescaped = unescaped_view(text)
         if unescaped is not None:
-            add_spans(spans, _mapped([unescaped], _layers(unescaped.text, depth, everything=True)))
+            dense_view: list[Span] = []
+            add_spans(
+                spans, _mapped([unescaped], _layers(unescaped.text, depth, everything=True, dense=dense_view))
+            )
             spans = union(spans, _mapped([unescaped], _split_spans(unescaped.text, depth)))
+            dense.extend(_mapped([unescaped], dense_view))
     if "/" in text or "\\" in text:
         spans = union(spans, _split_spans(text, depth))
-    return spans
+    return union(spans, dense)
 
 
 def _may_hold_split_token(text: str) -> bool:
@@ -457,17 +466,27 @@ def _split_spans(text: str, depth: int) -> list[Span]:
     join finds across a separator is mapped back over it. Once the pieces hold a whole
     token, a next segment joins only if it starts within the token's fixed start
     (``sk/-/svcacc/t-…``) or could go on a token (``_may_continue``): a path's own words
-    (``/details``) do not, so a token whole in a path keeps the path after it."""
+    (``/details``) do not, so a token whole in a path keeps the path after it.
+
+    Past ``_joins_budget(text)`` segments joined so, a segment holding a token's start is
+    not joined but redacted whole with the segments it would join (``DENSE_CUTS_KIND``)."""
     if not _may_hold_split_token(text):
         return []
     found: list[Span] = []
+    dense: list[Span] = []
+    budget = _joins_budget(text)
     for cut, reach in sorted(_cuts(text).items()):
         first = cut
         floor = max(0, cut - MAX_SEGMENT)
         while first > floor and _SEGMENT_END.match(text, first - 1) is None:
             first -= 1
+        if budget <= 0:
+            last = max((end for _, end in _segments_after(text, cut)), default=cut)
+            dense.append((first, last, DENSE_CUTS_KIND))
+            continue
         if not _may_join_a_token(text, first, cut):
             continue
+        budget -= 1
         pieces = [(first, cut)]
         # Until the pieces hold a whole token, any next segment may be its rest
         # (``sk-…/euceiu/…``): only a token already whole stops at a path's own words.
@@ -479,7 +498,21 @@ def _split_spans(text: str, depth: int) -> list[Span]:
             across = _across(text, pieces, depth)
             found = union(found, across)
             whole = whole or bool(across)
-    return found
+    return union(found, dense)
+
+
+# Joining the segments around a cut costs ~50-200 µs (the format rules run on each join):
+# a text may have this many cut token starts joined, one per JOIN_CHARS characters, at
+# least MIN_JOINS. Prose, code, logs and URL lists stay far below it; a run such as
+# ``sk-ant-\\/sk-ant-\\/…`` (a cut token start every 9 characters, ~20 µs a byte read
+# in full) has the rest redacted whole, as ``DENSE_CUTS_KIND``.
+JOIN_CHARS: Final = 200
+MIN_JOINS: Final = 64
+DENSE_CUTS_KIND: Final = "dense_token_cuts"
+
+
+def _joins_budget(text: str) -> int:
+    return max(MIN_JOINS, len(text) // JOIN_CHARS)
 
 
 def _segments_after(text: str, cut: int) -> Iterator[tuple[int, int]]:
@@ -615,8 +648,10 @@ def _mapped(views: list[View], spans: list[Span]) -> list[Span]:
     return out
 
 
-def _layers(text: str, depth: int, *, everything: bool) -> list[Span]:
-    """Formats, then (with ``everything``) context rules and keywords, then base64."""
+def _layers(text: str, depth: int, *, everything: bool, dense: list[Span] | None = None) -> list[Span]:
+    """Formats, then (with ``everything``) context rules and keywords, then base64; a
+    stretch of a long line too dense with keywords to read (``DENSE_KEYWORDS``) goes to
+    ``dense`` whole, to be redacted as it is."""
     folded = text.lower()
     has_run = has_long_run(text)
     has_format = has_run or "://" in text or "-----BEGIN" in text or "PuTTY-User-Key-File" in text
@@ -635,7 +670,7 @@ def _layers(text: str, depth: int, *, everything: bool) -> list[Span]:
         rules = library().rules if everything else library().formats
         add_spans(spans, _rule_spans(text, folded, rules))
     if has_keyword:
-        add_spans(spans, _keyword_spans(text, keyword.finditer(lowered)))
+        add_spans(spans, _keyword_spans(text, lowered, keyword, [] if dense is None else dense))
     if has_run and depth < MAX_BASE64_DEPTH:
         add_spans(spans, _base64_spans(text, depth))
     return spans
@@ -744,9 +779,9 @@ def _is_word_char(char: str) -> bool:
     return char.isalnum() or char == "_"
 
 
-def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
+def _keyword_spans(text: str, lowered: str, keyword: re.Pattern[str], dense: list[Span]) -> Iterator[Span]:
     done_until = -1
-    for hit in hits:
+    for hit in keyword.finditer(lowered):
         if hit.start() < done_until:
             continue
         # The line around the keyword, looked for no further than LONG_LINE either way.
@@ -762,9 +797,27 @@ def _keyword_spans(text: str, hits: Iterator[re.Match[str]]) -> Iterator[Span]:
             start, end = max(start, hit.start() - 200), min(end, hit.end() + 800)
             line_end = -1 if end < len(text) and text[end] not in "\r\n" else end
             done_until = end - 400
+            if _dense(keyword, lowered, start, end):
+                dense.append((start, end, DENSE_KIND))
+                continue
         for value_start, value_end in _keyword_values(text[start:end]):
             if end == line_end or start + value_end < end - 50:
                 yield start + value_start, start + value_end, "generic_secret"
+
+
+# A window of a long line holding more keywords than this (one every ~10 characters:
+# ``pwd=\\/pwd=\\/…``) is not read value by value, which costs a few µs a keyword, seen
+# in each of the overlapping windows and each view of the text: the whole window is
+# redacted as ``DENSE_KIND``. No prose, code, JSON or key=value text comes near it.
+DENSE_KEYWORDS: Final = 96
+DENSE_KIND: Final = "dense_keywords"
+
+
+def _dense(keyword: re.Pattern[str], lowered: str, start: int, end: int) -> bool:
+    for count, _ in enumerate(keyword.finditer(lowered, start, end), start=1):
+        if count > DENSE_KEYWORDS:
+            return True
+    return False
 
 
 def end_of_line(text: str, pos: int, limit: int | None = None) -> int:

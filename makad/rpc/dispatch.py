@@ -25,7 +25,7 @@ import msgspec
 import structlog
 
 from makad import logs
-from makad.errors import MakadError
+from makad.errors import ECHO_LIMIT, MakadError, echoed
 from makad.rpc.allowed import allowed_values
 from makad.rpc.connection import Connection
 from makad.rpc.jsonrpcserver_parts import (
@@ -62,7 +62,7 @@ PREPARE_ON_LOOP_MAX_BYTES = 256 * 1024
 _PATH = re.compile(r" - at `(\$[^`]*)`$")
 # What an error echoes of the request (a method's name, msgspec's reason quoting a key or
 # a value) is cut to this many characters: a megabyte key is not sent back whole.
-ECHO_CHARS = 200
+ECHO_CHARS = ECHO_LIMIT
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder()
 _new_tuple = tuple.__new__
@@ -77,8 +77,8 @@ _log_batch_reply_too_large = throttled("makad.rpc", "batch_reply_too_large", "wa
 
 
 def _clip(text: str) -> str:
-    """``text``, or its first ``ECHO_CHARS`` characters and an ellipsis when it is longer."""
-    return text if len(text) <= ECHO_CHARS else text[:ECHO_CHARS] + "…"
+    """``text`` as an error repeats it (``echoed``: at most ``ECHO_CHARS`` characters)."""
+    return echoed(text, ECHO_CHARS)
 
 
 def error_object(code: int, message: str, data: dict[str, Any]) -> dict[str, Any]:
@@ -254,7 +254,7 @@ def _duplicate_reply(obj: Any, exact: Any) -> dict[str, Any] | None:
     top = exact.key if isinstance(exact, _Duplicated) else None
     id_ = obj.get("id") if isinstance(obj, dict) and top != "id" else None
     where = "the request object" if top is not None else "an object of the request"
-    shown = key if len(key) <= 64 else key[:64] + "…"
+    shown = echoed(key, 64)
     return _invalid_request(f"duplicate key {shown!r} in {where}", id_ if _valid_id(id_) else None)
 
 

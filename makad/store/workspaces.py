@@ -31,7 +31,7 @@ from makad.core.levels import USER_LEVEL, Level
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.undecodable import display
-from makad.errors import DISK_FULL_ERRNOS, InvalidWorkspace, IOFailure, MakadError
+from makad.errors import DISK_FULL_ERRNOS, ECHO_LIMIT, InvalidWorkspace, IOFailure, MakadError, echoed
 from makad.faults import UNARMED, Faults
 from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
 from makad.store import identity
@@ -125,13 +125,13 @@ def _path_max(path: Path) -> int:
 
 
 # An error names the path it refused, cut to this many characters.
-_ECHO_CHARS = 200
+_ECHO_CHARS = ECHO_LIMIT
 
 
 def _echo(raw: str) -> str:
     """``raw`` as an error shows it: redacted, undecodable bytes readable, bounded."""
     shown = redact(display(raw)).text
-    return shown if len(shown) <= _ECHO_CHARS else shown[: _ECHO_CHARS - 1] + "…"
+    return echoed(shown, _ECHO_CHARS)
 
 
 def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from maka.mcp_text import ECHO_LIMIT
 from tests.cli.helpers import call
 from tests.cli.mcp_session import mcp_host
 from tests.support import DaemonProcess
@@ -48,7 +49,7 @@ class RawHost:
         self.proc.stdin.write(data + b"\n")
         self.proc.stdin.flush()
 
-    def reply(self, request_id: int) -> dict[str, Any]:
+    def reply(self, request_id: int | str) -> dict[str, Any]:
         """The response to ``request_id`` (every line on stdout must be JSON-RPC)."""
         for message in self.others:
             if message.get("id") == request_id:
@@ -279,3 +280,102 @@ def test_a_deeply_nested_line_leaves_the_bridge_serving(shared_daemon: DaemonPro
         h.send(line)
         assert h.request(8, "ping")["result"] == {}
         assert h.proc.poll() is None
+
+
+def nested_ping(request_id: str, depth: int, id_last: bool = False) -> bytes:
+    """A ping whose params hold arrays nested ``depth`` deep; ``request_id``: the raw JSON
+    of its id ("" for none), written before the params or, with ``id_last``, after them."""
+    deep = b'{"_meta":{"a":' + b"[" * depth + b"]" * depth + b"}}"
+    member = f'"id":{request_id},'.encode() if request_id else b""
+    if id_last:
+        return b'{"jsonrpc":"2.0","method":"ping","params":' + deep + b"," + member.rstrip(b",") + b"}"
+    return b'{"jsonrpc":"2.0",' + member + b'"method":"ping","params":' + deep + b"}"
+
+
+@pytest.mark.parametrize(
+    ("line", "expected_id"),
+    [
+        pytest.param(nested_ping("11", 300), 11, id="nested-past-the-parser-limit"),
+        pytest.param(nested_ping('"deep"', DEEP), "deep", id="nested-past-the-recursion-limit"),
+        pytest.param(nested_ping("12", 300, id_last=True), 12, id="id-after-the-nesting"),
+        pytest.param(
+            nested_ping("13", DEEP, id_last=True), 13, id="id-after-nesting-past-the-recursion-limit"
+        ),
+        pytest.param(b'{"jsonrpc":"2.0","id":14,"method":"ping",', 14, id="cut-short"),
+        pytest.param(b'{"jsonrpc":"2.0","id":15,"method":5}', 15, id="no-message-shape"),
+    ],
+)
+def test_a_request_the_server_cannot_read_gets_an_error_reply(
+    shared_daemon: DaemonProcess, line: bytes, expected_id: int | str
+) -> None:
+    """A request the server cannot read (nested deeper than its parser takes, not JSON, or
+    JSON of no message's shape) is answered at once with a JSON-RPC error (-32700 parse
+    error or -32600 invalid request) carrying its id, as the host waits for one; the
+    bridge keeps serving."""
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        h.send(line)
+        reply = h.reply(expected_id)
+        assert reply["error"]["code"] in (-32700, -32600), reply
+        assert h.request(16, "ping")["result"] == {}
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        pytest.param(nested_ping("", 300), id="nested-notification"),
+        pytest.param(nested_ping("", DEEP), id="notification-nested-past-the-recursion-limit"),
+        pytest.param(b'{"jsonrpc":"2.0","method":"notifications/x","params":{"a":"\\', id="cut-notification"),
+        pytest.param(
+            b'{"jsonrpc":"2.0","method":"x","params":{"id":3,"a":' + b"[" * 300 + b"]" * 300 + b"}}",
+            id="id-not-at-the-top",
+        ),
+    ],
+)
+def test_a_notification_the_server_cannot_read_gets_no_reply(
+    shared_daemon: DaemonProcess, line: bytes
+) -> None:
+    """A line the server cannot read that names no id at its top level (a notification)
+    is answered with nothing; the next request is answered."""
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        h.send(line)
+        assert h.request(17, "ping")["result"] == {}
+        assert h.others == [], h.others
+
+
+LONG_INPUT = "q" * 100_000
+
+
+def test_what_the_bridge_repeats_of_a_long_input_is_cut_short(shared_daemon: DaemonProcess) -> None:
+    """A 100,000-character input the bridge names back (an unknown resource, tool, method
+    or attention section, a query or tag that found nothing, an id or ref it cannot
+    resolve) is repeated as its first ECHO_LIMIT characters and its length, not whole."""
+    call(shared_daemon, "set_settings", agentReadEnabled=True, historyRecallEnabled=True)
+    cut = "q" * ECHO_LIMIT + "… (100000 characters)"
+    with raw_bridge(shared_daemon) as h:
+        h.initialize()
+        asks: list[tuple[str, dict[str, Any]]] = [
+            ("resources/read", {"uri": "maka://memory/" + LONG_INPUT}),
+            ("resources/subscribe", {"uri": LONG_INPUT}),
+            ("tools/call", {"name": LONG_INPUT, "arguments": {}}),
+            (LONG_INPUT, {}),
+            *(
+                ("tools/call", {"name": name, "arguments": arguments})
+                for name, arguments in [
+                    ("memory_attention", {"section": LONG_INPUT}),
+                    ("memory_search", {"query": LONG_INPUT}),
+                    ("memory_list", {"tag": LONG_INPUT}),
+                    ("history_search", {"query": LONG_INPUT}),
+                    ("memory_resolve", {"refs": [LONG_INPUT]}),
+                    ("memory_resolve", {"refs": ["event:" + LONG_INPUT + ":1"]}),
+                ]
+            ),
+        ]
+        for request_id, (method, params) in enumerate(asks, start=30):
+            answer = h.request(request_id, method, params)
+            written = json.dumps(answer, ensure_ascii=False)
+            assert LONG_INPUT not in written, (method, params.get("name"), written[:300])
+            assert len(written) < 3_000, (method, written[:300])
+        assert cut in written or "Not found" in written
+        assert h.request(99, "ping")["result"] == {}

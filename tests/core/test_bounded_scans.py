@@ -301,3 +301,41 @@ def _cuts_of(text: str) -> list[int]:
     finally:
         entry_text._ANY_LINE_END = pattern  # type: ignore[misc]
     return cuts
+
+
+@pytest.mark.parametrize("unit", ["pwd=\\/", "pwd='';", 'secret="', "p\u200bwd=\\/", "pwd%3D%2F"])
+def test_a_long_line_too_dense_with_keywords_is_redacted_whole(unit: str) -> None:
+    """A long line holding a keyword every few characters is not read value by value: the
+    stretch too dense to read is redacted whole (``dense_keywords``), and a real key-value
+    secret inside it never comes through."""
+    secret = "password=Zx9kQ2vT7wLm4Rp8"
+    text = unit * 20_000 + " " + secret + " " + unit * 20_000
+    redacted = redact(text)
+    assert "Zx9kQ2vT7wLm4Rp8" not in redacted.text
+    assert secret_detectors.DENSE_KIND in redacted.kinds
+    assert len(redacted.text) < len(text) // 10
+
+
+def test_a_long_line_with_keywords_further_apart_is_read_value_by_value() -> None:
+    """Minified JSON with a keyword every ~15 characters is read as before: each value
+    judged on its own, nothing redacted for density."""
+    text = '{"items":[' + ",".join(f'{{"password":"p","api_key":"k{i % 10}"}}' for i in range(3_000)) + "]}"
+    text += ',"password":"Zx9kQ2vT7wLm4Rp8"'
+    redacted = redact(text)
+    assert secret_detectors.DENSE_KIND not in redacted.kinds
+    assert "Zx9kQ2vT7wLm4Rp8" not in redacted.text
+    assert '"api_key":"k3"' in redacted.text
+
+
+@pytest.mark.parametrize("unit", ["sk-ant-\\/", "xoxb-\\/", "github_pat_\\/", "sk-proj-/"])
+def test_token_starts_cut_by_separators_past_the_joins_budget_are_redacted_whole(unit: str) -> None:
+    """Past the number of cut token starts whose segments are joined and read
+    (``_joins_budget``), a segment holding a token's start is redacted whole with the
+    segments it would join (``dense_token_cuts``): a real token cut in two there never
+    comes through."""
+    token = "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"
+    cut_token = token[:14] + "/" + token[14:]
+    text = unit * 5_000 + " " + cut_token + " " + unit * 5_000
+    redacted = redact(text)
+    assert token[14:] not in redacted.text and token[:14] not in redacted.text
+    assert secret_detectors.DENSE_CUTS_KIND in redacted.kinds

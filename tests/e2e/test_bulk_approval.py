@@ -8,6 +8,7 @@ import pytest
 
 from maka.errors import RemoteError
 from makad.core import memory_format as fmt
+from makad.errors import echoed
 from tests.support import DaemonProcess
 
 PROPOSALS = 300
@@ -89,8 +90,8 @@ def test_approving_or_rejecting_many_unknown_ids_is_a_short_not_found(shared_dae
 
     assert imported["imported"]
     assert approving.value.kind == "not_found"
-    assert approving.value.data["ids"] == [long_id[:200] + "…", *unknown[1:20]]
+    assert approving.value.data["ids"] == [echoed(long_id), *unknown[1:20]]
     assert approving.value.data["missingCount"] == 30_000
-    assert rejecting.value.kind == "not_found" and rejecting.value.data["ids"] == [long_id[:200] + "…"]
+    assert rejecting.value.kind == "not_found" and rejecting.value.data["ids"] == [echoed(long_id)]
     assert "missingCount" not in rejecting.value.data
     assert (d.workspace / "memory" / "PENDING.md").read_bytes() == pending

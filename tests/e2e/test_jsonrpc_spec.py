@@ -198,7 +198,8 @@ def test_params_of_another_type_is_an_invalid_request(conn: RawConnection) -> No
 
 
 def test_an_error_echoes_at_most_a_cut_of_a_huge_key_value_or_method(conn: RawConnection) -> None:
-    """A megabyte unknown key, enum value or method name comes back cut to 200 characters and an ellipsis."""
+    """A megabyte unknown key, enum value or method name comes back cut to 200 characters,
+    an ellipsis and the whole length."""
     huge = "k" * 1_000_000
     cases = [
         ({"method": "status", "params": {huge: 1}}, "reason"),
@@ -208,7 +209,7 @@ def test_an_error_echoes_at_most_a_cut_of_a_huge_key_value_or_method(conn: RawCo
     for number, (request, field) in enumerate(cases):
         reply = conn.request({"jsonrpc": "2.0", "id": number, **request})
         echoed = reply["error"]["data"][field]
-        assert echoed.endswith("k…") and echoed.count("k") <= 200, echoed[:80]
+        assert "k… (" in echoed and echoed.endswith(" characters)") and echoed.count("k") <= 200, echoed[:80]
         assert len(json.dumps(reply)) < 1000
     assert conn.request({"jsonrpc": "2.0", "method": "ping", "id": 9})["result"] == "pong"
 

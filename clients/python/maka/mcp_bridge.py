@@ -21,6 +21,7 @@ The logic (and every privacy gate) is in ``maka.mcp_tools``; this module is the 
 from __future__ import annotations
 
 import contextlib
+import io
 import logging
 import os
 import signal
@@ -41,12 +42,14 @@ from mcp.server.subscriptions import (
     ToolsListChanged,
 )
 from mcp.shared.exceptions import MCPError
+from mcp.shared.message import SessionMessage
 from mcp.types.version import MODERN_PROTOCOL_VERSIONS
 
 from maka import mcp_args as a
 from maka.mcp_gates import USER_LEVEL, ToolFailure, propose_open
+from maka.mcp_text import echoed
 from maka.mcp_tools import CLOSE_TIMEOUT_S, Bridge
-from maka.mcp_wire import HostInput
+from maka.mcp_wire import HostInput, read_host
 from maka.server_check import ServerUid
 from makad import __version__
 
@@ -249,8 +252,9 @@ def served(ctx: Any, uri: str) -> None:
     """Raise the specification's "Resource not found" for a URI this server does not serve."""
     if uri not in RESOURCES:
         code = INVALID_PARAMS if ctx.protocol_version in MODERN_PROTOCOL_VERSIONS else RESOURCE_NOT_FOUND
+        shown = echoed(uri)
         raise MCPError(
-            code, f"Resource not found: {uri} (this server serves {', '.join(RESOURCES)})", {"uri": uri}
+            code, f"Resource not found: {shown} (this server serves {', '.join(RESOURCES)})", {"uri": shown}
         )
 
 
@@ -273,7 +277,7 @@ def build_server(bridge: Bridge) -> tuple[Server[Any], Host]:
         host.saw(ctx)
         spec = BY_NAME.get(params.name)
         if spec is None:
-            return text_result(f"unknown_tool: no tool named {params.name!r}", is_error=True)
+            return text_result(f"unknown_tool: no tool named {echoed(params.name)!r}", is_error=True)
         try:
             args = msgspec.convert(params.arguments or {}, spec.args, strict=False)
         except msgspec.ValidationError as exc:
@@ -355,8 +359,11 @@ async def serve_async(bridge: Bridge) -> None:
     server, _ = build_server(bridge)
     options = server.create_initialization_options(NotificationOptions(tools_changed=True))
     host_input = HostInput().host_lines()
-    async with bridge, stdio_server(stdin=host_input) as (read, write), anyio.create_task_group() as tg:
+    no_input = anyio.AsyncFile(io.StringIO(""))  # the host's lines are read by read_host
+    messages, read = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    async with bridge, stdio_server(stdin=no_input) as (_, write), anyio.create_task_group() as tg:
         tg.start_soon(_stop_on_signals, bridge)
+        tg.start_soon(read_host, host_input, messages, write)
         await server.run(read, write, options)
         tg.cancel_scope.cancel()
 

@@ -94,7 +94,7 @@ class Resolver:
             lines = [text.entry_line(waiting[i], level) for i in queued]
             raise AmbiguousId(text.ambiguous("proposals in PENDING.md", wanted, lines))
         return (
-            f"Not found: no entry or proposal id starts with {wanted!r} ({len(entries)} entries "
+            f"Not found: no entry or proposal id starts with {text.echoed(wanted)!r} ({len(entries)} entries "
             "in memory; memory_list shows their ids)."
         )
 
@@ -148,7 +148,7 @@ class Resolver:
         if not results or not results[0].get("events"):
             return "Not found."
         block = text.events_block(results[0], found.get("omitted") or [])
-        return block if session == given else f"({ref})\n{block}"
+        return block if session == given else f"({text.echoed(ref)})\n{block}"
 
     # ------------------------------------------------- checkpoints, episodes ---
 

@@ -8,6 +8,19 @@ HIT_TEXT_CHARS = 400
 EVENT_TEXT_CHARS = 2_000
 EVENTS_PER_REF = 200
 RESOLVE_MAX_CHARS = 40_000
+# The most characters of one input (a name, query, id or URI the host sent) that a reply
+# repeats; the same bound as makad's errors (``makad.errors.ECHO_LIMIT``).
+ECHO_LIMIT = 200
+
+
+def echoed(value: str, limit: int = ECHO_LIMIT) -> str:
+    """``value`` as a reply may repeat it: whole up to ``limit`` characters, else its
+    first ``limit`` characters, an ellipsis and its length (``… (100000 characters)``).
+    A string it already cut is kept as it is."""
+    tail = value[limit:]
+    if not tail or (tail.startswith("… (") and tail.endswith(" characters)") and tail[3:-12].isdigit()):
+        return value
+    return f"{value[:limit]}… ({len(value)} characters)"
 
 
 def one_line(text: Any, limit: int) -> str:
@@ -74,7 +87,7 @@ def ambiguous(what: str, given: str, lines: list[str]) -> str:
     more = [f"… and {len(lines) - len(shown)} more"] if len(lines) > len(shown) else []
     return "\n".join(
         [
-            f"Ambiguous: {len(lines)} {what} start with {given!r}; resolve the one you mean by "
+            f"Ambiguous: {len(lines)} {what} start with {echoed(given)!r}; resolve the one you mean by "
             "its full id (or a longer prefix):",
             *(f"  {line}" for line in shown),
             *more,
@@ -132,7 +145,7 @@ def join_blocks(blocks: list[tuple[str, str]]) -> str:
     out: list[str] = []
     size = 0
     for ref, text in blocks:
-        block = f"[{ref}]\n{text}"
+        block = f"[{echoed(ref)}]\n{text}"
         if size + len(block) > RESOLVE_MAX_CHARS and out:
             out.append(f"… output cut at {RESOLVE_MAX_CHARS} characters: resolve fewer refs at once")
             break

@@ -247,7 +247,8 @@ class Bridge:
         )
         segments = [s for s in pack.get("segments") or [] if s.get("kind") == "memory"]
         if not segments:
-            return _too_small(pack, args.budget_tokens) or f"No memory entries for {args.query!r}."
+            nothing = f"No memory entries for {text.echoed(args.query)!r}."
+            return _too_small(pack, args.budget_tokens) or nothing
         refs = [ref for s in segments for ref in s.get("sourceIds") or []]
         body = "\n\n".join(str(s.get("text", "")).strip() for s in segments)
         return f"{body}\n\nRefs: {', '.join(refs) if refs else '(none)'}"
@@ -289,7 +290,7 @@ class Bridge:
         entries.sort(key=lambda e: e.get("updatedAt") or e.get("createdAt") or 0, reverse=True)
         shown = entries[: clamp(args.limit, 1, MAX_LIST)]
         if not shown:
-            return "No entries" + (f" tagged {args.tag!r}." if args.tag else " in memory.")
+            return "No entries" + (f" tagged {text.echoed(args.tag)!r}." if args.tag else " in memory.")
         head = f"{len(entries)} entries" + (
             f", the newest {len(shown)}:" if len(shown) < len(entries) else ":"
         )
@@ -308,7 +309,7 @@ class Bridge:
         found = await self.call("search_history", params)
         hits = found.get("hits") or []
         if not hits:
-            return f"No past events match {args.query!r}."
+            return f"No past events match {text.echoed(args.query)!r}."
         return "\n".join([*(text.render_hit(hit) for hit in hits), *text.omitted_hits(found.get("omitted"))])
 
     async def session_record(self, args: RecordArgs) -> str:
@@ -450,7 +451,7 @@ class Bridge:
                 names = ", ".join(str(s.get("name")) for s in sections)
                 raise ToolFailure(
                     "invalid_params",
-                    f"no attention section named {asked!r}: section is one of {names} "
+                    f"no attention section named {text.echoed(asked)!r}: section is one of {names} "
                     "(or leave it out for all of them)",
                 )
         return text.attention_markdown(result)
