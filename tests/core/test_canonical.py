@@ -52,6 +52,25 @@ def test_similar_ids_use_the_canonical_form() -> None:
     assert canonical("A\r\n\\## B") == "a ## b"
 
 
+def test_short_texts_sharing_their_content_words_are_similar() -> None:
+    """Short texts whose content words agree (stop words, an s, 's and case aside) are near
+    duplicates after the fuzzy matches; one shared word of two, a negation on one side only,
+    or an entry too long to be short is not."""
+    candidates = [
+        Entry(id="fuzzy", title="t", content="We use pnpm!"),
+        Entry(id="short", title="t", content="The project uses pnpm"),
+        Entry(id="tabs", title="t", content="We use tabs."),
+        Entry(id="not", title="t", content="We don't use pnpm."),
+        Entry(id="long", title="t", content="pnpm " + " ".join(f"tool{i}" for i in range(12)) + " use"),
+    ]
+    assert similar_ids("we use pnpm", candidates) == ["fuzzy", "short"]
+    assert similar_ids("Never use PNPM", candidates) == ["not"]
+    assert similar_ids(
+        "Maya's editor is Neovim", [Entry(id="e", title="t", content="Neovim, Maya's editor")]
+    ) == ["e"]
+    assert similar_ids("pnpm", candidates, exclude="fuzzy") == []
+
+
 def test_many_contents_read_each_candidate_in_canonical_form_once(monkeypatch: pytest.MonkeyPatch) -> None:
     """Comparing 40 proposals with 120 candidates puts each text in canonical form once
     (160 times, not 40 x 120), and finds for each what ``similar_ids`` finds alone."""

@@ -144,6 +144,30 @@ def test_near_duplicate_is_queued_with_similar_to(shared_daemon: DaemonProcess) 
     assert {p["proposal"]["id"] for p in listed} == {first["proposal"]["id"], near["proposal"]["id"]}
 
 
+def test_short_proposal_sharing_an_entrys_content_words_names_it(shared_daemon: DaemonProcess) -> None:
+    """A short proposal whose content words all appear in a short entry names it in similarTo."""
+    open_gate(shared_daemon)
+    entry = shared_daemon.call(
+        "add_entry", {"workspace": ws(shared_daemon), "title": "Use pnpm", "content": "The project uses pnpm"}
+    )["entry"]["id"]
+    near = propose(shared_daemon, "we use pnpm", title="pnpm")
+    assert near["queued"] and near["similarTo"] == [entry]
+    listed = shared_daemon.call("list_proposals", {"workspace": ws(shared_daemon)})["proposals"]
+    assert [p["similarTo"] for p in listed] == [[entry]]
+
+
+def test_short_proposal_sharing_one_word_of_two_is_not_similar(shared_daemon: DaemonProcess) -> None:
+    """Short texts that share only one of their content words ("use") are not near duplicates."""
+    open_gate(shared_daemon)
+    shared_daemon.call(
+        "add_entry", {"workspace": ws(shared_daemon), "title": "pnpm", "content": "We use pnpm."}
+    )
+    other = propose(shared_daemon, "We use tabs.", title="Tabs")
+    assert other["queued"] and other["similarTo"] == []
+    negated = propose(shared_daemon, "We do not use pnpm.", title="No pnpm")
+    assert negated["queued"] and negated["similarTo"] == []
+
+
 def test_rejected_is_not_queued_again(shared_daemon: DaemonProcess) -> None:
     """A proposal identical to a rejected one reports previouslyRejected and is not queued."""
     open_gate(shared_daemon)

@@ -11,14 +11,16 @@ from eval_recall import near_duplicates  # noqa: E402
 
 
 def test_the_set_has_its_splits_and_unique_ids() -> None:
-    """Tuning holds 40 duplicates and 61 others, check 10 and 10; every id is unique."""
+    """Tuning holds 40 duplicates and 61 others, check 10 and 10, short 8 and 8; every id is unique."""
     pairs = json.loads(near_duplicates.DATA.read_text(encoding="utf-8"))["pairs"]
     assert len({p["id"] for p in pairs}) == len(pairs)
     counts = {(p["split"], p["duplicate"]) for p in pairs}
-    assert counts == {("tuning", True), ("tuning", False), ("check", True), ("check", False)}
+    assert counts == {(split, dup) for split in ("tuning", "check", "short") for dup in (True, False)}
     assert sum(1 for p in pairs if p["split"] == "tuning" and p["duplicate"]) == 40
     assert sum(1 for p in pairs if p["split"] == "tuning" and not p["duplicate"]) == 61
     assert sum(1 for p in pairs if p["split"] == "check") == 20
+    assert sum(1 for p in pairs if p["split"] == "short" and p["duplicate"]) == 8
+    assert sum(1 for p in pairs if p["split"] == "short") == 16
 
 
 def test_scoring_counts_flags_and_misses() -> None:
