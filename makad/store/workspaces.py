@@ -27,7 +27,8 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from makad.core.levels import USER_LEVEL, Level
+from makad.core import memory_format as fmt
+from makad.core.levels import USER_LEVEL, Level, read_at_user_level
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.undecodable import display
@@ -254,7 +255,13 @@ class Workspace:
 
     def __post_init__(self) -> None:
         self.typed_ids = TypedIds(self.ledger)
-        self.memory.identify = self.typed_ids.identify
+        self.memory.identify = self._identify
+
+    def _identify(self, doc: fmt.MemoryDocument) -> fmt.MemoryDocument:
+        """MEMORY.md just parsed, as this level reads it: hand-typed entries keep their
+        ids, and at the user level an entry naming no scope is global."""
+        doc = self.typed_ids.identify(doc)
+        return read_at_user_level(doc) if self.level == "user" else doc
 
     @property
     def name(self) -> str:
