@@ -14,6 +14,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import sqlite3
 import stat as stat_mod
 import time
 import weakref
@@ -35,7 +36,7 @@ from makad.core.undecodable import display
 from makad.errors import DISK_FULL_ERRNOS, ECHO_LIMIT, InvalidWorkspace, IOFailure, MakadError, echoed
 from makad.faults import UNARMED, Faults
 from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
-from makad.store import identity
+from makad.store import attention_store, identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.pool import DEFAULT_MAX_OPEN_LEDGERS, LedgerPool
@@ -639,6 +640,8 @@ class WorkspaceRegistry:
         )
         if binder is not None:
             binder.workspace = workspace
+        else:  # an unbound folder was never written: no session
+            workspace.state.attention_work_left = _attention_work_left(ledger)
         if previous is not None:  # a subscription names the path: it carries over
             workspace.subscribers = previous.subscribers
             workspace.state.close_hooked = previous.state.close_hooked
@@ -719,6 +722,14 @@ def _nothing(workspace: Workspace) -> None:
 
 def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:
     return before is not None and now is not None and before[:2] == now[:2]
+
+
+def _attention_work_left(ledger: Ledger) -> bool:
+    """``attention_store.work_left``, True when it cannot be told (the keeper looks)."""
+    try:
+        return attention_store.work_left(ledger)
+    except (MakadError, sqlite3.Error):
+        return True
 
 
 def _is_real_directory(path: Path) -> bool:
