@@ -8,14 +8,23 @@ already-shown checks never meet a workspace entry's. A workspace entry on the sa
 topic — the same title, near-duplicate content (``makad.core.canonical``), or a
 ``supersedes`` naming the user-level entry as ``@user/<id>`` — wins: the user-level one is left out
 as ``overridden``.
+
+The level is the file's: an entry in the user level's MEMORY.md whose comment names no
+scope (typed by hand) reads as ``global`` there (``read_at_user_level``), as it reads as
+``workspace`` in a workspace's; the file keeps its bytes.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Sequence
 from typing import Final, Literal
 
+import msgspec
+
+from makad.core import memory_format as fmt
 from makad.core.canonical import SIMILARITY_THRESHOLD, canonical
+from makad.core.entry_comment import read_comment
 from makad.core.types import Entry, Scope
 from makad.errors import InvalidParams
 
@@ -41,6 +50,26 @@ def level_scope(level: Level, scope: Scope, session_id: str | None) -> Scope:
             path="$.sessionId" if session_id is not None else "$.scope",
         )
     return "global"
+
+
+def read_at_user_level(doc: fmt.MemoryDocument) -> fmt.MemoryDocument:
+    """``doc`` (the user level's MEMORY.md, just parsed) with each entry whose comment names
+    no scope it understands read as ``global``, the user level's scope; its bytes unchanged
+    (a later write of the entry leaves the scope token out as long as it stays global)."""
+    sections = list(doc.sections)
+    changed = False
+    for index, section in enumerate(sections):
+        entry = section.entry
+        if entry.scope != "workspace" or entry.session_id is not None or _names_scope(section):
+            continue
+        sections[index] = dataclasses.replace(section, entry=msgspec.structs.replace(entry, scope="global"))
+        changed = True
+    return dataclasses.replace(doc, sections=tuple(sections)) if changed else doc
+
+
+def _names_scope(section: fmt.Section) -> bool:
+    found = fmt.comment_of(section)
+    return found is not None and "scope" in read_comment(found[1]).values
 
 
 def level_of(entry_id: str) -> Level:

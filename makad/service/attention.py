@@ -3,7 +3,9 @@
 One task (``AttentionKeeper.start``) wakes when something changed (a session closed or
 deleted, memory, PENDING.md or the settings changed: ``changed``; a burst of changes is
 let settle for ``SETTLE_S``) and at least every ``tick`` otherwise. For each open
-workspace that allows it (``attentionEnabled`` on, incognito off) it:
+workspace that allows it (``attentionEnabled`` on, incognito off) and has something for it
+(``_wanted``: its ledger written since it was opened, a change reported, sessions an
+earlier run left unread, its attention asked for, or looked at before) it:
 
 1. **extracts** the sessions that are closed, or idle for ``idle_ms`` (15 minutes by
    default, ``MAKAD_BEHAVIOR_IDLE_MS``), and have events their records have not read:
@@ -34,7 +36,10 @@ derived at all. ``attentionEnabled`` off drops every record, offset and state
 (``attention_store.purge``). ``get_attention``, ``suggest`` and a pack that may show the
 state first wait, at most ``CLOSE_WAIT_S``, for the round that takes in the sessions
 closed since the keeper last looked (``caught_up``): a host that closes a session and
-opens the next at once.
+opens the next at once. A workspace only read so far (any number of them: a daemon that
+read 200 folders) costs the keeper nothing, its ledger left closed, until one of those
+calls asks for its attention: that round is its first look. One whose ledger held, when it
+was opened, sessions an earlier run left unread is looked at at once.
 """
 
 from __future__ import annotations
@@ -124,7 +129,12 @@ class AttentionKeeper:
 
     async def caught_up(self, ws: Workspace, timeout_s: float = CLOSE_WAIT_S) -> None:
         """Wait, at most ``timeout_s``, until the sessions of ``ws`` closed so far are in its
-        records and state (at once when none was closed since the keeper last looked)."""
+        records and state (at once when none was closed since the keeper last looked). A
+        workspace the keeper has not looked at yet is looked at first: what an earlier run
+        left unread (its sessions' events, a state due a refresh) is taken in."""
+        if self._started and not ws.state.attention_looked and ws.id not in self._closing:
+            self._closes.setdefault(ws.id, anyio.Event())
+            self.changed(ws)
         done = self._closes.get(ws.id) or self._closing.get(ws.id)
         if done is not None:
             self._hurry.set()
@@ -158,7 +168,7 @@ class AttentionKeeper:
                 if closes is not None:
                     self._closing[ws.id] = closes
                 try:
-                    if dirty or _due(ws):
+                    if _wanted(ws, dirty) and (dirty or _due(ws)):
                         await self.process(ws, dirty=dirty)
                 except MakadError as exc:
                     log.info("attention_skipped", kind=exc.kind)
@@ -177,10 +187,14 @@ class AttentionKeeper:
     def quiet(self, ws: Workspace) -> bool:
         """Whether the keeper has nothing to do for ``ws`` but refresh its stored state
         (which a later call reads, or the keeper derives, as at the daemon's start): no
-        change reported, no session waiting to go idle, no write since it last looked."""
-        return ws.id not in self._dirty and ws.state.attention_quiet_writes == ws.ledger.write_count
+        change reported, no session waiting to go idle, no write since it last looked (or,
+        not looked at yet, none since it was opened)."""
+        if ws.id in self._dirty:
+            return False
+        return ws.state.attention_quiet_writes == ws.ledger.write_count or not _wanted(ws, False)
 
     async def process(self, ws: Workspace, *, dirty: bool = False) -> None:
+        ws.state.attention_looked = True
         ws.state.attention_next_at = None  # set again only when the round below completes
         ws.state.attention_quiet_writes = -1
         writes = ws.ledger.write_count
@@ -280,6 +294,16 @@ class AttentionKeeper:
         return AttentionResult(
             enabled=True, computed_at=state.computed_at, sections=state.sections, warnings=warnings
         )
+
+
+def _wanted(ws: Workspace, dirty: bool) -> bool:
+    """Whether ``ws`` can have something for the keeper: a change reported (``dirty``), its
+    ledger written since it was opened (sessions and events go in without a report),
+    sessions an earlier run left unread (seen as it was opened), or looked at before. A
+    workspace only read has none, and its ledger is not opened for it; one asked for its
+    attention is reported changed (``caught_up``)."""
+    state = ws.state
+    return dirty or state.attention_looked or state.attention_work_left or ws.ledger.write_count > 0
 
 
 def _due(ws: Workspace) -> bool:

@@ -219,6 +219,18 @@ def due_sessions(ledger: Ledger, idle_before: int, limit: int = DUE_PAGE) -> lis
     return [(str(r[0]), int(r[1]), bool(r[2])) for r in rows]
 
 
+def work_left(ledger: Ledger) -> bool:
+    """Whether a session has events the records have not read, or a last segment to make
+    again (``remakes``): what an earlier run of the daemon may have left to the keeper."""
+    with ledger.snapshot() as conn:
+        row = conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM sessions AS s"
+            " LEFT JOIN behavior_offsets AS o ON o.session_id = s.session_id"
+            " WHERE s.last_seq > coalesce(o.to_seq, 0))"
+        ).fetchone()
+    return bool(row and row[0]) or bool(remakes(ledger, limit=1))
+
+
 def next_idle_ts(ledger: Ledger) -> int | None:
     """The earliest last-event time of an open session with events the records have not
     read (it is due ``idle_ms`` after that), or None when there is none."""

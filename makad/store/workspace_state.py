@@ -133,6 +133,14 @@ class WorkspaceState:
     # write count it last looked at: a write since makes it look at once. A workspace
     # nobody uses is then never read, so its ledger stays closed.
     attention_next_at: int | None = None
+    # Whether the keeper has looked at this workspace since it was opened. Until then a
+    # workspace only read (nothing written to its ledger, no change reported, nobody
+    # asking for its attention, no work left by an earlier run) is left alone: its
+    # ledger is not opened for it.
+    attention_looked: bool = False
+    # Whether its ledger, when the workspace was opened, held what the keeper has to do
+    # (``attention_store.work_left``: sessions an earlier run left unread).
+    attention_work_left: bool = False
     attention_seen_writes: int = -1
     # The ledger's write count when the keeper last found nothing left to do here but the
     # state's refresh (no session waiting to go idle): the workspace may then be released

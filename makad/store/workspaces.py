@@ -14,6 +14,7 @@ import contextlib
 import errno
 import hashlib
 import os
+import sqlite3
 import stat as stat_mod
 import time
 import weakref
@@ -27,14 +28,15 @@ from typing import TypeVar
 import anyio
 import anyio.to_thread
 
-from makad.core.levels import USER_LEVEL, Level
+from makad.core import memory_format as fmt
+from makad.core.levels import USER_LEVEL, Level, read_at_user_level
 from makad.core.peer import Peer
 from makad.core.redaction import redact
 from makad.core.undecodable import display
 from makad.errors import DISK_FULL_ERRNOS, ECHO_LIMIT, InvalidWorkspace, IOFailure, MakadError, echoed
 from makad.faults import UNARMED, Faults
 from makad.private_files import create_private, make_dirs, read_if_regular, write_all, write_private
-from makad.store import identity
+from makad.store import attention_store, identity
 from makad.store.identity import Stamp
 from makad.store.ledger import Ledger, now_ms
 from makad.store.ledger.pool import DEFAULT_MAX_OPEN_LEDGERS, LedgerPool
@@ -254,7 +256,13 @@ class Workspace:
 
     def __post_init__(self) -> None:
         self.typed_ids = TypedIds(self.ledger)
-        self.memory.identify = self.typed_ids.identify
+        self.memory.identify = self._identify
+
+    def _identify(self, doc: fmt.MemoryDocument) -> fmt.MemoryDocument:
+        """MEMORY.md just parsed, as this level reads it: hand-typed entries keep their
+        ids, and at the user level an entry naming no scope is global."""
+        doc = self.typed_ids.identify(doc)
+        return read_at_user_level(doc) if self.level == "user" else doc
 
     @property
     def name(self) -> str:
@@ -632,6 +640,8 @@ class WorkspaceRegistry:
         )
         if binder is not None:
             binder.workspace = workspace
+        else:  # an unbound folder was never written: no session
+            workspace.state.attention_work_left = _attention_work_left(ledger)
         if previous is not None:  # a subscription names the path: it carries over
             workspace.subscribers = previous.subscribers
             workspace.state.close_hooked = previous.state.close_hooked
@@ -712,6 +722,14 @@ def _nothing(workspace: Workspace) -> None:
 
 def _same_directory(before: Stamp | None, now: Stamp | None) -> bool:
     return before is not None and now is not None and before[:2] == now[:2]
+
+
+def _attention_work_left(ledger: Ledger) -> bool:
+    """``attention_store.work_left``, True when it cannot be told (the keeper looks)."""
+    try:
+        return attention_store.work_left(ledger)
+    except (MakadError, sqlite3.Error):
+        return True
 
 
 def _is_real_directory(path: Path) -> bool:

@@ -449,16 +449,17 @@ def test_a_resolved_thread_leaves_the_open_sections(d: DaemonProcess) -> None:
 
 
 def test_a_folder_only_read_gets_no_memory_folder(d: DaemonProcess) -> None:
-    """A folder only read (read_state, get_attention) is left as it was, also once the
-    background keeper has gone over it after a change elsewhere: no memory/ folder appears."""
+    """A folder only read (read_state, get_attention) is left as it was, also once a change
+    elsewhere woke the background keeper and get_attention had it look: no memory/ folder
+    appears."""
     read_only = d.root / f"w{next(_COUNTER)}"
     read_only.mkdir()
     assert d.call("read_state", {"workspace": str(read_only)})["status"] == "ok"
     w = fresh(d)
     first = session(d, w, failing_run(int(time.time() * 1000) - 3_600_000))
     d.call("close_session", {"workspace": w, "sessionId": first})
-    # The keeper goes over every open workspace in the order they were opened: once this
-    # one's records are in its state, it has been over the folder only read too.
+    # Once this one's records are in its state, the keeper's round woken by the change
+    # is over.
     assert mentions(wait_for(d, w, lambda s: mentions(s, "offset lost")), "offset lost")
     state = attention(d, str(read_only))
     assert state["enabled"] and not section_lines(state, *OPEN_SECTIONS)
@@ -915,3 +916,15 @@ def test_the_state_derived_after_a_restart_lists_the_proposals_waiting(own_d: Da
     assert any(
         'Proposal "Use tabs" waiting' in line["text"] for line in section_lines(state, "Waiting on the user")
     )
+
+
+def test_a_session_of_an_earlier_run_reaches_the_first_get_attention(own_d: DaemonProcess) -> None:
+    """A session whose events an earlier daemon left unread (not idle yet then) is in the
+    first get_attention after a restart, the workspace only read before it."""
+    own_d.restart({"MAKAD_BEHAVIOR_IDLE_MS": str(DAY)})
+    w = fresh(own_d)
+    session(own_d, w, failing_run(int(time.time() * 1000)))
+    assert not mentions(attention(own_d, w), "offset lost")
+    own_d.restart(IDLE)
+    assert own_d.call("read_state", {"workspace": w})["status"] == "ok"
+    assert mentions(attention(own_d, w), "offset lost")

@@ -92,9 +92,9 @@ def holds_soon(condition: Callable[[], bool]) -> bool:
 
 def seen_open_after_a_call(d: DaemonProcess, ws: str, sid: str) -> bool:
     """Whether ``ws``'s ledger is seen open right after a call reading it. The attention
-    keeper's first look at each folder read before (in the background, after a write wakes
-    it) opens their ledgers one after another, and may push this one out again at any
-    moment: the call is made again until it is seen open, for 30 s at most."""
+    keeper's rounds over the workspaces written before (in the background) open their
+    ledgers one after another, and may push this one out again at any moment: the call is
+    made again until it is seen open, for 30 s at most."""
     deadline = time.monotonic() + 30
     while True:
         d.call("read_events", {"workspace": ws, "sessionId": sid})
@@ -114,7 +114,7 @@ def append(c: Client | DaemonProcess, ws: str, sid: str, *texts: str) -> dict[st
 def test_reading_50_folders_keeps_the_open_ledgers_at_the_cap(capped: DaemonProcess) -> None:
     """Fifty folders read one after another leave at most the cap's ledgers open. (A ledger
     being opened is one over the cap until the least recently used one is closed: the
-    attention keeper's first look at the folders the module's earlier tests read opens
+    attention keeper's rounds over the workspaces the module's earlier tests wrote open
     theirs in the background, so the counts are looked at until no such open is under way.)"""
     read_others(capped, CAP)
     before = fd_count(capped)
@@ -251,3 +251,40 @@ def test_the_attention_keeper_leaves_closed_ledgers_closed() -> None:
             if len(seen) <= 2:
                 break
         assert windows[-1] <= 2, windows
+
+
+def watch_ledgers(d: DaemonProcess, seen: set[str], stop: threading.Event) -> None:
+    """Add each ledger seen open to ``seen`` until ``stop`` is set."""
+    while not stop.is_set():
+        seen.update(open_ledgers(d))
+        time.sleep(0.001)
+
+
+def test_a_write_after_reading_50_folders_opens_no_other_ledger() -> None:
+    """After 50 folders are only read, sessions written and closed in another workspace wake
+    the attention keeper, which opens none of the ledgers the reads left closed (watched in
+    /proc the whole time), and get_attention there still answers."""
+    for d in daemon_in_tmp(env={"MAKAD_MAX_OPEN_WORKSPACES": str(CAP)}):
+        read = [folder(d) for _ in range(50)]
+        with d.client() as c:
+            for ws in read:
+                c.call("read_state", {"workspace": ws})
+        before = open_ledgers(d)
+        seen: set[str] = set()
+        stop = threading.Event()
+        watcher = threading.Thread(target=watch_ledgers, args=(d, seen, stop))
+        watcher.start()
+        try:
+            written = folder(d)
+            with d.client() as c:
+                # Two sessions closed, each waited for by get_attention: the keeper's round
+                # that took in the first write is over once the second close is taken in.
+                for text in ("wire the deploy script to staging", "the staging deploy works"):
+                    sid = c.call("open_session", {"workspace": written})["sessionId"]
+                    append(c, written, sid, text)
+                    c.call("close_session", {"workspace": written, "sessionId": sid})
+                    assert c.call("get_attention", {"workspace": written})["enabled"]
+        finally:
+            stop.set()
+            watcher.join()
+        assert seen - before <= {ledger_of(d, written)}, f"{len(seen - before)} other ledgers opened"

@@ -462,3 +462,30 @@ def test_a_user_folder_that_cannot_be_made_says_why(short_tmp: Path) -> None:
         proc.stop()
     assert (short_tmp / "a-file").read_text() == "not a folder\n"
     assert moved.read_text() == "not a folder\n"
+
+
+def test_entry_typed_by_hand_at_user_level_reads_as_global(d: DaemonProcess) -> None:
+    """Entries typed into the user-level MEMORY.md (no comment, or one naming no scope) read as
+    scope global in read_state and export_memories, the file left as typed; update_entry
+    keeps them global."""
+    user_on(d)
+    add(d, USER, "Hand anchor", "an entry so the user-level file exists")
+    path = user_file(d)
+    path.write_text(
+        path.read_text()
+        + "\n## Wombat diet\nwombats of the user eat grass and roots\n"
+        + "\n## Wombat burrows\n<!-- maka-memory: id=wombat-burrows origin=manual -->\nburrows are long\n"
+    )
+    typed = path.read_bytes()
+    state = d.call("read_state", {"workspace": USER, "includeEntries": True})
+    [read] = [e for e in state["entries"] if e["title"] == "Wombat diet"]
+    [commented] = [e for e in state["entries"] if e["id"] == "wombat-burrows"]
+    assert (read["scope"], commented["scope"]) == ("global", "global")
+    exported = d.call("export_memories", {"workspace": USER, "format": "json"})
+    assert '"scope": "global"' in exported["data"] and '"scope": "workspace"' not in exported["data"]
+    pack(d, new_ws(d), "wombats eat grass")
+    assert path.read_bytes() == typed
+    edited = d.call("update_entry", {"workspace": USER, "id": read["id"], "content": "wombats eat grass"})
+    assert edited["entry"]["scope"] == "global"
+    archived = d.call("archive_entry", {"workspace": USER, "id": "wombat-burrows"})
+    assert archived["entry"]["scope"] == "global"
