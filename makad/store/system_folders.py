@@ -22,21 +22,21 @@ def system_folder(path: Path) -> str | None:
     folder would be the nearest workspace of every folder on the machine), or a kernel
     folder — else None; a workspace or the user level there is refused. Blocking: a few
     ``stat`` calls."""
-    own = _dir_key(path)
-    if own is not None and own == _dir_key(Path("/")):
+    own = dir_key(path)
+    if own is not None and own == dir_key(Path("/")):
         return "the filesystem root"
     kernel = _kernel_folder(path, own)
     return None if kernel is None else f"this folder, in {kernel} (the kernel's own),"
 
 
 def _kernel_folder(path: Path, own: tuple[int, int] | None) -> str | None:
-    """The kernel folder ``path`` (resolved; ``own``: its ``_dir_key``) is or is inside,
+    """The kernel folder ``path`` (resolved; ``own``: its ``dir_key``) is or is inside,
     else None. Below /dev only the device folder's own filesystem counts, not a tmpfs
     mounted in it (/dev/shm). A folder of one of those names on the root's filesystem (no
     kernel mounted there) is an ordinary folder."""
-    root = _dir_key(Path("/"))
+    root = dir_key(Path("/"))
     for name in _KERNEL_FOLDERS:
-        top = _dir_key(Path(name))
+        top = dir_key(Path(name))
         if top is None or root is None or top[0] == root[0]:
             continue
         if name == "/dev":
@@ -48,7 +48,7 @@ def _kernel_folder(path: Path, own: tuple[int, int] | None) -> str | None:
     return None
 
 
-def _dir_key(path: Path) -> tuple[int, int] | None:
+def dir_key(path: Path) -> tuple[int, int] | None:
     """(st_dev, st_ino) of a directory, following symlinks; None when there is none."""
     try:
         st = os.stat(path)

@@ -44,7 +44,7 @@ from makad.store.ledger.recovery import LedgerReset
 from makad.store.memory_files import ensure_memory_dir, generalize
 from makad.store.revision_clock import RevisionClock
 from makad.store.shared_checks import SharedChecks
-from makad.store.system_folders import system_folder
+from makad.store.system_folders import dir_key, system_folder
 from makad.store.tracked import TrackedFile
 from makad.store.typed_ids import TypedIds
 from makad.store.workspace_state import WorkspaceState
@@ -147,10 +147,10 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     compared by (device, inode), so no spelling — a symlink, a bind mount, another case
     on a case-insensitive disk — gets past. Blocking: a few ``stat`` calls.
     """
-    user = _dir_key(user_dir)
-    user_memory = _dir_key(user_dir / MEMORY_DIR)
-    data = _dir_key(data_dir)
-    own = _dir_key(path)
+    user = dir_key(user_dir)
+    user_memory = dir_key(user_dir / MEMORY_DIR)
+    data = dir_key(data_dir)
+    own = dir_key(path)
     system = system_folder(path)
     if system is not None:
         return f"{system} is no workspace: name the project's own folder"
@@ -164,12 +164,12 @@ def reserved_folder(path: Path, data_dir: Path, user_dir: Path) -> str | None:
     inside = {key for key in (data, user_memory) if key is not None}
     if inside:
         for ancestor in (path, *path.parents):
-            key = _dir_key(ancestor)
+            key = dir_key(ancestor)
             if key in inside:
                 where = "makad's data directory" if key == data else "the user-level memory's memory/ folder"
                 how = "is" if ancestor is path else "is inside"
                 return f"this folder {how} {where}: the daemon's own files are no workspace"
-    memory = _dir_key(path / MEMORY_DIR)
+    memory = dir_key(path / MEMORY_DIR)
     if memory is not None and memory in {data, user, user_memory}:
         return (
             "this folder's memory/ is makad's data directory or the user-level memory: the "
@@ -197,15 +197,6 @@ def _memory_folder_owner(path: Path) -> Path | None:
         except (OSError, ValueError):
             continue
     return None
-
-
-def _dir_key(path: Path) -> tuple[int, int] | None:
-    """(st_dev, st_ino) of a directory, following symlinks; None when there is none."""
-    try:
-        st = os.stat(path)
-    except (OSError, ValueError):
-        return None
-    return (st.st_dev, st.st_ino) if stat_mod.S_ISDIR(st.st_mode) else None
 
 
 @dataclass(frozen=True)
@@ -256,13 +247,19 @@ class Workspace:
 
     def __post_init__(self) -> None:
         self.typed_ids = TypedIds(self.ledger)
-        self.memory.identify = self._identify
+        # MEMORY.md just parsed, as this level reads it: hand-typed entries keep their ids,
+        # and at the user level an entry naming no scope is global. Never a bound method
+        # of the workspace: the file would hold it in a cycle, and a released workspace
+        # must be freed as soon as nothing uses it, not at the next garbage collection.
+        # (The level is asked at each parse: the registry sets it after construction.)
+        typed, this = self.typed_ids, weakref.ref(self)
 
-    def _identify(self, doc: fmt.MemoryDocument) -> fmt.MemoryDocument:
-        """MEMORY.md just parsed, as this level reads it: hand-typed entries keep their
-        ids, and at the user level an entry naming no scope is global."""
-        doc = self.typed_ids.identify(doc)
-        return read_at_user_level(doc) if self.level == "user" else doc
+        def identify(doc: fmt.MemoryDocument) -> fmt.MemoryDocument:
+            doc = typed.identify(doc)
+            ws = this()
+            return read_at_user_level(doc) if ws is not None and ws.level == "user" else doc
+
+        self.memory.identify = identify
 
     @property
     def name(self) -> str:
