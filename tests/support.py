@@ -34,6 +34,23 @@ def short_temp_root(base: str | None = None) -> str:
     return FALLBACK_TEMP_ROOT
 
 
+def inotify_watched_inodes(pid: int) -> set[int]:
+    """The inodes of the folders process ``pid``'s inotify watches are on (from /proc)."""
+    found: set[int] = set()
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:inotify":
+                continue
+            info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
+        except OSError:
+            continue  # closed meanwhile (the watch restarting)
+        for line in info.splitlines():
+            if line.startswith("inotify wd:"):
+                fields = dict(part.split(":", 1) for part in line.split()[1:])
+                found.add(int(fields["ino"], 16))
+    return found
+
+
 def short_temp_dir(prefix: str = "mk") -> Path:
     """A fresh private temp dir under ``short_temp_root()`` (the caller removes it)."""
     return Path(tempfile.mkdtemp(prefix=prefix, dir=short_temp_root()))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support import DaemonProcess, daemon_in_tmp
+from tests.support import DaemonProcess, daemon_in_tmp, inotify_watched_inodes
 
 CAP = 2
 _names = itertools.count()
@@ -32,20 +32,7 @@ def folder(d: DaemonProcess) -> str:
 def watched_inodes(d: DaemonProcess) -> set[int]:
     """The inodes of the directories the daemon's inotify watches are on (from /proc)."""
     assert d.proc is not None
-    pid = d.proc.pid
-    found: set[int] = set()
-    for fd in os.listdir(f"/proc/{pid}/fd"):
-        try:
-            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:inotify":
-                continue
-            info = Path(f"/proc/{pid}/fdinfo/{fd}").read_text()
-        except OSError:
-            continue  # closed meanwhile (the watch restarting)
-        for line in info.splitlines():
-            if line.startswith("inotify wd:"):
-                fields = dict(part.split(":", 1) for part in line.split()[1:])
-                found.add(int(fields["ino"], 16))
-    return found
+    return inotify_watched_inodes(d.proc.pid)
 
 
 def watched(d: DaemonProcess, ws: str) -> bool:

@@ -17,6 +17,7 @@ import pytest
 from makad.store.tracked import TrackedFile
 from makad.store.workspaces import MEMORY_FILE, PENDING_FILE, Workspace
 from makad.watcher import Watcher
+from tests.support import inotify_watched_inodes
 
 pytestmark = pytest.mark.anyio
 
@@ -118,20 +119,8 @@ async def test_a_folder_never_read_is_not_read_when_absent(tmp_path: Path) -> No
 
 
 def _watched_inodes() -> set[int]:
-    """The inodes of the folders this process's inotify watches are on (from /proc)."""
-    found: set[int] = set()
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
-                continue
-            info = Path(f"/proc/self/fdinfo/{fd}").read_text()
-        except OSError:
-            continue  # closed meanwhile (the watch restarting)
-        for line in info.splitlines():
-            if line.startswith("inotify wd:"):
-                fields = dict(part.split(":", 1) for part in line.split()[1:])
-                found.add(int(fields["ino"], 16))
-    return found
+    """The inodes of the folders this process's inotify watches are on."""
+    return inotify_watched_inodes(os.getpid())
 
 
 async def _until_watched(folder: Path) -> None:
