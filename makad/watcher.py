@@ -72,6 +72,7 @@ class Watcher:
         # Workspaces whose memory directory was missing when last looked for: looked for
         # again every MISSING_LOOK_S while one has subscribers (nothing else would name them).
         self._missing: dict[int, Workspace] = {}
+        self._missing_added = anyio.Event()
         self._changed = anyio.Event()
         self._stop = anyio.Event()
         self._tg: TaskGroup | None = None
@@ -84,6 +85,7 @@ class Watcher:
     def stop(self) -> None:
         self._stop.set()
         self._changed.set()
+        self._missing_added.set()
 
     def ensure(self, ws: Workspace) -> None:
         """Start watching a workspace's memory directory once it exists (looked for on a
@@ -107,7 +109,7 @@ class Watcher:
         if kind == "folder":
             self._add(ws)
             return
-        self._missing[id(ws)] = ws
+        self._note_missing(ws)
         if kind == "absent" and not (ws.memory.missing and ws.pending.missing):
             # Its files were read, and the folder is gone before any watch covered it:
             # take the deletion in as a watched folder's would be.
@@ -118,6 +120,9 @@ class Watcher:
         workspace folder renamed away and back, a memory folder made again): a subscriber
         makes no call that would look for them. The others wait for their next call."""
         while not self._stop.is_set():
+            if not self._missing:  # nothing to look for: no wake-up each second while idle
+                await self._missing_added.wait()
+                self._missing_added = anyio.Event()
             with anyio.move_on_after(MISSING_LOOK_S):
                 await self._stop.wait()
             for key, ws in list(self._missing.items()):
@@ -133,6 +138,10 @@ class Watcher:
                 if kind == "folder" and not (ws.watching or ws.released or ws.memory_dir in self._dirs):
                     self._missing.pop(id(ws), None)
                     self._add(ws)
+
+    def _note_missing(self, ws: Workspace) -> None:
+        self._missing[id(ws)] = ws
+        self._missing_added.set()
 
     def forget(self, released: list[Workspace]) -> None:
         """Stop watching workspaces the registry let go of (one restart of the watch for
@@ -171,7 +180,7 @@ class Watcher:
         gone = [ws for path in missing if (ws := self._dirs.pop(path, None)) is not None]
         for ws in gone:
             ws.watching = False
-            self._missing[id(ws)] = ws
+            self._note_missing(ws)
         if gone:
             await self._ingest_stale(gone)
 
